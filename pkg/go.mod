@@ -1,0 +1,7 @@
+module github.com/rmqgo/rmq/pkg
+
+go 1.26
+
+require github.com/rmqgo/rmq/remoting v0.0.0
+
+replace github.com/rmqgo/rmq/remoting => ../remoting

@@ -1,0 +1,104 @@
+package code
+
+// Request codes: nameserver (remoting.md §3.2).
+const (
+	PutKVConfig                   int32 = 100
+	GetKVConfig                   int32 = 101
+	DeleteKVConfig                int32 = 102
+	RegisterBroker                int32 = 103
+	UnregisterBroker              int32 = 104
+	GetRouteInfoByTopic           int32 = 105
+	GetBrokerClusterInfo          int32 = 106
+	WipeWritePermOfBroker         int32 = 205
+	GetAllTopicListFromNameserver int32 = 206
+	DeleteTopicInNamesrv          int32 = 216
+	RegisterTopicInNamesrv        int32 = 217
+	GetKVListByNamespace          int32 = 219
+	GetTopicsByCluster            int32 = 224
+	GetSystemTopicListFromNS      int32 = 304
+	GetUnitTopicList              int32 = 311
+	GetHasUnitSubTopicList        int32 = 312
+	GetHasUnitSubUnUnitTopicList  int32 = 313
+	UpdateNamesrvConfig           int32 = 318
+	GetNamesrvConfig              int32 = 319
+	QueryDataVersion              int32 = 322
+	AddWritePermOfBroker          int32 = 327
+	GetBrokerMemberGroup          int32 = 901
+	BrokerHeartbeat               int32 = 904
+)
+
+// Request codes: broker, client paths (remoting.md §3.3).
+const (
+	SendMessage             int32 = 10
+	PullMessage             int32 = 11
+	QueryMessage            int32 = 12
+	QueryConsumerOffset     int32 = 14
+	UpdateConsumerOffset    int32 = 15
+	SearchOffsetByTimestamp int32 = 29
+	GetMaxOffset            int32 = 30
+	GetMinOffset            int32 = 31
+	GetEarliestMsgStoreTime int32 = 32
+	ViewMessageByID         int32 = 33
+	HeartBeat               int32 = 34
+	UnregisterClient        int32 = 35
+	ConsumerSendMsgBack     int32 = 36
+	EndTransaction          int32 = 37
+	GetConsumerListByGroup  int32 = 38
+	LockBatchMQ             int32 = 41
+	UnlockBatchMQ           int32 = 42
+	CheckClientConfig       int32 = 46
+	SendMessageV2           int32 = 310
+	SendBatchMessage        int32 = 320
+	SendReplyMessage        int32 = 324
+	SendReplyMessageV2      int32 = 325
+	LitePullMessage         int32 = 361
+	QueryAssignment         int32 = 400
+	SetMessageRequestMode   int32 = 401
+	PopMessage              int32 = 200050
+	AckMessage              int32 = 200051
+	PeekMessage             int32 = 200052
+	ChangeMessageInvisible  int32 = 200053
+	Notification            int32 = 200054
+	PollingInfo             int32 = 200055
+	BatchAckMessage         int32 = 200151
+	PopLiteMessage          int32 = 200070
+	LiteSubscriptionCtl     int32 = 200071
+	NotifyUnsubscribeLite   int32 = 200073
+)
+
+// Request codes: broker admin surface (remoting.md §3.4).
+const (
+	UpdateAndCreateTopic             int32 = 17
+	UpdateAndCreateTopicList         int32 = 18
+	GetAllTopicConfig                int32 = 21
+	UpdateBrokerConfig               int32 = 25
+	GetBrokerConfig                  int32 = 26
+	GetBrokerRuntimeInfo             int32 = 28
+	UpdateAndCreateSubscriptionGroup int32 = 200
+	GetAllSubscriptionGroupConfig    int32 = 201
+	GetTopicStatsInfo                int32 = 202
+	GetConsumerConnectionList        int32 = 203
+	GetProducerConnectionList        int32 = 204
+	DeleteSubscriptionGroup          int32 = 207
+	GetConsumeStats                  int32 = 208
+	DeleteTopicInBroker              int32 = 215
+	InvokeBrokerToResetOffset        int32 = 222
+	InvokeBrokerToGetConsumerStatus  int32 = 223
+	QueryTopicConsumeByWho           int32 = 300
+	GetConsumerRunningInfo           int32 = 307
+	ConsumeMessageDirectly           int32 = 309
+	GetBrokerConsumeStats            int32 = 317
+	QueryTopicsByConsumer            int32 = 343
+	GetTopicConfig                   int32 = 351
+	GetSubscriptionGroupConfig       int32 = 352
+	UpdateAndCreateStaticTopic       int32 = 513
+)
+
+// Request codes: broker to client (remoting.md §3.5).
+const (
+	CheckTransactionState       int32 = 39
+	NotifyConsumerIdsChanged    int32 = 40
+	ResetConsumerClientOffset   int32 = 220
+	GetConsumerStatusFromClient int32 = 221
+	PushReplyMessageToClient    int32 = 326
+)

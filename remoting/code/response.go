@@ -1,0 +1,54 @@
+// Package code holds RocketMQ's request and response codes (remoting.md §2–3).
+// The numbers are the wire contract; the names follow Apache RocketMQ's.
+package code
+
+// Response codes.
+const (
+	Success                       int32 = 0
+	SystemError                   int32 = 1
+	SystemBusy                    int32 = 2
+	RequestCodeNotSupported       int32 = 3
+	TransactionFailed             int32 = 4
+	FlushDiskTimeout              int32 = 10
+	SlaveNotAvailable             int32 = 11
+	FlushSlaveTimeout             int32 = 12
+	MessageIllegal                int32 = 13
+	ServiceNotAvailable           int32 = 14
+	VersionNotSupported           int32 = 15
+	NoPermission                  int32 = 16
+	TopicNotExist                 int32 = 17
+	TopicExistAlready             int32 = 18
+	PullNotFound                  int32 = 19
+	PullRetryImmediately          int32 = 20
+	PullOffsetMoved               int32 = 21
+	QueryNotFound                 int32 = 22
+	SubscriptionParseFailed       int32 = 23
+	SubscriptionNotExist          int32 = 24
+	SubscriptionNotLatest         int32 = 25
+	SubscriptionGroupNotExist     int32 = 26
+	FilterDataNotExist            int32 = 27
+	FilterDataNotLatest           int32 = 28
+	InvalidParameter              int32 = 29
+	TransactionShouldCommit       int32 = 200
+	TransactionShouldRollback     int32 = 201
+	TransactionStateUnknow        int32 = 202
+	TransactionStateGroupWrong    int32 = 203
+	NoBuyerID                     int32 = 204
+	NotInCurrentUnit              int32 = 205
+	ConsumerNotOnline             int32 = 206
+	ConsumeMsgTimeout             int32 = 207
+	NoMessage                     int32 = 208
+	PollingFull                   int32 = 209
+	PollingTimeout                int32 = 210
+	BrokerNotExist                int32 = 211
+	BrokerDispatchNotComplete     int32 = 212
+	BroadcastConsumption          int32 = 213
+	FlowControl                   int32 = 215
+	NotLeaderForQueue             int32 = 501
+	IllegalOperation              int32 = 604
+	GoAway                        int32 = 1500
+	LMQQuotaExceeded              int32 = 2017
+	LiteSubscriptionQuotaExceeded int32 = 2018
+	UserNotExist                  int32 = 3001
+	PolicyNotExist                int32 = 3002
+)

@@ -1,0 +1,348 @@
+package remoting
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+)
+
+// DefaultMaxFrameSize is the largest frame length field accepted (16 MiB), as
+// the Java decoder's com.rocketmq.remoting.frameMaxLength.
+const DefaultMaxFrameSize = 16 << 20
+
+// rocketMQFixedHeader is the size of the fixed part of a ROCKETMQ header.
+const rocketMQFixedHeader = 21
+
+// Errors returned by the decoder. A frame that fails to decode cannot be
+// answered (its opaque is unknown), so servers close the connection.
+var (
+	ErrFrameTooLarge    = errors.New("remoting: frame length exceeds the maximum")
+	ErrFrameTooShort    = errors.New("remoting: frame shorter than its header")
+	ErrHeaderLength     = errors.New("remoting: header length larger than the frame")
+	ErrUnknownSerialize = errors.New("remoting: unknown header serialization type")
+	ErrBadHeader        = errors.New("remoting: malformed header")
+)
+
+// FrameLength returns the total size of the frame starting at buf (including
+// its own 4-byte length field), or 0 if fewer than 4 bytes are available.
+// A length over max or under 4 is an error.
+func FrameLength(buf []byte, max int) (int, error) {
+	if len(buf) < 4 {
+		return 0, nil
+	}
+	l := int(int32(binary.BigEndian.Uint32(buf)))
+	if l < 4 {
+		return 0, fmt.Errorf("%w: length field %d", ErrFrameTooShort, l)
+	}
+	if max > 0 && l > max {
+		return 0, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, l, max)
+	}
+	return l + 4, nil
+}
+
+// Decode decodes one frame body: the bytes after the 4-byte length field
+// (so len(frame) == length field). The returned command's Body aliases frame.
+func Decode(frame []byte) (*Command, error) {
+	if len(frame) < 4 {
+		return nil, ErrFrameTooShort
+	}
+	mark := binary.BigEndian.Uint32(frame)
+	st := SerializeType(mark >> 24)
+	hl := int(mark & 0xFFFFFF)
+	if hl > len(frame)-4 {
+		return nil, fmt.Errorf("%w: header %d, frame %d", ErrHeaderLength, hl, len(frame))
+	}
+	header := frame[4 : 4+hl]
+	var (
+		cmd *Command
+		err error
+	)
+	switch st {
+	case SerializeJSON:
+		cmd, err = decodeJSONHeader(header)
+	case SerializeRocketMQ:
+		cmd, err = decodeRocketMQHeader(header)
+	default:
+		return nil, fmt.Errorf("%w: %d", ErrUnknownSerialize, st)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cmd.SerializeType = st
+	if body := frame[4+hl:]; len(body) > 0 {
+		cmd.Body = body
+	}
+	return cmd, nil
+}
+
+// Encode returns the whole frame for cmd, length field included, in the
+// command's SerializeType.
+func Encode(cmd *Command) ([]byte, error) {
+	return AppendFrame(nil, cmd)
+}
+
+// AppendFrame appends the frame for cmd to dst.
+func AppendFrame(dst []byte, cmd *Command) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0)
+	hstart := len(dst)
+	switch cmd.SerializeType {
+	case SerializeJSON:
+		dst = appendJSONHeader(dst, cmd)
+	case SerializeRocketMQ:
+		dst = appendRocketMQHeader(dst, cmd)
+	default:
+		return dst[:start], fmt.Errorf("%w: %d", ErrUnknownSerialize, cmd.SerializeType)
+	}
+	hl := len(dst) - hstart
+	if hl > 0xFFFFFF {
+		return dst[:start], fmt.Errorf("remoting: header of %d bytes exceeds 24 bits", hl)
+	}
+	dst = append(dst, cmd.Body...)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	binary.BigEndian.PutUint32(dst[start+4:], uint32(cmd.SerializeType)<<24|uint32(hl))
+	return dst, nil
+}
+
+// ---- JSON header ----
+
+type jsonHeader struct {
+	Code      int32           `json:"code"`
+	Language  json.RawMessage `json:"language"`
+	Version   int32           `json:"version"`
+	Opaque    int32           `json:"opaque"`
+	Flag      int32           `json:"flag"`
+	Remark    *string         `json:"remark"`
+	ExtFields json.RawMessage `json:"extFields"`
+}
+
+func decodeJSONHeader(b []byte) (*Command, error) {
+	var h jsonHeader
+	if err := json.Unmarshal(b, &h); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadHeader, err)
+	}
+	cmd := &Command{Code: h.Code, Version: h.Version, Opaque: h.Opaque, Flag: h.Flag, Language: LangOther}
+	if h.Remark != nil {
+		cmd.Remark = *h.Remark
+	}
+	if len(h.Language) > 0 {
+		if h.Language[0] == '"' {
+			var s string
+			if err := json.Unmarshal(h.Language, &s); err == nil {
+				cmd.Language = ParseLanguage(s)
+			}
+		} else if n, err := strconv.Atoi(string(h.Language)); err == nil && n >= 0 && n < 256 {
+			cmd.Language = LanguageCode(n)
+		}
+	}
+	if len(h.ExtFields) > 0 && string(h.ExtFields) != "null" {
+		ext, err := decodeExtFields(h.ExtFields)
+		if err != nil {
+			return nil, err
+		}
+		cmd.ExtFields = ext
+	}
+	return cmd, nil
+}
+
+// decodeExtFields decodes the extFields object. Values are strings on the
+// wire; other JSON values are tolerated and kept as their JSON text (numbers,
+// booleans) so a lenient peer is still understood.
+func decodeExtFields(raw json.RawMessage) (map[string]string, error) {
+	var m map[string]string
+	if err := json.Unmarshal(raw, &m); err == nil {
+		return m, nil
+	}
+	var loose map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &loose); err != nil {
+		return nil, fmt.Errorf("%w: extFields: %v", ErrBadHeader, err)
+	}
+	m = make(map[string]string, len(loose))
+	for k, v := range loose {
+		if len(v) > 0 && v[0] == '"' {
+			var s string
+			if err := json.Unmarshal(v, &s); err != nil {
+				return nil, fmt.Errorf("%w: extFields[%q]: %v", ErrBadHeader, k, err)
+			}
+			m[k] = s
+			continue
+		}
+		if string(v) == "null" {
+			continue
+		}
+		m[k] = string(v)
+	}
+	return m, nil
+}
+
+// appendJSONHeader writes the header the way client-go and fastjson both
+// accept: fixed key order, remark omitted when empty, extFields values always
+// JSON strings (client-go drops frames otherwise), keys sorted so the bytes
+// are deterministic.
+func appendJSONHeader(dst []byte, cmd *Command) []byte {
+	dst = append(dst, `{"code":`...)
+	dst = strconv.AppendInt(dst, int64(cmd.Code), 10)
+	dst = append(dst, `,"language":"`...)
+	dst = append(dst, cmd.Language.String()...)
+	dst = append(dst, `","version":`...)
+	dst = strconv.AppendInt(dst, int64(cmd.Version), 10)
+	dst = append(dst, `,"opaque":`...)
+	dst = strconv.AppendInt(dst, int64(cmd.Opaque), 10)
+	dst = append(dst, `,"flag":`...)
+	dst = strconv.AppendInt(dst, int64(cmd.Flag), 10)
+	if cmd.Remark != "" {
+		dst = append(dst, `,"remark":`...)
+		dst = appendJSONString(dst, cmd.Remark)
+	}
+	dst = append(dst, `,"extFields":{`...)
+	if len(cmd.ExtFields) > 0 {
+		var small [24]string
+		keys := small[:0]
+		for k := range cmd.ExtFields {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, k)
+			dst = append(dst, ':')
+			dst = appendJSONString(dst, cmd.ExtFields[k])
+		}
+	}
+	dst = append(dst, `}}`...)
+	return dst
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string literal.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				dst = append(dst, s[start:i]...)
+				dst = append(dst, `\ufffd`...)
+				i += size
+				start = i
+				continue
+			}
+			i += size
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"':
+			dst = append(dst, '\\', '"')
+		case '\\':
+			dst = append(dst, '\\', '\\')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+		}
+		i++
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// ---- ROCKETMQ binary header ----
+
+func appendRocketMQHeader(dst []byte, cmd *Command) []byte {
+	dst = binary.BigEndian.AppendUint16(dst, uint16(int16(cmd.Code)))
+	dst = append(dst, byte(cmd.Language))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(int16(cmd.Version)))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(cmd.Opaque))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(cmd.Flag))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(cmd.Remark)))
+	dst = append(dst, cmd.Remark...)
+	lenAt := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	for k, v := range cmd.ExtFields {
+		// Java skips null keys and values; an empty string decodes as null there.
+		if k == "" || v == "" {
+			continue
+		}
+		dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
+		dst = append(dst, k...)
+		dst = binary.BigEndian.AppendUint32(dst, uint32(len(v)))
+		dst = append(dst, v...)
+	}
+	binary.BigEndian.PutUint32(dst[lenAt:], uint32(len(dst)-lenAt-4))
+	return dst
+}
+
+func decodeRocketMQHeader(b []byte) (*Command, error) {
+	if len(b) < rocketMQFixedHeader {
+		return nil, fmt.Errorf("%w: ROCKETMQ header of %d bytes", ErrBadHeader, len(b))
+	}
+	cmd := &Command{
+		Code:     int32(int16(binary.BigEndian.Uint16(b[0:]))),
+		Language: LanguageCode(b[2]),
+		Version:  int32(int16(binary.BigEndian.Uint16(b[3:]))),
+		Opaque:   int32(binary.BigEndian.Uint32(b[5:])),
+		Flag:     int32(binary.BigEndian.Uint32(b[9:])),
+	}
+	p := 13
+	rl := int(int32(binary.BigEndian.Uint32(b[p:])))
+	p += 4
+	if rl < 0 || rl > len(b)-p-4 {
+		return nil, fmt.Errorf("%w: remark length %d", ErrBadHeader, rl)
+	}
+	if rl > 0 {
+		cmd.Remark = string(b[p : p+rl])
+	}
+	p += rl
+	el := int(int32(binary.BigEndian.Uint32(b[p:])))
+	p += 4
+	if el < 0 || el > len(b)-p {
+		return nil, fmt.Errorf("%w: extFields length %d", ErrBadHeader, el)
+	}
+	if el > 0 {
+		m := make(map[string]string, 8)
+		ext := b[p : p+el]
+		for q := 0; q < len(ext); {
+			if len(ext)-q < 2 {
+				return nil, fmt.Errorf("%w: truncated extFields key length", ErrBadHeader)
+			}
+			kl := int(binary.BigEndian.Uint16(ext[q:]))
+			q += 2
+			if kl > len(ext)-q {
+				return nil, fmt.Errorf("%w: extFields key length %d", ErrBadHeader, kl)
+			}
+			k := string(ext[q : q+kl])
+			q += kl
+			if len(ext)-q < 4 {
+				return nil, fmt.Errorf("%w: truncated extFields value length", ErrBadHeader)
+			}
+			vl := int(int32(binary.BigEndian.Uint32(ext[q:])))
+			q += 4
+			if vl < 0 || vl > len(ext)-q {
+				return nil, fmt.Errorf("%w: extFields value length %d", ErrBadHeader, vl)
+			}
+			m[k] = string(ext[q : q+vl])
+			q += vl
+		}
+		cmd.ExtFields = m
+	}
+	return cmd, nil
+}

@@ -1,0 +1,97 @@
+package remoting
+
+import (
+	"bytes"
+	"encoding/hex"
+	"strings"
+	"testing"
+)
+
+// Test vectors from remoting.md §1.5.
+func TestSpecVectors(t *testing.T) {
+	jsonText := `{"code":105,"language":"GO","version":317,"opaque":1,"flag":0,"remark":"","extFields":{"topic":"T"}}`
+	jsonFrame, _ := hex.DecodeString("0000006800000064")
+	jsonFrame = append(jsonFrame, jsonText...)
+	binFrame, _ := hex.DecodeString(strings.ReplaceAll("00000025 01000021 0069 09 013d 00000001 00000000 00000000 0000000c 0005 746f706963 00000001 54", " ", ""))
+
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+		st    SerializeType
+	}{{"json", jsonFrame, SerializeJSON}, {"rocketmq", binFrame, SerializeRocketMQ}} {
+		t.Run(tc.name, func(t *testing.T) {
+			n, err := FrameLength(tc.frame, DefaultMaxFrameSize)
+			if err != nil || n != len(tc.frame) {
+				t.Fatalf("FrameLength = %d, %v; want %d", n, err, len(tc.frame))
+			}
+			cmd, err := Decode(tc.frame[4:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cmd.Code != 105 || cmd.Language != LangGo || cmd.Version != 317 || cmd.Opaque != 1 || cmd.Flag != 0 || cmd.Ext("topic") != "T" || cmd.SerializeType != tc.st {
+				t.Fatalf("decoded %+v", cmd)
+			}
+			if tc.st == SerializeRocketMQ {
+				out, err := Encode(cmd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(out, tc.frame) {
+					t.Fatalf("re-encoded\n%x\nwant\n%x", out, tc.frame)
+				}
+			}
+		})
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	for _, st := range []SerializeType{SerializeJSON, SerializeRocketMQ} {
+		in := &Command{Code: 310, Language: LangJava, Version: 479, Opaque: -7, Flag: FlagOneway,
+			Remark: "quote\" back\\ nl\n ctl\x01 ünï", ExtFields: map[string]string{"a": "g1", "b": "Topic", "i": "k\x01v\x02"},
+			Body: []byte("hello"), SerializeType: st}
+		frame, err := Encode(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := Decode(frame[4:])
+		if err != nil {
+			t.Fatalf("%v: %v", st, err)
+		}
+		if out.Code != in.Code || out.Language != in.Language || out.Version != in.Version || out.Opaque != in.Opaque ||
+			out.Flag != in.Flag || out.Remark != in.Remark || !bytes.Equal(out.Body, in.Body) || len(out.ExtFields) != 3 {
+			t.Fatalf("%v: got %+v", st, out)
+		}
+		for k, v := range in.ExtFields {
+			if out.ExtFields[k] != v {
+				t.Fatalf("%v: ext %q = %q want %q", st, k, out.ExtFields[k], v)
+			}
+		}
+	}
+}
+
+func TestDecodeLenientJSON(t *testing.T) {
+	h := `{"code":34,"extFields":{"n":12,"b":true,"s":"x","z":null},"flag":0,"language":"JAVA","opaque":7,"serializeTypeCurrentRPC":"JSON","version":479}`
+	frame := append([]byte{0, 0, 0, byte(len(h))}, h...)
+	cmd, err := Decode(frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd.Language != LangJava || cmd.Ext("n") != "12" || cmd.Ext("b") != "true" || cmd.Ext("s") != "x" {
+		t.Fatalf("got %+v", cmd)
+	}
+}
+
+func TestDecodeBad(t *testing.T) {
+	for name, frame := range map[string][]byte{
+		"short":          {0, 0},
+		"header>frame":   {0, 0, 0, 50, '{', '}'},
+		"non-json":       append([]byte{0, 0, 0, 5}, "hello"...),
+		"unknown-type":   {7, 0, 0, 0},
+		"truncated-bin":  {1, 0, 0, 3, 0, 1, 2},
+		"bad-remark-len": append([]byte{1, 0, 0, 21}, []byte{0, 1, 9, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0x7f, 0, 0, 0, 0, 0, 0, 0}...),
+	} {
+		if _, err := Decode(frame); err == nil {
+			t.Errorf("%s: decoded without error", name)
+		}
+	}
+}

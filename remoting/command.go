@@ -1,0 +1,144 @@
+// Package remoting implements RocketMQ's remoting protocol: the frame codec
+// with both header serializations (JSON and ROCKETMQ binary), and the server
+// and client that carry RemotingCommands over TCP.
+package remoting
+
+import "strconv"
+
+// SerializeType is the header serialization of one frame (top byte of the
+// second int32 of a frame).
+type SerializeType uint8
+
+const (
+	SerializeJSON     SerializeType = 0
+	SerializeRocketMQ SerializeType = 1
+)
+
+func (t SerializeType) String() string {
+	switch t {
+	case SerializeJSON:
+		return "JSON"
+	case SerializeRocketMQ:
+		return "ROCKETMQ"
+	}
+	return "UNKNOWN(" + strconv.Itoa(int(t)) + ")"
+}
+
+// LanguageCode identifies the sender's implementation language.
+type LanguageCode uint8
+
+const (
+	LangJava   LanguageCode = 0
+	LangCPP    LanguageCode = 1
+	LangDotNet LanguageCode = 2
+	LangPython LanguageCode = 3
+	LangDelphi LanguageCode = 4
+	LangErlang LanguageCode = 5
+	LangRuby   LanguageCode = 6
+	LangOther  LanguageCode = 7
+	LangHTTP   LanguageCode = 8
+	LangGo     LanguageCode = 9
+	LangPHP    LanguageCode = 10
+	LangOMS    LanguageCode = 11
+	LangRust   LanguageCode = 12
+	LangNodeJS LanguageCode = 13
+)
+
+var languageNames = [...]string{"JAVA", "CPP", "DOTNET", "PYTHON", "DELPHI", "ERLANG", "RUBY", "OTHER", "HTTP", "GO", "PHP", "OMS", "RUST", "NODE_JS"}
+
+func (l LanguageCode) String() string {
+	if int(l) < len(languageNames) {
+		return languageNames[l]
+	}
+	return "OTHER"
+}
+
+// ParseLanguage maps an enum name to its code; unknown names are OTHER.
+func ParseLanguage(s string) LanguageCode {
+	for i, n := range languageNames {
+		if n == s {
+			return LanguageCode(i)
+		}
+	}
+	return LangOther
+}
+
+// Flag bits.
+const (
+	FlagResponse int32 = 1 << 0
+	FlagOneway   int32 = 1 << 1
+)
+
+// CurrentVersion is the MQVersion ordinal we announce (V5_5_0).
+const CurrentVersion int32 = 513
+
+// Command is one RocketMQ RemotingCommand: a request or a response.
+//
+// Code is int32 in memory: codes above 32767 (pop 200050+, lite 200070+) only
+// survive the JSON serialization; the ROCKETMQ binary header truncates to int16.
+type Command struct {
+	Code      int32
+	Language  LanguageCode
+	Version   int32
+	Opaque    int32
+	Flag      int32
+	Remark    string
+	ExtFields map[string]string
+	Body      []byte
+
+	// SerializeType is the serialization the frame arrived in, or will be
+	// written in. A response mirrors its request's.
+	SerializeType SerializeType
+}
+
+// IsResponse reports whether flag bit 0 is set.
+func (c *Command) IsResponse() bool { return c.Flag&FlagResponse != 0 }
+
+// IsOneway reports whether flag bit 1 is set.
+func (c *Command) IsOneway() bool { return c.Flag&FlagOneway != 0 }
+
+// MarkOneway sets the one-way bit.
+func (c *Command) MarkOneway() { c.Flag |= FlagOneway }
+
+// Ext returns an extFields value ("" when absent).
+func (c *Command) Ext(key string) string {
+	if c.ExtFields == nil {
+		return ""
+	}
+	return c.ExtFields[key]
+}
+
+// SetExt sets an extFields value, allocating the map on first use.
+func (c *Command) SetExt(key, value string) {
+	if c.ExtFields == nil {
+		c.ExtFields = make(map[string]string, 8)
+	}
+	c.ExtFields[key] = value
+}
+
+// NewRequest builds a request with language GO and JSON serialization. The
+// opaque is assigned by the endpoint that sends it (Client, Channel), which
+// keeps one counter per endpoint as RocketMQ does.
+func NewRequest(code int32, ext map[string]string, body []byte) *Command {
+	return &Command{
+		Code:      code,
+		Language:  LangGo,
+		Version:   CurrentVersion,
+		ExtFields: ext,
+		Body:      body,
+	}
+}
+
+// NewResponse builds the response to req with the given code and remark:
+// same opaque, response flag, same serialization as the request.
+func NewResponse(req *Command, code int32, remark string) *Command {
+	return &Command{
+		Code:          code,
+		Language:      LangGo,
+		Version:       CurrentVersion,
+		Opaque:        req.Opaque,
+		Flag:          FlagResponse,
+		Remark:        remark,
+		SerializeType: req.SerializeType,
+	}
+}

@@ -1,0 +1,3 @@
+module github.com/rmqgo/rmq/remoting
+
+go 1.26
