@@ -1,0 +1,57 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+)
+
+type sample struct {
+	ListenPort  int           `key:"listenPort"`
+	BrokerName  string        `key:"brokerName"`
+	AutoCreate  bool          `key:"autoCreateTopicEnable"`
+	Ratio       float64       `key:"diskMaxUsedSpaceRatio"`
+	Scan        time.Duration `key:"scanNotActiveBrokerInterval"`
+	NotAKeyHere string
+}
+
+func TestLoadPrecedenceAndUnknown(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "broker.conf")
+	os.WriteFile(file, []byte("# comment\nlistenPort = 10911\nbrokerName=broker-a\nautoCreateTopicEnable=false\nbogusKey=1\nscanNotActiveBrokerInterval=5000\n"), 0o644)
+	c := sample{ListenPort: 1, Ratio: 75}
+	unknown, err := Load(&c, Source{File: file, EnvPrefix: "BROKER", Environ: []string{"BROKER_BROKER_NAME=broker-env"}, Overrides: map[string]string{"listenport": "20911"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sample{ListenPort: 20911, BrokerName: "broker-env", AutoCreate: false, Ratio: 75, Scan: 5 * time.Second}
+	if !reflect.DeepEqual(c, want) {
+		t.Fatalf("got %+v want %+v", c, want)
+	}
+	if !reflect.DeepEqual(unknown, []string{"boguskey"}) {
+		t.Fatalf("unknown = %v", unknown)
+	}
+}
+
+func TestBadValue(t *testing.T) {
+	c := sample{}
+	if _, err := Load(&c, Source{Overrides: map[string]string{"listenPort": "abc"}}); err == nil {
+		t.Fatal("want error")
+	}
+}
+
+func TestPropertiesRoundTrip(t *testing.T) {
+	c := sample{ListenPort: 9876, BrokerName: "a b", Scan: time.Second}
+	m, err := ParseProperties([]byte(Properties(&c)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["listenPort"] != "9876" || m["brokerName"] != "a b" || m["scanNotActiveBrokerInterval"] != "1000" {
+		t.Fatalf("got %v", m)
+	}
+	if EnvName("listenPort") != "LISTEN_PORT" {
+		t.Fatal(EnvName("listenPort"))
+	}
+}

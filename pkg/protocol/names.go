@@ -1,0 +1,124 @@
+package protocol
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Name limits and prefixes (remoting.md §6.7).
+const (
+	TopicMaxLength      = 127
+	RetryDLQTopicMaxLen = 255
+	GroupMaxLength      = 120
+
+	RetryGroupTopicPrefix = "%RETRY%"
+	DLQGroupTopicPrefix   = "%DLQ%"
+	LMQPrefix             = "%LMQ%"
+	SysTopicPrefix        = "rmq_sys_"
+	CIDSysPrefix          = "CID_RMQ_SYS_"
+
+	AutoCreateTopicKey = "TBW102"
+	ScheduleTopic      = "SCHEDULE_TOPIC_XXXX"
+	BenchmarkTopic     = "BenchmarkTest"
+	TransHalfTopic     = "RMQ_SYS_TRANS_HALF_TOPIC"
+	TransOpHalfTopic   = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+	TransCheckMaxTopic = "TRANS_CHECK_MAX_TIME_TOPIC"
+	TraceTopic         = "RMQ_SYS_TRACE_TOPIC"
+	SelfTestTopic      = "SELF_TEST_TOPIC"
+	OffsetMovedEvent   = "OFFSET_MOVED_EVENT"
+	CheckpointTopic    = "CHECKPOINT_TOPIC"
+)
+
+// systemTopics are reserved: users may not create or delete them by admin.
+var systemTopics = map[string]bool{
+	AutoCreateTopicKey: true, ScheduleTopic: true, BenchmarkTopic: true, TransHalfTopic: true,
+	TraceTopic: true, TransOpHalfTopic: true, TransCheckMaxTopic: true, SelfTestTopic: true,
+	OffsetMovedEvent: true, CheckpointTopic: true,
+}
+
+// sendForbidden topics reject SEND with NO_PERMISSION.
+var sendForbidden = map[string]bool{
+	ScheduleTopic: true, TransHalfTopic: true, TransOpHalfTopic: true, TransCheckMaxTopic: true,
+	SelfTestTopic: true, OffsetMovedEvent: true,
+}
+
+var reservedGroups = map[string]bool{
+	"DEFAULT_PRODUCER": true, "DEFAULT_CONSUMER": true, "TOOLS_CONSUMER": true, "CLIENT_INNER_PRODUCER": true,
+	"SCHEDULE_CONSUMER": true, "FILTERSRV_CONSUMER": true, "__MONITOR_CONSUMER": true, "SELF_TEST_P_GROUP": true,
+	"SELF_TEST_C_GROUP": true, "_INNER_TRACE_PRODUCER": true,
+}
+
+// The maps above are read-only lookup tables, never written after init.
+
+func validChars(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '%' || c == '|') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidateTopic checks a topic name's characters and length.
+func ValidateTopic(topic string) error {
+	if strings.TrimSpace(topic) == "" {
+		return fmt.Errorf("the specified topic is blank")
+	}
+	if !validChars(topic) {
+		return fmt.Errorf("the specified topic %q contains illegal characters, allowing only ^[%%|a-zA-Z0-9_-]+$", topic)
+	}
+	max := TopicMaxLength
+	if strings.HasPrefix(topic, RetryGroupTopicPrefix) || strings.HasPrefix(topic, DLQGroupTopicPrefix) {
+		max = RetryDLQTopicMaxLen
+	}
+	if len(topic) > max {
+		return fmt.Errorf("the specified topic is longer than topic max length %d", max)
+	}
+	return nil
+}
+
+// IsSystemTopic reports whether a topic is reserved by the system.
+func IsSystemTopic(topic string) bool {
+	return systemTopics[topic] || strings.HasPrefix(topic, SysTopicPrefix)
+}
+
+// IsSendForbidden reports whether producers may not send to the topic.
+func IsSendForbidden(topic string) bool { return sendForbidden[topic] }
+
+// ValidateUserTopic is ValidateTopic plus the reserved-name rules that apply
+// to topics created or deleted by users through admin requests.
+func ValidateUserTopic(topic string) error {
+	if err := ValidateTopic(topic); err != nil {
+		return err
+	}
+	if IsSystemTopic(topic) {
+		return fmt.Errorf("the topic %q is a system topic and is reserved", topic)
+	}
+	return nil
+}
+
+// ValidateGroup checks a consumer or producer group name.
+func ValidateGroup(group string) error {
+	if strings.TrimSpace(group) == "" {
+		return fmt.Errorf("the specified group is blank")
+	}
+	if !validChars(group) {
+		return fmt.Errorf("the specified group %q contains illegal characters, allowing only ^[%%|a-zA-Z0-9_-]+$", group)
+	}
+	if len(group) > GroupMaxLength {
+		return fmt.Errorf("the specified group is longer than group max length %d", GroupMaxLength)
+	}
+	return nil
+}
+
+// IsReservedGroup reports whether a group name is reserved by the system.
+func IsReservedGroup(group string) bool {
+	return reservedGroups[group] || strings.HasPrefix(group, CIDSysPrefix)
+}
+
+// RetryTopic returns %RETRY%<group>.
+func RetryTopic(group string) string { return RetryGroupTopicPrefix + group }
+
+// DLQTopic returns %DLQ%<group>.
+func DLQTopic(group string) string { return DLQGroupTopicPrefix + group }
