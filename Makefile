@@ -1,0 +1,56 @@
+# rmq-go: a Go implementation of Apache RocketMQ (nameserver, broker, mqadmin).
+#
+#   make run    build, then start a nameserver (127.0.0.1:9876) and a broker
+#               (127.0.0.1:10911) with embedded defaults; data in ./data
+#   make test   every test: unit, fuzz seeds, end to end with real clients
+#
+# All Go commands run in workspace mode (go.work) from the repository root.
+
+GO        ?= go
+BIN       ?= bin
+PKGS      := github.com/rmqgo/rmq/...
+GOFLAGS_BUILD := -trimpath
+export CGO_ENABLED ?= 0
+
+.PHONY: all build run cluster test test-short race vet fmt lint bench fuzz clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/namesrv github.com/rmqgo/rmq/namesrv/cmd/namesrv
+	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/broker github.com/rmqgo/rmq/broker/cmd/broker
+	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/mqadmin github.com/rmqgo/rmq/mqadmin/cmd/mqadmin
+
+run: build
+	./scripts/run-local.sh
+
+# A local cluster of N brokers (make cluster N=3) for manual testing.
+cluster: build
+	./scripts/cluster.sh $(or $(N),2)
+
+# The whole suite, as CI runs it. The race detector needs cgo.
+test: vet
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 14m $(PKGS)
+
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+# Benchmarks are not part of `make test`: they are slow and the figures
+# only mean something side by side in one run.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)
+
+FUZZTIME ?= 30s
+fuzz:
+	./scripts/fuzz-all.sh $(FUZZTIME)
+
+clean:
+	rm -rf $(BIN) data .run

@@ -1,0 +1,108 @@
+package consumequeue
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Batch collects the entries of one dispatch round. Its entries, the queues'
+// new max offsets and the dispatch checkpoint are committed together, so a
+// crash either keeps the whole round or none of it, and recovery re-dispatches
+// from the checkpoint.
+type Batch struct {
+	s          *Store
+	b          *pebble.Batch
+	updates    map[QueueID]QueueState
+	dispatched int64
+}
+
+// NewBatch starts a dispatch round. Only one goroutine (the dispatcher)
+// writes batches.
+func (s *Store) NewBatch() *Batch {
+	return &Batch{s: s, b: s.db.NewBatch(), updates: make(map[QueueID]QueueState), dispatched: -1}
+}
+
+// Len is the number of queues touched.
+func (b *Batch) Len() int { return len(b.updates) }
+
+// Put adds the entry for queue offset e.Offset. Entries of one queue must
+// come in offset order.
+func (b *Batch) Put(topic string, qid int32, e Entry) error {
+	id := QueueID{topic, qid}
+	st, ok := b.updates[id]
+	if !ok {
+		st, ok = b.s.State(topic, qid)
+		if !ok {
+			// A new queue starts where its first entry is (0 normally; later
+			// after a lite topic was re-created or a queue was truncated).
+			st.Min = e.Offset
+		}
+	}
+	if e.Offset < st.Max {
+		// Re-dispatch after a crash writes the same entries again: harmless,
+		// the values are identical.
+		st.Max = max(st.Max, e.Offset+1)
+	} else {
+		st.Max = e.Offset + 1
+	}
+	st.LastPhyOffset = e.CommitLogOffset
+	st.LastStoreTime = e.StoreTimestamp
+	b.updates[id] = st
+	if err := b.b.Set(entryKey(topic, qid, e.Offset), encodeEntry(e), nil); err != nil {
+		return fmt.Errorf("consumequeue: batch put: %w", err)
+	}
+	return nil
+}
+
+// SetDispatched records the CommitLog offset that this round covers.
+func (b *Batch) SetDispatched(phy int64) { b.dispatched = phy }
+
+// Commit writes the round and publishes the new offsets.
+func (b *Batch) Commit() error {
+	defer b.b.Close()
+	for id, st := range b.updates {
+		v := make([]byte, 24)
+		binary.BigEndian.PutUint64(v[0:], uint64(st.Max))
+		binary.BigEndian.PutUint64(v[8:], uint64(st.LastPhyOffset))
+		binary.BigEndian.PutUint64(v[16:], uint64(st.LastStoreTime))
+		if err := b.b.Set(metaKey(id.Topic, id.QueueID, metaMax), v, nil); err != nil {
+			return err
+		}
+		old, existed := b.s.State(id.Topic, id.QueueID)
+		if !existed || old.Min != st.Min {
+			if err := b.b.Set(metaKey(id.Topic, id.QueueID, metaMin), binary.BigEndian.AppendUint64(nil, uint64(st.Min)), nil); err != nil {
+				return err
+			}
+		}
+	}
+	if b.dispatched >= 0 {
+		if err := b.b.Set(checkpointKey, binary.BigEndian.AppendUint64(nil, uint64(b.dispatched)), nil); err != nil {
+			return err
+		}
+	}
+	if err := b.b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("consumequeue: commit dispatch batch: %w", err)
+	}
+	for id, st := range b.updates {
+		sh := b.s.shard(id)
+		sh.mu.Lock()
+		cur := sh.queues[id]
+		// Keep a concurrent min move (retention) that happened meanwhile.
+		if cur.Min > st.Min {
+			st.Min = cur.Min
+		}
+		sh.queues[id] = st
+		sh.mu.Unlock()
+	}
+	if b.dispatched >= 0 {
+		b.s.dispatchedMu.Lock()
+		b.s.dispatched = b.dispatched
+		b.s.dispatchedMu.Unlock()
+	}
+	return nil
+}
+
+// Abort discards the batch.
+func (b *Batch) Abort() { b.b.Close() }

@@ -1,0 +1,94 @@
+package consumequeue
+
+import (
+	"encoding/binary"
+
+	"github.com/rmqgo/rmq/broker/store/kv"
+)
+
+// Key layout (all integers big-endian, so byte order = numeric order for
+// non-negative values):
+//
+//	entry: 'q' | topic | 0x00 | queueId u32 | offset u64      → entryValue
+//	meta:  'o' | topic | 0x00 | queueId u32 | 'x'             → next offset u64 | last phy offset u64 | last store time u64
+//	meta:  'o' | topic | 0x00 | queueId u32 | 'n'             → min offset u64
+//	checkpoint: 'k' | "cq.dispatched"                         → phy offset u64
+//
+// Topic names never contain 0x00 (the name rules allow [%|a-zA-Z0-9_-]), so
+// the separator keeps every queue's keys contiguous and a topic's queues
+// contiguous: deleting a queue or a topic is one range delete.
+
+const (
+	metaMax = 'x'
+	metaMin = 'n'
+)
+
+var checkpointKey = []byte{kv.PrefixCheckpoint, 'c', 'q', '.', 'd', 'i', 's', 'p', 'a', 't', 'c', 'h', 'e', 'd'}
+
+func queuePrefix(prefix byte, topic string, qid int32) []byte {
+	k := make([]byte, 0, len(topic)+16)
+	k = append(k, prefix)
+	k = append(k, topic...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint32(k, uint32(qid))
+}
+
+func entryKey(topic string, qid int32, offset int64) []byte {
+	return binary.BigEndian.AppendUint64(queuePrefix(kv.PrefixConsumeQueue, topic, qid), uint64(offset))
+}
+
+func metaKey(topic string, qid int32, kind byte) []byte {
+	return append(queuePrefix(kv.PrefixQueueMeta, topic, qid), kind)
+}
+
+func topicPrefix(prefix byte, topic string) []byte {
+	k := make([]byte, 0, len(topic)+2)
+	k = append(k, prefix)
+	k = append(k, topic...)
+	return append(k, 0)
+}
+
+// parseMetaKey splits a meta key; ok is false for malformed keys.
+func parseMetaKey(k []byte) (topic string, qid int32, kind byte, ok bool) {
+	if len(k) < 1+1+4+1 || k[0] != kv.PrefixQueueMeta {
+		return "", 0, 0, false
+	}
+	sep := len(k) - 1 - 4 - 1
+	if k[sep] != 0 {
+		return "", 0, 0, false
+	}
+	return string(k[1:sep]), int32(binary.BigEndian.Uint32(k[sep+1:])), k[len(k)-1], true
+}
+
+// Entry is one consume-queue entry: where a message sits in the CommitLog.
+type Entry struct {
+	Offset          int64 // queue offset of this entry
+	CommitLogOffset int64
+	Size            int32
+	TagsCode        int64
+	StoreTimestamp  int64
+}
+
+const entryValueLen = 8 + 4 + 8 + 8
+
+func encodeEntry(e Entry) []byte {
+	v := make([]byte, entryValueLen)
+	binary.BigEndian.PutUint64(v[0:], uint64(e.CommitLogOffset))
+	binary.BigEndian.PutUint32(v[8:], uint32(e.Size))
+	binary.BigEndian.PutUint64(v[12:], uint64(e.TagsCode))
+	binary.BigEndian.PutUint64(v[20:], uint64(e.StoreTimestamp))
+	return v
+}
+
+func decodeEntry(offset int64, v []byte) (Entry, bool) {
+	if len(v) != entryValueLen {
+		return Entry{}, false
+	}
+	return Entry{
+		Offset:          offset,
+		CommitLogOffset: int64(binary.BigEndian.Uint64(v[0:])),
+		Size:            int32(binary.BigEndian.Uint32(v[8:])),
+		TagsCode:        int64(binary.BigEndian.Uint64(v[12:])),
+		StoreTimestamp:  int64(binary.BigEndian.Uint64(v[20:])),
+	}, true
+}

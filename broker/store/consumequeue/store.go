@@ -1,0 +1,346 @@
+// Package consumequeue is RocketMQ's consume queue kept in Pebble: for every
+// (topic, queueId) an ordered list of entries pointing into the CommitLog.
+//
+// Creating a queue is writing a few keys, which is what lets one broker hold
+// millions of queues (lite topics). Per-queue min and max offsets live in an
+// in-memory table, rebuilt at open from one meta record per queue, so the
+// send and pull hot paths never read Pebble for them.
+package consumequeue
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"sort"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/rmqgo/rmq/broker/store/kv"
+)
+
+const shardCount = 64
+
+// QueueID names one queue.
+type QueueID struct {
+	Topic   string
+	QueueID int32
+}
+
+// QueueState is the in-memory view of one queue.
+type QueueState struct {
+	Min           int64 // smallest offset still present
+	Max           int64 // next offset to be written (exclusive)
+	LastPhyOffset int64 // CommitLog offset of the newest entry
+	LastStoreTime int64 // store time of the newest entry (ms)
+}
+
+type shard struct {
+	mu     sync.RWMutex
+	queues map[QueueID]QueueState
+}
+
+// Store is the consume queue.
+type Store struct {
+	db     *pebble.DB
+	log    *slog.Logger
+	seed   maphash.Seed
+	shards [shardCount]shard
+
+	dispatchedMu sync.Mutex
+	dispatched   int64 // CommitLog offset up to which entries are committed
+}
+
+// Open loads the queue table from db.
+func Open(db *pebble.DB, log *slog.Logger) (*Store, error) {
+	s := &Store{db: db, log: log, seed: maphash.MakeSeed()}
+	for i := range s.shards {
+		s.shards[i].queues = make(map[QueueID]QueueState)
+	}
+	if err := s.load(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) load() error {
+	v, closer, err := s.db.Get(checkpointKey)
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+	case err != nil:
+		return fmt.Errorf("consumequeue: read checkpoint: %w", err)
+	default:
+		if len(v) == 8 {
+			s.dispatched = int64(binary.BigEndian.Uint64(v))
+		}
+		closer.Close()
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{kv.PrefixQueueMeta}, UpperBound: []byte{kv.PrefixQueueMeta + 1}})
+	if err != nil {
+		return fmt.Errorf("consumequeue: scan meta: %w", err)
+	}
+	defer it.Close()
+	n := 0
+	for it.First(); it.Valid(); it.Next() {
+		topic, qid, kind, ok := parseMetaKey(it.Key())
+		if !ok {
+			continue
+		}
+		val := it.Value()
+		id := QueueID{topic, qid}
+		sh := s.shard(id)
+		st := sh.queues[id]
+		switch kind {
+		case metaMax:
+			if len(val) == 24 {
+				st.Max = int64(binary.BigEndian.Uint64(val[0:]))
+				st.LastPhyOffset = int64(binary.BigEndian.Uint64(val[8:]))
+				st.LastStoreTime = int64(binary.BigEndian.Uint64(val[16:]))
+			}
+		case metaMin:
+			if len(val) == 8 {
+				st.Min = int64(binary.BigEndian.Uint64(val))
+			}
+		}
+		sh.queues[id] = st
+		n++
+	}
+	if s.log != nil {
+		s.log.Info("consume queue loaded", "metaRecords", n, "dispatchedOffset", s.dispatched)
+	}
+	return it.Error()
+}
+
+func (s *Store) shard(id QueueID) *shard {
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	h.WriteString(id.Topic)
+	return &s.shards[(h.Sum64()+uint64(id.QueueID))%shardCount]
+}
+
+// State returns a queue's state; ok is false for an unknown queue.
+func (s *Store) State(topic string, qid int32) (QueueState, bool) {
+	id := QueueID{topic, qid}
+	sh := s.shard(id)
+	sh.mu.RLock()
+	st, ok := sh.queues[id]
+	sh.mu.RUnlock()
+	return st, ok
+}
+
+// MaxOffset is the next offset to be written (0 for an unknown queue).
+func (s *Store) MaxOffset(topic string, qid int32) int64 {
+	st, _ := s.State(topic, qid)
+	return st.Max
+}
+
+// MinOffset is the smallest offset present (0 for an unknown queue).
+func (s *Store) MinOffset(topic string, qid int32) int64 {
+	st, _ := s.State(topic, qid)
+	return st.Min
+}
+
+// DispatchedOffset is the CommitLog offset up to which entries are stored.
+func (s *Store) DispatchedOffset() int64 {
+	s.dispatchedMu.Lock()
+	defer s.dispatchedMu.Unlock()
+	return s.dispatched
+}
+
+// QueueCount returns the number of known queues.
+func (s *Store) QueueCount() int {
+	n := 0
+	for i := range s.shards {
+		s.shards[i].mu.RLock()
+		n += len(s.shards[i].queues)
+		s.shards[i].mu.RUnlock()
+	}
+	return n
+}
+
+// Range calls f for every queue (in no particular order) until f returns
+// false. f must not call back into the Store's writers.
+func (s *Store) Range(f func(id QueueID, st QueueState) bool) {
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.RLock()
+		for id, st := range sh.queues {
+			if !f(id, st) {
+				sh.mu.RUnlock()
+				return
+			}
+		}
+		sh.mu.RUnlock()
+	}
+}
+
+// TopicQueues returns the queue ids known for a topic, sorted.
+func (s *Store) TopicQueues(topic string) []int32 {
+	var ids []int32
+	s.Range(func(id QueueID, _ QueueState) bool {
+		if id.Topic == topic {
+			ids = append(ids, id.QueueID)
+		}
+		return true
+	})
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// Entries returns up to max entries of a queue starting at offset.
+func (s *Store) Entries(topic string, qid int32, offset int64, max int) ([]Entry, error) {
+	if max <= 0 {
+		return nil, nil
+	}
+	st, ok := s.State(topic, qid)
+	if !ok || offset >= st.Max {
+		return nil, nil
+	}
+	if offset < st.Min {
+		offset = st.Min
+	}
+	prefix := queuePrefix(kv.PrefixConsumeQueue, topic, qid)
+	it, err := s.db.NewIter(&pebble.IterOptions{
+		LowerBound: entryKey(topic, qid, offset),
+		UpperBound: kv.PrefixEnd(prefix),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("consumequeue: iterate %s-%d: %w", topic, qid, err)
+	}
+	defer it.Close()
+	n := max
+	if rest := st.Max - offset; rest < int64(n) {
+		n = int(rest)
+	}
+	out := make([]Entry, 0, n)
+	for it.First(); it.Valid() && len(out) < max; it.Next() {
+		k := it.Key()
+		if len(k) != len(prefix)+8 {
+			continue
+		}
+		off := int64(binary.BigEndian.Uint64(k[len(prefix):]))
+		e, ok := decodeEntry(off, it.Value())
+		if !ok {
+			return out, fmt.Errorf("consumequeue: corrupt entry %s-%d@%d", topic, qid, off)
+		}
+		out = append(out, e)
+	}
+	return out, it.Error()
+}
+
+// Entry returns one entry; ok is false when it does not exist.
+func (s *Store) Entry(topic string, qid int32, offset int64) (Entry, bool, error) {
+	v, closer, err := s.db.Get(entryKey(topic, qid, offset))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return Entry{}, false, nil
+	}
+	if err != nil {
+		return Entry{}, false, fmt.Errorf("consumequeue: get %s-%d@%d: %w", topic, qid, offset, err)
+	}
+	defer closer.Close()
+	e, ok := decodeEntry(offset, v)
+	if !ok {
+		return Entry{}, false, fmt.Errorf("consumequeue: corrupt entry %s-%d@%d", topic, qid, offset)
+	}
+	return e, true, nil
+}
+
+// BoundaryType chooses which offset SearchOffsetByTime returns when several
+// messages share the timestamp.
+type BoundaryType int
+
+const (
+	BoundaryLower BoundaryType = iota // first message stored at or after ts
+	BoundaryUpper                     // last message stored at or before ts
+)
+
+// SearchOffsetByTime returns the queue offset for timestamp ts (ms), as
+// RocketMQ's SEARCH_OFFSET_BY_TIMESTAMP: with BoundaryLower the first entry
+// whose store time is ≥ ts (max offset if none), with BoundaryUpper the last
+// entry whose store time is ≤ ts (min offset if none).
+func (s *Store) SearchOffsetByTime(topic string, qid int32, ts int64, bt BoundaryType) (int64, error) {
+	st, ok := s.State(topic, qid)
+	if !ok || st.Max <= st.Min {
+		return st.Max, nil
+	}
+	var searchErr error
+	timeAt := func(off int64) int64 {
+		e, ok, err := s.Entry(topic, qid, off)
+		if err != nil && searchErr == nil {
+			searchErr = err
+		}
+		if !ok {
+			return -1
+		}
+		return e.StoreTimestamp
+	}
+	lo, hi := st.Min, st.Max
+	n := int(hi - lo)
+	if bt == BoundaryUpper {
+		// first index whose time > ts, minus one
+		i := sort.Search(n, func(i int) bool { return timeAt(lo+int64(i)) > ts })
+		if i == 0 {
+			return st.Min, searchErr
+		}
+		return lo + int64(i) - 1, searchErr
+	}
+	i := sort.Search(n, func(i int) bool { return timeAt(lo+int64(i)) >= ts })
+	return lo + int64(i), searchErr
+}
+
+// DeleteQueue removes every entry and the meta of one queue.
+func (s *Store) DeleteQueue(topic string, qid int32) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	qp := queuePrefix(kv.PrefixConsumeQueue, topic, qid)
+	if err := b.DeleteRange(qp, kv.PrefixEnd(qp), nil); err != nil {
+		return err
+	}
+	mp := queuePrefix(kv.PrefixQueueMeta, topic, qid)
+	if err := b.DeleteRange(mp, kv.PrefixEnd(mp), nil); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("consumequeue: delete %s-%d: %w", topic, qid, err)
+	}
+	id := QueueID{topic, qid}
+	sh := s.shard(id)
+	sh.mu.Lock()
+	delete(sh.queues, id)
+	sh.mu.Unlock()
+	return nil
+}
+
+// DeleteTopic removes every queue of a topic.
+func (s *Store) DeleteTopic(topic string) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, p := range []byte{kv.PrefixConsumeQueue, kv.PrefixQueueMeta} {
+		tp := topicPrefix(p, topic)
+		if err := b.DeleteRange(tp, kv.PrefixEnd(tp), nil); err != nil {
+			return err
+		}
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("consumequeue: delete topic %s: %w", topic, err)
+	}
+	for _, qid := range s.TopicQueues(topic) {
+		id := QueueID{topic, qid}
+		sh := s.shard(id)
+		sh.mu.Lock()
+		delete(sh.queues, id)
+		sh.mu.Unlock()
+	}
+	return nil
+}
+
+// Flush makes everything committed so far durable (Pebble's WAL is off, so
+// this flushes memtables).
+func (s *Store) Flush() error {
+	if err := s.db.Flush(); err != nil {
+		return fmt.Errorf("consumequeue: flush: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,179 @@
+package consumequeue
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/rmqgo/rmq/broker/store/kv"
+)
+
+func openTest(t *testing.T, dir string) *Store {
+	t.Helper()
+	db, err := kv.Open(kv.DefaultConfig(dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	s, err := Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// put writes n entries to topic/qid with phy offsets base, base+100, ... and
+// store times 1000, 1010, ...
+func put(t *testing.T, s *Store, topic string, qid int32, from, n int64, base int64) {
+	t.Helper()
+	b := s.NewBatch()
+	for i := from; i < from+n; i++ {
+		if err := b.Put(topic, qid, Entry{Offset: i, CommitLogOffset: base + i*100, Size: 100, TagsCode: i, StoreTimestamp: 1000 + i*10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.SetDispatched(base + (from+n)*100)
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPutReadReload(t *testing.T) {
+	dir := t.TempDir()
+	db, err := kv.Open(kv.DefaultConfig(dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "T", 0, 0, 10, 0)
+	put(t, s, "T", 1, 0, 3, 0)
+	put(t, s, "%LMQ%$p$x", 0, 0, 2, 0)
+	if got := s.MaxOffset("T", 0); got != 10 {
+		t.Fatalf("max = %d", got)
+	}
+	es, err := s.Entries("T", 0, 4, 3)
+	if err != nil || len(es) != 3 || es[0].Offset != 4 || es[2].CommitLogOffset != 600 {
+		t.Fatalf("entries %+v %v", es, err)
+	}
+	if es, _ := s.Entries("T", 0, 9, 32); len(es) != 1 {
+		t.Fatalf("tail read %d", len(es))
+	}
+	if es, _ := s.Entries("T", 0, 10, 32); len(es) != 0 {
+		t.Fatalf("read at max %d", len(es))
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	s2 := openTest(t, dir)
+	if s2.MaxOffset("T", 0) != 10 || s2.MaxOffset("T", 1) != 3 || s2.MaxOffset("%LMQ%$p$x", 0) != 2 || s2.QueueCount() != 3 {
+		t.Fatalf("after reload: %d %d %d count %d", s2.MaxOffset("T", 0), s2.MaxOffset("T", 1), s2.MaxOffset("%LMQ%$p$x", 0), s2.QueueCount())
+	}
+	if s2.DispatchedOffset() != 200 {
+		t.Fatalf("dispatched = %d", s2.DispatchedOffset())
+	}
+}
+
+func TestSearchByTime(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	put(t, s, "T", 0, 0, 10, 0) // times 1000..1090
+	for _, tc := range []struct {
+		ts   int64
+		bt   BoundaryType
+		want int64
+	}{
+		{999, BoundaryLower, 0}, {1000, BoundaryLower, 0}, {1005, BoundaryLower, 1}, {1090, BoundaryLower, 9}, {2000, BoundaryLower, 10},
+		{999, BoundaryUpper, 0}, {1005, BoundaryUpper, 0}, {1010, BoundaryUpper, 1}, {5000, BoundaryUpper, 9},
+	} {
+		got, err := s.SearchOffsetByTime("T", 0, tc.ts, tc.bt)
+		if err != nil || got != tc.want {
+			t.Errorf("search(%d,%d) = %d %v, want %d", tc.ts, tc.bt, got, err, tc.want)
+		}
+	}
+}
+
+func TestDeleteAndRecreate(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	put(t, s, "A", 0, 0, 5, 0)
+	put(t, s, "A", 1, 0, 5, 0)
+	put(t, s, "AB", 0, 0, 5, 0) // shares a prefix with A: must survive
+	if err := s.DeleteTopic("A"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.State("A", 0); ok {
+		t.Fatal("A-0 still there")
+	}
+	if s.MaxOffset("AB", 0) != 5 {
+		t.Fatal("AB lost")
+	}
+	if es, _ := s.Entries("AB", 0, 0, 10); len(es) != 5 {
+		t.Fatalf("AB entries %d", len(es))
+	}
+	if err := s.DeleteQueue("AB", 0); err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "AB", 0, 0, 1, 5000)
+	if st, _ := s.State("AB", 0); st.Max != 1 || st.Min != 0 {
+		t.Fatalf("recreated %+v", st)
+	}
+}
+
+func TestCorrectMinAndTruncate(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	put(t, s, "U", 0, 0, 2, 0)  // phy 0,100
+	put(t, s, "T", 0, 0, 10, 0) // phy 0..900; dispatched 1000
+	n, err := s.CorrectMin(450)
+	if err != nil || n != 2 {
+		t.Fatalf("CorrectMin = %d %v", n, err)
+	}
+	if st, _ := s.State("T", 0); st.Min != 5 || st.Max != 10 {
+		t.Fatalf("T %+v", st)
+	}
+	if st, _ := s.State("U", 0); st.Min != 2 || st.Max != 2 {
+		t.Fatalf("U %+v", st)
+	}
+	if es, _ := s.Entries("T", 0, 0, 100); len(es) != 5 || es[0].Offset != 5 {
+		t.Fatalf("entries after min move %+v", es)
+	}
+	if err := s.TruncateAbove(750); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := s.State("T", 0); st.Max != 8 || st.LastPhyOffset != 700 {
+		t.Fatalf("T after truncate %+v", st)
+	}
+	if s.DispatchedOffset() != 750 {
+		t.Fatalf("dispatched %d", s.DispatchedOffset())
+	}
+}
+
+func BenchmarkDispatchManyQueues(b *testing.B) {
+	s := openTestB(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; {
+		batch := s.NewBatch()
+		for j := 0; j < 1000 && i < b.N; j++ {
+			batch.Put(fmt.Sprintf("%%LMQ%%$parent$lite-%d", i), 0, Entry{Offset: 0, CommitLogOffset: int64(i) * 1000, Size: 1000, StoreTimestamp: int64(i)})
+			i++
+		}
+		batch.SetDispatched(int64(i) * 1000)
+		if err := batch.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func openTestB(b *testing.B) *Store {
+	db, err := kv.Open(kv.DefaultConfig(b.TempDir()), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	s, err := Open(db, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
