@@ -1,0 +1,201 @@
+// Package offset stores consumer offsets (group, topic, queueId) → committed
+// offset in the broker's Pebble database.
+//
+// Commits are frequent (every client, every queue, every 5 s) and losing the
+// last few seconds of them only means redelivery, so writes go to an
+// in-memory table and are flushed to Pebble in batches (Flush is called
+// periodically and at shutdown), as RocketMQ persists consumerOffset.json
+// every few seconds.
+package offset
+
+import (
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/rmqgo/rmq/broker/store/kv"
+)
+
+// Key: 'c' | group | 0x00 | topic | 0x00 | queueId u32 → offset u64.
+// Group and topic names never contain 0x00.
+
+// Key identifies one committed offset.
+type Key struct {
+	Group   string
+	Topic   string
+	QueueID int32
+}
+
+func encodeKey(k Key) []byte {
+	b := make([]byte, 0, 2+len(k.Group)+len(k.Topic)+5)
+	b = append(b, kv.PrefixOffset)
+	b = append(b, k.Group...)
+	b = append(b, 0)
+	b = append(b, k.Topic...)
+	b = append(b, 0)
+	return binary.BigEndian.AppendUint32(b, uint32(k.QueueID))
+}
+
+func decodeKey(b []byte) (Key, bool) {
+	if len(b) < 1+1+1+4 || b[0] != kv.PrefixOffset {
+		return Key{}, false
+	}
+	rest := b[1 : len(b)-4]
+	i := strings.IndexByte(string(rest), 0)
+	if i < 0 || rest[len(rest)-1] != 0 {
+		return Key{}, false
+	}
+	return Key{Group: string(rest[:i]), Topic: string(rest[i+1 : len(rest)-1]), QueueID: int32(binary.BigEndian.Uint32(b[len(b)-4:]))}, true
+}
+
+// Store is the consumer offset table.
+type Store struct {
+	db  *pebble.DB
+	log *slog.Logger
+
+	mu      sync.RWMutex
+	offsets map[Key]int64
+	dirty   map[Key]struct{}
+	deleted map[Key]struct{}
+}
+
+// Open loads all offsets into memory.
+func Open(db *pebble.DB, log *slog.Logger) (*Store, error) {
+	s := &Store{db: db, log: log, offsets: map[Key]int64{}, dirty: map[Key]struct{}{}, deleted: map[Key]struct{}{}}
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{kv.PrefixOffset}, UpperBound: []byte{kv.PrefixOffset + 1}})
+	if err != nil {
+		return nil, fmt.Errorf("offset: scan: %w", err)
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		k, ok := decodeKey(it.Key())
+		if !ok || len(it.Value()) != 8 {
+			continue
+		}
+		s.offsets[k] = int64(binary.BigEndian.Uint64(it.Value()))
+	}
+	return s, it.Error()
+}
+
+// Commit records an offset.
+func (s *Store) Commit(k Key, offset int64) {
+	s.mu.Lock()
+	s.offsets[k] = offset
+	s.dirty[k] = struct{}{}
+	delete(s.deleted, k)
+	s.mu.Unlock()
+}
+
+// Get returns the committed offset; ok is false when there is none.
+func (s *Store) Get(k Key) (int64, bool) {
+	s.mu.RLock()
+	v, ok := s.offsets[k]
+	s.mu.RUnlock()
+	return v, ok
+}
+
+// Delete removes the offset of one queue.
+func (s *Store) Delete(k Key) {
+	s.mu.Lock()
+	delete(s.offsets, k)
+	delete(s.dirty, k)
+	s.deleted[k] = struct{}{}
+	s.mu.Unlock()
+}
+
+// DeleteWhere removes every offset for which match returns true (a group's,
+// a topic's, an expired lite topic's).
+func (s *Store) DeleteWhere(match func(Key) bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for k := range s.offsets {
+		if match(k) {
+			delete(s.offsets, k)
+			delete(s.dirty, k)
+			s.deleted[k] = struct{}{}
+			n++
+		}
+	}
+	return n
+}
+
+// Range calls f for each offset until it returns false.
+func (s *Store) Range(f func(Key, int64) bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for k, v := range s.offsets {
+		if !f(k, v) {
+			return
+		}
+	}
+}
+
+// GroupTopics returns the topics a group has offsets for.
+func (s *Store) GroupTopics(group string) []string {
+	seen := map[string]bool{}
+	var out []string
+	s.Range(func(k Key, _ int64) bool {
+		if k.Group == group && !seen[k.Topic] {
+			seen[k.Topic] = true
+			out = append(out, k.Topic)
+		}
+		return true
+	})
+	return out
+}
+
+// Flush writes changed offsets to Pebble and syncs them.
+func (s *Store) Flush() error {
+	s.mu.Lock()
+	if len(s.dirty) == 0 && len(s.deleted) == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	b := s.db.NewBatch()
+	for k := range s.dirty {
+		if err := b.Set(encodeKey(k), binary.BigEndian.AppendUint64(nil, uint64(s.offsets[k])), nil); err != nil {
+			s.mu.Unlock()
+			b.Close()
+			return err
+		}
+	}
+	for k := range s.deleted {
+		if err := b.Delete(encodeKey(k), nil); err != nil {
+			s.mu.Unlock()
+			b.Close()
+			return err
+		}
+	}
+	dirty, deleted := s.dirty, s.deleted
+	s.dirty, s.deleted = map[Key]struct{}{}, map[Key]struct{}{}
+	s.mu.Unlock()
+
+	err := b.Commit(pebble.NoSync)
+	b.Close()
+	if err == nil {
+		// The WAL is off: a memtable flush is what makes the batch durable.
+		err = s.db.Flush()
+	}
+	if err != nil {
+		// Put the keys back so the next flush retries them.
+		s.mu.Lock()
+		for k := range dirty {
+			if _, ok := s.offsets[k]; ok {
+				s.dirty[k] = struct{}{}
+			}
+		}
+		for k := range deleted {
+			if _, ok := s.offsets[k]; !ok {
+				s.deleted[k] = struct{}{}
+			}
+		}
+		s.mu.Unlock()
+		return fmt.Errorf("offset: flush: %w", err)
+	}
+	return nil
+}

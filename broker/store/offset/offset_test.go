@@ -1,0 +1,53 @@
+package offset
+
+import (
+	"testing"
+
+	"github.com/rmqgo/rmq/broker/store/kv"
+)
+
+func TestCommitFlushReload(t *testing.T) {
+	dir := t.TempDir()
+	db, err := kv.Open(kv.DefaultConfig(dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Commit(Key{"g1", "T", 0}, 10)
+	s.Commit(Key{"g1", "T", 1}, 11)
+	s.Commit(Key{"g2", "%RETRY%g2", 0}, 3)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	s.Delete(Key{"g1", "T", 1})
+	s.Commit(Key{"g1", "T", 0}, 12)
+	if n := s.DeleteWhere(func(k Key) bool { return k.Group == "g2" }); n != 1 {
+		t.Fatalf("DeleteWhere = %d", n)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	db2, err := kv.Open(kv.DefaultConfig(dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	s2, err := Open(db2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := s2.Get(Key{"g1", "T", 0}); !ok || v != 12 {
+		t.Fatalf("g1/T/0 = %d %v", v, ok)
+	}
+	if _, ok := s2.Get(Key{"g1", "T", 1}); ok {
+		t.Fatal("deleted offset came back")
+	}
+	if _, ok := s2.Get(Key{"g2", "%RETRY%g2", 0}); ok {
+		t.Fatal("deleted group offset came back")
+	}
+}
