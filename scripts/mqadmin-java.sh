@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Runs the real Java RocketMQ admin tool (rocketmq-tools from Maven Central,
+# version pinned in scripts/java/pom.xml) with the given arguments, exactly
+# like the distribution's bin/mqadmin:
+#
+#   scripts/mqadmin-java.sh                      # list sub-commands
+#   scripts/mqadmin-java.sh help topicRoute      # help of one sub-command
+#   scripts/mqadmin-java.sh topicRoute -n 127.0.0.1:9876 -t TopicTest
+#   scripts/mqadmin-java.sh clusterList -n 127.0.0.1:9876
+#
+# The first run resolves the classpath with Maven (scripts/java-classpath.sh,
+# cached under scripts/java/target/); later runs start the JVM directly.
+#
+# Environment:
+#   RMQ_JAVA_OPTS     extra JVM options, e.g. -Drocketmq.serialize.type=ROCKETMQ
+#                     (the Java remoting then sends ROCKETMQ binary headers)
+#   RMQ_JAVA_LOG_DIR  where the tool's log file goes
+#                     (default: scripts/java/target/logs/mqadmin-java.log)
+#   RMQ_JAVA_VERSION  RocketMQ Java version (default: the pom's)
+#   JAVA_HOME         JDK to use (default: java from PATH)
+#
+# Exit codes: the tool's own (note that mqadmin itself mostly exits 0 and
+# prints errors), or 3 when java or mvn is missing (stderr message starts with
+# "java/mvn not available:"; tests skip on it), 4 when Maven could not
+# resolve the dependencies.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+java_bin=java
+if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ]; then
+	java_bin="$JAVA_HOME/bin/java"
+elif ! command -v java >/dev/null 2>&1; then
+	echo "java/mvn not available: java not found in PATH or JAVA_HOME (install a JDK 17+, e.g. apt-get install openjdk-17-jdk-headless)" >&2
+	exit 3
+fi
+
+set +e
+cp="$("$here/java-classpath.sh")"
+rc=$?
+set -e
+if [ $rc -ne 0 ]; then
+	exit $rc
+fi
+
+logdir="${RMQ_JAVA_LOG_DIR:-$here/java/target/logs}"
+mkdir -p "$logdir"
+
+# shellcheck disable=SC2086 # RMQ_JAVA_OPTS is a word list on purpose
+exec "$java_bin" -Xms32m -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+	-Drmq.logback.configurationFile="$here/java/logback-tools.xml" \
+	-Drocketmq.log.root="$logdir" \
+	-Drocketmq.client.logRoot="$logdir" \
+	-Drocketmq.client.logUseSlf4j=true \
+	${RMQ_JAVA_OPTS:-} \
+	-cp "$cp" org.apache.rocketmq.tools.command.MQAdminStartup "$@"

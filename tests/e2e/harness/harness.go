@@ -1,0 +1,125 @@
+// Package harness helps end-to-end tests run the project's real processes:
+// it builds the nameserver, broker and mqadmin binaries once per test
+// binary, starts and stops processes with their output captured in a log
+// file, waits for TCP ports, and runs our mqadmin and the real Java mqadmin.
+//
+// Typical use:
+//
+//	bin := harness.BuildBinaries(t)
+//	port := harness.FreePort(t)
+//	ns := harness.StartProcess(t, filepath.Join(bin, "namesrv"), "-listen", fmt.Sprintf("127.0.0.1:%d", port))
+//	ns.WaitTCP(t, fmt.Sprintf("127.0.0.1:%d", port), 10*time.Second)
+//	out, err := harness.RunMQAdmin(t, filepath.Join(bin, "mqadmin"), "clusterList", "-n", addr)
+//	jout, err := harness.RunJavaMQAdmin(t, "clusterList", "-n", addr) // skips without java/mvn
+//
+// Everything listens on and dials 127.0.0.1 only. The package keeps no
+// package-level mutable state: the "build once" cache lives in a directory
+// named after the test process (see BuildBinaries).
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Binary names produced by BuildBinaries, and their main packages.
+const (
+	Namesrv = "namesrv"
+	Broker  = "broker"
+	MQAdmin = "mqadmin"
+)
+
+// ModulePrefix is the import-path prefix of the project's modules.
+const ModulePrefix = "github.com/rmqgo/rmq/"
+
+// mainPackages maps a binary name to its main package's folder, relative to
+// the repository root (the import path is ModulePrefix + folder).
+func mainPackages() map[string]string {
+	return map[string]string{
+		Namesrv: "namesrv/cmd/namesrv",
+		Broker:  "broker/cmd/broker",
+		MQAdmin: "mqadmin/cmd/mqadmin",
+	}
+}
+
+// RepoRoot returns the repository root: the nearest directory at or above
+// the working directory that holds go.work.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	root, err := findRepoRoot()
+	if err != nil {
+		t.Fatalf("harness: %v", err)
+	}
+	return root
+}
+
+func findRepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.work found in the working directory or above it")
+		}
+		dir = parent
+	}
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago (the
+// kernel picked it for a listener that is closed again before returning).
+func FreePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("harness: FreePort: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// FreeAddr is FreePort as "127.0.0.1:port".
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	return fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+}
+
+// WaitTCP waits until a TCP connection to addr succeeds, failing the test
+// after timeout.
+func WaitTCP(t testing.TB, addr string, timeout time.Duration) {
+	t.Helper()
+	if err := waitTCP(addr, timeout, nil); err != nil {
+		t.Fatalf("harness: %v", err)
+	}
+}
+
+// waitTCP polls addr; it gives up early when exited is closed.
+func waitTCP(addr string, timeout time.Duration, exited <-chan struct{}) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		c, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		last = err
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not accepting connections after %v: %v", addr, timeout, last)
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("process exited while waiting for %s: %v", addr, last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
