@@ -1,6 +1,7 @@
 package remoting
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -110,9 +111,22 @@ func AppendFrame(dst []byte, cmd *Command) ([]byte, error) {
 
 // ---- JSON header ----
 
+// jsonHeader decodes the common case, every extFields value a JSON string,
+// in one pass. Anything else (numbers, booleans from lenient peers) fails
+// with a type error and goes through jsonHeaderLoose.
 type jsonHeader struct {
+	Code      int32             `json:"code"`
+	Language  jsonLanguage      `json:"language"`
+	Version   int32             `json:"version"`
+	Opaque    int32             `json:"opaque"`
+	Flag      int32             `json:"flag"`
+	Remark    *string           `json:"remark"`
+	ExtFields map[string]string `json:"extFields"`
+}
+
+type jsonHeaderLoose struct {
 	Code      int32           `json:"code"`
-	Language  json.RawMessage `json:"language"`
+	Language  jsonLanguage    `json:"language"`
 	Version   int32           `json:"version"`
 	Opaque    int32           `json:"opaque"`
 	Flag      int32           `json:"flag"`
@@ -120,33 +134,52 @@ type jsonHeader struct {
 	ExtFields json.RawMessage `json:"extFields"`
 }
 
+// jsonLanguage accepts the enum name (every known peer) or its ordinal;
+// anything else is OTHER, never an error.
+type jsonLanguage LanguageCode
+
+func (l *jsonLanguage) UnmarshalJSON(b []byte) error {
+	*l = jsonLanguage(LangOther)
+	if len(b) >= 2 && b[0] == '"' {
+		if bytes.IndexByte(b, '\\') < 0 { // no escapes: skip the string decoder
+			*l = jsonLanguage(ParseLanguage(string(b[1 : len(b)-1])))
+			return nil
+		}
+		var s string
+		if err := json.Unmarshal(b, &s); err == nil {
+			*l = jsonLanguage(ParseLanguage(s))
+		}
+	} else if n, err := strconv.Atoi(string(b)); err == nil && n >= 0 && n < 256 {
+		*l = jsonLanguage(n)
+	}
+	return nil
+}
+
 func decodeJSONHeader(b []byte) (*Command, error) {
-	var h jsonHeader
-	if err := json.Unmarshal(b, &h); err != nil {
+	h := jsonHeader{Language: jsonLanguage(LangOther)}
+	if err := json.Unmarshal(b, &h); err == nil {
+		return h.command(h.ExtFields), nil
+	}
+	l := jsonHeaderLoose{Language: jsonLanguage(LangOther)}
+	if err := json.Unmarshal(b, &l); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadHeader, err)
 	}
-	cmd := &Command{Code: h.Code, Version: h.Version, Opaque: h.Opaque, Flag: h.Flag, Language: LangOther}
+	var ext map[string]string
+	if len(l.ExtFields) > 0 && string(l.ExtFields) != "null" {
+		var err error
+		if ext, err = decodeExtFields(l.ExtFields); err != nil {
+			return nil, err
+		}
+	}
+	return jsonHeader{Code: l.Code, Language: l.Language, Version: l.Version, Opaque: l.Opaque, Flag: l.Flag, Remark: l.Remark}.command(ext), nil
+}
+
+func (h jsonHeader) command(ext map[string]string) *Command {
+	cmd := &Command{Code: h.Code, Language: LanguageCode(h.Language), Version: h.Version, Opaque: h.Opaque, Flag: h.Flag, ExtFields: ext}
 	if h.Remark != nil {
 		cmd.Remark = *h.Remark
 	}
-	if len(h.Language) > 0 {
-		if h.Language[0] == '"' {
-			var s string
-			if err := json.Unmarshal(h.Language, &s); err == nil {
-				cmd.Language = ParseLanguage(s)
-			}
-		} else if n, err := strconv.Atoi(string(h.Language)); err == nil && n >= 0 && n < 256 {
-			cmd.Language = LanguageCode(n)
-		}
-	}
-	if len(h.ExtFields) > 0 && string(h.ExtFields) != "null" {
-		ext, err := decodeExtFields(h.ExtFields)
-		if err != nil {
-			return nil, err
-		}
-		cmd.ExtFields = ext
-	}
-	return cmd, nil
+	return cmd
 }
 
 // decodeExtFields decodes the extFields object. Values are strings on the
@@ -174,9 +207,30 @@ func decodeExtFields(raw json.RawMessage) (map[string]string, error) {
 		if string(v) == "null" {
 			continue
 		}
-		m[k] = string(v)
+		m[k] = validUTF8(v)
 	}
 	return m, nil
+}
+
+// validUTF8 returns b as a string with each invalid byte replaced by U+FFFD,
+// as encoding/json does for string values. Raw (non-string) JSON values kept
+// as text may carry invalid bytes inside nested strings; without this they
+// would change when re-encoded (fuzzing found it).
+func validUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	out := make([]byte, 0, len(b)+8)
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, b[:size]...)
+		}
+		b = b[size:]
+	}
+	return string(out)
 }
 
 // appendJSONHeader writes the header the way client-go and fastjson both

@@ -1,0 +1,553 @@
+package remoting
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cloudwego/netpoll"
+
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+// Defaults shared by ServerConfig and ClientConfig.
+const (
+	DefaultIdleTimeout    = 120 * time.Second // Java's channelMaxIdleTimeSeconds
+	DefaultWriteTimeout   = 10 * time.Second
+	DefaultInvokeTimeout  = 3 * time.Second // Java's default sync invoke timeout
+	DefaultConnectTimeout = 3 * time.Second
+	DefaultWorkers        = 16
+	DefaultQueueSize      = 10000
+)
+
+// busyRemark is the Java broker's answer when a processor's queue is full.
+const busyRemark = "[REJECTREQUEST]system busy, start flow control for a while"
+
+// goAwayMinVersion: Java answers GO_AWAY while shutting down only to peers
+// newer than V5_3_1 (older ones do not know the code).
+const goAwayMinVersion = 475
+
+// ServerConfig configures a Server. Zero fields take their defaults.
+type ServerConfig struct {
+	ListenAddr   string        // "0.0.0.0:9876"; port 0 picks a free port (tests)
+	MaxFrameSize int           // largest accepted length field; default DefaultMaxFrameSize
+	IdleTimeout  time.Duration // connections without traffic this long are closed; default 120s, negative disables
+	WriteTimeout time.Duration // a write blocked this long fails and closes the connection; default 10s
+
+	InvokeTimeout time.Duration // Channel.Invoke timeout when ctx has no deadline; default 3s
+	Workers       int           // default executor workers; default 16
+	QueueSize     int           // default executor queue; default 10000
+}
+
+// DefaultServerConfig is the nameserver's default listener with all defaults.
+func DefaultServerConfig() ServerConfig {
+	return ServerConfig{
+		ListenAddr:    "0.0.0.0:9876",
+		MaxFrameSize:  DefaultMaxFrameSize,
+		IdleTimeout:   DefaultIdleTimeout,
+		WriteTimeout:  DefaultWriteTimeout,
+		InvokeTimeout: DefaultInvokeTimeout,
+		Workers:       DefaultWorkers,
+		QueueSize:     DefaultQueueSize,
+	}
+}
+
+// Validate reports a config that cannot work. Zero values are valid (they
+// mean "default").
+func (c ServerConfig) Validate() error {
+	if c.ListenAddr == "" {
+		return errors.New("remoting: ServerConfig.ListenAddr is empty")
+	}
+	if _, _, err := net.SplitHostPort(c.ListenAddr); err != nil {
+		return fmt.Errorf("remoting: ServerConfig.ListenAddr %q: %w", c.ListenAddr, err)
+	}
+	if c.MaxFrameSize < 0 || c.MaxFrameSize > 1<<30 {
+		return fmt.Errorf("remoting: ServerConfig.MaxFrameSize %d out of range [0, 1GiB]", c.MaxFrameSize)
+	}
+	if c.WriteTimeout < 0 || c.InvokeTimeout < 0 {
+		return errors.New("remoting: ServerConfig timeouts must not be negative (except IdleTimeout)")
+	}
+	if c.Workers < 0 || c.QueueSize < 0 {
+		return errors.New("remoting: ServerConfig.Workers and QueueSize must not be negative")
+	}
+	return nil
+}
+
+func (c ServerConfig) withDefaults() ServerConfig {
+	d := DefaultServerConfig()
+	if c.MaxFrameSize == 0 {
+		c.MaxFrameSize = d.MaxFrameSize
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = d.IdleTimeout
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = d.WriteTimeout
+	}
+	if c.InvokeTimeout == 0 {
+		c.InvokeTimeout = d.InvokeTimeout
+	}
+	if c.Workers == 0 {
+		c.Workers = d.Workers
+	}
+	if c.QueueSize == 0 {
+		c.QueueSize = d.QueueSize
+	}
+	return c
+}
+
+type route struct {
+	h  Handler
+	ex *Executor // nil: the server's default executor
+}
+
+const (
+	stateNew int32 = iota
+	stateRunning
+	stateDraining
+	stateClosed
+)
+
+// Server accepts RocketMQ remoting connections on netpoll. Frames are read
+// on netpoll's per-connection tasks (never on the poller itself) and every
+// request is handed to an executor, so a slow handler never stalls reading.
+type Server struct {
+	cfg ServerConfig
+	log *slog.Logger
+
+	rmu      sync.RWMutex
+	routes   map[int32]route
+	fallback *route
+
+	hooks hookList
+
+	cbmu      sync.Mutex
+	onConnect atomic.Pointer[[]func(*Channel)]
+	onClose   atomic.Pointer[[]func(*Channel)]
+
+	ctx    context.Context // handler context, cancelled on hard shutdown
+	cancel context.CancelFunc
+
+	opaque atomic.Int32 // server-originated requests (Channel.Invoke)
+	nextID atomic.Uint64
+
+	mu       sync.Mutex // guards state transitions and channels
+	state    atomic.Int32
+	channels map[uint64]*Channel
+	ln       net.Listener
+	addr     string
+	evl      netpoll.EventLoop
+	exec     *Executor
+	served   chan struct{} // closed when netpoll's Serve returns
+	stopIdle chan struct{}
+
+	inflight counter // requests submitted to executors and not finished
+	conns    counter // accepted connections whose close callbacks have not finished
+	bg       counter // idle scanner
+}
+
+// chanKey carries the *Channel in netpoll's per-connection context.
+type chanKey struct{}
+
+// NewServer validates cfg and builds a server; Start listens. A nil log
+// discards logs.
+func NewServer(cfg ServerConfig, log *slog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		cfg:      cfg.withDefaults(),
+		log:      log,
+		routes:   make(map[int32]route),
+		ctx:      ctx,
+		cancel:   cancel,
+		channels: make(map[uint64]*Channel),
+	}, nil
+}
+
+// Register routes requests with code to h on executor ex (nil: the server's
+// default executor). Registering again replaces the handler.
+func (s *Server) Register(code int32, h Handler, ex *Executor) {
+	s.rmu.Lock()
+	s.routes[code] = route{h: h, ex: ex}
+	s.rmu.Unlock()
+}
+
+// RegisterDefault handles codes without a registered handler. Without it such
+// requests get REQUEST_CODE_NOT_SUPPORTED.
+func (s *Server) RegisterDefault(h Handler, ex *Executor) {
+	s.rmu.Lock()
+	s.fallback = &route{h: h, ex: ex}
+	s.rmu.Unlock()
+}
+
+func (s *Server) route(c int32) (route, bool) {
+	s.rmu.RLock()
+	defer s.rmu.RUnlock()
+	if r, ok := s.routes[c]; ok {
+		return r, true
+	}
+	if s.fallback != nil {
+		return *s.fallback, true
+	}
+	return route{}, false
+}
+
+// AddHook appends an RPC hook; hooks run in the order added.
+func (s *Server) AddHook(h RPCHook) { s.hooks.add(h) }
+
+// OnConnect registers f to run when a connection is accepted, before any of
+// its requests is dispatched.
+func (s *Server) OnConnect(f func(ch *Channel)) { s.addCallback(&s.onConnect, f) }
+
+// OnClose registers f to run (on its own goroutine) after a connection closed.
+func (s *Server) OnClose(f func(ch *Channel)) { s.addCallback(&s.onClose, f) }
+
+func (s *Server) addCallback(list *atomic.Pointer[[]func(*Channel)], f func(*Channel)) {
+	s.cbmu.Lock()
+	defer s.cbmu.Unlock()
+	var next []func(*Channel)
+	if cur := list.Load(); cur != nil {
+		next = append(next, *cur...)
+	}
+	next = append(next, f)
+	list.Store(&next)
+}
+
+func (s *Server) runCallbacks(list *atomic.Pointer[[]func(*Channel)], ch *Channel, what string) {
+	p := list.Load()
+	if p == nil {
+		return
+	}
+	for _, f := range *p {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					s.log.Error("remoting: connection callback panicked", "event", what, "channel", ch.String(), "panic", fmt.Sprint(r))
+				}
+			}()
+			f(ch)
+		}()
+	}
+}
+
+// Start listens on cfg.ListenAddr and serves in the background.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state.Load() != stateNew {
+		return errors.New("remoting: server already started")
+	}
+	ln, err := net.Listen("tcp", s.cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("remoting: listen on %s: %w", s.cfg.ListenAddr, err)
+	}
+	evl, err := netpoll.NewEventLoop(s.onRequest,
+		netpoll.WithOnPrepare(s.onPrepare),
+		netpoll.WithOnConnect(s.onConnected),
+	)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("remoting: netpoll event loop: %w", err)
+	}
+	s.ln, s.evl, s.addr = ln, evl, ln.Addr().String()
+	s.exec = NewExecutor("remoting-default", s.cfg.Workers, s.cfg.QueueSize)
+	s.served = make(chan struct{})
+	s.stopIdle = make(chan struct{})
+	s.state.Store(stateRunning)
+	go func() {
+		defer close(s.served)
+		if err := evl.Serve(ln); err != nil && s.state.Load() == stateRunning {
+			s.log.Error("remoting: server stopped serving", "addr", s.addr, "err", err)
+		}
+	}()
+	if s.cfg.IdleTimeout > 0 {
+		s.bg.goTracked(func() { idleLoop(s.cfg.IdleTimeout, s.stopIdle, s.closeIdle) })
+	}
+	s.log.Info("remoting: server listening", "addr", s.addr)
+	return nil
+}
+
+// Addr is the actual listening "ip:port" after Start ("" before).
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+// Channels returns the open connections.
+func (s *Server) Channels() []*Channel {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*Channel, 0, len(s.channels))
+	for _, ch := range s.channels {
+		out = append(out, ch)
+	}
+	return out
+}
+
+// onPrepare runs on the poller for each accepted connection: keep it short.
+func (s *Server) onPrepare(conn netpoll.Connection) context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state.Load() != stateRunning {
+		// Shutting down: netpoll keeps accepting until its listener closes
+		// at the end of Shutdown, so refuse here.
+		_ = conn.Close()
+		return context.Background()
+	}
+	_ = conn.SetWriteTimeout(s.cfg.WriteTimeout)
+	ch := newChannel(s.nextID.Add(1), addrString(conn.LocalAddr()), addrString(conn.RemoteAddr()),
+		npTransport{conn}, &s.opaque, s.cfg.InvokeTimeout, s.log)
+	s.channels[ch.id] = ch
+	s.conns.add()
+	_ = conn.AddCloseCallback(func(netpoll.Connection) error {
+		s.closed(ch)
+		return nil
+	})
+	return context.WithValue(context.Background(), chanKey{}, ch)
+}
+
+// onConnected runs on a netpoll task before the connection's first read.
+func (s *Server) onConnected(ctx context.Context, _ netpoll.Connection) context.Context {
+	if ch, ok := ctx.Value(chanKey{}).(*Channel); ok {
+		s.log.Debug("remoting: connection accepted", "channel", ch.String())
+		s.runCallbacks(&s.onConnect, ch, "connect")
+	}
+	return ctx
+}
+
+// closed runs once per connection from netpoll's close callback, which may
+// be on the poller: user callbacks go to their own goroutine.
+func (s *Server) closed(ch *Channel) {
+	s.mu.Lock()
+	delete(s.channels, ch.id)
+	s.mu.Unlock()
+	ch.markClosed()
+	go func() {
+		defer s.conns.done()
+		s.log.Debug("remoting: connection closed", "channel", ch.String())
+		s.runCallbacks(&s.onClose, ch, "close")
+	}()
+}
+
+// onRequest runs on a netpoll task while the connection has unread input. It
+// must consume all input or close the connection (netpoll re-invokes it while
+// input remains), so it blocks for the rest of a partial frame.
+func (s *Server) onRequest(ctx context.Context, conn netpoll.Connection) error {
+	ch, _ := ctx.Value(chanKey{}).(*Channel)
+	if ch == nil {
+		return conn.Close()
+	}
+	r := conn.Reader()
+	for r.Len() > 0 {
+		head, err := r.Peek(4)
+		if err != nil {
+			return err // connection closed while waiting
+		}
+		n, err := FrameLength(head, s.cfg.MaxFrameSize)
+		if err != nil {
+			return s.badFrame(ch, err)
+		}
+		if err := r.Skip(4); err != nil {
+			return err
+		}
+		frame, err := r.ReadBinary(n - 4) // copies: Body aliases it beyond Release
+		if err != nil {
+			return err
+		}
+		_ = r.Release()
+		cmd, err := Decode(frame)
+		if err != nil {
+			return s.badFrame(ch, err)
+		}
+		ch.touch()
+		s.dispatch(ch, cmd)
+	}
+	return nil
+}
+
+// badFrame: a frame we cannot parse has no usable opaque and desynchronizes
+// the stream, so the connection is closed (as Java's decoder does).
+func (s *Server) badFrame(ch *Channel, err error) error {
+	s.log.Warn("remoting: bad frame, closing connection", "channel", ch.String(), "err", err)
+	_ = ch.Close()
+	return err
+}
+
+func (s *Server) dispatch(ch *Channel, req *Command) {
+	if req.IsResponse() {
+		ch.completeResponse(req)
+		return
+	}
+	if s.state.Load() != stateRunning && req.Version > goAwayMinVersion {
+		s.reply(ch, req, NewResponse(req, code.GoAway, "please go away"))
+		return
+	}
+	r, ok := s.route(req.Code)
+	if !ok {
+		s.reply(ch, req, notSupported(req))
+		return
+	}
+	ex := r.ex
+	if ex == nil {
+		ex = s.exec
+	}
+	s.inflight.add()
+	accepted := ex.Submit(func() {
+		defer s.inflight.done()
+		serveRequest(s.ctx, s.log, &s.hooks, ch, req, r.h)
+	})
+	if !accepted {
+		s.inflight.done()
+		s.log.Warn("remoting: executor full, rejecting request", "executor", ex.Name(), "code", req.Code, "channel", ch.String())
+		s.reply(ch, req, NewResponse(req, code.SystemBusy, busyRemark))
+	}
+}
+
+// reply answers directly from the reading task (cheap, fixed responses).
+func (s *Server) reply(ch *Channel, req, resp *Command) {
+	if req.IsOneway() {
+		return
+	}
+	if err := ch.WriteResponse(resp); err != nil {
+		s.log.Debug("remoting: write response failed", "channel", ch.String(), "err", err)
+	}
+}
+
+func (s *Server) closeIdle(before int64) {
+	s.mu.Lock()
+	var idle []*Channel
+	for _, ch := range s.channels {
+		if ch.idleSince(before) {
+			idle = append(idle, ch)
+		}
+	}
+	s.mu.Unlock()
+	for _, ch := range idle {
+		s.log.Info("remoting: closing idle connection", "channel", ch.String(), "idle", s.cfg.IdleTimeout)
+		_ = ch.Close()
+	}
+}
+
+// Shutdown stops accepting connections, waits until in-flight handlers finish
+// or ctx ends (then cancels the handlers' context), closes all connections
+// and releases the listener and the default executor. Requests arriving
+// meanwhile are still served, except that peers newer than 5.3.1 get GO_AWAY
+// so they retry elsewhere. It returns ctx's error if draining was cut short.
+// The final cleanup (closing connections, OnClose callbacks) may take up to
+// 5 s beyond ctx so that it completes even after a hard stop.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.state.CompareAndSwap(stateRunning, stateDraining) {
+		s.mu.Unlock()
+		return nil // never started, or already shut down
+	}
+	s.mu.Unlock()
+	s.log.Info("remoting: server shutting down", "addr", s.addr)
+
+	drainErr := s.inflight.wait(ctx)
+	if drainErr != nil {
+		s.log.Warn("remoting: shutdown deadline reached with requests in flight", "err", drainErr)
+	}
+	s.cancel()
+
+	// Cleanup must finish even when ctx has already expired; bound it so a
+	// stuck OnClose callback cannot hang shutdown forever.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+
+	close(s.stopIdle)
+	for _, ch := range s.Channels() {
+		_ = ch.Close()
+	}
+	s.stopServing(cctx)
+	// Queued tasks still run (their writes fail fast on closed connections);
+	// a handler that ignores its cancelled ctx must not hang Shutdown.
+	execDone := make(chan struct{})
+	go func() { s.exec.Close(); close(execDone) }()
+	select {
+	case <-execDone:
+	case <-cctx.Done():
+		s.log.Warn("remoting: handlers still running after shutdown", "addr", s.addr)
+	}
+	cerr := s.conns.wait(cctx)
+	_ = s.bg.wait(cctx)
+	s.state.Store(stateClosed)
+	s.log.Info("remoting: server stopped", "addr", s.addr)
+	if drainErr != nil {
+		return fmt.Errorf("remoting: shutdown %s: draining requests: %w", s.addr, drainErr)
+	}
+	if cerr != nil {
+		return fmt.Errorf("remoting: shutdown %s: closing connections: %w", s.addr, cerr)
+	}
+	return nil
+}
+
+// stopServing closes netpoll's listener and waits for Serve to return.
+// netpoll's Shutdown is a no-op if it runs before Serve registered its
+// server, so it is retried until Serve has returned.
+func (s *Server) stopServing(ctx context.Context) {
+	for {
+		if err := s.evl.Shutdown(ctx); err != nil {
+			s.log.Debug("remoting: netpoll shutdown", "err", err)
+		}
+		select {
+		case <-s.served:
+			return
+		case <-ctx.Done():
+			s.log.Warn("remoting: netpoll did not stop in time", "addr", s.addr)
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// npTransport adapts a netpoll connection.
+type npTransport struct{ c netpoll.Connection }
+
+func (t npTransport) write(b []byte) error {
+	w := t.c.Writer()
+	buf, err := w.Malloc(len(b))
+	if err != nil {
+		return err
+	}
+	copy(buf, b)
+	return w.Flush()
+}
+
+func (t npTransport) close() error { return t.c.Close() }
+func (t npTransport) active() bool { return t.c.IsActive() }
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}
+
+// idleLoop calls closeIdle with the cutoff time every tick until stop
+// closes. The tick is a fraction of the timeout so a connection is closed
+// within ~1.25 × timeout.
+func idleLoop(timeout time.Duration, stop <-chan struct{}, closeIdle func(before int64)) {
+	tick := min(max(timeout/4, 10*time.Millisecond), time.Second)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			closeIdle(now.Add(-timeout).UnixNano())
+		}
+	}
+}
