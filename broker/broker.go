@@ -1,0 +1,411 @@
+// Package broker assembles a RocketMQ broker: configuration, topic table,
+// nameserver registration, request processors and the remoting server.
+// New + Start + Shutdown run one in-process, which is how tests use it.
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rmqgo/rmq/broker/admin"
+	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/mapping"
+	"github.com/rmqgo/rmq/broker/registry"
+	"github.com/rmqgo/rmq/broker/topic"
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
+)
+
+// Pool selects the executor a request code runs on.
+type Pool int
+
+// Executors, as Java's per-processor thread pools: sends must not wait
+// behind slow pulls, and admin requests behind either.
+const (
+	PoolSend Pool = iota
+	PoolPull
+	PoolAdmin
+)
+
+// Option customises New.
+type Option func(*options)
+
+type options struct {
+	registerInitialDelay time.Duration
+	registerPeriod       time.Duration
+	registerDebounce     time.Duration
+	mappings             mapping.Source
+	offsets              admin.QueueOffsets
+	runtime              admin.RuntimeInfoProvider
+	stateVersion         func() int64
+	topicDeleted         func(topic string)
+	persistConfig        bool
+}
+
+// WithRegisterTiming overrides nameserver registration timing (tests): the
+// delay of the first periodic round, the period (not clamped), and the
+// debounce window after topic changes. Zero keeps the default.
+func WithRegisterTiming(initialDelay, period, debounce time.Duration) Option {
+	return func(o *options) {
+		o.registerInitialDelay, o.registerPeriod, o.registerDebounce = initialDelay, period, debounce
+	}
+}
+
+// WithMappings plugs in the static-topic mapping manager.
+func WithMappings(s mapping.Source) Option { return func(o *options) { o.mappings = s } }
+
+// WithStoreStats plugs the message store into the admin statistics
+// (GET_TOPIC_STATS_INFO offsets, GET_BROKER_RUNTIME_INFO store keys); either
+// may be nil.
+func WithStoreStats(q admin.QueueOffsets, r admin.RuntimeInfoProvider) Option {
+	return func(o *options) { o.offsets, o.runtime = q, r }
+}
+
+// WithStateVersion supplies the store's state-machine version, written into
+// the topic table's DataVersion.stateVersion as Java does.
+func WithStateVersion(f func() int64) Option { return func(o *options) { o.stateVersion = f } }
+
+// WithTopicDeleted runs f after DELETE_TOPIC_IN_BROKER removed a topic, so
+// the store can drop its queues, offsets and mapping.
+func WithTopicDeleted(f func(topic string)) Option { return func(o *options) { o.topicDeleted = f } }
+
+// WithoutConfigPersistence keeps UPDATE_BROKER_CONFIG changes in memory
+// only (no <store>/config/broker.properties overlay).
+func WithoutConfigPersistence() Option { return func(o *options) { o.persistConfig = false } }
+
+// Broker is one broker instance.
+type Broker struct {
+	log    *slog.Logger
+	cfg    *config.Holder
+	topics *topic.Manager
+	maps   mapping.Source
+	admin  *admin.Processor
+
+	server    *remoting.Server
+	client    *remoting.Client
+	registrar *registry.Registrar
+	pools     map[Pool]*remoting.Executor
+
+	boot       time.Time
+	port       atomic.Int32
+	masterAddr atomic.Value // string: from REGISTER_BROKER answers (slaves)
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+}
+
+// New builds a broker from a loaded configuration (config.Load, or
+// config.Default plus changes in tests). Nothing listens until Start.
+func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) {
+	if cfg == nil {
+		return nil, errors.New("broker: nil config")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	o := options{persistConfig: true}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	cfg = cfg.Clone()
+	cfg.Finalize()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("broker: invalid config: %w", err)
+	}
+	log = log.With("broker", cfg.BrokerName)
+	if err := os.MkdirAll(cfg.ConfigDir(), 0o755); err != nil {
+		return nil, fmt.Errorf("broker: create config directory: %w", err)
+	}
+
+	b := &Broker{log: log, boot: time.Now(), maps: o.mappings}
+	if b.maps == nil {
+		b.maps = mapping.NewNone()
+	}
+	b.masterAddr.Store("")
+	b.cfg = config.NewHolder(cfg, o.persistConfig)
+
+	var err error
+	b.topics, err = topic.New(topic.Options{
+		Config:       b.cfg.Get,
+		Path:         cfg.TopicConfigPath(),
+		StateVersion: o.stateVersion,
+		Logger:       log.With("component", "topic"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("broker: load topics: %w", err)
+	}
+
+	scfg := remoting.DefaultServerConfig()
+	scfg.ListenAddr = cfg.ListenAddr()
+	if cfg.FrameMaxLength > 0 {
+		scfg.MaxFrameSize = cfg.FrameMaxLength
+	}
+	if cfg.ServerChannelMaxIdleTimeSeconds > 0 {
+		scfg.IdleTimeout = time.Duration(cfg.ServerChannelMaxIdleTimeSeconds) * time.Second
+	}
+	b.server, err = remoting.NewServer(scfg, log.With("component", "remoting"))
+	if err != nil {
+		return nil, fmt.Errorf("broker: remoting server: %w", err)
+	}
+	ccfg := remoting.DefaultClientConfig()
+	if cfg.ConnectTimeoutMillis > 0 {
+		ccfg.ConnectTimeout = cfg.ConnectTimeoutMillis
+	}
+	b.client = remoting.NewClient(ccfg, log.With("component", "namesrv-client"))
+
+	b.pools = map[Pool]*remoting.Executor{
+		PoolSend:  remoting.NewExecutor("send", cfg.SendMessageThreadPoolNums, cfg.SendThreadPoolQueueCapacity),
+		PoolPull:  remoting.NewExecutor("pull", cfg.PullMessageThreadPoolNums, cfg.PullThreadPoolQueueCapacity),
+		PoolAdmin: remoting.NewExecutor("admin", cfg.AdminBrokerThreadPoolNums, cfg.AdminBrokerThreadPoolQueueCapacity),
+	}
+
+	b.admin, err = admin.New(admin.Deps{
+		Config:   b.cfg,
+		Topics:   b.topics,
+		Mappings: b.maps,
+		Offsets:  o.offsets,
+		Runtime:  o.runtime,
+		Pools:    b.poolStats,
+		Hooks:    admin.Hooks{ConfigChanged: b.configChanged, TopicDeleted: o.topicDeleted},
+		BootTime: b.boot,
+		Logger:   log.With("component", "admin"),
+	})
+	if err != nil {
+		b.closeLocal()
+		return nil, err
+	}
+	b.admin.Register(b.server, b.pools[PoolAdmin])
+
+	period := func() time.Duration { return registry.ClampPeriod(b.cfg.Get().RegisterNameServerPeriod) }
+	if o.registerPeriod > 0 {
+		period = func() time.Duration { return o.registerPeriod }
+	}
+	b.registrar = registry.New(b.client, registrationSource{b}, registry.Options{
+		InitialDelay: o.registerInitialDelay,
+		Period:       period,
+		Debounce:     o.registerDebounce,
+		OnResults:    b.registered,
+		Logger:       log.With("component", "registry"),
+	})
+	b.topics.OnChange(func([]string) { b.registrar.Trigger() })
+	return b, nil
+}
+
+// Start listens, registers with every nameserver and starts the periodic
+// registration.
+func (b *Broker) Start() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.started || b.stopped {
+		return errors.New("broker: already started")
+	}
+	if err := b.server.Start(); err != nil {
+		return fmt.Errorf("broker: start: %w", err)
+	}
+	_, portText, err := net.SplitHostPort(b.server.Addr())
+	if err != nil {
+		return fmt.Errorf("broker: listener address %q: %w", b.server.Addr(), err)
+	}
+	port, _ := strconv.Atoi(portText)
+	b.port.Store(int32(port))
+	b.started = true
+	b.registrar.Start()
+	cfg := b.cfg.Get()
+	b.log.Info("broker started", "addr", b.Addr(), "cluster", cfg.BrokerClusterName, "brokerId", cfg.BrokerID,
+		"role", cfg.BrokerRole, "namesrv", cfg.NamesrvAddr, "topics", b.topics.Len())
+	return nil
+}
+
+// Shutdown unregisters from the nameservers, drains in-flight requests
+// (until ctx ends) and releases everything. It is safe to call twice.
+func (b *Broker) Shutdown(ctx context.Context) error {
+	b.mu.Lock()
+	if b.stopped {
+		b.mu.Unlock()
+		return nil
+	}
+	b.stopped = true
+	started := b.started
+	b.mu.Unlock()
+
+	var errs []error
+	if err := b.registrar.Shutdown(ctx); err != nil {
+		b.log.Warn("unregister from name servers", "err", err)
+	}
+	if started {
+		if err := b.server.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	b.closeLocal()
+	b.log.Info("broker stopped")
+	return errors.Join(errs...)
+}
+
+func (b *Broker) closeLocal() {
+	for _, ex := range b.pools {
+		ex.Close()
+	}
+	_ = b.client.Close()
+}
+
+// Addr is the address the broker registers: brokerIP1:port, with the
+// actual port once started (listenPort=0 picks a free one).
+func (b *Broker) Addr() string { return b.cfg.Get().BrokerAddr(b.Port()) }
+
+// Port is the listening port (the configured one before Start).
+func (b *Broker) Port() int {
+	if p := b.port.Load(); p > 0 {
+		return int(p)
+	}
+	return b.cfg.Get().ListenPort
+}
+
+// Config returns the live configuration (do not modify it).
+func (b *Broker) Config() *config.Config { return b.cfg.Get() }
+
+// ConfigHolder gives access to runtime configuration updates.
+func (b *Broker) ConfigHolder() *config.Holder { return b.cfg }
+
+// Topics is the topic table.
+func (b *Broker) Topics() *topic.Manager { return b.topics }
+
+// Admin is the admin processor (runtime info for the store to extend).
+func (b *Broker) Admin() *admin.Processor { return b.admin }
+
+// MasterAddr is the master's address learned from REGISTER_BROKER answers
+// (slaves only; "" otherwise).
+func (b *Broker) MasterAddr() string { return b.masterAddr.Load().(string) }
+
+// RegisterProcessor installs a request handler on one of the executors;
+// later issues add send, pull and client-management processors here.
+func (b *Broker) RegisterProcessor(code int32, h remoting.Handler, pool Pool) {
+	b.server.Register(code, h, b.pools[pool])
+}
+
+// Server exposes the remoting server (hooks, connection callbacks).
+func (b *Broker) Server() *remoting.Server { return b.server }
+
+// TriggerRegistration asks for a registration round soon (debounced), e.g.
+// after a static-topic mapping changed.
+func (b *Broker) TriggerRegistration() { b.registrar.Trigger() }
+
+// RegisterNow runs one registration round with every nameserver.
+func (b *Broker) RegisterNow(ctx context.Context) []registry.Result {
+	return b.registrar.RegisterAll(ctx, true)
+}
+
+func (b *Broker) poolStats() map[string]int {
+	return map[string]int{
+		admin.PoolSend:  b.pools[PoolSend].QueueLen(),
+		admin.PoolPull:  b.pools[PoolPull].QueueLen(),
+		admin.PoolAdmin: b.pools[PoolAdmin].QueueLen(),
+	}
+}
+
+// configChanged reacts to UPDATE_BROKER_CONFIG: a new brokerPermission must
+// reach the nameservers (Java bumps the topic data version so they rebuild
+// the route), autoCreateTopicEnable adds or removes TBW102, and a new
+// namesrvAddr takes effect with an immediate registration.
+func (b *Broker) configChanged(keys []string) {
+	has := func(k string) bool { return slices.Contains(keys, k) }
+	if has("autoCreateTopicEnable") {
+		if err := b.topics.EnsureAutoCreateTopic(); err != nil {
+			b.log.Error("apply autoCreateTopicEnable", "err", err)
+		}
+	}
+	if has("brokerPermission") {
+		if err := b.topics.BumpDataVersion(); err != nil {
+			b.log.Error("bump topic data version", "err", err)
+		}
+	}
+	if has("namesrvAddr") || has("brokerPermission") {
+		b.registrar.Trigger()
+	}
+}
+
+// registered handles REGISTER_BROKER answers: the ORDER_TOPIC_CONFIG table
+// marks order topics and a slave learns its master (Java's
+// handleRegisterBrokerResult uses the first successful answer).
+func (b *Broker) registered(results []registry.Result) {
+	for _, r := range results {
+		if r.Err != nil {
+			continue
+		}
+		if r.MasterAddr != "" || !b.cfg.Get().IsMaster() {
+			b.masterAddr.Store(r.MasterAddr)
+		}
+		if len(r.KVTable) > 0 {
+			if err := b.topics.SetOrderTopics(r.KVTable); err != nil {
+				b.log.Error("apply order topic config", "err", err)
+			}
+		}
+		return
+	}
+}
+
+// registrationSource adapts the broker to registry.Source.
+type registrationSource struct{ b *Broker }
+
+func (s registrationSource) Identity() registry.Identity {
+	cfg := s.b.cfg.Get()
+	id := registry.Identity{
+		ClusterName:        cfg.BrokerClusterName,
+		BrokerName:         cfg.BrokerName,
+		BrokerAddr:         s.b.Addr(),
+		HAServerAddr:       cfg.HAServerAddr(),
+		BrokerID:           cfg.BrokerID,
+		EnableActingMaster: cfg.EnableSlaveActingMaster,
+	}
+	if cfg.EnableSlaveActingMaster {
+		id.HeartbeatTimeout = cfg.BrokerNotActiveTimeoutMillis
+	}
+	return id
+}
+
+func (s registrationSource) NamesrvAddrs() []string {
+	addrs, err := s.b.cfg.Get().NamesrvAddrs()
+	if err != nil {
+		s.b.log.Error("bad namesrvAddr", "err", err)
+	}
+	return addrs
+}
+
+// Body is every topic (perms masked by brokerPermission when it lacks READ
+// or WRITE, as Java does) plus the static-topic mapping infos.
+func (s registrationSource) Body() protocol.RegisterBrokerBody {
+	cfg := s.b.cfg.Get()
+	table, dv := s.b.topics.Snapshot()
+	bp := cfg.BrokerPermission
+	if bp&protocol.PermRead == 0 || bp&protocol.PermWrite == 0 {
+		for k, tc := range table {
+			tc.Perm &= bp
+			table[k] = tc
+		}
+	}
+	details, mdv := s.b.maps.All()
+	return protocol.RegisterBrokerBody{
+		FilterServerList: []string{},
+		TopicConfigSerializeWrapper: protocol.TopicConfigAndMappingSerializeWrapper{
+			DataVersion:                dv,
+			MappingDataVersion:         mdv,
+			TopicConfigTable:           table,
+			TopicQueueMappingDetailMap: map[string]protocol.TopicQueueMappingDetail{},
+			TopicQueueMappingInfoMap:   mapping.Infos(details),
+		},
+	}
+}
+
+func (s registrationSource) ForceRegister() bool { return s.b.cfg.Get().ForceRegister }
+
+func (s registrationSource) Timeout() time.Duration { return s.b.cfg.Get().RegisterBrokerTimeoutMills }

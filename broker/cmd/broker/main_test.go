@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func writeConf(t *testing.T, store string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "broker.conf")
+	conf := strings.Join([]string{
+		"brokerClusterName=DefaultCluster",
+		"brokerName=broker-a",
+		"brokerId=0",
+		"deleteWhen=04",
+		"fileReservedTime=48",
+		"brokerRole=ASYNC_MASTER",
+		"flushDiskType=ASYNC_FLUSH",
+		"storePathRootDir=" + store,
+		"brokerIP1=127.0.0.1",
+		"bindAddress=127.0.0.1",
+		"mapedFileSizeCommitLog=1073741824",
+		"colour=blue",
+	}, "\n")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestPrintConfig(t *testing.T) {
+	conf := writeConf(t, t.TempDir())
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"-c", conf, "-p", "-n", "10.0.0.1:9876;10.0.0.2:9876"}, &out, &errOut, nil, nil); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	for _, want := range []string{"brokerName=broker-a\n", "fileReservedTime=48\n", "namesrvAddr=10.0.0.1:9876;10.0.0.2:9876\n", "listenPort=10911\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("-p output lacks %q", want)
+		}
+	}
+	out.Reset()
+	if code := run(context.Background(), []string{"-c", conf, "-m"}, &out, &errOut, []string{"BROKER_LISTEN_PORT=12345"}, nil); code != 0 {
+		t.Fatal(errOut.String())
+	}
+	if !strings.Contains(out.String(), "listenPort=12345\n") || strings.Contains(out.String(), "popPollingSize") {
+		t.Errorf("-m output:\n%s", out.String())
+	}
+}
+
+func TestBadConfigExits1(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"--set", "brokerRole=LEADER", "--store-path", t.TempDir()}, &out, &errOut, nil, nil)
+	if code != 1 || !strings.Contains(errOut.String(), "brokerRole") {
+		t.Errorf("exit %d, stderr %q", code, errOut.String())
+	}
+	code = run(context.Background(), []string{"-n", "nonsense", "--store-path", t.TempDir()}, &out, &errOut, nil, nil)
+	if code != 1 || !strings.Contains(errOut.String(), "Name Server Address") {
+		t.Errorf("bad -n: exit %d, stderr %q", code, errOut.String())
+	}
+}
+
+func TestBootAndGracefulShutdown(t *testing.T) {
+	store := t.TempDir()
+	conf := writeConf(t, store)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	stopping := make(chan struct{}, 1)
+	go func() {
+		done <- run(ctx, []string{"-c", conf, "--listen-port", "0", "-n", "127.0.0.1:1"}, &out, &errOut,
+			[]string{"NAMESRV_ADDR=192.0.2.1:9876"}, func() { stopping <- struct{}{} })
+	}()
+	boot := regexp.MustCompile(`The broker\[broker-a, 127\.0\.0\.1:\d+\] boot success\. serializeType=JSON and name server is 127\.0\.0\.1:1`)
+	deadline := time.Now().Add(10 * time.Second)
+	for !boot.MatchString(out.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no boot message; stdout %q stderr %q", out.String(), errOut.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	logs := errOut.String()
+	if !strings.Contains(logs, "unknown config key ignored") || !strings.Contains(logs, "key=colour") {
+		t.Errorf("unknown key not reported:\n%s", logs)
+	}
+	if !strings.Contains(logs, "key=mapedFileSizeCommitLog") {
+		t.Errorf("4.x key not reported:\n%s", logs)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d: %s", code, errOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no shutdown")
+	}
+	if len(stopping) != 1 || !strings.Contains(errOut.String(), "shutdown hook over") {
+		t.Errorf("shutdown not reported: %s", errOut.String())
+	}
+	if _, err := os.Stat(filepath.Join(store, "config", "topics.json")); err != nil {
+		t.Errorf("topics.json: %v", err)
+	}
+}

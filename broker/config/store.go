@@ -1,0 +1,443 @@
+package config
+
+import (
+	"path/filepath"
+	"time"
+)
+
+// BrokerRole is the static replication role (ha-controller.md §1.1).
+type BrokerRole = string
+
+// Broker roles.
+const (
+	RoleAsyncMaster BrokerRole = "ASYNC_MASTER"
+	RoleSyncMaster  BrokerRole = "SYNC_MASTER"
+	RoleSlave       BrokerRole = "SLAVE"
+)
+
+// FlushDiskType selects synchronous or asynchronous commit-log flushing.
+type FlushDiskType = string
+
+// Flush types.
+const (
+	FlushAsync FlushDiskType = "ASYNC_FLUSH"
+	FlushSync  FlushDiskType = "SYNC_FLUSH"
+)
+
+// MessageStoreConfig holds Apache's MessageStoreConfig keys. The message
+// store (broker/store) reads them; paths left empty derive from
+// StorePathRootDir as in Java.
+type MessageStoreConfig struct {
+	StorePathRootDir            string `key:"storePathRootDir" important:"true" readonly:"true"`
+	StorePathCommitLog          string `key:"storePathCommitLog" important:"true" readonly:"true"`
+	StorePathDLedgerCommitLog   string `key:"storePathDLedgerCommitLog" important:"true" readonly:"true"`
+	StorePathEpochFile          string `key:"storePathEpochFile" important:"true" readonly:"true"`
+	StorePathBrokerIdentity     string `key:"storePathBrokerIdentity" important:"true" readonly:"true"`
+	ReadOnlyCommitLogStorePaths string `key:"readOnlyCommitLogStorePaths" important:"true" readonly:"true"`
+	StoreType                   string `key:"storeType" important:"true" readonly:"true"`
+
+	MappedFileSizeCommitLog         int  `key:"mappedFileSizeCommitLog" readonly:"true"`
+	MappedFileSizeConsumeQueue      int  `key:"mappedFileSizeConsumeQueue" readonly:"true"`
+	EnableConsumeQueueExt           bool `key:"enableConsumeQueueExt"`
+	MappedFileSizeConsumeQueueExt   int  `key:"mappedFileSizeConsumeQueueExt"`
+	MapperFileSizeBatchConsumeQueue int  `key:"mapperFileSizeBatchConsumeQueue" readonly:"true"`
+	BitMapLengthConsumeQueueExt     int  `key:"bitMapLengthConsumeQueueExt"`
+
+	// Compaction topics.
+	CompactionMappedFileSize   int           `key:"compactionMappedFileSize"`
+	CompactionCqMappedFileSize int           `key:"compactionCqMappedFileSize"`
+	CompactionScheduleInternal time.Duration `key:"compactionScheduleInternal"`
+	MaxOffsetMapSize           int           `key:"maxOffsetMapSize"`
+	CompactionThreadNum        int           `key:"compactionThreadNum"`
+	EnableCompaction           bool          `key:"enableCompaction"`
+
+	// Timer messages.
+	TimerWheelEnable             bool          `key:"timerWheelEnable" readonly:"true"`
+	MappedFileSizeTimerLog       int           `key:"mappedFileSizeTimerLog" readonly:"true"`
+	TimerPrecisionMs             time.Duration `key:"timerPrecisionMs"`
+	TimerRollWindowSlot          int           `key:"timerRollWindowSlot"`
+	TimerFlushIntervalMs         time.Duration `key:"timerFlushIntervalMs"`
+	TimerGetMessageThreadNum     int           `key:"timerGetMessageThreadNum"`
+	TimerPutMessageThreadNum     int           `key:"timerPutMessageThreadNum"`
+	TimerEnableDisruptor         bool          `key:"timerEnableDisruptor"`
+	TimerEnableCheckMetrics      bool          `key:"timerEnableCheckMetrics"`
+	TimerInterceptDelayLevel     bool          `key:"timerInterceptDelayLevel"`
+	TimerMaxDelaySec             int           `key:"timerMaxDelaySec"`
+	DisappearTimeAfterStart      int           `key:"disappearTimeAfterStart" important:"true"`
+	TimerStopEnqueue             bool          `key:"timerStopEnqueue" important:"true"`
+	TimerCheckMetricsWhen        string        `key:"timerCheckMetricsWhen"`
+	TimerSkipUnknownError        bool          `key:"timerSkipUnknownError"`
+	TimerWarmEnable              bool          `key:"timerWarmEnable"`
+	TimerStopDequeue             bool          `key:"timerStopDequeue"`
+	TimerEnableRetryUntilSuccess bool          `key:"timerEnableRetryUntilSuccess"`
+	TimerCongestNumEachSlot      int           `key:"timerCongestNumEachSlot"`
+	TimerMetricSmallThreshold    int           `key:"timerMetricSmallThreshold"`
+	TimerProgressLogIntervalMs   time.Duration `key:"timerProgressLogIntervalMs"`
+
+	// Flushing and committing.
+	FlushDiskType                     FlushDiskType `key:"flushDiskType" important:"true"`
+	FlushIntervalCommitLog            time.Duration `key:"flushIntervalCommitLog" important:"true"`
+	CommitIntervalCommitLog           time.Duration `key:"commitIntervalCommitLog" important:"true"`
+	FlushCommitLogTimed               bool          `key:"flushCommitLogTimed" important:"true"`
+	FlushIntervalConsumeQueue         time.Duration `key:"flushIntervalConsumeQueue" important:"true"`
+	FlushCommitLogLeastPages          int           `key:"flushCommitLogLeastPages"`
+	CommitCommitLogLeastPages         int           `key:"commitCommitLogLeastPages"`
+	FlushLeastPagesWhenWarmMapedFile  int           `key:"flushLeastPagesWhenWarmMapedFile"`
+	FlushConsumeQueueLeastPages       int           `key:"flushConsumeQueueLeastPages"`
+	FlushCommitLogThoroughInterval    time.Duration `key:"flushCommitLogThoroughInterval"`
+	CommitCommitLogThoroughInterval   time.Duration `key:"commitCommitLogThoroughInterval"`
+	FlushConsumeQueueThoroughInterval time.Duration `key:"flushConsumeQueueThoroughInterval"`
+	SyncFlushTimeout                  time.Duration `key:"syncFlushTimeout" important:"true"`
+	FlushDelayOffsetInterval          time.Duration `key:"flushDelayOffsetInterval"`
+	MaxRecoveryCommitlogFiles         int           `key:"maxRecoveryCommitlogFiles" important:"true"`
+	CheckCRCOnRecover                 bool          `key:"checkCRCOnRecover"`
+	EnableRunningFlagsInFlush         bool          `key:"enableRunningFlagsInFlush" important:"true"`
+
+	// File retention and disk space.
+	DeleteWhen                             string        `key:"deleteWhen" important:"true"`
+	DiskMaxUsedSpaceRatio                  int           `key:"diskMaxUsedSpaceRatio" important:"true"`
+	FileReservedTime                       int           `key:"fileReservedTime" important:"true"`
+	DeleteFileBatchMax                     int           `key:"deleteFileBatchMax" important:"true"`
+	DiskSpaceWarningLevelRatio             int           `key:"diskSpaceWarningLevelRatio"`
+	DiskSpaceCleanForciblyRatio            int           `key:"diskSpaceCleanForciblyRatio"`
+	CleanResourceInterval                  time.Duration `key:"cleanResourceInterval"`
+	DeleteCommitLogFilesInterval           time.Duration `key:"deleteCommitLogFilesInterval"`
+	DeleteConsumeQueueFilesInterval        time.Duration `key:"deleteConsumeQueueFilesInterval"`
+	DestroyMapedFileIntervalForcibly       time.Duration `key:"destroyMapedFileIntervalForcibly"`
+	RedeleteHangedFileInterval             time.Duration `key:"redeleteHangedFileInterval"`
+	CleanFileForciblyEnable                bool          `key:"cleanFileForciblyEnable" important:"true"`
+	MaxBatchDeleteFilesNum                 int           `key:"maxBatchDeleteFilesNum"`
+	LogicalDiskSpaceCleanForciblyThreshold float64       `key:"logicalDiskSpaceCleanForciblyThreshold"`
+	ReplicasPerDiskPartition               int           `key:"replicasPerDiskPartition"`
+	EnableCleanExpiredOffset               bool          `key:"enableCleanExpiredOffset" important:"true"`
+
+	// Messages.
+	MaxMessageSize                           int           `key:"maxMessageSize"`
+	MaxFilterMessageSize                     int           `key:"maxFilterMessageSize"`
+	MaxTopicLength                           int           `key:"maxTopicLength"`
+	AutoMessageVersionOnTopicLen             bool          `key:"autoMessageVersionOnTopicLen"`
+	MessageDelayLevel                        string        `key:"messageDelayLevel"`
+	EnabledAppendPropCRC                     bool          `key:"enabledAppendPropCRC"`
+	ForceVerifyPropCRC                       bool          `key:"forceVerifyPropCRC"`
+	DuplicationEnable                        bool          `key:"duplicationEnable"`
+	UseReentrantLockWhenPutMessage           bool          `key:"useReentrantLockWhenPutMessage"`
+	PutMessageTimeout                        time.Duration `key:"putMessageTimeout"`
+	MaxAsyncPutMessageRequests               int           `key:"maxAsyncPutMessageRequests" important:"true"`
+	WakeCommitWhenPutMessage                 bool          `key:"wakeCommitWhenPutMessage" important:"true"`
+	WakeFlushWhenPutMessage                  bool          `key:"wakeFlushWhenPutMessage" important:"true"`
+	DispatchFromSenderThread                 bool          `key:"dispatchFromSenderThread" important:"true"`
+	OsPageCacheBusyTimeOutMills              time.Duration `key:"osPageCacheBusyTimeOutMills"`
+	WarmMapedFileEnable                      bool          `key:"warmMapedFileEnable" important:"true"`
+	TransientStorePoolEnable                 bool          `key:"transientStorePoolEnable" important:"true"`
+	TransientStorePoolSize                   int           `key:"transientStorePoolSize" important:"true"`
+	FastFailIfNoBufferInStorePool            bool          `key:"fastFailIfNoBufferInStorePool" important:"true"`
+	WriteWithoutMmap                         bool          `key:"writeWithoutMmap" important:"true"`
+	DebugLockEnable                          bool          `key:"debugLockEnable"`
+	DiskFallRecorded                         bool          `key:"diskFallRecorded"`
+	EnableScheduleMessageStats               bool          `key:"enableScheduleMessageStats"`
+	EnableScheduleAsyncDeliver               bool          `key:"enableScheduleAsyncDeliver"`
+	ScheduleAsyncDeliverMaxPendingLimit      int           `key:"scheduleAsyncDeliverMaxPendingLimit"`
+	ScheduleAsyncDeliverMaxResendNum2Blocked int           `key:"scheduleAsyncDeliverMaxResendNum2Blocked"`
+
+	// Reading.
+	MaxTransferBytesOnMessageInMemory int           `key:"maxTransferBytesOnMessageInMemory" important:"true"`
+	MaxTransferCountOnMessageInMemory int           `key:"maxTransferCountOnMessageInMemory" important:"true"`
+	MaxTransferBytesOnMessageInDisk   int           `key:"maxTransferBytesOnMessageInDisk" important:"true"`
+	MaxTransferCountOnMessageInDisk   int           `key:"maxTransferCountOnMessageInDisk" important:"true"`
+	AccessMessageInMemoryMaxRatio     int           `key:"accessMessageInMemoryMaxRatio" important:"true"`
+	AccessMessageInMemoryHotRatio     int           `key:"accessMessageInMemoryHotRatio"`
+	DefaultQueryMaxNum                int           `key:"defaultQueryMaxNum"`
+	PullBatchMaxMessageCount          int           `key:"pullBatchMaxMessageCount"`
+	TravelCqFileNumWhenGetMessage     int           `key:"travelCqFileNumWhenGetMessage"`
+	MaxConsumeQueueScan               int           `key:"maxConsumeQueueScan"`
+	SampleCountThreshold              int           `key:"sampleCountThreshold"`
+	ColdDataFlowControlEnable         bool          `key:"coldDataFlowControlEnable"`
+	ColdDataScanEnable                bool          `key:"coldDataScanEnable"`
+	DataReadAheadEnable               bool          `key:"dataReadAheadEnable"`
+	TimerColdDataCheckIntervalMs      time.Duration `key:"timerColdDataCheckIntervalMs"`
+	SampleSteps                       int           `key:"sampleSteps"`
+
+	// Index.
+	MessageIndexEnable    bool `key:"messageIndexEnable" important:"true"`
+	MaxHashSlotNum        int  `key:"maxHashSlotNum" important:"true"`
+	MaxIndexNum           int  `key:"maxIndexNum" important:"true"`
+	MaxMsgsNumBatch       int  `key:"maxMsgsNumBatch"`
+	MessageIndexSafe      bool `key:"messageIndexSafe" important:"true"`
+	PutMsgIndexHightWater int  `key:"putMsgIndexHightWater" important:"true"`
+
+	// Dispatch.
+	DispatchCqThreads                               int           `key:"dispatchCqThreads"`
+	DispatchCqCacheNum                              int           `key:"dispatchCqCacheNum"`
+	EnableAsyncReput                                bool          `key:"enableAsyncReput"`
+	RecheckReputOffsetFromCq                        bool          `key:"recheckReputOffsetFromCq"`
+	EnableBuildConsumeQueueConcurrently             bool          `key:"enableBuildConsumeQueueConcurrently"`
+	BatchDispatchRequestThreadPoolNums              int           `key:"batchDispatchRequestThreadPoolNums"`
+	CorrectLogicMinOffsetSleepInterval              time.Duration `key:"correctLogicMinOffsetSleepInterval"`
+	CorrectLogicMinOffsetForceInterval              time.Duration `key:"correctLogicMinOffsetForceInterval"`
+	TopicQueueLockNum                               int           `key:"topicQueueLockNum"`
+	PutConsumeQueueDataByFileChannel                bool          `key:"putConsumeQueueDataByFileChannel"`
+	EnableAcceleratedRecovery                       bool          `key:"enableAcceleratedRecovery"`
+	EnableLogConsumeQueueRepeatedlyBuildWhenRecover bool          `key:"enableLogConsumeQueueRepeatedlyBuildWhenRecover"`
+
+	// Memory-map swapping.
+	MappedFileSwapEnable            bool          `key:"mappedFileSwapEnable"`
+	CommitLogForceSwapMapInterval   time.Duration `key:"commitLogForceSwapMapInterval"`
+	CommitLogSwapMapInterval        time.Duration `key:"commitLogSwapMapInterval"`
+	CommitLogSwapMapReserveFileNum  int           `key:"commitLogSwapMapReserveFileNum"`
+	LogicQueueForceSwapMapInterval  time.Duration `key:"logicQueueForceSwapMapInterval"`
+	LogicQueueSwapMapInterval       time.Duration `key:"logicQueueSwapMapInterval"`
+	CleanSwapedMapInterval          time.Duration `key:"cleanSwapedMapInterval"`
+	LogicQueueSwapMapReserveFileNum int           `key:"logicQueueSwapMapReserveFileNum"`
+	SearchBcqByCacheEnable          bool          `key:"searchBcqByCacheEnable"`
+
+	// LMQ (light message queues) and multi-dispatch.
+	EnableLmq             bool `key:"enableLmq" readonly:"true"`
+	EnableMultiDispatch   bool `key:"enableMultiDispatch" readonly:"true"`
+	MaxLmqConsumeQueueNum int  `key:"maxLmqConsumeQueueNum"`
+	EnableLmqQuota        bool `key:"enableLmqQuota"`
+
+	// KV consume queue (Java RocksDB; our Pebble).
+	CleanRocksDBDirtyCQIntervalMin int64         `key:"cleanRocksDBDirtyCQIntervalMin"`
+	StatRocksDBCQIntervalSec       int64         `key:"statRocksDBCQIntervalSec"`
+	MemTableFlushIntervalMs        time.Duration `key:"memTableFlushIntervalMs"`
+	RealTimePersistRocksDBConfig   bool          `key:"realTimePersistRocksDBConfig"`
+	EnableRocksDBLog               bool          `key:"enableRocksDBLog"`
+	RocksdbCQDoubleWriteEnable     bool          `key:"rocksdbCQDoubleWriteEnable"`
+	CombineCQUseRocksdbForLmq      bool          `key:"combineCQUseRocksdbForLmq"`
+	RocksdbFlushWalFrequency       int           `key:"rocksdbFlushWalFrequency"`
+	RocksdbWalFileRollingThreshold int64         `key:"rocksdbWalFileRollingThreshold"`
+
+	// Replication (ha-controller.md §1.1).
+	BrokerRole                       BrokerRole    `key:"brokerRole" important:"true" readonly:"true"`
+	HaListenPort                     int           `key:"haListenPort" important:"true" readonly:"true"`
+	HaSendHeartbeatInterval          time.Duration `key:"haSendHeartbeatInterval" important:"true"`
+	HaHousekeepingInterval           time.Duration `key:"haHousekeepingInterval"`
+	HaTransferBatchSize              int           `key:"haTransferBatchSize"`
+	HaMasterAddress                  string        `key:"haMasterAddress" important:"true"`
+	HaMaxGapNotInSync                int           `key:"haMaxGapNotInSync" important:"true"`
+	SlaveTimeout                     time.Duration `key:"slaveTimeout"`
+	OffsetCheckInSlave               bool          `key:"offsetCheckInSlave" important:"true"`
+	TotalReplicas                    int           `key:"totalReplicas" important:"true"`
+	InSyncReplicas                   int           `key:"inSyncReplicas" important:"true"`
+	MinInSyncReplicas                int           `key:"minInSyncReplicas" important:"true"`
+	AllAckInSyncStateSet             bool          `key:"allAckInSyncStateSet" important:"true"`
+	EnableAutoInSyncReplicas         bool          `key:"enableAutoInSyncReplicas" important:"true"`
+	HaFlowControlEnable              bool          `key:"haFlowControlEnable" important:"true"`
+	MaxHaTransferByteInSecond        int64         `key:"maxHaTransferByteInSecond"`
+	HaMaxTimeSlaveNotCatchup         time.Duration `key:"haMaxTimeSlaveNotCatchup"`
+	SyncMasterFlushOffsetWhenStartup bool          `key:"syncMasterFlushOffsetWhenStartup"`
+	MaxChecksumRange                 int64         `key:"maxChecksumRange"`
+	MaxSlaveResendLength             int64         `key:"maxSlaveResendLength"`
+	SyncFromLastFile                 bool          `key:"syncFromLastFile"`
+	AsyncLearner                     bool          `key:"asyncLearner"`
+	ReadUnCommitted                  bool          `key:"readUnCommitted"`
+
+	// DLedger commit log (not supported; accepted so files load).
+	EnableDLegerCommitLog bool   `key:"enableDLegerCommitLog" readonly:"true"`
+	DLegerGroup           string `key:"dLegerGroup"`
+	DLegerPeers           string `key:"dLegerPeers"`
+	DLegerSelfID          string `key:"dLegerSelfId"`
+	PreferredLeaderID     string `key:"preferredLeaderId"`
+	EnableBatchPush       bool   `key:"enableBatchPush"`
+}
+
+func defaultMessageStoreConfig(home string) MessageStoreConfig {
+	ms := time.Millisecond
+	return MessageStoreConfig{
+		StorePathRootDir: filepath.Join(home, "store"),
+		StoreType:        "default",
+
+		MappedFileSizeCommitLog:         1 << 30,
+		MappedFileSizeConsumeQueue:      300000 * 20,
+		MappedFileSizeConsumeQueueExt:   48 << 20,
+		MapperFileSizeBatchConsumeQueue: 300000 * 46,
+		BitMapLengthConsumeQueueExt:     64,
+
+		CompactionMappedFileSize:   100 << 20,
+		CompactionCqMappedFileSize: 10 << 20,
+		CompactionScheduleInternal: 15 * time.Minute,
+		MaxOffsetMapSize:           100 << 20,
+		CompactionThreadNum:        6,
+		EnableCompaction:           true,
+
+		TimerWheelEnable:           true,
+		MappedFileSizeTimerLog:     100 << 20,
+		TimerPrecisionMs:           1000 * ms,
+		TimerRollWindowSlot:        3600 * 24 * 2,
+		TimerFlushIntervalMs:       1000 * ms,
+		TimerGetMessageThreadNum:   3,
+		TimerPutMessageThreadNum:   3,
+		TimerEnableCheckMetrics:    true,
+		TimerMaxDelaySec:           3600 * 24 * 3,
+		DisappearTimeAfterStart:    -1,
+		TimerCheckMetricsWhen:      "05",
+		TimerCongestNumEachSlot:    2147483647,
+		TimerMetricSmallThreshold:  1000000,
+		TimerProgressLogIntervalMs: 10000 * ms,
+
+		FlushDiskType:                     FlushAsync,
+		FlushIntervalCommitLog:            500 * ms,
+		CommitIntervalCommitLog:           200 * ms,
+		FlushCommitLogTimed:               true,
+		FlushIntervalConsumeQueue:         1000 * ms,
+		FlushCommitLogLeastPages:          4,
+		CommitCommitLogLeastPages:         4,
+		FlushLeastPagesWhenWarmMapedFile:  1024 / 4 * 16,
+		FlushConsumeQueueLeastPages:       2,
+		FlushCommitLogThoroughInterval:    10000 * ms,
+		CommitCommitLogThoroughInterval:   200 * ms,
+		FlushConsumeQueueThoroughInterval: 60000 * ms,
+		SyncFlushTimeout:                  5000 * ms,
+		FlushDelayOffsetInterval:          10000 * ms,
+		MaxRecoveryCommitlogFiles:         30,
+		CheckCRCOnRecover:                 true,
+
+		DeleteWhen:                             "04",
+		DiskMaxUsedSpaceRatio:                  75,
+		FileReservedTime:                       72,
+		DeleteFileBatchMax:                     10,
+		DiskSpaceWarningLevelRatio:             90,
+		DiskSpaceCleanForciblyRatio:            85,
+		CleanResourceInterval:                  10000 * ms,
+		DeleteCommitLogFilesInterval:           100 * ms,
+		DeleteConsumeQueueFilesInterval:        100 * ms,
+		DestroyMapedFileIntervalForcibly:       120000 * ms,
+		RedeleteHangedFileInterval:             120000 * ms,
+		CleanFileForciblyEnable:                true,
+		MaxBatchDeleteFilesNum:                 50,
+		LogicalDiskSpaceCleanForciblyThreshold: 0.8,
+		ReplicasPerDiskPartition:               1,
+
+		MaxMessageSize:                           4 << 20,
+		MaxFilterMessageSize:                     16000,
+		MaxTopicLength:                           127,
+		AutoMessageVersionOnTopicLen:             true,
+		MessageDelayLevel:                        "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
+		UseReentrantLockWhenPutMessage:           true,
+		PutMessageTimeout:                        8000 * ms,
+		MaxAsyncPutMessageRequests:               5000,
+		WakeCommitWhenPutMessage:                 true,
+		OsPageCacheBusyTimeOutMills:              1000 * ms,
+		TransientStorePoolSize:                   5,
+		DiskFallRecorded:                         true,
+		EnableScheduleMessageStats:               true,
+		ScheduleAsyncDeliverMaxPendingLimit:      2000,
+		ScheduleAsyncDeliverMaxResendNum2Blocked: 3,
+
+		MaxTransferBytesOnMessageInMemory: 256 << 10,
+		MaxTransferCountOnMessageInMemory: 32,
+		MaxTransferBytesOnMessageInDisk:   64 << 10,
+		MaxTransferCountOnMessageInDisk:   8,
+		AccessMessageInMemoryMaxRatio:     40,
+		AccessMessageInMemoryHotRatio:     26,
+		DefaultQueryMaxNum:                32,
+		PullBatchMaxMessageCount:          160,
+		TravelCqFileNumWhenGetMessage:     1,
+		MaxConsumeQueueScan:               20000,
+		SampleCountThreshold:              5000,
+		DataReadAheadEnable:               true,
+		TimerColdDataCheckIntervalMs:      60000 * ms,
+		SampleSteps:                       32,
+
+		MessageIndexEnable:    true,
+		MaxHashSlotNum:        5000000,
+		MaxIndexNum:           5000000 * 4,
+		MaxMsgsNumBatch:       64,
+		PutMsgIndexHightWater: 600000,
+
+		DispatchCqThreads:                  10,
+		DispatchCqCacheNum:                 4096,
+		EnableAsyncReput:                   true,
+		BatchDispatchRequestThreadPoolNums: 16,
+		CorrectLogicMinOffsetSleepInterval: 1 * ms,
+		CorrectLogicMinOffsetForceInterval: 5 * time.Minute,
+		TopicQueueLockNum:                  32,
+		PutConsumeQueueDataByFileChannel:   true,
+
+		MappedFileSwapEnable:            true,
+		CommitLogForceSwapMapInterval:   12 * time.Hour,
+		CommitLogSwapMapInterval:        time.Hour,
+		CommitLogSwapMapReserveFileNum:  100,
+		LogicQueueForceSwapMapInterval:  12 * time.Hour,
+		LogicQueueSwapMapInterval:       time.Hour,
+		CleanSwapedMapInterval:          5 * time.Minute,
+		LogicQueueSwapMapReserveFileNum: 20,
+		SearchBcqByCacheEnable:          true,
+
+		MaxLmqConsumeQueueNum: 20000,
+
+		CleanRocksDBDirtyCQIntervalMin: 60,
+		StatRocksDBCQIntervalSec:       10,
+		MemTableFlushIntervalMs:        time.Hour,
+		RealTimePersistRocksDBConfig:   true,
+		RocksdbFlushWalFrequency:       1024,
+		RocksdbWalFileRollingThreshold: 1 << 30,
+
+		BrokerRole:                RoleAsyncMaster,
+		HaListenPort:              0, // Java's BrokerStartup: ≤ 0 means listenPort + 1
+		HaSendHeartbeatInterval:   5000 * ms,
+		HaHousekeepingInterval:    20000 * ms,
+		HaTransferBatchSize:       32 << 10,
+		HaMaxGapNotInSync:         256 << 20,
+		SlaveTimeout:              3000 * ms,
+		TotalReplicas:             1,
+		InSyncReplicas:            1,
+		MinInSyncReplicas:         1,
+		MaxHaTransferByteInSecond: 100 << 20,
+		HaMaxTimeSlaveNotCatchup:  15000 * ms,
+		MaxChecksumRange:          1 << 30,
+		MaxSlaveResendLength:      256 << 20,
+	}
+}
+
+// CommitLogDir is storePathCommitLog or <storePathRootDir>/commitlog.
+func (c *MessageStoreConfig) CommitLogDir() string {
+	if c.StorePathCommitLog != "" {
+		return c.StorePathCommitLog
+	}
+	return filepath.Join(c.StorePathRootDir, "commitlog")
+}
+
+// ConsumeQueueDir is <storePathRootDir>/consumequeue.
+func (c *MessageStoreConfig) ConsumeQueueDir() string {
+	return filepath.Join(c.StorePathRootDir, "consumequeue")
+}
+
+// ConfigDir is <storePathRootDir>/config, home of topics.json and the
+// other metadata files (Java's BrokerPathConfigHelper).
+func (c *MessageStoreConfig) ConfigDir() string {
+	return filepath.Join(c.StorePathRootDir, "config")
+}
+
+// TopicConfigPath is <storePathRootDir>/config/topics.json.
+func (c *MessageStoreConfig) TopicConfigPath() string {
+	return filepath.Join(c.ConfigDir(), "topics.json")
+}
+
+// TopicQueueMappingPath is <storePathRootDir>/config/topicQueueMapping.json
+// (static-topic.md §2.6).
+func (c *MessageStoreConfig) TopicQueueMappingPath() string {
+	return filepath.Join(c.ConfigDir(), "topicQueueMapping.json")
+}
+
+// EpochFilePath is storePathEpochFile or <storePathRootDir>/epochFileCheckpoint.
+func (c *MessageStoreConfig) EpochFilePath() string {
+	if c.StorePathEpochFile != "" {
+		return c.StorePathEpochFile
+	}
+	return filepath.Join(c.StorePathRootDir, "epochFileCheckpoint")
+}
+
+// BrokerIdentityPath is storePathBrokerIdentity or <storePathRootDir>/brokerIdentity.
+func (c *MessageStoreConfig) BrokerIdentityPath() string {
+	if c.StorePathBrokerIdentity != "" {
+		return c.StorePathBrokerIdentity
+	}
+	return filepath.Join(c.StorePathRootDir, "brokerIdentity")
+}
+
+// DelayLevels parses messageDelayLevel ("1s 5s … 2h", units s/m/h/d) into
+// durations; level n is element n-1.
+func (c *MessageStoreConfig) DelayLevels() ([]time.Duration, error) {
+	return ParseDelayLevels(c.MessageDelayLevel)
+}

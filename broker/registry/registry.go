@@ -1,0 +1,368 @@
+// Package registry keeps the broker registered with every nameserver
+// (Java's BrokerOuterAPI.registerBrokerAll and the BrokerController tasks):
+// once at start, then periodically, immediately (debounced) after topic
+// changes, and an unregistration at shutdown. Each round goes to all
+// nameservers in parallel.
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"maps"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+// Java clamps registerNameServerPeriod to [10 s, 60 s] and starts the
+// periodic task 10 s after boot.
+const (
+	MinPeriod           = 10 * time.Second
+	MaxPeriod           = 60 * time.Second
+	DefaultInitialDelay = 10 * time.Second
+	DefaultDebounce     = 100 * time.Millisecond
+	// UnregisterTimeout is Java's fixed 3 s for UNREGISTER_BROKER.
+	UnregisterTimeout = 3 * time.Second
+)
+
+// ClampPeriod applies Java's bounds to registerNameServerPeriod.
+func ClampPeriod(d time.Duration) time.Duration { return min(max(d, MinPeriod), MaxPeriod) }
+
+// Invoker sends one request; *remoting.Client implements it.
+type Invoker interface {
+	Invoke(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error)
+}
+
+// Identity is what the REGISTER_BROKER header says about the broker.
+type Identity struct {
+	ClusterName        string
+	BrokerName         string
+	BrokerAddr         string // brokerIP1:listenPort
+	HAServerAddr       string // brokerIP2:haListenPort
+	BrokerID           int64
+	EnableActingMaster bool
+	// HeartbeatTimeout, when positive, is sent as heartbeatTimeoutMillis
+	// (Java sends it only with enableSlaveActingMaster).
+	HeartbeatTimeout time.Duration
+}
+
+// Source supplies the live registration content; it is read every round so
+// configuration changes (namesrvAddr, brokerPermission) apply to the next one.
+type Source interface {
+	Identity() Identity
+	NamesrvAddrs() []string
+	// Body is the registration body; its wrapper's dataVersion is the topic
+	// table's version.
+	Body() protocol.RegisterBrokerBody
+	// ForceRegister false makes periodic rounds ask each nameserver
+	// (QUERY_DATA_VERSION) and register only when one has stale data.
+	ForceRegister() bool
+	// Timeout bounds one round (registerBrokerTimeoutMills).
+	Timeout() time.Duration
+}
+
+// Result is one nameserver's answer to REGISTER_BROKER.
+type Result struct {
+	NamesrvAddr  string
+	MasterAddr   string            // for slaves: the master's address
+	HAServerAddr string            // for slaves: the master's HA address
+	KVTable      map[string]string // ORDER_TOPIC_CONFIG namespace, may be nil
+	Err          error
+}
+
+// Options tunes timing; zero values take Java's.
+type Options struct {
+	InitialDelay time.Duration        // first periodic round after Start
+	Period       func() time.Duration // period of the rounds; default 30 s clamped
+	Debounce     time.Duration        // coalescing window for Trigger
+	OnResults    func([]Result)       // called after each round with the successes and failures
+	Logger       *slog.Logger
+}
+
+// Registrar runs the registration schedule.
+type Registrar struct {
+	inv  Invoker
+	src  Source
+	opts Options
+	log  *slog.Logger
+
+	roundMu sync.Mutex // one round at a time, like Java's synchronized registerBrokerAll
+
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	kick    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	ctx     context.Context
+	cancel  context.CancelFunc
+}
+
+// New returns a stopped Registrar.
+func New(inv Invoker, src Source, opts Options) *Registrar {
+	if opts.InitialDelay <= 0 {
+		opts.InitialDelay = DefaultInitialDelay
+	}
+	if opts.Debounce <= 0 {
+		opts.Debounce = DefaultDebounce
+	}
+	if opts.Period == nil {
+		opts.Period = func() time.Duration { return ClampPeriod(30 * time.Second) }
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Registrar{
+		inv: inv, src: src, opts: opts, log: log,
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		ctx: ctx, cancel: cancel,
+	}
+}
+
+// Start registers once with every nameserver (waiting for the answers, as
+// Java does before printing "boot success") and starts the schedule.
+func (r *Registrar) Start() []Result {
+	r.mu.Lock()
+	if r.started || r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.started = true
+	r.mu.Unlock()
+	res := r.RegisterAll(r.ctx, true)
+	go r.loop()
+	return res
+}
+
+// Trigger asks for a registration soon; calls within the debounce window
+// coalesce into one round.
+func (r *Registrar) Trigger() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (r *Registrar) loop() {
+	defer close(r.done)
+	timer := time.NewTimer(r.opts.InitialDelay)
+	defer timer.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-timer.C:
+			r.RegisterAll(r.ctx, r.src.ForceRegister())
+			timer.Reset(r.opts.Period())
+		case <-r.kick:
+			select {
+			case <-time.After(r.opts.Debounce):
+			case <-r.stop:
+				return
+			}
+			select { // absorb triggers that arrived while waiting
+			case <-r.kick:
+			default:
+			}
+			r.RegisterAll(r.ctx, true)
+		}
+	}
+}
+
+// RegisterAll runs one round. With force false it first asks every
+// nameserver whether its copy of the topic data is stale and skips the
+// round when none is.
+func (r *Registrar) RegisterAll(ctx context.Context, force bool) []Result {
+	r.roundMu.Lock()
+	defer r.roundMu.Unlock()
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		return nil
+	}
+	addrs := r.src.NamesrvAddrs()
+	if len(addrs) == 0 {
+		return nil
+	}
+	id := r.src.Identity()
+	body := r.src.Body()
+	timeout := r.src.Timeout()
+	if !force && !r.needRegister(ctx, addrs, id, body.TopicConfigSerializeWrapper.DataVersion, timeout) {
+		r.log.Debug("nameservers are up to date; registration skipped")
+		return nil
+	}
+	payload, err := protocol.Marshal(body)
+	if err != nil {
+		r.log.Error("encode registration body", "err", err)
+		return nil
+	}
+	ext := map[string]string{
+		"brokerName":         id.BrokerName,
+		"brokerAddr":         id.BrokerAddr,
+		"clusterName":        id.ClusterName,
+		"haServerAddr":       id.HAServerAddr,
+		"brokerId":           strconv.FormatInt(id.BrokerID, 10),
+		"enableActingMaster": strconv.FormatBool(id.EnableActingMaster),
+		"compressed":         "false",
+		"bodyCrc32":          strconv.FormatInt(int64(BodyCRC32(payload)), 10),
+	}
+	if id.HeartbeatTimeout > 0 {
+		ext["heartbeatTimeoutMillis"] = strconv.FormatInt(id.HeartbeatTimeout.Milliseconds(), 10)
+	}
+	results := make([]Result, len(addrs))
+	var wg sync.WaitGroup
+	for i, addr := range addrs {
+		wg.Go(func() {
+			results[i] = r.registerOne(ctx, addr, ext, payload, timeout)
+		})
+	}
+	wg.Wait()
+	ok := 0
+	for _, res := range results {
+		if res.Err != nil {
+			r.log.Warn("register broker to name server failed", "namesrv", res.NamesrvAddr, "err", res.Err)
+		} else {
+			ok++
+		}
+	}
+	r.log.Debug("registered broker", "nameservers", len(addrs), "ok", ok,
+		"topics", len(body.TopicConfigSerializeWrapper.TopicConfigTable), "dataVersion", body.TopicConfigSerializeWrapper.DataVersion)
+	if r.opts.OnResults != nil {
+		r.opts.OnResults(results)
+	}
+	return results
+}
+
+func (r *Registrar) registerOne(ctx context.Context, addr string, ext map[string]string, payload []byte, timeout time.Duration) Result {
+	res := Result{NamesrvAddr: addr}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req := remoting.NewRequest(code.RegisterBroker, maps.Clone(ext), payload)
+	resp, err := r.inv.Invoke(ctx, addr, req)
+	if err != nil {
+		res.Err = fmt.Errorf("register to %s: %w", addr, err)
+		return res
+	}
+	if resp.Code != code.Success {
+		res.Err = fmt.Errorf("register to %s: code %d: %s", addr, resp.Code, resp.Remark)
+		return res
+	}
+	res.MasterAddr = resp.Ext("masterAddr")
+	res.HAServerAddr = resp.Ext("haServerAddr")
+	if len(resp.Body) > 0 {
+		var kv protocol.KVTable
+		if err := protocol.Unmarshal(resp.Body, &kv); err != nil {
+			r.log.Warn("bad KVTable in REGISTER_BROKER response", "namesrv", addr, "err", err)
+		} else {
+			res.KVTable = kv.Table
+		}
+	}
+	return res
+}
+
+// needRegister asks every nameserver (QUERY_DATA_VERSION) whether it holds
+// an older dataVersion. Like Java, an unreachable nameserver does not force
+// a round; unlike Java, one that does not support the request does.
+func (r *Registrar) needRegister(ctx context.Context, addrs []string, id Identity, dv protocol.DataVersion, timeout time.Duration) bool {
+	body := protocol.MustMarshal(dv)
+	ext := map[string]string{
+		"brokerName":  id.BrokerName,
+		"brokerAddr":  id.BrokerAddr,
+		"clusterName": id.ClusterName,
+		"brokerId":    strconv.FormatInt(id.BrokerID, 10),
+	}
+	changed := make([]bool, len(addrs))
+	var wg sync.WaitGroup
+	for i, addr := range addrs {
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			resp, err := r.inv.Invoke(cctx, addr, remoting.NewRequest(code.QueryDataVersion, maps.Clone(ext), body))
+			switch {
+			case err != nil:
+				r.log.Warn("query data version failed", "namesrv", addr, "err", err)
+			case resp.Code != code.Success:
+				changed[i] = true
+			default:
+				changed[i] = resp.Ext("changed") == "true"
+			}
+		})
+	}
+	wg.Wait()
+	for _, c := range changed {
+		if c {
+			return true
+		}
+	}
+	return false
+}
+
+// Shutdown stops the schedule and unregisters from every nameserver. It is
+// idempotent; later rounds do nothing.
+func (r *Registrar) Shutdown(ctx context.Context) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	started := r.started
+	r.mu.Unlock()
+	close(r.stop)
+	if started {
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+		}
+	}
+	r.cancel() // abort a round still in flight
+	r.roundMu.Lock()
+	defer r.roundMu.Unlock()
+	if !started {
+		return nil
+	}
+	return r.unregisterAll(ctx)
+}
+
+func (r *Registrar) unregisterAll(ctx context.Context) error {
+	id := r.src.Identity()
+	ext := map[string]string{
+		"brokerName":  id.BrokerName,
+		"brokerAddr":  id.BrokerAddr,
+		"clusterName": id.ClusterName,
+		"brokerId":    strconv.FormatInt(id.BrokerID, 10),
+	}
+	addrs := r.src.NamesrvAddrs()
+	errs := make([]error, len(addrs))
+	var wg sync.WaitGroup
+	for i, addr := range addrs {
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), UnregisterTimeout)
+			defer cancel()
+			resp, err := r.inv.Invoke(cctx, addr, remoting.NewRequest(code.UnregisterBroker, maps.Clone(ext), nil))
+			switch {
+			case err != nil:
+				errs[i] = fmt.Errorf("unregister from %s: %w", addr, err)
+			case resp.Code != code.Success:
+				errs[i] = fmt.Errorf("unregister from %s: code %d: %s", addr, resp.Code, resp.Remark)
+			default:
+				r.log.Info("unregistered broker", "namesrv", addr)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// BodyCRC32 is Java's UtilAll.crc32: CRC-32 (IEEE) masked to 31 bits.
+func BodyCRC32(b []byte) int32 { return int32(crc32.ChecksumIEEE(b) & 0x7FFFFFFF) }
