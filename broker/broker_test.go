@@ -1,0 +1,198 @@
+package broker
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+// namesrv is a minimal nameserver recording registrations.
+type namesrv struct {
+	srv   *remoting.Server
+	mu    sync.Mutex
+	regs  []protocol.RegisterBrokerBody
+	exts  []map[string]string
+	unreg []map[string]string
+	got   chan struct{}
+}
+
+func startNamesrv(t *testing.T) *namesrv {
+	t.Helper()
+	cfg := remoting.DefaultServerConfig()
+	cfg.ListenAddr = "127.0.0.1:0"
+	srv, err := remoting.NewServer(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &namesrv{srv: srv, got: make(chan struct{}, 64)}
+	srv.Register(code.RegisterBroker, func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+		var body protocol.RegisterBrokerBody
+		if err := protocol.Unmarshal(req.Body, &body); err != nil {
+			return nil, err
+		}
+		n.mu.Lock()
+		n.regs = append(n.regs, body)
+		n.exts = append(n.exts, req.ExtFields)
+		n.mu.Unlock()
+		n.got <- struct{}{}
+		return remoting.NewResponse(req, code.Success, ""), nil
+	}, nil)
+	srv.Register(code.UnregisterBroker, func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+		n.mu.Lock()
+		n.unreg = append(n.unreg, req.ExtFields)
+		n.mu.Unlock()
+		return remoting.NewResponse(req, code.Success, ""), nil
+	}, nil)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	return n
+}
+
+func (n *namesrv) wait(t *testing.T) protocol.RegisterBrokerBody {
+	t.Helper()
+	select {
+	case <-n.got:
+	case <-time.After(3 * time.Second):
+		t.Fatal("no registration")
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.regs[len(n.regs)-1]
+}
+
+func testConfig(t *testing.T, store, namesrvAddr string) *config.Config {
+	t.Helper()
+	c := config.Default(config.Host{Hostname: "broker-a", IP: "127.0.0.1", Home: t.TempDir()})
+	c.ListenPort = 0
+	c.BindAddress = "127.0.0.1"
+	c.StorePathRootDir = store
+	c.NamesrvAddr = namesrvAddr
+	c.SendMessageThreadPoolNums, c.PullMessageThreadPoolNums, c.AdminBrokerThreadPoolNums = 2, 2, 2
+	return c
+}
+
+func TestBrokerEndToEnd(t *testing.T) {
+	ns := startNamesrv(t)
+	store := t.TempDir()
+	b, err := New(testConfig(t, store, ns.srv.Addr()), nil, WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	shut := false
+	defer func() {
+		if !shut {
+			_ = b.Shutdown(context.Background())
+		}
+	}()
+	if !strings.HasPrefix(b.Addr(), "127.0.0.1:") || b.Port() == 0 {
+		t.Fatalf("Addr %q", b.Addr())
+	}
+	first := ns.wait(t)
+	ns.mu.Lock()
+	if ns.exts[0]["brokerAddr"] != b.Addr() || ns.exts[0]["brokerName"] != "broker-a" {
+		t.Errorf("registered as %v", ns.exts[0])
+	}
+	ns.mu.Unlock()
+	if _, ok := first.TopicConfigSerializeWrapper.TopicConfigTable["TBW102"]; !ok {
+		t.Error("TBW102 not registered")
+	}
+
+	client := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	defer client.Close()
+	invoke := func(c int32, ext map[string]string, body []byte) *remoting.Command {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		resp, err := client.Invoke(ctx, b.Addr(), remoting.NewRequest(c, ext, body))
+		if err != nil {
+			t.Fatalf("invoke %d: %v", c, err)
+		}
+		return resp
+	}
+
+	// Create a topic over the wire: the nameserver hears about it at once.
+	resp := invoke(code.UpdateAndCreateTopic, map[string]string{"topic": "Orders", "readQueueNums": "4", "writeQueueNums": "4",
+		"perm": "6", "topicFilterType": "SINGLE_TAG", "defaultTopic": "TBW102"}, nil)
+	if resp.Code != code.Success {
+		t.Fatalf("create: %d %s", resp.Code, resp.Remark)
+	}
+	reg := ns.wait(t)
+	if tc, ok := reg.TopicConfigSerializeWrapper.TopicConfigTable["Orders"]; !ok || tc.WriteQueueNums != 4 {
+		t.Errorf("re-registration lacks Orders: %+v", tc)
+	}
+	if !reg.TopicConfigSerializeWrapper.DataVersion.Equal(b.Topics().DataVersion()) {
+		t.Error("registered dataVersion differs from the table's")
+	}
+
+	if r := invoke(code.GetTopicConfig, map[string]string{"topic": "Orders", "lo": "true"}, nil); r.Code != 0 || !strings.Contains(string(r.Body), `"topicName":"Orders"`) {
+		t.Errorf("351: %d %s", r.Code, r.Body)
+	}
+	if r := invoke(code.UpdateAndCreateTopic, map[string]string{"topic": "TBW102", "readQueueNums": "1", "writeQueueNums": "1", "perm": "6"}, nil); r.Code != code.InvalidParameter {
+		t.Errorf("system topic: %d", r.Code)
+	}
+	if r := invoke(code.SendMessage, map[string]string{"topic": "Orders"}, nil); r.Code != code.RequestCodeNotSupported {
+		t.Errorf("unregistered code: %d, want 3", r.Code)
+	}
+
+	// Wiping WRITE from the broker re-registers with masked perms.
+	if r := invoke(code.UpdateBrokerConfig, nil, []byte("brokerPermission=4\n")); r.Code != 0 {
+		t.Fatalf("update config: %d %s", r.Code, r.Remark)
+	}
+	reg = ns.wait(t)
+	if p := reg.TopicConfigSerializeWrapper.TopicConfigTable["Orders"].Perm; p != protocol.PermRead {
+		t.Errorf("registered perm %d, want 4 (6 & brokerPermission)", p)
+	}
+	if r := invoke(code.UpdateBrokerConfig, nil, []byte("brokerName=b2\n")); r.Code != code.NoPermission {
+		t.Errorf("read-only key: %d", r.Code)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := b.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	shut = true
+	ns.mu.Lock()
+	if len(ns.unreg) != 1 || ns.unreg[0]["brokerAddr"] != b.Addr() {
+		t.Errorf("unregistrations %v", ns.unreg)
+	}
+	ns.mu.Unlock()
+
+	// A new broker on the same store keeps the topic and the runtime config.
+	res, err := config.Load(config.Source{Host: config.Host{Hostname: "broker-a", IP: "127.0.0.1", Home: t.TempDir()},
+		Overrides: map[string]string{"storePathRootDir": store, "listenPort": "0", "bindAddress": "127.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Config.BrokerPermission != 4 {
+		t.Errorf("runtime change not persisted: brokerPermission %d", res.Config.BrokerPermission)
+	}
+	b2, err := New(res.Config, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Shutdown(context.Background())
+	if tc, ok := b2.Topics().Get("Orders"); !ok || tc.ReadQueueNums != 4 {
+		t.Errorf("Orders after restart: %+v %v", tc, ok)
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	c := testConfig(t, t.TempDir(), "")
+	c.BrokerRole = "LEADER"
+	if _, err := New(c, nil); err == nil || !strings.Contains(err.Error(), "brokerRole") {
+		t.Errorf("New = %v", err)
+	}
+}
