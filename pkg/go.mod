@@ -4,7 +4,14 @@ go 1.26
 
 require (
 	github.com/magiconair/properties v1.18.13
+	github.com/rmqgo/rmq/remoting v0.0.0
 	github.com/spf13/viper v1.21.0
+)
+
+require (
+	github.com/bytedance/gopkg v0.1.1 // indirect
+	github.com/cloudwego/gopkg v0.1.4 // indirect
+	github.com/cloudwego/netpoll v0.7.2 // indirect
 )
 
 require (

@@ -106,3 +106,7 @@ func (b *Batch) Commit() error {
 
 // Abort discards the batch.
 func (b *Batch) Abort() { b.b.Close() }
+
+// Pebble exposes the underlying batch so that other key spaces (the index)
+// commit atomically with the round.
+func (b *Batch) Pebble() *pebble.Batch { return b.b }

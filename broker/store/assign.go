@@ -1,0 +1,133 @@
+package store
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/rmqgo/rmq/broker/store/consumequeue"
+	"github.com/rmqgo/rmq/pkg/message"
+)
+
+// assigner hands out consume-queue offsets at append time (under the
+// CommitLog's append lock), so queue order is physical order. Its table
+// starts from the consume queues' max offsets, which recovery brought up to
+// date before the first append.
+type assigner struct {
+	mu     sync.Mutex
+	cq     *consumequeue.Store
+	topics map[string][]int64 // topic → next offset by queue id; -1 = not loaded
+}
+
+func newAssigner(cq *consumequeue.Store) *assigner {
+	return &assigner{cq: cq, topics: make(map[string][]int64)}
+}
+
+// AssignQueueOffset implements commitlog.QueueOffsetAssigner.
+func (a *assigner) AssignQueueOffset(first message.View, n int) (int64, error) {
+	switch message.TransactionType(first.SysFlag()) {
+	case message.TransactionPreparedType, message.TransactionRollbackType:
+		// Not dispatched to a consume queue, so they take no offset (as
+		// RocketMQ does).
+		return 0, nil
+	}
+	topic := first.Topic()
+	qid := int(first.QueueID())
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	offs := a.topics[string(topic)] // no allocation for the lookup
+	if qid >= len(offs) {
+		grown := make([]int64, qid+1)
+		copy(grown, offs)
+		for i := len(offs); i <= qid; i++ {
+			grown[i] = -1
+		}
+		offs = grown
+		a.topics[string(topic)] = offs
+	}
+	if offs[qid] < 0 {
+		offs[qid] = a.cq.MaxOffset(string(topic), int32(qid))
+	}
+	off := offs[qid]
+	offs[qid] += int64(n)
+	return off, nil
+}
+
+// forget drops a deleted topic's counters.
+func (a *assigner) forget(topic string) {
+	a.mu.Lock()
+	delete(a.topics, topic)
+	a.mu.Unlock()
+}
+
+// lmqTable assigns LMQ offsets for multi-dispatch (lite-topic.md §3.2). Its
+// lock is held across the append of a multi-dispatch message so LMQ offset
+// order equals physical order.
+type lmqTable struct {
+	mu    sync.Mutex
+	cq    *consumequeue.Store
+	next  map[string]int64
+	count int // distinct LMQs known
+}
+
+func newLMQTable(cq *consumequeue.Store) *lmqTable {
+	t := &lmqTable{cq: cq, next: make(map[string]int64)}
+	cq.Range(func(id consumequeue.QueueID, st consumequeue.QueueState) bool {
+		if strings.HasPrefix(id.Topic, lmqPrefix) && st.Max > 0 {
+			t.count++
+		}
+		return true
+	})
+	return t
+}
+
+const lmqPrefix = "%LMQ%"
+
+// reserve computes the offsets of names (caller holds mu). isNew reports,
+// per name, whether the LMQ does not exist yet.
+func (t *lmqTable) reserve(names []string) (offsets []int64, newCount int) {
+	offsets = make([]int64, len(names))
+	for i, n := range names {
+		if off, ok := t.next[n]; ok {
+			offsets[i] = off
+			continue
+		}
+		st, ok := t.cq.State(n, 0)
+		if !ok || st.Max == 0 {
+			newCount++
+		}
+		offsets[i] = st.Max
+	}
+	return offsets, newCount
+}
+
+// commit advances the names past the appended message (caller holds mu).
+func (t *lmqTable) commit(names []string, offsets []int64, newCount int) {
+	for i, n := range names {
+		t.next[n] = offsets[i] + 1
+	}
+	t.count += newCount
+}
+
+// Forget drops an LMQ that the lifecycle manager deleted.
+func (t *lmqTable) forget(name string) {
+	t.mu.Lock()
+	if _, ok := t.next[name]; ok || t.cq.MaxOffset(name, 0) > 0 {
+		if t.count > 0 {
+			t.count--
+		}
+	}
+	delete(t.next, name)
+	t.mu.Unlock()
+}
+
+func joinOffsets(offs []int64) string {
+	var b []byte
+	for i, o := range offs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, o, 10)
+	}
+	return string(b)
+}

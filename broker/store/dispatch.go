@@ -1,0 +1,178 @@
+package store
+
+import (
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rmqgo/rmq/broker/store/commitlog"
+	"github.com/rmqgo/rmq/broker/store/consumequeue"
+	"github.com/rmqgo/rmq/broker/store/index"
+	"github.com/rmqgo/rmq/pkg/message"
+)
+
+// The dispatcher ("reput") follows the CommitLog and, per round, writes the
+// consume-queue entries, LMQ entries, index entries and the dispatched
+// offset in one Pebble batch. After the batch commits it tells the arrival
+// listeners (long polling, lite events).
+
+type arrival struct {
+	topic     string
+	queueID   int32
+	offset    int64
+	tagsCode  int64
+	storeTime int64
+}
+
+func (s *Store) dispatchLoop() {
+	defer s.wg.Done()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		progressed, err := s.dispatchOnce()
+		if err != nil {
+			s.log.Error("dispatch", "offset", s.cq.DispatchedOffset(), "err", err)
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		if progressed {
+			continue
+		}
+		select {
+		case <-s.stop:
+			return
+		case <-s.dispatchWake:
+		case <-tick.C: // appends that bypass PutMessage (HA) do not wake us
+		}
+	}
+}
+
+// dispatchOnce runs one round; progressed reports whether the dispatched
+// offset moved.
+func (s *Store) dispatchOnce() (progressed bool, err error) {
+	from := s.cq.DispatchedOffset()
+	if from >= s.cl.MaxOffset() {
+		return false, nil
+	}
+	if min := s.cl.MinOffset(); from < min {
+		// Files below the checkpoint were deleted while we were behind:
+		// nothing to index there any more.
+		from = min
+	}
+	it := s.cl.NewIterator(from, commitlog.IteratorOptions{})
+	defer it.Close()
+	b := s.cq.NewBatch()
+	var arrivals []arrival
+	n := 0
+	for n < s.cfg.DispatchBatch {
+		rec, err := it.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			b.Abort()
+			return false, err
+		}
+		n++
+		if err := s.dispatchRecord(b, rec.Offset, rec.View, &arrivals); err != nil {
+			b.Abort()
+			return false, err
+		}
+	}
+	end := it.Offset()
+	if end <= s.cq.DispatchedOffset() {
+		b.Abort()
+		return false, nil
+	}
+	b.SetDispatched(end)
+	if err := b.Commit(); err != nil {
+		return false, err
+	}
+	s.notify(arrivals)
+	return true, nil
+}
+
+func (s *Store) dispatchRecord(b *consumequeue.Batch, phy int64, v message.View, arrivals *[]arrival) error {
+	switch message.TransactionType(v.SysFlag()) {
+	case message.TransactionPreparedType, message.TransactionRollbackType:
+		return nil
+	}
+	topic := string(v.Topic())
+	qid := v.QueueID()
+	storeTime := v.StoreTimestamp()
+	props := v.Properties()
+	tagsCode := int64(0)
+	if s.cfg.TagsCode != nil {
+		if c, ok := s.cfg.TagsCode(topic, props, storeTime); ok {
+			tagsCode = c
+		} else if tags, ok := message.PropertyValue(props, message.PropertyTags); ok && tags != "" {
+			tagsCode = int64(message.TagHashCode(tags))
+		}
+	} else if tags, ok := message.PropertyValue(props, message.PropertyTags); ok && tags != "" {
+		tagsCode = int64(message.TagHashCode(tags))
+	}
+	e := consumequeue.Entry{Offset: v.QueueOffset(), CommitLogOffset: phy, Size: v.TotalSize(), TagsCode: tagsCode, StoreTimestamp: storeTime}
+	if err := b.Put(topic, qid, e); err != nil {
+		return err
+	}
+	*arrivals = append(*arrivals, arrival{topic, qid, e.Offset, tagsCode, storeTime})
+
+	if s.cfg.EnableLmq && s.cfg.EnableMultiDispatch && multiDispatchAllowed(topic) {
+		if names, ok := message.PropertyValue(props, message.PropertyInnerMultiDispatch); ok && names != "" {
+			if offs, ok := message.PropertyValue(props, message.PropertyInnerMultiQueueOffset); ok {
+				ns, os := strings.Split(names, ","), strings.Split(offs, ",")
+				if len(ns) == len(os) {
+					for i, name := range ns {
+						off, err := strconv.ParseInt(strings.TrimSpace(os[i]), 10, 64)
+						if err != nil || name == "" {
+							continue
+						}
+						le := e
+						le.Offset = off
+						if err := b.Put(name, 0, le); err != nil {
+							return err
+						}
+						*arrivals = append(*arrivals, arrival{name, 0, off, tagsCode, storeTime})
+					}
+				}
+			}
+		}
+	}
+
+	if s.cfg.MessageIndexEnable {
+		pb := b.Pebble()
+		if keys, ok := message.PropertyValue(props, message.PropertyKeys); ok && keys != "" {
+			for _, k := range strings.Fields(keys) {
+				if err := index.Add(pb, topic, index.KindKey, k, storeTime, phy); err != nil {
+					return err
+				}
+			}
+		}
+		if uk, ok := message.PropertyValue(props, message.PropertyUniqClientMessageIDKeyIdx); ok && uk != "" {
+			if err := index.Add(pb, topic, index.KindUniqKey, uk, storeTime, phy); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Store) notify(arrivals []arrival) {
+	if len(arrivals) == 0 {
+		return
+	}
+	s.listenersMu.RLock()
+	ls := s.listeners
+	s.listenersMu.RUnlock()
+	for _, l := range ls {
+		for _, a := range arrivals {
+			l(a.topic, a.queueID, a.offset, a.tagsCode, a.storeTime)
+		}
+	}
+}

@@ -1,0 +1,206 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/rmqgo/rmq/broker/store/commitlog"
+	"github.com/rmqgo/rmq/broker/store/consumequeue"
+	"github.com/rmqgo/rmq/broker/store/index"
+	"github.com/rmqgo/rmq/pkg/message"
+)
+
+const (
+	// defaultMaxTransferBytes bounds one read when the caller sets no limit
+	// (maxTransferBytesOnMessageInMemory).
+	defaultMaxTransferBytes = 256 << 10
+	// maxExamined bounds consume-queue entries examined by one filtered read
+	// (RocketMQ scans at most maxFilterMessageSize/20 entries).
+	maxExamined = 800
+	readChunk   = 32
+)
+
+// GetMessage reads messages from a queue (RocketMQ's getMessage).
+func (s *Store) GetMessage(ctx context.Context, topic string, queueID int32, offset int64, maxMsgNums int, maxBytes int, filter MessageFilter) (*GetResult, error) {
+	s.getCount.Add(1)
+	st, ok := s.cq.State(topic, queueID)
+	r := &GetResult{MinOffset: st.Min, MaxOffset: st.Max}
+	switch {
+	case !ok:
+		r.Status, r.NextBeginOffset = NoMatchedLogicQueue, 0
+		return r, nil
+	case st.Max == 0:
+		r.Status, r.NextBeginOffset = NoMessageInQueue, 0
+		return r, nil
+	case offset < st.Min:
+		r.Status, r.NextBeginOffset = OffsetTooSmall, st.Min
+		return r, nil
+	case offset == st.Max:
+		r.Status, r.NextBeginOffset = OffsetOverflowOne, offset
+		return r, nil
+	case offset > st.Max:
+		r.Status, r.NextBeginOffset = OffsetOverflowBadly, st.Max
+		return r, nil
+	}
+	if maxMsgNums <= 0 {
+		maxMsgNums = 1
+	}
+	if maxBytes <= 0 {
+		maxBytes = defaultMaxTransferBytes
+	}
+	var bufs []commitlog.Buffer
+	r.release = func() {
+		for i := range bufs {
+			bufs[i].Release()
+		}
+		bufs = nil
+	}
+	minPhy := s.cl.MinOffset()
+	next := offset
+	examined, removed, missing := 0, 0, 0
+scan:
+	for examined < maxExamined && len(r.Records) < maxMsgNums && next < st.Max {
+		if ctxDone(ctx) {
+			break
+		}
+		entries, err := s.cq.Entries(topic, queueID, next, readChunk)
+		if err != nil {
+			r.Release()
+			return nil, err
+		}
+		if len(entries) == 0 {
+			missing++
+			break
+		}
+		for _, e := range entries {
+			if e.Offset != next {
+				// A hole (should not happen): skip to the entry we have.
+				missing++
+			}
+			if e.CommitLogOffset < minPhy {
+				removed++
+				examined++
+				next = e.Offset + 1
+				continue
+			}
+			if filter != nil && !filter.MatchTagsCode(e.TagsCode) {
+				examined++
+				next = e.Offset + 1
+				continue
+			}
+			if len(r.Records) > 0 && r.TotalSize+int(e.Size) > maxBytes {
+				break scan
+			}
+			buf, err := s.cl.Read(e.CommitLogOffset, int(e.Size))
+			if err != nil {
+				if errors.Is(err, commitlog.ErrOffsetOutOfRange) {
+					removed++
+					examined++
+					next = e.Offset + 1
+					continue
+				}
+				r.Release()
+				return nil, fmt.Errorf("store: read %s-%d@%d: %w", topic, queueID, e.Offset, err)
+			}
+			if filter != nil {
+				v, err := message.ParseView(buf.Bytes(), message.ParseOptions{})
+				if err != nil || !filter.MatchProperties(v.Properties()) {
+					buf.Release()
+					examined++
+					next = e.Offset + 1
+					continue
+				}
+			}
+			bufs = append(bufs, buf)
+			r.Records = append(r.Records, buf.Bytes())
+			r.QueueOffsets = append(r.QueueOffsets, e.Offset)
+			r.TotalSize += int(e.Size)
+			examined++
+			next = e.Offset + 1
+			if len(r.Records) >= maxMsgNums || examined >= maxExamined {
+				break scan
+			}
+		}
+	}
+	r.NextBeginOffset = next
+	switch {
+	case len(r.Records) > 0:
+		r.Status = Found
+		s.tps.get(len(r.Records))
+	case removed > 0:
+		r.Status = MessageWasRemoving
+	case missing > 0 && examined == 0:
+		r.Status = OffsetFoundNull
+	default:
+		r.Status = NoMatchedMessage
+	}
+	return r, nil
+}
+
+// MaxOffset is the next offset to be written in a queue.
+func (s *Store) MaxOffset(topic string, queueID int32) int64 { return s.cq.MaxOffset(topic, queueID) }
+
+// MinOffset is the smallest offset of a queue.
+func (s *Store) MinOffset(topic string, queueID int32) int64 { return s.cq.MinOffset(topic, queueID) }
+
+// SearchOffsetByTime finds the queue offset for a timestamp.
+func (s *Store) SearchOffsetByTime(topic string, queueID int32, ts int64, boundary consumequeue.BoundaryType) (int64, error) {
+	return s.cq.SearchOffsetByTime(topic, queueID, ts, boundary)
+}
+
+// EarliestMessageTime returns the store time of a queue's first message.
+func (s *Store) EarliestMessageTime(topic string, queueID int32) int64 {
+	st, ok := s.cq.State(topic, queueID)
+	if !ok || st.Max <= st.Min {
+		return -1
+	}
+	return s.MessageStoreTime(topic, queueID, st.Min)
+}
+
+// MessageStoreTime returns the store time of the message at a queue offset.
+func (s *Store) MessageStoreTime(topic string, queueID int32, off int64) int64 {
+	e, ok, err := s.cq.Entry(topic, queueID, off)
+	if err != nil || !ok {
+		return -1
+	}
+	return e.StoreTimestamp
+}
+
+// ReadRecord returns a copy of the stored record at a CommitLog offset.
+func (s *Store) ReadRecord(phy int64) ([]byte, error) {
+	rec, err := s.cl.ReadRecord(phy)
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Release()
+	return append([]byte(nil), rec.View.Bytes()...), nil
+}
+
+// QueryMessage finds messages by key (newest first).
+func (s *Store) QueryMessage(topic, key string, uniq bool, maxNum int, begin, end int64) (*QueryResult, error) {
+	kind := index.KindKey
+	if uniq {
+		kind = index.KindUniqKey
+	}
+	hits, err := index.Query(s.db, topic, kind, key, begin, end, maxNum)
+	if err != nil {
+		return nil, err
+	}
+	res := &QueryResult{IndexLastUpdatePhyOffset: s.cq.DispatchedOffset()}
+	minPhy := s.cl.MinOffset()
+	for _, h := range hits {
+		if h.PhyOffset < minPhy {
+			continue
+		}
+		rec, err := s.ReadRecord(h.PhyOffset)
+		if err != nil {
+			continue
+		}
+		res.Records = append(res.Records, rec)
+		if h.StoreTime > res.IndexLastUpdateTimestamp {
+			res.IndexLastUpdateTimestamp = h.StoreTime
+		}
+	}
+	return res, nil
+}

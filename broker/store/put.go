@@ -1,0 +1,172 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/rmqgo/rmq/broker/store/commitlog"
+	"github.com/rmqgo/rmq/pkg/message"
+)
+
+// PutMessage stores one message.
+func (s *Store) PutMessage(ctx context.Context, msg *message.Message) (PutResult, error) {
+	return s.put(ctx, []*message.Message{msg})
+}
+
+// PutMessages stores messages of one topic and queue as one unit with
+// consecutive queue offsets (SEND_BATCH_MESSAGE).
+func (s *Store) PutMessages(ctx context.Context, msgs []*message.Message) (PutResult, error) {
+	if len(msgs) == 0 {
+		return PutResult{}, fmt.Errorf("%w: empty batch", ErrMessageIllegal)
+	}
+	for _, m := range msgs[1:] {
+		if m.Topic != msgs[0].Topic || m.QueueID != msgs[0].QueueID {
+			return PutResult{}, fmt.Errorf("%w: batch spans queues", ErrMessageIllegal)
+		}
+	}
+	return s.put(ctx, msgs)
+}
+
+func (s *Store) put(ctx context.Context, msgs []*message.Message) (PutResult, error) {
+	if s.closed.Load() {
+		return PutResult{}, ErrShutdown
+	}
+	if !s.cl.Writable() {
+		return PutResult{}, mapAppendError(s.cl.Err())
+	}
+	for _, m := range msgs {
+		if len(m.Body) > s.cfg.MaxMessageSize {
+			return PutResult{}, fmt.Errorf("%w: body of %d bytes exceeds maxMessageSize %d", ErrMessageIllegal, len(m.Body), s.cfg.MaxMessageSize)
+		}
+		m.StoreHost = s.cfg.StoreHost
+	}
+	names := s.multiDispatchTargets(msgs)
+	var (
+		res commitlog.AppendResult
+		err error
+	)
+	if len(names) == 0 {
+		rec, eerr := encodeAll(msgs)
+		if eerr != nil {
+			return PutResult{}, eerr
+		}
+		res, err = s.cl.Append(ctx, rec)
+	} else {
+		res, err = s.putMultiDispatch(ctx, msgs[0], names)
+	}
+	flushTimedOut := false
+	if err != nil {
+		if !errors.Is(err, commitlog.ErrFlushTimeout) {
+			return PutResult{}, mapAppendError(err)
+		}
+		flushTimedOut = true
+	}
+	s.putCount.Add(int64(len(msgs)))
+	s.tps.put(len(msgs))
+	s.wakeDispatcher()
+	out := PutResult{
+		PhysicalOffset: res.PhysicalOffset,
+		QueueID:        msgs[0].QueueID,
+		QueueOffset:    res.QueueOffset,
+		StoreTimestamp: res.StoreTimestamp,
+		FlushTimedOut:  flushTimedOut,
+	}
+	if len(msgs) == 1 {
+		out.MsgIDs = []string{res.MsgID}
+	} else {
+		out.MsgIDs = strings.Split(res.MsgID, ",")
+	}
+	if flushTimedOut {
+		return out, ErrFlushTimeout
+	}
+	return out, nil
+}
+
+func encodeAll(msgs []*message.Message) ([]byte, error) {
+	var rec []byte
+	for _, m := range msgs {
+		var err error
+		if rec, err = message.AppendStored(rec, m); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrMessageIllegal, err)
+		}
+	}
+	return rec, nil
+}
+
+// multiDispatchTargets returns the LMQ names a single message is also
+// indexed in (lite-topic.md §3.1 step 3), or nil.
+func (s *Store) multiDispatchTargets(msgs []*message.Message) []string {
+	if !s.cfg.EnableLmq || !s.cfg.EnableMultiDispatch || len(msgs) != 1 {
+		return nil
+	}
+	m := msgs[0]
+	v := strings.TrimSpace(m.Properties[message.PropertyInnerMultiDispatch])
+	if v == "" || !multiDispatchAllowed(m.Topic) {
+		return nil
+	}
+	var names []string
+	for _, n := range strings.Split(v, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+func multiDispatchAllowed(topic string) bool {
+	return !strings.HasPrefix(topic, "%RETRY%") && !strings.HasPrefix(topic, "rmq_sys_") && topic != "SCHEDULE_TOPIC_XXXX"
+}
+
+// putMultiDispatch assigns LMQ offsets, writes them into the message and
+// appends it, all under the LMQ lock so offsets follow physical order. The
+// fsync wait of SYNC_FLUSH happens after the lock is released, so lite
+// sends still share group commits.
+func (s *Store) putMultiDispatch(ctx context.Context, m *message.Message, names []string) (commitlog.AppendResult, error) {
+	t := s.lmq
+	t.mu.Lock()
+	offsets, newCount := t.reserve(names)
+	if s.cfg.EnableLmqQuota && newCount > 0 && t.count+newCount > s.cfg.MaxLmqConsumeQueueNum {
+		t.mu.Unlock()
+		return commitlog.AppendResult{}, fmt.Errorf("%w: %d LMQs, max %d", ErrLMQQuota, t.count, s.cfg.MaxLmqConsumeQueueNum)
+	}
+	m.SetProperty(message.PropertyInnerMultiQueueOffset, joinOffsets(offsets))
+	rec, err := message.AppendStored(nil, m)
+	if err != nil {
+		t.mu.Unlock()
+		return commitlog.AppendResult{}, fmt.Errorf("%w: %v", ErrMessageIllegal, err)
+	}
+	res, err := s.cl.AppendWith(ctx, rec, commitlog.AppendOptions{NoFlushWait: true})
+	if err != nil {
+		t.mu.Unlock()
+		return res, err
+	}
+	t.commit(names, offsets, newCount)
+	t.mu.Unlock()
+	if s.cl.Config().FlushDiskType == commitlog.SyncFlush {
+		if err := s.cl.WaitFlushed(ctx, res.End()); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// mapAppendError turns CommitLog errors into the store's sentinel errors.
+func mapAppendError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrLMQQuota), errors.Is(err, ErrMessageIllegal), errors.Is(err, ErrShutdown):
+		return err
+	case errors.Is(err, commitlog.ErrDiskFull):
+		return fmt.Errorf("%w: %v", ErrDiskFull, err)
+	case errors.Is(err, commitlog.ErrNotWritable):
+		return fmt.Errorf("%w: %v", ErrNotWritable, err)
+	case errors.Is(err, commitlog.ErrRecordTooLarge), errors.Is(err, commitlog.ErrBadRecord):
+		return fmt.Errorf("%w: %v", ErrMessageIllegal, err)
+	case errors.Is(err, commitlog.ErrFlushTimeout):
+		return fmt.Errorf("%w: %v", ErrFlushTimeout, err)
+	}
+	return fmt.Errorf("%w: %v", ErrNotWritable, err)
+}

@@ -1,0 +1,347 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/rmqgo/rmq/broker/store/commitlog"
+	"github.com/rmqgo/rmq/broker/store/consumequeue"
+	"github.com/rmqgo/rmq/broker/store/kv"
+	"github.com/rmqgo/rmq/broker/store/offset"
+)
+
+// Config configures the message store.
+type Config struct {
+	// RootDir is storePathRootDir; the CommitLog lives in CommitLog.Dir
+	// (default <RootDir>/commitlog), Pebble in <RootDir>/kv.
+	RootDir   string
+	CommitLog commitlog.Config
+	// StoreHost is brokerIP1:listenPort, written into every record and
+	// into offset message ids.
+	StoreHost netip.AddrPort
+	// MaxMessageSize bounds a stored body (maxMessageSize).
+	MaxMessageSize int
+
+	// Lite topics / LMQ (lite-topic.md §3).
+	EnableLmq             bool
+	EnableMultiDispatch   bool
+	EnableLmqQuota        bool
+	MaxLmqConsumeQueueNum int
+
+	// MessageIndexEnable turns the key index on (messageIndexEnable).
+	MessageIndexEnable bool
+	// DispatchBatch bounds records per dispatch round.
+	DispatchBatch int
+	// OffsetFlushInterval is how often consumer offsets are persisted
+	// (flushConsumerOffsetInterval).
+	OffsetFlushInterval time.Duration
+	// TagsCode overrides the consume-queue tag code of a record (delay
+	// queues store the delivery time there); nil uses the TAGS hash.
+	TagsCode func(topic string, props []byte, storeTime int64) (int64, bool)
+
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns Apache's defaults for a store under root.
+func DefaultConfig(root string) Config {
+	cl := commitlog.DefaultConfig(filepath.Join(root, "commitlog"))
+	return Config{
+		RootDir:               root,
+		CommitLog:             cl,
+		StoreHost:             netip.MustParseAddrPort("127.0.0.1:10911"),
+		MaxMessageSize:        4 << 20,
+		EnableLmq:             true,
+		EnableMultiDispatch:   true,
+		EnableLmqQuota:        true,
+		MaxLmqConsumeQueueNum: 20000000,
+		MessageIndexEnable:    true,
+		DispatchBatch:         4096,
+		OffsetFlushInterval:   5 * time.Second,
+	}
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	if c.RootDir == "" {
+		return errors.New("store: RootDir is empty")
+	}
+	if c.CommitLog.Dir == "" {
+		c.CommitLog.Dir = filepath.Join(c.RootDir, "commitlog")
+	}
+	if c.MaxMessageSize <= 0 {
+		return fmt.Errorf("store: MaxMessageSize %d", c.MaxMessageSize)
+	}
+	if c.DispatchBatch <= 0 {
+		c.DispatchBatch = 4096
+	}
+	if c.OffsetFlushInterval <= 0 {
+		c.OffsetFlushInterval = 5 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if !c.StoreHost.IsValid() {
+		return errors.New("store: StoreHost is not set")
+	}
+	return nil
+}
+
+// Store is the message store.
+type Store struct {
+	cfg     Config
+	log     *slog.Logger
+	cl      *commitlog.Log
+	db      *pebble.DB
+	cq      *consumequeue.Store
+	offsets *offset.Store
+
+	assign *assigner
+	lmq    *lmqTable
+
+	listenersMu sync.RWMutex
+	listeners   []ArrivalListener
+
+	dispatchWake chan struct{}
+	stop         chan struct{}
+	wg           sync.WaitGroup
+	closed       atomic.Bool
+
+	putCount atomic.Int64
+	getCount atomic.Int64
+	tps      *tpsMeter
+}
+
+var _ MessageStore = (*Store)(nil)
+
+// Open recovers the CommitLog, opens the consume queues, re-dispatches what
+// a crash lost, and starts the background services.
+func Open(cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Store{cfg: cfg, log: cfg.Logger.With("component", "store"), dispatchWake: make(chan struct{}, 1), stop: make(chan struct{}), tps: newTPSMeter()}
+	if err := os.MkdirAll(cfg.RootDir, 0o755); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	db, err := kv.Open(kv.DefaultConfig(filepath.Join(cfg.RootDir, "kv")), s.log)
+	if err != nil {
+		return nil, err
+	}
+	s.db = db
+	if s.cq, err = consumequeue.Open(db, s.log); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if s.offsets, err = offset.Open(db, s.log); err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.assign = newAssigner(s.cq)
+	s.lmq = newLMQTable(s.cq)
+
+	clCfg := cfg.CommitLog
+	clCfg.Assigner = s.assign
+	clCfg.Logger = s.log
+	clCfg.OnMinOffsetChange = s.onCommitLogMinChange
+	if clCfg.MaxRecordSize < cfg.MaxMessageSize+64<<10 {
+		// Room for the header, topic and properties around a maximal body,
+		// and for batches of small messages.
+		clCfg.MaxRecordSize = cfg.MaxMessageSize + 64<<10
+	}
+	if fs := clCfg.FileSize; fs > 0 && int64(clCfg.MaxRecordSize) > fs-8 {
+		// Small segments (tests) bound a record by the segment instead.
+		clCfg.MaxRecordSize = int(fs - 8)
+	}
+	if s.cl, err = commitlog.Open(clCfg); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: open commitlog: %w", err)
+	}
+	if err := s.recoverDispatch(); err != nil {
+		s.cl.Close()
+		db.Close()
+		return nil, err
+	}
+	s.wg.Add(2)
+	go s.dispatchLoop()
+	go s.offsetFlushLoop()
+	return s, nil
+}
+
+// recoverDispatch makes the consume queues agree with the recovered
+// CommitLog before any new message is accepted: queue offsets are handed
+// out from the consume queues' max offsets.
+func (s *Store) recoverDispatch() error {
+	max := s.cl.MaxOffset()
+	if d := s.cq.DispatchedOffset(); d > max {
+		s.log.Warn("consume queue is ahead of the recovered CommitLog: truncating", "dispatched", d, "commitlogMax", max)
+		if err := s.cq.TruncateAbove(max); err != nil {
+			return fmt.Errorf("store: truncate consume queue: %w", err)
+		}
+	}
+	if d := s.cq.DispatchedOffset(); d < s.cl.MinOffset() {
+		s.log.Warn("dispatch checkpoint below the CommitLog's min offset", "dispatched", d, "commitlogMin", s.cl.MinOffset())
+	}
+	start := time.Now()
+	from := s.cq.DispatchedOffset()
+	for {
+		progressed, err := s.dispatchOnce()
+		if err != nil {
+			return fmt.Errorf("store: re-dispatch: %w", err)
+		}
+		if !progressed {
+			break
+		}
+	}
+	if redone := s.cq.DispatchedOffset() - from; redone > 0 {
+		s.log.Info("re-dispatched CommitLog tail", "bytes", redone, "took", time.Since(start))
+	}
+	return nil
+}
+
+// Close stops the services and closes the files.
+func (s *Store) Close() error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	close(s.stop)
+	s.wg.Wait()
+	var errs []error
+	// Drain what is written so that a clean restart re-dispatches nothing.
+	for {
+		progressed, err := s.dispatchOnce()
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		if !progressed {
+			break
+		}
+	}
+	if err := s.offsets.Flush(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.cl.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.db.Flush(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.db.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// CommitLog exposes the log (HA, admin, tests).
+func (s *Store) CommitLog() *commitlog.Log { return s.cl }
+
+// ConsumeQueue exposes the consume queues (lite topics, admin).
+func (s *Store) ConsumeQueue() *consumequeue.Store { return s.cq }
+
+// Offsets exposes the consumer offset table.
+func (s *Store) Offsets() *offset.Store { return s.offsets }
+
+// DB exposes the Pebble database for other key spaces (timers, pop state).
+func (s *Store) DB() *pebble.DB { return s.db }
+
+func (s *Store) offsetFlushLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.OffsetFlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if err := s.offsets.Flush(); err != nil {
+				s.log.Error("flush consumer offsets", "err", err)
+			}
+		}
+	}
+}
+
+func (s *Store) onCommitLogMinChange(minOffset int64) {
+	n, err := s.cq.CorrectMin(minOffset)
+	if err != nil {
+		s.log.Error("move consume queue min offsets", "minOffset", minOffset, "err", err)
+		return
+	}
+	s.log.Info("CommitLog files deleted; consume queues moved", "minOffset", minOffset, "queues", n)
+}
+
+// AddArrivalListener registers l for every dispatched entry.
+func (s *Store) AddArrivalListener(l ArrivalListener) {
+	s.listenersMu.Lock()
+	s.listeners = append(s.listeners, l)
+	s.listenersMu.Unlock()
+}
+
+// CommitOffset records a consumer offset.
+func (s *Store) CommitOffset(group, topic string, queueID int32, off int64) {
+	s.offsets.Commit(offset.Key{Group: group, Topic: topic, QueueID: queueID}, off)
+}
+
+// QueryOffset returns a committed consumer offset.
+func (s *Store) QueryOffset(group, topic string, queueID int32) (int64, bool) {
+	return s.offsets.Get(offset.Key{Group: group, Topic: topic, QueueID: queueID})
+}
+
+// DeleteTopic drops a topic's queues and consumer offsets. Its messages stay
+// in the CommitLog until retention removes the files.
+func (s *Store) DeleteTopic(topic string) error {
+	if err := s.cq.DeleteTopic(topic); err != nil {
+		return err
+	}
+	s.assign.forget(topic)
+	s.offsets.DeleteWhere(func(k offset.Key) bool { return k.Topic == topic })
+	return nil
+}
+
+// Queues returns the queue ids the store holds for a topic.
+func (s *Store) Queues(topic string) []int32 { return s.cq.TopicQueues(topic) }
+
+// Stats reports counters.
+func (s *Store) Stats() Stats {
+	st := Stats{
+		CommitLogMinOffset:  s.cl.MinOffset(),
+		CommitLogMaxOffset:  s.cl.MaxOffset(),
+		DispatchBehind:      s.cl.MaxOffset() - s.cq.DispatchedOffset(),
+		PutMessageCount:     s.putCount.Load(),
+		GetMessageCount:     s.getCount.Load(),
+		EarliestMessageTime: -1,
+	}
+	st.PutTps, st.GetTransferredTps = s.tps.rates()
+	st.DiskRatio = diskRatio(s.cfg.RootDir)
+	if rec, err := s.cl.ReadRecord(s.cl.MinOffset()); err == nil {
+		st.EarliestMessageTime = rec.View.StoreTimestamp()
+		rec.Release()
+	}
+	return st
+}
+
+func (s *Store) wakeDispatcher() {
+	select {
+	case s.dispatchWake <- struct{}{}:
+	default:
+	}
+}
+
+// ctxDone reports a cancelled context without allocating.
+func ctxDone(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return true
+	default:
+		return false
+	}
+}

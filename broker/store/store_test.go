@@ -1,0 +1,207 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/rmqgo/rmq/broker/store/commitlog"
+	"github.com/rmqgo/rmq/broker/store/consumequeue"
+	"github.com/rmqgo/rmq/pkg/message"
+)
+
+func testConfig(dir string) Config {
+	cfg := DefaultConfig(dir)
+	cfg.CommitLog.FileSize = 1 << 20
+	cfg.CommitLog.Preallocate = false
+	cfg.CommitLog.CleanResourceInterval = 0
+	return cfg
+}
+
+func openStore(t *testing.T, cfg Config) *Store {
+	t.Helper()
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func msg(topic string, qid int32, body string, props map[string]string) *message.Message {
+	if props == nil {
+		props = map[string]string{}
+	}
+	return &message.Message{Topic: topic, QueueID: qid, Body: []byte(body), Properties: props, BornTimestamp: time.Now().UnixMilli()}
+}
+
+// waitDispatched waits until a queue's max offset reaches want.
+func waitDispatched(t *testing.T, s *Store, topic string, qid int32, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.MaxOffset(topic, qid) < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s-%d max offset %d, want %d", topic, qid, s.MaxOffset(topic, qid), want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+type tagFilter struct{ code int64 }
+
+func (f tagFilter) MatchTagsCode(c int64) bool     { return c == f.code }
+func (f tagFilter) MatchProperties(_ []byte) bool { return true }
+
+func TestPutGetRestart(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, testConfig(dir))
+	ctx := context.Background()
+	for i := 0; i < 100; i++ {
+		tag := "A"
+		if i%2 == 1 {
+			tag = "B"
+		}
+		res, err := s.PutMessage(ctx, msg("T", int32(i%4), fmt.Sprintf("body-%d", i), map[string]string{"TAGS": tag, "KEYS": fmt.Sprintf("k%d common", i), "UNIQ_KEY": fmt.Sprintf("U%03d", i)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.QueueOffset != int64(i/4) {
+			t.Fatalf("message %d got queue offset %d", i, res.QueueOffset)
+		}
+	}
+	waitDispatched(t, s, "T", 3, 25)
+
+	r, err := s.GetMessage(ctx, "T", 0, 0, 32, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != Found || len(r.Records) != 25 || r.NextBeginOffset != 25 || r.MaxOffset != 25 {
+		t.Fatalf("get: %v %d next %d max %d", r.Status, len(r.Records), r.NextBeginOffset, r.MaxOffset)
+	}
+	m, _, err := message.DecodeStored(r.Records[3], message.DecodeOptions{})
+	if err != nil || string(m.Body) != "body-12" || m.QueueOffset != 3 {
+		t.Fatalf("record 3: %v %q %d", err, m.Body, m.QueueOffset)
+	}
+	r.Release()
+
+	// queue 1 holds i = 1, 5, 9, ... all tag B
+	r, _ = s.GetMessage(ctx, "T", 1, 0, 32, 0, tagFilter{int64(message.TagHashCode("A"))})
+	if r.Status != NoMatchedMessage || r.NextBeginOffset != 25 {
+		t.Fatalf("filtered: %v next %d", r.Status, r.NextBeginOffset)
+	}
+	for _, tc := range []struct {
+		off  int64
+		want GetStatus
+		next int64
+	}{{25, OffsetOverflowOne, 25}, {30, OffsetOverflowBadly, 25}} {
+		r, _ := s.GetMessage(ctx, "T", 0, tc.off, 32, 0, nil)
+		if r.Status != tc.want || r.NextBeginOffset != tc.next {
+			t.Errorf("offset %d: %v next %d", tc.off, r.Status, r.NextBeginOffset)
+		}
+	}
+	if r, _ := s.GetMessage(ctx, "nope", 0, 5, 32, 0, nil); r.Status != NoMatchedLogicQueue || r.NextBeginOffset != 0 {
+		t.Errorf("unknown queue: %v next %d", r.Status, r.NextBeginOffset)
+	}
+
+	q, err := s.QueryMessage("T", "common", false, 5, 0, time.Now().UnixMilli()+1000)
+	if err != nil || len(q.Records) != 5 {
+		t.Fatalf("query by key: %v %d", err, len(q.Records))
+	}
+	q, _ = s.QueryMessage("T", "U042", true, 5, 0, time.Now().UnixMilli()+1000)
+	if len(q.Records) != 1 {
+		t.Fatalf("query by uniq: %d", len(q.Records))
+	}
+	s.CommitOffset("g", "T", 0, 7)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openStore(t, testConfig(dir))
+	defer s.Close()
+	if s.MaxOffset("T", 0) != 25 {
+		t.Fatalf("after restart max %d", s.MaxOffset("T", 0))
+	}
+	if off, ok := s.QueryOffset("g", "T", 0); !ok || off != 7 {
+		t.Fatalf("offset after restart %d %v", off, ok)
+	}
+	res, err := s.PutMessage(ctx, msg("T", 0, "after", nil))
+	if err != nil || res.QueueOffset != 25 {
+		t.Fatalf("put after restart: %v offset %d", err, res.QueueOffset)
+	}
+	ts := s.MessageStoreTime("T", 0, 10)
+	if off, _ := s.SearchOffsetByTime("T", 0, ts, consumequeue.BoundaryLower); off > 10 {
+		t.Fatalf("search by time %d", off)
+	}
+}
+
+func TestBatchAndMultiDispatch(t *testing.T) {
+	s := openStore(t, testConfig(t.TempDir()))
+	defer s.Close()
+	ctx := context.Background()
+	batch := []*message.Message{msg("B", 2, "a", nil), msg("B", 2, "b", nil), msg("B", 2, "c", nil)}
+	res, err := s.PutMessages(ctx, batch)
+	if err != nil || res.QueueOffset != 0 || len(res.MsgIDs) != 3 {
+		t.Fatalf("batch: %v %+v", err, res)
+	}
+	lmq := "%LMQ%$P$user_10086"
+	for i := 0; i < 3; i++ {
+		if _, err := s.PutMessage(ctx, msg("P", 0, fmt.Sprint(i), map[string]string{"INNER_MULTI_DISPATCH": lmq, "__LITE_TOPIC": "user_10086"})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitDispatched(t, s, lmq, 0, 3)
+	r, _ := s.GetMessage(ctx, lmq, 0, 1, 32, 0, nil)
+	if r.Status != Found || len(r.Records) != 2 {
+		t.Fatalf("lmq read %v %d", r.Status, len(r.Records))
+	}
+	m, _, _ := message.DecodeStored(r.Records[0], message.DecodeOptions{})
+	if m.Topic != "P" || m.Properties["INNER_MULTI_QUEUE_OFFSET"] != "1" || string(m.Body) != "1" {
+		t.Fatalf("lmq record %+v", m)
+	}
+	r.Release()
+	if s.lmq.count != 1 {
+		t.Fatalf("lmq count %d", s.lmq.count)
+	}
+}
+
+func TestLMQQuota(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.MaxLmqConsumeQueueNum = 2
+	s := openStore(t, cfg)
+	defer s.Close()
+	ctx := context.Background()
+	for i, want := range []error{nil, nil, ErrLMQQuota} {
+		_, err := s.PutMessage(ctx, msg("P", 0, "x", map[string]string{"INNER_MULTI_DISPATCH": fmt.Sprintf("%%LMQ%%$P$l%d", i)}))
+		if (err == nil) != (want == nil) {
+			t.Fatalf("put %d: %v", i, err)
+		}
+	}
+	// An existing LMQ still accepts messages at the quota.
+	if _, err := s.PutMessage(ctx, msg("P", 0, "x", map[string]string{"INNER_MULTI_DISPATCH": "%LMQ%$P$l0"})); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOversizeRejected(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.MaxMessageSize = 1024
+	s := openStore(t, cfg)
+	defer s.Close()
+	_, err := s.PutMessage(context.Background(), msg("T", 0, string(make([]byte, 1025)), nil))
+	if err == nil {
+		t.Fatal("oversize accepted")
+	}
+}
+
+func TestSyncFlush(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.CommitLog.FlushDiskType = commitlog.SyncFlush
+	s := openStore(t, cfg)
+	defer s.Close()
+	if _, err := s.PutMessage(context.Background(), msg("T", 0, "x", map[string]string{"INNER_MULTI_DISPATCH": "%LMQ%$P$a"})); err != nil {
+		t.Fatal(err)
+	}
+	if s.CommitLog().FlushedOffset() < s.CommitLog().MaxOffset() {
+		t.Fatal("sync flush acked before fsync")
+	}
+}

@@ -1,0 +1,19 @@
+// Command mqadmin administers RocketMQ clusters with the command names,
+// options and output of Apache RocketMQ's Java mqadmin.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/rmqgo/rmq/mqadmin/command"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := command.Main(ctx, os.Args[1:], command.OSEnv())
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,280 @@
+// Package command implements the mqadmin sub-commands: the names, options
+// and stdout output of Apache RocketMQ's Java mqadmin (rocketmq-tools), on
+// top of package admin.
+//
+// Unlike the Java tool, a failure prints a message to stderr and exits
+// non-zero (1; 2 for usage errors), and every command also has
+// "--output json" for machine-readable output.
+//
+// Adding a command: write a constructor newXxx(a *app) *cobra.Command using
+// newCmd, declare options with stringOpt/boolOpt and the Java short and long
+// names (multi-letter short names such as "qn" work: NormalizeArgs rewrites
+// them), wrap the body with a.run, talk to servers only through
+// *admin.Client (a.withClient), print Java's format strings to a.env.Stdout
+// (or writeJSON when a.json()), return usagef(...) for bad arguments, and
+// list the constructor in newRoot in the Java tool's order. Collections the
+// Java tool iterates in hash order go through javaHashOrder.
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rmqgo/rmq/pkg/admin"
+)
+
+// Exit codes.
+const (
+	ExitOK    = 0
+	ExitError = 1
+	ExitUsage = 2
+)
+
+// Env is everything a command touches outside itself; tests inject fakes.
+type Env struct {
+	Stdout io.Writer
+	Stderr io.Writer
+	// Getenv reads the environment (NAMESRV_ADDR).
+	Getenv func(string) string
+	// Log receives debug logs of the admin client; nil discards them.
+	Log *slog.Logger
+	// Now and Location drive time-dependent output (clusterList #Hour,
+	// topicStatus #Last Updated).
+	Now      func() time.Time
+	Location *time.Location
+	// Dial builds the admin client; nil means admin.New.
+	Dial func(cfg admin.Config, log *slog.Logger) (*admin.Client, error)
+}
+
+// OSEnv is the environment of the real program.
+func OSEnv() Env {
+	return Env{
+		Stdout:   os.Stdout,
+		Stderr:   os.Stderr,
+		Getenv:   os.Getenv,
+		Log:      slog.New(slog.DiscardHandler),
+		Now:      time.Now,
+		Location: time.Local,
+	}
+}
+
+func (e *Env) fill() {
+	if e.Stdout == nil {
+		e.Stdout = io.Discard
+	}
+	if e.Stderr == nil {
+		e.Stderr = io.Discard
+	}
+	if e.Getenv == nil {
+		e.Getenv = func(string) string { return "" }
+	}
+	if e.Log == nil {
+		e.Log = slog.New(slog.DiscardHandler)
+	}
+	if e.Now == nil {
+		e.Now = time.Now
+	}
+	if e.Location == nil {
+		e.Location = time.Local
+	}
+	if e.Dial == nil {
+		e.Dial = admin.New
+	}
+}
+
+// app is the state shared by the commands of one invocation.
+type app struct {
+	env *Env
+
+	namesrvAddr string // -n
+	output      string // --output
+
+	ran bool // a command's RunE started: later errors are not usage errors
+
+	commands []*cobra.Command // in the Java tool's listing order
+}
+
+// usageError marks an error caused by the command line (exit 2).
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...)}
+}
+
+// partialError reports that some of the work failed after the output was
+// written (the failures were already printed to stderr).
+type partialError struct{ n int }
+
+func (e *partialError) Error() string { return fmt.Sprintf("%d operation(s) failed", e.n) }
+
+const (
+	outputText = "text"
+	outputJSON = "json"
+)
+
+// json reports whether --output json was given.
+func (a *app) json() bool { return a.output == outputJSON }
+
+// nameServers resolves -n, then NAMESRV_ADDR.
+func (a *app) nameServers() []string {
+	if a.namesrvAddr != "" {
+		return admin.ParseNameServers(a.namesrvAddr)
+	}
+	return admin.ParseNameServers(a.env.Getenv("NAMESRV_ADDR"))
+}
+
+// client dials the admin client; the caller closes it.
+func (a *app) client() (*admin.Client, error) {
+	c, err := a.env.Dial(admin.Config{NameServers: a.nameServers()}, a.env.Log)
+	if err != nil {
+		return nil, fmt.Errorf("create admin client: %w", err)
+	}
+	return c, nil
+}
+
+// withClient runs f with a fresh client, closed afterwards.
+func (a *app) withClient(f func(c *admin.Client) error) error {
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return f(c)
+}
+
+// warn prints a failure that does not stop the command.
+func (a *app) warn(format string, args ...any) {
+	fmt.Fprintf(a.env.Stderr, "mqadmin: "+format+"\n", args...)
+}
+
+// run wraps a command body: it marks the invocation as past argument
+// parsing and validates --output.
+func (a *app) run(f func(cmd *cobra.Command) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usagef("unexpected argument(s): %s", strings.Join(args, " "))
+		}
+		if a.output != outputText && a.output != outputJSON {
+			return usagef("invalid --output %q: want text or json", a.output)
+		}
+		a.ran = true
+		return f(cmd)
+	}
+}
+
+// NewRoot builds the command tree for one invocation (for documentation
+// generators and embedding; Main also rewrites Java-style arguments with
+// NormalizeArgs before executing it).
+func NewRoot(env *Env) *cobra.Command {
+	env.fill()
+	a := &app{env: env}
+	return newRoot(a)
+}
+
+func newRoot(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "mqadmin",
+		Short:         "RocketMQ admin tool",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// The Java tool lists its commands when run without one.
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("The sub command %s not exist.", args[0])
+			}
+			a.printCommandList(cmd.OutOrStdout())
+			return nil
+		},
+		Args: cobra.ArbitraryArgs,
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetOut(a.env.Stdout)
+	root.SetErr(a.env.Stderr)
+	pf := root.PersistentFlags()
+	pf.StringVarP(&a.namesrvAddr, "namesrvAddr", "n", "", "Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876' (default: $NAMESRV_ADDR)")
+	pf.StringVar(&a.output, "output", outputText, "output format: text (as the Java tool) or json")
+	root.SetUsageFunc(a.usage)
+	root.SetHelpFunc(a.help)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
+
+	for _, c := range []*cobra.Command{
+		newUpdateTopic(a),
+		newDeleteTopic(a),
+		newUpdateBrokerConfig(a),
+		newTopicRoute(a),
+		newTopicStatus(a),
+		newBrokerStatus(a),
+		newClusterList(a),
+		newTopicList(a),
+		newUpdateKvConfig(a),
+		newDeleteKvConfig(a),
+		newWipeWritePerm(a),
+		newAddWritePerm(a),
+		newGetNamesrvConfig(a),
+		newUpdateNamesrvConfig(a),
+		newGetBrokerConfig(a),
+	} {
+		root.AddCommand(c)
+		a.commands = append(a.commands, c)
+	}
+	return root
+}
+
+// printCommandList is the Java tool's output without a sub-command.
+func (a *app) printCommandList(w io.Writer) {
+	fmt.Fprintf(w, "The most commonly used mqadmin commands are:\n")
+	for _, c := range a.commands {
+		fmt.Fprintf(w, "   %-35s %s\n", c.Name(), c.Short)
+	}
+	fmt.Fprintf(w, "\nSee 'mqadmin help <command>' for more information on a specific command.\n")
+}
+
+// Main runs mqadmin with args (without the program name) and returns the
+// exit code.
+func Main(ctx context.Context, args []string, env Env) int {
+	env.fill()
+	a := &app{env: &env}
+	root := newRoot(a)
+	root.SetArgs(NormalizeArgs(root, args))
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	if cmd == nil {
+		cmd = root
+	}
+	name := "mqadmin " + cmd.Name()
+	if cmd == root {
+		name = "mqadmin"
+	}
+	if errors.Is(err, admin.ErrNoNameServer) {
+		err = fmt.Errorf("%w (use -n or set NAMESRV_ADDR)", err)
+	}
+	var ue *usageError
+	var pe *partialError
+	switch {
+	case errors.As(err, &pe):
+		return ExitError
+	case errors.As(err, &ue) || !a.ran:
+		fmt.Fprintf(env.Stderr, "%s: %v\n", name, err)
+		if cmd != root {
+			fmt.Fprintf(env.Stderr, "%s", cmd.UsageString())
+		} else {
+			fmt.Fprintf(env.Stderr, "See 'mqadmin help' for the list of commands.\n")
+		}
+		return ExitUsage
+	}
+	fmt.Fprintf(env.Stderr, "%s: %v\n", name, err)
+	return ExitError
+}

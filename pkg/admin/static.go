@@ -1,0 +1,122 @@
+package admin
+
+import (
+	"math"
+	"sort"
+
+	"github.com/rmqgo/rmq/pkg/protocol"
+)
+
+// Static topics (static-topic.md): admin-side conversion of physical queue
+// stats into logic queue stats (§8.7).
+
+// MockBrokerPrefix prefixes the fake broker name of logic queues.
+const MockBrokerPrefix = "__syslo__"
+
+// MockBrokerName is the broker name clients see for the logic queues of a
+// mapping scope: "__syslo__global__" for the global scope.
+func MockBrokerName(scope string) string {
+	if scope == "" || scope == protocol.MappingScopeGlobal {
+		return MockBrokerPrefix + protocol.MappingScopeGlobal[2:]
+	}
+	return MockBrokerPrefix + scope
+}
+
+type logicQueue struct {
+	items []protocol.LogicQueueMappingItem
+	scope string
+}
+
+// leaderLists builds logic queue id → leader item list from the details,
+// highest epoch first; a later claim of the same id is ignored
+// (checkAndBuildMappingItems with replace=true, checkConsistence=false).
+func leaderLists(configs map[string]*protocol.TopicConfigAndQueueMapping) map[int]logicQueue {
+	var details []*protocol.TopicQueueMappingDetail
+	for _, tc := range configs {
+		if tc != nil && tc.MappingDetail != nil {
+			details = append(details, tc.MappingDetail)
+		}
+	}
+	sort.SliceStable(details, func(i, j int) bool {
+		if details[i].Epoch != details[j].Epoch {
+			return details[i].Epoch > details[j].Epoch
+		}
+		return details[i].Bname < details[j].Bname
+	})
+	out := map[int]logicQueue{}
+	for _, d := range details {
+		for g, items := range d.HostedQueues {
+			if len(items) == 0 || items[len(items)-1].Bname != d.Bname {
+				continue
+			}
+			if _, ok := out[g]; ok {
+				continue
+			}
+			out[g] = logicQueue{items: items, scope: d.Scope}
+		}
+	}
+	return out
+}
+
+// findItem returns the last item whose logic offset is <= x (skipping
+// undecided ones when ignoreNegative), else the earliest candidate.
+func findItem(items []protocol.LogicQueueMappingItem, x int64, ignoreNegative bool) *protocol.LogicQueueMappingItem {
+	var earliest *protocol.LogicQueueMappingItem
+	for i := len(items) - 1; i >= 0; i-- {
+		it := &items[i]
+		if ignoreNegative && it.LogicOffset < 0 {
+			continue
+		}
+		if it.LogicOffset <= x {
+			return it
+		}
+		earliest = it
+	}
+	return earliest
+}
+
+// staticOffsetLoosely maps a physical offset to a logic one (send results,
+// min offsets).
+func staticOffsetLoosely(it *protocol.LogicQueueMappingItem, p int64) int64 {
+	switch {
+	case it.LogicOffset < 0:
+		return -1
+	case p < it.StartOffset:
+		return it.LogicOffset
+	case it.EndOffset >= it.StartOffset && it.EndOffset < p:
+		return it.LogicOffset + (it.EndOffset - it.StartOffset)
+	}
+	return it.LogicOffset + (p - it.StartOffset)
+}
+
+// staticOffsetStrictly maps a physical offset to a logic one.
+func staticOffsetStrictly(it *protocol.LogicQueueMappingItem, p int64) int64 {
+	if p < it.StartOffset {
+		return it.LogicOffset
+	}
+	return it.LogicOffset + (p - it.StartOffset)
+}
+
+// convertStaticTopicStats adds one entry per logic queue, keyed by the mock
+// broker name, computed from the physical entries already in st.
+func convertStaticTopicStats(topic string, configs map[string]*protocol.TopicConfigAndQueueMapping, st *protocol.TopicStatsTable) {
+	for g, lq := range leaderLists(configs) {
+		minItem := findItem(lq.items, 0, true)
+		maxItem := findItem(lq.items, math.MaxInt64, true)
+		if minItem == nil || maxItem == nil {
+			continue
+		}
+		minPhys, ok1 := st.OffsetTable[protocol.MessageQueue{Topic: topic, BrokerName: minItem.Bname, QueueID: minItem.QueueID}]
+		maxPhys, ok2 := st.OffsetTable[protocol.MessageQueue{Topic: topic, BrokerName: maxItem.Bname, QueueID: maxItem.QueueID}]
+		if !ok1 || !ok2 {
+			continue
+		}
+		lo := max(staticOffsetLoosely(minItem, minPhys.MinOffset), 0)
+		hi := max(staticOffsetStrictly(maxItem, maxPhys.MaxOffset), 0)
+		st.OffsetTable[protocol.MessageQueue{Topic: topic, BrokerName: MockBrokerName(lq.scope), QueueID: g}] = protocol.TopicOffset{
+			LastUpdateTimestamp: maxPhys.LastUpdateTimestamp,
+			MaxOffset:           hi,
+			MinOffset:           lo,
+		}
+	}
+}
