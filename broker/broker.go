@@ -20,6 +20,7 @@ import (
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/mapping"
 	"github.com/rmqgo/rmq/broker/registry"
+	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/topic"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -49,6 +50,7 @@ type options struct {
 	stateVersion         func() int64
 	topicDeleted         func(topic string)
 	persistConfig        bool
+	noStore              bool
 }
 
 // WithRegisterTiming overrides nameserver registration timing (tests): the
@@ -78,8 +80,10 @@ func WithStateVersion(f func() int64) Option { return func(o *options) { o.state
 // the store can drop its queues, offsets and mapping.
 func WithTopicDeleted(f func(topic string)) Option { return func(o *options) { o.topicDeleted = f } }
 
-// WithoutConfigPersistence keeps UPDATE_BROKER_CONFIG changes in memory
-// only (no <store>/config/broker.properties overlay).
+// WithoutStore builds a broker with no message store (admin-only tests).
+func WithoutStore() Option { return func(o *options) { o.noStore = true } }
+
+// WithoutConfigPersistence keeps runtime config updates in memory only.
 func WithoutConfigPersistence() Option { return func(o *options) { o.persistConfig = false } }
 
 // Broker is one broker instance.
@@ -93,6 +97,7 @@ type Broker struct {
 	server    *remoting.Server
 	client    *remoting.Client
 	registrar *registry.Registrar
+	store     *store.Store
 	pools     map[Pool]*remoting.Executor
 
 	boot       time.Time
@@ -169,6 +174,33 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 		PoolAdmin: remoting.NewExecutor("admin", cfg.AdminBrokerThreadPoolNums, cfg.AdminBrokerThreadPoolQueueCapacity),
 	}
 
+	if !o.noStore {
+		sc, err := storeConfig(cfg, log)
+		if err != nil {
+			b.closeLocal()
+			return nil, err
+		}
+		if b.store, err = store.Open(sc); err != nil {
+			b.closeLocal()
+			return nil, fmt.Errorf("broker: open store: %w", err)
+		}
+		if o.offsets == nil {
+			o.offsets = storeStats{b.store}
+		}
+		if o.runtime == nil {
+			o.runtime = storeStats{b.store}
+		}
+		deleted := o.topicDeleted
+		o.topicDeleted = func(topic string) {
+			if err := b.store.DeleteTopic(topic); err != nil {
+				b.log.Error("delete topic from store", "topic", topic, "err", err)
+			}
+			if deleted != nil {
+				deleted(topic)
+			}
+		}
+	}
+
 	b.admin, err = admin.New(admin.Deps{
 		Config:   b.cfg,
 		Topics:   b.topics,
@@ -176,7 +208,9 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 		Offsets:  o.offsets,
 		Runtime:  o.runtime,
 		Pools:    b.poolStats,
-		Hooks:    admin.Hooks{ConfigChanged: b.configChanged, TopicDeleted: o.topicDeleted},
+		Hooks: admin.Hooks{ConfigChanged: b.configChanged, TopicDeleted: o.topicDeleted, TopicsChanged: func(ctx context.Context) {
+			b.RegisterNow(ctx)
+		}},
 		BootTime: b.boot,
 		Logger:   log.With("component", "admin"),
 	})
@@ -257,7 +291,15 @@ func (b *Broker) closeLocal() {
 		ex.Close()
 	}
 	_ = b.client.Close()
+	if b.store != nil {
+		if err := b.store.Close(); err != nil {
+			b.log.Error("close store", "err", err)
+		}
+	}
 }
+
+// Store is the message store (nil with WithoutStore).
+func (b *Broker) Store() *store.Store { return b.store }
 
 // Addr is the address the broker registers: brokerIP1:port, with the
 // actual port once started (listenPort=0 picks a free one).

@@ -45,7 +45,7 @@ func (p *Processor) checkAdminTopicConfig(tc protocol.TopicConfig) error {
 }
 
 // updateAndCreateTopic is UPDATE_AND_CREATE_TOPIC (17).
-func (p *Processor) updateAndCreateTopic(_ context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (p *Processor) updateAndCreateTopic(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	f := protocol.FieldsOf(req.ExtFields)
 	name := f.OptStr("topic", "")
 	if err := p.checkAdminTopicName(name); err != nil {
@@ -74,6 +74,9 @@ func (p *Processor) updateAndCreateTopic(_ context.Context, ch *remoting.Channel
 	if err != nil {
 		return nil, fmt.Errorf("update topic %s: %w", name, err)
 	}
+	if len(changed) > 0 && p.d.Hooks.TopicsChanged != nil {
+		p.d.Hooks.TopicsChanged(ctx)
+	}
 	p.log.Info("update or create topic", "topic", name, "changed", len(changed) > 0, "remote", remote(ch))
 	return remoting.NewResponse(req, code.Success, ""), nil
 }
@@ -85,7 +88,7 @@ type createTopicListBody struct {
 
 // updateAndCreateTopicList is UPDATE_AND_CREATE_TOPIC_LIST (18): all topics
 // are checked before any is applied.
-func (p *Processor) updateAndCreateTopicList(_ context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (p *Processor) updateAndCreateTopicList(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	if len(req.Body) == 0 {
 		return nil, badRequest("empty body, want {\"topicConfigList\":[...]}")
 	}
@@ -116,6 +119,9 @@ func (p *Processor) updateAndCreateTopicList(_ context.Context, ch *remoting.Cha
 	changed, err := p.d.Topics.Update(list...)
 	if err != nil {
 		return nil, fmt.Errorf("update topic list: %w", err)
+	}
+	if len(changed) > 0 && p.d.Hooks.TopicsChanged != nil {
+		p.d.Hooks.TopicsChanged(ctx)
 	}
 	p.log.Info("update or create topic list", "topics", len(list), "changed", len(changed), "remote", remote(ch))
 	return remoting.NewResponse(req, code.Success, ""), nil

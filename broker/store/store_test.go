@@ -49,7 +49,7 @@ func waitDispatched(t *testing.T, s *Store, topic string, qid int32, want int64)
 
 type tagFilter struct{ code int64 }
 
-func (f tagFilter) MatchTagsCode(c int64) bool     { return c == f.code }
+func (f tagFilter) MatchTagsCode(c int64) bool    { return c == f.code }
 func (f tagFilter) MatchProperties(_ []byte) bool { return true }
 
 func TestPutGetRestart(t *testing.T) {
