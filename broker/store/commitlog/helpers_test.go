@@ -1,0 +1,148 @@
+package commitlog
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rmqgo/rmq/broker/store/vfs"
+	"github.com/rmqgo/rmq/pkg/message"
+)
+
+var storeHost = netip.MustParseAddrPort("10.0.0.9:10911")
+
+// record encodes a message whose body identifies it (queue and sequence),
+// padded to bodyLen.
+func record(t testing.TB, topic string, queue int32, seq, bodyLen int) []byte {
+	t.Helper()
+	body := []byte(fmt.Sprintf("%s/%d/%d|", topic, queue, seq))
+	if len(body) < bodyLen {
+		body = append(body, bytes.Repeat([]byte{'x'}, bodyLen-len(body))...)
+	}
+	b, err := message.EncodeStored(&message.Message{
+		Topic: topic, QueueID: queue, Body: body,
+		Properties:    map[string]string{message.PropertyTags: "TagA", message.PropertyUniqClientMessageIDKeyIdx: fmt.Sprintf("U%d", seq)},
+		BornTimestamp: 1, BornHost: netip.MustParseAddrPort("10.0.0.1:5000"), StoreHost: storeHost,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// assigner hands out consecutive offsets per topic/queue.
+type assigner struct {
+	mu   sync.Mutex
+	next map[string]int64
+}
+
+func newAssigner() *assigner { return &assigner{next: map[string]int64{}} }
+
+func (a *assigner) AssignQueueOffset(first message.View, n int) (int64, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	k := fmt.Sprintf("%s-%d", first.Topic(), first.QueueID())
+	off := a.next[k]
+	a.next[k] = off + int64(n)
+	return off, nil
+}
+
+// fakeClock is a settable clock.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// testConfig is a small-file configuration on fsys.
+func testConfig(fsys vfs.FS, dir string) Config {
+	cfg := DefaultConfig(dir + "/commitlog")
+	cfg.FS = fsys
+	cfg.FileSize = 64 << 10
+	cfg.MaxRecordSize = 16 << 10
+	cfg.MaxBatchBytes = 64 << 10
+	cfg.FlushInterval = 20 * time.Millisecond
+	cfg.CleanResourceInterval = 0
+	cfg.Logger = quietLogger()
+	return cfg
+}
+
+func mustOpen(t testing.TB, cfg Config) *Log {
+	t.Helper()
+	l, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func mustAppend(t testing.TB, l *Log, rec []byte) AppendResult {
+	t.Helper()
+	res, err := l.Append(context.Background(), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// readAll iterates the whole log, failing on any error but EOF.
+func readAll(t testing.TB, l *Log) []Record {
+	t.Helper()
+	it := l.NewIterator(l.MinOffset(), IteratorOptions{})
+	defer it.Close()
+	var out []Record
+	for {
+		r, err := it.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("iterate at %d: %v", it.Offset(), err)
+		}
+		r.View = cloneView(t, r.View)
+		out = append(out, r)
+	}
+	if it.Offset() != l.MaxOffset() {
+		t.Fatalf("iterator stopped at %d, max %d", it.Offset(), l.MaxOffset())
+	}
+	return out
+}
+
+func cloneView(t testing.TB, v message.View) message.View {
+	t.Helper()
+	c, err := message.ParseView(bytes.Clone(v.Bytes()), message.ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// sameRecord compares a stored record with what was appended, ignoring the
+// fields the log assigns.
+func sameRecord(stored message.View, appended []byte) bool {
+	a, err := message.ParseView(appended, message.ParseOptions{})
+	if err != nil || len(stored.Bytes()) != len(appended) {
+		return false
+	}
+	return bytes.Equal(stored.Body(), a.Body()) && bytes.Equal(stored.Topic(), a.Topic()) &&
+		bytes.Equal(stored.Properties(), a.Properties()) && stored.QueueID() == a.QueueID()
+}

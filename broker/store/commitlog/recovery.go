@@ -1,0 +1,153 @@
+package commitlog
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+)
+
+// recover finds the end of the valid log and cuts everything after it.
+//
+// Where to start: the segment holding the checkpoint's flushed offset
+// (bytes before it were fsynced and verified by an earlier run). Without a
+// checkpoint, a clean shutdown scans the last three segments, as Java's
+// normal recovery does, and a crash scans them all.
+func (l *Log) recover() error {
+	ck, valid := l.recovery.Checkpoint, l.recovery.CheckpointValid
+	segs := l.segs
+	if len(segs) == 0 {
+		l.setRecovered(0, 0, -1, ck)
+		return nil
+	}
+	start := 0
+	switch {
+	case valid:
+		start = sort.Search(len(segs), func(i int) bool { return segs[i].end() > ck.FlushedPhyOffset })
+		start = min(start, len(segs)-1)
+	case !l.recovery.Abnormal:
+		start = max(0, len(segs)-3)
+	}
+	verify := l.cfg.CheckCRCOnRecover || l.recovery.Abnormal
+	l.recovery.ScanFrom = segs[start].base
+
+	end, k, lastTS, dirty, cause := l.scan(start, verify)
+	l.recovery.End = end
+	if dirty {
+		l.recovery.Truncated = true
+		l.log.Warn("recovery cut the log tail", "offset", end, "cause", cause)
+	}
+	// Bytes after the end may hold old records; zero them so no later scan
+	// can mistake them for log (a crash can keep a later write and lose an
+	// earlier one, so a zero header alone proves nothing after a crash).
+	if dirty || l.recovery.Abnormal {
+		if err := l.zeroTail(segs[k], end-segs[k].base); err != nil {
+			return err
+		}
+	}
+	if k+1 < len(segs) {
+		for _, s := range segs[k+1:] {
+			l.log.Warn("deleting segment after the recovered end", "file", s.path)
+			if err := l.fs.Remove(s.path); err != nil {
+				return fmt.Errorf("remove %s: %w", s.path, err)
+			}
+			s.release()
+			l.recovery.DeletedFiles++
+		}
+		l.segs = segs[:k+1]
+		if err := l.fs.SyncDir(l.cfg.Dir); err != nil {
+			return err
+		}
+	}
+	// What was scanned came from the page cache; make it durable before
+	// calling it flushed.
+	for _, s := range l.segs[start:] {
+		if err := s.f.Sync(); err != nil {
+			return fmt.Errorf("fsync %s: %w", s.path, err)
+		}
+	}
+	l.setRecovered(end, lastTS, k, ck)
+	return nil
+}
+
+// scan verifies records from segs[start] on. It returns the end offset, the
+// index of the segment holding it, the last store timestamp, and whether
+// it stopped at garbage (dirty) rather than at zeros or a file end.
+func (l *Log) scan(start int, verify bool) (end int64, k int, lastTS int64, dirty bool, cause error) {
+	segs := l.segs
+	for i := start; i < len(segs); i++ {
+		seg := segs[i]
+		r := &segReader{seg: seg}
+		pos := int64(0)
+	records:
+		for {
+			v, kind, zero, err := l.step(r, pos, seg.size, verify)
+			switch kind {
+			case stepRecord:
+				lastTS = v.StoreTimestamp()
+				pos += int64(v.TotalSize())
+			case stepEndOfFile:
+				if i+1 == len(segs) {
+					return seg.end(), i, lastTS, false, nil
+				}
+				break records
+			default:
+				return seg.base + pos, i, lastTS, !zero, err
+			}
+		}
+	}
+	panic("unreachable")
+}
+
+// zeroTail overwrites non-zero bytes of seg from pos to its end, then
+// fsyncs.
+func (l *Log) zeroTail(seg *segment, pos int64) error {
+	const chunk = 1 << 20
+	buf := make([]byte, chunk)
+	zeros := make([]byte, chunk)
+	wrote := false
+	for p := pos; p < seg.size; p += chunk {
+		n := min(chunk, seg.size-p)
+		if err := seg.readAt(buf[:n], p); err != nil {
+			return err
+		}
+		if bytes.Equal(buf[:n], zeros[:n]) {
+			continue
+		}
+		if _, err := seg.f.WriteAt(zeros[:n], p); err != nil {
+			return fmt.Errorf("zero %s at %d: %w", seg.path, p, err)
+		}
+		wrote = true
+	}
+	if wrote {
+		if err := seg.f.Sync(); err != nil {
+			return fmt.Errorf("fsync %s: %w", seg.path, err)
+		}
+	}
+	return nil
+}
+
+// setRecovered installs the recovered state. k is the active segment's
+// index (-1: no segments).
+func (l *Log) setRecovered(end, lastTS int64, k int, ck CheckpointState) {
+	l.next, l.pendStart = end, end
+	l.written.Store(end)
+	l.flushed.Store(end)
+	l.lastStoreTS = lastTS
+	l.lastTS.Store(lastTS)
+	minOff := int64(0)
+	if k >= 0 {
+		l.active = l.segs[k]
+		minOff = l.segs[0].base
+	}
+	l.minOffset.Store(minOff)
+	// The confirm offset can only be as high as what survived (ha §4.6).
+	conf := min(max(ck.ConfirmPhyOffset, minOff), end)
+	l.confirm.Store(conf)
+	l.ckpt.Update(func(s *CheckpointState) {
+		s.FlushedPhyOffset = end
+		s.ConfirmPhyOffset = conf
+		if lastTS > s.PhysicMsgTimestamp {
+			s.PhysicMsgTimestamp = lastTS
+		}
+	})
+}

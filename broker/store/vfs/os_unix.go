@@ -1,0 +1,44 @@
+//go:build linux || darwin || freebsd || netbsd || openbsd
+
+package vfs
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+)
+
+func diskUsage(path string) (DiskUsage, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		return DiskUsage{}, &os.PathError{Op: "statfs", Path: path, Err: err}
+	}
+	bs := uint64(st.Bsize)
+	return DiskUsage{Total: uint64(st.Blocks) * bs, Free: uint64(st.Bavail) * bs}, nil
+}
+
+type osMapping struct{ b []byte }
+
+func (m *osMapping) Bytes() []byte { return m.b }
+
+func (m *osMapping) Close() error {
+	if m.b == nil {
+		return nil
+	}
+	err := syscall.Munmap(m.b)
+	m.b = nil
+	return err
+}
+
+// Mmap maps the first size bytes read-only and shared, so bytes written
+// with WriteAt are visible through the mapping (one page cache).
+func (f osFile) Mmap(size int) (Mapping, error) {
+	if size == 0 {
+		return &osMapping{}, nil
+	}
+	b, err := syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmap %s: %w", f.Name(), err)
+	}
+	return &osMapping{b: b}, nil
+}

@@ -1,0 +1,84 @@
+// Package vfs is the file-system seam of the broker's store. The store talks
+// only to FS and File, so tests can swap the OS for an in-memory file system
+// that models crashes (MemFS) and wrap either with fault injection
+// (FaultFS): short writes, write and fsync errors, a full disk.
+//
+// The shape follows cockroachdb/pebble's vfs: a small interface, a real
+// implementation, and wrappers.
+package vfs
+
+import (
+	"io"
+	"os"
+)
+
+// File is an open file. Writes are positional: the store always knows where
+// its bytes go, and positional I/O needs no shared file offset.
+type File interface {
+	io.ReaderAt
+	io.WriterAt
+	io.Closer
+	// Sync makes the file's data (and the metadata needed to read it, such as
+	// its size) durable.
+	Sync() error
+	// Truncate sets the file's size; growing leaves a hole of zeros.
+	Truncate(size int64) error
+	// Allocate reserves disk blocks for the first size bytes (growing the
+	// file to size if shorter), so later writes there cannot hit ENOSPC and
+	// skip block allocation. Where the platform cannot, it only grows the
+	// file.
+	Allocate(size int64) error
+	// Size returns the current size.
+	Size() (int64, error)
+	// Name returns the path the file was opened with.
+	Name() string
+}
+
+// Mapping is a read-only memory mapping of a file.
+type Mapping interface {
+	// Bytes is the mapped region. Reading past the file's end faults, so
+	// callers map only what the file holds.
+	Bytes() []byte
+	// Close unmaps; Bytes must not be used afterwards.
+	Close() error
+}
+
+// Mmapper is implemented by files that can be mapped for reading. Callers
+// fall back to ReadAt when a File does not implement it.
+type Mmapper interface {
+	Mmap(size int) (Mapping, error)
+}
+
+// DiskUsage describes the file system holding a path.
+type DiskUsage struct {
+	Total uint64 // bytes
+	Free  uint64 // bytes available to the process
+}
+
+// UsedRatio is the used fraction of the disk (0 when Total is 0).
+func (d DiskUsage) UsedRatio() float64 {
+	if d.Total == 0 {
+		return 0
+	}
+	return float64(d.Total-d.Free) / float64(d.Total)
+}
+
+// FS is a file system.
+type FS interface {
+	// Create creates or truncates a file, opened read-write.
+	Create(name string) (File, error)
+	// Open opens an existing file read-only.
+	Open(name string) (File, error)
+	// OpenReadWrite opens an existing file read-write.
+	OpenReadWrite(name string) (File, error)
+	Remove(name string) error
+	Rename(oldname, newname string) error
+	MkdirAll(dir string, perm os.FileMode) error
+	// List returns the names (not paths) in dir, sorted.
+	List(dir string) ([]string, error)
+	Stat(name string) (os.FileInfo, error)
+	// SyncDir makes creations, removals and renames in dir durable.
+	SyncDir(dir string) error
+	// DiskUsage reports the space of the file system holding path.
+	DiskUsage(path string) (DiskUsage, error)
+}

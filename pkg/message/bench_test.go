@@ -1,0 +1,98 @@
+package message
+
+import (
+	"bytes"
+	"net/netip"
+	"testing"
+)
+
+func benchMessage() *Message {
+	return &Message{
+		Topic: "BenchmarkTopic", Body: bytes.Repeat([]byte{'x'}, 1024),
+		Properties: map[string]string{
+			PropertyTags: "TagA", PropertyKeys: "order-1234", PropertyWaitStoreMsgOK: "true",
+			PropertyUniqClientMessageIDKeyIdx: "0A0102030000000000000000000000AB", PropertyCluster: "DefaultCluster",
+		},
+		BornHost:  netip.MustParseAddrPort("10.0.0.1:50000"),
+		StoreHost: netip.MustParseAddrPort("10.0.0.2:10911"),
+	}
+}
+
+func BenchmarkEncodeStored(b *testing.B) {
+	m := benchMessage()
+	buf := make([]byte, 0, 2048)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(m.Body)))
+	for b.Loop() {
+		var err error
+		if buf, err = AppendStored(buf[:0], m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkEncodeStoredRaw(b *testing.B) {
+	m := benchMessage()
+	props, _ := EncodeProperties(m.Properties)
+	buf := make([]byte, 0, 2048)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(m.Body)))
+	for b.Loop() {
+		buf, _ = AppendStoredRaw(buf[:0], m, props)
+	}
+}
+
+func BenchmarkParseView(b *testing.B) {
+	rec, _ := EncodeStored(benchMessage())
+	b.ReportAllocs()
+	b.SetBytes(int64(len(rec)))
+	for b.Loop() {
+		if _, err := ParseView(rec, ParseOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkParseViewCRC(b *testing.B) {
+	rec, _ := EncodeStored(benchMessage())
+	b.ReportAllocs()
+	b.SetBytes(int64(len(rec)))
+	for b.Loop() {
+		if _, err := ParseView(rec, ParseOptions{VerifyCRC: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeStored(b *testing.B) {
+	rec, _ := EncodeStored(benchMessage())
+	b.ReportAllocs()
+	b.SetBytes(int64(len(rec)))
+	for b.Loop() {
+		if _, _, err := DecodeStored(rec, DecodeOptions{AliasBody: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeProperties(b *testing.B) {
+	props, _ := EncodeProperties(benchMessage().Properties)
+	b.ReportAllocs()
+	for b.Loop() {
+		DecodeProperties(props)
+	}
+}
+
+func BenchmarkTagHashCode(b *testing.B) {
+	for b.Loop() {
+		TagHashCode("TagA-some-longer-tag")
+	}
+}
+
+func BenchmarkOffsetMsgID(b *testing.B) {
+	h := netip.MustParseAddrPort("10.0.0.2:10911")
+	b.ReportAllocs()
+	for b.Loop() {
+		OffsetMsgID(h, 1<<40)
+	}
+}

@@ -1,0 +1,322 @@
+package message
+
+import (
+	"bytes"
+	"errors"
+	"maps"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func sample() *Message {
+	return &Message{
+		Topic: "TopicTest", Flag: 3, Body: []byte("hello"),
+		Properties:    map[string]string{PropertyTags: "TagA", PropertyKeys: "a b"},
+		BornTimestamp: 1, BornHost: netip.MustParseAddrPort("10.0.0.1:1"),
+		StoreTimestamp: 2, StoreHost: netip.MustParseAddrPort("10.0.0.2:10911"),
+		QueueID: 1, QueueOffset: 9, CommitLogOffset: 1000, ReconsumeTimes: 1,
+	}
+}
+
+func TestStoredRoundTrip(t *testing.T) {
+	v6 := netip.MustParseAddrPort("[2001:db8::5]:8080")
+	mapped := netip.AddrPortFrom(netip.AddrFrom16(netip.MustParseAddr("::ffff:1.2.3.4").As16()), 7)
+	cases := []struct {
+		name      string
+		mut       func(*Message)
+		magic     int32
+		sysFlagV6 int32
+	}{
+		{"v4", func(*Message) {}, MagicV1, 0},
+		{"born v6", func(m *Message) { m.BornHost = v6 }, MagicV1, FlagBornHostV6},
+		{"store v6", func(m *Message) { m.StoreHost = v6 }, MagicV1, FlagStoreHostV6},
+		{"both v6", func(m *Message) { m.BornHost, m.StoreHost = v6, v6 }, MagicV1, FlagBornHostV6 | FlagStoreHostV6},
+		{"mapped v4 stays v4", func(m *Message) { m.BornHost = mapped }, MagicV1, 0},
+		{"stale v6 bits cleared", func(m *Message) { m.SysFlag |= FlagBornHostV6 | FlagStoreHostV6 }, MagicV1, 0},
+		{"topic 127 is v1", func(m *Message) { m.Topic = strings.Repeat("t", 127) }, MagicV1, 0},
+		{"topic 128 is v2", func(m *Message) { m.Topic = strings.Repeat("t", 128) }, MagicV2, 0},
+		{"empty everything", func(m *Message) { m.Body, m.Properties, m.Topic = nil, nil, "" }, MagicV1, 0},
+		{"compressed flag kept", func(m *Message) { m.SysFlag = FlagCompressed | CompressionZLIB }, MagicV1, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := sample()
+			c.mut(m)
+			b, err := EncodeStored(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bodyLen, propsLen := len(m.Body), 0
+			if len(m.Properties) > 0 {
+				p, _ := EncodeProperties(m.Properties)
+				propsLen = len(p)
+			}
+			if want := StoredSize(m.SysFlag&^(FlagBornHostV6|FlagStoreHostV6)|c.sysFlagV6, bodyLen, len(m.Topic), propsLen); len(b) != want {
+				t.Fatalf("len %d, StoredSize %d", len(b), want)
+			}
+			got, n, err := DecodeStored(b, DecodeOptions{VerifyCRC: true})
+			if err != nil || n != len(b) {
+				t.Fatalf("decode: %v (n=%d)", err, n)
+			}
+			v, _ := ParseView(b, ParseOptions{})
+			if v.Magic() != c.magic || got.SysFlag&(FlagBornHostV6|FlagStoreHostV6) != c.sysFlagV6 {
+				t.Fatalf("magic %#x sysFlag %#x", v.Magic(), got.SysFlag)
+			}
+			if got.Topic != m.Topic || !bytes.Equal(got.Body, m.Body) || !maps.Equal(got.Properties, m.Properties) ||
+				got.BornHost.Addr().Unmap() != m.BornHost.Addr().Unmap() || got.StoreHost != netip.AddrPortFrom(m.StoreHost.Addr().Unmap(), m.StoreHost.Port()) ||
+				got.QueueOffset != 9 || got.CommitLogOffset != 1000 || got.StoreTimestamp != 2 || got.BodyCRC != BodyCRC(m.Body) {
+				t.Fatalf("round trip: %+v", got)
+			}
+		})
+	}
+}
+
+func TestEncodeErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		mut  func(*Message)
+		want error
+	}{
+		{"topic too long", func(m *Message) { m.Topic = strings.Repeat("t", 32768) }, ErrTooLarge},
+		{"props too long", func(m *Message) { m.Properties["big"] = strings.Repeat("v", 32768) }, ErrTooLarge},
+		{"empty key", func(m *Message) { m.Properties[""] = "v" }, ErrInvalidProperty},
+		{"empty value", func(m *Message) { m.Properties["k"] = "" }, ErrInvalidProperty},
+		{"separator in key", func(m *Message) { m.Properties["a\x01b"] = "v" }, ErrInvalidProperty},
+		{"0x02 in value", func(m *Message) { m.Properties["k"] = "a\x02" }, ErrInvalidProperty},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := sample()
+			c.mut(m)
+			dst := []byte("prefix")
+			out, err := AppendStored(dst, m)
+			if !errors.Is(err, c.want) {
+				t.Fatalf("err %v, want %v", err, c.want)
+			}
+			if string(out) != "prefix" {
+				t.Fatalf("dst not restored: %q", out)
+			}
+		})
+	}
+	// 0x01 inside a value survives (Java splits on the first 0x01 only).
+	m := sample()
+	m.Properties["k"] = "a\x01b"
+	b, err := EncodeStored(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := DecodeStored(b, DecodeOptions{})
+	if got.Properties["k"] != "a\x01b" {
+		t.Fatalf("got %q", got.Properties["k"])
+	}
+}
+
+func TestParseViewErrors(t *testing.T) {
+	good, _ := EncodeStored(sample())
+	mod := func(f func(b []byte)) []byte {
+		b := bytes.Clone(good)
+		f(b)
+		return b
+	}
+	put32 := func(b []byte, pos int, v uint32) {
+		b[pos], b[pos+1], b[pos+2], b[pos+3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
+	}
+	cases := []struct {
+		name string
+		in   []byte
+		opts ParseOptions
+		want error
+	}{
+		{"empty", nil, ParseOptions{}, ErrTruncated},
+		{"short header", good[:7], ParseOptions{}, ErrTruncated},
+		{"truncated", good[:len(good)-1], ParseOptions{}, ErrTruncated},
+		{"zeros", make([]byte, 200), ParseOptions{}, ErrCorrupt},
+		{"bad magic", mod(func(b []byte) { b[4] ^= 1 }), ParseOptions{}, ErrCorrupt},
+		{"blank", AppendBlank(nil, 64), ParseOptions{}, ErrBlank},
+		{"size below min", mod(func(b []byte) { put32(b, 0, 90) }), ParseOptions{}, ErrCorrupt},
+		{"size above max", good, ParseOptions{MaxSize: len(good) - 1}, ErrCorrupt},
+		{"size too big for fields", append(mod(func(b []byte) { put32(b, 0, uint32(len(good)+1)) }), 0), ParseOptions{}, ErrCorrupt},
+		{"negative body", mod(func(b []byte) { put32(b, 84, 0xFFFFFFFF) }), ParseOptions{}, ErrCorrupt},
+		{"body past end", mod(func(b []byte) { put32(b, 84, 1000) }), ParseOptions{}, ErrCorrupt},
+		{"crc", mod(func(b []byte) { b[88] ^= 0xFF }), ParseOptions{VerifyCRC: true}, ErrCorrupt},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := ParseView(c.in, c.opts); !errors.Is(err, c.want) {
+				t.Fatalf("err %v, want %v", err, c.want)
+			}
+		})
+	}
+	// CRC damage passes when not verifying (clients do not verify).
+	if _, err := ParseView(mod(func(b []byte) { b[88] ^= 0xFF }), ParseOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestViewAccessorsAndPatch(t *testing.T) {
+	m := sample()
+	m.BornHost = netip.MustParseAddrPort("[::2]:3")
+	b, _ := EncodeStored(m)
+	PatchStored(b, 77, 88, 99)
+	v, err := ParseView(b, ParseOptions{VerifyCRC: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.QueueOffset() != 77 || v.PhysicalOffset() != 88 || v.StoreTimestamp() != 99 || v.BornTimestamp() != 1 {
+		t.Fatalf("patch: %d %d %d", v.QueueOffset(), v.PhysicalOffset(), v.StoreTimestamp())
+	}
+	if string(v.Topic()) != "TopicTest" || string(v.Body()) != "hello" || v.QueueID() != 1 || v.Flag() != 3 ||
+		v.ReconsumeTimes() != 1 || v.StoreHost() != m.StoreHost || v.BornHost() != m.BornHost {
+		t.Fatal("accessors")
+	}
+	if tag, ok := v.Property(PropertyTags); !ok || tag != "TagA" {
+		t.Fatalf("tag %q", tag)
+	}
+	if v.OffsetMsgID() != OffsetMsgID(m.StoreHost, 88) {
+		t.Fatal("offset id")
+	}
+}
+
+func TestDecodeAll(t *testing.T) {
+	var body []byte
+	for i := range 3 {
+		m := sample()
+		m.QueueOffset = int64(i)
+		body, _ = AppendStored(body, m)
+	}
+	msgs, err := DecodeAll(body, DecodeOptions{VerifyCRC: true})
+	if err != nil || len(msgs) != 3 || msgs[2].QueueOffset != 2 {
+		t.Fatalf("%v %d", err, len(msgs))
+	}
+	// A broken third record: the first two are still returned.
+	body[len(body)-20] ^= 0xFF
+	rec := len(body) / 3
+	body[2*rec+4] = 0
+	msgs, err = DecodeAll(body, DecodeOptions{})
+	if !errors.Is(err, ErrCorrupt) || len(msgs) != 2 {
+		t.Fatalf("%v %d", err, len(msgs))
+	}
+}
+
+func TestPropertiesEncode(t *testing.T) {
+	b, err := EncodeProperties(map[string]string{"b": "2", "a": "1"})
+	if err != nil || string(b) != "a\x011\x02b\x012\x02" {
+		t.Fatalf("%q %v", b, err)
+	}
+	if b, _ := EncodeProperties(nil); len(b) != 0 {
+		t.Fatal("nil map")
+	}
+	raw := []byte("a\x011\x02a\x012\x02")
+	if v, ok := PropertyValue(raw, "a"); !ok || v != "2" {
+		t.Fatalf("last wins: %q", v)
+	}
+	if _, ok := PropertyValue(raw, "zz"); ok {
+		t.Fatal("absent")
+	}
+	b, _ = AppendProperty([]byte("x\x01y\x02"), PropertyCluster, "DefaultCluster")
+	if DecodeProperties(b)[PropertyCluster] != "DefaultCluster" {
+		t.Fatal("append")
+	}
+}
+
+func TestTagHashCodeInvalidUTF8(t *testing.T) {
+	// Each stray byte counts as U+FFFD (what Java's decoder yields for it).
+	if TagHashCode("\xff") != TagHashCode("\uFFFD") {
+		t.Fatal("stray byte")
+	}
+}
+
+func TestOffsetMsgIDErrors(t *testing.T) {
+	for _, id := range []string{"", "ABC", strings.Repeat("Z", 32), strings.Repeat("0", 33),
+		"0A000001" + "00010000" + "0000000000000000"} { // port 65536
+		if _, _, err := ParseOffsetMsgID(id); !errors.Is(err, ErrBadMsgID) {
+			t.Errorf("%q: %v", id, err)
+		}
+	}
+}
+
+func TestUniqIDGenerator(t *testing.T) {
+	loc := time.FixedZone("X", 3600)
+	now := time.Date(2025, 3, 2, 0, 0, 1, 500e6, loc)
+	g := NewUniqIDGenerator(netip.MustParseAddr("10.1.2.3"), 0x1234, 0x0A0B0C0D, func() time.Time { return now })
+	id := g.Next()
+	// ms since 2025-03-01 00:00 local = 86401500 = 0x052661DC; counter 0.
+	if id != "0A010203"+"1234"+"0A0B0C0D"+"052661DC"+"0000" {
+		t.Fatalf("id %s", id)
+	}
+	if id2 := g.Next(); id2[28:] != "0001" {
+		t.Fatalf("counter: %s", id2)
+	}
+	now = time.Date(2025, 4, 1, 0, 0, 0, 1e6, loc) // next month: offset restarts
+	if id3 := g.Next(); id3[20:28] != "00000001" {
+		t.Fatalf("month roll: %s", id3)
+	}
+	g6 := NewUniqIDGenerator(netip.MustParseAddr("2001:db8::1"), 1, 1, nil)
+	if len(g6.Next()) != 56 {
+		t.Fatal("v6 length")
+	}
+	// Concurrent use yields distinct ids.
+	seen := sync.Map{}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 1000 {
+				if _, dup := seen.LoadOrStore(g.Next(), true); dup {
+					t.Error("duplicate id")
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestBatch(t *testing.T) {
+	var body []byte
+	body, _ = AppendBatchItem(body, 1, []byte("one"), map[string]string{PropertyTags: "a"})
+	body, _ = AppendBatchItem(body, 2, nil, nil)
+	msgs, err := DecodeBatch(body)
+	if err != nil || len(msgs) != 2 || string(msgs[0].Body) != "one" || msgs[0].Tags() != "a" || msgs[1].Flag != 2 {
+		t.Fatalf("%v %+v", err, msgs)
+	}
+	for name, in := range map[string][]byte{
+		"short":      body[:10],
+		"bad total":  append([]byte{0, 0, 0, 99}, body[4:]...),
+		"body > len": append(append(bytes.Clone(body[:16]), 0x7F, 0, 0, 0), body[20:]...),
+	} {
+		if _, err := DecodeBatch(in); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestCompression(t *testing.T) {
+	body := bytes.Repeat([]byte("compress me "), 1000)
+	z, flags, err := Compress(body)
+	if err != nil || flags&FlagCompressed == 0 || CompressionType(flags) != CompressionZLIB {
+		t.Fatal(err)
+	}
+	out, err := Decompress(z, flags, 0)
+	if err != nil || !bytes.Equal(out, body) {
+		t.Fatal(err)
+	}
+	if _, err := Decompress(z, FlagCompressed, len(body)-1); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("bound: %v", err)
+	}
+	if _, err := Decompress(z, FlagCompressed|CompressionLZ4, 0); !errors.Is(err, ErrUnsupportedCompression) {
+		t.Fatal(err)
+	}
+	if out, _ := Decompress(body, 0, 0); &out[0] != &body[0] {
+		t.Fatal("uncompressed body should pass through")
+	}
+}
+
+func TestSysFlagHelpers(t *testing.T) {
+	f := SetTransactionType(FlagCompressed|TransactionPreparedType, TransactionRollbackType)
+	if TransactionType(f) != TransactionRollbackType || f&FlagCompressed == 0 {
+		t.Fatalf("%#x", f)
+	}
+}

@@ -1,0 +1,132 @@
+package message
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Separators of the properties string (remoting.md §5.4).
+const (
+	NameValueSeparator = '\x01'
+	PropertySeparator  = '\x02'
+)
+
+// MaxPropertiesLength is the largest properties string a record can carry:
+// its length is stored as a signed int16.
+const MaxPropertiesLength = 32767
+
+// ErrInvalidProperty reports a key or value that would not survive a round
+// trip through the properties string.
+var ErrInvalidProperty = errors.New("message: invalid property")
+
+// EncodeProperties returns the properties string for m: k 0x01 v 0x02 per
+// entry, keys sorted so the output is deterministic (Java emits HashMap
+// order; no reader depends on order). Empty keys or values, keys containing
+// 0x01 or 0x02 and values containing 0x02 are rejected because Java's decoder
+// would drop or split them.
+func EncodeProperties(m map[string]string) ([]byte, error) {
+	return AppendProperties(nil, m)
+}
+
+// AppendProperties appends the properties string for m to dst.
+func AppendProperties(dst []byte, m map[string]string) ([]byte, error) {
+	if len(m) == 0 {
+		return dst, nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		var err error
+		if dst, err = AppendProperty(dst, k, m[k]); err != nil {
+			return dst, err
+		}
+	}
+	return dst, nil
+}
+
+// AppendProperty appends one "k 0x01 v 0x02" item to dst, e.g. to add
+// CLUSTER or UNIQ_KEY to a properties string received from a producer
+// without decoding it.
+func AppendProperty(dst []byte, key, value string) ([]byte, error) {
+	if err := checkProperty(key, value); err != nil {
+		return dst, err
+	}
+	dst = append(dst, key...)
+	dst = append(dst, NameValueSeparator)
+	dst = append(dst, value...)
+	return append(dst, PropertySeparator), nil
+}
+
+func checkProperty(key, value string) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("%w: empty key", ErrInvalidProperty)
+	case value == "":
+		return fmt.Errorf("%w: empty value for key %q", ErrInvalidProperty, key)
+	case strings.ContainsAny(key, "\x01\x02"):
+		return fmt.Errorf("%w: key %q contains a separator", ErrInvalidProperty, key)
+	case strings.IndexByte(value, PropertySeparator) >= 0:
+		return fmt.Errorf("%w: value of %q contains 0x02", ErrInvalidProperty, key)
+	}
+	return nil
+}
+
+// DecodeProperties parses a properties string with Java's tolerance
+// (MessageDecoder.string2messageProperties): items are split on 0x02; the
+// first 0x01 in an item separates key and value (the value may contain more
+// 0x01 bytes); items with an empty key or value, or without 0x01, are
+// dropped; a later duplicate key wins. It never fails. Bytes are kept as they
+// are (Java would replace invalid UTF-8 with U+FFFD).
+func DecodeProperties(b []byte) map[string]string {
+	if len(b) == 0 {
+		return nil
+	}
+	m := make(map[string]string, bytes.Count(b, []byte{PropertySeparator})+1)
+	walkProperties(b, func(k, v []byte) bool {
+		m[string(k)] = string(v)
+		return true
+	})
+	return m
+}
+
+// PropertyValue finds key in a properties string without building a map. As
+// with DecodeProperties, the last occurrence wins.
+func PropertyValue(b []byte, key string) (string, bool) {
+	var val []byte
+	found := false
+	walkProperties(b, func(k, v []byte) bool {
+		if string(k) == key {
+			val, found = v, true
+		}
+		return true
+	})
+	if !found {
+		return "", false
+	}
+	return string(val), true
+}
+
+// walkProperties calls fn for every item Java would keep, in order.
+func walkProperties(b []byte, fn func(k, v []byte) bool) {
+	for len(b) > 0 {
+		item := b
+		if i := bytes.IndexByte(b, PropertySeparator); i >= 0 {
+			item, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		sep := bytes.IndexByte(item, NameValueSeparator)
+		if sep <= 0 || sep >= len(item)-1 {
+			continue
+		}
+		if !fn(item[:sep], item[sep+1:]) {
+			return
+		}
+	}
+}
