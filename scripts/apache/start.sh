@@ -1,0 +1,318 @@
+#!/usr/bin/env bash
+# Starts the REFERENCE Apache RocketMQ cluster: one real Apache nameserver and
+# one real Apache broker (master, brokerId 0), both from the Maven Central
+# artifacts org.apache.rocketmq:rocketmq-namesrv / rocketmq-broker (version
+# pinned in scripts/apache/pom.xml, 5.5.0), run straight from the Maven
+# classpath (no distribution zip is needed):
+#
+#   scripts/apache/start.sh                  # namesrv 127.0.0.1:19876, broker 127.0.0.1:20911
+#   NAMESRV_PORT=29876 BROKER_PORT=30911 scripts/apache/start.sh
+#   scripts/mqadmin-java.sh clusterList -n 127.0.0.1:19876
+#   scripts/apache/stop.sh                   # same NAMESRV_PORT / APACHE_RUN_DIR as start
+#
+# Everything listens on 127.0.0.1 (bindAddress) except the broker's HA port
+# (BROKER_PORT+1), which RocketMQ always binds on the wildcard address; it is
+# only a listener. The broker also opens its "fast" (VIP) port BROKER_PORT-2.
+#
+# The run directory ($APACHE_RUN_DIR, default $TMPDIR/rmq-apache-$NAMESRV_PORT)
+# is generated anew on each start and holds:
+#   conf/namesrv.conf, conf/broker.conf, conf/logback-*.xml  (ROCKETMQ_HOME=<run dir>)
+#   store/          the broker's store (commit log, consume queues, config)
+#   logs/           namesrv.out, broker.out (stdout/stderr), namesrv.log, broker.log
+#   pids            "namesrv <pid>" and "broker <pid>" lines (or $APACHE_PID_FILE)
+#   env             NAMESRV_ADDR=..., BROKER_ADDR=... (shell-sourceable)
+# stop.sh kills the processes and removes the run directory (unless
+# APACHE_KEEP=1).
+#
+# On success the last lines on stdout are
+#   NAMESRV_ADDR=127.0.0.1:<port>
+#   BROKER_ADDR=127.0.0.1:<port>
+#   APACHE_RUN_DIR=<dir>
+#
+# Environment:
+#   NAMESRV_PORT        nameserver port (default 19876)
+#   BROKER_PORT         broker port (default 20911; BROKER_PORT-2 and +1 are used too)
+#   FLUSH_DISK_TYPE     ASYNC_FLUSH (default) or SYNC_FLUSH
+#   APACHE_RUN_DIR      run directory (default ${TMPDIR:-/tmp}/rmq-apache-$NAMESRV_PORT)
+#   APACHE_PID_FILE     pid file (default $APACHE_RUN_DIR/pids)
+#   APACHE_BROKER_HEAP  broker heap, -Xms/-Xmx (default 1g)
+#   APACHE_BROKER_DIRECT  broker -XX:MaxDirectMemorySize (default 1g)
+#   APACHE_NAMESRV_HEAP nameserver heap (default 256m)
+#   APACHE_COMMITLOG_SIZE  mappedFileSizeCommitLog in bytes (default 268435456 = 256 MiB)
+#   APACHE_BROKER_CONF_EXTRA  extra broker.conf lines (key=value, newline separated)
+#   APACHE_START_TIMEOUT  seconds to wait for both servers (default 120)
+#   APACHE_WATCH_PID    if set, a watchdog stops the cluster when that process
+#                       exits (tests pass their own pid so a crashed test run
+#                       leaves no JVM behind)
+#   RMQ_APACHE_VERSION  RocketMQ version to resolve (default: the pom's)
+#   MVN                 maven executable (default mvn); JAVA_HOME as usual
+#
+# Exit codes: 0 started; 1 a server failed to start (its log is printed on
+# stderr; anything already started is stopped); 3 java or mvn is missing
+# (stderr starts with "java/mvn not available:"); 4 Maven could not resolve
+# the servers; 5 a port is already in use.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+pom="$here/pom.xml"
+mvn="${MVN:-mvn}"
+
+java_bin=java
+if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ]; then
+	java_bin="$JAVA_HOME/bin/java"
+elif ! command -v java >/dev/null 2>&1; then
+	echo "java/mvn not available: java not found in PATH or JAVA_HOME (install a JDK 17+, e.g. apt-get install openjdk-17-jdk-headless)" >&2
+	exit 3
+fi
+
+namesrv_port="${NAMESRV_PORT:-19876}"
+broker_port="${BROKER_PORT:-20911}"
+flush="${FLUSH_DISK_TYPE:-ASYNC_FLUSH}"
+case "$flush" in
+ASYNC_FLUSH | SYNC_FLUSH) ;;
+*)
+	echo "start.sh: FLUSH_DISK_TYPE must be ASYNC_FLUSH or SYNC_FLUSH, not $flush" >&2
+	exit 2
+	;;
+esac
+run_dir="${APACHE_RUN_DIR:-${TMPDIR:-/tmp}/rmq-apache-$namesrv_port}"
+pid_file="${APACHE_PID_FILE:-$run_dir/pids}"
+timeout="${APACHE_START_TIMEOUT:-120}"
+
+# ---------------------------------------------------------------- classpath
+version="${RMQ_APACHE_VERSION:-}"
+if [ -z "$version" ]; then
+	version="$(sed -n 's:.*<rocketmq.version>\(.*\)</rocketmq.version>.*:\1:p' "$pom" | head -n1)"
+fi
+cache="$here/target/classpath-$version.txt"
+
+cache_ok() {
+	[ -s "$cache" ] && [ "$cache" -nt "$pom" ] || return 1
+	local first
+	first="$(cut -d: -f1 "$cache")"
+	[ -f "$first" ]
+}
+
+if ! cache_ok; then
+	if ! command -v "$mvn" >/dev/null 2>&1; then
+		echo "java/mvn not available: mvn not found in PATH (install Maven 3.8+, e.g. apt-get install maven)" >&2
+		exit 3
+	fi
+	mkdir -p "$here/target"
+	exec 9>"$here/target/.classpath.lock"
+	if command -v flock >/dev/null 2>&1; then
+		flock 9
+	fi
+	if ! cache_ok; then
+		tmp="$cache.tmp.$$"
+		log="$here/target/mvn-classpath.log"
+		if ! "$mvn" -q -B -f "$pom" -Drocketmq.version="$version" \
+			dependency:build-classpath -Dmdep.outputFile="$tmp" >"$log" 2>&1; then
+			cat "$log" >&2
+			rm -f "$tmp"
+			echo "start.sh: maven could not resolve org.apache.rocketmq:rocketmq-broker:$version (log: $log)" >&2
+			exit 4
+		fi
+		mv -f "$tmp" "$cache"
+	fi
+	exec 9>&-
+fi
+cp="$(cat "$cache")"
+
+# ---------------------------------------------------------------- ports
+port_busy() {
+	# bash's /dev/tcp: a successful connect means something listens.
+	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+for p in "$namesrv_port" "$broker_port" "$((broker_port - 2))" "$((broker_port + 1))"; do
+	if port_busy "$p"; then
+		echo "start.sh: port 127.0.0.1:$p is already in use (NAMESRV_PORT=$namesrv_port, BROKER_PORT=$broker_port uses $((broker_port - 2)), $broker_port and $((broker_port + 1)))" >&2
+		exit 5
+	fi
+done
+
+if [ -s "$pid_file" ]; then
+	while read -r _ pid; do
+		if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && grep -qa 'org.apache.rocketmq' "/proc/$pid/cmdline" 2>/dev/null; then
+			echo "start.sh: $pid_file names a running Apache RocketMQ process ($pid); run scripts/apache/stop.sh first" >&2
+			exit 5
+		fi
+	done <"$pid_file"
+fi
+
+# ---------------------------------------------------------------- run dir
+rm -rf "$run_dir"
+mkdir -p "$run_dir/conf" "$run_dir/store" "$run_dir/logs" "$(dirname "$pid_file")"
+: >"$pid_file"
+
+logback() { # logback <file> <log name>
+	cat >"$1" <<EOF
+<?xml version="1.0" encoding="UTF-8"?>
+<!-- Generated by scripts/apache/start.sh: everything into one file. -->
+<configuration>
+    <appender name="File" class="ch.qos.logback.core.FileAppender">
+        <file>$run_dir/logs/$2.log</file>
+        <append>true</append>
+        <encoder>
+            <pattern>%d{yyyy-MM-dd HH:mm:ss.SSS} %p %t %logger{0} - %m%n</pattern>
+            <charset class="java.nio.charset.Charset">UTF-8</charset>
+        </encoder>
+    </appender>
+    <root level="INFO"><!-- start.sh waits for an INFO line -->
+        <appender-ref ref="File"/>
+    </root>
+</configuration>
+EOF
+}
+logback "$run_dir/conf/logback-namesrv.xml" namesrv
+logback "$run_dir/conf/logback-broker.xml" broker
+
+cat >"$run_dir/conf/namesrv.conf" <<EOF
+# Generated by scripts/apache/start.sh
+listenPort=$namesrv_port
+bindAddress=127.0.0.1
+rocketmqHome=$run_dir
+kvConfigPath=$run_dir/namesrv/kvConfig.json
+configStorePath=$run_dir/namesrv/namesrv.properties
+EOF
+
+cat >"$run_dir/conf/broker.conf" <<EOF
+# Generated by scripts/apache/start.sh
+brokerClusterName=DefaultCluster
+brokerName=broker-a
+brokerId=0
+brokerRole=ASYNC_MASTER
+flushDiskType=$flush
+namesrvAddr=127.0.0.1:$namesrv_port
+listenPort=$broker_port
+bindAddress=127.0.0.1
+brokerIP1=127.0.0.1
+brokerIP2=127.0.0.1
+rocketmqHome=$run_dir
+storePathRootDir=$run_dir/store
+storePathCommitLog=$run_dir/store/commitlog
+mappedFileSizeCommitLog=${APACHE_COMMITLOG_SIZE:-268435456}
+autoCreateTopicEnable=true
+autoCreateSubscriptionGroup=true
+defaultTopicQueueNums=4
+deleteWhen=04
+fileReservedTime=48
+diskMaxUsedSpaceRatio=95
+EOF
+if [ -n "${APACHE_BROKER_CONF_EXTRA:-}" ]; then
+	printf '%s\n' "$APACHE_BROKER_CONF_EXTRA" >>"$run_dir/conf/broker.conf"
+fi
+
+# Options every JVM gets: JDK 9+ module openings the servers rely on (the
+# distribution's runserver.sh/runbroker.sh pass similar ones), user.home in
+# the run dir so nothing lands in ~/logs or ~/store.
+common_opts=(
+	-server -XX:+UseG1GC -XX:-OmitStackTraceInFastThrow
+	-XX:SoftRefLRUPolicyMSPerMB=0
+	--add-opens=java.base/java.nio=ALL-UNNAMED
+	--add-opens=java.base/sun.nio.ch=ALL-UNNAMED
+	--add-opens=java.base/java.lang=ALL-UNNAMED
+	--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED
+	--add-exports=java.base/sun.nio.ch=ALL-UNNAMED
+	-Duser.home="$run_dir"
+	-Drocketmq.home.dir="$run_dir"
+	-Drocketmq.log.root="$run_dir/logs"
+)
+
+export ROCKETMQ_HOME="$run_dir"
+
+stop_started() {
+	APACHE_RUN_DIR="$run_dir" APACHE_PID_FILE="$pid_file" APACHE_KEEP=1 "$here/stop.sh" >/dev/null 2>&1 || true
+}
+
+fail() { # fail <what> <stdout log> <log>
+	echo "start.sh: $1" >&2
+	for f in "${@:2}"; do
+		if [ -s "$f" ]; then
+			echo "----- $f (tail) -----" >&2
+			tail -n 60 "$f" >&2
+		fi
+	done
+	stop_started
+	echo "start.sh: run directory kept for inspection: $run_dir" >&2
+	exit 1
+}
+
+# wait_listen <port> <pid> <name> <out> <log>
+wait_listen() {
+	local deadline=$((SECONDS + timeout))
+	until port_busy "$1"; do
+		if ! kill -0 "$2" 2>/dev/null; then
+			fail "$3 (pid $2) exited before listening on 127.0.0.1:$1" "$4" "$5"
+		fi
+		if [ $SECONDS -ge $deadline ]; then
+			fail "$3 (pid $2) not listening on 127.0.0.1:$1 after ${timeout}s" "$4" "$5"
+		fi
+		sleep 0.2
+	done
+}
+
+t0=$SECONDS
+if [ -n "${APACHE_WATCH_PID:-}" ]; then
+	# Watchdog: once the watched process is gone, stop the cluster (stop.sh
+	# reads the pid file, so servers started after this point are covered).
+	# It exits by itself when the pid file disappears (the cluster was
+	# stopped some other way).
+	setsid bash -c '
+		watched=$1 stop=$2 run=$3 pidf=$4
+		while kill -0 "$watched" 2>/dev/null; do
+			[ -f "$pidf" ] || exit 0
+			sleep 1
+		done
+		APACHE_RUN_DIR="$run" APACHE_PID_FILE="$pidf" APACHE_STOP_SIGNAL=KILL "$stop" >/dev/null 2>&1
+	' watchdog "$APACHE_WATCH_PID" "$here/stop.sh" "$run_dir" "$pid_file" \
+		</dev/null >/dev/null 2>&1 &
+	echo "watchdog $!" >>"$pid_file"
+fi
+# setsid: the servers get their own session, so they neither die with the
+# calling terminal nor receive its Ctrl-C.
+# shellcheck disable=SC2086 # heap sizes are single words
+setsid "$java_bin" "${common_opts[@]}" \
+	-Xms"${APACHE_NAMESRV_HEAP:-256m}" -Xmx"${APACHE_NAMESRV_HEAP:-256m}" \
+	-XX:MaxDirectMemorySize=128m \
+	-Drmq.logback.configurationFile="$run_dir/conf/logback-namesrv.xml" \
+	-cp "$cp" org.apache.rocketmq.namesrv.NamesrvStartup -c "$run_dir/conf/namesrv.conf" \
+	</dev/null >"$run_dir/logs/namesrv.out" 2>&1 &
+ns_pid=$!
+echo "namesrv $ns_pid" >>"$pid_file"
+wait_listen "$namesrv_port" "$ns_pid" namesrv "$run_dir/logs/namesrv.out" "$run_dir/logs/namesrv.log"
+
+setsid "$java_bin" "${common_opts[@]}" \
+	-Xms"${APACHE_BROKER_HEAP:-1g}" -Xmx"${APACHE_BROKER_HEAP:-1g}" \
+	-XX:MaxDirectMemorySize="${APACHE_BROKER_DIRECT:-1g}" \
+	-Drmq.logback.configurationFile="$run_dir/conf/logback-broker.xml" \
+	-cp "$cp" org.apache.rocketmq.broker.BrokerStartup -c "$run_dir/conf/broker.conf" \
+	</dev/null >"$run_dir/logs/broker.out" 2>&1 &
+br_pid=$!
+echo "broker $br_pid" >>"$pid_file"
+wait_listen "$broker_port" "$br_pid" broker "$run_dir/logs/broker.out" "$run_dir/logs/broker.log"
+
+# Ready means registered: "boot success" on stdout is printed BEFORE the
+# broker's first effective registration with the nameserver (in 5.5.0 that
+# comes from the periodic task, ~10 s after boot), and until then the
+# nameserver knows no route, not even TBW102, so producers fail with "No
+# route info of this topic". The broker logs each completed registration.
+deadline=$((SECONDS + timeout))
+until grep -q 'boot success' "$run_dir/logs/broker.out" 2>/dev/null &&
+	grep -q 'Registering current broker to name server completed' "$run_dir/logs/broker.log" 2>/dev/null; do
+	if ! kill -0 "$br_pid" 2>/dev/null; then
+		fail "broker (pid $br_pid) exited during start" "$run_dir/logs/broker.out" "$run_dir/logs/broker.log"
+	fi
+	if [ $SECONDS -ge $deadline ]; then
+		fail "broker (pid $br_pid) did not boot and register with the nameserver within ${timeout}s" "$run_dir/logs/broker.out" "$run_dir/logs/broker.log"
+	fi
+	sleep 0.2
+done
+
+cat >"$run_dir/env" <<EOF
+NAMESRV_ADDR=127.0.0.1:$namesrv_port
+BROKER_ADDR=127.0.0.1:$broker_port
+APACHE_RUN_DIR=$run_dir
+EOF
+echo "Apache RocketMQ $version started in $((SECONDS - t0))s: namesrv pid $ns_pid, broker pid $br_pid (flushDiskType=$flush; logs in $run_dir/logs; pids in $pid_file)"
+cat "$run_dir/env"
