@@ -1,0 +1,220 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/rmqgo/rmq/pkg/client"
+)
+
+// Exit codes of Main.
+const (
+	ExitOK    = 0
+	ExitError = 1 // a run failed, or --flush-check found missing messages
+	ExitUsage = 2
+)
+
+// Apache's default ACL credentials of the benchmark tools (AclClient).
+const (
+	defaultAccessKey = "rocketmq2"
+	defaultSecretKey = "12345678"
+)
+
+// multiLetter maps Apache's multi-letter short options to their long names.
+func multiLetter() map[string]string {
+	return map[string]string{
+		"ri": "reportInterval", "ak": "accessKey", "sk": "secretKey",
+		"ct": "compressType", "cl": "compressLevel", "ch": "compressOverHowMuch",
+	}
+}
+
+// Main runs mqbench with args (without the program name) and returns the
+// exit code. getenv supplies NAMESRV_ADDR when -n is absent.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	root := newRoot(ctx, stdout, stderr, getenv)
+	var longs []string
+	for _, c := range root.Commands() {
+		c.Flags().VisitAll(func(f *pflag.Flag) { longs = append(longs, f.Name) })
+	}
+	root.SetArgs(NormalizeArgs(args, multiLetter(), longs))
+	err := root.Execute()
+	var ee exitError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ee):
+		fmt.Fprintln(stderr, ee.err)
+		return ee.code
+	default: // cobra's own usage errors
+		fmt.Fprintln(stderr, "Error:", err)
+		return ExitUsage
+	}
+}
+
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+
+func newRoot(ctx context.Context, stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "mqbench",
+		Short: "Benchmark any RocketMQ cluster over the remoting protocol (Apache's benchmark/producer.sh and consumer.sh)",
+		Long: `mqbench drives RocketMQ nameservers and brokers (Apache's or ours) with the options and
+the report lines of Apache's benchmark tools. Every report interval (10 s) it prints
+the rate over the last 10 seconds; at the end it prints the totals, latency
+percentiles and, with --json, one JSON line for scripts.
+
+Boolean options of the Apache tools take a value, as there: "-k true".`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetContext(ctx)
+	root.AddCommand(newProducerCmd(stdout, stderr, getenv), newConsumerCmd(stdout, stderr, getenv))
+	return root
+}
+
+// common options of both commands.
+type commonFlags struct {
+	namesrv           string
+	topic             string
+	trace, acl        JavaBool
+	accessKey, secret string
+	reportIntervalMS  int
+	duration          time.Duration
+	json, verbose     bool
+}
+
+func (c *commonFlags) register(fs *pflag.FlagSet) {
+	fs.StringVarP(&c.namesrv, "namesrvAddr", "n", "", "Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876' (default $NAMESRV_ADDR, else 127.0.0.1:9876)")
+	fs.StringVarP(&c.topic, "topic", "t", DefaultTopic, "Topic name")
+	fs.VarP(&c.trace, "msgTraceEnable", "m", "Message Trace Enable (not supported; ignored), Default: false")
+	fs.VarP(&c.acl, "aclEnable", "a", "Acl Enable, Default: false")
+	fs.StringVar(&c.accessKey, "accessKey", defaultAccessKey, "Acl access key (-ak)")
+	fs.StringVar(&c.secret, "secretKey", defaultSecretKey, "Acl secret key (-sk)")
+	fs.IntVar(&c.reportIntervalMS, "reportInterval", 10000, "The number of ms between reports (-ri)")
+	fs.DurationVar(&c.duration, "duration", 0, "Stop after this long, e.g. 60s (default: run until the quantity is sent or Ctrl-C)")
+	fs.BoolVar(&c.json, "json", false, "Print a final one-line JSON summary")
+	fs.BoolVarP(&c.verbose, "verbose", "v", false, "Log client warnings and failed sends to stderr")
+}
+
+func (c *commonFlags) resolve(getenv func(string) string, stderr io.Writer) (ns string, cred *client.Credentials, log *slog.Logger) {
+	ns = strings.TrimSpace(c.namesrv)
+	if ns == "" {
+		ns = strings.TrimSpace(getenv("NAMESRV_ADDR"))
+	}
+	if ns == "" {
+		ns = "127.0.0.1:9876"
+	}
+	if c.acl {
+		cred = &client.Credentials{AccessKey: c.accessKey, SecretKey: c.secret}
+	}
+	if c.trace {
+		fmt.Fprintln(stderr, "mqbench: message trace is not supported; -m is ignored")
+	}
+	level := slog.LevelError
+	if c.verbose {
+		level = slog.LevelDebug
+	}
+	log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	return ns, cred, log
+}
+
+func newProducerCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
+	var (
+		c                            commonFlags
+		o                            ProducerOptions
+		keys, delay, async, compress JavaBool
+		compressType                 string
+		flushCheck                   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "producer",
+		Short: "Send messages as fast as possible (Apache's benchmark Producer; BatchProducer with -b > 1)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !strings.EqualFold(compressType, "ZLIB") {
+				return exitError{ExitUsage, fmt.Errorf("compress type %s is not supported (only ZLIB)", compressType)}
+			}
+			o.NameServer, o.Credentials, o.Logger = c.resolve(getenv, stderr)
+			o.Topic, o.ReportInterval, o.Duration, o.JSON = strings.TrimSpace(c.topic), time.Duration(c.reportIntervalMS)*time.Millisecond, c.duration, c.json
+			o.KeyEnable, o.DelayEnable, o.Async, o.CompressEnable, o.FlushCheck = bool(keys), bool(delay), bool(async), bool(compress), flushCheck
+			o.Out, o.Err = stdout, stderr
+			sum, err := RunProducer(cmd.Context(), o)
+			if err != nil {
+				return exitError{ExitError, fmt.Errorf("mqbench producer: %w", err)}
+			}
+			if fc := sum.FlushCheck; fc != nil && !fc.OK {
+				return exitError{ExitError, errors.New("mqbench producer: flush check failed")}
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	c.register(fs)
+	fs.IntVarP(&o.Threads, "threadCount", "w", 64, "Thread count (async mode uses 1)")
+	fs.IntVarP(&o.MessageSize, "messageSize", "s", 128, "Message Size")
+	fs.VarP(&keys, "keyEnable", "k", "Message Key Enable, Default: false")
+	fs.IntVarP(&o.PropertySize, "propertySize", "p", 0, "Property Size")
+	fs.IntVarP(&o.TagCount, "tagCount", "l", 0, "Tag count")
+	fs.Int64VarP(&o.MessageQuantity, "messageQuantity", "q", 0, "Send message quantity, 0: running forever")
+	fs.VarP(&delay, "delayEnable", "d", "Delay message Enable, Default: false")
+	fs.IntVarP(&o.DelayLevel, "delayLevel", "e", 1, "Delay message level")
+	fs.VarP(&async, "asyncEnable", "y", "Enable async produce, Default: false")
+	fs.VarP(&compress, "compressEnable", "c", "Enable compress msg over 4K, Default: false")
+	fs.StringVar(&compressType, "compressType", "ZLIB", "Message compressed type (-ct; only ZLIB)")
+	fs.IntVar(&o.CompressLevel, "compressLevel", 5, "Message compressed level (-cl)")
+	fs.IntVar(&o.CompressOver, "compressOverHowMuch", 4096, "Compress message when body over how much (unit Byte) (-ch)")
+	fs.IntVarP(&o.BatchSize, "batchSize", "b", 1, "Batch Size: > 1 sends batches (BatchProducer's report line)")
+	fs.StringVar(&o.Group, "group", DefaultProducerGroup, "Producer group")
+	fs.BoolVar(&flushCheck, "flush-check", false, "At the end, check that the topic's queues grew by every acknowledged message (exit 1 if not)")
+	return cmd
+}
+
+func newConsumerCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
+	var (
+		c                 commonFlags
+		o                 ConsumerOptions
+		suffix, rebalance JavaBool
+	)
+	cmd := &cobra.Command{
+		Use:   "consumer",
+		Short: "Consume every queue of a topic and report rates and delays (Apache's benchmark Consumer)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.NameServer, o.Credentials, o.Logger = c.resolve(getenv, stderr)
+			o.Topic, o.ReportInterval, o.Duration, o.JSON = strings.TrimSpace(c.topic), time.Duration(c.reportIntervalMS)*time.Millisecond, c.duration, c.json
+			o.GroupSuffix = bool(suffix)
+			o.Out, o.Err = stdout, stderr
+			_ = rebalance // Java's client/server rebalance switch: one instance consumes every queue here
+			if _, err := RunConsumer(cmd.Context(), o); err != nil {
+				return exitError{ExitError, fmt.Errorf("mqbench consumer: %w", err)}
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	c.register(fs)
+	fs.IntVarP(&o.Threads, "threadCount", "w", 20, "Thread count: handler calls at once")
+	fs.StringVarP(&o.Group, "group", "g", DefaultConsumerGroup, "Consumer group name")
+	fs.VarP(&suffix, "group-suffix", "p", "Is group suffix enable (group_<ms%100>), Default: false")
+	fs.StringVarP(&o.FilterType, "filterType", "f", "", "TAG, SQL92")
+	fs.StringVarP(&o.ExpressionFile, "expression", "e", "", "filter expression content file path.ie: ./test/expr")
+	fs.Float64VarP(&o.FailRate, "fail-rate", "r", 0, "consumer fail rate (counted only: failed messages are not redelivered)")
+	fs.VarP(&rebalance, "clientRebalance", "c", "Java's client rebalance switch (ignored: this consumer pulls every queue)")
+	fs.Int64Var(&o.Count, "count", 0, "Stop after consuming this many messages")
+	fs.BoolVar(&o.FromFirst, "from-first", false, "A group without committed offsets starts at the oldest message (default: the newest, as Java)")
+	return cmd
+}

@@ -1,0 +1,159 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
+)
+
+// core is what a producer or consumer shares with its background tasks: the
+// connections, the route cache, the broker table and the heartbeat/refresh
+// loop (Java's MQClientInstance, one per client here).
+type core struct {
+	cfg      CommonConfig
+	log      *slog.Logger
+	rc       *remoting.Client
+	clientID string
+	ns       nameServers
+
+	mu      sync.RWMutex
+	routes  map[string]*topicRoute         // topic → latest known route
+	brokers map[string]protocol.BrokerData // broker name → addresses
+
+	fetchSem chan struct{} // serializes route fetches so concurrent misses share one
+
+	// heartbeat returns the current heartbeat body, or nil when there is
+	// nothing to announce.
+	heartbeat func() *heartbeatData
+
+	ctx    context.Context // cancelled by stop: aborts background requests
+	cancel context.CancelFunc
+	wake   chan struct{} // a new broker appeared: heartbeat now
+	done   chan struct{} // closed when loop returns
+
+	lmu     sync.Mutex
+	started bool
+}
+
+func newCore(cfg CommonConfig, heartbeat func() *heartbeatData) *core {
+	instance := cfg.InstanceName
+	if instance == "" {
+		instance = defaultInstanceName()
+	}
+	rc := remoting.NewClient(cfg.Remoting, cfg.Logger)
+	if cfg.Credentials != nil {
+		rc.AddHook(aclHook{cred: *cfg.Credentials})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &core{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		rc:        rc,
+		clientID:  buildClientID(localIP(), instance),
+		ns:        nameServers{addrs: cfg.NameServers},
+		routes:    make(map[string]*topicRoute),
+		brokers:   make(map[string]protocol.BrokerData),
+		fetchSem:  make(chan struct{}, 1),
+		heartbeat: heartbeat,
+		ctx:       ctx,
+		cancel:    cancel,
+		wake:      make(chan struct{}, 1),
+		done:      make(chan struct{}),
+	}
+}
+
+// run starts the background loop once.
+func (c *core) run() {
+	c.lmu.Lock()
+	defer c.lmu.Unlock()
+	if !c.started && c.ctx.Err() == nil {
+		c.started = true
+		go c.loop()
+	}
+}
+
+// loop sends heartbeats (first after at most 1 s, as Java) and refreshes the
+// cached routes until stop.
+func (c *core) loop() {
+	defer close(c.done)
+	hb := time.NewTimer(min(time.Second, c.cfg.HeartbeatInterval))
+	defer hb.Stop()
+	refresh := time.NewTicker(c.cfg.RouteRefreshInterval)
+	defer refresh.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-hb.C:
+			c.sendHeartbeats(c.ctx)
+			hb.Reset(c.cfg.HeartbeatInterval)
+		case <-c.wake:
+			c.sendHeartbeats(c.ctx)
+		case <-refresh.C:
+			c.refreshRoutes(c.ctx)
+		}
+	}
+}
+
+// stop ends the background loop; requests it has in flight are aborted.
+func (c *core) stop() {
+	c.lmu.Lock()
+	c.cancel()
+	started := c.started
+	c.lmu.Unlock()
+	if started {
+		<-c.done
+	}
+}
+
+// wakeHeartbeat asks the loop for a heartbeat now (e.g. a new subscription).
+func (c *core) wakeHeartbeat() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close releases the connections; stop must have been called.
+func (c *core) close() error {
+	if err := c.rc.Close(); err != nil {
+		return fmt.Errorf("client: close connections: %w", err)
+	}
+	return nil
+}
+
+// newRequest builds a request in the configured serialization.
+func (c *core) newRequest(reqCode int32, ext map[string]string, body []byte) *remoting.Command {
+	req := remoting.NewRequest(reqCode, ext, body)
+	req.SerializeType = c.cfg.SerializeType
+	return req
+}
+
+// invoke sends one request to addr within RequestTimeout (or ctx's shorter
+// deadline) and returns the response whatever its code.
+func (c *core) invoke(ctx context.Context, addr string, reqCode int32, ext map[string]string, body []byte) (*remoting.Command, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+	defer cancel()
+	resp, err := c.rc.Invoke(ctx, addr, c.newRequest(reqCode, ext, body))
+	if err != nil {
+		return nil, fmt.Errorf("client: request %d to %s: %w", reqCode, addr, err)
+	}
+	return resp, nil
+}
+
+// invokeOK is invoke with any code but SUCCESS turned into *ResponseError.
+func (c *core) invokeOK(ctx context.Context, addr string, reqCode int32, ext map[string]string, body []byte) (*remoting.Command, error) {
+	resp, err := c.invoke(ctx, addr, reqCode, ext, body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Code != 0 {
+		return nil, &ResponseError{Code: resp.Code, Remark: resp.Remark, Addr: addr, Request: reqCode}
+	}
+	return resp, nil
+}

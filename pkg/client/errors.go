@@ -1,0 +1,91 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+// Errors returned by producers and consumers; match them with errors.Is.
+var (
+	// ErrNotStarted: Start has not been called.
+	ErrNotStarted = errors.New("client: not started")
+	// ErrClosed: Shutdown has been called.
+	ErrClosed = errors.New("client: shut down")
+	// ErrNoNameServer: the config lists no nameserver.
+	ErrNoNameServer = errors.New("client: no name server address configured")
+	// ErrNoRoute: the topic has no route, no writable (producer) or readable
+	// (consumer) queue, or the broker of a queue is unknown.
+	ErrNoRoute = errors.New("client: no route")
+	// ErrOffsetNotFound: the broker has no committed offset for the queue
+	// (QUERY_NOT_FOUND).
+	ErrOffsetNotFound = errors.New("client: consumer offset not found")
+	// ErrInvalidMessage: the message cannot be sent as it is (empty body,
+	// bad topic, too large...). Wrapped with the reason.
+	ErrInvalidMessage = errors.New("client: invalid message")
+)
+
+// ResponseError is a response with a code the caller cannot accept.
+type ResponseError struct {
+	Code    int32  // response code (remoting.md §2)
+	Remark  string // the server's remark
+	Addr    string // the server that answered
+	Request int32  // the request code
+}
+
+func (e *ResponseError) Error() string {
+	msg := fmt.Sprintf("client: request %d to %s answered code %d (%s)", e.Request, e.Addr, e.Code, codeName(e.Code))
+	if e.Remark != "" {
+		msg += ": " + e.Remark
+	}
+	return msg
+}
+
+// IsCode reports whether err is (or wraps) a *ResponseError with code c.
+func IsCode(err error, c int32) bool {
+	var re *ResponseError
+	return errors.As(err, &re) && re.Code == c
+}
+
+// codeName names the response codes a client meets; others print as numbers.
+func codeName(c int32) string {
+	switch c {
+	case code.Success:
+		return "SUCCESS"
+	case code.SystemError:
+		return "SYSTEM_ERROR"
+	case code.SystemBusy:
+		return "SYSTEM_BUSY"
+	case code.RequestCodeNotSupported:
+		return "REQUEST_CODE_NOT_SUPPORTED"
+	case code.MessageIllegal:
+		return "MESSAGE_ILLEGAL"
+	case code.ServiceNotAvailable:
+		return "SERVICE_NOT_AVAILABLE"
+	case code.NoPermission:
+		return "NO_PERMISSION"
+	case code.TopicNotExist:
+		return "TOPIC_NOT_EXIST"
+	case code.QueryNotFound:
+		return "QUERY_NOT_FOUND"
+	case code.SubscriptionParseFailed:
+		return "SUBSCRIPTION_PARSE_FAILED"
+	case code.SubscriptionNotExist:
+		return "SUBSCRIPTION_NOT_EXIST"
+	case code.SubscriptionNotLatest:
+		return "SUBSCRIPTION_NOT_LATEST"
+	case code.SubscriptionGroupNotExist:
+		return "SUBSCRIPTION_GROUP_NOT_EXIST"
+	case code.InvalidParameter:
+		return "INVALID_PARAMETER"
+	case code.NoBuyerID:
+		return "NO_BUYER_ID"
+	case code.NotInCurrentUnit:
+		return "NOT_IN_CURRENT_UNIT"
+	case code.GoAway:
+		return "GO_AWAY"
+	}
+	return "CODE(" + strconv.Itoa(int(c)) + ")"
+}

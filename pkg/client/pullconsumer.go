@@ -1,0 +1,148 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/rmqgo/rmq/pkg/protocol"
+)
+
+// PullConsumer is a low-level consumer: the caller says which queue and
+// offset to pull and keeps track of offsets itself (it may store them on the
+// broker with UpdateOffset). ConsumeLoop runs a simple loop over all queues
+// of a topic. Safe for concurrent use.
+type PullConsumer struct {
+	cfg  PullConsumerConfig
+	core *core
+	life lifecycle
+
+	subMu sync.Mutex
+	subs  map[string]subscriptionData // topics announced in heartbeats
+}
+
+// NewPullConsumer checks cfg and builds a consumer; nothing is dialled until
+// the first request.
+func NewPullConsumer(cfg PullConsumerConfig) (*PullConsumer, error) {
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	c := &PullConsumer{cfg: cfg, subs: make(map[string]subscriptionData)}
+	c.core = newCore(cfg.CommonConfig, c.heartbeatData)
+	return c, nil
+}
+
+// Start begins the heartbeat and route refresh loop. It does no network I/O.
+func (c *PullConsumer) Start() error {
+	if !c.life.start() {
+		return fmt.Errorf("client: start consumer %s: already started or shut down", c.cfg.Group)
+	}
+	c.core.run()
+	c.cfg.Logger.Info("client: pull consumer started", "group", c.cfg.Group, "clientID", c.core.clientID)
+	return nil
+}
+
+// Shutdown refuses new requests, stops running ConsumeLoops (they commit
+// their offsets) and waits for requests in flight until ctx ends, then
+// unregisters from the brokers and closes the connections.
+func (c *PullConsumer) Shutdown(ctx context.Context) error {
+	first, idle := c.life.close()
+	if !first {
+		return nil
+	}
+	// Cancelling the core context ends ConsumeLoops and long polls at once.
+	c.core.stop()
+	drainErr := drain(ctx, idle)
+	c.subMu.Lock()
+	subscribed := len(c.subs) > 0
+	c.subMu.Unlock()
+	if subscribed {
+		c.core.unregister(ctx, "", c.cfg.Group)
+	}
+	err := c.core.close()
+	c.cfg.Logger.Info("client: pull consumer shut down", "group", c.cfg.Group)
+	if drainErr != nil {
+		return errors.Join(fmt.Errorf("client: consumer %s: waiting for requests: %w", c.cfg.Group, drainErr), err)
+	}
+	return err
+}
+
+// ClientID is the id brokers know this consumer by (ip@instance).
+func (c *PullConsumer) ClientID() string { return c.core.clientID }
+
+// Group is the consumer group.
+func (c *PullConsumer) Group() string { return c.cfg.Group }
+
+// Subscribe announces topic (with its filter expression) in this consumer's
+// heartbeats, so brokers list the group as consuming it (consumerProgress,
+// consumerConnection). Pulls do not need it: they carry their subscription.
+func (c *PullConsumer) Subscribe(topic, expression, expressionType string) error {
+	if err := protocol.ValidateTopic(topic); err != nil {
+		return fmt.Errorf("client: subscribe: %w", err)
+	}
+	c.subMu.Lock()
+	c.subs[topic] = newSubscription(topic, expression, expressionType)
+	c.subMu.Unlock()
+	return nil
+}
+
+// Unsubscribe stops announcing topic.
+func (c *PullConsumer) Unsubscribe(topic string) {
+	c.subMu.Lock()
+	delete(c.subs, topic)
+	c.subMu.Unlock()
+}
+
+// heartbeatData announces the group with its subscriptions, if any, as a
+// pull ("CONSUME_ACTIVELY") clustering consumer.
+func (c *PullConsumer) heartbeatData() *heartbeatData {
+	c.subMu.Lock()
+	defer c.subMu.Unlock()
+	if len(c.subs) == 0 {
+		return nil
+	}
+	subs := make([]subscriptionData, 0, len(c.subs))
+	for _, t := range slices.Sorted(maps.Keys(c.subs)) {
+		subs = append(subs, c.subs[t])
+	}
+	return &heartbeatData{
+		ClientID: c.core.clientID,
+		ConsumerDataSet: []consumerData{{
+			ConsumeFromWhere:    consumeFromLastOffset,
+			ConsumeType:         consumeActively,
+			GroupName:           c.cfg.Group,
+			MessageModel:        messageModelClustering,
+			SubscriptionDataSet: subs,
+		}},
+		ProducerDataSet: []producerData{},
+	}
+}
+
+// Queues lists the readable queues of topic (Java's
+// fetchSubscribeMessageQueues), sorted, from the cached route or the
+// nameserver.
+func (c *PullConsumer) Queues(ctx context.Context, topic string) ([]protocol.MessageQueue, error) {
+	if err := c.life.begin(); err != nil {
+		return nil, err
+	}
+	defer c.life.end()
+	return c.queues(ctx, topic)
+}
+
+func (c *PullConsumer) queues(ctx context.Context, topic string) ([]protocol.MessageQueue, error) {
+	tr := c.core.route(topic)
+	if tr == nil || len(tr.subscribe) == 0 {
+		var err error
+		if tr, err = c.core.updateRoute(ctx, topic, routeFetch{ifMissing: true}); err != nil {
+			return nil, fmt.Errorf("%w: topic %s: %w", ErrNoRoute, topic, err)
+		}
+	}
+	if len(tr.subscribe) == 0 {
+		return nil, fmt.Errorf("%w: topic %s has no readable queue", ErrNoRoute, topic)
+	}
+	return slices.Clone(tr.subscribe), nil
+}

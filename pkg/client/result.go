@@ -1,0 +1,95 @@
+package client
+
+import (
+	"strconv"
+
+	"github.com/rmqgo/rmq/pkg/message"
+	"github.com/rmqgo/rmq/pkg/protocol"
+)
+
+// SendStatus is how the broker stored a delivered message. Every status is a
+// delivery: the message is in the commit log; the non-OK ones say that sync
+// flush or sync replication did not finish in time.
+type SendStatus int
+
+const (
+	SendOK SendStatus = iota
+	SendFlushDiskTimeout
+	SendFlushSlaveTimeout
+	SendSlaveNotAvailable
+)
+
+func (s SendStatus) String() string {
+	switch s {
+	case SendOK:
+		return "SEND_OK"
+	case SendFlushDiskTimeout:
+		return "FLUSH_DISK_TIMEOUT"
+	case SendFlushSlaveTimeout:
+		return "FLUSH_SLAVE_TIMEOUT"
+	case SendSlaveNotAvailable:
+		return "SLAVE_NOT_AVAILABLE"
+	}
+	return "SendStatus(" + strconv.Itoa(int(s)) + ")"
+}
+
+// SendResult describes a delivered message (or batch).
+type SendResult struct {
+	Status SendStatus
+	// MsgID is the client id (UNIQ_KEY) users see; batches: the inner
+	// messages' ids joined by commas.
+	MsgID string
+	// OffsetMsgID is the broker's offset id (store host + commit-log
+	// offset); batches: comma-joined.
+	OffsetMsgID string
+	// Queue is where it went (Queue.QueueID is the broker's answer).
+	Queue protocol.MessageQueue
+	// QueueOffset is the consume-queue offset (a batch's first message).
+	QueueOffset   int64
+	TransactionID string
+	RegionID      string // MSG_REGION, "DefaultRegion" unless configured
+	TraceOn       bool
+	RecallHandle  string // timer messages on 5.3+ brokers
+	Attempts      int    // sends it took, retries included
+}
+
+// PullStatus is the outcome of a pull.
+type PullStatus int
+
+const (
+	PullFound         PullStatus = iota // messages returned
+	PullNoNewMsg                        // nothing at this offset (after long polling)
+	PullNoMatchedMsg                    // messages examined, none matched the filter
+	PullOffsetIllegal                   // offset out of range: continue at NextBeginOffset
+)
+
+func (s PullStatus) String() string {
+	switch s {
+	case PullFound:
+		return "FOUND"
+	case PullNoNewMsg:
+		return "NO_NEW_MSG"
+	case PullNoMatchedMsg:
+		return "NO_MATCHED_MSG"
+	case PullOffsetIllegal:
+		return "OFFSET_ILLEGAL"
+	}
+	return "PullStatus(" + strconv.Itoa(int(s)) + ")"
+}
+
+// PullResult is one pull's answer. Continue at NextBeginOffset whatever the
+// status.
+type PullResult struct {
+	Status          PullStatus
+	NextBeginOffset int64
+	MinOffset       int64
+	MaxOffset       int64 // exclusive: the next offset to be written
+	// SuggestWhichBrokerID is the replica the broker suggests for the next
+	// pull (0 = master); this client always reads from the master.
+	SuggestWhichBrokerID int64
+	// Messages are decoded with bodies decompressed (the compressed bit of
+	// SysFlag cleared; it stays set on a body that could not be inflated),
+	// re-filtered by tag, and MIN_OFFSET / MAX_OFFSET properties set, as
+	// Java's client does.
+	Messages []*message.Message
+}
