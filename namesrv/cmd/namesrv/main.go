@@ -1,0 +1,181 @@
+// Command namesrv runs a RocketMQ nameserver, started like Apache's mqnamesrv:
+//
+//	namesrv -c namesrv.conf        # Apache properties file
+//	namesrv -p                     # print every configuration item and exit
+//	namesrv -m                     # print the important items and exit
+//
+// Configuration precedence: defaults < file < NAMESRV_* environment
+// (NAMESRV_LISTEN_PORT=9877) < flags (--listen-port, --data-dir,
+// --kv-config-path).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	pkgconfig "github.com/rmqgo/rmq/pkg/config"
+
+	nsconfig "github.com/rmqgo/rmq/namesrv/config"
+	"github.com/rmqgo/rmq/namesrv/server"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	cmd := newCommand(ctx, os.Stdout, os.Stderr, os.Environ())
+	if err := cmd.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "namesrv:", err)
+		os.Exit(1)
+	}
+}
+
+type flags struct {
+	configFile   string
+	printAll     bool
+	printImport  bool
+	listenPort   int
+	dataDir      string
+	kvConfigPath string
+	logLevel     string
+	namesrvAddr  string
+}
+
+// newCommand builds the CLI; ctx ends the server (signals in main, tests
+// cancel it).
+func newCommand(ctx context.Context, stdout, stderr io.Writer, environ []string) *cobra.Command {
+	var f flags
+	cmd := &cobra.Command{
+		Use:           "namesrv",
+		Short:         "RocketMQ nameserver",
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return run(ctx, cmd, &f, stdout, stderr, environ)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVarP(&f.configFile, "configFile", "c", "", "nameserver config properties file")
+	fs.BoolVarP(&f.printAll, "printConfigItem", "p", false, "print all config items and exit")
+	fs.BoolVarP(&f.printImport, "printImportantConfig", "m", false, "print important config items and exit")
+	fs.IntVar(&f.listenPort, "listen-port", 0, "listen port (overrides listenPort)")
+	fs.StringVar(&f.dataDir, "data-dir", "", "directory for relative kvConfigPath/configStorePath (default $HOME/namesrv)")
+	fs.StringVar(&f.kvConfigPath, "kv-config-path", "", "KV config file (overrides kvConfigPath)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	// Apache's launcher accepts -n; a nameserver has no use for it.
+	fs.StringVarP(&f.namesrvAddr, "namesrvAddr", "n", "", "ignored (Apache compatibility)")
+	_ = fs.MarkHidden("namesrvAddr")
+	return cmd
+}
+
+func run(ctx context.Context, cmd *cobra.Command, f *flags, stdout, stderr io.Writer, environ []string) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return fmt.Errorf("bad --log-level %q: %w", f.logLevel, err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	overrides := map[string]string{}
+	if cmd.Flags().Changed("listen-port") {
+		overrides["listenPort"] = strconv.Itoa(f.listenPort)
+	}
+	if f.dataDir != "" {
+		overrides["dataDir"] = f.dataDir
+	}
+	if f.kvConfigPath != "" {
+		overrides["kvConfigPath"] = f.kvConfigPath
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = "."
+	}
+	cfg, unknown, err := nsconfig.Load(nsconfig.Source{File: f.configFile, EnvPrefix: nsconfig.EnvPrefix, Environ: environ, Overrides: overrides}, home)
+	for _, k := range originalKeys(f.configFile, unknown) {
+		log.Warn("unknown config key ignored", "key", k, "file", f.configFile)
+	}
+	if err != nil {
+		return err
+	}
+	if f.configFile != "" {
+		fmt.Fprintf(stdout, "load config properties file OK, %s\n", f.configFile)
+	}
+	if f.printAll || f.printImport {
+		if f.printAll {
+			fmt.Fprint(stdout, cfg.Properties())
+		} else {
+			fmt.Fprint(stdout, cfg.ImportantProperties())
+		}
+		return nil
+	}
+
+	srv, err := server.New(cfg, log)
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "The Name Server boot success. serializeType=JSON, address %s\n", bootAddr(cfg.BindAddress, srv.Addr()))
+
+	<-ctx.Done()
+	log.Info("shutdown requested")
+	wait := time.Duration(cfg.ShutdownWaitTimeSeconds) * time.Second
+	if wait <= 0 {
+		wait = 30 * time.Second
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// bootAddr is what Apache prints, bindAddress:port, with the port actually
+// bound (listenPort 0 picks one).
+func bootAddr(bind, actual string) string {
+	_, port, err := net.SplitHostPort(actual)
+	if err != nil || bind == "" {
+		return actual
+	}
+	return net.JoinHostPort(bind, port)
+}
+
+// originalKeys maps the lower-cased unknown keys reported by the loader back
+// to their spelling in the file, so the warning names what the user wrote.
+func originalKeys(file string, unknown []string) []string {
+	if len(unknown) == 0 {
+		return nil
+	}
+	spelled := map[string]string{}
+	if file != "" {
+		if data, err := os.ReadFile(file); err == nil {
+			if props, err := pkgconfig.ParseProperties(data); err == nil {
+				for k := range props {
+					spelled[strings.ToLower(k)] = k
+				}
+			}
+		}
+	}
+	out := make([]string, 0, len(unknown))
+	for _, k := range unknown {
+		if s, ok := spelled[k]; ok {
+			k = s
+		}
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
