@@ -1,0 +1,461 @@
+// Package pull answers PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361)
+// (Java's PullMessageProcessor and DefaultPullMessageResultHandler,
+// remoting.md §6.2): permission and subscription checks, the read from the
+// message store with a tag filter, the mapping of the store's status to a
+// pull code and nextBeginOffset, offset commits, and long polling through
+// package longpoll.
+package pull
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rmqgo/rmq/broker/client"
+	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/longpoll"
+	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/broker/subscription"
+	"github.com/rmqgo/rmq/broker/topic"
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+// PoolPull is broker.PoolPull.
+const PoolPull = 1
+
+// Registrar installs handlers; *broker.Broker satisfies it through a
+// one-line adapter (its pool parameter is broker.Pool).
+type Registrar interface {
+	RegisterProcessor(code int32, h remoting.Handler, pool int)
+}
+
+// Pull request sysFlag bits (remoting.md §5.7).
+const (
+	FlagCommitOffset = 0x1
+	FlagSuspend      = 0x2
+	FlagSubscription = 0x4
+	FlagClassFilter  = 0x8
+	FlagLitePull     = 0x10
+)
+
+// MaxMsgNums caps one pull (Java's maxTransferCountOnMessageInMemory).
+const MaxMsgNums = 32
+
+// permReadForbiddenBit is 1 << PermName.INDEX_PERM_READ in the subscription
+// group forbidden table.
+const permReadForbiddenBit = 1 << 2
+
+// FilterFactory compiles subscriptions that are not tag expressions
+// (SQL92). Without one such pulls answer SUBSCRIPTION_PARSE_FAILED.
+type FilterFactory interface {
+	// NewFilter returns the filter of group's subscription sub; an error
+	// means the expression does not compile.
+	NewFilter(group string, sub client.SubscriptionData) (store.MessageFilter, error)
+}
+
+// Deps are the processor's collaborators; all but Filters are required.
+type Deps struct {
+	Config        func() *config.Config
+	Store         store.MessageStore
+	Topics        *topic.Manager
+	Subscriptions *subscription.Manager
+	Consumers     *client.ConsumerManager
+	Filters       FilterFactory
+	// Hold tunes long polling; its Now and Logger default to the ones below.
+	Hold   longpoll.Config
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+type pullKey struct {
+	group, topic string
+	qid          int32
+}
+
+// Processor serves pulls. New registers its long-polling service as a
+// store arrival listener; Start/Close run and stop it.
+type Processor struct {
+	d    Deps
+	log  *slog.Logger
+	hold *longpoll.Service
+
+	pmu    sync.RWMutex
+	pulled map[pullKey]int64 // last nextBeginOffset per (group, topic, queue), for consume stats
+}
+
+// New validates d, builds the processor and its long-polling service, and
+// subscribes the latter to the store's arrivals.
+func New(d Deps) (*Processor, error) {
+	if d.Config == nil || d.Store == nil || d.Topics == nil || d.Subscriptions == nil || d.Consumers == nil {
+		return nil, errors.New("pull: Deps.Config, Store, Topics, Subscriptions and Consumers are required")
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Hold.Now == nil {
+		d.Hold.Now = d.Now
+	}
+	if d.Hold.Logger == nil {
+		d.Hold.Logger = d.Logger
+	}
+	p := &Processor{d: d, log: d.Logger, pulled: map[pullKey]int64{}}
+	p.hold = longpoll.New(d.Hold, p.resume, d.Store.MaxOffset)
+	d.Store.AddArrivalListener(p.hold.OnArrival)
+	return p, nil
+}
+
+// Hold is the long-polling service.
+func (p *Processor) Hold() *longpoll.Service { return p.hold }
+
+// Start runs long polling's deadline and re-check loop.
+func (p *Processor) Start() { p.hold.Start() }
+
+// Close stops long polling (suspended pulls are dropped).
+func (p *Processor) Close() { p.hold.Close() }
+
+// Handlers maps PULL_MESSAGE and LITE_PULL_MESSAGE to the handler.
+func (p *Processor) Handlers() map[int32]remoting.Handler {
+	return map[int32]remoting.Handler{
+		code.PullMessage:     p.handle,
+		code.LitePullMessage: p.handle,
+	}
+}
+
+// Register installs Handlers on the pull pool.
+func (p *Processor) Register(r Registrar) {
+	for c, h := range p.Handlers() {
+		r.RegisterProcessor(c, h, PoolPull)
+	}
+}
+
+// PullOffset is the last nextBeginOffset answered to (group, topic, queue)
+// (Java's pull offset table, ConsumeStats.pullOffset).
+func (p *Processor) PullOffset(group, topic string, queueID int32) (int64, bool) {
+	p.pmu.RLock()
+	defer p.pmu.RUnlock()
+	v, ok := p.pulled[pullKey{group, topic, queueID}]
+	return v, ok
+}
+
+// ForgetGroup drops a group's pull offsets (group deleted).
+func (p *Processor) ForgetGroup(group string) {
+	p.pmu.Lock()
+	defer p.pmu.Unlock()
+	for k := range p.pulled {
+		if k.group == group {
+			delete(p.pulled, k)
+		}
+	}
+}
+
+// ForgetTopic drops a topic's pull offsets (topic deleted).
+func (p *Processor) ForgetTopic(topic string) {
+	p.pmu.Lock()
+	defer p.pmu.Unlock()
+	for k := range p.pulled {
+		if k.topic == topic {
+			delete(p.pulled, k)
+		}
+	}
+}
+
+func (p *Processor) handle(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	return p.process(ctx, ch, req, true)
+}
+
+// resume re-runs a woken pull without suspension and answers it (Java's
+// executeRequestWhenWakeup).
+func (p *Processor) resume(ctx context.Context, ch *remoting.Channel, req *remoting.Command) {
+	resp, err := p.process(ctx, ch, req, false)
+	if err != nil {
+		resp = remoting.ResponseFromError(req, err)
+	}
+	if resp == nil || ch == nil || req.IsOneway() {
+		return
+	}
+	resp.Opaque = req.Opaque
+	resp.SerializeType = req.SerializeType
+	if err := ch.WriteResponse(resp); err != nil {
+		p.log.Debug("write resumed pull response", "remote", ch.RemoteAddr(), "err", err)
+	}
+}
+
+type header struct {
+	group, topic             string
+	queueID                  int32
+	queueOffset              int64
+	maxMsgNums, sysFlag      int32
+	commitOffset             int64
+	suspendMillis            int64
+	subVersion               int64
+	subscription, expression string
+	maxMsgBytes              int32
+}
+
+func parseHeader(ext map[string]string) (header, error) {
+	f := protocol.FieldsOf(ext)
+	h := header{
+		group:         f.Str("consumerGroup"),
+		topic:         f.Str("topic"),
+		queueID:       f.Int32("queueId"),
+		queueOffset:   f.Int64("queueOffset"),
+		maxMsgNums:    f.Int32("maxMsgNums"),
+		sysFlag:       f.Int32("sysFlag"),
+		commitOffset:  f.Int64("commitOffset"),
+		suspendMillis: f.Int64("suspendTimeoutMillis"),
+		subVersion:    f.Int64("subVersion"),
+		subscription:  f.OptStr("subscription", ""),
+		expression:    f.OptStr("expressionType", ""),
+		maxMsgBytes:   f.OptInt32("maxMsgBytes", 0),
+	}
+	return h, f.Err()
+}
+
+// process is one pull; allowSuspend is false when a suspended pull is
+// re-run (then it is always answered and offsets are not committed).
+func (p *Processor) process(ctx context.Context, ch *remoting.Channel, req *remoting.Command, allowSuspend bool) (*remoting.Command, error) {
+	h, err := parseHeader(req.ExtFields)
+	if err != nil {
+		return nil, &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
+	}
+	cfg := p.d.Config()
+	if cfg.BrokerPermission&protocol.PermRead == 0 {
+		return nil, remoting.Errorf(code.NoPermission, "the broker[%s] pulling message is forbidden", cfg.BrokerIP1)
+	}
+	if req.Code == code.LitePullMessage && !cfg.LitePullMessageEnable {
+		return nil, remoting.Errorf(code.NoPermission, "the broker[%s] for lite pull consumer is forbidden", cfg.BrokerIP1)
+	}
+	sg, ok := p.d.Subscriptions.FindOrCreate(h.group)
+	if !ok {
+		return nil, remoting.Errorf(code.SubscriptionGroupNotExist, "subscription group [%s] does not exist", h.group)
+	}
+	if !sg.ConsumeEnable {
+		return nil, remoting.Errorf(code.NoPermission, "subscription group no permission, %s", h.group)
+	}
+	tc, ok := p.d.Topics.Get(h.topic)
+	if !ok {
+		return nil, remoting.Errorf(code.TopicNotExist, "topic[%s] not exist, apply first please!", h.topic)
+	}
+	if tc.Perm&protocol.PermRead == 0 {
+		return nil, remoting.Errorf(code.NoPermission, "the topic[%s] pulling message is forbidden", h.topic)
+	}
+	if h.queueID < 0 || int(h.queueID) >= tc.ReadQueueNums {
+		return nil, remoting.Errorf(code.InvalidParameter, "queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
+			h.queueID, h.topic, tc.ReadQueueNums, remote(ch))
+	}
+
+	sub, err := p.subscriptionOf(h, sg)
+	if err != nil {
+		return nil, err
+	}
+	filter, err := p.filterOf(h.group, sub)
+	if err != nil {
+		return nil, err
+	}
+
+	maxNums := int(h.maxMsgNums)
+	if c := cfg.MaxTransferCountOnMessageInMemory; c > 0 {
+		maxNums = min(maxNums, c)
+	}
+	maxNums = max(min(maxNums, MaxMsgNums), 1)
+	maxBytes := cfg.MaxTransferBytesOnMessageInMemory
+	if maxBytes <= 0 {
+		maxBytes = 256 << 10
+	}
+	if h.maxMsgBytes > 0 {
+		maxBytes = min(maxBytes, int(h.maxMsgBytes))
+	}
+	res, err := p.d.Store.GetMessage(ctx, h.topic, h.queueID, h.queueOffset, maxNums, maxBytes, filter)
+	if err != nil {
+		return nil, remoting.Errorf(code.SystemError, "store getMessage failed: %v", err)
+	}
+	if res == nil {
+		return nil, remoting.Errorf(code.SystemError, "store getMessage return null")
+	}
+	defer res.Release()
+
+	respCode, next := mapResult(res, h.queueOffset)
+	p.recordPullOffset(h, next)
+	if allowSuspend && h.sysFlag&FlagCommitOffset != 0 && h.commitOffset >= 0 {
+		p.d.Store.CommitOffset(h.group, h.topic, h.queueID, h.commitOffset)
+	}
+
+	if respCode == code.PullNotFound && allowSuspend && h.sysFlag&FlagSuspend != 0 && ch != nil {
+		timeout := time.Duration(h.suspendMillis) * time.Millisecond
+		if !cfg.LongPollingEnable {
+			timeout = cfg.ShortPollingTimeMills
+		}
+		if timeout > 0 {
+			err := p.hold.Park(longpoll.Request{
+				Channel: ch, Command: req, Topic: h.topic, QueueID: h.queueID, Offset: h.queueOffset,
+				Filter: filter, Deadline: p.d.Now().Add(timeout),
+			})
+			switch {
+			case err == nil:
+				// A message stored between the read and the park found
+				// nothing parked to wake: look again now.
+				if m := p.d.Store.MaxOffset(h.topic, h.queueID); m > h.queueOffset {
+					p.hold.WakeQueue(h.topic, h.queueID, m)
+				}
+				return nil, nil // answered by the hold service
+			case errors.Is(err, longpoll.ErrFull):
+				// Clients back off ~3 s on an error code instead of
+				// re-pulling at once as they would after PULL_NOT_FOUND.
+				return nil, remoting.Errorf(code.SystemBusy, "[PULL_HOLD_FULL] too many suspended pull requests, try again later")
+			}
+			// Closed: answer now.
+		}
+	}
+
+	resp := remoting.NewResponse(req, respCode, res.Status.String())
+	resp.SetExt("suggestWhichBrokerId", "0")
+	resp.SetExt("nextBeginOffset", strconv.FormatInt(next, 10))
+	resp.SetExt("minOffset", strconv.FormatInt(res.MinOffset, 10))
+	resp.SetExt("maxOffset", strconv.FormatInt(res.MaxOffset, 10))
+	resp.SetExt("topicSysFlag", strconv.Itoa(tc.TopicSysFlag))
+	resp.SetExt("groupSysFlag", strconv.Itoa(sg.GroupSysFlag))
+	if respCode == code.Success {
+		resp.Body = concatRecords(res)
+	}
+	return resp, nil
+}
+
+// subscriptionOf builds the subscription from the request (sysFlag bit 2)
+// or takes it from the group's heartbeat registration (§6.2 step 2).
+func (p *Processor) subscriptionOf(h header, sg subscription.GroupConfig) (client.SubscriptionData, error) {
+	if h.sysFlag&FlagSubscription != 0 {
+		sub, err := client.BuildSubscription(h.topic, h.subscription, h.expression)
+		if err != nil {
+			p.log.Warn("parse the consumer's subscription failed", "group", h.group, "subscription", h.subscription, "err", err)
+			return sub, remoting.Errorf(code.SubscriptionParseFailed, "parse the consumer's subscription failed")
+		}
+		sub.SubVersion = p.d.Now().UnixMilli()
+		p.d.Consumers.CompensateSubscription(h.group, sub)
+		return sub, nil
+	}
+	model, ok := p.d.Consumers.MessageModel(h.group)
+	if !ok {
+		return client.SubscriptionData{}, remoting.Errorf(code.SubscriptionNotExist, "the consumer's group info not exist")
+	}
+	if !sg.ConsumeBroadcastEnable && model == client.Broadcasting {
+		return client.SubscriptionData{}, remoting.Errorf(code.NoPermission, "the consumer group[%s] can not consume by broadcast way", h.group)
+	}
+	if p.d.Subscriptions.Forbidden(h.group, h.topic)&permReadForbiddenBit != 0 {
+		return client.SubscriptionData{}, remoting.Errorf(code.NoPermission, "the consumer group[%s] is forbidden for topic[%s]", h.group, h.topic)
+	}
+	sub, ok := p.d.Consumers.RegisteredSubscription(h.group, h.topic)
+	if !ok {
+		return sub, remoting.Errorf(code.SubscriptionNotExist, "the consumer's subscription not exist")
+	}
+	if sub.SubVersion < h.subVersion {
+		return sub, remoting.Errorf(code.SubscriptionNotLatest, "the consumer's subscription not latest")
+	}
+	return sub, nil
+}
+
+// filterOf returns the store filter of a subscription: tag codes here,
+// other expression types through the FilterFactory.
+func (p *Processor) filterOf(group string, sub client.SubscriptionData) (store.MessageFilter, error) {
+	if sub.IsTagType() {
+		return newTagFilter(sub), nil
+	}
+	if p.d.Filters == nil {
+		return nil, remoting.Errorf(code.SubscriptionParseFailed, "the broker does not support consumer to filter message by %s", sub.ExpressionType)
+	}
+	f, err := p.d.Filters.NewFilter(group, sub)
+	if err != nil {
+		return nil, remoting.Errorf(code.SubscriptionParseFailed, "parse the consumer's subscription failed: %v", err)
+	}
+	return f, nil
+}
+
+func (p *Processor) recordPullOffset(h header, next int64) {
+	k := pullKey{h.group, h.topic, h.queueID}
+	p.pmu.Lock()
+	p.pulled[k] = next
+	p.pmu.Unlock()
+}
+
+// mapResult turns a store status into the pull code and nextBeginOffset
+// (remoting.md §6.2 table; Java's composeResponseHeader). The offsets of
+// the "no data here" rows are derived from min/max rather than trusted
+// from the store: a missing nextBeginOffset rewinds clients to 0.
+func mapResult(r *store.GetResult, reqOffset int64) (int32, int64) {
+	switch r.Status {
+	case store.Found:
+		return code.Success, r.NextBeginOffset
+	case store.NoMatchedMessage, store.MessageWasRemoving:
+		return code.PullRetryImmediately, r.NextBeginOffset
+	case store.NoMatchedLogicQueue, store.NoMessageInQueue:
+		if reqOffset != 0 {
+			return code.PullOffsetMoved, 0
+		}
+		return code.PullNotFound, 0
+	case store.OffsetFoundNull:
+		return code.PullNotFound, r.NextBeginOffset
+	case store.OffsetOverflowOne:
+		return code.PullNotFound, reqOffset
+	case store.OffsetOverflowBadly:
+		return code.PullOffsetMoved, r.MaxOffset
+	case store.OffsetTooSmall:
+		return code.PullOffsetMoved, r.MinOffset
+	case store.OffsetReset:
+		return code.PullOffsetMoved, r.NextBeginOffset
+	}
+	return code.SystemError, reqOffset
+}
+
+// concatRecords builds the body once, sized exactly, from the records
+// (which may alias store memory released right after).
+func concatRecords(r *store.GetResult) []byte {
+	n := 0
+	for _, rec := range r.Records {
+		n += len(rec)
+	}
+	body := make([]byte, 0, n)
+	for _, rec := range r.Records {
+		body = append(body, rec...)
+	}
+	return body
+}
+
+func remote(ch *remoting.Channel) string {
+	if ch == nil {
+		return ""
+	}
+	return ch.RemoteAddr()
+}
+
+// tagFilter matches consume-queue tag codes against a TAG subscription
+// (Java's ExpressionMessageFilter for tag expressions).
+type tagFilter struct {
+	all   bool
+	codes []int32
+}
+
+func newTagFilter(sub client.SubscriptionData) tagFilter {
+	return tagFilter{all: sub.ClassFilterMode || sub.SubString == client.SubAll || sub.SubString == "", codes: sub.CodeSet}
+}
+
+func (f tagFilter) MatchTagsCode(tagsCode int64) bool {
+	if f.all {
+		return true
+	}
+	c := int32(tagsCode) // Java compares tagsCode.intValue()
+	for _, x := range f.codes {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+func (f tagFilter) MatchProperties([]byte) bool { return true }

@@ -1,0 +1,106 @@
+package subscription
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+// PoolAdmin is broker.PoolAdmin: the executor admin requests run on.
+const PoolAdmin = 2
+
+// Registrar installs handlers; *broker.Broker satisfies it through a
+// one-line adapter (its pool parameter is broker.Pool). Defined here to
+// avoid an import cycle with package broker.
+type Registrar interface {
+	RegisterProcessor(code int32, h remoting.Handler, pool int)
+}
+
+// Handlers maps the subscription group admin codes to their handlers. They
+// tolerate a nil channel, so tests may call them directly.
+func (m *Manager) Handlers() map[int32]remoting.Handler {
+	return map[int32]remoting.Handler{
+		code.UpdateAndCreateSubscriptionGroup: m.updateAndCreate,
+		code.GetAllSubscriptionGroupConfig:    m.getAll,
+		code.DeleteSubscriptionGroup:          m.delete,
+		code.GetSubscriptionGroupConfig:       m.getOne,
+	}
+}
+
+// Register installs Handlers on the admin pool.
+func (m *Manager) Register(r Registrar) {
+	for c, h := range m.Handlers() {
+		r.RegisterProcessor(c, h, PoolAdmin)
+	}
+}
+
+func (m *Manager) updateAndCreate(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	if len(bytes.TrimSpace(req.Body)) == 0 {
+		return nil, remoting.Errorf(code.InvalidParameter, "the request body (SubscriptionGroupConfig) is empty")
+	}
+	c, err := DecodeGroupConfig(req.Body)
+	if err != nil {
+		return nil, remoting.Errorf(code.InvalidParameter, "decode SubscriptionGroupConfig: %v", err)
+	}
+	if err := m.Update(c); err != nil {
+		if errors.Is(err, ErrInvalidGroup) {
+			return nil, &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
+		}
+		return nil, remoting.Errorf(code.SystemError, "update subscription group %s: %v", c.GroupName, err)
+	}
+	return remoting.NewResponse(req, code.Success, ""), nil
+}
+
+// getAll answers with the whole table; client-go decodes it with
+// encoding/json, so it is standard JSON (no bare keys).
+func (m *Manager) getAll(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	w := m.Wrapper()
+	body, err := protocol.Marshal(w)
+	if err != nil {
+		return nil, remoting.Errorf(code.SystemError, "encode subscription groups: %v", err)
+	}
+	resp := remoting.NewResponse(req, code.Success, "")
+	resp.SetExt("totalGroupNum", strconv.Itoa(len(w.SubscriptionGroupTable)))
+	resp.Body = body
+	return resp, nil
+}
+
+func (m *Manager) delete(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	f := protocol.FieldsOf(req.ExtFields)
+	group := f.Str("groupName")
+	clean := f.OptBool("cleanOffset", false)
+	if err := f.Err(); err != nil {
+		return nil, &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
+	}
+	if _, err := m.Delete(group); err != nil {
+		return nil, remoting.Errorf(code.SystemError, "delete subscription group %s: %v", group, err)
+	}
+	if clean && m.opts.CleanOffsets != nil {
+		m.opts.CleanOffsets(group)
+	}
+	return remoting.NewResponse(req, code.Success, ""), nil
+}
+
+func (m *Manager) getOne(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	f := protocol.FieldsOf(req.ExtFields)
+	group := f.Str("group")
+	if err := f.Err(); err != nil {
+		return nil, &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
+	}
+	c, ok := m.Find(group)
+	if !ok {
+		return nil, remoting.Errorf(code.SubscriptionGroupNotExist, "No group in this broker: %s", group)
+	}
+	body, err := protocol.Marshal(c)
+	if err != nil {
+		return nil, remoting.Errorf(code.SystemError, "encode subscription group %s: %v", group, err)
+	}
+	resp := remoting.NewResponse(req, code.Success, "")
+	resp.Body = body
+	return resp, nil
+}
