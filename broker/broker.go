@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -98,6 +99,7 @@ type Broker struct {
 	client    *remoting.Client
 	registrar *registry.Registrar
 	store     *store.Store
+	msg       *messaging
 	pools     map[Pool]*remoting.Executor
 
 	boot       time.Time
@@ -190,11 +192,16 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 		if o.runtime == nil {
 			o.runtime = storeStats{b.store}
 		}
+		if b.msg, err = b.installMessaging(b.store, log); err != nil {
+			b.closeLocal()
+			return nil, err
+		}
 		deleted := o.topicDeleted
 		o.topicDeleted = func(topic string) {
 			if err := b.store.DeleteTopic(topic); err != nil {
 				b.log.Error("delete topic from store", "topic", topic, "err", err)
 			}
+			b.msg.pull.ForgetTopic(topic)
 			if deleted != nil {
 				deleted(topic)
 			}
@@ -253,6 +260,9 @@ func (b *Broker) Start() error {
 	port, _ := strconv.Atoi(portText)
 	b.port.Store(int32(port))
 	b.started = true
+	if b.msg != nil {
+		b.msg.start()
+	}
 	b.registrar.Start()
 	cfg := b.cfg.Get()
 	b.log.Info("broker started", "addr", b.Addr(), "cluster", cfg.BrokerClusterName, "brokerId", cfg.BrokerID,
@@ -280,6 +290,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		if err := b.server.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
+		if b.msg != nil {
+			b.msg.close()
+		}
 	}
 	b.closeLocal()
 	b.log.Info("broker stopped")
@@ -296,6 +309,16 @@ func (b *Broker) closeLocal() {
 			b.log.Error("close store", "err", err)
 		}
 	}
+}
+
+// storeHost is brokerIP1 with the actual listening port: the store host of
+// every record and offset message id.
+func (b *Broker) storeHost() netip.AddrPort {
+	h, err := storeHost(b.cfg.Get().BrokerIP1, b.Port())
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	return h
 }
 
 // Store is the message store (nil with WithoutStore).

@@ -142,7 +142,7 @@ func TestBrokerEndToEnd(t *testing.T) {
 	if r := invoke(code.UpdateAndCreateTopic, map[string]string{"topic": "TBW102", "readQueueNums": "1", "writeQueueNums": "1", "perm": "6"}, nil); r.Code != code.InvalidParameter {
 		t.Errorf("system topic: %d", r.Code)
 	}
-	if r := invoke(code.SendMessage, map[string]string{"topic": "Orders"}, nil); r.Code != code.RequestCodeNotSupported {
+	if r := invoke(9999, map[string]string{"topic": "Orders"}, nil); r.Code != code.RequestCodeNotSupported {
 		t.Errorf("unregistered code: %d, want 3", r.Code)
 	}
 

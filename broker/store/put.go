@@ -40,7 +40,9 @@ func (s *Store) put(ctx context.Context, msgs []*message.Message) (PutResult, er
 		if len(m.Body) > s.cfg.MaxMessageSize {
 			return PutResult{}, fmt.Errorf("%w: body of %d bytes exceeds maxMessageSize %d", ErrMessageIllegal, len(m.Body), s.cfg.MaxMessageSize)
 		}
-		m.StoreHost = s.cfg.StoreHost
+		if !m.StoreHost.IsValid() {
+			m.StoreHost = s.cfg.StoreHost
+		}
 	}
 	names := s.multiDispatchTargets(msgs)
 	var (

@@ -1,0 +1,74 @@
+package send
+
+import (
+	"errors"
+
+	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/broker/topic"
+	"github.com/rmqgo/rmq/pkg/message"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+// Request-level errors. Handlers return them wrapped with details; toCodeError
+// turns them into response codes.
+var (
+	// errBadHeader: a required header field is missing or malformed.
+	errBadHeader = errors.New("bad request header")
+	// errInvalidParam: bad topic name, queueId out of range.
+	errInvalidParam = errors.New("invalid parameter")
+	// errNoPermission: broker/topic not writable, forbidden topic,
+	// transactions rejected.
+	errNoPermission = errors.New("no permission")
+	// errTopicNotExist: unknown topic that may not be auto-created.
+	errTopicNotExist = errors.New("topic not exist")
+	// errGroupNotExist: the group of a %RETRY% topic is unknown.
+	errGroupNotExist = errors.New("subscription group not exist")
+	// ErrMessageIllegal (MESSAGE_ILLEGAL): body or properties too large,
+	// malformed batch, bad lite topic (ApplyLite), missing key on a
+	// compaction topic.
+	ErrMessageIllegal = errors.New("message illegal")
+	// errBusy: the broker does not accept sends right now (slave).
+	errBusy = errors.New("system busy")
+	// errNotReady: sends refused until startAcceptSendRequestTimeStamp.
+	errNotReady = errors.New("broker unable to service")
+)
+
+// toCodeError is the one place where send-path errors become response codes
+// (remoting.md §2): it wraps err in a *remoting.CodeError whose remark is the
+// error text. Errors that already carry a code keep it, so hooks may return
+// their own *remoting.CodeError.
+func toCodeError(err error) error {
+	var ce *remoting.CodeError
+	if errors.As(err, &ce) {
+		return err
+	}
+	return &remoting.CodeError{Code: codeOf(err), Remark: err.Error()}
+}
+
+// codeOf maps an error to its response code.
+func codeOf(err error) int32 {
+	switch {
+	case errors.Is(err, errBadHeader), errors.Is(err, errInvalidParam), errors.Is(err, topic.ErrInvalidTopic):
+		return code.InvalidParameter
+	case errors.Is(err, errNoPermission):
+		return code.NoPermission
+	case errors.Is(err, errTopicNotExist), errors.Is(err, topic.ErrNotFound), errors.Is(err, topic.ErrNotInheritable):
+		return code.TopicNotExist
+	case errors.Is(err, errGroupNotExist):
+		return code.SubscriptionGroupNotExist
+	case errors.Is(err, ErrMessageIllegal), errors.Is(err, store.ErrMessageIllegal),
+		errors.Is(err, message.ErrTooLarge), errors.Is(err, message.ErrInvalidProperty),
+		errors.Is(err, message.ErrCorrupt):
+		return code.MessageIllegal
+	case errors.Is(err, store.ErrNotWritable), errors.Is(err, store.ErrDiskFull), errors.Is(err, store.ErrShutdown):
+		return code.ServiceNotAvailable
+	case errors.Is(err, store.ErrFlushTimeout):
+		return code.FlushDiskTimeout
+	case errors.Is(err, store.ErrLMQQuota):
+		return code.LMQQuotaExceeded
+	case errors.Is(err, errBusy):
+		return code.SystemBusy
+	}
+	return code.SystemError
+}

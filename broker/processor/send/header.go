@@ -1,0 +1,147 @@
+package send
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// sendHeader is SendMessageRequestHeader (remoting.md §5.1), read from either
+// the long names (SEND_MESSAGE, SEND_REPLY_MESSAGE) or the short names a…n
+// (SEND_MESSAGE_V2, SEND_BATCH_MESSAGE, SEND_REPLY_MESSAGE_V2).
+type sendHeader struct {
+	producerGroup         string
+	topic                 string
+	defaultTopic          string
+	defaultTopicQueueNums int32
+	queueID               int32
+	sysFlag               int32
+	bornTimestamp         int64
+	flag                  int32
+	properties            string
+	reconsumeTimes        int32
+	unitMode              bool
+	maxReconsumeTimes     int32
+	hasMaxReconsumeTimes  bool
+	batch                 bool
+}
+
+// Header field names: short (V2) and long (V1). Java requires a…h.
+const (
+	fProducerGroup         = "a\x00producerGroup"
+	fTopic                 = "b\x00topic"
+	fDefaultTopic          = "c\x00defaultTopic"
+	fDefaultTopicQueueNums = "d\x00defaultTopicQueueNums"
+	fQueueID               = "e\x00queueId"
+	fSysFlag               = "f\x00sysFlag"
+	fBornTimestamp         = "g\x00bornTimestamp"
+	fFlag                  = "h\x00flag"
+	fProperties            = "i\x00properties"
+	fReconsumeTimes        = "j\x00reconsumeTimes"
+	fUnitMode              = "k\x00unitMode"
+	fMaxReconsumeTimes     = "l\x00maxReconsumeTimes"
+	fBatch                 = "m\x00batch"
+)
+
+// headerReader reads extFields by short or long name and keeps the first
+// problem, so a handler reports one readable error naming the field. It
+// lives on the caller's stack: no allocation unless a field is bad.
+type headerReader struct {
+	ext   map[string]string
+	short bool
+	err   error
+}
+
+// key picks the short or long half of a field constant (both halves are
+// constant substrings, so this does not allocate).
+func (r *headerReader) key(f string) string {
+	if r.short {
+		return f[:1]
+	}
+	return f[2:]
+}
+
+// describe names a field for remarks: "topic", or "b (topic)" for V2.
+func describe(f string, short bool) string {
+	if short {
+		return f[:1] + " (" + f[2:] + ")"
+	}
+	return f[2:]
+}
+
+func (r *headerReader) fail(f, format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: the custom field <%s> %s", errBadHeader, describe(f, r.short), fmt.Sprintf(format, args...))
+	}
+}
+
+func (r *headerReader) str(f string, required bool) string {
+	v := r.ext[r.key(f)]
+	if v == "" && required {
+		r.fail(f, "is null")
+	}
+	return v
+}
+
+func (r *headerReader) int64(f string, required bool) (int64, bool) {
+	v := r.ext[r.key(f)]
+	if v == "" {
+		if required {
+			r.fail(f, "is null")
+		}
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		// Java's Long.parseLong rejects blanks too; trim only as a fallback.
+		if n, err = strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil {
+			r.fail(f, "is not a number: %q", v)
+			return 0, false
+		}
+	}
+	return n, true
+}
+
+func (r *headerReader) int32(f string, required bool) (int32, bool) {
+	n, ok := r.int64(f, required)
+	if n < -1<<31 || n > 1<<31-1 {
+		r.fail(f, "is out of int range: %d", n)
+		return 0, false
+	}
+	return int32(n), ok
+}
+
+func (r *headerReader) bool(f string) bool {
+	switch v := r.ext[r.key(f)]; v {
+	case "", "false", "False", "FALSE":
+		return false
+	case "true", "True", "TRUE":
+		return true
+	default:
+		// Java's Boolean.parseBoolean: anything but "true" (any case) is false.
+		return strings.EqualFold(strings.TrimSpace(v), "true")
+	}
+}
+
+// parseSendHeader decodes the send header; short selects the V2 names.
+func parseSendHeader(ext map[string]string, short bool) (sendHeader, error) {
+	r := headerReader{ext: ext, short: short}
+	var h sendHeader
+	h.producerGroup = r.str(fProducerGroup, true)
+	h.topic = r.str(fTopic, true)
+	h.defaultTopic = r.str(fDefaultTopic, true)
+	h.defaultTopicQueueNums, _ = r.int32(fDefaultTopicQueueNums, true)
+	h.queueID, _ = r.int32(fQueueID, true)
+	h.sysFlag, _ = r.int32(fSysFlag, true)
+	h.bornTimestamp, _ = r.int64(fBornTimestamp, true)
+	h.flag, _ = r.int32(fFlag, true)
+	h.properties = r.str(fProperties, false)
+	h.reconsumeTimes, _ = r.int32(fReconsumeTimes, false)
+	h.unitMode = r.bool(fUnitMode)
+	h.maxReconsumeTimes, h.hasMaxReconsumeTimes = r.int32(fMaxReconsumeTimes, false)
+	h.batch = r.bool(fBatch)
+	if r.err != nil {
+		return sendHeader{}, r.err
+	}
+	return h, nil
+}

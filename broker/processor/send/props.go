@@ -1,0 +1,115 @@
+package send
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rmqgo/rmq/broker/topic"
+	"github.com/rmqgo/rmq/pkg/message"
+	"github.com/rmqgo/rmq/pkg/protocol"
+)
+
+// decodeProps parses a producer's properties string with Java's tolerance
+// (MessageDecoder.string2messageProperties: split on 0x02, first 0x01
+// separates, items with an empty key or value dropped) and drops what must
+// never be stored: transient properties (__RMQ.TRANSIENT.*) and POP_CK (a
+// pop receipt handle copied from a consumed message). Keys and values are
+// substrings of s, so the only allocation is the map; extra reserves room for
+// the properties the broker adds.
+func decodeProps(s string, extra int) map[string]string {
+	m := make(map[string]string, strings.Count(s, "\x02")+1+extra)
+	for len(s) > 0 {
+		item := s
+		if i := strings.IndexByte(s, message.PropertySeparator); i >= 0 {
+			item, s = s[:i], s[i+1:]
+		} else {
+			s = ""
+		}
+		sep := strings.IndexByte(item, message.NameValueSeparator)
+		if sep <= 0 || sep >= len(item)-1 {
+			continue
+		}
+		k := item[:sep]
+		if k == message.PropertyPopCK || strings.HasPrefix(k, message.TransientPrefix) {
+			continue
+		}
+		m[k] = item[sep+1:]
+	}
+	return m
+}
+
+// stripReserved applies decodeProps' filter to an already decoded map (batch
+// items come decoded from message.DecodeBatch).
+func stripReserved(m map[string]string) {
+	for k := range m {
+		if k == message.PropertyPopCK || strings.HasPrefix(k, message.TransientPrefix) {
+			delete(m, k)
+		}
+	}
+}
+
+// propsLen is the length of the properties string the store will write for
+// m: "k 0x01 v 0x02" per entry.
+func propsLen(m map[string]string) int {
+	n := 0
+	for k, v := range m {
+		n += len(k) + len(v) + 2
+	}
+	return n
+}
+
+// checkPropsLen rejects properties that do not fit the record's int16
+// length (Java: PROPERTIES_SIZE_EXCEEDED → MESSAGE_ILLEGAL).
+func checkPropsLen(m map[string]string) error {
+	if n := propsLen(m); n > message.MaxPropertiesLength {
+		return fmt.Errorf("%w: properties of %d bytes exceed %d bytes", ErrMessageIllegal, n, message.MaxPropertiesLength)
+	}
+	return nil
+}
+
+// Lite topic naming (lite-topic.md §1).
+const (
+	liteLMQPrefix    = protocol.LMQPrefix + "$"
+	liteSeparator    = "$"
+	maxLiteTopicSize = 64
+)
+
+// ApplyLite is the lite-topic hook of the send path (lite-topic.md §3.1):
+// a message carrying __LITE_TOPIC sent to a parent topic whose message.type
+// is LITE is dispatched to the LMQ %LMQ%$<parent>$<lite>, named in
+// INNER_MULTI_DISPATCH (overriding whatever the client put there). The lite
+// name is validated here too [our choice, §1.4], because a '$' or ',' would
+// corrupt LMQ name parsing and multi-dispatch. Whether the store honours the
+// property (enableLmq, enableMultiDispatch, quota) is the store's business.
+func ApplyLite(tc *protocol.TopicConfig, props map[string]string) error {
+	lite, ok := props[message.PropertyLiteTopic]
+	if !ok {
+		return nil
+	}
+	if t, _ := tc.Attribute(topic.AttrMessageType); t != topic.MessageTypeLite {
+		return nil
+	}
+	if err := validateLiteTopic(lite); err != nil {
+		return fmt.Errorf("%w: %s %q: %v", ErrMessageIllegal, message.PropertyLiteTopic, lite, err)
+	}
+	props[message.PropertyInnerMultiDispatch] = liteLMQPrefix + tc.TopicName + liteSeparator + lite
+	return nil
+}
+
+// validateLiteTopic checks lite-topic.md §1.4: not blank, at most 64 bytes,
+// only ASCII letters, digits, '_' and '-'.
+func validateLiteTopic(lite string) error {
+	if strings.TrimSpace(lite) == "" {
+		return fmt.Errorf("lite topic is blank")
+	}
+	if len(lite) > maxLiteTopicSize {
+		return fmt.Errorf("lite topic is longer than %d bytes", maxLiteTopicSize)
+	}
+	for i := 0; i < len(lite); i++ {
+		c := lite[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return fmt.Errorf("lite topic contains illegal character %q (allowed: letters, digits, '_', '-')", c)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,125 @@
+package broker
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/rmqgo/rmq/broker/client"
+	"github.com/rmqgo/rmq/broker/processor/consumer"
+	"github.com/rmqgo/rmq/broker/processor/pull"
+	"github.com/rmqgo/rmq/broker/processor/query"
+	"github.com/rmqgo/rmq/broker/processor/send"
+	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/broker/store/offset"
+	"github.com/rmqgo/rmq/broker/subscription"
+	"github.com/rmqgo/rmq/remoting"
+)
+
+// procRegistrar lets the processor packages (which must not import this
+// one) register handlers on the broker's executors.
+type procRegistrar struct{ b *Broker }
+
+func (r procRegistrar) RegisterProcessor(c int32, h remoting.Handler, pool int) {
+	r.b.RegisterProcessor(c, h, Pool(pool))
+}
+
+// messaging holds the message-path processors.
+type messaging struct {
+	subs    *subscription.Manager
+	clients *client.Processor
+	pull    *pull.Processor
+	offsets *consumer.Processor
+	send    *send.Processor
+	query   *query.Processor
+}
+
+// installMessaging builds the send, pull, client and offset processors on
+// top of the store and registers their request codes.
+func (b *Broker) installMessaging(st *store.Store, log *slog.Logger) (*messaging, error) {
+	cfg := b.cfg.Get()
+	m := &messaging{}
+	var err error
+	m.subs, err = subscription.New(subscription.Options{
+		Config: b.cfg.Get,
+		Path:   subscription.DefaultPath(cfg),
+		Logger: log.With("component", "subscription"),
+		CleanOffsets: func(g string) {
+			st.Offsets().DeleteWhere(func(k offset.Key) bool { return k.Group == g })
+			if m.pull != nil {
+				m.pull.ForgetGroup(g)
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("broker: subscription groups: %w", err)
+	}
+	m.clients, err = client.NewProcessor(client.Deps{
+		Config:              b.cfg.Get,
+		Subscriptions:       m.subs,
+		Topics:              b.topics,
+		TriggerRegistration: b.TriggerRegistration,
+		Logger:              log.With("component", "client"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("broker: client manager: %w", err)
+	}
+	m.pull, err = pull.New(pull.Deps{
+		Config:        b.cfg.Get,
+		Store:         st,
+		Topics:        b.topics,
+		Subscriptions: m.subs,
+		Consumers:     m.clients.Consumers(),
+		Logger:        log.With("component", "pull"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("broker: pull processor: %w", err)
+	}
+	m.offsets, err = consumer.New(consumer.Deps{
+		Config:        b.cfg.Get,
+		Store:         st,
+		Topics:        b.topics,
+		Subscriptions: m.subs,
+		Consumers:     m.clients.Consumers(),
+		PullOffsets:   m.pull,
+		GroupOffsets:  st.Offsets(),
+		Logger:        log.With("component", "offset"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("broker: offset processor: %w", err)
+	}
+	m.send, err = send.New(send.Deps{
+		Config:    b.cfg.Get,
+		Topics:    b.topics,
+		Store:     st,
+		StoreHost: b.storeHost,
+		Groups:    m.subs,
+		Replies:   send.ChannelPusher{Find: m.clients.Producers().FindChannel},
+		Logger:    log.With("component", "send"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("broker: send processor: %w", err)
+	}
+	m.query, err = query.New(query.Deps{Config: b.cfg.Get, Store: st, Logger: log.With("component", "query")})
+	if err != nil {
+		return nil, fmt.Errorf("broker: query processor: %w", err)
+	}
+	r := procRegistrar{b}
+	m.subs.Register(r)
+	m.clients.Register(r)
+	m.pull.Register(r)
+	m.offsets.Register(r)
+	m.send.Register(r)
+	m.query.Register(r)
+	b.server.OnClose(m.clients.OnChannelClose)
+	return m, nil
+}
+
+func (m *messaging) start() {
+	m.clients.Start()
+	m.pull.Start()
+}
+
+func (m *messaging) close() {
+	m.pull.Close()
+	m.clients.Close()
+}
