@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 
@@ -94,7 +95,15 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger) (*messaging
 		StoreHost: b.storeHost,
 		Groups:    m.subs,
 		Replies:   send.ChannelPusher{Find: m.clients.Producers().FindChannel},
-		Logger:    log.With("component", "send"),
+		// Java registers synchronously after creating a topic in the send
+		// path, so a consumer started right after the first send finds
+		// the route.
+		TopicCreated: func(string) {
+			ctx, cancel := context.WithTimeout(context.Background(), b.cfg.Get().RegisterBrokerTimeoutMills)
+			defer cancel()
+			b.RegisterNow(ctx)
+		},
+		Logger: log.With("component", "send"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: send processor: %w", err)
