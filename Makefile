@@ -21,6 +21,7 @@ build:
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/namesrv github.com/rmqgo/rmq/namesrv/cmd/namesrv
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/broker github.com/rmqgo/rmq/broker/cmd/broker
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/mqadmin github.com/rmqgo/rmq/mqadmin/cmd/mqadmin
+	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/mqbench github.com/rmqgo/rmq/mqadmin/cmd/mqbench
 
 run: build
 	./scripts/run-local.sh
