@@ -34,7 +34,15 @@ func (s *Store) put(ctx context.Context, msgs []*message.Message) (PutResult, er
 		return PutResult{}, ErrShutdown
 	}
 	if !s.cl.Writable() {
-		return PutResult{}, mapAppendError(s.cl.Err())
+		err := s.cl.Err()
+		if err == nil {
+			// Not failed, so refused because disk usage is above
+			// diskSpaceWarningLevelRatio: that state carries no error of
+			// its own, and a nil here would acknowledge a message that was
+			// never stored.
+			err = fmt.Errorf("%w: disk usage above the warning level", commitlog.ErrDiskFull)
+		}
+		return PutResult{}, mapAppendError(err)
 	}
 	for _, m := range msgs {
 		if len(m.Body) > s.cfg.MaxMessageSize {
