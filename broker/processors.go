@@ -32,10 +32,30 @@ type messaging struct {
 	offsets *consumer.Processor
 	send    *send.Processor
 	query   *query.Processor
+
+	// Background services added by the feature wirings (wire_*.go), in
+	// start order; closed in reverse.
+	starters []func()
+	closers  []func()
+}
+
+// wiring is what a feature's wire_*.go file gets to plug itself in: the
+// store, the processors built so far, and the dependencies of the send and
+// pull processors before they are built (hooks such as Schedule,
+// Transactions, Locks and Filters go there).
+type wiring struct {
+	b        *Broker
+	st       *store.Store
+	log      *slog.Logger
+	m        *messaging
+	reg      procRegistrar
+	sendDeps *send.Deps
+	pullDeps *pull.Deps
 }
 
 // installMessaging builds the send, pull, client and offset processors on
-// top of the store and registers their request codes.
+// top of the store and registers their request codes. Features hook in
+// through the wire* methods, each in its own file.
 func (b *Broker) installMessaging(st *store.Store, log *slog.Logger) (*messaging, error) {
 	cfg := b.cfg.Get()
 	m := &messaging{}
@@ -64,31 +84,16 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger) (*messaging
 	if err != nil {
 		return nil, fmt.Errorf("broker: client manager: %w", err)
 	}
-	m.pull, err = pull.New(pull.Deps{
+	w := &wiring{b: b, st: st, log: log, m: m, reg: procRegistrar{b}}
+	w.pullDeps = &pull.Deps{
 		Config:        b.cfg.Get,
 		Store:         st,
 		Topics:        b.topics,
 		Subscriptions: m.subs,
 		Consumers:     m.clients.Consumers(),
 		Logger:        log.With("component", "pull"),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("broker: pull processor: %w", err)
 	}
-	m.offsets, err = consumer.New(consumer.Deps{
-		Config:        b.cfg.Get,
-		Store:         st,
-		Topics:        b.topics,
-		Subscriptions: m.subs,
-		Consumers:     m.clients.Consumers(),
-		PullOffsets:   m.pull,
-		GroupOffsets:  st.Offsets(),
-		Logger:        log.With("component", "offset"),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("broker: offset processor: %w", err)
-	}
-	m.send, err = send.New(send.Deps{
+	w.sendDeps = &send.Deps{
 		Config:    b.cfg.Get,
 		Topics:    b.topics,
 		Store:     st,
@@ -104,15 +109,36 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger) (*messaging
 			b.RegisterNow(ctx)
 		},
 		Logger: log.With("component", "send"),
+	}
+	for _, wire := range []func(*wiring) error{b.wireFilter, b.wireSchedule, b.wireRetry, b.wireTransaction, b.wireOrderly, b.wireConsumerAdmin} {
+		if err := wire(w); err != nil {
+			return nil, err
+		}
+	}
+	if m.pull, err = pull.New(*w.pullDeps); err != nil {
+		return nil, fmt.Errorf("broker: pull processor: %w", err)
+	}
+	m.offsets, err = consumer.New(consumer.Deps{
+		Config:        b.cfg.Get,
+		Store:         st,
+		Topics:        b.topics,
+		Subscriptions: m.subs,
+		Consumers:     m.clients.Consumers(),
+		PullOffsets:   m.pull,
+		GroupOffsets:  st.Offsets(),
+		Logger:        log.With("component", "offset"),
 	})
 	if err != nil {
+		return nil, fmt.Errorf("broker: offset processor: %w", err)
+	}
+	if m.send, err = send.New(*w.sendDeps); err != nil {
 		return nil, fmt.Errorf("broker: send processor: %w", err)
 	}
 	m.query, err = query.New(query.Deps{Config: b.cfg.Get, Store: st, Logger: log.With("component", "query")})
 	if err != nil {
 		return nil, fmt.Errorf("broker: query processor: %w", err)
 	}
-	r := procRegistrar{b}
+	r := w.reg
 	m.subs.Register(r)
 	m.clients.Register(r)
 	m.pull.Register(r)
@@ -126,9 +152,15 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger) (*messaging
 func (m *messaging) start() {
 	m.clients.Start()
 	m.pull.Start()
+	for _, f := range m.starters {
+		f()
+	}
 }
 
 func (m *messaging) close() {
+	for i := len(m.closers) - 1; i >= 0; i-- {
+		m.closers[i]()
+	}
 	m.pull.Close()
 	m.clients.Close()
 }
