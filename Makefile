@@ -12,7 +12,7 @@ PKGS      := github.com/rmqgo/rmq/...
 GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED ?= 0
 
-.PHONY: all build run cluster test test-short race vet fmt lint bench fuzz clean
+.PHONY: all build run cluster test test-short race vet fmt lint bench bench-vs-apache fuzz crash clean
 
 all: build
 
@@ -49,9 +49,21 @@ fmt:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)
 
+# Send and consume TPS of our broker against Apache RocketMQ 5.5.0's, side by
+# side on this machine (needs java + mvn); FLUSH_DISK_TYPE=SYNC_FLUSH too.
+bench-vs-apache: build
+	./scripts/bench/vs-apache.sh
+
 FUZZTIME ?= 30s
 fuzz:
 	./scripts/fuzz-all.sh $(FUZZTIME)
+
+# The crash-safety harness: SIGKILL the broker at random moments under a
+# SYNC_FLUSH load, then check every acknowledged message is back, intact
+# (tests/crash; `make test` runs 3 rounds). CRASH_SEED=n replays a schedule.
+CRASH_ROUNDS ?= 30
+crash:
+	GO=$(GO) ./scripts/crash.sh $(CRASH_ROUNDS)
 
 clean:
 	rm -rf $(BIN) data .run
