@@ -287,6 +287,11 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		b.log.Warn("unregister from name servers", "err", err)
 	}
 	if started {
+		if b.msg != nil {
+			if n := b.msg.pull.DrainHeld(); n > 0 {
+				b.log.Info("answered suspended pulls before shutdown", "count", n)
+			}
+		}
 		if err := b.server.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}

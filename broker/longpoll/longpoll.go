@@ -438,3 +438,22 @@ func (s *Service) Close() {
 		s.log.Info("long polling stopped, dropped suspended pulls", "count", n)
 	}
 }
+
+// Drain answers every parked request now (each is re-run once without
+// suspension, normally PULL_NOT_FOUND), while the connections are still
+// open: a broker shutting down answers its long polls instead of leaving
+// clients to wait for their own timeouts.
+func (s *Service) Drain() int {
+	s.mu.Lock()
+	due := make([]*entry, len(s.dl))
+	copy(due, s.dl)
+	s.queues = map[qkey][]*entry{}
+	s.dl = nil
+	s.mu.Unlock()
+	for _, e := range due {
+		if ch := e.r.Channel; ch == nil || ch.IsActive() {
+			s.resume(s.ctx, e.r.Channel, e.r.Command)
+		}
+	}
+	return len(due)
+}

@@ -216,3 +216,25 @@ func TestWakeQueue(t *testing.T) {
 		t.Fatalf("parked %d", s.Len())
 	}
 }
+
+// Drain answers every parked request at once (broker shutdown) and leaves
+// the service usable.
+func TestDrainAnswersParked(t *testing.T) {
+	s, r, clk := newService(t, Config{}, nil)
+	dl := clk.Now().Add(time.Minute)
+	must(t, s.Park(Request{Command: req(1), Topic: "T", QueueID: 0, Offset: 5, Deadline: dl}))
+	must(t, s.Park(Request{Command: req(2), Topic: "U", QueueID: 3, Offset: 0, Deadline: dl}))
+	if n := s.Drain(); n != 2 {
+		t.Fatalf("Drain = %d, want 2", n)
+	}
+	got := map[int32]bool{}
+	for i := 0; i < 2; i++ {
+		got[<-r.ch] = true
+	}
+	if !got[1] || !got[2] || s.Len() != 0 {
+		t.Fatalf("resumed %v, parked %d", got, s.Len())
+	}
+	s.OnArrival("T", 0, 5, 0, 0) // nothing left to wake
+	r.none(t)
+	must(t, s.Park(Request{Command: req(3), Topic: "T", Deadline: dl}))
+}

@@ -258,6 +258,7 @@ func (s *Store) offsetFlushLoop() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.cfg.OffsetFlushInterval)
 	defer t.Stop()
+	flushed := s.cq.DispatchedOffset()
 	for {
 		select {
 		case <-s.stop:
@@ -265,6 +266,15 @@ func (s *Store) offsetFlushLoop() {
 		case <-t.C:
 			if err := s.offsets.Flush(); err != nil {
 				s.log.Error("flush consumer offsets", "err", err)
+			}
+			// Pebble's WAL is off: flushing the memtable bounds how much of
+			// the CommitLog a crash makes us re-dispatch to one interval.
+			if d := s.cq.DispatchedOffset(); d != flushed {
+				if err := s.cq.Flush(); err != nil {
+					s.log.Error("flush consume queue", "err", err)
+				} else {
+					flushed = d
+				}
 			}
 		}
 	}

@@ -459,3 +459,6 @@ func (f tagFilter) MatchTagsCode(tagsCode int64) bool {
 }
 
 func (f tagFilter) MatchProperties([]byte) bool { return true }
+
+// DrainHeld answers every suspended pull now (broker shutdown).
+func (p *Processor) DrainHeld() int { return p.hold.Drain() }
