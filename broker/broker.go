@@ -171,7 +171,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 	b.client = remoting.NewClient(ccfg, log.With("component", "namesrv-client"))
 
 	b.pools = map[Pool]*remoting.Executor{
-		PoolSend:  remoting.NewExecutor("send", cfg.SendMessageThreadPoolNums, cfg.SendThreadPoolQueueCapacity),
+		PoolSend:  remoting.NewExecutor("send", sendWorkers(cfg), cfg.SendThreadPoolQueueCapacity),
 		PoolPull:  remoting.NewExecutor("pull", cfg.PullMessageThreadPoolNums, cfg.PullThreadPoolQueueCapacity),
 		PoolAdmin: remoting.NewExecutor("admin", cfg.AdminBrokerThreadPoolNums, cfg.AdminBrokerThreadPoolQueueCapacity),
 	}
@@ -479,3 +479,13 @@ func (s registrationSource) Body() protocol.RegisterBrokerBody {
 func (s registrationSource) ForceRegister() bool { return s.b.cfg.Get().ForceRegister }
 
 func (s registrationSource) Timeout() time.Duration { return s.b.cfg.Get().RegisterBrokerTimeoutMills }
+
+// sendWorkers sizes the send executor. Java's few send threads hand the
+// wait for a SYNC_FLUSH fsync (or a slave ack) to a future and move on; here
+// a worker goroutine waits instead, so the pool must be wide enough for many
+// sends to share one group commit. sendMessageThreadPoolNums still sets the
+// floor.
+func sendWorkers(cfg *config.Config) int {
+	const minWorkers = 64
+	return max(cfg.SendMessageThreadPoolNums, minWorkers)
+}
