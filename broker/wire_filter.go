@@ -1,5 +1,33 @@
 package broker
 
-// wireFilter plugs the filter feature into the message path (see wiring).
-// Not wired yet: nothing to do.
-func (b *Broker) wireFilter(w *wiring) error { return nil }
+import (
+	"fmt"
+
+	"github.com/rmqgo/rmq/broker/filter"
+	"github.com/rmqgo/rmq/broker/msgtype"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+// wireFilter plugs in message filtering and message-type rules (see
+// wiring):
+//
+//   - SQL92 subscriptions: the pull processor compiles them with
+//     filter.Factory (enablePropertyFilter, bounded expression cache) and
+//     evaluates them on the stored properties; TAG subscriptions keep the
+//     pull processor's own tag-code filter. A push consumer's pull carries
+//     no expression (client-go even labels it TAG): the pull processor takes
+//     the group's SQL92 subscription from its heartbeat registration.
+//   - CHECK_CLIENT_CONFIG (46), which Java consumers send at start for SQL92
+//     subscriptions, on the admin (client management) executor.
+//   - The send path's message-type check and per-type size limits
+//     (msgtype.Checker).
+func (b *Broker) wireFilter(w *wiring) error {
+	f, err := filter.New(filter.Options{Config: b.cfg.Get, Logger: w.log.With("component", "filter")})
+	if err != nil {
+		return fmt.Errorf("broker: filter: %w", err)
+	}
+	w.pullDeps.Filters = f
+	w.reg.RegisterProcessor(code.CheckClientConfig, f.HandleCheckClientConfig, int(PoolAdmin))
+	w.sendDeps.MessageTypeCheck = msgtype.Checker{Config: b.cfg.Get}
+	return nil
+}

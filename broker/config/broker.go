@@ -41,6 +41,18 @@ type BrokerConfig struct {
 	ClearRetryTopicWhenDeleteTopic     bool   `key:"clearRetryTopicWhenDeleteTopic"`
 	ConfigBlackList                    string `key:"configBlackList" readonly:"true"`
 
+	// Message types and per-type size limits on the send path (package
+	// broker/msgtype). enableTopicMessageTypeCheck is Apache's ProxyConfig
+	// key (default true there, for gRPC clients); our broker applies it to
+	// remoting sends and, like Apache's broker, which never checks, defaults
+	// to false. maxDelayMessageSize and maxTransactionMessageSize are ours
+	// (no Apache key; Alibaba Cloud's documented limits are the defaults):
+	// body limits of delay/timer and transactional messages, ≤ 0 = only
+	// maxMessageSize applies.
+	EnableTopicMessageTypeCheck bool `key:"enableTopicMessageTypeCheck"`
+	MaxDelayMessageSize         int  `key:"maxDelayMessageSize"`
+	MaxTransactionMessageSize   int  `key:"maxTransactionMessageSize"`
+
 	// Thread pools (worker counts and queue capacities of the executors).
 	SendMessageThreadPoolNums          int `key:"sendMessageThreadPoolNums"`
 	PutMessageFutureThreadPoolNums     int `key:"putMessageFutureThreadPoolNums"`
@@ -419,6 +431,9 @@ func defaultBrokerConfig(hostname, ip string, env map[string]string) BrokerConfi
 		DelayOffsetUpdateVersionStep:       200,
 		EnableRegisterProducer:             true,
 		EnableCreateSysGroup:               true,
+
+		MaxDelayMessageSize:       64 << 10,
+		MaxTransactionMessageSize: 64 << 10,
 
 		LongPollingEnable:           true,
 		ShortPollingTimeMills:       1000 * ms,

@@ -372,6 +372,12 @@ func (p *Processor) filterOf(group string, sub client.SubscriptionData) (store.M
 	}
 	f, err := p.d.Filters.NewFilter(group, sub)
 	if err != nil {
+		// A factory that already chose the code (e.g. SQL92 while
+		// enablePropertyFilter is off → SYSTEM_ERROR, as Java) keeps it.
+		var ce *remoting.CodeError
+		if errors.As(err, &ce) {
+			return nil, err
+		}
 		return nil, remoting.Errorf(code.SubscriptionParseFailed, "parse the consumer's subscription failed: %v", err)
 	}
 	return f, nil

@@ -90,6 +90,9 @@ func (p *Processor) sendBatch(ctx context.Context, ch *remoting.Channel, req *re
 		if delayLevel(m.Properties) > 0 {
 			return nil, fmt.Errorf("%w: batch item %d: batch messages do not support delay levels", ErrMessageIllegal, i)
 		}
+		if err := p.checkMessage(&tc, m, sysFlag); err != nil {
+			return nil, fmt.Errorf("batch item %d: %w", i, err)
+		}
 		if err := ApplyLite(&tc, m.Properties); err != nil {
 			return nil, fmt.Errorf("batch item %d: %w", i, err)
 		}

@@ -86,6 +86,24 @@ type ScheduleHook interface {
 	Schedule(msg *message.Message) error
 }
 
+// MessageChecker vets a message against its topic before anything rewrites
+// it (message.type, per-type size limits; package broker/msgtype). It sees
+// the topic's config, the message as built from the request (Topic, Body,
+// Properties, QueueID, ReconsumeTimes set) and the request's sysFlag. An
+// error rejects the send: wrap ErrMessageIllegal for MESSAGE_ILLEGAL, or
+// return a *remoting.CodeError.
+type MessageChecker interface {
+	CheckMessage(tc *protocol.TopicConfig, msg *message.Message, sysFlag int32) error
+}
+
+// checkMessage runs Deps.MessageTypeCheck, if any.
+func (p *Processor) checkMessage(tc *protocol.TopicConfig, msg *message.Message, sysFlag int32) error {
+	if p.d.MessageTypeCheck == nil {
+		return nil
+	}
+	return p.d.MessageTypeCheck.CheckMessage(tc, msg, sysFlag)
+}
+
 // ErrNoReplyChannel is returned by a ReplyPusher when the requester has no
 // live connection to this broker.
 var ErrNoReplyChannel = errors.New("no channel for the reply's client")

@@ -91,6 +91,9 @@ type Deps struct {
 	Transactions TransactionHook
 	// Schedule parks DELAY/TIMER messages; nil: stored as is (logged once).
 	Schedule ScheduleHook
+	// MessageTypeCheck vets each message against its topic (message
+	// type, size limits by type); nil: no check.
+	MessageTypeCheck MessageChecker
 	// Replies pushes SEND_REPLY_MESSAGE to the requester; nil: every push
 	// fails with "channel not found" (the reply is still stored).
 	Replies ReplyPusher
@@ -386,6 +389,9 @@ func (p *Processor) sendOne(ctx context.Context, ch *remoting.Channel, req *remo
 		StoreHost:      p.storeHost(),
 		QueueID:        queueID,
 		ReconsumeTimes: h.reconsumeTimes,
+	}
+	if err := p.checkMessage(&tc, msg, h.sysFlag); err != nil {
+		return nil, err
 	}
 	if strings.HasPrefix(h.topic, protocol.RetryGroupTopicPrefix) {
 		if err := p.retryOrDLQ(req, h, msg, &tc); err != nil {
