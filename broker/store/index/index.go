@@ -72,32 +72,68 @@ func Add(b *pebble.Batch, topic string, kind byte, key string, storeTime, phyOff
 
 // Query returns up to max hits for (topic, kind, key) stored within
 // [begin, end] (ms), newest first, as RocketMQ returns the latest matches.
+// It visits only hours that hold entries, newest first: clients send
+// begin=0 and end=Long.MAX_VALUE, and walking that range hour by hour would
+// never finish.
 func Query(db *pebble.DB, topic string, kind byte, key string, begin, end int64, max int) ([]Hit, error) {
 	if max <= 0 || end < begin {
 		return nil, nil
 	}
 	begin = max64(begin, 0)
+	hours, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{kv.PrefixIndex}, UpperBound: []byte{kv.PrefixIndex + 1}})
+	if err != nil {
+		return nil, fmt.Errorf("index: query: %w", err)
+	}
+	defer hours.Close()
 	var hits []Hit
-	for h := int64(hourOf(end)); h >= int64(hourOf(begin)) && len(hits) < max; h-- {
-		p := prefix(uint32(h), topic, kind, key)
-		lo := binary.BigEndian.AppendUint64(append([]byte(nil), p...), uint64(begin))
-		hi := binary.BigEndian.AppendUint64(append([]byte(nil), p...), uint64(end)+1)
-		it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-		if err != nil {
-			return nil, fmt.Errorf("index: query: %w", err)
+	first := int64(hourOf(begin))
+	h := int64(hourOf(end))
+	for h >= first && len(hits) < max {
+		// The newest hour ≤ h that has any entry.
+		if !hours.SeekLT(binary.BigEndian.AppendUint32([]byte{kv.PrefixIndex}, uint32(h+1))) {
+			break
 		}
-		for it.Last(); it.Valid() && len(hits) < max; it.Prev() {
-			k := it.Key()
-			if len(k) != len(p)+16 {
-				continue
-			}
-			hits = append(hits, Hit{StoreTime: int64(binary.BigEndian.Uint64(k[len(p):])), PhyOffset: int64(binary.BigEndian.Uint64(k[len(p)+8:]))})
+		k := hours.Key()
+		if len(k) < 5 {
+			break
 		}
-		err = it.Error()
-		it.Close()
-		if err != nil {
-			return nil, fmt.Errorf("index: query: %w", err)
+		h = int64(binary.BigEndian.Uint32(k[1:5]))
+		if h < first {
+			break
 		}
+		if hits, err = queryHour(db, uint32(h), topic, kind, key, begin, end, max, hits); err != nil {
+			return nil, err
+		}
+		h--
+	}
+	if err := hours.Error(); err != nil {
+		return nil, fmt.Errorf("index: query: %w", err)
+	}
+	return hits, nil
+}
+
+func queryHour(db *pebble.DB, hour uint32, topic string, kind byte, key string, begin, end int64, max int, hits []Hit) ([]Hit, error) {
+	p := prefix(hour, topic, kind, key)
+	lo := binary.BigEndian.AppendUint64(append([]byte(nil), p...), uint64(begin))
+	hiTS := uint64(end) + 1
+	if end == 1<<63-1 {
+		hiTS = uint64(end)
+	}
+	hi := binary.BigEndian.AppendUint64(append([]byte(nil), p...), hiTS)
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return nil, fmt.Errorf("index: query: %w", err)
+	}
+	defer it.Close()
+	for it.Last(); it.Valid() && len(hits) < max; it.Prev() {
+		k := it.Key()
+		if len(k) != len(p)+16 {
+			continue
+		}
+		hits = append(hits, Hit{StoreTime: int64(binary.BigEndian.Uint64(k[len(p):])), PhyOffset: int64(binary.BigEndian.Uint64(k[len(p)+8:]))})
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("index: query: %w", err)
 	}
 	return hits, nil
 }

@@ -39,6 +39,10 @@ func TestAddQueryDelete(t *testing.T) {
 	if hits, _ := Query(db, "T", KindUniqKey, "order-1", 0, 100*h, 3); len(hits) != 1 || hits[0].PhyOffset != 7000 {
 		t.Fatalf("uniq %+v", hits)
 	}
+	// The range clients send without bounds: visits only hours with data.
+	if hits, _ := Query(db, "T", KindKey, "order-1", 0, 1<<63-1, 32); len(hits) != 10 {
+		t.Fatalf("unbounded query %d hits", len(hits))
+	}
 	b = db.NewBatch()
 	if err := DeleteBefore(b, 12*h+1); err != nil {
 		t.Fatal(err)

@@ -9,8 +9,11 @@
 package kv
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"syscall"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -37,11 +40,14 @@ type Config struct {
 	MemTableSize uint64
 	// DisableWAL turns Pebble's own WAL off (the default: see package doc).
 	DisableWAL bool
+	// LockWait is how long Open waits for another process to release the
+	// directory lock.
+	LockWait time.Duration
 }
 
 // DefaultConfig returns the broker's defaults for dir.
 func DefaultConfig(dir string) Config {
-	return Config{Dir: dir, CacheSize: 64 << 20, MemTableSize: 32 << 20, DisableWAL: true}
+	return Config{Dir: dir, CacheSize: 64 << 20, MemTableSize: 32 << 20, DisableWAL: true, LockWait: 10 * time.Second}
 }
 
 // Validate checks the configuration.
@@ -68,11 +74,20 @@ func Open(cfg Config, log *slog.Logger) (*pebble.DB, error) {
 		MemTableSize: cfg.MemTableSize,
 		Logger:       slogAdapter{log},
 	}
-	db, err := pebble.Open(cfg.Dir, opts)
-	if err != nil {
-		return nil, fmt.Errorf("kv: open %s: %w", cfg.Dir, err)
+	// A broker restarted right after a kill -9 can find the old process
+	// still exiting and holding the directory lock for a moment: retry
+	// briefly rather than fail the restart.
+	deadline := time.Now().Add(cfg.LockWait)
+	for {
+		db, err := pebble.Open(cfg.Dir, opts)
+		if err == nil {
+			return db, nil
+		}
+		if !errors.Is(err, syscall.EAGAIN) || time.Now().After(deadline) {
+			return nil, fmt.Errorf("kv: open %s: %w", cfg.Dir, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return db, nil
 }
 
 // PrefixEnd returns the smallest key greater than every key starting with p.
