@@ -12,7 +12,7 @@ PKGS      := github.com/rmqgo/rmq/...
 GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED ?= 0
 
-.PHONY: all build run cluster test test-short race vet fmt lint bench bench-vs-apache fuzz crash clean
+.PHONY: all build run cluster test test-short race vet fmt lint bench bench-vs-apache bench-recovery fuzz crash clean
 
 all: build
 
@@ -53,6 +53,10 @@ bench:
 # side on this machine (needs java + mvn); FLUSH_DISK_TYPE=SYNC_FLUSH too.
 bench-vs-apache: build
 	./scripts/bench/vs-apache.sh
+
+# Recovery time after kill -9 with a 2 GiB CommitLog (SIZE_GB=n to change).
+bench-recovery: build
+	./scripts/bench/recovery.sh
 
 FUZZTIME ?= 30s
 fuzz:
