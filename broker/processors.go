@@ -110,7 +110,7 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger) (*messaging
 		},
 		Logger: log.With("component", "send"),
 	}
-	for _, wire := range []func(*wiring) error{b.wireFilter, b.wireSchedule, b.wireRetry, b.wireTransaction, b.wireOrderly, b.wireConsumerAdmin} {
+	for _, wire := range []func(*wiring) error{b.wireFilter, b.wireOrderly, b.wireSchedule, b.wireRetry, b.wireTransaction, b.wireConsumerAdmin} {
 		if err := wire(w); err != nil {
 			return nil, err
 		}

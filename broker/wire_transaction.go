@@ -1,5 +1,31 @@
 package broker
 
-// wireTransaction plugs the transaction feature into the message path (see wiring).
-// Not wired yet: nothing to do.
-func (b *Broker) wireTransaction(w *wiring) error { return nil }
+import (
+	"fmt"
+
+	"github.com/rmqgo/rmq/broker/transaction"
+)
+
+// wireTransaction plugs transactional messages in: END_TRANSACTION on the
+// send executor and the check service (CHECK_TRANSACTION_STATE to a live
+// channel of the producer group). Half messages are parked by the send
+// path's default hook (send.HalfMessage); committed messages go through the
+// schedule hook wired before this one, if any.
+func (b *Broker) wireTransaction(w *wiring) error {
+	svc, err := transaction.New(transaction.Deps{
+		Config:    b.cfg.Get,
+		Store:     w.st,
+		Topics:    b.topics,
+		Producers: transaction.ChannelProducers(w.m.clients.Producers().AvailableChannel),
+		Schedule:  w.sendDeps.Schedule,
+		StoreHost: b.storeHost,
+		Logger:    w.log.With("component", "transaction"),
+	})
+	if err != nil {
+		return fmt.Errorf("broker: transaction service: %w", err)
+	}
+	svc.Register(w.reg)
+	w.m.starters = append(w.m.starters, svc.Start)
+	w.m.closers = append(w.m.closers, svc.Close)
+	return nil
+}

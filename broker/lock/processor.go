@@ -1,0 +1,208 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+// PoolAdmin is broker.PoolAdmin: Java runs LOCK/UNLOCK_BATCH_MQ on the admin
+// processor's executor.
+const PoolAdmin = 2
+
+// Registrar installs handlers; the broker's procRegistrar satisfies it.
+type Registrar interface {
+	RegisterProcessor(code int32, h remoting.Handler, pool int)
+}
+
+// Topics is the part of the topic table the handlers use (*topic.Manager).
+type Topics interface {
+	Get(name string) (protocol.TopicConfig, bool)
+}
+
+// Deps are the processor's collaborators. Manager is required.
+type Deps struct {
+	Manager *Manager
+	// Topics, when set, restricts locks to queues of topics this broker
+	// has: a queue of an unknown topic, or with a queue id outside the
+	// topic's queues, is never granted [our choice; Java grants any queue].
+	Topics Topics
+	// BrokerName returns this broker's name: the queue-id bound is checked
+	// only for queues named after this broker (static topics use logic
+	// queue ids under a mock broker name). nil: never checked.
+	BrokerName func() string
+	// SweepInterval is how often expired locks are dropped (0: MaxLiveTime).
+	SweepInterval time.Duration
+	Logger        *slog.Logger
+}
+
+// Processor answers LOCK_BATCH_MQ and UNLOCK_BATCH_MQ.
+type Processor struct {
+	d   Deps
+	log *slog.Logger
+
+	mu   sync.Mutex
+	stop chan struct{}
+	done chan struct{}
+}
+
+// NewProcessor returns a Processor.
+func NewProcessor(d Deps) (*Processor, error) {
+	if d.Manager == nil {
+		return nil, fmt.Errorf("lock: Deps.Manager is required")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.SweepInterval <= 0 {
+		d.SweepInterval = d.Manager.MaxLiveTime()
+	}
+	return &Processor{d: d, log: d.Logger}, nil
+}
+
+// Handlers maps the request codes to their handlers.
+func (p *Processor) Handlers() map[int32]remoting.Handler {
+	return map[int32]remoting.Handler{
+		code.LockBatchMQ:   p.lockBatch,
+		code.UnlockBatchMQ: p.unlockBatch,
+	}
+}
+
+// Register installs the handlers on the admin executor.
+func (p *Processor) Register(r Registrar) {
+	for c, h := range p.Handlers() {
+		r.RegisterProcessor(c, h, PoolAdmin)
+	}
+}
+
+// Start runs the sweeper that drops expired locks.
+func (p *Processor) Start() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stop != nil {
+		return
+	}
+	p.stop, p.done = make(chan struct{}), make(chan struct{})
+	go p.sweepLoop(p.stop, p.done)
+}
+
+// Close stops the sweeper.
+func (p *Processor) Close() {
+	p.mu.Lock()
+	stop, done := p.stop, p.done
+	p.stop = nil
+	p.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+}
+
+func (p *Processor) sweepLoop(stop, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(p.d.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			if n := p.d.Manager.Sweep(); n > 0 {
+				p.log.Info("dropped expired queue locks", "count", n)
+			}
+		}
+	}
+}
+
+// batchBody is LockBatchRequestBody / UnlockBatchRequestBody (§4.7).
+type batchBody struct {
+	ConsumerGroup  string                  `json:"consumerGroup"`
+	ClientID       string                  `json:"clientId"`
+	MQSet          []protocol.MessageQueue `json:"mqSet"`
+	OnlyThisBroker bool                    `json:"onlyThisBroker"`
+}
+
+// lockResponseBody is LockBatchResponseBody.
+type lockResponseBody struct {
+	LockOKMQSet []protocol.MessageQueue `json:"lockOKMQSet"`
+}
+
+// decodeBody reads a lock or unlock body; a missing body, bad JSON or an
+// empty group or client id is INVALID_PARAMETER (Java fails the request
+// with SYSTEM_ERROR on the NullPointerException instead).
+func decodeBody(req *remoting.Command) (batchBody, error) {
+	var b batchBody
+	if len(req.Body) == 0 {
+		return b, remoting.Errorf(code.InvalidParameter, "request code %d: the request body is empty", req.Code)
+	}
+	if err := protocol.Unmarshal(req.Body, &b); err != nil {
+		return b, remoting.Errorf(code.InvalidParameter, "request code %d: bad body: %v", req.Code, err)
+	}
+	switch {
+	case b.ConsumerGroup == "":
+		return b, remoting.Errorf(code.InvalidParameter, "request code %d: consumerGroup is empty", req.Code)
+	case b.ClientID == "":
+		return b, remoting.Errorf(code.InvalidParameter, "request code %d: clientId is empty", req.Code)
+	}
+	return b, nil
+}
+
+// lockable filters out queues this broker cannot serve.
+func (p *Processor) lockable(b *batchBody) []protocol.MessageQueue {
+	if p.d.Topics == nil {
+		return b.MQSet
+	}
+	self := ""
+	if p.d.BrokerName != nil {
+		self = p.d.BrokerName()
+	}
+	out := make([]protocol.MessageQueue, 0, len(b.MQSet))
+	for _, mq := range b.MQSet {
+		tc, ok := p.d.Topics.Get(mq.Topic)
+		switch {
+		case !ok:
+			p.log.Debug("lock refused: unknown topic", "group", b.ConsumerGroup, "clientId", b.ClientID, "mq", mq.String())
+			continue
+		case mq.QueueID < 0,
+			self != "" && mq.BrokerName == self && mq.QueueID >= max(tc.ReadQueueNums, tc.WriteQueueNums):
+			p.log.Debug("lock refused: no such queue", "group", b.ConsumerGroup, "clientId", b.ClientID, "mq", mq.String())
+			continue
+		}
+		out = append(out, mq)
+	}
+	return out
+}
+
+// lockBatch answers LOCK_BATCH_MQ: SUCCESS with the queues now held
+// (possibly none).
+func (p *Processor) lockBatch(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	b, err := decodeBody(req)
+	if err != nil {
+		return nil, err
+	}
+	ok := p.d.Manager.TryLockBatch(b.ConsumerGroup, b.ClientID, p.lockable(&b))
+	body, err := protocol.Marshal(lockResponseBody{LockOKMQSet: ok})
+	if err != nil {
+		return nil, remoting.Errorf(code.SystemError, "encode lock response: %v", err)
+	}
+	resp := remoting.NewResponse(req, code.Success, "")
+	resp.Body = body
+	return resp, nil
+}
+
+// unlockBatch answers UNLOCK_BATCH_MQ (client-go sends it "one-way"
+// without the flag and ignores the answer).
+func (p *Processor) unlockBatch(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	b, err := decodeBody(req)
+	if err != nil {
+		return nil, err
+	}
+	p.d.Manager.UnlockBatch(b.ConsumerGroup, b.ClientID, b.MQSet)
+	return remoting.NewResponse(req, code.Success, ""), nil
+}

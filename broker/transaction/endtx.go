@@ -1,0 +1,295 @@
+package transaction
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"time"
+
+	"github.com/rmqgo/rmq/broker/processor/send"
+	"github.com/rmqgo/rmq/pkg/message"
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+// endRequest is EndTransactionRequestHeader.
+type endRequest struct {
+	group                string
+	tranStateTableOffset int64
+	commitLogOffset      int64
+	commitOrRollback     int32
+	fromTransactionCheck bool
+	msgID, transactionID string
+}
+
+func parseEnd(ext map[string]string) (endRequest, error) {
+	f := protocol.FieldsOf(ext)
+	r := endRequest{
+		group:                f.Str("producerGroup"),
+		tranStateTableOffset: f.Int64("tranStateTableOffset"),
+		commitLogOffset:      f.Int64("commitLogOffset"),
+		commitOrRollback:     f.Int32("commitOrRollback"),
+		fromTransactionCheck: f.OptBool("fromTransactionCheck", false),
+		msgID:                f.OptStr("msgId", ""),
+		transactionID:        f.OptStr("transactionId", ""),
+	}
+	if err := f.Err(); err != nil {
+		return r, remoting.Errorf(code.InvalidParameter, "%v", err)
+	}
+	switch r.commitOrRollback {
+	case message.TransactionNotType, message.TransactionCommitType, message.TransactionRollbackType:
+	default:
+		// Java's EndTransactionRequestHeader.checkFields.
+		return r, remoting.Errorf(code.InvalidParameter, "commitOrRollback field wrong: %d (want 0, 8 or 12)", r.commitOrRollback)
+	}
+	return r, nil
+}
+
+func outcomeName(t int32) string {
+	switch t {
+	case message.TransactionCommitType:
+		return "commit"
+	case message.TransactionRollbackType:
+		return "rollback"
+	case outcomeDiscarded:
+		return "discarded after transactionCheckMax"
+	}
+	return "unknown"
+}
+
+// endTransaction answers END_TRANSACTION (37). client-go sends it without
+// the one-way flag and ignores the answer; a Java producer sets the flag and
+// gets none. Codes: SUCCESS; INVALID_PARAMETER for a bad header;
+// SLAVE_NOT_AVAILABLE on a slave; SYSTEM_ERROR with Java's remarks when the
+// half message is not found or does not match the request (producer group,
+// queue offset, CommitLog offset); ILLEGAL_OPERATION when the record at
+// commitLogOffset is not a half message, or (Java's
+// rejectCommitOrRollback) the producer's own answer comes after the
+// message's CHECK_IMMUNITY_TIME_IN_SECONDS; store errors as for a send.
+func (s *Service) endTransaction(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	r, err := parseEnd(req.ExtFields)
+	if err != nil {
+		return nil, err
+	}
+	cfg := s.d.Config()
+	if !cfg.IsMaster() {
+		return nil, remoting.Errorf(code.SlaveNotAvailable, "Message store is slave mode, so end transaction is forbidden.")
+	}
+	remote := ""
+	if ch != nil {
+		remote = ch.RemoteAddr()
+	}
+	if r.commitOrRollback == message.TransactionNotType {
+		s.log.Debug("end transaction: producer reports an unknown state", "group", r.group, "msgId", r.msgID,
+			"fromCheck", r.fromTransactionCheck, "remote", remote, "remark", req.Remark)
+		return remoting.NewResponse(req, code.Success, ""), nil
+	}
+	half, err := s.lookupHalf(r)
+	if err != nil {
+		s.log.Debug("end transaction refused", "group", r.group, "commitLogOffset", r.commitLogOffset, "remote", remote, "err", err)
+		return nil, err
+	}
+	if s.rejectLateEnd(cfg.TransactionTimeOut.Milliseconds(), &r, half) {
+		return nil, remoting.Errorf(code.IllegalOperation,
+			"end transaction of %s refused: the producer answered after the message's CHECK_IMMUNITY_TIME_IN_SECONDS; wait for the check", r.msgID)
+	}
+	uniq := txKey(half)
+	claim, err := s.claim(ctx, uniq, r.tranStateTableOffset)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !claim.ok && claim.prevOutcome != 0 && claim.prevOutcome != r.commitOrRollback:
+		return nil, remoting.Errorf(code.TransactionFailed, "transaction %s already ended (%s); %s refused",
+			uniq, outcomeName(claim.prevOutcome), outcomeName(r.commitOrRollback))
+	case !claim.ok:
+		s.log.Debug("end transaction: already ended", "uniqKey", uniq, "halfOffset", r.tranStateTableOffset, "want", outcomeName(r.commitOrRollback))
+		return remoting.NewResponse(req, code.Success, "transaction already ended"), nil
+	}
+	if r.commitOrRollback == message.TransactionCommitType {
+		if err := s.commit(ctx, half); err != nil {
+			s.st.unclaim(uniq, claim)
+			s.log.Warn("commit transaction failed", "uniqKey", uniq, "err", err)
+			return nil, err
+		}
+	}
+	if err := s.writeOps(ctx, claim.targets); err != nil {
+		if r.commitOrRollback == message.TransactionRollbackType {
+			s.st.unclaim(uniq, claim)
+			return nil, storeError("record rollback", err)
+		}
+		// The message is committed; without its op record the half message
+		// may be checked again after a restart (Java logs and goes on too).
+		s.log.Error("write op record after commit", "uniqKey", uniq, "halfOffsets", claim.targets, "err", err)
+	}
+	s.st.finishEnd(uniq, r.commitOrRollback, s.d.Store.MaxOffset(protocol.TransHalfTopic, 0))
+	if r.commitOrRollback == message.TransactionCommitType {
+		s.commits.Add(1)
+	} else {
+		s.rollbacks.Add(1)
+	}
+	s.log.Debug("end transaction", "outcome", outcomeName(r.commitOrRollback), "uniqKey", uniq, "group", r.group,
+		"halfOffsets", claim.targets, "fromCheck", r.fromTransactionCheck)
+	return remoting.NewResponse(req, code.Success, ""), nil
+}
+
+// endWait bounds how long an END_TRANSACTION waits for another one of the
+// same transaction (a duplicate) to finish.
+const endWait = 5 * time.Second
+
+// claim reserves the transaction's end, waiting while another
+// END_TRANSACTION of it is in flight.
+func (s *Service) claim(ctx context.Context, uniq string, off int64) (claimResult, error) {
+	timer := time.NewTimer(endWait)
+	defer timer.Stop()
+	for {
+		c := s.st.claimEnd(uniq, off)
+		if c.busy == nil {
+			return c, nil
+		}
+		select {
+		case <-c.busy:
+		case <-ctx.Done():
+			return c, remoting.Errorf(code.SystemBusy, "transaction %s is being ended by another request: %v", uniq, ctx.Err())
+		case <-timer.C:
+			return c, remoting.Errorf(code.SystemBusy, "transaction %s is being ended by another request", uniq)
+		}
+	}
+}
+
+// txKey identifies a transaction across the copies of its half message.
+func txKey(m *message.Message) string {
+	if k := m.UniqKey(); k != "" {
+		return k
+	}
+	if k := m.Property(message.PropertyTransactionID); k != "" {
+		return k
+	}
+	return "@" + strconv.FormatInt(m.CommitLogOffset, 10)
+}
+
+// lookupHalf reads the half message at the request's CommitLog offset and
+// checks it against the request (Java's checkPrepareMessage).
+func (s *Service) lookupHalf(r endRequest) (*message.Message, error) {
+	if r.commitLogOffset < 0 {
+		return nil, remoting.Errorf(code.SystemError, "Find prepared transaction message failed: commitLogOffset %d", r.commitLogOffset)
+	}
+	rec, err := s.d.Store.ReadRecord(r.commitLogOffset)
+	if err != nil {
+		return nil, remoting.Errorf(code.SystemError, "Find prepared transaction message failed: commitLogOffset %d: %v", r.commitLogOffset, err)
+	}
+	m, _, err := message.DecodeStored(rec, message.DecodeOptions{AliasBody: true})
+	if err != nil {
+		return nil, remoting.Errorf(code.SystemError, "Find prepared transaction message failed: commitLogOffset %d: %v", r.commitLogOffset, err)
+	}
+	if m.Topic != protocol.TransHalfTopic {
+		return nil, remoting.Errorf(code.IllegalOperation, "the message at commitLogOffset %d is not a half message (topic %s)", r.commitLogOffset, m.Topic)
+	}
+	switch {
+	case m.Property(message.PropertyProducerGroup) != r.group:
+		return nil, remoting.Errorf(code.SystemError, "The producer group wrong: the half message belongs to %q, not %q",
+			m.Property(message.PropertyProducerGroup), r.group)
+	case m.QueueOffset != r.tranStateTableOffset:
+		return nil, remoting.Errorf(code.SystemError, "The transaction state table offset wrong: %d, the half message is at %d",
+			r.tranStateTableOffset, m.QueueOffset)
+	case m.CommitLogOffset != r.commitLogOffset:
+		return nil, remoting.Errorf(code.SystemError, "The commit log offset wrong: %d", r.commitLogOffset)
+	}
+	return m, nil
+}
+
+// immunity is how old a half message must be before it is checked.
+func immunity(m *message.Message, timeoutMs int64) int64 {
+	v := m.Property(message.PropertyCheckImmunityTimeInSec)
+	if v == "" {
+		return timeoutMs
+	}
+	sec, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || sec*1000 < timeoutMs {
+		return timeoutMs
+	}
+	return sec * 1000
+}
+
+// rejectLateEnd is Java's rejectCommitOrRollback: a producer that set
+// CHECK_IMMUNITY_TIME_IN_SECONDS must answer within it, after that only
+// answers to a check count.
+func (s *Service) rejectLateEnd(timeoutMs int64, r *endRequest, half *message.Message) bool {
+	if r.fromTransactionCheck || half.Property(message.PropertyCheckImmunityTimeInSec) == "" {
+		return false
+	}
+	return s.now().UnixMilli()-half.BornTimestamp > immunity(half, timeoutMs)
+}
+
+// errNoRealTopic: a half message without REAL_TOPIC/REAL_QID.
+var errNoRealTopic = errors.New("the half message has no valid REAL_TOPIC/REAL_QID")
+
+// commitMessage is Java's endMessageTransaction: the half message back in
+// its real topic and queue, commit sysFlag, preparedTransactionOffset = the
+// half record.
+func commitMessage(half *message.Message) (*message.Message, error) {
+	realTopic := half.Property(message.PropertyRealTopic)
+	qid, err := strconv.Atoi(half.Property(message.PropertyRealQueueID))
+	if realTopic == "" || err != nil || qid < 0 {
+		return nil, errNoRealTopic
+	}
+	props := maps.Clone(half.Properties)
+	delete(props, message.PropertyRealTopic)
+	delete(props, message.PropertyRealQueueID)
+	delete(props, message.PropertyTransactionPrepared)
+	return &message.Message{
+		Topic:                     realTopic,
+		QueueID:                   int32(qid),
+		Flag:                      half.Flag,
+		Body:                      half.Body,
+		Properties:                props,
+		SysFlag:                   message.SetTransactionType(half.SysFlag, message.TransactionCommitType),
+		BornTimestamp:             half.BornTimestamp,
+		BornHost:                  half.BornHost,
+		StoreHost:                 half.StoreHost,
+		ReconsumeTimes:            half.ReconsumeTimes,
+		PreparedTransactionOffset: half.CommitLogOffset,
+	}, nil
+}
+
+// commit stores the committed message.
+func (s *Service) commit(ctx context.Context, half *message.Message) error {
+	m, err := commitMessage(half)
+	if err != nil {
+		return remoting.Errorf(code.SystemError, "commit %s: %v", half.UniqKey(), err)
+	}
+	// The send path skipped the lite-topic dispatch and the schedule hook
+	// for the half message; they apply to the committed one.
+	if tc, ok := s.d.Topics.Get(m.Topic); ok {
+		if err := send.ApplyLite(&tc, m.Properties); err != nil {
+			return storeError("commit", err)
+		}
+	}
+	if s.d.Schedule != nil && needsSchedule(m.Properties) {
+		if err := s.d.Schedule.Schedule(m); err != nil {
+			return storeError("commit: schedule", err)
+		}
+	}
+	if _, err := s.d.Store.PutMessage(ctx, m); err != nil && !isStored(err) {
+		return storeError(fmt.Sprintf("commit to %s-%d", m.Topic, m.QueueID), err)
+	}
+	return nil
+}
+
+// needsSchedule is the send path's test for delayed delivery.
+func needsSchedule(props map[string]string) bool {
+	if v, ok := props[message.PropertyDelayTimeLevel]; ok {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			return true
+		}
+	}
+	for _, k := range [...]string{message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec, message.PropertyTimerDelayMS} {
+		if _, ok := props[k]; ok {
+			return true
+		}
+	}
+	return false
+}

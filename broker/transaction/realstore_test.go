@@ -1,0 +1,96 @@
+package transaction
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/pkg/message"
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+func openRealStore(t testing.TB, dir string) *store.Store {
+	t.Helper()
+	cfg := store.DefaultConfig(dir)
+	cfg.CommitLog.FileSize = 1 << 20
+	cfg.CommitLog.Preallocate = false
+	cfg.CommitLog.CleanResourceInterval = 0
+	cfg.StoreHost = testHost
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	s, err := store.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRealStoreRestart runs transactions on the real store, closes it
+// (the broker's clean shutdown) and opens it again: committed messages are
+// there once, rolled back ones never, pending ones are checked.
+func TestRealStoreRestart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	st := openRealStore(t, dir)
+	short := func(c *config.Config) { c.TransactionTimeOut = 300 * time.Millisecond }
+	f := newFixture(t, short, withStore(st), realClock())
+	var pending []half
+	for i := range 6 {
+		h := f.sendHalf(fmt.Sprint("r", i))
+		switch i % 3 {
+		case 0:
+			wantCode(t, "commit", f.end(f.svc, h, message.TransactionCommitType, false), code.Success)
+		case 1:
+			wantCode(t, "rollback", f.end(f.svc, h, message.TransactionRollbackType, false), code.Success)
+		default:
+			pending = append(pending, h)
+		}
+	}
+	// Half and committed messages are dispatched; half ones are not in the
+	// real topic.
+	waitFor(t, "dispatch", func() bool { return st.MaxOffset(testTopic, 2) == 2 && st.MaxOffset(protocol.TransHalfTopic, 0) == 6 })
+	f.svc.Close()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st = openRealStore(t, dir)
+	defer st.Close()
+	f.store = st
+	f.send = nil
+	svc := f.newService()
+	if got := f.delivered(); got["r0"] != 1 || got["r3"] != 1 || len(got) != 2 {
+		t.Fatalf("after the restart the real topic holds %v", got)
+	}
+	time.Sleep(400 * time.Millisecond)
+	f.check(svc)
+	checked := map[string]bool{}
+	for _, req := range f.target.take() {
+		c, m := checkedHalf(t, req)
+		checked[string(m.Body)] = true
+		wantCode(t, "commit from check", f.end(svc, c, message.TransactionCommitType, true), code.Success)
+	}
+	if len(checked) != 2 || !checked["r2"] || !checked["r5"] {
+		t.Fatalf("checked %v, want r2 and r5", checked)
+	}
+	waitFor(t, "commits after the restart", func() bool { return st.MaxOffset(testTopic, 2) == 4 })
+	if got := f.delivered(); len(got) != 4 || got["r1"] != 0 || got["r4"] != 0 {
+		t.Fatalf("delivered %v", got)
+	}
+	svc.Close()
+}
