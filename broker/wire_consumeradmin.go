@@ -1,5 +1,32 @@
 package broker
 
-// wireConsumerAdmin plugs the consumerAdmin feature into the message path (see wiring).
-// Not wired yet: nothing to do.
-func (b *Broker) wireConsumerAdmin(w *wiring) error { return nil }
+import (
+	"fmt"
+
+	"github.com/rmqgo/rmq/broker/processor/consumeradmin"
+)
+
+// wireConsumerAdmin registers the consumer administration requests that
+// the message-path processors do not answer (package consumeradmin):
+// QUERY_TOPIC_CONSUME_BY_WHO, QUERY_TOPICS_BY_CONSUMER,
+// GET_BROKER_CONSUME_STATS, INVOKE_BROKER_TO_RESET_OFFSET (which also
+// pushes RESET_CONSUMER_CLIENT_OFFSET to the group's clients),
+// INVOKE_BROKER_TO_GET_CONSUMER_STATUS, and the forwarding of
+// GET_CONSUMER_RUNNING_INFO and CONSUME_MESSAGE_DIRECTLY to a client.
+func (b *Broker) wireConsumerAdmin(w *wiring) error {
+	p, err := consumeradmin.New(consumeradmin.Deps{
+		Config:        b.cfg.Get,
+		Store:         w.st,
+		Offsets:       consumeradmin.IndexOf(w.st.Offsets()),
+		Topics:        b.topics,
+		Subscriptions: w.m.subs,
+		Consumers:     w.m.clients.Consumers(),
+		BrokerAddr:    b.Addr,
+		Logger:        w.log.With("component", "consumeradmin"),
+	})
+	if err != nil {
+		return fmt.Errorf("broker: consumer admin processor: %w", err)
+	}
+	p.Register(w.reg)
+	return nil
+}

@@ -52,6 +52,10 @@ type Env struct {
 	Location *time.Location
 	// Dial builds the admin client; nil means admin.New.
 	Dial func(cfg admin.Config, log *slog.Logger) (*admin.Client, error)
+	// MsgBodyDir is where queryMsgById, queryMsgByUniqueKey and
+	// queryMsgByOffset write message bodies; "" means the Java tool's
+	// /tmp/rocketmq/msgbodys.
+	MsgBodyDir string
 }
 
 // OSEnv is the environment of the real program.
@@ -87,6 +91,9 @@ func (e *Env) fill() {
 	}
 	if e.Dial == nil {
 		e.Dial = admin.New
+	}
+	if e.MsgBodyDir == "" {
+		e.MsgBodyDir = javaMsgBodyDir
 	}
 }
 
@@ -211,19 +218,33 @@ func newRoot(a *app) *cobra.Command {
 	for _, c := range []*cobra.Command{
 		newUpdateTopic(a),
 		newDeleteTopic(a),
+		newUpdateSubGroup(a),
+		newDeleteSubGroup(a),
 		newUpdateBrokerConfig(a),
 		newTopicRoute(a),
 		newTopicStatus(a),
 		newBrokerStatus(a),
+		newQueryMsgByID(a),
+		newQueryMsgByKey(a),
+		newQueryMsgByUniqueKey(a),
+		newQueryMsgByOffset(a),
+		newQueryMsgTraceByID(a),
+		newProducerConnection(a),
+		newConsumerConnection(a),
+		newConsumerProgress(a),
+		newConsumerStatus(a),
 		newClusterList(a),
 		newTopicList(a),
 		newUpdateKvConfig(a),
 		newDeleteKvConfig(a),
 		newWipeWritePerm(a),
 		newAddWritePerm(a),
+		newResetOffsetByTime(a),
 		newGetNamesrvConfig(a),
 		newUpdateNamesrvConfig(a),
 		newGetBrokerConfig(a),
+		newSendMessage(a),
+		newConsumeMessage(a),
 	} {
 		root.AddCommand(c)
 		a.commands = append(a.commands, c)

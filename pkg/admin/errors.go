@@ -85,6 +85,10 @@ func RequestName(c int32) string {
 		return "GET_BROKER_CONFIG"
 	case code.QueryTopicConsumeByWho:
 		return "QUERY_TOPIC_CONSUME_BY_WHO"
+	case code.QueryMessage:
+		return "QUERY_MESSAGE"
+	case code.ViewMessageByID:
+		return "VIEW_MESSAGE_BY_ID"
 	}
 	return "REQUEST(" + strconv.Itoa(int(c)) + ")"
 }
