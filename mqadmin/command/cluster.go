@@ -194,7 +194,8 @@ func (r *clusterRow) derive(now time.Time) {
 	}
 	if ts := kv["earliestMessageTimeStamp"]; ts != "" {
 		if ms, ok := parseJavaLong(ts); ok {
-			r.Hours = float64(now.UnixMilli()-ms) / 1000.0 / 60.0 / 60.0
+			// Clocks of tool and broker differ by a little: never "-0.00".
+			r.Hours = max(float64(now.UnixMilli()-ms)/1000.0/60.0/60.0, 0)
 		}
 	}
 	if s := kv["commitLogDiskRatio"]; s != "" {
