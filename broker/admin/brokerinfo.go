@@ -15,22 +15,6 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
-// versionDesc is MQVersion.getVersionDesc for the ordinals this broker may
-// announce.
-func versionDesc(v int32) string {
-	switch v {
-	case 479:
-		return "V5_3_3"
-	case 493:
-		return "V5_4_0"
-	case 513:
-		return "V5_5_0"
-	case 515:
-		return "V5_5_1"
-	}
-	return "V" + strconv.Itoa(int(v))
-}
-
 // RuntimeInfo builds the GET_BROKER_RUNTIME_INFO table: every key Java's
 // AdminBrokerProcessor.prepareRuntimeInfo and the message store produce, so
 // mqadmin clusterList/brokerStatus parse it. Store-owned keys default to
@@ -78,7 +62,7 @@ func (p *Processor) RuntimeInfo() map[string]string {
 		active = p.d.IsActive()
 	}
 	m["brokerActive"] = strconv.FormatBool(active)
-	m["brokerVersionDesc"] = versionDesc(remoting.CurrentVersion)
+	m["brokerVersionDesc"] = remoting.VersionDesc(remoting.CurrentVersion)
 	m["brokerVersion"] = strconv.Itoa(int(remoting.CurrentVersion))
 	for _, k := range []string{"msgPutTotalYesterdayMorning", "msgPutTotalTodayMorning", "msgPutTotalTodayNow",
 		"msgGetTotalYesterdayMorning", "msgGetTotalTodayMorning", "msgGetTotalTodayNow"} {

@@ -84,7 +84,7 @@ func (p *Processor) callConsumer(ctx context.Context, req *remoting.Command, gro
 	}
 	if info.Version < versionV3_1_8Snapshot {
 		return nil, remoting.Errorf(code.SystemError, "The Consumer <%s> Version <%s> too low to finish, please upgrade it to V3_1_8_SNAPSHOT",
-			clientID, versionDesc(info.Version))
+			clientID, remoting.VersionDesc(info.Version))
 	}
 	cctx, cancel := context.WithTimeout(ctx, p.d.CallTimeout)
 	defer cancel()
@@ -127,7 +127,7 @@ func (p *Processor) consumerStatus(ctx context.Context, _ *remoting.Channel, req
 	var targets []client.ChannelInfo
 	for _, c := range g.Channels {
 		if c.Version < versionV3_0_7Snapshot {
-			return nil, remoting.Errorf(code.SystemError, "the client does not support this feature. version=%s", versionDesc(c.Version))
+			return nil, remoting.Errorf(code.SystemError, "the client does not support this feature. version=%s", remoting.VersionDesc(c.Version))
 		}
 		if origin == "" || origin == c.ClientID {
 			targets = append(targets, c)
@@ -189,47 +189,4 @@ func (p *Processor) onlineChannels(group string) []client.ChannelInfo {
 		return nil
 	}
 	return slices.DeleteFunc(g.Channels, func(c client.ChannelInfo) bool { return c.Channel == nil || !c.Channel.IsActive() })
-}
-
-// versionDesc is MQVersion.getVersionDesc: the name of a version ordinal.
-func versionDesc(v int32) string {
-	names := mqVersionNames()
-	switch {
-	case v < 0:
-		return "V" + strconv.Itoa(int(v))
-	case int(v) >= len(names):
-		return names[len(names)-1]
-	}
-	return names[v]
-}
-
-// mqVersionNames lists MQVersion.Version in ordinal order: a few 3.0.0
-// pre-releases, then X_SNAPSHOT, X for every 3.x.y to 5.9.9 (patch 0
-// missing for 3.0 and 3.3–3.9, 3.0 running to patch 15), then
-// HIGHER_VERSION.
-func mqVersionNames() []string {
-	out := []string{"V3_0_0_SNAPSHOT", "V3_0_0_ALPHA1"}
-	for i := 1; i <= 9; i++ {
-		if i >= 6 {
-			out = append(out, fmt.Sprintf("V3_0_0_BETA%d_SNAPSHOT", i))
-		}
-		out = append(out, fmt.Sprintf("V3_0_0_BETA%d", i))
-	}
-	out = append(out, "V3_0_0_FINAL")
-	for major := 3; major <= 5; major++ {
-		for minor := 0; minor <= 9; minor++ {
-			lo, hi := 0, 9
-			if major == 3 && (minor == 0 || minor >= 3) {
-				lo = 1
-			}
-			if major == 3 && minor == 0 {
-				hi = 15
-			}
-			for patch := lo; patch <= hi; patch++ {
-				v := fmt.Sprintf("V%d_%d_%d", major, minor, patch)
-				out = append(out, v+"_SNAPSHOT", v)
-			}
-		}
-	}
-	return append(out, "HIGHER_VERSION")
 }

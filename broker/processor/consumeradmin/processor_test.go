@@ -557,13 +557,3 @@ func TestResetOffsetClientSide(t *testing.T) {
 	}
 }
 
-func TestVersionDesc(t *testing.T) {
-	for v, want := range map[int32]string{0: "V3_0_0_SNAPSHOT", 28: "V3_0_7_SNAPSHOT", 62: "V3_1_8_SNAPSHOT", 317: "V4_5_2", 513: "V5_5_0", 5000: "HIGHER_VERSION", -1: "V-1"} {
-		if got := versionDesc(v); got != want {
-			t.Errorf("versionDesc(%d) = %s, want %s", v, got, want)
-		}
-	}
-	if n := len(mqVersionNames()); n != 613 {
-		t.Errorf("%d version names", n)
-	}
-}

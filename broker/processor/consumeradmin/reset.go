@@ -175,7 +175,7 @@ func (p *Processor) resetClientSide(cfg *config.Config, r resetRequest) (protoco
 	}
 	for _, c := range chans {
 		if c.Version < versionV3_0_7Snapshot {
-			return nil, remoting.Errorf(code.SystemError, "the client does not support this feature. version=%s", versionDesc(c.Version))
+			return nil, remoting.Errorf(code.SystemError, "the client does not support this feature. version=%s", remoting.VersionDesc(c.Version))
 		}
 	}
 	for _, c := range chans {
