@@ -556,4 +556,3 @@ func TestResetOffsetClientSide(t *testing.T) {
 		t.Fatalf("committed %d", off)
 	}
 }
-
