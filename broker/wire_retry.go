@@ -1,5 +1,33 @@
 package broker
 
-// wireRetry plugs the retry feature into the message path (see wiring).
-// Not wired yet: nothing to do.
-func (b *Broker) wireRetry(w *wiring) error { return nil }
+import (
+	"fmt"
+
+	"github.com/rmqgo/rmq/broker/processor/sendback"
+)
+
+// wireRetry plugs in CONSUMER_SEND_MSG_BACK (36, on the send executor;
+// package sendback): a failed message is copied to %RETRY%<group> through
+// the schedule hook wired by wireSchedule (delay level 3 + reconsumeTimes),
+// or to %DLQ%<group> past the group's retryMaxTimes. Clients' fallback (a
+// SEND_MESSAGE to %RETRY%<group> with DELAY) goes through the send
+// processor, which redirects to the DLQ and calls the same hook.
+func (b *Broker) wireRetry(w *wiring) error {
+	p, err := sendback.New(sendback.Deps{
+		Config:    b.cfg.Get,
+		Topics:    b.topics,
+		Groups:    w.m.subs,
+		Store:     w.st,
+		Schedule:  w.sendDeps.Schedule,
+		StoreHost: b.storeHost,
+		// As for the send path: register at once so consumers find the
+		// new topic's route.
+		TopicCreated: w.sendDeps.TopicCreated,
+		Logger:       w.log.With("component", "sendback"),
+	})
+	if err != nil {
+		return fmt.Errorf("broker: send-back processor: %w", err)
+	}
+	p.Register(w.reg)
+	return nil
+}

@@ -1,5 +1,60 @@
 package broker
 
-// wireSchedule plugs the schedule feature into the message path (see wiring).
-// Not wired yet: nothing to do.
-func (b *Broker) wireSchedule(w *wiring) error { return nil }
+import (
+	"fmt"
+	"time"
+
+	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/schedule"
+)
+
+// wireSchedule plugs delay-level and timer messages in (package schedule):
+// the send path's ScheduleHook parks them in SCHEDULE_TOPIC_XXXX /
+// rmq_sys_wheel_timer, and a delivery service indexes them by due time in
+// Pebble and re-stores them in their real topic when due. Open recovers the
+// index before the broker takes requests; delivery starts with the broker.
+// The transaction service (wired later) parks delayed committed messages
+// through the same hook, and send-back (wireRetry) uses it for retries.
+func (b *Broker) wireSchedule(w *wiring) error {
+	cfg := b.cfg.Get()
+	svc, err := schedule.Open(schedule.Options{
+		Config:     b.cfg.Get,
+		Store:      w.st,
+		MaxDelay:   timerMaxDelay(cfg),
+		RollWindow: timerRollWindow(cfg),
+		Logger:     w.log.With("component", "schedule"),
+	})
+	if err != nil {
+		return fmt.Errorf("broker: schedule service: %w", err)
+	}
+	w.sendDeps.Schedule = svc
+	w.m.starters = append(w.m.starters, svc.Start)
+	w.m.closers = append(w.m.closers, svc.Close)
+	return nil
+}
+
+// timerMaxDelay is how far ahead a timer may be (TIMER_* beyond it is
+// MESSAGE_ILLEGAL).
+func timerMaxDelay(cfg *config.Config) time.Duration {
+	if s := cfg.TimerMaxDelaySec; s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return schedule.DefaultMaxDelay
+}
+
+// timerRollWindow is Java's timerRollWindowSlot × timerPrecisionMs (2 days),
+// at most half the CommitLog retention: a parked record is re-stored before
+// retention may delete its file.
+func timerRollWindow(cfg *config.Config) time.Duration {
+	w := schedule.DefaultRollWindow
+	if cfg.TimerRollWindowSlot > 0 && cfg.TimerPrecisionMs > 0 {
+		w = time.Duration(cfg.TimerRollWindowSlot) * cfg.TimerPrecisionMs
+	}
+	if keep := hours(cfg.FileReservedTime) / 2; keep > 0 && w > keep {
+		w = keep
+	}
+	if w < time.Minute {
+		w = time.Minute
+	}
+	return w
+}

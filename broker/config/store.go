@@ -268,7 +268,7 @@ func defaultMessageStoreConfig(home string) MessageStoreConfig {
 		TimerGetMessageThreadNum:   3,
 		TimerPutMessageThreadNum:   3,
 		TimerEnableCheckMetrics:    true,
-		TimerMaxDelaySec:           3600 * 24 * 3,
+		TimerMaxDelaySec:           3600 * 24 * 40, // Java: 3 days; our timers reach 40 days
 		DisappearTimeAfterStart:    -1,
 		TimerCheckMetricsWhen:      "05",
 		TimerCongestNumEachSlot:    2147483647,

@@ -1,0 +1,43 @@
+package sendback
+
+import (
+	"errors"
+
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+// Request-level errors; toCodeError turns them into response codes.
+var (
+	// errBadHeader: offset, group or delayLevel missing or malformed.
+	errBadHeader = errors.New("bad request header")
+	// errGroupNotExist: unknown group that may not be auto-created.
+	errGroupNotExist = errors.New("subscription group not exist")
+	// errNoPermission: the broker or the retry topic is not writable.
+	errNoPermission = errors.New("no permission")
+	// errSystem: everything Java answers SYSTEM_ERROR for (no master, topic
+	// not creatable, message not found by offset, store failure).
+	errSystem = errors.New("system error")
+)
+
+// toCodeError is the one place where send-back errors become response
+// codes: a *remoting.CodeError whose remark is the error text.
+func toCodeError(err error) *remoting.CodeError {
+	var ce *remoting.CodeError
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return &remoting.CodeError{Code: codeOf(err), Remark: err.Error()}
+}
+
+func codeOf(err error) int32 {
+	switch {
+	case errors.Is(err, errBadHeader):
+		return code.InvalidParameter
+	case errors.Is(err, errGroupNotExist):
+		return code.SubscriptionGroupNotExist
+	case errors.Is(err, errNoPermission):
+		return code.NoPermission
+	}
+	return code.SystemError
+}

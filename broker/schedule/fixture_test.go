@@ -1,0 +1,199 @@
+package schedule
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/broker/store/kv"
+	"github.com/rmqgo/rmq/pkg/message"
+)
+
+// rig is a store in a temp dir with a schedule service on top; reopen
+// simulates a broker restart on the same directory.
+type rig struct {
+	t    *testing.T
+	dir  string
+	cfg  *config.Config
+	opts Options
+	st   *store.Store
+	svc  *Service
+}
+
+func testBrokerConfig(t *testing.T, levels string) *config.Config {
+	t.Helper()
+	c := config.Default(config.Host{Hostname: "broker-a", IP: "127.0.0.1", Home: t.TempDir()})
+	if levels != "" {
+		c.MessageDelayLevel = levels
+	}
+	return c
+}
+
+func newRig(t *testing.T, levels string, tune func(*Options)) *rig {
+	t.Helper()
+	r := &rig{t: t, dir: t.TempDir(), cfg: testBrokerConfig(t, levels)}
+	r.opts = Options{Config: func() *config.Config { return r.cfg }, ScanInterval: 20 * time.Millisecond}
+	if tune != nil {
+		tune(&r.opts)
+	}
+	r.open()
+	t.Cleanup(r.close)
+	return r
+}
+
+func (r *rig) open() {
+	r.t.Helper()
+	sc := store.DefaultConfig(r.dir)
+	sc.CommitLog.FileSize = 4 << 20
+	sc.CommitLog.Preallocate = false
+	sc.CommitLog.CleanResourceInterval = 0
+	sc.Logger = slog.New(slog.DiscardHandler)
+	st, err := store.Open(sc)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.st = st
+	o := r.opts
+	o.Store = st
+	svc, err := Open(o)
+	if err != nil {
+		_ = st.Close()
+		r.t.Fatal(err)
+	}
+	r.svc = svc
+}
+
+// close shuts down cleanly (service, then store).
+func (r *rig) close() {
+	if r.svc != nil {
+		r.svc.Close()
+		r.svc = nil
+	}
+	if r.st != nil {
+		if err := r.st.Close(); err != nil {
+			r.t.Errorf("close store: %v", err)
+		}
+		r.st = nil
+	}
+}
+
+func (r *rig) restart() {
+	r.t.Helper()
+	r.close()
+	r.open()
+}
+
+// send parks msg through the hook and stores it, as the send path does.
+func (r *rig) send(m *message.Message) {
+	r.t.Helper()
+	if err := r.svc.Schedule(m); err != nil {
+		r.t.Fatalf("schedule: %v", err)
+	}
+	if _, err := r.st.PutMessage(context.Background(), m); err != nil {
+		r.t.Fatalf("put: %v", err)
+	}
+}
+
+func newMsg(topic string, qid int32, body string, kv ...string) *message.Message {
+	props := map[string]string{message.PropertyUniqClientMessageIDKeyIdx: "UNIQ-" + body}
+	for i := 0; i+1 < len(kv); i += 2 {
+		props[kv[i]] = kv[i+1]
+	}
+	return &message.Message{Topic: topic, QueueID: qid, Body: []byte(body), Properties: props, BornTimestamp: time.Now().UnixMilli()}
+}
+
+// read returns every message of a queue.
+func (r *rig) read(topic string, qid int32) []*message.Message {
+	r.t.Helper()
+	var out []*message.Message
+	for off := int64(0); ; {
+		res, err := r.st.GetMessage(context.Background(), topic, qid, off, 256, 8<<20, nil)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		for _, rec := range res.Records {
+			m, _, err := message.DecodeStored(rec, message.DecodeOptions{})
+			if err != nil {
+				r.t.Fatal(err)
+			}
+			out = append(out, m)
+		}
+		res.Release()
+		if res.Status != store.Found {
+			return out
+		}
+		off = res.NextBeginOffset
+	}
+}
+
+// waitCount waits until a queue holds want messages.
+func (r *rig) waitCount(topic string, qid int32, want int, timeout time.Duration) []*message.Message {
+	r.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		got := r.read(topic, qid)
+		if len(got) >= want {
+			return got
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%s-%d: %d messages after %v, want %d (stats %+v)", topic, qid, len(got), timeout, want, r.svc.Stats())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// pendingKeys counts the pending timer keys.
+func (r *rig) pendingKeys() int {
+	r.t.Helper()
+	it, err := r.st.DB().NewIter(&pebble.IterOptions{LowerBound: pendingPrefix(), UpperBound: kv.PrefixEnd(pendingPrefix())})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer it.Close()
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	return n
+}
+
+// wipeTimerSpace deletes every key of the timer key space: what a crash
+// loses when Pebble had not flushed since the timers were indexed.
+func (r *rig) wipeTimerSpace() {
+	r.t.Helper()
+	lo := []byte{kv.PrefixTimer}
+	if err := r.st.DB().DeleteRange(lo, kv.PrefixEnd(lo), pebble.NoSync); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+func bodies(ms []*message.Message) map[string]int {
+	out := map[string]int{}
+	for _, m := range ms {
+		out[string(m.Body)]++
+	}
+	return out
+}
+
+func checkOnce(t *testing.T, got []*message.Message, want int, prefix string) {
+	t.Helper()
+	b := bodies(got)
+	for i := 0; i < want; i++ {
+		k := fmt.Sprintf("%s%d", prefix, i)
+		if b[k] != 1 {
+			t.Errorf("message %s delivered %d times", k, b[k])
+		}
+	}
+	if len(got) != want {
+		t.Errorf("%d messages delivered, want %d", len(got), want)
+	}
+}

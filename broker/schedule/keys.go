@@ -1,0 +1,73 @@
+package schedule
+
+import (
+	"encoding/binary"
+
+	"github.com/rmqgo/rmq/broker/store/kv"
+)
+
+// Pebble layout under kv.PrefixTimer ('t'); a second byte separates the
+// pending timers from this package's bookkeeping:
+//
+//	t k · deliverMs u64 · commitLogOffset u64 → record size u32   pending timer
+//	t c · topic · 0x00 · queueId u32          → next queue offset  indexer checkpoint
+//	t m                                        → CommitLog offset   marker-scan start
+//
+// Big-endian integers make the pending keys sort by delivery time, then by
+// CommitLog offset: the due timers are one key range.
+const (
+	subPending    byte = 'k'
+	subCheckpoint byte = 'c'
+	subMarkScan   byte = 'm'
+
+	keyLen = 2 + 8 + 8
+)
+
+// pendingPrefix is the first key of the pending timers.
+func pendingPrefix() []byte { return []byte{kv.PrefixTimer, subPending} }
+
+// timerKey encodes a pending timer's key.
+func timerKey(ms, phy int64) []byte {
+	k := make([]byte, keyLen)
+	k[0], k[1] = kv.PrefixTimer, subPending
+	binary.BigEndian.PutUint64(k[2:], uint64(ms))
+	binary.BigEndian.PutUint64(k[10:], uint64(phy))
+	return k
+}
+
+// parseTimerKey decodes a pending timer's key.
+func parseTimerKey(k []byte) (ms, phy int64, ok bool) {
+	if len(k) != keyLen || k[0] != kv.PrefixTimer || k[1] != subPending {
+		return 0, 0, false
+	}
+	return int64(binary.BigEndian.Uint64(k[2:])), int64(binary.BigEndian.Uint64(k[10:])), true
+}
+
+// successor is the smallest key greater than k among keys of k's length
+// and longer: k · 0x00.
+func successor(k []byte) []byte {
+	out := make([]byte, len(k)+1)
+	copy(out, k)
+	return out
+}
+
+func checkpointKey(topic string, qid int32) []byte {
+	k := make([]byte, 0, 2+len(topic)+1+4)
+	k = append(k, kv.PrefixTimer, subCheckpoint)
+	k = append(k, topic...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint32(k, uint32(qid))
+}
+
+func markScanKey() []byte { return []byte{kv.PrefixTimer, subMarkScan} }
+
+func u64(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
+
+func u32(v int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
+
+func readU64(b []byte) (int64, bool) {
+	if len(b) != 8 {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(b)), true
+}

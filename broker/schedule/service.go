@@ -1,0 +1,679 @@
+// Package schedule parks delay-level and timer messages and delivers them
+// when due (Java's ScheduleMessageService and 5.x TimerMessageStore, built
+// differently).
+//
+// Parking (Service.Schedule, the send path's ScheduleHook): a message with
+// DELAY is rewritten to SCHEDULE_TOPIC_XXXX queue level−1, a timer message
+// to rmq_sys_wheel_timer queue 0 with TIMER_OUT_MS, both with
+// REAL_TOPIC/REAL_QID, and stored in the CommitLog like any message: it is
+// as durable as the flush mode makes any message.
+//
+// Index: the service follows those queues (their consume queues, from a
+// checkpoint per queue) and writes one Pebble key per parked message under
+// kv.PrefixTimer, (deliverMs u64, commitLogOffset u64) → record size, in the
+// same batch as the checkpoint. A delay-level message is due at its store
+// time plus the level's delay; a timer at TIMER_OUT_MS. A key that would lie
+// further than the roll window past the record's store time is written at
+// store time + window instead: when that comes, the message is re-stored in
+// the timer topic ("rolled"), so a 40-day timer never relies on a
+// CommitLog file older than the window (retention deletes old files).
+//
+// Delivery: every ScanInterval (sooner when the next key is nearer, and on
+// new arrivals) the service reads the due key range from a cursor, reads
+// each record, restores topic and queue (REAL_TOPIC/REAL_QID; DELAY and the
+// producer's timer properties removed, UNIQ_KEY kept so clients see the
+// same message id), stores it, and deletes the keys once the CommitLog is
+// flushed past the delivered copies: a key never disappears before its
+// delivery is durable.
+//
+// Restarts. Pebble runs without its WAL, so a crash loses its recent
+// writes: index keys and checkpoints (rebuilt by re-indexing from the
+// checkpoint, deterministically) and key deletions. Every delivered copy
+// carries PropertyTimerKey, the key it came from; each deletion batch also
+// records the CommitLog offset where its round began. After a crash,
+// recovery re-indexes, then scans the CommitLog from that offset and deletes
+// the keys named by delivered copies: a delivery that reached the CommitLog
+// is not repeated even if its key deletion was lost. What remains is
+// at-least-once around a crash (a delivery whose PutMessage was acknowledged
+// by the page cache but not flushed before a power loss, for example); a
+// clean shutdown flushes and repeats nothing.
+package schedule
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/broker/store/commitlog"
+	"github.com/rmqgo/rmq/broker/store/consumequeue"
+	"github.com/rmqgo/rmq/broker/store/kv"
+	"github.com/rmqgo/rmq/broker/topic"
+	"github.com/rmqgo/rmq/pkg/message"
+	"github.com/rmqgo/rmq/pkg/protocol"
+)
+
+// Topics the service parks messages in.
+const (
+	ScheduleTopic = protocol.ScheduleTopic
+	TimerTopic    = topic.TimerTopic
+)
+
+// Defaults.
+const (
+	// DefaultMaxDelay bounds a timer's delivery time (our choice: 40 days;
+	// Java's timerMaxDelaySec defaults to 3 days).
+	DefaultMaxDelay = 40 * 24 * time.Hour
+	// DefaultRollWindow is Java's timerRollWindowSlot × timerPrecisionMs.
+	DefaultRollWindow   = 48 * time.Hour
+	DefaultScanInterval = 100 * time.Millisecond
+	DefaultRoundSize    = 8192
+	DefaultWorkers      = 4
+)
+
+const (
+	indexChunk  = 512
+	indexBudget = 16384 // consume-queue entries indexed per loop turn
+	// A delete round waits for the CommitLog flush; past these the service
+	// flushes the CommitLog itself.
+	flushAfter  = time.Second
+	maxInflight = 1 << 18
+	// retryBackoff is the pause after a failed store.
+	retryBackoff = time.Second
+	// Deliveries to one queue are stored in batches of at most this size.
+	maxBatchBytes = 256 << 10
+	maxBatchMsgs  = 256
+)
+
+// Options configure a Service.
+type Options struct {
+	// Config is the live broker configuration (messageDelayLevel,
+	// timerWheelEnable). Required.
+	Config func() *config.Config
+	// Store is the message store. Required.
+	Store *store.Store
+	// MaxDelay bounds timers (0: DefaultMaxDelay).
+	MaxDelay time.Duration
+	// RollWindow is how far past its store time a key may lie (0:
+	// DefaultRollWindow; negative: never roll).
+	RollWindow time.Duration
+	// ScanInterval is the longest pause between two looks at the due
+	// range (0: DefaultScanInterval).
+	ScanInterval time.Duration
+	// RoundSize bounds the timers delivered per round (0: DefaultRoundSize).
+	RoundSize int
+	// Workers store deliveries to different queues in parallel (0:
+	// DefaultWorkers).
+	Workers int
+	// Now is the clock (nil: time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Stats are the service's counters since Open.
+type Stats struct {
+	Indexed   int64 // keys written by the indexer
+	Delivered int64 // messages stored to their real topic
+	Rolled    int64 // far timers re-stored in the timer topic
+	Dropped   int64 // keys whose record was gone or invalid
+	Failed    int64 // failed store attempts (retried)
+	Recovered int64 // keys removed by the crash-recovery marker scan
+	// Lateness of deliveries: store time minus due time.
+	LatenessP50 time.Duration
+	LatenessP99 time.Duration
+	LatenessMax time.Duration
+}
+
+type queueRef struct {
+	topic string
+	qid   int32
+}
+
+// round is one delivery round whose key deletions wait for the CommitLog
+// flush to pass end.
+type round struct {
+	keys [][]byte
+	mark int64 // CommitLog max offset before the round's first store
+	end  int64 // CommitLog max offset after its last store
+	at   time.Time
+}
+
+// Service indexes and delivers parked messages. Schedule may be called
+// concurrently; everything else runs on the service's goroutine.
+type Service struct {
+	o      Options
+	log    *slog.Logger
+	st     *store.Store
+	cl     *commitlog.Log
+	cq     *consumequeue.Store
+	db     *pebble.DB
+	levels levelTable
+
+	// Loop state: owned by Open, then by the loop goroutine, then by Close.
+	ckpt     map[queueRef]int64
+	extra    []queueRef // schedule queues found at open beyond the level table
+	cursor   []byte
+	inflight map[string]struct{}
+	pending  []round
+	nextDue  int64 // earliest known key time at or past the cursor; -1: none
+
+	wake      chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
+	startOnce sync.Once
+	closeOnce sync.Once
+	started   atomic.Bool
+
+	indexed, delivered, rolled, dropped, failed, recovered atomic.Int64
+	hist                                                   histogram
+
+	// keepKeys (tests) never commits key deletions: a crash after delivery.
+	keepKeys bool
+}
+
+// Open recovers the index (re-indexing what a crash lost and removing the
+// keys of deliveries that reached the CommitLog) and returns a Service that
+// delivers once started. The store must be open and idle (no sends yet).
+func Open(o Options) (*Service, error) {
+	if o.Config == nil || o.Store == nil {
+		return nil, errors.New("schedule: Options.Config and Options.Store are required")
+	}
+	if o.MaxDelay <= 0 {
+		o.MaxDelay = DefaultMaxDelay
+	}
+	if o.RollWindow == 0 {
+		o.RollWindow = DefaultRollWindow
+	}
+	if o.ScanInterval <= 0 {
+		o.ScanInterval = DefaultScanInterval
+	}
+	if o.RoundSize <= 0 {
+		o.RoundSize = DefaultRoundSize
+	}
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Service{
+		o:        o,
+		log:      o.Logger,
+		st:       o.Store,
+		cl:       o.Store.CommitLog(),
+		cq:       o.Store.ConsumeQueue(),
+		db:       o.Store.DB(),
+		ckpt:     map[queueRef]int64{},
+		cursor:   pendingPrefix(),
+		inflight: map[string]struct{}{},
+		nextDue:  -1,
+		wake:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	start := time.Now()
+	if err := s.loadCheckpoints(); err != nil {
+		return nil, err
+	}
+	nLevels := len(s.levelsNow())
+	for _, q := range s.cq.TopicQueues(ScheduleTopic) {
+		if int(q) >= nLevels {
+			s.extra = append(s.extra, queueRef{ScheduleTopic, q})
+		}
+	}
+	mark, hasMark, err := s.getInt(markScanKey())
+	if err != nil {
+		return nil, err
+	}
+	reindexed := 0
+	for {
+		n, err := s.indexOnce(indexBudget)
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			break
+		}
+		reindexed += n
+	}
+	// Without a mark nothing was ever delivered durably; without
+	// checkpoints nothing was ever indexed: no marker can matter.
+	if !hasMark && len(s.ckpt) > 0 {
+		mark = s.cl.MinOffset()
+	}
+	removed, scanned, err := s.recoverMarkers(mark)
+	if err != nil {
+		return nil, err
+	}
+	s.recovered.Add(int64(removed))
+	o.Store.AddArrivalListener(s.onArrival)
+	if reindexed > 0 || removed > 0 {
+		s.log.Info("timer index recovered", "reindexed", reindexed, "deliveredKeysRemoved", removed,
+			"scannedBytes", scanned, "took", time.Since(start))
+	}
+	return s, nil
+}
+
+// Start starts delivering.
+func (s *Service) Start() {
+	s.startOnce.Do(func() {
+		s.started.Store(true)
+		go s.run()
+	})
+}
+
+// Close stops delivering, flushes the CommitLog and commits the pending key
+// deletions, so that a clean restart repeats no delivery. Close the
+// service before the store.
+func (s *Service) Close() {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		if s.started.Load() {
+			<-s.done
+		}
+		if err := s.commitRounds(true); err != nil {
+			s.log.Warn("timer index: final key deletion", "err", err)
+		}
+	})
+}
+
+// Stats returns the counters.
+func (s *Service) Stats() Stats {
+	p50, p99, mx := s.hist.quantiles(0.5, 0.99)
+	return Stats{
+		Indexed: s.indexed.Load(), Delivered: s.delivered.Load(), Rolled: s.rolled.Load(),
+		Dropped: s.dropped.Load(), Failed: s.failed.Load(), Recovered: s.recovered.Load(),
+		LatenessP50: p50, LatenessP99: p99, LatenessMax: mx,
+	}
+}
+
+// ResetLateness clears the lateness histogram (benchmarks).
+func (s *Service) ResetLateness() { s.hist.reset() }
+
+func (s *Service) now() time.Time { return s.o.Now() }
+
+func (s *Service) levelsNow() []time.Duration {
+	return s.levels.get(s.o.Config().MessageDelayLevel)
+}
+
+// onArrival wakes the loop when a parked message was dispatched.
+func (s *Service) onArrival(topic string, _ int32, _ int64, _ int64, _ int64) {
+	if topic == ScheduleTopic || topic == TimerTopic {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (s *Service) run() {
+	defer close(s.done)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		n, ierr := s.indexOnce(indexBudget)
+		if ierr != nil {
+			s.log.Error("timer index", "err", ierr)
+		}
+		busy := n >= indexBudget
+		// Only a master delivers (Java starts the schedule and timer
+		// dequeue services on masters; a slave's CommitLog is the
+		// master's copy); a slave keeps its index current.
+		var full bool
+		var derr error
+		if s.o.Config().IsMaster() {
+			full, derr = s.deliverOnce()
+		} else {
+			s.nextDue = -1
+		}
+		if derr != nil {
+			s.log.Warn("timer delivery failed; retrying", "err", derr)
+		}
+		busy = busy || full
+		if err := s.commitRounds(false); err != nil {
+			s.log.Warn("timer index: key deletion", "err", err)
+		}
+		wait := s.o.ScanInterval
+		if s.nextDue >= 0 {
+			if d := time.Duration(s.nextDue-s.now().UnixMilli()) * time.Millisecond; d < wait {
+				wait = d
+			}
+		}
+		if busy {
+			wait = 0
+		}
+		if ierr != nil || derr != nil {
+			wait = retryBackoff
+		}
+		if wait <= 0 {
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
+			continue
+		}
+		timer.Reset(wait)
+		select {
+		case <-s.stop:
+			return
+		case <-s.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// followed lists the queues the indexer follows: one per delay level, the
+// timer queue, and any other queue it has followed before or found at open
+// (a longer level table in an earlier run).
+func (s *Service) followed() []queueRef {
+	n := len(s.levelsNow())
+	qs := make([]queueRef, 0, n+1+len(s.extra))
+	for i := 0; i < n; i++ {
+		qs = append(qs, queueRef{ScheduleTopic, int32(i)})
+	}
+	qs = append(qs, queueRef{TimerTopic, 0})
+	for _, q := range s.extra {
+		if q.topic != ScheduleTopic || int(q.qid) >= n {
+			qs = append(qs, q)
+		}
+	}
+	for q := range s.ckpt {
+		if q.topic == ScheduleTopic && int(q.qid) >= n && !slices.Contains(s.extra, q) {
+			qs = append(qs, q)
+		}
+	}
+	return qs
+}
+
+func (s *Service) loadCheckpoints() error {
+	lo := []byte{kv.PrefixTimer, subCheckpoint}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: kv.PrefixEnd(lo)})
+	if err != nil {
+		return fmt.Errorf("schedule: load checkpoints: %w", err)
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()[2:]
+		sep := bytes.IndexByte(k, 0)
+		off, okv := readU64(it.Value())
+		if sep < 0 || len(k) != sep+5 || !okv {
+			continue
+		}
+		qid := int32(uint32(k[sep+1])<<24 | uint32(k[sep+2])<<16 | uint32(k[sep+3])<<8 | uint32(k[sep+4]))
+		s.ckpt[queueRef{string(k[:sep]), qid}] = off
+	}
+	return it.Error()
+}
+
+func (s *Service) getInt(key []byte) (int64, bool, error) {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("schedule: read %q: %w", key, err)
+	}
+	defer closer.Close()
+	n, ok := readU64(v)
+	return n, ok, nil
+}
+
+// deliverTime is when a parked record is due: store time plus the level's
+// delay for SCHEDULE_TOPIC_XXXX queue level−1, TIMER_OUT_MS for the timer
+// topic (store time when missing or malformed: due at once).
+func (s *Service) deliverTime(topic string, qid int32, storeTime int64, props func() []byte) int64 {
+	if topic == ScheduleTopic {
+		return storeTime + levelDelay(s.levelsNow(), int(qid)+1).Milliseconds()
+	}
+	v, ok := message.PropertyValue(props(), message.PropertyTimerOutMS)
+	if !ok {
+		return storeTime
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return storeTime
+	}
+	return n
+}
+
+// keyTime is the key's time for a record due at deliverMs: at most the roll
+// window past its store time.
+func (s *Service) keyTime(deliverMs, storeTime int64) int64 {
+	if w := s.o.RollWindow.Milliseconds(); w > 0 && deliverMs-storeTime > w {
+		return storeTime + w
+	}
+	return deliverMs
+}
+
+// indexOnce indexes up to budget new entries of the followed queues and
+// returns how many it examined.
+func (s *Service) indexOnce(budget int) (int, error) {
+	b := s.db.NewBatch()
+	defer b.Close()
+	n := 0
+	ckpts := map[queueRef]int64{}
+	var keys [][]byte
+	var firstErr error
+	for _, q := range s.followed() {
+		if n >= budget {
+			break
+		}
+		st, ok := s.cq.State(q.topic, q.qid)
+		if !ok {
+			continue
+		}
+		from, seen := s.ckpt[q]
+		orig := from
+		switch {
+		case !seen:
+			from = st.Min
+		case from > st.Max:
+			s.log.Warn("timer index: checkpoint past the queue's end (consume queue truncated)", "topic", q.topic, "queue", q.qid, "checkpoint", from, "max", st.Max)
+			from = st.Max
+		case from < st.Min:
+			s.log.Warn("timer index: entries removed before they were indexed", "topic", q.topic, "queue", q.qid, "checkpoint", from, "min", st.Min)
+			from = st.Min
+		}
+		for from < st.Max && n < budget {
+			// Never past the state's max: the dispatcher commits entries
+			// before it publishes the new max, and a checkpoint ahead of
+			// the max would read as a truncated queue next time.
+			es, err := s.cq.Entries(q.topic, q.qid, from, int(min(int64(indexChunk), int64(budget-n), st.Max-from)))
+			if err != nil {
+				firstErr = err
+				break
+			}
+			if len(es) == 0 {
+				break
+			}
+			for _, e := range es {
+				if e.Offset >= st.Max {
+					break
+				}
+				from = e.Offset + 1
+				n++
+				ms, ok := s.entryKeyTime(q, e)
+				if !ok {
+					continue
+				}
+				k := timerKey(ms, e.CommitLogOffset)
+				if err := b.Set(k, u32(e.Size), nil); err != nil {
+					return 0, err
+				}
+				keys = append(keys, k)
+			}
+		}
+		if from != orig || !seen {
+			ckpts[q] = from
+			if err := b.Set(checkpointKey(q.topic, q.qid), u64(from), nil); err != nil {
+				return 0, err
+			}
+		}
+		if firstErr != nil {
+			break
+		}
+	}
+	if b.Empty() {
+		return n, firstErr
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return 0, fmt.Errorf("schedule: commit index batch: %w", err)
+	}
+	for q, off := range ckpts {
+		s.ckpt[q] = off
+	}
+	s.indexed.Add(int64(len(keys)))
+	for _, k := range keys {
+		if bytes.Compare(k, s.cursor) < 0 {
+			// Due before the cursor (indexed late): scan from it again;
+			// deliveries still awaiting their deletion are skipped.
+			s.cursor = k
+		}
+		if ms, _, _ := parseTimerKey(k); s.nextDue < 0 || ms < s.nextDue {
+			s.nextDue = ms
+		}
+	}
+	return n, firstErr
+}
+
+// entryKeyTime computes the key time of one consume-queue entry.
+func (s *Service) entryKeyTime(q queueRef, e consumequeue.Entry) (int64, bool) {
+	if q.topic == ScheduleTopic {
+		due := s.deliverTime(q.topic, q.qid, e.StoreTimestamp, nil)
+		return s.keyTime(due, e.StoreTimestamp), true
+	}
+	rec, err := s.cl.ReadRecord(e.CommitLogOffset)
+	if err != nil {
+		s.dropped.Add(1)
+		s.log.Error("timer index: parked record unreadable; timer lost", "topic", q.topic, "queue", q.qid, "offset", e.Offset, "phyOffset", e.CommitLogOffset, "err", err)
+		return 0, false
+	}
+	defer rec.Release()
+	v := rec.View
+	due := s.deliverTime(q.topic, q.qid, v.StoreTimestamp(), v.Properties)
+	return s.keyTime(due, v.StoreTimestamp()), true
+}
+
+// recoverMarkers scans the CommitLog from mark and deletes the keys named by
+// delivered copies (PropertyTimerKey), then records the new mark.
+func (s *Service) recoverMarkers(mark int64) (removed int, scanned int64, err error) {
+	max, min := s.cl.MaxOffset(), s.cl.MinOffset()
+	from := mark
+	if from < min {
+		from = min
+	}
+	b := s.db.NewBatch()
+	defer func() { b.Close() }()
+	if from < max {
+		it := s.cl.NewIterator(from, commitlog.IteratorOptions{Limit: func() int64 { return max }})
+		for {
+			rec, ierr := it.Next()
+			if errors.Is(ierr, io.EOF) {
+				break
+			}
+			if ierr != nil {
+				s.log.Warn("timer recovery: CommitLog scan stopped", "offset", it.Offset(), "err", ierr)
+				break
+			}
+			if v, ok := rec.View.Property(PropertyTimerKey); ok {
+				if ms, phy, ok := parseMarker(v); ok {
+					if err := b.Delete(timerKey(ms, phy), nil); err != nil {
+						it.Close()
+						return 0, 0, err
+					}
+					removed++
+				}
+			}
+			if b.Len() > 4<<20 {
+				if err := b.Commit(pebble.NoSync); err != nil {
+					it.Close()
+					return 0, 0, err
+				}
+				b.Close()
+				b = s.db.NewBatch()
+			}
+		}
+		scanned = it.Offset() - from
+		it.Close()
+	}
+	if err := b.Set(markScanKey(), u64(max), nil); err != nil {
+		return 0, 0, err
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return 0, 0, fmt.Errorf("schedule: commit recovery: %w", err)
+	}
+	return removed, scanned, nil
+}
+
+func formatMarker(ms, phy int64) string {
+	return strconv.FormatInt(ms, 10) + "," + strconv.FormatInt(phy, 10)
+}
+
+func parseMarker(v string) (ms, phy int64, ok bool) {
+	a, b, found := strings.Cut(v, ",")
+	if !found {
+		return 0, 0, false
+	}
+	ms, err1 := strconv.ParseInt(a, 10, 64)
+	phy, err2 := strconv.ParseInt(b, 10, 64)
+	return ms, phy, err1 == nil && err2 == nil
+}
+
+// commitRounds deletes the keys of delivery rounds the CommitLog flush has
+// passed (all of them, flushing first, when force).
+func (s *Service) commitRounds(force bool) error {
+	if len(s.pending) == 0 || s.keepKeys {
+		return nil
+	}
+	flushed := s.cl.FlushedOffset()
+	if s.pending[0].end > flushed && (force || time.Since(s.pending[0].at) > flushAfter || len(s.inflight) > maxInflight) {
+		if err := s.cl.Flush(); err != nil {
+			return fmt.Errorf("flush CommitLog: %w", err)
+		}
+		flushed = s.cl.FlushedOffset()
+	}
+	i := 0
+	for i < len(s.pending) && s.pending[i].end <= flushed {
+		i++
+	}
+	if i == 0 {
+		return nil
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, r := range s.pending[:i] {
+		for _, k := range r.keys {
+			if err := b.Delete(k, nil); err != nil {
+				return err
+			}
+		}
+	}
+	if err := b.Set(markScanKey(), u64(s.pending[i-1].mark), nil); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("commit key deletions: %w", err)
+	}
+	for _, r := range s.pending[:i] {
+		for _, k := range r.keys {
+			delete(s.inflight, string(k))
+		}
+	}
+	s.pending = append(s.pending[:0], s.pending[i:]...)
+	return nil
+}
