@@ -100,9 +100,12 @@ func (b *Broker) Addr() string { return b.srv.Addr() }
 
 // Close ends parked pulls and stops the server.
 func (b *Broker) Close() error {
+	// Stop the server first: once no handler runs, none can park another
+	// pull (wg.Add) while we Wait.
+	err := b.srv.Shutdown(context.Background())
 	close(b.stop)
 	b.wg.Wait()
-	return b.srv.Shutdown(context.Background())
+	return err
 }
 
 // CreateTopic creates topic with n queues here and on the nameserver.
