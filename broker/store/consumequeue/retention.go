@@ -16,15 +16,15 @@ func (s *Store) CorrectMin(minPhy int64) (int, error) {
 		id     QueueID
 		newMin int64
 	}
-	var todo []QueueID
+	var pending []QueueID
 	s.Range(func(id QueueID, st QueueState) bool {
 		if st.Min < st.Max {
-			todo = append(todo, id)
+			pending = append(pending, id)
 		}
 		return true
 	})
 	var changes []change
-	for _, id := range todo {
+	for _, id := range pending {
 		st, ok := s.State(id.Topic, id.QueueID)
 		if !ok || st.Min >= st.Max {
 			continue
@@ -88,10 +88,10 @@ func (s *Store) CorrectMin(minPhy int64) (int, error) {
 // CommitLog lost its tail in a crash (or an HA slave truncated to its
 // master's epoch) and the consume queue must not point past it.
 func (s *Store) TruncateAbove(maxPhy int64) error {
-	var todo []QueueID
+	var pending []QueueID
 	s.Range(func(id QueueID, st QueueState) bool {
 		if st.Max > st.Min && st.LastPhyOffset >= maxPhy {
-			todo = append(todo, id)
+			pending = append(pending, id)
 		}
 		return true
 	})
@@ -102,7 +102,7 @@ func (s *Store) TruncateAbove(maxPhy int64) error {
 		st QueueState
 	}
 	var changes []change
-	for _, id := range todo {
+	for _, id := range pending {
 		st, _ := s.State(id.Topic, id.QueueID)
 		newMax := st.Max
 		var last Entry
