@@ -363,6 +363,17 @@ func (b *Broker) RegisterProcessor(code int32, h remoting.Handler, pool Pool) {
 	b.server.Register(code, h, b.pools[pool])
 }
 
+// WrapProcessor replaces the handler registered for code with wrap(handler),
+// keeping its executor. It reports false when nothing is registered.
+func (b *Broker) WrapProcessor(code int32, wrap func(remoting.Handler) remoting.Handler) bool {
+	h, ex, ok := b.server.Handler(code)
+	if !ok {
+		return false
+	}
+	b.server.Register(code, wrap(h), ex)
+	return true
+}
+
 // Server exposes the remoting server (hooks, connection callbacks).
 func (b *Broker) Server() *remoting.Server { return b.server }
 

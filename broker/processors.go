@@ -110,7 +110,7 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger) (*messaging
 		},
 		Logger: log.With("component", "send"),
 	}
-	for _, wire := range []func(*wiring) error{b.wireFilter, b.wireOrderly, b.wireSchedule, b.wireRetry, b.wireTransaction, b.wireConsumerAdmin} {
+	for _, wire := range []func(*wiring) error{b.wireFilter, b.wireOrderly, b.wireSchedule, b.wireRetry, b.wireTransaction, b.wireConsumerAdmin, b.wirePop, b.wireLite} {
 		if err := wire(w); err != nil {
 			return nil, err
 		}
@@ -146,6 +146,13 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger) (*messaging
 	m.send.Register(r)
 	m.query.Register(r)
 	b.server.OnClose(m.clients.OnChannelClose)
+	// Wirings that wrap the registered processors (static topics rewrite
+	// logic queues in front of send, pull and offset handlers) run last.
+	for _, wire := range []func(*wiring) error{b.wireStaticTopic} {
+		if err := wire(w); err != nil {
+			return nil, err
+		}
+	}
 	return m, nil
 }
 

@@ -190,6 +190,16 @@ func (s *Server) RegisterDefault(h Handler, ex *Executor) {
 	s.rmu.Unlock()
 }
 
+// Handler returns the handler and executor registered for code (not the
+// default handler), so a feature can wrap an existing processor, e.g. static
+// topics rewriting logic queues before the send and pull handlers run.
+func (s *Server) Handler(code int32) (Handler, *Executor, bool) {
+	s.rmu.RLock()
+	defer s.rmu.RUnlock()
+	r, ok := s.routes[code]
+	return r.h, r.ex, ok
+}
+
 func (s *Server) route(c int32) (route, bool) {
 	s.rmu.RLock()
 	defer s.rmu.RUnlock()
