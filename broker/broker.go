@@ -21,6 +21,7 @@ import (
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/mapping"
 	"github.com/rmqgo/rmq/broker/registry"
+	"github.com/rmqgo/rmq/broker/statictopic"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/topic"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -136,7 +137,13 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 
 	b := &Broker{log: log, boot: time.Now(), maps: o.mappings}
 	if b.maps == nil {
-		b.maps = mapping.NewNone()
+		mgr, err := statictopic.OpenManager(statictopic.ManagerOptions{
+			Path: cfg.TopicQueueMappingPath(), BrokerName: cfg.BrokerName, Logger: log.With("component", "statictopic"),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("broker: static topic mappings: %w", err)
+		}
+		b.maps = mgr
 	}
 	b.masterAddr.Store("")
 	b.cfg = config.NewHolder(cfg, o.persistConfig)
@@ -202,6 +209,11 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 				b.log.Error("delete topic from store", "topic", topic, "err", err)
 			}
 			b.msg.pull.ForgetTopic(topic)
+			if mgr, ok := b.maps.(*statictopic.Manager); ok {
+				if _, err := mgr.Delete(topic); err != nil {
+					b.log.Error("delete static topic mapping", "topic", topic, "err", err)
+				}
+			}
 			if deleted != nil {
 				deleted(topic)
 			}

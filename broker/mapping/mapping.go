@@ -1,8 +1,8 @@
 // Package mapping is the seam for static-topic queue mappings
 // (static-topic.md): the broker registers them with nameservers (§5.1) and
-// returns them from GET_TOPIC_CONFIG / GET_ALL_TOPIC_CONFIG. The
-// TopicQueueMappingManager that persists <store>/config/topicQueueMapping.json
-// implements Source later; until then None says "no static topics".
+// returns them from GET_TOPIC_CONFIG / GET_ALL_TOPIC_CONFIG. The broker's
+// Source is statictopic.Manager, which persists
+// <store>/config/topicQueueMapping.json; None says "no static topics".
 package mapping
 
 import (

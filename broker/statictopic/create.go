@@ -1,0 +1,91 @@
+package statictopic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+// UpdateAndCreateStaticTopic answers UPDATE_AND_CREATE_STATIC_TOPIC (513,
+// §7.10): the topic config from the header and the mapping detail from the
+// body are applied together or not at all, then the broker registers.
+func (s *Service) UpdateAndCreateStaticTopic(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	if s.d.Topics == nil {
+		return nil, remoting.Errorf(code.SystemError, "static topics are not available on this broker")
+	}
+	f := protocol.FieldsOf(req.ExtFields)
+	name := f.Str("topic")
+	tc := protocol.NewTopicConfig(name)
+	tc.ReadQueueNums = int(f.Int32("readQueueNums"))
+	tc.WriteQueueNums = int(f.Int32("writeQueueNums"))
+	tc.Perm = int(f.Int32("perm"))
+	tc.TopicFilterType = f.OptStr("topicFilterType", protocol.SingleTag)
+	tc.TopicSysFlag = int(f.OptInt32("topicSysFlag", 0))
+	force := f.OptBool("force", false)
+	if err := f.Err(); err != nil {
+		return nil, badRequest("%v", err)
+	}
+	// order and attributes are not taken from the header (Java); no
+	// attribute modification keeps the stored ones.
+	tc.Order = false
+	tc.Attributes = map[string]string{}
+	if err := protocol.ValidateTopic(name); err != nil {
+		return nil, badRequest("%v", err)
+	}
+	if s.d.Config().ValidateSystemTopicWhenUpdateTopic && s.d.Topics.IsSystemTopic(name) {
+		return nil, badRequest("the topic[%s] is conflict with system topic", name)
+	}
+	if tc.ReadQueueNums < 0 || tc.WriteQueueNums < 0 || tc.Perm < 0 || tc.Perm > 7 {
+		return nil, badRequest("readQueueNums %d, writeQueueNums %d, perm %d out of range", tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm)
+	}
+	if tc.TopicFilterType != protocol.SingleTag && tc.TopicFilterType != protocol.MultiTag {
+		return nil, badRequest("topicFilterType %q (want SINGLE_TAG or MULTI_TAG)", tc.TopicFilterType)
+	}
+	if len(req.Body) == 0 {
+		return nil, badRequest("empty body: want the TopicQueueMappingDetail of %s", name)
+	}
+	var d protocol.TopicQueueMappingDetail
+	if err := protocol.Unmarshal(req.Body, &d); err != nil {
+		return nil, badRequest("decode TopicQueueMappingDetail: %v", err)
+	}
+	if d.Topic != "" && d.Topic != name {
+		return nil, badRequest("the mapping is for topic %q, the header for %q", d.Topic, name)
+	}
+	d.Topic = name
+	// Segments on this broker must be physical queues of the topic config.
+	for g, items := range d.HostedQueues {
+		for _, it := range items {
+			if it.Bname == s.me && it.QueueID >= tc.WriteQueueNums {
+				return nil, badRequest("logic queue %d: item gen %d uses queue %d, but writeQueueNums is %d", g, it.Gen, it.QueueID, tc.WriteQueueNums)
+			}
+		}
+	}
+	err := s.d.Mappings.Update(d, UpdateOptions{Force: force, Flush: true, Before: func() error {
+		_, err := s.d.Topics.Update(tc)
+		return err
+	}})
+	if err != nil {
+		if errors.Is(err, ErrInvalidMapping) {
+			return nil, &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
+		}
+		return nil, remoting.Errorf(code.SystemError, "update static topic %s: %v", name, err)
+	}
+	if s.d.Registered != nil {
+		s.d.Registered(ctx)
+	}
+	remote := ""
+	if ch != nil {
+		remote = ch.RemoteAddr()
+	}
+	s.log.Info("update or create static topic", "topic", name, "epoch", d.Epoch, "read", tc.ReadQueueNums, "write", tc.WriteQueueNums,
+		"force", force, "remote", remote)
+	return remoting.NewResponse(req, code.Success, ""), nil
+}
+
+func badRequest(format string, args ...any) error {
+	return &remoting.CodeError{Code: code.InvalidParameter, Remark: fmt.Sprintf(format, args...)}
+}
