@@ -245,6 +245,9 @@ func newRoot(a *app) *cobra.Command {
 		newGetBrokerConfig(a),
 		newSendMessage(a),
 		newConsumeMessage(a),
+		newUpdateStaticTopic(a),
+		newRemappingStaticTopic(a),
+		newStaticTopicHistory(a),
 	} {
 		root.AddCommand(c)
 		a.commands = append(a.commands, c)

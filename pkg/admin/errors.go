@@ -71,6 +71,8 @@ func RequestName(c int32) string {
 		return "UPDATE_AND_CREATE_TOPIC"
 	case code.DeleteTopicInBroker:
 		return "DELETE_TOPIC_IN_BROKER"
+	case code.UpdateAndCreateStaticTopic:
+		return "UPDATE_AND_CREATE_STATIC_TOPIC"
 	case code.GetAllTopicConfig:
 		return "GET_ALL_TOPIC_CONFIG"
 	case code.GetTopicConfig:

@@ -5,22 +5,18 @@ import (
 	"sort"
 
 	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/pkg/statictopic"
 )
 
 // Static topics (static-topic.md): admin-side conversion of physical queue
 // stats into logic queue stats (§8.7).
 
 // MockBrokerPrefix prefixes the fake broker name of logic queues.
-const MockBrokerPrefix = "__syslo__"
+const MockBrokerPrefix = statictopic.MockBrokerPrefix
 
 // MockBrokerName is the broker name clients see for the logic queues of a
 // mapping scope: "__syslo__global__" for the global scope.
-func MockBrokerName(scope string) string {
-	if scope == "" || scope == protocol.MappingScopeGlobal {
-		return MockBrokerPrefix + protocol.MappingScopeGlobal[2:]
-	}
-	return MockBrokerPrefix + scope
-}
+func MockBrokerName(scope string) string { return statictopic.MockBrokerName(scope) }
 
 type logicQueue struct {
 	items []protocol.LogicQueueMappingItem
@@ -58,43 +54,20 @@ func leaderLists(configs map[string]*protocol.TopicConfigAndQueueMapping) map[in
 	return out
 }
 
-// findItem returns the last item whose logic offset is <= x (skipping
-// undecided ones when ignoreNegative), else the earliest candidate.
+// findItem returns the item holding logic offset x (statictopic.Find).
 func findItem(items []protocol.LogicQueueMappingItem, x int64, ignoreNegative bool) *protocol.LogicQueueMappingItem {
-	var earliest *protocol.LogicQueueMappingItem
-	for i := len(items) - 1; i >= 0; i-- {
-		it := &items[i]
-		if ignoreNegative && it.LogicOffset < 0 {
-			continue
-		}
-		if it.LogicOffset <= x {
-			return it
-		}
-		earliest = it
+	if i := statictopic.Find(items, x, ignoreNegative); i >= 0 {
+		return &items[i]
 	}
-	return earliest
+	return nil
 }
 
-// staticOffsetLoosely maps a physical offset to a logic one (send results,
-// min offsets).
 func staticOffsetLoosely(it *protocol.LogicQueueMappingItem, p int64) int64 {
-	switch {
-	case it.LogicOffset < 0:
-		return -1
-	case p < it.StartOffset:
-		return it.LogicOffset
-	case it.EndOffset >= it.StartOffset && it.EndOffset < p:
-		return it.LogicOffset + (it.EndOffset - it.StartOffset)
-	}
-	return it.LogicOffset + (p - it.StartOffset)
+	return statictopic.LogicLoosely(*it, p)
 }
 
-// staticOffsetStrictly maps a physical offset to a logic one.
 func staticOffsetStrictly(it *protocol.LogicQueueMappingItem, p int64) int64 {
-	if p < it.StartOffset {
-		return it.LogicOffset
-	}
-	return it.LogicOffset + (p - it.StartOffset)
+	return statictopic.LogicStrictly(*it, p)
 }
 
 // convertStaticTopicStats adds one entry per logic queue, keyed by the mock

@@ -242,6 +242,7 @@ func (c *Cluster) route(topic string) (protocol.TopicRouteData, bool) {
 	if len(r.QueueDatas) == 0 {
 		return r, false
 	}
+	c.addMappingInfo(topic, &r)
 	return r, true
 }
 
@@ -369,9 +370,12 @@ func (c *Cluster) brokerHandle(b *Broker, req *remoting.Command) *remoting.Comma
 		}
 		b.Topics[tc.TopicName] = tc
 		return ok(req, nil)
+	case code.UpdateAndCreateStaticTopic:
+		return c.createStaticTopic(b, req)
 	case code.DeleteTopicInBroker:
 		delete(b.Topics, req.Ext("topic"))
 		delete(b.Stats, req.Ext("topic"))
+		delete(b.Mapping, req.Ext("topic"))
 		return ok(req, nil)
 	case code.GetTopicConfig:
 		t := req.Ext("topic")
