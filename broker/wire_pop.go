@@ -1,9 +1,75 @@
 package broker
 
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/rmqgo/rmq/broker/pop"
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
 // wirePop plugs pop consumption in (broker/pop): POP_MESSAGE, ACK_MESSAGE,
 // BATCH_ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, PEEK, NOTIFICATION,
 // POLLING_INFO, QUERY_ASSIGNMENT, SET_MESSAGE_REQUEST_MODE and the revive
-// service.
+// service. pop.New replays the pop journal (in the revive topic) before
+// the broker takes requests. The processor is kept in w.m.pop so that
+// wireLite can install its lite ack handler (pop.Processor.SetLiteHandler).
 func (b *Broker) wirePop(w *wiring) error {
+	cfg := b.cfg.Get()
+	p, err := pop.New(pop.Deps{
+		Config:          b.cfg.Get,
+		Store:           w.st,
+		Topics:          b.topics,
+		Groups:          w.m.subs,
+		Consumers:       w.m.clients.Consumers(),
+		Filters:         w.pullDeps.Filters,
+		StoreHost:       b.storeHost,
+		TopicCreated:    w.sendDeps.TopicCreated,
+		Routes:          b.topicRoute,
+		RequestModePath: filepath.Join(cfg.ConfigDir(), pop.RequestModeFileName),
+		Logger:          w.log.With("component", "pop"),
+	})
+	if err != nil {
+		return fmt.Errorf("broker: pop processor: %w", err)
+	}
+	p.Register(w.reg)
+	w.m.pop = p
+	w.m.starters = append(w.m.starters, p.Start)
+	w.m.closers = append(w.m.closers, p.Close)
 	return nil
+}
+
+// topicRoute asks the nameservers for a topic's route (QUERY_ASSIGNMENT
+// allocates the queues of every broker of the topic).
+func (b *Broker) topicRoute(ctx context.Context, topic string) (*protocol.TopicRouteData, error) {
+	addrs, err := b.cfg.Get().NamesrvAddrs()
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, addr := range addrs {
+		resp, err := b.client.Invoke(ctx, addr, remoting.NewRequest(code.GetRouteInfoByTopic, map[string]string{"topic": topic}, nil))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+			continue
+		}
+		if resp.Code != code.Success {
+			errs = append(errs, fmt.Errorf("%s: code %d: %s", addr, resp.Code, resp.Remark))
+			continue
+		}
+		var rd protocol.TopicRouteData
+		if err := protocol.Unmarshal(resp.Body, &rd); err != nil {
+			errs = append(errs, fmt.Errorf("%s: route body: %w", addr, err))
+			continue
+		}
+		return &rd, nil
+	}
+	if len(errs) == 0 {
+		return nil, errors.New("no nameserver address")
+	}
+	return nil, errors.Join(errs...)
 }

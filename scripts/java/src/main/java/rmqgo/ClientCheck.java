@@ -591,6 +591,10 @@ public final class ClientCheck {
     }
 
     public static void main(String[] args) {
+        if (args.length > 0 && args[0].equals("pop")) {
+            // POP consumption with DefaultMQPushConsumer (PopCheck).
+            Runtime.getRuntime().halt(PopCheck.run(args));
+        }
         Options o = parse(args);
         Result r = new Result();
         r.f.put("client", "java");

@@ -1,0 +1,247 @@
+package pop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/broker/store/consumequeue"
+	"github.com/rmqgo/rmq/broker/store/kv"
+	"github.com/rmqgo/rmq/pkg/message"
+)
+
+// JournalStore is what the journal needs from the message store: append
+// records, read them back by consume-queue position at recovery, and the
+// Pebble database the state lives in. *store.Store implements it.
+type JournalStore interface {
+	PutMessage(ctx context.Context, msg *message.Message) (store.PutResult, error)
+	ReadRecord(phyOffset int64) ([]byte, error)
+	ConsumeQueue() *consumequeue.Store
+	Queues(topic string) []int32
+	DB() *pebble.DB
+}
+
+// journal appends ops to queues of the revive topic and applies them to
+// Pebble. One mutex per journal queue serialises append and apply, so that
+// each queue's ops are applied in queue-offset order and the journal
+// position written with them is exact.
+type journal struct {
+	st    JournalStore
+	db    *pebble.DB
+	topic string
+	host  func() netip.AddrPort
+	now   func() time.Time
+	log   *slog.Logger
+
+	locks sync.Map // int32 → *sync.Mutex
+	seq   atomic.Int64
+
+	appended, replayed atomic.Int64
+}
+
+func newJournal(st JournalStore, topic string, host func() netip.AddrPort, now func() time.Time, log *slog.Logger) *journal {
+	j := &journal{st: st, db: st.DB(), topic: topic, host: host, now: now, log: log}
+	j.seq.Store(now().UnixNano())
+	return j
+}
+
+// lock takes the mutex of journal queue q and returns its unlock.
+func (j *journal) lock(q int32) func() {
+	m, _ := j.locks.LoadOrStore(q, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
+}
+
+// nextSeq is strictly increasing for this process and past every seq of a
+// previous run (nanoseconds since the epoch at start).
+func (j *journal) nextSeq() int64 { return j.seq.Add(1) }
+
+// errJournal wraps failures to append or apply.
+var errJournal = errors.New("pop journal")
+
+// append writes o to journal queue q and applies it. The caller holds
+// lock(q) and has validated o against the current state.
+func (j *journal) append(ctx context.Context, q int32, o *op) error {
+	body, err := json.Marshal(o)
+	if err != nil {
+		return fmt.Errorf("%w: encode %s: %v", errJournal, o.Kind, err)
+	}
+	now := j.now().UnixMilli()
+	msg := &message.Message{
+		Topic:         j.topic,
+		QueueID:       q,
+		Body:          body,
+		Properties:    map[string]string{message.PropertyTags: journalTag(o.Kind)},
+		BornTimestamp: now,
+	}
+	if j.host != nil {
+		h := j.host()
+		msg.BornHost, msg.StoreHost = h, h
+	}
+	res, err := j.st.PutMessage(ctx, msg)
+	if err != nil && !errors.Is(err, store.ErrFlushTimeout) {
+		return fmt.Errorf("%w: append %s: %w", errJournal, o.Kind, err)
+	}
+	j.appended.Add(1)
+	return j.applyAt(q, res.QueueOffset, o)
+}
+
+// applyAt applies o, recorded at journal offset off, in one batch with the
+// new journal position.
+func (j *journal) applyAt(q int32, off int64, o *op) error {
+	b := j.db.NewBatch()
+	defer b.Close()
+	if err := apply(j.db, b, o); err != nil {
+		return fmt.Errorf("%w: apply %s: %v", errJournal, o.Kind, err)
+	}
+	if err := b.Set(journalPosKey(j.topic, q), u64(off+1), nil); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("%w: commit %s: %v", errJournal, o.Kind, err)
+	}
+	return nil
+}
+
+// recover replays every journal queue from its applied position to its
+// end: the ops whose Pebble batch a crash lost (Pebble runs without its
+// WAL) are applied again, in order. It runs before the broker takes
+// requests, after the store re-dispatched its CommitLog.
+func (j *journal) recover() error {
+	positions := map[string]map[int32]int64{}
+	it, err := j.db.NewIter(&pebble.IterOptions{LowerBound: tablePrefix(tabJournal), UpperBound: kv.PrefixEnd(tablePrefix(tabJournal))})
+	if err != nil {
+		return err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		topic, q, ok := parseJournalPosKey(it.Key())
+		pos, ok2 := readU64(it.Value())
+		if !ok || !ok2 {
+			continue
+		}
+		if positions[topic] == nil {
+			positions[topic] = map[int32]int64{}
+		}
+		positions[topic][q] = pos
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	if positions[j.topic] == nil {
+		positions[j.topic] = map[int32]int64{}
+	}
+	for _, q := range j.st.Queues(j.topic) {
+		if _, ok := positions[j.topic][q]; !ok {
+			positions[j.topic][q] = 0
+		}
+	}
+	var maxSeq int64
+	for topic, qs := range positions {
+		if topic != j.topic {
+			// The cluster was renamed: its journal is no longer written,
+			// but what it recorded is still applied.
+			j.log.Warn("pop journal of another revive topic found", "topic", topic)
+		}
+		for q, pos := range qs {
+			n, seq, err := j.replayQueue(topic, q, pos)
+			if err != nil {
+				return fmt.Errorf("pop: replay journal %s-%d: %w", topic, q, err)
+			}
+			maxSeq = max(maxSeq, seq)
+			if n > 0 {
+				j.log.Info("pop journal replayed", "topic", topic, "queue", q, "from", pos, "ops", n)
+			}
+		}
+	}
+	if cur := j.seq.Load(); maxSeq >= cur {
+		j.seq.Store(maxSeq + 1)
+	}
+	return nil
+}
+
+const replayChunk = 256
+
+func (j *journal) replayQueue(topic string, q int32, pos int64) (n int, maxSeq int64, err error) {
+	cq := j.st.ConsumeQueue()
+	st, ok := cq.State(topic, q)
+	if !ok {
+		return 0, 0, nil
+	}
+	if pos > st.Max {
+		// Only a power loss can leave Pebble ahead of the CommitLog.
+		j.log.Warn("pop journal position beyond the journal's end", "topic", topic, "queue", q, "position", pos, "max", st.Max)
+		return 0, 0, nil
+	}
+	if pos < st.Min {
+		j.log.Warn("pop journal records before the position were deleted", "topic", topic, "queue", q, "position", pos, "min", st.Min)
+		pos = st.Min
+	}
+	for pos < st.Max {
+		entries, err := cq.Entries(topic, q, pos, replayChunk)
+		if err != nil {
+			return n, maxSeq, err
+		}
+		if len(entries) == 0 {
+			break
+		}
+		for _, e := range entries {
+			o, derr := j.readOp(e.CommitLogOffset)
+			if derr != nil {
+				j.log.Warn("skip unreadable pop journal record", "topic", topic, "queue", q, "offset", e.Offset, "err", derr)
+				o = nil
+			}
+			if o != nil {
+				maxSeq = max(maxSeq, o.Seq)
+			}
+			if err := j.replayOne(topic, q, e.Offset, o); err != nil {
+				return n, maxSeq, err
+			}
+			n++
+			j.replayed.Add(1)
+			pos = e.Offset + 1
+		}
+	}
+	return n, maxSeq, nil
+}
+
+// replayOne applies one recovered op (nil: skip it, moving the position).
+func (j *journal) replayOne(topic string, q int32, off int64, o *op) error {
+	b := j.db.NewBatch()
+	defer b.Close()
+	if o != nil {
+		if err := apply(j.db, b, o); err != nil {
+			j.log.Warn("skip pop journal op that does not apply", "topic", topic, "queue", q, "offset", off, "op", o.Kind, "err", err)
+			b.Reset()
+		}
+	}
+	if err := b.Set(journalPosKey(topic, q), u64(off+1), nil); err != nil {
+		return err
+	}
+	return b.Commit(pebble.NoSync)
+}
+
+func (j *journal) readOp(phy int64) (*op, error) {
+	rec, err := j.st.ReadRecord(phy)
+	if err != nil {
+		return nil, err
+	}
+	v, err := message.ParseView(rec, message.ParseOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var o op
+	if err := json.Unmarshal(v.Body(), &o); err != nil {
+		return nil, err
+	}
+	return &o, nil
+}

@@ -1,0 +1,382 @@
+package pop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/rmqgo/rmq/broker/client"
+	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/broker/subscription"
+	"github.com/rmqgo/rmq/broker/topic"
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+// Executors (broker.Pool values): pops wait on the pull executor like
+// pulls; acks and invisible-time changes append to the CommitLog like
+// sends; assignment queries run with the admin requests.
+const (
+	PoolSend  = 0
+	PoolPull  = 1
+	PoolAdmin = 2
+)
+
+// Registrar installs handlers.
+type Registrar interface {
+	RegisterProcessor(code int32, h remoting.Handler, pool int)
+}
+
+// FilterFactory compiles SQL92 (and other non-tag) expressions; the
+// broker's filter.Factory implements it (the pull processor uses the same).
+type FilterFactory interface {
+	NewFilter(group string, sub client.SubscriptionData) (store.MessageFilter, error)
+}
+
+// RouteSource resolves a topic's route from the nameservers
+// (QUERY_ASSIGNMENT allocates the queues of every broker of the topic).
+type RouteSource func(ctx context.Context, topic string) (*protocol.TopicRouteData, error)
+
+// Deps are the processor's collaborators. Config, Store, Topics, Groups and
+// Consumers are required.
+type Deps struct {
+	Config    func() *config.Config
+	Store     *store.Store
+	Topics    *topic.Manager
+	Groups    *subscription.Manager
+	Consumers *client.ConsumerManager
+	// Filters compiles SQL92 pop expressions (nil: SQL92 pops answer
+	// SUBSCRIPTION_PARSE_FAILED).
+	Filters FilterFactory
+	// StoreHost is brokerIP1:port written into journal and retry records.
+	StoreHost func() netip.AddrPort
+	// TopicCreated runs after the revive service created a retry or DLQ
+	// topic (the broker registers it with the nameservers at once).
+	TopicCreated func(topic string)
+	// Routes resolves topic routes for QUERY_ASSIGNMENT (nil: only this
+	// broker's queues are assigned).
+	Routes RouteSource
+	// RequestModePath is where SET_MESSAGE_REQUEST_MODE settings persist
+	// ("" keeps them in memory).
+	RequestModePath string
+	// HotBytes is how far behind the CommitLog's end a message still
+	// counts as in memory for pop's MAX init mode (0: 40% of RAM).
+	HotBytes int64
+	// ReviveInterval is the longest pause of the revive service (0:
+	// reviveInterval of the config).
+	ReviveInterval time.Duration
+	Now            func() time.Time
+	Logger         *slog.Logger
+}
+
+// Processor answers the pop family of requests and runs the revive
+// service. Build it with New, Register it, Start it with the broker.
+type Processor struct {
+	d   Deps
+	log *slog.Logger
+	st  *store.Store
+	j   *journal
+
+	pops    *poller // suspended POP_MESSAGE
+	notices *poller // suspended NOTIFICATION
+	revive  *reviveService
+	modes   *modeTable
+
+	qlocks   sync.Map // pollKey → *sync.Mutex: one pop at a time per (topic, group, queue)
+	rqNext   atomic.Uint32
+	lite     atomic.Pointer[liteBox]
+	hotBytes int64
+
+	orderTimers sync.Map // pollKey → *time.Timer: wake pollers when an orderly queue unblocks
+
+	startOnce, closeOnce sync.Once
+}
+
+type liteBox struct{ h LiteHandler }
+
+// New builds the processor and recovers the pop state from the journal:
+// the store must be open (and re-dispatched), no request served yet.
+func New(d Deps) (*Processor, error) {
+	if d.Config == nil || d.Store == nil || d.Topics == nil || d.Groups == nil || d.Consumers == nil {
+		return nil, errors.New("pop: Deps.Config, Store, Topics, Groups and Consumers are required")
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	p := &Processor{d: d, log: d.Logger, st: d.Store, hotBytes: d.HotBytes}
+	if p.hotBytes <= 0 {
+		p.hotBytes = defaultHotBytes()
+	}
+	cfg := d.Config()
+	p.j = newJournal(d.Store, topic.ReviveTopicPrefix+cfg.BrokerClusterName, d.StoreHost, d.Now, d.Logger.With("part", "journal"))
+	if err := p.j.recover(); err != nil {
+		return nil, err
+	}
+	if err := p.recoverOffsets(); err != nil {
+		return nil, err
+	}
+	var err error
+	if p.modes, err = loadModeTable(d.RequestModePath); err != nil {
+		return nil, err
+	}
+	maxPerKey := func() int { return max(p.d.Config().PopPollingSize, 1) }
+	maxTotal := func() int { return int(max(p.d.Config().MaxPopPollingSize, 1)) }
+	p.pops = newPoller("pop-hold", 8, p.resumePop, p.retryTopicsOf, maxPerKey, maxTotal, d.Now, d.Logger)
+	p.notices = newPoller("pop-notify-hold", 2, p.resumeNotification, p.retryTopicsOf, maxPerKey, maxTotal, d.Now, d.Logger)
+	p.revive = newReviveService(p)
+	d.Store.AddArrivalListener(p.onArrival)
+	return p, nil
+}
+
+// Handlers maps the request codes to their handlers and executors.
+func (p *Processor) Handlers() map[int32]struct {
+	H    remoting.Handler
+	Pool int
+} {
+	type hp = struct {
+		H    remoting.Handler
+		Pool int
+	}
+	return map[int32]hp{
+		code.PopMessage:             {p.handlePop, PoolPull},
+		code.PeekMessage:            {p.handlePeek, PoolPull},
+		code.Notification:           {p.handleNotification, PoolPull},
+		code.PollingInfo:            {p.handlePollingInfo, PoolPull},
+		code.AckMessage:             {p.handleAck, PoolSend},
+		code.BatchAckMessage:        {p.handleBatchAck, PoolSend},
+		code.ChangeMessageInvisible: {p.handleChangeInvisible, PoolSend},
+		code.QueryAssignment:        {p.handleQueryAssignment, PoolAdmin},
+		code.SetMessageRequestMode:  {p.handleSetRequestMode, PoolAdmin},
+	}
+}
+
+// Register installs every handler.
+func (p *Processor) Register(r Registrar) {
+	for c, h := range p.Handlers() {
+		r.RegisterProcessor(c, h.H, h.Pool)
+	}
+}
+
+// Start runs long polling and the revive service.
+func (p *Processor) Start() {
+	p.startOnce.Do(func() {
+		p.pops.start()
+		p.notices.start()
+		p.revive.start()
+	})
+}
+
+// Close stops the services. The consumer offsets are flushed and the pop
+// offset shadows dropped: after a clean stop the offset table is the truth
+// (so an offset reset done before the stop is kept).
+func (p *Processor) Close() {
+	p.closeOnce.Do(func() {
+		p.revive.close()
+		p.pops.close()
+		p.notices.close()
+		p.orderTimers.Range(func(k, v any) bool {
+			v.(*time.Timer).Stop()
+			return true
+		})
+		if err := p.dropShadows(); err != nil {
+			p.log.Warn("drop pop offset shadows", "err", err)
+		}
+	})
+}
+
+// SetLiteHandler installs the handler of lite acks and invisible-time
+// changes (ACK_MESSAGE / CHANGE_MESSAGE_INVISIBLETIME with liteTopic set);
+// wire_lite.go calls it. Until then such requests answer
+// ILLEGAL_OPERATION.
+func (p *Processor) SetLiteHandler(h LiteHandler) {
+	if h == nil {
+		p.lite.Store(nil)
+		return
+	}
+	p.lite.Store(&liteBox{h})
+}
+
+func (p *Processor) liteHandler() LiteHandler {
+	if b := p.lite.Load(); b != nil {
+		return b.h
+	}
+	return nil
+}
+
+// Stats are counters for tests and runtime info.
+type Stats struct {
+	JournalAppended int64
+	JournalReplayed int64
+	Revived         int64
+	DeadLettered    int64
+	ReviveFailed    int64
+	SuspendedPops   int
+}
+
+// Stats reports the counters.
+func (p *Processor) Stats() Stats {
+	return Stats{
+		JournalAppended: p.j.appended.Load(),
+		JournalReplayed: p.j.replayed.Load(),
+		Revived:         p.revive.revived.Load(),
+		DeadLettered:    p.revive.dlq.Load(),
+		ReviveFailed:    p.revive.failed.Load(),
+		SuspendedPops:   p.pops.size(),
+	}
+}
+
+// Revive runs one revive round now (tests).
+func (p *Processor) Revive() int { return p.revive.round() }
+
+// queueLock is the per (topic, group, queue) pop lock (Java's
+// QueueLockManager): pops of one queue by one group do not overlap.
+func (p *Processor) queueLock(topic, group string, qid int32) *sync.Mutex {
+	k := pollKey{topic, group, qid}
+	if m, ok := p.qlocks.Load(k); ok {
+		return m.(*sync.Mutex)
+	}
+	m, _ := p.qlocks.LoadOrStore(k, &sync.Mutex{})
+	return m.(*sync.Mutex)
+}
+
+// reviveQueues is the number of journal queues (reviveQueueNum).
+func (p *Processor) reviveQueues() int32 {
+	return int32(max(p.d.Config().ReviveQueueNum, 1))
+}
+
+// orderJournalQueue is the journal queue of one orderly queue's ops: a
+// fixed one, so they replay in order.
+func (p *Processor) orderJournalQueue(topic, group string, qid int32) int32 {
+	h := fnv.New32a()
+	h.Write([]byte(group))
+	h.Write([]byte{0})
+	h.Write([]byte(topic))
+	fmt.Fprintf(h, "%d", qid)
+	return int32(h.Sum32() % uint32(p.reviveQueues()))
+}
+
+// retryTopicsOf lists the pop retry topics whose arrivals wake a poll key.
+func (p *Processor) retryTopicsOf(k pollKey) []string {
+	if strings.HasPrefix(k.topic, protocol.RetryGroupTopicPrefix) {
+		return nil
+	}
+	return []string{RetryTopicV1(k.topic, k.group), RetryTopicV2(k.topic, k.group)}
+}
+
+// onArrival is the store's arrival listener: wake pops and notifications
+// waiting on the queue (it runs on the dispatcher: no I/O).
+func (p *Processor) onArrival(topic string, qid int32, _ int64, _ int64, _ int64) {
+	if topic == p.j.topic {
+		return
+	}
+	p.pops.wakeArrival(topic, qid)
+	p.notices.wakeArrival(topic, qid)
+}
+
+// wakeQueue wakes the pollers of one group's queue (ack, unblock).
+func (p *Processor) wakeQueue(topic, group string, qid int32) {
+	p.pops.wakeQueue(topic, group, qid)
+	p.notices.wakeQueue(topic, group, qid)
+}
+
+// wakeWhenFree wakes the queue's pollers when an orderly lock expires
+// (Java's ConsumerOrderInfoLockManager).
+func (p *Processor) wakeWhenFree(topic, group string, qid int32, at int64) {
+	if !p.d.Config().EnableNotifyAfterPopOrderLockRelease {
+		return
+	}
+	d := time.Duration(at-p.d.Now().UnixMilli())*time.Millisecond + 10*time.Millisecond
+	k := pollKey{topic, group, qid}
+	t := time.AfterFunc(d, func() {
+		p.orderTimers.Delete(k)
+		p.wakeQueue(topic, group, qid)
+	})
+	if old, loaded := p.orderTimers.Swap(k, t); loaded {
+		old.(*time.Timer).Stop()
+	}
+}
+
+// recoverOffsets raises consumer offsets to the pop offsets recorded with
+// the journal: a kill -9 can lose the last offset flush, and an offset
+// that went back would hand out acked messages again.
+func (p *Processor) recoverOffsets() error {
+	it, err := p.st.DB().NewIter(prefixIter(tabShadow))
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	n := 0
+	for it.First(); it.Valid(); it.Next() {
+		g, t, q, ok := parseQueueTail(it.Key()[2:])
+		v := it.Value()
+		if !ok || len(v) != 16 {
+			continue
+		}
+		off, _ := readU64(v[8:])
+		if cur, ok := p.st.QueryOffset(g, t, q); !ok || cur < off {
+			p.st.CommitOffset(g, t, q, off)
+			n++
+		}
+	}
+	if n > 0 {
+		p.log.Info("consumer offsets raised to the pop journal", "queues", n)
+	}
+	return it.Error()
+}
+
+// dropShadows flushes the consumer offsets and then deletes the shadows
+// (in that order, so a crash in between keeps one or the other).
+func (p *Processor) dropShadows() error {
+	if err := p.st.Offsets().Flush(); err != nil {
+		return err
+	}
+	lo := tablePrefix(tabShadow)
+	return p.st.DB().DeleteRange(lo, endOf(lo), pebble.NoSync)
+}
+
+// remote is the peer address for remarks.
+func remote(ch *remoting.Channel) string {
+	if ch == nil {
+		return ""
+	}
+	return ch.RemoteAddr()
+}
+
+// writeResponse answers a resumed request.
+func (p *Processor) writeResponse(ch *remoting.Channel, req, resp *remoting.Command, err error) {
+	if err != nil {
+		resp = remoting.ResponseFromError(req, err)
+	}
+	if resp == nil || ch == nil || req.IsOneway() {
+		return
+	}
+	resp.Opaque = req.Opaque
+	resp.Flag |= remoting.FlagResponse
+	resp.SerializeType = req.SerializeType
+	if werr := ch.WriteResponse(resp); werr != nil {
+		p.log.Debug("write resumed pop response", "remote", ch.RemoteAddr(), "err", werr)
+	}
+}
+
+// notMaster refuses pop state changes on a slave: its CommitLog takes no
+// writes, so nothing could be recorded (Java clients pop from the master).
+func notMaster(cfg *config.Config) error {
+	if cfg.IsMaster() {
+		return nil
+	}
+	return errorf(code.ServiceNotAvailable, "the broker[%s] is a slave: pop, ack and invisible-time changes are served by the master", cfg.BrokerIP1)
+}
