@@ -5,13 +5,15 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/processor/recall"
 	"github.com/rmqgo/rmq/broker/schedule"
 )
 
 // wireSchedule plugs delay-level and timer messages in (package schedule):
 // the send path's ScheduleHook parks them in SCHEDULE_TOPIC_XXXX /
 // rmq_sys_wheel_timer, and a delivery service indexes them by due time in
-// Pebble and re-stores them in their real topic when due. Open recovers the
+// Pebble and re-stores them in their real topic when due (a TIMER_DEL_UNIQKEY
+// marker, or RECALL_MESSAGE, cancels one instead). Open recovers the
 // index before the broker takes requests; delivery starts with the broker.
 // The transaction service (wired later) parks delayed committed messages
 // through the same hook, and send-back (wireRetry) uses it for retries.
@@ -30,6 +32,20 @@ func (b *Broker) wireSchedule(w *wiring) error {
 	w.sendDeps.Schedule = svc
 	w.m.starters = append(w.m.starters, svc.Start)
 	w.m.closers = append(w.m.closers, svc.Close)
+	// RECALL_MESSAGE cancels a pending timer through a marker
+	// (recallMessageEnable; the send path hands out the handles).
+	rp, err := recall.New(recall.Deps{
+		Config:    b.cfg.Get,
+		Topics:    b.topics,
+		Schedule:  svc,
+		Store:     w.st,
+		StoreHost: b.storeHost,
+		Logger:    w.log.With("component", "recall"),
+	})
+	if err != nil {
+		return fmt.Errorf("broker: recall processor: %w", err)
+	}
+	rp.Register(w.reg)
 	return nil
 }
 

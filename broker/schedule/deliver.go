@@ -28,6 +28,11 @@ type job struct {
 	roll bool  // re-store in the timer topic: not due yet (far timer)
 	drop bool  // nothing to deliver: delete the key
 	err  error // the store failed: keep the key, retry
+	// cancelled: dropped because a marker cancelled it; marker: a
+	// cancellation marker came due (its cancellation key, uncancel, goes
+	// with its key).
+	cancelled, marker bool
+	uncancel          []byte
 }
 
 // deliverOnce delivers up to RoundSize due keys from the cursor; full
@@ -47,13 +52,16 @@ func (s *Service) deliverOnce() (full bool, err error) {
 	full = len(jobs) >= s.o.RoundSize
 	mark := s.cl.MaxOffset()
 	for i := range jobs {
-		s.prepare(&jobs[i], now)
+		if err := s.prepare(&jobs[i], now); err != nil {
+			jobs[i].err = err
+		}
 	}
 	s.storeAll(jobs)
 
 	var done [][]byte
 	var failedKey []byte
 	var firstErr error
+	cancels := false
 	putAt := s.now().UnixMilli()
 	for i := range jobs {
 		j := &jobs[i]
@@ -67,6 +75,12 @@ func (s *Service) deliverOnce() (full bool, err error) {
 				firstErr = j.err
 			}
 			continue
+		case j.marker:
+			s.markers.Add(1)
+			done = append(done, j.uncancel)
+			cancels = true
+		case j.cancelled:
+			s.cancelled.Add(1)
 		case j.drop:
 			s.dropped.Add(1)
 		case j.roll:
@@ -86,7 +100,7 @@ func (s *Service) deliverOnce() (full bool, err error) {
 		for _, k := range done {
 			s.inflight[string(k)] = struct{}{}
 		}
-		s.pending = append(s.pending, round{keys: done, mark: mark, end: s.cl.MaxOffset(), at: time.Now()})
+		s.pending = append(s.pending, round{keys: done, mark: mark, end: s.cl.MaxOffset(), at: time.Now(), cancels: cancels})
 	}
 	if !full {
 		if err := s.peekNextDue(); err != nil && firstErr == nil {
@@ -147,16 +161,18 @@ func (s *Service) peekNextDue() error {
 
 // prepare reads a due key's record and builds what to store: the message
 // restored to its real topic and queue, or, for a far timer met at its roll
-// key, the same message re-parked in the timer topic.
-func (s *Service) prepare(j *job, now int64) {
+// key, the same message re-parked in the timer topic; nothing for a
+// cancelled message or a cancellation marker (cancel.go). An error (the
+// cancellation lookup failed) keeps the key for a retry.
+func (s *Service) prepare(j *job, now int64) error {
 	if j.drop {
-		return
+		return nil
 	}
 	rec, err := s.cl.ReadRecord(j.phy)
 	if err != nil {
 		s.log.Error("timer delivery: parked record unreadable; timer lost", "phyOffset", j.phy, "dueMs", j.ms, "err", err)
 		j.drop = true
-		return
+		return nil
 	}
 	defer rec.Release()
 	v := rec.View
@@ -165,13 +181,13 @@ func (s *Service) prepare(j *job, now int64) {
 		s.log.Error("timer delivery: key points at another record; dropped", "phyOffset", j.phy, "topic", topic,
 			"size", v.TotalSize(), "keySize", j.size)
 		j.drop = true
-		return
+		return nil
 	}
 	m, err := v.Message(false)
 	if err != nil {
 		s.log.Error("timer delivery: parked record undecodable; timer lost", "phyOffset", j.phy, "err", err)
 		j.drop = true
-		return
+		return nil
 	}
 	j.due = s.deliverTime(topic, v.QueueID(), v.StoreTimestamp(), v.Properties)
 	props := m.Properties
@@ -180,6 +196,21 @@ func (s *Service) prepare(j *job, now int64) {
 		m.Properties = props
 	}
 	props[PropertyTimerKey] = formatMarker(j.ms, j.phy)
+	del, isMarker := markerOf(topic, props)
+	if isMarker && j.due <= now {
+		j.drop, j.marker, j.uncancel = true, true, cancelKey(del)
+		return nil
+	}
+	if !isMarker && topic == TimerTopic {
+		cancelled, err := s.isCancelled(props[message.PropertyRealTopic], m.UniqKey(), j.due)
+		if err != nil {
+			return err
+		}
+		if cancelled {
+			j.drop, j.cancelled = true, true
+			return nil
+		}
+	}
 	if j.due > now {
 		rolls, _ := strconv.Atoi(props[message.PropertyTimerRollTimes])
 		props[message.PropertyTimerRollTimes] = strconv.Itoa(rolls + 1)
@@ -193,7 +224,7 @@ func (s *Service) prepare(j *job, now int64) {
 			s.log.Error("timer delivery: parked message without a valid REAL_TOPIC/REAL_QID; dropped", "phyOffset", j.phy,
 				"realTopic", real, "realQueueId", props[message.PropertyRealQueueID])
 			j.drop = true
-			return
+			return nil
 		}
 		delete(props, message.PropertyDelayTimeLevel)
 		for _, k := range timerProps() {
@@ -204,6 +235,7 @@ func (s *Service) prepare(j *job, now int64) {
 	}
 	m.QueueOffset, m.CommitLogOffset, m.StoreTimestamp, m.BodyCRC, m.StoreSize = 0, 0, 0, 0, 0
 	j.msg = m
+	return nil
 }
 
 // storeAll stores the prepared jobs: per destination queue in key order,
@@ -218,7 +250,7 @@ func (s *Service) storeAll(jobs []job) {
 	var singles []*job
 	for i := range jobs {
 		j := &jobs[i]
-		if j.drop {
+		if j.drop || j.err != nil || j.msg == nil {
 			continue
 		}
 		if _, ok := j.msg.Properties[message.PropertyInnerMultiDispatch]; ok {

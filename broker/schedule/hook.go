@@ -32,8 +32,10 @@ func timerProps() [3]string {
 // REAL_TOPIC/REAL_QID. A timer value that is not a non-negative integer, a
 // delivery time more than MaxDelay ahead, or a timer while timerWheelEnable
 // is off is MESSAGE_ILLEGAL; a delivery time already past leaves the message
-// for immediate delivery (Java). Messages that already carry TIMER_OUT_MS
-// (a re-sent delivered timer message) are not timers (Java).
+// for immediate delivery (Java), except for a cancellation (a timer with
+// TIMER_DEL_UNIQKEY, see cancel.go): that is MESSAGE_ILLEGAL. Messages
+// that already carry TIMER_OUT_MS (a re-sent delivered timer message) are
+// not timers (Java).
 func (s *Service) Schedule(msg *message.Message) error {
 	if msg.Properties == nil {
 		return nil
@@ -90,6 +92,12 @@ func (s *Service) Schedule(msg *message.Message) error {
 		deliverMs = n
 	}
 	if deliverMs <= now {
+		if _, ok := props[message.PropertyTimerDelUniqKey]; ok {
+			// A cancellation for a time already past can cancel nothing
+			// (Java: WHEEL_TIMER_MSG_ILLEGAL).
+			return fmt.Errorf("%w: timer message illegal, the delay time should not be bigger than the max delay %dms; "+
+				"or if set del msg, the delay time should be bigger than the current time", store.ErrMessageIllegal, maxMs)
+		}
 		return nil
 	}
 	if deliverMs-now > maxMs {

@@ -12,6 +12,7 @@ import (
 //	t k · deliverMs u64 · commitLogOffset u64 → record size u32   pending timer
 //	t c · topic · 0x00 · queueId u32          → next queue offset  indexer checkpoint
 //	t m                                        → CommitLog offset   marker-scan start
+//	t x · realTopic "+" uniqKey                → slot end ms u64    pending cancellation (cancel.go)
 //
 // Big-endian integers make the pending keys sort by delivery time, then by
 // CommitLog offset: the due timers are one key range.
@@ -19,6 +20,7 @@ const (
 	subPending    byte = 'k'
 	subCheckpoint byte = 'c'
 	subMarkScan   byte = 'm'
+	subCancel     byte = 'x'
 
 	keyLen = 2 + 8 + 8
 )
@@ -60,6 +62,17 @@ func checkpointKey(topic string, qid int32) []byte {
 }
 
 func markScanKey() []byte { return []byte{kv.PrefixTimer, subMarkScan} }
+
+// cancelPrefix is the first key of the pending cancellations.
+func cancelPrefix() []byte { return []byte{kv.PrefixTimer, subCancel} }
+
+// cancelKey is the key of a pending cancellation of the message named by
+// deleteKey (DeleteKey's format).
+func cancelKey(deleteKey string) []byte {
+	k := make([]byte, 0, 2+len(deleteKey))
+	k = append(k, kv.PrefixTimer, subCancel)
+	return append(k, deleteKey...)
+}
 
 func u64(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
 

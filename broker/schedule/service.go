@@ -129,6 +129,8 @@ type Stats struct {
 	Dropped   int64 // keys whose record was gone or invalid
 	Failed    int64 // failed store attempts (retried)
 	Recovered int64 // keys removed by the crash-recovery marker scan
+	Cancelled int64 // due messages dropped: a TIMER_DEL_UNIQKEY marker cancelled them
+	Markers   int64 // cancellation markers that came due (never delivered)
 	// Lateness of deliveries: store time minus due time.
 	LatenessP50 time.Duration
 	LatenessP99 time.Duration
@@ -145,8 +147,10 @@ type queueRef struct {
 type round struct {
 	keys [][]byte
 	mark int64 // CommitLog max offset before the round's first store
-	end  int64 // CommitLog max offset after its last store
-	at   time.Time
+	// cancels: keys holds cancellation keys too.
+	cancels bool
+	end     int64 // CommitLog max offset after its last store
+	at      time.Time
 }
 
 // Service indexes and delivers parked messages. Schedule may be called
@@ -167,6 +171,8 @@ type Service struct {
 	inflight map[string]struct{}
 	pending  []round
 	nextDue  int64 // earliest known key time at or past the cursor; -1: none
+	// mayCancel: a cancellation key may exist (deliveries look them up).
+	mayCancel bool
 
 	wake      chan struct{}
 	stop      chan struct{}
@@ -176,6 +182,7 @@ type Service struct {
 	started   atomic.Bool
 
 	indexed, delivered, rolled, dropped, failed, recovered atomic.Int64
+	cancelled, markers                                     atomic.Int64
 	hist                                                   histogram
 
 	// keepKeys (tests) never commits key deletions: a crash after delivery.
@@ -259,6 +266,9 @@ func Open(o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.refreshMayCancel(); err != nil {
+		return nil, err
+	}
 	s.recovered.Add(int64(removed))
 	o.Store.AddArrivalListener(s.onArrival)
 	if reindexed > 0 || removed > 0 {
@@ -297,6 +307,7 @@ func (s *Service) Stats() Stats {
 	return Stats{
 		Indexed: s.indexed.Load(), Delivered: s.delivered.Load(), Rolled: s.rolled.Load(),
 		Dropped: s.dropped.Load(), Failed: s.failed.Load(), Recovered: s.recovered.Load(),
+		Cancelled: s.cancelled.Load(), Markers: s.markers.Load(),
 		LatenessP50: p50, LatenessP99: p99, LatenessMax: mx,
 	}
 }
@@ -469,6 +480,7 @@ func (s *Service) indexOnce(budget int) (int, error) {
 	ckpts := map[queueRef]int64{}
 	var keys [][]byte
 	var firstErr error
+	cancels := 0
 	for _, q := range s.followed() {
 		if n >= budget {
 			break
@@ -507,7 +519,7 @@ func (s *Service) indexOnce(budget int) (int, error) {
 				}
 				from = e.Offset + 1
 				n++
-				ms, ok := s.entryKeyTime(q, e)
+				ms, c, ok := s.entryKeyTime(q, e)
 				if !ok {
 					continue
 				}
@@ -516,6 +528,12 @@ func (s *Service) indexOnce(budget int) (int, error) {
 					return 0, err
 				}
 				keys = append(keys, k)
+				if c != nil {
+					if err := b.Set(cancelKey(c.deleteKey), u64(c.slot), nil); err != nil {
+						return 0, err
+					}
+					cancels++
+				}
 			}
 		}
 		if from != orig || !seen {
@@ -538,6 +556,9 @@ func (s *Service) indexOnce(budget int) (int, error) {
 		s.ckpt[q] = off
 	}
 	s.indexed.Add(int64(len(keys)))
+	if cancels > 0 {
+		s.mayCancel = true
+	}
 	for _, k := range keys {
 		if bytes.Compare(k, s.cursor) < 0 {
 			// Due before the cursor (indexed late): scan from it again;
@@ -551,22 +572,30 @@ func (s *Service) indexOnce(budget int) (int, error) {
 	return n, firstErr
 }
 
-// entryKeyTime computes the key time of one consume-queue entry.
-func (s *Service) entryKeyTime(q queueRef, e consumequeue.Entry) (int64, bool) {
+// entryKeyTime computes the key time of one consume-queue entry; c is set
+// for a cancellation marker (its key lies at the end of its slot,
+// cancel.go).
+func (s *Service) entryKeyTime(q queueRef, e consumequeue.Entry) (ms int64, c *cancellation, ok bool) {
 	if q.topic == ScheduleTopic {
 		due := s.deliverTime(q.topic, q.qid, e.StoreTimestamp, nil)
-		return s.keyTime(due, e.StoreTimestamp), true
+		return s.keyTime(due, e.StoreTimestamp), nil, true
 	}
 	rec, err := s.cl.ReadRecord(e.CommitLogOffset)
 	if err != nil {
 		s.dropped.Add(1)
 		s.log.Error("timer index: parked record unreadable; timer lost", "topic", q.topic, "queue", q.qid, "offset", e.Offset, "phyOffset", e.CommitLogOffset, "err", err)
-		return 0, false
+		return 0, nil, false
 	}
 	defer rec.Release()
 	v := rec.View
 	due := s.deliverTime(q.topic, q.qid, v.StoreTimestamp(), v.Properties)
-	return s.keyTime(due, v.StoreTimestamp()), true
+	if q.topic == TimerTopic {
+		if dk, isMarker := message.PropertyValue(v.Properties(), message.PropertyTimerDelUniqKey); isMarker {
+			end := slotEnd(due, s.precision())
+			return s.keyTime(end, v.StoreTimestamp()), &cancellation{deleteKey: dk, slot: end}, true
+		}
+	}
+	return s.keyTime(due, v.StoreTimestamp()), nil, true
 }
 
 // recoverMarkers scans the CommitLog from mark and deletes the keys named by
@@ -674,6 +703,13 @@ func (s *Service) commitRounds(force bool) error {
 			delete(s.inflight, string(k))
 		}
 	}
+	cancels := false
+	for _, r := range s.pending[:i] {
+		cancels = cancels || r.cancels
+	}
 	s.pending = append(s.pending[:0], s.pending[i:]...)
+	if cancels {
+		return s.refreshMayCancel()
+	}
 	return nil
 }

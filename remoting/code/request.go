@@ -52,6 +52,7 @@ const (
 	SendReplyMessage        int32 = 324
 	SendReplyMessageV2      int32 = 325
 	LitePullMessage         int32 = 361
+	RecallMessage           int32 = 370
 	QueryAssignment         int32 = 400
 	SetMessageRequestMode   int32 = 401
 	PopMessage              int32 = 200050
@@ -101,4 +102,24 @@ const (
 	ResetConsumerClientOffset   int32 = 220
 	GetConsumerStatusFromClient int32 = 221
 	PushReplyMessageToClient    int32 = 326
+)
+
+// Request codes: lite topics (lite-topic.md §5–§7). ListLiteTopics is ours,
+// not upstream's: a paged listing of a parent's lite topics.
+const (
+	AckLiteMessage      int32 = 200072
+	GetBrokerLiteInfo   int32 = 200074
+	GetParentTopicInfo  int32 = 200075
+	GetLiteTopicInfo    int32 = 200076
+	GetLiteClientInfo   int32 = 200077
+	GetLiteGroupInfo    int32 = 200078
+	TriggerLiteDispatch int32 = 200079
+	ListLiteTopics      int32 = 890074
+)
+
+// Request codes: rmq-go extensions, in a range Apache's RequestCode table
+// does not use (docs/compatibility.md). GetPopStatus reports pop state
+// (in-flight messages, blocked orderly queues, revive progress).
+const (
+	GetPopStatus int32 = 890050
 )

@@ -86,6 +86,14 @@ type ScheduleHook interface {
 	Schedule(msg *message.Message) error
 }
 
+// RecallHandler is implemented by a ScheduleHook whose timers can be
+// recalled (RECALL_MESSAGE): a single message's send response then carries
+// recallHandle = RecallHandle(the stored message, brokerName) when that is
+// not "" (Java's SendMessageProcessor.attachRecallHandle).
+type RecallHandler interface {
+	RecallHandle(msg *message.Message, brokerName string) string
+}
+
 // MessageChecker vets a message against its topic before anything rewrites
 // it (message.type, per-type size limits; package broker/msgtype). It sees
 // the topic's config, the message as built from the request (Topic, Body,

@@ -438,7 +438,13 @@ func (p *Processor) sendOne(ctx context.Context, ch *remoting.Channel, req *remo
 		return nil, err
 	}
 	res, err := p.d.Store.PutMessage(ctx, msg)
-	return p.putResponse(req, cfg, res, err, queueID, uniq, false)
+	resp, err := p.putResponse(req, cfg, res, err, queueID, uniq, false)
+	if rh, ok := p.d.Schedule.(RecallHandler); ok && err == nil {
+		if h := rh.RecallHandle(msg, cfg.BrokerName); h != "" {
+			resp.SetExt("recallHandle", h)
+		}
+	}
+	return resp, err
 }
 
 // checkBody enforces maxMessageSize on the body as stored (compressed).

@@ -433,6 +433,33 @@ type scheduleFunc func(*message.Message) error
 
 func (f scheduleFunc) Schedule(m *message.Message) error { return f(m) }
 
+// recallingSchedule is a ScheduleHook that hands out recall handles.
+type recallingSchedule struct{ scheduleFunc }
+
+func (recallingSchedule) RecallHandle(m *message.Message, broker string) string {
+	if m.Property("TIMER_DELIVER_MS") == "" {
+		return ""
+	}
+	return "handle-" + m.Topic + "-" + broker
+}
+
+// TestRecallHandle: a hook that implements RecallHandler puts the handle of
+// a single message in the send response (Java's attachRecallHandle); no
+// handle, no field.
+func TestRecallHandle(t *testing.T) {
+	f := newFixture(t)
+	f.p.d.Schedule = recallingSchedule{func(*message.Message) error { return nil }}
+	r := f.call(t, sendV2("TopicTest", 0, props("TIMER_DELIVER_MS", "1"), "b"))
+	wantCode(t, r, code.Success)
+	if got := r.Ext("recallHandle"); got != "handle-TopicTest-"+f.cfg.Get().BrokerName {
+		t.Fatalf("recallHandle %q", got)
+	}
+	r = f.call(t, sendV2("TopicTest", 0, props("DELAY", "1"), "b"))
+	if _, ok := r.ExtFields["recallHandle"]; ok {
+		t.Fatalf("recallHandle on a delay-level message: %v", r.ExtFields)
+	}
+}
+
 func TestLiteTopic(t *testing.T) {
 	f := newFixture(t)
 	wantCode(t, f.call(t, sendV2("Lite", 0, props("__LITE_TOPIC", "user-42", "INNER_MULTI_DISPATCH", "%LMQ%evil"), "b")), code.Success)
