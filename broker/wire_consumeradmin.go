@@ -4,17 +4,25 @@ import (
 	"fmt"
 
 	"github.com/rmqgo/rmq/broker/processor/consumeradmin"
+	"github.com/rmqgo/rmq/broker/processor/pull"
 )
 
 // wireConsumerAdmin registers the consumer administration requests that
 // the message-path processors do not answer (package consumeradmin):
 // QUERY_TOPIC_CONSUME_BY_WHO, QUERY_TOPICS_BY_CONSUMER,
-// GET_BROKER_CONSUME_STATS, INVOKE_BROKER_TO_RESET_OFFSET (which also
-// pushes RESET_CONSUMER_CLIENT_OFFSET to the group's clients),
+// GET_BROKER_CONSUME_STATS, INVOKE_BROKER_TO_RESET_OFFSET (a server-side
+// reset answers the queues' next pulls with PULL_OFFSET_MOVED through the
+// pull processor's reset table; non-Java clients are also pushed
+// RESET_CONSUMER_CLIENT_OFFSET),
 // INVOKE_BROKER_TO_GET_CONSUMER_STATUS, and the forwarding of
 // GET_CONSUMER_RUNNING_INFO and CONSUME_MESSAGE_DIRECTLY to a client.
 func (b *Broker) wireConsumerAdmin(w *wiring) error {
+	// Server-side resets (useServerSideResetOffset) reach the clients
+	// through their next pulls.
+	resets := pull.NewResetTable()
+	w.pullDeps.Resets = resets
 	p, err := consumeradmin.New(consumeradmin.Deps{
+		Resets:        resets,
 		Config:        b.cfg.Get,
 		Store:         w.st,
 		Offsets:       consumeradmin.IndexOf(w.st.Offsets()),

@@ -102,7 +102,16 @@ type Deps struct {
 	// StatusTimeout bounds GET_CONSUMER_STATUS_FROM_CLIENT (default 5 s).
 	CallTimeout   time.Duration
 	StatusTimeout time.Duration
-	Logger        *slog.Logger
+	// Resets receives server-side offset resets for the queues' next pulls
+	// (pull.ResetTable); nil: resets are committed and pushed only.
+	Resets ResetAssigner
+	Logger *slog.Logger
+}
+
+// ResetAssigner records a server-side reset that the next pull of the
+// queue answers with PULL_OFFSET_MOVED (pull.ResetTable).
+type ResetAssigner interface {
+	Assign(group, topic string, queueID int32, offset int64)
 }
 
 // Processor holds the handlers.

@@ -81,6 +81,12 @@ func (r serverRegistrar) RegisterProcessor(c int32, h remoting.Handler, _ int) {
 
 func newEnv(t *testing.T, mutate ...func(*config.Config)) *env {
 	t.Helper()
+	return newEnvWith(t, nil, mutate...)
+}
+
+// newEnvWith is newEnv with a reset table.
+func newEnvWith(t *testing.T, resets ResetAssigner, mutate ...func(*config.Config)) *env {
+	t.Helper()
 	c := config.Default(config.Host{Hostname: "broker-a", IP: "127.0.0.1", Home: t.TempDir()})
 	for _, f := range mutate {
 		f(c)
@@ -104,7 +110,7 @@ func newEnv(t *testing.T, mutate ...func(*config.Config)) *env {
 	e.p, err = New(Deps{
 		Config: e.cfg.Load, Store: e.st, Offsets: idx, Topics: e.topics, Subscriptions: e.subs,
 		Consumers: e.clients.Consumers(), BrokerAddr: func() string { return "127.0.0.1:10911" },
-		CallTimeout: 300 * time.Millisecond, StatusTimeout: 300 * time.Millisecond,
+		CallTimeout: 300 * time.Millisecond, StatusTimeout: 300 * time.Millisecond, Resets: resets,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -164,6 +170,12 @@ func (p *peer) invoke(t *testing.T, c int32, ext map[string]string, body []byte)
 
 func (p *peer) heartbeat(t *testing.T, group string, topics ...string) {
 	t.Helper()
+	p.heartbeatAs(t, remoting.LangGo, group, topics...)
+}
+
+// heartbeatAs registers the peer as a consumer of group written in lang.
+func (p *peer) heartbeatAs(t *testing.T, lang remoting.LanguageCode, group string, topics ...string) {
+	t.Helper()
 	var subs []any
 	for _, tp := range topics {
 		subs = append(subs, map[string]any{"topic": tp, "subString": "*", "subVersion": 1, "expressionType": "TAG"})
@@ -173,7 +185,13 @@ func (p *peer) heartbeat(t *testing.T, group string, topics ...string) {
 		"consumerDataSet": []any{map[string]any{"groupName": group, "consumeType": client.ConsumePassively,
 			"messageModel": client.Clustering, "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET", "subscriptionDataSet": subs}}}
 	b, _ := json.Marshal(hb)
-	if r := p.invoke(t, code.HeartBeat, nil, b); r.Code != code.Success {
+	req := remoting.NewRequest(code.HeartBeat, nil, b)
+	req.Language = lang
+	r, err := p.c.Invoke(context.Background(), p.addr, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Code != code.Success {
 		t.Fatalf("heartbeat: %d %s", r.Code, r.Remark)
 	}
 }
@@ -554,5 +572,88 @@ func TestResetOffsetClientSide(t *testing.T) {
 	// Client side: the broker does not commit, the clients do.
 	if off, _ := e.st.QueryOffset("g1", "T", 0); off != 2 {
 		t.Fatalf("committed %d", off)
+	}
+}
+
+// resetLog records what the reset table is told.
+type resetLog struct {
+	mu  sync.Mutex
+	got map[string]int64 // "group/topic/queue" → offset
+}
+
+func (l *resetLog) Assign(group, topic string, qid int32, off int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.got[fmt.Sprintf("%s/%s/%d", group, topic, qid)] = off
+}
+
+func (l *resetLog) take() map[string]int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.got
+	l.got = map[string]int64{}
+	return out
+}
+
+// TestResetOffsetServerSideTable: Java 5's server-side reset goes through
+// the reset table (the next pull answers PULL_OFFSET_MOVED) when a Java
+// client or no client is online, and Java clients get no push; non-Java
+// clients get RESET_CONSUMER_CLIENT_OFFSET, and when they are all that is
+// online the table is left alone.
+func TestResetOffsetServerSideTable(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		clients   []remoting.LanguageCode
+		wantTable bool
+	}{
+		{"no client online", nil, true},
+		{"java client", []remoting.LanguageCode{remoting.LangJava}, true},
+		{"go client", []remoting.LanguageCode{remoting.LangGo}, false},
+		{"java and go", []remoting.LanguageCode{remoting.LangJava, remoting.LangGo}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			log := &resetLog{got: map[string]int64{}}
+			e := newEnvWith(t, log)
+			e.createTopic(t, "T", 2)
+			for range 3 {
+				e.st.Put("T", 0, "", []byte("x"))
+			}
+			if err := e.subs.Update(subscription.NewGroupConfig("g1")); err != nil {
+				t.Fatal(err)
+			}
+			sinks := map[remoting.LanguageCode]*resetSink{}
+			for i, lang := range c.clients {
+				p := e.peer(t, fmt.Sprintf("10.0.0.%d@c", i+1))
+				sinks[lang] = p.sinkResets()
+				p.heartbeatAs(t, lang, "g1", "T")
+			}
+			admin := e.peer(t, "admin")
+			if r := admin.invoke(t, code.InvokeBrokerToResetOffset, resetExt("T", "g1", -1, true), nil); r.Code != code.Success {
+				t.Fatalf("222: %d %s", r.Code, r.Remark)
+			}
+			got := log.take()
+			if c.wantTable {
+				if len(got) != 2 || got["g1/T/0"] != 3 || got["g1/T/1"] != 0 {
+					t.Fatalf("reset table got %v", got)
+				}
+			} else if len(got) != 0 {
+				t.Fatalf("reset table got %v, want nothing (every client was told)", got)
+			}
+			if off, _ := e.st.QueryOffset("g1", "T", 0); off != 3 {
+				t.Fatalf("committed %d", off)
+			}
+			if s, ok := sinks[remoting.LangGo]; ok {
+				if got := decodeReset(t, s.next(t).Body); got[mq(0)] != 3 {
+					t.Fatalf("220 to the go client: %v", got)
+				}
+			}
+			if s, ok := sinks[remoting.LangJava]; ok {
+				select {
+				case <-s.ch:
+					t.Fatal("a Java client was pushed RESET_CONSUMER_CLIENT_OFFSET (Java 5 brokers do not)")
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package consumeradmin
 
 import (
 	"context"
+	"slices"
 	"strconv"
 
 	"github.com/rmqgo/rmq/broker/client"
@@ -45,10 +46,14 @@ type resetRequest struct {
 // resetOffsetInner: the offsets of every read queue (or of queueId, to
 // offset when given) become the queue offset of timestamp (the max offset
 // for a negative timestamp) and are committed, whether or not a consumer is
-// online. Java then waits for the clients' next pulls to answer
-// PULL_OFFSET_MOVED; this broker instead pushes RESET_CONSUMER_CLIENT_OFFSET
-// to the group's online clients right away [our choice], which client-go
-// and the Java client both obey.
+// online, and recorded in the reset table (Deps.Resets): the next pull of
+// each queue answers PULL_OFFSET_MOVED with the reset offset, which moves
+// any client there (Java's client after a 10 s pause, client-go likewise),
+// and Java pushes nothing. For non-Java clients of the group that are online
+// this broker also pushes RESET_CONSUMER_CLIENT_OFFSET at once [our choice:
+// client-go and the C++ client apply it immediately]; when every online
+// client got the push, the reset table is left alone, since a pending
+// entry would stall each of them 10 s more on its next pull.
 //
 // Without it, it is Java's Broker2Client.resetOffset: only with a consumer
 // online (else CONSUMER_NOT_ONLINE, and mqadmin falls back to committing
@@ -69,11 +74,14 @@ func (p *Processor) resetOffset(_ context.Context, _ *remoting.Channel, req *rem
 	var table protocol.MQMap[int64]
 	var err error
 	if cfg.UseServerSideResetOffset {
-		table, err = p.resetServerSide(cfg, r)
+		online := p.onlineChannels(r.group)
+		pushed := slices.DeleteFunc(slices.Clone(online), func(c client.ChannelInfo) bool { return c.Language == remoting.LangJava })
+		// Java clients (or none online): the next pull moves them.
+		table, err = p.resetServerSide(cfg, r, len(online) == 0 || len(pushed) < len(online))
 		if err != nil {
 			return nil, err
 		}
-		for _, c := range p.onlineChannels(r.group) {
+		for _, c := range pushed {
 			p.notifyReset(c, r, table)
 		}
 	} else {
@@ -97,7 +105,9 @@ func (p *Processor) offsetAt(topic string, qid int32, ts int64) (int64, error) {
 	return off, nil
 }
 
-func (p *Processor) resetServerSide(cfg *config.Config, r resetRequest) (protocol.MQMap[int64], error) {
+// resetServerSide commits the reset offsets and, with onPull, records
+// them for the queues' next pulls.
+func (p *Processor) resetServerSide(cfg *config.Config, r resetRequest, onPull bool) (protocol.MQMap[int64], error) {
 	if cfg.BrokerRole == config.RoleSlave {
 		return nil, remoting.Errorf(code.SystemError, "Can not reset offset in slave broker")
 	}
@@ -141,6 +151,9 @@ func (p *Processor) resetServerSide(cfg *config.Config, r resetRequest) (protoco
 			continue // Java's assignResetOffset ignores it
 		}
 		p.d.Store.CommitOffset(r.group, r.topic, qid, off)
+		if onPull && p.d.Resets != nil {
+			p.d.Resets.Assign(r.group, r.topic, qid, off)
+		}
 		table[protocol.MessageQueue{BrokerName: cfg.BrokerName, QueueID: int(qid), Topic: r.topic}] = off
 	}
 	return table, nil

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -66,6 +67,9 @@ type Deps struct {
 	Subscriptions *subscription.Manager
 	Consumers     *client.ConsumerManager
 	Filters       FilterFactory
+	// Resets holds server-side offset resets (useServerSideResetOffset);
+	// nil: none.
+	Resets *ResetTable
 	// Hold tunes long polling; its Now and Logger default to the ones below.
 	Hold   longpoll.Config
 	Now    func() time.Time
@@ -109,6 +113,9 @@ func New(d Deps) (*Processor, error) {
 	p := &Processor{d: d, log: d.Logger, pulled: map[pullKey]int64{}}
 	p.hold = longpoll.New(d.Hold, p.resume, d.Store.MaxOffset)
 	d.Store.AddArrivalListener(p.hold.OnArrival)
+	if d.Resets != nil {
+		d.Resets.setWake(func(topic string, qid int32) { p.hold.WakeQueue(topic, qid, math.MaxInt64) })
+	}
 	return p, nil
 }
 
@@ -145,8 +152,12 @@ func (p *Processor) PullOffset(group, topic string, queueID int32) (int64, bool)
 	return v, ok
 }
 
-// ForgetGroup drops a group's pull offsets (group deleted).
+// ForgetGroup drops a group's pull offsets and pending resets (group
+// deleted).
 func (p *Processor) ForgetGroup(group string) {
+	if p.d.Resets != nil {
+		p.d.Resets.ForgetGroup(group)
+	}
 	p.pmu.Lock()
 	defer p.pmu.Unlock()
 	for k := range p.pulled {
@@ -156,8 +167,12 @@ func (p *Processor) ForgetGroup(group string) {
 	}
 }
 
-// ForgetTopic drops a topic's pull offsets (topic deleted).
+// ForgetTopic drops a topic's pull offsets and pending resets (topic
+// deleted).
 func (p *Processor) ForgetTopic(topic string) {
+	if p.d.Resets != nil {
+		p.d.Resets.ForgetTopic(topic)
+	}
 	p.pmu.Lock()
 	defer p.pmu.Unlock()
 	for k := range p.pulled {
@@ -259,6 +274,11 @@ func (p *Processor) process(ctx context.Context, ch *remoting.Channel, req *remo
 	filter, err := p.filterOf(h.group, sub)
 	if err != nil {
 		return nil, err
+	}
+	if p.d.Resets != nil && cfg.UseServerSideResetOffset {
+		if off, ok := p.d.Resets.Take(h.group, h.topic, h.queueID); ok {
+			return p.resetResponse(req, h, tc.TopicSysFlag, sg, off), nil
+		}
 	}
 
 	maxNums := int(h.maxMsgNums)

@@ -34,6 +34,7 @@ type fixture struct {
 type fixtureOpt struct {
 	mutate  func(*config.Config)
 	filters FilterFactory
+	resets  *ResetTable
 	hold    longpoll.Config
 }
 
@@ -59,7 +60,7 @@ func newFixture(t *testing.T, o fixtureOpt) *fixture {
 		}
 	}
 	f.p, err = New(Deps{Config: f.cfg.Load, Store: f.store, Topics: f.topics, Subscriptions: f.subs, Consumers: f.consumers,
-		Filters: o.filters, Hold: o.hold})
+		Filters: o.filters, Hold: o.hold, Resets: o.resets})
 	if err != nil {
 		t.Fatal(err)
 	}
