@@ -232,6 +232,17 @@ func (p *poller) count(key pollKey) int {
 	return len(p.byKey[key])
 }
 
+// countBy counts the suspended requests by f of their keys.
+func countBy[K comparable](p *poller, f func(pollKey) K) map[K]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[K]int{}
+	for k, list := range p.byKey {
+		out[f(k)] += len(list)
+	}
+	return out
+}
+
 // size is the number of suspended requests.
 func (p *poller) size() int {
 	p.mu.Lock()

@@ -161,6 +161,7 @@ func (p *Processor) Handlers() map[int32]struct {
 		code.ChangeMessageInvisible: {p.handleChangeInvisible, PoolSend},
 		code.QueryAssignment:        {p.handleQueryAssignment, PoolAdmin},
 		code.SetMessageRequestMode:  {p.handleSetRequestMode, PoolAdmin},
+		code.GetPopStatus:           {p.handleStatus, PoolAdmin},
 	}
 }
 

@@ -44,6 +44,8 @@ type reviveService struct {
 	startOnce, closeOnce sync.Once
 	revived, dlq, failed atomic.Int64
 	gone                 atomic.Int64
+	// lastRound (ms) and lastCount describe the last round (pop status).
+	lastRound, lastCount atomic.Int64
 	createdMu            sync.Mutex
 	created              []string
 }
@@ -157,6 +159,8 @@ func (r *reviveService) round() int {
 		r.reviveOne(ctx, d, now)
 	}
 	r.announceCreated()
+	r.lastRound.Store(now)
+	r.lastCount.Store(int64(len(due)))
 	return len(due)
 }
 
