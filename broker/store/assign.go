@@ -68,6 +68,11 @@ type lmqTable struct {
 	cq    *consumequeue.Store
 	next  map[string]int64
 	count int // distinct LMQs known
+	// appends counts multi-dispatch appends and lastEnd is the CommitLog
+	// end of the latest: DeleteLmqsWhere uses them to know that no LMQ
+	// changed while it worked.
+	appends uint64
+	lastEnd int64
 }
 
 func newLMQTable(cq *consumequeue.Store) *lmqTable {
@@ -83,30 +88,14 @@ func newLMQTable(cq *consumequeue.Store) *lmqTable {
 
 const lmqPrefix = "%LMQ%"
 
-// reserve computes the offsets of names (caller holds mu). isNew reports,
-// per name, whether the LMQ does not exist yet.
-func (t *lmqTable) reserve(names []string) (offsets []int64, newCount int) {
-	offsets = make([]int64, len(names))
-	for i, n := range names {
-		if off, ok := t.next[n]; ok {
-			offsets[i] = off
-			continue
-		}
-		st, ok := t.cq.State(n, 0)
-		if !ok || st.Max == 0 {
-			newCount++
-		}
-		offsets[i] = st.Max
+// nextOf returns the next offset of LMQ name (caller holds mu) and whether
+// the LMQ does not exist yet.
+func (t *lmqTable) nextOf(name string) (int64, bool) {
+	if off, ok := t.next[name]; ok {
+		return off, false
 	}
-	return offsets, newCount
-}
-
-// commit advances the names past the appended message (caller holds mu).
-func (t *lmqTable) commit(names []string, offsets []int64, newCount int) {
-	for i, n := range names {
-		t.next[n] = offsets[i] + 1
-	}
-	t.count += newCount
+	st, ok := t.cq.State(name, 0)
+	return st.Max, !ok || st.Max == 0
 }
 
 // Forget drops an LMQ that the lifecycle manager deleted.

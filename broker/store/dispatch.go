@@ -56,6 +56,10 @@ func (s *Store) dispatchLoop() {
 // dispatchOnce runs one round; progressed reports whether the dispatched
 // offset moved.
 func (s *Store) dispatchOnce() (progressed bool, err error) {
+	// DeleteLmqs range-deletes runs of LMQs: no round may be half-committed
+	// meanwhile (see lmqCreated).
+	s.dispatchMu.Lock()
+	defer s.dispatchMu.Unlock()
 	from := s.cq.DispatchedOffset()
 	if from >= s.cl.MaxOffset() {
 		return false, nil
@@ -94,6 +98,12 @@ func (s *Store) dispatchOnce() (progressed bool, err error) {
 	if err := b.Commit(); err != nil {
 		return false, err
 	}
+	for _, id := range b.Created() {
+		if isLmq(id.Topic) {
+			s.lmqCreated.Add(1)
+		}
+	}
+	s.notifyLmq(b.Created(), arrivals)
 	s.notify(arrivals)
 	return true, nil
 }

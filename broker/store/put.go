@@ -52,19 +52,19 @@ func (s *Store) put(ctx context.Context, msgs []*message.Message) (PutResult, er
 			m.StoreHost = s.cfg.StoreHost
 		}
 	}
-	names := s.multiDispatchTargets(msgs)
+	targets := s.multiDispatchTargets(msgs)
 	var (
 		res commitlog.AppendResult
 		err error
 	)
-	if len(names) == 0 {
+	if targets == nil {
 		rec, eerr := encodeAll(msgs)
 		if eerr != nil {
 			return PutResult{}, eerr
 		}
 		res, err = s.cl.Append(ctx, rec)
 	} else {
-		res, err = s.putMultiDispatch(ctx, msgs[0], names)
+		res, err = s.putMultiDispatch(ctx, msgs, targets)
 	}
 	flushTimedOut := false
 	if err != nil {
@@ -105,54 +105,95 @@ func encodeAll(msgs []*message.Message) ([]byte, error) {
 	return rec, nil
 }
 
-// multiDispatchTargets returns the LMQ names a single message is also
-// indexed in (lite-topic.md §3.1 step 3), or nil.
-func (s *Store) multiDispatchTargets(msgs []*message.Message) []string {
-	if !s.cfg.EnableLmq || !s.cfg.EnableMultiDispatch || len(msgs) != 1 {
+// multiDispatchTargets returns, per message, the LMQ names it is also
+// indexed in (lite-topic.md §3.1 step 3), or nil when no message has any.
+// Every message of a batch may name its own LMQs.
+func (s *Store) multiDispatchTargets(msgs []*message.Message) [][]string {
+	if !s.cfg.EnableLmq || !s.cfg.EnableMultiDispatch {
 		return nil
 	}
-	m := msgs[0]
-	v := strings.TrimSpace(m.Properties[message.PropertyInnerMultiDispatch])
-	if v == "" || !multiDispatchAllowed(m.Topic) {
-		return nil
-	}
-	var names []string
-	for _, n := range strings.Split(v, ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			names = append(names, n)
+	var out [][]string
+	for i, m := range msgs {
+		v := strings.TrimSpace(m.Properties[message.PropertyInnerMultiDispatch])
+		if v == "" || !multiDispatchAllowed(m.Topic) {
+			continue
 		}
+		var names []string
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				names = append(names, n)
+			}
+		}
+		if len(names) == 0 {
+			continue
+		}
+		if out == nil {
+			out = make([][]string, len(msgs))
+		}
+		out[i] = names
 	}
-	return names
+	return out
 }
 
 func multiDispatchAllowed(topic string) bool {
 	return !strings.HasPrefix(topic, "%RETRY%") && !strings.HasPrefix(topic, "rmq_sys_") && topic != "SCHEDULE_TOPIC_XXXX"
 }
 
-// putMultiDispatch assigns LMQ offsets, writes them into the message and
-// appends it, all under the LMQ lock so offsets follow physical order. The
-// fsync wait of SYNC_FLUSH happens after the lock is released, so lite
+// putMultiDispatch assigns LMQ offsets, writes them into the messages and
+// appends them, all under the LMQ lock so offsets follow physical order
+// (an LMQ named by several messages of a batch gets consecutive offsets).
+// The fsync wait of SYNC_FLUSH happens after the lock is released, so lite
 // sends still share group commits.
-func (s *Store) putMultiDispatch(ctx context.Context, m *message.Message, names []string) (commitlog.AppendResult, error) {
+func (s *Store) putMultiDispatch(ctx context.Context, msgs []*message.Message, targets [][]string) (commitlog.AppendResult, error) {
 	t := s.lmq
 	t.mu.Lock()
-	offsets, newCount := t.reserve(names)
+	next := make(map[string]int64, len(targets))
+	newCount := 0
+	offsets := make([][]int64, len(msgs))
+	for i, names := range targets {
+		if len(names) == 0 {
+			continue
+		}
+		offs := make([]int64, len(names))
+		for j, n := range names {
+			o, ok := next[n]
+			if !ok {
+				var isNew bool
+				o, isNew = t.nextOf(n)
+				if isNew {
+					newCount++
+				}
+			}
+			offs[j] = o
+			next[n] = o + 1
+		}
+		offsets[i] = offs
+	}
 	if s.cfg.EnableLmqQuota && newCount > 0 && t.count+newCount > s.cfg.MaxLmqConsumeQueueNum {
 		t.mu.Unlock()
 		return commitlog.AppendResult{}, fmt.Errorf("%w: %d LMQs, max %d", ErrLMQQuota, t.count, s.cfg.MaxLmqConsumeQueueNum)
 	}
-	m.SetProperty(message.PropertyInnerMultiQueueOffset, joinOffsets(offsets))
-	rec, err := message.AppendStored(nil, m)
+	for i, m := range msgs {
+		if offsets[i] != nil {
+			m.SetProperty(message.PropertyInnerMultiQueueOffset, joinOffsets(offsets[i]))
+		}
+	}
+	rec, err := encodeAll(msgs)
 	if err != nil {
 		t.mu.Unlock()
-		return commitlog.AppendResult{}, fmt.Errorf("%w: %v", ErrMessageIllegal, err)
+		return commitlog.AppendResult{}, err
 	}
 	res, err := s.cl.AppendWith(ctx, rec, commitlog.AppendOptions{NoFlushWait: true})
 	if err != nil {
 		t.mu.Unlock()
 		return res, err
 	}
-	t.commit(names, offsets, newCount)
+	for n, o := range next {
+		t.next[n] = o
+	}
+	t.count += newCount
+	t.appends++
+	t.lastEnd = res.End()
 	t.mu.Unlock()
 	if s.cl.Config().FlushDiskType == commitlog.SyncFlush {
 		if err := s.cl.WaitFlushed(ctx, res.End()); err != nil {

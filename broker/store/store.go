@@ -108,8 +108,14 @@ type Store struct {
 	assign *assigner
 	lmq    *lmqTable
 
-	listenersMu sync.RWMutex
-	listeners   []ArrivalListener
+	// dispatchMu is held by each dispatch round; lmqCreated counts the
+	// LMQs the rounds created (both for DeleteLmqs' range deletes).
+	dispatchMu sync.Mutex
+	lmqCreated atomic.Int64
+
+	listenersMu  sync.RWMutex
+	listeners    []ArrivalListener
+	lmqListeners []LmqListener
 
 	dispatchWake chan struct{}
 	stop         chan struct{}

@@ -252,6 +252,14 @@ func newRoot(a *app) *cobra.Command {
 		root.AddCommand(c)
 		a.commands = append(a.commands, c)
 	}
+	for _, c := range liteCommands(a) {
+		root.AddCommand(c)
+		a.commands = append(a.commands, c)
+	}
+	for _, c := range popCommands(a) {
+		root.AddCommand(c)
+		a.commands = append(a.commands, c)
+	}
 	return root
 }
 

@@ -15,6 +15,7 @@ type Batch struct {
 	s          *Store
 	b          *pebble.Batch
 	updates    map[QueueID]QueueState
+	created    []QueueID // queues this round brings into existence
 	dispatched int64
 }
 
@@ -38,6 +39,7 @@ func (b *Batch) Put(topic string, qid int32, e Entry) error {
 			// A new queue starts where its first entry is (0 normally; later
 			// after a lite topic was re-created or a queue was truncated).
 			st.Min = e.Offset
+			b.created = append(b.created, id)
 		}
 	}
 	if e.Offset < st.Max {
@@ -55,6 +57,10 @@ func (b *Batch) Put(topic string, qid int32, e Entry) error {
 	}
 	return nil
 }
+
+// Created lists the queues that did not exist before this round (lite
+// topics learn of new LMQs from it).
+func (b *Batch) Created() []QueueID { return b.created }
 
 // SetDispatched records the CommitLog offset that this round covers.
 func (b *Batch) SetDispatched(phy int64) { b.dispatched = phy }

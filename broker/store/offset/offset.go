@@ -98,9 +98,16 @@ func (s *Store) Get(k Key) (int64, bool) {
 	return v, ok
 }
 
-// Delete removes the offset of one queue.
+// Delete removes the offset of one queue. Every persisted offset is in
+// memory (Open loads them all), so an absent key needs no tombstone: mass
+// deletions (expired lite topics, most never consumed by most groups) stay
+// cheap.
 func (s *Store) Delete(k Key) {
 	s.mu.Lock()
+	if _, ok := s.offsets[k]; !ok {
+		s.mu.Unlock()
+		return
+	}
 	delete(s.offsets, k)
 	delete(s.dirty, k)
 	s.deleted[k] = struct{}{}

@@ -1,0 +1,274 @@
+package lite_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/lite"
+	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/broker/subscription"
+	"github.com/rmqgo/rmq/broker/topic"
+	"github.com/rmqgo/rmq/pkg/message"
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+// BenchmarkLiteTopics creates b.N lite topics (one message each, 8
+// writers) in a store with lite support attached, reports the creation
+// rate and what they cost (RSS, Go heap and Pebble bytes per lite topic),
+// then expires all of them in one sweep and reports its duration.
+// A million lite topics (make bench-lite):
+//
+//	go test -run '^$' -bench LiteTopics -benchtime 1000000x ./broker/lite/
+func BenchmarkLiteTopics(b *testing.B) {
+	dir := b.TempDir()
+	c := config.Default(config.Host{Hostname: "bench", IP: "127.0.0.1", Home: dir})
+	c.EnableLmq, c.EnableMultiDispatch = true, true
+	c.MaxLmqConsumeQueueNum = b.N + 1
+	c.MinLiteTTL = 0
+	cfgFn := func() *config.Config { return c }
+	sc := store.DefaultConfig(dir)
+	sc.CommitLog.FileSize = 256 << 20
+	sc.MaxLmqConsumeQueueNum = b.N + 1
+	sc.MessageIndexEnable = false
+	st, err := store.Open(sc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	topics, err := topic.New(topic.Options{Config: cfgFn})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tc := protocol.NewTopicConfig("Parent")
+	tc.Attributes = map[string]string{"+message.type": "LITE", "+lite.topic.expiration": "1"}
+	if _, err := topics.Update(tc); err != nil {
+		b.Fatal(err)
+	}
+	groups, err := subscription.New(subscription.Options{Config: cfgFn})
+	if err != nil {
+		b.Fatal(err)
+	}
+	gc := subscription.NewGroupConfig("bench_cg")
+	gc.Attributes = map[string]string{"+lite.bind.topic": "Parent"}
+	if err := groups.Update(gc); err != nil {
+		b.Fatal(err)
+	}
+	// Expiration unit of 1 ms: after the creation every lite topic is idle
+	// past its TTL of one unit.
+	svc, err := lite.New(lite.Deps{Config: cfgFn, Store: st, Topics: topics, Groups: groups, ExpirationUnit: time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer svc.Close()
+	body := make([]byte, 128)
+	ctx := context.Background()
+	const writers = 8
+	var next atomic.Int64
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(b.N) {
+					return
+				}
+				l := "lite-" + strconv.FormatInt(i, 10)
+				m := &message.Message{Topic: "Parent", QueueID: int32(i % 8), Body: body, BornTimestamp: 1, Properties: map[string]string{
+					message.PropertyLiteTopic: l, message.PropertyInnerMultiDispatch: "%LMQ%$Parent$" + l,
+				}}
+				if _, err := st.PutMessage(ctx, m); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for st.ConsumeQueue().DispatchedOffset() < st.CommitLog().MaxOffset() {
+		time.Sleep(time.Millisecond)
+	}
+	// The index learns of new LMQs just after each dispatch round commits.
+	for deadline := time.Now().Add(10 * time.Second); svc.Lifecycle.Index().Count("Parent") < b.N && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	created := time.Since(start)
+	b.StopTimer()
+	if got := svc.Lifecycle.Index().Count("Parent"); got != b.N {
+		b.Fatalf("indexed %d lite topics, want %d", got, b.N)
+	}
+	if err := st.ConsumeQueue().Flush(); err != nil {
+		b.Fatal(err)
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(b.N)/created.Seconds(), "created/s")
+	b.ReportMetric(float64(rssKiB("VmRSS:"))/1024, "rssMiB")
+	b.ReportMetric(float64(rssKiB("RssAnon:"))/1024, "rssAnonMiB")
+	b.ReportMetric(float64(ms.HeapInuse)/float64(b.N), "heapB/lite")
+	b.ReportMetric(float64(dirSize(filepath.Join(dir, "kv")))/float64(b.N), "pebbleB/lite")
+
+	time.Sleep(5 * time.Millisecond)
+	if f := os.Getenv("LITE_SWEEP_CPUPROFILE"); f != "" {
+		out, err := os.Create(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pprof.StartCPUProfile(out)
+		defer pprof.StopCPUProfile()
+	}
+	// Let Pebble finish compacting the creation first: the sweep's own CPU
+	// time is measured on its thread (RUSAGE_THREAD), its wall time as is.
+	for i := 0; i < 300 && st.DB().Metrics().Compact.NumInProgress > 0; i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	runtime.LockOSThread()
+	cpu0 := threadCPU()
+	res, err := svc.Lifecycle.Sweep()
+	cpu := threadCPU() - cpu0
+	runtime.UnlockOSThread()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(cpu.Seconds(), "sweepCPUSec")
+	if res.Deleted != b.N || st.LmqCount() != 0 || svc.Lifecycle.Index().Count("") != 0 {
+		b.Fatalf("sweep %+v, %d LMQs left", res, st.LmqCount())
+	}
+	b.ReportMetric(res.Took.Seconds(), "sweepSec")
+}
+
+// BenchmarkLiteSend compares sends to a LITE parent, each message to a new
+// lite topic (a new LMQ), with plain sends to the same parent, through an
+// in-process broker over loopback (32 senders):
+//
+//	go test -run '^$' -bench LiteSend -benchtime 200000x ./broker/lite/
+func BenchmarkLiteSend(b *testing.B) {
+	r := newBenchRig(b)
+	for _, mode := range []string{"parent", "lite"} {
+		b.Run(mode, func(b *testing.B) {
+			var seq atomic.Int64
+			prefix := fmt.Sprintf("%s-%d-", mode, time.Now().UnixNano())
+			b.SetParallelism(32 / max(runtime.GOMAXPROCS(0), 1))
+			start := time.Now()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				body := make([]byte, 256)
+				for pb.Next() {
+					i := seq.Add(1)
+					props := map[string]string{message.PropertyUniqClientMessageIDKeyIdx: prefix + strconv.FormatInt(i, 10)}
+					if mode == "lite" {
+						props[message.PropertyLiteTopic] = "u" + prefix + strconv.FormatInt(i, 10)
+					}
+					if resp := r.send(int(i%8), body, props); resp.Code != code.Success {
+						b.Errorf("send: %d %s", resp.Code, resp.Remark)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+		})
+	}
+}
+
+type benchRig struct {
+	b      *testing.B
+	addr   string
+	client *remoting.Client
+}
+
+func newBenchRig(b *testing.B) *benchRig {
+	b.Helper()
+	nsAddr := startNamesrv(b)
+	c := config.Default(config.Host{Hostname: "broker-a", IP: "127.0.0.1", Home: b.TempDir()})
+	c.ListenPort = 0
+	c.BindAddress = "127.0.0.1"
+	c.StorePathRootDir = b.TempDir()
+	c.NamesrvAddr = nsAddr
+	c.EnableLmq, c.EnableMultiDispatch = true, true
+	c.MaxLmqConsumeQueueNum = 100_000_000
+	c.MappedFileSizeCommitLog = 256 << 20
+	br := startBrokerOf(b, c)
+	r := &benchRig{b: b, addr: br.Addr(), client: remoting.NewClient(remoting.DefaultClientConfig(), nil)}
+	b.Cleanup(func() { _ = r.client.Close() })
+	ext := map[string]string{"topic": "Parent", "readQueueNums": "8", "writeQueueNums": "8", "perm": "6",
+		"topicFilterType": "SINGLE_TAG", "attributes": "+message.type=LITE"}
+	if resp := r.invoke(code.UpdateAndCreateTopic, ext, nil); resp.Code != code.Success {
+		b.Fatalf("create topic: %d %s", resp.Code, resp.Remark)
+	}
+	return r
+}
+
+func (r *benchRig) invoke(c int32, ext map[string]string, body []byte) *remoting.Command {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := r.client.Invoke(ctx, r.addr, remoting.NewRequest(c, ext, body))
+	if err != nil {
+		return &remoting.Command{Code: -1, Remark: err.Error()}
+	}
+	return resp
+}
+
+func (r *benchRig) send(qid int, body []byte, props map[string]string) *remoting.Command {
+	p, _ := message.EncodeProperties(props)
+	return r.invoke(code.SendMessage, map[string]string{
+		"producerGroup": "pg", "topic": "Parent", "defaultTopic": "TBW102", "defaultTopicQueueNums": "8",
+		"queueId": strconv.Itoa(qid), "sysFlag": "0", "bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10), "flag": "0",
+		"properties": string(p), "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
+	}, body)
+}
+
+func dirSize(dir string) int64 {
+	var n int64
+	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}
+
+// threadCPU is the calling thread's user+system CPU time (Linux
+// RUSAGE_THREAD): with the goroutine locked to its thread, what the sweep
+// itself costs on a machine busy with other work.
+func threadCPU() time.Duration {
+	const rusageThread = 1
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(rusageThread, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// rssKiB reads a /proc/self/status line (VmRSS:, RssAnon:) in KiB.
+func rssKiB(key string) int64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, key); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return n
+		}
+	}
+	return 0
+}

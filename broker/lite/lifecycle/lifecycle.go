@@ -1,0 +1,314 @@
+// Package lifecycle expires idle lite topics (lite-topic.md §4): every
+// liteTtlCheckInterval it walks the in-memory table of queue states (never
+// the disk), picks the lite LMQs whose newest message is older than their
+// parent's lite.topic.expiration (and than minLiteTTl), and deletes them:
+// store entries, counters, and through the OnDeleted cascade the groups'
+// offsets, pending resets, order state and subscriptions. It also keeps the
+// parent → lite-topic index.
+package lifecycle
+
+import (
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/rmqgo/rmq/broker/lite/meta"
+	"github.com/rmqgo/rmq/broker/lite/naming"
+	"github.com/rmqgo/rmq/broker/store/consumequeue"
+)
+
+// Store is what the lifecycle needs from the message store.
+type Store interface {
+	// Range visits every queue state in memory (consumequeue.Store.Range).
+	Range(f func(id consumequeue.QueueID, st consumequeue.QueueState) bool)
+	// DeleteLmqs deletes LMQs for which del agrees (store.Store.DeleteLmqs).
+	DeleteLmqs(names []string, del func(lmq string, st consumequeue.QueueState) bool) ([]string, error)
+	// DeleteLmqsWhere deletes the LMQs pick chooses in one pass over the
+	// table, re-checked under the store's LMQ lock
+	// (store.Store.DeleteLmqsWhere).
+	DeleteLmqsWhere(pick, recheck func(lmq string, st consumequeue.QueueState) bool) ([]string, error)
+}
+
+// Config are the tunables.
+type Config struct {
+	// CheckInterval is liteTtlCheckInterval.
+	CheckInterval time.Duration
+	// MinTTL is minLiteTTl: no lite topic idle for less expires, and no
+	// sweep runs before the broker has been up this long.
+	MinTTL time.Duration
+	// ExpirationUnit is the unit of lite.topic.expiration (a minute; tests
+	// shorten it).
+	ExpirationUnit time.Duration
+}
+
+// invalidLimit is the debounce of unreadable states (§4.3 steps 1–2): an
+// lmq whose max offset or newest store time reads ≤ 0 expires only after
+// more than this many consecutive sweeps saw it so.
+const invalidLimit = 5
+
+// Expired is the expiry rule for a healthy lmq (§4.3 steps 3–6): idle for
+// at least minTTL and for more than ttl units (≤ 0: never expires; the
+// unit is a minute, ≤ 0 means a minute).
+func Expired(nowMs, latestMs, ttl int64, unit, minTTL time.Duration) bool {
+	idle := nowMs - latestMs
+	if idle < minTTL.Milliseconds() {
+		return false
+	}
+	if ttl <= 0 {
+		return false
+	}
+	if unit <= 0 {
+		unit = time.Minute
+	}
+	return idle > ttl*unit.Milliseconds()
+}
+
+// Options configure a Manager. Store, Meta and Config are required.
+type Options struct {
+	Store  Store
+	Meta   *meta.Source
+	Config func() Config
+	// OnDeleted runs for every deleted lmq with the lite groups bound to
+	// its parent (§4.5 steps 1, 3–5).
+	OnDeleted func(parent, lmq string, groups []string)
+	// Flush makes the deletions durable (§4.5 step 7; Pebble's WAL is off);
+	// nil: nothing is flushed.
+	Flush func() error
+	// Started is the broker's start time (default: New's time).
+	Started time.Time
+	Now     func() time.Time
+	Logger  *slog.Logger
+}
+
+// Manager is safe for concurrent use; Sweep runs one at a time.
+type Manager struct {
+	opts  Options
+	index *Index
+	log   *slog.Logger
+
+	sweepMu sync.Mutex
+	invalid map[string]int
+
+	life sync.Mutex
+	stop chan struct{}
+	done chan struct{}
+}
+
+// New returns a manager; Load fills the index, Start runs the sweeper.
+func New(opts Options) (*Manager, error) {
+	if opts.Store == nil || opts.Meta == nil || opts.Config == nil {
+		return nil, errors.New("lifecycle: Store, Meta and Config are required")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Started.IsZero() {
+		opts.Started = opts.Now()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Manager{opts: opts, index: NewIndex(), log: opts.Logger, invalid: map[string]int{}}, nil
+}
+
+// Index is the parent → lite-topic index.
+func (m *Manager) Index() *Index { return m.index }
+
+// Load indexes the lite LMQs the store holds (at start; the store's hooks
+// keep the index current afterwards).
+func (m *Manager) Load() int {
+	n := 0
+	m.opts.Store.Range(func(id consumequeue.QueueID, st consumequeue.QueueState) bool {
+		if id.QueueID != naming.QueueID || st.Max <= 0 {
+			return true
+		}
+		if _, _, ok := naming.Parse(id.Topic); ok {
+			m.index.Add(id.Topic)
+			n++
+		}
+		return true
+	})
+	return n
+}
+
+// OnLmqCreated implements store.LmqListener.
+func (m *Manager) OnLmqCreated(lmq string) { m.index.Add(lmq) }
+
+// OnLmqAppended implements store.LmqListener.
+func (m *Manager) OnLmqAppended(string, int64, int64) {}
+
+// OnLmqDeleted implements store.LmqListener. The lifecycle is the only
+// deleter of LMQs and updates the index itself, in bulk.
+func (m *Manager) OnLmqDeleted(string) {}
+
+// expired applies §4.3 to one state, debouncing unreadable ones.
+func (m *Manager) expired(lmq, parent string, st consumequeue.QueueState, now int64, cfg Config) bool {
+	if st.Max <= 0 || st.LastStoreTime <= 0 {
+		m.invalid[lmq]++
+		return m.invalid[lmq] > invalidLimit
+	}
+	delete(m.invalid, lmq)
+	ttl, ok := m.opts.Meta.TTL(parent)
+	if !ok {
+		return false
+	}
+	return Expired(now, st.LastStoreTime, ttl, cfg.ExpirationUnit, cfg.MinTTL)
+}
+
+// SweepResult reports one sweep.
+type SweepResult struct {
+	Scanned int
+	Expired int
+	Deleted int
+	Took    time.Duration
+}
+
+// Sweep runs one expiry pass (§4.4 step 2): refresh metadata, pick the
+// expired LMQs in one pass over the in-memory queue states, then delete
+// them. Deletion re-checks each LMQ under the store's LMQ lock, so a
+// message that arrived meanwhile keeps it.
+func (m *Manager) Sweep() (SweepResult, error) {
+	m.sweepMu.Lock()
+	defer m.sweepMu.Unlock()
+	start := time.Now()
+	cfg := m.opts.Config()
+	m.opts.Meta.Refresh()
+	now := m.opts.Now().UnixMilli()
+	var res SweepResult
+	// Debounce counters of LMQs that no longer exist are dropped.
+	stale := make(map[string]bool, len(m.invalid))
+	for k := range m.invalid {
+		stale[k] = true
+	}
+	pick := func(lmq string, st consumequeue.QueueState) bool {
+		parent, _, ok := naming.Parse(lmq)
+		if !ok {
+			return false
+		}
+		res.Scanned++
+		if len(stale) > 0 {
+			delete(stale, lmq)
+		}
+		if m.expired(lmq, parent, st, now, cfg) {
+			res.Expired++
+			return true
+		}
+		return false
+	}
+	recheck := func(lmq string, st consumequeue.QueueState) bool {
+		if st.Max <= 0 || st.LastStoreTime <= 0 {
+			return true // debounced by pick
+		}
+		ttl, ok := m.opts.Meta.TTL(naming.ParentOf(lmq))
+		return ok && Expired(m.opts.Now().UnixMilli(), st.LastStoreTime, ttl, cfg.ExpirationUnit, cfg.MinTTL)
+	}
+	deleted, err := m.opts.Store.DeleteLmqsWhere(pick, recheck)
+	for k := range stale {
+		delete(m.invalid, k)
+	}
+	if ferr := m.afterDelete(deleted); err == nil {
+		err = ferr
+	}
+	res.Deleted = len(deleted)
+	res.Took = time.Since(start)
+	return res, err
+}
+
+func (m *Manager) delete(names []string, del func(string, consumequeue.QueueState) bool) (int, error) {
+	if len(names) == 0 {
+		return 0, nil
+	}
+	deleted, err := m.opts.Store.DeleteLmqs(names, del)
+	if ferr := m.afterDelete(deleted); err == nil {
+		err = ferr
+	}
+	return len(deleted), err
+}
+
+// afterDelete makes the deletions durable and runs the cascade.
+func (m *Manager) afterDelete(deleted []string) error {
+	if len(deleted) == 0 {
+		return nil
+	}
+	var err error
+	if m.opts.Flush != nil {
+		err = m.opts.Flush()
+	}
+	m.index.RemoveAll(deleted)
+	groups := map[string][]string{} // per parent, read once
+	for _, lmq := range deleted {
+		delete(m.invalid, lmq)
+		if m.opts.OnDeleted != nil {
+			parent := naming.ParentOf(lmq)
+			g, ok := groups[parent]
+			if !ok {
+				g = m.opts.Meta.SubscriberGroups(parent)
+				groups[parent] = g
+			}
+			m.opts.OnDeleted(parent, lmq, g)
+		}
+	}
+	return err
+}
+
+// CleanParent deletes every LMQ of a parent topic (the parent was deleted,
+// §4.4 step 3).
+func (m *Manager) CleanParent(parent string) (int, error) {
+	m.sweepMu.Lock()
+	defer m.sweepMu.Unlock()
+	return m.delete(m.index.LMQs(parent), nil)
+}
+
+// Start runs the sweeper: every CheckInterval, once the broker has been up
+// for MinTTL.
+func (m *Manager) Start() {
+	m.life.Lock()
+	defer m.life.Unlock()
+	if m.stop != nil {
+		return
+	}
+	m.stop, m.done = make(chan struct{}), make(chan struct{})
+	go m.loop(m.stop, m.done)
+}
+
+func (m *Manager) loop(stop, done chan struct{}) {
+	defer close(done)
+	for {
+		cfg := m.opts.Config()
+		interval := cfg.CheckInterval
+		if interval <= 0 {
+			interval = 2 * time.Minute
+		}
+		t := time.NewTimer(interval)
+		select {
+		case <-stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if m.opts.Now().Sub(m.opts.Started) < cfg.MinTTL {
+			continue
+		}
+		res, err := m.Sweep()
+		if err != nil {
+			m.log.Error("lite topic expiry sweep", "err", err, "deleted", res.Deleted)
+			continue
+		}
+		if res.Deleted > 0 || res.Expired > 0 {
+			m.log.Info("expired lite topics", "scanned", res.Scanned, "expired", res.Expired, "deleted", res.Deleted, "took", res.Took)
+		}
+	}
+}
+
+// Close stops the sweeper.
+func (m *Manager) Close() {
+	m.life.Lock()
+	stop, done := m.stop, m.done
+	m.stop = nil
+	m.life.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+}

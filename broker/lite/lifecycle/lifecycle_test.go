@@ -1,0 +1,231 @@
+package lifecycle
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rmqgo/rmq/broker/lite/meta"
+	"github.com/rmqgo/rmq/broker/store/consumequeue"
+	"github.com/rmqgo/rmq/broker/subscription"
+	"github.com/rmqgo/rmq/pkg/protocol"
+)
+
+func TestExpiredRule(t *testing.T) {
+	const min = int64(60_000)
+	now := int64(100_000_000)
+	for _, tc := range []struct {
+		name    string
+		latest  int64
+		ttl     int64
+		minTTL  time.Duration
+		expired bool
+	}{
+		{"idle past ttl", now - 11*min, 10, 0, true},
+		{"idle below ttl", now - 9*min, 10, 0, false},
+		{"exactly ttl", now - 10*min, 10, 0, false},
+		{"never expires -1", now - 1000*min, -1, 0, false},
+		{"never expires 0", now - 1000*min, 0, 0, false},
+		{"minLiteTTl protects", now - 11*min, 10, 15 * time.Minute, false},
+		{"past minLiteTTl", now - 16*min, 10, 15 * time.Minute, true},
+		{"future store time", now + min, 1, 0, false},
+	} {
+		if got := Expired(now, tc.latest, tc.ttl, time.Minute, tc.minTTL); got != tc.expired {
+			t.Errorf("%s: Expired = %v", tc.name, got)
+		}
+	}
+	// A shorter unit (tests): 3 units of 1 s.
+	if !Expired(now, now-3001, 3, time.Second, 0) || Expired(now, now-2999, 3, time.Second, 0) {
+		t.Error("unit of a second")
+	}
+	if !Expired(now, now-11*min, 10, 0, 0) {
+		t.Error("zero unit must mean a minute")
+	}
+}
+
+func TestIndexPage(t *testing.T) {
+	x := NewIndex()
+	for _, l := range []string{"d", "a", "c", "b", "e"} {
+		x.Add("%LMQ%$P$" + l)
+	}
+	x.Add("%LMQ%$Q$z")
+	x.Add("%LMQ%plain") // not lite
+	x.Add("%LMQ%$P$a")  // twice
+	if x.Count("P") != 5 || x.Count("") != 6 {
+		t.Fatalf("counts %d %d", x.Count("P"), x.Count(""))
+	}
+	var all []string
+	cursor := ""
+	for {
+		page, more := x.Page("P", cursor, 2)
+		all = append(all, page...)
+		if !more {
+			break
+		}
+		cursor = page[len(page)-1]
+	}
+	if !slices.Equal(all, []string{"a", "b", "c", "d", "e"}) {
+		t.Fatalf("pages %v", all)
+	}
+	x.Remove("%LMQ%$P$c")
+	x.Remove("%LMQ%$P$c")
+	// Bulk: all of Q goes whole, some of P name by name.
+	x.Add("%LMQ%$Q$y")
+	x.RemoveAll([]string{"%LMQ%$Q$z", "%LMQ%$Q$y", "%LMQ%$P$e", "%LMQ%plain"})
+	if x.Count("Q") != 0 || x.Count("") != 3 {
+		t.Fatalf("after RemoveAll: Q %d, all %d", x.Count("Q"), x.Count(""))
+	}
+	x.Add("%LMQ%$P$e")
+	lmqs := x.LMQs("P")
+	sort.Strings(lmqs)
+	if x.Count("P") != 4 || lmqs[0] != "%LMQ%$P$a" {
+		t.Fatalf("after remove %v", lmqs)
+	}
+}
+
+// fakeStore is an in-memory queue table.
+type fakeStore struct {
+	mu      sync.Mutex
+	queues  map[string]consumequeue.QueueState
+	deleted []string
+	refuse  map[string]bool // DeleteLmqs keeps these (in-flight message)
+}
+
+func (f *fakeStore) Range(fn func(consumequeue.QueueID, consumequeue.QueueState) bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for n, st := range f.queues {
+		if !fn(consumequeue.QueueID{Topic: n}, st) {
+			return
+		}
+	}
+}
+
+func (f *fakeStore) DeleteLmqs(names []string, del func(string, consumequeue.QueueState) bool) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, n := range names {
+		st, ok := f.queues[n]
+		if !ok || f.refuse[n] || (del != nil && !del(n, st)) {
+			continue
+		}
+		delete(f.queues, n)
+		f.deleted = append(f.deleted, n)
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func (f *fakeStore) DeleteLmqsWhere(pick, recheck func(string, consumequeue.QueueState) bool) ([]string, error) {
+	f.mu.Lock()
+	var names []string
+	for n, st := range f.queues {
+		if strings.HasPrefix(n, "%LMQ%") && pick(n, st) {
+			names = append(names, n)
+		}
+	}
+	f.mu.Unlock()
+	return f.DeleteLmqs(names, recheck)
+}
+
+type topics map[string]protocol.TopicConfig
+
+func (t topics) Get(n string) (protocol.TopicConfig, bool) { c, ok := t[n]; return c, ok }
+func (t topics) Snapshot() (map[string]protocol.TopicConfig, protocol.DataVersion) {
+	return t, protocol.DataVersion{}
+}
+
+type groups map[string]subscription.GroupConfig
+
+func (g groups) Find(n string) (subscription.GroupConfig, bool) { c, ok := g[n]; return c, ok }
+func (g groups) Snapshot() (map[string]subscription.GroupConfig, protocol.DataVersion) {
+	return g, protocol.DataVersion{}
+}
+
+func parent(name, ttl string) protocol.TopicConfig {
+	tc := protocol.NewTopicConfig(name)
+	tc.Attributes = map[string]string{"message.type": "LITE"}
+	if ttl != "" {
+		tc.Attributes["lite.topic.expiration"] = ttl
+	}
+	return tc
+}
+
+func TestSweep(t *testing.T) {
+	now := time.UnixMilli(50_000_000)
+	minute := int64(60_000)
+	fs := &fakeStore{queues: map[string]consumequeue.QueueState{
+		"%LMQ%$P$old":    {Max: 3, LastStoreTime: now.UnixMilli() - 20*minute},
+		"%LMQ%$P$new":    {Max: 3, LastStoreTime: now.UnixMilli() - 1*minute},
+		"%LMQ%$P$racing": {Max: 1, LastStoreTime: now.UnixMilli() - 20*minute},
+		"%LMQ%$P$broken": {Max: 2, LastStoreTime: 0},
+		"%LMQ%$N$old":    {Max: 3, LastStoreTime: now.UnixMilli() - 20*minute}, // parent never expires
+		"%LMQ%$GONE$old": {Max: 3, LastStoreTime: now.UnixMilli() - 20*minute}, // no parent: kept
+		"%LMQ%generic":   {Max: 3, LastStoreTime: 1},
+		"P":              {Max: 9, LastStoreTime: 1},
+		"%LMQ%$bad$x$y":  {Max: 3, LastStoreTime: 1},
+	}, refuse: map[string]bool{"%LMQ%$P$racing": true}}
+	tp := topics{"P": parent("P", "10"), "N": parent("N", "-1")}
+	gc := subscription.NewGroupConfig("lg")
+	gc.Attributes["lite.bind.topic"] = "P"
+	src := meta.NewSource(tp, groups{"lg": gc})
+	var cascaded []string
+	m, err := New(Options{
+		Store:  fs,
+		Meta:   src,
+		Config: func() Config { return Config{CheckInterval: time.Second, MinTTL: 5 * time.Minute} },
+		OnDeleted: func(p, lmq string, groups []string) {
+			cascaded = append(cascaded, fmt.Sprintf("%s %s %v", p, lmq, groups))
+		},
+		Now: func() time.Time { return now },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := m.Load(); n != 6 {
+		t.Fatalf("Load indexed %d", n)
+	}
+	res, err := m.Sweep()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Expired != 2 || res.Deleted != 1 {
+		t.Fatalf("first sweep %+v (deleted %v)", res, fs.deleted)
+	}
+	if !slices.Equal(cascaded, []string{"P %LMQ%$P$old [lg]"}) {
+		t.Fatalf("cascade %v", cascaded)
+	}
+	if m.Index().Count("P") != 3 {
+		t.Fatalf("index count %d", m.Index().Count("P"))
+	}
+	// The unreadable one goes after more than 5 consecutive sweeps.
+	for i := 0; i < 4; i++ {
+		m.Sweep()
+	}
+	if _, ok := fs.queues["%LMQ%$P$broken"]; !ok {
+		t.Fatal("broken lmq deleted before the debounce")
+	}
+	m.Sweep()
+	if _, ok := fs.queues["%LMQ%$P$broken"]; ok {
+		t.Fatal("broken lmq survived the debounce")
+	}
+	if _, ok := fs.queues["%LMQ%$P$new"]; !ok {
+		t.Fatal("young lmq deleted")
+	}
+	if _, ok := fs.queues["%LMQ%$N$old"]; !ok {
+		t.Fatal("lmq of a never-expiring parent deleted")
+	}
+	// Parent deleted: all its LMQs go.
+	delete(fs.refuse, "%LMQ%$P$racing")
+	if n, err := m.CleanParent("P"); err != nil || n != 2 {
+		t.Fatalf("CleanParent = %d %v", n, err)
+	}
+	if m.Index().Count("P") != 0 {
+		t.Fatal("index kept the parent")
+	}
+}

@@ -1,0 +1,426 @@
+// Package lite composes lite-topic support (lite-topic.md) on top of the
+// message store: naming and validation on the send path, the lifecycle
+// sweeper, the subscription registry, event dispatch, POP_LITE_MESSAGE and
+// lite acks, and the admin codes. Each concern has its own package below;
+// Service builds and wires them, and the broker's wire_lite.go installs it.
+package lite
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/lite/dispatcher"
+	"github.com/rmqgo/rmq/broker/lite/lifecycle"
+	"github.com/rmqgo/rmq/broker/lite/liteadmin"
+	"github.com/rmqgo/rmq/broker/lite/meta"
+	"github.com/rmqgo/rmq/broker/lite/naming"
+	"github.com/rmqgo/rmq/broker/lite/offsets"
+	"github.com/rmqgo/rmq/broker/lite/orderinfo"
+	"github.com/rmqgo/rmq/broker/lite/poplite"
+	"github.com/rmqgo/rmq/broker/lite/registry"
+	"github.com/rmqgo/rmq/broker/lite/subscribe"
+	"github.com/rmqgo/rmq/broker/longpoll"
+	"github.com/rmqgo/rmq/broker/processor/send"
+	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/broker/store/consumequeue"
+	"github.com/rmqgo/rmq/broker/store/offset"
+	"github.com/rmqgo/rmq/pkg/message"
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
+)
+
+// ToolsConsumerGroup is the admin tools' group; its pull offsets of a
+// deleted lmq go too (§4.5 step 4).
+const ToolsConsumerGroup = "TOOLS_CONSUMER"
+
+// DefaultHotBytes is how far behind the CommitLog's end a message counts
+// as in memory for the MAX init mode of a new group.
+const DefaultHotBytes = 1 << 30
+
+// Deps are the service's collaborators; Config, Store, Topics and Groups
+// are required.
+type Deps struct {
+	Config func() *config.Config
+	Store  *store.Store
+	Topics meta.Topics
+	Groups meta.Groups
+	// BrokerName is this broker's name (sharding, §4.6).
+	BrokerName func() string
+	// Routes returns, in route order, the broker name of each write queue
+	// of a parent topic; ok is false when unknown. Nil: every lite topic's
+	// home is this broker.
+	Routes func(parent string) (writeQueueBrokers []string, ok bool)
+	// HotBytes overrides DefaultHotBytes.
+	HotBytes int64
+	// Started is the broker's start time (the sweeper waits minLiteTTl
+	// after it).
+	Started time.Time
+	// ExpirationUnit is the unit of lite.topic.expiration (0: a minute;
+	// tests shorten it).
+	ExpirationUnit time.Duration
+	Logger         *slog.Logger
+}
+
+// Service is lite-topic support of one broker.
+type Service struct {
+	d   Deps
+	log *slog.Logger
+
+	Meta       *meta.Source
+	Offsets    *offsets.Offsets
+	Orders     *orderinfo.Manager
+	Locks      *orderinfo.Locks
+	Registry   *registry.Registry
+	Dispatcher *dispatcher.Dispatcher
+	Lifecycle  *lifecycle.Manager
+	Pop        *poplite.Processor
+	Subscribe  *subscribe.Processor
+	Admin      *liteadmin.Processor
+
+	cleaning sync.WaitGroup
+	life     sync.Mutex
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+// New builds the service and hooks it to the store (LMQ listeners); Start
+// runs its loops.
+func New(d Deps) (*Service, error) {
+	if d.Config == nil || d.Store == nil || d.Topics == nil || d.Groups == nil {
+		return nil, errors.New("lite: Config, Store, Topics and Groups are required")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.BrokerName == nil {
+		d.BrokerName = func() string { return d.Config().BrokerName }
+	}
+	if d.HotBytes <= 0 {
+		d.HotBytes = DefaultHotBytes
+	}
+	s := &Service{d: d, log: d.Logger}
+	st := d.Store
+	s.Meta = meta.NewSource(d.Topics, d.Groups)
+	s.Offsets = offsets.New(st.Offsets())
+	s.Locks = orderinfo.NewLocks(0, nil)
+	s.Orders = orderinfo.New(orderinfo.Options{OnRelease: func(k orderinfo.Key) {
+		if s.d.Config().EnableNotifyAfterPopOrderLockRelease {
+			s.Dispatcher.Dispatch(k.Group, k.LMQ)
+		}
+	}})
+	var err error
+	s.Registry, err = registry.New(registry.Options{
+		Group:            s.Meta.Group,
+		MaxSubscriptions: func() int64 { return d.Config().MaxLiteSubscriptionCount },
+		Active:           s.subscriptionActive,
+		ResetOffset: func(group, lmq string, off int64) {
+			s.Offsets.SetReset(group, lmq, off)
+			s.Orders.Clear(orderinfo.Key{LMQ: lmq, Group: group})
+		},
+		CommittedOffset:   s.Offsets.Committed,
+		MaxOffset:         s.maxOffset,
+		NotifyUnsubscribe: func(k registry.ClientKey, lite string) { s.Subscribe.Notify(k, lite) },
+		TombstoneTTL:      d.Config().LiteSubscriptionCheckTimeoutMills,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.Dispatcher, err = dispatcher.New(dispatcher.Options{
+		Registry:     s.Registry,
+		Group:        s.Meta.Group,
+		MaxOffset:    s.maxOffset,
+		Committed:    s.Offsets.Committed,
+		ResetPending: s.Offsets.HasReset,
+		LMQsOf:       func(parent string) []string { return s.Lifecycle.Index().LMQs(parent) },
+		Config:       s.dispatcherConfig,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.Lifecycle, err = lifecycle.New(lifecycle.Options{
+		Store:     lifecycleStore{st},
+		Meta:      s.Meta,
+		Config:    s.lifecycleConfig,
+		OnDeleted: s.onDeleted,
+		Flush:     st.ConsumeQueue().Flush,
+		Started:   d.Started,
+		Logger:    d.Logger.With("part", "lifecycle"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	cfg := d.Config()
+	s.Pop, err = poplite.New(poplite.Deps{
+		Config:     d.Config,
+		Store:      st,
+		Meta:       s.Meta,
+		Registry:   s.Registry,
+		Dispatcher: s.Dispatcher,
+		Orders:     s.Orders,
+		Locks:      s.Locks,
+		Offsets:    s.Offsets,
+		InMemory:   s.inMemory,
+		Hold:       longpoll.Config{MaxParked: int(max(cfg.MaxPopPollingSize, 1))},
+		Logger:     d.Logger.With("part", "poplite"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.Subscribe, err = subscribe.New(subscribe.Deps{Config: d.Config, Meta: s.Meta, Registry: s.Registry, Logger: d.Logger.With("part", "subscribe")})
+	if err != nil {
+		return nil, err
+	}
+	s.Admin, err = liteadmin.New(liteadmin.Deps{
+		Config:     d.Config,
+		Store:      adminStore{st},
+		Meta:       s.Meta,
+		Lifecycle:  s.Lifecycle,
+		Registry:   s.Registry,
+		Dispatcher: s.Dispatcher,
+		Orders:     s.Orders,
+		Offsets:    s.Offsets,
+		IsHome:     s.isHome,
+		Logger:     d.Logger.With("part", "liteadmin"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Listeners first, then the initial index: an LMQ created in between
+	// is seen twice, which the index tolerates.
+	st.AddLmqListener(s.Lifecycle)
+	st.AddLmqListener(appendListener{s.Dispatcher})
+	n := s.Lifecycle.Load()
+	s.Meta.Refresh()
+	s.log.Info("lite topics loaded", "liteTopics", n, "lmqCount", st.LmqCount())
+	return s, nil
+}
+
+func (s *Service) maxOffset(lmq string) int64 { return s.d.Store.MaxOffset(lmq, naming.QueueID) }
+
+// inMemory reports whether the message at offset of lmq lies within
+// HotBytes of the CommitLog's end.
+func (s *Service) inMemory(lmq string, off int64) bool {
+	e, ok, err := s.d.Store.ConsumeQueue().Entry(lmq, naming.QueueID, off)
+	if err != nil || !ok {
+		return false
+	}
+	return s.d.Store.CommitLog().MaxOffset()-e.CommitLogOffset <= s.d.HotBytes
+}
+
+// isHome reports whether this broker is lite's home (§4.6).
+func (s *Service) isHome(parent, lite string) bool {
+	if s.d.Routes == nil {
+		return true
+	}
+	brokers, ok := s.d.Routes(parent)
+	if !ok || len(brokers) == 0 {
+		return true
+	}
+	return brokers[naming.HomeBucket(lite, len(brokers))] == s.d.BrokerName()
+}
+
+// subscriptionActive: home here, or the LMQ already exists here.
+func (s *Service) subscriptionActive(parent, lmq string) bool {
+	_, lite, ok := naming.Parse(lmq)
+	if !ok {
+		return true
+	}
+	return s.isHome(parent, lite) || s.maxOffset(lmq) > 0
+}
+
+func (s *Service) dispatcherConfig() dispatcher.Config {
+	cfg := s.d.Config()
+	c := dispatcher.DefaultConfig()
+	if cfg.MaxClientEventCount > 0 {
+		c.MaxClientEventCount = cfg.MaxClientEventCount
+	}
+	if cfg.LiteEventCapacityCacheTTLMs > 0 {
+		c.CapacityCacheTTL = cfg.LiteEventCapacityCacheTTLMs
+	}
+	if cfg.LiteEventFullDispatchDelayTime > 0 {
+		c.FullDispatchDelay = cfg.LiteEventFullDispatchDelayTime
+	}
+	if cfg.LiteEventFullDispatchDelayTimeForWildcardGroup > 0 {
+		c.FullDispatchDelayWildcard = cfg.LiteEventFullDispatchDelayTimeForWildcardGroup
+	}
+	if cfg.LiteEventCheckInterval > 0 {
+		c.CheckInterval = cfg.LiteEventCheckInterval
+	}
+	return c
+}
+
+func (s *Service) lifecycleConfig() lifecycle.Config {
+	cfg := s.d.Config()
+	return lifecycle.Config{CheckInterval: cfg.LiteTTLCheckInterval, MinTTL: cfg.MinLiteTTL, ExpirationUnit: s.d.ExpirationUnit}
+}
+
+// onDeleted is the deletion cascade of one lmq (§4.5 steps 1, 3, 4).
+func (s *Service) onDeleted(_, lmq string, groups []string) {
+	for _, g := range groups {
+		s.Offsets.Delete(g, lmq)
+		s.Orders.Clear(orderinfo.Key{LMQ: lmq, Group: g})
+	}
+	s.Offsets.Delete(ToolsConsumerGroup, lmq)
+	s.Registry.CleanLMQ(lmq)
+}
+
+// Registrar installs handlers; the broker's procRegistrar satisfies it.
+type Registrar interface {
+	RegisterProcessor(code int32, h remoting.Handler, pool int)
+}
+
+// Register installs POP_LITE_MESSAGE, ACK_LITE_MESSAGE,
+// LITE_SUBSCRIPTION_CTL and the admin codes. Lite acks arrive through
+// ACK_MESSAGE / CHANGE_MESSAGE_INVISIBLETIME: see poplite.Processor.
+func (s *Service) Register(r Registrar) {
+	s.Pop.Register(r)
+	s.Subscribe.Register(r)
+	s.Admin.Register(r)
+}
+
+// TopicsChanged is the topic table's change hook: the LMQs of a deleted
+// parent are deleted in the background (§4.4 step 3).
+func (s *Service) TopicsChanged(names []string) {
+	for _, name := range names {
+		if _, exists := s.d.Topics.Get(name); exists || s.Lifecycle.Index().Count(name) == 0 {
+			continue
+		}
+		s.cleaning.Add(1)
+		go func(parent string) {
+			defer s.cleaning.Done()
+			n, err := s.Lifecycle.CleanParent(parent)
+			if err != nil {
+				s.log.Error("delete lite topics of a deleted parent", "parent", parent, "err", err)
+			}
+			s.log.Info("deleted lite topics of a deleted parent", "parent", parent, "count", n)
+		}(name)
+	}
+}
+
+// Start runs the sweeper, the dispatcher scan, the subscription expiry,
+// the long polling and the lock sweeper.
+func (s *Service) Start() {
+	s.Pop.Start()
+	s.Dispatcher.Start()
+	s.Subscribe.Start()
+	s.Lifecycle.Start()
+	s.life.Lock()
+	defer s.life.Unlock()
+	if s.stop != nil {
+		return
+	}
+	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	go func(stop, done chan struct{}) {
+		defer close(done)
+		t := time.NewTicker(orderinfo.DefaultLease)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if n := s.Locks.Sweep(); n > 0 {
+					s.log.Warn("dropped lite locks held past their lease", "count", n)
+				}
+			}
+		}
+	}(s.stop, s.done)
+}
+
+// Drain answers every parked pop (before a graceful shutdown).
+func (s *Service) Drain() int { return s.Pop.Drain() }
+
+// Close stops everything.
+func (s *Service) Close() {
+	s.life.Lock()
+	stop, done := s.stop, s.done
+	s.stop = nil
+	s.life.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+	s.Lifecycle.Close()
+	s.Subscribe.Close()
+	s.Dispatcher.Close()
+	s.Pop.Close()
+	s.Orders.Close()
+	s.cleaning.Wait()
+}
+
+// SendChecker wraps the send path's message check (send.Deps.
+// MessageTypeCheck): a message carrying __LITE_TOPIC must go to a LITE
+// parent and carry a legal lite name (§1.4, [our choice] at the broker),
+// so no LMQ is ever created for a bad name. Sends to %RETRY% and %DLQ%
+// topics (consumers re-sending) are not checked.
+func (s *Service) SendChecker(next send.MessageChecker) send.MessageChecker {
+	return sendChecker{next: next, cfg: s.d.Config}
+}
+
+type sendChecker struct {
+	next send.MessageChecker
+	cfg  func() *config.Config
+}
+
+func (c sendChecker) CheckMessage(tc *protocol.TopicConfig, msg *message.Message, sysFlag int32) error {
+	if lite, ok := msg.Properties[message.PropertyLiteTopic]; ok && !strings.HasPrefix(tc.TopicName, protocol.RetryGroupTopicPrefix) &&
+		!strings.HasPrefix(tc.TopicName, protocol.DLQGroupTopicPrefix) {
+		if !meta.IsParent(*tc) {
+			return fmt.Errorf("%w: property %s is set but topic [%s] is not a LITE topic (message.type)", send.ErrMessageIllegal, message.PropertyLiteTopic, tc.TopicName)
+		}
+		if err := naming.ValidateLite(lite, c.cfg().MaxLiteTopicSize); err != nil {
+			return fmt.Errorf("%w: illegal lite topic %q: %v", send.ErrMessageIllegal, lite, err)
+		}
+	}
+	if c.next != nil {
+		return c.next.CheckMessage(tc, msg, sysFlag)
+	}
+	return nil
+}
+
+// appendListener feeds LMQ appends to the dispatcher.
+type appendListener struct{ d *dispatcher.Dispatcher }
+
+func (a appendListener) OnLmqCreated(string)                     {}
+func (a appendListener) OnLmqAppended(lmq string, off, ts int64) { a.d.OnLmqAppended(lmq, off, ts) }
+func (a appendListener) OnLmqDeleted(string)                     {}
+
+// lifecycleStore adapts the store to lifecycle.Store.
+type lifecycleStore struct{ s *store.Store }
+
+func (l lifecycleStore) Range(f func(consumequeue.QueueID, consumequeue.QueueState) bool) {
+	l.s.ConsumeQueue().Range(f)
+}
+
+func (l lifecycleStore) DeleteLmqs(names []string, del func(string, consumequeue.QueueState) bool) ([]string, error) {
+	return l.s.DeleteLmqs(names, del)
+}
+
+func (l lifecycleStore) DeleteLmqsWhere(pick, recheck func(string, consumequeue.QueueState) bool) ([]string, error) {
+	return l.s.DeleteLmqsWhere(pick, recheck)
+}
+
+// adminStore adapts the store to liteadmin.Store.
+type adminStore struct{ s *store.Store }
+
+func (a adminStore) State(lmq string) (consumequeue.QueueState, bool) {
+	return a.s.ConsumeQueue().State(lmq, naming.QueueID)
+}
+
+func (a adminStore) MessageStoreTime(topic string, qid int32, off int64) int64 {
+	return a.s.MessageStoreTime(topic, qid, off)
+}
+
+func (a adminStore) LmqCount() int   { return a.s.LmqCount() }
+func (a adminStore) QueueCount() int { return a.s.ConsumeQueue().QueueCount() }
+
+func (a adminStore) OffsetTableSize() int {
+	n := 0
+	a.s.Offsets().Range(func(offset.Key, int64) bool { n++; return true })
+	return n
+}

@@ -1,0 +1,89 @@
+// Package offsets keeps the consumer offsets of lite topics (lite-topic.md
+// §6.9): a group's committed offset of an LMQ (key lmq@group, queue 0) in
+// the store's persistent offset table, and the pending resets that
+// subscribe options, exclusive eviction and unsubscribe register and the
+// next pop consumes.
+package offsets
+
+import (
+	"sync"
+
+	"github.com/rmqgo/rmq/broker/lite/naming"
+	"github.com/rmqgo/rmq/broker/store/offset"
+)
+
+// Table is the store's offset table (*offset.Store).
+type Table interface {
+	Commit(k offset.Key, off int64)
+	Get(k offset.Key) (int64, bool)
+	Delete(k offset.Key)
+}
+
+type key struct{ group, lmq string }
+
+// Offsets is safe for concurrent use.
+type Offsets struct {
+	t Table
+
+	mu     sync.Mutex
+	resets map[key]int64
+}
+
+// New wraps the store's offset table.
+func New(t Table) *Offsets { return &Offsets{t: t, resets: map[key]int64{}} }
+
+func okey(group, lmq string) offset.Key {
+	return offset.Key{Group: group, Topic: lmq, QueueID: naming.QueueID}
+}
+
+// Committed returns group's committed offset of lmq, -1 when none.
+func (o *Offsets) Committed(group, lmq string) int64 {
+	if v, ok := o.t.Get(okey(group, lmq)); ok {
+		return v
+	}
+	return -1
+}
+
+// Commit records group's offset of lmq.
+func (o *Offsets) Commit(group, lmq string, off int64) { o.t.Commit(okey(group, lmq), off) }
+
+// SetReset registers a pending reset of (group, lmq) to off.
+func (o *Offsets) SetReset(group, lmq string, off int64) {
+	o.mu.Lock()
+	o.resets[key{group, lmq}] = off
+	o.mu.Unlock()
+}
+
+// HasReset reports a pending reset.
+func (o *Offsets) HasReset(group, lmq string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, ok := o.resets[key{group, lmq}]
+	return ok
+}
+
+// TakeReset removes and returns a pending reset.
+func (o *Offsets) TakeReset(group, lmq string) (int64, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	k := key{group, lmq}
+	v, ok := o.resets[k]
+	delete(o.resets, k)
+	return v, ok
+}
+
+// Delete removes group's committed offset and pending reset of lmq (the
+// lmq was deleted; #10550: the reset must not leak).
+func (o *Offsets) Delete(group, lmq string) {
+	o.t.Delete(okey(group, lmq))
+	o.mu.Lock()
+	delete(o.resets, key{group, lmq})
+	o.mu.Unlock()
+}
+
+// PendingResets is the number of pending resets.
+func (o *Offsets) PendingResets() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.resets)
+}

@@ -1,0 +1,397 @@
+// Package poplite answers POP_LITE_MESSAGE (200070, lite-topic.md §6): a
+// client's pop drains its event set LMQ by LMQ, each LMQ consumed FIFO under
+// its (group, lmq) lock and order state, and parks in a long poll keyed by
+// the client when nothing is there. It also handles the lite branch of
+// ACK_MESSAGE / CHANGE_MESSAGE_INVISIBLETIME (requests carrying liteTopic,
+// §6.7–§6.8) and ACK_LITE_MESSAGE (200072, aliased to that ack).
+package poplite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/lite/dispatcher"
+	"github.com/rmqgo/rmq/broker/lite/meta"
+	"github.com/rmqgo/rmq/broker/lite/naming"
+	"github.com/rmqgo/rmq/broker/lite/offsets"
+	"github.com/rmqgo/rmq/broker/lite/orderinfo"
+	"github.com/rmqgo/rmq/broker/lite/registry"
+	"github.com/rmqgo/rmq/broker/longpoll"
+	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+// CodeAckLiteMessage is ACK_LITE_MESSAGE: reserved upstream with no
+// processor; here an alias of ACK_MESSAGE with liteTopic.
+const CodeAckLiteMessage = code.AckLiteMessage
+
+// Protocol constants.
+const (
+	// MaxMsgNum caps one pop.
+	MaxMsgNum = 32
+	// ReviveQid is the POP order revive queue id every lite receipt carries.
+	ReviveQid = 999
+	// bornSlack: a request that arrives this long after its poll budget
+	// ran out is answered POLLING_TIMEOUT at once.
+	bornSlack = 500
+)
+
+// Executor indexes of the broker (broker.PoolPull, broker.PoolAdmin).
+const (
+	PoolPull  = 1
+	PoolAdmin = 2
+)
+
+// Registrar installs handlers; the broker's procRegistrar satisfies it.
+type Registrar interface {
+	RegisterProcessor(code int32, h remoting.Handler, pool int)
+}
+
+// Store is what pops read.
+type Store interface {
+	GetMessage(ctx context.Context, topic string, queueID int32, offset int64, maxMsgNums int, maxBytes int, filter store.MessageFilter) (*store.GetResult, error)
+	MaxOffset(topic string, queueID int32) int64
+	MinOffset(topic string, queueID int32) int64
+}
+
+// Deps are the processor's collaborators; all but InMemory, Now and Logger
+// are required.
+type Deps struct {
+	Config     func() *config.Config
+	Store      Store
+	Meta       *meta.Source
+	Registry   *registry.Registry
+	Dispatcher *dispatcher.Dispatcher
+	Orders     *orderinfo.Manager
+	Locks      *orderinfo.Locks
+	Offsets    *offsets.Offsets
+	// InMemory reports whether the message at offset of lmq is still hot
+	// (the MAX init mode starts a new group at 0 then, §6.3 step 3).
+	InMemory func(lmq string, offset int64) bool
+	// Hold tunes the long polling (MaxParked = maxPopPollingSize).
+	Hold   longpoll.Config
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Processor is safe for concurrent use.
+type Processor struct {
+	d    Deps
+	log  *slog.Logger
+	hold *longpoll.Service
+}
+
+// New validates d and builds the processor and its long polling; it
+// installs itself as the dispatcher's waker.
+func New(d Deps) (*Processor, error) {
+	if d.Config == nil || d.Store == nil || d.Meta == nil || d.Registry == nil || d.Dispatcher == nil ||
+		d.Orders == nil || d.Locks == nil || d.Offsets == nil {
+		return nil, errors.New("poplite: Config, Store, Meta, Registry, Dispatcher, Orders, Locks and Offsets are required")
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Hold.Now == nil {
+		d.Hold.Now = d.Now
+	}
+	if d.Hold.Logger == nil {
+		d.Hold.Logger = d.Logger
+	}
+	p := &Processor{d: d, log: d.Logger}
+	// The long-poll table is keyed by client: "topic" = pollKey(client),
+	// queue 0, every request waiting for "offset" 0, and a client's "max
+	// offset" is 1 while its event set is not empty.
+	p.hold = longpoll.New(d.Hold, p.resume, func(k string, _ int32) int64 {
+		if key, ok := parsePollKey(k); ok && d.Dispatcher.Pending(key) > 0 {
+			return 1
+		}
+		return 0
+	})
+	d.Dispatcher.SetWaker(p.Wake)
+	return p, nil
+}
+
+func pollKey(k registry.ClientKey) string { return k.Group + "\x00" + k.ClientID }
+
+func parsePollKey(s string) (registry.ClientKey, bool) {
+	g, c, ok := strings.Cut(s, "\x00")
+	return registry.ClientKey{ClientID: c, Group: g}, ok
+}
+
+// Wake re-runs the parked pops of a client (the dispatcher placed an event).
+func (p *Processor) Wake(k registry.ClientKey) { p.hold.WakeQueue(pollKey(k), 0, 1) }
+
+// Parked is the number of parked pops.
+func (p *Processor) Parked() int { return p.hold.Len() }
+
+// Handlers maps the pop code to its handler.
+func (p *Processor) Handlers() map[int32]remoting.Handler {
+	return map[int32]remoting.Handler{code.PopLiteMessage: p.handle}
+}
+
+// Register installs the pop handler on the pull executor and
+// ACK_LITE_MESSAGE on the admin executor.
+func (p *Processor) Register(r Registrar) {
+	r.RegisterProcessor(code.PopLiteMessage, p.handle, PoolPull)
+	r.RegisterProcessor(CodeAckLiteMessage, p.handleAckLite, PoolPull)
+}
+
+// Start runs the long polling's deadline loop.
+func (p *Processor) Start() { p.hold.Start() }
+
+// Drain answers every parked pop (shutdown).
+func (p *Processor) Drain() int { return p.hold.Drain() }
+
+// Close stops the long polling.
+func (p *Processor) Close() { p.hold.Close() }
+
+type popHeader struct {
+	clientID, group, topic string
+	maxMsgNum              int32
+	invisibleTime          int64
+	pollTime               int64
+	bornTime               int64
+	attemptID              string
+}
+
+func parsePop(req *remoting.Command) (popHeader, error) {
+	f := protocol.FieldsOf(req.ExtFields)
+	h := popHeader{
+		clientID:      f.Str("clientId"),
+		group:         f.Str("consumerGroup"),
+		topic:         f.Str("topic"),
+		maxMsgNum:     f.Int32("maxMsgNum"),
+		invisibleTime: f.Int64("invisibleTime"),
+		pollTime:      f.Int64("pollTime"),
+		bornTime:      f.Int64("bornTime"),
+		attemptID:     f.OptStr("attemptId", ""),
+	}
+	if err := f.Err(); err != nil {
+		return h, remoting.Errorf(code.InvalidParameter, "POP_LITE_MESSAGE: %v", err)
+	}
+	return h, nil
+}
+
+func (p *Processor) handle(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	return p.process(ctx, ch, req, true)
+}
+
+// resume re-runs a woken or expired pop and writes its answer.
+func (p *Processor) resume(ctx context.Context, ch *remoting.Channel, req *remoting.Command) {
+	resp, err := p.process(ctx, ch, req, true)
+	if err != nil {
+		resp = remoting.ResponseFromError(req, err)
+	}
+	if resp == nil || ch == nil || req.IsOneway() {
+		return
+	}
+	resp.Opaque = req.Opaque
+	resp.SerializeType = req.SerializeType
+	if err := ch.WriteResponse(resp); err != nil {
+		p.log.Debug("write resumed pop lite response", "remote", ch.RemoteAddr(), "err", err)
+	}
+}
+
+// check runs the pre-checks of §6.2.
+func (p *Processor) check(h *popHeader, now int64) error {
+	cfg := p.d.Config()
+	if h.bornTime <= 0 {
+		h.bornTime = now
+	}
+	if now-h.bornTime-h.pollTime > bornSlack {
+		return remoting.Errorf(code.PollingTimeout, "the request expired: born %d + poll %d ms is past", h.bornTime, h.pollTime)
+	}
+	if cfg.BrokerPermission&protocol.PermRead == 0 {
+		return remoting.Errorf(code.NoPermission, "the broker[%s] pop lite message is forbidden", cfg.BrokerIP1)
+	}
+	if h.maxMsgNum <= 0 || h.maxMsgNum > MaxMsgNum {
+		return remoting.Errorf(code.InvalidParameter, "maxMsgNum %d out of range 1..%d", h.maxMsgNum, MaxMsgNum)
+	}
+	if h.invisibleTime <= 0 {
+		return remoting.Errorf(code.InvalidParameter, "invisibleTime %d must be positive", h.invisibleTime)
+	}
+	tc, ok := p.d.Meta.Topic(h.topic)
+	if !ok {
+		return remoting.Errorf(code.TopicNotExist, "topic[%s] not exist, apply first please!", h.topic)
+	}
+	if tc.Perm&protocol.PermRead == 0 {
+		return remoting.Errorf(code.NoPermission, "the topic[%s] peeking message is forbidden", h.topic)
+	}
+	if !meta.IsParent(tc) {
+		return remoting.Errorf(code.InvalidParameter, "topic[%s] is not a LITE topic (message.type)", h.topic)
+	}
+	g, ok := p.d.Meta.Group(h.group)
+	if !ok {
+		return remoting.Errorf(code.SubscriptionGroupNotExist, "subscription group [%s] does not exist", h.group)
+	}
+	if !g.ConsumeEnable {
+		return remoting.Errorf(code.NoPermission, "subscription group no permission, %s", h.group)
+	}
+	if g.BindTopic != h.topic {
+		return remoting.Errorf(code.InvalidParameter, "group [%s] is not bound to lite topic [%s] (lite.bind.topic=%q)", h.group, h.topic, g.BindTopic)
+	}
+	return nil
+}
+
+func (p *Processor) process(ctx context.Context, ch *remoting.Channel, req *remoting.Command, allowSuspend bool) (*remoting.Command, error) {
+	h, err := parsePop(req)
+	if err != nil {
+		return nil, err
+	}
+	now := p.d.Now().UnixMilli()
+	if err := p.check(&h, now); err != nil {
+		return nil, err
+	}
+	key := registry.ClientKey{ClientID: h.clientID, Group: h.group}
+	p.d.Dispatcher.Touch(key, false)
+	res := p.popByClient(ctx, key, &h, now)
+	if len(res.body) > 0 || res.count > 0 {
+		p.d.Dispatcher.Touch(key, true)
+		resp := remoting.NewResponse(req, code.Success, "")
+		resp.SetExt("popTime", strconv.FormatInt(now, 10))
+		resp.SetExt("invisibleTime", strconv.FormatInt(h.invisibleTime, 10))
+		resp.SetExt("reviveQid", strconv.Itoa(ReviveQid))
+		resp.SetExt("orderCountInfo", strings.Join(res.counts, ";"))
+		resp.Body = res.body
+		return resp, nil
+	}
+	deadline := time.UnixMilli(h.bornTime + h.pollTime)
+	if !allowSuspend || h.pollTime <= 0 || !p.d.Now().Before(deadline) {
+		return remoting.NewResponse(req, code.PollingTimeout, "no new message, polling timeout"), nil
+	}
+	err = p.hold.Park(longpoll.Request{Channel: ch, Command: req, Topic: pollKey(key), Deadline: deadline})
+	if errors.Is(err, longpoll.ErrFull) {
+		return remoting.NewResponse(req, code.PollingFull, "too many pop lite requests are suspended"), nil
+	}
+	if err != nil {
+		return remoting.NewResponse(req, code.PollingTimeout, "no new message, polling timeout"), nil
+	}
+	p.d.Dispatcher.MarkLongPoll(key)
+	// An event placed between the drain and the park must not wait for
+	// the periodic check.
+	if p.d.Dispatcher.Pending(key) > 0 {
+		p.Wake(key)
+	}
+	return nil, nil
+}
+
+type popResult struct {
+	body   []byte
+	counts []string
+	count  int
+}
+
+// popByClient drains the client's events until maxMsgNum messages are
+// found (§6.3). An lmq counts as handled only once it was read under its
+// lock: one skipped because it was locked or blocked does not suppress a
+// later event for it in this pop (#11191).
+func (p *Processor) popByClient(ctx context.Context, key registry.ClientKey, h *popHeader, popTime int64) popResult {
+	var res popResult
+	handled := map[string]bool{}
+	for res.count < int(h.maxMsgNum) {
+		lmq, ok := p.d.Dispatcher.Poll(key)
+		if !ok {
+			break
+		}
+		if handled[lmq] || !naming.BelongsTo(lmq, h.topic) {
+			continue
+		}
+		if p.d.Registry.Tombstoned(key, lmq) {
+			continue
+		}
+		n, done := p.popLMQ(ctx, key.Group, lmq, int(h.maxMsgNum)-res.count, h, popTime, &res)
+		if done {
+			handled[lmq] = true
+		}
+		res.count += n
+	}
+	return res
+}
+
+// popLMQ pops up to n messages of one lmq for group (§6.3 popLiteTopic);
+// done is false when the lmq was locked or blocked.
+func (p *Processor) popLMQ(ctx context.Context, group, lmq string, n int, h *popHeader, popTime int64, res *popResult) (count int, done bool) {
+	k := orderinfo.Key{LMQ: lmq, Group: group}
+	if !p.d.Locks.TryLock(k) {
+		return 0, false
+	}
+	defer p.d.Locks.Unlock(k)
+	resetTo, hasReset := p.d.Offsets.TakeReset(group, lmq)
+	// A pending reset bypasses the FIFO block (#10550).
+	if !hasReset && p.d.Orders.Blocked(k, h.attemptID) {
+		return 0, false
+	}
+	var offset int64
+	switch {
+	case hasReset:
+		p.d.Orders.Clear(k)
+		offset = resetTo
+		p.d.Offsets.Commit(group, lmq, offset)
+	default:
+		offset = p.d.Offsets.Committed(group, lmq)
+		if offset < 0 {
+			offset = p.initOffset(lmq)
+			p.d.Offsets.Commit(group, lmq, offset)
+		}
+	}
+	for attempt := 0; attempt < 2; attempt++ {
+		r, err := p.d.Store.GetMessage(ctx, lmq, naming.QueueID, offset, n, 0, nil)
+		if err != nil {
+			p.log.Warn("pop lite read", "lmq", lmq, "group", group, "offset", offset, "err", err)
+			return 0, true
+		}
+		switch r.Status {
+		case store.Found:
+			counts := p.d.Orders.Update(k, h.attemptID, popTime, h.invisibleTime, r.QueueOffsets)
+			for i, rec := range r.Records {
+				res.body = append(res.body, rec...)
+				res.counts = append(res.counts, strconv.Itoa(int(counts[i])))
+			}
+			count = len(r.Records)
+			r.Release()
+			return count, true
+		case store.OffsetTooSmall, store.OffsetOverflowBadly, store.OffsetFoundNull, store.NoMatchedMessage, store.MessageWasRemoving:
+			r.Release()
+			if r.NextBeginOffset == offset {
+				return 0, true
+			}
+			// Correct the group's offset and read once more.
+			offset = r.NextBeginOffset
+			p.d.Offsets.Commit(group, lmq, offset)
+		default:
+			// NO_MATCHED_LOGIC_QUEUE (deleted lmq), NO_MESSAGE_IN_QUEUE,
+			// OFFSET_OVERFLOW_ONE: nothing to pop, nothing to correct.
+			r.Release()
+			return 0, true
+		}
+	}
+	return 0, true
+}
+
+// initOffset is where a group without a committed offset starts (MAX init
+// mode): at 0 while the LMQ still starts at 0 and that message is hot, so
+// the first message of a new lite topic is not skipped; else at the last
+// message.
+func (p *Processor) initOffset(lmq string) int64 {
+	min := p.d.Store.MinOffset(lmq, naming.QueueID)
+	if min <= 0 && (p.d.InMemory == nil || p.d.InMemory(lmq, 0)) {
+		return 0
+	}
+	return max(p.d.Store.MaxOffset(lmq, naming.QueueID)-1, 0)
+}
+
+// errf is a CodeError with a formatted remark.
+func errf(c int32, format string, args ...any) error {
+	return &remoting.CodeError{Code: c, Remark: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,327 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rmqgo/rmq/pkg/admin"
+	"github.com/rmqgo/rmq/pkg/message"
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/tests/e2e/harness"
+)
+
+// Lite-topic test parameters. The broker measures lite.topic.expiration in
+// units of liteExpirationUnit instead of minutes (the test-only environment
+// override), so an expiration of 3 is 3 s.
+const (
+	liteParent         = "OrderTopic"
+	liteGroup          = "lite_cg"
+	liteName           = "user_10086"
+	liteLMQ            = "%LMQ%$OrderTopic$user_10086"
+	liteExpirationUnit = time.Second
+	liteExpiration     = 3
+)
+
+// liteClient speaks the raw lite requests (no lite SDK consumer yet).
+type liteClient struct {
+	t    *testing.T
+	rc   *remoting.Client
+	addr string
+}
+
+func (c *liteClient) invoke(reqCode int32, ext map[string]string, body []byte) *remoting.Command {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := c.rc.Invoke(ctx, c.addr, remoting.NewRequest(reqCode, ext, body))
+	if err != nil {
+		c.t.Fatalf("request %d: %v", reqCode, err)
+	}
+	return resp
+}
+
+func (c *liteClient) want(what string, resp *remoting.Command, wantCode int32, remark string) {
+	c.t.Helper()
+	if resp.Code != wantCode || !strings.Contains(resp.Remark, remark) {
+		c.t.Fatalf("%s: code %d %q, want %d with %q", what, resp.Code, resp.Remark, wantCode, remark)
+	}
+}
+
+func (c *liteClient) send(topic string, qid int, body, lite string) *remoting.Command {
+	c.t.Helper()
+	props, err := message.EncodeProperties(map[string]string{message.PropertyLiteTopic: lite, message.PropertyUniqClientMessageIDKeyIdx: fmt.Sprintf("LITE%d", time.Now().UnixNano())})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return c.invoke(code.SendMessage, map[string]string{
+		"producerGroup": "lite_pg", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+		"queueId": strconv.Itoa(qid), "sysFlag": "0", "bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10), "flag": "0",
+		"properties": string(props), "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
+	}, []byte(body))
+}
+
+func (c *liteClient) subscribe(clientID, group string, lites []string) *remoting.Command {
+	c.t.Helper()
+	body, _ := json.Marshal(map[string]any{"subscriptionSet": []any{map[string]any{
+		"action": "PARTIAL_ADD", "clientId": clientID, "group": group, "topic": liteParent, "liteTopicSet": lites, "version": 1,
+	}}})
+	return c.invoke(code.LiteSubscriptionCtl, nil, body)
+}
+
+func litePopExt(clientID, group string, poll time.Duration) map[string]string {
+	return map[string]string{
+		"clientId": clientID, "consumerGroup": group, "topic": liteParent, "maxMsgNum": "32",
+		"invisibleTime": "30000", "pollTime": strconv.FormatInt(poll.Milliseconds(), 10),
+		"bornTime": strconv.FormatInt(time.Now().UnixMilli(), 10),
+	}
+}
+
+type litePopped struct {
+	msgs  []*message.Message
+	sizes []int
+	ext   map[string]string
+}
+
+func decodeLitePop(t *testing.T, resp *remoting.Command) litePopped {
+	t.Helper()
+	if resp.Code != code.Success {
+		t.Fatalf("pop: code %d %q", resp.Code, resp.Remark)
+	}
+	p := litePopped{ext: resp.ExtFields}
+	for b := resp.Body; len(b) > 0; {
+		m, n, err := message.DecodeStored(b, message.DecodeOptions{})
+		if err != nil {
+			t.Fatalf("pop body: %v", err)
+		}
+		p.msgs, p.sizes = append(p.msgs, m), append(p.sizes, n)
+		b = b[n:]
+	}
+	return p
+}
+
+func (c *liteClient) ack(group, lite string, offset int64, p litePopped) *remoting.Command {
+	c.t.Helper()
+	return c.invoke(code.AckMessage, map[string]string{
+		"consumerGroup": group, "topic": liteParent, "queueId": "0", "offset": strconv.FormatInt(offset, 10), "liteTopic": lite,
+		"extraInfo": fmt.Sprintf("0 %s %s 999 0 broker-a 0 %d", p.ext["popTime"], p.ext["invisibleTime"], offset),
+	}, nil)
+}
+
+// TestLiteTopicSeedFlow is issue 6's flow with real processes: a LITE parent
+// with a short expiration, a lite group bound to it, a subscribed client,
+// one message for lite topic user_10086 (one CommitLog record, one LMQ
+// entry) popped by a long poll the event wakes, acked; idle past the
+// expiration the sweeper deletes offsets, subscription and keys (checked
+// again after a restart); a new message re-creates the lite topic from
+// offset 0. Then the bad inputs and the mqadmin lite commands.
+func TestLiteTopicSeedFlow(t *testing.T) {
+	t.Setenv("ROCKETMQ_LITE_TOPIC_EXPIRATION_UNIT_MS", strconv.FormatInt(liteExpirationUnit.Milliseconds(), 10))
+	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1, BrokerConf: map[string]string{
+		"enableLmq": "true", "enableMultiDispatch": "true",
+		"minLiteTTl": "1000", "liteTtlCheckInterval": "500", "liteEventCheckInterval": "500",
+		"flushConsumerOffsetInterval": "500",
+	}})
+	bp := c.Brokers[0]
+	mq := func(args ...string) string {
+		t.Helper()
+		out, err := c.MQAdmin(t, args...)
+		if err != nil {
+			t.Fatalf("mqadmin %v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	mq("updateTopic", "-c", "DefaultCluster", "-t", liteParent, "-r", "4", "-w", "4",
+		"-a", fmt.Sprintf("+message.type=LITE,+lite.topic.expiration=%d", liteExpiration))
+	mq("updateTopic", "-c", "DefaultCluster", "-t", "PlainTopic", "-r", "1", "-w", "1")
+	mq("updateSubGroup", "-c", "DefaultCluster", "-g", liteGroup, "--attributes", "+lite.bind.topic="+liteParent)
+	mq("updateSubGroup", "-c", "DefaultCluster", "-g", "quota_cg", "--attributes", "+lite.bind.topic="+liteParent+",+lite.sub.client.quota=2")
+	mq("updateSubGroup", "-c", "DefaultCluster", "-g", "plain_cg")
+
+	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	defer rc.Close()
+	lc := &liteClient{t: t, rc: rc, addr: bp.Addr}
+	adm, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	ctx := context.Background()
+	commitLogMax := func() int64 {
+		t.Helper()
+		info, err := adm.GetBrokerRuntimeInfo(ctx, bp.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := strconv.ParseInt(info["commitLogMaxOffset"], 10, 64)
+		return n
+	}
+
+	lc.want("subscribe", lc.subscribe("client-1", liteGroup, []string{liteName}), code.Success, "")
+	// A long-polling pop, parked before the message exists.
+	answered := make(chan *remoting.Command, 1)
+	pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := rc.InvokeAsync(pctx, bp.Addr, remoting.NewRequest(code.PopLiteMessage, litePopExt("client-1", liteGroup, 15*time.Second), nil),
+		func(resp *remoting.Command, err error) {
+			if err != nil {
+				resp = &remoting.Command{Code: -1, Remark: err.Error()}
+			}
+			answered <- resp
+		}); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 5*time.Second, func() error {
+		ci, err := adm.GetLiteClientInfo(ctx, bp.Addr, liteParent, liteGroup, "client-1", 0)
+		if err != nil {
+			return err
+		}
+		if ci.LastAccessTime == 0 {
+			return fmt.Errorf("pop not parked yet")
+		}
+		return nil
+	})
+	before := commitLogMax()
+	sent := time.Now()
+	lc.want("send", lc.send(liteParent, 2, "hello lite", liteName), code.Success, "")
+	var resp *remoting.Command
+	select {
+	case resp = <-answered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("long poll not answered after the send")
+	}
+	if d := time.Since(sent); d > 3*time.Second {
+		t.Fatalf("long poll answered %v after the send: not woken by the event", d)
+	}
+	p := decodeLitePop(t, resp)
+	if len(p.msgs) != 1 || string(p.msgs[0].Body) != "hello lite" || p.ext["reviveQid"] != "999" || p.ext["orderCountInfo"] != "0" {
+		t.Fatalf("popped %d messages, ext %v", len(p.msgs), p.ext)
+	}
+	m := p.msgs[0]
+	if m.Topic != liteParent || m.Properties[message.PropertyInnerMultiDispatch] != liteLMQ ||
+		m.Properties[message.PropertyInnerMultiQueueOffset] != "0" || m.Properties[message.PropertyLiteTopic] != liteName {
+		t.Fatalf("stored message %s %v", m.Topic, m.Properties)
+	}
+	// One CommitLog record (exactly the popped record's bytes), one LMQ entry.
+	if grown := commitLogMax() - before; grown != int64(p.sizes[0]) {
+		t.Fatalf("CommitLog grew by %d bytes, the record is %d", grown, p.sizes[0])
+	}
+	ti, err := adm.GetLiteTopicInfo(ctx, bp.Addr, liteParent, liteName)
+	if err != nil || ti.TopicOffset.MinOffset != 0 || ti.TopicOffset.MaxOffset != 1 || len(ti.Subscriber) != 1 {
+		t.Fatalf("lite topic info %+v %v", ti, err)
+	}
+	if max, err := adm.GetMaxOffsetOf(ctx, bp.Addr, liteParent, 2); err != nil || max != 1 {
+		t.Fatalf("parent queue max %d %v", max, err)
+	}
+
+	lc.want("ack", lc.ack(liteGroup, liteName, 0, p), code.Success, "")
+	gi, err := adm.GetLiteGroupInfo(ctx, bp.Addr, liteGroup, liteName, 20)
+	if err != nil || gi.LiteTopicOffsetWrapper == nil || gi.LiteTopicOffsetWrapper.ConsumerOffset != 1 || gi.TotalLagCount != 0 {
+		t.Fatalf("after ack: %+v %v", gi, err)
+	}
+
+	// The mqadmin lite commands against the live broker.
+	out := mq("getBrokerLiteInfo", "-c", "DefaultCluster", "-d")
+	if !strings.Contains(out, bp.Addr) || !strings.Contains(out, `"OrderTopic":3`) || !strings.Contains(out, `"OrderTopic":["lite_cg"`) {
+		t.Fatalf("getBrokerLiteInfo:\n%s", out)
+	}
+	if out := mq("getParentTopicInfo", "-p", liteParent); !strings.Contains(out, "broker-a") || !strings.Contains(out, "[lite_cg") {
+		t.Fatalf("getParentTopicInfo:\n%s", out)
+	}
+	if out := mq("getLiteTopicInfo", "-p", liteParent, "-l", liteName, "-s"); !strings.Contains(out, "[client-1@lite_cg]") || !strings.Contains(out, liteLMQ) {
+		t.Fatalf("getLiteTopicInfo:\n%s", out)
+	}
+	if out := mq("getLiteClientInfo", "-p", liteParent, "-g", liteGroup, "-c", "client-1", "-s"); !strings.Contains(out, "Lite Topics: [user_10086]") {
+		t.Fatalf("getLiteClientInfo:\n%s", out)
+	}
+	if out := mq("getLiteGroupInfo", "-p", liteParent, "-g", liteGroup, "-l", liteName); !strings.Contains(out, "Total Lag Count: 0") {
+		t.Fatalf("getLiteGroupInfo:\n%s", out)
+	}
+	if out := mq("triggerLiteDispatch", "-p", liteParent, "-g", liteGroup); !strings.Contains(out, "dispatched") {
+		t.Fatalf("triggerLiteDispatch:\n%s", out)
+	}
+	if out := mq("listLiteTopics", "-p", liteParent); !strings.Contains(out, liteName) || !strings.Contains(out, "lite_cg(1/0)") {
+		t.Fatalf("listLiteTopics:\n%s", out)
+	}
+
+	// Bad input: nothing stored, clear codes.
+	for _, bad := range []string{"a$b", "a,b", "x.y", strings.Repeat("z", 65)} {
+		lc.want("illegal lite name "+bad, lc.send(liteParent, 0, "x", bad), code.MessageIllegal, "lite topic")
+	}
+	lc.want("lite on plain topic", lc.send("PlainTopic", 0, "x", "ok"), code.MessageIllegal, "not a LITE topic")
+	lc.want("over quota", lc.subscribe("client-2", "quota_cg", []string{"a", "b", "c"}), code.LiteSubscriptionQuotaExceeded, "quota")
+	lc.want("pop unbound group", lc.invoke(code.PopLiteMessage, litePopExt("client-1", "plain_cg", 0), nil), code.InvalidParameter, "not bound")
+	if bi, err := adm.GetBrokerLiteInfo(ctx, bp.Addr); err != nil || bi.CurrentLmqNum != 1 {
+		t.Fatalf("bad input created LMQs: %+v %v", bi, err)
+	}
+
+	// Idle past the expiration: the sweeper deletes the lite topic.
+	harness.Eventually(t, 15*time.Second, func() error {
+		ti, err := adm.GetLiteTopicInfo(ctx, bp.Addr, liteParent, liteName)
+		if err != nil {
+			return err
+		}
+		if ti.TopicOffset.MaxOffset != 0 {
+			return fmt.Errorf("lite topic still has max offset %d", ti.TopicOffset.MaxOffset)
+		}
+		return nil
+	})
+	checkGone := func(when string) {
+		t.Helper()
+		gi, err := adm.GetLiteGroupInfo(ctx, bp.Addr, liteGroup, liteName, 20)
+		if err != nil || gi.TotalLagCount != -1 || gi.LiteTopicOffsetWrapper != nil {
+			t.Fatalf("%s: group offset survived: %+v %v", when, gi, err)
+		}
+		bi, err := adm.GetBrokerLiteInfo(ctx, bp.Addr)
+		if err != nil || bi.CurrentLmqNum != 0 {
+			t.Fatalf("%s: broker lite info %+v %v", when, bi, err)
+		}
+		pi, err := adm.GetParentTopicInfo(ctx, bp.Addr, liteParent)
+		if err != nil || pi.LiteTopicCount != 0 {
+			t.Fatalf("%s: parent info %+v %v", when, pi, err)
+		}
+	}
+	checkGone("after expiry")
+	if ci, err := adm.GetLiteClientInfo(ctx, bp.Addr, liteParent, liteGroup, "client-1", 0); err != nil || ci.LiteTopicCount != 0 {
+		t.Fatalf("subscription survived: %+v %v", ci, err)
+	}
+	// The keys are gone from Pebble too: a restart (which rebuilds the
+	// queue table from them) does not bring the lite topic back.
+	time.Sleep(time.Second) // one offset flush
+	if err := bp.Proc.Stop(); err != nil {
+		t.Fatalf("stop broker: %v", err)
+	}
+	c.Restart(t, bp)
+	harness.Eventually(t, 10*time.Second, func() error {
+		_, err := adm.GetBrokerLiteInfo(ctx, bp.Addr)
+		return err
+	})
+	checkGone("after restart")
+
+	// A new message re-creates the lite topic from offset 0.
+	lc.want("resubscribe", lc.subscribe("client-1", liteGroup, []string{liteName}), code.Success, "")
+	lc.want("send again", lc.send(liteParent, 1, "again", liteName), code.Success, "")
+	var p2 litePopped
+	harness.Eventually(t, 10*time.Second, func() error {
+		resp := lc.invoke(code.PopLiteMessage, litePopExt("client-1", liteGroup, 2*time.Second), nil)
+		if resp.Code != code.Success {
+			return fmt.Errorf("pop: code %d %q", resp.Code, resp.Remark)
+		}
+		p2 = decodeLitePop(t, resp)
+		return nil
+	})
+	if len(p2.msgs) != 1 || string(p2.msgs[0].Body) != "again" || p2.msgs[0].Properties[message.PropertyInnerMultiQueueOffset] != "0" {
+		t.Fatalf("re-created lite topic popped %+v", p2.msgs)
+	}
+	lc.want("ack again", lc.ack(liteGroup, liteName, 0, p2), code.Success, "")
+	var page *protocol.ListLiteTopicsResponseBody
+	if page, err = adm.ListLiteTopics(ctx, bp.Addr, liteParent, liteGroup, "", 10); err != nil || page.Total != 1 || page.LiteTopics[0].Groups[0].ConsumerOffset != 1 {
+		t.Fatalf("listing after re-creation %+v %v", page, err)
+	}
+}
