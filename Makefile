@@ -12,7 +12,7 @@ PKGS      := github.com/rmqgo/rmq/...
 GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED ?= 0
 
-.PHONY: all build run cluster test test-short race vet fmt lint bench bench-vs-apache bench-recovery fuzz crash clean
+.PHONY: all build run cluster test test-short race vet fmt lint bench bench-vs-apache bench-recovery bench-static fuzz crash clean
 
 all: build
 
@@ -61,6 +61,11 @@ bench-vs-apache: build
 # Recovery time after kill -9 with a 2 GiB CommitLog (SIZE_GB=n to change).
 bench-recovery: build
 	./scripts/bench/recovery.sh
+
+# Static topics: remap of 64 logic queues under load (time, lost, duplicated
+# offsets) and static vs normal topic send/pull TPS (tests/bench/statictopic).
+bench-static: build
+	./scripts/bench/statictopic.sh
 
 FUZZTIME ?= 30s
 fuzz:

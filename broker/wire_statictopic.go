@@ -39,29 +39,6 @@ func (b *Broker) wireStaticTopic(w *wiring) error {
 		_ = client.Close()
 		return fmt.Errorf("broker: static topic rpc: %w", err)
 	}
-	svc, err := statictopic.New(statictopic.Deps{
-		Config:   b.cfg.Get,
-		Mappings: mgr,
-		Store:    w.st,
-		Topics:   b.topics,
-		Remote:   rpc,
-		Registered: func(ctx context.Context) {
-			ctx, cancel := context.WithTimeout(ctx, b.cfg.Get().RegisterBrokerTimeoutMills)
-			defer cancel()
-			b.RegisterNow(ctx)
-		},
-		Hold:   w.pullDeps.Hold,
-		Logger: log,
-	})
-	if err != nil {
-		_ = client.Close()
-		return fmt.Errorf("broker: static topics: %w", err)
-	}
-	w.st.AddArrivalListener(svc.OnArrival)
-	if missing := svc.Wrap(b); len(missing) > 0 {
-		log.Warn("static topic rewriting: no handler to wrap", "codes", missing)
-	}
-	w.reg.RegisterProcessor(code.UpdateAndCreateStaticTopic, svc.UpdateAndCreateStaticTopic, int(PoolAdmin))
 	clean, err := statictopic.NewCleanService(statictopic.CleanDeps{
 		Mappings:   mgr,
 		Store:      w.st,
@@ -75,6 +52,30 @@ func (b *Broker) wireStaticTopic(w *wiring) error {
 		_ = client.Close()
 		return fmt.Errorf("broker: static topic clean service: %w", err)
 	}
+	svc, err := statictopic.New(statictopic.Deps{
+		Config:   b.cfg.Get,
+		Mappings: mgr,
+		Store:    w.st,
+		Topics:   b.topics,
+		Remote:   rpc,
+		Registered: func(ctx context.Context) {
+			ctx, cancel := context.WithTimeout(ctx, b.cfg.Get().RegisterBrokerTimeoutMills)
+			defer cancel()
+			b.RegisterNow(ctx)
+		},
+		Updated: clean.Settle,
+		Hold:    w.pullDeps.Hold,
+		Logger:  log,
+	})
+	if err != nil {
+		_ = client.Close()
+		return fmt.Errorf("broker: static topics: %w", err)
+	}
+	w.st.AddArrivalListener(svc.OnArrival)
+	if missing := svc.Wrap(b); len(missing) > 0 {
+		log.Warn("static topic rewriting: no handler to wrap", "codes", missing)
+	}
+	w.reg.RegisterProcessor(code.UpdateAndCreateStaticTopic, svc.UpdateAndCreateStaticTopic, int(PoolAdmin))
 	w.m.starters = append(w.m.starters, svc.Start, clean.Start)
 	w.m.closers = append(w.m.closers, func() {
 		clean.Close()

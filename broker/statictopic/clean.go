@@ -19,6 +19,11 @@ import (
 // DefaultCleanInterval is how often the clean service runs (Java: 5 min).
 const DefaultCleanInterval = 5 * time.Minute
 
+// DefaultSettleDelay is how long after the last request 513 for a topic the
+// stale backups are examined (Settle): an admin operation sends its 513
+// requests within a second or so.
+const DefaultSettleDelay = 2 * time.Second
+
 // CleanDeps are the clean service's collaborators; Mappings and Store are
 // required. Without Remote and Routes only local segments are examined.
 type CleanDeps struct {
@@ -32,6 +37,9 @@ type CleanDeps struct {
 	DeleteWhen func() string
 	// Interval between runs; 0 means DefaultCleanInterval.
 	Interval time.Duration
+	// SettleDelay is the quiet time after Settle before stale backups are
+	// dropped; 0 means DefaultSettleDelay.
+	SettleDelay time.Duration
 	// Changed runs after the table changed (the broker re-registers).
 	Changed func()
 	Now     func() time.Time
@@ -49,6 +57,7 @@ type CleanService struct {
 	mu      sync.Mutex
 	started bool
 	wake    chan struct{}
+	settle  chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
 }
@@ -61,6 +70,9 @@ func NewCleanService(d CleanDeps) (*CleanService, error) {
 	if d.Interval <= 0 {
 		d.Interval = DefaultCleanInterval
 	}
+	if d.SettleDelay <= 0 {
+		d.SettleDelay = DefaultSettleDelay
+	}
 	if d.Now == nil {
 		d.Now = time.Now
 	}
@@ -68,7 +80,7 @@ func NewCleanService(d CleanDeps) (*CleanService, error) {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &CleanService{d: d, log: d.Logger, me: d.Mappings.BrokerName(), wake: make(chan struct{}, 1),
-		stop: make(chan struct{}), done: make(chan struct{})}, nil
+		settle: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
 // Start runs the service every Interval.
@@ -86,6 +98,26 @@ func (c *CleanService) Start() {
 func (c *CleanService) Wakeup() {
 	select {
 	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Settle asks for CleanStaleBackups once no request 513 has arrived for
+// SettleDelay, whatever the hour (the service's Deps.Updated hook).
+//
+// Java drops stale backups only in the deleteWhen hour. Until then the Java
+// admin's remappingStaticTopic breaks on them: its step 3 scans every list
+// of an old leader, also a backup two generations old whose last item still
+// has logicOffset -1 (a → c, then c → b), recomputes it and copies that
+// stale list into the new leader's plan, which the new leader then refuses
+// ("leader differs but epoch equal"; a Java broker does the same). Such a
+// backup is useless once the remap that made it stale is complete (the
+// leader holds the full list), so it is dropped as soon as the cluster has
+// settled under one epoch; during an operation the epochs differ and
+// nothing is dropped.
+func (c *CleanService) Settle(string) {
+	select {
+	case c.settle <- struct{}{}:
 	default:
 	}
 }
@@ -115,10 +147,19 @@ func (c *CleanService) loop() {
 		<-c.stop
 		cancel()
 	}()
+	settle := time.NewTimer(c.d.SettleDelay)
+	settle.Stop()
+	defer settle.Stop()
 	for {
 		select {
 		case <-c.stop:
 			return
+		case <-c.settle:
+			settle.Reset(c.d.SettleDelay)
+			continue
+		case <-settle.C:
+			c.CleanStaleBackups(ctx)
+			continue
 		case <-t.C:
 		case <-c.wake:
 		}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
+	"slices"
 
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -77,6 +80,10 @@ func (s *Service) UpdateAndCreateStaticTopic(ctx context.Context, ch *remoting.C
 	if s.d.Registered != nil {
 		s.d.Registered(ctx)
 	}
+	s.wakeDeposed(name)
+	if s.d.Updated != nil {
+		s.d.Updated(name)
+	}
 	remote := ""
 	if ch != nil {
 		remote = ch.RemoteAddr()
@@ -84,6 +91,37 @@ func (s *Service) UpdateAndCreateStaticTopic(ctx context.Context, ch *remoting.C
 	s.log.Info("update or create static topic", "topic", name, "epoch", d.Epoch, "read", tc.ReadQueueNums, "write", tc.WriteQueueNums,
 		"force", force, "remote", remote)
 	return remoting.NewResponse(req, code.Success, ""), nil
+}
+
+// wakeDeposed answers at once the pulls parked on physical queues of topic
+// that no longer lead their logic queue here. They were parked while this
+// broker led; no message arrives on such a queue any more, so they would
+// otherwise hang until their deadline (a consumer's 15 s) before learning
+// NOT_LEADER_FOR_QUEUE. Re-run, they answer 501 and the client moves to the
+// new leader after its next route refresh.
+func (s *Service) wakeDeposed(topic string) {
+	d, ok := s.d.Mappings.Get(topic)
+	if !ok {
+		return
+	}
+	for _, qid := range deposedQueues(d, s.me) {
+		s.hold.WakeQueue(topic, qid, math.MaxInt64)
+	}
+}
+
+// deposedQueues lists the physical queues of broker me that hold a segment
+// of a logic queue but not its leader segment, ascending.
+func deposedQueues(d protocol.TopicQueueMappingDetail, me string) []int32 {
+	seen := map[int32]bool{}
+	for _, items := range d.HostedQueues {
+		l := leaderOf(items)
+		for _, it := range items {
+			if it.Bname == me && (l.Bname != me || it.Gen != l.Gen) {
+				seen[int32(it.QueueID)] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 func badRequest(format string, args ...any) error {

@@ -59,6 +59,9 @@ type Deps struct {
 	// Registered runs after request 513 changed the table, before the
 	// answer (the broker registers with the nameservers at once, as Java).
 	Registered func(ctx context.Context)
+	// Updated runs after request 513 stored a new mapping of topic (the
+	// clean service settles backups once the admin operation is over).
+	Updated func(topic string)
 	// Hold tunes long polling of static pulls (parked on the physical
 	// queue, re-run through the rewriting).
 	Hold   longpoll.Config
