@@ -127,6 +127,10 @@ type ProducerConfig struct {
 	// DefaultTopicQueueNums is the queue count asked for when a send
 	// auto-creates a topic; default 4.
 	DefaultTopicQueueNums int
+	// DisableFaultAvoidance turns off skipping brokers that failed or
+	// answered slowly (Java's sendLatencyFaultEnable, which is on here by
+	// default: after a broker dies, sends stop trying it first).
+	DisableFaultAvoidance bool
 }
 
 func (c ProducerConfig) normalize() (ProducerConfig, error) {

@@ -96,6 +96,7 @@ func (c *core) loop() {
 			c.sendHeartbeats(c.ctx)
 		case <-refresh.C:
 			c.refreshRoutes(c.ctx)
+			c.forgetOfflineBrokers()
 		}
 	}
 }

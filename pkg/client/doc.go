@@ -1,16 +1,36 @@
 // Package client is a Go client SDK for RocketMQ brokers that speaks the
-// remoting protocol (remoting.md): a Producer (sync, async, one-way, batch
-// and queue-selected sends with retries on another broker) and a low-level
-// PullConsumer (pull, offsets, and a simple ConsumeLoop over all queues of a
-// topic). It talks to any RocketMQ 4.x/5.x nameserver and broker, Apache's
-// or ours.
+// remoting protocol (remoting.md). It talks to any RocketMQ 4.x/5.x
+// nameserver and broker, Apache's or ours.
+//
+//   - Producer: sync, async, one-way, batch and queue-selected sends with
+//     retries on another broker and fault avoidance (a broker that failed
+//     or answered slowly is skipped for a while); SendOrderly for ordered
+//     messages by sharding key; delay levels and timer messages through the
+//     message's properties.
+//   - TransactionProducer: half message, local transaction, END_TRANSACTION,
+//     and a checker answering the brokers' CHECK_TRANSACTION_STATE.
+//   - PushConsumer: clustering (queues shared out with
+//     AllocateAveragely, rebalanced every 20 s and when the group changes)
+//     or broadcasting (offsets in a local file, as Java's
+//     LocalFileOffsetStore); concurrent consumption with retries through
+//     the group's retry topic, or orderly consumption with broker-side queue
+//     locks; offsets committed every 5 s and at shutdown; answers the
+//     brokers' running-info, consumer-status, consume-directly and
+//     offset-reset requests.
+//   - SimpleConsumer: pop (receive with an invisible time, ack, change
+//     invisible time).
+//   - PullConsumer: pull, offsets, and a simple ConsumeLoop over all queues
+//     of a topic.
 //
 // Behaviour follows Apache's Java client where clients differ: routes are
 // looked up on the nameserver (falling back to TBW102 for topics that do not
-// exist yet) and refreshed every 30 s, heartbeats go to brokers every 30 s,
-// sends use SEND_MESSAGE_V2 (310) with short header names, and response codes
-// are handled as in remoting.md §2.
+// exist yet) and refreshed every 30 s, brokers that left every route are
+// forgotten, heartbeats go to brokers every 30 s, sends use SEND_MESSAGE_V2
+// (310) with short header names, and response codes are handled as in
+// remoting.md §2.
 //
-// Producer and PullConsumer own their connections and background goroutines;
-// Shutdown stops all of them. Nothing in this package is global.
+// Every client owns its connections and background goroutines; Shutdown
+// stops all of them (none outlives it) and ends pending long polls. Logs go
+// to the *slog.Logger in the config (discarded when nil). Nothing in this
+// package is global.
 package client

@@ -43,6 +43,9 @@ func (c *PullConsumer) updateOffset(ctx context.Context, mq protocol.MessageQueu
 	ext["consumerGroup"] = c.cfg.Group
 	ext["commitOffset"] = strconv.FormatInt(offset, 10)
 	if _, err := c.core.invokeOK(ctx, addr, code.UpdateConsumerOffset, ext, nil); err != nil {
+		if IsCode(err, code.NotLeaderForQueue) {
+			c.core.notLeader(ctx, mq.Topic)
+		}
 		return fmt.Errorf("client: update offset of %s: %w", mq, err)
 	}
 	return nil
@@ -80,6 +83,9 @@ func (c *PullConsumer) offsetRequest(ctx context.Context, mq protocol.MessageQue
 	}
 	resp, err := c.core.invokeOK(ctx, addr, reqCode, ext, nil)
 	if err != nil {
+		if IsCode(err, code.NotLeaderForQueue) {
+			c.core.notLeader(ctx, mq.Topic)
+		}
 		return -1, fmt.Errorf("client: offset of %s: %w", mq, err)
 	}
 	f := protocol.FieldsOf(resp.ExtFields)

@@ -57,6 +57,9 @@ func (p *Producer) prepare(m *message.Message) (*outgoing, error) {
 	if err := checkTopic(m.Topic); err != nil {
 		return nil, err
 	}
+	if err := checkDelivery(m); err != nil {
+		return nil, err
+	}
 	if len(m.Body) == 0 {
 		return nil, fmt.Errorf("%w: the message body length is zero", ErrInvalidMessage)
 	}

@@ -14,11 +14,12 @@ import (
 // for concurrent use. Build it with NewProducer, call Start before sending
 // and Shutdown when done.
 type Producer struct {
-	cfg  ProducerConfig
-	core *core
-	ids  *message.UniqIDGenerator
-	zlib *compressor
-	life lifecycle
+	cfg    ProducerConfig
+	core   *core
+	ids    *message.UniqIDGenerator
+	zlib   *compressor
+	life   lifecycle
+	faults *faultAvoidance // nil when DisableFaultAvoidance
 }
 
 // NewProducer checks cfg and builds a producer; nothing is dialled until the
@@ -33,6 +34,9 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 		return nil, err
 	}
 	p := &Producer{cfg: cfg, zlib: z}
+	if !cfg.DisableFaultAvoidance {
+		p.faults = newFaultAvoidance(nil)
+	}
 	p.core = newCore(cfg.CommonConfig, p.heartbeatData)
 	// The salt stands in for Java's class-loader hash: it keeps ids of two
 	// producers in one process apart even when their counters meet.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/pkg/statictopic"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
@@ -55,7 +56,7 @@ func (c *PullConsumer) pull(ctx context.Context, req PullRequest) (*PullResult, 
 	if err != nil {
 		return nil, err
 	}
-	if req.CommitOffset > 0 && addr != c.core.brokerAddr(req.Queue.BrokerName, false) {
+	if req.CommitOffset > 0 && addr != c.core.brokerAddr(c.core.leaderName(req.Queue), false) {
 		req.CommitOffset = 0 // offsets live on the master; Java clears the flag for slaves too
 	}
 	var suspendMS int64
@@ -69,6 +70,9 @@ func (c *PullConsumer) pull(ctx context.Context, req PullRequest) (*PullResult, 
 	resp, err := c.core.rc.Invoke(ctx, addr, c.core.newRequest(code.PullMessage, pullHeader(c.cfg.Group, req, suspendMS), nil))
 	if err != nil {
 		return nil, fmt.Errorf("client: pull %s at %d from %s: %w", req.Queue, req.Offset, addr, err)
+	}
+	if resp.Code == code.NotLeaderForQueue {
+		c.core.notLeader(ctx, req.Queue.Topic) // the next pull goes to the new leader
 	}
 	return c.pullResult(resp, req, addr)
 }
@@ -103,6 +107,10 @@ func (c *PullConsumer) pullResult(resp *remoting.Command, req PullRequest, addr 
 		MaxOffset:            f.OptInt64("maxOffset", 0),
 		SuggestWhichBrokerID: f.OptInt64("suggestWhichBrokerId", 0),
 	}
+	// A logic queue's messages carry physical offsets; the broker says how
+	// far its segment is shifted (static-topic.md §6.5).
+	offsetDelta := f.OptInt64("offsetDelta", 0)
+	logic := statictopic.IsMockBroker(req.Queue.BrokerName)
 	if err := f.Err(); err != nil {
 		return nil, fmt.Errorf("client: pull response from %s: %w", addr, err)
 	}
@@ -131,6 +139,10 @@ func (c *PullConsumer) pullResult(resp *remoting.Command, req PullRequest, addr 
 				m.Body = body
 				m.SysFlag &^= message.FlagCompressed
 			}
+		}
+		if logic {
+			m.QueueID = int32(req.Queue.QueueID)
+			m.QueueOffset += offsetDelta
 		}
 		m.SetProperty(message.PropertyMinOffset, minS)
 		m.SetProperty(message.PropertyMaxOffset, maxS)

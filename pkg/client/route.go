@@ -8,8 +8,10 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/pkg/statictopic"
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
@@ -19,6 +21,10 @@ type topicRoute struct {
 	publish     *publishInfo
 	subscribe   []protocol.MessageQueue
 	fromDefault bool // built from the TBW102 route: the topic does not exist yet
+	// endpoints maps each logic queue of a static topic to its leader
+	// broker (staticroute.go); nil for other topics.
+	endpoints map[protocol.MessageQueue]string
+	fetchedAt time.Time
 }
 
 // publishInfo is the writable queues of a topic in send order, with the
@@ -34,13 +40,31 @@ func (p *publishInfo) ok() bool { return p != nil && len(p.queues) > 0 }
 // newTopicRoute derives the queue lists (remoting.md §4.2): publish queues
 // from orderTopicConf when set, else from every WRITE QueueData whose broker
 // has a master, brokers in name order; subscribe queues from READ QueueData.
+// A static topic (mapping info in the route) has its logic queues instead
+// (static-topic.md §6): all of them to subscribe, those with a leader to
+// publish (unless orderTopicConf is set, which wins for publishing, as in
+// Java).
 func newTopicRoute(topic string, rd *protocol.TopicRouteData, fromDefault bool) *topicRoute {
-	tr := &topicRoute{data: rd, fromDefault: fromDefault, publish: &publishInfo{}}
+	tr := &topicRoute{data: rd, fromDefault: fromDefault, publish: &publishInfo{}, fetchedAt: time.Now()}
 	// Start each topic at a random queue so that many producers do not all
 	// hit queue 0 of the first broker (Java: random thread-local start).
 	tr.publish.next.Store(rand.Uint32())
 
-	if conf := strings.TrimSpace(rd.OrderTopicConf); conf != "" {
+	conf := strings.TrimSpace(rd.OrderTopicConf)
+	if len(rd.TopicQueueMappingByBroker) > 0 {
+		var queues []protocol.MessageQueue
+		tr.endpoints, queues = staticQueues(topic, rd)
+		tr.subscribe = queues
+		if conf == "" {
+			for _, mq := range queues {
+				if b := tr.endpoints[mq]; b != statictopic.MockBrokerNone && hasMaster(rd, b) {
+					tr.publish.queues = append(tr.publish.queues, mq)
+				}
+			}
+			return tr
+		}
+	}
+	if conf != "" {
 		tr.publish.order = true
 		for _, item := range strings.Split(conf, ";") {
 			name, num, ok := strings.Cut(item, ":")
@@ -63,6 +87,9 @@ func newTopicRoute(topic string, rd *protocol.TopicRouteData, fromDefault bool) 
 				tr.publish.queues = append(tr.publish.queues, protocol.MessageQueue{Topic: topic, BrokerName: qd.BrokerName, QueueID: i})
 			}
 		}
+	}
+	if tr.endpoints != nil {
+		return tr // subscribe to the logic queues
 	}
 	for _, qd := range rd.QueueDatas {
 		if qd.Perm&protocol.PermRead == 0 {
@@ -227,18 +254,31 @@ func (c *core) brokerAddr(name string, anyReplica bool) string {
 }
 
 // brokerAddrFor is brokerAddr that refreshes mq's topic route once when the
-// broker is unknown.
+// broker is unknown. A logic queue of a static topic resolves to the
+// master of its current leader (static topics are not read from slaves).
 func (c *core) brokerAddrFor(ctx context.Context, mq protocol.MessageQueue, anyReplica bool, how routeFetch) (string, error) {
-	if a := c.brokerAddr(mq.BrokerName, anyReplica); a != "" {
+	logic := statictopic.IsMockBroker(mq.BrokerName)
+	anyReplica = anyReplica && !logic
+	if a := c.brokerAddr(c.leaderName(mq), anyReplica); a != "" {
 		return a, nil
+	}
+	if logic {
+		if tr := c.route(mq.Topic); tr != nil && time.Since(tr.fetchedAt) < notLeaderRefreshGap {
+			return "", fmt.Errorf("%w: logic queue %s has no leader broker", ErrNoRoute, mq)
+		}
+		how.ifMissing = false // the cached route does not know the leader: fetch it
 	}
 	if _, err := c.updateRoute(ctx, mq.Topic, how); err != nil {
 		return "", fmt.Errorf("client: find broker %s: %w", mq.BrokerName, err)
 	}
-	if a := c.brokerAddr(mq.BrokerName, anyReplica); a != "" {
+	name := c.leaderName(mq)
+	if a := c.brokerAddr(name, anyReplica); a != "" {
 		return a, nil
 	}
-	return "", fmt.Errorf("%w: broker %s of %s has no usable address", ErrNoRoute, mq.BrokerName, mq)
+	if logic && name == "" {
+		return "", fmt.Errorf("%w: logic queue %s has no leader broker", ErrNoRoute, mq)
+	}
+	return "", fmt.Errorf("%w: broker %s of %s has no usable address", ErrNoRoute, name, mq)
 }
 
 // brokerAddrs lists the addresses to heartbeat: masters only, or every

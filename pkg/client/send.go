@@ -118,6 +118,8 @@ type sendCall struct {
 	attempt    int  // started so far
 	fatal      bool // no attempt can succeed (no route for the topic)
 	lastBroker string
+	notLeader  bool      // a broker answered NOT_LEADER_FOR_QUEUE (static topic remapped)
+	started    time.Time // of the current attempt, for fault avoidance
 }
 
 func (p *Producer) newCall(ctx context.Context, out *outgoing, opts sendOptions, attempts int) *sendCall {
@@ -202,6 +204,7 @@ func (s *sendCall) async(finish SendCallback) {
 			if err == nil {
 				return
 			}
+			s.p.noteLatency(mq.BrokerName, time.Since(s.started), err)
 			err = fmt.Errorf("client: send to %s (%s): %w", addr, mq, err)
 		}
 		if !s.retry(mq, err) {
@@ -214,6 +217,7 @@ func (s *sendCall) async(finish SendCallback) {
 // target starts an attempt: it picks the queue and its broker's master.
 func (s *sendCall) target() (protocol.MessageQueue, string, error) {
 	s.attempt++
+	s.started = time.Now()
 	how := routeFetch{defaultTopic: s.p.cfg.CreateTopicKey, defaultQueues: s.p.cfg.DefaultTopicQueueNums, ifMissing: true}
 	var mq protocol.MessageQueue
 	if s.opts.queue != nil {
@@ -233,7 +237,7 @@ func (s *sendCall) target() (protocol.MessageQueue, string, error) {
 				return mq, "", fmt.Errorf("%w: selector chose %s, not a queue of topic %s", ErrInvalidMessage, mq, s.out.topic)
 			}
 		} else {
-			mq = selectQueue(pub.queues, &pub.next, s.lastBroker)
+			mq = s.p.pickQueue(pub, s.lastBroker)
 		}
 	}
 	addr, err := s.p.core.brokerAddrFor(s.ctx, mq, false, how)
@@ -246,16 +250,19 @@ func (s *sendCall) request(mq protocol.MessageQueue) *remoting.Command {
 	if s.out.batch {
 		reqCode = code.SendBatchMessage
 	}
-	h := sendHeaderV2(s.p.cfg.Group, s.out, mq, s.p.cfg.CreateTopicKey, s.p.cfg.DefaultTopicQueueNums, time.Now().UnixMilli())
+	// A logic queue's header names its leader broker (Java does the same).
+	h := sendHeaderV2(s.p.cfg.Group, s.out, s.p.core.physicalQueue(mq), s.p.cfg.CreateTopicKey, s.p.cfg.DefaultTopicQueueNums, time.Now().UnixMilli())
 	return s.p.core.newRequest(reqCode, h, s.out.body)
 }
 
 // outcome turns one attempt's response (or transport error) into a result.
 func (s *sendCall) outcome(mq protocol.MessageQueue, addr string, resp *remoting.Command, err error) (*SendResult, error) {
+	s.p.noteLatency(mq.BrokerName, time.Since(s.started), err)
 	if err != nil {
 		return nil, fmt.Errorf("client: send to %s (%s): %w", addr, mq, err)
 	}
-	res, err := s.p.sendResult(resp, mq, addr, s.out)
+	// For a logic queue Java reports (leader broker, logic queue id).
+	res, err := s.p.sendResult(resp, s.p.core.physicalQueue(mq), addr, s.out)
 	if res != nil {
 		res.Attempts = s.attempt
 	}
@@ -269,11 +276,25 @@ func (s *sendCall) retry(mq protocol.MessageQueue, err error) bool {
 	if mq.BrokerName != "" {
 		s.lastBroker = mq.BrokerName
 	}
-	if s.fatal || s.attempt >= s.attempts || s.ctx.Err() != nil || errors.Is(err, ErrInvalidMessage) {
+	if s.fatal || s.ctx.Err() != nil || errors.Is(err, ErrInvalidMessage) {
 		return false
 	}
 	var re *ResponseError
-	if errors.As(err, &re) {
+	if errors.As(err, &re) && re.Code == code.NotLeaderForQueue {
+		// A static topic was remapped: the message was not stored. Learn
+		// the new leader now and try once more, even for an explicit queue
+		// (Java gives up and waits for its 30 s route refresh).
+		s.p.core.notLeader(s.ctx, mq.Topic)
+		if !s.notLeader {
+			s.notLeader = true
+			s.attempts++
+		}
+		return s.attempt < s.attempts
+	}
+	if s.attempt >= s.attempts {
+		return false
+	}
+	if re != nil {
 		return retriableSendCode(re.Code)
 	}
 	return true

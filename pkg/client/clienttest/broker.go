@@ -35,6 +35,7 @@ type Broker struct {
 	sends      []Send                      // every send received
 	heartbeats []string                    // HEART_BEAT bodies
 	unregister []map[string]string         // UNREGISTER_CLIENT headers
+	ext        *brokerExt                  // consumers, locks, transactions, pop (consumer.go)
 
 	stop chan struct{}
 	wg   sync.WaitGroup // parked long polls
@@ -59,6 +60,7 @@ func StartBroker(name string, ns *Namesrv) (*Broker, error) {
 		notify:  make(chan struct{}),
 		calls:   make(map[int32]int),
 		stop:    make(chan struct{}),
+		ext:     newBrokerExt(),
 	}
 	srv, err := newServer()
 	if err != nil {
@@ -80,6 +82,7 @@ func StartBroker(name string, ns *Namesrv) (*Broker, error) {
 	} {
 		srv.Register(c, h, nil)
 	}
+	b.registerExt(srv)
 	if err := srv.Start(); err != nil {
 		return nil, err
 	}
@@ -253,8 +256,15 @@ func (b *Broker) send(_ context.Context, ch *remoting.Channel, req *remoting.Com
 	props := f.OptStr(name("properties", "i"), "")
 	defTopic := f.OptStr(name("defaultTopic", "c"), "")
 	defQueues := int(f.OptInt32(name("defaultTopicQueueNums", "d"), 4))
+	reconsume := f.OptInt32(name("reconsumeTimes", "j"), 0)
+	maxReconsume := f.OptInt32(name("maxReconsumeTimes", "l"), 16)
 	if err := f.Err(); err != nil {
 		return nil, remoting.Errorf(code.SystemError, "%v", err)
+	}
+	if group, ok := strings.CutPrefix(topic, protocol.RetryGroupTopicPrefix); ok && reconsume >= maxReconsume {
+		// A retry that used up its attempts goes to the DLQ, as brokers do.
+		topic, queueID = protocol.DLQTopic(group), 0
+		b.ensureTopic(topic, 1)
 	}
 
 	b.mu.Lock()
@@ -286,7 +296,7 @@ func (b *Broker) send(_ context.Context, ch *remoting.Channel, req *remoting.Com
 		return nil, remoting.Errorf(code.InvalidParameter, "queueId[%d] is illegal, topic:[%s] topicConfig.writeQueueNums:[%d]", queueID, topic, n)
 	}
 	bornHost, _ := netip.ParseAddrPort(ch.RemoteAddr())
-	base := message.Message{Topic: topic, QueueID: int32(queueID), SysFlag: sysFlag, BornTimestamp: born, BornHost: bornHost, Flag: flag}
+	base := message.Message{Topic: topic, QueueID: int32(queueID), SysFlag: sysFlag, BornTimestamp: born, BornHost: bornHost, Flag: flag, ReconsumeTimes: reconsume}
 
 	var ids []string
 	var first int64 = -1

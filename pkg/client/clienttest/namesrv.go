@@ -2,8 +2,12 @@
 // remoting servers (127.0.0.1, ephemeral ports) for tests of package client
 // and the tools built on it: a nameserver answering GET_ROUTEINFO_BY_TOPIC
 // and brokers that store messages in memory and answer sends (10, 310,
-// 320), pulls (11, with long polling), offsets (14, 15, 29, 30, 31) and
-// client registration (34, 35). Failures can be injected per broker.
+// 320), pulls (11, with long polling), offsets (14, 15, 29, 30, 31),
+// client registration (34, 35), group members (38, with 40 sent on
+// changes), queue locks (41, 42), send-backs (36), END_TRANSACTION (37) and
+// a simple pop (200050, 200051, 200053); they can also send clients
+// CHECK_TRANSACTION_STATE, RESET_CONSUMER_CLIENT_OFFSET and any request
+// (AskClient). Failures can be injected per broker.
 package clienttest
 
 import (

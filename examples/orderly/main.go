@@ -1,0 +1,104 @@
+// Command orderly sends the steps of a few orders with SendOrderly (one
+// queue per order id) and consumes them with an orderly push consumer,
+// checking that every order's steps arrive in sequence.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/pkg/message"
+)
+
+var steps = []string{"created", "paid", "shipped", "delivered"}
+
+func main() {
+	ns := flag.String("n", "127.0.0.1:9876", "nameserver address")
+	topic := flag.String("t", "OrderTopicExample", "topic")
+	orders := flag.Int("o", 5, "orders")
+	flag.Parse()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if err := run(*ns, *topic, *orders, log); err != nil {
+		fmt.Fprintln(os.Stderr, "orderly:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ns, topic string, orders int, log *slog.Logger) error {
+	common := client.CommonConfig{NameServers: []string{ns}, Logger: log}
+	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: common, Group: "example_order_producer"})
+	if err != nil {
+		return err
+	}
+	if err := p.Start(); err != nil {
+		return err
+	}
+	defer p.Shutdown(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, step := range steps {
+		for o := range orders {
+			id := "order-" + strconv.Itoa(o)
+			m := &message.Message{Topic: topic, Body: []byte(id + ":" + step)}
+			res, err := p.SendOrderly(ctx, m, id)
+			if err != nil {
+				return fmt.Errorf("send %s %s: %w", id, step, err)
+			}
+			fmt.Printf("sent     %s %-9s → queue %d\n", id, step, res.Queue.QueueID)
+		}
+	}
+
+	var mu sync.Mutex
+	next := map[string]int{}
+	done := make(chan struct{})
+	var once sync.Once
+	c, err := client.NewPushConsumer(client.PushConsumerConfig{
+		CommonConfig: common,
+		Group:        "example_order_consumer",
+		Orderly:      true,
+		ConsumeFrom:  client.ConsumeFromFirstOffset,
+		Handler: func(_ context.Context, req *client.ConsumeRequest) client.ConsumeResult {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, m := range req.Messages {
+				id, step, _ := strings.Cut(string(m.Body), ":")
+				want := steps[next[id]%len(steps)]
+				fmt.Printf("consumed %s %-9s from queue %d (expected %s)\n", id, step, req.Queue.QueueID, want)
+				next[id]++
+			}
+			total := 0
+			for _, n := range next {
+				total += n
+			}
+			if total >= orders*len(steps) {
+				once.Do(func() { close(done) })
+			}
+			return client.ConsumeSuccess
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if err := c.Subscribe(topic, "*", ""); err != nil {
+		return err
+	}
+	if err := c.Start(); err != nil {
+		return err
+	}
+	defer c.Shutdown(context.Background())
+	select {
+	case <-done:
+		fmt.Println("every order consumed in order")
+	case <-ctx.Done():
+		return fmt.Errorf("not everything was consumed: %w", ctx.Err())
+	}
+	return nil
+}
