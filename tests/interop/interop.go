@@ -94,10 +94,11 @@ func (r Result) RequireOK(t testing.TB) {
 func (r Result) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s ok=%v in %v", r.Client, r.Mode, r.OK, r.Elapsed.Round(10*time.Millisecond))
-	if r.Mode != "consume" {
+	// Modes are produce, consume, roundtrip, static-produce, static-consume.
+	if !strings.HasSuffix(r.Mode, "consume") {
 		fmt.Fprintf(&b, "; %s sent %d failed %d in %d ms", r.SendMode, r.Sent, r.Failed, r.SendMs)
 	}
-	if r.Mode != "produce" {
+	if !strings.HasSuffix(r.Mode, "produce") {
 		fmt.Fprintf(&b, "; consumed %d/%d distinct (received %d, duplicates %d, mismatched %d, foreign %d) in %d ms",
 			r.Distinct, r.Expected, r.Received, r.Duplicates, r.Mismatched, r.Foreign, r.ConsumeMs)
 	}
@@ -287,7 +288,13 @@ func runCheck(t testing.TB, client, requireEnv string, env []string, bin string,
 	t.Helper()
 	t0 := time.Now()
 	stdout, stderr, code, err := run(CheckTimeout, env, bin, args...)
-	elapsed := time.Since(t0)
+	return checkResult(t, client, requireEnv, bin, args, stdout, stderr, code, err, time.Since(t0))
+}
+
+// checkResult turns a finished check process into its Result (skipping
+// when the runtime is missing, failing when there is no JSON line).
+func checkResult(t testing.TB, client, requireEnv, bin string, args []string, stdout, stderr string, code int, err error, elapsed time.Duration) Result {
+	t.Helper()
 	if code == exitRuntimeMissing && requireEnv != "" {
 		missing(t, requireEnv, stderr, filepath.Base(bin)+" exited 3")
 	}
@@ -346,7 +353,12 @@ func tail(path string, n int64) string {
 // group so a timeout also kills what it started (mvn, java, node). code is
 // the exit code (-1 when the process did not exit normally).
 func run(timeout time.Duration, env []string, bin string, args ...string) (stdout, stderr string, code int, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	return runCtx(context.Background(), timeout, env, bin, args...)
+}
+
+// runCtx is run that also stops when ctx is done.
+func runCtx(parent context.Context, timeout time.Duration, env []string, bin string, args ...string) (stdout, stderr string, code int, err error) {
+	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), env...)

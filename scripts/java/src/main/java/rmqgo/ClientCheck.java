@@ -85,6 +85,9 @@ public final class ClientCheck {
         }
         System.err.println(String.join("\n",
             "usage: ClientCheck produce|consume|roundtrip [options]",
+            "       ClientCheck semantics -n ADDR [-prefix JSem] [-checks tx,orderly,reply,retry,delay,msgtype,reset,recall]",
+            "                   [-timeout SEC] [-max-reconsume N]   (see SemanticsCheck.java)",
+            "       ClientCheck static-produce|static-consume -n ADDR -t TOPIC -run RUN ...   (see StaticCheck.java)",
             "  -n ADDR          nameserver address (default 127.0.0.1:9876)",
             "  -t TOPIC         topic (default RmqgoCheck)",
             "  -g GROUP         consumer group (default rmqgo_check_java_RUN)",
@@ -591,9 +594,19 @@ public final class ClientCheck {
     }
 
     public static void main(String[] args) {
+        if (args.length > 0 && args[0].equals("semantics")) {
+            // Transactions, orderly, request/reply, retry, delay,
+            // message-type, offset-reset and recall checks (SemanticsCheck).
+            int rc = SemanticsCheck.run(args);
+            Runtime.getRuntime().halt(rc);
+        }
         if (args.length > 0 && args[0].equals("pop")) {
             // POP consumption with DefaultMQPushConsumer (PopCheck).
             Runtime.getRuntime().halt(PopCheck.run(args));
+        }
+        if (args.length > 0 && args[0].startsWith("static-")) {
+            // Static topics (logic queues) across remaps (StaticCheck).
+            Runtime.getRuntime().halt(StaticCheck.run(args));
         }
         Options o = parse(args);
         Result r = new Result();
