@@ -49,12 +49,14 @@ type restartTracker struct {
 	dups     [3]int
 	bad      []string
 	received int
+	last     time.Time // of the latest delivery
 }
 
 func (tr *restartTracker) handle(msgs ...*primitive.MessageExt) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	now := time.Now()
+	tr.last = now
 	for _, m := range msgs {
 		tr.received++
 		id, ok := strings.CutPrefix(string(m.Body), "restart|")
@@ -318,7 +320,18 @@ func TestBrokerRestartMidStream(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(time.Second) // late redeliveries
+	// Late redeliveries (a kill -9 loses the offsets committed since the
+	// last flush): wait until deliveries stop, so that the shutdown commits
+	// offsets no delivery still in flight holds back.
+	harness.Eventually(t, 30*time.Second, func() error {
+		tr.mu.Lock()
+		idle := time.Since(tr.last)
+		tr.mu.Unlock()
+		if idle < 2*time.Second {
+			return fmt.Errorf("a message was delivered %v ago", idle.Round(time.Millisecond))
+		}
+		return nil
+	})
 	// Shutdown commits the consumer's offsets: they end at the queues' max.
 	pc.Shutdown()
 	maxes := probe.maxOffsets(ctx, t, queues)
