@@ -217,10 +217,12 @@ func TestOrderlyClientGo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode: rebalances and restarts with real clients")
 	}
+	// Mostly waiting on client-go's 20 s rebalances: runs beside the other
+	// slow tests.
+	t.Parallel()
 	rlog.SetLogLevel("error")
-	// Inherited by the broker processes.
-	t.Setenv("ROCKETMQ_BROKER_REBALANCE_LOCKMAXLIVETIME", strconv.FormatInt(orderLockMaxLive.Milliseconds(), 10))
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1, BrokerConf: map[string]string{"flushConsumerOffsetInterval": "1000"}})
+	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1, BrokerConf: map[string]string{"flushConsumerOffsetInterval": "1000"},
+		BrokerEnv: []string{"ROCKETMQ_BROKER_REBALANCE_LOCKMAXLIVETIME=" + strconv.FormatInt(orderLockMaxLive.Milliseconds(), 10)}})
 	b := c.Brokers[0]
 	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr, "-t", orderTopic, "-r", "4", "-w", "4"); err != nil {
 		t.Fatal(err)

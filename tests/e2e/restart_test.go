@@ -181,6 +181,9 @@ func TestBrokerRestartMidStream(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode: restarts a real broker under load")
 	}
+	// Mostly waiting on client-go's 30 s timeouts: runs beside the other
+	// slow tests.
+	t.Parallel()
 	rlog.SetLogLevel("error") // client-go logs through a process-wide logger
 	start := time.Now()
 	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1, BrokerConf: map[string]string{

@@ -222,6 +222,7 @@ func TestTransactionKillRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode: restarts a real broker")
 	}
+	t.Parallel()              // mostly waiting on check-back intervals
 	rlog.SetLogLevel("fatal") // client-go logs every non-commit local state as an error
 	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1, BrokerConf: txBrokerConf})
 	b := c.Brokers[0]

@@ -19,6 +19,9 @@ type ClusterOptions struct {
 	BrokerConf map[string]string
 	// NamesrvArgs are extra nameserver flags.
 	NamesrvArgs []string
+	// BrokerEnv is added to every broker process's environment (KEY=value),
+	// for tests that run in parallel and so cannot use t.Setenv.
+	BrokerEnv []string
 }
 
 // BrokerProc is one broker of a Cluster.
@@ -92,7 +95,7 @@ func (c *Cluster) StartBroker(t testing.TB, name string, extra map[string]string
 		t.Fatalf("harness: %v", err)
 	}
 	bp := &BrokerProc{Name: name, Port: port, Addr: fmt.Sprintf("127.0.0.1:%d", port), ConfPath: conf, StoreDir: dir}
-	bp.Proc = StartProcessWith(t, ProcOptions{Name: name}, filepath.Join(c.BinDir, Broker), "-c", conf)
+	bp.Proc = StartProcessWith(t, ProcOptions{Name: name, Env: c.opts.BrokerEnv}, filepath.Join(c.BinDir, Broker), "-c", conf)
 	bp.Proc.WaitTCP(t, bp.Addr, 30*time.Second)
 	c.Brokers = append(c.Brokers, bp)
 	return bp
@@ -102,7 +105,7 @@ func (c *Cluster) StartBroker(t testing.TB, name string, extra map[string]string
 // configuration and store.
 func (c *Cluster) Restart(t testing.TB, bp *BrokerProc) {
 	t.Helper()
-	bp.Proc = StartProcessWith(t, ProcOptions{Name: bp.Name}, filepath.Join(c.BinDir, Broker), "-c", bp.ConfPath)
+	bp.Proc = StartProcessWith(t, ProcOptions{Name: bp.Name, Env: c.opts.BrokerEnv}, filepath.Join(c.BinDir, Broker), "-c", bp.ConfPath)
 	bp.Proc.WaitTCP(t, bp.Addr, 30*time.Second)
 }
 
