@@ -2,6 +2,7 @@ package lite_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -271,4 +272,89 @@ func rssKiB(key string) int64 {
 		}
 	}
 	return 0
+}
+
+// BenchmarkLitePop: one client subscribed to b.N lite topics with one
+// message each pops (32 at a time) and acks them all, through an
+// in-process broker over loopback: the drain rate of a backlog spread over
+// many lite topics (events, full-dispatch refills, pop, ack).
+//
+//	go test -run '^$' -bench LitePop -benchtime 50000x ./broker/lite/
+func BenchmarkLitePop(b *testing.B) {
+	r := newBenchRig(b)
+	body, _ := json.Marshal(map[string]any{"groupName": "bench_cg", "consumeEnable": true,
+		"attributes": map[string]string{"+lite.bind.topic": "Parent", "+lite.sub.client.quota": strconv.Itoa(b.N + 1)}})
+	if resp := r.invoke(code.UpdateAndCreateSubscriptionGroup, nil, body); resp.Code != code.Success {
+		b.Fatalf("create group: %d %s", resp.Code, resp.Remark)
+	}
+	names := make([]string, b.N)
+	for i := range names {
+		names[i] = "p" + strconv.Itoa(i)
+	}
+	sub, _ := json.Marshal(map[string]any{"subscriptionSet": []any{map[string]any{
+		"action": "COMPLETE_ADD", "clientId": "c1", "group": "bench_cg", "topic": "Parent", "liteTopicSet": names, "version": 1}}})
+	if resp := r.invoke(code.LiteSubscriptionCtl, nil, sub); resp.Code != code.Success {
+		b.Fatalf("subscribe: %d %s", resp.Code, resp.Remark)
+	}
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				if resp := r.send(i%8, []byte("m"), map[string]string{message.PropertyLiteTopic: names[i]}); resp.Code != code.Success {
+					b.Errorf("send: %d %s", resp.Code, resp.Remark)
+				}
+			}
+		}()
+	}
+	for i := range names {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	acks := make(chan map[string]string, 256)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ext := range acks {
+				if resp := r.invoke(code.AckMessage, ext, nil); resp.Code != code.Success {
+					b.Errorf("ack: %d %s", resp.Code, resp.Remark)
+				}
+			}
+		}()
+	}
+	b.ResetTimer()
+	start := time.Now()
+	got, pops := 0, 0
+	for got < b.N && time.Since(start) < 5*time.Minute {
+		resp := r.invoke(code.PopLiteMessage, map[string]string{"clientId": "c1", "consumerGroup": "bench_cg", "topic": "Parent",
+			"maxMsgNum": "32", "invisibleTime": "60000", "pollTime": "1000", "bornTime": strconv.FormatInt(time.Now().UnixMilli(), 10)}, nil)
+		pops++
+		if resp.Code != code.Success {
+			continue
+		}
+		for rest := resp.Body; len(rest) > 0; {
+			m, n, err := message.DecodeStored(rest, message.DecodeOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rest = rest[n:]
+			got++
+			off := m.Properties[message.PropertyInnerMultiQueueOffset]
+			acks <- map[string]string{"consumerGroup": "bench_cg", "topic": "Parent", "queueId": "0", "offset": off,
+				"liteTopic": m.Properties[message.PropertyLiteTopic],
+				"extraInfo": fmt.Sprintf("0 %s %s 999 0 broker-a 0 %s", resp.ExtFields["popTime"], resp.ExtFields["invisibleTime"], off)}
+		}
+	}
+	close(acks)
+	wg.Wait()
+	b.StopTimer()
+	if got < b.N {
+		b.Fatalf("popped %d of %d", got, b.N)
+	}
+	b.ReportMetric(float64(got)/time.Since(start).Seconds(), "msgs/s")
+	b.ReportMetric(float64(got)/float64(pops), "msgs/pop")
 }

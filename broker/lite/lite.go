@@ -121,6 +121,9 @@ func New(d Deps) (*Service, error) {
 		ResetOffset: func(group, lmq string, off int64) {
 			s.Offsets.SetReset(group, lmq, off)
 			s.Orders.Clear(orderinfo.Key{LMQ: lmq, Group: group})
+			// The reset makes messages poppable again (an ack announces
+			// only a remaining backlog): give the lmq an event.
+			s.Dispatcher.Dispatch(group, lmq)
 		},
 		CommittedOffset:   s.Offsets.Committed,
 		MaxOffset:         s.maxOffset,

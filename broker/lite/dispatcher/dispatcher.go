@@ -142,6 +142,10 @@ type Dispatcher struct {
 	groupMu sync.Mutex
 	groups  map[string]cachedGroup
 
+	// kick wakes the loop when a full dispatch is queued ahead of the one
+	// it is sleeping for.
+	kick chan struct{}
+
 	life sync.Mutex
 	stop chan struct{}
 	done chan struct{}
@@ -168,6 +172,7 @@ func New(opts Options) (*Dispatcher, error) {
 		blacklist: map[registry.ClientKey]int64{},
 		pending:   map[fullKey]*fullReq{},
 		groups:    map[string]cachedGroup{},
+		kick:      make(chan struct{}, 1),
 	}
 	opts.Registry.AddListener(d)
 	return d, nil
@@ -242,7 +247,17 @@ func (d *Dispatcher) softCap(k registry.ClientKey, e *eventSet) int {
 
 func (d *Dispatcher) offer(k registry.ClientKey, lmq string) bool {
 	e := d.set(k, true)
-	return e.offer(lmq, d.softCap(k, e))
+	if e.offer(lmq, d.softCap(k, e)) {
+		return true
+	}
+	e.more.Store(true)
+	return false
+}
+
+// lowWater is the event count at or below which a client gets more
+// events from a full dispatch.
+func (d *Dispatcher) lowWater(k registry.ClientKey, e *eventSet) int {
+	return d.softCap(k, e) * lowWaterPercent / 100
 }
 
 func (d *Dispatcher) blacklisted(k registry.ClientKey, now int64) bool {
@@ -310,13 +325,23 @@ func (d *Dispatcher) selectAndDispatch(group, parent string, clients []registry.
 	return false
 }
 
-// Poll takes the oldest event of a client.
+// Poll takes the oldest event of a client. When that drains a set that
+// once overflowed to its low-water mark, a full dispatch refills it right
+// away [our choice: upstream waits for a timer with up to 10 s of jitter,
+// so a client subscribed to many lite topics with backlog gets about a
+// set's worth of messages per 5 s].
 func (d *Dispatcher) Poll(k registry.ClientKey) (string, bool) {
 	e := d.set(k, false)
 	if e == nil {
 		return "", false
 	}
-	return e.poll()
+	lmq, ok := e.poll()
+	if e.more.Load() && e.size() <= d.lowWater(k, e) && e.more.CompareAndSwap(true, false) {
+		// Due now, without the 50 ms floor: this fires once per overflow,
+		// not in a loop, and the client is draining its last events.
+		d.queueFull(fullKey{client: k}, d.now())
+	}
+	return lmq, ok
 }
 
 // Pending is the number of events of a client.
@@ -447,6 +472,12 @@ func (d *Dispatcher) Scan() {
 			d.redispatch(s.k, lmq)
 		}
 	}
+	d.runDue()
+}
+
+// runDue runs the full dispatches whose time has come.
+func (d *Dispatcher) runDue() {
+	now := d.now()
 	for {
 		d.fullMu.Lock()
 		if len(d.queue) == 0 || d.queue[0].due > now {
@@ -464,21 +495,42 @@ func (d *Dispatcher) Scan() {
 	}
 }
 
-// scheduleFull queues a full dispatch after delay unless one is pending
-// (exact: the delay is taken as is, without blacklist jitter).
+// scheduleFull queues a full dispatch after delay; one already pending
+// for k is kept, moved earlier if this one is due first (exact: the delay
+// is taken as is, without blacklist jitter).
 func (d *Dispatcher) scheduleFull(k fullKey, delay time.Duration, exact bool) {
 	if !exact && !k.wildcard && d.blacklisted(k.client, d.now()) {
 		delay += time.Duration(d.opts.IntN(int(blockedJitter/time.Millisecond)+1)) * time.Millisecond
 	}
 	delay = max(delay, minDelay)
+	d.queueFull(k, d.now()+delay.Milliseconds())
+}
+
+// queueFull queues a full dispatch of k due at due (ms), or moves the one
+// pending earlier.
+func (d *Dispatcher) queueFull(k fullKey, due int64) {
 	d.fullMu.Lock()
-	defer d.fullMu.Unlock()
-	if _, ok := d.pending[k]; ok {
+	r, ok := d.pending[k]
+	switch {
+	case ok && r.due <= due:
+		d.fullMu.Unlock()
 		return
+	case ok:
+		r.due = due
+		heap.Fix(&d.queue, r.pos)
+	default:
+		r = &fullReq{key: k, due: due}
+		d.pending[k] = r
+		heap.Push(&d.queue, r)
 	}
-	r := &fullReq{key: k, due: d.now() + delay.Milliseconds()}
-	d.pending[k] = r
-	heap.Push(&d.queue, r)
+	head := r.pos == 0
+	d.fullMu.Unlock()
+	if head {
+		select {
+		case d.kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // ScheduleFullDispatch queues a full dispatch of a client after delay.
@@ -513,21 +565,73 @@ func (d *Dispatcher) FullDispatch(k registry.ClientKey) {
 		d.reschedule(k, cfg.FullDispatchDelay, jitter)
 		return
 	}
+	if d.refillFromBacklog(k, e, capacity) {
+		return
+	}
 	offered := 0
+	var rest []string
 	for _, lmq := range c.LMQs {
 		if !d.hasBacklog(k.Group, lmq) {
 			continue
 		}
-		if !e.offer(lmq, capacity) {
-			d.reschedule(k, cfg.FullDispatchDelay, busyJitter)
-			break
+		if rest != nil || !e.offer(lmq, capacity) {
+			rest = append(rest, lmq)
+			continue
 		}
 		offered++
 		if offered%wakeEvery == 0 {
 			d.wake(k)
 		}
 	}
+	if rest != nil {
+		e.setBacklog(rest)
+		e.more.Store(true)
+		d.reschedule(k, cfg.FullDispatchDelay, busyJitter)
+	}
 	d.wake(k)
+}
+
+// refillFromBacklog offers the lmqs an earlier full dispatch kept for k
+// that are still subscribed and lagging; it reports false when none were
+// kept (a full walk is due).
+func (d *Dispatcher) refillFromBacklog(k registry.ClientKey, e *eventSet, capacity int) bool {
+	if e.backlogLen() == 0 {
+		return false
+	}
+	offered := 0
+	for {
+		batch := e.takeBacklog(capacity)
+		if batch == nil {
+			break
+		}
+		for i, lmq := range batch {
+			if !d.opts.Registry.Subscribed(k, lmq) || !d.hasBacklog(k.Group, lmq) {
+				continue
+			}
+			if !e.offer(lmq, capacity) {
+				// Full again: keep the rest for the next refill.
+				e.mu.Lock()
+				e.backlog = append(e.backlog, batch[i:]...)
+				e.mu.Unlock()
+				e.more.Store(true)
+				d.reschedule(k, d.cfg().FullDispatchDelay, busyJitter)
+				d.wake(k)
+				return true
+			}
+			offered++
+		}
+		if offered >= capacity {
+			break
+		}
+	}
+	if offered == 0 {
+		return false // everything kept was consumed meanwhile: walk again
+	}
+	// The next drain refills again: from what is kept or, once that is
+	// used up, with a walk that finds what came since the snapshot.
+	e.more.Store(true)
+	d.wake(k)
+	return true
 }
 
 func (d *Dispatcher) hasBacklog(group, lmq string) bool {
@@ -598,6 +702,10 @@ func (d *Dispatcher) loop(stop, done chan struct{}) {
 		case <-stop:
 			t.Stop()
 			return
+		case <-d.kick:
+			t.Stop()
+			d.runDue()
+			continue
 		case <-t.C:
 		}
 		d.Scan()

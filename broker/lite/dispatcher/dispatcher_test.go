@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -152,9 +153,10 @@ func TestDispatchOnePerGroup(t *testing.T) {
 	}
 }
 
-// TestFullSetAndFullDispatch: a full event set makes the event go to a
-// sibling; with no sibling the event waits for the scheduled full
-// dispatch, which finds the backlog by comparing offsets.
+// TestFullSetAndFullDispatch: a full event set drops the event (no
+// sibling takes it); a full dispatch, which finds the backlog by comparing
+// offsets, brings it back as soon as the client has drained its set to the
+// low-water mark, and never while the set stays full.
 func TestFullSetAndFullDispatch(t *testing.T) {
 	g := newRig(t)
 	a := registry.ClientKey{ClientID: "a", Group: "g"}
@@ -170,16 +172,38 @@ func TestFullSetAndFullDispatch(t *testing.T) {
 	}
 	g.cur["g"+lmq("1")] = 1
 	g.cur["g"+lmq("2")] = 1 // consumed; 3 was dropped
-	g.d.Scan()
-	if g.d.Pending(a) != 0 {
-		t.Fatal("full dispatch ran before its delay")
+	g.d.Scan()              // the drained set is refilled without waiting for the delay
+	if got := g.drain(a); len(got) != 1 || got[0] != lmq("3") {
+		t.Fatalf("refill delivered %v, want [%s]", got, lmq("3"))
+	}
+	g.cur["g"+lmq("3")] = 1
+
+	// A set that stays full gets nothing more, even past the delay; once
+	// drained it is refilled.
+	b := registry.ClientKey{ClientID: "b", Group: "g"}
+	if err := g.reg.AddPartial(b, "P", []string{lmq("4"), lmq("5"), lmq("6")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"4", "5", "6"} {
+		g.max[lmq(l)] = 1
+		g.d.Dispatch("g", lmq(l))
+	}
+	if g.d.Pending(b) != 2 {
+		t.Fatalf("b holds %d events, want its cap of 2", g.d.Pending(b))
 	}
 	g.now = g.now.Add(g.cfg.FullDispatchDelay + time.Second)
-	g.d.Touch(a, true) // keep a from counting as stalled
+	g.d.Touch(b, true) // keep b from counting as stalled
 	g.d.Scan()
-	if got := g.drain(a); len(got) != 1 || got[0] != lmq("3") {
-		t.Fatalf("full dispatch delivered %v, want [%s]", got, lmq("3"))
+	if g.d.Pending(b) != 2 {
+		t.Fatalf("full set grew to %d", g.d.Pending(b))
 	}
+	got := g.drain(b)
+	g.cur["g"+got[0]], g.cur["g"+got[1]] = 1, 1
+	g.d.Scan()
+	if rest := g.drain(b); len(rest) != 1 || slices.Contains(got, rest[0]) {
+		t.Fatalf("after draining %v the refill gave %v", got, rest)
+	}
+
 }
 
 // TestStalledClientBlacklisted: a client that stops popping loses its

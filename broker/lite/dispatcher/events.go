@@ -19,6 +19,17 @@ type eventSet struct {
 	softCap int   // resolved cap, guarded by mu
 	capAt   int64 // when softCap was resolved (ms)
 
+	// more: an offer to this set failed because it was full, so the
+	// client's subscriptions may hold backlog that no event announces; the
+	// next poll that drains the set to its low-water mark asks for a full
+	// dispatch at once instead of waiting for a jittered retry.
+	more atomic.Bool
+	// backlog holds the lagging lmqs a full dispatch found beyond the set's
+	// capacity (guarded by mu): refills take from it before walking the
+	// whole subscription again, so draining N lagging lite topics costs
+	// O(N) walks in all, not one O(N) walk per set's worth.
+	backlog []string
+
 	lastAccess   atomic.Int64 // any pop (ms)
 	lastConsume  atomic.Int64 // a pop that returned messages
 	lastLongPoll atomic.Int64 // parked in a long poll
@@ -82,4 +93,33 @@ func (e *eventSet) size() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return len(e.in)
+}
+
+// setBacklog replaces the lmqs kept for later refills.
+func (e *eventSet) setBacklog(lmqs []string) {
+	e.mu.Lock()
+	e.backlog = lmqs
+	e.mu.Unlock()
+}
+
+// takeBacklog removes and returns up to n kept lmqs (nil when none are
+// left).
+func (e *eventSet) takeBacklog(n int) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.backlog) == 0 {
+		e.backlog = nil
+		return nil
+	}
+	n = min(n, len(e.backlog))
+	out := e.backlog[len(e.backlog)-n:]
+	e.backlog = e.backlog[:len(e.backlog)-n]
+	return out
+}
+
+// backlogLen is the number of kept lmqs.
+func (e *eventSet) backlogLen() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.backlog)
 }

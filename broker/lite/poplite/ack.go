@@ -128,7 +128,10 @@ func (p *Processor) ack(r AckRequest, ei ExtraInfo) error {
 		if !p.d.Offsets.HasReset(r.Group, lmq) {
 			p.d.Offsets.Commit(r.Group, lmq, next)
 		}
-		announce = !p.d.Orders.Blocked(k, "")
+		// Only a remaining backlog gets an event: announcing a drained lmq
+		// fills the client's bounded event set with names that pop nothing
+		// and pushes real backlog out of it.
+		announce = (next < p.d.Store.MaxOffset(lmq, naming.QueueID) || p.d.Offsets.HasReset(r.Group, lmq)) && !p.d.Orders.Blocked(k, "")
 	}
 	p.d.Locks.Unlock(k)
 	if next == orderinfo.Illegal {
