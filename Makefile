@@ -12,7 +12,7 @@ PKGS      := github.com/rmqgo/rmq/...
 GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED ?= 0
 
-.PHONY: all build run cluster test test-short race vet fmt lint bench bench-vs-apache bench-recovery bench-static fuzz crash clean
+.PHONY: all build run cluster test test-short race vet fmt lint bench bench-vs-apache bench-recovery bench-static bench-lite fuzz crash clean
 
 all: build
 
@@ -66,6 +66,12 @@ bench-recovery: build
 # offsets) and static vs normal topic send/pull TPS (tests/bench/statictopic).
 bench-static: build
 	./scripts/bench/statictopic.sh
+
+# Lite topics: lite vs plain send TPS, a million lite topics (RSS, Pebble,
+# creation rate), delivery latency with 100k subscriptions, one sweep
+# expiring them all (tests/bench/lite).
+bench-lite: build
+	./scripts/bench/lite.sh
 
 FUZZTIME ?= 30s
 fuzz:

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Lite topics (issue 6) on a nameserver and one broker started on free
+# loopback ports (tests/bench/lite): send TPS to a new lite topic per
+# message against plain sends (alternated rounds; target overhead <= 15%),
+# broker RSS / Pebble bytes / creation rate with a million lite topics
+# (target RSS <= 1 GiB), store-to-pop latency for one client subscribed to
+# 100k lite topics, and one sweep expiring them all (target <= 2 s, plain
+# send p99 unchanged meanwhile). Exits non-zero when a target is missed.
+#
+#   scripts/bench/lite.sh
+#   LITE_BENCH_STRETCH=9000000 scripts/bench/lite.sh      # 10M lite topics in all
+#
+# Knobs: LITE_BENCH_PER_ROUND (500000 messages, one new lite topic each),
+# LITE_BENCH_ROUNDS (2 of each kind), LITE_BENCH_SENDERS (32),
+# LITE_BENCH_BODY (1024), LITE_BENCH_SUBSCRIBED (100000),
+# LITE_BENCH_LATENCY_RATE (2000 msgs/s), LITE_BENCH_LATENCY_SECONDS (10).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+GO=${GO:-go}
+make build >/dev/null
+export RMQ_E2E_BIN_DIR="$PWD/bin" RMQ_BENCH_LITE=1
+exec "$GO" test -count=1 -v -timeout 60m -run '^TestLiteBench$' github.com/rmqgo/rmq/tests/bench/lite

@@ -1,0 +1,597 @@
+// Package litebench measures lite topics (issue 6) on a real broker
+// process: send TPS to fresh lite topics against plain sends, the cost of
+// a million lite topics (broker RSS, Pebble bytes, creation rate), delivery
+// latency for one client subscribed to 100k lite topics, and a sweep that
+// expires them all (duration, and plain send latency while it runs). Not
+// part of `make test`: run it with `make bench-lite`.
+package litebench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rmqgo/rmq/pkg/admin"
+	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/pkg/message"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/tests/e2e/harness"
+)
+
+const (
+	envEnable = "RMQ_BENCH_LITE"
+	parent    = "LiteBenchParent"
+	plain     = "LiteBenchPlain"
+	group     = "lite_bench_cg"
+	// Expiration unit of the broker under test: lite.topic.expiration
+	// counts seconds, so the sweep phase can expire everything at once.
+	unitMs = 1000
+)
+
+type config struct {
+	perRound   int // lite topics (messages) per lite round
+	rounds     int // rounds of each kind, alternated
+	senders    int
+	body       int
+	subscribed int // lite topics the latency client subscribes to
+	latRate    int // messages/s during the latency phase
+	latFor     time.Duration
+	stretch    int // extra lite topics created by batch sends after the rest (0: none)
+}
+
+func envInt(t *testing.T, k string, def int) int {
+	t.Helper()
+	v := os.Getenv(k)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(strings.ReplaceAll(v, "_", ""))
+	if err != nil || n < 0 {
+		t.Fatalf("%s=%q: want a non-negative integer", k, v)
+	}
+	return n
+}
+
+func loadConfig(t *testing.T) config {
+	return config{
+		perRound:   envInt(t, "LITE_BENCH_PER_ROUND", 500_000),
+		rounds:     envInt(t, "LITE_BENCH_ROUNDS", 2),
+		senders:    envInt(t, "LITE_BENCH_SENDERS", 32),
+		body:       envInt(t, "LITE_BENCH_BODY", 1024),
+		subscribed: envInt(t, "LITE_BENCH_SUBSCRIBED", 100_000),
+		latRate:    envInt(t, "LITE_BENCH_LATENCY_RATE", 2000),
+		latFor:     time.Duration(envInt(t, "LITE_BENCH_LATENCY_SECONDS", 10)) * time.Second,
+		stretch:    envInt(t, "LITE_BENCH_STRETCH", 0),
+	}
+}
+
+// TestLiteBench runs the phases in order on one broker and prints a report;
+// it fails when a target of issue 6 is missed.
+func TestLiteBench(t *testing.T) {
+	if os.Getenv(envEnable) != "1" {
+		t.Skipf("benchmark, not part of the default suite: set %s=1 to run it (make bench-lite)", envEnable)
+	}
+	cfg := loadConfig(t)
+	total := cfg.perRound*cfg.rounds + cfg.subscribed + cfg.stretch
+	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1,
+		BrokerEnv: []string{"ROCKETMQ_LITE_TOPIC_EXPIRATION_UNIT_MS=" + strconv.Itoa(unitMs)},
+		BrokerConf: map[string]string{
+			"enableLmq": "true", "enableMultiDispatch": "true",
+			"maxLmqConsumeQueueNum":    strconv.Itoa(2*total + 1000),
+			"maxLiteSubscriptionCount": strconv.Itoa(2*cfg.subscribed + 1000),
+			"minLiteTTl":               "1000",
+			"liteTtlCheckInterval":     "2000",
+			"mappedFileSizeCommitLog":  strconv.Itoa(1 << 30),
+		}})
+	b := c.Brokers[0]
+	mq := func(args ...string) {
+		t.Helper()
+		if out, err := c.MQAdmin(t, args...); err != nil {
+			t.Fatalf("mqadmin %v: %v\n%s", args, err, out)
+		}
+	}
+	mq("updateTopic", "-b", b.Addr, "-t", parent, "-r", "8", "-w", "8", "-a", "+message.type=LITE,+lite.topic.expiration=43200")
+	mq("updateTopic", "-b", b.Addr, "-t", plain, "-r", "8", "-w", "8")
+	mq("updateSubGroup", "-b", b.Addr, "-g", group, "--attributes",
+		"+lite.bind.topic="+parent+",+lite.sub.client.quota="+strconv.Itoa(2*cfg.subscribed+1000))
+	ac, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ac.Close()
+	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{c.NamesrvAddr}},
+		Group: "lite_bench_pg", CompressOver: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown(context.Background())
+	ctx := context.Background()
+	waitRoute(t, c, parent)
+	waitRoute(t, c, plain)
+	r := &report{cfg: cfg}
+
+	// Phase 1: send TPS, plain and lite rounds alternated (P L L P ...).
+	body := make([]byte, cfg.body)
+	var liteSeq atomic.Int64
+	for i := 0; i < 2*cfg.rounds; i++ {
+		lite := i%4 == 1 || i%4 == 2
+		res := sendRound(ctx, t, p, cfg, body, lite, &liteSeq)
+		if lite {
+			r.liteTPS = append(r.liteTPS, res.tps)
+			r.liteP99 = append(r.liteP99, res.p99)
+		} else {
+			r.plainTPS = append(r.plainTPS, res.tps)
+			r.plainP99 = append(r.plainP99, res.p99)
+		}
+		t.Logf("round %d %s: %.0f msgs/s, p99 %v", i, map[bool]string{true: "lite", false: "plain"}[lite], res.tps, res.p99)
+	}
+	created := int(liteSeq.Load())
+	waitLmqs(ctx, t, ac, b.Addr, created)
+	r.created = created
+	r.createRate = median(r.liteTPS)
+	r.rss, r.rssAnon = procStatus(t, b.Proc.Pid())
+	r.pebble = dirSize(filepath.Join(b.StoreDir, "kv"))
+
+	// Phase 2: delivery latency, one client subscribed to cfg.subscribed
+	// lite topics, messages at a steady rate to random ones of them.
+	if cfg.subscribed > 0 {
+		var distinct int
+		r.latP50, r.latP99, r.latN, distinct = latencyPhase(ctx, t, b.Addr, p, cfg)
+		waitLmqs(ctx, t, ac, b.Addr, created+distinct)
+	}
+
+	// Phase 3 (stretch): more lite topics by batch sends.
+	if cfg.stretch > 0 {
+		start := time.Now()
+		stretchPhase(ctx, t, p, cfg)
+		r.stretchRate = float64(cfg.stretch) / time.Since(start).Seconds()
+		bi, err := ac.GetBrokerLiteInfo(ctx, b.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.stretchLmqs = bi.CurrentLmqNum
+		r.stretchRSS, r.stretchAnon = procStatus(t, b.Proc.Pid())
+		r.stretchPebble = dirSize(filepath.Join(b.StoreDir, "kv"))
+	}
+
+	// Phase 4: expire everything in one sweep while plain sends run.
+	r.sweepLmqs, r.sweep, r.sweepP99, r.beforeP99 = sweepPhase(ctx, t, c, b, ac, p, cfg, body)
+	r.print()
+	r.verdicts(t)
+}
+
+func waitRoute(t *testing.T, c *harness.Cluster, topic string) {
+	t.Helper()
+	harness.Eventually(t, 20*time.Second, func() error {
+		out, err := c.MQAdmin(t, "topicRoute", "-t", topic)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, `"writeQueueNums":8`) {
+			return fmt.Errorf("no route for %s yet", topic)
+		}
+		return nil
+	})
+}
+
+func waitLmqs(ctx context.Context, t *testing.T, ac *admin.Client, addr string, n int) {
+	t.Helper()
+	harness.Eventually(t, 60*time.Second, func() error {
+		bi, err := ac.GetBrokerLiteInfo(ctx, addr)
+		if err != nil {
+			return err
+		}
+		if bi.CurrentLmqNum < n {
+			return fmt.Errorf("%d of %d LMQs", bi.CurrentLmqNum, n)
+		}
+		return nil
+	})
+}
+
+type roundResult struct {
+	tps float64
+	p99 time.Duration
+}
+
+// sendRound sends cfg.perRound messages from cfg.senders goroutines; lite
+// rounds name a new lite topic in every message.
+func sendRound(ctx context.Context, t *testing.T, p *client.Producer, cfg config, body []byte, lite bool, liteSeq *atomic.Int64) roundResult {
+	t.Helper()
+	var next atomic.Int64
+	lat := make([][]time.Duration, cfg.senders)
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for s := 0; s < cfg.senders; s++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(cfg.perRound) {
+				m := &message.Message{Body: body, Topic: plain}
+				if lite {
+					m.Topic = parent
+					m.SetProperty(message.PropertyLiteTopic, "b"+strconv.FormatInt(liteSeq.Add(1), 10))
+				}
+				t0 := time.Now()
+				if _, err := p.SendSync(ctx, m); err != nil {
+					if failed.Add(1) == 1 {
+						t.Errorf("send: %v", err)
+					}
+					continue
+				}
+				lat[s] = append(lat[s], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start)
+	if f := failed.Load(); f > 0 {
+		t.Fatalf("%d sends failed", f)
+	}
+	all := slices.Concat(lat...)
+	return roundResult{tps: float64(len(all)) / took.Seconds(), p99: pct(all, 99)}
+}
+
+// latencyPhase subscribes one client to cfg.subscribed fresh lite topics,
+// sends cfg.latRate messages/s to random ones of them for cfg.latFor and
+// pops them (two long polls in flight, acking each message): the time from
+// store to receipt of each message.
+func latencyPhase(ctx context.Context, t *testing.T, addr string, p *client.Producer, cfg config) (p50, p99 time.Duration, n, distinct int) {
+	t.Helper()
+	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	defer rc.Close()
+	names := make([]string, cfg.subscribed)
+	for i := range names {
+		names[i] = "d" + strconv.Itoa(i)
+	}
+	sub, _ := json.Marshal(map[string]any{"subscriptionSet": []any{map[string]any{
+		"action": "COMPLETE_ADD", "clientId": "lat-1", "group": group, "topic": parent, "liteTopicSet": names, "version": 1}}})
+	resp, err := rc.Invoke(ctx, addr, remoting.NewRequest(code.LiteSubscriptionCtl, nil, sub))
+	if err != nil || resp.Code != code.Success {
+		t.Fatalf("subscribe %d lite topics: %v %+v", len(names), err, resp)
+	}
+	total := int(cfg.latFor.Seconds()) * cfg.latRate
+	var mu sync.Mutex
+	var lat []time.Duration
+	stop := make(chan struct{})
+	var pops sync.WaitGroup
+	for w := 0; w < 2; w++ {
+		pops.Add(1)
+		go func() {
+			defer pops.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ext := map[string]string{"clientId": "lat-1", "consumerGroup": group, "topic": parent, "maxMsgNum": "32",
+					"invisibleTime": "60000", "pollTime": "2000", "bornTime": strconv.FormatInt(time.Now().UnixMilli(), 10)}
+				pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				resp, err := rc.Invoke(pctx, addr, remoting.NewRequest(code.PopLiteMessage, ext, nil))
+				cancel()
+				got := time.Now()
+				if err != nil || resp.Code != code.Success {
+					continue
+				}
+				for rest := resp.Body; len(rest) > 0; {
+					m, sz, err := message.DecodeStored(rest, message.DecodeOptions{AliasBody: true})
+					if err != nil {
+						t.Errorf("decode: %v", err)
+						return
+					}
+					rest = rest[sz:]
+					mu.Lock()
+					lat = append(lat, got.Sub(time.UnixMilli(m.StoreTimestamp)))
+					mu.Unlock()
+					off := m.Properties[message.PropertyInnerMultiQueueOffset]
+					ack := map[string]string{"consumerGroup": group, "topic": parent, "queueId": "0", "offset": off,
+						"liteTopic": m.Properties[message.PropertyLiteTopic],
+						"extraInfo": fmt.Sprintf("0 %s %s 999 0 broker-a 0 %s", resp.ExtFields["popTime"], resp.ExtFields["invisibleTime"], off)}
+					_ = rc.InvokeOneway(ctx, addr, remoting.NewRequest(code.AckMessage, ack, nil))
+				}
+			}
+		}()
+	}
+	body := []byte("latency")
+	tick := time.NewTicker(time.Second / time.Duration(max(cfg.latRate/100, 1)))
+	perTick := max(cfg.latRate/100, 1)
+	sent := 0
+	targets := map[string]bool{}
+	var wg sync.WaitGroup
+	for sent < total {
+		<-tick.C
+		for i := 0; i < perTick && sent < total; i++ {
+			sent++
+			m := &message.Message{Topic: parent, Body: body}
+			name := names[rand.IntN(len(names))]
+			targets[name] = true
+			m.SetProperty(message.PropertyLiteTopic, name)
+			wg.Add(1)
+			if err := p.SendAsync(ctx, m, func(_ *client.SendResult, err error) {
+				defer wg.Done()
+				if err != nil {
+					t.Errorf("latency send: %v", err)
+				}
+			}); err != nil {
+				wg.Done()
+				t.Fatalf("latency send: %v", err)
+			}
+		}
+	}
+	tick.Stop()
+	wg.Wait()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		n = len(lat)
+		mu.Unlock()
+		if n >= total || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	close(stop)
+	pops.Wait()
+	if n < total {
+		t.Errorf("latency phase: %d of %d messages received", n, total)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return pct(lat, 50), pct(lat, 99), n, len(targets)
+}
+
+// stretchPhase creates cfg.stretch more lite topics with batch sends of
+// 100 messages.
+func stretchPhase(ctx context.Context, t *testing.T, p *client.Producer, cfg config) {
+	t.Helper()
+	const batch = 100
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	body := make([]byte, 128)
+	for s := 0; s < 8; s++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				from := next.Add(batch) - batch
+				if from >= int64(cfg.stretch) {
+					return
+				}
+				msgs := make([]*message.Message, 0, batch)
+				for i := from; i < min(from+batch, int64(cfg.stretch)); i++ {
+					m := &message.Message{Topic: parent, Body: body}
+					m.SetProperty(message.PropertyLiteTopic, "s"+strconv.FormatInt(i, 10))
+					msgs = append(msgs, m)
+				}
+				if _, err := p.SendBatch(ctx, msgs); err != nil {
+					t.Errorf("stretch batch: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+var sweepLine = regexp.MustCompile(`msg="expired lite topics".*deleted=(\d+) took=(\S+)`)
+
+// sweepPhase lowers the parent's expiration to one unit, so the next sweep
+// expires every lite topic, while plain sends run from 8 goroutines; it
+// returns the sweep's deletions and duration (from the broker's log) and
+// the plain send p99 during the sweep and in the seconds before it.
+func sweepPhase(ctx context.Context, t *testing.T, c *harness.Cluster, b *harness.BrokerProc, ac *admin.Client, p *client.Producer, cfg config, body []byte) (deleted int, took, during, before time.Duration) {
+	t.Helper()
+	type sample struct {
+		at  time.Time
+		lat time.Duration
+	}
+	var mu sync.Mutex
+	var samples []sample
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for s := 0; s < 8; s++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				t0 := time.Now()
+				if _, err := p.SendSync(ctx, &message.Message{Topic: plain, Body: body}); err != nil {
+					t.Errorf("send during the sweep: %v", err)
+					return
+				}
+				mu.Lock()
+				samples = append(samples, sample{t0, time.Since(t0)})
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(3 * time.Second)
+	if out, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr, "-t", parent, "-r", "8", "-w", "8", "-a", "+message.type=LITE,+lite.topic.expiration=1"); err != nil {
+		t.Fatalf("lower the expiration: %v\n%s", err, out)
+	}
+	var line []string
+	harness.Eventually(t, 60*time.Second, func() error {
+		f, err := os.Open(b.Proc.LogPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if m := sweepLine.FindStringSubmatch(sc.Text()); m != nil {
+				if n, _ := strconv.Atoi(m[1]); n > 0 {
+					line = m
+				}
+			}
+		}
+		if line == nil {
+			return fmt.Errorf("no sweep deleted anything yet")
+		}
+		return nil
+	})
+	end := time.Now()
+	time.Sleep(2 * time.Second)
+	close(stop)
+	wg.Wait()
+	deleted, _ = strconv.Atoi(line[1])
+	took, err := time.ParseDuration(line[2])
+	if err != nil {
+		t.Fatalf("sweep duration %q: %v", line[2], err)
+	}
+	// The sweep ended before the log line was seen (polled every 100 ms).
+	sweepEnd := end
+	sweepStart := sweepEnd.Add(-took - 200*time.Millisecond)
+	var in, pre []time.Duration
+	for _, s := range samples {
+		switch {
+		case !s.at.Before(sweepStart) && !s.at.After(sweepEnd):
+			in = append(in, s.lat)
+		case s.at.Before(sweepStart.Add(-time.Second)) && s.at.After(sweepStart.Add(-4*time.Second)):
+			pre = append(pre, s.lat)
+		}
+	}
+	return deleted, took, pct(in, 99), pct(pre, 99)
+}
+
+type report struct {
+	cfg               config
+	plainTPS, liteTPS []float64
+	plainP99, liteP99 []time.Duration
+	created           int
+	createRate        float64
+	rss, rssAnon      int64 // KiB
+	pebble            int64
+	latP50, latP99    time.Duration
+	latN              int
+	stretchRate       float64
+	stretchLmqs       int
+	stretchRSS        int64
+	stretchAnon       int64
+	stretchPebble     int64
+	sweepLmqs         int
+	sweep, sweepP99   time.Duration
+	beforeP99         time.Duration
+}
+
+func (r *report) overhead() float64 { return 1 - median(r.liteTPS)/median(r.plainTPS) }
+
+func (r *report) print() {
+	fmt.Printf("\n== lite topics on one broker (%d senders, %d B bodies) ==\n", r.cfg.senders, r.cfg.body)
+	fmt.Printf("send TPS   plain %v  lite %v  (medians %.0f vs %.0f: lite overhead %.1f%%)\n",
+		fmtF(r.plainTPS), fmtF(r.liteTPS), median(r.plainTPS), median(r.liteTPS), 100*r.overhead())
+	fmt.Printf("send p99   plain %v  lite %v\n", r.plainP99, r.liteP99)
+	fmt.Printf("%d lite topics created at %.0f/s: broker RSS %d MiB (anon %d MiB), Pebble %d MiB (%.0f B per lite topic)\n",
+		r.created, r.createRate, r.rss/1024, r.rssAnon/1024, r.pebble>>20, float64(r.pebble)/float64(max(r.created, 1)))
+	if r.latN > 0 {
+		fmt.Printf("delivery (store -> popped), one client subscribed to %d lite topics, %d msgs/s: p50 %v p99 %v (%d messages)\n",
+			r.cfg.subscribed, r.cfg.latRate, r.latP50, r.latP99, r.latN)
+	}
+	if r.stretchLmqs > 0 {
+		fmt.Printf("stretch: %d LMQs in all (%d more at %.0f/s by batch): broker RSS %d MiB (anon %d MiB), Pebble %d MiB\n",
+			r.stretchLmqs, r.cfg.stretch, r.stretchRate, r.stretchRSS/1024, r.stretchAnon/1024, r.stretchPebble>>20)
+	}
+	fmt.Printf("sweep: %d lite topics expired in %v; plain send p99 %v during it, %v before\n", r.sweepLmqs, r.sweep, r.sweepP99, r.beforeP99)
+}
+
+// verdicts: issue 6's targets.
+func (r *report) verdicts(t *testing.T) {
+	if o := r.overhead(); o > 0.15 {
+		t.Errorf("lite send overhead %.1f%%, target <= 15%%", 100*o)
+	}
+	if r.created >= 1_000_000 && r.rss > 1<<20 {
+		t.Errorf("broker RSS %d MiB with %d lite topics, target <= 1 GiB", r.rss/1024, r.created)
+	}
+	if r.sweepLmqs >= 1_000_000 && r.sweep > 2*time.Second {
+		t.Errorf("sweep of %d lite topics took %v, target <= 2 s", r.sweepLmqs, r.sweep)
+	}
+	if r.sweepP99 > 2*r.beforeP99+20*time.Millisecond {
+		t.Errorf("plain send p99 %v during the sweep, %v before", r.sweepP99, r.beforeP99)
+	}
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func pct(xs []time.Duration, p int) time.Duration {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[min(len(s)*p/100, len(s)-1)].Round(10 * time.Microsecond)
+}
+
+func fmtF(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.FormatFloat(x, 'f', 0, 64)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// procStatus reads VmRSS and RssAnon (KiB) of pid.
+func procStatus(t *testing.T, pid int) (rss, anon int64) {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Logf("broker RSS unknown: %v", err)
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		n, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			rss = n
+		case "RssAnon:":
+			anon = n
+		}
+	}
+	return rss, anon
+}
+
+func dirSize(dir string) int64 {
+	var n int64
+	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}
