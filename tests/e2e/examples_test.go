@@ -94,6 +94,7 @@ func TestExamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode: builds and runs the examples against real processes")
 	}
+	t.Parallel() // mostly waits: for deliveries, a check-back, a timeout
 	bins := buildExamples(t)
 	bin := func(name string) string { return filepath.Join(bins, name) }
 	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1, BrokerConf: map[string]string{
@@ -148,9 +149,9 @@ func TestExamples(t *testing.T) {
 	t.Run("fails", func(t *testing.T) {
 		// Nothing to consume: the bounded run fails, clearly.
 		r := runExample(t, time.Minute, nil, bin("pushconsumer"), "-n", ns, "-t", "ExEmpty", "-g", "ex_empty_cg",
-			"-count", "1", "-timeout", "2s")
+			"-count", "1", "-timeout", "1s")
 		r.expect(t, 1)
-		if !strings.Contains(r.stderr, "0 of 1 messages consumed within 2s") {
+		if !strings.Contains(r.stderr, "0 of 1 messages consumed within 1s") {
 			t.Fatalf("stderr: %s", r.stderr)
 		}
 	})
