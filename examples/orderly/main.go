@@ -1,6 +1,12 @@
 // Command orderly sends the steps of a few orders with SendOrderly (one
 // queue per order id) and consumes them with an orderly push consumer,
 // checking that every order's steps arrive in sequence.
+//
+//	orderly [-n nameserver] [-t topic] [-count orders] [-timeout D]
+//
+// It exits 0 once every step of every order was consumed in order, 1 on a
+// step out of order or when -timeout (default 1m) passes first. The
+// nameserver defaults to $NAMESRV_ADDR, else 127.0.0.1:9876.
 package main
 
 import (
@@ -21,18 +27,30 @@ import (
 var steps = []string{"created", "paid", "shipped", "delivered"}
 
 func main() {
-	ns := flag.String("n", "127.0.0.1:9876", "nameserver address")
+	ns := flag.String("n", nameServer(), "nameserver address (default $NAMESRV_ADDR, else 127.0.0.1:9876)")
 	topic := flag.String("t", "OrderTopicExample", "topic")
-	orders := flag.Int("o", 5, "orders")
+	orders := flag.Int("count", 5, "orders (each sent as "+strconv.Itoa(len(steps))+" steps)")
+	timeout := flag.Duration("timeout", time.Minute, "fail if not everything is consumed within this time")
 	flag.Parse()
+	if *orders < 1 {
+		fmt.Fprintln(os.Stderr, "orderly: -count must be at least 1")
+		os.Exit(2)
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if err := run(*ns, *topic, *orders, log); err != nil {
+	if err := run(*ns, *topic, *orders, *timeout, log); err != nil {
 		fmt.Fprintln(os.Stderr, "orderly:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ns, topic string, orders int, log *slog.Logger) error {
+func nameServer() string {
+	if v := os.Getenv("NAMESRV_ADDR"); v != "" {
+		return v
+	}
+	return "127.0.0.1:9876"
+}
+
+func run(ns, topic string, orders int, timeout time.Duration, log *slog.Logger) error {
 	common := client.CommonConfig{NameServers: []string{ns}, Logger: log}
 	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: common, Group: "example_order_producer"})
 	if err != nil {
@@ -42,7 +60,7 @@ func run(ns, topic string, orders int, log *slog.Logger) error {
 		return err
 	}
 	defer p.Shutdown(context.Background())
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	for _, step := range steps {
 		for o := range orders {
@@ -58,6 +76,7 @@ func run(ns, topic string, orders int, log *slog.Logger) error {
 
 	var mu sync.Mutex
 	next := map[string]int{}
+	var wrong []string
 	done := make(chan struct{})
 	var once sync.Once
 	c, err := client.NewPushConsumer(client.PushConsumerConfig{
@@ -72,6 +91,9 @@ func run(ns, topic string, orders int, log *slog.Logger) error {
 				id, step, _ := strings.Cut(string(m.Body), ":")
 				want := steps[next[id]%len(steps)]
 				fmt.Printf("consumed %s %-9s from queue %d (expected %s)\n", id, step, req.Queue.QueueID, want)
+				if step != want {
+					wrong = append(wrong, id+": "+step+" where "+want+" was due")
+				}
 				next[id]++
 			}
 			total := 0
@@ -96,9 +118,14 @@ func run(ns, topic string, orders int, log *slog.Logger) error {
 	defer c.Shutdown(context.Background())
 	select {
 	case <-done:
-		fmt.Println("every order consumed in order")
 	case <-ctx.Done():
 		return fmt.Errorf("not everything was consumed: %w", ctx.Err())
 	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(wrong) > 0 {
+		return fmt.Errorf("%d steps out of order: %s", len(wrong), strings.Join(wrong, "; "))
+	}
+	fmt.Println("every order consumed in order")
 	return nil
 }

@@ -1,5 +1,10 @@
 // Command producer sends messages every way the SDK offers: sync, async,
-// one-way, batch, with a delay level and as a timer message.
+// one-way, batch, with a delay level and as a timer message: 4×count+2
+// messages in all. It exits 0 once every send succeeded, 1 otherwise.
+//
+//	producer [-n nameserver] [-t topic] [-count N]
+//
+// The nameserver defaults to $NAMESRV_ADDR, else 127.0.0.1:9876.
 package main
 
 import (
@@ -10,6 +15,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rmqgo/rmq/pkg/client"
@@ -17,15 +23,26 @@ import (
 )
 
 func main() {
-	ns := flag.String("n", "127.0.0.1:9876", "nameserver address")
+	ns := flag.String("n", nameServer(), "nameserver address (default $NAMESRV_ADDR, else 127.0.0.1:9876)")
 	topic := flag.String("t", "TopicTest", "topic")
-	count := flag.Int("c", 10, "messages per kind of send")
+	count := flag.Int("count", 10, "messages per kind of send (sync, async, one-way, batch)")
 	flag.Parse()
+	if *count < 1 {
+		fmt.Fprintln(os.Stderr, "producer: -count must be at least 1")
+		os.Exit(2)
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if err := run(*ns, *topic, *count, log); err != nil {
 		fmt.Fprintln(os.Stderr, "producer:", err)
 		os.Exit(1)
 	}
+}
+
+func nameServer() string {
+	if v := os.Getenv("NAMESRV_ADDR"); v != "" {
+		return v
+	}
+	return "127.0.0.1:9876"
 }
 
 func run(ns, topic string, count int, log *slog.Logger) error {
@@ -55,12 +72,14 @@ func run(ns, topic string, count int, log *slog.Logger) error {
 	}
 
 	var wg sync.WaitGroup
+	var failed atomic.Int32
 	for i := range count {
 		wg.Add(1)
 		m := &message.Message{Topic: topic, Body: []byte("async " + strconv.Itoa(i))}
 		err := p.SendAsync(ctx, m, func(res *client.SendResult, err error) {
 			defer wg.Done()
 			if err != nil {
+				failed.Add(1)
 				fmt.Println("async   failed:", err)
 				return
 			}
@@ -72,6 +91,9 @@ func run(ns, topic string, count int, log *slog.Logger) error {
 		}
 	}
 	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		return fmt.Errorf("%d of %d async sends failed", n, count)
+	}
 
 	for i := range count {
 		if err := p.SendOneway(ctx, &message.Message{Topic: topic, Body: []byte("oneway " + strconv.Itoa(i))}); err != nil {
@@ -90,18 +112,20 @@ func run(ns, topic string, count int, log *slog.Logger) error {
 	}
 	fmt.Printf("batch   %s %d messages from offset %d\n", res.Status, count, res.QueueOffset)
 
-	delayed := &message.Message{Topic: topic, Body: []byte("delay level 2 (5 s)")}
-	delayed.SetDelayTimeLevel(2)
+	delayed := &message.Message{Topic: topic, Body: []byte("delay level 1 (1 s)")}
+	delayed.SetDelayTimeLevel(1)
 	if res, err = p.SendSync(ctx, delayed); err != nil {
 		return fmt.Errorf("delayed send: %w", err)
 	}
-	fmt.Printf("delayed %s %s, visible in 5 s\n", res.Status, res.MsgID)
+	fmt.Printf("delayed %s %s, visible in 1 s\n", res.Status, res.MsgID)
 
+	at := time.Now().Add(3 * time.Second)
 	timer := &message.Message{Topic: topic, Body: []byte("timer message")}
-	timer.SetDeliverTime(time.Now().Add(10 * time.Second))
+	timer.SetDeliverTime(at)
 	if res, err = p.SendSync(ctx, timer); err != nil {
 		return fmt.Errorf("timer send: %w", err)
 	}
-	fmt.Printf("timer   %s %s, visible at %s\n", res.Status, res.MsgID, time.Now().Add(10*time.Second).Format(time.TimeOnly))
+	fmt.Printf("timer   %s %s, visible at %s\n", res.Status, res.MsgID, at.Format(time.TimeOnly))
+	fmt.Printf("sent %d messages\n", 4*count+2)
 	return nil
 }

@@ -1,6 +1,13 @@
-// Command pushconsumer consumes a topic with a clustering push consumer
-// until interrupted. Run two of them to see the queues shared out; a
-// message whose body contains "fail" is retried through the retry topic.
+// Command pushconsumer consumes a topic with a clustering (or broadcasting)
+// push consumer until interrupted, or until -count messages were consumed.
+// Run two of them to see the queues shared out; a message whose body
+// contains "fail" is retried through the retry topic twice.
+//
+//	pushconsumer [-n nameserver] [-t topic] [-g group] [-b] [-count N] [-timeout D]
+//
+// With -count it exits 0 once N messages were consumed, 1 if -timeout
+// (default 1m) passes first. The nameserver defaults to $NAMESRV_ADDR,
+// else 127.0.0.1:9876.
 package main
 
 import (
@@ -11,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,25 +26,36 @@ import (
 )
 
 func main() {
-	ns := flag.String("n", "127.0.0.1:9876", "nameserver address")
+	ns := flag.String("n", nameServer(), "nameserver address (default $NAMESRV_ADDR, else 127.0.0.1:9876)")
 	topic := flag.String("t", "TopicTest", "topic")
 	group := flag.String("g", "example_consumer", "consumer group")
 	broadcast := flag.Bool("b", false, "broadcasting instead of clustering")
+	count := flag.Int("count", 0, "exit after consuming this many messages (0: run until interrupted)")
+	timeout := flag.Duration("timeout", time.Minute, "with -count: fail if they are not consumed within this time")
 	flag.Parse()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *ns, *topic, *group, *broadcast, log); err != nil {
+	if err := run(ctx, *ns, *topic, *group, *broadcast, *count, *timeout, log); err != nil {
 		fmt.Fprintln(os.Stderr, "pushconsumer:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, ns, topic, group string, broadcast bool, log *slog.Logger) error {
+func nameServer() string {
+	if v := os.Getenv("NAMESRV_ADDR"); v != "" {
+		return v
+	}
+	return "127.0.0.1:9876"
+}
+
+func run(ctx context.Context, ns, topic, group string, broadcast bool, count int, timeout time.Duration, log *slog.Logger) error {
 	model := client.Clustering
 	if broadcast {
 		model = client.Broadcasting
 	}
+	var consumed atomic.Int64
+	done := make(chan struct{})
 	c, err := client.NewPushConsumer(client.PushConsumerConfig{
 		CommonConfig: client.CommonConfig{NameServers: []string{ns}, Logger: log},
 		Group:        group,
@@ -51,6 +70,9 @@ func run(ctx context.Context, ns, topic, group string, broadcast bool, log *slog
 					return client.ConsumeRetryLater
 				}
 			}
+			if n := consumed.Add(int64(len(req.Messages))); count > 0 && n >= int64(count) && n-int64(len(req.Messages)) < int64(count) {
+				close(done)
+			}
 			return client.ConsumeSuccess
 		},
 	})
@@ -64,8 +86,24 @@ func run(ctx context.Context, ns, topic, group string, broadcast bool, log *slog
 		return err
 	}
 	fmt.Printf("consuming %s as %s (%s); Ctrl-C to stop\n", topic, c.ClientID(), model)
-	<-ctx.Done()
+	var failure error
+	var expired <-chan time.Time
+	if count > 0 {
+		expired = time.After(timeout)
+	}
+	select {
+	case <-ctx.Done():
+	case <-done:
+	case <-expired:
+		failure = fmt.Errorf("%d of %d messages consumed within %v", consumed.Load(), count, timeout)
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return c.Shutdown(sctx)
+	if err := c.Shutdown(sctx); err != nil && failure == nil {
+		failure = err
+	}
+	if failure == nil {
+		fmt.Printf("consumed %d messages\n", consumed.Load())
+	}
+	return failure
 }

@@ -1,6 +1,14 @@
 // Command simpleconsumer receives messages with pop: each one stays
 // invisible to the group for a while, is processed and acked; a slow one
-// gets more time with ChangeInvisibleTime.
+// gets more time with ChangeInvisibleTime. -orderly pops FIFO: a queue's
+// messages in order, one un-acked message holding back the rest of its
+// queue.
+//
+//	simpleconsumer [-n nameserver] [-t topic] [-g group] [-orderly] [-count N] [-timeout D]
+//
+// With -count it exits 0 once N messages were acked, 1 if -timeout
+// (default 1m) passes first; without, it runs until interrupted. The
+// nameserver defaults to $NAMESRV_ADDR, else 127.0.0.1:9876.
 package main
 
 import (
@@ -18,42 +26,67 @@ import (
 )
 
 func main() {
-	ns := flag.String("n", "127.0.0.1:9876", "nameserver address")
+	ns := flag.String("n", nameServer(), "nameserver address (default $NAMESRV_ADDR, else 127.0.0.1:9876)")
 	topic := flag.String("t", "TopicTest", "topic")
 	group := flag.String("g", "example_simple_consumer", "consumer group")
+	orderly := flag.Bool("orderly", false, "FIFO pops (order=true)")
+	count := flag.Int("count", 0, "exit after acking this many messages (0: run until interrupted)")
+	timeout := flag.Duration("timeout", time.Minute, "with -count: fail if they are not acked within this time")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *ns, *topic, *group, log); err != nil && !errors.Is(err, context.Canceled) {
+	if *count > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+	}
+	acked, err := run(ctx, *ns, *topic, *group, *orderly, *count, log)
+	switch {
+	case *count > 0 && acked < *count:
+		fmt.Fprintf(os.Stderr, "simpleconsumer: %d of %d messages acked: %v\n", acked, *count, err)
+		os.Exit(1)
+	case err != nil && !errors.Is(err, context.Canceled):
 		fmt.Fprintln(os.Stderr, "simpleconsumer:", err)
 		os.Exit(1)
 	}
+	fmt.Printf("acked %d messages\n", acked)
 }
 
-func run(ctx context.Context, ns, topic, group string, log *slog.Logger) error {
+func nameServer() string {
+	if v := os.Getenv("NAMESRV_ADDR"); v != "" {
+		return v
+	}
+	return "127.0.0.1:9876"
+}
+
+// run receives and acks until ctx ends or count messages (if > 0) are
+// acked, and returns how many it acked.
+func run(ctx context.Context, ns, topic, group string, orderly bool, count int, log *slog.Logger) (int, error) {
 	c, err := client.NewSimpleConsumer(client.SimpleConsumerConfig{
 		CommonConfig:  client.CommonConfig{NameServers: []string{ns}, Logger: log},
 		Group:         group,
 		AwaitDuration: 10 * time.Second,
 		ConsumeFrom:   client.ConsumeFromFirstOffset,
+		Orderly:       orderly,
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err := c.Subscribe(topic, "*", ""); err != nil {
-		return err
+		return 0, err
 	}
 	if err := c.Start(); err != nil {
-		return err
+		return 0, err
 	}
 	defer c.Shutdown(context.Background())
 	fmt.Printf("receiving from %s as %s; Ctrl-C to stop\n", topic, group)
-	for ctx.Err() == nil {
+	acked := 0
+	for ctx.Err() == nil && (count == 0 || acked < count) {
 		msgs, err := c.Receive(ctx, 16, 30*time.Second)
 		if err != nil {
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return acked, ctx.Err()
 			}
 			fmt.Println("receive:", err)
 			time.Sleep(time.Second)
@@ -69,8 +102,10 @@ func run(ctx context.Context, ns, topic, group string, log *slog.Logger) error {
 			fmt.Printf("queue=%d offset=%d reconsume=%d body=%q\n", m.QueueID, m.QueueOffset, m.ReconsumeTimes, m.Body)
 			if err := c.Ack(ctx, m); err != nil {
 				fmt.Println("ack:", err)
+				continue
 			}
+			acked++
 		}
 	}
-	return ctx.Err()
+	return acked, ctx.Err()
 }

@@ -18,7 +18,7 @@
 //     brokers' running-info, consumer-status, consume-directly and
 //     offset-reset requests.
 //   - SimpleConsumer: pop (receive with an invisible time, ack, change
-//     invisible time).
+//     invisible time), concurrent or orderly (FIFO per queue).
 //   - PullConsumer: pull, offsets, and a simple ConsumeLoop over all queues
 //     of a topic.
 //

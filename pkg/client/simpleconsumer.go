@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,15 @@ type SimpleConsumerConfig struct {
 	ConsumeFrom ConsumeFrom
 	// MaxBodySize bounds a decompressed body; default 64 MiB.
 	MaxBodySize int
+	// Orderly pops FIFO (POP_MESSAGE with order=true): a queue's messages
+	// come in queue order, and while any message of a queue's last pop is
+	// neither acked nor past its invisible time, the broker hands out
+	// nothing more of that queue to the group (Receive finds nothing
+	// there). A message popped again carries in ReconsumeTimes how often
+	// it was popped before (the answer's orderCountInfo). Orderly pops
+	// never read the group's retry topic: an un-acked message comes back
+	// in place, not through it.
+	Orderly bool
 }
 
 func (c SimpleConsumerConfig) normalize() (SimpleConsumerConfig, error) {
@@ -269,7 +279,7 @@ func (c *SimpleConsumer) pop(ctx context.Context, topic, broker string, sd subsc
 		"initMode":      initMode,
 		"expType":       sd.ExpressionType,
 		"exp":           sd.SubString,
-		"order":         "false",
+		"order":         strconv.FormatBool(c.cfg.Orderly),
 		"bname":         broker,
 	}
 	rctx, cancel := context.WithTimeout(ctx, poll+popTimeoutHeadroom)
@@ -301,6 +311,7 @@ func (c *SimpleConsumer) popResult(resp *remoting.Command, topic, broker, addr s
 	reviveQid := int(f.Int32("reviveQid"))
 	startInfo := f.OptStr("startOffsetInfo", "")
 	msgInfo := f.OptStr("msgOffsetInfo", "")
+	countInfo := f.OptStr("orderCountInfo", "")
 	if err := f.Err(); err != nil {
 		return nil, fmt.Errorf("client: pop response from %s: %w", addr, err)
 	}
@@ -311,6 +322,12 @@ func (c *SimpleConsumer) popResult(resp *remoting.Command, topic, broker, addr s
 	offsets, err := parsePopMsgOffsets(msgInfo)
 	if err != nil {
 		return nil, err
+	}
+	var counts map[string]int
+	if c.cfg.Orderly {
+		if counts, err = parsePopOrderCounts(countInfo); err != nil {
+			return nil, fmt.Errorf("client: pop response from %s: %w", addr, err)
+		}
 	}
 	msgs, err := message.DecodeAll(resp.Body, message.DecodeOptions{AliasBody: true})
 	if err != nil && len(msgs) == 0 {
@@ -356,12 +373,58 @@ func (c *SimpleConsumer) popResult(resp *remoting.Command, topic, broker, addr s
 			}
 			m.SetProperty(message.PropertyPopCK, ck.String())
 		}
+		if counts != nil {
+			if n := orderCount(counts, m); n > 0 {
+				m.ReconsumeTimes = int32(n)
+			}
+		}
 		if m.Property(message.PropertyFirstPopTime) == "" {
 			m.SetProperty(message.PropertyFirstPopTime, strconv.FormatInt(popTime, 10))
 		}
 		m.Topic = topic
 	}
 	return msgs, nil
+}
+
+// parsePopOrderCounts decodes the orderCountInfo header of an orderly pop
+// (";"-joined "retry queueId count" and "retry qo<queueId>%<offset>
+// count") into retry@queueId / retry@qo<queueId>%<offset> → count, as
+// Java's ExtraInfoUtil.parseOrderCountInfo.
+func parsePopOrderCounts(s string) (map[string]int, error) {
+	out := make(map[string]int)
+	if s == "" {
+		return out, nil
+	}
+	for _, item := range strings.Split(s, ";") {
+		f := strings.Split(item, " ")
+		if len(f) != 3 {
+			return nil, fmt.Errorf("client: bad orderCountInfo item %q", item)
+		}
+		n, err := strconv.Atoi(f[2])
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("client: bad orderCountInfo item %q", item)
+		}
+		key := f[0] + "@" + f[1]
+		if _, dup := out[key]; dup {
+			return nil, fmt.Errorf("client: duplicate orderCountInfo key %s", key)
+		}
+		out[key] = n
+	}
+	return out, nil
+}
+
+// orderCount is how often an orderly-popped message was popped before:
+// its own entry, else its queue's (Java's processPopResponse).
+func orderCount(counts map[string]int, m *message.Message) int {
+	ck, err := parsePopCheckpoint(m.Property(message.PropertyPopCK))
+	if err != nil {
+		return 0
+	}
+	qid := strconv.Itoa(ck.QueueID)
+	if n, ok := counts[ck.Retry+"@qo"+qid+"%"+strconv.FormatInt(ck.QueueOffset, 10)]; ok {
+		return n
+	}
+	return counts[ck.Retry+"@"+qid]
 }
 
 // filter drops messages whose tag the subscription does not want (brokers
@@ -411,7 +474,8 @@ func (c *SimpleConsumer) ack(ctx context.Context, m *message.Message) error {
 
 // ChangeInvisibleTime makes m invisible for d from now
 // (CHANGE_MESSAGE_INVISIBLETIME) and gives it the new receipt handle the
-// broker's answer implies; later calls must use m (or the new handle).
+// broker's answer implies; later calls must use m (or the new handle). For
+// an orderly pop it moves when m's queue unblocks.
 func (c *SimpleConsumer) ChangeInvisibleTime(ctx context.Context, m *message.Message, d time.Duration) error {
 	if d < MinInvisibleTime || d > MaxInvisibleTime {
 		return fmt.Errorf("client: invisible time %v out of range %v-%v", d, MinInvisibleTime, MaxInvisibleTime)

@@ -205,3 +205,77 @@ func TestSimpleConsumerErrors(t *testing.T) {
 func queueOf(topic, broker string, id int) protocol.MessageQueue {
 	return protocol.MessageQueue{Topic: topic, BrokerName: broker, QueueID: id}
 }
+
+// Orderly pops: a queue's messages come in order; while one of its last
+// pop is neither acked nor past its invisible time the queue gives
+// nothing; what comes again carries its pop count (orderCountInfo) as
+// ReconsumeTimes, and acks and invisible-time changes use the orderly
+// handles (reviveQid 999, the pop's time).
+func TestSimpleConsumerOrderly(t *testing.T) {
+	c := startCluster(t, "broker-a")
+	c.CreateTopic("T", 1)
+	sc, err := client.NewSimpleConsumer(client.SimpleConsumerConfig{
+		CommonConfig: common(c), Group: "SG", AwaitDuration: 100 * time.Millisecond,
+		ConsumeFrom: client.ConsumeFromFirstOffset, Orderly: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Subscribe("T", "*", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Shutdown(context.Background())
+	ctx := context.Background()
+	p := startProducer(t, c, nil)
+	sendBodies(t, p, "T", "m0", "m1", "m2", "m3")
+	receive := func(want ...string) []*message.Message {
+		t.Helper()
+		msgs, err := sc.Receive(ctx, 8, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, m := range msgs {
+			got = append(got, fmt.Sprintf("%s/%d", m.Body, m.ReconsumeTimes))
+			if f := strings.Fields(client.ReceiptHandle(m)); len(f) != 8 || f[3] != "999" {
+				t.Fatalf("orderly handle %q", client.ReceiptHandle(m))
+			}
+		}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Fatalf("received %v, want %v", got, want)
+		}
+		return msgs
+	}
+	first := receive("m0/0", "m1/0", "m2/0", "m3/0")
+	for _, m := range first[:2] {
+		if err := sc.Ack(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	receive() // m2 and m3 still invisible: the queue is blocked
+	time.Sleep(1100 * time.Millisecond)
+	again := receive("m2/1", "m3/1")
+	if err := sc.Ack(ctx, again[0]); err != nil {
+		t.Fatal(err)
+	}
+	// A longer invisible time keeps the queue blocked past the pop's own;
+	// the new handle still acks.
+	if err := sc.ChangeInvisibleTime(ctx, again[1], 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	receive()
+	if err := sc.Ack(ctx, again[1]); err != nil {
+		t.Fatalf("ack with the changed handle: %v", err)
+	}
+	// A handle of an earlier pop of the queue is refused.
+	if err := sc.Ack(ctx, first[2]); !client.IsCode(err, code.NoMessage) {
+		t.Fatalf("ack of a stale orderly handle: %v", err)
+	}
+	receive()
+	sendBodies(t, p, "T", "m4")
+	receive("m4/0")
+}

@@ -28,7 +28,10 @@ var javaSemanticsLevels = "1s 1s 10s" + strings.Repeat(" 1s", 15)
 // follows through PULL_OFFSET_MOVED, as with Java 5 brokers (the broker
 // pushes no RESET_CONSUMER_CLIENT_OFFSET to Java clients), and
 // DefaultMQProducer.recallMessage cancelling a pending timer (RECALL_MESSAGE,
-// the send result's recall handle). Skips with a message when java or mvn is
+// the send result's recall handle), BROADCASTING consumption (two consumers
+// of one group each get every message), and tag filtering ("TagA || TagB",
+// and "Aa" whose hash code equals BB's: the broker filters by hash code, the
+// client re-checks the string). Skips with a message when java or mvn is
 // missing.
 func TestJavaClientSemantics(t *testing.T) {
 	if testing.Short() {
@@ -50,6 +53,7 @@ func TestJavaClientSemantics(t *testing.T) {
 	for _, tp := range []struct{ name, typ string }{
 		{prefix + "Tx", "TRANSACTION"}, {prefix + "Order", "FIFO"}, {prefix + "Reply", ""}, {prefix + "Retry", "NORMAL"},
 		{prefix + "Delay", "DELAY"}, {prefix + "Normal", "NORMAL"}, {prefix + "Reset", ""}, {prefix + "Recall", "DELAY"},
+		{prefix + "Broadcast", ""}, {prefix + "Tag", ""},
 		{"%RETRY%" + prefix + "_retry_cg", ""},
 	} {
 		args := []string{"updateTopic", "-b", addr, "-t", tp.name, "-r", "4", "-w", "4"}
@@ -78,7 +82,7 @@ func TestJavaClientSemantics(t *testing.T) {
 		t.Fatalf("java semantics result: %v\n%s", err, res.Line)
 	}
 	t.Logf("java semantics: %s", res.Line)
-	for _, check := range []string{"tx", "orderly", "reply", "retry", "delay", "msgtype", "reset", "recall"} {
+	for _, check := range []string{"tx", "orderly", "reply", "retry", "delay", "msgtype", "reset", "recall", "broadcast", "tag"} {
 		t.Run(check, func(t *testing.T) {
 			ok, found := fields[check+"_ok"].(bool)
 			if !found {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -10,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
+	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
@@ -340,5 +343,129 @@ func TestPopAckReviveAndKill(t *testing.T) {
 	}
 	if !done() {
 		t.Fatalf("orderly queues not consumed in time: %v", order)
+	}
+}
+
+// TestPopDeadLetter: messages popped (with our SDK's simple consumer) and
+// never acked, one of them also given a new invisible time at each
+// delivery, are revived through the group's pop retry topic with
+// reconsume times 1, 2, … and, once the group's retryMaxTimes (2, set with
+// updateSubGroup -r) is used up, land in %DLQ%<group> (reconsume times
+// max+1, same message id) and are never handed out again.
+func TestPopDeadLetter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short mode: real processes")
+	}
+	t.Parallel()
+	const (
+		topic     = "PopDlqTopic"
+		group     = "pop_dlq_cg"
+		maxTimes  = 2
+		invisible = time.Second // the SDK's minimum
+	)
+	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1})
+	b := c.Brokers[0]
+	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr, "-t", topic, "-r", "2", "-w", "2"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := c.MQAdmin(t, "updateSubGroup", "-b", b.Addr, "-g", group, "-r", strconv.Itoa(maxTimes)); err != nil {
+		t.Fatalf("updateSubGroup: %v\n%s", err, out)
+	}
+	common := client.CommonConfig{NameServers: []string{c.NamesrvAddr}, Logger: slog.New(slog.DiscardHandler)}
+	harness.Eventually(t, 15*time.Second, func() error {
+		_, err := c.MQAdmin(t, "topicRoute", "-t", topic)
+		return err
+	})
+	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: common, Group: "pop_dlq_pg"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown(context.Background())
+	ctx := context.Background()
+	ids := map[string]string{}
+	for _, body := range []string{"never-acked", "extended"} {
+		res, err := p.SendSync(ctx, &message.Message{Topic: topic, Body: []byte(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[body] = res.MsgID
+	}
+	sc, err := client.NewSimpleConsumer(client.SimpleConsumerConfig{
+		CommonConfig: common, Group: group, AwaitDuration: 500 * time.Millisecond, ConsumeFrom: client.ConsumeFromFirstOffset,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Subscribe(topic, "*", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Shutdown(context.Background())
+
+	seen := map[string][]int32{} // body → reconsume times of its deliveries
+	dlq := protocol.DLQTopic(group)
+	r := newTopicReader(t, c.NamesrvAddr, "pop_dlq_reader")
+	var dead []*message.Message
+	deadline := time.Now().Add(30 * time.Second)
+	for len(dead) < len(ids) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s: deliveries %v, %d in %s", seen, len(dead), dlq)
+		}
+		msgs, err := sc.Receive(ctx, 4, invisible)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			body := string(m.Body)
+			seen[body] = append(seen[body], m.ReconsumeTimes)
+			if m.Topic != topic || m.UniqKey() != ids[body] {
+				t.Fatalf("delivered %s as topic %s id %s, sent to %s as %s", body, m.Topic, m.UniqKey(), topic, ids[body])
+			}
+			if body == "extended" {
+				// The change writes a new checkpoint and acks the popped
+				// one: the message is revived once, from the new
+				// checkpoint, and still counted.
+				if err := sc.ChangeInvisibleTime(ctx, m, invisible); err != nil {
+					t.Fatalf("change invisible time of %s: %v", body, err)
+				}
+			}
+		}
+		if dead, err = readAll(ctx, r.c, dlq); err != nil && !errors.Is(err, client.ErrNoRoute) {
+			t.Fatal(err)
+		}
+	}
+	// Nothing more comes once they are dead letters.
+	for end := time.Now().Add(2 * invisible); time.Now().Before(end); {
+		msgs, err := sc.Receive(ctx, 4, invisible)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			t.Errorf("%s delivered again (reconsume %d) after it went to %s", m.Body, m.ReconsumeTimes, dlq)
+		}
+	}
+	want := []int32{0, 1, 2}
+	for body := range ids {
+		if !slices.Equal(seen[body], want) {
+			t.Errorf("%s delivered with reconsume times %v, want %v", body, seen[body], want)
+		}
+	}
+	if dead, err = readAll(ctx, r.c, dlq); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range dead {
+		body := string(m.Body)
+		if m.ReconsumeTimes != maxTimes+1 || m.UniqKey() != ids[body] || m.Property(message.PropertyRetryTopic) != topic {
+			t.Errorf("%s in %s: reconsume %d (want %d), id %s (sent %s), RETRY_TOPIC %q", body, dlq, m.ReconsumeTimes, maxTimes+1,
+				m.UniqKey(), ids[body], m.Property(message.PropertyRetryTopic))
+		}
+	}
+	if len(dead) != len(ids) {
+		t.Errorf("%d messages in %s, want %d", len(dead), dlq, len(ids))
 	}
 }

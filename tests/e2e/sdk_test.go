@@ -19,7 +19,6 @@ import (
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
-	"github.com/rmqgo/rmq/remoting/code"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
 )
 
@@ -189,6 +188,9 @@ func TestSDK(t *testing.T) {
 	t.Run("Transaction", func(t *testing.T) { sdkTransaction(t, env) })
 	t.Run("ResetAndRunningInfo", func(t *testing.T) { sdkResetAndRunningInfo(t, env) })
 	t.Run("SimpleConsumer", func(t *testing.T) { sdkSimpleConsumer(t, env) })
+	t.Run("SimpleConsumerOrderly", func(t *testing.T) { sdkSimpleConsumerOrderly(t, env) })
+	t.Run("SendKinds", func(t *testing.T) { sdkSendKinds(t, env) })
+	t.Run("OrderlyRestart", func(t *testing.T) { sdkOrderlyRestart(t, env) })
 }
 
 // sdkClustering: two push consumers of one group share the queues of a
@@ -325,14 +327,14 @@ func sdkGoroutineLeak(t *testing.T, env *sdkEnv) {
 	if err := sc.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if msgs, err := sc.Receive(ctx, 4, 10*time.Second); err == nil {
-		for _, m := range msgs {
-			if err := sc.Ack(ctx, m); err != nil {
-				t.Fatal(err)
-			}
-		}
-	} else if !client.IsCode(err, code.RequestCodeNotSupported) {
+	msgs, err := sc.Receive(ctx, 4, 10*time.Second)
+	if err != nil {
 		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if err := sc.Ack(ctx, m); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, s := range []interface{ Shutdown(context.Context) error }{p, pc, tp, sc} {
 		if err := s.Shutdown(ctx); err != nil {
@@ -749,9 +751,7 @@ func sdkSimpleConsumer(t *testing.T, env *sdkEnv) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sc.Shutdown(context.Background()) })
-	if _, err := sc.Receive(ctx, 1, 5*time.Second); client.IsCode(err, code.RequestCodeNotSupported) {
-		t.Skip("the broker does not serve POP_MESSAGE yet (broker/pop not wired): skipping the pop round trip")
-	} else if err != nil {
+	if _, err := sc.Receive(ctx, 1, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	p := env.producer(t, "sdk_pop_pg")
@@ -915,4 +915,306 @@ func TestSDKFailover(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// sdkSimpleConsumerOrderly: an orderly (FIFO) simple consumer gets each
+// queue's messages in order; an un-acked message blocks its queue (only
+// its queue) until its invisible time passes, then comes again, in place,
+// with ReconsumeTimes 1; acking everything unblocks the queue at once.
+func sdkSimpleConsumerOrderly(t *testing.T, env *sdkEnv) {
+	t.Parallel()
+	const topic, group, perQueue = "SdkPopOrder", "sdk_pop_order_cg", 4
+	const invisible = 2 * time.Second
+	env.topic(t, topic, 2)
+	ctx := context.Background()
+	sc, err := client.NewSimpleConsumer(client.SimpleConsumerConfig{
+		CommonConfig: env.common("pop-order"), Group: group, AwaitDuration: 500 * time.Millisecond,
+		ConsumeFrom: client.ConsumeFromFirstOffset, Orderly: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Subscribe(topic, "*", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sc.Shutdown(context.Background()) })
+	p := env.producer(t, "sdk_pop_order_pg")
+	send := func(q, seq int) {
+		t.Helper()
+		m := &message.Message{Topic: topic, Body: []byte(fmt.Sprintf("q%d-%d", q, seq))}
+		m.SetProperty("seq", strconv.Itoa(seq))
+		mq := protocol.MessageQueue{Topic: topic, BrokerName: env.broker.Name, QueueID: q}
+		if _, err := p.SendSync(ctx, m, client.WithQueue(mq)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for seq := range perQueue {
+		send(0, seq)
+		send(1, seq)
+	}
+	// receive pops until want messages came (or a deadline), checking that
+	// each queue's come in sequence from its first expected one.
+	next := map[int32]int{} // queue → next seq expected
+	receive := func(want int, within time.Duration) []*message.Message {
+		t.Helper()
+		var got []*message.Message
+		deadline := time.Now().Add(within)
+		for len(got) < want && time.Now().Before(deadline) {
+			msgs, err := sc.Receive(ctx, 32, invisible)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range msgs {
+				seq, _ := strconv.Atoi(m.Property("seq"))
+				if q := m.QueueID; seq != next[q] {
+					t.Fatalf("queue %d: got %s, want seq %d", q, m.Body, next[q])
+				}
+				next[m.QueueID]++
+				got = append(got, m)
+			}
+		}
+		if len(got) != want {
+			t.Fatalf("received %d messages, want %d", len(got), want)
+		}
+		return got
+	}
+	first := receive(2*perQueue, 10*time.Second)
+	popped := time.Now()
+	for _, m := range first {
+		if m.ReconsumeTimes != 0 {
+			t.Fatalf("first pop of %s with ReconsumeTimes %d", m.Body, m.ReconsumeTimes)
+		}
+		// Queue 0 keeps seq 1..3 un-acked.
+		if m.QueueID == 1 || m.Property("seq") == "0" {
+			if err := sc.Ack(ctx, m); err != nil {
+				t.Fatalf("ack %s: %v", m.Body, err)
+			}
+		}
+	}
+	// Queue 1 is free: a new message there comes; queue 0 stays blocked.
+	send(1, perQueue)
+	send(0, perQueue)
+	late := receive(1, 5*time.Second)
+	if late[0].QueueID != 1 {
+		t.Fatalf("got %s while queue 0 is blocked", late[0].Body)
+	}
+	if err := sc.Ack(ctx, late[0]); err != nil {
+		t.Fatal(err)
+	}
+	if msgs, err := sc.Receive(ctx, 32, invisible); err != nil || len(msgs) != 0 {
+		t.Fatalf("blocked queue 0 gave %v (%v)", msgs, err)
+	}
+	if time.Since(popped) >= invisible {
+		t.Fatalf("the blocked-queue checks outlasted the invisible time (%v): cannot tell", invisible)
+	}
+	// Past the invisible time queue 0 continues at its first un-acked
+	// message: seq 1..3 counted once, then the new seq 4.
+	next[0] = 1
+	again := receive(perQueue, 10*time.Second)
+	if time.Since(popped) < invisible {
+		t.Fatalf("queue 0 unblocked %v after its pop, before the invisible time %v", time.Since(popped), invisible)
+	}
+	for i, m := range again {
+		if want := int32(min(1, perQueue-1-i)); m.QueueID != 0 || m.ReconsumeTimes != want {
+			t.Fatalf("redelivered %s (queue %d) with ReconsumeTimes %d, want queue 0 and %d", m.Body, m.QueueID, m.ReconsumeTimes, want)
+		}
+	}
+	// Acked at once: the queue's next message comes without waiting for
+	// the invisible time.
+	repopped := time.Now()
+	for _, m := range again {
+		if err := sc.Ack(ctx, m); err != nil {
+			t.Fatalf("ack %s: %v", m.Body, err)
+		}
+	}
+	send(0, perQueue+1)
+	last := receive(1, 5*time.Second)
+	if last[0].QueueID != 0 || last[0].ReconsumeTimes != 0 || time.Since(repopped) >= invisible {
+		t.Fatalf("after the acks: %s (queue %d, reconsume %d) %v later", last[0].Body, last[0].QueueID, last[0].ReconsumeTimes, time.Since(repopped))
+	}
+	if err := sc.Ack(ctx, last[0]); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sdkSendKinds: oneway and batch sends arrive (each batch message once,
+// under the id the result lists); delay-level and timer sends
+// (SetDelaySeconds, SetDeliverTime, SetDelayTime) arrive, stored no
+// earlier than due.
+func sdkSendKinds(t *testing.T, env *sdkEnv) {
+	t.Parallel()
+	const topic, group = "SdkSendKinds", "sdk_sendkinds_cg"
+	env.topic(t, topic, 2)
+	ctx := context.Background()
+	var mu sync.Mutex
+	arrived := map[string][]*message.Message{} // body → deliveries
+	env.pushConsumer(t, "kinds", group, topic, func(_ context.Context, req *client.ConsumeRequest) client.ConsumeResult {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range req.Messages {
+			arrived[string(m.Body)] = append(arrived[string(m.Body)], m)
+		}
+		return client.ConsumeSuccess
+	}, nil)
+	p := env.producer(t, "sdk_sendkinds_pg")
+	want := map[string]int64{} // body → earliest store time (ms)
+	ids := map[string]string{} // body → msg id
+	for i := range 5 {
+		b := "oneway-" + strconv.Itoa(i)
+		if err := p.SendOneway(ctx, &message.Message{Topic: topic, Body: []byte(b)}); err != nil {
+			t.Fatal(err)
+		}
+		want[b] = 0
+	}
+	var batch []*message.Message
+	for i := range 10 {
+		b := "batch-" + strconv.Itoa(i)
+		batch = append(batch, &message.Message{Topic: topic, Body: []byte(b)})
+		want[b] = 0
+	}
+	res, err := p.SendBatch(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batchIDs := strings.Split(res.MsgID, ",")
+	if len(batchIDs) != len(batch) {
+		t.Fatalf("batch result lists %d ids for %d messages: %q", len(batchIDs), len(batch), res.MsgID)
+	}
+	for i, id := range batchIDs {
+		ids["batch-"+strconv.Itoa(i)] = id
+	}
+	const d = 2 * time.Second
+	sent := time.Now()
+	timed := map[string]func(*message.Message) time.Duration{
+		"level-1":       func(m *message.Message) time.Duration { m.SetDelayTimeLevel(1); return time.Second },
+		"delay-seconds": func(m *message.Message) time.Duration { client.SetDelaySeconds(m, d); return d },
+		"deliver-time":  func(m *message.Message) time.Duration { m.SetDeliverTime(sent.Add(d)); return d },
+		"delay-ms":      func(m *message.Message) time.Duration { m.SetDelayTime(d); return d },
+	}
+	for b, set := range timed {
+		m := &message.Message{Topic: topic, Body: []byte(b)}
+		want[b] = sent.Add(set(m)).UnixMilli()
+		res, err := p.SendSync(ctx, m)
+		if err != nil {
+			t.Fatalf("send %s: %v", b, err)
+		}
+		ids[b] = res.MsgID
+	}
+	harness.Eventually(t, 20*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		for b := range want {
+			if len(arrived[b]) == 0 {
+				return fmt.Errorf("%s not consumed (%d of %d arrived)", b, len(arrived), len(want))
+			}
+		}
+		return nil
+	})
+	time.Sleep(time.Second) // duplicates would show up by now
+	mu.Lock()
+	defer mu.Unlock()
+	for b, due := range want {
+		ms := arrived[b]
+		if len(ms) != 1 {
+			t.Errorf("%s consumed %d times", b, len(ms))
+		}
+		m := ms[0]
+		if id, ok := ids[b]; ok && m.UniqKey() != id {
+			t.Errorf("%s arrived as %s, sent as %s", b, m.UniqKey(), id)
+		}
+		if m.StoreTimestamp < due {
+			t.Errorf("%s stored %d ms before due", b, due-m.StoreTimestamp)
+		}
+		if due > 0 {
+			t.Logf("%s stored %d ms after due", b, m.StoreTimestamp-due)
+		}
+	}
+	if len(arrived) != len(want) {
+		t.Errorf("%d distinct bodies consumed, want %d", len(arrived), len(want))
+	}
+}
+
+// sdkOrderlyRestart: an orderly push consumer shut down mid-stream and
+// started again (same instance) continues every queue where it stopped:
+// per key (and so per queue) the sequence never jumps ahead or goes back
+// to an earlier message after a later one.
+func sdkOrderlyRestart(t *testing.T, env *sdkEnv) {
+	t.Parallel()
+	const topic, group, keys, perKey = "SdkOrderRestart", "sdk_order_restart_cg", 8, 40
+	env.topic(t, topic, 4)
+	ctx := context.Background()
+	var mu sync.Mutex
+	next := map[string]int{} // key → next sequence number expected
+	consumed, redelivered := 0, 0
+	var errs []string
+	handler := func(_ context.Context, req *client.ConsumeRequest) client.ConsumeResult {
+		time.Sleep(2 * time.Millisecond) // let the restart fall mid-stream
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range req.Messages {
+			key := m.Property(message.PropertyShardingKey)
+			seq, _ := strconv.Atoi(m.Property("seq"))
+			switch {
+			case seq == next[key]:
+				next[key]++
+				consumed++
+			case seq < next[key]:
+				// At-least-once: a batch in flight at the shutdown may
+				// come again, but only in order.
+				redelivered++
+			default:
+				errs = append(errs, fmt.Sprintf("key %s: got %d, want %d", key, seq, next[key]))
+			}
+		}
+		return client.ConsumeSuccess
+	}
+	orderly := func(cfg *client.PushConsumerConfig) { cfg.Orderly = true }
+	p := env.producer(t, "sdk_order_restart_pg")
+	for seq := range perKey {
+		for k := range keys {
+			key := "k" + strconv.Itoa(k)
+			m := &message.Message{Topic: topic, Body: []byte(key + "/" + strconv.Itoa(seq))}
+			m.SetProperty("seq", strconv.Itoa(seq))
+			if _, err := p.SendOrderly(ctx, m, key); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	const total = keys * perKey
+	a := env.pushConsumer(t, "or", group, topic, handler, orderly)
+	harness.Eventually(t, 15*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if consumed < total/4 {
+			return fmt.Errorf("consumed %d of %d", consumed, total)
+		}
+		return nil
+	})
+	if err := a.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	atRestart := consumed
+	mu.Unlock()
+	if atRestart == total {
+		t.Fatalf("all %d consumed before the restart: nothing tested", total)
+	}
+	env.pushConsumer(t, "or", group, topic, handler, orderly)
+	harness.Eventually(t, 20*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if consumed < total {
+			return fmt.Errorf("consumed %d of %d", consumed, total)
+		}
+		return nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(errs) > 0 {
+		t.Fatalf("order violations:\n%s", strings.Join(errs, "\n"))
+	}
+	t.Logf("%d consumed before the restart, %d after, %d redelivered in order", atRestart, total-atRestart, redelivered)
 }

@@ -28,7 +28,8 @@ type brokerExt struct {
 	sendBacks []map[string]string
 	backCodes []int32 // injected answers to the next send-backs
 	endTx     []EndTx
-	pops      map[string]int64 // group@topic@queue → next offset to pop
+	pops      map[string]int64     // group@topic@queue → next offset to pop
+	orders    map[string]*popOrder // group@topic@queue → orderly pop state (poporder.go)
 	acks      []map[string]string
 	ackCodes  []int32
 	changes   []map[string]string
@@ -440,7 +441,8 @@ func (b *Broker) AskClient(ctx context.Context, group, clientID string, reqCode 
 // popMessage pops messages of every queue of the topic (queueId -1) or of
 // one queue, from the group's pop offset (initMode 0: the start, 1: the
 // end), and answers them with the pop headers (startOffsetInfo,
-// msgOffsetInfo). Popped messages never come back (no revive).
+// msgOffsetInfo). Popped messages never come back (no revive). order=true
+// pops are orderly (poporder.go).
 func (b *Broker) popMessage(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	b.countCall(req.Code)
 	f := protocol.FieldsOf(req.ExtFields)
@@ -450,6 +452,7 @@ func (b *Broker) popMessage(_ context.Context, _ *remoting.Channel, req *remotin
 	maxNums := int(f.Int32("maxMsgNums"))
 	invisible := f.Int64("invisibleTime")
 	initMode := f.OptInt32("initMode", 0)
+	order := f.OptBool("order", false)
 	if err := f.Err(); err != nil {
 		return nil, remoting.Errorf(code.InvalidParameter, "%v", err)
 	}
@@ -458,6 +461,9 @@ func (b *Broker) popMessage(_ context.Context, _ *remoting.Channel, req *remotin
 	n, ok := b.topics[topic]
 	if !ok {
 		return nil, remoting.Errorf(code.TopicNotExist, "topic[%s] not exist", topic)
+	}
+	if order {
+		return b.popOrderlyLocked(req, group, topic, qid, maxNums, invisible, initMode)
 	}
 	var body []byte
 	var starts, offs []string
@@ -523,6 +529,9 @@ func (b *Broker) ackMessage(_ context.Context, _ *remoting.Channel, req *remotin
 			return nil, remoting.Errorf(c, "injected code %d", c)
 		}
 	}
+	if _, err := b.ackOrderlyLocked(req.ExtFields); err != nil {
+		return nil, err
+	}
 	return remoting.NewResponse(req, code.Success, ""), nil
 }
 
@@ -537,8 +546,12 @@ func (b *Broker) changeInvisible(_ context.Context, _ *remoting.Channel, req *re
 	b.countCall(req.Code)
 	b.ext.mu.Lock()
 	b.ext.changes = append(b.ext.changes, req.ExtFields)
+	resp, orderly, err := b.changeOrderlyLocked(req)
 	b.ext.mu.Unlock()
-	resp := remoting.NewResponse(req, code.Success, "")
+	if orderly {
+		return resp, err
+	}
+	resp = remoting.NewResponse(req, code.Success, "")
 	resp.ExtFields = map[string]string{
 		"popTime":       strconv.FormatInt(time.Now().UnixMilli(), 10),
 		"invisibleTime": req.Ext("invisibleTime"),

@@ -85,7 +85,7 @@ public final class ClientCheck {
         }
         System.err.println(String.join("\n",
             "usage: ClientCheck produce|consume|roundtrip [options]",
-            "       ClientCheck semantics -n ADDR [-prefix JSem] [-checks tx,orderly,reply,retry,delay,msgtype,reset,recall]",
+            "       ClientCheck semantics -n ADDR [-prefix JSem] [-checks tx,orderly,reply,retry,delay,msgtype,reset,recall,broadcast,tag]",
             "                   [-timeout SEC] [-max-reconsume N]   (see SemanticsCheck.java)",
             "       ClientCheck static-produce|static-consume -n ADDR -t TOPIC -run RUN ...   (see StaticCheck.java)",
             "  -n ADDR          nameserver address (default 127.0.0.1:9876)",

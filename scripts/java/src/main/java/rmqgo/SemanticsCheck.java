@@ -1,10 +1,14 @@
 package rmqgo;
 
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -23,11 +27,16 @@ import java.util.function.BooleanSupplier;
 
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.PullResult;
+import org.apache.rocketmq.client.consumer.PullStatus;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
 import org.apache.rocketmq.client.exception.MQBrokerException;
+import org.apache.rocketmq.client.impl.CommunicationMode;
+import org.apache.rocketmq.client.impl.consumer.PullResultExt;
+import org.apache.rocketmq.client.impl.factory.MQClientInstance;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.LocalTransactionState;
 import org.apache.rocketmq.client.producer.SendResult;
@@ -39,10 +48,15 @@ import org.apache.rocketmq.client.utils.MessageUtil;
 import org.apache.rocketmq.common.MQVersion;
 import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
+import org.apache.rocketmq.common.filter.ExpressionType;
 import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageDecoder;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
 import org.apache.rocketmq.common.producer.RecallMessageHandle;
+import org.apache.rocketmq.common.sysflag.PullSysFlag;
+import org.apache.rocketmq.remoting.protocol.heartbeat.MessageModel;
+import org.apache.rocketmq.remoting.protocol.header.PullMessageRequestHeader;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
 /**
@@ -67,11 +81,17 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  *            server-side reset reaches it as PULL_OFFSET_MOVED)
  *   recall   timer messages (setDeliverTimeMs) carry a recall handle;
  *            DefaultMQProducer.recallMessage cancels one before it is due
+ *   broadcast two BROADCASTING push consumers of one group each get every
+ *            message once (offsets in a temporary local offset store)
+ *   tag      subscriptions "TagA || TagB" and "Aa" (whose String.hashCode
+ *            equals that of "BB"): consumers get exactly their tags; a raw
+ *            PULL_MESSAGE shows the broker filters by tag hash code (it
+ *            returns BB for "Aa") and leaves the re-check to the client
  * </pre>
  *
  * Topics (created beforehand, with message.type where it matters):
  * PREFIX + Tx (TRANSACTION), Order (FIFO), Reply, Retry (NORMAL), Delay
- * (DELAY), Normal (NORMAL), Reset, Recall (DELAY), and
+ * (DELAY), Normal (NORMAL), Reset, Recall (DELAY), Broadcast, Tag, and
  * %RETRY%PREFIX_retry_cg: a Java consumer
  * rebalances every 20 s, so one that starts before its retry topic has a
  * route pulls retries only after the next rebalance. The broker is expected to run with
@@ -85,7 +105,8 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  */
 final class SemanticsCheck {
 
-    static final List<String> ALL = List.of("tx", "orderly", "reply", "retry", "delay", "msgtype", "reset", "recall");
+    static final List<String> ALL = List.of("tx", "orderly", "reply", "retry", "delay", "msgtype", "reset", "recall",
+        "broadcast", "tag");
 
     private SemanticsCheck() {
     }
@@ -163,6 +184,18 @@ final class SemanticsCheck {
         impl.put("msgtype", SemanticsCheck::msgtype);
         impl.put("reset", SemanticsCheck::reset);
         impl.put("recall", SemanticsCheck::recall);
+        impl.put("broadcast", SemanticsCheck::broadcast);
+        impl.put("tag", SemanticsCheck::tag);
+        // Broadcasting consumers keep their offsets in local files
+        // (LocalFileOffsetStore, read once when the class loads): a fresh
+        // directory per run, so no offsets of an earlier cluster apply.
+        Path offsetDir;
+        try {
+            offsetDir = Files.createTempDirectory("rmqgo-java-offsets");
+        } catch (java.io.IOException e) {
+            throw new IllegalStateException("temporary offset directory", e);
+        }
+        System.setProperty("rocketmq.client.localOffsetStoreDir", offsetDir.toString());
         long t0 = System.nanoTime();
         ExecutorService pool = Executors.newFixedThreadPool(o.checks.size());
         Map<String, Future<?>> futures = new LinkedHashMap<>();
@@ -190,6 +223,7 @@ final class SemanticsCheck {
             }
         }
         pool.shutdownNow();
+        deleteTree(offsetDir);
         for (Outcome out : outcomes.values()) {
             r.f.put(out.name + "_ok", out.errors.isEmpty());
             r.f.put(out.name + "_ms", took.getOrDefault(out.name, -1L));
@@ -209,6 +243,14 @@ final class SemanticsCheck {
     }
 
     // ------------------------------------------------------------ helpers
+
+    static void deleteTree(Path dir) {
+        try (java.util.stream.Stream<Path> paths = Files.walk(dir)) {
+            paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (java.io.IOException e) {
+            // Best effort: a temporary directory.
+        }
+    }
 
     static DefaultMQProducer producer(Opts o, String group, String instance) throws Exception {
         DefaultMQProducer p = new DefaultMQProducer(o.prefix + group);
@@ -904,6 +946,199 @@ final class SemanticsCheck {
         if (arrived.containsKey("recalled")) {
             out.fail("the recalled timer was delivered");
         }
+    }
+
+    // ------------------------------------------------------------ broadcast
+
+    static void broadcast(Opts o, Outcome out) throws Exception {
+        String topic = o.prefix + "Broadcast";
+        int n = 20;
+        List<Map<String, AtomicInteger>> seen = new ArrayList<>();
+        List<DefaultMQPushConsumer> cs = new ArrayList<>();
+        DefaultMQProducer p = null;
+        try {
+            for (int i = 0; i < 2; i++) {
+                Map<String, AtomicInteger> got = new ConcurrentHashMap<>();
+                seen.add(got);
+                DefaultMQPushConsumer c = consumer(o, "_bcast_cg", "bcast-c" + i, "Broadcast");
+                c.setMessageModel(MessageModel.BROADCASTING);
+                c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+                    for (MessageExt m : msgs) {
+                        got.computeIfAbsent(body(m), k -> new AtomicInteger()).incrementAndGet();
+                    }
+                    return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+                });
+                c.start();
+                cs.add(c);
+            }
+            p = producer(o, "_bcast_pg", "bcast-p");
+            for (int i = 0; i < n; i++) {
+                SendResult r = p.send(msg(topic, "b-" + i));
+                if (r.getSendStatus() != SendStatus.SEND_OK) {
+                    out.fail("send b-" + i + ": " + r.getSendStatus());
+                }
+            }
+            if (!await(o.timeoutMs, () -> seen.stream().allMatch(m -> m.size() == n))) {
+                out.fail("after " + o.timeoutMs + " ms the consumers have " + seen.get(0).size() + " and "
+                    + seen.get(1).size() + " of " + n);
+                return;
+            }
+            Thread.sleep(1000); // no duplicates arrive late
+        } finally {
+            if (p != null) {
+                p.shutdown();
+            }
+            for (DefaultMQPushConsumer c : cs) {
+                c.shutdown();
+            }
+        }
+        for (int i = 0; i < seen.size(); i++) {
+            for (Map.Entry<String, AtomicInteger> e : seen.get(i).entrySet()) {
+                if (e.getValue().get() != 1) {
+                    out.fail("consumer " + i + " got " + e.getKey() + " " + e.getValue().get() + " times");
+                }
+            }
+        }
+        out.figures.put("each_consumed", n);
+    }
+
+    // ------------------------------------------------------------ tag
+
+    static void tag(Opts o, Outcome out) throws Exception {
+        String topic = o.prefix + "Tag";
+        // "Aa" and "BB" share a String.hashCode: the broker's consume queue
+        // holds only that code, so it lets BB through to an "Aa"
+        // subscription and the client drops it by the tag string.
+        if ("Aa".hashCode() != "BB".hashCode()) {
+            throw new IllegalStateException("Aa and BB no longer collide");
+        }
+        String[] tags = {"TagA", "TagB", "TagC", "Aa", "BB", null};
+        int per = 3;
+        Map<String, Set<String>> want = new HashMap<>();
+        want.put("TagA || TagB", new LinkedHashSet<>());
+        want.put("Aa", new LinkedHashSet<>());
+        Set<String> sentHashAa = new LinkedHashSet<>(); // bodies whose tag hash is Aa's
+        Set<String> sentAB = new LinkedHashSet<>();
+        List<Map<String, String>> got = new ArrayList<>(); // body -> tag
+        List<DefaultMQPushConsumer> cs = new ArrayList<>();
+        DefaultMQProducer p = null;
+        String[] exprs = {"TagA || TagB", "Aa"};
+        try {
+            for (int i = 0; i < exprs.length; i++) {
+                Map<String, String> g = new ConcurrentHashMap<>();
+                got.add(g);
+                DefaultMQPushConsumer c = consumer(o, "_tag" + i + "_cg", "tag-c" + i, "Tag");
+                c.subscribe(topic, exprs[i]);
+                c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+                    for (MessageExt m : msgs) {
+                        g.put(body(m), String.valueOf(m.getTags()));
+                    }
+                    return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+                });
+                c.start();
+                cs.add(c);
+            }
+            p = producer(o, "_tag_pg", "tag-p");
+            // All to queue 0: one raw pull of that queue sees them all.
+            for (int i = 0; i < per; i++) {
+                for (String tg : tags) {
+                    String b = "tag-" + tg + "-" + i;
+                    // No tag at all for null (the constructor leaves TAGS unset).
+                    Message m = tg == null ? new Message(topic, b.getBytes(StandardCharsets.UTF_8)) : msg(topic, b);
+                    if (tg != null) {
+                        m.setTags(tg);
+                    }
+                    SendResult r = p.send(m, (mqs, mm, arg) -> mqs.get(0), null);
+                    if (r.getSendStatus() != SendStatus.SEND_OK) {
+                        out.fail("send " + b + ": " + r.getSendStatus());
+                    }
+                    if ("TagA".equals(tg) || "TagB".equals(tg)) {
+                        want.get("TagA || TagB").add(b);
+                        sentAB.add(b);
+                    }
+                    if ("Aa".equals(tg)) {
+                        want.get("Aa").add(b);
+                    }
+                    if ("Aa".equals(tg) || "BB".equals(tg)) {
+                        sentHashAa.add(b);
+                    }
+                }
+            }
+            for (int i = 0; i < exprs.length; i++) {
+                Map<String, String> g = got.get(i);
+                Set<String> w = want.get(exprs[i]);
+                if (!await(o.timeoutMs, () -> g.keySet().containsAll(w))) {
+                    out.fail("\"" + exprs[i] + "\": got " + g.keySet() + " after " + o.timeoutMs + " ms, want " + w);
+                }
+            }
+            Thread.sleep(1000); // nothing else arrives late
+
+            // What the broker itself returns, before the client's re-check.
+            MQClientInstance f = cs.get(0).getDefaultMQPushConsumerImpl().getmQClientFactory();
+            String addr = f.findBrokerAddrByTopic(topic);
+            if (addr == null) {
+                out.fail("no broker address for " + topic);
+                return;
+            }
+            Map<String, Set<String>> raw = new LinkedHashMap<>();
+            raw.put("TagA || TagB", sentAB);
+            raw.put("Aa", sentHashAa);
+            for (Map.Entry<String, Set<String>> e : raw.entrySet()) {
+                Set<String> bodies = rawPull(f, addr, o.prefix + "_tag_raw", topic, e.getKey());
+                if (!bodies.equals(e.getValue())) {
+                    out.fail("raw pull \"" + e.getKey() + "\": broker returned " + bodies + ", want " + e.getValue());
+                }
+            }
+        } finally {
+            if (p != null) {
+                p.shutdown();
+            }
+            for (DefaultMQPushConsumer c : cs) {
+                c.shutdown();
+            }
+        }
+        for (int i = 0; i < exprs.length; i++) {
+            Set<String> w = want.get(exprs[i]);
+            for (Map.Entry<String, String> e : got.get(i).entrySet()) {
+                if (!w.contains(e.getKey())) {
+                    out.fail("\"" + exprs[i] + "\" consumer got " + e.getKey() + " (tag " + e.getValue() + ")");
+                }
+            }
+        }
+        out.figures.put("ab_consumed", got.get(0).size());
+        out.figures.put("aa_consumed", got.get(1).size());
+    }
+
+    /** Bodies of queue 0 the broker returns for a tag expression (no client filter). */
+    static Set<String> rawPull(MQClientInstance f, String addr, String group, String topic, String expr) throws Exception {
+        Set<String> bodies = new LinkedHashSet<>();
+        long offset = 0;
+        for (int round = 0; round < 20; round++) {
+            PullMessageRequestHeader h = new PullMessageRequestHeader();
+            h.setConsumerGroup(group);
+            h.setTopic(topic);
+            h.setQueueId(0);
+            h.setQueueOffset(offset);
+            h.setMaxMsgNums(32);
+            h.setSysFlag(PullSysFlag.buildSysFlag(false, false, true, false));
+            h.setCommitOffset(0L);
+            h.setSuspendTimeoutMillis(0L);
+            h.setSubscription(expr);
+            h.setSubVersion(System.currentTimeMillis());
+            h.setExpressionType(ExpressionType.TAG);
+            PullResult r = f.getMQClientAPIImpl().pullMessage(addr, h, 5000, CommunicationMode.SYNC, null);
+            if (r.getPullStatus() == PullStatus.FOUND) {
+                byte[] bin = ((PullResultExt) r).getMessageBinary();
+                for (MessageExt m : MessageDecoder.decodes(ByteBuffer.wrap(bin))) {
+                    bodies.add(body(m));
+                }
+            }
+            if (r.getNextBeginOffset() <= offset || r.getNextBeginOffset() >= r.getMaxOffset()) {
+                break;
+            }
+            offset = r.getNextBeginOffset();
+        }
+        return bodies;
     }
 
     static boolean expectIllegal(Outcome out, String what, Exception e) {
