@@ -127,6 +127,17 @@ func BenchmarkLiteTopics(b *testing.B) {
 	b.ReportMetric(float64(ms.HeapInuse)/float64(b.N), "heapB/lite")
 	b.ReportMetric(float64(dirSize(filepath.Join(dir, "kv")))/float64(b.N), "pebbleB/lite")
 
+	if f := os.Getenv("LITE_HEAP_PROFILE"); f != "" {
+		// What the live lite topics hold, before the sweep frees it.
+		out, err := os.Create(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.WriteHeapProfile(out); err != nil {
+			b.Fatal(err)
+		}
+		out.Close()
+	}
 	time.Sleep(5 * time.Millisecond)
 	if f := os.Getenv("LITE_SWEEP_CPUPROFILE"); f != "" {
 		out, err := os.Create(f)
