@@ -91,7 +91,14 @@ func AppendFrame(dst []byte, cmd *Command) ([]byte, error) {
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0)
 	hstart := len(dst)
-	switch cmd.SerializeType {
+	st := cmd.SerializeType
+	if st == SerializeRocketMQ && int32(int16(cmd.Code)) != cmd.Code {
+		// The binary header holds a 16-bit code: pop and lite codes
+		// (2000xx) and ours (890xxx) would be truncated, so such a frame
+		// goes out with a JSON header, which every peer decodes.
+		st = SerializeJSON
+	}
+	switch st {
 	case SerializeJSON:
 		dst = appendJSONHeader(dst, cmd)
 	case SerializeRocketMQ:
@@ -105,7 +112,7 @@ func AppendFrame(dst []byte, cmd *Command) ([]byte, error) {
 	}
 	dst = append(dst, cmd.Body...)
 	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
-	binary.BigEndian.PutUint32(dst[start+4:], uint32(cmd.SerializeType)<<24|uint32(hl))
+	binary.BigEndian.PutUint32(dst[start+4:], uint32(st)<<24|uint32(hl))
 	return dst, nil
 }
 

@@ -69,6 +69,28 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestWideCodeLeavesRocketMQHeader: a code that does not fit the binary
+// header's 16 bits (pop 200050) goes out with a JSON header instead of
+// being truncated; 16-bit codes keep the binary header.
+func TestWideCodeLeavesRocketMQHeader(t *testing.T) {
+	for _, c := range []struct {
+		code int32
+		want SerializeType
+	}{{200050, SerializeJSON}, {890050, SerializeJSON}, {-40000, SerializeJSON}, {310, SerializeRocketMQ}, {-1, SerializeRocketMQ}} {
+		frame, err := Encode(&Command{Code: c.code, ExtFields: map[string]string{"k": "v"}, SerializeType: SerializeRocketMQ})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := Decode(frame[4:])
+		if err != nil {
+			t.Fatalf("code %d: %v", c.code, err)
+		}
+		if out.Code != c.code || out.SerializeType != c.want || out.ExtFields["k"] != "v" {
+			t.Fatalf("code %d: decoded code %d as %v, want %v", c.code, out.Code, out.SerializeType, c.want)
+		}
+	}
+}
+
 func TestDecodeLenientJSON(t *testing.T) {
 	h := `{"code":34,"extFields":{"n":12,"b":true,"s":"x","z":null},"flag":0,"language":"JAVA","opaque":7,"serializeTypeCurrentRPC":"JSON","version":479}`
 	frame := append([]byte{0, 0, 0, byte(len(h))}, h...)

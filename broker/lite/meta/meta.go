@@ -6,6 +6,7 @@
 package meta
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -216,7 +217,8 @@ func (s *Source) GroupMap() map[string][]string {
 	defer s.mu.RUnlock()
 	out := make(map[string][]string, len(s.subGroups))
 	for k, v := range s.subGroups {
-		out[k] = append([]string(nil), v...)
+		// Sorted: admin output must not depend on map order.
+		out[k] = slices.Sorted(slices.Values(v))
 	}
 	return out
 }
