@@ -8,6 +8,7 @@
 //	go run ./examples/orderly         # ordered sends by key, orderly consumption
 //	go run ./examples/transaction     # transactional messages with a checker
 //	go run ./examples/simpleconsumer  # pop: receive, ack, change invisible time
+//	go run ./examples/lite            # lite topics: lite producer, FIFO lite push consumer
 //
 // Topics are created on first send when the broker allows auto-creation
 // (the default); otherwise create them first, e.g.
