@@ -219,6 +219,7 @@ with updateTopic -a +message.type=LITE and the group with updateSubGroup --attri
 	fs.Float64Var(&o.Fraction, "lite-fraction", 1, "Fraction of the lite topics to subscribe to (rounded up)")
 	fs.IntVar(&o.First, "lite-first", 0, "Index of the first lite topic subscribed (the slice wraps around)")
 	fs.DurationVar(&o.InvisibleTime, "invisible-time", 30*time.Second, "Invisible time of popped messages")
+	fs.BoolVar(&o.FromMax, "from-max", false, "Skip what the lite topics hold already (subscribe with the MAX offset policy); default: the group's position, a new group from the start of a new lite topic")
 	fs.Int64Var(&o.Count, "count", 0, "Stop after consuming this many messages")
 	return cmd
 }

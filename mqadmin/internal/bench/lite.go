@@ -73,6 +73,7 @@ type LiteConsumerOptions struct {
 	LitePrefix     string
 	Fraction       float64 // (0, 1]; default 1
 	First          int
+	FromMax        bool          // subscribe with OffsetPolicyMax: skip what the lite topics hold already
 	Threads        int           // handler calls running at once; default 20
 	InvisibleTime  time.Duration // default 30 s
 	ReportInterval time.Duration
@@ -189,20 +190,28 @@ func RunLiteConsumer(ctx context.Context, o LiteConsumerOptions) (*ConsumerSumma
 		defer cancel()
 		_ = c.Shutdown(sctx)
 	}()
-	for _, l := range lites {
-		if err := c.SubscribeLite(runCtx, l); err != nil {
-			if runCtx.Err() != nil {
-				break
-			}
-			return nil, fmt.Errorf("subscribe lite topic %s: %w", l, err)
-		}
-	}
+	// Messages flow as soon as the first subscription is in: the clock
+	// and the reports start now.
 	repCtx, stopRep := context.WithCancel(context.Background())
 	rep := startReporter(repCtx, o.ReportInterval, stats.Snapshot, func(now time.Time, begin, end ConsumerSnapshot) {
 		fmt.Fprint(o.Out, stats.ConsumerLine(now, begin, end))
 	})
-	fmt.Fprintf(o.Out, "Consumer Started.\n")
 	start := time.Now()
+	var opts []client.OffsetOption
+	if o.FromMax {
+		opts = append(opts, client.OffsetPolicyMax())
+	}
+	for _, l := range lites {
+		if err := c.SubscribeLite(runCtx, l, opts...); err != nil {
+			if runCtx.Err() != nil {
+				break
+			}
+			stopRep()
+			rep.wait()
+			return nil, fmt.Errorf("subscribe lite topic %s: %w", l, err)
+		}
+	}
+	fmt.Fprintf(o.Out, "Consumer Started. Subscribed %d lite topics in %d ms.\n", len(lites), time.Since(start).Milliseconds())
 	<-runCtx.Done()
 	elapsed := time.Since(start)
 	stopRep()

@@ -90,9 +90,21 @@ func TestLiteProducerAndConsumer(t *testing.T) {
 		cs.S2C.Max < cs.S2C.P50 || cs.B2C.P99 < cs.B2C.P50 || cctx.Err() != nil {
 		t.Fatalf("consumer summary %+v", cs)
 	}
-	for _, want := range []string{"liteTopics: 5, subscribed: 2 (s-4 … s-0)", "Consumer Started.", "[Complete] Consume Total: 20", "[Summary] S2C RT(ms): "} {
+	for _, want := range []string{"liteTopics: 5, subscribed: 2 (s-4 … s-0)", "Consumer Started. Subscribed 2 lite topics in ", "[Complete] Consume Total: 20", "[Summary] S2C RT(ms): "} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("consumer output lacks %q:\n%s", want, out.String())
+		}
+	}
+	// --from-max skips what s-1 … s-3 hold.
+	out.Reset()
+	code = Main(ctx, []string{"lite-consumer", "-n", ns, "--lite-topics", "5", "--lite-prefix", "s-", "--lite-fraction", "0.6",
+		"--lite-first", "1", "--from-max", "--duration", "500ms", "--json"}, &out, &errOut, nil)
+	if err := json.Unmarshal([]byte(lastLine(out.String())), &cs); code != ExitOK || err != nil || cs.Consumed != 0 || cs.LiteTopics != 3 {
+		t.Fatalf("--from-max: exit %d, %+v %v\n%s", code, cs, err, out.String())
+	}
+	for _, ctl := range c.Brokers[0].LiteCtls() {
+		if ctl.Action == "PARTIAL_ADD" && ctl.LiteTopicSet[0] == "s-2" && (ctl.OffsetOption == nil || ctl.OffsetOption.Type != "POLICY" || ctl.OffsetOption.Value != 2) {
+			t.Fatalf("--from-max subscription %+v", ctl)
 		}
 	}
 	for _, b := range c.Brokers {
