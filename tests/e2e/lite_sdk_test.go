@@ -109,7 +109,7 @@ func TestLiteSDK(t *testing.T) {
 		}
 	}
 	mq("updateTopic", "-c", "DefaultCluster", "-t", liteSDKParent, "-r", "2", "-w", "2", "-a", "+message.type=LITE")
-	for _, g := range []string{"lite_sdk_fifo", "lite_sdk_block", "lite_sdk_unsub"} {
+	for _, g := range []string{"lite_sdk_fifo", "lite_sdk_block", "lite_sdk_unsub", "lite_sdk_dlq"} {
 		mq("updateSubGroup", "-c", "DefaultCluster", "-g", g, "--attributes", "+lite.bind.topic="+liteSDKParent)
 	}
 	mq("updateSubGroup", "-c", "DefaultCluster", "-g", "lite_sdk_quota", "--attributes", "+lite.bind.topic="+liteSDKParent+",+lite.sub.client.quota=2")
@@ -133,6 +133,7 @@ func TestLiteSDK(t *testing.T) {
 	t.Run("FIFO", func(t *testing.T) { liteSDKFIFO(t, env) })
 	t.Run("BlockedUntilInvisible", func(t *testing.T) { liteSDKBlocked(t, env) })
 	t.Run("Unsubscribe", func(t *testing.T) { liteSDKUnsubscribe(t, env) })
+	t.Run("DLQ", func(t *testing.T) { liteSDKDLQ(t, env) })
 	t.Run("Quota", func(t *testing.T) { liteSDKQuota(t, env) })
 }
 
@@ -338,6 +339,81 @@ func liteSDKUnsubscribe(t *testing.T, env *liteSDKEnv) {
 	time.Sleep(time.Second) // a full dispatch (500 ms) would have announced it by now
 	if err := has("gone:after"); err == nil {
 		t.Fatal("a message of an unsubscribed lite topic was delivered")
+	}
+}
+
+// liteSDKDLQ: a message that keeps failing goes, after MaxReconsumeTimes
+// redeliveries, to %DLQ%<group> (the broker's send-back with delay level
+// -1 keeps __LITE_TOPIC and drops the LMQ dispatch), is acked, and its
+// lite topic goes on.
+func liteSDKDLQ(t *testing.T, env *liteSDKEnv) {
+	const group, lite = "lite_sdk_dlq", "poison"
+	ctx := context.Background()
+	var mu sync.Mutex
+	var got []string
+	lc := env.consumer(t, "lite-dlq", group, func(_ context.Context, m *message.Message) client.ConsumeResult {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, string(m.Body)+"@"+strconv.Itoa(int(m.ReconsumeTimes)))
+		if string(m.Body) == "bad" {
+			return client.ConsumeRetryLater
+		}
+		return client.ConsumeSuccess
+	}, func(cfg *client.LitePushConsumerConfig) {
+		cfg.MaxReconsumeTimes = 1
+		cfg.RetryBackoff = func(int) time.Duration { return 100 * time.Millisecond }
+	})
+	if err := lc.SubscribeLite(ctx, lite); err != nil {
+		t.Fatal(err)
+	}
+	p := env.producer(t)
+	sendLite(ctx, t, p, lite, "bad")
+	sendLite(ctx, t, p, lite, "good")
+	harness.Eventually(t, 10*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if !slices.Contains(got, "good@0") && !slices.Contains(got, "good@1") {
+			return fmt.Errorf("deliveries %v", got)
+		}
+		return nil
+	})
+	mu.Lock()
+	if len(got) != 3 || got[0] != "bad@0" || got[1] != "bad@1" || !strings.HasPrefix(got[2], "good@") {
+		t.Fatalf("deliveries %v", got)
+	}
+	mu.Unlock()
+
+	pc, err := client.NewPullConsumer(client.PullConsumerConfig{CommonConfig: env.common("lite-dlq-reader"), Group: "lite_sdk_dlq_reader"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Shutdown(ctx)
+	dlq := "%DLQ%" + group
+	var stored []*message.Message
+	harness.Eventually(t, 15*time.Second, func() error {
+		qs, err := pc.Queues(ctx, dlq)
+		if err != nil {
+			return err
+		}
+		stored = nil
+		for _, q := range qs {
+			res, err := pc.Pull(ctx, client.PullRequest{Queue: q, Offset: 0})
+			if err != nil {
+				return err
+			}
+			stored = append(stored, res.Messages...)
+		}
+		if len(stored) == 0 {
+			return fmt.Errorf("%s is empty", dlq)
+		}
+		return nil
+	})
+	m := stored[0]
+	if len(stored) != 1 || string(m.Body) != "bad" || m.LiteTopic() != lite || m.Property(message.PropertyInnerMultiDispatch) != "" {
+		t.Fatalf("DLQ holds %d messages; first %q %v", len(stored), m.Body, m.Properties)
 	}
 }
 
