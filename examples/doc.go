@@ -10,6 +10,7 @@
 //	go run ./examples/orderly -count 5                # ordered sends by key, orderly consumption, checked
 //	go run ./examples/transaction -count 1            # transactional messages with a checker
 //	go run ./examples/simpleconsumer [-count 42]      # pop: receive, ack, change invisible time (-orderly: FIFO)
+//	go run ./examples/lite -count 20                 # lite topics: lite producer, FIFO lite push consumer
 //
 // tests/e2e/examples_test.go (TestExamples) builds and runs all of them
 // against a test cluster.

@@ -21,6 +21,18 @@
 //     invisible time), concurrent or orderly (FIFO per queue).
 //   - PullConsumer: pull, offsets, and a simple ConsumeLoop over all queues
 //     of a topic.
+//   - Lite topics (lite-topic.md): message.SetLiteTopic names the lite
+//     topic of a message sent to a LITE parent topic (checked as Java's
+//     client does: a legal name, no message group, delivery time or
+//     priority; sent to the lite topic's home queue). LitePushConsumer
+//     subscribes a lite group to lite topics by name (SubscribeLite with
+//     an OffsetOption, UnsubscribeLite, a full sync every 30 s, brokers'
+//     NOTIFY_UNSUBSCRIBE_LITE), long-polls every broker of the parent with
+//     POP_LITE_MESSAGE and consumes FIFO per lite topic, different lite
+//     topics in parallel; failures come back after a backoff (change of
+//     invisible time), and after MaxReconsumeTimes go to the group's DLQ.
+//     ErrLiteTopicQuotaExceeded and ErrLiteSubscriptionQuotaExceeded match
+//     the brokers' 2017 and 2018.
 //
 // Behaviour follows Apache's Java client where clients differ: routes are
 // looked up on the nameserver (falling back to TBW102 for topics that do not

@@ -25,6 +25,16 @@ var (
 	// ErrInvalidMessage: the message cannot be sent as it is (empty body,
 	// bad topic, too large...). Wrapped with the reason.
 	ErrInvalidMessage = errors.New("client: invalid message")
+	// ErrLiteTopicQuotaExceeded: the broker holds as many lite topics
+	// (LMQs) as it may and refused a message that would create another
+	// (LMQ_QUOTA_EXCEEDED, 2017; Java's LiteTopicQuotaExceededException).
+	// The *ResponseError a send returns matches it.
+	ErrLiteTopicQuotaExceeded = errors.New("client: lite topic quota exceeded")
+	// ErrLiteSubscriptionQuotaExceeded: a broker refused a lite
+	// subscription because the client or the broker holds as many as it
+	// may (LITE_SUBSCRIPTION_QUOTA_EXCEEDED, 2018; Java's
+	// LiteSubscriptionQuotaExceededException).
+	ErrLiteSubscriptionQuotaExceeded = errors.New("client: lite subscription quota exceeded")
 )
 
 // ResponseError is a response with a code the caller cannot accept.
@@ -41,6 +51,19 @@ func (e *ResponseError) Error() string {
 		msg += ": " + e.Remark
 	}
 	return msg
+}
+
+// Is lets errors.Is match the codes that have sentinel errors:
+// ErrLiteTopicQuotaExceeded (2017) and ErrLiteSubscriptionQuotaExceeded
+// (2018).
+func (e *ResponseError) Is(target error) bool {
+	switch target {
+	case ErrLiteTopicQuotaExceeded:
+		return e.Code == code.LMQQuotaExceeded
+	case ErrLiteSubscriptionQuotaExceeded:
+		return e.Code == code.LiteSubscriptionQuotaExceeded
+	}
+	return false
 }
 
 // IsCode reports whether err is (or wraps) a *ResponseError with code c.
@@ -86,6 +109,12 @@ func codeName(c int32) string {
 		return "NOT_IN_CURRENT_UNIT"
 	case code.GoAway:
 		return "GO_AWAY"
+	case code.IllegalOperation:
+		return "ILLEGAL_OPERATION"
+	case code.LMQQuotaExceeded:
+		return "LMQ_QUOTA_EXCEEDED"
+	case code.LiteSubscriptionQuotaExceeded:
+		return "LITE_SUBSCRIPTION_QUOTA_EXCEEDED"
 	}
 	return "CODE(" + strconv.Itoa(int(c)) + ")"
 }

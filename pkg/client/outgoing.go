@@ -23,6 +23,7 @@ type outgoing struct {
 	msgID             string // UNIQ_KEY; batches: comma-joined
 	reconsumeTimes    int32  // %RETRY% topics only
 	maxReconsumeTimes string // %RETRY% topics only, "" when unset
+	lite              string // the lite topic (__LITE_TOPIC), "" for none
 	first             *message.Message
 }
 
@@ -60,13 +61,17 @@ func (p *Producer) prepare(m *message.Message) (*outgoing, error) {
 	if err := checkDelivery(m); err != nil {
 		return nil, err
 	}
+	lite, err := checkLite(m)
+	if err != nil {
+		return nil, err
+	}
 	if len(m.Body) == 0 {
 		return nil, fmt.Errorf("%w: the message body length is zero", ErrInvalidMessage)
 	}
 	if len(m.Body) > p.cfg.MaxMessageSize {
 		return nil, fmt.Errorf("%w: the message body size %d is over max value %d", ErrInvalidMessage, len(m.Body), p.cfg.MaxMessageSize)
 	}
-	out := &outgoing{topic: m.Topic, body: m.Body, flag: m.Flag, count: 1, first: m}
+	out := &outgoing{topic: m.Topic, body: m.Body, flag: m.Flag, count: 1, lite: lite, first: m}
 	out.msgID = p.stampID(m)
 
 	props := m.Properties
@@ -143,6 +148,10 @@ func (p *Producer) prepareBatch(msgs []*message.Message) (*outgoing, error) {
 		}
 		ids[i] = p.stampID(m)
 	}
+	lite, err := checkBatchLite(msgs)
+	if err != nil {
+		return nil, err
+	}
 	body, err := encodeBatch(msgs)
 	if err != nil {
 		return nil, err
@@ -167,6 +176,7 @@ func (p *Producer) prepareBatch(msgs []*message.Message) (*outgoing, error) {
 		batch: true,
 		count: len(msgs),
 		msgID: strings.Join(ids, ","),
+		lite:  lite,
 		first: first,
 	}, nil
 }

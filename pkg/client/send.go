@@ -236,6 +236,8 @@ func (s *sendCall) target() (protocol.MessageQueue, string, error) {
 			if mq.Topic != s.out.topic {
 				return mq, "", fmt.Errorf("%w: selector chose %s, not a queue of topic %s", ErrInvalidMessage, mq, s.out.topic)
 			}
+		} else if s.out.lite != "" {
+			mq = liteHomeQueue(pub.queues, s.out.lite)
 		} else {
 			mq = s.p.pickQueue(pub, s.lastBroker)
 		}

@@ -64,6 +64,16 @@ func (m *Message) SetWaitStoreMsgOK(wait bool) {
 	m.SetProperty(PropertyWaitStoreMsgOK, strconv.FormatBool(wait))
 }
 
+// SetLiteTopic names the lite topic of a message sent to a LITE parent
+// topic (__LITE_TOPIC, Java's setLiteTopic): the broker also stores it in
+// the light message queue of (parent, name), which lite consumers
+// subscribe to. Names are letters, digits, '_' and '-', at most 64 bytes;
+// producers check them. Empty removes the property.
+func (m *Message) SetLiteTopic(name string) { m.setOrDelete(PropertyLiteTopic, name) }
+
+// LiteTopic returns the __LITE_TOPIC property ("" when absent).
+func (m *Message) LiteTopic() string { return m.Properties[PropertyLiteTopic] }
+
 func (m *Message) setOrDelete(key, value string) {
 	if value == "" {
 		delete(m.Properties, key)

@@ -11,9 +11,9 @@
 package naming
 
 import (
-	"errors"
-	"fmt"
 	"strings"
+
+	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
 // Name constants.
@@ -28,7 +28,7 @@ const (
 	QueueID int32 = 0
 	// DefaultMaxLiteTopicSize is the default byte limit of a lite name
 	// (maxLiteTopicSize).
-	DefaultMaxLiteTopicSize = 64
+	DefaultMaxLiteTopicSize = protocol.DefaultMaxLiteTopicSize
 )
 
 // LMQName returns the LMQ of (parent, lite); ok is false when either part
@@ -87,11 +87,11 @@ func BelongsTo(name, parent string) bool {
 		name[len(LitePrefix)+len(parent)] == '$'
 }
 
-// Validation errors of ValidateLite.
+// Validation errors of ValidateLite (the shared rules of pkg/protocol).
 var (
-	ErrBlank    = errors.New("lite topic is blank")
-	ErrTooLong  = errors.New("lite topic is too long")
-	ErrBadChars = errors.New("lite topic contains an illegal character")
+	ErrBlank    = protocol.ErrLiteTopicBlank
+	ErrTooLong  = protocol.ErrLiteTopicTooLong
+	ErrBadChars = protocol.ErrLiteTopicBadChars
 )
 
 // ValidateLite checks a lite name (§1.4): not blank, at most maxSize bytes
@@ -99,23 +99,5 @@ var (
 // The error says which rule failed and wraps ErrBlank, ErrTooLong or
 // ErrBadChars.
 func ValidateLite(lite string, maxSize int) error {
-	if maxSize <= 0 {
-		maxSize = DefaultMaxLiteTopicSize
-	}
-	if strings.TrimSpace(lite) == "" {
-		return ErrBlank
-	}
-	if len(lite) > maxSize {
-		return fmt.Errorf("%w: %d bytes, at most %d", ErrTooLong, len(lite), maxSize)
-	}
-	for i := 0; i < len(lite); i++ {
-		if c := lite[i]; !legal(c) {
-			return fmt.Errorf("%w %q at byte %d (allowed: letters, digits, '_', '-')", ErrBadChars, c, i)
-		}
-	}
-	return nil
-}
-
-func legal(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+	return protocol.ValidateLiteTopic(lite, maxSize)
 }

@@ -96,20 +96,8 @@ func ApplyLite(tc *protocol.TopicConfig, props map[string]string) error {
 	return nil
 }
 
-// validateLiteTopic checks lite-topic.md §1.4: not blank, at most 64 bytes,
-// only ASCII letters, digits, '_' and '-'.
+// validateLiteTopic checks lite-topic.md §1.4 (protocol.ValidateLiteTopic):
+// not blank, at most 64 bytes, only ASCII letters, digits, '_' and '-'.
 func validateLiteTopic(lite string) error {
-	if strings.TrimSpace(lite) == "" {
-		return fmt.Errorf("lite topic is blank")
-	}
-	if len(lite) > maxLiteTopicSize {
-		return fmt.Errorf("lite topic is longer than %d bytes", maxLiteTopicSize)
-	}
-	for i := 0; i < len(lite); i++ {
-		c := lite[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return fmt.Errorf("lite topic contains illegal character %q (allowed: letters, digits, '_', '-')", c)
-		}
-	}
-	return nil
+	return protocol.ValidateLiteTopic(lite, maxLiteTopicSize)
 }

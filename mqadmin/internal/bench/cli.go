@@ -82,7 +82,7 @@ Boolean options of the Apache tools take a value, as there: "-k true".`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetContext(ctx)
-	root.AddCommand(newProducerCmd(stdout, stderr, getenv), newConsumerCmd(stdout, stderr, getenv))
+	root.AddCommand(newProducerCmd(stdout, stderr, getenv), newConsumerCmd(stdout, stderr, getenv), newLiteConsumerCmd(stdout, stderr, getenv))
 	return root
 }
 
@@ -180,6 +180,47 @@ func newProducerCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra
 	fs.IntVarP(&o.BatchSize, "batchSize", "b", 1, "Batch Size: > 1 sends batches (BatchProducer's report line)")
 	fs.StringVar(&o.Group, "group", DefaultProducerGroup, "Producer group")
 	fs.BoolVar(&flushCheck, "flush-check", false, "At the end, check that the topic's queues grew by every acknowledged message (exit 1 if not)")
+	fs.IntVar(&o.LiteTopics, "lite-topics", 0, "Lite mode: -t is a LITE parent topic and messages name lite topics <lite-prefix>0 … N-1 (one per batch)")
+	fs.StringVar(&o.LitePrefix, "lite-prefix", DefaultLitePrefix, "Lite mode: name prefix of the lite topics")
+	fs.BoolVar(&o.LiteRandom, "lite-random", false, "Lite mode: pick lite topics at random (default: round-robin)")
+	return cmd
+}
+
+func newLiteConsumerCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
+	var (
+		c commonFlags
+		o LiteConsumerOptions
+	)
+	cmd := &cobra.Command{
+		Use:   "lite-consumer",
+		Short: "Consume lite topics of a LITE parent topic with a lite push consumer and report rates and delays",
+		Long: `lite-consumer subscribes a lite group (one whose lite.bind.topic is the -t parent) to a
+fraction of the lite topics the producer's lite mode sends to (producer --lite-topics N) and
+reports the receive rate and the born→consumed and stored→consumed times. Create the parent
+with updateTopic -a +message.type=LITE and the group with updateSubGroup --attributes
++lite.bind.topic=<parent> first.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.NameServer, o.Credentials, o.Logger = c.resolve(getenv, stderr)
+			o.Topic, o.ReportInterval, o.Duration, o.JSON = strings.TrimSpace(c.topic), time.Duration(c.reportIntervalMS)*time.Millisecond, c.duration, c.json
+			o.Out, o.Err = stdout, stderr
+			if _, err := RunLiteConsumer(cmd.Context(), o); err != nil {
+				return exitError{ExitError, fmt.Errorf("mqbench lite-consumer: %w", err)}
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	c.register(fs)
+	fs.IntVarP(&o.Threads, "threadCount", "w", 20, "Thread count: handler calls at once (one per lite topic at a time)")
+	fs.StringVarP(&o.Group, "group", "g", DefaultLiteConsumerGroup, "Lite consumer group (lite.bind.topic = the topic)")
+	fs.IntVar(&o.LiteTopics, "lite-topics", 0, "Lite topics the producer sends to (<lite-prefix>0 … N-1); required")
+	fs.StringVar(&o.LitePrefix, "lite-prefix", DefaultLitePrefix, "Name prefix of the lite topics")
+	fs.Float64Var(&o.Fraction, "lite-fraction", 1, "Fraction of the lite topics to subscribe to (rounded up)")
+	fs.IntVar(&o.First, "lite-first", 0, "Index of the first lite topic subscribed (the slice wraps around)")
+	fs.DurationVar(&o.InvisibleTime, "invisible-time", 30*time.Second, "Invisible time of popped messages")
+	fs.BoolVar(&o.FromMax, "from-max", false, "Skip what the lite topics hold already (subscribe with the MAX offset policy); default: the group's position, a new group from the start of a new lite topic")
+	fs.Int64Var(&o.Count, "count", 0, "Stop after consuming this many messages")
 	return cmd
 }
 

@@ -56,6 +56,13 @@ type ProducerOptions struct {
 	ErrorPause      time.Duration // pause after a failed send; default 3 s (Java)
 	Out, Err        io.Writer
 	Logger          *slog.Logger
+
+	// LiteTopics > 0 is the lite mode: Topic is a LITE parent and every
+	// message names one of LiteTopics lite topics <LitePrefix>0 … (one
+	// per batch), round-robin or, with LiteRandom, at random.
+	LiteTopics int
+	LitePrefix string // default "lite-"
+	LiteRandom bool
 }
 
 func (o *ProducerOptions) defaults() error {
@@ -110,6 +117,12 @@ func (o *ProducerOptions) defaults() error {
 	if o.BatchSize > 1 && o.DelayEnable {
 		return errors.New("delay messages cannot be batched")
 	}
+	if err := liteDefaults(&o.LiteTopics, &o.LitePrefix); err != nil {
+		return err
+	}
+	if o.LiteTopics > 0 && o.DelayEnable {
+		return errors.New("lite topic messages cannot be delayed")
+	}
 	return protocol.ValidateTopic(o.Topic)
 }
 
@@ -121,6 +134,7 @@ type producerRun struct {
 	status [4]atomic.Int64 // acknowledged requests by client.SendStatus
 	acked  atomic.Int64    // messages the brokers stored, whatever the status
 	body   []byte
+	lite   atomic.Uint64 // round-robin position over the lite topics
 }
 
 // RunProducer sends until MessageQuantity messages were attempted, Duration
@@ -238,11 +252,14 @@ func (r *producerRun) printHeader() {
 	if o.BatchSize > 1 {
 		fmt.Fprintf(o.Out, "topic: %s, threadCount: %d, messageSize: %d, batchSize: %d, keyEnable: %t, propertySize: %d, tagCount: %d, traceEnable: %t, aclEnable: %t\n compressEnable: %t, reportInterval: %d\n",
 			o.Topic, o.Threads, o.MessageSize, o.BatchSize, o.KeyEnable, o.PropertySize, o.TagCount, false, o.Credentials != nil, o.CompressEnable, o.ReportInterval.Milliseconds())
-		return
+	} else {
+		fmt.Fprintf(o.Out, "topic: %s, threadCount: %d, messageSize: %d, keyEnable: %t, propertySize: %d, tagCount: %d, traceEnable: %t, aclEnable: %t, messageQuantity: %d, delayEnable: %t, delayLevel: %d, asyncEnable: %t\n compressEnable: %t, reportInterval: %d\n",
+			o.Topic, o.Threads, o.MessageSize, o.KeyEnable, o.PropertySize, o.TagCount, false, o.Credentials != nil, o.MessageQuantity,
+			o.DelayEnable, o.DelayLevel, o.Async, o.CompressEnable, o.ReportInterval.Milliseconds())
 	}
-	fmt.Fprintf(o.Out, "topic: %s, threadCount: %d, messageSize: %d, keyEnable: %t, propertySize: %d, tagCount: %d, traceEnable: %t, aclEnable: %t, messageQuantity: %d, delayEnable: %t, delayLevel: %d, asyncEnable: %t\n compressEnable: %t, reportInterval: %d\n",
-		o.Topic, o.Threads, o.MessageSize, o.KeyEnable, o.PropertySize, o.TagCount, false, o.Credentials != nil, o.MessageQuantity,
-		o.DelayEnable, o.DelayLevel, o.Async, o.CompressEnable, o.ReportInterval.Milliseconds())
+	if o.LiteTopics > 0 {
+		fmt.Fprintf(o.Out, " liteTopics: %d, litePrefix: %s, liteRandom: %t\n", o.LiteTopics, o.LitePrefix, o.LiteRandom)
+	}
 }
 
 // syncLoop is one Java sender thread: send, record, repeat.
@@ -346,8 +363,12 @@ func (r *producerRun) build(n int) []*message.Message {
 	now := time.Now()
 	msgs := make([]*message.Message, n)
 	tagBase := r.stats.SendMessageSuccess.Load()
+	lite := r.nextLite()
 	for i := range msgs {
 		m := &message.Message{Topic: o.Topic, Body: r.body}
+		if lite != "" {
+			m.SetLiteTopic(lite)
+		}
 		if o.KeyEnable {
 			m.SetKeys(strconv.FormatInt(now.UnixMilli()/1000, 10))
 		}
@@ -429,6 +450,7 @@ func (r *producerRun) summary(elapsed time.Duration, total ProducerSnapshot) *Pr
 		MPS:            rate(total.MsgSuccess),
 		Latency:        latencyOf(&r.stats.Latency),
 		Status:         status,
+		LiteTopics:     r.o.LiteTopics,
 	}
 }
 

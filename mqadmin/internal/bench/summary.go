@@ -63,6 +63,8 @@ type ProducerSummary struct {
 	Latency        LatencySummary   `json:"latencyMs"`
 	Status         map[string]int64 `json:"status"` // acknowledged requests by send status
 	FlushCheck     *FlushCheck      `json:"flushCheck,omitempty"`
+	// LiteTopics is how many lite topics the lite mode sent to.
+	LiteTopics int `json:"liteTopics,omitempty"`
 }
 
 // ConsumerSummary is the consumer's final result (the --json line).
@@ -76,6 +78,8 @@ type ConsumerSummary struct {
 	TPS            float64        `json:"tps"`
 	B2C            LatencySummary `json:"b2cMs"` // born to consumed
 	S2C            LatencySummary `json:"s2cMs"` // stored to consumed
+	// LiteTopics is how many lite topics a lite consumer subscribed.
+	LiteTopics int `json:"liteTopics,omitempty"`
 }
 
 // printText writes the summary lines that follow the Java ones.

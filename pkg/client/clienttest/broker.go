@@ -36,6 +36,7 @@ type Broker struct {
 	heartbeats []string                    // HEART_BEAT bodies
 	unregister []map[string]string         // UNREGISTER_CLIENT headers
 	ext        *brokerExt                  // consumers, locks, transactions, pop (consumer.go)
+	lite       *liteBroker                 // lite topics (lite.go)
 
 	stop chan struct{}
 	wg   sync.WaitGroup // parked long polls
@@ -61,6 +62,7 @@ func StartBroker(name string, ns *Namesrv) (*Broker, error) {
 		calls:   make(map[int32]int),
 		stop:    make(chan struct{}),
 		ext:     newBrokerExt(),
+		lite:    newLiteBroker(),
 	}
 	srv, err := newServer()
 	if err != nil {
@@ -83,6 +85,7 @@ func StartBroker(name string, ns *Namesrv) (*Broker, error) {
 		srv.Register(c, h, nil)
 	}
 	b.registerExt(srv)
+	b.registerLite(srv)
 	if err := srv.Start(); err != nil {
 		return nil, err
 	}
@@ -221,6 +224,7 @@ func (b *Broker) storeLocked(m *message.Message, props []byte) (int64, error) {
 	m.CommitLogOffset = b.commitLog
 	m.StoreTimestamp = time.Now().UnixMilli()
 	m.StoreHost = b.store
+	lmq := b.liteDispatchLocked(m, &props)
 	var rec []byte
 	var err error
 	if props != nil {
@@ -232,6 +236,12 @@ func (b *Broker) storeLocked(m *message.Message, props []byte) (int64, error) {
 		return 0, err
 	}
 	b.queues[m.Topic][q] = append(b.queues[m.Topic][q], rec)
+	if lmq != "" {
+		if b.queues[lmq] == nil {
+			b.queues[lmq] = make(map[int][][]byte)
+		}
+		b.queues[lmq][0] = append(b.queues[lmq][0], rec)
+	}
 	b.commitLog += int64(len(rec))
 	close(b.notify)
 	b.notify = make(chan struct{})

@@ -1,0 +1,241 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/pkg/message"
+	"github.com/rmqgo/rmq/pkg/protocol"
+)
+
+// Lite mode (lite-topic.md): the producer spreads messages over N lite
+// topics <prefix>0 … <prefix>N-1 of a LITE parent topic; the lite consumer
+// subscribes a lite group to a slice of them and reports what it receives.
+
+// Lite mode defaults.
+const (
+	DefaultLitePrefix        = "lite-"
+	DefaultLiteConsumerGroup = "benchmark_lite_consumer"
+)
+
+// liteDefaults checks a lite topic count and prefix (n = 0: no lite mode)
+// and fills the default prefix.
+func liteDefaults(n *int, prefix *string) error {
+	if *n < 0 {
+		return errors.New("negative lite topic count")
+	}
+	if *n == 0 {
+		return nil
+	}
+	if *prefix == "" {
+		*prefix = DefaultLitePrefix
+	}
+	// The longest name must be legal too.
+	if err := protocol.ValidateLiteTopic(liteName(*prefix, *n-1), 0); err != nil {
+		return fmt.Errorf("lite topic names %s0…%s: %w", *prefix, liteName(*prefix, *n-1), err)
+	}
+	return nil
+}
+
+func liteName(prefix string, i int) string { return prefix + strconv.Itoa(i) }
+
+// nextLite is the lite topic of the next message (batch): round-robin over
+// all threads, or random; "" outside lite mode.
+func (r *producerRun) nextLite() string {
+	n := r.o.LiteTopics
+	if n <= 0 {
+		return ""
+	}
+	if r.o.LiteRandom {
+		return liteName(r.o.LitePrefix, rand.IntN(n))
+	}
+	return liteName(r.o.LitePrefix, int((r.lite.Add(1)-1)%uint64(n)))
+}
+
+// LiteConsumerOptions configure RunLiteConsumer.
+type LiteConsumerOptions struct {
+	NameServer string
+	Topic      string // the LITE parent topic
+	Group      string // a lite group bound to Topic (lite.bind.topic)
+	// LiteTopics is how many lite topics the producer sends to
+	// (<LitePrefix>0 …); Fraction of them (rounded up, at least one) are
+	// subscribed, from index First on (wrapping around), so several
+	// consumers can take different slices.
+	LiteTopics     int
+	LitePrefix     string
+	Fraction       float64 // (0, 1]; default 1
+	First          int
+	FromMax        bool          // subscribe with OffsetPolicyMax: skip what the lite topics hold already
+	Threads        int           // handler calls running at once; default 20
+	InvisibleTime  time.Duration // default 30 s
+	ReportInterval time.Duration
+	Duration       time.Duration // 0: until Count or ctx ends
+	Count          int64         // stop after this many messages; 0: no limit
+	JSON           bool
+	Credentials    *client.Credentials
+	Out, Err       io.Writer
+	Logger         *slog.Logger
+}
+
+func (o *LiteConsumerOptions) defaults() error {
+	if o.Topic == "" {
+		o.Topic = DefaultTopic
+	}
+	if o.Group == "" {
+		o.Group = DefaultLiteConsumerGroup
+	}
+	if o.LiteTopics <= 0 {
+		return errors.New("the lite consumer needs the number of lite topics (--lite-topics)")
+	}
+	if err := liteDefaults(&o.LiteTopics, &o.LitePrefix); err != nil {
+		return err
+	}
+	if o.Fraction == 0 {
+		o.Fraction = 1
+	}
+	if o.Fraction < 0 || o.Fraction > 1 || math.IsNaN(o.Fraction) {
+		return fmt.Errorf("lite fraction %v out of (0, 1]", o.Fraction)
+	}
+	if o.First < 0 || o.Count < 0 || o.InvisibleTime < 0 {
+		return errors.New("negative first lite topic, count or invisible time")
+	}
+	if o.Threads <= 0 {
+		o.Threads = 20
+	}
+	if o.InvisibleTime == 0 {
+		o.InvisibleTime = client.DefaultLiteInvisibleTime
+	}
+	if o.ReportInterval <= 0 {
+		o.ReportInterval = DefaultReportInterval
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Err == nil {
+		o.Err = io.Discard
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return protocol.ValidateTopic(o.Topic)
+}
+
+// Subscribed lists the lite topics the options subscribe to.
+func (o *LiteConsumerOptions) Subscribed() []string {
+	k := max(1, int(math.Ceil(float64(o.LiteTopics)*o.Fraction)))
+	k = min(k, o.LiteTopics)
+	out := make([]string, k)
+	for i := range out {
+		out[i] = liteName(o.LitePrefix, (o.First+i)%o.LiteTopics)
+	}
+	return out
+}
+
+// RunLiteConsumer subscribes a LitePushConsumer to its slice of the lite
+// topics and consumes until Duration, Count or ctx ends, printing the
+// consumer's report lines (receive TPS, born→consumed and
+// stored→consumed times), the final lines and, with JSON, the summary.
+func RunLiteConsumer(ctx context.Context, o LiteConsumerOptions) (*ConsumerSummary, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	lites := o.Subscribed()
+	fmt.Fprintf(o.Out, "topic: %s, threadCount %d, group: %s, liteTopics: %d, subscribed: %d (%s … %s), invisibleTime: %d, aclEnable: %t, reportInterval: %d\n",
+		o.Topic, o.Threads, o.Group, o.LiteTopics, len(lites), lites[0], lites[len(lites)-1], o.InvisibleTime.Milliseconds(),
+		o.Credentials != nil, o.ReportInterval.Milliseconds())
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	if o.Duration > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(runCtx, o.Duration)
+		defer cancel()
+	}
+	var stats ConsumerStats
+	c, err := client.NewLitePushConsumer(client.LitePushConsumerConfig{
+		CommonConfig: client.CommonConfig{
+			NameServers:  []string{o.NameServer},
+			InstanceName: strconv.FormatInt(time.Now().UnixMilli(), 10),
+			Credentials:  o.Credentials,
+			Logger:       o.Logger,
+		},
+		Group:             o.Group,
+		BindTopic:         o.Topic,
+		ConsumeGoroutines: o.Threads,
+		InvisibleTime:     o.InvisibleTime,
+		Handler: func(_ context.Context, m *message.Message) client.ConsumeResult {
+			stats.Consumed(time.Now(), m.BornTimestamp, m.StoreTimestamp, false)
+			if o.Count > 0 && stats.Received.Load() >= o.Count {
+				stop()
+			}
+			return client.ConsumeSuccess
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Start(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = c.Shutdown(sctx)
+	}()
+	// Messages flow as soon as the first subscription is in: the clock
+	// and the reports start now.
+	repCtx, stopRep := context.WithCancel(context.Background())
+	rep := startReporter(repCtx, o.ReportInterval, stats.Snapshot, func(now time.Time, begin, end ConsumerSnapshot) {
+		fmt.Fprint(o.Out, stats.ConsumerLine(now, begin, end))
+	})
+	start := time.Now()
+	var opts []client.OffsetOption
+	if o.FromMax {
+		opts = append(opts, client.OffsetPolicyMax())
+	}
+	for _, l := range lites {
+		if err := c.SubscribeLite(runCtx, l, opts...); err != nil {
+			if runCtx.Err() != nil {
+				break
+			}
+			stopRep()
+			rep.wait()
+			return nil, fmt.Errorf("subscribe lite topic %s: %w", l, err)
+		}
+	}
+	fmt.Fprintf(o.Out, "Consumer Started. Subscribed %d lite topics in %d ms.\n", len(lites), time.Since(start).Milliseconds())
+	<-runCtx.Done()
+	elapsed := time.Since(start)
+	stopRep()
+	rep.wait()
+
+	n := stats.Received.Load()
+	sum := &ConsumerSummary{
+		Type:           "lite-consumer",
+		Topic:          o.Topic,
+		Group:          o.Group,
+		ElapsedSeconds: elapsed.Seconds(),
+		Consumed:       n,
+		B2C:            latencyOf(&stats.B2CLatency),
+		S2C:            latencyOf(&stats.S2CLatency),
+		LiteTopics:     len(lites),
+	}
+	if s := elapsed.Seconds(); s > 0 {
+		sum.TPS = float64(n) / s
+	}
+	sum.printText(o.Out)
+	if o.JSON {
+		if err := writeJSON(o.Out, sum); err != nil {
+			return sum, err
+		}
+	}
+	return sum, nil
+}
