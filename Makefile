@@ -64,6 +64,8 @@ bench-recovery: build
 
 # Static topics: remap of 64 logic queues under load (time, lost, duplicated
 # offsets) and static vs normal topic send/pull TPS (tests/bench/statictopic).
+# STATIC_BENCH_CLUSTER=script runs it on scripts/cluster.sh 3 instead of the
+# test harness's cluster; STATIC_BENCH_NAMESRV=host:port on one already up.
 bench-static: build
 	./scripts/bench/statictopic.sh
 

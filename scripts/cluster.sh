@@ -3,20 +3,25 @@
 # brokers (broker-a, broker-b, ...) in cluster DefaultCluster, data under
 # ./data/cluster. Ctrl-C stops them all.
 #   scripts/cluster.sh [N]     (default 2)
-# Ports: nameserver $NAMESRV_PORT (9876); broker i listens on 10911 + 10*i.
+# Ports: nameserver $NAMESRV_PORT (9876); broker i listens on
+# $BROKER_PORT_BASE + 10*i (10911). Once everything listens, the brokers'
+# process ids are in $DATA/broker.pids (one line) and $DATA/ready exists.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-2}
 BIN=${BIN:-bin}
 DATA=${DATA:-data/cluster}
 NAMESRV_PORT=${NAMESRV_PORT:-9876}
+BROKER_PORT_BASE=${BROKER_PORT_BASE:-10911}
 CLUSTER=${CLUSTER:-DefaultCluster}
 mkdir -p "$DATA/logs"
+rm -f "$DATA/ready" "$DATA/broker.pids"
 
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  rm -f "$DATA/ready"
 }
 trap cleanup EXIT INT TERM
 
@@ -36,9 +41,10 @@ wait_port "$NAMESRV_PORT"
 echo "nameserver 127.0.0.1:$NAMESRV_PORT"
 
 letters=(a b c d e f g h i j k l m n o p)
+brokers=()
 for ((i = 0; i < N; i++)); do
   name="broker-${letters[$i]}"
-  port=$((10911 + 10 * i))
+  port=$((BROKER_PORT_BASE + 10 * i))
   mkdir -p "$DATA/$name"
   cat >"$DATA/$name/broker.conf" <<CONF
 brokerClusterName=$CLUSTER
@@ -52,9 +58,12 @@ autoCreateTopicEnable=true
 CONF
   "$BIN/broker" -c "$DATA/$name/broker.conf" >"$DATA/logs/$name.log" 2>&1 &
   pids+=($!)
+  brokers+=($!)
   wait_port "$port"
   echo "$name 127.0.0.1:$port (config $DATA/$name/broker.conf)"
 done
+echo "${brokers[*]}" >"$DATA/broker.pids"
+touch "$DATA/ready"
 echo "Ctrl-C stops the cluster."
 wait -n "${pids[@]}"
 echo "a server exited; see $DATA/logs" >&2

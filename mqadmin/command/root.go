@@ -56,6 +56,9 @@ type Env struct {
 	// queryMsgByOffset write message bodies; "" means the Java tool's
 	// /tmp/rocketmq/msgbodys.
 	MsgBodyDir string
+	// IsTerminal reports whether a writer is a terminal (progress bars are
+	// drawn only there); nil checks for a character device.
+	IsTerminal func(io.Writer) bool
 }
 
 // OSEnv is the environment of the real program.
@@ -94,6 +97,9 @@ func (e *Env) fill() {
 	}
 	if e.MsgBodyDir == "" {
 		e.MsgBodyDir = javaMsgBodyDir
+	}
+	if e.IsTerminal == nil {
+		e.IsTerminal = isTerminal
 	}
 }
 

@@ -20,7 +20,8 @@ import (
 
 // Static topics (static-topic.md §9): updateStaticTopic and
 // remappingStaticTopic with the Java tool's names, options and two output
-// lines, plus what the Java tool lacks: a line per step, --dry-run, a
+// lines, plus what the Java tool lacks: the progress of every step (plain
+// lines, and bars on a terminal, progress.go), --dry-run, a
 // working -mf (apply a plan file, e.g. one a dry run wrote), non-zero exit
 // on failure, and finishing an interrupted change when run again.
 // staticTopicHistory prints every logic queue's mapping history.
@@ -179,16 +180,10 @@ func (a *app) staticTopic(ctx context.Context, o staticTopicOpts, remap bool) er
 			printPlan(w, p, cur)
 		}
 	}
-	req.OnStep = func(s admin.StaticStep) {
-		if !text {
-			return
-		}
-		if s.Title != "" {
-			fmt.Fprintf(w, "step %d/%d: %s\n", s.Step, s.Steps, s.Title)
-		}
-		if s.Line != "" {
-			fmt.Fprintf(w, "  %s\n", s.Line)
-		}
+	if text {
+		prog := newStepProgress(w, a.progressTerminal())
+		req.OnStep = prog.step
+		defer prog.end()
 	}
 
 	return a.withClient(func(c *admin.Client) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -97,7 +98,7 @@ func TestStaticTopicCommands(t *testing.T) {
 		fmt.Sprintf("Plan CREATE_OR_UPDATE of topic T at epoch %d:", now+1000),
 		"  broker broker-c: read/write queues new -> 0/0, leads 0 -> 0 logic queues",
 		"step 1/1: write every broker at epoch",
-		"  broker-a (127.0.0.1:40911): epoch",
+		"  [1/3] broker-a (127.0.0.1:40911): epoch",
 		"Topic T now has 8 logic queues at epoch",
 		"  logic queue 7 -> broker-",
 	} {
@@ -133,7 +134,9 @@ func TestStaticTopicCommands(t *testing.T) {
 		"step 1/5: new leaders accept writes: broker-c",
 		"step 2/5: old leaders stop accepting writes: broker-a, broker-b",
 		"step 3/5: decide the logic offsets of 8 moved logic queue(s)",
+		"  [8/8] logic queue 7: broker-",
 		"the new leader starts at logic offset 10000",
+		"  [3/3] broker-b (127.0.0.1:40921): epoch",
 		"step 4/5: write the logic offsets: broker-c, then the copies on broker-a, broker-b",
 		"step 5/5: every other broker: (none)",
 	} {
@@ -279,5 +282,118 @@ func TestStaticTopicRerunFinishes(t *testing.T) {
 	t.Logf("rerun output:\n%s", r.stdout)
 	if got := leaderCounts(t, fc); got["broker-c"] != 6 {
 		t.Fatalf("leaders %v", got)
+	}
+}
+
+// TestStaticTopicProgress: with stderr a terminal, every step with work
+// gets a bar there, redrawn in place per unit and left complete; stdout
+// has the same plain lines as without a terminal. TERM=dumb draws none.
+func TestStaticTopicProgress(t *testing.T) {
+	run := func(term string, failSecondWrite bool, args ...string) result {
+		t.Helper()
+		fc := staticCluster()
+		tmp := t.TempDir()
+		var out, errb bytes.Buffer
+		env := fakeEnv(fc, &out, &errb)
+		env.Getenv = func(k string) string {
+			switch k {
+			case "TMPDIR":
+				return tmp
+			case "TERM":
+				return term
+			}
+			return ""
+		}
+		env.IsTerminal = func(w io.Writer) bool { return w == &errb }
+		if c := Main(context.Background(), []string{"updateStaticTopic", "-t", "T", "-qn", "4", "-b", "broker-a", "-n", staticNS}, env); c != 0 {
+			t.Fatalf("create: %d %s", c, errb.String())
+		}
+		out.Reset()
+		errb.Reset()
+		if failSecondWrite {
+			writes := 0
+			fc.Lock(func() {
+				fc.Override = func(_ string, req *remoting.Command) (*remoting.Command, bool) {
+					if req.Code == code.UpdateAndCreateStaticTopic {
+						if writes++; writes == 2 {
+							return remoting.NewResponse(req, code.SystemError, "disk full"), true
+						}
+					}
+					return nil, false
+				}
+			})
+		}
+		c := Main(context.Background(), append(args, "-n", staticNS), env)
+		return result{c, out.String(), errb.String()}
+	}
+	r := run("xterm", false, "remappingStaticTopic", "-t", "T", "-b", "broker-b")
+	t.Logf("stdout:\n%s\nstderr (terminal):\n%q", r.stdout, r.stderr)
+	if r.code != 0 {
+		t.Fatalf("remap: %+v", r)
+	}
+	// Step 3 decides 4 logic queues: drawn at 0/4, then once per queue,
+	// each time after erasing the line.
+	if !strings.Contains(r.stderr, "\n  [....................] 0/4 logic queues\r\x1b[K") {
+		t.Errorf("stderr lacks the step-3 bar at 0/4:\n%q", r.stderr)
+	}
+	for i := 1; i <= 4; i++ {
+		bar := fmt.Sprintf("\r\x1b[K  [%s%s] %d/4 logic queues", strings.Repeat("#", 5*i), strings.Repeat(".", 20-5*i), i)
+		if !strings.Contains(r.stderr, bar) {
+			t.Errorf("stderr lacks %q:\n%q", bar, r.stderr)
+		}
+	}
+	// Steps 1, 2 and 5 write one broker, step 4 two.
+	for _, bar := range []string{"[####################] 1/1 brokers\n", "[####################] 2/2 brokers\n"} {
+		if !strings.Contains(r.stderr, bar) {
+			t.Errorf("stderr lacks %q:\n%q", bar, r.stderr)
+		}
+	}
+	if n := strings.Count(r.stderr, "] 4/4 logic queues\n"); n != 1 {
+		t.Errorf("the finished step-3 bar is left %d times:\n%q", n, r.stderr)
+	}
+	if n := strings.Count(r.stderr, "\n"); n != 5 {
+		t.Errorf("%d finished bars, want 5:\n%q", n, r.stderr)
+	}
+	if strings.Contains(r.stdout, "\x1b") || strings.Contains(r.stdout, "#") {
+		t.Errorf("terminal codes on stdout:\n%q", r.stdout)
+	}
+	for _, want := range []string{"step 3/5: decide the logic offsets of 4 moved logic queue(s)\n  [1/4] logic queue 0: broker-a-", "step 5/5: every other broker: broker-c\n  [1/1] broker-c"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+
+	// The same on a dumb terminal: plain lines only, identical stdout
+	// apart from the epochs and file names.
+	d := run("dumb", false, "remappingStaticTopic", "-t", "T", "-b", "broker-b")
+	if d.code != 0 || d.stderr != "" {
+		t.Fatalf("TERM=dumb: %+v", d)
+	}
+	norm := regexp.MustCompile(`\d{13}|/\S+`)
+	if a, b := norm.ReplaceAllString(r.stdout, "X"), norm.ReplaceAllString(d.stdout, "X"); a != b {
+		t.Errorf("stdout differs with and without bars:\n%s\n---\n%s", a, b)
+	}
+
+	// A failure ends the open bar first, so the error has a line of its own.
+	f := run("xterm", true, "remappingStaticTopic", "-t", "T", "-b", "broker-b")
+	if f.code != ExitError || !strings.Contains(f.stderr, "] 1/1 brokers\n  [....................] 0/1 brokers\nmqadmin remappingStaticTopic: ") {
+		t.Fatalf("failure: %+v", f)
+	}
+}
+
+func TestRenderBar(t *testing.T) {
+	for _, tc := range []struct {
+		done, total int
+		want        string
+	}{
+		{0, 8, "  [....................] 0/8 brokers"},
+		{3, 8, "  [#######.............] 3/8 brokers"},
+		{8, 8, "  [####################] 8/8 brokers"},
+		{9, 8, "  [####################] 8/8 brokers"},
+		{-1, 3, "  [....................] 0/3 brokers"},
+	} {
+		if got := renderBar(tc.done, tc.total, "brokers"); got != tc.want {
+			t.Errorf("renderBar(%d, %d) = %q, want %q", tc.done, tc.total, got, tc.want)
+		}
 	}
 }

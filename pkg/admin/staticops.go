@@ -97,13 +97,23 @@ func BrokersInSameClusters(ci *protocol.ClusterInfo, names []string) []string {
 	return slices.Sorted(maps.Keys(all))
 }
 
-// StaticStep is one write or decision of an applied plan, reported as it
-// completes.
+// StaticStep is one event of an applied plan: the start of a step (Title
+// set, Done 0), then one event per unit of work as it completes (Line set,
+// Done counting up to Total), so a caller can show the progress of each
+// step.
 type StaticStep struct {
 	Step, Steps int    // 1-based step number and step count
 	Title       string // what the step does; set on the first event of a step
 	Line        string // what was done
+	Done, Total int    // units of the step done so far, and in all
+	Unit        string // what a unit is: "brokers" or "logic queues"
 }
+
+// Units of StaticStep.
+const (
+	UnitBrokers     = "brokers"
+	UnitLogicQueues = "logic queues"
+)
 
 // ApplyStaticTopicPlan writes a plan to the brokers with force=false.
 //
@@ -128,22 +138,21 @@ func (c *Client) ApplyStaticTopicPlan(ctx context.Context, p *statictopic.Plan, 
 		}
 		addrs[b] = addr
 	}
-	write := func(step, steps int, b string) error {
-		tc := p.BrokerConfigMap[b]
-		if err := c.CreateStaticTopic(ctx, addrs[b], tc, false); err != nil {
-			return fmt.Errorf("step %d/%d: write broker %s: %w", step, steps, b, err)
+	// writeAll is one step: request 513 to each of brokers, in order.
+	writeAll := func(step, steps int, title string, brokers []string) error {
+		report(StaticStep{Step: step, Steps: steps, Title: title, Total: len(brokers), Unit: UnitBrokers})
+		for i, b := range brokers {
+			tc := p.BrokerConfigMap[b]
+			if err := c.CreateStaticTopic(ctx, addrs[b], tc, false); err != nil {
+				return fmt.Errorf("step %d/%d: write broker %s: %w", step, steps, b, err)
+			}
+			report(StaticStep{Step: step, Steps: steps, Line: fmt.Sprintf("%s (%s): %s", b, addrs[b], describeConfig(tc)),
+				Done: i + 1, Total: len(brokers), Unit: UnitBrokers})
 		}
-		report(StaticStep{Step: step, Steps: steps, Line: fmt.Sprintf("%s (%s): %s", b, addrs[b], describeConfig(tc))})
 		return nil
 	}
 	if p.Type != statictopic.TypeRemapping {
-		report(StaticStep{Step: 1, Steps: 1, Title: fmt.Sprintf("write every broker at epoch %d", p.Epoch)})
-		for _, b := range p.BrokerConfigMap.Brokers() {
-			if err := write(1, 1, b); err != nil {
-				return err
-			}
-		}
-		return nil
+		return writeAll(1, 1, fmt.Sprintf("write every broker at epoch %d", p.Epoch), p.BrokerConfigMap.Brokers())
 	}
 
 	const steps = 5
@@ -158,22 +167,17 @@ func (c *Client) ApplyStaticTopicPlan(ctx context.Context, p *statictopic.Plan, 
 			return fmt.Errorf("the plan has no config for map-out broker %s", b)
 		}
 	}
-	report(StaticStep{Step: 1, Steps: steps, Title: "new leaders accept writes: " + joinNames(p.BrokerToMapIn)})
-	for _, b := range p.BrokerToMapIn {
-		if err := write(1, steps, b); err != nil {
-			return err
-		}
+	if err := writeAll(1, steps, "new leaders accept writes: "+joinNames(p.BrokerToMapIn), p.BrokerToMapIn); err != nil {
+		return err
 	}
-	report(StaticStep{Step: 2, Steps: steps, Title: "old leaders stop accepting writes: " + joinNames(p.BrokerToMapOut)})
-	for _, b := range p.BrokerToMapOut {
-		if err := write(2, steps, b); err != nil {
-			return err
-		}
+	if err := writeAll(2, steps, "old leaders stop accepting writes: "+joinNames(p.BrokerToMapOut), p.BrokerToMapOut); err != nil {
+		return err
 	}
 	undecided := p.Undecided()
-	report(StaticStep{Step: 3, Steps: steps, Title: fmt.Sprintf("decide the logic offsets of %d moved logic queue(s)", len(undecided))})
+	report(StaticStep{Step: 3, Steps: steps, Title: fmt.Sprintf("decide the logic offsets of %d moved logic queue(s)", len(undecided)),
+		Total: len(undecided), Unit: UnitLogicQueues})
 	stats := map[string]*protocol.TopicStatsTable{}
-	for _, g := range undecided {
+	for i, g := range undecided {
 		prev, err := p.PreviousLeader(g)
 		if err != nil {
 			return fmt.Errorf("step 3/%d: %w", steps, err)
@@ -197,15 +201,14 @@ func (c *Client) ApplyStaticTopicPlan(ctx context.Context, p *statictopic.Plan, 
 		if err != nil {
 			return fmt.Errorf("step 3/%d: %w", steps, err)
 		}
-		report(StaticStep{Step: 3, Steps: steps, Line: fmt.Sprintf("logic queue %d: %s-%d ends at offset %d, the new leader starts at logic offset %d", g, prev.Bname, prev.QueueID, off.MaxOffset, v)})
+		report(StaticStep{Step: 3, Steps: steps, Line: fmt.Sprintf("logic queue %d: %s-%d ends at offset %d, the new leader starts at logic offset %d", g, prev.Bname, prev.QueueID, off.MaxOffset, v),
+			Done: i + 1, Total: len(undecided), Unit: UnitLogicQueues})
 	}
-	report(StaticStep{Step: 4, Steps: steps, Title: "write the logic offsets: " + joinNames(p.BrokerToMapIn) + ", then the copies on " + joinNames(p.BrokerToMapOut)})
 	// The old leaders' copies are written again too (Java leaves -1 there):
 	// harmless for the brokers, and it leaves nothing undecided behind.
-	for _, b := range append(slices.Clone(p.BrokerToMapIn), p.BrokerToMapOut...) {
-		if err := write(4, steps, b); err != nil {
-			return err
-		}
+	if err := writeAll(4, steps, "write the logic offsets: "+joinNames(p.BrokerToMapIn)+", then the copies on "+joinNames(p.BrokerToMapOut),
+		append(slices.Clone(p.BrokerToMapIn), p.BrokerToMapOut...)); err != nil {
+		return err
 	}
 	var others []string
 	for _, b := range p.BrokerConfigMap.Brokers() {
@@ -213,13 +216,7 @@ func (c *Client) ApplyStaticTopicPlan(ctx context.Context, p *statictopic.Plan, 
 			others = append(others, b)
 		}
 	}
-	report(StaticStep{Step: 5, Steps: steps, Title: "every other broker: " + joinNames(others)})
-	for _, b := range others {
-		if err := write(5, steps, b); err != nil {
-			return err
-		}
-	}
-	return nil
+	return writeAll(5, steps, "every other broker: "+joinNames(others), others)
 }
 
 func nameSet(list []string) map[string]bool {

@@ -42,9 +42,10 @@ func (c *PullConsumer) updateOffset(ctx context.Context, mq protocol.MessageQueu
 	ext := queueHeader(mq)
 	ext["consumerGroup"] = c.cfg.Group
 	ext["commitOffset"] = strconv.FormatInt(offset, 10)
+	sent := time.Now()
 	if _, err := c.core.invokeOK(ctx, addr, code.UpdateConsumerOffset, ext, nil); err != nil {
 		if IsCode(err, code.NotLeaderForQueue) {
-			c.core.notLeader(ctx, mq.Topic)
+			c.core.notLeader(ctx, mq.Topic, sent)
 		}
 		return fmt.Errorf("client: update offset of %s: %w", mq, err)
 	}
@@ -81,10 +82,11 @@ func (c *PullConsumer) offsetRequest(ctx context.Context, mq protocol.MessageQue
 	if err != nil {
 		return -1, err
 	}
+	sent := time.Now()
 	resp, err := c.core.invokeOK(ctx, addr, reqCode, ext, nil)
 	if err != nil {
 		if IsCode(err, code.NotLeaderForQueue) {
-			c.core.notLeader(ctx, mq.Topic)
+			c.core.notLeader(ctx, mq.Topic, sent)
 		}
 		return -1, fmt.Errorf("client: offset of %s: %w", mq, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -67,12 +68,13 @@ func (c *PullConsumer) pull(ctx context.Context, req PullRequest) (*PullResult, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	sent := time.Now()
 	resp, err := c.core.rc.Invoke(ctx, addr, c.core.newRequest(code.PullMessage, pullHeader(c.cfg.Group, req, suspendMS), nil))
 	if err != nil {
 		return nil, fmt.Errorf("client: pull %s at %d from %s: %w", req.Queue, req.Offset, addr, err)
 	}
 	if resp.Code == code.NotLeaderForQueue {
-		c.core.notLeader(ctx, req.Queue.Topic) // the next pull goes to the new leader
+		c.core.notLeader(ctx, req.Queue.Topic, sent) // the next pull goes to the new leader
 	}
 	return c.pullResult(resp, req, addr)
 }

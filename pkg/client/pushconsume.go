@@ -10,6 +10,7 @@ import (
 
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/pkg/statictopic"
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
@@ -245,9 +246,33 @@ func (c *PushConsumer) callHandler(ctx context.Context, req *ConsumeRequest) (re
 // sendBack returns a failed message to the broker for a later retry
 // (CONSUMER_SEND_MSG_BACK to the master of the queue it came from), else
 // sends it to the retry topic itself; false when both fail.
+//
+// A message of a logic queue (static topic) goes to the retry topic at
+// once, as Java's DefaultMQPushConsumerImpl.sendMessageBack does for a
+// mock broker name (static-topic.md §6.6): its CommitLog offset may be
+// that of the broker holding an older segment, not of the leader the
+// send-back would go to, which would retry whatever message sits at that
+// offset on the leader — or fail. The handler's DelayLevel keeps its
+// meaning (Java uses 3 + reconsume times here whatever it asked for).
 func (c *PushConsumer) sendBack(ctx context.Context, mq protocol.MessageQueue, m *message.Message, delayLevel int) bool {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second) // Java's send-back timeout
 	defer cancel()
+	if statictopic.IsMockBroker(mq.BrokerName) {
+		reconsume, level := int(m.ReconsumeTimes)+1, 3+int(m.ReconsumeTimes)
+		switch {
+		case delayLevel > 0:
+			level = delayLevel
+		case delayLevel < 0:
+			// Straight to the DLQ: past MAX_RECONSUME_TIMES the broker
+			// stores a retry-topic send in %DLQ%<group>.
+			reconsume = c.cfg.MaxReconsumeTimes + 1
+		}
+		if err := c.sendToRetryTopic(ctx, m, reconsume, level); err != nil {
+			c.log.Warn("client: send to the retry topic failed", "queue", mq.String(), "msgId", m.ClientMsgID(), "err", err)
+			return false
+		}
+		return true
+	}
 	addr, err := c.core.brokerAddrFor(ctx, mq, false, routeFetch{ifMissing: true})
 	if err == nil {
 		ext := map[string]string{

@@ -146,6 +146,9 @@ type routeFetch struct {
 	// ifMissing reuses a usable cached route (one fetched meanwhile by a
 	// concurrent caller) instead of asking again.
 	ifMissing bool
+	// unlessFetchedSince, when set, reuses a cached route whose fetch
+	// started at or after it.
+	unlessFetchedSince time.Time
 }
 
 // updateRoute fetches topic's route, caches it and returns it. When the
@@ -164,9 +167,16 @@ func (c *core) updateRoute(ctx context.Context, topic string, how routeFetch) (*
 			return tr, nil
 		}
 	}
+	if !how.unlessFetchedSince.IsZero() {
+		if tr := c.route(topic); tr != nil && !tr.fetchedAt.Before(how.unlessFetchedSince) {
+			return tr, nil
+		}
+	}
+	start := time.Now()
 	rd, err := c.fetchRoute(ctx, topic)
 	if err == nil {
 		tr := newTopicRoute(topic, rd, false)
+		tr.fetchedAt = start // the nameserver's answer is at least this new
 		c.storeRoute(topic, tr)
 		return tr, nil
 	}

@@ -286,7 +286,7 @@ func (s *sendCall) retry(mq protocol.MessageQueue, err error) bool {
 		// A static topic was remapped: the message was not stored. Learn
 		// the new leader now and try once more, even for an explicit queue
 		// (Java gives up and waits for its 30 s route refresh).
-		s.p.core.notLeader(s.ctx, mq.Topic)
+		s.p.core.notLeader(s.ctx, mq.Topic, s.started)
 		if !s.notLeader {
 			s.notLeader = true
 			s.attempts++

@@ -19,7 +19,7 @@ import (
 // NOT_LEADER_FOR_QUEUE.
 
 // notLeaderRefreshGap: a route fetched this recently is not fetched again
-// on NOT_LEADER_FOR_QUEUE (many requests in flight answer it at once).
+// when it names no leader for a logic queue.
 const notLeaderRefreshGap = 500 * time.Millisecond
 
 // staticQueues derives the logic queues of a static route: endpoints maps
@@ -75,12 +75,14 @@ func (c *core) physicalQueue(mq protocol.MessageQueue) protocol.MessageQueue {
 }
 
 // notLeader refreshes topic's route at once after a broker answered
-// NOT_LEADER_FOR_QUEUE, unless it was just fetched.
-func (c *core) notLeader(ctx context.Context, topic string) {
-	if tr := c.route(topic); tr != nil && time.Since(tr.fetchedAt) < notLeaderRefreshGap {
-		return
-	}
-	if _, err := c.updateRoute(ctx, topic, routeFetch{}); err != nil {
+// NOT_LEADER_FOR_QUEUE to a request sent at sent, unless the cached route
+// was fetched since: it then already knows what the nameserver knew when
+// the request went out (many requests in flight answer 501 together, and
+// one refresh serves them all). A route fetched just before the old leader
+// was fenced is refreshed, however recent: its retry would only be refused
+// again.
+func (c *core) notLeader(ctx context.Context, topic string, sent time.Time) {
+	if _, err := c.updateRoute(ctx, topic, routeFetch{unlessFetchedSince: sent}); err != nil {
 		c.log.Debug("client: route refresh after NOT_LEADER_FOR_QUEUE failed", "topic", topic, "err", err)
 	}
 }

@@ -2,12 +2,12 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"slices"
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -193,9 +193,9 @@ func TestStaticSendFollowsRemap(t *testing.T) {
 		t.Fatalf("send header %v", h)
 	}
 
-	// Remap queue 0 to b; the nameserver knows it, the producer's cache not.
+	// Remap queue 0 to b; the nameserver knows it, the producer's cache
+	// (fetched a moment ago) not: the refusal refreshes it all the same.
 	f.remap(0, "broker-b", true)
-	time.Sleep(notLeaderRefreshGap)
 	res = send()
 	if res.Queue.BrokerName != "broker-b" || res.Attempts != 2 || res.QueueOffset != 1 {
 		t.Fatalf("send after remap %+v", res)
@@ -205,9 +205,38 @@ func TestStaticSendFollowsRemap(t *testing.T) {
 	f.mu.Unlock()
 	res = send()
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if res.Attempts != 1 || f.routes != routes {
 		t.Fatalf("the route was not kept: %+v, %d → %d fetches", res, routes, f.routes)
+	}
+	f.mu.Unlock()
+
+	// Many sends refused at once: one refresh serves those sent before it.
+	f.remap(0, "broker-a", true)
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := p.SendSync(ctx, &message.Message{Topic: "T", Body: []byte("x")}, WithQueue(mockQ("T", 0)))
+			if err == nil && (res.Queue.BrokerName != "broker-a" || res.Attempts > 2) {
+				err = fmt.Errorf("sent %+v", res)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if got := f.routes - routes; got < 1 || got >= n {
+		t.Fatalf("%d route fetches for %d refused sends", got, n)
 	}
 }
 
@@ -239,7 +268,6 @@ func TestStaticPullAndOffsets(t *testing.T) {
 	// A remap the client has not seen: 501, then the route is refreshed
 	// and the next pull reaches the new leader.
 	f.remap(1, "broker-a", true)
-	time.Sleep(notLeaderRefreshGap)
 	if _, err := c.Pull(ctx, PullRequest{Queue: mockQ("T", 1), Offset: 10003}); !IsCode(err, code.NotLeaderForQueue) {
 		t.Fatalf("pull from the old leader: %v", err)
 	}

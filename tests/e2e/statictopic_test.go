@@ -56,9 +56,15 @@ type sentMsg struct {
 // TestStaticTopicRemapUnderLoad: a static topic of 8 logic queues over
 // broker-a and broker-b (created with our mqadmin), a producer (pkg/client)
 // sending all along while every logic queue is remapped to broker-c and
-// back; then a consumer reads every logic queue from the beginning: every
-// message exactly once, at the logic offset its send reported, offsets
-// increasing per logic queue.
+// back. Before each remap a consumer group (pkg/client pull consumer)
+// reads and commits; after it, the group's committed logic offsets read
+// back unchanged through the SDK (the first ones are stored on the old
+// segment's broker, the second ones on broker-c). Then a consumer reads
+// every logic queue from the beginning: every message exactly once, at the
+// logic offset its send reported, offsets increasing per logic queue, each
+// queue across its three segments. Subtests: the offset requests on every
+// segment boundary (SegmentBoundaries) and bad input through the mqadmin
+// process that changes nothing (BadInput).
 func TestStaticTopicRemapUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode: starts a nameserver and three brokers")
@@ -131,6 +137,8 @@ func TestStaticTopicRemapUnderLoad(t *testing.T) {
 		})
 	}
 	waitSent(300)
+	group := newCommitGroup(t, c.NamesrvAddr, topic, 8)
+	committed := group.consumeAndCommit(t, 0)
 
 	out, err = c.MQAdmin(t, "remappingStaticTopic", "-t", topic, "-b", "broker-c")
 	if err != nil {
@@ -139,14 +147,21 @@ func TestStaticTopicRemapUnderLoad(t *testing.T) {
 	if !strings.Contains(out, "step 5/5") || !strings.Contains(out, "Topic "+topic+" now has 8 logic queues") {
 		t.Fatalf("remap output:\n%s", out)
 	}
+	firstPlan := regexp.MustCompile(`(?m)^The old mapping data is written to file (\S+\.after)$`).FindStringSubmatch(out)
+	if firstPlan == nil {
+		t.Fatalf("remap output names no .after file:\n%s", out)
+	}
 	waitLeaders(t, ac, topic, 8, func(_ int, b string) bool { return b == "broker-c" })
+	group.expectCommitted(t, committed, "after the remap to broker-c")
 	waitSent(count() + 300)
+	committed = group.consumeAndCommit(t, statictopic.BlockSeqSize)
 
 	out, err = c.MQAdmin(t, "remappingStaticTopic", "-t", topic, "-b", "broker-a,broker-b")
 	if err != nil {
 		t.Fatalf("remap back: %v\n%s", err, out)
 	}
 	waitLeaders(t, ac, topic, 8, func(_ int, b string) bool { return b == "broker-a" || b == "broker-b" })
+	group.expectCommitted(t, committed, "after the remap back to broker-a and broker-b")
 	waitSent(count() + 300)
 	close(stop)
 	<-stopped
@@ -181,6 +196,7 @@ func TestStaticTopicRemapUnderLoad(t *testing.T) {
 		t.Fatalf("queues %v %v", queues, err)
 	}
 	got := map[string]sentMsg{}
+	stored := map[int][]logicMsg{} // per logic queue, in offset order
 	for _, mq := range queues {
 		if mq.BrokerName != statictopic.MockBrokerName("") {
 			t.Fatalf("queue %v is not a logic queue", mq)
@@ -208,6 +224,7 @@ func TestStaticTopicRemapUnderLoad(t *testing.T) {
 				}
 				last = m.QueueOffset
 				got[body] = sentMsg{queue: mq.QueueID, offset: m.QueueOffset}
+				stored[mq.QueueID] = append(stored[mq.QueueID], logicMsg{offset: m.QueueOffset, stored: m.StoreTimestamp})
 			}
 			if res.Status == client.PullNoNewMsg && res.NextBeginOffset <= off {
 				t.Fatalf("%v: nothing at %d below the max offset %d", mq, off, maxOff)
@@ -215,8 +232,7 @@ func TestStaticTopicRemapUnderLoad(t *testing.T) {
 			off = res.NextBeginOffset
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	// The producer has stopped: sent is not written any more.
 	for body, s := range sent {
 		g, ok := got[body]
 		if !ok {
@@ -254,6 +270,10 @@ func TestStaticTopicRemapUnderLoad(t *testing.T) {
 		}
 	}
 	t.Logf("%d messages through two remaps of 8 logic queues; %d sends retried (NOT_LEADER_FOR_QUEUE), %d sent while the new leader's offset was undecided", total, retried, undecided)
+
+	leaders := waitLeaders(t, ac, topic, 8, func(_ int, b string) bool { return b == "broker-a" || b == "broker-b" })
+	t.Run("SegmentBoundaries", func(t *testing.T) { checkSegmentBoundaries(t, c, ac, topic, leaders, stored) })
+	t.Run("BadInput", func(t *testing.T) { checkStaticBadInput(t, c, ac, topic, leaders, firstPlan[1]) })
 }
 
 // TestStaticTopicJavaMQAdmin: the Java mqadmin (5.5.0) creates and remaps

@@ -42,10 +42,15 @@ func TestStaticTopicBench(t *testing.T) {
 	cfg := loadConfig(t)
 	t.Setenv("TMPDIR", t.TempDir()) // mqadmin's plan files
 	r := &report{cfg: cfg, loadStart: loadAvg()}
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 3})
+	bc := startBenchCluster(t)
+	c := bc.Cluster
+	r.where, r.brokerCPU = "3 brokers + nameserver on 127.0.0.1", len(bc.pids) > 0
+	if bc.external != "" {
+		r.where = bc.external
+	}
 	ac := newAdmin(t, c)
 	remapPhase(t, c, ac, cfg, r)
-	tpsPhase(t, c, ac, cfg, r)
+	tpsPhase(t, c, ac, cfg, r, bc.pids)
 	r.loadEnd = loadAvg()
 	r.print(os.Stdout)
 	r.verdicts(t)
@@ -304,7 +309,7 @@ type tpsRound struct {
 	bothSend, bothPull [2]float64
 }
 
-func tpsPhase(t *testing.T, c *harness.Cluster, ac *admin.Client, cfg config, r *report) {
+func tpsPhase(t *testing.T, c *harness.Cluster, ac *admin.Client, cfg config, r *report, pids []int) {
 	ctx := context.Background()
 	if out, err := c.MQAdmin(t, "updateStaticTopic", "-t", staticTopic, "-qn", fmt.Sprint(cfg.Queues), "-b", strings.Join(oldLeaders(), ",")); err != nil {
 		t.Fatalf("updateStaticTopic %s: %v\n%s", staticTopic, err, out)
@@ -356,10 +361,6 @@ func tpsPhase(t *testing.T, c *harness.Cluster, ac *admin.Client, cfg config, r 
 		sendRound(p, []string{topic}, cfg.Senders, cfg.Body, time.Second)
 		pullRound(pc, [][]protocol.MessageQueue{queues[topic]}, cfg.Pullers, time.Second)
 	}
-	var pids []int
-	for _, b := range c.Brokers {
-		pids = append(pids, b.Proc.Pid())
-	}
 	timed := func(fails *int64, f func() roundResult) measure {
 		before := sampleCPU(pids)
 		rr := f()
@@ -409,6 +410,8 @@ func tpsPhase(t *testing.T, c *harness.Cluster, ac *admin.Client, cfg config, r 
 // report gathers the figures.
 type report struct {
 	cfg                config
+	where              string
+	brokerCPU          bool // broker processes known: their CPU time is measured
 	loadStart, loadEnd string
 
 	createCLI        time.Duration
@@ -470,7 +473,7 @@ func (r *report) print(w io.Writer) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
 	p("")
 	p("== static topic benchmark (issue 7) ==")
-	p("%s; 3 brokers + nameserver on 127.0.0.1; load average %s at start, %s at end", r.cfg, r.loadStart, r.loadEnd)
+	p("%s; %s; load average %s at start, %s at end", r.cfg, r.where, r.loadStart, r.loadEnd)
 	p("create: mqadmin updateStaticTopic -qn %d -b %s: %s (process), leaders %v", r.cfg.Queues, strings.Join(oldLeaders(), ","), ms(r.createCLI), r.createLeaders)
 	for _, run := range r.remaps {
 		p("")
@@ -546,6 +549,9 @@ func (r *report) print(w io.Writer) {
 	p("  median ratio static/normal at the same time: send %.2f, pull %.2f", median(bs), median(bp))
 	p("  failures (all rounds): %d sends, %d pulls", r.sendFails, r.pullFails)
 	p("CPU per message in µs (user+system; brokers from /proc, SDK = this process), static / normal:")
+	if !r.brokerCPU {
+		p("  (brokers not measured: set %s to their process ids)", envBrokerPIDs)
+	}
 	p("  round   send brokers      send SDK          pull brokers      pull SDK")
 	for i, rd := range r.rounds {
 		p("  %5d   %6.1f / %-6.1f   %6.1f / %-6.1f   %6.2f / %-6.2f   %6.2f / %.2f", i+1,
