@@ -80,7 +80,16 @@ func TestStatusInFlightAckAndRevive(t *testing.T) {
 	if st.Revive.Checkpoints != 2 || st.Revive.Overdue != 0 || st.Revive.OldestDue != popTime+10_000 || st.Revive.LagMillis != 0 {
 		t.Errorf("revive %+v", st.Revive)
 	}
-	// Every pop and ack went through the journal, applied at once.
+	// Every pop went through the journal, applied at once; the journal's
+	// queue shows it once the store has dispatched those records.
+	waitFor(t, "the journal records dispatched", func() bool {
+		st = r.status(detail)
+		var n int64
+		for _, q := range st.Revive.Queues {
+			n += q.MaxOffset
+		}
+		return n >= 2
+	})
 	var applied int64
 	for _, q := range st.Revive.Queues {
 		if q.Applied != q.MaxOffset {
