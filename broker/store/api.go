@@ -136,6 +136,10 @@ type MessageStore interface {
 
 	// Consumer offsets.
 	CommitOffset(group, topic string, queueID int32, offset int64)
+	// AdvanceOffset commits offset only when it is ahead of the committed
+	// one (a pull's piggybacked commit, which may arrive after a newer
+	// explicit one); it reports whether it did.
+	AdvanceOffset(group, topic string, queueID int32, offset int64) bool
 	QueryOffset(group, topic string, queueID int32) (int64, bool)
 
 	// DeleteTopic drops a topic's queues, index and offsets.

@@ -307,6 +307,11 @@ func (s *Store) CommitOffset(group, topic string, queueID int32, off int64) {
 	s.offsets.Commit(offset.Key{Group: group, Topic: topic, QueueID: queueID}, off)
 }
 
+// AdvanceOffset commits off unless a larger offset is committed.
+func (s *Store) AdvanceOffset(group, topic string, queueID int32, off int64) bool {
+	return s.offsets.Advance(offset.Key{Group: group, Topic: topic, QueueID: queueID}, off)
+}
+
 // QueryOffset returns a committed consumer offset.
 func (s *Store) QueryOffset(group, topic string, queueID int32) (int64, bool) {
 	return s.offsets.Get(offset.Key{Group: group, Topic: topic, QueueID: queueID})

@@ -144,8 +144,23 @@ func TestLiteSendChecks(t *testing.T) {
 	if _, err := p.SendOrderly(ctx, liteMsg("ok", "x"), "key"); !errors.Is(err, client.ErrInvalidMessage) {
 		t.Errorf("SendOrderly of a lite message: %v", err)
 	}
-	if _, err := p.SendBatch(ctx, []*message.Message{liteMsg("a", "1"), liteMsg("b", "2")}); !errors.Is(err, client.ErrInvalidMessage) {
-		t.Errorf("batch of two lite topics: %v", err)
+	// A batch may hold several lite topics only when all of them have
+	// their home on one broker (four write queues: two per broker).
+	homeBroker := func(lite string) int { return protocol.LiteHomeBucket(lite, 4) / 2 }
+	var apart, together []string
+	for i := 0; i < 100 && (apart == nil || together == nil); i++ {
+		a, b := "p"+strconv.Itoa(i), "q"+strconv.Itoa(i)
+		if homeBroker(a) != homeBroker(b) && apart == nil {
+			apart = []string{a, b}
+		} else if homeBroker(a) == homeBroker(b) && together == nil {
+			together = []string{a, b}
+		}
+	}
+	if _, err := p.SendBatch(ctx, []*message.Message{liteMsg(apart[0], "1"), liteMsg(apart[1], "2")}); !errors.Is(err, client.ErrInvalidMessage) {
+		t.Errorf("batch of lite topics homed on two brokers: %v", err)
+	}
+	if _, err := p.SendBatch(ctx, []*message.Message{liteMsg("a", "1"), msg(liteParent, "plain")}); !errors.Is(err, client.ErrInvalidMessage) {
+		t.Errorf("batch mixing lite and plain messages: %v", err)
 	}
 	if len(c.Brokers[0].Sends())+len(c.Brokers[1].Sends()) != 0 {
 		t.Fatal("a rejected message reached a broker")
@@ -192,6 +207,10 @@ func TestLiteSendChecks(t *testing.T) {
 	}
 	if res, err := p.SendBatch(ctx, []*message.Message{liteMsg("zz", "b1"), liteMsg("zz", "b2")}); err != nil || res.Queue != queues[protocol.LiteHomeBucket("zz", 4)] {
 		t.Fatalf("batch of one lite topic: %+v %v", res, err)
+	}
+	if res, err := p.SendBatch(ctx, []*message.Message{liteMsg(together[0], "t1"), liteMsg(together[1], "t2")}); err != nil ||
+		res.Queue != queues[protocol.LiteHomeBucket(together[0], 4)] {
+		t.Fatalf("batch of two lite topics homed on one broker: %+v %v", res, err)
 	}
 
 	// LMQ_QUOTA_EXCEEDED is the typed error, and not retried elsewhere.

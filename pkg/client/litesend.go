@@ -42,21 +42,41 @@ func checkLite(m *message.Message) (string, error) {
 	return lite, nil
 }
 
-// checkBatchLite: the messages of a batch all name the same lite topic
-// (or none), so the batch can go to that lite topic's home queue.
-func checkBatchLite(msgs []*message.Message) (string, error) {
-	var lite string
+// checkBatchLite vets the lite messages of a batch; it returns their
+// distinct lite topics, first the first message's ("" entries for none are
+// not allowed to mix with lite ones: a batch is lite or it is not).
+func checkBatchLite(msgs []*message.Message) ([]string, error) {
+	var lites []string
+	seen := map[string]bool{}
 	for i, m := range msgs {
 		l, err := checkLite(m)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		if i > 0 && l != lite {
-			return "", fmt.Errorf("%w: the messages of one batch must name the same lite topic (%q, %q)", ErrInvalidMessage, lite, l)
+		if i > 0 && (l == "") != (len(lites) == 0) {
+			return nil, fmt.Errorf("%w: a batch mixes lite topic messages with plain ones", ErrInvalidMessage)
 		}
-		lite = l
+		if l != "" && !seen[l] {
+			seen[l] = true
+			lites = append(lites, l)
+		}
 	}
-	return lite, nil
+	return lites, nil
+}
+
+// liteBatchQueue is the home queue of a batch's first lite topic, provided
+// every lite topic of the batch has its home on that queue's broker: one
+// batch is stored by one broker, and a lite topic's messages belong on its
+// home broker, where its subscriptions are active (§4.6).
+func liteBatchQueue(queues []protocol.MessageQueue, lites []string) (protocol.MessageQueue, error) {
+	mq := liteHomeQueue(queues, lites[0])
+	for _, l := range lites[1:] {
+		if h := liteHomeQueue(queues, l); h.BrokerName != mq.BrokerName {
+			return mq, fmt.Errorf("%w: lite topics %q and %q of one batch live on different brokers (%s, %s): send them in separate batches",
+				ErrInvalidMessage, lites[0], l, mq.BrokerName, h.BrokerName)
+		}
+	}
+	return mq, nil
 }
 
 // liteHomeQueue is where a lite message goes when the caller did not pick

@@ -19,11 +19,12 @@ type outgoing struct {
 	flag              int32
 	props             string
 	batch             bool
-	count             int    // messages carried
-	msgID             string // UNIQ_KEY; batches: comma-joined
-	reconsumeTimes    int32  // %RETRY% topics only
-	maxReconsumeTimes string // %RETRY% topics only, "" when unset
-	lite              string // the lite topic (__LITE_TOPIC), "" for none
+	count             int      // messages carried
+	msgID             string   // UNIQ_KEY; batches: comma-joined
+	reconsumeTimes    int32    // %RETRY% topics only
+	maxReconsumeTimes string   // %RETRY% topics only, "" when unset
+	lite              string   // the lite topic (__LITE_TOPIC), "" for none; a batch's first
+	liteBatch         []string // a batch's distinct lite topics (nil: not a lite batch)
 	first             *message.Message
 }
 
@@ -148,7 +149,7 @@ func (p *Producer) prepareBatch(msgs []*message.Message) (*outgoing, error) {
 		}
 		ids[i] = p.stampID(m)
 	}
-	lite, err := checkBatchLite(msgs)
+	lites, err := checkBatchLite(msgs)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +177,16 @@ func (p *Producer) prepareBatch(msgs []*message.Message) (*outgoing, error) {
 		batch: true,
 		count: len(msgs),
 		msgID: strings.Join(ids, ","),
-		lite:  lite,
+		lite:  liteFirst(lites),
 		first: first,
+
+		liteBatch: lites,
 	}, nil
+}
+
+func liteFirst(lites []string) string {
+	if len(lites) == 0 {
+		return ""
+	}
+	return lites[0]
 }

@@ -236,6 +236,10 @@ func (s *sendCall) target() (protocol.MessageQueue, string, error) {
 			if mq.Topic != s.out.topic {
 				return mq, "", fmt.Errorf("%w: selector chose %s, not a queue of topic %s", ErrInvalidMessage, mq, s.out.topic)
 			}
+		} else if len(s.out.liteBatch) > 1 {
+			if mq, err = liteBatchQueue(pub.queues, s.out.liteBatch); err != nil {
+				return mq, "", err
+			}
 		} else if s.out.lite != "" {
 			mq = liteHomeQueue(pub.queues, s.out.lite)
 		} else {

@@ -305,7 +305,13 @@ func (p *Processor) process(ctx context.Context, ch *remoting.Channel, req *remo
 	respCode, next := mapResult(res, h.queueOffset)
 	p.recordPullOffset(h, next)
 	if allowSuspend && h.sysFlag&FlagCommitOffset != 0 && h.commitOffset >= 0 {
-		p.d.Store.CommitOffset(h.group, h.topic, h.queueID, h.commitOffset)
+		// Only forward [our choice; Java overwrites]: the broker runs pulls
+		// and UPDATE_CONSUMER_OFFSET on different executors, so the commit
+		// piggybacked on a client's last pull can land after the explicit
+		// commit its shutdown sent next, and would hand the next owner of
+		// the queue messages already consumed. Moving an offset back is
+		// what resets and UPDATE_CONSUMER_OFFSET are for.
+		p.d.Store.AdvanceOffset(h.group, h.topic, h.queueID, h.commitOffset)
 	}
 
 	if respCode == code.PullNotFound && allowSuspend && h.sysFlag&FlagSuspend != 0 && ch != nil {

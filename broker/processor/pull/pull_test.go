@@ -406,6 +406,12 @@ func TestCommitAndPullOffset(t *testing.T) {
 	if off, _ := f.store.QueryOffset("g", "T", 2); off != 1 {
 		t.Fatalf("committed %d", off)
 	}
+	// A piggybacked commit never moves the offset back (an explicit
+	// commit or a reset does that).
+	f.pull(t, pullReq("T", 2, 1, "*", "sysFlag", flags, "commitOffset", "0"))
+	if off, _ := f.store.QueryOffset("g", "T", 2); off != 1 {
+		t.Fatalf("a pull's commit of 0 moved the offset back to %d", off)
+	}
 	// A resumed (previously suspended) pull does not commit.
 	if _, err := f.p.process(context.Background(), nil, pullReq("T", 2, 1, "*", "sysFlag", flags, "commitOffset", "2"), false); err != nil {
 		t.Fatal(err)

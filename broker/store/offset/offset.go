@@ -90,6 +90,20 @@ func (s *Store) Commit(k Key, offset int64) {
 	s.mu.Unlock()
 }
 
+// Advance records offset unless a larger one is recorded already; it
+// reports whether it did.
+func (s *Store) Advance(k Key, offset int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.offsets[k]; ok && cur >= offset {
+		return false
+	}
+	s.offsets[k] = offset
+	s.dirty[k] = struct{}{}
+	delete(s.deleted, k)
+	return true
+}
+
 // Get returns the committed offset; ok is false when there is none.
 func (s *Store) Get(k Key) (int64, bool) {
 	s.mu.RLock()

@@ -388,6 +388,17 @@ func (s *Store) CommitOffset(group, topic string, queueID int32, offset int64) {
 	s.mu.Unlock()
 }
 
+// AdvanceOffset commits offset unless a larger one is committed.
+func (s *Store) AdvanceOffset(group, topic string, queueID int32, offset int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.offsets[offKey{group, topic, queueID}]; ok && cur >= offset {
+		return false
+	}
+	s.offsets[offKey{group, topic, queueID}] = offset
+	return true
+}
+
 // QueryOffset returns a committed consumer offset.
 func (s *Store) QueryOffset(group, topic string, queueID int32) (int64, bool) {
 	s.mu.Lock()
