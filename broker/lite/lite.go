@@ -128,7 +128,7 @@ func New(d Deps) (*Service, error) {
 		CommittedOffset:   s.Offsets.Committed,
 		MaxOffset:         s.maxOffset,
 		NotifyUnsubscribe: func(k registry.ClientKey, lite string) { s.Subscribe.Notify(k, lite) },
-		TombstoneTTL:      d.Config().LiteSubscriptionCheckTimeoutMills,
+		TombstoneTTL:      func() time.Duration { return d.Config().LiteSubscriptionCheckTimeoutMills },
 	})
 	if err != nil {
 		return nil, err
