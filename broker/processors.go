@@ -6,7 +6,6 @@ import (
 	"log/slog"
 
 	"github.com/rmqgo/rmq/broker/client"
-	"github.com/rmqgo/rmq/broker/pop"
 	"github.com/rmqgo/rmq/broker/processor/consumer"
 	"github.com/rmqgo/rmq/broker/processor/pull"
 	"github.com/rmqgo/rmq/broker/processor/query"
@@ -33,7 +32,6 @@ type messaging struct {
 	offsets *consumer.Processor
 	send    *send.Processor
 	query   *query.Processor
-	pop     *pop.Processor // set by wirePop; wireLite installs its lite ack handler on it
 
 	// Background services added by the feature wirings (wire_*.go), in
 	// start order; closed in reverse.

@@ -18,7 +18,9 @@ const envLiteExpirationUnit = "ROCKETMQ_LITE_TOPIC_EXPIRATION_UNIT_MS"
 // wireLite plugs lite topics in (broker/lite): lifecycle sweeper,
 // subscriptions, event dispatch, POP_LITE_MESSAGE and the lite admin codes.
 // It also vets lite sends (wrapping the message-type check) and takes the
-// lite branch of ACK_MESSAGE / CHANGE_MESSAGE_INVISIBLETIME.
+// lite branch of ACK_MESSAGE / CHANGE_MESSAGE_INVISIBLETIME / NOTIFICATION:
+// its wrappers answer requests carrying liteTopic (liteConsumer) and pass
+// the others to broker/pop, which refuses lite requests that reach it.
 func (b *Broker) wireLite(w *wiring) error {
 	var unit time.Duration
 	if v := os.Getenv(envLiteExpirationUnit); v != "" {
@@ -44,6 +46,7 @@ func (b *Broker) wireLite(w *wiring) error {
 	if unit > 0 {
 		log.Info("lite.topic.expiration unit overridden", "unit", unit)
 	}
+	b.lite = svc
 	svc.Register(w.reg)
 	w.sendDeps.MessageTypeCheck = svc.SendChecker(w.sendDeps.MessageTypeCheck)
 	b.topics.OnChange(svc.TopicsChanged)
@@ -55,6 +58,10 @@ func (b *Broker) wireLite(w *wiring) error {
 	}
 	if !b.WrapProcessor(code.ChangeMessageInvisible, svc.Pop.WrapChangeInvisible) {
 		w.reg.RegisterProcessor(code.ChangeMessageInvisible, svc.Pop.WrapChangeInvisible(nil), int(PoolSend))
+	}
+	// Lite simple consumers' NOTIFICATION (liteConsumer=true).
+	if !b.WrapProcessor(code.Notification, svc.Pop.WrapNotification) {
+		w.reg.RegisterProcessor(code.Notification, svc.Pop.WrapNotification(nil), int(PoolPull))
 	}
 	w.m.starters = append(w.m.starters, svc.Start)
 	w.m.closers = append(w.m.closers, svc.Close)

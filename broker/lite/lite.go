@@ -32,6 +32,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
 )
 
 // ToolsConsumerGroup is the admin tools' group; its pull offsets of a
@@ -361,6 +362,15 @@ func (s *Service) Close() {
 // parent and carry a legal lite name (§1.4, [our choice] at the broker),
 // so no LMQ is ever created for a bad name. Sends to %RETRY% and %DLQ%
 // topics (consumers re-sending) are not checked.
+//
+// A broker without enableLmq and enableMultiDispatch (§2.4: both must be
+// true for lite) refuses lite sends with NO_PERMISSION [our choice]. Apache
+// stores such a message in the parent queue only and answers SEND_OK (its
+// store ignores INNER_MULTI_DISPATCH when LMQ is off), so the message never
+// reaches a lite consumer and nobody is told. NO_PERMISSION is what a
+// broker answers for a message kind its configuration forbids
+// (rejectTransactionMessage), and producers retry it on another broker of
+// the route, which may have LMQ enabled.
 func (s *Service) SendChecker(next send.MessageChecker) send.MessageChecker {
 	return sendChecker{next: next, cfg: s.d.Config}
 }
@@ -376,7 +386,12 @@ func (c sendChecker) CheckMessage(tc *protocol.TopicConfig, msg *message.Message
 		if !meta.IsParent(*tc) {
 			return fmt.Errorf("%w: property %s is set but topic [%s] is not a LITE topic (message.type)", send.ErrMessageIllegal, message.PropertyLiteTopic, tc.TopicName)
 		}
-		if err := naming.ValidateLite(lite, c.cfg().MaxLiteTopicSize); err != nil {
+		cfg := c.cfg()
+		if !cfg.EnableLmq || !cfg.EnableMultiDispatch {
+			return remoting.Errorf(code.NoPermission, "the broker[%s] sending lite topic message is forbidden: enableLmq and enableMultiDispatch must both be true (enableLmq=%t, enableMultiDispatch=%t)",
+				cfg.BrokerIP1, cfg.EnableLmq, cfg.EnableMultiDispatch)
+		}
+		if err := naming.ValidateLite(lite, cfg.MaxLiteTopicSize); err != nil {
 			return fmt.Errorf("%w: illegal lite topic %q: %v", send.ErrMessageIllegal, lite, err)
 		}
 	}

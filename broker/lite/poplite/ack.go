@@ -7,6 +7,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/lite/naming"
 	"github.com/rmqgo/rmq/broker/lite/orderinfo"
+	"github.com/rmqgo/rmq/broker/pop"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -200,6 +201,9 @@ func (p *Processor) WrapAck(next remoting.Handler) remoting.Handler {
 		if err != nil {
 			return nil, err
 		}
+		if err := pop.NotMaster(p.d.Config()); err != nil {
+			return nil, err
+		}
 		if err := p.Ack(r); err != nil {
 			return nil, err
 		}
@@ -215,6 +219,9 @@ func (p *Processor) WrapChangeInvisible(next remoting.Handler) remoting.Handler 
 			return passOn(next, ctx, ch, req)
 		}
 		if err != nil {
+			return nil, err
+		}
+		if err := pop.NotMaster(p.d.Config()); err != nil {
 			return nil, err
 		}
 		res, err := p.ChangeInvisible(r)

@@ -1,0 +1,157 @@
+package lite_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/pkg/message"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+// TestLiteSendWithoutLMQ: a broker without enableLmq or enableMultiDispatch
+// refuses lite sends with NO_PERMISSION and stores nothing; plain sends to
+// the parent still work.
+func TestLiteSendWithoutLMQ(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		lmq, dispatch bool
+	}{
+		{"enableLmq=false", false, true},
+		{"enableMultiDispatch=false", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, func(c *config.Config) { c.EnableLmq, c.EnableMultiDispatch = tc.lmq, tc.dispatch })
+			r.createTopic(parent, "+message.type=LITE", 1)
+			r.want("lite send", r.send(parent, 0, "x", message.PropertyLiteTopic, liteName), code.NoPermission, "enableLmq and enableMultiDispatch")
+			st := r.b.Store()
+			if st.MaxOffset(parent, 0) != 0 || st.LmqCount() != 0 {
+				t.Fatalf("refused send stored something: parent max %d, %d LMQs", st.MaxOffset(parent, 0), st.LmqCount())
+			}
+			r.want("plain send to the parent", r.send(parent, 0, "x"), code.Success, "")
+		})
+	}
+}
+
+func notifyExt(clientID, grp, topic string, poll time.Duration) map[string]string {
+	return map[string]string{
+		"consumerGroup": grp, "topic": topic, "queueId": "0", "pollTime": strconv.FormatInt(poll.Milliseconds(), 10),
+		"bornTime": strconv.FormatInt(time.Now().UnixMilli(), 10), "liteConsumer": "true", "clientId": clientID,
+	}
+}
+
+// TestLiteNotification: NOTIFICATION with liteConsumer answers hasMsg from
+// the client's event set, long-polls until the dispatcher places an event,
+// and refuses bad requests; without the flag it is a regular notification.
+func TestLiteNotification(t *testing.T) {
+	r := newRig(t, nil)
+	r.createTopic(parent, "+message.type=LITE", 1)
+	r.createTopic("Plain", "", 1)
+	r.createGroup(group, map[string]string{"+lite.bind.topic": parent})
+	r.createGroup("plain_cg", nil)
+	r.want("subscribe", r.subscribe("PARTIAL_ADD", "c1", group, parent, []string{liteName}, nil), code.Success, "")
+
+	resp := r.invoke(code.Notification, notifyExt("c1", group, parent, 0), nil)
+	r.want("notify, nothing yet", resp, code.Success, "")
+	if resp.ExtFields["hasMsg"] != "false" || resp.ExtFields["pollingFull"] != "false" {
+		t.Fatalf("empty event set: %v", resp.ExtFields)
+	}
+
+	// A parked notification is answered when the send places an event.
+	out := make(chan *remoting.Command, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := r.client.InvokeAsync(ctx, r.b.Addr(), remoting.NewRequest(code.Notification, notifyExt("c1", group, parent, 8*time.Second), nil),
+		func(resp *remoting.Command, err error) {
+			if err != nil {
+				resp = &remoting.Command{Code: -1, Remark: err.Error()}
+			}
+			out <- resp
+		}); err != nil {
+		t.Fatal(err)
+	}
+	svc := r.b.Lite()
+	eventually(t, 3*time.Second, func() error {
+		if svc.Pop.ParkedNotifications() != 1 {
+			return fmt.Errorf("notification not parked yet")
+		}
+		return nil
+	})
+	sent := time.Now()
+	r.want("send", r.send(parent, 0, "hello", message.PropertyLiteTopic, liteName), code.Success, "")
+	select {
+	case resp = <-out:
+	case <-time.After(6 * time.Second):
+		t.Fatal("parked notification not answered after the send")
+	}
+	if waited := time.Since(sent); waited > 3*time.Second {
+		t.Fatalf("answered after %v: not woken by the event", waited)
+	}
+	if resp.Code != code.Success || resp.ExtFields["hasMsg"] != "true" {
+		t.Fatalf("woken notification: code %d %q %v", resp.Code, resp.Remark, resp.ExtFields)
+	}
+	// Not consumed by the notification: the pop still finds the message.
+	if p := decodePop(t, r.pop("c1", group, parent, 32, 30*time.Second, 0)); len(p.msgs) != 1 {
+		t.Fatalf("pop after the notification: %d messages", len(p.msgs))
+	}
+
+	// Expiry without an event answers hasMsg=false at the deadline.
+	start := time.Now()
+	resp = r.invoke(code.Notification, notifyExt("c1", group, parent, 300*time.Millisecond), nil)
+	if resp.Code != code.Success || resp.ExtFields["hasMsg"] != "false" || time.Since(start) < 250*time.Millisecond {
+		t.Fatalf("expired notification after %v: code %d %v", time.Since(start), resp.Code, resp.ExtFields)
+	}
+
+	bad := func(mutate func(map[string]string)) map[string]string {
+		ext := notifyExt("c1", group, parent, 0)
+		mutate(ext)
+		return ext
+	}
+	for _, tc := range []struct {
+		name   string
+		ext    map[string]string
+		code   int32
+		remark string
+	}{
+		{"no clientId", bad(func(e map[string]string) { delete(e, "clientId") }), code.InvalidParameter, "clientId"},
+		{"blank clientId", bad(func(e map[string]string) { e["clientId"] = " " }), code.InvalidParameter, "clientId"},
+		{"no pollTime", bad(func(e map[string]string) { delete(e, "pollTime") }), code.InvalidParameter, "pollTime"},
+		{"negative pollTime", bad(func(e map[string]string) { e["pollTime"] = "-1" }), code.InvalidParameter, "pollTime"},
+		{"unknown topic", bad(func(e map[string]string) { e["topic"] = "NoSuch" }), code.TopicNotExist, ""},
+		{"plain topic", bad(func(e map[string]string) { e["topic"] = "Plain" }), code.InvalidParameter, "not a LITE topic"},
+		{"unknown group", bad(func(e map[string]string) { e["consumerGroup"] = "nope_cg" }), code.SubscriptionGroupNotExist, ""},
+		{"unbound group", bad(func(e map[string]string) { e["consumerGroup"] = "plain_cg" }), code.InvalidParameter, "not bound"},
+	} {
+		r.want(tc.name, r.invoke(code.Notification, tc.ext, nil), tc.code, tc.remark)
+	}
+	// Without liteConsumer the regular pop notification answers.
+	plain := notifyExt("c1", "plain_cg", "Plain", 0)
+	delete(plain, "liteConsumer")
+	resp = r.invoke(code.Notification, plain, nil)
+	if resp.Code != code.Success || resp.ExtFields["hasMsg"] != "false" {
+		t.Fatalf("regular notification: code %d %q %v", resp.Code, resp.Remark, resp.ExtFields)
+	}
+	plain["liteConsumer"] = "false"
+	r.want("liteConsumer=false is a regular notification", r.invoke(code.Notification, plain, nil), code.Success, "")
+}
+
+// TestLiteOnSlave: a slave answers lite pops and acks as it answers regular
+// pops and acks (SERVICE_NOT_AVAILABLE); the admin reads still work.
+func TestLiteOnSlave(t *testing.T) {
+	r := newRig(t, func(c *config.Config) {
+		c.BrokerID = 1
+		c.BrokerRole = config.RoleSlave
+	})
+	p := popped{popTime: 1, invisible: 1}
+	r.want("lite pop", r.pop("c1", group, parent, 1, time.Second, 0), code.ServiceNotAvailable, "slave")
+	r.want("lite ack", r.ack(code.AckMessage, group, parent, liteName, 0, p, nil), code.ServiceNotAvailable, "slave")
+	r.want("lite ack 200072", r.ack(code.AckLiteMessage, group, parent, liteName, 0, p, nil), code.ServiceNotAvailable, "slave")
+	r.want("lite change invisible", r.ack(code.ChangeMessageInvisible, group, parent, liteName, 0, p, map[string]string{"invisibleTime": "1000"}),
+		code.ServiceNotAvailable, "slave")
+	// The same code as a regular pop ack on the slave.
+	r.want("regular ack", r.ack(code.AckMessage, group, parent, "", 0, p, nil), code.ServiceNotAvailable, "slave")
+}
