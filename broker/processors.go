@@ -33,6 +33,10 @@ type messaging struct {
 	send    *send.Processor
 	query   *query.Processor
 
+	// checkGroup vets subscription groups before they are stored; set by
+	// wireLite (lite.bind.topic) before the broker serves requests.
+	checkGroup func(subscription.GroupConfig) error
+
 	// Background services added by the feature wirings (wire_*.go), in
 	// start order; closed in reverse.
 	starters []func()
@@ -64,6 +68,12 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger) (*messaging
 		Config: b.cfg.Get,
 		Path:   subscription.DefaultPath(cfg),
 		Logger: log.With("component", "subscription"),
+		CheckGroup: func(c subscription.GroupConfig) error {
+			if m.checkGroup == nil {
+				return nil
+			}
+			return m.checkGroup(c)
+		},
 		CleanOffsets: func(g string) {
 			st.Offsets().DeleteWhere(func(k offset.Key) bool { return k.Group == g })
 			if m.pull != nil {

@@ -49,6 +49,7 @@ func (b *Broker) wireLite(w *wiring) error {
 	b.lite = svc
 	svc.Register(w.reg)
 	w.sendDeps.MessageTypeCheck = svc.SendChecker(w.sendDeps.MessageTypeCheck)
+	w.m.checkGroup = svc.CheckGroup
 	b.topics.OnChange(svc.TopicsChanged)
 	// Lite acks: whatever handles ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME
 	// (broker/pop) keeps the other requests; without it they answer

@@ -2,8 +2,10 @@ package lite_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,4 +156,44 @@ func TestLiteOnSlave(t *testing.T) {
 		code.ServiceNotAvailable, "slave")
 	// The same code as a regular pop ack on the slave.
 	r.want("regular ack", r.ack(code.AckMessage, group, parent, "", 0, p, nil), code.ServiceNotAvailable, "slave")
+}
+
+// TestLiteBindTopicValidation (#11087): lite.bind.topic must be a legal
+// topic name and, when the topic exists here, a LITE topic.
+func TestLiteBindTopicValidation(t *testing.T) {
+	r := newRig(t, nil)
+	r.createTopic(parent, "+message.type=LITE", 1)
+	r.createTopic("Plain", "", 1)
+	groupReq := func(name string, attrs map[string]string) *remoting.Command {
+		body, _ := json.Marshal(map[string]any{"groupName": name, "consumeEnable": true, "attributes": attrs})
+		return r.invoke(code.UpdateAndCreateSubscriptionGroup, nil, body)
+	}
+	for i, tc := range []struct {
+		name   string
+		attrs  map[string]string
+		code   int32
+		remark string
+	}{
+		{"blank", map[string]string{"+lite.bind.topic": ""}, code.InvalidParameter, "blank"},
+		{"spaces", map[string]string{"+lite.bind.topic": "  "}, code.InvalidParameter, "blank"},
+		{"illegal character", map[string]string{"+lite.bind.topic": "a$b"}, code.InvalidParameter, "illegal characters"},
+		{"too long", map[string]string{"+lite.bind.topic": strings.Repeat("x", 128)}, code.InvalidParameter, "max length"},
+		{"plain key", map[string]string{"lite.bind.topic": "a.b"}, code.InvalidParameter, "illegal characters"},
+		{"existing non-LITE topic", map[string]string{"+lite.bind.topic": "Plain"}, code.InvalidParameter, "not a LITE topic"},
+		{"LITE topic", map[string]string{"+lite.bind.topic": parent}, code.Success, ""},
+		{"topic not created yet", map[string]string{"+lite.bind.topic": "Later"}, code.Success, ""},
+		{"no bind topic", nil, code.Success, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r.want(tc.name, groupReq("v_"+strconv.Itoa(i), tc.attrs), tc.code, tc.remark)
+		})
+	}
+	// A refused update leaves the stored group as it was; other updates of
+	// a lite group and removing the binding pass.
+	r.createGroup("bound_cg", map[string]string{"+lite.bind.topic": parent})
+	r.want("rebind to plain", groupReq("bound_cg", map[string]string{"+lite.bind.topic": "Plain"}), code.InvalidParameter, "not a LITE topic")
+	r.want("subscribe still bound", r.subscribe("PARTIAL_ADD", "c1", "bound_cg", parent, []string{liteName}, nil), code.Success, "")
+	r.want("other attribute", groupReq("bound_cg", map[string]string{"+lite.sub.client.quota": "5"}), code.Success, "")
+	r.want("unbind", groupReq("bound_cg", map[string]string{"-lite.bind.topic": ""}), code.Success, "")
+	r.want("subscribe unbound", r.subscribe("PARTIAL_ADD", "c1", "bound_cg", parent, []string{liteName}, nil), code.IllegalOperation, "not bound")
 }

@@ -29,6 +29,8 @@ import (
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
 	"github.com/rmqgo/rmq/broker/store/offset"
+	"github.com/rmqgo/rmq/broker/subscription"
+	"github.com/rmqgo/rmq/broker/topic"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -355,6 +357,28 @@ func (s *Service) Close() {
 	s.Pop.Close()
 	s.Orders.Close()
 	s.cleaning.Wait()
+}
+
+// CheckGroup vets a subscription group as it is about to be stored
+// (subscription.Options.CheckGroup): a lite.bind.topic must be a legal topic
+// name (Apache's fix of #11087) and, when the topic exists on this broker,
+// a LITE topic [our choice; the spec asks for an existing LITE topic, but
+// groups and topics are created per broker and in any order, so a topic
+// this broker does not have yet is accepted and pops check it at use].
+func (s *Service) CheckGroup(c subscription.GroupConfig) error {
+	v, ok := meta.BindTopicAttr(c.Attributes)
+	if !ok {
+		return nil
+	}
+	bind := strings.TrimSpace(v)
+	if err := protocol.ValidateTopic(bind); err != nil {
+		return fmt.Errorf("%s %q: %v", meta.AttrBindTopic, v, err)
+	}
+	if tc, exists := s.d.Topics.Get(bind); exists && !meta.IsParent(tc) {
+		t, _ := tc.Attribute(topic.AttrMessageType)
+		return fmt.Errorf("%s: topic [%s] is not a LITE topic (message.type=%q)", meta.AttrBindTopic, bind, t)
+	}
+	return nil
 }
 
 // SendChecker wraps the send path's message check (send.Deps.
