@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/lite"
+	"github.com/rmqgo/rmq/broker/lite/sharding"
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
@@ -31,16 +32,26 @@ func (b *Broker) wireLite(w *wiring) error {
 		unit = time.Duration(ms) * time.Millisecond
 	}
 	log := w.log.With("component", "lite")
+	// Sharding (§4.6): a lite topic's home is a broker of its parent's
+	// route, which this broker learns from the nameservers as the pop
+	// processor does for QUERY_ASSIGNMENT.
+	routes := sharding.New(sharding.Options{
+		Fetch:   b.topicRoute,
+		Refresh: b.cfg.Get().LoadBalancePollNameServerInterval,
+		Logger:  log.With("part", "sharding"),
+	})
 	svc, err := lite.New(lite.Deps{
 		Config:         b.cfg.Get,
 		Store:          w.st,
 		Topics:         b.topics,
 		Groups:         w.m.subs,
+		Routes:         routes.WriteQueueBrokers,
 		Started:        b.boot,
 		ExpirationUnit: unit,
 		Logger:         log,
 	})
 	if err != nil {
+		routes.Close()
 		return fmt.Errorf("broker: lite topics: %w", err)
 	}
 	if unit > 0 {
@@ -65,6 +76,6 @@ func (b *Broker) wireLite(w *wiring) error {
 		w.reg.RegisterProcessor(code.Notification, svc.Pop.WrapNotification(nil), int(PoolPull))
 	}
 	w.m.starters = append(w.m.starters, svc.Start)
-	w.m.closers = append(w.m.closers, svc.Close)
+	w.m.closers = append(w.m.closers, routes.Close, svc.Close)
 	return nil
 }

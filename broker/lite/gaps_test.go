@@ -4,13 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/lite/liteadmin"
+	"github.com/rmqgo/rmq/broker/lite/naming"
 	"github.com/rmqgo/rmq/pkg/message"
+	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
@@ -196,4 +202,119 @@ func TestLiteBindTopicValidation(t *testing.T) {
 	r.want("other attribute", groupReq("bound_cg", map[string]string{"+lite.sub.client.quota": "5"}), code.Success, "")
 	r.want("unbind", groupReq("bound_cg", map[string]string{"-lite.bind.topic": ""}), code.Success, "")
 	r.want("subscribe unbound", r.subscribe("PARTIAL_ADD", "c1", "bound_cg", parent, []string{liteName}, nil), code.IllegalOperation, "not bound")
+}
+
+// startRouteNamesrv answers registrations and, for the topics of routes,
+// GET_ROUTEINFO_BY_TOPIC (TOPIC_NOT_EXIST for others).
+func startRouteNamesrv(t *testing.T, routes map[string]protocol.TopicRouteData) (addr string, lookups *atomic.Int32) {
+	t.Helper()
+	cfg := remoting.DefaultServerConfig()
+	cfg.ListenAddr = "127.0.0.1:0"
+	srv, err := remoting.NewServer(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+		return remoting.NewResponse(req, code.Success, ""), nil
+	}
+	lookups = &atomic.Int32{}
+	srv.Register(code.RegisterBroker, ok, nil)
+	srv.Register(code.UnregisterBroker, ok, nil)
+	srv.Register(code.GetRouteInfoByTopic, func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+		lookups.Add(1)
+		rd, found := routes[req.ExtFields["topic"]]
+		if !found {
+			return remoting.NewResponse(req, code.TopicNotExist, "No topic route info in name server for the topic"), nil
+		}
+		resp := remoting.NewResponse(req, code.Success, "")
+		resp.Body = protocol.MustMarshal(rd)
+		return resp, nil
+	}, nil)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	return srv.Addr(), lookups
+}
+
+// TestLiteShardingTwoBrokers (§4.6): two in-process brokers behind one
+// nameserver whose route of the parent has four write queues on each. A
+// subscription takes effect only on the lite topic's home broker (the
+// write queue its name hashes to), or where the lite topic already has
+// messages; GET_LITE_TOPIC_INFO reports shardingToBroker accordingly.
+func TestLiteShardingTwoBrokers(t *testing.T) {
+	qd := func(b string) protocol.QueueData {
+		return protocol.QueueData{BrokerName: b, Perm: 6, ReadQueueNums: 4, WriteQueueNums: 4}
+	}
+	bd := func(b string) protocol.BrokerData {
+		return protocol.BrokerData{BrokerName: b, Cluster: "DefaultCluster", BrokerAddrs: map[int64]string{0: "127.0.0.1:1"}}
+	}
+	ns, lookups := startRouteNamesrv(t, map[string]protocol.TopicRouteData{parent: {
+		QueueDatas:  []protocol.QueueData{qd("broker-b"), qd("broker-a")}, // route order is by broker name
+		BrokerDatas: []protocol.BrokerData{bd("broker-a"), bd("broker-b")},
+	}})
+	rigs := map[string]*rig{}
+	for _, name := range []string{"broker-a", "broker-b"} {
+		r := newRig(t, func(c *config.Config) { c.NamesrvAddr, c.BrokerName = ns, name })
+		r.createTopic(parent, "+message.type=LITE", 4)
+		r.createGroup(group, map[string]string{"+lite.bind.topic": parent})
+		rigs[name] = r
+	}
+	queues := []string{"broker-a", "broker-a", "broker-a", "broker-a", "broker-b", "broker-b", "broker-b", "broker-b"}
+	homes := map[string][]string{}
+	for i := 0; len(homes["broker-a"]) < 3 || len(homes["broker-b"]) < 3; i++ {
+		l := "u" + strconv.Itoa(i)
+		h := queues[naming.HomeBucket(l, len(queues))]
+		homes[h] = append(homes[h], l)
+	}
+	all := append(append([]string{}, homes["broker-a"][:2]...), homes["broker-b"][:2]...)
+	clientSet := func(r *rig) []string {
+		t.Helper()
+		var ci protocol.GetLiteClientInfoResponseBody
+		r.want("client info", r.admin(liteadmin.CodeGetLiteClientInfo, map[string]string{"parentTopic": parent, "group": group, "clientId": "c1"}, &ci), code.Success, "")
+		var out []string
+		for _, l := range ci.LiteTopicSet {
+			if bare := naming.LiteOf(l); bare != "" {
+				l = bare // lmq names: compare the bare lite names
+			}
+			out = append(out, l)
+		}
+		sort.Strings(out)
+		return out
+	}
+	for name, r := range rigs {
+		r.want("subscribe on "+name, r.subscribe("PARTIAL_ADD", "c1", group, parent, all, nil), code.Success, "")
+		want := append([]string{}, homes[name][:2]...)
+		sort.Strings(want)
+		if got := clientSet(r); !slices.Equal(got, want) {
+			t.Fatalf("%s holds %v of %v; want its home names %v", name, got, all, want)
+		}
+		for _, l := range all {
+			var ti protocol.GetLiteTopicInfoResponseBody
+			r.want("lite topic info", r.admin(liteadmin.CodeGetLiteTopicInfo, map[string]string{"parentTopic": parent, "liteTopic": l}, &ti), code.Success, "")
+			if home := slices.Contains(homes[name], l); ti.ShardingToBroker != home {
+				t.Fatalf("%s: shardingToBroker of %s = %v, want %v", name, l, ti.ShardingToBroker, home)
+			}
+		}
+	}
+	if lookups.Load() == 0 {
+		t.Fatal("the brokers never asked the nameserver for the route")
+	}
+	// A lite topic that already has messages on a broker is served there
+	// too, whatever its home.
+	r, foreign := rigs["broker-a"], homes["broker-b"][2]
+	r.want("send to a non-home broker", r.send(parent, 0, "x", message.PropertyLiteTopic, foreign), code.Success, "")
+	eventually(t, 3*time.Second, func() error {
+		if r.b.Store().MaxOffset(naming.LitePrefix+parent+"$"+foreign, 0) != 1 {
+			return fmt.Errorf("lmq not dispatched yet")
+		}
+		return nil
+	})
+	r.want("subscribe the existing lite topic", r.subscribe("PARTIAL_ADD", "c1", group, parent, []string{foreign}, nil), code.Success, "")
+	if got := clientSet(r); !slices.Contains(got, foreign) {
+		t.Fatalf("broker-a holds %v: the existing lite topic %s was not subscribed", got, foreign)
+	}
+	if p := decodePop(t, r.pop("c1", group, parent, 32, 30*time.Second, 0)); len(p.msgs) != 1 || p.msgs[0].Properties[message.PropertyLiteTopic] != foreign {
+		t.Fatalf("pop on broker-a: %+v", p.msgs)
+	}
 }
