@@ -120,7 +120,7 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger) (*messaging
 		},
 		Logger: log.With("component", "send"),
 	}
-	for _, wire := range []func(*wiring) error{b.wireFilter, b.wireOrderly, b.wireSchedule, b.wireRetry, b.wireTransaction, b.wireConsumerAdmin, b.wirePop, b.wireLite} {
+	for _, wire := range []func(*wiring) error{b.wireFilter, b.wireOrderly, b.wireSchedule, b.wireTransaction, b.wireConsumerAdmin, b.wirePop, b.wireLite, b.wireRetry} {
 		if err := wire(w); err != nil {
 			return nil, err
 		}

@@ -318,3 +318,99 @@ func TestLiteShardingTwoBrokers(t *testing.T) {
 		t.Fatalf("pop on broker-a: %+v", p.msgs)
 	}
 }
+
+// TestLiteDeadLetter (§6.10): CONSUMER_SEND_MSG_BACK of a lite message is
+// refused while its delivery count is below retryMaxTimes (no retry
+// topic), and moves it to %DLQ%<group> once the count reaches it or with
+// delayLevel -1: the copy keeps __LITE_TOPIC without the multi-dispatch
+// properties, and the message is acked on its LMQ, so the next message of
+// the lite topic is poppable at once.
+func TestLiteDeadLetter(t *testing.T) {
+	r := newRig(t, nil)
+	r.createTopic(parent, "+message.type=LITE", 1)
+	body, _ := json.Marshal(map[string]any{"groupName": group, "consumeEnable": true, "retryMaxTimes": 1, "attributes": map[string]string{"+lite.bind.topic": parent}})
+	r.want("create group", r.invoke(code.UpdateAndCreateSubscriptionGroup, nil, body), code.Success, "")
+	r.want("subscribe", r.subscribe("PARTIAL_ADD", "c1", group, parent, []string{liteName}, nil), code.Success, "")
+	sendBack := func(m *message.Message, delay int) *remoting.Command {
+		return r.invoke(code.ConsumerSendMsgBack, map[string]string{
+			"offset": strconv.FormatInt(m.CommitLogOffset, 10), "group": group, "delayLevel": strconv.Itoa(delay),
+			"originTopic": parent, "originMsgId": m.UniqKey(), "maxReconsumeTimes": "1",
+		}, nil)
+	}
+	popOne := func(invisible time.Duration, wantCount string) *message.Message {
+		t.Helper()
+		var p popped
+		eventually(t, 3*time.Second, func() error {
+			resp := r.pop("c1", group, parent, 32, invisible, 0)
+			if resp.Code != code.Success {
+				return fmt.Errorf("pop: %d %s", resp.Code, resp.Remark)
+			}
+			p = decodePop(t, resp)
+			return nil
+		})
+		if len(p.msgs) != 1 || len(p.counts) != 1 || p.counts[0] != wantCount {
+			t.Fatalf("popped %d messages, counts %v; want 1 with count %s", len(p.msgs), p.counts, wantCount)
+		}
+		return p.msgs[0]
+	}
+
+	r.want("send a", r.send(parent, 0, "a", message.PropertyLiteTopic, liteName), code.Success, "")
+	a := popOne(300*time.Millisecond, "0")
+	r.want("retry of a lite message", sendBack(a, 0), code.IllegalOperation, "no retry topic")
+	time.Sleep(400 * time.Millisecond)
+	a = popOne(30*time.Second, "1") // redelivered: the count reached retryMaxTimes 1
+	r.want("send back at the max", sendBack(a, 0), code.Success, "")
+	st := r.b.Store()
+	dlq := "%DLQ%" + group
+	if _, ok := r.b.Topics().Get("%RETRY%" + group); ok {
+		t.Fatal("a retry topic was created for a lite group")
+	}
+	readDLQ := func(off int64) *message.Message {
+		t.Helper()
+		res, err := st.GetMessage(context.Background(), dlq, 0, off, 1, 0, nil)
+		if err != nil || len(res.Records) != 1 {
+			t.Fatalf("read %s@%d: %v", dlq, off, err)
+		}
+		defer res.Release()
+		m, _, err := message.DecodeStored(res.Records[0], message.DecodeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	eventually(t, 3*time.Second, func() error {
+		if st.MaxOffset(dlq, 0) != 1 {
+			return fmt.Errorf("DLQ has %d messages", st.MaxOffset(dlq, 0))
+		}
+		return nil
+	})
+	if m := readDLQ(0); string(m.Body) != "a" || m.Properties[message.PropertyLiteTopic] != liteName ||
+		m.Properties[message.PropertyInnerMultiDispatch] != "" || m.Properties[message.PropertyInnerMultiQueueOffset] != "" || m.ReconsumeTimes != 2 {
+		t.Fatalf("DLQ copy %q %v reconsumeTimes %d", m.Body, m.Properties, m.ReconsumeTimes)
+	}
+	if st.LmqCount() != 1 {
+		t.Fatalf("the DLQ copy was dispatched to an LMQ: %d LMQs", st.LmqCount())
+	}
+	// Acked on the LMQ: the next message pops at once, though a's pop was
+	// invisible for 30 s. The ack Apache's proxy sends after its send-back
+	// is a harmless repeat.
+	r.want("send b", r.send(parent, 0, "b", message.PropertyLiteTopic, liteName), code.Success, "")
+	b := popOne(30*time.Second, "0")
+	if string(b.Body) != "b" {
+		t.Fatalf("popped %q after the dead letter", b.Body)
+	}
+	r.want("proxy's ack after its send-back", r.ack(code.AckMessage, group, parent, liteName, 0, popped{popTime: 1, invisible: 1}, nil), code.Success, "")
+	// delayLevel -1 (ForwardMessageToDeadLetterQueue) dead-letters at once.
+	r.want("forward to the DLQ", sendBack(b, -1), code.Success, "")
+	eventually(t, 3*time.Second, func() error {
+		if st.MaxOffset(dlq, 0) != 2 {
+			return fmt.Errorf("DLQ has %d messages", st.MaxOffset(dlq, 0))
+		}
+		return nil
+	})
+	var gi protocol.GetLiteGroupInfoResponseBody
+	r.admin(liteadmin.CodeGetLiteGroupInfo, map[string]string{"group": group, "liteTopic": liteName}, &gi)
+	if gi.LiteTopicOffsetWrapper == nil || gi.LiteTopicOffsetWrapper.ConsumerOffset != 2 {
+		t.Fatalf("group offset after both dead letters: %+v", gi.LiteTopicOffsetWrapper)
+	}
+}
