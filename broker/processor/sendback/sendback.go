@@ -222,7 +222,10 @@ func (p *Processor) sendBack(ctx context.Context, req *remoting.Command) error {
 		// proxy does for ForwardMessageToDeadLetterQueue, and at receive
 		// time once the delivery count reached the group's max), or once
 		// its delivery count reached retryMaxTimes. A lite retry is a nack
-		// (CHANGE_MESSAGE_INVISIBLETIME), never a copy.
+		// (CHANGE_MESSAGE_INVISIBLETIME), never a copy. The broker does not
+		// dead-letter on its own at pop time: in Apache the consumer side
+		// (the proxy's pop result filter, the SDK) decides, with its own
+		// maxAttempts, and this is the request it sends.
 		if h.delayLevel >= 0 && reconsumed < maxTimes {
 			return fmt.Errorf("%w: lite topic messages have no retry topic (%s offset %d delivered %d times, retryMaxTimes %d): nack it with CHANGE_MESSAGE_INVISIBLETIME, or send it back with delayLevel -1 to dead-letter it",
 				errLiteRetry, lmq, lmqOffset, reconsumed, maxTimes)
