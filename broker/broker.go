@@ -19,6 +19,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/admin"
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/lite"
 	"github.com/rmqgo/rmq/broker/mapping"
 	"github.com/rmqgo/rmq/broker/registry"
 	"github.com/rmqgo/rmq/broker/statictopic"
@@ -95,6 +96,7 @@ type Broker struct {
 	topics *topic.Manager
 	maps   mapping.Source
 	admin  *admin.Processor
+	lite   *lite.Service // set by wireLite
 
 	server    *remoting.Server
 	client    *remoting.Client
@@ -364,6 +366,9 @@ func (b *Broker) Topics() *topic.Manager { return b.topics }
 
 // Admin is the admin processor (runtime info for the store to extend).
 func (b *Broker) Admin() *admin.Processor { return b.admin }
+
+// Lite is the lite-topic service (nil before Start).
+func (b *Broker) Lite() *lite.Service { return b.lite }
 
 // MasterAddr is the master's address learned from REGISTER_BROKER answers
 // (slaves only; "" otherwise).

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 
 	"github.com/rmqgo/rmq/broker/client"
-	"github.com/rmqgo/rmq/broker/pop"
 	"github.com/rmqgo/rmq/broker/processor/consumer"
 	"github.com/rmqgo/rmq/broker/processor/pull"
 	"github.com/rmqgo/rmq/broker/processor/query"
@@ -33,7 +32,10 @@ type messaging struct {
 	offsets *consumer.Processor
 	send    *send.Processor
 	query   *query.Processor
-	pop     *pop.Processor // set by wirePop; wireLite installs its lite ack handler on it
+
+	// checkGroup vets subscription groups before they are stored; set by
+	// wireLite (lite.bind.topic) before the broker serves requests.
+	checkGroup func(subscription.GroupConfig) error
 
 	// Background services added by the feature wirings (wire_*.go), in
 	// start order; closed in reverse.
@@ -66,6 +68,12 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger) (*messaging
 		Config: b.cfg.Get,
 		Path:   subscription.DefaultPath(cfg),
 		Logger: log.With("component", "subscription"),
+		CheckGroup: func(c subscription.GroupConfig) error {
+			if m.checkGroup == nil {
+				return nil
+			}
+			return m.checkGroup(c)
+		},
 		CleanOffsets: func(g string) {
 			st.Offsets().DeleteWhere(func(k offset.Key) bool { return k.Group == g })
 			if m.pull != nil {
@@ -112,7 +120,7 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger) (*messaging
 		},
 		Logger: log.With("component", "send"),
 	}
-	for _, wire := range []func(*wiring) error{b.wireFilter, b.wireOrderly, b.wireSchedule, b.wireRetry, b.wireTransaction, b.wireConsumerAdmin, b.wirePop, b.wireLite} {
+	for _, wire := range []func(*wiring) error{b.wireFilter, b.wireOrderly, b.wireSchedule, b.wireTransaction, b.wireConsumerAdmin, b.wirePop, b.wireLite, b.wireRetry} {
 		if err := wire(w); err != nil {
 			return nil, err
 		}

@@ -16,8 +16,9 @@ import (
 // BATCH_ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, PEEK, NOTIFICATION,
 // POLLING_INFO, QUERY_ASSIGNMENT, SET_MESSAGE_REQUEST_MODE and the revive
 // service. pop.New replays the pop journal (in the revive topic) before
-// the broker takes requests. The processor is kept in w.m.pop so that
-// wireLite can install its lite ack handler (pop.Processor.SetLiteHandler).
+// the broker takes requests. wireLite, which runs later, wraps ACK_MESSAGE,
+// CHANGE_MESSAGE_INVISIBLETIME and NOTIFICATION to answer lite consumers
+// itself; pop refuses requests that carry liteTopic.
 func (b *Broker) wirePop(w *wiring) error {
 	cfg := b.cfg.Get()
 	p, err := pop.New(pop.Deps{
@@ -37,7 +38,6 @@ func (b *Broker) wirePop(w *wiring) error {
 		return fmt.Errorf("broker: pop processor: %w", err)
 	}
 	p.Register(w.reg)
-	w.m.pop = p
 	w.m.starters = append(w.m.starters, p.Start)
 	w.m.closers = append(w.m.closers, p.Close)
 	return nil

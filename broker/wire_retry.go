@@ -11,9 +11,16 @@ import (
 // the schedule hook wired by wireSchedule (delay level 3 + reconsumeTimes),
 // or to %DLQ%<group> past the group's retryMaxTimes. Clients' fallback (a
 // SEND_MESSAGE to %RETRY%<group> with DELAY) goes through the send
-// processor, which redirects to the DLQ and calls the same hook.
+// processor, which redirects to the DLQ and calls the same hook. A lite
+// message goes to the DLQ or is refused, and is acked on its LMQ by the lite
+// service (lite-topic.md §6.10): wireRetry runs after wireLite.
 func (b *Broker) wireRetry(w *wiring) error {
+	var lite sendback.LiteHook
+	if b.lite != nil {
+		lite = b.lite.Pop
+	}
 	p, err := sendback.New(sendback.Deps{
+		Lite:      lite,
 		Config:    b.cfg.Get,
 		Topics:    b.topics,
 		Groups:    w.m.subs,

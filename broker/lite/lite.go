@@ -29,9 +29,12 @@ import (
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
 	"github.com/rmqgo/rmq/broker/store/offset"
+	"github.com/rmqgo/rmq/broker/subscription"
+	"github.com/rmqgo/rmq/broker/topic"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
 )
 
 // ToolsConsumerGroup is the admin tools' group; its pull offsets of a
@@ -128,7 +131,7 @@ func New(d Deps) (*Service, error) {
 		CommittedOffset:   s.Offsets.Committed,
 		MaxOffset:         s.maxOffset,
 		NotifyUnsubscribe: func(k registry.ClientKey, lite string) { s.Subscribe.Notify(k, lite) },
-		TombstoneTTL:      d.Config().LiteSubscriptionCheckTimeoutMills,
+		TombstoneTTL:      func() time.Duration { return d.Config().LiteSubscriptionCheckTimeoutMills },
 	})
 	if err != nil {
 		return nil, err
@@ -356,11 +359,42 @@ func (s *Service) Close() {
 	s.cleaning.Wait()
 }
 
+// CheckGroup vets a subscription group as it is about to be stored
+// (subscription.Options.CheckGroup): a lite.bind.topic must be a legal topic
+// name (Apache's fix of #11087) and, when the topic exists on this broker,
+// a LITE topic [our choice; the spec asks for an existing LITE topic, but
+// groups and topics are created per broker and in any order, so a topic
+// this broker does not have yet is accepted and pops check it at use].
+func (s *Service) CheckGroup(c subscription.GroupConfig) error {
+	v, ok := meta.BindTopicAttr(c.Attributes)
+	if !ok {
+		return nil
+	}
+	bind := strings.TrimSpace(v)
+	if err := protocol.ValidateTopic(bind); err != nil {
+		return fmt.Errorf("%s %q: %v", meta.AttrBindTopic, v, err)
+	}
+	if tc, exists := s.d.Topics.Get(bind); exists && !meta.IsParent(tc) {
+		t, _ := tc.Attribute(topic.AttrMessageType)
+		return fmt.Errorf("%s: topic [%s] is not a LITE topic (message.type=%q)", meta.AttrBindTopic, bind, t)
+	}
+	return nil
+}
+
 // SendChecker wraps the send path's message check (send.Deps.
 // MessageTypeCheck): a message carrying __LITE_TOPIC must go to a LITE
 // parent and carry a legal lite name (§1.4, [our choice] at the broker),
 // so no LMQ is ever created for a bad name. Sends to %RETRY% and %DLQ%
 // topics (consumers re-sending) are not checked.
+//
+// A broker without enableLmq and enableMultiDispatch (§2.4: both must be
+// true for lite) refuses lite sends with NO_PERMISSION [our choice]. Apache
+// stores such a message in the parent queue only and answers SEND_OK (its
+// store ignores INNER_MULTI_DISPATCH when LMQ is off), so the message never
+// reaches a lite consumer and nobody is told. NO_PERMISSION is what a
+// broker answers for a message kind its configuration forbids
+// (rejectTransactionMessage), and producers retry it on another broker of
+// the route, which may have LMQ enabled.
 func (s *Service) SendChecker(next send.MessageChecker) send.MessageChecker {
 	return sendChecker{next: next, cfg: s.d.Config}
 }
@@ -376,7 +410,12 @@ func (c sendChecker) CheckMessage(tc *protocol.TopicConfig, msg *message.Message
 		if !meta.IsParent(*tc) {
 			return fmt.Errorf("%w: property %s is set but topic [%s] is not a LITE topic (message.type)", send.ErrMessageIllegal, message.PropertyLiteTopic, tc.TopicName)
 		}
-		if err := naming.ValidateLite(lite, c.cfg().MaxLiteTopicSize); err != nil {
+		cfg := c.cfg()
+		if !cfg.EnableLmq || !cfg.EnableMultiDispatch {
+			return remoting.Errorf(code.NoPermission, "the broker[%s] sending lite topic message is forbidden: enableLmq and enableMultiDispatch must both be true (enableLmq=%t, enableMultiDispatch=%t)",
+				cfg.BrokerIP1, cfg.EnableLmq, cfg.EnableMultiDispatch)
+		}
+		if err := naming.ValidateLite(lite, cfg.MaxLiteTopicSize); err != nil {
 			return fmt.Errorf("%w: illegal lite topic %q: %v", send.ErrMessageIllegal, lite, err)
 		}
 	}

@@ -132,9 +132,11 @@ const liteadminAckLite = code.AckLiteMessage
 func TestLiteBadInput(t *testing.T) {
 	r := newRig(t, func(c *config.Config) { c.MaxLiteSubscriptionCount = 5 })
 	r.createTopic(parent, "+message.type=LITE", 1)
-	r.createTopic("Plain", "", 1)
 	r.createGroup(group, map[string]string{"+lite.bind.topic": parent, "+lite.sub.client.quota": "2"})
+	// Bound before "Plain" exists (a group bound to an existing non-LITE
+	// topic is refused at creation): pops and subscriptions check at use.
 	r.createGroup("other_cg", map[string]string{"+lite.bind.topic": "Plain"})
+	r.createTopic("Plain", "", 1)
 	r.createGroup("plain_cg", nil)
 	st := r.b.Store()
 	for _, bad := range []string{"a$b", "a,b", " ", "x.y", "%LMQ%", string(make([]byte, 65))} {

@@ -19,6 +19,15 @@ var (
 	errRevived      = errors.New("the message's invisible time passed: it was already redelivered through the retry topic")
 )
 
+// errLite refuses a request carrying liteTopic. The broker's lite processor
+// (broker/lite/poplite) wraps ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME
+// and answers those itself, so they reach this package only where lite
+// topics are not wired; handled here they would be taken for acks of the
+// parent topic's queue.
+func errLite(c int32) error {
+	return errorf(code.IllegalOperation, "request code %d: liteTopic is set but lite topics are not served here", c)
+}
+
 func noMessage(err error) error {
 	return &remoting.CodeError{Code: code.NoMessage, Remark: err.Error()}
 }
@@ -28,18 +37,11 @@ func (p *Processor) handleAck(ctx context.Context, ch *remoting.Channel, req *re
 	if err != nil {
 		return nil, err
 	}
-	if err := notMaster(p.d.Config()); err != nil {
+	if err := NotMaster(p.d.Config()); err != nil {
 		return nil, err
 	}
 	if h.LiteTopic != "" {
-		lh := p.liteHandler()
-		if lh == nil {
-			return nil, errorf(code.IllegalOperation, "lite topics are not served by this broker")
-		}
-		if err := lh.AckLite(ctx, h); err != nil {
-			return nil, err
-		}
-		return remoting.NewResponse(req, code.Success, ""), nil
+		return nil, errLite(req.Code)
 	}
 	if err := p.checkAckTarget(h.Topic, h.QueueID, h.Offset, false); err != nil {
 		return nil, err
@@ -163,7 +165,7 @@ func (p *Processor) commitOrderly(ctx context.Context, topic, group string, qid 
 }
 
 func (p *Processor) handleBatchAck(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	if err := notMaster(p.d.Config()); err != nil {
+	if err := NotMaster(p.d.Config()); err != nil {
 		return nil, err
 	}
 	if len(req.Body) == 0 {

@@ -18,19 +18,13 @@ func (p *Processor) handleChangeInvisible(ctx context.Context, ch *remoting.Chan
 	if err != nil {
 		return nil, err
 	}
-	if err := notMaster(p.d.Config()); err != nil {
+	if err := NotMaster(p.d.Config()); err != nil {
 		return nil, err
 	}
 	var res ChangeInvisibleResult
 	switch {
 	case h.LiteTopic != "":
-		lh := p.liteHandler()
-		if lh == nil {
-			return nil, errorf(code.IllegalOperation, "lite topics are not served by this broker")
-		}
-		if res, err = lh.ChangeInvisibleLite(ctx, h); err != nil {
-			return nil, err
-		}
+		return nil, errLite(req.Code)
 	default:
 		if err := p.checkAckTarget(h.Topic, h.QueueID, h.Offset, true); err != nil {
 			return nil, err

@@ -47,6 +47,10 @@
 //
 // # Lite topics
 //
-// ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME with a liteTopic field go to
-// the LiteHandler installed with Processor.SetLiteHandler (see lite.go).
+// This package serves no lite topic. The broker's lite processor
+// (broker/lite/poplite) wraps ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME and
+// NOTIFICATION and answers the requests of lite consumers (liteTopic or
+// liteConsumer set) before they get here; should one arrive anyway it is
+// refused with ILLEGAL_OPERATION. BATCH_ACK_MESSAGE entries of lite messages
+// are refused too (lite-topic.md §6.7).
 package pop

@@ -187,3 +187,37 @@ func parseQueueHeader(ext map[string]string, kind int32) (queueHeader, error) {
 
 // errorf is a CodeError with a formatted remark.
 func errorf(c int32, format string, args ...any) error { return remoting.Errorf(c, format, args...) }
+
+// AckHeader is ACK_MESSAGE's request header (AckMessageRequestHeader).
+type AckHeader struct {
+	ConsumerGroup string
+	Topic         string // the topic the message is stored in (pop retry topic included)
+	QueueID       int32
+	ExtraInfo     string
+	Extra         ExtraInfo // ExtraInfo parsed
+	Offset        int64     // the message's queue offset
+	LiteTopic     string    // bare lite topic name: set only by lite consumers, refused here
+	BrokerName    string    // bname (static topics), may be ""
+}
+
+// ChangeInvisibleHeader is CHANGE_MESSAGE_INVISIBLETIME's request header
+// (ChangeInvisibleTimeRequestHeader).
+type ChangeInvisibleHeader struct {
+	ConsumerGroup string
+	Topic         string
+	QueueID       int32
+	ExtraInfo     string
+	Extra         ExtraInfo
+	Offset        int64
+	InvisibleTime int64  // ms from now
+	LiteTopic     string // refused here, as in AckHeader
+	BrokerName    string
+}
+
+// ChangeInvisibleResult is ChangeInvisibleTimeResponseHeader: the new
+// receipt is built by the client from these and the message's offset.
+type ChangeInvisibleResult struct {
+	PopTime       int64
+	InvisibleTime int64
+	ReviveQid     int32
+}

@@ -78,7 +78,7 @@ func (p *Processor) processPop(ctx context.Context, ch *remoting.Channel, req *r
 	if cfg.BrokerPermission&protocol.PermRead == 0 {
 		return nil, errorf(code.NoPermission, "the broker[%s] pop message is forbidden", cfg.BrokerIP1)
 	}
-	if err := notMaster(cfg); err != nil {
+	if err := NotMaster(cfg); err != nil {
 		return nil, err
 	}
 	tc, ok := p.d.Topics.Get(h.topic)

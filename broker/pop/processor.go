@@ -95,15 +95,12 @@ type Processor struct {
 
 	qlocks   sync.Map // pollKey → *sync.Mutex: one pop at a time per (topic, group, queue)
 	rqNext   atomic.Uint32
-	lite     atomic.Pointer[liteBox]
 	hotBytes int64
 
 	orderTimers sync.Map // pollKey → *time.Timer: wake pollers when an orderly queue unblocks
 
 	startOnce, closeOnce sync.Once
 }
-
-type liteBox struct{ h LiteHandler }
 
 // New builds the processor and recovers the pop state from the journal:
 // the store must be open (and re-dispatched), no request served yet.
@@ -197,25 +194,6 @@ func (p *Processor) Close() {
 			p.log.Warn("drop pop offset shadows", "err", err)
 		}
 	})
-}
-
-// SetLiteHandler installs the handler of lite acks and invisible-time
-// changes (ACK_MESSAGE / CHANGE_MESSAGE_INVISIBLETIME with liteTopic set);
-// wire_lite.go calls it. Until then such requests answer
-// ILLEGAL_OPERATION.
-func (p *Processor) SetLiteHandler(h LiteHandler) {
-	if h == nil {
-		p.lite.Store(nil)
-		return
-	}
-	p.lite.Store(&liteBox{h})
-}
-
-func (p *Processor) liteHandler() LiteHandler {
-	if b := p.lite.Load(); b != nil {
-		return b.h
-	}
-	return nil
 }
 
 // Stats are counters for tests and runtime info.
@@ -373,9 +351,11 @@ func (p *Processor) writeResponse(ch *remoting.Channel, req, resp *remoting.Comm
 	}
 }
 
-// notMaster refuses pop state changes on a slave: its CommitLog takes no
+// NotMaster refuses pop state changes on a slave: its CommitLog takes no
 // writes, so nothing could be recorded (Java clients pop from the master).
-func notMaster(cfg *config.Config) error {
+// The lite processor (broker/lite/poplite) answers its pops and acks with
+// it too.
+func NotMaster(cfg *config.Config) error {
 	if cfg.IsMaster() {
 		return nil
 	}

@@ -48,7 +48,9 @@ func (m *Manager) updateAndCreate(_ context.Context, _ *remoting.Channel, req *r
 		return nil, remoting.Errorf(code.InvalidParameter, "decode SubscriptionGroupConfig: %v", err)
 	}
 	if err := m.Update(c); err != nil {
-		if errors.Is(err, ErrInvalidGroup) {
+		// Java answers SYSTEM_ERROR when an attribute fails its check (the
+		// exception's text); INVALID_PARAMETER says what it is.
+		if errors.Is(err, ErrInvalidGroup) || errors.Is(err, ErrInvalidAttribute) {
 			return nil, &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
 		}
 		return nil, remoting.Errorf(code.SystemError, "update subscription group %s: %v", c.GroupName, err)

@@ -24,6 +24,9 @@ const FileName = "subscriptionGroup.json"
 // ErrInvalidGroup: the group name breaks the naming rules.
 var ErrInvalidGroup = errors.New("invalid group name")
 
+// ErrInvalidAttribute: Options.CheckGroup refused the group's attributes.
+var ErrInvalidAttribute = errors.New("invalid subscription group attribute")
+
 // Groups Java's SubscriptionGroupManager.init creates at boot.
 var systemGroups = []string{
 	"TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP",
@@ -40,7 +43,12 @@ type Options struct {
 	// CleanOffsets drops a group's consumer offsets; DELETE_SUBSCRIPTIONGROUP
 	// calls it when cleanOffset=true. Nil: offsets stay.
 	CleanOffsets func(group string)
-	Logger       *slog.Logger
+	// CheckGroup vets a group as Update would store it (attributes merged
+	// over the old ones); an error refuses the update with
+	// ErrInvalidAttribute (e.g. lite.bind.topic, checked by broker/lite).
+	// Nil: no check.
+	CheckGroup func(GroupConfig) error
+	Logger     *slog.Logger
 	// Now is the clock for data versions (default time.Now).
 	Now func() time.Time
 }
@@ -273,6 +281,12 @@ func (m *Manager) Update(c GroupConfig) error {
 		}
 	}
 	c.Attributes = attrs
+	if m.opts.CheckGroup != nil {
+		if err := m.opts.CheckGroup(c); err != nil {
+			m.mu.Unlock()
+			return fmt.Errorf("%w: group %s: %v", ErrInvalidAttribute, c.GroupName, err)
+		}
+	}
 	m.groups[c.GroupName] = c
 	m.nextVersionLocked()
 	m.mu.Unlock()

@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -294,6 +295,40 @@ func TestUpdateAttributes(t *testing.T) {
 	got, _ := f.m.Find("g")
 	if len(got.Attributes) != 2 || got.Attributes["b"] != "2" || got.Attributes["c"] != "3" {
 		t.Fatalf("attributes %v", got.Attributes)
+	}
+}
+
+// TestCheckGroup: the hook sees the merged attributes; a refusal keeps the
+// stored group and answers INVALID_PARAMETER.
+func TestCheckGroup(t *testing.T) {
+	c0 := config.Default(config.Host{Hostname: "b", IP: "127.0.0.1", Home: t.TempDir()})
+	var seen []map[string]string
+	m, err := New(Options{Config: func() *config.Config { return c0 }, CheckGroup: func(c GroupConfig) error {
+		seen = append(seen, c.Attributes)
+		if c.Attributes["bad"] != "" {
+			return errors.New("bad is set")
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{m: m}
+	c := NewGroupConfig("g")
+	c.Attributes = map[string]string{"+a": "1"}
+	if err := m.Update(c); err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"groupName":"g","attributes":{"+bad":"x"}}`)
+	resp := f.call(t, code.UpdateAndCreateSubscriptionGroup, nil, body)
+	if resp.Code != code.InvalidParameter || !strings.Contains(resp.Remark, "bad is set") {
+		t.Fatalf("refused update: code %d %q", resp.Code, resp.Remark)
+	}
+	if len(seen) != 2 || seen[1]["a"] != "1" || seen[1]["bad"] != "x" {
+		t.Fatalf("hook saw %v, want the merged attributes", seen)
+	}
+	if got, _ := m.Find("g"); got.Attributes["bad"] != "" || got.Attributes["a"] != "1" {
+		t.Fatalf("stored %v after a refused update", got.Attributes)
 	}
 }
 

@@ -264,7 +264,7 @@ func (s *Service) commit(ctx context.Context, half *message.Message) error {
 	// The send path skipped the lite-topic dispatch and the schedule hook
 	// for the half message; they apply to the committed one.
 	if tc, ok := s.d.Topics.Get(m.Topic); ok {
-		if err := send.ApplyLite(&tc, m.Properties); err != nil {
+		if err := send.ApplyLite(&tc, m.Properties, s.d.Config().MaxLiteTopicSize); err != nil {
 			return storeError("commit", err)
 		}
 	}

@@ -385,15 +385,27 @@ func newTriggerLiteDispatch(a *app) *cobra.Command {
 			}
 			w := a.env.Stdout
 			fmt.Fprintf(w, "Group And Topic Info: [%s] [%s]\n\n", group, parent)
+			failed, matched := 0, 0
 			for _, rb := range brokers {
 				if rb.Addr == "" || brokerName != "" && rb.Name != brokerName {
 					continue
 				}
+				matched++
 				state := "dispatched"
 				if err := cl.TriggerLiteDispatch(cmd.Context(), rb.Addr, group, clientID); err != nil {
 					state = "error"
+					failed++
+					a.warn("%s: %v", rb.Name, err)
 				}
 				fmt.Fprintf(w, "%-30s %-12s\n", rb.Name, state)
+			}
+			if brokerName != "" && matched == 0 {
+				return fmt.Errorf("broker %s is not in the route of topic %s", brokerName, parent)
+			}
+			// The table shows every broker; a failed one fails the command,
+			// as for the other commands that act on several brokers.
+			if failed > 0 {
+				return &partialError{n: failed}
 			}
 			return nil
 		})

@@ -120,7 +120,8 @@ func (c *liteClient) ack(group, lite string, offset int64, p litePopped) *remoti
 // entry) popped by a long poll the event wakes, acked; idle past the
 // expiration the sweeper deletes offsets, subscription and keys (checked
 // again after a restart); a new message re-creates the lite topic from
-// offset 0. Then the bad inputs and the mqadmin lite commands.
+// offset 0. Then the mqadmin lite commands, a dead letter and the bad
+// inputs.
 func TestLiteTopicSeedFlow(t *testing.T) {
 	t.Setenv("ROCKETMQ_LITE_TOPIC_EXPIRATION_UNIT_MS", strconv.FormatInt(liteExpirationUnit.Milliseconds(), 10))
 	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1, BrokerConf: map[string]string{
@@ -248,6 +249,37 @@ func TestLiteTopicSeedFlow(t *testing.T) {
 	}
 	if out := mq("listLiteTopics", "-p", liteParent); !strings.Contains(out, liteName) || !strings.Contains(out, "lite_cg(1/0)") {
 		t.Fatalf("listLiteTopics:\n%s", out)
+	}
+
+	// Dead letter (§6.10): a message the consumer gives up on is sent back
+	// with delayLevel -1; it lands in %DLQ%lite_cg (keeping __LITE_TOPIC, not
+	// dispatched to an LMQ) and is acked on its lite topic.
+	lc.want("send doomed", lc.send(liteParent, 0, "doomed", liteName), code.Success, "")
+	var pd litePopped
+	harness.Eventually(t, 5*time.Second, func() error {
+		resp := lc.invoke(code.PopLiteMessage, litePopExt("client-1", liteGroup, 0), nil)
+		if resp.Code != code.Success {
+			return fmt.Errorf("pop: code %d %q", resp.Code, resp.Remark)
+		}
+		pd = decodeLitePop(t, resp)
+		return nil
+	})
+	if len(pd.msgs) != 1 || string(pd.msgs[0].Body) != "doomed" {
+		t.Fatalf("popped %d messages", len(pd.msgs))
+	}
+	lc.want("send back to the DLQ", lc.invoke(code.ConsumerSendMsgBack, map[string]string{
+		"offset": strconv.FormatInt(pd.msgs[0].CommitLogOffset, 10), "group": liteGroup, "delayLevel": "-1",
+		"originTopic": liteParent, "originMsgId": pd.msgs[0].UniqKey(), "maxReconsumeTimes": "16",
+	}, nil), code.Success, "")
+	harness.Eventually(t, 5*time.Second, func() error {
+		if max, err := adm.GetMaxOffsetOf(ctx, bp.Addr, "%DLQ%"+liteGroup, 0); err != nil || max != 1 {
+			return fmt.Errorf("DLQ max offset %d %v", max, err)
+		}
+		return nil
+	})
+	if gi, err := adm.GetLiteGroupInfo(ctx, bp.Addr, liteGroup, liteName, 20); err != nil || gi.LiteTopicOffsetWrapper == nil ||
+		gi.LiteTopicOffsetWrapper.ConsumerOffset != 2 || gi.TotalLagCount != 0 {
+		t.Fatalf("after the dead letter: %+v %v", gi, err)
 	}
 
 	// Bad input: nothing stored, clear codes.

@@ -205,10 +205,12 @@ func (p *Processor) liteTopicInfo(_ context.Context, _ *remoting.Channel, req *r
 	if _, err := p.parent(parent); err != nil {
 		return nil, err
 	}
-	lmq, ok2 := naming.LMQName(parent, lite)
-	if !ok2 {
-		return nil, remoting.Errorf(code.InvalidParameter, "illegal lite topic %q", lite)
+	// A name no send could have used has no lite topic (and must not be
+	// hashed for its home).
+	if err := naming.ValidateLite(lite, p.d.Config().MaxLiteTopicSize); err != nil {
+		return nil, remoting.Errorf(code.InvalidParameter, "illegal lite topic %q: %v", lite, err)
 	}
+	lmq, _ := naming.LMQName(parent, lite)
 	to := protocol.TopicOffset{}
 	if st, found := p.d.Store.State(lmq); found && st.Max > 0 {
 		to.MinOffset, to.MaxOffset = max(st.Min, 0), st.Max
@@ -239,8 +241,8 @@ func (p *Processor) clientInfo(_ context.Context, _ *remoting.Channel, req *remo
 	if err := f.Err(); err != nil {
 		return nil, remoting.Errorf(code.InvalidParameter, "%v", err)
 	}
-	if maxCount <= 0 {
-		return nil, remoting.Errorf(code.InvalidParameter, "[maxCount] field invalid")
+	if maxCount <= 0 || maxCount > MaxReturnCount {
+		return nil, remoting.Errorf(code.InvalidParameter, "[maxCount] field invalid: %d, want 1..%d", maxCount, MaxReturnCount)
 	}
 	if _, err := p.parent(parent); err != nil {
 		return nil, err
@@ -256,7 +258,7 @@ func (p *Processor) clientInfo(_ context.Context, _ *remoting.Channel, req *remo
 	body := protocol.GetLiteClientInfoResponseBody{ParentTopic: parent, Group: group, ClientID: clientID, LiteTopicCount: -1}
 	// Filtered by group: a client id used in two groups is two clients
 	// (#11059).
-	if c, found := p.d.Registry.Get(key, min(int(maxCount), MaxReturnCount)); found {
+	if c, found := p.d.Registry.Get(key, int(maxCount)); found {
 		body.LiteTopicCount = c.Count
 		body.LiteTopicSet = make([]string, 0, len(c.LMQs))
 		for _, lmq := range c.LMQs {

@@ -119,6 +119,10 @@ func GroupOf(c subscription.GroupConfig) Group {
 	return g
 }
 
+// BindTopicAttr returns the raw lite.bind.topic of a group's attributes and
+// whether it is set at all (a blank value is set).
+func BindTopicAttr(a map[string]string) (string, bool) { return lookup(a, AttrBindTopic) }
+
 func lookup(a map[string]string, k string) (string, bool) {
 	if v, ok := a[k]; ok {
 		return v, true

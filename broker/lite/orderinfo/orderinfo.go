@@ -291,6 +291,25 @@ func (m *Manager) UpdateNextVisible(k Key, offset, popTime, nextVisible int64) b
 	return false
 }
 
+// Delivered reports how often offset of the last pop of k was delivered
+// before that pop (the count the pop returned for it) and that pop's
+// popTime; ok is false when the last pop did not return offset.
+func (m *Manager) Delivered(k Key, offset int64) (count int32, popTime int64, ok bool) {
+	sh := m.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	in := sh.m[k]
+	if in == nil {
+		return 0, 0, false
+	}
+	for _, o := range in.offsets {
+		if o == offset {
+			return in.counts[o], in.popTime, true
+		}
+	}
+	return 0, 0, false
+}
+
 // Clear drops the state of k (offset reset, lmq deleted).
 func (m *Manager) Clear(k Key) {
 	sh := m.shard(k)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/lite/naming"
 	"github.com/rmqgo/rmq/broker/lite/orderinfo"
+	"github.com/rmqgo/rmq/broker/pop"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -113,35 +114,69 @@ func (p *Processor) ack(r AckRequest, ei ExtraInfo) error {
 	if r.QueueID != naming.QueueID || ei.ReviveQid != ReviveQid {
 		return errf(code.InvalidParameter, "ack queue illegal: queueId %d, reviveQid %d (want 0 and %d)", r.QueueID, ei.ReviveQid, ReviveQid)
 	}
-	if r.Offset < p.d.Offsets.Committed(r.Group, lmq) {
-		return nil // already behind the committed offset
+	next := p.commit(r.Group, lmq, r.Offset, func(orderinfo.Key) int64 { return ei.PopTime })
+	if next == orderinfo.Illegal {
+		return errf(code.MessageIllegal, "ack offset illegal: %s offset %d was not popped", lmq, r.Offset)
 	}
-	k := orderinfo.Key{LMQ: lmq, Group: r.Group}
+	return nil
+}
+
+// commit acks offset of lmq for group under the (group, lmq) lock: the
+// order state marks it (popTime picks the pop it belongs to) and the group's
+// offset moves to the first un-acked one. An offset already behind the
+// committed one is a no-op (returns offset+1). If backlog remains and the
+// lmq is not blocked, it gets an event.
+func (p *Processor) commit(group, lmq string, offset int64, popTime func(orderinfo.Key) int64) int64 {
+	if offset < p.d.Offsets.Committed(group, lmq) {
+		return offset + 1 // already behind the committed offset
+	}
+	k := orderinfo.Key{LMQ: lmq, Group: group}
 	p.d.Locks.Lock(k)
-	if r.Offset < p.d.Offsets.Committed(r.Group, lmq) {
+	if offset < p.d.Offsets.Committed(group, lmq) {
 		p.d.Locks.Unlock(k)
-		return nil
+		return offset + 1
 	}
-	next := p.d.Orders.CommitAndNext(k, r.Offset, ei.PopTime)
+	next := p.d.Orders.CommitAndNext(k, offset, popTime(k))
 	announce := false
 	if next >= 0 {
-		if !p.d.Offsets.HasReset(r.Group, lmq) {
-			p.d.Offsets.Commit(r.Group, lmq, next)
+		if !p.d.Offsets.HasReset(group, lmq) {
+			p.d.Offsets.Commit(group, lmq, next)
 		}
 		// Only a remaining backlog gets an event: announcing a drained lmq
 		// fills the client's bounded event set with names that pop nothing
 		// and pushes real backlog out of it.
-		announce = (next < p.d.Store.MaxOffset(lmq, naming.QueueID) || p.d.Offsets.HasReset(r.Group, lmq)) && !p.d.Orders.Blocked(k, "")
+		announce = (next < p.d.Store.MaxOffset(lmq, naming.QueueID) || p.d.Offsets.HasReset(group, lmq)) && !p.d.Orders.Blocked(k, "")
 	}
 	p.d.Locks.Unlock(k)
-	if next == orderinfo.Illegal {
-		return errf(code.MessageIllegal, "ack offset illegal: %s offset %d was not popped", lmq, r.Offset)
-	}
 	if announce {
 		// The rest of the backlog gets an event.
-		p.d.Dispatcher.Dispatch(r.Group, lmq)
+		p.d.Dispatcher.Dispatch(group, lmq)
 	}
-	return nil
+	return next
+}
+
+// DeliveryCount is how often group was given the message at offset of lmq
+// before its last delivery (the count its pop reported), -1 when the order
+// state does not know it (acked, another pop, or lost in a restart).
+func (p *Processor) DeliveryCount(group, lmq string, offset int64) int32 {
+	n, _, ok := p.d.Orders.Delivered(orderinfo.Key{LMQ: lmq, Group: group}, offset)
+	if !ok {
+		return -1
+	}
+	return n
+}
+
+// DeadLettered acks the message at offset of lmq for group after its copy
+// went to %DLQ%<group> (§6.10, CONSUMER_SEND_MSG_BACK): whichever pop
+// delivered it, so the lite topic moves past it.
+func (p *Processor) DeadLettered(group, lmq string, offset int64) {
+	next := p.commit(group, lmq, offset, func(k orderinfo.Key) int64 {
+		_, popTime, _ := p.d.Orders.Delivered(k, offset)
+		return popTime
+	})
+	if next < 0 {
+		p.log.Warn("dead-lettered lite message not acked: it is not in its lite topic's last pop", "group", group, "lmq", lmq, "offset", offset, "result", next)
+	}
 }
 
 // InvisibleResult is the answer to a lite invisibility change.
@@ -200,6 +235,9 @@ func (p *Processor) WrapAck(next remoting.Handler) remoting.Handler {
 		if err != nil {
 			return nil, err
 		}
+		if err := pop.NotMaster(p.d.Config()); err != nil {
+			return nil, err
+		}
 		if err := p.Ack(r); err != nil {
 			return nil, err
 		}
@@ -215,6 +253,9 @@ func (p *Processor) WrapChangeInvisible(next remoting.Handler) remoting.Handler 
 			return passOn(next, ctx, ch, req)
 		}
 		if err != nil {
+			return nil, err
+		}
+		if err := pop.NotMaster(p.d.Config()); err != nil {
 			return nil, err
 		}
 		res, err := p.ChangeInvisible(r)

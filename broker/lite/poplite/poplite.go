@@ -3,7 +3,9 @@
 // its (group, lmq) lock and order state, and parks in a long poll keyed by
 // the client when nothing is there. It also handles the lite branch of
 // ACK_MESSAGE / CHANGE_MESSAGE_INVISIBLETIME (requests carrying liteTopic,
-// §6.7–§6.8) and ACK_LITE_MESSAGE (200072, aliased to that ack).
+// §6.7–§6.8), ACK_LITE_MESSAGE (200072, aliased to that ack) and of
+// NOTIFICATION (requests carrying liteConsumer, §6.11). A slave answers the
+// pops and acks as it answers regular ones (pop.NotMaster).
 package poplite
 
 import (
@@ -23,6 +25,7 @@ import (
 	"github.com/rmqgo/rmq/broker/lite/orderinfo"
 	"github.com/rmqgo/rmq/broker/lite/registry"
 	"github.com/rmqgo/rmq/broker/longpoll"
+	"github.com/rmqgo/rmq/broker/pop"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -84,9 +87,10 @@ type Deps struct {
 
 // Processor is safe for concurrent use.
 type Processor struct {
-	d    Deps
-	log  *slog.Logger
-	hold *longpoll.Service
+	d       Deps
+	log     *slog.Logger
+	hold    *longpoll.Service // parked POP_LITE_MESSAGE
+	notices *longpoll.Service // parked lite NOTIFICATION (§6.11)
 }
 
 // New validates d and builds the processor and its long polling; it
@@ -112,12 +116,14 @@ func New(d Deps) (*Processor, error) {
 	// The long-poll table is keyed by client: "topic" = pollKey(client),
 	// queue 0, every request waiting for "offset" 0, and a client's "max
 	// offset" is 1 while its event set is not empty.
-	p.hold = longpoll.New(d.Hold, p.resume, func(k string, _ int32) int64 {
+	pending := func(k string, _ int32) int64 {
 		if key, ok := parsePollKey(k); ok && d.Dispatcher.Pending(key) > 0 {
 			return 1
 		}
 		return 0
-	})
+	}
+	p.hold = longpoll.New(d.Hold, p.resume, pending)
+	p.notices = longpoll.New(d.Hold, p.resumeNotify, pending)
 	d.Dispatcher.SetWaker(p.Wake)
 	return p, nil
 }
@@ -129,11 +135,18 @@ func parsePollKey(s string) (registry.ClientKey, bool) {
 	return registry.ClientKey{ClientID: c, Group: g}, ok
 }
 
-// Wake re-runs the parked pops of a client (the dispatcher placed an event).
-func (p *Processor) Wake(k registry.ClientKey) { p.hold.WakeQueue(pollKey(k), 0, 1) }
+// Wake re-runs the parked pops and notifications of a client (the
+// dispatcher placed an event).
+func (p *Processor) Wake(k registry.ClientKey) {
+	p.hold.WakeQueue(pollKey(k), 0, 1)
+	p.notices.WakeQueue(pollKey(k), 0, 1)
+}
 
 // Parked is the number of parked pops.
 func (p *Processor) Parked() int { return p.hold.Len() }
+
+// ParkedNotifications is the number of parked lite notifications.
+func (p *Processor) ParkedNotifications() int { return p.notices.Len() }
 
 // Handlers maps the pop code to its handler.
 func (p *Processor) Handlers() map[int32]remoting.Handler {
@@ -147,14 +160,20 @@ func (p *Processor) Register(r Registrar) {
 	r.RegisterProcessor(CodeAckLiteMessage, p.handleAckLite, PoolPull)
 }
 
-// Start runs the long polling's deadline loop.
-func (p *Processor) Start() { p.hold.Start() }
+// Start runs the long pollings' deadline loops.
+func (p *Processor) Start() {
+	p.hold.Start()
+	p.notices.Start()
+}
 
-// Drain answers every parked pop (shutdown).
-func (p *Processor) Drain() int { return p.hold.Drain() }
+// Drain answers every parked pop and notification (shutdown).
+func (p *Processor) Drain() int { return p.hold.Drain() + p.notices.Drain() }
 
-// Close stops the long polling.
-func (p *Processor) Close() { p.hold.Close() }
+// Close stops the long pollings.
+func (p *Processor) Close() {
+	p.hold.Close()
+	p.notices.Close()
+}
 
 type popHeader struct {
 	clientID, group, topic string
@@ -215,31 +234,46 @@ func (p *Processor) check(h *popHeader, now int64) error {
 	if cfg.BrokerPermission&protocol.PermRead == 0 {
 		return remoting.Errorf(code.NoPermission, "the broker[%s] pop lite message is forbidden", cfg.BrokerIP1)
 	}
+	// A slave records no order state or offsets: the same answer as a
+	// regular pop (upstream's lite pop has no such check).
+	if err := pop.NotMaster(cfg); err != nil {
+		return err
+	}
 	if h.maxMsgNum <= 0 || h.maxMsgNum > MaxMsgNum {
 		return remoting.Errorf(code.InvalidParameter, "maxMsgNum %d out of range 1..%d", h.maxMsgNum, MaxMsgNum)
 	}
 	if h.invisibleTime <= 0 {
 		return remoting.Errorf(code.InvalidParameter, "invisibleTime %d must be positive", h.invisibleTime)
 	}
-	tc, ok := p.d.Meta.Topic(h.topic)
+	return p.checkTarget(h.topic, h.group)
+}
+
+// checkTarget: the broker is readable, topic is a readable LITE parent and
+// group a consume-enabled lite group bound to it (§6.2 steps 4 and 5).
+func (p *Processor) checkTarget(topic, group string) error {
+	cfg := p.d.Config()
+	if cfg.BrokerPermission&protocol.PermRead == 0 {
+		return remoting.Errorf(code.NoPermission, "the broker[%s] pop lite message is forbidden", cfg.BrokerIP1)
+	}
+	tc, ok := p.d.Meta.Topic(topic)
 	if !ok {
-		return remoting.Errorf(code.TopicNotExist, "topic[%s] not exist, apply first please!", h.topic)
+		return remoting.Errorf(code.TopicNotExist, "topic[%s] not exist, apply first please!", topic)
 	}
 	if tc.Perm&protocol.PermRead == 0 {
-		return remoting.Errorf(code.NoPermission, "the topic[%s] peeking message is forbidden", h.topic)
+		return remoting.Errorf(code.NoPermission, "the topic[%s] peeking message is forbidden", topic)
 	}
 	if !meta.IsParent(tc) {
-		return remoting.Errorf(code.InvalidParameter, "topic[%s] is not a LITE topic (message.type)", h.topic)
+		return remoting.Errorf(code.InvalidParameter, "topic[%s] is not a LITE topic (message.type)", topic)
 	}
-	g, ok := p.d.Meta.Group(h.group)
+	g, ok := p.d.Meta.Group(group)
 	if !ok {
-		return remoting.Errorf(code.SubscriptionGroupNotExist, "subscription group [%s] does not exist", h.group)
+		return remoting.Errorf(code.SubscriptionGroupNotExist, "subscription group [%s] does not exist", group)
 	}
 	if !g.ConsumeEnable {
-		return remoting.Errorf(code.NoPermission, "subscription group no permission, %s", h.group)
+		return remoting.Errorf(code.NoPermission, "subscription group no permission, %s", group)
 	}
-	if g.BindTopic != h.topic {
-		return remoting.Errorf(code.InvalidParameter, "group [%s] is not bound to lite topic [%s] (lite.bind.topic=%q)", h.group, h.topic, g.BindTopic)
+	if g.BindTopic != topic {
+		return remoting.Errorf(code.InvalidParameter, "group [%s] is not bound to lite topic [%s] (lite.bind.topic=%q)", group, topic, g.BindTopic)
 	}
 	return nil
 }
@@ -250,6 +284,11 @@ func (p *Processor) process(ctx context.Context, ch *remoting.Channel, req *remo
 		return nil, err
 	}
 	now := p.d.Now().UnixMilli()
+	if h.bornTime <= 0 {
+		// Java fills bornTime in on the request: a re-run after a wake-up
+		// keeps the original deadline.
+		req.SetExt("bornTime", strconv.FormatInt(now, 10))
+	}
 	if err := p.check(&h, now); err != nil {
 		return nil, err
 	}

@@ -90,8 +90,9 @@ type Options struct {
 	// NotifyUnsubscribe tells an evicted client to drop lite (§5.5).
 	NotifyUnsubscribe func(key ClientKey, lite string)
 	// TombstoneTTL is how long an exclusive eviction keeps the client from
-	// taking the topic back (default 3 min).
-	TombstoneTTL time.Duration
+	// taking the topic back, read at every expiry sweep (the broker passes
+	// liteSubscriptionCheckTimeoutMills, hot-reloadable); nil or ≤ 0: 3 min.
+	TombstoneTTL func() time.Duration
 	Now          func() time.Time
 }
 
@@ -136,9 +137,6 @@ func New(opts Options) (*Registry, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
-	}
-	if opts.TombstoneTTL <= 0 {
-		opts.TombstoneTTL = 3 * time.Minute
 	}
 	r := &Registry{
 		opts:       opts,
@@ -224,13 +222,46 @@ func (r *Registry) isActive(parent, lmq string) bool {
 	return r.opts.Active == nil || r.opts.Active(parent, lmq)
 }
 
+// activeOf returns the distinct names of lmqs whose subscription takes
+// effect here (§4.6), in order. It runs before the registry's lock is
+// taken: Active may consult the parent's route.
+func (r *Registry) activeOf(parent string, lmqs []string) []string {
+	out := make([]string, 0, len(lmqs))
+	seen := make(map[string]struct{}, len(lmqs))
+	for _, l := range lmqs {
+		if _, dup := seen[l]; dup {
+			continue
+		}
+		seen[l] = struct{}{}
+		if r.isActive(parent, l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// DefaultTombstoneTTL applies when Options.TombstoneTTL gives none.
+const DefaultTombstoneTTL = 3 * time.Minute
+
+func (r *Registry) tombstoneTTL() time.Duration {
+	if r.opts.TombstoneTTL != nil {
+		if d := r.opts.TombstoneTTL(); d > 0 {
+			return d
+		}
+	}
+	return DefaultTombstoneTTL
+}
+
 // AddPartial adds lmqs to key's subscription of parent (PARTIAL_ADD) and
-// applies opt (nil: none) to each added lmq.
+// applies opt (nil: none) to each added lmq. Names whose subscription does
+// not take effect here (another broker's lite topics, §4.6) are ignored and
+// count against no quota.
 func (r *Registry) AddPartial(key ClientKey, parent string, lmqs []string, opt *OffsetOption) error {
 	g, _ := r.opts.Group(key.Group)
 	if g.Wildcard {
 		return fmt.Errorf("%w: partial add on wildcard group %s", ErrIllegalState, key.Group)
 	}
+	lmqs = r.activeOf(parent, lmqs)
 	var p pending
 	r.mu.Lock()
 	sub := r.clients[key]
@@ -258,9 +289,6 @@ func (r *Registry) AddPartial(key ClientKey, parent string, lmqs []string, opt *
 	}
 	sub = r.subLocked(key, parent)
 	for _, l := range lmqs {
-		if !r.isActive(parent, l) {
-			continue
-		}
 		r.addLocked(key, sub, g, l, &p)
 		if opt != nil {
 			if rs, ok := r.resetFor(key.Group, l, *opt); ok {
@@ -420,6 +448,10 @@ func (r *Registry) RemovePartial(key ClientKey, lmqs []string) {
 // mode) are not re-added; the client is told again to drop them.
 func (r *Registry) AddComplete(key ClientKey, parent string, lmqs []string) error {
 	g, _ := r.opts.Group(key.Group)
+	var active []string
+	if !g.Wildcard {
+		active = r.activeOf(parent, lmqs)
+	}
 	var p pending
 	r.mu.Lock()
 	if g.Wildcard {
@@ -432,11 +464,9 @@ func (r *Registry) AddComplete(key ClientKey, parent string, lmqs []string) erro
 		r.mu.Unlock()
 		return fmt.Errorf("%w: client %s of group %s lists %d lite topics (lite.sub.client.quota %d)", ErrQuota, key.ClientID, key.Group, len(lmqs), g.ClientQuota)
 	}
-	want := make(map[string]struct{}, len(lmqs))
-	for _, l := range lmqs {
-		if r.isActive(parent, l) {
-			want[l] = struct{}{}
-		}
+	want := make(map[string]struct{}, len(active))
+	for _, l := range active {
+		want[l] = struct{}{}
 	}
 	ts := r.tombstones[key]
 	for l := range ts {
@@ -603,7 +633,7 @@ func (r *Registry) Expire(timeout time.Duration) []ClientKey {
 	for _, k := range out {
 		r.removeAllLocked(k, &p)
 	}
-	ttl := r.opts.TombstoneTTL.Milliseconds()
+	ttl := r.tombstoneTTL().Milliseconds()
 	for k, ts := range r.tombstones {
 		for l, at := range ts {
 			if now-at > ttl {

@@ -47,6 +47,8 @@ type rig struct {
 	max    int64
 	cur    map[string]int64
 	now    time.Time
+	ttl    time.Duration   // tombstone TTL, read live
+	remote map[string]bool // lmqs whose home is another broker (inactive here)
 }
 
 func newRig(t *testing.T) *rig {
@@ -58,8 +60,10 @@ func newRig(t *testing.T) *rig {
 			"ex": {Name: "ex", BindTopic: "P", Exclusive: true, ResetOnEvict: true, ResetOnUnsubscribe: true},
 			"wc": {Name: "wc", BindTopic: "P", Wildcard: true},
 		},
-		cur: map[string]int64{},
-		now: time.Unix(1000, 0),
+		cur:    map[string]int64{},
+		now:    time.Unix(1000, 0),
+		ttl:    time.Minute,
+		remote: map[string]bool{},
 	}
 	var err error
 	g.r, err = New(Options{
@@ -82,7 +86,8 @@ func newRig(t *testing.T) *rig {
 			g.rec.notified = append(g.rec.notified, k.ClientID+" "+lite)
 			g.rec.mu.Unlock()
 		},
-		TombstoneTTL: time.Minute,
+		Active:       func(_, l string) bool { return !g.remote[l] },
+		TombstoneTTL: func() time.Duration { return g.ttl },
 		Now:          func() time.Time { return g.now },
 	})
 	if err != nil {
@@ -280,5 +285,90 @@ func TestWildcardAndCleanup(t *testing.T) {
 	}
 	if g.r.Active() != 0 || len(g.r.Clients("")) != 0 {
 		t.Fatal("expired client still held")
+	}
+}
+
+// TestInactiveNamesCostNoQuota: names another broker is home of are
+// ignored by PARTIAL_ADD and count against neither quota (they used to).
+func TestInactiveNamesCostNoQuota(t *testing.T) {
+	tests := []struct {
+		name     string
+		max      int64 // broker quota (0: none)
+		held     []string
+		add      []string
+		wantErr  bool
+		wantSubs []string
+	}{
+		{"client quota 3: one active of four", 0, nil, []string{"a", "r1", "r2", "r3"}, false, []string{"a"}},
+		{"client quota 3: held two plus one active", 0, []string{"a", "b"}, []string{"c", "r1", "r2"}, false, []string{"a", "b", "c"}},
+		{"client quota 3: held two plus two active", 0, []string{"a", "b"}, []string{"c", "d", "r1"}, true, []string{"a", "b"}},
+		{"broker quota 2: one active of three", 2, []string{"a"}, []string{"b", "r1", "r2"}, false, []string{"a", "b"}},
+		{"broker quota 2: two active", 2, []string{"a"}, []string{"b", "c"}, true, []string{"a"}},
+		{"duplicates count once", 0, []string{"a", "b"}, []string{"c", "c", "c"}, false, []string{"a", "b", "c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newRig(t)
+			for _, r := range []string{"r1", "r2", "r3"} {
+				g.remote[lmq(r)] = true
+			}
+			c1 := ClientKey{"c1", "g"}
+			var held []string
+			for _, h := range tt.held {
+				held = append(held, lmq(h))
+			}
+			if err := g.r.AddPartial(c1, "P", held, nil); err != nil {
+				t.Fatal(err)
+			}
+			g.max = tt.max
+			var add []string
+			for _, a := range tt.add {
+				add = append(add, lmq(a))
+			}
+			err := g.r.AddPartial(c1, "P", add, nil)
+			if gotErr := errors.Is(err, ErrQuota); gotErr != tt.wantErr || (err != nil && !gotErr) {
+				t.Fatalf("AddPartial: %v, want quota error %v", err, tt.wantErr)
+			}
+			var want []string
+			for _, w := range tt.wantSubs {
+				want = append(want, lmq(w))
+			}
+			got := g.r.LMQs(c1)
+			sort.Strings(got)
+			if !slices.Equal(got, want) || g.r.Active() != int64(len(want)) {
+				t.Fatalf("subscribed %v (active %d), want %v", got, g.r.Active(), want)
+			}
+		})
+	}
+}
+
+// TestTombstoneTTLLive: the tombstone TTL is read at every sweep, so a
+// changed liteSubscriptionCheckTimeoutMills applies without a restart.
+func TestTombstoneTTLLive(t *testing.T) {
+	g := newRig(t)
+	g.ttl = 10 * time.Minute
+	a, b := ClientKey{"A", "ex"}, ClientKey{"B", "ex"}
+	_ = g.r.AddPartial(a, "P", []string{lmq("x")}, nil)
+	_ = g.r.AddPartial(b, "P", []string{lmq("x")}, nil)
+	if !g.r.Tombstoned(a, lmq("x")) {
+		t.Fatal("no tombstone")
+	}
+	g.now = g.now.Add(2 * time.Minute)
+	g.r.Expire(time.Hour)
+	if !g.r.Tombstoned(a, lmq("x")) {
+		t.Fatal("tombstone dropped before its 10 min TTL")
+	}
+	g.ttl = time.Minute
+	g.r.Expire(time.Hour)
+	if g.r.Tombstoned(a, lmq("x")) {
+		t.Fatal("tombstone kept past the lowered 1 min TTL")
+	}
+	// Zero falls back to the default.
+	g.ttl = 0
+	_ = g.r.AddPartial(a, "P", []string{lmq("x")}, nil) // evicts B
+	g.now = g.now.Add(2 * time.Minute)
+	g.r.Expire(time.Hour)
+	if !g.r.Tombstoned(b, lmq("x")) {
+		t.Fatalf("tombstone dropped before the default %v", DefaultTombstoneTTL)
 	}
 }

@@ -93,7 +93,7 @@ func (p *Processor) sendBatch(ctx context.Context, ch *remoting.Channel, req *re
 		if err := p.checkMessage(&tc, m, sysFlag); err != nil {
 			return nil, fmt.Errorf("batch item %d: %w", i, err)
 		}
-		if err := ApplyLite(&tc, m.Properties); err != nil {
+		if err := ApplyLite(&tc, m.Properties, cfg.MaxLiteTopicSize); err != nil {
 			return nil, fmt.Errorf("batch item %d: %w", i, err)
 		}
 		if err := checkPropsLen(m.Properties); err != nil {

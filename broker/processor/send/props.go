@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rmqgo/rmq/broker/lite/naming"
 	"github.com/rmqgo/rmq/broker/topic"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -67,21 +68,17 @@ func checkPropsLen(m map[string]string) error {
 	return nil
 }
 
-// Lite topic naming (lite-topic.md §1).
-const (
-	liteLMQPrefix    = protocol.LMQPrefix + "$"
-	liteSeparator    = "$"
-	maxLiteTopicSize = 64
-)
-
 // ApplyLite is the lite-topic hook of the send path (lite-topic.md §3.1):
 // a message carrying __LITE_TOPIC sent to a parent topic whose message.type
 // is LITE is dispatched to the LMQ %LMQ%$<parent>$<lite>, named in
 // INNER_MULTI_DISPATCH (overriding whatever the client put there). The lite
-// name is validated here too [our choice, §1.4], because a '$' or ',' would
-// corrupt LMQ name parsing and multi-dispatch. Whether the store honours the
-// property (enableLmq, enableMultiDispatch, quota) is the store's business.
-func ApplyLite(tc *protocol.TopicConfig, props map[string]string) error {
+// name is validated here too [our choice, §1.4], with the rules and the
+// byte limit of the lite package (maxSize is the broker's maxLiteTopicSize;
+// ≤ 0: 64), because a '$' or ',' would corrupt LMQ name parsing and
+// multi-dispatch. Whether the store may dispatch at all (enableLmq,
+// enableMultiDispatch) is vetted earlier by the lite send checker; the quota
+// is the store's business.
+func ApplyLite(tc *protocol.TopicConfig, props map[string]string, maxSize int) error {
 	lite, ok := props[message.PropertyLiteTopic]
 	if !ok {
 		return nil
@@ -89,15 +86,10 @@ func ApplyLite(tc *protocol.TopicConfig, props map[string]string) error {
 	if t, _ := tc.Attribute(topic.AttrMessageType); t != topic.MessageTypeLite {
 		return nil
 	}
-	if err := validateLiteTopic(lite); err != nil {
+	if err := naming.ValidateLite(lite, maxSize); err != nil {
 		return fmt.Errorf("%w: %s %q: %v", ErrMessageIllegal, message.PropertyLiteTopic, lite, err)
 	}
-	props[message.PropertyInnerMultiDispatch] = liteLMQPrefix + tc.TopicName + liteSeparator + lite
+	lmq, _ := naming.LMQName(tc.TopicName, lite)
+	props[message.PropertyInnerMultiDispatch] = lmq
 	return nil
-}
-
-// validateLiteTopic checks lite-topic.md §1.4 (protocol.ValidateLiteTopic):
-// not blank, at most 64 bytes, only ASCII letters, digits, '_' and '-'.
-func validateLiteTopic(lite string) error {
-	return protocol.ValidateLiteTopic(lite, maxLiteTopicSize)
 }

@@ -422,7 +422,7 @@ func (p *Processor) sendOne(ctx context.Context, ch *remoting.Channel, req *remo
 			return nil, fmt.Errorf("prepare half message: %w", err)
 		}
 	} else {
-		if err := ApplyLite(&tc, props); err != nil {
+		if err := ApplyLite(&tc, props, cfg.MaxLiteTopicSize); err != nil {
 			return nil, err
 		}
 		if needsSchedule(props) {

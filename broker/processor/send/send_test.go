@@ -487,6 +487,43 @@ func TestLiteTopic(t *testing.T) {
 	}
 }
 
+// TestLiteTopicSizeConfig: the byte limit of a lite name is
+// maxLiteTopicSize, the same value the lite send checker reads, for single
+// and batch sends (it was a hard-coded 64 here).
+func TestLiteTopicSizeConfig(t *testing.T) {
+	tests := []struct {
+		name    string
+		max     int
+		size    int
+		want    int32
+		wantLMQ bool
+	}{
+		{"default 64 accepts 64", 0, 64, code.Success, true},
+		{"default 64 refuses 65", 0, 65, code.MessageIllegal, false},
+		{"raised to 100 accepts 100", 100, 100, code.Success, true},
+		{"raised to 100 refuses 101", 100, 101, code.MessageIllegal, false},
+		{"lowered to 8 refuses 9", 8, 9, code.MessageIllegal, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, func(c *config.Config) {
+				if tt.max > 0 {
+					c.MaxLiteTopicSize = tt.max
+				}
+			})
+			lite := strings.Repeat("x", tt.size)
+			wantCode(t, f.call(t, sendV2("Lite", 0, props("__LITE_TOPIC", lite), "b")), tt.want)
+			if tt.wantLMQ {
+				if got := f.store.last(t).Property("INNER_MULTI_DISPATCH"); got != "%LMQ%$Lite$"+lite {
+					t.Errorf("INNER_MULTI_DISPATCH %q", got)
+				}
+			}
+			body := batchBody(t, 1, func(int) map[string]string { return map[string]string{"__LITE_TOPIC": lite} })
+			wantCode(t, f.call(t, batchReq("Lite", 0, body)), tt.want)
+		})
+	}
+}
+
 func TestStoreErrors(t *testing.T) {
 	tests := []struct {
 		err  error

@@ -18,6 +18,9 @@ var (
 	// errSystem: everything Java answers SYSTEM_ERROR for (no master, topic
 	// not creatable, message not found by offset, store failure).
 	errSystem = errors.New("system error")
+	// errLiteRetry: a lite message handed back for a retry (lite topics
+	// have no retry topic).
+	errLiteRetry = errors.New("illegal operation")
 )
 
 // toCodeError is the one place where send-back errors become response
@@ -38,6 +41,8 @@ func codeOf(err error) int32 {
 		return code.SubscriptionGroupNotExist
 	case errors.Is(err, errNoPermission):
 		return code.NoPermission
+	case errors.Is(err, errLiteRetry):
+		return code.IllegalOperation
 	}
 	return code.SystemError
 }

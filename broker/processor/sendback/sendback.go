@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/lite/naming"
 	"github.com/rmqgo/rmq/broker/processor/send"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/subscription"
@@ -60,6 +61,20 @@ type Store interface {
 	PutMessage(ctx context.Context, msg *message.Message) (store.PutResult, error)
 }
 
+// LiteHook is the lite-topic side of a send-back (lite-topic.md §6.10):
+// broker/lite implements it. A lite message is one whose record carries
+// __LITE_TOPIC and names its lite LMQ and offset in the multi-dispatch
+// properties.
+type LiteHook interface {
+	// DeliveryCount is how often group was given the message at offset of
+	// lmq before its last delivery (the pop's orderCountInfo), -1 when not
+	// known: lite redeliveries leave the stored reconsumeTimes at 0.
+	DeliveryCount(group, lmq string, offset int64) int32
+	// DeadLettered acks the message for group on lmq once its DLQ copy is
+	// stored, so the lite topic moves past it.
+	DeadLettered(group, lmq string, offset int64)
+}
+
 // Registrar installs handlers.
 type Registrar interface {
 	RegisterProcessor(code int32, h remoting.Handler, pool int)
@@ -80,6 +95,9 @@ type Deps struct {
 	// TopicCreated runs after a retry or DLQ topic was created (e.g. to
 	// register with the nameservers at once).
 	TopicCreated func(topic string)
+	// Lite handles lite messages; nil: they are handed back like any other
+	// (to %RETRY%, which no lite consumer reads).
+	Lite LiteHook
 	// RandIntN picks a queue in [0, n) (nil: math/rand/v2).
 	RandIntN func(n int) int
 	Logger   *slog.Logger
@@ -175,20 +193,8 @@ func (p *Processor) sendBack(ctx context.Context, req *remoting.Command) error {
 		// Java: the group takes no retries; the message is dropped.
 		return nil
 	}
-	topicFlag := 0
-	if h.unitMode {
-		topicFlag = topicFlagUnitSub
-	}
-	newTopic := protocol.RetryTopic(h.group)
-	queueID := int32(p.d.RandIntN(sg.RetryQueueNums))
-	tc, err := p.createTopic(newTopic, sg.RetryQueueNums, topicFlag)
-	if err != nil {
-		return err
-	}
-	if tc.Perm&protocol.PermWrite == 0 {
-		return fmt.Errorf("%w: the topic[%s] sending message is forbidden", errNoPermission, newTopic)
-	}
-
+	// The message is looked up first (Java creates the retry topic first):
+	// a lite message must not create a retry topic.
 	rec, err := p.d.Store.ReadRecord(h.offset)
 	if err != nil {
 		return fmt.Errorf("%w: look message by offset failed, %d: %v", errSystem, h.offset, err)
@@ -201,6 +207,48 @@ func (p *Processor) sendBack(ctx context.Context, req *remoting.Command) error {
 		return fmt.Errorf("%w: look message by offset failed to check the topic name %d (stored %s, request %s)",
 			errSystem, h.offset, orig.Topic, h.originTopic)
 	}
+	maxTimes := int32(sg.RetryMaxTimes)
+	if req.Version >= versionV349 && h.hasMaxReconsume {
+		maxTimes = h.maxReconsumeTimes
+	}
+	reconsumed := orig.ReconsumeTimes
+	lmq, lmqOffset, isLite := p.liteOf(orig)
+	if isLite {
+		if n := p.d.Lite.DeliveryCount(h.group, lmq, lmqOffset); n > reconsumed {
+			reconsumed = n
+		}
+		// Lite topics have no retry topic (§6.10): a consumer that gives
+		// up on a message sends it back with delayLevel -1 (what Apache's
+		// proxy does for ForwardMessageToDeadLetterQueue, and at receive
+		// time once the delivery count reached the group's max), or once
+		// its delivery count reached retryMaxTimes. A lite retry is a nack
+		// (CHANGE_MESSAGE_INVISIBLETIME), never a copy. The broker does not
+		// dead-letter on its own at pop time: in Apache the consumer side
+		// (the proxy's pop result filter, the SDK) decides, with its own
+		// maxAttempts, and this is the request it sends.
+		if h.delayLevel >= 0 && reconsumed < maxTimes {
+			return fmt.Errorf("%w: lite topic messages have no retry topic (%s offset %d delivered %d times, retryMaxTimes %d): nack it with CHANGE_MESSAGE_INVISIBLETIME, or send it back with delayLevel -1 to dead-letter it",
+				errLiteRetry, lmq, lmqOffset, reconsumed, maxTimes)
+		}
+	}
+	dlq := reconsumed >= maxTimes || h.delayLevel < 0
+
+	topicFlag := 0
+	if h.unitMode {
+		topicFlag = topicFlagUnitSub
+	}
+	newTopic := protocol.RetryTopic(h.group)
+	queueID := int32(p.d.RandIntN(sg.RetryQueueNums))
+	if !isLite {
+		// As Java, also when the message goes on to the DLQ.
+		tc, err := p.createTopic(newTopic, sg.RetryQueueNums, topicFlag)
+		if err != nil {
+			return err
+		}
+		if tc.Perm&protocol.PermWrite == 0 {
+			return fmt.Errorf("%w: the topic[%s] sending message is forbidden", errNoPermission, newTopic)
+		}
+	}
 
 	props := maps.Clone(orig.Properties)
 	if props == nil {
@@ -209,11 +257,6 @@ func (p *Processor) sendBack(ctx context.Context, req *remoting.Command) error {
 	if props[message.PropertyRetryTopic] == "" {
 		props[message.PropertyRetryTopic] = orig.Topic
 	}
-	maxTimes := int32(sg.RetryMaxTimes)
-	if req.Version >= versionV349 && h.hasMaxReconsume {
-		maxTimes = h.maxReconsumeTimes
-	}
-	dlq := orig.ReconsumeTimes >= maxTimes || h.delayLevel < 0
 	level := h.delayLevel
 	if dlq {
 		newTopic = protocol.DLQTopic(h.group)
@@ -226,7 +269,8 @@ func (p *Processor) sendBack(ctx context.Context, req *remoting.Command) error {
 		level = 3 + orig.ReconsumeTimes
 	}
 	props[message.PropertyDelayTimeLevel] = strconv.Itoa(int(level))
-	// Retry and DLQ topics take no lite-topic dispatch (lite-topic.md §3.1).
+	// Retry and DLQ topics take no lite-topic dispatch (lite-topic.md §3.1);
+	// __LITE_TOPIC stays, so a DLQ reader sees which lite topic it was.
 	delete(props, message.PropertyInnerMultiDispatch)
 	delete(props, message.PropertyInnerMultiQueueOffset)
 	if props[message.PropertyOriginMessageID] == "" {
@@ -241,7 +285,7 @@ func (p *Processor) sendBack(ctx context.Context, req *remoting.Command) error {
 		SysFlag:        orig.SysFlag,
 		BornTimestamp:  orig.BornTimestamp,
 		BornHost:       orig.BornHost,
-		ReconsumeTimes: orig.ReconsumeTimes + 1,
+		ReconsumeTimes: reconsumed + 1,
 	}
 	if p.d.StoreHost != nil {
 		msg.StoreHost = p.d.StoreHost()
@@ -256,10 +300,34 @@ func (p *Processor) sendBack(ctx context.Context, req *remoting.Command) error {
 	}
 	if dlq {
 		p.log.Info("message sent to DLQ", "topic", newTopic, "group", h.group, "originTopic", h.originTopic,
-			"uniqKey", props[message.PropertyUniqClientMessageIDKeyIdx], "reconsumeTimes", orig.ReconsumeTimes,
-			"maxReconsumeTimes", maxTimes, "delayLevel", h.delayLevel)
+			"uniqKey", props[message.PropertyUniqClientMessageIDKeyIdx], "reconsumeTimes", reconsumed,
+			"maxReconsumeTimes", maxTimes, "delayLevel", h.delayLevel, "lmq", lmq)
+	}
+	if isLite {
+		// Ack it here rather than wait for the consumer's ack: one request
+		// is enough for a remoting client, and the ack Apache's proxy sends
+		// next is then a harmless repeat.
+		p.d.Lite.DeadLettered(h.group, lmq, lmqOffset)
 	}
 	return nil
+}
+
+// liteOf reports whether orig is a lite message and returns its lmq and
+// offset there.
+func (p *Processor) liteOf(orig *message.Message) (lmq string, offset int64, ok bool) {
+	if p.d.Lite == nil {
+		return "", 0, false
+	}
+	lite := orig.Properties[message.PropertyLiteTopic]
+	lmq = orig.Properties[message.PropertyInnerMultiDispatch]
+	if lite == "" || naming.LiteOf(lmq) != lite || naming.ParentOf(lmq) != orig.Topic {
+		return "", 0, false
+	}
+	off, err := strconv.ParseInt(orig.Properties[message.PropertyInnerMultiQueueOffset], 10, 64)
+	if err != nil || off < 0 {
+		return "", 0, false
+	}
+	return lmq, off, true
 }
 
 // topicMatches is Java's fence against a wrong offset ("for logic

@@ -271,3 +271,88 @@ func TestSendBackErrors(t *testing.T) {
 		t.Errorf("slave: %d", resp.Code)
 	}
 }
+
+// fakeLite is the lite side: delivery counts by lmq offset, acks recorded.
+type fakeLite struct {
+	counts map[int64]int32
+	acked  []string
+}
+
+func (l *fakeLite) DeliveryCount(group, lmq string, off int64) int32 {
+	if c, ok := l.counts[off]; ok {
+		return c
+	}
+	return -1
+}
+
+func (l *fakeLite) DeadLettered(group, lmq string, off int64) {
+	l.acked = append(l.acked, group+" "+lmq+" "+strconv.FormatInt(off, 10))
+}
+
+// TestSendBackLite (lite-topic.md §6.10): a lite message goes to the DLQ
+// with delayLevel -1 or once its delivery count (from the order state, the
+// stored reconsumeTimes stays 0) reaches the max; the copy keeps
+// __LITE_TOPIC without the multi-dispatch properties, the message is acked
+// on its lmq, and no retry topic is created. A lite retry is refused.
+func TestSendBackLite(t *testing.T) {
+	const lmq = "%LMQ%$Parent$user-1"
+	tests := []struct {
+		name    string
+		lmqOff  int64
+		count   int32
+		delay   int
+		extra   []string
+		code    int32
+		wantDLQ bool
+	}{
+		{"forwarded to the DLQ (delayLevel -1)", 0, 0, -1, nil, code.Success, true},
+		{"delivered retryMaxTimes times", 1, 16, 0, nil, code.Success, true},
+		{"request's maxReconsumeTimes", 2, 3, 0, []string{"maxReconsumeTimes", "3"}, code.Success, true},
+		{"a retry is refused", 3, 2, 0, nil, code.IllegalOperation, false},
+		{"unknown count, a retry is refused", 9, -1, 3, nil, code.IllegalOperation, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			lite := &fakeLite{counts: map[int64]int32{tt.lmqOff: tt.count}}
+			f.p.d.Lite = lite
+			off := f.original("Parent", 0, message.PropertyLiteTopic, "user-1", message.PropertyInnerMultiDispatch, lmq,
+				message.PropertyInnerMultiQueueOffset, strconv.FormatInt(tt.lmqOff, 10))
+			args := append([]string{"originTopic", "Parent"}, tt.extra...)
+			resp := f.call(400, ext(off, "lg", tt.delay, args...))
+			if resp.Code != tt.code {
+				t.Fatalf("code %d %q, want %d", resp.Code, resp.Remark, tt.code)
+			}
+			if _, ok := f.topics.Get("%RETRY%lg"); ok {
+				t.Fatal("a retry topic was created for a lite message")
+			}
+			if !tt.wantDLQ {
+				if len(lite.acked) != 0 || f.st.MaxOffset("%DLQ%lg", 0) != 0 {
+					t.Fatalf("refused send-back acked %v / stored", lite.acked)
+				}
+				return
+			}
+			m := f.last("%DLQ%lg", 0)
+			if m.Property(message.PropertyLiteTopic) != "user-1" || m.Property(message.PropertyInnerMultiDispatch) != "" ||
+				m.Property(message.PropertyInnerMultiQueueOffset) != "" || m.Property(message.PropertyRetryTopic) != "Parent" {
+				t.Fatalf("DLQ copy props %v", m.Properties)
+			}
+			if want := max(tt.count, 0) + 1; m.ReconsumeTimes != want {
+				t.Fatalf("DLQ copy reconsumeTimes %d, want %d", m.ReconsumeTimes, want)
+			}
+			if want := "lg " + lmq + " " + strconv.FormatInt(tt.lmqOff, 10); len(lite.acked) != 1 || lite.acked[0] != want {
+				t.Fatalf("acked %v, want %q", lite.acked, want)
+			}
+		})
+	}
+	// Not lite: __LITE_TOPIC without a lite lmq of its topic is an ordinary
+	// message (e.g. a DLQ copy handed back).
+	f := newFixture(t)
+	lite := &fakeLite{}
+	f.p.d.Lite = lite
+	off := f.original("Other", 0, message.PropertyLiteTopic, "user-1", message.PropertyInnerMultiDispatch, lmq, message.PropertyInnerMultiQueueOffset, "0")
+	if resp := f.call(400, ext(off, "lg", 0)); resp.Code != code.Success || len(lite.acked) != 0 {
+		t.Fatalf("non-lite message: code %d %q, acked %v", resp.Code, resp.Remark, lite.acked)
+	}
+	f.last(protocol.ScheduleTopic, 2)
+}

@@ -1,0 +1,273 @@
+// Package litetest runs an in-process broker with lite topics enabled (real
+// store, real remoting) and speaks raw lite requests to it, for the tests of
+// broker/lite and its packages.
+package litetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rmqgo/rmq/broker"
+	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/pkg/message"
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+// Rig is an in-process broker (real store, real remoting) and a client
+// speaking raw lite requests to it.
+type Rig struct {
+	T      testing.TB
+	B      *broker.Broker
+	Client *remoting.Client
+}
+
+// StartNamesrv answers broker registrations.
+func StartNamesrv(t testing.TB) string {
+	t.Helper()
+	cfg := remoting.DefaultServerConfig()
+	cfg.ListenAddr = "127.0.0.1:0"
+	srv, err := remoting.NewServer(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+		return remoting.NewResponse(req, code.Success, ""), nil
+	}
+	srv.Register(code.RegisterBroker, ok, nil)
+	srv.Register(code.UnregisterBroker, ok, nil)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	return srv.Addr()
+}
+
+// New starts a broker on 127.0.0.1 (free port, temp dirs, LMQ on, short lite
+// intervals); mutate edits its config first.
+func New(t testing.TB, mutate func(*config.Config)) *Rig {
+	t.Helper()
+	c := config.Default(config.Host{Hostname: "broker-a", IP: "127.0.0.1", Home: t.TempDir()})
+	c.ListenPort = 0
+	c.BindAddress = "127.0.0.1"
+	c.StorePathRootDir = t.TempDir()
+	c.NamesrvAddr = StartNamesrv(t)
+	c.SendMessageThreadPoolNums, c.PullMessageThreadPoolNums, c.AdminBrokerThreadPoolNums = 2, 2, 2
+	c.EnableLmq, c.EnableMultiDispatch = true, true
+	c.MinLiteTTL = 500 * time.Millisecond
+	c.LiteTTLCheckInterval = 300 * time.Millisecond
+	c.LiteEventCheckInterval = 200 * time.Millisecond
+	if mutate != nil {
+		mutate(c)
+	}
+	b := StartBroker(t, c)
+	r := &Rig{T: t, B: b, Client: remoting.NewClient(remoting.DefaultClientConfig(), nil)}
+	t.Cleanup(func() { _ = r.Client.Close() })
+	return r
+}
+
+// StartBroker starts an in-process broker, stopped at cleanup.
+func StartBroker(t testing.TB, c *config.Config) *broker.Broker {
+	t.Helper()
+	b, err := broker.New(c, nil, broker.WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
+	return b
+}
+
+// Invoke sends a request and waits for the answer.
+func (r *Rig) Invoke(c int32, ext map[string]string, body []byte) *remoting.Command {
+	r.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := r.Client.Invoke(ctx, r.B.Addr(), remoting.NewRequest(c, ext, body))
+	if err != nil {
+		r.T.Fatalf("invoke %d: %v", c, err)
+	}
+	return resp
+}
+
+// Want fails the test unless resp has code c and its remark contains remark.
+func (r *Rig) Want(what string, resp *remoting.Command, c int32, remark string) {
+	r.T.Helper()
+	if resp.Code != c || !strings.Contains(resp.Remark, remark) {
+		r.T.Fatalf("%s: code %d remark %q; want %d with %q", what, resp.Code, resp.Remark, c, remark)
+	}
+}
+
+// CreateTopic creates a topic with attributes ("+k=v,...").
+func (r *Rig) CreateTopic(name, attrs string, queues int) {
+	r.T.Helper()
+	ext := map[string]string{"topic": name, "readQueueNums": strconv.Itoa(queues), "writeQueueNums": strconv.Itoa(queues), "perm": "6",
+		"topicFilterType": "SINGLE_TAG", "defaultTopic": "TBW102"}
+	if attrs != "" {
+		ext["attributes"] = attrs
+	}
+	r.Want("create topic "+name, r.Invoke(code.UpdateAndCreateTopic, ext, nil), code.Success, "")
+}
+
+// CreateGroup creates a consume-enabled group with attributes.
+func (r *Rig) CreateGroup(name string, attrs map[string]string) {
+	r.T.Helper()
+	body, _ := json.Marshal(map[string]any{"groupName": name, "consumeEnable": true, "attributes": attrs})
+	r.Want("create group "+name, r.Invoke(code.UpdateAndCreateSubscriptionGroup, nil, body), code.Success, "")
+}
+
+// Send sends one message with properties kv (key, value, ...).
+func (r *Rig) Send(topic string, qid int, body string, kv ...string) *remoting.Command {
+	r.T.Helper()
+	props := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		props[kv[i]] = kv[i+1]
+	}
+	p, err := message.EncodeProperties(props)
+	if err != nil {
+		r.T.Fatal(err)
+	}
+	return r.Invoke(code.SendMessage, map[string]string{
+		"producerGroup": "pg", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+		"queueId": strconv.Itoa(qid), "sysFlag": "0", "bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10), "flag": "0",
+		"properties": string(p), "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
+	}, []byte(body))
+}
+
+// Subscribe sends one LITE_SUBSCRIPTION_CTL entry.
+func (r *Rig) Subscribe(action, clientID, group, topic string, lites []string, opt map[string]any) *remoting.Command {
+	r.T.Helper()
+	dto := map[string]any{"action": action, "clientId": clientID, "group": group, "topic": topic, "liteTopicSet": lites, "version": 1}
+	if opt != nil {
+		dto["offsetOption"] = opt
+	}
+	body, _ := json.Marshal(map[string]any{"subscriptionSet": []any{dto}})
+	return r.Invoke(code.LiteSubscriptionCtl, nil, body)
+}
+
+// PopExt is a POP_LITE_MESSAGE header.
+func PopExt(clientID, group, topic string, max int, invisible, poll time.Duration) map[string]string {
+	return map[string]string{
+		"clientId": clientID, "consumerGroup": group, "topic": topic, "maxMsgNum": strconv.Itoa(max),
+		"invisibleTime": strconv.FormatInt(invisible.Milliseconds(), 10), "pollTime": strconv.FormatInt(poll.Milliseconds(), 10),
+		"bornTime": strconv.FormatInt(time.Now().UnixMilli(), 10),
+	}
+}
+
+// Pop sends POP_LITE_MESSAGE.
+func (r *Rig) Pop(clientID, group, topic string, max int, invisible, poll time.Duration) *remoting.Command {
+	r.T.Helper()
+	return r.Invoke(code.PopLiteMessage, PopExt(clientID, group, topic, max, invisible, poll), nil)
+}
+
+// PopAsync starts a long-polling pop and returns its answer channel.
+func (r *Rig) PopAsync(clientID, group, topic string, poll time.Duration) <-chan *remoting.Command {
+	out := make(chan *remoting.Command, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), poll+5*time.Second)
+	err := r.Client.InvokeAsync(ctx, r.B.Addr(), remoting.NewRequest(code.PopLiteMessage, PopExt(clientID, group, topic, 32, 30*time.Second, poll), nil),
+		func(resp *remoting.Command, err error) {
+			cancel()
+			if err != nil {
+				resp = &remoting.Command{Code: -1, Remark: err.Error()}
+			}
+			out <- resp
+		})
+	if err != nil {
+		cancel()
+		r.T.Fatalf("pop async: %v", err)
+	}
+	return out
+}
+
+// Popped are the messages of a pop answer.
+type Popped struct {
+	Msgs               []*message.Message
+	Counts             []string
+	PopTime, Invisible int64
+}
+
+// DecodePop decodes a successful pop answer.
+func DecodePop(t testing.TB, resp *remoting.Command) Popped {
+	t.Helper()
+	if resp.Code != code.Success {
+		t.Fatalf("pop: code %d %q", resp.Code, resp.Remark)
+	}
+	var p Popped
+	b := resp.Body
+	for len(b) > 0 {
+		m, n, err := message.DecodeStored(b, message.DecodeOptions{})
+		if err != nil {
+			t.Fatalf("decode pop body: %v", err)
+		}
+		p.Msgs = append(p.Msgs, m)
+		b = b[n:]
+	}
+	if s := resp.ExtFields["orderCountInfo"]; s != "" {
+		p.Counts = strings.Split(s, ";")
+	}
+	p.PopTime, _ = strconv.ParseInt(resp.ExtFields["popTime"], 10, 64)
+	p.Invisible, _ = strconv.ParseInt(resp.ExtFields["invisibleTime"], 10, 64)
+	if resp.ExtFields["reviveQid"] != "999" {
+		t.Fatalf("reviveQid %q", resp.ExtFields["reviveQid"])
+	}
+	return p
+}
+
+// LMQOffset is the LMQ offset a popped message carries.
+func LMQOffset(m *message.Message) int64 {
+	n, err := strconv.ParseInt(m.Properties[message.PropertyInnerMultiQueueOffset], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// Ack sends an ack-shaped request (ACK_MESSAGE, ACK_LITE_MESSAGE,
+// CHANGE_MESSAGE_INVISIBLETIME) for offset of lite with p's receipt.
+func (r *Rig) Ack(c int32, group, topic, lite string, offset int64, p Popped, extra map[string]string) *remoting.Command {
+	r.T.Helper()
+	ext := map[string]string{
+		"consumerGroup": group, "topic": topic, "queueId": "0", "offset": strconv.FormatInt(offset, 10),
+		"extraInfo": fmt.Sprintf("0 %d %d 999 0 broker-a 0 %d", p.PopTime, p.Invisible, offset), "liteTopic": lite,
+	}
+	for k, v := range extra {
+		ext[k] = v
+	}
+	return r.Invoke(c, ext, nil)
+}
+
+// Admin sends an admin request and decodes a successful body into into.
+func (r *Rig) Admin(c int32, ext map[string]string, into any) *remoting.Command {
+	r.T.Helper()
+	resp := r.Invoke(c, ext, nil)
+	if resp.Code == code.Success && into != nil {
+		if err := protocol.Unmarshal(resp.Body, into); err != nil {
+			r.T.Fatalf("admin %d body %s: %v", c, resp.Body, err)
+		}
+	}
+	return resp
+}
+
+// Eventually retries f every 50 ms until it returns nil or timeout passes.
+func Eventually(t testing.TB, timeout time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not met after %v: %v", timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
