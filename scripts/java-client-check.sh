@@ -27,7 +27,6 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 javadir="$here/java"
-mvn="${MVN:-mvn}"
 
 java_bin=java
 if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ]; then
@@ -45,37 +44,12 @@ if [ $rc -ne 0 ]; then
 	exit $rc
 fi
 
-classes="$javadir/target/classes"
-stamp="$javadir/target/.client-check-compiled"
-
-compiled_ok() {
-	[ -f "$stamp" ] && [ -f "$classes/rmqgo/ClientCheck.class" ] || return 1
-	[ "$stamp" -nt "$javadir/pom.xml" ] || return 1
-	[ -z "$(find "$javadir/src" -newer "$stamp" -type f -print -quit)" ]
-}
-
-if ! compiled_ok; then
-	if ! command -v "$mvn" >/dev/null 2>&1; then
-		echo "java/mvn not available: mvn not found in PATH (install Maven 3.8+, e.g. apt-get install maven)" >&2
-		exit 3
-	fi
-	mkdir -p "$javadir/target"
-	exec 9>"$javadir/target/.compile.lock"
-	if command -v flock >/dev/null 2>&1; then
-		flock 9
-	fi
-	if ! compiled_ok; then
-		log="$javadir/target/mvn-compile.log"
-		touch "$stamp.new"
-		if ! "$mvn" -q -B -f "$javadir/pom.xml" compile >"$log" 2>&1; then
-			cat "$log" >&2
-			rm -f "$stamp.new"
-			echo "java-client-check.sh: maven could not compile scripts/java (log: $log)" >&2
-			exit 4
-		fi
-		mv -f "$stamp.new" "$stamp"
-	fi
-	exec 9>&-
+set +e
+classes="$("$here/java-compile.sh")"
+rc=$?
+set -e
+if [ $rc -ne 0 ]; then
+	exit $rc
 fi
 
 if [ "${1:-}" = help ] || [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then

@@ -118,10 +118,15 @@ func (c *Cluster) MQAdmin(t testing.TB, args ...string) (string, error) {
 // Eventually retries f until it returns nil or timeout passes.
 func Eventually(t testing.TB, timeout time.Duration, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(timeout)
 	for {
 		err := f()
 		if err == nil {
+			if d := time.Since(start); d > 5*time.Second {
+				// Slow waits are where a suite's time goes: say so.
+				t.Logf("harness: condition met after %v", d.Round(100*time.Millisecond))
+			}
 			return
 		}
 		if time.Now().After(deadline) {

@@ -74,6 +74,9 @@ func RunJavaMQAdminEnv(t testing.TB, env []string, args ...string) (string, erro
 		logDir = t.TempDir()
 		env = append(append([]string(nil), env...), "RMQ_JAVA_LOG_DIR="+logDir)
 	}
+	// The same tool, without idling through Netty's 2 s shutdown quiet
+	// period once the command has run (scripts/mqadmin-java.sh).
+	env = append(append([]string(nil), env...), "RMQ_JAVA_FAST_EXIT=1")
 	stdout, stderr, code, err := run(JavaMQAdminTimeout, env, script, args...)
 	if code == exitJavaMissing {
 		msg := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(stderr), javaMissingPrefix))
