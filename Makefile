@@ -32,11 +32,12 @@ cluster: build
 
 # The whole suite, as CI runs it. Our packages run under the race detector
 # (it needs cgo); tests/ drives real processes and third-party clients
-# (client-go has data races of its own), so it runs without it.
+# (client-go has data races of its own), so it runs without it. Its
+# t.Parallel tests mostly wait on client intervals: four at a time.
 UNIT_PKGS = $$($(GO) list $(PKGS) | grep -v '^github.com/rmqgo/rmq/tests')
 test: vet
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 10m $(UNIT_PKGS)
-	$(GO) test -count=1 -timeout 12m github.com/rmqgo/rmq/tests/...
+	$(GO) test -count=1 -timeout 13m -parallel 4 github.com/rmqgo/rmq/tests/...
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
