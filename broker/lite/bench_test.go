@@ -165,6 +165,7 @@ func BenchmarkLiteTopics(b *testing.B) {
 		b.Fatalf("sweep %+v, %d LMQs left", res, st.LmqCount())
 	}
 	b.ReportMetric(res.Took.Seconds(), "sweepSec")
+	b.ReportMetric(res.Cascade.Seconds(), "cascadeSec")
 }
 
 // BenchmarkLiteSend compares sends to a LITE parent, each message to a new

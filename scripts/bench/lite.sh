@@ -10,8 +10,8 @@
 #   scripts/bench/lite.sh
 #   LITE_BENCH_STRETCH=9000000 scripts/bench/lite.sh      # 10M lite topics on the fresh broker
 #
-# Knobs: LITE_BENCH_PER_ROUND (500000 messages, one new lite topic each),
-# LITE_BENCH_ROUNDS (2 of each kind), LITE_BENCH_SENDERS (32),
+# Knobs: LITE_BENCH_PER_ROUND (250000 messages, one new lite topic each),
+# LITE_BENCH_ROUNDS (4 of each kind, P L L P P L L P), LITE_BENCH_SENDERS (32),
 # LITE_BENCH_BODY (1024), LITE_BENCH_CREATE (1000000 lite topics on a fresh
 # broker, 128 B each), LITE_BENCH_SUBSCRIBED (100000),
 # LITE_BENCH_LATENCY_RATE (2000 msgs/s), LITE_BENCH_LATENCY_SECONDS (10).

@@ -95,6 +95,12 @@ type Config struct {
 	VerifyCRCOnRead bool
 	// UseMmap serves reads from read-only mappings when the FS allows.
 	UseMmap bool
+	// MappedHotBytes is how much of the mapped CommitLog below the write
+	// position stays resident in the broker's memory; older mapped pages
+	// are given back every ReleaseInterval (they stay in the page cache, and
+	// a read of them faults them in again). 0 keeps everything.
+	MappedHotBytes  int64
+	ReleaseInterval time.Duration
 	// Preallocate reserves each segment's blocks when it is created
 	// (fallocate), so a full disk shows at roll time instead of mid-file
 	// and writes skip block allocation. Segments then use FileSize on disk
@@ -154,6 +160,8 @@ func DefaultConfig(dir string) Config {
 		CheckCRCOnRecover:           true,
 		VerifyCRCOnRead:             true,
 		UseMmap:                     true,
+		MappedHotBytes:              128 << 20,
+		ReleaseInterval:             10 * time.Second,
 		Preallocate:                 true,
 		FileReservedTime:            72 * time.Hour,
 		DeleteWhen:                  "04",

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/rmqgo/rmq/broker/store/vfs"
 )
 
 const pageSize = 4096
@@ -18,6 +20,7 @@ func (l *Log) flushLoop() {
 	ticker := time.NewTicker(l.cfg.FlushInterval)
 	defer ticker.Stop()
 	lastFull := l.clock()
+	lastRelease := lastFull
 	for {
 		select {
 		case <-l.stop:
@@ -39,8 +42,44 @@ func (l *Log) flushLoop() {
 			if err := l.persistCheckpoint(); err != nil {
 				l.log.Warn("checkpoint write failed", "err", err)
 			}
+			if l.cfg.MappedHotBytes > 0 && l.cfg.ReleaseInterval > 0 && now.Sub(lastRelease) >= l.cfg.ReleaseInterval {
+				l.ReleaseCold()
+				lastRelease = now
+			}
 		}
 	}
+}
+
+// ReleaseCold gives back the resident mapped pages more than MappedHotBytes
+// below the write position, and returns how many bytes of mappings it
+// covered. Reads go on through the same mappings: they fault the pages in
+// again from the page cache. Without this the mappings of everything the
+// dispatcher and consumers ever read stay in the broker's RSS.
+func (l *Log) ReleaseCold() int64 {
+	keepFrom := l.written.Load() - l.cfg.MappedHotBytes
+	var segs []*segment
+	l.segMu.RLock()
+	for _, s := range l.segs {
+		if s.base < keepFrom && s.acquire() {
+			segs = append(segs, s)
+		}
+	}
+	l.segMu.RUnlock()
+	var covered int64
+	for _, s := range segs {
+		if r, ok := s.mapping.(vfs.PageReleaser); ok {
+			n := min(s.size, keepFrom-s.base) / pageSize * pageSize
+			if err := r.ReleasePages(0, int(n)); err != nil {
+				l.log.Debug("release mapped pages", "segment", s.path, "err", err)
+			} else {
+				covered += n
+			}
+		}
+		if err := s.release(); err != nil {
+			l.log.Warn("close segment", "segment", s.path, "err", err)
+		}
+	}
+	return covered
 }
 
 // Flush fsyncs everything written so far and persists the checkpoint.

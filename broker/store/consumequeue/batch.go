@@ -76,8 +76,11 @@ func (b *Batch) Commit() error {
 		if err := b.b.Set(metaKey(id.Topic, id.QueueID, metaMax), v, nil); err != nil {
 			return err
 		}
+		// A queue's min record is written only when it is not 0 (an
+		// absent one loads as 0): a million new lite topics then cost two
+		// keys each (entry, max), not three.
 		old, existed := b.s.State(id.Topic, id.QueueID)
-		if !existed || old.Min != st.Min {
+		if existed && old.Min != st.Min || !existed && st.Min != 0 {
 			if err := b.b.Set(metaKey(id.Topic, id.QueueID, metaMin), binary.BigEndian.AppendUint64(nil, uint64(st.Min)), nil); err != nil {
 				return err
 			}

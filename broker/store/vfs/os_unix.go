@@ -30,6 +30,19 @@ func (m *osMapping) Close() error {
 	return err
 }
 
+// ReleasePages drops the resident pages of [off, off+n) from this process
+// (whole pages only).
+func (m *osMapping) ReleasePages(off, n int) error {
+	if m.b == nil || n <= 0 {
+		return nil
+	}
+	end := min(off+n, len(m.b))
+	if off < 0 || off >= end {
+		return nil
+	}
+	return syscall.Madvise(m.b[off:end], syscall.MADV_DONTNEED)
+}
+
 // Mmap maps the first size bytes read-only and shared, so bytes written
 // with WriteAt are visible through the mapping (one page cache).
 func (f osFile) Mmap(size int) (Mapping, error) {

@@ -43,6 +43,14 @@ type Mapping interface {
 	Close() error
 }
 
+// PageReleaser is implemented by mappings that can give resident pages
+// back (madvise MADV_DONTNEED): the pages leave the process's RSS, the page
+// cache keeps them, and a later read faults them in again with the same
+// bytes (the mappings are read-only and shared).
+type PageReleaser interface {
+	ReleasePages(off, n int) error
+}
+
 // Mmapper is implemented by files that can be mapped for reading. Callers
 // fall back to ReadAt when a File does not implement it.
 type Mmapper interface {

@@ -68,8 +68,8 @@ func envInt(t *testing.T, k string, def int) int {
 
 func loadConfig(t *testing.T) config {
 	return config{
-		perRound:   envInt(t, "LITE_BENCH_PER_ROUND", 500_000),
-		rounds:     envInt(t, "LITE_BENCH_ROUNDS", 2),
+		perRound:   envInt(t, "LITE_BENCH_PER_ROUND", 250_000),
+		rounds:     envInt(t, "LITE_BENCH_ROUNDS", 4),
 		senders:    envInt(t, "LITE_BENCH_SENDERS", 32),
 		body:       envInt(t, "LITE_BENCH_BODY", 1024),
 		create:     envInt(t, "LITE_BENCH_CREATE", 1_000_000),
