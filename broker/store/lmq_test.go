@@ -335,3 +335,59 @@ func TestDeleteLmqsWhere(t *testing.T) {
 		t.Fatalf("count %d", s.LmqCount())
 	}
 }
+
+// TestConcurrentLiteAppendsKeepOrder: lite sends racing for the same LMQs
+// (the LMQ lock is released once a record has its place in the log, before
+// the write) still get LMQ offsets in physical order, each record carrying
+// the offset of its LMQ entry, with no gap or duplicate.
+func TestConcurrentLiteAppendsKeepOrder(t *testing.T) {
+	s := openStore(t, testConfig(t.TempDir()))
+	defer s.Close()
+	ctx := context.Background()
+	lmqs := []string{"%LMQ%$P$a", "%LMQ%$P$b", "%LMQ%$P$c"}
+	const writers, each = 8, 100
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				if _, err := s.PutMessage(ctx, liteMsg(lmqs[(w+i)%len(lmqs)])); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	total := int64(0)
+	for _, l := range lmqs {
+		s.lmq.mu.Lock()
+		n, _ := s.lmq.nextOf(l)
+		s.lmq.mu.Unlock()
+		total += n
+		waitDispatched(t, s, l, 0, n)
+		res, err := s.GetMessage(ctx, l, 0, 0, int(n), 0, nil)
+		if err != nil || len(res.Records) != int(n) {
+			t.Fatalf("%s: %d records of %d: %v", l, len(res.Records), n, err)
+		}
+		lastPhy := int64(-1)
+		for i, rec := range res.Records {
+			m, _, err := message.DecodeStored(rec, message.DecodeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Property(message.PropertyInnerMultiQueueOffset) != fmt.Sprint(res.QueueOffsets[i]) || res.QueueOffsets[i] != int64(i) {
+				t.Fatalf("%s entry %d: queue offset %d, record says %q", l, i, res.QueueOffsets[i], m.Property(message.PropertyInnerMultiQueueOffset))
+			}
+			if m.CommitLogOffset <= lastPhy {
+				t.Fatalf("%s entry %d at CommitLog offset %d, after %d", l, i, m.CommitLogOffset, lastPhy)
+			}
+			lastPhy = m.CommitLogOffset
+		}
+		res.Release()
+	}
+	if total != writers*each {
+		t.Fatalf("%d LMQ entries, want %d", total, writers*each)
+	}
+}

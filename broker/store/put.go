@@ -183,18 +183,28 @@ func (s *Store) putMultiDispatch(ctx context.Context, msgs []*message.Message, t
 		t.mu.Unlock()
 		return commitlog.AppendResult{}, err
 	}
-	res, err := s.cl.AppendWith(ctx, rec, commitlog.AppendOptions{NoFlushWait: true})
-	if err != nil {
+	// The LMQ lock is held until the records have their place in the log
+	// (offsets follow physical order), not until they are written: lite
+	// sends then share the CommitLog's batched writes as plain ones do. A
+	// write that fails after that leaves the log not writable; the offsets
+	// it took are rebuilt from the consume queue on restart.
+	locked := true
+	res, err := s.cl.AppendWith(ctx, rec, commitlog.AppendOptions{NoFlushWait: true, Positioned: func(_, end int64) {
+		for n, o := range next {
+			t.next[n] = o
+		}
+		t.count += newCount
+		t.appends++
+		t.lastEnd = end
 		t.mu.Unlock()
+		locked = false
+	}})
+	if locked {
+		t.mu.Unlock()
+	}
+	if err != nil {
 		return res, err
 	}
-	for n, o := range next {
-		t.next[n] = o
-	}
-	t.count += newCount
-	t.appends++
-	t.lastEnd = res.End()
-	t.mu.Unlock()
 	if s.cl.Config().FlushDiskType == commitlog.SyncFlush {
 		if err := s.cl.WaitFlushed(ctx, res.End()); err != nil {
 			return res, err

@@ -29,6 +29,13 @@ type AppendOptions struct {
 	// NoFlushWait returns once bytes are in the page cache even under
 	// SYNC_FLUSH (a producer that sent WAIT=false).
 	NoFlushWait bool
+	// Positioned, when set, is called once the records have their place
+	// in the log ([start, end)), before they are written, under the log's
+	// lock (it must not call back into the log). A caller that orders
+	// state of its own by physical position (LMQ offsets) releases its
+	// own lock there, so the next append can join the same write instead
+	// of waiting for this one's.
+	Positioned func(start, end int64)
 }
 
 // Append appends one or more stored records (pkg/message encoded,
@@ -80,6 +87,9 @@ func (l *Log) AppendWith(ctx context.Context, recs []byte, opts AppendOptions) (
 	}
 	l.next += total
 	l.active.touch(now)
+	if opts.Positioned != nil {
+		opts.Positioned(start, l.next)
+	}
 	err = l.waitWrittenLocked(l.next)
 	l.mu.Unlock()
 	if err != nil {
