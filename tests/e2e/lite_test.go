@@ -304,25 +304,38 @@ func TestLiteTopicSeedFlow(t *testing.T) {
 		}
 		return nil
 	})
-	checkGone := func(when string) {
-		t.Helper()
+	gone := func() error {
 		gi, err := adm.GetLiteGroupInfo(ctx, bp.Addr, liteGroup, liteName, 20)
 		if err != nil || gi.TotalLagCount != -1 || gi.LiteTopicOffsetWrapper != nil {
-			t.Fatalf("%s: group offset survived: %+v %v", when, gi, err)
+			return fmt.Errorf("group offset survived: %+v %v", gi, err)
 		}
 		bi, err := adm.GetBrokerLiteInfo(ctx, bp.Addr)
 		if err != nil || bi.CurrentLmqNum != 0 {
-			t.Fatalf("%s: broker lite info %+v %v", when, bi, err)
+			return fmt.Errorf("broker lite info %+v %v", bi, err)
 		}
 		pi, err := adm.GetParentTopicInfo(ctx, bp.Addr, liteParent)
 		if err != nil || pi.LiteTopicCount != 0 {
-			t.Fatalf("%s: parent info %+v %v", when, pi, err)
+			return fmt.Errorf("parent info %+v %v", pi, err)
+		}
+		return nil
+	}
+	checkGone := func(when string) {
+		t.Helper()
+		if err := gone(); err != nil {
+			t.Fatalf("%s: %v", when, err)
 		}
 	}
-	checkGone("after expiry")
-	if ci, err := adm.GetLiteClientInfo(ctx, bp.Addr, liteParent, liteGroup, "client-1", 0); err != nil || ci.LiteTopicCount != 0 {
-		t.Fatalf("subscription survived: %+v %v", ci, err)
-	}
+	// The queue goes first, then the sweep's cascade (index, offsets,
+	// subscriptions).
+	harness.Eventually(t, 5*time.Second, func() error {
+		if err := gone(); err != nil {
+			return err
+		}
+		if ci, err := adm.GetLiteClientInfo(ctx, bp.Addr, liteParent, liteGroup, "client-1", 0); err != nil || ci.LiteTopicCount != 0 {
+			return fmt.Errorf("subscription survived: %+v %v", ci, err)
+		}
+		return nil
+	})
 	// The keys are gone from Pebble too: a restart (which rebuilds the
 	// queue table from them) does not bring the lite topic back.
 	time.Sleep(time.Second) // one offset flush
