@@ -305,7 +305,9 @@ func TestDeleteLmqsWhere(t *testing.T) {
 	}
 	// Every round dispatched, not just w699's: one round updates its
 	// queues in map order, so w699 may be visible before the others.
-	for deadline := time.Now().Add(5 * time.Second); s.ConsumeQueue().DispatchedOffset() < s.CommitLog().MaxOffset(); time.Sleep(time.Millisecond) {
+	// and the round's bookkeeping after its commit (the LMQ creation count,
+	// which the run deletion compares).
+	for deadline := time.Now().Add(5 * time.Second); s.ConsumeQueue().DispatchedOffset() < s.CommitLog().MaxOffset() || s.lmqCreated.Load() < 700; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("dispatch did not catch up")
 		}
