@@ -464,7 +464,7 @@ func sweepPhase(ctx context.Context, t *testing.T, c *harness.Cluster, b *harnes
 		t.Fatalf("lower the expiration: %v\n%s", err, out)
 	}
 	var line []string
-	harness.Eventually(t, 60*time.Second, func() error {
+	harness.Eventually(t, 5*time.Minute, func() error {
 		f, err := os.Open(b.Proc.LogPath)
 		if err != nil {
 			return err
