@@ -98,6 +98,30 @@ func (t *lmqTable) nextOf(name string) (int64, bool) {
 	return st.Max, !ok || st.Max == 0
 }
 
+// prune drops the next offsets that a committed dispatch round caught up
+// with: next then equals the consume queue's max, which nextOf reads
+// instead. next keeps only LMQs with appends not dispatched yet, so it
+// stays small with millions of LMQs and the sweep has nothing to delete
+// from it.
+func (t *lmqTable) prune(arrivals []arrival) {
+	locked := false
+	for _, a := range arrivals {
+		if a.queueID != 0 || !isLmq(a.topic) {
+			continue
+		}
+		if !locked {
+			t.mu.Lock()
+			locked = true
+		}
+		if next, ok := t.next[a.topic]; ok && next == a.offset+1 {
+			delete(t.next, a.topic)
+		}
+	}
+	if locked {
+		t.mu.Unlock()
+	}
+}
+
 // Forget drops an LMQ that the lifecycle manager deleted.
 func (t *lmqTable) forget(name string) {
 	t.mu.Lock()

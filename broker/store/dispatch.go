@@ -56,13 +56,22 @@ func (s *Store) dispatchLoop() {
 // dispatchOnce runs one round; progressed reports whether the dispatched
 // offset moved.
 func (s *Store) dispatchOnce() (progressed bool, err error) {
+	arrivals, progressed, err := s.dispatchRound()
+	if progressed {
+		s.lmq.prune(arrivals)
+	}
+	return progressed, err
+}
+
+// dispatchRound writes one round and returns its arrivals.
+func (s *Store) dispatchRound() (arrivals []arrival, progressed bool, err error) {
 	// DeleteLmqs range-deletes runs of LMQs: no round may be half-committed
 	// meanwhile (see lmqCreated).
 	s.dispatchMu.Lock()
 	defer s.dispatchMu.Unlock()
 	from := s.cq.DispatchedOffset()
 	if from >= s.cl.MaxOffset() {
-		return false, nil
+		return nil, false, nil
 	}
 	if min := s.cl.MinOffset(); from < min {
 		// Files below the checkpoint were deleted while we were behind:
@@ -72,7 +81,6 @@ func (s *Store) dispatchOnce() (progressed bool, err error) {
 	it := s.cl.NewIterator(from, commitlog.IteratorOptions{})
 	defer it.Close()
 	b := s.cq.NewBatch()
-	var arrivals []arrival
 	n := 0
 	for n < s.cfg.DispatchBatch {
 		rec, err := it.Next()
@@ -81,22 +89,22 @@ func (s *Store) dispatchOnce() (progressed bool, err error) {
 		}
 		if err != nil {
 			b.Abort()
-			return false, err
+			return nil, false, err
 		}
 		n++
 		if err := s.dispatchRecord(b, rec.Offset, rec.View, &arrivals); err != nil {
 			b.Abort()
-			return false, err
+			return nil, false, err
 		}
 	}
 	end := it.Offset()
 	if end <= s.cq.DispatchedOffset() {
 		b.Abort()
-		return false, nil
+		return nil, false, nil
 	}
 	b.SetDispatched(end)
 	if err := b.Commit(); err != nil {
-		return false, err
+		return nil, false, err
 	}
 	for _, id := range b.Created() {
 		if isLmq(id.Topic) {
@@ -105,7 +113,7 @@ func (s *Store) dispatchOnce() (progressed bool, err error) {
 	}
 	s.notifyLmq(b.Created(), arrivals)
 	s.notify(arrivals)
-	return true, nil
+	return arrivals, true, nil
 }
 
 func (s *Store) dispatchRecord(b *consumequeue.Batch, phy int64, v message.View, arrivals *[]arrival) error {
