@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
@@ -83,11 +84,12 @@ func (s *Store) DeleteLmqs(names []string, del func(lmq string, st consumequeue.
 	if len(names) >= rangeDeleteMin {
 		return s.deleteLmqRuns(names, del)
 	}
-	return s.deleteLmqPoints(names, del)
+	return s.deleteLmqPoints(names, 0, del)
 }
 
-// deleteLmqPoints deletes LMQs one by one (point deletes).
-func (s *Store) deleteLmqPoints(names []string, del func(lmq string, st consumequeue.QueueState) bool) ([]string, error) {
+// deleteLmqPoints deletes LMQs one by one (point deletes). With a mark
+// (not 0), only LMQs that still carry it go; the others lose it.
+func (s *Store) deleteLmqPoints(names []string, mark uint32, del func(lmq string, st consumequeue.QueueState) bool) ([]string, error) {
 	var out []string
 	t := s.lmq
 	for start := 0; start < len(names); start += lmqDeleteChunk {
@@ -98,20 +100,27 @@ func (s *Store) deleteLmqPoints(names []string, del func(lmq string, st consumeq
 			if !isLmq(n) {
 				continue
 			}
-			st, ok := s.cq.State(n, 0)
+			id := consumequeue.QueueID{Topic: n, QueueID: 0}
+			st, marked, ok := s.cq.StateMark(id, mark)
 			if !ok {
 				continue
 			}
-			if next, ok := t.next[n]; ok && next != st.Max {
+			if next, ok := t.next[n]; (ok && next != st.Max) || (mark != 0 && !marked) || (del != nil && !del(n, st)) {
+				if mark != 0 {
+					s.cq.Unmark(id, mark)
+				}
 				continue
 			}
-			if del != nil && !del(n, st) {
-				continue
-			}
-			ids = append(ids, consumequeue.QueueID{Topic: n, QueueID: 0})
+			ids = append(ids, id)
 		}
 		if err := s.cq.DeleteQueues(ids); err != nil {
 			t.mu.Unlock()
+			if mark != 0 {
+				// Nothing of the rest is deleted: no mark may outlive this.
+				for _, n := range names[start:] {
+					s.cq.Unmark(consumequeue.QueueID{Topic: n, QueueID: 0}, mark)
+				}
+			}
 			return out, fmt.Errorf("store: delete LMQs: %w", err)
 		}
 		deleted := make([]string, 0, len(ids))
@@ -155,7 +164,7 @@ func (s *Store) deleteLmqRuns(names []string, del func(lmq string, st consumeque
 		}
 	}
 	// Every other queue that could sit between two names splits runs.
-	var others []string
+	others := newNameSorter()
 	s.cq.Range(func(id consumequeue.QueueID, _ consumequeue.QueueState) bool {
 		if !isLmq(id.Topic) {
 			return true
@@ -165,15 +174,18 @@ func (s *Store) deleteLmqRuns(names []string, del func(lmq string, st consumeque
 			delete(want, id.Topic)
 		}
 		if id.QueueID != 0 || !want[id.Topic] {
-			others = append(others, id.Topic)
+			others.add(id.Topic)
 		}
 		return true
 	})
-	sorted := make([]string, 0, len(want))
+	picked := newNameSorter()
+	ids := make([]consumequeue.QueueID, 0, len(want))
 	for n := range want {
-		sorted = append(sorted, n)
+		picked.add(n)
+		ids = append(ids, consumequeue.QueueID{Topic: n, QueueID: 0})
 	}
-	return s.deleteRuns(seq, quietSince{}, sorted, others, del)
+	mark := s.cq.MarkNames(ids)
+	return s.deleteRuns(seq, quietSince{}, mark, picked.sorted(), others.sorted(), del)
 }
 
 // DeleteLmqsWhere deletes, in one pass over the in-memory queue table,
@@ -188,7 +200,6 @@ func (s *Store) DeleteLmqsWhere(pick, recheck func(lmq string, st consumequeue.Q
 	if recheck == nil {
 		recheck = pick
 	}
-	seq := s.lmqCreated.Load()
 	// Quiet: every LMQ append so far is dispatched, so the pass below sees
 	// final states; while no LMQ append follows, they stay final and the
 	// per-LMQ re-check can be skipped.
@@ -196,40 +207,47 @@ func (s *Store) DeleteLmqsWhere(pick, recheck func(lmq string, st consumequeue.Q
 	appends, lastEnd := s.lmq.appends, s.lmq.lastEnd
 	s.lmq.mu.Unlock()
 	quiet := s.cq.DispatchedOffset() >= lastEnd
-	var names, others []string
-	nonLmqShape := map[string]bool{}
-	s.cq.Range(func(id consumequeue.QueueID, st consumequeue.QueueState) bool {
-		if !isLmq(id.Topic) {
-			return true
+	// Pass 1 allocates nothing for a sweep that picks nothing (the usual
+	// one, every liteTtlCheckInterval over millions of LMQs).
+	var picked nameSorter
+	mark := s.cq.MarkWhere(func(id consumequeue.QueueID, st consumequeue.QueueState) bool {
+		if id.QueueID != 0 || !isLmq(id.Topic) || !pick(id.Topic, st) {
+			return false
 		}
-		if id.QueueID != 0 {
-			nonLmqShape[id.Topic] = true
-			others = append(others, id.Topic)
-			return true
-		}
-		if pick(id.Topic, st) {
-			names = append(names, id.Topic)
-		} else {
-			others = append(others, id.Topic)
-		}
+		picked.add(id.Topic)
 		return true
 	})
-	if len(nonLmqShape) > 0 {
-		kept := names[:0]
-		for _, n := range names {
-			if nonLmqShape[n] {
-				others = append(others, n)
-			} else {
-				kept = append(kept, n)
-			}
-		}
-		names = kept
+	if picked.len() < rangeDeleteMin {
+		// The marks stay unused: only DeleteMarked with this mark reads
+		// them, and deleteLmqPoints deletes by name.
+		return s.deleteLmqPoints(picked.names(), mark, recheck)
 	}
-	if len(names) < rangeDeleteMin {
-		return s.deleteLmqPoints(names, recheck)
+	// Pass 2, for the runs: every other LMQ-named queue splits them. LMQs
+	// created from here on are caught by the creation count.
+	seq := s.lmqCreated.Load()
+	var others nameSorter
+	nonLmqShape := map[string]bool{}
+	s.cq.RangeUnmarked(mark, func(id consumequeue.QueueID, _ consumequeue.QueueState) {
+		if isLmq(id.Topic) {
+			if id.QueueID != 0 {
+				nonLmqShape[id.Topic] = true
+			}
+			others.add(id.Topic)
+		}
+	})
+	if len(nonLmqShape) > 0 {
+		// Not an LMQ shape (a queue other than 0): keep the whole topic.
+		picked.filter(func(n string) bool {
+			if nonLmqShape[n] {
+				s.cq.Unmark(consumequeue.QueueID{Topic: n, QueueID: 0}, mark)
+				others.add(n)
+				return false
+			}
+			return true
+		})
 	}
 	q := quietSince{ok: quiet, appends: appends}
-	return s.deleteRuns(seq, q, names, others, recheck)
+	return s.deleteRuns(seq, q, mark, picked.sorted(), others.sorted(), recheck)
 }
 
 // quietSince says that the caller saw final LMQ states while the append
@@ -239,13 +257,16 @@ type quietSince struct {
 	appends uint64
 }
 
-// deleteRuns deletes names (unsorted) by runs; others are every other
-// LMQ-named queue seen since the LMQ creation count was seq.
-func (s *Store) deleteRuns(seq int64, quiet quietSince, names, others []string, del func(lmq string, st consumequeue.QueueState) bool) ([]string, error) {
-	sorted := names
-	slices.Sort(sorted)
+// deleteRuns deletes names (sorted, marked with mark in the consume
+// queue's table) by runs; others (sorted) are every other LMQ-named queue
+// seen since the LMQ creation count was seq. Each chunk of names, under the
+// LMQ lock with no dispatch round in flight, range-deletes the keys of the
+// names that still qualify (unmarking the others); then dropMarked drops
+// the marked queues from memory shard by shard. A message appended to a
+// queue in between keeps it (its dispatch clears the mark, or it is in
+// flight when dropMarked looks), with its new entries after the tombstones.
+func (s *Store) deleteRuns(seq int64, quiet quietSince, mark uint32, sorted, others []string, del func(lmq string, st consumequeue.QueueState) bool) ([]string, error) {
 	sorted = slices.Compact(sorted)
-	slices.Sort(others)
 	// split[i] is true when an other queue lies between sorted[i-1] and
 	// sorted[i].
 	split := make([]bool, len(sorted))
@@ -258,7 +279,13 @@ func (s *Store) deleteRuns(seq int64, quiet quietSince, names, others []string, 
 			j++
 		}
 	}
-	var out []string
+	unmarkFrom := func(i int) {
+		for _, n := range sorted[i:] {
+			s.cq.Unmark(consumequeue.QueueID{Topic: n, QueueID: 0}, mark)
+		}
+	}
+	var rest []string
+	var err error
 	t := s.lmq
 	for start := 0; start < len(sorted); start += lmqRunChunk {
 		end := min(start+lmqRunChunk, len(sorted))
@@ -267,8 +294,9 @@ func (s *Store) deleteRuns(seq int64, quiet quietSince, names, others []string, 
 		if s.lmqCreated.Load() != seq {
 			s.dispatchMu.Unlock()
 			t.mu.Unlock()
-			rest, err := s.deleteLmqPoints(sorted[start:], del)
-			return append(out, rest...), err
+			// A new LMQ may sit inside a run: the rest the point way.
+			rest, err = s.deleteLmqPoints(sorted[start:], mark, del)
+			break
 		}
 		// No LMQ changed since the caller's pass: its choice stands.
 		unchanged := quiet.ok && t.appends == quiet.appends
@@ -276,11 +304,12 @@ func (s *Store) deleteRuns(seq int64, quiet quietSince, names, others []string, 
 		var run []consumequeue.QueueID
 		for i := start; i < end; i++ {
 			n := sorted[i]
+			id := consumequeue.QueueID{Topic: n, QueueID: 0}
 			if split[i] && len(run) > 0 {
 				runs, run = append(runs, run), nil
 			}
 			if !unchanged {
-				st, ok := s.cq.State(n, 0)
+				st, marked, ok := s.cq.StateMark(id, mark)
 				if !ok {
 					continue // gone already: its keys are not there either
 				}
@@ -288,42 +317,75 @@ func (s *Store) deleteRuns(seq int64, quiet quietSince, names, others []string, 
 				if inFlight && next == st.Max {
 					inFlight = false
 				}
-				if inFlight || (del != nil && !del(n, st)) {
-					// Kept: it splits the run.
+				if !marked || inFlight || (del != nil && !del(n, st)) {
+					// Kept (a dispatched entry cleared the mark, or one is
+					// on its way): it splits the run.
+					s.cq.Unmark(id, mark)
 					if len(run) > 0 {
 						runs, run = append(runs, run), nil
 					}
 					continue
 				}
 			}
-			run = append(run, consumequeue.QueueID{Topic: n, QueueID: 0})
+			run = append(run, id)
 		}
 		if len(run) > 0 {
 			runs = append(runs, run)
 		}
-		gone, err := s.cq.DeleteRuns(runs)
+		derr := s.cq.DeleteRunKeys(runs)
 		s.dispatchMu.Unlock()
-		if err != nil {
-			t.mu.Unlock()
-			return out, fmt.Errorf("store: delete LMQs: %w", err)
+		t.mu.Unlock()
+		if derr != nil {
+			// The batch did not commit: these keys are all still there.
+			unmarkFrom(start)
+			err = fmt.Errorf("store: delete LMQs: %w", derr)
+			break
 		}
-		deleted := make([]string, 0, len(gone))
-		for _, id := range gone {
-			delete(t.next, id.Topic)
-			if t.count > 0 {
-				t.count--
+		// Let waiting goroutines (sends) run between chunks rather than
+		// at the scheduler's 10 ms preemption.
+		runtime.Gosched()
+	}
+	out := s.dropMarked(mark, len(sorted))
+	return append(out, rest...), err
+}
+
+// dropMarked drops the queues that still carry mark (about expect of
+// them) from the consume queue's table, one shard at a time under the LMQ
+// lock with no dispatch round in flight, and tells the LMQ listeners. An
+// LMQ with an append not dispatched yet is kept.
+func (s *Store) dropMarked(mark uint32, expect int) []string {
+	out := make([]string, 0, expect)
+	t := s.lmq
+	for k := 0; k < s.cq.ShardCount(); k++ {
+		t.mu.Lock()
+		s.dispatchMu.Lock()
+		for n, next := range t.next {
+			id := consumequeue.QueueID{Topic: n, QueueID: 0}
+			if s.cq.ShardOf(id) != k {
+				continue
 			}
-			deleted = append(deleted, id.Topic)
+			st, ok := s.cq.State(n, 0)
+			switch {
+			case !ok:
+			case next == st.Max:
+				delete(t.next, n) // dispatched: the consume queue says as much
+			default:
+				s.cq.Unmark(id, mark)
+			}
 		}
+		from := len(out)
+		out = s.cq.DeleteMarked(k, mark, out)
+		t.count = max(0, t.count-(len(out)-from))
+		s.dispatchMu.Unlock()
 		t.mu.Unlock()
 		for _, l := range s.lmqListenerList() {
-			for _, n := range deleted {
+			for _, n := range out[from:] {
 				l.OnLmqDeleted(n)
 			}
 		}
-		out = append(out, deleted...)
+		runtime.Gosched()
 	}
-	return out, nil
+	return out
 }
 
 // lmqRunChunk bounds the LMQs of one locked step of deleteLmqRuns.

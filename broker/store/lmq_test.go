@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -391,5 +392,131 @@ func TestConcurrentLiteAppendsKeepOrder(t *testing.T) {
 	}
 	if total != writers*each {
 		t.Fatalf("%d LMQ entries, want %d", total, writers*each)
+	}
+}
+
+// TestDeleteLmqsWhereRacingAppends: lite messages keep arriving, to LMQs
+// being swept and to new ones, while a sweep deletes every LMQ idle since
+// before it began (the keys by runs, then the in-memory table by mark). No message
+// appended after the sweep began is lost, every LMQ left in memory still
+// has its newest entry in Pebble, and every LMQ the sweep reported deleted
+// that got no later message has no entry left.
+func TestDeleteLmqsWhereRacingAppends(t *testing.T) {
+	for round := 0; round < 6; round++ {
+		s := openStore(t, testConfig(t.TempDir()))
+		ctx := context.Background()
+		const n = 3000
+		name := func(i int) string { return fmt.Sprintf("%%LMQ%%$P$r%05d", i) }
+		// Rounds 3–5 re-check with a rule that agrees to everything: a
+		// queue that got a message after the pass must still be kept (its
+		// mark is gone).
+		var recheck func(string, consumequeue.QueueState) bool
+		if round >= 3 {
+			recheck = func(string, consumequeue.QueueState) bool { return true }
+		}
+		for i := 0; i < n; i++ {
+			if _, err := s.PutMessage(ctx, liteMsg(name(i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for deadline := time.Now().Add(5 * time.Second); s.ConsumeQueue().DispatchedOffset() < s.CommitLog().MaxOffset() || s.lmqCreated.Load() < n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("dispatch did not catch up")
+			}
+		}
+		// The rule is expiry's: stored before the sweep began.
+		startMs := time.Now().UnixMilli()
+		time.Sleep(3 * time.Millisecond)
+		expired := func(_ string, st consumequeue.QueueState) bool { return st.LastStoreTime <= startMs }
+		type sent struct {
+			lmq string
+			off int64
+		}
+		var mu sync.Mutex
+		var late []sent
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for w := 0; w < 4; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					// Mostly existing LMQs, some new ones between them.
+					l := name((w*7919 + i*104729) % n)
+					if i%5 == 0 {
+						l = fmt.Sprintf("%%LMQ%%$P$r%05d-new%d-%d", (i*31)%n, w, i)
+					}
+					m := liteMsg(l)
+					if _, err := s.PutMessage(ctx, m); err != nil {
+						t.Error(err)
+						return
+					}
+					off, err := strconv.ParseInt(m.Properties[message.PropertyInnerMultiQueueOffset], 10, 64)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					late = append(late, sent{l, off})
+					mu.Unlock()
+				}
+			}()
+		}
+		time.Sleep(time.Duration(round%3) * time.Millisecond)
+		got, err := s.DeleteLmqsWhere(expired, recheck)
+		close(stop)
+		wg.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(5 * time.Second); s.ConsumeQueue().DispatchedOffset() < s.CommitLog().MaxOffset(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("dispatch did not catch up")
+			}
+		}
+		if len(got) == 0 {
+			t.Fatal("the sweep deleted nothing")
+		}
+		lateLmq := map[string]bool{}
+		for _, m := range late {
+			lateLmq[m.lmq] = true
+			if _, ok, err := s.ConsumeQueue().Entry(m.lmq, 0, m.off); err != nil || !ok {
+				t.Fatalf("round %d: %s offset %d appended during the sweep is gone (%v)", round, m.lmq, m.off, err)
+			}
+			if st, ok := s.ConsumeQueue().State(m.lmq, 0); !ok || st.Max <= m.off {
+				t.Fatalf("round %d: %s offset %d: state %+v %v", round, m.lmq, m.off, st, ok)
+			}
+		}
+		count := 0
+		s.ConsumeQueue().Range(func(id consumequeue.QueueID, st consumequeue.QueueState) bool {
+			if isLmq(id.Topic) {
+				count++
+				if _, ok, _ := s.ConsumeQueue().Entry(id.Topic, 0, st.Max-1); !ok {
+					t.Errorf("round %d: %s in memory (max %d) without its newest entry", round, id.Topic, st.Max)
+				}
+			}
+			return true
+		})
+		for _, l := range got {
+			if lateLmq[l] {
+				continue
+			}
+			if _, ok := s.ConsumeQueue().State(l, 0); ok {
+				t.Fatalf("round %d: %s reported deleted, still in memory", round, l)
+			}
+			if _, ok, _ := s.ConsumeQueue().Entry(l, 0, 0); ok {
+				t.Fatalf("round %d: %s reported deleted, entry left", round, l)
+			}
+		}
+		if s.LmqCount() != count {
+			t.Fatalf("round %d: LMQ count %d, %d in memory", round, s.LmqCount(), count)
+		}
+		t.Logf("round %d: deleted %d, %d appended meanwhile, %d left", round, len(got), len(late), count)
+		s.Close()
 	}
 }

@@ -51,6 +51,7 @@ func (b *Batch) Put(topic string, qid int32, e Entry) error {
 	}
 	st.LastPhyOffset = e.CommitLogOffset
 	st.LastStoreTime = e.StoreTimestamp
+	st.sweep = 0 // a queue that got an entry is no longer what a deletion chose
 	b.updates[id] = st
 	if err := b.b.Set(entryKey(topic, qid, e.Offset), encodeEntry(e), nil); err != nil {
 		return fmt.Errorf("consumequeue: batch put: %w", err)

@@ -2,6 +2,7 @@ package consumequeue
 
 import (
 	"fmt"
+	"runtime"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -57,14 +58,96 @@ func (s *Store) DeleteQueues(ids []QueueID) error {
 	return nil
 }
 
-// DeleteRuns removes runs of queues with two range deletes per run (one in
-// the entry key space, one in the min/max key space) and drops them from
-// the in-memory table; it returns the queues that were in the table. Each
-// run lists queues in key order whose keys are contiguous: the caller
-// guarantees that no other queue's keys lie between the first and the last
-// topic of a run. A million expired lite topics are then a few hundred
-// range tombstones instead of millions of point deletes.
-func (s *Store) DeleteRuns(runs [][]QueueID) ([]QueueID, error) {
+// Deleting many queues (the lite sweep) goes in three steps so that the
+// in-memory table is touched in its own order, with its entries in cache,
+// rather than once per name in key order:
+//
+//  1. MarkWhere marks the chosen queues in one pass over the table.
+//  2. DeleteRunKeys range-deletes their keys, run by run in key order;
+//     Unmark takes back the queues that the caller keeps after all.
+//  3. DeleteMarked drops the still-marked queues, shard by shard.
+//
+// A dispatched entry clears its queue's mark, so a queue that got a message
+// after step 1 survives step 3 (its new entries come after the range
+// tombstones and are kept).
+
+// MarkWhere marks, under each shard's lock, every queue for which pick
+// (called with its state; it must not call back into the Store) returns
+// true, and returns the mark.
+func (s *Store) MarkWhere(pick func(id QueueID, st QueueState) bool) uint32 {
+	mark := s.sweepEpoch.Add(1)
+	if mark == 0 {
+		mark = s.sweepEpoch.Add(1)
+	}
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for id, st := range sh.queues {
+			if pick(id, st) {
+				st.sweep = mark
+				sh.queues[id] = st
+			}
+		}
+		sh.mu.Unlock()
+		runtime.Gosched() // a shard at a time: let sends run in between
+	}
+	return mark
+}
+
+// RangeUnmarked calls f for every queue that does not carry mark, under
+// the shard's read lock (f must not call back into the Store). The marked
+// ones are skipped without reading their names.
+func (s *Store) RangeUnmarked(mark uint32, f func(id QueueID, st QueueState)) {
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.RLock()
+		for id, st := range sh.queues {
+			if st.sweep != mark {
+				f(id, st)
+			}
+		}
+		sh.mu.RUnlock()
+		runtime.Gosched()
+	}
+}
+
+// MarkNames marks the named queues that exist and returns the mark.
+func (s *Store) MarkNames(ids []QueueID) uint32 {
+	mark := s.sweepEpoch.Add(1)
+	if mark == 0 {
+		mark = s.sweepEpoch.Add(1)
+	}
+	for _, id := range ids {
+		sh := s.shard(id)
+		sh.mu.Lock()
+		if st, ok := sh.queues[id]; ok {
+			st.sweep = mark
+			sh.queues[id] = st
+		}
+		sh.mu.Unlock()
+	}
+	return mark
+}
+
+// Unmark takes a queue out of the deletion that marked it.
+func (s *Store) Unmark(id QueueID, mark uint32) {
+	sh := s.shard(id)
+	sh.mu.Lock()
+	if st, ok := sh.queues[id]; ok && st.sweep == mark {
+		st.sweep = 0
+		sh.queues[id] = st
+	}
+	sh.mu.Unlock()
+}
+
+// DeleteRunKeys removes runs of queues with two range deletes per run (one
+// in the entry key space, one in the min/max key space); the in-memory
+// table is DeleteMarked's. Each run lists queues in key order whose keys
+// are contiguous: the caller guarantees that no other queue's keys lie
+// between the first and the last topic of a run. A million expired lite
+// topics are then a few hundred range tombstones instead of millions of
+// point deletes.
+func (s *Store) DeleteRunKeys(runs [][]QueueID) error {
 	b := s.db.NewBatch()
 	defer b.Close()
 	n := 0
@@ -75,25 +158,66 @@ func (s *Store) DeleteRuns(runs [][]QueueID) ([]QueueID, error) {
 		first, last := run[0].Topic, run[len(run)-1].Topic
 		for _, p := range []byte{kv.PrefixConsumeQueue, kv.PrefixQueueMeta} {
 			if err := b.DeleteRange(topicPrefix(p, first), kv.PrefixEnd(topicPrefix(p, last)), nil); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		n += len(run)
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
-		return nil, fmt.Errorf("consumequeue: delete %d queues in %d runs: %w", n, len(runs), err)
+		return fmt.Errorf("consumequeue: delete %d queues in %d runs: %w", n, len(runs), err)
 	}
-	out := make([]QueueID, 0, n)
-	for _, run := range runs {
-		for _, id := range run {
-			sh := s.shard(id)
-			sh.mu.Lock()
-			if _, ok := sh.queues[id]; ok {
-				delete(sh.queues, id)
-				out = append(out, id)
-			}
-			sh.mu.Unlock()
+	return nil
+}
+
+// ShardCount is the number of shards of the in-memory table.
+func (s *Store) ShardCount() int { return shardCount }
+
+// ShardOf is the shard index of a queue.
+func (s *Store) ShardOf(id QueueID) int { return s.shardIndex(id) }
+
+// DeleteMarked drops from shard i of the in-memory table the queues that
+// carry mark and appends their topics to out. When most of the shard goes,
+// the survivors move to a new map instead: fewer keys to hash, and the
+// memory of the dropped ones is returned (a Go map never shrinks).
+func (s *Store) DeleteMarked(i int, mark uint32, out []string) []string {
+	sh := &s.shards[i]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	n := 0
+	for _, st := range sh.queues {
+		if st.sweep == mark {
+			n++
 		}
 	}
-	return out, nil
+	if n == 0 {
+		return out
+	}
+	if 2*n < len(sh.queues) {
+		for id, st := range sh.queues {
+			if st.sweep == mark {
+				delete(sh.queues, id)
+				out = append(out, id.Topic)
+			}
+		}
+		return out
+	}
+	kept := make(map[QueueID]QueueState, len(sh.queues)-n)
+	for id, st := range sh.queues {
+		if st.sweep == mark {
+			out = append(out, id.Topic)
+		} else {
+			kept[id] = st
+		}
+	}
+	sh.queues = kept
+	return out
+}
+
+// StateMark returns a queue's state and whether it carries mark.
+func (s *Store) StateMark(id QueueID, mark uint32) (st QueueState, marked, ok bool) {
+	sh := s.shard(id)
+	sh.mu.RLock()
+	st, ok = sh.queues[id]
+	sh.mu.RUnlock()
+	return st, ok && st.sweep == mark, ok
 }

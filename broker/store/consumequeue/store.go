@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -35,6 +36,9 @@ type QueueState struct {
 	Max           int64 // next offset to be written (exclusive)
 	LastPhyOffset int64 // CommitLog offset of the newest entry
 	LastStoreTime int64 // store time of the newest entry (ms)
+	// sweep is the mark of the deletion (MarkWhere) that chose this
+	// queue; any dispatched entry clears it.
+	sweep uint32
 }
 
 type shard struct {
@@ -48,6 +52,8 @@ type Store struct {
 	log    *slog.Logger
 	seed   maphash.Seed
 	shards [shardCount]shard
+
+	sweepEpoch atomic.Uint32
 
 	dispatchedMu sync.Mutex
 	dispatched   int64 // CommitLog offset up to which entries are committed
@@ -113,11 +119,10 @@ func (s *Store) load() error {
 	return it.Error()
 }
 
-func (s *Store) shard(id QueueID) *shard {
-	var h maphash.Hash
-	h.SetSeed(s.seed)
-	h.WriteString(id.Topic)
-	return &s.shards[(h.Sum64()+uint64(id.QueueID))%shardCount]
+func (s *Store) shard(id QueueID) *shard { return &s.shards[s.shardIndex(id)] }
+
+func (s *Store) shardIndex(id QueueID) int {
+	return int((maphash.String(s.seed, id.Topic) + uint64(id.QueueID)) % shardCount)
 }
 
 // State returns a queue's state; ok is false for an unknown queue.
