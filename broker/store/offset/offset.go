@@ -61,11 +61,14 @@ type Store struct {
 	offsets map[Key]int64
 	dirty   map[Key]struct{}
 	deleted map[Key]struct{}
+	// groups counts the offsets of each group: deleting the offsets of a
+	// million expired lite topics for a group that has none costs nothing.
+	groups map[string]int
 }
 
 // Open loads all offsets into memory.
 func Open(db *pebble.DB, log *slog.Logger) (*Store, error) {
-	s := &Store{db: db, log: log, offsets: map[Key]int64{}, dirty: map[Key]struct{}{}, deleted: map[Key]struct{}{}}
+	s := &Store{db: db, log: log, offsets: map[Key]int64{}, dirty: map[Key]struct{}{}, deleted: map[Key]struct{}{}, groups: map[string]int{}}
 	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{kv.PrefixOffset}, UpperBound: []byte{kv.PrefixOffset + 1}})
 	if err != nil {
 		return nil, fmt.Errorf("offset: scan: %w", err)
@@ -76,6 +79,9 @@ func Open(db *pebble.DB, log *slog.Logger) (*Store, error) {
 		if !ok || len(it.Value()) != 8 {
 			continue
 		}
+		if _, ok := s.offsets[k]; !ok {
+			s.groups[k.Group]++
+		}
 		s.offsets[k] = int64(binary.BigEndian.Uint64(it.Value()))
 	}
 	return s, it.Error()
@@ -84,6 +90,9 @@ func Open(db *pebble.DB, log *slog.Logger) (*Store, error) {
 // Commit records an offset.
 func (s *Store) Commit(k Key, offset int64) {
 	s.mu.Lock()
+	if _, ok := s.offsets[k]; !ok {
+		s.groups[k.Group]++
+	}
 	s.offsets[k] = offset
 	s.dirty[k] = struct{}{}
 	delete(s.deleted, k)
@@ -95,8 +104,12 @@ func (s *Store) Commit(k Key, offset int64) {
 func (s *Store) Advance(k Key, offset int64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cur, ok := s.offsets[k]; ok && cur >= offset {
+	cur, ok := s.offsets[k]
+	if ok && cur >= offset {
 		return false
+	}
+	if !ok {
+		s.groups[k.Group]++
 	}
 	s.offsets[k] = offset
 	s.dirty[k] = struct{}{}
@@ -118,14 +131,25 @@ func (s *Store) Get(k Key) (int64, bool) {
 // cheap.
 func (s *Store) Delete(k Key) {
 	s.mu.Lock()
+	if s.groups[k.Group] == 0 {
+		s.mu.Unlock()
+		return
+	}
 	if _, ok := s.offsets[k]; !ok {
 		s.mu.Unlock()
 		return
 	}
+	s.forgetGroupKey(k.Group)
 	delete(s.offsets, k)
 	delete(s.dirty, k)
 	s.deleted[k] = struct{}{}
 	s.mu.Unlock()
+}
+
+func (s *Store) forgetGroupKey(group string) {
+	if s.groups[group]--; s.groups[group] <= 0 {
+		delete(s.groups, group)
+	}
 }
 
 // DeleteWhere removes every offset for which match returns true (a group's,
@@ -136,6 +160,7 @@ func (s *Store) DeleteWhere(match func(Key) bool) int {
 	n := 0
 	for k := range s.offsets {
 		if match(k) {
+			s.forgetGroupKey(k.Group)
 			delete(s.offsets, k)
 			delete(s.dirty, k)
 			s.deleted[k] = struct{}{}

@@ -50,4 +50,25 @@ func TestCommitFlushReload(t *testing.T) {
 	if _, ok := s2.Get(Key{"g2", "%RETRY%g2", 0}); ok {
 		t.Fatal("deleted group offset came back")
 	}
+	// The per-group counts (Delete's shortcut) are rebuilt at open and
+	// follow commits, advances and deletes.
+	if s2.groups["g1"] != 1 || s2.groups["g2"] != 0 {
+		t.Fatalf("group counts after reload %v", s2.groups)
+	}
+	s2.Advance(Key{"g2", "T", 0}, 5)
+	s2.Advance(Key{"g2", "T", 0}, 6)
+	s2.Commit(Key{"g2", "T", 1}, 1)
+	if s2.groups["g2"] != 2 {
+		t.Fatalf("g2 count %d", s2.groups["g2"])
+	}
+	s2.Delete(Key{"g2", "T", 0})
+	s2.Delete(Key{"g2", "T", 0})
+	s2.Delete(Key{"g3", "T", 0})
+	if v, ok := s2.Get(Key{"g2", "T", 1}); !ok || v != 1 || s2.groups["g2"] != 1 {
+		t.Fatalf("after deletes: %d %v, counts %v", v, ok, s2.groups)
+	}
+	s2.DeleteWhere(func(k Key) bool { return k.Group == "g2" })
+	if _, ok := s2.groups["g2"]; ok {
+		t.Fatalf("counts %v", s2.groups)
+	}
 }
