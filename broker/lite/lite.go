@@ -149,13 +149,13 @@ func New(d Deps) (*Service, error) {
 		return nil, err
 	}
 	s.Lifecycle, err = lifecycle.New(lifecycle.Options{
-		Store:     lifecycleStore{st},
-		Meta:      s.Meta,
-		Config:    s.lifecycleConfig,
-		OnDeleted: s.onDeleted,
-		Flush:     st.ConsumeQueue().Flush,
-		Started:   d.Started,
-		Logger:    d.Logger.With("part", "lifecycle"),
+		Store:   lifecycleStore{st},
+		Meta:    s.Meta,
+		Config:  s.lifecycleConfig,
+		Cascade: []func(parent, lmq string, groups []string){s.deleteOffsets, s.cleanSubscriptions},
+		Flush:   st.ConsumeQueue().Flush,
+		Started: d.Started,
+		Logger:  d.Logger.With("part", "lifecycle"),
 	})
 	if err != nil {
 		return nil, err
@@ -266,12 +266,19 @@ func (s *Service) lifecycleConfig() lifecycle.Config {
 }
 
 // onDeleted is the deletion cascade of one lmq (§4.5 steps 1, 3, 4).
-func (s *Service) onDeleted(_, lmq string, groups []string) {
+// deleteOffsets and cleanSubscriptions are the two independent parts of
+// the clean-up of an expired lite topic (they may run at the same time).
+func (s *Service) deleteOffsets(_, lmq string, groups []string) {
 	for _, g := range groups {
 		s.Offsets.Delete(g, lmq)
-		s.Orders.Clear(orderinfo.Key{LMQ: lmq, Group: g})
 	}
 	s.Offsets.Delete(ToolsConsumerGroup, lmq)
+}
+
+func (s *Service) cleanSubscriptions(_, lmq string, groups []string) {
+	for _, g := range groups {
+		s.Orders.Clear(orderinfo.Key{LMQ: lmq, Group: g})
+	}
 	s.Registry.CleanLMQ(lmq)
 }
 

@@ -58,39 +58,51 @@ func (x *Index) Remove(lmq string) {
 	x.mu.Unlock()
 }
 
-// RemoveAll forgets lmqs under one lock. A parent all of whose lite topics
-// go (a mass expiry) is dropped whole instead of name by name: the names
-// are distinct LMQs that existed, so as many as the parent holds means all
-// of them.
+// RemoveAll forgets lmqs (distinct LMQs that existed) under one lock.
 func (x *Index) RemoveAll(lmqs []string) {
-	type name struct{ parent, lite string }
-	parsed := make([]name, 0, len(lmqs))
 	perParent := map[string]int{}
 	for _, lmq := range lmqs {
-		if parent, lite, ok := naming.Parse(lmq); ok {
-			parsed = append(parsed, name{parent, lite})
+		if parent, _, ok := naming.Parse(lmq); ok {
 			perParent[parent]++
 		}
 	}
+	x.RemoveCounted(lmqs, perParent)
+}
+
+// RemoveCounted forgets lmqs (distinct LMQs that existed), perParent
+// counting them by parent. A parent all of whose lite topics go (a mass
+// expiry) is dropped whole; only the names of the other parents are read
+// again.
+func (x *Index) RemoveCounted(lmqs []string, perParent map[string]int) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	partial := false
 	for parent, n := range perParent {
 		if set := x.parents[parent]; set != nil && n >= len(set) {
 			x.n -= len(set)
 			delete(x.parents, parent)
+		} else if set != nil {
+			partial = true
 		}
 	}
-	for _, nm := range parsed {
-		set := x.parents[nm.parent]
+	if !partial {
+		return
+	}
+	for _, lmq := range lmqs {
+		parent, lite, ok := naming.Parse(lmq)
+		if !ok {
+			continue
+		}
+		set := x.parents[parent]
 		if set == nil {
 			continue
 		}
-		if _, ok := set[nm.lite]; ok {
-			delete(set, nm.lite)
+		if _, ok := set[lite]; ok {
+			delete(set, lite)
 			x.n--
 		}
 		if len(set) == 0 {
-			delete(x.parents, nm.parent)
+			delete(x.parents, parent)
 		}
 	}
 }

@@ -2,7 +2,7 @@
 // liteTtlCheckInterval it walks the in-memory table of queue states (never
 // the disk), picks the lite LMQs whose newest message is older than their
 // parent's lite.topic.expiration (and than minLiteTTl), and deletes them:
-// store entries, counters, and through the OnDeleted cascade the groups'
+// store entries, counters, and through the Cascade the groups'
 // offsets, pending resets, order state and subscriptions. It also keeps the
 // parent → lite-topic index.
 package lifecycle
@@ -10,6 +10,7 @@ package lifecycle
 import (
 	"errors"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -69,9 +70,11 @@ type Options struct {
 	Store  Store
 	Meta   *meta.Source
 	Config func() Config
-	// OnDeleted runs for every deleted lmq with the lite groups bound to
-	// its parent (§4.5 steps 1, 3–5).
-	OnDeleted func(parent, lmq string, groups []string)
+	// Cascade are the independent parts of the clean-up of a deleted lmq
+	// (§4.5 steps 1, 3–5), called with the lite groups bound to its
+	// parent. Each part runs once for every deleted lmq; different parts
+	// may run at the same time on different goroutines.
+	Cascade []func(parent, lmq string, groups []string)
 	// Flush makes the deletions durable (§4.5 step 7; Pebble's WAL is off);
 	// nil: nothing is flushed.
 	Flush func() error
@@ -142,14 +145,17 @@ func (m *Manager) OnLmqAppended(string, int64, int64) {}
 // deleter of LMQs and updates the index itself, in bulk.
 func (m *Manager) OnLmqDeleted(string) {}
 
-// expired applies §4.3 to one state, debouncing unreadable ones.
-func (m *Manager) expired(lmq, parent string, st consumequeue.QueueState, now int64, cfg Config) bool {
+// expired applies §4.3 to one state, debouncing unreadable ones; ttls is
+// the parents' TTLs as of the sweep's start.
+func (m *Manager) expired(lmq, parent string, st consumequeue.QueueState, now int64, cfg Config, ttls map[string]int64) bool {
 	if st.Max <= 0 || st.LastStoreTime <= 0 {
 		m.invalid[lmq]++
 		return m.invalid[lmq] > invalidLimit
 	}
-	delete(m.invalid, lmq)
-	ttl, ok := m.opts.Meta.TTL(parent)
+	if len(m.invalid) > 0 {
+		delete(m.invalid, lmq)
+	}
+	ttl, ok := ttls[parent]
 	if !ok {
 		return false
 	}
@@ -165,6 +171,9 @@ type SweepResult struct {
 	// Cascade is the part of Took spent after the store deleted the LMQs:
 	// the Pebble flush and the offsets, subscriptions and order info.
 	Cascade time.Duration
+	// Flush is the Pebble flush that makes the deletions durable; it runs
+	// during the cascade.
+	Flush time.Duration
 }
 
 // Sweep runs one expiry pass (§4.4 step 2): refresh metadata, pick the
@@ -178,6 +187,7 @@ func (m *Manager) Sweep() (SweepResult, error) {
 	cfg := m.opts.Config()
 	m.opts.Meta.Refresh()
 	now := m.opts.Now().UnixMilli()
+	ttls := m.opts.Meta.TTLMap() // one lock, not one per LMQ
 	var res SweepResult
 	// Debounce counters of LMQs that no longer exist are dropped.
 	stale := make(map[string]bool, len(m.invalid))
@@ -193,7 +203,7 @@ func (m *Manager) Sweep() (SweepResult, error) {
 		if len(stale) > 0 {
 			delete(stale, lmq)
 		}
-		if m.expired(lmq, parent, st, now, cfg) {
+		if m.expired(lmq, parent, st, now, cfg, ttls) {
 			res.Expired++
 			return true
 		}
@@ -211,12 +221,14 @@ func (m *Manager) Sweep() (SweepResult, error) {
 		delete(m.invalid, k)
 	}
 	cascade := time.Now()
-	if ferr := m.afterDelete(deleted); err == nil {
+	flush, ferr := m.afterDelete(deleted)
+	if err == nil {
 		err = ferr
 	}
 	res.Deleted = len(deleted)
 	res.Took = time.Since(start)
 	res.Cascade = time.Since(cascade)
+	res.Flush = flush
 	return res, err
 }
 
@@ -225,36 +237,92 @@ func (m *Manager) delete(names []string, del func(string, consumequeue.QueueStat
 		return 0, nil
 	}
 	deleted, err := m.opts.Store.DeleteLmqs(names, del)
-	if ferr := m.afterDelete(deleted); err == nil {
+	if _, ferr := m.afterDelete(deleted); err == nil {
 		err = ferr
 	}
 	return len(deleted), err
 }
 
-// afterDelete makes the deletions durable and runs the cascade.
-func (m *Manager) afterDelete(deleted []string) error {
+// afterDelete makes the deletions durable and runs the cascade; it
+// returns how long the flush took.
+func (m *Manager) afterDelete(deleted []string) (time.Duration, error) {
 	if len(deleted) == 0 {
-		return nil
+		return 0, nil
 	}
-	var err error
+	// The flush (Pebble's work, mostly I/O) runs while this goroutine
+	// does the cascade, which only touches memory.
+	type flushResult struct {
+		took time.Duration
+		err  error
+	}
+	flushed := make(chan flushResult, 1)
 	if m.opts.Flush != nil {
-		err = m.opts.Flush()
+		go func() {
+			t0 := time.Now()
+			err := m.opts.Flush()
+			flushed <- flushResult{time.Since(t0), err}
+		}()
+	} else {
+		flushed <- flushResult{}
 	}
-	m.index.RemoveAll(deleted)
-	groups := map[string][]string{} // per parent, read once
-	for _, lmq := range deleted {
-		delete(m.invalid, lmq)
-		if m.opts.OnDeleted != nil {
-			parent := naming.ParentOf(lmq)
-			g, ok := groups[parent]
-			if !ok {
-				g = m.opts.Meta.SubscriberGroups(parent)
-				groups[parent] = g
-			}
-			m.opts.OnDeleted(parent, lmq, g)
+	if len(m.invalid) > 0 {
+		for _, lmq := range deleted {
+			delete(m.invalid, lmq)
 		}
 	}
-	return err
+	// A large cascade runs its first part on another goroutine: it is a
+	// cache miss or two per name and structure, and each part has its own
+	// structures (no lock shared between the two goroutines).
+	var perParent map[string]int
+	parts := m.opts.Cascade
+	if len(deleted) >= parallelCascadeMin && len(parts) > 1 && runtime.GOMAXPROCS(0) > 1 {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			m.cascade(deleted, parts[:1])
+		}()
+		perParent = m.cascade(deleted, parts[1:])
+		<-done
+	} else {
+		perParent = m.cascade(deleted, parts)
+	}
+	m.index.RemoveCounted(deleted, perParent)
+	f := <-flushed
+	return f.took, f.err
+}
+
+// parallelCascadeMin is the number of deleted LMQs from which afterDelete
+// runs the cascade's parts on two goroutines.
+const parallelCascadeMin = 100_000
+
+// cascade runs parts for deleted names and counts them by parent, in one
+// pass: each name is read once while it is in cache (a million names
+// scattered over the heap cost a cache miss each per pass).
+func (m *Manager) cascade(deleted []string, parts []func(parent, lmq string, groups []string)) map[string]int {
+	groups := map[string][]string{} // per parent, read once
+	perParent := map[string]int{}
+	for i, lmq := range deleted {
+		if i%4096 == 4095 {
+			runtime.Gosched() // let sends run between slices of the cascade
+		}
+		parent, _, ok := naming.Parse(lmq)
+		if !ok {
+			continue
+		}
+		perParent[parent]++
+		if len(parts) == 0 {
+			continue
+		}
+		g, ok := groups[parent]
+		if !ok {
+			g = m.opts.Meta.SubscriberGroups(parent)
+			groups[parent] = g
+		}
+		for _, f := range parts {
+			f(parent, lmq, g)
+		}
+	}
+	return perParent
 }
 
 // CleanParent deletes every LMQ of a parent topic (the parent was deleted,
@@ -301,7 +369,7 @@ func (m *Manager) loop(stop, done chan struct{}) {
 			continue
 		}
 		if res.Deleted > 0 || res.Expired > 0 {
-			m.log.Info("expired lite topics", "scanned", res.Scanned, "expired", res.Expired, "deleted", res.Deleted, "took", res.Took, "cascade", res.Cascade)
+			m.log.Info("expired lite topics", "scanned", res.Scanned, "expired", res.Expired, "deleted", res.Deleted, "took", res.Took, "cascade", res.Cascade, "flush", res.Flush)
 		}
 	}
 }

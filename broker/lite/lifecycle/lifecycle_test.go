@@ -179,9 +179,9 @@ func TestSweep(t *testing.T) {
 		Store:  fs,
 		Meta:   src,
 		Config: func() Config { return Config{CheckInterval: time.Second, MinTTL: 5 * time.Minute} },
-		OnDeleted: func(p, lmq string, groups []string) {
+		Cascade: []func(string, string, []string){func(p, lmq string, groups []string) {
 			cascaded = append(cascaded, fmt.Sprintf("%s %s %v", p, lmq, groups))
-		},
+		}},
 		Now: func() time.Time { return now },
 	})
 	if err != nil {
@@ -227,5 +227,65 @@ func TestSweep(t *testing.T) {
 	}
 	if m.Index().Count("P") != 0 {
 		t.Fatal("index kept the parent")
+	}
+}
+
+// TestSweepLargeCascade: a sweep large enough for the two-goroutine
+// cascade runs each of its parts exactly once for every deleted LMQ, and the index
+// drops a parent whose lite topics all went whole and the others by name.
+func TestSweepLargeCascade(t *testing.T) {
+	now := time.UnixMilli(50_000_000)
+	old := now.UnixMilli() - 20*60_000
+	fs := &fakeStore{queues: map[string]consumequeue.QueueState{}}
+	for i := 0; i < 100_000; i++ {
+		fs.queues[fmt.Sprintf("%%LMQ%%$P$l%d", i)] = consumequeue.QueueState{Max: 1, LastStoreTime: old}
+	}
+	for i := 0; i < 40_000; i++ {
+		st := consumequeue.QueueState{Max: 1, LastStoreTime: old}
+		if i%2 == 0 {
+			st.LastStoreTime = now.UnixMilli()
+		}
+		fs.queues[fmt.Sprintf("%%LMQ%%$Q$l%d", i)] = st
+	}
+	src := meta.NewSource(topics{"P": parent("P", "10"), "Q": parent("Q", "10")}, groups{})
+	var mu sync.Mutex
+	seen := map[string]int{}
+	second := map[string]int{} // the other part, on its own goroutine
+	m, err := New(Options{
+		Store:  fs,
+		Meta:   src,
+		Config: func() Config { return Config{CheckInterval: time.Second} },
+		Cascade: []func(string, string, []string){func(p, lmq string, _ []string) {
+			if !strings.HasPrefix(lmq, "%LMQ%$"+p+"$") {
+				t.Errorf("%s under parent %s", lmq, p)
+			}
+			mu.Lock()
+			seen[lmq]++
+			mu.Unlock()
+		}, func(_, lmq string, _ []string) {
+			mu.Lock()
+			second[lmq]++
+			mu.Unlock()
+		}},
+		Now: func() time.Time { return now },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Load()
+	res, err := m.Sweep()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Deleted != 120_000 || len(seen) != 120_000 || len(second) != 120_000 {
+		t.Fatalf("deleted %d, cascaded %d and %d", res.Deleted, len(seen), len(second))
+	}
+	for lmq, n := range seen {
+		if n != 1 || second[lmq] != 1 {
+			t.Fatalf("%s cascaded %d and %d times", lmq, n, second[lmq])
+		}
+	}
+	if m.Index().Count("P") != 0 || m.Index().Count("Q") != 20_000 || m.Index().Count("") != 20_000 {
+		t.Fatalf("index P %d Q %d all %d", m.Index().Count("P"), m.Index().Count("Q"), m.Index().Count(""))
 	}
 }

@@ -12,6 +12,7 @@ package registry
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"time"
 
@@ -127,6 +128,7 @@ type Registry struct {
 	tombstones map[ClientKey]map[string]int64 // client → lmq → eviction time (ms)
 	active     int64
 
+	seed   maphash.Seed
 	shards [shardCount]shard
 }
 
@@ -143,6 +145,7 @@ func New(opts Options) (*Registry, error) {
 		clients:    map[ClientKey]*subscription{},
 		wildcard:   map[string]map[string]map[ClientKey]struct{}{},
 		tombstones: map[ClientKey]map[string]int64{},
+		seed:       maphash.MakeSeed(),
 	}
 	for i := range r.shards {
 		r.shards[i].m = map[string]map[ClientKey]struct{}{}
@@ -157,11 +160,7 @@ func (r *Registry) AddListener(l Listener) { r.listeners = append(r.listeners, l
 func WildcardKey(parent, group string) string { return parent + "@" + group }
 
 func (r *Registry) shard(lmq string) *shard {
-	h := uint32(2166136261)
-	for i := 0; i < len(lmq); i++ {
-		h = (h ^ uint32(lmq[i])) * 16777619
-	}
-	return &r.shards[h%shardCount]
+	return &r.shards[maphash.String(r.seed, lmq)%shardCount]
 }
 
 func (r *Registry) now() int64 { return r.opts.Now().UnixMilli() }
