@@ -171,7 +171,7 @@ func TestLiteBench(t *testing.T) {
 	}
 
 	// Phase 5: expire everything in one sweep while plain sends run.
-	r.sweepLmqs, r.sweep, r.sweepCascade, r.sweepP99, r.beforeP99 = sweepPhase(ctx, t, c, b, p, body)
+	r.sweepLmqs, r.sweep, r.sweepCascade, r.sweepFlush, r.sweepP99, r.beforeP99 = sweepPhase(ctx, t, c, b, p, body)
 	r.print()
 	r.verdicts(t)
 }
@@ -422,13 +422,13 @@ func batchCreate(ctx context.Context, t *testing.T, p *client.Producer, prefix s
 	wg.Wait()
 }
 
-var sweepLine = regexp.MustCompile(`msg="expired lite topics".*deleted=(\d+) took=(\S+) cascade=(\S+)`)
+var sweepLine = regexp.MustCompile(`msg="expired lite topics".*deleted=(\d+) took=(\S+) cascade=(\S+) flush=(\S+)`)
 
 // sweepPhase lowers the parent's expiration to one unit, so the next sweep
 // expires every lite topic, while plain sends run from 8 goroutines; it
 // returns the sweep's deletions and duration (from the broker's log) and
 // the plain send p99 during the sweep and in the seconds before it.
-func sweepPhase(ctx context.Context, t *testing.T, c *harness.Cluster, b *harness.BrokerProc, p *client.Producer, body []byte) (deleted int, took, cascade, during, before time.Duration) {
+func sweepPhase(ctx context.Context, t *testing.T, c *harness.Cluster, b *harness.BrokerProc, p *client.Producer, body []byte) (deleted int, took, cascade, flush, during, before time.Duration) {
 	t.Helper()
 	type sample struct {
 		at  time.Time
@@ -496,9 +496,33 @@ func sweepPhase(ctx context.Context, t *testing.T, c *harness.Cluster, b *harnes
 	if cascade, err = time.ParseDuration(line[3]); err != nil {
 		t.Fatalf("sweep cascade %q: %v", line[3], err)
 	}
+	if flush, err = time.ParseDuration(line[4]); err != nil {
+		t.Fatalf("sweep flush %q: %v", line[4], err)
+	}
 	// The sweep ended before the log line was seen (polled every 100 ms).
 	sweepEnd := end
 	sweepStart := sweepEnd.Add(-took - 200*time.Millisecond)
+	if os.Getenv("LITE_BENCH_SWEEP_TIMELINE") == "1" {
+		// Slow sends by 100 ms bucket around the sweep (for tuning).
+		buckets := map[int][2]int{}
+		for _, s := range samples {
+			b := int(s.at.Sub(sweepStart) / (100 * time.Millisecond))
+			if b < -10 || b > 40 {
+				continue
+			}
+			v := buckets[b]
+			v[0]++
+			if s.lat > 10*time.Millisecond {
+				v[1]++
+			}
+			buckets[b] = v
+		}
+		for b := -10; b <= 40; b++ {
+			if v, ok := buckets[b]; ok {
+				t.Logf("sweep timeline %+5d ms: %4d sends, %3d over 10 ms", b*100, v[0], v[1])
+			}
+		}
+	}
 	var in, pre []time.Duration
 	for _, s := range samples {
 		switch {
@@ -508,7 +532,7 @@ func sweepPhase(ctx context.Context, t *testing.T, c *harness.Cluster, b *harnes
 			pre = append(pre, s.lat)
 		}
 	}
-	return deleted, took, cascade, pct(in, 99), pct(pre, 99)
+	return deleted, took, cascade, flush, pct(in, 99), pct(pre, 99)
 }
 
 type report struct {
@@ -531,6 +555,7 @@ type report struct {
 	sweepLmqs         int
 	sweep, sweepP99   time.Duration
 	sweepCascade      time.Duration
+	sweepFlush        time.Duration
 	beforeP99         time.Duration
 }
 
@@ -553,7 +578,7 @@ func (r *report) print() {
 		fmt.Printf("stretch: %d lite topics in all (%d more at %.0f/s): broker RSS %d MiB (anon %d MiB), Pebble %d MiB\n",
 			r.stretchLmqs, r.cfg.stretch, r.stretchRate, r.stretchRSS/1024, r.stretchAnon/1024, r.stretchPebble>>20)
 	}
-	fmt.Printf("sweep: %d lite topics expired in %v (cascade %v); plain send p99 %v during it, %v before\n", r.sweepLmqs, r.sweep, r.sweepCascade, r.sweepP99, r.beforeP99)
+	fmt.Printf("sweep: %d lite topics expired in %v (cascade %v, Pebble flush %v during it); plain send p99 %v during it, %v before\n", r.sweepLmqs, r.sweep, r.sweepCascade, r.sweepFlush, r.sweepP99, r.beforeP99)
 }
 
 // verdicts: issue 6's targets.
