@@ -29,8 +29,12 @@ func TestApacheReferenceInterop(t *testing.T) {
 			"and proves the Java/Node/Go check programs against it (~1 min)", EnvApacheTests)
 	}
 	t0 := time.Now()
-	addr := StartApache(t)
+	apache := StartApacheWith(t, ApacheOptions{})
+	addr := apache.NamesrvAddr
 	const count = "1000"
+
+	// Our own SDK (pkg/client): basic producer and push consumer.
+	t.Run("sdk/roundtrip", func(t *testing.T) { sdkRoundTrip(t, apache, 1000) })
 
 	// Each client on its own: produce 1000 messages (16 B .. 64 KiB bodies,
 	// two tags, keys, user properties), then consume and verify them.
