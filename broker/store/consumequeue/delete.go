@@ -89,7 +89,7 @@ func (s *Store) MarkWhere(pick func(id QueueID, st QueueState) bool) uint32 {
 			}
 		}
 		sh.mu.Unlock()
-		runtime.Gosched() // a shard at a time: let sends run in between
+		runtime.Gosched() // a shard at a time: let request goroutines run in between
 	}
 	return mark
 }
