@@ -446,8 +446,9 @@ func TestDeleteLmqsWhereRacingAppends(t *testing.T) {
 						return
 					default:
 					}
-					// Mostly existing LMQs, some new ones between them.
-					l := name((w*7919 + i*104729) % n)
+					// Mostly existing LMQs (the even ones: the odd ones get
+					// nothing and must all go), some new ones between them.
+					l := name(2 * ((w*7919 + i*104729) % (n / 2)))
 					if i%5 == 0 {
 						l = fmt.Sprintf("%%LMQ%%$P$r%05d-new%d-%d", (i*31)%n, w, i)
 					}
@@ -479,8 +480,14 @@ func TestDeleteLmqsWhereRacingAppends(t *testing.T) {
 				t.Fatal("dispatch did not catch up")
 			}
 		}
-		if len(got) == 0 {
-			t.Fatal("the sweep deleted nothing")
+		gone := map[string]bool{}
+		for _, l := range got {
+			gone[l] = true
+		}
+		for i := 1; i < n; i += 2 {
+			if !gone[name(i)] {
+				t.Fatalf("round %d: %s got no message and was not deleted", round, name(i))
+			}
 		}
 		lateLmq := map[string]bool{}
 		for _, m := range late {
