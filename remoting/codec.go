@@ -94,8 +94,9 @@ func AppendFrame(dst []byte, cmd *Command) ([]byte, error) {
 	st := cmd.SerializeType
 	if st == SerializeRocketMQ && int32(int16(cmd.Code)) != cmd.Code {
 		// The binary header holds a 16-bit code: pop and lite codes
-		// (2000xx) and ours (890xxx) would be truncated, so such a frame
-		// goes out with a JSON header, which every peer decodes.
+		// (200050 and up) and ours (890000–890999) would be truncated, so
+		// such a frame goes out with a JSON header, which every peer
+		// decodes.
 		st = SerializeJSON
 	}
 	switch st {

@@ -505,7 +505,7 @@ func (g *goStaticConsumer) wait(t *testing.T, sent int, what string) {
 // or mvn is missing.
 func TestStaticTopicGoClientJavaAdmin(t *testing.T) {
 	if testing.Short() {
-		t.Skip("short mode: three brokers and the Java mqadmin")
+		t.Skip("-short: starts three brokers and runs the Java mqadmin (make test runs it)")
 	}
 	e := newSJEnv(t, "StaticGoClient")
 	// Created with our mqadmin (the Java one is tested creating topics
