@@ -61,15 +61,7 @@ func (o *ConsumerOptions) defaults() error {
 	if o.ReportInterval <= 0 {
 		o.ReportInterval = DefaultReportInterval
 	}
-	if o.Out == nil {
-		o.Out = io.Discard
-	}
-	if o.Err == nil {
-		o.Err = io.Discard
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	outputDefaults(&o.Out, &o.Err, &o.Logger)
 	if o.FailRate < 0 || o.FailRate > 1 || o.Count < 0 {
 		return errors.New("fail rate must be in [0, 1] and count not negative")
 	}

@@ -116,15 +116,7 @@ func (o *LiteConsumerOptions) defaults() error {
 	if o.ReportInterval <= 0 {
 		o.ReportInterval = DefaultReportInterval
 	}
-	if o.Out == nil {
-		o.Out = io.Discard
-	}
-	if o.Err == nil {
-		o.Err = io.Discard
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	outputDefaults(&o.Out, &o.Err, &o.Logger)
 	return protocol.ValidateTopic(o.Topic)
 }
 

@@ -102,15 +102,7 @@ func (o *ProducerOptions) defaults() error {
 	if o.ErrorPause <= 0 {
 		o.ErrorPause = errorPause
 	}
-	if o.Out == nil {
-		o.Out = io.Discard
-	}
-	if o.Err == nil {
-		o.Err = io.Discard
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	outputDefaults(&o.Out, &o.Err, &o.Logger)
 	if o.MessageQuantity < 0 || o.TagCount < 0 || o.PropertySize < 0 {
 		return errors.New("negative messageQuantity, tagCount or propertySize")
 	}
@@ -461,5 +453,19 @@ func sleepUntil(ctx context.Context, d time.Duration) {
 	select {
 	case <-t.C:
 	case <-ctx.Done():
+	}
+}
+
+// outputDefaults discards what a run would print or log when the caller
+// gave no writer or logger.
+func outputDefaults(out, errOut *io.Writer, log **slog.Logger) {
+	if *out == nil {
+		*out = io.Discard
+	}
+	if *errOut == nil {
+		*errOut = io.Discard
+	}
+	if *log == nil {
+		*log = slog.New(slog.DiscardHandler)
 	}
 }
