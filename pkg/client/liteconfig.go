@@ -115,25 +115,15 @@ func (c LitePushConsumerConfig) normalize() (LitePushConsumerConfig, error) {
 	if c.MaxMessagesPerPop > maxLiteMessagesPerPop {
 		return c, fmt.Errorf("client: lite push consumer %s: MaxMessagesPerPop %d over %d", c.Group, c.MaxMessagesPerPop, maxLiteMessagesPerPop)
 	}
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	defD := func(v *time.Duration, d time.Duration) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&c.MaxMessagesPerPop, maxLiteMessagesPerPop)
-	def(&c.ConsumeGoroutines, DefaultConsumeGoroutines)
-	def(&c.MaxCachedMessages, DefaultLiteMaxCached)
-	def(&c.MaxReconsumeTimes, DefaultMaxReconsumeTimes)
-	def(&c.MaxBodySize, DefaultMaxBodySize)
-	defD(&c.InvisibleTime, DefaultLiteInvisibleTime)
-	defD(&c.LongPollingTimeout, DefaultLiteLongPolling)
-	defD(&c.SyncInterval, DefaultLiteSyncInterval)
-	defD(&c.PopErrorPause, DefaultLitePopErrorPause)
+	orDefault(&c.MaxMessagesPerPop, maxLiteMessagesPerPop)
+	orDefault(&c.ConsumeGoroutines, DefaultConsumeGoroutines)
+	orDefault(&c.MaxCachedMessages, DefaultLiteMaxCached)
+	orDefault(&c.MaxReconsumeTimes, DefaultMaxReconsumeTimes)
+	orDefault(&c.MaxBodySize, DefaultMaxBodySize)
+	orDefault(&c.InvisibleTime, DefaultLiteInvisibleTime)
+	orDefault(&c.LongPollingTimeout, DefaultLiteLongPolling)
+	orDefault(&c.SyncInterval, DefaultLiteSyncInterval)
+	orDefault(&c.PopErrorPause, DefaultLitePopErrorPause)
 	if c.InvisibleTime < MinInvisibleTime || c.InvisibleTime > MaxInvisibleTime {
 		return c, fmt.Errorf("client: lite push consumer %s: InvisibleTime %v out of range %v-%v", c.Group, c.InvisibleTime, MinInvisibleTime, MaxInvisibleTime)
 	}

@@ -226,33 +226,23 @@ func (c PushConsumerConfig) normalize() (PushConsumerConfig, error) {
 			return c, fmt.Errorf("client: push consumer %s: negative interval in config", c.Group)
 		}
 	}
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	defD := func(v *time.Duration, d time.Duration) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&c.ConsumeGoroutines, DefaultConsumeGoroutines)
-	def(&c.ConsumeBatchSize, DefaultConsumeBatchSize)
-	def(&c.PullBatchSize, DefaultPullBatchSize)
-	def(&c.PullThresholdForQueue, DefaultPullThresholdForQueue)
-	def(&c.MaxBodySize, DefaultMaxBodySize)
+	orDefault(&c.ConsumeGoroutines, DefaultConsumeGoroutines)
+	orDefault(&c.ConsumeBatchSize, DefaultConsumeBatchSize)
+	orDefault(&c.PullBatchSize, DefaultPullBatchSize)
+	orDefault(&c.PullThresholdForQueue, DefaultPullThresholdForQueue)
+	orDefault(&c.MaxBodySize, DefaultMaxBodySize)
 	if c.MaxReconsumeTimes <= 0 {
 		c.MaxReconsumeTimes = DefaultMaxReconsumeTimes
 		if c.Orderly {
 			c.MaxReconsumeTimes = int(^uint32(0) >> 1) // Java: Integer.MAX_VALUE
 		}
 	}
-	defD(&c.SuspendTime, DefaultSuspendTime)
-	defD(&c.RebalanceInterval, DefaultRebalanceInterval)
-	defD(&c.LockRenewInterval, DefaultLockRenewInterval)
-	defD(&c.OffsetCommitInterval, DefaultOffsetCommitInterval)
-	defD(&c.LongPollingSuspend, DefaultPushLongPollSuspend)
-	defD(&c.PullErrorBackoff, DefaultPullErrorBackoff)
+	orDefault(&c.SuspendTime, DefaultSuspendTime)
+	orDefault(&c.RebalanceInterval, DefaultRebalanceInterval)
+	orDefault(&c.LockRenewInterval, DefaultLockRenewInterval)
+	orDefault(&c.OffsetCommitInterval, DefaultOffsetCommitInterval)
+	orDefault(&c.LongPollingSuspend, DefaultPushLongPollSuspend)
+	orDefault(&c.PullErrorBackoff, DefaultPullErrorBackoff)
 	if c.ConsumeTimestamp.IsZero() {
 		c.ConsumeTimestamp = time.Now().Add(-DefaultConsumeTimestampAge)
 	}
@@ -267,4 +257,12 @@ func (c PushConsumerConfig) normalize() (PushConsumerConfig, error) {
 		c.OffsetStoreDir = filepath.Join(home, ".rocketmq_offsets")
 	}
 	return c, nil
+}
+
+// orDefault sets *v to d when it is the zero value (a setting left out).
+func orDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
 }
