@@ -805,3 +805,62 @@ func TestLitePushConsumerShutdownLeavesNoGoroutines(t *testing.T) {
 		return nil
 	})
 }
+
+// TestLitePushConsumerUnsubscribeFreesCache: messages waiting behind a
+// busy handler when their lite topic is unsubscribed give their room in
+// the cache back (MaxCachedMessages 3: a1 in the handler, a2 and a3
+// waiting); otherwise the consumer would stop popping for good and b1
+// would never come.
+func TestLitePushConsumerUnsubscribeFreesCache(t *testing.T) {
+	c := liteCluster(t, 0, "broker-a")
+	log := newLiteLog(t)
+	started, unblock := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	lc := startLite(t, c, log.handler(func(ctx context.Context, m *message.Message) client.ConsumeResult {
+		if string(m.Body) == "a1" {
+			once.Do(func() { close(started) })
+			select {
+			case <-unblock:
+			case <-ctx.Done():
+			}
+		}
+		return client.ConsumeSuccess
+	}), func(cfg *client.LitePushConsumerConfig) {
+		cfg.MaxCachedMessages, cfg.MaxMessagesPerPop = 3, 3
+		cfg.ConsumeGoroutines = 2
+	})
+	defer close(unblock)
+	// Stored before the subscription so that they come in one answer.
+	for _, b := range []string{"a1", "a2", "a3"} {
+		if err := c.Brokers[0].Store(storedLite("a", b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	if err := lc.SubscribeLite(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a1 not delivered")
+	}
+	if err := lc.UnsubscribeLite(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := lc.SubscribeLite(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Brokers[0].Store(storedLite("b", "b1")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		if got := log.bodies("b"); len(got) != 1 {
+			return fmt.Errorf("b handled %v: the cache did not get the unsubscribed messages' room back", got)
+		}
+		return nil
+	})
+	if got := log.bodies("a"); len(got) != 1 {
+		t.Fatalf("a handled %v after its unsubscription", got)
+	}
+}

@@ -241,7 +241,8 @@ func (c *LitePushConsumer) runLane(lane *liteLane) {
 		ctx, cancel := context.WithTimeout(c.consumeCtx, c.cfg.RequestTimeout)
 		switch {
 		case !c.subscribed(lane.lite):
-			c.releaseAll(ctx, rest)
+			// lm too: it failed while its lite topic was unsubscribed.
+			c.releaseAll(ctx, append([]*liteMsg{lm}, rest...))
 		case backoff > 0:
 			c.postpone(ctx, append([]*liteMsg{lm}, rest...), backoff)
 		}
@@ -355,6 +356,15 @@ func (c *LitePushConsumer) postpone(ctx context.Context, msgs []*liteMsg, d time
 			c.log.Debug("client: lite change invisible time failed", "liteTopic", lm.lite, "offset", lm.m.QueueOffset, "err", err)
 		}
 	}
+}
+
+// dropLite lets go of the pending messages of a lite topic no longer
+// subscribed: their room in the cache is freed and they are made visible
+// again for the group's other consumers.
+func (c *LitePushConsumer) dropLite(ctx context.Context, lite string) {
+	dropped := c.lanes.drop(lite)
+	c.cache.release(len(dropped))
+	c.releaseAll(ctx, dropped)
 }
 
 // releaseAll makes msgs visible again at once (messages this consumer

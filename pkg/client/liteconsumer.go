@@ -252,7 +252,7 @@ func (c *LitePushConsumer) UnsubscribeLite(ctx context.Context, name string) err
 	c.subMu.Lock()
 	delete(c.lites, name)
 	c.subMu.Unlock()
-	c.releaseAll(ctx, c.lanes.drop(name))
+	c.dropLite(ctx, name)
 	body := c.subscriptionBody(litePartialRemove, []string{name}, nil)
 	var errs []error
 	for _, addr := range addrs {
@@ -482,7 +482,7 @@ func (c *LitePushConsumer) onNotifyUnsubscribe(ctx context.Context, _ *remoting.
 	defer cancel()
 	stop := context.AfterFunc(c.consumeCtx, cancel)
 	defer stop()
-	c.releaseAll(ctx, c.lanes.drop(lite))
+	c.dropLite(ctx, lite)
 	return nil, nil
 }
 

@@ -122,9 +122,11 @@ func (c *LitePushConsumer) popOnce(ctx context.Context, broker string, n int, at
 func (c *LitePushConsumer) popResult(resp *remoting.Command, broker, addr string, received time.Time) ([]*liteMsg, error) {
 	switch resp.Code {
 	case code.Success:
-	case code.PollingFull, code.PollingTimeout, code.PullNotFound:
+	case code.PollingTimeout, code.PullNotFound:
 		return nil, nil
 	default:
+		// POLLING_FULL too: the broker's suspend queue is full, and popping
+		// again at once would only add to it (the loop pauses on errors).
 		return nil, &ResponseError{Code: resp.Code, Remark: resp.Remark, Addr: addr, Request: code.PopLiteMessage}
 	}
 	f := protocol.FieldsOf(resp.ExtFields)
