@@ -41,7 +41,11 @@ func (l *liteCache) reserve(ctx context.Context, want int) int {
 		if room := l.max - l.n; room > 0 {
 			n := min(want, room)
 			l.n += n
+			left := l.max - l.n
 			l.mu.Unlock()
+			if left > 0 {
+				l.signal() // room for another waiting pop loop too
+			}
 			return n
 		}
 		l.mu.Unlock()
@@ -60,6 +64,10 @@ func (l *liteCache) release(n int) {
 	l.mu.Lock()
 	l.n -= n
 	l.mu.Unlock()
+	l.signal()
+}
+
+func (l *liteCache) signal() {
 	select {
 	case l.freed <- struct{}{}:
 	default:
