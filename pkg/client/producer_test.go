@@ -27,16 +27,22 @@ func startCluster(t *testing.T, brokers ...string) *clienttest.Cluster {
 	return c
 }
 
+// testSendTimeout is the tests' SendTimeout: see common.
+const testSendTimeout = 10 * time.Second
+
 func common(c *clienttest.Cluster) client.CommonConfig {
 	return client.CommonConfig{
 		NameServers:       []string{c.Namesrv.Addr()},
 		HeartbeatInterval: 50 * time.Millisecond,
+		// Well above the 3 s default: under -race with another package's
+		// tests on the same two cores a request can wait seconds for CPU.
+		RequestTimeout: 10 * time.Second,
 	}
 }
 
 func startProducer(t *testing.T, c *clienttest.Cluster, mod func(*client.ProducerConfig)) *client.Producer {
 	t.Helper()
-	cfg := client.ProducerConfig{CommonConfig: common(c), Group: "PG"}
+	cfg := client.ProducerConfig{CommonConfig: common(c), Group: "PG", SendTimeout: testSendTimeout}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -354,7 +360,7 @@ func TestSendAsyncOnewayBatchSelector(t *testing.T) {
 func TestProducerHeartbeatAndLifecycle(t *testing.T) {
 	c := startCluster(t, "broker-a")
 	c.CreateTopic("T", 1)
-	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: common(c), Group: "PG"})
+	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: common(c), Group: "PG", SendTimeout: testSendTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +407,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 	}
 	base := settle()
 	for range 2 {
-		p, err := client.NewProducer(client.ProducerConfig{CommonConfig: common(c), Group: "PG"})
+		p, err := client.NewProducer(client.ProducerConfig{CommonConfig: common(c), Group: "PG", SendTimeout: testSendTimeout})
 		if err != nil {
 			t.Fatal(err)
 		}

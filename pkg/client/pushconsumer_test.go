@@ -57,7 +57,9 @@ func startPush(t *testing.T, c *clienttest.Cluster, instance, group, topic strin
 // eventually polls f every 10 ms for up to 5 s.
 func eventually(t *testing.T, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	// Generous: make test runs two packages at a time under -race on two
+	// cores, and these in-process clusters share them.
+	deadline := time.Now().Add(15 * time.Second)
 	for {
 		err := f()
 		if err == nil {
@@ -594,7 +596,7 @@ func TestPushConsumerShutdownLeavesNoGoroutines(t *testing.T) {
 	}
 	// A transactional producer answering a check, and a simple consumer
 	// with a receive in flight at Shutdown.
-	tp, err := client.NewTransactionProducer(client.ProducerConfig{CommonConfig: common(c), Group: "TXLEAK"},
+	tp, err := client.NewTransactionProducer(client.ProducerConfig{CommonConfig: common(c), Group: "TXLEAK", SendTimeout: testSendTimeout},
 		func(context.Context, *message.Message) (client.TransactionState, error) {
 			return client.TransactionCommit, nil
 		})

@@ -16,7 +16,7 @@ import (
 
 func startTx(t *testing.T, c *clienttest.Cluster, group string, checker client.TransactionChecker) *client.TransactionProducer {
 	t.Helper()
-	tp, err := client.NewTransactionProducer(client.ProducerConfig{CommonConfig: common(c), Group: group}, checker)
+	tp, err := client.NewTransactionProducer(client.ProducerConfig{CommonConfig: common(c), Group: group, SendTimeout: testSendTimeout}, checker)
 	if err != nil {
 		t.Fatal(err)
 	}
