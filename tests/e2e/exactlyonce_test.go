@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,20 +35,82 @@ func TestClientGo100kExactlyOncePerGroup(t *testing.T) {
 	n := strconv.Itoa(count)
 	done := make(chan interop.Result, 1)
 	go func() {
+		// Duplicates are judged below, against the broker's log.
 		done <- interop.RunGoCheck(t, "consume", "-n", c.NamesrvAddr, "-t", "Exact100k", "-run", "exact", "-count", n,
-			"-groups", "2", "-consumers", "2")
+			"-groups", "2", "-consumers", "2", "-allow-dups", "-log-level", "warn")
 	}()
 	time.Sleep(8 * time.Second) // four consumers join and rebalance before the first message
 	prod := interop.RunGoCheck(t, "produce", "-n", c.NamesrvAddr, "-t", "Exact100k", "-run", "exact", "-count", n, "-send-mode", "async")
 	prod.RequireOK(t)
 	res := <-done
 	res.RequireOK(t)
-	if res.Duplicates != 0 || res.Distinct != int64(count) || res.Received != 2*int64(count) || len(res.Groups) != 2 {
+	if res.Distinct != int64(count) || len(res.Groups) != 2 {
 		t.Fatalf("consumed %+v", res.Result)
 	}
 	for _, g := range res.Groups {
-		if g.Distinct != int64(count) || g.Duplicates != 0 || g.Mismatched != 0 {
+		if g.Distinct != int64(count) || g.Mismatched != 0 {
 			t.Fatalf("group %s: %+v", g.Group, g)
+		}
+		if g.Duplicates == 0 {
+			continue
+		}
+		// A consumer that reconnects (client-go closes a connection whose
+		// write misses its deadline on a loaded machine) leaves the group
+		// for a moment: the queues move and come back, and RocketMQ then
+		// delivers at least once. Duplicates without such a change are a
+		// broker bug.
+		churn := consumerChurn(c.Brokers[0].Proc.Logs(), g.Group, g.Consumers)
+		if churn == "" {
+			t.Fatalf("group %s: %d duplicates while its consumers stayed put (broker log shows no reconnect or expiry): %+v\n%s",
+				g.Group, g.Duplicates, g, strings.Join(res.Errors, "; "))
+		}
+		if g.Duplicates > int64(count/100) {
+			t.Fatalf("group %s: %d duplicates after a consumer change (%s): more than a rebalance redelivers", g.Group, g.Duplicates, churn)
+		}
+		t.Logf("group %s: %d duplicates after a consumer change in the group (%s): at-least-once across a rebalance", g.Group, g.Duplicates, churn)
+	}
+}
+
+// consumerChurn describes the membership changes of group in a broker
+// log beyond its consumers' first connections ("" when there were none).
+func consumerChurn(log, group string, consumers int) string {
+	connects, expired, closed := 0, 0, 0
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.Contains(line, "group="+group+" ") {
+			continue
+		}
+		switch {
+		case strings.Contains(line, `msg="new consumer connected"`):
+			connects++
+		case strings.Contains(line, `msg="remove expired consumer channel"`):
+			expired++
+		case strings.Contains(line, `msg="unregister a consumer"`):
+			closed++
+		}
+	}
+	if connects <= consumers && expired == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d connections for %d consumers, %d expired, %d unregistered", connects, consumers, expired, closed)
+}
+
+func TestConsumerChurn(t *testing.T) {
+	conn := func(g, id string) string {
+		return `level=INFO msg="new consumer connected" broker=broker-a component=client group=` + g + ` clientId=` + id + ` consumeType=CONSUME_PASSIVELY`
+	}
+	settled := strings.Join([]string{conn("g_1", "a"), conn("g_1", "b"), conn("g_10", "c"), conn("g_10", "d"),
+		`level=INFO msg="unregister a consumer" broker=broker-a component=client group=g_10 clientId=c remote=x`}, "\n")
+	for _, tc := range []struct {
+		name, log string
+		churn     bool
+	}{
+		{"settled", settled, false},
+		{"other group reconnects", settled + "\n" + conn("g_10", "c"), false},
+		{"reconnect", settled + "\n" + conn("g_1", "a"), true},
+		{"expired", settled + "\n" + `level=WARN msg="remove expired consumer channel" group=g_1 clientId=a remote=x`, true},
+	} {
+		if got := consumerChurn(tc.log, "g_1", 2); (got != "") != tc.churn {
+			t.Errorf("%s: churn %q, want %v", tc.name, got, tc.churn)
 		}
 	}
 }

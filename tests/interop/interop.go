@@ -85,9 +85,23 @@ type Result struct {
 func (r Result) RequireOK(t testing.TB) {
 	t.Helper()
 	if !r.OK || r.ExitCode != 0 {
-		t.Fatalf("interop: %s %s check failed (exit %d): %s\n%s", r.Client, r.Mode, r.ExitCode,
-			strings.Join(r.Errors, "; "), r.Line)
+		t.Fatalf("interop: %s %s check failed (exit %d): %s\n%s%s", r.Client, r.Mode, r.ExitCode,
+			strings.Join(r.Errors, "; "), r.Line, stderrTail(r.Stderr))
 	}
+}
+
+// stderrTail is the end of a check's stderr (the client library's log),
+// for failure messages.
+func stderrTail(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	const max = 8 << 10
+	if len(s) > max {
+		s = "…" + s[len(s)-max:]
+	}
+	return "\n----- client stderr -----\n" + s
 }
 
 // Summary is a one-line description for test logs.
