@@ -18,6 +18,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/lite"
+	"github.com/rmqgo/rmq/broker/lite/registry"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/broker/topic"
@@ -40,6 +41,16 @@ func BenchmarkLiteTopics(b *testing.B) {
 	c.EnableLmq, c.EnableMultiDispatch = true, true
 	c.MaxLmqConsumeQueueNum = b.N + 1
 	c.MinLiteTTL = 0
+	// One client of bench_cg subscribed to the first `subscribed` lite
+	// topics, each with a committed offset, as after make bench-lite's
+	// latency phase: the sweep's cascade then has offsets and
+	// subscriptions to clean (LITE_BENCH_SUBSCRIBED, default 10%).
+	subscribed := b.N / 10
+	if v := os.Getenv("LITE_BENCH_SUBSCRIBED"); v != "" {
+		subscribed, _ = strconv.Atoi(v)
+	}
+	subscribed = min(subscribed, b.N)
+	c.MaxLiteSubscriptionCount = int64(subscribed) + 1
 	cfgFn := func() *config.Config { return c }
 	sc := store.DefaultConfig(dir)
 	sc.CommitLog.FileSize = 256 << 20
@@ -64,7 +75,7 @@ func BenchmarkLiteTopics(b *testing.B) {
 		b.Fatal(err)
 	}
 	gc := subscription.NewGroupConfig("bench_cg")
-	gc.Attributes = map[string]string{"+lite.bind.topic": "Parent"}
+	gc.Attributes = map[string]string{"+lite.bind.topic": "Parent", "+lite.sub.client.quota": strconv.Itoa(subscribed + 1)}
 	if err := groups.Update(gc); err != nil {
 		b.Fatal(err)
 	}
@@ -115,6 +126,20 @@ func BenchmarkLiteTopics(b *testing.B) {
 	if got := svc.Lifecycle.Index().Count("Parent"); got != b.N {
 		b.Fatalf("indexed %d lite topics, want %d", got, b.N)
 	}
+	if subscribed > 0 {
+		lmqs := make([]string, subscribed)
+		for i := range lmqs {
+			lmqs[i] = "%LMQ%$Parent$lite-" + strconv.Itoa(i)
+			svc.Offsets.Commit("bench_cg", lmqs[i], 1)
+		}
+		key := registry.ClientKey{ClientID: "bench-client", Group: "bench_cg"}
+		if err := svc.Registry.AddPartial(key, "Parent", lmqs, nil); err != nil {
+			b.Fatal(err)
+		}
+		if n := svc.Registry.Active(); n != int64(subscribed) {
+			b.Fatalf("%d lite subscriptions, want %d", n, subscribed)
+		}
+	}
 	if err := st.ConsumeQueue().Flush(); err != nil {
 		b.Fatal(err)
 	}
@@ -163,6 +188,12 @@ func BenchmarkLiteTopics(b *testing.B) {
 	b.ReportMetric(cpu.Seconds(), "sweepCPUSec")
 	if res.Deleted != b.N || st.LmqCount() != 0 || svc.Lifecycle.Index().Count("") != 0 {
 		b.Fatalf("sweep %+v, %d LMQs left", res, st.LmqCount())
+	}
+	if n := svc.Registry.Active(); n != 0 {
+		b.Fatalf("%d lite subscriptions left after the sweep", n)
+	}
+	if off := svc.Offsets.Committed("bench_cg", "%LMQ%$Parent$lite-0"); off != -1 {
+		b.Fatalf("offset %d left after the sweep", off)
 	}
 	b.ReportMetric(res.Took.Seconds(), "sweepSec")
 	b.ReportMetric(res.Cascade.Seconds(), "cascadeSec")

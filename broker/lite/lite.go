@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -152,7 +154,7 @@ func New(d Deps) (*Service, error) {
 		Store:   lifecycleStore{st},
 		Meta:    s.Meta,
 		Config:  s.lifecycleConfig,
-		Cascade: []func(parent, lmq string, groups []string){s.deleteOffsets, s.cleanSubscriptions},
+		Cascade: []func([]string, []lifecycle.Batch){s.deleteOffsets, s.cleanSubscriptions},
 		Flush:   st.ConsumeQueue().Flush,
 		Started: d.Started,
 		Logger:  d.Logger.With("part", "lifecycle"),
@@ -268,18 +270,30 @@ func (s *Service) lifecycleConfig() lifecycle.Config {
 // onDeleted is the deletion cascade of one lmq (§4.5 steps 1, 3, 4).
 // deleteOffsets and cleanSubscriptions are the two independent parts of
 // the clean-up of an expired lite topic (they may run at the same time).
-func (s *Service) deleteOffsets(_, lmq string, groups []string) {
-	for _, g := range groups {
-		s.Offsets.Delete(g, lmq)
+// deleteOffsets drops the committed offsets and pending resets of deleted
+// lmqs for the groups bound to their parents and the tools group, in one
+// call: the offset table picks the cheaper of walking itself and looking
+// each pair up.
+func (s *Service) deleteOffsets(deleted []string, batches []lifecycle.Batch) {
+	groups := []string{ToolsConsumerGroup}
+	for _, b := range batches {
+		for _, g := range b.Groups {
+			if !slices.Contains(groups, g) {
+				groups = append(groups, g)
+			}
+		}
 	}
-	s.Offsets.Delete(ToolsConsumerGroup, lmq)
+	s.Offsets.DeleteLMQs(groups, deleted)
 }
 
-func (s *Service) cleanSubscriptions(_, lmq string, groups []string) {
-	for _, g := range groups {
-		s.Orders.Clear(orderinfo.Key{LMQ: lmq, Group: g})
+// cleanSubscriptions drops order state and subscriptions of deleted lmqs,
+// batch by batch.
+func (s *Service) cleanSubscriptions(_ []string, batches []lifecycle.Batch) {
+	for _, b := range batches {
+		s.Orders.ClearLMQs(b.LMQs, b.Groups)
+		s.Registry.CleanLMQs(b.LMQs)
+		runtime.Gosched() // let sends run between batches
 	}
-	s.Registry.CleanLMQ(lmq)
 }
 
 // Registrar installs handlers; the broker's procRegistrar satisfies it.

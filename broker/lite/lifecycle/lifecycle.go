@@ -70,11 +70,12 @@ type Options struct {
 	Store  Store
 	Meta   *meta.Source
 	Config func() Config
-	// Cascade are the independent parts of the clean-up of a deleted lmq
-	// (§4.5 steps 1, 3–5), called with the lite groups bound to its
-	// parent. Each part runs once for every deleted lmq; different parts
-	// may run at the same time on different goroutines.
-	Cascade []func(parent, lmq string, groups []string)
+	// Cascade are the independent parts of the clean-up of deleted lmqs
+	// (§4.5 steps 1, 3–5), each called once per deletion with the deleted
+	// names and the same names in batches of one parent, with the lite
+	// groups bound to it. Different parts may run at the same time on
+	// different goroutines.
+	Cascade []func(deleted []string, batches []Batch)
 	// Flush makes the deletions durable (§4.5 step 7; Pebble's WAL is off);
 	// nil: nothing is flushed.
 	Flush func() error
@@ -270,21 +271,23 @@ func (m *Manager) afterDelete(deleted []string) (time.Duration, error) {
 			delete(m.invalid, lmq)
 		}
 	}
-	// A large cascade runs its first part on another goroutine: it is a
-	// cache miss or two per name and structure, and each part has its own
-	// structures (no lock shared between the two goroutines).
-	var perParent map[string]int
+	// The names are read once here, into batches of one parent each (a
+	// million names scattered over the heap cost a cache miss each per
+	// pass); the parts then work batch by batch.
+	batches, perParent := m.batches(deleted)
+	// A large cascade runs its first part on another goroutine: each part
+	// has its own structures (no lock shared between the two goroutines).
 	parts := m.opts.Cascade
 	if len(deleted) >= parallelCascadeMin && len(parts) > 1 && runtime.GOMAXPROCS(0) > 1 {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			m.cascade(deleted, parts[:1])
+			cascade(deleted, batches, parts[:1])
 		}()
-		perParent = m.cascade(deleted, parts[1:])
+		cascade(deleted, batches, parts[1:])
 		<-done
 	} else {
-		perParent = m.cascade(deleted, parts)
+		cascade(deleted, batches, parts)
 	}
 	m.index.RemoveCounted(deleted, perParent)
 	f := <-flushed
@@ -295,34 +298,56 @@ func (m *Manager) afterDelete(deleted []string) (time.Duration, error) {
 // runs the cascade's parts on two goroutines.
 const parallelCascadeMin = 100_000
 
-// cascade runs parts for deleted names and counts them by parent, in one
-// pass: each name is read once while it is in cache (a million names
-// scattered over the heap cost a cache miss each per pass).
-func (m *Manager) cascade(deleted []string, parts []func(parent, lmq string, groups []string)) map[string]int {
+// cascadeBatch bounds a batch: a part holds its locks for one batch, and
+// sends run between batches.
+const cascadeBatch = 4096
+
+// Batch is a run of deleted lmqs of one parent, with the lite groups bound
+// to the parent.
+type Batch struct {
+	Parent string
+	LMQs   []string
+	Groups []string
+}
+
+// batches splits deleted into runs of one parent (sorted names: one run
+// per parent and cascadeBatch names) and counts them by parent.
+func (m *Manager) batches(deleted []string) ([]Batch, map[string]int) {
 	groups := map[string][]string{} // per parent, read once
 	perParent := map[string]int{}
-	for i, lmq := range deleted {
-		if i%4096 == 4095 {
-			runtime.Gosched() // let sends run between slices of the cascade
+	var out []Batch
+	start, cur := 0, ""
+	flush := func(end int) {
+		if end > start {
+			out = append(out, Batch{Parent: cur, LMQs: deleted[start:end], Groups: groups[cur]})
+			perParent[cur] += end - start
 		}
+		start = end
+	}
+	for i, lmq := range deleted {
 		parent, _, ok := naming.Parse(lmq)
 		if !ok {
+			flush(i)
+			start = i + 1
 			continue
 		}
-		perParent[parent]++
-		if len(parts) == 0 {
-			continue
-		}
-		g, ok := groups[parent]
-		if !ok {
-			g = m.opts.Meta.SubscriberGroups(parent)
-			groups[parent] = g
-		}
-		for _, f := range parts {
-			f(parent, lmq, g)
+		if parent != cur || i-start >= cascadeBatch {
+			flush(i)
+			cur = parent
+			if _, ok := groups[parent]; !ok {
+				groups[parent] = m.opts.Meta.SubscriberGroups(parent)
+			}
 		}
 	}
-	return perParent
+	flush(len(deleted))
+	return out, perParent
+}
+
+// cascade runs parts one after the other.
+func cascade(deleted []string, batches []Batch, parts []func([]string, []Batch)) {
+	for _, f := range parts {
+		f(deleted, batches)
+	}
 }
 
 // CleanParent deletes every LMQ of a parent topic (the parent was deleted,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/lite/meta"
+	"github.com/rmqgo/rmq/broker/lite/naming"
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
 	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -179,8 +180,12 @@ func TestSweep(t *testing.T) {
 		Store:  fs,
 		Meta:   src,
 		Config: func() Config { return Config{CheckInterval: time.Second, MinTTL: 5 * time.Minute} },
-		Cascade: []func(string, string, []string){func(p, lmq string, groups []string) {
-			cascaded = append(cascaded, fmt.Sprintf("%s %s %v", p, lmq, groups))
+		Cascade: []func([]string, []Batch){func(_ []string, batches []Batch) {
+			for _, b := range batches {
+				for _, lmq := range b.LMQs {
+					cascaded = append(cascaded, fmt.Sprintf("%s %s %v", b.Parent, lmq, b.Groups))
+				}
+			}
 		}},
 		Now: func() time.Time { return now },
 	})
@@ -255,17 +260,23 @@ func TestSweepLargeCascade(t *testing.T) {
 		Store:  fs,
 		Meta:   src,
 		Config: func() Config { return Config{CheckInterval: time.Second} },
-		Cascade: []func(string, string, []string){func(p, lmq string, _ []string) {
-			if !strings.HasPrefix(lmq, "%LMQ%$"+p+"$") {
-				t.Errorf("%s under parent %s", lmq, p)
+		Cascade: []func([]string, []Batch){func(_ []string, batches []Batch) {
+			for _, b := range batches {
+				for _, lmq := range b.LMQs {
+					if !strings.HasPrefix(lmq, "%LMQ%$"+b.Parent+"$") {
+						t.Errorf("%s under parent %s", lmq, b.Parent)
+					}
+					mu.Lock()
+					seen[lmq]++
+					mu.Unlock()
+				}
 			}
-			mu.Lock()
-			seen[lmq]++
-			mu.Unlock()
-		}, func(_, lmq string, _ []string) {
-			mu.Lock()
-			second[lmq]++
-			mu.Unlock()
+		}, func(deleted []string, _ []Batch) {
+			for _, lmq := range deleted {
+				mu.Lock()
+				second[lmq]++
+				mu.Unlock()
+			}
 		}},
 		Now: func() time.Time { return now },
 	})
@@ -287,5 +298,41 @@ func TestSweepLargeCascade(t *testing.T) {
 	}
 	if m.Index().Count("P") != 0 || m.Index().Count("Q") != 20_000 || m.Index().Count("") != 20_000 {
 		t.Fatalf("index P %d Q %d all %d", m.Index().Count("P"), m.Index().Count("Q"), m.Index().Count(""))
+	}
+}
+
+// TestBatches: the cascade's batches are runs of one parent of at most
+// cascadeBatch names, skip names that are not lite LMQs, carry each
+// parent's groups and count every name once.
+func TestBatches(t *testing.T) {
+	tp := topics{"P": parent("P", "10"), "Q": parent("Q", "10")}
+	gc := subscription.NewGroupConfig("lg")
+	gc.Attributes["lite.bind.topic"] = "P"
+	src := meta.NewSource(tp, groups{"lg": gc})
+	src.Refresh()
+	m, err := New(Options{Store: &fakeStore{}, Meta: src, Config: func() Config { return Config{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for i := 0; i < cascadeBatch+10; i++ {
+		names = append(names, fmt.Sprintf("%%LMQ%%$P$%06d", i))
+	}
+	names = append(names, "%LMQ%generic", "%LMQ%$Q$a", "%LMQ%$Q$b", "%LMQ%$P$late")
+	got, perParent := m.batches(names)
+	var desc []string
+	total := 0
+	for _, b := range got {
+		desc = append(desc, fmt.Sprintf("%s:%d:%v", b.Parent, len(b.LMQs), b.Groups))
+		total += len(b.LMQs)
+		for _, l := range b.LMQs {
+			if p, _, ok := naming.Parse(l); !ok || p != b.Parent {
+				t.Errorf("%s in a batch of %s", l, b.Parent)
+			}
+		}
+	}
+	want := []string{fmt.Sprintf("P:%d:[lg]", cascadeBatch), "P:10:[lg]", "Q:2:[]", "P:1:[lg]"}
+	if !slices.Equal(desc, want) || total != len(names)-1 || perParent["P"] != cascadeBatch+11 || perParent["Q"] != 2 {
+		t.Fatalf("batches %v (total %d), perParent %v; want %v", desc, total, perParent, want)
 	}
 }

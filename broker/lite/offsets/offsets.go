@@ -6,6 +6,7 @@
 package offsets
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/rmqgo/rmq/broker/lite/naming"
@@ -17,6 +18,7 @@ type Table interface {
 	Commit(k offset.Key, off int64)
 	Get(k offset.Key) (int64, bool)
 	Delete(k offset.Key)
+	DeleteQueues(groups, topics []string, qid int32) int
 }
 
 type key struct{ group, lmq string }
@@ -79,6 +81,36 @@ func (o *Offsets) Delete(group, lmq string) {
 	o.mu.Lock()
 	delete(o.resets, key{group, lmq})
 	o.mu.Unlock()
+}
+
+// DeleteLMQs is Delete for every group and lmq, in one pass under each
+// lock (a sweep deletes a million LMQs, most without offsets).
+func (o *Offsets) DeleteLMQs(groups, lmqs []string) {
+	o.t.DeleteQueues(groups, lmqs, naming.QueueID)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	switch {
+	case len(o.resets) == 0:
+	case len(o.resets) >= len(groups)*len(lmqs):
+		for _, g := range groups {
+			for _, l := range lmqs {
+				delete(o.resets, key{g, l})
+			}
+		}
+	default:
+		// Few pending resets: look the names up among theirs.
+		byLMQ := map[string][]key{}
+		for k := range o.resets {
+			if slices.Contains(groups, k.group) {
+				byLMQ[k.lmq] = append(byLMQ[k.lmq], k)
+			}
+		}
+		for _, l := range lmqs {
+			for _, k := range byLMQ[l] {
+				delete(o.resets, k)
+			}
+		}
+	}
 }
 
 // PendingResets is the number of pending resets.

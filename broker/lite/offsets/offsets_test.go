@@ -1,6 +1,7 @@
 package offsets
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/rmqgo/rmq/broker/store/offset"
@@ -8,9 +9,22 @@ import (
 
 type table map[offset.Key]int64
 
-func (t table) Commit(k offset.Key, off int64)      { t[k] = off }
-func (t table) Get(k offset.Key) (int64, bool)      { v, ok := t[k]; return v, ok }
-func (t table) Delete(k offset.Key)                 { delete(t, k) }
+func (t table) Commit(k offset.Key, off int64) { t[k] = off }
+func (t table) Get(k offset.Key) (int64, bool) { v, ok := t[k]; return v, ok }
+func (t table) Delete(k offset.Key)            { delete(t, k) }
+func (t table) DeleteQueues(groups, topics []string, qid int32) int {
+	n := 0
+	for _, g := range groups {
+		for _, tp := range topics {
+			k := offset.Key{Group: g, Topic: tp, QueueID: qid}
+			if _, ok := t[k]; ok {
+				delete(t, k)
+				n++
+			}
+		}
+	}
+	return n
+}
 func (t table) has(group, lmq string) (int64, bool) { v, ok := t[okey(group, lmq)]; return v, ok }
 
 const (
@@ -75,5 +89,48 @@ func TestResets(t *testing.T) {
 	}
 	if _, ok := tb.has("g", lmqA); ok {
 		t.Fatal("the table kept the deleted lmq's offset")
+	}
+}
+
+// TestDeleteLMQs: the batch delete drops offsets and resets of every
+// (group, lmq) pair given and nothing else.
+func TestDeleteLMQs(t *testing.T) {
+	tb := table{}
+	o := New(tb)
+	const lmqC = "%LMQ%$P$c"
+	for _, g := range []string{"g", "h"} {
+		for _, l := range []string{lmqA, lmqB, lmqC} {
+			o.Commit(g, l, 1)
+			o.SetReset(g, l, 0)
+		}
+	}
+	o.DeleteLMQs([]string{"g", "h", "none"}, []string{lmqA, lmqB})
+	for _, g := range []string{"g", "h"} {
+		for _, l := range []string{lmqA, lmqB} {
+			if o.Committed(g, l) != -1 || o.HasReset(g, l) {
+				t.Errorf("%s %s kept: offset %d reset %v", g, l, o.Committed(g, l), o.HasReset(g, l))
+			}
+		}
+		if o.Committed(g, lmqC) != 1 || !o.HasReset(g, lmqC) {
+			t.Errorf("%s %s lost its offset or reset", g, lmqC)
+		}
+	}
+}
+
+// TestDeleteLMQsFewResets: with fewer pending resets than names, the
+// resets are matched by name; only those of the given groups go.
+func TestDeleteLMQsFewResets(t *testing.T) {
+	o := New(table{})
+	o.SetReset("g", lmqA, 0)
+	o.SetReset("other", lmqA, 0)
+	o.SetReset("g", "%LMQ%$P$kept", 0)
+	var names []string
+	for i := 0; i < 10; i++ {
+		names = append(names, fmt.Sprintf("%%LMQ%%$P$n%d", i))
+	}
+	o.DeleteLMQs([]string{"g"}, append(names, lmqA))
+	if o.HasReset("g", lmqA) || !o.HasReset("other", lmqA) || !o.HasReset("g", "%LMQ%$P$kept") || o.PendingResets() != 2 {
+		t.Fatalf("resets after DeleteLMQs: g/a %v other/a %v g/kept %v, %d pending",
+			o.HasReset("g", lmqA), o.HasReset("other", lmqA), o.HasReset("g", "%LMQ%$P$kept"), o.PendingResets())
 	}
 }

@@ -328,6 +328,17 @@ func (m *Manager) ClearLMQ(lmq string, groups []string) {
 	}
 }
 
+// ClearLMQs is ClearLMQ for many names (a sweep's batch); with no state
+// held at all it costs one look per shard.
+func (m *Manager) ClearLMQs(lmqs, groups []string) {
+	if len(groups) == 0 || m.Count() == 0 {
+		return
+	}
+	for _, l := range lmqs {
+		m.ClearLMQ(l, groups)
+	}
+}
+
 // Count is the number of states held.
 func (m *Manager) Count() int {
 	n := 0

@@ -588,33 +588,59 @@ func (r *Registry) removeAllLocked(key ClientKey, p *pending) {
 // CleanLMQ removes lmq from every subscription (the lmq was deleted); the
 // clients are not notified (§4.5 step 3). It returns the clients it held.
 func (r *Registry) CleanLMQ(lmq string) []ClientKey {
-	sh := r.shard(lmq)
-	sh.mu.RLock()
-	n := len(sh.m[lmq])
-	sh.mu.RUnlock()
-	if n == 0 {
-		return nil
+	var keys []ClientKey
+	r.cleanLMQs([]string{lmq}, func(k ClientKey) { keys = append(keys, k) })
+	return keys
+}
+
+// CleanLMQs is CleanLMQ for many names (a sweep's batch), under one lock
+// for the ones subscribed; it returns the number of subscriptions removed.
+func (r *Registry) CleanLMQs(lmqs []string) int {
+	n := 0
+	r.cleanLMQs(lmqs, func(ClientKey) { n++ })
+	return n
+}
+
+func (r *Registry) cleanLMQs(lmqs []string, removed func(ClientKey)) {
+	// Most deleted LMQs have no subscriber: a read-locked look per name.
+	var held []string
+	for _, lmq := range lmqs {
+		sh := r.shard(lmq)
+		sh.mu.RLock()
+		n := len(sh.m[lmq])
+		sh.mu.RUnlock()
+		if n > 0 {
+			held = append(held, lmq)
+		}
+	}
+	if len(held) == 0 {
+		return
 	}
 	var p pending
+	var keys []ClientKey
 	r.mu.Lock()
-	sh.mu.RLock()
-	keys := make([]ClientKey, 0, len(sh.m[lmq]))
-	for k := range sh.m[lmq] {
-		keys = append(keys, k)
-	}
-	sh.mu.RUnlock()
-	for _, k := range keys {
-		r.removeLocked(k, lmq, &p)
-	}
-	for k, ts := range r.tombstones {
-		delete(ts, lmq)
-		if len(ts) == 0 {
-			delete(r.tombstones, k)
+	for _, lmq := range held {
+		sh := r.shard(lmq)
+		keys = keys[:0]
+		sh.mu.RLock()
+		for k := range sh.m[lmq] {
+			keys = append(keys, k)
+		}
+		sh.mu.RUnlock()
+		for _, k := range keys {
+			if r.removeLocked(k, lmq, &p) {
+				removed(k)
+			}
+		}
+		for k, ts := range r.tombstones {
+			delete(ts, lmq)
+			if len(ts) == 0 {
+				delete(r.tombstones, k)
+			}
 		}
 	}
 	r.mu.Unlock()
 	r.fire(&p)
-	return keys
 }
 
 // Expire drops every client not refreshed within timeout and every

@@ -12,6 +12,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 
@@ -144,6 +145,99 @@ func (s *Store) Delete(k Key) {
 	delete(s.dirty, k)
 	s.deleted[k] = struct{}{}
 	s.mu.Unlock()
+}
+
+// DeleteQueues removes the offsets of queue qid of topics for groups (the
+// LMQs a lite sweep deleted, a million at a time, most without offsets).
+// When the table holds fewer offsets than there are (group, topic) pairs
+// to look up, it walks the table once instead and looks its topics up in
+// a map of the candidates: a lookup in a small map of strings is far
+// cheaper than one of a Key in a large one.
+func (s *Store) DeleteQueues(groups, topics []string, qid int32) int {
+	s.mu.RLock()
+	var live []string
+	for _, g := range groups {
+		if s.groups[g] > 0 && !slices.Contains(live, g) {
+			live = append(live, g)
+		}
+	}
+	size := len(s.offsets)
+	s.mu.RUnlock()
+	if len(live) == 0 || len(topics) == 0 {
+		return 0
+	}
+	if size >= len(live)*len(topics) {
+		return s.deleteProbing(live, topics, qid)
+	}
+	cand := map[string][]Key{}
+	s.mu.RLock()
+	for k := range s.offsets {
+		if k.QueueID == qid && slices.Contains(live, k.Group) {
+			cand[k.Topic] = append(cand[k.Topic], k)
+		}
+	}
+	s.mu.RUnlock()
+	if len(cand) == 0 {
+		return 0
+	}
+	var hits []Key
+	for _, t := range topics {
+		if ks, ok := cand[t]; ok {
+			hits = append(hits, ks...)
+		}
+	}
+	n := 0
+	for len(hits) > 0 {
+		part := hits[:min(deleteSlice, len(hits))]
+		hits = hits[len(part):]
+		s.mu.Lock()
+		for _, k := range part {
+			if s.deleteLocked(k) {
+				n++
+			}
+		}
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// deleteSlice is how many deletions one lock hold does: commits get in
+// between.
+const deleteSlice = 4096
+
+// deleteProbing looks every (group, topic) pair up, deleteSlice topics per
+// lock hold.
+func (s *Store) deleteProbing(groups, topics []string, qid int32) int {
+	n := 0
+	for len(topics) > 0 {
+		part := topics[:min(deleteSlice, len(topics))]
+		topics = topics[len(part):]
+		s.mu.Lock()
+		for _, g := range groups {
+			for _, t := range part {
+				if s.groups[g] == 0 {
+					break
+				}
+				if s.deleteLocked(Key{Group: g, Topic: t, QueueID: qid}) {
+					n++
+				}
+			}
+		}
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// deleteLocked removes k if present; s.mu must be held.
+func (s *Store) deleteLocked(k Key) bool {
+	if _, ok := s.offsets[k]; !ok {
+		return false
+	}
+	s.forgetGroupKey(k.Group)
+	delete(s.offsets, k)
+	delete(s.dirty, k)
+	s.deleted[k] = struct{}{}
+	return true
 }
 
 func (s *Store) forgetGroupKey(group string) {

@@ -72,3 +72,73 @@ func TestCommitFlushReload(t *testing.T) {
 		t.Fatalf("counts %v", s2.groups)
 	}
 }
+
+// TestDeleteQueues: the batch delete removes exactly the (group, topic,
+// qid) offsets named, durably, and keeps the group counts.
+func TestDeleteQueues(t *testing.T) {
+	dir := t.TempDir()
+	db, err := kv.Open(kv.DefaultConfig(dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []string{"g1", "g2"} {
+		for _, tp := range []string{"a", "b", "c"} {
+			s.Commit(Key{g, tp, 0}, 1)
+		}
+	}
+	s.Commit(Key{"g1", "a", 1}, 1)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.DeleteQueues([]string{"g1", "g2", "g3"}, []string{"a", "b", "x"}, 0); n != 4 {
+		t.Fatalf("DeleteQueues = %d, want 4", n)
+	}
+	if s.groups["g1"] != 2 || s.groups["g2"] != 1 {
+		t.Fatalf("counts %v", s.groups)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db2, err := kv.Open(kv.DefaultConfig(dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	s2, err := Open(db2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		k    Key
+		want bool
+	}{
+		{Key{"g1", "a", 0}, false}, {Key{"g1", "b", 0}, false}, {Key{"g2", "a", 0}, false}, {Key{"g2", "b", 0}, false},
+		{Key{"g1", "c", 0}, true}, {Key{"g2", "c", 0}, true}, {Key{"g1", "a", 1}, true},
+	} {
+		if _, ok := s2.Get(tc.k); ok != tc.want {
+			t.Errorf("%v present %v after reload, want %v", tc.k, ok, tc.want)
+		}
+	}
+	// More pairs to look up than offsets held: the walk of the table.
+	many := []string{"c", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "a"}
+	if n := s2.DeleteQueues([]string{"g1", "g1"}, many, 0); n != 1 {
+		t.Fatalf("DeleteQueues by walk = %d, want 1", n)
+	}
+	if _, ok := s2.Get(Key{"g1", "c", 0}); ok {
+		t.Fatal("g1/c/0 survived the walk")
+	}
+	if _, ok := s2.Get(Key{"g2", "c", 0}); !ok {
+		t.Fatal("the walk deleted another group's offset")
+	}
+	if _, ok := s2.Get(Key{"g1", "a", 1}); !ok {
+		t.Fatal("the walk deleted another queue's offset")
+	}
+	if s2.groups["g1"] != 1 || s2.groups["g2"] != 1 {
+		t.Fatalf("counts after the walk %v", s2.groups)
+	}
+}
