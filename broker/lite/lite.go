@@ -154,7 +154,7 @@ func New(d Deps) (*Service, error) {
 		Store:   lifecycleStore{st},
 		Meta:    s.Meta,
 		Config:  s.lifecycleConfig,
-		Cascade: []func([]string, []lifecycle.Batch){s.deleteOffsets, s.cleanSubscriptions},
+		Cascade: []func([]string, []lifecycle.Batch){s.cleanDeleted},
 		Flush:   st.ConsumeQueue().Flush,
 		Started: d.Started,
 		Logger:  d.Logger.With("part", "lifecycle"),
@@ -270,11 +270,16 @@ func (s *Service) lifecycleConfig() lifecycle.Config {
 // onDeleted is the deletion cascade of one lmq (§4.5 steps 1, 3, 4).
 // deleteOffsets and cleanSubscriptions are the two independent parts of
 // the clean-up of an expired lite topic (they may run at the same time).
-// deleteOffsets drops the committed offsets and pending resets of deleted
-// lmqs for the groups bound to their parents and the tools group, in one
-// call: the offset table picks the cheaper of walking itself and looking
-// each pair up.
-func (s *Service) deleteOffsets(deleted []string, batches []lifecycle.Batch) {
+// cleanDeleted drops what the groups hold of deleted lmqs (§4.5 steps 1,
+// 3–5): committed offsets and pending resets (of the groups bound to the
+// parents and the tools group), order state and subscriptions.
+//
+// A sweep deletes up to millions of lmqs, most of them holding nothing:
+// looking every name up in each structure touches every name once per
+// structure, a cache miss each. When a structure holds fewer lmqs than
+// were deleted, its lmqs are listed instead, and the deleted names are
+// looked up once, in the union of those lists.
+func (s *Service) cleanDeleted(deleted []string, batches []lifecycle.Batch) {
 	groups := []string{ToolsConsumerGroup}
 	for _, b := range batches {
 		for _, g := range b.Groups {
@@ -283,18 +288,71 @@ func (s *Service) deleteOffsets(deleted []string, batches []lifecycle.Batch) {
 			}
 		}
 	}
-	s.Offsets.DeleteLMQs(groups, deleted)
+	const (
+		hasOffset = 1 << iota
+		hasOrder
+		hasSub
+	)
+	var walked uint8
+	cand := map[string]uint8{}
+	mark := func(bit uint8) func(string) { return func(l string) { cand[l] |= bit } }
+	if s.Offsets.Size() < len(deleted) {
+		walked |= hasOffset
+		s.Offsets.EachLMQ(groups, mark(hasOffset))
+	}
+	if s.Orders.Count() < len(deleted) {
+		walked |= hasOrder
+		s.Orders.EachLMQ(mark(hasOrder))
+	}
+	if s.Registry.LMQCount() < len(deleted) {
+		walked |= hasSub
+		s.Registry.EachLMQ(mark(hasSub))
+	}
+	pick := func(bit uint8) []string {
+		if walked&bit == 0 {
+			return deleted
+		}
+		return nil
+	}
+	offs, ords, subs := pick(hasOffset), pick(hasOrder), pick(hasSub)
+	if len(cand) > 0 {
+		for _, l := range deleted {
+			f := cand[l]
+			if f == 0 {
+				continue
+			}
+			if f&hasOffset != 0 {
+				offs = append(offs, l)
+			}
+			if f&hasOrder != 0 {
+				ords = append(ords, l)
+			}
+			if f&hasSub != 0 {
+				subs = append(subs, l)
+			}
+		}
+	}
+	// Offsets and subscriptions have their own locks: with many of both,
+	// they go on two goroutines.
+	if len(offs) >= parallelCleanMin && len(subs) >= parallelCleanMin && runtime.GOMAXPROCS(0) > 1 {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.Offsets.DeleteLMQs(groups, offs)
+		}()
+		s.Orders.ClearLMQs(ords, groups)
+		s.Registry.CleanLMQs(subs)
+		<-done
+		return
+	}
+	s.Offsets.DeleteLMQs(groups, offs)
+	s.Orders.ClearLMQs(ords, groups)
+	s.Registry.CleanLMQs(subs)
 }
 
-// cleanSubscriptions drops order state and subscriptions of deleted lmqs,
-// batch by batch.
-func (s *Service) cleanSubscriptions(_ []string, batches []lifecycle.Batch) {
-	for _, b := range batches {
-		s.Orders.ClearLMQs(b.LMQs, b.Groups)
-		s.Registry.CleanLMQs(b.LMQs)
-		runtime.Gosched() // let sends run between batches
-	}
-}
+// parallelCleanMin is the number of lmqs holding offsets and holding
+// subscriptions from which cleanDeleted cleans the two at the same time.
+const parallelCleanMin = 10_000
 
 // Registrar installs handlers; the broker's procRegistrar satisfies it.
 type Registrar interface {

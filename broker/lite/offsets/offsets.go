@@ -19,6 +19,8 @@ type Table interface {
 	Get(k offset.Key) (int64, bool)
 	Delete(k offset.Key)
 	DeleteQueues(groups, topics []string, qid int32) int
+	Range(f func(offset.Key, int64) bool)
+	Len() int
 }
 
 type key struct{ group, lmq string }
@@ -109,6 +111,33 @@ func (o *Offsets) DeleteLMQs(groups, lmqs []string) {
 			for _, k := range byLMQ[l] {
 				delete(o.resets, k)
 			}
+		}
+	}
+}
+
+// Size is the number of offsets and pending resets held (of every group
+// and topic): what EachLMQ walks.
+func (o *Offsets) Size() int {
+	o.mu.Lock()
+	n := len(o.resets)
+	o.mu.Unlock()
+	return n + o.t.Len()
+}
+
+// EachLMQ calls f with every lmq that groups hold an offset or a pending
+// reset of (names may repeat). f must not call back into o.
+func (o *Offsets) EachLMQ(groups []string, f func(lmq string)) {
+	o.t.Range(func(k offset.Key, _ int64) bool {
+		if k.QueueID == naming.QueueID && slices.Contains(groups, k.Group) && naming.IsLite(k.Topic) {
+			f(k.Topic)
+		}
+		return true
+	})
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for k := range o.resets {
+		if slices.Contains(groups, k.group) {
+			f(k.lmq)
 		}
 	}
 }

@@ -25,6 +25,14 @@ func (t table) DeleteQueues(groups, topics []string, qid int32) int {
 	}
 	return n
 }
+func (t table) Range(f func(offset.Key, int64) bool) {
+	for k, v := range t {
+		if !f(k, v) {
+			return
+		}
+	}
+}
+func (t table) Len() int                            { return len(t) }
 func (t table) has(group, lmq string) (int64, bool) { v, ok := t[okey(group, lmq)]; return v, ok }
 
 const (

@@ -339,6 +339,19 @@ func (m *Manager) ClearLMQs(lmqs, groups []string) {
 	}
 }
 
+// EachLMQ calls f with the lmq of every state held (names may repeat),
+// one shard at a time. f must not call back into m.
+func (m *Manager) EachLMQ(f func(lmq string)) {
+	for i := range m.shards {
+		sh := &m.shards[i]
+		sh.mu.Lock()
+		for k := range sh.m {
+			f(k.LMQ)
+		}
+		sh.mu.Unlock()
+	}
+}
+
 // Count is the number of states held.
 func (m *Manager) Count() int {
 	n := 0

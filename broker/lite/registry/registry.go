@@ -613,34 +613,64 @@ func (r *Registry) cleanLMQs(lmqs []string, removed func(ClientKey)) {
 			held = append(held, lmq)
 		}
 	}
-	if len(held) == 0 {
-		return
-	}
-	var p pending
+	// The rest under the registry's lock, a slice at a time: subscribe
+	// requests get in between.
+	const slice = 4096
 	var keys []ClientKey
-	r.mu.Lock()
-	for _, lmq := range held {
-		sh := r.shard(lmq)
-		keys = keys[:0]
+	for len(held) > 0 {
+		part := held[:min(slice, len(held))]
+		held = held[len(part):]
+		var p pending
+		r.mu.Lock()
+		for _, lmq := range part {
+			sh := r.shard(lmq)
+			keys = keys[:0]
+			sh.mu.RLock()
+			for k := range sh.m[lmq] {
+				keys = append(keys, k)
+			}
+			sh.mu.RUnlock()
+			for _, k := range keys {
+				if r.removeLocked(k, lmq, &p) {
+					removed(k)
+				}
+			}
+			for k, ts := range r.tombstones {
+				delete(ts, lmq)
+				if len(ts) == 0 {
+					delete(r.tombstones, k)
+				}
+			}
+		}
+		r.mu.Unlock()
+		r.fire(&p)
+	}
+}
+
+// LMQCount is the number of lmqs with at least one subscriber: what
+// EachLMQ walks.
+func (r *Registry) LMQCount() int {
+	n := 0
+	for i := range r.shards {
+		sh := &r.shards[i]
 		sh.mu.RLock()
-		for k := range sh.m[lmq] {
-			keys = append(keys, k)
+		n += len(sh.m)
+		sh.mu.RUnlock()
+	}
+	return n
+}
+
+// EachLMQ calls f with every lmq that has a subscriber, one shard at a
+// time. f must not call back into r.
+func (r *Registry) EachLMQ(f func(lmq string)) {
+	for i := range r.shards {
+		sh := &r.shards[i]
+		sh.mu.RLock()
+		for l := range sh.m {
+			f(l)
 		}
 		sh.mu.RUnlock()
-		for _, k := range keys {
-			if r.removeLocked(k, lmq, &p) {
-				removed(k)
-			}
-		}
-		for k, ts := range r.tombstones {
-			delete(ts, lmq)
-			if len(ts) == 0 {
-				delete(r.tombstones, k)
-			}
-		}
 	}
-	r.mu.Unlock()
-	r.fire(&p)
 }
 
 // Expire drops every client not refreshed within timeout and every

@@ -187,6 +187,11 @@ func (s *Store) DeleteQueues(groups, topics []string, qid int32) int {
 		}
 	}
 	n := 0
+	s.mu.Lock()
+	if len(s.deleted) == 0 {
+		s.deleted = make(map[Key]struct{}, len(hits)) // grown once, not step by step
+	}
+	s.mu.Unlock()
 	for len(hits) > 0 {
 		part := hits[:min(deleteSlice, len(hits))]
 		hits = hits[len(part):]
@@ -262,6 +267,13 @@ func (s *Store) DeleteWhere(match func(Key) bool) int {
 		}
 	}
 	return n
+}
+
+// Len is the number of offsets held.
+func (s *Store) Len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.offsets)
 }
 
 // Range calls f for each offset until it returns false.
