@@ -14,7 +14,8 @@
 # LITE_BENCH_ROUNDS (4 of each kind, P L L P P L L P), LITE_BENCH_SENDERS (32),
 # LITE_BENCH_BODY (1024), LITE_BENCH_CREATE (1000000 lite topics on a fresh
 # broker, 128 B each), LITE_BENCH_SUBSCRIBED (100000),
-# LITE_BENCH_LATENCY_RATE (2000 msgs/s), LITE_BENCH_LATENCY_SECONDS (10).
+# LITE_BENCH_LATENCY_RATE (2000 msgs/s), LITE_BENCH_LATENCY_SECONDS (10),
+# LITE_BENCH_BROKER_CONF (key=value,... added to broker.conf).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 GO=${GO:-go}

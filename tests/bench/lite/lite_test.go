@@ -90,16 +90,25 @@ func TestLiteBench(t *testing.T) {
 	}
 	cfg := loadConfig(t)
 	total := max(cfg.perRound*cfg.rounds, cfg.create+cfg.stretch) + cfg.subscribed
+	conf := map[string]string{
+		"enableLmq": "true", "enableMultiDispatch": "true",
+		"maxLmqConsumeQueueNum":    strconv.Itoa(2*total + 1000),
+		"maxLiteSubscriptionCount": strconv.Itoa(2*cfg.subscribed + 1000),
+		"minLiteTTl":               "1000",
+		"liteTtlCheckInterval":     "2000",
+		"mappedFileSizeCommitLog":  strconv.Itoa(1 << 30),
+	}
+	// LITE_BENCH_BROKER_CONF=key=value,key=value adds or overrides keys
+	// (e.g. liteSweepWorkMs=0 to sweep without pauses).
+	for _, kv := range strings.Split(os.Getenv("LITE_BENCH_BROKER_CONF"), ",") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok {
+			conf[k] = v
+		}
+	}
 	c := harness.StartCluster(t, harness.ClusterOptions{
-		BrokerEnv: []string{"ROCKETMQ_LITE_TOPIC_EXPIRATION_UNIT_MS=" + strconv.Itoa(unitMs)},
-		BrokerConf: map[string]string{
-			"enableLmq": "true", "enableMultiDispatch": "true",
-			"maxLmqConsumeQueueNum":    strconv.Itoa(2*total + 1000),
-			"maxLiteSubscriptionCount": strconv.Itoa(2*cfg.subscribed + 1000),
-			"minLiteTTl":               "1000",
-			"liteTtlCheckInterval":     "2000",
-			"mappedFileSizeCommitLog":  strconv.Itoa(1 << 30),
-		}})
+		BrokerEnv:  []string{"ROCKETMQ_LITE_TOPIC_EXPIRATION_UNIT_MS=" + strconv.Itoa(unitMs)},
+		BrokerConf: conf,
+	})
 	ac, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr}}, nil)
 	if err != nil {
 		t.Fatal(err)
