@@ -17,13 +17,9 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
-	"github.com/rmqgo/rmq/broker/lite"
 	"github.com/rmqgo/rmq/broker/lite/registry"
 	"github.com/rmqgo/rmq/broker/store"
-	"github.com/rmqgo/rmq/broker/subscription"
-	"github.com/rmqgo/rmq/broker/topic"
 	"github.com/rmqgo/rmq/pkg/message"
-	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
@@ -36,11 +32,6 @@ import (
 //
 //	go test -run '^$' -bench LiteTopics -benchtime 1000000x ./broker/lite/
 func BenchmarkLiteTopics(b *testing.B) {
-	dir := b.TempDir()
-	c := config.Default(config.Host{Hostname: "bench", IP: "127.0.0.1", Home: dir})
-	c.EnableLmq, c.EnableMultiDispatch = true, true
-	c.MaxLmqConsumeQueueNum = b.N + 1
-	c.MinLiteTTL = 0
 	// One client of bench_cg subscribed to the first `subscribed` lite
 	// topics, each with a committed offset, as after make bench-lite's
 	// latency phase: the sweep's cascade then has offsets and
@@ -50,42 +41,19 @@ func BenchmarkLiteTopics(b *testing.B) {
 		subscribed, _ = strconv.Atoi(v)
 	}
 	subscribed = min(subscribed, b.N)
-	c.MaxLiteSubscriptionCount = int64(subscribed) + 1
-	cfgFn := func() *config.Config { return c }
-	sc := store.DefaultConfig(dir)
-	sc.CommitLog.FileSize = 256 << 20
-	sc.MaxLmqConsumeQueueNum = b.N + 1
-	sc.MessageIndexEnable = false
-	st, err := store.Open(sc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	topics, err := topic.New(topic.Options{Config: cfgFn})
-	if err != nil {
-		b.Fatal(err)
-	}
-	tc := protocol.NewTopicConfig("Parent")
-	tc.Attributes = map[string]string{"+message.type": "LITE", "+lite.topic.expiration": "1"}
-	if _, err := topics.Update(tc); err != nil {
-		b.Fatal(err)
-	}
-	groups, err := subscription.New(subscription.Options{Config: cfgFn})
-	if err != nil {
-		b.Fatal(err)
-	}
-	gc := subscription.NewGroupConfig("bench_cg")
-	gc.Attributes = map[string]string{"+lite.bind.topic": "Parent", "+lite.sub.client.quota": strconv.Itoa(subscribed + 1)}
-	if err := groups.Update(gc); err != nil {
-		b.Fatal(err)
-	}
-	// Expiration unit of 1 ms: after the creation every lite topic is idle
-	// past its TTL of one unit.
-	svc, err := lite.New(lite.Deps{Config: cfgFn, Store: st, Topics: topics, Groups: groups, ExpirationUnit: time.Millisecond})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer svc.Close()
+	// Expiration of 1 ms: after the creation every lite topic is idle
+	// past its TTL.
+	r := newStoreRig(b, storeRigOptions{
+		maxLmqs: b.N + 1, maxSubs: subscribed + 1,
+		parents: map[string]string{"Parent": "1"},
+		groups:  map[string]map[string]string{"bench_cg": {"lite.bind.topic": "Parent", "lite.sub.client.quota": strconv.Itoa(subscribed + 1)}},
+		tune: func(sc *store.Config) {
+			sc.CommitLog.FileSize = 256 << 20
+			sc.MessageIndexEnable = false
+		},
+	})
+	st, svc := r.st, r.svc
+	dir := r.dir
 	body := make([]byte, 128)
 	ctx := context.Background()
 	const writers = 8
@@ -114,9 +82,7 @@ func BenchmarkLiteTopics(b *testing.B) {
 		}()
 	}
 	wg.Wait()
-	for st.ConsumeQueue().DispatchedOffset() < st.CommitLog().MaxOffset() {
-		time.Sleep(time.Millisecond)
-	}
+	r.waitDispatched()
 	// The index learns of new LMQs just after each dispatch round commits.
 	for deadline := time.Now().Add(10 * time.Second); svc.Lifecycle.Index().Count("Parent") < b.N && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)

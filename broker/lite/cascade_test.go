@@ -6,14 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/lite"
 	"github.com/rmqgo/rmq/broker/lite/registry"
 	"github.com/rmqgo/rmq/broker/store"
-	"github.com/rmqgo/rmq/broker/subscription"
-	"github.com/rmqgo/rmq/broker/topic"
 	"github.com/rmqgo/rmq/pkg/message"
-	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
 // TestSweepCleansGroupState: a sweep that deletes many lite topics drops
@@ -30,44 +26,12 @@ func TestSweepCleansGroupState(t *testing.T) {
 		{"structures larger than the deletion", 5, 400, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			c := config.Default(config.Host{Hostname: "t", IP: "127.0.0.1", Home: dir})
-			c.EnableLmq, c.EnableMultiDispatch, c.MinLiteTTL = true, true, 0
-			cfgFn := func() *config.Config { return c }
-			sc := store.DefaultConfig(dir)
-			sc.CommitLog.FileSize = 16 << 20
-			st, err := store.Open(sc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			topics, err := topic.New(topic.Options{Config: cfgFn})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for name, ttl := range map[string]string{"P": "1", "N": "-1"} {
-				tc := protocol.NewTopicConfig(name)
-				tc.Attributes = map[string]string{"+message.type": "LITE", "+lite.topic.expiration": ttl}
-				if _, err := topics.Update(tc); err != nil {
-					t.Fatal(err)
-				}
-			}
-			groups, err := subscription.New(subscription.Options{Config: cfgFn})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for g, p := range map[string]string{"gp": "P", "gn": "N"} {
-				gc := subscription.NewGroupConfig(g)
-				gc.Attributes = map[string]string{"+lite.bind.topic": p}
-				if err := groups.Update(gc); err != nil {
-					t.Fatal(err)
-				}
-			}
-			svc, err := lite.New(lite.Deps{Config: cfgFn, Store: st, Topics: topics, Groups: groups, ExpirationUnit: time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer svc.Close()
+			r := newStoreRig(t, storeRigOptions{
+				parents: map[string]string{"P": "1", "N": "-1"},
+				groups:  map[string]map[string]string{"gp": {"lite.bind.topic": "P"}, "gn": {"lite.bind.topic": "N"}},
+				tune:    func(sc *store.Config) { sc.CommitLog.FileSize = 16 << 20 },
+			})
+			st, svc := r.st, r.svc
 			lmq := func(parent string, i int) string { return fmt.Sprintf("%%LMQ%%$%s$l%d", parent, i) }
 			for parent, n := range map[string]int{"P": tc.expiring, "N": tc.kept} {
 				for i := 0; i < n; i++ {
@@ -80,9 +44,7 @@ func TestSweepCleansGroupState(t *testing.T) {
 					}
 				}
 			}
-			for st.ConsumeQueue().DispatchedOffset() < st.CommitLog().MaxOffset() {
-				time.Sleep(time.Millisecond)
-			}
+			r.waitDispatched()
 			for parent, g := range map[string]string{"P": "gp", "N": "gn"} {
 				var names []string
 				for i := 0; i < tc.by; i++ {

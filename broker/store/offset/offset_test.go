@@ -3,19 +3,29 @@ package offset
 import (
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/rmqgo/rmq/broker/store/kv"
 )
 
-func TestCommitFlushReload(t *testing.T) {
-	dir := t.TempDir()
+// openAt opens the kv database in dir and the offset store over it.
+func openAt(t *testing.T, dir string) (*pebble.DB, *Store) {
+	t.Helper()
 	db, err := kv.Open(kv.DefaultConfig(dir), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s, err := Open(db, nil)
 	if err != nil {
+		db.Close()
 		t.Fatal(err)
 	}
+	return db, s
+}
+
+func TestCommitFlushReload(t *testing.T) {
+	dir := t.TempDir()
+	db, s := openAt(t, dir)
 	s.Commit(Key{"g1", "T", 0}, 10)
 	s.Commit(Key{"g1", "T", 1}, 11)
 	s.Commit(Key{"g2", "%RETRY%g2", 0}, 3)
@@ -32,15 +42,8 @@ func TestCommitFlushReload(t *testing.T) {
 	}
 	db.Close()
 
-	db2, err := kv.Open(kv.DefaultConfig(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db2, s2 := openAt(t, dir)
 	defer db2.Close()
-	s2, err := Open(db2, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if v, ok := s2.Get(Key{"g1", "T", 0}); !ok || v != 12 {
 		t.Fatalf("g1/T/0 = %d %v", v, ok)
 	}
@@ -77,14 +80,7 @@ func TestCommitFlushReload(t *testing.T) {
 // qid) offsets named, durably, and keeps the group counts.
 func TestDeleteQueues(t *testing.T) {
 	dir := t.TempDir()
-	db, err := kv.Open(kv.DefaultConfig(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, s := openAt(t, dir)
 	for _, g := range []string{"g1", "g2"} {
 		for _, tp := range []string{"a", "b", "c"} {
 			s.Commit(Key{g, tp, 0}, 1)
@@ -104,15 +100,8 @@ func TestDeleteQueues(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	db2, err := kv.Open(kv.DefaultConfig(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db2, s2 := openAt(t, dir)
 	defer db2.Close()
-	s2, err := Open(db2, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		k    Key
 		want bool
