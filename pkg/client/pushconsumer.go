@@ -48,6 +48,14 @@ type PushConsumer struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup // loop, consume workers, delayed resubmits
 	started time.Time
+
+	// Lock requests in flight: Shutdown waits for their answers before it
+	// unlocks, since the broker may run a LOCK_BATCH_MQ sent earlier after
+	// the UNLOCK_BATCH_MQ sent later (different executors), and the queue
+	// would stay locked to a consumer that is gone.
+	lockMu     sync.Mutex
+	lockClosed bool
+	locking    sync.WaitGroup
 }
 
 // pushQueue is one queue this consumer holds, with its goroutines.
@@ -197,6 +205,7 @@ func (c *PushConsumer) Shutdown(ctx context.Context) error {
 	held := c.Assigned()
 	var errs []error
 	done := make(chan struct{})
+	var last []protocol.MessageQueue // read once done is closed
 	go func() {
 		defer close(done)
 		// The loop first (a rebalance in progress may still start queues),
@@ -207,6 +216,7 @@ func (c *PushConsumer) Shutdown(ctx context.Context) error {
 		defer c.rbMu.Unlock()
 		c.qmu.RLock()
 		qs := slices.Collect(maps.Values(c.queues))
+		last = slices.Collect(maps.Keys(c.queues))
 		c.qmu.RUnlock()
 		for _, q := range qs {
 			c.stopQueue(q)
@@ -214,6 +224,12 @@ func (c *PushConsumer) Shutdown(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
+		// A rebalance that was running may have added queues since.
+		for _, mq := range last {
+			if !slices.Contains(held, mq) {
+				held = append(held, mq)
+			}
+		}
 	case <-ctx.Done():
 		errs = append(errs, fmt.Errorf("client: push consumer %s: waiting for handlers: %w", c.cfg.Group, ctx.Err()))
 	}
@@ -222,6 +238,7 @@ func (c *PushConsumer) Shutdown(ctx context.Context) error {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.RequestTimeout)
 	c.store.persist(wctx, held)
 	if c.lockingOrderly() {
+		c.stopLocking()
 		c.unlockQueues(wctx, held)
 	}
 	cancel()

@@ -403,6 +403,37 @@ func TestPushConsumerOrderly(t *testing.T) {
 	}
 }
 
+// TestPushConsumerShutdownWaitsForLocks: a lock renewal still at the
+// broker when Shutdown runs is answered before the unlock goes out, so the
+// queue is not left locked to a consumer that is gone (the broker may run
+// the earlier LOCK_BATCH_MQ after the later UNLOCK_BATCH_MQ).
+func TestPushConsumerShutdownWaitsForLocks(t *testing.T) {
+	c := startCluster(t, "broker-a")
+	c.CreateTopic("T", 1)
+	br := c.Brokers[0]
+	mq := protocol.MessageQueue{Topic: "T", BrokerName: "broker-a", QueueID: 0}
+	cons := startPush(t, c, "o", "G", "T", func(context.Context, *client.ConsumeRequest) client.ConsumeResult {
+		return client.ConsumeSuccess
+	}, func(cfg *client.PushConsumerConfig) { cfg.Orderly = true })
+	eventually(t, func() error {
+		if h := br.LockHolder("G", mq); h != cons.ClientID() {
+			return fmt.Errorf("lock holder %q", h)
+		}
+		return nil
+	})
+	// Renewals (every 100 ms here) now take 300 ms at the broker: one is
+	// in flight whenever Shutdown starts.
+	br.SetLockDelay(300 * time.Millisecond)
+	time.Sleep(150 * time.Millisecond)
+	if err := cons.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond) // a lock left behind would land by now
+	if h := br.LockHolder("G", mq); h != "" {
+		t.Fatalf("lock held by %q after Shutdown", h)
+	}
+}
+
 // Broadcasting consumers both get every message and keep their offsets in
 // Java's offsets.json layout.
 func TestPushConsumerBroadcasting(t *testing.T) {

@@ -177,10 +177,22 @@ func (c *PushConsumer) byMaster(ctx context.Context, mqs []protocol.MessageQueue
 // (LOCK_BATCH_MQ) and returns the queues granted.
 func (c *PushConsumer) lockQueues(ctx context.Context, mqs []protocol.MessageQueue) map[protocol.MessageQueue]bool {
 	granted := make(map[protocol.MessageQueue]bool)
+	c.lockMu.Lock()
+	if c.lockClosed || ctx.Err() != nil {
+		c.lockMu.Unlock()
+		return granted
+	}
+	c.locking.Add(1)
+	c.lockMu.Unlock()
+	defer c.locking.Done()
+	// Once sent, a lock request is waited for even if ctx ends: Shutdown
+	// must know it was answered before it unlocks.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.RequestTimeout)
+	defer cancel()
 	addrs, groups := c.byMaster(ctx, mqs)
 	for _, addr := range addrs {
 		body := protocol.MustMarshal(lockBatchBody{ClientID: c.core.clientID, ConsumerGroup: c.cfg.Group, MQSet: groups[addr]})
-		resp, err := c.core.invokeOK(ctx, addr, code.LockBatchMQ, nil, body)
+		resp, err := c.core.invokeOK(rctx, addr, code.LockBatchMQ, nil, body)
 		if err != nil {
 			if ctx.Err() == nil {
 				c.log.Warn("client: lock queues failed", "broker", addr, "err", err)
@@ -199,6 +211,14 @@ func (c *PushConsumer) lockQueues(ctx context.Context, mqs []protocol.MessageQue
 		}
 	}
 	return granted
+}
+
+// stopLocking refuses new lock requests and waits for those in flight.
+func (c *PushConsumer) stopLocking() {
+	c.lockMu.Lock()
+	c.lockClosed = true
+	c.lockMu.Unlock()
+	c.locking.Wait()
 }
 
 // unlockQueues releases this client's locks on mqs (UNLOCK_BATCH_MQ).

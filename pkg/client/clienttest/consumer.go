@@ -25,6 +25,7 @@ type brokerExt struct {
 	consumers map[string]map[string]*remoting.Channel // group → client id → channel
 	producers map[string]map[string]*remoting.Channel // group → client id → channel
 	locks     map[string]string                       // group@queue → client id
+	lockDelay time.Duration                           // LOCK_BATCH_MQ waits this long before it locks
 	sendBacks []map[string]string
 	backCodes []int32 // injected answers to the next send-backs
 	endTx     []EndTx
@@ -206,6 +207,10 @@ func (b *Broker) lockBatch(_ context.Context, _ *remoting.Channel, req *remoting
 	if err := json.Unmarshal(req.Body, &body); err != nil {
 		return nil, remoting.Errorf(code.SystemError, "bad lock body: %v", err)
 	}
+	b.ext.mu.Lock()
+	delay := b.ext.lockDelay
+	b.ext.mu.Unlock()
+	time.Sleep(delay)
 	ok := []protocol.MessageQueue{}
 	b.ext.mu.Lock()
 	for _, mq := range body.MQSet {
@@ -253,6 +258,14 @@ func (b *Broker) SetLock(group string, mq protocol.MessageQueue, clientID string
 		return
 	}
 	b.ext.locks[lockKey(group, mq)] = clientID
+}
+
+// SetLockDelay makes LOCK_BATCH_MQ wait d before it locks (an unlock sent
+// meanwhile runs first, as on a busy broker).
+func (b *Broker) SetLockDelay(d time.Duration) {
+	b.ext.mu.Lock()
+	b.ext.lockDelay = d
+	b.ext.mu.Unlock()
 }
 
 // FailSendBacks makes the next len(codes) CONSUMER_SEND_MSG_BACK answer
