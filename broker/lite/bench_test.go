@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/broker"
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/lite/registry"
 	"github.com/rmqgo/rmq/broker/store"
@@ -198,13 +200,155 @@ func BenchmarkLiteSend(b *testing.B) {
 	}
 }
 
+// BenchmarkSweepUnderSends: b.N lite topics (one message each, written
+// straight to the store of an in-process broker) expire in one sweep while
+// 8 senders send plain messages to the broker over loopback; it reports
+// the sweep's duration and the send p99 in the 2 s before it and during
+// it. LITE_SWEEP_MUTEXPROFILE and LITE_SWEEP_BLOCKPROFILE write the lock
+// contention and blocking seen during the sweep.
+//
+//	go test -run '^$' -bench SweepUnderSends -benchtime 1000000x ./broker/lite/
+func BenchmarkSweepUnderSends(b *testing.B) {
+	b.Setenv("ROCKETMQ_LITE_TOPIC_EXPIRATION_UNIT_MS", "1")
+	r := newBenchRigWith(b, func(c *config.Config) {
+		c.MinLiteTTL = 0
+		c.LiteTTLCheckInterval = time.Hour // the benchmark sweeps itself
+		c.MaxLmqConsumeQueueNum = b.N + 1
+	})
+	ext := map[string]string{"topic": "Plain", "readQueueNums": "8", "writeQueueNums": "8", "perm": "6", "topicFilterType": "SINGLE_TAG"}
+	if resp := r.invoke(code.UpdateAndCreateTopic, ext, nil); resp.Code != code.Success {
+		b.Fatalf("create topic: %d %s", resp.Code, resp.Remark)
+	}
+	st, svc := r.br.Store(), r.br.Lite()
+	body := make([]byte, 128)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(b.N) {
+					return
+				}
+				l := "lite-" + strconv.FormatInt(i, 10)
+				m := &message.Message{Topic: "Parent", QueueID: int32(i % 8), Body: body, BornTimestamp: 1, Properties: map[string]string{
+					message.PropertyLiteTopic: l, message.PropertyInnerMultiDispatch: "%LMQ%$Parent$" + l,
+				}}
+				if _, err := st.PutMessage(context.Background(), m); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for st.ConsumeQueue().DispatchedOffset() < st.CommitLog().MaxOffset() {
+		time.Sleep(time.Millisecond)
+	}
+	ext = map[string]string{"topic": "Parent", "readQueueNums": "8", "writeQueueNums": "8", "perm": "6", "topicFilterType": "SINGLE_TAG",
+		"attributes": "+message.type=LITE,+lite.topic.expiration=1"}
+	if resp := r.invoke(code.UpdateAndCreateTopic, ext, nil); resp.Code != code.Success {
+		b.Fatalf("lower the expiration: %d %s", resp.Code, resp.Remark)
+	}
+	runtime.GC()
+
+	type sample struct {
+		at  time.Time
+		lat time.Duration
+	}
+	var mu sync.Mutex
+	var samples []sample
+	stop := make(chan struct{})
+	var senders sync.WaitGroup
+	for s := 0; s < 8; s++ {
+		senders.Add(1)
+		go func() {
+			defer senders.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				t0 := time.Now()
+				if resp := r.sendTo("Plain", s, body, nil); resp.Code != code.Success {
+					b.Errorf("send: %d %s", resp.Code, resp.Remark)
+					return
+				}
+				mu.Lock()
+				samples = append(samples, sample{t0, time.Since(t0)})
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(2 * time.Second)
+	if os.Getenv("LITE_SWEEP_MUTEXPROFILE") != "" {
+		runtime.SetMutexProfileFraction(1)
+	}
+	if os.Getenv("LITE_SWEEP_BLOCKPROFILE") != "" {
+		runtime.SetBlockProfileRate(int(time.Microsecond))
+	}
+	b.ResetTimer()
+	sweepStart := time.Now()
+	res, err := svc.Lifecycle.Sweep()
+	sweepEnd := time.Now()
+	b.StopTimer()
+	runtime.SetMutexProfileFraction(0)
+	runtime.SetBlockProfileRate(0)
+	for env, name := range map[string]string{"LITE_SWEEP_MUTEXPROFILE": "mutex", "LITE_SWEEP_BLOCKPROFILE": "block"} {
+		if f := os.Getenv(env); f != "" {
+			out, err := os.Create(f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			pprof.Lookup(name).WriteTo(out, 0)
+			out.Close()
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	close(stop)
+	senders.Wait()
+	if err != nil || res.Deleted != b.N {
+		b.Fatalf("sweep %+v %v, want %d deleted", res, err, b.N)
+	}
+	var before, during []time.Duration
+	for _, s := range samples {
+		switch {
+		case !s.at.Before(sweepStart) && s.at.Before(sweepEnd):
+			during = append(during, s.lat)
+		case s.at.Before(sweepStart) && s.at.After(sweepStart.Add(-2*time.Second)):
+			before = append(before, s.lat)
+		}
+	}
+	b.ReportMetric(res.Took.Seconds(), "sweepSec")
+	b.ReportMetric(res.Cascade.Seconds(), "cascadeSec")
+	b.ReportMetric(float64(p99(before).Microseconds())/1000, "p99BeforeMs")
+	b.ReportMetric(float64(p99(during).Microseconds())/1000, "p99DuringMs")
+	b.ReportMetric(float64(len(during))/sweepEnd.Sub(sweepStart).Seconds(), "sendsDuring/s")
+	b.ReportMetric(float64(len(before))/2, "sendsBefore/s")
+}
+
+func p99(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	return d[len(d)*99/100]
+}
+
 type benchRig struct {
 	b      *testing.B
+	br     *broker.Broker
 	addr   string
 	client *remoting.Client
 }
 
-func newBenchRig(b *testing.B) *benchRig {
+func newBenchRig(b *testing.B) *benchRig { return newBenchRigWith(b, nil) }
+
+// newBenchRigWith starts the rig's broker with tune applied to its config.
+func newBenchRigWith(b *testing.B, tune func(*config.Config)) *benchRig {
 	b.Helper()
 	nsAddr := startNamesrv(b)
 	c := config.Default(config.Host{Hostname: "broker-a", IP: "127.0.0.1", Home: b.TempDir()})
@@ -215,8 +359,11 @@ func newBenchRig(b *testing.B) *benchRig {
 	c.EnableLmq, c.EnableMultiDispatch = true, true
 	c.MaxLmqConsumeQueueNum = 100_000_000
 	c.MappedFileSizeCommitLog = 256 << 20
+	if tune != nil {
+		tune(c)
+	}
 	br := startBrokerOf(b, c)
-	r := &benchRig{b: b, addr: br.Addr(), client: remoting.NewClient(remoting.DefaultClientConfig(), nil)}
+	r := &benchRig{b: b, br: br, addr: br.Addr(), client: remoting.NewClient(remoting.DefaultClientConfig(), nil)}
 	b.Cleanup(func() { _ = r.client.Close() })
 	ext := map[string]string{"topic": "Parent", "readQueueNums": "8", "writeQueueNums": "8", "perm": "6",
 		"topicFilterType": "SINGLE_TAG", "attributes": "+message.type=LITE"}
@@ -237,9 +384,13 @@ func (r *benchRig) invoke(c int32, ext map[string]string, body []byte) *remoting
 }
 
 func (r *benchRig) send(qid int, body []byte, props map[string]string) *remoting.Command {
+	return r.sendTo("Parent", qid, body, props)
+}
+
+func (r *benchRig) sendTo(topic string, qid int, body []byte, props map[string]string) *remoting.Command {
 	p, _ := message.EncodeProperties(props)
 	return r.invoke(code.SendMessage, map[string]string{
-		"producerGroup": "pg", "topic": "Parent", "defaultTopic": "TBW102", "defaultTopicQueueNums": "8",
+		"producerGroup": "pg", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "8",
 		"queueId": strconv.Itoa(qid), "sysFlag": "0", "bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10), "flag": "0",
 		"properties": string(p), "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
 	}, body)

@@ -74,6 +74,15 @@ scan:
 			break
 		}
 		for _, e := range entries {
+			if e.Offset >= st.Max {
+				// Dispatch commits a round's entries before it publishes
+				// the queues' new max offsets: an entry past the state read
+				// above may already be readable. Returning it would have the
+				// client pull past the max the next read may still see, and
+				// be told its offset is illegal (PULL_OFFSET_MOVED back to
+				// that max: client-go then consumes the message again).
+				break scan
+			}
 			if e.Offset != next {
 				// A hole (should not happen): skip to the entry we have.
 				missing++

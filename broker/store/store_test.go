@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -203,5 +204,59 @@ func TestSyncFlush(t *testing.T) {
 	}
 	if s.CommitLog().FlushedOffset() < s.CommitLog().MaxOffset() {
 		t.Fatal("sync flush acked before fsync")
+	}
+}
+
+// TestGetMessageStopsAtPublishedMax: dispatch writes a round's entries to
+// Pebble before it publishes the queues' new max offsets. A read in
+// between must not return the entry past the max it saw: the client would
+// pull from beyond the max the next read may still see, and be told its
+// offset is illegal (PULL_OFFSET_MOVED back to that max, after which
+// client-go consumes the message again — CI caught it as a duplicate).
+func TestGetMessageStopsAtPublishedMax(t *testing.T) {
+	s := openStore(t, testConfig(t.TempDir()))
+	defer s.Close()
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		if _, err := s.PutMessage(ctx, msg("T", 0, fmt.Sprint("m", i), nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitDispatched(t, s, "T", 0, 3)
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	s.ConsumeQueue().SetBeforePublish(func() {
+		once.Do(func() {
+			close(reached)
+			<-release
+		})
+	})
+	if _, err := s.PutMessage(ctx, msg("T", 0, "m3", nil)); err != nil {
+		t.Fatal(err)
+	}
+	<-reached // entry 3 is in Pebble; the max is still 3
+	r, err := s.GetMessage(ctx, "T", 0, 0, 32, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, next := len(r.Records), r.NextBeginOffset
+	r.Release()
+	r2, err := s.GetMessage(ctx, "T", 0, next, 32, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2.Release()
+	close(release)
+	if n != 3 || next != 3 || r2.Status == OffsetOverflowBadly {
+		t.Fatalf("read during the publish: %d records, next %d; the read from there: %v", n, next, r2.Status)
+	}
+	waitDispatched(t, s, "T", 0, 4)
+	r3, err := s.GetMessage(ctx, "T", 0, 3, 32, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r3.Release()
+	if r3.Status != Found || len(r3.Records) != 1 || r3.NextBeginOffset != 4 {
+		t.Fatalf("after the publish: %v, %d records, next %d", r3.Status, len(r3.Records), r3.NextBeginOffset)
 	}
 }

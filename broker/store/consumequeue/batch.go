@@ -95,6 +95,9 @@ func (b *Batch) Commit() error {
 	if err := b.b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("consumequeue: commit dispatch batch: %w", err)
 	}
+	if f := b.s.beforePublish; f != nil {
+		f()
+	}
 	for id, st := range b.updates {
 		sh := b.s.shard(id)
 		sh.mu.Lock()

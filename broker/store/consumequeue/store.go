@@ -57,7 +57,15 @@ type Store struct {
 
 	dispatchedMu sync.Mutex
 	dispatched   int64 // CommitLog offset up to which entries are committed
+
+	beforePublish func() // test hook, see SetBeforePublish
 }
+
+// SetBeforePublish installs a test hook that Batch.Commit calls after it
+// wrote a round to Pebble and before it publishes the queues' new max
+// offsets (readers then find entries past the max they see). Call it
+// before any concurrent use.
+func (s *Store) SetBeforePublish(f func()) { s.beforePublish = f }
 
 // Open loads the queue table from db.
 func Open(db *pebble.DB, log *slog.Logger) (*Store, error) {
