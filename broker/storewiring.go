@@ -50,6 +50,7 @@ func storeConfig(cfg *config.Config, log *slog.Logger) (store.Config, error) {
 	sc.EnableMultiDispatch = cfg.EnableMultiDispatch
 	sc.EnableLmqQuota = cfg.EnableLmqQuota
 	sc.MaxLmqConsumeQueueNum = cfg.MaxLmqConsumeQueueNum
+	sc.LmqDeleteWork, sc.LmqDeleteRest = cfg.LiteSweepWorkMs, cfg.LiteSweepRestMs
 	if cfg.FlushConsumerOffsetInterval > 0 {
 		sc.OffsetFlushInterval = cfg.FlushConsumerOffsetInterval
 	}

@@ -213,8 +213,13 @@ type BrokerConfig struct {
 	PopOrderLockTimerTicksPerWheel       int           `key:"popOrderLockTimerTicksPerWheel"`
 
 	// Lite topics (lite-topic.md §2.3).
-	LiteEventCheckInterval                         time.Duration `key:"liteEventCheckInterval"`
-	LiteTTLCheckInterval                           time.Duration `key:"liteTtlCheckInterval"`
+	LiteEventCheckInterval time.Duration `key:"liteEventCheckInterval"`
+	LiteTTLCheckInterval   time.Duration `key:"liteTtlCheckInterval"`
+	// LiteSweepWorkMs / LiteSweepRestMs [ours]: the lite sweep sleeps
+	// Rest at its yield points once Work has passed since its last rest
+	// (Rest 0: never), so it leaves the CPU to sends.
+	LiteSweepWorkMs                                time.Duration `key:"liteSweepWorkMs"`
+	LiteSweepRestMs                                time.Duration `key:"liteSweepRestMs"`
 	MinLiteTTL                                     time.Duration `key:"minLiteTTl"`
 	LiteSubscriptionCheckInterval                  time.Duration `key:"liteSubscriptionCheckInterval"`
 	LiteSubscriptionCheckTimeoutMills              time.Duration `key:"liteSubscriptionCheckTimeoutMills"`
@@ -508,6 +513,8 @@ func defaultBrokerConfig(hostname, ip string, env map[string]string) BrokerConfi
 
 		LiteEventCheckInterval:                         10000 * ms,
 		LiteTTLCheckInterval:                           120000 * ms,
+		LiteSweepWorkMs:                                2 * ms,
+		LiteSweepRestMs:                                0,
 		MinLiteTTL:                                     900000 * ms,
 		LiteSubscriptionCheckInterval:                  2 * time.Minute,
 		LiteSubscriptionCheckTimeoutMills:              3 * time.Minute,

@@ -204,7 +204,8 @@ func BenchmarkLiteSend(b *testing.B) {
 // straight to the store of an in-process broker) expire in one sweep while
 // 8 senders send plain messages to the broker over loopback; it reports
 // the sweep's duration and the send p99 in the 2 s before it and during
-// it. LITE_SWEEP_MUTEXPROFILE and LITE_SWEEP_BLOCKPROFILE write the lock
+// it. LITE_SWEEP_REST_MS sets liteSweepRestMs (0: no pauses);
+// LITE_SWEEP_MUTEXPROFILE and LITE_SWEEP_BLOCKPROFILE write the lock
 // contention and blocking seen during the sweep.
 //
 //	go test -run '^$' -bench SweepUnderSends -benchtime 1000000x ./broker/lite/
@@ -214,6 +215,10 @@ func BenchmarkSweepUnderSends(b *testing.B) {
 		c.MinLiteTTL = 0
 		c.LiteTTLCheckInterval = time.Hour // the benchmark sweeps itself
 		c.MaxLmqConsumeQueueNum = b.N + 1
+		if v := os.Getenv("LITE_SWEEP_REST_MS"); v != "" { // 0: an unpaced sweep
+			ms, _ := strconv.Atoi(v)
+			c.LiteSweepRestMs = time.Duration(ms) * time.Millisecond
+		}
 	})
 	ext := map[string]string{"topic": "Plain", "readQueueNums": "8", "writeQueueNums": "8", "perm": "6", "topicFilterType": "SINGLE_TAG"}
 	if resp := r.invoke(code.UpdateAndCreateTopic, ext, nil); resp.Code != code.Success {

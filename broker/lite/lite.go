@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -154,7 +153,7 @@ func New(d Deps) (*Service, error) {
 		Store:   lifecycleStore{st},
 		Meta:    s.Meta,
 		Config:  s.lifecycleConfig,
-		Cascade: []func([]string, []lifecycle.Batch){s.cleanDeleted},
+		Cascade: []func([]string, []lifecycle.Batch, func()){s.cleanDeleted},
 		Flush:   st.ConsumeQueue().Flush,
 		Started: d.Started,
 		Logger:  d.Logger.With("part", "lifecycle"),
@@ -264,7 +263,8 @@ func (s *Service) dispatcherConfig() dispatcher.Config {
 
 func (s *Service) lifecycleConfig() lifecycle.Config {
 	cfg := s.d.Config()
-	return lifecycle.Config{CheckInterval: cfg.LiteTTLCheckInterval, MinTTL: cfg.MinLiteTTL, ExpirationUnit: s.d.ExpirationUnit}
+	return lifecycle.Config{CheckInterval: cfg.LiteTTLCheckInterval, MinTTL: cfg.MinLiteTTL, ExpirationUnit: s.d.ExpirationUnit,
+		PaceWork: cfg.LiteSweepWorkMs, PaceRest: cfg.LiteSweepRestMs}
 }
 
 // onDeleted is the deletion cascade of one lmq (§4.5 steps 1, 3, 4).
@@ -279,7 +279,7 @@ func (s *Service) lifecycleConfig() lifecycle.Config {
 // structure, a cache miss each. When a structure holds fewer lmqs than
 // were deleted, its lmqs are listed instead, and the deleted names are
 // looked up once, in the union of those lists.
-func (s *Service) cleanDeleted(deleted []string, batches []lifecycle.Batch) {
+func (s *Service) cleanDeleted(deleted []string, batches []lifecycle.Batch, yield func()) {
 	groups := []string{ToolsConsumerGroup}
 	for _, b := range batches {
 		for _, g := range b.Groups {
@@ -316,7 +316,10 @@ func (s *Service) cleanDeleted(deleted []string, batches []lifecycle.Batch) {
 	}
 	offs, ords, subs := pick(hasOffset), pick(hasOrder), pick(hasSub)
 	if len(cand) > 0 {
-		for _, l := range deleted {
+		for i, l := range deleted {
+			if i%paceNames == paceNames-1 {
+				yield()
+			}
 			f := cand[l]
 			if f == 0 {
 				continue
@@ -332,27 +335,27 @@ func (s *Service) cleanDeleted(deleted []string, batches []lifecycle.Batch) {
 			}
 		}
 	}
-	// Offsets and subscriptions have their own locks: with many of both,
-	// they go on two goroutines.
-	if len(offs) >= parallelCleanMin && len(subs) >= parallelCleanMin && runtime.GOMAXPROCS(0) > 1 {
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			s.Offsets.DeleteLMQs(groups, offs)
-		}()
-		s.Orders.ClearLMQs(ords, groups)
-		s.Registry.CleanLMQs(subs)
-		<-done
-		return
-	}
-	s.Offsets.DeleteLMQs(groups, offs)
-	s.Orders.ClearLMQs(ords, groups)
-	s.Registry.CleanLMQs(subs)
+	// One goroutine, a slice at a time, paced: on a small machine a second
+	// one takes the CPU the sends need.
+	inSlices(offs, yield, func(part []string) { s.Offsets.DeleteLMQs(groups, part) })
+	inSlices(ords, yield, func(part []string) { s.Orders.ClearLMQs(part, groups) })
+	inSlices(subs, yield, func(part []string) { s.Registry.CleanLMQs(part) })
 }
 
-// parallelCleanMin is the number of lmqs holding offsets and holding
-// subscriptions from which cleanDeleted cleans the two at the same time.
-const parallelCleanMin = 10_000
+// paceNames is how many names the cascade handles between yields (a few
+// milliseconds of work).
+const paceNames = 16384
+
+// inSlices calls f with slices of names, yielding in between.
+func inSlices(names []string, yield func(), f func([]string)) {
+	const slice = 4096
+	for len(names) > 0 {
+		part := names[:min(slice, len(names))]
+		names = names[len(part):]
+		f(part)
+		yield()
+	}
+}
 
 // Registrar installs handlers; the broker's procRegistrar satisfies it.
 type Registrar interface {

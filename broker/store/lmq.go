@@ -2,7 +2,7 @@ package store
 
 import (
 	"fmt"
-	"runtime"
+	"github.com/rmqgo/rmq/broker/internal/pace"
 	"slices"
 
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
@@ -82,7 +82,7 @@ const lmqDeleteChunk = 512
 // tells the LMQ listeners.
 func (s *Store) DeleteLmqs(names []string, del func(lmq string, st consumequeue.QueueState) bool) ([]string, error) {
 	if len(names) >= rangeDeleteMin {
-		return s.deleteLmqRuns(names, del)
+		return s.deleteLmqRuns(names, del, s.lmqDeletePacer().Yield)
 	}
 	return s.deleteLmqPoints(names, 0, del)
 }
@@ -155,7 +155,7 @@ const rangeDeleteMin = 256
 // that the table does not show yet). If one was created, the rest goes the
 // point-delete way. Each chunk re-checks every name under the LMQ lock, as
 // the point path does.
-func (s *Store) deleteLmqRuns(names []string, del func(lmq string, st consumequeue.QueueState) bool) ([]string, error) {
+func (s *Store) deleteLmqRuns(names []string, del func(lmq string, st consumequeue.QueueState) bool, yield func()) ([]string, error) {
 	seq := s.lmqCreated.Load()
 	want := make(map[string]bool, len(names))
 	for _, n := range names {
@@ -185,7 +185,7 @@ func (s *Store) deleteLmqRuns(names []string, del func(lmq string, st consumeque
 		ids = append(ids, consumequeue.QueueID{Topic: n, QueueID: 0})
 	}
 	mark := s.cq.MarkNames(ids)
-	return s.deleteRuns(seq, quietSince{}, mark, picked.sorted(), others.sorted(), del)
+	return s.deleteRuns(seq, quietSince{}, mark, picked.sorted(yield), others.sorted(yield), del, yield)
 }
 
 // DeleteLmqsWhere deletes, in one pass over the in-memory queue table,
@@ -200,6 +200,7 @@ func (s *Store) DeleteLmqsWhere(pick, recheck func(lmq string, st consumequeue.Q
 	if recheck == nil {
 		recheck = pick
 	}
+	yield := s.lmqDeletePacer().Yield
 	// Quiet: every LMQ append so far is dispatched, so the pass below sees
 	// final states; while no LMQ append follows, they stay final and the
 	// per-LMQ re-check can be skipped.
@@ -216,7 +217,7 @@ func (s *Store) DeleteLmqsWhere(pick, recheck func(lmq string, st consumequeue.Q
 		}
 		picked.add(id.Topic)
 		return true
-	})
+	}, yield)
 	if picked.len() < rangeDeleteMin {
 		// The marks stay unused: only DeleteMarked with this mark reads
 		// them, and deleteLmqPoints deletes by name.
@@ -234,7 +235,7 @@ func (s *Store) DeleteLmqsWhere(pick, recheck func(lmq string, st consumequeue.Q
 			}
 			others.add(id.Topic)
 		}
-	})
+	}, yield)
 	if len(nonLmqShape) > 0 {
 		// Not an LMQ shape (a queue other than 0): keep the whole topic.
 		picked.filter(func(n string) bool {
@@ -247,7 +248,13 @@ func (s *Store) DeleteLmqsWhere(pick, recheck func(lmq string, st consumequeue.Q
 		})
 	}
 	q := quietSince{ok: quiet, appends: appends}
-	return s.deleteRuns(seq, q, mark, picked.sorted(), others.sorted(), recheck)
+	return s.deleteRuns(seq, q, mark, picked.sorted(yield), others.sorted(yield), recheck, yield)
+}
+
+// lmqDeletePacer paces one deletion of many LMQs (LmqDeleteWork /
+// LmqDeleteRest of the config).
+func (s *Store) lmqDeletePacer() *pace.Pacer {
+	return pace.New(s.cfg.LmqDeleteWork, s.cfg.LmqDeleteRest)
 }
 
 // quietSince says that the caller saw final LMQ states while the append
@@ -265,7 +272,7 @@ type quietSince struct {
 // the marked queues from memory shard by shard. A message appended to a
 // queue in between keeps it (its dispatch clears the mark, or it is in
 // flight when dropMarked looks), with its new entries after the tombstones.
-func (s *Store) deleteRuns(seq int64, quiet quietSince, mark uint32, sorted, others []string, del func(lmq string, st consumequeue.QueueState) bool) ([]string, error) {
+func (s *Store) deleteRuns(seq int64, quiet quietSince, mark uint32, sorted, others []string, del func(lmq string, st consumequeue.QueueState) bool, yield func()) ([]string, error) {
 	sorted = slices.Compact(sorted)
 	// split[i] is true when an other queue lies between sorted[i-1] and
 	// sorted[i].
@@ -343,9 +350,9 @@ func (s *Store) deleteRuns(seq int64, quiet quietSince, mark uint32, sorted, oth
 		}
 		// Let waiting goroutines (sends) run between chunks rather than
 		// at the scheduler's 10 ms preemption.
-		runtime.Gosched()
+		yield()
 	}
-	out := s.dropMarked(mark, len(sorted))
+	out := s.dropMarked(mark, len(sorted), yield)
 	return append(out, rest...), err
 }
 
@@ -353,7 +360,7 @@ func (s *Store) deleteRuns(seq int64, quiet quietSince, mark uint32, sorted, oth
 // them) from the consume queue's table, one shard at a time under the LMQ
 // lock with no dispatch round in flight, and tells the LMQ listeners. An
 // LMQ with an append not dispatched yet is kept.
-func (s *Store) dropMarked(mark uint32, expect int) []string {
+func (s *Store) dropMarked(mark uint32, expect int, yield func()) []string {
 	out := make([]string, 0, expect)
 	t := s.lmq
 	for k := 0; k < s.cq.ShardCount(); k++ {
@@ -383,7 +390,7 @@ func (s *Store) dropMarked(mark uint32, expect int) []string {
 				l.OnLmqDeleted(n)
 			}
 		}
-		runtime.Gosched()
+		yield()
 	}
 	return out
 }

@@ -98,7 +98,10 @@ func bytesAt(n string, p int) uint64 {
 }
 
 // sorted returns the names in string order.
-func (s *nameSorter) sorted() []string {
+func (s *nameSorter) sorted(yield func()) []string {
+	if yield == nil {
+		yield = runtime.Gosched
+	}
 	out := make([]string, s.n)
 	if s.n < 64 {
 		copy(out, s.names())
@@ -149,7 +152,7 @@ func (s *nameSorter) sorted() []string {
 			count[d]++
 		}
 		ks, tmp = tmp, ks
-		runtime.Gosched() // a pass over a million keys is a few ms
+		yield() // a pass over a million keys is a few ms
 	}
 	for i := range ks {
 		out[i] = s.entry(int(ks[i].i)).name

@@ -37,6 +37,11 @@ type Config struct {
 	EnableMultiDispatch   bool
 	EnableLmqQuota        bool
 	MaxLmqConsumeQueueNum int
+	// LmqDeleteWork / LmqDeleteRest pace a deletion of many LMQs (the lite
+	// sweep): at its yield points, a few ms of work apart, it sleeps Rest
+	// once Work has passed since its last rest (Rest 0: never sleeps), so
+	// it does not hold a CPU the send path needs.
+	LmqDeleteWork, LmqDeleteRest time.Duration
 
 	// MessageIndexEnable turns the key index on (messageIndexEnable).
 	MessageIndexEnable bool
@@ -64,6 +69,8 @@ func DefaultConfig(root string) Config {
 		EnableMultiDispatch:   true,
 		EnableLmqQuota:        true,
 		MaxLmqConsumeQueueNum: 20000000,
+		LmqDeleteWork:         2 * time.Millisecond,
+		LmqDeleteRest:         0,
 		MessageIndexEnable:    true,
 		DispatchBatch:         4096,
 		OffsetFlushInterval:   5 * time.Second,

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/internal/pace"
 	"github.com/rmqgo/rmq/broker/lite/meta"
 	"github.com/rmqgo/rmq/broker/lite/naming"
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
@@ -41,6 +42,9 @@ type Config struct {
 	// ExpirationUnit is the unit of lite.topic.expiration (a minute; tests
 	// shorten it).
 	ExpirationUnit time.Duration
+	// PaceWork / PaceRest pace the cascade (liteSweepWorkMs /
+	// liteSweepRestMs; see package pace).
+	PaceWork, PaceRest time.Duration
 }
 
 // invalidLimit is the debounce of unreadable states (§4.3 steps 1–2): an
@@ -75,7 +79,8 @@ type Options struct {
 	// names and the same names in batches of one parent, with the lite
 	// groups bound to it. Different parts may run at the same time on
 	// different goroutines.
-	Cascade []func(deleted []string, batches []Batch)
+	// Each gets a yield function to call every few milliseconds of work.
+	Cascade []func(deleted []string, batches []Batch, yield func())
 	// Flush makes the deletions durable (§4.5 step 7; Pebble's WAL is off);
 	// nil: nothing is flushed.
 	Flush func() error
@@ -282,12 +287,12 @@ func (m *Manager) afterDelete(deleted []string) (time.Duration, error) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			cascade(deleted, batches, parts[:1])
+			m.cascade(deleted, batches, parts[:1])
 		}()
-		cascade(deleted, batches, parts[1:])
+		m.cascade(deleted, batches, parts[1:])
 		<-done
 	} else {
-		cascade(deleted, batches, parts)
+		m.cascade(deleted, batches, parts)
 	}
 	m.index.RemoveCounted(deleted, perParent)
 	f := <-flushed
@@ -343,10 +348,12 @@ func (m *Manager) batches(deleted []string) ([]Batch, map[string]int) {
 	return out, perParent
 }
 
-// cascade runs parts one after the other.
-func cascade(deleted []string, batches []Batch, parts []func([]string, []Batch)) {
+// cascade runs parts one after the other, paced.
+func (m *Manager) cascade(deleted []string, batches []Batch, parts []func([]string, []Batch, func())) {
+	cfg := m.opts.Config()
+	p := pace.New(cfg.PaceWork, cfg.PaceRest)
 	for _, f := range parts {
-		f(deleted, batches)
+		f(deleted, batches, p.Yield)
 	}
 }
 

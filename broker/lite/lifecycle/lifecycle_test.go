@@ -180,7 +180,7 @@ func TestSweep(t *testing.T) {
 		Store:  fs,
 		Meta:   src,
 		Config: func() Config { return Config{CheckInterval: time.Second, MinTTL: 5 * time.Minute} },
-		Cascade: []func([]string, []Batch){func(_ []string, batches []Batch) {
+		Cascade: []func([]string, []Batch, func()){func(_ []string, batches []Batch, _ func()) {
 			for _, b := range batches {
 				for _, lmq := range b.LMQs {
 					cascaded = append(cascaded, fmt.Sprintf("%s %s %v", b.Parent, lmq, b.Groups))
@@ -260,7 +260,7 @@ func TestSweepLargeCascade(t *testing.T) {
 		Store:  fs,
 		Meta:   src,
 		Config: func() Config { return Config{CheckInterval: time.Second} },
-		Cascade: []func([]string, []Batch){func(_ []string, batches []Batch) {
+		Cascade: []func([]string, []Batch, func()){func(_ []string, batches []Batch, _ func()) {
 			for _, b := range batches {
 				for _, lmq := range b.LMQs {
 					if !strings.HasPrefix(lmq, "%LMQ%$"+b.Parent+"$") {
@@ -271,7 +271,7 @@ func TestSweepLargeCascade(t *testing.T) {
 					mu.Unlock()
 				}
 			}
-		}, func(deleted []string, _ []Batch) {
+		}, func(deleted []string, _ []Batch, _ func()) {
 			for _, lmq := range deleted {
 				mu.Lock()
 				second[lmq]++

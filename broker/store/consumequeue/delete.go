@@ -73,8 +73,12 @@ func (s *Store) DeleteQueues(ids []QueueID) error {
 
 // MarkWhere marks, under each shard's lock, every queue for which pick
 // (called with its state; it must not call back into the Store) returns
-// true, and returns the mark.
-func (s *Store) MarkWhere(pick func(id QueueID, st QueueState) bool) uint32 {
+// true, and returns the mark. yield (nil: runtime.Gosched) runs between
+// shards, outside their locks.
+func (s *Store) MarkWhere(pick func(id QueueID, st QueueState) bool, yield func()) uint32 {
+	if yield == nil {
+		yield = runtime.Gosched
+	}
 	mark := s.sweepEpoch.Add(1)
 	if mark == 0 {
 		mark = s.sweepEpoch.Add(1)
@@ -89,7 +93,7 @@ func (s *Store) MarkWhere(pick func(id QueueID, st QueueState) bool) uint32 {
 			}
 		}
 		sh.mu.Unlock()
-		runtime.Gosched() // a shard at a time: let request goroutines run in between
+		yield() // a shard at a time: let request goroutines run in between
 	}
 	return mark
 }
@@ -97,7 +101,10 @@ func (s *Store) MarkWhere(pick func(id QueueID, st QueueState) bool) uint32 {
 // RangeUnmarked calls f for every queue that does not carry mark, under
 // the shard's read lock (f must not call back into the Store). The marked
 // ones are skipped without reading their names.
-func (s *Store) RangeUnmarked(mark uint32, f func(id QueueID, st QueueState)) {
+func (s *Store) RangeUnmarked(mark uint32, f func(id QueueID, st QueueState), yield func()) {
+	if yield == nil {
+		yield = runtime.Gosched
+	}
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.RLock()
@@ -107,7 +114,7 @@ func (s *Store) RangeUnmarked(mark uint32, f func(id QueueID, st QueueState)) {
 			}
 		}
 		sh.mu.RUnlock()
-		runtime.Gosched()
+		yield()
 	}
 }
 

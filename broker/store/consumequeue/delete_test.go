@@ -17,7 +17,7 @@ func TestMarkedDeletion(t *testing.T) {
 		put(t, s, name(i), 0, 0, 1, int64(i)*1000)
 	}
 	put(t, s, "other", 0, 0, 1, 5_000_000)
-	mark := s.MarkWhere(func(id QueueID, _ QueueState) bool { return id.Topic != "other" })
+	mark := s.MarkWhere(func(id QueueID, _ QueueState) bool { return id.Topic != "other" }, nil)
 	if _, marked, ok := s.StateMark(QueueID{"other", 0}, mark); !ok || marked {
 		t.Fatalf("other: marked %v ok %v", marked, ok)
 	}
