@@ -9,12 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/pace"
 	"github.com/rmqgo/rmq/broker/lite/dispatcher"
 	"github.com/rmqgo/rmq/broker/lite/lifecycle"
 	"github.com/rmqgo/rmq/broker/lite/liteadmin"
@@ -335,12 +337,30 @@ func (s *Service) cleanDeleted(deleted []string, batches []lifecycle.Batch, yiel
 			}
 		}
 	}
-	// One goroutine, a slice at a time, paced: on a small machine a second
-	// one takes the CPU the sends need.
-	inSlices(offs, yield, func(part []string) { s.Offsets.DeleteLMQs(groups, part) })
+	// A slice at a time, with yields; offsets and subscriptions have their
+	// own locks, so with many of both they go on two goroutines (the
+	// second with a pacer of its own).
+	cleanOffsets := func(yield func()) {
+		inSlices(offs, yield, func(part []string) { s.Offsets.DeleteLMQs(groups, part) })
+	}
+	if len(offs) >= parallelCleanMin && len(subs) >= parallelCleanMin && runtime.GOMAXPROCS(0) > 1 {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			cfg := s.d.Config()
+			cleanOffsets(pace.New(cfg.LiteSweepWorkMs, cfg.LiteSweepRestMs).Yield)
+		}()
+		defer func() { <-done }()
+	} else {
+		cleanOffsets(yield)
+	}
 	inSlices(ords, yield, func(part []string) { s.Orders.ClearLMQs(part, groups) })
 	inSlices(subs, yield, func(part []string) { s.Registry.CleanLMQs(part) })
 }
+
+// parallelCleanMin is the number of lmqs holding offsets and holding
+// subscriptions from which cleanDeleted cleans the two at the same time.
+const parallelCleanMin = 10_000
 
 // paceNames is how many names the cascade handles between yields (a few
 // milliseconds of work).
