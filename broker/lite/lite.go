@@ -269,9 +269,6 @@ func (s *Service) lifecycleConfig() lifecycle.Config {
 		PaceWork: cfg.LiteSweepWorkMs, PaceRest: cfg.LiteSweepRestMs}
 }
 
-// onDeleted is the deletion cascade of one lmq (§4.5 steps 1, 3, 4).
-// deleteOffsets and cleanSubscriptions are the two independent parts of
-// the clean-up of an expired lite topic (they may run at the same time).
 // cleanDeleted drops what the groups hold of deleted lmqs (§4.5 steps 1,
 // 3–5): committed offsets and pending resets (of the groups bound to the
 // parents and the tools group), order state and subscriptions.
