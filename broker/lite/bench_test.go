@@ -57,33 +57,9 @@ func BenchmarkLiteTopics(b *testing.B) {
 	st, svc := r.st, r.svc
 	dir := r.dir
 	body := make([]byte, 128)
-	ctx := context.Background()
-	const writers = 8
-	var next atomic.Int64
 	b.ResetTimer()
 	start := time.Now()
-	var wg sync.WaitGroup
-	for w := 0; w < writers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(b.N) {
-					return
-				}
-				l := "lite-" + strconv.FormatInt(i, 10)
-				m := &message.Message{Topic: "Parent", QueueID: int32(i % 8), Body: body, BornTimestamp: 1, Properties: map[string]string{
-					message.PropertyLiteTopic: l, message.PropertyInnerMultiDispatch: "%LMQ%$Parent$" + l,
-				}}
-				if _, err := st.PutMessage(ctx, m); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	putLiteTopics(b, st, b.N, body)
 	r.waitDispatched()
 	// The index learns of new LMQs just after each dispatch round commits.
 	for deadline := time.Now().Add(10 * time.Second); svc.Lifecycle.Index().Count("Parent") < b.N && time.Now().Before(deadline); {
@@ -226,29 +202,7 @@ func BenchmarkSweepUnderSends(b *testing.B) {
 	}
 	st, svc := r.br.Store(), r.br.Lite()
 	body := make([]byte, 128)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < 8; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(b.N) {
-					return
-				}
-				l := "lite-" + strconv.FormatInt(i, 10)
-				m := &message.Message{Topic: "Parent", QueueID: int32(i % 8), Body: body, BornTimestamp: 1, Properties: map[string]string{
-					message.PropertyLiteTopic: l, message.PropertyInnerMultiDispatch: "%LMQ%$Parent$" + l,
-				}}
-				if _, err := st.PutMessage(context.Background(), m); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	putLiteTopics(b, st, b.N, body)
 	for st.ConsumeQueue().DispatchedOffset() < st.CommitLog().MaxOffset() {
 		time.Sleep(time.Millisecond)
 	}
@@ -333,6 +287,34 @@ func BenchmarkSweepUnderSends(b *testing.B) {
 	b.ReportMetric(float64(p99(during).Microseconds())/1000, "p99DuringMs")
 	b.ReportMetric(float64(len(during))/sweepEnd.Sub(sweepStart).Seconds(), "sendsDuring/s")
 	b.ReportMetric(float64(len(before))/2, "sendsBefore/s")
+}
+
+// putLiteTopics stores n messages to Parent straight into st, each to a
+// new lite topic lite-<i>, from 8 writers.
+func putLiteTopics(b *testing.B, st *store.Store, n int, body []byte) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) {
+					return
+				}
+				l := "lite-" + strconv.FormatInt(i, 10)
+				m := &message.Message{Topic: "Parent", QueueID: int32(i % 8), Body: body, BornTimestamp: 1, Properties: map[string]string{
+					message.PropertyLiteTopic: l, message.PropertyInnerMultiDispatch: "%LMQ%$Parent$" + l,
+				}}
+				if _, err := st.PutMessage(context.Background(), m); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func p99(d []time.Duration) time.Duration {
