@@ -244,6 +244,14 @@ func (c *LitePushConsumer) runLane(lane *liteLane) {
 		if progressed {
 			continue
 		}
+		if c.consumeCtx.Err() != nil {
+			// Shutdown gave up waiting: the lane's other messages stay
+			// where its release of everything pending finds them (taken
+			// out here, they were postponed with a cancelled context,
+			// that is not at all, and came back only after their
+			// invisible time).
+			return
+		}
 		rest := c.lanes.dropPop(lane, lm)
 		c.cache.release(len(rest))
 		ctx, cancel := context.WithTimeout(c.consumeCtx, c.cfg.RequestTimeout)
