@@ -149,6 +149,24 @@ func (r *rig) waitCount(topic string, qid int32, want int, timeout time.Duration
 	}
 }
 
+// waitStats waits until the service's counters satisfy ok: they are added
+// after a delivery batch is stored, so a message can be readable a moment
+// before it is counted.
+func (r *rig) waitStats(ok func(Stats) bool, timeout time.Duration) Stats {
+	r.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		st := r.svc.Stats()
+		if ok(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("stats after %v: %+v", timeout, st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // pendingKeys counts the pending timer keys.
 func (r *rig) pendingKeys() int {
 	r.t.Helper()

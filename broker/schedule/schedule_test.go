@@ -468,9 +468,7 @@ func TestRollFarTimers(t *testing.T) {
 			t.Errorf("%s: TIMER_ROLL_TIMES left", m.Body)
 		}
 	}
-	if st := r.svc.Stats(); st.Rolled < 3 || st.Delivered != 2 {
-		t.Fatalf("stats %+v", st)
-	}
+	r.waitStats(func(st Stats) bool { return st.Rolled >= 3 && st.Delivered == 2 }, 2*time.Second)
 	r.restart()
 	r.svc.Start()
 	time.Sleep(200 * time.Millisecond)
