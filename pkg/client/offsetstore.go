@@ -87,6 +87,7 @@ type remoteOffsetStore struct {
 	pc     *PullConsumer
 	log    *slog.Logger
 	stored map[protocol.MessageQueue]int64 // last value written; guarded by mu
+	pmu    sync.Mutex                      // serializes persist
 }
 
 func newRemoteOffsetStore(pc *PullConsumer, log *slog.Logger) *remoteOffsetStore {
@@ -113,7 +114,15 @@ func (s *remoteOffsetStore) readStored(ctx context.Context, mq protocol.MessageQ
 }
 
 func (s *remoteOffsetStore) persist(ctx context.Context, mqs []protocol.MessageQueue) {
+	// One commit at a time, each awaited: the broker runs requests on a
+	// pool, so two commits of one queue in flight together may land in
+	// either order and the older one win.
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
 	for _, mq := range mqs {
+		if ctx.Err() != nil {
+			return // nothing sent, nothing to race; Shutdown commits again
+		}
 		s.mu.Lock()
 		off, ok := s.offsets[mq]
 		prev, written := s.stored[mq]
@@ -121,7 +130,10 @@ func (s *remoteOffsetStore) persist(ctx context.Context, mqs []protocol.MessageQ
 		if !ok || off < 0 || (written && prev == off) {
 			continue
 		}
-		if err := s.pc.updateOffset(ctx, mq, off); err != nil {
+		// Once sent, a commit is waited for (up to the request timeout) even
+		// if ctx is cancelled meanwhile: abandoned, it could still land
+		// after a later commit of a newer offset.
+		if err := s.pc.updateOffset(context.WithoutCancel(ctx), mq, off); err != nil {
 			s.log.Warn("client: commit offset failed", "queue", mq.String(), "offset", off, "err", err)
 			continue
 		}

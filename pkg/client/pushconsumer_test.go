@@ -434,6 +434,52 @@ func TestPushConsumerShutdownWaitsForLocks(t *testing.T) {
 	}
 }
 
+// TestPushConsumerShutdownCommitNotOvertaken: a periodic commit still at
+// the broker when Shutdown runs is waited for, so Shutdown's newer commit
+// lands after it (the broker's pool may run an abandoned older commit
+// last, moving the group back).
+func TestPushConsumerShutdownCommitNotOvertaken(t *testing.T) {
+	c := startCluster(t, "broker-a")
+	c.CreateTopic("T", 1)
+	br := c.Brokers[0]
+	rec := newRecord()
+	cons := startPush(t, c, "o", "G", "T", func(_ context.Context, req *client.ConsumeRequest) client.ConsumeResult {
+		rec.add(req)
+		return client.ConsumeSuccess
+	}, nil)
+	p := startProducer(t, c, nil)
+	consumed := func(n int) {
+		t.Helper()
+		eventually(t, func() error {
+			if got := rec.count(); got != n {
+				return fmt.Errorf("consumed %d of %d", got, n)
+			}
+			return nil
+		})
+	}
+	sendBodies(t, p, "T", "a1", "a2")
+	consumed(2)
+	held := br.DelayNextCommit("T", time.Second)
+	sendBodies(t, p, "T", "b1", "b2")
+	select {
+	case off := <-held.Arrived():
+		if off != 4 {
+			t.Fatalf("held commit carries %d, want 4", off)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no commit of offset 4")
+	}
+	sendBodies(t, p, "T", "c1", "c2")
+	consumed(6)
+	if err := cons.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-held.Stored()
+	if got := br.Committed("G", "T", 0); got != 6 {
+		t.Fatalf("committed %d after Shutdown, want 6", got)
+	}
+}
+
 // Broadcasting consumers both get every message and keep their offsets in
 // Java's offsets.json layout.
 func TestPushConsumerBroadcasting(t *testing.T) {

@@ -495,9 +495,24 @@ func (b *Broker) updateOffset(_ context.Context, _ *remoting.Channel, req *remot
 	if err != nil {
 		return nil, remoting.Errorf(code.SystemError, "bad commitOffset: %v", err)
 	}
+	b.ext.mu.Lock()
+	delayed := b.ext.commitDelay
+	if delayed != nil && delayed.topic == topic {
+		b.ext.commitDelay = nil
+	} else {
+		delayed = nil
+	}
+	b.ext.mu.Unlock()
+	if delayed != nil {
+		delayed.arrived <- off
+		time.Sleep(delayed.d)
+	}
 	b.mu.Lock()
 	b.offsets[offsetKey(req.Ext("consumerGroup"), topic, q)] = off
 	b.mu.Unlock()
+	if delayed != nil {
+		close(delayed.stored)
+	}
 	return remoting.NewResponse(req, code.Success, ""), nil
 }
 

@@ -21,20 +21,21 @@ import (
 // members (from heartbeats), queue locks, send-backs, END_TRANSACTION, pop
 // and the requests the broker sends to clients.
 type brokerExt struct {
-	mu        sync.Mutex
-	consumers map[string]map[string]*remoting.Channel // group → client id → channel
-	producers map[string]map[string]*remoting.Channel // group → client id → channel
-	locks     map[string]string                       // group@queue → client id
-	lockDelay time.Duration                           // LOCK_BATCH_MQ waits this long before it locks
-	sendBacks []map[string]string
-	backCodes []int32 // injected answers to the next send-backs
-	endTx     []EndTx
-	pops      map[string]int64     // group@topic@queue → next offset to pop
-	orders    map[string]*popOrder // group@topic@queue → orderly pop state (poporder.go)
-	acks      []map[string]string
-	ackCodes  []int32
-	changes   []map[string]string
-	notifies  int // NOTIFY_CONSUMER_IDS_CHANGED sent
+	mu          sync.Mutex
+	consumers   map[string]map[string]*remoting.Channel // group → client id → channel
+	producers   map[string]map[string]*remoting.Channel // group → client id → channel
+	locks       map[string]string                       // group@queue → client id
+	lockDelay   time.Duration                           // LOCK_BATCH_MQ waits this long before it locks
+	commitDelay *DelayedCommit                          // the next UPDATE_CONSUMER_OFFSET waits
+	sendBacks   []map[string]string
+	backCodes   []int32 // injected answers to the next send-backs
+	endTx       []EndTx
+	pops        map[string]int64     // group@topic@queue → next offset to pop
+	orders      map[string]*popOrder // group@topic@queue → orderly pop state (poporder.go)
+	acks        []map[string]string
+	ackCodes    []int32
+	changes     []map[string]string
+	notifies    int // NOTIFY_CONSUMER_IDS_CHANGED sent
 }
 
 // EndTx is one END_TRANSACTION a broker received.
@@ -266,6 +267,32 @@ func (b *Broker) SetLockDelay(d time.Duration) {
 	b.ext.mu.Lock()
 	b.ext.lockDelay = d
 	b.ext.mu.Unlock()
+}
+
+// DelayedCommit follows the UPDATE_CONSUMER_OFFSET that DelayNextCommit
+// holds back.
+type DelayedCommit struct {
+	topic   string
+	d       time.Duration
+	arrived chan int64    // the held commit's offset, when it arrives
+	stored  chan struct{} // closed once it is stored, after the delay
+}
+
+// Arrived receives the held commit's offset when the broker gets it.
+func (d *DelayedCommit) Arrived() <-chan int64 { return d.arrived }
+
+// Stored is closed once the held commit has been stored.
+func (d *DelayedCommit) Stored() <-chan struct{} { return d.stored }
+
+// DelayNextCommit makes the next UPDATE_CONSUMER_OFFSET of topic wait d
+// before it is stored, as on a busy broker whose pool runs a later commit
+// first.
+func (b *Broker) DelayNextCommit(topic string, d time.Duration) *DelayedCommit {
+	dc := &DelayedCommit{topic: topic, d: d, arrived: make(chan int64, 1), stored: make(chan struct{})}
+	b.ext.mu.Lock()
+	b.ext.commitDelay = dc
+	b.ext.mu.Unlock()
+	return dc
 }
 
 // FailSendBacks makes the next len(codes) CONSUMER_SEND_MSG_BACK answer
