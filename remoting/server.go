@@ -257,34 +257,97 @@ func (s *Server) Start() error {
 	if s.state.Load() != stateNew {
 		return errors.New("remoting: server already started")
 	}
-	ln, err := net.Listen("tcp", s.cfg.ListenAddr)
+	ln, err := s.listen(s.cfg.ListenAddr)
 	if err != nil {
-		return fmt.Errorf("remoting: listen on %s: %w", s.cfg.ListenAddr, err)
+		return err
 	}
-	evl, err := netpoll.NewEventLoop(s.onRequest,
-		netpoll.WithOnPrepare(s.onPrepare),
-		netpoll.WithOnConnect(s.onConnected),
-	)
+	evl, err := s.newEventLoop()
 	if err != nil {
 		_ = ln.Close()
-		return fmt.Errorf("remoting: netpoll event loop: %w", err)
+		return err
 	}
 	s.ln, s.evl, s.addr = ln, evl, ln.Addr().String()
 	s.exec = NewExecutor("remoting-default", s.cfg.Workers, s.cfg.QueueSize)
 	s.served = make(chan struct{})
 	s.stopIdle = make(chan struct{})
 	s.state.Store(stateRunning)
-	go func() {
-		defer close(s.served)
-		if err := evl.Serve(ln); err != nil && s.state.Load() == stateRunning {
-			s.log.Error("remoting: server stopped serving", "addr", s.addr, "err", err)
-		}
-	}()
+	go s.serve(ln, evl)
 	if s.cfg.IdleTimeout > 0 {
 		s.bg.goTracked(func() { idleLoop(s.cfg.IdleTimeout, s.stopIdle, s.closeIdle) })
 	}
 	s.log.Info("remoting: server listening", "addr", s.addr)
 	return nil
+}
+
+// listen opens a TCP listener in netpoll's form, which Serve uses as is.
+func (s *Server) listen(addr string) (netpoll.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("remoting: listen on %s: %w", addr, err)
+	}
+	npln, err := newFDListener(ln)
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("remoting: netpoll listener on %s: %w", addr, err)
+	}
+	return npln, nil
+}
+
+func (s *Server) newEventLoop() (netpoll.EventLoop, error) {
+	evl, err := netpoll.NewEventLoop(s.onRequest,
+		netpoll.WithOnPrepare(s.onPrepare),
+		netpoll.WithOnConnect(s.onConnected),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("remoting: netpoll event loop: %w", err)
+	}
+	return evl, nil
+}
+
+// serve runs netpoll's Serve until Shutdown. netpoll may stop serving on
+// its own: built with the race detector, its poller finds operators by
+// descriptor number, and a late hang-up event of a closed connection whose
+// number a listener reuses detaches that listener, after which connections
+// wait in the backlog unanswered. So when Serve returns while the server
+// runs, the listener is closed and the address listened on again; the
+// connections already accepted are not affected.
+func (s *Server) serve(ln net.Listener, evl netpoll.EventLoop) {
+	defer close(s.served)
+	pause := 10 * time.Millisecond
+	for {
+		err := evl.Serve(ln)
+		if s.state.Load() != stateRunning {
+			return
+		}
+		s.log.Error("remoting: netpoll stopped serving; listening again", "addr", s.addr, "err", err)
+		_ = ln.Close()
+		for {
+			select {
+			case <-s.stopIdle: // closed by Shutdown
+				return
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, time.Second)
+			nln, lerr := s.listen(s.addr)
+			if lerr == nil {
+				var nevl netpoll.EventLoop
+				if nevl, lerr = s.newEventLoop(); lerr == nil {
+					s.mu.Lock()
+					if s.state.Load() != stateRunning {
+						s.mu.Unlock()
+						_ = nln.Close()
+						return
+					}
+					s.ln, s.evl = nln, nevl
+					s.mu.Unlock()
+					ln, evl = nln, nevl
+					break
+				}
+				_ = nln.Close()
+			}
+			s.log.Error("remoting: listening again failed", "addr", s.addr, "err", lerr)
+		}
+	}
 }
 
 // Addr is the actual listening "ip:port" after Start ("" before).
@@ -508,7 +571,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // server, so it is retried until Serve has returned.
 func (s *Server) stopServing(ctx context.Context) {
 	for {
-		if err := s.evl.Shutdown(ctx); err != nil {
+		s.mu.Lock()
+		evl := s.evl
+		s.mu.Unlock()
+		if err := evl.Shutdown(ctx); err != nil {
 			s.log.Debug("remoting: netpoll shutdown", "err", err)
 		}
 		select {
