@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -180,9 +182,13 @@ func BenchmarkLiteSend(b *testing.B) {
 // straight to the store of an in-process broker) expire in one sweep while
 // 8 senders send plain messages to the broker over loopback; it reports
 // the sweep's duration and the send p99 in the 2 s before it and during
-// it. LITE_SWEEP_REST_MS sets liteSweepRestMs (0: no pauses);
+// it. LITE_SWEEP_SEND_RATE=n sends n msgs/s on a fixed schedule instead
+// of as fast as 8 senders can. LITE_SWEEP_REST_MS sets liteSweepRestMs
+// (0: no pauses);
 // LITE_SWEEP_MUTEXPROFILE and LITE_SWEEP_BLOCKPROFILE write the lock
-// contention and blocking seen during the sweep.
+// contention and blocking seen during the sweep; LITE_SWEEP_ALLOCPROFILE=f
+// writes the allocation profile to f.before and f.after (compare them with
+// go tool pprof -sample_index=alloc_space -base f.before f.after).
 //
 //	go test -run '^$' -bench SweepUnderSends -benchtime 1000000x ./broker/lite/
 func BenchmarkSweepUnderSends(b *testing.B) {
@@ -221,18 +227,60 @@ func BenchmarkSweepUnderSends(b *testing.B) {
 	var samples []sample
 	stop := make(chan struct{})
 	var senders sync.WaitGroup
-	for s := 0; s < 8; s++ {
+	// Closed loop (8 senders back to back, saturating the machine), or open
+	// loop at LITE_SWEEP_SEND_RATE msgs/s: sends are due at fixed times
+	// and a send's latency counts from when it was due, so a stalled
+	// broker cannot hide its delay by slowing the senders down.
+	rate, _ := strconv.Atoi(os.Getenv("LITE_SWEEP_SEND_RATE"))
+	due := make(chan time.Time, 1<<16)
+	if rate > 0 {
+		senders.Add(1)
+		go func() {
+			defer senders.Done()
+			defer close(due)
+			start := time.Now()
+			for i := 0; ; i++ {
+				at := start.Add(time.Duration(i) * time.Second / time.Duration(rate))
+				if d := time.Until(at); d > 0 {
+					select {
+					case <-stop:
+						return
+					case <-time.After(d):
+					}
+				}
+				select {
+				case due <- at:
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
+	workers := 8
+	if rate > 0 {
+		workers = 32
+	}
+	for s := 0; s < workers; s++ {
 		senders.Add(1)
 		go func() {
 			defer senders.Done()
 			for {
-				select {
-				case <-stop:
-					return
-				default:
+				var t0 time.Time
+				if rate > 0 {
+					at, ok := <-due
+					if !ok {
+						return
+					}
+					t0 = at
+				} else {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					t0 = time.Now()
 				}
-				t0 := time.Now()
-				if resp := r.sendTo("Plain", s, body, nil); resp.Code != code.Success {
+				if resp := r.sendTo("Plain", s%8, body, nil); resp.Code != code.Success {
 					b.Errorf("send: %d %s", resp.Code, resp.Remark)
 					return
 				}
@@ -249,11 +297,23 @@ func BenchmarkSweepUnderSends(b *testing.B) {
 	if os.Getenv("LITE_SWEEP_BLOCKPROFILE") != "" {
 		runtime.SetBlockProfileRate(int(time.Microsecond))
 	}
+	allocProfile := func(suffix string) {
+		if f := os.Getenv("LITE_SWEEP_ALLOCPROFILE"); f != "" {
+			out, err := os.Create(f + suffix)
+			if err != nil {
+				b.Fatal(err)
+			}
+			pprof.Lookup("allocs").WriteTo(out, 0)
+			out.Close()
+		}
+	}
+	allocProfile(".before")
 	b.ResetTimer()
 	sweepStart := time.Now()
 	res, err := svc.Lifecycle.Sweep()
 	sweepEnd := time.Now()
 	b.StopTimer()
+	allocProfile(".after")
 	runtime.SetMutexProfileFraction(0)
 	runtime.SetBlockProfileRate(0)
 	for env, name := range map[string]string{"LITE_SWEEP_MUTEXPROFILE": "mutex", "LITE_SWEEP_BLOCKPROFILE": "block"} {
@@ -271,6 +331,36 @@ func BenchmarkSweepUnderSends(b *testing.B) {
 	senders.Wait()
 	if err != nil || res.Deleted != b.N {
 		b.Fatalf("sweep %+v %v, want %d deleted", res, err, b.N)
+	}
+	if os.Getenv("LITE_SWEEP_TIMELINE") == "1" {
+		// Sends by 50 ms bucket of their start around the sweep (for tuning);
+		// the cascade starts at took-cascade.
+		type bucket struct {
+			n, slow int
+			max     time.Duration
+		}
+		tl := map[int]*bucket{}
+		for _, s := range samples {
+			k := int(math.Floor(float64(s.at.Sub(sweepStart)) / float64(50*time.Millisecond)))
+			if s.at.Before(sweepStart.Add(-500*time.Millisecond)) || s.at.After(sweepEnd.Add(200*time.Millisecond)) {
+				continue
+			}
+			bk := tl[k]
+			if bk == nil {
+				bk = &bucket{}
+				tl[k] = bk
+			}
+			bk.n++
+			if s.lat > 10*time.Millisecond {
+				bk.slow++
+			}
+			bk.max = max(bk.max, s.lat)
+		}
+		fmt.Printf("sweep of %d took %v, cascade %v (from %v), flush %v\n", b.N, res.Took, res.Cascade, res.Took-res.Cascade, res.Flush)
+		for _, k := range slices.Sorted(maps.Keys(tl)) {
+			bk := tl[k]
+			fmt.Printf("%+6d ms: %4d sends, %3d over 10 ms, max %v\n", k*50, bk.n, bk.slow, bk.max.Round(100*time.Microsecond))
+		}
 	}
 	var before, during []time.Duration
 	for _, s := range samples {
