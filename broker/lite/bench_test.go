@@ -188,7 +188,8 @@ func BenchmarkLiteSend(b *testing.B) {
 // LITE_SWEEP_MUTEXPROFILE and LITE_SWEEP_BLOCKPROFILE write the lock
 // contention and blocking seen during the sweep; LITE_SWEEP_ALLOCPROFILE=f
 // writes the allocation profile to f.before and f.after (compare them with
-// go tool pprof -sample_index=alloc_space -base f.before f.after).
+// go tool pprof -sample_index=alloc_space -base f.before f.after);
+// LITE_SWEEP_CPUPROFILE writes a CPU profile of the sweep's duration.
 //
 //	go test -run '^$' -bench SweepUnderSends -benchtime 1000000x ./broker/lite/
 func BenchmarkSweepUnderSends(b *testing.B) {
@@ -308,11 +309,24 @@ func BenchmarkSweepUnderSends(b *testing.B) {
 		}
 	}
 	allocProfile(".before")
+	if f := os.Getenv("LITE_SWEEP_CPUPROFILE"); f != "" {
+		out, err := os.Create(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(out); err != nil {
+			b.Fatal(err)
+		}
+		defer out.Close()
+	}
 	b.ResetTimer()
 	sweepStart := time.Now()
 	res, err := svc.Lifecycle.Sweep()
 	sweepEnd := time.Now()
 	b.StopTimer()
+	if os.Getenv("LITE_SWEEP_CPUPROFILE") != "" {
+		pprof.StopCPUProfile()
+	}
 	allocProfile(".after")
 	runtime.SetMutexProfileFraction(0)
 	runtime.SetBlockProfileRate(0)

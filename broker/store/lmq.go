@@ -307,15 +307,16 @@ func (s *Store) deleteRuns(seq int64, quiet quietSince, mark uint32, sorted, oth
 		}
 		// No LMQ changed since the caller's pass: its choice stands.
 		unchanged := quiet.ok && t.appends == quiet.appends
-		var runs [][]consumequeue.QueueID
-		var run []consumequeue.QueueID
+		// A run is its first and last name: the keys between go.
+		var runs []consumequeue.KeyRun
+		var run consumequeue.KeyRun
 		for i := start; i < end; i++ {
 			n := sorted[i]
-			id := consumequeue.QueueID{Topic: n, QueueID: 0}
-			if split[i] && len(run) > 0 {
-				runs, run = append(runs, run), nil
+			if split[i] && run.N > 0 {
+				runs, run = append(runs, run), consumequeue.KeyRun{}
 			}
 			if !unchanged {
+				id := consumequeue.QueueID{Topic: n, QueueID: 0}
 				st, marked, ok := s.cq.StateMark(id, mark)
 				if !ok {
 					continue // gone already: its keys are not there either
@@ -328,15 +329,19 @@ func (s *Store) deleteRuns(seq int64, quiet quietSince, mark uint32, sorted, oth
 					// Kept (a dispatched entry cleared the mark, or one is
 					// on its way): it splits the run.
 					s.cq.Unmark(id, mark)
-					if len(run) > 0 {
-						runs, run = append(runs, run), nil
+					if run.N > 0 {
+						runs, run = append(runs, run), consumequeue.KeyRun{}
 					}
 					continue
 				}
 			}
-			run = append(run, id)
+			if run.N == 0 {
+				run.First = n
+			}
+			run.Last = n
+			run.N++
 		}
-		if len(run) > 0 {
+		if run.N > 0 {
 			runs = append(runs, run)
 		}
 		derr := s.cq.DeleteRunKeys(runs)

@@ -147,28 +147,33 @@ func (s *Store) Unmark(id QueueID, mark uint32) {
 	sh.mu.Unlock()
 }
 
+// KeyRun is a run of LMQs (queue 0 of topics First … Last, N of them, in
+// key order) whose keys are contiguous.
+type KeyRun struct {
+	First, Last string
+	N           int
+}
+
 // DeleteRunKeys removes runs of queues with two range deletes per run (one
 // in the entry key space, one in the min/max key space); the in-memory
-// table is DeleteMarked's. Each run lists queues in key order whose keys
-// are contiguous: the caller guarantees that no other queue's keys lie
-// between the first and the last topic of a run. A million expired lite
-// topics are then a few hundred range tombstones instead of millions of
-// point deletes.
-func (s *Store) DeleteRunKeys(runs [][]QueueID) error {
+// table is DeleteMarked's. The caller guarantees that no other queue's
+// keys lie between the first and the last topic of a run. A million
+// expired lite topics are then a few hundred range tombstones instead of
+// millions of point deletes.
+func (s *Store) DeleteRunKeys(runs []KeyRun) error {
 	b := s.db.NewBatch()
 	defer b.Close()
 	n := 0
 	for _, run := range runs {
-		if len(run) == 0 {
+		if run.N == 0 {
 			continue
 		}
-		first, last := run[0].Topic, run[len(run)-1].Topic
 		for _, p := range []byte{kv.PrefixConsumeQueue, kv.PrefixQueueMeta} {
-			if err := b.DeleteRange(topicPrefix(p, first), kv.PrefixEnd(topicPrefix(p, last)), nil); err != nil {
+			if err := b.DeleteRange(topicPrefix(p, run.First), kv.PrefixEnd(topicPrefix(p, run.Last)), nil); err != nil {
 				return err
 			}
 		}
-		n += len(run)
+		n += run.N
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("consumequeue: delete %d queues in %d runs: %w", n, len(runs), err)

@@ -31,18 +31,25 @@ func TestMarkedDeletion(t *testing.T) {
 		}
 	}
 	// Keys: every q except 5 and 7, in three runs.
-	var runs [][]QueueID
-	var run []QueueID
+	var runs []KeyRun
+	var run KeyRun
 	for i := 0; i < n; i++ {
 		if i == 5 || i == 7 {
-			if len(run) > 0 {
-				runs, run = append(runs, run), nil
+			if run.N > 0 {
+				runs, run = append(runs, run), KeyRun{}
 			}
 			continue
 		}
-		run = append(run, QueueID{name(i), 0})
+		if run.N == 0 {
+			run.First = name(i)
+		}
+		run.Last = name(i)
+		run.N++
 	}
 	runs = append(runs, run)
+	if len(runs) != 3 {
+		t.Fatalf("%d runs, want 3", len(runs))
+	}
 	if err := s.DeleteRunKeys(runs); err != nil {
 		t.Fatal(err)
 	}
