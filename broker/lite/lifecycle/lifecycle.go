@@ -200,6 +200,10 @@ func (m *Manager) Sweep() (SweepResult, error) {
 	for k := range m.invalid {
 		stale[k] = true
 	}
+	// The parent of every picked lmq when they all have one (the usual
+	// case): the cascade then need not read a million names again.
+	var only string
+	several := false
 	pick := func(lmq string, st consumequeue.QueueState) bool {
 		parent, _, ok := naming.Parse(lmq)
 		if !ok {
@@ -211,6 +215,10 @@ func (m *Manager) Sweep() (SweepResult, error) {
 		}
 		if m.expired(lmq, parent, st, now, cfg, ttls) {
 			res.Expired++
+			if parent != only {
+				several = several || only != ""
+				only = parent
+			}
 			return true
 		}
 		return false
@@ -227,7 +235,10 @@ func (m *Manager) Sweep() (SweepResult, error) {
 		delete(m.invalid, k)
 	}
 	cascade := time.Now()
-	flush, ferr := m.afterDelete(deleted)
+	if several {
+		only = ""
+	}
+	flush, ferr := m.afterDelete(deleted, only)
 	if err == nil {
 		err = ferr
 	}
@@ -243,15 +254,16 @@ func (m *Manager) delete(names []string, del func(string, consumequeue.QueueStat
 		return 0, nil
 	}
 	deleted, err := m.opts.Store.DeleteLmqs(names, del)
-	if _, ferr := m.afterDelete(deleted); err == nil {
+	if _, ferr := m.afterDelete(deleted, ""); err == nil {
 		err = ferr
 	}
 	return len(deleted), err
 }
 
 // afterDelete makes the deletions durable and runs the cascade; it
-// returns how long the flush took.
-func (m *Manager) afterDelete(deleted []string) (time.Duration, error) {
+// returns how long the flush took. parent, if not "", is the parent of
+// every deleted lmq.
+func (m *Manager) afterDelete(deleted []string, parent string) (time.Duration, error) {
 	if len(deleted) == 0 {
 		return 0, nil
 	}
@@ -279,7 +291,7 @@ func (m *Manager) afterDelete(deleted []string) (time.Duration, error) {
 	// The names are read once here, into batches of one parent each (a
 	// million names scattered over the heap cost a cache miss each per
 	// pass); the parts then work batch by batch.
-	batches, perParent := m.batches(deleted)
+	batches, perParent := m.batches(deleted, parent)
 	// A large cascade runs its first part on another goroutine: each part
 	// has its own structures (no lock shared between the two goroutines).
 	parts := m.opts.Cascade
@@ -316,8 +328,17 @@ type Batch struct {
 }
 
 // batches splits deleted into runs of one parent (sorted names: one run
-// per parent and cascadeBatch names) and counts them by parent.
-func (m *Manager) batches(deleted []string) ([]Batch, map[string]int) {
+// per parent and cascadeBatch names) and counts them by parent. With
+// parent not "" every name is known to be one of parent's lite LMQs.
+func (m *Manager) batches(deleted []string, parent string) ([]Batch, map[string]int) {
+	if parent != "" {
+		groups := m.opts.Meta.SubscriberGroups(parent)
+		out := make([]Batch, 0, (len(deleted)+cascadeBatch-1)/cascadeBatch)
+		for start := 0; start < len(deleted); start += cascadeBatch {
+			out = append(out, Batch{Parent: parent, LMQs: deleted[start:min(start+cascadeBatch, len(deleted))], Groups: groups})
+		}
+		return out, map[string]int{parent: len(deleted)}
+	}
 	groups := map[string][]string{} // per parent, read once
 	perParent := map[string]int{}
 	var out []Batch

@@ -319,7 +319,7 @@ func TestBatches(t *testing.T) {
 		names = append(names, fmt.Sprintf("%%LMQ%%$P$%06d", i))
 	}
 	names = append(names, "%LMQ%generic", "%LMQ%$Q$a", "%LMQ%$Q$b", "%LMQ%$P$late")
-	got, perParent := m.batches(names)
+	got, perParent := m.batches(names, "")
 	var desc []string
 	total := 0
 	for _, b := range got {
@@ -334,5 +334,15 @@ func TestBatches(t *testing.T) {
 	want := []string{fmt.Sprintf("P:%d:[lg]", cascadeBatch), "P:10:[lg]", "Q:2:[]", "P:1:[lg]"}
 	if !slices.Equal(desc, want) || total != len(names)-1 || perParent["P"] != cascadeBatch+11 || perParent["Q"] != 2 {
 		t.Fatalf("batches %v (total %d), perParent %v; want %v", desc, total, perParent, want)
+	}
+	// All of one known parent: the same batches without reading the names.
+	pNames := names[:cascadeBatch+10]
+	got, perParent = m.batches(pNames, "P")
+	desc = desc[:0]
+	for _, b := range got {
+		desc = append(desc, fmt.Sprintf("%s:%d:%v", b.Parent, len(b.LMQs), b.Groups))
+	}
+	if want := want[:2]; !slices.Equal(desc, want) || perParent["P"] != len(pNames) || len(perParent) != 1 {
+		t.Fatalf("one parent: batches %v, perParent %v; want %v", desc, perParent, want)
 	}
 }
