@@ -95,6 +95,14 @@ func (r *record) add(req *client.ConsumeRequest) {
 	}
 }
 
+// success is a handler that records every message and consumes it.
+func (r *record) success() client.PushHandler {
+	return func(_ context.Context, req *client.ConsumeRequest) client.ConsumeResult {
+		r.add(req)
+		return client.ConsumeSuccess
+	}
+}
+
 func (r *record) count() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -443,10 +451,7 @@ func TestPushConsumerShutdownCommitNotOvertaken(t *testing.T) {
 	c.CreateTopic("T", 1)
 	br := c.Brokers[0]
 	rec := newRecord()
-	cons := startPush(t, c, "o", "G", "T", func(_ context.Context, req *client.ConsumeRequest) client.ConsumeResult {
-		rec.add(req)
-		return client.ConsumeSuccess
-	}, nil)
+	cons := startPush(t, c, "o", "G", "T", rec.success(), nil)
 	p := startProducer(t, c, nil)
 	consumed := func(n int) {
 		t.Helper()
@@ -534,10 +539,7 @@ func TestPushConsumerBrokerRequests(t *testing.T) {
 	c.CreateTopic("T", 2)
 	br := c.Brokers[0]
 	rec := newRecord()
-	cons := startPush(t, c, "r", "G", "T", func(_ context.Context, req *client.ConsumeRequest) client.ConsumeResult {
-		rec.add(req)
-		return client.ConsumeSuccess
-	}, nil)
+	cons := startPush(t, c, "r", "G", "T", rec.success(), nil)
 	p := startProducer(t, c, nil)
 	sendBodies(t, p, "T", "a", "b", "c", "d")
 	eventually(t, func() error {
@@ -756,10 +758,7 @@ func TestPushConsumerConsumeFrom(t *testing.T) {
 	for _, tt := range tests {
 		rec := newRecord()
 		recs[tt.name] = rec
-		pc := startPush(t, c, tt.name, tt.group, "T", func(_ context.Context, req *client.ConsumeRequest) client.ConsumeResult {
-			rec.add(req)
-			return client.ConsumeSuccess
-		}, tt.mod)
+		pc := startPush(t, c, tt.name, tt.group, "T", rec.success(), tt.mod)
 		eventually(t, func() error {
 			if len(topicQueues(pc.Assigned(), "T")) != 1 {
 				return fmt.Errorf("%s: no queue yet", tt.name)
@@ -799,10 +798,7 @@ func TestPushConsumerConsumeFrom(t *testing.T) {
 	})
 	// Its id sorts before the running G2 consumer's: it gets the queue.
 	rec := newRecord()
-	again := startPush(t, c, "again", "G2", "T", func(_ context.Context, req *client.ConsumeRequest) client.ConsumeResult {
-		rec.add(req)
-		return client.ConsumeSuccess
-	}, func(cfg *client.PushConsumerConfig) { cfg.ConsumeFrom = client.ConsumeFromFirstOffset })
+	again := startPush(t, c, "again", "G2", "T", rec.success(), func(cfg *client.PushConsumerConfig) { cfg.ConsumeFrom = client.ConsumeFromFirstOffset })
 	eventually(t, func() error {
 		if q := topicQueues(again.Assigned(), "T"); len(q) != 1 {
 			return fmt.Errorf("the new consumer holds %v", q)
