@@ -100,23 +100,12 @@ func BenchmarkLiteTopics(b *testing.B) {
 
 	if f := os.Getenv("LITE_HEAP_PROFILE"); f != "" {
 		// What the live lite topics hold, before the sweep frees it.
-		out, err := os.Create(f)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := pprof.WriteHeapProfile(out); err != nil {
-			b.Fatal(err)
-		}
-		out.Close()
+		writeProfile(b, f, "heap")
 	}
 	time.Sleep(5 * time.Millisecond)
 	if f := os.Getenv("LITE_SWEEP_CPUPROFILE"); f != "" {
-		out, err := os.Create(f)
-		if err != nil {
-			b.Fatal(err)
-		}
-		pprof.StartCPUProfile(out)
-		defer pprof.StopCPUProfile()
+		stop := startCPUProfile(b, f)
+		defer stop()
 	}
 	// Let Pebble finish compacting the creation first: the sweep's own CPU
 	// time is measured on its thread (RUSAGE_THREAD), its wall time as is.
@@ -300,44 +289,26 @@ func BenchmarkSweepUnderSends(b *testing.B) {
 	}
 	allocProfile := func(suffix string) {
 		if f := os.Getenv("LITE_SWEEP_ALLOCPROFILE"); f != "" {
-			out, err := os.Create(f + suffix)
-			if err != nil {
-				b.Fatal(err)
-			}
-			pprof.Lookup("allocs").WriteTo(out, 0)
-			out.Close()
+			writeProfile(b, f+suffix, "allocs")
 		}
 	}
 	allocProfile(".before")
+	stopCPU := func() {}
 	if f := os.Getenv("LITE_SWEEP_CPUPROFILE"); f != "" {
-		out, err := os.Create(f)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := pprof.StartCPUProfile(out); err != nil {
-			b.Fatal(err)
-		}
-		defer out.Close()
+		stopCPU = startCPUProfile(b, f)
 	}
 	b.ResetTimer()
 	sweepStart := time.Now()
 	res, err := svc.Lifecycle.Sweep()
 	sweepEnd := time.Now()
 	b.StopTimer()
-	if os.Getenv("LITE_SWEEP_CPUPROFILE") != "" {
-		pprof.StopCPUProfile()
-	}
+	stopCPU()
 	allocProfile(".after")
 	runtime.SetMutexProfileFraction(0)
 	runtime.SetBlockProfileRate(0)
 	for env, name := range map[string]string{"LITE_SWEEP_MUTEXPROFILE": "mutex", "LITE_SWEEP_BLOCKPROFILE": "block"} {
 		if f := os.Getenv(env); f != "" {
-			out, err := os.Create(f)
-			if err != nil {
-				b.Fatal(err)
-			}
-			pprof.Lookup(name).WriteTo(out, 0)
-			out.Close()
+			writeProfile(b, f, name)
 		}
 	}
 	time.Sleep(200 * time.Millisecond)
@@ -419,6 +390,33 @@ func putLiteTopics(b *testing.B, st *store.Store, n int, body []byte) {
 		}()
 	}
 	wg.Wait()
+}
+
+// writeProfile writes the runtime profile called name to path.
+func writeProfile(b *testing.B, path, name string) {
+	out, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer out.Close()
+	if err := pprof.Lookup(name).WriteTo(out, 0); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// startCPUProfile profiles the CPU to path until the returned stop.
+func startCPUProfile(b *testing.B, path string) (stop func()) {
+	out, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		out.Close()
+	}
 }
 
 func p99(d []time.Duration) time.Duration {
