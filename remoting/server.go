@@ -305,11 +305,11 @@ func (s *Server) newEventLoop() (netpoll.EventLoop, error) {
 }
 
 // serve runs netpoll's Serve until Shutdown. netpoll may stop serving on
-// its own: built with the race detector, its poller finds operators by
-// descriptor number, and a late hang-up event of a closed connection whose
-// number a listener reuses detaches that listener, after which connections
-// wait in the backlog unanswered. So when Serve returns while the server
-// runs, the listener is closed and the address listened on again; the
+// its own — it quits when registering the listener with its poller fails
+// (what netpoll's own listener's double close caused, see listener.go) or
+// when the poller reports a hang-up on it — and then connections would wait
+// in the backlog unanswered. So when Serve returns while the server runs,
+// the listener is closed and the address listened on again; the
 // connections already accepted are not affected.
 func (s *Server) serve(ln net.Listener, evl netpoll.EventLoop) {
 	defer close(s.served)
@@ -341,6 +341,7 @@ func (s *Server) serve(ln net.Listener, evl netpoll.EventLoop) {
 					s.ln, s.evl = nln, nevl
 					s.mu.Unlock()
 					ln, evl = nln, nevl
+					pause = 10 * time.Millisecond
 					break
 				}
 				_ = nln.Close()
