@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -178,7 +179,8 @@ func BenchmarkLiteSend(b *testing.B) {
 // contention and blocking seen during the sweep; LITE_SWEEP_ALLOCPROFILE=f
 // writes the allocation profile to f.before and f.after (compare them with
 // go tool pprof -sample_index=alloc_space -base f.before f.after);
-// LITE_SWEEP_CPUPROFILE writes a CPU profile of the sweep's duration.
+// LITE_SWEEP_CPUPROFILE writes a CPU profile of the sweep's duration and
+// LITE_SWEEP_TRACE an execution trace of it (go tool trace).
 //
 //	go test -run '^$' -bench SweepUnderSends -benchtime 1000000x ./broker/lite/
 func BenchmarkSweepUnderSends(b *testing.B) {
@@ -289,6 +291,7 @@ func BenchmarkSweepUnderSends(b *testing.B) {
 	}
 	allocProfile := func(suffix string) {
 		if f := os.Getenv("LITE_SWEEP_ALLOCPROFILE"); f != "" {
+			runtime.GC() // the profile is as of the last GC
 			writeProfile(b, f+suffix, "allocs")
 		}
 	}
@@ -297,12 +300,17 @@ func BenchmarkSweepUnderSends(b *testing.B) {
 	if f := os.Getenv("LITE_SWEEP_CPUPROFILE"); f != "" {
 		stopCPU = startCPUProfile(b, f)
 	}
+	stopTrace := func() {}
+	if f := os.Getenv("LITE_SWEEP_TRACE"); f != "" {
+		stopTrace = startTrace(b, f)
+	}
 	b.ResetTimer()
 	sweepStart := time.Now()
 	res, err := svc.Lifecycle.Sweep()
 	sweepEnd := time.Now()
 	b.StopTimer()
 	stopCPU()
+	stopTrace()
 	allocProfile(".after")
 	runtime.SetMutexProfileFraction(0)
 	runtime.SetBlockProfileRate(0)
@@ -401,6 +409,21 @@ func writeProfile(b *testing.B, path, name string) {
 	defer out.Close()
 	if err := pprof.Lookup(name).WriteTo(out, 0); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// startTrace writes an execution trace to path until the returned stop.
+func startTrace(b *testing.B, path string) (stop func()) {
+	out, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := trace.Start(out); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		trace.Stop()
+		out.Close()
 	}
 }
 

@@ -301,11 +301,11 @@ func (s *Service) cleanDeleted(deleted []string, batches []lifecycle.Batch, yiel
 	}
 	if s.Orders.Count() < len(deleted) {
 		walked |= hasOrder
-		s.Orders.EachLMQ(mark(hasOrder))
+		s.Orders.EachLMQ(mark(hasOrder), yield)
 	}
 	if s.Registry.LMQCount() < len(deleted) {
 		walked |= hasSub
-		s.Registry.EachLMQ(mark(hasSub))
+		s.Registry.EachLMQ(mark(hasSub), yield)
 	}
 	pick := func(bit uint8) []string {
 		if walked&bit == 0 {
@@ -359,13 +359,13 @@ func (s *Service) cleanDeleted(deleted []string, batches []lifecycle.Batch, yiel
 // subscriptions from which cleanDeleted cleans the two at the same time.
 const parallelCleanMin = 10_000
 
-// paceNames is how many names the cascade handles between yields (a few
-// milliseconds of work).
-const paceNames = 16384
+// paceNames is how many names the cascade handles between yields (well
+// under a millisecond: a name is a cache miss or two).
+const paceNames = 1024
 
 // inSlices calls f with slices of names, yielding in between.
 func inSlices(names []string, yield func(), f func([]string)) {
-	const slice = 4096
+	const slice = 1024 // under a millisecond under one lock
 	for len(names) > 0 {
 		part := names[:min(slice, len(names))]
 		names = names[len(part):]

@@ -279,6 +279,9 @@ func (s *Store) deleteRuns(seq int64, quiet quietSince, mark uint32, sorted, oth
 	split := make([]bool, len(sorted))
 	j := 0
 	for i, n := range sorted {
+		if i%lmqRunChunk == lmqRunChunk-1 {
+			yield()
+		}
 		for j < len(others) && others[j] < n {
 			if i > 0 && others[j] > sorted[i-1] {
 				split[i] = true

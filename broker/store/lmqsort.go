@@ -97,7 +97,12 @@ func bytesAt(n string, p int) uint64 {
 	return k
 }
 
-// sorted returns the names in string order.
+// sortYieldEvery is how many names a loop of sorted handles between
+// yield calls (well under a millisecond).
+const sortYieldEvery = 4096
+
+// sorted returns the names in string order, calling yield every
+// sortYieldEvery names of each pass.
 func (s *nameSorter) sorted(yield func()) []string {
 	if yield == nil {
 		yield = runtime.Gosched
@@ -115,6 +120,9 @@ func (s *nameSorter) sorted(yield func()) []string {
 	L := s.lcp
 	ks := make([]keyed, s.n)
 	for i := range ks {
+		if i%sortYieldEvery == sortYieldEvery-1 {
+			yield()
+		}
 		e := s.entry(i)
 		var k uint64
 		switch d := L - e.at; {
@@ -136,6 +144,9 @@ func (s *nameSorter) sorted(yield func()) []string {
 		var count [256]int
 		for i := range ks {
 			count[byte(ks[i].key>>shift)]++
+			if i%sortYieldEvery == sortYieldEvery-1 {
+				yield()
+			}
 		}
 		if count[byte(ks[0].key>>shift)] == len(ks) {
 			continue
@@ -150,12 +161,17 @@ func (s *nameSorter) sorted(yield func()) []string {
 			d := byte(ks[i].key >> shift)
 			tmp[count[d]] = ks[i]
 			count[d]++
+			if i%sortYieldEvery == sortYieldEvery-1 {
+				yield()
+			}
 		}
 		ks, tmp = tmp, ks
-		yield() // a pass over a million keys is a few ms
 	}
 	for i := range ks {
 		out[i] = s.entry(int(ks[i].i)).name
+		if i%sortYieldEvery == sortYieldEvery-1 {
+			yield() // a cache miss a name
+		}
 	}
 	// Equal keys: the strings decide.
 	for i := 0; i < len(ks); {

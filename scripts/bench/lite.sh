@@ -15,6 +15,10 @@
 # LITE_BENCH_BODY (1024), LITE_BENCH_CREATE (1000000 lite topics on a fresh
 # broker, 128 B each), LITE_BENCH_SUBSCRIBED (100000),
 # LITE_BENCH_LATENCY_RATE (2000 msgs/s), LITE_BENCH_LATENCY_SECONDS (10),
+# LITE_BENCH_SWEEP_RATE (4000 plain msgs/s during the sweep, open loop; 0:
+# 8 senders back to back), LITE_BENCH_SWEEP_TIMELINE=1 (slow sends by
+# 100 ms around the sweep), LITE_BENCH_SWEEP_TRACE=file (an execution trace
+# of the broker during the sweep, for go tool trace),
 # LITE_BENCH_BROKER_CONF (key=value,... added to broker.conf).
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -55,6 +55,7 @@ type flags struct {
 	logLevel        string
 	logFormat       string
 	shutdownTimeout time.Duration
+	pprofAddr       string
 }
 
 // run is main without process globals: ctx ends the broker (signals in
@@ -88,6 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, environ [
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
+	fs.StringVar(&f.pprofAddr, "pprof-addr", "", "serve Go profiles and execution traces on this address under /debug/pprof/ (off when empty; no authentication: use loopback)")
 	if err := cmd.Execute(); err != nil {
 		fmt.Fprintln(stderr, "broker:", err)
 		return 1
@@ -165,6 +167,13 @@ func serve(ctx context.Context, cmd *cobra.Command, f flags, stdout, stderr io.W
 		log.Info("applied settings changed at runtime", "file", config.OverlayPath(cfg), "keys", loaded.OverlayKeys)
 	}
 
+	if f.pprofAddr != "" {
+		stopPprof, err := startPprof(f.pprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
 	b, err := broker.New(cfg, log)
 	if err != nil {
 		return err

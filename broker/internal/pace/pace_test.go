@@ -1,6 +1,8 @@
 package pace
 
 import (
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -29,5 +31,73 @@ func TestPacer(t *testing.T) {
 	}
 	if p.Slept() < 5*time.Millisecond {
 		t.Fatalf("slept %v at 5 yield points with no work slice, want ≥ 5 ms", p.Slept())
+	}
+}
+
+// TestPacerStepsAsideForWaitingGoroutines: on one processor, a goroutine
+// that is ready to run makes the pacer park at its yield points; the
+// other goroutine then gets the processor.
+func TestPacerStepsAsideForWaitingGoroutines(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var stop atomic.Bool
+	var ran atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !stop.Load() {
+			ran.Add(1)
+			runtime.Gosched()
+		}
+	}()
+	p := New(time.Hour, 0)
+	deadline := time.Now().Add(5 * time.Second)
+	for p.Parks() < 5 && time.Now().Before(deadline) {
+		// Busy, as a sweep is between its yield points.
+		for t0 := time.Now(); time.Since(t0) < 300*time.Microsecond; {
+		}
+		p.Yield()
+	}
+	stop.Store(true)
+	<-done
+	if p.Parks() < 5 {
+		t.Fatalf("parked %d times in 5 s with a goroutine waiting, want ≥ 5", p.Parks())
+	}
+	if ran.Load() == 0 {
+		t.Fatal("the waiting goroutine never ran")
+	}
+	if p.Slept() != 0 {
+		t.Fatalf("a pacer without rest rested %v", p.Slept())
+	}
+}
+
+// TestStepAside: with a goroutine waiting for the only processor,
+// StepAside parks (and that goroutine runs meanwhile).
+func TestStepAside(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var stop atomic.Bool
+	var ran atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !stop.Load() {
+			ran.Add(1)
+			runtime.Gosched()
+		}
+	}()
+	parked := false
+	for deadline := time.Now().Add(5 * time.Second); !parked && time.Now().Before(deadline); {
+		parked = StepAside()
+	}
+	before := ran.Load()
+	for i := 0; i < 3; i++ {
+		StepAside()
+	}
+	stop.Store(true)
+	<-done
+	if !parked {
+		t.Fatal("StepAside never parked with a goroutine waiting")
+	}
+	if ran.Load() == before {
+		t.Fatal("the waiting goroutine did not run while StepAside parked")
 	}
 }

@@ -340,8 +340,9 @@ func (m *Manager) ClearLMQs(lmqs, groups []string) {
 }
 
 // EachLMQ calls f with the lmq of every state held (names may repeat),
-// one shard at a time. f must not call back into m.
-func (m *Manager) EachLMQ(f func(lmq string)) {
+// one shard at a time, calling yield (if not nil) after each. f must not
+// call back into m.
+func (m *Manager) EachLMQ(f func(lmq string), yield func()) {
 	for i := range m.shards {
 		sh := &m.shards[i]
 		sh.mu.Lock()
@@ -349,6 +350,9 @@ func (m *Manager) EachLMQ(f func(lmq string)) {
 			f(k.LMQ)
 		}
 		sh.mu.Unlock()
+		if yield != nil {
+			yield()
+		}
 	}
 }
 

@@ -661,8 +661,8 @@ func (r *Registry) LMQCount() int {
 }
 
 // EachLMQ calls f with every lmq that has a subscriber, one shard at a
-// time. f must not call back into r.
-func (r *Registry) EachLMQ(f func(lmq string)) {
+// time, calling yield (if not nil) after each. f must not call back into r.
+func (r *Registry) EachLMQ(f func(lmq string), yield func()) {
 	for i := range r.shards {
 		sh := &r.shards[i]
 		sh.mu.RLock()
@@ -670,6 +670,9 @@ func (r *Registry) EachLMQ(f func(lmq string)) {
 			f(l)
 		}
 		sh.mu.RUnlock()
+		if yield != nil {
+			yield()
+		}
 	}
 }
 

@@ -74,7 +74,7 @@ func (s *Store) DeleteQueues(ids []QueueID) error {
 // MarkWhere marks, under each shard's lock, every queue for which pick
 // (called with its state; it must not call back into the Store) returns
 // true, and returns the mark. yield (nil: runtime.Gosched) runs between
-// shards, outside their locks.
+// shards, outside their locks, and every yieldEvery queues within one.
 func (s *Store) MarkWhere(pick func(id QueueID, st QueueState) bool, yield func()) uint32 {
 	if yield == nil {
 		yield = runtime.Gosched
@@ -86,14 +86,21 @@ func (s *Store) MarkWhere(pick func(id QueueID, st QueueState) bool, yield func(
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
+		n := 0
 		for id, st := range sh.queues {
 			if pick(id, st) {
 				st.sweep = mark
 				sh.queues[id] = st
 			}
+			if n++; n%yieldEvery == 0 {
+				// Inside the shard too: with millions of queues a shard
+				// is milliseconds of work. The shard stays locked (only
+				// its own dispatches wait); sends do not need it.
+				yield()
+			}
 		}
 		sh.mu.Unlock()
-		yield() // a shard at a time: let request goroutines run in between
+		yield()
 	}
 	return mark
 }
@@ -108,15 +115,23 @@ func (s *Store) RangeUnmarked(mark uint32, f func(id QueueID, st QueueState), yi
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.RLock()
+		n := 0
 		for id, st := range sh.queues {
 			if st.sweep != mark {
 				f(id, st)
+			}
+			if n++; n%yieldEvery == 0 {
+				yield()
 			}
 		}
 		sh.mu.RUnlock()
 		yield()
 	}
 }
+
+// yieldEvery is how many queues MarkWhere and RangeUnmarked visit between
+// yield calls (a fraction of a millisecond).
+const yieldEvery = 1024
 
 // MarkNames marks the named queues that exist and returns the mark.
 func (s *Store) MarkNames(ids []QueueID) uint32 {

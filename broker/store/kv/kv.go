@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Key-space prefixes. A new component takes a new byte; never reuse one.
@@ -69,6 +70,7 @@ func Open(cfg Config, log *slog.Logger) (*pebble.DB, error) {
 	cache := pebble.NewCache(cfg.CacheSize)
 	defer cache.Unref()
 	opts := &pebble.Options{
+		FS:           yieldFS{vfs.Default},
 		Cache:        cache,
 		DisableWAL:   cfg.DisableWAL,
 		MemTableSize: cfg.MemTableSize,

@@ -11,7 +11,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -51,6 +53,7 @@ type config struct {
 	latRate    int // messages/s during the latency phase
 	latFor     time.Duration
 	stretch    int // more lite topics created after the latency phase (0: none)
+	sweepRate  int // plain sends/s during the sweep (0: closed loop)
 }
 
 func envInt(t *testing.T, k string, def int) int {
@@ -77,6 +80,7 @@ func loadConfig(t *testing.T) config {
 		latRate:    envInt(t, "LITE_BENCH_LATENCY_RATE", 2000),
 		latFor:     time.Duration(envInt(t, "LITE_BENCH_LATENCY_SECONDS", 10)) * time.Second,
 		stretch:    envInt(t, "LITE_BENCH_STRETCH", 0),
+		sweepRate:  envInt(t, "LITE_BENCH_SWEEP_RATE", 4000),
 	}
 }
 
@@ -105,9 +109,18 @@ func TestLiteBench(t *testing.T) {
 			conf[k] = v
 		}
 	}
+	// LITE_BENCH_SWEEP_TRACE=file writes an execution trace of the broker
+	// during the sweep (go tool trace file), through its --pprof-addr.
+	var brokerArgs []string
+	pprofAddr := ""
+	if os.Getenv("LITE_BENCH_SWEEP_TRACE") != "" {
+		pprofAddr = fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+		brokerArgs = []string{"--pprof-addr", pprofAddr}
+	}
 	c := harness.StartCluster(t, harness.ClusterOptions{
 		BrokerEnv:  []string{"ROCKETMQ_LITE_TOPIC_EXPIRATION_UNIT_MS=" + strconv.Itoa(unitMs)},
 		BrokerConf: conf,
+		BrokerArgs: brokerArgs,
 	})
 	ac, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr}}, nil)
 	if err != nil {
@@ -180,7 +193,7 @@ func TestLiteBench(t *testing.T) {
 	}
 
 	// Phase 5: expire everything in one sweep while plain sends run.
-	r.sweepLmqs, r.sweep, r.sweepCascade, r.sweepFlush, r.sweepP99, r.beforeP99 = sweepPhase(ctx, t, c, b, p, body)
+	r.sweep = sweepPhase(ctx, t, c, b, p, body, cfg.sweepRate, pprofAddr)
 	r.print()
 	r.verdicts(t)
 }
@@ -434,10 +447,14 @@ func batchCreate(ctx context.Context, t *testing.T, p *client.Producer, prefix s
 var sweepLine = regexp.MustCompile(`msg="expired lite topics".*deleted=(\d+) took=(\S+) cascade=(\S+) flush=(\S+)`)
 
 // sweepPhase lowers the parent's expiration to one unit, so the next sweep
-// expires every lite topic, while plain sends run from 8 goroutines; it
-// returns the sweep's deletions and duration (from the broker's log) and
-// the plain send p99 during the sweep and in the seconds before it.
-func sweepPhase(ctx context.Context, t *testing.T, c *harness.Cluster, b *harness.BrokerProc, p *client.Producer, body []byte) (deleted int, took, cascade, flush, during, before time.Duration) {
+// expires every lite topic, while plain sends run; it returns the sweep's
+// deletions and duration (from the broker's log) and the plain send p99
+// during the sweep and in the seconds before it. Sends are open loop at
+// cfg.sweepRate msgs/s, each timed from when it was due (so a stalled
+// broker cannot hide a stall by slowing the senders down), or, with a rate
+// of 0, closed loop from 8 senders back to back (a saturated machine,
+// where any CPU the sweep takes shows as latency).
+func sweepPhase(ctx context.Context, t *testing.T, c *harness.Cluster, b *harness.BrokerProc, p *client.Producer, body []byte, rate int, pprofAddr string) sweepResult {
 	t.Helper()
 	type sample struct {
 		at  time.Time
@@ -447,17 +464,52 @@ func sweepPhase(ctx context.Context, t *testing.T, c *harness.Cluster, b *harnes
 	var samples []sample
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for s := 0; s < 8; s++ {
+	due := make(chan time.Time, 1<<16)
+	workers := 8
+	if rate > 0 {
+		workers = 64
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(due)
+			start := time.Now()
+			for i := 0; ; i++ {
+				at := start.Add(time.Duration(i) * time.Second / time.Duration(rate))
+				if d := time.Until(at); d > 0 {
+					select {
+					case <-stop:
+						return
+					case <-time.After(d):
+					}
+				}
+				select {
+				case due <- at:
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
+	for s := 0; s < workers; s++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
-				select {
-				case <-stop:
-					return
-				default:
+				var t0 time.Time
+				if rate > 0 {
+					at, ok := <-due
+					if !ok {
+						return
+					}
+					t0 = at
+				} else {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					t0 = time.Now()
 				}
-				t0 := time.Now()
 				if _, err := p.SendSync(ctx, &message.Message{Topic: plain, Body: body}); err != nil {
 					t.Errorf("send during the sweep: %v", err)
 					return
@@ -469,6 +521,18 @@ func sweepPhase(ctx context.Context, t *testing.T, c *harness.Cluster, b *harnes
 		}()
 	}
 	time.Sleep(3 * time.Second)
+	traced := make(chan struct{})
+	if pprofAddr != "" {
+		// The next sweep starts within liteTtlCheckInterval (2 s).
+		go func() {
+			defer close(traced)
+			if err := fetchTrace(pprofAddr, 6*time.Second, os.Getenv("LITE_BENCH_SWEEP_TRACE")); err != nil {
+				t.Errorf("broker trace: %v", err)
+			}
+		}()
+	} else {
+		close(traced)
+	}
 	if out, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr, "-t", parent, "-r", "8", "-w", "8", "-a", "+message.type=LITE,+lite.topic.expiration=1"); err != nil {
 		t.Fatalf("lower the expiration: %v\n%s", err, out)
 	}
@@ -494,23 +558,21 @@ func sweepPhase(ctx context.Context, t *testing.T, c *harness.Cluster, b *harnes
 		return nil
 	})
 	end := time.Now()
-	time.Sleep(2 * time.Second)
+	time.Sleep(3 * time.Second)
 	close(stop)
 	wg.Wait()
-	deleted, _ = strconv.Atoi(line[1])
-	took, err := time.ParseDuration(line[2])
-	if err != nil {
-		t.Fatalf("sweep duration %q: %v", line[2], err)
-	}
-	if cascade, err = time.ParseDuration(line[3]); err != nil {
-		t.Fatalf("sweep cascade %q: %v", line[3], err)
-	}
-	if flush, err = time.ParseDuration(line[4]); err != nil {
-		t.Fatalf("sweep flush %q: %v", line[4], err)
+	<-traced
+	var res sweepResult
+	res.deleted, _ = strconv.Atoi(line[1])
+	var err error
+	for i, d := range []*time.Duration{&res.took, &res.cascade, &res.flush} {
+		if *d, err = time.ParseDuration(line[2+i]); err != nil {
+			t.Fatalf("sweep log %q: %v", line[0], err)
+		}
 	}
 	// The sweep ended before the log line was seen (polled every 100 ms).
 	sweepEnd := end
-	sweepStart := sweepEnd.Add(-took - 200*time.Millisecond)
+	sweepStart := sweepEnd.Add(-res.took - 200*time.Millisecond)
 	if os.Getenv("LITE_BENCH_SWEEP_TIMELINE") == "1" {
 		// Slow sends by 100 ms bucket around the sweep (for tuning).
 		buckets := map[int][2]int{}
@@ -532,16 +594,51 @@ func sweepPhase(ctx context.Context, t *testing.T, c *harness.Cluster, b *harnes
 			}
 		}
 	}
-	var in, pre []time.Duration
+	var in, pre, post []time.Duration
 	for _, s := range samples {
 		switch {
 		case !s.at.Before(sweepStart) && !s.at.After(sweepEnd):
 			in = append(in, s.lat)
 		case s.at.Before(sweepStart.Add(-time.Second)) && s.at.After(sweepStart.Add(-4*time.Second)):
 			pre = append(pre, s.lat)
+		case s.at.After(sweepEnd) && s.at.Before(sweepEnd.Add(3*time.Second)):
+			post = append(post, s.lat)
 		}
 	}
-	return deleted, took, cascade, flush, pct(in, 99), pct(pre, 99)
+	res.during, res.before, res.after = pct(in, 99), pct(pre, 99), pct(post, 99)
+	return res
+}
+
+// sweepResult is what sweepPhase measured: the sweep's deletions and
+// durations from the broker's log, and the plain send p99 during it, in
+// the 3 s before it (but not the last second) and in the 3 s after it
+// (the Pebble compaction of its range deletions and a GC run then).
+type sweepResult struct {
+	deleted               int
+	took, cascade, flush  time.Duration
+	during, before, after time.Duration
+}
+
+// fetchTrace writes an execution trace of d from the broker's pprof
+// endpoint to path.
+func fetchTrace(addr string, d time.Duration, path string) error {
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/trace?seconds=%d", addr, int(d.Seconds())))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET trace: %s", resp.Status)
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, resp.Body); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 type report struct {
@@ -561,11 +658,7 @@ type report struct {
 	stretchRSS        int64
 	stretchAnon       int64
 	stretchPebble     int64
-	sweepLmqs         int
-	sweep, sweepP99   time.Duration
-	sweepCascade      time.Duration
-	sweepFlush        time.Duration
-	beforeP99         time.Duration
+	sweep             sweepResult
 }
 
 func (r *report) overhead() float64 { return 1 - median(r.liteTPS)/median(r.plainTPS) }
@@ -587,7 +680,12 @@ func (r *report) print() {
 		fmt.Printf("stretch: %d lite topics in all (%d more at %.0f/s): broker RSS %d MiB (anon %d MiB), Pebble %d MiB\n",
 			r.stretchLmqs, r.cfg.stretch, r.stretchRate, r.stretchRSS/1024, r.stretchAnon/1024, r.stretchPebble>>20)
 	}
-	fmt.Printf("sweep: %d lite topics expired in %v (cascade %v, Pebble flush %v during it); plain send p99 %v during it, %v before\n", r.sweepLmqs, r.sweep, r.sweepCascade, r.sweepFlush, r.sweepP99, r.beforeP99)
+	load := fmt.Sprintf("%d msgs/s", r.cfg.sweepRate)
+	if r.cfg.sweepRate == 0 {
+		load = "8 senders back to back"
+	}
+	sw := r.sweep
+	fmt.Printf("sweep: %d lite topics expired in %v (cascade %v, Pebble flush %v during it); plain send p99 %v during it, %v before, %v in the 3 s after (%s)\n", sw.deleted, sw.took, sw.cascade, sw.flush, sw.during, sw.before, sw.after, load)
 }
 
 // verdicts: issue 6's targets.
@@ -598,11 +696,13 @@ func (r *report) verdicts(t *testing.T) {
 	if r.created >= 1_000_000 && r.rss > 1<<20 {
 		t.Errorf("broker RSS %d MiB with %d lite topics, target <= 1 GiB", r.rss/1024, r.created)
 	}
-	if r.sweepLmqs >= 1_000_000 && r.sweep > 2*time.Second {
-		t.Errorf("sweep of %d lite topics took %v, target <= 2 s", r.sweepLmqs, r.sweep)
+	if sw := r.sweep; sw.deleted >= 1_000_000 && sw.took > 2*time.Second {
+		t.Errorf("sweep of %d lite topics took %v, target <= 2 s", sw.deleted, sw.took)
 	}
-	if r.sweepP99 > 2*r.beforeP99+20*time.Millisecond {
-		t.Errorf("plain send p99 %v during the sweep, %v before", r.sweepP99, r.beforeP99)
+	// "Unchanged" within this machine's noise: the p99 before a sweep
+	// alone varies 4–12 ms from run to run here.
+	if sw := r.sweep; sw.during > sw.before*3/2+5*time.Millisecond {
+		t.Errorf("plain send p99 %v during the sweep, %v before: target unchanged (<= 1.5x + 5 ms)", sw.during, sw.before)
 	}
 }
 

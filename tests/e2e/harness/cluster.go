@@ -22,6 +22,8 @@ type ClusterOptions struct {
 	// BrokerEnv is added to every broker process's environment (KEY=value),
 	// for tests that run in parallel and so cannot use t.Setenv.
 	BrokerEnv []string
+	// BrokerArgs are extra broker flags (e.g. --pprof-addr).
+	BrokerArgs []string
 }
 
 // BrokerProc is one broker of a Cluster.
@@ -95,7 +97,7 @@ func (c *Cluster) StartBroker(t testing.TB, name string, extra map[string]string
 		t.Fatalf("harness: %v", err)
 	}
 	bp := &BrokerProc{Name: name, Port: port, Addr: fmt.Sprintf("127.0.0.1:%d", port), ConfPath: conf, StoreDir: dir}
-	bp.Proc = StartProcessWith(t, ProcOptions{Name: name, Env: c.opts.BrokerEnv}, filepath.Join(c.BinDir, Broker), "-c", conf)
+	bp.Proc = StartProcessWith(t, ProcOptions{Name: name, Env: c.opts.BrokerEnv}, filepath.Join(c.BinDir, Broker), append([]string{"-c", conf}, c.opts.BrokerArgs...)...)
 	bp.Proc.WaitTCP(t, bp.Addr, 30*time.Second)
 	c.Brokers = append(c.Brokers, bp)
 	return bp
@@ -105,7 +107,7 @@ func (c *Cluster) StartBroker(t testing.TB, name string, extra map[string]string
 // configuration and store.
 func (c *Cluster) Restart(t testing.TB, bp *BrokerProc) {
 	t.Helper()
-	bp.Proc = StartProcessWith(t, ProcOptions{Name: bp.Name, Env: c.opts.BrokerEnv}, filepath.Join(c.BinDir, Broker), "-c", bp.ConfPath)
+	bp.Proc = StartProcessWith(t, ProcOptions{Name: bp.Name, Env: c.opts.BrokerEnv}, filepath.Join(c.BinDir, Broker), append([]string{"-c", bp.ConfPath}, c.opts.BrokerArgs...)...)
 	bp.Proc.WaitTCP(t, bp.Addr, 30*time.Second)
 }
 
