@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -629,4 +630,163 @@ func BenchmarkLitePop(b *testing.B) {
 	}
 	b.ReportMetric(float64(got)/time.Since(start).Seconds(), "msgs/s")
 	b.ReportMetric(float64(got)/float64(pops), "msgs/pop")
+}
+
+// BenchmarkLiteDelivery: one client subscribed to 100k lite topics pops
+// (two long polls in flight, 32 at a time, acking each message one way)
+// while b.N messages go at LITE_DELIVERY_RATE msgs/s (2000) to random
+// ones of them: store-to-receipt latency, as the e2e bench's delivery
+// phase measures it (make bench-lite), in one process. Run it with -cpu
+// 2,4: more processors than the bench machine has cores is how more
+// parallel hardware shows races.
+//
+//	go test -run '^$' -bench LiteDelivery -benchtime 10000x -cpu 2,4 ./broker/lite/
+func BenchmarkLiteDelivery(b *testing.B) {
+	// LITE_DELIVERY_IDLE=n first stores n idle lite topics (one message
+	// each) and sweeps every 2 s, finding none to expire, as the e2e
+	// bench's broker does.
+	idle, _ := strconv.Atoi(os.Getenv("LITE_DELIVERY_IDLE"))
+	r := newBenchRigWith(b, func(c *config.Config) {
+		if idle > 0 && os.Getenv("LITE_DELIVERY_NOSWEEP") != "1" {
+			c.LiteTTLCheckInterval = 2 * time.Second
+			c.MinLiteTTL = time.Second
+		}
+	})
+	if idle > 0 {
+		st := r.br.Store()
+		putLiteTopics(b, st, idle, make([]byte, 128))
+		for st.ConsumeQueue().DispatchedOffset() < st.CommitLog().MaxOffset() {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	const subscribed = 100_000
+	body, _ := json.Marshal(map[string]any{"groupName": "bench_cg", "consumeEnable": true,
+		"attributes": map[string]string{"+lite.bind.topic": "Parent", "+lite.sub.client.quota": strconv.Itoa(2 * subscribed)}})
+	if resp := r.invoke(code.UpdateAndCreateSubscriptionGroup, nil, body); resp.Code != code.Success {
+		b.Fatalf("create group: %d %s", resp.Code, resp.Remark)
+	}
+	names := make([]string, subscribed)
+	for i := range names {
+		names[i] = "d" + strconv.Itoa(i)
+	}
+	sub, _ := json.Marshal(map[string]any{"subscriptionSet": []any{map[string]any{
+		"action": "COMPLETE_ADD", "clientId": "c1", "group": "bench_cg", "topic": "Parent", "liteTopicSet": names, "version": 1}}})
+	if resp := r.invoke(code.LiteSubscriptionCtl, nil, sub); resp.Code != code.Success {
+		b.Fatalf("subscribe: %d %s", resp.Code, resp.Remark)
+	}
+	rate := 2000
+	if v, _ := strconv.Atoi(os.Getenv("LITE_DELIVERY_RATE")); v > 0 {
+		rate = v
+	}
+	type got struct {
+		lite  string
+		off   string
+		lat   time.Duration
+		store int64
+	}
+	var mu sync.Mutex
+	var recv []got
+	stop := make(chan struct{})
+	var pops sync.WaitGroup
+	for w := 0; w < 2; w++ {
+		pops.Add(1)
+		go func() {
+			defer pops.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				resp := r.invoke(code.PopLiteMessage, map[string]string{"clientId": "c1", "consumerGroup": "bench_cg", "topic": "Parent",
+					"maxMsgNum": "32", "invisibleTime": "60000", "pollTime": "2000", "bornTime": strconv.FormatInt(time.Now().UnixMilli(), 10)}, nil)
+				at := time.Now()
+				if resp.Code != code.Success {
+					continue
+				}
+				for rest := resp.Body; len(rest) > 0; {
+					m, n, err := message.DecodeStored(rest, message.DecodeOptions{})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					rest = rest[n:]
+					off := m.Properties[message.PropertyInnerMultiQueueOffset]
+					lite := m.Properties[message.PropertyLiteTopic]
+					mu.Lock()
+					recv = append(recv, got{lite, off, at.Sub(time.UnixMilli(m.StoreTimestamp)), m.StoreTimestamp})
+					mu.Unlock()
+					ack := remoting.NewRequest(code.AckMessage, map[string]string{"consumerGroup": "bench_cg", "topic": "Parent", "queueId": "0", "offset": off,
+						"liteTopic": lite, "extraInfo": fmt.Sprintf("0 %s %s 999 0 broker-a 0 %s", resp.ExtFields["popTime"], resp.ExtFields["invisibleTime"], off)}, nil)
+					_ = r.client.InvokeOneway(context.Background(), r.addr, ack)
+				}
+			}
+		}()
+	}
+	b.ResetTimer()
+	start := time.Now()
+	if os.Getenv("DBG_LAG") == "1" {
+		go func() {
+			st := r.br.Store()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(500 * time.Millisecond):
+				}
+				fmt.Printf("%v: dispatch behind %d bytes\n", time.Since(start).Round(time.Millisecond), st.CommitLog().MaxOffset()-st.ConsumeQueue().DispatchedOffset())
+			}
+		}()
+	}
+	var sends sync.WaitGroup
+	sent := map[string]int{}
+	for i := 0; i < b.N; i++ {
+		if d := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))); d > 0 {
+			time.Sleep(d)
+		}
+		name := names[rand.IntN(len(names))]
+		sent[name]++
+		sends.Add(1)
+		go func() {
+			defer sends.Done()
+			if resp := r.send(i%8, []byte("latency"), map[string]string{message.PropertyLiteTopic: name}); resp.Code != code.Success {
+				b.Errorf("send: %d %s", resp.Code, resp.Remark)
+			}
+		}()
+	}
+	sends.Wait()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		mu.Lock()
+		n := len(recv)
+		mu.Unlock()
+		if n >= b.N {
+			break
+		}
+	}
+	b.StopTimer()
+	close(stop)
+	pops.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(recv) < b.N {
+		b.Errorf("received %d of %d", len(recv), b.N)
+	}
+	lats := make([]time.Duration, len(recv))
+	slow := 0
+	for i, g := range recv {
+		lats[i] = g.lat
+		if g.lat > time.Second {
+			slow++
+			if (slow <= 10 || slow%200 == 0) && os.Getenv("LITE_DELIVERY_SLOW") == "1" {
+				fmt.Printf("slow: %s offset %s after %v (%d sent to it), stored at +%v\n", g.lite, g.off, g.lat, sent[g.lite], time.UnixMilli(g.store).Sub(start))
+			}
+		}
+	}
+	slices.Sort(lats)
+	if len(lats) > 0 {
+		b.ReportMetric(float64(lats[len(lats)/2].Microseconds())/1000, "p50Ms")
+		b.ReportMetric(float64(lats[len(lats)*99/100].Microseconds())/1000, "p99Ms")
+		b.ReportMetric(float64(lats[len(lats)-1].Microseconds())/1000, "maxMs")
+	}
+	b.ReportMetric(float64(slow), "over1s")
 }

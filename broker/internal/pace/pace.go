@@ -83,11 +83,17 @@ func (p *Pacer) Yield() {
 }
 
 // StepAside is a yield point for a background goroutine that keeps no
-// Pacer (a Pebble compaction writing a table): while goroutines wait for
-// a processor it parks, up to maxPark. It must not be called holding
-// anything a request needs. It reports whether it parked.
+// Pacer and that others may end up waiting for (a Pebble compaction: a
+// starved one lets level 0 fill up until writes stall): while goroutines
+// wait for a processor it parks once, for park, so that its processor
+// runs them. It must not be called holding anything a request needs. It
+// reports whether it parked.
 func StepAside() bool {
-	return stepAside([]metrics.Sample{{Name: runnableMetric}}, time.Now()) > 0
+	if !othersWaiting([]metrics.Sample{{Name: runnableMetric}}) {
+		return false
+	}
+	time.Sleep(park)
+	return true
 }
 
 // stepAside parks while goroutines are waiting for a processor: until they

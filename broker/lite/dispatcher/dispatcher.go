@@ -558,6 +558,10 @@ func (d *Dispatcher) FullDispatch(k registry.ClientKey) {
 	}
 	capacity := d.softCap(k, e)
 	if e.size() > capacity*lowWaterPercent/100 {
+		// Live events filled the set since it asked: the next drain to
+		// the low-water mark asks again (Poll cleared the flag), rather
+		// than the backlog waiting for the timer below.
+		e.more.Store(true)
 		jitter := busyJitter
 		if now-e.lastConsume.Load() < cfg.ActiveConsumeWindow.Milliseconds() {
 			jitter = 0

@@ -206,6 +206,50 @@ func TestFullSetAndFullDispatch(t *testing.T) {
 
 }
 
+// TestRefillNotDeferredByLiveEvents: a set that overflowed is drained to
+// its low-water mark, but live events refill it above the mark before the
+// full dispatch runs, so that one waits; the next drain to the mark must
+// still bring the overflowed lite topics at once, not a FullDispatchDelay
+// later (it did: with a steady stream of messages, every lite topic that
+// once overflowed waited 10 s).
+func TestRefillNotDeferredByLiveEvents(t *testing.T) {
+	g := newRig(t)
+	g.cfg.MaxClientEventCount = 10 // low-water mark 2
+	a := registry.ClientKey{ClientID: "a", Group: "g"}
+	var all []string
+	for i := 0; i < 40; i++ {
+		all = append(all, lmq(strconv.Itoa(i)))
+	}
+	if err := g.reg.AddPartial(a, "P", all, nil); err != nil {
+		t.Fatal(err)
+	}
+	consume := func(n int) {
+		for i := 0; i < n; i++ {
+			l, ok := g.d.Poll(a)
+			if !ok {
+				t.Fatalf("set empty after %d polls, want %d", i, n)
+			}
+			g.cur["g"+l] = g.max[l]
+		}
+	}
+	for _, l := range all[:30] { // 10 taken, 20 overflow
+		g.max[l] = 1
+		g.d.OnLmqAppended(l, 0, 1)
+	}
+	g.d.Touch(a, true)
+	consume(8) // at the low-water mark: a full dispatch is due now
+	for _, l := range all[30:36] {
+		g.max[l] = 1
+		g.d.OnLmqAppended(l, 0, 1) // live events: the set is above the mark again
+	}
+	g.d.Scan() // the full dispatch finds the set busy and waits
+	consume(6) // down to the mark once more
+	g.d.Scan()
+	if n := g.d.Pending(a); n < 8 {
+		t.Fatalf("after the second drain to the low-water mark the set holds %d events, want it refilled from the 20 that overflowed", n)
+	}
+}
+
 // TestStalledClientBlacklisted: a client that stops popping loses its
 // events to a sibling and is blacklisted for a while.
 func TestStalledClientBlacklisted(t *testing.T) {

@@ -74,7 +74,8 @@ func (s *Store) DeleteQueues(ids []QueueID) error {
 // MarkWhere marks, under each shard's lock, every queue for which pick
 // (called with its state; it must not call back into the Store) returns
 // true, and returns the mark. yield (nil: runtime.Gosched) runs between
-// shards, outside their locks, and every yieldEvery queues within one.
+// shards, outside their locks; within one, runtime.Gosched runs every
+// yieldEvery queues.
 func (s *Store) MarkWhere(pick func(id QueueID, st QueueState) bool, yield func()) uint32 {
 	if yield == nil {
 		yield = runtime.Gosched
@@ -93,10 +94,11 @@ func (s *Store) MarkWhere(pick func(id QueueID, st QueueState) bool, yield func(
 				sh.queues[id] = st
 			}
 			if n++; n%yieldEvery == 0 {
-				// Inside the shard too: with millions of queues a shard
-				// is milliseconds of work. The shard stays locked (only
-				// its own dispatches wait); sends do not need it.
-				yield()
+				// With millions of queues a shard is milliseconds of
+				// work: let this processor's queue run, but do not park
+				// (as yield may) holding the shard, which the
+				// dispatcher needs.
+				runtime.Gosched()
 			}
 		}
 		sh.mu.Unlock()
@@ -121,7 +123,7 @@ func (s *Store) RangeUnmarked(mark uint32, f func(id QueueID, st QueueState), yi
 				f(id, st)
 			}
 			if n++; n%yieldEvery == 0 {
-				yield()
+				runtime.Gosched() // as in MarkWhere
 			}
 		}
 		sh.mu.RUnlock()
@@ -130,7 +132,7 @@ func (s *Store) RangeUnmarked(mark uint32, f func(id QueueID, st QueueState), yi
 }
 
 // yieldEvery is how many queues MarkWhere and RangeUnmarked visit between
-// yield calls (a fraction of a millisecond).
+// two runtime.Gosched calls within a shard (a fraction of a millisecond).
 const yieldEvery = 1024
 
 // MarkNames marks the named queues that exist and returns the mark.

@@ -22,7 +22,10 @@ import (
 	"github.com/rmqgo/rmq/broker/store/kv"
 )
 
-const shardCount = 64
+// shardCount spreads the queue table over locks: with a million lite
+// topics a shard is ≈ 2k queues, so a sweep's pass holds one for well
+// under a millisecond.
+const shardCount = 512
 
 // QueueID names one queue.
 type QueueID struct {

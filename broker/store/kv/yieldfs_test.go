@@ -7,13 +7,22 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// TestYieldFSWrapsOnlyTables: Pebble's table files step aside on writes;
-// the manifest, options and lock files are Pebble's own.
-func TestYieldFSWrapsOnlyTables(t *testing.T) {
+// TestYieldFSWrapsOnlyTables: the tables a compaction writes step aside
+// on writes; flushed tables and the manifest do not.
+func TestYieldFSWrapsOnlyCompactions(t *testing.T) {
 	fs := yieldFS{vfs.Default}
 	dir := t.TempDir()
-	for name, want := range map[string]bool{"000012.sst": true, "MANIFEST-000001": false, "OPTIONS-000003": false} {
-		f, err := fs.Create(filepath.Join(dir, name), vfs.WriteCategoryUnspecified)
+	for _, c := range []struct {
+		name     string
+		category vfs.DiskWriteCategory
+		want     bool
+	}{
+		{"000012.sst", compactionWrites, true},
+		{"000013.sst", "pebble-memtable-flush", false},
+		{"MANIFEST-000001", vfs.WriteCategoryUnspecified, false},
+	} {
+		name, want := c.name, c.want
+		f, err := fs.Create(filepath.Join(dir, name), c.category)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -117,8 +117,16 @@ func TestLiteBench(t *testing.T) {
 		pprofAddr = fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
 		brokerArgs = []string{"--pprof-addr", pprofAddr}
 	}
+	env := []string{"ROCKETMQ_LITE_TOPIC_EXPIRATION_UNIT_MS=" + strconv.Itoa(unitMs)}
+	// LITE_BENCH_BROKER_ENV=K=V,K=V adds to the broker's environment
+	// (e.g. GOMAXPROCS or GOGC).
+	for _, kv := range strings.Split(os.Getenv("LITE_BENCH_BROKER_ENV"), ",") {
+		if strings.Contains(kv, "=") {
+			env = append(env, strings.TrimSpace(kv))
+		}
+	}
 	c := harness.StartCluster(t, harness.ClusterOptions{
-		BrokerEnv:  []string{"ROCKETMQ_LITE_TOPIC_EXPIRATION_UNIT_MS=" + strconv.Itoa(unitMs)},
+		BrokerEnv:  env,
 		BrokerConf: conf,
 		BrokerArgs: brokerArgs,
 	})
