@@ -541,7 +541,7 @@ func (d *Dispatcher) ScheduleFullDispatch(k registry.ClientKey, delay time.Durat
 // FullDispatch offers every subscribed lmq of k that has messages the
 // group has not consumed (§5.8 doFullDispatch).
 func (d *Dispatcher) FullDispatch(k registry.ClientKey) {
-	c, ok := d.opts.Registry.Get(k, -1)
+	c, ok := d.opts.Registry.Get(k, 0) // the names only if a walk is due
 	if !ok {
 		return
 	}
@@ -557,6 +557,13 @@ func (d *Dispatcher) FullDispatch(k registry.ClientKey) {
 		return
 	}
 	capacity := d.softCap(k, e)
+	// Lagging lmqs kept by an earlier walk top the set up to its capacity
+	// whatever it holds: under a steady stream, live events keep it near
+	// the low-water mark, and a refill that waited for the mark drained a
+	// backlog of thousands a few events at a time.
+	if d.refillFromBacklog(k, e, capacity) {
+		return
+	}
 	if e.size() > capacity*lowWaterPercent/100 {
 		// Live events filled the set since it asked: the next drain to
 		// the low-water mark asks again (Poll cleared the flag), rather
@@ -569,7 +576,7 @@ func (d *Dispatcher) FullDispatch(k registry.ClientKey) {
 		d.reschedule(k, cfg.FullDispatchDelay, jitter)
 		return
 	}
-	if d.refillFromBacklog(k, e, capacity) {
+	if c, ok = d.opts.Registry.Get(k, -1); !ok {
 		return
 	}
 	offered := 0

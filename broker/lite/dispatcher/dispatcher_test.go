@@ -250,6 +250,50 @@ func TestRefillNotDeferredByLiveEvents(t *testing.T) {
 	}
 }
 
+// TestKeptBacklogTopsUpABusySet: lagging lite topics an earlier walk kept
+// beyond the set's capacity fill it up to capacity even when live events
+// have taken it above the low-water mark by the time the refill runs.
+func TestKeptBacklogTopsUpABusySet(t *testing.T) {
+	g := newRig(t)
+	g.cfg.MaxClientEventCount = 10 // low-water mark 2
+	a := registry.ClientKey{ClientID: "a", Group: "g"}
+	var all []string
+	for i := 0; i < 60; i++ {
+		all = append(all, lmq(strconv.Itoa(i)))
+	}
+	if err := g.reg.AddPartial(a, "P", all, nil); err != nil {
+		t.Fatal(err)
+	}
+	consume := func(n int) {
+		for i := 0; i < n; i++ {
+			l, ok := g.d.Poll(a)
+			if !ok {
+				t.Fatalf("set empty after %d polls, want %d", i, n)
+			}
+			g.cur["g"+l] = g.max[l]
+		}
+	}
+	for _, l := range all[:40] {
+		g.max[l] = 1
+		g.d.OnLmqAppended(l, 0, 1) // 10 taken, 30 overflow
+	}
+	g.d.Touch(a, true)
+	consume(8)
+	g.d.Scan() // walks: tops the set up, keeps the other 22
+	if n := g.d.Pending(a); n != 10 {
+		t.Fatalf("after the walk the set holds %d, want 10", n)
+	}
+	consume(8) // to the mark: a refill is due
+	for _, l := range all[40:44] {
+		g.max[l] = 1
+		g.d.OnLmqAppended(l, 0, 1) // live events: 6, above the mark
+	}
+	g.d.Scan()
+	if n := g.d.Pending(a); n != 10 {
+		t.Fatalf("the refill left the busy set at %d events, want it topped up to 10 from the kept backlog", n)
+	}
+}
+
 // TestStalledClientBlacklisted: a client that stops popping loses its
 // events to a sibling and is blacklisted for a while.
 func TestStalledClientBlacklisted(t *testing.T) {
