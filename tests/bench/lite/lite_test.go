@@ -262,6 +262,17 @@ func waitLmqs(ctx context.Context, t *testing.T, ac *admin.Client, addr string, 
 		if bi.CurrentLmqNum < n {
 			return fmt.Errorf("%d of %d LMQs", bi.CurrentLmqNum, n)
 		}
+		// The LMQs count from their append; the next phase must not start
+		// behind the dispatch of this one's messages (at 100k+ lite topics
+		// created per second that is seconds of backlog, and the latency
+		// phase's first messages would wait behind it).
+		ri, err := ac.GetBrokerRuntimeInfo(ctx, addr)
+		if err != nil {
+			return err
+		}
+		if behind := ri["dispatchBehindBytes"]; behind != "0" {
+			return fmt.Errorf("dispatch %s bytes behind", behind)
+		}
 		return nil
 	})
 }
