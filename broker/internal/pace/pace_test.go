@@ -39,16 +39,7 @@ func TestPacer(t *testing.T) {
 // other goroutine then gets the processor.
 func TestPacerStepsAsideForWaitingGoroutines(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	var stop atomic.Bool
-	var ran atomic.Int64
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for !stop.Load() {
-			ran.Add(1)
-			runtime.Gosched()
-		}
-	}()
+	ran, stop := spinner()
 	p := New(time.Hour, 0)
 	deadline := time.Now().Add(5 * time.Second)
 	for p.Parks() < 5 && time.Now().Before(deadline) {
@@ -57,8 +48,7 @@ func TestPacerStepsAsideForWaitingGoroutines(t *testing.T) {
 		}
 		p.Yield()
 	}
-	stop.Store(true)
-	<-done
+	stop()
 	if p.Parks() < 5 {
 		t.Fatalf("parked %d times in 5 s with a goroutine waiting, want ≥ 5", p.Parks())
 	}
@@ -74,16 +64,7 @@ func TestPacerStepsAsideForWaitingGoroutines(t *testing.T) {
 // StepAside parks (and that goroutine runs meanwhile).
 func TestStepAside(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	var stop atomic.Bool
-	var ran atomic.Int64
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for !stop.Load() {
-			ran.Add(1)
-			runtime.Gosched()
-		}
-	}()
+	ran, stop := spinner()
 	parked := false
 	for deadline := time.Now().Add(5 * time.Second); !parked && time.Now().Before(deadline); {
 		parked = StepAside()
@@ -92,12 +73,27 @@ func TestStepAside(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		StepAside()
 	}
-	stop.Store(true)
-	<-done
+	stop()
 	if !parked {
 		t.Fatal("StepAside never parked with a goroutine waiting")
 	}
 	if ran.Load() == before {
 		t.Fatal("the waiting goroutine did not run while StepAside parked")
 	}
+}
+
+// spinner starts a goroutine that is always ready to run (counting its
+// turns in ran) until stop.
+func spinner() (ran *atomic.Int64, stop func()) {
+	ran = new(atomic.Int64)
+	var quit atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !quit.Load() {
+			ran.Add(1)
+			runtime.Gosched()
+		}
+	}()
+	return ran, func() { quit.Store(true); <-done }
 }

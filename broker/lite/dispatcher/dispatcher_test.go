@@ -206,6 +206,35 @@ func TestFullSetAndFullDispatch(t *testing.T) {
 
 }
 
+// newLowWaterRig is a rig whose event sets hold 10 (low-water mark 2),
+// with client a of group g subscribed to n lite topics.
+func newLowWaterRig(t *testing.T, n int) (*rig, registry.ClientKey, []string) {
+	t.Helper()
+	g := newRig(t)
+	g.cfg.MaxClientEventCount = 10
+	a := registry.ClientKey{ClientID: "a", Group: "g"}
+	var all []string
+	for i := 0; i < n; i++ {
+		all = append(all, lmq(strconv.Itoa(i)))
+	}
+	if err := g.reg.AddPartial(a, "P", all, nil); err != nil {
+		t.Fatal(err)
+	}
+	return g, a, all
+}
+
+// consume polls n events of k and commits each polled lmq's offset.
+func (g *rig) consume(t *testing.T, k registry.ClientKey, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		l, ok := g.d.Poll(k)
+		if !ok {
+			t.Fatalf("set empty after %d polls, want %d", i, n)
+		}
+		g.cur["g"+l] = g.max[l]
+	}
+}
+
 // TestRefillNotDeferredByLiveEvents: a set that overflowed is drained to
 // its low-water mark, but live events refill it above the mark before the
 // full dispatch runs, so that one waits; the next drain to the mark must
@@ -213,25 +242,8 @@ func TestFullSetAndFullDispatch(t *testing.T) {
 // later (it did: with a steady stream of messages, every lite topic that
 // once overflowed waited 10 s).
 func TestRefillNotDeferredByLiveEvents(t *testing.T) {
-	g := newRig(t)
-	g.cfg.MaxClientEventCount = 10 // low-water mark 2
-	a := registry.ClientKey{ClientID: "a", Group: "g"}
-	var all []string
-	for i := 0; i < 40; i++ {
-		all = append(all, lmq(strconv.Itoa(i)))
-	}
-	if err := g.reg.AddPartial(a, "P", all, nil); err != nil {
-		t.Fatal(err)
-	}
-	consume := func(n int) {
-		for i := 0; i < n; i++ {
-			l, ok := g.d.Poll(a)
-			if !ok {
-				t.Fatalf("set empty after %d polls, want %d", i, n)
-			}
-			g.cur["g"+l] = g.max[l]
-		}
-	}
+	g, a, all := newLowWaterRig(t, 40)
+	consume := func(n int) { g.consume(t, a, n) }
 	for _, l := range all[:30] { // 10 taken, 20 overflow
 		g.max[l] = 1
 		g.d.OnLmqAppended(l, 0, 1)
@@ -254,25 +266,8 @@ func TestRefillNotDeferredByLiveEvents(t *testing.T) {
 // beyond the set's capacity fill it up to capacity even when live events
 // have taken it above the low-water mark by the time the refill runs.
 func TestKeptBacklogTopsUpABusySet(t *testing.T) {
-	g := newRig(t)
-	g.cfg.MaxClientEventCount = 10 // low-water mark 2
-	a := registry.ClientKey{ClientID: "a", Group: "g"}
-	var all []string
-	for i := 0; i < 60; i++ {
-		all = append(all, lmq(strconv.Itoa(i)))
-	}
-	if err := g.reg.AddPartial(a, "P", all, nil); err != nil {
-		t.Fatal(err)
-	}
-	consume := func(n int) {
-		for i := 0; i < n; i++ {
-			l, ok := g.d.Poll(a)
-			if !ok {
-				t.Fatalf("set empty after %d polls, want %d", i, n)
-			}
-			g.cur["g"+l] = g.max[l]
-		}
-	}
+	g, a, all := newLowWaterRig(t, 60)
+	consume := func(n int) { g.consume(t, a, n) }
 	for _, l := range all[:40] {
 		g.max[l] = 1
 		g.d.OnLmqAppended(l, 0, 1) // 10 taken, 30 overflow
