@@ -3,7 +3,6 @@ package store
 import (
 	"fmt"
 	"github.com/rmqgo/rmq/broker/internal/pace"
-	"slices"
 
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
 )
@@ -202,31 +201,78 @@ func (s *Store) DeleteLmqsWhere(pick, recheck func(lmq string, st consumequeue.Q
 	}
 	yield := s.lmqDeletePacer().Yield
 	// Quiet: every LMQ append so far is dispatched, so the pass below sees
-	// final states; while no LMQ append follows, they stay final and the
-	// per-LMQ re-check can be skipped.
+	// final states; while no LMQ append follows and no mark is cleared,
+	// they stay final and the per-LMQ re-check can be skipped.
 	s.lmq.mu.Lock()
 	appends, lastEnd := s.lmq.appends, s.lmq.lastEnd
 	s.lmq.mu.Unlock()
-	quiet := s.cq.DispatchedOffset() >= lastEnd
-	// Pass 1 allocates nothing for a sweep that picks nothing (the usual
-	// one, every liteTtlCheckInterval over millions of LMQs).
-	var picked nameSorter
+	q := quietSince{ok: s.cq.DispatchedOffset() >= lastEnd, appends: appends, cleared: s.cq.MarksCleared()}
+	// Pass 1 marks and counts, and allocates nothing: most sweeps, every
+	// liteTtlCheckInterval over millions of LMQs, pick nothing.
+	picked := 0
 	mark := s.cq.MarkWhere(func(id consumequeue.QueueID, st consumequeue.QueueState) bool {
 		if id.QueueID != 0 || !isLmq(id.Topic) || !pick(id.Topic, st) {
 			return false
 		}
-		picked.add(id.Topic)
+		picked++
 		return true
 	}, yield)
-	if picked.len() < rangeDeleteMin {
-		// The marks stay unused: only DeleteMarked with this mark reads
-		// them, and deleteLmqPoints deletes by name.
-		return s.deleteLmqPoints(picked.names(), mark, recheck)
+	if picked == 0 {
+		return nil, nil
 	}
-	// Pass 2, for the runs: every other LMQ-named queue splits them. LMQs
-	// created from here on are caught by the creation count.
-	seq := s.lmqCreated.Load()
-	var others nameSorter
+	if picked < rangeDeleteMin {
+		// deleteLmqPoints deletes by name and drops the marks it does not use.
+		return s.deleteLmqPoints(s.markedNames(mark, yield).names(), mark, recheck)
+	}
+	// Pass 2: every other LMQ-named queue splits the runs. A queue whose
+	// mark a dispatch clears from here on, or an LMQ created from here on,
+	// is caught by these counts.
+	seq, cleared := s.lmqCreated.Load(), s.cq.MarksCleared()
+	others, kept := s.otherLmqs(mark, yield)
+	picked -= kept
+	sortedOthers := others.sorted(yield)
+	if len(sortedOthers) <= picked/bucketRatio {
+		// Few others (a mass expiry): the runs are the gaps between them,
+		// found without sorting the picked names.
+		out, done, err := s.deleteBuckets(mark, sortedOthers, seq, cleared, picked, yield)
+		if done {
+			return out, err
+		}
+		// An LMQ changed meanwhile: the general way, from a fresh look.
+	}
+	// The names before the others: a queue whose mark is cleared in
+	// between is then among the others, or among the names with its mark
+	// gone (deleteRuns keeps it).
+	names := s.markedNames(mark, yield)
+	if s.cq.MarksCleared() != cleared || len(sortedOthers) <= picked/bucketRatio {
+		seq = s.lmqCreated.Load()
+		others, _ = s.otherLmqs(mark, yield)
+		sortedOthers = others.sorted(yield)
+	}
+	return s.deleteRuns(seq, q, mark, names.sorted(yield), sortedOthers, recheck, yield)
+}
+
+// bucketRatio: DeleteLmqsWhere finds runs by bucketing when the LMQs kept
+// are at most 1/bucketRatio of those deleted (binary searches in the kept
+// then cost less than sorting the deleted).
+const bucketRatio = 8
+
+// markedNames collects the LMQs (queue 0) that carry mark.
+func (s *Store) markedNames(mark uint32, yield func()) *nameSorter {
+	var names nameSorter
+	s.cq.RangeMarked(mark, func(id consumequeue.QueueID, _ consumequeue.QueueState) {
+		if id.QueueID == 0 {
+			names.add(id.Topic)
+		}
+	}, yield)
+	return &names
+}
+
+// otherLmqs collects every LMQ-named queue that does not carry mark. A
+// topic with a queue other than 0 is not an LMQ shape: its queue 0 loses
+// the mark (kept counts those) and the topic is kept whole.
+func (s *Store) otherLmqs(mark uint32, yield func()) (others *nameSorter, kept int) {
+	others = newNameSorter()
 	nonLmqShape := map[string]bool{}
 	s.cq.RangeUnmarked(mark, func(id consumequeue.QueueID, _ consumequeue.QueueState) {
 		if isLmq(id.Topic) {
@@ -236,19 +282,107 @@ func (s *Store) DeleteLmqsWhere(pick, recheck func(lmq string, st consumequeue.Q
 			others.add(id.Topic)
 		}
 	}, yield)
-	if len(nonLmqShape) > 0 {
-		// Not an LMQ shape (a queue other than 0): keep the whole topic.
-		picked.filter(func(n string) bool {
-			if nonLmqShape[n] {
-				s.cq.Unmark(consumequeue.QueueID{Topic: n, QueueID: 0}, mark)
-				others.add(n)
-				return false
-			}
-			return true
-		})
+	for n := range nonLmqShape {
+		id := consumequeue.QueueID{Topic: n, QueueID: 0}
+		if _, marked, _ := s.cq.StateMark(id, mark); marked {
+			s.cq.Unmark(id, mark)
+			kept++
+		}
 	}
-	q := quietSince{ok: quiet, appends: appends}
-	return s.deleteRuns(seq, q, mark, picked.sorted(yield), others.sorted(yield), recheck, yield)
+	return others, kept
+}
+
+// deleteBuckets deletes the LMQs that carry mark (about picked of them)
+// when others, sorted and distinct, are every other LMQ-named queue as of
+// the creation count seq and the cleared-mark count cleared: the marked
+// names between two neighbouring others form one run, from the smallest
+// to the largest of them, found in one pass with a binary search each.
+// Under the LMQ lock with no dispatch round in flight, each chunk of runs
+// is deleted only if no LMQ was created and no mark cleared since, and no
+// marked LMQ has an append on its way; otherwise it returns done false,
+// having deleted only keys of LMQs that still carry mark (dropped from
+// memory by the caller's next steps) and no table entry.
+func (s *Store) deleteBuckets(mark uint32, others []string, seq int64, cleared uint64, picked int, yield func()) (out []string, done bool, err error) {
+	buckets := make([]consumequeue.KeyRun, len(others)+1)
+	s.cq.RangeMarked(mark, func(id consumequeue.QueueID, _ consumequeue.QueueState) {
+		if id.QueueID != 0 {
+			return
+		}
+		n := id.Topic
+		b := &buckets[searchStrings(others, n)]
+		if b.N == 0 || n < b.First {
+			b.First = n
+		}
+		if b.N == 0 || n > b.Last {
+			b.Last = n
+		}
+		b.N++
+	}, yield)
+	runs := buckets[:0]
+	for _, b := range buckets {
+		if b.N > 0 {
+			runs = append(runs, b)
+		}
+	}
+	t := s.lmq
+	for start := 0; start < len(runs); start += lmqRunChunk {
+		chunk := runs[start:min(start+lmqRunChunk, len(runs))]
+		if h := s.beforeBucketCommit; h != nil {
+			h()
+		}
+		t.mu.Lock()
+		s.dispatchMu.Lock()
+		if s.lmqCreated.Load() != seq || s.cq.MarksCleared() != cleared || s.markedInFlight(mark) {
+			s.dispatchMu.Unlock()
+			t.mu.Unlock()
+			return nil, false, nil
+		}
+		derr := s.cq.DeleteRunKeys(chunk)
+		s.dispatchMu.Unlock()
+		t.mu.Unlock()
+		if derr != nil {
+			// This chunk and the rest are all still there: they keep
+			// their keys and lose the mark; the chunks before go.
+			first := chunk[0].First
+			var keep []consumequeue.QueueID
+			s.cq.RangeMarked(mark, func(id consumequeue.QueueID, _ consumequeue.QueueState) {
+				if id.Topic >= first {
+					keep = append(keep, id)
+				}
+			}, yield)
+			for _, id := range keep {
+				s.cq.Unmark(id, mark)
+			}
+			return s.dropMarked(mark, picked, yield), true, fmt.Errorf("store: delete LMQs: %w", derr)
+		}
+		yield()
+	}
+	return s.dropMarked(mark, picked, yield), true, nil
+}
+
+// searchStrings is the index of the first of sorted that is ≥ n.
+func searchStrings(sorted []string, n string) int {
+	lo, hi := 0, len(sorted)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if sorted[m] < n {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// markedInFlight reports an LMQ that carries mark with an append not
+// dispatched yet (caller holds the LMQ lock and dispatchMu).
+func (s *Store) markedInFlight(mark uint32) bool {
+	for n, next := range s.lmq.next {
+		if st, marked, ok := s.cq.StateMark(consumequeue.QueueID{Topic: n, QueueID: 0}, mark); ok && marked && next != st.Max {
+			return true
+		}
+	}
+	return false
 }
 
 // lmqDeletePacer paces one deletion of many LMQs (LmqDeleteWork /
@@ -262,9 +396,10 @@ func (s *Store) lmqDeletePacer() *pace.Pacer {
 type quietSince struct {
 	ok      bool
 	appends uint64
+	cleared uint64 // the consume queue's MarksCleared then
 }
 
-// deleteRuns deletes names (sorted, marked with mark in the consume
+// deleteRuns deletes names (sorted and distinct, marked with mark in the consume
 // queue's table) by runs; others (sorted) are every other LMQ-named queue
 // seen since the LMQ creation count was seq. Each chunk of names, under the
 // LMQ lock with no dispatch round in flight, range-deletes the keys of the
@@ -273,7 +408,6 @@ type quietSince struct {
 // queue in between keeps it (its dispatch clears the mark, or it is in
 // flight when dropMarked looks), with its new entries after the tombstones.
 func (s *Store) deleteRuns(seq int64, quiet quietSince, mark uint32, sorted, others []string, del func(lmq string, st consumequeue.QueueState) bool, yield func()) ([]string, error) {
-	sorted = slices.Compact(sorted)
 	// split[i] is true when an other queue lies between sorted[i-1] and
 	// sorted[i].
 	split := make([]bool, len(sorted))
@@ -309,7 +443,7 @@ func (s *Store) deleteRuns(seq int64, quiet quietSince, mark uint32, sorted, oth
 			break
 		}
 		// No LMQ changed since the caller's pass: its choice stands.
-		unchanged := quiet.ok && t.appends == quiet.appends
+		unchanged := quiet.ok && t.appends == quiet.appends && s.cq.MarksCleared() == quiet.cleared
 		// A run is its first and last name: the keys between go.
 		var runs []consumequeue.KeyRun
 		var run consumequeue.KeyRun

@@ -101,7 +101,7 @@ func bytesAt(n string, p int) uint64 {
 // yield calls (well under a millisecond).
 const sortYieldEvery = 4096
 
-// sorted returns the names in string order, calling yield every
+// sorted returns the distinct names in string order, calling yield every
 // sortYieldEvery names of each pass.
 func (s *nameSorter) sorted(yield func()) []string {
 	if yield == nil {
@@ -111,7 +111,7 @@ func (s *nameSorter) sorted(yield func()) []string {
 	if s.n < 64 {
 		copy(out, s.names())
 		slices.Sort(out)
-		return out
+		return slices.Compact(out)
 	}
 	type keyed struct {
 		key uint64
@@ -167,22 +167,28 @@ func (s *nameSorter) sorted(yield func()) []string {
 		}
 		ks, tmp = tmp, ks
 	}
-	for i := range ks {
-		out[i] = s.entry(int(ks[i].i)).name
-		if i%sortYieldEvery == sortYieldEvery-1 {
-			yield() // a cache miss a name
-		}
-	}
-	// Equal keys: the strings decide.
+	// Names in key order; equal keys leave it to the strings, and equal
+	// names (always equal keys) are dropped there.
+	w := 0
 	for i := 0; i < len(ks); {
 		j := i + 1
 		for j < len(ks) && ks[j].key == ks[i].key {
 			j++
 		}
-		if j-i > 1 {
-			slices.Sort(out[i:j])
+		grp := out[w : w+j-i]
+		for k := range grp {
+			grp[k] = s.entry(int(ks[i+k].i)).name
+		}
+		if len(grp) > 1 {
+			slices.Sort(grp)
+			grp = slices.Compact(grp)
+		}
+		w += len(grp)
+		if i/sortYieldEvery != j/sortYieldEvery {
+			yield() // a cache miss a name
 		}
 		i = j
 	}
-	return out
+	clear(out[w:])
+	return out[:w]
 }

@@ -39,12 +39,13 @@ func TestSortNames(t *testing.T) {
 				}
 				want := slices.Clone(a)
 				slices.Sort(want)
+				want = slices.Compact(want) // the generators repeat names
 				ns := newNameSorter()
 				for _, n := range a {
 					ns.add(n)
 				}
 				if got := ns.sorted(nil); !slices.Equal(got, want) {
-					t.Fatalf("n=%d: not sorted like strings", n)
+					t.Fatalf("n=%d: not the distinct names sorted like strings", n)
 				}
 			}
 		})

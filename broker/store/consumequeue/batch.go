@@ -106,6 +106,9 @@ func (b *Batch) Commit() error {
 		if cur.Min > st.Min {
 			st.Min = cur.Min
 		}
+		if cur.sweep != 0 {
+			b.s.marksCleared.Add(1)
+		}
 		sh.queues[id] = st
 		sh.mu.Unlock()
 	}

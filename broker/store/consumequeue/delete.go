@@ -131,6 +131,33 @@ func (s *Store) RangeUnmarked(mark uint32, f func(id QueueID, st QueueState), yi
 	}
 }
 
+// RangeMarked calls f for every queue that carries mark, as RangeUnmarked
+// does for the others.
+func (s *Store) RangeMarked(mark uint32, f func(id QueueID, st QueueState), yield func()) {
+	if yield == nil {
+		yield = runtime.Gosched
+	}
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.RLock()
+		n := 0
+		for id, st := range sh.queues {
+			if st.sweep == mark {
+				f(id, st)
+			}
+			if n++; n%yieldEvery == 0 {
+				runtime.Gosched() // as in MarkWhere
+			}
+		}
+		sh.mu.RUnlock()
+		yield()
+	}
+}
+
+// MarksCleared counts the queues that a dispatched entry took out of a
+// deletion (their mark cleared) since the Store opened. It only grows.
+func (s *Store) MarksCleared() uint64 { return s.marksCleared.Load() }
+
 // yieldEvery is how many queues MarkWhere and RangeUnmarked visit between
 // two runtime.Gosched calls within a shard (a fraction of a millisecond).
 const yieldEvery = 1024

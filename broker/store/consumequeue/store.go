@@ -57,6 +57,10 @@ type Store struct {
 	shards [shardCount]shard
 
 	sweepEpoch atomic.Uint32
+	// marksCleared counts dispatched entries that took a queue out of a
+	// deletion (cleared its mark): a deletion that saw it unchanged knows
+	// that no queue it chose changed since.
+	marksCleared atomic.Uint64
 
 	dispatchedMu sync.Mutex
 	dispatched   int64 // CommitLog offset up to which entries are committed

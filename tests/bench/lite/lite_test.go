@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -118,6 +119,12 @@ func TestLiteBench(t *testing.T) {
 		brokerArgs = []string{"--pprof-addr", pprofAddr}
 	}
 	env := []string{"ROCKETMQ_LITE_TOPIC_EXPIRATION_UNIT_MS=" + strconv.Itoa(unitMs)}
+	// LITE_BENCH_GCTRACE=1: the broker logs its GC cycles (gctrace), and
+	// the sweep phase prints those around the sweep.
+	gcTrace := os.Getenv("LITE_BENCH_GCTRACE") == "1"
+	if gcTrace {
+		env = append(env, "GODEBUG=gctrace=1")
+	}
 	// LITE_BENCH_BROKER_ENV=K=V,K=V adds to the broker's environment
 	// (e.g. GOMAXPROCS or GOGC).
 	for _, kv := range strings.Split(os.Getenv("LITE_BENCH_BROKER_ENV"), ",") {
@@ -167,6 +174,7 @@ func TestLiteBench(t *testing.T) {
 
 	// Phase 2 (broker-b): cfg.create lite topics, one 128 B message each
 	// (batch sends), and what they cost.
+	bStart := time.Now()
 	b := c.StartBroker(t, "broker-b", nil)
 	setup(t, c, b, cfg)
 	p = newProducer(t, c)
@@ -202,6 +210,9 @@ func TestLiteBench(t *testing.T) {
 
 	// Phase 5: expire everything in one sweep while plain sends run.
 	r.sweep = sweepPhase(ctx, t, c, b, p, body, cfg.sweepRate, pprofAddr)
+	if gcTrace {
+		printGCs(t, b.Proc.LogPath, bStart, r.sweep)
+	}
 	r.print()
 	r.verdicts(t)
 }
@@ -625,7 +636,35 @@ func sweepPhase(ctx context.Context, t *testing.T, c *harness.Cluster, b *harnes
 		}
 	}
 	res.during, res.before, res.after = pct(in, 99), pct(pre, 99), pct(post, 99)
+	res.start, res.end = sweepStart, sweepEnd
 	return res
+}
+
+var gcLine = regexp.MustCompile(`^gc \d+ @([0-9.]+)s .*`)
+
+// printGCs logs the broker's gctrace lines from 5 s before the sweep to
+// 3 s after it, each with its start relative to the sweep's (the broker
+// started at about started).
+func printGCs(t *testing.T, logPath string, started time.Time, sw sweepResult) {
+	f, err := os.Open(logPath)
+	if err != nil {
+		t.Errorf("gctrace: %v", err)
+		return
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		m := gcLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		sec, _ := strconv.ParseFloat(m[1], 64)
+		at := started.Add(time.Duration(sec * float64(time.Second)))
+		if at.After(sw.start.Add(-5*time.Second)) && at.Before(sw.end.Add(3*time.Second)) {
+			t.Logf("GC at sweep %+v (sweep lasted %v): %s", at.Sub(sw.start).Round(time.Millisecond), sw.end.Sub(sw.start).Round(time.Millisecond), m[0])
+		}
+	}
 }
 
 // sweepResult is what sweepPhase measured: the sweep's deletions and
@@ -636,18 +675,29 @@ type sweepResult struct {
 	deleted               int
 	took, cascade, flush  time.Duration
 	during, before, after time.Duration
+	start, end            time.Time // the window counted as during
 }
 
 // fetchTrace writes an execution trace of d from the broker's pprof
-// endpoint to path.
+// endpoint to path, and a CPU profile of the same time to path.cpu (so the
+// trace also holds CPU samples: what a goroutine ran, not only when).
 func fetchTrace(addr string, d time.Duration, path string) error {
-	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/trace?seconds=%d", addr, int(d.Seconds())))
+	cpu := make(chan error, 1)
+	go func() {
+		cpu <- fetchTo(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())), path+".cpu")
+	}()
+	err := fetchTo(fmt.Sprintf("http://%s/debug/pprof/trace?seconds=%d", addr, int(d.Seconds())), path)
+	return errors.Join(err, <-cpu)
+}
+
+func fetchTo(url, path string) error {
+	resp, err := http.Get(url)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET trace: %s", resp.Status)
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	out, err := os.Create(path)
 	if err != nil {
