@@ -199,9 +199,6 @@ func New(d Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Listeners first, then the initial index: an LMQ created in between
-	// is seen twice, which the index tolerates.
-	st.AddLmqListener(s.Lifecycle)
 	st.AddLmqListener(appendListener{s.Dispatcher})
 	n := s.Lifecycle.Load()
 	s.Meta.Refresh()

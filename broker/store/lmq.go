@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"github.com/rmqgo/rmq/broker/internal/pace"
+	"time"
 
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
 )
@@ -210,6 +211,7 @@ func (s *Store) DeleteLmqsWhere(pick, recheck func(lmq string, st consumequeue.Q
 	// Pass 1 marks and counts, and allocates nothing: most sweeps, every
 	// liteTtlCheckInterval over millions of LMQs, pick nothing.
 	picked := 0
+	t0 := time.Now()
 	mark := s.cq.MarkWhere(func(id consumequeue.QueueID, st consumequeue.QueueState) bool {
 		if id.QueueID != 0 || !isLmq(id.Topic) || !pick(id.Topic, st) {
 			return false
@@ -227,18 +229,23 @@ func (s *Store) DeleteLmqsWhere(pick, recheck func(lmq string, st consumequeue.Q
 	// Pass 2: every other LMQ-named queue splits the runs. A queue whose
 	// mark a dispatch clears from here on, or an LMQ created from here on,
 	// is caught by these counts.
+	t1 := time.Now()
 	seq, cleared := s.lmqCreated.Load(), s.cq.MarksCleared()
 	others, kept := s.otherLmqs(mark, yield)
 	picked -= kept
 	sortedOthers := others.sorted(yield)
+	t2 := time.Now()
 	if len(sortedOthers) <= picked/bucketRatio {
 		// Few others (a mass expiry): the runs are the gaps between them,
 		// found without sorting the picked names.
-		out, done, err := s.deleteBuckets(mark, sortedOthers, seq, cleared, picked, yield)
+		out, done, why, err := s.deleteBuckets(mark, sortedOthers, seq, cleared, picked, yield)
 		if done {
+			s.log.Info("deleted LMQs by gaps", "picked", picked, "kept", len(sortedOthers), "deleted", len(out),
+				"mark", t1.Sub(t0), "others", t2.Sub(t1), "delete", time.Since(t2), "err", err)
 			return out, err
 		}
 		// An LMQ changed meanwhile: the general way, from a fresh look.
+		s.log.Info("LMQ deletion by gaps gave way", "reason", why, "picked", picked, "kept", len(sortedOthers), "after", time.Since(t0))
 	}
 	// The names before the others: a queue whose mark is cleared in
 	// between is then among the others, or among the names with its mark
@@ -249,7 +256,11 @@ func (s *Store) DeleteLmqsWhere(pick, recheck func(lmq string, st consumequeue.Q
 		others, _ = s.otherLmqs(mark, yield)
 		sortedOthers = others.sorted(yield)
 	}
-	return s.deleteRuns(seq, q, mark, names.sorted(yield), sortedOthers, recheck, yield)
+	t3 := time.Now()
+	out, err := s.deleteRuns(seq, q, mark, names.sorted(yield), sortedOthers, recheck, yield)
+	s.log.Info("deleted LMQs by runs", "picked", picked, "kept", len(sortedOthers), "deleted", len(out),
+		"mark", t1.Sub(t0), "others", t2.Sub(t1), "names", t3.Sub(t2), "delete", time.Since(t3), "err", err)
+	return out, err
 }
 
 // bucketRatio: DeleteLmqsWhere finds runs by bucketing when the LMQs kept
@@ -302,7 +313,7 @@ func (s *Store) otherLmqs(mark uint32, yield func()) (others *nameSorter, kept i
 // marked LMQ has an append on its way; otherwise it returns done false,
 // having deleted only keys of LMQs that still carry mark (dropped from
 // memory by the caller's next steps) and no table entry.
-func (s *Store) deleteBuckets(mark uint32, others []string, seq int64, cleared uint64, picked int, yield func()) (out []string, done bool, err error) {
+func (s *Store) deleteBuckets(mark uint32, others []string, seq int64, cleared uint64, picked int, yield func()) (out []string, done bool, why string, err error) {
 	buckets := make([]consumequeue.KeyRun, len(others)+1)
 	s.cq.RangeMarked(mark, func(id consumequeue.QueueID, _ consumequeue.QueueState) {
 		if id.QueueID != 0 {
@@ -332,10 +343,18 @@ func (s *Store) deleteBuckets(mark uint32, others []string, seq int64, cleared u
 		}
 		t.mu.Lock()
 		s.dispatchMu.Lock()
-		if s.lmqCreated.Load() != seq || s.cq.MarksCleared() != cleared || s.markedInFlight(mark) {
+		switch {
+		case s.lmqCreated.Load() != seq:
+			why = "an LMQ was created"
+		case s.cq.MarksCleared() != cleared:
+			why = "an LMQ got a message"
+		case s.markedInFlight(mark):
+			why = "an LMQ has a message on its way"
+		}
+		if why != "" {
 			s.dispatchMu.Unlock()
 			t.mu.Unlock()
-			return nil, false, nil
+			return nil, false, why, nil
 		}
 		derr := s.cq.DeleteRunKeys(chunk)
 		s.dispatchMu.Unlock()
@@ -353,11 +372,11 @@ func (s *Store) deleteBuckets(mark uint32, others []string, seq int64, cleared u
 			for _, id := range keep {
 				s.cq.Unmark(id, mark)
 			}
-			return s.dropMarked(mark, picked, yield), true, fmt.Errorf("store: delete LMQs: %w", derr)
+			return s.dropMarked(mark, picked, yield), true, "", fmt.Errorf("store: delete LMQs: %w", derr)
 		}
 		yield()
 	}
-	return s.dropMarked(mark, picked, yield), true, nil
+	return s.dropMarked(mark, picked, yield), true, "", nil
 }
 
 // searchStrings is the index of the first of sorted that is ≥ n.

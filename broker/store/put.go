@@ -145,6 +145,19 @@ func multiDispatchAllowed(topic string) bool {
 // The fsync wait of SYNC_FLUSH happens after the lock is released, so lite
 // sends still share group commits.
 func (s *Store) putMultiDispatch(ctx context.Context, msgs []*message.Message, targets [][]string) (commitlog.AppendResult, error) {
+	// One message (a lite send) is encoded before the lock, without its
+	// LMQ offsets, which are appended to the record under it: the body
+	// copy, the CRC and the properties then stay out of the section that
+	// every lite send goes through in turn.
+	var pre []byte
+	if len(msgs) == 1 {
+		m := msgs[0]
+		delete(m.Properties, message.PropertyInnerMultiQueueOffset)
+		var err error
+		if pre, err = message.AppendStored(make([]byte, 0, len(m.Body)+len(m.Topic)+512), m); err != nil {
+			return commitlog.AppendResult{}, fmt.Errorf("%w: %v", ErrMessageIllegal, err)
+		}
+	}
 	t := s.lmq
 	t.mu.Lock()
 	next := make(map[string]int64, len(targets))
@@ -173,12 +186,22 @@ func (s *Store) putMultiDispatch(ctx context.Context, msgs []*message.Message, t
 		t.mu.Unlock()
 		return commitlog.AppendResult{}, fmt.Errorf("%w: %d LMQs, max %d", ErrLMQQuota, t.count, s.cfg.MaxLmqConsumeQueueNum)
 	}
-	for i, m := range msgs {
-		if offsets[i] != nil {
-			m.SetProperty(message.PropertyInnerMultiQueueOffset, joinOffsets(offsets[i]))
+	var rec []byte
+	var err error
+	if pre != nil {
+		offs := joinOffsets(offsets[0])
+		msgs[0].SetProperty(message.PropertyInnerMultiQueueOffset, offs)
+		if rec, err = message.AppendRecordProperty(pre, 0, message.PropertyInnerMultiQueueOffset, offs); err != nil {
+			err = fmt.Errorf("%w: %v", ErrMessageIllegal, err)
 		}
+	} else {
+		for i, m := range msgs {
+			if offsets[i] != nil {
+				m.SetProperty(message.PropertyInnerMultiQueueOffset, joinOffsets(offsets[i]))
+			}
+		}
+		rec, err = encodeAll(msgs)
 	}
-	rec, err := encodeAll(msgs)
 	if err != nil {
 		t.mu.Unlock()
 		return commitlog.AppendResult{}, err

@@ -144,3 +144,32 @@ func RecordSizeAt(b []byte) int32 { return int32(binary.BigEndian.Uint32(b)) }
 
 // PatchBlankSize sets the size field of a BLANK record header.
 func PatchBlankSize(b []byte, size int32) { binary.BigEndian.PutUint32(b, uint32(size)) }
+
+// AppendRecordProperty appends one "key 0x01 value 0x02" property to the
+// stored record that starts at start and ends rec, and fixes the record's
+// properties length and total size. The broker adds a property it learns
+// only after encoding (an LMQ offset assigned under a lock) this way,
+// without encoding the record again.
+func AppendRecordProperty(rec []byte, start int, key, value string) ([]byte, error) {
+	if start < 0 || start > len(rec) {
+		return rec, fmt.Errorf("%w: record start %d of %d bytes", ErrCorrupt, start, len(rec))
+	}
+	v, err := ParseView(rec[start:], ParseOptions{})
+	if err != nil {
+		return rec, err
+	}
+	if start+int(v.TotalSize()) != len(rec) {
+		return rec, fmt.Errorf("%w: the record does not end the buffer", ErrCorrupt)
+	}
+	out, err := AppendProperty(rec, key, value)
+	if err != nil {
+		return rec, err
+	}
+	propsLen := int(v.propsLen) + len(out) - len(rec)
+	if propsLen > MaxPropertiesLength {
+		return rec, fmt.Errorf("%w: properties of %d bytes (max %d)", ErrTooLarge, propsLen, MaxPropertiesLength)
+	}
+	binary.BigEndian.PutUint16(out[start+int(v.propsPos)-2:], uint16(propsLen))
+	binary.BigEndian.PutUint32(out[start:], uint32(len(out)-start))
+	return out, nil
+}

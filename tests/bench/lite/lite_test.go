@@ -566,7 +566,7 @@ func sweepPhase(ctx context.Context, t *testing.T, c *harness.Cluster, b *harnes
 	if out, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr, "-t", parent, "-r", "8", "-w", "8", "-a", "+message.type=LITE,+lite.topic.expiration=1"); err != nil {
 		t.Fatalf("lower the expiration: %v\n%s", err, out)
 	}
-	var line []string
+	var line, steps []string
 	harness.Eventually(t, 5*time.Minute, func() error {
 		f, err := os.Open(b.Proc.LogPath)
 		if err != nil {
@@ -575,7 +575,11 @@ func sweepPhase(ctx context.Context, t *testing.T, c *harness.Cluster, b *harnes
 		defer f.Close()
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		steps = steps[:0]
 		for sc.Scan() {
+			if strings.Contains(sc.Text(), `msg="deleted LMQs by`) || strings.Contains(sc.Text(), `msg="LMQ deletion by gaps`) {
+				steps = append(steps, sc.Text())
+			}
 			if m := sweepLine.FindStringSubmatch(sc.Text()); m != nil {
 				if n, _ := strconv.Atoi(m[1]); n > 0 {
 					line = m
@@ -588,6 +592,9 @@ func sweepPhase(ctx context.Context, t *testing.T, c *harness.Cluster, b *harnes
 		return nil
 	})
 	end := time.Now()
+	for _, l := range steps {
+		t.Logf("broker: %s", l)
+	}
 	time.Sleep(3 * time.Second)
 	close(stop)
 	wg.Wait()
