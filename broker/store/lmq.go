@@ -235,10 +235,10 @@ func (s *Store) DeleteLmqsWhere(pick, recheck func(lmq string, st consumequeue.Q
 	picked -= kept
 	sortedOthers := others.sorted(yield)
 	t2 := time.Now()
-	if len(sortedOthers) <= picked/bucketRatio {
+	if len(sortedOthers) <= picked/gapRatio {
 		// Few others (a mass expiry): the runs are the gaps between them,
-		// found without sorting the picked names.
-		out, done, why, err := s.deleteBuckets(mark, sortedOthers, seq, cleared, picked, yield)
+		// deleted without sorting, or even reading, the picked names.
+		out, done, why, err := s.deleteGaps(mark, sortedOthers, seq, cleared, picked, yield)
 		if done {
 			s.log.Info("deleted LMQs by gaps", "picked", picked, "kept", len(sortedOthers), "deleted", len(out),
 				"mark", t1.Sub(t0), "others", t2.Sub(t1), "delete", time.Since(t2), "err", err)
@@ -251,7 +251,7 @@ func (s *Store) DeleteLmqsWhere(pick, recheck func(lmq string, st consumequeue.Q
 	// between is then among the others, or among the names with its mark
 	// gone (deleteRuns keeps it).
 	names := s.markedNames(mark, yield)
-	if s.cq.MarksCleared() != cleared || len(sortedOthers) <= picked/bucketRatio {
+	if s.cq.MarksCleared() != cleared || len(sortedOthers) <= picked/gapRatio {
 		seq = s.lmqCreated.Load()
 		others, _ = s.otherLmqs(mark, yield)
 		sortedOthers = others.sorted(yield)
@@ -263,10 +263,11 @@ func (s *Store) DeleteLmqsWhere(pick, recheck func(lmq string, st consumequeue.Q
 	return out, err
 }
 
-// bucketRatio: DeleteLmqsWhere finds runs by bucketing when the LMQs kept
-// are at most 1/bucketRatio of those deleted (binary searches in the kept
-// then cost less than sorting the deleted).
-const bucketRatio = 8
+// gapRatio: DeleteLmqsWhere deletes by gaps when the LMQs kept are at
+// most 1/gapRatio of those deleted (at most that many range deletes
+// per deleted LMQ; sorting the kept then costs less than sorting the
+// deleted).
+const gapRatio = 8
 
 // markedNames collects the LMQs (queue 0) that carry mark.
 func (s *Store) markedNames(mark uint32, yield func()) *nameSorter {
@@ -303,42 +304,23 @@ func (s *Store) otherLmqs(mark uint32, yield func()) (others *nameSorter, kept i
 	return others, kept
 }
 
-// deleteBuckets deletes the LMQs that carry mark (about picked of them)
-// when others, sorted and distinct, are every other LMQ-named queue as of
-// the creation count seq and the cleared-mark count cleared: the marked
-// names between two neighbouring others form one run, from the smallest
-// to the largest of them, found in one pass with a binary search each.
-// Under the LMQ lock with no dispatch round in flight, each chunk of runs
-// is deleted only if no LMQ was created and no mark cleared since, and no
-// marked LMQ has an append on its way; otherwise it returns done false,
-// having deleted only keys of LMQs that still carry mark (dropped from
-// memory by the caller's next steps) and no table entry.
-func (s *Store) deleteBuckets(mark uint32, others []string, seq int64, cleared uint64, picked int, yield func()) (out []string, done bool, why string, err error) {
-	buckets := make([]consumequeue.KeyRun, len(others)+1)
-	s.cq.RangeMarked(mark, func(id consumequeue.QueueID, _ consumequeue.QueueState) {
-		if id.QueueID != 0 {
-			return
-		}
-		n := id.Topic
-		b := &buckets[searchStrings(others, n)]
-		if b.N == 0 || n < b.First {
-			b.First = n
-		}
-		if b.N == 0 || n > b.Last {
-			b.Last = n
-		}
-		b.N++
-	}, yield)
-	runs := buckets[:0]
-	for _, b := range buckets {
-		if b.N > 0 {
-			runs = append(runs, b)
-		}
-	}
+// deleteGaps deletes the LMQs that carry mark (about picked of them) when
+// others, sorted and distinct, are every other LMQ-named queue as of the
+// creation count seq and the cleared-mark count cleared: then every queue
+// with keys between two neighbouring others (or before the first, or after
+// the last) is one to delete, and each gap goes with one range delete per
+// key space, without reading the deleted names. Under the LMQ lock with no
+// dispatch round in flight, each chunk of gaps is deleted only if no LMQ
+// was created and no mark cleared since, and no marked LMQ has an append
+// on its way; otherwise it returns done false, having deleted only keys of
+// LMQs that still carry mark (dropped from memory by the caller's next
+// steps) and no table entry.
+func (s *Store) deleteGaps(mark uint32, others []string, seq int64, cleared uint64, picked int, yield func()) (out []string, done bool, why string, err error) {
 	t := s.lmq
-	for start := 0; start < len(runs); start += lmqRunChunk {
-		chunk := runs[start:min(start+lmqRunChunk, len(runs))]
-		if h := s.beforeBucketCommit; h != nil {
+	gaps := len(others) + 1
+	for start := 0; start < gaps; start += lmqRunChunk {
+		end := min(start+lmqRunChunk, gaps)
+		if h := s.beforeGapCommit; h != nil {
 			h()
 		}
 		t.mu.Lock()
@@ -356,16 +338,15 @@ func (s *Store) deleteBuckets(mark uint32, others []string, seq int64, cleared u
 			t.mu.Unlock()
 			return nil, false, why, nil
 		}
-		derr := s.cq.DeleteRunKeys(chunk)
+		derr := s.cq.DeleteGaps(lmqPrefix, others, start, end)
 		s.dispatchMu.Unlock()
 		t.mu.Unlock()
 		if derr != nil {
-			// This chunk and the rest are all still there: they keep
-			// their keys and lose the mark; the chunks before go.
-			first := chunk[0].First
+			// These gaps and the rest are all still there: their LMQs keep
+			// their keys and lose the mark; the gaps before go.
 			var keep []consumequeue.QueueID
 			s.cq.RangeMarked(mark, func(id consumequeue.QueueID, _ consumequeue.QueueState) {
-				if id.Topic >= first {
+				if start == 0 || id.Topic > others[start-1] {
 					keep = append(keep, id)
 				}
 			}, yield)
@@ -377,20 +358,6 @@ func (s *Store) deleteBuckets(mark uint32, others []string, seq int64, cleared u
 		yield()
 	}
 	return s.dropMarked(mark, picked, yield), true, "", nil
-}
-
-// searchStrings is the index of the first of sorted that is ≥ n.
-func searchStrings(sorted []string, n string) int {
-	lo, hi := 0, len(sorted)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if sorted[m] < n {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
 }
 
 // markedInFlight reports an LMQ that carries mark with an append not

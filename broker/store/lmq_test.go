@@ -330,7 +330,7 @@ func TestDeleteLmqsWhere(t *testing.T) {
 		})
 		// Quiet: nothing changed, the pass's choice stands (w100 goes).
 		// Not quiet: picked are w310..w699 (390 against 10 others: by
-		// buckets, which see w600 on its way and give up), then the
+		// gaps, which see w600 on its way and give up), then the
 		// general way re-checks each but w600 (kept as in flight): w350
 		// stays too.
 		want, wantRe := 300, 0
@@ -349,13 +349,13 @@ func TestDeleteLmqsWhere(t *testing.T) {
 	}
 }
 
-// TestDeleteLmqsWhereBuckets: a mass expiry (few LMQs kept) finds its
+// TestDeleteLmqsWhereGaps: a mass expiry (few LMQs kept) finds its
 // runs as the gaps between the kept ones. What it deletes is gone from
 // Pebble too; kept LMQs and not lite-shaped neighbours inside the gaps
 // keep their entries; an LMQ that gets a message, or is created, between
 // the pass and the deletion makes it fall back to the general way, and
 // survives.
-func TestDeleteLmqsWhereBuckets(t *testing.T) {
+func TestDeleteLmqsWhereGaps(t *testing.T) {
 	name := func(i int) string { return fmt.Sprintf("%%LMQ%%$P$b%04d", i) }
 	keep := map[string]bool{name(0): true, name(100): true, name(500): true, name(501): true, name(999): true}
 	neighbours := []string{"%LMQ%$P$b0250$x", "%LMQ%$P$b0700a"}
@@ -392,6 +392,13 @@ func TestDeleteLmqsWhereBuckets(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// Plain topics just outside the LMQ key space.
+			outside := []string{"%LMQ", "%LMQ_x", "%LMQ&"}
+			for _, topic := range outside {
+				if _, err := s.PutMessage(ctx, msg(topic, 0, "b", nil)); err != nil {
+					t.Fatal(err)
+				}
+			}
 			for deadline := time.Now().Add(5 * time.Second); s.ConsumeQueue().DispatchedOffset() < s.CommitLog().MaxOffset() || s.lmqCreated.Load() < int64(len(all)); time.Sleep(time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatal("dispatch did not catch up")
@@ -405,9 +412,9 @@ func TestDeleteLmqsWhereBuckets(t *testing.T) {
 				stay[n] = true
 			}
 			var once sync.Once
-			bucketed := false
-			s.beforeBucketCommit = func() {
-				bucketed = true
+			byGaps := false
+			s.beforeGapCommit = func() {
+				byGaps = true
 				if tc.during != nil {
 					once.Do(func() { stay[tc.during(t, s)] = true })
 				}
@@ -422,8 +429,8 @@ func TestDeleteLmqsWhereBuckets(t *testing.T) {
 			if tc.name == "appended" {
 				wantGone--
 			}
-			if len(got) != wantGone || !bucketed {
-				t.Fatalf("deleted %d, want %d (by buckets: %v)", len(got), wantGone, bucketed)
+			if len(got) != wantGone || !byGaps {
+				t.Fatalf("deleted %d, want %d (by gaps: %v)", len(got), wantGone, byGaps)
 			}
 			check := func(when string) {
 				for _, l := range append(all, name(300)+"new") {
@@ -434,6 +441,11 @@ func TestDeleteLmqsWhereBuckets(t *testing.T) {
 					}
 					if exists != stay[l] || entry != stay[l] {
 						t.Fatalf("%s: %s: in memory %v, entry %v, want %v", when, l, exists, entry, stay[l])
+					}
+				}
+				for _, topic := range append(outside, "P") {
+					if es, _ := s.ConsumeQueue().Entries(topic, 0, 0, 2000); len(es) == 0 || int64(len(es)) != s.MaxOffset(topic, 0) {
+						t.Fatalf("%s: plain topic %s: %d entries, max %d", when, topic, len(es), s.MaxOffset(topic, 0))
 					}
 				}
 			}

@@ -119,9 +119,9 @@ type Store struct {
 	// LMQs the rounds created (both for DeleteLmqs' range deletes).
 	dispatchMu sync.Mutex
 	lmqCreated atomic.Int64
-	// beforeBucketCommit, a test hook, runs before each locked step of
-	// deleteBuckets.
-	beforeBucketCommit func()
+	// beforeGapCommit, a test hook, runs before each locked step of
+	// deleteGaps.
+	beforeGapCommit func()
 
 	listenersMu  sync.RWMutex
 	listeners    []ArrivalListener

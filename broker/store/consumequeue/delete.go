@@ -111,29 +111,16 @@ func (s *Store) MarkWhere(pick func(id QueueID, st QueueState) bool, yield func(
 // the shard's read lock (f must not call back into the Store). The marked
 // ones are skipped without reading their names.
 func (s *Store) RangeUnmarked(mark uint32, f func(id QueueID, st QueueState), yield func()) {
-	if yield == nil {
-		yield = runtime.Gosched
-	}
-	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.RLock()
-		n := 0
-		for id, st := range sh.queues {
-			if st.sweep != mark {
-				f(id, st)
-			}
-			if n++; n%yieldEvery == 0 {
-				runtime.Gosched() // as in MarkWhere
-			}
-		}
-		sh.mu.RUnlock()
-		yield()
-	}
+	s.rangeByMark(mark, false, f, yield)
 }
 
 // RangeMarked calls f for every queue that carries mark, as RangeUnmarked
 // does for the others.
 func (s *Store) RangeMarked(mark uint32, f func(id QueueID, st QueueState), yield func()) {
+	s.rangeByMark(mark, true, f, yield)
+}
+
+func (s *Store) rangeByMark(mark uint32, marked bool, f func(id QueueID, st QueueState), yield func()) {
 	if yield == nil {
 		yield = runtime.Gosched
 	}
@@ -142,7 +129,7 @@ func (s *Store) RangeMarked(mark uint32, f func(id QueueID, st QueueState), yiel
 		sh.mu.RLock()
 		n := 0
 		for id, st := range sh.queues {
-			if st.sweep == mark {
+			if (st.sweep == mark) == marked {
 				f(id, st)
 			}
 			if n++; n%yieldEvery == 0 {
@@ -158,7 +145,7 @@ func (s *Store) RangeMarked(mark uint32, f func(id QueueID, st QueueState), yiel
 // deletion (their mark cleared) since the Store opened. It only grows.
 func (s *Store) MarksCleared() uint64 { return s.marksCleared.Load() }
 
-// yieldEvery is how many queues MarkWhere and RangeUnmarked visit between
+// yieldEvery is how many queues MarkWhere and rangeByMark visit between
 // two runtime.Gosched calls within a shard (a fraction of a millisecond).
 const yieldEvery = 1024
 
@@ -267,6 +254,41 @@ func (s *Store) DeleteMarked(i int, mark uint32, out []string) []string {
 	}
 	sh.queues = kept
 	return out
+}
+
+// DeleteGaps removes the keys (entries and min/max records) of every queue
+// whose topic starts with prefix and lies in one of gaps from … to-1 of
+// keep: gap i holds the topics between keep[i-1] and keep[i] (gap 0 the
+// ones before keep[0], gap len(keep) the ones after the last). keep is
+// sorted and distinct, each with the prefix; its topics keep their keys.
+// It is two range deletes a gap, whatever the gap holds. The in-memory
+// table is DeleteMarked's; the caller guarantees that every queue with
+// keys in the gaps is one it means to delete.
+func (s *Store) DeleteGaps(prefix string, keep []string, from, to int) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, p := range []byte{kv.PrefixConsumeQueue, kv.PrefixQueueMeta} {
+		space := append([]byte{p}, prefix...)
+		for i := from; i < to && i <= len(keep); i++ {
+			lo, hi := space, kv.PrefixEnd(space)
+			if i > 0 {
+				lo = kv.PrefixEnd(topicPrefix(p, keep[i-1]))
+			}
+			if i < len(keep) {
+				hi = topicPrefix(p, keep[i])
+			}
+			if string(lo) >= string(hi) {
+				continue
+			}
+			if err := b.DeleteRange(lo, hi, nil); err != nil {
+				return err
+			}
+		}
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("consumequeue: delete gaps %d-%d of %d kept queues: %w", from, to, len(keep), err)
+	}
+	return nil
 }
 
 // StateMark returns a queue's state and whether it carries mark.
