@@ -14,15 +14,24 @@ import (
 type Batch struct {
 	s          *Store
 	b          *pebble.Batch
-	updates    map[QueueID]QueueState
+	updates    map[QueueID]update
 	created    []QueueID // queues this round brings into existence
 	dispatched int64
+}
+
+// update is a queue's state after the round, with what the table held
+// when the round first touched it (Commit then need not look it up again:
+// a million new lite topics are a million lookups less).
+type update struct {
+	st      QueueState
+	existed bool
+	oldMin  int64
 }
 
 // NewBatch starts a dispatch round. Only one goroutine (the dispatcher)
 // writes batches.
 func (s *Store) NewBatch() *Batch {
-	return &Batch{s: s, b: s.db.NewBatch(), updates: make(map[QueueID]QueueState), dispatched: -1}
+	return &Batch{s: s, b: s.db.NewBatch(), updates: make(map[QueueID]update), dispatched: -1}
 }
 
 // Len is the number of queues touched.
@@ -32,16 +41,18 @@ func (b *Batch) Len() int { return len(b.updates) }
 // come in offset order.
 func (b *Batch) Put(topic string, qid int32, e Entry) error {
 	id := QueueID{topic, qid}
-	st, ok := b.updates[id]
+	u, ok := b.updates[id]
 	if !ok {
-		st, ok = b.s.State(topic, qid)
-		if !ok {
+		u.st, u.existed = b.s.State(topic, qid)
+		u.oldMin = u.st.Min
+		if !u.existed {
 			// A new queue starts where its first entry is (0 normally; later
 			// after a lite topic was re-created or a queue was truncated).
-			st.Min = e.Offset
+			u.st.Min = e.Offset
 			b.created = append(b.created, id)
 		}
 	}
+	st := &u.st
 	if e.Offset < st.Max {
 		// Re-dispatch after a crash writes the same entries again: harmless,
 		// the values are identical.
@@ -52,7 +63,7 @@ func (b *Batch) Put(topic string, qid int32, e Entry) error {
 	st.LastPhyOffset = e.CommitLogOffset
 	st.LastStoreTime = e.StoreTimestamp
 	st.sweep = 0 // a queue that got an entry is no longer what a deletion chose
-	b.updates[id] = st
+	b.updates[id] = u
 	if err := b.b.Set(entryKey(topic, qid, e.Offset), encodeEntry(e), nil); err != nil {
 		return fmt.Errorf("consumequeue: batch put: %w", err)
 	}
@@ -69,7 +80,8 @@ func (b *Batch) SetDispatched(phy int64) { b.dispatched = phy }
 // Commit writes the round and publishes the new offsets.
 func (b *Batch) Commit() error {
 	defer b.b.Close()
-	for id, st := range b.updates {
+	for id, u := range b.updates {
+		st := u.st
 		v := make([]byte, 24)
 		binary.BigEndian.PutUint64(v[0:], uint64(st.Max))
 		binary.BigEndian.PutUint64(v[8:], uint64(st.LastPhyOffset))
@@ -80,8 +92,7 @@ func (b *Batch) Commit() error {
 		// A queue's min record is written only when it is not 0 (an
 		// absent one loads as 0): a million new lite topics then cost two
 		// keys each (entry, max), not three.
-		old, existed := b.s.State(id.Topic, id.QueueID)
-		if existed && old.Min != st.Min || !existed && st.Min != 0 {
+		if u.existed && u.oldMin != st.Min || !u.existed && st.Min != 0 {
 			if err := b.b.Set(metaKey(id.Topic, id.QueueID, metaMin), binary.BigEndian.AppendUint64(nil, uint64(st.Min)), nil); err != nil {
 				return err
 			}
@@ -98,7 +109,8 @@ func (b *Batch) Commit() error {
 	if f := b.s.beforePublish; f != nil {
 		f()
 	}
-	for id, st := range b.updates {
+	for id, u := range b.updates {
+		st := u.st
 		sh := b.s.shard(id)
 		sh.mu.Lock()
 		cur := sh.queues[id]
