@@ -18,7 +18,8 @@
 # LITE_BENCH_SWEEP_RATE (4000 plain msgs/s during the sweep, open loop; 0:
 # 8 senders back to back), LITE_BENCH_SWEEP_TIMELINE=1 (slow sends by
 # 100 ms around the sweep), LITE_BENCH_SWEEP_TRACE=file (an execution trace
-# of the broker during the sweep, for go tool trace),
+# of the broker during the sweep, for go tool trace, and a CPU profile in
+# file.cpu), LITE_BENCH_GCTRACE=1 (the broker's GC cycles around the sweep),
 # LITE_BENCH_BROKER_CONF (key=value,... added to broker.conf).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
