@@ -395,8 +395,10 @@ type quietSince struct {
 // flight when dropMarked looks), with its new entries after the tombstones.
 func (s *Store) deleteRuns(seq int64, quiet quietSince, mark uint32, sorted, others []string, del func(lmq string, st consumequeue.QueueState) bool, yield func()) ([]string, error) {
 	// split[i] is true when an other queue lies between sorted[i-1] and
-	// sorted[i].
+	// sorted[i]; other[i] when sorted[i] is itself among the others (it
+	// became one after the names were read): it is kept and splits too.
 	split := make([]bool, len(sorted))
+	other := make([]bool, len(sorted))
 	j := 0
 	for i, n := range sorted {
 		if i%lmqRunChunk == lmqRunChunk-1 {
@@ -408,6 +410,7 @@ func (s *Store) deleteRuns(seq int64, quiet quietSince, mark uint32, sorted, oth
 			}
 			j++
 		}
+		other[i] = j < len(others) && others[j] == n
 	}
 	unmarkFrom := func(i int) {
 		for _, n := range sorted[i:] {
@@ -437,6 +440,13 @@ func (s *Store) deleteRuns(seq int64, quiet quietSince, mark uint32, sorted, oth
 			n := sorted[i]
 			if split[i] && run.N > 0 {
 				runs, run = append(runs, run), consumequeue.KeyRun{}
+			}
+			if other[i] {
+				s.cq.Unmark(consumequeue.QueueID{Topic: n, QueueID: 0}, mark)
+				if run.N > 0 {
+					runs, run = append(runs, run), consumequeue.KeyRun{}
+				}
+				continue
 			}
 			if !unchanged {
 				id := consumequeue.QueueID{Topic: n, QueueID: 0}

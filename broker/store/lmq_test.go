@@ -648,3 +648,41 @@ func TestDeleteLmqsWhereRacingAppends(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestDeleteRunsKeepsNamesAmongOthers: a name that is also among the
+// others (it became one after the names were read) is kept and splits the
+// run, even when nothing else changed.
+func TestDeleteRunsKeepsNamesAmongOthers(t *testing.T) {
+	s := openStore(t, testConfig(t.TempDir()))
+	defer s.Close()
+	ctx := context.Background()
+	name := func(i int) string { return fmt.Sprintf("%%LMQ%%$P$o%d", i) }
+	var ids []consumequeue.QueueID
+	var sorted []string
+	for i := 0; i < 5; i++ {
+		if _, err := s.PutMessage(ctx, liteMsg(name(i))); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, consumequeue.QueueID{Topic: name(i), QueueID: 0})
+		sorted = append(sorted, name(i))
+	}
+	for deadline := time.Now().Add(5 * time.Second); s.ConsumeQueue().DispatchedOffset() < s.CommitLog().MaxOffset() || s.lmqCreated.Load() < 5; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("dispatch did not catch up")
+		}
+	}
+	mark := s.cq.MarkNames(ids)
+	s.lmq.mu.Lock()
+	q := quietSince{ok: true, appends: s.lmq.appends, cleared: s.cq.MarksCleared()}
+	s.lmq.mu.Unlock()
+	got, err := s.deleteRuns(s.lmqCreated.Load(), q, mark, sorted, []string{name(2)}, nil, func() {})
+	if err != nil || len(got) != 4 {
+		t.Fatalf("deleted %v: %v", got, err)
+	}
+	for i := 0; i < 5; i++ {
+		_, entry, _ := s.ConsumeQueue().Entry(name(i), 0, 0)
+		if _, exists := s.ConsumeQueue().State(name(i), 0); exists != (i == 2) || entry != (i == 2) {
+			t.Fatalf("%s: in memory %v, entry %v", name(i), exists, entry)
+		}
+	}
+}
