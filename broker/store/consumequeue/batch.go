@@ -82,16 +82,21 @@ func (b *Batch) Commit() error {
 	defer b.b.Close()
 	for id, u := range b.updates {
 		st := u.st
-		v := make([]byte, 24)
-		binary.BigEndian.PutUint64(v[0:], uint64(st.Max))
-		binary.BigEndian.PutUint64(v[8:], uint64(st.LastPhyOffset))
-		binary.BigEndian.PutUint64(v[16:], uint64(st.LastStoreTime))
-		if err := b.b.Set(metaKey(id.Topic, id.QueueID, metaMax), v, nil); err != nil {
-			return err
+		// An LMQ's max record would repeat its newest entry, which load
+		// reads instead: a lite message then costs one Pebble key more
+		// than a plain one (its LMQ entry), not two.
+		if !maxFromEntries(id) {
+			v := make([]byte, 24)
+			binary.BigEndian.PutUint64(v[0:], uint64(st.Max))
+			binary.BigEndian.PutUint64(v[8:], uint64(st.LastPhyOffset))
+			binary.BigEndian.PutUint64(v[16:], uint64(st.LastStoreTime))
+			if err := b.b.Set(metaKey(id.Topic, id.QueueID, metaMax), v, nil); err != nil {
+				return err
+			}
 		}
 		// A queue's min record is written only when it is not 0 (an
-		// absent one loads as 0): a million new lite topics then cost two
-		// keys each (entry, max), not three.
+		// absent one loads as 0): a million new lite topics then cost one
+		// key each (the entry), not two.
 		if u.existed && u.oldMin != st.Min || !u.existed && st.Min != 0 {
 			if err := b.b.Set(metaKey(id.Topic, id.QueueID, metaMin), binary.BigEndian.AppendUint64(nil, uint64(st.Min)), nil); err != nil {
 				return err

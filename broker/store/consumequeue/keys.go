@@ -48,6 +48,18 @@ func topicPrefix(prefix byte, topic string) []byte {
 	return append(k, 0)
 }
 
+// parseEntryKey splits an entry key; ok is false for malformed keys.
+func parseEntryKey(k []byte) (topic string, qid int32, offset int64, ok bool) {
+	if len(k) < 1+1+4+8 || k[0] != kv.PrefixConsumeQueue {
+		return "", 0, 0, false
+	}
+	sep := len(k) - 8 - 4 - 1
+	if k[sep] != 0 {
+		return "", 0, 0, false
+	}
+	return string(k[1:sep]), int32(binary.BigEndian.Uint32(k[sep+1:])), int64(binary.BigEndian.Uint64(k[sep+5:])), true
+}
+
 // parseMetaKey splits a meta key; ok is false for malformed keys.
 func parseMetaKey(k []byte) (topic string, qid int32, kind byte, ok bool) {
 	if len(k) < 1+1+4+1 || k[0] != kv.PrefixQueueMeta {

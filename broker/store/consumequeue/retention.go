@@ -67,6 +67,16 @@ func (s *Store) CorrectMin(minPhy int64) (int, error) {
 		if err := b.Set(metaKey(c.id.Topic, c.id.QueueID, metaMin), binary.BigEndian.AppendUint64(nil, uint64(c.newMin)), nil); err != nil {
 			return 0, err
 		}
+		if c.newMin >= st.Max && maxFromEntries(c.id) {
+			// No entry is left to read the LMQ's max from at load.
+			v := make([]byte, 24)
+			binary.BigEndian.PutUint64(v[0:], uint64(st.Max))
+			binary.BigEndian.PutUint64(v[8:], uint64(st.LastPhyOffset))
+			binary.BigEndian.PutUint64(v[16:], uint64(st.LastStoreTime))
+			if err := b.Set(metaKey(c.id.Topic, c.id.QueueID, metaMax), v, nil); err != nil {
+				return 0, err
+			}
+		}
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return 0, fmt.Errorf("consumequeue: correct min offsets: %w", err)

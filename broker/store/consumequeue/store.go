@@ -128,10 +128,94 @@ func (s *Store) load() error {
 		sh.queues[id] = st
 		n++
 	}
-	if s.log != nil {
-		s.log.Info("consume queue loaded", "metaRecords", n, "dispatchedOffset", s.dispatched)
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("consumequeue: scan meta: %w", err)
 	}
-	return it.Error()
+	lmqs, err := s.loadFromEntries()
+	if err != nil {
+		return err
+	}
+	if s.log != nil {
+		s.log.Info("consume queue loaded", "metaRecords", n, "lmqs", lmqs, "dispatchedOffset", s.dispatched)
+	}
+	return nil
+}
+
+// lmqPrefix starts the topic of every light message queue (the lite
+// topics' LMQs among them): their queue 0 keeps no max record.
+const lmqPrefix = "%LMQ%"
+
+// maxFromEntries reports a queue whose max offset, last CommitLog offset
+// and last store time are read from its newest entry at load, not from a
+// max record: queue 0 of an LMQ (millions of them, most with one entry).
+func maxFromEntries(id QueueID) bool {
+	return id.QueueID == 0 && len(id.Topic) >= len(lmqPrefix) && id.Topic[:len(lmqPrefix)] == lmqPrefix
+}
+
+// loadFromEntries sets the max offset, last CommitLog offset and last
+// store time of every LMQ queue 0 from its newest entry (a max record
+// left by an older version or by a truncation counts too: the larger
+// wins), a few steps or one seek per queue. An LMQ whose entries are all
+// gone keeps max = min.
+func (s *Store) loadFromEntries() (int, error) {
+	lower := append([]byte{kv.PrefixConsumeQueue}, lmqPrefix...)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: kv.PrefixEnd(lower)})
+	if err != nil {
+		return 0, fmt.Errorf("consumequeue: scan LMQ entries: %w", err)
+	}
+	defer it.Close()
+	n := 0
+	valid := it.First()
+	for valid {
+		topic, qid, _, ok := parseEntryKey(it.Key())
+		if !ok {
+			valid = it.Next()
+			continue
+		}
+		end := kv.PrefixEnd(queuePrefix(kv.PrefixConsumeQueue, topic, qid))
+		// The newest entry: a few steps (most LMQs hold one), else a seek.
+		steps := 0
+		for {
+			if steps++; steps > 4 {
+				valid = it.SeekLT(end)
+				break
+			}
+			if !it.Next() || string(it.Key()) >= string(end) {
+				valid = it.Prev()
+				break
+			}
+		}
+		if !valid {
+			break
+		}
+		if _, _, off, ok := parseEntryKey(it.Key()); ok && qid == 0 {
+			if e, ok := decodeEntry(off, it.Value()); ok {
+				id := QueueID{topic, qid}
+				sh := s.shard(id)
+				st := sh.queues[id]
+				if off+1 >= st.Max {
+					st.Max, st.LastPhyOffset, st.LastStoreTime = off+1, e.CommitLogOffset, e.StoreTimestamp
+				}
+				sh.queues[id] = st
+				n++
+			}
+		}
+		valid = it.SeekGE(end)
+	}
+	if err := it.Error(); err != nil {
+		return n, fmt.Errorf("consumequeue: scan LMQ entries: %w", err)
+	}
+	// A min record with no entry left (all removed by retention or a
+	// truncation): the queue is empty at its min.
+	for i := range s.shards {
+		for id, st := range s.shards[i].queues {
+			if st.Max < st.Min {
+				st.Max = st.Min
+				s.shards[i].queues[id] = st
+			}
+		}
+	}
+	return n, nil
 }
 
 func (s *Store) shard(id QueueID) *shard { return &s.shards[s.shardIndex(id)] }

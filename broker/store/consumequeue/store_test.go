@@ -177,3 +177,79 @@ func openTestB(b *testing.B) *Store {
 	}
 	return s
 }
+
+// TestLMQMaxFromEntries: an LMQ's queue 0 keeps no max record; a reload
+// reads its max offset, last CommitLog offset and store time from its
+// newest entry, for one entry, for many (the seek path), after its head
+// was cut by retention (min record), after a truncation, and when
+// retention left no entry (then it writes the max record). Other queues
+// keep theirs.
+func TestLMQMaxFromEntries(t *testing.T) {
+	dir := t.TempDir()
+	db, err := kv.Open(kv.DefaultConfig(dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "%LMQ%$p$one", 0, 0, 1, 0)
+	put(t, s, "%LMQ%$p$many", 0, 0, 50, 10_000)
+	put(t, s, "%LMQ%$p$cut", 0, 0, 5, 0)       // phy 0..400
+	put(t, s, "%LMQ%$p$gone", 0, 0, 2, 0)      // phy 0..100
+	put(t, s, "%LMQ%$p$trunc", 0, 0, 8, 20_000) // phy 20000..20700
+	put(t, s, "%LMQ%$p$q1", 1, 0, 3, 0)        // not queue 0: a max record
+	put(t, s, "T", 0, 0, 7, 0)
+	if _, err := s.CorrectMin(250); err != nil { // cut: 0..2 go; gone: all go
+		t.Fatal(err)
+	}
+	if err := s.TruncateAbove(20_450); err != nil { // trunc keeps 0..4
+		t.Fatal(err)
+	}
+	put(t, s, "%LMQ%$p$trunc", 0, 5, 1, 30_000) // one more after the truncation
+	want := map[QueueID]QueueState{}
+	s.Range(func(id QueueID, st QueueState) bool { want[id] = st; return true })
+	// No max record for queue 0 of an LMQ unless the truncation wrote it.
+	for id := range want {
+		_, closer, err := db.Get(metaKey(id.Topic, id.QueueID, metaMax))
+		if err == nil {
+			closer.Close()
+		}
+		emptied := id.Topic == "%LMQ%$p$one" || id.Topic == "%LMQ%$p$gone"
+		if has := err == nil; has != (!maxFromEntries(id) || id.Topic == "%LMQ%$p$trunc" || emptied) {
+			t.Errorf("%v: max record %v", id, has)
+		}
+	}
+	if err := s.Flush(); err != nil { // the WAL is off
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = kv.Open(kv.DefaultConfig(dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err = Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[QueueID]QueueState{}
+	s.Range(func(id QueueID, st QueueState) bool { got[id] = st; return true })
+	if len(got) != len(want) {
+		t.Fatalf("reloaded %d queues, had %d: %v", len(got), len(want), got)
+	}
+	for id, w := range want {
+		if g := got[id]; g != w {
+			t.Errorf("%v: reloaded %+v, had %+v", id, g, w)
+		}
+	}
+	if st := got[QueueID{"%LMQ%$p$gone", 0}]; st.Max != 2 || st.Min != 2 {
+		t.Errorf("gone: %+v", st)
+	}
+	if st := got[QueueID{"%LMQ%$p$many", 0}]; st.Max != 50 || st.LastPhyOffset != 10_000+49*100 || st.LastStoreTime != 1000+49*10 {
+		t.Errorf("many: %+v", st)
+	}
+}
