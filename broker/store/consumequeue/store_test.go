@@ -196,10 +196,10 @@ func TestLMQMaxFromEntries(t *testing.T) {
 	}
 	put(t, s, "%LMQ%$p$one", 0, 0, 1, 0)
 	put(t, s, "%LMQ%$p$many", 0, 0, 50, 10_000)
-	put(t, s, "%LMQ%$p$cut", 0, 0, 5, 0)       // phy 0..400
-	put(t, s, "%LMQ%$p$gone", 0, 0, 2, 0)      // phy 0..100
+	put(t, s, "%LMQ%$p$cut", 0, 0, 5, 0)        // phy 0..400
+	put(t, s, "%LMQ%$p$gone", 0, 0, 2, 0)       // phy 0..100
 	put(t, s, "%LMQ%$p$trunc", 0, 0, 8, 20_000) // phy 20000..20700
-	put(t, s, "%LMQ%$p$q1", 1, 0, 3, 0)        // not queue 0: a max record
+	put(t, s, "%LMQ%$p$q1", 1, 0, 3, 0)         // not queue 0: a max record
 	put(t, s, "T", 0, 0, 7, 0)
 	if _, err := s.CorrectMin(250); err != nil { // cut: 0..2 go; gone: all go
 		t.Fatal(err)
