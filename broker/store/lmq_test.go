@@ -561,7 +561,10 @@ func TestDeleteLmqsWhereRacingAppends(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for i := 0; ; i++ {
+				// A bounded number each: a sweep slowed down by them
+				// (it steps aside while they wait to run, and the race
+				// detector slows both) must not face more and more.
+				for i := 0; i < 3000; i++ {
 					select {
 					case <-stop:
 						return
