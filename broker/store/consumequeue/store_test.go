@@ -4,21 +4,31 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/rmqgo/rmq/broker/store/kv"
 )
 
 func openTest(t *testing.T, dir string) *Store {
 	t.Helper()
+	db, s := openDB(t, dir)
+	t.Cleanup(func() { db.Close() })
+	return s
+}
+
+// openDB opens a Pebble database in dir and the consume queue on it; the
+// test closes the database (to reopen it).
+func openDB(t *testing.T, dir string) (*pebble.DB, *Store) {
+	t.Helper()
 	db, err := kv.Open(kv.DefaultConfig(dir), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
 	s, err := Open(db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return db, s
 }
 
 // put writes n entries to topic/qid with phy offsets base, base+100, ... and
@@ -39,14 +49,7 @@ func put(t *testing.T, s *Store, topic string, qid int32, from, n int64, base in
 
 func TestPutReadReload(t *testing.T) {
 	dir := t.TempDir()
-	db, err := kv.Open(kv.DefaultConfig(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, s := openDB(t, dir)
 	put(t, s, "T", 0, 0, 10, 0)
 	put(t, s, "T", 1, 0, 3, 0)
 	put(t, s, "%LMQ%$p$x", 0, 0, 2, 0)
@@ -186,14 +189,7 @@ func openTestB(b *testing.B) *Store {
 // keep theirs.
 func TestLMQMaxFromEntries(t *testing.T) {
 	dir := t.TempDir()
-	db, err := kv.Open(kv.DefaultConfig(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, s := openDB(t, dir)
 	put(t, s, "%LMQ%$p$one", 0, 0, 1, 0)
 	put(t, s, "%LMQ%$p$many", 0, 0, 50, 10_000)
 	put(t, s, "%LMQ%$p$cut", 0, 0, 5, 0)        // phy 0..400
@@ -227,15 +223,8 @@ func TestLMQMaxFromEntries(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err = kv.Open(kv.DefaultConfig(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, s = openDB(t, dir)
 	defer db.Close()
-	s, err = Open(db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := map[QueueID]QueueState{}
 	s.Range(func(id QueueID, st QueueState) bool { got[id] = st; return true })
 	if len(got) != len(want) {
