@@ -8,6 +8,7 @@
 package consumequeue
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -180,7 +181,7 @@ func (s *Store) loadFromEntries() (int, error) {
 				valid = it.SeekLT(end)
 				break
 			}
-			if !it.Next() || string(it.Key()) >= string(end) {
+			if !it.Next() || bytes.Compare(it.Key(), end) >= 0 {
 				valid = it.Prev()
 				break
 			}
