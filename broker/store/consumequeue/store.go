@@ -156,7 +156,7 @@ func maxFromEntries(id QueueID) bool {
 // loadFromEntries sets the max offset, last CommitLog offset and last
 // store time of every LMQ queue 0 from its newest entry (a max record
 // left by an older version or by a truncation counts too: the larger
-// wins), a few steps or one seek per queue. An LMQ whose entries are all
+// wins), in one pass that seeks only past long queues. An LMQ whose entries are all
 // gone keeps max = min.
 func (s *Store) loadFromEntries() (int, error) {
 	lower := append([]byte{kv.PrefixConsumeQueue}, lmqPrefix...)
@@ -166,42 +166,46 @@ func (s *Store) loadFromEntries() (int, error) {
 	}
 	defer it.Close()
 	n := 0
+	var last []byte // the newest value seen of the current queue
 	valid := it.First()
 	for valid {
-		topic, qid, _, ok := parseEntryKey(it.Key())
+		topic, qid, off, ok := parseEntryKey(it.Key())
 		if !ok {
 			valid = it.Next()
 			continue
 		}
 		end := kv.PrefixEnd(queuePrefix(kv.PrefixConsumeQueue, topic, qid))
-		// The newest entry: a few steps (most LMQs hold one), else a seek.
-		steps := 0
-		for {
-			if steps++; steps > 4 {
-				valid = it.SeekLT(end)
+		last = append(last[:0], it.Value()...)
+		// Most LMQs hold an entry or two: step through them, ending on the
+		// next queue's first key; a longer one is skipped with two seeks.
+		for steps := 0; ; steps++ {
+			if valid = it.Next(); !valid || bytes.Compare(it.Key(), end) >= 0 {
 				break
 			}
-			if !it.Next() || bytes.Compare(it.Key(), end) >= 0 {
-				valid = it.Prev()
-				break
-			}
-		}
-		if !valid {
-			break
-		}
-		if _, _, off, ok := parseEntryKey(it.Key()); ok && qid == 0 {
-			if e, ok := decodeEntry(off, it.Value()); ok {
-				id := QueueID{topic, qid}
-				sh := s.shard(id)
-				st := sh.queues[id]
-				if off+1 >= st.Max {
-					st.Max, st.LastPhyOffset, st.LastStoreTime = off+1, e.CommitLogOffset, e.StoreTimestamp
+			if steps == 4 {
+				if it.SeekLT(end) {
+					_, _, off, _ = parseEntryKey(it.Key())
+					last = append(last[:0], it.Value()...)
 				}
-				sh.queues[id] = st
-				n++
+				valid = it.SeekGE(end)
+				break
 			}
+			_, _, off, _ = parseEntryKey(it.Key())
+			last = append(last[:0], it.Value()...)
 		}
-		valid = it.SeekGE(end)
+		if qid != 0 {
+			continue
+		}
+		if e, ok := decodeEntry(off, last); ok {
+			id := QueueID{topic, qid}
+			sh := s.shard(id)
+			st := sh.queues[id]
+			if off+1 >= st.Max {
+				st.Max, st.LastPhyOffset, st.LastStoreTime = off+1, e.CommitLogOffset, e.StoreTimestamp
+			}
+			sh.queues[id] = st
+			n++
+		}
 	}
 	if err := it.Error(); err != nil {
 		return n, fmt.Errorf("consumequeue: scan LMQ entries: %w", err)
