@@ -1,4 +1,4 @@
-// Package lite composes lite-topic support (lite-topic.md) on top of the
+// Package lite composes lite-topic support (docs/lite-topics.md) on top of the
 // message store: naming and validation on the send path, the lifecycle
 // sweeper, the subscription registry, event dispatch, POP_LITE_MESSAGE and
 // lite acks, and the admin codes. Each concern has its own package below;
