@@ -251,7 +251,7 @@ func TestLiteTopicSeedFlow(t *testing.T) {
 		t.Fatalf("listLiteTopics:\n%s", out)
 	}
 
-	// Dead letter (§6.10): a message the consumer gives up on is sent back
+	// Dead letter (docs/lite-topics.md §6.10): a message the consumer gives up on is sent back
 	// with delayLevel -1; it lands in %DLQ%lite_cg (keeping __LITE_TOPIC, not
 	// dispatched to an LMQ) and is acked on its lite topic.
 	lc.want("send doomed", lc.send(liteParent, 0, "doomed", liteName), code.Success, "")
