@@ -9,9 +9,8 @@ import (
 // tags name the broker.conf key; `important` marks what `broker -m` prints
 // (Java's @ImportantField). Durations are milliseconds in property files.
 //
-// Many keys are accepted for compatibility before the feature behind them
-// exists in this broker: a broker.conf written for Java loads unchanged and
-// later features read the values from here.
+// Many keys are accepted for compatibility although no feature of this
+// broker reads them, so that a broker.conf written for Java loads unchanged.
 type BrokerConfig struct {
 	// Identity.
 	BrokerName        string `key:"brokerName" important:"true" readonly:"true"`

@@ -29,7 +29,7 @@ const (
 	liteExpiration     = 3
 )
 
-// liteClient speaks the raw lite requests (no lite SDK consumer yet).
+// liteClient speaks the raw lite requests, below any SDK consumer.
 type liteClient struct {
 	t    *testing.T
 	rc   *remoting.Client
