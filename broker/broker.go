@@ -367,15 +367,14 @@ func (b *Broker) Topics() *topic.Manager { return b.topics }
 // Admin is the admin processor (runtime info for the store to extend).
 func (b *Broker) Admin() *admin.Processor { return b.admin }
 
-// Lite is the lite-topic service (nil before Start).
+// Lite is the lite-topic service (nil for a broker built WithoutStore).
 func (b *Broker) Lite() *lite.Service { return b.lite }
 
 // MasterAddr is the master's address learned from REGISTER_BROKER answers
 // (slaves only; "" otherwise).
 func (b *Broker) MasterAddr() string { return b.masterAddr.Load().(string) }
 
-// RegisterProcessor installs a request handler on one of the executors;
-// later issues add send, pull and client-management processors here.
+// RegisterProcessor installs a request handler on one of the executors.
 func (b *Broker) RegisterProcessor(code int32, h remoting.Handler, pool Pool) {
 	b.server.Register(code, h, b.pools[pool])
 }

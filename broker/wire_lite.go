@@ -32,7 +32,7 @@ func (b *Broker) wireLite(w *wiring) error {
 		unit = time.Duration(ms) * time.Millisecond
 	}
 	log := w.log.With("component", "lite")
-	// Sharding (§4.6): a lite topic's home is a broker of its parent's
+	// Sharding (docs/lite-topics.md §4.6): a lite topic's home is a broker of its parent's
 	// route, which this broker learns from the nameservers as the pop
 	// processor does for QUERY_ASSIGNMENT.
 	routes := sharding.New(sharding.Options{

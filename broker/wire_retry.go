@@ -13,7 +13,7 @@ import (
 // SEND_MESSAGE to %RETRY%<group> with DELAY) goes through the send
 // processor, which redirects to the DLQ and calls the same hook. A lite
 // message goes to the DLQ or is refused, and is acked on its LMQ by the lite
-// service (lite-topic.md §6.10): wireRetry runs after wireLite.
+// service (docs/lite-topics.md §6.10): wireRetry runs after wireLite.
 func (b *Broker) wireRetry(w *wiring) error {
 	var lite sendback.LiteHook
 	if b.lite != nil {
