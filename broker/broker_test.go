@@ -3,71 +3,15 @@ package broker
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
-
-// namesrv is a minimal nameserver recording registrations.
-type namesrv struct {
-	srv   *remoting.Server
-	mu    sync.Mutex
-	regs  []protocol.RegisterBrokerBody
-	exts  []map[string]string
-	unreg []map[string]string
-	got   chan struct{}
-}
-
-func startNamesrv(t *testing.T) *namesrv {
-	t.Helper()
-	cfg := remoting.DefaultServerConfig()
-	cfg.ListenAddr = "127.0.0.1:0"
-	srv, err := remoting.NewServer(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := &namesrv{srv: srv, got: make(chan struct{}, 64)}
-	srv.Register(code.RegisterBroker, func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		var body protocol.RegisterBrokerBody
-		if err := protocol.Unmarshal(req.Body, &body); err != nil {
-			return nil, err
-		}
-		n.mu.Lock()
-		n.regs = append(n.regs, body)
-		n.exts = append(n.exts, req.ExtFields)
-		n.mu.Unlock()
-		n.got <- struct{}{}
-		return remoting.NewResponse(req, code.Success, ""), nil
-	}, nil)
-	srv.Register(code.UnregisterBroker, func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		n.mu.Lock()
-		n.unreg = append(n.unreg, req.ExtFields)
-		n.mu.Unlock()
-		return remoting.NewResponse(req, code.Success, ""), nil
-	}, nil)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-	return n
-}
-
-func (n *namesrv) wait(t *testing.T) protocol.RegisterBrokerBody {
-	t.Helper()
-	select {
-	case <-n.got:
-	case <-time.After(3 * time.Second):
-		t.Fatal("no registration")
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.regs[len(n.regs)-1]
-}
 
 func testConfig(t *testing.T, store, namesrvAddr string) *config.Config {
 	t.Helper()
@@ -81,9 +25,9 @@ func testConfig(t *testing.T, store, namesrvAddr string) *config.Config {
 }
 
 func TestBrokerEndToEnd(t *testing.T) {
-	ns := startNamesrv(t)
+	ns := fakens.Start(t)
 	store := t.TempDir()
-	b, err := New(testConfig(t, store, ns.srv.Addr()), nil, WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond))
+	b, err := New(testConfig(t, store, ns.Addr()), nil, WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,13 +43,11 @@ func TestBrokerEndToEnd(t *testing.T) {
 	if !strings.HasPrefix(b.Addr(), "127.0.0.1:") || b.Port() == 0 {
 		t.Fatalf("Addr %q", b.Addr())
 	}
-	first := ns.wait(t)
-	ns.mu.Lock()
-	if ns.exts[0]["brokerAddr"] != b.Addr() || ns.exts[0]["brokerName"] != "broker-a" {
-		t.Errorf("registered as %v", ns.exts[0])
+	first := ns.WaitRegister(t, 3*time.Second)
+	if ext := ns.Registrations()[0].Ext; ext["brokerAddr"] != b.Addr() || ext["brokerName"] != "broker-a" {
+		t.Errorf("registered as %v", ext)
 	}
-	ns.mu.Unlock()
-	if _, ok := first.TopicConfigSerializeWrapper.TopicConfigTable["TBW102"]; !ok {
+	if _, ok := first.Body.TopicConfigSerializeWrapper.TopicConfigTable["TBW102"]; !ok {
 		t.Error("TBW102 not registered")
 	}
 
@@ -128,7 +70,7 @@ func TestBrokerEndToEnd(t *testing.T) {
 	if resp.Code != code.Success {
 		t.Fatalf("create: %d %s", resp.Code, resp.Remark)
 	}
-	reg := ns.wait(t)
+	reg := ns.WaitRegister(t, 3*time.Second).Body
 	if tc, ok := reg.TopicConfigSerializeWrapper.TopicConfigTable["Orders"]; !ok || tc.WriteQueueNums != 4 {
 		t.Errorf("re-registration lacks Orders: %+v", tc)
 	}
@@ -153,7 +95,7 @@ func TestBrokerEndToEnd(t *testing.T) {
 	// Registrations already queued (the debounced one after the topic
 	// change) may arrive first: wait for the one that carries the change.
 	for i := 0; i < 5; i++ {
-		reg = ns.wait(t)
+		reg = ns.WaitRegister(t, 3*time.Second).Body
 		if reg.TopicConfigSerializeWrapper.TopicConfigTable["Orders"].Perm == protocol.PermRead {
 			break
 		}
@@ -171,11 +113,9 @@ func TestBrokerEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	shut = true
-	ns.mu.Lock()
-	if len(ns.unreg) != 1 || ns.unreg[0]["brokerAddr"] != b.Addr() {
-		t.Errorf("unregistrations %v", ns.unreg)
+	if un := ns.Unregistrations(); len(un) != 1 || un[0]["brokerAddr"] != b.Addr() {
+		t.Errorf("unregistrations %v", un)
 	}
-	ns.mu.Unlock()
 
 	// A new broker on the same store keeps the topic and the runtime config.
 	res, err := config.Load(config.Source{Host: config.Host{Hostname: "broker-a", IP: "127.0.0.1", Home: t.TempDir()},

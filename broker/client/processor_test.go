@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,34 +13,17 @@ import (
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/broker/topic"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
-
-// fakeClock is an injectable clock.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 type env struct {
 	cfg      atomic.Pointer[config.Config]
 	subs     *subscription.Manager
 	topics   *topic.Manager
 	p        *Processor
-	clock    *fakeClock
+	clock    *testutil.FakeClock
 	srv      *remoting.Server
 	addr     string
 	triggers atomic.Int32
@@ -61,7 +43,7 @@ func newEnv(t *testing.T, mutate ...func(*config.Config)) *env {
 		f(c)
 	}
 	c.Finalize()
-	e := &env{clock: &fakeClock{now: time.UnixMilli(1_700_000_000_000)}}
+	e := &env{clock: testutil.NewFakeClock(time.UnixMilli(1_700_000_000_000))}
 	e.cfg.Store(c)
 	var err error
 	e.topics, err = topic.New(topic.Options{Config: e.cfg.Load})

@@ -25,6 +25,7 @@ import (
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/lite/registry"
 	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -468,7 +469,7 @@ func newBenchRig(b *testing.B) *benchRig { return newBenchRigWith(b, nil) }
 // newBenchRigWith starts the rig's broker with tune applied to its config.
 func newBenchRigWith(b *testing.B, tune func(*config.Config)) *benchRig {
 	b.Helper()
-	nsAddr := startNamesrv(b)
+	nsAddr := fakens.Start(b).Addr()
 	c := config.Default(config.Host{Hostname: "broker-a", IP: "127.0.0.1", Home: b.TempDir()})
 	c.ListenPort = 0
 	c.BindAddress = "127.0.0.1"

@@ -19,8 +19,6 @@ type rig struct {
 	x      *litetest.Rig
 }
 
-func startNamesrv(t testing.TB) string { return litetest.StartNamesrv(t) }
-
 func newRig(t *testing.T, mutate func(*config.Config)) *rig {
 	t.Helper()
 	x := litetest.New(t, mutate)
@@ -95,9 +93,4 @@ func (r *rig) ack(c int32, group, topic, lite string, offset int64, p popped, ex
 func (r *rig) admin(c int32, ext map[string]string, into any) *remoting.Command {
 	r.t.Helper()
 	return r.x.Admin(c, ext, into)
-}
-
-func eventually(t *testing.T, timeout time.Duration, f func() error) {
-	t.Helper()
-	litetest.Eventually(t, timeout, f)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/store/commitlog"
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 )
 
@@ -39,13 +40,12 @@ func msg(topic string, qid int32, body string, props map[string]string) *message
 // waitDispatched waits until a queue's max offset reaches want.
 func waitDispatched(t *testing.T, s *Store, topic string, qid int32, want int64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for s.MaxOffset(topic, qid) < want {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s-%d max offset %d, want %d", topic, qid, s.MaxOffset(topic, qid), want)
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if got := s.MaxOffset(topic, qid); got < want {
+			return fmt.Errorf("%s-%d max offset %d, want %d", topic, qid, got, want)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
 
 type tagFilter struct{ code int64 }
