@@ -309,16 +309,19 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		if err := b.server.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
-		if b.msg != nil {
-			b.msg.close()
-		}
 	}
 	b.closeLocal()
 	b.log.Info("broker stopped")
 	return errors.Join(errs...)
 }
 
+// closeLocal releases what New built. The processors' workers and timers
+// (long polling, pop, transaction checks) exist from New on, so a broker
+// that never started releases them too.
 func (b *Broker) closeLocal() {
+	if b.msg != nil {
+		b.msg.close()
+	}
 	for _, ex := range b.pools {
 		ex.Close()
 	}

@@ -121,6 +121,7 @@ func newNode(t testing.TB, name string, clk *testutil.FakeClock, remote Remote) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(pp.Close)
 	cp, err := consumer.New(consumer.Deps{Config: get, Store: n.store, Topics: n.topics, Subscriptions: subs, Consumers: consumers, PullOffsets: pp})
 	if err != nil {
 		t.Fatal(err)
