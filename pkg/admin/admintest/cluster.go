@@ -337,16 +337,8 @@ func (c *Cluster) brokerHandle(b *Broker, req *remoting.Command) *remoting.Comma
 	switch req.Code {
 	case code.UpdateAndCreateTopic:
 		f := protocol.FieldsOf(req.ExtFields)
-		tc := protocol.TopicConfig{
-			TopicName:       f.Str("topic"),
-			ReadQueueNums:   int(f.Int32("readQueueNums")),
-			WriteQueueNums:  int(f.Int32("writeQueueNums")),
-			Perm:            int(f.Int32("perm")),
-			TopicFilterType: f.OptStr("topicFilterType", protocol.SingleTag),
-			TopicSysFlag:    int(f.OptInt32("topicSysFlag", 0)),
-			Order:           f.OptBool("order", false),
-			Attributes:      map[string]string{},
-		}
+		tc := topicConfigOf(f)
+		tc.Order = f.OptBool("order", false)
 		if err := f.Err(); err != nil {
 			return fail(req, code.InvalidParameter, "%v", err)
 		}
