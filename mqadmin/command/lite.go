@@ -146,6 +146,13 @@ func newGetParentTopicInfo(a *app) *cobra.Command {
 // json it prints {brokerName: body}.
 func (a *app) eachRouteBroker(cmd *cobra.Command, topic string, header func(io.Writer),
 	row func(io.Writer, *admin.Client, admin.RouteBroker) (any, error)) error {
+	return a.eachRouteBrokerNamed(cmd, topic, "", header, row)
+}
+
+// eachRouteBrokerNamed is eachRouteBroker for only the broker named
+// brokerName ("": every broker).
+func (a *app) eachRouteBrokerNamed(cmd *cobra.Command, topic, brokerName string, header func(io.Writer),
+	row func(io.Writer, *admin.Client, admin.RouteBroker) (any, error)) error {
 	return a.withClient(func(cl *admin.Client) error {
 		brokers, err := cl.RouteBrokers(cmd.Context(), topic)
 		if err != nil {
@@ -155,7 +162,7 @@ func (a *app) eachRouteBroker(cmd *cobra.Command, topic string, header func(io.W
 		header(w)
 		out := map[string]any{}
 		for _, rb := range brokers {
-			if rb.Addr == "" {
+			if rb.Addr == "" || brokerName != "" && rb.Name != brokerName {
 				continue
 			}
 			body, err := row(w, cl, rb)
@@ -435,50 +442,28 @@ func newListLiteTopics(a *app) *cobra.Command {
 			}
 			limitN = n
 		}
-		return a.withClient(func(cl *admin.Client) error {
-			brokers, err := cl.RouteBrokers(cmd.Context(), parent)
-			if err != nil {
-				return err
-			}
-			w := a.env.Stdout
-			all := map[string][]protocol.LiteTopicEntry{}
+		return a.eachRouteBrokerNamed(cmd, parent, brokerName, func(w io.Writer) {
 			if !a.json() {
 				fmt.Fprintf(w, liteListFormat, "#Broker Name", "#Lite Topic", "#MinOffset", "#MaxOffset", "#LastUpdate", "#Group(ConsumerOffset/Lag)")
 			}
-			for _, rb := range brokers {
-				if rb.Addr == "" || brokerName != "" && rb.Name != brokerName {
-					continue
-				}
-				entries, err := a.listBrokerLiteTopics(cmd, cl, rb.Addr, parent, group, limitN)
-				if err != nil {
-					if a.json() {
-						a.warn("%s: %v", rb.Name, err)
-					} else {
-						fmt.Fprintf(w, "[%s] error.\n", rb.Name)
-					}
-					continue
-				}
-				all[rb.Name] = entries
-				if a.json() {
-					continue
-				}
-				for _, e := range entries {
-					last := "-"
-					if e.LastUpdateTimestamp > 0 {
-						last = humanTime2(e.LastUpdateTimestamp, a.env.Location)
-					}
-					var lags []string
-					for _, g := range e.Groups {
-						lags = append(lags, fmt.Sprintf("%s(%d/%d)", g.Group, g.ConsumerOffset, g.Lag))
-					}
-					fmt.Fprintf(w, liteListFormat, frontStringAtLeast(rb.Name, 40), e.LiteTopic, strconv.FormatInt(e.MinOffset, 10),
-						strconv.FormatInt(e.MaxOffset, 10), last, strings.Join(lags, " "))
-				}
+		}, func(w io.Writer, cl *admin.Client, rb admin.RouteBroker) (any, error) {
+			entries, err := a.listBrokerLiteTopics(cmd, cl, rb.Addr, parent, group, limitN)
+			if err != nil || a.json() {
+				return entries, err
 			}
-			if a.json() {
-				return writeJSON(w, all)
+			for _, e := range entries {
+				last := "-"
+				if e.LastUpdateTimestamp > 0 {
+					last = humanTime2(e.LastUpdateTimestamp, a.env.Location)
+				}
+				var lags []string
+				for _, g := range e.Groups {
+					lags = append(lags, fmt.Sprintf("%s(%d/%d)", g.Group, g.ConsumerOffset, g.Lag))
+				}
+				fmt.Fprintf(w, liteListFormat, frontStringAtLeast(rb.Name, 40), e.LiteTopic, strconv.FormatInt(e.MinOffset, 10),
+					strconv.FormatInt(e.MaxOffset, 10), last, strings.Join(lags, " "))
 			}
-			return nil
+			return entries, nil
 		})
 	})
 	return c

@@ -2,7 +2,6 @@ package command
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -42,12 +41,20 @@ func newUpdateSubGroup(a *app) *cobra.Command {
 	return c
 }
 
+// javaLongOpt is javaLong with the updateSubGroup and queryMsgTraceById
+// wording of a bad value.
 func javaLongOpt(flag, s string) (int64, error) {
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	return parseOptInt(flag, s, 64, "not a number")
+}
+
+// parseRetryPolicy is ParseGroupRetryPolicy of a -p value, its error a
+// usage error.
+func parseRetryPolicy(_, s string) (admin.GroupRetryPolicy, error) {
+	p, err := admin.ParseGroupRetryPolicy(strings.TrimSpace(s))
 	if err != nil {
-		return 0, usagef("invalid value %q for -%s: not a number", s, flag)
+		return p, usagef("%v", err)
 	}
-	return n, nil
+	return p, nil
 }
 
 // subGroupConfigString is SubscriptionGroupConfig.toString (Guava's
@@ -82,31 +89,15 @@ func (a *app) updateSubGroup(cmd *cobra.Command, o updateSubGroupOpts) error {
 			*b.dst = javaBool(b.val)
 		}
 	}
-	var err error
-	if changed("retryQueueNums") {
-		if g.RetryQueueNums, err = javaInt("q", o.retryQueues); err != nil {
-			return err
-		}
-	}
-	if changed("retryMaxTimes") {
-		if g.RetryMaxTimes, err = javaInt("r", o.retryMax); err != nil {
-			return err
-		}
-	}
-	if changed("groupRetryPolicy") {
-		if g.GroupRetryPolicy, err = admin.ParseGroupRetryPolicy(strings.TrimSpace(o.policy)); err != nil {
-			return usagef("%v", err)
-		}
-	}
-	if changed("brokerId") {
-		if g.BrokerID, err = javaLongOpt("i", o.brokerID); err != nil {
-			return err
-		}
-	}
-	if changed("whichBrokerWhenConsumeSlowly") {
-		if g.WhichBrokerWhenConsumeSlowly, err = javaLongOpt("w", o.slowBroker); err != nil {
-			return err
-		}
+	err := parseChanged(changed,
+		parsedOpt("retryQueueNums", "q", o.retryQueues, javaInt, &g.RetryQueueNums),
+		parsedOpt("retryMaxTimes", "r", o.retryMax, javaInt, &g.RetryMaxTimes),
+		parsedOpt("groupRetryPolicy", "p", o.policy, parseRetryPolicy, &g.GroupRetryPolicy),
+		parsedOpt("brokerId", "i", o.brokerID, javaLongOpt, &g.BrokerID),
+		parsedOpt("whichBrokerWhenConsumeSlowly", "w", o.slowBroker, javaLongOpt, &g.WhichBrokerWhenConsumeSlowly),
+	)
+	if err != nil {
+		return err
 	}
 	var attrOrder []string
 	if changed("attributes") {

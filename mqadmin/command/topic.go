@@ -20,11 +20,18 @@ func javaBool(s string) bool { return strings.EqualFold(strings.TrimSpace(s), "t
 
 // javaInt is Integer.parseInt of a trimmed option value.
 func javaInt(flag, s string) (int, error) {
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+	n, err := parseOptInt(flag, s, 32, "not an integer")
+	return int(n), err
+}
+
+// parseOptInt parses a trimmed option value as a bits-wide integer; a bad
+// one is a usage error that says the value is "what".
+func parseOptInt(flag, s string, bits int, what string) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, bits)
 	if err != nil {
-		return 0, usagef("invalid value %q for -%s: not an integer", s, flag)
+		return 0, usagef("invalid value %q for -%s: %s", s, flag, what)
 	}
-	return int(n), nil
+	return n, nil
 }
 
 // parseAttributes is AttributeParser.parseToMap: "+k=v" adds, "-k" deletes.
@@ -117,20 +124,12 @@ func (a *app) updateTopic(ctx context.Context, cmd *cobra.Command, o updateTopic
 	}
 	tc.Attributes = attrs
 	changed := cmd.Flags().Changed
-	if changed("readQueueNums") {
-		if tc.ReadQueueNums, err = javaInt("r", o.read); err != nil {
-			return err
-		}
-	}
-	if changed("writeQueueNums") {
-		if tc.WriteQueueNums, err = javaInt("w", o.write); err != nil {
-			return err
-		}
-	}
-	if changed("perm") {
-		if tc.Perm, err = javaInt("p", o.perm); err != nil {
-			return err
-		}
+	if err := parseChanged(changed,
+		parsedOpt("readQueueNums", "r", o.read, javaInt, &tc.ReadQueueNums),
+		parsedOpt("writeQueueNums", "w", o.write, javaInt, &tc.WriteQueueNums),
+		parsedOpt("perm", "p", o.perm, javaInt, &tc.Perm),
+	); err != nil {
+		return err
 	}
 	if tc.Perm < 0 || tc.Perm >= protocol.PermPriority {
 		return usagef("topicPermission value: %d is invalid.", tc.Perm)
