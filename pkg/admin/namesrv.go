@@ -251,3 +251,13 @@ func (c *Client) perm(ctx context.Context, addr string, reqCode int32, countKey,
 	}
 	return n, nil
 }
+
+// ClusterMasters reads the cluster info (106) and returns the master
+// address of every broker name of cluster, as MasterAddrs.
+func (c *Client) ClusterMasters(ctx context.Context, cluster string) ([]string, error) {
+	ci, err := c.GetBrokerClusterInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return MasterAddrs(ci, cluster)
+}

@@ -42,11 +42,7 @@ func (c *Client) CreateTopic(ctx context.Context, brokerAddr string, tc protocol
 // cluster (106, then 17 each) and returns the masters it was created on.
 // It stops at the first failure, as the Java tool.
 func (c *Client) CreateTopicInCluster(ctx context.Context, cluster string, tc protocol.TopicConfig, attributes string) ([]string, error) {
-	ci, err := c.GetBrokerClusterInfo(ctx)
-	if err != nil {
-		return nil, err
-	}
-	masters, err := MasterAddrs(ci, cluster)
+	masters, err := c.ClusterMasters(ctx, cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -81,11 +77,7 @@ func (c *Client) DeleteTopic(ctx context.Context, cluster, topic string) ([]stri
 // (106, then 215 each), stopping at the first failure, and returns the
 // masters.
 func (c *Client) DeleteTopicInCluster(ctx context.Context, cluster, topic string) ([]string, error) {
-	ci, err := c.GetBrokerClusterInfo(ctx)
-	if err != nil {
-		return nil, err
-	}
-	masters, err := MasterAddrs(ci, cluster)
+	masters, err := c.ClusterMasters(ctx, cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -214,19 +206,9 @@ func (c *Client) ExamineTopicStats(ctx context.Context, topic string) (*protocol
 	if err != nil {
 		return nil, err
 	}
-	out := &protocol.TopicStatsTable{OffsetTable: protocol.MQMap[protocol.TopicOffset]{}}
-	for _, bd := range route.BrokerDatas {
-		addr := SelectBrokerAddr(bd)
-		if addr == "" {
-			continue
-		}
-		st, err := c.GetTopicStats(ctx, addr, topic)
-		if err != nil {
-			return nil, err
-		}
-		for k, v := range st.OffsetTable {
-			out.OffsetTable[k] = v
-		}
+	out, err := c.topicStatsOfRoute(ctx, topic, route)
+	if err != nil {
+		return nil, err
 	}
 	configs, err := c.topicConfigsOfRoute(ctx, topic, route)
 	if err != nil {
@@ -247,6 +229,12 @@ func (c *Client) ExamineTopicStatsOfRoute(ctx context.Context, routeTopic, topic
 	if err != nil {
 		return nil, err
 	}
+	return c.topicStatsOfRoute(ctx, topic, route)
+}
+
+// topicStatsOfRoute merges topic's per-queue offsets (202) from every
+// broker of a route (master preferred); any failure aborts.
+func (c *Client) topicStatsOfRoute(ctx context.Context, topic string, route *protocol.TopicRouteData) (*protocol.TopicStatsTable, error) {
 	out := &protocol.TopicStatsTable{OffsetTable: protocol.MQMap[protocol.TopicOffset]{}}
 	for _, bd := range route.BrokerDatas {
 		addr := SelectBrokerAddr(bd)
