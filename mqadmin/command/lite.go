@@ -58,11 +58,8 @@ func newGetBrokerLiteInfo(a *app) *cobra.Command {
 			ctx := cmd.Context()
 			addrs := []string{strings.TrimSpace(broker)}
 			if broker == "" {
-				ci, err := cl.GetBrokerClusterInfo(ctx)
-				if err != nil {
-					return err
-				}
-				if addrs, err = admin.MasterAddrs(ci, strings.TrimSpace(cluster)); err != nil {
+				var err error
+				if addrs, err = cl.ClusterMasters(ctx, strings.TrimSpace(cluster)); err != nil {
 					return err
 				}
 				sort.Strings(addrs)

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -45,6 +46,16 @@ func newUpdateSubGroup(a *app) *cobra.Command {
 // wording of a bad value.
 func javaLongOpt(flag, s string) (int64, error) {
 	return parseOptInt(flag, s, 64, "not a number")
+}
+
+// clusterMastersJava is the master addresses of cluster in the order of the
+// Java tool's HashSet of them.
+func clusterMastersJava(ctx context.Context, c *admin.Client, cluster string) ([]string, error) {
+	masters, err := c.ClusterMasters(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	return javaHashOrder(masters, hashMapDefault, false), nil
 }
 
 // parseRetryPolicy is ParseGroupRetryPolicy of a -p value, its error a
@@ -120,15 +131,11 @@ func (a *app) updateSubGroup(cmd *cobra.Command, o updateSubGroupOpts) error {
 				fmt.Fprintf(w, "create subscription group to %s success.\n", addr)
 			}
 		} else {
-			ci, err := c.GetBrokerClusterInfo(ctx)
+			masters, err := clusterMastersJava(ctx, c, strings.TrimSpace(o.cluster))
 			if err != nil {
 				return err
 			}
-			masters, err := admin.MasterAddrs(ci, strings.TrimSpace(o.cluster))
-			if err != nil {
-				return err
-			}
-			for _, addr := range javaHashOrder(masters, hashMapDefault, false) { // Java's HashSet
+			for _, addr := range masters {
 				if err := c.CreateSubscriptionGroup(ctx, addr, g); err != nil {
 					failed++ // Java prints it and goes on
 					a.warn("updateSubGroup: %v", err)
@@ -194,15 +201,10 @@ func newDeleteSubGroup(a *app) *cobra.Command {
 				return nil
 			}
 			cluster := strings.TrimSpace(cluster)
-			ci, err := c.GetBrokerClusterInfo(ctx)
+			masters, err := clusterMastersJava(ctx, c, cluster)
 			if err != nil {
 				return err
 			}
-			masters, err := admin.MasterAddrs(ci, cluster)
-			if err != nil {
-				return err
-			}
-			masters = javaHashOrder(masters, hashMapDefault, false) // Java's HashSet
 			for _, addr := range masters {
 				if err := c.DeleteSubscriptionGroup(ctx, addr, group, clean); err != nil {
 					return err
