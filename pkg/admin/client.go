@@ -229,6 +229,28 @@ type NamesrvResult struct {
 	Err      error
 }
 
+// invokeDecode sends a request to addr and decodes the body of its
+// successful response into v (nil: the body is not read).
+func (c *Client) invokeDecode(ctx context.Context, addr string, reqCode int32, ext map[string]string, v any) error {
+	resp, err := c.invokeOK(ctx, addr, reqCode, ext, nil)
+	if err != nil {
+		return err
+	}
+	if v == nil {
+		return nil
+	}
+	return decodeBody(resp, addr, reqCode, v)
+}
+
+// invokeNamesrvDecode is invokeDecode to the nameservers (invokeNamesrvOK).
+func (c *Client) invokeNamesrvDecode(ctx context.Context, reqCode int32, ext map[string]string, v any) error {
+	resp, addr, err := c.invokeNamesrvOK(ctx, reqCode, ext, nil)
+	if err != nil {
+		return err
+	}
+	return decodeBody(resp, addr, reqCode, v)
+}
+
 // decodeBody decodes a response body in the fastjson dialect.
 func decodeBody(resp *remoting.Command, addr string, reqCode int32, v any) error {
 	if len(resp.Body) == 0 {

@@ -150,12 +150,8 @@ func (c *Client) GetConsumeStats(ctx context.Context, brokerAddr, group, topic s
 	if topic != "" {
 		ext["topic"] = topic
 	}
-	resp, err := c.invokeOK(ctx, brokerAddr, code.GetConsumeStats, ext, nil)
-	if err != nil {
-		return nil, err
-	}
 	var st ConsumeStats
-	if err := decodeBody(resp, brokerAddr, code.GetConsumeStats, &st); err != nil {
+	if err := c.invokeDecode(ctx, brokerAddr, code.GetConsumeStats, ext, &st); err != nil {
 		return nil, err
 	}
 	if st.OffsetTable == nil {
@@ -275,12 +271,8 @@ func convertStaticConsumeStats(topic string, configs map[string]*protocol.TopicC
 
 // GetConsumerConnection reads a group's connections from one broker (203).
 func (c *Client) GetConsumerConnection(ctx context.Context, brokerAddr, group string) (*ConsumerConnection, error) {
-	resp, err := c.invokeOK(ctx, brokerAddr, code.GetConsumerConnectionList, map[string]string{"consumerGroup": group}, nil)
-	if err != nil {
-		return nil, err
-	}
 	var cc ConsumerConnection
-	if err := decodeBody(resp, brokerAddr, code.GetConsumerConnectionList, &cc); err != nil {
+	if err := c.invokeDecode(ctx, brokerAddr, code.GetConsumerConnectionList, map[string]string{"consumerGroup": group}, &cc); err != nil {
 		return nil, err
 	}
 	if cc.SubscriptionTable == nil {
@@ -327,12 +319,8 @@ func (c *Client) ExamineProducerConnection(ctx context.Context, group, topic str
 	if len(addrs) == 0 {
 		return nil, &ClientError{Code: -1, Remark: noProducerConnection}
 	}
-	resp, err := c.invokeOK(ctx, addrs[0], code.GetProducerConnectionList, map[string]string{"producerGroup": group}, nil)
-	if err != nil {
-		return nil, err
-	}
 	var pc ProducerConnection
-	if err := decodeBody(resp, addrs[0], code.GetProducerConnectionList, &pc); err != nil {
+	if err := c.invokeDecode(ctx, addrs[0], code.GetProducerConnectionList, map[string]string{"producerGroup": group}, &pc); err != nil {
 		return nil, err
 	}
 	if len(pc.ConnectionSet) == 0 {
@@ -454,12 +442,8 @@ func (c *Client) GetConsumerRunningInfo(ctx context.Context, group, clientID str
 		return nil, fmt.Errorf("%s: topic %s has no broker", RequestName(code.GetConsumerRunningInfo), protocol.RetryTopic(group))
 	}
 	ext := map[string]string{"consumerGroup": group, "clientId": clientID, "jstackEnable": strconv.FormatBool(jstack)}
-	resp, err := c.invokeOK(ctx, addrs[0], code.GetConsumerRunningInfo, ext, nil)
-	if err != nil {
-		return nil, err
-	}
 	var info ConsumerRunningInfo
-	if err := decodeBody(resp, addrs[0], code.GetConsumerRunningInfo, &info); err != nil {
+	if err := c.invokeDecode(ctx, addrs[0], code.GetConsumerRunningInfo, ext, &info); err != nil {
 		return nil, err
 	}
 	return &info, nil
@@ -686,12 +670,8 @@ func (c *Client) GetConsumeStatus(ctx context.Context, topic, group, clientAddr 
 // QueryTopicsByConsumer lists the topics a group has offsets of on one
 // broker (343).
 func (c *Client) QueryTopicsByConsumer(ctx context.Context, brokerAddr, group string) (*protocol.TopicList, error) {
-	resp, err := c.invokeOK(ctx, brokerAddr, code.QueryTopicsByConsumer, map[string]string{"group": group}, nil)
-	if err != nil {
-		return nil, err
-	}
 	var tl protocol.TopicList
-	if err := decodeBody(resp, brokerAddr, code.QueryTopicsByConsumer, &tl); err != nil {
+	if err := c.invokeDecode(ctx, brokerAddr, code.QueryTopicsByConsumer, map[string]string{"group": group}, &tl); err != nil {
 		return nil, err
 	}
 	return &tl, nil
@@ -708,12 +688,8 @@ type BrokerConsumeStats struct {
 // FetchConsumeStatsInBroker reads every group's stats from one broker
 // (317).
 func (c *Client) FetchConsumeStatsInBroker(ctx context.Context, brokerAddr string, isOrder bool) (*BrokerConsumeStats, error) {
-	resp, err := c.invokeOK(ctx, brokerAddr, code.GetBrokerConsumeStats, map[string]string{"isOrder": strconv.FormatBool(isOrder)}, nil)
-	if err != nil {
-		return nil, err
-	}
 	var st BrokerConsumeStats
-	if err := decodeBody(resp, brokerAddr, code.GetBrokerConsumeStats, &st); err != nil {
+	if err := c.invokeDecode(ctx, brokerAddr, code.GetBrokerConsumeStats, map[string]string{"isOrder": strconv.FormatBool(isOrder)}, &st); err != nil {
 		return nil, err
 	}
 	return &st, nil

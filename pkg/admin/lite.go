@@ -13,22 +13,10 @@ import (
 // Lite topics (docs/lite-topics.md §7): the broker's lite admin codes, as
 // DefaultMQAdminExt sends them, plus our paged listing.
 
-// liteCall sends a lite admin request and decodes its body into v.
-func (c *Client) liteCall(ctx context.Context, addr string, reqCode int32, ext map[string]string, v any) error {
-	resp, err := c.invokeOK(ctx, addr, reqCode, ext, nil)
-	if err != nil {
-		return err
-	}
-	if v == nil {
-		return nil
-	}
-	return decodeBody(resp, addr, reqCode, v)
-}
-
 // GetBrokerLiteInfo reads a broker's lite counters and metadata (200074).
 func (c *Client) GetBrokerLiteInfo(ctx context.Context, brokerAddr string) (*protocol.GetBrokerLiteInfoResponseBody, error) {
 	var b protocol.GetBrokerLiteInfoResponseBody
-	if err := c.liteCall(ctx, brokerAddr, code.GetBrokerLiteInfo, nil, &b); err != nil {
+	if err := c.invokeDecode(ctx, brokerAddr, code.GetBrokerLiteInfo, nil, &b); err != nil {
 		return nil, err
 	}
 	return &b, nil
@@ -38,7 +26,7 @@ func (c *Client) GetBrokerLiteInfo(ctx context.Context, brokerAddr string) (*pro
 // (200075).
 func (c *Client) GetParentTopicInfo(ctx context.Context, brokerAddr, parent string) (*protocol.GetParentTopicInfoResponseBody, error) {
 	var b protocol.GetParentTopicInfoResponseBody
-	if err := c.liteCall(ctx, brokerAddr, code.GetParentTopicInfo, map[string]string{"topic": parent}, &b); err != nil {
+	if err := c.invokeDecode(ctx, brokerAddr, code.GetParentTopicInfo, map[string]string{"topic": parent}, &b); err != nil {
 		return nil, err
 	}
 	return &b, nil
@@ -49,7 +37,7 @@ func (c *Client) GetParentTopicInfo(ctx context.Context, brokerAddr, parent stri
 func (c *Client) GetLiteTopicInfo(ctx context.Context, brokerAddr, parent, lite string) (*protocol.GetLiteTopicInfoResponseBody, error) {
 	var b protocol.GetLiteTopicInfoResponseBody
 	ext := map[string]string{"parentTopic": parent, "liteTopic": lite}
-	if err := c.liteCall(ctx, brokerAddr, code.GetLiteTopicInfo, ext, &b); err != nil {
+	if err := c.invokeDecode(ctx, brokerAddr, code.GetLiteTopicInfo, ext, &b); err != nil {
 		return nil, err
 	}
 	if b.TopicOffset == nil {
@@ -66,7 +54,7 @@ func (c *Client) GetLiteClientInfo(ctx context.Context, brokerAddr, parent, grou
 	if maxCount > 0 {
 		ext["maxCount"] = strconv.Itoa(maxCount)
 	}
-	if err := c.liteCall(ctx, brokerAddr, code.GetLiteClientInfo, ext, &b); err != nil {
+	if err := c.invokeDecode(ctx, brokerAddr, code.GetLiteClientInfo, ext, &b); err != nil {
 		return nil, err
 	}
 	return &b, nil
@@ -81,7 +69,7 @@ func (c *Client) GetLiteGroupInfo(ctx context.Context, brokerAddr, group, lite s
 	if lite != "" {
 		ext["liteTopic"] = lite
 	}
-	if err := c.liteCall(ctx, brokerAddr, code.GetLiteGroupInfo, ext, &b); err != nil {
+	if err := c.invokeDecode(ctx, brokerAddr, code.GetLiteGroupInfo, ext, &b); err != nil {
 		return nil, err
 	}
 	return &b, nil
@@ -94,7 +82,7 @@ func (c *Client) TriggerLiteDispatch(ctx context.Context, brokerAddr, group, cli
 	if clientID != "" {
 		ext["clientId"] = clientID
 	}
-	return c.liteCall(ctx, brokerAddr, code.TriggerLiteDispatch, ext, nil)
+	return c.invokeDecode(ctx, brokerAddr, code.TriggerLiteDispatch, ext, nil)
 }
 
 // ListLiteTopics reads one page of a parent's lite topics on one broker
@@ -113,7 +101,7 @@ func (c *Client) ListLiteTopics(ctx context.Context, brokerAddr, parent, group, 
 	if limit > 0 {
 		ext["limit"] = strconv.Itoa(limit)
 	}
-	if err := c.liteCall(ctx, brokerAddr, code.ListLiteTopics, ext, &b); err != nil {
+	if err := c.invokeDecode(ctx, brokerAddr, code.ListLiteTopics, ext, &b); err != nil {
 		return nil, err
 	}
 	return &b, nil

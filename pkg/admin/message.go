@@ -333,12 +333,8 @@ func nullStr(s string) string {
 // forwards it with the message). msgID is the offset message id.
 func (c *Client) ConsumeMessageDirectly(ctx context.Context, brokerAddr, group, clientID, topic, msgID string) (*ConsumeMessageDirectlyResult, error) {
 	ext := map[string]string{"consumerGroup": group, "clientId": clientID, "msgId": msgID, "topic": topic}
-	resp, err := c.invokeOK(ctx, brokerAddr, code.ConsumeMessageDirectly, ext, nil)
-	if err != nil {
-		return nil, err
-	}
 	var r ConsumeMessageDirectlyResult
-	if err := decodeBody(resp, brokerAddr, code.ConsumeMessageDirectly, &r); err != nil {
+	if err := c.invokeDecode(ctx, brokerAddr, code.ConsumeMessageDirectly, ext, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil

@@ -16,12 +16,8 @@ const NamespaceOrderTopicConfig = "ORDER_TOPIC_CONFIG"
 
 // GetBrokerClusterInfo asks a nameserver for the cluster table (106).
 func (c *Client) GetBrokerClusterInfo(ctx context.Context) (*protocol.ClusterInfo, error) {
-	resp, addr, err := c.invokeNamesrvOK(ctx, code.GetBrokerClusterInfo, nil, nil)
-	if err != nil {
-		return nil, err
-	}
 	var ci protocol.ClusterInfo
-	if err := decodeBody(resp, addr, code.GetBrokerClusterInfo, &ci); err != nil {
+	if err := c.invokeNamesrvDecode(ctx, code.GetBrokerClusterInfo, nil, &ci); err != nil {
 		return nil, err
 	}
 	if ci.BrokerAddrTable == nil {
@@ -36,12 +32,8 @@ func (c *Client) GetBrokerClusterInfo(ctx context.Context) (*protocol.ClusterInf
 // GetTopicRoute asks a nameserver for a topic's route (105). An unknown
 // topic is a *ResponseError with code TOPIC_NOT_EXIST.
 func (c *Client) GetTopicRoute(ctx context.Context, topic string) (*protocol.TopicRouteData, error) {
-	resp, addr, err := c.invokeNamesrvOK(ctx, code.GetRouteInfoByTopic, map[string]string{"topic": topic}, nil)
-	if err != nil {
-		return nil, err
-	}
 	var r protocol.TopicRouteData
-	if err := decodeBody(resp, addr, code.GetRouteInfoByTopic, &r); err != nil {
+	if err := c.invokeNamesrvDecode(ctx, code.GetRouteInfoByTopic, map[string]string{"topic": topic}, &r); err != nil {
 		return nil, err
 	}
 	if r.FilterServerTable == nil {
@@ -61,12 +53,8 @@ func (c *Client) GetTopicsByCluster(ctx context.Context, cluster string) (*proto
 }
 
 func (c *Client) topicList(ctx context.Context, reqCode int32, ext map[string]string) (*protocol.TopicList, error) {
-	resp, addr, err := c.invokeNamesrvOK(ctx, reqCode, ext, nil)
-	if err != nil {
-		return nil, err
-	}
 	var tl protocol.TopicList
-	if err := decodeBody(resp, addr, reqCode, &tl); err != nil {
+	if err := c.invokeNamesrvDecode(ctx, reqCode, ext, &tl); err != nil {
 		return nil, err
 	}
 	return &tl, nil
@@ -140,12 +128,8 @@ func (c *Client) GetKVConfig(ctx context.Context, namespace, key string) (string
 
 // GetKVListByNamespace reads a whole KV namespace from a nameserver (219).
 func (c *Client) GetKVListByNamespace(ctx context.Context, namespace string) (map[string]string, error) {
-	resp, addr, err := c.invokeNamesrvOK(ctx, code.GetKVListByNamespace, map[string]string{"namespace": namespace}, nil)
-	if err != nil {
-		return nil, err
-	}
 	var kv protocol.KVTable
-	if err := decodeBody(resp, addr, code.GetKVListByNamespace, &kv); err != nil {
+	if err := c.invokeNamesrvDecode(ctx, code.GetKVListByNamespace, map[string]string{"namespace": namespace}, &kv); err != nil {
 		return nil, err
 	}
 	return kv.Table, nil

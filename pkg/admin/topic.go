@@ -108,12 +108,8 @@ func (c *Client) DeleteTopicInNameServers(ctx context.Context, cluster, topic st
 // static topic also has its mapping detail. A missing topic is a
 // *ResponseError with code TOPIC_NOT_EXIST.
 func (c *Client) GetTopicConfig(ctx context.Context, brokerAddr, topic string) (*protocol.TopicConfigAndQueueMapping, error) {
-	resp, err := c.invokeOK(ctx, brokerAddr, code.GetTopicConfig, map[string]string{"topic": topic, "lo": "true"}, nil)
-	if err != nil {
-		return nil, err
-	}
 	var tc protocol.TopicConfigAndQueueMapping
-	if err := decodeBody(resp, brokerAddr, code.GetTopicConfig, &tc); err != nil {
+	if err := c.invokeDecode(ctx, brokerAddr, code.GetTopicConfig, map[string]string{"topic": topic, "lo": "true"}, &tc); err != nil {
 		return nil, err
 	}
 	return &tc, nil
@@ -181,12 +177,8 @@ func (c *Client) GetAllTopicConfig(ctx context.Context, brokerAddr string) (*pro
 
 // GetTopicStats reads a topic's per-queue offsets from one broker (202).
 func (c *Client) GetTopicStats(ctx context.Context, brokerAddr, topic string) (*protocol.TopicStatsTable, error) {
-	resp, err := c.invokeOK(ctx, brokerAddr, code.GetTopicStatsInfo, map[string]string{"topic": topic}, nil)
-	if err != nil {
-		return nil, err
-	}
 	var st protocol.TopicStatsTable
-	if err := decodeBody(resp, brokerAddr, code.GetTopicStatsInfo, &st); err != nil {
+	if err := c.invokeDecode(ctx, brokerAddr, code.GetTopicStatsInfo, map[string]string{"topic": topic}, &st); err != nil {
 		return nil, err
 	}
 	if st.OffsetTable == nil {
