@@ -24,21 +24,10 @@ func (c *Client) CreateStaticTopic(ctx context.Context, brokerAddr string, tc *p
 	if tc == nil || tc.MappingDetail == nil {
 		return fmt.Errorf("%s: topic config without mapping detail", RequestName(code.UpdateAndCreateStaticTopic))
 	}
-	filter := tc.TopicFilterType
-	if filter == "" {
-		filter = protocol.SingleTag
-	}
-	ext := map[string]string{
-		"topic":           tc.TopicName,
-		"defaultTopic":    statictopic.DefaultTopic,
-		"readQueueNums":   strconv.Itoa(tc.ReadQueueNums),
-		"writeQueueNums":  strconv.Itoa(tc.WriteQueueNums),
-		"perm":            strconv.Itoa(tc.Perm),
-		"topicFilterType": filter,
-		"topicSysFlag":    strconv.Itoa(tc.TopicSysFlag),
-		"order":           strconv.FormatBool(tc.Order),
-		"force":           strconv.FormatBool(force),
-	}
+	ext := topicHeader(protocol.TopicConfig{
+		TopicName: tc.TopicName, ReadQueueNums: tc.ReadQueueNums, WriteQueueNums: tc.WriteQueueNums, Perm: tc.Perm,
+		TopicFilterType: tc.TopicFilterType, TopicSysFlag: tc.TopicSysFlag, Order: tc.Order,
+	}, statictopic.DefaultTopic, force)
 	d := *tc.MappingDetail
 	d.CurrIDMap = map[int]int{} // not meaningful in a detail; Java sends {}
 	if d.HostedQueues == nil {

@@ -18,24 +18,30 @@ func (c *Client) CreateTopic(ctx context.Context, brokerAddr string, tc protocol
 	if !validPerm(tc.Perm) {
 		return fmt.Errorf("topicPermission value: %d is invalid.", tc.Perm) //nolint:staticcheck // Java's message
 	}
+	ext := topicHeader(tc, protocol.AutoCreateTopicKey, false)
+	ext["attributes"] = strings.TrimSpace(attributes)
+	_, err := c.invokeOK(ctx, brokerAddr, code.UpdateAndCreateTopic, ext, nil)
+	return err
+}
+
+// topicHeader is the header of a topic create (17, 513) for tc, created
+// from defaultTopic; an empty filter type is SINGLE_TAG.
+func topicHeader(tc protocol.TopicConfig, defaultTopic string, force bool) map[string]string {
 	filter := tc.TopicFilterType
 	if filter == "" {
 		filter = protocol.SingleTag
 	}
-	ext := map[string]string{
+	return map[string]string{
 		"topic":           tc.TopicName,
-		"defaultTopic":    protocol.AutoCreateTopicKey,
+		"defaultTopic":    defaultTopic,
 		"readQueueNums":   strconv.Itoa(tc.ReadQueueNums),
 		"writeQueueNums":  strconv.Itoa(tc.WriteQueueNums),
 		"perm":            strconv.Itoa(tc.Perm),
 		"topicFilterType": filter,
 		"topicSysFlag":    strconv.Itoa(tc.TopicSysFlag),
 		"order":           strconv.FormatBool(tc.Order),
-		"attributes":      strings.TrimSpace(attributes),
-		"force":           "false",
+		"force":           strconv.FormatBool(force),
 	}
-	_, err := c.invokeOK(ctx, brokerAddr, code.UpdateAndCreateTopic, ext, nil)
-	return err
 }
 
 // CreateTopicInCluster creates or updates a topic on every master of a
