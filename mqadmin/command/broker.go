@@ -29,10 +29,8 @@ func (a *app) newBrokerOrClusterCmd(use, short, brokerUsage, clusterUsage string
 	stringOpt(c.Flags(), &cluster, "c", "clusterName", clusterUsage)
 	c.MarkFlagsOneRequired("brokerAddr", "clusterName")
 	c.MarkFlagsMutuallyExclusive("brokerAddr", "clusterName")
-	c.RunE = a.run(func(cmd *cobra.Command) error {
-		return a.withClient(func(c *admin.Client) error {
-			return run(cmd.Context(), c, cmd.Flags().Changed("brokerAddr"), strings.TrimSpace(broker), strings.TrimSpace(cluster))
-		})
+	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
+		return run(cmd.Context(), c, cmd.Flags().Changed("brokerAddr"), strings.TrimSpace(broker), strings.TrimSpace(cluster))
 	})
 	return c
 }

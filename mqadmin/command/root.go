@@ -316,3 +316,11 @@ func Main(ctx context.Context, args []string, env Env) int {
 	fmt.Fprintf(env.Stderr, "%s: %v\n", name, err)
 	return ExitError
 }
+
+// runWithClient is run for a body that works with the admin client, which
+// is closed afterwards.
+func (a *app) runWithClient(f func(cmd *cobra.Command, c *admin.Client) error) func(*cobra.Command, []string) error {
+	return a.run(func(cmd *cobra.Command) error {
+		return a.withClient(func(c *admin.Client) error { return f(cmd, c) })
+	})
+}
