@@ -100,18 +100,14 @@ func RunConsumer(ctx context.Context, o ConsumerOptions) (*ConsumerSummary, erro
 		fmt.Fprintf(o.Out, "Expression: %s\n", expr)
 	}
 
-	c, err := client.NewPullConsumer(client.PullConsumerConfig{
+	c, err := started(client.NewPullConsumer(client.PullConsumerConfig{
 		CommonConfig: runClientConfig(o.NameServer, "", o.Credentials, remoting.SerializeRocketMQ, o.Logger),
 		Group:        o.Group,
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}
-	shutdown, err := startClient(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	defer shutdown()
+	defer shutdown(ctx, c)
 
 	runCtx, stop := runContext(ctx, o.Duration)
 	defer stop()

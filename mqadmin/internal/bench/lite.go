@@ -149,7 +149,7 @@ func RunLiteConsumer(ctx context.Context, o LiteConsumerOptions) (*ConsumerSumma
 	runCtx, stop := runContext(ctx, o.Duration)
 	defer stop()
 	var stats ConsumerStats
-	c, err := client.NewLitePushConsumer(client.LitePushConsumerConfig{
+	c, err := started(client.NewLitePushConsumer(client.LitePushConsumerConfig{
 		// The lite consumer keeps pkg/client's default header encoding.
 		CommonConfig:      runClientConfig(o.NameServer, "", o.Credentials, remoting.SerializeJSON, o.Logger),
 		Group:             o.Group,
@@ -163,15 +163,11 @@ func RunLiteConsumer(ctx context.Context, o LiteConsumerOptions) (*ConsumerSumma
 			}
 			return client.ConsumeSuccess
 		},
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}
-	shutdown, err := startClient(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	defer shutdown()
+	defer shutdown(ctx, c)
 	// Messages flow as soon as the first subscription is in: the clock
 	// and the reports start now.
 	stopReport := reportConsumer(o.Out, o.ReportInterval, &stats)

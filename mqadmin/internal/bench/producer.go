@@ -144,22 +144,18 @@ func RunProducer(ctx context.Context, o ProducerOptions) (*ProducerSummary, erro
 		compressOver = o.CompressOver
 		fmt.Fprintf(o.Out, "compressType: %s compressLevel: %d\n", "ZLIB", o.CompressLevel)
 	}
-	p, err := client.NewProducer(client.ProducerConfig{
+	p, err := started(client.NewProducer(client.ProducerConfig{
 		// RocketMQ headers, as Apache's benchmark tools.
 		CommonConfig:  runClientConfig(o.NameServer, "", o.Credentials, remoting.SerializeRocketMQ, o.Logger),
 		Group:         o.Group,
 		CompressOver:  compressOver,
 		CompressLevel: o.CompressLevel,
-	})
-	if err != nil {
-		return nil, err
-	}
-	shutdown, err := startClient(ctx, p)
+	}))
 	if err != nil {
 		return nil, err
 	}
 	r.p = p
-	defer shutdown()
+	defer shutdown(ctx, p)
 
 	var flush *flushChecker
 	if o.FlushCheck {

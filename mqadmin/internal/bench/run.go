@@ -35,17 +35,19 @@ type startStopper interface {
 	Shutdown(context.Context) error
 }
 
-// startClient starts c; the returned func shuts it down, within
-// clientShutdownTimeout even after ctx ended.
-func startClient(ctx context.Context, c startStopper) (shutdown func(), err error) {
-	if err := c.Start(); err != nil {
-		return nil, err
+// started starts the client a constructor returned (with its error).
+func started[C startStopper](c C, err error) (C, error) {
+	if err != nil {
+		return c, err
 	}
-	return func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), clientShutdownTimeout)
-		defer cancel()
-		_ = c.Shutdown(sctx)
-	}, nil
+	return c, c.Start()
+}
+
+// shutdown stops c within clientShutdownTimeout, even after ctx ended.
+func shutdown(ctx context.Context, c startStopper) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), clientShutdownTimeout)
+	defer cancel()
+	_ = c.Shutdown(sctx)
 }
 
 // runContext is the context a run works in: ctx, ended after d when d > 0,
