@@ -449,6 +449,16 @@ func (c *Client) GetConsumerRunningInfo(ctx context.Context, group, clientID str
 	return &info, nil
 }
 
+// resetRoute is the route an offset reset of topic goes by: the cluster's
+// for an LMQ or the timer topic when cluster is given, else the topic's.
+func (c *Client) resetRoute(ctx context.Context, cluster, topic string) (*protocol.TopicRouteData, error) {
+	routeTopic := topic
+	if (isLmq(topic) || topic == protocol.SysTopicPrefix+"wheel_timer") && cluster != "" {
+		routeTopic = cluster
+	}
+	return c.GetTopicRoute(ctx, routeTopic)
+}
+
 // ResetOffsetByTimestamp asks every broker of the topic's route (of
 // cluster, for an LMQ topic) to reset the group's offsets to timestamp
 // (222, isForce, offset -1), as Java's resetOffsetByTimestamp, and returns
@@ -457,11 +467,7 @@ func (c *Client) GetConsumerRunningInfo(ctx context.Context, group, clientID str
 // stops it with that *ResponseError: callers fall back to
 // ResetOffsetByTimestampOld.
 func (c *Client) ResetOffsetByTimestamp(ctx context.Context, cluster, topic, group string, timestamp int64, force bool) ([]protocol.MQMap[int64], error) {
-	routeTopic := topic
-	if (isLmq(topic) || topic == protocol.SysTopicPrefix+"wheel_timer") && cluster != "" {
-		routeTopic = cluster
-	}
-	route, err := c.GetTopicRoute(ctx, routeTopic)
+	route, err := c.resetRoute(ctx, cluster, topic)
 	if err != nil {
 		return nil, err
 	}
@@ -560,11 +566,7 @@ type RollbackStats struct {
 // timestamp (29; 30 for timestamp -1) committed (15) when force or when it
 // moves back.
 func (c *Client) ResetOffsetByTimestampOld(ctx context.Context, cluster, group, topic string, timestamp int64, force bool) ([]RollbackStats, error) {
-	routeTopic := topic
-	if (isLmq(topic) || topic == protocol.SysTopicPrefix+"wheel_timer") && cluster != "" {
-		routeTopic = cluster
-	}
-	route, err := c.GetTopicRoute(ctx, routeTopic)
+	route, err := c.resetRoute(ctx, cluster, topic)
 	if err != nil {
 		return nil, err
 	}
