@@ -251,6 +251,25 @@ func (c *Client) invokeNamesrvDecode(ctx context.Context, reqCode int32, ext map
 	return decodeBody(resp, addr, reqCode, v)
 }
 
+// decodeFrom sends a request to addr and returns the body of its
+// successful response decoded as a T.
+func decodeFrom[T any](ctx context.Context, c *Client, addr string, reqCode int32, ext map[string]string) (*T, error) {
+	var v T
+	if err := c.invokeDecode(ctx, addr, reqCode, ext, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// decodeFromNamesrv is decodeFrom to the nameservers.
+func decodeFromNamesrv[T any](ctx context.Context, c *Client, reqCode int32, ext map[string]string) (*T, error) {
+	var v T
+	if err := c.invokeNamesrvDecode(ctx, reqCode, ext, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
 // decodeBody decodes a response body in the fastjson dialect.
 func decodeBody(resp *remoting.Command, addr string, reqCode int32, v any) error {
 	if len(resp.Body) == 0 {

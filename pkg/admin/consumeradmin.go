@@ -442,11 +442,7 @@ func (c *Client) GetConsumerRunningInfo(ctx context.Context, group, clientID str
 		return nil, fmt.Errorf("%s: topic %s has no broker", RequestName(code.GetConsumerRunningInfo), protocol.RetryTopic(group))
 	}
 	ext := map[string]string{"consumerGroup": group, "clientId": clientID, "jstackEnable": strconv.FormatBool(jstack)}
-	var info ConsumerRunningInfo
-	if err := c.invokeDecode(ctx, addrs[0], code.GetConsumerRunningInfo, ext, &info); err != nil {
-		return nil, err
-	}
-	return &info, nil
+	return decodeFrom[ConsumerRunningInfo](ctx, c, addrs[0], code.GetConsumerRunningInfo, ext)
 }
 
 // resetRoute is the route an offset reset of topic goes by: the cluster's
@@ -672,11 +668,7 @@ func (c *Client) GetConsumeStatus(ctx context.Context, topic, group, clientAddr 
 // QueryTopicsByConsumer lists the topics a group has offsets of on one
 // broker (343).
 func (c *Client) QueryTopicsByConsumer(ctx context.Context, brokerAddr, group string) (*protocol.TopicList, error) {
-	var tl protocol.TopicList
-	if err := c.invokeDecode(ctx, brokerAddr, code.QueryTopicsByConsumer, map[string]string{"group": group}, &tl); err != nil {
-		return nil, err
-	}
-	return &tl, nil
+	return decodeFrom[protocol.TopicList](ctx, c, brokerAddr, code.QueryTopicsByConsumer, map[string]string{"group": group})
 }
 
 // BrokerConsumeStats is the GET_BROKER_CONSUME_STATS body.
@@ -690,9 +682,5 @@ type BrokerConsumeStats struct {
 // FetchConsumeStatsInBroker reads every group's stats from one broker
 // (317).
 func (c *Client) FetchConsumeStatsInBroker(ctx context.Context, brokerAddr string, isOrder bool) (*BrokerConsumeStats, error) {
-	var st BrokerConsumeStats
-	if err := c.invokeDecode(ctx, brokerAddr, code.GetBrokerConsumeStats, map[string]string{"isOrder": strconv.FormatBool(isOrder)}, &st); err != nil {
-		return nil, err
-	}
-	return &st, nil
+	return decodeFrom[BrokerConsumeStats](ctx, c, brokerAddr, code.GetBrokerConsumeStats, map[string]string{"isOrder": strconv.FormatBool(isOrder)})
 }

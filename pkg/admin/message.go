@@ -333,9 +333,5 @@ func nullStr(s string) string {
 // forwards it with the message). msgID is the offset message id.
 func (c *Client) ConsumeMessageDirectly(ctx context.Context, brokerAddr, group, clientID, topic, msgID string) (*ConsumeMessageDirectlyResult, error) {
 	ext := map[string]string{"consumerGroup": group, "clientId": clientID, "msgId": msgID, "topic": topic}
-	var r ConsumeMessageDirectlyResult
-	if err := c.invokeDecode(ctx, brokerAddr, code.ConsumeMessageDirectly, ext, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return decodeFrom[ConsumeMessageDirectlyResult](ctx, c, brokerAddr, code.ConsumeMessageDirectly, ext)
 }

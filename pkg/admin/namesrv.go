@@ -53,11 +53,7 @@ func (c *Client) GetTopicsByCluster(ctx context.Context, cluster string) (*proto
 }
 
 func (c *Client) topicList(ctx context.Context, reqCode int32, ext map[string]string) (*protocol.TopicList, error) {
-	var tl protocol.TopicList
-	if err := c.invokeNamesrvDecode(ctx, reqCode, ext, &tl); err != nil {
-		return nil, err
-	}
-	return &tl, nil
+	return decodeFromNamesrv[protocol.TopicList](ctx, c, reqCode, ext)
 }
 
 // DeleteTopicInNameServer removes a topic's route from one nameserver

@@ -114,11 +114,7 @@ func (c *Client) DeleteTopicInNameServers(ctx context.Context, cluster, topic st
 // static topic also has its mapping detail. A missing topic is a
 // *ResponseError with code TOPIC_NOT_EXIST.
 func (c *Client) GetTopicConfig(ctx context.Context, brokerAddr, topic string) (*protocol.TopicConfigAndQueueMapping, error) {
-	var tc protocol.TopicConfigAndQueueMapping
-	if err := c.invokeDecode(ctx, brokerAddr, code.GetTopicConfig, map[string]string{"topic": topic, "lo": "true"}, &tc); err != nil {
-		return nil, err
-	}
-	return &tc, nil
+	return decodeFrom[protocol.TopicConfigAndQueueMapping](ctx, c, brokerAddr, code.GetTopicConfig, map[string]string{"topic": topic, "lo": "true"})
 }
 
 // maxTopicPage is the page size of GET_ALL_TOPIC_CONFIG, as the Java
