@@ -451,7 +451,7 @@ func (c *Client) GetConsumerRunningInfo(ctx context.Context, group, clientID str
 	}
 	addrs := routeAddrs(route)
 	if len(addrs) == 0 {
-		return nil, fmt.Errorf("%s: topic %s has no broker", RequestName(code.GetConsumerRunningInfo), protocol.RetryTopic(group))
+		return nil, fmt.Errorf("%s: topic %s has no broker", code.RequestName(code.GetConsumerRunningInfo), protocol.RetryTopic(group))
 	}
 	ext := map[string]string{"consumerGroup": group, "clientId": clientID, "jstackEnable": strconv.FormatBool(jstack)}
 	resp, err := c.invokeOK(ctx, addrs[0], code.GetConsumerRunningInfo, ext, nil)
@@ -553,7 +553,7 @@ func (c *Client) offsetReply(ctx context.Context, addr string, reqCode int32, ex
 	}
 	off, err := strconv.ParseInt(resp.Ext("offset"), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%s to %s: bad offset %q", RequestName(reqCode), addr, resp.Ext("offset"))
+		return 0, fmt.Errorf("%s to %s: bad offset %q", code.RequestName(reqCode), addr, resp.Ext("offset"))
 	}
 	return off, nil
 }
