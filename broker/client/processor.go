@@ -9,23 +9,13 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/broker/topic"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
-
-// Pools of package broker (broker.PoolAdmin): client management runs on the
-// admin executor, away from sends and pulls.
-const PoolAdmin = 2
-
-// Registrar installs handlers; *broker.Broker satisfies it through a
-// one-line adapter (its pool parameter is broker.Pool). Defined here to
-// avoid an import cycle with package broker.
-type Registrar interface {
-	RegisterProcessor(code int32, h remoting.Handler, pool int)
-}
 
 // Heartbeat response keys (Java's MixAll).
 const (
@@ -146,10 +136,8 @@ func (p *Processor) Handlers() map[int32]remoting.Handler {
 }
 
 // Register installs Handlers on the admin pool.
-func (p *Processor) Register(r Registrar) {
-	for c, h := range p.Handlers() {
-		r.RegisterProcessor(c, h, PoolAdmin)
-	}
+func (p *Processor) Register(r processor.Registrar) {
+	processor.RegisterAll(r, p.Handlers(), processor.PoolAdmin)
 }
 
 // Start runs the expiry scan (every ScanInterval) and the notifier.
@@ -399,7 +387,7 @@ func (p *Processor) unregisterClient(_ context.Context, ch *remoting.Channel, re
 	producerGroup := f.OptStr("producerGroup", "")
 	consumerGroup := f.OptStr("consumerGroup", "")
 	if err := f.Err(); err != nil {
-		return nil, &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
+		return nil, processor.BadRequest(err)
 	}
 	if producerGroup != "" {
 		p.d.Producers.Unregister(producerGroup, ch)
@@ -428,7 +416,7 @@ func (p *Processor) consumerListByGroup(_ context.Context, _ *remoting.Channel, 
 	f := protocol.FieldsOf(req.ExtFields)
 	group := f.Str("consumerGroup")
 	if err := f.Err(); err != nil {
-		return nil, &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
+		return nil, processor.BadRequest(err)
 	}
 	ids := p.d.Consumers.ClientIDs(group)
 	if len(ids) == 0 {
@@ -461,7 +449,7 @@ func (p *Processor) consumerConnectionList(_ context.Context, _ *remoting.Channe
 	f := protocol.FieldsOf(req.ExtFields)
 	group := f.Str("consumerGroup")
 	if err := f.Err(); err != nil {
-		return nil, &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
+		return nil, processor.BadRequest(err)
 	}
 	g, ok := p.d.Consumers.GroupInfo(group)
 	if !ok {
@@ -490,7 +478,7 @@ func (p *Processor) producerConnectionList(_ context.Context, _ *remoting.Channe
 	f := protocol.FieldsOf(req.ExtFields)
 	group := f.Str("producerGroup")
 	if err := f.Err(); err != nil {
-		return nil, &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
+		return nil, processor.BadRequest(err)
 	}
 	infos := p.d.Producers.Channels(group)
 	if len(infos) == 0 {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/broker/topic"
 	"github.com/rmqgo/rmq/remoting"
@@ -45,13 +46,6 @@ type env struct {
 	srv      *remoting.Server
 	addr     string
 	triggers atomic.Int32
-}
-
-// serverRegistrar adapts remoting.Server the way the lead adapts the broker.
-type serverRegistrar struct{ s *remoting.Server }
-
-func (r serverRegistrar) RegisterProcessor(c int32, h remoting.Handler, _ int) {
-	r.s.Register(c, h, nil)
 }
 
 func newEnv(t *testing.T, mutate ...func(*config.Config)) *env {
@@ -89,7 +83,7 @@ func (e *env) serve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.p.Register(serverRegistrar{srv})
+	e.p.Register(processor.OnServer(srv))
 	srv.OnClose(e.p.OnChannelClose)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
