@@ -34,12 +34,11 @@ type messaging struct {
 	closers  []func()
 }
 
-// wiring is what every feature step (wire_*.go) gets: the broker, the store
-// and the processors all steps may use (subscriptions, clients). What one
-// step needs from an earlier one is passed as an argument, so the compiler
-// sees the order.
+// wiring is what every feature step (wire_*.go, methods of the broker) gets:
+// the store and the processors all steps may use (subscriptions, clients).
+// What one step needs from an earlier one is passed as an argument, so the
+// compiler sees the order.
 type wiring struct {
-	b   *Broker
 	st  *store.Store
 	log *slog.Logger
 	m   *messaging
@@ -86,7 +85,7 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 	if err != nil {
 		return nil, fmt.Errorf("broker: client manager: %w", err)
 	}
-	w := &wiring{b: b, st: st, log: log, m: m}
+	w := &wiring{st: st, log: log, m: m}
 	filters, typeCheck, err := b.wireFilter(w)
 	if err != nil {
 		return nil, err
