@@ -22,16 +22,10 @@ func TestWithLockMaxLiveTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
-	client := remoting.NewClient(remoting.DefaultClientConfig(), nil)
-	t.Cleanup(func() { _ = client.Close() })
+	send := invoker(t, b)
 	invoke := func(c int32, ext map[string]string, body []byte) *remoting.Command {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		resp, err := client.Invoke(ctx, b.Addr(), remoting.NewRequest(c, ext, body))
-		if err != nil {
-			t.Fatalf("invoke %d: %v", c, err)
-		}
+		resp := send(c, ext, body)
 		if resp.Code != code.Success {
 			t.Fatalf("request %d: %d %s", c, resp.Code, resp.Remark)
 		}
