@@ -42,8 +42,14 @@ test: vet
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
 
+# Every module builds on its own (GOWORK=off: its go.mod and go.sum are
+# complete) and `go mod tidy` would change nothing in any of them.
+MODULES := . broker namesrv mqadmin tests
 vet:
 	$(GO) vet $(PKGS)
+	@for m in $(MODULES); do \
+		(cd $$m && GOWORK=off $(GO) build ./... && GOWORK=off $(GO) mod tidy -diff) || { echo "module $$m: does not build on its own or is not tidy"; exit 1; }; \
+	done
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 fmt:

@@ -370,7 +370,7 @@ func (b *Broker) Topics() *topic.Manager { return b.topics }
 // Admin is the admin processor (runtime info for the store to extend).
 func (b *Broker) Admin() *admin.Processor { return b.admin }
 
-// Lite is the lite-topic service (nil with WithoutStore).
+// Lite is the lite-topic service (nil for a broker built WithoutStore).
 func (b *Broker) Lite() *lite.Service {
 	if b.msg == nil {
 		return nil

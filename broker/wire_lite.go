@@ -22,7 +22,7 @@ import (
 // keeps a minute.
 func (b *Broker) wireLite(w *wiring, pops *pop.Processor, expirationUnit time.Duration) (*lite.Service, error) {
 	log := w.log.With("component", "lite")
-	// Sharding (§4.6): a lite topic's home is a broker of its parent's
+	// Sharding (docs/lite-topics.md §4.6): a lite topic's home is a broker of its parent's
 	// route, which this broker learns from the nameservers as the pop
 	// processor does for QUERY_ASSIGNMENT.
 	routes := sharding.New(sharding.Options{

@@ -15,7 +15,7 @@ import (
 // SEND_MESSAGE to %RETRY%<group> with DELAY) goes through the send
 // processor, which redirects to the DLQ and calls the same hook. A lite
 // message goes to the DLQ or is refused, and is acked on its LMQ by the lite
-// service (lite-topic.md §6.10).
+// service (docs/lite-topics.md §6.10).
 func (b *Broker) wireRetry(w *wiring, sched *schedule.Service, lite *lite.Service) error {
 	p, err := sendback.New(sendback.Deps{
 		Lite:      lite.Pop,

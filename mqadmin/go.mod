@@ -3,8 +3,6 @@ module github.com/rmqgo/rmq/mqadmin
 go 1.26
 
 require (
-	github.com/rmqgo/rmq/pkg v0.0.0
-	github.com/rmqgo/rmq/remoting v0.0.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
 )
@@ -14,9 +12,9 @@ require (
 	github.com/cloudwego/gopkg v0.1.4 // indirect
 	github.com/cloudwego/netpoll v0.7.2 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/stretchr/testify v1.11.1 // indirect
 )
 
-replace (
-	github.com/rmqgo/rmq/pkg => ../pkg
-	github.com/rmqgo/rmq/remoting => ../remoting
-)
+require github.com/rmqgo/rmq v0.0.0
+
+replace github.com/rmqgo/rmq => ../

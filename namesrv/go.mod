@@ -2,11 +2,7 @@ module github.com/rmqgo/rmq/namesrv
 
 go 1.26
 
-require (
-	github.com/rmqgo/rmq/pkg v0.0.0
-	github.com/rmqgo/rmq/remoting v0.0.0
-	github.com/spf13/cobra v1.10.2
-)
+require github.com/spf13/cobra v1.10.2
 
 require (
 	github.com/bytedance/gopkg v0.1.1 // indirect
@@ -25,11 +21,10 @@ require (
 	github.com/spf13/viper v1.21.0 // indirect
 	github.com/subosito/gotenv v1.6.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
-	golang.org/x/sys v0.29.0 // indirect
+	golang.org/x/sys v0.34.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
 )
 
-replace (
-	github.com/rmqgo/rmq/pkg => ../pkg
-	github.com/rmqgo/rmq/remoting => ../remoting
-)
+require github.com/rmqgo/rmq v0.0.0
+
+replace github.com/rmqgo/rmq => ../

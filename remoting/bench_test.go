@@ -12,7 +12,7 @@ import (
 )
 
 // sendMessageV2 is a realistic SEND_MESSAGE_V2 request as a Java producer
-// sends it: short header names a..n (remoting.md §5.1) and a 1 KiB body.
+// sends it: short header names a..n (docs/protocol.md §5.1) and a 1 KiB body.
 func sendMessageV2(st SerializeType) *Command {
 	req := NewRequest(code.SendMessageV2, map[string]string{
 		"a": "please_rename_unique_group_name",

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Test vectors from remoting.md §1.5.
+// Test vectors from docs/protocol.md §1.5.
 func TestSpecVectors(t *testing.T) {
 	jsonText := `{"code":105,"language":"GO","version":317,"opaque":1,"flag":0,"remark":"","extFields":{"topic":"T"}}`
 	jsonFrame, _ := hex.DecodeString("0000006800000064")

@@ -9,8 +9,9 @@ import (
 )
 
 // Seed corpora live in testdata/fuzz/<FuzzName>/; the f.Add calls below add
-// the spec's test vectors and, when present, frames captured from real clients
-// (testdata/golden). Run e.g.: go test -run='^$' -fuzz=FuzzDecode -fuzztime=20s
+// hand-made commands, the JSON test vector of docs/protocol.md §1.5 and,
+// when present, frames captured from real clients (testdata/golden).
+// Run e.g.: go test -run='^$' -fuzz=FuzzDecode -fuzztime=20s
 
 // FuzzDecode feeds arbitrary bytes as a stream of frames, and as one frame
 // body, checking that decoding never panics and that whatever decodes

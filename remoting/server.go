@@ -415,8 +415,11 @@ func (s *Server) closed(ch *Channel) {
 }
 
 // onRequest runs on a netpoll task while the connection has unread input. It
-// must consume all input or close the connection (netpoll re-invokes it while
-// input remains), so it blocks for the rest of a partial frame.
+// must consume all input or close the connection: netpoll calls it again while
+// input remains, even after the peer has closed. A frame is consumed only once
+// all of its bytes have arrived (Peek waits for them), so a connection that
+// ends mid-frame is closed by us with nothing of that frame executed; bytes
+// after a cut are never parsed as a new frame.
 func (s *Server) onRequest(ctx context.Context, conn netpoll.Connection) error {
 	ch, _ := ctx.Value(chanKey{}).(*Channel)
 	if ch == nil {
@@ -426,18 +429,20 @@ func (s *Server) onRequest(ctx context.Context, conn netpoll.Connection) error {
 	for r.Len() > 0 {
 		head, err := r.Peek(4)
 		if err != nil {
-			return err // connection closed while waiting
+			return s.cutFrame(ch, err)
 		}
 		n, err := FrameLength(head, s.cfg.MaxFrameSize)
 		if err != nil {
 			return s.badFrame(ch, err)
 		}
-		if err := r.Skip(4); err != nil {
-			return err
-		}
-		frame, err := r.ReadBinary(n - 4) // copies: Body aliases it beyond Release
+		whole, err := r.Peek(n)
 		if err != nil {
-			return err
+			return s.cutFrame(ch, err)
+		}
+		frame := make([]byte, n-4) // a copy: Body aliases it beyond Release
+		copy(frame, whole[4:])
+		if err := r.Skip(n); err != nil {
+			return s.cutFrame(ch, err)
 		}
 		_ = r.Release()
 		cmd, err := Decode(frame)
@@ -448,6 +453,15 @@ func (s *Server) onRequest(ctx context.Context, conn netpoll.Connection) error {
 		s.dispatch(ch, cmd)
 	}
 	return nil
+}
+
+// cutFrame: the connection ended (or timed out) before a whole frame arrived.
+// Nothing of that frame runs; closing here stops netpoll from handing us the
+// leftover bytes again.
+func (s *Server) cutFrame(ch *Channel, err error) error {
+	s.log.Debug("remoting: connection ended inside a frame", "channel", ch.String(), "err", err)
+	_ = ch.Close()
+	return err
 }
 
 // badFrame: a frame we cannot parse has no usable opaque and desynchronizes

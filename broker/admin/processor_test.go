@@ -342,7 +342,7 @@ func TestGetBrokerRuntimeInfo(t *testing.T) {
 		t.Fatalf("%d %v", r.Code, err)
 	}
 	m := kv.Table
-	// Every key mqadmin clusterList reads (remoting.md §4.10), with the
+	// Every key mqadmin clusterList reads (docs/protocol.md §4.10), with the
 	// types it parses.
 	longs := []string{"sendThreadPoolQueueSize", "sendThreadPoolQueueHeadWaitTimeMills", "pullThreadPoolQueueSize",
 		"pullThreadPoolQueueHeadWaitTimeMills", "ackThreadPoolQueueSize", "ackThreadPoolQueueHeadWaitTimeMills",

@@ -30,7 +30,7 @@ func (c ChannelInfo) RemoteAddr() string {
 }
 
 // Connection is the JSON form of a ChannelInfo in ConsumerConnection and
-// ProducerConnection bodies (remoting.md §4.6).
+// ProducerConnection bodies (docs/protocol.md §4.6).
 type Connection struct {
 	ClientAddr string `json:"clientAddr"`
 	ClientID   string `json:"clientId"`

@@ -431,7 +431,7 @@ func (p *Processor) consumerListByGroup(_ context.Context, _ *remoting.Channel, 
 	return resp, nil
 }
 
-// ConsumerConnection is the GET_CONSUMER_CONNECTION_LIST body (§4.6).
+// ConsumerConnection is the GET_CONSUMER_CONNECTION_LIST body (docs/protocol.md §4.6).
 type ConsumerConnection struct {
 	ConnectionSet     []Connection                `json:"connectionSet"`
 	ConsumeFromWhere  string                      `json:"consumeFromWhere,omitempty"`

@@ -18,7 +18,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
-// Enum names of HeartbeatData (remoting.md §4.5).
+// Enum names of HeartbeatData (docs/protocol.md §4.5).
 const (
 	ConsumeActively  = "CONSUME_ACTIVELY"  // pull consumer
 	ConsumePassively = "CONSUME_PASSIVELY" // push consumer
@@ -205,7 +205,7 @@ type ProducerData struct {
 	GroupName string `json:"groupName"`
 }
 
-// HeartbeatData is the HEART_BEAT body (remoting.md §4.5).
+// HeartbeatData is the HEART_BEAT body (docs/protocol.md §4.5).
 type HeartbeatData struct {
 	ClientID             string         `json:"clientID"`
 	ConsumerDataSet      []ConsumerData `json:"consumerDataSet"`

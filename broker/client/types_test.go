@@ -10,7 +10,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
-// Bodies from remoting.md §4.5.
+// Bodies from docs/protocol.md §4.5.
 const (
 	javaHeartbeat = `{"clientID":"10.0.0.9@4711#123456789","consumerDataSet":[{"consumeFromWhere":"CONSUME_FROM_LAST_OFFSET","consumeType":"CONSUME_PASSIVELY","groupName":"g1","messageModel":"CLUSTERING","subscriptionDataSet":[{"classFilterMode":false,"codeSet":[],"expressionType":"TAG","subString":"*","subVersion":1700000000000,"tagsSet":[],"topic":"T"}],"unitMode":false}],"heartbeatFingerprint":0,"producerDataSet":[{"groupName":"CLIENT_INNER_PRODUCER"}],"withoutSub":false}`
 	goHeartbeat   = `{"clientID":"10.0.0.9@4711","producerDataSet":[],"consumerDataSet":[{"groupName":"g1","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_LAST_OFFSET","subscriptionDataSet":[{"classFilterMode":false,"topic":"T","subString":"a || b","tagsSet":["a","b"],"codeSet":["97","98"],"subVersion":1700000000000000000,"expressionType":"TAG"}],"unitMode":false}]}`

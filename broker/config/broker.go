@@ -9,9 +9,8 @@ import (
 // tags name the broker.conf key; `important` marks what `broker -m` prints
 // (Java's @ImportantField). Durations are milliseconds in property files.
 //
-// Many keys are accepted for compatibility before the feature behind them
-// exists in this broker: a broker.conf written for Java loads unchanged and
-// later features read the values from here.
+// Many keys are accepted for compatibility although no feature of this
+// broker reads them, so that a broker.conf written for Java loads unchanged.
 type BrokerConfig struct {
 	// Identity.
 	BrokerName        string `key:"brokerName" important:"true" readonly:"true"`
@@ -212,7 +211,7 @@ type BrokerConfig struct {
 	PopOrderLockTimerTickMs              time.Duration `key:"popOrderLockTimerTickMs"`
 	PopOrderLockTimerTicksPerWheel       int           `key:"popOrderLockTimerTicksPerWheel"`
 
-	// Lite topics (lite-topic.md §2.3).
+	// Lite topics (docs/lite-topics.md §2.3).
 	LiteEventCheckInterval time.Duration `key:"liteEventCheckInterval"`
 	LiteTTLCheckInterval   time.Duration `key:"liteTtlCheckInterval"`
 	// LiteSweepWorkMs / LiteSweepRestMs [ours]: the lite sweep sleeps
@@ -237,7 +236,8 @@ type BrokerConfig struct {
 	MaxLiteTopicSize                               int           `key:"maxLiteTopicSize"`
 	MaxSyncLiteSubscriptionRate                    int           `key:"maxSyncLiteSubscriptionRate"`
 
-	// Replication, controller mode (ha-controller.md §1).
+	// Replication, controller mode (Apache's
+	// org/apache/rocketmq/common/BrokerConfig.java keys).
 	EnableSlaveActingMaster         bool          `key:"enableSlaveActingMaster"`
 	EnableRemoteEscape              bool          `key:"enableRemoteEscape"`
 	SkipPreOnline                   bool          `key:"skipPreOnline"`
@@ -249,8 +249,9 @@ type BrokerConfig struct {
 	SyncControllerMetadataPeriod    time.Duration `key:"syncControllerMetadataPeriod"`
 	ControllerHeartBeatTimeoutMills time.Duration `key:"controllerHeartBeatTimeoutMills"`
 	BrokerElectionPriority          int           `key:"brokerElectionPriority"`
-	// MasterLeaseMillis is our master self-fencing lease (ha-controller.md
-	// §3.8): controllerHeartBeatTimeoutMills − 4000 by default, ≤ 0 disables.
+	// MasterLeaseMillis is the master self-fencing lease of controller mode,
+	// a key of ours (Apache has none): controllerHeartBeatTimeoutMills − 4000
+	// by default, ≤ 0 disables.
 	MasterLeaseMillis time.Duration `key:"masterLeaseMillis"`
 
 	// Access control (5.x ACL 1.0 switch; ACL 2.0 keys are in AuthConfig).

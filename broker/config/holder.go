@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rmqgo/rmq/broker/internal/fsutil"
+	"github.com/rmqgo/rmq/internal/fsutil"
 	pcfg "github.com/rmqgo/rmq/pkg/config"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )

@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// BrokerRole is the static replication role (ha-controller.md §1.1).
+// BrokerRole is the static replication role
+// (org/apache/rocketmq/store/config/BrokerRole.java).
 type BrokerRole = string
 
 // Broker roles.
@@ -207,7 +208,7 @@ type MessageStoreConfig struct {
 	RocksdbFlushWalFrequency       int           `key:"rocksdbFlushWalFrequency"`
 	RocksdbWalFileRollingThreshold int64         `key:"rocksdbWalFileRollingThreshold"`
 
-	// Replication (ha-controller.md §1.1).
+	// Replication (org/apache/rocketmq/store/config/MessageStoreConfig.java).
 	BrokerRole                       BrokerRole    `key:"brokerRole" important:"true" readonly:"true"`
 	HaListenPort                     int           `key:"haListenPort" important:"true" readonly:"true"`
 	HaSendHeartbeatInterval          time.Duration `key:"haSendHeartbeatInterval" important:"true"`
@@ -415,7 +416,7 @@ func (c *MessageStoreConfig) TopicConfigPath() string {
 }
 
 // TopicQueueMappingPath is <storePathRootDir>/config/topicQueueMapping.json
-// (static-topic.md §2.6).
+// (docs/static-topics.md §2.6).
 func (c *MessageStoreConfig) TopicQueueMappingPath() string {
 	return filepath.Join(c.ConfigDir(), "topicQueueMapping.json")
 }

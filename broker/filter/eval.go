@@ -41,7 +41,7 @@ func hasKey(m map[string]string, k string) bool {
 }
 
 // Eval evaluates the expression against a stored properties string
-// (remoting.md §5.4), decoded in one pass with Java's rules (items without
+// (docs/protocol.md §5.4), decoded in one pass with Java's rules (items without
 // a key or value are dropped; a later duplicate wins). Only the properties
 // the expression names are kept.
 func (x *Expression) Eval(props []byte) (Truth, error) {

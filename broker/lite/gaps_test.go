@@ -237,7 +237,7 @@ func startRouteNamesrv(t *testing.T, routes map[string]protocol.TopicRouteData) 
 	return srv.Addr(), lookups
 }
 
-// TestLiteShardingTwoBrokers (§4.6): two in-process brokers behind one
+// TestLiteShardingTwoBrokers (docs/lite-topics.md §4.6): two in-process brokers behind one
 // nameserver whose route of the parent has four write queues on each. A
 // subscription takes effect only on the lite topic's home broker (the
 // write queue its name hashes to), or where the lite topic already has
@@ -319,7 +319,7 @@ func TestLiteShardingTwoBrokers(t *testing.T) {
 	}
 }
 
-// TestLiteDeadLetter (§6.10): CONSUMER_SEND_MSG_BACK of a lite message is
+// TestLiteDeadLetter (docs/lite-topics.md §6.10): CONSUMER_SEND_MSG_BACK of a lite message is
 // refused while its delivery count is below retryMaxTimes (no retry
 // topic), and moves it to %DLQ%<group> once the count reaches it or with
 // delayLevel -1: the copy keeps __LITE_TOPIC without the multi-dispatch

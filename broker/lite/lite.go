@@ -1,4 +1,4 @@
-// Package lite composes lite-topic support (lite-topic.md) on top of the
+// Package lite composes lite-topic support (docs/lite-topics.md) on top of the
 // message store: naming and validation on the send path, the lifecycle
 // sweeper, the subscription registry, event dispatch, POP_LITE_MESSAGE and
 // lite acks, and the admin codes. Each concern has its own package below;
@@ -454,7 +454,7 @@ func (s *Service) Close() {
 // CheckGroup vets a subscription group as it is about to be stored
 // (subscription.Options.CheckGroup): a lite.bind.topic must be a legal topic
 // name (Apache's fix of #11087) and, when the topic exists on this broker,
-// a LITE topic [our choice; the spec asks for an existing LITE topic, but
+// a LITE topic [our choice; Apache's fix asks for an existing LITE topic, but
 // groups and topics are created per broker and in any order, so a topic
 // this broker does not have yet is accepted and pops check it at use].
 func (s *Service) CheckGroup(c subscription.GroupConfig) error {

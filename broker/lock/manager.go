@@ -1,6 +1,6 @@
 // Package lock is the broker's orderly-consumption lock table (Java's
 // RebalanceLockManager) and its request handlers LOCK_BATCH_MQ (41) and
-// UNLOCK_BATCH_MQ (42) (remoting.md §3.3, §4.7, §6.6).
+// UNLOCK_BATCH_MQ (42) (docs/protocol.md §3.3, §4.7, §6.6).
 //
 // An orderly consumer pulls only the queues it holds a lock on. A lock is
 // granted when the queue is unlocked, already held by the same client, or

@@ -110,7 +110,7 @@ func (p *Processor) sweepLoop(stop, done chan struct{}) {
 	}
 }
 
-// batchBody is LockBatchRequestBody / UnlockBatchRequestBody (§4.7).
+// batchBody is LockBatchRequestBody / UnlockBatchRequestBody (docs/protocol.md §4.7).
 type batchBody struct {
 	ConsumerGroup  string                  `json:"consumerGroup"`
 	ClientID       string                  `json:"clientId"`

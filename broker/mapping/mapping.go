@@ -1,5 +1,5 @@
 // Package mapping is the seam for static-topic queue mappings
-// (static-topic.md): the broker registers them with nameservers (§5.1) and
+// (docs/static-topics.md): the broker registers them with nameservers (§5.1) and
 // returns them from GET_TOPIC_CONFIG / GET_ALL_TOPIC_CONFIG. The broker's
 // Source is statictopic.Manager, which persists
 // <store>/config/topicQueueMapping.json; None says "no static topics".
@@ -39,7 +39,7 @@ func (n *None) All() (map[string]protocol.TopicQueueMappingDetail, protocol.Data
 }
 
 // Infos derives what a registration carries for each topic: the detail's
-// info with currIdMap recomputed from hostedQueues (static-topic.md §5.1).
+// info with currIdMap recomputed from hostedQueues (docs/static-topics.md §5.1).
 // The scope is copied from the detail (Java always sends __global__).
 func Infos(details map[string]protocol.TopicQueueMappingDetail) map[string]protocol.TopicQueueMappingInfo {
 	out := make(map[string]protocol.TopicQueueMappingInfo, len(details))

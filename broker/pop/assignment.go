@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rmqgo/rmq/broker/internal/fsutil"
 	"github.com/rmqgo/rmq/broker/processor"
+	"github.com/rmqgo/rmq/internal/fsutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"

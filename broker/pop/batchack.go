@@ -9,7 +9,7 @@ import (
 	"strconv"
 )
 
-// BatchAck is one entry of BatchAckMessageRequestBody (remoting.md §4.10):
+// BatchAck is one entry of BatchAckMessageRequestBody (docs/protocol.md §4.10):
 // the acks of one pop of one queue, as a bit set over offsets from
 // StartOffset (bit i acks StartOffset+i).
 type BatchAck struct {
@@ -23,7 +23,7 @@ type BatchAck struct {
 	InvisibleTime int64
 	Bits          []byte // java.util.BitSet.toByteArray: little-endian
 	// LiteTopic is set by lite consumers; batch acks of lite messages are
-	// refused (lite-topic.md §6.7).
+	// refused (docs/lite-topics.md §6.7).
 	LiteTopic string
 }
 

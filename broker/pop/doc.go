@@ -1,7 +1,7 @@
 // Package pop is POP consumption on the broker (Java's PopMessageProcessor,
 // AckMessageProcessor, ChangeInvisibleTimeProcessor, PeekMessageProcessor,
 // NotificationProcessor, PollingInfoProcessor, QueryAssignmentProcessor,
-// PopReviveService and ConsumerOrderInfoManager; remoting.md §3.3).
+// PopReviveService and ConsumerOrderInfoManager; docs/protocol.md §3.3).
 //
 // A pop hands out messages of a queue and makes them invisible for a while;
 // the consumer acks each one, or changes its invisible time; what is not
@@ -52,5 +52,5 @@
 // NOTIFICATION and answers the requests of lite consumers (liteTopic or
 // liteConsumer set) before they get here; should one arrive anyway it is
 // refused with ILLEGAL_OPERATION. BATCH_ACK_MESSAGE entries of lite messages
-// are refused too (lite-topic.md §6.7).
+// are refused too (docs/lite-topics.md §6.7).
 package pop

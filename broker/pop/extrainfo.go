@@ -15,7 +15,7 @@ import (
 const OrderReviveQueue = 999
 
 // Retry flags of the receipt handle and of the offset-info headers
-// (remoting.md §3.3): which topic a message was popped from.
+// (docs/protocol.md §3.3): which topic a message was popped from.
 const (
 	RetryNone = "0" // the topic itself
 	RetryV1   = "1" // %RETRY%<group>_<topic>

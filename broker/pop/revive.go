@@ -234,7 +234,7 @@ func (r *reviveService) reviveMessage(ctx context.Context, ck *checkpoint, off i
 	if props == nil {
 		props = map[string]string{}
 	}
-	// Retry and DLQ copies take no lite-topic dispatch (lite-topic.md §3.1).
+	// Retry and DLQ copies take no lite-topic dispatch (docs/lite-topics.md §3.1).
 	delete(props, message.PropertyInnerMultiDispatch)
 	delete(props, message.PropertyInnerMultiQueueOffset)
 	delete(props, message.PropertyPopCK)

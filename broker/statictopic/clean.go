@@ -431,7 +431,7 @@ func (c *CleanService) leaderDetail(ctx context.Context, own *protocol.TopicQueu
 }
 
 // LogicLeaders computes the broker leading each logic queue of a scope
-// from a route, as clients do (static-topic.md §6): per logic queue the
+// from a route, as clients do (docs/static-topics.md §6): per logic queue the
 // info with the highest epoch that lists it in currIdMap wins; queues
 // nobody claims map to NoneBrokerName.
 func LogicLeaders(route *protocol.TopicRouteData, scope string) map[int]string {

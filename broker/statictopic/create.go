@@ -14,7 +14,7 @@ import (
 )
 
 // UpdateAndCreateStaticTopic answers UPDATE_AND_CREATE_STATIC_TOPIC (513,
-// §7.10): the topic config from the header and the mapping detail from the
+// docs/static-topics.md §7.10): the topic config from the header and the mapping detail from the
 // body are applied together or not at all, then the broker registers.
 func (s *Service) UpdateAndCreateStaticTopic(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	if s.d.Topics == nil {

@@ -1,5 +1,5 @@
 // Package statictopic is the broker side of static topics (logic queues,
-// static-topic.md): the mapping table persisted in
+// docs/static-topics.md): the mapping table persisted in
 // <storePathRootDir>/config/topicQueueMapping.json (Manager), the
 // UPDATE_AND_CREATE_STATIC_TOPIC request, the rewriting of send, pull and
 // offset requests from logic to physical queues (Service), reads of older

@@ -7,7 +7,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
-// Names and sizes of static-topic.md §1.
+// Names and sizes of docs/static-topics.md §1.
 const (
 	// MockBrokerPrefix starts every fake broker name clients see for logic
 	// queues.

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rmqgo/rmq/broker/internal/fsutil"
+	"github.com/rmqgo/rmq/internal/fsutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
@@ -215,7 +215,7 @@ func (m *Manager) lock() error {
 func (m *Manager) unlock() { <-m.sem }
 
 // Update validates a new detail against the per-list invariants and the
-// stored detail (static-topic.md §3.2) and stores it. Lists of the stored
+// stored detail (docs/static-topics.md §3.2) and stores it. Lists of the stored
 // detail that the new one lacks are kept as backups when the epoch grew.
 // On error nothing changes.
 func (m *Manager) Update(d protocol.TopicQueueMappingDetail, o UpdateOptions) error {

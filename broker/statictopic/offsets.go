@@ -66,7 +66,7 @@ func asCode(req *remoting.Command, c int32) *remoting.Command {
 	return remoting.NewRequest(c, ext, nil)
 }
 
-// logicMax is the logic max offset of a queue (§7.3): the latest decided
+// logicMax is the logic max offset of a queue (docs/static-topics.md §7.3): the latest decided
 // segment's physical max, translated.
 func (s *Service) logicMax(ctx context.Context, req *remoting.Command, qc queueCtx) (int64, error) {
 	m := latestDecided(qc.items)
@@ -80,7 +80,7 @@ func (s *Service) logicMax(ctx context.Context, req *remoting.Command, qc queueC
 	return strictLogic(m, p), nil
 }
 
-// logicMin is the logic min offset (§7.4).
+// logicMin is the logic min offset (docs/static-topics.md §7.4).
 func (s *Service) logicMin(ctx context.Context, req *remoting.Command, qc queueCtx) (int64, error) {
 	ea := earliestDecided(qc.items)
 	if ea == nil {
@@ -93,7 +93,7 @@ func (s *Service) logicMin(ctx context.Context, req *remoting.Command, qc queueC
 	return looseLogic(ea, p), nil
 }
 
-// getMaxOffset is GET_MAX_OFFSET (30, §7.3).
+// getMaxOffset is GET_MAX_OFFSET (30, docs/static-topics.md §7.3).
 func (s *Service) getMaxOffset(inner remoting.Handler) remoting.Handler {
 	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 		qc, _, ok, err := s.queueOf(req)
@@ -111,7 +111,7 @@ func (s *Service) getMaxOffset(inner remoting.Handler) remoting.Handler {
 	}
 }
 
-// getMinOffset is GET_MIN_OFFSET (31, §7.4).
+// getMinOffset is GET_MIN_OFFSET (31, docs/static-topics.md §7.4).
 func (s *Service) getMinOffset(inner remoting.Handler) remoting.Handler {
 	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 		qc, _, ok, err := s.queueOf(req)
@@ -137,7 +137,7 @@ func (s *Service) earliestTime(ctx context.Context, req *remoting.Command, qc qu
 	return s.remoteOffset(ctx, asCode(req, code.GetEarliestMsgStoreTime), it, nil, "timestamp")
 }
 
-// getEarliestMsgStoreTime is GET_EARLIEST_MSG_STORETIME (32, §7.6), read
+// getEarliestMsgStoreTime is GET_EARLIEST_MSG_STORETIME (32, docs/static-topics.md §7.6), read
 // where the earliest segment lives, with its physical queue id.
 func (s *Service) getEarliestMsgStoreTime(inner remoting.Handler) remoting.Handler {
 	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
@@ -176,7 +176,7 @@ func (s *Service) search(ctx context.Context, req *remoting.Command, qc queueCtx
 	return s.remoteOffset(ctx, asCode(req, code.SearchOffsetByTimestamp), it, set, "offset")
 }
 
-// searchOffsetByTimestamp is SEARCH_OFFSET_BY_TIMESTAMP (29, §7.5) with
+// searchOffsetByTimestamp is SEARCH_OFFSET_BY_TIMESTAMP (29, docs/static-topics.md §7.5) with
 // the intended semantics rather than Java's: LOWER answers the logic
 // offset of the first message stored at or after the timestamp (the logic
 // max when there is none), UPPER the last message stored at or before it
@@ -258,7 +258,7 @@ func (s *Service) searchUpper(ctx context.Context, req *remoting.Command, qc que
 	return s.logicMin(ctx, req, qc)
 }
 
-// updateConsumerOffset is UPDATE_CONSUMER_OFFSET (15, §7.7): the offset is
+// updateConsumerOffset is UPDATE_CONSUMER_OFFSET (15, docs/static-topics.md §7.7): the offset is
 // stored, physical, on the broker holding the segment that contains it.
 func (s *Service) updateConsumerOffset(inner remoting.Handler) remoting.Handler {
 	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
@@ -296,7 +296,7 @@ func (s *Service) updateConsumerOffset(inner remoting.Handler) remoting.Handler 
 	}
 }
 
-// queryConsumerOffset is QUERY_CONSUMER_OFFSET (14, §7.8): the newest
+// queryConsumerOffset is QUERY_CONSUMER_OFFSET (14, docs/static-topics.md §7.8): the newest
 // segment that has an offset for the group wins.
 func (s *Service) queryConsumerOffset(inner remoting.Handler) remoting.Handler {
 	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
@@ -369,7 +369,7 @@ type consumeStatsOffsets struct {
 }
 
 // getConsumeStats keeps consumerOffset -1 for the physical queues of
-// static topics where the group has no offset (§7.11): the admin finds the
+// static topics where the group has no offset (docs/static-topics.md §7.11): the admin finds the
 // segment that holds the group's offset by "≥ 0".
 func (s *Service) getConsumeStats(inner remoting.Handler) remoting.Handler {
 	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {

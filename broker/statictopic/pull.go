@@ -12,7 +12,7 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
-// Pull sysFlag bits (static-topic.md §1).
+// Pull sysFlag bits (docs/static-topics.md §1).
 const (
 	flagCommitOffset = 0x1
 	flagSuspend      = 0x2

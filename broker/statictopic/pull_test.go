@@ -8,7 +8,7 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
-// TestRewritePull runs the response rewrite of §7.2 on a three-segment
+// TestRewritePull runs the response rewrite of docs/static-topics.md §7.2 on a three-segment
 // logic queue: a (earliest, logic 0), b (middle, 10000), c (leader, 20000).
 func TestRewritePull(t *testing.T) {
 	items := []item{it("a", 0, 0, 0), it("b", 1, 0, 10000), it("c", 2, 0, 20000)}

@@ -14,7 +14,7 @@ import (
 )
 
 // Remote sends a request to the master of another broker, by name
-// (broker-to-broker RPC, static-topic.md §7.13). A transport failure is an
+// (broker-to-broker RPC, docs/static-topics.md §7.13). A transport failure is an
 // error; a response with an error code is not.
 type Remote interface {
 	Invoke(ctx context.Context, brokerName string, req *remoting.Command) (*remoting.Command, error)

@@ -9,7 +9,7 @@ import (
 )
 
 // send rewrites SEND_MESSAGE (long names) and SEND_MESSAGE_V2 /
-// SEND_BATCH_MESSAGE (short names) (§7.1): the logic queue id becomes the
+// SEND_BATCH_MESSAGE (short names) (docs/static-topics.md §7.1): the logic queue id becomes the
 // leader item's physical queue id, and the answer carries the logic queue
 // id and the logic offset of the stored message.
 func (s *Service) send(inner remoting.Handler, short bool) remoting.Handler {

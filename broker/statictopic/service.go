@@ -69,7 +69,7 @@ type Deps struct {
 	Logger *slog.Logger
 }
 
-// Service rewrites requests about logic queues (static-topic.md §7).
+// Service rewrites requests about logic queues (docs/static-topics.md §7).
 type Service struct {
 	d    Deps
 	log  *slog.Logger

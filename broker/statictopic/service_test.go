@@ -15,7 +15,7 @@ const (
 	epoch2 = epoch1 + 1000
 )
 
-// remapped builds the worked example of static-topic.md §12 on two
+// remapped builds the worked example of docs/static-topics.md §12 on two
 // brokers: logic queue 0 led by a (10 messages stored at t=1000..1009),
 // then remapped to b (logic offset 10000) with 10 more (t=2000..2009).
 func remapped(t *testing.T) *cluster {

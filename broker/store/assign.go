@@ -60,7 +60,7 @@ func (a *assigner) forget(topic string) {
 	a.mu.Unlock()
 }
 
-// lmqTable assigns LMQ offsets for multi-dispatch (lite-topic.md §3.2). Its
+// lmqTable assigns LMQ offsets for multi-dispatch (docs/lite-topics.md §3.2). Its
 // lock is held across the append of a multi-dispatch message so LMQ offset
 // order equals physical order.
 type lmqTable struct {

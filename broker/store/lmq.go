@@ -8,8 +8,8 @@ import (
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
 )
 
-// LmqListener is told about light message queues (lite-topic.md §3.3,
-// §3.6, §10). Created and Appended run on the dispatcher goroutine after
+// LmqListener is told about light message queues (docs/lite-topics.md §3.3,
+// §3.6). Created and Appended run on the dispatcher goroutine after
 // the round that wrote the entries committed (Created before the first
 // Appended of that queue); Deleted runs on the caller of DeleteLmqs. None
 // may block.
@@ -73,7 +73,7 @@ func (s *Store) LmqCount() int {
 // lite sends (which take it to assign LMQ offsets) wait at most one chunk.
 const lmqDeleteChunk = 512
 
-// DeleteLmqs removes LMQs (lite-topic.md §3.6): their consume-queue entries
+// DeleteLmqs removes LMQs (docs/lite-topics.md §3.6): their consume-queue entries
 // and min/max records, their next-offset counters, and one count each. The
 // CommitLog is untouched. Under the LMQ lock, an LMQ is kept when a message
 // for it was appended but not dispatched yet (its next offset is ahead of

@@ -106,7 +106,7 @@ func encodeAll(msgs []*message.Message) ([]byte, error) {
 }
 
 // multiDispatchTargets returns, per message, the LMQ names it is also
-// indexed in (lite-topic.md §3.1 step 3), or nil when no message has any.
+// indexed in (docs/lite-topics.md §3.1 step 3), or nil when no message has any.
 // Every message of a batch may name its own LMQs.
 func (s *Store) multiDispatchTargets(msgs []*message.Message) [][]string {
 	if !s.cfg.EnableLmq || !s.cfg.EnableMultiDispatch {

@@ -32,7 +32,7 @@ type Config struct {
 	// MaxMessageSize bounds a stored body (maxMessageSize).
 	MaxMessageSize int
 
-	// Lite topics / LMQ (lite-topic.md §3).
+	// Lite topics / LMQ (docs/lite-topics.md §3).
 	EnableLmq             bool
 	EnableMultiDispatch   bool
 	EnableLmqQuota        bool

@@ -39,7 +39,7 @@ type SimpleSubscription struct {
 	Version        int64  `json:"version"`
 }
 
-// GroupConfig is Java's SubscriptionGroupConfig (remoting.md §4.10). Fields
+// GroupConfig is Java's SubscriptionGroupConfig (docs/protocol.md §4.10). Fields
 // are in alphabetical key order, as fastjson writes them.
 type GroupConfig struct {
 	Attributes                     map[string]string    `json:"attributes"`

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
-	"github.com/rmqgo/rmq/broker/internal/fsutil"
+	"github.com/rmqgo/rmq/internal/fsutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
 

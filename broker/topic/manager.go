@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
-	"github.com/rmqgo/rmq/broker/internal/fsutil"
+	"github.com/rmqgo/rmq/internal/fsutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
@@ -113,7 +113,7 @@ func New(opts Options) (*Manager, error) {
 	}
 	if !cfg.AutoCreateTopicEnable {
 		// Java keeps a TBW102 loaded from an older run; we drop it so that
-		// the nameserver stops offering it (remoting.md §5.2).
+		// the nameserver stops offering it (docs/protocol.md §5.2).
 		delete(m.topics, protocol.AutoCreateTopicKey)
 	}
 	if !found || !tablesEqual(m.topics, fromFile) {
@@ -349,7 +349,7 @@ func (m *Manager) CreateIfAbsent(tc protocol.TopicConfig) (protocol.TopicConfig,
 	return cloneTC(tc), true, m.afterChange([]string{tc.TopicName})
 }
 
-// CreateFromDefault is the send path's auto-create (remoting.md §5.2): if
+// CreateFromDefault is the send path's auto-create (docs/protocol.md §5.2): if
 // topic is unknown and defaultTopic exists with PERM_INHERIT, create topic
 // with min(clientQueueNums, default's writeQueueNums) queues, the default's
 // perm without INHERIT and its filter type. TBW102 only serves as template

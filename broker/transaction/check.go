@@ -281,7 +281,7 @@ func (r *round) discard(off int64, m *message.Message, uniq string, checkTimes i
 
 // checkRequest is CHECK_TRANSACTION_STATE for copy c: the header names the
 // copy, the body is the message in stored format with its real topic and
-// queue (remoting.md §3.5).
+// queue (docs/protocol.md §3.5).
 func checkRequest(c *message.Message, brokerName string) (*remoting.Command, error) {
 	uniq := c.UniqKey()
 	ext := map[string]string{

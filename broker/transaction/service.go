@@ -1,5 +1,5 @@
 // Package transaction is the broker side of transactional messages
-// (remoting.md §6.5; Java's TransactionalMessageServiceImpl,
+// (docs/protocol.md §6.5; Java's TransactionalMessageServiceImpl,
 // EndTransactionProcessor and TransactionalMessageCheckService).
 //
 // Half messages are parked by the send path (send.HalfMessage) in

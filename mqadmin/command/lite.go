@@ -13,7 +13,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
-// Lite-topic commands (lite-topic.md §7), named and printed as Apache's
+// Lite-topic commands (docs/lite-topics.md §7), named and printed as Apache's
 // tools/command/lite, plus listLiteTopics (ours). Each queries every broker
 // of the parent topic's route (getBrokerLiteInfo: one broker or a
 // cluster's masters); a broker that fails prints "[name] error." and the

@@ -18,7 +18,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/statictopic"
 )
 
-// Static topics (static-topic.md §9): updateStaticTopic and
+// Static topics (docs/static-topics.md §9): updateStaticTopic and
 // remappingStaticTopic with the Java tool's names, options and two output
 // lines, plus what the Java tool lacks: the progress of every step (plain
 // lines, and bars on a terminal, progress.go), --dry-run, a

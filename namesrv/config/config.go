@@ -15,7 +15,7 @@ import (
 
 	pkgconfig "github.com/rmqgo/rmq/pkg/config"
 
-	"github.com/rmqgo/rmq/namesrv/internal/fsutil"
+	"github.com/rmqgo/rmq/internal/fsutil"
 )
 
 // EnvPrefix is the environment prefix: listenPort ← NAMESRV_LISTEN_PORT.
@@ -320,5 +320,5 @@ func (s *Store) Update(props map[string]string) (*Config, error) {
 
 // Persist writes c's properties to its configStorePath, atomically.
 func Persist(c *Config) error {
-	return fsutil.WriteFileAtomic(c.ConfigStorePath, []byte(c.Properties()))
+	return fsutil.WriteFileAtomic(c.ConfigStorePath, []byte(c.Properties()), false)
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/rmqgo/rmq/pkg/protocol"
 
-	"github.com/rmqgo/rmq/namesrv/internal/fsutil"
+	"github.com/rmqgo/rmq/internal/fsutil"
 )
 
 // NamespaceOrderTopicConfig holds per-topic order configuration
@@ -161,7 +161,7 @@ func (s *Store) persistLocked() error {
 	if err != nil {
 		return fmt.Errorf("kvconfig: encode: %w", err)
 	}
-	if err := fsutil.WriteFileAtomic(s.path, data); err != nil {
+	if err := fsutil.WriteFileAtomic(s.path, data, false); err != nil {
 		return fmt.Errorf("kvconfig: persist: %w", err)
 	}
 	return nil

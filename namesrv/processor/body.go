@@ -60,7 +60,7 @@ type wireRegisterBody struct {
 }
 
 // decodeRegisterBody decodes the JSON body or, with compressed, Apache's
-// deflated binary layout (remoting.md §4.4). An empty body is a broker
+// deflated binary layout (docs/protocol.md §4.4). An empty body is a broker
 // without topics (Java: data version all zero).
 func decodeRegisterBody(body []byte, compressed bool, version int32) (registerBody, error) {
 	if len(body) == 0 {

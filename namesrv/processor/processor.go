@@ -1,4 +1,4 @@
-// Package processor answers nameserver requests (remoting.md §3.2). Handle
+// Package processor answers nameserver requests (docs/protocol.md §3.2). Handle
 // is a remoting.Handler; it needs the channel only for REGISTER_BROKER (so
 // the broker is dropped when its connection closes), so tests call it
 // directly with a nil channel.

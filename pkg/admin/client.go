@@ -1,6 +1,6 @@
 // Package admin is the administration client of RocketMQ nameservers and
 // brokers: what mqadmin (and tests, benchmarks, the SDK) use to inspect and
-// change clusters. It speaks the remoting protocol (remoting.md §3.2, §3.4)
+// change clusters. It speaks the remoting protocol (docs/protocol.md §3.2, §3.4)
 // and mirrors Apache RocketMQ's DefaultMQAdminExt where that matters to
 // callers: which server each request goes to and which codes are errors.
 //

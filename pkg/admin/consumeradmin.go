@@ -14,7 +14,7 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
-// Consumer administration (remoting.md §3.4, §3.6): consume progress,
+// Consumer administration (docs/protocol.md §3.4, §3.6): consume progress,
 // connections, running info, offset resets, subscription groups. The
 // methods follow Java's DefaultMQAdminExtImpl: which server each request
 // goes to and which answers are errors.

@@ -54,7 +54,7 @@ func TestExamineConsumeStats(t *testing.T) {
 	if !reflect.DeepEqual(st.OffsetTable, want) || st.ConsumeTps != 1.5 || st.TotalDiff() != 6 {
 		t.Fatalf("stats %+v", st)
 	}
-	// remoting.md §3.6: 105 %RETRY%g, 208 per broker of it, then 105 and
+	// docs/protocol.md §3.6: 105 %RETRY%g, 208 per broker of it, then 105 and
 	// 351 (per broker) for every topic found.
 	if calls, want := fc.CallCodes(), []string{ns1 + ":105", ba0 + ":208", ns1 + ":105", ba0 + ":351", bb0 + ":351"}; !reflect.DeepEqual(calls, want) {
 		t.Fatalf("calls %v", calls)

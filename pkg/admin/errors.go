@@ -17,7 +17,7 @@ var ErrClusterNotFound = errors.New("Make sure the specified clusterName exists 
 
 // ResponseError is a response with a non-zero code.
 type ResponseError struct {
-	Code    int32  // response code (remoting.md §2)
+	Code    int32  // response code (docs/protocol.md §2)
 	Remark  string // the server's remark
 	Addr    string // the server that answered
 	Request int32  // the request code

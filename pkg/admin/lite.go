@@ -10,7 +10,7 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
-// Lite topics (lite-topic.md §7): the broker's lite admin codes, as
+// Lite topics (docs/lite-topics.md §7): the broker's lite admin codes, as
 // DefaultMQAdminExt sends them, plus our paged listing.
 
 // liteCall sends a lite admin request and decodes its body into v.

@@ -85,7 +85,7 @@ func decodeStoredMessages(body []byte) ([]*StoredMessage, error) {
 	return out, nil
 }
 
-// PropertyKeyOrder lists the keys of a properties string (remoting.md §5.4)
+// PropertyKeyOrder lists the keys of a properties string (docs/protocol.md §5.4)
 // in order of first appearance, with Java's decoding rules (items without a
 // key or a value are dropped).
 func PropertyKeyOrder(props []byte) []string {

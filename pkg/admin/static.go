@@ -8,7 +8,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/statictopic"
 )
 
-// Static topics (static-topic.md): admin-side conversion of physical queue
+// Static topics (docs/static-topics.md): admin-side conversion of physical queue
 // stats into logic queue stats (§8.7).
 
 // MockBrokerPrefix prefixes the fake broker name of logic queues.

@@ -102,7 +102,7 @@ func leadersOf(t *testing.T, cfgs statictopic.Configs) map[int]string {
 	return out
 }
 
-// TestStaticWorkedExample is static-topic.md §12 through the admin client
+// TestStaticWorkedExample is docs/static-topics.md §12 through the admin client
 // and the fake brokers: the request order of §9.1/§9.2 and what each
 // broker stores.
 func TestStaticWorkedExample(t *testing.T) {

@@ -61,7 +61,7 @@ const SuffixRepair = ".repair"
 var ErrStaleEpoch = errors.New("stale epoch")
 
 // UpdateStaticTopic creates a static topic of req.TotalQueues logic queues
-// or extends one (static-topic.md §9.1). An interrupted earlier change is
+// or extends one (docs/static-topics.md §9.1). An interrupted earlier change is
 // finished first (statictopic.Repair), so re-running a command that failed
 // half way completes it. Bad input (a shrinking queue count, an unknown
 // broker or cluster, a normal topic of that name, an inconsistent mapping)
@@ -71,7 +71,7 @@ func (c *Client) UpdateStaticTopic(ctx context.Context, req StaticTopicRequest) 
 }
 
 // RemapStaticTopic moves the logic queues of a static topic onto the
-// target brokers (static-topic.md §9.2), finishing an interrupted earlier
+// target brokers (docs/static-topics.md §9.2), finishing an interrupted earlier
 // change first as UpdateStaticTopic does.
 func (c *Client) RemapStaticTopic(ctx context.Context, req StaticTopicRequest) (*StaticTopicResult, error) {
 	return c.staticTopic(ctx, req, true)

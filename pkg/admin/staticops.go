@@ -13,7 +13,7 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
-// Static topics, admin side (static-topic.md §8.5, §8.6, §9): reading a
+// Static topics, admin side (docs/static-topics.md §8.5, §8.6, §9): reading a
 // topic's state from every broker, writing it (request 513) and applying
 // plans made by package statictopic.
 

@@ -9,7 +9,7 @@ import (
 	"github.com/rmqgo/rmq/remoting"
 )
 
-// ACL extFields keys (remoting.md §7).
+// ACL extFields keys (docs/protocol.md §7).
 const (
 	aclAccessKey     = "AccessKey"
 	aclSignature     = "Signature"

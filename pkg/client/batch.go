@@ -6,7 +6,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/message"
 )
 
-// encodeBatch writes the SEND_BATCH_MESSAGE body (remoting.md §5.3): one
+// encodeBatch writes the SEND_BATCH_MESSAGE body (docs/protocol.md §5.3): one
 // item per message with its flag, body and properties. Callers have checked
 // and id-stamped the messages.
 func encodeBatch(msgs []*message.Message) ([]byte, error) {

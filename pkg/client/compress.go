@@ -15,7 +15,7 @@ import (
 // accepts both).
 const compressedSysFlag = message.FlagCompressed | message.CompressionZLIB
 
-// shouldCompress is the producers' rule (remoting.md §5.9): single messages
+// shouldCompress is the producers' rule (docs/protocol.md §5.9): single messages
 // whose body reaches the threshold; a negative threshold disables it.
 func shouldCompress(bodyLen, threshold int) bool {
 	return threshold >= 0 && bodyLen >= threshold

@@ -31,7 +31,7 @@ const (
 )
 
 // Credentials sign every request for brokers with ACL enabled
-// (remoting.md §7).
+// (docs/protocol.md §7).
 type Credentials struct {
 	AccessKey     string
 	SecretKey     string

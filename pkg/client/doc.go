@@ -1,5 +1,5 @@
 // Package client is a Go client SDK for RocketMQ brokers that speaks the
-// remoting protocol (remoting.md). It talks to any RocketMQ 4.x/5.x
+// remoting protocol (docs/protocol.md). It talks to any RocketMQ 4.x/5.x
 // nameserver and broker, Apache's or ours.
 //
 //   - Producer: sync, async, one-way, batch and queue-selected sends with
@@ -21,7 +21,7 @@
 //     invisible time), concurrent or orderly (FIFO per queue).
 //   - PullConsumer: pull, offsets, and a simple ConsumeLoop over all queues
 //     of a topic.
-//   - Lite topics (lite-topic.md): message.SetLiteTopic names the lite
+//   - Lite topics (docs/lite-topics.md): message.SetLiteTopic names the lite
 //     topic of a message sent to a LITE parent topic (checked as Java's
 //     client does: a legal name, no message group, delivery time or
 //     priority; sent to the lite topic's home queue). LitePushConsumer
@@ -39,7 +39,7 @@
 // exist yet) and refreshed every 30 s, brokers that left every route are
 // forgotten, heartbeats go to brokers every 30 s, sends use SEND_MESSAGE_V2
 // (310) with short header names, and response codes are handled as in
-// remoting.md §2.
+// docs/protocol.md §2.
 //
 // Every client owns its connections and background goroutines; Shutdown
 // stops all of them (none outlives it) and ends pending long polls. Logs go

@@ -38,7 +38,7 @@ var (
 
 // ResponseError is a response with a code the caller cannot accept.
 type ResponseError struct {
-	Code    int32  // response code (remoting.md §2)
+	Code    int32  // response code (docs/protocol.md §2)
 	Remark  string // the server's remark
 	Addr    string // the server that answered
 	Request int32  // the request code

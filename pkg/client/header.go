@@ -8,7 +8,7 @@ import (
 )
 
 // sendHeaderV2 builds the SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE header with
-// the short names (remoting.md §5.1): a producerGroup, b topic,
+// the short names (docs/protocol.md §5.1): a producerGroup, b topic,
 // c defaultTopic, d defaultTopicQueueNums, e queueId, f sysFlag,
 // g bornTimestamp, h flag, i properties, j reconsumeTimes, k unitMode,
 // l maxReconsumeTimes (only when set), m batch, n brokerName.
@@ -33,7 +33,7 @@ func sendHeaderV2(group string, out *outgoing, mq protocol.MessageQueue, default
 	return h
 }
 
-// Pull request sysFlag bits (remoting.md §5.7).
+// Pull request sysFlag bits (docs/protocol.md §5.7).
 const (
 	pullFlagCommitOffset = 0x1
 	pullFlagSuspend      = 0x2

@@ -8,7 +8,7 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
-// heartbeatData is the HEART_BEAT body (remoting.md §4.5), fields in
+// heartbeatData is the HEART_BEAT body (docs/protocol.md §4.5), fields in
 // fastjson's alphabetical order.
 type heartbeatData struct {
 	ClientID             string         `json:"clientID"`

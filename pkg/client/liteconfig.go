@@ -14,7 +14,7 @@ import (
 const (
 	DefaultLiteInvisibleTime  = 30 * time.Second
 	DefaultLiteLongPolling    = 20 * time.Second
-	DefaultLiteSyncInterval   = 30 * time.Second // COMPLETE_ADD full sync (lite-topic.md §5.1)
+	DefaultLiteSyncInterval   = 30 * time.Second // COMPLETE_ADD full sync (docs/lite-topics.md §5.1)
 	DefaultLiteMaxCached      = 1024             // Java push consumer's maxCacheMessageCount
 	DefaultLitePopErrorPause  = time.Second
 	maxLiteMessagesPerPop     = 32
@@ -136,7 +136,7 @@ func (c LitePushConsumerConfig) normalize() (LitePushConsumerConfig, error) {
 	return c, nil
 }
 
-// Offset option types and policies on the wire (lite-topic.md §5.3).
+// Offset option types and policies on the wire (docs/lite-topics.md §5.3).
 const (
 	liteOffsetPolicy = "POLICY"
 	liteOffsetAt     = "OFFSET"

@@ -321,7 +321,7 @@ func (c *LitePushConsumer) callHandler(lm *liteMsg) (res ConsumeResult) {
 }
 
 // handleExt is the ACK_MESSAGE / CHANGE_MESSAGE_INVISIBLETIME header of a
-// lite message (the ack carries liteTopic, lite-topic.md §6.7).
+// lite message (the ack carries liteTopic, docs/lite-topics.md §6.7).
 func (c *LitePushConsumer) handleExt(lm *liteMsg) map[string]string {
 	return map[string]string{
 		"consumerGroup": c.cfg.Group,
@@ -390,7 +390,7 @@ func (c *LitePushConsumer) releaseAll(ctx context.Context, msgs []*liteMsg) {
 }
 
 // toDLQ sends a message that failed MaxReconsumeTimes redeliveries to the
-// group's DLQ (lite-topic.md §6.10): CONSUMER_SEND_MSG_BACK with delay
+// group's DLQ (docs/lite-topics.md §6.10): CONSUMER_SEND_MSG_BACK with delay
 // level -1, which makes the broker store a copy in %DLQ%<group> without
 // the LMQ dispatch properties (it keeps __LITE_TOPIC); then the message is
 // acked on its lite topic. false when either step failed (it is delivered

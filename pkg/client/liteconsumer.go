@@ -28,7 +28,7 @@ const (
 )
 
 // LitePushConsumer consumes lite topics of one LITE parent topic for a lite
-// consumer group (lite-topic.md, Java's LitePushConsumer): it subscribes to
+// consumer group (docs/lite-topics.md, Java's LitePushConsumer): it subscribes to
 // lite topics by name (SubscribeLite) on every broker of the parent,
 // long-polls each broker with POP_LITE_MESSAGE and hands the messages to
 // the Handler, FIFO per lite topic: one lite topic's messages strictly one

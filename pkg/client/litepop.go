@@ -113,7 +113,7 @@ func (c *LitePushConsumer) popOnce(ctx context.Context, broker string, n int, at
 	return msgs, true, err
 }
 
-// popResult reads a POP_LITE_MESSAGE answer (lite-topic.md §6.6): each
+// popResult reads a POP_LITE_MESSAGE answer (docs/lite-topics.md §6.6): each
 // message's queue offset becomes its LMQ offset (queue 0), its receipt
 // handle is built from the response header, and its reconsume times come
 // from orderCountInfo. A message without exactly one LMQ and offset cannot

@@ -8,7 +8,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
-// Lite-topic sends (lite-topic.md §1.4, §4.6): a message that carries
+// Lite-topic sends (docs/lite-topics.md §1.4, §4.6): a message that carries
 // __LITE_TOPIC (message.SetLiteTopic) is sent to its LITE parent topic;
 // the broker also files it under the lite topic's LMQ.
 

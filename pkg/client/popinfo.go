@@ -10,7 +10,7 @@ import (
 )
 
 // Retry flags of a pop checkpoint: which topic a popped message came from
-// (remoting.md §3.3).
+// (docs/protocol.md §3.3).
 const (
 	popNormalTopic  = "0"
 	popRetryTopicV1 = "1" // %RETRY%<group>_<topic>

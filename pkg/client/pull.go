@@ -79,7 +79,7 @@ func (c *PullConsumer) pull(ctx context.Context, req PullRequest) (*PullResult, 
 	return c.pullResult(resp, req, addr)
 }
 
-// pullStatus maps the accepted pull codes (remoting.md §2).
+// pullStatus maps the accepted pull codes (docs/protocol.md §2).
 func pullStatus(c int32) (PullStatus, bool) {
 	switch c {
 	case code.Success:
@@ -110,7 +110,7 @@ func (c *PullConsumer) pullResult(resp *remoting.Command, req PullRequest, addr 
 		SuggestWhichBrokerID: f.OptInt64("suggestWhichBrokerId", 0),
 	}
 	// A logic queue's messages carry physical offsets; the broker says how
-	// far its segment is shifted (static-topic.md §6.5).
+	// far its segment is shifted (docs/static-topics.md §6.5).
 	offsetDelta := f.OptInt64("offsetDelta", 0)
 	logic := statictopic.IsMockBroker(req.Queue.BrokerName)
 	if err := f.Err(); err != nil {

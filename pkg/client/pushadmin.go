@@ -17,7 +17,7 @@ import (
 )
 
 // registerHandlers answers the requests brokers send to consumers
-// (remoting.md §3.5).
+// (docs/protocol.md §3.5).
 func (c *PushConsumer) registerHandlers() {
 	rc := c.core.rc
 	rc.RegisterHandler(code.NotifyConsumerIdsChanged, c.onIDsChanged)

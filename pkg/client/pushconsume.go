@@ -249,7 +249,7 @@ func (c *PushConsumer) callHandler(ctx context.Context, req *ConsumeRequest) (re
 //
 // A message of a logic queue (static topic) goes to the retry topic at
 // once, as Java's DefaultMQPushConsumerImpl.sendMessageBack does for a
-// mock broker name (static-topic.md §6.6): its CommitLog offset may be
+// mock broker name (docs/static-topics.md §6.6): its CommitLog offset may be
 // that of the broker holding an older segment, not of the leader the
 // send-back would go to, which would retry whatever message sits at that
 // offset on the leader — or fail. The handler's DelayLevel keeps its

@@ -148,7 +148,7 @@ func (c *PushConsumer) releaseQueue(ctx context.Context, q *pushQueue) {
 	}
 }
 
-// lockBatchBody is LockBatchRequestBody / UnlockBatchRequestBody (§4.7),
+// lockBatchBody is LockBatchRequestBody / UnlockBatchRequestBody (docs/protocol.md §4.7),
 // fields in fastjson order.
 type lockBatchBody struct {
 	ClientID       string                  `json:"clientId"`

@@ -37,11 +37,11 @@ type publishInfo struct {
 
 func (p *publishInfo) ok() bool { return p != nil && len(p.queues) > 0 }
 
-// newTopicRoute derives the queue lists (remoting.md §4.2): publish queues
+// newTopicRoute derives the queue lists (docs/protocol.md §4.2): publish queues
 // from orderTopicConf when set, else from every WRITE QueueData whose broker
 // has a master, brokers in name order; subscribe queues from READ QueueData.
 // A static topic (mapping info in the route) has its logic queues instead
-// (static-topic.md §6): all of them to subscribe, those with a leader to
+// (docs/static-topics.md §6): all of them to subscribe, those with a leader to
 // publish (unless orderTopicConf is set, which wins for publishing, as in
 // Java).
 func newTopicRoute(topic string, rd *protocol.TopicRouteData, fromDefault bool) *topicRoute {
@@ -139,7 +139,7 @@ func (c *core) fetchRoute(ctx context.Context, topic string) (*protocol.TopicRou
 // routeFetch says how updateRoute may answer.
 type routeFetch struct {
 	// defaultTopic, when set, is the template topic whose route stands in
-	// for a topic the nameserver does not know (producers, remoting.md §5.2),
+	// for a topic the nameserver does not know (producers, docs/protocol.md §5.2),
 	// capped to defaultQueues queues per broker.
 	defaultTopic  string
 	defaultQueues int

@@ -277,7 +277,7 @@ func (s *sendCall) outcome(mq protocol.MessageQueue, addr string, resp *remoting
 
 // retry records a failed attempt and reports whether another is allowed:
 // invalid messages and non-retriable codes end the send, as does the
-// deadline; transport errors and the codes of remoting.md §2 retry.
+// deadline; transport errors and the codes of docs/protocol.md §2 retry.
 func (s *sendCall) retry(mq protocol.MessageQueue, err error) bool {
 	if mq.BrokerName != "" {
 		s.lastBroker = mq.BrokerName
@@ -314,7 +314,7 @@ func (s *sendCall) finalErr(err error) error {
 }
 
 // retriableSendCode: the codes both clients retry on another broker
-// (remoting.md §2; Java also retries 204, 205 and GO_AWAY).
+// (docs/protocol.md §2; Java also retries 204, 205 and GO_AWAY).
 func retriableSendCode(c int32) bool {
 	switch c {
 	case code.SystemError, code.SystemBusy, code.ServiceNotAvailable, code.NoPermission, code.TopicNotExist,

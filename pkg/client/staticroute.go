@@ -10,7 +10,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/statictopic"
 )
 
-// Static topics (static-topic.md §6): a route with topicQueueMappingByBroker
+// Static topics (docs/static-topics.md §6): a route with topicQueueMappingByBroker
 // has logic queues. Producers and consumers see them as MessageQueues of a
 // mock broker ("__syslo__global__"); every request about one goes to the
 // broker that leads it now, with the logic queue id in the header, and

@@ -38,7 +38,7 @@ func (s TransactionState) String() string {
 }
 
 // endTxType is the END_TRANSACTION commitOrRollback value of a state (the
-// sysFlag transaction types, remoting.md §5.7).
+// sysFlag transaction types, docs/protocol.md §5.7).
 func (s TransactionState) endTxType() int32 {
 	switch s {
 	case TransactionCommit:

@@ -9,7 +9,7 @@ import (
 // bodyCRC, flag, bodyLen (int32 each) and propLen (int16).
 const batchFixed = 4 + 4 + 4 + 4 + 4 + 2
 
-// DecodeBatch splits a SEND_BATCH_MESSAGE body (remoting.md §5.3) into
+// DecodeBatch splits a SEND_BATCH_MESSAGE body (docs/protocol.md §5.3) into
 // messages carrying Flag, Body and Properties; topic, queue, sysFlag and born
 // fields come from the request header and are left for the caller. Each
 // item's totalSize must equal 22 + bodyLen + propLen, as both clients write

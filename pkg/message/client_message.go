@@ -7,7 +7,7 @@ import (
 )
 
 // Producer-side setters, named after Java's Message setters. They only write
-// properties; the broker interprets them (remoting.md §5.5, §6.4).
+// properties; the broker interprets them (docs/protocol.md §5.5, §6.4).
 
 // SetTags sets the TAGS property (a single tag; consumers filter on its
 // hash). An empty tag removes it.

@@ -13,7 +13,7 @@ import (
 var ErrUnsupportedCompression = errors.New("message: unsupported compression type")
 
 // CompressBodyThreshold is the body size from which both clients compress
-// (remoting.md §5.9).
+// (docs/protocol.md §5.9).
 const CompressBodyThreshold = 4096
 
 // Decompress returns the body of a record with the given sysFlag, inflated

@@ -1,5 +1,5 @@
 // Package message is the message model shared by the broker, the SDK and the
-// tools: the Message struct, the properties string (remoting.md §5.4), the
+// tools: the Message struct, the properties string (docs/protocol.md §5.4), the
 // well-known property keys (§5.5), the stored record format that CommitLog
 // files and pull bodies are made of (§5.6), sysFlag bits (§5.7), message ids
 // (§5.8), compression (§5.9), the batch body (§5.3) and tag hash codes.

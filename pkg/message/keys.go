@@ -1,6 +1,6 @@
 package message
 
-// Well-known property keys (remoting.md §5.5). Names follow Java's
+// Well-known property keys (docs/protocol.md §5.5). Names follow Java's
 // MessageConst.PROPERTY_* constants.
 const (
 	PropertyKeys                      = "KEYS"

@@ -9,7 +9,7 @@ const (
 	BlankMagic int32 = -875286124 // 0xCBD43194
 )
 
-// Fixed byte positions in a stored record (remoting.md §5.6). Fields after
+// Fixed byte positions in a stored record (docs/protocol.md §5.6). Fields after
 // the born host move by 12 bytes when it is IPv6.
 const (
 	PosTotalSize      = 0

@@ -52,7 +52,7 @@ func (m *Message) Keys() []string {
 // UniqKey returns the UNIQ_KEY property (the client message id).
 func (m *Message) UniqKey() string { return m.Properties[PropertyUniqClientMessageIDKeyIdx] }
 
-// OffsetMsgID returns the offset message id (§5.8) of a stored message.
+// OffsetMsgID returns the offset message id (docs/protocol.md §5.8) of a stored message.
 func (m *Message) OffsetMsgID() string {
 	return OffsetMsgID(m.StoreHost, m.CommitLogOffset)
 }

@@ -11,7 +11,7 @@ import (
 // ErrBadMsgID reports an offset message id that cannot be parsed.
 var ErrBadMsgID = errors.New("message: bad offset message id")
 
-// Offset message id lengths in hex characters (§5.8).
+// Offset message id lengths in hex characters (docs/protocol.md §5.8).
 const (
 	OffsetMsgIDLenV4 = 2 * (4 + 4 + 8)
 	OffsetMsgIDLenV6 = 2 * (16 + 4 + 8)

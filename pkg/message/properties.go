@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Separators of the properties string (remoting.md §5.4).
+// Separators of the properties string (docs/protocol.md §5.4).
 const (
 	NameValueSeparator = '\x01'
 	PropertySeparator  = '\x02'

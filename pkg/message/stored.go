@@ -11,7 +11,7 @@ import (
 // ErrTooLarge reports a field or record that does not fit the stored format.
 var ErrTooLarge = errors.New("message: too large")
 
-// EncodeStored returns m as a stored record (remoting.md §5.6); see
+// EncodeStored returns m as a stored record (docs/protocol.md §5.6); see
 // AppendStored.
 func EncodeStored(m *Message) ([]byte, error) { return AppendStored(nil, m) }
 

@@ -1,6 +1,6 @@
 package message
 
-// Message sysFlag bits (remoting.md §5.7).
+// Message sysFlag bits (docs/protocol.md §5.7).
 const (
 	FlagCompressed  int32 = 0x1
 	FlagMultiTags   int32 = 0x2

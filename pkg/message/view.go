@@ -132,7 +132,7 @@ func (v View) QueueOffset() int64 { return v.i64(PosQueueOffset) }
 // PhysicalOffset is the CommitLog offset recorded in the record.
 func (v View) PhysicalOffset() int64 { return v.i64(PosPhysicalOffset) }
 
-// SysFlag is the message sysFlag (§5.7).
+// SysFlag is the message sysFlag (docs/protocol.md §5.7).
 func (v View) SysFlag() int32 { return v.i32(PosSysFlag) }
 
 // BornTimestamp is the producer's timestamp (ms).

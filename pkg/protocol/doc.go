@@ -1,5 +1,5 @@
 // Package protocol holds RocketMQ's request bodies and their JSON in the
-// fastjson dialect (remoting.md §4): route data, cluster info, topic configs,
+// fastjson dialect (docs/protocol.md §4): route data, cluster info, topic configs,
 // registration bodies, KV tables, topic lists, and static-topic mappings.
 //
 // Struct fields are declared in alphabetical JSON-key order so that

@@ -1,6 +1,6 @@
 package protocol
 
-// Lite-topic admin bodies (lite-topic.md §7), in the fastjson dialect:
+// Lite-topic admin bodies (docs/lite-topics.md §7), in the fastjson dialect:
 // fields in alphabetical key order, null values omitted.
 
 // LiteClientGroup is ClientGroup: one subscriber of a lite topic.

@@ -7,7 +7,7 @@ import (
 	"unicode/utf16"
 )
 
-// Lite-topic name rules (lite-topic.md §1.4) shared by brokers and clients.
+// Lite-topic name rules (docs/lite-topics.md §1.4) shared by brokers and clients.
 
 // DefaultMaxLiteTopicSize is the default byte limit of a lite topic name
 // (the proxy's maxLiteTopicSize).
@@ -42,7 +42,7 @@ func ValidateLiteTopic(lite string, maxSize int) error {
 }
 
 // LiteHomeBucket is the index, among n write queues in route order, of the
-// queue whose broker is lite's home (lite-topic.md §4.6):
+// queue whose broker is lite's home (docs/lite-topics.md §4.6):
 // Guava's consistentHash of Java's String.hashCode. Producers that send
 // every message of a lite topic to this queue keep it on one broker, which
 // FIFO consumption per lite topic needs.

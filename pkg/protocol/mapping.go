@@ -1,6 +1,6 @@
 package protocol
 
-// Static-topic mapping model (static-topic.md §2).
+// Static-topic mapping model (docs/static-topics.md §2).
 
 // MappingScopeGlobal is the default mapping scope.
 const MappingScopeGlobal = "__global__"

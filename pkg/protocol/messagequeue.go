@@ -10,7 +10,7 @@ import (
 )
 
 // MessageQueue identifies one queue of a topic on one broker. Its JSON is
-// {"brokerName":"broker-a","queueId":0,"topic":"TopicTest"} (remoting.md §4.1).
+// {"brokerName":"broker-a","queueId":0,"topic":"TopicTest"} (docs/protocol.md §4.1).
 //
 // Java writes Map<MessageQueue,V> (offset tables of TopicStatsTable,
 // ConsumeStats, ResetOffsetBody, ...) with the queue *object* as key:
@@ -343,7 +343,7 @@ type TopicOffset struct {
 	MinOffset           int64 `json:"minOffset"`
 }
 
-// TopicStatsTable is the GET_TOPIC_STATS_INFO (202) body (remoting.md §4.9):
+// TopicStatsTable is the GET_TOPIC_STATS_INFO (202) body (docs/protocol.md §4.9):
 // {"offsetTable":{{MQ}:{"lastUpdateTimestamp":…,"maxOffset":…,"minOffset":…}},"topicPutTps":0.0}.
 // Encode with MarshalMQKeyed, decode with UnmarshalMQKeyed.
 type TopicStatsTable struct {

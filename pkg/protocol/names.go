@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Name limits and prefixes (remoting.md §6.7).
+// Name limits and prefixes (docs/protocol.md §6.7).
 const (
 	TopicMaxLength      = 127
 	RetryDLQTopicMaxLen = 255

@@ -1,6 +1,6 @@
 package protocol
 
-// Permission bits of a topic or broker (remoting.md §6.8).
+// Permission bits of a topic or broker (docs/protocol.md §6.8).
 const (
 	PermPriority = 8
 	PermRead     = 4

@@ -6,7 +6,7 @@ import (
 	"sort"
 )
 
-// Allocator spreads logic queues over brokers (§8.1): round after round it
+// Allocator spreads logic queues over brokers (docs/static-topics.md §8.1): round after round it
 // gives one queue to each of the least loaded brokers, so that counts
 // differ by at most one.
 //

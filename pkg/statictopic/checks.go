@@ -117,7 +117,7 @@ func CheckNames(topic string, cfgs Configs) error {
 	return nil
 }
 
-// CheckNameEpochNum is §3.4's consistency check: CheckNames, plus one epoch
+// CheckNameEpochNum is docs/static-topics.md §3.4's consistency check: CheckNames, plus one epoch
 // and one total queue number for all. It returns them.
 func CheckNameEpochNum(topic string, cfgs Configs) (int64, int, error) {
 	if err := CheckNames(topic, cfgs); err != nil {
@@ -157,7 +157,7 @@ func (c Configs) details() []*protocol.TopicQueueMappingDetail {
 
 // BuildLeaders maps every logic queue to the list its leader stores
 // (Java's checkAndBuildMappingItems): only lists whose last item is on the
-// storing broker count; every list is validated (§3.1). A second leader for
+// storing broker count; every list is validated (docs/static-topics.md §3.1). A second leader for
 // the same id is an error unless replace (then the highest epoch wins).
 // complete requires ids 0..max(totalQueues)-1 exactly. Physical queues
 // must not be shared (CheckReuse).

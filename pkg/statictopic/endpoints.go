@@ -9,7 +9,7 @@ import (
 )
 
 // Endpoints computes which broker leads each logic queue of a route, as
-// Java's ClientMetadata.topicRouteData2EndpointsForStaticTopic (§6.2): per
+// Java's ClientMetadata.topicRouteData2EndpointsForStaticTopic (docs/static-topics.md §6.2): per
 // scope, the info of the highest epoch that lists a logic id in its
 // currIdMap wins; ids below the largest totalQueues that nobody claims map
 // to MockBrokerNone. Infos without a scope are ignored. The result is empty

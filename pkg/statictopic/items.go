@@ -1,5 +1,5 @@
 // Package statictopic holds the admin- and client-side logic of static
-// topics (static-topic.md): the arithmetic of logic queue mapping items
+// topics (docs/static-topics.md): the arithmetic of logic queue mapping items
 // (§2.1, §4), the consistency checks (§3), the admin planners that create,
 // extend and remap logic queues (§8) and the client's endpoint computation
 // (§6). It does no I/O: package admin talks to the servers, package client
@@ -14,7 +14,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
-// Names and sizes of static-topic.md §1.
+// Names and sizes of docs/static-topics.md §1.
 const (
 	// MockBrokerPrefix prefixes the fake broker name of logic queues.
 	MockBrokerPrefix = "__syslo__"

@@ -18,7 +18,7 @@ const (
 	SuffixAfter        = ".after"
 )
 
-// Plan is the admin's working set (§2.5): the topic config of every broker
+// Plan is the admin's working set (docs/static-topics.md §2.5): the topic config of every broker
 // as it must be after the operation, at one new epoch, and for a remap the
 // brokers that gain (map in) and lose (map out) leadership. It is the JSON
 // of the .before/.after files.
@@ -97,7 +97,7 @@ func set(names []string) map[string]bool {
 }
 
 // PlanCreate plans creating a static topic of n logic queues, or extending
-// one to n (§8.2). targets are the brokers new queues may go to; brokers
+// one to n (docs/static-topics.md §8.2). targets are the brokers new queues may go to; brokers
 // that already host queues must be among them. cur is the topic's current
 // consistent state (empty for a new topic); ids it lacks below its
 // totalQueues (a create that stopped half way) are allocated again.
@@ -179,7 +179,7 @@ func PlanCreate(topic string, n int, targets []string, cur Configs, opt Options)
 }
 
 // PlanRemap plans moving the logic queues of a consistent static topic so
-// that the targets lead them evenly (§8.3). A broker only gains or only
+// that the targets lead them evenly (docs/static-topics.md §8.3). A broker only gains or only
 // loses queues. A moved queue gets a new leader item with an undecided
 // logic offset, decided while the plan is applied (Decide).
 func PlanRemap(topic string, targets []string, cur Configs, opt Options) (*Plan, error) {
@@ -399,7 +399,7 @@ func fillDecidedCopies(cfgs Configs, leaders map[int]Queue) {
 }
 
 // Undecided lists the logic ids whose leader item on a map-in broker still
-// waits for its logic offset (§9.2 step 3; only these, not every stale
+// waits for its logic offset (docs/static-topics.md §9.2 step 3; only these, not every stale
 // list of a map-out broker as Java scans).
 func (p *Plan) Undecided() []int {
 	var out []int
@@ -441,7 +441,7 @@ func (p *Plan) leaderList(g int) []Item {
 
 // Decide sets the logic offset of g's new leader from the previous
 // leader's physical max offset, once the previous leader no longer accepts
-// writes: rounded up to the next block (§9.2 step 3). Every copy of the
+// writes: rounded up to the next block (docs/static-topics.md §9.2 step 3). Every copy of the
 // list in the plan gets it. It returns the decided offset.
 func (p *Plan) Decide(g int, prevMax int64) (int64, error) {
 	items := p.leaderList(g)
@@ -468,7 +468,7 @@ func (p *Plan) Decide(g int, prevMax int64) (int64, error) {
 }
 
 // Complete adds every broker of allBrokers that the plan lacks, with an
-// empty mapping and no queues (§8.5): so that a missing broker is seen as an
+// empty mapping and no queues (docs/static-topics.md §8.5): so that a missing broker is seen as an
 // inconsistency rather than as "topic absent". It returns the added ones.
 func (p *Plan) Complete(allBrokers []string) []string {
 	total := 0

@@ -193,7 +193,7 @@ func apply(t *testing.T, cur Configs, p *Plan, maxOf func(b string, q int) int64
 	return out
 }
 
-// TestWorkedExample is static-topic.md §12: one logic queue over three
+// TestWorkedExample is docs/static-topics.md §12: one logic queue over three
 // brokers, remapped from a to b after 10 messages.
 func TestWorkedExample(t *testing.T) {
 	p, err := PlanCreate("T", 1, []string{"a"}, Configs{}, clock(t0))

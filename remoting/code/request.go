@@ -1,6 +1,6 @@
 package code
 
-// Request codes: nameserver (remoting.md §3.2).
+// Request codes: nameserver (docs/protocol.md §3.2).
 const (
 	PutKVConfig                   int32 = 100
 	GetKVConfig                   int32 = 101
@@ -27,7 +27,7 @@ const (
 	BrokerHeartbeat               int32 = 904
 )
 
-// Request codes: broker, client paths (remoting.md §3.3).
+// Request codes: broker, client paths (docs/protocol.md §3.3).
 const (
 	SendMessage             int32 = 10
 	PullMessage             int32 = 11
@@ -67,7 +67,7 @@ const (
 	NotifyUnsubscribeLite   int32 = 200073
 )
 
-// Request codes: broker admin surface (remoting.md §3.4).
+// Request codes: broker admin surface (docs/protocol.md §3.4).
 const (
 	UpdateAndCreateTopic             int32 = 17
 	UpdateAndCreateTopicList         int32 = 18
@@ -95,7 +95,7 @@ const (
 	UpdateAndCreateStaticTopic       int32 = 513
 )
 
-// Request codes: broker to client (remoting.md §3.5).
+// Request codes: broker to client (docs/protocol.md §3.5).
 const (
 	CheckTransactionState       int32 = 39
 	NotifyConsumerIdsChanged    int32 = 40
@@ -104,7 +104,7 @@ const (
 	PushReplyMessageToClient    int32 = 326
 )
 
-// Request codes: lite topics (lite-topic.md §5–§7). ListLiteTopics is ours,
+// Request codes: lite topics (docs/lite-topics.md §5–§7). ListLiteTopics is ours,
 // not upstream's: a paged listing of a parent's lite topics.
 const (
 	AckLiteMessage      int32 = 200072

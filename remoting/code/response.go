@@ -1,4 +1,4 @@
-// Package code holds RocketMQ's request and response codes (remoting.md §2–3).
+// Package code holds RocketMQ's request and response codes (docs/protocol.md §2–3).
 // The numbers are the wire contract; the names follow Apache RocketMQ's.
 package code
 

@@ -18,7 +18,7 @@ import (
 const badInputMaxMessageSize = 64 << 10
 
 // sendV2Request is a SEND_MESSAGE_V2 (310) request with the short header names of
-// remoting.md §5.1, as the Java client sends it.
+// docs/protocol.md §5.1, as the Java client sends it.
 func sendV2Request(topic, defaultTopic string, queueID int, body []byte) *remoting.Command {
 	return remoting.NewRequest(code.SendMessageV2, map[string]string{
 		"a": "badinput_pg", "b": topic, "c": defaultTopic, "d": "4", "e": strconv.Itoa(queueID),
@@ -39,13 +39,13 @@ func sendV1Request(topic string, queueID int, body []byte) *remoting.Command {
 }
 
 // pullFlagSubscription and pullFlagSuspend are PULL_MESSAGE sysFlag bits
-// (remoting.md §6.2).
+// (docs/protocol.md §6.2).
 const (
 	pullFlagSuspend      = 1 << 1
 	pullFlagSubscription = 1 << 2
 )
 
-// pullRequest is a PULL_MESSAGE (11) with every field of remoting.md §3.3.
+// pullRequest is a PULL_MESSAGE (11) with every field of docs/protocol.md §3.3.
 func pullRequest(topic string, queueID int, offset int64, sysFlag int) *remoting.Command {
 	return remoting.NewRequest(code.PullMessage, map[string]string{
 		"consumerGroup": "badinput_cg", "topic": topic, "queueId": strconv.Itoa(queueID),
@@ -131,7 +131,7 @@ func TestBadInputMessages(t *testing.T) {
 		return nil
 	})
 
-	// Pulls (remoting.md §6.2): the code and nextBeginOffset of each row.
+	// Pulls (docs/protocol.md §6.2): the code and nextBeginOffset of each row.
 	for _, tc := range []struct {
 		name    string
 		queueID int

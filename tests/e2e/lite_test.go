@@ -29,7 +29,7 @@ const (
 	liteExpiration     = 3
 )
 
-// liteClient speaks the raw lite requests (no lite SDK consumer yet).
+// liteClient speaks the raw lite requests, below any SDK consumer.
 type liteClient struct {
 	t    *testing.T
 	rc   *remoting.Client
@@ -251,7 +251,7 @@ func TestLiteTopicSeedFlow(t *testing.T) {
 		t.Fatalf("listLiteTopics:\n%s", out)
 	}
 
-	// Dead letter (§6.10): a message the consumer gives up on is sent back
+	// Dead letter (docs/lite-topics.md §6.10): a message the consumer gives up on is sent back
 	// with delayLevel -1; it lands in %DLQ%lite_cg (keeping __LITE_TOPIC, not
 	// dispatched to an LMQ) and is acked on its lite topic.
 	lc.want("send doomed", lc.send(liteParent, 0, "doomed", liteName), code.Success, "")

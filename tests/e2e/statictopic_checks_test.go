@@ -125,7 +125,7 @@ func segmentsOf(msgs []logicMsg) [][]logicMsg {
 }
 
 // searchLowerWant is SEARCH_OFFSET_BY_TIMESTAMP's LOWER answer
-// (static-topic.md §7.5): in the first segment holding a message stored
+// (docs/static-topics.md §7.5): in the first segment holding a message stored
 // at or after ts, that message's logic offset; else the logic max.
 // Segments are searched one by one because store times need not increase
 // across a boundary: the old leader takes writes until it is fenced,

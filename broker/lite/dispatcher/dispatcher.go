@@ -1,4 +1,4 @@
-// Package dispatcher delivers lite events (lite-topic.md §5.6–§5.9): when a
+// Package dispatcher delivers lite events (docs/lite-topics.md §5.6–§5.9): when a
 // message lands in an LMQ, exactly one subscribed client of each interested
 // group gets the LMQ's name in its bounded event set and its long-polling
 // pop is woken. Events that cannot be placed (sets full, clients stalled)

@@ -9,7 +9,7 @@ import (
 const HardEventCap = 100000
 
 // eventSet is one client's pending events: a FIFO of lmq names, each at
-// most once (§5.6).
+// most once (docs/lite-topics.md §5.6).
 type eventSet struct {
 	mu   sync.Mutex
 	fifo []string

@@ -8,7 +8,7 @@ import (
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
 )
 
-// Index answers which lite topics a parent has (§4.1 [our choice]) for
+// Index answers which lite topics a parent has (docs/lite-topics.md §4.1 [our choice]) for
 // wildcard full dispatch, admin listings and parent cleanup. It reads the
 // store's in-memory queue table and keeps no copy of the names: a copy in
 // Go maps cost 60 B per lite topic and most of the GC's marking work (a GC

@@ -1,4 +1,4 @@
-// Package lifecycle expires idle lite topics (lite-topic.md §4): every
+// Package lifecycle expires idle lite topics (docs/lite-topics.md §4): every
 // liteTtlCheckInterval it walks the in-memory table of queue states (never
 // the disk), picks the lite LMQs whose newest message is older than their
 // parent's lite.topic.expiration (and than minLiteTTl), and deletes them:

@@ -1,4 +1,4 @@
-// Package liteadmin answers the lite admin codes (lite-topic.md §7):
+// Package liteadmin answers the lite admin codes (docs/lite-topics.md §7):
 // GET_BROKER_LITE_INFO (200074), GET_PARENT_TOPIC_INFO (200075),
 // GET_LITE_TOPIC_INFO (200076), GET_LITE_CLIENT_INFO (200077),
 // GET_LITE_GROUP_INFO (200078), TRIGGER_LITE_DISPATCH (200079), and our

@@ -29,7 +29,7 @@ func setup(t *testing.T) *litetest.Rig {
 	return r
 }
 
-// TestValidation: admin headers that are refused and their codes (§7).
+// TestValidation: admin headers that are refused and their codes (docs/lite-topics.md §7).
 func TestValidation(t *testing.T) {
 	r := setup(t)
 	tests := []struct {

@@ -1,5 +1,5 @@
 // Package meta reads lite-topic metadata out of topic and subscription-group
-// configs (lite-topic.md §2.1, §2.2): which topics are parents and how long
+// configs (docs/lite-topics.md §2.1, §2.2): which topics are parents and how long
 // their lite topics live, which groups are lite groups and how they
 // subscribe. It also keeps the per-sweep maps parent → TTL and parent →
 // groups (§4.2).

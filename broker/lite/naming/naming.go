@@ -1,4 +1,4 @@
-// Package naming holds the lite-topic name rules (lite-topic.md §1): how a
+// Package naming holds the lite-topic name rules (docs/lite-topics.md §1): how a
 // light message queue (LMQ) name is built from a parent topic and a lite
 // topic, how it is parsed back, which lite names are legal, and which broker
 // is a lite topic's home (§4.6).

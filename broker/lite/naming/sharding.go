@@ -13,7 +13,7 @@ func JumpConsistentHash(input int64, buckets int) int {
 }
 
 // HomeBucket is the write-queue index (in route order) that is the home of
-// lite within nWriteQueues queues (§4.6 step 2); producers use the same
+// lite within nWriteQueues queues (docs/lite-topics.md §4.6 step 2); producers use the same
 // function (protocol.LiteHomeBucket).
 func HomeBucket(lite string, nWriteQueues int) int {
 	return protocol.LiteHomeBucket(lite, nWriteQueues)

@@ -1,4 +1,4 @@
-// Package offsets keeps the consumer offsets of lite topics (lite-topic.md
+// Package offsets keeps the consumer offsets of lite topics (docs/lite-topics.md
 // §6.9): a group's committed offset of an LMQ (key lmq@group, queue 0) in
 // the store's persistent offset table, and the pending resets that
 // subscribe options, exclusive eviction and unsubscribe register and the

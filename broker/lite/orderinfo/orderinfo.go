@@ -1,4 +1,4 @@
-// Package orderinfo keeps the FIFO state of lite consumption (lite-topic.md
+// Package orderinfo keeps the FIFO state of lite consumption (docs/lite-topics.md
 // §6.4): per (lmq, group) the messages of the last pop, which of them are
 // acked, when each becomes visible again and how often each was delivered.
 // While a popped message is un-acked and invisible, the lmq is blocked for

@@ -91,7 +91,7 @@ func (p *Processor) lmqOf(r AckRequest) (string, error) {
 	return lmq, nil
 }
 
-// Ack acknowledges one lite message (§6.7).
+// Ack acknowledges one lite message (docs/lite-topics.md §6.7).
 func (p *Processor) Ack(r AckRequest) error {
 	ei, err := ParseExtraInfo(r.ExtraInfo)
 	if err != nil {
@@ -167,7 +167,7 @@ func (p *Processor) DeliveryCount(group, lmq string, offset int64) int32 {
 }
 
 // DeadLettered acks the message at offset of lmq for group after its copy
-// went to %DLQ%<group> (§6.10, CONSUMER_SEND_MSG_BACK): whichever pop
+// went to %DLQ%<group> (docs/lite-topics.md §6.10, CONSUMER_SEND_MSG_BACK): whichever pop
 // delivered it, so the lite topic moves past it.
 func (p *Processor) DeadLettered(group, lmq string, offset int64) {
 	next := p.commit(group, lmq, offset, func(k orderinfo.Key) int64 {
@@ -189,7 +189,7 @@ type InvisibleResult struct {
 	Set bool
 }
 
-// ChangeInvisible postpones the redelivery of one lite message (§6.8): only
+// ChangeInvisible postpones the redelivery of one lite message (docs/lite-topics.md §6.8): only
 // the order state's next-visible time changes; lite has no revive topic.
 func (p *Processor) ChangeInvisible(r AckRequest) (InvisibleResult, error) {
 	ei, err := ParseExtraInfo(r.ExtraInfo)

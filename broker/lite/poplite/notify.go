@@ -14,7 +14,7 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
-// Lite simple consumers (lite-topic.md §6.11, 5.5.1 #10570) ask NOTIFICATION
+// Lite simple consumers (docs/lite-topics.md §6.11, 5.5.1 #10570) ask NOTIFICATION
 // (200054) whether a POP_LITE_MESSAGE would find anything: the header
 // carries liteConsumer=true and the clientId whose event set decides.
 

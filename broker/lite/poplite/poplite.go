@@ -1,4 +1,4 @@
-// Package poplite answers POP_LITE_MESSAGE (200070, lite-topic.md §6): a
+// Package poplite answers POP_LITE_MESSAGE (200070, docs/lite-topics.md §6): a
 // client's pop drains its event set LMQ by LMQ, each LMQ consumed FIFO under
 // its (group, lmq) lock and order state, and parks in a long poll keyed by
 // the client when nothing is there. It also handles the lite branch of

@@ -43,7 +43,7 @@ func with(ext map[string]string, kv ...string) map[string]string {
 	return out
 }
 
-// TestPopValidation: POP_LITE_MESSAGE headers that are refused (§6.2) and
+// TestPopValidation: POP_LITE_MESSAGE headers that are refused (docs/lite-topics.md §6.2) and
 // their codes, in the order of the pre-checks.
 func TestPopValidation(t *testing.T) {
 	r := setup(t, nil)
@@ -77,7 +77,7 @@ func TestPopValidation(t *testing.T) {
 }
 
 // TestAckValidation: lite acks (ACK_MESSAGE / ACK_LITE_MESSAGE /
-// CHANGE_MESSAGE_INVISIBLETIME with liteTopic) that are refused (§6.7–6.8).
+// CHANGE_MESSAGE_INVISIBLETIME with liteTopic) that are refused (docs/lite-topics.md §6.7–6.8).
 func TestAckValidation(t *testing.T) {
 	r := setup(t, nil)
 	r.Want("send", r.Send(parent, 0, "x", message.PropertyLiteTopic, lite), code.Success, "")

@@ -1,4 +1,4 @@
-// Package registry holds the lite subscriptions of a broker (lite-topic.md
+// Package registry holds the lite subscriptions of a broker (docs/lite-topics.md
 // §5.2–§5.5): which client of which lite group wants which lite topics
 // (LMQs), the reverse index lmq → clients used by event dispatch, wildcard
 // groups, exclusive-mode eviction tombstones and the quotas.

@@ -1,5 +1,5 @@
 // Package sharding tells a broker which broker is the home of a lite topic
-// (lite-topic.md §4.6): the broker of the parent topic's write queue that
+// (docs/lite-topics.md §4.6): the broker of the parent topic's write queue that
 // the lite name hashes to (naming.HomeBucket), in the queue order a
 // producer derives from the route. The routes come from the nameservers
 // and are cached per parent, as Java's TopicRouteInfoManager does for its

@@ -1,4 +1,4 @@
-// Package subscribe answers LITE_SUBSCRIPTION_CTL (200071, lite-topic.md
+// Package subscribe answers LITE_SUBSCRIPTION_CTL (200071, docs/lite-topics.md
 // §5.1): clients (or a proxy on their behalf) add and remove lite
 // subscriptions. It remembers each client's connection to push
 // NOTIFY_UNSUBSCRIBE_LITE (200073, §5.5) when an exclusive group evicts it,

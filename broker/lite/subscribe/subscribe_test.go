@@ -89,7 +89,7 @@ func dto(action, client, group, topic string, lites ...string) map[string]any {
 }
 
 // TestValidation: LITE_SUBSCRIPTION_CTL bodies and entries that are refused,
-// and the code each gets (§5.1).
+// and the code each gets (docs/lite-topics.md §5.1).
 func TestValidation(t *testing.T) {
 	tests := []struct {
 		name   string

@@ -1,6 +1,6 @@
 // Package consumer answers the consumer offset requests (Java's
 // ConsumerManageProcessor and the offset part of AdminBrokerProcessor,
-// remoting.md §3.3, §6.3, §4.8): QUERY_CONSUMER_OFFSET,
+// docs/protocol.md §3.3, §6.3, §4.8): QUERY_CONSUMER_OFFSET,
 // UPDATE_CONSUMER_OFFSET, GET_MAX_OFFSET, GET_MIN_OFFSET,
 // SEARCH_OFFSET_BY_TIMESTAMP, GET_EARLIEST_MSG_STORETIME and GET_CONSUME_STATS.
 package consumer

@@ -1,6 +1,6 @@
 // Package consumeradmin answers the consumer-administration requests of
 // mqadmin and admin SDKs that the other processors do not (Java's
-// AdminBrokerProcessor and Broker2Client, remoting.md §3.4, §3.5):
+// AdminBrokerProcessor and Broker2Client, docs/protocol.md §3.4, §3.5):
 //
 //   - QUERY_TOPIC_CONSUME_BY_WHO (300), QUERY_TOPICS_BY_CONSUMER (343) and
 //     GET_BROKER_CONSUME_STATS (317), from the consumer table and the

@@ -11,7 +11,7 @@ import (
 )
 
 // TestPermissionMatrix: pulls against every topic perm (6 RW, 4 R, 2 W, 0
-// none) and broker permission (remoting.md §6.8): both need PERM_READ,
+// none) and broker permission (docs/protocol.md §6.8): both need PERM_READ,
 // else NO_PERMISSION with Java's remark; the subscription in the request
 // or from the heartbeat makes no difference.
 func TestPermissionMatrix(t *testing.T) {

@@ -1,6 +1,6 @@
 // Package pull answers PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361)
 // (Java's PullMessageProcessor and DefaultPullMessageResultHandler,
-// remoting.md §6.2): permission and subscription checks, the read from the
+// docs/protocol.md §6.2): permission and subscription checks, the read from the
 // message store with a tag filter, the mapping of the store's status to a
 // pull code and nextBeginOffset, offset commits, and long polling through
 // package longpoll.
@@ -27,7 +27,7 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
-// Pull request sysFlag bits (remoting.md §5.7).
+// Pull request sysFlag bits (docs/protocol.md §5.7).
 const (
 	FlagCommitOffset = 0x1
 	FlagSuspend      = 0x2
@@ -407,7 +407,7 @@ func (p *Processor) recordPullOffset(h header, next int64) {
 }
 
 // mapResult turns a store status into the pull code and nextBeginOffset
-// (remoting.md §6.2 table; Java's composeResponseHeader). The offsets of
+// (docs/protocol.md §6.2 table; Java's composeResponseHeader). The offsets of
 // the "no data here" rows are derived from min/max rather than trusted
 // from the store: a missing nextBeginOffset rewinds clients to 0.
 func mapResult(r *store.GetResult, reqOffset int64) (int32, int64) {

@@ -143,7 +143,7 @@ func queueOffsets(t *testing.T, body []byte) []int64 {
 	return out
 }
 
-// Every row of remoting.md §6.2's result table, plus the Java status
+// Every row of docs/protocol.md §6.2's result table, plus the Java status
 // mapping for statuses only a real CommitLog produces.
 func TestResultMapping(t *testing.T) {
 	tests := []struct {

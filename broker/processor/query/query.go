@@ -1,7 +1,7 @@
 // Package query answers QUERY_MESSAGE (12: messages by key or UNIQ_KEY) and
 // VIEW_MESSAGE_BY_ID (33: one message by commit-log offset), following
 // Apache RocketMQ's QueryMessageProcessor. Bodies are stored records
-// (remoting.md §5.6), concatenated for a query.
+// (docs/protocol.md §5.6), concatenated for a query.
 package query
 
 import (

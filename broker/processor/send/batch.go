@@ -14,7 +14,7 @@ import (
 // Java refuses longer batch topics.
 const maxTopicLenV1 = 127
 
-// sendBatch stores a SEND_BATCH_MESSAGE body (remoting.md §5.3) as separate
+// sendBatch stores a SEND_BATCH_MESSAGE body (docs/protocol.md §5.3) as separate
 // messages in one queue with consecutive offsets (Java's sendBatchMessage).
 //
 // Every item shares the header's topic, queue, sysFlag (compressed bit

@@ -35,7 +35,7 @@ var (
 )
 
 // toCodeError is the one place where send-path errors become response codes
-// (remoting.md §2): it wraps err in a *remoting.CodeError whose remark is the
+// (docs/protocol.md §2): it wraps err in a *remoting.CodeError whose remark is the
 // error text. Errors that already carry a code keep it, so hooks may return
 // their own *remoting.CodeError.
 func toCodeError(err error) error {

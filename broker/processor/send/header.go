@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// sendHeader is SendMessageRequestHeader (remoting.md §5.1), read from either
+// sendHeader is SendMessageRequestHeader (docs/protocol.md §5.1), read from either
 // the long names (SEND_MESSAGE, SEND_REPLY_MESSAGE) or the short names a…n
 // (SEND_MESSAGE_V2, SEND_BATCH_MESSAGE, SEND_REPLY_MESSAGE_V2).
 type sendHeader struct {

@@ -17,7 +17,7 @@ import (
 type Topics interface {
 	Get(name string) (protocol.TopicConfig, bool)
 	IsOrder(name string) bool
-	// CreateFromDefault is the auto-create from TBW102 (remoting.md §5.2).
+	// CreateFromDefault is the auto-create from TBW102 (docs/protocol.md §5.2).
 	CreateFromDefault(topic, defaultTopic string, clientQueueNums, topicSysFlag int) (protocol.TopicConfig, bool, error)
 	// CreateIfAbsent creates retry and DLQ topics.
 	CreateIfAbsent(tc protocol.TopicConfig) (protocol.TopicConfig, bool, error)
@@ -45,7 +45,7 @@ type OrderLocks interface {
 }
 
 // TransactionHook turns a transactional PREPARED message into what is stored
-// (remoting.md §6.5). It runs after every check, just before the store.
+// (docs/protocol.md §6.5). It runs after every check, just before the store.
 type TransactionHook interface {
 	PrepareHalf(msg *message.Message) error
 }

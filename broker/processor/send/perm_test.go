@@ -12,7 +12,7 @@ import (
 
 // TestPermissionMatrix: sends against every topic perm (6 RW, 4 R, 2 W, 0
 // none) and broker permission, for unordered and order topics
-// (remoting.md §6.8). The topic needs PERM_WRITE; a broker without WRITE
+// (docs/protocol.md §6.8). The topic needs PERM_WRITE; a broker without WRITE
 // rejects only order topics, as Java's msgCheck does (its routes are wiped,
 // in-flight sends to unordered topics still land).
 func TestPermissionMatrix(t *testing.T) {

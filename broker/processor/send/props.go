@@ -68,7 +68,7 @@ func checkPropsLen(m map[string]string) error {
 	return nil
 }
 
-// ApplyLite is the lite-topic hook of the send path (lite-topic.md §3.1):
+// ApplyLite is the lite-topic hook of the send path (docs/lite-topics.md §3.1):
 // a message carrying __LITE_TOPIC sent to a parent topic whose message.type
 // is LITE is dispatched to the LMQ %LMQ%$<parent>$<lite>, named in
 // INNER_MULTI_DISPATCH (overriding whatever the client put there). The lite

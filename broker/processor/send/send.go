@@ -1,7 +1,7 @@
 // Package send answers the producer requests: SEND_MESSAGE (10, long header
 // names), SEND_MESSAGE_V2 (310, short names), SEND_BATCH_MESSAGE (320) and
 // SEND_REPLY_MESSAGE(_V2) (324/325), following Apache RocketMQ's
-// SendMessageProcessor and ReplyMessageProcessor (remoting.md §5).
+// SendMessageProcessor and ReplyMessageProcessor (docs/protocol.md §5).
 //
 // Checks run in Java's order: broker role and start time, broker write
 // permission for order topics, topic name (29), send-forbidden topics (16),
@@ -477,7 +477,7 @@ func (p *Processor) retryOrDLQ(req *remoting.Command, h *sendHeader, msg *messag
 		return nil
 	}
 	msg.Properties[message.PropertyDelayTimeLevel] = "-1"
-	// A DLQ is not excluded from multi-dispatch (lite-topic.md §3.1): a lite
+	// A DLQ is not excluded from multi-dispatch (docs/lite-topics.md §3.1): a lite
 	// message's dispatch properties must not follow it there.
 	delete(msg.Properties, message.PropertyInnerMultiDispatch)
 	delete(msg.Properties, message.PropertyInnerMultiQueueOffset)

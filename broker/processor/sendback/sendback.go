@@ -2,7 +2,7 @@
 // back a message it failed to consume, by CommitLog offset, and the broker
 // stores a copy in %RETRY%<group> through the schedule path (delay level
 // 3 + reconsumeTimes by default), or, past the group's retryMaxTimes, in
-// %DLQ%<group> (remoting.md §6.4; Java's
+// %DLQ%<group> (docs/protocol.md §6.4; Java's
 // AbstractSendMessageProcessor.consumerSendMsgBack).
 package sendback
 
@@ -59,7 +59,7 @@ type Store interface {
 	PutMessage(ctx context.Context, msg *message.Message) (store.PutResult, error)
 }
 
-// LiteHook is the lite-topic side of a send-back (lite-topic.md §6.10):
+// LiteHook is the lite-topic side of a send-back (docs/lite-topics.md §6.10):
 // broker/lite implements it. A lite message is one whose record carries
 // __LITE_TOPIC and names its lite LMQ and offset in the multi-dispatch
 // properties.
@@ -211,7 +211,7 @@ func (p *Processor) sendBack(ctx context.Context, req *remoting.Command) error {
 		if n := p.d.Lite.DeliveryCount(h.group, lmq, lmqOffset); n > reconsumed {
 			reconsumed = n
 		}
-		// Lite topics have no retry topic (§6.10): a consumer that gives
+		// Lite topics have no retry topic (docs/lite-topics.md §6.10): a consumer that gives
 		// up on a message sends it back with delayLevel -1 (what Apache's
 		// proxy does for ForwardMessageToDeadLetterQueue, and at receive
 		// time once the delivery count reached the group's max), or once
@@ -263,7 +263,7 @@ func (p *Processor) sendBack(ctx context.Context, req *remoting.Command) error {
 		level = 3 + orig.ReconsumeTimes
 	}
 	props[message.PropertyDelayTimeLevel] = strconv.Itoa(int(level))
-	// Retry and DLQ topics take no lite-topic dispatch (lite-topic.md §3.1);
+	// Retry and DLQ topics take no lite-topic dispatch (docs/lite-topics.md §3.1);
 	// __LITE_TOPIC stays, so a DLQ reader sees which lite topic it was.
 	delete(props, message.PropertyInnerMultiDispatch)
 	delete(props, message.PropertyInnerMultiQueueOffset)

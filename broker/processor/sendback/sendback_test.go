@@ -289,7 +289,7 @@ func (l *fakeLite) DeadLettered(group, lmq string, off int64) {
 	l.acked = append(l.acked, group+" "+lmq+" "+strconv.FormatInt(off, 10))
 }
 
-// TestSendBackLite (lite-topic.md §6.10): a lite message goes to the DLQ
+// TestSendBackLite (docs/lite-topics.md §6.10): a lite message goes to the DLQ
 // with delayLevel -1 or once its delivery count (from the order state, the
 // stored reconsumeTimes stays 0) reaches the max; the copy keeps
 // __LITE_TOPIC without the multi-dispatch properties, the message is acked

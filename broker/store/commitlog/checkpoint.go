@@ -16,12 +16,12 @@ import (
 // fields sit where Java's StoreCheckpoint keeps them; the rest are ours.
 type CheckpointState struct {
 	PhysicMsgTimestamp  int64 // store timestamp of the last flushed record
-	LogicsMsgTimestamp  int64 // consume queues (set by the store layer)
-	IndexMsgTimestamp   int64 // index (set by the store layer)
+	LogicsMsgTimestamp  int64 // Java's consume-queue time; carried over, never set
+	IndexMsgTimestamp   int64 // Java's index time; carried over, never set
 	MasterFlushedOffset int64 // HA
 	ConfirmPhyOffset    int64 // HA confirm offset
 	FlushedPhyOffset    int64 // CommitLog bytes below this were fsynced
-	DispatchedPhyOffset int64 // placeholder for the dispatcher (reput)
+	DispatchedPhyOffset int64 // not advanced: the dispatch position is in Pebble; Truncate lowers it
 }
 
 // Checkpoint file layout: big-endian int64s at 0, 8, 16, 24, 32 as in

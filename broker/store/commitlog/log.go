@@ -287,7 +287,8 @@ func (l *Log) MaxOffset() int64 { return l.written.Load() }
 // FlushedOffset is the offset below which every byte was fsynced.
 func (l *Log) FlushedOffset() int64 { return l.flushed.Load() }
 
-// ConfirmOffset is the HA confirm offset (see ha-controller.md §4.6).
+// ConfirmOffset is the HA confirm offset (Apache's getConfirmOffset in
+// org/apache/rocketmq/store/CommitLog.java).
 func (l *Log) ConfirmOffset() int64 { return l.confirm.Load() }
 
 // SetConfirmOffset records the HA confirm offset; it is persisted with the

@@ -6,11 +6,12 @@ import (
 )
 
 // AppendRaw appends bytes copied verbatim from a master's log (HA
-// replication, ha-controller.md §4.1): offset must equal MaxOffset (or, on
-// an empty log, be a segment boundary, so a replica can start at the
-// master's last file); data must not cross a segment boundary and may end
-// inside a record. Records are not re-stamped. It returns once the bytes
-// are in the page cache; call Flush for durability.
+// replication, Apache's appendToCommitLog in
+// org/apache/rocketmq/store/DefaultMessageStore.java): offset must equal
+// MaxOffset (or, on an empty log, be a segment boundary, so a replica can
+// start at the master's last file); data must not cross a segment boundary
+// and may end inside a record. Records are not re-stamped. It returns once
+// the bytes are in the page cache; call Flush for durability.
 func (l *Log) AppendRaw(ctx context.Context, offset int64, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err

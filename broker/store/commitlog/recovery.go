@@ -140,7 +140,7 @@ func (l *Log) setRecovered(end, lastTS int64, k int, ck CheckpointState) {
 		minOff = l.segs[0].base
 	}
 	l.minOffset.Store(minOff)
-	// The confirm offset can only be as high as what survived (ha §4.6).
+	// The confirm offset can only be as high as what survived.
 	conf := min(max(ck.ConfirmPhyOffset, minOff), end)
 	l.confirm.Store(conf)
 	l.ckpt.Update(func(s *CheckpointState) {

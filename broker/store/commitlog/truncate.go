@@ -5,10 +5,11 @@ import (
 )
 
 // Truncate cuts the log at offset (HA: a replica truncating to the common
-// point with its new master, ha-controller.md §4.5). Crash-safe in this
-// order: zero the bytes from offset to the end of its segment and fsync,
-// delete later segments, fsync the directory; only then does MaxOffset
-// drop. The checkpoint's flushed and confirm offsets are lowered too.
+// point with its new master, as Apache's
+// org/apache/rocketmq/store/ha/autoswitch/AutoSwitchHAClient.java does).
+// Crash-safe in this order: zero the bytes from offset to the end of its
+// segment and fsync, delete later segments, fsync the directory; only then
+// does MaxOffset drop. The checkpoint's flushed and confirm offsets are lowered too.
 // Offset should be a record boundary; the HA layer guarantees it.
 func (l *Log) Truncate(offset int64) error {
 	l.mu.Lock()

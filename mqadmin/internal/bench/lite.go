@@ -16,7 +16,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
-// Lite mode (lite-topic.md): the producer spreads messages over N lite
+// Lite mode (docs/lite-topics.md): the producer spreads messages over N lite
 // topics <prefix>0 … <prefix>N-1 of a LITE parent topic; the lite consumer
 // subscribes a lite group to a slice of them and reports what it receives.
 

@@ -11,7 +11,7 @@ import (
 )
 
 // Static topics in the fake: UPDATE_AND_CREATE_STATIC_TOPIC (513) with the
-// broker's acceptance rules (static-topic.md §3.2, applied all or nothing,
+// broker's acceptance rules (docs/static-topics.md §3.2, applied all or nothing,
 // as the Go broker does), and mapping info in routes (§5.3).
 
 func (c *Cluster) createStaticTopic(b *Broker, req *remoting.Command) *remoting.Command {

@@ -348,7 +348,7 @@ func (b *Broker) send(_ context.Context, ch *remoting.Channel, req *remoting.Com
 	return resp, nil
 }
 
-// pull answers PULL_MESSAGE with the result table of remoting.md §6.2,
+// pull answers PULL_MESSAGE with the result table of docs/protocol.md §6.2,
 // parking the request when nothing is there and long polling is asked for.
 func (b *Broker) pull(_ context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	f := protocol.FieldsOf(req.ExtFields)

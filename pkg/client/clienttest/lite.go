@@ -15,7 +15,7 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
-// Lite topics (lite-topic.md) on the fake broker: LITE parents whose
+// Lite topics (docs/lite-topics.md) on the fake broker: LITE parents whose
 // messages carrying __LITE_TOPIC are also stored in the LMQ
 // "%LMQ%$<parent>$<lite>" (queue 0, INNER_MULTI_DISPATCH and
 // INNER_MULTI_QUEUE_OFFSET set in the stored record), lite groups bound to
@@ -300,7 +300,7 @@ func (b *Broker) liteSubscriptionCtl(_ context.Context, ch *remoting.Channel, re
 	return remoting.NewResponse(req, code.Success, ""), nil
 }
 
-// resetLiteLocked applies an offset option (lite-topic.md §5.3).
+// resetLiteLocked applies an offset option (docs/lite-topics.md §5.3).
 func (b *Broker) resetLiteLocked(group, lmq, typ string, v int64) {
 	key := group + "\x00" + lmq
 	cur, has := b.lite.committed[key]

@@ -260,7 +260,7 @@ func (l *Listener) answer(req *remoting.Command, self string) *remoting.Command 
 		" request type "+strconv.Itoa(int(req.Code))+" not supported")
 }
 
-// RouteJSON is the TopicRouteData body (remoting.md §4.2) of a topic served
+// RouteJSON is the TopicRouteData body (docs/protocol.md §4.2) of a topic served
 // by one master broker at addr with 4 read/write queues, in the compact
 // quoted-key form both client-go and Java accept.
 func RouteJSON(cluster, brokerName, addr string) []byte {

@@ -1,20 +1,16 @@
-module github.com/rmqgo/rmq/pkg
+module github.com/rmqgo/rmq
 
 go 1.26
 
 require (
+	github.com/cloudwego/netpoll v0.7.2
 	github.com/magiconair/properties v1.18.13
-	github.com/rmqgo/rmq/remoting v0.0.0
 	github.com/spf13/viper v1.21.0
 )
 
 require (
 	github.com/bytedance/gopkg v0.1.1 // indirect
 	github.com/cloudwego/gopkg v0.1.4 // indirect
-	github.com/cloudwego/netpoll v0.7.2 // indirect
-)
-
-require (
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/go-viper/mapstructure/v2 v2.4.0 // indirect
 	github.com/pelletier/go-toml/v2 v2.2.4 // indirect
@@ -25,8 +21,7 @@ require (
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/subosito/gotenv v1.6.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
-	golang.org/x/sys v0.29.0 // indirect
+	golang.org/x/sys v0.34.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
+	gopkg.in/check.v1 v1.0.0-20201130134442-10cb98267c6c // indirect
 )
-
-replace github.com/rmqgo/rmq/remoting => ../remoting

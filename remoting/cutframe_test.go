@@ -1,0 +1,211 @@
+package remoting
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+// codeRecord is a handler that only records the bodies it ran for.
+const codeRecord = code.PutKVConfig
+
+type recorder struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (r *recorder) handle(_ context.Context, _ *Channel, req *Command) (*Command, error) {
+	r.mu.Lock()
+	r.seen = append(r.seen, string(req.Body))
+	r.mu.Unlock()
+	return NewResponse(req, code.Success, ""), nil
+}
+
+func (r *recorder) ran() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.seen...)
+}
+
+// cutServer starts a server with a recorder and reports each closed
+// connection's remote address.
+func cutServer(t testing.TB) (*Server, *recorder, chan string) {
+	t.Helper()
+	s := startServer(t, nil, nil)
+	rec := &recorder{}
+	s.Register(codeRecord, rec.handle, nil)
+	closed := make(chan string, 1024)
+	s.OnClose(func(ch *Channel) { closed <- ch.RemoteAddr() })
+	return s, rec, closed
+}
+
+func recordReq(t testing.TB, st SerializeType, body string) []byte {
+	t.Helper()
+	req := NewRequest(codeRecord, map[string]string{"namespace": "ns", "key": "k", "value": body}, []byte(body))
+	req.SerializeType = st
+	return mustEncode(t, req)
+}
+
+// sendAndHangUp writes the chunks (pausing between them so they arrive in
+// separate reads), closes the connection and waits until the server has seen
+// the close.
+func sendAndHangUp(t testing.TB, addr string, closed <-chan string, chunks ...[]byte) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, waitDeadline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	local := conn.LocalAddr().String()
+	for i, c := range chunks {
+		if i > 0 {
+			time.Sleep(time.Millisecond)
+		}
+		if _, err := conn.Write(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = conn.Close()
+	deadline := time.After(waitDeadline)
+	for {
+		select {
+		case got := <-closed:
+			if got == local {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("server did not see %s close", local)
+		}
+	}
+}
+
+// A connection that ends inside a frame executes nothing of that frame,
+// wherever the cut falls: in the length field, the header mark, the header
+// or the body.
+func TestCutFrameRunsNothing(t *testing.T) {
+	s, rec, closed := cutServer(t)
+	for _, st := range []SerializeType{SerializeJSON, SerializeRocketMQ} {
+		frame := recordReq(t, st, "cut")
+		for cut := 1; cut < len(frame); cut++ {
+			sendAndHangUp(t, s.Addr(), closed, frame[:cut])
+		}
+		// Split over two reads, then cut: still nothing.
+		for cut := 2; cut < len(frame); cut += 7 {
+			sendAndHangUp(t, s.Addr(), closed, frame[:cut/2], frame[cut/2:cut])
+		}
+	}
+	// Handlers run on executors after the read loop hands them over: give a
+	// wrongly dispatched frame time to show up.
+	time.Sleep(50 * time.Millisecond)
+	if got := rec.ran(); len(got) != 0 {
+		t.Fatalf("cut frames executed: %q", got)
+	}
+	mustInvoke(t, newClient(t, nil), s.Addr(), echoReq(SerializeJSON, "still serving"))
+}
+
+// A frame whose length field promises more than ever arrives swallows what
+// follows: a complete request inside it is not executed (the leftover bytes
+// must not be parsed as a frame of their own).
+func TestRequestInsideUnfinishedFrameNotRun(t *testing.T) {
+	s, rec, closed := cutServer(t)
+	for _, st := range []SerializeType{SerializeJSON, SerializeRocketMQ} {
+		inner := recordReq(t, st, "embedded")
+		for _, filler := range [][]byte{nil, {1, 2, 3, 4}, {0, 0, 0, 0}, inner[:4]} {
+			outer := binary.BigEndian.AppendUint32(nil, 100_000)
+			outer = append(outer, filler...)
+			sendAndHangUp(t, s.Addr(), closed, outer, inner)
+			sendAndHangUp(t, s.Addr(), closed, append(outer, inner...))
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	if got := rec.ran(); len(got) != 0 {
+		t.Fatalf("requests inside an unfinished frame executed: %q", got)
+	}
+}
+
+// Complete frames before a cut run, once each and in order; the cut one
+// does not.
+func TestFramesBeforeCutRun(t *testing.T) {
+	s, rec, closed := cutServer(t)
+	a, b, c := recordReq(t, SerializeJSON, "a"), recordReq(t, SerializeRocketMQ, "b"), recordReq(t, SerializeJSON, "c")
+	stream := append(append(append([]byte{}, a...), b...), c[:len(c)-1]...)
+	sendAndHangUp(t, s.Addr(), closed, stream)
+	waitFor(t, "the two whole frames", func() bool { return len(rec.ran()) >= 2 })
+	time.Sleep(50 * time.Millisecond)
+	got := rec.ran()
+	slices.Sort(got)
+	if fmt.Sprint(got) != "[a b]" {
+		t.Fatalf("ran %s, want [a b]", got)
+	}
+}
+
+// FuzzSplitFrames sends valid frames split at arbitrary points across reads,
+// optionally hanging up at an arbitrary byte: every frame that arrived whole
+// runs exactly once, nothing of a cut frame runs.
+func FuzzSplitFrames(f *testing.F) {
+	f.Add(uint8(3), []byte{10, 200}, uint16(0))
+	f.Add(uint8(1), []byte{1, 2, 3, 4, 5}, uint16(2*40+1))
+	f.Add(uint8(2), []byte{}, uint16(2*7+1))
+	f.Add(uint8(4), []byte{128, 129, 130, 255}, uint16(2*300+1))
+	s, rec, closed := cutServer(f)
+	var round int
+	f.Fuzz(func(t *testing.T, n uint8, splits []byte, cut uint16) {
+		round++
+		var stream []byte
+		var ends []int
+		var bodies []string
+		for i := range 1 + int(n%4) {
+			body := fmt.Sprintf("r%d-f%d", round, i)
+			stream = append(stream, recordReq(t, SerializeType(i%2), body)...)
+			ends = append(ends, len(stream))
+			bodies = append(bodies, body)
+		}
+		end := len(stream)
+		if cut%2 == 1 {
+			end = int(cut/2) % len(stream)
+		}
+		var want []string
+		for i, e := range ends {
+			if e <= end {
+				want = append(want, bodies[i])
+			}
+		}
+		points := []int{0}
+		for _, b := range splits[:min(len(splits), 8)] {
+			points = append(points, int(b)*end/256)
+		}
+		points = append(points, end)
+		slices.Sort(points)
+		var chunks [][]byte
+		for i := 1; i < len(points); i++ {
+			if points[i] > points[i-1] {
+				chunks = append(chunks, stream[points[i-1]:points[i]])
+			}
+		}
+		sendAndHangUp(t, s.Addr(), closed, chunks...)
+		mine := func() []string {
+			var got []string
+			for _, b := range rec.ran() {
+				if slices.Contains(bodies, b) {
+					got = append(got, b)
+				}
+			}
+			slices.Sort(got)
+			return got
+		}
+		waitFor(t, "whole frames to run", func() bool { return len(mine()) >= len(want) })
+		time.Sleep(10 * time.Millisecond)
+		if got := mine(); !slices.Equal(got, want) {
+			t.Fatalf("ran %q, want %q (stream %d bytes, cut at %d, chunks %d)", got, want, len(stream), end, len(chunks))
+		}
+	})
+}
