@@ -190,7 +190,7 @@ func (p *Processor) ScanNotActiveChannels() {
 	closing := p.d.Producers.ScanNotActive()
 	for _, e := range p.d.Consumers.ScanNotActive() {
 		closing = append(closing, e.Channel)
-		p.groupChanged(e.Change, nil)
+		p.groupChanged(e.Change)
 	}
 	slices.SortFunc(closing, func(a, b *remoting.Channel) int { return compareChannels(a, b) })
 	closing = slices.Compact(closing)
@@ -222,14 +222,14 @@ func compareChannels(a, b *remoting.Channel) int {
 func (p *Processor) OnChannelClose(ch *remoting.Channel) {
 	p.d.Producers.ChannelClosed(ch)
 	for _, c := range p.d.Consumers.ChannelClosed(ch) {
-		p.groupChanged(c, nil)
+		p.groupChanged(c)
 	}
 }
 
-// groupChanged reacts to a channel leaving: forget a removed group's
-// fingerprint, else tell the others (not for broadcasting groups, which do
-// not rebalance).
-func (p *Processor) groupChanged(c Change, exclude *remoting.Channel) {
+// groupChanged reacts to a change of a group's channels or subscriptions:
+// forget a removed group's fingerprint, else tell every channel left in
+// the group (not for broadcasting groups, which do not rebalance).
+func (p *Processor) groupChanged(c Change) {
 	if c.GroupRemoved {
 		p.fpMu.Lock()
 		delete(p.fingerprints, c.Group)
@@ -239,18 +239,17 @@ func (p *Processor) groupChanged(c Change, exclude *remoting.Channel) {
 	if c.MessageModel == Broadcasting {
 		return
 	}
-	p.notify(c.Group, c.Channels, exclude)
+	p.notify(c.Group, c.Channels)
 }
 
-// notify queues NOTIFY_CONSUMER_IDS_CHANGED for the channels except
-// exclude (the client whose heartbeat caused the change).
-func (p *Processor) notify(group string, chans []*remoting.Channel, exclude *remoting.Channel) {
+// notify queues NOTIFY_CONSUMER_IDS_CHANGED for chans.
+func (p *Processor) notify(group string, chans []*remoting.Channel) {
 	if !p.d.Config().NotifyConsumerIdsChangedEnable {
 		return
 	}
 	targets := make([]*remoting.Channel, 0, len(chans))
 	for _, ch := range chans {
-		if ch != nil && ch != exclude {
+		if ch != nil {
 			targets = append(targets, ch)
 		}
 	}
@@ -329,7 +328,14 @@ func (p *Processor) heartbeat(_ context.Context, ch *remoting.Channel, req *remo
 		if added || changed {
 			p.log.Info("consumer registration changed", "group", cd.GroupName, "clientId", hb.ClientID, "newChannel", added, "subChanged", changed)
 			if sg.NotifyConsumerIdsChangedEnable {
-				p.groupChanged(c, ch)
+				// The client whose heartbeat changed the group is told
+				// too, as Java tells all channels
+				// (org/apache/rocketmq/broker/client/ConsumerManager.java,
+				// registerConsumer): after a broker restart, the notice
+				// answering its first heartbeat makes a client rebalance
+				// at once, not at its next periodic rebalance (client-go
+				// holds no queue until then, see docs/interop.md).
+				p.groupChanged(c)
 			}
 		}
 	}
@@ -400,7 +406,7 @@ func (p *Processor) unregisterClient(_ context.Context, ch *remoting.Channel, re
 		if c, ok := p.d.Consumers.Unregister(consumerGroup, ch); ok {
 			p.log.Info("client unregistered", "clientId", clientID, "group", consumerGroup)
 			if notifyOn || c.GroupRemoved {
-				p.groupChanged(c, ch)
+				p.groupChanged(c)
 			}
 		}
 	}

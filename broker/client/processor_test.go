@@ -207,11 +207,14 @@ func TestHeartbeatRegistersAndNotifies(t *testing.T) {
 	if !e.subs.Contains("g1") {
 		t.Fatal("subscription group not auto-created")
 	}
-	a.expectNoNotify(t) // nobody else in the group
+	// The newcomer is told too (as by Java): a client whose first
+	// heartbeat reaches a restarted broker rebalances at once.
+	a.expectNotify(t, "g1")
+	a.expectNoNotify(t)
 
 	b.heartbeat(t, "g1", "T")
 	a.expectNotify(t, "g1")
-	b.expectNoNotify(t) // the newcomer is not notified of itself
+	b.expectNotify(t, "g1")
 
 	if c, ids := e.consumerList(t, a, "g1"); c != code.Success || !slices.Equal(ids, []string{"10.0.0.1@a", "10.0.0.2@b"}) {
 		t.Fatalf("consumer list %d %v", c, ids)
@@ -222,9 +225,10 @@ func TestHeartbeatRegistersAndNotifies(t *testing.T) {
 	b.expectNoNotify(t)
 	a.expectNoNotify(t)
 
-	// A subscription change (topic added) notifies the others.
+	// A subscription change (topic added) notifies the group.
 	a.heartbeat(t, "g1", "T", "T2")
 	b.expectNotify(t, "g1")
+	a.expectNotify(t, "g1")
 	if s, ok := e.p.Consumers().RegisteredSubscription("g1", "T2"); !ok || s.Topic != "T2" {
 		t.Fatal("subscription not replaced")
 	}
@@ -256,6 +260,7 @@ func TestNotifyDisabled(t *testing.T) {
 		a.heartbeat(t, "g1", "T")
 		b.heartbeat(t, "g1", "T")
 		a.expectNoNotify(t)
+		b.expectNoNotify(t)
 	})
 	t.Run("broker flag", func(t *testing.T) {
 		e := newEnv(t, func(c *config.Config) { c.NotifyConsumerIdsChangedEnable = false })
@@ -264,6 +269,7 @@ func TestNotifyDisabled(t *testing.T) {
 		a.heartbeat(t, "g1", "T")
 		b.heartbeat(t, "g1", "T")
 		a.expectNoNotify(t)
+		b.expectNoNotify(t)
 	})
 	t.Run("broadcasting", func(t *testing.T) {
 		e := newEnv(t)
