@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -59,18 +58,6 @@ type Env struct {
 	// IsTerminal reports whether a writer is a terminal (progress bars are
 	// drawn only there); nil checks for a character device.
 	IsTerminal func(io.Writer) bool
-}
-
-// OSEnv is the environment of the real program.
-func OSEnv() Env {
-	return Env{
-		Stdout:   os.Stdout,
-		Stderr:   os.Stderr,
-		Getenv:   os.Getenv,
-		Log:      slog.New(slog.DiscardHandler),
-		Now:      time.Now,
-		Location: time.Local,
-	}
 }
 
 func (e *Env) fill() {

@@ -439,7 +439,7 @@ func (c *Client) GetConsumerRunningInfo(ctx context.Context, group, clientID str
 	}
 	addrs := routeAddrs(route)
 	if len(addrs) == 0 {
-		return nil, fmt.Errorf("%s: topic %s has no broker", RequestName(code.GetConsumerRunningInfo), protocol.RetryTopic(group))
+		return nil, fmt.Errorf("%s: topic %s has no broker", code.RequestName(code.GetConsumerRunningInfo), protocol.RetryTopic(group))
 	}
 	ext := map[string]string{"consumerGroup": group, "clientId": clientID, "jstackEnable": strconv.FormatBool(jstack)}
 	return decodeFrom[ConsumerRunningInfo](ctx, c, addrs[0], code.GetConsumerRunningInfo, ext)
@@ -539,7 +539,7 @@ func (c *Client) offsetReply(ctx context.Context, addr string, reqCode int32, ex
 	}
 	off, err := strconv.ParseInt(resp.Ext("offset"), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%s to %s: bad offset %q", RequestName(reqCode), addr, resp.Ext("offset"))
+		return 0, fmt.Errorf("%s to %s: bad offset %q", code.RequestName(reqCode), addr, resp.Ext("offset"))
 	}
 	return off, nil
 }

@@ -125,7 +125,7 @@ func (c *Client) ViewMessage(ctx context.Context, topic, offsetMsgID string) (*S
 		if err == nil {
 			err = errors.New("empty body")
 		}
-		return nil, fmt.Errorf("%s to %s: decode body: %w", RequestName(code.ViewMessageByID), addr, err)
+		return nil, fmt.Errorf("%s to %s: decode body: %w", code.RequestName(code.ViewMessageByID), addr, err)
 	}
 	return msgs[0], nil
 }

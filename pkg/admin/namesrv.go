@@ -71,7 +71,7 @@ func (c *Client) DeleteTopicInNameServer(ctx context.Context, namesrvAddr, clust
 // configuration order. Any failure fails the call, as in Java.
 func (c *Client) GetNamesrvConfig(ctx context.Context) ([]NamesrvConfig, error) {
 	if len(c.cfg.NameServers) == 0 {
-		return nil, fmt.Errorf("%s: %w", RequestName(code.GetNamesrvConfig), ErrNoNameServer)
+		return nil, fmt.Errorf("%s: %w", code.RequestName(code.GetNamesrvConfig), ErrNoNameServer)
 	}
 	var out []NamesrvConfig
 	for _, addr := range c.cfg.NameServers {
@@ -202,7 +202,7 @@ func (c *Client) AddWritePerm(ctx context.Context, brokerName string) ([]PermRes
 
 func (c *Client) permAll(ctx context.Context, brokerName string, f func(context.Context, string, string) (int, error), reqCode int32) ([]PermResult, error) {
 	if len(c.cfg.NameServers) == 0 {
-		return nil, fmt.Errorf("%s: %w", RequestName(reqCode), ErrNoNameServer)
+		return nil, fmt.Errorf("%s: %w", code.RequestName(reqCode), ErrNoNameServer)
 	}
 	var out []PermResult
 	var errs []error
@@ -223,11 +223,11 @@ func (c *Client) perm(ctx context.Context, addr string, reqCode int32, countKey,
 	}
 	s := resp.Ext(countKey)
 	if s == "" {
-		return 0, fmt.Errorf("%s to %s: response misses %s", RequestName(reqCode), addr, countKey)
+		return 0, fmt.Errorf("%s to %s: response misses %s", code.RequestName(reqCode), addr, countKey)
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil {
-		return 0, fmt.Errorf("%s to %s: bad %s %q", RequestName(reqCode), addr, countKey, s)
+		return 0, fmt.Errorf("%s to %s: bad %s %q", code.RequestName(reqCode), addr, countKey, s)
 	}
 	return n, nil
 }

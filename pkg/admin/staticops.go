@@ -22,7 +22,7 @@ import (
 // mapping detail as the body.
 func (c *Client) CreateStaticTopic(ctx context.Context, brokerAddr string, tc *protocol.TopicConfigAndQueueMapping, force bool) error {
 	if tc == nil || tc.MappingDetail == nil {
-		return fmt.Errorf("%s: topic config without mapping detail", RequestName(code.UpdateAndCreateStaticTopic))
+		return fmt.Errorf("%s: topic config without mapping detail", code.RequestName(code.UpdateAndCreateStaticTopic))
 	}
 	ext := topicHeader(protocol.TopicConfig{
 		TopicName: tc.TopicName, ReadQueueNums: tc.ReadQueueNums, WriteQueueNums: tc.WriteQueueNums, Perm: tc.Perm,
@@ -35,7 +35,7 @@ func (c *Client) CreateStaticTopic(ctx context.Context, brokerAddr string, tc *p
 	}
 	body, err := protocol.Marshal(d)
 	if err != nil {
-		return fmt.Errorf("%s: encode mapping: %w", RequestName(code.UpdateAndCreateStaticTopic), err)
+		return fmt.Errorf("%s: encode mapping: %w", code.RequestName(code.UpdateAndCreateStaticTopic), err)
 	}
 	_, err = c.invokeOK(ctx, brokerAddr, code.UpdateAndCreateStaticTopic, ext, body)
 	return err

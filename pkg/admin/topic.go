@@ -99,7 +99,7 @@ func (c *Client) DeleteTopicInCluster(ctx context.Context, cluster, topic string
 // nameserver; the error joins the failures.
 func (c *Client) DeleteTopicInNameServers(ctx context.Context, cluster, topic string) error {
 	if len(c.cfg.NameServers) == 0 {
-		return fmt.Errorf("%s: %w", RequestName(code.DeleteTopicInNamesrv), ErrNoNameServer)
+		return fmt.Errorf("%s: %w", code.RequestName(code.DeleteTopicInNamesrv), ErrNoNameServer)
 	}
 	var errs []error
 	for _, ns := range c.cfg.NameServers {
@@ -156,11 +156,11 @@ func (c *Client) GetAllTopicConfig(ctx context.Context, brokerAddr string) (*pro
 		}
 		n, err := strconv.Atoi(total)
 		if err != nil {
-			return nil, fmt.Errorf("%s to %s: bad totalTopicNum %q", RequestName(code.GetAllTopicConfig), brokerAddr, total)
+			return nil, fmt.Errorf("%s to %s: bad totalTopicNum %q", code.RequestName(code.GetAllTopicConfig), brokerAddr, total)
 		}
 		if !dv.Equal(w.DataVersion) {
 			if restarts++; restarts > 3 {
-				return nil, fmt.Errorf("%s to %s: topic table keeps changing while paging", RequestName(code.GetAllTopicConfig), brokerAddr)
+				return nil, fmt.Errorf("%s to %s: topic table keeps changing while paging", code.RequestName(code.GetAllTopicConfig), brokerAddr)
 			}
 			v := w.DataVersion
 			dv, seq, table = &v, 0, map[string]protocol.TopicConfig{}
