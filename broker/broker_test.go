@@ -24,6 +24,23 @@ func testConfig(t *testing.T, store, namesrvAddr string) *config.Config {
 	return c
 }
 
+// invoker returns a function that sends a request to b and waits for the
+// answer (3 s at most); its client is closed at cleanup.
+func invoker(t *testing.T, b *Broker) func(c int32, ext map[string]string, body []byte) *remoting.Command {
+	client := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	t.Cleanup(func() { _ = client.Close() })
+	return func(c int32, ext map[string]string, body []byte) *remoting.Command {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		resp, err := client.Invoke(ctx, b.Addr(), remoting.NewRequest(c, ext, body))
+		if err != nil {
+			t.Fatalf("invoke %d: %v", c, err)
+		}
+		return resp
+	}
+}
+
 func TestBrokerEndToEnd(t *testing.T) {
 	ns := fakens.Start(t)
 	store := t.TempDir()
@@ -51,18 +68,7 @@ func TestBrokerEndToEnd(t *testing.T) {
 		t.Error("TBW102 not registered")
 	}
 
-	client := remoting.NewClient(remoting.DefaultClientConfig(), nil)
-	defer client.Close()
-	invoke := func(c int32, ext map[string]string, body []byte) *remoting.Command {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		resp, err := client.Invoke(ctx, b.Addr(), remoting.NewRequest(c, ext, body))
-		if err != nil {
-			t.Fatalf("invoke %d: %v", c, err)
-		}
-		return resp
-	}
+	invoke := invoker(t, b)
 
 	// Create a topic over the wire: the nameserver hears about it at once.
 	resp := invoke(code.UpdateAndCreateTopic, map[string]string{"topic": "Orders", "readQueueNums": "4", "writeQueueNums": "4",

@@ -19,13 +19,15 @@ type rig struct {
 	x      *litetest.Rig
 }
 
-func newRig(t *testing.T, mutate func(*config.Config)) *rig {
+func newRig(t *testing.T, mutate func(*config.Config), opts ...broker.Option) *rig {
 	t.Helper()
-	x := litetest.New(t, mutate)
+	x := litetest.New(t, mutate, opts...)
 	return &rig{t: t, b: x.B, client: x.Client, x: x}
 }
 
-func startBrokerOf(t testing.TB, c *config.Config) *broker.Broker { return litetest.StartBroker(t, c) }
+func startBrokerOf(t testing.TB, c *config.Config, opts ...broker.Option) *broker.Broker {
+	return litetest.StartBroker(t, c, opts...)
+}
 
 func (r *rig) invoke(c int32, ext map[string]string, body []byte) *remoting.Command {
 	r.t.Helper()

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/broker"
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/lite/liteadmin"
 	"github.com/rmqgo/rmq/internal/testutil"
@@ -26,8 +27,7 @@ const (
 // woken by the send, one CommitLog record and one LMQ entry, ack, idle
 // expiry of everything, re-creation from offset 0.
 func TestLiteFlow(t *testing.T) {
-	t.Setenv("ROCKETMQ_LITE_TOPIC_EXPIRATION_UNIT_MS", "1000")
-	r := newRig(t, nil)
+	r := newRig(t, nil, broker.WithLiteExpirationUnit(time.Second))
 	r.createTopic(parent, "+message.type=LITE,+lite.topic.expiration=2", 4)
 	r.createGroup(group, map[string]string{"+lite.bind.topic": parent})
 	r.want("subscribe", r.subscribe("PARTIAL_ADD", "c1", group, parent, []string{liteName}, nil), code.Success, "")

@@ -77,16 +77,12 @@ func DefaultConfig(root string) Config {
 	}
 }
 
-// Validate checks the configuration.
-func (c *Config) Validate() error {
-	if c.RootDir == "" {
-		return errors.New("store: RootDir is empty")
-	}
-	if c.CommitLog.Dir == "" {
+// withDefaults fills the optional settings left zero: the CommitLog
+// directory below RootDir, the dispatch batch, the offset flush interval
+// and the logger.
+func (c Config) withDefaults() Config {
+	if c.CommitLog.Dir == "" && c.RootDir != "" {
 		c.CommitLog.Dir = filepath.Join(c.RootDir, "commitlog")
-	}
-	if c.MaxMessageSize <= 0 {
-		return fmt.Errorf("store: MaxMessageSize %d", c.MaxMessageSize)
 	}
 	if c.DispatchBatch <= 0 {
 		c.DispatchBatch = 4096
@@ -96,6 +92,18 @@ func (c *Config) Validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Validate checks the configuration; zero optional settings are valid (see
+// withDefaults).
+func (c *Config) Validate() error {
+	if c.RootDir == "" {
+		return errors.New("store: RootDir is empty")
+	}
+	if c.MaxMessageSize <= 0 {
+		return fmt.Errorf("store: MaxMessageSize %d", c.MaxMessageSize)
 	}
 	if !c.StoreHost.IsValid() {
 		return errors.New("store: StoreHost is not set")
@@ -142,6 +150,7 @@ var _ MessageStore = (*Store)(nil)
 // Open recovers the CommitLog, opens the consume queues, re-dispatches what
 // a crash lost, and starts the background services.
 func Open(cfg Config) (*Store, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

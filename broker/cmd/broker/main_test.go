@@ -127,3 +127,36 @@ func TestBootAndGracefulShutdown(t *testing.T) {
 		t.Errorf("topics.json: %v", err)
 	}
 }
+
+// TestEnvOptions: the environment settings that are not broker.conf keys
+// become broker options; a bad value stops the broker before it starts.
+func TestEnvOptions(t *testing.T) {
+	for _, tc := range []struct {
+		env     map[string]string
+		options int
+		wantErr string
+	}{
+		{env: nil},
+		{env: map[string]string{envLockMaxLiveTime: ""}},
+		{env: map[string]string{envLockMaxLiveTime: "1500"}, options: 1},
+		{env: map[string]string{envLockMaxLiveTime: "1500", envLiteExpirationUnit: "100"}, options: 2},
+		{env: map[string]string{envLiteExpirationUnit: "0"}, wantErr: envLiteExpirationUnit},
+		{env: map[string]string{envLockMaxLiveTime: "1s"}, wantErr: envLockMaxLiveTime},
+	} {
+		opts, err := envOptions(tc.env)
+		switch {
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%v: err %v, want one naming %s", tc.env, err, tc.wantErr)
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%v: %v", tc.env, err)
+		case len(opts) != tc.options:
+			t.Errorf("%v: %d options, want %d", tc.env, len(opts), tc.options)
+		}
+	}
+	conf := writeConf(t, t.TempDir())
+	var out, errOut bytes.Buffer
+	environ := []string{envLockMaxLiveTime + "=-5"}
+	if code := run(context.Background(), []string{"-c", conf}, &out, &errOut, environ, nil); code != 1 || !strings.Contains(errOut.String(), envLockMaxLiveTime) {
+		t.Fatalf("exit %d, stderr %q: want 1 naming %s", code, errOut.String(), envLockMaxLiveTime)
+	}
+}

@@ -30,8 +30,8 @@ type Rig struct {
 }
 
 // New starts a broker on 127.0.0.1 (free port, temp dirs, LMQ on, short lite
-// intervals); mutate edits its config first.
-func New(t testing.TB, mutate func(*config.Config)) *Rig {
+// intervals); mutate edits its config first, opts are passed to broker.New.
+func New(t testing.TB, mutate func(*config.Config), opts ...broker.Option) *Rig {
 	t.Helper()
 	c := config.Default(config.Host{Hostname: "broker-a", IP: "127.0.0.1", Home: t.TempDir()})
 	c.ListenPort = 0
@@ -46,16 +46,17 @@ func New(t testing.TB, mutate func(*config.Config)) *Rig {
 	if mutate != nil {
 		mutate(c)
 	}
-	b := StartBroker(t, c)
+	b := StartBroker(t, c, opts...)
 	r := &Rig{T: t, B: b, Client: remoting.NewClient(remoting.DefaultClientConfig(), nil)}
 	t.Cleanup(func() { _ = r.Client.Close() })
 	return r
 }
 
 // StartBroker starts an in-process broker, stopped at cleanup.
-func StartBroker(t testing.TB, c *config.Config) *broker.Broker {
+func StartBroker(t testing.TB, c *config.Config, opts ...broker.Option) *broker.Broker {
 	t.Helper()
-	b, err := broker.New(c, nil, broker.WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond))
+	opts = append([]broker.Option{broker.WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond)}, opts...)
+	b, err := broker.New(c, nil, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

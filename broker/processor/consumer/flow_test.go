@@ -7,18 +7,13 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/client"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/processor/pull"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
-
-type serverRegistrar struct{ s *remoting.Server }
-
-func (r serverRegistrar) RegisterProcessor(c int32, h remoting.Handler, _ int) {
-	r.s.Register(c, h, nil)
-}
 
 // TestConsumerFlow wires the client, pull and offset processors on one
 // server and walks a client-go style push consumer through its calls:
@@ -40,7 +35,7 @@ func TestConsumerFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := serverRegistrar{srv}
+	reg := processor.OnServer(srv)
 	cp.Register(reg)
 	pp.Register(reg)
 	f.p.Register(reg)

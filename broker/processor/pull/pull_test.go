@@ -12,6 +12,7 @@ import (
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/longpoll"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/storetest"
 	"github.com/rmqgo/rmq/broker/subscription"
@@ -437,12 +438,6 @@ type netEnv struct {
 	addr string
 }
 
-type serverRegistrar struct{ s *remoting.Server }
-
-func (r serverRegistrar) RegisterProcessor(c int32, h remoting.Handler, _ int) {
-	r.s.Register(c, h, nil)
-}
-
 func newNetEnv(t *testing.T, o fixtureOpt) *netEnv {
 	t.Helper()
 	f := newFixture(t, o)
@@ -450,7 +445,7 @@ func newNetEnv(t *testing.T, o fixtureOpt) *netEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.p.Register(serverRegistrar{srv})
+	f.p.Register(processor.OnServer(srv))
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ package admintest
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -421,11 +423,7 @@ func (c *Cluster) brokerHandle(b *Broker, req *remoting.Command) *remoting.Comma
 }
 
 func props(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	var b strings.Builder
 	for _, k := range keys {
 		b.WriteString(k + "=" + m[k] + "\n")

@@ -14,8 +14,8 @@ import (
 // broker's acceptance rules (docs/static-topics.md §3.2, applied all or nothing,
 // as the Go broker does), and mapping info in routes (§5.3).
 
-// topicConfigOf reads the topic fields UPDATE_AND_CREATE_TOPIC and
-// UPDATE_AND_CREATE_STATIC_TOPIC share; f.Err tells what was bad.
+// topicConfigOf reads the topic config of a topic create (17, 513) header;
+// f.Err reports what was missing or malformed.
 func topicConfigOf(f *protocol.Fields) protocol.TopicConfig {
 	return protocol.TopicConfig{
 		TopicName:       f.Str("topic"),
