@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -72,6 +73,13 @@ func (s *Store) dispatchRound() (arrivals []arrival, progressed bool, err error)
 	from := s.cq.DispatchedOffset()
 	if from >= s.cl.MaxOffset() {
 		return nil, false, nil
+	}
+	if err := s.db.Err(); err != nil {
+		// Rounds would pile up in memtables Pebble cannot flush until it
+		// stalls every writer (this one holding dispatchMu, which Close
+		// needs); the CommitLog keeps the records, dispatched once Pebble
+		// flushes again or after a restart.
+		return nil, false, fmt.Errorf("store: dispatch paused: %w", err)
 	}
 	if min := s.cl.MinOffset(); from < min {
 		// Files below the checkpoint were deleted while we were behind:
