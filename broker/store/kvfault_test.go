@@ -1,13 +1,11 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,12 +29,7 @@ import (
 // the tests (a Pebble fatal error stops the process).
 const kvFaultChildEnv = "STORE_KV_FAULT_CHILD"
 
-func TestMain(m *testing.M) {
-	if spec := os.Getenv(kvFaultChildEnv); spec != "" {
-		os.Exit(runKVFaultChild(spec))
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { kvfault.Main(m, kvFaultChildEnv, runKVFaultChild) }
 
 func kvFaultConfig(root string, fs vfs.FS, log *slog.Logger) Config {
 	cfg := testConfig(root)
@@ -249,24 +242,7 @@ func TestStoreKVFatalFaults(t *testing.T) {
 		for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EIO} {
 			t.Run(fmt.Sprintf("%v/%v", target, errno), func(t *testing.T) {
 				root := t.TempDir()
-				cmd := exec.Command(os.Args[0], "-test.run=^$")
-				cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%d|%d", kvFaultChildEnv, root, target, errno))
-				var out bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &out, &out
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				done := make(chan error, 1)
-				go func() { done <- cmd.Wait() }()
-				var err error
-				select {
-				case err = <-done:
-				case <-time.After(60 * time.Second):
-					cmd.Process.Kill()
-					<-done
-					t.Fatalf("child did not stop:\n%s", out.String())
-				}
-				log := out.String()
+				log, err := kvfault.RunChild(t, fmt.Sprintf("%s=%s|%d|%d", kvFaultChildEnv, root, target, errno), 60*time.Second)
 				if err == nil || strings.Contains(log, "SURVIVED") {
 					t.Fatalf("the broker went on after a fatal Pebble error (exit %v):\n%s", err, log)
 				}

@@ -1,13 +1,11 @@
 package kv_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,12 +29,7 @@ import (
 // process, which only another process can watch.
 const faultChildEnv = "KV_FAULT_CHILD"
 
-func TestMain(m *testing.M) {
-	if spec := os.Getenv(faultChildEnv); spec != "" {
-		os.Exit(runFaultChild(spec))
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { kvfault.Main(m, faultChildEnv, runFaultChild) }
 
 func openFaulty(t *testing.T, dir string, fs vfs.FS, wal bool) *kv.DB {
 	t.Helper()
@@ -285,24 +278,7 @@ func TestFatalFaults(t *testing.T) {
 		for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EIO} {
 			t.Run(fmt.Sprintf("%v/%v", c.target, errno), func(t *testing.T) {
 				dir := t.TempDir()
-				cmd := exec.Command(os.Args[0], "-test.run=^$")
-				cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%d|%d|%v", faultChildEnv, dir, c.target, errno, c.wal))
-				var out bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &out, &out
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				done := make(chan error, 1)
-				go func() { done <- cmd.Wait() }()
-				var err error
-				select {
-				case err = <-done:
-				case <-time.After(60 * time.Second):
-					cmd.Process.Kill()
-					<-done
-					t.Fatalf("child did not stop:\n%s", out.String())
-				}
-				log := out.String()
+				log, err := kvfault.RunChild(t, fmt.Sprintf("%s=%s|%d|%d|%v", faultChildEnv, dir, c.target, errno, c.wal), 60*time.Second)
 				if err == nil || strings.Contains(log, "SURVIVED") {
 					t.Fatalf("the process went on after a fatal Pebble error (exit %v):\n%s", err, log)
 				}
@@ -348,12 +324,18 @@ func runFaultChild(spec string) int {
 		fmt.Println("open:", err)
 		return 3
 	}
-	if wal {
-		err = writeKeys(db, "a", 100, pebble.Sync)
-	} else if err = writeKeys(db, "a", 100, pebble.NoSync); err == nil {
-		err = db.Flush()
+	// persist acknowledges keys: a synced commit with the WAL on, a
+	// flush with it off.
+	persist := func(prefix string) error {
+		if wal {
+			return writeKeys(db, prefix, 100, pebble.Sync)
+		}
+		if err := writeKeys(db, prefix, 100, pebble.NoSync); err != nil {
+			return err
+		}
+		return db.Flush()
 	}
-	if err != nil {
+	if err := persist("a"); err != nil {
 		fmt.Println("before the fault:", err)
 		return 3
 	}
@@ -367,11 +349,7 @@ func runFaultChild(spec string) int {
 			return 3
 		}
 	}
-	if wal {
-		err = writeKeys(db, "b", 100, pebble.Sync)
-	} else if err = writeKeys(db, "b", 100, pebble.NoSync); err == nil {
-		err = db.Flush()
-	}
+	err = persist("b")
 	// A background fatal error may take a moment to stop the process.
 	time.Sleep(5 * time.Second)
 	fmt.Println("SURVIVED", err, "hits", in.Hits())

@@ -6,10 +6,14 @@
 package kvfault
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
@@ -166,3 +170,38 @@ func (fs categoryFS) Create(name string, category vfs.DiskWriteCategory) (vfs.Fi
 
 // Unwrap lets Pebble see the file system underneath (vfs.Root).
 func (fs categoryFS) Unwrap() vfs.FS { return fs.FS }
+
+// RunChild runs the test binary again, running no tests, with env (a
+// NAME=value its TestMain looks for) added: a scenario whose fatal error
+// must stop the process runs there. It returns the child's output and
+// exit error, and fails t when the child is still running after timeout.
+func RunChild(t testing.TB, env string, timeout time.Duration) (string, error) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return out.String(), err
+	case <-time.After(timeout):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("child did not stop within %v:\n%s", timeout, out.String())
+		return "", nil
+	}
+}
+
+// Main is a test binary's TestMain: with env set (by RunChild) it runs
+// child with env's value and exits with its code, otherwise the tests.
+func Main(m *testing.M, env string, child func(spec string) int) {
+	if spec := os.Getenv(env); spec != "" {
+		os.Exit(child(spec))
+	}
+	os.Exit(m.Run())
+}
