@@ -27,20 +27,35 @@ type arrival struct {
 	storeTime int64
 }
 
+// dispatchErrorLogEvery spaces the log lines of a lasting dispatch failure.
+const dispatchErrorLogEvery = 30 * time.Second
+
 func (s *Store) dispatchLoop() {
 	defer s.wg.Done()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
+	// A failing round is retried every second; a fault that lasts (a
+	// Pebble that cannot flush) is logged every dispatchErrorLogEvery.
+	var lastLog time.Time
+	failed := 0
 	for {
 		progressed, err := s.dispatchOnce()
 		if err != nil {
-			s.log.Error("dispatch", "offset", s.cq.DispatchedOffset(), "err", err)
+			failed++
+			if now := time.Now(); now.Sub(lastLog) >= dispatchErrorLogEvery {
+				s.log.Error("dispatch", "offset", s.cq.DispatchedOffset(), "failedRounds", failed, "err", err)
+				lastLog = now
+			}
 			select {
 			case <-s.stop:
 				return
 			case <-time.After(time.Second):
 			}
 			continue
+		}
+		if failed > 0 {
+			s.log.Info("dispatch resumed", "failedRounds", failed)
+			failed, lastLog = 0, time.Time{}
 		}
 		if progressed {
 			continue

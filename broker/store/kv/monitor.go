@@ -215,7 +215,7 @@ func (l fatalLogger) Fatalf(format string, args ...any) {
 		}
 	}
 	l.mon.setFatal(e)
-	l.mon.log.Error("pebble fatal error: the broker stops; fix the disk and restart it (Pebble reopens from its MANIFEST, the store re-dispatches the CommitLog tail)", "err", e)
+	l.mon.log.Error("pebble fatal error: the broker stops; restart it (once the disk is fixed, for an I/O error): Pebble reopens from its MANIFEST, the store re-dispatches the CommitLog tail", "err", e)
 	panic(fatalError{e})
 }
 
