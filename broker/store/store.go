@@ -27,7 +27,8 @@ type Config struct {
 	RootDir   string
 	CommitLog commitlog.Config
 	// KV configures the Pebble database (consume queues, offsets, index,
-	// other metadata).
+	// other metadata); without a Dir it is kv.DefaultConfig under RootDir
+	// on KV.FS.
 	KV kv.Config
 	// StoreHost is brokerIP1:listenPort, written into every record and
 	// into offset message ids.
@@ -89,7 +90,13 @@ func (c Config) withDefaults() Config {
 		c.CommitLog.Dir = filepath.Join(c.RootDir, "commitlog")
 	}
 	if c.KV.Dir == "" && c.RootDir != "" {
-		c.KV.Dir = filepath.Join(c.RootDir, "kv")
+		// Pebble's settings come as a whole (DisableWAL's zero is not the
+		// default): keep only an injected file system.
+		kvc := kv.DefaultConfig(filepath.Join(c.RootDir, "kv"))
+		if c.KV.FS != nil {
+			kvc.FS = c.KV.FS
+		}
+		c.KV = kvc
 	}
 	if c.DispatchBatch <= 0 {
 		c.DispatchBatch = 4096
