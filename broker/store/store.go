@@ -23,9 +23,13 @@ import (
 // Config configures the message store.
 type Config struct {
 	// RootDir is storePathRootDir; the CommitLog lives in CommitLog.Dir
-	// (default <RootDir>/commitlog), Pebble in <RootDir>/kv.
+	// (default <RootDir>/commitlog), Pebble in KV.Dir (<RootDir>/kv).
 	RootDir   string
 	CommitLog commitlog.Config
+	// KV configures the Pebble database (consume queues, offsets, index,
+	// other metadata); without a Dir it is kv.DefaultConfig under RootDir
+	// on KV.FS.
+	KV kv.Config
 	// StoreHost is brokerIP1:listenPort, written into every record and
 	// into offset message ids.
 	StoreHost netip.AddrPort
@@ -63,6 +67,7 @@ func DefaultConfig(root string) Config {
 	return Config{
 		RootDir:               root,
 		CommitLog:             cl,
+		KV:                    kv.DefaultConfig(filepath.Join(root, "kv")),
 		StoreHost:             netip.MustParseAddrPort("127.0.0.1:10911"),
 		MaxMessageSize:        4 << 20,
 		EnableLmq:             true,
@@ -77,12 +82,21 @@ func DefaultConfig(root string) Config {
 	}
 }
 
-// withDefaults fills the optional settings left zero: the CommitLog
-// directory below RootDir, the dispatch batch, the offset flush interval
-// and the logger.
+// withDefaults fills the optional settings left zero: the CommitLog and
+// Pebble directories below RootDir, the dispatch batch, the offset flush
+// interval and the logger.
 func (c Config) withDefaults() Config {
 	if c.CommitLog.Dir == "" && c.RootDir != "" {
 		c.CommitLog.Dir = filepath.Join(c.RootDir, "commitlog")
+	}
+	if c.KV.Dir == "" && c.RootDir != "" {
+		// Pebble's settings come as a whole (DisableWAL's zero is not the
+		// default): keep only an injected file system.
+		kvc := kv.DefaultConfig(filepath.Join(c.RootDir, "kv"))
+		if c.KV.FS != nil {
+			kvc.FS = c.KV.FS
+		}
+		c.KV = kvc
 	}
 	if c.DispatchBatch <= 0 {
 		c.DispatchBatch = 4096
@@ -116,7 +130,7 @@ type Store struct {
 	cfg     Config
 	log     *slog.Logger
 	cl      *commitlog.Log
-	db      *pebble.DB
+	db      *kv.DB
 	cq      *consumequeue.Store
 	offsets *offset.Store
 
@@ -158,7 +172,7 @@ func Open(cfg Config) (*Store, error) {
 	if err := os.MkdirAll(cfg.RootDir, 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	db, err := kv.Open(kv.DefaultConfig(filepath.Join(cfg.RootDir, "kv")), s.log)
+	db, err := kv.Open(cfg.KV, s.log)
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +291,7 @@ func (s *Store) ConsumeQueue() *consumequeue.Store { return s.cq }
 func (s *Store) Offsets() *offset.Store { return s.offsets }
 
 // DB exposes the Pebble database for other key spaces (timers, pop state).
-func (s *Store) DB() *pebble.DB { return s.db }
+func (s *Store) DB() *pebble.DB { return s.db.DB }
 
 func (s *Store) offsetFlushLoop() {
 	defer s.wg.Done()
