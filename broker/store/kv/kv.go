@@ -11,6 +11,7 @@ package kv
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"syscall"
 	"time"
@@ -73,7 +74,8 @@ func (c Config) Validate() error {
 // memtables, and it reports a failed flush to an event listener only.
 type DB struct {
 	*pebble.DB
-	mon *monitor
+	mon    *monitor
+	health io.Closer // the disk-health checks of the FS
 }
 
 // Open opens (creating if needed) the database.
@@ -88,16 +90,19 @@ func Open(cfg Config, log *slog.Logger) (*DB, error) {
 	mon := newMonitor(log)
 	cache := pebble.NewCache(cfg.CacheSize)
 	defer cache.Unref()
+	listener := mon.listener()
+	// Disk-health checks report a write stuck for seconds (DiskSlow), as
+	// Options.WithFSDefaults sets them up; done here because Pebble stops
+	// its own only in DB.Close, so a failed Open would leave them running.
+	fs, health := vfs.WithDiskHealthChecks(yieldFS{backoffFS{base, mon}}, diskSlowThreshold, nil, listener.DiskSlow)
 	opts := &pebble.Options{
-		FS:            yieldFS{backoffFS{base, mon}},
+		FS:            fs,
 		Cache:         cache,
 		DisableWAL:    cfg.DisableWAL,
 		MemTableSize:  cfg.MemTableSize,
 		Logger:        fatalLogger{slogAdapter{log}, mon},
-		EventListener: mon.listener(),
+		EventListener: listener,
 	}
-	// Disk-health checks report a write stuck for seconds (DiskSlow).
-	opts.WithFSDefaults()
 	// A broker restarted right after a kill -9 can find the old process
 	// still exiting and holding the directory lock for a moment: retry
 	// briefly rather than fail the restart.
@@ -105,9 +110,10 @@ func Open(cfg Config, log *slog.Logger) (*DB, error) {
 	for {
 		db, err := openOnce(cfg.Dir, opts)
 		if err == nil {
-			return &DB{DB: db, mon: mon}, nil
+			return &DB{DB: db, mon: mon, health: health}, nil
 		}
 		if !errors.Is(err, syscall.EAGAIN) || time.Now().After(deadline) {
+			_ = health.Close()
 			return nil, fmt.Errorf("kv: open %s: %w", cfg.Dir, err)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -129,6 +135,17 @@ func openOnce(dir string, opts *pebble.Options) (db *pebble.DB, err error) {
 		}
 	}()
 	return pebble.Open(dir, opts)
+}
+
+// diskSlowThreshold is how long a disk operation may take before Pebble
+// reports it (its own default).
+const diskSlowThreshold = 5 * time.Second
+
+// Close closes the database, then stops its disk-health checks.
+func (d *DB) Close() error {
+	err := d.DB.Close()
+	_ = d.health.Close()
+	return err
 }
 
 // Err reports why the database cannot persist writes now: the latest

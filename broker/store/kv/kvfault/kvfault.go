@@ -17,6 +17,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+
+	"github.com/rmqgo/rmq/internal/testutil"
 )
 
 // Target is a kind of file operation a fault hits. They come in threes
@@ -198,10 +200,11 @@ func RunChild(t testing.TB, env string, timeout time.Duration) (string, error) {
 }
 
 // Main is a test binary's TestMain: with env set (by RunChild) it runs
-// child with env's value and exits with its code, otherwise the tests.
+// child with env's value and exits with its code, otherwise the tests,
+// checked for leaked goroutines (testutil.VerifyNoLeaks).
 func Main(m *testing.M, env string, child func(spec string) int) {
 	if spec := os.Getenv(env); spec != "" {
 		os.Exit(child(spec))
 	}
-	os.Exit(m.Run())
+	testutil.VerifyNoLeaks(m)
 }

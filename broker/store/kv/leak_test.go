@@ -1,9 +1,0 @@
-package kv
-
-import (
-	"testing"
-
-	"github.com/rmqgo/rmq/internal/testutil"
-)
-
-func TestMain(m *testing.M) { testutil.VerifyNoLeaks(m) }

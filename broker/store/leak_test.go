@@ -1,9 +1,0 @@
-package store
-
-import (
-	"testing"
-
-	"github.com/rmqgo/rmq/internal/testutil"
-)
-
-func TestMain(m *testing.M) { testutil.VerifyNoLeaks(m) }
