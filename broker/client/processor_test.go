@@ -378,13 +378,12 @@ func TestChannelExpiry(t *testing.T) {
 		t.Fatalf("producers after expiry: %+v", chans)
 	}
 	// Java closes an expired channel: a's next request must redial.
-	deadline := time.Now().Add(3 * time.Second)
-	for len(e.srv.Channels()) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("expired channel not closed: %d open", len(e.srv.Channels()))
+	testutil.Eventually(t, 3*time.Second, func() error {
+		if n := len(e.srv.Channels()); n != 1 {
+			return fmt.Errorf("expired channel not closed: %d open", n)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 
 	e.clock.Advance(121 * time.Second)
 	e.p.ScanNotActiveChannels()

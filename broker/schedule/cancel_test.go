@@ -174,13 +174,7 @@ func TestCancelSurvivesRestart(t *testing.T) {
 		r.send(marker("K", "UNIQ-gone", due, "x"))
 		r.waitCount("K", 0, 1, 5*time.Second)
 		// The marker's key lies at the end of its slot.
-		deadline := time.Now().Add(5 * time.Second)
-		for st := r.svc.Stats(); st.Cancelled != 1 || st.Markers != 1; st = r.svc.Stats() {
-			if time.Now().After(deadline) {
-				t.Fatalf("stats before the crash %+v", st)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		r.waitStats(func(st Stats) bool { return st.Cancelled == 1 && st.Markers == 1 }, 5*time.Second)
 		// keepKeys: every key is still there, as after a crash that
 		// lost the deletions.
 		if k, c := r.pendingKeys(), r.cancelKeys(); k != 3 || c != 1 {

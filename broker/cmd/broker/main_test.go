@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rmqgo/rmq/internal/testutil"
 )
 
 type syncBuffer struct {
@@ -97,13 +100,12 @@ func TestBootAndGracefulShutdown(t *testing.T) {
 			[]string{"NAMESRV_ADDR=192.0.2.1:9876"}, func() { stopping <- struct{}{} })
 	}()
 	boot := regexp.MustCompile(`The broker\[broker-a, 127\.0\.0\.1:\d+\] boot success\. serializeType=JSON and name server is 127\.0\.0\.1:1`)
-	deadline := time.Now().Add(10 * time.Second)
-	for !boot.MatchString(out.String()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no boot message; stdout %q stderr %q", out.String(), errOut.String())
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if !boot.MatchString(out.String()) {
+			return fmt.Errorf("no boot message; stdout %q stderr %q", out.String(), errOut.String())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	logs := errOut.String()
 	if !strings.Contains(logs, "unknown config key ignored") || !strings.Contains(logs, "key=colour") {
 		t.Errorf("unknown key not reported:\n%s", logs)

@@ -9,6 +9,7 @@ import (
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/processor/pull"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -88,13 +89,7 @@ func TestConsumerFlow(t *testing.T) {
 		"sysFlag": strconv.Itoa(pull.FlagSuspend), "commitOffset": "0", "suspendTimeoutMillis": "20000", "subVersion": "0"}
 	got := make(chan *remoting.Command, 1)
 	go func() { got <- call(code.PullMessage, pullExt, nil) }()
-	deadline := time.Now().Add(3 * time.Second)
-	for pp.Hold().Len() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("pull not suspended")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 3*time.Second, "the pull to be suspended", func() bool { return pp.Hold().Len() > 0 })
 	f.store.Put("T", 0, "b", []byte("filtered out"))
 	f.store.Put("T", 0, "a", []byte("hello"))
 	var r *remoting.Command
