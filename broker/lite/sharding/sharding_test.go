@@ -91,11 +91,8 @@ func TestCache(t *testing.T) {
 	ns := &fakeNS{rd: map[string]*protocol.TopicRouteData{}}
 	two := route(protocol.QueueData{BrokerName: "broker-a", Perm: 6, WriteQueueNums: 2}, protocol.QueueData{BrokerName: "broker-b", Perm: 6, WriteQueueNums: 2})
 	ns.set("P", two, nil)
-	var mu sync.Mutex
-	now := time.Unix(1000, 0)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	c := New(Options{Fetch: ns.fetch, Refresh: 30 * time.Second, NegativeTTL: 5 * time.Second, Now: clock})
+	clk := testutil.NewFakeClock(time.Unix(1000, 0))
+	c := New(Options{Fetch: ns.fetch, Refresh: 30 * time.Second, NegativeTTL: 5 * time.Second, Now: clk.Now})
 	defer c.Close()
 	want := []string{"broker-a", "broker-a", "broker-b", "broker-b"}
 
@@ -107,14 +104,14 @@ func TestCache(t *testing.T) {
 	}
 	// Stale: served at once, renewed in the background.
 	ns.set("P", route(protocol.QueueData{BrokerName: "broker-c", Perm: 6, WriteQueueNums: 1}), nil)
-	advance(31 * time.Second)
+	clk.Advance(31 * time.Second)
 	if got, _ := c.WriteQueueBrokers("P"); !slices.Equal(got, want) {
 		t.Fatalf("stale lookup %v, want the old route while renewing", got)
 	}
 	testutil.WaitFor(t, 3*time.Second, "the refreshed route of P", func() bool { got, _ := c.WriteQueueBrokers("P"); return slices.Equal(got, []string{"broker-c"}) })
 	// A failing nameserver keeps the known route.
 	ns.set("P", nil, errors.New("nameserver down"))
-	advance(31 * time.Second)
+	clk.Advance(31 * time.Second)
 	n := ns.calls.Load()
 	c.WriteQueueBrokers("P")
 	testutil.WaitFor(t, 3*time.Second, "a failed refresh of P", func() bool { return ns.calls.Load() > n && !c.loading("P") })
@@ -132,7 +129,7 @@ func TestCache(t *testing.T) {
 		t.Fatalf("negative entry not cached (%d fetches, was %d)", ns.calls.Load(), n)
 	}
 	ns.set("Q", two, nil)
-	advance(6 * time.Second)
+	clk.Advance(6 * time.Second)
 	c.WriteQueueBrokers("Q")
 	testutil.WaitFor(t, 3*time.Second, "the route of Q", func() bool { _, ok := c.WriteQueueBrokers("Q"); return ok })
 
