@@ -17,9 +17,10 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/protocol"
-	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 // Restart parameters.
@@ -186,22 +187,22 @@ func TestBrokerRestartMidStream(t *testing.T) {
 	t.Parallel()
 	rlog.SetLogLevel("error") // client-go logs through a process-wide logger
 	start := time.Now()
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1, BrokerConf: map[string]string{
+	c := startCluster(t, framework.Options{Needs: []framework.Capability{framework.Crash}, Brokers: 1, BrokerConf: map[string]string{
 		"flushDiskType":               "SYNC_FLUSH",
 		"flushConsumerOffsetInterval": fmt.Sprint(restartOffsetFlush.Milliseconds()),
 	}})
-	b := c.Brokers[0]
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr, "-t", restartTopic, "-r", "4", "-w", "4"); err != nil {
+	b := c.Brokers()[0]
+	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", restartTopic, "-r", "4", "-w", "4"); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	ns := primitive.NewPassthroughResolver([]string{c.NamesrvAddr})
+	ns := primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})
 
 	// Our SDK reads the committed offsets (it does not join the group: no
 	// subscription, no heartbeat) and keeps a probe group whose offsets
 	// only this test writes.
-	probe := newOffsetProbe(t, c.NamesrvAddr)
+	probe := newOffsetProbe(t, c.NamesrvAddr())
 	queues := probe.queues(ctx, t)
 
 	tr := &restartTracker{count: map[string]int{}, first: map[string]time.Time{}}
@@ -242,7 +243,7 @@ func TestBrokerRestartMidStream(t *testing.T) {
 	defer func() { cancel(); <-produced }() // before the producer shuts down
 	waitAcked := func(n int) {
 		t.Helper()
-		harness.Eventually(t, 90*time.Second, func() error {
+		testutil.Eventually(t, 90*time.Second, func() error {
 			if got := rp.ackedSeqs(); got < n {
 				return fmt.Errorf("%d of %d messages acknowledged", got, n)
 			}
@@ -256,12 +257,12 @@ func TestBrokerRestartMidStream(t *testing.T) {
 	before := probe.offsets(ctx, t, queues)
 	stopAt := time.Now()
 	ackedAtStop := rp.ackedIDs()
-	if err := b.Proc.Stop(); err != nil {
+	if err := b.Stop(); err != nil {
 		t.Fatalf("graceful stop: %v", err)
 	}
 	t.Logf("graceful stop took %v, %d messages acknowledged", time.Since(stopAt).Round(time.Millisecond), len(ackedAtStop))
 	tr.setPhase(1)
-	c.Restart(t, b)
+	b.Start(t)
 	restartedAt := time.Now()
 	after := probe.offsets(ctx, t, queues)
 	probe.check(ctx, t, "after the graceful restart", queues, 1000)
@@ -275,7 +276,7 @@ func TestBrokerRestartMidStream(t *testing.T) {
 	// connection), and the restarted broker knows the consumer's
 	// subscription only from its next heartbeat (every 30 s; it answers
 	// SUBSCRIPTION_NOT_EXIST until then, as Apache's broker does).
-	harness.Eventually(t, 75*time.Second, func() error {
+	testutil.Eventually(t, 75*time.Second, func() error {
 		if n := tr.missing(ackedAtStop); n > 0 {
 			return fmt.Errorf("%d messages acknowledged before the graceful stop not consumed yet", n)
 		}
@@ -295,13 +296,13 @@ func TestBrokerRestartMidStream(t *testing.T) {
 	probe.commit(ctx, t, queues, 3000) // not persisted yet at the kill: 2000 or 3000 afterwards
 	killAt := time.Now()
 	ackedAtKill := rp.ackedIDs()
-	b.Proc.Kill()
+	b.Kill(t)
 	tr.setPhase(2)
 	t.Logf("killed with %d messages acknowledged", len(ackedAtKill))
 	if len(ackedAtKill) == restartMessages {
 		t.Log("the producer had finished before the kill (slow consumer resumption)")
 	}
-	c.Restart(t, b)
+	b.Start(t)
 	after = probe.offsets(ctx, t, queues)
 	probe.checkEither(ctx, t, "after the kill -9 restart", queues, 2000, 3000)
 	checkNotBehind(t, "after the kill -9 restart", before, after)
@@ -317,7 +318,7 @@ func TestBrokerRestartMidStream(t *testing.T) {
 	}
 
 	// Every acknowledged message is consumed.
-	harness.Eventually(t, 75*time.Second, func() error {
+	testutil.Eventually(t, 75*time.Second, func() error {
 		if n := tr.missing(rp.ackedIDs()); n > 0 {
 			return fmt.Errorf("%d acknowledged messages not consumed yet", n)
 		}
@@ -326,7 +327,7 @@ func TestBrokerRestartMidStream(t *testing.T) {
 	// Late redeliveries (a kill -9 loses the offsets committed since the
 	// last flush): wait until deliveries stop, so that the shutdown commits
 	// offsets no delivery still in flight holds back.
-	harness.Eventually(t, 30*time.Second, func() error {
+	testutil.Eventually(t, 30*time.Second, func() error {
 		tr.mu.Lock()
 		idle := time.Since(tr.last)
 		tr.mu.Unlock()
@@ -338,7 +339,7 @@ func TestBrokerRestartMidStream(t *testing.T) {
 	// Shutdown commits the consumer's offsets: they end at the queues' max.
 	pc.Shutdown()
 	maxes := probe.maxOffsets(ctx, t, queues)
-	harness.Eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		final := probe.offsets(ctx, t, queues)
 		if !slices.Equal(final, maxes) {
 			return fmt.Errorf("committed offsets %v after the consumer's shutdown, max offsets %v", final, maxes)
@@ -424,7 +425,7 @@ func newOffsetProbe(t *testing.T, namesrv string) *offsetProbe {
 func (p *offsetProbe) queues(ctx context.Context, t *testing.T) []protocol.MessageQueue {
 	t.Helper()
 	var qs []protocol.MessageQueue
-	harness.Eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		var err error
 		qs, err = p.reader.Queues(ctx, restartTopic)
 		return err
@@ -439,7 +440,7 @@ func (p *offsetProbe) queues(ctx context.Context, t *testing.T) []protocol.Messa
 // may meet the old connection.
 func retry(t *testing.T, what string, f func() error) {
 	t.Helper()
-	harness.Eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		if err := f(); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}

@@ -130,6 +130,13 @@ func SkipUnless(t testing.TB, kind Kind, o Options, has func(Capability) bool) {
 	}
 }
 
+// Require skips t (a test or subtest of a running cluster) unless c has
+// every capability in caps.
+func Require(t testing.TB, c Cluster, caps ...Capability) {
+	t.Helper()
+	SkipUnless(t, c.Kind(), Options{Needs: caps}, c.Can)
+}
+
 // BrokerName is the name of the i-th broker name of a cluster.
 func BrokerName(i int) string { return "broker-" + string(rune('a'+i)) }
 
@@ -153,6 +160,9 @@ type Cluster interface {
 	// MQAdmin runs our mqadmin with args plus -n NamesrvAddr and returns
 	// its stdout; err (non-zero exit, with stderr) as the binary's.
 	MQAdmin(t testing.TB, args ...string) (string, error)
+	// MQAdminExit is MQAdmin for tests of the tool's failures: stdout,
+	// stderr and the exit code; a run that cannot happen fails t.
+	MQAdminExit(t testing.TB, args ...string) (stdout, stderr string, code int)
 	// Can reports whether this implementation has c.
 	Can(c Capability) bool
 }

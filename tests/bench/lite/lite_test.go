@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
@@ -251,7 +252,7 @@ func newProducer(t *testing.T, c *harness.Cluster) *client.Producer {
 // waitRoute waits until the nameserver routes topic to broker (alone).
 func waitRoute(t *testing.T, c *harness.Cluster, topic, broker string) {
 	t.Helper()
-	harness.Eventually(t, 20*time.Second, func() error {
+	testutil.Eventually(t, 20*time.Second, func() error {
 		out, err := c.MQAdmin(t, "topicRoute", "-t", topic)
 		if err != nil {
 			return err
@@ -265,7 +266,7 @@ func waitRoute(t *testing.T, c *harness.Cluster, topic, broker string) {
 
 func waitLmqs(ctx context.Context, t *testing.T, ac *admin.Client, addr string, n int) {
 	t.Helper()
-	harness.Eventually(t, 60*time.Second, func() error {
+	testutil.Eventually(t, 60*time.Second, func() error {
 		bi, err := ac.GetBrokerLiteInfo(ctx, addr)
 		if err != nil {
 			return err
@@ -567,7 +568,7 @@ func sweepPhase(ctx context.Context, t *testing.T, c *harness.Cluster, b *harnes
 		t.Fatalf("lower the expiration: %v\n%s", err, out)
 	}
 	var line, steps []string
-	harness.Eventually(t, 5*time.Minute, func() error {
+	testutil.Eventually(t, 5*time.Minute, func() error {
 		f, err := os.Open(b.Proc.LogPath)
 		if err != nil {
 			return err

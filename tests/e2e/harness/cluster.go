@@ -127,23 +127,9 @@ func (c *Cluster) MQAdmin(t testing.TB, args ...string) (string, error) {
 	return RunMQAdmin(t, filepath.Join(c.BinDir, MQAdmin), append(args, "-n", c.NamesrvAddr)...)
 }
 
-// Eventually retries f until it returns nil or timeout passes.
-func Eventually(t testing.TB, timeout time.Duration, f func() error) {
+// MQAdminExit runs our mqadmin against the cluster's nameserver; see
+// ExecMQAdmin.
+func (c *Cluster) MQAdminExit(t testing.TB, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	start := time.Now()
-	deadline := start.Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			if d := time.Since(start); d > 5*time.Second {
-				// Slow waits are where a suite's time goes: say so.
-				t.Logf("harness: condition met after %v", d.Round(100*time.Millisecond))
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met after %v: %v", timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return ExecMQAdmin(t, filepath.Join(c.BinDir, MQAdmin), append(args, "-n", c.NamesrvAddr)...)
 }

@@ -159,23 +159,31 @@ func (c *Cluster) AddBroker(t testing.TB, name string, id int, conf map[string]s
 // MQAdmin runs the mqadmin command package with args plus -n.
 func (c *Cluster) MQAdmin(t testing.TB, args ...string) (string, error) {
 	t.Helper()
+	stdout, stderr, code := c.MQAdminExit(t, args...)
+	if stderr != "" {
+		t.Logf("inproc: mqadmin %s: stderr:\n%s", strings.Join(args, " "), stderr)
+	}
+	if code != command.ExitOK {
+		return stdout, fmt.Errorf("mqadmin %s: exit status %d; stderr: %s", strings.Join(args, " "), code, strings.TrimSpace(stderr))
+	}
+	return stdout, nil
+}
+
+// MQAdminExit runs the mqadmin command package: what the binary would
+// print and its exit code.
+func (c *Cluster) MQAdminExit(t testing.TB, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	args = append(append([]string(nil), args...), "-n", c.NamesrvAddr())
 	ctx, cancel := context.WithTimeout(context.Background(), MQAdminTimeout)
 	defer cancel()
-	var stdout, stderr bytes.Buffer
-	code := command.Main(ctx, args, command.Env{
-		Stdout: &stdout, Stderr: &stderr,
+	var out, errb bytes.Buffer
+	code = command.Main(ctx, args, command.Env{
+		Stdout: &out, Stderr: &errb,
 		// Nothing from the test's environment (NAMESRV_ADDR): -n decides.
 		Getenv:     func(string) string { return "" },
 		MsgBodyDir: t.TempDir(),
 	})
-	if stderr.Len() > 0 {
-		t.Logf("inproc: mqadmin %s: stderr:\n%s", strings.Join(args, " "), stderr.String())
-	}
-	if code != command.ExitOK {
-		return stdout.String(), fmt.Errorf("mqadmin %s: exit status %d; stderr: %s", strings.Join(args, " "), code, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.String(), nil
+	return out.String(), errb.String(), code
 }
 
 // Broker is a broker.Broker in the test process.

@@ -70,6 +70,12 @@ func (c *Cluster) MQAdmin(t testing.TB, args ...string) (string, error) {
 	return c.Cluster.MQAdmin(t, args...)
 }
 
+// MQAdminExit runs the mqadmin binary; see framework.Cluster.
+func (c *Cluster) MQAdminExit(t testing.TB, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	return c.Cluster.MQAdminExit(t, args...)
+}
+
 // Can: processes can do everything the framework names.
 func (c *Cluster) Can(framework.Capability) bool { return true }
 
