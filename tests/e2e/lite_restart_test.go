@@ -157,14 +157,7 @@ func TestLiteRestartRecoversEvents(t *testing.T) {
 	syncAll()
 
 	// 100k lite topics, sent in batches by our SDK.
-	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{c.NamesrvAddr()}}, Group: "lite_restart_pg"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Shutdown(context.Background())
+	p := startProducer(t, client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{c.NamesrvAddr()}}, Group: "lite_restart_pg"})
 	start := time.Now()
 	const batch = 200
 	var sendErr atomic.Value

@@ -47,15 +47,7 @@ func (e *liteSDKEnv) common(instance string) client.CommonConfig {
 
 func (e *liteSDKEnv) producer(t *testing.T) *client.Producer {
 	t.Helper()
-	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: e.common("lite-p-" + t.Name()), Group: "lite_sdk_pg"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
-	return p
+	return startProducer(t, client.ProducerConfig{CommonConfig: e.common("lite-p-" + t.Name()), Group: "lite_sdk_pg"})
 }
 
 func (e *liteSDKEnv) consumer(t *testing.T, instance, group string, h client.LiteHandler, mod func(*client.LitePushConsumerConfig)) *client.LitePushConsumer {

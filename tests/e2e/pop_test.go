@@ -391,14 +391,7 @@ func TestPopDeadLetter(t *testing.T) {
 		_, err := c.MQAdmin(t, "topicRoute", "-t", topic)
 		return err
 	})
-	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: common, Group: "pop_dlq_pg"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Shutdown(context.Background())
+	p := startProducer(t, client.ProducerConfig{CommonConfig: common, Group: "pop_dlq_pg"})
 	ctx := context.Background()
 	ids := map[string]string{}
 	for _, body := range []string{"never-acked", "extended"} {

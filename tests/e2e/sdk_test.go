@@ -67,15 +67,7 @@ func (e *sdkEnv) topic(t *testing.T, name string, queues int) {
 
 func (e *sdkEnv) producer(t *testing.T, group string) *client.Producer {
 	t.Helper()
-	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: e.common(group), Group: group})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Shutdown(context.Background()) })
-	return p
+	return startProducer(t, client.ProducerConfig{CommonConfig: e.common(group), Group: group})
 }
 
 // pushConsumer starts a push consumer of topic; mod adjusts the config.
@@ -867,14 +859,7 @@ func TestSDKFailover(t *testing.T) {
 	// off the dead broker.
 	cfg := client.ProducerConfig{CommonConfig: env.common("fo-p"), Group: "sdk_failover_pg"}
 	cfg.RouteRefreshInterval = 0
-	p, err := client.NewProducer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Shutdown(context.Background())
+	p := startProducer(t, cfg)
 	ctx := context.Background()
 	send := func(n int) (toA []string, retried int) {
 		for i := range n {

@@ -89,14 +89,7 @@ func TestStaticTopicRemapUnderLoad(t *testing.T) {
 	}
 	waitLeaders(t, ac, topic, 8, func(_ int, b string) bool { return b == "broker-a" || b == "broker-b" })
 
-	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{c.NamesrvAddr()}}, Group: "static_pg"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Shutdown(context.Background())
+	p := startProducer(t, client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{c.NamesrvAddr()}}, Group: "static_pg"})
 
 	var (
 		mu      sync.Mutex

@@ -39,14 +39,7 @@ func TestStoreRestartSDK(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	common := client.CommonConfig{NameServers: []string{c.NamesrvAddr()}, Logger: slog.New(slog.DiscardHandler)}
-	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: common, Group: "store_restart_pg"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Shutdown(context.Background())
+	p := startProducer(t, client.ProducerConfig{CommonConfig: common, Group: "store_restart_pg"})
 	acked := map[string]bool{}
 	send := func(t *testing.T, from int) {
 		t.Helper()
@@ -145,4 +138,18 @@ func TestStoreRestartSDK(t *testing.T) {
 		send(t, 2*batch)
 		checkMessages(t, "after sending again")
 	})
+}
+
+// startProducer starts an SDK producer that shuts down at cleanup.
+func startProducer(t *testing.T, cfg client.ProducerConfig) *client.Producer {
+	t.Helper()
+	p, err := client.NewProducer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Shutdown(context.Background()) })
+	return p
 }

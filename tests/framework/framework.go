@@ -21,6 +21,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/rmqgo/rmq/pkg/admin"
 )
 
 // Kind names an implementation.
@@ -222,18 +224,9 @@ func BrokerProps(cluster, name string, id, port int, namesrv, storeDir string, l
 	return props
 }
 
-// WriteProps writes props as a properties file (broker.conf), sorted.
+// WriteProps writes props as a properties file (broker.conf).
 func WriteProps(path string, props map[string]string) error {
-	keys := make([]string, 0, len(props))
-	for k := range props {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s=%s\n", k, props[k])
-	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(admin.FormatProperties(props)), 0o644); err != nil {
 		return fmt.Errorf("framework: write %s: %w", path, err)
 	}
 	return nil
@@ -255,6 +248,19 @@ func (o Options) Slots() []Slot {
 		}
 	}
 	return out
+}
+
+// AddBrokers starts o's brokers on c, in Slots order, each with its
+// PerBroker properties.
+func AddBrokers(t testing.TB, c Cluster, o Options) {
+	t.Helper()
+	for _, s := range o.Slots() {
+		var extra map[string]string
+		if o.PerBroker != nil {
+			extra = o.PerBroker(s.Name, s.ID)
+		}
+		c.AddBroker(t, s.Name, s.ID, extra)
+	}
 }
 
 // Roster keeps a cluster's brokers in start order; implementations embed

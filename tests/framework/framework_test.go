@@ -2,20 +2,38 @@ package framework_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
+	"github.com/rmqgo/rmq/tests/e2e/harness"
 	"github.com/rmqgo/rmq/tests/framework"
 	"github.com/rmqgo/rmq/tests/framework/inproc"
 	"github.com/rmqgo/rmq/tests/framework/process"
 )
 
-// starters are both implementations: the framework's own tests run on
-// each.
+// clusterFlag limits the framework's own tests to one implementation
+// (-cluster=inproc: `make test` runs them so under -race); by default they
+// run on both.
+var clusterFlag = flag.String("cluster", "", "run only on this implementation: process or inproc (default both)")
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if *clusterFlag != "" {
+		if _, err := framework.ParseKind(*clusterFlag); err != nil {
+			fmt.Fprintln(os.Stderr, "framework: -cluster:", err)
+			os.Exit(2)
+		}
+	}
+	harness.Main(m)
+}
+
+// starters are the implementations the framework's own tests run on.
 func starters(t *testing.T) map[framework.Kind]func(testing.TB, framework.Options) framework.Cluster {
 	m := map[framework.Kind]func(testing.TB, framework.Options) framework.Cluster{
 		framework.InProcess: func(t testing.TB, o framework.Options) framework.Cluster { return inproc.Start(t, o) },
@@ -24,6 +42,14 @@ func starters(t *testing.T) map[framework.Kind]func(testing.TB, framework.Option
 	if testing.Short() {
 		// -short: no go build of the binaries.
 		delete(m, framework.Process)
+	}
+	for k := range m {
+		if *clusterFlag != "" && k != framework.Kind(*clusterFlag) {
+			delete(m, k)
+		}
+	}
+	if len(m) == 0 {
+		t.Skip("-short leaves no implementation to run on: -cluster=process builds binaries")
 	}
 	return m
 }

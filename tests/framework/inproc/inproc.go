@@ -63,13 +63,7 @@ func Start(t testing.TB, opts framework.Options) *Cluster {
 	for i := 0; i < opts.Namesrvs; i++ {
 		c.startNamesrv(t, i)
 	}
-	for _, s := range opts.Slots() {
-		var extra map[string]string
-		if opts.PerBroker != nil {
-			extra = opts.PerBroker(s.Name, s.ID)
-		}
-		c.AddBroker(t, s.Name, s.ID, extra)
-	}
+	framework.AddBrokers(t, c, opts)
 	return c
 }
 

@@ -34,13 +34,7 @@ func Start(t testing.TB, opts framework.Options) *Cluster {
 		BrokerArgs:  opts.BrokerArgs,
 	})
 	c := &Cluster{Cluster: hc}
-	for _, s := range opts.Slots() {
-		var extra map[string]string
-		if opts.PerBroker != nil {
-			extra = opts.PerBroker(s.Name, s.ID)
-		}
-		c.AddBroker(t, s.Name, s.ID, extra)
-	}
+	framework.AddBrokers(t, c, opts)
 	return c
 }
 
