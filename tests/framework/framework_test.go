@@ -91,6 +91,13 @@ func TestReplicaSets(t *testing.T) {
 			for _, ns := range c.NamesrvAddrs() {
 				testutil.Eventually(t, 15*time.Second, func() error { return listed(t, c, ns) })
 			}
+			if ib, ok := slave.(*inproc.Broker); ok {
+				// The slave learned its master from the nameservers'
+				// REGISTER_BROKER answers: what replication will dial.
+				testutil.WaitFor(t, 15*time.Second, "the slave's master address", func() bool {
+					return ib.Server().MasterAddr() == set[0].Addr()
+				})
+			}
 			addr := slave.Addr()
 			slave.Restart(t)
 			if !slave.Running() || slave.Addr() != addr {
