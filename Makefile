@@ -12,7 +12,7 @@ PKGS      := github.com/rmqgo/rmq/...
 GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED ?= 0
 
-.PHONY: all build run cluster test test-short race vet fmt lint bench bench-vs-apache bench-recovery bench-static bench-lite fuzz crash clean
+.PHONY: all build run cluster test test-short test-repeat race vet fmt lint bench bench-vs-apache bench-recovery bench-static bench-lite fuzz crash clean
 
 all: build
 
@@ -45,6 +45,12 @@ test: vet
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 5m -parallel 4 -run '$(INPROC_RACE_TESTS)' \
 		github.com/rmqgo/rmq/tests/framework github.com/rmqgo/rmq/tests/e2e -cluster=inproc
 	$(GO) test -count=1 -timeout 13m -parallel 4 github.com/rmqgo/rmq/tests/...
+
+# The flake hunter: `make test` N times (make test-repeat N=5), each in a
+# fresh clone of HEAD, then a table of runs and of the tests that failed
+# (scripts/test-repeat.sh; TEST_CMD=... runs another command instead).
+test-repeat:
+	./scripts/test-repeat.sh $(or $(N),5)
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)

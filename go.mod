@@ -6,6 +6,7 @@ require (
 	github.com/cloudwego/netpoll v0.7.2
 	github.com/magiconair/properties v1.18.13
 	github.com/spf13/viper v1.21.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (

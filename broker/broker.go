@@ -21,23 +21,13 @@ import (
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/lite"
 	"github.com/rmqgo/rmq/broker/mapping"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/registry"
 	"github.com/rmqgo/rmq/broker/statictopic"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/topic"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
-)
-
-// Pool selects the executor a request code runs on.
-type Pool int
-
-// Executors, as Java's per-processor thread pools: sends must not wait
-// behind slow pulls, and admin requests behind either.
-const (
-	PoolSend Pool = iota
-	PoolPull
-	PoolAdmin
 )
 
 // Option customises New.
@@ -54,6 +44,8 @@ type options struct {
 	topicDeleted         func(topic string)
 	persistConfig        bool
 	noStore              bool
+	lockMaxLiveTime      time.Duration
+	liteExpirationUnit   time.Duration
 }
 
 // WithRegisterTiming overrides nameserver registration timing (tests): the
@@ -86,6 +78,18 @@ func WithTopicDeleted(f func(topic string)) Option { return func(o *options) { o
 // WithoutStore builds a broker with no message store (admin-only tests).
 func WithoutStore() Option { return func(o *options) { o.noStore = true } }
 
+// WithLockMaxLiveTime sets the orderly lock expiry, Java's system property
+// rocketmq.broker.rebalance.lockMaxLiveTime (not a broker.conf key; 60 s
+// by default). Zero keeps the default.
+func WithLockMaxLiveTime(d time.Duration) Option { return func(o *options) { o.lockMaxLiveTime = d } }
+
+// WithLiteExpirationUnit sets the unit of the lite.topic.expiration topic
+// attribute (a minute by default; not a broker.conf key). Tests shorten it
+// so that lite topics expire within seconds. Zero keeps the default.
+func WithLiteExpirationUnit(d time.Duration) Option {
+	return func(o *options) { o.liteExpirationUnit = d }
+}
+
 // WithoutConfigPersistence keeps runtime config updates in memory only.
 func WithoutConfigPersistence() Option { return func(o *options) { o.persistConfig = false } }
 
@@ -96,14 +100,13 @@ type Broker struct {
 	topics *topic.Manager
 	maps   mapping.Source
 	admin  *admin.Processor
-	lite   *lite.Service // set by wireLite
 
 	server    *remoting.Server
 	client    *remoting.Client
 	registrar *registry.Registrar
 	store     *store.Store
 	msg       *messaging
-	pools     map[Pool]*remoting.Executor
+	pools     map[processor.Pool]*remoting.Executor
 
 	boot       time.Time
 	port       atomic.Int32
@@ -179,10 +182,10 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 	}
 	b.client = remoting.NewClient(ccfg, log.With("component", "namesrv-client"))
 
-	b.pools = map[Pool]*remoting.Executor{
-		PoolSend:  remoting.NewExecutor("send", sendWorkers(cfg), cfg.SendThreadPoolQueueCapacity),
-		PoolPull:  remoting.NewExecutor("pull", cfg.PullMessageThreadPoolNums, cfg.PullThreadPoolQueueCapacity),
-		PoolAdmin: remoting.NewExecutor("admin", cfg.AdminBrokerThreadPoolNums, cfg.AdminBrokerThreadPoolQueueCapacity),
+	b.pools = map[processor.Pool]*remoting.Executor{
+		processor.PoolSend:  remoting.NewExecutor("send", sendWorkers(cfg), cfg.SendThreadPoolQueueCapacity),
+		processor.PoolPull:  remoting.NewExecutor("pull", cfg.PullMessageThreadPoolNums, cfg.PullThreadPoolQueueCapacity),
+		processor.PoolAdmin: remoting.NewExecutor("admin", cfg.AdminBrokerThreadPoolNums, cfg.AdminBrokerThreadPoolQueueCapacity),
 	}
 
 	if !o.noStore {
@@ -201,7 +204,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 		if o.runtime == nil {
 			o.runtime = storeStats{b.store}
 		}
-		if b.msg, err = b.installMessaging(b.store, log); err != nil {
+		if b.msg, err = b.installMessaging(b.store, log, &o); err != nil {
 			b.closeLocal()
 			return nil, err
 		}
@@ -239,7 +242,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 		b.closeLocal()
 		return nil, err
 	}
-	b.admin.Register(b.server, b.pools[PoolAdmin])
+	b.admin.Register(b)
 
 	period := func() time.Duration { return registry.ClampPeriod(b.cfg.Get().RegisterNameServerPeriod) }
 	if o.registerPeriod > 0 {
@@ -309,16 +312,19 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		if err := b.server.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
-		if b.msg != nil {
-			b.msg.close()
-		}
 	}
 	b.closeLocal()
 	b.log.Info("broker stopped")
 	return errors.Join(errs...)
 }
 
+// closeLocal releases what New built. The processors' workers and timers
+// (long polling, pop, transaction checks) exist from New on, so a broker
+// that never started releases them too.
 func (b *Broker) closeLocal() {
+	if b.msg != nil {
+		b.msg.close()
+	}
 	for _, ex := range b.pools {
 		ex.Close()
 	}
@@ -368,14 +374,20 @@ func (b *Broker) Topics() *topic.Manager { return b.topics }
 func (b *Broker) Admin() *admin.Processor { return b.admin }
 
 // Lite is the lite-topic service (nil for a broker built WithoutStore).
-func (b *Broker) Lite() *lite.Service { return b.lite }
+func (b *Broker) Lite() *lite.Service {
+	if b.msg == nil {
+		return nil
+	}
+	return b.msg.lite
+}
 
 // MasterAddr is the master's address learned from REGISTER_BROKER answers
 // (slaves only; "" otherwise).
 func (b *Broker) MasterAddr() string { return b.masterAddr.Load().(string) }
 
-// RegisterProcessor installs a request handler on one of the executors.
-func (b *Broker) RegisterProcessor(code int32, h remoting.Handler, pool Pool) {
+// RegisterProcessor installs a request handler on one of the executors
+// (processor.Registrar).
+func (b *Broker) RegisterProcessor(code int32, h remoting.Handler, pool processor.Pool) {
 	b.server.Register(code, h, b.pools[pool])
 }
 
@@ -404,9 +416,9 @@ func (b *Broker) RegisterNow(ctx context.Context) []registry.Result {
 
 func (b *Broker) poolStats() map[string]int {
 	return map[string]int{
-		admin.PoolSend:  b.pools[PoolSend].QueueLen(),
-		admin.PoolPull:  b.pools[PoolPull].QueueLen(),
-		admin.PoolAdmin: b.pools[PoolAdmin].QueueLen(),
+		admin.PoolSend:  b.pools[processor.PoolSend].QueueLen(),
+		admin.PoolPull:  b.pools[processor.PoolPull].QueueLen(),
+		admin.PoolAdmin: b.pools[processor.PoolAdmin].QueueLen(),
 	}
 }
 

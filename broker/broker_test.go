@@ -3,71 +3,15 @@ package broker
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
-
-// namesrv is a minimal nameserver recording registrations.
-type namesrv struct {
-	srv   *remoting.Server
-	mu    sync.Mutex
-	regs  []protocol.RegisterBrokerBody
-	exts  []map[string]string
-	unreg []map[string]string
-	got   chan struct{}
-}
-
-func startNamesrv(t *testing.T) *namesrv {
-	t.Helper()
-	cfg := remoting.DefaultServerConfig()
-	cfg.ListenAddr = "127.0.0.1:0"
-	srv, err := remoting.NewServer(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := &namesrv{srv: srv, got: make(chan struct{}, 64)}
-	srv.Register(code.RegisterBroker, func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		var body protocol.RegisterBrokerBody
-		if err := protocol.Unmarshal(req.Body, &body); err != nil {
-			return nil, err
-		}
-		n.mu.Lock()
-		n.regs = append(n.regs, body)
-		n.exts = append(n.exts, req.ExtFields)
-		n.mu.Unlock()
-		n.got <- struct{}{}
-		return remoting.NewResponse(req, code.Success, ""), nil
-	}, nil)
-	srv.Register(code.UnregisterBroker, func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		n.mu.Lock()
-		n.unreg = append(n.unreg, req.ExtFields)
-		n.mu.Unlock()
-		return remoting.NewResponse(req, code.Success, ""), nil
-	}, nil)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-	return n
-}
-
-func (n *namesrv) wait(t *testing.T) protocol.RegisterBrokerBody {
-	t.Helper()
-	select {
-	case <-n.got:
-	case <-time.After(3 * time.Second):
-		t.Fatal("no registration")
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.regs[len(n.regs)-1]
-}
 
 func testConfig(t *testing.T, store, namesrvAddr string) *config.Config {
 	t.Helper()
@@ -80,10 +24,27 @@ func testConfig(t *testing.T, store, namesrvAddr string) *config.Config {
 	return c
 }
 
+// invoker returns a function that sends a request to b and waits for the
+// answer (3 s at most); its client is closed at cleanup.
+func invoker(t *testing.T, b *Broker) func(c int32, ext map[string]string, body []byte) *remoting.Command {
+	client := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	t.Cleanup(func() { _ = client.Close() })
+	return func(c int32, ext map[string]string, body []byte) *remoting.Command {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		resp, err := client.Invoke(ctx, b.Addr(), remoting.NewRequest(c, ext, body))
+		if err != nil {
+			t.Fatalf("invoke %d: %v", c, err)
+		}
+		return resp
+	}
+}
+
 func TestBrokerEndToEnd(t *testing.T) {
-	ns := startNamesrv(t)
+	ns := fakens.Start(t)
 	store := t.TempDir()
-	b, err := New(testConfig(t, store, ns.srv.Addr()), nil, WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond))
+	b, err := New(testConfig(t, store, ns.Addr()), nil, WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,28 +60,15 @@ func TestBrokerEndToEnd(t *testing.T) {
 	if !strings.HasPrefix(b.Addr(), "127.0.0.1:") || b.Port() == 0 {
 		t.Fatalf("Addr %q", b.Addr())
 	}
-	first := ns.wait(t)
-	ns.mu.Lock()
-	if ns.exts[0]["brokerAddr"] != b.Addr() || ns.exts[0]["brokerName"] != "broker-a" {
-		t.Errorf("registered as %v", ns.exts[0])
+	first := ns.WaitRegister(t, 3*time.Second)
+	if ext := ns.Registrations()[0].Ext; ext["brokerAddr"] != b.Addr() || ext["brokerName"] != "broker-a" {
+		t.Errorf("registered as %v", ext)
 	}
-	ns.mu.Unlock()
-	if _, ok := first.TopicConfigSerializeWrapper.TopicConfigTable["TBW102"]; !ok {
+	if _, ok := first.Body.TopicConfigSerializeWrapper.TopicConfigTable["TBW102"]; !ok {
 		t.Error("TBW102 not registered")
 	}
 
-	client := remoting.NewClient(remoting.DefaultClientConfig(), nil)
-	defer client.Close()
-	invoke := func(c int32, ext map[string]string, body []byte) *remoting.Command {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		resp, err := client.Invoke(ctx, b.Addr(), remoting.NewRequest(c, ext, body))
-		if err != nil {
-			t.Fatalf("invoke %d: %v", c, err)
-		}
-		return resp
-	}
+	invoke := invoker(t, b)
 
 	// Create a topic over the wire: the nameserver hears about it at once.
 	resp := invoke(code.UpdateAndCreateTopic, map[string]string{"topic": "Orders", "readQueueNums": "4", "writeQueueNums": "4",
@@ -128,7 +76,7 @@ func TestBrokerEndToEnd(t *testing.T) {
 	if resp.Code != code.Success {
 		t.Fatalf("create: %d %s", resp.Code, resp.Remark)
 	}
-	reg := ns.wait(t)
+	reg := ns.WaitRegister(t, 3*time.Second).Body
 	if tc, ok := reg.TopicConfigSerializeWrapper.TopicConfigTable["Orders"]; !ok || tc.WriteQueueNums != 4 {
 		t.Errorf("re-registration lacks Orders: %+v", tc)
 	}
@@ -153,7 +101,7 @@ func TestBrokerEndToEnd(t *testing.T) {
 	// Registrations already queued (the debounced one after the topic
 	// change) may arrive first: wait for the one that carries the change.
 	for i := 0; i < 5; i++ {
-		reg = ns.wait(t)
+		reg = ns.WaitRegister(t, 3*time.Second).Body
 		if reg.TopicConfigSerializeWrapper.TopicConfigTable["Orders"].Perm == protocol.PermRead {
 			break
 		}
@@ -171,11 +119,9 @@ func TestBrokerEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	shut = true
-	ns.mu.Lock()
-	if len(ns.unreg) != 1 || ns.unreg[0]["brokerAddr"] != b.Addr() {
-		t.Errorf("unregistrations %v", ns.unreg)
+	if un := ns.Unregistrations(); len(un) != 1 || un[0]["brokerAddr"] != b.Addr() {
+		t.Errorf("unregistrations %v", un)
 	}
-	ns.mu.Unlock()
 
 	// A new broker on the same store keeps the topic and the runtime config.
 	res, err := config.Load(config.Source{Host: config.Host{Hostname: "broker-a", IP: "127.0.0.1", Home: t.TempDir()},

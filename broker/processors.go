@@ -6,6 +6,8 @@ import (
 	"log/slog"
 
 	"github.com/rmqgo/rmq/broker/client"
+	"github.com/rmqgo/rmq/broker/lite"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/processor/consumer"
 	"github.com/rmqgo/rmq/broker/processor/pull"
 	"github.com/rmqgo/rmq/broker/processor/query"
@@ -16,14 +18,6 @@ import (
 	"github.com/rmqgo/rmq/remoting"
 )
 
-// procRegistrar lets the processor packages (which must not import this
-// one) register handlers on the broker's executors.
-type procRegistrar struct{ b *Broker }
-
-func (r procRegistrar) RegisterProcessor(c int32, h remoting.Handler, pool int) {
-	r.b.RegisterProcessor(c, h, Pool(pool))
-}
-
 // messaging holds the message-path processors.
 type messaging struct {
 	subs    *subscription.Manager
@@ -32,10 +26,7 @@ type messaging struct {
 	offsets *consumer.Processor
 	send    *send.Processor
 	query   *query.Processor
-
-	// checkGroup vets subscription groups before they are stored; set by
-	// wireLite (lite.bind.topic) before the broker serves requests.
-	checkGroup func(subscription.GroupConfig) error
+	lite    *lite.Service
 
 	// Background services added by the feature wirings (wire_*.go), in
 	// start order; closed in reverse.
@@ -43,36 +34,36 @@ type messaging struct {
 	closers  []func()
 }
 
-// wiring is what a feature's wire_*.go file gets to plug itself in: the
-// store, the processors built so far, and the dependencies of the send and
-// pull processors before they are built (hooks such as Schedule,
-// Transactions, Locks and Filters go there).
+// wiring is what every feature step (wire_*.go, methods of the broker) gets:
+// the store and the processors all steps may use (subscriptions, clients).
+// What one step needs from an earlier one is passed as an argument, so the
+// compiler sees the order.
 type wiring struct {
-	b        *Broker
-	st       *store.Store
-	log      *slog.Logger
-	m        *messaging
-	reg      procRegistrar
-	sendDeps *send.Deps
-	pullDeps *pull.Deps
+	st  *store.Store
+	log *slog.Logger
+	m   *messaging
 }
 
 // installMessaging builds the send, pull, client and offset processors on
 // top of the store and registers their request codes. Features hook in
-// through the wire* methods, each in its own file.
-func (b *Broker) installMessaging(st *store.Store, log *slog.Logger) (*messaging, error) {
+// through the wire* steps, each in its own file.
+func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options) (*messaging, error) {
 	cfg := b.cfg.Get()
 	m := &messaging{}
+	// Lite topics vet groups (lite.bind.topic) but read the subscription
+	// table, so the check is bound once they are wired, before the broker
+	// serves requests.
+	var checkGroup func(subscription.GroupConfig) error
 	var err error
 	m.subs, err = subscription.New(subscription.Options{
 		Config: b.cfg.Get,
 		Path:   subscription.DefaultPath(cfg),
 		Logger: log.With("component", "subscription"),
 		CheckGroup: func(c subscription.GroupConfig) error {
-			if m.checkGroup == nil {
+			if checkGroup == nil {
 				return nil
 			}
-			return m.checkGroup(c)
+			return checkGroup(c)
 		},
 		CleanOffsets: func(g string) {
 			st.Offsets().DeleteWhere(func(k offset.Key) bool { return k.Group == g })
@@ -94,38 +85,49 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger) (*messaging
 	if err != nil {
 		return nil, fmt.Errorf("broker: client manager: %w", err)
 	}
-	w := &wiring{b: b, st: st, log: log, m: m, reg: procRegistrar{b}}
-	w.pullDeps = &pull.Deps{
+	w := &wiring{st: st, log: log, m: m}
+	filters, typeCheck, err := b.wireFilter(w)
+	if err != nil {
+		return nil, err
+	}
+	locks, err := b.wireOrderly(w, o.lockMaxLiveTime)
+	if err != nil {
+		return nil, err
+	}
+	sched, err := b.wireSchedule(w)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.wireTransaction(w, sched); err != nil {
+		return nil, err
+	}
+	resets, err := b.wireConsumerAdmin(w)
+	if err != nil {
+		return nil, err
+	}
+	pops, err := b.wirePop(w, filters)
+	if err != nil {
+		return nil, err
+	}
+	if m.lite, err = b.wireLite(w, pops, o.liteExpirationUnit); err != nil {
+		return nil, err
+	}
+	checkGroup = m.lite.CheckGroup
+	if err := b.wireRetry(w, sched, m.lite); err != nil {
+		return nil, err
+	}
+
+	m.pull, err = pull.New(pull.Deps{
 		Config:        b.cfg.Get,
 		Store:         st,
 		Topics:        b.topics,
 		Subscriptions: m.subs,
 		Consumers:     m.clients.Consumers(),
+		Filters:       filters,
+		Resets:        resets,
 		Logger:        log.With("component", "pull"),
-	}
-	w.sendDeps = &send.Deps{
-		Config:    b.cfg.Get,
-		Topics:    b.topics,
-		Store:     st,
-		StoreHost: b.storeHost,
-		Groups:    m.subs,
-		Replies:   send.ChannelPusher{Find: m.clients.Producers().FindChannel},
-		// Java registers synchronously after creating a topic in the send
-		// path, so a consumer started right after the first send finds
-		// the route.
-		TopicCreated: func(string) {
-			ctx, cancel := context.WithTimeout(context.Background(), b.cfg.Get().RegisterBrokerTimeoutMills)
-			defer cancel()
-			b.RegisterNow(ctx)
-		},
-		Logger: log.With("component", "send"),
-	}
-	for _, wire := range []func(*wiring) error{b.wireFilter, b.wireOrderly, b.wireSchedule, b.wireTransaction, b.wireConsumerAdmin, b.wirePop, b.wireLite, b.wireRetry} {
-		if err := wire(w); err != nil {
-			return nil, err
-		}
-	}
-	if m.pull, err = pull.New(*w.pullDeps); err != nil {
+	})
+	if err != nil {
 		return nil, fmt.Errorf("broker: pull processor: %w", err)
 	}
 	m.offsets, err = consumer.New(consumer.Deps{
@@ -141,29 +143,67 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger) (*messaging
 	if err != nil {
 		return nil, fmt.Errorf("broker: offset processor: %w", err)
 	}
-	if m.send, err = send.New(*w.sendDeps); err != nil {
+	m.send, err = send.New(send.Deps{
+		Config:    b.cfg.Get,
+		Topics:    b.topics,
+		Store:     st,
+		StoreHost: b.storeHost,
+		Groups:    m.subs,
+		Locks:     locks,
+		Schedule:  sched,
+		// Lite sends are vetted in front of the message-type check.
+		MessageTypeCheck: m.lite.SendChecker(typeCheck),
+		Replies:          send.ChannelPusher{Find: m.clients.Producers().FindChannel},
+		TopicCreated:     b.topicCreated,
+		Logger:           log.With("component", "send"),
+	})
+	if err != nil {
 		return nil, fmt.Errorf("broker: send processor: %w", err)
 	}
 	m.query, err = query.New(query.Deps{Config: b.cfg.Get, Store: st, Logger: log.With("component", "query")})
 	if err != nil {
 		return nil, fmt.Errorf("broker: query processor: %w", err)
 	}
-	r := w.reg
-	m.subs.Register(r)
-	m.clients.Register(r)
-	m.pull.Register(r)
-	m.offsets.Register(r)
-	m.send.Register(r)
-	m.query.Register(r)
-	b.server.OnClose(m.clients.OnChannelClose)
-	// Wirings that wrap the registered processors (static topics rewrite
-	// logic queues in front of send, pull and offset handlers) run last.
-	for _, wire := range []func(*wiring) error{b.wireStaticTopic} {
-		if err := wire(w); err != nil {
-			return nil, err
-		}
+	// Static topics rewrite logic queues in front of the send, pull and
+	// offset handlers: they are collected, wrapped, then registered.
+	handlers := handlerTable{}
+	m.subs.Register(handlers)
+	m.clients.Register(handlers)
+	m.pull.Register(handlers)
+	m.offsets.Register(handlers)
+	m.send.Register(handlers)
+	m.query.Register(handlers)
+	if err := b.wireStaticTopic(w, handlers); err != nil {
+		return nil, err
 	}
+	processor.RegisterPooled(b, handlers)
+	b.server.OnClose(m.clients.OnChannelClose)
 	return m, nil
+}
+
+// topicCreated registers with the nameservers at once, as Java does after
+// creating a topic in the send path: a consumer started right after the
+// first send finds the route.
+func (b *Broker) topicCreated(string) {
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.Get().RegisterBrokerTimeoutMills)
+	defer cancel()
+	b.RegisterNow(ctx)
+}
+
+// handlerTable collects handlers before they are registered, so that a
+// later step can wrap them (statictopic.Wrapper).
+type handlerTable map[int32]processor.PooledHandler
+
+func (t handlerTable) RegisterProcessor(c int32, h remoting.Handler, pool processor.Pool) {
+	t[c] = processor.PooledHandler{H: h, Pool: pool}
+}
+
+func (t handlerTable) WrapProcessor(c int32, wrap func(remoting.Handler) remoting.Handler) bool {
+	ph, ok := t[c]
+	if ok {
+		t[c] = processor.PooledHandler{H: wrap(ph.H), Pool: ph.Pool}
+	}
+	return ok
 }
 
 func (m *messaging) start() {

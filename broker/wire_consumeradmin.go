@@ -16,11 +16,10 @@ import (
 // RESET_CONSUMER_CLIENT_OFFSET),
 // INVOKE_BROKER_TO_GET_CONSUMER_STATUS, and the forwarding of
 // GET_CONSUMER_RUNNING_INFO and CONSUME_MESSAGE_DIRECTLY to a client.
-func (b *Broker) wireConsumerAdmin(w *wiring) error {
-	// Server-side resets (useServerSideResetOffset) reach the clients
-	// through their next pulls.
+// It returns the reset table for the pull processor: server-side resets
+// (useServerSideResetOffset) reach the clients through their next pulls.
+func (b *Broker) wireConsumerAdmin(w *wiring) (*pull.ResetTable, error) {
 	resets := pull.NewResetTable()
-	w.pullDeps.Resets = resets
 	p, err := consumeradmin.New(consumeradmin.Deps{
 		Resets:        resets,
 		Config:        b.cfg.Get,
@@ -33,8 +32,8 @@ func (b *Broker) wireConsumerAdmin(w *wiring) error {
 		Logger:        w.log.With("component", "consumeradmin"),
 	})
 	if err != nil {
-		return fmt.Errorf("broker: consumer admin processor: %w", err)
+		return nil, fmt.Errorf("broker: consumer admin processor: %w", err)
 	}
-	p.Register(w.reg)
-	return nil
+	p.Register(b)
+	return resets, nil
 }

@@ -5,6 +5,8 @@ import (
 
 	"github.com/rmqgo/rmq/broker/filter"
 	"github.com/rmqgo/rmq/broker/msgtype"
+	"github.com/rmqgo/rmq/broker/processor"
+	"github.com/rmqgo/rmq/broker/processor/send"
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
@@ -21,13 +23,14 @@ import (
 //     subscriptions, on the admin (client management) executor.
 //   - The send path's message-type check and per-type size limits
 //     (msgtype.Checker).
-func (b *Broker) wireFilter(w *wiring) error {
+//
+// It returns the filter factory (for the pull and pop processors) and the
+// send path's message-type check.
+func (b *Broker) wireFilter(w *wiring) (*filter.Factory, send.MessageChecker, error) {
 	f, err := filter.New(filter.Options{Config: b.cfg.Get, Logger: w.log.With("component", "filter")})
 	if err != nil {
-		return fmt.Errorf("broker: filter: %w", err)
+		return nil, nil, fmt.Errorf("broker: filter: %w", err)
 	}
-	w.pullDeps.Filters = f
-	w.reg.RegisterProcessor(code.CheckClientConfig, f.HandleCheckClientConfig, int(PoolAdmin))
-	w.sendDeps.MessageTypeCheck = msgtype.Checker{Config: b.cfg.Get}
-	return nil
+	b.RegisterProcessor(code.CheckClientConfig, f.HandleCheckClientConfig, processor.PoolAdmin)
+	return f, msgtype.Checker{Config: b.cfg.Get}, nil
 }

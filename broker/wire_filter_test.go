@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -22,8 +23,8 @@ type filterRig struct {
 
 func newFilterRig(t *testing.T) *filterRig {
 	t.Helper()
-	ns := startNamesrv(t)
-	c := testConfig(t, t.TempDir(), ns.srv.Addr())
+	ns := fakens.Start(t)
+	c := testConfig(t, t.TempDir(), ns.Addr())
 	c.EnablePropertyFilter = true
 	c.EnableTopicMessageTypeCheck = true
 	b, err := New(c, nil, WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond))

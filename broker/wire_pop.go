@@ -16,10 +16,10 @@ import (
 // BATCH_ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, PEEK, NOTIFICATION,
 // POLLING_INFO, QUERY_ASSIGNMENT, SET_MESSAGE_REQUEST_MODE and the revive
 // service. pop.New replays the pop journal (in the revive topic) before
-// the broker takes requests. wireLite, which runs later, wraps ACK_MESSAGE,
-// CHANGE_MESSAGE_INVISIBLETIME and NOTIFICATION to answer lite consumers
-// itself; pop refuses requests that carry liteTopic.
-func (b *Broker) wirePop(w *wiring) error {
+// the broker takes requests. wireLite takes the returned processor and
+// wraps its ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME and NOTIFICATION to
+// answer lite consumers itself; pop refuses requests that carry liteTopic.
+func (b *Broker) wirePop(w *wiring, filters pop.FilterFactory) (*pop.Processor, error) {
 	cfg := b.cfg.Get()
 	p, err := pop.New(pop.Deps{
 		Config:          b.cfg.Get,
@@ -27,20 +27,20 @@ func (b *Broker) wirePop(w *wiring) error {
 		Topics:          b.topics,
 		Groups:          w.m.subs,
 		Consumers:       w.m.clients.Consumers(),
-		Filters:         w.pullDeps.Filters,
+		Filters:         filters,
 		StoreHost:       b.storeHost,
-		TopicCreated:    w.sendDeps.TopicCreated,
+		TopicCreated:    b.topicCreated,
 		Routes:          b.topicRoute,
 		RequestModePath: filepath.Join(cfg.ConfigDir(), pop.RequestModeFileName),
 		Logger:          w.log.With("component", "pop"),
 	})
 	if err != nil {
-		return fmt.Errorf("broker: pop processor: %w", err)
+		return nil, fmt.Errorf("broker: pop processor: %w", err)
 	}
-	p.Register(w.reg)
+	p.Register(b)
 	w.m.starters = append(w.m.starters, p.Start)
 	w.m.closers = append(w.m.closers, p.Close)
-	return nil
+	return p, nil
 }
 
 // topicRoute asks the nameservers for a topic's route (QUERY_ASSIGNMENT

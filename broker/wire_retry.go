@@ -3,7 +3,9 @@ package broker
 import (
 	"fmt"
 
+	"github.com/rmqgo/rmq/broker/lite"
 	"github.com/rmqgo/rmq/broker/processor/sendback"
+	"github.com/rmqgo/rmq/broker/schedule"
 )
 
 // wireRetry plugs in CONSUMER_SEND_MSG_BACK (36, on the send executor;
@@ -13,28 +15,24 @@ import (
 // SEND_MESSAGE to %RETRY%<group> with DELAY) goes through the send
 // processor, which redirects to the DLQ and calls the same hook. A lite
 // message goes to the DLQ or is refused, and is acked on its LMQ by the lite
-// service (docs/lite-topics.md §6.10): wireRetry runs after wireLite.
-func (b *Broker) wireRetry(w *wiring) error {
-	var lite sendback.LiteHook
-	if b.lite != nil {
-		lite = b.lite.Pop
-	}
+// service (docs/lite-topics.md §6.10).
+func (b *Broker) wireRetry(w *wiring, sched *schedule.Service, lite *lite.Service) error {
 	p, err := sendback.New(sendback.Deps{
-		Lite:      lite,
+		Lite:      lite.Pop,
 		Config:    b.cfg.Get,
 		Topics:    b.topics,
 		Groups:    w.m.subs,
 		Store:     w.st,
-		Schedule:  w.sendDeps.Schedule,
+		Schedule:  sched,
 		StoreHost: b.storeHost,
 		// As for the send path: register at once so consumers find the
 		// new topic's route.
-		TopicCreated: w.sendDeps.TopicCreated,
+		TopicCreated: b.topicCreated,
 		Logger:       w.log.With("component", "sendback"),
 	})
 	if err != nil {
 		return fmt.Errorf("broker: send-back processor: %w", err)
 	}
-	p.Register(w.reg)
+	p.Register(b)
 	return nil
 }

@@ -15,9 +15,9 @@ import (
 // Pebble and re-stores them in their real topic when due (a TIMER_DEL_UNIQKEY
 // marker, or RECALL_MESSAGE, cancels one instead). Open recovers the
 // index before the broker takes requests; delivery starts with the broker.
-// The transaction service (wired later) parks delayed committed messages
-// through the same hook, and send-back (wireRetry) uses it for retries.
-func (b *Broker) wireSchedule(w *wiring) error {
+// It returns the service: the send path, the transaction service and
+// send-back (wireRetry) park messages through it.
+func (b *Broker) wireSchedule(w *wiring) (*schedule.Service, error) {
 	cfg := b.cfg.Get()
 	svc, err := schedule.Open(schedule.Options{
 		Config:     b.cfg.Get,
@@ -27,9 +27,8 @@ func (b *Broker) wireSchedule(w *wiring) error {
 		Logger:     w.log.With("component", "schedule"),
 	})
 	if err != nil {
-		return fmt.Errorf("broker: schedule service: %w", err)
+		return nil, fmt.Errorf("broker: schedule service: %w", err)
 	}
-	w.sendDeps.Schedule = svc
 	w.m.starters = append(w.m.starters, svc.Start)
 	w.m.closers = append(w.m.closers, svc.Close)
 	// RECALL_MESSAGE cancels a pending timer through a marker
@@ -43,10 +42,10 @@ func (b *Broker) wireSchedule(w *wiring) error {
 		Logger:    w.log.With("component", "recall"),
 	})
 	if err != nil {
-		return fmt.Errorf("broker: recall processor: %w", err)
+		return nil, fmt.Errorf("broker: recall processor: %w", err)
 	}
-	rp.Register(w.reg)
-	return nil
+	rp.Register(b)
+	return svc, nil
 }
 
 // timerMaxDelay is how far ahead a timer may be (TIMER_* beyond it is

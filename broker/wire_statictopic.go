@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/statictopic"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -12,8 +13,8 @@ import (
 
 // wireStaticTopic plugs static topics in (broker/statictopic): the mapping
 // manager, UPDATE_AND_CREATE_STATIC_TOPIC, and the logic-queue rewriting
-// wrapped around the already registered send, pull and offset handlers.
-func (b *Broker) wireStaticTopic(w *wiring) error {
+// wrapped around the send, pull and offset handlers of handlers.
+func (b *Broker) wireStaticTopic(w *wiring, handlers statictopic.Wrapper) error {
 	mgr, ok := b.maps.(*statictopic.Manager)
 	if !ok {
 		return nil // a test plugged in its own mapping source
@@ -64,7 +65,6 @@ func (b *Broker) wireStaticTopic(w *wiring) error {
 			b.RegisterNow(ctx)
 		},
 		Updated: clean.Settle,
-		Hold:    w.pullDeps.Hold,
 		Logger:  log,
 	})
 	if err != nil {
@@ -72,10 +72,10 @@ func (b *Broker) wireStaticTopic(w *wiring) error {
 		return fmt.Errorf("broker: static topics: %w", err)
 	}
 	w.st.AddArrivalListener(svc.OnArrival)
-	if missing := svc.Wrap(b); len(missing) > 0 {
+	if missing := svc.Wrap(handlers); len(missing) > 0 {
 		log.Warn("static topic rewriting: no handler to wrap", "codes", missing)
 	}
-	w.reg.RegisterProcessor(code.UpdateAndCreateStaticTopic, svc.UpdateAndCreateStaticTopic, int(PoolAdmin))
+	b.RegisterProcessor(code.UpdateAndCreateStaticTopic, svc.UpdateAndCreateStaticTopic, processor.PoolAdmin)
 	w.m.starters = append(w.m.starters, svc.Start, clean.Start)
 	w.m.closers = append(w.m.closers, func() {
 		clean.Close()

@@ -3,7 +3,8 @@
 // talks to a local cluster started with `make run`: the nameserver is -n,
 // else $NAMESRV_ADDR, else 127.0.0.1:9876. Each exits 0 when its run
 // succeeded and 1 when it did not; -count bounds the consumers' runs
-// (without it they run until interrupted).
+// (without it they run until interrupted). What they all do alike (the -n
+// flag, the logger, Ctrl-C, the exit codes) is in examples/internal/example.
 //
 //	go run ./examples/producer -count 10              # sync, async, one-way, batch, delayed sends
 //	go run ./examples/pushconsumer [-count 42]        # clustering (-b: broadcasting) push consumer with retries

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
@@ -139,7 +140,7 @@ func TestFramesBeforeCutRun(t *testing.T) {
 	a, b, c := recordReq(t, SerializeJSON, "a"), recordReq(t, SerializeRocketMQ, "b"), recordReq(t, SerializeJSON, "c")
 	stream := append(append(append([]byte{}, a...), b...), c[:len(c)-1]...)
 	sendAndHangUp(t, s.Addr(), closed, stream)
-	waitFor(t, "the two whole frames", func() bool { return len(rec.ran()) >= 2 })
+	testutil.WaitFor(t, waitDeadline, "the two whole frames", func() bool { return len(rec.ran()) >= 2 })
 	time.Sleep(50 * time.Millisecond)
 	got := rec.ran()
 	slices.Sort(got)
@@ -202,7 +203,7 @@ func FuzzSplitFrames(f *testing.F) {
 			slices.Sort(got)
 			return got
 		}
-		waitFor(t, "whole frames to run", func() bool { return len(mine()) >= len(want) })
+		testutil.WaitFor(t, waitDeadline, "whole frames to run", func() bool { return len(mine()) >= len(want) })
 		time.Sleep(10 * time.Millisecond)
 		if got := mine(); !slices.Equal(got, want) {
 			t.Fatalf("ran %q, want %q (stream %d bytes, cut at %d, chunks %d)", got, want, len(stream), end, len(chunks))

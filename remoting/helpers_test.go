@@ -156,18 +156,6 @@ func mustInvoke(t testing.TB, c *Client, addr string, req *Command) *Command {
 	return resp
 }
 
-// waitFor polls cond until true or fails the test.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitDeadline)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func recv[T any](t testing.TB, c <-chan T, what string) T {
 	t.Helper()
 	select {

@@ -4,6 +4,7 @@ package remoting
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/cloudwego/netpoll"
+
+	"github.com/rmqgo/rmq/internal/testutil"
 )
 
 // closesOthers counts, over rounds listeners made by mk and closed, how
@@ -99,13 +102,12 @@ func TestServeAgainAfterNetpollStops(t *testing.T) {
 	if err := evl.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(waitDeadline)
-	for err := invoke(); err != nil; err = invoke() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not served again: %v\n%s", err, logs.String())
+	testutil.Eventually(t, waitDeadline, func() error {
+		if err := invoke(); err != nil {
+			return fmt.Errorf("not served again: %w\n%s", err, logs.String())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if !strings.Contains(logs.String(), "listening again") {
 		t.Fatalf("no log of serving again:\n%s", logs.String())
 	}

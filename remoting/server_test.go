@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
@@ -330,7 +331,7 @@ func TestExecutorFullAnswersSystemBusy(t *testing.T) {
 	send()
 	recv(t, started, "first request running") // occupies the only worker
 	send()
-	waitFor(t, "second request queued", func() bool { return ex.QueueLen() == 1 })
+	testutil.WaitFor(t, waitDeadline, "second request queued", func() bool { return ex.QueueLen() == 1 })
 	send() // queue full
 	busy := recv(t, results, "busy response")
 	if busy.Code != code.SystemBusy || busy.Remark != "[REJECTREQUEST]system busy, start flow control for a while" {
@@ -565,7 +566,7 @@ func TestGoAwayWhileDraining(t *testing.T) {
 	recv(t, started, "handler start")
 	done := make(chan error, 1)
 	go func() { done <- s.Shutdown(context.Background()) }()
-	waitFor(t, "draining", func() bool { return s.state.Load() == stateDraining })
+	testutil.WaitFor(t, waitDeadline, "draining", func() bool { return s.state.Load() == stateDraining })
 
 	newPeer := echoReq(SerializeJSON, "x") // version 513 > 475
 	if resp := mustInvoke(t, c, s.Addr(), newPeer); resp.Code != code.GoAway {
@@ -647,7 +648,7 @@ func TestConnectCloseCallbacks(t *testing.T) {
 	c := newClient(t, nil)
 	mustInvoke(t, c, s.Addr(), echoReq(SerializeJSON, "x"))
 	c.CloseConn(s.Addr())
-	waitFor(t, "close callback", func() bool { return closes.Load() == 1 })
+	testutil.WaitFor(t, waitDeadline, "close callback", func() bool { return closes.Load() == 1 })
 	mustInvoke(t, c, s.Addr(), echoReq(SerializeJSON, "x"))
 	if connects.Load() != 2 {
 		t.Fatalf("%d connects, want 2", connects.Load())

@@ -17,27 +17,15 @@ CLUSTER=${CLUSTER:-DefaultCluster}
 mkdir -p "$DATA/logs"
 rm -f "$DATA/ready" "$DATA/broker.pids"
 
-pids=()
+# shellcheck source=local-lib.sh
+. scripts/local-lib.sh
 cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  stop_servers
   rm -f "$DATA/ready"
 }
 trap cleanup EXIT INT TERM
 
-wait_port() {
-  for _ in $(seq 1 100); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-    sleep 0.1
-  done
-  echo "nothing is listening on 127.0.0.1:$1; see $DATA/logs" >&2
-  return 1
-}
-
-"$BIN/namesrv" --listen-port "$NAMESRV_PORT" --kv-config-path "$DATA/namesrv/kvConfig.json" \
-  >"$DATA/logs/namesrv.log" 2>&1 &
-pids+=($!)
-wait_port "$NAMESRV_PORT"
+start_namesrv
 echo "nameserver 127.0.0.1:$NAMESRV_PORT"
 
 letters=(a b c d e f g h i j k l m n o p)
@@ -65,6 +53,4 @@ done
 echo "${brokers[*]}" >"$DATA/broker.pids"
 touch "$DATA/ready"
 echo "Ctrl-C stops the cluster."
-wait -n "${pids[@]}"
-echo "a server exited; see $DATA/logs" >&2
-exit 1
+wait_servers

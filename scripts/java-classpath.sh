@@ -23,60 +23,12 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 javadir="$here/java"
 pom="$javadir/pom.xml"
-mvn="${MVN:-mvn}"
+# shellcheck source=java-lib.sh
+. "$here/java-lib.sh"
 
-if ! command -v java >/dev/null 2>&1 && [ ! -x "${JAVA_HOME:-/nonexistent}/bin/java" ]; then
-	echo "java/mvn not available: java not found in PATH or JAVA_HOME (install a JDK 17+, e.g. apt-get install openjdk-17-jdk-headless)" >&2
-	exit 3
-fi
-
-version="${RMQ_JAVA_VERSION:-}"
-if [ -z "$version" ]; then
-	version="$(sed -n 's:.*<rocketmq.version>\(.*\)</rocketmq.version>.*:\1:p' "$pom" | head -n1)"
-fi
+find_java
+version="${RMQ_JAVA_VERSION:-$(pom_version "$pom")}"
 cache="$javadir/target/classpath-$version.txt"
-
-# cache_ok: the cache exists, is newer than the pom and its first jar is still
-# in the local Maven repository (a fresh machine keeps no ~/.m2).
-cache_ok() {
-	[ -s "$cache" ] && [ "$cache" -nt "$pom" ] || return 1
-	local first
-	first="$(cut -d: -f1 "$cache")"
-	[ -f "$first" ]
-}
-
-if cache_ok; then
-	cat "$cache"
-	echo
-	exit 0
-fi
-
-if ! command -v "$mvn" >/dev/null 2>&1; then
-	echo "java/mvn not available: mvn not found in PATH (install Maven 3.8+, e.g. apt-get install maven)" >&2
-	exit 3
-fi
-
-mkdir -p "$javadir/target"
-# Serialise concurrent first runs (parallel tests) on a lock file.
-exec 9>"$javadir/target/.classpath.lock"
-if command -v flock >/dev/null 2>&1; then
-	flock 9
-fi
-if cache_ok; then
-	cat "$cache"
-	echo
-	exit 0
-fi
-
-tmp="$cache.tmp.$$"
-log="$javadir/target/mvn-classpath.log"
-if ! "$mvn" -q -B -f "$pom" -Drocketmq.version="$version" \
-	dependency:build-classpath -Dmdep.outputFile="$tmp" >"$log" 2>&1; then
-	cat "$log" >&2
-	rm -f "$tmp"
-	echo "java-classpath.sh: maven could not resolve org.apache.rocketmq:rocketmq-tools:$version (log: $log)" >&2
-	exit 4
-fi
-mv -f "$tmp" "$cache"
+resolve_classpath "$pom" "$version" "$cache" java-classpath.sh org.apache.rocketmq:rocketmq-tools
 cat "$cache"
 echo

@@ -27,46 +27,20 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 javadir="$here/java"
+# shellcheck source=java-lib.sh
+. "$here/java-lib.sh"
 
-java_bin=java
-if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ]; then
-	java_bin="$JAVA_HOME/bin/java"
-elif ! command -v java >/dev/null 2>&1; then
-	echo "java/mvn not available: java not found in PATH or JAVA_HOME (install a JDK 17+, e.g. apt-get install openjdk-17-jdk-headless)" >&2
-	exit 3
-fi
-
-set +e
-cp="$("$here/java-classpath.sh")"
-rc=$?
-set -e
-if [ $rc -ne 0 ]; then
-	exit $rc
-fi
-
-set +e
-classes="$("$here/java-compile.sh")"
-rc=$?
-set -e
-if [ $rc -ne 0 ]; then
-	exit $rc
-fi
+find_java
+cp="$("$here/java-classpath.sh")" || exit $?
+classes="$("$here/java-compile.sh")" || exit $?
 
 if [ "${1:-}" = help ] || [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
 	set -- -h
 fi
 
-logdir="${RMQ_JAVA_LOG_DIR:-$javadir/target/logs}"
-mkdir -p "$logdir"
-
-# A small client JVM: serial GC, C1 only, modest heap (the machine is shared
-# with the brokers under test).
+tool_jvm_opts "$javadir/logback-client-check.xml" "${RMQ_JAVA_LOG_DIR:-$javadir/target/logs}"
+# A small client JVM with a modest heap.
 # shellcheck disable=SC2086 # RMQ_JAVA_OPTS is a word list on purpose
-exec "$java_bin" -Xms64m -Xmx"${RMQ_JAVA_HEAP:-256m}" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
-	-XX:MaxDirectMemorySize=256m \
-	-Drmq.logback.configurationFile="$javadir/logback-client-check.xml" \
-	-Drocketmq.log.root="$logdir" \
-	-Drocketmq.client.logRoot="$logdir" \
-	-Drocketmq.client.logUseSlf4j=true \
+exec "$java_bin" -Xms64m -Xmx"${RMQ_JAVA_HEAP:-256m}" -XX:MaxDirectMemorySize=256m "${tool_jvm[@]}" \
 	${RMQ_JAVA_OPTS:-} \
 	-cp "$classes:$cp" rmqgo.ClientCheck "$@"

@@ -9,7 +9,8 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 javadir="$here/java"
-mvn="${MVN:-mvn}"
+# shellcheck source=java-lib.sh
+. "$here/java-lib.sh"
 classes="$javadir/target/classes"
 stamp="$javadir/target/.client-check-compiled"
 
@@ -20,15 +21,8 @@ compiled_ok() {
 }
 
 if ! compiled_ok; then
-	if ! command -v "$mvn" >/dev/null 2>&1; then
-		echo "java/mvn not available: mvn not found in PATH (install Maven 3.8+, e.g. apt-get install maven)" >&2
-		exit 3
-	fi
-	mkdir -p "$javadir/target"
-	exec 9>"$javadir/target/.compile.lock"
-	if command -v flock >/dev/null 2>&1; then
-		flock 9
-	fi
+	need_mvn
+	lock_target "$javadir/target" compile
 	if ! compiled_ok; then
 		log="$javadir/target/mvn-compile.log"
 		touch "$stamp.new"

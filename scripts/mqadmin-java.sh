@@ -30,44 +30,21 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=java-lib.sh
+. "$here/java-lib.sh"
 
-java_bin=java
-if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ]; then
-	java_bin="$JAVA_HOME/bin/java"
-elif ! command -v java >/dev/null 2>&1; then
-	echo "java/mvn not available: java not found in PATH or JAVA_HOME (install a JDK 17+, e.g. apt-get install openjdk-17-jdk-headless)" >&2
-	exit 3
-fi
-
-set +e
-cp="$("$here/java-classpath.sh")"
-rc=$?
-set -e
-if [ $rc -ne 0 ]; then
-	exit $rc
-fi
+find_java
+cp="$("$here/java-classpath.sh")" || exit $?
 
 main=org.apache.rocketmq.tools.command.MQAdminStartup
 if [ "${RMQ_JAVA_FAST_EXIT:-}" = 1 ]; then
-	set +e
-	classes="$("$here/java-compile.sh")"
-	rc=$?
-	set -e
-	if [ $rc -ne 0 ]; then
-		exit $rc
-	fi
+	classes="$("$here/java-compile.sh")" || exit $?
 	cp="$classes:$cp"
 	main=rmqgo.MQAdminFastExit
 fi
 
-logdir="${RMQ_JAVA_LOG_DIR:-$here/java/target/logs}"
-mkdir -p "$logdir"
-
+tool_jvm_opts "$here/java/logback-tools.xml" "${RMQ_JAVA_LOG_DIR:-$here/java/target/logs}"
 # shellcheck disable=SC2086 # RMQ_JAVA_OPTS is a word list on purpose
-exec "$java_bin" -Xms32m -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
-	-Drmq.logback.configurationFile="$here/java/logback-tools.xml" \
-	-Drocketmq.log.root="$logdir" \
-	-Drocketmq.client.logRoot="$logdir" \
-	-Drocketmq.client.logUseSlf4j=true \
+exec "$java_bin" -Xms32m -Xmx256m "${tool_jvm[@]}" \
 	${RMQ_JAVA_OPTS:-} \
 	-cp "$cp" "$main" "$@"

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/mapping"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/topic"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -107,11 +108,6 @@ func New(d Deps) (*Processor, error) {
 	return &Processor{d: d, log: log}, nil
 }
 
-// Registrar is the part of *remoting.Server the processor needs.
-type Registrar interface {
-	Register(code int32, h remoting.Handler, ex *remoting.Executor)
-}
-
 // Handlers maps each admin request code to its handler. Handlers tolerate a
 // nil channel, so tests may call them directly.
 func (p *Processor) Handlers() map[int32]remoting.Handler {
@@ -128,11 +124,9 @@ func (p *Processor) Handlers() map[int32]remoting.Handler {
 	}
 }
 
-// Register installs every handler on s, run by ex.
-func (p *Processor) Register(s Registrar, ex *remoting.Executor) {
-	for c, h := range p.Handlers() {
-		s.Register(c, h, ex)
-	}
+// Register installs every handler on the admin executor.
+func (p *Processor) Register(r processor.Registrar) {
+	processor.RegisterAll(r, p.Handlers(), processor.PoolAdmin)
 }
 
 type handlerFunc func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error)

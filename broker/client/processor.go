@@ -9,23 +9,13 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/broker/topic"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
-
-// Pools of package broker (broker.PoolAdmin): client management runs on the
-// admin executor, away from sends and pulls.
-const PoolAdmin = 2
-
-// Registrar installs handlers; *broker.Broker satisfies it through a
-// one-line adapter (its pool parameter is broker.Pool). Defined here to
-// avoid an import cycle with package broker.
-type Registrar interface {
-	RegisterProcessor(code int32, h remoting.Handler, pool int)
-}
 
 // Heartbeat response keys (Java's MixAll).
 const (
@@ -146,10 +136,8 @@ func (p *Processor) Handlers() map[int32]remoting.Handler {
 }
 
 // Register installs Handlers on the admin pool.
-func (p *Processor) Register(r Registrar) {
-	for c, h := range p.Handlers() {
-		r.RegisterProcessor(c, h, PoolAdmin)
-	}
+func (p *Processor) Register(r processor.Registrar) {
+	processor.RegisterAll(r, p.Handlers(), processor.PoolAdmin)
 }
 
 // Start runs the expiry scan (every ScanInterval) and the notifier.
@@ -202,7 +190,7 @@ func (p *Processor) ScanNotActiveChannels() {
 	closing := p.d.Producers.ScanNotActive()
 	for _, e := range p.d.Consumers.ScanNotActive() {
 		closing = append(closing, e.Channel)
-		p.groupChanged(e.Change, nil)
+		p.groupChanged(e.Change)
 	}
 	slices.SortFunc(closing, func(a, b *remoting.Channel) int { return compareChannels(a, b) })
 	closing = slices.Compact(closing)
@@ -234,14 +222,14 @@ func compareChannels(a, b *remoting.Channel) int {
 func (p *Processor) OnChannelClose(ch *remoting.Channel) {
 	p.d.Producers.ChannelClosed(ch)
 	for _, c := range p.d.Consumers.ChannelClosed(ch) {
-		p.groupChanged(c, nil)
+		p.groupChanged(c)
 	}
 }
 
-// groupChanged reacts to a channel leaving: forget a removed group's
-// fingerprint, else tell the others (not for broadcasting groups, which do
-// not rebalance).
-func (p *Processor) groupChanged(c Change, exclude *remoting.Channel) {
+// groupChanged reacts to a change of a group's channels or subscriptions:
+// forget a removed group's fingerprint, else tell every channel left in
+// the group (not for broadcasting groups, which do not rebalance).
+func (p *Processor) groupChanged(c Change) {
 	if c.GroupRemoved {
 		p.fpMu.Lock()
 		delete(p.fingerprints, c.Group)
@@ -251,18 +239,17 @@ func (p *Processor) groupChanged(c Change, exclude *remoting.Channel) {
 	if c.MessageModel == Broadcasting {
 		return
 	}
-	p.notify(c.Group, c.Channels, exclude)
+	p.notify(c.Group, c.Channels)
 }
 
-// notify queues NOTIFY_CONSUMER_IDS_CHANGED for the channels except
-// exclude (the client whose heartbeat caused the change).
-func (p *Processor) notify(group string, chans []*remoting.Channel, exclude *remoting.Channel) {
+// notify queues NOTIFY_CONSUMER_IDS_CHANGED for chans.
+func (p *Processor) notify(group string, chans []*remoting.Channel) {
 	if !p.d.Config().NotifyConsumerIdsChangedEnable {
 		return
 	}
 	targets := make([]*remoting.Channel, 0, len(chans))
 	for _, ch := range chans {
-		if ch != nil && ch != exclude {
+		if ch != nil {
 			targets = append(targets, ch)
 		}
 	}
@@ -341,7 +328,14 @@ func (p *Processor) heartbeat(_ context.Context, ch *remoting.Channel, req *remo
 		if added || changed {
 			p.log.Info("consumer registration changed", "group", cd.GroupName, "clientId", hb.ClientID, "newChannel", added, "subChanged", changed)
 			if sg.NotifyConsumerIdsChangedEnable {
-				p.groupChanged(c, ch)
+				// The client whose heartbeat changed the group is told
+				// too, as Java tells all channels
+				// (org/apache/rocketmq/broker/client/ConsumerManager.java,
+				// registerConsumer): after a broker restart, the notice
+				// answering its first heartbeat makes a client rebalance
+				// at once, not at its next periodic rebalance (client-go
+				// holds no queue until then, see docs/interop.md).
+				p.groupChanged(c)
 			}
 		}
 	}
@@ -399,7 +393,7 @@ func (p *Processor) unregisterClient(_ context.Context, ch *remoting.Channel, re
 	producerGroup := f.OptStr("producerGroup", "")
 	consumerGroup := f.OptStr("consumerGroup", "")
 	if err := f.Err(); err != nil {
-		return nil, &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
+		return nil, processor.BadRequest(err)
 	}
 	if producerGroup != "" {
 		p.d.Producers.Unregister(producerGroup, ch)
@@ -412,7 +406,7 @@ func (p *Processor) unregisterClient(_ context.Context, ch *remoting.Channel, re
 		if c, ok := p.d.Consumers.Unregister(consumerGroup, ch); ok {
 			p.log.Info("client unregistered", "clientId", clientID, "group", consumerGroup)
 			if notifyOn || c.GroupRemoved {
-				p.groupChanged(c, ch)
+				p.groupChanged(c)
 			}
 		}
 	}
@@ -428,7 +422,7 @@ func (p *Processor) consumerListByGroup(_ context.Context, _ *remoting.Channel, 
 	f := protocol.FieldsOf(req.ExtFields)
 	group := f.Str("consumerGroup")
 	if err := f.Err(); err != nil {
-		return nil, &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
+		return nil, processor.BadRequest(err)
 	}
 	ids := p.d.Consumers.ClientIDs(group)
 	if len(ids) == 0 {
@@ -461,7 +455,7 @@ func (p *Processor) consumerConnectionList(_ context.Context, _ *remoting.Channe
 	f := protocol.FieldsOf(req.ExtFields)
 	group := f.Str("consumerGroup")
 	if err := f.Err(); err != nil {
-		return nil, &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
+		return nil, processor.BadRequest(err)
 	}
 	g, ok := p.d.Consumers.GroupInfo(group)
 	if !ok {
@@ -490,7 +484,7 @@ func (p *Processor) producerConnectionList(_ context.Context, _ *remoting.Channe
 	f := protocol.FieldsOf(req.ExtFields)
 	group := f.Str("producerGroup")
 	if err := f.Err(); err != nil {
-		return nil, &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
+		return nil, processor.BadRequest(err)
 	}
 	infos := p.d.Producers.Channels(group)
 	if len(infos) == 0 {

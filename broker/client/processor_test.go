@@ -6,52 +6,28 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/broker/topic"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
-
-// fakeClock is an injectable clock.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 type env struct {
 	cfg      atomic.Pointer[config.Config]
 	subs     *subscription.Manager
 	topics   *topic.Manager
 	p        *Processor
-	clock    *fakeClock
+	clock    *testutil.FakeClock
 	srv      *remoting.Server
 	addr     string
 	triggers atomic.Int32
-}
-
-// serverRegistrar adapts remoting.Server the way the lead adapts the broker.
-type serverRegistrar struct{ s *remoting.Server }
-
-func (r serverRegistrar) RegisterProcessor(c int32, h remoting.Handler, _ int) {
-	r.s.Register(c, h, nil)
 }
 
 func newEnv(t *testing.T, mutate ...func(*config.Config)) *env {
@@ -61,7 +37,7 @@ func newEnv(t *testing.T, mutate ...func(*config.Config)) *env {
 		f(c)
 	}
 	c.Finalize()
-	e := &env{clock: &fakeClock{now: time.UnixMilli(1_700_000_000_000)}}
+	e := &env{clock: testutil.NewFakeClock(time.UnixMilli(1_700_000_000_000))}
 	e.cfg.Store(c)
 	var err error
 	e.topics, err = topic.New(topic.Options{Config: e.cfg.Load})
@@ -89,7 +65,7 @@ func (e *env) serve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.p.Register(serverRegistrar{srv})
+	e.p.Register(processor.OnServer(srv))
 	srv.OnClose(e.p.OnChannelClose)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
@@ -213,11 +189,14 @@ func TestHeartbeatRegistersAndNotifies(t *testing.T) {
 	if !e.subs.Contains("g1") {
 		t.Fatal("subscription group not auto-created")
 	}
-	a.expectNoNotify(t) // nobody else in the group
+	// The newcomer is told too (as by Java): a client whose first
+	// heartbeat reaches a restarted broker rebalances at once.
+	a.expectNotify(t, "g1")
+	a.expectNoNotify(t)
 
 	b.heartbeat(t, "g1", "T")
 	a.expectNotify(t, "g1")
-	b.expectNoNotify(t) // the newcomer is not notified of itself
+	b.expectNotify(t, "g1")
 
 	if c, ids := e.consumerList(t, a, "g1"); c != code.Success || !slices.Equal(ids, []string{"10.0.0.1@a", "10.0.0.2@b"}) {
 		t.Fatalf("consumer list %d %v", c, ids)
@@ -228,9 +207,10 @@ func TestHeartbeatRegistersAndNotifies(t *testing.T) {
 	b.expectNoNotify(t)
 	a.expectNoNotify(t)
 
-	// A subscription change (topic added) notifies the others.
+	// A subscription change (topic added) notifies the group.
 	a.heartbeat(t, "g1", "T", "T2")
 	b.expectNotify(t, "g1")
+	a.expectNotify(t, "g1")
 	if s, ok := e.p.Consumers().RegisteredSubscription("g1", "T2"); !ok || s.Topic != "T2" {
 		t.Fatal("subscription not replaced")
 	}
@@ -262,6 +242,7 @@ func TestNotifyDisabled(t *testing.T) {
 		a.heartbeat(t, "g1", "T")
 		b.heartbeat(t, "g1", "T")
 		a.expectNoNotify(t)
+		b.expectNoNotify(t)
 	})
 	t.Run("broker flag", func(t *testing.T) {
 		e := newEnv(t, func(c *config.Config) { c.NotifyConsumerIdsChangedEnable = false })
@@ -270,6 +251,7 @@ func TestNotifyDisabled(t *testing.T) {
 		a.heartbeat(t, "g1", "T")
 		b.heartbeat(t, "g1", "T")
 		a.expectNoNotify(t)
+		b.expectNoNotify(t)
 	})
 	t.Run("broadcasting", func(t *testing.T) {
 		e := newEnv(t)
@@ -396,13 +378,12 @@ func TestChannelExpiry(t *testing.T) {
 		t.Fatalf("producers after expiry: %+v", chans)
 	}
 	// Java closes an expired channel: a's next request must redial.
-	deadline := time.Now().Add(3 * time.Second)
-	for len(e.srv.Channels()) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("expired channel not closed: %d open", len(e.srv.Channels()))
+	testutil.Eventually(t, 3*time.Second, func() error {
+		if n := len(e.srv.Channels()); n != 1 {
+			return fmt.Errorf("expired channel not closed: %d open", n)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 
 	e.clock.Advance(121 * time.Second)
 	e.p.ScanNotActiveChannels()

@@ -47,17 +47,13 @@ type Host struct {
 	Env      map[string]string // NAMESRV_ADDR, ROCKETMQ_HOME
 }
 
-// LocalHost inspects the running machine and process environment.
+// LocalHost inspects the running machine. Env is left empty: main passes
+// the process environment in.
 func LocalHost() Host {
 	h := Host{Env: map[string]string{}}
 	h.Hostname, _ = os.Hostname()
 	h.IP = LocalIPv4()
 	h.Home, _ = os.UserHomeDir()
-	for _, k := range []string{"NAMESRV_ADDR", "ROCKETMQ_HOME"} {
-		if v, ok := os.LookupEnv(k); ok {
-			h.Env[k] = v
-		}
-	}
 	return h
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/lite/registry"
 	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -190,7 +191,6 @@ func BenchmarkLiteSend(b *testing.B) {
 //
 //	go test -run '^$' -bench SweepUnderSends -benchtime 1000000x ./broker/lite/
 func BenchmarkSweepUnderSends(b *testing.B) {
-	b.Setenv("ROCKETMQ_LITE_TOPIC_EXPIRATION_UNIT_MS", "1")
 	r := newBenchRigWith(b, func(c *config.Config) {
 		c.MinLiteTTL = 0
 		c.LiteTTLCheckInterval = time.Hour // the benchmark sweeps itself
@@ -199,7 +199,7 @@ func BenchmarkSweepUnderSends(b *testing.B) {
 			ms, _ := strconv.Atoi(v)
 			c.LiteSweepRestMs = time.Duration(ms) * time.Millisecond
 		}
-	})
+	}, broker.WithLiteExpirationUnit(time.Millisecond))
 	ext := map[string]string{"topic": "Plain", "readQueueNums": "8", "writeQueueNums": "8", "perm": "6", "topicFilterType": "SINGLE_TAG"}
 	if resp := r.invoke(code.UpdateAndCreateTopic, ext, nil); resp.Code != code.Success {
 		b.Fatalf("create topic: %d %s", resp.Code, resp.Remark)
@@ -465,10 +465,11 @@ type benchRig struct {
 
 func newBenchRig(b *testing.B) *benchRig { return newBenchRigWith(b, nil) }
 
-// newBenchRigWith starts the rig's broker with tune applied to its config.
-func newBenchRigWith(b *testing.B, tune func(*config.Config)) *benchRig {
+// newBenchRigWith starts the rig's broker with tune applied to its config
+// and opts passed to broker.New.
+func newBenchRigWith(b *testing.B, tune func(*config.Config), opts ...broker.Option) *benchRig {
 	b.Helper()
-	nsAddr := startNamesrv(b)
+	nsAddr := fakens.Start(b).Addr()
 	c := config.Default(config.Host{Hostname: "broker-a", IP: "127.0.0.1", Home: b.TempDir()})
 	c.ListenPort = 0
 	c.BindAddress = "127.0.0.1"
@@ -480,7 +481,7 @@ func newBenchRigWith(b *testing.B, tune func(*config.Config)) *benchRig {
 	if tune != nil {
 		tune(c)
 	}
-	br := startBrokerOf(b, c)
+	br := startBrokerOf(b, c, opts...)
 	r := &benchRig{b: b, br: br, addr: br.Addr(), client: remoting.NewClient(remoting.DefaultClientConfig(), nil)}
 	b.Cleanup(func() { _ = r.client.Close() })
 	ext := map[string]string{"topic": "Parent", "readQueueNums": "8", "writeQueueNums": "8", "perm": "6",

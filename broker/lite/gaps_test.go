@@ -8,13 +8,14 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/lite/liteadmin"
 	"github.com/rmqgo/rmq/broker/lite/naming"
+	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -83,7 +84,7 @@ func TestLiteNotification(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := r.b.Lite()
-	eventually(t, 3*time.Second, func() error {
+	testutil.Eventually(t, 3*time.Second, func() error {
 		if svc.Pop.ParkedNotifications() != 1 {
 			return fmt.Errorf("notification not parked yet")
 		}
@@ -204,39 +205,6 @@ func TestLiteBindTopicValidation(t *testing.T) {
 	r.want("subscribe unbound", r.subscribe("PARTIAL_ADD", "c1", "bound_cg", parent, []string{liteName}, nil), code.IllegalOperation, "not bound")
 }
 
-// startRouteNamesrv answers registrations and, for the topics of routes,
-// GET_ROUTEINFO_BY_TOPIC (TOPIC_NOT_EXIST for others).
-func startRouteNamesrv(t *testing.T, routes map[string]protocol.TopicRouteData) (addr string, lookups *atomic.Int32) {
-	t.Helper()
-	cfg := remoting.DefaultServerConfig()
-	cfg.ListenAddr = "127.0.0.1:0"
-	srv, err := remoting.NewServer(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ok := func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		return remoting.NewResponse(req, code.Success, ""), nil
-	}
-	lookups = &atomic.Int32{}
-	srv.Register(code.RegisterBroker, ok, nil)
-	srv.Register(code.UnregisterBroker, ok, nil)
-	srv.Register(code.GetRouteInfoByTopic, func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		lookups.Add(1)
-		rd, found := routes[req.ExtFields["topic"]]
-		if !found {
-			return remoting.NewResponse(req, code.TopicNotExist, "No topic route info in name server for the topic"), nil
-		}
-		resp := remoting.NewResponse(req, code.Success, "")
-		resp.Body = protocol.MustMarshal(rd)
-		return resp, nil
-	}, nil)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-	return srv.Addr(), lookups
-}
-
 // TestLiteShardingTwoBrokers (docs/lite-topics.md §4.6): two in-process brokers behind one
 // nameserver whose route of the parent has four write queues on each. A
 // subscription takes effect only on the lite topic's home broker (the
@@ -249,13 +217,14 @@ func TestLiteShardingTwoBrokers(t *testing.T) {
 	bd := func(b string) protocol.BrokerData {
 		return protocol.BrokerData{BrokerName: b, Cluster: "DefaultCluster", BrokerAddrs: map[int64]string{0: "127.0.0.1:1"}}
 	}
-	ns, lookups := startRouteNamesrv(t, map[string]protocol.TopicRouteData{parent: {
+	ns := fakens.Start(t)
+	ns.SetRoute(parent, protocol.TopicRouteData{
 		QueueDatas:  []protocol.QueueData{qd("broker-b"), qd("broker-a")}, // route order is by broker name
 		BrokerDatas: []protocol.BrokerData{bd("broker-a"), bd("broker-b")},
-	}})
+	})
 	rigs := map[string]*rig{}
 	for _, name := range []string{"broker-a", "broker-b"} {
-		r := newRig(t, func(c *config.Config) { c.NamesrvAddr, c.BrokerName = ns, name })
+		r := newRig(t, func(c *config.Config) { c.NamesrvAddr, c.BrokerName = ns.Addr(), name })
 		r.createTopic(parent, "+message.type=LITE", 4)
 		r.createGroup(group, map[string]string{"+lite.bind.topic": parent})
 		rigs[name] = r
@@ -297,14 +266,14 @@ func TestLiteShardingTwoBrokers(t *testing.T) {
 			}
 		}
 	}
-	if lookups.Load() == 0 {
+	if ns.Calls(code.GetRouteInfoByTopic) == 0 {
 		t.Fatal("the brokers never asked the nameserver for the route")
 	}
 	// A lite topic that already has messages on a broker is served there
 	// too, whatever its home.
 	r, foreign := rigs["broker-a"], homes["broker-b"][2]
 	r.want("send to a non-home broker", r.send(parent, 0, "x", message.PropertyLiteTopic, foreign), code.Success, "")
-	eventually(t, 3*time.Second, func() error {
+	testutil.Eventually(t, 3*time.Second, func() error {
 		if r.b.Store().MaxOffset(naming.LitePrefix+parent+"$"+foreign, 0) != 1 {
 			return fmt.Errorf("lmq not dispatched yet")
 		}
@@ -340,7 +309,7 @@ func TestLiteDeadLetter(t *testing.T) {
 	popOne := func(invisible time.Duration, wantCount string) *message.Message {
 		t.Helper()
 		var p popped
-		eventually(t, 3*time.Second, func() error {
+		testutil.Eventually(t, 3*time.Second, func() error {
 			resp := r.pop("c1", group, parent, 32, invisible, 0)
 			if resp.Code != code.Success {
 				return fmt.Errorf("pop: %d %s", resp.Code, resp.Remark)
@@ -378,7 +347,7 @@ func TestLiteDeadLetter(t *testing.T) {
 		}
 		return m
 	}
-	eventually(t, 3*time.Second, func() error {
+	testutil.Eventually(t, 3*time.Second, func() error {
 		if st.MaxOffset(dlq, 0) != 1 {
 			return fmt.Errorf("DLQ has %d messages", st.MaxOffset(dlq, 0))
 		}
@@ -402,7 +371,7 @@ func TestLiteDeadLetter(t *testing.T) {
 	r.want("proxy's ack after its send-back", r.ack(code.AckMessage, group, parent, liteName, 0, popped{popTime: 1, invisible: 1}, nil), code.Success, "")
 	// delayLevel -1 (ForwardMessageToDeadLetterQueue) dead-letters at once.
 	r.want("forward to the DLQ", sendBack(b, -1), code.Success, "")
-	eventually(t, 3*time.Second, func() error {
+	testutil.Eventually(t, 3*time.Second, func() error {
 		if st.MaxOffset(dlq, 0) != 2 {
 			return fmt.Errorf("DLQ has %d messages", st.MaxOffset(dlq, 0))
 		}

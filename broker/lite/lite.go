@@ -28,6 +28,7 @@ import (
 	"github.com/rmqgo/rmq/broker/lite/registry"
 	"github.com/rmqgo/rmq/broker/lite/subscribe"
 	"github.com/rmqgo/rmq/broker/longpoll"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/processor/send"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
@@ -371,15 +372,10 @@ func inSlices(names []string, yield func(), f func([]string)) {
 	}
 }
 
-// Registrar installs handlers; the broker's procRegistrar satisfies it.
-type Registrar interface {
-	RegisterProcessor(code int32, h remoting.Handler, pool int)
-}
-
 // Register installs POP_LITE_MESSAGE, ACK_LITE_MESSAGE,
 // LITE_SUBSCRIPTION_CTL and the admin codes. Lite acks arrive through
 // ACK_MESSAGE / CHANGE_MESSAGE_INVISIBLETIME: see poplite.Processor.
-func (s *Service) Register(r Registrar) {
+func (s *Service) Register(r processor.Registrar) {
 	s.Pop.Register(r)
 	s.Subscribe.Register(r)
 	s.Admin.Register(r)

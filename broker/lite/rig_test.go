@@ -19,15 +19,15 @@ type rig struct {
 	x      *litetest.Rig
 }
 
-func startNamesrv(t testing.TB) string { return litetest.StartNamesrv(t) }
-
-func newRig(t *testing.T, mutate func(*config.Config)) *rig {
+func newRig(t *testing.T, mutate func(*config.Config), opts ...broker.Option) *rig {
 	t.Helper()
-	x := litetest.New(t, mutate)
+	x := litetest.New(t, mutate, opts...)
 	return &rig{t: t, b: x.B, client: x.Client, x: x}
 }
 
-func startBrokerOf(t testing.TB, c *config.Config) *broker.Broker { return litetest.StartBroker(t, c) }
+func startBrokerOf(t testing.TB, c *config.Config, opts ...broker.Option) *broker.Broker {
+	return litetest.StartBroker(t, c, opts...)
+}
 
 func (r *rig) invoke(c int32, ext map[string]string, body []byte) *remoting.Command {
 	r.t.Helper()
@@ -95,9 +95,4 @@ func (r *rig) ack(c int32, group, topic, lite string, offset int64, p popped, ex
 func (r *rig) admin(c int32, ext map[string]string, into any) *remoting.Command {
 	r.t.Helper()
 	return r.x.Admin(c, ext, into)
-}
-
-func eventually(t *testing.T, timeout time.Duration, f func() error) {
-	t.Helper()
-	litetest.Eventually(t, timeout, f)
 }

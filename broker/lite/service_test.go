@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/broker"
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/lite/liteadmin"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -25,14 +27,13 @@ const (
 // woken by the send, one CommitLog record and one LMQ entry, ack, idle
 // expiry of everything, re-creation from offset 0.
 func TestLiteFlow(t *testing.T) {
-	t.Setenv("ROCKETMQ_LITE_TOPIC_EXPIRATION_UNIT_MS", "1000")
-	r := newRig(t, nil)
+	r := newRig(t, nil, broker.WithLiteExpirationUnit(time.Second))
 	r.createTopic(parent, "+message.type=LITE,+lite.topic.expiration=2", 4)
 	r.createGroup(group, map[string]string{"+lite.bind.topic": parent})
 	r.want("subscribe", r.subscribe("PARTIAL_ADD", "c1", group, parent, []string{liteName}, nil), code.Success, "")
 
 	pending := r.popAsync("c1", group, parent, 8*time.Second)
-	eventually(t, 3*time.Second, func() error {
+	testutil.Eventually(t, 3*time.Second, func() error {
 		var ci protocol.GetLiteClientInfoResponseBody
 		r.admin(liteadmin.CodeGetLiteClientInfo, map[string]string{"parentTopic": parent, "group": group, "clientId": "c1"}, &ci)
 		if ci.LastAccessTime == 0 {
@@ -95,7 +96,7 @@ func TestLiteFlow(t *testing.T) {
 	// Idle past the expiration (2 units of 1 s): offsets, subscription,
 	// keys and counters go.
 	// The queue goes first, then (the sweep's cascade) the group offset.
-	eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		if _, ok := st.ConsumeQueue().State(lmq, 0); ok {
 			return fmt.Errorf("lmq still exists")
 		}
@@ -252,7 +253,7 @@ func TestLiteConsumption(t *testing.T) {
 		r.want("send "+l, r.send(parent, 1, l, message.PropertyLiteTopic, l), code.Success, "")
 	}
 	got := map[string]bool{}
-	eventually(t, 8*time.Second, func() error {
+	testutil.Eventually(t, 8*time.Second, func() error {
 		resp := r.pop("c1", group, parent, 32, 30*time.Second, 500*time.Millisecond)
 		if resp.Code == code.Success {
 			p := decodePop(t, resp)
@@ -292,7 +293,7 @@ func TestLiteConsumption(t *testing.T) {
 	// Backlog for the lag listing: two unconsumed messages on s00.
 	r.want("backlog", r.send(parent, 0, "x", message.PropertyLiteTopic, "s00"), code.Success, "")
 	r.want("backlog", r.send(parent, 0, "y", message.PropertyLiteTopic, "s00"), code.Success, "")
-	eventually(t, 2*time.Second, func() error {
+	testutil.Eventually(t, 2*time.Second, func() error {
 		var gi protocol.GetLiteGroupInfoResponseBody
 		r.admin(liteadmin.CodeGetLiteGroupInfo, map[string]string{"group": group, "topK": "5"}, &gi)
 		if gi.TotalLagCount != 2 || len(gi.LagCountTopK) != 1 || gi.LagCountTopK[0].LiteTopic != "s00" || gi.EarliestUnconsumedTimestamp <= 0 {

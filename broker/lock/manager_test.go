@@ -6,32 +6,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 func mq(topic string, id int) protocol.MessageQueue {
 	return protocol.MessageQueue{Topic: topic, BrokerName: "broker-a", QueueID: id}
 }
 
 func TestTryLockBatch(t *testing.T) {
-	clk := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	clk := testutil.NewFakeClock(time.Unix(1_700_000_000, 0))
 	m := NewManager(Options{Now: clk.Now})
 	q0, q1, q2 := mq("T", 0), mq("T", 1), mq("T", 2)
 
@@ -52,7 +36,7 @@ func TestTryLockBatch(t *testing.T) {
 		{"empty request", 0, "c3", nil, []protocol.MessageQueue{}},
 	}
 	for _, s := range steps {
-		clk.Add(s.advance)
+		clk.Advance(s.advance)
 		got := m.TryLockBatch("g", s.client, s.ask)
 		if !slices.Equal(got, s.want) {
 			t.Fatalf("%s: got %v, want %v", s.name, got, s.want)
@@ -71,7 +55,7 @@ func TestTryLockBatch(t *testing.T) {
 }
 
 func TestUnlockBatch(t *testing.T) {
-	clk := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	clk := testutil.NewFakeClock(time.Unix(1_700_000_000, 0))
 	m := NewManager(Options{Now: clk.Now})
 	q0, q1 := mq("T", 0), mq("T", 1)
 	m.TryLockBatch("g", "c1", []protocol.MessageQueue{q0, q1})
@@ -93,25 +77,25 @@ func TestUnlockBatch(t *testing.T) {
 }
 
 func TestHasLiveLocksAndSweep(t *testing.T) {
-	clk := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	clk := testutil.NewFakeClock(time.Unix(1_700_000_000, 0))
 	m := NewManager(Options{Now: clk.Now, MaxLiveTime: 10 * time.Second})
 	if m.HasLiveLocks("g") {
 		t.Fatal("live locks in an empty table")
 	}
 	m.TryLockBatch("g", "c1", []protocol.MessageQueue{mq("T", 0)})
-	clk.Add(5 * time.Second)
+	clk.Advance(5 * time.Second)
 	m.TryLockBatch("g", "c1", []protocol.MessageQueue{mq("T", 1)})
 	if !m.HasLiveLocks("g") || m.HasLiveLocks("h") {
 		t.Fatal("HasLiveLocks")
 	}
-	clk.Add(6 * time.Second) // q0 expired, q1 not
+	clk.Advance(6 * time.Second) // q0 expired, q1 not
 	if n := m.Sweep(); n != 1 {
 		t.Fatalf("swept %d, want 1", n)
 	}
 	if !m.HasLiveLocks("g") {
 		t.Fatal("q1 is still live")
 	}
-	clk.Add(5 * time.Second)
+	clk.Advance(5 * time.Second)
 	if m.HasLiveLocks("g") {
 		t.Fatal("every lock expired, HasLiveLocks still true")
 	}

@@ -7,19 +7,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
-
-// PoolAdmin is broker.PoolAdmin: Java runs LOCK/UNLOCK_BATCH_MQ on the admin
-// processor's executor.
-const PoolAdmin = 2
-
-// Registrar installs handlers; the broker's procRegistrar satisfies it.
-type Registrar interface {
-	RegisterProcessor(code int32, h remoting.Handler, pool int)
-}
 
 // Topics is the part of the topic table the handlers use (*topic.Manager).
 type Topics interface {
@@ -75,10 +67,8 @@ func (p *Processor) Handlers() map[int32]remoting.Handler {
 }
 
 // Register installs the handlers on the admin executor.
-func (p *Processor) Register(r Registrar) {
-	for c, h := range p.Handlers() {
-		r.RegisterProcessor(c, h, PoolAdmin)
-	}
+func (p *Processor) Register(r processor.Registrar) {
+	processor.RegisterAll(r, p.Handlers(), processor.PoolAdmin)
 }
 
 // Start runs the sweeper that drops expired locks.

@@ -8,25 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/remoting"
 )
-
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // tagOnly matches one tag code.
 type tagOnly int64
@@ -76,9 +60,9 @@ func req(opaque int32) *remoting.Command {
 	return c
 }
 
-func newService(t *testing.T, cfg Config, max func(string, int32) int64) (*Service, *recorder, *clock) {
+func newService(t *testing.T, cfg Config, max func(string, int32) int64) (*Service, *recorder, *testutil.FakeClock) {
 	t.Helper()
-	clk := &clock{now: time.Unix(1_700_000_000, 0)}
+	clk := testutil.NewFakeClock(time.Unix(1_700_000_000, 0))
 	if cfg.Now == nil {
 		cfg.Now = clk.Now
 	}

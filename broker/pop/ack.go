@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/rmqgo/rmq/broker/msgtype"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
@@ -173,7 +174,7 @@ func (p *Processor) handleBatchAck(ctx context.Context, ch *remoting.Channel, re
 	}
 	body, err := DecodeBatchAckBody(req.Body)
 	if err != nil {
-		return nil, badRequest("%v", err)
+		return nil, processor.BadRequestf("%v", err)
 	}
 	if len(body.Acks) == 0 {
 		return nil, errorf(code.NoMessage, "batch ack without acks")
@@ -207,7 +208,7 @@ func (p *Processor) batchAckOne(ctx context.Context, a BatchAck, ch *remoting.Ch
 	}
 	topic, err := RealTopic(a.Topic, a.ConsumerGroup, a.Retry)
 	if err != nil {
-		return badRequest("%v", err)
+		return processor.BadRequestf("%v", err)
 	}
 	lo, hi := p.st.MinOffset(topic, a.QueueID), p.st.MaxOffset(topic, a.QueueID)
 	var offsets []int64

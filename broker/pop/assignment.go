@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/internal/fsutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -94,7 +95,7 @@ func (t *modeTable) set(m RequestMode) error {
 func (p *Processor) handleSetRequestMode(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var m RequestMode
 	if err := protocol.Unmarshal(req.Body, &m); err != nil || m.Topic == "" || m.ConsumerGroup == "" {
-		return nil, badRequest("bad SetMessageRequestModeRequestBody: %v", err)
+		return nil, processor.BadRequestf("bad SetMessageRequestModeRequestBody: %v", err)
 	}
 	if err := checkNames(m.ConsumerGroup, m.Topic); err != nil {
 		return nil, err
@@ -104,7 +105,7 @@ func (p *Processor) handleSetRequestMode(_ context.Context, _ *remoting.Channel,
 		m.Mode = ModePull
 	case ModePull, ModePop:
 	default:
-		return nil, badRequest("unknown message request mode %q", m.Mode)
+		return nil, processor.BadRequestf("unknown message request mode %q", m.Mode)
 	}
 	if strings.HasPrefix(m.Topic, protocol.RetryGroupTopicPrefix) {
 		return nil, errorf(code.NoPermission, "retry topic is not allowed to set mode")
@@ -151,7 +152,7 @@ const routeTimeout = 3 * time.Second
 func (p *Processor) handleQueryAssignment(ctx context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var q assignmentRequest
 	if err := protocol.Unmarshal(req.Body, &q); err != nil || q.Topic == "" || q.ConsumerGroup == "" {
-		return nil, badRequest("bad QueryAssignmentRequestBody: %v", err)
+		return nil, processor.BadRequestf("bad QueryAssignmentRequestBody: %v", err)
 	}
 	mode, ok := p.modes.get(q.Topic, q.ConsumerGroup)
 	if !ok {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,29 +17,12 @@ import (
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/broker/topic"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
-
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // rig is a store in a temp dir with topics, groups, consumers and a pop
 // processor on top; crash() copies it as a kill -9 would leave it.
@@ -48,7 +30,7 @@ type rig struct {
 	t      testing.TB
 	dir    string
 	cfg    *config.Config
-	clk    *clock
+	clk    *testutil.FakeClock
 	st     *store.Store
 	topics *topic.Manager
 	groups *subscription.Manager
@@ -64,7 +46,7 @@ const (
 
 func newRig(t testing.TB) *rig {
 	t.Helper()
-	r := &rig{t: t, dir: t.TempDir(), clk: &clock{t: time.UnixMilli(1_700_000_000_000)}}
+	r := &rig{t: t, dir: t.TempDir(), clk: testutil.NewFakeClock(time.UnixMilli(1_700_000_000_000))}
 	r.cfg = config.Default(config.Host{Hostname: "broker-a", IP: "127.0.0.1", Home: t.TempDir()})
 	r.cfg.BrokerName = "broker-a"
 	r.cfg.PopFromRetryProbability = 20
@@ -207,13 +189,12 @@ func (r *rig) send(topic string, qid int32, n int, tag string) {
 
 func (r *rig) waitDispatched(topic string, qid int32, max int64) {
 	r.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for r.st.MaxOffset(topic, qid) < max {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("%s-%d: max offset %d, want %d", topic, qid, r.st.MaxOffset(topic, qid), max)
+	testutil.Eventually(r.t, 5*time.Second, func() error {
+		if got := r.st.MaxOffset(topic, qid); got < max {
+			return fmt.Errorf("%s-%d: max offset %d, want %d", topic, qid, got, max)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // popped is one message of a pop response with its receipt.

@@ -1,6 +1,7 @@
 package pop
 
 import (
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -14,11 +15,6 @@ const (
 	// due times would overflow long before anyone waits for them).
 	maxInvisibleTime = 30 * 24 * 3600 * 1000
 )
-
-// badRequest is INVALID_PARAMETER with a remark.
-func badRequest(format string, args ...any) error {
-	return remoting.Errorf(code.InvalidParameter, format, args...)
-}
 
 // popHeader is PopMessageRequestHeader.
 type popHeader struct {
@@ -52,7 +48,7 @@ func parsePopHeader(ext map[string]string) (popHeader, error) {
 		attemptID:     f.OptStr("attemptId", ""),
 	}
 	if err := f.Err(); err != nil {
-		return h, badRequest("%v", err)
+		return h, processor.BadRequestf("%v", err)
 	}
 	if err := checkNames(h.group, h.topic); err != nil {
 		return h, err
@@ -62,15 +58,15 @@ func parsePopHeader(ext map[string]string) (popHeader, error) {
 	}
 	switch {
 	case h.maxMsgNums > MaxPopNums:
-		return h, badRequest("the broker pop message's num is greater than %d", MaxPopNums)
+		return h, processor.BadRequestf("the broker pop message's num is greater than %d", MaxPopNums)
 	case h.maxMsgNums <= 0:
-		return h, badRequest("maxMsgNums %d must be positive", h.maxMsgNums)
+		return h, processor.BadRequestf("maxMsgNums %d must be positive", h.maxMsgNums)
 	case h.invisibleTime <= 0:
-		return h, badRequest("invisibleTime %d must be positive", h.invisibleTime)
+		return h, processor.BadRequestf("invisibleTime %d must be positive", h.invisibleTime)
 	case h.invisibleTime > maxInvisibleTime:
-		return h, badRequest("invisibleTime %d exceeds %d ms", h.invisibleTime, int64(maxInvisibleTime))
+		return h, processor.BadRequestf("invisibleTime %d exceeds %d ms", h.invisibleTime, int64(maxInvisibleTime))
 	case h.pollTime < 0:
-		return h, badRequest("pollTime %d is negative", h.pollTime)
+		return h, processor.BadRequestf("pollTime %d is negative", h.pollTime)
 	}
 	h.bornTimeAbsent = h.bornTime == 0
 	return h, nil
@@ -78,10 +74,10 @@ func parsePopHeader(ext map[string]string) (popHeader, error) {
 
 func checkNames(group, topic string) error {
 	if err := checkName("consumerGroup", group); err != nil {
-		return badRequest("%v", err)
+		return processor.BadRequestf("%v", err)
 	}
 	if err := checkName("topic", topic); err != nil {
-		return badRequest("%v", err)
+		return processor.BadRequestf("%v", err)
 	}
 	return nil
 }
@@ -99,14 +95,14 @@ func parseAckHeader(ext map[string]string) (AckHeader, error) {
 		BrokerName:    f.OptStr("bname", ""),
 	}
 	if err := f.Err(); err != nil {
-		return h, badRequest("%v", err)
+		return h, processor.BadRequestf("%v", err)
 	}
 	if err := checkNames(h.ConsumerGroup, h.Topic); err != nil {
 		return h, err
 	}
 	e, err := ParseExtraInfo(h.ExtraInfo)
 	if err != nil {
-		return h, badRequest("%v", err)
+		return h, processor.BadRequestf("%v", err)
 	}
 	h.Extra = e
 	return h, nil
@@ -126,18 +122,18 @@ func parseChangeHeader(ext map[string]string) (ChangeInvisibleHeader, error) {
 		BrokerName:    f.OptStr("bname", ""),
 	}
 	if err := f.Err(); err != nil {
-		return h, badRequest("%v", err)
+		return h, processor.BadRequestf("%v", err)
 	}
 	if err := checkNames(h.ConsumerGroup, h.Topic); err != nil {
 		return h, err
 	}
 	// 0 makes the message visible at once (a nack); negative is nonsense.
 	if h.InvisibleTime < 0 || h.InvisibleTime > maxInvisibleTime {
-		return h, badRequest("invisibleTime %d out of range [0, %d]", h.InvisibleTime, int64(maxInvisibleTime))
+		return h, processor.BadRequestf("invisibleTime %d out of range [0, %d]", h.InvisibleTime, int64(maxInvisibleTime))
 	}
 	e, err := ParseExtraInfo(h.ExtraInfo)
 	if err != nil {
-		return h, badRequest("%v", err)
+		return h, processor.BadRequestf("%v", err)
 	}
 	h.Extra = e
 	return h, nil
@@ -168,7 +164,7 @@ func parseQueueHeader(ext map[string]string, kind int32) (queueHeader, error) {
 		h.attemptID = f.OptStr("attemptId", "")
 	}
 	if err := f.Err(); err != nil {
-		return h, badRequest("%v", err)
+		return h, processor.BadRequestf("%v", err)
 	}
 	if err := checkNames(h.group, h.topic); err != nil {
 		return h, err
@@ -177,10 +173,10 @@ func parseQueueHeader(ext map[string]string, kind int32) (queueHeader, error) {
 		h.queueID = -1
 	}
 	if kind == code.PeekMessage && (h.maxMsgNums <= 0 || h.maxMsgNums > MaxPopNums) {
-		return h, badRequest("maxMsgNums %d out of range [1, %d]", h.maxMsgNums, MaxPopNums)
+		return h, processor.BadRequestf("maxMsgNums %d out of range [1, %d]", h.maxMsgNums, MaxPopNums)
 	}
 	if h.pollTime < 0 {
-		return h, badRequest("pollTime %d is negative", h.pollTime)
+		return h, processor.BadRequestf("pollTime %d is negative", h.pollTime)
 	}
 	return h, nil
 }

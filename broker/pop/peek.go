@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -29,7 +30,7 @@ func (p *Processor) checkQueueRequest(h queueHeader, ch *remoting.Channel) (prot
 		return tc, errorf(code.NoPermission, "the topic[%s] peeking message is forbidden", h.topic)
 	}
 	if int(h.queueID) >= tc.ReadQueueNums {
-		return tc, badRequest("queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
+		return tc, processor.BadRequestf("queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
 			h.queueID, h.topic, tc.ReadQueueNums, remote(ch))
 	}
 	var sg subscription.GroupConfig

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/client"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
@@ -68,17 +69,6 @@ func pollingPop(r *rig, qid int32, pollMs int64) *remoting.Command {
 	return req
 }
 
-func waitFor(t *testing.T, what string, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func pollingNum(t *testing.T, r *rig, qid int32) int {
 	resp, err := call(t, r.p.handlePollingInfo, remoting.NewRequest(code.PollingInfo,
 		map[string]string{"consumerGroup": testGroup, "topic": testTopic, "queueId": strconv.Itoa(int(qid))}, nil))
@@ -94,7 +84,7 @@ func TestLongPollingWakesOnArrival(t *testing.T) {
 	cl, addr := serve(t, r)
 	for _, qid := range []int32{0, -1} {
 		got := invokeAsync(t, cl, addr, pollingPop(r, qid, 20_000), 10*time.Second)
-		waitFor(t, "the pop to be suspended", func() bool { return pollingNum(t, r, qid) == 1 })
+		testutil.WaitFor(t, 5*time.Second, "the pop to be suspended", func() bool { return pollingNum(t, r, qid) == 1 })
 		r.send(testTopic, 0, 1, "A")
 		select {
 		case res := <-got:
@@ -112,12 +102,12 @@ func TestLongPollingTimeoutAndFull(t *testing.T) {
 	r.cfg.PopPollingSize = 1
 	cl, addr := serve(t, r)
 	first := invokeAsync(t, cl, addr, pollingPop(r, 1, 3_000), 10*time.Second)
-	waitFor(t, "the pop to be suspended", func() bool { return pollingNum(t, r, 1) == 1 })
+	testutil.WaitFor(t, 5*time.Second, "the pop to be suspended", func() bool { return pollingNum(t, r, 1) == 1 })
 	second := <-invokeAsync(t, cl, addr, pollingPop(r, 1, 3_000), 5*time.Second)
 	if second.err != nil || second.resp.Code != code.PollingFull {
 		t.Fatalf("second pop: %v %+v, want POLLING_FULL", second.err, second.resp)
 	}
-	r.clk.Add(4 * time.Second)
+	r.clk.Advance(4 * time.Second)
 	select {
 	case res := <-first:
 		if res.err != nil || res.resp.Code != code.PollingTimeout {
@@ -137,7 +127,7 @@ func TestLongPollingWakesOnOrderlyAck(t *testing.T) {
 	req := pollingPop(r, 0, 20_000)
 	req.ExtFields["order"] = "true"
 	got := invokeAsync(t, cl, addr, req, 10*time.Second)
-	waitFor(t, "the orderly pop to be suspended", func() bool { return pollingNum(t, r, 0) == 1 })
+	testutil.WaitFor(t, 5*time.Second, "the orderly pop to be suspended", func() bool { return pollingNum(t, r, 0) == 1 })
 	r.mustAck(first.msgs[0])
 	select {
 	case res := <-got:
@@ -163,7 +153,7 @@ func TestNotification(t *testing.T) {
 		t.Fatalf("empty notification: %v %+v", now.err, now.resp)
 	}
 	got := invokeAsync(t, cl, addr, notify(20_000), 10*time.Second)
-	waitFor(t, "the notification to be suspended", func() bool { return r.p.notices.size() == 1 })
+	testutil.WaitFor(t, 5*time.Second, "the notification to be suspended", func() bool { return r.p.notices.size() == 1 })
 	r.send(testTopic, 1, 1, "A")
 	select {
 	case res := <-got:

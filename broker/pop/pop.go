@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/client"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -89,7 +90,7 @@ func (p *Processor) processPop(ctx context.Context, ch *remoting.Channel, req *r
 		return nil, errorf(code.NoPermission, "the topic[%s] peeking message is forbidden", h.topic)
 	}
 	if int(h.queueID) >= tc.ReadQueueNums {
-		return nil, badRequest("queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
+		return nil, processor.BadRequestf("queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
 			h.queueID, h.topic, tc.ReadQueueNums, remote(ch))
 	}
 	sg, ok := p.d.Groups.FindOrCreate(h.group)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/broker/topic"
@@ -23,20 +24,6 @@ import (
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
-
-// Executors (broker.Pool values): pops wait on the pull executor like
-// pulls; acks and invisible-time changes append to the CommitLog like
-// sends; assignment queries run with the admin requests.
-const (
-	PoolSend  = 0
-	PoolPull  = 1
-	PoolAdmin = 2
-)
-
-// Registrar installs handlers.
-type Registrar interface {
-	RegisterProcessor(code int32, h remoting.Handler, pool int)
-}
 
 // FilterFactory compiles SQL92 (and other non-tag) expressions; the
 // broker's filter.Factory implements it (the pull processor uses the same).
@@ -139,34 +126,28 @@ func New(d Deps) (*Processor, error) {
 	return p, nil
 }
 
-// Handlers maps the request codes to their handlers and executors.
-func (p *Processor) Handlers() map[int32]struct {
-	H    remoting.Handler
-	Pool int
-} {
-	type hp = struct {
-		H    remoting.Handler
-		Pool int
-	}
-	return map[int32]hp{
-		code.PopMessage:             {p.handlePop, PoolPull},
-		code.PeekMessage:            {p.handlePeek, PoolPull},
-		code.Notification:           {p.handleNotification, PoolPull},
-		code.PollingInfo:            {p.handlePollingInfo, PoolPull},
-		code.AckMessage:             {p.handleAck, PoolSend},
-		code.BatchAckMessage:        {p.handleBatchAck, PoolSend},
-		code.ChangeMessageInvisible: {p.handleChangeInvisible, PoolSend},
-		code.QueryAssignment:        {p.handleQueryAssignment, PoolAdmin},
-		code.SetMessageRequestMode:  {p.handleSetRequestMode, PoolAdmin},
-		code.GetPopStatus:           {p.handleStatus, PoolAdmin},
+// Handlers maps the request codes to their handlers and executors: pops
+// wait on the pull executor like pulls; acks and invisible-time changes
+// append to the CommitLog like sends; assignment queries run with the admin
+// requests.
+func (p *Processor) Handlers() map[int32]processor.PooledHandler {
+	return map[int32]processor.PooledHandler{
+		code.PopMessage:             {H: p.handlePop, Pool: processor.PoolPull},
+		code.PeekMessage:            {H: p.handlePeek, Pool: processor.PoolPull},
+		code.Notification:           {H: p.handleNotification, Pool: processor.PoolPull},
+		code.PollingInfo:            {H: p.handlePollingInfo, Pool: processor.PoolPull},
+		code.AckMessage:             {H: p.handleAck, Pool: processor.PoolSend},
+		code.BatchAckMessage:        {H: p.handleBatchAck, Pool: processor.PoolSend},
+		code.ChangeMessageInvisible: {H: p.handleChangeInvisible, Pool: processor.PoolSend},
+		code.QueryAssignment:        {H: p.handleQueryAssignment, Pool: processor.PoolAdmin},
+		code.SetMessageRequestMode:  {H: p.handleSetRequestMode, Pool: processor.PoolAdmin},
+		code.GetPopStatus:           {H: p.handleStatus, Pool: processor.PoolAdmin},
 	}
 }
 
 // Register installs every handler.
-func (p *Processor) Register(r Registrar) {
-	for c, h := range p.Handlers() {
-		r.RegisterProcessor(c, h.H, h.Pool)
-	}
+func (p *Processor) Register(r processor.Registrar) {
+	processor.RegisterPooled(r, p.Handlers())
 }
 
 // Start runs long polling and the revive service.

@@ -36,7 +36,7 @@ func TestPopAckNoRedelivery(t *testing.T) {
 	if c := codeOf(resp, err); c != code.NoMessage {
 		t.Errorf("second ack after full ack: code %d, want NO_MESSAGE", c)
 	}
-	r.clk.Add(time.Minute)
+	r.clk.Advance(time.Minute)
 	if n := r.p.Revive(); n != 0 {
 		t.Errorf("revive looked at %d checkpoints, want 0", n)
 	}
@@ -57,12 +57,12 @@ func TestReviveUnacked(t *testing.T) {
 	}
 	r.mustAck(res.msgs[0])
 	r.mustAck(res.msgs[2])
-	r.clk.Add(4 * time.Second)
+	r.clk.Advance(4 * time.Second)
 	r.p.Revive()
 	if st := r.p.Stats(); st.Revived != 0 {
 		t.Fatalf("revived before the invisible time: %d", st.Revived)
 	}
-	r.clk.Add(2 * time.Second)
+	r.clk.Advance(2 * time.Second)
 	r.p.Revive()
 	if st := r.p.Stats(); st.Revived != 2 {
 		t.Fatalf("revived %d, want 2", st.Revived)
@@ -96,7 +96,7 @@ func TestReviveUnacked(t *testing.T) {
 		}
 		r.mustAck(m)
 	}
-	r.clk.Add(time.Minute)
+	r.clk.Advance(time.Minute)
 	r.p.Revive()
 	if st := r.p.Stats(); st.Revived != 2 {
 		t.Errorf("acked retry messages revived: %d", st.Revived)
@@ -119,7 +119,7 @@ func TestReviveToDLQ(t *testing.T) {
 		if got := res.msgs[0].msg.ReconsumeTimes; got != int32(round) {
 			t.Fatalf("round %d: reconsumeTimes %d", round, got)
 		}
-		r.clk.Add(2 * time.Second)
+		r.clk.Advance(2 * time.Second)
 		r.p.Revive()
 		if round == 0 {
 			r.waitDispatched(RetryTopicV1(testTopic, testGroup), 0, 1)
@@ -147,7 +147,7 @@ func TestChangeInvisibleTime(t *testing.T) {
 		t.Fatalf("change response %v", resp.ExtFields)
 	}
 	r.mustAck(res.msgs[1])
-	r.clk.Add(5 * time.Second)
+	r.clk.Advance(5 * time.Second)
 	r.p.Revive()
 	if st := r.p.Stats(); st.Revived != 0 {
 		t.Fatalf("changed message revived early")
@@ -163,7 +163,7 @@ func TestChangeInvisibleTime(t *testing.T) {
 	if resp, err := call(t, r.p.handleChangeInvisible, changeReq(testGroup, nm, 1000)); codeOf(resp, err) != code.NoMessage {
 		t.Errorf("change after ack: code %d", codeOf(resp, err))
 	}
-	r.clk.Add(2 * time.Minute)
+	r.clk.Advance(2 * time.Minute)
 	r.p.Revive()
 	if st := r.p.Stats(); st.Revived != 0 {
 		t.Errorf("revived %d", st.Revived)
@@ -177,7 +177,7 @@ func TestChangeInvisibleZeroRevivesAtOnce(t *testing.T) {
 	if resp, err := call(t, r.p.handleChangeInvisible, changeReq(testGroup, res.msgs[0], 0)); codeOf(resp, err) != code.Success {
 		t.Fatalf("nack: %v", err)
 	}
-	r.clk.Add(time.Millisecond) // the frozen clock made the new pop time now+1
+	r.clk.Advance(time.Millisecond) // the frozen clock made the new pop time now+1
 	r.p.Revive()
 	if st := r.p.Stats(); st.Revived != 1 {
 		t.Fatalf("revived %d, want 1", st.Revived)
@@ -285,7 +285,7 @@ func TestOrderlyPop(t *testing.T) {
 	if res := r.pop(0, 2, 3_000, order); res.resp.Code == code.Success {
 		t.Fatalf("half-acked queue popped: %v", bodies(res.msgs))
 	}
-	r.clk.Add(4 * time.Second)
+	r.clk.Advance(4 * time.Second)
 	second := r.pop(0, 2, 3_000, order)
 	if len(second.msgs) != 2 || second.msgs[0].msg.QueueOffset != 1 || second.msgs[1].msg.QueueOffset != 2 {
 		t.Fatalf("after timeout popped %v", bodies(second.msgs))
@@ -319,11 +319,11 @@ func TestOrderlyChangeInvisible(t *testing.T) {
 	if codeOf(resp, err) != code.Success {
 		t.Fatalf("change: %v", err)
 	}
-	r.clk.Add(5 * time.Second)
+	r.clk.Advance(5 * time.Second)
 	if again := r.pop(0, 1, 3_000, order); again.resp.Code == code.Success {
 		t.Fatalf("queue unblocked before the changed invisible time")
 	}
-	r.clk.Add(6 * time.Second)
+	r.clk.Advance(6 * time.Second)
 	if again := r.pop(0, 1, 3_000, order); len(again.msgs) != 1 || again.msgs[0].count != 1 {
 		t.Fatalf("after the changed time: %d messages", len(again.msgs))
 	}
@@ -359,7 +359,7 @@ func TestBatchAck(t *testing.T) {
 	if codeOf(resp, err) != code.Success || resp.Remark != "" {
 		t.Fatalf("batch ack: %d %q %v", codeOf(resp, err), resp.Remark, err)
 	}
-	r.clk.Add(6 * time.Second)
+	r.clk.Advance(6 * time.Second)
 	r.p.Revive()
 	if st := r.p.Stats(); st.Revived != 2 {
 		t.Fatalf("revived %d, want 2 (offsets 1 and 3)", st.Revived)

@@ -42,7 +42,7 @@ func checkAfterRestart(t *testing.T, r *rig, acked, unacked []popped, invisible 
 	if len(fresh) != 0 {
 		t.Fatalf("after restart popped already popped messages: %v", bodies(fresh))
 	}
-	r.clk.Add(invisible + time.Second)
+	r.clk.Advance(invisible + time.Second)
 	r.p.Revive()
 	r.waitDispatched(RetryTopicV1(testTopic, testGroup), 0, int64(len(unacked)))
 	back, _, _ := popAll(r, invisible.Milliseconds(), func(popped) bool { return true })
@@ -100,7 +100,7 @@ func TestCrashKeepsOrderInfo(t *testing.T) {
 	if res := r.pop(0, 3, 5_000, order); res.resp.Code == code.Success {
 		t.Fatalf("orderly queue unblocked by the crash: %v", bodies(res.msgs))
 	}
-	r.clk.Add(6 * time.Second)
+	r.clk.Advance(6 * time.Second)
 	res := r.pop(0, 3, 5_000, order)
 	if len(res.msgs) != 2 || res.msgs[0].msg.QueueOffset != 1 {
 		t.Fatalf("after crash and timeout popped %v", bodies(res.msgs))

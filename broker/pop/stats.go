@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -399,20 +400,20 @@ func parseStatusRequest(ext map[string]string) (StatusRequest, error) {
 		MaxQueues: int(f.OptInt32(protocol.PopStatusFieldMaxQueues, 0)),
 	}
 	if err := f.Err(); err != nil {
-		return r, badRequest("%v", err)
+		return r, processor.BadRequestf("%v", err)
 	}
 	if r.Group != "" {
 		if err := checkName("consumerGroup", r.Group); err != nil {
-			return r, badRequest("%v", err)
+			return r, processor.BadRequestf("%v", err)
 		}
 	}
 	if r.Topic != "" {
 		if err := checkName("topic", r.Topic); err != nil {
-			return r, badRequest("%v", err)
+			return r, processor.BadRequestf("%v", err)
 		}
 	}
 	if r.MaxQueues < 0 || r.MaxQueues > maxStatusQueues {
-		return r, badRequest("maxQueues %d out of range [0, %d]", r.MaxQueues, maxStatusQueues)
+		return r, processor.BadRequestf("maxQueues %d out of range [0, %d]", r.MaxQueues, maxStatusQueues)
 	}
 	return r, nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -56,7 +57,7 @@ func TestStatusInFlightAckAndRevive(t *testing.T) {
 	r.send(testTopic, 1, 2, "A")
 	popTime := r.clk.Now().UnixMilli()
 	a := r.pop(0, 32, 10_000, nil)
-	r.clk.Add(time.Second)
+	r.clk.Advance(time.Second)
 	b := r.pop(1, 32, 10_000, nil)
 	if len(a.msgs) != 3 || len(b.msgs) != 2 {
 		t.Fatalf("popped %d and %d", len(a.msgs), len(b.msgs))
@@ -82,7 +83,7 @@ func TestStatusInFlightAckAndRevive(t *testing.T) {
 	}
 	// Every pop went through the journal, applied at once; the journal's
 	// queue shows it once the store has dispatched those records.
-	waitFor(t, "the journal records dispatched", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "the journal records dispatched", func() bool {
 		st = r.status(detail)
 		var n int64
 		for _, q := range st.Revive.Queues {
@@ -108,7 +109,7 @@ func TestStatusInFlightAckAndRevive(t *testing.T) {
 	}
 
 	// Past the first checkpoint's due time: its two messages wait for revive.
-	r.clk.Add(9500 * time.Millisecond)
+	r.clk.Advance(9500 * time.Millisecond)
 	st = r.status(nil)
 	g = findGroup(t, st, testGroup, testTopic)
 	if g.InFlight != 3 || g.Overdue != 2 || g.ReviveLagMillis != 500 {
@@ -118,7 +119,7 @@ func TestStatusInFlightAckAndRevive(t *testing.T) {
 		t.Errorf("revive behind: %+v", st.Revive)
 	}
 
-	r.clk.Add(time.Second)
+	r.clk.Advance(time.Second)
 	r.p.Revive()
 	retry := RetryTopicV1(testTopic, testGroup)
 	r.waitDispatched(retry, 0, 3)
@@ -162,7 +163,7 @@ func TestStatusOrderlyBlocked(t *testing.T) {
 		t.Fatalf("half acked: %+v", g)
 	}
 	// The invisible time passes: unblocked, the message is due again.
-	r.clk.Add(4 * time.Second)
+	r.clk.Advance(4 * time.Second)
 	g = findGroup(t, r.status(nil), testGroup, testTopic)
 	if g.BlockedQueues != 0 || g.InFlight != 1 || g.Overdue != 1 {
 		t.Fatalf("expired: %+v", g)

@@ -2,115 +2,15 @@ package registry
 
 import (
 	"context"
-	"hash/crc32"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
-
-// fakeNamesrv is a nameserver that records what brokers send it.
-type fakeNamesrv struct {
-	srv *remoting.Server
-
-	mu          sync.Mutex
-	registers   []*remoting.Command
-	unregisters []*remoting.Command
-	queries     int
-	lastVersion protocol.DataVersion
-	kv          map[string]string
-	got         chan struct{}
-}
-
-func startNamesrv(t *testing.T) *fakeNamesrv {
-	t.Helper()
-	cfg := remoting.DefaultServerConfig()
-	cfg.ListenAddr = "127.0.0.1:0"
-	srv, err := remoting.NewServer(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := &fakeNamesrv{srv: srv, got: make(chan struct{}, 100)}
-	srv.Register(code.RegisterBroker, func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		var body protocol.RegisterBrokerBody
-		if err := protocol.Unmarshal(req.Body, &body); err != nil {
-			return nil, remoting.Errorf(code.SystemError, "bad body: %v", err)
-		}
-		if want := req.Ext("bodyCrc32"); want != strconv.Itoa(int(int32(crc32.ChecksumIEEE(req.Body)&0x7FFFFFFF))) {
-			return nil, remoting.Errorf(code.SystemError, "crc32 not match")
-		}
-		n.mu.Lock()
-		cp := *req
-		cp.Body = append([]byte(nil), req.Body...)
-		n.registers = append(n.registers, &cp)
-		n.lastVersion = body.TopicConfigSerializeWrapper.DataVersion
-		kv := n.kv
-		n.mu.Unlock()
-		n.got <- struct{}{}
-		resp := remoting.NewResponse(req, code.Success, "")
-		if kv != nil {
-			resp.Body = protocol.MustMarshal(protocol.KVTable{Table: kv})
-		}
-		return resp, nil
-	}, nil)
-	srv.Register(code.UnregisterBroker, func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		n.mu.Lock()
-		n.unregisters = append(n.unregisters, req)
-		n.mu.Unlock()
-		return remoting.NewResponse(req, code.Success, ""), nil
-	}, nil)
-	srv.Register(code.QueryDataVersion, func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		var dv protocol.DataVersion
-		if err := protocol.Unmarshal(req.Body, &dv); err != nil {
-			return nil, err
-		}
-		n.mu.Lock()
-		n.queries++
-		changed := !dv.Equal(n.lastVersion)
-		n.mu.Unlock()
-		resp := remoting.NewResponse(req, code.Success, "")
-		resp.SetExt("changed", strconv.FormatBool(changed))
-		return resp, nil
-	}, nil)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	return n
-}
-
-func (n *fakeNamesrv) registerCount() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return len(n.registers)
-}
-
-func (n *fakeNamesrv) last() (*remoting.Command, protocol.RegisterBrokerBody) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	req := n.registers[len(n.registers)-1]
-	var body protocol.RegisterBrokerBody
-	_ = protocol.Unmarshal(req.Body, &body)
-	return req, body
-}
-
-// waitRegister waits for the next registration (or fails after d).
-func (n *fakeNamesrv) waitRegister(t *testing.T, d time.Duration) {
-	t.Helper()
-	select {
-	case <-n.got:
-	case <-time.After(d):
-		t.Fatalf("no registration within %v", d)
-	}
-}
 
 type testSource struct {
 	mu     sync.Mutex
@@ -155,9 +55,9 @@ func newClient(t *testing.T) *remoting.Client {
 }
 
 func TestRegistersWithEveryNameserver(t *testing.T) {
-	n1, n2 := startNamesrv(t), startNamesrv(t)
-	n2.kv = map[string]string{"OrderTopic": "broker-a:4"}
-	src := &testSource{addrs: []string{n1.srv.Addr(), n2.srv.Addr()}, topics: map[string]protocol.TopicConfig{"T": protocol.NewTopicConfig("T")}, dv: protocol.DataVersion{Counter: 1, Timestamp: 1}, force: true}
+	n1, n2 := fakens.Start(t), fakens.Start(t)
+	n2.SetRegisterKV(map[string]string{"OrderTopic": "broker-a:4"})
+	src := &testSource{addrs: []string{n1.Addr(), n2.Addr()}, topics: map[string]protocol.TopicConfig{"T": protocol.NewTopicConfig("T")}, dv: protocol.DataVersion{Counter: 1, Timestamp: 1}, force: true}
 	var resMu sync.Mutex
 	var rounds [][]Result
 	r := New(newClient(t), src, Options{
@@ -172,20 +72,21 @@ func TestRegistersWithEveryNameserver(t *testing.T) {
 	if first[1].KVTable["OrderTopic"] != "broker-a:4" {
 		t.Errorf("KV table not returned: %+v", first[1])
 	}
-	for _, n := range []*fakeNamesrv{n1, n2} {
-		if n.registerCount() != 1 {
-			t.Fatalf("registrations %d, want 1", n.registerCount())
+	for _, n := range []*fakens.Server{n1, n2} {
+		regs := n.Registrations()
+		if len(regs) != 1 {
+			t.Fatalf("registrations %d, want 1", len(regs))
 		}
-		req, body := n.last()
+		ext, body := regs[0].Ext, regs[0].Body
 		want := map[string]string{"brokerName": "broker-a", "brokerAddr": "127.0.0.1:10911", "clusterName": "C1",
 			"haServerAddr": "127.0.0.1:10912", "brokerId": "0", "compressed": "false", "enableActingMaster": "false"}
 		for k, v := range want {
-			if req.Ext(k) != v {
-				t.Errorf("ext %s = %q, want %q", k, req.Ext(k), v)
+			if ext[k] != v {
+				t.Errorf("ext %s = %q, want %q", k, ext[k], v)
 			}
 		}
-		if req.Ext("bodyCrc32") == "" || req.Ext("bodyCrc32") == "0" {
-			t.Errorf("bodyCrc32 %q", req.Ext("bodyCrc32"))
+		if ext["bodyCrc32"] == "" || ext["bodyCrc32"] == "0" {
+			t.Errorf("bodyCrc32 %q", ext["bodyCrc32"])
 		}
 		if _, ok := body.TopicConfigSerializeWrapper.TopicConfigTable["T"]; !ok || body.TopicConfigSerializeWrapper.DataVersion.Counter != 1 {
 			t.Errorf("body %+v", body.TopicConfigSerializeWrapper)
@@ -193,7 +94,7 @@ func TestRegistersWithEveryNameserver(t *testing.T) {
 		if body.FilterServerList == nil || body.TopicConfigSerializeWrapper.TopicQueueMappingInfoMap == nil {
 			t.Error("empty lists/maps must be sent as [] and {}")
 		}
-		<-n.got
+		n.WaitRegister(t, time.Second)
 	}
 
 	// Topic changes: several triggers within the debounce window make one round.
@@ -201,14 +102,14 @@ func TestRegistersWithEveryNameserver(t *testing.T) {
 	r.Trigger()
 	r.Trigger()
 	r.Trigger()
-	n1.waitRegister(t, 2*time.Second)
-	n2.waitRegister(t, 2*time.Second)
+	n1.WaitRegister(t, 2*time.Second)
+	n2.WaitRegister(t, 2*time.Second)
 	time.Sleep(100 * time.Millisecond)
-	if c := n1.registerCount(); c != 2 {
+	if c := len(n1.Registrations()); c != 2 {
 		t.Errorf("registrations after 3 triggers: %d, want 2", c)
 	}
-	if _, body := n1.last(); body.TopicConfigSerializeWrapper.DataVersion.Counter != 2 || len(body.TopicConfigSerializeWrapper.TopicConfigTable) != 2 {
-		t.Errorf("re-registration body %+v", body.TopicConfigSerializeWrapper)
+	if last, _ := n1.LastRegistration(); last.Body.TopicConfigSerializeWrapper.DataVersion.Counter != 2 || len(last.Body.TopicConfigSerializeWrapper.TopicConfigTable) != 2 {
+		t.Errorf("re-registration body %+v", last.Body.TopicConfigSerializeWrapper)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -216,12 +117,10 @@ func TestRegistersWithEveryNameserver(t *testing.T) {
 	if err := r.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []*fakeNamesrv{n1, n2} {
-		n.mu.Lock()
-		if len(n.unregisters) != 1 || n.unregisters[0].Ext("brokerAddr") != "127.0.0.1:10911" || n.unregisters[0].Ext("clusterName") != "C1" {
-			t.Errorf("unregisters %v", n.unregisters)
+	for _, n := range []*fakens.Server{n1, n2} {
+		if un := n.Unregistrations(); len(un) != 1 || un[0]["brokerAddr"] != "127.0.0.1:10911" || un[0]["clusterName"] != "C1" {
+			t.Errorf("unregisters %v", un)
 		}
-		n.mu.Unlock()
 	}
 	// After shutdown nothing is sent any more.
 	if res := r.RegisterAll(context.Background(), true); res != nil {
@@ -235,13 +134,13 @@ func TestRegistersWithEveryNameserver(t *testing.T) {
 }
 
 func TestPeriodicAndQueryDataVersion(t *testing.T) {
-	n := startNamesrv(t)
-	src := &testSource{addrs: []string{n.srv.Addr()}, topics: map[string]protocol.TopicConfig{}, dv: protocol.DataVersion{Counter: 1}, force: true}
+	n := fakens.Start(t)
+	src := &testSource{addrs: []string{n.Addr()}, topics: map[string]protocol.TopicConfig{}, dv: protocol.DataVersion{Counter: 1}, force: true}
 	r := New(newClient(t), src, Options{InitialDelay: 30 * time.Millisecond, Period: func() time.Duration { return 30 * time.Millisecond }})
 	r.Start()
-	<-n.got
-	n.waitRegister(t, 2*time.Second) // first periodic round
-	n.waitRegister(t, 2*time.Second) // and the next
+	n.WaitRegister(t, time.Second)
+	n.WaitRegister(t, 2*time.Second) // first periodic round
+	n.WaitRegister(t, 2*time.Second) // and the next
 
 	// forceRegister=false: rounds only ask QUERY_DATA_VERSION while the
 	// nameserver is current, and register again once the data changed.
@@ -249,19 +148,15 @@ func TestPeriodicAndQueryDataVersion(t *testing.T) {
 	src.force = false
 	src.mu.Unlock()
 	time.Sleep(50 * time.Millisecond)
-	for len(n.got) > 0 {
-		<-n.got
-	}
-	before := n.registerCount()
+	n.SkipRegistrations()
+	before := len(n.Registrations())
 	time.Sleep(200 * time.Millisecond)
-	n.mu.Lock()
-	queries := n.queries
-	n.mu.Unlock()
-	if c := n.registerCount(); c != before || queries == 0 {
+	queries := n.Calls(code.QueryDataVersion)
+	if c := len(n.Registrations()); c != before || queries == 0 {
 		t.Errorf("registrations %d → %d with an unchanged version; queries %d", before, c, queries)
 	}
 	src.addTopic("X")
-	n.waitRegister(t, 2*time.Second)
+	n.WaitRegister(t, 2*time.Second)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -269,8 +164,8 @@ func TestPeriodicAndQueryDataVersion(t *testing.T) {
 }
 
 func TestUnreachableNameserver(t *testing.T) {
-	n := startNamesrv(t)
-	src := &testSource{addrs: []string{"127.0.0.1:1", n.srv.Addr()}, topics: map[string]protocol.TopicConfig{}, force: true}
+	n := fakens.Start(t)
+	src := &testSource{addrs: []string{"127.0.0.1:1", n.Addr()}, topics: map[string]protocol.TopicConfig{}, force: true}
 	r := New(newClient(t), src, Options{InitialDelay: time.Hour})
 	res := r.Start()
 	if len(res) != 2 || res[0].Err == nil || res[1].Err != nil {

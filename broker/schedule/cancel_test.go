@@ -11,6 +11,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/kv"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 )
 
@@ -60,13 +61,12 @@ func marker(topic, uniq string, deliverMs int64, body string) *message.Message {
 
 func (r *rig) waitIdle(timeout time.Duration) {
 	r.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for r.pendingKeys() != 0 || r.cancelKeys() != 0 {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("%d timer keys and %d cancellation keys left (stats %+v)", r.pendingKeys(), r.cancelKeys(), r.svc.Stats())
+	testutil.Eventually(r.t, timeout, func() error {
+		if p, c := r.pendingKeys(), r.cancelKeys(); p != 0 || c != 0 {
+			return fmt.Errorf("%d timer keys and %d cancellation keys left (stats %+v)", p, c, r.svc.Stats())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestCancelTimer: markers (TIMER_DEL_UNIQKEY = topic+uniqKey) with the
@@ -174,13 +174,7 @@ func TestCancelSurvivesRestart(t *testing.T) {
 		r.send(marker("K", "UNIQ-gone", due, "x"))
 		r.waitCount("K", 0, 1, 5*time.Second)
 		// The marker's key lies at the end of its slot.
-		deadline := time.Now().Add(5 * time.Second)
-		for st := r.svc.Stats(); st.Cancelled != 1 || st.Markers != 1; st = r.svc.Stats() {
-			if time.Now().After(deadline) {
-				t.Fatalf("stats before the crash %+v", st)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		r.waitStats(func(st Stats) bool { return st.Cancelled == 1 && st.Markers == 1 }, 5*time.Second)
 		// keepKeys: every key is still there, as after a crash that
 		// lost the deletions.
 		if k, c := r.pendingKeys(), r.cancelKeys(); k != 3 || c != 1 {

@@ -13,6 +13,7 @@ import (
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/kv"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 )
 
@@ -136,17 +137,14 @@ func (r *rig) read(topic string, qid int32) []*message.Message {
 // waitCount waits until a queue holds want messages.
 func (r *rig) waitCount(topic string, qid int32, want int, timeout time.Duration) []*message.Message {
 	r.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		got := r.read(topic, qid)
-		if len(got) >= want {
-			return got
+	var got []*message.Message
+	testutil.Eventually(r.t, timeout, func() error {
+		if got = r.read(topic, qid); len(got) < want {
+			return fmt.Errorf("%s-%d: %d messages, want %d (stats %+v)", topic, qid, len(got), want, r.svc.Stats())
 		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("%s-%d: %d messages after %v, want %d (stats %+v)", topic, qid, len(got), timeout, want, r.svc.Stats())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return got
 }
 
 // waitStats waits until the service's counters satisfy ok: they are added
@@ -154,17 +152,14 @@ func (r *rig) waitCount(topic string, qid int32, want int, timeout time.Duration
 // before it is counted.
 func (r *rig) waitStats(ok func(Stats) bool, timeout time.Duration) Stats {
 	r.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		st := r.svc.Stats()
-		if ok(st) {
-			return st
+	var st Stats
+	testutil.Eventually(r.t, timeout, func() error {
+		if st = r.svc.Stats(); !ok(st) {
+			return fmt.Errorf("stats %+v", st)
 		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("stats after %v: %+v", timeout, st)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
+	return st
 }
 
 // pendingKeys counts the pending timer keys.

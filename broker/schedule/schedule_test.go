@@ -14,6 +14,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 )
 
@@ -235,13 +236,12 @@ func TestDeliverDelayLevelsAndTimers(t *testing.T) {
 		t.Errorf("delivery order %v", order)
 	}
 	// The keys go once the CommitLog is flushed.
-	deadline := time.Now().Add(5 * time.Second)
-	for r.pendingKeys() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d keys left after delivery", r.pendingKeys())
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if k := r.pendingKeys(); k != 0 {
+			return fmt.Errorf("%d keys left after delivery", k)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	st := r.svc.Stats()
 	if st.Delivered != 4 || st.Indexed != 4 || st.Dropped != 0 || st.LatenessP99 > time.Second {
 		t.Fatalf("stats %+v", st)
@@ -263,17 +263,16 @@ func TestDueScanDeliversInOrderNeverEarly(t *testing.T) {
 		r.send(newMsg("Ord", int32(i%3), body, message.PropertyTimerDeliverMS, ms(at)))
 	}
 	var all []*message.Message
-	deadline := time.Now().Add(10 * time.Second)
-	for len(all) < n {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		all = all[:0]
 		for q := int32(0); q < 3; q++ {
 			all = append(all, r.read("Ord", q)...)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d delivered", len(all), n)
+		if len(all) < n {
+			return fmt.Errorf("%d of %d delivered", len(all), n)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	checkOnce(t, all, n, "m")
 	for q := int32(0); q < 3; q++ {
 		prev := int64(0)
@@ -332,13 +331,7 @@ func TestInvalidParkedMessageDropped(t *testing.T) {
 	}
 	r.send(newMsg("X", 0, "ok", message.PropertyTimerDelayMS, "50"))
 	r.waitCount("X", 0, 1, 5*time.Second)
-	deadline := time.Now().Add(5 * time.Second)
-	for r.svc.Stats().Dropped != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("stats %+v", r.svc.Stats())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	r.waitStats(func(st Stats) bool { return st.Dropped == 1 }, 5*time.Second)
 }
 
 // A clean restart with timers pending loses none and repeats none; after

@@ -3,11 +3,11 @@ package statictopic
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"math"
 	"slices"
 
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -30,40 +30,40 @@ func (s *Service) UpdateAndCreateStaticTopic(ctx context.Context, ch *remoting.C
 	tc.TopicSysFlag = int(f.OptInt32("topicSysFlag", 0))
 	force := f.OptBool("force", false)
 	if err := f.Err(); err != nil {
-		return nil, badRequest("%v", err)
+		return nil, processor.BadRequestf("%v", err)
 	}
 	// order and attributes are not taken from the header (Java); no
 	// attribute modification keeps the stored ones.
 	tc.Order = false
 	tc.Attributes = map[string]string{}
 	if err := protocol.ValidateTopic(name); err != nil {
-		return nil, badRequest("%v", err)
+		return nil, processor.BadRequestf("%v", err)
 	}
 	if s.d.Config().ValidateSystemTopicWhenUpdateTopic && s.d.Topics.IsSystemTopic(name) {
-		return nil, badRequest("the topic[%s] is conflict with system topic", name)
+		return nil, processor.BadRequestf("the topic[%s] is conflict with system topic", name)
 	}
 	if tc.ReadQueueNums < 0 || tc.WriteQueueNums < 0 || tc.Perm < 0 || tc.Perm > 7 {
-		return nil, badRequest("readQueueNums %d, writeQueueNums %d, perm %d out of range", tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm)
+		return nil, processor.BadRequestf("readQueueNums %d, writeQueueNums %d, perm %d out of range", tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm)
 	}
 	if tc.TopicFilterType != protocol.SingleTag && tc.TopicFilterType != protocol.MultiTag {
-		return nil, badRequest("topicFilterType %q (want SINGLE_TAG or MULTI_TAG)", tc.TopicFilterType)
+		return nil, processor.BadRequestf("topicFilterType %q (want SINGLE_TAG or MULTI_TAG)", tc.TopicFilterType)
 	}
 	if len(req.Body) == 0 {
-		return nil, badRequest("empty body: want the TopicQueueMappingDetail of %s", name)
+		return nil, processor.BadRequestf("empty body: want the TopicQueueMappingDetail of %s", name)
 	}
 	var d protocol.TopicQueueMappingDetail
 	if err := protocol.Unmarshal(req.Body, &d); err != nil {
-		return nil, badRequest("decode TopicQueueMappingDetail: %v", err)
+		return nil, processor.BadRequestf("decode TopicQueueMappingDetail: %v", err)
 	}
 	if d.Topic != "" && d.Topic != name {
-		return nil, badRequest("the mapping is for topic %q, the header for %q", d.Topic, name)
+		return nil, processor.BadRequestf("the mapping is for topic %q, the header for %q", d.Topic, name)
 	}
 	d.Topic = name
 	// Segments on this broker must be physical queues of the topic config.
 	for g, items := range d.HostedQueues {
 		for _, it := range items {
 			if it.Bname == s.me && it.QueueID >= tc.WriteQueueNums {
-				return nil, badRequest("logic queue %d: item gen %d uses queue %d, but writeQueueNums is %d", g, it.Gen, it.QueueID, tc.WriteQueueNums)
+				return nil, processor.BadRequestf("logic queue %d: item gen %d uses queue %d, but writeQueueNums is %d", g, it.Gen, it.QueueID, tc.WriteQueueNums)
 			}
 		}
 	}
@@ -73,7 +73,7 @@ func (s *Service) UpdateAndCreateStaticTopic(ctx context.Context, ch *remoting.C
 	}})
 	if err != nil {
 		if errors.Is(err, ErrInvalidMapping) {
-			return nil, &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
+			return nil, processor.BadRequest(err)
 		}
 		return nil, remoting.Errorf(code.SystemError, "update static topic %s: %v", name, err)
 	}
@@ -122,8 +122,4 @@ func deposedQueues(d protocol.TopicQueueMappingDetail, me string) []int32 {
 		}
 	}
 	return slices.Sorted(maps.Keys(seen))
-}
-
-func badRequest(format string, args ...any) error {
-	return &remoting.CodeError{Code: code.InvalidParameter, Remark: fmt.Sprintf(format, args...)}
 }

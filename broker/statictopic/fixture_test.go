@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/rmqgo/rmq/broker/store/storetest"
 	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/broker/topic"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -26,11 +26,6 @@ const tpc = "ST"
 
 // clock is a settable test clock shared by the stores of a cluster, so
 // store times of messages are known.
-type clock struct{ ms atomic.Int64 }
-
-func (c *clock) now() time.Time { return time.UnixMilli(c.ms.Load()) }
-func (c *clock) set(ms int64)   { c.ms.Store(ms) }
-
 // node is one in-process broker: the real send, pull and offset processors
 // over an in-memory store, with the static-topic rewriting in front.
 type node struct {
@@ -46,7 +41,7 @@ type node struct {
 // cluster wires nodes together through fakeRemote.
 type cluster struct {
 	t      testing.TB
-	clk    *clock
+	clk    *testutil.FakeClock
 	nodes  map[string]*node
 	remote *fakeRemote
 }
@@ -98,8 +93,7 @@ func (r *fakeRemote) reset() []call {
 }
 
 func newCluster(t testing.TB, names ...string) *cluster {
-	c := &cluster{t: t, clk: &clock{}, nodes: map[string]*node{}}
-	c.clk.set(1_000_000)
+	c := &cluster{t: t, clk: testutil.NewFakeClock(time.UnixMilli(1_000_000)), nodes: map[string]*node{}}
 	c.remote = &fakeRemote{c: c, down: map[string]bool{}}
 	for _, n := range names {
 		c.nodes[n] = newNode(t, n, c.clk, c.remote)
@@ -107,13 +101,13 @@ func newCluster(t testing.TB, names ...string) *cluster {
 	return c
 }
 
-func newNode(t testing.TB, name string, clk *clock, remote Remote) *node {
+func newNode(t testing.TB, name string, clk *testutil.FakeClock, remote Remote) *node {
 	t.Helper()
 	cfg := config.Default(config.Host{Hostname: name, IP: "127.0.0.1", Home: t.TempDir()})
 	cfg.BrokerName = name
 	cfg.Finalize()
 	get := func() *config.Config { return cfg }
-	n := &node{name: name, cfg: cfg, store: storetest.New(storetest.WithClock(clk.now)), handlers: map[int32]remoting.Handler{}}
+	n := &node{name: name, cfg: cfg, store: storetest.New(storetest.WithClock(clk.Now)), handlers: map[int32]remoting.Handler{}}
 	var err error
 	if n.topics, err = topic.New(topic.Options{Config: get}); err != nil {
 		t.Fatal(err)
@@ -127,11 +121,12 @@ func newNode(t testing.TB, name string, clk *clock, remote Remote) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(pp.Close)
 	cp, err := consumer.New(consumer.Deps{Config: get, Store: n.store, Topics: n.topics, Subscriptions: subs, Consumers: consumers, PullOffsets: pp})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp, err := send.New(send.Deps{Config: get, Topics: n.topics, Store: n.store, Now: clk.now})
+	sp, err := send.New(send.Deps{Config: get, Topics: n.topics, Store: n.store, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +138,7 @@ func newNode(t testing.TB, name string, clk *clock, remote Remote) *node {
 	if n.mgr, err = OpenManager(ManagerOptions{BrokerName: name}); err != nil {
 		t.Fatal(err)
 	}
-	if n.svc, err = New(Deps{Config: get, Mappings: n.mgr, Store: n.store, Topics: n.topics, Remote: remote, Now: clk.now}); err != nil {
+	if n.svc, err = New(Deps{Config: get, Mappings: n.mgr, Store: n.store, Topics: n.topics, Remote: remote, Now: clk.Now}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range WrappedCodes {

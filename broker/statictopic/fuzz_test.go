@@ -2,7 +2,9 @@ package statictopic
 
 import (
 	"testing"
+	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
@@ -14,7 +16,7 @@ func FuzzUpdateAndCreateStaticTopic(f *testing.F) {
 	f.Add([]byte(javaBody), "2")
 	f.Add([]byte(`{"bname":"a","hostedQueues":{0:[{"bname":"a","gen":0,"queueId":0,"logicOffset":-1}]},"topic":"ST","totalQueues":1}`), "1")
 	f.Add([]byte(`{"bname":"a","hostedQueues":{"-1":[]},"topic":"ST"}`), "0")
-	n := newNode(f, "a", &clock{}, nil)
+	n := newNode(f, "a", testutil.NewFakeClock(time.UnixMilli(0)), nil)
 	f.Fuzz(func(t *testing.T, body []byte, queues string) {
 		r := n.do(t, rawStaticReq(queues, string(body)))
 		switch r.Code {

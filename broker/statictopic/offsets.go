@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -191,7 +192,7 @@ func (s *Service) searchOffsetByTimestamp(inner remoting.Handler) remoting.Handl
 		}
 		ts := f.Int64("timestamp")
 		if err := f.Err(); err != nil {
-			return nil, &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
+			return nil, processor.BadRequest(err)
 		}
 		btText := f.OptStr("boundaryType", "")
 		upper := strings.EqualFold(strings.TrimSpace(btText), "upper")

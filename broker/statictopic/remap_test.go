@@ -2,12 +2,14 @@ package statictopic
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/store/storetest"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -89,13 +91,12 @@ func TestRemapAnswersParkedPulls(t *testing.T) {
 	}
 	waitParked := func(n int) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for a.svc.hold.Len() != n {
-			if time.Now().After(deadline) {
-				t.Fatalf("parked %d, want %d", a.svc.hold.Len(), n)
+		testutil.Eventually(t, 5*time.Second, func() error {
+			if got := a.svc.hold.Len(); got != n {
+				return fmt.Errorf("parked %d, want %d", got, n)
 			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	q0, q1 := park(0), park(1)
 	waitParked(2)

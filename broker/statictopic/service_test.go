@@ -3,6 +3,7 @@ package statictopic
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -24,7 +25,7 @@ func remapped(t *testing.T) *cluster {
 	c.apply(1, detail("a", epoch1, 1, map[int][]protocol.LogicQueueMappingItem{0: {it("a", 0, 0, 0)}}))
 	c.apply(0, detail("b", epoch1, 1, nil))
 	for i := range 10 {
-		c.clk.set(1000 + int64(i))
+		c.clk.Set(time.UnixMilli(1000 + int64(i)))
 		r := a.do(t, sendReq(0, "a"))
 		if r.Code != code.Success || extInt(t, r, "queueOffset") != int64(i) || r.Ext("queueId") != "0" {
 			t.Fatalf("send %d on a: %d %s %v", i, r.Code, r.Remark, r.ExtFields)
@@ -34,7 +35,7 @@ func remapped(t *testing.T) *cluster {
 	// then fence the old one, then decide the logic offset.
 	list := []protocol.LogicQueueMappingItem{it("a", 0, 0, 0), it("b", 1, 0, -1)}
 	c.apply(1, detail("b", epoch2, 1, map[int][]protocol.LogicQueueMappingItem{0: list}))
-	c.clk.set(2000)
+	c.clk.Set(time.UnixMilli(2000))
 	if r := b.do(t, sendReq(0, "early")); r.Code != code.Success || extInt(t, r, "queueOffset") != -1 {
 		t.Fatalf("send to the undecided leader: %d %s offset %s, want success with -1", r.Code, r.Remark, r.Ext("queueOffset"))
 	}
@@ -45,7 +46,7 @@ func remapped(t *testing.T) *cluster {
 	list[1].LogicOffset = 10000
 	c.apply(1, detail("b", epoch2, 1, map[int][]protocol.LogicQueueMappingItem{0: list}))
 	for i := 1; i < 10; i++ {
-		c.clk.set(2000 + int64(i))
+		c.clk.Set(time.UnixMilli(2000 + int64(i)))
 		r := b.do(t, sendReq(0, "b"))
 		if r.Code != code.Success || extInt(t, r, "queueOffset") != 10000+int64(i) {
 			t.Fatalf("send %d on b: %d %s offset %s", i, r.Code, r.Remark, r.Ext("queueOffset"))

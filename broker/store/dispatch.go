@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -26,20 +27,35 @@ type arrival struct {
 	storeTime int64
 }
 
+// dispatchErrorLogEvery spaces the log lines of a lasting dispatch failure.
+const dispatchErrorLogEvery = 30 * time.Second
+
 func (s *Store) dispatchLoop() {
 	defer s.wg.Done()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
+	// A failing round is retried every second; a fault that lasts (a
+	// Pebble that cannot flush) is logged every dispatchErrorLogEvery.
+	var lastLog time.Time
+	failed := 0
 	for {
 		progressed, err := s.dispatchOnce()
 		if err != nil {
-			s.log.Error("dispatch", "offset", s.cq.DispatchedOffset(), "err", err)
+			failed++
+			if now := time.Now(); now.Sub(lastLog) >= dispatchErrorLogEvery {
+				s.log.Error("dispatch", "offset", s.cq.DispatchedOffset(), "failedRounds", failed, "err", err)
+				lastLog = now
+			}
 			select {
 			case <-s.stop:
 				return
 			case <-time.After(time.Second):
 			}
 			continue
+		}
+		if failed > 0 {
+			s.log.Info("dispatch resumed", "failedRounds", failed)
+			failed, lastLog = 0, time.Time{}
 		}
 		if progressed {
 			continue
@@ -72,6 +88,13 @@ func (s *Store) dispatchRound() (arrivals []arrival, progressed bool, err error)
 	from := s.cq.DispatchedOffset()
 	if from >= s.cl.MaxOffset() {
 		return nil, false, nil
+	}
+	if err := s.db.Err(); err != nil {
+		// Rounds would pile up in memtables Pebble cannot flush until it
+		// stalls every writer (this one holding dispatchMu, which Close
+		// needs); the CommitLog keeps the records, dispatched once Pebble
+		// flushes again or after a restart.
+		return nil, false, fmt.Errorf("store: dispatch paused: %w", err)
 	}
 	if min := s.cl.MinOffset(); from < min {
 		// Files below the checkpoint were deleted while we were behind:

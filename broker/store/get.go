@@ -198,7 +198,7 @@ func (s *Store) QueryMessage(topic, key string, uniq bool, maxNum int, begin, en
 	if uniq {
 		kind = index.KindUniqKey
 	}
-	hits, err := index.Query(s.db, topic, kind, key, begin, end, maxNum)
+	hits, err := index.Query(s.db.DB, topic, kind, key, begin, end, maxNum)
 	if err != nil {
 		return nil, err
 	}

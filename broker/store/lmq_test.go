@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 )
 
@@ -308,11 +309,7 @@ func TestDeleteLmqsWhere(t *testing.T) {
 	// queues in map order, so w699 may be visible before the others.
 	// and the round's bookkeeping after its commit (the LMQ creation count,
 	// which the run deletion compares).
-	for deadline := time.Now().Add(5 * time.Second); s.ConsumeQueue().DispatchedOffset() < s.CommitLog().MaxOffset() || s.lmqCreated.Load() < 700; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("dispatch did not catch up")
-		}
-	}
+	waitLmqDispatched(t, s, 700)
 	for _, quiet := range []bool{true, false} {
 		picked, rechecked := 0, 0
 		got, err := s.DeleteLmqsWhere(func(l string, st consumequeue.QueueState) bool {
@@ -399,11 +396,7 @@ func TestDeleteLmqsWhereGaps(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for deadline := time.Now().Add(5 * time.Second); s.ConsumeQueue().DispatchedOffset() < s.CommitLog().MaxOffset() || s.lmqCreated.Load() < int64(len(all)); time.Sleep(time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("dispatch did not catch up")
-				}
-			}
+			waitLmqDispatched(t, s, int64(len(all)))
 			stay := map[string]bool{}
 			for k := range keep {
 				stay[k] = true
@@ -540,11 +533,7 @@ func TestDeleteLmqsWhereRacingAppends(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		for deadline := time.Now().Add(5 * time.Second); s.ConsumeQueue().DispatchedOffset() < s.CommitLog().MaxOffset() || s.lmqCreated.Load() < n; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("dispatch did not catch up")
-			}
-		}
+		waitLmqDispatched(t, s, n)
 		// The rule is expiry's: stored before the sweep began.
 		startMs := time.Now().UnixMilli()
 		time.Sleep(3 * time.Millisecond)
@@ -599,11 +588,7 @@ func TestDeleteLmqsWhereRacingAppends(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for deadline := time.Now().Add(5 * time.Second); s.ConsumeQueue().DispatchedOffset() < s.CommitLog().MaxOffset(); time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("dispatch did not catch up")
-			}
-		}
+		waitLmqDispatched(t, s, 0)
 		gone := map[string]bool{}
 		for _, l := range got {
 			gone[l] = true
@@ -669,11 +654,7 @@ func TestDeleteRunsKeepsNamesAmongOthers(t *testing.T) {
 		ids = append(ids, consumequeue.QueueID{Topic: name(i), QueueID: 0})
 		sorted = append(sorted, name(i))
 	}
-	for deadline := time.Now().Add(5 * time.Second); s.ConsumeQueue().DispatchedOffset() < s.CommitLog().MaxOffset() || s.lmqCreated.Load() < 5; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("dispatch did not catch up")
-		}
-	}
+	waitLmqDispatched(t, s, 5)
 	mark := s.cq.MarkNames(ids)
 	s.lmq.mu.Lock()
 	q := quietSince{ok: true, appends: s.lmq.appends, cleared: s.cq.MarksCleared()}
@@ -688,4 +669,16 @@ func TestDeleteRunsKeepsNamesAmongOthers(t *testing.T) {
 			t.Fatalf("%s: in memory %v, entry %v", name(i), exists, entry)
 		}
 	}
+}
+
+// waitLmqDispatched waits until dispatch has caught up with the CommitLog
+// and at least created LMQs were created.
+func waitLmqDispatched(t *testing.T, s *Store, created int64) {
+	t.Helper()
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if d, m := s.ConsumeQueue().DispatchedOffset(), s.CommitLog().MaxOffset(); d < m || s.lmqCreated.Load() < created {
+			return fmt.Errorf("dispatch did not catch up: dispatched %d of %d, %d LMQs created, want %d", d, m, s.lmqCreated.Load(), created)
+		}
+		return nil
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 
 	"github.com/rmqgo/rmq/broker/store/commitlog"
 	"github.com/rmqgo/rmq/pkg/message"
@@ -43,6 +44,9 @@ func (s *Store) put(ctx context.Context, msgs []*message.Message) (PutResult, er
 			err = fmt.Errorf("%w: disk usage above the warning level", commitlog.ErrDiskFull)
 		}
 		return PutResult{}, mapAppendError(err)
+	}
+	if err := s.kvErr(); err != nil {
+		return PutResult{}, err
 	}
 	for _, m := range msgs {
 		if len(m.Body) > s.cfg.MaxMessageSize {
@@ -234,6 +238,22 @@ func (s *Store) putMultiDispatch(ctx context.Context, msgs []*message.Message, t
 		}
 	}
 	return res, nil
+}
+
+// kvErr refuses writes while Pebble cannot persist (a flush failing, or a
+// fatal error): the message would be safe in the CommitLog, but it could
+// not be dispatched (the dispatcher pauses) and so not be consumed, and a
+// broker that refuses sends makes producers go to another one — as
+// Apache's store stops being writable after a consume-queue write error.
+func (s *Store) kvErr() error {
+	err := s.db.Err()
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, syscall.ENOSPC) {
+		return fmt.Errorf("%w: consume queue store: %v", ErrDiskFull, err)
+	}
+	return fmt.Errorf("%w: consume queue store: %v", ErrNotWritable, err)
 }
 
 // mapAppendError turns CommitLog errors into the store's sentinel errors.

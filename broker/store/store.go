@@ -23,9 +23,13 @@ import (
 // Config configures the message store.
 type Config struct {
 	// RootDir is storePathRootDir; the CommitLog lives in CommitLog.Dir
-	// (default <RootDir>/commitlog), Pebble in <RootDir>/kv.
+	// (default <RootDir>/commitlog), Pebble in KV.Dir (<RootDir>/kv).
 	RootDir   string
 	CommitLog commitlog.Config
+	// KV configures the Pebble database (consume queues, offsets, index,
+	// other metadata); without a Dir it is kv.DefaultConfig under RootDir
+	// on KV.FS.
+	KV kv.Config
 	// StoreHost is brokerIP1:listenPort, written into every record and
 	// into offset message ids.
 	StoreHost netip.AddrPort
@@ -63,6 +67,7 @@ func DefaultConfig(root string) Config {
 	return Config{
 		RootDir:               root,
 		CommitLog:             cl,
+		KV:                    kv.DefaultConfig(filepath.Join(root, "kv")),
 		StoreHost:             netip.MustParseAddrPort("127.0.0.1:10911"),
 		MaxMessageSize:        4 << 20,
 		EnableLmq:             true,
@@ -77,16 +82,21 @@ func DefaultConfig(root string) Config {
 	}
 }
 
-// Validate checks the configuration.
-func (c *Config) Validate() error {
-	if c.RootDir == "" {
-		return errors.New("store: RootDir is empty")
-	}
-	if c.CommitLog.Dir == "" {
+// withDefaults fills the optional settings left zero: the CommitLog and
+// Pebble directories below RootDir, the dispatch batch, the offset flush
+// interval and the logger.
+func (c Config) withDefaults() Config {
+	if c.CommitLog.Dir == "" && c.RootDir != "" {
 		c.CommitLog.Dir = filepath.Join(c.RootDir, "commitlog")
 	}
-	if c.MaxMessageSize <= 0 {
-		return fmt.Errorf("store: MaxMessageSize %d", c.MaxMessageSize)
+	if c.KV.Dir == "" && c.RootDir != "" {
+		// Pebble's settings come as a whole (DisableWAL's zero is not the
+		// default): keep only an injected file system.
+		kvc := kv.DefaultConfig(filepath.Join(c.RootDir, "kv"))
+		if c.KV.FS != nil {
+			kvc.FS = c.KV.FS
+		}
+		c.KV = kvc
 	}
 	if c.DispatchBatch <= 0 {
 		c.DispatchBatch = 4096
@@ -96,6 +106,18 @@ func (c *Config) Validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Validate checks the configuration; zero optional settings are valid (see
+// withDefaults).
+func (c *Config) Validate() error {
+	if c.RootDir == "" {
+		return errors.New("store: RootDir is empty")
+	}
+	if c.MaxMessageSize <= 0 {
+		return fmt.Errorf("store: MaxMessageSize %d", c.MaxMessageSize)
 	}
 	if !c.StoreHost.IsValid() {
 		return errors.New("store: StoreHost is not set")
@@ -108,7 +130,7 @@ type Store struct {
 	cfg     Config
 	log     *slog.Logger
 	cl      *commitlog.Log
-	db      *pebble.DB
+	db      *kv.DB
 	cq      *consumequeue.Store
 	offsets *offset.Store
 
@@ -142,6 +164,7 @@ var _ MessageStore = (*Store)(nil)
 // Open recovers the CommitLog, opens the consume queues, re-dispatches what
 // a crash lost, and starts the background services.
 func Open(cfg Config) (*Store, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -149,7 +172,7 @@ func Open(cfg Config) (*Store, error) {
 	if err := os.MkdirAll(cfg.RootDir, 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	db, err := kv.Open(kv.DefaultConfig(filepath.Join(cfg.RootDir, "kv")), s.log)
+	db, err := kv.Open(cfg.KV, s.log)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +291,7 @@ func (s *Store) ConsumeQueue() *consumequeue.Store { return s.cq }
 func (s *Store) Offsets() *offset.Store { return s.offsets }
 
 // DB exposes the Pebble database for other key spaces (timers, pop state).
-func (s *Store) DB() *pebble.DB { return s.db }
+func (s *Store) DB() *pebble.DB { return s.db.DB }
 
 func (s *Store) offsetFlushLoop() {
 	defer s.wg.Done()

@@ -3,12 +3,14 @@ package store
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/store/commitlog"
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 )
 
@@ -39,13 +41,12 @@ func msg(topic string, qid int32, body string, props map[string]string) *message
 // waitDispatched waits until a queue's max offset reaches want.
 func waitDispatched(t *testing.T, s *Store, topic string, qid int32, want int64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for s.MaxOffset(topic, qid) < want {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s-%d max offset %d, want %d", topic, qid, s.MaxOffset(topic, qid), want)
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if got := s.MaxOffset(topic, qid); got < want {
+			return fmt.Errorf("%s-%d max offset %d, want %d", topic, qid, got, want)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
 
 type tagFilter struct{ code int64 }
@@ -258,5 +259,26 @@ func TestGetMessageStopsAtPublishedMax(t *testing.T) {
 	defer r3.Release()
 	if r3.Status != Found || len(r3.Records) != 1 || r3.NextBeginOffset != 4 {
 		t.Fatalf("after the publish: %v, %d records, next %d", r3.Status, len(r3.Records), r3.NextBeginOffset)
+	}
+}
+
+// TestConfigValidateOnlyChecks: Validate leaves the optional settings zero;
+// withDefaults fills them.
+func TestConfigValidateOnlyChecks(t *testing.T) {
+	cfg := DefaultConfig("/data/store")
+	cfg.CommitLog.Dir, cfg.DispatchBatch, cfg.OffsetFlushInterval, cfg.Logger = "", 0, 0, nil
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.CommitLog.Dir != "" || cfg.DispatchBatch != 0 || cfg.OffsetFlushInterval != 0 || cfg.Logger != nil {
+		t.Fatalf("Validate filled defaults: %+v", cfg)
+	}
+	d := cfg.withDefaults()
+	if d.CommitLog.Dir != filepath.Join("/data/store", "commitlog") || d.DispatchBatch <= 0 || d.OffsetFlushInterval <= 0 || d.Logger == nil {
+		t.Fatalf("defaults not filled: %+v", d)
+	}
+	cfg.RootDir = ""
+	if err := cfg.Validate(); err == nil {
+		t.Fatal("empty RootDir accepted")
 	}
 }

@@ -6,20 +6,11 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
-
-// PoolAdmin is broker.PoolAdmin: the executor admin requests run on.
-const PoolAdmin = 2
-
-// Registrar installs handlers; *broker.Broker satisfies it through a
-// one-line adapter (its pool parameter is broker.Pool). Defined here to
-// avoid an import cycle with package broker.
-type Registrar interface {
-	RegisterProcessor(code int32, h remoting.Handler, pool int)
-}
 
 // Handlers maps the subscription group admin codes to their handlers. They
 // tolerate a nil channel, so tests may call them directly.
@@ -33,10 +24,8 @@ func (m *Manager) Handlers() map[int32]remoting.Handler {
 }
 
 // Register installs Handlers on the admin pool.
-func (m *Manager) Register(r Registrar) {
-	for c, h := range m.Handlers() {
-		r.RegisterProcessor(c, h, PoolAdmin)
-	}
+func (m *Manager) Register(r processor.Registrar) {
+	processor.RegisterAll(r, m.Handlers(), processor.PoolAdmin)
 }
 
 func (m *Manager) updateAndCreate(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
@@ -51,7 +40,7 @@ func (m *Manager) updateAndCreate(_ context.Context, _ *remoting.Channel, req *r
 		// Java answers SYSTEM_ERROR when an attribute fails its check (the
 		// exception's text); INVALID_PARAMETER says what it is.
 		if errors.Is(err, ErrInvalidGroup) || errors.Is(err, ErrInvalidAttribute) {
-			return nil, &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
+			return nil, processor.BadRequest(err)
 		}
 		return nil, remoting.Errorf(code.SystemError, "update subscription group %s: %v", c.GroupName, err)
 	}
@@ -77,7 +66,7 @@ func (m *Manager) delete(_ context.Context, _ *remoting.Channel, req *remoting.C
 	group := f.Str("groupName")
 	clean := f.OptBool("cleanOffset", false)
 	if err := f.Err(); err != nil {
-		return nil, &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
+		return nil, processor.BadRequest(err)
 	}
 	if _, err := m.Delete(group); err != nil {
 		return nil, remoting.Errorf(code.SystemError, "delete subscription group %s: %v", group, err)
@@ -92,7 +81,7 @@ func (m *Manager) getOne(_ context.Context, _ *remoting.Channel, req *remoting.C
 	f := protocol.FieldsOf(req.ExtFields)
 	group := f.Str("group")
 	if err := f.Err(); err != nil {
-		return nil, &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
+		return nil, processor.BadRequest(err)
 	}
 	c, ok := m.Find(group)
 	if !ok {

@@ -13,6 +13,7 @@ import (
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/storetest"
 	"github.com/rmqgo/rmq/broker/topic"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -25,28 +26,6 @@ const (
 	testTopic = "TxTopic"
 	testGroup = "tx_pg"
 )
-
-// clock is a settable clock; a real one follows time.Now.
-type clock struct {
-	mu   sync.Mutex
-	t    time.Time
-	real bool
-}
-
-func (c *clock) Now() time.Time {
-	if c.real {
-		return time.Now()
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // fakeTarget records the checks sent to one producer connection.
 type fakeTarget struct {
@@ -96,7 +75,8 @@ func (p *producers) set(group string, t *fakeTarget) {
 // fixture is a send processor and a transaction service on one store.
 type fixture struct {
 	t      testing.TB
-	clk    *clock
+	clk    *testutil.FakeClock
+	now    func() time.Time // clk.Now, or time.Now with realClock
 	cfg    *config.Holder
 	topics *topic.Manager
 	store  Store
@@ -112,10 +92,12 @@ type fixtureOpt func(*fixture)
 func withStore(s Store) fixtureOpt { return func(f *fixture) { f.store = s } }
 
 // withClock sets the fixture's clock.
-func withClock(c *clock) fixtureOpt { return func(f *fixture) { f.clk = c } }
+func withClock(c *testutil.FakeClock) fixtureOpt {
+	return func(f *fixture) { f.clk, f.now = c, c.Now }
+}
 
 // realClock is for the real store, which stamps records with time.Now.
-func realClock() fixtureOpt { return withClock(&clock{real: true}) }
+func realClock() fixtureOpt { return func(f *fixture) { f.now = time.Now } }
 
 func newFixture(t testing.TB, mutate func(*config.Config), opts ...fixtureOpt) *fixture {
 	t.Helper()
@@ -129,12 +111,13 @@ func newFixture(t testing.TB, mutate func(*config.Config), opts ...fixtureOpt) *
 		mutate(c)
 	}
 	c.Finalize()
-	f := &fixture{t: t, clk: &clock{t: time.UnixMilli(1_700_000_000_000)}, cfg: config.NewHolder(c, false)}
+	f := &fixture{t: t, clk: testutil.NewFakeClock(time.UnixMilli(1_700_000_000_000)), cfg: config.NewHolder(c, false)}
+	f.now = f.clk.Now
 	for _, o := range opts {
 		o(f)
 	}
 	if f.store == nil {
-		f.store = storetest.New(storetest.WithClock(f.clk.Now), storetest.WithStoreHost(testHost))
+		f.store = storetest.New(storetest.WithClock(f.now), storetest.WithStoreHost(testHost))
 	}
 	var err error
 	if f.topics, err = topic.New(topic.Options{Config: f.cfg.Get}); err != nil {
@@ -146,7 +129,7 @@ func newFixture(t testing.TB, mutate func(*config.Config), opts ...fixtureOpt) *
 		t.Fatal(err)
 	}
 	f.send, err = send.New(send.Deps{Config: f.cfg.Get, Topics: f.topics, Store: f.store.(send.Store),
-		StoreHost: func() netip.AddrPort { return testHost }, Now: f.clk.Now})
+		StoreHost: func() netip.AddrPort { return testHost }, Now: f.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +143,7 @@ func newFixture(t testing.TB, mutate func(*config.Config), opts ...fixtureOpt) *
 func (f *fixture) newService() *Service {
 	f.t.Helper()
 	svc, err := New(Deps{Config: f.cfg.Get, Store: f.store, Topics: f.topics, Producers: f.prod,
-		StoreHost: func() netip.AddrPort { return testHost }, Now: f.clk.Now})
+		StoreHost: func() netip.AddrPort { return testHost }, Now: f.now})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -185,7 +168,7 @@ func (f *fixture) sendHalf(body string, extraProps ...string) half {
 	req := remoting.NewRequest(code.SendMessage, map[string]string{
 		"producerGroup": testGroup, "topic": testTopic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
 		"queueId": "2", "sysFlag": strconv.Itoa(int(message.TransactionPreparedType)),
-		"bornTimestamp": strconv.FormatInt(f.clk.Now().UnixMilli(), 10), "flag": "0",
+		"bornTimestamp": strconv.FormatInt(f.now().UnixMilli(), 10), "flag": "0",
 		"properties": props, "reconsumeTimes": "0", "unitMode": "false",
 	}, []byte(body))
 	resp, err := f.send.Handlers()[code.SendMessage](context.Background(), nil, req)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -27,18 +28,6 @@ func openRealStore(t testing.TB, dir string) *store.Store {
 		t.Fatal(err)
 	}
 	return s
-}
-
-// waitFor polls cond for up to 5 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // TestRealStoreRestart runs transactions on the real store, closes it
@@ -63,7 +52,7 @@ func TestRealStoreRestart(t *testing.T) {
 	}
 	// Half and committed messages are dispatched; half ones are not in the
 	// real topic.
-	waitFor(t, "dispatch", func() bool { return st.MaxOffset(testTopic, 2) == 2 && st.MaxOffset(protocol.TransHalfTopic, 0) == 6 })
+	testutil.WaitFor(t, 5*time.Second, "dispatch", func() bool { return st.MaxOffset(testTopic, 2) == 2 && st.MaxOffset(protocol.TransHalfTopic, 0) == 6 })
 	f.svc.Close()
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
@@ -88,7 +77,7 @@ func TestRealStoreRestart(t *testing.T) {
 	if len(checked) != 2 || !checked["r2"] || !checked["r5"] {
 		t.Fatalf("checked %v, want r2 and r5", checked)
 	}
-	waitFor(t, "commits after the restart", func() bool { return st.MaxOffset(testTopic, 2) == 4 })
+	testutil.WaitFor(t, 5*time.Second, "commits after the restart", func() bool { return st.MaxOffset(testTopic, 2) == 4 })
 	if got := f.delivered(); len(got) != 4 || got["r1"] != 0 || got["r4"] != 0 {
 		t.Fatalf("delivered %v", got)
 	}

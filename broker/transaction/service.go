@@ -51,6 +51,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/processor/send"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/pkg/message"
@@ -62,14 +63,6 @@ import (
 // Group is Java's MixAll.CID_SYS_RMQ_TRANS: the consumer group whose offsets
 // on the half and op queues are the check scan's positions.
 const Group = "CID_RMQ_SYS_TRANS"
-
-// PoolSend is broker.PoolSend: END_TRANSACTION runs with the sends.
-const PoolSend = 0
-
-// Registrar installs handlers; the broker's procRegistrar satisfies it.
-type Registrar interface {
-	RegisterProcessor(code int32, h remoting.Handler, pool int)
-}
 
 // Store is the part of the message store the service uses;
 // store.MessageStore implements it.
@@ -228,10 +221,8 @@ func (s *Service) Handlers() map[int32]remoting.Handler {
 }
 
 // Register installs END_TRANSACTION on the send executor.
-func (s *Service) Register(r Registrar) {
-	for c, h := range s.Handlers() {
-		r.RegisterProcessor(c, h, PoolSend)
-	}
+func (s *Service) Register(r processor.Registrar) {
+	processor.RegisterAll(r, s.Handlers(), processor.PoolSend)
 }
 
 // Stats returns the counters.

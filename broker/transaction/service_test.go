@@ -63,7 +63,7 @@ func TestCommitAndRollback(t *testing.T) {
 		t.Fatalf("after repeats: %v", got)
 	}
 	// Nothing left to check, even long after.
-	f.clk.Add(time.Hour)
+	f.clk.Advance(time.Hour)
 	f.check(f.svc)
 	if reqs := f.target.take(); len(reqs) != 0 {
 		t.Fatalf("%d checks for ended transactions", len(reqs))
@@ -94,12 +94,12 @@ func TestUnknownState(t *testing.T) {
 func TestCheckBack(t *testing.T) {
 	f := newFixture(t, nil)
 	h := f.sendHalf("x")
-	f.clk.Add(5 * time.Second)
+	f.clk.Advance(5 * time.Second)
 	f.check(f.svc)
 	if reqs := f.target.take(); len(reqs) != 0 {
 		t.Fatalf("checked before transactionTimeOut: %d", len(reqs))
 	}
-	f.clk.Add(2 * time.Second)
+	f.clk.Advance(2 * time.Second)
 	f.check(f.svc)
 	reqs := f.target.take()
 	if len(reqs) != 1 {
@@ -132,7 +132,7 @@ func TestCheckBack(t *testing.T) {
 	if got := f.delivered(); len(got) != 1 || got["x"] != 1 {
 		t.Fatalf("delivered %v", got)
 	}
-	f.clk.Add(time.Minute)
+	f.clk.Advance(time.Minute)
 	f.check(f.svc)
 	if n := len(f.target.take()); n != 0 {
 		t.Fatalf("%d checks after the commit", n)
@@ -145,7 +145,7 @@ func TestCheckBack(t *testing.T) {
 func TestLateOwnCommitRacingCheck(t *testing.T) {
 	f := newFixture(t, nil)
 	h := f.sendHalf("late")
-	f.clk.Add(7 * time.Second)
+	f.clk.Advance(7 * time.Second)
 	f.check(f.svc)
 	c, _ := checkedHalf(t, f.target.take()[0])
 	wantCode(t, "late own commit", f.end(f.svc, h, message.TransactionCommitType, false), code.Success)
@@ -167,7 +167,7 @@ func TestLateOwnCommitRacingCheck(t *testing.T) {
 	f.store.CommitOffset(Group, protocol.TransHalfTopic, 0, 0)
 	f.store.CommitOffset(Group, protocol.TransOpHalfTopic, 0, 0)
 	svc := f.newService()
-	f.clk.Add(time.Minute)
+	f.clk.Advance(time.Minute)
 	f.check(svc)
 	if n := len(f.target.take()); n != 0 {
 		t.Fatalf("%d checks after the restart", n)
@@ -181,7 +181,7 @@ func TestCheckMaxThenDiscard(t *testing.T) {
 	f := newFixture(t, func(c *config.Config) { c.TransactionCheckMax = 3 })
 	h := f.sendHalf("never")
 	for i := 1; i <= 3; i++ {
-		f.clk.Add(7 * time.Second)
+		f.clk.Advance(7 * time.Second)
 		f.check(f.svc)
 		reqs := f.target.take()
 		if len(reqs) != 1 {
@@ -193,7 +193,7 @@ func TestCheckMaxThenDiscard(t *testing.T) {
 		}
 		wantCode(t, "unknown", f.end(f.svc, c, message.TransactionNotType, true), code.Success)
 	}
-	f.clk.Add(7 * time.Second)
+	f.clk.Advance(7 * time.Second)
 	f.check(f.svc)
 	if n := len(f.target.take()); n != 0 {
 		t.Fatalf("check %d beyond transactionCheckMax", n)
@@ -212,7 +212,7 @@ func TestCheckMaxThenDiscard(t *testing.T) {
 	if resp := f.end(f.svc, h, message.TransactionCommitType, false); resp.Code != code.Success || resp.Remark != "transaction already ended" {
 		t.Fatalf("commit after discard: %d %q", resp.Code, resp.Remark)
 	}
-	f.clk.Add(time.Hour)
+	f.clk.Advance(time.Hour)
 	f.check(f.svc)
 	if n := len(f.target.take()); n != 0 || len(f.delivered()) != 0 {
 		t.Fatalf("discarded transaction checked (%d) or delivered", n)
@@ -227,14 +227,14 @@ func TestNoProducerOnline(t *testing.T) {
 	f.prod.set(testGroup, nil)
 	f.sendHalf("offline")
 	for range 8 { // 56 s: within DefaultProducerGrace
-		f.clk.Add(7 * time.Second)
+		f.clk.Advance(7 * time.Second)
 		f.check(f.svc)
 	}
 	if st := f.svc.Stats(); st.Checks != 0 || st.Discards != 0 {
 		t.Fatalf("stats %+v", st)
 	}
 	f.prod.set(testGroup, f.target)
-	f.clk.Add(7 * time.Second)
+	f.clk.Advance(7 * time.Second)
 	f.check(f.svc)
 	reqs := f.target.take()
 	if len(reqs) != 1 {
@@ -253,7 +253,7 @@ func TestNoProducerOnline(t *testing.T) {
 	f.prod.set(testGroup, nil)
 	f.sendHalf("gone")
 	for range 4 {
-		f.clk.Add(7 * time.Second)
+		f.clk.Advance(7 * time.Second)
 		f.check(f.svc)
 	}
 	if st := f.svc.Stats(); st.Discards != 1 {
@@ -270,11 +270,11 @@ func TestSlaveDoesNotCheck(t *testing.T) {
 	slave := f.cfg.Get().Clone()
 	slave.BrokerRole = config.RoleSlave
 	slave.BrokerID = 1
-	svc, err := New(Deps{Config: func() *config.Config { return slave }, Store: f.store, Topics: f.topics, Producers: f.prod, Now: f.clk.Now})
+	svc, err := New(Deps{Config: func() *config.Config { return slave }, Store: f.store, Topics: f.topics, Producers: f.prod, Now: f.now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.clk.Add(time.Minute)
+	f.clk.Advance(time.Minute)
 	f.check(svc)
 	if n := len(f.target.take()); n != 0 || f.store.MaxOffset(protocol.TransHalfTopic, 0) != 1 {
 		t.Fatalf("a slave checked (%d) or re-appended", n)
@@ -287,9 +287,9 @@ func TestSlaveDoesNotCheck(t *testing.T) {
 func TestCheckImmunity(t *testing.T) {
 	f := newFixture(t, nil)
 	slow := f.sendHalf("slow", message.PropertyCheckImmunityTimeInSec, "60")
-	f.clk.Add(time.Second)
+	f.clk.Advance(time.Second)
 	fast := f.sendHalf("fast")
-	f.clk.Add(10 * time.Second)
+	f.clk.Advance(10 * time.Second)
 	f.check(f.svc)
 	reqs := f.target.take()
 	if len(reqs) != 1 {
@@ -298,7 +298,7 @@ func TestCheckImmunity(t *testing.T) {
 	if c, _ := checkedHalf(t, reqs[0]); c.uniq != fast.uniq {
 		t.Fatalf("checked %s, want %s", c.uniq, fast.uniq)
 	}
-	f.clk.Add(55 * time.Second)
+	f.clk.Advance(55 * time.Second)
 	wantCode(t, "own commit after the immunity", f.end(f.svc, slow, message.TransactionCommitType, false), code.IllegalOperation)
 	f.check(f.svc)
 	var found bool
@@ -379,7 +379,7 @@ func TestRestartKeepsState(t *testing.T) {
 					pending = append(pending, h)
 				}
 			}
-			f.clk.Add(7 * time.Second)
+			f.clk.Advance(7 * time.Second)
 			f.check(f.svc) // checks the pending ones once
 			if n := len(f.target.take()); n != len(pending) {
 				t.Fatalf("%d checks before the restart, want %d", n, len(pending))
@@ -390,7 +390,7 @@ func TestRestartKeepsState(t *testing.T) {
 				f.store.CommitOffset(Group, protocol.TransOpHalfTopic, 0, 0)
 			}
 			svc := f.newService()
-			f.clk.Add(7 * time.Second)
+			f.clk.Advance(7 * time.Second)
 			f.check(svc)
 			reqs := f.target.take()
 			checked := map[string]int{}
@@ -433,7 +433,7 @@ func TestConcurrentEnds(t *testing.T) {
 	for i := range hs {
 		hs[i] = f.sendHalf(fmt.Sprint("c", i))
 	}
-	f.clk.Add(time.Second)
+	f.clk.Advance(time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -443,7 +443,7 @@ func TestConcurrentEnds(t *testing.T) {
 			if err := f.svc.Check(ctx); err != nil && ctx.Err() == nil {
 				t.Error(err)
 			}
-			f.clk.Add(time.Second)
+			f.clk.Advance(time.Second)
 		}
 	}()
 	var ends sync.WaitGroup

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/storetest"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -54,11 +55,11 @@ func (g *gateStore) open() {
 // check scan neither checks the transaction nor writes an op record for
 // it; when the commit fails the transaction is pending again and checked.
 func TestEndInFlightHoldsScan(t *testing.T) {
-	clk := &clock{t: time.UnixMilli(1_700_000_000_000)}
+	clk := testutil.NewFakeClock(time.UnixMilli(1_700_000_000_000))
 	gs := &gateStore{Store: storetest.New(storetest.WithClock(clk.Now), storetest.WithStoreHost(testHost))}
 	f := newFixture(t, nil, withStore(gs), withClock(clk))
 	h := f.sendHalf("gated")
-	f.clk.Add(7 * time.Second)
+	f.clk.Advance(7 * time.Second)
 
 	gs.arm(store.ErrDiskFull)
 	done := make(chan int32)

@@ -14,13 +14,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/rmqgo/rmq/examples/internal/example"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
@@ -28,7 +27,7 @@ import (
 )
 
 func main() {
-	ns := flag.String("n", defaultNameServer(), "nameserver address (default $NAMESRV_ADDR, else 127.0.0.1:9876)")
+	ns := example.NameServerFlag(os.Getenv)
 	parent := flag.String("t", "LiteTopicExample", "LITE parent topic")
 	group := flag.String("g", "example_lite_consumer", "lite consumer group (bound to the parent topic)")
 	cluster := flag.String("c", "DefaultCluster", "cluster to create the topic and group in")
@@ -36,20 +35,10 @@ func main() {
 	lites := flag.Int("lites", 3, "lite topics (e.g. one per chat session)")
 	count := flag.Int("count", 30, "messages to send (round-robin over the lite topics); exit 0 once all arrived")
 	flag.Parse()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	log := example.Logger()
+	ctx, stop := example.Interruptible()
 	defer stop()
-	if err := run(ctx, *ns, *parent, *group, *cluster, *create, *lites, *count, log); err != nil {
-		fmt.Fprintln(os.Stderr, "lite:", err)
-		os.Exit(1)
-	}
-}
-
-func defaultNameServer() string {
-	if ns := os.Getenv("NAMESRV_ADDR"); ns != "" {
-		return ns
-	}
-	return "127.0.0.1:9876"
+	example.Check("lite", run(ctx, *ns, *parent, *group, *cluster, *create, *lites, *count, log))
 }
 
 func run(ctx context.Context, ns, parent, group, cluster string, create bool, lites, count int, log *slog.Logger) error {

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqgo/rmq/examples/internal/example"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
 )
@@ -27,27 +28,14 @@ import (
 var steps = []string{"created", "paid", "shipped", "delivered"}
 
 func main() {
-	ns := flag.String("n", nameServer(), "nameserver address (default $NAMESRV_ADDR, else 127.0.0.1:9876)")
+	ns := example.NameServerFlag(os.Getenv)
 	topic := flag.String("t", "OrderTopicExample", "topic")
 	orders := flag.Int("count", 5, "orders (each sent as "+strconv.Itoa(len(steps))+" steps)")
 	timeout := flag.Duration("timeout", time.Minute, "fail if not everything is consumed within this time")
 	flag.Parse()
-	if *orders < 1 {
-		fmt.Fprintln(os.Stderr, "orderly: -count must be at least 1")
-		os.Exit(2)
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if err := run(*ns, *topic, *orders, *timeout, log); err != nil {
-		fmt.Fprintln(os.Stderr, "orderly:", err)
-		os.Exit(1)
-	}
-}
-
-func nameServer() string {
-	if v := os.Getenv("NAMESRV_ADDR"); v != "" {
-		return v
-	}
-	return "127.0.0.1:9876"
+	example.PositiveCount("orderly", *orders)
+	log := example.Logger()
+	example.Check("orderly", run(*ns, *topic, *orders, *timeout, log))
 }
 
 func run(ns, topic string, orders int, timeout time.Duration, log *slog.Logger) error {

@@ -18,31 +18,19 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rmqgo/rmq/examples/internal/example"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
 )
 
 func main() {
-	ns := flag.String("n", nameServer(), "nameserver address (default $NAMESRV_ADDR, else 127.0.0.1:9876)")
+	ns := example.NameServerFlag(os.Getenv)
 	topic := flag.String("t", "TopicTest", "topic")
 	count := flag.Int("count", 10, "messages per kind of send (sync, async, one-way, batch)")
 	flag.Parse()
-	if *count < 1 {
-		fmt.Fprintln(os.Stderr, "producer: -count must be at least 1")
-		os.Exit(2)
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if err := run(*ns, *topic, *count, log); err != nil {
-		fmt.Fprintln(os.Stderr, "producer:", err)
-		os.Exit(1)
-	}
-}
-
-func nameServer() string {
-	if v := os.Getenv("NAMESRV_ADDR"); v != "" {
-		return v
-	}
-	return "127.0.0.1:9876"
+	example.PositiveCount("producer", *count)
+	log := example.Logger()
+	example.Check("producer", run(*ns, *topic, *count, log))
 }
 
 func run(ns, topic string, count int, log *slog.Logger) error {

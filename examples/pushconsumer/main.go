@@ -16,37 +16,26 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/rmqgo/rmq/examples/internal/example"
 	"github.com/rmqgo/rmq/pkg/client"
 )
 
 func main() {
-	ns := flag.String("n", nameServer(), "nameserver address (default $NAMESRV_ADDR, else 127.0.0.1:9876)")
+	ns := example.NameServerFlag(os.Getenv)
 	topic := flag.String("t", "TopicTest", "topic")
 	group := flag.String("g", "example_consumer", "consumer group")
 	broadcast := flag.Bool("b", false, "broadcasting instead of clustering")
 	count := flag.Int("count", 0, "exit after consuming this many messages (0: run until interrupted)")
 	timeout := flag.Duration("timeout", time.Minute, "with -count: fail if they are not consumed within this time")
 	flag.Parse()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	log := example.Logger()
+	ctx, stop := example.Interruptible()
 	defer stop()
-	if err := run(ctx, *ns, *topic, *group, *broadcast, *count, *timeout, log); err != nil {
-		fmt.Fprintln(os.Stderr, "pushconsumer:", err)
-		os.Exit(1)
-	}
-}
-
-func nameServer() string {
-	if v := os.Getenv("NAMESRV_ADDR"); v != "" {
-		return v
-	}
-	return "127.0.0.1:9876"
+	example.Check("pushconsumer", run(ctx, *ns, *topic, *group, *broadcast, *count, *timeout, log))
 }
 
 func run(ctx context.Context, ns, topic, group string, broadcast bool, count int, timeout time.Duration, log *slog.Logger) error {

@@ -18,23 +18,22 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
+	"github.com/rmqgo/rmq/examples/internal/example"
 	"github.com/rmqgo/rmq/pkg/client"
 )
 
 func main() {
-	ns := flag.String("n", nameServer(), "nameserver address (default $NAMESRV_ADDR, else 127.0.0.1:9876)")
+	ns := example.NameServerFlag(os.Getenv)
 	topic := flag.String("t", "TopicTest", "topic")
 	group := flag.String("g", "example_simple_consumer", "consumer group")
 	orderly := flag.Bool("orderly", false, "FIFO pops (order=true)")
 	count := flag.Int("count", 0, "exit after acking this many messages (0: run until interrupted)")
 	timeout := flag.Duration("timeout", time.Minute, "with -count: fail if they are not acked within this time")
 	flag.Parse()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	log := example.Logger()
+	ctx, stop := example.Interruptible()
 	defer stop()
 	if *count > 0 {
 		var cancel context.CancelFunc
@@ -51,13 +50,6 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("acked %d messages\n", acked)
-}
-
-func nameServer() string {
-	if v := os.Getenv("NAMESRV_ADDR"); v != "" {
-		return v
-	}
-	return "127.0.0.1:9876"
 }
 
 // run receives and acks until ctx ends or count messages (if > 0) are

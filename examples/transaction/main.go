@@ -18,32 +18,20 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqgo/rmq/examples/internal/example"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
 )
 
 func main() {
-	ns := flag.String("n", nameServer(), "nameserver address (default $NAMESRV_ADDR, else 127.0.0.1:9876)")
+	ns := example.NameServerFlag(os.Getenv)
 	topic := flag.String("t", "TopicTest", "topic")
 	count := flag.Int("count", 1, "transactions of each outcome (commit, rollback, unknown)")
 	wait := flag.Duration("w", 90*time.Second, "how long to wait for the broker's checks of the unknown transactions")
 	flag.Parse()
-	if *count < 1 {
-		fmt.Fprintln(os.Stderr, "transaction: -count must be at least 1")
-		os.Exit(2)
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if err := run(*ns, *topic, *count, *wait, log); err != nil {
-		fmt.Fprintln(os.Stderr, "transaction:", err)
-		os.Exit(1)
-	}
-}
-
-func nameServer() string {
-	if v := os.Getenv("NAMESRV_ADDR"); v != "" {
-		return v
-	}
-	return "127.0.0.1:9876"
+	example.PositiveCount("transaction", *count)
+	log := example.Logger()
+	example.Check("transaction", run(*ns, *topic, *count, *wait, log))
 }
 
 func run(ns, topic string, count int, wait time.Duration, log *slog.Logger) error {

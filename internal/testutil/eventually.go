@@ -1,6 +1,7 @@
 // Package testutil holds what every test of the project shares: waiting for
-// a condition, a fake nameserver, a fake clock and a goroutine-leak check.
-// Only tests import it.
+// a condition, a fake clock and a goroutine-leak check (the fake nameserver
+// is in fakens). Only tests import it; it imports none of our packages, so
+// that every package's tests can use it.
 package testutil
 
 import (

@@ -178,3 +178,37 @@ func takesSeparateValue(fs *pflag.FlagSet, t string) bool {
 	}
 	return false
 }
+
+// changedOpt parses one option's value into its destination, if the command
+// line gave the option.
+type changedOpt struct {
+	long  string       // the option's long name
+	parse func() error // parses the value into the destination
+}
+
+// parsedOpt is a changedOpt that parses val with parse (short names the
+// option in parse's error) and stores the result in *dst.
+func parsedOpt[T any](long, short, val string, parse func(flag, s string) (T, error), dst *T) changedOpt {
+	return changedOpt{long: long, parse: func() error {
+		v, err := parse(short, val)
+		if err != nil {
+			return err
+		}
+		*dst = v
+		return nil
+	}}
+}
+
+// parseChanged parses, in order, the options the command line gave; the
+// first error stops it, as the Java tools stop at the first bad value.
+func parseChanged(changed func(string) bool, opts ...changedOpt) error {
+	for _, o := range opts {
+		if !changed(o.long) {
+			continue
+		}
+		if err := o.parse(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

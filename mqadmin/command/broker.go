@@ -15,16 +15,22 @@ import (
 // ---- brokerStatus ----
 
 func newBrokerStatus(a *app) *cobra.Command {
+	return a.newBrokerOrClusterCmd("brokerStatus", "Fetch broker runtime status data.", "Broker address", "which cluster", a.brokerStatus)
+}
+
+// newBrokerOrClusterCmd is a command that reads one broker (-b) or every
+// broker of a cluster (-c), exactly one of the two; run gets single when
+// -b was given, and the trimmed values.
+func (a *app) newBrokerOrClusterCmd(use, short, brokerUsage, clusterUsage string,
+	run func(ctx context.Context, c *admin.Client, single bool, broker, cluster string) error) *cobra.Command {
 	var broker, cluster string
-	c := newCmd("brokerStatus", "Fetch broker runtime status data.")
-	stringOpt(c.Flags(), &broker, "b", "brokerAddr", "Broker address")
-	stringOpt(c.Flags(), &cluster, "c", "clusterName", "which cluster")
+	c := newCmd(use, short)
+	stringOpt(c.Flags(), &broker, "b", "brokerAddr", brokerUsage)
+	stringOpt(c.Flags(), &cluster, "c", "clusterName", clusterUsage)
 	c.MarkFlagsOneRequired("brokerAddr", "clusterName")
 	c.MarkFlagsMutuallyExclusive("brokerAddr", "clusterName")
-	c.RunE = a.run(func(cmd *cobra.Command) error {
-		return a.withClient(func(c *admin.Client) error {
-			return a.brokerStatus(cmd.Context(), c, cmd.Flags().Changed("brokerAddr"), strings.TrimSpace(broker), strings.TrimSpace(cluster))
-		})
+	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
+		return run(cmd.Context(), c, cmd.Flags().Changed("brokerAddr"), strings.TrimSpace(broker), strings.TrimSpace(cluster))
 	})
 	return c
 }
@@ -92,18 +98,7 @@ func (a *app) brokerStatus(ctx context.Context, c *admin.Client, single bool, br
 // ---- getBrokerConfig ----
 
 func newGetBrokerConfig(a *app) *cobra.Command {
-	var broker, cluster string
-	c := newCmd("getBrokerConfig", "Get broker config by cluster or special broker.")
-	stringOpt(c.Flags(), &broker, "b", "brokerAddr", "get which broker")
-	stringOpt(c.Flags(), &cluster, "c", "clusterName", "get which cluster")
-	c.MarkFlagsOneRequired("brokerAddr", "clusterName")
-	c.MarkFlagsMutuallyExclusive("brokerAddr", "clusterName")
-	c.RunE = a.run(func(cmd *cobra.Command) error {
-		return a.withClient(func(c *admin.Client) error {
-			return a.getBrokerConfig(cmd.Context(), c, cmd.Flags().Changed("brokerAddr"), strings.TrimSpace(broker), strings.TrimSpace(cluster))
-		})
-	})
-	return c
+	return a.newBrokerOrClusterCmd("getBrokerConfig", "Get broker config by cluster or special broker.", "get which broker", "get which cluster", a.getBrokerConfig)
 }
 
 type brokerConfigJSON struct {

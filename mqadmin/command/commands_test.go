@@ -242,24 +242,8 @@ func TestHelp(t *testing.T) {
 // served by remoting servers.
 func TestOverTCP(t *testing.T) {
 	fc := admintest.New()
-	start := func() string {
-		srv, err := remoting.NewServer(remoting.ServerConfig{ListenAddr: "127.0.0.1:0"}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := srv.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			_ = srv.Shutdown(ctx)
-		})
-		srv.RegisterDefault(fc.Handler(srv.Addr()), nil)
-		return srv.Addr()
-	}
-	ns := start()
-	broker := start()
+	ns := serveFake(t, "127.0.0.1:0", fc.Handler)
+	broker := serveFake(t, "127.0.0.1:0", fc.Handler)
 	fc.Lock(func() {
 		fc.NameServers = []string{ns}
 		fc.NamesrvConfig[ns] = map[string]string{}

@@ -46,13 +46,11 @@ func newConsumerProgress(a *app) *cobra.Command {
 	stringOpt(fs, &o.topic, "t", "topicName", "topic name")
 	stringOpt(fs, &o.showClientIP, "s", "showClientIP", "Show Client IP per Queue")
 	stringOpt(fs, &o.cluster, "c", "cluster", "Cluster name or lmq parent topic, lmq is used to find the route.")
-	c.RunE = a.run(func(cmd *cobra.Command) error {
-		return a.withClient(func(c *admin.Client) error {
-			if cmd.Flags().Changed("groupName") {
-				return a.consumerProgressOfGroup(cmd.Context(), c, cmd, o)
-			}
-			return a.consumerProgressAll(cmd.Context(), c)
-		})
+	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
+		if cmd.Flags().Changed("groupName") {
+			return a.consumerProgressOfGroup(cmd.Context(), c, cmd, o)
+		}
+		return a.consumerProgressAll(cmd.Context(), c)
 	})
 	return c
 }
@@ -243,18 +241,16 @@ func newConsumerConnection(a *app) *cobra.Command {
 	stringOpt(c.Flags(), &group, "g", "consumerGroup", "consumer group name")
 	stringOpt(c.Flags(), &broker, "b", "brokerAddr", "broker address")
 	markRequired(c, "consumerGroup")
-	c.RunE = a.run(func(cmd *cobra.Command) error {
-		return a.withClient(func(c *admin.Client) error {
-			cc, err := c.ExamineConsumerConnection(cmd.Context(), strings.TrimSpace(group), strings.TrimSpace(broker))
-			if err != nil {
-				return err
-			}
-			if a.json() {
-				return writeJSON(a.env.Stdout, cc)
-			}
-			printConsumerConnection(a.env.Stdout, cc)
-			return nil
-		})
+	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
+		cc, err := c.ExamineConsumerConnection(cmd.Context(), strings.TrimSpace(group), strings.TrimSpace(broker))
+		if err != nil {
+			return err
+		}
+		if a.json() {
+			return writeJSON(a.env.Stdout, cc)
+		}
+		printConsumerConnection(a.env.Stdout, cc)
+		return nil
 	})
 	return c
 }
@@ -285,20 +281,18 @@ func newProducerConnection(a *app) *cobra.Command {
 	stringOpt(c.Flags(), &group, "g", "producerGroup", "producer group name")
 	stringOpt(c.Flags(), &topic, "t", "topic", "topic name")
 	markRequired(c, "producerGroup", "topic")
-	c.RunE = a.run(func(cmd *cobra.Command) error {
-		return a.withClient(func(c *admin.Client) error {
-			pc, err := c.ExamineProducerConnection(cmd.Context(), strings.TrimSpace(group), strings.TrimSpace(topic))
-			if err != nil {
-				return err
-			}
-			if a.json() {
-				return writeJSON(a.env.Stdout, pc)
-			}
-			for i, conn := range pc.ConnectionSet {
-				fmt.Fprintf(a.env.Stdout, "%04d  %-32s %-22s %-8s %s\n", i+1, conn.ClientID, conn.ClientAddr, conn.Language, admin.VersionDesc(conn.Version))
-			}
-			return nil
-		})
+	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
+		pc, err := c.ExamineProducerConnection(cmd.Context(), strings.TrimSpace(group), strings.TrimSpace(topic))
+		if err != nil {
+			return err
+		}
+		if a.json() {
+			return writeJSON(a.env.Stdout, pc)
+		}
+		for i, conn := range pc.ConnectionSet {
+			fmt.Fprintf(a.env.Stdout, "%04d  %-32s %-22s %-8s %s\n", i+1, conn.ClientID, conn.ClientAddr, conn.Language, admin.VersionDesc(conn.Version))
+		}
+		return nil
 	})
 	return c
 }
@@ -319,10 +313,8 @@ func newConsumerStatus(a *app) *cobra.Command {
 	stringOpt(fs, &o.broker, "b", "brokerAddr", "broker address")
 	boolOpt(fs, &o.jstack, "s", "jstack", "Run jstack command in the consumer progress")
 	markRequired(c, "consumerGroup")
-	c.RunE = a.run(func(cmd *cobra.Command) error {
-		return a.withClient(func(c *admin.Client) error {
-			return a.consumerStatus(cmd.Context(), c, cmd.Flags().Changed("clientId"), o)
-		})
+	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
+		return a.consumerStatus(cmd.Context(), c, cmd.Flags().Changed("clientId"), o)
 	})
 	return c
 }

@@ -5,16 +5,13 @@ import (
 	"context"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rmqgo/rmq/pkg/admin/admintest"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
-	"github.com/rmqgo/rmq/remoting"
 )
 
 // Golden files testdata/ca_*.golden are the stdout of the Java mqadmin
@@ -156,9 +153,7 @@ func TestConsumerAdminGolden(t *testing.T) {
 		if code := Main(context.Background(), args, fakeEnv(fc, &out, &errb)); code != 0 {
 			t.Errorf("%s: exit %d; stderr:\n%s", tc.name, code, errb.String())
 		}
-		if got := out.String(); got != string(want) {
-			t.Errorf("%s: stdout differs from the Java tool's\n--- got\n%s\n--- want\n%s", tc.name, got, want)
-		}
+		checkGolden(t, tc.name+": ", out.String(), string(want), false)
 	}
 }
 
@@ -168,47 +163,12 @@ func TestCaptureJavaConsumerGolden(t *testing.T) {
 	if !captureJava() {
 		t.Skip("set RMQ_JAVA_GOLDEN=1 to regenerate the golden files with the Java mqadmin")
 	}
-	script, err := filepath.Abs("../../scripts/mqadmin-java.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fc := consumerSample()
-	addrs := []string{admintest.SampleNamesrv1, admintest.SampleNamesrv2}
-	for _, b := range fc.Brokers {
-		if !fc.Down[b.Addr] {
-			addrs = append(addrs, b.Addr)
-		}
-	}
-	for _, addr := range addrs {
-		srv, err := remoting.NewServer(remoting.ServerConfig{ListenAddr: addr}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv.RegisterDefault(fc.Handler(addr), nil)
-		if err := srv.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			_ = srv.Shutdown(ctx)
-		})
-	}
+	serveSample(t, consumerSample())
 	for _, tc := range consumerGoldenCases() {
-		args := append(append([]string{}, tc.args...), "-n", sampleNS)
-		cmd := exec.Command(script, args...)
-		cmd.Env = append(os.Environ(), "RMQ_JAVA_LOG_DIR="+t.TempDir(), "RMQ_JAVA_OPTS=-Duser.timezone=UTC")
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("%s: %v\n%s", tc.name, err, errb.String())
-		}
-		if errb.Len() > 0 {
-			t.Logf("%s: java stderr:\n%s", tc.name, errb.String())
-		}
-		if err := os.WriteFile(caGoldenPath(tc.name), out.Bytes(), 0o644); err != nil {
+		out := runJavaMqadmin(t, append(append([]string{}, tc.args...), "-n", sampleNS), "RMQ_JAVA_OPTS=-Duser.timezone=UTC")
+		if err := os.WriteFile(caGoldenPath(tc.name), out, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%s: %d bytes", tc.name, out.Len())
+		t.Logf("%s: %d bytes", tc.name, len(out))
 	}
 }

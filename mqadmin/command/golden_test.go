@@ -104,14 +104,76 @@ func TestGolden(t *testing.T) {
 		if code != tc.exit {
 			t.Errorf("%s: exit %d, want %d; stderr:\n%s", tc.name, code, tc.exit, errb.String())
 		}
-		got := out.String()
-		if tc.unordered {
-			got, want = sortLines(got), []byte(sortLines(string(want)))
-		}
-		if got != string(want) {
-			t.Errorf("%s: stdout differs from the Java tool's\n--- got\n%s\n--- want\n%s", tc.name, got, want)
+		checkGolden(t, tc.name+": ", out.String(), string(want), tc.unordered)
+	}
+}
+
+// checkGolden fails t when got is not want (in any line order when
+// unordered); name prefixes the message.
+func checkGolden(t testing.TB, name, got, want string, unordered bool) {
+	t.Helper()
+	if unordered {
+		got, want = sortLines(got), sortLines(want)
+	}
+	if got != want {
+		t.Errorf("%sstdout differs from the Java tool's\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// serveFake serves the handler made for the server's address on listen
+// until t ends and returns that address.
+func serveFake(t testing.TB, listen string, handler func(addr string) remoting.Handler) string {
+	t.Helper()
+	srv, err := remoting.NewServer(remoting.ServerConfig{ListenAddr: listen}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	srv.RegisterDefault(handler(srv.Addr()), nil)
+	return srv.Addr()
+}
+
+// serveSample serves fc on the nameserver and live broker addresses of the
+// sample, for the Java tool to read.
+func serveSample(t testing.TB, fc *admintest.Cluster) {
+	t.Helper()
+	addrs := []string{admintest.SampleNamesrv1, admintest.SampleNamesrv2}
+	for _, b := range fc.Brokers {
+		if !fc.Down[b.Addr] {
+			addrs = append(addrs, b.Addr)
 		}
 	}
+	for _, addr := range addrs {
+		serveFake(t, addr, fc.Handler)
+	}
+}
+
+// runJavaMqadmin runs the Java mqadmin (scripts/mqadmin-java.sh) with args
+// and the extra environment and returns its stdout.
+func runJavaMqadmin(t testing.TB, args []string, env ...string) []byte {
+	t.Helper()
+	script, err := filepath.Abs("../../scripts/mqadmin-java.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(script, args...)
+	cmd.Env = append(append(os.Environ(), "RMQ_JAVA_LOG_DIR="+t.TempDir()), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	if errb.Len() > 0 {
+		t.Logf("java stderr:\n%s", errb.String())
+	}
+	return out.Bytes()
 }
 
 func sortLines(s string) string {
@@ -125,47 +187,15 @@ func TestCaptureJavaGolden(t *testing.T) {
 	if !captureJava() {
 		t.Skip("set RMQ_JAVA_GOLDEN=1 to regenerate the golden files with the Java mqadmin")
 	}
-	script, err := filepath.Abs("../../scripts/mqadmin-java.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fc := admintest.NewSample()
-	addrs := []string{admintest.SampleNamesrv1, admintest.SampleNamesrv2}
-	for _, b := range fc.Brokers {
-		if !fc.Down[b.Addr] {
-			addrs = append(addrs, b.Addr)
-		}
-	}
-	for _, addr := range addrs {
-		srv, err := remoting.NewServer(remoting.ServerConfig{ListenAddr: addr}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv.RegisterDefault(fc.Handler(addr), nil)
-		if err := srv.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			_ = srv.Shutdown(ctx)
-		})
-	}
+	serveSample(t, admintest.NewSample())
 	if err := os.MkdirAll("testdata", 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range goldenCases() {
-		args := append(append([]string{}, tc.args...), "-n", sampleNS)
-		cmd := exec.Command(script, args...)
-		cmd.Env = append(os.Environ(), "RMQ_JAVA_LOG_DIR="+t.TempDir())
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("%s: %v\n%s", tc.name, err, errb.String())
-		}
-		if err := os.WriteFile(goldenPath(tc.name), out.Bytes(), 0o644); err != nil {
+		out := runJavaMqadmin(t, append(append([]string{}, tc.args...), "-n", sampleNS))
+		if err := os.WriteFile(goldenPath(tc.name), out, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%s: %d bytes", tc.name, out.Len())
+		t.Logf("%s: %d bytes", tc.name, len(out))
 	}
 }

@@ -53,53 +53,48 @@ func newGetBrokerLiteInfo(a *app) *cobra.Command {
 	boolOpt(c.Flags(), &detail, "d", "showDetail", "Show topic and group detail info")
 	c.MarkFlagsOneRequired("brokerAddr", "cluster")
 	c.MarkFlagsMutuallyExclusive("brokerAddr", "cluster")
-	c.RunE = a.run(func(cmd *cobra.Command) error {
-		return a.withClient(func(cl *admin.Client) error {
-			ctx := cmd.Context()
-			addrs := []string{strings.TrimSpace(broker)}
-			if broker == "" {
-				ci, err := cl.GetBrokerClusterInfo(ctx)
-				if err != nil {
-					return err
-				}
-				if addrs, err = admin.MasterAddrs(ci, strings.TrimSpace(cluster)); err != nil {
-					return err
-				}
-				sort.Strings(addrs)
+	c.RunE = a.runWithClient(func(cmd *cobra.Command, cl *admin.Client) error {
+		ctx := cmd.Context()
+		addrs := []string{strings.TrimSpace(broker)}
+		if broker == "" {
+			var err error
+			if addrs, err = cl.ClusterMasters(ctx, strings.TrimSpace(cluster)); err != nil {
+				return err
 			}
-			w := a.env.Stdout
-			if a.json() {
-				out := map[string]*protocol.GetBrokerLiteInfoResponseBody{}
-				for _, addr := range addrs {
-					if b, err := cl.GetBrokerLiteInfo(ctx, addr); err == nil {
-						out[addr] = b
-					} else {
-						a.warn("%s: %v", addr, err)
-					}
-				}
-				return writeJSON(w, out)
-			}
-			fmt.Fprintf(w, brokerLiteFormat, "#Broker", "#Store Type", "#Max LMQ", "#Current LMQ", "#SubscriptionCount",
-				"#OrderInfoCount", "#CQTableSize", "#OffsetTableSize", "#eventMapSize")
+			sort.Strings(addrs)
+		}
+		w := a.env.Stdout
+		if a.json() {
+			out := map[string]*protocol.GetBrokerLiteInfoResponseBody{}
 			for _, addr := range addrs {
-				b, err := cl.GetBrokerLiteInfo(ctx, addr)
-				if err != nil {
-					if broker != "" {
-						return err
-					}
-					fmt.Fprintf(w, "[%s] error.\n", addr)
-					continue
-				}
-				fmt.Fprintf(w, brokerLiteFormat, addr, b.StoreType, strconv.Itoa(b.MaxLmqNum), strconv.Itoa(b.CurrentLmqNum),
-					strconv.Itoa(b.LiteSubscriptionCount), strconv.Itoa(b.OrderInfoCount), strconv.Itoa(b.CqTableSize),
-					strconv.Itoa(b.OffsetTableSize), strconv.Itoa(b.EventMapSize))
-				if detail {
-					fmt.Fprintf(w, "Topic Meta: %s\n", jsonText(b.TopicMeta))
-					fmt.Fprintf(w, "Group Meta: %s\n\n", jsonText(b.GroupMeta))
+				if b, err := cl.GetBrokerLiteInfo(ctx, addr); err == nil {
+					out[addr] = b
+				} else {
+					a.warn("%s: %v", addr, err)
 				}
 			}
-			return nil
-		})
+			return writeJSON(w, out)
+		}
+		fmt.Fprintf(w, brokerLiteFormat, "#Broker", "#Store Type", "#Max LMQ", "#Current LMQ", "#SubscriptionCount",
+			"#OrderInfoCount", "#CQTableSize", "#OffsetTableSize", "#eventMapSize")
+		for _, addr := range addrs {
+			b, err := cl.GetBrokerLiteInfo(ctx, addr)
+			if err != nil {
+				if broker != "" {
+					return err
+				}
+				fmt.Fprintf(w, "[%s] error.\n", addr)
+				continue
+			}
+			fmt.Fprintf(w, brokerLiteFormat, addr, b.StoreType, strconv.Itoa(b.MaxLmqNum), strconv.Itoa(b.CurrentLmqNum),
+				strconv.Itoa(b.LiteSubscriptionCount), strconv.Itoa(b.OrderInfoCount), strconv.Itoa(b.CqTableSize),
+				strconv.Itoa(b.OffsetTableSize), strconv.Itoa(b.EventMapSize))
+			if detail {
+				fmt.Fprintf(w, "Topic Meta: %s\n", jsonText(b.TopicMeta))
+				fmt.Fprintf(w, "Group Meta: %s\n\n", jsonText(b.GroupMeta))
+			}
+		}
+		return nil
 	})
 	return c
 }
@@ -146,6 +141,13 @@ func newGetParentTopicInfo(a *app) *cobra.Command {
 // json it prints {brokerName: body}.
 func (a *app) eachRouteBroker(cmd *cobra.Command, topic string, header func(io.Writer),
 	row func(io.Writer, *admin.Client, admin.RouteBroker) (any, error)) error {
+	return a.eachRouteBrokerNamed(cmd, topic, "", header, row)
+}
+
+// eachRouteBrokerNamed is eachRouteBroker for only the broker named
+// brokerName ("": every broker).
+func (a *app) eachRouteBrokerNamed(cmd *cobra.Command, topic, brokerName string, header func(io.Writer),
+	row func(io.Writer, *admin.Client, admin.RouteBroker) (any, error)) error {
 	return a.withClient(func(cl *admin.Client) error {
 		brokers, err := cl.RouteBrokers(cmd.Context(), topic)
 		if err != nil {
@@ -155,7 +157,7 @@ func (a *app) eachRouteBroker(cmd *cobra.Command, topic string, header func(io.W
 		header(w)
 		out := map[string]any{}
 		for _, rb := range brokers {
-			if rb.Addr == "" {
+			if rb.Addr == "" || brokerName != "" && rb.Name != brokerName {
 				continue
 			}
 			body, err := row(w, cl, rb)
@@ -375,40 +377,38 @@ func newTriggerLiteDispatch(a *app) *cobra.Command {
 	stringOpt(c.Flags(), &clientID, "c", "clientId", "clientId (optional)")
 	stringOpt(c.Flags(), &brokerName, "b", "brokerName", "brokerName (optional)")
 	markRequired(c, "parentTopic", "group")
-	c.RunE = a.run(func(cmd *cobra.Command) error {
+	c.RunE = a.runWithClient(func(cmd *cobra.Command, cl *admin.Client) error {
 		parent, group = strings.TrimSpace(parent), strings.TrimSpace(group)
 		clientID, brokerName = strings.TrimSpace(clientID), strings.TrimSpace(brokerName)
-		return a.withClient(func(cl *admin.Client) error {
-			brokers, err := cl.RouteBrokers(cmd.Context(), parent)
-			if err != nil {
-				return err
+		brokers, err := cl.RouteBrokers(cmd.Context(), parent)
+		if err != nil {
+			return err
+		}
+		w := a.env.Stdout
+		fmt.Fprintf(w, "Group And Topic Info: [%s] [%s]\n\n", group, parent)
+		failed, matched := 0, 0
+		for _, rb := range brokers {
+			if rb.Addr == "" || brokerName != "" && rb.Name != brokerName {
+				continue
 			}
-			w := a.env.Stdout
-			fmt.Fprintf(w, "Group And Topic Info: [%s] [%s]\n\n", group, parent)
-			failed, matched := 0, 0
-			for _, rb := range brokers {
-				if rb.Addr == "" || brokerName != "" && rb.Name != brokerName {
-					continue
-				}
-				matched++
-				state := "dispatched"
-				if err := cl.TriggerLiteDispatch(cmd.Context(), rb.Addr, group, clientID); err != nil {
-					state = "error"
-					failed++
-					a.warn("%s: %v", rb.Name, err)
-				}
-				fmt.Fprintf(w, "%-30s %-12s\n", rb.Name, state)
+			matched++
+			state := "dispatched"
+			if err := cl.TriggerLiteDispatch(cmd.Context(), rb.Addr, group, clientID); err != nil {
+				state = "error"
+				failed++
+				a.warn("%s: %v", rb.Name, err)
 			}
-			if brokerName != "" && matched == 0 {
-				return fmt.Errorf("broker %s is not in the route of topic %s", brokerName, parent)
-			}
-			// The table shows every broker; a failed one fails the command,
-			// as for the other commands that act on several brokers.
-			if failed > 0 {
-				return &partialError{n: failed}
-			}
-			return nil
-		})
+			fmt.Fprintf(w, "%-30s %-12s\n", rb.Name, state)
+		}
+		if brokerName != "" && matched == 0 {
+			return fmt.Errorf("broker %s is not in the route of topic %s", brokerName, parent)
+		}
+		// The table shows every broker; a failed one fails the command,
+		// as for the other commands that act on several brokers.
+		if failed > 0 {
+			return &partialError{n: failed}
+		}
+		return nil
 	})
 	return c
 }
@@ -435,50 +435,28 @@ func newListLiteTopics(a *app) *cobra.Command {
 			}
 			limitN = n
 		}
-		return a.withClient(func(cl *admin.Client) error {
-			brokers, err := cl.RouteBrokers(cmd.Context(), parent)
-			if err != nil {
-				return err
-			}
-			w := a.env.Stdout
-			all := map[string][]protocol.LiteTopicEntry{}
+		return a.eachRouteBrokerNamed(cmd, parent, brokerName, func(w io.Writer) {
 			if !a.json() {
 				fmt.Fprintf(w, liteListFormat, "#Broker Name", "#Lite Topic", "#MinOffset", "#MaxOffset", "#LastUpdate", "#Group(ConsumerOffset/Lag)")
 			}
-			for _, rb := range brokers {
-				if rb.Addr == "" || brokerName != "" && rb.Name != brokerName {
-					continue
-				}
-				entries, err := a.listBrokerLiteTopics(cmd, cl, rb.Addr, parent, group, limitN)
-				if err != nil {
-					if a.json() {
-						a.warn("%s: %v", rb.Name, err)
-					} else {
-						fmt.Fprintf(w, "[%s] error.\n", rb.Name)
-					}
-					continue
-				}
-				all[rb.Name] = entries
-				if a.json() {
-					continue
-				}
-				for _, e := range entries {
-					last := "-"
-					if e.LastUpdateTimestamp > 0 {
-						last = humanTime2(e.LastUpdateTimestamp, a.env.Location)
-					}
-					var lags []string
-					for _, g := range e.Groups {
-						lags = append(lags, fmt.Sprintf("%s(%d/%d)", g.Group, g.ConsumerOffset, g.Lag))
-					}
-					fmt.Fprintf(w, liteListFormat, frontStringAtLeast(rb.Name, 40), e.LiteTopic, strconv.FormatInt(e.MinOffset, 10),
-						strconv.FormatInt(e.MaxOffset, 10), last, strings.Join(lags, " "))
-				}
+		}, func(w io.Writer, cl *admin.Client, rb admin.RouteBroker) (any, error) {
+			entries, err := a.listBrokerLiteTopics(cmd, cl, rb.Addr, parent, group, limitN)
+			if err != nil || a.json() {
+				return entries, err
 			}
-			if a.json() {
-				return writeJSON(w, all)
+			for _, e := range entries {
+				last := "-"
+				if e.LastUpdateTimestamp > 0 {
+					last = humanTime2(e.LastUpdateTimestamp, a.env.Location)
+				}
+				var lags []string
+				for _, g := range e.Groups {
+					lags = append(lags, fmt.Sprintf("%s(%d/%d)", g.Group, g.ConsumerOffset, g.Lag))
+				}
+				fmt.Fprintf(w, liteListFormat, frontStringAtLeast(rb.Name, 40), e.LiteTopic, strconv.FormatInt(e.MinOffset, 10),
+					strconv.FormatInt(e.MaxOffset, 10), last, strings.Join(lags, " "))
 			}
-			return nil
+			return entries, nil
 		})
 	})
 	return c

@@ -49,48 +49,50 @@ func (a *app) commonConfig() (client.CommonConfig, error) {
 	}, nil
 }
 
-// withPullConsumer runs f with a started pull consumer of group, shut down
-// afterwards.
-func (a *app) withPullConsumer(ctx context.Context, group string, f func(pc *client.PullConsumer) error) error {
+// startStopper is what withStarted needs of a pkg/client producer or
+// consumer.
+type startStopper interface {
+	Start() error
+	Shutdown(context.Context) error
+}
+
+// withStarted creates a client (kind names it in the error) from the
+// command's common configuration, starts it, runs f with it and shuts it
+// down afterwards, even when ctx is already done.
+func withStarted[C startStopper](ctx context.Context, a *app, kind string, create func(client.CommonConfig) (C, error), f func(C) error) error {
 	cc, err := a.commonConfig()
 	if err != nil {
 		return err
 	}
-	pc, err := client.NewPullConsumer(client.PullConsumerConfig{CommonConfig: cc, Group: group})
+	c, err := create(cc)
 	if err != nil {
-		return fmt.Errorf("create pull consumer: %w", err)
+		return fmt.Errorf("create %s: %w", kind, err)
 	}
-	if err := pc.Start(); err != nil {
+	if err := c.Start(); err != nil {
 		return err
 	}
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), clientShutdownTimeout)
 		defer cancel()
-		_ = pc.Shutdown(sctx)
+		_ = c.Shutdown(sctx)
 	}()
-	return f(pc)
+	return f(c)
+}
+
+// withPullConsumer runs f with a started pull consumer of group, shut down
+// afterwards.
+func (a *app) withPullConsumer(ctx context.Context, group string, f func(pc *client.PullConsumer) error) error {
+	return withStarted(ctx, a, "pull consumer", func(cc client.CommonConfig) (*client.PullConsumer, error) {
+		return client.NewPullConsumer(client.PullConsumerConfig{CommonConfig: cc, Group: group})
+	}, f)
 }
 
 // withProducer runs f with a started producer of group, shut down
 // afterwards.
 func (a *app) withProducer(ctx context.Context, group string, f func(p *client.Producer) error) error {
-	cc, err := a.commonConfig()
-	if err != nil {
-		return err
-	}
-	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: cc, Group: group})
-	if err != nil {
-		return fmt.Errorf("create producer: %w", err)
-	}
-	if err := p.Start(); err != nil {
-		return err
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), clientShutdownTimeout)
-		defer cancel()
-		_ = p.Shutdown(sctx)
-	}()
-	return f(p)
+	return withStarted(ctx, a, "producer", func(cc client.CommonConfig) (*client.Producer, error) {
+		return client.NewProducer(client.ProducerConfig{CommonConfig: cc, Group: group})
+	}, f)
 }
 
 // splitIDs is StringUtils.split(s, ",") without blank entries, trimmed.
@@ -447,21 +449,12 @@ func (a *app) queryMsgByKey(ctx context.Context, cmd *cobra.Command, o queryMsgB
 		Topic: strings.TrimSpace(o.topic), Key: strings.TrimSpace(o.key),
 		MaxNum: 64, Begin: 0, End: math.MaxInt64, IndexType: admin.IndexKeyType,
 	}
-	var err error
-	if changed("beginTimestamp") {
-		if req.Begin, err = javaLong("b", o.begin); err != nil {
-			return err
-		}
-	}
-	if changed("endTimestamp") {
-		if req.End, err = javaLong("e", o.end); err != nil {
-			return err
-		}
-	}
-	if changed("maxNum") {
-		if req.MaxNum, err = javaInt("m", o.maxNum); err != nil {
-			return err
-		}
+	if err := parseChanged(changed,
+		parsedOpt("beginTimestamp", "b", o.begin, javaLong, &req.Begin),
+		parsedOpt("endTimestamp", "e", o.end, javaLong, &req.End),
+		parsedOpt("maxNum", "m", o.maxNum, javaInt, &req.MaxNum),
+	); err != nil {
+		return err
 	}
 	if changed("cluster") {
 		req.Cluster = strings.TrimSpace(o.cluster)

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/rmqgo/rmq/pkg/admin/admintest"
 	"github.com/rmqgo/rmq/pkg/message"
@@ -138,26 +137,12 @@ func servedMsgFixture(t testing.TB, fixed bool) *msgFixture {
 	}
 	var got []string
 	for _, listen := range addrs {
-		cfg := remoting.DefaultServerConfig()
-		cfg.ListenAddr = listen
-		srv, err := remoting.NewServer(cfg, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var self atomic.Value
-		srv.RegisterDefault(func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-			return cur.Load().Handler(self.Load().(string))(ctx, ch, req)
-		}, nil)
-		if err := srv.Start(); err != nil {
-			t.Fatal(err)
-		}
-		self.Store(srv.Addr())
-		got = append(got, srv.Addr())
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			_ = srv.Shutdown(ctx)
-		})
+		got = append(got, serveFake(t, listen, func(self string) remoting.Handler {
+			// The fixture is made after the servers, which it names.
+			return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+				return cur.Load().Handler(self)(ctx, ch, req)
+			}
+		}))
 	}
 	f := newMsgFixture(t, got[0], got[1], got[2])
 	cur.Store(f.fc)

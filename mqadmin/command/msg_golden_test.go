@@ -5,7 +5,6 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -160,13 +159,7 @@ func TestMsgGolden(t *testing.T) {
 			if r.code != 0 {
 				t.Errorf("exit %d; stderr:\n%s", r.code, r.stderr)
 			}
-			got, w := r.stdout, string(want)
-			if tc.unordered {
-				got, w = sortLines(got), sortLines(w)
-			}
-			if got != w {
-				t.Errorf("stdout differs from the Java tool's\n--- got\n%s\n--- want\n%s", got, w)
-			}
+			checkGolden(t, "", r.stdout, string(want), tc.unordered)
 		})
 	}
 }
@@ -177,25 +170,11 @@ func TestCaptureJavaMsgGolden(t *testing.T) {
 	if !captureJava() {
 		t.Skip("set RMQ_JAVA_GOLDEN=1 to regenerate the golden files with the Java mqadmin")
 	}
-	script, err := filepath.Abs("../../scripts/mqadmin-java.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range msgGoldenCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			f := servedMsgFixture(t, tc.mode == modeQuery)
-			args := append(tc.args(f), "-n", f.ns)
-			cmd := exec.Command(script, args...)
-			cmd.Env = append(os.Environ(), "RMQ_JAVA_LOG_DIR="+t.TempDir(), "RMQ_JAVA_OPTS=-Duser.timezone=UTC")
-			var out, errb bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &errb
-			if err := cmd.Run(); err != nil {
-				t.Fatalf("%v\n%s", err, errb.String())
-			}
-			if errb.Len() > 0 {
-				t.Logf("java stderr:\n%s", errb.String())
-			}
-			if err := os.WriteFile(msgGoldenPath(tc.name), []byte(normalizeMsgOutput(out.String(), "")), 0o644); err != nil {
+			out := runJavaMqadmin(t, append(tc.args(f), "-n", f.ns), "RMQ_JAVA_OPTS=-Duser.timezone=UTC")
+			if err := os.WriteFile(msgGoldenPath(tc.name), []byte(normalizeMsgOutput(string(out), "")), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(100 * time.Millisecond) // let the fixed ports go before the next case

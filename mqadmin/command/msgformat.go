@@ -265,11 +265,7 @@ func javaTimestamp(flag, s string, loc *time.Location) (int64, error) {
 
 // javaLong is Long.parseLong of a trimmed option value.
 func javaLong(flag, s string) (int64, error) {
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	if err != nil {
-		return 0, usagef("invalid value %q for -%s: not an integer", s, flag)
-	}
-	return n, nil
+	return parseOptInt(flag, s, 64, "not an integer")
 }
 
 // mqHashCode is MessageQueue.hashCode.

@@ -42,21 +42,12 @@ func newQueryMsgTraceByID(a *app) *cobra.Command {
 		if changed("traceTopic") {
 			req.Topic = strings.TrimSpace(o.traceTopic)
 		}
-		var err error
-		if changed("beginTimestamp") {
-			if req.Begin, err = javaLongOpt("b", o.begin); err != nil {
-				return err
-			}
-		}
-		if changed("endTimestamp") {
-			if req.End, err = javaLongOpt("e", o.end); err != nil {
-				return err
-			}
-		}
-		if changed("maxNum") {
-			if req.MaxNum, err = javaInt("c", o.maxNum); err != nil {
-				return err
-			}
+		if err := parseChanged(changed,
+			parsedOpt("beginTimestamp", "b", o.begin, javaLongOpt, &req.Begin),
+			parsedOpt("endTimestamp", "e", o.end, javaLongOpt, &req.End),
+			parsedOpt("maxNum", "c", o.maxNum, javaInt, &req.MaxNum),
+		); err != nil {
+			return err
 		}
 		return a.withClient(func(c *admin.Client) error {
 			res, err := c.QueryMessage(cmd.Context(), req)

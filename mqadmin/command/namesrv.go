@@ -13,37 +13,35 @@ import (
 
 func newGetNamesrvConfig(a *app) *cobra.Command {
 	c := newCmd("getNamesrvConfig", "Get configs of name server.")
-	c.RunE = a.run(func(cmd *cobra.Command) error {
-		return a.withClient(func(c *admin.Client) error {
-			cfgs, err := c.GetNamesrvConfig(cmd.Context())
-			if err != nil {
-				return err
+	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
+		cfgs, err := c.GetNamesrvConfig(cmd.Context())
+		if err != nil {
+			return err
+		}
+		if a.json() {
+			type entry struct {
+				Addr   string            `json:"addr"`
+				Config map[string]string `json:"config"`
 			}
-			if a.json() {
-				type entry struct {
-					Addr   string            `json:"addr"`
-					Config map[string]string `json:"config"`
-				}
-				out := []entry{}
-				for _, nc := range cfgs {
-					out = append(out, entry{nc.Addr, nc.Config.Map()})
-				}
-				return writeJSON(a.env.Stdout, struct {
-					NameServers []entry `json:"nameServers"`
-				}{out})
-			}
-			byAddr := map[string]admin.Properties{}
-			addrs := make([]string, 0, len(cfgs))
+			out := []entry{}
 			for _, nc := range cfgs {
-				byAddr[nc.Addr] = nc.Config
-				addrs = append(addrs, nc.Addr)
+				out = append(out, entry{nc.Addr, nc.Config.Map()})
 			}
-			for _, addr := range javaHashOrder(addrs, hashMapCap4, false) {
-				fmt.Fprintf(a.env.Stdout, "============%s============\n", addr)
-				printProps(a.env.Stdout, byAddr[addr])
-			}
-			return nil
-		})
+			return writeJSON(a.env.Stdout, struct {
+				NameServers []entry `json:"nameServers"`
+			}{out})
+		}
+		byAddr := map[string]admin.Properties{}
+		addrs := make([]string, 0, len(cfgs))
+		for _, nc := range cfgs {
+			byAddr[nc.Addr] = nc.Config
+			addrs = append(addrs, nc.Addr)
+		}
+		for _, addr := range javaHashOrder(addrs, hashMapCap4, false) {
+			fmt.Fprintf(a.env.Stdout, "============%s============\n", addr)
+			printProps(a.env.Stdout, byAddr[addr])
+		}
+		return nil
 	})
 	return c
 }
@@ -54,28 +52,26 @@ func newUpdateNamesrvConfig(a *app) *cobra.Command {
 	stringOpt(c.Flags(), &key, "k", "key", "config key")
 	stringOpt(c.Flags(), &value, "v", "value", "config value")
 	markRequired(c, "key", "value")
-	c.RunE = a.run(func(cmd *cobra.Command) error {
+	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
 		key, value := strings.TrimSpace(key), strings.TrimSpace(value)
-		return a.withClient(func(c *admin.Client) error {
-			if err := c.UpdateNamesrvConfig(cmd.Context(), map[string]string{key: value}); err != nil {
-				return err
-			}
-			if a.json() {
-				return writeJSON(a.env.Stdout, struct {
-					NameServers []string `json:"nameServers"`
-					Key         string   `json:"key"`
-					Value       string   `json:"value"`
-				}{c.NameServers(), key, value})
-			}
-			// Java prints the -n list (List.toString), or nothing when the
-			// address came from elsewhere.
-			servers := ""
-			if a.namesrvAddr != "" {
-				servers = "[" + strings.Join(strings.Split(strings.TrimSpace(a.namesrvAddr), ";"), ", ") + "]"
-			}
-			fmt.Fprintf(a.env.Stdout, "update name server config success!%s\n%s : %s\n", servers, key, value)
-			return nil
-		})
+		if err := c.UpdateNamesrvConfig(cmd.Context(), map[string]string{key: value}); err != nil {
+			return err
+		}
+		if a.json() {
+			return writeJSON(a.env.Stdout, struct {
+				NameServers []string `json:"nameServers"`
+				Key         string   `json:"key"`
+				Value       string   `json:"value"`
+			}{c.NameServers(), key, value})
+		}
+		// Java prints the -n list (List.toString), or nothing when the
+		// address came from elsewhere.
+		servers := ""
+		if a.namesrvAddr != "" {
+			servers = "[" + strings.Join(strings.Split(strings.TrimSpace(a.namesrvAddr), ";"), ", ") + "]"
+		}
+		fmt.Fprintf(a.env.Stdout, "update name server config success!%s\n%s : %s\n", servers, key, value)
+		return nil
 	})
 	return c
 }
@@ -89,18 +85,16 @@ func newUpdateKvConfig(a *app) *cobra.Command {
 	stringOpt(c.Flags(), &key, "k", "key", "set the key name")
 	stringOpt(c.Flags(), &value, "v", "value", "set the key value")
 	markRequired(c, "namespace", "key", "value")
-	c.RunE = a.run(func(cmd *cobra.Command) error {
+	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
 		ns, key, value := strings.TrimSpace(ns), strings.TrimSpace(key), strings.TrimSpace(value)
-		return a.withClient(func(c *admin.Client) error {
-			if err := c.PutKVConfig(cmd.Context(), ns, key, value); err != nil {
-				return err
-			}
-			if a.json() {
-				return writeJSON(a.env.Stdout, kvJSON{ns, key, value, c.NameServers()})
-			}
-			fmt.Fprintf(a.env.Stdout, "create or update kv config to namespace success.\n")
-			return nil
-		})
+		if err := c.PutKVConfig(cmd.Context(), ns, key, value); err != nil {
+			return err
+		}
+		if a.json() {
+			return writeJSON(a.env.Stdout, kvJSON{ns, key, value, c.NameServers()})
+		}
+		fmt.Fprintf(a.env.Stdout, "create or update kv config to namespace success.\n")
+		return nil
 	})
 	return c
 }
@@ -118,18 +112,16 @@ func newDeleteKvConfig(a *app) *cobra.Command {
 	stringOpt(c.Flags(), &ns, "s", "namespace", "set the namespace")
 	stringOpt(c.Flags(), &key, "k", "key", "set the key name")
 	markRequired(c, "namespace", "key")
-	c.RunE = a.run(func(cmd *cobra.Command) error {
+	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
 		ns, key := strings.TrimSpace(ns), strings.TrimSpace(key)
-		return a.withClient(func(c *admin.Client) error {
-			if err := c.DeleteKVConfig(cmd.Context(), ns, key); err != nil {
-				return err
-			}
-			if a.json() {
-				return writeJSON(a.env.Stdout, kvJSON{Namespace: ns, Key: key, NameServers: c.NameServers()})
-			}
-			fmt.Fprintf(a.env.Stdout, "delete kv config from namespace success.\n")
-			return nil
-		})
+		if err := c.DeleteKVConfig(cmd.Context(), ns, key); err != nil {
+			return err
+		}
+		if a.json() {
+			return writeJSON(a.env.Stdout, kvJSON{Namespace: ns, Key: key, NameServers: c.NameServers()})
+		}
+		fmt.Fprintf(a.env.Stdout, "delete kv config from namespace success.\n")
+		return nil
 	})
 	return c
 }
@@ -149,53 +141,51 @@ func newPermCommand(a *app, name, short, verb string) *cobra.Command {
 	c := newCmd(name, short)
 	stringOpt(c.Flags(), &broker, "b", "brokerName", "broker name")
 	markRequired(c, "brokerName")
-	c.RunE = a.run(func(cmd *cobra.Command) error {
+	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
 		broker := strings.TrimSpace(broker)
-		return a.withClient(func(c *admin.Client) error {
-			var res []admin.PermResult
-			var err error
-			if verb == "wipe" {
-				res, err = c.WipeWritePerm(cmd.Context(), broker)
-			} else {
-				res, err = c.AddWritePerm(cmd.Context(), broker)
+		var res []admin.PermResult
+		var err error
+		if verb == "wipe" {
+			res, err = c.WipeWritePerm(cmd.Context(), broker)
+		} else {
+			res, err = c.AddWritePerm(cmd.Context(), broker)
+		}
+		if len(res) == 0 && err != nil {
+			return err
+		}
+		type entry struct {
+			NameServer string `json:"nameServer"`
+			TopicCount int    `json:"topicCount"`
+			Error      string `json:"error,omitempty"`
+		}
+		out := []entry{}
+		failed := 0
+		for _, r := range res {
+			e := entry{NameServer: r.NameServer, TopicCount: r.Count}
+			if r.Err != nil {
+				failed++
+				e.Error = r.Err.Error()
+				a.warn("%s: %v", name, r.Err)
+				if !a.json() {
+					fmt.Fprintf(a.env.Stdout, "%s write perm of broker[%s] in name server[%s] Failed\n", verb, broker, r.NameServer)
+				}
+			} else if !a.json() {
+				fmt.Fprintf(a.env.Stdout, "%s write perm of broker[%s] in name server[%s] OK, %d\n", verb, broker, r.NameServer, r.Count)
 			}
-			if len(res) == 0 && err != nil {
+			out = append(out, e)
+		}
+		if a.json() {
+			if err := writeJSON(a.env.Stdout, struct {
+				BrokerName  string  `json:"brokerName"`
+				NameServers []entry `json:"nameServers"`
+			}{broker, out}); err != nil {
 				return err
 			}
-			type entry struct {
-				NameServer string `json:"nameServer"`
-				TopicCount int    `json:"topicCount"`
-				Error      string `json:"error,omitempty"`
-			}
-			out := []entry{}
-			failed := 0
-			for _, r := range res {
-				e := entry{NameServer: r.NameServer, TopicCount: r.Count}
-				if r.Err != nil {
-					failed++
-					e.Error = r.Err.Error()
-					a.warn("%s: %v", name, r.Err)
-					if !a.json() {
-						fmt.Fprintf(a.env.Stdout, "%s write perm of broker[%s] in name server[%s] Failed\n", verb, broker, r.NameServer)
-					}
-				} else if !a.json() {
-					fmt.Fprintf(a.env.Stdout, "%s write perm of broker[%s] in name server[%s] OK, %d\n", verb, broker, r.NameServer, r.Count)
-				}
-				out = append(out, e)
-			}
-			if a.json() {
-				if err := writeJSON(a.env.Stdout, struct {
-					BrokerName  string  `json:"brokerName"`
-					NameServers []entry `json:"nameServers"`
-				}{broker, out}); err != nil {
-					return err
-				}
-			}
-			if failed > 0 {
-				return &partialError{n: failed}
-			}
-			return nil
-		})
+		}
+		if failed > 0 {
+			return &partialError{n: failed}
+		}
+		return nil
 	})
 	return c
 }

@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -59,18 +58,6 @@ type Env struct {
 	// IsTerminal reports whether a writer is a terminal (progress bars are
 	// drawn only there); nil checks for a character device.
 	IsTerminal func(io.Writer) bool
-}
-
-// OSEnv is the environment of the real program.
-func OSEnv() Env {
-	return Env{
-		Stdout:   os.Stdout,
-		Stderr:   os.Stderr,
-		Getenv:   os.Getenv,
-		Log:      slog.New(slog.DiscardHandler),
-		Now:      time.Now,
-		Location: time.Local,
-	}
 }
 
 func (e *Env) fill() {
@@ -315,4 +302,12 @@ func Main(ctx context.Context, args []string, env Env) int {
 	}
 	fmt.Fprintf(env.Stderr, "%s: %v\n", name, err)
 	return ExitError
+}
+
+// runWithClient is run for a body that works with the admin client, which
+// is closed afterwards.
+func (a *app) runWithClient(f func(cmd *cobra.Command, c *admin.Client) error) func(*cobra.Command, []string) error {
+	return a.run(func(cmd *cobra.Command) error {
+		return a.withClient(func(c *admin.Client) error { return f(cmd, c) })
+	})
 }

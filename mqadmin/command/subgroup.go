@@ -1,8 +1,8 @@
 package command
 
 import (
+	"context"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -42,12 +42,30 @@ func newUpdateSubGroup(a *app) *cobra.Command {
 	return c
 }
 
+// javaLongOpt is javaLong with the updateSubGroup and queryMsgTraceById
+// wording of a bad value.
 func javaLongOpt(flag, s string) (int64, error) {
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	return parseOptInt(flag, s, 64, "not a number")
+}
+
+// clusterMastersJava is the master addresses of cluster in the order of the
+// Java tool's HashSet of them.
+func clusterMastersJava(ctx context.Context, c *admin.Client, cluster string) ([]string, error) {
+	masters, err := c.ClusterMasters(ctx, cluster)
 	if err != nil {
-		return 0, usagef("invalid value %q for -%s: not a number", s, flag)
+		return nil, err
 	}
-	return n, nil
+	return javaHashOrder(masters, hashMapDefault, false), nil
+}
+
+// parseRetryPolicy is ParseGroupRetryPolicy of a -p value, its error a
+// usage error.
+func parseRetryPolicy(_, s string) (admin.GroupRetryPolicy, error) {
+	p, err := admin.ParseGroupRetryPolicy(strings.TrimSpace(s))
+	if err != nil {
+		return p, usagef("%v", err)
+	}
+	return p, nil
 }
 
 // subGroupConfigString is SubscriptionGroupConfig.toString (Guava's
@@ -82,31 +100,15 @@ func (a *app) updateSubGroup(cmd *cobra.Command, o updateSubGroupOpts) error {
 			*b.dst = javaBool(b.val)
 		}
 	}
-	var err error
-	if changed("retryQueueNums") {
-		if g.RetryQueueNums, err = javaInt("q", o.retryQueues); err != nil {
-			return err
-		}
-	}
-	if changed("retryMaxTimes") {
-		if g.RetryMaxTimes, err = javaInt("r", o.retryMax); err != nil {
-			return err
-		}
-	}
-	if changed("groupRetryPolicy") {
-		if g.GroupRetryPolicy, err = admin.ParseGroupRetryPolicy(strings.TrimSpace(o.policy)); err != nil {
-			return usagef("%v", err)
-		}
-	}
-	if changed("brokerId") {
-		if g.BrokerID, err = javaLongOpt("i", o.brokerID); err != nil {
-			return err
-		}
-	}
-	if changed("whichBrokerWhenConsumeSlowly") {
-		if g.WhichBrokerWhenConsumeSlowly, err = javaLongOpt("w", o.slowBroker); err != nil {
-			return err
-		}
+	err := parseChanged(changed,
+		parsedOpt("retryQueueNums", "q", o.retryQueues, javaInt, &g.RetryQueueNums),
+		parsedOpt("retryMaxTimes", "r", o.retryMax, javaInt, &g.RetryMaxTimes),
+		parsedOpt("groupRetryPolicy", "p", o.policy, parseRetryPolicy, &g.GroupRetryPolicy),
+		parsedOpt("brokerId", "i", o.brokerID, javaLongOpt, &g.BrokerID),
+		parsedOpt("whichBrokerWhenConsumeSlowly", "w", o.slowBroker, javaLongOpt, &g.WhichBrokerWhenConsumeSlowly),
+	)
+	if err != nil {
+		return err
 	}
 	var attrOrder []string
 	if changed("attributes") {
@@ -129,15 +131,11 @@ func (a *app) updateSubGroup(cmd *cobra.Command, o updateSubGroupOpts) error {
 				fmt.Fprintf(w, "create subscription group to %s success.\n", addr)
 			}
 		} else {
-			ci, err := c.GetBrokerClusterInfo(ctx)
+			masters, err := clusterMastersJava(ctx, c, strings.TrimSpace(o.cluster))
 			if err != nil {
 				return err
 			}
-			masters, err := admin.MasterAddrs(ci, strings.TrimSpace(o.cluster))
-			if err != nil {
-				return err
-			}
-			for _, addr := range javaHashOrder(masters, hashMapDefault, false) { // Java's HashSet
+			for _, addr := range masters {
 				if err := c.CreateSubscriptionGroup(ctx, addr, g); err != nil {
 					failed++ // Java prints it and goes on
 					a.warn("updateSubGroup: %v", err)
@@ -203,15 +201,10 @@ func newDeleteSubGroup(a *app) *cobra.Command {
 				return nil
 			}
 			cluster := strings.TrimSpace(cluster)
-			ci, err := c.GetBrokerClusterInfo(ctx)
+			masters, err := clusterMastersJava(ctx, c, cluster)
 			if err != nil {
 				return err
 			}
-			masters, err := admin.MasterAddrs(ci, cluster)
-			if err != nil {
-				return err
-			}
-			masters = javaHashOrder(masters, hashMapDefault, false) // Java's HashSet
 			for _, addr := range masters {
 				if err := c.DeleteSubscriptionGroup(ctx, addr, group, clean); err != nil {
 					return err

@@ -20,11 +20,18 @@ func javaBool(s string) bool { return strings.EqualFold(strings.TrimSpace(s), "t
 
 // javaInt is Integer.parseInt of a trimmed option value.
 func javaInt(flag, s string) (int, error) {
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+	n, err := parseOptInt(flag, s, 32, "not an integer")
+	return int(n), err
+}
+
+// parseOptInt parses a trimmed option value as a bits-wide integer; a bad
+// one is a usage error that says the value is "what".
+func parseOptInt(flag, s string, bits int, what string) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, bits)
 	if err != nil {
-		return 0, usagef("invalid value %q for -%s: not an integer", s, flag)
+		return 0, usagef("invalid value %q for -%s: %s", s, flag, what)
 	}
-	return int(n), nil
+	return n, nil
 }
 
 // parseAttributes is AttributeParser.parseToMap: "+k=v" adds, "-k" deletes.
@@ -117,20 +124,12 @@ func (a *app) updateTopic(ctx context.Context, cmd *cobra.Command, o updateTopic
 	}
 	tc.Attributes = attrs
 	changed := cmd.Flags().Changed
-	if changed("readQueueNums") {
-		if tc.ReadQueueNums, err = javaInt("r", o.read); err != nil {
-			return err
-		}
-	}
-	if changed("writeQueueNums") {
-		if tc.WriteQueueNums, err = javaInt("w", o.write); err != nil {
-			return err
-		}
-	}
-	if changed("perm") {
-		if tc.Perm, err = javaInt("p", o.perm); err != nil {
-			return err
-		}
+	if err := parseChanged(changed,
+		parsedOpt("readQueueNums", "r", o.read, javaInt, &tc.ReadQueueNums),
+		parsedOpt("writeQueueNums", "w", o.write, javaInt, &tc.WriteQueueNums),
+		parsedOpt("perm", "p", o.perm, javaInt, &tc.Perm),
+	); err != nil {
+		return err
 	}
 	if tc.Perm < 0 || tc.Perm >= protocol.PermPriority {
 		return usagef("topicPermission value: %d is invalid.", tc.Perm)
@@ -232,31 +231,29 @@ func newDeleteTopic(a *app) *cobra.Command {
 	stringOpt(c.Flags(), &topic, "t", "topic", "topic name")
 	stringOpt(c.Flags(), &cluster, "c", "clusterName", "delete topic from which cluster")
 	markRequired(c, "topic", "clusterName")
-	c.RunE = a.run(func(cmd *cobra.Command) error {
+	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
 		topic, cluster := strings.TrimSpace(topic), strings.TrimSpace(cluster)
-		return a.withClient(func(c *admin.Client) error {
-			ctx := cmd.Context()
-			masters, err := c.DeleteTopicInCluster(ctx, cluster, topic)
-			if err != nil {
-				return err
-			}
-			if !a.json() {
-				fmt.Fprintf(a.env.Stdout, "delete topic [%s] from cluster [%s] success.\n", topic, cluster)
-			}
-			if err := c.DeleteTopicInNameServers(ctx, cluster, topic); err != nil {
-				return err
-			}
-			if a.json() {
-				return writeJSON(a.env.Stdout, struct {
-					Topic       string   `json:"topic"`
-					Cluster     string   `json:"cluster"`
-					Brokers     []string `json:"brokers"`
-					NameServers []string `json:"nameServers"`
-				}{topic, cluster, append([]string{}, masters...), c.NameServers()})
-			}
-			fmt.Fprintf(a.env.Stdout, "delete topic [%s] from NameServer success.\n", topic)
-			return nil
-		})
+		ctx := cmd.Context()
+		masters, err := c.DeleteTopicInCluster(ctx, cluster, topic)
+		if err != nil {
+			return err
+		}
+		if !a.json() {
+			fmt.Fprintf(a.env.Stdout, "delete topic [%s] from cluster [%s] success.\n", topic, cluster)
+		}
+		if err := c.DeleteTopicInNameServers(ctx, cluster, topic); err != nil {
+			return err
+		}
+		if a.json() {
+			return writeJSON(a.env.Stdout, struct {
+				Topic       string   `json:"topic"`
+				Cluster     string   `json:"cluster"`
+				Brokers     []string `json:"brokers"`
+				NameServers []string `json:"nameServers"`
+			}{topic, cluster, append([]string{}, masters...), c.NameServers()})
+		}
+		fmt.Fprintf(a.env.Stdout, "delete topic [%s] from NameServer success.\n", topic)
+		return nil
 	})
 	return c
 }
@@ -270,22 +267,20 @@ func newTopicRoute(a *app) *cobra.Command {
 	stringOpt(c.Flags(), &topic, "t", "topic", "topic name")
 	boolOpt(c.Flags(), &list, "l", "list", "Use list format to print data")
 	markRequired(c, "topic")
-	c.RunE = a.run(func(cmd *cobra.Command) error {
-		return a.withClient(func(c *admin.Client) error {
-			route, err := c.GetTopicRoute(cmd.Context(), strings.TrimSpace(topic))
-			if err != nil {
-				return err
-			}
-			switch {
-			case a.json():
-				return writeJSON(a.env.Stdout, route)
-			case list:
-				printRouteList(a.env.Stdout, route)
-			default:
-				fmt.Fprintf(a.env.Stdout, "%s\n", prettyRoute(route))
-			}
-			return nil
-		})
+	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
+		route, err := c.GetTopicRoute(cmd.Context(), strings.TrimSpace(topic))
+		if err != nil {
+			return err
+		}
+		switch {
+		case a.json():
+			return writeJSON(a.env.Stdout, route)
+		case list:
+			printRouteList(a.env.Stdout, route)
+		default:
+			fmt.Fprintf(a.env.Stdout, "%s\n", prettyRoute(route))
+		}
+		return nil
 	})
 	return c
 }
@@ -320,25 +315,23 @@ func newTopicStatus(a *app) *cobra.Command {
 	stringOpt(c.Flags(), &topic, "t", "topic", "topic name")
 	stringOpt(c.Flags(), &cluster, "c", "cluster", "cluster name or lmq parent topic, lmq is used to find the route.")
 	markRequired(c, "topic")
-	c.RunE = a.run(func(cmd *cobra.Command) error {
+	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
 		topic := strings.TrimSpace(topic)
-		return a.withClient(func(c *admin.Client) error {
-			var st *protocol.TopicStatsTable
-			var err error
-			if cmd.Flags().Changed("cluster") {
-				st, err = c.ExamineTopicStatsOfRoute(cmd.Context(), strings.TrimSpace(cluster), topic)
-			} else {
-				st, err = c.ExamineTopicStats(cmd.Context(), topic)
-			}
-			if err != nil {
-				return err
-			}
-			if a.json() {
-				return writeJSON(a.env.Stdout, topicStatusJSON(st))
-			}
-			printTopicStatus(a.env.Stdout, st, a.env.Location)
-			return nil
-		})
+		var st *protocol.TopicStatsTable
+		var err error
+		if cmd.Flags().Changed("cluster") {
+			st, err = c.ExamineTopicStatsOfRoute(cmd.Context(), strings.TrimSpace(cluster), topic)
+		} else {
+			st, err = c.ExamineTopicStats(cmd.Context(), topic)
+		}
+		if err != nil {
+			return err
+		}
+		if a.json() {
+			return writeJSON(a.env.Stdout, topicStatusJSON(st))
+		}
+		printTopicStatus(a.env.Stdout, st, a.env.Location)
+		return nil
 	})
 	return c
 }
@@ -383,25 +376,23 @@ func newTopicList(a *app) *cobra.Command {
 	var clusterModel bool
 	c := newCmd("topicList", "Fetch all topic list from name server.")
 	boolOpt(c.Flags(), &clusterModel, "c", "clusterModel", "clusterModel")
-	c.RunE = a.run(func(cmd *cobra.Command) error {
-		return a.withClient(func(c *admin.Client) error {
-			if clusterModel {
-				return a.topicListClusters(cmd.Context(), c)
-			}
-			tl, err := c.GetAllTopicList(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if a.json() {
-				return writeJSON(a.env.Stdout, struct {
-					Topics []string `json:"topics"`
-				}{append([]string{}, tl.TopicList...)})
-			}
-			for _, t := range javaHashOrder(tl.TopicList, hashMapDefault, false) {
-				fmt.Fprintf(a.env.Stdout, "%s\n", t)
-			}
-			return nil
-		})
+	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
+		if clusterModel {
+			return a.topicListClusters(cmd.Context(), c)
+		}
+		tl, err := c.GetAllTopicList(cmd.Context())
+		if err != nil {
+			return err
+		}
+		if a.json() {
+			return writeJSON(a.env.Stdout, struct {
+				Topics []string `json:"topics"`
+			}{append([]string{}, tl.TopicList...)})
+		}
+		for _, t := range javaHashOrder(tl.TopicList, hashMapDefault, false) {
+			fmt.Fprintf(a.env.Stdout, "%s\n", t)
+		}
+		return nil
 	})
 	return c
 }

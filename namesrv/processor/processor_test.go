@@ -11,10 +11,10 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/config"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -25,24 +25,12 @@ import (
 	"github.com/rmqgo/rmq/namesrv/routeinfo"
 )
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 type fixture struct {
 	p       *Processor
 	routes  *routeinfo.Manager
 	kv      *kvconfig.Store
 	cfg     *nsconfig.Store
-	clk     *clock
+	clk     *testutil.FakeClock
 	updated []*nsconfig.Config
 }
 
@@ -58,7 +46,7 @@ func newFixture(t testing.TB, mutate func(*nsconfig.Config)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{kv: kv, cfg: nsconfig.NewStore(c), clk: &clock{now: time.UnixMilli(1_700_000_000_000)}}
+	f := &fixture{kv: kv, cfg: nsconfig.NewStore(c), clk: testutil.NewFakeClock(time.UnixMilli(1_700_000_000_000))}
 	f.routes = routeinfo.New(routeinfo.Options{Clock: f.clk.Now})
 	f.p = New(Options{Config: f.cfg, Routes: f.routes, KV: kv, Clock: f.clk.Now,
 		OnConfigUpdate: func(n *nsconfig.Config) { f.updated = append(f.updated, n) }})

@@ -9,25 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
-
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 type fakeConn struct {
 	id     uint64
@@ -37,9 +21,9 @@ type fakeConn struct {
 func (c *fakeConn) ID() uint64   { return c.id }
 func (c *fakeConn) Close() error { c.closed.Store(true); return nil }
 
-func newTestManager(t *testing.T) (*Manager, *fakeClock) {
+func newTestManager(t *testing.T) (*Manager, *testutil.FakeClock) {
 	t.Helper()
-	clk := &fakeClock{now: time.UnixMilli(1_700_000_000_000)}
+	clk := testutil.NewFakeClock(time.UnixMilli(1_700_000_000_000))
 	return New(Options{Clock: clk.Now}), clk
 }
 
@@ -281,7 +265,7 @@ func TestSlaveDoesNotWriteTopics(t *testing.T) {
 }
 
 func TestActingMasterRoute(t *testing.T) {
-	clk := &fakeClock{now: time.UnixMilli(1)}
+	clk := testutil.NewFakeClock(time.UnixMilli(1))
 	m := New(Options{Clock: clk.Now, Policy: Policy{SupportActingMaster: true}})
 	r := reg("C", "a", "a:0", 0, 1, topics("T"))
 	r.EnableActingMaster = boolp(true)
@@ -379,7 +363,7 @@ func TestRegisterTopic(t *testing.T) {
 }
 
 func TestDeleteTopicWithBrokerRegistration(t *testing.T) {
-	clk := &fakeClock{now: time.UnixMilli(1)}
+	clk := testutil.NewFakeClock(time.UnixMilli(1))
 	m := New(Options{Clock: clk.Now, Policy: Policy{DeleteTopicWithBrokerRegistration: true}})
 	mustRegister(t, m, reg("C", "a", "a:0", 0, 1, topics("T", "U")))
 	mustRegister(t, m, reg("C", "b", "b:0", 0, 1, topics("U")))

@@ -6,10 +6,10 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/config"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -87,17 +87,6 @@ func regBody(topics ...string) []byte {
 	return protocol.MustMarshal(w)
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestRegisterRouteUnregisterOverTCP(t *testing.T) {
 	s := startServer(t, testConfig(t, t.TempDir()))
 	broker, client := newClient(t), newClient(t)
@@ -125,7 +114,7 @@ func TestRegisterRouteUnregisterOverTCP(t *testing.T) {
 		t.Fatalf("route after re-register: %d", r.Code)
 	}
 	broker.CloseConn(s.Addr())
-	waitFor(t, "route removal after connection close", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "route removal after connection close", func() bool {
 		return invoke(t, client, s.Addr(), code.GetRouteInfoByTopic, map[string]string{"topic": "TopicTest"}, nil).Code == code.TopicNotExist
 	})
 	// Unknown codes are answered, not dropped.
@@ -134,20 +123,8 @@ func TestRegisterRouteUnregisterOverTCP(t *testing.T) {
 	}
 }
 
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 func TestExpiryScanClosesSilentBroker(t *testing.T) {
-	clk := &fakeClock{now: time.Now()}
+	clk := testutil.NewFakeClock(time.Now())
 	cfg := testConfig(t, t.TempDir())
 	cfg.ScanNotActiveBrokerInterval = 20 * time.Millisecond
 	s := startServer(t, cfg, WithClock(clk.Now))
@@ -162,9 +139,9 @@ func TestExpiryScanClosesSilentBroker(t *testing.T) {
 		t.Fatal("expired before 120 s")
 	}
 	clk.Advance(2 * time.Second)
-	waitFor(t, "expiry", func() bool { _, ok := s.Routes().RouteJSON("T"); return !ok })
+	testutil.WaitFor(t, 5*time.Second, "expiry", func() bool { _, ok := s.Routes().RouteJSON("T"); return !ok })
 	// The server closed the broker's connection; the client notices.
-	waitFor(t, "connection close", func() bool { return len(s.remote.Channels()) == 0 })
+	testutil.WaitFor(t, 5*time.Second, "connection close", func() bool { return len(s.remote.Channels()) == 0 })
 }
 
 func TestKVAndConfigPersistAcrossRestart(t *testing.T) {

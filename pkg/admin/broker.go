@@ -10,12 +10,8 @@ import (
 // GetBrokerRuntimeInfo reads a broker's runtime statistics (28), the
 // KVTable behind clusterList and brokerStatus.
 func (c *Client) GetBrokerRuntimeInfo(ctx context.Context, brokerAddr string) (map[string]string, error) {
-	resp, err := c.invokeOK(ctx, brokerAddr, code.GetBrokerRuntimeInfo, nil, nil)
-	if err != nil {
-		return nil, err
-	}
 	var kv protocol.KVTable
-	if err := decodeBody(resp, brokerAddr, code.GetBrokerRuntimeInfo, &kv); err != nil {
+	if err := c.invokeDecode(ctx, brokerAddr, code.GetBrokerRuntimeInfo, nil, &kv); err != nil {
 		return nil, err
 	}
 	if kv.Table == nil {

@@ -137,17 +137,17 @@ func (c *Client) Timeout() time.Duration { return c.cfg.Timeout }
 // code; only transport failures are errors.
 func (c *Client) invoke(ctx context.Context, addr string, reqCode int32, ext map[string]string, body []byte) (*remoting.Command, error) {
 	if addr == "" {
-		return nil, fmt.Errorf("%s: empty address", RequestName(reqCode))
+		return nil, fmt.Errorf("%s: empty address", code.RequestName(reqCode))
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	start := time.Now()
 	resp, err := c.inv.Invoke(ctx, addr, remoting.NewRequest(reqCode, ext, body))
 	if err != nil {
-		c.log.Debug("admin: request failed", "request", RequestName(reqCode), "addr", addr, "err", err)
-		return nil, fmt.Errorf("%s to %s: %w", RequestName(reqCode), addr, err)
+		c.log.Debug("admin: request failed", "request", code.RequestName(reqCode), "addr", addr, "err", err)
+		return nil, fmt.Errorf("%s to %s: %w", code.RequestName(reqCode), addr, err)
 	}
-	c.log.Debug("admin: request done", "request", RequestName(reqCode), "addr", addr,
+	c.log.Debug("admin: request done", "request", code.RequestName(reqCode), "addr", addr,
 		"code", resp.Code, "elapsed", time.Since(start))
 	return resp, nil
 }
@@ -170,7 +170,7 @@ func (c *Client) invokeOK(ctx context.Context, addr string, reqCode int32, ext m
 func (c *Client) invokeNamesrv(ctx context.Context, reqCode int32, ext map[string]string, body []byte) (*remoting.Command, string, error) {
 	ns := c.cfg.NameServers
 	if len(ns) == 0 {
-		return nil, "", fmt.Errorf("%s: %w", RequestName(reqCode), ErrNoNameServer)
+		return nil, "", fmt.Errorf("%s: %w", code.RequestName(reqCode), ErrNoNameServer)
 	}
 	first := int(c.preferred.Load())
 	var errs []error
@@ -208,7 +208,7 @@ func (c *Client) invokeNamesrvOK(ctx context.Context, reqCode int32, ext map[str
 // and returns one result per server in configuration order.
 func (c *Client) eachNamesrv(ctx context.Context, reqCode int32, ext map[string]string, body []byte) ([]NamesrvResult, error) {
 	if len(c.cfg.NameServers) == 0 {
-		return nil, fmt.Errorf("%s: %w", RequestName(reqCode), ErrNoNameServer)
+		return nil, fmt.Errorf("%s: %w", code.RequestName(reqCode), ErrNoNameServer)
 	}
 	out := make([]NamesrvResult, 0, len(c.cfg.NameServers))
 	var errs []error
@@ -229,13 +229,54 @@ type NamesrvResult struct {
 	Err      error
 }
 
+// invokeDecode sends a request to addr and decodes the body of its
+// successful response into v (nil: the body is not read).
+func (c *Client) invokeDecode(ctx context.Context, addr string, reqCode int32, ext map[string]string, v any) error {
+	resp, err := c.invokeOK(ctx, addr, reqCode, ext, nil)
+	if err != nil {
+		return err
+	}
+	if v == nil {
+		return nil
+	}
+	return decodeBody(resp, addr, reqCode, v)
+}
+
+// invokeNamesrvDecode is invokeDecode to the nameservers (invokeNamesrvOK).
+func (c *Client) invokeNamesrvDecode(ctx context.Context, reqCode int32, ext map[string]string, v any) error {
+	resp, addr, err := c.invokeNamesrvOK(ctx, reqCode, ext, nil)
+	if err != nil {
+		return err
+	}
+	return decodeBody(resp, addr, reqCode, v)
+}
+
+// decodeFrom sends a request to addr and returns the body of its
+// successful response decoded as a T.
+func decodeFrom[T any](ctx context.Context, c *Client, addr string, reqCode int32, ext map[string]string) (*T, error) {
+	var v T
+	if err := c.invokeDecode(ctx, addr, reqCode, ext, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// decodeFromNamesrv is decodeFrom to the nameservers.
+func decodeFromNamesrv[T any](ctx context.Context, c *Client, reqCode int32, ext map[string]string) (*T, error) {
+	var v T
+	if err := c.invokeNamesrvDecode(ctx, reqCode, ext, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
 // decodeBody decodes a response body in the fastjson dialect.
 func decodeBody(resp *remoting.Command, addr string, reqCode int32, v any) error {
 	if len(resp.Body) == 0 {
-		return fmt.Errorf("%s to %s: response has no body", RequestName(reqCode), addr)
+		return fmt.Errorf("%s to %s: response has no body", code.RequestName(reqCode), addr)
 	}
 	if err := protocol.UnmarshalMQKeyed(resp.Body, v); err != nil {
-		return fmt.Errorf("%s to %s: decode body: %w", RequestName(reqCode), addr, err)
+		return fmt.Errorf("%s to %s: decode body: %w", code.RequestName(reqCode), addr, err)
 	}
 	return nil
 }

@@ -150,12 +150,8 @@ func (c *Client) GetConsumeStats(ctx context.Context, brokerAddr, group, topic s
 	if topic != "" {
 		ext["topic"] = topic
 	}
-	resp, err := c.invokeOK(ctx, brokerAddr, code.GetConsumeStats, ext, nil)
-	if err != nil {
-		return nil, err
-	}
 	var st ConsumeStats
-	if err := decodeBody(resp, brokerAddr, code.GetConsumeStats, &st); err != nil {
+	if err := c.invokeDecode(ctx, brokerAddr, code.GetConsumeStats, ext, &st); err != nil {
 		return nil, err
 	}
 	if st.OffsetTable == nil {
@@ -275,12 +271,8 @@ func convertStaticConsumeStats(topic string, configs map[string]*protocol.TopicC
 
 // GetConsumerConnection reads a group's connections from one broker (203).
 func (c *Client) GetConsumerConnection(ctx context.Context, brokerAddr, group string) (*ConsumerConnection, error) {
-	resp, err := c.invokeOK(ctx, brokerAddr, code.GetConsumerConnectionList, map[string]string{"consumerGroup": group}, nil)
-	if err != nil {
-		return nil, err
-	}
 	var cc ConsumerConnection
-	if err := decodeBody(resp, brokerAddr, code.GetConsumerConnectionList, &cc); err != nil {
+	if err := c.invokeDecode(ctx, brokerAddr, code.GetConsumerConnectionList, map[string]string{"consumerGroup": group}, &cc); err != nil {
 		return nil, err
 	}
 	if cc.SubscriptionTable == nil {
@@ -327,12 +319,8 @@ func (c *Client) ExamineProducerConnection(ctx context.Context, group, topic str
 	if len(addrs) == 0 {
 		return nil, &ClientError{Code: -1, Remark: noProducerConnection}
 	}
-	resp, err := c.invokeOK(ctx, addrs[0], code.GetProducerConnectionList, map[string]string{"producerGroup": group}, nil)
-	if err != nil {
-		return nil, err
-	}
 	var pc ProducerConnection
-	if err := decodeBody(resp, addrs[0], code.GetProducerConnectionList, &pc); err != nil {
+	if err := c.invokeDecode(ctx, addrs[0], code.GetProducerConnectionList, map[string]string{"producerGroup": group}, &pc); err != nil {
 		return nil, err
 	}
 	if len(pc.ConnectionSet) == 0 {
@@ -451,18 +439,20 @@ func (c *Client) GetConsumerRunningInfo(ctx context.Context, group, clientID str
 	}
 	addrs := routeAddrs(route)
 	if len(addrs) == 0 {
-		return nil, fmt.Errorf("%s: topic %s has no broker", RequestName(code.GetConsumerRunningInfo), protocol.RetryTopic(group))
+		return nil, fmt.Errorf("%s: topic %s has no broker", code.RequestName(code.GetConsumerRunningInfo), protocol.RetryTopic(group))
 	}
 	ext := map[string]string{"consumerGroup": group, "clientId": clientID, "jstackEnable": strconv.FormatBool(jstack)}
-	resp, err := c.invokeOK(ctx, addrs[0], code.GetConsumerRunningInfo, ext, nil)
-	if err != nil {
-		return nil, err
+	return decodeFrom[ConsumerRunningInfo](ctx, c, addrs[0], code.GetConsumerRunningInfo, ext)
+}
+
+// resetRoute is the route an offset reset of topic goes by: the cluster's
+// for an LMQ or the timer topic when cluster is given, else the topic's.
+func (c *Client) resetRoute(ctx context.Context, cluster, topic string) (*protocol.TopicRouteData, error) {
+	routeTopic := topic
+	if (isLmq(topic) || topic == protocol.SysTopicPrefix+"wheel_timer") && cluster != "" {
+		routeTopic = cluster
 	}
-	var info ConsumerRunningInfo
-	if err := decodeBody(resp, addrs[0], code.GetConsumerRunningInfo, &info); err != nil {
-		return nil, err
-	}
-	return &info, nil
+	return c.GetTopicRoute(ctx, routeTopic)
 }
 
 // ResetOffsetByTimestamp asks every broker of the topic's route (of
@@ -473,11 +463,7 @@ func (c *Client) GetConsumerRunningInfo(ctx context.Context, group, clientID str
 // stops it with that *ResponseError: callers fall back to
 // ResetOffsetByTimestampOld.
 func (c *Client) ResetOffsetByTimestamp(ctx context.Context, cluster, topic, group string, timestamp int64, force bool) ([]protocol.MQMap[int64], error) {
-	routeTopic := topic
-	if (isLmq(topic) || topic == protocol.SysTopicPrefix+"wheel_timer") && cluster != "" {
-		routeTopic = cluster
-	}
-	route, err := c.GetTopicRoute(ctx, routeTopic)
+	route, err := c.resetRoute(ctx, cluster, topic)
 	if err != nil {
 		return nil, err
 	}
@@ -553,7 +539,7 @@ func (c *Client) offsetReply(ctx context.Context, addr string, reqCode int32, ex
 	}
 	off, err := strconv.ParseInt(resp.Ext("offset"), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%s to %s: bad offset %q", RequestName(reqCode), addr, resp.Ext("offset"))
+		return 0, fmt.Errorf("%s to %s: bad offset %q", code.RequestName(reqCode), addr, resp.Ext("offset"))
 	}
 	return off, nil
 }
@@ -576,11 +562,7 @@ type RollbackStats struct {
 // timestamp (29; 30 for timestamp -1) committed (15) when force or when it
 // moves back.
 func (c *Client) ResetOffsetByTimestampOld(ctx context.Context, cluster, group, topic string, timestamp int64, force bool) ([]RollbackStats, error) {
-	routeTopic := topic
-	if (isLmq(topic) || topic == protocol.SysTopicPrefix+"wheel_timer") && cluster != "" {
-		routeTopic = cluster
-	}
-	route, err := c.GetTopicRoute(ctx, routeTopic)
+	route, err := c.resetRoute(ctx, cluster, topic)
 	if err != nil {
 		return nil, err
 	}
@@ -686,15 +668,7 @@ func (c *Client) GetConsumeStatus(ctx context.Context, topic, group, clientAddr 
 // QueryTopicsByConsumer lists the topics a group has offsets of on one
 // broker (343).
 func (c *Client) QueryTopicsByConsumer(ctx context.Context, brokerAddr, group string) (*protocol.TopicList, error) {
-	resp, err := c.invokeOK(ctx, brokerAddr, code.QueryTopicsByConsumer, map[string]string{"group": group}, nil)
-	if err != nil {
-		return nil, err
-	}
-	var tl protocol.TopicList
-	if err := decodeBody(resp, brokerAddr, code.QueryTopicsByConsumer, &tl); err != nil {
-		return nil, err
-	}
-	return &tl, nil
+	return decodeFrom[protocol.TopicList](ctx, c, brokerAddr, code.QueryTopicsByConsumer, map[string]string{"group": group})
 }
 
 // BrokerConsumeStats is the GET_BROKER_CONSUME_STATS body.
@@ -708,13 +682,5 @@ type BrokerConsumeStats struct {
 // FetchConsumeStatsInBroker reads every group's stats from one broker
 // (317).
 func (c *Client) FetchConsumeStatsInBroker(ctx context.Context, brokerAddr string, isOrder bool) (*BrokerConsumeStats, error) {
-	resp, err := c.invokeOK(ctx, brokerAddr, code.GetBrokerConsumeStats, map[string]string{"isOrder": strconv.FormatBool(isOrder)}, nil)
-	if err != nil {
-		return nil, err
-	}
-	var st BrokerConsumeStats
-	if err := decodeBody(resp, brokerAddr, code.GetBrokerConsumeStats, &st); err != nil {
-		return nil, err
-	}
-	return &st, nil
+	return decodeFrom[BrokerConsumeStats](ctx, c, brokerAddr, code.GetBrokerConsumeStats, map[string]string{"isOrder": strconv.FormatBool(isOrder)})
 }

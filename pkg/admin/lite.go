@@ -13,35 +13,15 @@ import (
 // Lite topics (docs/lite-topics.md §7): the broker's lite admin codes, as
 // DefaultMQAdminExt sends them, plus our paged listing.
 
-// liteCall sends a lite admin request and decodes its body into v.
-func (c *Client) liteCall(ctx context.Context, addr string, reqCode int32, ext map[string]string, v any) error {
-	resp, err := c.invokeOK(ctx, addr, reqCode, ext, nil)
-	if err != nil {
-		return err
-	}
-	if v == nil {
-		return nil
-	}
-	return decodeBody(resp, addr, reqCode, v)
-}
-
 // GetBrokerLiteInfo reads a broker's lite counters and metadata (200074).
 func (c *Client) GetBrokerLiteInfo(ctx context.Context, brokerAddr string) (*protocol.GetBrokerLiteInfoResponseBody, error) {
-	var b protocol.GetBrokerLiteInfoResponseBody
-	if err := c.liteCall(ctx, brokerAddr, code.GetBrokerLiteInfo, nil, &b); err != nil {
-		return nil, err
-	}
-	return &b, nil
+	return decodeFrom[protocol.GetBrokerLiteInfoResponseBody](ctx, c, brokerAddr, code.GetBrokerLiteInfo, nil)
 }
 
 // GetParentTopicInfo reads a parent topic's lite summary on one broker
 // (200075).
 func (c *Client) GetParentTopicInfo(ctx context.Context, brokerAddr, parent string) (*protocol.GetParentTopicInfoResponseBody, error) {
-	var b protocol.GetParentTopicInfoResponseBody
-	if err := c.liteCall(ctx, brokerAddr, code.GetParentTopicInfo, map[string]string{"topic": parent}, &b); err != nil {
-		return nil, err
-	}
-	return &b, nil
+	return decodeFrom[protocol.GetParentTopicInfoResponseBody](ctx, c, brokerAddr, code.GetParentTopicInfo, map[string]string{"topic": parent})
 }
 
 // GetLiteTopicInfo reads one lite topic's offsets and subscribers on one
@@ -49,7 +29,7 @@ func (c *Client) GetParentTopicInfo(ctx context.Context, brokerAddr, parent stri
 func (c *Client) GetLiteTopicInfo(ctx context.Context, brokerAddr, parent, lite string) (*protocol.GetLiteTopicInfoResponseBody, error) {
 	var b protocol.GetLiteTopicInfoResponseBody
 	ext := map[string]string{"parentTopic": parent, "liteTopic": lite}
-	if err := c.liteCall(ctx, brokerAddr, code.GetLiteTopicInfo, ext, &b); err != nil {
+	if err := c.invokeDecode(ctx, brokerAddr, code.GetLiteTopicInfo, ext, &b); err != nil {
 		return nil, err
 	}
 	if b.TopicOffset == nil {
@@ -61,30 +41,22 @@ func (c *Client) GetLiteTopicInfo(ctx context.Context, brokerAddr, parent, lite 
 // GetLiteClientInfo reads one client's lite subscription on one broker
 // (200077); maxCount ≤ 0 means the broker's default (1000).
 func (c *Client) GetLiteClientInfo(ctx context.Context, brokerAddr, parent, group, clientID string, maxCount int) (*protocol.GetLiteClientInfoResponseBody, error) {
-	var b protocol.GetLiteClientInfoResponseBody
 	ext := map[string]string{"parentTopic": parent, "group": group, "clientId": clientID}
 	if maxCount > 0 {
 		ext["maxCount"] = strconv.Itoa(maxCount)
 	}
-	if err := c.liteCall(ctx, brokerAddr, code.GetLiteClientInfo, ext, &b); err != nil {
-		return nil, err
-	}
-	return &b, nil
+	return decodeFrom[protocol.GetLiteClientInfoResponseBody](ctx, c, brokerAddr, code.GetLiteClientInfo, ext)
 }
 
 // GetLiteGroupInfo reads a lite group's lag on one broker (200078): for one
 // lite topic when lite is set, else the top-K lite topics by lag count and
 // by age.
 func (c *Client) GetLiteGroupInfo(ctx context.Context, brokerAddr, group, lite string, topK int) (*protocol.GetLiteGroupInfoResponseBody, error) {
-	var b protocol.GetLiteGroupInfoResponseBody
 	ext := map[string]string{"group": group, "topK": strconv.Itoa(topK)}
 	if lite != "" {
 		ext["liteTopic"] = lite
 	}
-	if err := c.liteCall(ctx, brokerAddr, code.GetLiteGroupInfo, ext, &b); err != nil {
-		return nil, err
-	}
-	return &b, nil
+	return decodeFrom[protocol.GetLiteGroupInfoResponseBody](ctx, c, brokerAddr, code.GetLiteGroupInfo, ext)
 }
 
 // TriggerLiteDispatch runs a full event dispatch on one broker for one
@@ -94,7 +66,7 @@ func (c *Client) TriggerLiteDispatch(ctx context.Context, brokerAddr, group, cli
 	if clientID != "" {
 		ext["clientId"] = clientID
 	}
-	return c.liteCall(ctx, brokerAddr, code.TriggerLiteDispatch, ext, nil)
+	return c.invokeDecode(ctx, brokerAddr, code.TriggerLiteDispatch, ext, nil)
 }
 
 // ListLiteTopics reads one page of a parent's lite topics on one broker
@@ -102,7 +74,6 @@ func (c *Client) TriggerLiteDispatch(ctx context.Context, brokerAddr, group, cli
 // broker's default), with each group's lag (all groups bound to the parent
 // unless group is set).
 func (c *Client) ListLiteTopics(ctx context.Context, brokerAddr, parent, group, cursor string, limit int) (*protocol.ListLiteTopicsResponseBody, error) {
-	var b protocol.ListLiteTopicsResponseBody
 	ext := map[string]string{"parentTopic": parent}
 	if group != "" {
 		ext["group"] = group
@@ -113,10 +84,7 @@ func (c *Client) ListLiteTopics(ctx context.Context, brokerAddr, parent, group, 
 	if limit > 0 {
 		ext["limit"] = strconv.Itoa(limit)
 	}
-	if err := c.liteCall(ctx, brokerAddr, code.ListLiteTopics, ext, &b); err != nil {
-		return nil, err
-	}
-	return &b, nil
+	return decodeFrom[protocol.ListLiteTopicsResponseBody](ctx, c, brokerAddr, code.ListLiteTopics, ext)
 }
 
 // RouteBroker is one broker of a topic's route: its name and the address

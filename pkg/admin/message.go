@@ -125,7 +125,7 @@ func (c *Client) ViewMessage(ctx context.Context, topic, offsetMsgID string) (*S
 		if err == nil {
 			err = errors.New("empty body")
 		}
-		return nil, fmt.Errorf("%s to %s: decode body: %w", RequestName(code.ViewMessageByID), addr, err)
+		return nil, fmt.Errorf("%s to %s: decode body: %w", code.RequestName(code.ViewMessageByID), addr, err)
 	}
 	return msgs[0], nil
 }
@@ -333,13 +333,5 @@ func nullStr(s string) string {
 // forwards it with the message). msgID is the offset message id.
 func (c *Client) ConsumeMessageDirectly(ctx context.Context, brokerAddr, group, clientID, topic, msgID string) (*ConsumeMessageDirectlyResult, error) {
 	ext := map[string]string{"consumerGroup": group, "clientId": clientID, "msgId": msgID, "topic": topic}
-	resp, err := c.invokeOK(ctx, brokerAddr, code.ConsumeMessageDirectly, ext, nil)
-	if err != nil {
-		return nil, err
-	}
-	var r ConsumeMessageDirectlyResult
-	if err := decodeBody(resp, brokerAddr, code.ConsumeMessageDirectly, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return decodeFrom[ConsumeMessageDirectlyResult](ctx, c, brokerAddr, code.ConsumeMessageDirectly, ext)
 }

@@ -117,11 +117,7 @@ func (c *Client) trackConsumerConnection(ctx context.Context, group string) (*tr
 	}
 	var cc trackConnection
 	if len(addrs) > 0 {
-		resp, err := c.invokeOK(ctx, addrs[0], code.GetConsumerConnectionList, map[string]string{"consumerGroup": group}, nil)
-		if err != nil {
-			return nil, err
-		}
-		if err := decodeBody(resp, addrs[0], code.GetConsumerConnectionList, &cc); err != nil {
+		if err := c.invokeDecode(ctx, addrs[0], code.GetConsumerConnectionList, map[string]string{"consumerGroup": group}, &cc); err != nil {
 			return nil, err
 		}
 	}
@@ -143,12 +139,8 @@ func (c *Client) trackConsumed(ctx context.Context, m *StoredMessage, group stri
 	}
 	table := protocol.MQMap[trackOffset]{}
 	for _, addr := range addrs {
-		resp, err := c.invokeOK(ctx, addr, code.GetConsumeStats, map[string]string{"consumerGroup": group}, nil)
-		if err != nil {
-			return false, err
-		}
 		var st trackConsumeStats
-		if err := decodeBody(resp, addr, code.GetConsumeStats, &st); err != nil {
+		if err := c.invokeDecode(ctx, addr, code.GetConsumeStats, map[string]string{"consumerGroup": group}, &st); err != nil {
 			return false, err
 		}
 		for k, v := range st.OffsetTable {

@@ -16,12 +16,8 @@ const NamespaceOrderTopicConfig = "ORDER_TOPIC_CONFIG"
 
 // GetBrokerClusterInfo asks a nameserver for the cluster table (106).
 func (c *Client) GetBrokerClusterInfo(ctx context.Context) (*protocol.ClusterInfo, error) {
-	resp, addr, err := c.invokeNamesrvOK(ctx, code.GetBrokerClusterInfo, nil, nil)
-	if err != nil {
-		return nil, err
-	}
 	var ci protocol.ClusterInfo
-	if err := decodeBody(resp, addr, code.GetBrokerClusterInfo, &ci); err != nil {
+	if err := c.invokeNamesrvDecode(ctx, code.GetBrokerClusterInfo, nil, &ci); err != nil {
 		return nil, err
 	}
 	if ci.BrokerAddrTable == nil {
@@ -36,12 +32,8 @@ func (c *Client) GetBrokerClusterInfo(ctx context.Context) (*protocol.ClusterInf
 // GetTopicRoute asks a nameserver for a topic's route (105). An unknown
 // topic is a *ResponseError with code TOPIC_NOT_EXIST.
 func (c *Client) GetTopicRoute(ctx context.Context, topic string) (*protocol.TopicRouteData, error) {
-	resp, addr, err := c.invokeNamesrvOK(ctx, code.GetRouteInfoByTopic, map[string]string{"topic": topic}, nil)
-	if err != nil {
-		return nil, err
-	}
 	var r protocol.TopicRouteData
-	if err := decodeBody(resp, addr, code.GetRouteInfoByTopic, &r); err != nil {
+	if err := c.invokeNamesrvDecode(ctx, code.GetRouteInfoByTopic, map[string]string{"topic": topic}, &r); err != nil {
 		return nil, err
 	}
 	if r.FilterServerTable == nil {
@@ -61,15 +53,7 @@ func (c *Client) GetTopicsByCluster(ctx context.Context, cluster string) (*proto
 }
 
 func (c *Client) topicList(ctx context.Context, reqCode int32, ext map[string]string) (*protocol.TopicList, error) {
-	resp, addr, err := c.invokeNamesrvOK(ctx, reqCode, ext, nil)
-	if err != nil {
-		return nil, err
-	}
-	var tl protocol.TopicList
-	if err := decodeBody(resp, addr, reqCode, &tl); err != nil {
-		return nil, err
-	}
-	return &tl, nil
+	return decodeFromNamesrv[protocol.TopicList](ctx, c, reqCode, ext)
 }
 
 // DeleteTopicInNameServer removes a topic's route from one nameserver
@@ -87,7 +71,7 @@ func (c *Client) DeleteTopicInNameServer(ctx context.Context, namesrvAddr, clust
 // configuration order. Any failure fails the call, as in Java.
 func (c *Client) GetNamesrvConfig(ctx context.Context) ([]NamesrvConfig, error) {
 	if len(c.cfg.NameServers) == 0 {
-		return nil, fmt.Errorf("%s: %w", RequestName(code.GetNamesrvConfig), ErrNoNameServer)
+		return nil, fmt.Errorf("%s: %w", code.RequestName(code.GetNamesrvConfig), ErrNoNameServer)
 	}
 	var out []NamesrvConfig
 	for _, addr := range c.cfg.NameServers {
@@ -140,12 +124,8 @@ func (c *Client) GetKVConfig(ctx context.Context, namespace, key string) (string
 
 // GetKVListByNamespace reads a whole KV namespace from a nameserver (219).
 func (c *Client) GetKVListByNamespace(ctx context.Context, namespace string) (map[string]string, error) {
-	resp, addr, err := c.invokeNamesrvOK(ctx, code.GetKVListByNamespace, map[string]string{"namespace": namespace}, nil)
-	if err != nil {
-		return nil, err
-	}
 	var kv protocol.KVTable
-	if err := decodeBody(resp, addr, code.GetKVListByNamespace, &kv); err != nil {
+	if err := c.invokeNamesrvDecode(ctx, code.GetKVListByNamespace, map[string]string{"namespace": namespace}, &kv); err != nil {
 		return nil, err
 	}
 	return kv.Table, nil
@@ -222,7 +202,7 @@ func (c *Client) AddWritePerm(ctx context.Context, brokerName string) ([]PermRes
 
 func (c *Client) permAll(ctx context.Context, brokerName string, f func(context.Context, string, string) (int, error), reqCode int32) ([]PermResult, error) {
 	if len(c.cfg.NameServers) == 0 {
-		return nil, fmt.Errorf("%s: %w", RequestName(reqCode), ErrNoNameServer)
+		return nil, fmt.Errorf("%s: %w", code.RequestName(reqCode), ErrNoNameServer)
 	}
 	var out []PermResult
 	var errs []error
@@ -243,11 +223,21 @@ func (c *Client) perm(ctx context.Context, addr string, reqCode int32, countKey,
 	}
 	s := resp.Ext(countKey)
 	if s == "" {
-		return 0, fmt.Errorf("%s to %s: response misses %s", RequestName(reqCode), addr, countKey)
+		return 0, fmt.Errorf("%s to %s: response misses %s", code.RequestName(reqCode), addr, countKey)
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil {
-		return 0, fmt.Errorf("%s to %s: bad %s %q", RequestName(reqCode), addr, countKey, s)
+		return 0, fmt.Errorf("%s to %s: bad %s %q", code.RequestName(reqCode), addr, countKey, s)
 	}
 	return n, nil
+}
+
+// ClusterMasters reads the cluster info (106) and returns the master
+// address of every broker name of cluster, as MasterAddrs.
+func (c *Client) ClusterMasters(ctx context.Context, cluster string) ([]string, error) {
+	ci, err := c.GetBrokerClusterInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return MasterAddrs(ci, cluster)
 }

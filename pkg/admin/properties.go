@@ -2,7 +2,8 @@ package admin
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -175,11 +176,7 @@ func unescapeProperty(s string) string {
 // the escapes java.util.Properties.load undoes (the Java tool sends values
 // raw, which mangles backslashes; escaping keeps them).
 func FormatProperties(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	var b strings.Builder
 	for _, k := range keys {
 		b.WriteString(escapeProperty(k, true))

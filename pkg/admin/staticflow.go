@@ -171,7 +171,18 @@ func (c *Client) staticTopic(ctx context.Context, req StaticTopicRequest, remap 
 	if err := c.saveStatic(req, p, statictopic.SuffixAfter); err != nil {
 		return res, err
 	}
+	return c.applyPlanned(ctx, req, ci, state, p, res)
+}
+
+// applyPlanned completes plan p (the brokers of the same clusters),
+// reports it and, unless this is a dry run, applies it.
+func (c *Client) applyPlanned(ctx context.Context, req StaticTopicRequest, ci *protocol.ClusterInfo, state statictopic.Configs, p *statictopic.Plan, res *StaticTopicResult) (*StaticTopicResult, error) {
 	p.Complete(BrokersInSameClusters(ci, p.BrokerConfigMap.Brokers()))
+	return c.reportAndApply(ctx, req, ci, state, p, res)
+}
+
+// reportAndApply reports plan p and, unless this is a dry run, applies it.
+func (c *Client) reportAndApply(ctx context.Context, req StaticTopicRequest, ci *protocol.ClusterInfo, state statictopic.Configs, p *statictopic.Plan, res *StaticTopicResult) (*StaticTopicResult, error) {
 	res.Plan = p
 	req.OnPlan(p, state)
 	if req.DryRun {
@@ -235,16 +246,7 @@ func (c *Client) completeOnly(ctx context.Context, req StaticTopicRequest, ci *p
 	if err := c.saveStatic(req, p, statictopic.SuffixAfter); err != nil {
 		return res, err
 	}
-	res.Plan = p
-	req.OnPlan(p, state)
-	if req.DryRun {
-		return res, nil
-	}
-	if err := c.ApplyStaticTopicPlan(ctx, p, ci, req.OnStep); err != nil {
-		return res, interrupted(err)
-	}
-	res.Applied = true
-	return res, nil
+	return c.reportAndApply(ctx, req, ci, state, p, res)
 }
 
 // applyStaticFile applies a plan read from a file (-mf).
@@ -320,17 +322,7 @@ func (c *Client) applyStaticFile(ctx context.Context, req StaticTopicRequest, re
 			}
 		}
 	}
-	p.Complete(BrokersInSameClusters(ci, p.BrokerConfigMap.Brokers()))
-	res.Plan = p
-	req.OnPlan(p, state)
-	if req.DryRun {
-		return res, nil
-	}
-	if err := c.ApplyStaticTopicPlan(ctx, p, ci, req.OnStep); err != nil {
-		return res, interrupted(err)
-	}
-	res.Applied = true
-	return res, nil
+	return c.applyPlanned(ctx, req, ci, state, p, res)
 }
 
 // sameLeaders compares the leader and item list of every logic queue.

@@ -22,23 +22,12 @@ import (
 // mapping detail as the body.
 func (c *Client) CreateStaticTopic(ctx context.Context, brokerAddr string, tc *protocol.TopicConfigAndQueueMapping, force bool) error {
 	if tc == nil || tc.MappingDetail == nil {
-		return fmt.Errorf("%s: topic config without mapping detail", RequestName(code.UpdateAndCreateStaticTopic))
+		return fmt.Errorf("%s: topic config without mapping detail", code.RequestName(code.UpdateAndCreateStaticTopic))
 	}
-	filter := tc.TopicFilterType
-	if filter == "" {
-		filter = protocol.SingleTag
-	}
-	ext := map[string]string{
-		"topic":           tc.TopicName,
-		"defaultTopic":    statictopic.DefaultTopic,
-		"readQueueNums":   strconv.Itoa(tc.ReadQueueNums),
-		"writeQueueNums":  strconv.Itoa(tc.WriteQueueNums),
-		"perm":            strconv.Itoa(tc.Perm),
-		"topicFilterType": filter,
-		"topicSysFlag":    strconv.Itoa(tc.TopicSysFlag),
-		"order":           strconv.FormatBool(tc.Order),
-		"force":           strconv.FormatBool(force),
-	}
+	ext := topicHeader(protocol.TopicConfig{
+		TopicName: tc.TopicName, ReadQueueNums: tc.ReadQueueNums, WriteQueueNums: tc.WriteQueueNums, Perm: tc.Perm,
+		TopicFilterType: tc.TopicFilterType, TopicSysFlag: tc.TopicSysFlag, Order: tc.Order,
+	}, statictopic.DefaultTopic, force)
 	d := *tc.MappingDetail
 	d.CurrIDMap = map[int]int{} // not meaningful in a detail; Java sends {}
 	if d.HostedQueues == nil {
@@ -46,7 +35,7 @@ func (c *Client) CreateStaticTopic(ctx context.Context, brokerAddr string, tc *p
 	}
 	body, err := protocol.Marshal(d)
 	if err != nil {
-		return fmt.Errorf("%s: encode mapping: %w", RequestName(code.UpdateAndCreateStaticTopic), err)
+		return fmt.Errorf("%s: encode mapping: %w", code.RequestName(code.UpdateAndCreateStaticTopic), err)
 	}
 	_, err = c.invokeOK(ctx, brokerAddr, code.UpdateAndCreateStaticTopic, ext, body)
 	return err

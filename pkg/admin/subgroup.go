@@ -180,12 +180,8 @@ func (c *Client) DeleteSubscriptionGroup(ctx context.Context, brokerAddr, group 
 // GetSubscriptionGroup reads one subscription group from a broker (352);
 // an unknown group is a *ResponseError with SUBSCRIPTION_GROUP_NOT_EXIST.
 func (c *Client) GetSubscriptionGroup(ctx context.Context, brokerAddr, group string) (*SubscriptionGroupConfig, error) {
-	resp, err := c.invokeOK(ctx, brokerAddr, code.GetSubscriptionGroupConfig, map[string]string{"group": group}, nil)
-	if err != nil {
-		return nil, err
-	}
 	cfg := NewSubscriptionGroupConfig("")
-	if err := decodeBody(resp, brokerAddr, code.GetSubscriptionGroupConfig, &cfg); err != nil {
+	if err := c.invokeDecode(ctx, brokerAddr, code.GetSubscriptionGroupConfig, map[string]string{"group": group}, &cfg); err != nil {
 		return nil, err
 	}
 	return &cfg, nil

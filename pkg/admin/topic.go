@@ -18,35 +18,37 @@ func (c *Client) CreateTopic(ctx context.Context, brokerAddr string, tc protocol
 	if !validPerm(tc.Perm) {
 		return fmt.Errorf("topicPermission value: %d is invalid.", tc.Perm) //nolint:staticcheck // Java's message
 	}
+	ext := topicHeader(tc, protocol.AutoCreateTopicKey, false)
+	ext["attributes"] = strings.TrimSpace(attributes)
+	_, err := c.invokeOK(ctx, brokerAddr, code.UpdateAndCreateTopic, ext, nil)
+	return err
+}
+
+// topicHeader is the header of a topic create (17, 513) for tc, created
+// from defaultTopic; an empty filter type is SINGLE_TAG.
+func topicHeader(tc protocol.TopicConfig, defaultTopic string, force bool) map[string]string {
 	filter := tc.TopicFilterType
 	if filter == "" {
 		filter = protocol.SingleTag
 	}
-	ext := map[string]string{
+	return map[string]string{
 		"topic":           tc.TopicName,
-		"defaultTopic":    protocol.AutoCreateTopicKey,
+		"defaultTopic":    defaultTopic,
 		"readQueueNums":   strconv.Itoa(tc.ReadQueueNums),
 		"writeQueueNums":  strconv.Itoa(tc.WriteQueueNums),
 		"perm":            strconv.Itoa(tc.Perm),
 		"topicFilterType": filter,
 		"topicSysFlag":    strconv.Itoa(tc.TopicSysFlag),
 		"order":           strconv.FormatBool(tc.Order),
-		"attributes":      strings.TrimSpace(attributes),
-		"force":           "false",
+		"force":           strconv.FormatBool(force),
 	}
-	_, err := c.invokeOK(ctx, brokerAddr, code.UpdateAndCreateTopic, ext, nil)
-	return err
 }
 
 // CreateTopicInCluster creates or updates a topic on every master of a
 // cluster (106, then 17 each) and returns the masters it was created on.
 // It stops at the first failure, as the Java tool.
 func (c *Client) CreateTopicInCluster(ctx context.Context, cluster string, tc protocol.TopicConfig, attributes string) ([]string, error) {
-	ci, err := c.GetBrokerClusterInfo(ctx)
-	if err != nil {
-		return nil, err
-	}
-	masters, err := MasterAddrs(ci, cluster)
+	masters, err := c.ClusterMasters(ctx, cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -81,11 +83,7 @@ func (c *Client) DeleteTopic(ctx context.Context, cluster, topic string) ([]stri
 // (106, then 215 each), stopping at the first failure, and returns the
 // masters.
 func (c *Client) DeleteTopicInCluster(ctx context.Context, cluster, topic string) ([]string, error) {
-	ci, err := c.GetBrokerClusterInfo(ctx)
-	if err != nil {
-		return nil, err
-	}
-	masters, err := MasterAddrs(ci, cluster)
+	masters, err := c.ClusterMasters(ctx, cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +99,7 @@ func (c *Client) DeleteTopicInCluster(ctx context.Context, cluster, topic string
 // nameserver; the error joins the failures.
 func (c *Client) DeleteTopicInNameServers(ctx context.Context, cluster, topic string) error {
 	if len(c.cfg.NameServers) == 0 {
-		return fmt.Errorf("%s: %w", RequestName(code.DeleteTopicInNamesrv), ErrNoNameServer)
+		return fmt.Errorf("%s: %w", code.RequestName(code.DeleteTopicInNamesrv), ErrNoNameServer)
 	}
 	var errs []error
 	for _, ns := range c.cfg.NameServers {
@@ -116,15 +114,7 @@ func (c *Client) DeleteTopicInNameServers(ctx context.Context, cluster, topic st
 // static topic also has its mapping detail. A missing topic is a
 // *ResponseError with code TOPIC_NOT_EXIST.
 func (c *Client) GetTopicConfig(ctx context.Context, brokerAddr, topic string) (*protocol.TopicConfigAndQueueMapping, error) {
-	resp, err := c.invokeOK(ctx, brokerAddr, code.GetTopicConfig, map[string]string{"topic": topic, "lo": "true"}, nil)
-	if err != nil {
-		return nil, err
-	}
-	var tc protocol.TopicConfigAndQueueMapping
-	if err := decodeBody(resp, brokerAddr, code.GetTopicConfig, &tc); err != nil {
-		return nil, err
-	}
-	return &tc, nil
+	return decodeFrom[protocol.TopicConfigAndQueueMapping](ctx, c, brokerAddr, code.GetTopicConfig, map[string]string{"topic": topic, "lo": "true"})
 }
 
 // maxTopicPage is the page size of GET_ALL_TOPIC_CONFIG, as the Java
@@ -166,11 +156,11 @@ func (c *Client) GetAllTopicConfig(ctx context.Context, brokerAddr string) (*pro
 		}
 		n, err := strconv.Atoi(total)
 		if err != nil {
-			return nil, fmt.Errorf("%s to %s: bad totalTopicNum %q", RequestName(code.GetAllTopicConfig), brokerAddr, total)
+			return nil, fmt.Errorf("%s to %s: bad totalTopicNum %q", code.RequestName(code.GetAllTopicConfig), brokerAddr, total)
 		}
 		if !dv.Equal(w.DataVersion) {
 			if restarts++; restarts > 3 {
-				return nil, fmt.Errorf("%s to %s: topic table keeps changing while paging", RequestName(code.GetAllTopicConfig), brokerAddr)
+				return nil, fmt.Errorf("%s to %s: topic table keeps changing while paging", code.RequestName(code.GetAllTopicConfig), brokerAddr)
 			}
 			v := w.DataVersion
 			dv, seq, table = &v, 0, map[string]protocol.TopicConfig{}
@@ -189,12 +179,8 @@ func (c *Client) GetAllTopicConfig(ctx context.Context, brokerAddr string) (*pro
 
 // GetTopicStats reads a topic's per-queue offsets from one broker (202).
 func (c *Client) GetTopicStats(ctx context.Context, brokerAddr, topic string) (*protocol.TopicStatsTable, error) {
-	resp, err := c.invokeOK(ctx, brokerAddr, code.GetTopicStatsInfo, map[string]string{"topic": topic}, nil)
-	if err != nil {
-		return nil, err
-	}
 	var st protocol.TopicStatsTable
-	if err := decodeBody(resp, brokerAddr, code.GetTopicStatsInfo, &st); err != nil {
+	if err := c.invokeDecode(ctx, brokerAddr, code.GetTopicStatsInfo, map[string]string{"topic": topic}, &st); err != nil {
 		return nil, err
 	}
 	if st.OffsetTable == nil {
@@ -214,19 +200,9 @@ func (c *Client) ExamineTopicStats(ctx context.Context, topic string) (*protocol
 	if err != nil {
 		return nil, err
 	}
-	out := &protocol.TopicStatsTable{OffsetTable: protocol.MQMap[protocol.TopicOffset]{}}
-	for _, bd := range route.BrokerDatas {
-		addr := SelectBrokerAddr(bd)
-		if addr == "" {
-			continue
-		}
-		st, err := c.GetTopicStats(ctx, addr, topic)
-		if err != nil {
-			return nil, err
-		}
-		for k, v := range st.OffsetTable {
-			out.OffsetTable[k] = v
-		}
+	out, err := c.topicStatsOfRoute(ctx, topic, route)
+	if err != nil {
+		return nil, err
 	}
 	configs, err := c.topicConfigsOfRoute(ctx, topic, route)
 	if err != nil {
@@ -247,6 +223,12 @@ func (c *Client) ExamineTopicStatsOfRoute(ctx context.Context, routeTopic, topic
 	if err != nil {
 		return nil, err
 	}
+	return c.topicStatsOfRoute(ctx, topic, route)
+}
+
+// topicStatsOfRoute merges topic's per-queue offsets (202) from every
+// broker of a route (master preferred); any failure aborts.
+func (c *Client) topicStatsOfRoute(ctx context.Context, topic string, route *protocol.TopicRouteData) (*protocol.TopicStatsTable, error) {
 	out := &protocol.TopicStatsTable{OffsetTable: protocol.MQMap[protocol.TopicOffset]{}}
 	for _, bd := range route.BrokerDatas {
 		addr := SelectBrokerAddr(bd)

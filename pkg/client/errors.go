@@ -3,7 +3,6 @@ package client
 import (
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/rmqgo/rmq/remoting/code"
 )
@@ -46,7 +45,7 @@ type ResponseError struct {
 }
 
 func (e *ResponseError) Error() string {
-	msg := fmt.Sprintf("client: request %d to %s answered code %d (%s)", e.Request, e.Addr, e.Code, codeName(e.Code))
+	msg := fmt.Sprintf("client: request %d to %s answered code %d (%s)", e.Request, e.Addr, e.Code, code.ResponseName(e.Code))
 	if e.Remark != "" {
 		msg += ": " + e.Remark
 	}
@@ -70,51 +69,4 @@ func (e *ResponseError) Is(target error) bool {
 func IsCode(err error, c int32) bool {
 	var re *ResponseError
 	return errors.As(err, &re) && re.Code == c
-}
-
-// codeName names the response codes a client meets; others print as numbers.
-func codeName(c int32) string {
-	switch c {
-	case code.Success:
-		return "SUCCESS"
-	case code.SystemError:
-		return "SYSTEM_ERROR"
-	case code.SystemBusy:
-		return "SYSTEM_BUSY"
-	case code.RequestCodeNotSupported:
-		return "REQUEST_CODE_NOT_SUPPORTED"
-	case code.MessageIllegal:
-		return "MESSAGE_ILLEGAL"
-	case code.ServiceNotAvailable:
-		return "SERVICE_NOT_AVAILABLE"
-	case code.NoPermission:
-		return "NO_PERMISSION"
-	case code.TopicNotExist:
-		return "TOPIC_NOT_EXIST"
-	case code.QueryNotFound:
-		return "QUERY_NOT_FOUND"
-	case code.SubscriptionParseFailed:
-		return "SUBSCRIPTION_PARSE_FAILED"
-	case code.SubscriptionNotExist:
-		return "SUBSCRIPTION_NOT_EXIST"
-	case code.SubscriptionNotLatest:
-		return "SUBSCRIPTION_NOT_LATEST"
-	case code.SubscriptionGroupNotExist:
-		return "SUBSCRIPTION_GROUP_NOT_EXIST"
-	case code.InvalidParameter:
-		return "INVALID_PARAMETER"
-	case code.NoBuyerID:
-		return "NO_BUYER_ID"
-	case code.NotInCurrentUnit:
-		return "NOT_IN_CURRENT_UNIT"
-	case code.GoAway:
-		return "GO_AWAY"
-	case code.IllegalOperation:
-		return "ILLEGAL_OPERATION"
-	case code.LMQQuotaExceeded:
-		return "LMQ_QUOTA_EXCEEDED"
-	case code.LiteSubscriptionQuotaExceeded:
-		return "LITE_SUBSCRIPTION_QUOTA_EXCEEDED"
-	}
-	return "CODE(" + strconv.Itoa(int(c)) + ")"
 }

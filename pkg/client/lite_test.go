@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/client/clienttest"
 	"github.com/rmqgo/rmq/pkg/message"
@@ -299,7 +300,7 @@ func TestLitePushConsumerFIFO(t *testing.T) {
 			}
 		}
 	}
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		for _, lite := range lites {
 			if n := len(log.bodies(lite)); n != perLite {
 				return fmt.Errorf("%s: %d of %d handled", lite, n, perLite)
@@ -323,7 +324,7 @@ func TestLitePushConsumerFIFO(t *testing.T) {
 		}
 	}
 	log.mu.Unlock()
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		acks := len(c.Brokers[0].LiteAcks()) + len(c.Brokers[1].LiteAcks())
 		if acks != len(lites)*perLite {
 			return fmt.Errorf("%d acks", acks)
@@ -381,7 +382,7 @@ func TestLitePushConsumerRetryBlocksLiteTopic(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if got := log.bodies("x"); len(got) != 4 {
 			return fmt.Errorf("x handled %v", got)
 		}
@@ -459,7 +460,7 @@ func TestLitePushConsumerTimeoutRedelivers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if got, gotU := log.bodies("t"), log.bodies("u"); len(got) != 3 || len(gotU) != 3 {
 			return fmt.Errorf("handled %v %v", got, gotU)
 		}
@@ -508,7 +509,7 @@ func TestLitePushConsumerDLQ(t *testing.T) {
 	if err := lc.SubscribeLite(context.Background(), "d"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if got := log.bodies("d"); len(got) != 4 {
 			return fmt.Errorf("handled %v", got)
 		}
@@ -530,7 +531,7 @@ func TestLitePushConsumerDLQ(t *testing.T) {
 	if err != nil || len(dlq) != 1 || string(dlq[0].Body) != "d0" || dlq[0].LiteTopic() != "d" {
 		t.Fatalf("DLQ %v %v", dlq, err)
 	}
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if off := b.LiteCommitted(liteGroup, liteParent, "d"); off != 2 {
 			return fmt.Errorf("committed %d", off)
 		}
@@ -542,7 +543,7 @@ func TestLitePushConsumerDLQ(t *testing.T) {
 	if err := b.Store(storedLite("d", "d2")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if off := b.LiteCommitted(liteGroup, liteParent, "d"); off != 3 {
 			return fmt.Errorf("committed %d", off)
 		}
@@ -574,7 +575,7 @@ func TestLitePushConsumerUnsubscribe(t *testing.T) {
 		}
 	}
 	send("a", "a1")
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if len(log.bodies("a")) != 1 {
 			return errors.New("a1 not handled")
 		}
@@ -594,7 +595,7 @@ func TestLitePushConsumerUnsubscribe(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if got := lc.LiteTopics(); !slices.Equal(got, []string{"c"}) {
 			return fmt.Errorf("LiteTopics %v", got)
 		}
@@ -603,7 +604,7 @@ func TestLitePushConsumerUnsubscribe(t *testing.T) {
 	send("a", "a2")
 	send("b", "b1")
 	send("c", "c1")
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if len(log.bodies("c")) != 1 {
 			return errors.New("c1 not handled")
 		}
@@ -705,7 +706,7 @@ func TestLitePushConsumerSubscriptionRequests(t *testing.T) {
 	if b.LiteCommitted(liteGroup, liteParent, "o4") != 7 {
 		t.Fatal("OffsetAt(7) not applied")
 	}
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		ctls := b.LiteCtls()
 		last := ctls[len(ctls)-1]
 		if last.Action != "COMPLETE_ADD" || !slices.Equal(last.LiteTopicSet, []string{"o0", "o1", "o2", "o3", "o4", "o5"}) {
@@ -784,7 +785,7 @@ func TestLitePushConsumerShutdownLeavesNoGoroutines(t *testing.T) {
 		cancel()
 		// The release may still be on its way when a Shutdown cut short by
 		// its ctx returns.
-		eventually(t, func() error {
+		testutil.Eventually(t, clusterWait, func() error {
 			var released int
 			for _, ch := range b.LiteInvisibleChanges()[changes:] {
 				if ch["invisibleTime"] == "0" {
@@ -797,7 +798,7 @@ func TestLitePushConsumerShutdownLeavesNoGoroutines(t *testing.T) {
 			return nil
 		})
 	}
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if n := runtime.NumGoroutine(); n > before {
 			buf := make([]byte, 1<<20)
 			return fmt.Errorf("%d goroutines, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
@@ -854,7 +855,7 @@ func TestLitePushConsumerUnsubscribeFreesCache(t *testing.T) {
 	if err := c.Brokers[0].Store(storedLite("b", "b1")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if got := log.bodies("b"); len(got) != 1 {
 			return fmt.Errorf("b handled %v: the cache did not get the unsubscribed messages' room back", got)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/client/clienttest"
 	"github.com/rmqgo/rmq/pkg/message"
@@ -317,7 +318,7 @@ func TestSendAsyncOnewayBatchSelector(t *testing.T) {
 	if err := p.SendOneway(ctx, msg("T", "oneway")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return c.Brokers[0].Calls(code.SendMessageV2) == before+1 })
+	testutil.WaitFor(t, 3*time.Second, "the send to reach the broker", func() bool { return c.Brokers[0].Calls(code.SendMessageV2) == before+1 })
 
 	batch := []*message.Message{msg("T", "b1"), msg("T", "b2"), msg("T", "b3")}
 	res, err := p.SendBatch(ctx, batch, client.WithQueue(protocol.MessageQueue{Topic: "T", BrokerName: "broker-a", QueueID: 3}))
@@ -376,7 +377,7 @@ func TestProducerHeartbeatAndLifecycle(t *testing.T) {
 	if _, err := p.SendSync(context.Background(), msg("T", "x")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return len(c.Brokers[0].Heartbeats()) > 0 })
+	testutil.WaitFor(t, 3*time.Second, "a heartbeat", func() bool { return len(c.Brokers[0].Heartbeats()) > 0 })
 	hb := c.Brokers[0].Heartbeats()[0]
 	for _, want := range []string{`"clientID":"` + p.ClientID() + `"`, `"producerDataSet":[{"groupName":"PG"},{"groupName":"CLIENT_INNER_PRODUCER"}]`, `"consumerDataSet":[]`} {
 		if !strings.Contains(hb, want) {
@@ -466,17 +467,6 @@ func TestNoGoroutineLeak(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 3 s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestRouteRefresh(t *testing.T) {
 	c := startCluster(t, "broker-a")
 	c.CreateTopic("T", 1)
@@ -485,7 +475,7 @@ func TestRouteRefresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.CreateTopic("T", 3) // the topic grows: refreshed routes show queue 2
-	waitFor(t, func() bool {
+	testutil.WaitFor(t, 3*time.Second, "a send to the refreshed queue 2", func() bool {
 		res, err := p.SendSync(context.Background(), msg("T", "x"))
 		return err == nil && res.Queue.QueueID == 2
 	})

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -243,7 +244,7 @@ func TestConsumeLoop(t *testing.T) {
 	for i := range after {
 		send(before + i)
 	}
-	waitFor(t, func() bool {
+	testutil.WaitFor(t, 3*time.Second, "every message pulled", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(got) == len(sent)
@@ -280,7 +281,7 @@ func TestConsumeLoop(t *testing.T) {
 		t.Fatalf("committed %d in all, want %d", total, before+after)
 	}
 	// The loop announced its subscription in heartbeats.
-	waitFor(t, func() bool {
+	testutil.WaitFor(t, 3*time.Second, "a CONSUME_ACTIVELY heartbeat for T", func() bool {
 		for _, hb := range c.Brokers[0].Heartbeats() {
 			if strings.Contains(hb, `"consumeType":"CONSUME_ACTIVELY"`) && strings.Contains(hb, `"topic":"T"`) {
 				return true
@@ -302,7 +303,7 @@ func TestConsumeLoop(t *testing.T) {
 		})
 	}()
 	send(999)
-	waitFor(t, func() bool {
+	testutil.WaitFor(t, 3*time.Second, "the second pull", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return again == 1

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/client/clienttest"
 	"github.com/rmqgo/rmq/pkg/message"
@@ -54,23 +55,10 @@ func startPush(t *testing.T, c *clienttest.Cluster, instance, group, topic strin
 	return pc
 }
 
-// eventually polls f every 10 ms for up to 5 s.
-func eventually(t *testing.T, f func() error) {
-	t.Helper()
-	// Generous: make test runs two packages at a time under -race on two
-	// cores, and these in-process clusters share them.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// clusterWait bounds the waits on in-process clusters. Generous: make test
+// runs two packages at a time under -race on two cores, and these clusters
+// share them.
+const clusterWait = 15 * time.Second
 
 // record collects what a handler saw.
 type record struct {
@@ -178,7 +166,7 @@ func TestPushConsumerClustering(t *testing.T) {
 	}
 	a := startPush(t, c, "a", "G", "T", handler(recA), nil)
 	b := startPush(t, c, "b", "G", "T", handler(recB), nil)
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		qa, qb := topicQueues(a.Assigned(), "T"), topicQueues(b.Assigned(), "T")
 		if len(qa) != 3 || len(qb) != 3 || slices.ContainsFunc(qa, func(mq protocol.MessageQueue) bool { return slices.Contains(qb, mq) }) {
 			return fmt.Errorf("assignment a=%v b=%v", qa, qb)
@@ -201,7 +189,7 @@ func TestPushConsumerClustering(t *testing.T) {
 		bodies = append(bodies, "m"+strconv.Itoa(i))
 	}
 	sendBodies(t, p, "T", bodies...)
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if n := recA.count() + recB.count(); n != 60 {
 			return fmt.Errorf("consumed %d of 60", n)
 		}
@@ -223,14 +211,14 @@ func TestPushConsumerClustering(t *testing.T) {
 	if want := int64(recB.count()); bCommitted != want {
 		t.Fatalf("b's queues have committed offsets summing to %d, want %d (b consumed that many)", bCommitted, want)
 	}
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if q := topicQueues(a.Assigned(), "T"); len(q) != 6 {
 			return fmt.Errorf("a holds %v", q)
 		}
 		return nil
 	})
 	sendBodies(t, p, "T", "late1", "late2", "late3", "late4")
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if n := recA.count() + recB.count(); n != 64 {
 			return fmt.Errorf("consumed %d of 64", n)
 		}
@@ -281,7 +269,7 @@ func TestPushConsumerRetry(t *testing.T) {
 	startPush(t, c, "r", "G", "T", handler, func(cfg *client.PushConsumerConfig) { cfg.MaxReconsumeTimes = 5 })
 	p := startProducer(t, c, nil)
 	sendBodies(t, p, "T", "fail-once")
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if d := rec.deliveries("fail-once"); !slices.Equal(d, []int32{0, 1}) {
 			return fmt.Errorf("deliveries %v", d)
 		}
@@ -305,7 +293,7 @@ func TestPushConsumerRetry(t *testing.T) {
 
 	// A panicking handler counts as a failure, not a crash.
 	sendBodies(t, p, "T", "panic")
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if d := rec.deliveries("panic"); !slices.Equal(d, []int32{0, 1}) {
 			return fmt.Errorf("deliveries of panic %v", d)
 		}
@@ -317,7 +305,7 @@ func TestPushConsumerRetry(t *testing.T) {
 	br.FailSendBacks(code.SystemError)
 	sendsBefore := len(br.Sends())
 	sendBodies(t, p, "T", "fail-once")
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if d := rec.deliveries("fail-once"); len(d) != 4 {
 			return fmt.Errorf("deliveries %v", d)
 		}
@@ -374,7 +362,7 @@ func TestPushConsumerOrderly(t *testing.T) {
 	mu.Unlock()
 
 	br.SetLock("G", mq, "")
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		want := []string{"m1/0", "bad/0", "bad/1", "bad/2", "m2/0"}
@@ -397,7 +385,7 @@ func TestPushConsumerOrderly(t *testing.T) {
 	if dlq == nil || dlq.Ext["j"] != "2" || dlq.Ext["l"] != "2" || string(dlq.Body) != "bad" {
 		t.Fatalf("dead letter send %+v", dlq)
 	}
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if off := br.Committed("G", "T", 0); off != 3 {
 			return fmt.Errorf("committed %d, want 3", off)
 		}
@@ -423,7 +411,7 @@ func TestPushConsumerShutdownWaitsForLocks(t *testing.T) {
 	cons := startPush(t, c, "o", "G", "T", func(context.Context, *client.ConsumeRequest) client.ConsumeResult {
 		return client.ConsumeSuccess
 	}, func(cfg *client.PushConsumerConfig) { cfg.Orderly = true })
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if h := br.LockHolder("G", mq); h != cons.ClientID() {
 			return fmt.Errorf("lock holder %q", h)
 		}
@@ -455,7 +443,7 @@ func TestPushConsumerShutdownCommitNotOvertaken(t *testing.T) {
 	p := startProducer(t, c, nil)
 	consumed := func(n int) {
 		t.Helper()
-		eventually(t, func() error {
+		testutil.Eventually(t, clusterWait, func() error {
 			if got := rec.count(); got != n {
 				return fmt.Errorf("consumed %d of %d", got, n)
 			}
@@ -506,7 +494,7 @@ func TestPushConsumerBroadcasting(t *testing.T) {
 	startPush(t, c, "b", "G", "T", h(recB), bcast)
 	p := startProducer(t, c, nil)
 	sendBodies(t, p, "T", "x1", "x2", "x3", "x4")
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if recA.count() != 4 || recB.count() != 4 {
 			return fmt.Errorf("a got %d, b %d", recA.count(), recB.count())
 		}
@@ -542,14 +530,14 @@ func TestPushConsumerBrokerRequests(t *testing.T) {
 	cons := startPush(t, c, "r", "G", "T", rec.success(), nil)
 	p := startProducer(t, c, nil)
 	sendBodies(t, p, "T", "a", "b", "c", "d")
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if rec.count() != 4 {
 			return fmt.Errorf("consumed %d", rec.count())
 		}
 		return nil
 	})
 	ctx := context.Background()
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		resp, err := br.AskClient(ctx, "G", cons.ClientID(), code.GetConsumerRunningInfo, map[string]string{"consumerGroup": "G", "clientId": cons.ClientID(), "jstackEnable": "true"}, nil)
 		if err != nil {
 			return err
@@ -593,7 +581,7 @@ func TestPushConsumerBrokerRequests(t *testing.T) {
 	}
 
 	// Reset both queues to 0: everything is consumed again.
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if br.Committed("G", "T", 0)+br.Committed("G", "T", 1) != 4 {
 			return fmt.Errorf("offsets not committed yet")
 		}
@@ -605,7 +593,7 @@ func TestPushConsumerBrokerRequests(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		for _, b := range []string{"a", "b", "c", "d"} {
 			// Consumed once normally, once directly (the first stored
 			// one), once after the reset.
@@ -721,7 +709,7 @@ func TestPushConsumerShutdownLeavesNoGoroutines(t *testing.T) {
 		t.Fatal("Receive still blocked after Shutdown")
 	}
 
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if n := runtime.NumGoroutine(); n > before {
 			buf := make([]byte, 1<<20)
 			return fmt.Errorf("%d goroutines, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
@@ -759,7 +747,7 @@ func TestPushConsumerConsumeFrom(t *testing.T) {
 		rec := newRecord()
 		recs[tt.name] = rec
 		pc := startPush(t, c, tt.name, tt.group, "T", rec.success(), tt.mod)
-		eventually(t, func() error {
+		testutil.Eventually(t, clusterWait, func() error {
 			if len(topicQueues(pc.Assigned(), "T")) != 1 {
 				return fmt.Errorf("%s: no queue yet", tt.name)
 			}
@@ -772,7 +760,7 @@ func TestPushConsumerConsumeFrom(t *testing.T) {
 	sendBodies(t, p, "T", "new")
 	for _, tt := range tests {
 		rec := recs[tt.name]
-		eventually(t, func() error {
+		testutil.Eventually(t, clusterWait, func() error {
 			want := append(slices.Clone(tt.want), "new")
 			rec.mu.Lock()
 			defer rec.mu.Unlock()
@@ -790,7 +778,7 @@ func TestPushConsumerConsumeFrom(t *testing.T) {
 
 	// G2 committed 4 (it consumed "new"): another consumer of G2 starting
 	// "from first" resumes at the committed offset instead.
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if off := c.Brokers[0].Committed("G2", "T", 0); off != 4 {
 			return fmt.Errorf("G2 committed %d", off)
 		}
@@ -799,14 +787,14 @@ func TestPushConsumerConsumeFrom(t *testing.T) {
 	// Its id sorts before the running G2 consumer's: it gets the queue.
 	rec := newRecord()
 	again := startPush(t, c, "again", "G2", "T", rec.success(), func(cfg *client.PushConsumerConfig) { cfg.ConsumeFrom = client.ConsumeFromFirstOffset })
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if q := topicQueues(again.Assigned(), "T"); len(q) != 1 {
 			return fmt.Errorf("the new consumer holds %v", q)
 		}
 		return nil
 	})
 	sendBodies(t, p, "T", "newer")
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if d := rec.deliveries("newer"); len(d) != 1 {
 			return fmt.Errorf("newer delivered %v", d)
 		}
@@ -825,14 +813,14 @@ func TestPushConsumerRebalanceOnNotify(t *testing.T) {
 	ok := func(context.Context, *client.ConsumeRequest) client.ConsumeResult { return client.ConsumeSuccess }
 	slow := func(cfg *client.PushConsumerConfig) { cfg.RebalanceInterval = time.Hour }
 	a := startPush(t, c, "a", "G", "T", ok, slow)
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if n := len(topicQueues(a.Assigned(), "T")); n != 4 {
 			return fmt.Errorf("a holds %d queues", n)
 		}
 		return nil
 	})
 	b := startPush(t, c, "b", "G", "T", ok, slow)
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if na, nb := len(topicQueues(a.Assigned(), "T")), len(topicQueues(b.Assigned(), "T")); na != 2 || nb != 2 {
 			return fmt.Errorf("a holds %d, b %d", na, nb)
 		}
@@ -841,7 +829,7 @@ func TestPushConsumerRebalanceOnNotify(t *testing.T) {
 	// b vanishes without unregistering (as after a crash); the broker's
 	// notification makes a take everything back.
 	c.Brokers[0].RemoveConsumer("G", b.ClientID())
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if n := len(topicQueues(a.Assigned(), "T")); n != 4 {
 			return fmt.Errorf("a holds %d queues", n)
 		}
@@ -849,7 +837,7 @@ func TestPushConsumerRebalanceOnNotify(t *testing.T) {
 	})
 	a.Unsubscribe("T")
 	c.Brokers[0].NotifyConsumersChanged("G")
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		if q := a.Assigned(); len(q) != 0 {
 			return fmt.Errorf("a still holds %v", q)
 		}
@@ -880,7 +868,7 @@ func TestPushConsumerFlowControl(t *testing.T) {
 				cfg.PullThresholdForQueue = 3
 				cfg.PullBatchSize = 2
 			})
-			eventually(t, func() error {
+			testutil.Eventually(t, clusterWait, func() error {
 				if n := rec.count(); n != 40 {
 					return fmt.Errorf("consumed %d of 40", n)
 				}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/client/clienttest"
 	"github.com/rmqgo/rmq/pkg/message"
@@ -214,6 +215,8 @@ func queueOf(topic, broker string, id int) protocol.MessageQueue {
 func TestSimpleConsumerOrderly(t *testing.T) {
 	c := startCluster(t, "broker-a")
 	c.CreateTopic("T", 1)
+	clk := testutil.NewFakeClock(time.Now())
+	c.Brokers[0].SetClock(clk.Now)
 	sc, err := client.NewSimpleConsumer(client.SimpleConsumerConfig{
 		CommonConfig: common(c), Group: "SG", AwaitDuration: 100 * time.Millisecond,
 		ConsumeFrom: client.ConsumeFromFirstOffset, Orderly: true,
@@ -256,7 +259,7 @@ func TestSimpleConsumerOrderly(t *testing.T) {
 		}
 	}
 	receive() // m2 and m3 still invisible: the queue is blocked
-	time.Sleep(1100 * time.Millisecond)
+	clk.Advance(1100 * time.Millisecond)
 	again := receive("m2/1", "m3/1")
 	if err := sc.Ack(ctx, again[0]); err != nil {
 		t.Fatal(err)
@@ -266,7 +269,7 @@ func TestSimpleConsumerOrderly(t *testing.T) {
 	if err := sc.ChangeInvisibleTime(ctx, again[1], 3*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1100 * time.Millisecond)
+	clk.Advance(1100 * time.Millisecond)
 	receive()
 	if err := sc.Ack(ctx, again[1]); err != nil {
 		t.Fatalf("ack with the changed handle: %v", err)

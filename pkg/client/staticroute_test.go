@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -73,13 +74,12 @@ func TestNewTopicRouteStatic(t *testing.T) {
 type staticFake struct {
 	t       *testing.T
 	mu      sync.Mutex
-	route   *protocol.TopicRouteData
+	route   *protocol.TopicRouteData // what ns answers for T
 	leaders map[int]string
 	addrs   map[string]string
-	routes  int                            // route requests
 	sends   map[string][]map[string]string // broker → send headers
 	offset  map[int]int64                  // logic queue → next logic offset
-	ns      string
+	ns      *fakens.Server
 }
 
 func startStaticFake(t *testing.T) *staticFake {
@@ -98,16 +98,7 @@ func startStaticFake(t *testing.T) *staticFake {
 		t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
 		return srv.Addr()
 	}
-	f.ns = start(func(s *remoting.Server) {
-		s.Register(code.GetRouteInfoByTopic, func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			f.routes++
-			resp := remoting.NewResponse(req, code.Success, "")
-			resp.Body = protocol.MustMarshal(f.route)
-			return resp, nil
-		}, nil)
-	})
+	f.ns = fakens.Start(t)
 	for _, name := range []string{"broker-a", "broker-b"} {
 		f.addrs[name] = start(func(s *remoting.Server) {
 			s.Register(code.SendMessageV2, func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
@@ -147,6 +138,7 @@ func startStaticFake(t *testing.T) *staticFake {
 	}
 	f.mu.Lock()
 	f.route = staticRoute(2, f.leaders, 1, f.addrs)
+	f.ns.SetRoute("T", *f.route)
 	f.mu.Unlock()
 	return f
 }
@@ -159,12 +151,13 @@ func (f *staticFake) remap(g int, b string, publish bool) {
 	f.leaders[g] = b
 	if publish {
 		f.route = staticRoute(2, f.leaders, f.route.TopicQueueMappingByBroker["broker-a"].Epoch+1000, f.addrs)
+		f.ns.SetRoute("T", *f.route)
 	}
 }
 
 func TestStaticSendFollowsRemap(t *testing.T) {
 	f := startStaticFake(t)
-	p, err := NewProducer(ProducerConfig{CommonConfig: CommonConfig{NameServers: []string{f.ns}}})
+	p, err := NewProducer(ProducerConfig{CommonConfig: CommonConfig{NameServers: []string{f.ns.Addr()}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,15 +193,11 @@ func TestStaticSendFollowsRemap(t *testing.T) {
 	if res.Queue.BrokerName != "broker-b" || res.Attempts != 2 || res.QueueOffset != 1 {
 		t.Fatalf("send after remap %+v", res)
 	}
-	f.mu.Lock()
-	routes := f.routes
-	f.mu.Unlock()
+	routes := f.ns.Calls(code.GetRouteInfoByTopic)
 	res = send()
-	f.mu.Lock()
-	if res.Attempts != 1 || f.routes != routes {
-		t.Fatalf("the route was not kept: %+v, %d → %d fetches", res, routes, f.routes)
+	if now := f.ns.Calls(code.GetRouteInfoByTopic); res.Attempts != 1 || now != routes {
+		t.Fatalf("the route was not kept: %+v, %d → %d fetches", res, routes, now)
 	}
-	f.mu.Unlock()
 
 	// Many sends refused at once: one refresh serves those sent before it.
 	f.remap(0, "broker-a", true)
@@ -233,16 +222,14 @@ func TestStaticSendFollowsRemap(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if got := f.routes - routes; got < 1 || got >= n {
+	if got := f.ns.Calls(code.GetRouteInfoByTopic) - routes; got < 1 || got >= n {
 		t.Fatalf("%d route fetches for %d refused sends", got, n)
 	}
 }
 
 func TestStaticPullAndOffsets(t *testing.T) {
 	f := startStaticFake(t)
-	c, err := NewPullConsumer(PullConsumerConfig{CommonConfig: CommonConfig{NameServers: []string{f.ns}}, Group: "g"})
+	c, err := NewPullConsumer(PullConsumerConfig{CommonConfig: CommonConfig{NameServers: []string{f.ns.Addr()}}, Group: "g"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/client/clienttest"
 	"github.com/rmqgo/rmq/pkg/message"
@@ -31,7 +32,7 @@ func startTx(t *testing.T, c *clienttest.Cluster, group string, checker client.T
 func endTxFor(t *testing.T, b *clienttest.Broker, msgID string, fromCheck bool) clienttest.EndTx {
 	t.Helper()
 	var found clienttest.EndTx
-	eventually(t, func() error {
+	testutil.Eventually(t, clusterWait, func() error {
 		for _, e := range b.EndTransactions() {
 			if e.Ext["msgId"] == msgID && e.Ext["fromTransactionCheck"] == strconv.FormatBool(fromCheck) {
 				found = e
@@ -180,5 +181,5 @@ func TestTransactionCheck(t *testing.T) {
 // told the broker about it.
 func checkTx(t *testing.T, b *clienttest.Broker, group string, half *message.Message) {
 	t.Helper()
-	eventually(t, func() error { return b.CheckTransaction(group, half) })
+	testutil.Eventually(t, clusterWait, func() error { return b.CheckTransaction(group, half) })
 }

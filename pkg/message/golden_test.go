@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"slices"
@@ -43,11 +44,7 @@ func unhex(t *testing.T, s string) []byte {
 
 // sortedProps renders a map the way Gen.java does.
 func sortedProps(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	var sb strings.Builder
 	for _, k := range keys {
 		fmt.Fprintf(&sb, "%x=%x,", k, m[k])

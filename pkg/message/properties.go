@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -36,11 +37,7 @@ func AppendProperties(dst []byte, m map[string]string) ([]byte, error) {
 	if len(m) == 0 {
 		return dst, nil
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	for _, k := range keys {
 		var err error
 		if dst, err = AppendProperty(dst, k, m[k]); err != nil {

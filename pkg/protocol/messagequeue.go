@@ -182,19 +182,11 @@ func MarshalMQKeyed(v any) ([]byte, error) {
 // UnmarshalMQKeyed is Unmarshal for bodies whose maps may have object keys
 // (Java's Map<MessageQueue,V>) and bare numeric keys.
 func UnmarshalMQKeyed(data []byte, v any) error {
-	err := json.Unmarshal(data, v)
-	if err == nil {
-		return nil
-	}
-	if _, ok := err.(*json.SyntaxError); !ok {
-		return err
-	}
-	fixed, changed := QuoteObjectKeys(data)
-	fixed, changed2 := QuoteBareKeys(fixed)
-	if !changed && !changed2 {
-		return err
-	}
-	return json.Unmarshal(fixed, v)
+	return unmarshalFixing(data, v, func(data []byte) ([]byte, bool) {
+		fixed, changed := QuoteObjectKeys(data)
+		fixed, changed2 := QuoteBareKeys(fixed)
+		return fixed, changed || changed2
+	})
 }
 
 // scanString returns the index just past the string literal starting at
@@ -239,48 +231,15 @@ func scanValue(data []byte, i int) int {
 // encoding/json can decode them (MessageQueue implements
 // encoding.TextUnmarshaler). It reports whether anything changed.
 func QuoteObjectKeys(data []byte) ([]byte, bool) {
-	out := make([]byte, 0, len(data)+32)
 	changed := false
-	var stack []bool // true = object
-	expectKey := false
-	for i := 0; i < len(data); i++ {
-		c := data[i]
-		switch {
-		case c == '"':
-			j := scanString(data, i)
-			out = append(out, data[i:j]...)
-			i = j - 1
-			expectKey = false
-		case c == '{' && expectKey:
-			j := scanValue(data, i)
-			out = appendJSONString(out, string(data[i:j]))
-			changed = true
-			i = j - 1
-			expectKey = false
-		case c == '{':
-			stack = append(stack, true)
-			expectKey = true
-			out = append(out, c)
-		case c == '[':
-			stack = append(stack, false)
-			expectKey = false
-			out = append(out, c)
-		case c == '}' || c == ']':
-			if len(stack) > 0 {
-				stack = stack[:len(stack)-1]
-			}
-			expectKey = false
-			out = append(out, c)
-		case c == ',':
-			expectKey = len(stack) > 0 && stack[len(stack)-1]
-			out = append(out, c)
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			out = append(out, c)
-		default:
-			expectKey = false
-			out = append(out, c)
+	out := rewriteKeys(data, len(data)+32, func(out []byte, i int) ([]byte, int, bool) {
+		if data[i] != '{' {
+			return out, 0, false
 		}
-	}
+		j := scanValue(data, i)
+		changed = true
+		return appendJSONString(out, string(data[i:j])), j, true
+	})
 	return out, changed
 }
 
@@ -288,25 +247,46 @@ func QuoteObjectKeys(data []byte) ([]byte, bool) {
 // in key position whose content is a JSON object becomes that bare object.
 // RocketMQ bodies never have ordinary string keys that start with '{'.
 func UnquoteObjectKeys(data []byte) []byte {
-	out := make([]byte, 0, len(data))
-	var stack []bool
+	return rewriteKeys(data, len(data), func(out []byte, i int) ([]byte, int, bool) {
+		if data[i] != '"' {
+			return out, 0, false
+		}
+		j := scanString(data, i)
+		lit := data[i:j]
+		if len(lit) <= 2 || lit[1] != '{' {
+			return out, 0, false
+		}
+		var s string
+		if err := json.Unmarshal(lit, &s); err != nil || !json.Valid([]byte(s)) || s[len(s)-1] != '}' {
+			return out, 0, false
+		}
+		return append(out, s...), j, true
+	})
+}
+
+// rewriteKeys copies data (into a buffer of capacity size), tracking
+// whether the scan stands where an object key may start (right after '{',
+// or after ',' inside an object), outside string literals. There rewrite
+// may replace the token starting at data[i]: it returns the output and the
+// index just past the token, or false to have it copied as it is.
+func rewriteKeys(data []byte, size int, rewrite func(out []byte, i int) ([]byte, int, bool)) []byte {
+	out := make([]byte, 0, size)
+	var stack []bool // true = object
 	expectKey := false
 	for i := 0; i < len(data); i++ {
 		c := data[i]
+		if expectKey {
+			if o, j, ok := rewrite(out, i); ok {
+				out = o
+				i = j - 1
+				expectKey = false
+				continue
+			}
+		}
 		switch {
 		case c == '"':
 			j := scanString(data, i)
-			lit := data[i:j]
-			if expectKey && len(lit) > 2 && lit[1] == '{' {
-				var s string
-				if err := json.Unmarshal(lit, &s); err == nil && json.Valid([]byte(s)) && s[len(s)-1] == '}' {
-					out = append(out, s...)
-					i = j - 1
-					expectKey = false
-					continue
-				}
-			}
-			out = append(out, lit...)
+			out = append(out, data[i:j]...)
 			i = j - 1
 			expectKey = false
 		case c == '{':

@@ -1,7 +1,8 @@
 package protocol
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -99,11 +100,7 @@ func ParseAttributes(s string) (add map[string]string, del []string, ok bool) {
 
 // FormatAttributes renders attributes in the admin syntax, sorted.
 func FormatAttributes(attrs map[string]string) string {
-	keys := make([]string, 0, len(attrs))
-	for k := range attrs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(attrs))
 	var b strings.Builder
 	for i, k := range keys {
 		if i > 0 {

@@ -276,15 +276,21 @@ func CheckLeadersIn(leaders map[int]Queue, targets map[string]bool) error {
 // CheckAll runs the checks a finished plan must pass: consistency, leaders
 // of ids 0..n-1, no reuse, physical consistency.
 func CheckAll(topic string, cfgs Configs) (map[int]Queue, error) {
-	if _, _, err := CheckNameEpochNum(topic, cfgs); err != nil {
-		return nil, err
+	_, _, leaders, err := checkAll(topic, cfgs)
+	return leaders, err
+}
+
+// checkAll is CheckAll that also returns the epoch and queue number
+// CheckNameEpochNum found.
+func checkAll(topic string, cfgs Configs) (epoch int64, num int, leaders map[int]Queue, err error) {
+	if epoch, num, err = CheckNameEpochNum(topic, cfgs); err != nil {
+		return 0, 0, nil, err
 	}
-	leaders, err := BuildLeaders(cfgs, false, true)
-	if err != nil {
-		return nil, err
+	if leaders, err = BuildLeaders(cfgs, false, true); err != nil {
+		return 0, 0, nil, err
 	}
 	if err := CheckPhysical(cfgs); err != nil {
-		return nil, err
+		return 0, 0, nil, err
 	}
-	return leaders, nil
+	return epoch, num, leaders, nil
 }

@@ -190,15 +190,8 @@ func PlanRemap(topic string, targets []string, cur Configs, opt Options) (*Plan,
 		return nil, fmt.Errorf("no topic route to do the remapping for %s", topic)
 	}
 	cfgs := cur.Clone()
-	epoch, num, err := CheckNameEpochNum(topic, cfgs)
+	epoch, num, leaders, err := checkAll(topic, cfgs)
 	if err != nil {
-		return nil, err
-	}
-	leaders, err := BuildLeaders(cfgs, false, true)
-	if err != nil {
-		return nil, err
-	}
-	if err := CheckPhysical(cfgs); err != nil {
 		return nil, err
 	}
 	for _, g := range slices.Sorted(maps.Keys(leaders)) {

@@ -55,15 +55,10 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 pom="$here/pom.xml"
-mvn="${MVN:-mvn}"
+# shellcheck source=../java-lib.sh
+. "$here/../java-lib.sh"
 
-java_bin=java
-if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ]; then
-	java_bin="$JAVA_HOME/bin/java"
-elif ! command -v java >/dev/null 2>&1; then
-	echo "java/mvn not available: java not found in PATH or JAVA_HOME (install a JDK 17+, e.g. apt-get install openjdk-17-jdk-headless)" >&2
-	exit 3
-fi
+find_java
 
 namesrv_port="${NAMESRV_PORT:-19876}"
 broker_port="${BROKER_PORT:-20911}"
@@ -80,43 +75,9 @@ pid_file="${APACHE_PID_FILE:-$run_dir/pids}"
 timeout="${APACHE_START_TIMEOUT:-120}"
 
 # ---------------------------------------------------------------- classpath
-version="${RMQ_APACHE_VERSION:-}"
-if [ -z "$version" ]; then
-	version="$(sed -n 's:.*<rocketmq.version>\(.*\)</rocketmq.version>.*:\1:p' "$pom" | head -n1)"
-fi
+version="${RMQ_APACHE_VERSION:-$(pom_version "$pom")}"
 cache="$here/target/classpath-$version.txt"
-
-cache_ok() {
-	[ -s "$cache" ] && [ "$cache" -nt "$pom" ] || return 1
-	local first
-	first="$(cut -d: -f1 "$cache")"
-	[ -f "$first" ]
-}
-
-if ! cache_ok; then
-	if ! command -v "$mvn" >/dev/null 2>&1; then
-		echo "java/mvn not available: mvn not found in PATH (install Maven 3.8+, e.g. apt-get install maven)" >&2
-		exit 3
-	fi
-	mkdir -p "$here/target"
-	exec 9>"$here/target/.classpath.lock"
-	if command -v flock >/dev/null 2>&1; then
-		flock 9
-	fi
-	if ! cache_ok; then
-		tmp="$cache.tmp.$$"
-		log="$here/target/mvn-classpath.log"
-		if ! "$mvn" -q -B -f "$pom" -Drocketmq.version="$version" \
-			dependency:build-classpath -Dmdep.outputFile="$tmp" >"$log" 2>&1; then
-			cat "$log" >&2
-			rm -f "$tmp"
-			echo "start.sh: maven could not resolve org.apache.rocketmq:rocketmq-broker:$version (log: $log)" >&2
-			exit 4
-		fi
-		mv -f "$tmp" "$cache"
-	fi
-	exec 9>&-
-fi
+resolve_classpath "$pom" "$version" "$cache" start.sh org.apache.rocketmq:rocketmq-broker
 cp="$(cat "$cache")"
 
 # ---------------------------------------------------------------- ports
@@ -238,18 +199,47 @@ fail() { # fail <what> <stdout log> <log>
 	exit 1
 }
 
-# wait_listen <port> <pid> <name> <out> <log>
-wait_listen() {
+# wait_for <pid> <name> <exited> <late> <command...>:
+# polls the command until it succeeds; fails with the server's logs when
+# the server exits first ("<name> (pid <pid>) <exited>") or after $timeout s
+# ("<name> (pid <pid>) <late>").
+wait_for() {
+	local pid=$1 name=$2 exited=$3 late=$4
+	shift 4
 	local deadline=$((SECONDS + timeout))
-	until port_busy "$1"; do
-		if ! kill -0 "$2" 2>/dev/null; then
-			fail "$3 (pid $2) exited before listening on 127.0.0.1:$1" "$4" "$5"
+	until "$@"; do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			fail "$name (pid $pid) $exited" "$run_dir/logs/$name.out" "$run_dir/logs/$name.log"
 		fi
 		if [ $SECONDS -ge $deadline ]; then
-			fail "$3 (pid $2) not listening on 127.0.0.1:$1 after ${timeout}s" "$4" "$5"
+			fail "$name (pid $pid) $late" "$run_dir/logs/$name.out" "$run_dir/logs/$name.log"
 		fi
 		sleep 0.2
 	done
+}
+
+# start_server <name> <heap> <direct memory> <main class> <port>: starts
+# the server <name> (conf/<name>.conf, conf/logback-<name>.xml, logs/<name>.out)
+# in its own session, so it neither dies with the calling terminal nor
+# receives its Ctrl-C; records its pid (server_pid and the pid file) and
+# waits until it listens on <port>.
+start_server() {
+	local name=$1 heap=$2 direct=$3 main=$4 port=$5
+	setsid "$java_bin" "${common_opts[@]}" \
+		-Xms"$heap" -Xmx"$heap" -XX:MaxDirectMemorySize="$direct" \
+		-Drmq.logback.configurationFile="$run_dir/conf/logback-$name.xml" \
+		-cp "$cp" "$main" -c "$run_dir/conf/$name.conf" \
+		</dev/null >"$run_dir/logs/$name.out" 2>&1 &
+	server_pid=$!
+	echo "$name $server_pid" >>"$pid_file"
+	wait_for "$server_pid" "$name" "exited before listening on 127.0.0.1:$port" \
+		"not listening on 127.0.0.1:$port after ${timeout}s" port_busy "$port"
+}
+
+# registered: the broker booted and registered with the nameserver.
+registered() {
+	grep -q 'boot success' "$run_dir/logs/broker.out" 2>/dev/null &&
+		grep -q 'Registering current broker to name server completed' "$run_dir/logs/broker.log" 2>/dev/null
 }
 
 t0=$SECONDS
@@ -269,45 +259,18 @@ if [ -n "${APACHE_WATCH_PID:-}" ]; then
 		</dev/null >/dev/null 2>&1 &
 	echo "watchdog $!" >>"$pid_file"
 fi
-# setsid: the servers get their own session, so they neither die with the
-# calling terminal nor receive its Ctrl-C.
-# shellcheck disable=SC2086 # heap sizes are single words
-setsid "$java_bin" "${common_opts[@]}" \
-	-Xms"${APACHE_NAMESRV_HEAP:-256m}" -Xmx"${APACHE_NAMESRV_HEAP:-256m}" \
-	-XX:MaxDirectMemorySize=128m \
-	-Drmq.logback.configurationFile="$run_dir/conf/logback-namesrv.xml" \
-	-cp "$cp" org.apache.rocketmq.namesrv.NamesrvStartup -c "$run_dir/conf/namesrv.conf" \
-	</dev/null >"$run_dir/logs/namesrv.out" 2>&1 &
-ns_pid=$!
-echo "namesrv $ns_pid" >>"$pid_file"
-wait_listen "$namesrv_port" "$ns_pid" namesrv "$run_dir/logs/namesrv.out" "$run_dir/logs/namesrv.log"
-
-setsid "$java_bin" "${common_opts[@]}" \
-	-Xms"${APACHE_BROKER_HEAP:-1g}" -Xmx"${APACHE_BROKER_HEAP:-1g}" \
-	-XX:MaxDirectMemorySize="${APACHE_BROKER_DIRECT:-1g}" \
-	-Drmq.logback.configurationFile="$run_dir/conf/logback-broker.xml" \
-	-cp "$cp" org.apache.rocketmq.broker.BrokerStartup -c "$run_dir/conf/broker.conf" \
-	</dev/null >"$run_dir/logs/broker.out" 2>&1 &
-br_pid=$!
-echo "broker $br_pid" >>"$pid_file"
-wait_listen "$broker_port" "$br_pid" broker "$run_dir/logs/broker.out" "$run_dir/logs/broker.log"
+start_server namesrv "${APACHE_NAMESRV_HEAP:-256m}" 128m org.apache.rocketmq.namesrv.NamesrvStartup "$namesrv_port"
+ns_pid=$server_pid
+start_server broker "${APACHE_BROKER_HEAP:-1g}" "${APACHE_BROKER_DIRECT:-1g}" org.apache.rocketmq.broker.BrokerStartup "$broker_port"
+br_pid=$server_pid
 
 # Ready means registered: "boot success" on stdout is printed BEFORE the
 # broker's first effective registration with the nameserver (in 5.5.0 that
 # comes from the periodic task, ~10 s after boot), and until then the
 # nameserver knows no route, not even TBW102, so producers fail with "No
 # route info of this topic". The broker logs each completed registration.
-deadline=$((SECONDS + timeout))
-until grep -q 'boot success' "$run_dir/logs/broker.out" 2>/dev/null &&
-	grep -q 'Registering current broker to name server completed' "$run_dir/logs/broker.log" 2>/dev/null; do
-	if ! kill -0 "$br_pid" 2>/dev/null; then
-		fail "broker (pid $br_pid) exited during start" "$run_dir/logs/broker.out" "$run_dir/logs/broker.log"
-	fi
-	if [ $SECONDS -ge $deadline ]; then
-		fail "broker (pid $br_pid) did not boot and register with the nameserver within ${timeout}s" "$run_dir/logs/broker.out" "$run_dir/logs/broker.log"
-	fi
-	sleep 0.2
-done
+wait_for "$br_pid" broker "exited during start" \
+	"did not boot and register with the nameserver within ${timeout}s" registered
 
 cat >"$run_dir/env" <<EOF
 NAMESRV_ADDR=127.0.0.1:$namesrv_port

@@ -174,7 +174,11 @@ func serve(ctx context.Context, cmd *cobra.Command, f flags, stdout, stderr io.W
 		}
 		defer stopPprof()
 	}
-	b, err := broker.New(cfg, log)
+	opts, err := envOptions(host.Env)
+	if err != nil {
+		return err
+	}
+	b, err := broker.New(cfg, log, opts...)
 	if err != nil {
 		return err
 	}
@@ -202,6 +206,41 @@ func serve(ctx context.Context, cmd *cobra.Command, f flags, stdout, stderr io.W
 		return err
 	}
 	return nil
+}
+
+// Settings that are Java system properties rather than broker.conf keys
+// come from the environment, in milliseconds (end-to-end tests shorten
+// them).
+const (
+	// envLockMaxLiveTime is rocketmq.broker.rebalance.lockMaxLiveTime, the
+	// orderly lock expiry.
+	envLockMaxLiveTime = "ROCKETMQ_BROKER_REBALANCE_LOCKMAXLIVETIME"
+	// envLiteExpirationUnit is the unit of the lite.topic.expiration topic
+	// attribute.
+	envLiteExpirationUnit = "ROCKETMQ_LITE_TOPIC_EXPIRATION_UNIT_MS"
+)
+
+// envOptions turns the environment settings into broker options.
+func envOptions(env map[string]string) ([]broker.Option, error) {
+	var opts []broker.Option
+	for _, s := range []struct {
+		name   string
+		option func(time.Duration) broker.Option
+	}{
+		{envLockMaxLiveTime, broker.WithLockMaxLiveTime},
+		{envLiteExpirationUnit, broker.WithLiteExpirationUnit},
+	} {
+		v := env[s.name]
+		if v == "" {
+			continue
+		}
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms <= 0 {
+			return nil, fmt.Errorf("%s=%q: want a positive number of milliseconds", s.name, v)
+		}
+		opts = append(opts, s.option(time.Duration(ms)*time.Millisecond))
+	}
+	return opts, nil
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rmqgo/rmq/internal/testutil"
 )
 
 type syncBuffer struct {
@@ -97,13 +100,12 @@ func TestBootAndGracefulShutdown(t *testing.T) {
 			[]string{"NAMESRV_ADDR=192.0.2.1:9876"}, func() { stopping <- struct{}{} })
 	}()
 	boot := regexp.MustCompile(`The broker\[broker-a, 127\.0\.0\.1:\d+\] boot success\. serializeType=JSON and name server is 127\.0\.0\.1:1`)
-	deadline := time.Now().Add(10 * time.Second)
-	for !boot.MatchString(out.String()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no boot message; stdout %q stderr %q", out.String(), errOut.String())
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if !boot.MatchString(out.String()) {
+			return fmt.Errorf("no boot message; stdout %q stderr %q", out.String(), errOut.String())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	logs := errOut.String()
 	if !strings.Contains(logs, "unknown config key ignored") || !strings.Contains(logs, "key=colour") {
 		t.Errorf("unknown key not reported:\n%s", logs)
@@ -125,5 +127,38 @@ func TestBootAndGracefulShutdown(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(store, "config", "topics.json")); err != nil {
 		t.Errorf("topics.json: %v", err)
+	}
+}
+
+// TestEnvOptions: the environment settings that are not broker.conf keys
+// become broker options; a bad value stops the broker before it starts.
+func TestEnvOptions(t *testing.T) {
+	for _, tc := range []struct {
+		env     map[string]string
+		options int
+		wantErr string
+	}{
+		{env: nil},
+		{env: map[string]string{envLockMaxLiveTime: ""}},
+		{env: map[string]string{envLockMaxLiveTime: "1500"}, options: 1},
+		{env: map[string]string{envLockMaxLiveTime: "1500", envLiteExpirationUnit: "100"}, options: 2},
+		{env: map[string]string{envLiteExpirationUnit: "0"}, wantErr: envLiteExpirationUnit},
+		{env: map[string]string{envLockMaxLiveTime: "1s"}, wantErr: envLockMaxLiveTime},
+	} {
+		opts, err := envOptions(tc.env)
+		switch {
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%v: err %v, want one naming %s", tc.env, err, tc.wantErr)
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%v: %v", tc.env, err)
+		case len(opts) != tc.options:
+			t.Errorf("%v: %d options, want %d", tc.env, len(opts), tc.options)
+		}
+	}
+	conf := writeConf(t, t.TempDir())
+	var out, errOut bytes.Buffer
+	environ := []string{envLockMaxLiveTime + "=-5"}
+	if code := run(context.Background(), []string{"-c", conf}, &out, &errOut, environ, nil); code != 1 || !strings.Contains(errOut.String(), envLockMaxLiveTime) {
+		t.Fatalf("exit %d, stderr %q: want 1 naming %s", code, errOut.String(), envLockMaxLiveTime)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/rmqgo/rmq/broker/lite/offsets"
 	"github.com/rmqgo/rmq/broker/lite/orderinfo"
 	"github.com/rmqgo/rmq/broker/lite/registry"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -56,14 +57,6 @@ const (
 	// maxTimeLookups bounds the store-time reads of one GET_LITE_GROUP_INFO.
 	maxTimeLookups = 100000
 )
-
-// PoolAdmin is broker.PoolAdmin.
-const PoolAdmin = 2
-
-// Registrar installs handlers; the broker's procRegistrar satisfies it.
-type Registrar interface {
-	RegisterProcessor(code int32, h remoting.Handler, pool int)
-}
 
 // Store is what the admin reads from the message store.
 type Store interface {
@@ -123,10 +116,8 @@ func (p *Processor) Handlers() map[int32]remoting.Handler {
 }
 
 // Register installs the handlers on the admin executor.
-func (p *Processor) Register(r Registrar) {
-	for c, h := range p.Handlers() {
-		r.RegisterProcessor(c, h, PoolAdmin)
-	}
+func (p *Processor) Register(r processor.Registrar) {
+	processor.RegisterAll(r, p.Handlers(), processor.PoolAdmin)
 }
 
 func ok(req *remoting.Command, body any) (*remoting.Command, error) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/lite/liteadmin"
 	"github.com/rmqgo/rmq/broker/lite/litetest"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -73,7 +74,7 @@ func TestHappyPath(t *testing.T) {
 	r := setup(t)
 	r.Want("subscribe", r.Subscribe("PARTIAL_ADD", "c1", group, parent, []string{lite}, nil), code.Success, "")
 	r.Want("send", r.Send(parent, 0, "x", message.PropertyLiteTopic, lite), code.Success, "")
-	litetest.Eventually(t, 3*time.Second, func() error {
+	testutil.Eventually(t, 3*time.Second, func() error {
 		var bi protocol.GetBrokerLiteInfoResponseBody
 		r.Want("broker info", r.Admin(liteadmin.CodeGetBrokerLiteInfo, nil, &bi), code.Success, "")
 		if bi.CurrentLmqNum != 1 {

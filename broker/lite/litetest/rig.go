@@ -14,6 +14,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker"
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -28,36 +29,15 @@ type Rig struct {
 	Client *remoting.Client
 }
 
-// StartNamesrv answers broker registrations.
-func StartNamesrv(t testing.TB) string {
-	t.Helper()
-	cfg := remoting.DefaultServerConfig()
-	cfg.ListenAddr = "127.0.0.1:0"
-	srv, err := remoting.NewServer(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ok := func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		return remoting.NewResponse(req, code.Success, ""), nil
-	}
-	srv.Register(code.RegisterBroker, ok, nil)
-	srv.Register(code.UnregisterBroker, ok, nil)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-	return srv.Addr()
-}
-
 // New starts a broker on 127.0.0.1 (free port, temp dirs, LMQ on, short lite
-// intervals); mutate edits its config first.
-func New(t testing.TB, mutate func(*config.Config)) *Rig {
+// intervals); mutate edits its config first, opts are passed to broker.New.
+func New(t testing.TB, mutate func(*config.Config), opts ...broker.Option) *Rig {
 	t.Helper()
 	c := config.Default(config.Host{Hostname: "broker-a", IP: "127.0.0.1", Home: t.TempDir()})
 	c.ListenPort = 0
 	c.BindAddress = "127.0.0.1"
 	c.StorePathRootDir = t.TempDir()
-	c.NamesrvAddr = StartNamesrv(t)
+	c.NamesrvAddr = fakens.Start(t).Addr()
 	c.SendMessageThreadPoolNums, c.PullMessageThreadPoolNums, c.AdminBrokerThreadPoolNums = 2, 2, 2
 	c.EnableLmq, c.EnableMultiDispatch = true, true
 	c.MinLiteTTL = 500 * time.Millisecond
@@ -66,16 +46,17 @@ func New(t testing.TB, mutate func(*config.Config)) *Rig {
 	if mutate != nil {
 		mutate(c)
 	}
-	b := StartBroker(t, c)
+	b := StartBroker(t, c, opts...)
 	r := &Rig{T: t, B: b, Client: remoting.NewClient(remoting.DefaultClientConfig(), nil)}
 	t.Cleanup(func() { _ = r.Client.Close() })
 	return r
 }
 
 // StartBroker starts an in-process broker, stopped at cleanup.
-func StartBroker(t testing.TB, c *config.Config) *broker.Broker {
+func StartBroker(t testing.TB, c *config.Config, opts ...broker.Option) *broker.Broker {
 	t.Helper()
-	b, err := broker.New(c, nil, broker.WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond))
+	opts = append([]broker.Option{broker.WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond)}, opts...)
+	b, err := broker.New(c, nil, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,20 +235,4 @@ func (r *Rig) Admin(c int32, ext map[string]string, into any) *remoting.Command 
 		}
 	}
 	return resp
-}
-
-// Eventually retries f every 50 ms until it returns nil or timeout passes.
-func Eventually(t testing.TB, timeout time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not met after %v: %v", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

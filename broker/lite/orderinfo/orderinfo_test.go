@@ -1,31 +1,15 @@
 package orderinfo
 
 import (
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/rmqgo/rmq/internal/testutil"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 func TestBlockAndCommit(t *testing.T) {
-	c := &clock{t: time.UnixMilli(1_000_000)}
-	m := New(Options{Now: c.now})
+	c := testutil.NewFakeClock(time.UnixMilli(1_000_000))
+	m := New(Options{Now: c.Now})
 	k := Key{"%LMQ%$p$a", "g"}
 	if m.Blocked(k, "") {
 		t.Fatal("blocked without state")
@@ -33,7 +17,7 @@ func TestBlockAndCommit(t *testing.T) {
 	if got := m.CommitAndNext(k, 7, 1); got != 8 {
 		t.Fatalf("commit without state = %d, want 8", got)
 	}
-	popTime := c.now().UnixMilli()
+	popTime := c.Now().UnixMilli()
 	counts := m.Update(k, "A1", popTime, 30_000, []int64{3, 4, 5})
 	if len(counts) != 3 || counts[0] != 0 || counts[2] != 0 {
 		t.Fatalf("first delivery counts %v", counts)
@@ -71,17 +55,17 @@ func TestBlockAndCommit(t *testing.T) {
 }
 
 func TestRedeliveryCountsAndVisibility(t *testing.T) {
-	c := &clock{t: time.UnixMilli(5_000_000)}
-	m := New(Options{Now: c.now})
+	c := testutil.NewFakeClock(time.UnixMilli(5_000_000))
+	m := New(Options{Now: c.Now})
 	k := Key{"%LMQ%$p$a", "g"}
-	p1 := c.now().UnixMilli()
+	p1 := c.Now().UnixMilli()
 	m.Update(k, "A1", p1, 1000, []int64{0, 1})
-	c.add(1001 * time.Millisecond)
+	c.Advance(1001 * time.Millisecond)
 	if m.Blocked(k, "A9") {
 		t.Fatal("invisible time over: must not block")
 	}
 	// Redelivery by another attempt: counts rise.
-	p2 := c.now().UnixMilli()
+	p2 := c.Now().UnixMilli()
 	if got := m.Update(k, "A2", p2, 1000, []int64{0, 1, 2}); got[0] != 1 || got[1] != 1 || got[2] != 0 {
 		t.Fatalf("second delivery counts %v", got)
 	}
@@ -90,7 +74,7 @@ func TestRedeliveryCountsAndVisibility(t *testing.T) {
 		t.Fatalf("same attempt counts %v", got)
 	}
 	// Change invisible time: offset 0 visible only in 10 s.
-	p3 := c.now().UnixMilli()
+	p3 := c.Now().UnixMilli()
 	m.Update(k, "A3", p3, 1000, []int64{0})
 	if !m.UpdateNextVisible(k, 0, p3, p3+10_000) {
 		t.Fatal("UpdateNextVisible refused")
@@ -98,11 +82,11 @@ func TestRedeliveryCountsAndVisibility(t *testing.T) {
 	if m.UpdateNextVisible(k, 0, p3+1, p3+10_000) || m.UpdateNextVisible(k, 8, p3, 1) {
 		t.Fatal("UpdateNextVisible accepted a wrong pop or offset")
 	}
-	c.add(2 * time.Second)
+	c.Advance(2 * time.Second)
 	if !m.Blocked(k, "") {
 		t.Fatal("extended invisibility must still block")
 	}
-	c.add(9 * time.Second)
+	c.Advance(9 * time.Second)
 	if m.Blocked(k, "") {
 		t.Fatal("extended invisibility over: must not block")
 	}
@@ -141,8 +125,8 @@ func TestReleaseTimer(t *testing.T) {
 }
 
 func TestLocks(t *testing.T) {
-	c := &clock{t: time.Unix(100, 0)}
-	l := NewLocks(time.Minute, c.now)
+	c := testutil.NewFakeClock(time.Unix(100, 0))
+	l := NewLocks(time.Minute, c.Now)
 	k := Key{"l", "g"}
 	if !l.TryLock(k) || l.TryLock(k) {
 		t.Fatal("TryLock")
@@ -151,11 +135,11 @@ func TestLocks(t *testing.T) {
 	if !l.TryLock(k) {
 		t.Fatal("relock after unlock")
 	}
-	c.add(61 * time.Second)
+	c.Advance(61 * time.Second)
 	if !l.TryLock(k) {
 		t.Fatal("lease over: lock must be takeable")
 	}
-	c.add(61 * time.Second)
+	c.Advance(61 * time.Second)
 	if n := l.Sweep(); n != 1 {
 		t.Fatalf("Sweep = %d", n)
 	}

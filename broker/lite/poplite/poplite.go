@@ -26,6 +26,7 @@ import (
 	"github.com/rmqgo/rmq/broker/lite/registry"
 	"github.com/rmqgo/rmq/broker/longpoll"
 	"github.com/rmqgo/rmq/broker/pop"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -46,17 +47,6 @@ const (
 	// ran out is answered POLLING_TIMEOUT at once.
 	bornSlack = 500
 )
-
-// Executor indexes of the broker (broker.PoolPull, broker.PoolAdmin).
-const (
-	PoolPull  = 1
-	PoolAdmin = 2
-)
-
-// Registrar installs handlers; the broker's procRegistrar satisfies it.
-type Registrar interface {
-	RegisterProcessor(code int32, h remoting.Handler, pool int)
-}
 
 // Store is what pops read.
 type Store interface {
@@ -155,9 +145,9 @@ func (p *Processor) Handlers() map[int32]remoting.Handler {
 
 // Register installs the pop handler on the pull executor and
 // ACK_LITE_MESSAGE on the admin executor.
-func (p *Processor) Register(r Registrar) {
-	r.RegisterProcessor(code.PopLiteMessage, p.handle, PoolPull)
-	r.RegisterProcessor(CodeAckLiteMessage, p.handleAckLite, PoolPull)
+func (p *Processor) Register(r processor.Registrar) {
+	r.RegisterProcessor(code.PopLiteMessage, p.handle, processor.PoolPull)
+	r.RegisterProcessor(CodeAckLiteMessage, p.handleAckLite, processor.PoolPull)
 }
 
 // Start runs the long pollings' deadline loops.

@@ -7,6 +7,7 @@ import (
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/lite/litetest"
 	"github.com/rmqgo/rmq/broker/lite/poplite"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -121,7 +122,7 @@ func TestPopAckHappyPath(t *testing.T) {
 	r.Want("subscribe", r.Subscribe("PARTIAL_ADD", "c1", group, parent, []string{lite}, nil), code.Success, "")
 	r.Want("send 1", r.Send(parent, 1, "one", message.PropertyLiteTopic, lite), code.Success, "")
 	var p litetest.Popped
-	litetest.Eventually(t, 3*time.Second, func() error {
+	testutil.Eventually(t, 3*time.Second, func() error {
 		resp := r.Pop("c1", group, parent, 32, 30*time.Second, 0)
 		if resp.Code != code.Success {
 			return &remoting.CodeError{Code: resp.Code, Remark: resp.Remark}
@@ -142,7 +143,7 @@ func TestPopAckHappyPath(t *testing.T) {
 	}
 	r.Want("ack", r.Ack(code.AckMessage, group, parent, lite, 0, p, nil), code.Success, "")
 	r.Want("ack again", r.Ack(code.AckMessage, group, parent, lite, 0, p, nil), code.Success, "")
-	litetest.Eventually(t, 3*time.Second, func() error {
+	testutil.Eventually(t, 3*time.Second, func() error {
 		resp := r.Pop("c1", group, parent, 32, 30*time.Second, 0)
 		if resp.Code != code.Success {
 			return &remoting.CodeError{Code: resp.Code, Remark: resp.Remark}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/lite/naming"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
@@ -90,11 +91,8 @@ func TestCache(t *testing.T) {
 	ns := &fakeNS{rd: map[string]*protocol.TopicRouteData{}}
 	two := route(protocol.QueueData{BrokerName: "broker-a", Perm: 6, WriteQueueNums: 2}, protocol.QueueData{BrokerName: "broker-b", Perm: 6, WriteQueueNums: 2})
 	ns.set("P", two, nil)
-	var mu sync.Mutex
-	now := time.Unix(1000, 0)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	c := New(Options{Fetch: ns.fetch, Refresh: 30 * time.Second, NegativeTTL: 5 * time.Second, Now: clock})
+	clk := testutil.NewFakeClock(time.Unix(1000, 0))
+	c := New(Options{Fetch: ns.fetch, Refresh: 30 * time.Second, NegativeTTL: 5 * time.Second, Now: clk.Now})
 	defer c.Close()
 	want := []string{"broker-a", "broker-a", "broker-b", "broker-b"}
 
@@ -106,17 +104,17 @@ func TestCache(t *testing.T) {
 	}
 	// Stale: served at once, renewed in the background.
 	ns.set("P", route(protocol.QueueData{BrokerName: "broker-c", Perm: 6, WriteQueueNums: 1}), nil)
-	advance(31 * time.Second)
+	clk.Advance(31 * time.Second)
 	if got, _ := c.WriteQueueBrokers("P"); !slices.Equal(got, want) {
 		t.Fatalf("stale lookup %v, want the old route while renewing", got)
 	}
-	waitFor(t, func() bool { got, _ := c.WriteQueueBrokers("P"); return slices.Equal(got, []string{"broker-c"}) })
+	testutil.WaitFor(t, 3*time.Second, "the refreshed route of P", func() bool { got, _ := c.WriteQueueBrokers("P"); return slices.Equal(got, []string{"broker-c"}) })
 	// A failing nameserver keeps the known route.
 	ns.set("P", nil, errors.New("nameserver down"))
-	advance(31 * time.Second)
+	clk.Advance(31 * time.Second)
 	n := ns.calls.Load()
 	c.WriteQueueBrokers("P")
-	waitFor(t, func() bool { return ns.calls.Load() > n && !c.loading("P") })
+	testutil.WaitFor(t, 3*time.Second, "a failed refresh of P", func() bool { return ns.calls.Load() > n && !c.loading("P") })
 	if got, ok := c.WriteQueueBrokers("P"); !ok || !slices.Equal(got, []string{"broker-c"}) {
 		t.Fatalf("after a failed refresh: %v %v", got, ok)
 	}
@@ -131,9 +129,9 @@ func TestCache(t *testing.T) {
 		t.Fatalf("negative entry not cached (%d fetches, was %d)", ns.calls.Load(), n)
 	}
 	ns.set("Q", two, nil)
-	advance(6 * time.Second)
+	clk.Advance(6 * time.Second)
 	c.WriteQueueBrokers("Q")
-	waitFor(t, func() bool { _, ok := c.WriteQueueBrokers("Q"); return ok })
+	testutil.WaitFor(t, 3*time.Second, "the route of Q", func() bool { _, ok := c.WriteQueueBrokers("Q"); return ok })
 
 	// Home follows naming.HomeBucket over the write queues.
 	for _, lite := range []string{"u1", "u2", "user_10086", "x"} {
@@ -159,7 +157,7 @@ func TestCacheConcurrentMiss(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, func() bool { return ns.calls.Load() == 1 })
+	testutil.WaitFor(t, 3*time.Second, "the shared fetch", func() bool { return ns.calls.Load() == 1 })
 	time.Sleep(20 * time.Millisecond)
 	close(ns.block)
 	wg.Wait()
@@ -171,7 +169,7 @@ func TestCacheConcurrentMiss(t *testing.T) {
 	c2 := New(Options{Fetch: blocked.fetch, Timeout: time.Minute})
 	done := make(chan bool)
 	go func() { _, ok := c2.WriteQueueBrokers("P"); done <- ok }()
-	waitFor(t, func() bool { return blocked.calls.Load() == 1 })
+	testutil.WaitFor(t, 3*time.Second, "the blocked fetch", func() bool { return blocked.calls.Load() == 1 })
 	c2.Close()
 	if ok := <-done; ok {
 		t.Fatal("a cancelled fetch reported a route")
@@ -186,15 +184,4 @@ func (c *Cache) loading(topic string) bool {
 	defer c.mu.Unlock()
 	e := c.m[topic]
 	return e != nil && e.loading != nil
-}
-
-func waitFor(t *testing.T, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 3 s")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }

@@ -19,13 +19,11 @@ import (
 	"github.com/rmqgo/rmq/broker/lite/meta"
 	"github.com/rmqgo/rmq/broker/lite/naming"
 	"github.com/rmqgo/rmq/broker/lite/registry"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
-
-// PoolAdmin is broker.PoolAdmin.
-const PoolAdmin = 2
 
 // Actions of a LiteSubscriptionDTO.
 const (
@@ -49,11 +47,6 @@ type DTO struct {
 // Body is LiteSubscriptionCtlRequestBody.
 type Body struct {
 	SubscriptionSet []DTO `json:"subscriptionSet"`
-}
-
-// Registrar installs handlers; the broker's procRegistrar satisfies it.
-type Registrar interface {
-	RegisterProcessor(code int32, h remoting.Handler, pool int)
 }
 
 // Deps are the processor's collaborators; Config, Meta and Registry are
@@ -91,8 +84,8 @@ func New(d Deps) (*Processor, error) {
 }
 
 // Register installs the handler on the admin executor.
-func (p *Processor) Register(r Registrar) {
-	r.RegisterProcessor(code.LiteSubscriptionCtl, p.handle, PoolAdmin)
+func (p *Processor) Register(r processor.Registrar) {
+	r.RegisterProcessor(code.LiteSubscriptionCtl, p.handle, processor.PoolAdmin)
 }
 
 func (p *Processor) handle(_ context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
 	"github.com/rmqgo/rmq/broker/subscription"
@@ -23,16 +24,6 @@ import (
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
-
-// PoolAdmin is broker.PoolAdmin: offset requests are light and must not
-// queue behind pulls.
-const PoolAdmin = 2
-
-// Registrar installs handlers; *broker.Broker satisfies it through a
-// one-line adapter (its pool parameter is broker.Pool).
-type Registrar interface {
-	RegisterProcessor(code int32, h remoting.Handler, pool int)
-}
 
 // PullOffsets reads the offsets last answered to pulls (pull.Processor).
 type PullOffsets interface {
@@ -96,14 +87,8 @@ func (p *Processor) Handlers() map[int32]remoting.Handler {
 }
 
 // Register installs Handlers on the admin pool.
-func (p *Processor) Register(r Registrar) {
-	for c, h := range p.Handlers() {
-		r.RegisterProcessor(c, h, PoolAdmin)
-	}
-}
-
-func badRequest(err error) error {
-	return &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
+func (p *Processor) Register(r processor.Registrar) {
+	processor.RegisterAll(r, p.Handlers(), processor.PoolAdmin)
 }
 
 func offsetResponse(req *remoting.Command, key string, v int64) *remoting.Command {
@@ -120,7 +105,7 @@ func (p *Processor) queryConsumerOffset(_ context.Context, _ *remoting.Channel, 
 	group, tp, qid := f.Str("consumerGroup"), f.Str("topic"), f.Int32("queueId")
 	setZero := f.OptBool("setZeroIfNotFound", true)
 	if err := f.Err(); err != nil {
-		return nil, badRequest(err)
+		return nil, processor.BadRequest(err)
 	}
 	if off, ok := p.d.Store.QueryOffset(group, tp, qid); ok && off >= 0 {
 		return offsetResponse(req, "offset", off), nil
@@ -138,7 +123,7 @@ func (p *Processor) updateConsumerOffset(_ context.Context, _ *remoting.Channel,
 	f := protocol.FieldsOf(req.ExtFields)
 	group, tp := f.Str("consumerGroup"), f.Str("topic")
 	if err := f.Err(); err != nil {
-		return nil, badRequest(err)
+		return nil, processor.BadRequest(err)
 	}
 	// Java checks the group (26) and topic (17) before the numbers.
 	if _, ok := p.d.Subscriptions.FindOrCreate(group); !ok {
@@ -149,7 +134,7 @@ func (p *Processor) updateConsumerOffset(_ context.Context, _ *remoting.Channel,
 	}
 	qid, off := f.Int32("queueId"), f.Int64("commitOffset")
 	if err := f.Err(); err != nil {
-		return nil, badRequest(err)
+		return nil, processor.BadRequest(err)
 	}
 	p.d.Store.CommitOffset(group, tp, qid, off)
 	return remoting.NewResponse(req, code.Success, ""), nil
@@ -164,7 +149,7 @@ func topicQueue(req *remoting.Command) (string, int32, *protocol.Fields, error) 
 func (p *Processor) getMaxOffset(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	tp, qid, _, err := topicQueue(req)
 	if err != nil {
-		return nil, badRequest(err)
+		return nil, processor.BadRequest(err)
 	}
 	return offsetResponse(req, "offset", max(p.d.Store.MaxOffset(tp, qid), 0)), nil
 }
@@ -172,7 +157,7 @@ func (p *Processor) getMaxOffset(_ context.Context, _ *remoting.Channel, req *re
 func (p *Processor) getMinOffset(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	tp, qid, _, err := topicQueue(req)
 	if err != nil {
-		return nil, badRequest(err)
+		return nil, processor.BadRequest(err)
 	}
 	return offsetResponse(req, "offset", max(p.d.Store.MinOffset(tp, qid), 0)), nil
 }
@@ -180,11 +165,11 @@ func (p *Processor) getMinOffset(_ context.Context, _ *remoting.Channel, req *re
 func (p *Processor) searchOffsetByTimestamp(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	tp, qid, f, err := topicQueue(req)
 	if err != nil {
-		return nil, badRequest(err)
+		return nil, processor.BadRequest(err)
 	}
 	ts := f.Int64("timestamp")
 	if err := f.Err(); err != nil {
-		return nil, badRequest(err)
+		return nil, processor.BadRequest(err)
 	}
 	// Java's BoundaryType.getType: UPPER (any case), anything else LOWER.
 	bt := consumequeue.BoundaryLower
@@ -201,7 +186,7 @@ func (p *Processor) searchOffsetByTimestamp(_ context.Context, _ *remoting.Chann
 func (p *Processor) getEarliestMsgStoreTime(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	tp, qid, _, err := topicQueue(req)
 	if err != nil {
-		return nil, badRequest(err)
+		return nil, processor.BadRequest(err)
 	}
 	return offsetResponse(req, "timestamp", p.d.Store.EarliestMessageTime(tp, qid)), nil
 }
@@ -227,7 +212,7 @@ func (p *Processor) getConsumeStats(_ context.Context, _ *remoting.Channel, req 
 	tp := f.OptStr("topic", "")
 	topicList := f.OptStr("topicList", "")
 	if err := f.Err(); err != nil {
-		return nil, badRequest(err)
+		return nil, processor.BadRequest(err)
 	}
 	stats := p.ConsumeStats(group, tp, splitTopicList(topicList))
 	body, err := protocol.MarshalMQKeyed(stats)

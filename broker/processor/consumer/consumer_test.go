@@ -4,7 +4,6 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,27 +13,11 @@ import (
 	"github.com/rmqgo/rmq/broker/store/storetest"
 	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/broker/topic"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
-
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
 
 type pullOffsets map[string]int64
 
@@ -45,7 +28,7 @@ func (p pullOffsets) PullOffset(group, topic string, qid int32) (int64, bool) {
 
 type fixture struct {
 	cfg       atomic.Pointer[config.Config]
-	clk       *clock
+	clk       *testutil.FakeClock
 	store     *storetest.Store
 	topics    *topic.Manager
 	subs      *subscription.Manager
@@ -62,7 +45,7 @@ func newFixture(t *testing.T, mutate ...func(*config.Config)) *fixture {
 		m(c)
 	}
 	c.Finalize()
-	f := &fixture{clk: &clock{now: time.UnixMilli(1_700_000_000_000)}, consumers: client.NewConsumerManager(client.ManagerOptions{}), pulled: pullOffsets{}}
+	f := &fixture{clk: testutil.NewFakeClock(time.UnixMilli(1_700_000_000_000)), consumers: client.NewConsumerManager(client.ManagerOptions{}), pulled: pullOffsets{}}
 	f.store = storetest.New(storetest.WithClock(f.clk.Now))
 	f.cfg.Store(c)
 	var err error

@@ -7,18 +7,14 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/client"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/processor/pull"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
-
-type serverRegistrar struct{ s *remoting.Server }
-
-func (r serverRegistrar) RegisterProcessor(c int32, h remoting.Handler, _ int) {
-	r.s.Register(c, h, nil)
-}
 
 // TestConsumerFlow wires the client, pull and offset processors on one
 // server and walks a client-go style push consumer through its calls:
@@ -40,7 +36,7 @@ func TestConsumerFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := serverRegistrar{srv}
+	reg := processor.OnServer(srv)
 	cp.Register(reg)
 	pp.Register(reg)
 	f.p.Register(reg)
@@ -93,13 +89,7 @@ func TestConsumerFlow(t *testing.T) {
 		"sysFlag": strconv.Itoa(pull.FlagSuspend), "commitOffset": "0", "suspendTimeoutMillis": "20000", "subVersion": "0"}
 	got := make(chan *remoting.Command, 1)
 	go func() { got <- call(code.PullMessage, pullExt, nil) }()
-	deadline := time.Now().Add(3 * time.Second)
-	for pp.Hold().Len() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("pull not suspended")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 3*time.Second, "the pull to be suspended", func() bool { return pp.Hold().Len() > 0 })
 	f.store.Put("T", 0, "b", []byte("filtered out"))
 	f.store.Put("T", 0, "a", []byte("hello"))
 	var r *remoting.Command

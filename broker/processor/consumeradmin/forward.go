@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/rmqgo/rmq/broker/client"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -28,7 +29,7 @@ func (p *Processor) consumerRunningInfo(ctx context.Context, _ *remoting.Channel
 	f := protocol.FieldsOf(req.ExtFields)
 	group, clientID := f.Str("consumerGroup"), f.Str("clientId")
 	if err := f.Err(); err != nil {
-		return nil, badRequest(err)
+		return nil, processor.BadRequest(err)
 	}
 	return p.callConsumer(ctx, req, group, clientID, cloneExt(req.ExtFields), req.Body)
 }
@@ -44,7 +45,7 @@ func (p *Processor) consumeMessageDirectly(ctx context.Context, _ *remoting.Chan
 	msgID := f.OptStr("msgId", "")
 	tp := f.OptStr("topic", "")
 	if err := f.Err(); err != nil {
-		return nil, badRequest(err)
+		return nil, processor.BadRequest(err)
 	}
 	ext := cloneExt(req.ExtFields)
 	ext["brokerName"] = p.d.Config().BrokerName
@@ -118,7 +119,7 @@ func (p *Processor) consumerStatus(ctx context.Context, _ *remoting.Channel, req
 	tp, group := f.Str("topic"), f.Str("group")
 	origin := f.OptStr("clientAddr", "")
 	if err := f.Err(); err != nil {
-		return nil, badRequest(err)
+		return nil, processor.BadRequest(err)
 	}
 	g, ok := p.d.Consumers.GroupInfo(group)
 	if !ok || len(g.Channels) == 0 {

@@ -29,6 +29,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/processor/consumer"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/offset"
@@ -39,21 +40,12 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
-// PoolAdmin is broker.PoolAdmin (Java runs these on the admin executor).
-const PoolAdmin = 2
-
 // DefaultCallTimeout bounds a request the broker sends to a client and waits
 // for (Java's Broker2Client.callClient: 10 s).
 const DefaultCallTimeout = 10 * time.Second
 
 // DefaultStatusTimeout bounds GET_CONSUMER_STATUS_FROM_CLIENT (Java: 5 s).
 const DefaultStatusTimeout = 5 * time.Second
-
-// Registrar installs handlers; *broker.Broker satisfies it through a
-// one-line adapter (its pool parameter is broker.Pool).
-type Registrar interface {
-	RegisterProcessor(code int32, h remoting.Handler, pool int)
-}
 
 // OffsetIndex answers which groups have committed offsets of a topic and
 // which topics a group has committed offsets of (Java's
@@ -151,14 +143,8 @@ func (p *Processor) Handlers() map[int32]remoting.Handler {
 }
 
 // Register installs Handlers on the admin pool.
-func (p *Processor) Register(r Registrar) {
-	for c, h := range p.Handlers() {
-		r.RegisterProcessor(c, h, PoolAdmin)
-	}
-}
-
-func badRequest(err error) error {
-	return &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
+func (p *Processor) Register(r processor.Registrar) {
+	processor.RegisterAll(r, p.Handlers(), processor.PoolAdmin)
 }
 
 func (p *Processor) brokerAddr() string {
@@ -192,7 +178,7 @@ func (p *Processor) queryTopicConsumeByWho(_ context.Context, _ *remoting.Channe
 	f := protocol.FieldsOf(req.ExtFields)
 	tp := f.Str("topic")
 	if err := f.Err(); err != nil {
-		return nil, badRequest(err)
+		return nil, processor.BadRequest(err)
 	}
 	groups := p.d.Consumers.GroupsByTopic(tp)
 	for _, g := range p.d.Offsets.TopicGroups(tp) {
@@ -213,7 +199,7 @@ func (p *Processor) queryTopicsByConsumer(_ context.Context, _ *remoting.Channel
 	f := protocol.FieldsOf(req.ExtFields)
 	group := f.Str("group")
 	if err := f.Err(); err != nil {
-		return nil, badRequest(err)
+		return nil, processor.BadRequest(err)
 	}
 	topics := p.d.Offsets.GroupTopics(group)
 	if topics == nil {
@@ -243,7 +229,7 @@ func (p *Processor) brokerConsumeStats(_ context.Context, _ *remoting.Channel, r
 	f := protocol.FieldsOf(req.ExtFields)
 	isOrder := f.OptBool("isOrder", false)
 	if err := f.Err(); err != nil {
-		return nil, badRequest(err)
+		return nil, processor.BadRequest(err)
 	}
 	brokerName := p.d.Config().BrokerName
 	groups, _ := p.d.Subscriptions.Snapshot()

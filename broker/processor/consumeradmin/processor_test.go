@@ -14,6 +14,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/processor/consumer"
 	"github.com/rmqgo/rmq/broker/store/kv"
 	"github.com/rmqgo/rmq/broker/store/offset"
@@ -73,12 +74,6 @@ type env struct {
 	now     atomic.Int64
 }
 
-type serverRegistrar struct{ s *remoting.Server }
-
-func (r serverRegistrar) RegisterProcessor(c int32, h remoting.Handler, _ int) {
-	r.s.Register(c, h, nil)
-}
-
 func newEnv(t *testing.T, mutate ...func(*config.Config)) *env {
 	t.Helper()
 	return newEnvWith(t, nil, mutate...)
@@ -119,8 +114,8 @@ func newEnvWith(t *testing.T, resets ResetAssigner, mutate ...func(*config.Confi
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.clients.Register(serverRegistrar{srv})
-	e.p.Register(serverRegistrar{srv})
+	e.clients.Register(processor.OnServer(srv))
+	e.p.Register(processor.OnServer(srv))
 	srv.OnClose(e.clients.OnChannelClose)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)

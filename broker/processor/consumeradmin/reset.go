@@ -7,6 +7,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -66,7 +67,7 @@ func (p *Processor) resetOffset(_ context.Context, _ *remoting.Channel, req *rem
 	r.queueID = f.OptInt32("queueId", -1)
 	r.offset = f.OptInt64("offset", -1)
 	if err := f.Err(); err != nil {
-		return nil, badRequest(err)
+		return nil, processor.BadRequest(err)
 	}
 	cfg := p.d.Config()
 	p.log.Info("reset offset", "topic", r.topic, "group", r.group, "timestamp", r.timestamp, "isForce", r.force,

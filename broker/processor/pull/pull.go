@@ -18,6 +18,7 @@ import (
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/longpoll"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/broker/topic"
@@ -25,15 +26,6 @@ import (
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
-
-// PoolPull is broker.PoolPull.
-const PoolPull = 1
-
-// Registrar installs handlers; *broker.Broker satisfies it through a
-// one-line adapter (its pool parameter is broker.Pool).
-type Registrar interface {
-	RegisterProcessor(code int32, h remoting.Handler, pool int)
-}
 
 // Pull request sysFlag bits (docs/protocol.md §5.7).
 const (
@@ -137,10 +129,8 @@ func (p *Processor) Handlers() map[int32]remoting.Handler {
 }
 
 // Register installs Handlers on the pull pool.
-func (p *Processor) Register(r Registrar) {
-	for c, h := range p.Handlers() {
-		r.RegisterProcessor(c, h, PoolPull)
-	}
+func (p *Processor) Register(r processor.Registrar) {
+	processor.RegisterAll(r, p.Handlers(), processor.PoolPull)
 }
 
 // PullOffset is the last nextBeginOffset answered to (group, topic, queue)
@@ -239,7 +229,7 @@ func parseHeader(ext map[string]string) (header, error) {
 func (p *Processor) process(ctx context.Context, ch *remoting.Channel, req *remoting.Command, allowSuspend bool) (*remoting.Command, error) {
 	h, err := parseHeader(req.ExtFields)
 	if err != nil {
-		return nil, &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
+		return nil, processor.BadRequest(err)
 	}
 	cfg := p.d.Config()
 	if cfg.BrokerPermission&protocol.PermRead == 0 {

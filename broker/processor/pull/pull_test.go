@@ -3,6 +3,7 @@ package pull
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -12,10 +13,12 @@ import (
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/longpoll"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/storetest"
 	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/broker/topic"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -437,12 +440,6 @@ type netEnv struct {
 	addr string
 }
 
-type serverRegistrar struct{ s *remoting.Server }
-
-func (r serverRegistrar) RegisterProcessor(c int32, h remoting.Handler, _ int) {
-	r.s.Register(c, h, nil)
-}
-
 func newNetEnv(t *testing.T, o fixtureOpt) *netEnv {
 	t.Helper()
 	f := newFixture(t, o)
@@ -450,7 +447,7 @@ func newNetEnv(t *testing.T, o fixtureOpt) *netEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.p.Register(serverRegistrar{srv})
+	f.p.Register(processor.OnServer(srv))
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -503,13 +500,12 @@ func wait(t *testing.T, ch <-chan result) result {
 
 func waitParked(t *testing.T, e *netEnv, n int) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for e.p.Hold().Len() != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("parked %d, want %d", e.p.Hold().Len(), n)
+	testutil.Eventually(t, 3*time.Second, func() error {
+		if got := e.p.Hold().Len(); got != n {
+			return fmt.Errorf("parked %d, want %d", got, n)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestLongPollWakeUp(t *testing.T) {
@@ -592,12 +588,9 @@ func TestLongPollClosedChannel(t *testing.T) {
 		t.Fatalf("pull answered after close: %d", r.resp.Code)
 	}
 	// The server notices the close asynchronously; the periodic check then drops the request.
-	deadline := time.Now().Add(3 * time.Second)
-	for e.p.Hold().Check(); e.p.Hold().Len() != 0; e.p.Hold().Check() {
-		if time.Now().After(deadline) {
-			t.Fatal("request of a closed channel kept")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 3*time.Second, "the request of the closed channel to be dropped", func() bool {
+		e.p.Hold().Check()
+		return e.p.Hold().Len() == 0
+	})
 	e.put("T", 0, "a") // must not panic or write anywhere
 }

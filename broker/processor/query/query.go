@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -28,15 +29,6 @@ const (
 	extIndexLastUpdateTimestamp = "indexLastUpdateTimestamp"
 	extIndexLastUpdatePhyOffset = "indexLastUpdatePhyoffset"
 )
-
-// PoolAdmin is broker.PoolAdmin.
-const PoolAdmin = 2
-
-// Registrar installs handlers; *broker.Broker satisfies it through a
-// one-line adapter (its pool parameter is broker.Pool).
-type Registrar interface {
-	RegisterProcessor(code int32, h remoting.Handler, pool int)
-}
 
 // Store is the part of the message store queries use; store.MessageStore
 // implements it.
@@ -83,14 +75,8 @@ func (p *Processor) Handlers() map[int32]remoting.Handler {
 // Register installs the handlers on the admin executor: queries come from
 // tools and read index and log, so they must not hold up sends or pulls
 // (Java gives them their own pool).
-func (p *Processor) Register(r Registrar) {
-	for c, h := range p.Handlers() {
-		r.RegisterProcessor(c, h, PoolAdmin)
-	}
-}
-
-func badRequest(err error) error {
-	return &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
+func (p *Processor) Register(r processor.Registrar) {
+	processor.RegisterAll(r, p.Handlers(), processor.PoolAdmin)
 }
 
 // queryMessage answers QUERY_MESSAGE: 0 with the records, or
@@ -103,7 +89,7 @@ func (p *Processor) queryMessage(_ context.Context, _ *remoting.Channel, req *re
 	begin := f.Int64("beginTimestamp")
 	end := f.Int64("endTimestamp")
 	if err := f.Err(); err != nil {
-		return nil, badRequest(err)
+		return nil, processor.BadRequest(err)
 	}
 	cfg := p.d.Config()
 	uniq := req.Ext(UniqueKeyQueryFlag) == "true"
@@ -152,7 +138,7 @@ func (p *Processor) viewMessageByID(_ context.Context, _ *remoting.Channel, req 
 	f := protocol.FieldsOf(req.ExtFields)
 	offset := f.Int64("offset")
 	if err := f.Err(); err != nil {
-		return nil, badRequest(err)
+		return nil, processor.BadRequest(err)
 	}
 	rec, err := p.d.Store.ReadRecord(offset)
 	if err != nil || len(rec) == 0 {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/remoting"
@@ -246,15 +247,11 @@ func TestRegister(t *testing.T) {
 		t.Fatal("New without deps succeeded")
 	}
 	p := newProcessor(t, newFakeStore(t))
-	got := map[int32]int{}
-	p.Register(registrarFunc(func(c int32, _ remoting.Handler, pool int) { got[c] = pool }))
-	if len(got) != 2 || got[code.QueryMessage] != PoolAdmin || got[code.ViewMessageByID] != PoolAdmin {
+	got := map[int32]processor.Pool{}
+	p.Register(processor.RegistrarFunc(func(c int32, _ remoting.Handler, pool processor.Pool) { got[c] = pool }))
+	if len(got) != 2 || got[code.QueryMessage] != processor.PoolAdmin || got[code.ViewMessageByID] != processor.PoolAdmin {
 		t.Errorf("registered %v", got)
 	}
 }
-
-type registrarFunc func(code int32, h remoting.Handler, pool int)
-
-func (f registrarFunc) RegisterProcessor(code int32, h remoting.Handler, pool int) { f(code, h, pool) }
 
 var _ Store = store.MessageStore(nil)

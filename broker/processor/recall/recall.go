@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/schedule"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/pkg/message"
@@ -21,15 +22,6 @@ import (
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
-
-// PoolSend is broker.PoolSend: Java registers RECALL_MESSAGE with the send
-// executor.
-const PoolSend = 0
-
-// Registrar installs handlers (*broker.Broker through an adapter).
-type Registrar interface {
-	RegisterProcessor(code int32, h remoting.Handler, pool int)
-}
 
 // Topics is what the processor needs of the topic manager.
 type Topics interface {
@@ -79,8 +71,8 @@ func New(d Deps) (*Processor, error) {
 }
 
 // Register installs the handler on the send pool.
-func (p *Processor) Register(r Registrar) {
-	r.RegisterProcessor(code.RecallMessage, p.Handle, PoolSend)
+func (p *Processor) Register(r processor.Registrar) {
+	r.RegisterProcessor(code.RecallMessage, p.Handle, processor.PoolSend)
 }
 
 // Handle is RECALL_MESSAGE: the checks of Java's RecallMessageProcessor, in
@@ -92,7 +84,7 @@ func (p *Processor) Handle(ctx context.Context, ch *remoting.Channel, req *remot
 	topic, handle := f.Str("topic"), f.Str("recallHandle")
 	group := f.OptStr("producerGroup", "")
 	if err := f.Err(); err != nil {
-		return nil, &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
+		return nil, processor.BadRequest(err)
 	}
 	cfg := p.d.Config()
 	switch {

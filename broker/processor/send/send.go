@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/topic"
 	"github.com/rmqgo/rmq/pkg/message"
@@ -59,16 +60,6 @@ const (
 	extQueueOffset   = "queueOffset"
 	extTransactionID = "transactionId"
 )
-
-// PoolSend is broker.PoolSend: sends and replies must not queue behind pulls
-// or admin requests.
-const PoolSend = 0
-
-// Registrar installs handlers; *broker.Broker satisfies it through a
-// one-line adapter (its pool parameter is broker.Pool).
-type Registrar interface {
-	RegisterProcessor(code int32, h remoting.Handler, pool int)
-}
 
 // Deps are the processor's collaborators. Config, Topics and Store are
 // required.
@@ -174,10 +165,8 @@ func (p *Processor) Handlers() map[int32]remoting.Handler {
 }
 
 // Register installs the handlers on the send executor.
-func (p *Processor) Register(r Registrar) {
-	for c, h := range p.Handlers() {
-		r.RegisterProcessor(c, h, PoolSend)
-	}
+func (p *Processor) Register(r processor.Registrar) {
+	processor.RegisterAll(r, p.Handlers(), processor.PoolSend)
 }
 
 type handlerFunc func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -578,18 +579,14 @@ func TestRegisterAndNew(t *testing.T) {
 		t.Fatal("New without deps succeeded")
 	}
 	f := newFixture(t)
-	got := map[int32]int{}
-	f.p.Register(registrarFunc(func(c int32, _ remoting.Handler, pool int) { got[c] = pool }))
+	got := map[int32]processor.Pool{}
+	f.p.Register(processor.RegistrarFunc(func(c int32, _ remoting.Handler, pool processor.Pool) { got[c] = pool }))
 	for _, c := range []int32{code.SendMessage, code.SendMessageV2, code.SendBatchMessage, code.SendReplyMessage, code.SendReplyMessageV2} {
-		if p, ok := got[c]; !ok || p != PoolSend {
+		if p, ok := got[c]; !ok || p != processor.PoolSend {
 			t.Errorf("code %d registered %v on pool %d", c, ok, p)
 		}
 	}
 }
-
-type registrarFunc func(code int32, h remoting.Handler, pool int)
-
-func (f registrarFunc) RegisterProcessor(code int32, h remoting.Handler, pool int) { f(code, h, pool) }
 
 // TestConcurrentSends races sends, batches and auto-creation of one topic
 // (run with -race).

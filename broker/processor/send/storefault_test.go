@@ -11,6 +11,7 @@ import (
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/commitlog"
 	"github.com/rmqgo/rmq/broker/store/vfs"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
@@ -115,9 +116,10 @@ func TestRealStoreIllegalMessage(t *testing.T) {
 	if resp.Ext("queueOffset") != "0" {
 		t.Fatalf("queueOffset %q after the refused message, want 0", resp.Ext("queueOffset"))
 	}
-	for deadline := time.Now().Add(5 * time.Second); s.MaxOffset("TopicTest", 0) != 1; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("queue max offset %d, want 1", s.MaxOffset("TopicTest", 0))
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if got := s.MaxOffset("TopicTest", 0); got != 1 {
+			return fmt.Errorf("queue max offset %d, want 1", got)
 		}
-	}
+		return nil
+	})
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/lite/naming"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/processor/send"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/subscription"
@@ -37,9 +38,6 @@ const (
 	versionV349 = 121
 	// topicFlagUnitSub is TopicSysFlag.buildSysFlag(false, true).
 	topicFlagUnitSub = 0x2
-	// PoolSend is broker.PoolSend: Java registers 36 with the send
-	// processor's executor.
-	PoolSend = 0
 )
 
 // Topics is the part of the topic table send-back uses; *topic.Manager
@@ -73,11 +71,6 @@ type LiteHook interface {
 	// DeadLettered acks the message for group on lmq once its DLQ copy is
 	// stored, so the lite topic moves past it.
 	DeadLettered(group, lmq string, offset int64)
-}
-
-// Registrar installs handlers.
-type Registrar interface {
-	RegisterProcessor(code int32, h remoting.Handler, pool int)
 }
 
 // Deps are the processor's collaborators; Config, Topics, Groups and Store
@@ -123,9 +116,10 @@ func New(d Deps) (*Processor, error) {
 	return &Processor{d: d, log: d.Logger}, nil
 }
 
-// Register installs the handler on the send executor.
-func (p *Processor) Register(r Registrar) {
-	r.RegisterProcessor(code.ConsumerSendMsgBack, p.Handle, PoolSend)
+// Register installs the handler on the send executor (Java registers 36
+// with the send processor's executor).
+func (p *Processor) Register(r processor.Registrar) {
+	r.RegisterProcessor(code.ConsumerSendMsgBack, p.Handle, processor.PoolSend)
 }
 
 // header is ConsumerSendMsgBackRequestHeader.

@@ -174,8 +174,8 @@ func DefaultConfig(dir string) Config {
 	}
 }
 
-// Validate checks the configuration and fills defaults for the optional
-// paths and dependencies.
+// Validate checks the configuration; the optional paths and dependencies
+// may be left zero (see withDefaults).
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -223,6 +223,12 @@ func (c *Config) Validate() error {
 	if len(errs) > 0 {
 		return fmt.Errorf("commitlog: invalid config: %w", errors.Join(errs...))
 	}
+	return nil
+}
+
+// withDefaults fills the optional paths (checkpoint and abort files next to
+// Dir) and dependencies left zero.
+func (c Config) withDefaults() Config {
 	if c.CheckpointPath == "" {
 		c.CheckpointPath = filepath.Join(filepath.Dir(filepath.Clean(c.Dir)), "checkpoint")
 	}
@@ -238,7 +244,7 @@ func (c *Config) Validate() error {
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
-	return nil
+	return c
 }
 
 // parseDeleteWhen reads "04" or "04;05" into hours.

@@ -29,12 +29,19 @@ func TestConfigValidate(t *testing.T) {
 			cfg := DefaultConfig("/data/store/commitlog")
 			c.mut(&cfg)
 			err := cfg.Validate()
+			if cfg.CheckpointPath != "" || cfg.AbortPath != "" || cfg.FS != nil || cfg.Logger != nil || cfg.Clock != nil {
+				t.Fatalf("Validate filled defaults: %+v", cfg)
+			}
 			if c.want == "" {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if cfg.CheckpointPath != "/data/store/checkpoint" || cfg.AbortPath != "/data/store/abort" || cfg.FS == nil || cfg.Logger == nil || cfg.Clock == nil {
-					t.Fatalf("defaults not filled: %+v", cfg)
+				d := cfg.withDefaults()
+				if d.CheckpointPath != "/data/store/checkpoint" || d.AbortPath != "/data/store/abort" || d.FS == nil || d.Logger == nil || d.Clock == nil {
+					t.Fatalf("defaults not filled: %+v", d)
+				}
+				if err := d.Validate(); err != nil {
+					t.Fatalf("with defaults: %v", err)
 				}
 				return
 			}

@@ -88,6 +88,7 @@ type RecoveryInfo struct {
 // Open opens (creating if needed) the log in cfg.Dir, recovers it and starts
 // its flusher and retention goroutines.
 func Open(cfg Config) (*Log, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/store/vfs"
+	"github.com/rmqgo/rmq/internal/testutil"
 )
 
 func TestRetention(t *testing.T) {
@@ -37,7 +38,7 @@ func TestRetention(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			clock := &fakeClock{t: t0}
+			clock := testutil.NewFakeClock(t0)
 			mem := vfs.NewMem()
 			mem.SetClock(clock.Now)
 			ffs := vfs.NewFaultFS(mem)

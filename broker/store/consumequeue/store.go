@@ -52,7 +52,7 @@ type shard struct {
 
 // Store is the consume queue.
 type Store struct {
-	db     *pebble.DB
+	db     *kv.DB
 	log    *slog.Logger
 	seed   maphash.Seed
 	shards [shardCount]shard
@@ -76,7 +76,7 @@ type Store struct {
 func (s *Store) SetBeforePublish(f func()) { s.beforePublish = f }
 
 // Open loads the queue table from db.
-func Open(db *pebble.DB, log *slog.Logger) (*Store, error) {
+func Open(db *kv.DB, log *slog.Logger) (*Store, error) {
 	s := &Store{db: db, log: log, seed: maphash.MakeSeed()}
 	for i := range s.shards {
 		s.shards[i].queues = make(map[QueueID]QueueState)

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/rmqgo/rmq/broker/store/kv"
 )
 
@@ -18,7 +16,7 @@ func openTest(t *testing.T, dir string) *Store {
 
 // openDB opens a Pebble database in dir and the consume queue on it; the
 // test closes the database (to reopen it).
-func openDB(t *testing.T, dir string) (*pebble.DB, *Store) {
+func openDB(t *testing.T, dir string) (*kv.DB, *Store) {
 	t.Helper()
 	db, err := kv.Open(kv.DefaultConfig(dir), nil)
 	if err != nil {

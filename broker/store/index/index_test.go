@@ -25,7 +25,7 @@ func TestAddQueryDelete(t *testing.T) {
 	if err := b.Commit(pebble.NoSync); err != nil {
 		t.Fatal(err)
 	}
-	hits, err := Query(db, "T", KindKey, "order-1", 10*h+h, 10*h+3*h, 32)
+	hits, err := Query(db.DB, "T", KindKey, "order-1", 10*h+h, 10*h+3*h, 32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,14 +33,14 @@ func TestAddQueryDelete(t *testing.T) {
 	if len(hits) != 5 || hits[0].StoreTime != 13*h || hits[4].StoreTime != 11*h {
 		t.Fatalf("hits %+v", hits)
 	}
-	if hits, _ := Query(db, "T", KindKey, "order-1", 0, 100*h, 3); len(hits) != 3 || hits[0].PhyOffset != 900 {
+	if hits, _ := Query(db.DB, "T", KindKey, "order-1", 0, 100*h, 3); len(hits) != 3 || hits[0].PhyOffset != 900 {
 		t.Fatalf("max hits %+v", hits)
 	}
-	if hits, _ := Query(db, "T", KindUniqKey, "order-1", 0, 100*h, 3); len(hits) != 1 || hits[0].PhyOffset != 7000 {
+	if hits, _ := Query(db.DB, "T", KindUniqKey, "order-1", 0, 100*h, 3); len(hits) != 1 || hits[0].PhyOffset != 7000 {
 		t.Fatalf("uniq %+v", hits)
 	}
 	// The range clients send without bounds: visits only hours with data.
-	if hits, _ := Query(db, "T", KindKey, "order-1", 0, 1<<63-1, 32); len(hits) != 10 {
+	if hits, _ := Query(db.DB, "T", KindKey, "order-1", 0, 1<<63-1, 32); len(hits) != 10 {
 		t.Fatalf("unbounded query %d hits", len(hits))
 	}
 	b = db.NewBatch()
@@ -50,7 +50,7 @@ func TestAddQueryDelete(t *testing.T) {
 	if err := b.Commit(pebble.NoSync); err != nil {
 		t.Fatal(err)
 	}
-	if hits, _ := Query(db, "T", KindKey, "order-1", 0, 100*h, 32); len(hits) != 6 || hits[5].StoreTime != 12*h {
+	if hits, _ := Query(db.DB, "T", KindKey, "order-1", 0, 100*h, 32); len(hits) != 6 || hits[5].StoreTime != 12*h {
 		t.Fatalf("after delete %+v", hits)
 	}
 }

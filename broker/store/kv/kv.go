@@ -11,6 +11,7 @@ package kv
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"syscall"
 	"time"
@@ -44,11 +45,14 @@ type Config struct {
 	// LockWait is how long Open waits for another process to release the
 	// directory lock.
 	LockWait time.Duration
+	// FS is the file system Pebble runs on; nil is the OS's (vfs.Default).
+	// Tests put a fault-injecting one (vfs/errorfs) here.
+	FS vfs.FS
 }
 
 // DefaultConfig returns the broker's defaults for dir.
 func DefaultConfig(dir string) Config {
-	return Config{Dir: dir, CacheSize: 64 << 20, MemTableSize: 32 << 20, DisableWAL: true, LockWait: 10 * time.Second}
+	return Config{Dir: dir, CacheSize: 64 << 20, MemTableSize: 32 << 20, DisableWAL: true, LockWait: 10 * time.Second, FS: vfs.Default}
 }
 
 // Validate checks the configuration.
@@ -59,36 +63,115 @@ func (c Config) Validate() error {
 	if c.CacheSize < 0 {
 		return fmt.Errorf("kv: CacheSize %d < 0", c.CacheSize)
 	}
+	if c.LockWait < 0 {
+		return fmt.Errorf("kv: LockWait %v < 0", c.LockWait)
+	}
 	return nil
 }
 
+// DB is the broker's Pebble database together with what its background
+// work reports: Pebble persists (the WAL is off) only by flushing
+// memtables, and it reports a failed flush to an event listener only.
+type DB struct {
+	*pebble.DB
+	mon    *monitor
+	health io.Closer // the disk-health checks of the FS
+}
+
 // Open opens (creating if needed) the database.
-func Open(cfg Config, log *slog.Logger) (*pebble.DB, error) {
+func Open(cfg Config, log *slog.Logger) (*DB, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	base := cfg.FS
+	if base == nil {
+		base = vfs.Default
+	}
+	mon := newMonitor(log)
 	cache := pebble.NewCache(cfg.CacheSize)
 	defer cache.Unref()
+	listener := mon.listener()
+	// Disk-health checks report a write stuck for seconds (DiskSlow), as
+	// Options.WithFSDefaults sets them up; done here because Pebble stops
+	// its own only in DB.Close, so a failed Open would leave them running.
+	fs, health := vfs.WithDiskHealthChecks(yieldFS{backoffFS{base, mon}}, diskSlowThreshold, nil, listener.DiskSlow)
 	opts := &pebble.Options{
-		FS:           yieldFS{vfs.Default},
-		Cache:        cache,
-		DisableWAL:   cfg.DisableWAL,
-		MemTableSize: cfg.MemTableSize,
-		Logger:       slogAdapter{log},
+		FS:            fs,
+		Cache:         cache,
+		DisableWAL:    cfg.DisableWAL,
+		MemTableSize:  cfg.MemTableSize,
+		Logger:        fatalLogger{slogAdapter{log}, mon},
+		EventListener: listener,
 	}
 	// A broker restarted right after a kill -9 can find the old process
 	// still exiting and holding the directory lock for a moment: retry
 	// briefly rather than fail the restart.
 	deadline := time.Now().Add(cfg.LockWait)
 	for {
-		db, err := pebble.Open(cfg.Dir, opts)
+		db, err := openOnce(cfg.Dir, opts)
 		if err == nil {
-			return db, nil
+			return &DB{DB: db, mon: mon, health: health}, nil
 		}
 		if !errors.Is(err, syscall.EAGAIN) || time.Now().After(deadline) {
+			_ = health.Close()
 			return nil, fmt.Errorf("kv: open %s: %w", cfg.Dir, err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// openOnce is pebble.Open with its fatal errors returned: opening writes a
+// MANIFEST, and a failed MANIFEST write is fatal to Pebble (see
+// fatalLogger), but at open nothing runs yet that the failure could leave
+// inconsistent, so the broker reports it and does not start.
+func openOnce(dir string, opts *pebble.Options) (db *pebble.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(fatalError)
+			if !ok {
+				panic(r)
+			}
+			db, err = nil, f.err
+		}
+	}()
+	return pebble.Open(dir, opts)
+}
+
+// diskSlowThreshold is how long a disk operation may take before Pebble
+// reports it (its own default).
+const diskSlowThreshold = 5 * time.Second
+
+// Close closes the database, then stops its disk-health checks.
+func (d *DB) Close() error {
+	err := d.DB.Close()
+	_ = d.health.Close()
+	return err
+}
+
+// Err reports why the database cannot persist writes now: the latest
+// memtable flush failed (Pebble keeps the memtable and retries; Err turns
+// nil when a retry succeeds), or Pebble hit a fatal error. Writes that
+// commit meanwhile are readable but live only in memory.
+func (d *DB) Err() error { return d.mon.err() }
+
+// Flush persists everything committed so far. Unlike pebble.DB.Flush,
+// which waits for as long as flushes keep failing, it returns the error
+// of a failed flush; while one has failed it queues no further memtable
+// (each would be one more to hold in memory) and fails at once.
+func (d *DB) Flush() error {
+	if err := d.mon.err(); err != nil {
+		return fmt.Errorf("kv: flush: %w", err)
+	}
+	failed := d.mon.flushFailed()
+	done, err := d.DB.AsyncFlush()
+	if err != nil {
+		return fmt.Errorf("kv: flush: %w", err)
+	}
+	select {
+	case <-done:
+		return nil
+	case <-failed:
+		return fmt.Errorf("kv: flush: %w", d.mon.err())
 	}
 }
 
@@ -116,12 +199,4 @@ func (a slogAdapter) Errorf(format string, args ...any) {
 	if a.log != nil {
 		a.log.Error(fmt.Sprintf(format, args...), "component", "pebble")
 	}
-}
-
-func (a slogAdapter) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	if a.log != nil {
-		a.log.Error(msg, "component", "pebble", "fatal", true)
-	}
-	panic("pebble: " + msg)
 }

@@ -55,7 +55,7 @@ func decodeKey(b []byte) (Key, bool) {
 
 // Store is the consumer offset table.
 type Store struct {
-	db  *pebble.DB
+	db  *kv.DB
 	log *slog.Logger
 
 	mu      sync.RWMutex
@@ -68,7 +68,7 @@ type Store struct {
 }
 
 // Open loads all offsets into memory.
-func Open(db *pebble.DB, log *slog.Logger) (*Store, error) {
+func Open(db *kv.DB, log *slog.Logger) (*Store, error) {
 	s := &Store{db: db, log: log, offsets: map[Key]int64{}, dirty: map[Key]struct{}{}, deleted: map[Key]struct{}{}, groups: map[string]int{}}
 	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{kv.PrefixOffset}, UpperBound: []byte{kv.PrefixOffset + 1}})
 	if err != nil {

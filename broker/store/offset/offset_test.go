@@ -3,13 +3,11 @@ package offset
 import (
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/rmqgo/rmq/broker/store/kv"
 )
 
 // openAt opens the kv database in dir and the offset store over it.
-func openAt(t *testing.T, dir string) (*pebble.DB, *Store) {
+func openAt(t *testing.T, dir string) (*kv.DB, *Store) {
 	t.Helper()
 	db, err := kv.Open(kv.DefaultConfig(dir), nil)
 	if err != nil {

@@ -7,13 +7,20 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/rmqgo/rmq/mqadmin/command"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := command.Main(ctx, os.Args[1:], command.OSEnv())
+	code := command.Main(ctx, os.Args[1:], command.Env{
+		Stdout:   os.Stdout,
+		Stderr:   os.Stderr,
+		Getenv:   os.Getenv,
+		Now:      time.Now,
+		Location: time.Local,
+	})
 	stop()
 	os.Exit(code)
 }

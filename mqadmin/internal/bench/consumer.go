@@ -100,40 +100,19 @@ func RunConsumer(ctx context.Context, o ConsumerOptions) (*ConsumerSummary, erro
 		fmt.Fprintf(o.Out, "Expression: %s\n", expr)
 	}
 
-	c, err := client.NewPullConsumer(client.PullConsumerConfig{
-		CommonConfig: client.CommonConfig{
-			NameServers:   []string{o.NameServer},
-			InstanceName:  strconv.FormatInt(time.Now().UnixMilli(), 10),
-			Credentials:   o.Credentials,
-			SerializeType: remoting.SerializeRocketMQ,
-			Logger:        o.Logger,
-		},
-		Group: o.Group,
-	})
+	c, err := started(client.NewPullConsumer(client.PullConsumerConfig{
+		CommonConfig: runClientConfig(o.NameServer, "", o.Credentials, remoting.SerializeRocketMQ, o.Logger),
+		Group:        o.Group,
+	}))
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Start(); err != nil {
-		return nil, err
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = c.Shutdown(sctx)
-	}()
+	defer shutdown(ctx, c)
 
-	runCtx, stop := context.WithCancel(ctx)
+	runCtx, stop := runContext(ctx, o.Duration)
 	defer stop()
-	if o.Duration > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(runCtx, o.Duration)
-		defer cancel()
-	}
 	var stats ConsumerStats
-	repCtx, stopRep := context.WithCancel(context.Background())
-	rep := startReporter(repCtx, o.ReportInterval, stats.Snapshot, func(now time.Time, begin, end ConsumerSnapshot) {
-		fmt.Fprint(o.Out, stats.ConsumerLine(now, begin, end))
-	})
+	stopReport := reportConsumer(o.Out, o.ReportInterval, &stats)
 
 	from := client.FromLastOffset()
 	if o.FromFirst {
@@ -168,33 +147,11 @@ func RunConsumer(ctx context.Context, o ConsumerOptions) (*ConsumerSummary, erro
 		err = nil // stopped while waiting: report the empty run
 	}
 	elapsed := time.Since(start)
-	stopRep()
-	rep.wait()
+	stopReport()
 	if err != nil {
 		return nil, err
 	}
-
-	n := stats.Received.Load()
-	sum := &ConsumerSummary{
-		Type:           "consumer",
-		Topic:          o.Topic,
-		Group:          o.Group,
-		ElapsedSeconds: elapsed.Seconds(),
-		Consumed:       n,
-		Failed:         stats.Failed.Load(),
-		B2C:            latencyOf(&stats.B2CLatency),
-		S2C:            latencyOf(&stats.S2CLatency),
-	}
-	if s := elapsed.Seconds(); s > 0 {
-		sum.TPS = float64(n) / s
-	}
-	sum.printText(o.Out)
-	if o.JSON {
-		if err := writeJSON(o.Out, sum); err != nil {
-			return sum, err
-		}
-	}
-	return sum, nil
+	return finishConsumer(o.Out, o.JSON, &ConsumerSummary{Type: "consumer", Topic: o.Topic, Group: o.Group}, &stats, elapsed)
 }
 
 // nullable prints "" as Java prints a null String.

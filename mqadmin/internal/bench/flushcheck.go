@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/rmqgo/rmq/pkg/client"
@@ -26,14 +25,8 @@ type flushChecker struct {
 func newFlushChecker(ctx context.Context, o ProducerOptions) *flushChecker {
 	f := &flushChecker{topic: o.Topic, baseline: map[protocol.MessageQueue]int64{}}
 	f.c, f.err = client.NewPullConsumer(client.PullConsumerConfig{
-		CommonConfig: client.CommonConfig{
-			NameServers:   []string{o.NameServer},
-			InstanceName:  "flushcheck" + strconv.FormatInt(time.Now().UnixMilli(), 10),
-			Credentials:   o.Credentials,
-			SerializeType: remoting.SerializeRocketMQ,
-			Logger:        o.Logger,
-		},
-		Group: DefaultProducerGroup + "_flush_check",
+		CommonConfig: runClientConfig(o.NameServer, "flushcheck", o.Credentials, remoting.SerializeRocketMQ, o.Logger),
+		Group:        DefaultProducerGroup + "_flush_check",
 	})
 	if f.err != nil {
 		return f

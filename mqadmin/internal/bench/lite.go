@@ -14,6 +14,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
 )
 
 // Lite mode (docs/lite-topics.md): the producer spreads messages over N lite
@@ -145,21 +146,12 @@ func RunLiteConsumer(ctx context.Context, o LiteConsumerOptions) (*ConsumerSumma
 		o.Topic, o.Threads, o.Group, o.LiteTopics, len(lites), lites[0], lites[len(lites)-1], o.InvisibleTime.Milliseconds(),
 		o.Credentials != nil, o.ReportInterval.Milliseconds())
 
-	runCtx, stop := context.WithCancel(ctx)
+	runCtx, stop := runContext(ctx, o.Duration)
 	defer stop()
-	if o.Duration > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(runCtx, o.Duration)
-		defer cancel()
-	}
 	var stats ConsumerStats
-	c, err := client.NewLitePushConsumer(client.LitePushConsumerConfig{
-		CommonConfig: client.CommonConfig{
-			NameServers:  []string{o.NameServer},
-			InstanceName: strconv.FormatInt(time.Now().UnixMilli(), 10),
-			Credentials:  o.Credentials,
-			Logger:       o.Logger,
-		},
+	c, err := started(client.NewLitePushConsumer(client.LitePushConsumerConfig{
+		// The lite consumer keeps pkg/client's default header encoding.
+		CommonConfig:      runClientConfig(o.NameServer, "", o.Credentials, remoting.SerializeJSON, o.Logger),
 		Group:             o.Group,
 		BindTopic:         o.Topic,
 		ConsumeGoroutines: o.Threads,
@@ -171,24 +163,14 @@ func RunLiteConsumer(ctx context.Context, o LiteConsumerOptions) (*ConsumerSumma
 			}
 			return client.ConsumeSuccess
 		},
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Start(); err != nil {
-		return nil, err
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = c.Shutdown(sctx)
-	}()
+	defer shutdown(ctx, c)
 	// Messages flow as soon as the first subscription is in: the clock
 	// and the reports start now.
-	repCtx, stopRep := context.WithCancel(context.Background())
-	rep := startReporter(repCtx, o.ReportInterval, stats.Snapshot, func(now time.Time, begin, end ConsumerSnapshot) {
-		fmt.Fprint(o.Out, stats.ConsumerLine(now, begin, end))
-	})
+	stopReport := reportConsumer(o.Out, o.ReportInterval, &stats)
 	start := time.Now()
 	var opts []client.OffsetOption
 	if o.FromMax {
@@ -200,8 +182,7 @@ func RunLiteConsumer(ctx context.Context, o LiteConsumerOptions) (*ConsumerSumma
 			if runCtx.Err() != nil {
 				break
 			}
-			stopRep()
-			rep.wait()
+			stopReport()
 			return nil, fmt.Errorf("subscribe lite topic %s: %w", l, err)
 		}
 		subscribed++
@@ -209,28 +190,6 @@ func RunLiteConsumer(ctx context.Context, o LiteConsumerOptions) (*ConsumerSumma
 	fmt.Fprintf(o.Out, "Consumer Started. Subscribed %d lite topics in %d ms.\n", subscribed, time.Since(start).Milliseconds())
 	<-runCtx.Done()
 	elapsed := time.Since(start)
-	stopRep()
-	rep.wait()
-
-	n := stats.Received.Load()
-	sum := &ConsumerSummary{
-		Type:           "lite-consumer",
-		Topic:          o.Topic,
-		Group:          o.Group,
-		ElapsedSeconds: elapsed.Seconds(),
-		Consumed:       n,
-		B2C:            latencyOf(&stats.B2CLatency),
-		S2C:            latencyOf(&stats.S2CLatency),
-		LiteTopics:     subscribed,
-	}
-	if s := elapsed.Seconds(); s > 0 {
-		sum.TPS = float64(n) / s
-	}
-	sum.printText(o.Out)
-	if o.JSON {
-		if err := writeJSON(o.Out, sum); err != nil {
-			return sum, err
-		}
-	}
-	return sum, nil
+	stopReport()
+	return finishConsumer(o.Out, o.JSON, &ConsumerSummary{Type: "lite-consumer", Topic: o.Topic, Group: o.Group, LiteTopics: subscribed}, &stats, elapsed)
 }

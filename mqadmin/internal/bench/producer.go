@@ -144,30 +144,18 @@ func RunProducer(ctx context.Context, o ProducerOptions) (*ProducerSummary, erro
 		compressOver = o.CompressOver
 		fmt.Fprintf(o.Out, "compressType: %s compressLevel: %d\n", "ZLIB", o.CompressLevel)
 	}
-	p, err := client.NewProducer(client.ProducerConfig{
-		CommonConfig: client.CommonConfig{
-			NameServers:   []string{o.NameServer},
-			InstanceName:  strconv.FormatInt(time.Now().UnixMilli(), 10), // Java: currentTimeMillis
-			Credentials:   o.Credentials,
-			SerializeType: remoting.SerializeRocketMQ, // as Apache's benchmark tools
-			Logger:        o.Logger,
-		},
+	p, err := started(client.NewProducer(client.ProducerConfig{
+		// RocketMQ headers, as Apache's benchmark tools.
+		CommonConfig:  runClientConfig(o.NameServer, "", o.Credentials, remoting.SerializeRocketMQ, o.Logger),
 		Group:         o.Group,
 		CompressOver:  compressOver,
 		CompressLevel: o.CompressLevel,
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}
-	if err := p.Start(); err != nil {
-		return nil, err
-	}
 	r.p = p
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = p.Shutdown(sctx)
-	}()
+	defer shutdown(ctx, p)
 
 	var flush *flushChecker
 	if o.FlushCheck {
@@ -175,13 +163,8 @@ func RunProducer(ctx context.Context, o ProducerOptions) (*ProducerSummary, erro
 		defer flush.close()
 	}
 
-	stopCtx, stop := context.WithCancel(ctx)
+	stopCtx, stop := runContext(ctx, o.Duration)
 	defer stop()
-	if o.Duration > 0 {
-		var cancel context.CancelFunc
-		stopCtx, cancel = context.WithTimeout(stopCtx, o.Duration)
-		defer cancel()
-	}
 	repCtx, stopRep := context.WithCancel(context.Background())
 	line := ProducerLine
 	if o.BatchSize > 1 {
@@ -216,13 +199,7 @@ func RunProducer(ctx context.Context, o ProducerOptions) (*ProducerSummary, erro
 	if flush != nil {
 		sum.FlushCheck = flush.check(ctx, r.acked.Load())
 	}
-	sum.printText(o.Out)
-	if o.JSON {
-		if err := writeJSON(o.Out, sum); err != nil {
-			return sum, err
-		}
-	}
-	return sum, nil
+	return printSummary(o.Out, o.JSON, sum)
 }
 
 // splitQuantity divides a message quantity among threads as Java does

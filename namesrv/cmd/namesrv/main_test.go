@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
@@ -93,15 +95,14 @@ func TestBootServeAndGracefulShutdown(t *testing.T) {
 
 	re := regexp.MustCompile(`The Name Server boot success\. serializeType=JSON, address (\S+)`)
 	var addr string
-	deadline := time.Now().Add(5 * time.Second)
-	for addr == "" {
-		if m := re.FindStringSubmatch(out.String()); m != nil {
-			addr = m[1]
-		} else if time.Now().After(deadline) {
-			t.Fatalf("no boot line; stdout %q stderr %q", out.String(), errOut.String())
+	testutil.Eventually(t, 5*time.Second, func() error {
+		m := re.FindStringSubmatch(out.String())
+		if m == nil {
+			return fmt.Errorf("no boot line; stdout %q stderr %q", out.String(), errOut.String())
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		addr = m[1]
+		return nil
+	})
 	c := remoting.NewClient(remoting.DefaultClientConfig(), nil)
 	defer c.Close()
 	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)

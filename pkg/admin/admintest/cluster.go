@@ -11,6 +11,8 @@ package admintest
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -337,16 +339,8 @@ func (c *Cluster) brokerHandle(b *Broker, req *remoting.Command) *remoting.Comma
 	switch req.Code {
 	case code.UpdateAndCreateTopic:
 		f := protocol.FieldsOf(req.ExtFields)
-		tc := protocol.TopicConfig{
-			TopicName:       f.Str("topic"),
-			ReadQueueNums:   int(f.Int32("readQueueNums")),
-			WriteQueueNums:  int(f.Int32("writeQueueNums")),
-			Perm:            int(f.Int32("perm")),
-			TopicFilterType: f.OptStr("topicFilterType", protocol.SingleTag),
-			TopicSysFlag:    int(f.OptInt32("topicSysFlag", 0)),
-			Order:           f.OptBool("order", false),
-			Attributes:      map[string]string{},
-		}
+		tc := topicConfigOf(f)
+		tc.Order = f.OptBool("order", false)
 		if err := f.Err(); err != nil {
 			return fail(req, code.InvalidParameter, "%v", err)
 		}
@@ -429,11 +423,7 @@ func (c *Cluster) brokerHandle(b *Broker, req *remoting.Command) *remoting.Comma
 }
 
 func props(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	var b strings.Builder
 	for _, k := range keys {
 		b.WriteString(k + "=" + m[k] + "\n")

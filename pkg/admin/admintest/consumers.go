@@ -5,18 +5,15 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
-// OffsetWrapper is one queue of a fake group's consume stats.
-type OffsetWrapper struct {
-	BrokerOffset   int64 `json:"brokerOffset"`
-	ConsumerOffset int64 `json:"consumerOffset"`
-	LastTimestamp  int64 `json:"lastTimestamp"`
-	PullOffset     int64 `json:"pullOffset"`
-}
+// OffsetWrapper is one queue of a fake group's consume stats, as the
+// admin client decodes it.
+type OffsetWrapper = admin.OffsetWrapper
 
 // Consumers fakes the consumer administration of the brokers: consume
 // stats (208), connections (203, 204), running info (307, as if forwarded

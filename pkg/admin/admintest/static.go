@@ -14,9 +14,10 @@ import (
 // broker's acceptance rules (docs/static-topics.md §3.2, applied all or nothing,
 // as the Go broker does), and mapping info in routes (§5.3).
 
-func (c *Cluster) createStaticTopic(b *Broker, req *remoting.Command) *remoting.Command {
-	f := protocol.FieldsOf(req.ExtFields)
-	tc := protocol.TopicConfig{
+// topicConfigOf reads the topic config of a topic create (17, 513) header;
+// f.Err reports what was missing or malformed.
+func topicConfigOf(f *protocol.Fields) protocol.TopicConfig {
+	return protocol.TopicConfig{
 		TopicName:       f.Str("topic"),
 		ReadQueueNums:   int(f.Int32("readQueueNums")),
 		WriteQueueNums:  int(f.Int32("writeQueueNums")),
@@ -25,6 +26,11 @@ func (c *Cluster) createStaticTopic(b *Broker, req *remoting.Command) *remoting.
 		TopicSysFlag:    int(f.OptInt32("topicSysFlag", 0)),
 		Attributes:      map[string]string{},
 	}
+}
+
+func (c *Cluster) createStaticTopic(b *Broker, req *remoting.Command) *remoting.Command {
+	f := protocol.FieldsOf(req.ExtFields)
+	tc := topicConfigOf(f)
 	force := f.OptBool("force", false)
 	if err := f.Err(); err != nil {
 		return fail(req, code.InvalidParameter, "%v", err)

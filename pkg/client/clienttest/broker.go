@@ -9,10 +9,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"sync/atomic"
 )
 
 // Broker is a fake broker storing messages in memory.
@@ -20,7 +22,7 @@ type Broker struct {
 	Name string
 
 	srv   *remoting.Server
-	ns    *Namesrv
+	ns    *fakens.Server
 	store netip.AddrPort
 
 	mu         sync.Mutex
@@ -37,9 +39,21 @@ type Broker struct {
 	unregister []map[string]string         // UNREGISTER_CLIENT headers
 	ext        *brokerExt                  // consumers, locks, transactions, pop (consumer.go)
 	lite       *liteBroker                 // lite topics (lite.go)
+	clock      atomic.Pointer[func() time.Time]
 
 	stop chan struct{}
 	wg   sync.WaitGroup // parked long polls
+}
+
+// SetClock sets the clock of orderly pops' invisible times (default
+// time.Now), so that tests let them pass without sleeping.
+func (b *Broker) SetClock(now func() time.Time) { b.clock.Store(&now) }
+
+func (b *Broker) now() time.Time {
+	if now := b.clock.Load(); now != nil {
+		return (*now)()
+	}
+	return time.Now()
 }
 
 // Send is one send request a broker received.
@@ -51,7 +65,7 @@ type Send struct {
 
 // StartBroker listens on 127.0.0.1:0 and registers with ns (if not nil).
 // TBW102 (8 queues, perm 7) exists so that sends may auto-create topics.
-func StartBroker(name string, ns *Namesrv) (*Broker, error) {
+func StartBroker(name string, ns *fakens.Server) (*Broker, error) {
 	b := &Broker{
 		Name:    name,
 		ns:      ns,
@@ -574,15 +588,22 @@ func (b *Broker) unregisterClient(_ context.Context, _ *remoting.Channel, req *r
 	return remoting.NewResponse(req, code.Success, ""), nil
 }
 
+func newServer() (*remoting.Server, error) {
+	cfg := remoting.DefaultServerConfig()
+	cfg.ListenAddr = "127.0.0.1:0"
+	cfg.Workers = 4
+	return remoting.NewServer(cfg, nil)
+}
+
 // Cluster is a nameserver with brokers.
 type Cluster struct {
-	Namesrv *Namesrv
+	Namesrv *fakens.Server
 	Brokers []*Broker
 }
 
 // StartCluster starts a nameserver and one broker per name.
 func StartCluster(brokerNames ...string) (*Cluster, error) {
-	ns, err := StartNamesrv()
+	ns, err := fakens.New()
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -52,7 +51,7 @@ func (o *popOrder) advance() {
 // message popped before, then "0 <q> min"). Caller holds b.mu.
 func (b *Broker) popOrderlyLocked(req *remoting.Command, group, topic string, qid, maxNums int, invisible int64, initMode int32) (*remoting.Command, error) {
 	n := b.topics[topic]
-	now := time.Now().UnixMilli()
+	now := b.now().UnixMilli()
 	var body []byte
 	var starts, offs, counts []string
 	b.ext.mu.Lock()
@@ -159,7 +158,7 @@ func (b *Broker) changeOrderlyLocked(req *remoting.Command) (*remoting.Command, 
 		return nil, ok, err
 	}
 	d, _ := strconv.ParseInt(req.Ext("invisibleTime"), 10, 64)
-	o.visibleAt[off] = time.Now().UnixMilli() + d
+	o.visibleAt[off] = b.now().UnixMilli() + d
 	resp := remoting.NewResponse(req, code.Success, "")
 	resp.ExtFields = map[string]string{
 		"popTime":       strconv.FormatInt(o.popTime, 10),

@@ -300,6 +300,11 @@ public final class ClientCheck {
 
     // ------------------------------------------------------------ result
 
+    /** The body of a check. */
+    interface Body {
+        void run() throws Exception;
+    }
+
     static final class Result {
         final Map<String, Object> f = new LinkedHashMap<>();
         final List<String> errors = new ArrayList<>();
@@ -314,6 +319,31 @@ public final class ClientCheck {
         synchronized void fail(String e) {
             ok = false;
             error(e);
+        }
+
+        /**
+         * Runs a check, recording what it throws as the failure, and prints
+         * the result; returns the exit code.
+         */
+        int run(Body body) {
+            long t0 = System.nanoTime();
+            try {
+                body.run();
+            } catch (Throwable t) {
+                fail(describe(t));
+            }
+            return print(t0);
+        }
+
+        /**
+         * Prints the result, with total_ms since t0, as the last stdout
+         * line; returns the exit code (0 passed, 1 failed).
+         */
+        int print(long t0) {
+            f.put("total_ms", (System.nanoTime() - t0) / 1_000_000);
+            System.out.println(json());
+            System.out.flush();
+            return ok ? 0 : 1;
         }
 
         String json() {
@@ -618,8 +648,7 @@ public final class ClientCheck {
         r.f.put("topic", o.topic);
         r.f.put("group", o.group);
         r.f.put("run", o.run);
-        long t0 = System.nanoTime();
-        try {
+        int code = r.run(() -> {
             if (!o.mode.equals("consume")) {
                 produce(o, r);
             }
@@ -629,13 +658,8 @@ public final class ClientCheck {
                     consume(o, r, expected);
                 }
             }
-        } catch (Throwable t) {
-            r.fail(describe(t));
-        }
-        r.f.put("total_ms", (System.nanoTime() - t0) / 1_000_000);
-        System.out.println(r.json());
-        System.out.flush();
+        });
         // The client's non-daemon threads may linger after shutdown().
-        Runtime.getRuntime().halt(r.ok ? 0 : 1);
+        Runtime.getRuntime().halt(code);
     }
 }

@@ -61,16 +61,10 @@ final class PopCheck {
         r.f.put("namesrv", ns);
         r.f.put("topic", topic);
         r.f.put("group", group);
-        long t0 = System.nanoTime();
-        try {
-            check(ns, topic, group, count, timeoutMs, r);
-        } catch (Throwable t) {
-            r.fail(ClientCheck.describe(t));
-        }
-        r.f.put("total_ms", (System.nanoTime() - t0) / 1_000_000);
-        System.out.println(r.json());
-        System.out.flush();
-        return r.ok ? 0 : 1;
+        String n = ns, t = topic, g = group;
+        int c = count;
+        long timeout = timeoutMs;
+        return r.run(() -> check(n, t, g, c, timeout, r));
     }
 
     static void check(String ns, String topic, String group, int count, long timeoutMs, ClientCheck.Result r) throws Exception {

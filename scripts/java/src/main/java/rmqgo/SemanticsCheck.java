@@ -236,10 +236,7 @@ final class SemanticsCheck {
                 r.fail(out.name + ": " + e);
             }
         }
-        r.f.put("total_ms", (System.nanoTime() - t0) / 1_000_000);
-        System.out.println(r.json());
-        System.out.flush();
-        return r.ok ? 0 : 1;
+        return r.print(t0);
     }
 
     // ------------------------------------------------------------ helpers

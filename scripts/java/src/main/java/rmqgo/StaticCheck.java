@@ -162,8 +162,7 @@ final class StaticCheck {
         r.f.put("namesrv", o.namesrv);
         r.f.put("topic", o.topic);
         r.f.put("run", o.run);
-        long t0 = System.nanoTime();
-        try {
+        return r.run(() -> {
             if (o.mode.equals("static-produce")) {
                 produce(o, r);
             } else {
@@ -171,13 +170,7 @@ final class StaticCheck {
                 r.f.put("consumer", o.consumer);
                 consume(o, r);
             }
-        } catch (Throwable t) {
-            r.fail(ClientCheck.describe(t));
-        }
-        r.f.put("total_ms", (System.nanoTime() - t0) / 1_000_000);
-        System.out.println(r.json());
-        System.out.flush();
-        return r.ok ? 0 : 1;
+        });
     }
 
     // ------------------------------------------------------------ produce

@@ -1,0 +1,72 @@
+// Package processor holds what every request processor of the broker
+// shares: the executor a request code runs on (Pool), the Registrar a
+// processor installs its handlers through (*broker.Broker implements it),
+// and the INVALID_PARAMETER answer of a malformed request. It imports only
+// the remoting layer, so that processor packages need not import the broker.
+package processor
+
+import (
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+// Pool selects the executor a request code runs on.
+type Pool int
+
+// Executors, as Java's per-processor thread pools: sends must not wait
+// behind slow pulls, and admin requests behind either.
+const (
+	PoolSend Pool = iota
+	PoolPull
+	PoolAdmin
+)
+
+// Registrar installs request handlers on the broker's executors.
+type Registrar interface {
+	RegisterProcessor(code int32, h remoting.Handler, pool Pool)
+}
+
+// RegistrarFunc adapts a function to Registrar.
+type RegistrarFunc func(code int32, h remoting.Handler, pool Pool)
+
+// RegisterProcessor calls f.
+func (f RegistrarFunc) RegisterProcessor(code int32, h remoting.Handler, pool Pool) { f(code, h, pool) }
+
+// OnServer is a Registrar that puts every handler on s with its default
+// executor, whatever the pool: for tests and tools that serve a few
+// processors on a bare remoting server.
+func OnServer(s *remoting.Server) Registrar {
+	return RegistrarFunc(func(c int32, h remoting.Handler, _ Pool) { s.Register(c, h, nil) })
+}
+
+// RegisterAll installs every handler of handlers on one pool.
+func RegisterAll(r Registrar, handlers map[int32]remoting.Handler, pool Pool) {
+	for c, h := range handlers {
+		r.RegisterProcessor(c, h, pool)
+	}
+}
+
+// PooledHandler is a handler with the executor it runs on, for processors
+// whose codes run on different executors.
+type PooledHandler struct {
+	H    remoting.Handler
+	Pool Pool
+}
+
+// RegisterPooled installs every handler of handlers on its own pool.
+func RegisterPooled(r Registrar, handlers map[int32]PooledHandler) {
+	for c, h := range handlers {
+		r.RegisterProcessor(c, h.H, h.Pool)
+	}
+}
+
+// BadRequest answers INVALID_PARAMETER with err's text as the remark (a
+// missing or malformed header field).
+func BadRequest(err error) error {
+	return &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
+}
+
+// BadRequestf answers INVALID_PARAMETER with a formatted remark.
+func BadRequestf(format string, args ...any) error {
+	return remoting.Errorf(code.InvalidParameter, format, args...)
+}

@@ -1,0 +1,66 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+func handlerAnswering(c int32) remoting.Handler {
+	return func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+		return remoting.NewResponse(req, c, ""), nil
+	}
+}
+
+// answer runs h and returns its response code.
+func answer(t *testing.T, h remoting.Handler) int32 {
+	t.Helper()
+	resp, err := h(context.Background(), nil, remoting.NewRequest(1, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Code
+}
+
+func TestRegisterAllAndPooled(t *testing.T) {
+	type reg struct {
+		pool Pool
+		h    remoting.Handler
+	}
+	got := map[int32]reg{}
+	r := RegistrarFunc(func(c int32, h remoting.Handler, pool Pool) { got[c] = reg{pool, h} })
+	RegisterAll(r, map[int32]remoting.Handler{10: handlerAnswering(100), 11: handlerAnswering(110)}, PoolAdmin)
+	RegisterPooled(r, map[int32]PooledHandler{
+		20: {H: handlerAnswering(200), Pool: PoolSend},
+		21: {H: handlerAnswering(210), Pool: PoolPull},
+	})
+	want := map[int32]Pool{10: PoolAdmin, 11: PoolAdmin, 20: PoolSend, 21: PoolPull}
+	if len(got) != len(want) {
+		t.Fatalf("registered %d codes, want %d", len(got), len(want))
+	}
+	for c, pool := range want {
+		g, ok := got[c]
+		if !ok || g.pool != pool {
+			t.Errorf("code %d: registered %v on pool %d, want pool %d", c, ok, g.pool, pool)
+			continue
+		}
+		if a := answer(t, g.h); a != c*10 {
+			t.Errorf("code %d: handler answers %d, want %d", c, a, c*10)
+		}
+	}
+}
+
+func TestBadRequest(t *testing.T) {
+	for name, err := range map[string]error{
+		"BadRequest":  BadRequest(errors.New("missing topic")),
+		"BadRequestf": BadRequestf("missing %s", "topic"),
+	} {
+		var ce *remoting.CodeError
+		if !errors.As(err, &ce) || ce.Code != code.InvalidParameter || ce.Remark != "missing topic" {
+			t.Errorf("%s: %#v, want INVALID_PARAMETER \"missing topic\"", name, err)
+		}
+	}
+}

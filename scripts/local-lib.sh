@@ -1,0 +1,38 @@
+# shellcheck shell=bash
+# Sourced (not run) by cluster.sh and run-local.sh, which start this
+# repository's servers ($BIN) in the background with data and logs under
+# $DATA.
+
+pids=() # the servers started, stopped by stop_servers
+
+# stop_servers: stops every server started and waits for them.
+stop_servers() {
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+
+# wait_port <port>: waits up to 10 s for something to listen on the port.
+wait_port() {
+  for _ in $(seq 1 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  echo "nothing is listening on 127.0.0.1:$1; see $DATA/logs" >&2
+  return 1
+}
+
+# start_namesrv: starts the nameserver on $NAMESRV_PORT and waits for it.
+start_namesrv() {
+  "$BIN/namesrv" --listen-port "$NAMESRV_PORT" --kv-config-path "$DATA/namesrv/kvConfig.json" \
+    >"$DATA/logs/namesrv.log" 2>&1 &
+  pids+=($!)
+  wait_port "$NAMESRV_PORT"
+}
+
+# wait_servers: exits 1 once the first server exits (whatever its status:
+# under set -e a failed wait would end the script before the message).
+wait_servers() {
+  wait -n "${pids[@]}" || true
+  echo "a server exited; see $DATA/logs" >&2
+  exit 1
+}
