@@ -124,8 +124,7 @@ func (c *liteClient) ack(group, lite string, offset int64, p litePopped) *remoti
 // offset 0. Then the mqadmin lite commands, a dead letter and the bad
 // inputs.
 func TestLiteTopicSeedFlow(t *testing.T) {
-	t.Setenv("ROCKETMQ_LITE_TOPIC_EXPIRATION_UNIT_MS", strconv.FormatInt(liteExpirationUnit.Milliseconds(), 10))
-	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
+	c := startCluster(t, framework.Options{Brokers: 1, LiteExpirationUnit: liteExpirationUnit, BrokerConf: map[string]string{
 		"enableLmq": "true", "enableMultiDispatch": "true",
 		"minLiteTTl": "1000", "liteTtlCheckInterval": "500", "liteEventCheckInterval": "500",
 		"flushConsumerOffsetInterval": "500",

@@ -223,7 +223,7 @@ func TestOrderlyClientGo(t *testing.T) {
 	t.Parallel()
 	rlog.SetLogLevel("error")
 	c := startCluster(t, framework.Options{Needs: []framework.Capability{framework.Crash}, Brokers: 1, BrokerConf: map[string]string{"flushConsumerOffsetInterval": "1000"},
-		BrokerEnv: []string{"ROCKETMQ_BROKER_REBALANCE_LOCKMAXLIVETIME=" + strconv.FormatInt(orderLockMaxLive.Milliseconds(), 10)}})
+		LockMaxLiveTime: orderLockMaxLive})
 	b := c.Brokers()[0]
 	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", orderTopic, "-r", "4", "-w", "4"); err != nil {
 		t.Fatal(err)

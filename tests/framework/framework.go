@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rmqgo/rmq/pkg/admin"
 )
@@ -60,6 +61,13 @@ const (
 	BrokerArgs Capability = "broker command-line flags"
 )
 
+// The environment variables the broker binary turns into broker options
+// (broker/cmd/broker), in milliseconds.
+const (
+	EnvLockMaxLiveTime    = "ROCKETMQ_BROKER_REBALANCE_LOCKMAXLIVETIME"
+	EnvLiteExpirationUnit = "ROCKETMQ_LITE_TOPIC_EXPIRATION_UNIT_MS"
+)
+
 // SlaveRole is the brokerRole of brokerId > 0.
 const SlaveRole = "SLAVE"
 
@@ -83,6 +91,14 @@ type Options struct {
 	// PerBroker, when set, adds properties to one broker (after
 	// BrokerConf); it may return nil.
 	PerBroker func(name string, id int) map[string]string
+	// LockMaxLiveTime (rocketmq.broker.rebalance.lockMaxLiveTime, the
+	// orderly lock expiry) and LiteExpirationUnit (the unit of the
+	// lite.topic.expiration attribute) are Java system properties, not
+	// broker.conf keys: the binary reads them from its environment
+	// (EnvLockMaxLiveTime, EnvLiteExpirationUnit), an in-process broker
+	// takes them as options. Zero keeps the default.
+	LockMaxLiveTime    time.Duration
+	LiteExpirationUnit time.Duration
 	// BrokerEnv is added to every broker's environment (KEY=value); needs
 	// BrokerEnv.
 	BrokerEnv []string
@@ -105,6 +121,21 @@ func (o Options) Defaults() Options {
 		o.ClusterName = DefaultCluster
 	}
 	return o
+}
+
+// SystemPropertyEnv is LockMaxLiveTime and LiteExpirationUnit as the
+// binary's environment entries.
+func (o Options) SystemPropertyEnv() []string {
+	var env []string
+	for _, p := range []struct {
+		name string
+		d    time.Duration
+	}{{EnvLockMaxLiveTime, o.LockMaxLiveTime}, {EnvLiteExpirationUnit, o.LiteExpirationUnit}} {
+		if p.d > 0 {
+			env = append(env, fmt.Sprintf("%s=%d", p.name, p.d.Milliseconds()))
+		}
+	}
+	return env
 }
 
 // Needed returns the capabilities o requires, Needs plus what its fields

@@ -33,6 +33,7 @@ import (
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 const (
@@ -119,7 +120,7 @@ func TestLiteBench(t *testing.T) {
 		pprofAddr = fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
 		brokerArgs = []string{"--pprof-addr", pprofAddr}
 	}
-	env := []string{"ROCKETMQ_LITE_TOPIC_EXPIRATION_UNIT_MS=" + strconv.Itoa(unitMs)}
+	env := []string{framework.EnvLiteExpirationUnit + "=" + strconv.Itoa(unitMs)}
 	// LITE_BENCH_GCTRACE=1: the broker logs its GC cycles (gctrace), and
 	// the sweep phase prints those around the sweep.
 	gcTrace := os.Getenv("LITE_BENCH_GCTRACE") == "1"

@@ -141,7 +141,7 @@ func (c *Cluster) AddBroker(t testing.TB, name string, id int, conf map[string]s
 	if id > 0 {
 		label = fmt.Sprintf("%s-%d", name, id)
 	}
-	b := &Broker{name: name, id: id, props: props, confPath: confPath, dir: dir, label: label,
+	b := &Broker{c: c, name: name, id: id, props: props, confPath: confPath, dir: dir, label: label,
 		addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), log: newServerLog(t, label)}
 	b.Start(t)
 	t.Cleanup(func() {
@@ -185,6 +185,7 @@ func (c *Cluster) MQAdminExit(t testing.TB, args ...string) (stdout, stderr stri
 
 // Broker is a broker.Broker in the test process.
 type Broker struct {
+	c             *Cluster
 	name, label   string
 	id            int
 	props         map[string]string
@@ -238,7 +239,14 @@ func (b *Broker) Start(t testing.TB) {
 		// As the binary does: a warning in the broker's log.
 		b.log.logger.Warn("unknown config key ignored", "key", k)
 	}
-	br, err := broker.New(loaded.Config, b.log.logger)
+	var opts []broker.Option
+	if d := b.c.opts.LockMaxLiveTime; d > 0 {
+		opts = append(opts, broker.WithLockMaxLiveTime(d))
+	}
+	if d := b.c.opts.LiteExpirationUnit; d > 0 {
+		opts = append(opts, broker.WithLiteExpirationUnit(d))
+	}
+	br, err := broker.New(loaded.Config, b.log.logger, opts...)
 	if err != nil {
 		t.Fatalf("inproc: %s: %v", b.label, err)
 	}

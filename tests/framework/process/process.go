@@ -30,7 +30,7 @@ func Start(t testing.TB, opts framework.Options) *Cluster {
 		Namesrvs:    opts.Namesrvs,
 		ClusterName: opts.ClusterName,
 		BrokerConf:  opts.BrokerConf,
-		BrokerEnv:   opts.BrokerEnv,
+		BrokerEnv:   append(opts.SystemPropertyEnv(), opts.BrokerEnv...),
 		BrokerArgs:  opts.BrokerArgs,
 	})
 	c := &Cluster{Cluster: hc}
