@@ -31,12 +31,19 @@ cluster: build
 	./scripts/cluster.sh $(or $(N),2)
 
 # The whole suite, as CI runs it. Our packages run under the race detector
-# (it needs cgo); tests/ drives real processes and third-party clients
-# (client-go has data races of its own), so it runs without it. Its
-# t.Parallel tests mostly wait on client intervals: four at a time.
+# (it needs cgo). tests/ runs on real processes (tests/framework/process)
+# and drives third-party clients (client-go has data races of its own), so
+# it runs without it; its t.Parallel tests mostly wait on client
+# intervals: four at a time. The end-to-end tests that talk only through
+# our SDK, our mqadmin and raw remoting run a second time with the servers
+# inside the test binary (-cluster=inproc) under the race detector
+# (docs/architecture.md, "Tests").
 UNIT_PKGS = $$($(GO) list $(PKGS) | grep -v '^github.com/rmqgo/rmq/tests')
+INPROC_RACE_TESTS = ^(TestReplicaSets|TestCapabilities|TestMQAdminCommands|TestBrokerConnectionCloseRemovesRoute|TestBadInputKeepsServing|TestBadInputMessages|TestCutFramesNotExecuted|TestStoreRestartSDK|TestPopAckReviveAndKill|TestPopDeadLetter|TestMQAdminPopStatus|TestLiteTopicSeedFlow|TestLiteRestartRecoversEvents|TestLiteSDK|TestStaticTopicBroker|TestStaticTopicRemapUnderLoad|TestSDK|TestSDKFailover)$$
 test: vet
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 10m $(UNIT_PKGS)
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 5m -parallel 4 -run '$(INPROC_RACE_TESTS)' \
+		github.com/rmqgo/rmq/tests/framework github.com/rmqgo/rmq/tests/e2e -cluster=inproc
 	$(GO) test -count=1 -timeout 13m -parallel 4 github.com/rmqgo/rmq/tests/...
 
 # The flake hunter: `make test` N times (make test-repeat N=5), each in a

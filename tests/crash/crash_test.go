@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -387,7 +388,7 @@ func verifyStore(t *testing.T, namesrv string, l *ledger, round int, st *roundSt
 		}
 	}
 	var mqs []protocol.MessageQueue
-	harness.Eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		mqs, err = pc.Queues(ctx, topic)
 		return err
 	})
@@ -400,7 +401,7 @@ func verifyStore(t *testing.T, namesrv string, l *ledger, round int, st *roundSt
 	total := 0
 	for _, mq := range mqs {
 		var maxOff, minOff int64
-		harness.Eventually(t, 15*time.Second, func() error {
+		testutil.Eventually(t, 15*time.Second, func() error {
 			if maxOff, err = pc.GetMaxOffset(ctx, mq); err != nil {
 				return err
 			}
@@ -412,7 +413,7 @@ func verifyStore(t *testing.T, namesrv string, l *ledger, round int, st *roundSt
 		}
 		for off := int64(0); off < maxOff; {
 			var res *client.PullResult
-			harness.Eventually(t, 15*time.Second, func() error {
+			testutil.Eventually(t, 15*time.Second, func() error {
 				res, err = pc.Pull(ctx, client.PullRequest{Queue: mq, Offset: off, MaxNums: 32})
 				return err
 			})

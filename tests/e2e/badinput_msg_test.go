@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
-	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 // badInputMaxMessageSize is the broker's maxMessageSize in
@@ -73,9 +74,9 @@ func wantResp(t *testing.T, what string, resp *remoting.Command, want int32) {
 // PULL_OFFSET_MOVED with the right nextBeginOffset for unknown queues and
 // out-of-range offsets — and the broker keeps storing and serving.
 func TestBadInputMessages(t *testing.T) {
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1,
+	c := startCluster(t, framework.Options{Brokers: 1,
 		BrokerConf: map[string]string{"maxMessageSize": strconv.Itoa(badInputMaxMessageSize)}})
-	addr := c.Brokers[0].Addr
+	addr := c.Brokers()[0].Addr()
 	const topic = "BadInputTopic"
 	if _, err := c.MQAdmin(t, "updateTopic", "-b", addr, "-t", topic, "-r", "4", "-w", "4"); err != nil {
 		t.Fatal(err)
@@ -124,7 +125,7 @@ func TestBadInputMessages(t *testing.T) {
 	for i := range 3 {
 		wantResp(t, "send", roundTrip(t, addr, sendV2Request(topic, "TBW102", 0, []byte(fmt.Sprint("m", i)))), code.Success)
 	}
-	harness.Eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		if resp := roundTrip(t, addr, pullRequest(topic, 0, 3, pullFlagSubscription)); resp.Code != code.Success {
 			return fmt.Errorf("message 3 not pullable yet: %d", resp.Code)
 		}
@@ -196,7 +197,7 @@ func TestBadInputMessages(t *testing.T) {
 	if resp.ExtFields["queueOffset"] != "4" {
 		t.Fatalf("send after bad input: queueOffset %q, want 4", resp.ExtFields["queueOffset"])
 	}
-	if c.Brokers[0].Proc.Exited() {
+	if !c.Brokers()[0].Running() {
 		t.Fatal("broker exited")
 	}
 }

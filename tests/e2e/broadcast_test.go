@@ -17,9 +17,10 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
-	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 const bcastTopic = "BcastTopic"
@@ -103,8 +104,8 @@ func startBcastConsumer(t *testing.T, namesrv, group, instance string, col *bcas
 // broadcasting consumer receives nothing.
 func TestBroadcastClientGo(t *testing.T) {
 	rlog.SetLogLevel("error") // client-go logs through a process-wide logger
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1})
-	addr := c.Brokers[0].Addr
+	c := startCluster(t, framework.Options{Brokers: 1})
+	addr := c.Brokers()[0].Addr()
 	// client-go keeps broadcasting offsets under
 	// $HOME/.rocketmq_client_go/<group>/<clientId>/offset.json (its
 	// location is fixed when the package initialises): a group name unique
@@ -132,13 +133,13 @@ func TestBroadcastClientGo(t *testing.T) {
 	defer cancel()
 
 	colA, colB, colDenied := newBcastCollector(), newBcastCollector(), newBcastCollector()
-	pcA := startBcastConsumer(t, c.NamesrvAddr, group, "bcast-a", colA)
-	pcB := startBcastConsumer(t, c.NamesrvAddr, group, "bcast-b", colB)
+	pcA := startBcastConsumer(t, c.NamesrvAddr(), group, "bcast-a", colA)
+	pcB := startBcastConsumer(t, c.NamesrvAddr(), group, "bcast-b", colB)
 	defer func() { _ = pcB.Shutdown() }()
-	pcDenied := startBcastConsumer(t, c.NamesrvAddr, denied, "bcast-denied", colDenied)
+	pcDenied := startBcastConsumer(t, c.NamesrvAddr(), denied, "bcast-denied", colDenied)
 	defer func() { _ = pcDenied.Shutdown() }()
 
-	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr})),
+	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})),
 		producer.WithGroupName("bcast_pg"), producer.WithInstanceName("bcast-producer"), producer.WithRetry(0),
 		producer.WithSendMsgTimeout(5*time.Second))
 	if err != nil {
@@ -162,7 +163,7 @@ func TestBroadcastClientGo(t *testing.T) {
 	const first, second = 40, 20
 	start := time.Now()
 	send(0, first)
-	harness.Eventually(t, 60*time.Second, func() error {
+	testutil.Eventually(t, 60*time.Second, func() error {
 		if err := colA.check(span(0, first)); err != nil {
 			return fmt.Errorf("consumer a: %w", err)
 		}
@@ -180,15 +181,15 @@ func TestBroadcastClientGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	send(first, first+second)
-	harness.Eventually(t, 60*time.Second, func() error { return colB.check(span(0, first+second)) })
+	testutil.Eventually(t, 60*time.Second, func() error { return colB.check(span(0, first+second)) })
 
 	// Restarted with the same group and instance, a resumes at its own
 	// offsets: exactly the messages it missed.
 	colA2 := newBcastCollector()
-	pcA2 := startBcastConsumer(t, c.NamesrvAddr, group, "bcast-a", colA2)
+	pcA2 := startBcastConsumer(t, c.NamesrvAddr(), group, "bcast-a", colA2)
 	defer func() { _ = pcA2.Shutdown() }()
 	restarted := time.Now()
-	harness.Eventually(t, 60*time.Second, func() error { return colA2.check(span(first, first+second)) })
+	testutil.Eventually(t, 60*time.Second, func() error { return colA2.check(span(first, first+second)) })
 	t.Logf("the restarted consumer caught up after %v", time.Since(restarted).Round(time.Millisecond))
 	time.Sleep(2 * time.Second) // nothing older trickles in later
 	if err := colA2.check(span(first, first+second)); err != nil {

@@ -10,8 +10,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
-
-	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 // TestClientGoAdminAndProducer: rocketmq-client-go's admin creates a topic
@@ -19,16 +18,16 @@ import (
 // our nameserver and sends to it.
 func TestClientGoAdminAndProducer(t *testing.T) {
 	rlog.SetLogLevel("error") // client-go logs through a process-wide logger
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1})
+	c := startCluster(t, framework.Options{Brokers: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr})))
+	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer adm.Close()
-	if err := adm.CreateTopic(ctx, admin.WithTopicCreate("GoAdminTopic"), admin.WithBrokerAddrCreate(c.Brokers[0].Addr),
+	if err := adm.CreateTopic(ctx, admin.WithTopicCreate("GoAdminTopic"), admin.WithBrokerAddrCreate(c.Brokers()[0].Addr()),
 		admin.WithReadQueueNums(4), admin.WithWriteQueueNums(4)); err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +43,7 @@ func TestClientGoAdminAndProducer(t *testing.T) {
 		t.Fatalf("GoAdminTopic not in the nameserver's topic list: %v", topics.TopicList)
 	}
 
-	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr})),
+	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})),
 		producer.WithGroupName("go_admin_producer"), producer.WithRetry(0), producer.WithSendMsgTimeout(5*time.Second))
 	if err != nil {
 		t.Fatal(err)

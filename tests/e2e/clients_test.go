@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 	"github.com/rmqgo/rmq/tests/interop"
 )
 
@@ -18,8 +18,8 @@ func TestRealClientsAgainstOurBroker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode: starts real processes and three client runtimes")
 	}
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 2})
-	addr := c.NamesrvAddr
+	c := startCluster(t, framework.Options{Brokers: 2})
+	addr := c.NamesrvAddr()
 	const count = "1000"
 
 	t.Run("go/sync", func(t *testing.T) {

@@ -22,9 +22,11 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/remoting/code"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 const (
@@ -137,8 +139,8 @@ func TestConsumerAdmin(t *testing.T) {
 		t.Skip("short mode: real processes, client-go and the Java tool")
 	}
 	rlog.SetLogLevel("error") // client-go logs through a process-wide logger
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1, BrokerConf: map[string]string{"traceTopicEnable": "true"}})
-	b := c.Brokers[0]
+	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{"traceTopicEnable": "true"}})
+	b := c.Brokers()[0]
 	ours := func(args ...string) string {
 		t.Helper()
 		out, err := c.MQAdmin(t, args...)
@@ -149,17 +151,17 @@ func TestConsumerAdmin(t *testing.T) {
 	}
 	java := func(args ...string) string {
 		t.Helper()
-		out, err := harness.RunJavaMQAdmin(t, append(args, "-n", c.NamesrvAddr)...)
+		out, err := harness.RunJavaMQAdmin(t, append(args, "-n", c.NamesrvAddr())...)
 		if err != nil {
 			t.Fatalf("java mqadmin %v: %v", args, err)
 		}
 		return out
 	}
-	ours("updateTopic", "-b", b.Addr, "-t", caTopic, "-r", "4", "-w", "4")
+	ours("updateTopic", "-b", b.Addr(), "-t", caTopic, "-r", "4", "-w", "4")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	ns := primitive.NewPassthroughResolver([]string{c.NamesrvAddr})
+	ns := primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})
 	trace := &primitive.TraceConfig{Resolver: ns, Access: primitive.Local}
 	p, err := rocketmq.NewProducer(producer.WithNsResolver(ns), producer.WithGroupName(caProducer),
 		producer.WithInstanceName("ca-producer"), producer.WithRetry(1), producer.WithSendMsgTimeout(5*time.Second), producer.WithTrace(trace))
@@ -207,7 +209,7 @@ func TestConsumerAdmin(t *testing.T) {
 	}()
 
 	// Phase 1: the consumer takes all 20 and commits them.
-	harness.Eventually(t, 60*time.Second, func() error {
+	testutil.Eventually(t, 60*time.Second, func() error {
 		out, _ := c.MQAdmin(t, "consumerProgress", "-g", caGroup)
 		rows, diff := parseProgress(t, out)
 		if bo, co := sums(rows, caTopic); bo != 20 || co != 20 || diff != 0 {
@@ -221,7 +223,7 @@ func TestConsumerAdmin(t *testing.T) {
 	cc.paused.Store(true)
 	send(12)
 	var progress string
-	harness.Eventually(t, 60*time.Second, func() error {
+	testutil.Eventually(t, 60*time.Second, func() error {
 		progress, _ = c.MQAdmin(t, "consumerProgress", "-g", caGroup)
 		rows, diff := parseProgress(t, progress)
 		unique, _ := cc.counts()
@@ -240,7 +242,7 @@ func TestConsumerAdmin(t *testing.T) {
 		}
 	}
 	// The Java tool reads the same stats.
-	jProgress, err := harness.RunJavaMQAdmin(t, "consumerProgress", "-g", caGroup, "-n", c.NamesrvAddr)
+	jProgress, err := harness.RunJavaMQAdmin(t, "consumerProgress", "-g", caGroup, "-n", c.NamesrvAddr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +277,7 @@ func TestConsumerAdmin(t *testing.T) {
 	ip, _, _ := strings.Cut(clientID, "@")
 	// client-go answers running info from its process-queue table, which
 	// is empty for a moment while it rebalances: ask again before failing.
-	harness.Eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		out = ours("consumerProgress", "-g", caGroup, "-t", caTopic, "-s", "true")
 		if n := len(regexp.MustCompile(`(?m)^`+caTopic+`\s+broker-a\s+\d\s+8\s+\d+\s+`+regexp.QuoteMeta(ip)+`\s`).FindAllString(out, -1)); n != 4 {
 			return fmt.Errorf("consumerProgress -s (client %s):\n%s", ip, out)
@@ -295,9 +297,10 @@ func TestConsumerAdmin(t *testing.T) {
 			t.Fatalf("consumerStatus section %s differs\nours:\n%s\njava:\n%s", s, oursStatus, jStatus)
 		}
 	}
-	// Without -i every client's info goes to <now>/<clientId>.
+	// Without -i every client's info goes to <now>/<clientId>, under the
+	// working directory: the binary's own, whatever the cluster.
 	dir := t.TempDir()
-	cmd := exec.Command(filepath.Join(c.BinDir, harness.MQAdmin), "consumerStatus", "-g", caGroup, "-n", c.NamesrvAddr)
+	cmd := exec.Command(filepath.Join(harness.BuildBinaries(t, harness.MQAdmin), harness.MQAdmin), "consumerStatus", "-g", caGroup, "-n", c.NamesrvAddr())
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -313,18 +316,18 @@ func TestConsumerAdmin(t *testing.T) {
 	}
 
 	// The broker-side lookups, through our admin client.
-	ac, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr}}, nil)
+	ac, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr()}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ac.Close()
-	if groups, err := ac.QueryTopicConsumeByWho(ctx, b.Addr, caTopic); err != nil || !slices.Contains(groups, caGroup) {
+	if groups, err := ac.QueryTopicConsumeByWho(ctx, b.Addr(), caTopic); err != nil || !slices.Contains(groups, caGroup) {
 		t.Fatalf("QUERY_TOPIC_CONSUME_BY_WHO: %v %v", groups, err)
 	}
-	if tl, err := ac.QueryTopicsByConsumer(ctx, b.Addr, caGroup); err != nil || !slices.Contains(tl.TopicList, caTopic) || tl.BrokerAddr != b.Addr {
+	if tl, err := ac.QueryTopicsByConsumer(ctx, b.Addr(), caGroup); err != nil || !slices.Contains(tl.TopicList, caTopic) || tl.BrokerAddr != b.Addr() {
 		t.Fatalf("QUERY_TOPICS_BY_CONSUMER: %+v %v", tl, err)
 	}
-	if st, err := ac.FetchConsumeStatsInBroker(ctx, b.Addr, false); err != nil || st.TotalDiff < 12 {
+	if st, err := ac.FetchConsumeStatsInBroker(ctx, b.Addr(), false); err != nil || st.TotalDiff < 12 {
 		t.Fatalf("GET_BROKER_CONSUME_STATS: %+v %v", st, err)
 	}
 	status, err := ac.GetConsumeStatus(ctx, caTopic, caGroup, "")
@@ -340,7 +343,7 @@ func TestConsumerAdmin(t *testing.T) {
 	cc.paused.Store(false)
 	close(cc.resume)
 	resumed = true
-	harness.Eventually(t, 60*time.Second, func() error {
+	testutil.Eventually(t, 60*time.Second, func() error {
 		out, _ := c.MQAdmin(t, "consumerProgress", "-g", caGroup, "-t", caTopic)
 		rows, diff := parseProgress(t, out)
 		if bo, co := sums(rows, caTopic); bo != 32 || co != 32 || diff != 0 {
@@ -350,7 +353,7 @@ func TestConsumerAdmin(t *testing.T) {
 	})
 
 	// CONSUME_MESSAGE_DIRECTLY: the broker attaches the stored message.
-	resp, err := ac.Invoke(ctx, b.Addr, code.ConsumeMessageDirectly, map[string]string{
+	resp, err := ac.Invoke(ctx, b.Addr(), code.ConsumeMessageDirectly, map[string]string{
 		"consumerGroup": caGroup, "clientId": clientID, "msgId": sent[0].OffsetMsgID, "topic": caTopic}, nil)
 	if err != nil || !strings.Contains(string(resp.Body), "spentTimeMills") {
 		t.Fatalf("CONSUME_MESSAGE_DIRECTLY: %v %v", resp, err)
@@ -363,7 +366,7 @@ func TestConsumerAdmin(t *testing.T) {
 	if strings.Count(out, "broker-a") != 4 || !regexp.MustCompile(`(?m)^broker-a\s+3\s+0\s*$`).MatchString(out) {
 		t.Fatalf("resetOffsetByTime:\n%s", out)
 	}
-	harness.Eventually(t, 90*time.Second, func() error {
+	testutil.Eventually(t, 90*time.Second, func() error {
 		if _, total := cc.counts(); total < totalBefore+32 {
 			return fmt.Errorf("%d deliveries after the reset, want %d", total-totalBefore, 32)
 		}
@@ -384,39 +387,39 @@ func TestConsumerAdmin(t *testing.T) {
 
 	// Subscription groups: ours and Java's create the same thing and print
 	// the same; either deletes.
-	args := []string{"updateSubGroup", "-b", b.Addr, "-g", "CA_NEW", "-r", "5", "-q", "2", "-m", "true",
+	args := []string{"updateSubGroup", "-b", b.Addr(), "-g", "CA_NEW", "-r", "5", "-q", "2", "-m", "true",
 		"-p", `{"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":1000}}`}
 	oursSub := ours(args...)
-	if !strings.HasPrefix(oursSub, "create subscription group to "+b.Addr+" success.\n") ||
+	if !strings.HasPrefix(oursSub, "create subscription group to "+b.Addr()+" success.\n") ||
 		!strings.Contains(oursSub, "retryMaxTimes=5") || !strings.Contains(oursSub, "ExponentialRetryPolicy{initial=1000, max=7200000, multiplier=2}") {
 		t.Fatalf("updateSubGroup:\n%s", oursSub)
 	}
 	if j := java(args...); j != oursSub {
 		t.Fatalf("updateSubGroup differs\nours:\n%s\njava:\n%s", oursSub, j)
 	}
-	sg, err := ac.GetSubscriptionGroup(ctx, b.Addr, "CA_NEW")
+	sg, err := ac.GetSubscriptionGroup(ctx, b.Addr(), "CA_NEW")
 	if err != nil || sg.RetryMaxTimes != 5 || sg.RetryQueueNums != 2 || !sg.ConsumeFromMinEnable || sg.GroupRetryPolicy.Type != "EXPONENTIAL" {
 		t.Fatalf("group after updateSubGroup: %+v %v", sg, err)
 	}
 	jSub := java("updateSubGroup", "-c", "DefaultCluster", "-g", "CA_JAVA", "-s", "false")
-	if !strings.Contains(jSub, "create subscription group to "+b.Addr+" success.") {
+	if !strings.Contains(jSub, "create subscription group to "+b.Addr()+" success.") {
 		t.Fatalf("java updateSubGroup -c:\n%s", jSub)
 	}
-	if sg, err := ac.GetSubscriptionGroup(ctx, b.Addr, "CA_JAVA"); err != nil || sg.ConsumeEnable {
+	if sg, err := ac.GetSubscriptionGroup(ctx, b.Addr(), "CA_JAVA"); err != nil || sg.ConsumeEnable {
 		t.Fatalf("group CA_JAVA: %+v %v", sg, err)
 	}
 	if o := ours("updateSubGroup", "-c", "DefaultCluster", "-g", "CA_JAVA", "-s", "false"); o != jSub {
 		t.Fatalf("updateSubGroup -c differs\nours:\n%s\njava:\n%s", o, jSub)
 	}
-	if j := java("deleteSubGroup", "-b", b.Addr, "-g", "CA_NEW"); !strings.Contains(j, "delete subscription group [CA_NEW] from broker ["+b.Addr+"] success.") {
+	if j := java("deleteSubGroup", "-b", b.Addr(), "-g", "CA_NEW"); !strings.Contains(j, "delete subscription group [CA_NEW] from broker ["+b.Addr()+"] success.") {
 		t.Fatalf("java deleteSubGroup:\n%s", j)
 	}
 	out = ours("deleteSubGroup", "-c", "DefaultCluster", "-g", "CA_JAVA", "-r", "true")
-	if out != "delete subscription group [CA_JAVA] from broker ["+b.Addr+"] in cluster [DefaultCluster] success.\n" {
+	if out != "delete subscription group [CA_JAVA] from broker ["+b.Addr()+"] in cluster [DefaultCluster] success.\n" {
 		t.Fatalf("deleteSubGroup:\n%s", out)
 	}
 	for _, g := range []string{"CA_NEW", "CA_JAVA"} {
-		if _, err := ac.GetSubscriptionGroup(ctx, b.Addr, g); !admin.IsCode(err, code.SubscriptionGroupNotExist) {
+		if _, err := ac.GetSubscriptionGroup(ctx, b.Addr(), g); !admin.IsCode(err, code.SubscriptionGroupNotExist) {
 			t.Fatalf("group %s still there: %v", g, err)
 		}
 	}
@@ -429,13 +432,13 @@ func TestConsumerAdmin(t *testing.T) {
 	if j := java("topicStatus", "-t", caTopic); j != ts {
 		t.Fatalf("topicStatus differs\nours:\n%s\njava:\n%s", ts, j)
 	}
-	bs := ours("brokerStatus", "-b", b.Addr)
+	bs := ours("brokerStatus", "-b", b.Addr())
 	put := regexp.MustCompile(`(?m)^msgPutTotalTodayNow\s+: (\d+)$`).FindStringSubmatch(bs)
 	maxOff := regexp.MustCompile(`(?m)^commitLogMaxOffset\s+: (\d+)$`).FindStringSubmatch(bs)
 	if put == nil || maxOff == nil || put[1] == "0" || maxOff[1] == "0" {
 		t.Fatalf("brokerStatus:\n%s", bs)
 	}
-	if j := java("brokerStatus", "-b", b.Addr); !regexp.MustCompile(`(?m)^msgPutTotalTodayNow\s+: [1-9]\d*$`).MatchString(j) {
+	if j := java("brokerStatus", "-b", b.Addr()); !regexp.MustCompile(`(?m)^msgPutTotalTodayNow\s+: [1-9]\d*$`).MatchString(j) {
 		t.Fatalf("java brokerStatus:\n%s", j)
 	}
 
@@ -445,7 +448,7 @@ func TestConsumerAdmin(t *testing.T) {
 	id := sent[0].MsgID
 	window := []string{"-b", strconv.FormatInt(start-60_000, 10), "-e", strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10)}
 	var trace1 string
-	harness.Eventually(t, 60*time.Second, func() error {
+	testutil.Eventually(t, 60*time.Second, func() error {
 		trace1, err = c.MQAdmin(t, append([]string{"queryMsgTraceById", "-i", id}, window...)...)
 		if err != nil || !strings.Contains(trace1, "Pub ") || !strings.Contains(trace1, "Sub ") {
 			return fmt.Errorf("trace of %s: %v\n%s", id, err, trace1)

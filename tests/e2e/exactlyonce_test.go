@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 	"github.com/rmqgo/rmq/tests/interop"
 )
 
@@ -28,7 +28,7 @@ func TestClientGo100kExactlyOncePerGroup(t *testing.T) {
 	if v := os.Getenv("RMQ_E2E_BIG_COUNT"); v != "" {
 		count, _ = strconv.Atoi(v)
 	}
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1})
+	c := startCluster(t, framework.Options{Brokers: 1})
 	if _, err := c.MQAdmin(t, "updateTopic", "-c", "DefaultCluster", "-t", "Exact100k", "-r", "8", "-w", "8"); err != nil {
 		t.Fatal(err)
 	}
@@ -36,11 +36,11 @@ func TestClientGo100kExactlyOncePerGroup(t *testing.T) {
 	done := make(chan interop.Result, 1)
 	go func() {
 		// Duplicates are judged below, against the broker's log.
-		done <- interop.RunGoCheck(t, "consume", "-n", c.NamesrvAddr, "-t", "Exact100k", "-run", "exact", "-count", n,
+		done <- interop.RunGoCheck(t, "consume", "-n", c.NamesrvAddr(), "-t", "Exact100k", "-run", "exact", "-count", n,
 			"-groups", "2", "-consumers", "2", "-allow-dups", "-log-level", "warn")
 	}()
 	time.Sleep(8 * time.Second) // four consumers join and rebalance before the first message
-	prod := interop.RunGoCheck(t, "produce", "-n", c.NamesrvAddr, "-t", "Exact100k", "-run", "exact", "-count", n, "-send-mode", "async")
+	prod := interop.RunGoCheck(t, "produce", "-n", c.NamesrvAddr(), "-t", "Exact100k", "-run", "exact", "-count", n, "-send-mode", "async")
 	prod.RequireOK(t)
 	res := <-done
 	res.RequireOK(t)
@@ -59,7 +59,7 @@ func TestClientGo100kExactlyOncePerGroup(t *testing.T) {
 		// for a moment: the queues move and come back, and RocketMQ then
 		// delivers at least once. Duplicates without such a change are a
 		// broker bug.
-		churn := consumerChurn(c.Brokers[0].Proc.Logs(), g.Group, g.Consumers)
+		churn := consumerChurn(c.Brokers()[0].Logs(), g.Group, g.Consumers)
 		if churn == "" {
 			t.Fatalf("group %s: %d duplicates while its consumers stayed put (broker log shows no reconnect or expiry): %+v\n%s",
 				g.Group, g.Duplicates, g, strings.Join(res.Errors, "; "))

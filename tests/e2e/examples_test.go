@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,8 +14,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/rmqgo/rmq/tests/e2e/harness"
 )
 
 // exampleNames are the main packages under examples/.
@@ -97,18 +98,18 @@ func TestExamples(t *testing.T) {
 	t.Parallel() // mostly waits: for deliveries, a check-back, a timeout
 	bins := buildExamples(t)
 	bin := func(name string) string { return filepath.Join(bins, name) }
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1, BrokerConf: map[string]string{
+	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
 		// The transaction example waits for the check-back of its
 		// unknown transaction: 2 s, not 6 s + 30 s.
 		"transactionCheckInterval": "1000",
 		"transactionTimeOut":       "2000",
 	}})
 	for _, tp := range []string{"ExTopic", "ExOrder", "ExTx", "ExEmpty"} {
-		if out, err := c.MQAdmin(t, "updateTopic", "-b", c.Brokers[0].Addr, "-t", tp, "-r", "4", "-w", "4"); err != nil {
+		if out, err := c.MQAdmin(t, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", tp, "-r", "4", "-w", "4"); err != nil {
 			t.Fatalf("create %s: %v\n%s", tp, err, out)
 		}
 	}
-	harness.Eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		for _, tp := range []string{"ExTopic", "ExOrder", "ExTx", "ExEmpty"} {
 			if _, err := c.MQAdmin(t, "topicRoute", "-t", tp); err != nil {
 				return err
@@ -116,7 +117,7 @@ func TestExamples(t *testing.T) {
 		}
 		return nil
 	})
-	ns := c.NamesrvAddr
+	ns := c.NamesrvAddr()
 	const perKind = 5
 	sent := strconv.Itoa(4*perKind + 2) // sync, async, one-way, batch; a delay level, a timer
 

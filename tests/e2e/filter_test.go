@@ -23,9 +23,11 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 const (
@@ -106,11 +108,11 @@ func filterMessage(i int) (*primitive.Message, int, string, string) {
 // oversize delay message are MESSAGE_ILLEGAL.
 func TestFilterClientGo(t *testing.T) {
 	rlog.SetLogLevel("error") // client-go logs through a process-wide logger
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1, BrokerConf: map[string]string{
+	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
 		"enablePropertyFilter":        "true",
 		"enableTopicMessageTypeCheck": "true",
 	}})
-	addr := c.Brokers[0].Addr
+	addr := c.Brokers()[0].Addr()
 	for _, args := range [][]string{
 		{"updateTopic", "-b", addr, "-t", filterTopic, "-r", "4", "-w", "4"},
 		{"updateTopic", "-b", addr, "-t", filterFifoTopic, "-r", "2", "-w", "2", "-a", "+message.type=FIFO"},
@@ -122,11 +124,11 @@ func TestFilterClientGo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	sqlC := startFilterConsumer(t, c.NamesrvAddr, "filter_sql_cg", consumer.MessageSelector{Type: consumer.SQL92, Expression: filterSQL})
-	tagC := startFilterConsumer(t, c.NamesrvAddr, "filter_tag_cg", consumer.MessageSelector{Type: consumer.TAG, Expression: "A || B"})
-	badC := startFilterConsumer(t, c.NamesrvAddr, "filter_bad_cg", consumer.MessageSelector{Type: consumer.SQL92, Expression: filterBadSQL})
+	sqlC := startFilterConsumer(t, c.NamesrvAddr(), "filter_sql_cg", consumer.MessageSelector{Type: consumer.SQL92, Expression: filterSQL})
+	tagC := startFilterConsumer(t, c.NamesrvAddr(), "filter_tag_cg", consumer.MessageSelector{Type: consumer.TAG, Expression: "A || B"})
+	badC := startFilterConsumer(t, c.NamesrvAddr(), "filter_bad_cg", consumer.MessageSelector{Type: consumer.SQL92, Expression: filterBadSQL})
 
-	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr})),
+	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})),
 		producer.WithGroupName("filter_pg"), producer.WithInstanceName("filter-producer"), producer.WithRetry(0),
 		producer.WithSendMsgTimeout(5*time.Second))
 	if err != nil {
@@ -150,7 +152,7 @@ func TestFilterClientGo(t *testing.T) {
 		}
 	}
 
-	harness.Eventually(t, 90*time.Second, func() error {
+	testutil.Eventually(t, 90*time.Second, func() error {
 		if got := sqlC.ids(); !slices.Equal(got, wantSQL) {
 			return fmt.Errorf("SQL92 consumer has %v, want %v", got, wantSQL)
 		}
@@ -240,7 +242,7 @@ func TestFilterClientGo(t *testing.T) {
 			t.Skip("short mode: starts JVMs")
 		}
 		run := filterJavaCheck(t)
-		out := run(c.NamesrvAddr, filterTopic, "filter_java_cg", filterSQL, strconv.Itoa(len(wantSQL)))
+		out := run(c.NamesrvAddr(), filterTopic, "filter_java_cg", filterSQL, strconv.Itoa(len(wantSQL)))
 		want := "GOT"
 		for _, i := range wantSQL {
 			want += " " + strconv.Itoa(i)
@@ -248,12 +250,12 @@ func TestFilterClientGo(t *testing.T) {
 		if out != want {
 			t.Fatalf("Java SQL92 consumer: %q, want %q", out, want)
 		}
-		out = run(c.NamesrvAddr, filterTopic, "filter_java_bad_cg", filterBadSQL, "0")
+		out = run(c.NamesrvAddr(), filterTopic, "filter_java_bad_cg", filterBadSQL, "0")
 		if !strings.HasPrefix(out, "REFUSED 23 ") || !strings.Contains(out, "cannot be compared") {
 			t.Fatalf("Java consumer with a bad SQL92 expression: %q", out)
 		}
 	})
-	if c.Brokers[0].Proc.Exited() {
+	if !c.Brokers()[0].Running() {
 		t.Fatal("broker exited")
 	}
 }

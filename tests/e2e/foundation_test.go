@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 func mustContain(t *testing.T, out string, wants ...string) {
@@ -25,10 +27,10 @@ func mustContain(t *testing.T, out string, wants ...string) {
 // TestMQAdminCommands runs our mqadmin's core commands against a nameserver
 // and two brokers.
 func TestMQAdminCommands(t *testing.T) {
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 2})
-	a, b := c.Brokers[0], c.Brokers[1]
+	c := startCluster(t, framework.Options{Brokers: 2})
+	a, b := c.Brokers()[0], c.Brokers()[1]
 
-	harness.Eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		out, err := c.MQAdmin(t, "clusterList")
 		if err != nil {
 			return err
@@ -43,14 +45,14 @@ func TestMQAdminCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustContain(t, out, "create topic to "+a.Addr+" success", "create topic to "+b.Addr+" success")
+	mustContain(t, out, "create topic to "+a.Addr()+" success", "create topic to "+b.Addr()+" success")
 
 	// The broker re-registers before answering, so the route is there at once.
 	out, err = c.MQAdmin(t, "topicRoute", "-t", "E2ETopic")
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustContain(t, out, `"brokerName":"broker-a"`, `"brokerName":"broker-b"`, `"writeQueueNums":4`, a.Addr, b.Addr)
+	mustContain(t, out, `"brokerName":"broker-a"`, `"brokerName":"broker-b"`, `"writeQueueNums":4`, a.Addr(), b.Addr())
 
 	out, err = c.MQAdmin(t, "topicList")
 	if err != nil {
@@ -66,23 +68,23 @@ func TestMQAdminCommands(t *testing.T) {
 		t.Fatalf("topicStatus shows %d queues, want 8:\n%s", n, out)
 	}
 
-	out, err = c.MQAdmin(t, "brokerStatus", "-b", a.Addr)
+	out, err = c.MQAdmin(t, "brokerStatus", "-b", a.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
 	mustContain(t, out, "brokerVersionDesc", "commitLogDiskRatio")
 
-	out, err = c.MQAdmin(t, "getBrokerConfig", "-b", a.Addr)
+	out, err = c.MQAdmin(t, "getBrokerConfig", "-b", a.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
 	mustContain(t, out, "brokerName", "broker-a")
 
 	// Broker permission: read-only broker-a, then restore.
-	if _, err := c.MQAdmin(t, "updateBrokerConfig", "-b", a.Addr, "-k", "brokerPermission", "-v", "4"); err != nil {
+	if _, err := c.MQAdmin(t, "updateBrokerConfig", "-b", a.Addr(), "-k", "brokerPermission", "-v", "4"); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		out, err := c.MQAdmin(t, "topicRoute", "-t", "E2ETopic")
 		if err != nil {
 			return err
@@ -92,10 +94,10 @@ func TestMQAdminCommands(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := c.MQAdmin(t, "updateBrokerConfig", "-b", a.Addr, "-k", "brokerPermission", "-v", "9"); err == nil {
+	if _, err := c.MQAdmin(t, "updateBrokerConfig", "-b", a.Addr(), "-k", "brokerPermission", "-v", "9"); err == nil {
 		t.Fatal("brokerPermission 9 accepted")
 	}
-	if _, err := c.MQAdmin(t, "updateBrokerConfig", "-b", a.Addr, "-k", "brokerPermission", "-v", "6"); err != nil {
+	if _, err := c.MQAdmin(t, "updateBrokerConfig", "-b", a.Addr(), "-k", "brokerPermission", "-v", "6"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -134,7 +136,7 @@ func TestMQAdminCommands(t *testing.T) {
 
 	// Bad input through the tool: illegal and reserved names fail clearly.
 	for _, bad := range []string{"bad topic!", "TBW102", strings.Repeat("x", 128)} {
-		if _, err := c.MQAdmin(t, "updateTopic", "-b", a.Addr, "-t", bad); err == nil {
+		if _, err := c.MQAdmin(t, "updateTopic", "-b", a.Addr(), "-t", bad); err == nil {
 			t.Fatalf("updateTopic %q succeeded", bad)
 		}
 	}
@@ -154,16 +156,16 @@ func TestJavaMQAdmin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode: the Java tool takes a few seconds per command")
 	}
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 2})
+	c := startCluster(t, framework.Options{Brokers: 2})
 	java := func(args ...string) string {
 		t.Helper()
-		out, err := harness.RunJavaMQAdmin(t, append(args, "-n", c.NamesrvAddr)...)
+		out, err := harness.RunJavaMQAdmin(t, append(args, "-n", c.NamesrvAddr())...)
 		if err != nil {
 			t.Fatalf("java mqadmin %v: %v", args, err)
 		}
 		return out
 	}
-	harness.Eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		out, _ := c.MQAdmin(t, "clusterList")
 		if strings.Count(out, "broker-") != 2 {
 			return fmt.Errorf("cluster not up:\n%s", out)
@@ -171,10 +173,10 @@ func TestJavaMQAdmin(t *testing.T) {
 		return nil
 	})
 	out := java("clusterList")
-	mustContain(t, out, "DefaultCluster", "broker-a", "broker-b", c.Brokers[0].Addr, c.Brokers[1].Addr, "V5_5_0")
+	mustContain(t, out, "DefaultCluster", "broker-a", "broker-b", c.Brokers()[0].Addr(), c.Brokers()[1].Addr(), "V5_5_0")
 
 	out = java("updateTopic", "-c", "DefaultCluster", "-t", "JavaTopic", "-r", "3", "-w", "3")
-	mustContain(t, out, "create topic to "+c.Brokers[0].Addr+" success", "create topic to "+c.Brokers[1].Addr+" success")
+	mustContain(t, out, "create topic to "+c.Brokers()[0].Addr()+" success", "create topic to "+c.Brokers()[1].Addr()+" success")
 
 	javaRoute := java("topicRoute", "-t", "JavaTopic")
 	ourRoute, err := c.MQAdmin(t, "topicRoute", "-t", "JavaTopic")
@@ -195,7 +197,7 @@ func TestJavaMQAdmin(t *testing.T) {
 	}
 
 	// The same with ROCKETMQ binary headers.
-	out, err = harness.RunJavaMQAdminEnv(t, []string{"RMQ_JAVA_OPTS=-Drocketmq.serialize.type=ROCKETMQ"}, "topicRoute", "-t", "JavaTopic", "-n", c.NamesrvAddr)
+	out, err = harness.RunJavaMQAdminEnv(t, []string{"RMQ_JAVA_OPTS=-Drocketmq.serialize.type=ROCKETMQ"}, "topicRoute", "-t", "JavaTopic", "-n", c.NamesrvAddr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,12 +211,12 @@ func normalizeJSON(s string) string {
 // TestBrokerConnectionCloseRemovesRoute: a killed broker's routes go away as
 // soon as its connection to the nameserver closes.
 func TestBrokerConnectionCloseRemovesRoute(t *testing.T) {
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 2})
+	c := startCluster(t, framework.Options{Needs: []framework.Capability{framework.Crash}, Brokers: 2})
 	if _, err := c.MQAdmin(t, "updateTopic", "-c", "DefaultCluster", "-t", "GoneTopic"); err != nil {
 		t.Fatal(err)
 	}
-	c.Brokers[1].Proc.Kill()
-	harness.Eventually(t, 10*time.Second, func() error {
+	c.Brokers()[1].Kill(t)
+	testutil.Eventually(t, 10*time.Second, func() error {
 		out, err := c.MQAdmin(t, "clusterList")
 		if err != nil {
 			return err
@@ -232,8 +234,8 @@ func TestBrokerConnectionCloseRemovesRoute(t *testing.T) {
 		t.Fatalf("route still names broker-b:\n%s", out)
 	}
 	// It comes back with its topics when restarted.
-	c.Restart(t, c.Brokers[1])
-	harness.Eventually(t, 15*time.Second, func() error {
+	c.Brokers()[1].Start(t)
+	testutil.Eventually(t, 15*time.Second, func() error {
 		out, err := c.MQAdmin(t, "topicRoute", "-t", "GoneTopic")
 		if err != nil {
 			return err
@@ -306,8 +308,8 @@ func roundTrip(t *testing.T, addr string, req *remoting.Command) *remoting.Comma
 // real nameserver and broker: each gets a clear code or a clean close, and
 // the servers keep answering other connections.
 func TestBadInputKeepsServing(t *testing.T) {
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1})
-	for _, addr := range []string{c.NamesrvAddr, c.Brokers[0].Addr} {
+	c := startCluster(t, framework.Options{Brokers: 1})
+	for _, addr := range []string{c.NamesrvAddr(), c.Brokers()[0].Addr()} {
 		for name, frame := range map[string][]byte{
 			"oversize length":          rawFrame(64<<20, 0, nil),
 			"header longer than frame": rawFrame(4+2, 100, []byte("{}")),
@@ -336,13 +338,13 @@ func TestBadInputKeepsServing(t *testing.T) {
 		// ROCKETMQ header requests are answered in ROCKETMQ.
 		req := remoting.NewRequest(106, nil, nil)
 		req.SerializeType = remoting.SerializeRocketMQ
-		if resp := roundTrip(t, c.NamesrvAddr, req); resp.Code != 0 || resp.SerializeType != remoting.SerializeRocketMQ {
+		if resp := roundTrip(t, c.NamesrvAddr(), req); resp.Code != 0 || resp.SerializeType != remoting.SerializeRocketMQ {
 			t.Fatalf("binary cluster info: code %d type %v", resp.Code, resp.SerializeType)
 		}
 	}
 	// Illegal topic names → INVALID_PARAMETER from the broker.
 	for _, topic := range []string{"bad topic", "a/b", strings.Repeat("t", 128), "TBW102", "SCHEDULE_TOPIC_XXXX", "rmq_sys_x"} {
-		resp := roundTrip(t, c.Brokers[0].Addr, remoting.NewRequest(17, map[string]string{
+		resp := roundTrip(t, c.Brokers()[0].Addr(), remoting.NewRequest(17, map[string]string{
 			"topic": topic, "defaultTopic": "TBW102", "readQueueNums": "4", "writeQueueNums": "4", "perm": "6", "topicFilterType": "SINGLE_TAG",
 		}, nil))
 		if resp.Code != 29 || resp.Remark == "" {
@@ -350,14 +352,14 @@ func TestBadInputKeepsServing(t *testing.T) {
 		}
 	}
 	// Missing required field → a clear code, not a crash.
-	if resp := roundTrip(t, c.NamesrvAddr, remoting.NewRequest(105, nil, nil)); resp.Code == 0 || resp.Remark == "" {
+	if resp := roundTrip(t, c.NamesrvAddr(), remoting.NewRequest(105, nil, nil)); resp.Code == 0 || resp.Remark == "" {
 		t.Fatalf("route without topic: %d %q", resp.Code, resp.Remark)
 	}
 	// Both servers still serve.
-	if resp := roundTrip(t, c.NamesrvAddr, remoting.NewRequest(106, nil, nil)); resp.Code != 0 {
+	if resp := roundTrip(t, c.NamesrvAddr(), remoting.NewRequest(106, nil, nil)); resp.Code != 0 {
 		t.Fatalf("namesrv after bad input: %d", resp.Code)
 	}
-	if resp := roundTrip(t, c.Brokers[0].Addr, remoting.NewRequest(28, nil, nil)); resp.Code != 0 {
+	if resp := roundTrip(t, c.Brokers()[0].Addr(), remoting.NewRequest(28, nil, nil)); resp.Code != 0 {
 		t.Fatalf("broker after bad input: %d", resp.Code)
 	}
 }

@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
-	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 // hangUpAfter writes chunks to addr on a fresh connection, pausing between
@@ -58,12 +59,12 @@ func cutEveryWay(t *testing.T, addr string, req *remoting.Command) {
 // and hung up on does run, which shows the checks can see it.
 func TestCutFramesNotExecuted(t *testing.T) {
 	t.Parallel()
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1})
-	broker := c.Brokers[0].Addr
+	c := startCluster(t, framework.Options{Brokers: 1})
+	broker := c.Brokers()[0].Addr()
 
 	putKV := remoting.NewRequest(code.PutKVConfig, map[string]string{"namespace": "CUT_FRAMES", "key": "k", "value": "v"}, nil)
 	getKV := func() int32 {
-		return roundTrip(t, c.NamesrvAddr, remoting.NewRequest(code.GetKVConfig, map[string]string{"namespace": "CUT_FRAMES", "key": "k"}, nil)).Code
+		return roundTrip(t, c.NamesrvAddr(), remoting.NewRequest(code.GetKVConfig, map[string]string{"namespace": "CUT_FRAMES", "key": "k"}, nil)).Code
 	}
 	const topic = "CutFrameTopic"
 	send := sendV2Request(topic, "TBW102", 0, []byte("cut"))
@@ -71,7 +72,7 @@ func TestCutFramesNotExecuted(t *testing.T) {
 		return roundTrip(t, broker, remoting.NewRequest(code.GetMaxOffset, map[string]string{"topic": topic, "queueId": "0"}, nil))
 	}
 
-	cutEveryWay(t, c.NamesrvAddr, putKV)
+	cutEveryWay(t, c.NamesrvAddr(), putKV)
 	cutEveryWay(t, broker, send)
 	time.Sleep(200 * time.Millisecond) // a wrongly dispatched request would have run by now
 	if got := getKV(); got != code.QueryNotFound {
@@ -88,9 +89,9 @@ func TestCutFramesNotExecuted(t *testing.T) {
 		}
 		return b
 	}
-	hangUpAfter(t, c.NamesrvAddr, whole(putKV))
+	hangUpAfter(t, c.NamesrvAddr(), whole(putKV))
 	hangUpAfter(t, broker, whole(send))
-	harness.Eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		if got := getKV(); got != code.Success {
 			return fmt.Errorf("whole PUT_KV_CONFIG not applied: code %d", got)
 		}

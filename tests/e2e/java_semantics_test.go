@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/tests/framework"
 	"github.com/rmqgo/rmq/tests/interop"
 )
 
@@ -38,14 +39,14 @@ func TestJavaClientSemantics(t *testing.T) {
 		t.Skip("short mode: real processes and a Java client")
 	}
 	const prefix = "JSem"
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1, BrokerConf: map[string]string{
+	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
 		"enableTopicMessageTypeCheck": "true",
 		"transactionCheckInterval":    "1000",
 		"transactionTimeOut":          "2000",
 		"messageDelayLevel":           javaSemanticsLevels,
 		"recallMessageEnable":         "true",
 	}})
-	addr := c.Brokers[0].Addr
+	addr := c.Brokers()[0].Addr()
 	// The retry check's retry topic exists before its consumer starts: a
 	// Java consumer rebalances every 20 s and would pull retries only
 	// after its next rebalance otherwise.
@@ -67,7 +68,7 @@ func TestJavaClientSemantics(t *testing.T) {
 	}
 	// Every route is on the nameserver before the clients start (they
 	// would wait for a rebalance otherwise).
-	harness.Eventually(t, 20*time.Second, func() error {
+	testutil.Eventually(t, 20*time.Second, func() error {
 		for _, tp := range topics {
 			if out, err := c.MQAdmin(t, "topicRoute", "-t", tp); err != nil {
 				return fmt.Errorf("route of %s: %v: %s", tp, err, out)
@@ -76,7 +77,7 @@ func TestJavaClientSemantics(t *testing.T) {
 		return nil
 	})
 
-	res := interop.RunJavaCheck(t, "semantics", "-n", c.NamesrvAddr, "-prefix", prefix, "-timeout", "40")
+	res := interop.RunJavaCheck(t, "semantics", "-n", c.NamesrvAddr(), "-prefix", prefix, "-timeout", "40")
 	var fields map[string]any
 	if err := json.Unmarshal([]byte(res.Line), &fields); err != nil {
 		t.Fatalf("java semantics result: %v\n%s", err, res.Line)
@@ -102,7 +103,7 @@ func TestJavaClientSemantics(t *testing.T) {
 	}
 	// The reset reached the Java consumer as Java 5 brokers deliver it: a
 	// PULL_OFFSET_MOVED answer, no RESET_CONSUMER_CLIENT_OFFSET push.
-	logs := c.Brokers[0].Proc.Logs()
+	logs := c.Brokers()[0].Logs()
 	group := "group=" + prefix + "_reset_cg"
 	moved, pushed := false, false
 	for _, line := range strings.Split(logs, "\n") {

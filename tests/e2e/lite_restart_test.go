@@ -10,12 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
-	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 // liteRestartTopics is the number of lite topics of TestLiteRestartRecoversEvents
@@ -119,7 +120,7 @@ func TestLiteRestartRecoversEvents(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode: 100k lite topics on a real broker")
 	}
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1, BrokerConf: map[string]string{
+	c := startCluster(t, framework.Options{Needs: []framework.Capability{framework.Crash}, Brokers: 1, BrokerConf: map[string]string{
 		"enableLmq": "true", "enableMultiDispatch": "true",
 		"maxLmqConsumeQueueNum":          strconv.Itoa(2 * liteRestartTopics),
 		"maxLiteSubscriptionCount":       strconv.Itoa(2 * liteRestartTopics),
@@ -127,7 +128,7 @@ func TestLiteRestartRecoversEvents(t *testing.T) {
 		"liteEventFullDispatchDelayTime": "100",
 		"flushConsumerOffsetInterval":    "500",
 	}})
-	bp := c.Brokers[0]
+	bp := c.Brokers()[0]
 	if out, err := c.MQAdmin(t, "updateTopic", "-c", "DefaultCluster", "-t", liteParent, "-r", "4", "-w", "4",
 		"-a", "+message.type=LITE,+lite.topic.expiration=1440"); err != nil {
 		t.Fatalf("updateTopic: %v\n%s", err, out)
@@ -144,7 +145,7 @@ func TestLiteRestartRecoversEvents(t *testing.T) {
 	}
 	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
 	defer rc.Close()
-	lc := &liteClient{t: t, rc: rc, addr: bp.Addr}
+	lc := &liteClient{t: t, rc: rc, addr: bp.Addr()}
 	// The full set in one COMPLETE_ADD, as a lite consumer's periodic sync.
 	syncAll := func() {
 		t.Helper()
@@ -156,14 +157,7 @@ func TestLiteRestartRecoversEvents(t *testing.T) {
 	syncAll()
 
 	// 100k lite topics, sent in batches by our SDK.
-	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{c.NamesrvAddr}}, Group: "lite_restart_pg"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Shutdown(context.Background())
+	p := startProducer(t, client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{c.NamesrvAddr()}}, Group: "lite_restart_pg"})
 	start := time.Now()
 	const batch = 200
 	var sendErr atomic.Value
@@ -196,13 +190,13 @@ func TestLiteRestartRecoversEvents(t *testing.T) {
 	}
 	t.Logf("%d lite topics created in %v", liteRestartTopics, time.Since(start).Round(time.Millisecond))
 
-	adm, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr}}, nil)
+	adm, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr()}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer adm.Close()
-	harness.Eventually(t, 30*time.Second, func() error {
-		bi, err := adm.GetBrokerLiteInfo(ctx, bp.Addr)
+	testutil.Eventually(t, 30*time.Second, func() error {
+		bi, err := adm.GetBrokerLiteInfo(ctx, bp.Addr())
 		if err != nil {
 			return err
 		}
@@ -213,18 +207,18 @@ func TestLiteRestartRecoversEvents(t *testing.T) {
 	})
 
 	// The first half, through events and full dispatch.
-	d := &liteDrain{t: t, rc: rc, addr: bp.Addr, clientID: "client-1", seen: map[string]int{}}
+	d := &liteDrain{t: t, rc: rc, addr: bp.Addr(), clientID: "client-1", seen: map[string]int{}}
 	start = time.Now()
 	d.run(ctx, liteRestartTopics/2, 90*time.Second)
 	t.Logf("first %d lite topics consumed in %v", d.distinct(), time.Since(start).Round(time.Millisecond))
 	consumed := d.distinct()
 	time.Sleep(1500 * time.Millisecond) // the offsets of the acks reach Pebble
-	bp.Proc.Kill()
-	c.Restart(t, bp)
+	bp.Kill(t)
+	bp.Start(t)
 
 	// Lite topics and the group's offsets survived.
-	harness.Eventually(t, 20*time.Second, func() error {
-		bi, err := adm.GetBrokerLiteInfo(ctx, bp.Addr)
+	testutil.Eventually(t, 20*time.Second, func() error {
+		bi, err := adm.GetBrokerLiteInfo(ctx, bp.Addr())
 		if err != nil {
 			return err
 		}
@@ -233,7 +227,7 @@ func TestLiteRestartRecoversEvents(t *testing.T) {
 		}
 		return nil
 	})
-	gi, err := adm.GetLiteGroupInfo(ctx, bp.Addr, liteGroup, "", 5)
+	gi, err := adm.GetLiteGroupInfo(ctx, bp.Addr(), liteGroup, "", 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,8 +243,8 @@ func TestLiteRestartRecoversEvents(t *testing.T) {
 	if d.dups != 0 {
 		t.Fatalf("%d lite topics delivered twice", d.dups)
 	}
-	harness.Eventually(t, 10*time.Second, func() error {
-		gi, err := adm.GetLiteGroupInfo(ctx, bp.Addr, liteGroup, "", 5)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		gi, err := adm.GetLiteGroupInfo(ctx, bp.Addr(), liteGroup, "", 5)
 		if err != nil {
 			return err
 		}

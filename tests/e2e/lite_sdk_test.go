@@ -13,10 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
-	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 // The SDK's lite producer and LitePushConsumer (pkg/client) against real
@@ -30,13 +31,13 @@ const (
 )
 
 type liteSDKEnv struct {
-	c   *harness.Cluster
+	c   framework.Cluster
 	log *slog.Logger
 }
 
 func (e *liteSDKEnv) common(instance string) client.CommonConfig {
 	return client.CommonConfig{
-		NameServers:          []string{e.c.NamesrvAddr},
+		NameServers:          []string{e.c.NamesrvAddr()},
 		InstanceName:         instance,
 		HeartbeatInterval:    time.Second,
 		RouteRefreshInterval: 2 * time.Second,
@@ -46,15 +47,7 @@ func (e *liteSDKEnv) common(instance string) client.CommonConfig {
 
 func (e *liteSDKEnv) producer(t *testing.T) *client.Producer {
 	t.Helper()
-	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: e.common("lite-p-" + t.Name()), Group: "lite_sdk_pg"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
-	return p
+	return startProducer(t, client.ProducerConfig{CommonConfig: e.common("lite-p-" + t.Name()), Group: "lite_sdk_pg"})
 }
 
 func (e *liteSDKEnv) consumer(t *testing.T, instance, group string, h client.LiteHandler, mod func(*client.LitePushConsumerConfig)) *client.LitePushConsumer {
@@ -98,7 +91,7 @@ func sendLite(ctx context.Context, t *testing.T, p *client.Producer, lite, body 
 
 func TestLiteSDK(t *testing.T) {
 	t.Parallel()
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 2, BrokerConf: map[string]string{
+	c := startCluster(t, framework.Options{Brokers: 2, BrokerConf: map[string]string{
 		"enableLmq": "true", "enableMultiDispatch": "true",
 		"enableLmqQuota": "true", "maxLmqConsumeQueueNum": strconv.Itoa(liteSDKMaxLmqs),
 		"liteEventCheckInterval": "500", "liteEventFullDispatchDelayTime": "500",
@@ -115,7 +108,7 @@ func TestLiteSDK(t *testing.T) {
 	}
 	mq("updateSubGroup", "-c", "DefaultCluster", "-g", "lite_sdk_quota", "--attributes", "+lite.bind.topic="+liteSDKParent+",+lite.sub.client.quota=2")
 	// Both brokers must be in the parent's route before clients fan out.
-	harness.Eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		out, err := c.MQAdmin(t, "topicRoute", "-t", liteSDKParent)
 		if err != nil {
 			return err
@@ -216,7 +209,7 @@ func liteSDKFIFO(t *testing.T, env *liteSDKEnv) {
 		})
 	}
 	wg.Wait()
-	harness.Eventually(t, 20*time.Second, func() error {
+	testutil.Eventually(t, 20*time.Second, func() error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if f.total < lites*perLite {
@@ -273,7 +266,7 @@ func liteSDKBlocked(t *testing.T, env *liteSDKEnv) {
 	for i := range 3 {
 		sendLite(ctx, t, p, lite, "b"+strconv.Itoa(i))
 	}
-	harness.Eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(got) < 4 {
@@ -327,7 +320,7 @@ func liteSDKUnsubscribe(t *testing.T, env *liteSDKEnv) {
 		return nil
 	}
 	sendLite(ctx, t, p, "gone", "before")
-	harness.Eventually(t, 10*time.Second, func() error { return has("gone:before") })
+	testutil.Eventually(t, 10*time.Second, func() error { return has("gone:before") })
 	if err := lc.UnsubscribeLite(ctx, "gone"); err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +329,7 @@ func liteSDKUnsubscribe(t *testing.T, env *liteSDKEnv) {
 	}
 	sendLite(ctx, t, p, "gone", "after")
 	sendLite(ctx, t, p, "stay", "after")
-	harness.Eventually(t, 10*time.Second, func() error { return has("stay:after") })
+	testutil.Eventually(t, 10*time.Second, func() error { return has("stay:after") })
 	time.Sleep(time.Second) // a full dispatch (500 ms) would have announced it by now
 	if err := has("gone:after"); err == nil {
 		t.Fatal("a message of an unsubscribed lite topic was delivered")
@@ -370,7 +363,7 @@ func liteSDKDLQ(t *testing.T, env *liteSDKEnv) {
 	p := env.producer(t)
 	sendLite(ctx, t, p, lite, "bad")
 	sendLite(ctx, t, p, lite, "good")
-	harness.Eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if !slices.Contains(got, "good@0") && !slices.Contains(got, "good@1") {
@@ -394,7 +387,7 @@ func liteSDKDLQ(t *testing.T, env *liteSDKEnv) {
 	defer pc.Shutdown(ctx)
 	dlq := "%DLQ%" + group
 	var stored []*message.Message
-	harness.Eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		qs, err := pc.Queues(ctx, dlq)
 		if err != nil {
 			return err

@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
-	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 // Lite-topic test parameters. The broker measures lite.topic.expiration in
@@ -123,13 +124,12 @@ func (c *liteClient) ack(group, lite string, offset int64, p litePopped) *remoti
 // offset 0. Then the mqadmin lite commands, a dead letter and the bad
 // inputs.
 func TestLiteTopicSeedFlow(t *testing.T) {
-	t.Setenv("ROCKETMQ_LITE_TOPIC_EXPIRATION_UNIT_MS", strconv.FormatInt(liteExpirationUnit.Milliseconds(), 10))
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1, BrokerConf: map[string]string{
+	c := startCluster(t, framework.Options{Brokers: 1, LiteExpirationUnit: liteExpirationUnit, BrokerConf: map[string]string{
 		"enableLmq": "true", "enableMultiDispatch": "true",
 		"minLiteTTl": "1000", "liteTtlCheckInterval": "500", "liteEventCheckInterval": "500",
 		"flushConsumerOffsetInterval": "500",
 	}})
-	bp := c.Brokers[0]
+	bp := c.Brokers()[0]
 	mq := func(args ...string) string {
 		t.Helper()
 		out, err := c.MQAdmin(t, args...)
@@ -147,8 +147,8 @@ func TestLiteTopicSeedFlow(t *testing.T) {
 
 	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
 	defer rc.Close()
-	lc := &liteClient{t: t, rc: rc, addr: bp.Addr}
-	adm, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr}}, nil)
+	lc := &liteClient{t: t, rc: rc, addr: bp.Addr()}
+	adm, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr()}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestLiteTopicSeedFlow(t *testing.T) {
 	ctx := context.Background()
 	commitLogMax := func() int64 {
 		t.Helper()
-		info, err := adm.GetBrokerRuntimeInfo(ctx, bp.Addr)
+		info, err := adm.GetBrokerRuntimeInfo(ctx, bp.Addr())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +169,7 @@ func TestLiteTopicSeedFlow(t *testing.T) {
 	answered := make(chan *remoting.Command, 1)
 	pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	if err := rc.InvokeAsync(pctx, bp.Addr, remoting.NewRequest(code.PopLiteMessage, litePopExt("client-1", liteGroup, 15*time.Second), nil),
+	if err := rc.InvokeAsync(pctx, bp.Addr(), remoting.NewRequest(code.PopLiteMessage, litePopExt("client-1", liteGroup, 15*time.Second), nil),
 		func(resp *remoting.Command, err error) {
 			if err != nil {
 				resp = &remoting.Command{Code: -1, Remark: err.Error()}
@@ -178,8 +178,8 @@ func TestLiteTopicSeedFlow(t *testing.T) {
 		}); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 5*time.Second, func() error {
-		ci, err := adm.GetLiteClientInfo(ctx, bp.Addr, liteParent, liteGroup, "client-1", 0)
+	testutil.Eventually(t, 5*time.Second, func() error {
+		ci, err := adm.GetLiteClientInfo(ctx, bp.Addr(), liteParent, liteGroup, "client-1", 0)
 		if err != nil {
 			return err
 		}
@@ -213,23 +213,23 @@ func TestLiteTopicSeedFlow(t *testing.T) {
 	if grown := commitLogMax() - before; grown != int64(p.sizes[0]) {
 		t.Fatalf("CommitLog grew by %d bytes, the record is %d", grown, p.sizes[0])
 	}
-	ti, err := adm.GetLiteTopicInfo(ctx, bp.Addr, liteParent, liteName)
+	ti, err := adm.GetLiteTopicInfo(ctx, bp.Addr(), liteParent, liteName)
 	if err != nil || ti.TopicOffset.MinOffset != 0 || ti.TopicOffset.MaxOffset != 1 || len(ti.Subscriber) != 1 {
 		t.Fatalf("lite topic info %+v %v", ti, err)
 	}
-	if max, err := adm.GetMaxOffsetOf(ctx, bp.Addr, liteParent, 2); err != nil || max != 1 {
+	if max, err := adm.GetMaxOffsetOf(ctx, bp.Addr(), liteParent, 2); err != nil || max != 1 {
 		t.Fatalf("parent queue max %d %v", max, err)
 	}
 
 	lc.want("ack", lc.ack(liteGroup, liteName, 0, p), code.Success, "")
-	gi, err := adm.GetLiteGroupInfo(ctx, bp.Addr, liteGroup, liteName, 20)
+	gi, err := adm.GetLiteGroupInfo(ctx, bp.Addr(), liteGroup, liteName, 20)
 	if err != nil || gi.LiteTopicOffsetWrapper == nil || gi.LiteTopicOffsetWrapper.ConsumerOffset != 1 || gi.TotalLagCount != 0 {
 		t.Fatalf("after ack: %+v %v", gi, err)
 	}
 
 	// The mqadmin lite commands against the live broker.
 	out := mq("getBrokerLiteInfo", "-c", "DefaultCluster", "-d")
-	if !strings.Contains(out, bp.Addr) || !strings.Contains(out, `"OrderTopic":3`) || !strings.Contains(out, `"OrderTopic":["lite_cg"`) {
+	if !strings.Contains(out, bp.Addr()) || !strings.Contains(out, `"OrderTopic":3`) || !strings.Contains(out, `"OrderTopic":["lite_cg"`) {
 		t.Fatalf("getBrokerLiteInfo:\n%s", out)
 	}
 	if out := mq("getParentTopicInfo", "-p", liteParent); !strings.Contains(out, "broker-a") || !strings.Contains(out, "[lite_cg") {
@@ -256,7 +256,7 @@ func TestLiteTopicSeedFlow(t *testing.T) {
 	// dispatched to an LMQ) and is acked on its lite topic.
 	lc.want("send doomed", lc.send(liteParent, 0, "doomed", liteName), code.Success, "")
 	var pd litePopped
-	harness.Eventually(t, 5*time.Second, func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		resp := lc.invoke(code.PopLiteMessage, litePopExt("client-1", liteGroup, 0), nil)
 		if resp.Code != code.Success {
 			return fmt.Errorf("pop: code %d %q", resp.Code, resp.Remark)
@@ -271,13 +271,13 @@ func TestLiteTopicSeedFlow(t *testing.T) {
 		"offset": strconv.FormatInt(pd.msgs[0].CommitLogOffset, 10), "group": liteGroup, "delayLevel": "-1",
 		"originTopic": liteParent, "originMsgId": pd.msgs[0].UniqKey(), "maxReconsumeTimes": "16",
 	}, nil), code.Success, "")
-	harness.Eventually(t, 5*time.Second, func() error {
-		if max, err := adm.GetMaxOffsetOf(ctx, bp.Addr, "%DLQ%"+liteGroup, 0); err != nil || max != 1 {
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if max, err := adm.GetMaxOffsetOf(ctx, bp.Addr(), "%DLQ%"+liteGroup, 0); err != nil || max != 1 {
 			return fmt.Errorf("DLQ max offset %d %v", max, err)
 		}
 		return nil
 	})
-	if gi, err := adm.GetLiteGroupInfo(ctx, bp.Addr, liteGroup, liteName, 20); err != nil || gi.LiteTopicOffsetWrapper == nil ||
+	if gi, err := adm.GetLiteGroupInfo(ctx, bp.Addr(), liteGroup, liteName, 20); err != nil || gi.LiteTopicOffsetWrapper == nil ||
 		gi.LiteTopicOffsetWrapper.ConsumerOffset != 2 || gi.TotalLagCount != 0 {
 		t.Fatalf("after the dead letter: %+v %v", gi, err)
 	}
@@ -289,13 +289,13 @@ func TestLiteTopicSeedFlow(t *testing.T) {
 	lc.want("lite on plain topic", lc.send("PlainTopic", 0, "x", "ok"), code.MessageIllegal, "not a LITE topic")
 	lc.want("over quota", lc.subscribe("client-2", "quota_cg", []string{"a", "b", "c"}), code.LiteSubscriptionQuotaExceeded, "quota")
 	lc.want("pop unbound group", lc.invoke(code.PopLiteMessage, litePopExt("client-1", "plain_cg", 0), nil), code.InvalidParameter, "not bound")
-	if bi, err := adm.GetBrokerLiteInfo(ctx, bp.Addr); err != nil || bi.CurrentLmqNum != 1 {
+	if bi, err := adm.GetBrokerLiteInfo(ctx, bp.Addr()); err != nil || bi.CurrentLmqNum != 1 {
 		t.Fatalf("bad input created LMQs: %+v %v", bi, err)
 	}
 
 	// Idle past the expiration: the sweeper deletes the lite topic.
-	harness.Eventually(t, 15*time.Second, func() error {
-		ti, err := adm.GetLiteTopicInfo(ctx, bp.Addr, liteParent, liteName)
+	testutil.Eventually(t, 15*time.Second, func() error {
+		ti, err := adm.GetLiteTopicInfo(ctx, bp.Addr(), liteParent, liteName)
 		if err != nil {
 			return err
 		}
@@ -305,15 +305,15 @@ func TestLiteTopicSeedFlow(t *testing.T) {
 		return nil
 	})
 	gone := func() error {
-		gi, err := adm.GetLiteGroupInfo(ctx, bp.Addr, liteGroup, liteName, 20)
+		gi, err := adm.GetLiteGroupInfo(ctx, bp.Addr(), liteGroup, liteName, 20)
 		if err != nil || gi.TotalLagCount != -1 || gi.LiteTopicOffsetWrapper != nil {
 			return fmt.Errorf("group offset survived: %+v %v", gi, err)
 		}
-		bi, err := adm.GetBrokerLiteInfo(ctx, bp.Addr)
+		bi, err := adm.GetBrokerLiteInfo(ctx, bp.Addr())
 		if err != nil || bi.CurrentLmqNum != 0 {
 			return fmt.Errorf("broker lite info %+v %v", bi, err)
 		}
-		pi, err := adm.GetParentTopicInfo(ctx, bp.Addr, liteParent)
+		pi, err := adm.GetParentTopicInfo(ctx, bp.Addr(), liteParent)
 		if err != nil || pi.LiteTopicCount != 0 {
 			return fmt.Errorf("parent info %+v %v", pi, err)
 		}
@@ -327,11 +327,11 @@ func TestLiteTopicSeedFlow(t *testing.T) {
 	}
 	// The queue goes first, then the sweep's cascade (index, offsets,
 	// subscriptions).
-	harness.Eventually(t, 5*time.Second, func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		if err := gone(); err != nil {
 			return err
 		}
-		if ci, err := adm.GetLiteClientInfo(ctx, bp.Addr, liteParent, liteGroup, "client-1", 0); err != nil || ci.LiteTopicCount != 0 {
+		if ci, err := adm.GetLiteClientInfo(ctx, bp.Addr(), liteParent, liteGroup, "client-1", 0); err != nil || ci.LiteTopicCount != 0 {
 			return fmt.Errorf("subscription survived: %+v %v", ci, err)
 		}
 		return nil
@@ -339,12 +339,12 @@ func TestLiteTopicSeedFlow(t *testing.T) {
 	// The keys are gone from Pebble too: a restart (which rebuilds the
 	// queue table from them) does not bring the lite topic back.
 	time.Sleep(time.Second) // one offset flush
-	if err := bp.Proc.Stop(); err != nil {
+	if err := bp.Stop(); err != nil {
 		t.Fatalf("stop broker: %v", err)
 	}
-	c.Restart(t, bp)
-	harness.Eventually(t, 10*time.Second, func() error {
-		_, err := adm.GetBrokerLiteInfo(ctx, bp.Addr)
+	bp.Start(t)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		_, err := adm.GetBrokerLiteInfo(ctx, bp.Addr())
 		return err
 	})
 	checkGone("after restart")
@@ -353,7 +353,7 @@ func TestLiteTopicSeedFlow(t *testing.T) {
 	lc.want("resubscribe", lc.subscribe("client-1", liteGroup, []string{liteName}), code.Success, "")
 	lc.want("send again", lc.send(liteParent, 1, "again", liteName), code.Success, "")
 	var p2 litePopped
-	harness.Eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		resp := lc.invoke(code.PopLiteMessage, litePopExt("client-1", liteGroup, 2*time.Second), nil)
 		if resp.Code != code.Success {
 			return fmt.Errorf("pop: code %d %q", resp.Code, resp.Remark)
@@ -366,7 +366,7 @@ func TestLiteTopicSeedFlow(t *testing.T) {
 	}
 	lc.want("ack again", lc.ack(liteGroup, liteName, 0, p2), code.Success, "")
 	var page *protocol.ListLiteTopicsResponseBody
-	if page, err = adm.ListLiteTopics(ctx, bp.Addr, liteParent, liteGroup, "", 10); err != nil || page.Total != 1 || page.LiteTopics[0].Groups[0].ConsumerOffset != 1 {
+	if page, err = adm.ListLiteTopics(ctx, bp.Addr(), liteParent, liteGroup, "", 10); err != nil || page.Total != 1 || page.LiteTopics[0].Groups[0].ConsumerOffset != 1 {
 		t.Fatalf("listing after re-creation %+v %v", page, err)
 	}
 }

@@ -1,12 +1,44 @@
-// Package e2e holds end-to-end tests: real nameserver and broker processes
-// on loopback ports, driven by our mqadmin, the Java mqadmin and real
+// Package e2e holds end-to-end tests: a nameserver and brokers on loopback
+// ports (tests/framework), driven by our mqadmin, the Java mqadmin and real
 // clients.
+//
+// -cluster picks the framework implementation of a run: process (the
+// default: the real binaries) or inproc (the servers inside the test
+// binary; fast, and what `make test` runs under -race, for the tests that
+// use only our SDK, our mqadmin and raw remoting: client-go has data races
+// of its own). Tests that need what only processes do (kill -9) say so in
+// their Options.Needs and are skipped in-process.
 package e2e
 
 import (
+	"flag"
+	"fmt"
+	"os"
 	"testing"
 
 	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
+	"github.com/rmqgo/rmq/tests/framework/inproc"
+	"github.com/rmqgo/rmq/tests/framework/process"
 )
 
-func TestMain(m *testing.M) { harness.Main(m) }
+// clusterFlag is -cluster, read once by TestMain into clusterKind.
+var clusterFlag = flag.String("cluster", string(framework.Process), "cluster implementation: process (real binaries) or inproc (in the test process)")
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if _, err := framework.ParseKind(*clusterFlag); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: -cluster:", err)
+		os.Exit(2)
+	}
+	harness.Main(m)
+}
+
+// startCluster starts a cluster of the implementation -cluster names.
+func startCluster(t testing.TB, opts framework.Options) framework.Cluster {
+	t.Helper()
+	if framework.Kind(*clusterFlag) == framework.InProcess {
+		return inproc.Start(t, opts)
+	}
+	return process.Start(t, opts)
+}

@@ -3,12 +3,13 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/rmqgo/rmq/tests/e2e/harness"
 )
 
 // sentMessage is sendMessage --output json.
@@ -23,10 +24,10 @@ type sentMessage struct {
 
 // msgCluster starts a cluster with topic and sends one message to it with
 // our mqadmin sendMessage.
-func msgCluster(t *testing.T, topic, body, keys, tag string) (*harness.Cluster, sentMessage) {
+func msgCluster(t *testing.T, topic, body, keys, tag string) (framework.Cluster, sentMessage) {
 	t.Helper()
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 2})
-	harness.Eventually(t, 20*time.Second, func() error {
+	c := startCluster(t, framework.Options{Brokers: 2})
+	testutil.Eventually(t, 20*time.Second, func() error {
 		_, err := c.MQAdmin(t, "updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "4", "-w", "4")
 		if err != nil {
 			return err
@@ -77,7 +78,7 @@ func TestMQAdminMessages(t *testing.T) {
 	now := time.Now().UnixMilli()
 	rng := []string{"-b", strconv.FormatInt(now-3600_000, 10), "-e", strconv.FormatInt(now+3600_000, 10)}
 	var ourKey string
-	harness.Eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		ourKey, err = c.MQAdmin(t, append([]string{"queryMsgByKey", "-t", topic, "-k", "e2e-key"}, rng...)...)
 		if err != nil || !strings.Contains(ourKey, sent.MsgID) {
 			return fmt.Errorf("queryMsgByKey: %v\n%s", err, ourKey)
@@ -121,7 +122,7 @@ func TestMQAdminMessages(t *testing.T) {
 	// The Java tool, on the same message.
 	java := func(args ...string) string {
 		t.Helper()
-		out, err := harness.RunJavaMQAdmin(t, append(args, "-n", c.NamesrvAddr)...)
+		out, err := harness.RunJavaMQAdmin(t, append(args, "-n", c.NamesrvAddr())...)
 		if err != nil {
 			t.Fatalf("java mqadmin %v: %v", args, err)
 		}
@@ -150,7 +151,7 @@ func TestMQAdminMessages(t *testing.T) {
 	if len(fields) != 4 || fields[2] != "SEND_OK" {
 		t.Fatalf("java sendMessage:\n%s", out)
 	}
-	harness.Eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		out, err := c.MQAdmin(t, "queryMsgByUniqueKey", "-t", topic, "-i", fields[3])
 		if err != nil || !strings.Contains(out, "Keys:                [java-key]\n") {
 			return fmt.Errorf("queryMsgByUniqueKey of Java's message: %v\n%s", err, out)
@@ -172,7 +173,7 @@ func TestMQAdminQueryUnboundedEnd(t *testing.T) {
 	// First wait until the index has it (a bounded query), then ask once
 	// with the unbounded end: a broker that mishandles it may be busy with
 	// that request for long.
-	harness.Eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		out, err := c.MQAdmin(t, "queryMsgByUniqueKey", "-t", topic, "-i", sent.MsgID)
 		if err != nil || !strings.Contains(out, "UNIQ_KEY="+sent.MsgID) {
 			return fmt.Errorf("queryMsgByUniqueKey: %v\n%s", err, out)
@@ -187,7 +188,7 @@ func TestMQAdminQueryUnboundedEnd(t *testing.T) {
 	if err != nil || !strings.Contains(out, sent.MsgID) {
 		t.Fatalf("queryMsgByKey without -b/-e: %v\n%s", err, out)
 	}
-	out, err = harness.RunJavaMQAdmin(t, "queryMsgById", "-t", topic, "-i", sent.MsgID, "-n", c.NamesrvAddr)
+	out, err = harness.RunJavaMQAdmin(t, "queryMsgById", "-t", topic, "-i", sent.MsgID, "-n", c.NamesrvAddr())
 	if err != nil || !strings.Contains(out, "OffsetID:            "+sent.OffsetMsgID+"\n") {
 		t.Fatalf("java queryMsgById by UNIQ_KEY: %v\n%s", err, out)
 	}

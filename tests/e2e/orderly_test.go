@@ -17,10 +17,11 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
-	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 // Orderly test parameters.
@@ -221,15 +222,15 @@ func TestOrderlyClientGo(t *testing.T) {
 	// slow tests.
 	t.Parallel()
 	rlog.SetLogLevel("error")
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1, BrokerConf: map[string]string{"flushConsumerOffsetInterval": "1000"},
-		BrokerEnv: []string{"ROCKETMQ_BROKER_REBALANCE_LOCKMAXLIVETIME=" + strconv.FormatInt(orderLockMaxLive.Milliseconds(), 10)}})
-	b := c.Brokers[0]
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr, "-t", orderTopic, "-r", "4", "-w", "4"); err != nil {
+	c := startCluster(t, framework.Options{Needs: []framework.Capability{framework.Crash}, Brokers: 1, BrokerConf: map[string]string{"flushConsumerOffsetInterval": "1000"},
+		LockMaxLiveTime: orderLockMaxLive})
+	b := c.Brokers()[0]
+	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", orderTopic, "-r", "4", "-w", "4"); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	ns := primitive.NewPassthroughResolver([]string{c.NamesrvAddr})
+	ns := primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})
 	p, err := rocketmq.NewProducer(producer.WithNsResolver(ns), producer.WithGroupName("order_pg"),
 		producer.WithInstanceName("order_pg"), producer.WithQueueSelector(producer.NewHashQueueSelector()),
 		producer.WithRetry(0), producer.WithSendMsgTimeout(3*time.Second))
@@ -259,7 +260,7 @@ func TestOrderlyClientGo(t *testing.T) {
 			base = byWho[who]
 		}
 		start := time.Now()
-		harness.Eventually(t, timeout, func() error {
+		testutil.Eventually(t, timeout, func() error {
 			total, byWho := tr.counts()
 			got := total
 			if who != "" {
@@ -273,12 +274,12 @@ func TestOrderlyClientGo(t *testing.T) {
 		t.Logf("%s: %d messages in %v", what, n, time.Since(start).Round(100*time.Millisecond))
 	}
 
-	a := startOrderlyConsumer(t, c.NamesrvAddr, "order-a", tr)
+	a := startOrderlyConsumer(t, c.NamesrvAddr(), "order-a", tr)
 	progress("consumer A alone", "order-a", orderPhaseProgress, 60*time.Second)
 
 	// A second consumer joins: it gets queues once A's locks on them
 	// expire; both keep consuming.
-	bc := startOrderlyConsumer(t, c.NamesrvAddr, "order-b", tr)
+	bc := startOrderlyConsumer(t, c.NamesrvAddr(), "order-b", tr)
 	defer bc.Shutdown()
 	progress("consumer B after joining", "order-b", orderPhaseProgress, 90*time.Second)
 	progress("consumer A after B joined", "order-a", orderPhaseProgress, 60*time.Second)
@@ -287,7 +288,7 @@ func TestOrderlyClientGo(t *testing.T) {
 	if err := a.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	a2 := startOrderlyConsumer(t, c.NamesrvAddr, "order-a2", tr)
+	a2 := startOrderlyConsumer(t, c.NamesrvAddr(), "order-a2", tr)
 	defer a2.Shutdown()
 	progress("consumer A restarted", "order-a2", orderPhaseProgress, 90*time.Second)
 	progress("consumer B after A's restart", "order-b", orderPhaseProgress, 60*time.Second)
@@ -304,20 +305,20 @@ func TestOrderlyClientGo(t *testing.T) {
 		return n
 	}
 	atKill := sum(op.snapshot())
-	b.Proc.Kill()
-	c.Restart(t, b)
+	b.Kill(t)
+	b.Start(t)
 	restarted := time.Now()
 	// Consumption resumes through the restarted broker: messages sent
 	// after the restart arrive (the consumers' local backlog alone would
 	// not satisfy this).
-	harness.Eventually(t, 60*time.Second, func() error {
+	testutil.Eventually(t, 60*time.Second, func() error {
 		if n := sum(op.snapshot()) - atKill; n < 2*orderPhaseProgress {
 			return fmt.Errorf("%d messages sent since the restart", n)
 		}
 		return nil
 	})
 	resumeTarget := op.snapshot()
-	harness.Eventually(t, 120*time.Second, func() error {
+	testutil.Eventually(t, 120*time.Second, func() error {
 		if n := tr.missing(resumeTarget); n > 0 {
 			return fmt.Errorf("%d messages sent after the kill -9 restart not consumed yet", n)
 		}
@@ -328,7 +329,7 @@ func TestOrderlyClientGo(t *testing.T) {
 	stopProducing()
 	<-produced
 	sent := op.snapshot()
-	harness.Eventually(t, 90*time.Second, func() error {
+	testutil.Eventually(t, 90*time.Second, func() error {
 		if n := tr.missing(sent); n > 0 {
 			return fmt.Errorf("%d sent messages not consumed yet", n)
 		}
@@ -377,8 +378,8 @@ func lockedSet(t *testing.T, resp *remoting.Command) []protocol.MessageQueue {
 // that no other client holds; malformed bodies are INVALID_PARAMETER; the
 // broker keeps serving.
 func TestBadInputLock(t *testing.T) {
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1})
-	addr := c.Brokers[0].Addr
+	c := startCluster(t, framework.Options{Brokers: 1})
+	addr := c.Brokers()[0].Addr()
 	const topic = "LockTopic"
 	if _, err := c.MQAdmin(t, "updateTopic", "-b", addr, "-t", topic, "-r", "2", "-w", "2"); err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
-	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 // TestMQAdminPopStatus pops messages without acking them and reads the
@@ -28,16 +28,16 @@ func TestMQAdminPopStatus(t *testing.T) {
 		group    = "pop_admin_cg"
 		n        = 6
 	)
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1})
-	b := c.Brokers[0]
+	c := startCluster(t, framework.Options{Brokers: 1})
+	b := c.Brokers()[0]
 	for _, tp := range []string{topic, orderTpc} {
-		if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr, "-t", tp, "-r", "2", "-w", "2"); err != nil {
+		if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", tp, "-r", "2", "-w", "2"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	rc := remoting.NewClient(remoting.DefaultClientConfig(), slog.New(slog.DiscardHandler))
 	defer rc.Close()
-	addr := func() string { return b.Addr }
+	addr := func() string { return b.Addr() }
 	pc := &popClient{t: t, rc: rc, addr: addr, group: group, topic: topic}
 	oc := &popClient{t: t, rc: rc, addr: addr, group: group, topic: orderTpc}
 	for i := 0; i < n; i++ {
@@ -48,7 +48,7 @@ func TestMQAdminPopStatus(t *testing.T) {
 
 	status := func(args ...string) protocol.PopGroupStatus {
 		t.Helper()
-		out, err := c.MQAdmin(t, append([]string{"popStatus", "-b", b.Addr, "-g", group, "--output", "json"}, args...)...)
+		out, err := c.MQAdmin(t, append([]string{"popStatus", "-b", b.Addr(), "-g", group, "--output", "json"}, args...)...)
 		if err != nil {
 			t.Fatalf("popStatus: %v", err)
 		}

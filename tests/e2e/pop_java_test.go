@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/tests/framework"
 	"github.com/rmqgo/rmq/tests/interop"
 )
 
@@ -21,18 +22,18 @@ func TestPopJavaPushConsumer(t *testing.T) {
 		t.Skip("short mode: real processes and a Java client")
 	}
 	const topic = "PopJavaTopic"
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1})
-	if out, err := c.MQAdmin(t, "updateTopic", "-b", c.Brokers[0].Addr, "-t", topic, "-r", "4", "-w", "4"); err != nil {
+	c := startCluster(t, framework.Options{Brokers: 1})
+	if out, err := c.MQAdmin(t, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", topic, "-r", "4", "-w", "4"); err != nil {
 		t.Fatalf("updateTopic: %v\n%s", err, out)
 	}
-	harness.Eventually(t, 20*time.Second, func() error {
+	testutil.Eventually(t, 20*time.Second, func() error {
 		out, err := c.MQAdmin(t, "topicRoute", "-t", topic)
 		if err != nil {
 			return fmt.Errorf("%v: %s", err, out)
 		}
 		return nil
 	})
-	res := interop.RunJavaCheck(t, "pop", "-n", c.NamesrvAddr, "-t", topic, "-g", "pop_java_cg", "-count", "40", "-timeout", "35")
+	res := interop.RunJavaCheck(t, "pop", "-n", c.NamesrvAddr(), "-t", topic, "-g", "pop_java_cg", "-count", "40", "-timeout", "35")
 	t.Logf("java pop: %s", res.Line)
 	res.RequireOK(t)
 }

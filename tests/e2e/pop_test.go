@@ -11,12 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
-	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 // popClient drives a broker with raw POP_MESSAGE / ACK_MESSAGE requests,
@@ -173,14 +174,24 @@ func (l *popLedger) delivered(m popMsg) {
 }
 
 // TestPopAckReviveAndKill pops with raw requests, acks two thirds of the
-// messages, lets the others time out, kills the broker with SIGKILL in the
-// middle (with messages in flight and consumer offsets not yet flushed),
-// restarts it and pops on: no acked message is handed out again, every
-// un-acked one comes back through the retry topic with reconsumeTimes+1,
-// and orderly pops keep each queue in order across the crash.
+// messages, lets the others time out, restarts the broker in the middle
+// (with messages in flight) and pops on: no acked message is handed out
+// again, every un-acked one comes back through the retry topic with
+// reconsumeTimes+1, and orderly pops keep each queue in order across the
+// restart. The restart is a graceful stop, and, where the cluster can, a
+// kill with SIGKILL (consumer offsets not yet flushed).
 func TestPopAckReviveAndKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode: real processes")
+	}
+	t.Run("graceful", func(t *testing.T) { testPopAckRevive(t, false) })
+	t.Run("kill -9", func(t *testing.T) { testPopAckRevive(t, true) })
+}
+
+func testPopAckRevive(t *testing.T, crash bool) {
+	var needs []framework.Capability
+	if crash {
+		needs = append(needs, framework.Crash)
 	}
 	const (
 		topic     = "PopE2ETopic"
@@ -193,16 +204,16 @@ func TestPopAckReviveAndKill(t *testing.T) {
 		// can be seen still blocked after it.
 		orderInvisible = 6 * time.Second
 	)
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1})
-	b := c.Brokers[0]
+	c := startCluster(t, framework.Options{Brokers: 1, Needs: needs})
+	b := c.Brokers()[0]
 	for _, tp := range []string{topic, orderTpc} {
-		if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr, "-t", tp, "-r", "4", "-w", "4"); err != nil {
+		if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", tp, "-r", "4", "-w", "4"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	rc := remoting.NewClient(remoting.DefaultClientConfig(), slog.New(slog.DiscardHandler))
 	defer rc.Close()
-	addr := func() string { return b.Addr }
+	addr := func() string { return b.Addr() }
 	pc := &popClient{t: t, rc: rc, addr: addr, group: group, topic: topic}
 	oc := &popClient{t: t, rc: rc, addr: addr, group: group, topic: orderTpc}
 	for i := 0; i < total; i++ {
@@ -258,9 +269,13 @@ func TestPopAckReviveAndKill(t *testing.T) {
 	}
 
 	// Crash: consumer offsets are flushed every 5 s; Pebble keeps no WAL.
-	b.Proc.Kill()
-	c.Restart(t, b)
-	for _, line := range strings.Split(b.Proc.Logs(), "\n") {
+	if crash {
+		b.Kill(t)
+		b.Start(t)
+	} else {
+		b.Restart(t)
+	}
+	for _, line := range strings.Split(b.Logs(), "\n") {
 		if strings.Contains(line, "pop journal replayed") || strings.Contains(line, "raised to the pop journal") {
 			t.Logf("restarted broker: %s", line)
 		}
@@ -268,7 +283,7 @@ func TestPopAckReviveAndKill(t *testing.T) {
 
 	// Orderly: still blocked right after the restart.
 	if msgs := oc.pop(3, orderInvisible, 0, true); len(msgs) != 0 && time.Since(orderPopped) < orderInvisible-time.Second {
-		t.Fatalf("orderly queues unblocked by the crash: %v", msgs)
+		t.Fatalf("orderly queues unblocked by the restart: %v", msgs)
 	} else if len(msgs) != 0 {
 		t.Fatalf("the restart took longer than the orderly invisible time (%v): cannot tell", orderInvisible)
 	}
@@ -278,7 +293,7 @@ func TestPopAckReviveAndKill(t *testing.T) {
 		for _, m := range pc.pop(16, invisible, time.Second, false) {
 			led.delivered(m)
 			if m.reconsume == 0 {
-				// Only a message popped before the crash and not acked
+				// Only a message popped before the restart and not acked
 				// may come back; it must come through the retry topic.
 				led.violations = append(led.violations, fmt.Sprintf("%s delivered again without reconsumeTimes+1", m.body))
 			}
@@ -306,7 +321,7 @@ func TestPopAckReviveAndKill(t *testing.T) {
 			redelivered++
 		}
 	}
-	t.Logf("%d messages, %d acked at first delivery, %d redelivered with reconsumeTimes+1 across a kill -9", total, total-redelivered, redelivered)
+	t.Logf("%d messages, %d acked at first delivery, %d redelivered with reconsumeTimes+1 across the restart", total, total-redelivered, redelivered)
 	if redelivered != total/3 {
 		t.Errorf("%d redelivered, want %d (every third)", redelivered, total/3)
 	}
@@ -328,7 +343,7 @@ func TestPopAckReviveAndKill(t *testing.T) {
 			if m.offset != want {
 				t.Fatalf("orderly queue %d handed out offset %d, want %d (acked %v)", m.queueID, m.offset, want, order[m.queueID])
 			}
-			// Offset 1 was handed out before the crash and leads the
+			// Offset 1 was handed out before the restart and leads the
 			// queue's first pop after it: counted once. (Offset 2 may fall
 			// into a later pop, whose count only looks at the previous
 			// pop's offsets, as Java's does.)
@@ -363,27 +378,20 @@ func TestPopDeadLetter(t *testing.T) {
 		maxTimes  = 2
 		invisible = time.Second // the SDK's minimum
 	)
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1})
-	b := c.Brokers[0]
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr, "-t", topic, "-r", "2", "-w", "2"); err != nil {
+	c := startCluster(t, framework.Options{Brokers: 1})
+	b := c.Brokers()[0]
+	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", topic, "-r", "2", "-w", "2"); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := c.MQAdmin(t, "updateSubGroup", "-b", b.Addr, "-g", group, "-r", strconv.Itoa(maxTimes)); err != nil {
+	if out, err := c.MQAdmin(t, "updateSubGroup", "-b", b.Addr(), "-g", group, "-r", strconv.Itoa(maxTimes)); err != nil {
 		t.Fatalf("updateSubGroup: %v\n%s", err, out)
 	}
-	common := client.CommonConfig{NameServers: []string{c.NamesrvAddr}, Logger: slog.New(slog.DiscardHandler)}
-	harness.Eventually(t, 15*time.Second, func() error {
+	common := client.CommonConfig{NameServers: []string{c.NamesrvAddr()}, Logger: slog.New(slog.DiscardHandler)}
+	testutil.Eventually(t, 15*time.Second, func() error {
 		_, err := c.MQAdmin(t, "topicRoute", "-t", topic)
 		return err
 	})
-	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: common, Group: "pop_dlq_pg"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Shutdown(context.Background())
+	p := startProducer(t, client.ProducerConfig{CommonConfig: common, Group: "pop_dlq_pg"})
 	ctx := context.Background()
 	ids := map[string]string{}
 	for _, body := range []string{"never-acked", "extended"} {
@@ -409,7 +417,7 @@ func TestPopDeadLetter(t *testing.T) {
 
 	seen := map[string][]int32{} // body → reconsume times of its deliveries
 	dlq := protocol.DLQTopic(group)
-	r := newTopicReader(t, c.NamesrvAddr, "pop_dlq_reader")
+	r := newTopicReader(t, c.NamesrvAddr(), "pop_dlq_reader")
 	var dead []*message.Message
 	deadline := time.Now().Add(30 * time.Second)
 	for len(dead) < len(ids) {

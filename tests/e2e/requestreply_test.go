@@ -12,8 +12,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
-
-	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 // TestRequestReplyClientGo: a client-go requester (Producer.Request and
@@ -23,14 +23,14 @@ import (
 // <cluster>_REPLY_TOPIC.
 func TestRequestReplyClientGo(t *testing.T) {
 	rlog.SetLogLevel("error")
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1})
+	c := startCluster(t, framework.Options{Brokers: 1})
 	const topic = "RequestTopic"
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", c.Brokers[0].Addr, "-t", topic, "-r", "4", "-w", "4"); err != nil {
+	if _, err := c.MQAdmin(t, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", topic, "-r", "4", "-w", "4"); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ns := primitive.NewPassthroughResolver([]string{c.NamesrvAddr})
+	ns := primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})
 
 	replier, err := rocketmq.NewProducer(producer.WithNsResolver(ns), producer.WithGroupName("reply_pg"),
 		producer.WithInstanceName("responder"), producer.WithRetry(1))
@@ -84,7 +84,7 @@ func TestRequestReplyClientGo(t *testing.T) {
 	// The responder needs a rebalance before it consumes: retry the first
 	// request until a reply comes.
 	var first *primitive.Message
-	harness.Eventually(t, 60*time.Second, func() error {
+	testutil.Eventually(t, 60*time.Second, func() error {
 		var err error
 		first, err = requester.Request(ctx, 3*time.Second, primitive.NewMessage(topic, []byte("ping-0")))
 		return err
@@ -149,8 +149,8 @@ func TestRequestReplyClientGo(t *testing.T) {
 		return true
 	})
 	// The replies are stored in DefaultCluster_REPLY_TOPIC too.
-	r := newTopicReader(t, c.NamesrvAddr, "reply_reader")
-	harness.Eventually(t, 10*time.Second, func() error {
+	r := newTopicReader(t, c.NamesrvAddr(), "reply_reader")
+	testutil.Eventually(t, 10*time.Second, func() error {
 		bodies, err := r.bodies(ctx, "DefaultCluster_REPLY_TOPIC")
 		if err != nil {
 			return err

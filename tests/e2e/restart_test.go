@@ -17,9 +17,10 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/protocol"
-	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 // Restart parameters.
@@ -188,22 +189,22 @@ func TestBrokerRestartMidStream(t *testing.T) {
 	t.Parallel()
 	rlog.SetLogLevel("error") // client-go logs through a process-wide logger
 	start := time.Now()
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1, BrokerConf: map[string]string{
+	c := startCluster(t, framework.Options{Needs: []framework.Capability{framework.Crash}, Brokers: 1, BrokerConf: map[string]string{
 		"flushDiskType":               "SYNC_FLUSH",
 		"flushConsumerOffsetInterval": fmt.Sprint(restartOffsetFlush.Milliseconds()),
 	}})
-	b := c.Brokers[0]
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr, "-t", restartTopic, "-r", "4", "-w", "4"); err != nil {
+	b := c.Brokers()[0]
+	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", restartTopic, "-r", "4", "-w", "4"); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	ns := primitive.NewPassthroughResolver([]string{c.NamesrvAddr})
+	ns := primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})
 
 	// Our SDK reads the committed offsets (it does not join the group: no
 	// subscription, no heartbeat) and keeps a probe group whose offsets
 	// only this test writes.
-	probe := newOffsetProbe(t, c.NamesrvAddr)
+	probe := newOffsetProbe(t, c.NamesrvAddr())
 	queues := probe.queues(ctx, t)
 
 	tr := &restartTracker{count: map[string]int{}, first: map[string]time.Time{}}
@@ -244,7 +245,7 @@ func TestBrokerRestartMidStream(t *testing.T) {
 	defer func() { cancel(); <-produced }() // before the producer shuts down
 	waitAcked := func(n int) {
 		t.Helper()
-		harness.Eventually(t, 90*time.Second, func() error {
+		testutil.Eventually(t, 90*time.Second, func() error {
 			if got := rp.ackedSeqs(); got < n {
 				return fmt.Errorf("%d of %d messages acknowledged", got, n)
 			}
@@ -258,12 +259,12 @@ func TestBrokerRestartMidStream(t *testing.T) {
 	before := probe.offsets(ctx, t, queues)
 	stopAt := time.Now()
 	ackedAtStop := rp.ackedIDs()
-	if err := b.Proc.Stop(); err != nil {
+	if err := b.Stop(); err != nil {
 		t.Fatalf("graceful stop: %v", err)
 	}
 	t.Logf("graceful stop took %v, %d messages acknowledged", time.Since(stopAt).Round(time.Millisecond), len(ackedAtStop))
 	tr.setPhase(1)
-	c.Restart(t, b)
+	b.Start(t)
 	restartedAt := time.Now()
 	after := probe.offsets(ctx, t, queues)
 	probe.check(ctx, t, "after the graceful restart", queues, 1000)
@@ -277,7 +278,7 @@ func TestBrokerRestartMidStream(t *testing.T) {
 	// connection), and the restarted broker knows the consumer's
 	// subscription only from its next heartbeat (every 30 s; it answers
 	// SUBSCRIPTION_NOT_EXIST until then, as Apache's broker does).
-	harness.Eventually(t, 75*time.Second, func() error {
+	testutil.Eventually(t, 75*time.Second, func() error {
 		if n := tr.missing(ackedAtStop); n > 0 {
 			return fmt.Errorf("%d messages acknowledged before the graceful stop not consumed yet", n)
 		}
@@ -297,13 +298,13 @@ func TestBrokerRestartMidStream(t *testing.T) {
 	probe.commit(ctx, t, queues, 3000) // not persisted yet at the kill: 2000 or 3000 afterwards
 	killAt := time.Now()
 	ackedAtKill := rp.ackedIDs()
-	b.Proc.Kill()
+	b.Kill(t)
 	tr.setPhase(2)
 	t.Logf("killed with %d messages acknowledged", len(ackedAtKill))
 	if len(ackedAtKill) == restartMessages {
 		t.Log("the producer had finished before the kill (slow consumer resumption)")
 	}
-	c.Restart(t, b)
+	b.Start(t)
 	after = probe.offsets(ctx, t, queues)
 	probe.checkEither(ctx, t, "after the kill -9 restart", queues, 2000, 3000)
 	checkNotBehind(t, "after the kill -9 restart", before, after)
@@ -319,7 +320,7 @@ func TestBrokerRestartMidStream(t *testing.T) {
 	}
 
 	// Every acknowledged message is consumed.
-	harness.Eventually(t, 75*time.Second, func() error {
+	testutil.Eventually(t, 75*time.Second, func() error {
 		if n := tr.missing(rp.ackedIDs()); n > 0 {
 			return fmt.Errorf("%d acknowledged messages not consumed yet", n)
 		}
@@ -345,7 +346,7 @@ func TestBrokerRestartMidStream(t *testing.T) {
 	// queues' offsets would stay behind. See docs/interop.md.
 	maxes := probe.maxOffsets(ctx, t, queues)
 	committed := probe.offsets(ctx, t, queues)
-	harness.Eventually(t, 90*time.Second, func() error {
+	testutil.Eventually(t, 90*time.Second, func() error {
 		cur := probe.offsets(ctx, t, queues)
 		checkCommitted(t, "while the consumer runs", committed, cur, maxes)
 		committed = cur
@@ -357,7 +358,7 @@ func TestBrokerRestartMidStream(t *testing.T) {
 	// Deliveries stop (late redeliveries are counted below), then the
 	// consumer's shutdown commits its offsets once more: they must stay at
 	// the max.
-	harness.Eventually(t, 30*time.Second, func() error {
+	testutil.Eventually(t, 30*time.Second, func() error {
 		tr.mu.Lock()
 		idle := time.Since(tr.last)
 		tr.mu.Unlock()
@@ -464,7 +465,7 @@ func newOffsetProbe(t *testing.T, namesrv string) *offsetProbe {
 func (p *offsetProbe) queues(ctx context.Context, t *testing.T) []protocol.MessageQueue {
 	t.Helper()
 	var qs []protocol.MessageQueue
-	harness.Eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		var err error
 		qs, err = p.reader.Queues(ctx, restartTopic)
 		return err
@@ -479,7 +480,7 @@ func (p *offsetProbe) queues(ctx context.Context, t *testing.T) []protocol.Messa
 // may meet the old connection.
 func retry(t *testing.T, what string, f func() error) {
 	t.Helper()
-	harness.Eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		if err := f(); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}

@@ -18,12 +18,13 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
-	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 // oneSecondLevels is an 18-level messageDelayLevel of 1 s each, so that
@@ -73,12 +74,12 @@ func TestRetryEscalationToDLQ(t *testing.T) {
 		topic = "RetryDelayTopic"
 		group = "retry_cg"
 	)
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1, BrokerConf: map[string]string{"messageDelayLevel": oneSecondLevels}})
-	b := c.Brokers[0]
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr, "-t", topic, "-r", "2", "-w", "2"); err != nil {
+	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{"messageDelayLevel": oneSecondLevels}})
+	b := c.Brokers()[0]
+	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", topic, "-r", "2", "-w", "2"); err != nil {
 		t.Fatal(err)
 	}
-	ns := primitive.NewPassthroughResolver([]string{c.NamesrvAddr})
+	ns := primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})
 	log := &attemptLog{got: map[string][]attempt{}}
 	handler := func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 		for _, m := range msgs {
@@ -109,8 +110,8 @@ func TestRetryEscalationToDLQ(t *testing.T) {
 	// and register it; client-go reads routes only at start and every 30 s,
 	// so the consumer that does the work starts once the route exists.
 	warm := newConsumer("retry-warmup")
-	probe := newProbe(t, c.NamesrvAddr, "retry_probe")
-	harness.Eventually(t, 20*time.Second, func() error {
+	probe := newProbe(t, c.NamesrvAddr(), "retry_probe")
+	testutil.Eventually(t, 20*time.Second, func() error {
 		_, err := probe.Queues(context.Background(), protocol.RetryTopic(group))
 		return err
 	})
@@ -141,7 +142,7 @@ func TestRetryEscalationToDLQ(t *testing.T) {
 
 	dlq := protocol.DLQTopic(group)
 	var dead []*message.Message
-	harness.Eventually(t, 60*time.Second, func() error {
+	testutil.Eventually(t, 60*time.Second, func() error {
 		if n := len(log.of("fail-0")); n < 4 {
 			return fmt.Errorf("fail-0 consumed %d times", n)
 		}
@@ -201,7 +202,7 @@ func TestRetryEscalationToDLQ(t *testing.T) {
 			"bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10), "properties": string(props),
 			"reconsumeTimes": strconv.Itoa(reconsume), "maxReconsumeTimes": strconv.Itoa(maxTimes), "unitMode": "false", "batch": "false",
 		}, []byte(body))
-		resp, err := rc.Invoke(ctx, b.Addr, req)
+		resp, err := rc.Invoke(ctx, b.Addr(), req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,7 +215,7 @@ func TestRetryEscalationToDLQ(t *testing.T) {
 	if resp := sendRetry("fallback-dead", 4, 3); resp.Code != code.Success {
 		t.Fatalf("fallback send past the max: %d %s", resp.Code, resp.Remark)
 	}
-	harness.Eventually(t, 30*time.Second, func() error {
+	testutil.Eventually(t, 30*time.Second, func() error {
 		if len(log.of("fallback-ok")) == 0 {
 			return fmt.Errorf("fallback-ok not consumed")
 		}
@@ -240,10 +241,10 @@ func TestRetryEscalationToDLQ(t *testing.T) {
 
 	// An unknown group, with auto-creation off: 26 for send-back and for
 	// the fallback.
-	if _, err := c.MQAdmin(t, "updateBrokerConfig", "-b", b.Addr, "-k", "autoCreateSubscriptionGroup", "-v", "false"); err != nil {
+	if _, err := c.MQAdmin(t, "updateBrokerConfig", "-b", b.Addr(), "-k", "autoCreateSubscriptionGroup", "-v", "false"); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := rc.Invoke(ctx, b.Addr, remoting.NewRequest(code.ConsumerSendMsgBack, map[string]string{
+	resp, err := rc.Invoke(ctx, b.Addr(), remoting.NewRequest(code.ConsumerSendMsgBack, map[string]string{
 		"offset": "0", "group": "no_such_group", "delayLevel": "0", "originTopic": topic}, nil))
 	if err != nil || resp.Code != code.SubscriptionGroupNotExist {
 		t.Fatalf("send back for an unknown group: %v %+v", err, resp)
@@ -260,16 +261,16 @@ func TestDelayAndTimerAcrossKill9(t *testing.T) {
 		t.Skip("short mode: real processes, 25 s of timers")
 	}
 	const topic = "TimerTopicE2E"
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1})
-	b := c.Brokers[0]
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr, "-t", topic, "-r", "4", "-w", "4"); err != nil {
+	c := startCluster(t, framework.Options{Needs: []framework.Capability{framework.Crash}, Brokers: 1})
+	b := c.Brokers()[0]
+	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", topic, "-r", "4", "-w", "4"); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
 	defer rc.Close()
-	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{c.NamesrvAddr}},
+	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{c.NamesrvAddr()}},
 		Group: "timer_pg", CompressOver: -1, RetryTimesWhenSendFailed: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -318,7 +319,7 @@ func TestDelayAndTimerAcrossKill9(t *testing.T) {
 		req := sendV1Request(topic, 0, []byte(c.body))
 		req.ExtFields["properties"] = string(enc)
 		req.ExtFields["producerGroup"] = "timer_pg"
-		resp, err := rc.Invoke(ctx, b.Addr, req)
+		resp, err := rc.Invoke(ctx, b.Addr(), req)
 		if err != nil {
 			t.Fatalf("%s: raw send: %v", c.what, err)
 		}
@@ -357,7 +358,7 @@ func TestDelayAndTimerAcrossKill9(t *testing.T) {
 		}
 		due[body] = at.UnixMilli()
 	}
-	probe := newProbe(t, c.NamesrvAddr, "timer_probe")
+	probe := newProbe(t, c.NamesrvAddr(), "timer_probe")
 	// Let group 0 and at3 be delivered, then kill.
 	if d := time.Until(start.Add(5500 * time.Millisecond)); d > 0 {
 		time.Sleep(d)
@@ -366,18 +367,18 @@ func TestDelayAndTimerAcrossKill9(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.Proc.Kill()
+	b.Kill(t)
 	t.Logf("killed at +%v with %d timers delivered", time.Since(start).Round(time.Millisecond), len(before))
-	c.Restart(t, b)
+	b.Start(t)
 	t.Logf("restarted at +%v", time.Since(start).Round(time.Millisecond))
-	for _, line := range strings.Split(b.Proc.Logs(), "\n") {
+	for _, line := range strings.Split(b.Logs(), "\n") {
 		if strings.Contains(line, "timer index recovered") {
 			t.Logf("broker: %s", line)
 		}
 	}
 
 	var got []*message.Message
-	harness.Eventually(t, 60*time.Second, func() error {
+	testutil.Eventually(t, 60*time.Second, func() error {
 		var err error
 		if got, err = readAll(ctx, probe, topic); err != nil {
 			return err

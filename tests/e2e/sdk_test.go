@@ -15,11 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
-	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 // End-to-end tests of our own SDK (pkg/client) against real nameserver and
@@ -30,14 +31,14 @@ import (
 
 // sdkEnv is the cluster and the client settings shared by the subtests.
 type sdkEnv struct {
-	c      *harness.Cluster
-	broker *harness.BrokerProc
+	c      framework.Cluster
+	broker framework.Broker
 	log    *slog.Logger
 }
 
 func (e *sdkEnv) common(instance string) client.CommonConfig {
 	return client.CommonConfig{
-		NameServers:          []string{e.c.NamesrvAddr},
+		NameServers:          []string{e.c.NamesrvAddr()},
 		InstanceName:         instance,
 		HeartbeatInterval:    time.Second,
 		RouteRefreshInterval: 2 * time.Second,
@@ -48,11 +49,11 @@ func (e *sdkEnv) common(instance string) client.CommonConfig {
 func (e *sdkEnv) topic(t *testing.T, name string, queues int) {
 	t.Helper()
 	n := strconv.Itoa(queues)
-	if _, err := e.c.MQAdmin(t, "updateTopic", "-b", e.broker.Addr, "-t", name, "-r", n, "-w", n); err != nil {
+	if _, err := e.c.MQAdmin(t, "updateTopic", "-b", e.broker.Addr(), "-t", name, "-r", n, "-w", n); err != nil {
 		t.Fatalf("create topic %s: %v", name, err)
 	}
 	// The nameserver learns the topic with the broker's next registration.
-	harness.Eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		out, err := e.c.MQAdmin(t, "topicRoute", "-t", name)
 		if err != nil {
 			return err
@@ -66,15 +67,7 @@ func (e *sdkEnv) topic(t *testing.T, name string, queues int) {
 
 func (e *sdkEnv) producer(t *testing.T, group string) *client.Producer {
 	t.Helper()
-	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: e.common(group), Group: group})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Shutdown(context.Background()) })
-	return p
+	return startProducer(t, client.ProducerConfig{CommonConfig: e.common(group), Group: group})
 }
 
 // pushConsumer starts a push consumer of topic; mod adjusts the config.
@@ -168,7 +161,7 @@ func (c *collector) who(name string) int {
 }
 
 func TestSDK(t *testing.T) {
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1, BrokerConf: map[string]string{
+	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
 		"transactionCheckInterval": "1000",
 		"transactionTimeOut":       "2000",
 	}})
@@ -176,7 +169,7 @@ func TestSDK(t *testing.T) {
 	if testing.Verbose() {
 		lvl = slog.LevelInfo
 	}
-	env := &sdkEnv{c: c, broker: c.Brokers[0], log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))}
+	env := &sdkEnv{c: c, broker: c.Brokers()[0], log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))}
 
 	// First, while nothing else runs: every goroutine the SDK starts must
 	// be gone after Shutdown.
@@ -204,7 +197,7 @@ func sdkClustering(t *testing.T, env *sdkEnv) {
 	col := newCollector()
 	a := env.pushConsumer(t, "ca", group, topic, col.handler("a"), nil)
 	b := env.pushConsumer(t, "cb", group, topic, col.handler("b"), nil)
-	harness.Eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		qa, qb := userQueues(a.Assigned(), topic), userQueues(b.Assigned(), topic)
 		all := append(slices.Clone(qa), qb...)
 		protocol.SortMessageQueues(all)
@@ -215,7 +208,7 @@ func sdkClustering(t *testing.T, env *sdkEnv) {
 	})
 	p := env.producer(t, "sdk_cluster_pg")
 	sendN(ctx, t, p, topic, n)
-	harness.Eventually(t, 15*time.Second, func() error { return col.exactly(n) })
+	testutil.Eventually(t, 15*time.Second, func() error { return col.exactly(n) })
 	if col.who("a") == 0 || col.who("b") == 0 {
 		t.Fatalf("one consumer got nothing: a=%d b=%d", col.who("a"), col.who("b"))
 	}
@@ -225,7 +218,7 @@ func sdkClustering(t *testing.T, env *sdkEnv) {
 	if err := b.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		if q := userQueues(a.Assigned(), topic); len(q) != 8 {
 			return fmt.Errorf("a holds %v", q)
 		}
@@ -238,7 +231,7 @@ func sdkClustering(t *testing.T, env *sdkEnv) {
 			t.Fatal(err)
 		}
 	}
-	harness.Eventually(t, 15*time.Second, func() error { return col.exactly(2 * n) })
+	testutil.Eventually(t, 15*time.Second, func() error { return col.exactly(2 * n) })
 }
 
 // userQueues keeps the queues of topic (not the retry topic).
@@ -307,7 +300,7 @@ func sdkGoroutineLeak(t *testing.T, env *sdkEnv) {
 		}); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		col.mu.Lock()
 		defer col.mu.Unlock()
 		if len(col.got) < 20 {
@@ -373,7 +366,7 @@ func sdkBroadcasting(t *testing.T, env *sdkEnv) {
 	ca, cb := newCollector(), newCollector()
 	a := env.pushConsumer(t, "ba", group, topic, ca.handler("a"), bcast)
 	b := env.pushConsumer(t, "bb", group, topic, cb.handler("b"), bcast)
-	harness.Eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		if len(a.Assigned()) != 4 || len(b.Assigned()) != 4 {
 			return fmt.Errorf("assignment a=%v b=%v", a.Assigned(), b.Assigned())
 		}
@@ -381,7 +374,7 @@ func sdkBroadcasting(t *testing.T, env *sdkEnv) {
 	})
 	p := env.producer(t, "sdk_bcast_pg")
 	sendN(ctx, t, p, topic, n)
-	harness.Eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		if err := ca.exactly(n); err != nil {
 			return fmt.Errorf("a: %w", err)
 		}
@@ -426,7 +419,7 @@ func sdkBroadcasting(t *testing.T, env *sdkEnv) {
 			t.Fatal(err)
 		}
 	}
-	harness.Eventually(t, 15*time.Second, func() error { return cb2.exactly(10) })
+	testutil.Eventually(t, 15*time.Second, func() error { return cb2.exactly(10) })
 }
 
 // offsetTableOf returns the offsetTable object of an offsets.json.
@@ -484,7 +477,7 @@ func sdkOrderly(t *testing.T, env *sdkEnv) {
 	orderly := func(cfg *client.PushConsumerConfig) { cfg.Orderly = true }
 	a := env.pushConsumer(t, "oa", group, topic, handler("a"), orderly)
 	b := env.pushConsumer(t, "ob", group, topic, handler("b"), orderly)
-	harness.Eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		if len(userQueues(a.Assigned(), topic)) != 2 || len(userQueues(b.Assigned(), topic)) != 2 {
 			return fmt.Errorf("assignment a=%v b=%v", a.Assigned(), b.Assigned())
 		}
@@ -507,7 +500,7 @@ func sdkOrderly(t *testing.T, env *sdkEnv) {
 			queueOf[key] = res.Queue.QueueID
 		}
 	}
-	harness.Eventually(t, 20*time.Second, func() error {
+	testutil.Eventually(t, 20*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		for k := range keys {
@@ -563,7 +556,7 @@ func sdkRetry(t *testing.T, env *sdkEnv) {
 		}
 	}
 	want := map[string][]int32{"ok": {0}, "twice": {0, 1, 2}, "never": {0, 1, 2}}
-	harness.Eventually(t, 20*time.Second, func() error {
+	testutil.Eventually(t, 20*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		for b, w := range want {
@@ -574,7 +567,7 @@ func sdkRetry(t *testing.T, env *sdkEnv) {
 		return nil
 	})
 	// "never" ends in the DLQ after its third failure.
-	r := newTopicReader(t, env.c.NamesrvAddr, "sdk_retry_reader")
+	r := newTopicReader(t, env.c.NamesrvAddr(), "sdk_retry_reader")
 	waitDelivered(ctx, t, r, protocol.DLQTopic(group), []string{"never"}, []string{"ok", "twice"}, 15*time.Second)
 	time.Sleep(1500 * time.Millisecond) // a wrong extra delivery would show up by now
 	mu.Lock()
@@ -640,7 +633,7 @@ func sdkTransaction(t *testing.T, env *sdkEnv) {
 			t.Fatalf("a local error must leave the outcome unknown: %+v", res)
 		}
 	}
-	r := newTopicReader(t, env.c.NamesrvAddr, "sdk_tx_reader")
+	r := newTopicReader(t, env.c.NamesrvAddr(), "sdk_tx_reader")
 	waitDelivered(ctx, t, r, topic, []string{"commit-1", "commit-2", "unknown-commit", "unknown-error"},
 		[]string{"rollback-1", "unknown-rollback"}, 20*time.Second)
 	mu.Lock()
@@ -670,15 +663,15 @@ func sdkResetAndRunningInfo(t *testing.T, env *sdkEnv) {
 	p := env.producer(t, "sdk_reset_pg")
 	start := time.Now().Add(-time.Second)
 	sendN(ctx, t, p, topic, n)
-	harness.Eventually(t, 15*time.Second, func() error { return col.exactly(n) })
+	testutil.Eventually(t, 15*time.Second, func() error { return col.exactly(n) })
 
-	adm, err := admin.New(admin.Config{NameServers: []string{env.c.NamesrvAddr}}, env.log)
+	adm, err := admin.New(admin.Config{NameServers: []string{env.c.NamesrvAddr()}}, env.log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer adm.Close()
 	// The retry queue joins once the broker has created %RETRY%<group>.
-	harness.Eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		info, err := adm.GetConsumerRunningInfo(ctx, group, cons.ClientID(), false)
 		if err != nil {
 			return err
@@ -706,7 +699,7 @@ func sdkResetAndRunningInfo(t *testing.T, env *sdkEnv) {
 	})
 
 	// Wait for the offsets to reach the broker, then rewind them.
-	harness.Eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		out, err := env.c.MQAdmin(t, "consumerProgress", "-g", group, "-t", topic)
 		if err != nil {
 			return err
@@ -719,7 +712,7 @@ func sdkResetAndRunningInfo(t *testing.T, env *sdkEnv) {
 	if out, err := env.c.MQAdmin(t, "resetOffsetByTime", "-g", group, "-t", topic, "-s", strconv.FormatInt(start.UnixMilli(), 10)); err != nil {
 		t.Fatalf("resetOffsetByTime: %v\n%s", err, out)
 	}
-	harness.Eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		col.mu.Lock()
 		defer col.mu.Unlock()
 		for i := range n {
@@ -758,7 +751,7 @@ func sdkSimpleConsumer(t *testing.T, env *sdkEnv) {
 	sendN(ctx, t, p, topic, n)
 	got := map[string]*message.Message{}
 	var extend *message.Message
-	harness.Eventually(t, 20*time.Second, func() error {
+	testutil.Eventually(t, 20*time.Second, func() error {
 		msgs, err := sc.Receive(ctx, 4, 3*time.Second)
 		if err != nil {
 			return err
@@ -806,7 +799,7 @@ func sdkSimpleConsumer(t *testing.T, env *sdkEnv) {
 	// topic) with its reconsume count up, and its new handle acks it.
 	sendN(ctx, t, p, topic, 1)
 	var first *message.Message
-	harness.Eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		msgs, err := sc.Receive(ctx, 1, 2*time.Second)
 		if err != nil || len(msgs) == 0 {
 			return fmt.Errorf("receive: %v", err)
@@ -815,7 +808,7 @@ func sdkSimpleConsumer(t *testing.T, env *sdkEnv) {
 		return nil
 	})
 	var again *message.Message
-	harness.Eventually(t, 30*time.Second, func() error {
+	testutil.Eventually(t, 30*time.Second, func() error {
 		msgs, err := sc.Receive(ctx, 1, 10*time.Second)
 		if err != nil || len(msgs) == 0 {
 			return fmt.Errorf("no redelivery yet: %v", err)
@@ -836,15 +829,15 @@ func sdkSimpleConsumer(t *testing.T, env *sdkEnv) {
 // prefers), and the push consumer keeps consuming what reaches the live
 // broker.
 func TestSDKFailover(t *testing.T) {
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 2})
-	env := &sdkEnv{c: c, broker: c.Brokers[0], log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))}
+	c := startCluster(t, framework.Options{Needs: []framework.Capability{framework.Crash}, Brokers: 2})
+	env := &sdkEnv{c: c, broker: c.Brokers()[0], log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))}
 	const topic, group = "SdkFailover", "sdk_failover_cg"
-	for _, b := range c.Brokers {
-		if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr, "-t", topic, "-r", "4", "-w", "4"); err != nil {
+	for _, b := range c.Brokers() {
+		if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", topic, "-r", "4", "-w", "4"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	harness.Eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		out, err := c.MQAdmin(t, "topicRoute", "-t", topic)
 		if err != nil || strings.Count(out, `"writeQueueNums":4`) != 2 {
 			return fmt.Errorf("route: %s %v", out, err)
@@ -866,14 +859,7 @@ func TestSDKFailover(t *testing.T) {
 	// off the dead broker.
 	cfg := client.ProducerConfig{CommonConfig: env.common("fo-p"), Group: "sdk_failover_pg"}
 	cfg.RouteRefreshInterval = 0
-	p, err := client.NewProducer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Shutdown(context.Background())
+	p := startProducer(t, cfg)
 	ctx := context.Background()
 	send := func(n int) (toA []string, retried int) {
 		for i := range n {
@@ -892,7 +878,7 @@ func TestSDKFailover(t *testing.T) {
 	}
 	start := time.Now()
 	before, _ := send(40)
-	c.Brokers[1].Proc.Kill()
+	c.Brokers()[1].Kill(t)
 	killed := time.Now()
 	after, retried := send(200)
 	t.Logf("40 sends in %v; 200 sends after the kill in %v (%d retried)", killed.Sub(start), time.Since(killed), retried)
@@ -905,7 +891,7 @@ func TestSDKFailover(t *testing.T) {
 		t.Fatalf("%d sends retried after the kill: fault avoidance did not keep them off broker-b", retried)
 	}
 	defer func(t0 time.Time) { t.Logf("consumed in %v", time.Since(t0)) }(time.Now())
-	harness.Eventually(t, 20*time.Second, func() error {
+	testutil.Eventually(t, 20*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, id := range append(before, after...) {
@@ -946,7 +932,7 @@ func sdkSimpleConsumerOrderly(t *testing.T, env *sdkEnv) {
 		t.Helper()
 		m := &message.Message{Topic: topic, Body: []byte(fmt.Sprintf("q%d-%d", q, seq))}
 		m.SetProperty("seq", strconv.Itoa(seq))
-		mq := protocol.MessageQueue{Topic: topic, BrokerName: env.broker.Name, QueueID: q}
+		mq := protocol.MessageQueue{Topic: topic, BrokerName: env.broker.Name(), QueueID: q}
 		if _, err := p.SendSync(ctx, m, client.WithQueue(mq)); err != nil {
 			t.Fatal(err)
 		}
@@ -1105,7 +1091,7 @@ func sdkSendKinds(t *testing.T, env *sdkEnv) {
 		}
 		ids[b] = res.MsgID
 	}
-	harness.Eventually(t, 20*time.Second, func() error {
+	testutil.Eventually(t, 20*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		for b := range want {
@@ -1187,7 +1173,7 @@ func sdkOrderlyRestart(t *testing.T, env *sdkEnv) {
 	}
 	const total = keys * perKey
 	a := env.pushConsumer(t, "or", group, topic, handler, orderly)
-	harness.Eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if consumed < total/4 {
@@ -1205,7 +1191,7 @@ func sdkOrderlyRestart(t *testing.T, env *sdkEnv) {
 		t.Fatalf("all %d consumed before the restart: nothing tested", total)
 	}
 	env.pushConsumer(t, "or", group, topic, handler, orderly)
-	harness.Eventually(t, 20*time.Second, func() error {
+	testutil.Eventually(t, 20*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if consumed < total {

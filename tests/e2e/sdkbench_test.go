@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 	"github.com/rmqgo/rmq/tests/internal/sdkbench"
 )
 
@@ -24,8 +24,8 @@ func TestSDKProducerTPS(t *testing.T) {
 	if os.Getenv("RMQ_SDK_BENCH") == "" {
 		t.Skip("benchmark: set RMQ_SDK_BENCH=1 to compare our producer with client-go's")
 	}
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1})
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", c.Brokers[0].Addr, "-t", "SdkBench", "-r", "8", "-w", "8"); err != nil {
+	c := startCluster(t, framework.Options{Brokers: 1})
+	if _, err := c.MQAdmin(t, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", "SdkBench", "-r", "8", "-w", "8"); err != nil {
 		t.Fatal(err)
 	}
 	env := func(k string, def int) int {
@@ -39,7 +39,7 @@ func TestSDKProducerTPS(t *testing.T) {
 		round = d
 	}
 	o := sdkbench.Options{
-		NameServer: c.NamesrvAddr, Topic: "SdkBench",
+		NameServer: c.NamesrvAddr(), Topic: "SdkBench",
 		Goroutines: env("RMQ_SDK_BENCH_GOROUTINES", 32), BodySize: env("RMQ_SDK_BENCH_BODY", 1024),
 		Round: round, Rounds: env("RMQ_SDK_BENCH_ROUNDS", 3), Warmup: 3 * time.Second,
 		Progress: testWriter{t},

@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
-	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 const (
@@ -157,9 +158,9 @@ func (e *stEnv) pullAll(addr string, logicQueue int, offset int64) ([]pulled, []
 // decide the logic offset, finalize), send more, and read everything back
 // through broker-b across the segment boundary.
 func TestStaticTopicBroker(t *testing.T) {
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 2})
-	a, b := c.Brokers[0], c.Brokers[1]
-	adm, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr}}, nil)
+	c := startCluster(t, framework.Options{Brokers: 2})
+	a, b := c.Brokers()[0], c.Brokers()[1]
+	adm, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr()}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +178,7 @@ func TestStaticTopicBroker(t *testing.T) {
 	}
 	route := func() *protocol.TopicRouteData {
 		t.Helper()
-		r := e.call(c.NamesrvAddr, remoting.NewRequest(code.GetRouteInfoByTopic, map[string]string{"topic": stTopic}, nil))
+		r := e.call(c.NamesrvAddr(), remoting.NewRequest(code.GetRouteInfoByTopic, map[string]string{"topic": stTopic}, nil))
 		if r.Code != code.Success {
 			t.Fatalf("route: %d %s", r.Code, r.Remark)
 		}
@@ -197,61 +198,61 @@ func TestStaticTopicBroker(t *testing.T) {
 
 	// 1. Create: logic 0 on a (physical a/0), logic 1 on b (physical b/0).
 	e1 := time.Now().UnixMilli() + 1000
-	e.mustUpdate(a.Addr, 1, detail(a.Name, e1, map[int][]protocol.LogicQueueMappingItem{0: {stItem(a.Name, 0, 0, 0)}}))
-	e.mustUpdate(b.Addr, 1, detail(b.Name, e1, map[int][]protocol.LogicQueueMappingItem{1: {stItem(b.Name, 0, 0, 0)}}))
+	e.mustUpdate(a.Addr(), 1, detail(a.Name(), e1, map[int][]protocol.LogicQueueMappingItem{0: {stItem(a.Name(), 0, 0, 0)}}))
+	e.mustUpdate(b.Addr(), 1, detail(b.Name(), e1, map[int][]protocol.LogicQueueMappingItem{1: {stItem(b.Name(), 0, 0, 0)}}))
 	// Refusals change nothing: an older epoch, a physical queue mapped twice.
-	if err := e.update(a.Addr, 1, detail(a.Name, e1-1, map[int][]protocol.LogicQueueMappingItem{0: {stItem(a.Name, 0, 0, 0)}})); err == nil {
+	if err := e.update(a.Addr(), 1, detail(a.Name(), e1-1, map[int][]protocol.LogicQueueMappingItem{0: {stItem(a.Name(), 0, 0, 0)}})); err == nil {
 		t.Fatal("stale epoch accepted")
 	}
-	if err := e.update(a.Addr, 1, detail(a.Name, e1+1, map[int][]protocol.LogicQueueMappingItem{0: {stItem(a.Name, 0, 0, 0)}, 1: {stItem(a.Name, 0, 0, 0)}})); err == nil {
+	if err := e.update(a.Addr(), 1, detail(a.Name(), e1+1, map[int][]protocol.LogicQueueMappingItem{0: {stItem(a.Name(), 0, 0, 0)}, 1: {stItem(a.Name(), 0, 0, 0)}})); err == nil {
 		t.Fatal("physical queue mapped twice accepted")
 	}
-	if got, want := leaders(route()), map[string]string{a.Name: fmt.Sprintf("%d:map[0:0]", e1), b.Name: fmt.Sprintf("%d:map[1:0]", e1)}; !reflect.DeepEqual(got, want) {
+	if got, want := leaders(route()), map[string]string{a.Name(): fmt.Sprintf("%d:map[0:0]", e1), b.Name(): fmt.Sprintf("%d:map[1:0]", e1)}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("route mappings %v, want %v", got, want)
 	}
-	tc, err := adm.GetTopicConfig(e.ctx, a.Addr, stTopic)
+	tc, err := adm.GetTopicConfig(e.ctx, a.Addr(), stTopic)
 	if err != nil || tc.MappingDetail == nil || tc.MappingDetail.Epoch != e1 || len(tc.MappingDetail.HostedQueues[0]) != 1 {
 		t.Fatalf("GET_TOPIC_CONFIG on a: %+v %v", tc, err)
 	}
 
 	// 2. Send through the logic queues; the wrong leader answers 501.
 	for i := range 5 {
-		e.mustSend(a.Addr, 0, "a"+strconv.Itoa(i), int64(i))
+		e.mustSend(a.Addr(), 0, "a"+strconv.Itoa(i), int64(i))
 	}
-	e.mustSend(b.Addr, 1, "q1", 0)
-	if r := e.send(b.Addr, 0, "wrong broker"); r.Code != code.NotLeaderForQueue {
+	e.mustSend(b.Addr(), 1, "q1", 0)
+	if r := e.send(b.Addr(), 0, "wrong broker"); r.Code != code.NotLeaderForQueue {
 		t.Fatalf("send to a non-leader: %d %s", r.Code, r.Remark)
 	}
 	// Committed before the remap, on the old leader.
-	if r := e.call(a.Addr, stOffsetReq(code.UpdateConsumerOffset, 0, "commitOffset", "3")); r.Code != code.Success {
+	if r := e.call(a.Addr(), stOffsetReq(code.UpdateConsumerOffset, 0, "commitOffset", "3")); r.Code != code.Success {
 		t.Fatalf("commit 3: %d %s", r.Code, r.Remark)
 	}
 
 	// 3. Remap logic 0 to b (physical b/1) under epoch e2.
 	e2 := max(e1+1000, time.Now().UnixMilli())
-	remapped := []protocol.LogicQueueMappingItem{stItem(a.Name, 0, 0, 0), stItem(b.Name, 1, 1, -1)}
-	e.mustUpdate(b.Addr, 2, detail(b.Name, e2, map[int][]protocol.LogicQueueMappingItem{0: remapped, 1: {stItem(b.Name, 0, 0, 0)}}))
-	e.mustUpdate(a.Addr, 1, detail(a.Name, e2, map[int][]protocol.LogicQueueMappingItem{0: remapped}))
-	if r := e.send(a.Addr, 0, "fenced"); r.Code != code.NotLeaderForQueue {
+	remapped := []protocol.LogicQueueMappingItem{stItem(a.Name(), 0, 0, 0), stItem(b.Name(), 1, 1, -1)}
+	e.mustUpdate(b.Addr(), 2, detail(b.Name(), e2, map[int][]protocol.LogicQueueMappingItem{0: remapped, 1: {stItem(b.Name(), 0, 0, 0)}}))
+	e.mustUpdate(a.Addr(), 1, detail(a.Name(), e2, map[int][]protocol.LogicQueueMappingItem{0: remapped}))
+	if r := e.send(a.Addr(), 0, "fenced"); r.Code != code.NotLeaderForQueue {
 		t.Fatalf("send to the fenced old leader: %d %s", r.Code, r.Remark)
 	}
-	stats, err := adm.GetTopicStats(e.ctx, a.Addr, stTopic)
+	stats, err := adm.GetTopicStats(e.ctx, a.Addr(), stTopic)
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldMax := stats.OffsetTable[protocol.MessageQueue{Topic: stTopic, BrokerName: a.Name, QueueID: 0}].MaxOffset
+	oldMax := stats.OffsetTable[protocol.MessageQueue{Topic: stTopic, BrokerName: a.Name(), QueueID: 0}].MaxOffset
 	if oldMax != 5 {
 		t.Fatalf("a/0 max %d, want 5", oldMax)
 	}
 	remapped[1].LogicOffset = 10000 // roundUp(5, 10000)
-	e.mustUpdate(b.Addr, 2, detail(b.Name, e2, map[int][]protocol.LogicQueueMappingItem{0: remapped, 1: {stItem(b.Name, 0, 0, 0)}}))
-	e.mustUpdate(a.Addr, 1, detail(a.Name, e2, map[int][]protocol.LogicQueueMappingItem{0: remapped}))
-	if got, want := leaders(route()), map[string]string{a.Name: fmt.Sprintf("%d:map[]", e2), b.Name: fmt.Sprintf("%d:map[0:1 1:0]", e2)}; !reflect.DeepEqual(got, want) {
+	e.mustUpdate(b.Addr(), 2, detail(b.Name(), e2, map[int][]protocol.LogicQueueMappingItem{0: remapped, 1: {stItem(b.Name(), 0, 0, 0)}}))
+	e.mustUpdate(a.Addr(), 1, detail(a.Name(), e2, map[int][]protocol.LogicQueueMappingItem{0: remapped}))
+	if got, want := leaders(route()), map[string]string{a.Name(): fmt.Sprintf("%d:map[]", e2), b.Name(): fmt.Sprintf("%d:map[0:1 1:0]", e2)}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("route mappings after the remap %v, want %v", got, want)
 	}
 	// A late registration of the old epoch cannot undo it (nameserver
 	// fencing) — and the broker itself refuses the old epoch.
-	if err := e.update(b.Addr, 1, detail(b.Name, e1, map[int][]protocol.LogicQueueMappingItem{1: {stItem(b.Name, 0, 0, 0)}})); err == nil {
+	if err := e.update(b.Addr(), 1, detail(b.Name(), e1, map[int][]protocol.LogicQueueMappingItem{1: {stItem(b.Name(), 0, 0, 0)}})); err == nil {
 		t.Fatal("b accepted the old epoch")
 	}
 
@@ -260,11 +261,11 @@ func TestStaticTopicBroker(t *testing.T) {
 	boundary := time.Now().UnixMilli()
 	time.Sleep(20 * time.Millisecond)
 	for i := range 4 {
-		e.mustSend(b.Addr, 0, "b"+strconv.Itoa(i), 10000+int64(i))
+		e.mustSend(b.Addr(), 0, "b"+strconv.Itoa(i), 10000+int64(i))
 	}
 
 	// 5. Pull everything from logic offset 0 through b.
-	got, codes := e.pullAll(b.Addr, 0, 0)
+	got, codes := e.pullAll(b.Addr(), 0, 0)
 	want := []pulled{{0, "a0"}, {1, "a1"}, {2, "a2"}, {3, "a3"}, {4, "a4"}, {10000, "b0"}, {10001, "b1"}, {10002, "b2"}, {10003, "b3"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("pulled %v, want %v (codes %v)", got, want, codes)
@@ -272,7 +273,7 @@ func TestStaticTopicBroker(t *testing.T) {
 	if !slicesContain(codes, code.PullRetryImmediately) {
 		t.Errorf("no PULL_RETRY_IMMEDIATELY at the boundary: %v", codes)
 	}
-	if r := e.call(a.Addr, stPull(0, 0, 0, 0)); r.Code != code.NotLeaderForQueue {
+	if r := e.call(a.Addr(), stPull(0, 0, 0, 0)); r.Code != code.NotLeaderForQueue {
 		t.Errorf("pull on the old leader: %d", r.Code)
 	}
 	for _, tc := range []struct {
@@ -289,28 +290,28 @@ func TestStaticTopicBroker(t *testing.T) {
 		{"committed before the remap survives", stOffsetReq(code.QueryConsumerOffset, 0), "offset", 3},
 		{"logic 1 untouched", stOffsetReq(code.GetMaxOffset, 1), "offset", 1},
 	} {
-		r := e.call(b.Addr, tc.req)
+		r := e.call(b.Addr(), tc.req)
 		if r.Code != code.Success || stInt(t, r, tc.key) != tc.want {
 			t.Errorf("%s: code %d (%s) %s=%s, want %d", tc.name, r.Code, r.Remark, tc.key, r.Ext(tc.key), tc.want)
 		}
 	}
-	if r := e.call(b.Addr, stOffsetReq(code.GetEarliestMsgStoreTime, 0)); r.Code != code.Success || stInt(t, r, "timestamp") >= boundary {
+	if r := e.call(b.Addr(), stOffsetReq(code.GetEarliestMsgStoreTime, 0)); r.Code != code.Success || stInt(t, r, "timestamp") >= boundary {
 		t.Errorf("earliest store time: %d %s %s", r.Code, r.Remark, r.Ext("timestamp"))
 	}
 
 	// 6. Commits land on the segment that holds them.
-	if r := e.call(b.Addr, stOffsetReq(code.UpdateConsumerOffset, 0, "commitOffset", "4")); r.Code != code.Success {
+	if r := e.call(b.Addr(), stOffsetReq(code.UpdateConsumerOffset, 0, "commitOffset", "4")); r.Code != code.Success {
 		t.Fatalf("commit 4: %d %s", r.Code, r.Remark)
 	}
 	phys := stOffsetReq(code.QueryConsumerOffset, 0, "lo", "false")
-	if r := e.call(a.Addr, phys); r.Code != code.Success || r.Ext("offset") != "4" {
+	if r := e.call(a.Addr(), phys); r.Code != code.Success || r.Ext("offset") != "4" {
 		t.Fatalf("a/0 physical offset: %d %s %s, want 4", r.Code, r.Remark, r.Ext("offset"))
 	}
-	if r := e.call(b.Addr, stOffsetReq(code.UpdateConsumerOffset, 0, "commitOffset", "10002")); r.Code != code.Success {
+	if r := e.call(b.Addr(), stOffsetReq(code.UpdateConsumerOffset, 0, "commitOffset", "10002")); r.Code != code.Success {
 		t.Fatalf("commit 10002: %d %s", r.Code, r.Remark)
 	}
 	physB := stOffsetReq(code.QueryConsumerOffset, 1, "lo", "false")
-	if r := e.call(b.Addr, physB); r.Code != code.Success || r.Ext("offset") != "2" {
+	if r := e.call(b.Addr(), physB); r.Code != code.Success || r.Ext("offset") != "2" {
 		t.Fatalf("b/1 physical offset: %d %s %s, want 2", r.Code, r.Remark, r.Ext("offset"))
 	}
 
@@ -319,14 +320,14 @@ func TestStaticTopicBroker(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
 		defer cancel()
-		r, err := rc.Invoke(ctx, b.Addr, stPull(0, 10004, pullFlagSuspend, 5*time.Second))
+		r, err := rc.Invoke(ctx, b.Addr(), stPull(0, 10004, pullFlagSuspend, 5*time.Second))
 		if err != nil {
 			r = remoting.NewResponse(remoting.NewRequest(0, nil, nil), -1, err.Error())
 		}
 		done <- r
 	}()
 	time.Sleep(300 * time.Millisecond)
-	e.mustSend(b.Addr, 0, "late", 10004)
+	e.mustSend(b.Addr(), 0, "late", 10004)
 	select {
 	case r := <-done:
 		if r.Code != code.Success || stInt(t, r, "nextBeginOffset") != 10005 {
@@ -337,12 +338,12 @@ func TestStaticTopicBroker(t *testing.T) {
 	}
 
 	// 8. The mapping survives a restart of b.
-	if err := b.Proc.Stop(); err != nil {
+	if err := b.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	c.Restart(t, b)
-	harness.Eventually(t, 10*time.Second, func() error {
-		r, err := rc.Invoke(e.ctx, b.Addr, stOffsetReq(code.QueryConsumerOffset, 0))
+	b.Start(t)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		r, err := rc.Invoke(e.ctx, b.Addr(), stOffsetReq(code.QueryConsumerOffset, 0))
 		if err != nil {
 			return err
 		}
@@ -351,7 +352,7 @@ func TestStaticTopicBroker(t *testing.T) {
 		}
 		return nil
 	})
-	if r := e.call(b.Addr, stOffsetReq(code.GetMaxOffset, 0)); r.Code != code.Success || r.Ext("offset") != "10005" {
+	if r := e.call(b.Addr(), stOffsetReq(code.GetMaxOffset, 0)); r.Code != code.Success || r.Ext("offset") != "10005" {
 		t.Fatalf("max after restart: %d %s %s", r.Code, r.Remark, r.Ext("offset"))
 	}
 
@@ -362,16 +363,16 @@ func TestStaticTopicBroker(t *testing.T) {
 	}
 	normal := protocol.NewTopicConfig(stTopic)
 	normal.ReadQueueNums, normal.WriteQueueNums = 2, 2
-	if err := adm.CreateTopic(e.ctx, b.Addr, normal, ""); err != nil {
+	if err := adm.CreateTopic(e.ctx, b.Addr(), normal, ""); err != nil {
 		t.Fatal(err)
 	}
 	if rd := route(); len(rd.TopicQueueMappingByBroker) != 0 {
 		t.Fatalf("re-created topic still has mappings: %v", leaders(rd))
 	}
-	if tc, err := adm.GetTopicConfig(e.ctx, b.Addr, stTopic); err != nil || tc.MappingDetail != nil {
+	if tc, err := adm.GetTopicConfig(e.ctx, b.Addr(), stTopic); err != nil || tc.MappingDetail != nil {
 		t.Fatalf("re-created topic config on b: %+v %v", tc, err)
 	}
-	e.mustSend(b.Addr, 0, "plain", 0) // physical queue 0 again
+	e.mustSend(b.Addr(), 0, "plain", 0) // physical queue 0 again
 }
 
 func slicesContain(s []int32, v int32) bool {

@@ -1,13 +1,10 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -17,12 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/pkg/statictopic"
 	"github.com/rmqgo/rmq/remoting/code"
-	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 // Parts of TestStaticTopicRemapUnderLoad that run on its cluster.
@@ -93,7 +91,7 @@ func (g *commitGroup) consumeAndCommit(t *testing.T, floor int64) map[int]int64 
 // from the segment that holds it) and wants want.
 func (g *commitGroup) expectCommitted(t *testing.T, want map[int]int64, when string) {
 	t.Helper()
-	harness.Eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		for _, mq := range g.queues {
 			got, err := g.pc.QueryOffset(context.Background(), mq)
 			if err != nil {
@@ -175,11 +173,11 @@ func askOffset(ac *admin.Client, addr string, reqCode int32, topic string, queue
 	return strconv.ParseInt(resp.Ext("offset"), 10, 64)
 }
 
-func brokerAddr(t *testing.T, c *harness.Cluster, name string) string {
+func brokerAddr(t *testing.T, c framework.Cluster, name string) string {
 	t.Helper()
-	for _, b := range c.Brokers {
-		if b.Name == name {
-			return b.Addr
+	for _, b := range c.Brokers() {
+		if b.Name() == name {
+			return b.Addr()
 		}
 	}
 	t.Fatalf("no broker %s", name)
@@ -192,7 +190,7 @@ func brokerAddr(t *testing.T, c *harness.Cluster, name string) string {
 // every segment and one millisecond either side, and compares with what
 // the consumer read (stored: every message of the queue in offset order).
 // Another broker answers NOT_LEADER_FOR_QUEUE.
-func checkSegmentBoundaries(t *testing.T, c *harness.Cluster, ac *admin.Client, topic string, leaders map[int]string, stored map[int][]logicMsg) {
+func checkSegmentBoundaries(t *testing.T, c framework.Cluster, ac *admin.Client, topic string, leaders map[int]string, stored map[int][]logicMsg) {
 	asked := 0
 	for q := range len(leaders) {
 		msgs := stored[q]
@@ -283,33 +281,16 @@ func staleBackups(st staticState, leaders map[int]string) []string {
 	return out
 }
 
-// runMQAdminProc runs our mqadmin process and returns stdout, stderr and
-// the exit code.
-func runMQAdminProc(t *testing.T, c *harness.Cluster, args ...string) (string, string, int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), harness.MQAdminTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(c.BinDir, harness.MQAdmin), append(args, "-n", c.NamesrvAddr)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatalf("mqadmin %v: %v", args, err)
-	}
-	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
-}
-
 // checkStaticBadInput runs refused commands through the mqadmin process:
 // each exits 1 with a message saying why, and the route and every
 // broker's config and mapping are as before. staleFile is the plan the
 // first remap applied (older than the brokers' epoch now).
-func checkStaticBadInput(t *testing.T, c *harness.Cluster, ac *admin.Client, topic string, leaders map[int]string, staleFile string) {
+func checkStaticBadInput(t *testing.T, c framework.Cluster, ac *admin.Client, topic string, leaders map[int]string, staleFile string) {
 	// The brokers drop the stale backups of the remap back a moment after
 	// it: wait for that so that only a bad command could change the state.
 	var before staticState
 	waited := time.Now()
-	harness.Eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		before = readStaticState(t, ac, topic)
 		if s := staleBackups(before, leaders); len(s) > 0 {
 			return fmt.Errorf("stale backups not dropped yet: %s", strings.Join(s, "; "))
@@ -326,7 +307,7 @@ func checkStaticBadInput(t *testing.T, c *harness.Cluster, ac *admin.Client, top
 	}
 
 	// A dry run of a remap to broker-c: writes a plan file, nothing else.
-	out, stderr, exit := runMQAdminProc(t, c, "remappingStaticTopic", "-t", topic, "-b", "broker-c", "--dry-run")
+	out, stderr, exit := c.MQAdminExit(t, "remappingStaticTopic", "-t", topic, "-b", "broker-c", "--dry-run")
 	m := regexp.MustCompile(`-mf (\S+)`).FindStringSubmatch(out)
 	if exit != 0 || m == nil {
 		t.Fatalf("dry run: exit %d\n%s%s", exit, out, stderr)
@@ -388,7 +369,7 @@ func checkStaticBadInput(t *testing.T, c *harness.Cluster, ac *admin.Client, top
 		{"plan of an older epoch", []string{"remappingStaticTopic", "-t", topic, "-b", "broker-c", "-mf", staleFile},
 			fmt.Sprintf("stale epoch: the mapping file is at epoch %d but the brokers are at epoch %d; plan again", stalePlan.Epoch, epoch)},
 	} {
-		out, stderr, exit := runMQAdminProc(t, c, tc.args...)
+		out, stderr, exit := c.MQAdminExit(t, tc.args...)
 		t.Logf("%s: exit %d: %s", tc.name, exit, strings.TrimSpace(stderr))
 		if exit != 1 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%s: mqadmin %v: exit %d, stderr %q; want exit 1 and %q\nstdout:\n%s", tc.name, tc.args, exit, stderr, tc.want, out)

@@ -13,12 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/pkg/statictopic"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 	"github.com/rmqgo/rmq/tests/interop"
 )
 
@@ -38,7 +40,7 @@ const (
 // sjEnv is one static topic on a three-broker cluster.
 type sjEnv struct {
 	t     *testing.T
-	c     *harness.Cluster
+	c     framework.Cluster
 	ac    *admin.Client
 	topic string
 	run   string
@@ -49,8 +51,8 @@ func newSJEnv(t *testing.T, topic string) *sjEnv {
 	t.Helper()
 	dir := t.TempDir()
 	t.Setenv("TMPDIR", dir) // our mqadmin's .before/.after files
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 3})
-	ac, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr}}, nil)
+	c := startCluster(t, framework.Options{Brokers: 3})
+	ac, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr()}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +64,7 @@ func newSJEnv(t *testing.T, topic string) *sjEnv {
 // and fails on the stack trace it prints instead of exiting non-zero.
 func (e *sjEnv) java(args ...string) string {
 	e.t.Helper()
-	out, err := harness.RunJavaMQAdminEnv(e.t, []string{"RMQ_JAVA_OPTS=-Djava.io.tmpdir=" + e.dir}, append(args, "-n", e.c.NamesrvAddr)...)
+	out, err := harness.RunJavaMQAdminEnv(e.t, []string{"RMQ_JAVA_OPTS=-Djava.io.tmpdir=" + e.dir}, append(args, "-n", e.c.NamesrvAddr())...)
 	if err != nil {
 		e.t.Fatalf("java mqadmin %v: %v\n%s", args, err, out)
 	}
@@ -89,7 +91,7 @@ var sjPlanFiles = regexp.MustCompile(`mapping data is written to file .*\.before
 func (e *sjEnv) leaders(ok func(broker string) bool) map[int]string {
 	e.t.Helper()
 	var out map[int]string
-	harness.Eventually(e.t, 15*time.Second, func() error {
+	testutil.Eventually(e.t, 15*time.Second, func() error {
 		route, err := e.ac.GetTopicRoute(context.Background(), e.topic)
 		if err != nil {
 			return err
@@ -129,7 +131,7 @@ func (e *sjEnv) path(name string) string { return filepath.Join(e.dir, name) }
 // produce runs the Java producer synchronously.
 func (e *sjEnv) produce(start, count int, out string) interop.Result {
 	e.t.Helper()
-	res := interop.RunJavaCheck(e.t, "static-produce", "-n", e.c.NamesrvAddr, "-t", e.topic, "-run", e.run,
+	res := interop.RunJavaCheck(e.t, "static-produce", "-n", e.c.NamesrvAddr(), "-t", e.topic, "-run", e.run,
 		"-start", strconv.Itoa(start), "-count", strconv.Itoa(count), "-interval", "0", "-poll", sjPollMs, "-out", e.path(out))
 	res.RequireOK(e.t)
 	return res
@@ -141,7 +143,7 @@ func (e *sjEnv) produce(start, count int, out string) interop.Result {
 func (e *sjEnv) produceAcross(start, min int, out, stop string) *interop.Background {
 	e.t.Helper()
 	ready := e.path(out + ".ready")
-	b := interop.StartJavaCheck(e.t, "static-produce", "-n", e.c.NamesrvAddr, "-t", e.topic, "-run", e.run,
+	b := interop.StartJavaCheck(e.t, "static-produce", "-n", e.c.NamesrvAddr(), "-t", e.topic, "-run", e.run,
 		"-start", strconv.Itoa(start), "-count", strconv.Itoa(min), "-stop-file", e.path(stop), "-ready-file", ready,
 		"-interval", "10", "-poll", sjPollMs, "-timeout", "40", "-out", e.path(out))
 	deadline := time.Now().Add(30 * time.Second)
@@ -164,7 +166,7 @@ func (e *sjEnv) produceAcross(start, min int, out, stop string) *interop.Backgro
 // consumeArgs are the Java consumer's arguments; the caller adds -count N
 // or -count-file F.
 func (e *sjEnv) consumeArgs(kind, group string, start int, out string, more ...string) []string {
-	return append([]string{"static-consume", "-n", e.c.NamesrvAddr, "-t", e.topic, "-run", e.run, "-consumer", kind,
+	return append([]string{"static-consume", "-n", e.c.NamesrvAddr(), "-t", e.topic, "-run", e.run, "-consumer", kind,
 		"-g", group, "-queues", strconv.Itoa(sjQueues), "-start", strconv.Itoa(start),
 		"-poll", sjPollMs, "-timeout", "40", "-linger", "1000", "-out", e.path(out)}, more...)
 }
@@ -476,7 +478,7 @@ func startGoStaticConsumer(t *testing.T, namesrv, topic, group string, fail func
 // redelivered.
 func (g *goStaticConsumer) wait(t *testing.T, sent int, what string) {
 	t.Helper()
-	harness.Eventually(t, 30*time.Second, func() error {
+	testutil.Eventually(t, 30*time.Second, func() error {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		back := 0
@@ -513,7 +515,7 @@ func TestStaticTopicGoClientJavaAdmin(t *testing.T) {
 	e.ours("updateStaticTopic", "-t", e.topic, "-qn", strconv.Itoa(sjQueues), "-b", "broker-a,broker-b")
 	e.leaders(func(b string) bool { return b == "broker-a" || b == "broker-b" })
 
-	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{e.c.NamesrvAddr}, RouteRefreshInterval: time.Second},
+	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{e.c.NamesrvAddr()}, RouteRefreshInterval: time.Second},
 		Group: "sj_go_pg"})
 	if err != nil {
 		t.Fatal(err)
@@ -522,7 +524,7 @@ func TestStaticTopicGoClientJavaAdmin(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Shutdown(context.Background())
-	live := startGoStaticConsumer(t, e.c.NamesrvAddr, e.topic, "sj_go_live_"+e.run, func(int, int64, string) bool { return false })
+	live := startGoStaticConsumer(t, e.c.NamesrvAddr(), e.topic, "sj_go_live_"+e.run, func(int, int64, string) bool { return false })
 
 	type sendRec struct {
 		queue  int
@@ -566,7 +568,7 @@ func TestStaticTopicGoClientJavaAdmin(t *testing.T) {
 	}()
 	progress := func(f func() bool, what string) {
 		t.Helper()
-		harness.Eventually(t, 30*time.Second, func() error {
+		testutil.Eventually(t, 30*time.Second, func() error {
 			mu.Lock()
 			defer mu.Unlock()
 			if !f() {
@@ -629,20 +631,20 @@ func TestStaticTopicGoClientJavaAdmin(t *testing.T) {
 	// would use TBW102's four queues and be refused (the message is then
 	// consumed again in place, as Java does).
 	lateGroup := "sj_go_late_" + e.run
-	for _, b := range e.c.Brokers {
+	for _, b := range e.c.Brokers() {
 		tc := protocol.TopicConfig{TopicName: protocol.RetryTopic(lateGroup), ReadQueueNums: 1, WriteQueueNums: 1, Perm: protocol.PermRead | protocol.PermWrite}
-		if err := e.ac.CreateTopic(context.Background(), b.Addr, tc, ""); err != nil {
+		if err := e.ac.CreateTopic(context.Background(), b.Addr(), tc, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
-	harness.Eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		route, err := e.ac.GetTopicRoute(context.Background(), protocol.RetryTopic(lateGroup))
-		if err != nil || len(route.QueueDatas) != len(e.c.Brokers) {
+		if err != nil || len(route.QueueDatas) != len(e.c.Brokers()) {
 			return fmt.Errorf("route of the retry topic: %v %v", route, err)
 		}
 		return nil
 	})
-	late := startGoStaticConsumer(t, e.c.NamesrvAddr, e.topic, lateGroup, func(_ int, off int64, _ string) bool {
+	late := startGoStaticConsumer(t, e.c.NamesrvAddr(), e.topic, lateGroup, func(_ int, off int64, _ string) bool {
 		return off < statictopic.BlockSeqSize && off%4 == 0
 	})
 	check(late, "consumer after the remap")

@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/statictopic"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 // brokerSideHint is appended to failures that mean the brokers do not
@@ -26,7 +28,7 @@ const brokerSideHint = "(static topics need the broker side: UPDATE_AND_CREATE_S
 func waitLeaders(t *testing.T, ac *admin.Client, topic string, n int, ok func(g int, broker string) bool) map[int]string {
 	t.Helper()
 	var leaders map[int]string
-	harness.Eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		route, err := ac.GetTopicRoute(context.Background(), topic)
 		if err != nil {
 			return err
@@ -70,9 +72,9 @@ func TestStaticTopicRemapUnderLoad(t *testing.T) {
 		t.Skip("short mode: starts a nameserver and three brokers")
 	}
 	t.Setenv("TMPDIR", t.TempDir()) // mqadmin's plan files
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 3})
+	c := startCluster(t, framework.Options{Brokers: 3})
 	const topic = "StaticRemap"
-	ac, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr}}, nil)
+	ac, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr()}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,14 +89,7 @@ func TestStaticTopicRemapUnderLoad(t *testing.T) {
 	}
 	waitLeaders(t, ac, topic, 8, func(_ int, b string) bool { return b == "broker-a" || b == "broker-b" })
 
-	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{c.NamesrvAddr}}, Group: "static_pg"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Shutdown(context.Background())
+	p := startProducer(t, client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{c.NamesrvAddr()}}, Group: "static_pg"})
 
 	var (
 		mu      sync.Mutex
@@ -129,7 +124,7 @@ func TestStaticTopicRemapUnderLoad(t *testing.T) {
 		return len(sent)
 	}
 	waitSent := func(n int) {
-		harness.Eventually(t, 20*time.Second, func() error {
+		testutil.Eventually(t, 20*time.Second, func() error {
 			if got := count(); got < n {
 				return fmt.Errorf("%d messages sent, want %d", got, n)
 			}
@@ -137,7 +132,7 @@ func TestStaticTopicRemapUnderLoad(t *testing.T) {
 		})
 	}
 	waitSent(300)
-	group := newCommitGroup(t, c.NamesrvAddr, topic, 8)
+	group := newCommitGroup(t, c.NamesrvAddr(), topic, 8)
 	committed := group.consumeAndCommit(t, 0)
 
 	out, err = c.MQAdmin(t, "remappingStaticTopic", "-t", topic, "-b", "broker-c")
@@ -182,7 +177,7 @@ func TestStaticTopicRemapUnderLoad(t *testing.T) {
 	}
 
 	// Consume every logic queue from the beginning.
-	pc, err := client.NewPullConsumer(client.PullConsumerConfig{CommonConfig: client.CommonConfig{NameServers: []string{c.NamesrvAddr}}, Group: "static_cg"})
+	pc, err := client.NewPullConsumer(client.PullConsumerConfig{CommonConfig: client.CommonConfig{NameServers: []string{c.NamesrvAddr()}}, Group: "static_cg"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,8 +281,8 @@ func TestStaticTopicJavaMQAdmin(t *testing.T) {
 	}
 	tmp := t.TempDir() // plan files of both tools
 	t.Setenv("TMPDIR", tmp)
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 3})
-	ac, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr}}, nil)
+	c := startCluster(t, framework.Options{Brokers: 3})
+	ac, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr()}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +290,7 @@ func TestStaticTopicJavaMQAdmin(t *testing.T) {
 	const topic = "StaticJava"
 	java := func(args ...string) string {
 		t.Helper()
-		out, err := harness.RunJavaMQAdminEnv(t, []string{"RMQ_JAVA_OPTS=-Djava.io.tmpdir=" + tmp}, append(args, "-n", c.NamesrvAddr)...)
+		out, err := harness.RunJavaMQAdminEnv(t, []string{"RMQ_JAVA_OPTS=-Djava.io.tmpdir=" + tmp}, append(args, "-n", c.NamesrvAddr())...)
 		if err != nil {
 			t.Fatalf("java mqadmin %v: %v", args, err)
 		}

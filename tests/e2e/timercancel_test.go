@@ -14,9 +14,10 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/remoting/code"
-	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 // TestTimerCancelAcrossKill9: rocketmq-client-go sends TIMER_DELIVER_MS
@@ -32,14 +33,14 @@ func TestTimerCancelAcrossKill9(t *testing.T) {
 	}
 	rlog.SetLogLevel("error") // client-go logs through a process-wide logger
 	const topic, n = "TimerCancelE2E", 20
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1})
-	b := c.Brokers[0]
-	if out, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr, "-t", topic, "-r", "2", "-w", "2"); err != nil {
+	c := startCluster(t, framework.Options{Needs: []framework.Capability{framework.Crash}, Brokers: 1})
+	b := c.Brokers()[0]
+	if out, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", topic, "-r", "2", "-w", "2"); err != nil {
 		t.Fatalf("updateTopic: %v\n%s", err, out)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr})),
+	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})),
 		producer.WithGroupName("timer_cancel_pg"), producer.WithInstanceName("timer-cancel"), producer.WithRetry(2),
 		producer.WithSendMsgTimeout(5*time.Second))
 	if err != nil {
@@ -86,13 +87,13 @@ func TestTimerCancelAcrossKill9(t *testing.T) {
 	}
 
 	time.Sleep(time.Second)
-	b.Proc.Kill()
-	c.Restart(t, b)
+	b.Kill(t)
+	b.Start(t)
 	t.Logf("killed and restarted at +%v", time.Since(start).Round(time.Millisecond))
 
-	probe := newProbe(t, c.NamesrvAddr, "timer_cancel_probe")
+	probe := newProbe(t, c.NamesrvAddr(), "timer_cancel_probe")
 	var got []*message.Message
-	harness.Eventually(t, 30*time.Second, func() error {
+	testutil.Eventually(t, 30*time.Second, func() error {
 		var err error
 		if got, err = readAll(ctx, probe, topic); err != nil {
 			return err

@@ -15,12 +15,13 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
-	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 // txBrokerConf shortens the transaction check so that tests take seconds:
@@ -146,7 +147,7 @@ func sendTx(ctx context.Context, t *testing.T, p rocketmq.TransactionProducer, t
 func waitDelivered(ctx context.Context, t *testing.T, r *topicReader, topic string, want, never []string, timeout time.Duration) map[string]int {
 	t.Helper()
 	var got map[string]int
-	harness.Eventually(t, timeout, func() error {
+	testutil.Eventually(t, timeout, func() error {
 		var err error
 		if got, err = r.bodies(ctx, topic); err != nil {
 			return err
@@ -180,22 +181,22 @@ func waitDelivered(ctx context.Context, t *testing.T, r *topicReader, topic stri
 // only the UNKNOW ones are checked.
 func TestTransactionClientGo(t *testing.T) {
 	rlog.SetLogLevel("fatal") // client-go logs every non-commit local state as an error
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1, BrokerConf: txBrokerConf})
+	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: txBrokerConf})
 	const topic = "TxTopic"
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", c.Brokers[0].Addr, "-t", topic, "-r", "4", "-w", "4"); err != nil {
+	if _, err := c.MQAdmin(t, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", topic, "-r", "4", "-w", "4"); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	l := newTxListener()
 	l.resolve.Store(true)
-	p := startTxProducer(t, c.NamesrvAddr, "tx_pg", l)
+	p := startTxProducer(t, c.NamesrvAddr(), "tx_pg", l)
 	defer p.Shutdown()
 
 	commits := sendTx(ctx, t, p, topic, "commit", 20)
 	rollbacks := sendTx(ctx, t, p, topic, "rollback", 20)
 	unknown := sendTx(ctx, t, p, topic, "unknown", 10)
-	r := newTopicReader(t, c.NamesrvAddr, "tx_reader")
+	r := newTopicReader(t, c.NamesrvAddr(), "tx_reader")
 	start := time.Now()
 	waitDelivered(ctx, t, r, topic, append(commits, unknown...), rollbacks, 30*time.Second)
 	t.Logf("UNKNOW transactions committed through checks %v after the last send", time.Since(start).Round(100*time.Millisecond))
@@ -224,25 +225,25 @@ func TestTransactionKillRestart(t *testing.T) {
 	}
 	t.Parallel()              // mostly waiting on check-back intervals
 	rlog.SetLogLevel("fatal") // client-go logs every non-commit local state as an error
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1, BrokerConf: txBrokerConf})
-	b := c.Brokers[0]
+	c := startCluster(t, framework.Options{Needs: []framework.Capability{framework.Crash}, Brokers: 1, BrokerConf: txBrokerConf})
+	b := c.Brokers()[0]
 	const topic = "TxRestartTopic"
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr, "-t", topic, "-r", "4", "-w", "4"); err != nil {
+	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", topic, "-r", "4", "-w", "4"); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	l := newTxListener()
-	p := startTxProducer(t, c.NamesrvAddr, "tx_restart_pg", l)
+	p := startTxProducer(t, c.NamesrvAddr(), "tx_restart_pg", l)
 	defer p.Shutdown()
 
 	commits := sendTx(ctx, t, p, topic, "commit", 30)
 	rollbacks := sendTx(ctx, t, p, topic, "rollback", 30)
 	pending := sendTx(ctx, t, p, topic, "unknown", 30)
-	r := newTopicReader(t, c.NamesrvAddr, "tx_restart_reader")
+	r := newTopicReader(t, c.NamesrvAddr(), "tx_restart_reader")
 	waitDelivered(ctx, t, r, topic, commits, append(rollbacks, pending...), 20*time.Second)
 	// The pending ones are checked (and stay pending) before the kill.
-	harness.Eventually(t, 20*time.Second, func() error {
+	testutil.Eventually(t, 20*time.Second, func() error {
 		for _, m := range pending {
 			if l.checked(m) == 0 {
 				return fmt.Errorf("%s not checked yet", m)
@@ -250,9 +251,9 @@ func TestTransactionKillRestart(t *testing.T) {
 		}
 		return nil
 	})
-	b.Proc.Kill()
+	b.Kill(t)
 	l.resolve.Store(true)
-	c.Restart(t, b)
+	b.Start(t)
 	restarted := time.Now()
 	// The producer reconnects with its next heartbeat (≤ 30 s); checks
 	// without a producer online do not use up transactionCheckMax.
@@ -276,8 +277,8 @@ func endTxRequest(group string, queueOffset, phy int64, typ int) *remoting.Comma
 // header each gets a clear code; the broker keeps serving and the real half
 // message still commits.
 func TestBadInputTransaction(t *testing.T) {
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1})
-	addr := c.Brokers[0].Addr
+	c := startCluster(t, framework.Options{Brokers: 1})
+	addr := c.Brokers()[0].Addr()
 	const topic = "TxBadTopic"
 	if _, err := c.MQAdmin(t, "updateTopic", "-b", addr, "-t", topic, "-r", "4", "-w", "4"); err != nil {
 		t.Fatal(err)
@@ -321,7 +322,7 @@ func TestBadInputTransaction(t *testing.T) {
 	wantResp(t, "send to the half topic", roundTrip(t, addr, sendV1Request(protocol.TransHalfTopic, 0, []byte("x"))), code.NoPermission)
 
 	wantResp(t, "commit", roundTrip(t, addr, endTxRequest("tx_bad_pg", hq, hphy, 8)), code.Success)
-	r := newTopicReader(t, c.NamesrvAddr, "tx_bad_reader")
+	r := newTopicReader(t, c.NamesrvAddr(), "tx_bad_reader")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	waitDelivered(ctx, t, r, topic, []string{"half", "plain"}, nil, 10*time.Second)
@@ -339,14 +340,14 @@ func TestTransactionThroughput(t *testing.T) {
 		t.Skip("short mode: throughput run")
 	}
 	rlog.SetLogLevel("fatal") // client-go logs every non-commit local state as an error
-	c := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1})
+	c := startCluster(t, framework.Options{Brokers: 1})
 	const topic = "TxBenchTopic"
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", c.Brokers[0].Addr, "-t", topic, "-r", "8", "-w", "8"); err != nil {
+	if _, err := c.MQAdmin(t, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", topic, "-r", "8", "-w", "8"); err != nil {
 		t.Fatal(err)
 	}
-	ns := primitive.NewPassthroughResolver([]string{c.NamesrvAddr})
+	ns := primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})
 	l := newTxListener()
-	tp := startTxProducer(t, c.NamesrvAddr, "tx_bench_pg", l)
+	tp := startTxProducer(t, c.NamesrvAddr(), "tx_bench_pg", l)
 	defer tp.Shutdown()
 	pp, err := rocketmq.NewProducer(producer.WithNsResolver(ns), producer.WithGroupName("plain_bench_pg"),
 		producer.WithInstanceName("plain_bench_pg"), producer.WithRetry(1))
@@ -403,7 +404,7 @@ func TestTransactionThroughput(t *testing.T) {
 	// client-go sends END_TRANSACTION one-way: the commits may still be
 	// under way when the producer loop ends. Count the committed messages
 	// as they land in the topic.
-	r := newTopicReader(t, c.NamesrvAddr, "tx_bench_reader")
+	r := newTopicReader(t, c.NamesrvAddr(), "tx_bench_reader")
 	before := r.stored(ctx, t, topic)
 	txStart := time.Now()
 	var sent atomic.Int64
@@ -417,7 +418,7 @@ func TestTransactionThroughput(t *testing.T) {
 		}
 		return err
 	})
-	harness.Eventually(t, 30*time.Second, func() error {
+	testutil.Eventually(t, 30*time.Second, func() error {
 		if got := r.stored(ctx, t, topic) - before; got < sent.Load() {
 			return fmt.Errorf("%d of %d transactions committed", got, sent.Load())
 		}

@@ -26,12 +26,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 const (
@@ -118,7 +120,7 @@ func TestLiteBench(t *testing.T) {
 		pprofAddr = fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
 		brokerArgs = []string{"--pprof-addr", pprofAddr}
 	}
-	env := []string{"ROCKETMQ_LITE_TOPIC_EXPIRATION_UNIT_MS=" + strconv.Itoa(unitMs)}
+	env := []string{framework.EnvLiteExpirationUnit + "=" + strconv.Itoa(unitMs)}
 	// LITE_BENCH_GCTRACE=1: the broker logs its GC cycles (gctrace), and
 	// the sweep phase prints those around the sweep.
 	gcTrace := os.Getenv("LITE_BENCH_GCTRACE") == "1"
@@ -251,7 +253,7 @@ func newProducer(t *testing.T, c *harness.Cluster) *client.Producer {
 // waitRoute waits until the nameserver routes topic to broker (alone).
 func waitRoute(t *testing.T, c *harness.Cluster, topic, broker string) {
 	t.Helper()
-	harness.Eventually(t, 20*time.Second, func() error {
+	testutil.Eventually(t, 20*time.Second, func() error {
 		out, err := c.MQAdmin(t, "topicRoute", "-t", topic)
 		if err != nil {
 			return err
@@ -265,7 +267,7 @@ func waitRoute(t *testing.T, c *harness.Cluster, topic, broker string) {
 
 func waitLmqs(ctx context.Context, t *testing.T, ac *admin.Client, addr string, n int) {
 	t.Helper()
-	harness.Eventually(t, 60*time.Second, func() error {
+	testutil.Eventually(t, 60*time.Second, func() error {
 		bi, err := ac.GetBrokerLiteInfo(ctx, addr)
 		if err != nil {
 			return err
@@ -567,7 +569,7 @@ func sweepPhase(ctx context.Context, t *testing.T, c *harness.Cluster, b *harnes
 		t.Fatalf("lower the expiration: %v\n%s", err, out)
 	}
 	var line, steps []string
-	harness.Eventually(t, 5*time.Minute, func() error {
+	testutil.Eventually(t, 5*time.Minute, func() error {
 		f, err := os.Open(b.Proc.LogPath)
 		if err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -106,7 +107,7 @@ func leadersIn(ctx context.Context, ac *admin.Client, topic string, n int, set [
 func waitLeaders(t *testing.T, ac *admin.Client, topic string, n int, set []string) map[string]int {
 	t.Helper()
 	var count map[string]int
-	harness.Eventually(t, 20*time.Second, func() error {
+	testutil.Eventually(t, 20*time.Second, func() error {
 		ok, cnt, err := leadersIn(context.Background(), ac, topic, n, set)
 		if err != nil {
 			return err
@@ -324,7 +325,7 @@ func tpsPhase(t *testing.T, c *harness.Cluster, ac *admin.Client, cfg config, r 
 		}
 	}
 	r.tpsStaticLeaders = waitLeaders(t, ac, staticTopic, cfg.Queues, oldLeaders())
-	harness.Eventually(t, 20*time.Second, func() error {
+	testutil.Eventually(t, 20*time.Second, func() error {
 		route, err := ac.GetTopicRoute(ctx, normalTopic)
 		if err != nil {
 			return err

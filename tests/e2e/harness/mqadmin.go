@@ -41,6 +41,18 @@ func RunMQAdmin(t testing.TB, bin string, args ...string) (string, error) {
 	return stdout, err
 }
 
+// ExecMQAdmin runs our mqadmin binary like RunMQAdmin and returns stdout,
+// stderr and the exit code; a run that cannot happen (no binary, timeout)
+// fails t.
+func ExecMQAdmin(t testing.TB, bin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	stdout, stderr, code, err := run(MQAdminTimeout, nil, bin, args...)
+	if code < 0 {
+		t.Fatalf("harness: mqadmin %s: %v", strings.Join(args, " "), err)
+	}
+	return stdout, stderr, code
+}
+
 // RunJavaMQAdmin runs the real Java admin tool (scripts/mqadmin-java.sh,
 // RocketMQ's org.apache.rocketmq.tools.command.MQAdminStartup) with args
 // and returns its stdout. Note that the Java tool prints most failures (a

@@ -3,7 +3,6 @@ package harness
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 // StopTimeout is how long Stop (and the automatic stop at cleanup) waits
@@ -213,24 +214,7 @@ func (p *Proc) exitErrIfDone() error {
 	return errors.New("still running")
 }
 
-func (p *Proc) logTail(n int64) string {
-	f, err := os.Open(p.LogPath)
-	if err != nil {
-		return fmt.Sprintf("<cannot read %s: %v>\n", p.LogPath, err)
-	}
-	defer f.Close()
-	prefix := ""
-	if fi, err := f.Stat(); err == nil && fi.Size() > n {
-		f.Seek(fi.Size()-n, io.SeekStart)
-		prefix = fmt.Sprintf("<... first %d bytes omitted ...>\n", fi.Size()-n)
-	}
-	b, _ := io.ReadAll(f)
-	s := prefix + string(b)
-	if s != "" && !strings.HasSuffix(s, "\n") {
-		s += "\n"
-	}
-	return s
-}
+func (p *Proc) logTail(n int64) string { return framework.FileTail(p.LogPath, n) }
 
 // signalled reports whether err is an exit caused by sig.
 func signalled(err error, sig syscall.Signal) bool {
