@@ -198,14 +198,8 @@ type PushConsumerConfig struct {
 
 func (c PushConsumerConfig) normalize() (PushConsumerConfig, error) {
 	var err error
-	if c.CommonConfig, err = c.CommonConfig.normalize(); err != nil {
+	if c.CommonConfig, err = c.CommonConfig.normalizeGroup(&c.Group, DefaultConsumerGroup, "consumer"); err != nil {
 		return c, err
-	}
-	if c.Group == "" {
-		c.Group = DefaultConsumerGroup
-	}
-	if err := protocol.ValidateGroup(c.Group); err != nil {
-		return c, fmt.Errorf("client: consumer group: %w", err)
 	}
 	if c.Handler == nil {
 		return c, fmt.Errorf("client: push consumer %s needs a Handler", c.Group)

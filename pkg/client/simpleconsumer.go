@@ -58,14 +58,8 @@ type SimpleConsumerConfig struct {
 
 func (c SimpleConsumerConfig) normalize() (SimpleConsumerConfig, error) {
 	var err error
-	if c.CommonConfig, err = c.CommonConfig.normalize(); err != nil {
+	if c.CommonConfig, err = c.CommonConfig.normalizeGroup(&c.Group, DefaultConsumerGroup, "consumer"); err != nil {
 		return c, err
-	}
-	if c.Group == "" {
-		c.Group = DefaultConsumerGroup
-	}
-	if err := protocol.ValidateGroup(c.Group); err != nil {
-		return c, fmt.Errorf("client: consumer group: %w", err)
 	}
 	if c.AwaitDuration < 0 || c.MaxBodySize < 0 {
 		return c, fmt.Errorf("client: negative AwaitDuration or MaxBodySize")
