@@ -51,6 +51,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/processor/send"
 	"github.com/rmqgo/rmq/broker/store"
@@ -152,9 +153,7 @@ type Service struct {
 	// noProducerLogged rate-limits the "no producer online" warning.
 	noProducerLogged atomic.Int64
 
-	mu   sync.Mutex
-	stop chan struct{}
-	done chan struct{}
+	checker loop.Runner
 }
 
 // New builds the service and loads its state: the scan positions and the op
@@ -232,25 +231,12 @@ func (s *Service) Stats() Stats {
 
 // Start runs the check service: a round every transactionCheckInterval.
 func (s *Service) Start() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stop != nil {
-		return
-	}
-	s.stop, s.done = make(chan struct{}), make(chan struct{})
-	go s.loop(s.stop, s.done)
+	s.checker.Start(s.loop)
 }
 
 // Close stops the check service and records the scan positions.
 func (s *Service) Close() {
-	s.mu.Lock()
-	stop, done := s.stop, s.done
-	s.stop = nil
-	s.mu.Unlock()
-	if stop != nil {
-		close(stop)
-		<-done
-	}
+	s.checker.Stop()
 	s.commitPositions()
 }
 
@@ -261,8 +247,7 @@ func (s *Service) interval() time.Duration {
 	return 30 * time.Second
 }
 
-func (s *Service) loop(stop, done chan struct{}) {
-	defer close(done)
+func (s *Service) loop(stop <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
