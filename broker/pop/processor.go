@@ -318,18 +318,7 @@ func remote(ch *remoting.Channel) string {
 
 // writeResponse answers a resumed request.
 func (p *Processor) writeResponse(ch *remoting.Channel, req, resp *remoting.Command, err error) {
-	if err != nil {
-		resp = remoting.ResponseFromError(req, err)
-	}
-	if resp == nil || ch == nil || req.IsOneway() {
-		return
-	}
-	resp.Opaque = req.Opaque
-	resp.Flag |= remoting.FlagResponse
-	resp.SerializeType = req.SerializeType
-	if werr := ch.WriteResponse(resp); werr != nil {
-		p.log.Debug("write resumed pop response", "remote", ch.RemoteAddr(), "err", werr)
-	}
+	processor.WriteResumed(p.log, "pop", ch, req, resp, err)
 }
 
 // NotMaster refuses pop state changes on a slave: its CommitLog takes no

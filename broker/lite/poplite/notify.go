@@ -9,6 +9,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/lite/registry"
 	"github.com/rmqgo/rmq/broker/longpoll"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -73,17 +74,7 @@ func (p *Processor) WrapNotification(next remoting.Handler) remoting.Handler {
 // answer.
 func (p *Processor) resumeNotify(_ context.Context, ch *remoting.Channel, req *remoting.Command) {
 	resp, err := p.processNotify(ch, req)
-	if err != nil {
-		resp = remoting.ResponseFromError(req, err)
-	}
-	if resp == nil || ch == nil || req.IsOneway() {
-		return
-	}
-	resp.Opaque = req.Opaque
-	resp.SerializeType = req.SerializeType
-	if err := ch.WriteResponse(resp); err != nil {
-		p.log.Debug("write resumed lite notification response", "remote", ch.RemoteAddr(), "err", err)
-	}
+	processor.WriteResumed(p.log, "lite notification", ch, req, resp, err)
 }
 
 // processNotify answers hasMsg = the client's event set is not empty,

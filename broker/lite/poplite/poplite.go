@@ -199,17 +199,7 @@ func (p *Processor) handle(ctx context.Context, ch *remoting.Channel, req *remot
 // resume re-runs a woken or expired pop and writes its answer.
 func (p *Processor) resume(ctx context.Context, ch *remoting.Channel, req *remoting.Command) {
 	resp, err := p.process(ctx, ch, req, true)
-	if err != nil {
-		resp = remoting.ResponseFromError(req, err)
-	}
-	if resp == nil || ch == nil || req.IsOneway() {
-		return
-	}
-	resp.Opaque = req.Opaque
-	resp.SerializeType = req.SerializeType
-	if err := ch.WriteResponse(resp); err != nil {
-		p.log.Debug("write resumed pop lite response", "remote", ch.RemoteAddr(), "err", err)
-	}
+	processor.WriteResumed(p.log, "pop lite", ch, req, resp, err)
 }
 
 // check runs the pre-checks of §6.2.

@@ -180,17 +180,7 @@ func (p *Processor) handle(ctx context.Context, ch *remoting.Channel, req *remot
 // executeRequestWhenWakeup).
 func (p *Processor) resume(ctx context.Context, ch *remoting.Channel, req *remoting.Command) {
 	resp, err := p.process(ctx, ch, req, false)
-	if err != nil {
-		resp = remoting.ResponseFromError(req, err)
-	}
-	if resp == nil || ch == nil || req.IsOneway() {
-		return
-	}
-	resp.Opaque = req.Opaque
-	resp.SerializeType = req.SerializeType
-	if err := ch.WriteResponse(resp); err != nil {
-		p.log.Debug("write resumed pull response", "remote", ch.RemoteAddr(), "err", err)
-	}
+	processor.WriteResumed(p.log, "pull", ch, req, resp, err)
 }
 
 type header struct {
