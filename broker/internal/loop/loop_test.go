@@ -43,8 +43,10 @@ func TestStopWaitsForTheGoroutine(t *testing.T) {
 
 func TestTickAndRepeatCallUntilStopped(t *testing.T) {
 	for name, run := range map[string]func(stop <-chan struct{}, fn func()){
-		"Tick":   func(stop <-chan struct{}, fn func()) { Tick(stop, time.Millisecond, fn) },
-		"Repeat": func(stop <-chan struct{}, fn func()) { Repeat(stop, func() time.Duration { return time.Millisecond }, fn) },
+		"Tick": func(stop <-chan struct{}, fn func()) { Tick(stop, time.Millisecond, fn) },
+		"Repeat": func(stop <-chan struct{}, fn func()) {
+			Repeat(stop, func() time.Duration { return time.Millisecond }, fn)
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var r Runner

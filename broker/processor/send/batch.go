@@ -55,7 +55,7 @@ func (p *Processor) sendBatch(ctx context.Context, ch *remoting.Channel, req *re
 		return nil, fmt.Errorf("%w: batch messages do not support transactions (sysFlag %#x)", ErrMessageIllegal, sysFlag)
 	}
 	hp := decodeProps(h.properties, 0)
-	if delayLevel(hp) > 0 {
+	if message.DelayLevel(hp) > 0 {
 		return nil, fmt.Errorf("%w: batch messages do not support delay levels", ErrMessageIllegal)
 	}
 	// Java bounds the whole batch body by maxMessageSize.
@@ -87,7 +87,7 @@ func (p *Processor) sendBatch(ctx context.Context, ch *remoting.Channel, req *re
 		}
 		// A delayed item would otherwise be delivered at once: refuse it
 		// as clients do [our choice; Java's broker checks the header only].
-		if delayLevel(m.Properties) > 0 {
+		if message.DelayLevel(m.Properties) > 0 {
 			return nil, fmt.Errorf("%w: batch item %d: batch messages do not support delay levels", ErrMessageIllegal, i)
 		}
 		if err := p.checkMessage(&tc, m, sysFlag); err != nil {

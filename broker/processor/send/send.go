@@ -400,7 +400,7 @@ func (p *Processor) sendOne(ctx context.Context, ch *remoting.Channel, req *remo
 		return nil, fmt.Errorf("%w: Required message key is missing (topic[%s] is a compaction topic)", ErrMessageIllegal, tc.TopicName)
 	}
 	props[message.PropertyCluster] = cfg.BrokerClusterName
-	if isPrepared(props, h.sysFlag, h.reconsumeTimes) {
+	if IsPrepared(props, h.sysFlag, h.reconsumeTimes) {
 		if cfg.RejectTransactionMessage {
 			return nil, fmt.Errorf("%w: the broker[%s] sending transaction message is forbidden", errNoPermission, cfg.BrokerIP1)
 		}
@@ -414,7 +414,7 @@ func (p *Processor) sendOne(ctx context.Context, ch *remoting.Channel, req *remo
 		if err := ApplyLite(&tc, props, cfg.MaxLiteTopicSize); err != nil {
 			return nil, err
 		}
-		if needsSchedule(props) {
+		if message.IsScheduled(props) {
 			if err := p.schedule(msg); err != nil {
 				return nil, err
 			}
@@ -503,42 +503,16 @@ func (p *Processor) retryOrDLQ(req *remoting.Command, h *sendHeader, msg *messag
 	return nil
 }
 
-// isPrepared reports a transactional half message: TRAN_MSG=true (what Java
+// IsPrepared reports a transactional half message: TRAN_MSG=true (what Java
 // checks) or the PREPARED sysFlag type, except the pre-4.6.1 client quirk of
 // re-sending a consumed half message with reconsumeTimes and a delay.
-func isPrepared(props map[string]string, sysFlag, reconsumeTimes int32) bool {
+func IsPrepared(props map[string]string, sysFlag, reconsumeTimes int32) bool {
 	tran := strings.EqualFold(props[message.PropertyTransactionPrepared], "true") ||
 		message.TransactionType(sysFlag) == message.TransactionPreparedType
 	if !tran {
 		return false
 	}
-	return !(reconsumeTimes > 0 && delayLevel(props) > 0)
-}
-
-// delayLevel is the DELAY property (0 when absent or malformed).
-func delayLevel(props map[string]string) int {
-	v, ok := props[message.PropertyDelayTimeLevel]
-	if !ok {
-		return 0
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0
-	}
-	return n
-}
-
-// needsSchedule reports whether a message asks for delayed delivery.
-func needsSchedule(props map[string]string) bool {
-	if delayLevel(props) > 0 {
-		return true
-	}
-	for _, k := range [...]string{message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec, message.PropertyTimerDelayMS} {
-		if _, ok := props[k]; ok {
-			return true
-		}
-	}
-	return false
+	return !(reconsumeTimes > 0 && message.DelayLevel(props) > 0)
 }
 
 func (p *Processor) schedule(msg *message.Message) error {
