@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/broker/topic"
@@ -79,18 +80,10 @@ func NewProcessor(d Deps) (*Processor, error) {
 	if d.Config == nil || d.Subscriptions == nil || d.Topics == nil {
 		return nil, errors.New("client: Deps.Config, Deps.Subscriptions and Deps.Topics are required")
 	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
-	if d.ScanInterval <= 0 {
-		d.ScanInterval = DefaultScanInterval
-	}
-	if d.NotifyQueueSize <= 0 {
-		d.NotifyQueueSize = 4096
-	}
+	defaults.Clock(&d.Now)
+	defaults.Logger(&d.Logger)
+	defaults.Positive(&d.ScanInterval, DefaultScanInterval)
+	defaults.Positive(&d.NotifyQueueSize, 4096)
 	mo := ManagerOptions{
 		Now:                        d.Now,
 		ChannelExpiredTimeout:      func() time.Duration { return orDefault(d.Config().ChannelExpiredTimeout, DefaultChannelExpiredTimeout) },

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/broker/internal/pace"
 	"github.com/rmqgo/rmq/broker/lite/dispatcher"
@@ -100,15 +101,11 @@ func New(d Deps) (*Service, error) {
 	if d.Config == nil || d.Store == nil || d.Topics == nil || d.Groups == nil {
 		return nil, errors.New("lite: Config, Store, Topics and Groups are required")
 	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Logger(&d.Logger)
 	if d.BrokerName == nil {
 		d.BrokerName = func() string { return d.Config().BrokerName }
 	}
-	if d.HotBytes <= 0 {
-		d.HotBytes = DefaultHotBytes
-	}
+	defaults.Positive(&d.HotBytes, DefaultHotBytes)
 	s := &Service{d: d, log: d.Logger}
 	st := d.Store
 	s.Meta = meta.NewSource(d.Topics, d.Groups)

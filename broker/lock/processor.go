@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -47,9 +48,7 @@ func NewProcessor(d Deps) (*Processor, error) {
 	if d.Manager == nil {
 		return nil, fmt.Errorf("lock: Deps.Manager is required")
 	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Logger(&d.Logger)
 	if d.SweepInterval <= 0 {
 		d.SweepInterval = d.Manager.MaxLiveTime()
 	}

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/remoting"
 )
@@ -54,24 +55,12 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.CheckInterval <= 0 {
-		c.CheckInterval = DefaultCheckInterval
-	}
-	if c.MaxParked <= 0 {
-		c.MaxParked = DefaultMaxParked
-	}
-	if c.Workers <= 0 {
-		c.Workers = DefaultWorkers
-	}
-	if c.QueueSize <= 0 {
-		c.QueueSize = DefaultQueueSize
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Positive(&c.CheckInterval, DefaultCheckInterval)
+	defaults.Positive(&c.MaxParked, DefaultMaxParked)
+	defaults.Positive(&c.Workers, DefaultWorkers)
+	defaults.Positive(&c.QueueSize, DefaultQueueSize)
+	defaults.Clock(&c.Now)
+	defaults.Logger(&c.Logger)
 	return c
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/internal/fsutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
@@ -77,9 +78,7 @@ func New(opts Options) (*Manager, error) {
 	if opts.Config == nil {
 		return nil, errors.New("subscription: Options.Config is required")
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	defaults.Clock(&opts.Now)
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -51,6 +51,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/processor/send"
@@ -162,12 +163,8 @@ func New(d Deps) (*Service, error) {
 	if d.Config == nil || d.Store == nil || d.Topics == nil || d.Producers == nil {
 		return nil, errors.New("transaction: Deps.Config, Store, Topics and Producers are required")
 	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Clock(&d.Now)
+	defaults.Logger(&d.Logger)
 	switch {
 	case d.ProducerGrace == 0:
 		d.ProducerGrace = DefaultProducerGrace

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/broker/lite/meta"
 	"github.com/rmqgo/rmq/broker/lite/naming"
@@ -158,9 +159,7 @@ func New(opts Options) (*Dispatcher, error) {
 	if opts.Config == nil {
 		opts.Config = DefaultConfig
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	defaults.Clock(&opts.Now)
 	if opts.IntN == nil {
 		opts.IntN = rand.IntN
 	}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/broker/internal/pace"
 	"github.com/rmqgo/rmq/broker/lite/meta"
@@ -108,15 +109,11 @@ func New(opts Options) (*Manager, error) {
 	if opts.Store == nil || opts.Meta == nil || opts.Config == nil {
 		return nil, errors.New("lifecycle: Store, Meta and Config are required")
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	defaults.Clock(&opts.Now)
 	if opts.Started.IsZero() {
 		opts.Started = opts.Now()
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Logger(&opts.Logger)
 	return &Manager{opts: opts, index: NewIndex(opts.Store.Range), log: opts.Logger, invalid: map[string]int{}}, nil
 }
 

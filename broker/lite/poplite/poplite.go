@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/lite/dispatcher"
 	"github.com/rmqgo/rmq/broker/lite/meta"
 	"github.com/rmqgo/rmq/broker/lite/naming"
@@ -90,12 +91,8 @@ func New(d Deps) (*Processor, error) {
 		d.Orders == nil || d.Locks == nil || d.Offsets == nil {
 		return nil, errors.New("poplite: Config, Store, Meta, Registry, Dispatcher, Orders, Locks and Offsets are required")
 	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Clock(&d.Now)
+	defaults.Logger(&d.Logger)
 	if d.Hold.Now == nil {
 		d.Hold.Now = d.Now
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/broker/lite/meta"
 	"github.com/rmqgo/rmq/broker/lite/naming"
@@ -76,9 +77,7 @@ func New(d Deps) (*Processor, error) {
 	if d.Config == nil || d.Meta == nil || d.Registry == nil {
 		return nil, errors.New("subscribe: Config, Meta and Registry are required")
 	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Logger(&d.Logger)
 	return &Processor{d: d, log: d.Logger, channels: map[registry.ClientKey]*remoting.Channel{}}, nil
 }
 

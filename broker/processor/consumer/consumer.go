@@ -15,6 +15,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
@@ -67,9 +68,7 @@ func New(d Deps) (*Processor, error) {
 			d.GroupOffsets = g
 		}
 	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Logger(&d.Logger)
 	return &Processor{d: d, log: d.Logger}, nil
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/longpoll"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
@@ -90,12 +91,8 @@ func New(d Deps) (*Processor, error) {
 	if d.Config == nil || d.Store == nil || d.Topics == nil || d.Subscriptions == nil || d.Consumers == nil {
 		return nil, errors.New("pull: Deps.Config, Store, Topics, Subscriptions and Consumers are required")
 	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Clock(&d.Now)
+	defaults.Logger(&d.Logger)
 	if d.Hold.Now == nil {
 		d.Hold.Now = d.Now
 	}

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/topic"
@@ -133,9 +134,7 @@ func New(d Deps) (*Processor, error) {
 	if d.RandIntN == nil {
 		d.RandIntN = rand.IntN
 	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
+	defaults.Clock(&d.Now)
 	tx := d.Transactions
 	if tx == nil {
 		tx = HalfMessage{}

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/lite/naming"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/processor/send"
@@ -110,9 +111,7 @@ func New(d Deps) (*Processor, error) {
 	if d.RandIntN == nil {
 		d.RandIntN = rand.IntN
 	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Logger(&d.Logger)
 	return &Processor{d: d, log: d.Logger}, nil
 }
 
