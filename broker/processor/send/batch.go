@@ -29,14 +29,7 @@ const maxTopicLenV1 = 127
 // ids.
 func (p *Processor) sendBatch(ctx context.Context, ch *remoting.Channel, req *remoting.Command, h *sendHeader) (*remoting.Command, error) {
 	cfg := p.d.Config()
-	if err := p.preSend(cfg, true); err != nil {
-		return nil, err
-	}
-	tc, err := p.msgCheck(cfg, ch, h)
-	if err != nil {
-		return nil, err
-	}
-	queueID, err := p.pickQueue(&tc, h.queueID)
+	tc, queueID, err := p.admit(cfg, ch, h, true)
 	if err != nil {
 		return nil, err
 	}

@@ -341,6 +341,21 @@ func (p *Processor) topicCreated(name string) {
 	}
 }
 
+// admit runs the checks every send passes (preSend, with the broker role
+// when checkRole, and msgCheck) and picks its queue: the topic's config and
+// the queue id.
+func (p *Processor) admit(cfg *config.Config, ch *remoting.Channel, h *sendHeader, checkRole bool) (protocol.TopicConfig, int32, error) {
+	if err := p.preSend(cfg, checkRole); err != nil {
+		return protocol.TopicConfig{}, 0, err
+	}
+	tc, err := p.msgCheck(cfg, ch, h)
+	if err != nil {
+		return tc, 0, err
+	}
+	queueID, err := p.pickQueue(&tc, h.queueID)
+	return tc, queueID, err
+}
+
 // pickQueue resolves a negative queue id to a random writable queue.
 func (p *Processor) pickQueue(tc *protocol.TopicConfig, queueID int32) (int32, error) {
 	if queueID >= 0 {
@@ -355,14 +370,7 @@ func (p *Processor) pickQueue(tc *protocol.TopicConfig, queueID int32) (int32, e
 // sendOne stores a single message (Java's SendMessageProcessor.sendMessage).
 func (p *Processor) sendOne(ctx context.Context, ch *remoting.Channel, req *remoting.Command, h *sendHeader) (*remoting.Command, error) {
 	cfg := p.d.Config()
-	if err := p.preSend(cfg, true); err != nil {
-		return nil, err
-	}
-	tc, err := p.msgCheck(cfg, ch, h)
-	if err != nil {
-		return nil, err
-	}
-	queueID, err := p.pickQueue(&tc, h.queueID)
+	tc, queueID, err := p.admit(cfg, ch, h, true)
 	if err != nil {
 		return nil, err
 	}
