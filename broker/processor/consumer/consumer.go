@@ -191,19 +191,10 @@ func (p *Processor) getEarliestMsgStoreTime(_ context.Context, _ *remoting.Chann
 }
 
 // OffsetWrapper is one queue of a ConsumeStats.
-type OffsetWrapper struct {
-	BrokerOffset   int64 `json:"brokerOffset"`
-	ConsumerOffset int64 `json:"consumerOffset"`
-	LastTimestamp  int64 `json:"lastTimestamp"`
-	PullOffset     int64 `json:"pullOffset"`
-}
+type OffsetWrapper = protocol.OffsetWrapper
 
-// ConsumeStats is the GET_CONSUME_STATS body (§4.8); encode with
-// protocol.MarshalMQKeyed so the queue keys are Java's object keys.
-type ConsumeStats struct {
-	ConsumeTps  float64                       `json:"consumeTps"`
-	OffsetTable protocol.MQMap[OffsetWrapper] `json:"offsetTable"`
-}
+// ConsumeStats is the GET_CONSUME_STATS body (§4.8).
+type ConsumeStats = protocol.ConsumeStats
 
 func (p *Processor) getConsumeStats(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	f := protocol.FieldsOf(req.ExtFields)
