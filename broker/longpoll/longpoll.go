@@ -54,6 +54,18 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// Inherit returns c with the clock and logger of the processor that owns
+// the service where c leaves them out.
+func (c Config) Inherit(now func() time.Time, log *slog.Logger) Config {
+	if c.Now == nil {
+		c.Now = now
+	}
+	if c.Logger == nil {
+		c.Logger = log
+	}
+	return c
+}
+
 func (c Config) withDefaults() Config {
 	defaults.Positive(&c.CheckInterval, DefaultCheckInterval)
 	defaults.Positive(&c.MaxParked, DefaultMaxParked)

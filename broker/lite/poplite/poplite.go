@@ -93,12 +93,7 @@ func New(d Deps) (*Processor, error) {
 	}
 	defaults.Clock(&d.Now)
 	defaults.Logger(&d.Logger)
-	if d.Hold.Now == nil {
-		d.Hold.Now = d.Now
-	}
-	if d.Hold.Logger == nil {
-		d.Hold.Logger = d.Logger
-	}
+	d.Hold = d.Hold.Inherit(d.Now, d.Logger)
 	p := &Processor{d: d, log: d.Logger}
 	// The long-poll table is keyed by client: "topic" = pollKey(client),
 	// queue 0, every request waiting for "offset" 0, and a client's "max

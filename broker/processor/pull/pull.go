@@ -93,12 +93,7 @@ func New(d Deps) (*Processor, error) {
 	}
 	defaults.Clock(&d.Now)
 	defaults.Logger(&d.Logger)
-	if d.Hold.Now == nil {
-		d.Hold.Now = d.Now
-	}
-	if d.Hold.Logger == nil {
-		d.Hold.Logger = d.Logger
-	}
+	d.Hold = d.Hold.Inherit(d.Now, d.Logger)
 	p := &Processor{d: d, log: d.Logger, pulled: map[pullKey]int64{}}
 	p.hold = longpoll.New(d.Hold, p.resume, d.Store.MaxOffset)
 	d.Store.AddArrivalListener(p.hold.OnArrival)
