@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/internal/deadline"
 	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/remoting"
@@ -111,29 +112,9 @@ type entry struct {
 	hpos int // index in the deadline heap
 }
 
-// deadlineHeap orders entries by deadline; entries track their index so
-// any of them can be removed in O(log n).
-type deadlineHeap []*entry
-
-func (h deadlineHeap) Len() int           { return len(h) }
-func (h deadlineHeap) Less(i, j int) bool { return h[i].r.Deadline.Before(h[j].r.Deadline) }
-func (h deadlineHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].hpos, h[j].hpos = i, j
-}
-func (h *deadlineHeap) Push(x any) {
-	e := x.(*entry)
-	e.hpos = len(*h)
-	*h = append(*h, e)
-}
-func (h *deadlineHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	e.hpos = -1
-	return e
-}
+// Deadline and SetIndex place entries in the deadline heap.
+func (e *entry) Deadline() time.Time { return e.r.Deadline }
+func (e *entry) SetIndex(i int)      { e.hpos = i }
 
 // Service is the hold table. Park, OnArrival and Check are safe for
 // concurrent use; OnArrival never blocks on I/O (it runs on the store's
@@ -146,7 +127,7 @@ type Service struct {
 
 	mu     sync.Mutex
 	queues map[qkey][]*entry
-	dl     deadlineHeap
+	dl     deadline.Heap[*entry]
 	closed bool
 
 	exec   *remoting.Executor
