@@ -38,11 +38,11 @@ import (
 
 // Java constants the send path uses.
 const (
-	// dlqNumsPerGroup: a DLQ topic has one queue.
-	dlqNumsPerGroup = 1
-	// versionV349 is MQVersion V3_4_9: from it on the request's
+	// DLQNumsPerGroup: a DLQ topic has one queue.
+	DLQNumsPerGroup = 1
+	// VersionV349 is MQVersion V3_4_9: from it on the request's
 	// maxReconsumeTimes header overrides the group's retryMaxTimes.
-	versionV349 = 121
+	VersionV349 = 121
 	// defaultRetryMaxTimes is SubscriptionGroupConfig.retryMaxTimes.
 	defaultRetryMaxTimes = 16
 	// defaultRegion is MixAll.DEFAULT_TRACE_REGION_ID.
@@ -476,7 +476,7 @@ func (p *Processor) retryOrDLQ(req *remoting.Command, h *sendHeader, msg *messag
 	if !ok {
 		return fmt.Errorf("%w: subscription group not exist, %s", errGroupNotExist, group)
 	}
-	if req.Version >= versionV349 && h.hasMaxReconsumeTimes {
+	if req.Version >= VersionV349 && h.hasMaxReconsumeTimes {
 		maxTimes = h.maxReconsumeTimes
 	}
 	locked := p.d.Locks != nil && p.d.Locks.HasLiveLocks(group)
@@ -490,7 +490,7 @@ func (p *Processor) retryOrDLQ(req *remoting.Command, h *sendHeader, msg *messag
 	delete(msg.Properties, message.PropertyInnerMultiQueueOffset)
 	dlq := protocol.DLQTopic(group)
 	dc := protocol.NewTopicConfig(dlq)
-	dc.ReadQueueNums, dc.WriteQueueNums = dlqNumsPerGroup, dlqNumsPerGroup
+	dc.ReadQueueNums, dc.WriteQueueNums = DLQNumsPerGroup, DLQNumsPerGroup
 	dc.Perm = protocol.PermRead | protocol.PermWrite
 	dtc, created, err := p.d.Topics.CreateIfAbsent(dc)
 	if dtc.TopicName == "" {
@@ -505,7 +505,7 @@ func (p *Processor) retryOrDLQ(req *remoting.Command, h *sendHeader, msg *messag
 	p.log.Info("retry message sent to DLQ", "group", group, "topic", h.topic, "reconsumeTimes", h.reconsumeTimes,
 		"maxReconsumeTimes", maxTimes, "orderlyLocked", locked)
 	msg.Topic = dlq
-	msg.QueueID = int32(p.d.RandIntN(dlqNumsPerGroup))
+	msg.QueueID = int32(p.d.RandIntN(DLQNumsPerGroup))
 	*tc = dtc
 	return nil
 }

@@ -32,11 +32,6 @@ import (
 
 // Java constants.
 const (
-	// dlqNumsPerGroup: a DLQ topic has one queue.
-	dlqNumsPerGroup = 1
-	// versionV349 is MQVersion V3_4_9: from it on the request's
-	// maxReconsumeTimes overrides the group's retryMaxTimes.
-	versionV349 = 121
 	// topicFlagUnitSub is TopicSysFlag.buildSysFlag(false, true).
 	topicFlagUnitSub = 0x2
 )
@@ -201,7 +196,7 @@ func (p *Processor) sendBack(ctx context.Context, req *remoting.Command) error {
 			errSystem, h.offset, orig.Topic, h.originTopic)
 	}
 	maxTimes := int32(sg.RetryMaxTimes)
-	if req.Version >= versionV349 && h.hasMaxReconsume {
+	if req.Version >= send.VersionV349 && h.hasMaxReconsume {
 		maxTimes = h.maxReconsumeTimes
 	}
 	reconsumed := orig.ReconsumeTimes
@@ -253,8 +248,8 @@ func (p *Processor) sendBack(ctx context.Context, req *remoting.Command) error {
 	level := h.delayLevel
 	if dlq {
 		newTopic = protocol.DLQTopic(h.group)
-		queueID = int32(p.d.RandIntN(dlqNumsPerGroup))
-		if _, err := p.createTopic(newTopic, dlqNumsPerGroup, 0); err != nil {
+		queueID = int32(p.d.RandIntN(send.DLQNumsPerGroup))
+		if _, err := p.createTopic(newTopic, send.DLQNumsPerGroup, 0); err != nil {
 			return err
 		}
 		level = 0
