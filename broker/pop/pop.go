@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/client"
-	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -82,23 +81,8 @@ func (p *Processor) processPop(ctx context.Context, ch *remoting.Channel, req *r
 	if err := NotMaster(cfg); err != nil {
 		return nil, err
 	}
-	tc, ok := p.d.Topics.Get(h.topic)
-	if !ok {
-		return nil, errorf(code.TopicNotExist, "topic[%s] not exist, apply first please!", h.topic)
-	}
-	if tc.Perm&protocol.PermRead == 0 {
-		return nil, errorf(code.NoPermission, "the topic[%s] peeking message is forbidden", h.topic)
-	}
-	if int(h.queueID) >= tc.ReadQueueNums {
-		return nil, processor.BadRequestf("queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
-			h.queueID, h.topic, tc.ReadQueueNums, remote(ch))
-	}
-	sg, ok := p.d.Groups.FindOrCreate(h.group)
-	if !ok {
-		return nil, errorf(code.SubscriptionGroupNotExist, "subscription group [%s] does not exist", h.group)
-	}
-	if !sg.ConsumeEnable {
-		return nil, errorf(code.NoPermission, "subscription group no permission, %s", h.group)
+	if _, err := p.checkTopicAndGroup(h.topic, h.group, h.queueID, ch); err != nil {
+		return nil, err
 	}
 	filter, err := p.popFilter(h, cfg.EnableRetryTopicV2)
 	if err != nil {
