@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"math"
 	"strconv"
 	"sync"
@@ -140,13 +141,7 @@ func (p *Processor) ForgetGroup(group string) {
 	if p.d.Resets != nil {
 		p.d.Resets.ForgetGroup(group)
 	}
-	p.pmu.Lock()
-	defer p.pmu.Unlock()
-	for k := range p.pulled {
-		if k.group == group {
-			delete(p.pulled, k)
-		}
-	}
+	p.forgetPulled(func(k pullKey) bool { return k.group == group })
 }
 
 // ForgetTopic drops a topic's pull offsets and pending resets (topic
@@ -155,13 +150,14 @@ func (p *Processor) ForgetTopic(topic string) {
 	if p.d.Resets != nil {
 		p.d.Resets.ForgetTopic(topic)
 	}
+	p.forgetPulled(func(k pullKey) bool { return k.topic == topic })
+}
+
+// forgetPulled drops the pull offsets whose key matches.
+func (p *Processor) forgetPulled(match func(pullKey) bool) {
 	p.pmu.Lock()
 	defer p.pmu.Unlock()
-	for k := range p.pulled {
-		if k.topic == topic {
-			delete(p.pulled, k)
-		}
-	}
+	maps.DeleteFunc(p.pulled, func(k pullKey, _ int64) bool { return match(k) })
 }
 
 func (p *Processor) handle(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
