@@ -254,21 +254,13 @@ func (s *Service) loop(stop <-chan struct{}) {
 		case <-ctx.Done():
 		}
 	}()
-	t := time.NewTimer(s.interval())
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
+	loop.Repeat(stop, s.interval, func() {
 		start := s.now()
 		if err := s.Check(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("transaction check round failed", "err", err)
 		}
 		s.log.Debug("transaction check round", "took", s.now().Sub(start))
-		t.Reset(s.interval())
-	}
+	})
 }
 
 // commitPositions records the scan positions (half first: a flush between
