@@ -21,6 +21,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/internal/deadline"
 	"github.com/rmqgo/rmq/broker/internal/defaults"
+	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/remoting"
 )
@@ -135,10 +136,7 @@ type Service struct {
 	cancel context.CancelFunc
 	kick   chan struct{}
 
-	life    sync.Mutex
-	started bool
-	stop    chan struct{}
-	done    chan struct{}
+	looper loop.Runner
 }
 
 // New builds a service; Start runs its deadline and check loop.
@@ -357,18 +355,10 @@ func (s *Service) dispatch(due []*entry, mayBlock bool) {
 // Start runs the loop that answers expired requests at their deadline and
 // calls Check every CheckInterval.
 func (s *Service) Start() {
-	s.life.Lock()
-	defer s.life.Unlock()
-	if s.started {
-		return
-	}
-	s.started = true
-	s.stop, s.done = make(chan struct{}), make(chan struct{})
-	go s.loop(s.stop, s.done)
+	s.looper.StartOnce(s.loop)
 }
 
-func (s *Service) loop(stop, done chan struct{}) {
-	defer close(done)
+func (s *Service) loop(stop <-chan struct{}) {
 	t := time.NewTimer(s.cfg.CheckInterval)
 	defer t.Stop()
 	lastCheck := time.Now()
@@ -407,13 +397,7 @@ func (s *Service) Close() {
 	s.dl = nil
 	s.mu.Unlock()
 
-	s.life.Lock()
-	stop, done := s.stop, s.done
-	s.life.Unlock()
-	if stop != nil {
-		close(stop)
-		<-done
-	}
+	s.looper.Stop()
 	s.exec.Close()
 	s.cancel()
 	if n > 0 {

@@ -10,9 +10,10 @@ import (
 // Runner owns at most one background goroutine. Start after Stop runs it
 // again. The zero value is ready; safe for concurrent use.
 type Runner struct {
-	mu   sync.Mutex
-	stop chan struct{}
-	done chan struct{}
+	mu      sync.Mutex
+	stop    chan struct{}
+	done    chan struct{}
+	started bool // by StartOnce
 }
 
 // Start runs fn on its own goroutine unless one runs already; fn must
@@ -29,6 +30,25 @@ func (r *Runner) Start(fn func(stop <-chan struct{})) {
 		defer close(done)
 		fn(stop)
 	}()
+}
+
+// StartOnce is Start for services that run once: after the first call it
+// does nothing, even once the goroutine has been stopped.
+func (r *Runner) StartOnce(fn func(stop <-chan struct{})) {
+	r.mu.Lock()
+	first := !r.started
+	r.started = true
+	r.mu.Unlock()
+	if first {
+		r.Start(fn)
+	}
+}
+
+// Running reports whether the goroutine runs: started and not stopped.
+func (r *Runner) Running() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stop != nil
 }
 
 // Stop closes the running goroutine's stop channel and waits for it to

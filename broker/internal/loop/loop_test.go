@@ -27,6 +27,29 @@ func TestRunnerStartsOnceAndRestarts(t *testing.T) {
 	}
 }
 
+func TestStartOnceNeverRestarts(t *testing.T) {
+	var r Runner
+	var runs atomic.Int32
+	body := func(stop <-chan struct{}) {
+		runs.Add(1)
+		<-stop
+	}
+	r.StartOnce(body)
+	r.StartOnce(body)
+	if !r.Running() {
+		t.Fatal("not Running after StartOnce")
+	}
+	r.Stop()
+	if r.Running() {
+		t.Fatal("Running after Stop")
+	}
+	r.StartOnce(body)
+	r.Stop()
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("runs = %d, want 1", n)
+	}
+}
+
 func TestStopWaitsForTheGoroutine(t *testing.T) {
 	var r Runner
 	var finished atomic.Bool
