@@ -54,10 +54,8 @@ func (c *PushConsumer) onResetOffset(ctx context.Context, _ *remoting.Channel, r
 		return nil, nil
 	}
 	// Bound by the consumer's life, not the connection's.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(c.ctx, cancel)
-	defer stop()
+	ctx, release := boundTo(ctx, c.ctx)
+	defer release()
 	if err := c.resetOffsets(ctx, topic, body.OffsetTable); err != nil {
 		c.log.Warn("client: reset offsets failed", "topic", topic, "err", err)
 	}

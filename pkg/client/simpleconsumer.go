@@ -198,10 +198,8 @@ func (c *SimpleConsumer) Receive(ctx context.Context, maxNum int, invisible time
 		return nil, err
 	}
 	defer c.life.end()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(c.core.ctx, cancel)
-	defer stop()
+	ctx, release := boundTo(ctx, c.core.ctx)
+	defer release()
 
 	c.subMu.Lock()
 	topics := slices.Sorted(maps.Keys(c.subs))
