@@ -4,7 +4,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"strconv"
-	"time"
 
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
@@ -217,10 +216,7 @@ func (p *Processor) processNotification(ch *remoting.Channel, req *remoting.Comm
 	}
 	full := false
 	if !hasMsg {
-		deadline := time.UnixMilli(h.bornTime + h.pollTime)
-		if d := nowT.Add(time.Duration(h.pollTime) * time.Millisecond); deadline.After(d) {
-			deadline = d
-		}
+		deadline := PollDeadline(nowT, h.bornTime, h.pollTime)
 		if h.pollTime > 0 && nowT.Before(deadline) && ch != nil {
 			if err := p.notices.park(ch, req, pollKey{h.topic, h.group, h.queueID}, deadline); err == nil {
 				return nil, nil

@@ -124,10 +124,7 @@ func (p *Processor) processPop(ctx context.Context, ch *remoting.Channel, req *r
 		resp.Body = r.body
 		return resp, nil
 	}
-	deadline := time.UnixMilli(h.bornTime + h.pollTime)
-	if d := nowT.Add(time.Duration(h.pollTime) * time.Millisecond); deadline.After(d) {
-		deadline = d // a client clock ahead of ours must not stretch the poll
-	}
+	deadline := PollDeadline(nowT, h.bornTime, h.pollTime)
 	if h.pollTime > 0 && nowT.Before(deadline) && ch != nil {
 		err := p.pops.park(ch, req, pollKey{h.topic, h.group, h.queueID}, deadline)
 		if err == nil {
@@ -387,4 +384,16 @@ func retryRecord(rec []byte, topic string, ei ExtraInfo) ([]byte, error) {
 	}
 	m.Topic = topic
 	return message.EncodeStored(m)
+}
+
+// PollDeadline is when a long-polling pop or notification born at
+// bornTime (the client's clock, ms) asking to wait pollTime ms is answered
+// at the latest: pollTime after its birth, or after now if sooner, so that
+// a client clock ahead of ours does not stretch the poll.
+func PollDeadline(now time.Time, bornTime, pollTime int64) time.Time {
+	deadline := time.UnixMilli(bornTime + pollTime)
+	if d := now.Add(time.Duration(pollTime) * time.Millisecond); deadline.After(d) {
+		deadline = d
+	}
+	return deadline
 }

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/rmqgo/rmq/broker/lite/registry"
 	"github.com/rmqgo/rmq/broker/longpoll"
+	"github.com/rmqgo/rmq/broker/pop"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -100,10 +100,7 @@ func (p *Processor) processNotify(ch *remoting.Channel, req *remoting.Command) (
 	hasMsg := p.d.Dispatcher.Pending(key) > 0
 	full := false
 	if !hasMsg {
-		deadline := time.UnixMilli(h.bornTime + h.pollTime)
-		if d := nowT.Add(time.Duration(h.pollTime) * time.Millisecond); deadline.After(d) {
-			deadline = d
-		}
+		deadline := pop.PollDeadline(nowT, h.bornTime, h.pollTime)
 		if h.pollTime > 0 && nowT.Before(deadline) && ch != nil {
 			err := p.notices.Park(longpoll.Request{Channel: ch, Command: req, Topic: pollKey(key), Deadline: deadline})
 			if err == nil {
