@@ -51,12 +51,7 @@ func (p *Processor) updateAndCreateTopic(ctx context.Context, ch *remoting.Chann
 	if err := p.checkAdminTopicName(name); err != nil {
 		return nil, err
 	}
-	tc := protocol.NewTopicConfig(name)
-	tc.ReadQueueNums = int(f.Int32("readQueueNums"))
-	tc.WriteQueueNums = int(f.Int32("writeQueueNums"))
-	tc.Perm = int(f.Int32("perm"))
-	tc.TopicFilterType = f.OptStr("topicFilterType", protocol.SingleTag)
-	tc.TopicSysFlag = int(f.OptInt32("topicSysFlag", 0))
+	tc := protocol.TopicConfigOf(f, name)
 	tc.Order = f.OptBool("order", false)
 	attrs := f.OptStr("attributes", "")
 	if err := f.Err(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/remoting"
 )
 
@@ -56,18 +57,14 @@ type ManagerOptions struct {
 }
 
 func (o ManagerOptions) withDefaults() ManagerOptions {
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	defaults.Clock(&o.Now)
 	if o.ChannelExpiredTimeout == nil {
 		o.ChannelExpiredTimeout = func() time.Duration { return DefaultChannelExpiredTimeout }
 	}
 	if o.SubscriptionExpiredTimeout == nil {
 		o.SubscriptionExpiredTimeout = func() time.Duration { return 10 * time.Minute }
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Logger(&o.Logger)
 	return o
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
+	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/broker/topic"
@@ -67,10 +69,7 @@ type Processor struct {
 	fingerprints map[string]int64 // consumer group → last heartbeat v2 fingerprint
 
 	notifyQ chan notifyTask
-	life    sync.Mutex
-	started bool
-	stop    chan struct{}
-	done    chan struct{}
+	scanner loop.Runner
 }
 
 // NewProcessor validates d and builds the processor; Start runs the
@@ -79,18 +78,10 @@ func NewProcessor(d Deps) (*Processor, error) {
 	if d.Config == nil || d.Subscriptions == nil || d.Topics == nil {
 		return nil, errors.New("client: Deps.Config, Deps.Subscriptions and Deps.Topics are required")
 	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
-	if d.ScanInterval <= 0 {
-		d.ScanInterval = DefaultScanInterval
-	}
-	if d.NotifyQueueSize <= 0 {
-		d.NotifyQueueSize = 4096
-	}
+	defaults.Clock(&d.Now)
+	defaults.Logger(&d.Logger)
+	defaults.Positive(&d.ScanInterval, DefaultScanInterval)
+	defaults.Positive(&d.NotifyQueueSize, 4096)
 	mo := ManagerOptions{
 		Now:                        d.Now,
 		ChannelExpiredTimeout:      func() time.Duration { return orDefault(d.Config().ChannelExpiredTimeout, DefaultChannelExpiredTimeout) },
@@ -142,32 +133,15 @@ func (p *Processor) Register(r processor.Registrar) {
 
 // Start runs the expiry scan (every ScanInterval) and the notifier.
 func (p *Processor) Start() {
-	p.life.Lock()
-	defer p.life.Unlock()
-	if p.started {
-		return
-	}
-	p.started = true
-	p.stop, p.done = make(chan struct{}), make(chan struct{})
-	go p.loop(p.stop, p.done)
+	p.scanner.StartOnce(p.loop)
 }
 
 // Close stops the background work; pending notifications are dropped.
 func (p *Processor) Close() {
-	p.life.Lock()
-	if !p.started || p.stop == nil {
-		p.life.Unlock()
-		return
-	}
-	stop, done := p.stop, p.done
-	p.stop = nil
-	p.life.Unlock()
-	close(stop)
-	<-done
+	p.scanner.Stop()
 }
 
-func (p *Processor) loop(stop, done chan struct{}) {
-	defer close(done)
+func (p *Processor) loop(stop <-chan struct{}) {
 	t := time.NewTicker(p.d.ScanInterval)
 	defer t.Stop()
 	for {
@@ -257,10 +231,7 @@ func (p *Processor) notify(group string, chans []*remoting.Channel) {
 		return
 	}
 	task := notifyTask{group: group, chans: targets}
-	p.life.Lock()
-	running := p.started && p.stop != nil
-	p.life.Unlock()
-	if !running {
+	if !p.scanner.Running() {
 		p.sendNotify(task)
 		return
 	}

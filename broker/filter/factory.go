@@ -9,6 +9,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -46,9 +47,7 @@ func New(o Options) (*Factory, error) {
 	if o.Config == nil {
 		return nil, errors.New("filter: Options.Config is required")
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Logger(&o.Logger)
 	return &Factory{cfg: o.Config, cache: NewCache(o.CacheSize), log: o.Logger}, nil
 }
 

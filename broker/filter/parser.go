@@ -164,37 +164,17 @@ func asBoolean(n node, pos int) (node, error) {
 }
 
 func (p *parser) or() (node, error) {
-	left, err := p.and()
-	if err != nil {
-		return nil, err
-	}
-	for {
-		t, err := p.peek(0)
-		if err != nil {
-			return nil, err
-		}
-		if t.kind != tokOr {
-			return left, nil
-		}
-		p.advance()
-		right, err := p.and()
-		if err != nil {
-			return nil, err
-		}
-		l, err := asBoolean(left, t.pos)
-		if err != nil {
-			return nil, err
-		}
-		r, err := asBoolean(right, t.pos)
-		if err != nil {
-			return nil, err
-		}
-		left = &orNode{l: l, r: r}
-	}
+	return p.logical(tokOr, p.and, func(l, r node) node { return &orNode{l: l, r: r} })
 }
 
 func (p *parser) and() (node, error) {
-	left, err := p.equality()
+	return p.logical(tokAnd, p.equality, func(l, r node) node { return &andNode{l: l, r: r} })
+}
+
+// logical parses a left-associative chain of operands joined by the
+// keyword op (OR, AND); both sides of each join must be boolean.
+func (p *parser) logical(op tokKind, operand func() (node, error), join func(l, r node) node) (node, error) {
+	left, err := operand()
 	if err != nil {
 		return nil, err
 	}
@@ -203,11 +183,11 @@ func (p *parser) and() (node, error) {
 		if err != nil {
 			return nil, err
 		}
-		if t.kind != tokAnd {
+		if t.kind != op {
 			return left, nil
 		}
 		p.advance()
-		right, err := p.equality()
+		right, err := operand()
 		if err != nil {
 			return nil, err
 		}
@@ -219,7 +199,7 @@ func (p *parser) and() (node, error) {
 		if err != nil {
 			return nil, err
 		}
-		left = &andNode{l: l, r: r}
+		left = join(l, r)
 	}
 }
 

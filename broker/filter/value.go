@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -110,24 +111,7 @@ func compareDouble(a, b float64) int {
 	case a > b:
 		return 1
 	}
-	x, y := int64(doubleBits(a)), int64(doubleBits(b))
-	switch {
-	case x == y:
-		return 0
-	case x < y:
-		return -1
-	}
-	return 1
-}
-
-func compareInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(int64(doubleBits(a)), int64(doubleBits(b)))
 }
 
 func compareBool(a, b bool) int {
@@ -158,7 +142,7 @@ func javaCompare(l, r value) (int, error) {
 		case kBool:
 			return compareBool(l.b, r.b), nil
 		case kInt, kLong:
-			return compareInt(l.n, r.n), nil
+			return cmp.Compare(l.n, r.n), nil
 		case kDouble:
 			return compareDouble(l.f, r.f), nil
 		case kString:
@@ -176,7 +160,7 @@ func javaCompare(l, r value) (int, error) {
 	case kInt:
 		switch r.k {
 		case kLong:
-			return compareInt(l.n, r.n), nil
+			return cmp.Compare(l.n, r.n), nil
 		case kDouble:
 			return compareDouble(float64(l.n), r.f), nil
 		case kString:
@@ -184,13 +168,13 @@ func javaCompare(l, r value) (int, error) {
 			if err != nil {
 				return 0, err
 			}
-			return compareInt(l.n, n), nil
+			return cmp.Compare(l.n, n), nil
 		}
 		return -1, nil
 	case kLong:
 		switch r.k {
 		case kInt:
-			return compareInt(l.n, r.n), nil
+			return cmp.Compare(l.n, r.n), nil
 		case kDouble:
 			return compareDouble(float64(l.n), r.f), nil
 		case kString:
@@ -198,7 +182,7 @@ func javaCompare(l, r value) (int, error) {
 			if err != nil {
 				return 0, err
 			}
-			return compareInt(l.n, n), nil
+			return cmp.Compare(l.n, n), nil
 		}
 		return -1, nil
 	case kDouble:
@@ -222,13 +206,13 @@ func javaCompare(l, r value) (int, error) {
 			if err != nil {
 				return 0, err
 			}
-			return compareInt(n, r.n), nil
+			return cmp.Compare(n, r.n), nil
 		case kLong:
 			n, err := javaParseLong(l.s)
 			if err != nil {
 				return 0, err
 			}
-			return compareInt(n, r.n), nil
+			return cmp.Compare(n, r.n), nil
 		case kDouble:
 			f, err := javaParseDouble(l.s)
 			if err != nil {

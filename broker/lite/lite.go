@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
+	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/broker/internal/pace"
 	"github.com/rmqgo/rmq/broker/lite/dispatcher"
 	"github.com/rmqgo/rmq/broker/lite/lifecycle"
@@ -90,9 +92,7 @@ type Service struct {
 	Admin      *liteadmin.Processor
 
 	cleaning sync.WaitGroup
-	life     sync.Mutex
-	stop     chan struct{}
-	done     chan struct{}
+	sweeper  loop.Runner
 }
 
 // New builds the service and hooks it to the store (LMQ listeners); Start
@@ -101,15 +101,11 @@ func New(d Deps) (*Service, error) {
 	if d.Config == nil || d.Store == nil || d.Topics == nil || d.Groups == nil {
 		return nil, errors.New("lite: Config, Store, Topics and Groups are required")
 	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Logger(&d.Logger)
 	if d.BrokerName == nil {
 		d.BrokerName = func() string { return d.Config().BrokerName }
 	}
-	if d.HotBytes <= 0 {
-		d.HotBytes = DefaultHotBytes
-	}
+	defaults.Positive(&d.HotBytes, DefaultHotBytes)
 	s := &Service{d: d, log: d.Logger}
 	st := d.Store
 	s.Meta = meta.NewSource(d.Topics, d.Groups)
@@ -407,27 +403,13 @@ func (s *Service) Start() {
 	s.Dispatcher.Start()
 	s.Subscribe.Start()
 	s.Lifecycle.Start()
-	s.life.Lock()
-	defer s.life.Unlock()
-	if s.stop != nil {
-		return
-	}
-	s.stop, s.done = make(chan struct{}), make(chan struct{})
-	go func(stop, done chan struct{}) {
-		defer close(done)
-		t := time.NewTicker(orderinfo.DefaultLease)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				if n := s.Locks.Sweep(); n > 0 {
-					s.log.Warn("dropped lite locks held past their lease", "count", n)
-				}
+	s.sweeper.Start(func(stop <-chan struct{}) {
+		loop.Tick(stop, orderinfo.DefaultLease, func() {
+			if n := s.Locks.Sweep(); n > 0 {
+				s.log.Warn("dropped lite locks held past their lease", "count", n)
 			}
-		}
-	}(s.stop, s.done)
+		})
+	})
 }
 
 // Drain answers every parked pop (before a graceful shutdown).
@@ -435,14 +417,7 @@ func (s *Service) Drain() int { return s.Pop.Drain() }
 
 // Close stops everything.
 func (s *Service) Close() {
-	s.life.Lock()
-	stop, done := s.stop, s.done
-	s.stop = nil
-	s.life.Unlock()
-	if stop != nil {
-		close(stop)
-		<-done
-	}
+	s.sweeper.Stop()
 	s.Lifecycle.Close()
 	s.Subscribe.Close()
 	s.Dispatcher.Close()

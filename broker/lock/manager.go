@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
@@ -49,15 +50,9 @@ type Manager struct {
 
 // NewManager returns an empty table.
 func NewManager(o Options) *Manager {
-	if o.MaxLiveTime <= 0 {
-		o.MaxLiveTime = DefaultMaxLiveTime
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Positive(&o.MaxLiveTime, DefaultMaxLiveTime)
+	defaults.Clock(&o.Now)
+	defaults.Logger(&o.Logger)
 	return &Manager{maxLive: o.MaxLiveTime, now: o.Now, log: o.Logger, groups: map[string]map[protocol.MessageQueue]*entry{}}
 }
 

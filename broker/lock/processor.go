@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/internal/defaults"
+	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -39,9 +40,7 @@ type Processor struct {
 	d   Deps
 	log *slog.Logger
 
-	mu   sync.Mutex
-	stop chan struct{}
-	done chan struct{}
+	sweeper loop.Runner
 }
 
 // NewProcessor returns a Processor.
@@ -49,9 +48,7 @@ func NewProcessor(d Deps) (*Processor, error) {
 	if d.Manager == nil {
 		return nil, fmt.Errorf("lock: Deps.Manager is required")
 	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Logger(&d.Logger)
 	if d.SweepInterval <= 0 {
 		d.SweepInterval = d.Manager.MaxLiveTime()
 	}
@@ -73,41 +70,18 @@ func (p *Processor) Register(r processor.Registrar) {
 
 // Start runs the sweeper that drops expired locks.
 func (p *Processor) Start() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.stop != nil {
-		return
-	}
-	p.stop, p.done = make(chan struct{}), make(chan struct{})
-	go p.sweepLoop(p.stop, p.done)
+	p.sweeper.Start(func(stop <-chan struct{}) {
+		loop.Tick(stop, p.d.SweepInterval, func() {
+			if n := p.d.Manager.Sweep(); n > 0 {
+				p.log.Info("dropped expired queue locks", "count", n)
+			}
+		})
+	})
 }
 
 // Close stops the sweeper.
 func (p *Processor) Close() {
-	p.mu.Lock()
-	stop, done := p.stop, p.done
-	p.stop = nil
-	p.mu.Unlock()
-	if stop != nil {
-		close(stop)
-		<-done
-	}
-}
-
-func (p *Processor) sweepLoop(stop, done chan struct{}) {
-	defer close(done)
-	t := time.NewTicker(p.d.SweepInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			if n := p.d.Manager.Sweep(); n > 0 {
-				p.log.Info("dropped expired queue locks", "count", n)
-			}
-		}
-	}
+	p.sweeper.Stop()
 }
 
 // batchBody is LockBatchRequestBody / UnlockBatchRequestBody (docs/protocol.md §4.7).

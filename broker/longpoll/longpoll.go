@@ -19,6 +19,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/internal/deadline"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
+	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/remoting"
 )
@@ -53,25 +56,25 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-func (c Config) withDefaults() Config {
-	if c.CheckInterval <= 0 {
-		c.CheckInterval = DefaultCheckInterval
-	}
-	if c.MaxParked <= 0 {
-		c.MaxParked = DefaultMaxParked
-	}
-	if c.Workers <= 0 {
-		c.Workers = DefaultWorkers
-	}
-	if c.QueueSize <= 0 {
-		c.QueueSize = DefaultQueueSize
-	}
+// Inherit returns c with the clock and logger of the processor that owns
+// the service where c leaves them out.
+func (c Config) Inherit(now func() time.Time, log *slog.Logger) Config {
 	if c.Now == nil {
-		c.Now = time.Now
+		c.Now = now
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
+		c.Logger = log
 	}
+	return c
+}
+
+func (c Config) withDefaults() Config {
+	defaults.Positive(&c.CheckInterval, DefaultCheckInterval)
+	defaults.Positive(&c.MaxParked, DefaultMaxParked)
+	defaults.Positive(&c.Workers, DefaultWorkers)
+	defaults.Positive(&c.QueueSize, DefaultQueueSize)
+	defaults.Clock(&c.Now)
+	defaults.Logger(&c.Logger)
 	return c
 }
 
@@ -110,29 +113,9 @@ type entry struct {
 	hpos int // index in the deadline heap
 }
 
-// deadlineHeap orders entries by deadline; entries track their index so
-// any of them can be removed in O(log n).
-type deadlineHeap []*entry
-
-func (h deadlineHeap) Len() int           { return len(h) }
-func (h deadlineHeap) Less(i, j int) bool { return h[i].r.Deadline.Before(h[j].r.Deadline) }
-func (h deadlineHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].hpos, h[j].hpos = i, j
-}
-func (h *deadlineHeap) Push(x any) {
-	e := x.(*entry)
-	e.hpos = len(*h)
-	*h = append(*h, e)
-}
-func (h *deadlineHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	e.hpos = -1
-	return e
-}
+// Deadline and SetIndex place entries in the deadline heap.
+func (e *entry) Deadline() time.Time { return e.r.Deadline }
+func (e *entry) SetIndex(i int)      { e.hpos = i }
 
 // Service is the hold table. Park, OnArrival and Check are safe for
 // concurrent use; OnArrival never blocks on I/O (it runs on the store's
@@ -145,7 +128,7 @@ type Service struct {
 
 	mu     sync.Mutex
 	queues map[qkey][]*entry
-	dl     deadlineHeap
+	dl     deadline.Heap[*entry]
 	closed bool
 
 	exec   *remoting.Executor
@@ -153,10 +136,7 @@ type Service struct {
 	cancel context.CancelFunc
 	kick   chan struct{}
 
-	life    sync.Mutex
-	started bool
-	stop    chan struct{}
-	done    chan struct{}
+	looper loop.Runner
 }
 
 // New builds a service; Start runs its deadline and check loop.
@@ -375,18 +355,10 @@ func (s *Service) dispatch(due []*entry, mayBlock bool) {
 // Start runs the loop that answers expired requests at their deadline and
 // calls Check every CheckInterval.
 func (s *Service) Start() {
-	s.life.Lock()
-	defer s.life.Unlock()
-	if s.started {
-		return
-	}
-	s.started = true
-	s.stop, s.done = make(chan struct{}), make(chan struct{})
-	go s.loop(s.stop, s.done)
+	s.looper.StartOnce(s.loop)
 }
 
-func (s *Service) loop(stop, done chan struct{}) {
-	defer close(done)
+func (s *Service) loop(stop <-chan struct{}) {
 	t := time.NewTimer(s.cfg.CheckInterval)
 	defer t.Stop()
 	lastCheck := time.Now()
@@ -425,13 +397,7 @@ func (s *Service) Close() {
 	s.dl = nil
 	s.mu.Unlock()
 
-	s.life.Lock()
-	stop, done := s.stop, s.done
-	s.life.Unlock()
-	if stop != nil {
-		close(stop)
-		<-done
-	}
+	s.looper.Stop()
 	s.exec.Close()
 	s.cancel()
 	if n > 0 {

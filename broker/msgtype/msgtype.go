@@ -25,7 +25,6 @@ package msgtype
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/rmqgo/rmq/broker/config"
@@ -55,10 +54,10 @@ const (
 // client-go's SHARDING_KEY) is FIFO; a priority is PRIORITY; a lite topic is
 // LITE; anything else NORMAL.
 func Of(props map[string]string, sysFlag, reconsumeTimes int32) string {
-	if isPrepared(props, sysFlag, reconsumeTimes) {
+	if send.IsPrepared(props, sysFlag, reconsumeTimes) {
 		return Transaction
 	}
-	if isDelayed(props) {
+	if message.IsScheduled(props) {
 		return Delay
 	}
 	if props[message.PropertyShardingKey] != "" || props[message.PropertyShardingKeyGo] != "" {
@@ -71,34 +70,6 @@ func Of(props map[string]string, sysFlag, reconsumeTimes int32) string {
 		return Lite
 	}
 	return Normal
-}
-
-func delayLevel(props map[string]string) int {
-	n, err := strconv.Atoi(props[message.PropertyDelayTimeLevel])
-	if err != nil {
-		return 0
-	}
-	return n
-}
-
-// isDelayed is what the send path schedules: DELAY > 0 or a timer property.
-func isDelayed(props map[string]string) bool {
-	if delayLevel(props) > 0 {
-		return true
-	}
-	for _, k := range [...]string{message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec, message.PropertyTimerDelayMS} {
-		if _, ok := props[k]; ok {
-			return true
-		}
-	}
-	return false
-}
-
-// isPrepared mirrors the send path's half-message test.
-func isPrepared(props map[string]string, sysFlag, reconsumeTimes int32) bool {
-	tran := strings.EqualFold(props[message.PropertyTransactionPrepared], "true") ||
-		message.TransactionType(sysFlag) == message.TransactionPreparedType
-	return tran && !(reconsumeTimes > 0 && delayLevel(props) > 0)
 }
 
 // TopicType is a topic's declared message type ("" when it declares none).

@@ -84,6 +84,21 @@ func checkNames(group, topic string) error {
 
 // parseAckHeader reads AckMessageRequestHeader.
 func parseAckHeader(ext map[string]string) (AckHeader, error) {
+	return parseReceiptHeader(ext, nil)
+}
+
+// parseChangeHeader reads ChangeInvisibleTimeRequestHeader.
+func parseChangeHeader(ext map[string]string) (ChangeInvisibleHeader, error) {
+	var h ChangeInvisibleHeader
+	var err error
+	h.AckHeader, err = parseReceiptHeader(ext, &h.InvisibleTime)
+	return h, err
+}
+
+// parseReceiptHeader reads the header of ACK_MESSAGE or, when invisible
+// is not nil, of CHANGE_MESSAGE_INVISIBLETIME, which adds invisibleTime
+// (stored in *invisible): both name a popped message by its receipt handle.
+func parseReceiptHeader(ext map[string]string, invisible *int64) (AckHeader, error) {
 	f := protocol.FieldsOf(ext)
 	h := AckHeader{
 		ConsumerGroup: f.Str("consumerGroup"),
@@ -91,36 +106,12 @@ func parseAckHeader(ext map[string]string) (AckHeader, error) {
 		QueueID:       f.Int32("queueId"),
 		ExtraInfo:     f.Str("extraInfo"),
 		Offset:        f.Int64("offset"),
-		LiteTopic:     f.OptStr("liteTopic", ""),
-		BrokerName:    f.OptStr("bname", ""),
 	}
-	if err := f.Err(); err != nil {
-		return h, processor.BadRequestf("%v", err)
+	if invisible != nil {
+		*invisible = f.Int64("invisibleTime")
 	}
-	if err := checkNames(h.ConsumerGroup, h.Topic); err != nil {
-		return h, err
-	}
-	e, err := ParseExtraInfo(h.ExtraInfo)
-	if err != nil {
-		return h, processor.BadRequestf("%v", err)
-	}
-	h.Extra = e
-	return h, nil
-}
-
-// parseChangeHeader reads ChangeInvisibleTimeRequestHeader.
-func parseChangeHeader(ext map[string]string) (ChangeInvisibleHeader, error) {
-	f := protocol.FieldsOf(ext)
-	h := ChangeInvisibleHeader{
-		ConsumerGroup: f.Str("consumerGroup"),
-		Topic:         f.Str("topic"),
-		QueueID:       f.Int32("queueId"),
-		ExtraInfo:     f.Str("extraInfo"),
-		Offset:        f.Int64("offset"),
-		InvisibleTime: f.Int64("invisibleTime"),
-		LiteTopic:     f.OptStr("liteTopic", ""),
-		BrokerName:    f.OptStr("bname", ""),
-	}
+	h.LiteTopic = f.OptStr("liteTopic", "")
+	h.BrokerName = f.OptStr("bname", "")
 	if err := f.Err(); err != nil {
 		return h, processor.BadRequestf("%v", err)
 	}
@@ -128,8 +119,8 @@ func parseChangeHeader(ext map[string]string) (ChangeInvisibleHeader, error) {
 		return h, err
 	}
 	// 0 makes the message visible at once (a nack); negative is nonsense.
-	if h.InvisibleTime < 0 || h.InvisibleTime > maxInvisibleTime {
-		return h, processor.BadRequestf("invisibleTime %d out of range [0, %d]", h.InvisibleTime, int64(maxInvisibleTime))
+	if invisible != nil && (*invisible < 0 || *invisible > maxInvisibleTime) {
+		return h, processor.BadRequestf("invisibleTime %d out of range [0, %d]", *invisible, int64(maxInvisibleTime))
 	}
 	e, err := ParseExtraInfo(h.ExtraInfo)
 	if err != nil {
@@ -199,15 +190,8 @@ type AckHeader struct {
 // ChangeInvisibleHeader is CHANGE_MESSAGE_INVISIBLETIME's request header
 // (ChangeInvisibleTimeRequestHeader).
 type ChangeInvisibleHeader struct {
-	ConsumerGroup string
-	Topic         string
-	QueueID       int32
-	ExtraInfo     string
-	Extra         ExtraInfo
-	Offset        int64
-	InvisibleTime int64  // ms from now
-	LiteTopic     string // refused here, as in AckHeader
-	BrokerName    string
+	AckHeader           // the message, by its receipt handle
+	InvisibleTime int64 // ms from now
 }
 
 // ChangeInvisibleResult is ChangeInvisibleTimeResponseHeader: the new

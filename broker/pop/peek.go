@@ -4,11 +4,9 @@ import (
 	"context"
 	"math/rand/v2"
 	"strconv"
-	"time"
 
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
-	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -22,23 +20,30 @@ func (p *Processor) checkQueueRequest(h queueHeader, ch *remoting.Channel) (prot
 	if cfg.BrokerPermission&protocol.PermRead == 0 {
 		return protocol.TopicConfig{}, errorf(code.NoPermission, "the broker[%s] peeking message is forbidden", cfg.BrokerIP1)
 	}
-	tc, ok := p.d.Topics.Get(h.topic)
+	return p.checkTopicAndGroup(h.topic, h.group, h.queueID, ch)
+}
+
+// checkTopicAndGroup is what PEEK_MESSAGE, NOTIFICATION, POLLING_INFO and
+// POP_MESSAGE check alike once the broker may be read: the topic exists
+// and is readable, the queue id is within it, and the group may consume.
+func (p *Processor) checkTopicAndGroup(topic, group string, queueID int32, ch *remoting.Channel) (protocol.TopicConfig, error) {
+	tc, ok := p.d.Topics.Get(topic)
 	if !ok {
-		return tc, errorf(code.TopicNotExist, "topic[%s] not exist, apply first please!", h.topic)
+		return tc, errorf(code.TopicNotExist, "topic[%s] not exist, apply first please!", topic)
 	}
 	if tc.Perm&protocol.PermRead == 0 {
-		return tc, errorf(code.NoPermission, "the topic[%s] peeking message is forbidden", h.topic)
+		return tc, errorf(code.NoPermission, "the topic[%s] peeking message is forbidden", topic)
 	}
-	if int(h.queueID) >= tc.ReadQueueNums {
+	if int(queueID) >= tc.ReadQueueNums {
 		return tc, processor.BadRequestf("queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
-			h.queueID, h.topic, tc.ReadQueueNums, remote(ch))
+			queueID, topic, tc.ReadQueueNums, remote(ch))
 	}
-	var sg subscription.GroupConfig
-	if sg, ok = p.d.Groups.FindOrCreate(h.group); !ok {
-		return tc, errorf(code.SubscriptionGroupNotExist, "subscription group [%s] does not exist", h.group)
+	sg, ok := p.d.Groups.FindOrCreate(group)
+	if !ok {
+		return tc, errorf(code.SubscriptionGroupNotExist, "subscription group [%s] does not exist", group)
 	}
 	if !sg.ConsumeEnable {
-		return tc, errorf(code.NoPermission, "subscription group no permission, %s", h.group)
+		return tc, errorf(code.NoPermission, "subscription group no permission, %s", group)
 	}
 	return tc, nil
 }
@@ -211,10 +216,7 @@ func (p *Processor) processNotification(ch *remoting.Channel, req *remoting.Comm
 	}
 	full := false
 	if !hasMsg {
-		deadline := time.UnixMilli(h.bornTime + h.pollTime)
-		if d := nowT.Add(time.Duration(h.pollTime) * time.Millisecond); deadline.After(d) {
-			deadline = d
-		}
+		deadline := PollDeadline(nowT, h.bornTime, h.pollTime)
 		if h.pollTime > 0 && nowT.Before(deadline) && ch != nil {
 			if err := p.notices.park(ch, req, pollKey{h.topic, h.group, h.queueID}, deadline); err == nil {
 				return nil, nil

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/internal/deadline"
 	"github.com/rmqgo/rmq/remoting"
 )
 
@@ -30,27 +31,9 @@ type pollReq struct {
 	hpos     int
 }
 
-type pollHeap []*pollReq
-
-func (h pollHeap) Len() int           { return len(h) }
-func (h pollHeap) Less(i, j int) bool { return h[i].deadline.Before(h[j].deadline) }
-func (h pollHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].hpos, h[j].hpos = i, j
-}
-func (h *pollHeap) Push(x any) {
-	r := x.(*pollReq)
-	r.hpos = len(*h)
-	*h = append(*h, r)
-}
-func (h *pollHeap) Pop() any {
-	old := *h
-	r := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	r.hpos = -1
-	return r
-}
+// Deadline and SetIndex place requests in the deadline heap.
+func (r *pollReq) Deadline() time.Time { return r.deadline }
+func (r *pollReq) SetIndex(i int)      { r.hpos = i }
 
 // poller holds suspended pop (or notification) requests (Java's
 // PopLongPollingService). A request is re-run when a message arrives in a
@@ -70,7 +53,7 @@ type poller struct {
 	mu      sync.Mutex
 	byKey   map[pollKey][]*pollReq
 	byTopic map[string]map[pollKey]int // topic or pop retry topic → keys (reference count)
-	dl      pollHeap
+	dl      deadline.Heap[*pollReq]
 	closed  bool
 
 	exec   *remoting.Executor

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/client"
-	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -82,23 +81,8 @@ func (p *Processor) processPop(ctx context.Context, ch *remoting.Channel, req *r
 	if err := NotMaster(cfg); err != nil {
 		return nil, err
 	}
-	tc, ok := p.d.Topics.Get(h.topic)
-	if !ok {
-		return nil, errorf(code.TopicNotExist, "topic[%s] not exist, apply first please!", h.topic)
-	}
-	if tc.Perm&protocol.PermRead == 0 {
-		return nil, errorf(code.NoPermission, "the topic[%s] peeking message is forbidden", h.topic)
-	}
-	if int(h.queueID) >= tc.ReadQueueNums {
-		return nil, processor.BadRequestf("queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
-			h.queueID, h.topic, tc.ReadQueueNums, remote(ch))
-	}
-	sg, ok := p.d.Groups.FindOrCreate(h.group)
-	if !ok {
-		return nil, errorf(code.SubscriptionGroupNotExist, "subscription group [%s] does not exist", h.group)
-	}
-	if !sg.ConsumeEnable {
-		return nil, errorf(code.NoPermission, "subscription group no permission, %s", h.group)
+	if _, err := p.checkTopicAndGroup(h.topic, h.group, h.queueID, ch); err != nil {
+		return nil, err
 	}
 	filter, err := p.popFilter(h, cfg.EnableRetryTopicV2)
 	if err != nil {
@@ -140,10 +124,7 @@ func (p *Processor) processPop(ctx context.Context, ch *remoting.Channel, req *r
 		resp.Body = r.body
 		return resp, nil
 	}
-	deadline := time.UnixMilli(h.bornTime + h.pollTime)
-	if d := nowT.Add(time.Duration(h.pollTime) * time.Millisecond); deadline.After(d) {
-		deadline = d // a client clock ahead of ours must not stretch the poll
-	}
+	deadline := PollDeadline(nowT, h.bornTime, h.pollTime)
 	if h.pollTime > 0 && nowT.Before(deadline) && ch != nil {
 		err := p.pops.park(ch, req, pollKey{h.topic, h.group, h.queueID}, deadline)
 		if err == nil {
@@ -403,4 +384,16 @@ func retryRecord(rec []byte, topic string, ei ExtraInfo) ([]byte, error) {
 	}
 	m.Topic = topic
 	return message.EncodeStored(m)
+}
+
+// PollDeadline is when a long-polling pop or notification born at
+// bornTime (the client's clock, ms) asking to wait pollTime ms is answered
+// at the latest: pollTime after its birth, or after now if sooner, so that
+// a client clock ahead of ours does not stretch the poll.
+func PollDeadline(now time.Time, bornTime, pollTime int64) time.Time {
+	deadline := time.UnixMilli(bornTime + pollTime)
+	if d := now.Add(time.Duration(pollTime) * time.Millisecond); deadline.After(d) {
+		deadline = d
+	}
+	return deadline
 }

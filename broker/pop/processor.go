@@ -16,6 +16,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/subscription"
@@ -95,12 +96,8 @@ func New(d Deps) (*Processor, error) {
 	if d.Config == nil || d.Store == nil || d.Topics == nil || d.Groups == nil || d.Consumers == nil {
 		return nil, errors.New("pop: Deps.Config, Store, Topics, Groups and Consumers are required")
 	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Clock(&d.Now)
+	defaults.Logger(&d.Logger)
 	p := &Processor{d: d, log: d.Logger, st: d.Store, hotBytes: d.HotBytes}
 	if p.hotBytes <= 0 {
 		p.hotBytes = defaultHotBytes()
@@ -318,18 +315,7 @@ func remote(ch *remoting.Channel) string {
 
 // writeResponse answers a resumed request.
 func (p *Processor) writeResponse(ch *remoting.Channel, req, resp *remoting.Command, err error) {
-	if err != nil {
-		resp = remoting.ResponseFromError(req, err)
-	}
-	if resp == nil || ch == nil || req.IsOneway() {
-		return
-	}
-	resp.Opaque = req.Opaque
-	resp.Flag |= remoting.FlagResponse
-	resp.SerializeType = req.SerializeType
-	if werr := ch.WriteResponse(resp); werr != nil {
-		p.log.Debug("write resumed pop response", "remote", ch.RemoteAddr(), "err", werr)
-	}
+	processor.WriteResumed(p.log, "pop", ch, req, resp, err)
 }
 
 // NotMaster refuses pop state changes on a slave: its CommitLog takes no

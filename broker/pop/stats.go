@@ -115,65 +115,76 @@ func (s *statusScan) iterOptions(tab byte) *pebble.IterOptions {
 	return &pebble.IterOptions{LowerBound: lo, UpperBound: endOf(lo)}
 }
 
-func (s *statusScan) checkpoints(db *pebble.DB) error {
-	it, err := db.NewIter(s.iterOptions(tabCheckpoint))
+// scan calls row with the key (past its table prefix) and the value of
+// every row of table tab the request covers.
+func (s *statusScan) scan(db *pebble.DB, tab byte, row func(key, value []byte)) error {
+	it, err := db.NewIter(s.iterOptions(tab))
 	if err != nil {
 		return err
 	}
 	defer it.Close()
 	for it.First(); it.Valid(); it.Next() {
-		id, ok := parseIDTail(it.Key()[2:])
-		if !ok {
-			continue
-		}
-		ck, err := decodeCK(id, it.Value())
-		if err != nil {
-			s.p.log.Warn("pop status: skip undecodable checkpoint", "group", id.Group, "topic", id.Topic, "queue", id.QueueID, "err", err)
-			continue
-		}
-		n := int64(ck.inFlight())
-		g := s.acc(id.Group, consumed(id.Topic, id.Group))
-		if g == nil || n == 0 {
-			continue
-		}
-		q := g.queue(id.Topic, id.QueueID)
-		g.st.Checkpoints++
-		q.Checkpoints++
-		g.st.InFlight += n
-		q.InFlight += n
-		g.st.OldestPopTime = minPositive(g.st.OldestPopTime, ck.PopTime)
-		q.OldestPopTime = minPositive(q.OldestPopTime, ck.PopTime)
-		if ck.Due <= s.now {
-			g.st.Overdue += n
-			q.Overdue += n
-			g.oldestDue = minPositive(g.oldestDue, ck.Due)
-		}
-		if ck.Tries > 0 {
-			g.st.ReviveFailing++
-		}
+		row(it.Key()[2:], it.Value())
 	}
 	return it.Error()
 }
 
-func (s *statusScan) orders(db *pebble.DB) error {
-	it, err := db.NewIter(s.iterOptions(tabOrder))
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		group, topic, qid, ok := parseQueueTail(it.Key()[2:])
+// unacked counts n messages of queue q popped and not acked, overdue of
+// them past their invisible time, the oldest popped at popTime.
+func (g *groupAcc) unacked(q *protocol.PopQueueStatus, n, overdue, popTime int64) {
+	g.st.InFlight += n
+	q.InFlight += n
+	g.st.Overdue += overdue
+	q.Overdue += overdue
+	g.st.OldestPopTime = minPositive(g.st.OldestPopTime, popTime)
+	q.OldestPopTime = minPositive(q.OldestPopTime, popTime)
+}
+
+func (s *statusScan) checkpoints(db *pebble.DB) error {
+	return s.scan(db, tabCheckpoint, func(key, value []byte) {
+		id, ok := parseIDTail(key)
 		if !ok {
-			continue
+			return
 		}
-		info, err := decodeOrder(it.Value())
+		ck, err := decodeCK(id, value)
+		if err != nil {
+			s.p.log.Warn("pop status: skip undecodable checkpoint", "group", id.Group, "topic", id.Topic, "queue", id.QueueID, "err", err)
+			return
+		}
+		n := int64(ck.inFlight())
+		g := s.acc(id.Group, consumed(id.Topic, id.Group))
+		if g == nil || n == 0 {
+			return
+		}
+		q := g.queue(id.Topic, id.QueueID)
+		g.st.Checkpoints++
+		q.Checkpoints++
+		var overdue int64
+		if ck.Due <= s.now {
+			overdue = n
+			g.oldestDue = minPositive(g.oldestDue, ck.Due)
+		}
+		g.unacked(q, n, overdue, ck.PopTime)
+		if ck.Tries > 0 {
+			g.st.ReviveFailing++
+		}
+	})
+}
+
+func (s *statusScan) orders(db *pebble.DB) error {
+	return s.scan(db, tabOrder, func(key, value []byte) {
+		group, topic, qid, ok := parseQueueTail(key)
+		if !ok {
+			return
+		}
+		info, err := decodeOrder(value)
 		if err != nil {
 			s.p.log.Warn("pop status: skip undecodable order info", "group", group, "topic", topic, "queue", qid, "err", err)
-			continue
+			return
 		}
 		g := s.acc(group, consumed(topic, group))
 		if g == nil {
-			continue
+			return
 		}
 		q := g.queue(topic, qid)
 		q.Orderly = true
@@ -192,44 +203,30 @@ func (s *statusScan) orders(db *pebble.DB) error {
 			}
 		}
 		if unacked > 0 {
-			g.st.InFlight += unacked
-			q.InFlight += unacked
-			g.st.Overdue += overdue
-			q.Overdue += overdue
-			g.st.OldestPopTime = minPositive(g.st.OldestPopTime, info.PopTime)
-			q.OldestPopTime = minPositive(q.OldestPopTime, info.PopTime)
+			g.unacked(q, unacked, overdue, info.PopTime)
 		}
 		if until := info.freeAt(s.now); until > 0 {
 			q.Blocked, q.BlockedUntil = true, until
 			g.st.BlockedQueues++
 		}
-	}
-	return it.Error()
+	})
 }
 
 // shadows adds the queues popped since the broker started (their pop
 // offsets are recorded with the journal) so that groups with nothing in
 // flight are reported too.
 func (s *statusScan) shadows(db *pebble.DB) error {
-	it, err := db.NewIter(s.iterOptions(tabShadow))
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		group, topic, qid, ok := parseQueueTail(it.Key()[2:])
+	return s.scan(db, tabShadow, func(key, _ []byte) {
+		group, topic, qid, ok := parseQueueTail(key)
 		if !ok {
-			continue
+			return
 		}
 		if g := s.acc(group, consumed(topic, group)); g != nil {
 			g.queue(topic, qid)
 		}
-	}
-	return it.Error()
+	})
 }
 
-// offsets fills pop offsets, max offsets and backlogs over every readable
-// queue of the consumed topic and of its pop retry topics.
 func (s *statusScan) offsets(g *groupAcc) {
 	p := s.p
 	for _, t := range []string{g.st.Topic, RetryTopicV1(g.st.Topic, g.st.Group), RetryTopicV2(g.st.Topic, g.st.Group)} {

@@ -1,11 +1,14 @@
 // Package processor holds what every request processor of the broker
 // shares: the executor a request code runs on (Pool), the Registrar a
 // processor installs its handlers through (*broker.Broker implements it),
-// and the INVALID_PARAMETER answer of a malformed request. It imports only
-// the remoting layer, so that processor packages need not import the broker.
+// the INVALID_PARAMETER answer of a malformed request and the late answer
+// of a parked one. It imports only the remoting layer, so that processor
+// packages need not import the broker.
 package processor
 
 import (
+	"log/slog"
+
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
@@ -69,4 +72,24 @@ func BadRequest(err error) error {
 // BadRequestf answers INVALID_PARAMETER with a formatted remark.
 func BadRequestf(format string, args ...any) error {
 	return remoting.Errorf(code.InvalidParameter, format, args...)
+}
+
+// WriteResumed answers a request that was parked (a long-polling pull or
+// pop) and has been re-run: resp, or err turned into its response, is
+// written on ch with the request's opaque. The remoting server does not
+// answer such a request itself, its handler having returned nil; what
+// names the request in the log line of a failed write.
+func WriteResumed(log *slog.Logger, what string, ch *remoting.Channel, req, resp *remoting.Command, err error) {
+	if err != nil {
+		resp = remoting.ResponseFromError(req, err)
+	}
+	if resp == nil || ch == nil || req.IsOneway() {
+		return
+	}
+	resp.Opaque = req.Opaque
+	resp.Flag |= remoting.FlagResponse
+	resp.SerializeType = req.SerializeType
+	if err := ch.WriteResponse(resp); err != nil {
+		log.Debug("write resumed "+what+" response", "remote", ch.RemoteAddr(), "err", err)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -107,12 +108,8 @@ type Registrar struct {
 
 // New returns a stopped Registrar.
 func New(inv Invoker, src Source, opts Options) *Registrar {
-	if opts.InitialDelay <= 0 {
-		opts.InitialDelay = DefaultInitialDelay
-	}
-	if opts.Debounce <= 0 {
-		opts.Debounce = DefaultDebounce
-	}
+	defaults.Positive(&opts.InitialDelay, DefaultInitialDelay)
+	defaults.Positive(&opts.Debounce, DefaultDebounce)
 	if opts.Period == nil {
 		opts.Period = func() time.Duration { return ClampPeriod(30 * time.Second) }
 	}

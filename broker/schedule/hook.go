@@ -42,7 +42,7 @@ func (s *Service) Schedule(msg *message.Message) error {
 	}
 	props := msg.Properties
 	delete(props, PropertyTimerKey)
-	if lvl := delayLevel(props); lvl > 0 {
+	if lvl := message.DelayLevel(props); lvl > 0 {
 		levels := s.levelsNow()
 		if lvl > len(levels) {
 			lvl = len(levels)
@@ -118,13 +118,4 @@ func park(msg *message.Message, topic string, qid int32) {
 	msg.Properties[message.PropertyRealQueueID] = strconv.Itoa(int(msg.QueueID))
 	msg.Topic = topic
 	msg.QueueID = qid
-}
-
-// delayLevel is the DELAY property (0 when absent or malformed).
-func delayLevel(props map[string]string) int {
-	n, err := strconv.Atoi(props[message.PropertyDelayTimeLevel])
-	if err != nil {
-		return 0
-	}
-	return n
 }

@@ -55,6 +55,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/commitlog"
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
@@ -196,27 +197,15 @@ func Open(o Options) (*Service, error) {
 	if o.Config == nil || o.Store == nil {
 		return nil, errors.New("schedule: Options.Config and Options.Store are required")
 	}
-	if o.MaxDelay <= 0 {
-		o.MaxDelay = DefaultMaxDelay
-	}
+	defaults.Positive(&o.MaxDelay, DefaultMaxDelay)
 	if o.RollWindow == 0 {
 		o.RollWindow = DefaultRollWindow
 	}
-	if o.ScanInterval <= 0 {
-		o.ScanInterval = DefaultScanInterval
-	}
-	if o.RoundSize <= 0 {
-		o.RoundSize = DefaultRoundSize
-	}
-	if o.Workers <= 0 {
-		o.Workers = DefaultWorkers
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Positive(&o.ScanInterval, DefaultScanInterval)
+	defaults.Positive(&o.RoundSize, DefaultRoundSize)
+	defaults.Positive(&o.Workers, DefaultWorkers)
+	defaults.Clock(&o.Now)
+	defaults.Logger(&o.Logger)
 	s := &Service{
 		o:        o,
 		log:      o.Logger,

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -67,18 +68,10 @@ func NewCleanService(d CleanDeps) (*CleanService, error) {
 	if d.Mappings == nil || d.Store == nil {
 		return nil, errors.New("statictopic: CleanDeps.Mappings and Store are required")
 	}
-	if d.Interval <= 0 {
-		d.Interval = DefaultCleanInterval
-	}
-	if d.SettleDelay <= 0 {
-		d.SettleDelay = DefaultSettleDelay
-	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Positive(&d.Interval, DefaultCleanInterval)
+	defaults.Positive(&d.SettleDelay, DefaultSettleDelay)
+	defaults.Clock(&d.Now)
+	defaults.Logger(&d.Logger)
 	return &CleanService{d: d, log: d.Logger, me: d.Mappings.BrokerName(), wake: make(chan struct{}, 1),
 		settle: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}, nil
 }

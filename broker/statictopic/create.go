@@ -22,12 +22,7 @@ func (s *Service) UpdateAndCreateStaticTopic(ctx context.Context, ch *remoting.C
 	}
 	f := protocol.FieldsOf(req.ExtFields)
 	name := f.Str("topic")
-	tc := protocol.NewTopicConfig(name)
-	tc.ReadQueueNums = int(f.Int32("readQueueNums"))
-	tc.WriteQueueNums = int(f.Int32("writeQueueNums"))
-	tc.Perm = int(f.Int32("perm"))
-	tc.TopicFilterType = f.OptStr("topicFilterType", protocol.SingleTag)
-	tc.TopicSysFlag = int(f.OptInt32("topicSysFlag", 0))
+	tc := protocol.TopicConfigOf(f, name)
 	force := f.OptBool("force", false)
 	if err := f.Err(); err != nil {
 		return nil, processor.BadRequestf("%v", err)

@@ -2,7 +2,6 @@ package statictopic
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/internal/jsonfile"
 	"github.com/rmqgo/rmq/internal/fsutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
@@ -386,15 +386,8 @@ func (m *Manager) Persist() error {
 	for k, d := range t.details {
 		ff.TopicQueueMappingInfoMap[k] = *d
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "\t")
-	if err := enc.Encode(ff); err != nil {
-		return fmt.Errorf("statictopic: encode %s: %w", m.opts.Path, err)
-	}
-	if err := fsutil.WriteFileAtomic(m.opts.Path, buf.Bytes(), true); err != nil {
-		return fmt.Errorf("statictopic: persist: %w", err)
+	if err := jsonfile.Write(m.opts.Path, ff); err != nil {
+		return fmt.Errorf("statictopic: %w", err)
 	}
 	return nil
 }

@@ -36,6 +36,33 @@ func (s *Service) queueOf(req *remoting.Command) (queueCtx, *protocol.Fields, bo
 	return qc, f, true, err
 }
 
+// staticQueue answers requests on a static topic's logic queue with h and
+// leaves all others (and unparsable queue ids) to inner.
+func (s *Service) staticQueue(inner remoting.Handler, h func(ctx context.Context, ch *remoting.Channel, req *remoting.Command, qc queueCtx, f *protocol.Fields) (*remoting.Command, error)) remoting.Handler {
+	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+		qc, f, ok, err := s.queueOf(req)
+		if !ok {
+			return inner(ctx, ch, req)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return h(ctx, ch, req, qc, f)
+	}
+}
+
+// staticValue is a staticQueue handler whose answer is the one number v
+// computes, in the response header field named field.
+func (s *Service) staticValue(inner remoting.Handler, field string, v func(ctx context.Context, req *remoting.Command, qc queueCtx, f *protocol.Fields) (int64, error)) remoting.Handler {
+	return s.staticQueue(inner, func(ctx context.Context, _ *remoting.Channel, req *remoting.Command, qc queueCtx, f *protocol.Fields) (*remoting.Command, error) {
+		x, err := v(ctx, req, qc, f)
+		if err != nil {
+			return nil, err
+		}
+		return offsetResponse(req, field, x), nil
+	})
+}
+
 // physMax and physMin read a segment's physical bounds, locally or from
 // the broker that holds it.
 func (s *Service) physMax(ctx context.Context, req *remoting.Command, qc queueCtx, it *item) (int64, error) {
@@ -95,38 +122,16 @@ func (s *Service) logicMin(ctx context.Context, req *remoting.Command, qc queueC
 
 // getMaxOffset is GET_MAX_OFFSET (30, docs/static-topics.md §7.3).
 func (s *Service) getMaxOffset(inner remoting.Handler) remoting.Handler {
-	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		qc, _, ok, err := s.queueOf(req)
-		if !ok {
-			return inner(ctx, ch, req)
-		}
-		if err != nil {
-			return nil, err
-		}
-		v, err := s.logicMax(ctx, req, qc)
-		if err != nil {
-			return nil, err
-		}
-		return offsetResponse(req, "offset", v), nil
-	}
+	return s.staticValue(inner, "offset", func(ctx context.Context, req *remoting.Command, qc queueCtx, _ *protocol.Fields) (int64, error) {
+		return s.logicMax(ctx, req, qc)
+	})
 }
 
 // getMinOffset is GET_MIN_OFFSET (31, docs/static-topics.md §7.4).
 func (s *Service) getMinOffset(inner remoting.Handler) remoting.Handler {
-	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		qc, _, ok, err := s.queueOf(req)
-		if !ok {
-			return inner(ctx, ch, req)
-		}
-		if err != nil {
-			return nil, err
-		}
-		v, err := s.logicMin(ctx, req, qc)
-		if err != nil {
-			return nil, err
-		}
-		return offsetResponse(req, "offset", v), nil
-	}
+	return s.staticValue(inner, "offset", func(ctx context.Context, req *remoting.Command, qc queueCtx, _ *protocol.Fields) (int64, error) {
+		return s.logicMin(ctx, req, qc)
+	})
 }
 
 // earliestTime is the store time of a segment's first retained message.
@@ -140,24 +145,13 @@ func (s *Service) earliestTime(ctx context.Context, req *remoting.Command, qc qu
 // getEarliestMsgStoreTime is GET_EARLIEST_MSG_STORETIME (32, docs/static-topics.md §7.6), read
 // where the earliest segment lives, with its physical queue id.
 func (s *Service) getEarliestMsgStoreTime(inner remoting.Handler) remoting.Handler {
-	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		qc, _, ok, err := s.queueOf(req)
-		if !ok {
-			return inner(ctx, ch, req)
-		}
-		if err != nil {
-			return nil, err
-		}
+	return s.staticValue(inner, "timestamp", func(ctx context.Context, req *remoting.Command, qc queueCtx, _ *protocol.Fields) (int64, error) {
 		ea := earliestDecided(qc.items)
 		if ea == nil {
-			return nil, remoting.Errorf(code.SystemError, "%s-%d: no decided mapping item", qc.topic, qc.logicID)
+			return 0, remoting.Errorf(code.SystemError, "%s-%d: no decided mapping item", qc.topic, qc.logicID)
 		}
-		t, err := s.earliestTime(ctx, req, qc, ea)
-		if err != nil {
-			return nil, err
-		}
-		return offsetResponse(req, "timestamp", t), nil
-	}
+		return s.earliestTime(ctx, req, qc, ea)
+	})
 }
 
 // search runs SEARCH_OFFSET_BY_TIMESTAMP on one segment's physical queue.
@@ -182,31 +176,17 @@ func (s *Service) search(ctx context.Context, req *remoting.Command, qc queueCtx
 // max when there is none), UPPER the last message stored at or before it
 // (the logic min when there is none).
 func (s *Service) searchOffsetByTimestamp(inner remoting.Handler) remoting.Handler {
-	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		qc, f, ok, err := s.queueOf(req)
-		if !ok {
-			return inner(ctx, ch, req)
-		}
-		if err != nil {
-			return nil, err
-		}
+	return s.staticValue(inner, "offset", func(ctx context.Context, req *remoting.Command, qc queueCtx, f *protocol.Fields) (int64, error) {
 		ts := f.Int64("timestamp")
 		if err := f.Err(); err != nil {
-			return nil, processor.BadRequest(err)
+			return 0, processor.BadRequest(err)
 		}
 		btText := f.OptStr("boundaryType", "")
-		upper := strings.EqualFold(strings.TrimSpace(btText), "upper")
-		var v int64
-		if upper {
-			v, err = s.searchUpper(ctx, req, qc, ts, btText)
-		} else {
-			v, err = s.searchLower(ctx, req, qc, ts, btText)
+		if strings.EqualFold(strings.TrimSpace(btText), "upper") {
+			return s.searchUpper(ctx, req, qc, ts, btText)
 		}
-		if err != nil {
-			return nil, err
-		}
-		return offsetResponse(req, "offset", v), nil
-	}
+		return s.searchLower(ctx, req, qc, ts, btText)
+	})
 }
 
 func (s *Service) searchLower(ctx context.Context, req *remoting.Command, qc queueCtx, ts int64, btText string) (int64, error) {
@@ -261,14 +241,7 @@ func (s *Service) searchUpper(ctx context.Context, req *remoting.Command, qc que
 // updateConsumerOffset is UPDATE_CONSUMER_OFFSET (15, docs/static-topics.md §7.7): the offset is
 // stored, physical, on the broker holding the segment that contains it.
 func (s *Service) updateConsumerOffset(inner remoting.Handler) remoting.Handler {
-	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		qc, f, ok, err := s.queueOf(req)
-		if !ok {
-			return inner(ctx, ch, req)
-		}
-		if err != nil {
-			return nil, err
-		}
+	return s.staticQueue(inner, func(ctx context.Context, ch *remoting.Channel, req *remoting.Command, qc queueCtx, f *protocol.Fields) (*remoting.Command, error) {
 		x := f.Int64("commitOffset")
 		if f.Err() != nil {
 			return inner(ctx, ch, req)
@@ -293,20 +266,13 @@ func (s *Service) updateConsumerOffset(inner remoting.Handler) remoting.Handler 
 			return nil, remoting.Errorf(code.SystemError, "update offset on broker %s: code %d: %s", it.Bname, resp.Code, resp.Remark)
 		}
 		return relay(req, resp), nil
-	}
+	})
 }
 
 // queryConsumerOffset is QUERY_CONSUMER_OFFSET (14, docs/static-topics.md §7.8): the newest
 // segment that has an offset for the group wins.
 func (s *Service) queryConsumerOffset(inner remoting.Handler) remoting.Handler {
-	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		qc, f, ok, err := s.queueOf(req)
-		if !ok {
-			return inner(ctx, ch, req)
-		}
-		if err != nil {
-			return nil, err
-		}
+	return s.staticQueue(inner, func(ctx context.Context, ch *remoting.Channel, req *remoting.Command, qc queueCtx, f *protocol.Fields) (*remoting.Command, error) {
 		group := f.Str("consumerGroup")
 		if f.Err() != nil {
 			return inner(ctx, ch, req)
@@ -352,7 +318,7 @@ func (s *Service) queryConsumerOffset(inner remoting.Handler) remoting.Handler {
 			}
 		}
 		return nil, remoting.Errorf(code.QueryNotFound, "Not found, %s has no committed offset on %s-%d", group, qc.topic, qc.logicID)
-	}
+	})
 }
 
 // consumeStats mirrors the GET_CONSUME_STATS body.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/longpoll"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -58,18 +59,7 @@ func (s *Service) resume(ctx context.Context, ch *remoting.Channel, req *remotin
 		return
 	}
 	resp, err := s.pullStatic(ctx, ch, req, inner, false)
-	if err != nil {
-		resp = remoting.ResponseFromError(req, err)
-	}
-	if resp == nil || ch == nil || req.IsOneway() {
-		return
-	}
-	resp.Opaque = req.Opaque
-	resp.Flag |= remoting.FlagResponse
-	resp.SerializeType = req.SerializeType
-	if err := ch.WriteResponse(resp); err != nil {
-		s.log.Debug("write resumed static pull response", "remote", ch.RemoteAddr(), "err", err)
-	}
+	processor.WriteResumed(s.log, "static pull", ch, req, resp, err)
 }
 
 // pullStatic is one static pull. The physical pull never suspends and

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -76,12 +77,8 @@ func NewBrokerRPC(o RPCOptions) (*BrokerRPC, error) {
 	if o.Timeout == nil {
 		o.Timeout = func() time.Duration { return 3 * time.Second }
 	}
-	if o.RefreshInterval <= 0 {
-		o.RefreshInterval = 5 * time.Second
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	defaults.Positive(&o.RefreshInterval, 5*time.Second)
+	defaults.Clock(&o.Now)
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/longpoll"
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -85,20 +86,12 @@ func New(d Deps) (*Service, error) {
 	if d.Config == nil || d.Mappings == nil || d.Store == nil {
 		return nil, errors.New("statictopic: Deps.Config, Mappings and Store are required")
 	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Clock(&d.Now)
+	defaults.Logger(&d.Logger)
 	s := &Service{d: d, log: d.Logger, me: d.Mappings.BrokerName(), inner: map[int32]remoting.Handler{}}
 	hc := d.Hold
-	if hc.Workers <= 0 {
-		hc.Workers = 2
-	}
-	if hc.QueueSize <= 0 {
-		hc.QueueSize = 1024
-	}
+	defaults.Positive(&hc.Workers, 2)
+	defaults.Positive(&hc.QueueSize, 1024)
 	if hc.Now == nil {
 		hc.Now = d.Now
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
+	"github.com/rmqgo/rmq/broker/internal/jsonfile"
 	"github.com/rmqgo/rmq/internal/fsutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
@@ -77,9 +79,7 @@ func New(opts Options) (*Manager, error) {
 	if opts.Config == nil {
 		return nil, errors.New("subscription: Options.Config is required")
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	defaults.Clock(&opts.Now)
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -176,15 +176,8 @@ func (m *Manager) persist() error {
 		ff.ForbiddenTable[g] = maps.Clone(t)
 	}
 	m.mu.RUnlock()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "\t") // Java persists pretty-printed
-	if err := enc.Encode(ff); err != nil {
-		return fmt.Errorf("subscription: encode %s: %w", m.opts.Path, err)
-	}
-	if err := fsutil.WriteFileAtomic(m.opts.Path, buf.Bytes(), true); err != nil {
-		return fmt.Errorf("subscription: persist: %w", err)
+	if err := jsonfile.Write(m.opts.Path, ff); err != nil {
+		return fmt.Errorf("subscription: %w", err)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/jsonfile"
 	"github.com/rmqgo/rmq/internal/fsutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
@@ -504,15 +505,8 @@ func (m *Manager) persist() error {
 		ff.TopicConfigTable[k] = tc
 	}
 	m.mu.RUnlock()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "\t") // Java writes it pretty-printed
-	if err := enc.Encode(ff); err != nil {
-		return fmt.Errorf("topic: encode %s: %w", m.opts.Path, err)
-	}
-	if err := fsutil.WriteFileAtomic(m.opts.Path, buf.Bytes(), true); err != nil {
-		return fmt.Errorf("topic: persist: %w", err)
+	if err := jsonfile.Write(m.opts.Path, ff); err != nil {
+		return fmt.Errorf("topic: %w", err)
 	}
 	return nil
 }

@@ -268,7 +268,7 @@ func (s *Service) commit(ctx context.Context, half *message.Message) error {
 			return storeError("commit", err)
 		}
 	}
-	if s.d.Schedule != nil && needsSchedule(m.Properties) {
+	if s.d.Schedule != nil && message.IsScheduled(m.Properties) {
 		if err := s.d.Schedule.Schedule(m); err != nil {
 			return storeError("commit: schedule", err)
 		}
@@ -277,19 +277,4 @@ func (s *Service) commit(ctx context.Context, half *message.Message) error {
 		return storeError(fmt.Sprintf("commit to %s-%d", m.Topic, m.QueueID), err)
 	}
 	return nil
-}
-
-// needsSchedule is the send path's test for delayed delivery.
-func needsSchedule(props map[string]string) bool {
-	if v, ok := props[message.PropertyDelayTimeLevel]; ok {
-		if n, err := strconv.Atoi(v); err == nil && n > 0 {
-			return true
-		}
-	}
-	for _, k := range [...]string{message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec, message.PropertyTimerDelayMS} {
-		if _, ok := props[k]; ok {
-			return true
-		}
-	}
-	return false
 }

@@ -51,6 +51,8 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
+	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/processor/send"
 	"github.com/rmqgo/rmq/broker/store"
@@ -152,9 +154,7 @@ type Service struct {
 	// noProducerLogged rate-limits the "no producer online" warning.
 	noProducerLogged atomic.Int64
 
-	mu   sync.Mutex
-	stop chan struct{}
-	done chan struct{}
+	checker loop.Runner
 }
 
 // New builds the service and loads its state: the scan positions and the op
@@ -163,12 +163,8 @@ func New(d Deps) (*Service, error) {
 	if d.Config == nil || d.Store == nil || d.Topics == nil || d.Producers == nil {
 		return nil, errors.New("transaction: Deps.Config, Store, Topics and Producers are required")
 	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Clock(&d.Now)
+	defaults.Logger(&d.Logger)
 	switch {
 	case d.ProducerGrace == 0:
 		d.ProducerGrace = DefaultProducerGrace
@@ -232,25 +228,12 @@ func (s *Service) Stats() Stats {
 
 // Start runs the check service: a round every transactionCheckInterval.
 func (s *Service) Start() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stop != nil {
-		return
-	}
-	s.stop, s.done = make(chan struct{}), make(chan struct{})
-	go s.loop(s.stop, s.done)
+	s.checker.Start(s.loop)
 }
 
 // Close stops the check service and records the scan positions.
 func (s *Service) Close() {
-	s.mu.Lock()
-	stop, done := s.stop, s.done
-	s.stop = nil
-	s.mu.Unlock()
-	if stop != nil {
-		close(stop)
-		<-done
-	}
+	s.checker.Stop()
 	s.commitPositions()
 }
 
@@ -261,8 +244,7 @@ func (s *Service) interval() time.Duration {
 	return 30 * time.Second
 }
 
-func (s *Service) loop(stop, done chan struct{}) {
-	defer close(done)
+func (s *Service) loop(stop <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -272,21 +254,13 @@ func (s *Service) loop(stop, done chan struct{}) {
 		case <-ctx.Done():
 		}
 	}()
-	t := time.NewTimer(s.interval())
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
+	loop.Repeat(stop, s.interval, func() {
 		start := s.now()
 		if err := s.Check(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("transaction check round failed", "err", err)
 		}
 		s.log.Debug("transaction check round", "took", s.now().Sub(start))
-		t.Reset(s.interval())
-	}
+	})
 }
 
 // commitPositions records the scan positions (half first: a flush between

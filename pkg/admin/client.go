@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rmqgo/rmq/pkg/internal/failover"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -172,24 +173,9 @@ func (c *Client) invokeNamesrv(ctx context.Context, reqCode int32, ext map[strin
 	if len(ns) == 0 {
 		return nil, "", fmt.Errorf("%s: %w", code.RequestName(reqCode), ErrNoNameServer)
 	}
-	first := int(c.preferred.Load())
-	var errs []error
-	for i := range ns {
-		idx := (first + i) % len(ns)
-		resp, err := c.invoke(ctx, ns[idx], reqCode, ext, body)
-		if err != nil {
-			errs = append(errs, err)
-			if ctx.Err() != nil {
-				break
-			}
-			continue
-		}
-		if idx != first {
-			c.preferred.Store(int32(idx))
-		}
-		return resp, ns[idx], nil
-	}
-	return nil, "", errors.Join(errs...)
+	return failover.Invoke(ctx, ns, &c.preferred, func(addr string) (*remoting.Command, error) {
+		return c.invoke(ctx, addr, reqCode, ext, body)
+	})
 }
 
 // invokeNamesrvOK is invokeNamesrv with non-zero codes as *ResponseError.

@@ -20,28 +20,10 @@ import (
 // goes to and which answers are errors.
 
 // OffsetWrapper is one queue of a ConsumeStats.
-type OffsetWrapper struct {
-	BrokerOffset   int64 `json:"brokerOffset"`
-	ConsumerOffset int64 `json:"consumerOffset"`
-	LastTimestamp  int64 `json:"lastTimestamp"`
-	PullOffset     int64 `json:"pullOffset"`
-}
+type OffsetWrapper = protocol.OffsetWrapper
 
 // ConsumeStats is a group's progress per queue (GET_CONSUME_STATS body).
-type ConsumeStats struct {
-	ConsumeTps  float64                       `json:"consumeTps"`
-	OffsetTable protocol.MQMap[OffsetWrapper] `json:"offsetTable"`
-}
-
-// TotalDiff is Java's computeTotalDiff: the sum of brokerOffset −
-// consumerOffset.
-func (s *ConsumeStats) TotalDiff() int64 {
-	var n int64
-	for _, w := range s.OffsetTable {
-		n += w.BrokerOffset - w.ConsumerOffset
-	}
-	return n
-}
+type ConsumeStats = protocol.ConsumeStats
 
 // Connection is one client connection of a group.
 type Connection struct {

@@ -66,6 +66,23 @@ type CommonConfig struct {
 	Logger *slog.Logger
 }
 
+// normalizeGroup is normalize for a client that belongs to a group: an
+// empty *group takes def, and the group name must be valid; kind
+// ("producer", "consumer") names it in the error.
+func (c CommonConfig) normalizeGroup(group *string, def, kind string) (CommonConfig, error) {
+	c, err := c.normalize()
+	if err != nil {
+		return c, err
+	}
+	if *group == "" {
+		*group = def
+	}
+	if err := protocol.ValidateGroup(*group); err != nil {
+		return c, fmt.Errorf("client: %s group: %w", kind, err)
+	}
+	return c, nil
+}
+
 func (c CommonConfig) normalize() (CommonConfig, error) {
 	var ns []string
 	for _, a := range c.NameServers {
@@ -135,14 +152,8 @@ type ProducerConfig struct {
 
 func (c ProducerConfig) normalize() (ProducerConfig, error) {
 	var err error
-	if c.CommonConfig, err = c.CommonConfig.normalize(); err != nil {
+	if c.CommonConfig, err = c.CommonConfig.normalizeGroup(&c.Group, DefaultProducerGroup, "producer"); err != nil {
 		return c, err
-	}
-	if c.Group == "" {
-		c.Group = DefaultProducerGroup
-	}
-	if err := protocol.ValidateGroup(c.Group); err != nil {
-		return c, fmt.Errorf("client: producer group: %w", err)
 	}
 	if c.SendTimeout < 0 || c.MaxMessageSize < 0 || c.DefaultTopicQueueNums < 0 {
 		return c, fmt.Errorf("client: negative SendTimeout, MaxMessageSize or DefaultTopicQueueNums")
@@ -194,14 +205,8 @@ type PullConsumerConfig struct {
 
 func (c PullConsumerConfig) normalize() (PullConsumerConfig, error) {
 	var err error
-	if c.CommonConfig, err = c.CommonConfig.normalize(); err != nil {
+	if c.CommonConfig, err = c.CommonConfig.normalizeGroup(&c.Group, DefaultConsumerGroup, "consumer"); err != nil {
 		return c, err
-	}
-	if c.Group == "" {
-		c.Group = DefaultConsumerGroup
-	}
-	if err := protocol.ValidateGroup(c.Group); err != nil {
-		return c, fmt.Errorf("client: consumer group: %w", err)
 	}
 	if c.LongPollingSuspend < 0 || c.MaxBodySize < 0 {
 		return c, fmt.Errorf("client: negative LongPollingSuspend or MaxBodySize")

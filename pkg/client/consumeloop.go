@@ -114,10 +114,8 @@ func (c *PullConsumer) ConsumeLoop(ctx context.Context, cfg ConsumeLoopConfig, h
 		return err
 	}
 	defer c.life.end()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(c.core.ctx, cancel)
-	defer stop()
+	ctx, release := boundTo(ctx, c.core.ctx)
+	defer release()
 
 	cfg = cfg.withDefaults(c.cfg.RouteRefreshInterval)
 	queues, err := c.queues(ctx, cfg.Topic)

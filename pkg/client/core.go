@@ -68,6 +68,18 @@ func newCore(cfg CommonConfig, heartbeat func() *heartbeatData) *core {
 }
 
 // run starts the background loop once.
+// boundTo returns ctx ended also when life ends (the client's or the
+// consumer's context), so that a long call stops at shutdown; release frees
+// it.
+func boundTo(ctx, life context.Context) (_ context.Context, release func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(life, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
+
 func (c *core) run() {
 	c.lmu.Lock()
 	defer c.lmu.Unlock()

@@ -102,15 +102,10 @@ func (c LitePushConsumerConfig) normalize() (LitePushConsumerConfig, error) {
 	if c.Handler == nil {
 		return c, fmt.Errorf("client: lite push consumer %s needs a Handler", c.Group)
 	}
-	for _, v := range []int{c.MaxMessagesPerPop, c.ConsumeGoroutines, c.MaxCachedMessages, c.MaxReconsumeTimes, c.MaxBodySize} {
-		if v < 0 {
-			return c, fmt.Errorf("client: lite push consumer %s: negative size in config", c.Group)
-		}
-	}
-	for _, d := range []time.Duration{c.InvisibleTime, c.LongPollingTimeout, c.SyncInterval, c.PopErrorPause} {
-		if d < 0 {
-			return c, fmt.Errorf("client: lite push consumer %s: negative interval in config", c.Group)
-		}
+	if err := nonNegative("lite push consumer "+c.Group,
+		[]int{c.MaxMessagesPerPop, c.ConsumeGoroutines, c.MaxCachedMessages, c.MaxReconsumeTimes, c.MaxBodySize},
+		[]time.Duration{c.InvisibleTime, c.LongPollingTimeout, c.SyncInterval, c.PopErrorPause}); err != nil {
+		return c, err
 	}
 	if c.MaxMessagesPerPop > maxLiteMessagesPerPop {
 		return c, fmt.Errorf("client: lite push consumer %s: MaxMessagesPerPop %d over %d", c.Group, c.MaxMessagesPerPop, maxLiteMessagesPerPop)

@@ -2,10 +2,10 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 
+	"github.com/rmqgo/rmq/pkg/internal/failover"
 	"github.com/rmqgo/rmq/remoting"
 )
 
@@ -24,22 +24,11 @@ func (c *core) invokeNamesrv(ctx context.Context, reqCode int32, ext map[string]
 	if len(addrs) == 0 {
 		return nil, "", ErrNoNameServer
 	}
-	first := int(c.ns.preferred.Load())
-	var errs []error
-	for i := range addrs {
-		idx := (first + i) % len(addrs)
-		resp, err := c.invoke(ctx, addrs[idx], reqCode, ext, nil)
-		if err != nil {
-			errs = append(errs, err)
-			if ctx.Err() != nil {
-				break
-			}
-			continue
-		}
-		if idx != first {
-			c.ns.preferred.Store(int32(idx))
-		}
-		return resp, addrs[idx], nil
+	resp, addr, err := failover.Invoke(ctx, addrs, &c.ns.preferred, func(addr string) (*remoting.Command, error) {
+		return c.invoke(ctx, addr, reqCode, ext, nil)
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("client: no name server reachable: %w", err)
 	}
-	return nil, "", fmt.Errorf("client: no name server reachable: %w", errors.Join(errs...))
+	return resp, addr, nil
 }

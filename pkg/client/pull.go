@@ -42,10 +42,8 @@ func (c *PullConsumer) Pull(ctx context.Context, req PullRequest) (*PullResult, 
 	}
 	defer c.life.end()
 	// A long poll must end when the consumer shuts down, not 20 s later.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(c.core.ctx, cancel)
-	defer stop()
+	ctx, release := boundTo(ctx, c.core.ctx)
+	defer release()
 	return c.pull(ctx, req)
 }
 

@@ -54,10 +54,8 @@ func (c *PushConsumer) onResetOffset(ctx context.Context, _ *remoting.Channel, r
 		return nil, nil
 	}
 	// Bound by the consumer's life, not the connection's.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(c.ctx, cancel)
-	defer stop()
+	ctx, release := boundTo(ctx, c.ctx)
+	defer release()
 	if err := c.resetOffsets(ctx, topic, body.OffsetTable); err != nil {
 		c.log.Warn("client: reset offsets failed", "topic", topic, "err", err)
 	}
@@ -68,13 +66,25 @@ func (c *PushConsumer) onResetOffset(ctx context.Context, _ *remoting.Channel, r
 // in memory of a topic: {"messageQueueTable":{MQ:offset}}.
 func (c *PushConsumer) onConsumerStatus(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	if g := req.Ext("group"); g != "" && g != c.cfg.Group {
-		return nil, remoting.Errorf(code.SystemError, "The Consumer Group <%s> not exist in this consumer", g)
+		return nil, notThisGroup(g)
 	}
-	body, err := protocol.MarshalMQKeyed(struct {
+	return keyedResponse(req, "consumer status", struct {
 		MessageQueueTable protocol.MQMap[int64] `json:"messageQueueTable"`
 	}{MessageQueueTable: c.store.table(req.Ext("topic"))})
+}
+
+// notThisGroup is the error of a request for a group this consumer is not
+// in (Java's remark, word for word).
+func notThisGroup(g string) error {
+	return remoting.Errorf(code.SystemError, "The Consumer Group <%s> not exist in this consumer", g)
+}
+
+// keyedResponse answers req with v encoded as Java's fastjson would,
+// message queues as map keys; what names v in the error.
+func keyedResponse(req *remoting.Command, what string, v any) (*remoting.Command, error) {
+	body, err := protocol.MarshalMQKeyed(v)
 	if err != nil {
-		return nil, fmt.Errorf("encode consumer status: %w", err)
+		return nil, fmt.Errorf("encode %s: %w", what, err)
 	}
 	resp := remoting.NewResponse(req, code.Success, "")
 	resp.Body = body
@@ -166,16 +176,10 @@ func (c *PushConsumer) runningInfo(jstack bool) consumerRunningInfo {
 // onRunningInfo answers GET_CONSUMER_RUNNING_INFO.
 func (c *PushConsumer) onRunningInfo(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	if g := req.Ext("consumerGroup"); g != c.cfg.Group {
-		return nil, remoting.Errorf(code.SystemError, "The Consumer Group <%s> not exist in this consumer", g)
+		return nil, notThisGroup(g)
 	}
 	jstack, _ := strconv.ParseBool(req.Ext("jstackEnable"))
-	body, err := protocol.MarshalMQKeyed(c.runningInfo(jstack))
-	if err != nil {
-		return nil, fmt.Errorf("encode running info: %w", err)
-	}
-	resp := remoting.NewResponse(req, code.Success, "")
-	resp.Body = body
-	return resp, nil
+	return keyedResponse(req, "running info", c.runningInfo(jstack))
 }
 
 // consumeDirectlyResult is Java's ConsumeMessageDirectlyResult.
@@ -192,7 +196,7 @@ type consumeDirectlyResult struct {
 // retried.
 func (c *PushConsumer) onConsumeDirectly(ctx context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	if g := req.Ext("consumerGroup"); g != c.cfg.Group {
-		return nil, remoting.Errorf(code.SystemError, "The Consumer Group <%s> not exist in this consumer", g)
+		return nil, notThisGroup(g)
 	}
 	m, _, err := message.DecodeStored(req.Body, message.DecodeOptions{})
 	if err != nil {

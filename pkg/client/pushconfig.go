@@ -198,14 +198,8 @@ type PushConsumerConfig struct {
 
 func (c PushConsumerConfig) normalize() (PushConsumerConfig, error) {
 	var err error
-	if c.CommonConfig, err = c.CommonConfig.normalize(); err != nil {
+	if c.CommonConfig, err = c.CommonConfig.normalizeGroup(&c.Group, DefaultConsumerGroup, "consumer"); err != nil {
 		return c, err
-	}
-	if c.Group == "" {
-		c.Group = DefaultConsumerGroup
-	}
-	if err := protocol.ValidateGroup(c.Group); err != nil {
-		return c, fmt.Errorf("client: consumer group: %w", err)
 	}
 	if c.Handler == nil {
 		return c, fmt.Errorf("client: push consumer %s needs a Handler", c.Group)
@@ -216,15 +210,10 @@ func (c PushConsumerConfig) normalize() (PushConsumerConfig, error) {
 	if c.ConsumeFrom < ConsumeFromLastOffset || c.ConsumeFrom > ConsumeFromTimestamp {
 		return c, fmt.Errorf("client: unknown ConsumeFrom %v", c.ConsumeFrom)
 	}
-	for _, v := range []int{c.ConsumeGoroutines, c.ConsumeBatchSize, c.PullBatchSize, c.PullThresholdForQueue, c.MaxBodySize} {
-		if v < 0 {
-			return c, fmt.Errorf("client: push consumer %s: negative size in config", c.Group)
-		}
-	}
-	for _, d := range []time.Duration{c.SuspendTime, c.RebalanceInterval, c.LockRenewInterval, c.OffsetCommitInterval, c.LongPollingSuspend, c.PullErrorBackoff} {
-		if d < 0 {
-			return c, fmt.Errorf("client: push consumer %s: negative interval in config", c.Group)
-		}
+	if err := nonNegative("push consumer "+c.Group,
+		[]int{c.ConsumeGoroutines, c.ConsumeBatchSize, c.PullBatchSize, c.PullThresholdForQueue, c.MaxBodySize},
+		[]time.Duration{c.SuspendTime, c.RebalanceInterval, c.LockRenewInterval, c.OffsetCommitInterval, c.LongPollingSuspend, c.PullErrorBackoff}); err != nil {
+		return c, err
 	}
 	orDefault(&c.ConsumeGoroutines, DefaultConsumeGoroutines)
 	orDefault(&c.ConsumeBatchSize, DefaultConsumeBatchSize)
@@ -257,6 +246,22 @@ func (c PushConsumerConfig) normalize() (PushConsumerConfig, error) {
 		c.OffsetStoreDir = filepath.Join(home, ".rocketmq_offsets")
 	}
 	return c, nil
+}
+
+// nonNegative refuses a negative size or interval among a consumer's
+// settings; who names the consumer in the error.
+func nonNegative(who string, sizes []int, intervals []time.Duration) error {
+	for _, v := range sizes {
+		if v < 0 {
+			return fmt.Errorf("client: %s: negative size in config", who)
+		}
+	}
+	for _, d := range intervals {
+		if d < 0 {
+			return fmt.Errorf("client: %s: negative interval in config", who)
+		}
+	}
+	return nil
 }
 
 // orDefault sets *v to d when it is the zero value (a setting left out).

@@ -58,14 +58,8 @@ type SimpleConsumerConfig struct {
 
 func (c SimpleConsumerConfig) normalize() (SimpleConsumerConfig, error) {
 	var err error
-	if c.CommonConfig, err = c.CommonConfig.normalize(); err != nil {
+	if c.CommonConfig, err = c.CommonConfig.normalizeGroup(&c.Group, DefaultConsumerGroup, "consumer"); err != nil {
 		return c, err
-	}
-	if c.Group == "" {
-		c.Group = DefaultConsumerGroup
-	}
-	if err := protocol.ValidateGroup(c.Group); err != nil {
-		return c, fmt.Errorf("client: consumer group: %w", err)
 	}
 	if c.AwaitDuration < 0 || c.MaxBodySize < 0 {
 		return c, fmt.Errorf("client: negative AwaitDuration or MaxBodySize")
@@ -204,10 +198,8 @@ func (c *SimpleConsumer) Receive(ctx context.Context, maxNum int, invisible time
 		return nil, err
 	}
 	defer c.life.end()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(c.core.ctx, cancel)
-	defer stop()
+	ctx, release := boundTo(ctx, c.core.ctx)
+	defer release()
 
 	c.subMu.Lock()
 	topics := slices.Sorted(maps.Keys(c.subs))

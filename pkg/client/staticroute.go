@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
@@ -32,19 +33,9 @@ func staticQueues(topic string, rd *protocol.TopicRouteData) (endpoints map[prot
 		if a.QueueID != b.QueueID {
 			return a.QueueID - b.QueueID
 		}
-		return compareStrings(a.BrokerName, b.BrokerName)
+		return cmp.Compare(a.BrokerName, b.BrokerName)
 	})
 	return endpoints, queues
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // leaderName returns the broker a request about mq goes to: for a logic

@@ -36,13 +36,7 @@ func (m *Message) SetDelayTimeLevel(n int) {
 }
 
 // DelayTimeLevel returns the DELAY property (0 when absent or malformed).
-func (m *Message) DelayTimeLevel() int {
-	n, err := strconv.Atoi(m.Properties[PropertyDelayTimeLevel])
-	if err != nil {
-		return 0
-	}
-	return n
-}
+func (m *Message) DelayTimeLevel() int { return DelayLevel(m.Properties) }
 
 // SetDeliverTime makes it a timer message (5.x) delivered at t
 // (TIMER_DELIVER_MS, epoch milliseconds; the broker's precision is 1 s by

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/internal/defaults"
+	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/broker/lite/meta"
 	"github.com/rmqgo/rmq/broker/lite/naming"
 	"github.com/rmqgo/rmq/broker/lite/registry"
@@ -146,9 +148,7 @@ type Dispatcher struct {
 	// it is sleeping for.
 	kick chan struct{}
 
-	life sync.Mutex
-	stop chan struct{}
-	done chan struct{}
+	scanner loop.Runner
 }
 
 // New returns a dispatcher; call SetWaker before events flow.
@@ -159,9 +159,7 @@ func New(opts Options) (*Dispatcher, error) {
 	if opts.Config == nil {
 		opts.Config = DefaultConfig
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	defaults.Clock(&opts.Now)
 	if opts.IntN == nil {
 		opts.IntN = rand.IntN
 	}
@@ -684,17 +682,10 @@ func (d *Dispatcher) fullDispatchWildcard(k fullKey) {
 
 // Start runs the scan loop every CheckInterval.
 func (d *Dispatcher) Start() {
-	d.life.Lock()
-	defer d.life.Unlock()
-	if d.stop != nil {
-		return
-	}
-	d.stop, d.done = make(chan struct{}), make(chan struct{})
-	go d.loop(d.stop, d.done)
+	d.scanner.Start(d.loop)
 }
 
-func (d *Dispatcher) loop(stop, done chan struct{}) {
-	defer close(done)
+func (d *Dispatcher) loop(stop <-chan struct{}) {
 	for {
 		interval := d.cfg().CheckInterval
 		if interval <= 0 {
@@ -725,12 +716,5 @@ func (d *Dispatcher) loop(stop, done chan struct{}) {
 
 // Close stops the loop.
 func (d *Dispatcher) Close() {
-	d.life.Lock()
-	stop, done := d.stop, d.done
-	d.stop = nil
-	d.life.Unlock()
-	if stop != nil {
-		close(stop)
-		<-done
-	}
+	d.scanner.Stop()
 }

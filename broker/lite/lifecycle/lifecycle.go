@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/internal/defaults"
+	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/broker/internal/pace"
 	"github.com/rmqgo/rmq/broker/lite/meta"
 	"github.com/rmqgo/rmq/broker/lite/naming"
@@ -99,9 +101,7 @@ type Manager struct {
 	sweepMu sync.Mutex
 	invalid map[string]int
 
-	life sync.Mutex
-	stop chan struct{}
-	done chan struct{}
+	sweeper loop.Runner
 }
 
 // New returns a manager; Load fills the index, Start runs the sweeper.
@@ -109,15 +109,11 @@ func New(opts Options) (*Manager, error) {
 	if opts.Store == nil || opts.Meta == nil || opts.Config == nil {
 		return nil, errors.New("lifecycle: Store, Meta and Config are required")
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	defaults.Clock(&opts.Now)
 	if opts.Started.IsZero() {
 		opts.Started = opts.Now()
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Logger(&opts.Logger)
 	return &Manager{opts: opts, index: NewIndex(opts.Store.Range), log: opts.Logger, invalid: map[string]int{}}, nil
 }
 
@@ -356,52 +352,33 @@ func (m *Manager) CleanParent(parent string) (int, error) {
 // Start runs the sweeper: every CheckInterval, once the broker has been up
 // for MinTTL.
 func (m *Manager) Start() {
-	m.life.Lock()
-	defer m.life.Unlock()
-	if m.stop != nil {
-		return
-	}
-	m.stop, m.done = make(chan struct{}), make(chan struct{})
-	go m.loop(m.stop, m.done)
+	m.sweeper.Start(func(stop <-chan struct{}) {
+		loop.Repeat(stop, func() time.Duration {
+			if interval := m.opts.Config().CheckInterval; interval > 0 {
+				return interval
+			}
+			return 2 * time.Minute
+		}, m.sweepOnce)
+	})
 }
 
-func (m *Manager) loop(stop, done chan struct{}) {
-	defer close(done)
-	for {
-		cfg := m.opts.Config()
-		interval := cfg.CheckInterval
-		if interval <= 0 {
-			interval = 2 * time.Minute
-		}
-		t := time.NewTimer(interval)
-		select {
-		case <-stop:
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		if m.opts.Now().Sub(m.opts.Started) < cfg.MinTTL {
-			continue
-		}
-		res, err := m.Sweep()
-		if err != nil {
-			m.log.Error("lite topic expiry sweep", "err", err, "deleted", res.Deleted)
-			continue
-		}
-		if res.Deleted > 0 || res.Expired > 0 {
-			m.log.Info("expired lite topics", "scanned", res.Scanned, "expired", res.Expired, "deleted", res.Deleted, "took", res.Took, "cascade", res.Cascade, "flush", res.Flush)
-		}
+// sweepOnce is one round of the sweeper, skipped until the broker has been
+// up for MinTTL.
+func (m *Manager) sweepOnce() {
+	if m.opts.Now().Sub(m.opts.Started) < m.opts.Config().MinTTL {
+		return
+	}
+	res, err := m.Sweep()
+	if err != nil {
+		m.log.Error("lite topic expiry sweep", "err", err, "deleted", res.Deleted)
+		return
+	}
+	if res.Deleted > 0 || res.Expired > 0 {
+		m.log.Info("expired lite topics", "scanned", res.Scanned, "expired", res.Expired, "deleted", res.Deleted, "took", res.Took, "cascade", res.Cascade, "flush", res.Flush)
 	}
 }
 
 // Close stops the sweeper.
 func (m *Manager) Close() {
-	m.life.Lock()
-	stop, done := m.stop, m.done
-	m.stop = nil
-	m.life.Unlock()
-	if stop != nil {
-		close(stop)
-		<-done
-	}
+	m.sweeper.Stop()
 }

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/lite/dispatcher"
 	"github.com/rmqgo/rmq/broker/lite/lifecycle"
 	"github.com/rmqgo/rmq/broker/lite/meta"
@@ -96,9 +97,7 @@ func New(d Deps) (*Processor, error) {
 		d.Dispatcher == nil || d.Orders == nil || d.Offsets == nil {
 		return nil, errors.New("liteadmin: Config, Store, Meta, Lifecycle, Registry, Dispatcher, Orders and Offsets are required")
 	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Logger(&d.Logger)
 	return &Processor{d: d, log: d.Logger}, nil
 }
 

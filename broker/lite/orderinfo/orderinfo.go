@@ -13,6 +13,8 @@ package orderinfo
 import (
 	"sync"
 	"time"
+
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 )
 
 // Key names one order state.
@@ -90,9 +92,7 @@ type Manager struct {
 
 // New returns an empty table.
 func New(opts Options) *Manager {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	defaults.Clock(&opts.Now)
 	m := &Manager{opts: opts}
 	for i := range m.shards {
 		m.shards[i].m = map[Key]*info{}

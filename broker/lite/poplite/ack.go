@@ -227,37 +227,17 @@ func (p *Processor) changeInvisible(r AckRequest, ei ExtraInfo) (InvisibleResult
 // WrapAck returns an ACK_MESSAGE handler that answers lite acks and passes
 // every other request to next (nil: REQUEST_CODE_NOT_SUPPORTED).
 func (p *Processor) WrapAck(next remoting.Handler) remoting.Handler {
-	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		r, lite, err := ParseAckRequest(req)
-		if !lite {
-			return passOn(next, ctx, ch, req)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if err := pop.NotMaster(p.d.Config()); err != nil {
-			return nil, err
-		}
+	return p.wrapLite(next, func(req *remoting.Command, r AckRequest) (*remoting.Command, error) {
 		if err := p.Ack(r); err != nil {
 			return nil, err
 		}
 		return remoting.NewResponse(req, code.Success, ""), nil
-	}
+	})
 }
 
 // WrapChangeInvisible is WrapAck for CHANGE_MESSAGE_INVISIBLETIME.
 func (p *Processor) WrapChangeInvisible(next remoting.Handler) remoting.Handler {
-	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		r, lite, err := ParseAckRequest(req)
-		if !lite {
-			return passOn(next, ctx, ch, req)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if err := pop.NotMaster(p.d.Config()); err != nil {
-			return nil, err
-		}
+	return p.wrapLite(next, func(req *remoting.Command, r AckRequest) (*remoting.Command, error) {
 		res, err := p.ChangeInvisible(r)
 		if err != nil {
 			return nil, err
@@ -269,6 +249,25 @@ func (p *Processor) WrapChangeInvisible(next remoting.Handler) remoting.Handler 
 			resp.SetExt("reviveQid", strconv.Itoa(int(res.ReviveQid)))
 		}
 		return resp, nil
+	})
+}
+
+// wrapLite answers the lite requests among those with an ACK_MESSAGE
+// style header with answer, on a master only, and passes the others on
+// to next.
+func (p *Processor) wrapLite(next remoting.Handler, answer func(req *remoting.Command, r AckRequest) (*remoting.Command, error)) remoting.Handler {
+	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+		r, lite, err := ParseAckRequest(req)
+		if !lite {
+			return passOn(next, ctx, ch, req)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := pop.NotMaster(p.d.Config()); err != nil {
+			return nil, err
+		}
+		return answer(req, r)
 	}
 }
 

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/rmqgo/rmq/broker/lite/registry"
 	"github.com/rmqgo/rmq/broker/longpoll"
+	"github.com/rmqgo/rmq/broker/pop"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -73,17 +74,7 @@ func (p *Processor) WrapNotification(next remoting.Handler) remoting.Handler {
 // answer.
 func (p *Processor) resumeNotify(_ context.Context, ch *remoting.Channel, req *remoting.Command) {
 	resp, err := p.processNotify(ch, req)
-	if err != nil {
-		resp = remoting.ResponseFromError(req, err)
-	}
-	if resp == nil || ch == nil || req.IsOneway() {
-		return
-	}
-	resp.Opaque = req.Opaque
-	resp.SerializeType = req.SerializeType
-	if err := ch.WriteResponse(resp); err != nil {
-		p.log.Debug("write resumed lite notification response", "remote", ch.RemoteAddr(), "err", err)
-	}
+	processor.WriteResumed(p.log, "lite notification", ch, req, resp, err)
 }
 
 // processNotify answers hasMsg = the client's event set is not empty,
@@ -109,10 +100,7 @@ func (p *Processor) processNotify(ch *remoting.Channel, req *remoting.Command) (
 	hasMsg := p.d.Dispatcher.Pending(key) > 0
 	full := false
 	if !hasMsg {
-		deadline := time.UnixMilli(h.bornTime + h.pollTime)
-		if d := nowT.Add(time.Duration(h.pollTime) * time.Millisecond); deadline.After(d) {
-			deadline = d
-		}
+		deadline := pop.PollDeadline(nowT, h.bornTime, h.pollTime)
 		if h.pollTime > 0 && nowT.Before(deadline) && ch != nil {
 			err := p.notices.Park(longpoll.Request{Channel: ch, Command: req, Topic: pollKey(key), Deadline: deadline})
 			if err == nil {

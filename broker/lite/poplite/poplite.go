@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/lite/dispatcher"
 	"github.com/rmqgo/rmq/broker/lite/meta"
 	"github.com/rmqgo/rmq/broker/lite/naming"
@@ -90,18 +91,9 @@ func New(d Deps) (*Processor, error) {
 		d.Orders == nil || d.Locks == nil || d.Offsets == nil {
 		return nil, errors.New("poplite: Config, Store, Meta, Registry, Dispatcher, Orders, Locks and Offsets are required")
 	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
-	if d.Hold.Now == nil {
-		d.Hold.Now = d.Now
-	}
-	if d.Hold.Logger == nil {
-		d.Hold.Logger = d.Logger
-	}
+	defaults.Clock(&d.Now)
+	defaults.Logger(&d.Logger)
+	d.Hold = d.Hold.Inherit(d.Now, d.Logger)
 	p := &Processor{d: d, log: d.Logger}
 	// The long-poll table is keyed by client: "topic" = pollKey(client),
 	// queue 0, every request waiting for "offset" 0, and a client's "max
@@ -199,17 +191,7 @@ func (p *Processor) handle(ctx context.Context, ch *remoting.Channel, req *remot
 // resume re-runs a woken or expired pop and writes its answer.
 func (p *Processor) resume(ctx context.Context, ch *remoting.Channel, req *remoting.Command) {
 	resp, err := p.process(ctx, ch, req, true)
-	if err != nil {
-		resp = remoting.ResponseFromError(req, err)
-	}
-	if resp == nil || ch == nil || req.IsOneway() {
-		return
-	}
-	resp.Opaque = req.Opaque
-	resp.SerializeType = req.SerializeType
-	if err := ch.WriteResponse(resp); err != nil {
-		p.log.Debug("write resumed pop lite response", "remote", ch.RemoteAddr(), "err", err)
-	}
+	processor.WriteResumed(p.log, "pop lite", ch, req, resp, err)
 }
 
 // check runs the pre-checks of §6.2.

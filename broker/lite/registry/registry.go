@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/lite/meta"
 	"github.com/rmqgo/rmq/broker/lite/naming"
 )
@@ -137,9 +138,7 @@ func New(opts Options) (*Registry, error) {
 	if opts.Group == nil {
 		return nil, errors.New("registry: Options.Group is required")
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	defaults.Clock(&opts.Now)
 	r := &Registry{
 		opts:       opts,
 		clients:    map[ClientKey]*subscription{},

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/lite/naming"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
@@ -67,21 +68,11 @@ type Cache struct {
 
 // New returns an empty cache.
 func New(o Options) *Cache {
-	if o.Refresh <= 0 {
-		o.Refresh = DefaultRefresh
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
-	}
-	if o.NegativeTTL <= 0 {
-		o.NegativeTTL = DefaultNegativeTTL
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Positive(&o.Refresh, DefaultRefresh)
+	defaults.Positive(&o.Timeout, DefaultTimeout)
+	defaults.Positive(&o.NegativeTTL, DefaultNegativeTTL)
+	defaults.Clock(&o.Now)
+	defaults.Logger(&o.Logger)
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Cache{opts: o, log: o.Logger, ctx: ctx, cancel: cancel, m: map[string]*entry{}}
 }

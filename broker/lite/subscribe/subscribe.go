@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
+	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/broker/lite/meta"
 	"github.com/rmqgo/rmq/broker/lite/naming"
 	"github.com/rmqgo/rmq/broker/lite/registry"
@@ -66,9 +68,7 @@ type Processor struct {
 	mu       sync.Mutex
 	channels map[registry.ClientKey]*remoting.Channel
 
-	life sync.Mutex
-	stop chan struct{}
-	done chan struct{}
+	expiry loop.Runner
 }
 
 // New builds the processor. Install Notify as the registry's
@@ -77,9 +77,7 @@ func New(d Deps) (*Processor, error) {
 	if d.Config == nil || d.Meta == nil || d.Registry == nil {
 		return nil, errors.New("subscribe: Config, Meta and Registry are required")
 	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Logger(&d.Logger)
 	return &Processor{d: d, log: d.Logger, channels: map[registry.ClientKey]*remoting.Channel{}}, nil
 }
 
@@ -235,41 +233,19 @@ func (p *Processor) Expire() int {
 
 // Start runs the expiry loop (every liteSubscriptionCheckInterval).
 func (p *Processor) Start() {
-	p.life.Lock()
-	defer p.life.Unlock()
-	if p.stop != nil {
-		return
-	}
-	p.stop, p.done = make(chan struct{}), make(chan struct{})
-	go func(stop, done chan struct{}) {
-		defer close(done)
-		for {
-			interval := p.d.Config().LiteSubscriptionCheckInterval
-			if interval <= 0 {
-				interval = 2 * time.Minute
+	p.expiry.Start(func(stop <-chan struct{}) {
+		loop.Repeat(stop, func() time.Duration {
+			if interval := p.d.Config().LiteSubscriptionCheckInterval; interval > 0 {
+				return interval
 			}
-			t := time.NewTimer(interval)
-			select {
-			case <-stop:
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			p.Expire()
-		}
-	}(p.stop, p.done)
+			return 2 * time.Minute
+		}, func() { p.Expire() })
+	})
 }
 
 // Close stops the expiry loop.
 func (p *Processor) Close() {
-	p.life.Lock()
-	stop, done := p.stop, p.done
-	p.stop = nil
-	p.life.Unlock()
-	if stop != nil {
-		close(stop)
-		<-done
-	}
+	p.expiry.Stop()
 }
 
 // String helps logs.

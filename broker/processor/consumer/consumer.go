@@ -15,6 +15,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
@@ -67,9 +68,7 @@ func New(d Deps) (*Processor, error) {
 			d.GroupOffsets = g
 		}
 	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Logger(&d.Logger)
 	return &Processor{d: d, log: d.Logger}, nil
 }
 
@@ -192,19 +191,10 @@ func (p *Processor) getEarliestMsgStoreTime(_ context.Context, _ *remoting.Chann
 }
 
 // OffsetWrapper is one queue of a ConsumeStats.
-type OffsetWrapper struct {
-	BrokerOffset   int64 `json:"brokerOffset"`
-	ConsumerOffset int64 `json:"consumerOffset"`
-	LastTimestamp  int64 `json:"lastTimestamp"`
-	PullOffset     int64 `json:"pullOffset"`
-}
+type OffsetWrapper = protocol.OffsetWrapper
 
-// ConsumeStats is the GET_CONSUME_STATS body (§4.8); encode with
-// protocol.MarshalMQKeyed so the queue keys are Java's object keys.
-type ConsumeStats struct {
-	ConsumeTps  float64                       `json:"consumeTps"`
-	OffsetTable protocol.MQMap[OffsetWrapper] `json:"offsetTable"`
-}
+// ConsumeStats is the GET_CONSUME_STATS body (§4.8).
+type ConsumeStats = protocol.ConsumeStats
 
 func (p *Processor) getConsumeStats(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	f := protocol.FieldsOf(req.ExtFields)

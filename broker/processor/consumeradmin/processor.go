@@ -29,6 +29,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/processor/consumer"
 	"github.com/rmqgo/rmq/broker/store"
@@ -117,15 +118,9 @@ func New(d Deps) (*Processor, error) {
 	if d.Config == nil || d.Store == nil || d.Offsets == nil || d.Topics == nil || d.Subscriptions == nil || d.Consumers == nil {
 		return nil, errors.New("consumeradmin: Deps.Config, Store, Offsets, Topics, Subscriptions and Consumers are required")
 	}
-	if d.CallTimeout <= 0 {
-		d.CallTimeout = DefaultCallTimeout
-	}
-	if d.StatusTimeout <= 0 {
-		d.StatusTimeout = DefaultStatusTimeout
-	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Positive(&d.CallTimeout, DefaultCallTimeout)
+	defaults.Positive(&d.StatusTimeout, DefaultStatusTimeout)
+	defaults.Logger(&d.Logger)
 	return &Processor{d: d, log: d.Logger}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"math"
 	"strconv"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/longpoll"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
@@ -90,18 +92,9 @@ func New(d Deps) (*Processor, error) {
 	if d.Config == nil || d.Store == nil || d.Topics == nil || d.Subscriptions == nil || d.Consumers == nil {
 		return nil, errors.New("pull: Deps.Config, Store, Topics, Subscriptions and Consumers are required")
 	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
-	if d.Hold.Now == nil {
-		d.Hold.Now = d.Now
-	}
-	if d.Hold.Logger == nil {
-		d.Hold.Logger = d.Logger
-	}
+	defaults.Clock(&d.Now)
+	defaults.Logger(&d.Logger)
+	d.Hold = d.Hold.Inherit(d.Now, d.Logger)
 	p := &Processor{d: d, log: d.Logger, pulled: map[pullKey]int64{}}
 	p.hold = longpoll.New(d.Hold, p.resume, d.Store.MaxOffset)
 	d.Store.AddArrivalListener(p.hold.OnArrival)
@@ -148,13 +141,7 @@ func (p *Processor) ForgetGroup(group string) {
 	if p.d.Resets != nil {
 		p.d.Resets.ForgetGroup(group)
 	}
-	p.pmu.Lock()
-	defer p.pmu.Unlock()
-	for k := range p.pulled {
-		if k.group == group {
-			delete(p.pulled, k)
-		}
-	}
+	p.forgetPulled(func(k pullKey) bool { return k.group == group })
 }
 
 // ForgetTopic drops a topic's pull offsets and pending resets (topic
@@ -163,13 +150,14 @@ func (p *Processor) ForgetTopic(topic string) {
 	if p.d.Resets != nil {
 		p.d.Resets.ForgetTopic(topic)
 	}
+	p.forgetPulled(func(k pullKey) bool { return k.topic == topic })
+}
+
+// forgetPulled drops the pull offsets whose key matches.
+func (p *Processor) forgetPulled(match func(pullKey) bool) {
 	p.pmu.Lock()
 	defer p.pmu.Unlock()
-	for k := range p.pulled {
-		if k.topic == topic {
-			delete(p.pulled, k)
-		}
-	}
+	maps.DeleteFunc(p.pulled, func(k pullKey, _ int64) bool { return match(k) })
 }
 
 func (p *Processor) handle(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
@@ -180,17 +168,7 @@ func (p *Processor) handle(ctx context.Context, ch *remoting.Channel, req *remot
 // executeRequestWhenWakeup).
 func (p *Processor) resume(ctx context.Context, ch *remoting.Channel, req *remoting.Command) {
 	resp, err := p.process(ctx, ch, req, false)
-	if err != nil {
-		resp = remoting.ResponseFromError(req, err)
-	}
-	if resp == nil || ch == nil || req.IsOneway() {
-		return
-	}
-	resp.Opaque = req.Opaque
-	resp.SerializeType = req.SerializeType
-	if err := ch.WriteResponse(resp); err != nil {
-		p.log.Debug("write resumed pull response", "remote", ch.RemoteAddr(), "err", err)
-	}
+	processor.WriteResumed(p.log, "pull", ch, req, resp, err)
 }
 
 type header struct {

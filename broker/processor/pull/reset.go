@@ -1,6 +1,7 @@
 package pull
 
 import (
+	"maps"
 	"strconv"
 	"sync"
 
@@ -74,24 +75,18 @@ func (t *ResetTable) Take(group, topic string, qid int32) (int64, bool) {
 
 // ForgetGroup drops a group's entries (group deleted).
 func (t *ResetTable) ForgetGroup(group string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for k := range t.m {
-		if k.group == group {
-			delete(t.m, k)
-		}
-	}
+	t.forget(func(k pullKey) bool { return k.group == group })
 }
 
 // ForgetTopic drops a topic's entries (topic deleted).
 func (t *ResetTable) ForgetTopic(topic string) {
+	t.forget(func(k pullKey) bool { return k.topic == topic })
+}
+
+func (t *ResetTable) forget(match func(pullKey) bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for k := range t.m {
-		if k.topic == topic {
-			delete(t.m, k)
-		}
-	}
+	maps.DeleteFunc(t.m, func(k pullKey, _ int64) bool { return match(k) })
 }
 
 // resetResponse answers a pull whose queue was reset: PULL_OFFSET_MOVED

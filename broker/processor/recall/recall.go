@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/schedule"
 	"github.com/rmqgo/rmq/broker/store"
@@ -61,12 +62,8 @@ func New(d Deps) (*Processor, error) {
 	if d.Config == nil || d.Topics == nil || d.Schedule == nil || d.Store == nil {
 		return nil, errors.New("recall: Deps.Config, Topics, Schedule and Store are required")
 	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Clock(&d.Now)
+	defaults.Logger(&d.Logger)
 	return &Processor{d: d, log: d.Logger}, nil
 }
 

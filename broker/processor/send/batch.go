@@ -29,14 +29,7 @@ const maxTopicLenV1 = 127
 // ids.
 func (p *Processor) sendBatch(ctx context.Context, ch *remoting.Channel, req *remoting.Command, h *sendHeader) (*remoting.Command, error) {
 	cfg := p.d.Config()
-	if err := p.preSend(cfg, true); err != nil {
-		return nil, err
-	}
-	tc, err := p.msgCheck(cfg, ch, h)
-	if err != nil {
-		return nil, err
-	}
-	queueID, err := p.pickQueue(&tc, h.queueID)
+	tc, queueID, err := p.admit(cfg, ch, h, true)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +48,7 @@ func (p *Processor) sendBatch(ctx context.Context, ch *remoting.Channel, req *re
 		return nil, fmt.Errorf("%w: batch messages do not support transactions (sysFlag %#x)", ErrMessageIllegal, sysFlag)
 	}
 	hp := decodeProps(h.properties, 0)
-	if delayLevel(hp) > 0 {
+	if message.DelayLevel(hp) > 0 {
 		return nil, fmt.Errorf("%w: batch messages do not support delay levels", ErrMessageIllegal)
 	}
 	// Java bounds the whole batch body by maxMessageSize.
@@ -87,7 +80,7 @@ func (p *Processor) sendBatch(ctx context.Context, ch *remoting.Channel, req *re
 		}
 		// A delayed item would otherwise be delivered at once: refuse it
 		// as clients do [our choice; Java's broker checks the header only].
-		if delayLevel(m.Properties) > 0 {
+		if message.DelayLevel(m.Properties) > 0 {
 			return nil, fmt.Errorf("%w: batch item %d: batch messages do not support delay levels", ErrMessageIllegal, i)
 		}
 		if err := p.checkMessage(&tc, m, sysFlag); err != nil {

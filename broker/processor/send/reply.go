@@ -36,14 +36,7 @@ func (p *Processor) replyHandler(short bool) handlerFunc {
 		}
 		cfg := p.d.Config()
 		// Java's reply processor never rejects on role (rejectRequest=false).
-		if err := p.preSend(cfg, false); err != nil {
-			return nil, err
-		}
-		tc, err := p.msgCheck(cfg, ch, &h)
-		if err != nil {
-			return nil, err
-		}
-		queueID, err := p.pickQueue(&tc, h.queueID)
+		_, queueID, err := p.admit(cfg, ch, &h, false)
 		if err != nil {
 			return nil, err
 		}

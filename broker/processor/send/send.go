@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/topic"
@@ -37,11 +38,11 @@ import (
 
 // Java constants the send path uses.
 const (
-	// dlqNumsPerGroup: a DLQ topic has one queue.
-	dlqNumsPerGroup = 1
-	// versionV349 is MQVersion V3_4_9: from it on the request's
+	// DLQNumsPerGroup: a DLQ topic has one queue.
+	DLQNumsPerGroup = 1
+	// VersionV349 is MQVersion V3_4_9: from it on the request's
 	// maxReconsumeTimes header overrides the group's retryMaxTimes.
-	versionV349 = 121
+	VersionV349 = 121
 	// defaultRetryMaxTimes is SubscriptionGroupConfig.retryMaxTimes.
 	defaultRetryMaxTimes = 16
 	// defaultRegion is MixAll.DEFAULT_TRACE_REGION_ID.
@@ -133,9 +134,7 @@ func New(d Deps) (*Processor, error) {
 	if d.RandIntN == nil {
 		d.RandIntN = rand.IntN
 	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
+	defaults.Clock(&d.Now)
 	tx := d.Transactions
 	if tx == nil {
 		tx = HalfMessage{}
@@ -342,6 +341,21 @@ func (p *Processor) topicCreated(name string) {
 	}
 }
 
+// admit runs the checks every send passes (preSend, with the broker role
+// when checkRole, and msgCheck) and picks its queue: the topic's config and
+// the queue id.
+func (p *Processor) admit(cfg *config.Config, ch *remoting.Channel, h *sendHeader, checkRole bool) (protocol.TopicConfig, int32, error) {
+	if err := p.preSend(cfg, checkRole); err != nil {
+		return protocol.TopicConfig{}, 0, err
+	}
+	tc, err := p.msgCheck(cfg, ch, h)
+	if err != nil {
+		return tc, 0, err
+	}
+	queueID, err := p.pickQueue(&tc, h.queueID)
+	return tc, queueID, err
+}
+
 // pickQueue resolves a negative queue id to a random writable queue.
 func (p *Processor) pickQueue(tc *protocol.TopicConfig, queueID int32) (int32, error) {
 	if queueID >= 0 {
@@ -356,14 +370,7 @@ func (p *Processor) pickQueue(tc *protocol.TopicConfig, queueID int32) (int32, e
 // sendOne stores a single message (Java's SendMessageProcessor.sendMessage).
 func (p *Processor) sendOne(ctx context.Context, ch *remoting.Channel, req *remoting.Command, h *sendHeader) (*remoting.Command, error) {
 	cfg := p.d.Config()
-	if err := p.preSend(cfg, true); err != nil {
-		return nil, err
-	}
-	tc, err := p.msgCheck(cfg, ch, h)
-	if err != nil {
-		return nil, err
-	}
-	queueID, err := p.pickQueue(&tc, h.queueID)
+	tc, queueID, err := p.admit(cfg, ch, h, true)
 	if err != nil {
 		return nil, err
 	}
@@ -400,7 +407,7 @@ func (p *Processor) sendOne(ctx context.Context, ch *remoting.Channel, req *remo
 		return nil, fmt.Errorf("%w: Required message key is missing (topic[%s] is a compaction topic)", ErrMessageIllegal, tc.TopicName)
 	}
 	props[message.PropertyCluster] = cfg.BrokerClusterName
-	if isPrepared(props, h.sysFlag, h.reconsumeTimes) {
+	if IsPrepared(props, h.sysFlag, h.reconsumeTimes) {
 		if cfg.RejectTransactionMessage {
 			return nil, fmt.Errorf("%w: the broker[%s] sending transaction message is forbidden", errNoPermission, cfg.BrokerIP1)
 		}
@@ -414,7 +421,7 @@ func (p *Processor) sendOne(ctx context.Context, ch *remoting.Channel, req *remo
 		if err := ApplyLite(&tc, props, cfg.MaxLiteTopicSize); err != nil {
 			return nil, err
 		}
-		if needsSchedule(props) {
+		if message.IsScheduled(props) {
 			if err := p.schedule(msg); err != nil {
 				return nil, err
 			}
@@ -469,7 +476,7 @@ func (p *Processor) retryOrDLQ(req *remoting.Command, h *sendHeader, msg *messag
 	if !ok {
 		return fmt.Errorf("%w: subscription group not exist, %s", errGroupNotExist, group)
 	}
-	if req.Version >= versionV349 && h.hasMaxReconsumeTimes {
+	if req.Version >= VersionV349 && h.hasMaxReconsumeTimes {
 		maxTimes = h.maxReconsumeTimes
 	}
 	locked := p.d.Locks != nil && p.d.Locks.HasLiveLocks(group)
@@ -483,7 +490,7 @@ func (p *Processor) retryOrDLQ(req *remoting.Command, h *sendHeader, msg *messag
 	delete(msg.Properties, message.PropertyInnerMultiQueueOffset)
 	dlq := protocol.DLQTopic(group)
 	dc := protocol.NewTopicConfig(dlq)
-	dc.ReadQueueNums, dc.WriteQueueNums = dlqNumsPerGroup, dlqNumsPerGroup
+	dc.ReadQueueNums, dc.WriteQueueNums = DLQNumsPerGroup, DLQNumsPerGroup
 	dc.Perm = protocol.PermRead | protocol.PermWrite
 	dtc, created, err := p.d.Topics.CreateIfAbsent(dc)
 	if dtc.TopicName == "" {
@@ -498,47 +505,21 @@ func (p *Processor) retryOrDLQ(req *remoting.Command, h *sendHeader, msg *messag
 	p.log.Info("retry message sent to DLQ", "group", group, "topic", h.topic, "reconsumeTimes", h.reconsumeTimes,
 		"maxReconsumeTimes", maxTimes, "orderlyLocked", locked)
 	msg.Topic = dlq
-	msg.QueueID = int32(p.d.RandIntN(dlqNumsPerGroup))
+	msg.QueueID = int32(p.d.RandIntN(DLQNumsPerGroup))
 	*tc = dtc
 	return nil
 }
 
-// isPrepared reports a transactional half message: TRAN_MSG=true (what Java
+// IsPrepared reports a transactional half message: TRAN_MSG=true (what Java
 // checks) or the PREPARED sysFlag type, except the pre-4.6.1 client quirk of
 // re-sending a consumed half message with reconsumeTimes and a delay.
-func isPrepared(props map[string]string, sysFlag, reconsumeTimes int32) bool {
+func IsPrepared(props map[string]string, sysFlag, reconsumeTimes int32) bool {
 	tran := strings.EqualFold(props[message.PropertyTransactionPrepared], "true") ||
 		message.TransactionType(sysFlag) == message.TransactionPreparedType
 	if !tran {
 		return false
 	}
-	return !(reconsumeTimes > 0 && delayLevel(props) > 0)
-}
-
-// delayLevel is the DELAY property (0 when absent or malformed).
-func delayLevel(props map[string]string) int {
-	v, ok := props[message.PropertyDelayTimeLevel]
-	if !ok {
-		return 0
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0
-	}
-	return n
-}
-
-// needsSchedule reports whether a message asks for delayed delivery.
-func needsSchedule(props map[string]string) bool {
-	if delayLevel(props) > 0 {
-		return true
-	}
-	for _, k := range [...]string{message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec, message.PropertyTimerDelayMS} {
-		if _, ok := props[k]; ok {
-			return true
-		}
-	}
-	return false
+	return !(reconsumeTimes > 0 && message.DelayLevel(props) > 0)
 }
 
 func (p *Processor) schedule(msg *message.Message) error {

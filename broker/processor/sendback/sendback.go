@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/lite/naming"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/processor/send"
@@ -31,11 +32,6 @@ import (
 
 // Java constants.
 const (
-	// dlqNumsPerGroup: a DLQ topic has one queue.
-	dlqNumsPerGroup = 1
-	// versionV349 is MQVersion V3_4_9: from it on the request's
-	// maxReconsumeTimes overrides the group's retryMaxTimes.
-	versionV349 = 121
 	// topicFlagUnitSub is TopicSysFlag.buildSysFlag(false, true).
 	topicFlagUnitSub = 0x2
 )
@@ -110,9 +106,7 @@ func New(d Deps) (*Processor, error) {
 	if d.RandIntN == nil {
 		d.RandIntN = rand.IntN
 	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Logger(&d.Logger)
 	return &Processor{d: d, log: d.Logger}, nil
 }
 
@@ -202,7 +196,7 @@ func (p *Processor) sendBack(ctx context.Context, req *remoting.Command) error {
 			errSystem, h.offset, orig.Topic, h.originTopic)
 	}
 	maxTimes := int32(sg.RetryMaxTimes)
-	if req.Version >= versionV349 && h.hasMaxReconsume {
+	if req.Version >= send.VersionV349 && h.hasMaxReconsume {
 		maxTimes = h.maxReconsumeTimes
 	}
 	reconsumed := orig.ReconsumeTimes
@@ -254,8 +248,8 @@ func (p *Processor) sendBack(ctx context.Context, req *remoting.Command) error {
 	level := h.delayLevel
 	if dlq {
 		newTopic = protocol.DLQTopic(h.group)
-		queueID = int32(p.d.RandIntN(dlqNumsPerGroup))
-		if _, err := p.createTopic(newTopic, dlqNumsPerGroup, 0); err != nil {
+		queueID = int32(p.d.RandIntN(send.DLQNumsPerGroup))
+		if _, err := p.createTopic(newTopic, send.DLQNumsPerGroup, 0); err != nil {
 			return err
 		}
 		level = 0

@@ -1,0 +1,94 @@
+// Package loop runs the broker services' background goroutines (sweepers,
+// scanners): one that Start launches and Stop ends, waiting for it.
+package loop
+
+import (
+	"sync"
+	"time"
+)
+
+// Runner owns at most one background goroutine. Start after Stop runs it
+// again. The zero value is ready; safe for concurrent use.
+type Runner struct {
+	mu      sync.Mutex
+	stop    chan struct{}
+	done    chan struct{}
+	started bool // by StartOnce
+}
+
+// Start runs fn on its own goroutine unless one runs already; fn must
+// return once stop is closed.
+func (r *Runner) Start(fn func(stop <-chan struct{})) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stop != nil {
+		return
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	r.stop, r.done = stop, done
+	go func() {
+		defer close(done)
+		fn(stop)
+	}()
+}
+
+// StartOnce is Start for services that run once: after the first call it
+// does nothing, even once the goroutine has been stopped.
+func (r *Runner) StartOnce(fn func(stop <-chan struct{})) {
+	r.mu.Lock()
+	first := !r.started
+	r.started = true
+	r.mu.Unlock()
+	if first {
+		r.Start(fn)
+	}
+}
+
+// Running reports whether the goroutine runs: started and not stopped.
+func (r *Runner) Running() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stop != nil
+}
+
+// Stop closes the running goroutine's stop channel and waits for it to
+// return; without one it does nothing.
+func (r *Runner) Stop() {
+	r.mu.Lock()
+	stop, done := r.stop, r.done
+	r.stop = nil
+	r.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+}
+
+// Tick calls fn every period until stop is closed.
+func Tick(stop <-chan struct{}, period time.Duration, fn func()) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			fn()
+		}
+	}
+}
+
+// Repeat calls fn after each wait of interval() (read again every round,
+// so a changed setting applies from the next one) until stop is closed.
+func Repeat(stop <-chan struct{}, interval func() time.Duration, fn func()) {
+	for {
+		t := time.NewTimer(interval())
+		select {
+		case <-stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		fn()
+	}
+}

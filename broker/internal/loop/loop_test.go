@@ -1,0 +1,102 @@
+package loop
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestRunnerStartsOnceAndRestarts(t *testing.T) {
+	var r Runner
+	var runs atomic.Int32
+	body := func(stop <-chan struct{}) {
+		runs.Add(1)
+		<-stop
+	}
+	r.Start(body)
+	r.Start(body) // already running: no second goroutine
+	r.Stop()
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("runs after Start, Start, Stop = %d, want 1", n)
+	}
+	r.Stop() // not running: nothing to wait for
+	r.Start(body)
+	r.Stop()
+	if n := runs.Load(); n != 2 {
+		t.Fatalf("runs after a restart = %d, want 2", n)
+	}
+}
+
+func TestStartOnceNeverRestarts(t *testing.T) {
+	var r Runner
+	var runs atomic.Int32
+	body := func(stop <-chan struct{}) {
+		runs.Add(1)
+		<-stop
+	}
+	r.StartOnce(body)
+	r.StartOnce(body)
+	if !r.Running() {
+		t.Fatal("not Running after StartOnce")
+	}
+	r.Stop()
+	if r.Running() {
+		t.Fatal("Running after Stop")
+	}
+	r.StartOnce(body)
+	r.Stop()
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("runs = %d, want 1", n)
+	}
+}
+
+func TestStopWaitsForTheGoroutine(t *testing.T) {
+	var r Runner
+	var finished atomic.Bool
+	r.Start(func(stop <-chan struct{}) {
+		<-stop
+		time.Sleep(10 * time.Millisecond)
+		finished.Store(true)
+	})
+	r.Stop()
+	if !finished.Load() {
+		t.Fatal("Stop returned before the goroutine did")
+	}
+}
+
+func TestTickAndRepeatCallUntilStopped(t *testing.T) {
+	for name, run := range map[string]func(stop <-chan struct{}, fn func()){
+		"Tick": func(stop <-chan struct{}, fn func()) { Tick(stop, time.Millisecond, fn) },
+		"Repeat": func(stop <-chan struct{}, fn func()) {
+			Repeat(stop, func() time.Duration { return time.Millisecond }, fn)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var r Runner
+			calls := make(chan struct{}, 100)
+			r.Start(func(stop <-chan struct{}) {
+				run(stop, func() {
+					select {
+					case calls <- struct{}{}:
+					default:
+					}
+				})
+			})
+			for i := 0; i < 3; i++ {
+				select {
+				case <-calls:
+				case <-time.After(5 * time.Second):
+					t.Fatalf("call %d did not come", i)
+				}
+			}
+			r.Stop()
+			for len(calls) > 0 {
+				<-calls
+			}
+			time.Sleep(5 * time.Millisecond)
+			if len(calls) != 0 {
+				t.Fatal("fn called after Stop returned")
+			}
+		})
+	}
+}
