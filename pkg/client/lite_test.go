@@ -624,6 +624,14 @@ func TestLitePushConsumerUnsubscribe(t *testing.T) {
 func TestLitePushConsumerQuota(t *testing.T) {
 	c := liteCluster(t, 2, "broker-a", "broker-b")
 	lc := startLite(t, c, func(context.Context, *message.Message) client.ConsumeResult { return client.ConsumeSuccess }, nil)
+	// The consumer's loop sends each broker the whole (empty) subscription
+	// once it has the route; the assertions below read the last request a
+	// broker got, so that first COMPLETE_ADD must be in before the test acts.
+	for _, b := range c.Brokers {
+		testutil.WaitFor(t, clusterWait, b.Name+"'s first full sync", func() bool {
+			return slices.ContainsFunc(b.LiteCtls(), func(ctl clienttest.LiteCtl) bool { return ctl.Action == "COMPLETE_ADD" })
+		})
+	}
 	ctx := context.Background()
 	for _, l := range []string{"q1", "q2"} {
 		if err := lc.SubscribeLite(ctx, l); err != nil {
