@@ -51,14 +51,7 @@ func startLite(t *testing.T, c *clienttest.Cluster, h client.LiteHandler, mod fu
 		mod(&cfg)
 	}
 	lc, err := client.NewLitePushConsumer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lc.Shutdown(context.Background()) })
-	return lc
+	return clienttest.Started(t, lc, err)
 }
 
 func liteMsg(lite, body string) *message.Message {

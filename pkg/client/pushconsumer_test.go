@@ -42,17 +42,7 @@ func startPush(t *testing.T, c *clienttest.Cluster, instance, group, topic strin
 		mod(&cfg)
 	}
 	pc, err := client.NewPushConsumer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Subscribe(topic, "*", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pc.Shutdown(context.Background()) })
-	return pc
+	return clienttest.Subscribed(t, pc, err, topic, "*")
 }
 
 // clusterWait bounds the waits on in-process clusters. Generous: make test
