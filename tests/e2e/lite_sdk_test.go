@@ -378,12 +378,7 @@ func liteSDKDLQ(t *testing.T, env *liteSDKEnv) {
 	mu.Unlock()
 
 	pc, err := client.NewPullConsumer(client.PullConsumerConfig{CommonConfig: env.common("lite-dlq-reader"), Group: "lite_sdk_dlq_reader"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
+	started(t, pc, err)
 	defer pc.Shutdown(ctx)
 	dlq := "%DLQ%" + group
 	var stored []*message.Message

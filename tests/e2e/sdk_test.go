@@ -18,6 +18,7 @@ import (
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/pkg/client/clienttest"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/tests/framework"
@@ -88,17 +89,7 @@ func (e *sdkEnv) pushConsumer(t *testing.T, instance, group, topic string, h cli
 		mod(&cfg)
 	}
 	c, err := client.NewPushConsumer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Subscribe(topic, "*", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Shutdown(context.Background()) })
-	return c
+	return clienttest.Subscribed(t, c, err, topic, "*")
 }
 
 // sendN sends n messages with property i = 0..n-1 and returns their ids.
@@ -256,12 +247,7 @@ func sdkGoroutineLeak(t *testing.T, env *sdkEnv) {
 	before := runtime.NumGoroutine()
 
 	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: env.common("leak-p"), Group: "sdk_leak_pg"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
+	started(t, p, err)
 	col := newCollector()
 	pc, err := client.NewPushConsumer(client.PushConsumerConfig{
 		CommonConfig: env.common("leak-c"), Group: "sdk_leak_cg", ConsumeFrom: client.ConsumeFromFirstOffset,
@@ -280,12 +266,7 @@ func sdkGoroutineLeak(t *testing.T, env *sdkEnv) {
 		func(context.Context, *message.Message) (client.TransactionState, error) {
 			return client.TransactionCommit, nil
 		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tp.Start(); err != nil {
-		t.Fatal(err)
-	}
+	started(t, tp, err)
 	sendN(ctx, t, p, topic, 20)
 	done := make(chan error, 1)
 	if err := p.SendAsync(ctx, &message.Message{Topic: topic, Body: []byte("async")}, func(_ *client.SendResult, err error) { done <- err }); err != nil {
@@ -602,13 +583,7 @@ func sdkTransaction(t *testing.T, env *sdkEnv) {
 		return client.TransactionCommit, nil
 	}
 	tp, err := client.NewTransactionProducer(client.ProducerConfig{CommonConfig: env.common("tx"), Group: "sdk_tx_pg"}, checker)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tp.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	tp = clienttest.Started(t, tp, err)
 	local := func(_ context.Context, m *message.Message) (client.TransactionState, error) {
 		switch b := string(m.Body); {
 		case strings.HasPrefix(b, "commit"):
@@ -734,16 +709,7 @@ func sdkSimpleConsumer(t *testing.T, env *sdkEnv) {
 	sc, err := client.NewSimpleConsumer(client.SimpleConsumerConfig{
 		CommonConfig: env.common("pop"), Group: group, AwaitDuration: 2 * time.Second, ConsumeFrom: client.ConsumeFromFirstOffset,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Subscribe(topic, "*", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sc.Shutdown(context.Background()) })
+	sc = clienttest.Subscribed(t, sc, err, topic, "*")
 	if _, err := sc.Receive(ctx, 1, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -917,16 +883,7 @@ func sdkSimpleConsumerOrderly(t *testing.T, env *sdkEnv) {
 		CommonConfig: env.common("pop-order"), Group: group, AwaitDuration: 500 * time.Millisecond,
 		ConsumeFrom: client.ConsumeFromFirstOffset, Orderly: true,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Subscribe(topic, "*", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sc.Shutdown(context.Background()) })
+	sc = clienttest.Subscribed(t, sc, err, topic, "*")
 	p := env.producer(t, "sdk_pop_order_pg")
 	send := func(q, seq int) {
 		t.Helper()

@@ -16,6 +16,7 @@ import (
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/pkg/client/clienttest"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/pkg/statictopic"
@@ -461,16 +462,7 @@ func startGoStaticConsumer(t *testing.T, namesrv, topic, group string, fail func
 			return client.ConsumeSuccess
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Subscribe(topic, "*", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pc.Shutdown(context.Background()) })
+	pc = clienttest.Subscribed(t, pc, err, topic, "*")
 	return g
 }
 
@@ -517,12 +509,7 @@ func TestStaticTopicGoClientJavaAdmin(t *testing.T) {
 
 	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{e.c.NamesrvAddr()}, RouteRefreshInterval: time.Second},
 		Group: "sj_go_pg"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
+	started(t, p, err)
 	defer p.Shutdown(context.Background())
 	live := startGoStaticConsumer(t, e.c.NamesrvAddr(), e.topic, "sj_go_live_"+e.run, func(int, int64, string) bool { return false })
 

@@ -178,12 +178,7 @@ func TestStaticTopicRemapUnderLoad(t *testing.T) {
 
 	// Consume every logic queue from the beginning.
 	pc, err := client.NewPullConsumer(client.PullConsumerConfig{CommonConfig: client.CommonConfig{NameServers: []string{c.NamesrvAddr()}}, Group: "static_cg"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
+	started(t, pc, err)
 	defer pc.Shutdown(context.Background())
 	ctx := context.Background()
 	queues, err := pc.Queues(ctx, topic)

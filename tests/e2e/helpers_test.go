@@ -1,0 +1,37 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	rocketmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+)
+
+// started fails t on err from a client constructor (ours or client-go's)
+// and starts x; the caller shuts x down.
+func started[T interface{ Start() error }](t *testing.T, x T, err error) T {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// goSubscribed fails t on err from rocketmq.NewPushConsumer, subscribes pc
+// to topic with sel and h, and starts it; the caller shuts pc down.
+func goSubscribed(t *testing.T, pc rocketmq.PushConsumer, err error, topic string, sel consumer.MessageSelector,
+	h func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error)) rocketmq.PushConsumer {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Subscribe(topic, sel, h); err != nil {
+		t.Fatal(err)
+	}
+	return started(t, pc, nil)
+}
