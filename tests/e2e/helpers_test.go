@@ -35,3 +35,24 @@ func goSubscribed(t *testing.T, pc rocketmq.PushConsumer, err error, topic strin
 	}
 	return started(t, pc, nil)
 }
+
+// inBackground calls step(0), step(1), ... in a goroutine until the
+// returned stop is called; stop returns once the goroutine has ended.
+func inBackground(step func(i int)) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			step(i)
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
+}
