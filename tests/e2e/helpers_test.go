@@ -2,11 +2,16 @@ package e2e
 
 import (
 	"context"
+	"log/slog"
 	"testing"
+	"time"
 
 	rocketmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/tests/framework"
 )
 
 // started fails t on err from a client constructor (ours or client-go's)
@@ -54,5 +59,33 @@ func inBackground(step func(i int)) (stop func()) {
 	return func() {
 		close(quit)
 		<-done
+	}
+}
+
+// subscribed is started for one of our SDK's consumers that first
+// subscribes to all of topic; the caller shuts x down.
+func subscribed[T interface {
+	Subscribe(topic, expression, expressionType string) error
+	Start() error
+}](t *testing.T, x T, err error, topic string) T {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Subscribe(topic, "*", ""); err != nil {
+		t.Fatal(err)
+	}
+	return started(t, x, nil)
+}
+
+// sdkCommon is our SDK's client config in these tests: c's nameserver, and
+// heartbeats and route refreshes shortened so the tests stay short.
+func sdkCommon(c framework.Cluster, log *slog.Logger, instance string) client.CommonConfig {
+	return client.CommonConfig{
+		NameServers:          []string{c.NamesrvAddr()},
+		InstanceName:         instance,
+		HeartbeatInterval:    time.Second,
+		RouteRefreshInterval: 2 * time.Second,
+		Logger:               log,
 	}
 }

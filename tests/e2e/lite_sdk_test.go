@@ -36,13 +36,7 @@ type liteSDKEnv struct {
 }
 
 func (e *liteSDKEnv) common(instance string) client.CommonConfig {
-	return client.CommonConfig{
-		NameServers:          []string{e.c.NamesrvAddr()},
-		InstanceName:         instance,
-		HeartbeatInterval:    time.Second,
-		RouteRefreshInterval: 2 * time.Second,
-		Logger:               e.log,
-	}
+	return sdkCommon(e.c, e.log, instance)
 }
 
 func (e *liteSDKEnv) producer(t *testing.T) *client.Producer {

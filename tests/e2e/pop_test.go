@@ -412,15 +412,7 @@ func TestPopDeadLetter(t *testing.T) {
 	sc, err := client.NewSimpleConsumer(client.SimpleConsumerConfig{
 		CommonConfig: common, Group: group, AwaitDuration: 500 * time.Millisecond, ConsumeFrom: client.ConsumeFromFirstOffset,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Subscribe(topic, "*", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Start(); err != nil {
-		t.Fatal(err)
-	}
+	subscribed(t, sc, err, topic)
 	defer sc.Shutdown(context.Background())
 
 	seen := map[string][]int32{} // body → reconsume times of its deliveries

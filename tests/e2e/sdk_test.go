@@ -38,13 +38,7 @@ type sdkEnv struct {
 }
 
 func (e *sdkEnv) common(instance string) client.CommonConfig {
-	return client.CommonConfig{
-		NameServers:          []string{e.c.NamesrvAddr()},
-		InstanceName:         instance,
-		HeartbeatInterval:    time.Second,
-		RouteRefreshInterval: 2 * time.Second,
-		Logger:               e.log,
-	}
+	return sdkCommon(e.c, e.log, instance)
 }
 
 func (e *sdkEnv) topic(t *testing.T, name string, queues int) {
@@ -253,15 +247,7 @@ func sdkGoroutineLeak(t *testing.T, env *sdkEnv) {
 		CommonConfig: env.common("leak-c"), Group: "sdk_leak_cg", ConsumeFrom: client.ConsumeFromFirstOffset,
 		Handler: col.handler("c"), RebalanceInterval: time.Second, LongPollingSuspend: 2 * time.Second,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Subscribe(topic, "*", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
+	subscribed(t, pc, err, topic)
 	tp, err := client.NewTransactionProducer(client.ProducerConfig{CommonConfig: env.common("leak-tx"), Group: "sdk_leak_txg"},
 		func(context.Context, *message.Message) (client.TransactionState, error) {
 			return client.TransactionCommit, nil
@@ -292,15 +278,7 @@ func sdkGoroutineLeak(t *testing.T, env *sdkEnv) {
 	sc, err := client.NewSimpleConsumer(client.SimpleConsumerConfig{
 		CommonConfig: env.common("leak-s"), Group: "sdk_leak_sg", AwaitDuration: time.Second, ConsumeFrom: client.ConsumeFromFirstOffset,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Subscribe(topic, "*", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Start(); err != nil {
-		t.Fatal(err)
-	}
+	subscribed(t, sc, err, topic)
 	msgs, err := sc.Receive(ctx, 4, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
