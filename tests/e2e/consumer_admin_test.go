@@ -149,14 +149,7 @@ func TestConsumerAdmin(t *testing.T) {
 		}
 		return out
 	}
-	java := func(args ...string) string {
-		t.Helper()
-		out, err := harness.RunJavaMQAdmin(t, append(args, "-n", c.NamesrvAddr())...)
-		if err != nil {
-			t.Fatalf("java mqadmin %v: %v", args, err)
-		}
-		return out
-	}
+	java := javaMQAdmin(t, c)
 	ours("updateTopic", "-b", b.Addr(), "-t", caTopic, "-r", "4", "-w", "4")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
 	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/tests/e2e/harness"
 	"github.com/rmqgo/rmq/tests/framework"
 )
 
@@ -87,5 +88,18 @@ func sdkCommon(c framework.Cluster, log *slog.Logger, instance string) client.Co
 		HeartbeatInterval:    time.Second,
 		RouteRefreshInterval: 2 * time.Second,
 		Logger:               log,
+	}
+}
+
+// javaMQAdmin returns a runner of the Java mqadmin against c's nameserver
+// that fails t when the tool fails and otherwise returns its output.
+func javaMQAdmin(t *testing.T, c framework.Cluster) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		out, err := harness.RunJavaMQAdmin(t, append(args, "-n", c.NamesrvAddr())...)
+		if err != nil {
+			t.Fatalf("java mqadmin %v: %v", args, err)
+		}
+		return out
 	}
 }
