@@ -20,10 +20,8 @@
 package interop
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -364,34 +362,7 @@ func tail(path string, n int64) string {
 }
 
 // run runs bin with args and extra env under a timeout, in its own process
-// group so a timeout also kills what it started (mvn, java, node). code is
-// the exit code (-1 when the process did not exit normally).
+// group (harness.RunGroup).
 func run(timeout time.Duration, env []string, bin string, args ...string) (stdout, stderr string, code int, err error) {
-	return runCtx(context.Background(), timeout, env, bin, args...)
-}
-
-// runCtx is run that also stops when ctx is done.
-func runCtx(parent context.Context, timeout time.Duration, env []string, bin string, args ...string) (stdout, stderr string, code int, err error) {
-	ctx, cancel := context.WithTimeout(parent, timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &errb
-	cmd.SysProcAttr = groupSysProcAttr()
-	cmd.Cancel = func() error { return killGroup(cmd.Process) }
-	cmd.WaitDelay = 5 * time.Second
-	runErr := cmd.Run()
-	stdout, stderr, code = out.String(), errb.String(), -1
-	if cmd.ProcessState != nil {
-		code = cmd.ProcessState.ExitCode()
-	}
-	if runErr == nil {
-		return stdout, stderr, code, nil
-	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		runErr = fmt.Errorf("timed out after %v: %w", timeout, runErr)
-	}
-	return stdout, stderr, code, fmt.Errorf("%s %s: %w", filepath.Base(bin), strings.Join(args, " "), runErr)
+	return harness.RunGroup(context.Background(), timeout, env, bin, args...)
 }
