@@ -791,13 +791,7 @@ func TestLitePushConsumerShutdownLeavesNoGoroutines(t *testing.T) {
 			return nil
 		})
 	}
-	testutil.Eventually(t, clusterWait, func() error {
-		if n := runtime.NumGoroutine(); n > before {
-			buf := make([]byte, 1<<20)
-			return fmt.Errorf("%d goroutines, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
-		}
-		return nil
-	})
+	waitGoroutines(t, before)
 }
 
 // TestLitePushConsumerUnsubscribeFreesCache: messages waiting behind a
