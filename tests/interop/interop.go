@@ -366,3 +366,35 @@ func tail(path string, n int64) string {
 func run(timeout time.Duration, env []string, bin string, args ...string) (stdout, stderr string, code int, err error) {
 	return harness.RunGroup(context.Background(), timeout, env, bin, args...)
 }
+
+// RunCrossChecks runs the cross-client checks against the nameserver addr:
+// what one of the Java, Go and Node clients produced (count messages to
+// topicPrefix+<client>), the other two consume and verify byte for byte,
+// each in a new consumer group from the first offset, counting only that
+// run's messages.
+func RunCrossChecks(t *testing.T, addr, topicPrefix, count string) {
+	clients := []struct {
+		name     string
+		run      func(t testing.TB, args ...string) Result
+		sendMode string
+	}{
+		{"java", RunJavaCheck, "async"},
+		{"go", RunGoCheck, "batch"},
+		{"node", RunNodeCheck, "async"},
+	}
+	for _, p := range clients {
+		t.Run("cross/"+p.name+"-produces", func(t *testing.T) {
+			topic := topicPrefix + strings.ToUpper(p.name[:1]) + p.name[1:]
+			prod := p.run(t, "produce", "-n", addr, "-t", topic, "-count", count, "-send-mode", p.sendMode)
+			prod.RequireOK(t)
+			for _, c := range clients {
+				if c.name == p.name {
+					continue
+				}
+				t.Run(c.name+"-consumes", func(t *testing.T) {
+					c.run(t, "consume", "-n", addr, "-t", topic, "-run", prod.Run, "-count", count).RequireOK(t)
+				})
+			}
+		})
+	}
+}
