@@ -51,14 +51,7 @@ func startLite(t *testing.T, c *clienttest.Cluster, h client.LiteHandler, mod fu
 		mod(&cfg)
 	}
 	lc, err := client.NewLitePushConsumer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lc.Shutdown(context.Background()) })
-	return lc
+	return clienttest.Started(t, lc, err)
 }
 
 func liteMsg(lite, body string) *message.Message {
@@ -806,13 +799,7 @@ func TestLitePushConsumerShutdownLeavesNoGoroutines(t *testing.T) {
 			return nil
 		})
 	}
-	testutil.Eventually(t, clusterWait, func() error {
-		if n := runtime.NumGoroutine(); n > before {
-			buf := make([]byte, 1<<20)
-			return fmt.Errorf("%d goroutines, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
-		}
-		return nil
-	})
+	waitGoroutines(t, before)
 }
 
 // TestLitePushConsumerUnsubscribeFreesCache: messages waiting behind a

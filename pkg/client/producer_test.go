@@ -48,14 +48,7 @@ func startProducer(t *testing.T, c *clienttest.Cluster, mod func(*client.Produce
 		mod(&cfg)
 	}
 	p, err := client.NewProducer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
-	return p
+	return clienttest.Started(t, p, err)
 }
 
 func msg(topic, body string) *message.Message {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/pkg/client/clienttest"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -28,14 +29,7 @@ func startConsumer(t *testing.T, c interface{ Addr() string }, mod func(*client.
 		mod(&cfg)
 	}
 	cons, err := client.NewPullConsumer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cons.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cons.Shutdown(context.Background()) })
-	return cons
+	return clienttest.Started(t, cons, err)
 }
 
 func TestPullDecodesAndFilters(t *testing.T) {

@@ -30,16 +30,7 @@ func TestSendBackStaticTopic(t *testing.T) {
 		MaxReconsumeTimes: 5,
 		Handler:           func(context.Context, *ConsumeRequest) ConsumeResult { return ConsumeSuccess },
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Subscribe("T", "*", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pc.Shutdown(context.Background()) })
+	pc = clienttest.Subscribed(t, pc, err, "T", "*")
 	// T is static as far as the consumer knows: logic queue 0 led by
 	// broker-a, so a send-back would reach a broker.
 	pc.core.storeRoute("T", newTopicRoute("T", staticRoute(1, map[int]string{0: "broker-a"}, 1, map[string]string{"broker-a": br.Addr()}), false))

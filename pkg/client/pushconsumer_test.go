@@ -42,23 +42,26 @@ func startPush(t *testing.T, c *clienttest.Cluster, instance, group, topic strin
 		mod(&cfg)
 	}
 	pc, err := client.NewPushConsumer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Subscribe(topic, "*", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pc.Shutdown(context.Background()) })
-	return pc
+	return clienttest.Subscribed(t, pc, err, topic, "*")
 }
 
 // clusterWait bounds the waits on in-process clusters. Generous: make test
 // runs two packages at a time under -race on two cores, and these clusters
 // share them.
 const clusterWait = 15 * time.Second
+
+// waitGoroutines waits (clusterWait) until the process runs no more
+// goroutines than before, and fails t with their stacks otherwise.
+func waitGoroutines(t *testing.T, before int) {
+	t.Helper()
+	testutil.Eventually(t, clusterWait, func() error {
+		if n := runtime.NumGoroutine(); n > before {
+			buf := make([]byte, 1<<20)
+			return fmt.Errorf("%d goroutines, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+		}
+		return nil
+	})
+}
 
 // record collects what a handler saw.
 type record struct {
@@ -709,13 +712,7 @@ func TestPushConsumerShutdownLeavesNoGoroutines(t *testing.T) {
 		t.Fatal("Receive still blocked after Shutdown")
 	}
 
-	testutil.Eventually(t, clusterWait, func() error {
-		if n := runtime.NumGoroutine(); n > before {
-			buf := make([]byte, 1<<20)
-			return fmt.Errorf("%d goroutines, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
-		}
-		return nil
-	})
+	waitGoroutines(t, before)
 }
 
 // Where a queue without a committed offset starts: first, last (the end),

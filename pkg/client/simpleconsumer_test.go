@@ -22,17 +22,7 @@ func startSimple(t *testing.T, c *clienttest.Cluster, topic, expr string) *clien
 	sc, err := client.NewSimpleConsumer(client.SimpleConsumerConfig{
 		CommonConfig: common(c), Group: "SG", AwaitDuration: 100 * time.Millisecond, ConsumeFrom: client.ConsumeFromFirstOffset,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Subscribe(topic, expr, ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sc.Shutdown(context.Background()) })
-	return sc
+	return clienttest.Subscribed(t, sc, err, topic, expr)
 }
 
 func TestSimpleConsumerReceiveAck(t *testing.T) {

@@ -18,14 +18,7 @@ import (
 func startTx(t *testing.T, c *clienttest.Cluster, group string, checker client.TransactionChecker) *client.TransactionProducer {
 	t.Helper()
 	tp, err := client.NewTransactionProducer(client.ProducerConfig{CommonConfig: common(c), Group: group, SendTimeout: testSendTimeout}, checker)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tp.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	return tp
+	return clienttest.Started(t, tp, err)
 }
 
 // endTxFor waits for the END_TRANSACTION naming msgID.

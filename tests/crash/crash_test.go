@@ -41,16 +41,25 @@ type params struct {
 	maxDelay  time.Duration
 }
 
+// envPositive returns the positive whole number in the environment
+// variable name, or def when name is unset.
+func envPositive(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive number", name, v)
+	}
+	return n
+}
+
 func envParams(t *testing.T) params {
 	t.Helper()
 	p := params{rounds: 3, seed: uint64(time.Now().UnixNano()), producers: 4, maxDelay: 1500 * time.Millisecond}
-	if v := os.Getenv("CRASH_ROUNDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("CRASH_ROUNDS=%q: want a positive number", v)
-		}
-		p.rounds = n
-	}
+	p.rounds = envPositive(t, "CRASH_ROUNDS", p.rounds)
 	if v := os.Getenv("CRASH_SEED"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
@@ -58,13 +67,7 @@ func envParams(t *testing.T) params {
 		}
 		p.seed = n
 	}
-	if v := os.Getenv("CRASH_PRODUCERS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("CRASH_PRODUCERS=%q: want a positive number", v)
-		}
-		p.producers = n
-	}
+	p.producers = envPositive(t, "CRASH_PRODUCERS", p.producers)
 	if v := os.Getenv("CRASH_MAX_DELAY"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 100*time.Millisecond {

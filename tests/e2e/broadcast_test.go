@@ -83,15 +83,7 @@ func startBcastConsumer(t *testing.T, namesrv, group, instance string, col *bcas
 	pc, err := rocketmq.NewPushConsumer(consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{namesrv})),
 		consumer.WithGroupName(group), consumer.WithInstance(instance), consumer.WithConsumerModel(consumer.BroadCasting),
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Subscribe(bcastTopic, consumer.MessageSelector{}, col.handle); err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
+	goSubscribed(t, pc, err, bcastTopic, consumer.MessageSelector{}, col.handle)
 	return pc
 }
 
@@ -142,12 +134,7 @@ func TestBroadcastClientGo(t *testing.T) {
 	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})),
 		producer.WithGroupName("bcast_pg"), producer.WithInstanceName("bcast-producer"), producer.WithRetry(0),
 		producer.WithSendMsgTimeout(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
+	started(t, p, err)
 	defer p.Shutdown()
 	send := func(from, to int) {
 		t.Helper()

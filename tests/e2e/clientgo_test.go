@@ -45,12 +45,7 @@ func TestClientGoAdminAndProducer(t *testing.T) {
 
 	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})),
 		producer.WithGroupName("go_admin_producer"), producer.WithRetry(0), producer.WithSendMsgTimeout(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
+	started(t, p, err)
 	defer p.Shutdown()
 	seen := map[int]bool{}
 	for i := 0; i < 8; i++ {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/rmqgo/rmq/tests/framework"
@@ -38,29 +37,5 @@ func TestRealClientsAgainstOurBroker(t *testing.T) {
 		interop.RunNodeCheck(t, "roundtrip", "-n", addr, "-t", "OursNode", "-count", count).RequireOK(t)
 	})
 
-	type runner func(t testing.TB, args ...string) interop.Result
-	clients := []struct {
-		name     string
-		run      runner
-		sendMode string
-	}{
-		{"java", interop.RunJavaCheck, "async"},
-		{"go", interop.RunGoCheck, "batch"},
-		{"node", interop.RunNodeCheck, "async"},
-	}
-	for _, p := range clients {
-		t.Run("cross/"+p.name+"-produces", func(t *testing.T) {
-			topic := "OursFrom" + strings.ToUpper(p.name[:1]) + p.name[1:]
-			prod := p.run(t, "produce", "-n", addr, "-t", topic, "-count", count, "-send-mode", p.sendMode)
-			prod.RequireOK(t)
-			for _, cl := range clients {
-				if cl.name == p.name {
-					continue
-				}
-				t.Run(cl.name+"-consumes", func(t *testing.T) {
-					cl.run(t, "consume", "-n", addr, "-t", topic, "-run", prod.Run, "-count", count).RequireOK(t)
-				})
-			}
-		})
-	}
+	interop.RunCrossChecks(t, addr, "OursFrom", count)
 }

@@ -149,14 +149,7 @@ func TestConsumerAdmin(t *testing.T) {
 		}
 		return out
 	}
-	java := func(args ...string) string {
-		t.Helper()
-		out, err := harness.RunJavaMQAdmin(t, append(args, "-n", c.NamesrvAddr())...)
-		if err != nil {
-			t.Fatalf("java mqadmin %v: %v", args, err)
-		}
-		return out
-	}
+	java := javaMQAdmin(t, c)
 	ours("updateTopic", "-b", b.Addr(), "-t", caTopic, "-r", "4", "-w", "4")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -165,12 +158,7 @@ func TestConsumerAdmin(t *testing.T) {
 	trace := &primitive.TraceConfig{Resolver: ns, Access: primitive.Local}
 	p, err := rocketmq.NewProducer(producer.WithNsResolver(ns), producer.WithGroupName(caProducer),
 		producer.WithInstanceName("ca-producer"), producer.WithRetry(1), producer.WithSendMsgTimeout(5*time.Second), producer.WithTrace(trace))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
+	started(t, p, err)
 	defer p.Shutdown()
 	start := time.Now().Add(-time.Second).UnixMilli()
 	var sent []*primitive.SendResult
@@ -190,15 +178,7 @@ func TestConsumerAdmin(t *testing.T) {
 	pc, err := rocketmq.NewPushConsumer(consumer.WithNsResolver(ns), consumer.WithGroupName(caGroup),
 		consumer.WithInstance("ca-consumer"), consumer.WithConsumerModel(consumer.Clustering),
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset), consumer.WithTrace(trace))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Subscribe(caTopic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"}, cc.handle); err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
+	goSubscribed(t, pc, err, caTopic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"}, cc.handle)
 	resumed := false
 	defer func() {
 		if !resumed {

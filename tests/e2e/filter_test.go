@@ -71,16 +71,8 @@ func startFilterConsumer(t *testing.T, namesrv, group string, sel consumer.Messa
 	pc, err := rocketmq.NewPushConsumer(consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{namesrv})),
 		consumer.WithGroupName(group), consumer.WithInstance(group), consumer.WithConsumerModel(consumer.Clustering),
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
-	if err != nil {
-		t.Fatal(err)
-	}
 	col := &filterCollector{got: map[int]int{}}
-	if err := pc.Subscribe(filterTopic, sel, col.handle); err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
+	goSubscribed(t, pc, err, filterTopic, sel, col.handle)
 	t.Cleanup(func() { _ = pc.Shutdown() })
 	return col
 }
@@ -131,12 +123,7 @@ func TestFilterClientGo(t *testing.T) {
 	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})),
 		producer.WithGroupName("filter_pg"), producer.WithInstanceName("filter-producer"), producer.WithRetry(0),
 		producer.WithSendMsgTimeout(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
+	started(t, p, err)
 	defer p.Shutdown()
 	var wantSQL, wantTag []int
 	for i := 1; i <= filterCount; i++ {

@@ -157,14 +157,7 @@ func TestJavaMQAdmin(t *testing.T) {
 		t.Skip("short mode: the Java tool takes a few seconds per command")
 	}
 	c := startCluster(t, framework.Options{Brokers: 2})
-	java := func(args ...string) string {
-		t.Helper()
-		out, err := harness.RunJavaMQAdmin(t, append(args, "-n", c.NamesrvAddr())...)
-		if err != nil {
-			t.Fatalf("java mqadmin %v: %v", args, err)
-		}
-		return out
-	}
+	java := javaMQAdmin(t, c)
 	testutil.Eventually(t, 10*time.Second, func() error {
 		out, _ := c.MQAdmin(t, "clusterList")
 		if strings.Count(out, "broker-") != 2 {

@@ -36,13 +36,7 @@ type liteSDKEnv struct {
 }
 
 func (e *liteSDKEnv) common(instance string) client.CommonConfig {
-	return client.CommonConfig{
-		NameServers:          []string{e.c.NamesrvAddr()},
-		InstanceName:         instance,
-		HeartbeatInterval:    time.Second,
-		RouteRefreshInterval: 2 * time.Second,
-		Logger:               e.log,
-	}
+	return sdkCommon(e.c, e.log, instance)
 }
 
 func (e *liteSDKEnv) producer(t *testing.T) *client.Producer {
@@ -378,12 +372,7 @@ func liteSDKDLQ(t *testing.T, env *liteSDKEnv) {
 	mu.Unlock()
 
 	pc, err := client.NewPullConsumer(client.PullConsumerConfig{CommonConfig: env.common("lite-dlq-reader"), Group: "lite_sdk_dlq_reader"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
+	started(t, pc, err)
 	defer pc.Shutdown(ctx)
 	dlq := "%DLQ%" + group
 	var stored []*message.Message

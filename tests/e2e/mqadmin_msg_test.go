@@ -120,14 +120,7 @@ func TestMQAdminMessages(t *testing.T) {
 	}
 
 	// The Java tool, on the same message.
-	java := func(args ...string) string {
-		t.Helper()
-		out, err := harness.RunJavaMQAdmin(t, append(args, "-n", c.NamesrvAddr())...)
-		if err != nil {
-			t.Fatalf("java mqadmin %v: %v", args, err)
-		}
-		return out
-	}
+	java := javaMQAdmin(t, c)
 	if got := java(append([]string{"queryMsgByKey", "-t", topic, "-k", "e2e-key"}, rng...)...); got != ourKey {
 		t.Errorf("queryMsgByKey differs\njava:\n%s\nours:\n%s", got, ourKey)
 	}

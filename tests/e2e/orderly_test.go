@@ -182,10 +182,7 @@ func startOrderlyConsumer(t *testing.T, ns, instance string, tr *orderTracker) r
 		consumer.WithGroupName(orderGroup), consumer.WithInstance(instance), consumer.WithConsumerModel(consumer.Clustering),
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset), consumer.WithConsumerOrder(true),
 		consumer.WithRebalanceLockInterval(orderLockRenewal))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = pc.Subscribe(orderTopic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
+	goSubscribed(t, pc, err, orderTopic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
 		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 			if len(msgs) == 0 {
 				return consumer.ConsumeSuccess, nil
@@ -199,12 +196,6 @@ func startOrderlyConsumer(t *testing.T, ns, instance string, tr *orderTracker) r
 			time.Sleep(2 * time.Millisecond) // widen the window a second owner would show in
 			return consumer.ConsumeSuccess, nil
 		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
 	return pc
 }
 
@@ -234,12 +225,7 @@ func TestOrderlyClientGo(t *testing.T) {
 	p, err := rocketmq.NewProducer(producer.WithNsResolver(ns), producer.WithGroupName("order_pg"),
 		producer.WithInstanceName("order_pg"), producer.WithQueueSelector(producer.NewHashQueueSelector()),
 		producer.WithRetry(0), producer.WithSendMsgTimeout(3*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
+	started(t, p, err)
 	defer p.Shutdown()
 	tr := newOrderTracker()
 	op := &orderProducer{sent: map[string]int{}}

@@ -3,13 +3,11 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rmqgo/rmq/pkg/protocol"
-	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 	"github.com/rmqgo/rmq/tests/framework"
 )
@@ -29,17 +27,7 @@ func TestMQAdminPopStatus(t *testing.T) {
 		n        = 6
 	)
 	c := startCluster(t, framework.Options{Brokers: 1})
-	b := c.Brokers()[0]
-	for _, tp := range []string{topic, orderTpc} {
-		if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", tp, "-r", "2", "-w", "2"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rc := remoting.NewClient(remoting.DefaultClientConfig(), slog.New(slog.DiscardHandler))
-	defer rc.Close()
-	addr := func() string { return b.Addr() }
-	pc := &popClient{t: t, rc: rc, addr: addr, group: group, topic: topic}
-	oc := &popClient{t: t, rc: rc, addr: addr, group: group, topic: orderTpc}
+	b, pc, oc := newPopClients(t, c, group, topic, orderTpc, 2)
 	for i := 0; i < n; i++ {
 		pc.send(int32(i%2), fmt.Sprintf("pa-%d", i))
 	}

@@ -31,6 +31,24 @@ type popClient struct {
 	topic string
 }
 
+// newPopClients creates topic and orderTopic with queues queues each on
+// c's first broker and returns it with raw pop clients of group for the
+// two topics; their remoting client closes when t ends.
+func newPopClients(t *testing.T, c framework.Cluster, group, topic, orderTopic string, queues int) (b framework.Broker, pc, oc *popClient) {
+	t.Helper()
+	b = c.Brokers()[0]
+	n := strconv.Itoa(queues)
+	for _, tp := range []string{topic, orderTopic} {
+		if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", tp, "-r", n, "-w", n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc := remoting.NewClient(remoting.DefaultClientConfig(), slog.New(slog.DiscardHandler))
+	t.Cleanup(func() { rc.Close() })
+	addr := func() string { return b.Addr() }
+	return b, &popClient{t: t, rc: rc, addr: addr, group: group, topic: topic}, &popClient{t: t, rc: rc, addr: addr, group: group, topic: orderTopic}
+}
+
 // popMsg is one popped message with its receipt handle (POP_CK).
 type popMsg struct {
 	body      string
@@ -205,17 +223,7 @@ func testPopAckRevive(t *testing.T, crash bool) {
 		orderInvisible = 6 * time.Second
 	)
 	c := startCluster(t, framework.Options{Brokers: 1, Needs: needs})
-	b := c.Brokers()[0]
-	for _, tp := range []string{topic, orderTpc} {
-		if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", tp, "-r", "4", "-w", "4"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rc := remoting.NewClient(remoting.DefaultClientConfig(), slog.New(slog.DiscardHandler))
-	defer rc.Close()
-	addr := func() string { return b.Addr() }
-	pc := &popClient{t: t, rc: rc, addr: addr, group: group, topic: topic}
-	oc := &popClient{t: t, rc: rc, addr: addr, group: group, topic: orderTpc}
+	b, pc, oc := newPopClients(t, c, group, topic, orderTpc, 4)
 	for i := 0; i < total; i++ {
 		pc.send(int32(i%4), fmt.Sprintf("pop-%03d", i))
 	}
@@ -404,15 +412,7 @@ func TestPopDeadLetter(t *testing.T) {
 	sc, err := client.NewSimpleConsumer(client.SimpleConsumerConfig{
 		CommonConfig: common, Group: group, AwaitDuration: 500 * time.Millisecond, ConsumeFrom: client.ConsumeFromFirstOffset,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Subscribe(topic, "*", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Start(); err != nil {
-		t.Fatal(err)
-	}
+	subscribed(t, sc, err, topic)
 	defer sc.Shutdown(context.Background())
 
 	seen := map[string][]int32{} // body → reconsume times of its deliveries

@@ -34,20 +34,12 @@ func TestRequestReplyClientGo(t *testing.T) {
 
 	replier, err := rocketmq.NewProducer(producer.WithNsResolver(ns), producer.WithGroupName("reply_pg"),
 		producer.WithInstanceName("responder"), producer.WithRetry(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := replier.Start(); err != nil {
-		t.Fatal(err)
-	}
+	started(t, replier, err)
 	defer replier.Shutdown()
 	responder, err := rocketmq.NewPushConsumer(consumer.WithNsResolver(ns), consumer.WithGroupName("request_cg"),
 		consumer.WithInstance("responder"), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var replyErrs sync.Map
-	err = responder.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
+	goSubscribed(t, responder, err, topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
 		func(ctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 			for _, m := range msgs {
 				reply, err := consumer.CreateReplyMessage(m, nil)
@@ -63,22 +55,11 @@ func TestRequestReplyClientGo(t *testing.T) {
 			}
 			return consumer.ConsumeSuccess, nil
 		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := responder.Start(); err != nil {
-		t.Fatal(err)
-	}
 	defer responder.Shutdown()
 
 	requester, err := rocketmq.NewProducer(producer.WithNsResolver(ns), producer.WithGroupName("request_pg"),
 		producer.WithInstanceName("requester"), producer.WithRetry(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := requester.Start(); err != nil {
-		t.Fatal(err)
-	}
+	started(t, requester, err)
 	defer requester.Shutdown()
 
 	// The responder needs a rebalance before it consumes: retry the first

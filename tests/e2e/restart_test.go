@@ -19,6 +19,7 @@ import (
 
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/pkg/client/clienttest"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/tests/framework"
 )
@@ -211,30 +212,16 @@ func TestBrokerRestartMidStream(t *testing.T) {
 	pc, err := rocketmq.NewPushConsumer(consumer.WithNsResolver(ns), consumer.WithGroupName(restartGroup),
 		consumer.WithInstance("restart-consumer"), consumer.WithConsumerModel(consumer.Clustering),
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = pc.Subscribe(restartTopic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
+	goSubscribed(t, pc, err, restartTopic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
 		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 			tr.handle(msgs...)
 			return consumer.ConsumeSuccess, nil
 		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
 	defer pc.Shutdown()
 
 	p, err := rocketmq.NewProducer(producer.WithNsResolver(ns), producer.WithGroupName("restart_pg"),
 		producer.WithInstanceName("restart-producer"), producer.WithRetry(0), producer.WithSendMsgTimeout(3*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
+	started(t, p, err)
 	defer p.Shutdown()
 	rp := &restartProducer{acked: map[string]bool{}, errs: map[string]int{}}
 	produced := make(chan struct{})
@@ -450,14 +437,7 @@ func newOffsetProbe(t *testing.T, namesrv string) *offsetProbe {
 			CommonConfig: client.CommonConfig{NameServers: []string{namesrv}},
 			Group:        group,
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Shutdown(context.Background()) })
-		return c
+		return clienttest.Started(t, c, err)
 	}
 	return &offsetProbe{reader: mk(restartGroup), probe: mk("restart_probe")}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/pkg/client/clienttest"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -95,15 +96,7 @@ func TestRetryEscalationToDLQ(t *testing.T) {
 			consumer.WithInstance(instance), consumer.WithConsumerModel(consumer.Clustering),
 			consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset), consumer.WithMaxReconsumeTimes(3),
 			consumer.WithConsumeMessageBatchMaxSize(1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := pc.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"}, handler); err != nil {
-			t.Fatal(err)
-		}
-		if err := pc.Start(); err != nil {
-			t.Fatal(err)
-		}
+		goSubscribed(t, pc, err, topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"}, handler)
 		return pc
 	}
 	// The first consumer's heartbeat makes the broker create %RETRY%<group>
@@ -122,12 +115,7 @@ func TestRetryEscalationToDLQ(t *testing.T) {
 	defer pc.Shutdown()
 
 	p, err := rocketmq.NewProducer(producer.WithNsResolver(ns), producer.WithGroupName("retry_pg"), producer.WithInstanceName("retry-producer"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
+	started(t, p, err)
 	defer p.Shutdown()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -272,12 +260,7 @@ func TestDelayAndTimerAcrossKill9(t *testing.T) {
 	defer rc.Close()
 	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{c.NamesrvAddr()}},
 		Group: "timer_pg", CompressOver: -1, RetryTimesWhenSendFailed: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
+	started(t, p, err)
 	defer p.Shutdown(context.Background())
 	send := func(body string, kv ...string) error {
 		m := &message.Message{Topic: topic, Body: []byte(body)}
@@ -442,14 +425,7 @@ func newProbe(t *testing.T, namesrv, group string) *client.PullConsumer {
 		CommonConfig: client.CommonConfig{NameServers: []string{namesrv}, InstanceName: group},
 		Group:        group,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pc.Shutdown(context.Background()) })
-	return pc
+	return clienttest.Started(t, pc, err)
 }
 
 // readAll reads every message of a topic, queue by queue, from offset 0.

@@ -18,6 +18,7 @@ import (
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/pkg/client/clienttest"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/tests/framework"
@@ -37,13 +38,7 @@ type sdkEnv struct {
 }
 
 func (e *sdkEnv) common(instance string) client.CommonConfig {
-	return client.CommonConfig{
-		NameServers:          []string{e.c.NamesrvAddr()},
-		InstanceName:         instance,
-		HeartbeatInterval:    time.Second,
-		RouteRefreshInterval: 2 * time.Second,
-		Logger:               e.log,
-	}
+	return sdkCommon(e.c, e.log, instance)
 }
 
 func (e *sdkEnv) topic(t *testing.T, name string, queues int) {
@@ -88,17 +83,7 @@ func (e *sdkEnv) pushConsumer(t *testing.T, instance, group, topic string, h cli
 		mod(&cfg)
 	}
 	c, err := client.NewPushConsumer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Subscribe(topic, "*", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Shutdown(context.Background()) })
-	return c
+	return clienttest.Subscribed(t, c, err, topic, "*")
 }
 
 // sendN sends n messages with property i = 0..n-1 and returns their ids.
@@ -256,36 +241,18 @@ func sdkGoroutineLeak(t *testing.T, env *sdkEnv) {
 	before := runtime.NumGoroutine()
 
 	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: env.common("leak-p"), Group: "sdk_leak_pg"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
+	started(t, p, err)
 	col := newCollector()
 	pc, err := client.NewPushConsumer(client.PushConsumerConfig{
 		CommonConfig: env.common("leak-c"), Group: "sdk_leak_cg", ConsumeFrom: client.ConsumeFromFirstOffset,
 		Handler: col.handler("c"), RebalanceInterval: time.Second, LongPollingSuspend: 2 * time.Second,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Subscribe(topic, "*", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
+	subscribed(t, pc, err, topic)
 	tp, err := client.NewTransactionProducer(client.ProducerConfig{CommonConfig: env.common("leak-tx"), Group: "sdk_leak_txg"},
 		func(context.Context, *message.Message) (client.TransactionState, error) {
 			return client.TransactionCommit, nil
 		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tp.Start(); err != nil {
-		t.Fatal(err)
-	}
+	started(t, tp, err)
 	sendN(ctx, t, p, topic, 20)
 	done := make(chan error, 1)
 	if err := p.SendAsync(ctx, &message.Message{Topic: topic, Body: []byte("async")}, func(_ *client.SendResult, err error) { done <- err }); err != nil {
@@ -311,15 +278,7 @@ func sdkGoroutineLeak(t *testing.T, env *sdkEnv) {
 	sc, err := client.NewSimpleConsumer(client.SimpleConsumerConfig{
 		CommonConfig: env.common("leak-s"), Group: "sdk_leak_sg", AwaitDuration: time.Second, ConsumeFrom: client.ConsumeFromFirstOffset,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Subscribe(topic, "*", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Start(); err != nil {
-		t.Fatal(err)
-	}
+	subscribed(t, sc, err, topic)
 	msgs, err := sc.Receive(ctx, 4, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -602,13 +561,7 @@ func sdkTransaction(t *testing.T, env *sdkEnv) {
 		return client.TransactionCommit, nil
 	}
 	tp, err := client.NewTransactionProducer(client.ProducerConfig{CommonConfig: env.common("tx"), Group: "sdk_tx_pg"}, checker)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tp.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	tp = clienttest.Started(t, tp, err)
 	local := func(_ context.Context, m *message.Message) (client.TransactionState, error) {
 		switch b := string(m.Body); {
 		case strings.HasPrefix(b, "commit"):
@@ -734,16 +687,7 @@ func sdkSimpleConsumer(t *testing.T, env *sdkEnv) {
 	sc, err := client.NewSimpleConsumer(client.SimpleConsumerConfig{
 		CommonConfig: env.common("pop"), Group: group, AwaitDuration: 2 * time.Second, ConsumeFrom: client.ConsumeFromFirstOffset,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Subscribe(topic, "*", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sc.Shutdown(context.Background()) })
+	sc = clienttest.Subscribed(t, sc, err, topic, "*")
 	if _, err := sc.Receive(ctx, 1, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -917,16 +861,7 @@ func sdkSimpleConsumerOrderly(t *testing.T, env *sdkEnv) {
 		CommonConfig: env.common("pop-order"), Group: group, AwaitDuration: 500 * time.Millisecond,
 		ConsumeFrom: client.ConsumeFromFirstOffset, Orderly: true,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Subscribe(topic, "*", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sc.Shutdown(context.Background()) })
+	sc = clienttest.Subscribed(t, sc, err, topic, "*")
 	p := env.producer(t, "sdk_pop_order_pg")
 	send := func(q, seq int) {
 		t.Helper()

@@ -17,6 +17,7 @@ import (
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/pkg/client/clienttest"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/pkg/statictopic"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -36,13 +37,7 @@ type commitGroup struct {
 func newCommitGroup(t *testing.T, namesrv, topic string, n int) *commitGroup {
 	t.Helper()
 	pc, err := client.NewPullConsumer(client.PullConsumerConfig{CommonConfig: client.CommonConfig{NameServers: []string{namesrv}}, Group: "static_commit_cg"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pc.Shutdown(context.Background()) })
+	pc = clienttest.Started(t, pc, err)
 	qs, err := pc.Queues(context.Background(), topic)
 	if err != nil || len(qs) != n {
 		t.Fatalf("queues of %s: %v %v, want %d", topic, qs, err, n)

@@ -16,6 +16,7 @@ import (
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/pkg/client/clienttest"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/pkg/statictopic"
@@ -461,16 +462,7 @@ func startGoStaticConsumer(t *testing.T, namesrv, topic, group string, fail func
 			return client.ConsumeSuccess
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Subscribe(topic, "*", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pc.Shutdown(context.Background()) })
+	pc = clienttest.Subscribed(t, pc, err, topic, "*")
 	return g
 }
 
@@ -517,12 +509,7 @@ func TestStaticTopicGoClientJavaAdmin(t *testing.T) {
 
 	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{e.c.NamesrvAddr()}, RouteRefreshInterval: time.Second},
 		Group: "sj_go_pg"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
+	started(t, p, err)
 	defer p.Shutdown(context.Background())
 	live := startGoStaticConsumer(t, e.c.NamesrvAddr(), e.topic, "sj_go_live_"+e.run, func(int, int64, string) bool { return false })
 
@@ -532,40 +519,30 @@ func TestStaticTopicGoClientJavaAdmin(t *testing.T) {
 		offset int64
 	}
 	var (
-		mu      sync.Mutex
-		sent    = map[string]sendRec{}
-		onC     int
-		fails   []error
-		stop    = make(chan struct{})
-		stopped = make(chan struct{})
+		mu    sync.Mutex
+		sent  = map[string]sendRec{}
+		onC   int
+		fails []error
 	)
-	go func() {
-		defer close(stopped)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
+	stopSending := inBackground(func(i int) {
+		// Bodies of one size: every message's CommitLog record has the
+		// same length, so a CommitLog offset of broker-a or -b is also
+		// a record's offset on broker-c, where a wrong send-back would
+		// find some other message.
+		body := fmt.Sprintf("go-%06d", i)
+		res, err := p.SendSync(context.Background(), &message.Message{Topic: e.topic, Body: []byte(body)})
+		mu.Lock()
+		if err != nil {
+			fails = append(fails, err)
+		} else {
+			sent[body] = sendRec{res.Queue.QueueID, res.Queue.BrokerName, res.QueueOffset}
+			if res.Queue.BrokerName == "broker-c" {
+				onC++
 			}
-			// Bodies of one size: every message's CommitLog record has the
-			// same length, so a CommitLog offset of broker-a or -b is also
-			// a record's offset on broker-c, where a wrong send-back would
-			// find some other message.
-			body := fmt.Sprintf("go-%06d", i)
-			res, err := p.SendSync(context.Background(), &message.Message{Topic: e.topic, Body: []byte(body)})
-			mu.Lock()
-			if err != nil {
-				fails = append(fails, err)
-			} else {
-				sent[body] = sendRec{res.Queue.QueueID, res.Queue.BrokerName, res.QueueOffset}
-				if res.Queue.BrokerName == "broker-c" {
-					onC++
-				}
-			}
-			mu.Unlock()
-			time.Sleep(5 * time.Millisecond)
 		}
-	}()
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+	})
 	progress := func(f func() bool, what string) {
 		t.Helper()
 		testutil.Eventually(t, 30*time.Second, func() error {
@@ -583,8 +560,7 @@ func TestStaticTopicGoClientJavaAdmin(t *testing.T) {
 	}
 	e.leaders(func(b string) bool { return b == "broker-c" })
 	progress(func() bool { return onC >= 100 }, "after the remap")
-	close(stop)
-	<-stopped
+	stopSending()
 	if len(fails) > 0 {
 		t.Errorf("%d sends failed, first: %v", len(fails), fails[0])
 	}

@@ -92,32 +92,22 @@ func TestStaticTopicRemapUnderLoad(t *testing.T) {
 	p := startProducer(t, client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{c.NamesrvAddr()}}, Group: "static_pg"})
 
 	var (
-		mu      sync.Mutex
-		sent    = map[string]sentMsg{}
-		failed  []error
-		stop    = make(chan struct{})
-		stopped = make(chan struct{})
+		mu     sync.Mutex
+		sent   = map[string]sentMsg{}
+		failed []error
 	)
-	go func() {
-		defer close(stopped)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			body := "m-" + strconv.Itoa(i)
-			res, err := p.SendSync(context.Background(), &message.Message{Topic: topic, Body: []byte(body)})
-			mu.Lock()
-			if err != nil {
-				failed = append(failed, err)
-			} else {
-				sent[body] = sentMsg{queue: res.Queue.QueueID, offset: res.QueueOffset, attempts: res.Attempts}
-			}
-			mu.Unlock()
-			time.Sleep(2 * time.Millisecond)
+	stopSending := inBackground(func(i int) {
+		body := "m-" + strconv.Itoa(i)
+		res, err := p.SendSync(context.Background(), &message.Message{Topic: topic, Body: []byte(body)})
+		mu.Lock()
+		if err != nil {
+			failed = append(failed, err)
+		} else {
+			sent[body] = sentMsg{queue: res.Queue.QueueID, offset: res.QueueOffset, attempts: res.Attempts}
 		}
-	}()
+		mu.Unlock()
+		time.Sleep(2 * time.Millisecond)
+	})
 	count := func() int {
 		mu.Lock()
 		defer mu.Unlock()
@@ -158,8 +148,7 @@ func TestStaticTopicRemapUnderLoad(t *testing.T) {
 	waitLeaders(t, ac, topic, 8, func(_ int, b string) bool { return b == "broker-a" || b == "broker-b" })
 	group.expectCommitted(t, committed, "after the remap back to broker-a and broker-b")
 	waitSent(count() + 300)
-	close(stop)
-	<-stopped
+	stopSending()
 	mu.Lock()
 	if len(failed) > 0 {
 		t.Errorf("%d sends failed, first: %v", len(failed), failed[0])
@@ -178,12 +167,7 @@ func TestStaticTopicRemapUnderLoad(t *testing.T) {
 
 	// Consume every logic queue from the beginning.
 	pc, err := client.NewPullConsumer(client.PullConsumerConfig{CommonConfig: client.CommonConfig{NameServers: []string{c.NamesrvAddr()}}, Group: "static_cg"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
+	started(t, pc, err)
 	defer pc.Shutdown(context.Background())
 	ctx := context.Background()
 	queues, err := pc.Queues(ctx, topic)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/pkg/client/clienttest"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/tests/framework"
@@ -144,12 +145,5 @@ func TestStoreRestartSDK(t *testing.T) {
 func startProducer(t *testing.T, cfg client.ProducerConfig) *client.Producer {
 	t.Helper()
 	p, err := client.NewProducer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Shutdown(context.Background()) })
-	return p
+	return clienttest.Started(t, p, err)
 }

@@ -43,12 +43,7 @@ func TestTimerCancelAcrossKill9(t *testing.T) {
 	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})),
 		producer.WithGroupName("timer_cancel_pg"), producer.WithInstanceName("timer-cancel"), producer.WithRetry(2),
 		producer.WithSendMsgTimeout(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
+	started(t, p, err)
 	defer p.Shutdown()
 	send := func(body string, kv ...string) (*primitive.SendResult, error) {
 		m := primitive.NewMessage(topic, []byte(body))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/pkg/client/clienttest"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -77,13 +78,7 @@ func startTxProducer(t *testing.T, ns, group string, l primitive.TransactionList
 	t.Helper()
 	p, err := rocketmq.NewTransactionProducer(l, producer.WithNsResolver(primitive.NewPassthroughResolver([]string{ns})),
 		producer.WithGroupName(group), producer.WithInstanceName(group), producer.WithRetry(1), producer.WithSendMsgTimeout(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return started(t, p, err)
 }
 
 // topicReader reads whole topics with our SDK (no group membership).
@@ -92,13 +87,7 @@ type topicReader struct{ c *client.PullConsumer }
 func newTopicReader(t *testing.T, ns, group string) *topicReader {
 	t.Helper()
 	c, err := client.NewPullConsumer(client.PullConsumerConfig{CommonConfig: client.CommonConfig{NameServers: []string{ns}}, Group: group})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Shutdown(context.Background()) })
+	c = clienttest.Started(t, c, err)
 	return &topicReader{c: c}
 }
 
@@ -351,12 +340,7 @@ func TestTransactionThroughput(t *testing.T) {
 	defer tp.Shutdown()
 	pp, err := rocketmq.NewProducer(producer.WithNsResolver(ns), producer.WithGroupName("plain_bench_pg"),
 		producer.WithInstanceName("plain_bench_pg"), producer.WithRetry(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pp.Start(); err != nil {
-		t.Fatal(err)
-	}
+	started(t, pp, err)
 	defer pp.Shutdown()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -41,7 +41,7 @@ func StartJavaCheck(t testing.TB, args ...string) *Background {
 	go func() {
 		defer close(b.done)
 		t0 := time.Now()
-		b.stdout, b.stderr, b.code, b.err = runCtx(ctx, CheckTimeout, env, b.bin, b.args...)
+		b.stdout, b.stderr, b.code, b.err = harness.RunGroup(ctx, CheckTimeout, env, b.bin, b.args...)
 		b.elapsed = time.Since(t0)
 	}()
 	return b

@@ -20,10 +20,8 @@
 package interop
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -364,34 +362,39 @@ func tail(path string, n int64) string {
 }
 
 // run runs bin with args and extra env under a timeout, in its own process
-// group so a timeout also kills what it started (mvn, java, node). code is
-// the exit code (-1 when the process did not exit normally).
+// group (harness.RunGroup).
 func run(timeout time.Duration, env []string, bin string, args ...string) (stdout, stderr string, code int, err error) {
-	return runCtx(context.Background(), timeout, env, bin, args...)
+	return harness.RunGroup(context.Background(), timeout, env, bin, args...)
 }
 
-// runCtx is run that also stops when ctx is done.
-func runCtx(parent context.Context, timeout time.Duration, env []string, bin string, args ...string) (stdout, stderr string, code int, err error) {
-	ctx, cancel := context.WithTimeout(parent, timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &errb
-	cmd.SysProcAttr = groupSysProcAttr()
-	cmd.Cancel = func() error { return killGroup(cmd.Process) }
-	cmd.WaitDelay = 5 * time.Second
-	runErr := cmd.Run()
-	stdout, stderr, code = out.String(), errb.String(), -1
-	if cmd.ProcessState != nil {
-		code = cmd.ProcessState.ExitCode()
+// RunCrossChecks runs the cross-client checks against the nameserver addr:
+// what one of the Java, Go and Node clients produced (count messages to
+// topicPrefix+<client>), the other two consume and verify byte for byte,
+// each in a new consumer group from the first offset, counting only that
+// run's messages.
+func RunCrossChecks(t *testing.T, addr, topicPrefix, count string) {
+	clients := []struct {
+		name     string
+		run      func(t testing.TB, args ...string) Result
+		sendMode string
+	}{
+		{"java", RunJavaCheck, "async"},
+		{"go", RunGoCheck, "batch"},
+		{"node", RunNodeCheck, "async"},
 	}
-	if runErr == nil {
-		return stdout, stderr, code, nil
+	for _, p := range clients {
+		t.Run("cross/"+p.name+"-produces", func(t *testing.T) {
+			topic := topicPrefix + strings.ToUpper(p.name[:1]) + p.name[1:]
+			prod := p.run(t, "produce", "-n", addr, "-t", topic, "-count", count, "-send-mode", p.sendMode)
+			prod.RequireOK(t)
+			for _, c := range clients {
+				if c.name == p.name {
+					continue
+				}
+				t.Run(c.name+"-consumes", func(t *testing.T) {
+					c.run(t, "consume", "-n", addr, "-t", topic, "-run", prod.Run, "-count", count).RequireOK(t)
+				})
+			}
+		})
 	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		runErr = fmt.Errorf("timed out after %v: %w", timeout, runErr)
-	}
-	return stdout, stderr, code, fmt.Errorf("%s %s: %w", filepath.Base(bin), strings.Join(args, " "), runErr)
 }

@@ -57,31 +57,7 @@ func TestApacheReferenceInterop(t *testing.T) {
 	// Cross-client: what one client produced, the other two consume and
 	// verify byte for byte (each in a new consumer group, from the first
 	// offset, counting only this run's messages).
-	type runner func(t testing.TB, args ...string) Result
-	clients := []struct {
-		name     string
-		run      runner
-		sendMode string
-	}{
-		{"java", RunJavaCheck, "async"},
-		{"go", RunGoCheck, "batch"},
-		{"node", RunNodeCheck, "async"},
-	}
-	for _, p := range clients {
-		t.Run("cross/"+p.name+"-produces", func(t *testing.T) {
-			topic := "InteropFrom" + strings.ToUpper(p.name[:1]) + p.name[1:]
-			prod := p.run(t, "produce", "-n", addr, "-t", topic, "-count", count, "-send-mode", p.sendMode)
-			prod.RequireOK(t)
-			for _, c := range clients {
-				if c.name == p.name {
-					continue
-				}
-				t.Run(c.name+"-consumes", func(t *testing.T) {
-					c.run(t, "consume", "-n", addr, "-t", topic, "-run", prod.Run, "-count", count).RequireOK(t)
-				})
-			}
-		})
-	}
+	RunCrossChecks(t, addr, "InteropFrom", count)
 	t.Logf("interop: whole Apache reference run took %v", time.Since(t0).Round(time.Second))
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/pkg/client/clienttest"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -240,14 +241,7 @@ func newProducer(t *testing.T, c *harness.Cluster) *client.Producer {
 	t.Helper()
 	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{c.NamesrvAddr}},
 		Group: "lite_bench_pg", CompressOver: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Shutdown(context.Background()) })
-	return p
+	return clienttest.Started(t, p, err)
 }
 
 // waitRoute waits until the nameserver routes topic to broker (alone).

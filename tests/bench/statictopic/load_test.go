@@ -260,38 +260,61 @@ type roundResult struct {
 	failed int64
 }
 
+// round is one timed round of worker goroutines in groups: each group
+// counts what it got done and what failed.
+type round struct {
+	wg              sync.WaitGroup
+	start, deadline time.Time
+	done, failed    []atomic.Int64
+}
+
+func newRound(groups int, d time.Duration) *round {
+	start := time.Now()
+	return &round{start: start, deadline: start.Add(d), done: make([]atomic.Int64, groups), failed: make([]atomic.Int64, groups)}
+}
+
+// work runs f in a worker goroutine of the round.
+func (r *round) work(f func()) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		f()
+	}()
+}
+
+// results waits for the workers and returns per group the TPS of what it
+// got done and its failure count.
+func (r *round) results() []roundResult {
+	r.wg.Wait()
+	el := time.Since(r.start).Seconds()
+	out := make([]roundResult, len(r.done))
+	for i := range out {
+		out[i] = roundResult{tps: float64(r.done[i].Load()) / el, n: r.done[i].Load(), failed: r.failed[i].Load()}
+	}
+	return out
+}
+
 // sendRound sends to each topic from its own senders goroutines, all
 // topics at once, for d, and returns per topic the TPS of acknowledged
 // sends and the failure count.
 func sendRound(p *client.Producer, topics []string, senders, bodySize int, d time.Duration) []roundResult {
 	ctx := context.Background()
-	ok := make([]atomic.Int64, len(topics))
-	failed := make([]atomic.Int64, len(topics))
-	var wg sync.WaitGroup
-	start := time.Now()
-	deadline := start.Add(d)
+	r := newRound(len(topics), d)
 	for ti, topic := range topics {
 		for i := range senders {
-			wg.Add(1)
-			go func(b []byte) {
-				defer wg.Done()
-				for time.Now().Before(deadline) {
+			b := body(bodySize, i)
+			r.work(func() {
+				for time.Now().Before(r.deadline) {
 					if _, err := p.SendSync(ctx, &message.Message{Topic: topic, Body: b}); err != nil {
-						failed[ti].Add(1)
+						r.failed[ti].Add(1)
 					} else {
-						ok[ti].Add(1)
+						r.done[ti].Add(1)
 					}
 				}
-			}(body(bodySize, i))
+			})
 		}
 	}
-	wg.Wait()
-	el := time.Since(start).Seconds()
-	out := make([]roundResult, len(topics))
-	for i := range out {
-		out[i] = roundResult{tps: float64(ok[i].Load()) / el, n: ok[i].Load(), failed: failed[i].Load()}
-	}
-	return out
+	return r.results()
 }
 
 // pullRound pulls (batches of 32) each queue set from its own pullers
@@ -300,11 +323,7 @@ func sendRound(p *client.Producer, topics []string, senders, bodySize int, d tim
 // of pulled messages and the failure count.
 func pullRound(pc *client.PullConsumer, sets [][]protocol.MessageQueue, pullers int, d time.Duration) []roundResult {
 	ctx := context.Background()
-	n := make([]atomic.Int64, len(sets))
-	failed := make([]atomic.Int64, len(sets))
-	var wg sync.WaitGroup
-	start := time.Now()
-	deadline := start.Add(d)
+	r := newRound(len(sets), d)
 	for si, queues := range sets {
 		for i := range pullers {
 			var mine []protocol.MessageQueue
@@ -314,33 +333,25 @@ func pullRound(pc *client.PullConsumer, sets [][]protocol.MessageQueue, pullers 
 			if len(mine) == 0 {
 				continue
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			r.work(func() {
 				offs := make([]int64, len(mine))
-				for k := 0; time.Now().Before(deadline); k = (k + 1) % len(mine) {
+				for k := 0; time.Now().Before(r.deadline); k = (k + 1) % len(mine) {
 					res, err := pc.Pull(ctx, client.PullRequest{Queue: mine[k], Offset: offs[k], MaxNums: 32})
 					if err != nil {
-						failed[si].Add(1)
+						r.failed[si].Add(1)
 						continue
 					}
-					n[si].Add(int64(len(res.Messages)))
+					r.done[si].Add(int64(len(res.Messages)))
 					if res.Status != client.PullNoNewMsg && res.NextBeginOffset > offs[k] {
 						offs[k] = res.NextBeginOffset
 					} else {
 						offs[k] = 0
 					}
 				}
-			}()
+			})
 		}
 	}
-	wg.Wait()
-	el := time.Since(start).Seconds()
-	out := make([]roundResult, len(sets))
-	for i := range out {
-		out[i] = roundResult{tps: float64(n[i].Load()) / el, n: n[i].Load(), failed: failed[i].Load()}
-	}
-	return out
+	return r.results()
 }
 
 // cpu is CPU time (user + system) used so far by the brokers and by this

@@ -13,6 +13,7 @@ import (
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/pkg/client/clienttest"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/pkg/statictopic"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
@@ -71,14 +72,7 @@ func newProducer(t *testing.T, c *harness.Cluster, cfg config, group string) *cl
 	t.Helper()
 	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{c.NamesrvAddr}}, Group: group,
 		DisableFaultAvoidance: cfg.NoFaultAvoidance})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Shutdown(context.Background()) })
-	return p
+	return clienttest.Started(t, p, err)
 }
 
 // leadersIn reports whether the nameserver's route maps all n logic

@@ -106,10 +106,22 @@ func RunJavaMQAdminEnv(t testing.TB, env []string, args ...string) (string, erro
 	return stdout, err
 }
 
-// run runs bin with args and extra env under a timeout. code is the exit
-// code (-1 when the process did not exit normally or did not start).
+// run runs bin with args and extra env under a timeout (RunGroup); its
+// error also carries what bin wrote to stderr.
 func run(timeout time.Duration, env []string, bin string, args ...string) (stdout, stderr string, code int, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	stdout, stderr, code, err = RunGroup(context.Background(), timeout, env, bin, args...)
+	if err != nil {
+		err = fmt.Errorf("%w; stderr: %s", err, strings.TrimSpace(stderr))
+	}
+	return stdout, stderr, code, err
+}
+
+// RunGroup runs bin with args and extra env in its own process group, so
+// that a timeout or the end of parent kills it with what it started (mvn,
+// java, node). code is the exit code (-1 when the process did not exit
+// normally or did not start); err names bin and args.
+func RunGroup(parent context.Context, timeout time.Duration, env []string, bin string, args ...string) (stdout, stderr string, code int, err error) {
+	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	if len(env) > 0 {
@@ -118,8 +130,6 @@ func run(timeout time.Duration, env []string, bin string, args ...string) (stdou
 	var out, errb bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &errb
-	// Own process group: a timeout kills the script and what it started
-	// (mvn, java).
 	cmd.SysProcAttr = groupSysProcAttr()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
@@ -134,5 +144,5 @@ func run(timeout time.Duration, env []string, bin string, args ...string) (stdou
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		runErr = fmt.Errorf("timed out after %v: %w", timeout, runErr)
 	}
-	return stdout, stderr, code, fmt.Errorf("%s %s: %w; stderr: %s", filepath.Base(bin), strings.Join(args, " "), runErr, strings.TrimSpace(stderr))
+	return stdout, stderr, code, fmt.Errorf("%s %s: %w", filepath.Base(bin), strings.Join(args, " "), runErr)
 }
