@@ -5,7 +5,11 @@ import "strconv"
 // DelayLevel reads the DELAY property of props (0 when absent or
 // malformed).
 func DelayLevel(props map[string]string) int {
-	n, err := strconv.Atoi(props[PropertyDelayTimeLevel])
+	v, ok := props[PropertyDelayTimeLevel]
+	if !ok {
+		return 0 // the usual case: no parse, and no syntax error allocated per send
+	}
+	n, err := strconv.Atoi(v)
 	if err != nil {
 		return 0
 	}
