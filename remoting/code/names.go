@@ -53,6 +53,50 @@ func RequestName(c int32) string {
 		return "GET_BROKER_MEMBER_GROUP"
 	case BrokerHeartbeat:
 		return "BROKER_HEARTBEAT"
+	case NotifyMinBrokerIDChange:
+		return "NOTIFY_MIN_BROKER_ID_CHANGE"
+	case ExchangeBrokerHAInfo:
+		return "EXCHANGE_BROKER_HA_INFO"
+	case GetBrokerHAStatus:
+		return "GET_BROKER_HA_STATUS"
+	case ResetMasterFlushOffset:
+		return "RESET_MASTER_FLUSH_OFFSET"
+	case ControllerAlterSyncStateSet:
+		return "CONTROLLER_ALTER_SYNC_STATE_SET"
+	case ControllerElectMaster:
+		return "CONTROLLER_ELECT_MASTER"
+	case ControllerRegisterBroker:
+		return "CONTROLLER_REGISTER_BROKER"
+	case ControllerGetReplicaInfo:
+		return "CONTROLLER_GET_REPLICA_INFO"
+	case ControllerGetMetadataInfo:
+		return "CONTROLLER_GET_METADATA_INFO"
+	case ControllerGetSyncStateData:
+		return "CONTROLLER_GET_SYNC_STATE_DATA"
+	case GetBrokerEpochCache:
+		return "GET_BROKER_EPOCH_CACHE"
+	case NotifyBrokerRoleChanged:
+		return "NOTIFY_BROKER_ROLE_CHANGED"
+	case UpdateControllerConfig:
+		return "UPDATE_CONTROLLER_CONFIG"
+	case GetControllerConfig:
+		return "GET_CONTROLLER_CONFIG"
+	case CleanBrokerData:
+		return "CLEAN_BROKER_DATA"
+	case ControllerGetNextBrokerID:
+		return "CONTROLLER_GET_NEXT_BROKER_ID"
+	case ControllerApplyBrokerID:
+		return "CONTROLLER_APPLY_BROKER_ID"
+	case BrokerCloseChannelRequest:
+		return "BROKER_CLOSE_CHANNEL_REQUEST"
+	case CheckNotActiveBrokerRequest:
+		return "CHECK_NOT_ACTIVE_BROKER_REQUEST"
+	case GetBrokerLiveInfoRequest:
+		return "GET_BROKER_LIVE_INFO_REQUEST"
+	case GetSyncStateDataRequest:
+		return "GET_SYNC_STATE_DATA_REQUEST"
+	case RaftBrokerHeartBeatEventRequest:
+		return "RAFT_BROKER_HEART_BEAT_EVENT_REQUEST"
 	case SendMessage:
 		return "SEND_MESSAGE"
 	case PullMessage:
@@ -294,6 +338,40 @@ func ResponseName(c int32) string {
 		return "ILLEGAL_OPERATION"
 	case GoAway:
 		return "GO_AWAY"
+	case ControllerFencedMasterEpoch:
+		return "CONTROLLER_FENCED_MASTER_EPOCH"
+	case ControllerFencedSyncStateSetEpoch:
+		return "CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH"
+	case ControllerInvalidMaster:
+		return "CONTROLLER_INVALID_MASTER"
+	case ControllerInvalidReplicas:
+		return "CONTROLLER_INVALID_REPLICAS"
+	case ControllerMasterNotAvailable:
+		return "CONTROLLER_MASTER_NOT_AVAILABLE"
+	case ControllerInvalidRequest:
+		return "CONTROLLER_INVALID_REQUEST"
+	case ControllerBrokerNotAlive:
+		return "CONTROLLER_BROKER_NOT_ALIVE"
+	case ControllerNotLeader:
+		return "CONTROLLER_NOT_LEADER"
+	case ControllerBrokerMetadataNotExist:
+		return "CONTROLLER_BROKER_METADATA_NOT_EXIST"
+	case ControllerInvalidCleanBrokerMetadata:
+		return "CONTROLLER_INVALID_CLEAN_BROKER_METADATA"
+	case ControllerBrokerNeedToBeRegistered:
+		return "CONTROLLER_BROKER_NEED_TO_BE_REGISTERED"
+	case ControllerMasterStillExist:
+		return "CONTROLLER_MASTER_STILL_EXIST"
+	case ControllerElectMasterFailed:
+		return "CONTROLLER_ELECT_MASTER_FAILED"
+	case ControllerAlterSyncStateSetFailed:
+		return "CONTROLLER_ALTER_SYNC_STATE_SET_FAILED"
+	case ControllerBrokerIDInvalid:
+		return "CONTROLLER_BROKER_ID_INVALID"
+	case ControllerJRaftInternalError:
+		return "CONTROLLER_JRAFT_INTERNAL_ERROR"
+	case ControllerBrokerLiveInfoNotExists:
+		return "CONTROLLER_BROKER_LIVE_INFO_NOT_EXISTS"
 	case LMQQuotaExceeded:
 		return "LMQ_QUOTA_EXCEEDED"
 	case LiteSubscriptionQuotaExceeded:

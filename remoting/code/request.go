@@ -123,3 +123,32 @@ const (
 const (
 	GetPopStatus int32 = 890050
 )
+
+// Request codes: replication and the HA controller (docs/replication.md).
+// BrokerHeartbeat (904) is above with the nameserver codes; the controller
+// takes it too. 1014–1018 are upstream's jRaft-internal entry types: they
+// never arrive from brokers or tools and are refused.
+const (
+	NotifyMinBrokerIDChange         int32 = 905
+	ExchangeBrokerHAInfo            int32 = 906
+	GetBrokerHAStatus               int32 = 907
+	ResetMasterFlushOffset          int32 = 908
+	ControllerAlterSyncStateSet     int32 = 1001
+	ControllerElectMaster           int32 = 1002
+	ControllerRegisterBroker        int32 = 1003
+	ControllerGetReplicaInfo        int32 = 1004
+	ControllerGetMetadataInfo       int32 = 1005
+	ControllerGetSyncStateData      int32 = 1006
+	GetBrokerEpochCache             int32 = 1007
+	NotifyBrokerRoleChanged         int32 = 1008
+	UpdateControllerConfig          int32 = 1009
+	GetControllerConfig             int32 = 1010
+	CleanBrokerData                 int32 = 1011
+	ControllerGetNextBrokerID       int32 = 1012
+	ControllerApplyBrokerID         int32 = 1013
+	BrokerCloseChannelRequest       int32 = 1014
+	CheckNotActiveBrokerRequest     int32 = 1015
+	GetBrokerLiveInfoRequest        int32 = 1016
+	GetSyncStateDataRequest         int32 = 1017
+	RaftBrokerHeartBeatEventRequest int32 = 1018
+)
