@@ -99,6 +99,21 @@ func (c *Cluster) AddBroker(cluster, name string, id int64, addr string) *Broker
 	return b
 }
 
+// chainOverride installs h as fc.Override in front of the previous
+// Override, which still answers what h declines.
+func (c *Cluster) chainOverride(h func(addr string, req *remoting.Command) (*remoting.Command, bool)) {
+	prev := c.Override
+	c.Override = func(addr string, req *remoting.Command) (*remoting.Command, bool) {
+		if resp, ok := h(addr, req); ok {
+			return resp, true
+		}
+		if prev != nil {
+			return prev(addr, req)
+		}
+		return nil, false
+	}
+}
+
 // Lock runs f with the fake locked (to read or change state safely).
 func (c *Cluster) Lock(f func()) {
 	c.mu.Lock()

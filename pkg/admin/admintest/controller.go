@@ -92,16 +92,7 @@ func AttachControllers(fc *Cluster, group string, nodes ...ControllerNode) *Cont
 			"configStorePath":          "/tmp/controller.properties",
 		}
 	}
-	prev := fc.Override
-	fc.Override = func(addr string, req *remoting.Command) (*remoting.Command, bool) {
-		if resp, ok := cs.handle(addr, req); ok {
-			return resp, true
-		}
-		if prev != nil {
-			return prev(addr, req)
-		}
-		return nil, false
-	}
+	fc.chainOverride(cs.handle)
 	return cs
 }
 
