@@ -214,3 +214,46 @@ func TestHAStatusInterval(t *testing.T) {
 		t.Errorf("stderr %q", errb.String())
 	}
 }
+
+// TestControllerOverTCP runs the controller commands with the real admin
+// client against a fake controller group served by remoting servers: the
+// leader lookup, header fields and bodies cross a real connection.
+func TestControllerOverTCP(t *testing.T) {
+	fc := admintest.New()
+	n0 := serveFake(t, "127.0.0.1:0", fc.Handler)
+	n1 := serveFake(t, "127.0.0.1:0", fc.Handler)
+	var cs *admintest.Controllers
+	fc.Lock(func() {
+		cs = admintest.AttachControllers(fc, "G", admintest.ControllerNode{ID: "n0", Addr: n0}, admintest.ControllerNode{ID: "n1", Addr: n1})
+		cs.Sets["broker-a"] = &admintest.ReplicaSet{
+			Cluster:  "C",
+			Replicas: map[int64]admintest.Replica{1: {Addr: "10.0.0.1:10911", Alive: true}, 2: {Addr: "10.0.0.2:10911", Alive: true}},
+			Master:   1, MasterEpoch: 1, SyncStateSet: []int64{1, 2}, SyncStateSetEpoch: 2,
+		}
+	})
+	run := func(args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		env := Env{Stdout: &out, Stderr: &errb, Location: time.UTC} // real admin.New
+		if code := Main(context.Background(), args, env); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errb.String())
+		}
+		return out.String()
+	}
+	if out := run("getControllerMetaData", "-a", n1); !strings.Contains(out, "#ControllerLeaderAddress\t"+n0+"\n#Peer:\tn0:"+n0+"\n#Peer:\tn1:"+n1+"\n") {
+		t.Fatalf("metadata:\n%s", out)
+	}
+	if out := run("electMaster", "-a", n1, "-c", "C", "-bn", "broker-a", "-b", "2"); !strings.Contains(out, "#BrokerMasterAddr\t10.0.0.2:10911\n#MasterEpoch\t2\n#SyncStateSetEpoch\t3\n") {
+		t.Fatalf("electMaster:\n%s", out)
+	}
+	out := run("getSyncStateSet", "-a", n1, "-b", "broker-a")
+	if !strings.Contains(out, "#MasterBrokerId\t2\n") || !strings.Contains(out, "NotInSyncReplica:\tReplicaIdentity{brokerName='broker-a', brokerId=1, brokerAddress='10.0.0.1:10911', alive=true}") {
+		t.Fatalf("getSyncStateSet:\n%s", out)
+	}
+	if out := run("updateControllerConfig", "-a", n0+";"+n1, "-k", "notifyBrokerRoleChanged", "-v", "false"); !strings.HasPrefix(out, "update controller config success!["+n0+", "+n1+"]") {
+		t.Fatalf("update:\n%s", out)
+	}
+	if out := run("getControllerConfig", "-a", n1); !strings.Contains(out, "notifyBrokerRoleChanged                           =  false\n") {
+		t.Fatalf("config:\n%s", out)
+	}
+}
