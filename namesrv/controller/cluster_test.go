@@ -44,9 +44,11 @@ func testConfig(t *testing.T, peers, self string) Config {
 }
 
 func fastRaft(rc *raft.Config) {
-	rc.HeartbeatTimeout = 100 * time.Millisecond
-	rc.ElectionTimeout = 100 * time.Millisecond
-	rc.LeaderLeaseTimeout = 50 * time.Millisecond
+	// Short, but not so short that a loaded machine (-race, shared CPUs)
+	// flaps leadership in the middle of a test.
+	rc.HeartbeatTimeout = 400 * time.Millisecond
+	rc.ElectionTimeout = 400 * time.Millisecond
+	rc.LeaderLeaseTimeout = 200 * time.Millisecond
 	rc.CommitTimeout = 5 * time.Millisecond
 	rc.TrailingLogs = 2
 }
@@ -236,6 +238,8 @@ func TestClusterElectionsAndLeaderChange(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	wg := beat(t, cl, stop, "a", 1, 2)
+	hb(t, leader, "a", 1, 400, 1, 100) // alive now, not only after beat's first round
+	hb(t, leader, "a", 2, 400, 1, 200)
 	el := call(t, leader, code.ControllerElectMaster, map[string]string{"clusterName": "c", "brokerName": "a", "brokerId": "1"}, nil)
 	wantCode(t, el, code.Success)
 	if el.Ext("masterBrokerId") != "1" || el.Ext("masterEpoch") != "1" || el.Ext("masterAddress") != "10.0.0.1:10911" {
@@ -372,7 +376,11 @@ func TestClusterSnapshotRestore(t *testing.T) {
 	if !strings.Contains(string(want), `"brokerName":"d"`) {
 		t.Fatalf("state lacks the entry written while the node was down: %s", want)
 	}
-	if st := cl.nodes[victim].Raft().Stats(); st["last_snapshot_index"] == "0" {
-		t.Fatalf("the node did not install a snapshot: %v", st)
+	// Raft records the installed snapshot just after the FSM restore.
+	for st := cl.nodes[victim].Raft().Stats(); st["last_snapshot_index"] == "0"; st = cl.nodes[victim].Raft().Stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the node did not install a snapshot: %v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

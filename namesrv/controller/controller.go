@@ -351,11 +351,7 @@ func (c *Controller) leadershipLoop() {
 				c.log.Info("controller: lost leadership")
 				continue
 			}
-			if err := c.raft.Barrier(barrierTimeout).Error(); err != nil {
-				c.log.Warn("controller: barrier after winning leadership failed", "err", err)
-				continue
-			}
-			if c.raft.State() != raft.Leader {
+			if !c.awaitBarrier() {
 				continue
 			}
 			c.serving.Store(true)
@@ -363,6 +359,25 @@ func (c *Controller) leadershipLoop() {
 			c.log.Info("controller: serving as leader")
 		}
 	}
+}
+
+// awaitBarrier waits until every entry committed before this leadership
+// is applied; it retries while this node stays leader, so a slow apply
+// does not leave a leader that never serves.
+func (c *Controller) awaitBarrier() bool {
+	for c.raft.State() == raft.Leader {
+		err := c.raft.Barrier(barrierTimeout).Error()
+		if err == nil {
+			return c.raft.State() == raft.Leader
+		}
+		c.log.Warn("controller: barrier after winning leadership failed", "err", err)
+		select {
+		case <-c.stop:
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return false
 }
 
 // startMasterScan runs scanMastersLoop until the returned stop is called

@@ -219,7 +219,10 @@ func (c *Controller) registerBroker(ctx context.Context, _ *remoting.Channel, re
 	name, id, addr := req.Ext(protocol.HdrBrokerName), ids[0], req.Ext(protocol.HdrBrokerAddress)
 	resp, err := decide(ctx, c, func() *remoting.Command {
 		b, ok := c.fsm.Get(name)
-		if !ok || b.Replicas[id].ID != id {
+		if ok {
+			_, ok = b.Replicas[id]
+		}
+		if !ok {
 			return remoting.NewResponse(req, code.ControllerBrokerNeedToBeRegistered, fmt.Sprintf("broker %s id %d is not registered", name, id))
 		}
 		if addr != "" && b.Address(id) != addr {
