@@ -3,6 +3,10 @@
 //	namesrv -c namesrv.conf        # Apache properties file
 //	namesrv -p                     # print every configuration item and exit
 //	namesrv -m                     # print the important items and exit
+//	namesrv controller -c ctl.conf # run only the HA controller (docs/operations.md)
+//
+// With enableControllerInNamesrv=true the nameserver also runs the HA
+// controller on its controllerDLegerPeers address.
 //
 // Configuration precedence: defaults < file < NAMESRV_* environment
 // (NAMESRV_LISTEN_PORT=9877) < flags (--listen-port, --data-dir,
@@ -77,6 +81,7 @@ func newCommand(ctx context.Context, stdout, stderr io.Writer, environ []string)
 	// Apache's launcher accepts -n; a nameserver has no use for it.
 	fs.StringVarP(&f.namesrvAddr, "namesrvAddr", "n", "", "ignored (Apache compatibility)")
 	_ = fs.MarkHidden("namesrvAddr")
+	cmd.AddCommand(newControllerCommand(ctx, stdout, stderr, environ))
 	return cmd
 }
 
