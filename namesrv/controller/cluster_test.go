@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -284,10 +285,7 @@ func TestClusterElectionsAndLeaderChange(t *testing.T) {
 	if err := leader.Raft().LeadershipTransfer().Error(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(waitFor)
-	for leader.IsLeader() && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitFor(t, waitFor, "old leader steps down", func() bool { return !leader.IsLeader() })
 	_, leader = cl.leader()
 	after, _ := leader.State().Export()
 	if string(before) != string(after) {
@@ -304,17 +302,10 @@ func TestClusterElectionsAndLeaderChange(t *testing.T) {
 	stop2 := make(chan struct{})
 	wg2 := beat(t, cl, stop2, "a", 2)
 	defer func() { close(stop2); wg2.Wait() }()
-	deadline = time.Now().Add(waitFor)
-	for {
+	testutil.WaitFor(t, waitFor, "failover to replica 2", func() bool {
 		hdr, set = replicaInfo(t, leader, "a")
-		if hdr.Ext("masterBrokerId") == "2" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no failover: %v %+v", hdr.ExtFields, set)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return hdr.Ext("masterBrokerId") == "2"
+	})
 	if hdr.Ext("masterEpoch") != "2" || !slices.Equal(set.SyncStateSet, []int64{2}) || set.SyncStateSetEpoch != 3 {
 		t.Fatalf("after failover: %v %+v", hdr.ExtFields, set)
 	}
@@ -325,18 +316,19 @@ func TestClusterElectionsAndLeaderChange(t *testing.T) {
 	// Every node applied the same log.
 	want, _ := leader.State().Export()
 	for _, c := range cl.nodes {
-		deadline := time.Now().Add(waitFor)
-		for {
-			got, _ := c.State().Export()
-			if string(got) == string(want) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s state\n%s\nwant\n%s", c.self.ID, got, want)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		sameState(t, c, want)
 	}
+}
+
+// sameState waits until c's state machine holds want.
+func sameState(t *testing.T, c *Controller, want []byte) {
+	t.Helper()
+	testutil.Eventually(t, waitFor, func() error {
+		if got, _ := c.State().Export(); string(got) != string(want) {
+			return fmt.Errorf("%s state\n%s\nwant\n%s", c.self.ID, got, want)
+		}
+		return nil
+	})
 }
 
 // TestClusterSnapshotRestore: a node that lost its disk catches up from
@@ -362,25 +354,12 @@ func TestClusterSnapshotRestore(t *testing.T) {
 	}
 	cl.start(victim, true)
 	want, _ := leader.State().Export()
-	deadline := time.Now().Add(waitFor)
-	for {
-		got, _ := cl.nodes[victim].State().Export()
-		if string(got) == string(want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("restored node state\n%s\nwant\n%s", got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	sameState(t, cl.nodes[victim], want)
 	if !strings.Contains(string(want), `"brokerName":"d"`) {
 		t.Fatalf("state lacks the entry written while the node was down: %s", want)
 	}
 	// Raft records the installed snapshot just after the FSM restore.
-	for st := cl.nodes[victim].Raft().Stats(); st["last_snapshot_index"] == "0"; st = cl.nodes[victim].Raft().Stats() {
-		if time.Now().After(deadline) {
-			t.Fatalf("the node did not install a snapshot: %v", st)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitFor(t, waitFor, "snapshot installed", func() bool {
+		return cl.nodes[victim].Raft().Stats()["last_snapshot_index"] != "0"
+	})
 }

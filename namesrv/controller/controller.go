@@ -136,7 +136,8 @@ func (c *Controller) startRaft(cfg *Config, deps Deps) error {
 			return fmt.Errorf("controller: peer address %s: %w", c.self.Addr, err)
 		}
 		nt := raft.NewNetworkTransportWithLogger(mux.NewStreamLayer(m, adv), 3, 10*time.Second, c.hclog())
-		c.closers = append(c.closers, nt)
+		// Close leaves pooled outbound connections open; close them too.
+		c.closers = append(c.closers, closerFunc(func() error { nt.CloseStreams(); return nt.Close() }))
 		trans = nt
 	}
 	logs, stable, snaps := deps.LogStore, deps.StableStore, deps.Snapshots
@@ -393,6 +394,10 @@ func (c *Controller) startMasterScan() (stop func()) {
 func (c *Controller) hclog() hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Info, Output: slogWriter{c.log}, DisableTime: true})
 }
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
 
 type slogWriter struct{ log *slog.Logger }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -90,19 +91,13 @@ func TestUncleanElection(t *testing.T) {
 	hb(t, c, "a", 1, 300, 0, 0)
 	wantCode(t, call(t, c, code.ControllerElectMaster, map[string]string{"brokerName": "a", "brokerId": "1"}, nil), code.Success)
 	// Only replica 2 keeps heartbeating; master 1 times out.
-	deadline := time.Now().Add(waitFor)
-	for {
+	testutil.WaitFor(t, waitFor, "master expiry", func() bool {
 		hb(t, c, "a", 2, 60000, 1, 50)
-		if b, _ := c.State().Get("a"); !b.HasMaster() {
-			if b.MasterEpoch != 2 || !slices.Equal(b.SyncStateSet, []int64{1}) {
-				t.Fatalf("no-master state: %+v", b)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("master never expired")
-		}
-		time.Sleep(20 * time.Millisecond)
+		b, _ := c.State().Get("a")
+		return !b.HasMaster()
+	})
+	if b, _ := c.State().Get("a"); b.MasterEpoch != 2 || !slices.Equal(b.SyncStateSet, []int64{1}) {
+		t.Fatalf("no-master state: %+v", b)
 	}
 	// Scans keep finding nobody without moving the epoch again.
 	time.Sleep(200 * time.Millisecond)
@@ -123,19 +118,13 @@ func TestUncleanElection(t *testing.T) {
 	if !strings.Contains(string(got.Body), "enableElectUncleanMaster=true") || !strings.Contains(string(got.Body), "controllerDLegerGroup=g") {
 		t.Fatalf("config body %s", got.Body)
 	}
-	deadline = time.Now().Add(waitFor)
-	for {
+	testutil.WaitFor(t, waitFor, "unclean election", func() bool {
 		hb(t, c, "a", 2, 60000, 1, 50)
-		if b, _ := c.State().Get("a"); b.MasterBrokerID == 2 {
-			if b.MasterEpoch != 3 || !slices.Equal(b.SyncStateSet, []int64{2}) {
-				t.Fatalf("unclean master state: %+v", b)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no unclean election")
-		}
-		time.Sleep(20 * time.Millisecond)
+		b, _ := c.State().Get("a")
+		return b.MasterBrokerID == 2
+	})
+	if b, _ := c.State().Get("a"); b.MasterEpoch != 3 || !slices.Equal(b.SyncStateSet, []int64{2}) {
+		t.Fatalf("unclean master state: %+v", b)
 	}
 }
 
