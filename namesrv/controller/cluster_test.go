@@ -64,13 +64,6 @@ func newCluster(t *testing.T, n int) *cluster {
 		cl.trans = append(cl.trans, tr)
 	}
 	cl.peers = strings.Join(items, ";")
-	for i := range n {
-		for j := range n {
-			if i != j {
-				cl.trans[i].Connect(cl.trans[j].LocalAddr(), cl.trans[j])
-			}
-		}
-	}
 	cl.nodes = make([]*Controller, n)
 	cl.dirs = make([]string, n)
 	for i := range n {
@@ -90,16 +83,25 @@ func newCluster(t *testing.T, n int) *cluster {
 // stores, as after losing its disk.
 func (cl *cluster) start(i int, wipe bool) {
 	cl.t.Helper()
+	// raft's Shutdown disconnects a node's in-memory transport: connect
+	// it (again) both ways.
+	for j := range cl.trans {
+		if j != i {
+			cl.trans[i].Connect(cl.trans[j].LocalAddr(), cl.trans[j])
+			cl.trans[j].Connect(cl.trans[i].LocalAddr(), cl.trans[i])
+		}
+	}
 	cfg := testConfig(cl.t, cl.peers, fmt.Sprintf("n%d", i))
 	if cl.dirs[i] != "" && !wipe {
 		cfg.ControllerStorePath = cl.dirs[i]
 	}
 	cl.dirs[i] = cfg.ControllerStorePath
-	store := raft.NewInmemStore()
+	// Real stores (pebble log, file snapshots) under the node's directory,
+	// so a restart without wipe resumes from disk.
 	c, err := New(cfg, Deps{
-		Transport: cl.trans[i], LogStore: store, StableStore: store,
-		Addr: func(p nsconfig.Peer) raft.ServerAddress { return raft.ServerAddress(p.ID) },
-		Raft: fastRaft,
+		Transport: cl.trans[i],
+		Addr:      func(p nsconfig.Peer) raft.ServerAddress { return raft.ServerAddress(p.ID) },
+		Raft:      fastRaft,
 	}, nil)
 	if err != nil {
 		cl.t.Fatal(err)
@@ -362,4 +364,40 @@ func TestClusterSnapshotRestore(t *testing.T) {
 	testutil.WaitFor(t, waitFor, "snapshot installed", func() bool {
 		return cl.nodes[victim].Raft().Stats()["last_snapshot_index"] != "0"
 	})
+}
+
+// TestClusterFullRestart: every controller stops and starts again from its
+// disk (docs/replication.md §7 row 9): the state is the one before the
+// outage, and elections continue from the stored epochs.
+func TestClusterFullRestart(t *testing.T) {
+	cl := newCluster(t, 3)
+	_, leader := cl.leader()
+	registerReplica(t, leader, "a")
+	registerReplica(t, leader, "a")
+	wantCode(t, call(t, leader, code.ControllerElectMaster, map[string]string{"brokerName": "a", "brokerId": "1"}, nil), code.Success)
+	want, _ := leader.State().Export()
+	for i, c := range cl.nodes {
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		cl.nodes[i] = nil
+	}
+	for i := range cl.nodes {
+		cl.start(i, false)
+	}
+	_, leader = cl.leader()
+	for _, c := range cl.nodes {
+		sameState(t, c, want)
+	}
+	hb(t, leader, "a", 2, 60000, 1, 10)
+	wantCode(t, call(t, leader, code.ControllerElectMaster, map[string]string{"brokerName": "a", "brokerId": "2", "designateElect": "true"}, nil),
+		code.ControllerElectMasterFailed) // 2 is not in the SyncStateSet {1}
+	hb(t, leader, "a", 1, 60000, 1, 10)
+	wantCode(t, call(t, leader, code.ControllerAlterSyncStateSet, map[string]string{"brokerName": "a", "masterBrokerId": "1", "masterEpoch": "1"},
+		protocol.MustMarshal(protocol.SyncStateSet{SyncStateSet: []int64{1, 2}, SyncStateSetEpoch: 1})), code.Success)
+	el := call(t, leader, code.ControllerElectMaster, map[string]string{"brokerName": "a", "brokerId": "2", "designateElect": "true"}, nil)
+	wantCode(t, el, code.Success)
+	if el.Ext("masterEpoch") != "2" || el.Ext("syncStateSetEpoch") != "3" {
+		t.Fatalf("election after restart: %v", el.ExtFields)
+	}
 }
