@@ -108,6 +108,9 @@ func New(cfg Config, deps Deps, log *slog.Logger) (*Controller, error) {
 	c.notify = newNotifier(c.client, c.log)
 	c.cfg.Store(&cfg)
 	if err := c.startRaft(&cfg, deps); err != nil {
+		if c.raft != nil {
+			_ = c.raft.Shutdown().Error()
+		}
 		c.closeAll()
 		return nil, err
 	}

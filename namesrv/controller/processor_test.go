@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -251,5 +252,19 @@ func TestConfigValidate(t *testing.T) {
 	cfg.ControllerType = "jRaft"
 	if cfg.Validate() == nil {
 		t.Fatal("jRaft accepted")
+	}
+}
+
+// TestNewFailsOnBusyPort: a peer address in use fails New cleanly (the
+// package's leak check covers what it started).
+func TestNewFailsOnBusyPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cfg := testConfig(t, "n0-"+ln.Addr().String(), "n0")
+	if _, err := New(cfg, Deps{}, nil); err == nil || !strings.Contains(err.Error(), "listen on peer address") {
+		t.Fatalf("New on a busy port: %v", err)
 	}
 }
