@@ -223,13 +223,16 @@ func TestClusterElectionsAndLeaderChange(t *testing.T) {
 	// Leader-only requests on a follower; metadata from every node.
 	wantCode(t, call(t, follower, code.ControllerGetNextBrokerID, map[string]string{"brokerName": "a"}, nil), code.ControllerNotLeader)
 	for _, c := range cl.nodes {
-		md := call(t, c, code.ControllerGetMetadataInfo, nil, nil)
-		wantCode(t, md, code.Success)
-		want := fmt.Sprintf("n%d", li)
-		if md.Ext("controllerLeaderId") != want || md.Ext("controllerLeaderAddress") != want ||
-			md.Ext("isLeader") != fmt.Sprint(c == leader) || md.Ext("group") != "g" || md.Ext("peers") != "n0:n0;n1:n1;n2:n2;" {
-			t.Fatalf("metadata from %s: %v", c.self.ID, md.ExtFields)
-		}
+		// A follower learns the leader from its first heartbeat.
+		testutil.Eventually(t, waitFor, func() error {
+			md := call(t, c, code.ControllerGetMetadataInfo, nil, nil)
+			want := fmt.Sprintf("n%d", li)
+			if md.Code != code.Success || md.Ext("controllerLeaderId") != want || md.Ext("controllerLeaderAddress") != want ||
+				md.Ext("isLeader") != fmt.Sprint(c == leader) || md.Ext("group") != "g" || md.Ext("peers") != "n0:n0;n1:n1;n2:n2;" {
+				return fmt.Errorf("metadata from %s: %v", c.self.ID, md.ExtFields)
+			}
+			return nil
+		})
 	}
 
 	// Two replicas register; the first to ask becomes master.

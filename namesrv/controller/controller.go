@@ -124,24 +124,10 @@ func New(cfg Config, deps Deps, log *slog.Logger) (*Controller, error) {
 func (c *Controller) startRaft(cfg *Config, deps Deps) error {
 	trans := deps.Transport
 	if trans == nil {
-		ln, err := net.Listen("tcp", c.self.Addr)
-		if err != nil {
-			return fmt.Errorf("controller: listen on peer address %s: %w", c.self.Addr, err)
+		var err error
+		if trans, err = c.listen(); err != nil {
+			return err
 		}
-		m, err := mux.New(ln, mux.DefaultConfig(), c.log)
-		if err != nil {
-			_ = ln.Close()
-			return fmt.Errorf("controller: %w", err)
-		}
-		c.mux = m
-		adv, err := net.ResolveTCPAddr("tcp", c.self.Addr)
-		if err != nil {
-			return fmt.Errorf("controller: peer address %s: %w", c.self.Addr, err)
-		}
-		nt := raft.NewNetworkTransportWithLogger(mux.NewStreamLayer(m, adv), 3, 10*time.Second, c.hclog())
-		// Close leaves pooled outbound connections open; close them too.
-		c.closers = append(c.closers, closerFunc(func() error { nt.CloseStreams(); return nt.Close() }))
-		trans = nt
 	}
 	logs, stable, snaps := deps.LogStore, deps.StableStore, deps.Snapshots
 	if logs == nil || stable == nil {
@@ -193,16 +179,48 @@ func (c *Controller) startRaft(cfg *Config, deps Deps) error {
 	}
 	c.raft = r
 	c.notifyCh = notifyCh
-	if c.mux != nil {
+	if deps.Transport == nil {
 		return c.serveRemoting(cfg)
 	}
 	return nil
 }
 
+// listen opens the raft transport on this node's raft address. DLedger
+// flavour: the port is shared with remoting (mux). jRaft flavour: requests
+// have their own port, so raft gets hashicorp's plain TCP transport.
+func (c *Controller) listen() (raft.Transport, error) {
+	adv, err := net.ResolveTCPAddr("tcp", c.self.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("controller: peer address %s: %w", c.self.Addr, err)
+	}
+	if c.self.RPCAddr != c.self.Addr {
+		tt, err := raft.NewTCPTransportWithLogger(c.self.Addr, adv, 3, 10*time.Second, c.hclog())
+		if err != nil {
+			return nil, fmt.Errorf("controller: raft transport on %s: %w", c.self.Addr, err)
+		}
+		c.closers = append(c.closers, closerFunc(func() error { tt.CloseStreams(); return tt.Close() }))
+		return tt, nil
+	}
+	ln, err := net.Listen("tcp", c.self.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("controller: listen on peer address %s: %w", c.self.Addr, err)
+	}
+	m, err := mux.New(ln, mux.DefaultConfig(), c.log)
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("controller: %w", err)
+	}
+	c.mux = m
+	nt := raft.NewNetworkTransportWithLogger(mux.NewStreamLayer(m, adv), 3, 10*time.Second, c.hclog())
+	// Close leaves pooled outbound connections open; close them too.
+	c.closers = append(c.closers, closerFunc(func() error { nt.CloseStreams(); return nt.Close() }))
+	return nt, nil
+}
+
 // serveRemoting answers brokers and tools on the shared port.
 func (c *Controller) serveRemoting(cfg *Config) error {
 	scfg := remoting.DefaultServerConfig()
-	scfg.ListenAddr = c.self.Addr
+	scfg.ListenAddr = c.self.RPCAddr
 	scfg.Workers = cfg.ControllerThreadPoolNums
 	scfg.QueueSize = cfg.ControllerRequestThreadPoolQueueCapacity
 	srv, err := remoting.NewServer(scfg, c.log)
@@ -210,7 +228,12 @@ func (c *Controller) serveRemoting(cfg *Config) error {
 		return fmt.Errorf("controller: %w", err)
 	}
 	c.Register(srv)
-	if err := srv.Serve(c.mux.Remoting()); err != nil {
+	if c.mux != nil {
+		err = srv.Serve(c.mux.Remoting())
+	} else {
+		err = srv.Start()
+	}
+	if err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
 	c.remote = srv
@@ -226,12 +249,13 @@ func (c *Controller) Register(srv *remoting.Server) {
 	srv.OnClose(func(ch *remoting.Channel) { c.brokersGone(c.live.removeConn(ch.ID())) })
 }
 
-// Addr is the peer address (raft and remoting).
+// Addr is where brokers and tools reach this node (DLedger flavour: the
+// peer address, shared with raft).
 func (c *Controller) Addr() string {
-	if c.mux != nil {
-		return c.mux.Addr().String()
+	if c.remote != nil {
+		return c.remote.Addr()
 	}
-	return c.self.Addr
+	return c.self.RPCAddr
 }
 
 // IsLeader reports whether this node serves leader-only requests.

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"slices"
@@ -249,10 +250,68 @@ func TestConfigValidate(t *testing.T) {
 	if cfg.ControllerStorePath != "/home/x/DLedgerController" || cfg.ConfigStorePath != "/home/x/controller/controller.properties" {
 		t.Fatalf("paths %s %s", cfg.ControllerStorePath, cfg.ConfigStorePath)
 	}
+	// jRaft flavour: upstream's defaults pair 9880..9882 with 9770..9772.
 	cfg.ControllerType = "jRaft"
-	if cfg.Validate() == nil {
-		t.Fatal("jRaft accepted")
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
 	}
+	self, peers, _ := cfg.SelfPeer()
+	if self.ID != "localhost:9880" || self.RPCAddr != "localhost:9770" || len(peers) != 3 || peers[2].RPCAddr != "localhost:9772" {
+		t.Fatalf("jRaft peers %+v %+v", self, peers)
+	}
+	cfg.JRaftControllerRPCAddr = "localhost:9770"
+	if cfg.Validate() == nil {
+		t.Fatal("unpaired jRaft addresses accepted")
+	}
+	cfg.ControllerType = "zk"
+	if cfg.Validate() == nil {
+		t.Fatal("unknown controllerType accepted")
+	}
+}
+
+// TestJRaftFlavour: raft and requests on separate ports; metadata names
+// the leader's request address.
+func TestJRaftFlavour(t *testing.T) {
+	raftAddr, rpcAddr := freeAddr(t), freeAddr(t)
+	cfg := testConfig(t, "", "")
+	cfg.ControllerType = "jRaft"
+	cfg.JRaftGroupID = "jg"
+	cfg.JRaftServerID = raftAddr
+	cfg.JRaftInitConf = raftAddr
+	cfg.JRaftControllerRPCAddr = rpcAddr
+	c, err := New(cfg, Deps{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Addr() != rpcAddr {
+		t.Fatalf("request address %s, want %s", c.Addr(), rpcAddr)
+	}
+	cli := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	defer cli.Close()
+	testutil.Eventually(t, waitFor, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		resp, err := cli.Invoke(ctx, rpcAddr, remoting.NewRequest(code.ControllerGetMetadataInfo, nil, nil))
+		if err != nil {
+			return err
+		}
+		if resp.Ext("isLeader") != "true" || resp.Ext("controllerLeaderAddress") != rpcAddr || resp.Ext("controllerLeaderId") != raftAddr ||
+			resp.Ext("peers") != raftAddr+":"+rpcAddr+";" || resp.Ext("group") != "jg" {
+			return fmt.Errorf("metadata %v", resp.ExtFields)
+		}
+		return nil
+	})
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // TestNewFailsOnBusyPort: a peer address in use fails New cleanly (the

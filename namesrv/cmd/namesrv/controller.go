@@ -31,8 +31,10 @@ func newControllerCommand(ctx context.Context, stdout, stderr io.Writer, environ
 		Long: `Runs the RocketMQ 5 HA controller without a nameserver. It serves brokers
 and mqadmin on this node's address in controllerDLegerPeers (raft uses the
 same port). Required keys: controllerDLegerGroup, controllerDLegerPeers
-(n0-host:port;n1-host:port;...), controllerDLegerSelfId. Environment
-overrides use the CONTROLLER_ prefix (CONTROLLER_CONTROLLER_STORE_PATH).`,
+(n0-host:port;n1-host:port;...), controllerDLegerSelfId; or, with
+controllerType=jRaft, jRaftInitConf, jRaftServerId and jRaftControllerRPCAddr
+(requests on their own ports). Environment overrides use the CONTROLLER_
+prefix (CONTROLLER_CONTROLLER_STORE_PATH). See docs/operations.md.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
