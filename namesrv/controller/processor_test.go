@@ -86,12 +86,7 @@ func TestRequestCodes(t *testing.T) {
 // (docs/replication.md §7 row 11): no master until enableElectUncleanMaster
 // is switched on with UPDATE_CONTROLLER_CONFIG.
 func TestUncleanElection(t *testing.T) {
-	cl := newCluster(t, 1)
-	_, c := cl.leader()
-	registerReplica(t, c, "a")
-	registerReplica(t, c, "a")
-	hb(t, c, "a", 1, 300, 0, 0)
-	wantCode(t, call(t, c, code.ControllerElectMaster, map[string]string{"brokerName": "a", "brokerId": "1"}, nil), code.Success)
+	c := oneNodeWithMaster(t, 300)
 	// Only replica 2 keeps heartbeating; master 1 times out.
 	testutil.WaitFor(t, waitFor, "master expiry", func() bool {
 		hb(t, c, "a", 2, 60000, 1, 50)
@@ -134,12 +129,7 @@ func TestUncleanElection(t *testing.T) {
 // a dead slave never triggers an election, a dead master with a live
 // replica does.
 func TestInactiveMasterScan(t *testing.T) {
-	cl := newCluster(t, 1)
-	_, c := cl.leader()
-	registerReplica(t, c, "a")
-	registerReplica(t, c, "a")
-	hb(t, c, "a", 1, 60000, 0, 0)
-	wantCode(t, call(t, c, code.ControllerElectMaster, map[string]string{"brokerName": "a", "brokerId": "1"}, nil), code.Success)
+	c := oneNodeWithMaster(t, 60000)
 	if got := c.setsNeedingElection(); len(got) != 0 {
 		t.Fatalf("master alive, slave never seen: %v", got)
 	}
@@ -272,7 +262,7 @@ func TestConfigValidate(t *testing.T) {
 // TestJRaftFlavour: raft and requests on separate ports; metadata names
 // the leader's request address.
 func TestJRaftFlavour(t *testing.T) {
-	raftAddr, rpcAddr := freeAddr(t), freeAddr(t)
+	raftAddr, rpcAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	cfg := testConfig(t, "", "")
 	cfg.ControllerType = "jRaft"
 	cfg.JRaftGroupID = "jg"
@@ -304,16 +294,6 @@ func TestJRaftFlavour(t *testing.T) {
 	})
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // TestNewFailsOnBusyPort: a peer address in use fails New cleanly (the
 // package's leak check covers what it started).
 func TestNewFailsOnBusyPort(t *testing.T) {
@@ -326,4 +306,17 @@ func TestNewFailsOnBusyPort(t *testing.T) {
 	if _, err := New(cfg, Deps{}, nil); err == nil || !strings.Contains(err.Error(), "listen on peer address") {
 		t.Fatalf("New on a busy port: %v", err)
 	}
+}
+
+// oneNodeWithMaster is a one-node controller with set "a" of replicas 1
+// and 2, master 1, whose heartbeat times out after masterTimeoutMs.
+func oneNodeWithMaster(t *testing.T, masterTimeoutMs int) *Controller {
+	t.Helper()
+	cl := newCluster(t, 1)
+	_, c := cl.leader()
+	registerReplica(t, c, "a")
+	registerReplica(t, c, "a")
+	hb(t, c, "a", 1, masterTimeoutMs, 0, 0)
+	wantCode(t, call(t, c, code.ControllerElectMaster, map[string]string{"brokerName": "a", "brokerId": "1"}, nil), code.Success)
+	return c
 }
