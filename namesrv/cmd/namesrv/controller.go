@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -50,16 +48,11 @@ prefix (CONTROLLER_CONTROLLER_STORE_PATH). See docs/operations.md.`,
 }
 
 func runController(ctx context.Context, f *controllerFlags, stdout, stderr io.Writer, environ []string) error {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return fmt.Errorf("bad --log-level %q: %w", f.logLevel, err)
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	home, err := os.UserHomeDir()
+	log, err := newLogger(f.logLevel, stderr)
 	if err != nil {
-		home = "."
+		return err
 	}
-	cfg, unknown, err := controller.Load(pkgconfig.Source{File: f.configFile, Environ: environ}, home)
+	cfg, unknown, err := controller.Load(pkgconfig.Source{File: f.configFile, Environ: environ}, homeDir())
 	for _, k := range originalKeys(f.configFile, unknown) {
 		log.Warn("unknown config key ignored", "key", k, "file", f.configFile)
 	}
