@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
 
 	nsconfig "github.com/rmqgo/rmq/namesrv/config"
 	"github.com/rmqgo/rmq/namesrv/controller/mux"
@@ -69,10 +70,11 @@ type Controller struct {
 	serving  atomic.Bool // leader, and every committed entry applied
 	notify   *notifier
 
-	mux     *mux.Mux
-	remote  *remoting.Server
-	client  *remoting.Client
-	closers []io.Closer
+	mux      *mux.Mux
+	remote   *remoting.Server
+	fastExec *remoting.Executor // heartbeats and metadata
+	client   *remoting.Client
+	closers  []io.Closer
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -100,7 +102,8 @@ func New(cfg Config, deps Deps, log *slog.Logger) (*Controller, error) {
 		log: log.With("controller", self.ID), self: self, peers: peers, addr: deps.Addr,
 		fsm: state.NewFSM(), live: newLiveness(now, cfg.ControllerLivenessWarmup), now: now,
 		tasks: make(chan func(), 1024), stop: make(chan struct{}),
-		client: remoting.NewClient(remoting.DefaultClientConfig(), log),
+		client:   remoting.NewClient(remoting.DefaultClientConfig(), log),
+		fastExec: remoting.NewExecutor("ControllerHeartbeat", 4, 50000),
 	}
 	if c.addr == nil {
 		c.addr = func(p nsconfig.Peer) raft.ServerAddress { return raft.ServerAddress(p.Addr) }
@@ -241,10 +244,17 @@ func (c *Controller) serveRemoting(cfg *Config) error {
 }
 
 // Register installs the controller's request handlers on srv, and the
-// connection-close hook that expires a broker at once.
+// connection-close hook that expires a broker at once. Heartbeats and
+// metadata lookups get their own workers: requests waiting on the decide
+// loop (a slow raft apply) must not delay the heartbeats that keep brokers
+// alive.
 func (c *Controller) Register(srv *remoting.Server) {
-	for code, h := range c.handlers() {
-		srv.Register(code, h, nil)
+	for reqCode, h := range c.handlers() {
+		var ex *remoting.Executor
+		if reqCode == code.BrokerHeartbeat || reqCode == code.ControllerGetMetadataInfo {
+			ex = c.fastExec
+		}
+		srv.Register(reqCode, h, ex)
 	}
 	srv.OnClose(func(ch *remoting.Channel) { c.brokersGone(c.live.removeConn(ch.ID())) })
 }
@@ -298,6 +308,7 @@ func (c *Controller) closeAll() {
 	}
 	c.notify.close()
 	_ = c.client.Close()
+	c.fastExec.Close()
 }
 
 // decideLoop runs decisions one at a time (upstream's single event
