@@ -192,7 +192,7 @@ func (c *Controller) scanMastersLoop(ctx context.Context) {
 }
 
 // setsNeedingElection are the sets whose master is missing or not alive
-// while some replica is alive (apache/rocketmq#8380 had this test inverted
+// while some replica is alive (upstream's jRaft controller once had this test inverted
 // and elected whenever a slave was down).
 func (c *Controller) setsNeedingElection() []string {
 	var out []string

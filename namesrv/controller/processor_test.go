@@ -125,9 +125,9 @@ func TestUncleanElection(t *testing.T) {
 	}
 }
 
-// TestInactiveMasterScan checks the scan both ways (apache/rocketmq#8380):
-// a dead slave never triggers an election, a dead master with a live
-// replica does.
+// TestInactiveMasterScan checks the scan both ways (upstream once had it
+// inverted): a dead slave never triggers an election, a dead master with a
+// live replica does.
 func TestInactiveMasterScan(t *testing.T) {
 	c := oneNodeWithMaster(t, 60000)
 	if got := c.setsNeedingElection(); len(got) != 0 {
