@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// Controller types (controllerType).
+// Controller types (controllerType). Both run on hashicorp/raft; they
+// differ only in which keys name the peers and ports.
 const (
 	ControllerTypeDLedger = "DLedger"
 	ControllerTypeJRaft   = "jRaft"
@@ -38,8 +39,10 @@ type ControllerKeys struct {
 	// from the leader's state machine either way.
 	IsProcessReadEvent bool `key:"isProcessReadEvent"`
 
-	// jRaft flavour keys: accepted so upstream files load; only the
-	// DLedger flavour runs (Validate refuses controllerType=jRaft).
+	// jRaft flavour keys (controllerType=jRaft): the same raft underneath,
+	// but requests are served on their own ports (jRaftControllerRPCAddr).
+	// The timing keys are accepted and ignored (hashicorp/raft's defaults
+	// and controllerRaftSnapshot* apply).
 	JRaftGroupID              string `key:"jRaftGroupId"`
 	JRaftServerID             string `key:"jRaftServerId"`
 	JRaftInitConf             string `key:"jRaftInitConf"`
@@ -76,10 +79,13 @@ func DefaultControllerKeys() ControllerKeys {
 	}
 }
 
-// Peer is one controllerDLegerPeers item.
+// Peer is one controller node.
 type Peer struct {
 	ID   string
-	Addr string // host:port, raft and remoting
+	Addr string // host:port of raft (and, DLedger flavour, of requests)
+	// RPCAddr is where brokers and tools reach the node: Addr in the
+	// DLedger flavour, the matching jRaftControllerRPCAddr item in jRaft's.
+	RPCAddr string
 }
 
 // ParsePeers parses `n0-127.0.0.1:9878;n1-127.0.0.1:9868`. The id ends at
@@ -103,7 +109,7 @@ func ParsePeers(s string) ([]Peer, error) {
 			return nil, fmt.Errorf("peer id %q listed twice", id)
 		}
 		seen[id] = true
-		out = append(out, Peer{ID: id, Addr: addr})
+		out = append(out, Peer{ID: id, Addr: addr, RPCAddr: addr})
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no peers")
@@ -111,8 +117,15 @@ func ParsePeers(s string) ([]Peer, error) {
 	return out, nil
 }
 
-// SelfPeer is the peer named by controllerDLegerSelfId.
+// SelfPeer returns this node and all nodes. DLedger flavour: from
+// controllerDLegerPeers and controllerDLegerSelfId. jRaft flavour: raft
+// peers from jRaftInitConf (the id is the address, as in jRaft), this node
+// jRaftServerId, request addresses from jRaftControllerRPCAddr, index for
+// index.
 func (k *ControllerKeys) SelfPeer() (Peer, []Peer, error) {
+	if k.ControllerType == ControllerTypeJRaft {
+		return k.jRaftPeers()
+	}
 	peers, err := ParsePeers(k.ControllerDLegerPeers)
 	if err != nil {
 		return Peer{}, nil, fmt.Errorf("controllerDLegerPeers: %w", err)
@@ -125,18 +138,70 @@ func (k *ControllerKeys) SelfPeer() (Peer, []Peer, error) {
 	return Peer{}, nil, fmt.Errorf("controllerDLegerSelfId %q is not one of controllerDLegerPeers", k.ControllerDLegerSelfID)
 }
 
+func (k *ControllerKeys) jRaftPeers() (Peer, []Peer, error) {
+	split := func(key, s string) ([]string, error) {
+		var out []string
+		for item := range strings.SplitSeq(s, ",") {
+			if item = strings.TrimSpace(item); item == "" {
+				continue
+			}
+			if _, _, err := net.SplitHostPort(item); err != nil {
+				return nil, fmt.Errorf("%s item %q: %w", key, item, err)
+			}
+			out = append(out, item)
+		}
+		return out, nil
+	}
+	raftAddrs, err := split("jRaftInitConf", k.JRaftInitConf)
+	if err != nil {
+		return Peer{}, nil, err
+	}
+	rpcAddrs, err := split("jRaftControllerRPCAddr", k.JRaftControllerRPCAddr)
+	if err != nil {
+		return Peer{}, nil, err
+	}
+	if len(raftAddrs) == 0 || len(raftAddrs) != len(rpcAddrs) {
+		return Peer{}, nil, fmt.Errorf("jRaftInitConf has %d addresses, jRaftControllerRPCAddr %d: they pair up index for index", len(raftAddrs), len(rpcAddrs))
+	}
+	var self Peer
+	peers := make([]Peer, len(raftAddrs))
+	for i, a := range raftAddrs {
+		peers[i] = Peer{ID: a, Addr: a, RPCAddr: rpcAddrs[i]}
+		if a == k.JRaftServerID {
+			self = peers[i]
+		}
+		if a == rpcAddrs[i] {
+			return Peer{}, nil, fmt.Errorf("jRaft peer %s: the raft and request addresses must differ", a)
+		}
+	}
+	if self.ID == "" {
+		return Peer{}, nil, fmt.Errorf("jRaftServerId %q is not one of jRaftInitConf", k.JRaftServerID)
+	}
+	return self, peers, nil
+}
+
+// Group is the raft group name of the configured flavour.
+func (k *ControllerKeys) Group() string {
+	if k.ControllerType == ControllerTypeJRaft {
+		return k.JRaftGroupID
+	}
+	return k.ControllerDLegerGroup
+}
+
 // Validate checks the keys a controller needs to run.
 func (k *ControllerKeys) Validate() error {
 	var errs []error
 	switch k.ControllerType {
 	case ControllerTypeDLedger:
+		if k.ControllerDLegerGroup == "" {
+			errs = append(errs, errors.New("controllerDLegerGroup is empty"))
+		}
 	case ControllerTypeJRaft:
-		errs = append(errs, errors.New("controllerType=jRaft is not supported; use DLedger (controllerDLegerPeers)"))
+		if k.JRaftGroupID == "" {
+			errs = append(errs, errors.New("jRaftGroupId is empty"))
+		}
 	default:
-		errs = append(errs, fmt.Errorf("controllerType %q unknown (DLedger)", k.ControllerType))
-	}
-	if k.ControllerDLegerGroup == "" {
-		errs = append(errs, errors.New("controllerDLegerGroup is empty"))
+		errs = append(errs, fmt.Errorf("controllerType %q unknown (DLedger or jRaft)", k.ControllerType))
 	}
 	if _, _, err := k.SelfPeer(); err != nil {
 		errs = append(errs, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -63,13 +64,6 @@ func newCluster(t *testing.T, n int) *cluster {
 		cl.trans = append(cl.trans, tr)
 	}
 	cl.peers = strings.Join(items, ";")
-	for i := range n {
-		for j := range n {
-			if i != j {
-				cl.trans[i].Connect(cl.trans[j].LocalAddr(), cl.trans[j])
-			}
-		}
-	}
 	cl.nodes = make([]*Controller, n)
 	cl.dirs = make([]string, n)
 	for i := range n {
@@ -89,16 +83,25 @@ func newCluster(t *testing.T, n int) *cluster {
 // stores, as after losing its disk.
 func (cl *cluster) start(i int, wipe bool) {
 	cl.t.Helper()
+	// raft's Shutdown disconnects a node's in-memory transport: connect
+	// it (again) both ways.
+	for j := range cl.trans {
+		if j != i {
+			cl.trans[i].Connect(cl.trans[j].LocalAddr(), cl.trans[j])
+			cl.trans[j].Connect(cl.trans[i].LocalAddr(), cl.trans[i])
+		}
+	}
 	cfg := testConfig(cl.t, cl.peers, fmt.Sprintf("n%d", i))
 	if cl.dirs[i] != "" && !wipe {
 		cfg.ControllerStorePath = cl.dirs[i]
 	}
 	cl.dirs[i] = cfg.ControllerStorePath
-	store := raft.NewInmemStore()
+	// Real stores (pebble log, file snapshots) under the node's directory,
+	// so a restart without wipe resumes from disk.
 	c, err := New(cfg, Deps{
-		Transport: cl.trans[i], LogStore: store, StableStore: store,
-		Addr: func(p nsconfig.Peer) raft.ServerAddress { return raft.ServerAddress(p.ID) },
-		Raft: fastRaft,
+		Transport: cl.trans[i],
+		Addr:      func(p nsconfig.Peer) raft.ServerAddress { return raft.ServerAddress(p.ID) },
+		Raft:      fastRaft,
 	}, nil)
 	if err != nil {
 		cl.t.Fatal(err)
@@ -220,13 +223,16 @@ func TestClusterElectionsAndLeaderChange(t *testing.T) {
 	// Leader-only requests on a follower; metadata from every node.
 	wantCode(t, call(t, follower, code.ControllerGetNextBrokerID, map[string]string{"brokerName": "a"}, nil), code.ControllerNotLeader)
 	for _, c := range cl.nodes {
-		md := call(t, c, code.ControllerGetMetadataInfo, nil, nil)
-		wantCode(t, md, code.Success)
-		want := fmt.Sprintf("n%d", li)
-		if md.Ext("controllerLeaderId") != want || md.Ext("controllerLeaderAddress") != want ||
-			md.Ext("isLeader") != fmt.Sprint(c == leader) || md.Ext("group") != "g" || md.Ext("peers") != "n0:n0;n1:n1;n2:n2;" {
-			t.Fatalf("metadata from %s: %v", c.self.ID, md.ExtFields)
-		}
+		// A follower learns the leader from its first heartbeat.
+		testutil.Eventually(t, waitFor, func() error {
+			md := call(t, c, code.ControllerGetMetadataInfo, nil, nil)
+			want := fmt.Sprintf("n%d", li)
+			if md.Code != code.Success || md.Ext("controllerLeaderId") != want || md.Ext("controllerLeaderAddress") != want ||
+				md.Ext("isLeader") != fmt.Sprint(c == leader) || md.Ext("group") != "g" || md.Ext("peers") != "n0:n0;n1:n1;n2:n2;" {
+				return fmt.Errorf("metadata from %s: %v", c.self.ID, md.ExtFields)
+			}
+			return nil
+		})
 	}
 
 	// Two replicas register; the first to ask becomes master.
@@ -284,10 +290,7 @@ func TestClusterElectionsAndLeaderChange(t *testing.T) {
 	if err := leader.Raft().LeadershipTransfer().Error(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(waitFor)
-	for leader.IsLeader() && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitFor(t, waitFor, "old leader steps down", func() bool { return !leader.IsLeader() })
 	_, leader = cl.leader()
 	after, _ := leader.State().Export()
 	if string(before) != string(after) {
@@ -304,17 +307,10 @@ func TestClusterElectionsAndLeaderChange(t *testing.T) {
 	stop2 := make(chan struct{})
 	wg2 := beat(t, cl, stop2, "a", 2)
 	defer func() { close(stop2); wg2.Wait() }()
-	deadline = time.Now().Add(waitFor)
-	for {
+	testutil.WaitFor(t, waitFor, "failover to replica 2", func() bool {
 		hdr, set = replicaInfo(t, leader, "a")
-		if hdr.Ext("masterBrokerId") == "2" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no failover: %v %+v", hdr.ExtFields, set)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return hdr.Ext("masterBrokerId") == "2"
+	})
 	if hdr.Ext("masterEpoch") != "2" || !slices.Equal(set.SyncStateSet, []int64{2}) || set.SyncStateSetEpoch != 3 {
 		t.Fatalf("after failover: %v %+v", hdr.ExtFields, set)
 	}
@@ -325,18 +321,19 @@ func TestClusterElectionsAndLeaderChange(t *testing.T) {
 	// Every node applied the same log.
 	want, _ := leader.State().Export()
 	for _, c := range cl.nodes {
-		deadline := time.Now().Add(waitFor)
-		for {
-			got, _ := c.State().Export()
-			if string(got) == string(want) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s state\n%s\nwant\n%s", c.self.ID, got, want)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		sameState(t, c, want)
 	}
+}
+
+// sameState waits until c's state machine holds want.
+func sameState(t *testing.T, c *Controller, want []byte) {
+	t.Helper()
+	testutil.Eventually(t, waitFor, func() error {
+		if got, _ := c.State().Export(); string(got) != string(want) {
+			return fmt.Errorf("%s state\n%s\nwant\n%s", c.self.ID, got, want)
+		}
+		return nil
+	})
 }
 
 // TestClusterSnapshotRestore: a node that lost its disk catches up from
@@ -362,25 +359,48 @@ func TestClusterSnapshotRestore(t *testing.T) {
 	}
 	cl.start(victim, true)
 	want, _ := leader.State().Export()
-	deadline := time.Now().Add(waitFor)
-	for {
-		got, _ := cl.nodes[victim].State().Export()
-		if string(got) == string(want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("restored node state\n%s\nwant\n%s", got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	sameState(t, cl.nodes[victim], want)
 	if !strings.Contains(string(want), `"brokerName":"d"`) {
 		t.Fatalf("state lacks the entry written while the node was down: %s", want)
 	}
 	// Raft records the installed snapshot just after the FSM restore.
-	for st := cl.nodes[victim].Raft().Stats(); st["last_snapshot_index"] == "0"; st = cl.nodes[victim].Raft().Stats() {
-		if time.Now().After(deadline) {
-			t.Fatalf("the node did not install a snapshot: %v", st)
+	testutil.WaitFor(t, waitFor, "snapshot installed", func() bool {
+		return cl.nodes[victim].Raft().Stats()["last_snapshot_index"] != "0"
+	})
+}
+
+// TestClusterFullRestart: every controller stops and starts again from its
+// disk (docs/replication.md §7 row 9): the state is the one before the
+// outage, and elections continue from the stored epochs.
+func TestClusterFullRestart(t *testing.T) {
+	cl := newCluster(t, 3)
+	_, leader := cl.leader()
+	registerReplica(t, leader, "a")
+	registerReplica(t, leader, "a")
+	wantCode(t, call(t, leader, code.ControllerElectMaster, map[string]string{"brokerName": "a", "brokerId": "1"}, nil), code.Success)
+	want, _ := leader.State().Export()
+	for i, c := range cl.nodes {
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		cl.nodes[i] = nil
+	}
+	for i := range cl.nodes {
+		cl.start(i, false)
+	}
+	_, leader = cl.leader()
+	for _, c := range cl.nodes {
+		sameState(t, c, want)
+	}
+	hb(t, leader, "a", 2, 60000, 1, 10)
+	wantCode(t, call(t, leader, code.ControllerElectMaster, map[string]string{"brokerName": "a", "brokerId": "2", "designateElect": "true"}, nil),
+		code.ControllerElectMasterFailed) // 2 is not in the SyncStateSet {1}
+	hb(t, leader, "a", 1, 60000, 1, 10)
+	wantCode(t, call(t, leader, code.ControllerAlterSyncStateSet, map[string]string{"brokerName": "a", "masterBrokerId": "1", "masterEpoch": "1"},
+		protocol.MustMarshal(protocol.SyncStateSet{SyncStateSet: []int64{1, 2}, SyncStateSetEpoch: 1})), code.Success)
+	el := call(t, leader, code.ControllerElectMaster, map[string]string{"brokerName": "a", "brokerId": "2", "designateElect": "true"}, nil)
+	wantCode(t, el, code.Success)
+	if el.Ext("masterEpoch") != "2" || el.Ext("syncStateSetEpoch") != "3" {
+		t.Fatalf("election after restart: %v", el.ExtFields)
 	}
 }

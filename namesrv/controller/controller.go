@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
 
 	nsconfig "github.com/rmqgo/rmq/namesrv/config"
 	"github.com/rmqgo/rmq/namesrv/controller/mux"
@@ -69,10 +70,11 @@ type Controller struct {
 	serving  atomic.Bool // leader, and every committed entry applied
 	notify   *notifier
 
-	mux     *mux.Mux
-	remote  *remoting.Server
-	client  *remoting.Client
-	closers []io.Closer
+	mux      *mux.Mux
+	remote   *remoting.Server
+	fastExec *remoting.Executor // heartbeats and metadata
+	client   *remoting.Client
+	closers  []io.Closer
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -100,7 +102,8 @@ func New(cfg Config, deps Deps, log *slog.Logger) (*Controller, error) {
 		log: log.With("controller", self.ID), self: self, peers: peers, addr: deps.Addr,
 		fsm: state.NewFSM(), live: newLiveness(now, cfg.ControllerLivenessWarmup), now: now,
 		tasks: make(chan func(), 1024), stop: make(chan struct{}),
-		client: remoting.NewClient(remoting.DefaultClientConfig(), log),
+		client:   remoting.NewClient(remoting.DefaultClientConfig(), log),
+		fastExec: remoting.NewExecutor("ControllerHeartbeat", 4, 50000),
 	}
 	if c.addr == nil {
 		c.addr = func(p nsconfig.Peer) raft.ServerAddress { return raft.ServerAddress(p.Addr) }
@@ -108,6 +111,9 @@ func New(cfg Config, deps Deps, log *slog.Logger) (*Controller, error) {
 	c.notify = newNotifier(c.client, c.log)
 	c.cfg.Store(&cfg)
 	if err := c.startRaft(&cfg, deps); err != nil {
+		if c.raft != nil {
+			_ = c.raft.Shutdown().Error()
+		}
 		c.closeAll()
 		return nil, err
 	}
@@ -121,23 +127,10 @@ func New(cfg Config, deps Deps, log *slog.Logger) (*Controller, error) {
 func (c *Controller) startRaft(cfg *Config, deps Deps) error {
 	trans := deps.Transport
 	if trans == nil {
-		ln, err := net.Listen("tcp", c.self.Addr)
-		if err != nil {
-			return fmt.Errorf("controller: listen on peer address %s: %w", c.self.Addr, err)
+		var err error
+		if trans, err = c.listen(); err != nil {
+			return err
 		}
-		m, err := mux.New(ln, mux.DefaultConfig(), c.log)
-		if err != nil {
-			_ = ln.Close()
-			return fmt.Errorf("controller: %w", err)
-		}
-		c.mux = m
-		adv, err := net.ResolveTCPAddr("tcp", c.self.Addr)
-		if err != nil {
-			return fmt.Errorf("controller: peer address %s: %w", c.self.Addr, err)
-		}
-		nt := raft.NewNetworkTransportWithLogger(mux.NewStreamLayer(m, adv), 3, 10*time.Second, c.hclog())
-		c.closers = append(c.closers, nt)
-		trans = nt
 	}
 	logs, stable, snaps := deps.LogStore, deps.StableStore, deps.Snapshots
 	if logs == nil || stable == nil {
@@ -189,16 +182,48 @@ func (c *Controller) startRaft(cfg *Config, deps Deps) error {
 	}
 	c.raft = r
 	c.notifyCh = notifyCh
-	if c.mux != nil {
+	if deps.Transport == nil {
 		return c.serveRemoting(cfg)
 	}
 	return nil
 }
 
+// listen opens the raft transport on this node's raft address. DLedger
+// flavour: the port is shared with remoting (mux). jRaft flavour: requests
+// have their own port, so raft gets hashicorp's plain TCP transport.
+func (c *Controller) listen() (raft.Transport, error) {
+	adv, err := net.ResolveTCPAddr("tcp", c.self.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("controller: peer address %s: %w", c.self.Addr, err)
+	}
+	if c.self.RPCAddr != c.self.Addr {
+		tt, err := raft.NewTCPTransportWithLogger(c.self.Addr, adv, 3, 10*time.Second, c.hclog())
+		if err != nil {
+			return nil, fmt.Errorf("controller: raft transport on %s: %w", c.self.Addr, err)
+		}
+		c.closers = append(c.closers, closerFunc(func() error { tt.CloseStreams(); return tt.Close() }))
+		return tt, nil
+	}
+	ln, err := net.Listen("tcp", c.self.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("controller: listen on peer address %s: %w", c.self.Addr, err)
+	}
+	m, err := mux.New(ln, mux.DefaultConfig(), c.log)
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("controller: %w", err)
+	}
+	c.mux = m
+	nt := raft.NewNetworkTransportWithLogger(mux.NewStreamLayer(m, adv), 3, 10*time.Second, c.hclog())
+	// Close leaves pooled outbound connections open; close them too.
+	c.closers = append(c.closers, closerFunc(func() error { nt.CloseStreams(); return nt.Close() }))
+	return nt, nil
+}
+
 // serveRemoting answers brokers and tools on the shared port.
 func (c *Controller) serveRemoting(cfg *Config) error {
 	scfg := remoting.DefaultServerConfig()
-	scfg.ListenAddr = c.self.Addr
+	scfg.ListenAddr = c.self.RPCAddr
 	scfg.Workers = cfg.ControllerThreadPoolNums
 	scfg.QueueSize = cfg.ControllerRequestThreadPoolQueueCapacity
 	srv, err := remoting.NewServer(scfg, c.log)
@@ -206,7 +231,12 @@ func (c *Controller) serveRemoting(cfg *Config) error {
 		return fmt.Errorf("controller: %w", err)
 	}
 	c.Register(srv)
-	if err := srv.Serve(c.mux.Remoting()); err != nil {
+	if c.mux != nil {
+		err = srv.Serve(c.mux.Remoting())
+	} else {
+		err = srv.Start()
+	}
+	if err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
 	c.remote = srv
@@ -214,20 +244,28 @@ func (c *Controller) serveRemoting(cfg *Config) error {
 }
 
 // Register installs the controller's request handlers on srv, and the
-// connection-close hook that expires a broker at once.
+// connection-close hook that expires a broker at once. Heartbeats and
+// metadata lookups get their own workers: requests waiting on the decide
+// loop (a slow raft apply) must not delay the heartbeats that keep brokers
+// alive.
 func (c *Controller) Register(srv *remoting.Server) {
-	for code, h := range c.handlers() {
-		srv.Register(code, h, nil)
+	for reqCode, h := range c.handlers() {
+		var ex *remoting.Executor
+		if reqCode == code.BrokerHeartbeat || reqCode == code.ControllerGetMetadataInfo {
+			ex = c.fastExec
+		}
+		srv.Register(reqCode, h, ex)
 	}
 	srv.OnClose(func(ch *remoting.Channel) { c.brokersGone(c.live.removeConn(ch.ID())) })
 }
 
-// Addr is the peer address (raft and remoting).
+// Addr is where brokers and tools reach this node (DLedger flavour: the
+// peer address, shared with raft).
 func (c *Controller) Addr() string {
-	if c.mux != nil {
-		return c.mux.Addr().String()
+	if c.remote != nil {
+		return c.remote.Addr()
 	}
-	return c.self.Addr
+	return c.self.RPCAddr
 }
 
 // IsLeader reports whether this node serves leader-only requests.
@@ -270,6 +308,7 @@ func (c *Controller) closeAll() {
 	}
 	c.notify.close()
 	_ = c.client.Close()
+	c.fastExec.Close()
 }
 
 // decideLoop runs decisions one at a time (upstream's single event
@@ -393,6 +432,10 @@ func (c *Controller) startMasterScan() (stop func()) {
 func (c *Controller) hclog() hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Info, Output: slogWriter{c.log}, DisableTime: true})
 }
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
 
 type slogWriter struct{ log *slog.Logger }
 

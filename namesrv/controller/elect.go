@@ -127,16 +127,25 @@ func (c *Controller) elect(name string, brokerID int64, designate bool) electRes
 	}
 }
 
-// electByController is a controller-triggered election with its retries.
+// electByController is a controller-triggered election. Lost races are
+// re-decided inside elect; a raft error (apply timeout, for instance) is
+// retried here, electMasterMaxRetryCount times, while this node leads.
 func (c *Controller) electByController(ctx context.Context, name string) {
-	r, err := decide(ctx, c, func() electResult { return c.elect(name, state.ControllerTriggered, false) })
-	switch {
-	case err != nil:
-		c.log.Debug("controller: election not run", "brokerName", name, "err", err)
-	case r.err != nil:
-		c.log.Warn("controller: election failed", "brokerName", name, "err", r.err)
-	case r.code == code.ControllerElectMasterFailed:
-		c.log.Warn("controller: election failed", "brokerName", name, "remark", r.remark)
+	for attempt := 0; ; attempt++ {
+		r, err := decide(ctx, c, func() electResult { return c.elect(name, state.ControllerTriggered, false) })
+		switch {
+		case err != nil:
+			c.log.Debug("controller: election not run", "brokerName", name, "err", err)
+			return
+		case r.err != nil && !isNotLeader(r.err) && attempt < c.cfg.Load().ElectMasterMaxRetryCount:
+			c.log.Warn("controller: election failed, retrying", "brokerName", name, "attempt", attempt+1, "err", r.err)
+			continue
+		case r.err != nil:
+			c.log.Warn("controller: election failed", "brokerName", name, "err", r.err)
+		case r.code == code.ControllerElectMasterFailed:
+			c.log.Warn("controller: election failed", "brokerName", name, "remark", r.remark)
+		}
+		return
 	}
 }
 
@@ -183,7 +192,7 @@ func (c *Controller) scanMastersLoop(ctx context.Context) {
 }
 
 // setsNeedingElection are the sets whose master is missing or not alive
-// while some replica is alive (apache/rocketmq#8380 had this test inverted
+// while some replica is alive (upstream's jRaft controller once had this test inverted
 // and elected whenever a slave was down).
 func (c *Controller) setsNeedingElection() []string {
 	var out []string

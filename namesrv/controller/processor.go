@@ -6,10 +6,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 
+	nsconfig "github.com/rmqgo/rmq/namesrv/config"
 	"github.com/rmqgo/rmq/namesrv/controller/state"
 )
 
@@ -154,17 +157,31 @@ func (c *Controller) heartbeat(_ context.Context, ch *remoting.Channel, req *rem
 // getMetadata (1005) is answered by every node from raft's view.
 func (c *Controller) getMetadata(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	leaderAddr, leaderID := c.raft.LeaderWithID()
+	// Clients need the leader's request address; it differs from the raft
+	// address only in the jRaft flavour.
 	var peers strings.Builder
 	for _, p := range c.peers {
-		fmt.Fprintf(&peers, "%s:%s;", p.ID, c.addr(p))
+		fmt.Fprintf(&peers, "%s:%s;", p.ID, c.rpcAddr(p))
+		if raft.ServerID(p.ID) == leaderID {
+			leaderAddr = raft.ServerAddress(c.rpcAddr(p))
+		}
 	}
 	return respond(req, code.Success, "", map[string]string{
-		protocol.HdrGroup:                   c.cfg.Load().ControllerDLegerGroup,
+		protocol.HdrGroup:                   c.cfg.Load().Group(),
 		protocol.HdrControllerLeaderID:      string(leaderID),
 		protocol.HdrControllerLeaderAddress: string(leaderAddr),
 		protocol.HdrIsLeader:                strconv.FormatBool(c.serving.Load()),
 		protocol.HdrPeers:                   peers.String(),
 	}, nil), nil
+}
+
+// rpcAddr is the request address of p as clients see it (tests with an
+// in-memory transport name peers by their raft address).
+func (c *Controller) rpcAddr(p nsconfig.Peer) string {
+	if p.RPCAddr != p.Addr {
+		return p.RPCAddr
+	}
+	return string(c.addr(p))
 }
 
 // getNextBrokerID (1012).

@@ -2,12 +2,15 @@ package controller
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -83,26 +86,15 @@ func TestRequestCodes(t *testing.T) {
 // (docs/replication.md §7 row 11): no master until enableElectUncleanMaster
 // is switched on with UPDATE_CONTROLLER_CONFIG.
 func TestUncleanElection(t *testing.T) {
-	cl := newCluster(t, 1)
-	_, c := cl.leader()
-	registerReplica(t, c, "a")
-	registerReplica(t, c, "a")
-	hb(t, c, "a", 1, 300, 0, 0)
-	wantCode(t, call(t, c, code.ControllerElectMaster, map[string]string{"brokerName": "a", "brokerId": "1"}, nil), code.Success)
+	c := oneNodeWithMaster(t, 300)
 	// Only replica 2 keeps heartbeating; master 1 times out.
-	deadline := time.Now().Add(waitFor)
-	for {
+	testutil.WaitFor(t, waitFor, "master expiry", func() bool {
 		hb(t, c, "a", 2, 60000, 1, 50)
-		if b, _ := c.State().Get("a"); !b.HasMaster() {
-			if b.MasterEpoch != 2 || !slices.Equal(b.SyncStateSet, []int64{1}) {
-				t.Fatalf("no-master state: %+v", b)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("master never expired")
-		}
-		time.Sleep(20 * time.Millisecond)
+		b, _ := c.State().Get("a")
+		return !b.HasMaster()
+	})
+	if b, _ := c.State().Get("a"); b.MasterEpoch != 2 || !slices.Equal(b.SyncStateSet, []int64{1}) {
+		t.Fatalf("no-master state: %+v", b)
 	}
 	// Scans keep finding nobody without moving the epoch again.
 	time.Sleep(200 * time.Millisecond)
@@ -123,32 +115,21 @@ func TestUncleanElection(t *testing.T) {
 	if !strings.Contains(string(got.Body), "enableElectUncleanMaster=true") || !strings.Contains(string(got.Body), "controllerDLegerGroup=g") {
 		t.Fatalf("config body %s", got.Body)
 	}
-	deadline = time.Now().Add(waitFor)
-	for {
+	testutil.WaitFor(t, waitFor, "unclean election", func() bool {
 		hb(t, c, "a", 2, 60000, 1, 50)
-		if b, _ := c.State().Get("a"); b.MasterBrokerID == 2 {
-			if b.MasterEpoch != 3 || !slices.Equal(b.SyncStateSet, []int64{2}) {
-				t.Fatalf("unclean master state: %+v", b)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no unclean election")
-		}
-		time.Sleep(20 * time.Millisecond)
+		b, _ := c.State().Get("a")
+		return b.MasterBrokerID == 2
+	})
+	if b, _ := c.State().Get("a"); b.MasterEpoch != 3 || !slices.Equal(b.SyncStateSet, []int64{2}) {
+		t.Fatalf("unclean master state: %+v", b)
 	}
 }
 
-// TestInactiveMasterScan checks the scan both ways (apache/rocketmq#8380):
-// a dead slave never triggers an election, a dead master with a live
-// replica does.
+// TestInactiveMasterScan checks the scan both ways (upstream once had it
+// inverted): a dead slave never triggers an election, a dead master with a
+// live replica does.
 func TestInactiveMasterScan(t *testing.T) {
-	cl := newCluster(t, 1)
-	_, c := cl.leader()
-	registerReplica(t, c, "a")
-	registerReplica(t, c, "a")
-	hb(t, c, "a", 1, 60000, 0, 0)
-	wantCode(t, call(t, c, code.ControllerElectMaster, map[string]string{"brokerName": "a", "brokerId": "1"}, nil), code.Success)
+	c := oneNodeWithMaster(t, 60000)
 	if got := c.setsNeedingElection(); len(got) != 0 {
 		t.Fatalf("master alive, slave never seen: %v", got)
 	}
@@ -259,8 +240,83 @@ func TestConfigValidate(t *testing.T) {
 	if cfg.ControllerStorePath != "/home/x/DLedgerController" || cfg.ConfigStorePath != "/home/x/controller/controller.properties" {
 		t.Fatalf("paths %s %s", cfg.ControllerStorePath, cfg.ConfigStorePath)
 	}
+	// jRaft flavour: upstream's defaults pair 9880..9882 with 9770..9772.
 	cfg.ControllerType = "jRaft"
-	if cfg.Validate() == nil {
-		t.Fatal("jRaft accepted")
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
 	}
+	self, peers, _ := cfg.SelfPeer()
+	if self.ID != "localhost:9880" || self.RPCAddr != "localhost:9770" || len(peers) != 3 || peers[2].RPCAddr != "localhost:9772" {
+		t.Fatalf("jRaft peers %+v %+v", self, peers)
+	}
+	cfg.JRaftControllerRPCAddr = "localhost:9770"
+	if cfg.Validate() == nil {
+		t.Fatal("unpaired jRaft addresses accepted")
+	}
+	cfg.ControllerType = "zk"
+	if cfg.Validate() == nil {
+		t.Fatal("unknown controllerType accepted")
+	}
+}
+
+// TestJRaftFlavour: raft and requests on separate ports; metadata names
+// the leader's request address.
+func TestJRaftFlavour(t *testing.T) {
+	raftAddr, rpcAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
+	cfg := testConfig(t, "", "")
+	cfg.ControllerType = "jRaft"
+	cfg.JRaftGroupID = "jg"
+	cfg.JRaftServerID = raftAddr
+	cfg.JRaftInitConf = raftAddr
+	cfg.JRaftControllerRPCAddr = rpcAddr
+	c, err := New(cfg, Deps{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Addr() != rpcAddr {
+		t.Fatalf("request address %s, want %s", c.Addr(), rpcAddr)
+	}
+	cli := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	defer cli.Close()
+	testutil.Eventually(t, waitFor, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		resp, err := cli.Invoke(ctx, rpcAddr, remoting.NewRequest(code.ControllerGetMetadataInfo, nil, nil))
+		if err != nil {
+			return err
+		}
+		if resp.Ext("isLeader") != "true" || resp.Ext("controllerLeaderAddress") != rpcAddr || resp.Ext("controllerLeaderId") != raftAddr ||
+			resp.Ext("peers") != raftAddr+":"+rpcAddr+";" || resp.Ext("group") != "jg" {
+			return fmt.Errorf("metadata %v", resp.ExtFields)
+		}
+		return nil
+	})
+}
+
+// TestNewFailsOnBusyPort: a peer address in use fails New cleanly (the
+// package's leak check covers what it started).
+func TestNewFailsOnBusyPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cfg := testConfig(t, "n0-"+ln.Addr().String(), "n0")
+	if _, err := New(cfg, Deps{}, nil); err == nil || !strings.Contains(err.Error(), "listen on peer address") {
+		t.Fatalf("New on a busy port: %v", err)
+	}
+}
+
+// oneNodeWithMaster is a one-node controller with set "a" of replicas 1
+// and 2, master 1, whose heartbeat times out after masterTimeoutMs.
+func oneNodeWithMaster(t *testing.T, masterTimeoutMs int) *Controller {
+	t.Helper()
+	cl := newCluster(t, 1)
+	_, c := cl.leader()
+	registerReplica(t, c, "a")
+	registerReplica(t, c, "a")
+	hb(t, c, "a", 1, masterTimeoutMs, 0, 0)
+	wantCode(t, call(t, c, code.ControllerElectMaster, map[string]string{"brokerName": "a", "brokerId": "1"}, nil), code.Success)
+	return c
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -31,8 +29,10 @@ func newControllerCommand(ctx context.Context, stdout, stderr io.Writer, environ
 		Long: `Runs the RocketMQ 5 HA controller without a nameserver. It serves brokers
 and mqadmin on this node's address in controllerDLegerPeers (raft uses the
 same port). Required keys: controllerDLegerGroup, controllerDLegerPeers
-(n0-host:port;n1-host:port;...), controllerDLegerSelfId. Environment
-overrides use the CONTROLLER_ prefix (CONTROLLER_CONTROLLER_STORE_PATH).`,
+(n0-host:port;n1-host:port;...), controllerDLegerSelfId; or, with
+controllerType=jRaft, jRaftInitConf, jRaftServerId and jRaftControllerRPCAddr
+(requests on their own ports). Environment overrides use the CONTROLLER_
+prefix (CONTROLLER_CONTROLLER_STORE_PATH). See docs/operations.md.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -48,16 +48,11 @@ overrides use the CONTROLLER_ prefix (CONTROLLER_CONTROLLER_STORE_PATH).`,
 }
 
 func runController(ctx context.Context, f *controllerFlags, stdout, stderr io.Writer, environ []string) error {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return fmt.Errorf("bad --log-level %q: %w", f.logLevel, err)
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	home, err := os.UserHomeDir()
+	log, err := newLogger(f.logLevel, stderr)
 	if err != nil {
-		home = "."
+		return err
 	}
-	cfg, unknown, err := controller.Load(pkgconfig.Source{File: f.configFile, Environ: environ}, home)
+	cfg, unknown, err := controller.Load(pkgconfig.Source{File: f.configFile, Environ: environ}, homeDir())
 	for _, k := range originalKeys(f.configFile, unknown) {
 		log.Warn("unknown config key ignored", "key", k, "file", f.configFile)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,21 +14,11 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // TestStandaloneController: `namesrv controller -c file` serves the
 // controller protocol on its peer address and stops on cancel.
 func TestStandaloneController(t *testing.T) {
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	conf := filepath.Join(dir, "controller.conf")
 	os.WriteFile(conf, []byte(fmt.Sprintf("controllerDLegerGroup=g1\ncontrollerDLegerPeers=n0-%s\ncontrollerDLegerSelfId=n0\n"+
 		"controllerStorePath=%s\nconfigStorePath=%s\n", addr, filepath.Join(dir, "store"), filepath.Join(dir, "controller.properties"))), 0o644)

@@ -86,11 +86,10 @@ func newCommand(ctx context.Context, stdout, stderr io.Writer, environ []string)
 }
 
 func run(ctx context.Context, cmd *cobra.Command, f *flags, stdout, stderr io.Writer, environ []string) error {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return fmt.Errorf("bad --log-level %q: %w", f.logLevel, err)
+	log, err := newLogger(f.logLevel, stderr)
+	if err != nil {
+		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	overrides := map[string]string{}
 	if cmd.Flags().Changed("listen-port") {
@@ -102,10 +101,7 @@ func run(ctx context.Context, cmd *cobra.Command, f *flags, stdout, stderr io.Wr
 	if f.kvConfigPath != "" {
 		overrides["kvConfigPath"] = f.kvConfigPath
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		home = "."
-	}
+	home := homeDir()
 	cfg, unknown, err := nsconfig.Load(nsconfig.Source{File: f.configFile, EnvPrefix: nsconfig.EnvPrefix, Environ: environ, Overrides: overrides}, home)
 	for _, k := range originalKeys(f.configFile, unknown) {
 		log.Warn("unknown config key ignored", "key", k, "file", f.configFile)
@@ -146,6 +142,25 @@ func run(ctx context.Context, cmd *cobra.Command, f *flags, stdout, stderr io.Wr
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// newLogger logs text to stderr at the --log-level.
+func newLogger(levelName string, stderr io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(levelName)); err != nil {
+		return nil, fmt.Errorf("bad --log-level %q: %w", levelName, err)
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})), nil
+}
+
+// homeDir is where default paths live ($HOME; the working directory if
+// unknown).
+func homeDir() string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "."
+	}
+	return home
 }
 
 // bootAddr is what Apache prints, bindAddress:port, with the port actually

@@ -54,6 +54,12 @@ type Mux struct {
 	done     chan struct{}
 	once     sync.Once
 	wg       sync.WaitGroup
+
+	// Raft connections handed out, closed by Close: raft's transport
+	// closes only its listener, and a handler reading a peer's idle
+	// connection would otherwise outlive the node.
+	cmu   sync.Mutex
+	conns map[*trackedConn]struct{}
 }
 
 // New serves ln. A nil log discards logs.
@@ -64,7 +70,7 @@ func New(ln net.Listener, cfg Config, log *slog.Logger) (*Mux, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m := &Mux{cfg: cfg, log: log, ln: ln, done: make(chan struct{})}
+	m := &Mux{cfg: cfg, log: log, ln: ln, done: make(chan struct{}), conns: map[*trackedConn]struct{}{}}
 	m.raft = &chanListener{m: m, conns: make(chan net.Conn, cfg.Backlog)}
 	m.remoting = &chanListener{m: m, conns: make(chan net.Conn, cfg.Backlog)}
 	m.wg.Add(1)
@@ -90,6 +96,13 @@ func (m *Mux) Close() error {
 		close(m.done)
 		err = m.ln.Close()
 		m.wg.Wait()
+		m.cmu.Lock()
+		open := m.conns
+		m.conns = nil
+		m.cmu.Unlock()
+		for c := range open {
+			_ = c.Conn.Close()
+		}
 		for _, l := range []*chanListener{m.raft, m.remoting} {
 			for {
 				select {
@@ -147,6 +160,16 @@ func (m *Mux) classify(conn net.Conn) {
 	if first[0] == RaftMarker {
 		_, _ = br.Discard(1)
 		target = m.raft
+		tc := &trackedConn{Conn: out, m: m}
+		m.cmu.Lock()
+		if m.conns == nil { // closing
+			m.cmu.Unlock()
+			_ = conn.Close()
+			return
+		}
+		m.conns[tc] = struct{}{}
+		m.cmu.Unlock()
+		out = tc
 	}
 	select {
 	case target.conns <- out:
@@ -162,6 +185,19 @@ type bufferedConn struct {
 }
 
 func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// trackedConn leaves the Mux's set when its owner closes it.
+type trackedConn struct {
+	net.Conn
+	m *Mux
+}
+
+func (c *trackedConn) Close() error {
+	c.m.cmu.Lock()
+	delete(c.m.conns, c)
+	c.m.cmu.Unlock()
+	return c.Conn.Close()
+}
 
 type chanListener struct {
 	m     *Mux

@@ -51,12 +51,22 @@ func TestSharedPort(t *testing.T) {
 	// Raft from a to b.
 	ta := raft.NewNetworkTransport(NewStreamLayer(a, nil), 2, 5*time.Second, io.Discard)
 	defer ta.Close()
+	defer ta.CloseStreams() // pooled outbound connections
 	tb := raft.NewNetworkTransport(NewStreamLayer(b, nil), 2, 5*time.Second, io.Discard)
 	defer tb.Close()
+	stop := make(chan struct{})
+	served := make(chan struct{})
+	defer func() { close(stop); <-served }()
 	go func() {
-		for rpc := range tb.Consumer() {
-			req := rpc.Command.(*raft.AppendEntriesRequest)
-			rpc.Respond(&raft.AppendEntriesResponse{Term: req.Term + 1, Success: true}, nil)
+		defer close(served)
+		for {
+			select {
+			case rpc := <-tb.Consumer():
+				req := rpc.Command.(*raft.AppendEntriesRequest)
+				rpc.Respond(&raft.AppendEntriesResponse{Term: req.Term + 1, Success: true}, nil)
+			case <-stop:
+				return
+			}
 		}
 	}()
 	var resp raft.AppendEntriesResponse

@@ -110,7 +110,8 @@ func pick(b *BrokerSet, pool []int64, prefer int64, info func(int64) (Candidate,
 // higher maxOffset, then smaller priority, then smaller id; replicas
 // without heartbeat data last. Offsets are compared as int64 values, never
 // by subtracting (a difference over 2 GiB does not fit an int32, which made
-// upstream elect a lagging replica, apache/rocketmq#10578).
+// upstream elect a lagging replica in
+// org/apache/rocketmq/controller/elect/impl/DefaultElectPolicy.java).
 func compareCandidates(x, y int64, info func(int64) (Candidate, bool)) int {
 	var cx, cy Candidate
 	var okx, oky bool
