@@ -82,6 +82,7 @@ func (s *Store) put(ctx context.Context, msgs []*message.Message) (PutResult, er
 	s.wakeDispatcher()
 	out := PutResult{
 		PhysicalOffset: res.PhysicalOffset,
+		End:            res.End(),
 		QueueID:        msgs[0].QueueID,
 		QueueOffset:    res.QueueOffset,
 		StoreTimestamp: res.StoreTimestamp,
