@@ -111,6 +111,9 @@ type Broker struct {
 	boot       time.Time
 	port       atomic.Int32
 	masterAddr atomic.Value // string: from REGISTER_BROKER answers (slaves)
+	// masterHAAddr is the master's haServerAddr from the same answers.
+	masterHAAddr atomic.Value // string
+	haPort       atomic.Int32 // the HA listener's port (masters)
 
 	mu      sync.Mutex
 	started bool
@@ -151,6 +154,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 		b.maps = mgr
 	}
 	b.masterAddr.Store("")
+	b.masterHAAddr.Store("")
 	b.cfg = config.NewHolder(cfg, o.persistConfig)
 
 	var err error
@@ -453,6 +457,7 @@ func (b *Broker) registered(results []registry.Result) {
 		}
 		if r.MasterAddr != "" || !b.cfg.Get().IsMaster() {
 			b.masterAddr.Store(r.MasterAddr)
+			b.masterHAAddr.Store(r.HAServerAddr)
 		}
 		if len(r.KVTable) > 0 {
 			if err := b.topics.SetOrderTopics(r.KVTable); err != nil {
@@ -472,7 +477,7 @@ func (s registrationSource) Identity() registry.Identity {
 		ClusterName:        cfg.BrokerClusterName,
 		BrokerName:         cfg.BrokerName,
 		BrokerAddr:         s.b.Addr(),
-		HAServerAddr:       cfg.HAServerAddr(),
+		HAServerAddr:       s.b.haServerAddr(),
 		BrokerID:           cfg.BrokerID,
 		EnableActingMaster: cfg.EnableSlaveActingMaster,
 	}

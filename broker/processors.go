@@ -143,6 +143,10 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 	if err != nil {
 		return nil, fmt.Errorf("broker: offset processor: %w", err)
 	}
+	replicas, err := b.wireHA(w)
+	if err != nil {
+		return nil, err
+	}
 	m.send, err = send.New(send.Deps{
 		Config:    b.cfg.Get,
 		Topics:    b.topics,
@@ -154,6 +158,7 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 		// Lite sends are vetted in front of the message-type check.
 		MessageTypeCheck: m.lite.SendChecker(typeCheck),
 		Replies:          send.ChannelPusher{Find: m.clients.Producers().FindChannel},
+		Replicas:         replicas,
 		TopicCreated:     b.topicCreated,
 		Logger:           log.With("component", "send"),
 	})
