@@ -16,9 +16,14 @@ type pair struct {
 	s             *Slave
 }
 
-func startPair(t *testing.T, slaveDir string) *pair {
+// startPair starts a master store and server, runs prefill on the master
+// store (may be nil), then starts a slave on slaveDir.
+func startPair(t *testing.T, slaveDir string, prefill func(*store.Store)) *pair {
 	t.Helper()
 	p := &pair{master: openStore(t, tempDir(t, "master"))}
+	if prefill != nil {
+		prefill(p.master)
+	}
 	p.m = NewMaster(p.master.CommitLog(), listen(t), fastOptions(nil))
 	p.m.Start()
 	p.startSlave(t, slaveDir)
@@ -48,7 +53,7 @@ func (p *pair) stopSlave() {
 // TestReplicationByteIdentical replicates several CommitLog files in
 // frames that end inside records; the slave's dispatcher indexes them.
 func TestReplicationByteIdentical(t *testing.T) {
-	p := startPair(t, tempDir(t, "slave"))
+	p := startPair(t, tempDir(t, "slave"), nil)
 	put(t, p.master, "TopicA", 0, 150)
 	testutil.WaitFor(t, 10*time.Second, "slave caught up", caughtUp(p.master, p.slave))
 	if n := len(p.master.CommitLog().SegmentBases()); n < 3 {
@@ -81,7 +86,7 @@ func TestReplicationByteIdentical(t *testing.T) {
 // the same directory: it continues where its log ends.
 func TestSlaveRestartResumes(t *testing.T) {
 	dir := tempDir(t, "slave")
-	p := startPair(t, dir)
+	p := startPair(t, dir, nil)
 	put(t, p.master, "TopicR", 0, 40)
 	testutil.WaitFor(t, 10*time.Second, "slave caught up", caughtUp(p.master, p.slave))
 	p.stopSlave()
@@ -97,32 +102,29 @@ func TestSlaveRestartResumes(t *testing.T) {
 // TestEmptySlaveStartsAtLastFile: an empty slave gets the master's last
 // file only.
 func TestEmptySlaveStartsAtLastFile(t *testing.T) {
-	master := openStore(t, tempDir(t, "master"))
-	defer master.Close()
-	put(t, master, "TopicL", 0, 100)
-	m := NewMaster(master.CommitLog(), listen(t), fastOptions(nil))
-	m.Start()
-	defer m.Close()
-	slave := openStore(t, tempDir(t, "slave"))
-	defer slave.Close()
-	addr := m.Addr().String()
-	s := NewSlave(slave.CommitLog(), func() string { return addr }, fastOptions(nil))
-	s.Start()
-	defer s.Close()
-	testutil.WaitFor(t, 10*time.Second, "slave caught up", caughtUp(master, slave))
-	bases := master.CommitLog().SegmentBases()
-	if got := slave.CommitLog().MinOffset(); got != bases[len(bases)-1] || got == 0 {
+	p := startLastFilePair(t)
+	bases := p.master.CommitLog().SegmentBases()
+	if got := p.slave.CommitLog().MinOffset(); got != bases[len(bases)-1] || got == 0 {
 		t.Fatalf("slave starts at %d, master's last file at %d", got, bases[len(bases)-1])
 	}
-	sameLog(t, master, slave)
-	put(t, master, "TopicL", 100, 5)
-	testutil.WaitFor(t, 10*time.Second, "slave caught up", caughtUp(master, slave))
+	sameLog(t, p.master, p.slave)
+	put(t, p.master, "TopicL", 100, 5)
+	testutil.WaitFor(t, 10*time.Second, "slave caught up", caughtUp(p.master, p.slave))
+}
+
+// startLastFilePair is a pair whose slave started empty when the master
+// already had several files: the slave's log starts at a later file.
+func startLastFilePair(t *testing.T) *pair {
+	t.Helper()
+	p := startPair(t, tempDir(t, "slave"), func(m *store.Store) { put(t, m, "TopicL", 0, 100) })
+	testutil.WaitFor(t, 10*time.Second, "slave caught up", caughtUp(p.master, p.slave))
+	return p
 }
 
 // TestWaitAcks: a send waits for the slave's ack; without a slave it times
 // out; needed ≤ 1 never waits.
 func TestWaitAcks(t *testing.T) {
-	p := startPair(t, tempDir(t, "slave"))
+	p := startPair(t, tempDir(t, "slave"), nil)
 	put(t, p.master, "TopicW", 0, 3)
 	end := p.master.CommitLog().MaxOffset()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

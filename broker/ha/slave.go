@@ -12,6 +12,9 @@ import (
 	"github.com/rmqgo/rmq/broker/store/commitlog"
 )
 
+// addrPoll is how often a slave without a master address looks for one.
+const addrPoll = 100 * time.Millisecond
+
 // Slave replicates from a master (Apache's DefaultHAClient): it reports
 // its max offset on connect, after every append and every heartbeat
 // interval, and appends each frame verbatim. The store's dispatcher builds
@@ -66,16 +69,20 @@ func (s *Slave) run() {
 	defer s.wg.Done()
 	log := s.opts.Logger
 	for s.ctx.Err() == nil {
+		// Until the master's address is known (the first REGISTER_BROKER
+		// answer), look again soon rather than after a reconnect delay.
+		wait := min(addrPoll, s.opts.ReconnectDelay)
 		if addr := s.addr(); addr != "" {
 			if err := s.session(addr); err != nil && s.ctx.Err() == nil {
 				log.Warn("ha connection to master ended", "master", addr, "err", err)
 			}
 			s.masterAddr.Store("")
+			wait = s.opts.ReconnectDelay
 		}
 		select {
 		case <-s.ctx.Done():
 			return
-		case <-time.After(s.opts.ReconnectDelay):
+		case <-time.After(wait):
 		}
 	}
 }

@@ -17,9 +17,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/ha"
 	"github.com/rmqgo/rmq/internal/testutil"
-	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
-	"github.com/rmqgo/rmq/remoting/code"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
 	"github.com/rmqgo/rmq/tests/framework"
 )
@@ -47,20 +45,7 @@ func TestHAClassicSyncMaster(t *testing.T) {
 	}
 	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
 	defer rc.Close()
-	haStatus := func(addr string) ha.RuntimeInfo {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		resp, err := rc.Invoke(ctx, addr, remoting.NewRequest(code.GetBrokerHAStatus, nil, nil))
-		if err != nil || resp.Code != code.Success {
-			t.Fatalf("GET_BROKER_HA_STATUS %s: %v %v", addr, err, resp)
-		}
-		var info ha.RuntimeInfo
-		if err := protocol.Unmarshal(resp.Body, &info); err != nil {
-			t.Fatal(err)
-		}
-		return info
-	}
+	haStatus := func(addr string) ha.RuntimeInfo { return harness.HAStatus(t, rc, addr) }
 	testutil.WaitFor(t, 10*time.Second, "slave connected to the master's HA port", func() bool {
 		return len(haStatus(master.Addr()).HAConnectionInfo) == 1
 	})
@@ -112,20 +97,11 @@ func TestHAClassicSyncMaster(t *testing.T) {
 	}
 	// The slave's dispatcher indexed the replicated messages.
 	testutil.Eventually(t, 10*time.Second, func() error {
-		var total int64
-		for q := range 2 {
-			resp, err := rc.Invoke(ctx, slave.Addr(), remoting.NewRequest(code.GetMaxOffset,
-				map[string]string{"topic": topic, "queueId": strconv.Itoa(q)}, nil))
-			if err != nil {
-				return err
-			}
-			off, _ := strconv.ParseInt(resp.Ext("offset"), 10, 64)
-			total += off
+		total, err := harness.QueuedMessages(rc, slave.Addr(), topic, 2)
+		if err == nil && total != n {
+			err = fmt.Errorf("slave consume queues hold %d messages, want %d", total, n)
 		}
-		if total != n {
-			return fmt.Errorf("slave consume queues hold %d messages, want %d", total, n)
-		}
-		return nil
+		return err
 	})
 
 	// Without the slave a send waits slaveTimeout, is stored, and answers

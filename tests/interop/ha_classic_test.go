@@ -18,7 +18,6 @@ import (
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
-	"github.com/rmqgo/rmq/remoting/code"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
 	"github.com/rmqgo/rmq/tests/framework"
 	"github.com/rmqgo/rmq/tests/framework/inproc"
@@ -36,22 +35,6 @@ func requireApacheHA(t *testing.T) {
 	if os.Getenv(EnvApacheTests) != "1" {
 		t.Skipf("set %s=1 to run it: it replicates between our broker and a real Apache RocketMQ 5.5.0 broker (~15 s, ~1.5 GiB)", EnvApacheTests)
 	}
-}
-
-// haStatus asks a broker (ours or Apache's) for GET_BROKER_HA_STATUS.
-func haStatus(t *testing.T, rc *remoting.Client, addr string) ha.RuntimeInfo {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	resp, err := rc.Invoke(ctx, addr, remoting.NewRequest(code.GetBrokerHAStatus, nil, nil))
-	if err != nil || resp.Code != code.Success {
-		t.Fatalf("GET_BROKER_HA_STATUS %s: %v %v", addr, err, resp)
-	}
-	var info ha.RuntimeInfo
-	if err := protocol.Unmarshal(resp.Body, &info); err != nil {
-		t.Fatalf("HARuntimeInfo from %s: %v: %s", addr, err, resp.Body)
-	}
-	return info
 }
 
 // sendN creates topic on broker (through nameserver ns) and sends n
@@ -140,15 +123,15 @@ func TestHAApacheSlaveOfOurMaster(t *testing.T) {
 	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
 	defer rc.Close()
 	testutil.WaitFor(t, 30*time.Second, "Apache slave connected", func() bool {
-		return len(haStatus(t, rc, master.Addr()).HAConnectionInfo) == 1
+		return len(harness.HAStatus(t, rc, master.Addr()).HAConnectionInfo) == 1
 	})
 	sendN(t, c.NamesrvAddr(), master.Addr(), "InteropHAOurMaster", 200)
-	st := haStatus(t, rc, master.Addr())
+	st := harness.HAStatus(t, rc, master.Addr())
 	if st.HAConnectionInfo[0].SlaveAckOffset != st.MasterCommitLogMaxOffset {
 		t.Fatalf("master HA status %+v", st)
 	}
 	sameFirstFile(t, filepath.Join(master.StoreDir(), "commitlog"), filepath.Join(apache.RunDir, "store", "commitlog"), st.MasterCommitLogMaxOffset)
-	as := haStatus(t, rc, apache.BrokerAddr)
+	as := harness.HAStatus(t, rc, apache.BrokerAddr)
 	if as.Master || as.HAClientRuntimeInfo.MaxOffset != st.MasterCommitLogMaxOffset {
 		t.Fatalf("Apache slave HA status %+v", as)
 	}
@@ -177,26 +160,15 @@ func TestHAOurSlaveOfApacheMaster(t *testing.T) {
 	defer rc.Close()
 	var st ha.RuntimeInfo
 	testutil.WaitFor(t, 30*time.Second, "our slave caught up with Apache's master", func() bool {
-		st = haStatus(t, rc, apache.BrokerAddr)
+		st = harness.HAStatus(t, rc, apache.BrokerAddr)
 		return len(st.HAConnectionInfo) == 1 && st.HAConnectionInfo[0].SlaveAckOffset == st.MasterCommitLogMaxOffset
 	})
 	sameFirstFile(t, filepath.Join(apache.RunDir, "store", "commitlog"), filepath.Join(slave.StoreDir(), "commitlog"), st.MasterCommitLogMaxOffset)
 	testutil.Eventually(t, 10*time.Second, func() error {
-		var total int64
-		for q := range 2 {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			resp, err := rc.Invoke(ctx, slave.Addr(), remoting.NewRequest(code.GetMaxOffset,
-				map[string]string{"topic": topic, "queueId": strconv.Itoa(q)}, nil))
-			cancel()
-			if err != nil {
-				return err
-			}
-			off, _ := strconv.ParseInt(resp.Ext("offset"), 10, 64)
-			total += off
+		total, err := harness.QueuedMessages(rc, slave.Addr(), topic, 2)
+		if err == nil && total != n {
+			err = fmt.Errorf("our slave's consume queues hold %d messages, want %d", total, n)
 		}
-		if total != n {
-			return fmt.Errorf("our slave's consume queues hold %d messages, want %d", total, n)
-		}
-		return nil
+		return err
 	})
 }
