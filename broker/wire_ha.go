@@ -34,9 +34,8 @@ func (b *Broker) wireHA(w *wiring) (send.Replicas, error) {
 		replicas send.Replicas
 	)
 	if cfg.IsMaster() {
-		if cfg.BrokerRole == config.RoleSyncMaster && cfg.InSyncReplicas <= 1 {
-			w.log.Warn("brokerRole=SYNC_MASTER with inSyncReplicas<=1 does not wait for any slave (RocketMQ 5 semantics): set inSyncReplicas=2 for synchronous replication")
-		}
+		// SYNC_MASTER with inSyncReplicas ≤ 1 is warned about at startup
+		// (config.Warnings, logged by the broker binary).
 		host := cfg.BindAddress
 		if host == "" {
 			host = "0.0.0.0"
