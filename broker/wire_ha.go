@@ -60,6 +60,7 @@ func (b *Broker) wireHA(w *wiring) (send.Replicas, error) {
 			replicas = replicaWaiter{cfg: b.cfg.Get, m: m}
 		}
 	} else {
+		w.st.SetReplica(true)
 		s := ha.NewSlave(w.st.CommitLog(), b.haMasterAddr, opts)
 		w.m.starters = append(w.m.starters, s.Start)
 		w.m.closers = append(w.m.closers, s.Close)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/pkg/message"
 )
 
 type pair struct {
@@ -37,6 +38,7 @@ func startPair(t *testing.T, slaveDir string, prefill func(*store.Store)) *pair 
 
 func (p *pair) startSlave(t *testing.T, dir string) {
 	p.slave = openStore(t, dir)
+	p.slave.SetReplica(true) // as the broker does for a SLAVE
 	addr := p.m.Addr().String()
 	p.s = NewSlave(p.slave.CommitLog(), func() string { return addr }, fastOptions(nil))
 	p.s.Start()
@@ -60,6 +62,9 @@ func TestReplicationByteIdentical(t *testing.T) {
 		t.Fatalf("only %d files: the test should cross file ends", n)
 	}
 	sameLog(t, p.master, p.slave)
+	if _, err := p.slave.PutMessage(context.Background(), &message.Message{Topic: "TopicA", Body: []byte("local")}); !errors.Is(err, store.ErrNotWritable) {
+		t.Fatalf("a local put on the replica: %v", err)
+	}
 	for q := int32(0); q < 2; q++ {
 		want := p.master.MaxOffset("TopicA", q)
 		testutil.WaitFor(t, 5*time.Second, "slave consume queue", func() bool { return p.slave.MaxOffset("TopicA", q) == want })
