@@ -29,6 +29,9 @@ func (b *Broker) wireHA(w *wiring) (send.Replicas, error) {
 		MaxGapNotInSync:      int64(cfg.HaMaxGapNotInSync),
 		Logger:               w.log.With("component", "ha"),
 	}
+	if cfg.HaFlowControlEnable {
+		opts.MaxTransferBytesPerSecond = cfg.MaxHaTransferByteInSecond
+	}
 	var (
 		status   func() ha.RuntimeInfo
 		replicas send.Replicas

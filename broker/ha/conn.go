@@ -108,7 +108,16 @@ func (c *conn) writeLoop() {
 	for {
 		wake := c.m.wakeChan()
 		next := c.next.Load()
-		buf, err := c.m.cl.ReadChunk(next, opts.TransferBatchSize, 0)
+		batch, ok := c.allowance(opts)
+		if !ok {
+			select {
+			case <-c.done:
+				return
+			default:
+				continue
+			}
+		}
+		buf, err := c.m.cl.ReadChunk(next, batch, 0)
 		if err != nil {
 			if errors.Is(err, commitlog.ErrOffsetOutOfRange) && next < c.m.cl.MinOffset() {
 				c.m.log.Error("slave needs a full resync: its offset is no longer on the master", "addr", c.addr, "offset", next, "masterMin", c.m.cl.MinOffset())
@@ -151,4 +160,25 @@ func (c *conn) writeLoop() {
 		case <-poll.C:
 		}
 	}
+}
+
+// allowance is how many body bytes the next frame may carry under the
+// flow-control cap; when this second's budget is spent it waits for the
+// next second and reports false (the caller loops).
+func (c *conn) allowance(opts Options) (int, bool) {
+	limit := opts.MaxTransferBytesPerSecond
+	if limit <= 0 {
+		return opts.TransferBatchSize, true
+	}
+	now := time.Now()
+	if left := limit - c.rate.inSecond(now); left > 0 {
+		return int(min(int64(opts.TransferBatchSize), left)), true
+	}
+	t := time.NewTimer(time.Unix(now.Unix()+1, 0).Sub(now))
+	defer t.Stop()
+	select {
+	case <-c.done:
+	case <-t.C:
+	}
+	return 0, false
 }

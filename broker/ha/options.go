@@ -18,6 +18,10 @@ type Options struct {
 	// MaxGapNotInSync is haMaxGapNotInSync: a slave whose ack is at least
 	// this far behind the master's max offset is reported as not in sync.
 	MaxGapNotInSync int64
+	// MaxTransferBytesPerSecond caps the body bytes a master sends to one
+	// slave per second (haFlowControlEnable with maxHaTransferByteInSecond);
+	// 0: no cap.
+	MaxTransferBytesPerSecond int64
 	// ReconnectDelay is how long a slave waits before reconnecting after a
 	// failed or closed connection (Apache: 5 s).
 	ReconnectDelay time.Duration

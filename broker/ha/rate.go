@@ -40,3 +40,13 @@ func (r *rate) perSecond(now time.Time) int64 {
 	}
 	return 0
 }
+
+// inSecond is what was counted in now's second so far.
+func (r *rate) inSecond(now time.Time) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if now.Unix() == r.sec {
+		return r.cur
+	}
+	return 0
+}

@@ -154,3 +154,31 @@ func TestWaitAcks(t *testing.T) {
 		t.Fatalf("needed 1: %v", err)
 	}
 }
+
+// TestFlowControl: with a per-second cap the master spreads the transfer
+// over seconds, and the slave still ends byte-identical.
+func TestFlowControl(t *testing.T) {
+	master := openStore(t, tempDir(t, "master"))
+	defer master.Close()
+	put(t, master, "TopicF", 0, 6)
+	total := master.CommitLog().MaxOffset()
+	opts := fastOptions(nil)
+	// A third of the log per second: the transfer needs three one-second
+	// windows, so it spans at least the whole middle one.
+	opts.MaxTransferBytesPerSecond = total/3 + 1
+	m := NewMaster(master.CommitLog(), listen(t), opts)
+	m.Start()
+	defer m.Close()
+	slave := openStore(t, tempDir(t, "slave"))
+	defer slave.Close()
+	addr := m.Addr().String()
+	start := time.Now()
+	s := NewSlave(slave.CommitLog(), func() string { return addr }, fastOptions(nil))
+	s.Start()
+	defer s.Close()
+	testutil.WaitFor(t, 10*time.Second, "slave caught up", caughtUp(master, slave))
+	if d := time.Since(start); d < 900*time.Millisecond {
+		t.Fatalf("%d bytes at %d B/s arrived in %v", total, opts.MaxTransferBytesPerSecond, d)
+	}
+	sameLog(t, master, slave)
+}
