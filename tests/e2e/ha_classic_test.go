@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,7 +28,8 @@ import (
 // inSyncReplicas=2 and one SLAVE. Sends succeed once replicated, the two
 // CommitLogs are byte-identical and the slave indexes the messages; with
 // the slave stopped sends answer FLUSH_SLAVE_TIMEOUT after slaveTimeout,
-// and with inSyncReplicas=1 (the 5.x default) SEND_OK again.
+// and with inSyncReplicas=1 (the 5.x default) SEND_OK again. A stranger
+// writing a huge offset to the HA port (row 17) is disconnected.
 func TestHAClassicSyncMaster(t *testing.T) {
 	rlog.SetLogLevel("error")
 	haPort := harness.FreePort(t)
@@ -108,6 +111,20 @@ func TestHAClassicSyncMaster(t *testing.T) {
 	// FLUSH_SLAVE_TIMEOUT.
 	if err := slave.Stop(); err != nil {
 		t.Fatal(err)
+	}
+	// A stranger writing a huge offset to the HA port (#3015) is closed and
+	// acknowledges nothing.
+	stranger, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(haPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stranger.Close()
+	if _, err := stranger.Write(ha.AppendReport(nil, 1<<62)); err != nil {
+		t.Fatal(err)
+	}
+	_ = stranger.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.Copy(io.Discard, stranger); err != nil {
+		t.Fatalf("the master kept the stranger's connection: %v", err)
 	}
 	res, took := send(n)
 	if res.Status != primitive.SendFlushSlaveTimeout || took < 900*time.Millisecond {
