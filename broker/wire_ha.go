@@ -33,7 +33,7 @@ func (b *Broker) wireHA(w *wiring) (send.Replicas, error) {
 		opts.MaxTransferBytesPerSecond = cfg.MaxHaTransferByteInSecond
 	}
 	var (
-		status   func() ha.RuntimeInfo
+		status   func() protocol.HARuntimeInfo
 		replicas send.Replicas
 	)
 	if cfg.IsMaster() {
@@ -50,8 +50,8 @@ func (b *Broker) wireHA(w *wiring) (send.Replicas, error) {
 			// that happens to be taken should not stop a broker that has no
 			// slaves, so this is logged and sends that need slaves time out.
 			w.log.Error("HA listener: replication unavailable", "addr", addr, "err", err)
-			status = func() ha.RuntimeInfo {
-				return ha.RuntimeInfo{Master: true, MasterCommitLogMaxOffset: w.st.CommitLog().MaxOffset(), HAConnectionInfo: []ha.ConnectionInfo{}}
+			status = func() protocol.HARuntimeInfo {
+				return protocol.HARuntimeInfo{Master: true, MasterCommitLogMaxOffset: w.st.CommitLog().MaxOffset(), HAConnectionInfo: []protocol.HAConnectionRuntimeInfo{}}
 			}
 			replicas = noReplicas{cfg: b.cfg.Get}
 		} else {

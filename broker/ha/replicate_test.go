@@ -82,7 +82,7 @@ func TestReplicationByteIdentical(t *testing.T) {
 		st.HAConnectionInfo[0].SlaveAckOffset != st.MasterCommitLogMaxOffset {
 		t.Fatalf("master status %+v", st)
 	}
-	if cs := p.s.Status().HAClientRuntimeInfo; cs.MasterAddr != p.m.Addr().String() || cs.MaxOffset != st.MasterCommitLogMaxOffset {
+	if cs := p.s.Status().HAClientRuntimeInfo; cs == nil || cs.MasterAddr != p.m.Addr().String() || cs.MaxOffset != st.MasterCommitLogMaxOffset {
 		t.Fatalf("slave status %+v", cs)
 	}
 }

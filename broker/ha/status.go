@@ -1,50 +1,23 @@
 package ha
 
-import "time"
+import (
+	"time"
 
-// RuntimeInfo is the GET_BROKER_HA_STATUS body (Apache's HARuntimeInfo).
-// Fields are in fastjson's (alphabetical) order.
-type RuntimeInfo struct {
-	HAClientRuntimeInfo      ClientInfo       `json:"haClientRuntimeInfo"`
-	HAConnectionInfo         []ConnectionInfo `json:"haConnectionInfo"`
-	InSyncSlaveNums          int              `json:"inSyncSlaveNums"`
-	Master                   bool             `json:"master"`
-	MasterCommitLogMaxOffset int64            `json:"masterCommitLogMaxOffset"`
-}
+	"github.com/rmqgo/rmq/pkg/protocol"
+)
 
-// ClientInfo describes a slave's connection to its master
-// (HARuntimeInfo.HAClientRuntimeInfo).
-type ClientInfo struct {
-	LastReadTimestamp       int64  `json:"lastReadTimestamp"`
-	LastWriteTimestamp      int64  `json:"lastWriteTimestamp"`
-	MasterAddr              string `json:"masterAddr"`
-	MasterFlushOffset       int64  `json:"masterFlushOffset"`
-	MaxOffset               int64  `json:"maxOffset"`
-	TransferredByteInSecond int64  `json:"transferredByteInSecond"`
-}
-
-// ConnectionInfo describes one slave on the master
-// (HARuntimeInfo.HAConnectionRuntimeInfo).
-type ConnectionInfo struct {
-	Addr                    string `json:"addr"`
-	Diff                    int64  `json:"diff"`
-	InSync                  bool   `json:"inSync"`
-	SlaveAckOffset          int64  `json:"slaveAckOffset"`
-	TransferFromWhere       int64  `json:"transferFromWhere"`
-	TransferredByteInSecond int64  `json:"transferredByteInSecond"`
-}
-
-// Status is the master's view: every connection, in sync when its ack is
-// less than MaxGapNotInSync behind the master's max offset.
-func (m *Master) Status() RuntimeInfo {
+// Status is the master's view for GET_BROKER_HA_STATUS: every connection,
+// in sync when its ack is less than MaxGapNotInSync behind the master's
+// max offset.
+func (m *Master) Status() protocol.HARuntimeInfo {
 	now := time.Now()
 	max := m.cl.MaxOffset()
-	info := RuntimeInfo{Master: true, MasterCommitLogMaxOffset: max, HAConnectionInfo: []ConnectionInfo{}}
+	info := protocol.HARuntimeInfo{Master: true, MasterCommitLogMaxOffset: max, HAConnectionInfo: []protocol.HAConnectionRuntimeInfo{}}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for c := range m.conns {
 		ack := c.ack.Load()
-		ci := ConnectionInfo{
+		ci := protocol.HAConnectionRuntimeInfo{
 			Addr:                    c.addr,
 			SlaveAckOffset:          ack,
 			Diff:                    max - ack,
@@ -61,10 +34,10 @@ func (m *Master) Status() RuntimeInfo {
 }
 
 // Status is the slave's view of its master connection.
-func (s *Slave) Status() RuntimeInfo {
+func (s *Slave) Status() protocol.HARuntimeInfo {
 	now := time.Now()
-	return RuntimeInfo{
-		HAClientRuntimeInfo: ClientInfo{
+	return protocol.HARuntimeInfo{
+		HAClientRuntimeInfo: &protocol.HAClientRuntimeInfo{
 			LastReadTimestamp:       s.lastRead.Load(),
 			LastWriteTimestamp:      s.lastWrite.Load(),
 			MasterAddr:              s.masterAddr.Load().(string),
@@ -72,6 +45,6 @@ func (s *Slave) Status() RuntimeInfo {
 			MaxOffset:               s.cl.MaxOffset(),
 			TransferredByteInSecond: s.rate.perSecond(now),
 		},
-		HAConnectionInfo: []ConnectionInfo{},
+		HAConnectionInfo: []protocol.HAConnectionRuntimeInfo{},
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/ha"
 	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
 	"github.com/rmqgo/rmq/tests/framework"
@@ -48,7 +49,7 @@ func TestHAClassicSyncMaster(t *testing.T) {
 	}
 	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
 	defer rc.Close()
-	haStatus := func(addr string) ha.RuntimeInfo { return harness.HAStatus(t, rc, addr) }
+	haStatus := func(addr string) protocol.HARuntimeInfo { return harness.HAStatus(t, rc, addr) }
 	testutil.WaitFor(t, 10*time.Second, "slave connected to the master's HA port", func() bool {
 		return len(haStatus(master.Addr()).HAConnectionInfo) == 1
 	})
@@ -95,7 +96,7 @@ func TestHAClassicSyncMaster(t *testing.T) {
 		t.Fatalf("CommitLogs differ below %d (slave file %d bytes)", end, len(sb))
 	}
 	ss := haStatus(slave.Addr())
-	if ss.Master || ss.HAClientRuntimeInfo.MasterAddr != "127.0.0.1:"+strconv.Itoa(haPort) || ss.HAClientRuntimeInfo.MaxOffset != end {
+	if ss.Master || ss.HAClientRuntimeInfo == nil || ss.HAClientRuntimeInfo.MasterAddr != "127.0.0.1:"+strconv.Itoa(haPort) || ss.HAClientRuntimeInfo.MaxOffset != end {
 		t.Fatalf("slave HA status %+v", ss)
 	}
 	// The slave's dispatcher indexed the replicated messages.

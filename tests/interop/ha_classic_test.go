@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqgo/rmq/broker/ha"
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/client"
@@ -132,7 +131,7 @@ func TestHAApacheSlaveOfOurMaster(t *testing.T) {
 	}
 	sameFirstFile(t, filepath.Join(master.StoreDir(), "commitlog"), filepath.Join(apache.RunDir, "store", "commitlog"), st.MasterCommitLogMaxOffset)
 	as := harness.HAStatus(t, rc, apache.BrokerAddr)
-	if as.Master || as.HAClientRuntimeInfo.MaxOffset != st.MasterCommitLogMaxOffset {
+	if as.Master || as.HAClientRuntimeInfo == nil || as.HAClientRuntimeInfo.MaxOffset != st.MasterCommitLogMaxOffset {
 		t.Fatalf("Apache slave HA status %+v", as)
 	}
 }
@@ -158,7 +157,7 @@ func TestHAOurSlaveOfApacheMaster(t *testing.T) {
 	sendN(t, apache.NamesrvAddr, apache.BrokerAddr, topic, n)
 	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
 	defer rc.Close()
-	var st ha.RuntimeInfo
+	var st protocol.HARuntimeInfo
 	testutil.WaitFor(t, 30*time.Second, "our slave caught up with Apache's master", func() bool {
 		st = harness.HAStatus(t, rc, apache.BrokerAddr)
 		return len(st.HAConnectionInfo) == 1 && st.HAConnectionInfo[0].SlaveAckOffset == st.MasterCommitLogMaxOffset

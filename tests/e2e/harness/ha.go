@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqgo/rmq/broker/ha"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -15,7 +14,7 @@ import (
 
 // HAStatus asks the broker at addr (ours or Apache's) for
 // GET_BROKER_HA_STATUS and decodes its HARuntimeInfo; failures fail t.
-func HAStatus(t testing.TB, rc *remoting.Client, addr string) ha.RuntimeInfo {
+func HAStatus(t testing.TB, rc *remoting.Client, addr string) protocol.HARuntimeInfo {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -23,7 +22,7 @@ func HAStatus(t testing.TB, rc *remoting.Client, addr string) ha.RuntimeInfo {
 	if err != nil || resp.Code != code.Success {
 		t.Fatalf("harness: GET_BROKER_HA_STATUS %s: %v %v", addr, err, resp)
 	}
-	var info ha.RuntimeInfo
+	var info protocol.HARuntimeInfo
 	if err := protocol.Unmarshal(resp.Body, &info); err != nil {
 		t.Fatalf("harness: HARuntimeInfo from %s: %v: %s", addr, err, resp.Body)
 	}
