@@ -56,7 +56,7 @@ func (c *conn) readLoop() {
 			return
 		}
 		if max := c.m.cl.MaxOffset(); off > max {
-			c.m.log.Warn("ha report beyond the master's max offset: not a slave of this master", "addr", c.addr, "report", off, "masterMax", max)
+			c.m.log.Warn("ha report beyond the master's max offset: a slave with a longer or diverged log (wipe it), or not a slave", "addr", c.addr, "report", off, "masterMax", max)
 			c.close("report beyond max offset")
 			return
 		}
