@@ -132,8 +132,16 @@ func (s *Slave) session(addr string) error {
 		return err
 	}
 	done := make(chan struct{})
-	defer close(done)
+	var beat sync.WaitGroup
+	defer func() {
+		// Closing the socket first ends a heartbeat blocked in a write.
+		close(done)
+		_ = nc.Close()
+		beat.Wait()
+	}()
+	beat.Add(1)
 	go func() {
+		defer beat.Done()
 		t := time.NewTicker(s.opts.HeartbeatInterval)
 		defer t.Stop()
 		for {
