@@ -23,6 +23,7 @@ import (
 	"github.com/rmqgo/rmq/broker/mapping"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/registry"
+	"github.com/rmqgo/rmq/broker/slavesync"
 	"github.com/rmqgo/rmq/broker/statictopic"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/topic"
@@ -110,7 +111,8 @@ type Broker struct {
 
 	boot       time.Time
 	port       atomic.Int32
-	masterAddr atomic.Value // string: from REGISTER_BROKER answers (slaves)
+	masterAddr atomic.Value      // string: from REGISTER_BROKER answers (slaves)
+	slaveSync  *slavesync.Syncer // copies the master's metadata (classic slaves)
 
 	mu      sync.Mutex
 	started bool
@@ -452,7 +454,9 @@ func (b *Broker) registered(results []registry.Result) {
 			continue
 		}
 		if r.MasterAddr != "" || !b.cfg.Get().IsMaster() {
-			b.masterAddr.Store(r.MasterAddr)
+			if old := b.masterAddr.Swap(r.MasterAddr); old != r.MasterAddr && b.slaveSync != nil {
+				b.slaveSync.Trigger() // a new master: copy its metadata now
+			}
 		}
 		if len(r.KVTable) > 0 {
 			if err := b.topics.SetOrderTopics(r.KVTable); err != nil {

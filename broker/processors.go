@@ -109,6 +109,9 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 	if err != nil {
 		return nil, err
 	}
+	if err := b.wireSlaveSync(w, pops); err != nil {
+		return nil, err
+	}
 	if m.lite, err = b.wireLite(w, pops, o.liteExpirationUnit); err != nil {
 		return nil, err
 	}
