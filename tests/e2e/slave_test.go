@@ -1,0 +1,123 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/pkg/admin"
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/tests/framework"
+)
+
+const (
+	slaveSyncTopic = "SlaveSyncTopic"
+	slaveSyncGroup = "slave_sync_cg"
+)
+
+// A classic SLAVE copies its master's topics, subscription groups and
+// consumer offsets within seconds (the copy period is shortened here),
+// answers offset queries and pulls from that copy, and keeps it across a
+// restart while the master is down (docs/operations.md, "Master and
+// slave"). Reading messages from the slave needs CommitLog replication,
+// which this test does not rely on.
+func TestSlaveCopiesMasterMetadata(t *testing.T) {
+	c := startCluster(t, framework.Options{
+		Brokers:  1,
+		Replicas: 2,
+		BrokerConf: map[string]string{
+			"slaveSyncCheckInterval": "200",
+			"slaveSyncFullInterval":  "1000",
+		},
+		PerBroker: func(_ string, id int) map[string]string {
+			if id > 0 {
+				return map[string]string{"slaveReadEnable": "true"}
+			}
+			return nil
+		},
+	})
+	set := c.Set(framework.BrokerName(0))
+	master, slave := set[0], set[1]
+	ac, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr()}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ac.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	tc := protocol.NewTopicConfig(slaveSyncTopic)
+	tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm = 4, 4, protocol.PermRead|protocol.PermWrite
+	if err := ac.CreateTopic(ctx, master.Addr(), tc, ""); err != nil {
+		t.Fatal(err)
+	}
+	g := admin.NewSubscriptionGroupConfig(slaveSyncGroup)
+	g.RetryMaxTimes, g.WhichBrokerWhenConsumeSlowly = 3, 1
+	if err := ac.CreateSubscriptionGroup(ctx, master.Addr(), g); err != nil {
+		t.Fatal(err)
+	}
+	for q := range 4 {
+		if err := ac.UpdateConsumerOffset(ctx, master.Addr(), slaveSyncGroup, slaveSyncTopic, q, int64(10+q)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	copied := func() error {
+		got, err := ac.GetTopicConfig(ctx, slave.Addr(), slaveSyncTopic)
+		if err != nil {
+			return fmt.Errorf("topic on the slave: %w", err)
+		}
+		if got.ReadQueueNums != 4 {
+			return fmt.Errorf("topic on the slave: %+v", *got)
+		}
+		sg, err := ac.GetSubscriptionGroup(ctx, slave.Addr(), slaveSyncGroup)
+		if err != nil {
+			return fmt.Errorf("group on the slave: %w", err)
+		}
+		if sg.RetryMaxTimes != 3 {
+			return fmt.Errorf("group on the slave: %+v", sg)
+		}
+		for q := range 4 {
+			resp, err := ac.Invoke(ctx, slave.Addr(), code.QueryConsumerOffset, map[string]string{
+				"consumerGroup": slaveSyncGroup, "topic": slaveSyncTopic, "queueId": strconv.Itoa(q)}, nil)
+			if err != nil {
+				return err
+			}
+			if resp.Code != code.Success || resp.ExtFields["offset"] != strconv.Itoa(10+q) {
+				return fmt.Errorf("offset of queue %d on the slave: code %d %q offset %q", q, resp.Code, resp.Remark, resp.ExtFields["offset"])
+			}
+		}
+		return nil
+	}
+	testutil.Eventually(t, 10*time.Second, copied)
+
+	// The slave serves pulls (slaveReadEnable) of the copied topic; with
+	// nothing to read and its master online it sends the consumer back to
+	// the master.
+	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	defer rc.Close()
+	resp, err := rc.Invoke(ctx, slave.Addr(), remoting.NewRequest(code.PullMessage, map[string]string{
+		"consumerGroup": slaveSyncGroup, "topic": slaveSyncTopic, "queueId": "0", "queueOffset": "10",
+		"maxMsgNums": "32", "sysFlag": "4", "commitOffset": "0", "suspendTimeoutMillis": "0", "subVersion": "0",
+		"subscription": "*", "expressionType": "TAG"}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Code != code.PullRetryImmediately || resp.ExtFields["suggestWhichBrokerId"] != "0" {
+		t.Fatalf("pull from the slave: code %d (%s) suggest %q", resp.Code, resp.Remark, resp.ExtFields["suggestWhichBrokerId"])
+	}
+
+	// With the master down, a restarted slave still has the copy.
+	if err := master.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Restart(t)
+	if err := copied(); err != nil {
+		t.Fatalf("after the slave's restart: %v", err)
+	}
+}
