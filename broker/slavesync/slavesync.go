@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/broker/pop"
 	"github.com/rmqgo/rmq/broker/store/offset"
@@ -116,21 +117,11 @@ func New(o Options) (*Syncer, error) {
 	if o.Invoker == nil || o.MasterAddr == nil {
 		return nil, errors.New("slavesync: Options.Invoker and MasterAddr are required")
 	}
-	if o.CheckInterval <= 0 {
-		o.CheckInterval = DefaultCheckInterval
-	}
-	if o.FullInterval <= 0 {
-		o.FullInterval = DefaultFullInterval
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Positive(&o.CheckInterval, DefaultCheckInterval)
+	defaults.Positive(&o.FullInterval, DefaultFullInterval)
+	defaults.Positive(&o.Timeout, DefaultTimeout)
+	defaults.Clock(&o.Now)
+	defaults.Logger(&o.Logger)
 	return &Syncer{o: o, log: o.Logger, trigger: make(chan struct{}, 1)}, nil
 }
 
@@ -222,46 +213,44 @@ func (s *Syncer) wrap(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// fetch sends a request without header fields and returns the body of a
-// SUCCESS answer.
-func (s *Syncer) fetch(ctx context.Context, addr string, reqCode int32) ([]byte, error) {
+// copyTable fetches one table with a request without header fields,
+// decodes the body of a SUCCESS answer and applies it.
+func copyTable[T any](ctx context.Context, s *Syncer, addr string, reqCode int32, decode func([]byte) (T, error), apply func(T) error) error {
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
 	resp, err := s.o.Invoker.Invoke(ctx, addr, remoting.NewRequest(reqCode, nil, nil))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if resp.Code != code.Success {
-		return nil, fmt.Errorf("%s: code %d: %s", code.RequestName(reqCode), resp.Code, resp.Remark)
+		return fmt.Errorf("%s: code %d: %s", code.RequestName(reqCode), resp.Code, resp.Remark)
 	}
-	return resp.Body, nil
+	v, err := decode(resp.Body)
+	if err != nil {
+		return err
+	}
+	return apply(v)
 }
 
 func (s *Syncer) syncTopics(ctx context.Context, addr string) error {
 	if s.o.Topics == nil && s.o.Mappings == nil {
 		return nil
 	}
-	body, err := s.fetch(ctx, addr, code.GetAllTopicConfig)
-	if err != nil {
-		return err
-	}
-	w, err := DecodeTopics(body)
-	if err != nil {
-		return err
-	}
-	if s.o.Topics != nil {
-		if _, err := s.o.Topics.ReplaceAll(w.TopicConfigTable, w.DataVersion); err != nil {
-			return err
+	return copyTable(ctx, s, addr, code.GetAllTopicConfig, DecodeTopics, func(w protocol.TopicConfigAndMappingSerializeWrapper) error {
+		if s.o.Topics != nil {
+			if _, err := s.o.Topics.ReplaceAll(w.TopicConfigTable, w.DataVersion); err != nil {
+				return err
+			}
 		}
-	}
-	// An Apache master without mappings may send none: then the slave's
-	// stay as they are (Apache checks the map for null too).
-	if s.o.Mappings != nil && w.TopicQueueMappingDetailMap != nil {
-		if _, err := s.o.Mappings.ReplaceAll(w.TopicQueueMappingDetailMap, w.MappingDataVersion); err != nil {
-			return err
+		// An Apache master without mappings may send none: then the
+		// slave's stay as they are (Apache checks the map for null too).
+		if s.o.Mappings != nil && w.TopicQueueMappingDetailMap != nil {
+			if _, err := s.o.Mappings.ReplaceAll(w.TopicQueueMappingDetailMap, w.MappingDataVersion); err != nil {
+				return err
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // syncOffsets stores the master's offsets over the slave's (Apache's
@@ -272,52 +261,41 @@ func (s *Syncer) syncOffsets(ctx context.Context, addr string) error {
 	if s.o.Offsets == nil {
 		return nil
 	}
-	body, err := s.fetch(ctx, addr, code.GetAllConsumerOffset)
-	if err != nil {
-		return err
-	}
-	w, err := DecodeOffsets(body)
-	if err != nil {
-		return err
-	}
-	for k, v := range w.Table {
-		s.o.Offsets.Commit(k, v)
-	}
-	return s.o.Offsets.Flush()
+	return copyTable(ctx, s, addr, code.GetAllConsumerOffset, DecodeOffsets, func(w Offsets) error {
+		for k, v := range w.Table {
+			s.o.Offsets.Commit(k, v)
+		}
+		return s.o.Offsets.Flush()
+	})
 }
 
 func (s *Syncer) syncGroups(ctx context.Context, addr string) error {
 	if s.o.Groups == nil {
 		return nil
 	}
-	body, err := s.fetch(ctx, addr, code.GetAllSubscriptionGroupConfig)
-	if err != nil {
+	return copyTable(ctx, s, addr, code.GetAllSubscriptionGroupConfig, subscription.DecodeWrapper, func(w subscription.Wrapper) error {
+		_, err := s.o.Groups.ReplaceAll(w)
 		return err
-	}
-	w, err := subscription.DecodeWrapper(body)
-	if err != nil {
-		return err
-	}
-	_, err = s.o.Groups.ReplaceAll(w)
-	return err
+	})
 }
 
 func (s *Syncer) syncModes(ctx context.Context, addr string) error {
 	if s.o.Modes == nil {
 		return nil
 	}
-	body, err := s.fetch(ctx, addr, code.GetAllMessageRequestMode)
-	if err != nil {
-		return err
-	}
+	return copyTable(ctx, s, addr, code.GetAllMessageRequestMode, decodeModes, s.o.Modes.ReplaceRequestModes)
+}
+
+// decodeModes parses a GET_ALL_MESSAGE_REQUEST_MODE body.
+func decodeModes(body []byte) (map[string]map[string]pop.RequestMode, error) {
 	var w pop.ModeWrapper
 	if err := protocol.Unmarshal(body, &w); err != nil {
-		return fmt.Errorf("decode: %w", err)
+		return nil, fmt.Errorf("decode: %w", err)
 	}
 	if w.MessageRequestModeMap == nil {
 		w.MessageRequestModeMap = map[string]map[string]pop.RequestMode{}
 	}
-	return s.o.Modes.ReplaceRequestModes(w.MessageRequestModeMap)
+	return w.MessageRequestModeMap, nil
 }
 
 // DecodeTopics parses a GET_ALL_TOPIC_CONFIG body
