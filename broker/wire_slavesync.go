@@ -7,6 +7,7 @@ import (
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/slavesync"
 	"github.com/rmqgo/rmq/broker/statictopic"
+	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
@@ -22,8 +23,17 @@ func (b *Broker) wireSlaveSync(w *wiring, pops *pop.Processor) error {
 	if cfg.IsMaster() || cfg.EnableControllerMode {
 		return nil
 	}
+	// Its own client: the copy's answers may exceed the 16 MiB frames the
+	// nameserver client accepts (a consumer offset per lite topic and
+	// group), and the master's connection closes with the syncer.
+	ccfg := remoting.DefaultClientConfig()
+	ccfg.MaxFrameSize = copyMaxFrameSize
+	if cfg.ConnectTimeoutMillis > 0 {
+		ccfg.ConnectTimeout = cfg.ConnectTimeoutMillis
+	}
+	client := remoting.NewClient(ccfg, w.log.With("component", "slavesync-client"))
 	o := slavesync.Options{
-		Invoker:       b.client,
+		Invoker:       client,
 		MasterAddr:    b.MasterAddr,
 		SelfAddr:      b.Addr,
 		Topics:        b.topics,
@@ -39,10 +49,18 @@ func (b *Broker) wireSlaveSync(w *wiring, pops *pop.Processor) error {
 	}
 	s, err := slavesync.New(o)
 	if err != nil {
+		_ = client.Close()
 		return fmt.Errorf("broker: slave sync: %w", err)
 	}
 	b.slaveSync = s
 	w.m.starters = append(w.m.starters, s.Start)
-	w.m.closers = append(w.m.closers, s.Close)
+	w.m.closers = append(w.m.closers, func() {
+		s.Close()
+		_ = client.Close()
+	})
 	return nil
 }
+
+// copyMaxFrameSize bounds an answer the slave's copy accepts from its
+// master: about ten million consumer offsets.
+const copyMaxFrameSize = 512 << 20

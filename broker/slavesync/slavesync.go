@@ -109,6 +109,7 @@ type Syncer struct {
 
 	mu       sync.Mutex // one copy at a time
 	lastAddr string     // master address of the last copy attempt
+	lastTry  time.Time  // start of the last copy attempt
 	last     time.Time  // end of the last successful full copy
 }
 
@@ -174,7 +175,7 @@ func (s *Syncer) tick(ctx context.Context) {
 		return
 	}
 	s.mu.Lock()
-	due := addr != s.lastAddr || s.o.Now().Sub(s.last) >= s.o.FullInterval
+	due := addr != s.lastAddr || s.o.Now().Sub(s.lastTry) >= s.o.FullInterval
 	s.mu.Unlock()
 	if !due {
 		return
@@ -186,12 +187,13 @@ func (s *Syncer) tick(ctx context.Context) {
 
 // SyncAll copies every table from the master at addr once. Each table is
 // copied on its own: one failing leaves the others copied (as Apache's
-// separate try blocks do). The full period restarts only when all
-// succeeded, so a failed table is tried again at the next check.
+// separate try blocks do). A failed copy is tried again a full period
+// later, as in Apache: an unreachable master or a table too large for a
+// frame costs one attempt a period, not one a check.
 func (s *Syncer) SyncAll(ctx context.Context, addr string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.lastAddr = addr
+	s.lastAddr, s.lastTry = addr, s.o.Now()
 	errs := []error{
 		s.wrap("topic configs", s.syncTopics(ctx, addr)),
 		s.wrap("consumer offsets", s.syncOffsets(ctx, addr)),

@@ -376,3 +376,26 @@ func TestSelfAddrIsNotCopiedFrom(t *testing.T) {
 		t.Fatalf("copied from itself %d times", n)
 	}
 }
+
+// A failed copy waits for the next full period (Apache's pace): an
+// unreachable master or an oversized table costs one attempt a period.
+func TestFailedCopyWaitsForTheNextPeriod(t *testing.T) {
+	m := startMaster(t) // no bodies: every code answers SYSTEM_ERROR
+	s := openSlave(t, t.TempDir())
+	sy := s.syncer(t, m.srv.Addr(), Options{CheckInterval: 10 * time.Millisecond, FullInterval: time.Hour})
+	sy.Start()
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if m.count(code.GetAllTopicConfig) == 0 {
+			return errors.New("no attempt yet")
+		}
+		return nil
+	})
+	time.Sleep(100 * time.Millisecond)
+	sy.Close()
+	if n := m.count(code.GetAllTopicConfig); n != 1 {
+		t.Fatalf("%d attempts within one full period", n)
+	}
+	if !sy.LastSync().IsZero() {
+		t.Fatal("a failed copy counted as done")
+	}
+}
