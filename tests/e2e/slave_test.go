@@ -9,6 +9,8 @@ import (
 
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
+	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -119,5 +121,115 @@ func TestSlaveCopiesMasterMetadata(t *testing.T) {
 	slave.Restart(t)
 	if err := copied(); err != nil {
 		t.Fatalf("after the slave's restart: %v", err)
+	}
+}
+
+// With slaveReadEnable=true and the master stopped, a consumer continues
+// from the slave where the group's committed offset (copied from the
+// master) says: the slave serves the replicated messages from there, and
+// takes the group's next commit (Apache issue #1094: the master's copy
+// overwrites it when the master is back). Needs CommitLog replication
+// (broker/ha). The offset is read from the slave as Java clients do when
+// the master is gone (findBrokerAddressInSubscribe falls back to any
+// replica); client-go and our SDK read offsets from masters only.
+func TestSlaveServesReadsFromCommittedOffset(t *testing.T) {
+	const topic, group = "SlaveReadTopic", "slave_read_cg"
+	c := startCluster(t, framework.Options{
+		Brokers:  1,
+		Replicas: 2,
+		BrokerConf: map[string]string{
+			"slaveSyncCheckInterval": "200",
+			"slaveSyncFullInterval":  "1000",
+		},
+		PerBroker: func(_ string, id int) map[string]string {
+			if id > 0 {
+				return map[string]string{"slaveReadEnable": "true"}
+			}
+			return nil
+		},
+	})
+	set := c.Set(framework.BrokerName(0))
+	master, slave := set[0], set[1]
+	ac, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr()}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ac.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tc := protocol.NewTopicConfig(topic)
+	tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm = 1, 1, protocol.PermRead|protocol.PermWrite
+	if err := ac.CreateTopic(ctx, master.Addr(), tc, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := ac.CreateSubscriptionGroup(ctx, master.Addr(), admin.NewSubscriptionGroupConfig(group)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{c.NamesrvAddr()}},
+		Group: "slave_read_pg"})
+	started(t, p, err)
+	defer p.Shutdown(context.Background())
+	for i := range 10 {
+		if _, err := p.SendSync(ctx, &message.Message{Topic: topic, Body: fmt.Appendf(nil, "m-%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ac.UpdateConsumerOffset(ctx, master.Addr(), group, topic, 0, 4); err != nil {
+		t.Fatal(err)
+	}
+	queryOffset := func(addr string) (int64, error) {
+		resp, err := ac.Invoke(ctx, addr, code.QueryConsumerOffset, map[string]string{
+			"consumerGroup": group, "topic": topic, "queueId": "0"}, nil)
+		if err != nil {
+			return -1, err
+		}
+		return strconv.ParseInt(resp.ExtFields["offset"], 10, 64)
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if max, err := ac.GetMaxOffsetOf(ctx, slave.Addr(), topic, 0); err != nil || max != 10 {
+			return fmt.Errorf("slave max offset %d, %v", max, err)
+		}
+		if off, err := queryOffset(slave.Addr()); err != nil || off != 4 {
+			return fmt.Errorf("slave committed offset %d, %v", off, err)
+		}
+		return nil
+	})
+
+	if err := master.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	off, err := queryOffset(slave.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := client.NewPullConsumer(client.PullConsumerConfig{CommonConfig: client.CommonConfig{NameServers: []string{c.NamesrvAddr()}},
+		Group: group})
+	started(t, pc, err)
+	defer pc.Shutdown(context.Background())
+	var got []string
+	mq := protocol.MessageQueue{Topic: topic, BrokerName: framework.BrokerName(0), QueueID: 0}
+	for off < 10 {
+		res, err := pc.Pull(ctx, client.PullRequest{Queue: mq, Offset: off})
+		if err != nil {
+			t.Fatalf("pull from the slave at %d: %v", off, err)
+		}
+		if res.Status != client.PullFound {
+			t.Fatalf("pull from the slave at %d: %v", off, res.Status)
+		}
+		for _, m := range res.Messages {
+			got = append(got, string(m.Body))
+		}
+		off = res.NextBeginOffset
+	}
+	if want := "[m-4 m-5 m-6 m-7 m-8 m-9]"; fmt.Sprint(got) != want {
+		t.Fatalf("read from the slave %v, want %s", got, want)
+	}
+	// The group's commit reaches the slave and is kept there.
+	if _, err := ac.Invoke(ctx, slave.Addr(), code.UpdateConsumerOffset, map[string]string{
+		"consumerGroup": group, "topic": topic, "queueId": "0", "commitOffset": "10"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if off, err := queryOffset(slave.Addr()); err != nil || off != 10 {
+		t.Fatalf("offset committed to the slave: %d, %v", off, err)
 	}
 }
