@@ -32,6 +32,7 @@ func (b *Broker) wirePop(w *wiring, filters pop.FilterFactory) (*pop.Processor, 
 		TopicCreated:    b.topicCreated,
 		Routes:          b.topicRoute,
 		RequestModePath: filepath.Join(cfg.ConfigDir(), pop.RequestModeFileName),
+		NoRevive:        !b.runsMasterServices(),
 		Logger:          w.log.With("component", "pop"),
 	})
 	if err != nil {

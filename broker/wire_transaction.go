@@ -26,7 +26,9 @@ func (b *Broker) wireTransaction(w *wiring, sched *schedule.Service) error {
 		return fmt.Errorf("broker: transaction service: %w", err)
 	}
 	svc.Register(b)
-	w.m.starters = append(w.m.starters, svc.Start)
+	if b.runsMasterServices() {
+		w.m.starters = append(w.m.starters, svc.Start)
+	}
 	w.m.closers = append(w.m.closers, svc.Close)
 	return nil
 }

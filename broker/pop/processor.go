@@ -64,8 +64,12 @@ type Deps struct {
 	// ReviveInterval is the longest pause of the revive service (0:
 	// reviveInterval of the config).
 	ReviveInterval time.Duration
-	Now            func() time.Time
-	Logger         *slog.Logger
+	// NoRevive leaves the revive service off (a classic slave: it writes
+	// to the CommitLog, which only the master may; Java's
+	// setPopReviveServiceStatus).
+	NoRevive bool
+	Now      func() time.Time
+	Logger   *slog.Logger
 }
 
 // Processor answers the pop family of requests and runs the revive
@@ -153,7 +157,9 @@ func (p *Processor) Start() {
 	p.startOnce.Do(func() {
 		p.pops.start()
 		p.notices.start()
-		p.revive.start()
+		if !p.d.NoRevive {
+			p.revive.start()
+		}
 	})
 }
 
