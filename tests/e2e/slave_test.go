@@ -29,40 +29,9 @@ const (
 // slave"). Reading messages from the slave needs CommitLog replication,
 // which this test does not rely on.
 func TestSlaveCopiesMasterMetadata(t *testing.T) {
-	c := startCluster(t, framework.Options{
-		Brokers:  1,
-		Replicas: 2,
-		BrokerConf: map[string]string{
-			"slaveSyncCheckInterval": "200",
-			"slaveSyncFullInterval":  "1000",
-		},
-		PerBroker: func(_ string, id int) map[string]string {
-			if id > 0 {
-				return map[string]string{"slaveReadEnable": "true"}
-			}
-			return nil
-		},
-	})
-	set := c.Set(framework.BrokerName(0))
-	master, slave := set[0], set[1]
-	ac, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr()}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ac.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-
-	tc := protocol.NewTopicConfig(slaveSyncTopic)
-	tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm = 4, 4, protocol.PermRead|protocol.PermWrite
-	if err := ac.CreateTopic(ctx, master.Addr(), tc, ""); err != nil {
-		t.Fatal(err)
-	}
 	g := admin.NewSubscriptionGroupConfig(slaveSyncGroup)
 	g.RetryMaxTimes, g.WhichBrokerWhenConsumeSlowly = 3, 1
-	if err := ac.CreateSubscriptionGroup(ctx, master.Addr(), g); err != nil {
-		t.Fatal(err)
-	}
+	_, master, slave, ac, ctx := startMasterSlave(t, slaveSyncTopic, 4, g)
 	for q := range 4 {
 		if err := ac.UpdateConsumerOffset(ctx, master.Addr(), slaveSyncGroup, slaveSyncTopic, q, int64(10+q)); err != nil {
 			t.Fatal(err)
@@ -134,37 +103,7 @@ func TestSlaveCopiesMasterMetadata(t *testing.T) {
 // replica); client-go and our SDK read offsets from masters only.
 func TestSlaveServesReadsFromCommittedOffset(t *testing.T) {
 	const topic, group = "SlaveReadTopic", "slave_read_cg"
-	c := startCluster(t, framework.Options{
-		Brokers:  1,
-		Replicas: 2,
-		BrokerConf: map[string]string{
-			"slaveSyncCheckInterval": "200",
-			"slaveSyncFullInterval":  "1000",
-		},
-		PerBroker: func(_ string, id int) map[string]string {
-			if id > 0 {
-				return map[string]string{"slaveReadEnable": "true"}
-			}
-			return nil
-		},
-	})
-	set := c.Set(framework.BrokerName(0))
-	master, slave := set[0], set[1]
-	ac, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr()}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ac.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	tc := protocol.NewTopicConfig(topic)
-	tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm = 1, 1, protocol.PermRead|protocol.PermWrite
-	if err := ac.CreateTopic(ctx, master.Addr(), tc, ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := ac.CreateSubscriptionGroup(ctx, master.Addr(), admin.NewSubscriptionGroupConfig(group)); err != nil {
-		t.Fatal(err)
-	}
+	c, master, slave, ac, ctx := startMasterSlave(t, topic, 1, admin.NewSubscriptionGroupConfig(group))
 	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{c.NamesrvAddr()}},
 		Group: "slave_read_pg"})
 	started(t, p, err)
@@ -232,4 +171,44 @@ func TestSlaveServesReadsFromCommittedOffset(t *testing.T) {
 	if off, err := queryOffset(slave.Addr()); err != nil || off != 10 {
 		t.Fatalf("offset committed to the slave: %d, %v", off, err)
 	}
+}
+
+// startMasterSlave starts one master and one slave (slaveReadEnable=true,
+// metadata copied every second), creates topic (queues read and write
+// queues) and group g on the master, and returns an admin client and a
+// context of 20 s, both released at cleanup.
+func startMasterSlave(t *testing.T, topic string, queues int, g admin.SubscriptionGroupConfig) (
+	framework.Cluster, framework.Broker, framework.Broker, *admin.Client, context.Context) {
+	t.Helper()
+	c := startCluster(t, framework.Options{
+		Brokers:  1,
+		Replicas: 2,
+		BrokerConf: map[string]string{
+			"slaveSyncCheckInterval": "200",
+			"slaveSyncFullInterval":  "1000",
+		},
+		PerBroker: func(_ string, id int) map[string]string {
+			if id > 0 {
+				return map[string]string{"slaveReadEnable": "true"}
+			}
+			return nil
+		},
+	})
+	set := c.Set(framework.BrokerName(0))
+	ac, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr()}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ac.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	tc := protocol.NewTopicConfig(topic)
+	tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm = queues, queues, protocol.PermRead|protocol.PermWrite
+	if err := ac.CreateTopic(ctx, set[0].Addr(), tc, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := ac.CreateSubscriptionGroup(ctx, set[0].Addr(), g); err != nil {
+		t.Fatal(err)
+	}
+	return c, set[0], set[1], ac, ctx
 }
