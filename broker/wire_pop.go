@@ -32,7 +32,6 @@ func (b *Broker) wirePop(w *wiring, filters pop.FilterFactory) (*pop.Processor, 
 		TopicCreated:    b.topicCreated,
 		Routes:          b.topicRoute,
 		RequestModePath: filepath.Join(cfg.ConfigDir(), pop.RequestModeFileName),
-		NoRevive:        !b.runsMasterServices(),
 		Logger:          w.log.With("component", "pop"),
 	})
 	if err != nil {

@@ -29,9 +29,7 @@ func (b *Broker) wireSchedule(w *wiring) (*schedule.Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("broker: schedule service: %w", err)
 	}
-	if b.runsMasterServices() {
-		w.m.starters = append(w.m.starters, svc.Start)
-	}
+	w.m.starters = append(w.m.starters, svc.Start)
 	w.m.closers = append(w.m.closers, svc.Close)
 	// RECALL_MESSAGE cancels a pending timer through a marker
 	// (recallMessageEnable; the send path hands out the handles).

@@ -64,13 +64,3 @@ func (b *Broker) wireSlaveSync(w *wiring, pops *pop.Processor) error {
 // copyMaxFrameSize bounds an answer the slave's copy accepts from its
 // master: about ten million consumer offsets.
 const copyMaxFrameSize = 512 << 20
-
-// runsMasterServices reports whether the services that write to the
-// CommitLog on their own run here: delay and timer delivery, transaction
-// checks and pop revive. A classic slave's CommitLog is a copy of its
-// master's, so they run on masters only (Java's changeSpecialServiceStatus
-// at start); in controller mode roles change at run time.
-func (b *Broker) runsMasterServices() bool {
-	cfg := b.cfg.Get()
-	return cfg.IsMaster() || cfg.EnableControllerMode
-}

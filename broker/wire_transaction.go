@@ -26,9 +26,7 @@ func (b *Broker) wireTransaction(w *wiring, sched *schedule.Service) error {
 		return fmt.Errorf("broker: transaction service: %w", err)
 	}
 	svc.Register(b)
-	if b.runsMasterServices() {
-		w.m.starters = append(w.m.starters, svc.Start)
-	}
+	w.m.starters = append(w.m.starters, svc.Start)
 	w.m.closers = append(w.m.closers, svc.Close)
 	return nil
 }

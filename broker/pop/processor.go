@@ -64,12 +64,8 @@ type Deps struct {
 	// ReviveInterval is the longest pause of the revive service (0:
 	// reviveInterval of the config).
 	ReviveInterval time.Duration
-	// NoRevive leaves the revive service off (a classic slave: it writes
-	// to the CommitLog, which only the master may; Java's
-	// setPopReviveServiceStatus).
-	NoRevive bool
-	Now      func() time.Time
-	Logger   *slog.Logger
+	Now            func() time.Time
+	Logger         *slog.Logger
 }
 
 // Processor answers the pop family of requests and runs the revive
@@ -157,9 +153,7 @@ func (p *Processor) Start() {
 	p.startOnce.Do(func() {
 		p.pops.start()
 		p.notices.start()
-		if !p.d.NoRevive {
-			p.revive.start()
-		}
+		p.revive.start()
 	})
 }
 
