@@ -109,6 +109,9 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 	if err != nil {
 		return nil, err
 	}
+	if err := b.wireSlaveSync(w, pops); err != nil {
+		return nil, err
+	}
 	if m.lite, err = b.wireLite(w, pops, o.liteExpirationUnit); err != nil {
 		return nil, err
 	}
@@ -125,7 +128,11 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 		Consumers:     m.clients.Consumers(),
 		Filters:       filters,
 		Resets:        resets,
-		Logger:        log.With("component", "pull"),
+		// Slave reads: lag against the CommitLog's end, and whether the
+		// master is registered (broker/processor/pull suggestBroker).
+		CommitLogMaxOffset: st.CommitLog().MaxOffset,
+		MasterOnline:       func() bool { return b.MasterAddr() != "" },
+		Logger:             log.With("component", "pull"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: pull processor: %w", err)
