@@ -306,7 +306,7 @@ func TestCommonPoint(t *testing.T) {
 		{"zero-length epochs on both", entries(1, 0, 2, 300, 3, 300), 300, entries(1, 0, 2, 300, 3, 300, 4, 300), 500, 300, false},
 		{"nothing in common", entries(7, 0), 100, entries(1, 0, 2, 50), 200, 0, true},
 		{"same epoch different start everywhere", entries(1, 10), 100, entries(1, 0), 200, 0, true},
-		{"beyond 2 GiB", entries(1, 0, 2, 3 << 31), 4 << 31, entries(1, 0, 2, 3 << 31, 3, 7 << 30), 5 << 31, 7 << 30, false},
+		{"beyond 2 GiB", entries(1, 0, 2, 3<<31), 4 << 31, entries(1, 0, 2, 3<<31, 3, 7<<30), 5 << 31, 7 << 30, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := CommonPoint(tc.local, tc.localMax, tc.master, tc.masterMax)
