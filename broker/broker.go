@@ -23,6 +23,7 @@ import (
 	"github.com/rmqgo/rmq/broker/mapping"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/registry"
+	"github.com/rmqgo/rmq/broker/slavesync"
 	"github.com/rmqgo/rmq/broker/statictopic"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/topic"
@@ -111,6 +112,10 @@ type Broker struct {
 	boot       time.Time
 	port       atomic.Int32
 	masterAddr atomic.Value // string: from REGISTER_BROKER answers (slaves)
+	// masterHAAddr is the master's haServerAddr from the same answers.
+	masterHAAddr atomic.Value      // string
+	haPort       atomic.Int32      // the HA listener's port (masters)
+	slaveSync    *slavesync.Syncer // copies the master's metadata (classic slaves)
 
 	mu      sync.Mutex
 	started bool
@@ -151,6 +156,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 		b.maps = mgr
 	}
 	b.masterAddr.Store("")
+	b.masterHAAddr.Store("")
 	b.cfg = config.NewHolder(cfg, o.persistConfig)
 
 	var err error
@@ -452,7 +458,10 @@ func (b *Broker) registered(results []registry.Result) {
 			continue
 		}
 		if r.MasterAddr != "" || !b.cfg.Get().IsMaster() {
-			b.masterAddr.Store(r.MasterAddr)
+			if old := b.masterAddr.Swap(r.MasterAddr); old != r.MasterAddr && b.slaveSync != nil {
+				b.slaveSync.Trigger() // a new master: copy its metadata now
+			}
+			b.masterHAAddr.Store(r.HAServerAddr)
 		}
 		if len(r.KVTable) > 0 {
 			if err := b.topics.SetOrderTopics(r.KVTable); err != nil {
@@ -472,7 +481,7 @@ func (s registrationSource) Identity() registry.Identity {
 		ClusterName:        cfg.BrokerClusterName,
 		BrokerName:         cfg.BrokerName,
 		BrokerAddr:         s.b.Addr(),
-		HAServerAddr:       cfg.HAServerAddr(),
+		HAServerAddr:       s.b.haServerAddr(),
 		BrokerID:           cfg.BrokerID,
 		EnableActingMaster: cfg.EnableSlaveActingMaster,
 	}

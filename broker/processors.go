@@ -109,6 +109,9 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 	if err != nil {
 		return nil, err
 	}
+	if err := b.wireSlaveSync(w, pops); err != nil {
+		return nil, err
+	}
 	if m.lite, err = b.wireLite(w, pops, o.liteExpirationUnit); err != nil {
 		return nil, err
 	}
@@ -125,7 +128,11 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 		Consumers:     m.clients.Consumers(),
 		Filters:       filters,
 		Resets:        resets,
-		Logger:        log.With("component", "pull"),
+		// Slave reads: lag against the CommitLog's end, and whether the
+		// master is registered (broker/processor/pull suggestBroker).
+		CommitLogMaxOffset: st.CommitLog().MaxOffset,
+		MasterOnline:       func() bool { return b.MasterAddr() != "" },
+		Logger:             log.With("component", "pull"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: pull processor: %w", err)
@@ -143,6 +150,10 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 	if err != nil {
 		return nil, fmt.Errorf("broker: offset processor: %w", err)
 	}
+	replicas, err := b.wireHA(w)
+	if err != nil {
+		return nil, err
+	}
 	m.send, err = send.New(send.Deps{
 		Config:    b.cfg.Get,
 		Topics:    b.topics,
@@ -154,6 +165,7 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 		// Lite sends are vetted in front of the message-type check.
 		MessageTypeCheck: m.lite.SendChecker(typeCheck),
 		Replies:          send.ChannelPusher{Find: m.clients.Producers().FindChannel},
+		Replicas:         replicas,
 		TopicCreated:     b.topicCreated,
 		Logger:           log.With("component", "send"),
 	})

@@ -111,10 +111,16 @@ type BrokerConfig struct {
 	UseStaticSubscription              bool          `key:"useStaticSubscription"`
 
 	// Pull.
-	LongPollingEnable                  bool          `key:"longPollingEnable"`
-	ShortPollingTimeMills              time.Duration `key:"shortPollingTimeMills"`
-	TransferMsgByHeap                  bool          `key:"transferMsgByHeap"`
-	SlaveReadEnable                    bool          `key:"slaveReadEnable"`
+	LongPollingEnable     bool          `key:"longPollingEnable"`
+	ShortPollingTimeMills time.Duration `key:"shortPollingTimeMills"`
+	TransferMsgByHeap     bool          `key:"transferMsgByHeap"`
+	SlaveReadEnable       bool          `key:"slaveReadEnable"`
+	// SlaveSyncCheckInterval / SlaveSyncFullInterval [ours]: a classic
+	// SLAVE checks every CheckInterval and copies its master's metadata
+	// once FullInterval passed since the last copy (Apache's fixed 3 s and
+	// 60 s; broker/slavesync).
+	SlaveSyncCheckInterval             time.Duration `key:"slaveSyncCheckInterval"`
+	SlaveSyncFullInterval              time.Duration `key:"slaveSyncFullInterval"`
 	DisableConsumeIfConsumerReadSlowly bool          `key:"disableConsumeIfConsumerReadSlowly"`
 	ConsumerFallbehindThreshold        int64         `key:"consumerFallbehindThreshold"`
 	LitePullMessageEnable              bool          `key:"litePullMessageEnable"`
@@ -443,6 +449,8 @@ func defaultBrokerConfig(hostname, ip string, env map[string]string) BrokerConfi
 
 		LongPollingEnable:           true,
 		ShortPollingTimeMills:       1000 * ms,
+		SlaveSyncCheckInterval:      3000 * ms,
+		SlaveSyncFullInterval:       60000 * ms,
 		TransferMsgByHeap:           true,
 		ConsumerFallbehindThreshold: 16 << 30,
 		LitePullMessageEnable:       true,

@@ -202,12 +202,14 @@ func legacyKey(k string) bool {
 
 // Finalize applies the values Java's BrokerStartup derives after loading: a
 // master's brokerId is forced to 0 (outside controller mode) and haListenPort
-// ≤ 0 becomes listenPort + 1.
+// ≤ 0 becomes listenPort + 1 (when listenPort is not 0).
 func (c *Config) Finalize() {
 	if !c.EnableControllerMode && c.BrokerRole != RoleSlave {
 		c.BrokerID = protocol.MasterID
 	}
-	if c.HaListenPort <= 0 {
+	if c.HaListenPort <= 0 && c.ListenPort > 0 {
+		// listenPort 0 (a free port, tests) leaves haListenPort 0: the HA
+		// listener then picks a free port too.
 		c.HaListenPort = c.ListenPort + 1
 	}
 	if c.BrokerIP1 == "" {

@@ -301,3 +301,16 @@ func write(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestHaListenPortDerived: haListenPort ≤ 0 is listenPort+1, except with
+// listenPort 0 (a free port), where it stays 0 (a free port too).
+func TestHaListenPortDerived(t *testing.T) {
+	for _, tc := range []struct{ listen, ha, want int }{{10911, 0, 10912}, {10911, 20000, 20000}, {0, 0, 0}, {0, 30000, 30000}} {
+		c := Default(testHost(t))
+		c.ListenPort, c.HaListenPort = tc.listen, tc.ha
+		c.Finalize()
+		if c.HaListenPort != tc.want {
+			t.Errorf("listenPort %d haListenPort %d: got %d, want %d", tc.listen, tc.ha, c.HaListenPort, tc.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -44,10 +45,6 @@ type modeTable struct {
 	m    map[string]map[string]RequestMode // topic → group → mode
 }
 
-type modeFile struct {
-	MessageRequestModeMap map[string]map[string]RequestMode `json:"messageRequestModeMap"`
-}
-
 // RequestModeFileName is the file under the broker's config directory.
 const RequestModeFileName = "messageRequestMode.json"
 
@@ -56,7 +53,7 @@ func loadModeTable(path string) (*modeTable, error) {
 	if path == "" {
 		return t, nil
 	}
-	var f modeFile
+	var f ModeWrapper
 	data, _, err := fsutil.ReadWithBackup(path, func(b []byte) error { return json.Unmarshal(b, &f) })
 	if err != nil {
 		return nil, fmt.Errorf("pop: request modes: %w", err)
@@ -81,14 +78,71 @@ func (t *modeTable) set(m RequestMode) error {
 		t.m[m.Topic] = map[string]RequestMode{}
 	}
 	t.m[m.Topic][m.ConsumerGroup] = m
+	return t.persistLocked()
+}
+
+// persistLocked writes the table; t.mu must be held.
+func (t *modeTable) persistLocked() error {
 	if t.path == "" {
 		return nil
 	}
-	b, err := json.Marshal(modeFile{MessageRequestModeMap: t.m})
+	b, err := json.Marshal(ModeWrapper{MessageRequestModeMap: t.m})
 	if err != nil {
 		return err
 	}
 	return fsutil.WriteFileAtomic(t.path, b, true)
+}
+
+// snapshot copies the table.
+func (t *modeTable) snapshot() map[string]map[string]RequestMode {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]map[string]RequestMode, len(t.m))
+	for topic, groups := range t.m {
+		out[topic] = maps.Clone(groups)
+	}
+	return out
+}
+
+// replace swaps in a whole table (a slave's copy of its master's) and
+// persists it.
+func (t *modeTable) replace(m map[string]map[string]RequestMode) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.m = make(map[string]map[string]RequestMode, len(m))
+	for topic, groups := range m {
+		t.m[topic] = maps.Clone(groups)
+	}
+	return t.persistLocked()
+}
+
+// ModeWrapper is Java's MessageRequestModeSerializeWrapper, the body of
+// GET_ALL_MESSAGE_REQUEST_MODE (and the layout of messageRequestMode.json).
+type ModeWrapper struct {
+	MessageRequestModeMap map[string]map[string]RequestMode `json:"messageRequestModeMap"`
+}
+
+// RequestModes returns every SET_MESSAGE_REQUEST_MODE setting, topic →
+// group → mode.
+func (p *Processor) RequestModes() map[string]map[string]RequestMode { return p.modes.snapshot() }
+
+// ReplaceRequestModes replaces every setting with m and persists them: a
+// slave keeps its master's copy (org/apache/rocketmq/broker/slave/SlaveSynchronize.java
+// syncMessageRequestMode).
+func (p *Processor) ReplaceRequestModes(m map[string]map[string]RequestMode) error {
+	return p.modes.replace(m)
+}
+
+// handleGetAllRequestModes answers GET_ALL_MESSAGE_REQUEST_MODE (402): what
+// a slave copies from its master.
+func (p *Processor) handleGetAllRequestModes(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	body, err := protocol.Marshal(ModeWrapper{MessageRequestModeMap: p.modes.snapshot()})
+	if err != nil {
+		return nil, errorf(code.SystemError, "encode message request modes: %v", err)
+	}
+	resp := remoting.NewResponse(req, code.Success, "")
+	resp.Body = body
+	return resp, nil
 }
 
 // handleSetRequestMode answers SET_MESSAGE_REQUEST_MODE (401).

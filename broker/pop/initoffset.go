@@ -3,6 +3,7 @@ package pop
 import (
 	"strings"
 
+	"github.com/rmqgo/rmq/broker/internal/sysmem"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
@@ -17,7 +18,7 @@ const (
 const hotRatio = 0.4
 
 func defaultHotBytes() int64 {
-	if m := totalMemory(); m > 0 {
+	if m := sysmem.Total(); m > 0 {
 		return int64(float64(m) * hotRatio)
 	}
 	return 1 << 30

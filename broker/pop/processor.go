@@ -129,16 +129,17 @@ func New(d Deps) (*Processor, error) {
 // requests.
 func (p *Processor) Handlers() map[int32]processor.PooledHandler {
 	return map[int32]processor.PooledHandler{
-		code.PopMessage:             {H: p.handlePop, Pool: processor.PoolPull},
-		code.PeekMessage:            {H: p.handlePeek, Pool: processor.PoolPull},
-		code.Notification:           {H: p.handleNotification, Pool: processor.PoolPull},
-		code.PollingInfo:            {H: p.handlePollingInfo, Pool: processor.PoolPull},
-		code.AckMessage:             {H: p.handleAck, Pool: processor.PoolSend},
-		code.BatchAckMessage:        {H: p.handleBatchAck, Pool: processor.PoolSend},
-		code.ChangeMessageInvisible: {H: p.handleChangeInvisible, Pool: processor.PoolSend},
-		code.QueryAssignment:        {H: p.handleQueryAssignment, Pool: processor.PoolAdmin},
-		code.SetMessageRequestMode:  {H: p.handleSetRequestMode, Pool: processor.PoolAdmin},
-		code.GetPopStatus:           {H: p.handleStatus, Pool: processor.PoolAdmin},
+		code.PopMessage:               {H: p.handlePop, Pool: processor.PoolPull},
+		code.PeekMessage:              {H: p.handlePeek, Pool: processor.PoolPull},
+		code.Notification:             {H: p.handleNotification, Pool: processor.PoolPull},
+		code.PollingInfo:              {H: p.handlePollingInfo, Pool: processor.PoolPull},
+		code.AckMessage:               {H: p.handleAck, Pool: processor.PoolSend},
+		code.BatchAckMessage:          {H: p.handleBatchAck, Pool: processor.PoolSend},
+		code.ChangeMessageInvisible:   {H: p.handleChangeInvisible, Pool: processor.PoolSend},
+		code.QueryAssignment:          {H: p.handleQueryAssignment, Pool: processor.PoolAdmin},
+		code.SetMessageRequestMode:    {H: p.handleSetRequestMode, Pool: processor.PoolAdmin},
+		code.GetAllMessageRequestMode: {H: p.handleGetAllRequestModes, Pool: processor.PoolAdmin},
+		code.GetPopStatus:             {H: p.handleStatus, Pool: processor.PoolAdmin},
 	}
 }
 

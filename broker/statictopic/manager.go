@@ -374,6 +374,32 @@ func (m *Manager) bump() error {
 	return nil
 }
 
+// ReplaceAll makes the table a copy of details at version dv (a slave's
+// copy of its master's mappings, which travel in GET_ALL_TOPIC_CONFIG's
+// topicQueueMappingDetailMap) and persists it. An equal version is a
+// no-op; it reports whether anything changed. The details name the master's
+// broker name, which is the slave's too.
+func (m *Manager) ReplaceAll(details map[string]protocol.TopicQueueMappingDetail, dv protocol.DataVersion) (bool, error) {
+	if err := m.lock(); err != nil {
+		return false, err
+	}
+	defer m.unlock()
+	if m.cur.Load().version.Equal(dv) {
+		return false, nil
+	}
+	next := &table{details: make(map[string]*protocol.TopicQueueMappingDetail, len(details)), version: dv}
+	for topic, d := range details {
+		n := normalize(cloneDetail(&d))
+		if n.Topic == "" {
+			n.Topic = topic
+		}
+		next.details[topic] = &n
+	}
+	m.cur.Store(next)
+	m.log.Info("static topic mappings copied from the master", "topics", len(next.details), "dataVersion", dv)
+	return true, m.Persist()
+}
+
 // Persist writes the current table to the file (pretty-printed, as Java).
 func (m *Manager) Persist() error {
 	if m.opts.Path == "" {

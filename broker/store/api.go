@@ -31,6 +31,9 @@ var (
 // offsets, every message's offset id).
 type PutResult struct {
 	PhysicalOffset int64
+	// End is the CommitLog offset just past the stored bytes: what a
+	// slave must acknowledge before a SYNC_MASTER send completes.
+	End            int64
 	QueueID        int32
 	QueueOffset    int64    // first queue offset
 	MsgIDs         []string // offset message ids, one per stored message

@@ -34,6 +34,9 @@ func (s *Store) put(ctx context.Context, msgs []*message.Message) (PutResult, er
 	if s.closed.Load() {
 		return PutResult{}, ErrShutdown
 	}
+	if s.replica.Load() {
+		return PutResult{}, fmt.Errorf("%w: the message store is a slave's replica", ErrNotWritable)
+	}
 	if !s.cl.Writable() {
 		err := s.cl.Err()
 		if err == nil {
@@ -82,6 +85,7 @@ func (s *Store) put(ctx context.Context, msgs []*message.Message) (PutResult, er
 	s.wakeDispatcher()
 	out := PutResult{
 		PhysicalOffset: res.PhysicalOffset,
+		End:            res.End(),
 		QueueID:        msgs[0].QueueID,
 		QueueOffset:    res.QueueOffset,
 		StoreTimestamp: res.StoreTimestamp,

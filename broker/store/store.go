@@ -153,6 +153,9 @@ type Store struct {
 	stop         chan struct{}
 	wg           sync.WaitGroup
 	closed       atomic.Bool
+	// replica refuses local puts: a SLAVE's CommitLog is the master's copy
+	// (see SetReplica).
+	replica atomic.Bool
 
 	putCount atomic.Int64
 	getCount atomic.Int64
@@ -280,6 +283,12 @@ func (s *Store) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// SetReplica makes the store refuse local puts (ErrNotWritable), as
+// Apache's DefaultMessageStore does for a SLAVE: only replication appends
+// to a replica's CommitLog, and a local record would break the byte-for-byte
+// copy (the next replicated frame would no longer start at its end).
+func (s *Store) SetReplica(on bool) { s.replica.Store(on) }
 
 // CommitLog exposes the log (HA, admin, tests).
 func (s *Store) CommitLog() *commitlog.Log { return s.cl }

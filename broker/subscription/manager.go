@@ -117,24 +117,11 @@ func (m *Manager) load() error {
 		if len(bytes.TrimSpace(b)) == 0 {
 			return errors.New("empty file")
 		}
-		var raw struct {
-			DataVersion            protocol.DataVersion       `json:"dataVersion"`
-			ForbiddenTable         map[string]map[string]int  `json:"forbiddenTable"`
-			SubscriptionGroupTable map[string]json.RawMessage `json:"subscriptionGroupTable"`
-		}
-		if err := protocol.Unmarshal(b, &raw); err != nil {
+		w, err := DecodeWrapper(b)
+		if err != nil {
 			return err
 		}
-		table := make(map[string]GroupConfig, len(raw.SubscriptionGroupTable))
-		for name, rm := range raw.SubscriptionGroupTable {
-			c, err := DecodeGroupConfig(rm)
-			if err != nil {
-				return fmt.Errorf("group %s: %w", name, err)
-			}
-			c.GroupName = name
-			table[name] = c
-		}
-		loaded = fileFormat{DataVersion: raw.DataVersion, ForbiddenTable: raw.ForbiddenTable, SubscriptionGroupTable: table}
+		loaded = fileFormat(w)
 		return nil
 	}
 	_, from, err := fsutil.ReadWithBackup(m.opts.Path, decode)
@@ -308,6 +295,60 @@ func (m *Manager) Delete(group string) (bool, error) {
 	}
 	m.log.Info("delete subscription group OK", "group", group)
 	return true, m.persist()
+}
+
+// ReplaceAll makes the table a copy of w (a slave's copy of its master's,
+// org/apache/rocketmq/broker/slave/SlaveSynchronize.java
+// syncSubscriptionGroupConfig): groups the master lacks go, the version is
+// the master's. An equal version is a no-op; it reports whether anything
+// changed. No CheckGroup: the master vetted the groups.
+func (m *Manager) ReplaceAll(w Wrapper) (bool, error) {
+	m.mu.Lock()
+	if m.version.Equal(w.DataVersion) {
+		m.mu.Unlock()
+		return false, nil
+	}
+	groups := make(map[string]GroupConfig, len(w.SubscriptionGroupTable))
+	for name, c := range w.SubscriptionGroupTable {
+		c = c.Clone()
+		c.GroupName = name
+		if c.GroupRetryPolicy.Type == "" {
+			c.GroupRetryPolicy.Type = RetryPolicyCustomized
+		}
+		groups[name] = c
+	}
+	forbidden := make(map[string]map[string]int, len(w.ForbiddenTable))
+	for g, t := range w.ForbiddenTable {
+		forbidden[g] = maps.Clone(t)
+	}
+	m.groups, m.forbidden, m.version = groups, forbidden, w.DataVersion
+	m.mu.Unlock()
+	m.log.Info("subscription groups copied from the master", "groups", len(groups), "dataVersion", w.DataVersion)
+	return true, m.persist()
+}
+
+// DecodeWrapper parses a GET_ALL_SUBSCRIPTIONGROUP_CONFIG body; each group
+// is decoded over Java's defaults, as the table file is.
+func DecodeWrapper(b []byte) (Wrapper, error) {
+	var raw struct {
+		DataVersion            protocol.DataVersion       `json:"dataVersion"`
+		ForbiddenTable         map[string]map[string]int  `json:"forbiddenTable"`
+		SubscriptionGroupTable map[string]json.RawMessage `json:"subscriptionGroupTable"`
+	}
+	if err := protocol.Unmarshal(b, &raw); err != nil {
+		return Wrapper{}, err
+	}
+	w := Wrapper{DataVersion: raw.DataVersion, ForbiddenTable: raw.ForbiddenTable,
+		SubscriptionGroupTable: make(map[string]GroupConfig, len(raw.SubscriptionGroupTable))}
+	for name, rm := range raw.SubscriptionGroupTable {
+		c, err := DecodeGroupConfig(rm)
+		if err != nil {
+			return Wrapper{}, fmt.Errorf("group %s: %w", name, err)
+		}
+		c.GroupName = name
+		w.SubscriptionGroupTable[name] = c
+	}
+	return w, nil
 }
 
 // Snapshot returns a copy of the table and its version.

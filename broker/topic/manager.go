@@ -451,6 +451,39 @@ func (m *Manager) EnsureAutoCreateTopic() error {
 	return m.afterChange([]string{protocol.AutoCreateTopicKey})
 }
 
+// ReplaceAll makes the table a copy of table at version dv (a slave's copy
+// of its master's, org/apache/rocketmq/broker/slave/SlaveSynchronize.java
+// syncTopicConfig): topics the master lacks go, the version is the
+// master's. It reports whether anything changed; an equal version is a
+// no-op.
+func (m *Manager) ReplaceAll(table map[string]protocol.TopicConfig, dv protocol.DataVersion) (bool, error) {
+	m.mu.Lock()
+	if m.version.Equal(dv) {
+		m.mu.Unlock()
+		return false, nil
+	}
+	var changed []string
+	for name := range m.topics {
+		if _, ok := table[name]; !ok {
+			changed = append(changed, name)
+		}
+	}
+	next := make(map[string]protocol.TopicConfig, len(table))
+	for name, tc := range table {
+		tc = cloneTC(tc)
+		tc.TopicName = name
+		if old, ok := m.topics[name]; !ok || !old.Equal(tc) {
+			changed = append(changed, name)
+		}
+		next[name] = tc
+	}
+	m.topics = next
+	m.version = dv
+	m.mu.Unlock()
+	m.log.Info("topic table copied from the master", "topics", len(next), "changed", len(changed), "dataVersion", dv)
+	return true, m.afterChange(changed)
+}
+
 // BumpDataVersion advances the version without changing topics, so that the
 // nameserver rebuilds its route data (after a brokerPermission change).
 func (m *Manager) BumpDataVersion() error {
@@ -511,6 +544,34 @@ func (m *Manager) persist() error {
 	return nil
 }
 
+// DecodeTable parses a topic table (topics.json, or the body of
+// GET_ALL_TOPIC_CONFIG): dataVersion and topicConfigTable, each topic
+// decoded over Java's defaults so absent fields keep TopicConfig's default
+// values.
+func DecodeTable(b []byte) (map[string]protocol.TopicConfig, protocol.DataVersion, error) {
+	var raw struct {
+		DataVersion      protocol.DataVersion       `json:"dataVersion"`
+		TopicConfigTable map[string]json.RawMessage `json:"topicConfigTable"`
+	}
+	if err := protocol.Unmarshal(b, &raw); err != nil {
+		return nil, protocol.DataVersion{}, err
+	}
+	table := make(map[string]protocol.TopicConfig, len(raw.TopicConfigTable))
+	for name, rm := range raw.TopicConfigTable {
+		tc := protocol.NewTopicConfig(name)
+		if err := protocol.Unmarshal(rm, &tc); err != nil {
+			return nil, protocol.DataVersion{}, fmt.Errorf("topic %s: %w", name, err)
+		}
+		tc.TopicName = name
+		tc.Attributes = normaliseStored(tc.Attributes)
+		if tc.TopicFilterType == "" {
+			tc.TopicFilterType = protocol.SingleTag
+		}
+		table[name] = tc
+	}
+	return table, raw.DataVersion, nil
+}
+
 // readFile loads topics.json (or its .bak). Topics are decoded over Java's
 // defaults so absent fields keep TopicConfig's default values.
 func (m *Manager) readFile() (map[string]protocol.TopicConfig, protocol.DataVersion, bool, error) {
@@ -520,31 +581,12 @@ func (m *Manager) readFile() (map[string]protocol.TopicConfig, protocol.DataVers
 	var out map[string]protocol.TopicConfig
 	var version protocol.DataVersion
 	decode := func(b []byte) error {
-		var raw struct {
-			DataVersion      protocol.DataVersion       `json:"dataVersion"`
-			TopicConfigTable map[string]json.RawMessage `json:"topicConfigTable"`
-		}
 		if len(bytes.TrimSpace(b)) == 0 {
 			return errors.New("empty file")
 		}
-		if err := protocol.Unmarshal(b, &raw); err != nil {
-			return err
-		}
-		table := make(map[string]protocol.TopicConfig, len(raw.TopicConfigTable))
-		for name, rm := range raw.TopicConfigTable {
-			tc := protocol.NewTopicConfig(name)
-			if err := protocol.Unmarshal(rm, &tc); err != nil {
-				return fmt.Errorf("topic %s: %w", name, err)
-			}
-			tc.TopicName = name
-			tc.Attributes = normaliseStored(tc.Attributes)
-			if tc.TopicFilterType == "" {
-				tc.TopicFilterType = protocol.SingleTag
-			}
-			table[name] = tc
-		}
-		out, version = table, raw.DataVersion
-		return nil
+		var err error
+		out, version, err = DecodeTable(b)
+		return err
 	}
 	_, from, err := fsutil.ReadWithBackup(m.opts.Path, decode)
 	if err != nil {

@@ -175,6 +175,10 @@ func RequestName(c int32) string {
 		return "UPDATE_AND_CREATE_TOPIC_LIST"
 	case GetAllTopicConfig:
 		return "GET_ALL_TOPIC_CONFIG"
+	case GetAllConsumerOffset:
+		return "GET_ALL_CONSUMER_OFFSET"
+	case GetAllMessageRequestMode:
+		return "GET_ALL_MESSAGE_REQUEST_MODE"
 	case UpdateBrokerConfig:
 		return "UPDATE_BROKER_CONFIG"
 	case GetBrokerConfig:

@@ -72,6 +72,7 @@ const (
 	UpdateAndCreateTopic             int32 = 17
 	UpdateAndCreateTopicList         int32 = 18
 	GetAllTopicConfig                int32 = 21
+	GetAllConsumerOffset             int32 = 43
 	UpdateBrokerConfig               int32 = 25
 	GetBrokerConfig                  int32 = 26
 	GetBrokerRuntimeInfo             int32 = 28
@@ -93,6 +94,7 @@ const (
 	GetTopicConfig                   int32 = 351
 	GetSubscriptionGroupConfig       int32 = 352
 	UpdateAndCreateStaticTopic       int32 = 513
+	GetAllMessageRequestMode         int32 = 402
 )
 
 // Request codes: broker to client (docs/protocol.md §3.5).

@@ -8,6 +8,7 @@ package pull
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"log/slog"
 	"maps"
@@ -19,11 +20,13 @@ import (
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/internal/defaults"
+	"github.com/rmqgo/rmq/broker/internal/sysmem"
 	"github.com/rmqgo/rmq/broker/longpoll"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/broker/topic"
+	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -64,6 +67,16 @@ type Deps struct {
 	// Resets holds server-side offset resets (useServerSideResetOffset);
 	// nil: none.
 	Resets *ResetTable
+	// CommitLogMaxOffset is the CommitLog's end; with slaveReadEnable a
+	// pull that lags it by more than accessMessageInMemoryMaxRatio of
+	// MemoryBytes is redirected to the group's whichBrokerWhenConsumeSlowly.
+	// Nil: pulls never count as lagging.
+	CommitLogMaxOffset func() int64
+	// MemoryBytes is the machine's RAM; 0: sysmem.Total(), 1 GiB if unknown.
+	MemoryBytes int64
+	// MasterOnline reports whether a slave's master is up (a slave that
+	// has nothing to serve sends the consumer back to it); nil: always.
+	MasterOnline func() bool
 	// Hold tunes long polling; its Now and Logger default to the ones below.
 	Hold   longpoll.Config
 	Now    func() time.Time
@@ -94,6 +107,12 @@ func New(d Deps) (*Processor, error) {
 	}
 	defaults.Clock(&d.Now)
 	defaults.Logger(&d.Logger)
+	if d.MemoryBytes <= 0 {
+		d.MemoryBytes = int64(sysmem.Total())
+	}
+	if d.MemoryBytes <= 0 {
+		d.MemoryBytes = 1 << 30
+	}
 	d.Hold = d.Hold.Inherit(d.Now, d.Logger)
 	p := &Processor{d: d, log: d.Logger, pulled: map[pullKey]int64{}}
 	p.hold = longpoll.New(d.Hold, p.resume, d.Store.MaxOffset)
@@ -161,6 +180,11 @@ func (p *Processor) forgetPulled(match func(pullKey) bool) {
 }
 
 func (p *Processor) handle(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	if cfg := p.d.Config(); cfg.BrokerRole == config.RoleSlave && !cfg.SlaveReadEnable {
+		// Java's PullMessageProcessor.rejectRequest: the remoting layer
+		// answers SYSTEM_BUSY with this remark.
+		return nil, remoting.Errorf(code.SystemBusy, "[REJECTREQUEST]system busy, start flow control for a while")
+	}
 	return p.process(ctx, ch, req, true)
 }
 
@@ -271,6 +295,7 @@ func (p *Processor) process(ctx context.Context, ch *remoting.Channel, req *remo
 	defer res.Release()
 
 	respCode, next := mapResult(res, h.queueOffset)
+	suggest, respCode := p.suggestBroker(cfg, sg, res, respCode)
 	p.recordPullOffset(h, next)
 	if allowSuspend && h.sysFlag&FlagCommitOffset != 0 && h.commitOffset >= 0 {
 		// Only forward [our choice; Java overwrites]: the broker runs pulls
@@ -310,7 +335,7 @@ func (p *Processor) process(ctx context.Context, ch *remoting.Channel, req *remo
 	}
 
 	resp := remoting.NewResponse(req, respCode, res.Status.String())
-	resp.SetExt("suggestWhichBrokerId", "0")
+	resp.SetExt("suggestWhichBrokerId", strconv.FormatInt(suggest, 10))
 	resp.SetExt("nextBeginOffset", strconv.FormatInt(next, 10))
 	resp.SetExt("minOffset", strconv.FormatInt(res.MinOffset, 10))
 	resp.SetExt("maxOffset", strconv.FormatInt(res.MaxOffset, 10))
@@ -320,6 +345,49 @@ func (p *Processor) process(ctx context.Context, ch *remoting.Channel, req *remo
 		resp.Body = concatRecords(res)
 	}
 	return resp, nil
+}
+
+// suggestBroker is the suggestWhichBrokerId of an answer, and its code
+// (Java's PullMessageProcessor): with slaveReadEnable the group's
+// whichBrokerWhenConsumeSlowly when the pull lags the CommitLog's end by
+// more than accessMessageInMemoryMaxRatio of RAM (its data is no longer in
+// the page cache), else the group's brokerId; without it the master. A
+// slave serving a pull that does not lag sends the consumer back to the
+// master, with PULL_RETRY_IMMEDIATELY when it found nothing, while the
+// master is online [our choice: Java assumes so in classic mode; we go by
+// the registration answers, so that consumers stay on a slave whose
+// master is gone instead of retrying at once forever].
+func (p *Processor) suggestBroker(cfg *config.Config, sg subscription.GroupConfig, res *store.GetResult, respCode int32) (int64, int32) {
+	lagging := p.lagging(cfg, res)
+	suggest := int64(protocol.MasterID)
+	if cfg.SlaveReadEnable {
+		suggest = sg.BrokerID
+		if lagging {
+			suggest = sg.WhichBrokerWhenConsumeSlowly
+		}
+	}
+	if cfg.BrokerID != protocol.MasterID && !lagging && (p.d.MasterOnline == nil || p.d.MasterOnline()) {
+		suggest = protocol.MasterID
+		if res.Status != store.Found {
+			respCode = code.PullRetryImmediately
+		}
+	}
+	return suggest, respCode
+}
+
+// lagging reports whether the last message read lies further behind the
+// CommitLog's end than accessMessageInMemoryMaxRatio of RAM (Java's
+// GetMessageResult.suggestPullingFromSlave).
+func (p *Processor) lagging(cfg *config.Config, res *store.GetResult) bool {
+	if p.d.CommitLogMaxOffset == nil || len(res.Records) == 0 {
+		return false
+	}
+	last := res.Records[len(res.Records)-1]
+	if len(last) < message.PosPhysicalOffset+8 {
+		return false
+	}
+	phy := int64(binary.BigEndian.Uint64(last[message.PosPhysicalOffset:]))
+	return p.d.CommitLogMaxOffset()-phy > p.d.MemoryBytes*int64(cfg.AccessMessageInMemoryMaxRatio)/100
 }
 
 // subscriptionOf builds the subscription from the request (sysFlag bit 2)

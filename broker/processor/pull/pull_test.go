@@ -39,6 +39,7 @@ type fixtureOpt struct {
 	filters FilterFactory
 	resets  *ResetTable
 	hold    longpoll.Config
+	deps    func(*Deps) // last changes to the processor's Deps
 }
 
 func newFixture(t *testing.T, o fixtureOpt) *fixture {
@@ -62,8 +63,12 @@ func newFixture(t *testing.T, o fixtureOpt) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f.p, err = New(Deps{Config: f.cfg.Load, Store: f.store, Topics: f.topics, Subscriptions: f.subs, Consumers: f.consumers,
-		Filters: o.filters, Hold: o.hold, Resets: o.resets})
+	d := Deps{Config: f.cfg.Load, Store: f.store, Topics: f.topics, Subscriptions: f.subs, Consumers: f.consumers,
+		Filters: o.filters, Hold: o.hold, Resets: o.resets}
+	if o.deps != nil {
+		o.deps(&d)
+	}
+	f.p, err = New(d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,5 +94,5 @@ func (p *Processor) sendBatch(ctx context.Context, ch *remoting.Channel, req *re
 		}
 	}
 	res, err := p.d.Store.PutMessages(ctx, msgs)
-	return p.putResponse(req, cfg, res, err, queueID, hp[message.PropertyUniqClientMessageIDKeyIdx], true)
+	return p.putResponse(ctx, req, cfg, res, err, hp, queueID, hp[message.PropertyUniqClientMessageIDKeyIdx], true)
 }

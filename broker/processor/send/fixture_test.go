@@ -74,6 +74,7 @@ func (s *fakeStore) PutMessages(_ context.Context, msgs []*message.Message) (sto
 	}
 	s.records = append(s.records, recs...)
 	s.phy = phy
+	res.End = phy
 	s.next[key] += int64(len(msgs))
 	return res, nil
 }

@@ -30,6 +30,15 @@ type Store interface {
 	PutMessages(ctx context.Context, msgs []*message.Message) (store.PutResult, error)
 }
 
+// Replicas makes a stored send wait for its slaves (SYNC_MASTER with
+// inSyncReplicas > 1; the implementation decides from the live config
+// whether to wait at all). An error means not enough replicas acknowledged
+// in time: the send is answered FLUSH_SLAVE_TIMEOUT, the message stays
+// stored.
+type Replicas interface {
+	WaitReplicas(ctx context.Context, end int64) error
+}
+
 // Groups looks up subscription groups for sends to %RETRY%<group> topics.
 type Groups interface {
 	// RetryMaxTimes returns the group's retryMaxTimes and whether the group

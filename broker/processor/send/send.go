@@ -86,6 +86,8 @@ type Deps struct {
 	// MessageTypeCheck vets each message against its topic (message
 	// type, size limits by type); nil: no check.
 	MessageTypeCheck MessageChecker
+	// Replicas makes sends wait for slave acks; nil: never waits.
+	Replicas Replicas
 	// Replies pushes SEND_REPLY_MESSAGE to the requester; nil: every push
 	// fails with "channel not found" (the reply is still stored).
 	Replies ReplyPusher
@@ -434,7 +436,7 @@ func (p *Processor) sendOne(ctx context.Context, ch *remoting.Channel, req *remo
 		return nil, err
 	}
 	res, err := p.d.Store.PutMessage(ctx, msg)
-	resp, err := p.putResponse(req, cfg, res, err, queueID, uniq, false)
+	resp, err := p.putResponse(ctx, req, cfg, res, err, props, queueID, uniq, false)
 	if rh, ok := p.d.Schedule.(RecallHandler); ok && err == nil {
 		if h := rh.RecallHandle(msg, cfg.BrokerName); h != "" {
 			resp.SetExt("recallHandle", h)
@@ -538,7 +540,12 @@ func (p *Processor) schedule(msg *message.Message) error {
 // putResponse turns a store result into the send response. A flush timeout
 // still stored the message: it is answered with the normal fields and code
 // FLUSH_DISK_TIMEOUT, which clients count as sent.
-func (p *Processor) putResponse(req *remoting.Command, cfg *config.Config, res store.PutResult, err error, queueID int32, txID string, batch bool) (*remoting.Command, error) {
+//
+// A stored message whose WAIT property is not "false" then waits for its
+// replicas (Deps.Replicas); a replication failure is answered
+// FLUSH_SLAVE_TIMEOUT, also over a flush timeout, as Apache's
+// CommitLog.handleDiskFlushAndHA lets the replica status win.
+func (p *Processor) putResponse(ctx context.Context, req *remoting.Command, cfg *config.Config, res store.PutResult, err error, props map[string]string, queueID int32, txID string, batch bool) (*remoting.Command, error) {
 	rc := code.Success
 	switch {
 	case err == nil && res.FlushTimedOut:
@@ -548,7 +555,13 @@ func (p *Processor) putResponse(req *remoting.Command, cfg *config.Config, res s
 	case err != nil:
 		return nil, fmt.Errorf("put message: %w", err)
 	}
-	resp := remoting.NewResponse(req, rc, "")
+	remark := ""
+	if p.d.Replicas != nil && res.End > 0 && props[message.PropertyWaitStoreMsgOK] != "false" {
+		if rerr := p.d.Replicas.WaitReplicas(ctx, res.End); rerr != nil {
+			rc, remark = code.FlushSlaveTimeout, rerr.Error()
+		}
+	}
+	resp := remoting.NewResponse(req, rc, remark)
 	ext := make(map[string]string, 6)
 	ext[extMsgID] = p.msgIDs(res, batch)
 	ext[extQueueID] = strconv.Itoa(int(queueID))

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -65,11 +66,16 @@ type Store struct {
 	// groups counts the offsets of each group: deleting the offsets of a
 	// million expired lite topics for a group that has none costs nothing.
 	groups map[string]int
+
+	// opened and changes make the table's data version (Version).
+	opened  int64
+	changes int64
 }
 
 // Open loads all offsets into memory.
 func Open(db *kv.DB, log *slog.Logger) (*Store, error) {
-	s := &Store{db: db, log: log, offsets: map[Key]int64{}, dirty: map[Key]struct{}{}, deleted: map[Key]struct{}{}, groups: map[string]int{}}
+	s := &Store{db: db, log: log, offsets: map[Key]int64{}, dirty: map[Key]struct{}{}, deleted: map[Key]struct{}{}, groups: map[string]int{},
+		opened: time.Now().UnixMilli()}
 	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{kv.PrefixOffset}, UpperBound: []byte{kv.PrefixOffset + 1}})
 	if err != nil {
 		return nil, fmt.Errorf("offset: scan: %w", err)
@@ -97,6 +103,7 @@ func (s *Store) Commit(k Key, offset int64) {
 	s.offsets[k] = offset
 	s.dirty[k] = struct{}{}
 	delete(s.deleted, k)
+	s.changes++
 	s.mu.Unlock()
 }
 
@@ -115,6 +122,7 @@ func (s *Store) Advance(k Key, offset int64) bool {
 	s.offsets[k] = offset
 	s.dirty[k] = struct{}{}
 	delete(s.deleted, k)
+	s.changes++
 	return true
 }
 
@@ -246,6 +254,7 @@ func (s *Store) deleteLocked(k Key) bool {
 }
 
 func (s *Store) forgetGroupKey(group string) {
+	s.changes++
 	if s.groups[group]--; s.groups[group] <= 0 {
 		delete(s.groups, group)
 	}
@@ -267,6 +276,15 @@ func (s *Store) DeleteWhere(match func(Key) bool) int {
 		}
 	}
 	return n
+}
+
+// Version is the table's data version for GET_ALL_CONSUMER_OFFSET: the
+// number of changes since Open, and Open's time (so versions of two runs
+// differ).
+func (s *Store) Version() (counter, openedMs int64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.changes, s.opened
 }
 
 // Len is the number of offsets held.

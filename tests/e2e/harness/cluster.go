@@ -1,12 +1,14 @@
 package harness
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/tests/framework"
 )
 
@@ -109,8 +111,42 @@ func (c *Cluster) StartBrokerID(t testing.TB, name string, id int, extra map[str
 	bp := &BrokerProc{Name: name, ID: id, Props: props, Port: port, Addr: fmt.Sprintf("127.0.0.1:%d", port), ConfPath: conf, StoreDir: dir}
 	bp.Proc = StartProcessWith(t, ProcOptions{Name: procName, Env: c.opts.BrokerEnv}, filepath.Join(c.BinDir, Broker), append([]string{"-c", conf}, c.opts.BrokerArgs...)...)
 	bp.Proc.WaitTCP(t, bp.Addr, 30*time.Second)
+	c.waitRegistered(t, bp)
 	c.Brokers = append(c.Brokers, bp)
 	return bp
+}
+
+// waitRegistered waits until every nameserver routes bp: a broker listens
+// before its first REGISTER_BROKER completes, and a test that asks the
+// nameserver at once (updateTopic -c) would find no such cluster. A
+// broker in controller mode registers only once the controller gave it a
+// role, so it is not waited for here.
+func (c *Cluster) waitRegistered(t testing.TB, bp *BrokerProc) {
+	t.Helper()
+	if bp.Props["enableControllerMode"] == "true" {
+		return
+	}
+	for _, ns := range c.NamesrvAddrs {
+		ac, err := admin.New(admin.Config{NameServers: []string{ns}}, nil)
+		if err != nil {
+			t.Fatalf("harness: admin client: %v", err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			ci, err := ac.GetBrokerClusterInfo(ctx)
+			cancel()
+			if err == nil && ci.BrokerAddrTable[bp.Name].BrokerAddrs[int64(bp.ID)] == bp.Addr {
+				break
+			}
+			if time.Now().After(deadline) || bp.Proc.Exited() {
+				ac.Close()
+				t.Fatalf("harness: %s/%d (%s) not registered at nameserver %s after 30s (last error %v)", bp.Name, bp.ID, bp.Addr, ns, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		ac.Close()
+	}
 }
 
 // Restart starts a stopped (or killed) broker again with the same
@@ -119,6 +155,7 @@ func (c *Cluster) Restart(t testing.TB, bp *BrokerProc) {
 	t.Helper()
 	bp.Proc = StartProcessWith(t, ProcOptions{Name: bp.Proc.Name, Env: c.opts.BrokerEnv}, filepath.Join(c.BinDir, Broker), append([]string{"-c", bp.ConfPath}, c.opts.BrokerArgs...)...)
 	bp.Proc.WaitTCP(t, bp.Addr, 30*time.Second)
+	c.waitRegistered(t, bp)
 }
 
 // MQAdmin runs our mqadmin against the cluster's nameserver.

@@ -1,0 +1,184 @@
+package ha
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rmqgo/rmq/broker/store/commitlog"
+)
+
+// conn is one slave connection on the master: a reader of reports (acks)
+// and a writer of transfer frames.
+type conn struct {
+	m    *Master
+	nc   net.Conn
+	ip   string
+	addr string
+
+	ack     atomic.Int64 // last validated report; -1 before the first
+	next    atomic.Int64 // next offset to send (transferFromWhere)
+	started chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	rate    rate
+}
+
+func newConn(m *Master, nc net.Conn, ip string) *conn {
+	c := &conn{m: m, nc: nc, ip: ip, addr: nc.RemoteAddr().String(), started: make(chan struct{}), done: make(chan struct{})}
+	c.ack.Store(-1)
+	c.next.Store(-1)
+	return c
+}
+
+func (c *conn) close(reason string, args ...any) {
+	c.once.Do(func() {
+		_ = c.nc.Close()
+		close(c.done)
+		c.m.remove(c)
+		c.m.log.Info("ha slave connection closed", append([]any{"addr", c.addr, "reason", reason}, args...)...)
+	})
+}
+
+// readLoop validates every report before it counts as an ack: a report
+// beyond the master's end (a stranger, #3015) or below the previous one
+// on this connection closes the connection.
+func (c *conn) readLoop() {
+	defer c.m.wg.Done()
+	var buf [ReportSize]byte
+	for {
+		_ = c.nc.SetReadDeadline(time.Now().Add(c.m.opts.HousekeepingInterval))
+		off, err := ReadReport(c.nc, &buf)
+		if err != nil {
+			c.close("read", "err", err)
+			return
+		}
+		if max := c.m.cl.MaxOffset(); off > max {
+			c.m.log.Warn("ha report beyond the master's max offset: a slave with a longer or diverged log (wipe it), or not a slave", "addr", c.addr, "report", off, "masterMax", max)
+			c.close("report beyond max offset")
+			return
+		}
+		prev := c.ack.Load()
+		if off < prev {
+			c.m.log.Warn("ha report went backwards", "addr", c.addr, "report", off, "previous", prev)
+			c.close("decreasing report")
+			return
+		}
+		if prev < 0 && !c.begin(off) {
+			return
+		}
+		c.ack.Store(off)
+		if off != prev {
+			c.m.acked()
+		}
+	}
+}
+
+// begin fixes where the transfer starts from the first report: an empty
+// slave starts at the master's last file, others where they end.
+func (c *conn) begin(off int64) bool {
+	start := off
+	if off == 0 {
+		max := c.m.cl.MaxOffset()
+		start = max - max%c.m.cl.FileSize()
+	} else if min := c.m.cl.MinOffset(); off < min {
+		c.m.log.Error("slave needs a full resync: its offset is no longer on the master", "addr", c.addr, "slaveOffset", off, "masterMin", min)
+		c.close("slave behind the master's min offset")
+		return false
+	}
+	c.next.Store(start)
+	close(c.started)
+	return true
+}
+
+func (c *conn) writeLoop() {
+	defer c.m.wg.Done()
+	select {
+	case <-c.started:
+	case <-c.done:
+		return
+	}
+	opts := c.m.opts
+	hdr := make([]byte, 0, HeaderSize)
+	lastWrite := time.Now()
+	poll := time.NewTimer(opts.PollInterval)
+	defer poll.Stop()
+	for {
+		wake := c.m.wakeChan()
+		next := c.next.Load()
+		batch, ok := c.allowance(opts)
+		if !ok {
+			select {
+			case <-c.done:
+				return
+			default:
+				continue
+			}
+		}
+		buf, err := c.m.cl.ReadChunk(next, batch, 0)
+		if err != nil {
+			if errors.Is(err, commitlog.ErrOffsetOutOfRange) && next < c.m.cl.MinOffset() {
+				c.m.log.Error("slave needs a full resync: its offset is no longer on the master", "addr", c.addr, "offset", next, "masterMin", c.m.cl.MinOffset())
+			}
+			c.close("read commitlog", "offset", next, "err", err)
+			return
+		}
+		body := buf.Bytes()
+		now := time.Now()
+		if len(body) > 0 || now.Sub(lastWrite) >= opts.HeartbeatInterval {
+			hdr = AppendHeader(hdr[:0], next, len(body))
+			_ = c.nc.SetWriteDeadline(now.Add(opts.HousekeepingInterval))
+			bufs := net.Buffers{hdr, body}
+			_, err := bufs.WriteTo(c.nc)
+			buf.Release()
+			if err != nil {
+				c.close("write", "err", err)
+				return
+			}
+			c.rate.add(len(body), now)
+			c.next.Store(next + int64(len(body)))
+			lastWrite = now
+			if len(body) > 0 {
+				continue
+			}
+		} else {
+			buf.Release()
+		}
+		if !poll.Stop() {
+			select {
+			case <-poll.C:
+			default:
+			}
+		}
+		poll.Reset(min(opts.PollInterval, opts.HeartbeatInterval-time.Since(lastWrite)))
+		select {
+		case <-c.done:
+			return
+		case <-wake:
+		case <-poll.C:
+		}
+	}
+}
+
+// allowance is how many body bytes the next frame may carry under the
+// flow-control cap; when this second's budget is spent it waits for the
+// next second and reports false (the caller loops).
+func (c *conn) allowance(opts Options) (int, bool) {
+	limit := opts.MaxTransferBytesPerSecond
+	if limit <= 0 {
+		return opts.TransferBatchSize, true
+	}
+	now := time.Now()
+	if left := limit - c.rate.inSecond(now); left > 0 {
+		return int(min(int64(opts.TransferBatchSize), left)), true
+	}
+	t := time.NewTimer(time.Unix(now.Unix()+1, 0).Sub(now))
+	defer t.Stop()
+	select {
+	case <-c.done:
+	case <-t.C:
+	}
+	return 0, false
+}

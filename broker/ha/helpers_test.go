@@ -1,0 +1,131 @@
+package ha
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/pkg/message"
+)
+
+func TestMain(m *testing.M) { testutil.VerifyNoLeaks(m) }
+
+const testFileSize = 64 << 10
+
+func openStore(t testing.TB, dir string) *store.Store {
+	t.Helper()
+	cfg := store.DefaultConfig(dir)
+	cfg.CommitLog.FileSize = testFileSize
+	cfg.CommitLog.MaxBatchBytes = testFileSize
+	cfg.CommitLog.FlushInterval = 20 * time.Millisecond
+	cfg.CommitLog.CleanResourceInterval = 0
+	cfg.MaxMessageSize = 16 << 10
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	s, err := store.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// put stores n messages of varied sizes over two queues of topic.
+func put(t testing.TB, s *store.Store, topic string, from, n int) store.PutResult {
+	t.Helper()
+	var res store.PutResult
+	for i := from; i < from+n; i++ {
+		body := bytes.Repeat([]byte{byte('a' + i%26)}, 100+(i*379)%3000)
+		m := &message.Message{
+			Topic: topic, QueueID: int32(i % 2), Body: body,
+			Properties:    map[string]string{message.PropertyTags: "T", message.PropertyKeys: fmt.Sprintf("k%d", i)},
+			BornTimestamp: time.Now().UnixMilli(), BornHost: netip.MustParseAddrPort("127.0.0.1:5000"),
+		}
+		var err error
+		if res, err = s.PutMessage(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return res
+}
+
+// listen is a loopback listener on a free port.
+func listen(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// fastOptions keep the intervals short for tests.
+func fastOptions(log *slog.Logger) Options {
+	return Options{
+		HeartbeatInterval:    100 * time.Millisecond,
+		HousekeepingInterval: 2 * time.Second,
+		TransferBatchSize:    1000, // frames end inside records
+		ReconnectDelay:       50 * time.Millisecond,
+		Logger:               log,
+	}
+}
+
+// sameLog fails unless both stores hold identical CommitLog bytes over the
+// slave's range, which must end where the master's does.
+func sameLog(t testing.TB, master, slave *store.Store) {
+	t.Helper()
+	mc, sc := master.CommitLog(), slave.CommitLog()
+	if mc.MaxOffset() != sc.MaxOffset() {
+		t.Fatalf("max offsets: master %d, slave %d", mc.MaxOffset(), sc.MaxOffset())
+	}
+	for off := sc.MinOffset(); off < sc.MaxOffset(); {
+		a, err := mc.ReadChunk(off, 1<<20, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := sc.Read(off, len(a.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a.Bytes(), b.Bytes()) {
+			t.Fatalf("bytes differ in [%d, +%d)", off, len(a.Bytes()))
+		}
+		off += int64(len(a.Bytes()))
+		a.Release()
+		b.Release()
+	}
+}
+
+func caughtUp(master, slave *store.Store) func() bool {
+	return func() bool { return slave.CommitLog().MaxOffset() == master.CommitLog().MaxOffset() }
+}
+
+// logBuffer collects log lines for assertions.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) contains(s string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Contains(l.b.String(), s)
+}
+
+func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+
+func tempDir(t testing.TB, name string) string { return filepath.Join(t.TempDir(), name) }

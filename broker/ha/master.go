@@ -1,0 +1,209 @@
+package ha
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+
+	"github.com/rmqgo/rmq/broker/store/commitlog"
+)
+
+// ErrReplicaTimeout means not enough slaves acknowledged in time: the send
+// is answered FLUSH_SLAVE_TIMEOUT (the message stays stored on the master).
+var ErrReplicaTimeout = errors.New("ha: wait for slave acks timed out")
+
+// Master serves slaves on the HA port (Apache's DefaultHAService with
+// AcceptSocketService and one DefaultHAConnection per slave).
+type Master struct {
+	opts Options
+	cl   *commitlog.Log
+	ln   net.Listener
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	conns   map[*conn]struct{}
+	perIP   map[string][]*conn // open connections per remote IP, oldest first
+	changed chan struct{}      // closed and replaced when acks or connections change
+	wake    chan struct{}      // closed and replaced by Wake
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// NewMaster serves the log on ln once started.
+func NewMaster(cl *commitlog.Log, ln net.Listener, opts Options) *Master {
+	opts = opts.withDefaults()
+	return &Master{
+		opts: opts, cl: cl, ln: ln, log: opts.Logger,
+		conns: map[*conn]struct{}{}, perIP: map[string][]*conn{},
+		changed: make(chan struct{}), wake: make(chan struct{}),
+	}
+}
+
+// Addr is the listening address.
+func (m *Master) Addr() net.Addr { return m.ln.Addr() }
+
+// Start accepts slaves until Close.
+func (m *Master) Start() {
+	m.wg.Add(1)
+	go m.serve()
+}
+
+func (m *Master) serve() {
+	defer m.wg.Done()
+	for {
+		nc, err := m.ln.Accept()
+		if err != nil {
+			m.mu.Lock()
+			closed := m.closed
+			m.mu.Unlock()
+			if !closed {
+				m.log.Error("ha accept", "err", err)
+			}
+			return
+		}
+		m.add(nc)
+	}
+}
+
+func (m *Master) add(nc net.Conn) {
+	ip := remoteIP(nc)
+	c := newConn(m, nc, ip)
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		_ = nc.Close()
+		return
+	}
+	m.conns[c] = struct{}{}
+	m.perIP[ip] = append(m.perIP[ip], c)
+	m.broadcastLocked()
+	m.wg.Add(2)
+	m.mu.Unlock()
+	m.log.Info("ha slave connected", "addr", c.addr)
+	go c.readLoop()
+	go c.writeLoop()
+}
+
+func remoteIP(nc net.Conn) string {
+	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	host, _, err := net.SplitHostPort(nc.RemoteAddr().String())
+	if err != nil {
+		return nc.RemoteAddr().String()
+	}
+	return host
+}
+
+// remove forgets a closed connection.
+func (m *Master) remove(c *conn) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.conns, c)
+	list := m.perIP[c.ip]
+	for i, x := range list {
+		if x == c {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(m.perIP, c.ip)
+	} else {
+		m.perIP[c.ip] = list
+	}
+	m.broadcastLocked()
+}
+
+func (m *Master) broadcastLocked() {
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+func (m *Master) acked() {
+	m.mu.Lock()
+	m.broadcastLocked()
+	m.mu.Unlock()
+}
+
+// Wake makes idle connections look for new bytes now (called when a send
+// starts waiting, so its bytes leave at once).
+func (m *Master) Wake() {
+	m.mu.Lock()
+	close(m.wake)
+	m.wake = make(chan struct{})
+	m.mu.Unlock()
+}
+
+func (m *Master) wakeChan() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.wake
+}
+
+// AckedSlaves counts the slaves whose ack is at least end. A slave is a
+// remote IP: of several connections from one IP only the newest counts
+// (a stale or rogue second connection cannot add an ack).
+func (m *Master) AckedSlaves(end int64) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ackedLocked(end)
+}
+
+func (m *Master) ackedLocked(end int64) int {
+	n := 0
+	for _, list := range m.perIP {
+		if list[len(list)-1].ack.Load() >= end {
+			n++
+		}
+	}
+	return n
+}
+
+// WaitAcks blocks until 1 (the master) + the slaves acknowledging end
+// reach needed, or ctx ends (ErrReplicaTimeout). needed ≤ 1 returns at once.
+func (m *Master) WaitAcks(ctx context.Context, end int64, needed int) error {
+	if needed <= 1 {
+		return nil
+	}
+	m.Wake()
+	for {
+		m.mu.Lock()
+		n := m.ackedLocked(end)
+		ch := m.changed
+		m.mu.Unlock()
+		if 1+n >= needed {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %d of %d replicas hold offset %d", ErrReplicaTimeout, 1+n, needed, end)
+		}
+	}
+}
+
+// Close stops accepting, closes every connection and waits for their
+// goroutines.
+func (m *Master) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	conns := make([]*conn, 0, len(m.conns))
+	for c := range m.conns {
+		conns = append(conns, c)
+	}
+	m.mu.Unlock()
+	err := m.ln.Close()
+	for _, c := range conns {
+		c.close("master shutting down")
+	}
+	m.wg.Wait()
+	return err
+}

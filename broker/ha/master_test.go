@@ -1,0 +1,218 @@
+package ha
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/internal/testutil"
+)
+
+// rawMaster is a master with no slave, for raw-socket clients.
+func rawMaster(t *testing.T, opts Options) (*store.Store, *Master) {
+	t.Helper()
+	st := openStore(t, tempDir(t, "master"))
+	m := NewMaster(st.CommitLog(), listen(t), opts)
+	m.Start()
+	t.Cleanup(func() {
+		_ = m.Close()
+		_ = st.Close()
+	})
+	return st, m
+}
+
+func dial(t *testing.T, m *Master) net.Conn {
+	t.Helper()
+	nc, err := net.Dial("tcp", m.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = nc.Close() })
+	return nc
+}
+
+func report(t *testing.T, nc net.Conn, off int64) {
+	t.Helper()
+	if _, err := nc.Write(AppendReport(nil, off)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// expectClosed drains nc until the master closes it.
+func expectClosed(t *testing.T, nc net.Conn, within time.Duration) {
+	t.Helper()
+	_ = nc.SetReadDeadline(time.Now().Add(within))
+	_, err := io.Copy(io.Discard, nc)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("connection still open after %v", within)
+	}
+}
+
+// TestStrangerHugeOffset (#3015): anything writing a large offset to the HA
+// port is closed and completes no waiting send.
+func TestStrangerHugeOffset(t *testing.T) {
+	st, m := rawMaster(t, fastOptions(nil))
+	put(t, st, "TopicS", 0, 5)
+	end := st.CommitLog().MaxOffset()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	waited := make(chan error, 1)
+	go func() { waited <- m.WaitAcks(ctx, end, 2) }()
+	nc := dial(t, m)
+	report(t, nc, 1<<62)
+	expectClosed(t, nc, 2*time.Second)
+	if err := <-waited; !errors.Is(err, ErrReplicaTimeout) {
+		t.Fatalf("the waiting send completed: %v", err)
+	}
+	if n := m.AckedSlaves(end); n != 0 {
+		t.Fatalf("%d slaves acked", n)
+	}
+}
+
+// TestDecreasingReportClosed: a report below the previous one on the same
+// connection closes it; a valid report counts as an ack meanwhile.
+func TestDecreasingReportClosed(t *testing.T) {
+	st, m := rawMaster(t, fastOptions(nil))
+	put(t, st, "TopicD", 0, 5)
+	end := st.CommitLog().MaxOffset()
+	nc := dial(t, m)
+	report(t, nc, end)
+	testutil.WaitFor(t, 2*time.Second, "ack counted", func() bool { return m.AckedSlaves(end) == 1 })
+	report(t, nc, end-1)
+	expectClosed(t, nc, 2*time.Second)
+	testutil.WaitFor(t, 2*time.Second, "ack forgotten", func() bool { return m.AckedSlaves(end) == 0 })
+}
+
+// TestNewestConnectionPerIPCounts: a second connection from the same IP
+// replaces the first for ack counting.
+func TestNewestConnectionPerIPCounts(t *testing.T) {
+	st, m := rawMaster(t, fastOptions(nil))
+	put(t, st, "TopicN", 0, 5)
+	end := st.CommitLog().MaxOffset()
+	first := dial(t, m)
+	report(t, first, end)
+	testutil.WaitFor(t, 2*time.Second, "first acked", func() bool { return m.AckedSlaves(end) == 1 })
+	second := dial(t, m)
+	report(t, second, 0)
+	// Once the second has reported 0, the IP counts once, with 0.
+	testutil.WaitFor(t, 2*time.Second, "newest connection counts", func() bool {
+		st := m.Status()
+		return len(st.HAConnectionInfo) == 2 && min(st.HAConnectionInfo[0].SlaveAckOffset, st.HAConnectionInfo[1].SlaveAckOffset) == 0
+	})
+	if m.AckedSlaves(end) != 0 || m.AckedSlaves(0) != 1 {
+		t.Fatalf("acked at %d: %d slaves, at 0: %d slaves; want 0 and 1", end, m.AckedSlaves(end), m.AckedSlaves(0))
+	}
+	_ = second.Close()
+	testutil.WaitFor(t, 2*time.Second, "older connection counts again", func() bool { return m.AckedSlaves(end) == 1 })
+}
+
+// TestKeepAliveAndHousekeeping: an idle master sends empty frames at the
+// next offset every heartbeat interval, and closes a slave that stays
+// silent for the housekeeping interval.
+func TestKeepAliveAndHousekeeping(t *testing.T) {
+	opts := fastOptions(nil)
+	opts.HousekeepingInterval = 600 * time.Millisecond
+	st, m := rawMaster(t, opts)
+	put(t, st, "TopicK", 0, 3)
+	end := st.CommitLog().MaxOffset()
+	nc := dial(t, m)
+	report(t, nc, end)
+	tr := NewTransferReader(nc)
+	_ = nc.SetReadDeadline(time.Now().Add(2 * time.Second))
+	start := time.Now()
+	for range 3 {
+		f, err := tr.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Start != end || len(f.Body) != 0 {
+			t.Fatalf("keep-alive frame: start %d, %d bytes (want %d, 0)", f.Start, len(f.Body), end)
+		}
+	}
+	if d := time.Since(start); d < 150*time.Millisecond {
+		t.Fatalf("three keep-alives in %v: not spaced by the heartbeat interval", d)
+	}
+	// Silent since the report: closed after the housekeeping interval.
+	expectClosed(t, nc, 2*time.Second)
+	if d := time.Since(start); d < 400*time.Millisecond {
+		t.Fatalf("closed after %v, before the housekeeping interval", d)
+	}
+}
+
+// TestSlaveBehindMinOffset (#3388): a slave whose offset is no longer on
+// the master is closed with a "full resync" log line, not fed heartbeats.
+func TestSlaveBehindMinOffset(t *testing.T) {
+	// A master whose log starts at a later file: itself a slave that
+	// started empty.
+	p := startLastFilePair(t)
+	p.s.Close()
+	st := p.slave
+	if st.CommitLog().MinOffset() == 0 {
+		t.Fatal("expected a log that starts above 0")
+	}
+
+	var logs logBuffer
+	opts := fastOptions(logs.logger())
+	m := NewMaster(st.CommitLog(), listen(t), opts)
+	m.Start()
+	defer m.Close()
+	nc := dial(t, m)
+	report(t, nc, 1)
+	expectClosed(t, nc, 2*time.Second)
+	testutil.WaitFor(t, 2*time.Second, "resync log line", func() bool { return logs.contains("slave needs a full resync") })
+}
+
+// TestSlaveRejectsMisplacedFrame: a frame that does not start at the
+// slave's end closes the connection; the slave reconnects.
+func TestSlaveRejectsMisplacedFrame(t *testing.T) {
+	slave := openStore(t, tempDir(t, "slave"))
+	defer slave.Close()
+	src := openStore(t, tempDir(t, "src"))
+	defer src.Close()
+	put(t, src, "TopicX", 0, 2)
+	buf, err := src.CommitLog().ReadChunk(0, 1<<20, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := append([]byte(nil), buf.Bytes()...)
+	buf.Release()
+
+	ln := listen(t)
+	defer ln.Close()
+	var logs logBuffer
+	addr := ln.Addr().String()
+	s := NewSlave(slave.CommitLog(), func() string { return addr }, fastOptions(logs.logger()))
+	s.Start()
+	defer s.Close()
+	accept := func() net.Conn {
+		nc, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b [ReportSize]byte
+		if _, err := ReadReport(nc, &b); err != nil {
+			t.Fatalf("no report on connect: %v", err)
+		}
+		return nc
+	}
+	nc := accept()
+	if _, err := nc.Write(append(AppendHeader(nil, 0, len(first)), first...)); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 2*time.Second, "appended", func() bool { return slave.CommitLog().MaxOffset() == int64(len(first)) })
+	if _, err := nc.Write(AppendHeader(nil, 7, 0)); err != nil {
+		t.Fatal(err)
+	}
+	expectClosed(t, nc, 2*time.Second)
+	nc.Close()
+	nc = accept() // reconnected
+	nc.Close()
+	if !logs.contains("local log ends at") {
+		t.Fatal("no log line for the misplaced frame")
+	}
+}

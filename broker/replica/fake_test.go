@@ -1,0 +1,206 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+// fakeController is a minimal in-memory controller for one broker set:
+// enough of the decide rules to drive a manager (the real one is
+// namesrv/controller). Several addresses share it; only leader answers
+// leader-only requests.
+type fakeController struct {
+	mu            sync.Mutex
+	leader        string
+	down          map[string]bool
+	next          int64
+	replicas      map[int64]string // id -> check code
+	addrs         map[int64]string
+	master        int64
+	masterEpoch   int32
+	sss           []int64
+	sssEpoch      int32
+	noLeaseFields bool
+	heartbeats    map[int64]int
+	calls         []int32
+}
+
+func newFakeController(leader string) *fakeController {
+	return &fakeController{leader: leader, down: map[string]bool{}, next: 1, replicas: map[int64]string{}, addrs: map[int64]string{}, heartbeats: map[int64]int{}}
+}
+
+var errDown = errors.New("connection refused")
+
+func (f *fakeController) Invoke(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down[addr] {
+		return nil, errDown
+	}
+	f.calls = append(f.calls, req.Code)
+	resp := remoting.NewResponse(req, code.Success, "")
+	set := func(k, v string) { resp.SetExt(k, v) }
+	if req.Code == code.ControllerGetMetadataInfo {
+		set(protocol.HdrControllerLeaderAddress, f.leader)
+		set(protocol.HdrIsLeader, strconv.FormatBool(addr == f.leader))
+		return resp, nil
+	}
+	id, _ := strconv.ParseInt(req.Ext(protocol.HdrBrokerID), 10, 64)
+	if req.Code == code.BrokerHeartbeat {
+		f.heartbeats[id]++
+		if !f.noLeaseFields && f.masterEpoch > 0 {
+			f.masterFields(set)
+		}
+		return resp, nil
+	}
+	if addr != f.leader {
+		resp.Code = code.ControllerNotLeader
+		return resp, nil
+	}
+	switch req.Code {
+	case code.ControllerGetNextBrokerID:
+		set(protocol.HdrNextBrokerID, strconv.FormatInt(f.next, 10))
+	case code.ControllerApplyBrokerID:
+		want, _ := strconv.ParseInt(req.Ext(protocol.HdrAppliedBrokerID), 10, 64)
+		cc := req.Ext(protocol.HdrRegisterCheckCode)
+		if old, ok := f.replicas[want]; (ok && old != cc) || (!ok && want != f.next) {
+			resp.Code = code.ControllerBrokerIDInvalid
+			return resp, nil
+		}
+		if _, ok := f.replicas[want]; !ok {
+			f.replicas[want] = cc
+			f.next++
+		}
+	case code.ControllerRegisterBroker:
+		if _, ok := f.replicas[id]; !ok {
+			resp.Code = code.ControllerBrokerNeedToBeRegistered
+			return resp, nil
+		}
+		f.addrs[id] = req.Ext(protocol.HdrBrokerAddress)
+		if f.master > 0 {
+			f.masterFields(set)
+		}
+		resp.Body = protocol.MustMarshal(protocol.SyncStateSet{SyncStateSet: f.sss, SyncStateSetEpoch: f.sssEpoch})
+	case code.ControllerElectMaster:
+		if f.master > 0 {
+			resp.Code = code.ControllerMasterStillExist
+		} else {
+			f.elect(id)
+		}
+		f.masterFields(set)
+		resp.Body = protocol.MustMarshal(protocol.ElectMasterResponseBody{SyncStateSet: f.sss})
+	case code.ControllerGetReplicaInfo:
+		if len(f.replicas) == 0 {
+			resp.Code = code.ControllerBrokerMetadataNotExist
+			return resp, nil
+		}
+		f.masterFields(set)
+		resp.Body = protocol.MustMarshal(protocol.SyncStateSet{SyncStateSet: f.sss, SyncStateSetEpoch: f.sssEpoch})
+	case code.ControllerAlterSyncStateSet:
+		var s protocol.SyncStateSet
+		if err := protocol.Unmarshal(req.Body, &s); err != nil {
+			resp.Code = code.ControllerAlterSyncStateSetFailed
+			return resp, nil
+		}
+		me, _ := strconv.ParseInt(req.Ext(protocol.HdrMasterBrokerID), 10, 64)
+		ep, _ := strconv.ParseInt(req.Ext(protocol.HdrMasterEpoch), 10, 32)
+		switch {
+		case me != f.master:
+			resp.Code = code.ControllerInvalidMaster
+		case int32(ep) != f.masterEpoch:
+			resp.Code = code.ControllerFencedMasterEpoch
+		case s.SyncStateSetEpoch != f.sssEpoch:
+			resp.Code = code.ControllerFencedSyncStateSetEpoch
+		default:
+			f.sss, f.sssEpoch = slices.Clone(s.SyncStateSet), f.sssEpoch+1
+			set(protocol.HdrNewSyncStateSetEpoch, strconv.FormatInt(int64(f.sssEpoch), 10))
+			resp.Body = protocol.MustMarshal(protocol.SyncStateSet{SyncStateSet: f.sss, SyncStateSetEpoch: f.sssEpoch})
+		}
+	default:
+		resp.Code = code.RequestCodeNotSupported
+	}
+	return resp, nil
+}
+
+func (f *fakeController) InvokeOneway(ctx context.Context, addr string, req *remoting.Command) error {
+	_, err := f.Invoke(ctx, addr, req)
+	return err
+}
+
+func (f *fakeController) masterFields(set func(k, v string)) {
+	set(protocol.HdrMasterBrokerID, strconv.FormatInt(f.master, 10))
+	set(protocol.HdrMasterAddress, f.addrs[f.master])
+	set(protocol.HdrMasterEpoch, strconv.FormatInt(int64(f.masterEpoch), 10))
+	set(protocol.HdrSyncStateSetEpoch, strconv.FormatInt(int64(f.sssEpoch), 10))
+}
+
+// elect makes id master at a new epoch with the set {id}; 0 records "no
+// master".
+func (f *fakeController) elect(id int64) {
+	f.master = id
+	f.masterEpoch++
+	if id > 0 {
+		f.sss = []int64{id}
+		f.sssEpoch++
+	}
+}
+
+func (f *fakeController) state() (master int64, epoch int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.master, f.masterEpoch
+}
+
+// fakeNode records what the manager asks of the broker.
+type fakeNode struct {
+	addr string
+	mu   sync.Mutex
+	role Role
+	ops  []string
+	fenc bool
+	max  int64
+	last int32
+	fail error
+}
+
+func (n *fakeNode) Addr() string         { return n.addr }
+func (n *fakeNode) MaxPhyOffset() int64  { n.mu.Lock(); defer n.mu.Unlock(); return n.max }
+func (n *fakeNode) ConfirmOffset() int64 { return n.MaxPhyOffset() }
+func (n *fakeNode) LastEpoch() int32     { n.mu.Lock(); defer n.mu.Unlock(); return n.last }
+
+func (n *fakeNode) become(what string, r Role) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.fail != nil {
+		return n.fail
+	}
+	n.role, n.last = r, r.MasterEpoch
+	n.ops = append(n.ops, what+"@"+strconv.Itoa(int(r.MasterEpoch)))
+	return nil
+}
+func (n *fakeNode) BecomeMaster(_ context.Context, r Role) error { return n.become("master", r) }
+func (n *fakeNode) BecomeSlave(_ context.Context, r Role) error  { return n.become("slave", r) }
+func (n *fakeNode) SyncStateSetChanged(r Role) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.ops = append(n.ops, "sss@"+strconv.Itoa(int(r.SyncStateSetEpoch)))
+}
+func (n *fakeNode) SetFenced(f bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.fenc = f
+	n.ops = append(n.ops, "fenced="+strconv.FormatBool(f))
+}
+
+func (n *fakeNode) snapshot() (Role, []string, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.role, slices.Clone(n.ops), n.fenc
+}

@@ -1,0 +1,317 @@
+// Package slavesync keeps a classic SLAVE broker's metadata a copy of its
+// master's (org/apache/rocketmq/broker/slave/SlaveSynchronize.java and the
+// slave task of BrokerController): topic configs with their static-topic
+// mappings (GET_ALL_TOPIC_CONFIG 21), consumer offsets, LMQ and lite-topic
+// ones included (GET_ALL_CONSUMER_OFFSET 43), subscription groups
+// (GET_ALL_SUBSCRIPTIONGROUP_CONFIG 201) and message request modes
+// (GET_ALL_MESSAGE_REQUEST_MODE 402). Every copy is persisted where the
+// broker keeps its own, so it survives a slave restart.
+//
+// Delay offsets (45) and the timer checkpoint and metrics (60, 61) are not
+// copied: this broker's delay and timer service keeps no per-level offsets
+// or timer wheel, it indexes the parked messages from its own CommitLog
+// (broker/schedule), which replication copies.
+//
+// When: a task wakes every CheckInterval (Apache: 3 s) and copies all when
+// FullInterval (Apache: 60 s) passed since the last copy, and at once when
+// the master's address is first learnt or changes (Apache waits for the
+// next 60 s round).
+package slavesync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/rmqgo/rmq/broker/internal/defaults"
+	"github.com/rmqgo/rmq/broker/internal/loop"
+	"github.com/rmqgo/rmq/broker/pop"
+	"github.com/rmqgo/rmq/broker/store/offset"
+	"github.com/rmqgo/rmq/broker/subscription"
+	"github.com/rmqgo/rmq/broker/topic"
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+// Defaults (Apache's fixed periods).
+const (
+	DefaultCheckInterval = 3 * time.Second
+	DefaultFullInterval  = 60 * time.Second
+	DefaultTimeout       = 3 * time.Second
+)
+
+// Invoker sends one request (remoting.Client).
+type Invoker interface {
+	Invoke(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error)
+}
+
+// Topics is the topic table (topic.Manager).
+type Topics interface {
+	ReplaceAll(table map[string]protocol.TopicConfig, dv protocol.DataVersion) (bool, error)
+}
+
+// Mappings is the static-topic mapping table (statictopic.Manager).
+type Mappings interface {
+	ReplaceAll(details map[string]protocol.TopicQueueMappingDetail, dv protocol.DataVersion) (bool, error)
+}
+
+// Groups is the subscription group table (subscription.Manager).
+type Groups interface {
+	ReplaceAll(w subscription.Wrapper) (bool, error)
+}
+
+// OffsetStore is the consumer offset table (offset.Store).
+type OffsetStore interface {
+	Commit(k offset.Key, off int64)
+	Flush() error
+}
+
+// RequestModes is the message request mode table (pop.Processor).
+type RequestModes interface {
+	ReplaceRequestModes(m map[string]map[string]pop.RequestMode) error
+}
+
+// Options configure a Syncer. Invoker and MasterAddr are required; a nil
+// table is not copied.
+type Options struct {
+	Invoker Invoker
+	// MasterAddr is the master's address as last learnt ("" unknown).
+	MasterAddr func() string
+	// SelfAddr is this broker's address: a master address equal to it is
+	// not copied from (Apache's guard).
+	SelfAddr func() string
+
+	Topics   Topics
+	Mappings Mappings
+	Groups   Groups
+	Offsets  OffsetStore
+	Modes    RequestModes
+
+	// CheckInterval, FullInterval and Timeout (per request); zero keeps
+	// the defaults.
+	CheckInterval time.Duration
+	FullInterval  time.Duration
+	Timeout       time.Duration
+	Logger        *slog.Logger
+	Now           func() time.Time
+}
+
+// Syncer copies the master's metadata; Start runs its task.
+type Syncer struct {
+	o       Options
+	log     *slog.Logger
+	run     loop.Runner
+	trigger chan struct{}
+
+	mu       sync.Mutex // one copy at a time
+	lastAddr string     // master address of the last copy attempt
+	lastTry  time.Time  // start of the last copy attempt
+	last     time.Time  // end of the last successful full copy
+}
+
+// New checks o and builds a Syncer.
+func New(o Options) (*Syncer, error) {
+	if o.Invoker == nil || o.MasterAddr == nil {
+		return nil, errors.New("slavesync: Options.Invoker and MasterAddr are required")
+	}
+	defaults.Positive(&o.CheckInterval, DefaultCheckInterval)
+	defaults.Positive(&o.FullInterval, DefaultFullInterval)
+	defaults.Positive(&o.Timeout, DefaultTimeout)
+	defaults.Clock(&o.Now)
+	defaults.Logger(&o.Logger)
+	return &Syncer{o: o, log: o.Logger, trigger: make(chan struct{}, 1)}, nil
+}
+
+// Start runs the periodic task.
+func (s *Syncer) Start() { s.run.Start(s.loop) }
+
+// Close stops the task, waiting for a copy under way.
+func (s *Syncer) Close() { s.run.Stop() }
+
+// Trigger asks the task to check now; a new master address is copied from
+// at once.
+func (s *Syncer) Trigger() {
+	select {
+	case s.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// LastSync is when the last full copy succeeded (zero: never).
+func (s *Syncer) LastSync() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
+func (s *Syncer) loop(stop <-chan struct{}) {
+	t := time.NewTicker(s.o.CheckInterval)
+	defer t.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-stop
+		cancel()
+	}()
+	for {
+		s.tick(ctx)
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		case <-s.trigger:
+		}
+	}
+}
+
+// tick copies when the master changed or the full period is over.
+func (s *Syncer) tick(ctx context.Context) {
+	addr := s.o.MasterAddr()
+	if addr == "" || (s.o.SelfAddr != nil && addr == s.o.SelfAddr()) {
+		return
+	}
+	s.mu.Lock()
+	due := addr != s.lastAddr || s.o.Now().Sub(s.lastTry) >= s.o.FullInterval
+	s.mu.Unlock()
+	if !due {
+		return
+	}
+	if err := s.SyncAll(ctx, addr); err != nil {
+		s.log.Warn("copy metadata from the master", "master", addr, "err", err)
+	}
+}
+
+// SyncAll copies every table from the master at addr once. Each table is
+// copied on its own: one failing leaves the others copied (as Apache's
+// separate try blocks do). A failed copy is tried again a full period
+// later, as in Apache: an unreachable master or a table too large for a
+// frame costs one attempt a period, not one a check.
+func (s *Syncer) SyncAll(ctx context.Context, addr string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastAddr, s.lastTry = addr, s.o.Now()
+	errs := []error{
+		s.wrap("topic configs", s.syncTopics(ctx, addr)),
+		s.wrap("consumer offsets", s.syncOffsets(ctx, addr)),
+		s.wrap("subscription groups", s.syncGroups(ctx, addr)),
+		s.wrap("message request modes", s.syncModes(ctx, addr)),
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	s.last = s.o.Now()
+	s.log.Debug("copied metadata from the master", "master", addr)
+	return nil
+}
+
+func (s *Syncer) wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// copyTable fetches one table with a request without header fields,
+// decodes the body of a SUCCESS answer and applies it.
+func copyTable[T any](ctx context.Context, s *Syncer, addr string, reqCode int32, decode func([]byte) (T, error), apply func(T) error) error {
+	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
+	defer cancel()
+	resp, err := s.o.Invoker.Invoke(ctx, addr, remoting.NewRequest(reqCode, nil, nil))
+	if err != nil {
+		return err
+	}
+	if resp.Code != code.Success {
+		return fmt.Errorf("%s: code %d: %s", code.RequestName(reqCode), resp.Code, resp.Remark)
+	}
+	v, err := decode(resp.Body)
+	if err != nil {
+		return err
+	}
+	return apply(v)
+}
+
+func (s *Syncer) syncTopics(ctx context.Context, addr string) error {
+	if s.o.Topics == nil && s.o.Mappings == nil {
+		return nil
+	}
+	return copyTable(ctx, s, addr, code.GetAllTopicConfig, DecodeTopics, func(w protocol.TopicConfigAndMappingSerializeWrapper) error {
+		if s.o.Topics != nil {
+			if _, err := s.o.Topics.ReplaceAll(w.TopicConfigTable, w.DataVersion); err != nil {
+				return err
+			}
+		}
+		// An Apache master without mappings may send none: then the
+		// slave's stay as they are (Apache checks the map for null too).
+		if s.o.Mappings != nil && w.TopicQueueMappingDetailMap != nil {
+			if _, err := s.o.Mappings.ReplaceAll(w.TopicQueueMappingDetailMap, w.MappingDataVersion); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// syncOffsets stores the master's offsets over the slave's (Apache's
+// putAll): an offset committed to the slave alone stays until the master
+// has one for that queue, whatever is larger (upstream issue #1094). The
+// copy is flushed at once so that it survives a crash.
+func (s *Syncer) syncOffsets(ctx context.Context, addr string) error {
+	if s.o.Offsets == nil {
+		return nil
+	}
+	return copyTable(ctx, s, addr, code.GetAllConsumerOffset, DecodeOffsets, func(w Offsets) error {
+		for k, v := range w.Table {
+			s.o.Offsets.Commit(k, v)
+		}
+		return s.o.Offsets.Flush()
+	})
+}
+
+func (s *Syncer) syncGroups(ctx context.Context, addr string) error {
+	if s.o.Groups == nil {
+		return nil
+	}
+	return copyTable(ctx, s, addr, code.GetAllSubscriptionGroupConfig, subscription.DecodeWrapper, func(w subscription.Wrapper) error {
+		_, err := s.o.Groups.ReplaceAll(w)
+		return err
+	})
+}
+
+func (s *Syncer) syncModes(ctx context.Context, addr string) error {
+	if s.o.Modes == nil {
+		return nil
+	}
+	return copyTable(ctx, s, addr, code.GetAllMessageRequestMode, decodeModes, s.o.Modes.ReplaceRequestModes)
+}
+
+// decodeModes parses a GET_ALL_MESSAGE_REQUEST_MODE body.
+func decodeModes(body []byte) (map[string]map[string]pop.RequestMode, error) {
+	var w pop.ModeWrapper
+	if err := protocol.Unmarshal(body, &w); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	if w.MessageRequestModeMap == nil {
+		w.MessageRequestModeMap = map[string]map[string]pop.RequestMode{}
+	}
+	return w.MessageRequestModeMap, nil
+}
+
+// DecodeTopics parses a GET_ALL_TOPIC_CONFIG body
+// (TopicConfigAndMappingSerializeWrapper); topics are decoded over Java's
+// defaults. TopicQueueMappingDetailMap stays nil when the body has none.
+func DecodeTopics(body []byte) (protocol.TopicConfigAndMappingSerializeWrapper, error) {
+	var w protocol.TopicConfigAndMappingSerializeWrapper
+	if err := protocol.Unmarshal(body, &w); err != nil {
+		return w, fmt.Errorf("decode: %w", err)
+	}
+	table, dv, err := topic.DecodeTable(body)
+	if err != nil {
+		return w, err
+	}
+	w.TopicConfigTable, w.DataVersion = table, dv
+	return w, nil
+}

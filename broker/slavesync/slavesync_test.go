@@ -1,0 +1,401 @@
+package slavesync
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/pop"
+	"github.com/rmqgo/rmq/broker/statictopic"
+	"github.com/rmqgo/rmq/broker/store/kv"
+	"github.com/rmqgo/rmq/broker/store/offset"
+	"github.com/rmqgo/rmq/broker/subscription"
+	"github.com/rmqgo/rmq/broker/topic"
+	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+func TestMain(m *testing.M) { testutil.VerifyNoLeaks(m) }
+
+// fakeMaster answers the copy codes with bodies a test sets, as an Apache
+// master writes them (fastjson: bare integer keys).
+type fakeMaster struct {
+	srv *remoting.Server
+	ex  *remoting.Executor
+
+	mu     sync.Mutex
+	bodies map[int32]string
+	calls  map[int32]int
+}
+
+func startMaster(t *testing.T) *fakeMaster {
+	t.Helper()
+	cfg := remoting.DefaultServerConfig()
+	cfg.ListenAddr = "127.0.0.1:0"
+	cfg.Workers = 2
+	srv, err := remoting.NewServer(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &fakeMaster{srv: srv, ex: remoting.NewExecutor("fake-master", 2, 64), bodies: map[int32]string{}, calls: map[int32]int{}}
+	for _, c := range []int32{code.GetAllTopicConfig, code.GetAllConsumerOffset, code.GetAllSubscriptionGroupConfig, code.GetAllMessageRequestMode} {
+		srv.Register(c, m.answer, m.ex)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		m.ex.Close()
+	})
+	return m
+}
+
+func (m *fakeMaster) answer(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls[req.Code]++
+	b, ok := m.bodies[req.Code]
+	if !ok {
+		return remoting.NewResponse(req, code.SystemError, "no body"), nil
+	}
+	resp := remoting.NewResponse(req, code.Success, "")
+	resp.Body = []byte(b)
+	return resp, nil
+}
+
+func (m *fakeMaster) set(c int32, body string) {
+	m.mu.Lock()
+	m.bodies[c] = body
+	m.mu.Unlock()
+}
+
+func (m *fakeMaster) count(c int32) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.calls[c]
+}
+
+const (
+	topicsV1 = `{"dataVersion":{"counter":5,"stateVersion":0,"timestamp":1700000000000},` +
+		`"mappingDataVersion":{"counter":2,"stateVersion":0,"timestamp":1700000000001},` +
+		`"topicConfigTable":{"OrderT":{"attributes":{},"order":false,"perm":6,"readQueueNums":4,"topicFilterType":"SINGLE_TAG","topicName":"OrderT","topicSysFlag":0,"writeQueueNums":4},` +
+		`"StaticT":{"attributes":{},"order":false,"perm":6,"readQueueNums":2,"topicFilterType":"SINGLE_TAG","topicName":"StaticT","topicSysFlag":0,"writeQueueNums":2}},` +
+		`"topicQueueMappingDetailMap":{"StaticT":{"bname":"broker-a","currIdMap":{},"dirty":false,"epoch":7,"hostedQueues":{0:[{"bname":"broker-a","endOffset":-1,"gen":0,"logicOffset":0,"queueId":0,"startOffset":0,"timeOfEnd":-1,"timeOfStart":-1}]},"scope":"__global__","topic":"StaticT","totalQueues":2}},` +
+		`"topicQueueMappingInfoMap":{}}`
+	topicsV2 = `{"dataVersion":{"counter":6,"stateVersion":0,"timestamp":1700000000100},` +
+		`"mappingDataVersion":{"counter":2,"stateVersion":0,"timestamp":1700000000001},` +
+		`"topicConfigTable":{"NewT":{"perm":6,"readQueueNums":1,"topicName":"NewT","writeQueueNums":1}},` +
+		`"topicQueueMappingDetailMap":{"StaticT":{"bname":"broker-a","currIdMap":{},"dirty":false,"epoch":7,"hostedQueues":{},"scope":"__global__","topic":"StaticT","totalQueues":2}},` +
+		`"topicQueueMappingInfoMap":{}}`
+	// An Apache master with LmqConsumerOffsetManager keeps LMQ groups'
+	// offsets in lmqOffsetTable; lite topics' (an LMQ topic, a plain
+	// group) are in offsetTable under queue 0.
+	offsetsV1 = `{"dataVersion":{"counter":1,"stateVersion":0,"timestamp":1700000000000},` +
+		`"offsetTable":{"OrderT@g1":{0:10,1:11,2:12,3:13},"%LMQ%$Parent$lite1@g1":{0:42}},` +
+		`"lmqOffsetTable":{"%LMQ%mqtt1@%LMQ%g2":7}}`
+	groupsV1 = `{"dataVersion":{"counter":3,"stateVersion":0,"timestamp":1700000000000},"forbiddenTable":{"g1":{"OrderT":4}},` +
+		`"subscriptionGroupTable":{"g1":{"brokerId":1,"consumeEnable":true,"groupName":"g1","retryMaxTimes":5,"whichBrokerWhenConsumeSlowly":1}}}`
+	modesV1 = `{"messageRequestModeMap":{"OrderT":{"g1":{"consumerGroup":"g1","mode":"POP","popShareQueueNum":2,"topic":"OrderT"}}}}`
+)
+
+// slave is a slave's tables, persisted under one directory.
+type slave struct {
+	topics *topic.Manager
+	maps   *statictopic.Manager
+	groups *subscription.Manager
+	db     *kv.DB
+	offs   *offset.Store
+	modes  *modeSink
+}
+
+type modeSink struct {
+	mu sync.Mutex
+	m  map[string]map[string]pop.RequestMode
+}
+
+func (s *modeSink) ReplaceRequestModes(m map[string]map[string]pop.RequestMode) error {
+	s.mu.Lock()
+	s.m = m
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *modeSink) get(topic, group string) (pop.RequestMode, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.m[topic][group]
+	return m, ok
+}
+
+func openSlave(t *testing.T, dir string) *slave {
+	t.Helper()
+	cfg := config.Default(config.Host{Hostname: "broker-a", IP: "127.0.0.1", Home: dir})
+	cfg.BrokerName = "broker-a"
+	get := func() *config.Config { return cfg }
+	tm, err := topic.New(topic.Options{Config: get, Path: filepath.Join(dir, "topics.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mm, err := statictopic.OpenManager(statictopic.ManagerOptions{Path: filepath.Join(dir, "topicQueueMapping.json"), BrokerName: "broker-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gm, err := subscription.New(subscription.Options{Config: get, Path: filepath.Join(dir, "subscriptionGroup.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := kv.Open(kv.DefaultConfig(filepath.Join(dir, "kv")), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs, err := offset.Open(db, nil)
+	if err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	s := &slave{topics: tm, maps: mm, groups: gm, db: db, offs: offs, modes: &modeSink{}}
+	t.Cleanup(func() { s.close() })
+	return s
+}
+
+func (s *slave) close() {
+	if s.db != nil {
+		s.db.Close()
+		s.db = nil
+	}
+}
+
+func (s *slave) syncer(t *testing.T, master string, o Options) *Syncer {
+	t.Helper()
+	client := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	t.Cleanup(func() { _ = client.Close() })
+	o.Invoker = client
+	o.MasterAddr = func() string { return master }
+	o.Topics, o.Mappings, o.Groups, o.Offsets, o.Modes = s.topics, s.maps, s.groups, s.offs, s.modes
+	sy, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sy
+}
+
+func wantOffset(t *testing.T, offs *offset.Store, group, topic string, qid int32, want int64) {
+	t.Helper()
+	got, ok := offs.Get(offset.Key{Group: group, Topic: topic, QueueID: qid})
+	if !ok || got != want {
+		t.Errorf("offset %s %s %d = %d, %v; want %d", group, topic, qid, got, ok, want)
+	}
+}
+
+func setAll(m *fakeMaster) {
+	m.set(code.GetAllTopicConfig, topicsV1)
+	m.set(code.GetAllConsumerOffset, offsetsV1)
+	m.set(code.GetAllSubscriptionGroupConfig, groupsV1)
+	m.set(code.GetAllMessageRequestMode, modesV1)
+}
+
+// checkV1 checks the copy of the v1 bodies. After a restart the boot-time
+// system topics and groups are back (the fake master lacks them, a real
+// one has them too), so the topic version and absent groups are not
+// checked then.
+func checkV1(t *testing.T, s *slave, restarted bool) {
+	t.Helper()
+	if tc, ok := s.topics.Get("OrderT"); !ok || tc.ReadQueueNums != 4 {
+		t.Errorf("topic OrderT = %+v, %v", tc, ok)
+	}
+	if dv := s.topics.DataVersion(); !restarted && (dv.Counter != 5 || dv.Timestamp != 1700000000000) {
+		t.Errorf("topic data version %+v, want the master's", dv)
+	}
+	if d, ok := s.maps.Get("StaticT"); !ok || d.Epoch != 7 || len(d.HostedQueues[0]) != 1 {
+		t.Errorf("mapping StaticT = %+v, %v", d, ok)
+	}
+	if dv := s.maps.DataVersion(); dv.Counter != 2 {
+		t.Errorf("mapping data version %+v", dv)
+	}
+	wantOffset(t, s.offs, "g1", "OrderT", 3, 13)
+	wantOffset(t, s.offs, "g1", "%LMQ%$Parent$lite1", 0, 42) // lite topic
+	wantOffset(t, s.offs, "%LMQ%g2", "%LMQ%mqtt1", 0, 7)     // LMQ group (lmqOffsetTable)
+	g, ok := s.groups.Find("g1")
+	if !ok || g.BrokerID != 1 || g.RetryMaxTimes != 5 || !g.ConsumeBroadcastEnable {
+		t.Errorf("group g1 = %+v, %v (absent fields keep Java's defaults)", g, ok)
+	}
+	if s.groups.Forbidden("g1", "OrderT") != 4 {
+		t.Errorf("forbidden table not copied")
+	}
+	if !restarted && s.groups.Contains("TOOLS_CONSUMER") {
+		t.Errorf("a group the master lacks was kept")
+	}
+}
+
+func TestSyncAllCopiesEveryTable(t *testing.T) {
+	m := startMaster(t)
+	setAll(m)
+	s := openSlave(t, t.TempDir())
+	// An offset only the slave has (a commit while the master was away)
+	// stays; one the master has is overwritten, even by a smaller value
+	// (upstream #1094).
+	s.offs.Commit(offset.Key{Group: "g9", Topic: "OrderT", QueueID: 0}, 99)
+	s.offs.Commit(offset.Key{Group: "g1", Topic: "OrderT", QueueID: 0}, 50)
+	sy := s.syncer(t, m.srv.Addr(), Options{})
+	if err := sy.SyncAll(context.Background(), m.srv.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	checkV1(t, s, false)
+	wantOffset(t, s.offs, "g9", "OrderT", 0, 99)
+	wantOffset(t, s.offs, "g1", "OrderT", 0, 10)
+	if md, ok := s.modes.get("OrderT", "g1"); !ok || md.Mode != pop.ModePop || md.PopShareQueueNum != 2 {
+		t.Errorf("request mode = %+v, %v", md, ok)
+	}
+	if sy.LastSync().IsZero() {
+		t.Error("LastSync not set")
+	}
+
+	// A new master version replaces the table: OrderT goes, NewT comes;
+	// the mapping version is unchanged, so mappings stay as they are.
+	m.set(code.GetAllTopicConfig, topicsV2)
+	if err := sy.SyncAll(context.Background(), m.srv.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	if s.topics.Contains("OrderT") || !s.topics.Contains("NewT") {
+		t.Errorf("topics after v2: %v", s.topics.Names())
+	}
+	if tc, _ := s.topics.Get("NewT"); tc.TopicFilterType != protocol.SingleTag || tc.Attributes == nil {
+		t.Errorf("NewT not decoded over the defaults: %+v", tc)
+	}
+	if d, _ := s.maps.Get("StaticT"); len(d.HostedQueues[0]) != 1 {
+		t.Errorf("mapping replaced although its version did not change: %+v", d)
+	}
+}
+
+func TestSyncSurvivesSlaveRestart(t *testing.T) {
+	m := startMaster(t)
+	setAll(m)
+	dir := t.TempDir()
+	s := openSlave(t, dir)
+	sy := s.syncer(t, m.srv.Addr(), Options{})
+	if err := sy.SyncAll(context.Background(), m.srv.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	s.close()
+	checkV1(t, openSlave(t, dir), true)
+}
+
+func TestOneFailingTableLeavesTheOthers(t *testing.T) {
+	m := startMaster(t)
+	setAll(m)
+	m.set(code.GetAllTopicConfig, `{"topicConfigTable":`) // broken
+	s := openSlave(t, t.TempDir())
+	sy := s.syncer(t, m.srv.Addr(), Options{})
+	if err := sy.SyncAll(context.Background(), m.srv.Addr()); err == nil {
+		t.Fatal("a broken topic body did not fail the copy")
+	}
+	wantOffset(t, s.offs, "g1", "OrderT", 3, 13)
+	if !sy.LastSync().IsZero() {
+		t.Error("a failed copy counted as a full copy")
+	}
+}
+
+func TestTaskCopiesOnNewMasterAndPeriodically(t *testing.T) {
+	m := startMaster(t)
+	setAll(m)
+	s := openSlave(t, t.TempDir())
+	var mu sync.Mutex
+	addr := ""
+	client := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	t.Cleanup(func() { _ = client.Close() })
+	sy, err := New(Options{
+		Invoker: client,
+		MasterAddr: func() string {
+			mu.Lock()
+			defer mu.Unlock()
+			return addr
+		},
+		Topics: s.topics, Mappings: s.maps, Groups: s.groups, Offsets: s.offs, Modes: s.modes,
+		CheckInterval: time.Hour, FullInterval: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sy.Start()
+	defer sy.Close()
+	time.Sleep(50 * time.Millisecond)
+	if n := m.count(code.GetAllTopicConfig); n != 0 {
+		t.Fatalf("copied %d times without a master address", n)
+	}
+	// The master address arrives (a registration answer): copied at once,
+	// not an hour later.
+	mu.Lock()
+	addr = m.srv.Addr()
+	mu.Unlock()
+	sy.Trigger()
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if s.topics.Contains("OrderT") {
+			return nil
+		}
+		return errors.New("not yet")
+	})
+	// Within the full period a check copies nothing.
+	sy.Trigger()
+	time.Sleep(50 * time.Millisecond)
+	if n := m.count(code.GetAllTopicConfig); n != 1 {
+		t.Fatalf("copied %d times within the full period", n)
+	}
+	sy.Close()
+
+	// A short full period copies again by itself.
+	sy2 := s.syncer(t, m.srv.Addr(), Options{CheckInterval: 20 * time.Millisecond, FullInterval: 20 * time.Millisecond})
+	m.set(code.GetAllTopicConfig, topicsV2)
+	sy2.Start()
+	defer sy2.Close()
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if s.topics.Contains("NewT") && m.count(code.GetAllTopicConfig) >= 3 {
+			return nil
+		}
+		return errors.New("not yet")
+	})
+}
+
+func TestSelfAddrIsNotCopiedFrom(t *testing.T) {
+	m := startMaster(t)
+	setAll(m)
+	s := openSlave(t, t.TempDir())
+	sy := s.syncer(t, m.srv.Addr(), Options{SelfAddr: m.srv.Addr, CheckInterval: 10 * time.Millisecond})
+	sy.Start()
+	time.Sleep(60 * time.Millisecond)
+	sy.Close()
+	if n := m.count(code.GetAllTopicConfig); n != 0 {
+		t.Fatalf("copied from itself %d times", n)
+	}
+}
+
+// A failed copy waits for the next full period (Apache's pace): an
+// unreachable master or an oversized table costs one attempt a period.
+func TestFailedCopyWaitsForTheNextPeriod(t *testing.T) {
+	m := startMaster(t) // no bodies: every code answers SYSTEM_ERROR
+	s := openSlave(t, t.TempDir())
+	sy := s.syncer(t, m.srv.Addr(), Options{CheckInterval: 10 * time.Millisecond, FullInterval: time.Hour})
+	sy.Start()
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if m.count(code.GetAllTopicConfig) == 0 {
+			return errors.New("no attempt yet")
+		}
+		return nil
+	})
+	time.Sleep(100 * time.Millisecond)
+	sy.Close()
+	if n := m.count(code.GetAllTopicConfig); n != 1 {
+		t.Fatalf("%d attempts within one full period", n)
+	}
+	if !sy.LastSync().IsZero() {
+		t.Fatal("a failed copy counted as done")
+	}
+}

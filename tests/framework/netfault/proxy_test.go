@@ -1,0 +1,119 @@
+package netfault
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+// echoServer answers each line with the same line.
+func echoServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); io.Copy(c, c) }()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func roundTrip(c net.Conn, r *bufio.Reader, line string, within time.Duration) (string, error) {
+	c.SetDeadline(time.Now().Add(within))
+	if _, err := c.Write([]byte(line + "\n")); err != nil {
+		return "", err
+	}
+	s, err := r.ReadString('\n')
+	return s, err
+}
+
+func TestModes(t *testing.T) {
+	p, err := Listen(echoServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	if s, err := roundTrip(c, r, "one", time.Second); err != nil || s != "one\n" {
+		t.Fatalf("pass: %q %v", s, err)
+	}
+
+	// Blackhole: the connection stays open, nothing comes back...
+	p.SetMode(Blackhole)
+	if s, err := roundTrip(c, r, "two", 200*time.Millisecond); err == nil {
+		t.Fatalf("blackholed link answered %q", s)
+	}
+	// ...and what was held arrives when the link heals.
+	p.SetMode(Pass)
+	c.SetDeadline(time.Now().Add(time.Second))
+	if s, err := r.ReadString('\n'); err != nil || s != "two\n" {
+		t.Fatalf("after heal: %q %v", s, err)
+	}
+
+	// Refuse: open connections close, new ones are closed on accept.
+	p.SetMode(Refuse)
+	c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := r.ReadString('\n'); err == nil {
+		t.Fatal("refused link kept the connection")
+	}
+	c2, err := net.Dial("tcp", p.Addr())
+	if err == nil {
+		c2.SetDeadline(time.Now().Add(time.Second))
+		if _, err := c2.Read(make([]byte, 1)); err == nil {
+			t.Fatal("new connection served while refusing")
+		}
+		c2.Close()
+	}
+	p.SetMode(Pass)
+	c3, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c3.Close()
+	if s, err := roundTrip(c3, bufio.NewReader(c3), "three", time.Second); err != nil || s != "three\n" {
+		t.Fatalf("after refuse: %q %v", s, err)
+	}
+}
+
+func TestRate(t *testing.T) {
+	p, err := Listen(echoServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	p.SetRate(20_000) // 20 kB/s each way
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	payload := make([]byte, 8_000)
+	for i := range payload {
+		payload[i] = 'x'
+	}
+	start := time.Now()
+	go c.Write(payload)
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(c, make([]byte, len(payload))); err != nil {
+		t.Fatal(err)
+	}
+	// 8 kB through two limited hops at 20 kB/s: at least ~0.3 s.
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Fatalf("8 kB took %v under a 20 kB/s limit", d)
+	}
+}
