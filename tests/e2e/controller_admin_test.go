@@ -80,28 +80,7 @@ func TestControllerMQAdmin(t *testing.T) {
 		t.Fatalf("getControllerConfig:\n%s", want[2])
 	}
 
-	// Java: one call first (it skips the test without java), then the
-	// others at once to keep the JVM start-ups short.
-	java := func(args ...string) string {
-		out, err := harness.RunJavaMQAdmin(t, args...)
-		if err != nil {
-			t.Errorf("java mqadmin %v: %v", args, err)
-		}
-		return out
-	}
-	got := map[int]string{0: java(same[0]...)}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	rest := append(append([][]string{}, same[1:]...), black)
-	for i, args := range rest {
-		wg.Go(func() {
-			out := java(args...)
-			mu.Lock()
-			got[i+1] = out
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
+	got := javaOutputs(t, append(append([][]string{}, same...), black))
 	for i, args := range same {
 		if got[i] != want[i] {
 			t.Errorf("%v: Java prints\n%s\nwe print\n%s", args, got[i], want[i])
@@ -208,4 +187,26 @@ func setUpReplicas(t *testing.T, ctl, cluster, name string, addrs ...string) {
 	send(code.ControllerElectMaster, base("brokerId", "1"), nil)
 	send(code.ControllerAlterSyncStateSet, map[string]string{"brokerName": name, "masterBrokerId": "1", "masterEpoch": "1"},
 		protocol.MustMarshal(protocol.SyncStateSet{SyncStateSet: ids, SyncStateSetEpoch: 1}))
+}
+
+// javaOutputs runs the Java mqadmin once per argument list and returns the
+// outputs in order; a failing run fails t. The first runs alone (it skips
+// the test without java, and resolves the tool's classpath on a fresh
+// machine), the others at once to keep the JVM start-ups short.
+func javaOutputs(t *testing.T, runs [][]string) []string {
+	t.Helper()
+	out := make([]string, len(runs))
+	java := func(i int) {
+		var err error
+		if out[i], err = harness.RunJavaMQAdmin(t, runs[i]...); err != nil {
+			t.Errorf("java mqadmin %v: %v", runs[i], err)
+		}
+	}
+	java(0)
+	var wg sync.WaitGroup
+	for i := 1; i < len(runs); i++ {
+		wg.Go(func() { java(i) })
+	}
+	wg.Wait()
+	return out
 }
