@@ -165,7 +165,13 @@ func (r *rig) waitStats(ok func(Stats) bool, timeout time.Duration) Stats {
 // pendingKeys counts the pending timer keys.
 func (r *rig) pendingKeys() int {
 	r.t.Helper()
-	it, err := r.st.DB().NewIter(&pebble.IterOptions{LowerBound: pendingPrefix(), UpperBound: kv.PrefixEnd(pendingPrefix())})
+	return r.countKeys(pendingPrefix())
+}
+
+// countKeys counts the keys that start with prefix.
+func (r *rig) countKeys(prefix []byte) int {
+	r.t.Helper()
+	it, err := r.st.DB().NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: kv.PrefixEnd(prefix)})
 	if err != nil {
 		r.t.Fatal(err)
 	}
