@@ -1,7 +1,6 @@
 package transaction
 
 import (
-	"fmt"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -38,18 +37,7 @@ func TestRealStoreRestart(t *testing.T) {
 	st := openRealStore(t, dir)
 	short := func(c *config.Config) { c.TransactionTimeOut = 300 * time.Millisecond }
 	f := newFixture(t, short, withStore(st), realClock())
-	var pending []half
-	for i := range 6 {
-		h := f.sendHalf(fmt.Sprint("r", i))
-		switch i % 3 {
-		case 0:
-			wantCode(t, "commit", f.end(f.svc, h, message.TransactionCommitType, false), code.Success)
-		case 1:
-			wantCode(t, "rollback", f.end(f.svc, h, message.TransactionRollbackType, false), code.Success)
-		default:
-			pending = append(pending, h)
-		}
-	}
+	f.sendMixed("r", 6)
 	// Half and committed messages are dispatched; half ones are not in the
 	// real topic.
 	testutil.WaitFor(t, 5*time.Second, "dispatch", func() bool { return st.MaxOffset(testTopic, 2) == 2 && st.MaxOffset(protocol.TransHalfTopic, 0) == 6 })
