@@ -28,6 +28,15 @@ func startCluster(t *testing.T, brokers ...string) *clienttest.Cluster {
 	return c
 }
 
+// startTopic starts a cluster of one broker, broker-a, that holds topic T
+// with the given number of queues.
+func startTopic(t *testing.T, queues int) *clienttest.Cluster {
+	t.Helper()
+	c := startCluster(t, "broker-a")
+	c.CreateTopic("T", queues)
+	return c
+}
+
 // testSendTimeout is the tests' SendTimeout: see common.
 const testSendTimeout = 10 * time.Second
 
@@ -263,8 +272,7 @@ func TestSendAutoCreateFromTBW102(t *testing.T) {
 }
 
 func TestSendAsyncOnewayBatchSelector(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 4)
+	c := startTopic(t, 4)
 	p := startProducer(t, c, nil)
 	ctx := context.Background()
 
@@ -352,8 +360,7 @@ func TestSendAsyncOnewayBatchSelector(t *testing.T) {
 }
 
 func TestProducerHeartbeatAndLifecycle(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 1)
+	c := startTopic(t, 1)
 	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: common(c), Group: "PG", SendTimeout: testSendTimeout})
 	if err != nil {
 		t.Fatal(err)
@@ -461,8 +468,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 }
 
 func TestRouteRefresh(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 1)
+	c := startTopic(t, 1)
 	p := startProducer(t, c, func(cfg *client.ProducerConfig) { cfg.RouteRefreshInterval = 20 * time.Millisecond })
 	if _, err := p.SendSync(context.Background(), msg("T", "x")); err != nil {
 		t.Fatal(err)
