@@ -15,6 +15,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 	"github.com/rmqgo/rmq/tests/framework"
 )
 
@@ -39,20 +40,12 @@ type liteClient struct {
 
 func (c *liteClient) invoke(reqCode int32, ext map[string]string, body []byte) *remoting.Command {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := c.rc.Invoke(ctx, c.addr, remoting.NewRequest(reqCode, ext, body))
-	if err != nil {
-		c.t.Fatalf("request %d: %v", reqCode, err)
-	}
-	return resp
+	return remotingtest.Invoke(c.t, c.rc, c.addr, reqCode, ext, body)
 }
 
 func (c *liteClient) want(what string, resp *remoting.Command, wantCode int32, remark string) {
 	c.t.Helper()
-	if resp.Code != wantCode || !strings.Contains(resp.Remark, remark) {
-		c.t.Fatalf("%s: code %d %q, want %d with %q", what, resp.Code, resp.Remark, wantCode, remark)
-	}
+	remotingtest.Want(c.t, what, resp, wantCode, remark)
 }
 
 func (c *liteClient) send(topic string, qid int, body, lite string) *remoting.Command {

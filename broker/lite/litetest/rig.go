@@ -19,6 +19,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 )
 
 // Rig is an in-process broker (real store, real remoting) and a client
@@ -70,21 +71,13 @@ func StartBroker(t testing.TB, c *config.Config, opts ...broker.Option) *broker.
 // Invoke sends a request and waits for the answer.
 func (r *Rig) Invoke(c int32, ext map[string]string, body []byte) *remoting.Command {
 	r.T.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := r.Client.Invoke(ctx, r.B.Addr(), remoting.NewRequest(c, ext, body))
-	if err != nil {
-		r.T.Fatalf("invoke %d: %v", c, err)
-	}
-	return resp
+	return remotingtest.Invoke(r.T, r.Client, r.B.Addr(), c, ext, body)
 }
 
 // Want fails the test unless resp has code c and its remark contains remark.
 func (r *Rig) Want(what string, resp *remoting.Command, c int32, remark string) {
 	r.T.Helper()
-	if resp.Code != c || !strings.Contains(resp.Remark, remark) {
-		r.T.Fatalf("%s: code %d remark %q; want %d with %q", what, resp.Code, resp.Remark, c, remark)
-	}
+	remotingtest.Want(r.T, what, resp, c, remark)
 }
 
 // CreateTopic creates a topic with attributes ("+k=v,...").
