@@ -54,16 +54,7 @@ func (p *Producer) SendAsync(ctx context.Context, msg *message.Message, cb SendC
 	if cb == nil {
 		return errors.New("client: SendAsync needs a callback")
 	}
-	if err := p.life.begin(); err != nil {
-		return err
-	}
-	out, err := p.prepare(msg)
-	if err != nil {
-		p.life.end()
-		return err
-	}
-	p.sendAsync(ctx, out, buildSendOptions(opts), cb)
-	return nil
+	return p.startAsync(ctx, func() (*outgoing, error) { return p.prepare(msg) }, cb, opts)
 }
 
 // SendBatchAsync is SendBatch with a callback, as SendAsync.
@@ -71,10 +62,16 @@ func (p *Producer) SendBatchAsync(ctx context.Context, msgs []*message.Message, 
 	if cb == nil {
 		return errors.New("client: SendBatchAsync needs a callback")
 	}
+	return p.startAsync(ctx, func() (*outgoing, error) { return p.prepareBatch(msgs) }, cb, opts)
+}
+
+// startAsync prepares a send and puts it on its way; the producer stays
+// busy (Shutdown waits) until sendAsync has called cb.
+func (p *Producer) startAsync(ctx context.Context, prepare func() (*outgoing, error), cb SendCallback, opts []SendOption) error {
 	if err := p.life.begin(); err != nil {
 		return err
 	}
-	out, err := p.prepareBatch(msgs)
+	out, err := prepare()
 	if err != nil {
 		p.life.end()
 		return err
