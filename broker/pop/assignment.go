@@ -223,13 +223,7 @@ func (p *Processor) handleQueryAssignment(ctx context.Context, _ *remoting.Chann
 			out.MessageQueueAssignments = append(out.MessageQueueAssignments, assignment{MessageQueue: mq, Mode: mode.Mode})
 		}
 	}
-	body, err := protocol.Marshal(out)
-	if err != nil {
-		return nil, err
-	}
-	resp := remoting.NewResponse(req, code.Success, "")
-	resp.Body = body
-	return resp, nil
+	return processor.Reply(req, "queue assignment", out)
 }
 
 // assign is Java's doLoadBalance; nil means "no answer".
