@@ -1,13 +1,13 @@
 package transaction
 
 import (
-	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/broker/store/storetest"
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -16,17 +16,10 @@ import (
 
 func openRealStore(t testing.TB, dir string) *store.Store {
 	t.Helper()
-	cfg := store.DefaultConfig(dir)
-	cfg.CommitLog.FileSize = 1 << 20
-	cfg.CommitLog.Preallocate = false
-	cfg.CommitLog.CleanResourceInterval = 0
-	cfg.StoreHost = testHost
-	cfg.Logger = slog.New(slog.DiscardHandler)
-	s, err := store.Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return storetest.OpenDisk(t, dir, func(c *store.Config) {
+		c.CommitLog.FileSize = 1 << 20
+		c.StoreHost = testHost
+	})
 }
 
 // TestRealStoreRestart runs transactions on the real store, closes it
