@@ -58,6 +58,14 @@ func newEnv(t *testing.T, mutate ...func(*config.Config)) *env {
 	return e
 }
 
+// servedEnv is newEnv with its server started.
+func servedEnv(t *testing.T, mutate ...func(*config.Config)) *env {
+	t.Helper()
+	e := newEnv(t, mutate...)
+	e.serve(t)
+	return e
+}
+
 // serve starts a real server with the processor's handlers and hooks.
 func (e *env) serve(t *testing.T) {
 	t.Helper()
@@ -170,8 +178,7 @@ func (e *env) consumerList(t *testing.T, p *peer, group string) (int32, []string
 }
 
 func TestHeartbeatRegistersAndNotifies(t *testing.T) {
-	e := newEnv(t)
-	e.serve(t)
+	e := servedEnv(t)
 	a, b := e.peer(t, "10.0.0.1@a"), e.peer(t, "10.0.0.2@b")
 
 	resp := a.heartbeat(t, "g1", "T")
@@ -245,8 +252,7 @@ func TestNotifyDisabled(t *testing.T) {
 		b.expectNoNotify(t)
 	})
 	t.Run("broker flag", func(t *testing.T) {
-		e := newEnv(t, func(c *config.Config) { c.NotifyConsumerIdsChangedEnable = false })
-		e.serve(t)
+		e := servedEnv(t, func(c *config.Config) { c.NotifyConsumerIdsChangedEnable = false })
 		a, b := e.peer(t, "a"), e.peer(t, "b")
 		a.heartbeat(t, "g1", "T")
 		b.heartbeat(t, "g1", "T")
@@ -254,8 +260,7 @@ func TestNotifyDisabled(t *testing.T) {
 		b.expectNoNotify(t)
 	})
 	t.Run("broadcasting", func(t *testing.T) {
-		e := newEnv(t)
-		e.serve(t)
+		e := servedEnv(t)
 		a, b := e.peer(t, "a"), e.peer(t, "b")
 		body := strings.Replace(string(heartbeatBody("a", "g1", "T")), Clustering, Broadcasting, 1)
 		a.invoke(t, remoting.NewRequest(code.HeartBeat, nil, []byte(body)))
@@ -266,8 +271,7 @@ func TestNotifyDisabled(t *testing.T) {
 }
 
 func TestHeartbeatBadInput(t *testing.T) {
-	e := newEnv(t)
-	e.serve(t)
+	e := servedEnv(t)
 	a := e.peer(t, "a")
 	tests := []struct {
 		name   string
@@ -290,8 +294,7 @@ func TestHeartbeatBadInput(t *testing.T) {
 }
 
 func TestHeartbeatUnknownGroupWithoutAutoCreate(t *testing.T) {
-	e := newEnv(t, func(c *config.Config) { c.AutoCreateSubscriptionGroup = false })
-	e.serve(t)
+	e := servedEnv(t, func(c *config.Config) { c.AutoCreateSubscriptionGroup = false })
 	a := e.peer(t, "a")
 	a.heartbeat(t, "g-unknown", "T")
 	if _, ok := e.p.Consumers().GroupInfo("g-unknown"); ok {
@@ -306,8 +309,7 @@ func TestHeartbeatUnknownGroupWithoutAutoCreate(t *testing.T) {
 }
 
 func TestHeartbeatV2(t *testing.T) {
-	e := newEnv(t)
-	e.serve(t)
+	e := servedEnv(t)
 	a := e.peer(t, "a")
 	send := func(fp int64, withoutSub bool, topics ...string) *remoting.Command {
 		var hb map[string]any
@@ -335,8 +337,7 @@ func TestHeartbeatV2(t *testing.T) {
 }
 
 func TestUnregisterClient(t *testing.T) {
-	e := newEnv(t)
-	e.serve(t)
+	e := servedEnv(t)
 	a, b := e.peer(t, "a"), e.peer(t, "b")
 	a.heartbeat(t, "g1", "T")
 	b.heartbeat(t, "g1", "T")
@@ -360,8 +361,7 @@ func TestUnregisterClient(t *testing.T) {
 }
 
 func TestChannelExpiry(t *testing.T) {
-	e := newEnv(t)
-	e.serve(t)
+	e := servedEnv(t)
 	a, b := e.peer(t, "a"), e.peer(t, "b")
 	a.heartbeat(t, "g1", "T")
 	e.clock.Advance(100 * time.Second)
@@ -396,8 +396,7 @@ func TestChannelExpiry(t *testing.T) {
 }
 
 func TestConnectionLists(t *testing.T) {
-	e := newEnv(t)
-	e.serve(t)
+	e := servedEnv(t)
 	a := e.peer(t, "10.0.0.1@a")
 	a.heartbeat(t, "g1", "T")
 
@@ -457,8 +456,7 @@ func TestConnectionLists(t *testing.T) {
 }
 
 func TestProducerLookups(t *testing.T) {
-	e := newEnv(t)
-	e.serve(t)
+	e := servedEnv(t)
 	for i := range 3 {
 		e.peer(t, fmt.Sprintf("p%d", i)).heartbeat(t, "")
 	}
