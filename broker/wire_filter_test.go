@@ -63,19 +63,7 @@ func (r *filterRig) createTopic(name string, attrs string) {
 
 func (r *filterRig) send(topic string, body []byte, kv ...string) *remoting.Command {
 	r.t.Helper()
-	props := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		props[kv[i]] = kv[i+1]
-	}
-	p, err := message.EncodeProperties(props)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return r.invoke(code.SendMessage, map[string]string{
-		"producerGroup": "pg", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
-		"queueId": "0", "sysFlag": "0", "bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10), "flag": "0",
-		"properties": string(p), "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
-	}, body)
+	return r.invoke(code.SendMessage, remotingtest.SendExt(r.t, "pg", topic, 0, kv...), body)
 }
 
 func (r *filterRig) heartbeat(group, topic, expr, typ string) {

@@ -4,10 +4,12 @@ package remotingtest
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/remoting"
 )
 
@@ -29,5 +31,25 @@ func Want(t testing.TB, what string, resp *remoting.Command, want int32, remark 
 	t.Helper()
 	if resp.Code != want || !strings.Contains(resp.Remark, remark) {
 		t.Fatalf("%s: code %d remark %q; want %d with %q", what, resp.Code, resp.Remark, want, remark)
+	}
+}
+
+// SendExt is the header of a plain SEND_MESSAGE (version 1, as client-go
+// sends it) to queue qid of topic from producer group group, with the
+// message properties given as key, value, ... pairs.
+func SendExt(t testing.TB, group, topic string, qid int, kv ...string) map[string]string {
+	t.Helper()
+	props := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		props[kv[i]] = kv[i+1]
+	}
+	p, err := message.EncodeProperties(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{
+		"producerGroup": group, "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+		"queueId": strconv.Itoa(qid), "sysFlag": "0", "bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10), "flag": "0",
+		"properties": string(p), "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
 	}
 }

@@ -50,15 +50,9 @@ func (c *liteClient) want(what string, resp *remoting.Command, wantCode int32, r
 
 func (c *liteClient) send(topic string, qid int, body, lite string) *remoting.Command {
 	c.t.Helper()
-	props, err := message.EncodeProperties(map[string]string{message.PropertyLiteTopic: lite, message.PropertyUniqClientMessageIDKeyIdx: fmt.Sprintf("LITE%d", time.Now().UnixNano())})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return c.invoke(code.SendMessage, map[string]string{
-		"producerGroup": "lite_pg", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
-		"queueId": strconv.Itoa(qid), "sysFlag": "0", "bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10), "flag": "0",
-		"properties": string(props), "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
-	}, []byte(body))
+	ext := remotingtest.SendExt(c.t, "lite_pg", topic, qid,
+		message.PropertyLiteTopic, lite, message.PropertyUniqClientMessageIDKeyIdx, fmt.Sprintf("LITE%d", time.Now().UnixNano()))
+	return c.invoke(code.SendMessage, ext, []byte(body))
 }
 
 func (c *liteClient) subscribe(clientID, group string, lites []string) *remoting.Command {

@@ -101,19 +101,7 @@ func (r *Rig) CreateGroup(name string, attrs map[string]string) {
 // Send sends one message with properties kv (key, value, ...).
 func (r *Rig) Send(topic string, qid int, body string, kv ...string) *remoting.Command {
 	r.T.Helper()
-	props := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		props[kv[i]] = kv[i+1]
-	}
-	p, err := message.EncodeProperties(props)
-	if err != nil {
-		r.T.Fatal(err)
-	}
-	return r.Invoke(code.SendMessage, map[string]string{
-		"producerGroup": "pg", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
-		"queueId": strconv.Itoa(qid), "sysFlag": "0", "bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10), "flag": "0",
-		"properties": string(p), "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
-	}, []byte(body))
+	return r.Invoke(code.SendMessage, remotingtest.SendExt(r.T, "pg", topic, qid, kv...), []byte(body))
 }
 
 // Subscribe sends one LITE_SUBSCRIPTION_CTL entry.
