@@ -53,3 +53,24 @@ func SendExt(t testing.TB, group, topic string, qid int, kv ...string) map[strin
 		"properties": string(p), "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
 	}
 }
+
+// InvokeAsync sends a request to addr without waiting and returns the
+// channel its answer arrives on; a request that fails (or gets no answer
+// within timeout) arrives as code -1 with the error as remark.
+func InvokeAsync(t testing.TB, c *remoting.Client, addr string, req *remoting.Command, timeout time.Duration) <-chan *remoting.Command {
+	t.Helper()
+	out := make(chan *remoting.Command, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	err := c.InvokeAsync(ctx, addr, req, func(resp *remoting.Command, err error) {
+		cancel()
+		if err != nil {
+			resp = &remoting.Command{Code: -1, Remark: err.Error()}
+		}
+		out <- resp
+	})
+	if err != nil {
+		cancel()
+		t.Fatalf("request %d to %s: %v", req.Code, addr, err)
+	}
+	return out
+}

@@ -153,18 +153,8 @@ func TestLiteTopicSeedFlow(t *testing.T) {
 
 	lc.want("subscribe", lc.subscribe("client-1", liteGroup, []string{liteName}), code.Success, "")
 	// A long-polling pop, parked before the message exists.
-	answered := make(chan *remoting.Command, 1)
-	pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	if err := rc.InvokeAsync(pctx, bp.Addr(), remoting.NewRequest(code.PopLiteMessage, litePopExt("client-1", liteGroup, 15*time.Second), nil),
-		func(resp *remoting.Command, err error) {
-			if err != nil {
-				resp = &remoting.Command{Code: -1, Remark: err.Error()}
-			}
-			answered <- resp
-		}); err != nil {
-		t.Fatal(err)
-	}
+	answered := remotingtest.InvokeAsync(t, rc, bp.Addr(),
+		remoting.NewRequest(code.PopLiteMessage, litePopExt("client-1", liteGroup, 15*time.Second), nil), 20*time.Second)
 	testutil.Eventually(t, 5*time.Second, func() error {
 		ci, err := adm.GetLiteClientInfo(ctx, bp.Addr(), liteParent, liteGroup, "client-1", 0)
 		if err != nil {

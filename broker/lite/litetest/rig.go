@@ -132,21 +132,9 @@ func (r *Rig) Pop(clientID, group, topic string, max int, invisible, poll time.D
 
 // PopAsync starts a long-polling pop and returns its answer channel.
 func (r *Rig) PopAsync(clientID, group, topic string, poll time.Duration) <-chan *remoting.Command {
-	out := make(chan *remoting.Command, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), poll+5*time.Second)
-	err := r.Client.InvokeAsync(ctx, r.B.Addr(), remoting.NewRequest(code.PopLiteMessage, PopExt(clientID, group, topic, 32, 30*time.Second, poll), nil),
-		func(resp *remoting.Command, err error) {
-			cancel()
-			if err != nil {
-				resp = &remoting.Command{Code: -1, Remark: err.Error()}
-			}
-			out <- resp
-		})
-	if err != nil {
-		cancel()
-		r.T.Fatalf("pop async: %v", err)
-	}
-	return out
+	r.T.Helper()
+	req := remoting.NewRequest(code.PopLiteMessage, PopExt(clientID, group, topic, 32, 30*time.Second, poll), nil)
+	return remotingtest.InvokeAsync(r.T, r.Client, r.B.Addr(), req, poll+5*time.Second)
 }
 
 // Popped are the messages of a pop answer.
