@@ -21,9 +21,7 @@ import (
 // flight, RocketMQ's delivery is at-least-once, not exactly-once.
 // RMQ_E2E_BIG_COUNT overrides the count.
 func TestClientGo100kExactlyOncePerGroup(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: sends 100k messages through real processes")
-	}
+	skipShort(t, "sends 100k messages through real processes")
 	count := 100000
 	if v := os.Getenv("RMQ_E2E_BIG_COUNT"); v != "" {
 		count, _ = strconv.Atoi(v)

@@ -92,9 +92,7 @@ func (r exampleRun) expect(t *testing.T, code int, lines ...string) {
 // that cannot reach its count failing with exit 1. The nameserver is given
 // with -n, and to the transaction example as NAMESRV_ADDR.
 func TestExamples(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: builds and runs the examples against real processes")
-	}
+	skipShort(t, "builds and runs the examples against real processes")
 	t.Parallel() // mostly waits: for deliveries, a check-back, a timeout
 	bins := buildExamples(t)
 	bin := func(name string) string { return filepath.Join(bins, name) }

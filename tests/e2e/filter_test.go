@@ -225,9 +225,7 @@ func TestFilterClientGo(t *testing.T) {
 	// with CHECK_CLIENT_CONFIG at start, then gets exactly the matching
 	// messages; a bad expression makes start() fail with code 23.
 	t.Run("java", func(t *testing.T) {
-		if testing.Short() {
-			t.Skip("short mode: starts JVMs")
-		}
+		skipShort(t, "starts JVMs")
 		run := filterJavaCheck(t)
 		out := run(c.NamesrvAddr(), filterTopic, "filter_java_cg", filterSQL, strconv.Itoa(len(wantSQL)))
 		want := "GOT"

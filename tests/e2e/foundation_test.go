@@ -153,9 +153,7 @@ func TestMQAdminCommands(t *testing.T) {
 // cluster: clusterList, updateTopic, topicRoute, topicList and topicStatus
 // print the same facts ours does.
 func TestJavaMQAdmin(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: the Java tool takes a few seconds per command")
-	}
+	skipShort(t, "the Java tool takes a few seconds per command")
 	c := startCluster(t, framework.Options{Brokers: 2})
 	java := javaMQAdmin(t, c)
 	testutil.Eventually(t, 10*time.Second, func() error {

@@ -35,9 +35,7 @@ var javaSemanticsLevels = "1s 1s 10s" + strings.Repeat(" 1s", 15)
 // client re-checks the string). Skips with a message when java or mvn is
 // missing.
 func TestJavaClientSemantics(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: real processes and a Java client")
-	}
+	skipShort(t, "real processes and a Java client")
 	const prefix = "JSem"
 	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
 		"enableTopicMessageTypeCheck": "true",

@@ -206,9 +206,7 @@ func startOrderlyConsumer(t *testing.T, ns, instance string, tr *orderTracker) r
 // are first consumed in order throughout, no queue is consumed by two
 // consumers at once while the broker runs, and every message sent arrives.
 func TestOrderlyClientGo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: rebalances and restarts with real clients")
-	}
+	skipShort(t, "rebalances and restarts with real clients")
 	// Mostly waiting on client-go's 20 s rebalances: runs beside the other
 	// slow tests.
 	t.Parallel()

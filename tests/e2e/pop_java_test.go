@@ -18,9 +18,7 @@ import (
 // redelivers through the pop retry topic with reconsumeTimes 1. Skips with
 // a message when java or mvn is missing.
 func TestPopJavaPushConsumer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: real processes and a Java client")
-	}
+	skipShort(t, "real processes and a Java client")
 	const topic = "PopJavaTopic"
 	c := startCluster(t, framework.Options{Brokers: 1})
 	if out, err := c.MQAdmin(t, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", topic, "-r", "4", "-w", "4"); err != nil {

@@ -199,9 +199,7 @@ func (l *popLedger) delivered(m popMsg) {
 // restart. The restart is a graceful stop, and, where the cluster can, a
 // kill with SIGKILL (consumer offsets not yet flushed).
 func TestPopAckReviveAndKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: real processes")
-	}
+	skipShort(t, "real processes")
 	t.Run("graceful", func(t *testing.T) { testPopAckRevive(t, false) })
 	t.Run("kill -9", func(t *testing.T) { testPopAckRevive(t, true) })
 }
@@ -376,9 +374,7 @@ func testPopAckRevive(t *testing.T, crash bool) {
 // updateSubGroup -r) is used up, land in %DLQ%<group> (reconsume times
 // max+1, same message id) and are never handed out again.
 func TestPopDeadLetter(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: real processes")
-	}
+	skipShort(t, "real processes")
 	t.Parallel()
 	const (
 		topic     = "PopDlqTopic"

@@ -182,9 +182,7 @@ func (rp *restartProducer) run(ctx context.Context, p rocketmq.Producer) {
 // never move back nor beyond the max on the way, and stay there through
 // the consumer's shutdown.
 func TestBrokerRestartMidStream(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: restarts a real broker under load")
-	}
+	skipShort(t, "restarts a real broker under load")
 	// Mostly waiting on client-go's 30 s timeouts: runs beside the other
 	// slow tests.
 	t.Parallel()

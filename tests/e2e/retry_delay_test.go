@@ -67,9 +67,7 @@ func (l *attemptLog) of(body string) []attempt {
 // SEND_MESSAGE to %RETRY%<group> with DELAY and reconsumeTimes headers, is
 // delayed to the retry topic, or redirected to the DLQ past the maximum.
 func TestRetryEscalationToDLQ(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: real processes")
-	}
+	skipShort(t, "real processes")
 	rlog.SetLogLevel("error")
 	const (
 		topic = "RetryDelayTopic"
@@ -245,9 +243,7 @@ func TestRetryEscalationToDLQ(t *testing.T) {
 // delivered, some due while it is down: every timer is delivered once,
 // none early.
 func TestDelayAndTimerAcrossKill9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: real processes, 25 s of timers")
-	}
+	skipShort(t, "real processes, 25 s of timers")
 	const topic = "TimerTopicE2E"
 	c := startCluster(t, framework.Options{Needs: []framework.Capability{framework.Crash}, Brokers: 1})
 	b := c.Brokers()[0]

@@ -28,9 +28,7 @@ import (
 // not early, and no marker ever reaches the topic. A marker for a time
 // already past is MESSAGE_ILLEGAL.
 func TestTimerCancelAcrossKill9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: real processes and timers")
-	}
+	skipShort(t, "real processes and timers")
 	rlog.SetLogLevel("error") // client-go logs through a process-wide logger
 	const topic, n = "TimerCancelE2E", 20
 	c := startCluster(t, framework.Options{Needs: []framework.Capability{framework.Crash}, Brokers: 1})

@@ -209,9 +209,7 @@ func TestTransactionClientGo(t *testing.T) {
 // the restart the broker checks them again and the producer commits:
 // every committed transaction is there once, no rolled back one is.
 func TestTransactionKillRestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: restarts a real broker")
-	}
+	skipShort(t, "restarts a real broker")
 	t.Parallel()              // mostly waiting on check-back intervals
 	rlog.SetLogLevel("fatal") // client-go logs every non-commit local state as an error
 	c := startCluster(t, framework.Options{Needs: []framework.Capability{framework.Crash}, Brokers: 1, BrokerConf: txBrokerConf})
@@ -325,9 +323,7 @@ func TestBadInputTransaction(t *testing.T) {
 // message + END_TRANSACTION commit) with plain sync sends on one broker,
 // same message size and concurrency, and logs both rates.
 func TestTransactionThroughput(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: throughput run")
-	}
+	skipShort(t, "throughput run")
 	rlog.SetLogLevel("fatal") // client-go logs every non-commit local state as an error
 	c := startCluster(t, framework.Options{Brokers: 1})
 	const topic = "TxBenchTopic"
