@@ -109,9 +109,7 @@ func TestFilterClientGo(t *testing.T) {
 		{"updateTopic", "-b", addr, "-t", filterTopic, "-r", "4", "-w", "4"},
 		{"updateTopic", "-b", addr, "-t", filterFifoTopic, "-r", "2", "-w", "2", "-a", "+message.type=FIFO"},
 	} {
-		if out, err := c.MQAdmin(t, args...); err != nil {
-			t.Fatalf("mqadmin %v: %v\n%s", args, err, out)
-		}
+		mqadmin(t, c, args...)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

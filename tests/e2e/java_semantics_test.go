@@ -59,9 +59,7 @@ func TestJavaClientSemantics(t *testing.T) {
 		if tp.typ != "" {
 			args = append(args, "-a", "+message.type="+tp.typ)
 		}
-		if out, err := c.MQAdmin(t, args...); err != nil {
-			t.Fatalf("mqadmin %v: %v\n%s", args, err, out)
-		}
+		mqadmin(t, c, args...)
 		topics = append(topics, tp.name)
 	}
 	// Every route is on the nameserver before the clients start (they

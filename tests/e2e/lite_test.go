@@ -117,14 +117,7 @@ func TestLiteTopicSeedFlow(t *testing.T) {
 		"flushConsumerOffsetInterval": "500",
 	}})
 	bp := c.Brokers()[0]
-	mq := func(args ...string) string {
-		t.Helper()
-		out, err := c.MQAdmin(t, args...)
-		if err != nil {
-			t.Fatalf("mqadmin %v: %v\n%s", args, err, out)
-		}
-		return out
-	}
+	mq := func(args ...string) string { return mqadmin(t, c, args...) }
 	mq("updateTopic", "-c", "DefaultCluster", "-t", liteParent, "-r", "4", "-w", "4",
 		"-a", fmt.Sprintf("+message.type=LITE,+lite.topic.expiration=%d", liteExpiration))
 	mq("updateTopic", "-c", "DefaultCluster", "-t", "PlainTopic", "-r", "1", "-w", "1")

@@ -78,11 +78,7 @@ func (e *sjEnv) java(args ...string) string {
 // ours runs our mqadmin.
 func (e *sjEnv) ours(args ...string) string {
 	e.t.Helper()
-	out, err := e.c.MQAdmin(e.t, args...)
-	if err != nil {
-		e.t.Fatalf("mqadmin %v: %v\n%s", args, err, out)
-	}
-	return out
+	return mqadmin(e.t, e.c, args...)
 }
 
 var sjPlanFiles = regexp.MustCompile(`mapping data is written to file .*\.before\n.* mapping data is written to file .*\.after`)
