@@ -232,3 +232,14 @@ func extInt(t *testing.T, r *remoting.Command, k string) int64 {
 	}
 	return v
 }
+
+// globalRoute is the route of a static topic in the global scope: each
+// broker of curr maps it at epoch e with total logic queues, curr[broker]
+// being the logic queues it leads (logic id → physical id).
+func globalRoute(e int64, total int, curr map[string]map[int]int) *protocol.TopicRouteData {
+	byBroker := map[string]protocol.TopicQueueMappingInfo{}
+	for b, ids := range curr {
+		byBroker[b] = protocol.TopicQueueMappingInfo{Bname: b, Epoch: e, TotalQueues: total, Scope: protocol.MappingScopeGlobal, CurrIDMap: ids}
+	}
+	return &protocol.TopicRouteData{TopicQueueMappingByBroker: byBroker}
+}
