@@ -74,3 +74,14 @@ func InvokeAsync(t testing.TB, c *remoting.Client, addr string, req *remoting.Co
 	}
 	return out
 }
+
+// ExtInt is the number in the header field k of resp, failing t when the
+// field is missing or not a number.
+func ExtInt(t testing.TB, resp *remoting.Command, k string) int64 {
+	t.Helper()
+	v, err := strconv.ParseInt(resp.Ext(k), 10, 64)
+	if err != nil {
+		t.Fatalf("response %d (%s): field %s = %q", resp.Code, resp.Remark, k, resp.Ext(k))
+	}
+	return v
+}
