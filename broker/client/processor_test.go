@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/config/configtest"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/broker/topic"
@@ -32,11 +33,7 @@ type env struct {
 
 func newEnv(t *testing.T, mutate ...func(*config.Config)) *env {
 	t.Helper()
-	c := config.Default(config.Host{Hostname: "broker-a", IP: "127.0.0.1", Home: t.TempDir()})
-	for _, f := range mutate {
-		f(c)
-	}
-	c.Finalize()
+	c := configtest.New(t, mutate...)
 	e := &env{clock: testutil.NewFakeClock(time.UnixMilli(1_700_000_000_000))}
 	e.cfg.Store(c)
 	var err error

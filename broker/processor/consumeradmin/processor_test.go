@@ -14,6 +14,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/config/configtest"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/processor/consumer"
 	"github.com/rmqgo/rmq/broker/store/kv"
@@ -82,11 +83,7 @@ func newEnv(t *testing.T, mutate ...func(*config.Config)) *env {
 // newEnvWith is newEnv with a reset table.
 func newEnvWith(t *testing.T, resets ResetAssigner, mutate ...func(*config.Config)) *env {
 	t.Helper()
-	c := config.Default(config.Host{Hostname: "broker-a", IP: "127.0.0.1", Home: t.TempDir()})
-	for _, f := range mutate {
-		f(c)
-	}
-	c.Finalize()
+	c := configtest.New(t, mutate...)
 	e := &env{}
 	e.cfg.Store(c)
 	e.now.Store(1_700_000_000_000)
