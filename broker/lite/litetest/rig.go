@@ -98,6 +98,17 @@ func (r *Rig) CreateGroup(name string, attrs map[string]string) {
 	r.Want("create group "+name, r.Invoke(code.UpdateAndCreateSubscriptionGroup, nil, body), code.Success, "")
 }
 
+// CreateLiteAndPlain creates what most lite tests start from: the LITE
+// parent topic with attrs and queues, the lite group bound to it, and a
+// plain topic "Plain" with a plain group "plain_cg" beside them.
+func (r *Rig) CreateLiteAndPlain(parent, attrs string, queues int, group string) {
+	r.T.Helper()
+	r.CreateTopic(parent, attrs, queues)
+	r.CreateTopic("Plain", "", 1)
+	r.CreateGroup(group, map[string]string{"+lite.bind.topic": parent})
+	r.CreateGroup("plain_cg", nil)
+}
+
 // Send sends one message with properties kv (key, value, ...).
 func (r *Rig) Send(topic string, qid int, body string, kv ...string) *remoting.Command {
 	r.T.Helper()

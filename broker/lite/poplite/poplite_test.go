@@ -22,10 +22,7 @@ const (
 func setup(t *testing.T, mutate func(*config.Config)) *litetest.Rig {
 	t.Helper()
 	r := litetest.New(t, mutate)
-	r.CreateTopic(parent, "+message.type=LITE", 2)
-	r.CreateTopic("Plain", "", 1)
-	r.CreateGroup(group, map[string]string{"+lite.bind.topic": parent})
-	r.CreateGroup("plain_cg", nil)
+	r.CreateLiteAndPlain(parent, "+message.type=LITE", 2, group)
 	return r
 }
 
