@@ -234,6 +234,15 @@ func TestHeartbeatRegistersAndNotifies(t *testing.T) {
 }
 
 func TestNotifyDisabled(t *testing.T) {
+	// noNotify joins peers a and b to g1: neither may be told.
+	noNotify := func(t *testing.T, e *env) {
+		t.Helper()
+		a, b := e.peer(t, "a"), e.peer(t, "b")
+		a.heartbeat(t, "g1", "T")
+		b.heartbeat(t, "g1", "T")
+		a.expectNoNotify(t)
+		b.expectNoNotify(t)
+	}
 	t.Run("group flag", func(t *testing.T) {
 		e := newEnv(t)
 		sg := subscription.NewGroupConfig("g1")
@@ -242,19 +251,11 @@ func TestNotifyDisabled(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.serve(t)
-		a, b := e.peer(t, "a"), e.peer(t, "b")
-		a.heartbeat(t, "g1", "T")
-		b.heartbeat(t, "g1", "T")
-		a.expectNoNotify(t)
-		b.expectNoNotify(t)
+		noNotify(t, e)
 	})
 	t.Run("broker flag", func(t *testing.T) {
 		e := servedEnv(t, func(c *config.Config) { c.NotifyConsumerIdsChangedEnable = false })
-		a, b := e.peer(t, "a"), e.peer(t, "b")
-		a.heartbeat(t, "g1", "T")
-		b.heartbeat(t, "g1", "T")
-		a.expectNoNotify(t)
-		b.expectNoNotify(t)
+		noNotify(t, e)
 	})
 	t.Run("broadcasting", func(t *testing.T) {
 		e := servedEnv(t)
