@@ -45,20 +45,19 @@ func (x fakeIndex) has(g, t string) bool {
 }
 
 func (x fakeIndex) TopicGroups(t string) []string {
-	var out []string
-	for _, g := range x.groups {
-		if x.has(g, t) {
-			out = append(out, g)
-		}
-	}
-	return out
+	return having(x.groups, func(g string) bool { return x.has(g, t) })
 }
 
 func (x fakeIndex) GroupTopics(g string) []string {
+	return having(x.topics, func(t string) bool { return x.has(g, t) })
+}
+
+// having is the elements of list that ok accepts, in order.
+func having(list []string, ok func(string) bool) []string {
 	var out []string
-	for _, t := range x.topics {
-		if x.has(g, t) {
-			out = append(out, t)
+	for _, s := range list {
+		if ok(s) {
+			out = append(out, s)
 		}
 	}
 	return out
