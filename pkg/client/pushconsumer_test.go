@@ -631,15 +631,7 @@ func TestPushConsumerShutdownLeavesNoGoroutines(t *testing.T) {
 			},
 		}
 		pc, err := client.NewPushConsumer(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := pc.Subscribe("T", "*", ""); err != nil {
-			t.Fatal(err)
-		}
-		if err := pc.Start(); err != nil {
-			t.Fatal(err)
-		}
+		pc = clienttest.Subscribed(t, pc, err, "T", "*")
 		p := startProducer(t, c, nil)
 		sendBodies(t, p, "T", "1", "2", "3", "4", "5")
 		select {
@@ -679,15 +671,7 @@ func TestPushConsumerShutdownLeavesNoGoroutines(t *testing.T) {
 	checkTx(t, c.Brokers[0], "TXLEAK", stored[res.QueueOffset])
 	endTxFor(t, c.Brokers[0], res.MsgID, true)
 	sc, err := client.NewSimpleConsumer(client.SimpleConsumerConfig{CommonConfig: common(c), Group: "SLEAK", AwaitDuration: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Subscribe("T", "*", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Start(); err != nil {
-		t.Fatal(err)
-	}
+	sc = clienttest.Subscribed(t, sc, err, "T", "*")
 	received := make(chan error, 1)
 	go func() {
 		_, err := sc.Receive(context.Background(), 1, time.Minute)

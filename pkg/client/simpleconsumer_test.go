@@ -207,16 +207,7 @@ func TestSimpleConsumerOrderly(t *testing.T) {
 		CommonConfig: common(c), Group: "SG", AwaitDuration: 100 * time.Millisecond,
 		ConsumeFrom: client.ConsumeFromFirstOffset, Orderly: true,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Subscribe("T", "*", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Shutdown(context.Background())
+	sc = clienttest.Subscribed(t, sc, err, "T", "*")
 	ctx := context.Background()
 	p := startProducer(t, c, nil)
 	sendBodies(t, p, "T", "m0", "m1", "m2", "m3")
