@@ -409,12 +409,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 	base := settle()
 	for range 2 {
 		p, err := client.NewProducer(client.ProducerConfig{CommonConfig: common(c), Group: "PG", SendTimeout: testSendTimeout})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Start(); err != nil {
-			t.Fatal(err)
-		}
+		p = clienttest.Started(t, p, err)
 		var wg sync.WaitGroup
 		for range 50 {
 			wg.Add(1)
@@ -428,12 +423,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 		wg.Wait()
 
 		cons, err := client.NewPullConsumer(client.PullConsumerConfig{CommonConfig: common(c), Group: "CG"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cons.Start(); err != nil {
-			t.Fatal(err)
-		}
+		cons = clienttest.Started(t, cons, err)
 		loopDone := make(chan error, 1)
 		got := make(chan struct{}, 100)
 		go func() {
