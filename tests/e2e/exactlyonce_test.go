@@ -27,9 +27,7 @@ func TestClientGo100kExactlyOncePerGroup(t *testing.T) {
 		count, _ = strconv.Atoi(v)
 	}
 	c := startCluster(t, framework.Options{Brokers: 1})
-	if _, err := c.MQAdmin(t, "updateTopic", "-c", "DefaultCluster", "-t", "Exact100k", "-r", "8", "-w", "8"); err != nil {
-		t.Fatal(err)
-	}
+	mqadmin(t, c, "updateTopic", "-c", "DefaultCluster", "-t", "Exact100k", "-r", "8", "-w", "8")
 	n := strconv.Itoa(count)
 	done := make(chan interop.Result, 1)
 	go func() {

@@ -103,9 +103,7 @@ func TestExamples(t *testing.T) {
 		"transactionTimeOut":       "2000",
 	}})
 	for _, tp := range []string{"ExTopic", "ExOrder", "ExTx", "ExEmpty"} {
-		if out, err := c.MQAdmin(t, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", tp, "-r", "4", "-w", "4"); err != nil {
-			t.Fatalf("create %s: %v\n%s", tp, err, out)
-		}
+		mqadmin(t, c, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", tp, "-r", "4", "-w", "4")
 	}
 	testutil.Eventually(t, 15*time.Second, func() error {
 		for _, tp := range []string{"ExTopic", "ExOrder", "ExTx", "ExEmpty"} {

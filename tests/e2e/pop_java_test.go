@@ -21,9 +21,7 @@ func TestPopJavaPushConsumer(t *testing.T) {
 	skipShort(t, "real processes and a Java client")
 	const topic = "PopJavaTopic"
 	c := startCluster(t, framework.Options{Brokers: 1})
-	if out, err := c.MQAdmin(t, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", topic, "-r", "4", "-w", "4"); err != nil {
-		t.Fatalf("updateTopic: %v\n%s", err, out)
-	}
+	mqadmin(t, c, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", topic, "-r", "4", "-w", "4")
 	testutil.Eventually(t, 20*time.Second, func() error {
 		out, err := c.MQAdmin(t, "topicRoute", "-t", topic)
 		if err != nil {

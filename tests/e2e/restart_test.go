@@ -193,9 +193,7 @@ func TestBrokerRestartMidStream(t *testing.T) {
 		"flushConsumerOffsetInterval": fmt.Sprint(restartOffsetFlush.Milliseconds()),
 	}})
 	b := c.Brokers()[0]
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", restartTopic, "-r", "4", "-w", "4"); err != nil {
-		t.Fatal(err)
-	}
+	mqadmin(t, c, "updateTopic", "-b", b.Addr(), "-t", restartTopic, "-r", "4", "-w", "4")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})

@@ -774,9 +774,7 @@ func TestSDKFailover(t *testing.T) {
 	env := &sdkEnv{c: c, broker: c.Brokers()[0], log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))}
 	const topic, group = "SdkFailover", "sdk_failover_cg"
 	for _, b := range c.Brokers() {
-		if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", topic, "-r", "4", "-w", "4"); err != nil {
-			t.Fatal(err)
-		}
+		mqadmin(t, c, "updateTopic", "-b", b.Addr(), "-t", topic, "-r", "4", "-w", "4")
 	}
 	testutil.Eventually(t, 15*time.Second, func() error {
 		out, err := c.MQAdmin(t, "topicRoute", "-t", topic)

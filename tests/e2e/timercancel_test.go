@@ -33,9 +33,7 @@ func TestTimerCancelAcrossKill9(t *testing.T) {
 	const topic, n = "TimerCancelE2E", 20
 	c := startCluster(t, framework.Options{Needs: []framework.Capability{framework.Crash}, Brokers: 1})
 	b := c.Brokers()[0]
-	if out, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", topic, "-r", "2", "-w", "2"); err != nil {
-		t.Fatalf("updateTopic: %v\n%s", err, out)
-	}
+	mqadmin(t, c, "updateTopic", "-b", b.Addr(), "-t", topic, "-r", "2", "-w", "2")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})),
