@@ -35,11 +35,7 @@ func TestHAStatusMQAdmin(t *testing.T) {
 	}
 	want := make([]string, len(cases))
 	for i, args := range cases {
-		out, err := c.MQAdmin(t, args...)
-		if err != nil {
-			t.Fatalf("mqadmin %v: %v", args, err)
-		}
-		want[i] = out
+		want[i] = mqadmin(t, c, args...)
 	}
 	if !strings.Contains(want[0], "\n#MasterAddr\t"+master.Addr()+"\n") || !strings.Contains(want[0], "#SlaveNum\t1\n#InSyncSlaveNum\t1\n") ||
 		want[1] != want[0] || !strings.Contains(want[2], "#MasterFlushOffset\t") {

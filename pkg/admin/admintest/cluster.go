@@ -67,6 +67,21 @@ type Cluster struct {
 	calls []Call
 }
 
+// addOverride puts h in front of the current Override, which still
+// answers what h does not.
+func (c *Cluster) addOverride(h func(addr string, req *remoting.Command) (*remoting.Command, bool)) {
+	prev := c.Override
+	c.Override = func(addr string, req *remoting.Command) (*remoting.Command, bool) {
+		if resp, ok := h(addr, req); ok {
+			return resp, true
+		}
+		if prev != nil {
+			return prev(addr, req)
+		}
+		return nil, false
+	}
+}
+
 // New returns a fake with the given nameserver addresses.
 func New(nameServers ...string) *Cluster {
 	c := &Cluster{
@@ -97,21 +112,6 @@ func (c *Cluster) AddBroker(cluster, name string, id int64, addr string) *Broker
 	c.Brokers = append(c.Brokers, b)
 	c.mu.Unlock()
 	return b
-}
-
-// chainOverride installs h as fc.Override in front of the previous
-// Override, which still answers what h declines.
-func (c *Cluster) chainOverride(h func(addr string, req *remoting.Command) (*remoting.Command, bool)) {
-	prev := c.Override
-	c.Override = func(addr string, req *remoting.Command) (*remoting.Command, bool) {
-		if resp, ok := h(addr, req); ok {
-			return resp, true
-		}
-		if prev != nil {
-			return prev(addr, req)
-		}
-		return nil, false
-	}
 }
 
 // Lock runs f with the fake locked (to read or change state safely).

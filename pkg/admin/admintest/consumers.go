@@ -65,7 +65,7 @@ func AttachConsumers(fc *Cluster) *Consumers {
 		SubGroups:   map[string]map[string]string{},
 		NotOnline:   map[string]bool{},
 	}
-	fc.chainOverride(cs.handle)
+	fc.addOverride(cs.handle)
 	return cs
 }
 

@@ -92,7 +92,7 @@ func AttachControllers(fc *Cluster, group string, nodes ...ControllerNode) *Cont
 			"configStorePath":          "/tmp/controller.properties",
 		}
 	}
-	fc.chainOverride(cs.handle)
+	fc.addOverride(cs.handle)
 	return cs
 }
 

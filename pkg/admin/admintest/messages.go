@@ -68,7 +68,7 @@ func AttachMessages(fc *Cluster) *Messages {
 		BornHost:     netip.MustParseAddrPort("127.0.0.1:50000"),
 		clock:        1700000000000,
 	}
-	fc.chainOverride(ms.handle)
+	fc.addOverride(ms.handle)
 	return ms
 }
 
