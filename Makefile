@@ -95,6 +95,13 @@ bench-static: build
 bench-lite: build
 	./scripts/bench/lite.sh
 
+# Replication: send TPS and master CPU per message with synchronous
+# replication to two slaves (classic SYNC_MASTER, inSyncReplicas=3) against
+# no replication, side by side; replication lag under load
+# (scripts/bench/ha.sh). Not in `make test`.
+bench-ha: build
+	./scripts/bench/ha.sh
+
 FUZZTIME ?= 30s
 fuzz:
 	./scripts/fuzz-all.sh $(FUZZTIME)

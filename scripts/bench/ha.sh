@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Replication cost, side by side in one run: send TPS and the master's CPU
+# per message with synchronous replication to two slaves (classic
+# SYNC_MASTER, inSyncReplicas=3: a send is answered once both slaves hold
+# it) against one broker without replication, same client (mqbench), one
+# topology up at a time, the order alternating each round. Also the
+# replication lag the master reports (GET_BROKER_HA_STATUS) under full load.
+# Everything on loopback on this machine, so the slaves' CPU competes with
+# the master's and the client's: the ratio is a floor.
+#
+#   scripts/bench/ha.sh                      # 2 rounds of 20 s, 1 KiB, 32 threads
+#   DURATION=30s ROUNDS=3 THREADS=64 scripts/bench/ha.sh
+#
+# Environment: DURATION (20s), ROUNDS (2), SIZE (1024), THREADS (32),
+# QUEUES (8), FLUSH_DISK_TYPE (ASYNC_FLUSH), OUT (a results file).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+DURATION=${DURATION:-20s}
+ROUNDS=${ROUNDS:-2}
+SIZE=${SIZE:-1024}
+THREADS=${THREADS:-32}
+QUEUES=${QUEUES:-8}
+FLUSH_DISK_TYPE=${FLUSH_DISK_TYPE:-ASYNC_FLUSH}
+OUT=${OUT:-$(mktemp -t bench-ha-XXXX.jsonl)}
+make build >/dev/null
+work=$(mktemp -d -t bench-ha-XXXX)
+NS_PORT=39976 NS=127.0.0.1:39976
+CLK=$(getconf CLK_TCK)
+
+pids=()
+stop_all() {
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  pids=()
+}
+trap 'stop_all; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT INT TERM
+
+wait_port() { for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# start_topology <name> <replicas>: a nameserver and broker-a with
+# <replicas> brokers (1: a lone ASYNC_MASTER; 3: SYNC_MASTER + 2 slaves).
+start_topology() {
+  local name=$1 n=$2 dir="$work/$1-$RANDOM"
+  mkdir -p "$dir"
+  bin/namesrv --listen-port $NS_PORT --kv-config-path "$dir/kv.json" >"$dir/namesrv.log" 2>&1 &
+  pids+=($!)
+  wait_port $NS_PORT
+  for ((i = 0; i < n; i++)); do
+    local port=$((40911 + 10 * i)) role=SLAVE
+    if ((i == 0)); then role=$([ "$n" -gt 1 ] && echo SYNC_MASTER || echo ASYNC_MASTER); fi
+    cat >"$dir/b$i.conf" <<CONF
+brokerClusterName=DefaultCluster
+brokerName=broker-a
+brokerId=$i
+brokerRole=$role
+brokerIP1=127.0.0.1
+brokerIP2=127.0.0.1
+listenPort=$port
+haListenPort=$((port + 1))
+namesrvAddr=$NS
+storePathRootDir=$dir/b$i
+flushDiskType=$FLUSH_DISK_TYPE
+inSyncReplicas=$n
+totalReplicas=$n
+CONF
+    bin/broker -c "$dir/b$i.conf" >"$dir/b$i.log" 2>&1 &
+    pids+=($!)
+    [ "$i" = 0 ] && master_pid=$!
+    wait_port $port
+  done
+  sleep 2
+  bin/mqadmin updateTopic -n $NS -c DefaultCluster -t BenchHA -r "$QUEUES" -w "$QUEUES" >/dev/null
+  sleep 1
+}
+
+run() { # name replicas round
+  local name=$1 n=$2 r=$3
+  start_topology "$name" "$n"
+  local lagfile="$work/lag-$name-$r" t0 t1 p
+  : >"$lagfile"
+  ( while sleep 2; do
+      # the master's slave table: address, ack offset, diff, ...
+      bin/mqadmin haStatus -n $NS -b 127.0.0.1:40911 2>/dev/null | awk '/^127\./{print $3}' >>"$lagfile" || true
+    done ) &
+  local sampler=$!
+  t0=$(ticks "$master_pid")
+  p=$(bin/mqbench producer -n $NS -t BenchHA -s "$SIZE" -w "$THREADS" --duration "$DURATION" --reportInterval 100000 --json 2>/dev/null | tail -1)
+  t1=$(ticks "$master_pid")
+  kill "$sampler" 2>/dev/null || true
+  wait "$sampler" 2>/dev/null || true
+  local lag
+  lag=$(sort -n "$lagfile" | tail -1)
+  echo "{\"topology\":\"$name\",\"round\":$r,\"masterCpuTicks\":$((t1 - t0)),\"clkTck\":$CLK,\"maxLagBytes\":${lag:-0},\"producer\":$p}" >>"$OUT"
+  stop_all
+}
+
+for r in $(seq 1 "$ROUNDS"); do
+  if ((r % 2)); then order="none sync2"; else order="sync2 none"; fi
+  for t in $order; do
+    if [ "$t" = none ]; then run none 1 "$r"; else run sync2 3 "$r"; fi
+    echo "round $r $t done" >&2
+  done
+done
+
+python3 - "$OUT" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+agg = {}
+for r in rows:
+    a = agg.setdefault(r["topology"], {"tps": [], "cpu": [], "lag": [], "p99": []})
+    p = r["producer"]
+    a["tps"].append(p["tps"])
+    a["cpu"].append(r["masterCpuTicks"] * 1000.0 / r["clkTck"] / max(p["messages"], 1) * 1000)  # µs per message
+    a["lag"].append(r["maxLagBytes"]); a["p99"].append(p["latencyMs"]["p99"])
+mean = lambda xs: sum(xs) / len(xs)
+for t, label in (("none", "no replication"), ("sync2", "sync to 2 slaves")):
+    a = agg[t]
+    print(f"{label:18s} send TPS {mean(a['tps']):9.0f}  master CPU {mean(a['cpu']):6.1f} µs/msg  p99 {mean(a['p99']):6.2f} ms  max lag {max(a['lag'])} B  rounds {len(a['tps'])}")
+print(f"ratio sync2/none: send TPS {mean(agg['sync2']['tps'])/mean(agg['none']['tps']):.2f}x (target >= 0.7x), master CPU/msg {mean(agg['sync2']['cpu'])/mean(agg['none']['cpu']):.2f}x")
+PY
+echo "raw results: $OUT" >&2
