@@ -12,7 +12,7 @@ PKGS      := github.com/rmqgo/rmq/...
 GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED ?= 0
 
-.PHONY: all build run cluster test test-short test-repeat race vet fmt lint bench bench-vs-apache bench-recovery bench-static bench-lite fuzz crash clean
+.PHONY: all build run cluster test test-short test-repeat race vet fmt lint bench bench-vs-apache bench-recovery bench-static bench-lite bench-ha cluster-ha fuzz crash clean
 
 all: build
 
