@@ -156,6 +156,9 @@ type Store struct {
 	// replica refuses local puts: a SLAVE's CommitLog is the master's copy
 	// (see SetReplica).
 	replica atomic.Bool
+	// dispatchLimit bounds the dispatcher (HA confirm offset); nil: the
+	// CommitLog end (see SetDispatchLimit).
+	dispatchLimit atomic.Pointer[func() int64]
 
 	putCount atomic.Int64
 	getCount atomic.Int64
