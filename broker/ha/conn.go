@@ -165,19 +165,21 @@ func (c *conn) writeLoop() {
 // allowance is how many body bytes the next frame may carry under the
 // flow-control cap; when this second's budget is spent it waits for the
 // next second and reports false (the caller loops).
-func (c *conn) allowance(opts Options) (int, bool) {
+func (c *conn) allowance(opts Options) (int, bool) { return flowAllowance(&c.rate, c.done, opts) }
+
+func flowAllowance(r *rate, done <-chan struct{}, opts Options) (int, bool) {
 	limit := opts.MaxTransferBytesPerSecond
 	if limit <= 0 {
 		return opts.TransferBatchSize, true
 	}
 	now := time.Now()
-	if left := limit - c.rate.inSecond(now); left > 0 {
+	if left := limit - r.inSecond(now); left > 0 {
 		return int(min(int64(opts.TransferBatchSize), left)), true
 	}
 	t := time.NewTimer(time.Unix(now.Unix()+1, 0).Sub(now))
 	defer t.Stop()
 	select {
-	case <-c.done:
+	case <-done:
 	case <-t.C:
 	}
 	return 0, false
