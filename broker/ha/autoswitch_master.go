@@ -73,6 +73,7 @@ type AutoSwitchMaster struct {
 	wake    chan struct{}
 	check   chan struct{} // capacity 1: run the shrink check now
 	closed  bool
+	fenced  bool // waiting sends fail at once (lease lapsed)
 	stop    chan struct{}
 	wg      sync.WaitGroup
 }

@@ -54,6 +54,15 @@ func (m *AutoSwitchMaster) SetSyncState(s SyncState) {
 	m.broadcastLocked()
 }
 
+// SetFenced makes waiting and new sends fail at once (true) until the
+// master is confirmed again (false).
+func (m *AutoSwitchMaster) SetFenced(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.fenced = on
+	m.broadcastLocked()
+}
+
 // ConfirmOffset is the offset every member of the effective SyncStateSet
 // holds (the master's end without allAckInSyncStateSet or without other
 // members). A member without a connection or without an ack holds it where
@@ -101,13 +110,13 @@ func (m *AutoSwitchMaster) WaitAcks(ctx context.Context, end int64) error {
 	for {
 		m.mu.Lock()
 		done, have, need := m.ackedLocked(end)
-		ch, closed := m.changed, m.closed
+		ch, closed, fenced := m.changed, m.closed, m.fenced
 		m.mu.Unlock()
 		if done {
 			return nil
 		}
-		if closed {
-			return fmt.Errorf("%w: master closed, %d of %d replicas hold offset %d", ErrReplicaTimeout, have, need, end)
+		if closed || fenced {
+			return fmt.Errorf("%w: master closed or fenced, %d of %d replicas hold offset %d", ErrReplicaTimeout, have, need, end)
 		}
 		select {
 		case <-ch:

@@ -363,3 +363,23 @@ func TestAutoSwitchAllAckCommitRules(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAutoSwitchFencedFailsWaiters: a master that fences itself completes
+// a waiting send at once instead of at its deadline.
+func TestAutoSwitchFencedFailsWaiters(t *testing.T) {
+	a := openNode(t, tempDir(t, "a"), 1)
+	a.becomeMaster(t, 1, AutoSwitchConfig{AllAckInSyncStateSet: true}, SyncState{Set: []int64{1, 2}, Epoch: 1})
+	res := put(t, a.st, "TopicL", 0, 1)
+	errc := make(chan error, 1)
+	go func() { errc <- a.m.WaitAcks(context.Background(), res.End) }()
+	time.Sleep(50 * time.Millisecond)
+	a.m.SetFenced(true)
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrReplicaTimeout) {
+			t.Fatalf("fenced: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiting send not completed by fencing")
+	}
+}
