@@ -116,6 +116,8 @@ type Broker struct {
 	masterHAAddr atomic.Value      // string
 	haPort       atomic.Int32      // the HA listener's port (masters)
 	slaveSync    *slavesync.Syncer // copies the master's metadata (classic slaves)
+	// replica is controller mode's node (nil in classic mode).
+	replica atomic.Pointer[replicaNode]
 
 	mu      sync.Mutex
 	started bool
@@ -492,6 +494,9 @@ func (s registrationSource) Identity() registry.Identity {
 }
 
 func (s registrationSource) NamesrvAddrs() []string {
+	if s.b.fenced() {
+		return nil // controller mode: not registered until a role is known
+	}
 	addrs, err := s.b.cfg.Get().NamesrvAddrs()
 	if err != nil {
 		s.b.log.Error("bad namesrvAddr", "err", err)

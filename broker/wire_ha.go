@@ -32,6 +32,9 @@ func (b *Broker) wireHA(w *wiring) (send.Replicas, error) {
 	if cfg.HaFlowControlEnable {
 		opts.MaxTransferBytesPerSecond = cfg.MaxHaTransferByteInSecond
 	}
+	if cfg.EnableControllerMode {
+		return b.wireReplica(w, opts)
+	}
 	var (
 		status   func() protocol.HARuntimeInfo
 		replicas send.Replicas
@@ -70,13 +73,7 @@ func (b *Broker) wireHA(w *wiring) (send.Replicas, error) {
 		status = s.Status
 	}
 	b.RegisterProcessor(code.GetBrokerHAStatus, func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		body, err := protocol.Marshal(status())
-		if err != nil {
-			return nil, fmt.Errorf("ha status: %w", err)
-		}
-		resp := remoting.NewResponse(req, code.Success, "")
-		resp.Body = body
-		return resp, nil
+		return jsonResponse(req, status())
 	}, processor.PoolAdmin)
 	return replicas, nil
 }
