@@ -324,13 +324,34 @@ func (c *Client) read(addr string, e *connEntry, conn net.Conn, ch *Channel) {
 }
 
 func (c *Client) readFrames(conn net.Conn, ch *Channel) error {
+	return readFrames(conn, c.cfg.MaxFrameSize, ch, func(cmd *Command) {
+		if cmd.IsResponse() {
+			ch.completeResponse(cmd)
+			return
+		}
+		c.hmu.RLock()
+		h := c.handlers[cmd.Code]
+		c.hmu.RUnlock()
+		if h == nil {
+			if !cmd.IsOneway() {
+				_ = ch.WriteResponse(notSupported(cmd))
+			}
+			return
+		}
+		c.tasks.goTracked(func() { serveRequest(c.ctx, c.log, &c.hooks, ch, cmd, h) })
+	})
+}
+
+// readFrames reads whole frames from conn until it fails and hands each
+// decoded command to handle on the reading goroutine.
+func readFrames(conn net.Conn, maxFrame int, ch *Channel, handle func(*Command)) error {
 	br := bufio.NewReaderSize(conn, 32<<10)
 	var head [4]byte
 	for {
 		if _, err := io.ReadFull(br, head[:]); err != nil {
 			return err
 		}
-		n, err := FrameLength(head[:], c.cfg.MaxFrameSize)
+		n, err := FrameLength(head[:], maxFrame)
 		if err != nil {
 			return err
 		}
@@ -343,20 +364,7 @@ func (c *Client) readFrames(conn net.Conn, ch *Channel) error {
 			return err
 		}
 		ch.touch()
-		if cmd.IsResponse() {
-			ch.completeResponse(cmd)
-			continue
-		}
-		c.hmu.RLock()
-		h := c.handlers[cmd.Code]
-		c.hmu.RUnlock()
-		if h == nil {
-			if !cmd.IsOneway() {
-				_ = ch.WriteResponse(notSupported(cmd))
-			}
-			continue
-		}
-		c.tasks.goTracked(func() { serveRequest(c.ctx, c.log, &c.hooks, ch, cmd, h) })
+		handle(cmd)
 	}
 }
 

@@ -585,6 +585,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // netpoll's Shutdown is a no-op if it runs before Serve registered its
 // server, so it is retried until Serve has returned.
 func (s *Server) stopServing(ctx context.Context) {
+	if s.evl == nil { // Serve: plain accept loop
+		_ = s.ln.Close()
+		select {
+		case <-s.served:
+		case <-ctx.Done():
+			s.log.Warn("remoting: accept loop did not stop in time", "addr", s.addr)
+		}
+		return
+	}
 	for {
 		s.mu.Lock()
 		evl := s.evl

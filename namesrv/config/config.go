@@ -81,6 +81,9 @@ type Config struct {
 
 	NettyServerConfig
 
+	// The embedded HA controller's keys (enableControllerInNamesrv=true).
+	ControllerKeys
+
 	// Ours: the directory relative kvConfigPath / configStorePath resolve
 	// against. Empty means $HOME/namesrv, Apache's location.
 	DataDir string `key:"dataDir"`
@@ -103,6 +106,7 @@ func Default() Config {
 		EnableTopicList:                      true,
 		WaitSecondsForService:                45,
 		ConfigBlackList:                      "configBlackList;configStorePath;kvConfigPath",
+		ControllerKeys:                       DefaultControllerKeys(),
 		NettyServerConfig: NettyServerConfig{
 			BindAddress:                        "0.0.0.0",
 			ListenPort:                         9876,
@@ -211,8 +215,9 @@ func (c *Config) Validate() error {
 		bad("kvConfigPath is empty")
 	}
 	if c.EnableControllerInNamesrv {
-		// Refuse rather than run without the controller the operator asked for.
-		bad("enableControllerInNamesrv=true is not supported (no embedded controller)")
+		if err := c.ControllerKeys.Validate(); err != nil {
+			bad("enableControllerInNamesrv=true: %w", err)
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("config: %w", errors.Join(errs...))

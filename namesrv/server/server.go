@@ -18,6 +18,7 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 
 	nsconfig "github.com/rmqgo/rmq/namesrv/config"
+	"github.com/rmqgo/rmq/namesrv/controller"
 	"github.com/rmqgo/rmq/namesrv/kvconfig"
 	"github.com/rmqgo/rmq/namesrv/processor"
 	"github.com/rmqgo/rmq/namesrv/routeinfo"
@@ -46,6 +47,8 @@ type Server struct {
 	routes     *routeinfo.Manager
 	proc       *processor.Processor
 	remote     *remoting.Server
+	ctrlCfg    *controller.Config     // nil unless enableControllerInNamesrv
+	ctrl       *controller.Controller // started by Start
 	clientExec *remoting.Executor
 
 	persistMu sync.Mutex // orders config file writes
@@ -82,6 +85,19 @@ func New(cfg nsconfig.Config, log *slog.Logger, opts ...Option) (*Server, error)
 		log.Warn("clusterTest=true is accepted but routes are not forwarded to other environments (not implemented)")
 	}
 
+	var ctrlCfg *controller.Config
+	if cfg.EnableControllerInNamesrv {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			home = "."
+		}
+		cc := controller.FromNamesrv(&cfg, home)
+		if err := cc.Validate(); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		ctrlCfg = &cc
+	}
+
 	kv, err := kvconfig.Open(cfg.KVConfigPath, log.With("component", "kvconfig"))
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -90,6 +106,7 @@ func New(cfg nsconfig.Config, log *slog.Logger, opts ...Option) (*Server, error)
 		log:      log,
 		cfg:      nsconfig.NewStore(cfg),
 		kv:       kv,
+		ctrlCfg:  ctrlCfg,
 		stopScan: make(chan struct{}),
 		scanDone: make(chan struct{}),
 	}
@@ -166,11 +183,28 @@ func (s *Server) Start() error {
 	if err := s.remote.Start(); err != nil {
 		return fmt.Errorf("server: start: %w", err)
 	}
+	if s.ctrlCfg != nil {
+		// The embedded controller serves brokers and tools on its own
+		// raft peer address, next to the nameserver port.
+		ctrl, err := controller.New(*s.ctrlCfg, controller.Deps{}, s.log.With("component", "controller"))
+		if err != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = s.remote.Shutdown(ctx)
+			return fmt.Errorf("server: start controller: %w", err)
+		}
+		s.ctrl = ctrl
+		s.log.Info("controller started", "addr", ctrl.Addr(), "storePath", s.ctrlCfg.ControllerStorePath)
+	}
 	s.started.Store(true)
 	go s.scanLoop()
 	s.log.Info("nameserver started", "addr", s.remote.Addr(), "kvConfigPath", s.kv.Path())
 	return nil
 }
+
+// Controller is the embedded controller (nil unless
+// enableControllerInNamesrv=true and started).
+func (s *Server) Controller() *controller.Controller { return s.ctrl }
 
 // scanLoop expires silent brokers every scanNotActiveBrokerInterval, read
 // afresh each round so that UPDATE_NAMESRV_CONFIG takes effect.
@@ -209,7 +243,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	s.stopOnce.Do(func() {
 		close(s.stopScan)
-		err = s.remote.Shutdown(ctx)
+		if s.ctrl != nil {
+			err = s.ctrl.Close()
+		}
+		err = errors.Join(err, s.remote.Shutdown(ctx))
 		s.clientExec.Close()
 		if s.started.Load() {
 			select {

@@ -3,6 +3,10 @@
 //	namesrv -c namesrv.conf        # Apache properties file
 //	namesrv -p                     # print every configuration item and exit
 //	namesrv -m                     # print the important items and exit
+//	namesrv controller -c ctl.conf # run only the HA controller (docs/operations.md)
+//
+// With enableControllerInNamesrv=true the nameserver also runs the HA
+// controller on its controllerDLegerPeers address.
 //
 // Configuration precedence: defaults < file < NAMESRV_* environment
 // (NAMESRV_LISTEN_PORT=9877) < flags (--listen-port, --data-dir,
@@ -77,15 +81,15 @@ func newCommand(ctx context.Context, stdout, stderr io.Writer, environ []string)
 	// Apache's launcher accepts -n; a nameserver has no use for it.
 	fs.StringVarP(&f.namesrvAddr, "namesrvAddr", "n", "", "ignored (Apache compatibility)")
 	_ = fs.MarkHidden("namesrvAddr")
+	cmd.AddCommand(newControllerCommand(ctx, stdout, stderr, environ))
 	return cmd
 }
 
 func run(ctx context.Context, cmd *cobra.Command, f *flags, stdout, stderr io.Writer, environ []string) error {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return fmt.Errorf("bad --log-level %q: %w", f.logLevel, err)
+	log, err := newLogger(f.logLevel, stderr)
+	if err != nil {
+		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	overrides := map[string]string{}
 	if cmd.Flags().Changed("listen-port") {
@@ -97,10 +101,7 @@ func run(ctx context.Context, cmd *cobra.Command, f *flags, stdout, stderr io.Wr
 	if f.kvConfigPath != "" {
 		overrides["kvConfigPath"] = f.kvConfigPath
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		home = "."
-	}
+	home := homeDir()
 	cfg, unknown, err := nsconfig.Load(nsconfig.Source{File: f.configFile, EnvPrefix: nsconfig.EnvPrefix, Environ: environ, Overrides: overrides}, home)
 	for _, k := range originalKeys(f.configFile, unknown) {
 		log.Warn("unknown config key ignored", "key", k, "file", f.configFile)
@@ -141,6 +142,25 @@ func run(ctx context.Context, cmd *cobra.Command, f *flags, stdout, stderr io.Wr
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// newLogger logs text to stderr at the --log-level.
+func newLogger(levelName string, stderr io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(levelName)); err != nil {
+		return nil, fmt.Errorf("bad --log-level %q: %w", levelName, err)
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})), nil
+}
+
+// homeDir is where default paths live ($HOME; the working directory if
+// unknown).
+func homeDir() string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "."
+	}
+	return home
 }
 
 // bootAddr is what Apache prints, bindAddress:port, with the port actually

@@ -1,0 +1,9 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/rmqgo/rmq/internal/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.VerifyNoLeaks(m) }

@@ -1,0 +1,322 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+func TestRequestCodes(t *testing.T) {
+	cl := newCluster(t, 1)
+	_, c := cl.leader()
+	// Heartbeat without brokerId.
+	wantCode(t, call(t, c, code.BrokerHeartbeat, map[string]string{"brokerName": "a"}, nil), code.ControllerInvalidRequest)
+	// Unknown set / id.
+	wantCode(t, call(t, c, code.ControllerRegisterBroker, map[string]string{"brokerName": "zz", "brokerId": "1", "brokerAddress": "x"}, nil), code.ControllerBrokerNeedToBeRegistered)
+	wantCode(t, call(t, c, code.ControllerGetReplicaInfo, map[string]string{"brokerName": "zz"}, nil), code.ControllerBrokerMetadataNotExist)
+	wantCode(t, call(t, c, code.ControllerElectMaster, map[string]string{"brokerName": "zz", "brokerId": "1"}, nil), code.ControllerBrokerNeedToBeRegistered)
+	wantCode(t, call(t, c, code.ControllerApplyBrokerID, map[string]string{"clusterName": "c", "brokerName": "zz", "appliedBrokerId": "2", "registerCheckCode": "x;1"}, nil), code.ControllerBrokerIDInvalid)
+	wantCode(t, call(t, c, code.ControllerGetSyncStateData, nil, []byte("[]")), code.SystemError)
+	registerReplica(t, c, "a")
+	registerReplica(t, c, "a")
+	wantCode(t, call(t, c, code.ControllerRegisterBroker, map[string]string{"brokerName": "a", "brokerId": "3", "brokerAddress": "x"}, nil), code.ControllerBrokerNeedToBeRegistered)
+	// Id 2 taken by another registration.
+	wantCode(t, call(t, c, code.ControllerApplyBrokerID, map[string]string{"clusterName": "c", "brokerName": "a", "appliedBrokerId": "2", "registerCheckCode": "y;1"}, nil), code.ControllerBrokerIDInvalid)
+	// Registering from a new address moves the replica.
+	wantCode(t, call(t, c, code.ControllerRegisterBroker, map[string]string{"clusterName": "c", "brokerName": "a", "brokerId": "2", "brokerAddress": "10.9.9.9:10911"}, nil), code.Success)
+	if b, _ := c.State().Get("a"); b.Address(2) != "10.9.9.9:10911" {
+		t.Fatalf("address not updated: %+v", b.Replicas)
+	}
+	// No master yet: register names none; a broker-triggered election of
+	// an unregistered id fails.
+	reg := call(t, c, code.ControllerRegisterBroker, map[string]string{"clusterName": "c", "brokerName": "a", "brokerId": "1", "brokerAddress": "10.0.0.1:10911"}, nil)
+	if reg.Ext("masterBrokerId") != "" {
+		t.Fatalf("register named a master: %v", reg.ExtFields)
+	}
+	wantCode(t, call(t, c, code.ControllerElectMaster, map[string]string{"brokerName": "a", "brokerId": "7"}, nil), code.ControllerBrokerNeedToBeRegistered)
+	hb(t, c, "a", 1, 60000, 0, 0)
+	hb(t, c, "a", 2, 60000, 0, 0)
+	wantCode(t, call(t, c, code.ControllerElectMaster, map[string]string{"brokerName": "a", "brokerId": "1"}, nil), code.Success)
+	reg = call(t, c, code.ControllerRegisterBroker, map[string]string{"clusterName": "c", "brokerName": "a", "brokerId": "2", "brokerAddress": "10.9.9.9:10911"}, nil)
+	if reg.Ext("masterBrokerId") != "1" || reg.Ext("masterEpoch") != "1" {
+		t.Fatalf("register after election: %v", reg.ExtFields)
+	}
+	// A member that never heartbeated cannot join; the live one can.
+	registerReplica(t, c, "a")
+	wantCode(t, call(t, c, code.ControllerAlterSyncStateSet, map[string]string{"brokerName": "a", "masterBrokerId": "1", "masterEpoch": "1"},
+		protocol.MustMarshal(protocol.SyncStateSet{SyncStateSet: []int64{1, 3}, SyncStateSetEpoch: 1})), code.ControllerBrokerNotAlive)
+	wantCode(t, call(t, c, code.ControllerAlterSyncStateSet, map[string]string{"brokerName": "a", "masterBrokerId": "1", "masterEpoch": "1"},
+		protocol.MustMarshal(protocol.SyncStateSet{SyncStateSet: []int64{1, 2}, SyncStateSetEpoch: 1})), code.Success)
+	// Designated election outside the set is refused; inside it moves.
+	wantCode(t, call(t, c, code.ControllerElectMaster, map[string]string{"brokerName": "a", "brokerId": "2", "designateElect": "true"}, nil), code.Success)
+	// Sync state data lists both replicas.
+	resp := call(t, c, code.ControllerGetSyncStateData, nil, []byte(`["a","nope"]`))
+	wantCode(t, resp, code.Success)
+	var info protocol.BrokerReplicasInfo
+	if err := protocol.Unmarshal(resp.Body, &info); err != nil {
+		t.Fatal(err)
+	}
+	a, ok := info.ReplicasInfoTable["a"]
+	if !ok || len(info.ReplicasInfoTable) != 1 || a.MasterBrokerID != 2 || a.MasterEpoch != 2 || len(a.InSyncReplicas) != 1 || len(a.NotInSyncReplicas) != 2 || a.NotInSyncReplicas[1].Alive ||
+		!a.InSyncReplicas[0].Alive || a.NotInSyncReplicas[0].BrokerID != 1 {
+		t.Fatalf("sync state data %s", resp.Body)
+	}
+	// Clean: a set with a master is refused, alive ids too; -l cleans.
+	wantCode(t, call(t, c, code.CleanBrokerData, map[string]string{"brokerName": "a"}, nil), code.ControllerInvalidCleanBrokerMetadata)
+	wantCode(t, call(t, c, code.CleanBrokerData, map[string]string{"brokerName": "a", "brokerControllerIdsToClean": "1"}, nil), code.ControllerInvalidCleanBrokerMetadata)
+	wantCode(t, call(t, c, code.CleanBrokerData, map[string]string{"brokerName": "a", "brokerControllerIdsToClean": "x"}, nil), code.ControllerInvalidCleanBrokerMetadata)
+	wantCode(t, call(t, c, code.CleanBrokerData, map[string]string{"brokerName": "zz", "isCleanLivingBroker": "true"}, nil), code.ControllerInvalidCleanBrokerMetadata)
+	wantCode(t, call(t, c, code.CleanBrokerData, map[string]string{"brokerName": "a", "brokerControllerIdsToClean": "1", "isCleanLivingBroker": "true"}, nil), code.Success)
+	if b, _ := c.State().Get("a"); !slices.Equal(b.ReplicaIDs(), []int64{2, 3}) {
+		t.Fatalf("after clean: %+v", b)
+	}
+}
+
+// TestUncleanElection: all SyncStateSet members dead, a non-member alive
+// (docs/replication.md §7 row 11): no master until enableElectUncleanMaster
+// is switched on with UPDATE_CONTROLLER_CONFIG.
+func TestUncleanElection(t *testing.T) {
+	c := oneNodeWithMaster(t, 300)
+	// Only replica 2 keeps heartbeating; master 1 times out.
+	testutil.WaitFor(t, waitFor, "master expiry", func() bool {
+		hb(t, c, "a", 2, 60000, 1, 50)
+		b, _ := c.State().Get("a")
+		return !b.HasMaster()
+	})
+	if b, _ := c.State().Get("a"); b.MasterEpoch != 2 || !slices.Equal(b.SyncStateSet, []int64{1}) {
+		t.Fatalf("no-master state: %+v", b)
+	}
+	// Scans keep finding nobody without moving the epoch again.
+	time.Sleep(200 * time.Millisecond)
+	if b, _ := c.State().Get("a"); b.MasterEpoch != 2 {
+		t.Fatalf("epoch churned: %+v", b)
+	}
+	wantCode(t, call(t, c, code.ControllerElectMaster, map[string]string{"brokerName": "a", "brokerId": "2", "designateElect": "true"}, nil), code.ControllerElectMasterFailed)
+	// Black-listed keys are refused; the flag is accepted and persisted.
+	wantCode(t, call(t, c, code.UpdateControllerConfig, nil, []byte("configStorePath=/tmp/x\n")), code.NoPermission)
+	wantCode(t, call(t, c, code.UpdateControllerConfig, nil, []byte("rocketmqHome=/tmp/x\n")), code.NoPermission)
+	wantCode(t, call(t, c, code.UpdateControllerConfig, nil, []byte("noSuchKey=1\n")), code.SystemError)
+	wantCode(t, call(t, c, code.UpdateControllerConfig, nil, []byte("enableElectUncleanMaster=true\n")), code.Success)
+	data, err := os.ReadFile(c.Config().ConfigStorePath)
+	if err != nil || !strings.Contains(string(data), "enableElectUncleanMaster=true") {
+		t.Fatalf("persisted config: %v %s", err, data)
+	}
+	got := call(t, c, code.GetControllerConfig, nil, nil)
+	if !strings.Contains(string(got.Body), "enableElectUncleanMaster=true") || !strings.Contains(string(got.Body), "controllerDLegerGroup=g") {
+		t.Fatalf("config body %s", got.Body)
+	}
+	testutil.WaitFor(t, waitFor, "unclean election", func() bool {
+		hb(t, c, "a", 2, 60000, 1, 50)
+		b, _ := c.State().Get("a")
+		return b.MasterBrokerID == 2
+	})
+	if b, _ := c.State().Get("a"); b.MasterEpoch != 3 || !slices.Equal(b.SyncStateSet, []int64{2}) {
+		t.Fatalf("unclean master state: %+v", b)
+	}
+}
+
+// TestInactiveMasterScan checks the scan both ways (upstream once had it
+// inverted): a dead slave never triggers an election, a dead master with a
+// live replica does.
+func TestInactiveMasterScan(t *testing.T) {
+	c := oneNodeWithMaster(t, 60000)
+	if got := c.setsNeedingElection(); len(got) != 0 {
+		t.Fatalf("master alive, slave never seen: %v", got)
+	}
+	c.live.removeConn(0) // no-op: entries without a connection stay
+	if !c.live.alive("a", 1) {
+		t.Fatal("removeConn(0) dropped an entry")
+	}
+	// Master gone, slave alive.
+	c.live.mu.Lock()
+	delete(c.live.brokers, liveKey{"c", "a", 1})
+	c.live.mu.Unlock()
+	if got := c.setsNeedingElection(); len(got) != 0 {
+		t.Fatalf("no replica alive, still listed: %v", got)
+	}
+	hb(t, c, "a", 2, 60000, 0, 0)
+	if got := c.setsNeedingElection(); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("master dead, slave alive: %v", got)
+	}
+}
+
+func TestLiveness(t *testing.T) {
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { return now }
+	l := newLiveness(clock, 10*time.Second)
+	l.update(heartbeat{key: liveKey{"c", "a", 1}, addr: "x", timeout: time.Second, epoch: 3, maxOffset: 1 << 40, connID: 7})
+	l.update(heartbeat{key: liveKey{"c", "a", 2}, addr: "y", connID: 8}) // default timeout
+	now = now.Add(5 * time.Second)
+	if l.alive("a", 1) || !l.alive("a", 2) {
+		t.Fatal("timeouts not applied")
+	}
+	l.update(heartbeat{key: liveKey{"c", "a", 2}, addr: "y", connID: 8})
+	if got := l.expire(); got != nil {
+		t.Fatalf("expired during warm-up: %v", got)
+	}
+	now = now.Add(6 * time.Second)
+	if got := l.expire(); len(got) != 1 || got[0].id != 1 {
+		t.Fatalf("expired %v", got)
+	}
+	// A later report overwrites a higher offset (the replica truncated).
+	l.update(heartbeat{key: liveKey{"c", "a", 2}, addr: "y", epoch: 3, maxOffset: 10, connID: 8})
+	l.update(heartbeat{key: liveKey{"c", "a", 2}, addr: "y", epoch: 3, maxOffset: 5, connID: 8})
+	if cand, ok := l.candidate("a", 2); !ok || cand.MaxOffset != 5 || cand.Priority != 0 {
+		t.Fatalf("candidate %+v %v", cand, ok)
+	}
+	if got := l.removeConn(8); len(got) != 1 || l.alive("a", 2) {
+		t.Fatalf("connection close: %v", got)
+	}
+	if p := parsePriority("", nil); p != 1<<31-1 {
+		t.Fatalf("default priority %d", p)
+	}
+}
+
+// TestRoleChangeNotification: after an election the alive replicas get
+// NOTIFY_BROKER_ROLE_CHANGED with the new master and epochs.
+func TestRoleChangeNotification(t *testing.T) {
+	got := make(chan *remoting.Command, 4)
+	srv, err := remoting.NewServer(remoting.ServerConfig{ListenAddr: "127.0.0.1:0"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Register(code.NotifyBrokerRoleChanged, func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+		got <- req
+		return nil, nil
+	}, nil)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}()
+	cl := newCluster(t, 1)
+	_, c := cl.leader()
+	wantCode(t, call(t, c, code.UpdateControllerConfig, nil, []byte("notifyBrokerRoleChanged=true\n")), code.Success)
+	registerReplica(t, c, "a")
+	call(t, c, code.BrokerHeartbeat, map[string]string{"clusterName": "c", "brokerName": "a", "brokerId": "1", "brokerAddr": srv.Addr()}, nil)
+	wantCode(t, call(t, c, code.ControllerElectMaster, map[string]string{"brokerName": "a", "brokerId": "1"}, nil), code.Success)
+	select {
+	case req := <-got:
+		var body protocol.SyncStateSet
+		if err := protocol.Unmarshal(req.Body, &body); err != nil || !slices.Equal(body.SyncStateSet, []int64{1}) ||
+			req.Ext("masterBrokerId") != "1" || req.Ext("masterEpoch") != "1" || req.Ext("syncStateSetEpoch") != "1" ||
+			req.Ext("masterAddress") != "10.0.0.1:10911" || !req.IsOneway() {
+			t.Fatalf("notification %v %s", req.ExtFields, req.Body)
+		}
+	case <-time.After(waitFor):
+		t.Fatal("no notification")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	cfg := DefaultConfig()
+	if cfg.Validate() == nil {
+		t.Fatal("config without peers accepted")
+	}
+	cfg.ControllerDLegerGroup = "g"
+	cfg.ControllerDLegerPeers = "n0-127.0.0.1:9878;n1-127.0.0.1:9868"
+	cfg.ControllerDLegerSelfID = "n2"
+	cfg.Resolve("/home/x")
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "controllerDLegerSelfId") {
+		t.Fatalf("unknown self id: %v", err)
+	}
+	cfg.ControllerDLegerSelfID = "n1"
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ControllerStorePath != "/home/x/DLedgerController" || cfg.ConfigStorePath != "/home/x/controller/controller.properties" {
+		t.Fatalf("paths %s %s", cfg.ControllerStorePath, cfg.ConfigStorePath)
+	}
+	// jRaft flavour: upstream's defaults pair 9880..9882 with 9770..9772.
+	cfg.ControllerType = "jRaft"
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	self, peers, _ := cfg.SelfPeer()
+	if self.ID != "localhost:9880" || self.RPCAddr != "localhost:9770" || len(peers) != 3 || peers[2].RPCAddr != "localhost:9772" {
+		t.Fatalf("jRaft peers %+v %+v", self, peers)
+	}
+	cfg.JRaftControllerRPCAddr = "localhost:9770"
+	if cfg.Validate() == nil {
+		t.Fatal("unpaired jRaft addresses accepted")
+	}
+	cfg.ControllerType = "zk"
+	if cfg.Validate() == nil {
+		t.Fatal("unknown controllerType accepted")
+	}
+}
+
+// TestJRaftFlavour: raft and requests on separate ports; metadata names
+// the leader's request address.
+func TestJRaftFlavour(t *testing.T) {
+	raftAddr, rpcAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
+	cfg := testConfig(t, "", "")
+	cfg.ControllerType = "jRaft"
+	cfg.JRaftGroupID = "jg"
+	cfg.JRaftServerID = raftAddr
+	cfg.JRaftInitConf = raftAddr
+	cfg.JRaftControllerRPCAddr = rpcAddr
+	c, err := New(cfg, Deps{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Addr() != rpcAddr {
+		t.Fatalf("request address %s, want %s", c.Addr(), rpcAddr)
+	}
+	cli := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	defer cli.Close()
+	testutil.Eventually(t, waitFor, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		resp, err := cli.Invoke(ctx, rpcAddr, remoting.NewRequest(code.ControllerGetMetadataInfo, nil, nil))
+		if err != nil {
+			return err
+		}
+		if resp.Ext("isLeader") != "true" || resp.Ext("controllerLeaderAddress") != rpcAddr || resp.Ext("controllerLeaderId") != raftAddr ||
+			resp.Ext("peers") != raftAddr+":"+rpcAddr+";" || resp.Ext("group") != "jg" {
+			return fmt.Errorf("metadata %v", resp.ExtFields)
+		}
+		return nil
+	})
+}
+
+// TestNewFailsOnBusyPort: a peer address in use fails New cleanly (the
+// package's leak check covers what it started).
+func TestNewFailsOnBusyPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cfg := testConfig(t, "n0-"+ln.Addr().String(), "n0")
+	if _, err := New(cfg, Deps{}, nil); err == nil || !strings.Contains(err.Error(), "listen on peer address") {
+		t.Fatalf("New on a busy port: %v", err)
+	}
+}
+
+// oneNodeWithMaster is a one-node controller with set "a" of replicas 1
+// and 2, master 1, whose heartbeat times out after masterTimeoutMs.
+func oneNodeWithMaster(t *testing.T, masterTimeoutMs int) *Controller {
+	t.Helper()
+	cl := newCluster(t, 1)
+	_, c := cl.leader()
+	registerReplica(t, c, "a")
+	registerReplica(t, c, "a")
+	hb(t, c, "a", 1, masterTimeoutMs, 0, 0)
+	wantCode(t, call(t, c, code.ControllerElectMaster, map[string]string{"brokerName": "a", "brokerId": "1"}, nil), code.Success)
+	return c
+}

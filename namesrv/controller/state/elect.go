@@ -1,0 +1,140 @@
+package state
+
+import (
+	"cmp"
+	"slices"
+)
+
+// ControllerTriggered is the brokerId of an election the controller starts
+// itself (ELECT_MASTER's "-1 = none").
+const ControllerTriggered int64 = -1
+
+// Candidate is what a replica last reported in its heartbeat.
+type Candidate struct {
+	Epoch     int32
+	MaxOffset int64
+	Priority  int32 // smaller is preferred
+}
+
+// ElectInput is everything an election decision reads besides the set.
+// Alive and Info come from the leader's liveness table, which is not
+// replicated: the decision (the chosen id) is.
+type ElectInput struct {
+	BrokerID  int64 // requester; ControllerTriggered for the controller
+	Designate bool  // admin electMaster: BrokerID is the only acceptable choice
+	Unclean   bool  // enableElectUncleanMaster on this node
+	Alive     func(id int64) bool
+	Info      func(id int64) (Candidate, bool)
+}
+
+// Outcome of an election decision.
+type Outcome int
+
+const (
+	// Elected: Decision.Master becomes master (a command must be applied).
+	Elected Outcome = iota
+	// StillMaster: the policy chose the current master; nothing changes.
+	StillMaster
+	// NoneEligible: nobody can be master.
+	NoneEligible
+)
+
+// Decision is DecideElection's answer. Unclean is set when the master comes
+// from outside the SyncStateSet; it travels in the ElectMaster command.
+type Decision struct {
+	Outcome Outcome
+	Master  int64
+	Unclean bool
+}
+
+// DecideElection is the election policy of docs/replication.md §2.3.
+func DecideElection(b *BrokerSet, in ElectInput) Decision {
+	if b.MasterEpoch == 0 && in.BrokerID != ControllerTriggered {
+		// Never had a master: the first replica to ask becomes it.
+		return decided(b, in.BrokerID, false)
+	}
+	prefer := NoMaster
+	if in.Designate {
+		prefer = in.BrokerID
+	}
+	alive := func(id int64) bool { return in.Alive != nil && in.Alive(id) }
+	var pool []int64
+	for _, id := range b.SyncStateSet {
+		if _, ok := b.Replicas[id]; ok && alive(id) {
+			pool = append(pool, id)
+		}
+	}
+	if id, ok := pick(b, pool, prefer, in.Info); ok {
+		return decided(b, id, false)
+	}
+	if in.Unclean {
+		pool = pool[:0]
+		for _, id := range b.ReplicaIDs() {
+			if alive(id) {
+				pool = append(pool, id)
+			}
+		}
+		if id, ok := pick(b, pool, prefer, in.Info); ok {
+			return decided(b, id, !b.InSyncStateSet(id))
+		}
+	}
+	return Decision{Outcome: NoneEligible}
+}
+
+func decided(b *BrokerSet, id int64, unclean bool) Decision {
+	if id == b.MasterBrokerID && b.HasMaster() {
+		return Decision{Outcome: StillMaster, Master: id}
+	}
+	return Decision{Outcome: Elected, Master: id, Unclean: unclean}
+}
+
+// pick chooses from pool: the old master if it is there (and not
+// overridden by prefer), else prefer if it is there, else the best by
+// heartbeat data.
+func pick(b *BrokerSet, pool []int64, prefer int64, info func(int64) (Candidate, bool)) (int64, bool) {
+	if len(pool) == 0 {
+		return 0, false
+	}
+	if b.HasMaster() && slices.Contains(pool, b.MasterBrokerID) && (prefer == NoMaster || prefer == b.MasterBrokerID) {
+		return b.MasterBrokerID, true
+	}
+	if prefer != NoMaster {
+		return prefer, slices.Contains(pool, prefer)
+	}
+	best := slices.Clone(pool)
+	slices.SortStableFunc(best, func(x, y int64) int { return compareCandidates(x, y, info) })
+	return best[0], true
+}
+
+// compareCandidates orders better candidates first: higher epoch, then
+// higher maxOffset, then smaller priority, then smaller id; replicas
+// without heartbeat data last. Offsets are compared as int64 values, never
+// by subtracting (a difference over 2 GiB does not fit an int32, which made
+// upstream elect a lagging replica in
+// org/apache/rocketmq/controller/elect/impl/DefaultElectPolicy.java).
+func compareCandidates(x, y int64, info func(int64) (Candidate, bool)) int {
+	var cx, cy Candidate
+	var okx, oky bool
+	if info != nil {
+		cx, okx = info(x)
+		cy, oky = info(y)
+	}
+	if okx != oky {
+		if okx {
+			return -1
+		}
+		return 1
+	}
+	if okx {
+		if c := cmp.Compare(cy.Epoch, cx.Epoch); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(cy.MaxOffset, cx.MaxOffset); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(cx.Priority, cy.Priority); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(x, y)
+}

@@ -1,0 +1,63 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+// TestEmbeddedController: enableControllerInNamesrv starts a controller on
+// its peer address next to the nameserver port, and Shutdown stops it.
+func TestEmbeddedController(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := ln.Addr().String()
+	ln.Close()
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	cfg.EnableControllerInNamesrv = true
+	cfg.ControllerDLegerGroup = "g"
+	cfg.ControllerDLegerPeers = "n0-" + peer
+	cfg.ControllerDLegerSelfID = "n0"
+	cfg.ControllerStorePath = filepath.Join(dir, "controller")
+	s := startServer(t, cfg)
+	if s.Controller() == nil || s.Controller().Addr() != peer {
+		t.Fatalf("controller %v", s.Controller())
+	}
+	c := newClient(t)
+	invoke := func(addr string, reqCode int32) (*remoting.Command, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		return c.Invoke(ctx, addr, remoting.NewRequest(reqCode, nil, nil))
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		resp, err := invoke(peer, code.ControllerGetMetadataInfo)
+		if err != nil {
+			return err
+		}
+		if resp.Ext("isLeader") != "true" || resp.Ext("controllerLeaderId") != "n0" {
+			return fmt.Errorf("metadata %v", resp.ExtFields)
+		}
+		return nil
+	})
+	// The nameserver port does not answer controller requests.
+	resp, err := invoke(s.Addr(), code.ControllerGetMetadataInfo)
+	if err != nil || resp.Code != code.RequestCodeNotSupported {
+		t.Fatalf("controller request on the nameserver port: %v %+v", err, resp)
+	}
+
+	// A bad controller configuration keeps the nameserver from starting.
+	cfg.ControllerDLegerSelfID = "n9"
+	if _, err := New(cfg, nil); err == nil {
+		t.Fatal("nameserver built with a controller self id outside the peers")
+	}
+}

@@ -1,0 +1,72 @@
+package remoting
+
+import (
+	"errors"
+	"net"
+	"time"
+)
+
+// Serve is Start for a listener the caller owns: connections accepted from
+// ln are served by one goroutine each with the standard library instead of
+// netpoll, which can only watch a listener's own descriptor. It is meant
+// for ports shared with another protocol (the HA controller classifies
+// each connection by its first byte and passes remoting ones here). It
+// returns at once; Shutdown closes ln and stops serving.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state.Load() != stateNew {
+		return errors.New("remoting: server already started")
+	}
+	s.ln, s.addr = ln, ln.Addr().String()
+	s.exec = NewExecutor("remoting-default", s.cfg.Workers, s.cfg.QueueSize)
+	s.served = make(chan struct{})
+	s.stopIdle = make(chan struct{})
+	s.state.Store(stateRunning)
+	go s.acceptLoop(ln)
+	if s.cfg.IdleTimeout > 0 {
+		s.bg.goTracked(func() { idleLoop(s.cfg.IdleTimeout, s.stopIdle, s.closeIdle) })
+	}
+	s.log.Info("remoting: server serving a shared listener", "addr", s.addr)
+	return nil
+}
+
+func (s *Server) acceptLoop(ln net.Listener) {
+	defer close(s.served)
+	pause := 5 * time.Millisecond
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if s.state.Load() != stateRunning || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of descriptors and the like: back off, as net/http does.
+			s.log.Warn("remoting: accept failed", "addr", s.addr, "err", err)
+			time.Sleep(pause)
+			pause = min(2*pause, time.Second)
+			continue
+		}
+		pause = 5 * time.Millisecond
+		go s.serveConn(conn)
+	}
+}
+
+// serveConn is one connection's reader; it owns conn.
+func (s *Server) serveConn(conn net.Conn) {
+	s.mu.Lock()
+	if s.state.Load() != stateRunning {
+		s.mu.Unlock()
+		_ = conn.Close()
+		return
+	}
+	ch := newChannel(s.nextID.Add(1), addrString(conn.LocalAddr()), addrString(conn.RemoteAddr()),
+		&netTransport{c: conn, writeTimeout: s.cfg.WriteTimeout}, &s.opaque, s.cfg.InvokeTimeout, s.log)
+	s.channels[ch.id] = ch
+	s.conns.add()
+	s.mu.Unlock()
+	s.runCallbacks(&s.onConnect, ch, "connect")
+	err := readFrames(conn, s.cfg.MaxFrameSize, ch, func(cmd *Command) { s.dispatch(ch, cmd) })
+	s.log.Debug("remoting: connection ended", "channel", ch.String(), "err", err)
+	_ = ch.Close()
+	s.closed(ch)
+}
