@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -107,7 +105,7 @@ func (n *replicaNode) BecomeMaster(ctx context.Context, r replica.Role) error {
 		}
 	}
 	cl.SetConfirmOffset(end)
-	ln, err := n.listen()
+	ln, err := n.b.haListen()
 	if err != nil {
 		return err
 	}
@@ -146,21 +144,6 @@ func (n *replicaNode) BecomeMaster(ctx context.Context, r replica.Role) error {
 	n.b.registrar.Trigger()
 	n.log.Info("became master", "masterEpoch", r.MasterEpoch, "epochStart", end, "syncStateSet", r.SyncStateSet, "ha", ln.Addr().String())
 	return nil
-}
-
-func (n *replicaNode) listen() (net.Listener, error) {
-	cfg := n.cfg()
-	host := cfg.BindAddress
-	if host == "" {
-		host = "0.0.0.0"
-	}
-	addr := net.JoinHostPort(host, strconv.Itoa(cfg.HaListenPort))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("HA listener %s: %w", addr, err)
-	}
-	n.b.haPort.Store(int32(ln.Addr().(*net.TCPAddr).Port))
-	return ln, nil
 }
 
 // alter asks the controller for a new SyncStateSet.

@@ -1,14 +1,13 @@
 package ha
 
 import (
-	"errors"
 	"math"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/rmqgo/rmq/broker/store/commitlog"
+	"github.com/rmqgo/rmq/broker/store/epoch"
 )
 
 // epochMissLimit is how many times a connection looks for the epoch
@@ -145,88 +144,37 @@ func (c *asConn) writeLoop() {
 	case <-c.done:
 		return
 	}
-	m, opts := c.m, c.m.opts
-	hdr := make([]byte, 0, TransferHeaderSize)
-	lastWrite := time.Now()
-	poll := time.NewTimer(opts.PollInterval)
-	defer poll.Stop()
+	m := c.m
+	var r epoch.Range // the epoch of the frame being built
 	misses := 0
-	for {
-		wake := m.wakeChan()
-		next := c.next.Load()
-		r, ok := m.cfg.Epochs.Find(next)
-		if !ok {
-			if misses++; misses > epochMissLimit {
-				m.log.Error("no epoch holds the slave's next offset", "slaveId", c.id, "offset", next)
-				c.close("no epoch for offset", "offset", next)
-				return
+	p := pump{h: &m.hub, nc: c.nc, done: c.done, rate: &c.rate, next: &c.next, id: c.id, close: c.close,
+		limit: func(next int64, batch int) (int, bool) {
+			var ok bool
+			if r, ok = m.cfg.Epochs.Find(next); !ok {
+				if misses++; misses > epochMissLimit {
+					m.log.Error("no epoch holds the slave's next offset", "slaveId", c.id, "offset", next)
+					c.close("no epoch for offset", "offset", next)
+					return 0, false
+				}
+				select {
+				case <-c.done:
+				case <-time.After(epochMissRetry):
+				}
+				return 0, false
 			}
-			select {
-			case <-c.done:
-				return
-			case <-time.After(epochMissRetry):
+			misses = 0
+			if r.End != math.MaxInt64 {
+				batch = int(min(int64(batch), r.End-next))
 			}
-			continue
-		}
-		misses = 0
-		batch, ok := flowAllowance(&c.rate, c.done, opts)
-		if !ok {
-			select {
-			case <-c.done:
-				return
-			default:
-				continue
-			}
-		}
-		if r.End != math.MaxInt64 {
-			batch = int(min(int64(batch), r.End-next))
-		}
-		buf, err := m.cl.ReadChunk(next, batch, 0)
-		if err != nil {
-			if errors.Is(err, commitlog.ErrOffsetOutOfRange) && next < m.cl.MinOffset() {
-				m.log.Error("slave needs a full resync: its offset is no longer on the master", "slaveId", c.id, "offset", next, "masterMin", m.cl.MinOffset())
-			}
-			c.close("read commitlog", "offset", next, "err", err)
-			return
-		}
-		body := buf.Bytes()
-		now := time.Now()
-		if len(body) > 0 || now.Sub(lastWrite) >= opts.HeartbeatInterval {
-			if len(body) > 0 {
-				c.lastMax.Store(m.cl.MaxOffset())
-				c.lastTransfer.Store(now.UnixMilli())
-			}
-			h := TransferHeader{Start: next, Epoch: r.Epoch, EpochStart: r.Start, Confirm: m.ConfirmOffset()}
-			hdr = AppendTransferHeader(hdr[:0], h, len(body))
-			_ = c.nc.SetWriteDeadline(now.Add(opts.HousekeepingInterval))
-			bufs := net.Buffers{hdr, body}
-			_, err := bufs.WriteTo(c.nc)
-			buf.Release()
-			if err != nil {
-				c.close("write", "err", err)
-				return
-			}
-			c.rate.add(len(body), now)
-			c.next.Store(next + int64(len(body)))
-			lastWrite = now
-			if len(body) > 0 {
-				continue
-			}
-		} else {
-			buf.Release()
-		}
-		if !poll.Stop() {
-			select {
-			case <-poll.C:
-			default:
-			}
-		}
-		poll.Reset(min(opts.PollInterval, opts.HeartbeatInterval-time.Since(lastWrite)))
-		select {
-		case <-c.done:
-			return
-		case <-wake:
-		case <-poll.C:
-		}
+			return batch, true
+		},
+		header: func(dst []byte, next int64, n int) []byte {
+			return AppendTransferHeader(dst, TransferHeader{Start: next, Epoch: r.Epoch, EpochStart: r.Start, Confirm: m.ConfirmOffset()}, n)
+		},
+		onData: func(now time.Time) {
+			c.lastMax.Store(m.cl.MaxOffset())
+			c.lastTransfer.Store(now.UnixMilli())
+		},
 	}
+	p.run()
 }

@@ -2,10 +2,8 @@ package ha
 
 import (
 	"context"
-	"log/slog"
 	"net"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/store/commitlog"
@@ -56,77 +54,53 @@ func (c AutoSwitchConfig) withDefaults() AutoSwitchConfig {
 // truncates to the common point, and acks byte positions; the master
 // keeps the SyncStateSet and the confirm offset from those acks.
 type AutoSwitchMaster struct {
-	opts Options
-	cfg  AutoSwitchConfig
-	cl   *commitlog.Log
-	ln   net.Listener
-	log  *slog.Logger
+	hub
+	cfg AutoSwitchConfig
 
-	mu      sync.Mutex
+	// Guarded by mu.
 	conns   map[*asConn]struct{}
 	byID    map[int64]*asConn // the newest handshaken connection per slave id
 	sync    SyncState         // confirmed by the controller
 	propose []int64           // in flight or to retry; nil: none
 	alter   bool              // an Alter call is running
 	confirm int64             // confirm offset while others must ack
-	changed chan struct{}     // closed and replaced when acks or sets change
-	wake    chan struct{}
-	check   chan struct{} // capacity 1: run the shrink check now
-	closed  bool
-	fenced  bool // waiting sends fail at once (lease lapsed)
+	fenced  bool              // waiting sends fail at once (lease lapsed)
+	check   chan struct{}     // capacity 1: run the shrink check now
 	stop    chan struct{}
-	wg      sync.WaitGroup
 }
 
 // NewAutoSwitchMaster serves cl on ln once started, with the SyncStateSet
 // the controller gave the new master (normally only itself).
 func NewAutoSwitchMaster(cl *commitlog.Log, ln net.Listener, opts Options, cfg AutoSwitchConfig, initial SyncState) *AutoSwitchMaster {
-	opts = opts.withDefaults()
 	return &AutoSwitchMaster{
-		opts: opts, cfg: cfg.withDefaults(), cl: cl, ln: ln, log: opts.Logger,
+		hub: newHub(cl, ln, opts), cfg: cfg.withDefaults(),
 		conns: map[*asConn]struct{}{}, byID: map[int64]*asConn{},
 		sync: SyncState{Set: slices.Clone(initial.Set), Epoch: initial.Epoch}, confirm: cl.MaxOffset(),
-		changed: make(chan struct{}), wake: make(chan struct{}), check: make(chan struct{}, 1), stop: make(chan struct{}),
+		check: make(chan struct{}, 1), stop: make(chan struct{}),
 	}
 }
-
-// Addr is the listening address.
-func (m *AutoSwitchMaster) Addr() net.Addr { return m.ln.Addr() }
 
 // Start accepts slaves and runs the SyncStateSet check until Close.
 func (m *AutoSwitchMaster) Start() {
 	m.wg.Add(2)
-	go m.serve()
+	go m.serve(m.add)
 	go m.checkLoop()
 }
 
-func (m *AutoSwitchMaster) serve() {
-	defer m.wg.Done()
-	for {
-		nc, err := m.ln.Accept()
-		if err != nil {
-			m.mu.Lock()
-			closed := m.closed
-			m.mu.Unlock()
-			if !closed {
-				m.log.Error("ha accept", "err", err)
-			}
-			return
-		}
-		c := newASConn(m, nc)
-		m.mu.Lock()
-		if m.closed {
-			m.mu.Unlock()
-			_ = nc.Close()
-			return
-		}
-		m.conns[c] = struct{}{}
-		m.wg.Add(2)
+func (m *AutoSwitchMaster) add(nc net.Conn) {
+	c := newASConn(m, nc)
+	m.mu.Lock()
+	if m.closed {
 		m.mu.Unlock()
-		m.log.Info("ha slave connected", "addr", c.addr)
-		go c.readLoop()
-		go c.writeLoop()
+		_ = nc.Close()
+		return
 	}
+	m.conns[c] = struct{}{}
+	m.wg.Add(2)
+	m.mu.Unlock()
+	m.log.Info("ha slave connected", "addr", c.addr)
+	go c.readLoop()
+	go c.writeLoop()
 }
 
 // bind makes c the connection of its slave id, closing an older one.
@@ -163,25 +137,6 @@ func (m *AutoSwitchMaster) checkSoon() {
 	case m.check <- struct{}{}:
 	default:
 	}
-}
-
-func (m *AutoSwitchMaster) broadcastLocked() {
-	close(m.changed)
-	m.changed = make(chan struct{})
-}
-
-// Wake makes idle connections look for new bytes now.
-func (m *AutoSwitchMaster) Wake() {
-	m.mu.Lock()
-	close(m.wake)
-	m.wake = make(chan struct{})
-	m.mu.Unlock()
-}
-
-func (m *AutoSwitchMaster) wakeChan() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.wake
 }
 
 // CloseConnections drops every slave connection (a role change: slaves

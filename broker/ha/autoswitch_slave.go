@@ -1,11 +1,8 @@
 package ha
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,74 +47,17 @@ var ErrDiverged = errors.New("ha: log diverged from the master's, no common poin
 // common point of both epoch lists, then appends frames, records their
 // epochs and follows the master's confirm offset.
 type AutoSwitchSlave struct {
-	opts Options
-	cfg  AutoSwitchSlaveConfig
-	st   ReplicaStore
-	cl   *commitlog.Log
-	addr func() string
-
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-
-	mu sync.Mutex
-	nc net.Conn
-
-	masterAddr   atomic.Value // string
-	lastRead     atomic.Int64
-	lastWrite    atomic.Int64
-	masterOffset atomic.Int64
-	rate         rate
+	*link
+	cfg AutoSwitchSlaveConfig
+	st  ReplicaStore
 }
 
 // NewAutoSwitchSlave replicates into st from the master at addr() (re-read
 // before every connect; "" waits).
 func NewAutoSwitchSlave(st ReplicaStore, addr func() string, opts Options, cfg AutoSwitchSlaveConfig) *AutoSwitchSlave {
-	opts = opts.withDefaults()
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &AutoSwitchSlave{opts: opts, cfg: cfg, st: st, cl: st.CommitLog(), addr: addr, ctx: ctx, cancel: cancel}
-	s.masterAddr.Store("")
+	s := &AutoSwitchSlave{link: newLink(st.CommitLog(), addr, opts), cfg: cfg, st: st}
+	s.session = s.runSession
 	return s
-}
-
-// Start connects in the background until Close.
-func (s *AutoSwitchSlave) Start() {
-	s.wg.Add(1)
-	go s.run()
-}
-
-// Close disconnects and waits.
-func (s *AutoSwitchSlave) Close() {
-	s.cancel()
-	s.mu.Lock()
-	if s.nc != nil {
-		_ = s.nc.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
-}
-
-func (s *AutoSwitchSlave) run() {
-	defer s.wg.Done()
-	log := s.opts.Logger
-	for s.ctx.Err() == nil {
-		wait := min(addrPoll, s.opts.ReconnectDelay)
-		if addr := s.addr(); addr != "" {
-			err := s.session(addr)
-			if errors.Is(err, ErrDiverged) {
-				log.Error("ha: replica cannot follow its master: operator action needed", "master", addr, "err", err)
-			} else if err != nil && s.ctx.Err() == nil {
-				log.Warn("ha connection to master ended", "master", addr, "err", err)
-			}
-			s.masterAddr.Store("")
-			wait = s.opts.ReconnectDelay
-		}
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-	}
 }
 
 // ready is state READY: a replicated frame may have ended inside a record;
@@ -170,43 +110,17 @@ func (s *AutoSwitchSlave) truncate(h MasterHello) (int64, error) {
 	return point, nil
 }
 
-// session runs one connection until it fails.
-func (s *AutoSwitchSlave) session(addr string) error {
+// runSession runs one connection until it fails.
+func (s *AutoSwitchSlave) runSession(addr string) error {
 	if err := s.ready(); err != nil {
 		return err
 	}
-	d := net.Dialer{Timeout: s.opts.DialTimeout}
-	nc, err := d.DialContext(s.ctx, "tcp", addr)
-	if err != nil {
-		return fmt.Errorf("connect: %w", err)
+	nc, release, err := s.dial(addr)
+	if nc == nil {
+		return err
 	}
-	s.mu.Lock()
-	if s.ctx.Err() != nil {
-		s.mu.Unlock()
-		_ = nc.Close()
-		return nil
-	}
-	s.nc = nc
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.nc = nil
-		s.mu.Unlock()
-		_ = nc.Close()
-	}()
-	s.masterAddr.Store(addr)
-
-	var wmu sync.Mutex
-	write := func(b []byte) error {
-		wmu.Lock()
-		defer wmu.Unlock()
-		_ = nc.SetWriteDeadline(time.Now().Add(s.opts.HousekeepingInterval))
-		if _, err := nc.Write(b); err != nil {
-			return err
-		}
-		s.lastWrite.Store(time.Now().UnixMilli())
-		return nil
-	}
+	defer release()
+	write := s.writer(nc)
 	hello := SlaveHello{SyncFromLastFile: s.cfg.SyncFromLastFile, AsyncLearner: s.cfg.AsyncLearner, SlaveID: s.cfg.SelfID}
 	if err := write(AppendSlaveHandshake(nil, hello)); err != nil {
 		return fmt.Errorf("handshake: %w", err)
@@ -241,30 +155,8 @@ func (s *AutoSwitchSlave) session(addr string) error {
 	if err := ack(true); err != nil {
 		return err
 	}
-	done := make(chan struct{})
-	var beat sync.WaitGroup
-	defer func() {
-		close(done)
-		_ = nc.Close()
-		beat.Wait()
-	}()
-	beat.Add(1)
-	go func() {
-		defer beat.Done()
-		t := time.NewTicker(s.opts.HeartbeatInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if err := ack(true); err != nil {
-					_ = nc.Close()
-					return
-				}
-			}
-		}
-	}()
+	stop := s.heartbeat(nc, func() error { return ack(true) })
+	defer stop()
 
 	for {
 		_ = nc.SetReadDeadline(time.Now().Add(s.opts.HousekeepingInterval))
@@ -289,23 +181,16 @@ func (s *AutoSwitchSlave) session(addr string) error {
 func (s *AutoSwitchSlave) apply(h TransferHeader, body []byte) error {
 	now := time.Now()
 	s.lastRead.Store(now.UnixMilli())
-	if max := s.cl.MaxOffset(); max > s.cl.MinOffset() && h.Start != max {
-		return fmt.Errorf("master's frame starts at %d but the local log ends at %d", h.Start, max)
+	if err := s.checkStart(h.Start); err != nil {
+		return err
 	}
-	s.masterOffset.Store(h.Start + int64(len(body)))
-	if len(body) > 0 {
-		if h.Epoch != s.cfg.Epochs.LastEpoch() {
-			if err := s.cfg.Epochs.Append(h.Epoch, h.EpochStart); err != nil {
-				return fmt.Errorf("record epoch %d at %d: %w", h.Epoch, h.EpochStart, err)
-			}
+	if len(body) > 0 && h.Epoch != s.cfg.Epochs.LastEpoch() {
+		if err := s.cfg.Epochs.Append(h.Epoch, h.EpochStart); err != nil {
+			return fmt.Errorf("record epoch %d at %d: %w", h.Epoch, h.EpochStart, err)
 		}
-		if err := s.cl.AppendRaw(s.ctx, h.Start, body); err != nil {
-			if errors.Is(err, context.Canceled) {
-				return err
-			}
-			return fmt.Errorf("append %d bytes at %d: %w", len(body), h.Start, err)
-		}
-		s.rate.add(len(body), now)
+	}
+	if err := s.appendBody(h.Start, body, now); err != nil {
+		return err
 	}
 	if c := min(h.Confirm, s.cl.MaxOffset()); c != s.cl.ConfirmOffset() {
 		s.cl.SetConfirmOffset(c)

@@ -1,6 +1,7 @@
 package ha
 
 import (
+	"slices"
 	"time"
 
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -11,38 +12,12 @@ import (
 func (m *AutoSwitchMaster) Status() protocol.HARuntimeInfo {
 	now := time.Now()
 	max := m.cl.MaxOffset()
-	info := protocol.HARuntimeInfo{Master: true, MasterCommitLogMaxOffset: max, HAConnectionInfo: []protocol.HAConnectionRuntimeInfo{}}
+	info := newMasterInfo(max)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	eff := m.effectiveLocked()
 	for c := range m.conns {
-		ack := c.ack.Load()
-		ci := protocol.HAConnectionRuntimeInfo{
-			Addr: c.addr, SlaveAckOffset: ack, Diff: max - ack,
-			TransferFromWhere: c.next.Load(), TransferredByteInSecond: c.rate.perSecond(now),
-		}
-		for _, id := range eff {
-			if id == c.id && m.byID[id] == c {
-				ci.InSync = true
-				info.InSyncSlaveNums++
-			}
-		}
-		info.HAConnectionInfo = append(info.HAConnectionInfo, ci)
+		info.add(connInfo(c.addr, c.ack.Load(), c.next.Load(), &c.rate, max, now), m.byID[c.id] == c && slices.Contains(eff, c.id))
 	}
-	return info
-}
-
-// Status is the auto-switch slave's view of its master connection.
-func (s *AutoSwitchSlave) Status() protocol.HARuntimeInfo {
-	return protocol.HARuntimeInfo{
-		HAClientRuntimeInfo: &protocol.HAClientRuntimeInfo{
-			LastReadTimestamp:       s.lastRead.Load(),
-			LastWriteTimestamp:      s.lastWrite.Load(),
-			MasterAddr:              s.masterAddr.Load().(string),
-			MasterFlushOffset:       s.masterOffset.Load(),
-			MaxOffset:               s.cl.MaxOffset(),
-			TransferredByteInSecond: s.rate.perSecond(time.Now()),
-		},
-		HAConnectionInfo: []protocol.HAConnectionRuntimeInfo{},
-	}
+	return info.HARuntimeInfo
 }
