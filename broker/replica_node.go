@@ -18,8 +18,13 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
-// exchangeHATimeout bounds EXCHANGE_BROKER_HA_INFO to a new master.
-const exchangeHATimeout = 2 * time.Second
+const (
+	// exchangeHATimeout bounds EXCHANGE_BROKER_HA_INFO to a new master.
+	exchangeHATimeout = 2 * time.Second
+	// dispatchCatchUpTimeout bounds a new master's wait for its consume
+	// queues to reach the CommitLog end; the manager retries the role.
+	dispatchCatchUpTimeout = 30 * time.Second
+)
 
 // ErrInSyncReplicasNotEnough refuses a send before it is stored: the
 // effective SyncStateSet is smaller than minInSyncReplicas. Answered as
@@ -125,6 +130,8 @@ func (n *replicaNode) BecomeMaster(ctx context.Context, r replica.Role) error {
 	}
 	// Queue offsets of the new epoch continue from the CommitLog tail:
 	// wait until the queues hold it, then reload the counters.
+	ctx, cancel := context.WithTimeout(ctx, dispatchCatchUpTimeout)
+	defer cancel()
 	for n.st.DispatchedOffset() < end {
 		select {
 		case <-ctx.Done():

@@ -305,6 +305,9 @@ func TestAutoSwitchAllAckCommitRules(t *testing.T) {
 	fa.fail = true // the set cannot shrink yet
 	fa.mu.Unlock()
 	a.becomeMaster(t, 1, cfg, fa.state)
+	if n := a.m.EffectiveSize(); n != 2 {
+		t.Fatalf("effective SyncStateSet of %d members, want 2", n)
+	}
 	start := a.st.CommitLog().MaxOffset()
 	res := put(t, a.st, "TopicC", 0, 3)
 	short, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
