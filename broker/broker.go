@@ -165,7 +165,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 	b.topics, err = topic.New(topic.Options{
 		Config:       b.cfg.Get,
 		Path:         cfg.TopicConfigPath(),
-		StateVersion: o.stateVersion,
+		StateVersion: b.stateVersion(o.stateVersion),
 		Logger:       log.With("component", "topic"),
 	})
 	if err != nil {
@@ -471,6 +471,21 @@ func (b *Broker) registered(results []registry.Result) {
 			}
 		}
 		return
+	}
+}
+
+// stateVersion is the topic DataVersion's stateVersion: in controller
+// mode the master epoch, so that a nameserver facing two brokers that
+// claim route id 0 of one set keeps the newer master (docs/replication.md).
+func (b *Broker) stateVersion(store func() int64) func() int64 {
+	return func() int64 {
+		if n := b.replica.Load(); n != nil {
+			return int64(n.ep.LastEpoch())
+		}
+		if store != nil {
+			return store()
+		}
+		return 0
 	}
 }
 

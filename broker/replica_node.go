@@ -82,7 +82,7 @@ func (n *replicaNode) BecomeMaster(ctx context.Context, r replica.Role) error {
 		n.master.SetSyncState(ha.SyncState{Set: r.SyncStateSet, Epoch: r.SyncStateSetEpoch})
 		n.master.CloseConnections("new master epoch")
 		n.role = r
-		n.b.registrar.Trigger()
+		n.roleChanged()
 		return nil
 	}
 	if last := n.ep.LastEpoch(); r.MasterEpoch < last {
@@ -148,7 +148,7 @@ func (n *replicaNode) BecomeMaster(ctx context.Context, r replica.Role) error {
 	n.b.cfg.SetRole(config.RoleSyncMaster, protocol.MasterID)
 	n.b.masterAddr.Store("")
 	n.st.SetReplica(n.fenced)
-	n.b.registrar.Trigger()
+	n.roleChanged()
 	n.log.Info("became master", "masterEpoch", r.MasterEpoch, "epochStart", end, "syncStateSet", r.SyncStateSet, "ha", ln.Addr().String())
 	return nil
 }
@@ -195,10 +195,22 @@ func (n *replicaNode) BecomeSlave(_ context.Context, r replica.Role) error {
 		SelfID: r.Self, Epochs: n.ep, SyncFromLastFile: cfg.SyncFromLastFile, AsyncLearner: cfg.AsyncLearner,
 	})
 	n.slave.Start()
+	if n.b.slaveSync != nil {
+		n.b.slaveSync.Trigger() // copy the new master's metadata now
+	}
 	n.role = r
-	n.b.registrar.Trigger()
+	n.roleChanged()
 	n.log.Info("became slave", "master", r.MasterID, "masterAddr", r.MasterAddr, "masterEpoch", r.MasterEpoch, "self", r.Self)
 	return nil
+}
+
+// roleChanged carries the new epoch into the topic DataVersion's
+// stateVersion (which also triggers a registration round).
+func (n *replicaNode) roleChanged() {
+	if err := n.b.topics.BumpDataVersion(); err != nil {
+		n.log.Error("bump topic data version", "err", err)
+		n.b.registrar.Trigger()
+	}
 }
 
 // masterHAAddr asks the master for its HA address (EXCHANGE_BROKER_HA_INFO
