@@ -70,6 +70,16 @@ func TestControllerModeFailover(t *testing.T) {
 		p.WaitTCP(t, ctrlAddrs[i], 15*time.Second)
 	}
 
+	// Brokers that find no controller leader retry only after 5 s.
+	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	defer rc.Close()
+	testutil.WaitFor(t, 15*time.Second, "a controller leader", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		resp, err := rc.Invoke(ctx, ctrlAddrs[0], remoting.NewRequest(code.ControllerGetMetadataInfo, nil, nil))
+		return err == nil && resp.Ext(protocol.HdrControllerLeaderAddress) != ""
+	})
+
 	const name, topic = "broker-a", "ControllerFailoverTopic"
 	brokers := make([]*ctrlBroker, 3)
 	for i := range brokers {
@@ -110,8 +120,6 @@ func TestControllerModeFailover(t *testing.T) {
 		}
 		return ci.BrokerAddrTable[name].BrokerAddrs[0]
 	}
-	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
-	defer rc.Close()
 	var master string
 	testutil.WaitFor(t, 20*time.Second, "a master registered", func() bool { master = masterAddr(); return master != "" })
 	testutil.WaitFor(t, 15*time.Second, "both slaves in the SyncStateSet", func() bool {
