@@ -36,6 +36,13 @@ func (b *Broker) wireReplica(w *wiring, opts ha.Options) (send.Replicas, error) 
 		return nil, fmt.Errorf("broker: epoch file: %w", err)
 	}
 	n := &replicaNode{b: b, st: w.st, ep: ep, log: w.log.With("component", "replica"), ha: opts, fenced: true}
+	// Keep the epoch list short (a Java master sends at most 1000 entries
+	// in its handshake): entries wholly below the log's first byte go.
+	w.st.SetMinOffsetHook(func(min int64) {
+		if err := ep.TruncatePrefixByOffset(min); err != nil {
+			n.log.Error("drop epochs below the CommitLog min offset", "minOffset", min, "err", err)
+		}
+	})
 	// Fenced until the controller names a role: not writable, not
 	// registered, master-only services idle, consumers see only confirmed
 	// data.

@@ -77,3 +77,8 @@ func (s *Store) CutPartialTail() (int64, error) {
 // the consume queues again (a new master, once they are dispatched to the
 // CommitLog tail).
 func (s *Store) ResetQueueOffsets() { s.assign.reset() }
+
+// SetMinOffsetHook runs f with the new min offset whenever old CommitLog
+// files are deleted (controller mode drops epoch entries that lie wholly
+// below it).
+func (s *Store) SetMinOffsetHook(f func(minOffset int64)) { s.minOffsetHook.Store(&f) }

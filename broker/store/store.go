@@ -159,6 +159,9 @@ type Store struct {
 	// dispatchLimit bounds the dispatcher (HA confirm offset); nil: the
 	// CommitLog end (see SetDispatchLimit).
 	dispatchLimit atomic.Pointer[func() int64]
+	// minOffsetHook runs after old CommitLog files were deleted (see
+	// SetMinOffsetHook).
+	minOffsetHook atomic.Pointer[func(int64)]
 
 	putCount atomic.Int64
 	getCount atomic.Int64
@@ -338,6 +341,9 @@ func (s *Store) onCommitLogMinChange(minOffset int64) {
 		return
 	}
 	s.log.Info("CommitLog files deleted; consume queues moved", "minOffset", minOffset, "queues", n)
+	if h := s.minOffsetHook.Load(); h != nil {
+		(*h)(minOffset)
+	}
 }
 
 // AddArrivalListener registers l for every dispatched entry.
