@@ -13,6 +13,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 )
 
 type filterRig struct {
@@ -42,20 +43,12 @@ func newFilterRig(t *testing.T) *filterRig {
 
 func (r *filterRig) invoke(c int32, ext map[string]string, body []byte) *remoting.Command {
 	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	resp, err := r.client.Invoke(ctx, r.b.Addr(), remoting.NewRequest(c, ext, body))
-	if err != nil {
-		r.t.Fatalf("invoke %d: %v", c, err)
-	}
-	return resp
+	return remotingtest.Invoke(r.t, r.client, r.b.Addr(), c, ext, body)
 }
 
 func (r *filterRig) want(what string, resp *remoting.Command, code int32, remark string) {
 	r.t.Helper()
-	if resp.Code != code || !strings.Contains(resp.Remark, remark) {
-		r.t.Fatalf("%s: code %d remark %q; want %d with %q", what, resp.Code, resp.Remark, code, remark)
-	}
+	remotingtest.Want(r.t, what, resp, code, remark)
 }
 
 func (r *filterRig) createTopic(name string, attrs string) {
@@ -70,19 +63,7 @@ func (r *filterRig) createTopic(name string, attrs string) {
 
 func (r *filterRig) send(topic string, body []byte, kv ...string) *remoting.Command {
 	r.t.Helper()
-	props := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		props[kv[i]] = kv[i+1]
-	}
-	p, err := message.EncodeProperties(props)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return r.invoke(code.SendMessage, map[string]string{
-		"producerGroup": "pg", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
-		"queueId": "0", "sysFlag": "0", "bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10), "flag": "0",
-		"properties": string(p), "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
-	}, body)
+	return r.invoke(code.SendMessage, remotingtest.SendExt(r.t, "pg", topic, 0, kv...), body)
 }
 
 func (r *filterRig) heartbeat(group, topic, expr, typ string) {

@@ -28,7 +28,7 @@ type goldenExpect struct {
 
 // goldenExpectations maps each file in testdata/golden to its expectation.
 func goldenExpectations() map[string]goldenExpect {
-	return map[string]goldenExpect{
+	m := map[string]goldenExpect{
 		"go_105_json.bin": {
 			code: 105, lang: LangGo, version: 317, st: SerializeJSON,
 			ext: map[string]string{"topic": "TopicTest"}, nExt: 1,
@@ -45,16 +45,16 @@ func goldenExpectations() map[string]goldenExpect {
 			body:     "hello golden",
 			propKeys: []string{"TAGS", "KEYS", "UNIQ_KEY"},
 		},
-		"java_105_json.bin": {
-			code: 105, lang: LangJava, version: 513, st: SerializeJSON,
+	}
+	// The Java client was captured in both serializations, with the same
+	// content: java_<code>_json.bin and java_<code>_rocketmq.bin.
+	java := map[string]goldenExpect{
+		"java_105": {
+			code: 105, lang: LangJava, version: 513,
 			ext: map[string]string{"topic": "TopicTest"}, nExt: 1,
 		},
-		"java_105_rocketmq.bin": {
-			code: 105, lang: LangJava, version: 513, st: SerializeRocketMQ,
-			ext: map[string]string{"topic": "TopicTest"}, nExt: 1,
-		},
-		"java_310_json.bin": {
-			code: 310, lang: LangJava, version: 513, st: SerializeJSON,
+		"java_310": {
+			code: 310, lang: LangJava, version: 513,
 			ext: map[string]string{
 				"b": "TopicTest", "c": "TBW102", "d": "4", "f": "0", "h": "0", "j": "0",
 				"k": "false", "m": "false", "n": "broker-capture",
@@ -64,26 +64,18 @@ func goldenExpectations() map[string]goldenExpect {
 			body:     "hello golden",
 			propKeys: []string{"TAGS", "KEYS", "UNIQ_KEY", "WAIT"},
 		},
-		"java_310_rocketmq.bin": {
-			code: 310, lang: LangJava, version: 513, st: SerializeRocketMQ,
-			ext: map[string]string{
-				"b": "TopicTest", "c": "TBW102", "d": "4", "f": "0", "h": "0", "j": "0",
-				"k": "false", "m": "false", "n": "broker-capture",
-			},
-			extKeys:  []string{"a", "e", "g", "i"},
-			nExt:     13,
-			body:     "hello golden",
-			propKeys: []string{"TAGS", "KEYS", "UNIQ_KEY", "WAIT"},
-		},
-		"java_35_json.bin": {
-			code: 35, lang: LangJava, version: 513, st: SerializeJSON,
-			extKeys: []string{"producerGroup", "clientID"}, nExt: 2,
-		},
-		"java_35_rocketmq.bin": {
-			code: 35, lang: LangJava, version: 513, st: SerializeRocketMQ,
+		"java_35": {
+			code: 35, lang: LangJava, version: 513,
 			extKeys: []string{"producerGroup", "clientID"}, nExt: 2,
 		},
 	}
+	for prefix, e := range java {
+		for suffix, st := range map[string]SerializeType{"json": SerializeJSON, "rocketmq": SerializeRocketMQ} {
+			e.st = st
+			m[prefix+"_"+suffix+".bin"] = e
+		}
+	}
+	return m
 }
 
 // TestGoldenFrames decodes every frame captured from real clients, checks

@@ -1,6 +1,7 @@
 package remoting
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -80,24 +81,12 @@ func (c ServerConfig) Validate() error {
 
 func (c ServerConfig) withDefaults() ServerConfig {
 	d := DefaultServerConfig()
-	if c.MaxFrameSize == 0 {
-		c.MaxFrameSize = d.MaxFrameSize
-	}
-	if c.IdleTimeout == 0 {
-		c.IdleTimeout = d.IdleTimeout
-	}
-	if c.WriteTimeout == 0 {
-		c.WriteTimeout = d.WriteTimeout
-	}
-	if c.InvokeTimeout == 0 {
-		c.InvokeTimeout = d.InvokeTimeout
-	}
-	if c.Workers == 0 {
-		c.Workers = d.Workers
-	}
-	if c.QueueSize == 0 {
-		c.QueueSize = d.QueueSize
-	}
+	c.MaxFrameSize = cmp.Or(c.MaxFrameSize, d.MaxFrameSize)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, d.IdleTimeout)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, d.WriteTimeout)
+	c.InvokeTimeout = cmp.Or(c.InvokeTimeout, d.InvokeTimeout)
+	c.Workers = cmp.Or(c.Workers, d.Workers)
+	c.QueueSize = cmp.Or(c.QueueSize, d.QueueSize)
 	return c
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/processor"
 	pcfg "github.com/rmqgo/rmq/pkg/config"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -118,13 +119,7 @@ func (p *Processor) RuntimeInfo() map[string]string {
 
 // getBrokerRuntimeInfo is GET_BROKER_RUNTIME_INFO (28).
 func (p *Processor) getBrokerRuntimeInfo(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	body, err := protocol.Marshal(protocol.KVTable{Table: p.RuntimeInfo()})
-	if err != nil {
-		return nil, fmt.Errorf("encode runtime info: %w", err)
-	}
-	resp := remoting.NewResponse(req, code.Success, "")
-	resp.Body = body
-	return resp, nil
+	return processor.Reply(req, "runtime info", protocol.KVTable{Table: p.RuntimeInfo()})
 }
 
 // getBrokerConfig is GET_BROKER_CONFIG (26): every key as properties text,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/mapping"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/topic"
@@ -101,10 +102,8 @@ func New(d Deps) (*Processor, error) {
 	if d.BootTime.IsZero() {
 		d.BootTime = time.Now()
 	}
+	defaults.Logger(&d.Logger)
 	log := d.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	return &Processor{d: d, log: log}, nil
 }
 

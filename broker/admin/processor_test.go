@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/config/configtest"
 	"github.com/rmqgo/rmq/broker/topic"
 	pcfg "github.com/rmqgo/rmq/pkg/config"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -26,12 +27,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, mutate ...func(*config.Config)) *fixture {
 	t.Helper()
-	c := config.Default(config.Host{Hostname: "broker-a", IP: "127.0.0.1", Home: t.TempDir()})
-	c.BrokerClusterName = "C1"
-	for _, m := range mutate {
-		m(c)
-	}
-	c.Finalize()
+	c := configtest.New(t, append([]func(*config.Config){configtest.InCluster("C1")}, mutate...)...)
 	f := &fixture{cfg: config.NewHolder(c, true)}
 	var err error
 	f.topics, err = topic.New(topic.Options{Config: f.cfg.Get, Path: c.TopicConfigPath()})

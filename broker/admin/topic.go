@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/topic"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -222,13 +223,7 @@ func (p *Processor) getTopicConfig(_ context.Context, _ *remoting.Channel, req *
 			out.MappingDetail = &d
 		}
 	}
-	body, err := protocol.Marshal(out)
-	if err != nil {
-		return nil, fmt.Errorf("encode topic config %s: %w", name, err)
-	}
-	resp := remoting.NewResponse(req, code.Success, "")
-	resp.Body = body
-	return resp, nil
+	return processor.Reply(req, "topic config "+name, out)
 }
 
 // getTopicStatsInfo is GET_TOPIC_STATS_INFO (202): one entry per queue id in
@@ -259,11 +254,5 @@ func (p *Processor) getTopicStatsInfo(_ context.Context, _ *remoting.Channel, re
 	if t, ok := p.d.Offsets.(TopicPutTps); ok {
 		stats.TopicPutTps = t.TopicPutTps(name)
 	}
-	body, err := protocol.MarshalMQKeyed(stats)
-	if err != nil {
-		return nil, fmt.Errorf("encode topic stats %s: %w", name, err)
-	}
-	resp := remoting.NewResponse(req, code.Success, "")
-	resp.Body = body
-	return resp, nil
+	return processor.ReplyMQKeyed(req, "topic stats "+name, stats)
 }

@@ -399,13 +399,7 @@ func (p *Processor) consumerListByGroup(_ context.Context, _ *remoting.Channel, 
 	if len(ids) == 0 {
 		return nil, remoting.Errorf(code.SystemError, "no consumer for this group, %s", group)
 	}
-	body, err := protocol.Marshal(consumerListBody{ConsumerIDList: ids})
-	if err != nil {
-		return nil, remoting.Errorf(code.SystemError, "encode consumer list: %v", err)
-	}
-	resp := remoting.NewResponse(req, code.Success, "")
-	resp.Body = body
-	return resp, nil
+	return processor.Reply(req, "consumer list", consumerListBody{ConsumerIDList: ids})
 }
 
 // ConsumerConnection is the GET_CONSUMER_CONNECTION_LIST body (docs/protocol.md §4.6).
@@ -442,13 +436,7 @@ func (p *Processor) consumerConnectionList(_ context.Context, _ *remoting.Channe
 	for _, c := range g.Channels {
 		cc.ConnectionSet = append(cc.ConnectionSet, c.connection())
 	}
-	body, err := protocol.Marshal(cc)
-	if err != nil {
-		return nil, remoting.Errorf(code.SystemError, "encode consumer connection: %v", err)
-	}
-	resp := remoting.NewResponse(req, code.Success, "")
-	resp.Body = body
-	return resp, nil
+	return processor.Reply(req, "consumer connection", cc)
 }
 
 func (p *Processor) producerConnectionList(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
@@ -465,11 +453,5 @@ func (p *Processor) producerConnectionList(_ context.Context, _ *remoting.Channe
 	for _, c := range infos {
 		pc.ConnectionSet = append(pc.ConnectionSet, c.connection())
 	}
-	body, err := protocol.Marshal(pc)
-	if err != nil {
-		return nil, remoting.Errorf(code.SystemError, "encode producer connection: %v", err)
-	}
-	resp := remoting.NewResponse(req, code.Success, "")
-	resp.Body = body
-	return resp, nil
+	return processor.Reply(req, "producer connection", pc)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/config/configtest"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/broker/topic"
@@ -32,11 +33,7 @@ type env struct {
 
 func newEnv(t *testing.T, mutate ...func(*config.Config)) *env {
 	t.Helper()
-	c := config.Default(config.Host{Hostname: "broker-a", IP: "127.0.0.1", Home: t.TempDir()})
-	for _, f := range mutate {
-		f(c)
-	}
-	c.Finalize()
+	c := configtest.New(t, mutate...)
 	e := &env{clock: testutil.NewFakeClock(time.UnixMilli(1_700_000_000_000))}
 	e.cfg.Store(c)
 	var err error
@@ -55,6 +52,14 @@ func newEnv(t *testing.T, mutate ...func(*config.Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return e
+}
+
+// servedEnv is newEnv with its server started.
+func servedEnv(t *testing.T, mutate ...func(*config.Config)) *env {
+	t.Helper()
+	e := newEnv(t, mutate...)
+	e.serve(t)
 	return e
 }
 
@@ -170,8 +175,7 @@ func (e *env) consumerList(t *testing.T, p *peer, group string) (int32, []string
 }
 
 func TestHeartbeatRegistersAndNotifies(t *testing.T) {
-	e := newEnv(t)
-	e.serve(t)
+	e := servedEnv(t)
 	a, b := e.peer(t, "10.0.0.1@a"), e.peer(t, "10.0.0.2@b")
 
 	resp := a.heartbeat(t, "g1", "T")
@@ -230,6 +234,15 @@ func TestHeartbeatRegistersAndNotifies(t *testing.T) {
 }
 
 func TestNotifyDisabled(t *testing.T) {
+	// noNotify joins peers a and b to g1: neither may be told.
+	noNotify := func(t *testing.T, e *env) {
+		t.Helper()
+		a, b := e.peer(t, "a"), e.peer(t, "b")
+		a.heartbeat(t, "g1", "T")
+		b.heartbeat(t, "g1", "T")
+		a.expectNoNotify(t)
+		b.expectNoNotify(t)
+	}
 	t.Run("group flag", func(t *testing.T) {
 		e := newEnv(t)
 		sg := subscription.NewGroupConfig("g1")
@@ -238,24 +251,14 @@ func TestNotifyDisabled(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.serve(t)
-		a, b := e.peer(t, "a"), e.peer(t, "b")
-		a.heartbeat(t, "g1", "T")
-		b.heartbeat(t, "g1", "T")
-		a.expectNoNotify(t)
-		b.expectNoNotify(t)
+		noNotify(t, e)
 	})
 	t.Run("broker flag", func(t *testing.T) {
-		e := newEnv(t, func(c *config.Config) { c.NotifyConsumerIdsChangedEnable = false })
-		e.serve(t)
-		a, b := e.peer(t, "a"), e.peer(t, "b")
-		a.heartbeat(t, "g1", "T")
-		b.heartbeat(t, "g1", "T")
-		a.expectNoNotify(t)
-		b.expectNoNotify(t)
+		e := servedEnv(t, func(c *config.Config) { c.NotifyConsumerIdsChangedEnable = false })
+		noNotify(t, e)
 	})
 	t.Run("broadcasting", func(t *testing.T) {
-		e := newEnv(t)
-		e.serve(t)
+		e := servedEnv(t)
 		a, b := e.peer(t, "a"), e.peer(t, "b")
 		body := strings.Replace(string(heartbeatBody("a", "g1", "T")), Clustering, Broadcasting, 1)
 		a.invoke(t, remoting.NewRequest(code.HeartBeat, nil, []byte(body)))
@@ -266,8 +269,7 @@ func TestNotifyDisabled(t *testing.T) {
 }
 
 func TestHeartbeatBadInput(t *testing.T) {
-	e := newEnv(t)
-	e.serve(t)
+	e := servedEnv(t)
 	a := e.peer(t, "a")
 	tests := []struct {
 		name   string
@@ -290,8 +292,7 @@ func TestHeartbeatBadInput(t *testing.T) {
 }
 
 func TestHeartbeatUnknownGroupWithoutAutoCreate(t *testing.T) {
-	e := newEnv(t, func(c *config.Config) { c.AutoCreateSubscriptionGroup = false })
-	e.serve(t)
+	e := servedEnv(t, func(c *config.Config) { c.AutoCreateSubscriptionGroup = false })
 	a := e.peer(t, "a")
 	a.heartbeat(t, "g-unknown", "T")
 	if _, ok := e.p.Consumers().GroupInfo("g-unknown"); ok {
@@ -306,8 +307,7 @@ func TestHeartbeatUnknownGroupWithoutAutoCreate(t *testing.T) {
 }
 
 func TestHeartbeatV2(t *testing.T) {
-	e := newEnv(t)
-	e.serve(t)
+	e := servedEnv(t)
 	a := e.peer(t, "a")
 	send := func(fp int64, withoutSub bool, topics ...string) *remoting.Command {
 		var hb map[string]any
@@ -335,8 +335,7 @@ func TestHeartbeatV2(t *testing.T) {
 }
 
 func TestUnregisterClient(t *testing.T) {
-	e := newEnv(t)
-	e.serve(t)
+	e := servedEnv(t)
 	a, b := e.peer(t, "a"), e.peer(t, "b")
 	a.heartbeat(t, "g1", "T")
 	b.heartbeat(t, "g1", "T")
@@ -360,8 +359,7 @@ func TestUnregisterClient(t *testing.T) {
 }
 
 func TestChannelExpiry(t *testing.T) {
-	e := newEnv(t)
-	e.serve(t)
+	e := servedEnv(t)
 	a, b := e.peer(t, "a"), e.peer(t, "b")
 	a.heartbeat(t, "g1", "T")
 	e.clock.Advance(100 * time.Second)
@@ -396,8 +394,7 @@ func TestChannelExpiry(t *testing.T) {
 }
 
 func TestConnectionLists(t *testing.T) {
-	e := newEnv(t)
-	e.serve(t)
+	e := servedEnv(t)
 	a := e.peer(t, "10.0.0.1@a")
 	a.heartbeat(t, "g1", "T")
 
@@ -457,8 +454,7 @@ func TestConnectionLists(t *testing.T) {
 }
 
 func TestProducerLookups(t *testing.T) {
-	e := newEnv(t)
-	e.serve(t)
+	e := servedEnv(t)
 	for i := range 3 {
 		e.peer(t, fmt.Sprintf("p%d", i)).heartbeat(t, "")
 	}

@@ -171,9 +171,11 @@ func (c *asConn) writeLoop() {
 		header: func(dst []byte, next int64, n int) []byte {
 			return AppendTransferHeader(dst, TransferHeader{Start: next, Epoch: r.Epoch, EpochStart: r.Start, Confirm: m.ConfirmOffset()}, n)
 		},
-		onData: func(now time.Time) {
-			c.lastMax.Store(m.cl.MaxOffset())
-			c.lastTransfer.Store(now.UnixMilli())
+		beforeWrite: func(now time.Time, _ int64, n int) {
+			if n > 0 {
+				c.lastMax.Store(m.cl.MaxOffset())
+				c.lastTransfer.Store(now.UnixMilli())
+			}
 		},
 	}
 	p.run()

@@ -12,21 +12,24 @@ import (
 type conn struct {
 	m    *Master
 	nc   net.Conn
-	ip   string
 	addr string
 
 	ack     atomic.Int64 // last validated report; -1 before the first
+	from    atomic.Int64 // where the transfer started; -1 before the first report
 	next    atomic.Int64 // next offset to send (transferFromWhere)
+	sent    atomic.Int64 // end of the bytes handed to the socket (≥ next while a write is in flight)
 	started chan struct{}
 	done    chan struct{}
 	once    sync.Once
 	rate    rate
 }
 
-func newConn(m *Master, nc net.Conn, ip string) *conn {
-	c := &conn{m: m, nc: nc, ip: ip, addr: nc.RemoteAddr().String(), started: make(chan struct{}), done: make(chan struct{})}
+func newConn(m *Master, nc net.Conn) *conn {
+	c := &conn{m: m, nc: nc, addr: nc.RemoteAddr().String(), started: make(chan struct{}), done: make(chan struct{})}
 	c.ack.Store(-1)
+	c.from.Store(-1)
 	c.next.Store(-1)
+	c.sent.Store(-1)
 	return c
 }
 
@@ -58,6 +61,11 @@ func (c *conn) readLoop() {
 			return
 		}
 		prev := c.ack.Load()
+		if prev >= 0 && off > max(c.from.Load(), c.sent.Load()) {
+			c.m.log.Warn("ha report beyond what this connection was sent", "addr", c.addr, "report", off, "sent", c.sent.Load())
+			c.close("report beyond the bytes sent")
+			return
+		}
 		if off < prev {
 			c.m.log.Warn("ha report went backwards", "addr", c.addr, "report", off, "previous", prev)
 			c.close("decreasing report")
@@ -73,6 +81,13 @@ func (c *conn) readLoop() {
 	}
 }
 
+// transferred reports whether this connection sent the bytes ending at end
+// and the slave acknowledged them.
+func (c *conn) transferred(end int64) bool {
+	from := c.from.Load()
+	return from >= 0 && from < end && c.ack.Load() >= end
+}
+
 // begin fixes where the transfer starts from the first report: an empty
 // slave starts at the master's last file, others where they end.
 func (c *conn) begin(off int64) bool {
@@ -85,6 +100,8 @@ func (c *conn) begin(off int64) bool {
 		c.close("slave behind the master's min offset")
 		return false
 	}
+	c.from.Store(start)
+	c.sent.Store(start)
 	c.next.Store(start)
 	close(c.started)
 	return true
@@ -97,7 +114,9 @@ func (c *conn) writeLoop() {
 	case <-c.done:
 		return
 	}
-	p := pump{h: &c.m.hub, nc: c.nc, done: c.done, rate: &c.rate, next: &c.next, id: c.addr, close: c.close, header: AppendHeader}
+	p := pump{h: &c.m.hub, nc: c.nc, done: c.done, rate: &c.rate, next: &c.next, id: c.addr, close: c.close, header: AppendHeader,
+		// The slave may ack these bytes before the write returns.
+		beforeWrite: func(_ time.Time, end int64, _ int) { c.sent.Store(end) }}
 	p.run()
 }
 

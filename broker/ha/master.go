@@ -18,12 +18,11 @@ var ErrReplicaTimeout = errors.New("ha: wait for slave acks timed out")
 type Master struct {
 	hub
 	conns map[*conn]struct{} // guarded by mu
-	perIP map[string][]*conn // open connections per remote IP, oldest first
 }
 
 // NewMaster serves the log on ln once started.
 func NewMaster(cl *commitlog.Log, ln net.Listener, opts Options) *Master {
-	return &Master{hub: newHub(cl, ln, opts), conns: map[*conn]struct{}{}, perIP: map[string][]*conn{}}
+	return &Master{hub: newHub(cl, ln, opts), conns: map[*conn]struct{}{}}
 }
 
 // Start accepts slaves until Close.
@@ -33,8 +32,7 @@ func (m *Master) Start() {
 }
 
 func (m *Master) add(nc net.Conn) {
-	ip := remoteIP(nc)
-	c := newConn(m, nc, ip)
+	c := newConn(m, nc)
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -42,7 +40,6 @@ func (m *Master) add(nc net.Conn) {
 		return
 	}
 	m.conns[c] = struct{}{}
-	m.perIP[ip] = append(m.perIP[ip], c)
 	m.broadcastLocked()
 	m.wg.Add(2)
 	m.mu.Unlock()
@@ -51,34 +48,11 @@ func (m *Master) add(nc net.Conn) {
 	go c.writeLoop()
 }
 
-func remoteIP(nc net.Conn) string {
-	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
-		return a.IP.String()
-	}
-	host, _, err := net.SplitHostPort(nc.RemoteAddr().String())
-	if err != nil {
-		return nc.RemoteAddr().String()
-	}
-	return host
-}
-
 // remove forgets a closed connection.
 func (m *Master) remove(c *conn) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.conns, c)
-	list := m.perIP[c.ip]
-	for i, x := range list {
-		if x == c {
-			list = append(list[:i], list[i+1:]...)
-			break
-		}
-	}
-	if len(list) == 0 {
-		delete(m.perIP, c.ip)
-	} else {
-		m.perIP[c.ip] = list
-	}
 	m.broadcastLocked()
 }
 
@@ -88,9 +62,13 @@ func (m *Master) acked() {
 	m.mu.Unlock()
 }
 
-// AckedSlaves counts the slaves whose ack is at least end. A slave is a
-// remote IP: of several connections from one IP only the newest counts
-// (a stale or rogue second connection cannot add an ack).
+// AckedSlaves counts the connections that acknowledged end after
+// receiving it: an ack counts for a message only on the connection that
+// transferred it (the connection started below end and reported at least
+// end, never more than it was sent). A stranger's or a reconnecting
+// slave's first report therefore completes no waiting send, a message is
+// counted once per slave (only one connection of a slave transfers it),
+// and several slaves on one host each count.
 func (m *Master) AckedSlaves(end int64) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -99,8 +77,8 @@ func (m *Master) AckedSlaves(end int64) int {
 
 func (m *Master) ackedLocked(end int64) int {
 	n := 0
-	for _, list := range m.perIP {
-		if list[len(list)-1].ack.Load() >= end {
+	for c := range m.conns {
+		if c.transferred(end) {
 			n++
 		}
 	}

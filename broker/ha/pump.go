@@ -27,8 +27,9 @@ type pump struct {
 	limit func(next int64, batch int) (n int, ok bool)
 	// header appends the frame header for n body bytes at next.
 	header func(dst []byte, next int64, n int) []byte
-	// onData runs before a frame with a body is written.
-	onData func(now time.Time)
+	// beforeWrite, when set, runs before each frame is written; end is
+	// where its n body bytes end.
+	beforeWrite func(now time.Time, end int64, n int)
 }
 
 func (p *pump) run() {
@@ -63,8 +64,8 @@ func (p *pump) run() {
 		body := buf.Bytes()
 		now := time.Now()
 		if len(body) > 0 || now.Sub(lastWrite) >= opts.HeartbeatInterval {
-			if len(body) > 0 && p.onData != nil {
-				p.onData(now)
+			if p.beforeWrite != nil {
+				p.beforeWrite(now, next+int64(len(body)), len(body))
 			}
 			hdr = p.header(hdr[:0], next, len(body))
 			_ = p.nc.SetWriteDeadline(now.Add(opts.HousekeepingInterval))

@@ -25,6 +25,7 @@ import (
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/lite/registry"
 	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/remoting"
@@ -104,7 +105,7 @@ func BenchmarkLiteTopics(b *testing.B) {
 	b.ReportMetric(float64(rssKiB("VmRSS:"))/1024, "rssMiB")
 	b.ReportMetric(float64(rssKiB("RssAnon:"))/1024, "rssAnonMiB")
 	b.ReportMetric(float64(ms.HeapInuse)/float64(b.N), "heapB/lite")
-	b.ReportMetric(float64(dirSize(filepath.Join(dir, "kv")))/float64(b.N), "pebbleB/lite")
+	b.ReportMetric(float64(testutil.DirSize(filepath.Join(dir, "kv")))/float64(b.N), "pebbleB/lite")
 
 	if f := os.Getenv("LITE_HEAP_PROFILE"); f != "" {
 		// What the live lite topics hold, before the sweep frees it.
@@ -217,77 +218,20 @@ func BenchmarkSweepUnderSends(b *testing.B) {
 	}
 	runtime.GC()
 
-	type sample struct {
-		at  time.Time
-		lat time.Duration
-	}
-	var mu sync.Mutex
-	var samples []sample
-	stop := make(chan struct{})
-	var senders sync.WaitGroup
 	// Closed loop (8 senders back to back, saturating the machine), or open
-	// loop at LITE_SWEEP_SEND_RATE msgs/s: sends are due at fixed times
-	// and a send's latency counts from when it was due, so a stalled
-	// broker cannot hide its delay by slowing the senders down.
+	// loop at LITE_SWEEP_SEND_RATE msgs/s from 32 senders.
 	rate, _ := strconv.Atoi(os.Getenv("LITE_SWEEP_SEND_RATE"))
-	due := make(chan time.Time, 1<<16)
-	if rate > 0 {
-		senders.Add(1)
-		go func() {
-			defer senders.Done()
-			defer close(due)
-			start := time.Now()
-			for i := 0; ; i++ {
-				at := start.Add(time.Duration(i) * time.Second / time.Duration(rate))
-				if d := time.Until(at); d > 0 {
-					select {
-					case <-stop:
-						return
-					case <-time.After(d):
-					}
-				}
-				select {
-				case due <- at:
-				case <-stop:
-					return
-				}
-			}
-		}()
-	}
 	workers := 8
 	if rate > 0 {
 		workers = 32
 	}
-	for s := 0; s < workers; s++ {
-		senders.Add(1)
-		go func() {
-			defer senders.Done()
-			for {
-				var t0 time.Time
-				if rate > 0 {
-					at, ok := <-due
-					if !ok {
-						return
-					}
-					t0 = at
-				} else {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					t0 = time.Now()
-				}
-				if resp := r.sendTo("Plain", s%8, body, nil); resp.Code != code.Success {
-					b.Errorf("send: %d %s", resp.Code, resp.Remark)
-					return
-				}
-				mu.Lock()
-				samples = append(samples, sample{t0, time.Since(t0)})
-				mu.Unlock()
-			}
-		}()
-	}
+	load := testutil.StartLoad(workers, rate, func(s int) bool {
+		if resp := r.sendTo("Plain", s%8, body, nil); resp.Code != code.Success {
+			b.Errorf("send: %d %s", resp.Code, resp.Remark)
+			return false
+		}
+		return true
+	})
 	time.Sleep(2 * time.Second)
 	if os.Getenv("LITE_SWEEP_MUTEXPROFILE") != "" {
 		runtime.SetMutexProfileFraction(1)
@@ -326,8 +270,7 @@ func BenchmarkSweepUnderSends(b *testing.B) {
 		}
 	}
 	time.Sleep(200 * time.Millisecond)
-	close(stop)
-	senders.Wait()
+	samples := load.Stop()
 	if err != nil || res.Deleted != b.N {
 		b.Fatalf("sweep %+v %v, want %d deleted", res, err, b.N)
 	}
@@ -340,8 +283,8 @@ func BenchmarkSweepUnderSends(b *testing.B) {
 		}
 		tl := map[int]*bucket{}
 		for _, s := range samples {
-			k := int(math.Floor(float64(s.at.Sub(sweepStart)) / float64(50*time.Millisecond)))
-			if s.at.Before(sweepStart.Add(-500*time.Millisecond)) || s.at.After(sweepEnd.Add(200*time.Millisecond)) {
+			k := int(math.Floor(float64(s.At.Sub(sweepStart)) / float64(50*time.Millisecond)))
+			if s.At.Before(sweepStart.Add(-500*time.Millisecond)) || s.At.After(sweepEnd.Add(200*time.Millisecond)) {
 				continue
 			}
 			bk := tl[k]
@@ -350,10 +293,10 @@ func BenchmarkSweepUnderSends(b *testing.B) {
 				tl[k] = bk
 			}
 			bk.n++
-			if s.lat > 10*time.Millisecond {
+			if s.Lat > 10*time.Millisecond {
 				bk.slow++
 			}
-			bk.max = max(bk.max, s.lat)
+			bk.max = max(bk.max, s.Lat)
 		}
 		fmt.Printf("sweep of %d took %v, cascade %v (from %v), flush %v\n", b.N, res.Took, res.Cascade, res.Took-res.Cascade, res.Flush)
 		for _, k := range slices.Sorted(maps.Keys(tl)) {
@@ -364,10 +307,10 @@ func BenchmarkSweepUnderSends(b *testing.B) {
 	var before, during []time.Duration
 	for _, s := range samples {
 		switch {
-		case !s.at.Before(sweepStart) && s.at.Before(sweepEnd):
-			during = append(during, s.lat)
-		case s.at.Before(sweepStart) && s.at.After(sweepStart.Add(-2*time.Second)):
-			before = append(before, s.lat)
+		case !s.At.Before(sweepStart) && s.At.Before(sweepEnd):
+			during = append(during, s.Lat)
+		case s.At.Before(sweepStart) && s.At.After(sweepStart.Add(-2*time.Second)):
+			before = append(before, s.Lat)
 		}
 	}
 	b.ReportMetric(res.Took.Seconds(), "sweepSec")
@@ -513,17 +456,6 @@ func (r *benchRig) sendTo(topic string, qid int, body []byte, props map[string]s
 		"queueId": strconv.Itoa(qid), "sysFlag": "0", "bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10), "flag": "0",
 		"properties": string(p), "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
 	}, body)
-}
-
-func dirSize(dir string) int64 {
-	var n int64
-	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() {
-			n += fi.Size()
-		}
-		return nil
-	})
-	return n
 }
 
 // threadCPU is the calling thread's user+system CPU time (Linux

@@ -20,6 +20,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 )
 
 // TestLiteSendWithoutLMQ: a broker without enableLmq or enableMultiDispatch
@@ -71,18 +72,8 @@ func TestLiteNotification(t *testing.T) {
 	}
 
 	// A parked notification is answered when the send places an event.
-	out := make(chan *remoting.Command, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	if err := r.client.InvokeAsync(ctx, r.b.Addr(), remoting.NewRequest(code.Notification, notifyExt("c1", group, parent, 8*time.Second), nil),
-		func(resp *remoting.Command, err error) {
-			if err != nil {
-				resp = &remoting.Command{Code: -1, Remark: err.Error()}
-			}
-			out <- resp
-		}); err != nil {
-		t.Fatal(err)
-	}
+	out := remotingtest.InvokeAsync(t, r.client, r.b.Addr(),
+		remoting.NewRequest(code.Notification, notifyExt("c1", group, parent, 8*time.Second), nil), 15*time.Second)
 	svc := r.b.Lite()
 	testutil.Eventually(t, 3*time.Second, func() error {
 		if svc.Pop.ParkedNotifications() != 1 {

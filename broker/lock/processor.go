@@ -151,13 +151,7 @@ func (p *Processor) lockBatch(_ context.Context, _ *remoting.Channel, req *remot
 		return nil, err
 	}
 	ok := p.d.Manager.TryLockBatch(b.ConsumerGroup, b.ClientID, p.lockable(&b))
-	body, err := protocol.Marshal(lockResponseBody{LockOKMQSet: ok})
-	if err != nil {
-		return nil, remoting.Errorf(code.SystemError, "encode lock response: %v", err)
-	}
-	resp := remoting.NewResponse(req, code.Success, "")
-	resp.Body = body
-	return resp, nil
+	return processor.Reply(req, "lock response", lockResponseBody{LockOKMQSet: ok})
 }
 
 // unlockBatch answers UNLOCK_BATCH_MQ (client-go sends it "one-way"

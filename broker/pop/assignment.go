@@ -136,13 +136,7 @@ func (p *Processor) ReplaceRequestModes(m map[string]map[string]RequestMode) err
 // handleGetAllRequestModes answers GET_ALL_MESSAGE_REQUEST_MODE (402): what
 // a slave copies from its master.
 func (p *Processor) handleGetAllRequestModes(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	body, err := protocol.Marshal(ModeWrapper{MessageRequestModeMap: p.modes.snapshot()})
-	if err != nil {
-		return nil, errorf(code.SystemError, "encode message request modes: %v", err)
-	}
-	resp := remoting.NewResponse(req, code.Success, "")
-	resp.Body = body
-	return resp, nil
+	return processor.Reply(req, "message request modes", ModeWrapper{MessageRequestModeMap: p.modes.snapshot()})
 }
 
 // handleSetRequestMode answers SET_MESSAGE_REQUEST_MODE (401).
@@ -223,13 +217,7 @@ func (p *Processor) handleQueryAssignment(ctx context.Context, _ *remoting.Chann
 			out.MessageQueueAssignments = append(out.MessageQueueAssignments, assignment{MessageQueue: mq, Mode: mode.Mode})
 		}
 	}
-	body, err := protocol.Marshal(out)
-	if err != nil {
-		return nil, err
-	}
-	resp := remoting.NewResponse(req, code.Success, "")
-	resp.Body = body
-	return resp, nil
+	return processor.Reply(req, "queue assignment", out)
 }
 
 // assign is Java's doLoadBalance; nil means "no answer".

@@ -15,6 +15,7 @@ import (
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/broker/store/storetest"
 	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/broker/topic"
 	"github.com/rmqgo/rmq/internal/testutil"
@@ -59,16 +60,8 @@ func (r *rig) conf() *config.Config { return r.cfg }
 
 func (r *rig) open() {
 	r.t.Helper()
-	sc := store.DefaultConfig(r.dir)
-	sc.CommitLog.FileSize = 4 << 20
-	sc.CommitLog.Preallocate = false
-	sc.CommitLog.CleanResourceInterval = 0
-	sc.Logger = slog.New(slog.DiscardHandler)
-	st, err := store.Open(sc)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.st = st
+	r.st = storetest.OpenDisk(r.t, r.dir, nil)
+	var err error
 	log := slog.New(slog.DiscardHandler)
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -86,7 +79,7 @@ func (r *rig) open() {
 		r.t.Fatal(err)
 	}
 	r.p, err = New(Deps{
-		Config: r.conf, Store: st, Topics: r.topics, Groups: r.groups, Consumers: r.cons,
+		Config: r.conf, Store: r.st, Topics: r.topics, Groups: r.groups, Consumers: r.cons,
 		StoreHost: func() netip.AddrPort { return netip.MustParseAddrPort("127.0.0.1:10911") },
 		Now:       r.clk.Now, Logger: log, HotBytes: 1 << 30,
 		ReviveInterval: time.Hour, // tests call Revive themselves

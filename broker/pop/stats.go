@@ -425,11 +425,5 @@ func (p *Processor) handleStatus(_ context.Context, _ *remoting.Channel, req *re
 	if err != nil {
 		return nil, errorf(code.SystemError, "read pop state: %v", err)
 	}
-	body, err := protocol.Marshal(st)
-	if err != nil {
-		return nil, errorf(code.SystemError, "encode pop status: %v", err)
-	}
-	resp := remoting.NewResponse(req, code.Success, "")
-	resp.Body = body
-	return resp, nil
+	return processor.Reply(req, "pop status", st)
 }

@@ -1,6 +1,7 @@
 package pop
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,24 +29,24 @@ func (r *rig) status(ext map[string]string) protocol.PopStatusBody {
 
 func findGroup(t *testing.T, b protocol.PopStatusBody, group, topic string) protocol.PopGroupStatus {
 	t.Helper()
-	for _, g := range b.Groups {
-		if g.Group == group && g.Topic == topic {
-			return g
-		}
-	}
-	t.Fatalf("no status of %s/%s in %+v", group, topic, b.Groups)
-	return protocol.PopGroupStatus{}
+	return findOne(t, b.Groups, func(g protocol.PopGroupStatus) bool { return g.Group == group && g.Topic == topic })
 }
 
 func findQueue(t *testing.T, g protocol.PopGroupStatus, topic string, qid int32) protocol.PopQueueStatus {
 	t.Helper()
-	for _, q := range g.Queues {
-		if q.Topic == topic && q.QueueID == qid {
-			return q
-		}
+	return findOne(t, g.Queues, func(q protocol.PopQueueStatus) bool { return q.Topic == topic && q.QueueID == qid })
+}
+
+// findOne returns the first of items that match accepts, failing t when
+// none does.
+func findOne[T any](t *testing.T, items []T, match func(T) bool) T {
+	t.Helper()
+	if i := slices.IndexFunc(items, match); i >= 0 {
+		return items[i]
 	}
-	t.Fatalf("no queue %s-%d in %+v", topic, qid, g.Queues)
-	return protocol.PopQueueStatus{}
+	var zero T
+	t.Fatalf("no %T matches in %+v", zero, items)
+	return zero
 }
 
 // TestStatusInFlightAckAndRevive follows one group through pop, ack,

@@ -2,13 +2,15 @@
 // shares: the executor a request code runs on (Pool), the Registrar a
 // processor installs its handlers through (*broker.Broker implements it),
 // the INVALID_PARAMETER answer of a malformed request and the late answer
-// of a parked one. It imports only the remoting layer, so that processor
-// packages need not import the broker.
+// of a parked one, the SUCCESS answer with an encoded body. It imports
+// only the remoting layer and the wire types, so that processor packages
+// need not import the broker.
 package processor
 
 import (
 	"log/slog"
 
+	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
@@ -92,4 +94,26 @@ func WriteResumed(log *slog.Logger, what string, ch *remoting.Channel, req, resp
 	if err := ch.WriteResponse(resp); err != nil {
 		log.Debug("write resumed "+what+" response", "remote", ch.RemoteAddr(), "err", err)
 	}
+}
+
+// Reply answers req with SUCCESS and v as its JSON body; what names the
+// body in the SYSTEM_ERROR of a failed encoding.
+func Reply(req *remoting.Command, what string, v any) (*remoting.Command, error) {
+	return reply(req, what, v, protocol.Marshal)
+}
+
+// ReplyMQKeyed is Reply with the body in the fastjson dialect of
+// queue-keyed maps (protocol.MarshalMQKeyed).
+func ReplyMQKeyed(req *remoting.Command, what string, v any) (*remoting.Command, error) {
+	return reply(req, what, v, protocol.MarshalMQKeyed)
+}
+
+func reply(req *remoting.Command, what string, v any, marshal func(any) ([]byte, error)) (*remoting.Command, error) {
+	body, err := marshal(v)
+	if err != nil {
+		return nil, remoting.Errorf(code.SystemError, "encode %s: %v", what, err)
+	}
+	resp := remoting.NewResponse(req, code.Success, "")
+	resp.Body = body
+	return resp, nil
 }

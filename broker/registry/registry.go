@@ -113,10 +113,8 @@ func New(inv Invoker, src Source, opts Options) *Registrar {
 	if opts.Period == nil {
 		opts.Period = func() time.Duration { return ClampPeriod(30 * time.Second) }
 	}
+	defaults.Logger(&opts.Logger)
 	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Registrar{
 		inv: inv, src: src, opts: opts, log: log,

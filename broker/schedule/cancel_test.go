@@ -7,10 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/rmqgo/rmq/broker/store"
-	"github.com/rmqgo/rmq/broker/store/kv"
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 )
@@ -41,16 +38,7 @@ func TestSlotEnd(t *testing.T) {
 // cancelKeys counts the pending cancellation keys.
 func (r *rig) cancelKeys() int {
 	r.t.Helper()
-	it, err := r.st.DB().NewIter(&pebble.IterOptions{LowerBound: cancelPrefix(), UpperBound: kv.PrefixEnd(cancelPrefix())})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	defer it.Close()
-	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		n++
-	}
-	return n
+	return r.countKeys(cancelPrefix())
 }
 
 // marker is a cancellation of message uniq of topic, due at deliverMs.

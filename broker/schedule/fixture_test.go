@@ -3,7 +3,6 @@ package schedule
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/kv"
+	"github.com/rmqgo/rmq/broker/store/storetest"
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 )
@@ -51,15 +51,7 @@ func newRig(t *testing.T, levels string, tune func(*Options)) *rig {
 
 func (r *rig) open() {
 	r.t.Helper()
-	sc := store.DefaultConfig(r.dir)
-	sc.CommitLog.FileSize = 4 << 20
-	sc.CommitLog.Preallocate = false
-	sc.CommitLog.CleanResourceInterval = 0
-	sc.Logger = slog.New(slog.DiscardHandler)
-	st, err := store.Open(sc)
-	if err != nil {
-		r.t.Fatal(err)
-	}
+	st := storetest.OpenDisk(r.t, r.dir, nil)
 	r.st = st
 	o := r.opts
 	o.Store = st
@@ -165,7 +157,13 @@ func (r *rig) waitStats(ok func(Stats) bool, timeout time.Duration) Stats {
 // pendingKeys counts the pending timer keys.
 func (r *rig) pendingKeys() int {
 	r.t.Helper()
-	it, err := r.st.DB().NewIter(&pebble.IterOptions{LowerBound: pendingPrefix(), UpperBound: kv.PrefixEnd(pendingPrefix())})
+	return r.countKeys(pendingPrefix())
+}
+
+// countKeys counts the keys that start with prefix.
+func (r *rig) countKeys(prefix []byte) int {
+	r.t.Helper()
+	it, err := r.st.DB().NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: kv.PrefixEnd(prefix)})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -299,16 +299,9 @@ func (c *CleanService) topicStats(ctx context.Context, d *protocol.TopicQueueMap
 		}
 		return out, nil
 	}
-	if c.d.Remote == nil {
-		return nil, errors.New("no broker-to-broker client")
-	}
-	req := remoting.NewRequest(code.GetTopicStatsInfo, map[string]string{"topic": d.Topic, FieldLogic: "false", FieldBrokerName: b}, nil)
-	resp, err := c.d.Remote.Invoke(ctx, b, req)
+	resp, err := c.ask(ctx, b, code.GetTopicStatsInfo, map[string]string{"topic": d.Topic, FieldLogic: "false", FieldBrokerName: b})
 	if err != nil {
 		return nil, err
-	}
-	if resp.Code != code.Success {
-		return nil, errors.New("code " + strconv.Itoa(int(resp.Code)) + ": " + resp.Remark)
 	}
 	var st protocol.TopicStatsTable
 	if err := protocol.UnmarshalMQKeyed(resp.Body, &st); err != nil {
@@ -396,22 +389,31 @@ func (c *CleanService) CleanStaleBackups(ctx context.Context) bool {
 	return changed
 }
 
+// ask sends a request to broker b and returns its SUCCESS answer; any
+// other code is an error.
+func (c *CleanService) ask(ctx context.Context, b string, reqCode int32, ext map[string]string) (*remoting.Command, error) {
+	if c.d.Remote == nil {
+		return nil, errors.New("no broker-to-broker client")
+	}
+	resp, err := c.d.Remote.Invoke(ctx, b, remoting.NewRequest(reqCode, ext, nil))
+	if err != nil {
+		return nil, err
+	}
+	if resp.Code != code.Success {
+		return nil, errors.New("code " + strconv.Itoa(int(resp.Code)) + ": " + resp.Remark)
+	}
+	return resp, nil
+}
+
 // leaderDetail is broker b's mapping of the topic (GET_TOPIC_CONFIG with
 // lo=true), nil unless it names b.
 func (c *CleanService) leaderDetail(ctx context.Context, own *protocol.TopicQueueMappingDetail, b string) (*protocol.TopicQueueMappingDetail, error) {
 	if b == c.me {
 		return own, nil
 	}
-	if c.d.Remote == nil {
-		return nil, errors.New("no broker-to-broker client")
-	}
-	req := remoting.NewRequest(code.GetTopicConfig, map[string]string{"topic": own.Topic, FieldLogic: "true", FieldBrokerName: b}, nil)
-	resp, err := c.d.Remote.Invoke(ctx, b, req)
+	resp, err := c.ask(ctx, b, code.GetTopicConfig, map[string]string{"topic": own.Topic, FieldLogic: "true", FieldBrokerName: b})
 	if err != nil {
 		return nil, err
-	}
-	if resp.Code != code.Success {
-		return nil, errors.New("code " + strconv.Itoa(int(resp.Code)) + ": " + resp.Remark)
 	}
 	var tc protocol.TopicConfigAndQueueMapping
 	if err := protocol.Unmarshal(resp.Body, &tc); err != nil {

@@ -123,11 +123,7 @@ func TestCleanOnlyAtDeleteWhen(t *testing.T) {
 func TestCleanStaleBackups(t *testing.T) {
 	const e = int64(5000)
 	full := []protocol.LogicQueueMappingItem{it("b1", 0, 0, 0), it("b2", 1, 0, 10000), it("b3", 2, 0, 20000)}
-	route := &protocol.TopicRouteData{TopicQueueMappingByBroker: map[string]protocol.TopicQueueMappingInfo{
-		"b1": {Bname: "b1", Epoch: e, TotalQueues: 2, Scope: protocol.MappingScopeGlobal, CurrIDMap: map[int]int{}},
-		"b2": {Bname: "b2", Epoch: e, TotalQueues: 2, Scope: protocol.MappingScopeGlobal, CurrIDMap: map[int]int{1: 1}},
-		"b3": {Bname: "b3", Epoch: e, TotalQueues: 2, Scope: protocol.MappingScopeGlobal, CurrIDMap: map[int]int{0: 0}},
-	}}
+	route := globalRoute(e, 2, map[string]map[int]int{"b1": {}, "b2": {1: 1}, "b3": {0: 0}})
 	if got := LogicLeaders(route, ""); got[0] != "b3" || got[1] != "b2" || len(got) != 2 {
 		t.Fatalf("leaders %v", got)
 	}

@@ -224,11 +224,13 @@ func offReq(c int32, queueID int, kv ...string) *remoting.Command {
 	return remoting.NewRequest(c, ext, nil)
 }
 
-func extInt(t *testing.T, r *remoting.Command, k string) int64 {
-	t.Helper()
-	v, err := strconv.ParseInt(r.Ext(k), 10, 64)
-	if err != nil {
-		t.Fatalf("response %d (%s): field %s = %q", r.Code, r.Remark, k, r.Ext(k))
+// globalRoute is the route of a static topic in the global scope: each
+// broker of curr maps it at epoch e with total logic queues, curr[broker]
+// being the logic queues it leads (logic id → physical id).
+func globalRoute(e int64, total int, curr map[string]map[int]int) *protocol.TopicRouteData {
+	byBroker := map[string]protocol.TopicQueueMappingInfo{}
+	for b, ids := range curr {
+		byBroker[b] = protocol.TopicQueueMappingInfo{Bname: b, Epoch: e, TotalQueues: total, Scope: protocol.MappingScopeGlobal, CurrIDMap: ids}
 	}
-	return v
+	return &protocol.TopicRouteData{TopicQueueMappingByBroker: byBroker}
 }

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/internal/jsonfile"
 	"github.com/rmqgo/rmq/internal/fsutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -67,10 +68,8 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 	if opts.BrokerName == "" {
 		return nil, errors.New("statictopic: ManagerOptions.BrokerName is required")
 	}
+	defaults.Logger(&opts.Logger)
 	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	m := &Manager{opts: opts, log: log, sem: make(chan struct{}, 1)}
 	t := &table{details: map[string]*protocol.TopicQueueMappingDetail{}, version: protocol.DataVersion{Timestamp: time.Now().UnixMilli()}}
 	if err := m.load(t); err != nil {

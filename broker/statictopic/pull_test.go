@@ -6,6 +6,7 @@ import (
 
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 )
 
 // TestRewritePull runs the response rewrite of docs/static-topics.md §7.2 on a three-segment
@@ -43,7 +44,7 @@ func TestRewritePull(t *testing.T) {
 			resp.SetExt("maxOffset", strconv.FormatInt(tc.max, 10))
 			resp.Body = []byte("body")
 			r, _ := rewritePull(req, resp, qc, &items[tc.cur], tc.req)
-			got := out{r.Code, extInt(t, r, "nextBeginOffset"), extInt(t, r, "minOffset"), extInt(t, r, "maxOffset"), extInt(t, r, "offsetDelta")}
+			got := out{r.Code, remotingtest.ExtInt(t, r, "nextBeginOffset"), remotingtest.ExtInt(t, r, "minOffset"), remotingtest.ExtInt(t, r, "maxOffset"), remotingtest.ExtInt(t, r, "offsetDelta")}
 			if got != tc.want {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}

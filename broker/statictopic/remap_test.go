@@ -134,11 +134,7 @@ func TestRemapAnswersParkedPulls(t *testing.T) {
 func TestSettleDropsStaleBackups(t *testing.T) {
 	const e = int64(5000)
 	full := []protocol.LogicQueueMappingItem{it("a", 0, 0, 0), it("c", 1, 0, 10000), it("b", 2, 0, 20000)}
-	route := &protocol.TopicRouteData{TopicQueueMappingByBroker: map[string]protocol.TopicQueueMappingInfo{
-		"a": {Bname: "a", Epoch: e, TotalQueues: 1, Scope: protocol.MappingScopeGlobal, CurrIDMap: map[int]int{}},
-		"b": {Bname: "b", Epoch: e, TotalQueues: 1, Scope: protocol.MappingScopeGlobal, CurrIDMap: map[int]int{0: 0}},
-		"c": {Bname: "c", Epoch: e, TotalQueues: 1, Scope: protocol.MappingScopeGlobal, CurrIDMap: map[int]int{}},
-	}}
+	route := globalRoute(e, 1, map[string]map[int]int{"a": {}, "b": {0: 0}, "c": {}})
 	var leaderEpoch atomic.Int64
 	leaderEpoch.Store(e + 1000) // b has moved on: a remap is under way
 	remote := scriptedRemote{"b": func(req *remoting.Command) *remoting.Command {

@@ -79,10 +79,8 @@ func NewBrokerRPC(o RPCOptions) (*BrokerRPC, error) {
 	}
 	defaults.Positive(&o.RefreshInterval, 5*time.Second)
 	defaults.Clock(&o.Now)
+	defaults.Logger(&o.Logger)
 	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	return &BrokerRPC{o: o, log: log, masters: map[string]string{}}, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 )
 
 const (
@@ -27,7 +28,7 @@ func remapped(t *testing.T) *cluster {
 	for i := range 10 {
 		c.clk.Set(time.UnixMilli(1000 + int64(i)))
 		r := a.do(t, sendReq(0, "a"))
-		if r.Code != code.Success || extInt(t, r, "queueOffset") != int64(i) || r.Ext("queueId") != "0" {
+		if r.Code != code.Success || remotingtest.ExtInt(t, r, "queueOffset") != int64(i) || r.Ext("queueId") != "0" {
 			t.Fatalf("send %d on a: %d %s %v", i, r.Code, r.Remark, r.ExtFields)
 		}
 	}
@@ -36,7 +37,7 @@ func remapped(t *testing.T) *cluster {
 	list := []protocol.LogicQueueMappingItem{it("a", 0, 0, 0), it("b", 1, 0, -1)}
 	c.apply(1, detail("b", epoch2, 1, map[int][]protocol.LogicQueueMappingItem{0: list}))
 	c.clk.Set(time.UnixMilli(2000))
-	if r := b.do(t, sendReq(0, "early")); r.Code != code.Success || extInt(t, r, "queueOffset") != -1 {
+	if r := b.do(t, sendReq(0, "early")); r.Code != code.Success || remotingtest.ExtInt(t, r, "queueOffset") != -1 {
 		t.Fatalf("send to the undecided leader: %d %s offset %s, want success with -1", r.Code, r.Remark, r.Ext("queueOffset"))
 	}
 	c.apply(1, detail("a", epoch2, 1, map[int][]protocol.LogicQueueMappingItem{0: list}))
@@ -48,7 +49,7 @@ func remapped(t *testing.T) *cluster {
 	for i := 1; i < 10; i++ {
 		c.clk.Set(time.UnixMilli(2000 + int64(i)))
 		r := b.do(t, sendReq(0, "b"))
-		if r.Code != code.Success || extInt(t, r, "queueOffset") != 10000+int64(i) {
+		if r.Code != code.Success || remotingtest.ExtInt(t, r, "queueOffset") != 10000+int64(i) {
 			t.Fatalf("send %d on b: %d %s offset %s", i, r.Code, r.Remark, r.Ext("queueOffset"))
 		}
 	}
@@ -82,8 +83,8 @@ func TestWorkedExamplePull(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c.remote.reset()
 			r := b.do(t, pullReq(0, tc.offset, 0))
-			got := want{r.Code, extInt(t, r, "nextBeginOffset"), extInt(t, r, "minOffset"), extInt(t, r, "maxOffset"),
-				extInt(t, r, "offsetDelta"), 0, len(c.remote.reset()) > 0}
+			got := want{r.Code, remotingtest.ExtInt(t, r, "nextBeginOffset"), remotingtest.ExtInt(t, r, "minOffset"), remotingtest.ExtInt(t, r, "maxOffset"),
+				remotingtest.ExtInt(t, r, "offsetDelta"), 0, len(c.remote.reset()) > 0}
 			if len(r.Body) > 0 {
 				msgs, err := message.DecodeAll(r.Body, message.DecodeOptions{})
 				if err != nil {
@@ -135,7 +136,7 @@ func TestWorkedExampleOffsets(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := b.do(t, tc.req)
-			if r.Code != code.Success || extInt(t, r, tc.key) != tc.want {
+			if r.Code != code.Success || remotingtest.ExtInt(t, r, tc.key) != tc.want {
 				t.Errorf("%s: code %d (%s) %s=%s, want %d", tc.name, r.Code, r.Remark, tc.key, r.Ext(tc.key), tc.want)
 			}
 		})
@@ -162,7 +163,7 @@ func TestWorkedExampleOffsets(t *testing.T) {
 	if _, ok := b.store.QueryOffset("cg", tpc, 0); ok {
 		t.Fatal("commit of an old-segment offset stored on b")
 	}
-	if r := b.do(t, offReq(code.QueryConsumerOffset, 0)); r.Code != code.Success || extInt(t, r, "offset") != 5 {
+	if r := b.do(t, offReq(code.QueryConsumerOffset, 0)); r.Code != code.Success || remotingtest.ExtInt(t, r, "offset") != 5 {
 		t.Fatalf("query after commit 5: %d %s %s", r.Code, r.Remark, r.Ext("offset"))
 	}
 	if r := b.do(t, offReq(code.UpdateConsumerOffset, 0, "commitOffset", "10003")); r.Code != code.Success {
@@ -171,7 +172,7 @@ func TestWorkedExampleOffsets(t *testing.T) {
 	if off, ok := b.store.QueryOffset("cg", tpc, 0); !ok || off != 3 {
 		t.Fatalf("b stores %d %v, want 3", off, ok)
 	}
-	if r := b.do(t, offReq(code.QueryConsumerOffset, 0)); r.Code != code.Success || extInt(t, r, "offset") != 10003 {
+	if r := b.do(t, offReq(code.QueryConsumerOffset, 0)); r.Code != code.Success || remotingtest.ExtInt(t, r, "offset") != 10003 {
 		t.Fatalf("query after commit 10003: %d %s %s", r.Code, r.Remark, r.Ext("offset"))
 	}
 	// A commit carried by a pull is translated the same way.
@@ -223,7 +224,7 @@ func TestSendRewriting(t *testing.T) {
 			if tc.wantCode != code.Success {
 				return
 			}
-			if r.Ext("queueId") != tc.wantLogic || extInt(t, r, "queueOffset") != tc.wantOffset {
+			if r.Ext("queueId") != tc.wantLogic || remotingtest.ExtInt(t, r, "queueOffset") != tc.wantOffset {
 				t.Errorf("answer queueId %s offset %s, want %s %d", r.Ext("queueId"), r.Ext("queueOffset"), tc.wantLogic, tc.wantOffset)
 			}
 			if m := a.store.MaxOffset(tpc, tc.wantPhys); m == 0 {
@@ -275,11 +276,11 @@ func TestQueryShortcutNeverRemapped(t *testing.T) {
 	c.apply(2, detail("a", epoch1, 1, map[int][]protocol.LogicQueueMappingItem{0: {it("a", 0, 1, 0)}}))
 	a.do(t, sendReq(0, "x"))
 	// Physical rule: the queue starts at 0 and holds data → 0.
-	if r := a.do(t, offReq(code.QueryConsumerOffset, 0)); r.Code != code.Success || extInt(t, r, "offset") != 0 {
+	if r := a.do(t, offReq(code.QueryConsumerOffset, 0)); r.Code != code.Success || remotingtest.ExtInt(t, r, "offset") != 0 {
 		t.Errorf("query: %d %s %s", r.Code, r.Remark, r.Ext("offset"))
 	}
 	a.store.CommitOffset("cg", tpc, 1, 1)
-	if r := a.do(t, offReq(code.QueryConsumerOffset, 0)); r.Code != code.Success || extInt(t, r, "offset") != 1 {
+	if r := a.do(t, offReq(code.QueryConsumerOffset, 0)); r.Code != code.Success || remotingtest.ExtInt(t, r, "offset") != 1 {
 		t.Errorf("query: %d %s %s", r.Code, r.Remark, r.Ext("offset"))
 	}
 	if r := a.do(t, offReq(code.UpdateConsumerOffset, 0, "commitOffset", "1")); r.Code != code.Success {

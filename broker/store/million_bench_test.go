@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 )
 
@@ -62,7 +63,7 @@ func BenchmarkManyQueues(b *testing.B) {
 	queues := s.cq.QueueCount()
 	b.ReportMetric(float64(queues), "queues")
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
-	b.ReportMetric(float64(dirSize(filepath.Join(dir, "kv")))/float64(queues), "pebbleB/queue")
+	b.ReportMetric(float64(testutil.DirSize(filepath.Join(dir, "kv")))/float64(queues), "pebbleB/queue")
 	b.ReportMetric(float64(rssAnonKiB())/1024, "rssAnonMiB")
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -81,17 +82,6 @@ func BenchmarkManyQueues(b *testing.B) {
 	if got := s.cq.QueueCount(); got != queues {
 		b.Fatalf("%d queues after a restart, had %d", got, queues)
 	}
-}
-
-func dirSize(dir string) int64 {
-	var n int64
-	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() {
-			n += fi.Size()
-		}
-		return nil
-	})
-	return n
 }
 
 func rssAnonKiB() int64 {

@@ -87,11 +87,5 @@ func (m *Manager) getOne(_ context.Context, _ *remoting.Channel, req *remoting.C
 	if !ok {
 		return nil, remoting.Errorf(code.SubscriptionGroupNotExist, "No group in this broker: %s", group)
 	}
-	body, err := protocol.Marshal(c)
-	if err != nil {
-		return nil, remoting.Errorf(code.SystemError, "encode subscription group %s: %v", group, err)
-	}
-	resp := remoting.NewResponse(req, code.Success, "")
-	resp.Body = body
-	return resp, nil
+	return processor.Reply(req, "subscription group "+group, c)
 }

@@ -80,10 +80,8 @@ func New(opts Options) (*Manager, error) {
 		return nil, errors.New("subscription: Options.Config is required")
 	}
 	defaults.Clock(&opts.Now)
+	defaults.Logger(&opts.Logger)
 	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	m := &Manager{
 		opts:      opts,
 		log:       log,
@@ -101,18 +99,11 @@ func New(opts Options) (*Manager, error) {
 	return m, nil
 }
 
-// fileFormat is Java's SubscriptionGroupManager JSON.
-type fileFormat struct {
-	DataVersion            protocol.DataVersion      `json:"dataVersion"`
-	ForbiddenTable         map[string]map[string]int `json:"forbiddenTable"`
-	SubscriptionGroupTable map[string]GroupConfig    `json:"subscriptionGroupTable"`
-}
-
 func (m *Manager) load() error {
 	if m.opts.Path == "" {
 		return nil
 	}
-	var loaded fileFormat
+	var loaded Wrapper
 	decode := func(b []byte) error {
 		if len(bytes.TrimSpace(b)) == 0 {
 			return errors.New("empty file")
@@ -121,7 +112,7 @@ func (m *Manager) load() error {
 		if err != nil {
 			return err
 		}
-		loaded = fileFormat(w)
+		loaded = w
 		return nil
 	}
 	_, from, err := fsutil.ReadWithBackup(m.opts.Path, decode)
@@ -150,19 +141,7 @@ func (m *Manager) persist() error {
 	}
 	m.persistMu.Lock()
 	defer m.persistMu.Unlock()
-	m.mu.RLock()
-	ff := fileFormat{
-		DataVersion:            m.version,
-		ForbiddenTable:         make(map[string]map[string]int, len(m.forbidden)),
-		SubscriptionGroupTable: make(map[string]GroupConfig, len(m.groups)),
-	}
-	for g, c := range m.groups {
-		ff.SubscriptionGroupTable[g] = c.Clone()
-	}
-	for g, t := range m.forbidden {
-		ff.ForbiddenTable[g] = maps.Clone(t)
-	}
-	m.mu.RUnlock()
+	ff := m.Wrapper()
 	if err := jsonfile.Write(m.opts.Path, ff); err != nil {
 		return fmt.Errorf("subscription: %w", err)
 	}
@@ -384,7 +363,8 @@ func (m *Manager) Forbidden(group, topic string) int {
 	return max(m.forbidden[group][topic], 0)
 }
 
-// Wrapper is the GET_ALL_SUBSCRIPTIONGROUP_CONFIG body (SubscriptionGroupWrapper).
+// Wrapper is the GET_ALL_SUBSCRIPTIONGROUP_CONFIG body (SubscriptionGroupWrapper)
+// and, as in Java's SubscriptionGroupManager, the persisted file.
 type Wrapper struct {
 	DataVersion            protocol.DataVersion      `json:"dataVersion"`
 	ForbiddenTable         map[string]map[string]int `json:"forbiddenTable"`

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/config/configtest"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -26,11 +27,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, mutate ...func(*config.Config)) *fixture {
 	t.Helper()
-	c := config.Default(config.Host{Hostname: "broker-a", IP: "127.0.0.1", Home: t.TempDir()})
-	for _, f := range mutate {
-		f(c)
-	}
-	c.Finalize()
+	c := configtest.New(t, mutate...)
 	f := &fixture{path: DefaultPath(c)}
 	f.cfg.Store(c)
 	f.m = f.open(t)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/internal/jsonfile"
 	"github.com/rmqgo/rmq/internal/fsutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -87,10 +88,8 @@ func New(opts Options) (*Manager, error) {
 	if opts.Config == nil {
 		return nil, errors.New("topic: Options.Config is required")
 	}
+	defaults.Logger(&opts.Logger)
 	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	m := &Manager{
 		opts:    opts,
 		log:     log,

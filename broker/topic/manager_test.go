@@ -11,17 +11,13 @@ import (
 	"testing"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/config/configtest"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
 func testConfig(t *testing.T, mutate ...func(*config.Config)) *config.Config {
 	t.Helper()
-	c := config.Default(config.Host{Hostname: "broker-a", IP: "127.0.0.1", Home: t.TempDir()})
-	c.BrokerClusterName = "C1"
-	for _, m := range mutate {
-		m(c)
-	}
-	c.Finalize()
+	c := configtest.New(t, append([]func(*config.Config){configtest.InCluster("C1")}, mutate...)...)
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}

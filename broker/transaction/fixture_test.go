@@ -2,6 +2,7 @@ package transaction
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -155,6 +156,26 @@ type half struct {
 	uniq        string
 	queueOffset int64 // half queue offset
 	phy         int64 // CommitLog offset (from the offset msgId)
+}
+
+// sendMixed sends n half messages with bodies prefix0, prefix1, ... and
+// ends them in turn: commit, rollback, left pending. It returns the
+// pending ones.
+func (f *fixture) sendMixed(prefix string, n int) []half {
+	f.t.Helper()
+	var pending []half
+	for i := range n {
+		h := f.sendHalf(fmt.Sprint(prefix, i))
+		switch i % 3 {
+		case 0:
+			wantCode(f.t, "commit", f.end(f.svc, h, message.TransactionCommitType, false), code.Success)
+		case 1:
+			wantCode(f.t, "rollback", f.end(f.svc, h, message.TransactionRollbackType, false), code.Success)
+		default:
+			pending = append(pending, h)
+		}
+	}
+	return pending
 }
 
 // sendHalf sends a transactional message as client-go does (SEND_MESSAGE,

@@ -1,14 +1,13 @@
 package transaction
 
 import (
-	"fmt"
-	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/broker/store/storetest"
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -17,17 +16,10 @@ import (
 
 func openRealStore(t testing.TB, dir string) *store.Store {
 	t.Helper()
-	cfg := store.DefaultConfig(dir)
-	cfg.CommitLog.FileSize = 1 << 20
-	cfg.CommitLog.Preallocate = false
-	cfg.CommitLog.CleanResourceInterval = 0
-	cfg.StoreHost = testHost
-	cfg.Logger = slog.New(slog.DiscardHandler)
-	s, err := store.Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return storetest.OpenDisk(t, dir, func(c *store.Config) {
+		c.CommitLog.FileSize = 1 << 20
+		c.StoreHost = testHost
+	})
 }
 
 // TestRealStoreRestart runs transactions on the real store, closes it
@@ -38,18 +30,7 @@ func TestRealStoreRestart(t *testing.T) {
 	st := openRealStore(t, dir)
 	short := func(c *config.Config) { c.TransactionTimeOut = 300 * time.Millisecond }
 	f := newFixture(t, short, withStore(st), realClock())
-	var pending []half
-	for i := range 6 {
-		h := f.sendHalf(fmt.Sprint("r", i))
-		switch i % 3 {
-		case 0:
-			wantCode(t, "commit", f.end(f.svc, h, message.TransactionCommitType, false), code.Success)
-		case 1:
-			wantCode(t, "rollback", f.end(f.svc, h, message.TransactionRollbackType, false), code.Success)
-		default:
-			pending = append(pending, h)
-		}
-	}
+	f.sendMixed("r", 6)
 	// Half and committed messages are dispatched; half ones are not in the
 	// real topic.
 	testutil.WaitFor(t, 5*time.Second, "dispatch", func() bool { return st.MaxOffset(testTopic, 2) == 2 && st.MaxOffset(protocol.TransHalfTopic, 0) == 6 })

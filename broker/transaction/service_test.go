@@ -367,18 +367,7 @@ func TestRestartKeepsState(t *testing.T) {
 	for _, lost := range []bool{false, true} {
 		t.Run(fmt.Sprintf("positionsLost=%v", lost), func(t *testing.T) {
 			f := newFixture(t, nil)
-			var pending []half
-			for i := range 9 {
-				h := f.sendHalf(fmt.Sprint("m", i))
-				switch i % 3 {
-				case 0:
-					wantCode(t, "commit", f.end(f.svc, h, message.TransactionCommitType, false), code.Success)
-				case 1:
-					wantCode(t, "rollback", f.end(f.svc, h, message.TransactionRollbackType, false), code.Success)
-				default:
-					pending = append(pending, h)
-				}
-			}
+			pending := f.sendMixed("m", 9)
 			f.clk.Advance(7 * time.Second)
 			f.check(f.svc) // checks the pending ones once
 			if n := len(f.target.take()); n != len(pending) {

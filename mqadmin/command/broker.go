@@ -83,9 +83,7 @@ func (a *app) brokerStatus(ctx context.Context, c *admin.Client, single bool, br
 		}
 	}
 	if a.json() {
-		if err := writeJSON(w, struct {
-			Brokers []brokerStatusJSON `json:"brokers"`
-		}{all}); err != nil {
+		if err := writeJSONField(w, "brokers", all); err != nil {
 			return err
 		}
 	}
@@ -175,9 +173,7 @@ func (a *app) getBrokerConfig(ctx context.Context, c *admin.Client, single bool,
 		}
 	}
 	if a.json() {
-		return writeJSON(w, struct {
-			Brokers []brokerConfigJSON `json:"brokers"`
-		}{all})
+		return writeJSONField(w, "brokers", all)
 	}
 	return nil
 }

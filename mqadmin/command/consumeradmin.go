@@ -226,9 +226,7 @@ func (a *app) consumerProgressAll(ctx context.Context, c *admin.Client) error {
 		}
 	}
 	if a.json() {
-		return writeJSON(w, struct {
-			Groups []groupConsumeRow `json:"groups"`
-		}{rows})
+		return writeJSONField(w, "groups", rows)
 	}
 	return nil
 }
@@ -379,9 +377,7 @@ func (a *app) consumerStatus(ctx context.Context, c *admin.Client, one bool, o c
 		}
 	}
 	if a.json() {
-		return writeJSON(w, struct {
-			Clients []consumerStatusRow `json:"clients"`
-		}{rows})
+		return writeJSONField(w, "clients", rows)
 	}
 	if len(infos) > 0 {
 		ids := sortedKeys(infos)

@@ -1,10 +1,7 @@
 package command
 
 import (
-	"bytes"
-	"context"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -142,19 +139,7 @@ func TestConsumerAdminGolden(t *testing.T) {
 	if captureJava() {
 		t.Skip("capturing")
 	}
-	fc := consumerSample()
-	for _, tc := range consumerGoldenCases() {
-		want, err := os.ReadFile(caGoldenPath(tc.name))
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		var out, errb bytes.Buffer
-		args := append(append([]string{}, tc.args...), "-n", sampleNS)
-		if code := Main(context.Background(), args, fakeEnv(fc, &out, &errb)); code != 0 {
-			t.Errorf("%s: exit %d; stderr:\n%s", tc.name, code, errb.String())
-		}
-		checkGolden(t, tc.name+": ", out.String(), string(want), false)
-	}
+	runGoldenCases(t, consumerSample(), consumerGoldenCases(), caGoldenPath)
 }
 
 // TestCaptureJavaConsumerGolden regenerates the ca_ golden files (opt-in;
@@ -164,11 +149,5 @@ func TestCaptureJavaConsumerGolden(t *testing.T) {
 		t.Skip("set RMQ_JAVA_GOLDEN=1 to regenerate the golden files with the Java mqadmin")
 	}
 	serveSample(t, consumerSample())
-	for _, tc := range consumerGoldenCases() {
-		out := runJavaMqadmin(t, append(append([]string{}, tc.args...), "-n", sampleNS), "RMQ_JAVA_OPTS=-Duser.timezone=UTC")
-		if err := os.WriteFile(caGoldenPath(tc.name), out, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: %d bytes", tc.name, len(out))
-	}
+	captureGoldenCases(t, consumerGoldenCases(), caGoldenPath)
 }

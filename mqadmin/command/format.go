@@ -178,6 +178,11 @@ func writeJSON(w io.Writer, v any) error {
 	return nil
 }
 
+// writeJSONField writes {"key": v}, the shape of most list outputs.
+func writeJSONField(w io.Writer, key string, v any) error {
+	return writeJSON(w, map[string]any{key: v})
+}
+
 // javaStringHash is java.lang.String.hashCode (over UTF-16 code units).
 func javaStringHash(s string) int32 {
 	var h int32

@@ -120,6 +120,38 @@ func checkGolden(t testing.TB, name, got, want string, unordered bool) {
 	}
 }
 
+// runGoldenCases runs cases in sequence against fc (later cases see the
+// changes of earlier ones) and compares each stdout with its golden file,
+// path(name); every case must exit 0.
+func runGoldenCases(t *testing.T, fc *admintest.Cluster, cases []caGoldenCase, path func(string) string) {
+	t.Helper()
+	for _, tc := range cases {
+		want, err := os.ReadFile(path(tc.name))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var out, errb bytes.Buffer
+		args := append(append([]string{}, tc.args...), "-n", sampleNS)
+		if code := Main(context.Background(), args, fakeEnv(fc, &out, &errb)); code != 0 {
+			t.Errorf("%s: exit %d; stderr:\n%s", tc.name, code, errb.String())
+		}
+		checkGolden(t, tc.name+": ", out.String(), string(want), false)
+	}
+}
+
+// captureGoldenCases runs the Java tool (in UTC) for each case against
+// the servers the caller serves and writes its stdout to path(name).
+func captureGoldenCases(t *testing.T, cases []caGoldenCase, path func(string) string) {
+	t.Helper()
+	for _, tc := range cases {
+		out := runJavaMqadmin(t, append(append([]string{}, tc.args...), "-n", sampleNS), "RMQ_JAVA_OPTS=-Duser.timezone=UTC")
+		if err := os.WriteFile(path(tc.name), out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d bytes", tc.name, len(out))
+	}
+}
+
 // serveFake serves the handler made for the server's address on listen
 // until t ends and returns that address.
 func serveFake(t testing.TB, listen string, handler func(addr string) remoting.Handler) string {

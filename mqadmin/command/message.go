@@ -279,9 +279,7 @@ func (a *app) queryMsgByID(ctx context.Context, cmd *cobra.Command, o queryMsgBy
 				out = append(out, d)
 			}
 			if a.json() {
-				if err := writeJSON(w, struct {
-					Direct []directJSON `json:"direct"`
-				}{out}); err != nil {
+				if err := writeJSONField(w, "direct", out); err != nil {
 					return err
 				}
 			}
@@ -292,9 +290,7 @@ func (a *app) queryMsgByID(ctx context.Context, cmd *cobra.Command, o queryMsgBy
 		case changed("sendMessage"):
 			if !javaBool(o.resend) {
 				if a.json() {
-					return writeJSON(w, struct {
-						Resent []resendJSON `json:"resent"`
-					}{[]resendJSON{}})
+					return writeJSONField(w, "resent", []resendJSON{})
 				}
 				return nil
 			}
@@ -316,9 +312,7 @@ func (a *app) queryMsgByID(ctx context.Context, cmd *cobra.Command, o queryMsgBy
 			out = append(out, j)
 		}
 		if a.json() {
-			return writeJSON(w, struct {
-				Messages []messageJSON `json:"messages"`
-			}{out})
+			return writeJSONField(w, "messages", out)
 		}
 		return nil
 	})
@@ -389,9 +383,7 @@ func (a *app) resendByID(ctx context.Context, c *admin.Client, cluster, topic st
 		if out == nil {
 			out = []resendJSON{}
 		}
-		if err := writeJSON(w, struct {
-			Resent []resendJSON `json:"resent"`
-		}{out}); err != nil {
+		if err := writeJSONField(w, "resent", out); err != nil {
 			return err
 		}
 	}
@@ -607,9 +599,7 @@ func (a *app) queryMsgByUniqueKey(ctx context.Context, cmd *cobra.Command, o que
 			out = append(out, j)
 		}
 		if a.json() {
-			return writeJSON(w, struct {
-				Messages []messageJSON `json:"messages"`
-			}{out})
+			return writeJSONField(w, "messages", out)
 		}
 		return nil
 	})

@@ -24,9 +24,6 @@ func decodeJSON(t *testing.T, r msgResult) map[string]any {
 // TestSendThenFind sends with our sendMessage (pkg/client over TCP) and
 // finds the message with every query command.
 func TestSendThenFind(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: serves fakes over TCP")
-	}
 	f := servedMsgFixture(t, false)
 	r := runMsg(t, f, modeClient, "sendMessage", "-t", msgTopic, "-p", " round trip ", "-k", "rt-key other", "-c", "RT", "--output", "json")
 	sent := decodeJSON(t, r)
@@ -86,9 +83,6 @@ func TestSendThenFind(t *testing.T) {
 }
 
 func TestMessageCommandsJSON(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: serves fakes over TCP")
-	}
 	q := inProcessMsgFixture(t)
 	s := servedMsgFixture(t, false)
 	for _, tc := range []struct {
@@ -136,9 +130,6 @@ func TestMessageCommandsJSON(t *testing.T) {
 }
 
 func TestMessageCommandErrors(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: serves fakes over TCP")
-	}
 	q := inProcessMsgFixture(t)
 	s := servedMsgFixture(t, false)
 	for _, tc := range []struct {
@@ -206,9 +197,6 @@ func TestTrackUnsupported(t *testing.T) {
 }
 
 func TestQueryMsgByIDResend(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: serves fakes over TCP")
-	}
 	f := servedMsgFixture(t, false)
 	r := runMsg(t, f, modeClient, "queryMsgById", "-t", msgTopic, "-i", uniq1, "-s", "true")
 	re := regexp.MustCompile(`^prepare resend msg\. originalMsgId=` + uniq1 + `SendResult \[sendStatus=SEND_OK, msgId=` + uniq1 + `, offsetMsgId=[0-9A-F]{32}, messageQueue=MessageQueue \[topic=MsgTopic, brokerName=broker-[ab], queueId=\d\], queueOffset=\d+, recallHandle=null\]$`)

@@ -127,9 +127,13 @@ func inProcessMsgFixture(t testing.TB) *msgFixture {
 }
 
 // servedMsgFixture serves the fixture over TCP: on ephemeral ports, or on
-// the sample's fixed ports when fixed is set (capturing the Java tool).
+// the sample's fixed ports when fixed is set (capturing the Java tool). It
+// skips the test in short mode.
 func servedMsgFixture(t testing.TB, fixed bool) *msgFixture {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("short mode: serves fakes over TCP")
+	}
 	var cur atomic.Pointer[admintest.Cluster]
 	addrs := []string{"127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"}
 	if fixed {

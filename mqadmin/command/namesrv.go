@@ -18,32 +18,37 @@ func newGetNamesrvConfig(a *app) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if a.json() {
-			type entry struct {
-				Addr   string            `json:"addr"`
-				Config map[string]string `json:"config"`
-			}
-			out := []entry{}
-			for _, nc := range cfgs {
-				out = append(out, entry{nc.Addr, nc.Config.Map()})
-			}
-			return writeJSON(a.env.Stdout, struct {
-				NameServers []entry `json:"nameServers"`
-			}{out})
-		}
-		byAddr := map[string]admin.Properties{}
-		addrs := make([]string, 0, len(cfgs))
-		for _, nc := range cfgs {
-			byAddr[nc.Addr] = nc.Config
-			addrs = append(addrs, nc.Addr)
-		}
-		for _, addr := range javaHashOrder(addrs, hashMapCap4, false) {
-			fmt.Fprintf(a.env.Stdout, "============%s============\n", addr)
-			printProps(a.env.Stdout, byAddr[addr])
-		}
-		return nil
+		return a.printServerConfigs(cfgs, "nameServers")
 	})
 	return c
+}
+
+// printServerConfigs prints the configuration of each server as the Java
+// tool does (its servers in a HashMap(4), each Properties in its own
+// order); in JSON the list is under listKey.
+func (a *app) printServerConfigs(cfgs []admin.ServerConfig, listKey string) error {
+	if a.json() {
+		type entry struct {
+			Addr   string            `json:"addr"`
+			Config map[string]string `json:"config"`
+		}
+		out := []entry{}
+		for _, sc := range cfgs {
+			out = append(out, entry{sc.Addr, sc.Config.Map()})
+		}
+		return writeJSON(a.env.Stdout, map[string][]entry{listKey: out})
+	}
+	byAddr := map[string]admin.Properties{}
+	addrs := make([]string, 0, len(cfgs))
+	for _, sc := range cfgs {
+		byAddr[sc.Addr] = sc.Config
+		addrs = append(addrs, sc.Addr)
+	}
+	for _, addr := range javaHashOrder(addrs, hashMapCap4, false) {
+		fmt.Fprintf(a.env.Stdout, "============%s============\n", addr)
+		printProps(a.env.Stdout, byAddr[addr])
+	}
+	return nil
 }
 
 func newUpdateNamesrvConfig(a *app) *cobra.Command {

@@ -123,9 +123,7 @@ func (a *app) popStatus(ctx context.Context, cl *admin.Client, o popStatusOpts, 
 			}
 			out = append(out, j)
 		}
-		if err := writeJSON(w, struct {
-			Brokers []popStatusJSON `json:"brokers"`
-		}{out}); err != nil {
+		if err := writeJSONField(w, "brokers", out); err != nil {
 			return err
 		}
 	} else {

@@ -161,9 +161,7 @@ func (a *app) resetOffsetByTime(ctx context.Context, cmd *cobra.Command, o reset
 			if rows == nil {
 				rows = []resetOffsetRow{}
 			}
-			return writeJSON(w, struct {
-				Offsets []resetOffsetRow `json:"offsets"`
-			}{rows})
+			return writeJSONField(w, "offsets", rows)
 		}
 		fmt.Fprintf(w, "start reset consumer offset by specified, group[%s], topic[%s], force[%t], timestamp(string)[%s], timestamp(long)[%d]\n",
 			group, topic, force, tsText, ts)
@@ -188,9 +186,7 @@ func (a *app) resetOffsetOld(ctx context.Context, c *admin.Client, cluster, grou
 		if stats == nil {
 			stats = []admin.RollbackStats{}
 		}
-		return writeJSON(w, struct {
-			Rollback []admin.RollbackStats `json:"rollback"`
-		}{stats})
+		return writeJSONField(w, "rollback", stats)
 	}
 	fmt.Fprintf(w, "reset consumer offset by specified consumerGroup[%s], topic[%s], force[%t], timestamp(string)[%s], timestamp(long)[%d]\n",
 		group, topic, force, tsText, ts)

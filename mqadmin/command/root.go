@@ -245,6 +245,10 @@ func newRoot(a *app) *cobra.Command {
 		root.AddCommand(c)
 		a.commands = append(a.commands, c)
 	}
+	for _, c := range controllerCommands(a) {
+		root.AddCommand(c)
+		a.commands = append(a.commands, c)
+	}
 	for _, c := range liteCommands(a) {
 		root.AddCommand(c)
 		a.commands = append(a.commands, c)

@@ -94,18 +94,14 @@ func TestStaticTopicCommands(t *testing.T) {
 	if want := fmt.Sprintf("The new mapping data is written to file %s/T-%d.after", tmp, now+1000); lines[1] != want {
 		t.Fatalf("line 2 %q, want %q", lines[1], want)
 	}
-	for _, want := range []string{
+	outputHas(t, "create", r.stdout,
 		fmt.Sprintf("Plan CREATE_OR_UPDATE of topic T at epoch %d:", now+1000),
 		"  broker broker-c: read/write queues new -> 0/0, leads 0 -> 0 logic queues",
 		"step 1/1: write every broker at epoch",
 		"  [1/3] broker-a (127.0.0.1:40911): epoch",
 		"Topic T now has 8 logic queues at epoch",
 		"  logic queue 7 -> broker-",
-	} {
-		if !strings.Contains(r.stdout, want) {
-			t.Fatalf("create output lacks %q:\n%s", want, r.stdout)
-		}
-	}
+	)
 	if got := leaderCounts(t, fc); got["broker-a"] != 4 || got["broker-b"] != 4 {
 		t.Fatalf("leaders %v", got)
 	}
@@ -128,7 +124,7 @@ func TestStaticTopicCommands(t *testing.T) {
 	if m := old.FindAllString(r.stdout, -1); len(m) != 2 || !strings.HasSuffix(m[0], ".before") || !strings.HasSuffix(m[1], ".after") {
 		t.Fatalf("remap file lines %q:\n%s", m, r.stdout)
 	}
-	for _, want := range []string{
+	outputHas(t, "remap", r.stdout,
 		"  broker broker-c (map in): read/write queues 0/0 -> 8/8, leads 0 -> 8 logic queues",
 		"  broker broker-a (map out): read/write queues 4/4 -> 4/4, leads 4 -> 0 logic queues",
 		"step 1/5: new leaders accept writes: broker-c",
@@ -139,11 +135,7 @@ func TestStaticTopicCommands(t *testing.T) {
 		"  [3/3] broker-b (127.0.0.1:40921): epoch",
 		"step 4/5: write the logic offsets: broker-c, then the copies on broker-a, broker-b",
 		"step 5/5: every other broker: (none)",
-	} {
-		if !strings.Contains(r.stdout, want) {
-			t.Fatalf("remap output lacks %q:\n%s", want, r.stdout)
-		}
-	}
+	)
 	if got := leaderCounts(t, fc); got["broker-c"] != 8 {
 		t.Fatalf("leaders %v", got)
 	}
@@ -394,6 +386,17 @@ func TestRenderBar(t *testing.T) {
 	} {
 		if got := renderBar(tc.done, tc.total, "brokers"); got != tc.want {
 			t.Errorf("renderBar(%d, %d) = %q, want %q", tc.done, tc.total, got, tc.want)
+		}
+	}
+}
+
+// outputHas fails t unless out (the output of the command what) contains
+// every one of wants.
+func outputHas(t *testing.T, what, out string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(out, want) {
+			t.Fatalf("%s output lacks %q:\n%s", what, want, out)
 		}
 	}
 }

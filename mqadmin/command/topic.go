@@ -452,9 +452,7 @@ func (a *app) topicListClusters(ctx context.Context, c *admin.Client) error {
 		}
 	}
 	if a.json() {
-		return writeJSON(w, struct {
-			Topics []topicClusterRow `json:"topics"`
-		}{rows})
+		return writeJSONField(w, "topics", rows)
 	}
 	return nil
 }

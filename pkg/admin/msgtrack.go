@@ -97,13 +97,7 @@ func (c *Client) retryRouteAddrs(ctx context.Context, group string) ([]string, e
 	if err != nil {
 		return nil, &trackRouteError{err}
 	}
-	var addrs []string
-	for _, bd := range route.BrokerDatas {
-		if a := SelectBrokerAddr(bd); a != "" {
-			addrs = append(addrs, a)
-		}
-	}
-	return addrs, nil
+	return routeAddrs(route), nil
 }
 
 // consumerConnection is Java's examineConsumerConnectionInfo(group): 105

@@ -73,22 +73,32 @@ func (c *Client) GetNamesrvConfig(ctx context.Context) ([]NamesrvConfig, error) 
 	if len(c.cfg.NameServers) == 0 {
 		return nil, fmt.Errorf("%s: %w", code.RequestName(code.GetNamesrvConfig), ErrNoNameServer)
 	}
-	var out []NamesrvConfig
-	for _, addr := range c.cfg.NameServers {
-		resp, err := c.invokeOK(ctx, addr, code.GetNamesrvConfig, nil, nil)
+	return c.serverConfigs(ctx, c.cfg.NameServers, code.GetNamesrvConfig)
+}
+
+// serverConfigs asks each server for its properties text with reqCode and
+// stops at the first failure.
+func (c *Client) serverConfigs(ctx context.Context, addrs []string, reqCode int32) ([]ServerConfig, error) {
+	var out []ServerConfig
+	for _, addr := range addrs {
+		resp, err := c.invokeOK(ctx, addr, reqCode, nil, nil)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, NamesrvConfig{Addr: addr, Config: ParseProperties(string(resp.Body))})
+		out = append(out, ServerConfig{Addr: addr, Config: ParseProperties(string(resp.Body))})
 	}
 	return out, nil
 }
 
-// NamesrvConfig is one nameserver's configuration.
-type NamesrvConfig struct {
+// ServerConfig is one server's configuration (a nameserver's or a
+// controller's).
+type ServerConfig struct {
 	Addr   string     `json:"addr"`
 	Config Properties `json:"config"`
 }
+
+// NamesrvConfig is one nameserver's configuration.
+type NamesrvConfig = ServerConfig
 
 // UpdateNamesrvConfig sends the properties to every nameserver (318). All
 // servers are tried; the error joins the failures.

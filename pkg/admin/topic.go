@@ -230,11 +230,7 @@ func (c *Client) ExamineTopicStatsOfRoute(ctx context.Context, routeTopic, topic
 // broker of a route (master preferred); any failure aborts.
 func (c *Client) topicStatsOfRoute(ctx context.Context, topic string, route *protocol.TopicRouteData) (*protocol.TopicStatsTable, error) {
 	out := &protocol.TopicStatsTable{OffsetTable: protocol.MQMap[protocol.TopicOffset]{}}
-	for _, bd := range route.BrokerDatas {
-		addr := SelectBrokerAddr(bd)
-		if addr == "" {
-			continue
-		}
+	for _, addr := range routeAddrs(route) {
 		st, err := c.GetTopicStats(ctx, addr, topic)
 		if err != nil {
 			return nil, err

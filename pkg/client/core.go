@@ -80,6 +80,17 @@ func boundTo(ctx, life context.Context) (_ context.Context, release func()) {
 	}
 }
 
+// startLoop starts a client whose background work is the core's loop
+// alone (heartbeats and route refreshes): once, moving life to Running.
+func (c *core) startLoop(life *lifecycle, kind, group string, log *slog.Logger) error {
+	if !life.start() {
+		return fmt.Errorf("client: start %s %s: already started or shut down", kind, group)
+	}
+	c.run()
+	log.Info("client: "+kind+" started", "group", group, "clientID", c.clientID)
+	return nil
+}
+
 func (c *core) run() {
 	c.lmu.Lock()
 	defer c.lmu.Unlock()

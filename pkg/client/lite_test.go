@@ -362,19 +362,7 @@ func TestLitePushConsumerRetryBlocksLiteTopic(t *testing.T) {
 	}), func(cfg *client.LitePushConsumerConfig) {
 		cfg.RetryBackoff = func(n int) time.Duration { return 300 * time.Millisecond * time.Duration(n+1) }
 	})
-	// Stored before the subscription so that they come in one answer.
-	for i := range 3 {
-		for _, l := range []string{"x", "y"} {
-			if err := c.Brokers[0].Store(storedLite(l, l+strconv.Itoa(i))); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	for _, l := range []string{"x", "y"} {
-		if err := lc.SubscribeLite(context.Background(), l); err != nil {
-			t.Fatal(err)
-		}
-	}
+	storeThenSubscribe(t, c, lc, 3, "x", "y")
 	testutil.Eventually(t, clusterWait, func() error {
 		if got := log.bodies("x"); len(got) != 4 {
 			return fmt.Errorf("x handled %v", got)
@@ -404,6 +392,25 @@ func TestLitePushConsumerRetryBlocksLiteTopic(t *testing.T) {
 }
 
 // storedLite is a message of lite topic l stored directly in LP queue 0.
+// storeThenSubscribe stores n messages <lite>0 … <lite>n-1 for each lite
+// topic on the first broker, then subscribes lc to them: stored before the
+// subscription, they come in one answer.
+func storeThenSubscribe(t *testing.T, c *clienttest.Cluster, lc *client.LitePushConsumer, n int, lites ...string) {
+	t.Helper()
+	for i := range n {
+		for _, l := range lites {
+			if err := c.Brokers[0].Store(storedLite(l, l+strconv.Itoa(i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, l := range lites {
+		if err := lc.SubscribeLite(context.Background(), l); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func storedLite(l, body string) *message.Message {
 	m := liteMsg(l, body)
 	m.Properties[message.PropertyUniqClientMessageIDKeyIdx] = "ID-" + body
@@ -441,18 +448,7 @@ func TestLitePushConsumerTimeoutRedelivers(t *testing.T) {
 		cfg.InvisibleTime = time.Second
 		cfg.RetryBackoff = func(int) time.Duration { return 0 }
 	})
-	for i := range 2 {
-		for _, l := range []string{"t", "u"} {
-			if err := c.Brokers[0].Store(storedLite(l, l+strconv.Itoa(i))); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	for _, l := range []string{"t", "u"} {
-		if err := lc.SubscribeLite(context.Background(), l); err != nil {
-			t.Fatal(err)
-		}
-	}
+	storeThenSubscribe(t, c, lc, 2, "t", "u")
 	testutil.Eventually(t, clusterWait, func() error {
 		if got, gotU := log.bodies("t"), log.bodies("u"); len(got) != 3 || len(gotU) != 3 {
 			return fmt.Errorf("handled %v %v", got, gotU)

@@ -44,8 +44,7 @@ func TestSendOrderly(t *testing.T) {
 }
 
 func TestDelayProperties(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 1)
+	c := startTopic(t, 1)
 	p := startProducer(t, c, nil)
 	ctx := context.Background()
 	tests := []struct {

@@ -46,12 +46,7 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 
 // Start begins the heartbeat and route refresh loop. It does no network I/O.
 func (p *Producer) Start() error {
-	if !p.life.start() {
-		return fmt.Errorf("client: start producer %s: already started or shut down", p.cfg.Group)
-	}
-	p.core.run()
-	p.cfg.Logger.Info("client: producer started", "group", p.cfg.Group, "clientID", p.core.clientID)
-	return nil
+	return p.core.startLoop(&p.life, "producer", p.cfg.Group, p.cfg.Logger)
 }
 
 // Shutdown refuses new sends, waits for sends in flight (async callbacks

@@ -28,6 +28,15 @@ func startCluster(t *testing.T, brokers ...string) *clienttest.Cluster {
 	return c
 }
 
+// startTopic starts a cluster of one broker, broker-a, that holds topic T
+// with the given number of queues.
+func startTopic(t *testing.T, queues int) *clienttest.Cluster {
+	t.Helper()
+	c := startCluster(t, "broker-a")
+	c.CreateTopic("T", queues)
+	return c
+}
+
 // testSendTimeout is the tests' SendTimeout: see common.
 const testSendTimeout = 10 * time.Second
 
@@ -263,8 +272,7 @@ func TestSendAutoCreateFromTBW102(t *testing.T) {
 }
 
 func TestSendAsyncOnewayBatchSelector(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 4)
+	c := startTopic(t, 4)
 	p := startProducer(t, c, nil)
 	ctx := context.Background()
 
@@ -352,8 +360,7 @@ func TestSendAsyncOnewayBatchSelector(t *testing.T) {
 }
 
 func TestProducerHeartbeatAndLifecycle(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 1)
+	c := startTopic(t, 1)
 	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: common(c), Group: "PG", SendTimeout: testSendTimeout})
 	if err != nil {
 		t.Fatal(err)
@@ -402,12 +409,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 	base := settle()
 	for range 2 {
 		p, err := client.NewProducer(client.ProducerConfig{CommonConfig: common(c), Group: "PG", SendTimeout: testSendTimeout})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Start(); err != nil {
-			t.Fatal(err)
-		}
+		p = clienttest.Started(t, p, err)
 		var wg sync.WaitGroup
 		for range 50 {
 			wg.Add(1)
@@ -421,12 +423,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 		wg.Wait()
 
 		cons, err := client.NewPullConsumer(client.PullConsumerConfig{CommonConfig: common(c), Group: "CG"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cons.Start(); err != nil {
-			t.Fatal(err)
-		}
+		cons = clienttest.Started(t, cons, err)
 		loopDone := make(chan error, 1)
 		got := make(chan struct{}, 100)
 		go func() {
@@ -461,8 +458,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 }
 
 func TestRouteRefresh(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 1)
+	c := startTopic(t, 1)
 	p := startProducer(t, c, func(cfg *client.ProducerConfig) { cfg.RouteRefreshInterval = 20 * time.Millisecond })
 	if _, err := p.SendSync(context.Background(), msg("T", "x")); err != nil {
 		t.Fatal(err)

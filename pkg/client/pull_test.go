@@ -33,8 +33,7 @@ func startConsumer(t *testing.T, c interface{ Addr() string }, mod func(*client.
 }
 
 func TestPullDecodesAndFilters(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 1)
+	c := startTopic(t, 1)
 	p := startProducer(t, c, nil)
 	cons := startConsumer(t, c.Namesrv, nil)
 	ctx := context.Background()
@@ -115,8 +114,7 @@ func TestPullDecodesAndFilters(t *testing.T) {
 }
 
 func TestPullLongPoll(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 1)
+	c := startTopic(t, 1)
 	p := startProducer(t, c, nil)
 	cons := startConsumer(t, c.Namesrv, func(cfg *client.PullConsumerConfig) { cfg.LongPollingSuspend = 5 * time.Second })
 	mq := protocol.MessageQueue{Topic: "T", BrokerName: "broker-a", QueueID: 0}
@@ -159,8 +157,7 @@ func TestPullLongPoll(t *testing.T) {
 }
 
 func TestOffsets(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 2)
+	c := startTopic(t, 2)
 	p := startProducer(t, c, nil)
 	cons := startConsumer(t, c.Namesrv, nil)
 	ctx := context.Background()

@@ -38,12 +38,7 @@ func NewPullConsumer(cfg PullConsumerConfig) (*PullConsumer, error) {
 
 // Start begins the heartbeat and route refresh loop. It does no network I/O.
 func (c *PullConsumer) Start() error {
-	if !c.life.start() {
-		return fmt.Errorf("client: start consumer %s: already started or shut down", c.cfg.Group)
-	}
-	c.core.run()
-	c.cfg.Logger.Info("client: pull consumer started", "group", c.cfg.Group, "clientID", c.core.clientID)
-	return nil
+	return c.core.startLoop(&c.life, "pull consumer", c.cfg.Group, c.cfg.Logger)
 }
 
 // Shutdown refuses new requests, stops running ConsumeLoops (they commit

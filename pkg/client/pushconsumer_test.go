@@ -253,8 +253,7 @@ func topicQueues(mqs []protocol.MessageQueue, topic string) []protocol.MessageQu
 // with its original topic and one more reconsume time. When the broker
 // refuses the send-back, the client sends it to %RETRY% itself.
 func TestPushConsumerRetry(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 1)
+	c := startTopic(t, 1)
 	br := c.Brokers[0]
 	rec := newRecord()
 	handler := func(_ context.Context, req *client.ConsumeRequest) client.ConsumeResult {
@@ -334,8 +333,7 @@ func TestPushConsumerRetry(t *testing.T) {
 // batch again (after the suspension) before anything later, with growing
 // reconsume times, and sends it to the DLQ after MaxReconsumeTimes.
 func TestPushConsumerOrderly(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 1)
+	c := startTopic(t, 1)
 	br := c.Brokers[0]
 	mq := protocol.MessageQueue{Topic: "T", BrokerName: "broker-a", QueueID: 0}
 	br.SetLock("G", mq, "someone-else")
@@ -407,8 +405,7 @@ func TestPushConsumerOrderly(t *testing.T) {
 // queue is not left locked to a consumer that is gone (the broker may run
 // the earlier LOCK_BATCH_MQ after the later UNLOCK_BATCH_MQ).
 func TestPushConsumerShutdownWaitsForLocks(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 1)
+	c := startTopic(t, 1)
 	br := c.Brokers[0]
 	mq := protocol.MessageQueue{Topic: "T", BrokerName: "broker-a", QueueID: 0}
 	cons := startPush(t, c, "o", "G", "T", func(context.Context, *client.ConsumeRequest) client.ConsumeResult {
@@ -438,8 +435,7 @@ func TestPushConsumerShutdownWaitsForLocks(t *testing.T) {
 // lands after it (the broker's pool may run an abandoned older commit
 // last, moving the group back).
 func TestPushConsumerShutdownCommitNotOvertaken(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 1)
+	c := startTopic(t, 1)
 	br := c.Brokers[0]
 	rec := newRecord()
 	cons := startPush(t, c, "o", "G", "T", rec.success(), nil)
@@ -479,8 +475,7 @@ func TestPushConsumerShutdownCommitNotOvertaken(t *testing.T) {
 // Broadcasting consumers both get every message and keep their offsets in
 // Java's offsets.json layout.
 func TestPushConsumerBroadcasting(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 2)
+	c := startTopic(t, 2)
 	dir := t.TempDir()
 	recA, recB := newRecord(), newRecord()
 	h := func(r *record) client.PushHandler {
@@ -526,8 +521,7 @@ func TestPushConsumerBroadcasting(t *testing.T) {
 // The broker's requests to the consumer: running info, status, direct
 // consumption and an offset reset (which makes it consume again).
 func TestPushConsumerBrokerRequests(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 2)
+	c := startTopic(t, 2)
 	br := c.Brokers[0]
 	rec := newRecord()
 	cons := startPush(t, c, "r", "G", "T", rec.success(), nil)
@@ -616,8 +610,7 @@ func TestPushConsumerBrokerRequests(t *testing.T) {
 // consumer) starts ends with Shutdown, also with queues held, handlers
 // blocked and long polls parked.
 func TestPushConsumerShutdownLeavesNoGoroutines(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 4)
+	c := startTopic(t, 4)
 	time.Sleep(50 * time.Millisecond)
 	before := runtime.NumGoroutine()
 	for _, orderly := range []bool{false, true} {
@@ -638,15 +631,7 @@ func TestPushConsumerShutdownLeavesNoGoroutines(t *testing.T) {
 			},
 		}
 		pc, err := client.NewPushConsumer(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := pc.Subscribe("T", "*", ""); err != nil {
-			t.Fatal(err)
-		}
-		if err := pc.Start(); err != nil {
-			t.Fatal(err)
-		}
+		pc = clienttest.Subscribed(t, pc, err, "T", "*")
 		p := startProducer(t, c, nil)
 		sendBodies(t, p, "T", "1", "2", "3", "4", "5")
 		select {
@@ -686,15 +671,7 @@ func TestPushConsumerShutdownLeavesNoGoroutines(t *testing.T) {
 	checkTx(t, c.Brokers[0], "TXLEAK", stored[res.QueueOffset])
 	endTxFor(t, c.Brokers[0], res.MsgID, true)
 	sc, err := client.NewSimpleConsumer(client.SimpleConsumerConfig{CommonConfig: common(c), Group: "SLEAK", AwaitDuration: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Subscribe("T", "*", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Start(); err != nil {
-		t.Fatal(err)
-	}
+	sc = clienttest.Subscribed(t, sc, err, "T", "*")
 	received := make(chan error, 1)
 	go func() {
 		_, err := sc.Receive(context.Background(), 1, time.Minute)
@@ -718,8 +695,7 @@ func TestPushConsumerShutdownLeavesNoGoroutines(t *testing.T) {
 // Where a queue without a committed offset starts: first, last (the end),
 // a timestamp; a committed offset wins over all of them.
 func TestPushConsumerConsumeFrom(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 1)
+	c := startTopic(t, 1)
 	p := startProducer(t, c, nil)
 	sendBodies(t, p, "T", "old1", "old2")
 	time.Sleep(20 * time.Millisecond)
@@ -805,8 +781,7 @@ func TestPushConsumerConsumeFrom(t *testing.T) {
 // NOTIFY_CONSUMER_IDS_CHANGED rebalances at once, without waiting for the
 // periodic rebalance; Unsubscribe releases the topic's queues.
 func TestPushConsumerRebalanceOnNotify(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 4)
+	c := startTopic(t, 4)
 	ok := func(context.Context, *client.ConsumeRequest) client.ConsumeResult { return client.ConsumeSuccess }
 	slow := func(cfg *client.PushConsumerConfig) { cfg.RebalanceInterval = time.Hour }
 	a := startPush(t, c, "a", "G", "T", ok, slow)

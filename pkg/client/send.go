@@ -21,26 +21,24 @@ type SendCallback func(*SendResult, error)
 // (RetryTimesWhenSendFailed) on another broker within SendTimeout. msg gets a
 // UNIQ_KEY if it has none; do not modify msg while it is being sent.
 func (p *Producer) SendSync(ctx context.Context, msg *message.Message, opts ...SendOption) (*SendResult, error) {
-	if err := p.life.begin(); err != nil {
-		return nil, err
-	}
-	defer p.life.end()
-	out, err := p.prepare(msg)
-	if err != nil {
-		return nil, err
-	}
-	return p.sendSync(ctx, out, buildSendOptions(opts))
+	return p.startSync(ctx, func() (*outgoing, error) { return p.prepare(msg) }, opts)
 }
 
 // SendBatch sends msgs, all of one topic, in one SEND_BATCH_MESSAGE request;
 // the broker stores them as separate messages. Every message gets its own
 // UNIQ_KEY.
 func (p *Producer) SendBatch(ctx context.Context, msgs []*message.Message, opts ...SendOption) (*SendResult, error) {
+	return p.startSync(ctx, func() (*outgoing, error) { return p.prepareBatch(msgs) }, opts)
+}
+
+// startSync prepares a send and waits for its result; the producer stays
+// busy (Shutdown waits) until then.
+func (p *Producer) startSync(ctx context.Context, prepare func() (*outgoing, error), opts []SendOption) (*SendResult, error) {
 	if err := p.life.begin(); err != nil {
 		return nil, err
 	}
 	defer p.life.end()
-	out, err := p.prepareBatch(msgs)
+	out, err := prepare()
 	if err != nil {
 		return nil, err
 	}
@@ -54,16 +52,7 @@ func (p *Producer) SendAsync(ctx context.Context, msg *message.Message, cb SendC
 	if cb == nil {
 		return errors.New("client: SendAsync needs a callback")
 	}
-	if err := p.life.begin(); err != nil {
-		return err
-	}
-	out, err := p.prepare(msg)
-	if err != nil {
-		p.life.end()
-		return err
-	}
-	p.sendAsync(ctx, out, buildSendOptions(opts), cb)
-	return nil
+	return p.startAsync(ctx, func() (*outgoing, error) { return p.prepare(msg) }, cb, opts)
 }
 
 // SendBatchAsync is SendBatch with a callback, as SendAsync.
@@ -71,10 +60,16 @@ func (p *Producer) SendBatchAsync(ctx context.Context, msgs []*message.Message, 
 	if cb == nil {
 		return errors.New("client: SendBatchAsync needs a callback")
 	}
+	return p.startAsync(ctx, func() (*outgoing, error) { return p.prepareBatch(msgs) }, cb, opts)
+}
+
+// startAsync prepares a send and puts it on its way; the producer stays
+// busy (Shutdown waits) until sendAsync has called cb.
+func (p *Producer) startAsync(ctx context.Context, prepare func() (*outgoing, error), cb SendCallback, opts []SendOption) error {
 	if err := p.life.begin(); err != nil {
 		return err
 	}
-	out, err := p.prepareBatch(msgs)
+	out, err := prepare()
 	if err != nil {
 		p.life.end()
 		return err

@@ -106,12 +106,7 @@ func NewSimpleConsumer(cfg SimpleConsumerConfig) (*SimpleConsumer, error) {
 
 // Start begins the heartbeat and route refresh loop. It does no network I/O.
 func (c *SimpleConsumer) Start() error {
-	if !c.life.start() {
-		return fmt.Errorf("client: start simple consumer %s: already started or shut down", c.cfg.Group)
-	}
-	c.core.run()
-	c.cfg.Logger.Info("client: simple consumer started", "group", c.cfg.Group, "clientID", c.core.clientID)
-	return nil
+	return c.core.startLoop(&c.life, "simple consumer", c.cfg.Group, c.cfg.Logger)
 }
 
 // Shutdown refuses new calls, ends Receives in flight, waits for the

@@ -26,8 +26,7 @@ func startSimple(t *testing.T, c *clienttest.Cluster, topic, expr string) *clien
 }
 
 func TestSimpleConsumerReceiveAck(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 2)
+	c := startTopic(t, 2)
 	br := c.Brokers[0]
 	sc := startSimple(t, c, "T", "*")
 	ctx := context.Background()
@@ -93,8 +92,7 @@ func TestSimpleConsumerReceiveAck(t *testing.T) {
 }
 
 func TestSimpleConsumerChangeInvisibleTime(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 1)
+	c := startTopic(t, 1)
 	br := c.Brokers[0]
 	sc := startSimple(t, c, "T", "*")
 	ctx := context.Background()
@@ -129,8 +127,7 @@ func TestSimpleConsumerChangeInvisibleTime(t *testing.T) {
 // Brokers filter pops by tag hash only: the consumer drops (and acks) the
 // messages whose tag it did not ask for.
 func TestSimpleConsumerFiltersTags(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 1)
+	c := startTopic(t, 1)
 	br := c.Brokers[0]
 	sc := startSimple(t, c, "T", "keep")
 	ctx := context.Background()
@@ -203,24 +200,14 @@ func queueOf(topic, broker string, id int) protocol.MessageQueue {
 // ReconsumeTimes, and acks and invisible-time changes use the orderly
 // handles (reviveQid 999, the pop's time).
 func TestSimpleConsumerOrderly(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 1)
+	c := startTopic(t, 1)
 	clk := testutil.NewFakeClock(time.Now())
 	c.Brokers[0].SetClock(clk.Now)
 	sc, err := client.NewSimpleConsumer(client.SimpleConsumerConfig{
 		CommonConfig: common(c), Group: "SG", AwaitDuration: 100 * time.Millisecond,
 		ConsumeFrom: client.ConsumeFromFirstOffset, Orderly: true,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Subscribe("T", "*", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Shutdown(context.Background())
+	sc = clienttest.Subscribed(t, sc, err, "T", "*")
 	ctx := context.Background()
 	p := startProducer(t, c, nil)
 	sendBodies(t, p, "T", "m0", "m1", "m2", "m3")

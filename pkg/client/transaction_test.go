@@ -38,8 +38,7 @@ func endTxFor(t *testing.T, b *clienttest.Broker, msgID string, fromCheck bool) 
 }
 
 func TestSendInTransaction(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 2)
+	c := startTopic(t, 2)
 	br := c.Brokers[0]
 	tp := startTx(t, c, "TXG", func(context.Context, *message.Message) (client.TransactionState, error) {
 		return client.TransactionCommit, nil
@@ -107,8 +106,7 @@ func TestSendInTransaction(t *testing.T) {
 // END_TRANSACTION marked fromTransactionCheck; checks of another group's
 // messages are ignored.
 func TestTransactionCheck(t *testing.T) {
-	c := startCluster(t, "broker-a")
-	c.CreateTopic("T", 1)
+	c := startTopic(t, 1)
 	br := c.Brokers[0]
 	var mu sync.Mutex
 	checked := map[string]int{}

@@ -78,9 +78,7 @@ func TestBadInputMessages(t *testing.T) {
 		BrokerConf: map[string]string{"maxMessageSize": strconv.Itoa(badInputMaxMessageSize)}})
 	addr := c.Brokers()[0].Addr()
 	const topic = "BadInputTopic"
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", addr, "-t", topic, "-r", "4", "-w", "4"); err != nil {
-		t.Fatal(err)
-	}
+	mqadmin(t, c, "updateTopic", "-b", addr, "-t", topic, "-r", "4", "-w", "4")
 
 	// A body at the limit is stored; one byte more is MESSAGE_ILLEGAL, in
 	// both header styles. Bodies are not compressed by a raw request.

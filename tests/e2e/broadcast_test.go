@@ -117,9 +117,7 @@ func TestBroadcastClientGo(t *testing.T) {
 		{"updateTopic", "-b", addr, "-t", bcastTopic, "-r", "4", "-w", "4"},
 		{"updateSubGroup", "-b", addr, "-g", denied, "-d", "false"},
 	} {
-		if out, err := c.MQAdmin(t, args...); err != nil {
-			t.Fatalf("mqadmin %v: %v\n%s", args, err, out)
-		}
+		mqadmin(t, c, args...)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

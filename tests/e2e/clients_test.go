@@ -14,9 +14,7 @@ import (
 // body, tags, keys and properties byte for byte. Java and Node skip with a
 // message when their runtime is missing.
 func TestRealClientsAgainstOurBroker(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: starts real processes and three client runtimes")
-	}
+	skipShort(t, "starts real processes and three client runtimes")
 	c := startCluster(t, framework.Options{Brokers: 2})
 	addr := c.NamesrvAddr()
 	const count = "1000"

@@ -135,20 +135,11 @@ func section(out, start string) string {
 // real cluster with a client-go producer and push consumer, and checks
 // that our mqadmin and Apache's Java mqadmin show the same figures.
 func TestConsumerAdmin(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: real processes, client-go and the Java tool")
-	}
+	skipShort(t, "real processes, client-go and the Java tool")
 	rlog.SetLogLevel("error") // client-go logs through a process-wide logger
 	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{"traceTopicEnable": "true"}})
 	b := c.Brokers()[0]
-	ours := func(args ...string) string {
-		t.Helper()
-		out, err := c.MQAdmin(t, args...)
-		if err != nil {
-			t.Fatalf("mqadmin %v: %v\n%s", args, err, out)
-		}
-		return out
-	}
+	ours := func(args ...string) string { return mqadmin(t, c, args...) }
 	java := javaMQAdmin(t, c)
 	ours("updateTopic", "-b", b.Addr(), "-t", caTopic, "-r", "4", "-w", "4")
 

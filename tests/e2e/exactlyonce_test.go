@@ -21,17 +21,13 @@ import (
 // flight, RocketMQ's delivery is at-least-once, not exactly-once.
 // RMQ_E2E_BIG_COUNT overrides the count.
 func TestClientGo100kExactlyOncePerGroup(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: sends 100k messages through real processes")
-	}
+	skipShort(t, "sends 100k messages through real processes")
 	count := 100000
 	if v := os.Getenv("RMQ_E2E_BIG_COUNT"); v != "" {
 		count, _ = strconv.Atoi(v)
 	}
 	c := startCluster(t, framework.Options{Brokers: 1})
-	if _, err := c.MQAdmin(t, "updateTopic", "-c", "DefaultCluster", "-t", "Exact100k", "-r", "8", "-w", "8"); err != nil {
-		t.Fatal(err)
-	}
+	mqadmin(t, c, "updateTopic", "-c", "DefaultCluster", "-t", "Exact100k", "-r", "8", "-w", "8")
 	n := strconv.Itoa(count)
 	done := make(chan interop.Result, 1)
 	go func() {

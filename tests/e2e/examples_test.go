@@ -92,9 +92,7 @@ func (r exampleRun) expect(t *testing.T, code int, lines ...string) {
 // that cannot reach its count failing with exit 1. The nameserver is given
 // with -n, and to the transaction example as NAMESRV_ADDR.
 func TestExamples(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: builds and runs the examples against real processes")
-	}
+	skipShort(t, "builds and runs the examples against real processes")
 	t.Parallel() // mostly waits: for deliveries, a check-back, a timeout
 	bins := buildExamples(t)
 	bin := func(name string) string { return filepath.Join(bins, name) }
@@ -105,9 +103,7 @@ func TestExamples(t *testing.T) {
 		"transactionTimeOut":       "2000",
 	}})
 	for _, tp := range []string{"ExTopic", "ExOrder", "ExTx", "ExEmpty"} {
-		if out, err := c.MQAdmin(t, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", tp, "-r", "4", "-w", "4"); err != nil {
-			t.Fatalf("create %s: %v\n%s", tp, err, out)
-		}
+		mqadmin(t, c, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", tp, "-r", "4", "-w", "4")
 	}
 	testutil.Eventually(t, 15*time.Second, func() error {
 		for _, tp := range []string{"ExTopic", "ExOrder", "ExTx", "ExEmpty"} {

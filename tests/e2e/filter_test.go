@@ -109,9 +109,7 @@ func TestFilterClientGo(t *testing.T) {
 		{"updateTopic", "-b", addr, "-t", filterTopic, "-r", "4", "-w", "4"},
 		{"updateTopic", "-b", addr, "-t", filterFifoTopic, "-r", "2", "-w", "2", "-a", "+message.type=FIFO"},
 	} {
-		if out, err := c.MQAdmin(t, args...); err != nil {
-			t.Fatalf("mqadmin %v: %v\n%s", args, err, out)
-		}
+		mqadmin(t, c, args...)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -225,9 +223,7 @@ func TestFilterClientGo(t *testing.T) {
 	// with CHECK_CLIENT_CONFIG at start, then gets exactly the matching
 	// messages; a bad expression makes start() fail with code 23.
 	t.Run("java", func(t *testing.T) {
-		if testing.Short() {
-			t.Skip("short mode: starts JVMs")
-		}
+		skipShort(t, "starts JVMs")
 		run := filterJavaCheck(t)
 		out := run(c.NamesrvAddr(), filterTopic, "filter_java_cg", filterSQL, strconv.Itoa(len(wantSQL)))
 		want := "GOT"

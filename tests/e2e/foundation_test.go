@@ -81,9 +81,7 @@ func TestMQAdminCommands(t *testing.T) {
 	mustContain(t, out, "brokerName", "broker-a")
 
 	// Broker permission: read-only broker-a, then restore.
-	if _, err := c.MQAdmin(t, "updateBrokerConfig", "-b", a.Addr(), "-k", "brokerPermission", "-v", "4"); err != nil {
-		t.Fatal(err)
-	}
+	mqadmin(t, c, "updateBrokerConfig", "-b", a.Addr(), "-k", "brokerPermission", "-v", "4")
 	testutil.Eventually(t, 10*time.Second, func() error {
 		out, err := c.MQAdmin(t, "topicRoute", "-t", "E2ETopic")
 		if err != nil {
@@ -97,9 +95,7 @@ func TestMQAdminCommands(t *testing.T) {
 	if _, err := c.MQAdmin(t, "updateBrokerConfig", "-b", a.Addr(), "-k", "brokerPermission", "-v", "9"); err == nil {
 		t.Fatal("brokerPermission 9 accepted")
 	}
-	if _, err := c.MQAdmin(t, "updateBrokerConfig", "-b", a.Addr(), "-k", "brokerPermission", "-v", "6"); err != nil {
-		t.Fatal(err)
-	}
+	mqadmin(t, c, "updateBrokerConfig", "-b", a.Addr(), "-k", "brokerPermission", "-v", "6")
 
 	// wipeWritePerm / addWritePerm on the nameserver.
 	out, err = c.MQAdmin(t, "wipeWritePerm", "-b", "broker-b")
@@ -111,20 +107,12 @@ func TestMQAdminCommands(t *testing.T) {
 	if !strings.Contains(out, `"perm":4`) {
 		t.Fatalf("route after wipe:\n%s", out)
 	}
-	if _, err := c.MQAdmin(t, "addWritePerm", "-b", "broker-b"); err != nil {
-		t.Fatal(err)
-	}
+	mqadmin(t, c, "addWritePerm", "-b", "broker-b")
 
 	// KV config and nameserver config.
-	if _, err := c.MQAdmin(t, "updateKvConfig", "-s", "E2E_NS", "-k", "k1", "-v", "v1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.MQAdmin(t, "deleteKvConfig", "-s", "E2E_NS", "-k", "k1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.MQAdmin(t, "updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true"); err != nil {
-		t.Fatal(err)
-	}
+	mqadmin(t, c, "updateKvConfig", "-s", "E2E_NS", "-k", "k1", "-v", "v1")
+	mqadmin(t, c, "deleteKvConfig", "-s", "E2E_NS", "-k", "k1")
+	mqadmin(t, c, "updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true")
 	out, err = c.MQAdmin(t, "getNamesrvConfig")
 	if err != nil {
 		t.Fatal(err)
@@ -141,9 +129,7 @@ func TestMQAdminCommands(t *testing.T) {
 		}
 	}
 
-	if _, err := c.MQAdmin(t, "deleteTopic", "-c", "DefaultCluster", "-t", "E2ETopic"); err != nil {
-		t.Fatal(err)
-	}
+	mqadmin(t, c, "deleteTopic", "-c", "DefaultCluster", "-t", "E2ETopic")
 	if _, err := c.MQAdmin(t, "topicRoute", "-t", "E2ETopic"); err == nil {
 		t.Fatal("route of a deleted topic still found")
 	}
@@ -153,9 +139,7 @@ func TestMQAdminCommands(t *testing.T) {
 // cluster: clusterList, updateTopic, topicRoute, topicList and topicStatus
 // print the same facts ours does.
 func TestJavaMQAdmin(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: the Java tool takes a few seconds per command")
-	}
+	skipShort(t, "the Java tool takes a few seconds per command")
 	c := startCluster(t, framework.Options{Brokers: 2})
 	java := javaMQAdmin(t, c)
 	testutil.Eventually(t, 10*time.Second, func() error {
@@ -205,9 +189,7 @@ func normalizeJSON(s string) string {
 // soon as its connection to the nameserver closes.
 func TestBrokerConnectionCloseRemovesRoute(t *testing.T) {
 	c := startCluster(t, framework.Options{Needs: []framework.Capability{framework.Crash}, Brokers: 2})
-	if _, err := c.MQAdmin(t, "updateTopic", "-c", "DefaultCluster", "-t", "GoneTopic"); err != nil {
-		t.Fatal(err)
-	}
+	mqadmin(t, c, "updateTopic", "-c", "DefaultCluster", "-t", "GoneTopic")
 	c.Brokers()[1].Kill(t)
 	testutil.Eventually(t, 10*time.Second, func() error {
 		out, err := c.MQAdmin(t, "clusterList")

@@ -15,6 +15,26 @@ import (
 	"github.com/rmqgo/rmq/tests/framework"
 )
 
+// skipShort skips t in short mode (go test -short), saying what the test
+// needs that short mode avoids.
+func skipShort(t testing.TB, needs string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("short mode: " + needs)
+	}
+}
+
+// mqadmin runs our mqadmin against c and returns its output, failing t
+// when the command fails.
+func mqadmin(t *testing.T, c framework.Cluster, args ...string) string {
+	t.Helper()
+	out, err := c.MQAdmin(t, args...)
+	if err != nil {
+		t.Fatalf("mqadmin %v: %v\n%s", args, err, out)
+	}
+	return out
+}
+
 // started fails t on err from a client constructor (ours or client-go's)
 // and starts x; the caller shuts x down.
 func started[T interface{ Start() error }](t *testing.T, x T, err error) T {

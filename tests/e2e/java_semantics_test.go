@@ -35,9 +35,7 @@ var javaSemanticsLevels = "1s 1s 10s" + strings.Repeat(" 1s", 15)
 // client re-checks the string). Skips with a message when java or mvn is
 // missing.
 func TestJavaClientSemantics(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: real processes and a Java client")
-	}
+	skipShort(t, "real processes and a Java client")
 	const prefix = "JSem"
 	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
 		"enableTopicMessageTypeCheck": "true",
@@ -61,9 +59,7 @@ func TestJavaClientSemantics(t *testing.T) {
 		if tp.typ != "" {
 			args = append(args, "-a", "+message.type="+tp.typ)
 		}
-		if out, err := c.MQAdmin(t, args...); err != nil {
-			t.Fatalf("mqadmin %v: %v\n%s", args, err, out)
-		}
+		mqadmin(t, c, args...)
 		topics = append(topics, tp.name)
 	}
 	// Every route is on the nameserver before the clients start (they

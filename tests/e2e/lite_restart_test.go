@@ -117,9 +117,7 @@ func (d *liteDrain) run(ctx context.Context, want int, timeout time.Duration) {
 // brings every remaining message: each of the 100k is delivered, none of
 // the consumed half again.
 func TestLiteRestartRecoversEvents(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: 100k lite topics on a real broker")
-	}
+	skipShort(t, "100k lite topics on a real broker")
 	c := startCluster(t, framework.Options{Needs: []framework.Capability{framework.Crash}, Brokers: 1, BrokerConf: map[string]string{
 		"enableLmq": "true", "enableMultiDispatch": "true",
 		"maxLmqConsumeQueueNum":          strconv.Itoa(2 * liteRestartTopics),

@@ -90,12 +90,7 @@ func TestLiteSDK(t *testing.T) {
 		"enableLmqQuota": "true", "maxLmqConsumeQueueNum": strconv.Itoa(liteSDKMaxLmqs),
 		"liteEventCheckInterval": "500", "liteEventFullDispatchDelayTime": "500",
 	}})
-	mq := func(args ...string) {
-		t.Helper()
-		if out, err := c.MQAdmin(t, args...); err != nil {
-			t.Fatalf("mqadmin %v: %v\n%s", args, err, out)
-		}
-	}
+	mq := func(args ...string) { mqadmin(t, c, args...) }
 	mq("updateTopic", "-c", "DefaultCluster", "-t", liteSDKParent, "-r", "2", "-w", "2", "-a", "+message.type=LITE")
 	for _, g := range []string{"lite_sdk_fifo", "lite_sdk_block", "lite_sdk_unsub", "lite_sdk_dlq"} {
 		mq("updateSubGroup", "-c", "DefaultCluster", "-g", g, "--attributes", "+lite.bind.topic="+liteSDKParent)

@@ -15,6 +15,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 	"github.com/rmqgo/rmq/tests/framework"
 )
 
@@ -39,33 +40,19 @@ type liteClient struct {
 
 func (c *liteClient) invoke(reqCode int32, ext map[string]string, body []byte) *remoting.Command {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := c.rc.Invoke(ctx, c.addr, remoting.NewRequest(reqCode, ext, body))
-	if err != nil {
-		c.t.Fatalf("request %d: %v", reqCode, err)
-	}
-	return resp
+	return remotingtest.Invoke(c.t, c.rc, c.addr, reqCode, ext, body)
 }
 
 func (c *liteClient) want(what string, resp *remoting.Command, wantCode int32, remark string) {
 	c.t.Helper()
-	if resp.Code != wantCode || !strings.Contains(resp.Remark, remark) {
-		c.t.Fatalf("%s: code %d %q, want %d with %q", what, resp.Code, resp.Remark, wantCode, remark)
-	}
+	remotingtest.Want(c.t, what, resp, wantCode, remark)
 }
 
 func (c *liteClient) send(topic string, qid int, body, lite string) *remoting.Command {
 	c.t.Helper()
-	props, err := message.EncodeProperties(map[string]string{message.PropertyLiteTopic: lite, message.PropertyUniqClientMessageIDKeyIdx: fmt.Sprintf("LITE%d", time.Now().UnixNano())})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return c.invoke(code.SendMessage, map[string]string{
-		"producerGroup": "lite_pg", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
-		"queueId": strconv.Itoa(qid), "sysFlag": "0", "bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10), "flag": "0",
-		"properties": string(props), "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
-	}, []byte(body))
+	ext := remotingtest.SendExt(c.t, "lite_pg", topic, qid,
+		message.PropertyLiteTopic, lite, message.PropertyUniqClientMessageIDKeyIdx, fmt.Sprintf("LITE%d", time.Now().UnixNano()))
+	return c.invoke(code.SendMessage, ext, []byte(body))
 }
 
 func (c *liteClient) subscribe(clientID, group string, lites []string) *remoting.Command {
@@ -130,14 +117,7 @@ func TestLiteTopicSeedFlow(t *testing.T) {
 		"flushConsumerOffsetInterval": "500",
 	}})
 	bp := c.Brokers()[0]
-	mq := func(args ...string) string {
-		t.Helper()
-		out, err := c.MQAdmin(t, args...)
-		if err != nil {
-			t.Fatalf("mqadmin %v: %v\n%s", args, err, out)
-		}
-		return out
-	}
+	mq := func(args ...string) string { return mqadmin(t, c, args...) }
 	mq("updateTopic", "-c", "DefaultCluster", "-t", liteParent, "-r", "4", "-w", "4",
 		"-a", fmt.Sprintf("+message.type=LITE,+lite.topic.expiration=%d", liteExpiration))
 	mq("updateTopic", "-c", "DefaultCluster", "-t", "PlainTopic", "-r", "1", "-w", "1")
@@ -166,18 +146,8 @@ func TestLiteTopicSeedFlow(t *testing.T) {
 
 	lc.want("subscribe", lc.subscribe("client-1", liteGroup, []string{liteName}), code.Success, "")
 	// A long-polling pop, parked before the message exists.
-	answered := make(chan *remoting.Command, 1)
-	pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	if err := rc.InvokeAsync(pctx, bp.Addr(), remoting.NewRequest(code.PopLiteMessage, litePopExt("client-1", liteGroup, 15*time.Second), nil),
-		func(resp *remoting.Command, err error) {
-			if err != nil {
-				resp = &remoting.Command{Code: -1, Remark: err.Error()}
-			}
-			answered <- resp
-		}); err != nil {
-		t.Fatal(err)
-	}
+	answered := remotingtest.InvokeAsync(t, rc, bp.Addr(),
+		remoting.NewRequest(code.PopLiteMessage, litePopExt("client-1", liteGroup, 15*time.Second), nil), 20*time.Second)
 	testutil.Eventually(t, 5*time.Second, func() error {
 		ci, err := adm.GetLiteClientInfo(ctx, bp.Addr(), liteParent, liteGroup, "client-1", 0)
 		if err != nil {

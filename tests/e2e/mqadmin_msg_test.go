@@ -55,9 +55,7 @@ func msgCluster(t *testing.T, topic, body, keys, tag string) (framework.Cluster,
 // the same message, and where both print it, prints it byte for byte as
 // ours.
 func TestMQAdminMessages(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: starts real processes and the Java tool")
-	}
+	skipShort(t, "starts real processes and the Java tool")
 	const topic, body, tag = "MsgE2E", "e2e body ✓", "TagE2E"
 	c, sent := msgCluster(t, topic, body, "e2e-key other-key", tag)
 	mq := []string{"-b", sent.BrokerName, "-i", strconv.Itoa(sent.QueueID)}
@@ -158,9 +156,7 @@ func TestMQAdminMessages(t *testing.T) {
 // (queryMsgById also begins at now − 3 days). The broker must answer those
 // like any other range.
 func TestMQAdminQueryUnboundedEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: starts real processes")
-	}
+	skipShort(t, "starts real processes")
 	const topic = "MsgE2EUniq"
 	c, sent := msgCluster(t, topic, "find me by id", "uniq-key", "TagU")
 	// First wait until the index has it (a bounded query), then ask once

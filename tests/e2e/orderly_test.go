@@ -206,9 +206,7 @@ func startOrderlyConsumer(t *testing.T, ns, instance string, tr *orderTracker) r
 // are first consumed in order throughout, no queue is consumed by two
 // consumers at once while the broker runs, and every message sent arrives.
 func TestOrderlyClientGo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: rebalances and restarts with real clients")
-	}
+	skipShort(t, "rebalances and restarts with real clients")
 	// Mostly waiting on client-go's 20 s rebalances: runs beside the other
 	// slow tests.
 	t.Parallel()
@@ -216,9 +214,7 @@ func TestOrderlyClientGo(t *testing.T) {
 	c := startCluster(t, framework.Options{Needs: []framework.Capability{framework.Crash}, Brokers: 1, BrokerConf: map[string]string{"flushConsumerOffsetInterval": "1000"},
 		LockMaxLiveTime: orderLockMaxLive})
 	b := c.Brokers()[0]
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", orderTopic, "-r", "4", "-w", "4"); err != nil {
-		t.Fatal(err)
-	}
+	mqadmin(t, c, "updateTopic", "-b", b.Addr(), "-t", orderTopic, "-r", "4", "-w", "4")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	ns := primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})
@@ -367,9 +363,7 @@ func TestBadInputLock(t *testing.T) {
 	c := startCluster(t, framework.Options{Brokers: 1})
 	addr := c.Brokers()[0].Addr()
 	const topic = "LockTopic"
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", addr, "-t", topic, "-r", "2", "-w", "2"); err != nil {
-		t.Fatal(err)
-	}
+	mqadmin(t, c, "updateTopic", "-b", addr, "-t", topic, "-r", "2", "-w", "2")
 	mq := func(tp string, id int) protocol.MessageQueue {
 		return protocol.MessageQueue{Topic: tp, BrokerName: "broker-a", QueueID: id}
 	}

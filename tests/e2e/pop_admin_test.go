@@ -17,9 +17,7 @@ import (
 // in-flight counts match what was popped, drop as messages are acked, and
 // an orderly pop shows its queue blocked until it is acked.
 func TestMQAdminPopStatus(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: real processes")
-	}
+	skipShort(t, "real processes")
 	const (
 		topic    = "PopAdminTopic"
 		orderTpc = "PopAdminOrderTopic"

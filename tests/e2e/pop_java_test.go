@@ -18,14 +18,10 @@ import (
 // redelivers through the pop retry topic with reconsumeTimes 1. Skips with
 // a message when java or mvn is missing.
 func TestPopJavaPushConsumer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: real processes and a Java client")
-	}
+	skipShort(t, "real processes and a Java client")
 	const topic = "PopJavaTopic"
 	c := startCluster(t, framework.Options{Brokers: 1})
-	if out, err := c.MQAdmin(t, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", topic, "-r", "4", "-w", "4"); err != nil {
-		t.Fatalf("updateTopic: %v\n%s", err, out)
-	}
+	mqadmin(t, c, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", topic, "-r", "4", "-w", "4")
 	testutil.Eventually(t, 20*time.Second, func() error {
 		out, err := c.MQAdmin(t, "topicRoute", "-t", topic)
 		if err != nil {

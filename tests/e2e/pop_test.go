@@ -39,9 +39,7 @@ func newPopClients(t *testing.T, c framework.Cluster, group, topic, orderTopic s
 	b = c.Brokers()[0]
 	n := strconv.Itoa(queues)
 	for _, tp := range []string{topic, orderTopic} {
-		if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", tp, "-r", n, "-w", n); err != nil {
-			t.Fatal(err)
-		}
+		mqadmin(t, c, "updateTopic", "-b", b.Addr(), "-t", tp, "-r", n, "-w", n)
 	}
 	rc := remoting.NewClient(remoting.DefaultClientConfig(), slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { rc.Close() })
@@ -199,9 +197,7 @@ func (l *popLedger) delivered(m popMsg) {
 // restart. The restart is a graceful stop, and, where the cluster can, a
 // kill with SIGKILL (consumer offsets not yet flushed).
 func TestPopAckReviveAndKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: real processes")
-	}
+	skipShort(t, "real processes")
 	t.Run("graceful", func(t *testing.T) { testPopAckRevive(t, false) })
 	t.Run("kill -9", func(t *testing.T) { testPopAckRevive(t, true) })
 }
@@ -376,9 +372,7 @@ func testPopAckRevive(t *testing.T, crash bool) {
 // updateSubGroup -r) is used up, land in %DLQ%<group> (reconsume times
 // max+1, same message id) and are never handed out again.
 func TestPopDeadLetter(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: real processes")
-	}
+	skipShort(t, "real processes")
 	t.Parallel()
 	const (
 		topic     = "PopDlqTopic"
@@ -388,12 +382,8 @@ func TestPopDeadLetter(t *testing.T) {
 	)
 	c := startCluster(t, framework.Options{Brokers: 1})
 	b := c.Brokers()[0]
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", topic, "-r", "2", "-w", "2"); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := c.MQAdmin(t, "updateSubGroup", "-b", b.Addr(), "-g", group, "-r", strconv.Itoa(maxTimes)); err != nil {
-		t.Fatalf("updateSubGroup: %v\n%s", err, out)
-	}
+	mqadmin(t, c, "updateTopic", "-b", b.Addr(), "-t", topic, "-r", "2", "-w", "2")
+	mqadmin(t, c, "updateSubGroup", "-b", b.Addr(), "-g", group, "-r", strconv.Itoa(maxTimes))
 	common := client.CommonConfig{NameServers: []string{c.NamesrvAddr()}, Logger: slog.New(slog.DiscardHandler)}
 	testutil.Eventually(t, 15*time.Second, func() error {
 		_, err := c.MQAdmin(t, "topicRoute", "-t", topic)

@@ -25,9 +25,7 @@ func TestRequestReplyClientGo(t *testing.T) {
 	rlog.SetLogLevel("error")
 	c := startCluster(t, framework.Options{Brokers: 1})
 	const topic = "RequestTopic"
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", topic, "-r", "4", "-w", "4"); err != nil {
-		t.Fatal(err)
-	}
+	mqadmin(t, c, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", topic, "-r", "4", "-w", "4")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ns := primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})

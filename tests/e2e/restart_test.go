@@ -182,9 +182,7 @@ func (rp *restartProducer) run(ctx context.Context, p rocketmq.Producer) {
 // never move back nor beyond the max on the way, and stay there through
 // the consumer's shutdown.
 func TestBrokerRestartMidStream(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: restarts a real broker under load")
-	}
+	skipShort(t, "restarts a real broker under load")
 	// Mostly waiting on client-go's 30 s timeouts: runs beside the other
 	// slow tests.
 	t.Parallel()
@@ -195,9 +193,7 @@ func TestBrokerRestartMidStream(t *testing.T) {
 		"flushConsumerOffsetInterval": fmt.Sprint(restartOffsetFlush.Milliseconds()),
 	}})
 	b := c.Brokers()[0]
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", restartTopic, "-r", "4", "-w", "4"); err != nil {
-		t.Fatal(err)
-	}
+	mqadmin(t, c, "updateTopic", "-b", b.Addr(), "-t", restartTopic, "-r", "4", "-w", "4")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})

@@ -67,9 +67,7 @@ func (l *attemptLog) of(body string) []attempt {
 // SEND_MESSAGE to %RETRY%<group> with DELAY and reconsumeTimes headers, is
 // delayed to the retry topic, or redirected to the DLQ past the maximum.
 func TestRetryEscalationToDLQ(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: real processes")
-	}
+	skipShort(t, "real processes")
 	rlog.SetLogLevel("error")
 	const (
 		topic = "RetryDelayTopic"
@@ -77,9 +75,7 @@ func TestRetryEscalationToDLQ(t *testing.T) {
 	)
 	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{"messageDelayLevel": oneSecondLevels}})
 	b := c.Brokers()[0]
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", topic, "-r", "2", "-w", "2"); err != nil {
-		t.Fatal(err)
-	}
+	mqadmin(t, c, "updateTopic", "-b", b.Addr(), "-t", topic, "-r", "2", "-w", "2")
 	ns := primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})
 	log := &attemptLog{got: map[string][]attempt{}}
 	handler := func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
@@ -229,9 +225,7 @@ func TestRetryEscalationToDLQ(t *testing.T) {
 
 	// An unknown group, with auto-creation off: 26 for send-back and for
 	// the fallback.
-	if _, err := c.MQAdmin(t, "updateBrokerConfig", "-b", b.Addr(), "-k", "autoCreateSubscriptionGroup", "-v", "false"); err != nil {
-		t.Fatal(err)
-	}
+	mqadmin(t, c, "updateBrokerConfig", "-b", b.Addr(), "-k", "autoCreateSubscriptionGroup", "-v", "false")
 	resp, err := rc.Invoke(ctx, b.Addr(), remoting.NewRequest(code.ConsumerSendMsgBack, map[string]string{
 		"offset": "0", "group": "no_such_group", "delayLevel": "0", "originTopic": topic}, nil))
 	if err != nil || resp.Code != code.SubscriptionGroupNotExist {
@@ -245,15 +239,11 @@ func TestRetryEscalationToDLQ(t *testing.T) {
 // delivered, some due while it is down: every timer is delivered once,
 // none early.
 func TestDelayAndTimerAcrossKill9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: real processes, 25 s of timers")
-	}
+	skipShort(t, "real processes, 25 s of timers")
 	const topic = "TimerTopicE2E"
 	c := startCluster(t, framework.Options{Needs: []framework.Capability{framework.Crash}, Brokers: 1})
 	b := c.Brokers()[0]
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", topic, "-r", "4", "-w", "4"); err != nil {
-		t.Fatal(err)
-	}
+	mqadmin(t, c, "updateTopic", "-b", b.Addr(), "-t", topic, "-r", "4", "-w", "4")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)

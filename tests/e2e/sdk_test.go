@@ -742,24 +742,21 @@ func sdkSimpleConsumer(t *testing.T, env *sdkEnv) {
 	// Not acked in time: the message comes back (through the pop retry
 	// topic) with its reconsume count up, and its new handle acks it.
 	sendN(ctx, t, p, topic, 1)
-	var first *message.Message
-	testutil.Eventually(t, 10*time.Second, func() error {
-		msgs, err := sc.Receive(ctx, 1, 2*time.Second)
-		if err != nil || len(msgs) == 0 {
-			return fmt.Errorf("receive: %v", err)
-		}
-		first = msgs[0]
-		return nil
-	})
-	var again *message.Message
-	testutil.Eventually(t, 30*time.Second, func() error {
-		msgs, err := sc.Receive(ctx, 1, 10*time.Second)
-		if err != nil || len(msgs) == 0 {
-			return fmt.Errorf("no redelivery yet: %v", err)
-		}
-		again = msgs[0]
-		return nil
-	})
+	// receiveOne waits up to within for a receive that returns a message.
+	receiveOne := func(what string, within, invisible time.Duration) *message.Message {
+		var m *message.Message
+		testutil.Eventually(t, within, func() error {
+			msgs, err := sc.Receive(ctx, 1, invisible)
+			if err != nil || len(msgs) == 0 {
+				return fmt.Errorf("%s: %v", what, err)
+			}
+			m = msgs[0]
+			return nil
+		})
+		return m
+	}
+	first := receiveOne("receive", 10*time.Second, 2*time.Second)
+	again := receiveOne("no redelivery yet", 30*time.Second, 10*time.Second)
 	if again.UniqKey() != first.UniqKey() || again.ReconsumeTimes < 1 || again.Topic != topic {
 		t.Fatalf("redelivered %s (reconsume %d, topic %s), want %s again", again.UniqKey(), again.ReconsumeTimes, again.Topic, first.UniqKey())
 	}
@@ -777,9 +774,7 @@ func TestSDKFailover(t *testing.T) {
 	env := &sdkEnv{c: c, broker: c.Brokers()[0], log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))}
 	const topic, group = "SdkFailover", "sdk_failover_cg"
 	for _, b := range c.Brokers() {
-		if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", topic, "-r", "4", "-w", "4"); err != nil {
-			t.Fatal(err)
-		}
+		mqadmin(t, c, "updateTopic", "-b", b.Addr(), "-t", topic, "-r", "4", "-w", "4")
 	}
 	testutil.Eventually(t, 15*time.Second, func() error {
 		out, err := c.MQAdmin(t, "topicRoute", "-t", topic)

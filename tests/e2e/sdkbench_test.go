@@ -25,9 +25,7 @@ func TestSDKProducerTPS(t *testing.T) {
 		t.Skip("benchmark: set RMQ_SDK_BENCH=1 to compare our producer with client-go's")
 	}
 	c := startCluster(t, framework.Options{Brokers: 1})
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", "SdkBench", "-r", "8", "-w", "8"); err != nil {
-		t.Fatal(err)
-	}
+	mqadmin(t, c, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", "SdkBench", "-r", "8", "-w", "8")
 	env := func(k string, def int) int {
 		if v, err := strconv.Atoi(os.Getenv(k)); err == nil && v > 0 {
 			return v

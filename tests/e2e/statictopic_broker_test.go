@@ -15,6 +15,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 	"github.com/rmqgo/rmq/tests/framework"
 )
 
@@ -106,15 +107,6 @@ func stOffsetReq(c int32, logicQueue int, kv ...string) *remoting.Command {
 	return remoting.NewRequest(c, ext, nil)
 }
 
-func stInt(t *testing.T, r *remoting.Command, k string) int64 {
-	t.Helper()
-	v, err := strconv.ParseInt(r.Ext(k), 10, 64)
-	if err != nil {
-		t.Fatalf("response %d (%s) field %s=%q", r.Code, r.Remark, k, r.Ext(k))
-	}
-	return v
-}
-
 type pulled struct {
 	logic int64
 	body  string
@@ -135,7 +127,7 @@ func (e *stEnv) pullAll(addr string, logicQueue int, offset int64) ([]pulled, []
 			if err != nil {
 				e.t.Fatal(err)
 			}
-			delta := stInt(e.t, r, "offsetDelta")
+			delta := remotingtest.ExtInt(e.t, r, "offsetDelta")
 			for _, m := range msgs {
 				out = append(out, pulled{m.QueueOffset + delta, string(m.Body)})
 			}
@@ -145,7 +137,7 @@ func (e *stEnv) pullAll(addr string, logicQueue int, offset int64) ([]pulled, []
 		default:
 			e.t.Fatalf("pull at %d: code %d %s", offset, r.Code, r.Remark)
 		}
-		offset = stInt(e.t, r, "nextBeginOffset")
+		offset = remotingtest.ExtInt(e.t, r, "nextBeginOffset")
 	}
 	e.t.Fatalf("pull from %d never caught up (codes %v)", offset, codes)
 	return nil, nil
@@ -291,11 +283,11 @@ func TestStaticTopicBroker(t *testing.T) {
 		{"logic 1 untouched", stOffsetReq(code.GetMaxOffset, 1), "offset", 1},
 	} {
 		r := e.call(b.Addr(), tc.req)
-		if r.Code != code.Success || stInt(t, r, tc.key) != tc.want {
+		if r.Code != code.Success || remotingtest.ExtInt(t, r, tc.key) != tc.want {
 			t.Errorf("%s: code %d (%s) %s=%s, want %d", tc.name, r.Code, r.Remark, tc.key, r.Ext(tc.key), tc.want)
 		}
 	}
-	if r := e.call(b.Addr(), stOffsetReq(code.GetEarliestMsgStoreTime, 0)); r.Code != code.Success || stInt(t, r, "timestamp") >= boundary {
+	if r := e.call(b.Addr(), stOffsetReq(code.GetEarliestMsgStoreTime, 0)); r.Code != code.Success || remotingtest.ExtInt(t, r, "timestamp") >= boundary {
 		t.Errorf("earliest store time: %d %s %s", r.Code, r.Remark, r.Ext("timestamp"))
 	}
 
@@ -330,7 +322,7 @@ func TestStaticTopicBroker(t *testing.T) {
 	e.mustSend(b.Addr(), 0, "late", 10004)
 	select {
 	case r := <-done:
-		if r.Code != code.Success || stInt(t, r, "nextBeginOffset") != 10005 {
+		if r.Code != code.Success || remotingtest.ExtInt(t, r, "nextBeginOffset") != 10005 {
 			t.Fatalf("suspended pull: %d %s next %s", r.Code, r.Remark, r.Ext("nextBeginOffset"))
 		}
 	case <-time.After(4 * time.Second):

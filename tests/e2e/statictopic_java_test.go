@@ -78,11 +78,7 @@ func (e *sjEnv) java(args ...string) string {
 // ours runs our mqadmin.
 func (e *sjEnv) ours(args ...string) string {
 	e.t.Helper()
-	out, err := e.c.MQAdmin(e.t, args...)
-	if err != nil {
-		e.t.Fatalf("mqadmin %v: %v\n%s", args, err, out)
-	}
-	return out
+	return mqadmin(e.t, e.c, args...)
 }
 
 var sjPlanFiles = regexp.MustCompile(`mapping data is written to file .*\.before\n.* mapping data is written to file .*\.after`)
@@ -306,9 +302,7 @@ func (e *sjEnv) acrossRemap(start int, out string, remap func()) int {
 // increasing per logic queue, each queue read across both segments. Java
 // topicStatus then shows the 8 logic queues with those offsets.
 func TestStaticTopicJavaClientJavaAdmin(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: three brokers, the Java mqadmin and Java clients")
-	}
+	skipShort(t, "three brokers, the Java mqadmin and Java clients")
 	e := newSJEnv(t, "StaticJavaClient")
 
 	out := e.java("updateStaticTopic", "-t", e.topic, "-qn", strconv.Itoa(sjQueues), "-b", "broker-a,broker-b")
@@ -360,9 +354,7 @@ func TestStaticTopicJavaClientJavaAdmin(t *testing.T) {
 // broker-c from broker-a and broker-b) and gets exactly the newer
 // messages; a Java lite-pull consumer reads everything from the beginning.
 func TestStaticTopicJavaClientOurAdmin(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: three brokers and Java clients")
-	}
+	skipShort(t, "three brokers and Java clients")
 	e := newSJEnv(t, "StaticJavaClientOurs")
 	e.ours("updateStaticTopic", "-t", e.topic, "-qn", strconv.Itoa(sjQueues), "-b", "broker-a,broker-b")
 	e.leaders(func(b string) bool { return b == "broker-a" || b == "broker-b" })
@@ -498,9 +490,7 @@ func (g *goStaticConsumer) wait(t *testing.T, sent int, what string) {
 // broker's CommitLog offset — and nothing else comes back. Skips when java
 // or mvn is missing.
 func TestStaticTopicGoClientJavaAdmin(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: starts three brokers and runs the Java mqadmin (make test runs it)")
-	}
+	skipShort(t, "starts three brokers and runs the Java mqadmin (make test runs it)")
 	e := newSJEnv(t, "StaticGoClient")
 	// Created with our mqadmin (the Java one is tested creating topics
 	// above; each Java run costs seconds), remapped with the Java one.

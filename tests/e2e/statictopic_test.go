@@ -68,9 +68,7 @@ type sentMsg struct {
 // segment boundary (SegmentBoundaries) and bad input through the mqadmin
 // process that changes nothing (BadInput).
 func TestStaticTopicRemapUnderLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: starts a nameserver and three brokers")
-	}
+	skipShort(t, "starts a nameserver and three brokers")
 	t.Setenv("TMPDIR", t.TempDir()) // mqadmin's plan files
 	c := startCluster(t, framework.Options{Brokers: 3})
 	const topic = "StaticRemap"
@@ -260,9 +258,7 @@ func TestStaticTopicRemapUnderLoad(t *testing.T) {
 // keys), our mqadmin reads and remaps what it made, and the Java tool
 // remaps what ours made.
 func TestStaticTopicJavaMQAdmin(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: starts real processes and the Java mqadmin")
-	}
+	skipShort(t, "starts real processes and the Java mqadmin")
 	tmp := t.TempDir() // plan files of both tools
 	t.Setenv("TMPDIR", tmp)
 	c := startCluster(t, framework.Options{Brokers: 3})

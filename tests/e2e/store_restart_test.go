@@ -34,9 +34,7 @@ func TestStoreRestartSDK(t *testing.T) {
 		"flushDiskType": "SYNC_FLUSH", "flushConsumerOffsetInterval": fmt.Sprint(flushMs),
 	}})
 	b := c.Brokers()[0]
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", topic, "-r", "4", "-w", "4"); err != nil {
-		t.Fatal(err)
-	}
+	mqadmin(t, c, "updateTopic", "-b", b.Addr(), "-t", topic, "-r", "4", "-w", "4")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	common := client.CommonConfig{NameServers: []string{c.NamesrvAddr()}, Logger: slog.New(slog.DiscardHandler)}

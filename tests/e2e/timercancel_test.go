@@ -28,16 +28,12 @@ import (
 // not early, and no marker ever reaches the topic. A marker for a time
 // already past is MESSAGE_ILLEGAL.
 func TestTimerCancelAcrossKill9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: real processes and timers")
-	}
+	skipShort(t, "real processes and timers")
 	rlog.SetLogLevel("error") // client-go logs through a process-wide logger
 	const topic, n = "TimerCancelE2E", 20
 	c := startCluster(t, framework.Options{Needs: []framework.Capability{framework.Crash}, Brokers: 1})
 	b := c.Brokers()[0]
-	if out, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", topic, "-r", "2", "-w", "2"); err != nil {
-		t.Fatalf("updateTopic: %v\n%s", err, out)
-	}
+	mqadmin(t, c, "updateTopic", "-b", b.Addr(), "-t", topic, "-r", "2", "-w", "2")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})),

@@ -172,9 +172,7 @@ func TestTransactionClientGo(t *testing.T) {
 	rlog.SetLogLevel("fatal") // client-go logs every non-commit local state as an error
 	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: txBrokerConf})
 	const topic = "TxTopic"
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", topic, "-r", "4", "-w", "4"); err != nil {
-		t.Fatal(err)
-	}
+	mqadmin(t, c, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", topic, "-r", "4", "-w", "4")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	l := newTxListener()
@@ -209,17 +207,13 @@ func TestTransactionClientGo(t *testing.T) {
 // the restart the broker checks them again and the producer commits:
 // every committed transaction is there once, no rolled back one is.
 func TestTransactionKillRestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: restarts a real broker")
-	}
+	skipShort(t, "restarts a real broker")
 	t.Parallel()              // mostly waiting on check-back intervals
 	rlog.SetLogLevel("fatal") // client-go logs every non-commit local state as an error
 	c := startCluster(t, framework.Options{Needs: []framework.Capability{framework.Crash}, Brokers: 1, BrokerConf: txBrokerConf})
 	b := c.Brokers()[0]
 	const topic = "TxRestartTopic"
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", b.Addr(), "-t", topic, "-r", "4", "-w", "4"); err != nil {
-		t.Fatal(err)
-	}
+	mqadmin(t, c, "updateTopic", "-b", b.Addr(), "-t", topic, "-r", "4", "-w", "4")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	l := newTxListener()
@@ -269,9 +263,7 @@ func TestBadInputTransaction(t *testing.T) {
 	c := startCluster(t, framework.Options{Brokers: 1})
 	addr := c.Brokers()[0].Addr()
 	const topic = "TxBadTopic"
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", addr, "-t", topic, "-r", "4", "-w", "4"); err != nil {
-		t.Fatal(err)
-	}
+	mqadmin(t, c, "updateTopic", "-b", addr, "-t", topic, "-r", "4", "-w", "4")
 	// A half message (TRAN_MSG, PGROUP, sysFlag PREPARED) and a plain one.
 	halfReq := sendV1Request(topic, 1, []byte("half"))
 	halfReq.ExtFields["sysFlag"] = strconv.Itoa(int(message.TransactionPreparedType))
@@ -325,15 +317,11 @@ func TestBadInputTransaction(t *testing.T) {
 // message + END_TRANSACTION commit) with plain sync sends on one broker,
 // same message size and concurrency, and logs both rates.
 func TestTransactionThroughput(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode: throughput run")
-	}
+	skipShort(t, "throughput run")
 	rlog.SetLogLevel("fatal") // client-go logs every non-commit local state as an error
 	c := startCluster(t, framework.Options{Brokers: 1})
 	const topic = "TxBenchTopic"
-	if _, err := c.MQAdmin(t, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", topic, "-r", "8", "-w", "8"); err != nil {
-		t.Fatal(err)
-	}
+	mqadmin(t, c, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", topic, "-r", "8", "-w", "8")
 	ns := primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})
 	l := newTxListener()
 	tp := startTxProducer(t, c.NamesrvAddr(), "tx_bench_pg", l)

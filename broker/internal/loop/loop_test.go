@@ -6,13 +6,18 @@ import (
 	"time"
 )
 
-func TestRunnerStartsOnceAndRestarts(t *testing.T) {
-	var r Runner
+// countingBody is a loop body that counts its runs and waits for stop.
+func countingBody() (*atomic.Int32, func(stop <-chan struct{})) {
 	var runs atomic.Int32
-	body := func(stop <-chan struct{}) {
+	return &runs, func(stop <-chan struct{}) {
 		runs.Add(1)
 		<-stop
 	}
+}
+
+func TestRunnerStartsOnceAndRestarts(t *testing.T) {
+	var r Runner
+	runs, body := countingBody()
 	r.Start(body)
 	r.Start(body) // already running: no second goroutine
 	r.Stop()
@@ -29,11 +34,7 @@ func TestRunnerStartsOnceAndRestarts(t *testing.T) {
 
 func TestStartOnceNeverRestarts(t *testing.T) {
 	var r Runner
-	var runs atomic.Int32
-	body := func(stop <-chan struct{}) {
-		runs.Add(1)
-		<-stop
-	}
+	runs, body := countingBody()
 	r.StartOnce(body)
 	r.StartOnce(body)
 	if !r.Running() {

@@ -23,10 +23,7 @@ const (
 func setup(t *testing.T) *litetest.Rig {
 	t.Helper()
 	r := litetest.New(t, nil)
-	r.CreateTopic(parent, "+message.type=LITE,+lite.topic.expiration=30", 1)
-	r.CreateTopic("Plain", "", 1)
-	r.CreateGroup(group, map[string]string{"+lite.bind.topic": parent})
-	r.CreateGroup("plain_cg", nil)
+	r.CreateLiteAndPlain(parent, "+message.type=LITE,+lite.topic.expiration=30", 1, group)
 	return r
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 )
 
 // Rig is an in-process broker (real store, real remoting) and a client
@@ -70,21 +71,13 @@ func StartBroker(t testing.TB, c *config.Config, opts ...broker.Option) *broker.
 // Invoke sends a request and waits for the answer.
 func (r *Rig) Invoke(c int32, ext map[string]string, body []byte) *remoting.Command {
 	r.T.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := r.Client.Invoke(ctx, r.B.Addr(), remoting.NewRequest(c, ext, body))
-	if err != nil {
-		r.T.Fatalf("invoke %d: %v", c, err)
-	}
-	return resp
+	return remotingtest.Invoke(r.T, r.Client, r.B.Addr(), c, ext, body)
 }
 
 // Want fails the test unless resp has code c and its remark contains remark.
 func (r *Rig) Want(what string, resp *remoting.Command, c int32, remark string) {
 	r.T.Helper()
-	if resp.Code != c || !strings.Contains(resp.Remark, remark) {
-		r.T.Fatalf("%s: code %d remark %q; want %d with %q", what, resp.Code, resp.Remark, c, remark)
-	}
+	remotingtest.Want(r.T, what, resp, c, remark)
 }
 
 // CreateTopic creates a topic with attributes ("+k=v,...").
@@ -105,22 +98,21 @@ func (r *Rig) CreateGroup(name string, attrs map[string]string) {
 	r.Want("create group "+name, r.Invoke(code.UpdateAndCreateSubscriptionGroup, nil, body), code.Success, "")
 }
 
+// CreateLiteAndPlain creates what most lite tests start from: the LITE
+// parent topic with attrs and queues, the lite group bound to it, and a
+// plain topic "Plain" with a plain group "plain_cg" beside them.
+func (r *Rig) CreateLiteAndPlain(parent, attrs string, queues int, group string) {
+	r.T.Helper()
+	r.CreateTopic(parent, attrs, queues)
+	r.CreateTopic("Plain", "", 1)
+	r.CreateGroup(group, map[string]string{"+lite.bind.topic": parent})
+	r.CreateGroup("plain_cg", nil)
+}
+
 // Send sends one message with properties kv (key, value, ...).
 func (r *Rig) Send(topic string, qid int, body string, kv ...string) *remoting.Command {
 	r.T.Helper()
-	props := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		props[kv[i]] = kv[i+1]
-	}
-	p, err := message.EncodeProperties(props)
-	if err != nil {
-		r.T.Fatal(err)
-	}
-	return r.Invoke(code.SendMessage, map[string]string{
-		"producerGroup": "pg", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
-		"queueId": strconv.Itoa(qid), "sysFlag": "0", "bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10), "flag": "0",
-		"properties": string(p), "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
-	}, []byte(body))
+	return r.Invoke(code.SendMessage, remotingtest.SendExt(r.T, "pg", topic, qid, kv...), []byte(body))
 }
 
 // Subscribe sends one LITE_SUBSCRIPTION_CTL entry.
@@ -151,21 +143,9 @@ func (r *Rig) Pop(clientID, group, topic string, max int, invisible, poll time.D
 
 // PopAsync starts a long-polling pop and returns its answer channel.
 func (r *Rig) PopAsync(clientID, group, topic string, poll time.Duration) <-chan *remoting.Command {
-	out := make(chan *remoting.Command, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), poll+5*time.Second)
-	err := r.Client.InvokeAsync(ctx, r.B.Addr(), remoting.NewRequest(code.PopLiteMessage, PopExt(clientID, group, topic, 32, 30*time.Second, poll), nil),
-		func(resp *remoting.Command, err error) {
-			cancel()
-			if err != nil {
-				resp = &remoting.Command{Code: -1, Remark: err.Error()}
-			}
-			out <- resp
-		})
-	if err != nil {
-		cancel()
-		r.T.Fatalf("pop async: %v", err)
-	}
-	return out
+	r.T.Helper()
+	req := remoting.NewRequest(code.PopLiteMessage, PopExt(clientID, group, topic, 32, 30*time.Second, poll), nil)
+	return remotingtest.InvokeAsync(r.T, r.Client, r.B.Addr(), req, poll+5*time.Second)
 }
 
 // Popped are the messages of a pop answer.

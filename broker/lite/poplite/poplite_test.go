@@ -22,10 +22,7 @@ const (
 func setup(t *testing.T, mutate func(*config.Config)) *litetest.Rig {
 	t.Helper()
 	r := litetest.New(t, mutate)
-	r.CreateTopic(parent, "+message.type=LITE", 2)
-	r.CreateTopic("Plain", "", 1)
-	r.CreateGroup(group, map[string]string{"+lite.bind.topic": parent})
-	r.CreateGroup("plain_cg", nil)
+	r.CreateLiteAndPlain(parent, "+message.type=LITE", 2, group)
 	return r
 }
 
@@ -114,13 +111,9 @@ func TestAckValidation(t *testing.T) {
 	}
 }
 
-// TestPopAckHappyPath: a subscribed client's pop returns the message with
-// receipt fields, the lite topic is blocked until the ack, an invisibility
-// change answers the new receipt values, and the ack commits.
-func TestPopAckHappyPath(t *testing.T) {
-	r := setup(t, nil)
-	r.Want("subscribe", r.Subscribe("PARTIAL_ADD", "c1", group, parent, []string{lite}, nil), code.Success, "")
-	r.Want("send 1", r.Send(parent, 1, "one", message.PropertyLiteTopic, lite), code.Success, "")
+// popFound pops c1's lite messages of parent until a pop finds some.
+func popFound(t *testing.T, r *litetest.Rig) litetest.Popped {
+	t.Helper()
 	var p litetest.Popped
 	testutil.Eventually(t, 3*time.Second, func() error {
 		resp := r.Pop("c1", group, parent, 32, 30*time.Second, 0)
@@ -130,6 +123,17 @@ func TestPopAckHappyPath(t *testing.T) {
 		p = litetest.DecodePop(t, resp)
 		return nil
 	})
+	return p
+}
+
+// TestPopAckHappyPath: a subscribed client's pop returns the message with
+// receipt fields, the lite topic is blocked until the ack, an invisibility
+// change answers the new receipt values, and the ack commits.
+func TestPopAckHappyPath(t *testing.T) {
+	r := setup(t, nil)
+	r.Want("subscribe", r.Subscribe("PARTIAL_ADD", "c1", group, parent, []string{lite}, nil), code.Success, "")
+	r.Want("send 1", r.Send(parent, 1, "one", message.PropertyLiteTopic, lite), code.Success, "")
+	p := popFound(t, r)
 	if len(p.Msgs) != 1 || string(p.Msgs[0].Body) != "one" || litetest.LMQOffset(p.Msgs[0]) != 0 || len(p.Counts) != 1 || p.Counts[0] != "0" ||
 		p.Invisible != 30000 || p.PopTime == 0 {
 		t.Fatalf("popped %+v", p)
@@ -143,14 +147,7 @@ func TestPopAckHappyPath(t *testing.T) {
 	}
 	r.Want("ack", r.Ack(code.AckMessage, group, parent, lite, 0, p, nil), code.Success, "")
 	r.Want("ack again", r.Ack(code.AckMessage, group, parent, lite, 0, p, nil), code.Success, "")
-	testutil.Eventually(t, 3*time.Second, func() error {
-		resp := r.Pop("c1", group, parent, 32, 30*time.Second, 0)
-		if resp.Code != code.Success {
-			return &remoting.CodeError{Code: resp.Code, Remark: resp.Remark}
-		}
-		p = litetest.DecodePop(t, resp)
-		return nil
-	})
+	p = popFound(t, r)
 	if len(p.Msgs) != 1 || string(p.Msgs[0].Body) != "two" || litetest.LMQOffset(p.Msgs[0]) != 1 {
 		t.Fatalf("after the ack popped %+v", p.Msgs)
 	}

@@ -205,13 +205,7 @@ func (p *Processor) getConsumeStats(_ context.Context, _ *remoting.Channel, req 
 		return nil, processor.BadRequest(err)
 	}
 	stats := p.ConsumeStats(group, tp, splitTopicList(topicList))
-	body, err := protocol.MarshalMQKeyed(stats)
-	if err != nil {
-		return nil, remoting.Errorf(code.SystemError, "encode consume stats: %v", err)
-	}
-	resp := remoting.NewResponse(req, code.Success, "")
-	resp.Body = body
-	return resp, nil
+	return processor.ReplyMQKeyed(req, "consume stats", stats)
 }
 
 func splitTopicList(s string) []string {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/config/configtest"
 	"github.com/rmqgo/rmq/broker/store/storetest"
 	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/broker/topic"
@@ -39,12 +40,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, mutate ...func(*config.Config)) *fixture {
 	t.Helper()
-	c := config.Default(config.Host{Hostname: "broker-a", IP: "127.0.0.1", Home: t.TempDir()})
-	c.BrokerName = "broker-a"
-	for _, m := range mutate {
-		m(c)
-	}
-	c.Finalize()
+	c := configtest.New(t, mutate...)
 	f := &fixture{clk: testutil.NewFakeClock(time.UnixMilli(1_700_000_000_000)), consumers: client.NewConsumerManager(client.ManagerOptions{}), pulled: pullOffsets{}}
 	f.store = storetest.New(storetest.WithClock(f.clk.Now))
 	f.cfg.Store(c)

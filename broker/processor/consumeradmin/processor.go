@@ -152,13 +152,7 @@ func (p *Processor) brokerAddr() string {
 // bodyResponse answers SUCCESS with v encoded in the fastjson dialect
 // (queue-keyed maps with object keys).
 func bodyResponse(req *remoting.Command, v any) (*remoting.Command, error) {
-	body, err := protocol.MarshalMQKeyed(v)
-	if err != nil {
-		return nil, remoting.Errorf(code.SystemError, "encode response body: %v", err)
-	}
-	resp := remoting.NewResponse(req, code.Success, "")
-	resp.Body = body
-	return resp, nil
+	return processor.ReplyMQKeyed(req, "response body", v)
 }
 
 // groupList is Java's GroupList body.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/config/configtest"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/processor/consumer"
 	"github.com/rmqgo/rmq/broker/store/kv"
@@ -44,20 +45,19 @@ func (x fakeIndex) has(g, t string) bool {
 }
 
 func (x fakeIndex) TopicGroups(t string) []string {
-	var out []string
-	for _, g := range x.groups {
-		if x.has(g, t) {
-			out = append(out, g)
-		}
-	}
-	return out
+	return having(x.groups, func(g string) bool { return x.has(g, t) })
 }
 
 func (x fakeIndex) GroupTopics(g string) []string {
+	return having(x.topics, func(t string) bool { return x.has(g, t) })
+}
+
+// having is the elements of list that ok accepts, in order.
+func having(list []string, ok func(string) bool) []string {
 	var out []string
-	for _, t := range x.topics {
-		if x.has(g, t) {
-			out = append(out, t)
+	for _, s := range list {
+		if ok(s) {
+			out = append(out, s)
 		}
 	}
 	return out
@@ -82,11 +82,7 @@ func newEnv(t *testing.T, mutate ...func(*config.Config)) *env {
 // newEnvWith is newEnv with a reset table.
 func newEnvWith(t *testing.T, resets ResetAssigner, mutate ...func(*config.Config)) *env {
 	t.Helper()
-	c := config.Default(config.Host{Hostname: "broker-a", IP: "127.0.0.1", Home: t.TempDir()})
-	for _, f := range mutate {
-		f(c)
-	}
-	c.Finalize()
+	c := configtest.New(t, mutate...)
 	e := &env{}
 	e.cfg.Store(c)
 	e.now.Store(1_700_000_000_000)

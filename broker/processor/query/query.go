@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -56,10 +57,8 @@ func New(d Deps) (*Processor, error) {
 	if d.Config == nil || d.Store == nil {
 		return nil, errors.New("query: Deps.Config and Deps.Store are required")
 	}
+	defaults.Logger(&d.Logger)
 	log := d.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	return &Processor{d: d, log: log}, nil
 }
 

@@ -414,12 +414,16 @@ func (s *Store) DeleteQueue(topic string, qid int32) error {
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("consumequeue: delete %s-%d: %w", topic, qid, err)
 	}
-	id := QueueID{topic, qid}
+	s.forget(QueueID{topic, qid})
+	return nil
+}
+
+// forget drops the cached state of a deleted queue.
+func (s *Store) forget(id QueueID) {
 	sh := s.shard(id)
 	sh.mu.Lock()
 	delete(sh.queues, id)
 	sh.mu.Unlock()
-	return nil
 }
 
 // DeleteTopic removes every queue of a topic.
@@ -436,11 +440,7 @@ func (s *Store) DeleteTopic(topic string) error {
 		return fmt.Errorf("consumequeue: delete topic %s: %w", topic, err)
 	}
 	for _, qid := range s.TopicQueues(topic) {
-		id := QueueID{topic, qid}
-		sh := s.shard(id)
-		sh.mu.Lock()
-		delete(sh.queues, id)
-		sh.mu.Unlock()
+		s.forget(QueueID{topic, qid})
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rmqgo/rmq/broker/store/kv"
+	"github.com/rmqgo/rmq/broker/store/kv/kvtest"
 )
 
 func openTest(t *testing.T, dir string) *Store {
@@ -18,10 +19,7 @@ func openTest(t *testing.T, dir string) *Store {
 // test closes the database (to reopen it).
 func openDB(t *testing.T, dir string) (*kv.DB, *Store) {
 	t.Helper()
-	db, err := kv.Open(kv.DefaultConfig(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := kvtest.Open(t, dir)
 	s, err := Open(db, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -167,10 +165,7 @@ func BenchmarkDispatchManyQueues(b *testing.B) {
 }
 
 func openTestB(b *testing.B) *Store {
-	db, err := kv.Open(kv.DefaultConfig(b.TempDir()), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	db := kvtest.Open(b, b.TempDir())
 	b.Cleanup(func() { db.Close() })
 	s, err := Open(db, nil)
 	if err != nil {

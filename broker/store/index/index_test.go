@@ -5,14 +5,11 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/rmqgo/rmq/broker/store/kv"
+	"github.com/rmqgo/rmq/broker/store/kv/kvtest"
 )
 
 func TestAddQueryDelete(t *testing.T) {
-	db, err := kv.Open(kv.DefaultConfig(t.TempDir()), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := kvtest.Open(t, t.TempDir())
 	defer db.Close()
 	const h = hourMs
 	b := db.NewBatch()

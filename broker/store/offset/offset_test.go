@@ -4,15 +4,13 @@ import (
 	"testing"
 
 	"github.com/rmqgo/rmq/broker/store/kv"
+	"github.com/rmqgo/rmq/broker/store/kv/kvtest"
 )
 
 // openAt opens the kv database in dir and the offset store over it.
 func openAt(t *testing.T, dir string) (*kv.DB, *Store) {
 	t.Helper()
-	db, err := kv.Open(kv.DefaultConfig(dir), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := kvtest.Open(t, dir)
 	s, err := Open(db, nil)
 	if err != nil {
 		db.Close()

@@ -64,51 +64,47 @@ func NewFaultFS(inner FS) *FaultFS {
 	return &FaultFS{inner: inner, shortWrite: -1, space: -1}
 }
 
+// setLocked sets *field to v under mu: the fault and clock setters run
+// while other goroutines read the fields.
+func setLocked[T any](mu sync.Locker, field *T, v T) {
+	mu.Lock()
+	*field = v
+	mu.Unlock()
+}
+
 // FailWrites makes every write fail with err (nil clears) without writing.
 func (f *FaultFS) FailWrites(err error) {
-	f.mu.Lock()
-	f.writeErr = err
-	f.mu.Unlock()
+	setLocked(&f.mu, &f.writeErr, err)
 }
 
 // FailSyncs makes every file and directory sync fail with err (nil clears).
 func (f *FaultFS) FailSyncs(err error) {
-	f.mu.Lock()
-	f.syncErr = err
-	f.mu.Unlock()
+	setLocked(&f.mu, &f.syncErr, err)
 }
 
 // ShortWriteOnce makes the next write land only its first n bytes and then
 // fail with io.ErrShortWrite.
 func (f *FaultFS) ShortWriteOnce(n int) {
-	f.mu.Lock()
-	f.shortWrite = n
-	f.mu.Unlock()
+	setLocked(&f.mu, &f.shortWrite, n)
 }
 
 // DiskFullAfter lets n more bytes be written; the write that crosses the
 // budget lands what fits and fails with ENOSPC, as do all later writes.
 // A negative n removes the limit.
 func (f *FaultFS) DiskFullAfter(n int64) {
-	f.mu.Lock()
-	f.space = n
-	f.mu.Unlock()
+	setLocked(&f.mu, &f.space, n)
 }
 
 // SetHook installs a function consulted before every operation; a non-nil
 // result fails the operation (nothing reaches the inner FS).
 func (f *FaultFS) SetHook(h func(Op) error) {
-	f.mu.Lock()
-	f.hook = h
-	f.mu.Unlock()
+	setLocked(&f.mu, &f.hook, h)
 }
 
 // SetDiskUsage overrides what DiskUsage reports (nil restores the inner
 // FS's answer).
 func (f *FaultFS) SetDiskUsage(u *DiskUsage) {
-	f.mu.Lock()
-	f.usage = u
-	f.mu.Unlock()
+	setLocked(&f.mu, &f.usage, u)
 }
 
 // Reset clears every fault.

@@ -61,16 +61,12 @@ func NewMem() *MemFS {
 
 // SetClock sets the clock that stamps modification times.
 func (m *MemFS) SetClock(clock func() time.Time) {
-	m.mu.Lock()
-	m.clock = clock
-	m.mu.Unlock()
+	setLocked(&m.mu, &m.clock, clock)
 }
 
 // SetCapacity sets the total size DiskUsage reports.
 func (m *MemFS) SetCapacity(n uint64) {
-	m.mu.Lock()
-	m.capacity = n
-	m.mu.Unlock()
+	setLocked(&m.mu, &m.capacity, n)
 }
 
 func clean(name string) string { return filepath.Clean(name) }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,12 +47,8 @@ type ConsumerOptions struct {
 }
 
 func (o *ConsumerOptions) defaults() error {
-	if o.Topic == "" {
-		o.Topic = DefaultTopic
-	}
-	if o.Group == "" {
-		o.Group = DefaultConsumerGroup
-	}
+	o.Topic = cmp.Or(o.Topic, DefaultTopic)
+	o.Group = cmp.Or(o.Group, DefaultConsumerGroup)
 	if o.GroupSuffix {
 		o.Group += "_" + strconv.FormatInt(time.Now().UnixMilli()%100, 10)
 	}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -87,12 +88,8 @@ type LiteConsumerOptions struct {
 }
 
 func (o *LiteConsumerOptions) defaults() error {
-	if o.Topic == "" {
-		o.Topic = DefaultTopic
-	}
-	if o.Group == "" {
-		o.Group = DefaultLiteConsumerGroup
-	}
+	o.Topic = cmp.Or(o.Topic, DefaultTopic)
+	o.Group = cmp.Or(o.Group, DefaultLiteConsumerGroup)
 	if o.LiteTopics <= 0 {
 		return errors.New("the lite consumer needs the number of lite topics (--lite-topics)")
 	}

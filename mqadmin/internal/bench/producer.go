@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -66,12 +67,8 @@ type ProducerOptions struct {
 }
 
 func (o *ProducerOptions) defaults() error {
-	if o.Topic == "" {
-		o.Topic = DefaultTopic
-	}
-	if o.Group == "" {
-		o.Group = DefaultProducerGroup
-	}
+	o.Topic = cmp.Or(o.Topic, DefaultTopic)
+	o.Group = cmp.Or(o.Group, DefaultProducerGroup)
 	if o.Threads <= 0 {
 		o.Threads = 64
 	}

@@ -67,6 +67,21 @@ type Cluster struct {
 	calls []Call
 }
 
+// addOverride puts h in front of the current Override, which still
+// answers what h does not.
+func (c *Cluster) addOverride(h func(addr string, req *remoting.Command) (*remoting.Command, bool)) {
+	prev := c.Override
+	c.Override = func(addr string, req *remoting.Command) (*remoting.Command, bool) {
+		if resp, ok := h(addr, req); ok {
+			return resp, true
+		}
+		if prev != nil {
+			return prev(addr, req)
+		}
+		return nil, false
+	}
+}
+
 // New returns a fake with the given nameserver addresses.
 func New(nameServers ...string) *Cluster {
 	c := &Cluster{

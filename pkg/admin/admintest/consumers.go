@@ -65,16 +65,7 @@ func AttachConsumers(fc *Cluster) *Consumers {
 		SubGroups:   map[string]map[string]string{},
 		NotOnline:   map[string]bool{},
 	}
-	prev := fc.Override
-	fc.Override = func(addr string, req *remoting.Command) (*remoting.Command, bool) {
-		if resp, ok := cs.handle(addr, req); ok {
-			return resp, true
-		}
-		if prev != nil {
-			return prev(addr, req)
-		}
-		return nil, false
-	}
+	fc.addOverride(cs.handle)
 	return cs
 }
 

@@ -68,16 +68,7 @@ func AttachMessages(fc *Cluster) *Messages {
 		BornHost:     netip.MustParseAddrPort("127.0.0.1:50000"),
 		clock:        1700000000000,
 	}
-	prev := fc.Override
-	fc.Override = func(addr string, req *remoting.Command) (*remoting.Command, bool) {
-		if resp, ok := ms.handle(addr, req); ok {
-			return resp, true
-		}
-		if prev != nil {
-			return prev(addr, req)
-		}
-		return nil, false
-	}
+	fc.addOverride(ms.handle)
 	return ms
 }
 

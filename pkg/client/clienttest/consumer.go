@@ -537,17 +537,23 @@ func (b *Broker) popMessage(_ context.Context, _ *remoting.Channel, req *remotin
 	if len(body) == 0 {
 		return nil, remoting.Errorf(code.PollingTimeout, "no message")
 	}
+	return popAnswer(req, body, popTime, invisible, "3", map[string]string{
+		"restNum": "0", "startOffsetInfo": strings.Join(starts, ";"), "msgOffsetInfo": strings.Join(offs, ";"),
+	}), nil
+}
+
+// popAnswer is a successful pop of body: the receipt fields every pop
+// answer carries, and extra.
+func popAnswer(req *remoting.Command, body []byte, popTime, invisible int64, reviveQid string, extra map[string]string) *remoting.Command {
 	resp := remoting.NewResponse(req, code.Success, "")
 	resp.Body = body
 	resp.ExtFields = map[string]string{
-		"popTime":         strconv.FormatInt(popTime, 10),
-		"invisibleTime":   strconv.FormatInt(invisible, 10),
-		"reviveQid":       "3",
-		"restNum":         "0",
-		"startOffsetInfo": strings.Join(starts, ";"),
-		"msgOffsetInfo":   strings.Join(offs, ";"),
+		"popTime":       strconv.FormatInt(popTime, 10),
+		"invisibleTime": strconv.FormatInt(invisible, 10),
+		"reviveQid":     reviveQid,
 	}
-	return resp, nil
+	maps.Copy(resp.ExtFields, extra)
+	return resp
 }
 
 // FailAcks makes the next len(codes) ACK_MESSAGE answer these codes.

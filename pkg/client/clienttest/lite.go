@@ -438,15 +438,7 @@ func (b *Broker) popLiteLocked(req *remoting.Command, k liteKey, parent string, 
 	if n == 0 {
 		return nil, b.notify
 	}
-	resp := remoting.NewResponse(req, code.Success, "")
-	resp.Body = body
-	resp.ExtFields = map[string]string{
-		"popTime":        strconv.FormatInt(now, 10),
-		"invisibleTime":  strconv.FormatInt(invisible, 10),
-		"reviveQid":      "999",
-		"orderCountInfo": strings.Join(counts, ";"),
-	}
-	return resp, b.notify
+	return popAnswer(req, body, now, invisible, "999", map[string]string{"orderCountInfo": strings.Join(counts, ";")}), b.notify
 }
 
 type liteHandle struct {

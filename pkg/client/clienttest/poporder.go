@@ -107,18 +107,12 @@ func (b *Broker) popOrderlyLocked(req *remoting.Command, group, topic string, qi
 	if len(body) == 0 {
 		return nil, remoting.Errorf(code.PollingTimeout, "no message")
 	}
-	resp := remoting.NewResponse(req, code.Success, "")
-	resp.Body = body
-	resp.ExtFields = map[string]string{
-		"popTime":         strconv.FormatInt(now, 10),
-		"invisibleTime":   strconv.FormatInt(invisible, 10),
-		"reviveQid":       orderReviveQid,
+	return popAnswer(req, body, now, invisible, orderReviveQid, map[string]string{
 		"restNum":         "0",
 		"startOffsetInfo": strings.Join(starts, ";"),
 		"msgOffsetInfo":   strings.Join(offs, ";"),
 		"orderCountInfo":  strings.Join(counts, ";"),
-	}
-	return resp, nil
+	}), nil
 }
 
 // orderlyReceipt finds the orderly state an ACK or CHANGE_INVISIBLE_TIME

@@ -187,7 +187,7 @@ func TestLiteBench(t *testing.T) {
 	r.created = cfg.create
 	r.createRate = float64(cfg.create) / time.Since(start).Seconds()
 	r.rss, r.rssAnon = procStatus(t, b.Proc.Pid())
-	r.pebble = dirSize(filepath.Join(b.StoreDir, "kv"))
+	r.pebble = testutil.DirSize(filepath.Join(b.StoreDir, "kv"))
 
 	// Phase 3: delivery latency, one client subscribed to cfg.subscribed
 	// lite topics, messages at a steady rate to random ones of them.
@@ -208,7 +208,7 @@ func TestLiteBench(t *testing.T) {
 		waitLmqs(ctx, t, ac, b.Addr, lmqs)
 		r.stretchLmqs = lmqs
 		r.stretchRSS, r.stretchAnon = procStatus(t, b.Proc.Pid())
-		r.stretchPebble = dirSize(filepath.Join(b.StoreDir, "kv"))
+		r.stretchPebble = testutil.DirSize(filepath.Join(b.StoreDir, "kv"))
 	}
 
 	// Phase 5: expire everything in one sweep while plain sends run.
@@ -482,70 +482,17 @@ var sweepLine = regexp.MustCompile(`msg="expired lite topics".*deleted=(\d+) too
 // where any CPU the sweep takes shows as latency).
 func sweepPhase(ctx context.Context, t *testing.T, c *harness.Cluster, b *harness.BrokerProc, p *client.Producer, body []byte, rate int, pprofAddr string) sweepResult {
 	t.Helper()
-	type sample struct {
-		at  time.Time
-		lat time.Duration
-	}
-	var mu sync.Mutex
-	var samples []sample
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	due := make(chan time.Time, 1<<16)
 	workers := 8
 	if rate > 0 {
 		workers = 64
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer close(due)
-			start := time.Now()
-			for i := 0; ; i++ {
-				at := start.Add(time.Duration(i) * time.Second / time.Duration(rate))
-				if d := time.Until(at); d > 0 {
-					select {
-					case <-stop:
-						return
-					case <-time.After(d):
-					}
-				}
-				select {
-				case due <- at:
-				case <-stop:
-					return
-				}
-			}
-		}()
 	}
-	for s := 0; s < workers; s++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				var t0 time.Time
-				if rate > 0 {
-					at, ok := <-due
-					if !ok {
-						return
-					}
-					t0 = at
-				} else {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					t0 = time.Now()
-				}
-				if _, err := p.SendSync(ctx, &message.Message{Topic: plain, Body: body}); err != nil {
-					t.Errorf("send during the sweep: %v", err)
-					return
-				}
-				mu.Lock()
-				samples = append(samples, sample{t0, time.Since(t0)})
-				mu.Unlock()
-			}
-		}()
-	}
+	load := testutil.StartLoad(workers, rate, func(int) bool {
+		if _, err := p.SendSync(ctx, &message.Message{Topic: plain, Body: body}); err != nil {
+			t.Errorf("send during the sweep: %v", err)
+			return false
+		}
+		return true
+	})
 	time.Sleep(3 * time.Second)
 	traced := make(chan struct{})
 	if pprofAddr != "" {
@@ -592,8 +539,7 @@ func sweepPhase(ctx context.Context, t *testing.T, c *harness.Cluster, b *harnes
 		t.Logf("broker: %s", l)
 	}
 	time.Sleep(3 * time.Second)
-	close(stop)
-	wg.Wait()
+	samples := load.Stop()
 	<-traced
 	var res sweepResult
 	res.deleted, _ = strconv.Atoi(line[1])
@@ -610,13 +556,13 @@ func sweepPhase(ctx context.Context, t *testing.T, c *harness.Cluster, b *harnes
 		// Slow sends by 100 ms bucket around the sweep (for tuning).
 		buckets := map[int][2]int{}
 		for _, s := range samples {
-			b := int(s.at.Sub(sweepStart) / (100 * time.Millisecond))
+			b := int(s.At.Sub(sweepStart) / (100 * time.Millisecond))
 			if b < -10 || b > 40 {
 				continue
 			}
 			v := buckets[b]
 			v[0]++
-			if s.lat > 10*time.Millisecond {
+			if s.Lat > 10*time.Millisecond {
 				v[1]++
 			}
 			buckets[b] = v
@@ -630,12 +576,12 @@ func sweepPhase(ctx context.Context, t *testing.T, c *harness.Cluster, b *harnes
 	var in, pre, post []time.Duration
 	for _, s := range samples {
 		switch {
-		case !s.at.Before(sweepStart) && !s.at.After(sweepEnd):
-			in = append(in, s.lat)
-		case s.at.Before(sweepStart.Add(-time.Second)) && s.at.After(sweepStart.Add(-4*time.Second)):
-			pre = append(pre, s.lat)
-		case s.at.After(sweepEnd) && s.at.Before(sweepEnd.Add(3*time.Second)):
-			post = append(post, s.lat)
+		case !s.At.Before(sweepStart) && !s.At.After(sweepEnd):
+			in = append(in, s.Lat)
+		case s.At.Before(sweepStart.Add(-time.Second)) && s.At.After(sweepStart.Add(-4*time.Second)):
+			pre = append(pre, s.Lat)
+		case s.At.After(sweepEnd) && s.At.Before(sweepEnd.Add(3*time.Second)):
+			post = append(post, s.Lat)
 		}
 	}
 	res.during, res.before, res.after = pct(in, 99), pct(pre, 99), pct(post, 99)
@@ -829,15 +775,4 @@ func procStatus(t *testing.T, pid int) (rss, anon int64) {
 		}
 	}
 	return rss, anon
-}
-
-func dirSize(dir string) int64 {
-	var n int64
-	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() {
-			n += fi.Size()
-		}
-		return nil
-	})
-	return n
 }
