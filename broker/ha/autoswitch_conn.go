@@ -30,6 +30,7 @@ type asConn struct {
 
 	ack          atomic.Int64 // last validated ack; -1 before the first
 	next         atomic.Int64 // next offset to send
+	sent         atomic.Int64 // end of the bytes handed to the socket
 	lastMax      atomic.Int64 // master max offset at the last data send
 	lastTransfer atomic.Int64 // unix ms of the last data send
 	caughtUp     int64        // unix ms; guarded by m.mu
@@ -43,6 +44,7 @@ func newASConn(m *AutoSwitchMaster, nc net.Conn) *asConn {
 	c := &asConn{m: m, nc: nc, addr: nc.RemoteAddr().String(), started: make(chan struct{}), done: make(chan struct{})}
 	c.ack.Store(-1)
 	c.next.Store(-1)
+	c.sent.Store(-1)
 	return c
 }
 
@@ -100,6 +102,13 @@ func (c *asConn) readLoop() {
 			return
 		}
 		prev := c.ack.Load()
+		if prev >= 0 && off > max(prev, c.sent.Load()) {
+			// Only the first ack may name bytes this connection did not
+			// send (the slave's own end).
+			m.log.Warn("ha ack beyond what this connection was sent", "addr", c.addr, "slaveId", c.id, "ack", off, "sent", c.sent.Load())
+			c.close("ack beyond the bytes sent")
+			return
+		}
 		if off < prev {
 			c.close("decreasing ack", "ack", off, "previous", prev)
 			return
@@ -129,6 +138,7 @@ func (c *asConn) begin(off int64) bool {
 		c.close("slave behind the master's min offset")
 		return false
 	}
+	c.sent.Store(start)
 	c.next.Store(start)
 	close(c.started)
 	return true
@@ -171,7 +181,8 @@ func (c *asConn) writeLoop() {
 		header: func(dst []byte, next int64, n int) []byte {
 			return AppendTransferHeader(dst, TransferHeader{Start: next, Epoch: r.Epoch, EpochStart: r.Start, Confirm: m.ConfirmOffset()}, n)
 		},
-		beforeWrite: func(now time.Time, _ int64, n int) {
+		beforeWrite: func(now time.Time, end int64, n int) {
+			c.sent.Store(end) // the slave may ack before the write returns
 			if n > 0 {
 				c.lastMax.Store(m.cl.MaxOffset())
 				c.lastTransfer.Store(now.UnixMilli())
