@@ -89,18 +89,7 @@ func (m *AutoSwitchMaster) Start() {
 
 func (m *AutoSwitchMaster) add(nc net.Conn) {
 	c := newASConn(m, nc)
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		_ = nc.Close()
-		return
-	}
-	m.conns[c] = struct{}{}
-	m.wg.Add(2)
-	m.mu.Unlock()
-	m.log.Info("ha slave connected", "addr", c.addr)
-	go c.readLoop()
-	go c.writeLoop()
+	m.admit(nc, func() { m.conns[c] = struct{}{} }, c.readLoop, c.writeLoop)
 }
 
 // bind makes c the connection of its slave id, closing an older one.

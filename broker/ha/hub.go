@@ -50,6 +50,24 @@ func (h *hub) serve(add func(net.Conn)) {
 	}
 }
 
+// admit records a new connection (register runs under mu) and starts its
+// reader and writer, unless the master is closing.
+func (h *hub) admit(nc net.Conn, register func(), read, write func()) {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		_ = nc.Close()
+		return
+	}
+	register()
+	h.broadcastLocked()
+	h.wg.Add(2)
+	h.mu.Unlock()
+	h.log.Info("ha slave connected", "addr", nc.RemoteAddr().String())
+	go read()
+	go write()
+}
+
 func (h *hub) broadcastLocked() {
 	close(h.changed)
 	h.changed = make(chan struct{})

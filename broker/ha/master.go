@@ -33,19 +33,7 @@ func (m *Master) Start() {
 
 func (m *Master) add(nc net.Conn) {
 	c := newConn(m, nc)
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		_ = nc.Close()
-		return
-	}
-	m.conns[c] = struct{}{}
-	m.broadcastLocked()
-	m.wg.Add(2)
-	m.mu.Unlock()
-	m.log.Info("ha slave connected", "addr", c.addr)
-	go c.readLoop()
-	go c.writeLoop()
+	m.admit(nc, func() { m.conns[c] = struct{}{} }, c.readLoop, c.writeLoop)
 }
 
 // remove forgets a closed connection.
