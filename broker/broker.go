@@ -116,6 +116,8 @@ type Broker struct {
 	masterHAAddr atomic.Value      // string
 	haPort       atomic.Int32      // the HA listener's port (masters)
 	slaveSync    *slavesync.Syncer // copies the master's metadata (classic slaves)
+	// replica is controller mode's node (nil in classic mode).
+	replica atomic.Pointer[replicaNode]
 
 	mu      sync.Mutex
 	started bool
@@ -163,7 +165,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 	b.topics, err = topic.New(topic.Options{
 		Config:       b.cfg.Get,
 		Path:         cfg.TopicConfigPath(),
-		StateVersion: o.stateVersion,
+		StateVersion: b.stateVersion(o.stateVersion),
 		Logger:       log.With("component", "topic"),
 	})
 	if err != nil {
@@ -472,6 +474,21 @@ func (b *Broker) registered(results []registry.Result) {
 	}
 }
 
+// stateVersion is the topic DataVersion's stateVersion: in controller
+// mode the master epoch, so that a nameserver facing two brokers that
+// claim route id 0 of one set keeps the newer master (docs/replication.md).
+func (b *Broker) stateVersion(store func() int64) func() int64 {
+	return func() int64 {
+		if n := b.replica.Load(); n != nil {
+			return int64(n.ep.LastEpoch())
+		}
+		if store != nil {
+			return store()
+		}
+		return 0
+	}
+}
+
 // registrationSource adapts the broker to registry.Source.
 type registrationSource struct{ b *Broker }
 
@@ -492,6 +509,9 @@ func (s registrationSource) Identity() registry.Identity {
 }
 
 func (s registrationSource) NamesrvAddrs() []string {
+	if s.b.fenced() {
+		return nil // controller mode: not registered until a role is known
+	}
 	addrs, err := s.b.cfg.Get().NamesrvAddrs()
 	if err != nil {
 		s.b.log.Error("bad namesrvAddr", "err", err)

@@ -42,6 +42,8 @@ type wiring struct {
 	st  *store.Store
 	log *slog.Logger
 	m   *messaging
+	// guard, when set (controller mode), wraps the store sends write to.
+	guard func(send.Store) send.Store
 }
 
 // installMessaging builds the send, pull, client and offset processors on
@@ -154,10 +156,14 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 	if err != nil {
 		return nil, err
 	}
+	var sendStore send.Store = st
+	if w.guard != nil {
+		sendStore = w.guard(st)
+	}
 	m.send, err = send.New(send.Deps{
 		Config:    b.cfg.Get,
 		Topics:    b.topics,
-		Store:     st,
+		Store:     sendStore,
 		StoreHost: b.storeHost,
 		Groups:    m.subs,
 		Locks:     locks,

@@ -32,6 +32,9 @@ func (b *Broker) wireHA(w *wiring) (send.Replicas, error) {
 	if cfg.HaFlowControlEnable {
 		opts.MaxTransferBytesPerSecond = cfg.MaxHaTransferByteInSecond
 	}
+	if cfg.EnableControllerMode {
+		return b.wireReplica(w, opts)
+	}
 	var (
 		status   func() protocol.HARuntimeInfo
 		replicas send.Replicas
@@ -39,23 +42,17 @@ func (b *Broker) wireHA(w *wiring) (send.Replicas, error) {
 	if cfg.IsMaster() {
 		// SYNC_MASTER with inSyncReplicas ≤ 1 is warned about at startup
 		// (config.Warnings, logged by the broker binary).
-		host := cfg.BindAddress
-		if host == "" {
-			host = "0.0.0.0"
-		}
-		addr := net.JoinHostPort(host, strconv.Itoa(cfg.HaListenPort))
-		ln, err := net.Listen("tcp", addr)
+		ln, err := b.haListen()
 		if err != nil {
 			// Apache refuses to start; a derived haListenPort (listenPort+1)
 			// that happens to be taken should not stop a broker that has no
 			// slaves, so this is logged and sends that need slaves time out.
-			w.log.Error("HA listener: replication unavailable", "addr", addr, "err", err)
+			w.log.Error("HA listener: replication unavailable", "err", err)
 			status = func() protocol.HARuntimeInfo {
 				return protocol.HARuntimeInfo{Master: true, MasterCommitLogMaxOffset: w.st.CommitLog().MaxOffset(), HAConnectionInfo: []protocol.HAConnectionRuntimeInfo{}}
 			}
 			replicas = noReplicas{cfg: b.cfg.Get}
 		} else {
-			b.haPort.Store(int32(ln.Addr().(*net.TCPAddr).Port))
 			m := ha.NewMaster(w.st.CommitLog(), ln, opts)
 			w.m.starters = append(w.m.starters, m.Start)
 			w.m.closers = append(w.m.closers, func() { _ = m.Close() })
@@ -70,15 +67,26 @@ func (b *Broker) wireHA(w *wiring) (send.Replicas, error) {
 		status = s.Status
 	}
 	b.RegisterProcessor(code.GetBrokerHAStatus, func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		body, err := protocol.Marshal(status())
-		if err != nil {
-			return nil, fmt.Errorf("ha status: %w", err)
-		}
-		resp := remoting.NewResponse(req, code.Success, "")
-		resp.Body = body
-		return resp, nil
+		return jsonResponse(req, status())
 	}, processor.PoolAdmin)
 	return replicas, nil
+}
+
+// haListen opens the HA listener on bindAddress:haListenPort and records
+// the port actually bound (haListenPort 0 picks a free one).
+func (b *Broker) haListen() (net.Listener, error) {
+	cfg := b.cfg.Get()
+	host := cfg.BindAddress
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(cfg.HaListenPort))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("HA listener %s: %w", addr, err)
+	}
+	b.haPort.Store(int32(ln.Addr().(*net.TCPAddr).Port))
+	return ln, nil
 }
 
 // haMasterAddr is where a slave replicates from: haMasterAddress when set

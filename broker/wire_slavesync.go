@@ -16,12 +16,23 @@ import (
 // runs the copy of the master's metadata (package slavesync): topics and
 // static-topic mappings, consumer offsets, subscription groups and the
 // message request modes of pops. Registration answers tell it the
-// master's address (registered).
+// master's address (registered). In controller mode the copy runs on
+// every replica and idles while this broker is the master, so that a
+// slave elected later has the topics, groups and offsets.
 func (b *Broker) wireSlaveSync(w *wiring, pops *pop.Processor) error {
 	b.RegisterProcessor(code.GetAllConsumerOffset, slavesync.OffsetsHandler(w.st.Offsets()), processor.PoolAdmin)
 	cfg := b.cfg.Get()
-	if cfg.IsMaster() || cfg.EnableControllerMode {
+	if cfg.IsMaster() && !cfg.EnableControllerMode {
 		return nil
+	}
+	masterAddr := b.MasterAddr
+	if cfg.EnableControllerMode {
+		masterAddr = func() string {
+			if b.cfg.Get().IsMaster() {
+				return ""
+			}
+			return b.MasterAddr()
+		}
 	}
 	// Its own client: the copy's answers may exceed the 16 MiB frames the
 	// nameserver client accepts (a consumer offset per lite topic and
@@ -34,7 +45,7 @@ func (b *Broker) wireSlaveSync(w *wiring, pops *pop.Processor) error {
 	client := remoting.NewClient(ccfg, w.log.With("component", "slavesync-client"))
 	o := slavesync.Options{
 		Invoker:       client,
-		MasterAddr:    b.MasterAddr,
+		MasterAddr:    masterAddr,
 		SelfAddr:      b.Addr,
 		Topics:        b.topics,
 		Groups:        w.m.subs,

@@ -189,3 +189,16 @@ func escapeProperty(s string) string {
 	}
 	return s
 }
+
+// SetRole switches brokerRole and brokerId at runtime without persisting
+// them (controller mode: the controller, not the file, decides the role).
+// Readers of Get see the new role from the next call on.
+func (h *Holder) SetRole(role string, id int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	next := h.cur.Load().Clone()
+	next.BrokerRole, next.BrokerID = role, id
+	h.cur.Store(next)
+	h.version.Counter++
+	h.version.Timestamp = time.Now().UnixMilli()
+}

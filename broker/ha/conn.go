@@ -1,13 +1,10 @@
 package ha
 
 import (
-	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/rmqgo/rmq/broker/store/commitlog"
 )
 
 // conn is one slave connection on the master: a reader of reports (acks)
@@ -117,87 +114,28 @@ func (c *conn) writeLoop() {
 	case <-c.done:
 		return
 	}
-	opts := c.m.opts
-	hdr := make([]byte, 0, HeaderSize)
-	lastWrite := time.Now()
-	poll := time.NewTimer(opts.PollInterval)
-	defer poll.Stop()
-	for {
-		wake := c.m.wakeChan()
-		next := c.next.Load()
-		batch, ok := c.allowance(opts)
-		if !ok {
-			select {
-			case <-c.done:
-				return
-			default:
-				continue
-			}
-		}
-		buf, err := c.m.cl.ReadChunk(next, batch, 0)
-		if err != nil {
-			if errors.Is(err, commitlog.ErrOffsetOutOfRange) && next < c.m.cl.MinOffset() {
-				c.m.log.Error("slave needs a full resync: its offset is no longer on the master", "addr", c.addr, "offset", next, "masterMin", c.m.cl.MinOffset())
-			}
-			c.close("read commitlog", "offset", next, "err", err)
-			return
-		}
-		body := buf.Bytes()
-		now := time.Now()
-		if len(body) > 0 || now.Sub(lastWrite) >= opts.HeartbeatInterval {
-			hdr = AppendHeader(hdr[:0], next, len(body))
-			_ = c.nc.SetWriteDeadline(now.Add(opts.HousekeepingInterval))
-			bufs := net.Buffers{hdr, body}
-			// Before the write: the slave may ack these bytes before
-			// WriteTo returns.
-			c.sent.Store(next + int64(len(body)))
-			_, err := bufs.WriteTo(c.nc)
-			buf.Release()
-			if err != nil {
-				c.close("write", "err", err)
-				return
-			}
-			c.rate.add(len(body), now)
-			c.next.Store(next + int64(len(body)))
-			lastWrite = now
-			if len(body) > 0 {
-				continue
-			}
-		} else {
-			buf.Release()
-		}
-		if !poll.Stop() {
-			select {
-			case <-poll.C:
-			default:
-			}
-		}
-		poll.Reset(min(opts.PollInterval, opts.HeartbeatInterval-time.Since(lastWrite)))
-		select {
-		case <-c.done:
-			return
-		case <-wake:
-		case <-poll.C:
-		}
-	}
+	p := pump{h: &c.m.hub, nc: c.nc, done: c.done, rate: &c.rate, next: &c.next, id: c.addr, close: c.close, header: AppendHeader,
+		// The slave may ack these bytes before the write returns.
+		beforeWrite: func(_ time.Time, end int64, _ int) { c.sent.Store(end) }}
+	p.run()
 }
 
-// allowance is how many body bytes the next frame may carry under the
+// flowAllowance is how many body bytes the next frame may carry under the
 // flow-control cap; when this second's budget is spent it waits for the
 // next second and reports false (the caller loops).
-func (c *conn) allowance(opts Options) (int, bool) {
+func flowAllowance(r *rate, done <-chan struct{}, opts Options) (int, bool) {
 	limit := opts.MaxTransferBytesPerSecond
 	if limit <= 0 {
 		return opts.TransferBatchSize, true
 	}
 	now := time.Now()
-	if left := limit - c.rate.inSecond(now); left > 0 {
+	if left := limit - r.inSecond(now); left > 0 {
 		return int(min(int64(opts.TransferBatchSize), left)), true
 	}
 	t := time.NewTimer(time.Unix(now.Unix()+1, 0).Sub(now))
 	defer t.Stop()
 	select {
-	case <-c.done:
+	case <-done:
 	case <-t.C:
 	}
 	return 0, false

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
-	"sync"
 
 	"github.com/rmqgo/rmq/broker/store/commitlog"
 )
@@ -18,70 +16,24 @@ var ErrReplicaTimeout = errors.New("ha: wait for slave acks timed out")
 // Master serves slaves on the HA port (Apache's DefaultHAService with
 // AcceptSocketService and one DefaultHAConnection per slave).
 type Master struct {
-	opts Options
-	cl   *commitlog.Log
-	ln   net.Listener
-	log  *slog.Logger
-
-	mu      sync.Mutex
-	conns   map[*conn]struct{}
-	changed chan struct{} // closed and replaced when acks or connections change
-	wake    chan struct{} // closed and replaced by Wake
-	closed  bool
-	wg      sync.WaitGroup
+	hub
+	conns map[*conn]struct{} // guarded by mu
 }
 
 // NewMaster serves the log on ln once started.
 func NewMaster(cl *commitlog.Log, ln net.Listener, opts Options) *Master {
-	opts = opts.withDefaults()
-	return &Master{
-		opts: opts, cl: cl, ln: ln, log: opts.Logger,
-		conns:   map[*conn]struct{}{},
-		changed: make(chan struct{}), wake: make(chan struct{}),
-	}
+	return &Master{hub: newHub(cl, ln, opts), conns: map[*conn]struct{}{}}
 }
-
-// Addr is the listening address.
-func (m *Master) Addr() net.Addr { return m.ln.Addr() }
 
 // Start accepts slaves until Close.
 func (m *Master) Start() {
 	m.wg.Add(1)
-	go m.serve()
-}
-
-func (m *Master) serve() {
-	defer m.wg.Done()
-	for {
-		nc, err := m.ln.Accept()
-		if err != nil {
-			m.mu.Lock()
-			closed := m.closed
-			m.mu.Unlock()
-			if !closed {
-				m.log.Error("ha accept", "err", err)
-			}
-			return
-		}
-		m.add(nc)
-	}
+	go m.serve(m.add)
 }
 
 func (m *Master) add(nc net.Conn) {
 	c := newConn(m, nc)
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		_ = nc.Close()
-		return
-	}
-	m.conns[c] = struct{}{}
-	m.broadcastLocked()
-	m.wg.Add(2)
-	m.mu.Unlock()
-	m.log.Info("ha slave connected", "addr", c.addr)
-	go c.readLoop()
-	go c.writeLoop()
+	m.admit(nc, func() { m.conns[c] = struct{}{} }, c.readLoop, c.writeLoop)
 }
 
 // remove forgets a closed connection.
@@ -92,30 +44,10 @@ func (m *Master) remove(c *conn) {
 	m.broadcastLocked()
 }
 
-func (m *Master) broadcastLocked() {
-	close(m.changed)
-	m.changed = make(chan struct{})
-}
-
 func (m *Master) acked() {
 	m.mu.Lock()
 	m.broadcastLocked()
 	m.mu.Unlock()
-}
-
-// Wake makes idle connections look for new bytes now (called when a send
-// starts waiting, so its bytes leave at once).
-func (m *Master) Wake() {
-	m.mu.Lock()
-	close(m.wake)
-	m.wake = make(chan struct{})
-	m.mu.Unlock()
-}
-
-func (m *Master) wakeChan() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.wake
 }
 
 // AckedSlaves counts the connections that acknowledged end after

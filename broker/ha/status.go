@@ -12,39 +12,33 @@ import (
 func (m *Master) Status() protocol.HARuntimeInfo {
 	now := time.Now()
 	max := m.cl.MaxOffset()
-	info := protocol.HARuntimeInfo{Master: true, MasterCommitLogMaxOffset: max, HAConnectionInfo: []protocol.HAConnectionRuntimeInfo{}}
+	info := newMasterInfo(max)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for c := range m.conns {
-		ack := c.ack.Load()
-		ci := protocol.HAConnectionRuntimeInfo{
-			Addr:                    c.addr,
-			SlaveAckOffset:          ack,
-			Diff:                    max - ack,
-			TransferFromWhere:       c.next.Load(),
-			TransferredByteInSecond: c.rate.perSecond(now),
-		}
-		ci.InSync = ack >= 0 && ci.Diff < m.opts.MaxGapNotInSync
-		if ci.InSync {
-			info.InSyncSlaveNums++
-		}
-		info.HAConnectionInfo = append(info.HAConnectionInfo, ci)
+		ci := connInfo(c.addr, c.ack.Load(), c.next.Load(), &c.rate, max, now)
+		info.add(ci, ci.SlaveAckOffset >= 0 && ci.Diff < m.opts.MaxGapNotInSync)
 	}
-	return info
+	return info.HARuntimeInfo
 }
 
-// Status is the slave's view of its master connection.
-func (s *Slave) Status() protocol.HARuntimeInfo {
-	now := time.Now()
-	return protocol.HARuntimeInfo{
-		HAClientRuntimeInfo: &protocol.HAClientRuntimeInfo{
-			LastReadTimestamp:       s.lastRead.Load(),
-			LastWriteTimestamp:      s.lastWrite.Load(),
-			MasterAddr:              s.masterAddr.Load().(string),
-			MasterFlushOffset:       s.masterOffset.Load(),
-			MaxOffset:               s.cl.MaxOffset(),
-			TransferredByteInSecond: s.rate.perSecond(now),
-		},
-		HAConnectionInfo: []protocol.HAConnectionRuntimeInfo{},
+// masterInfo builds a master's GET_BROKER_HA_STATUS answer.
+type masterInfo struct{ protocol.HARuntimeInfo }
+
+func newMasterInfo(max int64) masterInfo {
+	return masterInfo{protocol.HARuntimeInfo{Master: true, MasterCommitLogMaxOffset: max, HAConnectionInfo: []protocol.HAConnectionRuntimeInfo{}}}
+}
+
+func (i *masterInfo) add(ci protocol.HAConnectionRuntimeInfo, inSync bool) {
+	ci.InSync = inSync
+	if inSync {
+		i.InSyncSlaveNums++
+	}
+	i.HAConnectionInfo = append(i.HAConnectionInfo, ci)
+}
+
+func connInfo(addr string, ack, next int64, r *rate, max int64, now time.Time) protocol.HAConnectionRuntimeInfo {
+	return protocol.HAConnectionRuntimeInfo{
+		Addr: addr, SlaveAckOffset: ack, Diff: max - ack, TransferFromWhere: next, TransferredByteInSecond: r.perSecond(now),
 	}
 }

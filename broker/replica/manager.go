@@ -15,6 +15,14 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
+// A broker that finds no controller leader at startup asks again
+// leaderRetries times, leaderRetryDelay apart, before it falls back to
+// RetryInterval.
+const (
+	leaderRetries    = 3
+	leaderRetryDelay = time.Second
+)
+
 // Node is what the manager needs of the broker.
 type Node interface {
 	// Addr is the remoting address registered at the controller.
@@ -140,13 +148,20 @@ func (m *Manager) run() {
 		case <-m.done:
 		}
 	}()
-	for {
+	for tries := 0; ; {
 		err := m.startup(ctx)
 		if err == nil {
 			break
 		}
-		m.log.Warn("controller registration failed; the broker stays fenced", "retryIn", m.cfg.RetryInterval, "err", err)
-		if !m.sleep(m.cfg.RetryInterval) {
+		// Controllers that are still electing their leader are asked
+		// again soon a few times (docs/replication.md §3.4 step 3).
+		wait := m.cfg.RetryInterval
+		if errors.Is(err, ErrNoLeader) && tries < leaderRetries {
+			tries++
+			wait = min(wait, leaderRetryDelay)
+		}
+		m.log.Warn("controller registration failed; the broker stays fenced", "retryIn", wait, "err", err)
+		if !m.sleep(wait) {
 			return
 		}
 	}

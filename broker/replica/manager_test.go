@@ -283,3 +283,22 @@ func TestStaleRoleRefused(t *testing.T) {
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// TestStartupWaitsBrieflyForALeader: controllers still electing their
+// leader are asked again after a second, not after RetryInterval.
+func TestStartupWaitsBrieflyForALeader(t *testing.T) {
+	f := newFakeController("")
+	a := &fakeNode{addr: "10.0.0.1:10911"}
+	cfg := testConfig(t.TempDir(), nil)
+	cfg.RetryInterval = time.Minute
+	startManager(t, f, a, cfg)
+	time.Sleep(200 * time.Millisecond)
+	f.mu.Lock()
+	f.leader = "c1:9868"
+	f.mu.Unlock()
+	start := time.Now()
+	waitOps(t, a, "fenced=true", "master@1", "fenced=false")
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("registered %v after a leader appeared", d)
+	}
+}

@@ -144,3 +144,11 @@ func joinOffsets(offs []int64) string {
 	}
 	return string(b)
 }
+
+// reset drops every counter: they are reloaded from the consume queues
+// (after a truncation, or when a replica becomes master).
+func (a *assigner) reset() {
+	a.mu.Lock()
+	clear(a.topics)
+	a.mu.Unlock()
+}

@@ -101,7 +101,11 @@ func (s *Store) dispatchRound() (arrivals []arrival, progressed bool, err error)
 		// nothing to index there any more.
 		from = min
 	}
-	it := s.cl.NewIterator(from, commitlog.IteratorOptions{})
+	var opts commitlog.IteratorOptions
+	if lim := s.dispatchLimit.Load(); lim != nil {
+		opts.Limit = *lim
+	}
+	it := s.cl.NewIterator(from, opts)
 	defer it.Close()
 	b := s.cq.NewBatch()
 	n := 0

@@ -156,6 +156,12 @@ type Store struct {
 	// replica refuses local puts: a SLAVE's CommitLog is the master's copy
 	// (see SetReplica).
 	replica atomic.Bool
+	// dispatchLimit bounds the dispatcher (HA confirm offset); nil: the
+	// CommitLog end (see SetDispatchLimit).
+	dispatchLimit atomic.Pointer[func() int64]
+	// minOffsetHook runs after old CommitLog files were deleted (see
+	// SetMinOffsetHook).
+	minOffsetHook atomic.Pointer[func(int64)]
 
 	putCount atomic.Int64
 	getCount atomic.Int64
@@ -335,6 +341,9 @@ func (s *Store) onCommitLogMinChange(minOffset int64) {
 		return
 	}
 	s.log.Info("CommitLog files deleted; consume queues moved", "minOffset", minOffset, "queues", n)
+	if h := s.minOffsetHook.Load(); h != nil {
+		(*h)(minOffset)
+	}
 }
 
 // AddArrivalListener registers l for every dispatched entry.

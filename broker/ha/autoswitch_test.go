@@ -1,0 +1,388 @@
+package ha
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/broker/store/epoch"
+	"github.com/rmqgo/rmq/broker/store/vfs"
+	"github.com/rmqgo/rmq/internal/testutil"
+)
+
+// asNode is one replica of an auto-switch test set: a store, its epoch
+// list, and whichever side of the protocol it runs.
+type asNode struct {
+	dir string
+	id  int64
+	st  *store.Store
+	ep  *epoch.Cache
+	m   *AutoSwitchMaster
+	s   *AutoSwitchSlave
+}
+
+func openNode(t *testing.T, dir string, id int64) *asNode {
+	t.Helper()
+	n := &asNode{dir: dir, id: id, st: openStore(t, dir)}
+	ep, err := epoch.Open(vfs.OS(), filepath.Join(dir, "epochFileCheckpoint"), n.st.CommitLog().MaxOffset())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.ep = ep
+	t.Cleanup(n.close)
+	return n
+}
+
+func (n *asNode) close() {
+	n.stopRole()
+	if n.st != nil {
+		_ = n.st.Close()
+		n.st = nil
+	}
+}
+
+func (n *asNode) stopRole() {
+	if n.m != nil {
+		_ = n.m.Close()
+		n.m = nil
+	}
+	if n.s != nil {
+		n.s.Close()
+		n.s = nil
+	}
+}
+
+// becomeMaster appends the epoch at the log end and serves slaves.
+func (n *asNode) becomeMaster(t *testing.T, e int32, cfg AutoSwitchConfig, set SyncState) {
+	t.Helper()
+	n.stopRole()
+	if _, err := n.st.CutPartialTail(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.ep.Append(e, n.st.CommitLog().MaxOffset()); err != nil {
+		t.Fatal(err)
+	}
+	cfg.SelfID, cfg.Epochs = n.id, n.ep
+	n.m = NewAutoSwitchMaster(n.st.CommitLog(), listen(t), fastOptions(nil), cfg, set)
+	n.st.SetDispatchLimit(n.m.ConfirmOffset)
+	n.st.SetReplica(false)
+	n.m.Start()
+}
+
+func (n *asNode) becomeSlave(master *asNode, log *logBuffer) {
+	n.stopRole()
+	n.st.SetReplica(true)
+	n.st.SetDispatchLimit(n.st.CommitLog().ConfirmOffset)
+	addr := master.m.Addr().String()
+	opts := fastOptions(nil)
+	if log != nil {
+		opts.Logger = log.logger()
+	}
+	n.s = NewAutoSwitchSlave(n.st, func() string { return addr }, opts, AutoSwitchSlaveConfig{SelfID: n.id, Epochs: n.ep})
+	n.s.Start()
+}
+
+func sameEpochs(t *testing.T, a, b *asNode) {
+	t.Helper()
+	if ea, eb := a.ep.Entries(), b.ep.Entries(); !slices.Equal(ea, eb) {
+		t.Fatalf("epoch lists differ: %v vs %v", ea, eb)
+	}
+}
+
+func nodesCaughtUp(m, s *asNode) func() bool {
+	return func() bool { return s.st.CommitLog().MaxOffset() == m.st.CommitLog().MaxOffset() }
+}
+
+// TestAutoSwitchReplicatesEpochs: the slave copies the log byte for byte,
+// records each epoch from the frames, follows the confirm offset and
+// builds its consume queues only up to it.
+func TestAutoSwitchReplicatesEpochs(t *testing.T) {
+	a := openNode(t, tempDir(t, "a"), 1)
+	b := openNode(t, tempDir(t, "b"), 2)
+	a.becomeMaster(t, 1, AutoSwitchConfig{}, SyncState{Set: []int64{1}, Epoch: 1})
+	put(t, a.st, "TopicE", 0, 30)
+	b.becomeSlave(a, nil)
+	put(t, a.st, "TopicE", 30, 10)
+	// The same broker elected again: a new epoch at its end.
+	a.becomeMaster(t, 3, AutoSwitchConfig{}, SyncState{Set: []int64{1}, Epoch: 2})
+	b.becomeSlave(a, nil)
+	put(t, a.st, "TopicE", 40, 25)
+	testutil.WaitFor(t, 10*time.Second, "slave caught up", nodesCaughtUp(a, b))
+	sameLog(t, a.st, b.st)
+	sameEpochs(t, a, b)
+	max := a.st.CommitLog().MaxOffset()
+	testutil.WaitFor(t, 5*time.Second, "slave confirm offset", func() bool { return b.st.CommitLog().ConfirmOffset() == max })
+	testutil.WaitFor(t, 5*time.Second, "slave dispatched", func() bool { return b.st.DispatchedOffset() == max })
+	for q := int32(0); q < 2; q++ {
+		if x, y := a.st.MaxOffset("TopicE", q), b.st.MaxOffset("TopicE", q); x != y {
+			t.Fatalf("queue %d: master max %d, slave %d", q, x, y)
+		}
+	}
+}
+
+// TestAutoSwitchFramesStayInsideEpochs drives the master with a raw
+// client: the handshake carries the epoch list, no frame crosses an epoch
+// boundary, and every frame names its epoch and the confirm offset.
+func TestAutoSwitchFramesStayInsideEpochs(t *testing.T) {
+	a := openNode(t, tempDir(t, "a"), 1)
+	put(t, a.st, "TopicF", 0, 7)
+	if err := a.ep.Append(1, 0); err != nil {
+		t.Fatal(err)
+	}
+	boundary := a.st.CommitLog().MaxOffset()
+	a.becomeMaster(t, 2, AutoSwitchConfig{}, SyncState{Set: []int64{1}, Epoch: 1})
+	put(t, a.st, "TopicF", 7, 7)
+	max := a.st.CommitLog().MaxOffset()
+
+	nc, err := net.Dial("tcp", a.m.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := nc.Write(AppendSlaveHandshake(nil, SlaveHello{SlaveID: 2})); err != nil {
+		t.Fatal(err)
+	}
+	fr := NewMasterFrameReader(nc)
+	f, err := fr.Next()
+	if err != nil || f.State != StateHandshake {
+		t.Fatalf("handshake: %+v, %v", f, err)
+	}
+	want := []epoch.Entry{{Epoch: 1, Start: 0}, {Epoch: 2, Start: boundary}}
+	if !slices.Equal(f.Hello.Epochs, want) || f.Hello.LastEpoch != 2 || f.Hello.MaxOffset != max {
+		t.Fatalf("master hello %+v", f.Hello)
+	}
+	if _, err := nc.Write(AppendAck(nil, 0)); err != nil {
+		t.Fatal(err)
+	}
+	for next := int64(0); next < max; {
+		f, err := fr.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := f.Transfer
+		if h.Start != next {
+			t.Fatalf("frame at %d, expected %d", h.Start, next)
+		}
+		end := h.Start + int64(len(f.Body))
+		wantEpoch, wantStart := int32(1), int64(0)
+		if h.Start >= boundary {
+			wantEpoch, wantStart = 2, boundary
+		}
+		if h.Epoch != wantEpoch || h.EpochStart != wantStart {
+			t.Fatalf("frame [%d,%d) sent under epoch %d@%d", h.Start, end, h.Epoch, h.EpochStart)
+		}
+		if h.Start < boundary && end > boundary {
+			t.Fatalf("frame [%d,%d) crosses the epoch boundary %d", h.Start, end, boundary)
+		}
+		if h.Confirm != max {
+			t.Fatalf("confirm %d, master max %d (SyncStateSet is the master alone)", h.Confirm, max)
+		}
+		next = end
+	}
+	// An ack past the master's end closes the connection.
+	if _, err := nc.Write(AppendAck(nil, max+1)); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := fr.Next(); err != nil {
+			break
+		}
+	}
+}
+
+// TestAutoSwitchUnknownSlaveClosed: a handshake from an id that is not a
+// replica of the set is refused.
+func TestAutoSwitchUnknownSlaveClosed(t *testing.T) {
+	a := openNode(t, tempDir(t, "a"), 1)
+	a.becomeMaster(t, 1, AutoSwitchConfig{IsReplica: func(id int64) bool { return id == 2 }}, SyncState{Set: []int64{1}, Epoch: 1})
+	nc, err := net.Dial("tcp", a.m.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := nc.Write(AppendSlaveHandshake(nil, SlaveHello{SlaveID: 9})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewMasterFrameReader(nc).Next(); !errors.Is(err, io.EOF) && !isReset(err) {
+		t.Fatalf("unknown slave got %v, want the connection closed", err)
+	}
+}
+
+func isReset(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && !op.Timeout()
+}
+
+// TestAutoSwitchOldMasterTruncates: the old master wrote a tail its slave
+// never got; the slave became master of a new epoch and wrote more. The
+// old master restarts as a slave, truncates its tail at the new epoch's
+// start and then copies the new master's log.
+func TestAutoSwitchOldMasterTruncates(t *testing.T) {
+	a := openNode(t, tempDir(t, "a"), 1)
+	b := openNode(t, tempDir(t, "b"), 2)
+	a.becomeMaster(t, 1, AutoSwitchConfig{}, SyncState{Set: []int64{1}, Epoch: 1})
+	b.becomeSlave(a, nil)
+	put(t, a.st, "TopicR", 0, 12)
+	testutil.WaitFor(t, 10*time.Second, "slave caught up", nodesCaughtUp(a, b))
+	b.stopRole()
+	put(t, a.st, "TopicR", 12, 9) // never reaches b
+	tailEnd := a.st.CommitLog().MaxOffset()
+	a.close() // the old master dies
+
+	b.becomeMaster(t, 2, AutoSwitchConfig{}, SyncState{Set: []int64{2}, Epoch: 2})
+	newEpochStart := b.st.CommitLog().MaxOffset()
+	if newEpochStart >= tailEnd {
+		t.Fatalf("test setup: b holds %d, a held %d", newEpochStart, tailEnd)
+	}
+	put(t, b.st, "TopicR", 100, 5)
+
+	a = openNode(t, a.dir, 1) // restart: the epoch list comes from disk
+	if got := a.st.CommitLog().MaxOffset(); got != tailEnd {
+		t.Fatalf("restarted old master holds %d, want %d", got, tailEnd)
+	}
+	var log logBuffer
+	a.becomeSlave(b, &log)
+	testutil.WaitFor(t, 10*time.Second, "old master caught up", nodesCaughtUp(b, a))
+	sameLog(t, b.st, a.st)
+	sameEpochs(t, a, b)
+	if !log.contains("truncating the log to the common point") {
+		t.Fatal("no truncation logged")
+	}
+	max := b.st.CommitLog().MaxOffset()
+	testutil.WaitFor(t, 5*time.Second, "queues rebuilt", func() bool { return a.st.DispatchedOffset() == max })
+	for q := int32(0); q < 2; q++ {
+		if x, y := b.st.MaxOffset("TopicR", q), a.st.MaxOffset("TopicR", q); x != y {
+			t.Fatalf("queue %d: master max %d, truncated replica %d", q, x, y)
+		}
+	}
+}
+
+// fakeAlter plays the controller for ALTER_SYNC_STATE_SET.
+type fakeAlter struct {
+	mu    sync.Mutex
+	state SyncState
+	calls [][]int64
+	fail  bool
+}
+
+func (f *fakeAlter) alter(_ context.Context, set []int64) (SyncState, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, slices.Clone(set))
+	if f.fail {
+		return SyncState{}, errors.New("controller unavailable")
+	}
+	f.state = SyncState{Set: slices.Sorted(slices.Values(set)), Epoch: f.state.Epoch + 1}
+	return f.state, nil
+}
+
+func (f *fakeAlter) set() SyncState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.state
+}
+
+// TestAutoSwitchAllAckCommitRules: with allAckInSyncStateSet a send waits
+// for every SyncStateSet member, the confirm offset (and so the master's
+// consume queues) holds while a member is away, a member that stays away
+// is removed only once the controller agreed, and it is added back when it
+// catches up.
+func TestAutoSwitchAllAckCommitRules(t *testing.T) {
+	a := openNode(t, tempDir(t, "a"), 1)
+	b := openNode(t, tempDir(t, "b"), 2)
+	fa := &fakeAlter{state: SyncState{Set: []int64{1, 2}, Epoch: 5}}
+	cfg := AutoSwitchConfig{AllAckInSyncStateSet: true, MaxTimeSlaveNotCatchup: 500 * time.Millisecond, CheckInterval: 100 * time.Millisecond, Alter: fa.alter}
+	fa.mu.Lock()
+	fa.fail = true // the set cannot shrink yet
+	fa.mu.Unlock()
+	a.becomeMaster(t, 1, cfg, fa.state)
+	if n := a.m.EffectiveSize(); n != 2 {
+		t.Fatalf("effective SyncStateSet of %d members, want 2", n)
+	}
+	start := a.st.CommitLog().MaxOffset()
+	res := put(t, a.st, "TopicC", 0, 3)
+	short, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := a.m.WaitAcks(short, res.End); !errors.Is(err, ErrReplicaTimeout) {
+		t.Fatalf("member 2 absent: %v", err)
+	}
+	if c := a.m.ConfirmOffset(); c != start {
+		t.Fatalf("confirm offset moved to %d without member 2", c)
+	}
+	if d := a.st.DispatchedOffset(); d > start {
+		t.Fatalf("master dispatched to %d past its confirm offset %d", d, start)
+	}
+	if got := a.st.MaxOffset("TopicC", 0); got != 0 {
+		t.Fatalf("unconfirmed message visible in the consume queue (max %d)", got)
+	}
+
+	b.becomeSlave(a, nil)
+	ctx, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	if err := a.m.WaitAcks(ctx, res.End); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 5*time.Second, "confirm offset", func() bool { return a.m.ConfirmOffset() == res.End })
+	testutil.WaitFor(t, 5*time.Second, "master dispatched", func() bool { return a.st.DispatchedOffset() == res.End })
+
+	// Member 2 goes away: sends wait for it until the controller agrees
+	// to the smaller set.
+	b.stopRole()
+	res = put(t, a.st, "TopicC", 3, 1)
+	short2, cancel3 := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel3()
+	if err := a.m.WaitAcks(short2, res.End); !errors.Is(err, ErrReplicaTimeout) {
+		t.Fatalf("shrink not agreed yet: %v", err)
+	}
+	fa.mu.Lock()
+	fa.fail = false
+	fa.mu.Unlock()
+	testutil.WaitFor(t, 5*time.Second, "set shrunk", func() bool {
+		s, eff := a.m.SyncStateSet()
+		return slices.Equal(s.Set, []int64{1}) && slices.Equal(eff, []int64{1})
+	})
+	if err := a.m.WaitAcks(ctx, res.End); err != nil {
+		t.Fatalf("set {me}: %v", err)
+	}
+
+	// Member 2 returns and catches up: it is proposed and added back.
+	b.becomeSlave(a, nil)
+	testutil.WaitFor(t, 5*time.Second, "set expanded", func() bool { return slices.Equal(fa.set().Set, []int64{1, 2}) })
+	testutil.WaitFor(t, 5*time.Second, "master adopted", func() bool {
+		s, _ := a.m.SyncStateSet()
+		return slices.Equal(s.Set, []int64{1, 2})
+	})
+	res = put(t, a.st, "TopicC", 4, 2)
+	if err := a.m.WaitAcks(ctx, res.End); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAutoSwitchFencedFailsWaiters: a master that fences itself completes
+// a waiting send at once instead of at its deadline.
+func TestAutoSwitchFencedFailsWaiters(t *testing.T) {
+	a := openNode(t, tempDir(t, "a"), 1)
+	a.becomeMaster(t, 1, AutoSwitchConfig{AllAckInSyncStateSet: true}, SyncState{Set: []int64{1, 2}, Epoch: 1})
+	res := put(t, a.st, "TopicL", 0, 1)
+	errc := make(chan error, 1)
+	go func() { errc <- a.m.WaitAcks(context.Background(), res.End) }()
+	time.Sleep(50 * time.Millisecond)
+	a.m.SetFenced(true)
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrReplicaTimeout) {
+			t.Fatalf("fenced: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiting send not completed by fencing")
+	}
+}
