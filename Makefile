@@ -30,6 +30,11 @@ run: build
 cluster: build
 	./scripts/cluster.sh $(or $(N),2)
 
+# A local controller-mode cluster (make cluster-ha): 3 nameservers with
+# embedded HA controllers, 2 broker sets of 3 replicas (scripts/cluster-ha.sh).
+cluster-ha: build
+	./scripts/cluster-ha.sh
+
 # The whole suite, as CI runs it. Our packages run under the race detector
 # (it needs cgo). tests/ runs on real processes (tests/framework/process)
 # and drives third-party clients (client-go has data races of its own), so
