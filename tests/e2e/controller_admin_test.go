@@ -30,6 +30,9 @@ func TestControllerMQAdmin(t *testing.T) {
 	if framework.Kind(*clusterFlag) == framework.InProcess {
 		t.Skip("runs a nameserver process with an embedded controller: -cluster=process only")
 	}
+	// Mostly waiting for the Java tool's JVMs and elections: runs beside
+	// the other slow tests.
+	t.Parallel()
 	bin := harness.BuildBinaries(t, harness.Namesrv, harness.MQAdmin)
 	ctl := startControllerNamesrv(t, bin)
 	mq := filepath.Join(bin, harness.MQAdmin)

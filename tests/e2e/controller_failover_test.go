@@ -42,6 +42,9 @@ func TestControllerModeFailover(t *testing.T) {
 	if framework.Kind(*clusterFlag) == framework.InProcess {
 		t.Skip("kills broker processes: runs with -cluster=process only")
 	}
+	// Mostly waiting for elections and client-go's route refresh: runs
+	// beside the other slow tests.
+	t.Parallel()
 	rlog.SetLogLevel("error")
 	bin := harness.BuildBinaries(t, harness.Namesrv, harness.Broker)
 
@@ -160,7 +163,7 @@ func TestControllerModeFailover(t *testing.T) {
 	// A producer that asks for routes now writes to the new master: with
 	// allAckInSyncStateSet its SEND_OK needs every SyncStateSet member.
 	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver(nsAddrs)),
-		producer.WithGroupName("controller_failover_after"), producer.WithRetry(2), producer.WithSendMsgTimeout(3*time.Second))
+		producer.WithGroupName("controller_failover_after"), producer.WithInstanceName("controller-failover-after"), producer.WithRetry(2), producer.WithSendMsgTimeout(3*time.Second))
 	started(t, p, err)
 	defer p.Shutdown()
 	for i := range 20 {

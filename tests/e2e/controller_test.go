@@ -34,6 +34,8 @@ func TestEmbeddedControllers(t *testing.T) {
 	if framework.Kind(*clusterFlag) == framework.InProcess {
 		t.Skip("kills controller processes: runs with -cluster=process only")
 	}
+	// Mostly waiting for raft elections: runs beside the other slow tests.
+	t.Parallel()
 	bin := harness.BuildBinaries(t, harness.Namesrv)
 	var peers []string
 	nodes := make([]*ctrlNode, 3)

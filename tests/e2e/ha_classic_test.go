@@ -32,6 +32,9 @@ import (
 // and with inSyncReplicas=1 (the 5.x default) SEND_OK again. A stranger
 // writing a huge offset to the HA port (row 17) is disconnected.
 func TestHAClassicSyncMaster(t *testing.T) {
+	// Mostly waiting for slave timeouts and restarts: runs beside the other
+	// slow tests.
+	t.Parallel()
 	rlog.SetLogLevel("error")
 	haPort := harness.FreePort(t)
 	c := startCluster(t, framework.Options{Brokers: 1, Replicas: 2, PerBroker: func(_ string, id int) map[string]string {
@@ -57,7 +60,7 @@ func TestHAClassicSyncMaster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})),
-		producer.WithGroupName("ha_classic_producer"), producer.WithRetry(0), producer.WithSendMsgTimeout(5*time.Second))
+		producer.WithGroupName("ha_classic_producer"), producer.WithInstanceName("ha-classic-producer"), producer.WithRetry(0), producer.WithSendMsgTimeout(5*time.Second))
 	started(t, p, err)
 	defer p.Shutdown()
 	send := func(i int) (*primitive.SendResult, time.Duration) {

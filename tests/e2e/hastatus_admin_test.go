@@ -17,6 +17,9 @@ import (
 // master/slave pair: the master's table (-b and -c) is the same to the
 // byte; the slave's lines are the same but for the two clock readings.
 func TestHAStatusMQAdmin(t *testing.T) {
+	// Mostly waiting for the Java tool's JVMs: runs beside the other slow
+	// tests.
+	t.Parallel()
 	start := time.Now()
 	c := startCluster(t, framework.Options{Brokers: 1, Replicas: 2})
 	set := c.Set(framework.BrokerName(0))

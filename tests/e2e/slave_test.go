@@ -29,6 +29,9 @@ const (
 // slave"). Reading messages from the slave needs CommitLog replication,
 // which this test does not rely on.
 func TestSlaveCopiesMasterMetadata(t *testing.T) {
+	// Mostly waiting for metadata copies and broker restarts: runs beside
+	// the other slow tests.
+	t.Parallel()
 	g := admin.NewSubscriptionGroupConfig(slaveSyncGroup)
 	g.RetryMaxTimes, g.WhichBrokerWhenConsumeSlowly = 3, 1
 	_, master, slave, ac, ctx := startMasterSlave(t, slaveSyncTopic, 4, g)
@@ -102,6 +105,9 @@ func TestSlaveCopiesMasterMetadata(t *testing.T) {
 // the master is gone (findBrokerAddressInSubscribe falls back to any
 // replica); client-go and our SDK read offsets from masters only.
 func TestSlaveServesReadsFromCommittedOffset(t *testing.T) {
+	// Mostly waiting for metadata copies and broker restarts: runs beside
+	// the other slow tests.
+	t.Parallel()
 	const topic, group = "SlaveReadTopic", "slave_read_cg"
 	c, master, slave, ac, ctx := startMasterSlave(t, topic, 1, admin.NewSubscriptionGroupConfig(group))
 	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{c.NamesrvAddr()}},
