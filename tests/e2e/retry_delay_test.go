@@ -240,6 +240,8 @@ func TestRetryEscalationToDLQ(t *testing.T) {
 // none early.
 func TestDelayAndTimerAcrossKill9(t *testing.T) {
 	skipShort(t, "real processes, 25 s of timers")
+	// Mostly waiting for timers: runs beside the other slow tests.
+	t.Parallel()
 	const topic = "TimerTopicE2E"
 	c := startCluster(t, framework.Options{Needs: []framework.Capability{framework.Crash}, Brokers: 1})
 	b := c.Brokers()[0]

@@ -29,6 +29,8 @@ import (
 // already past is MESSAGE_ILLEGAL.
 func TestTimerCancelAcrossKill9(t *testing.T) {
 	skipShort(t, "real processes and timers")
+	// Mostly waiting for timers: runs beside the other slow tests.
+	t.Parallel()
 	rlog.SetLogLevel("error") // client-go logs through a process-wide logger
 	const topic, n = "TimerCancelE2E", 20
 	c := startCluster(t, framework.Options{Needs: []framework.Capability{framework.Crash}, Brokers: 1})
