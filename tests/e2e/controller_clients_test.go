@@ -163,7 +163,7 @@ func TestJavaClientAcrossControllerFailover(t *testing.T) {
 	master := s.master()
 
 	bg := interop.StartJavaCheck(t, "failover", "-n", strings.Join(s.ns, ";"), "-t", topic, "-g", "java_failover_cg",
-		"-run", "jf", "-send-secs", "12", "-interval", "20", "-drain-secs", "20")
+		"-run", "jf", "-send-secs", "8", "-interval", "20", "-drain-secs", "20")
 	// Kill once the producer is under way (the JVM's start is not ours to
 	// time).
 	testutil.WaitFor(t, 60*time.Second, "the Java producer's first messages on the master", func() bool {

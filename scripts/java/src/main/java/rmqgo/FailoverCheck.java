@@ -131,6 +131,7 @@ final class FailoverCheck {
             p.shutdown();
         }
         long sendEnd = System.nanoTime();
+        r.f.put("send_ms", (sendEnd - t0) / 1_000_000);
         while (!consumed.containsAll(acked) && (System.nanoTime() - sendEnd) / 1_000_000 < drainMs) {
             Thread.sleep(100);
         }
