@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +21,8 @@ import (
 
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
+	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -42,7 +47,8 @@ type clientsCtrlSet struct {
 
 const clientsCtrlName = "broker-a"
 
-func startClientsCtrlSet(t *testing.T, cluster string) *clientsCtrlSet {
+// startClientsCtrlSet starts the topology; extra adds broker properties.
+func startClientsCtrlSet(t *testing.T, cluster string, extra map[string]string) *clientsCtrlSet {
 	t.Helper()
 	if framework.Kind(*clusterFlag) == framework.InProcess {
 		t.Skip("kills broker processes: runs with -cluster=process only")
@@ -83,14 +89,16 @@ func startClientsCtrlSet(t *testing.T, cluster string) *clientsCtrlSet {
 	for i := range 3 {
 		dir := t.TempDir()
 		port := harness.FreePort(t)
-		props := framework.BrokerProps(cluster, clientsCtrlName, 0, port, strings.Join(s.ns, ";"), dir, map[string]string{
+		conf := map[string]string{
 			"brokerId": "-1", "brokerRole": "SLAVE",
 			"enableControllerMode": "true", "controllerAddr": strings.Join(ctrl, ";"),
 			"allAckInSyncStateSet": "true", "haListenPort": strconv.Itoa(harness.FreePort(t)),
 			"brokerHeartbeatInterval": "300", "controllerHeartBeatTimeoutMills": "3000", "masterLeaseMillis": "2000",
 			"syncBrokerMetadataPeriod": "1000", "syncControllerMetadataPeriod": "2000", "checkSyncStateSetPeriod": "1000",
 			"haMaxTimeSlaveNotCatchup": "3000", "haSendHeartbeatInterval": "300", "registerNameServerPeriod": "10000",
-		})
+		}
+		maps.Copy(conf, extra)
+		props := framework.BrokerProps(cluster, clientsCtrlName, 0, port, strings.Join(s.ns, ";"), dir, conf)
 		b := &ctrlBroker{addr: fmt.Sprintf("127.0.0.1:%d", port), conf: filepath.Join(dir, "broker.conf")}
 		if err := framework.WriteProps(b.conf, props); err != nil {
 			t.Fatal(err)
@@ -157,7 +165,7 @@ func (s *clientsCtrlSet) killMaster(t *testing.T) string {
 func TestJavaClientAcrossControllerFailover(t *testing.T) {
 	skipShort(t, "a controller-mode broker set and a Java client")
 	t.Parallel()
-	s := startClientsCtrlSet(t, "JavaFailover")
+	s := startClientsCtrlSet(t, "JavaFailover", nil)
 	const topic = "JavaFailoverTopic"
 	s.createTopic(t, topic)
 	master := s.master()
@@ -212,7 +220,7 @@ func TestClientGoOrderlyAcrossControllerFailover(t *testing.T) {
 	skipShort(t, "a controller-mode broker set and client-go")
 	t.Parallel()
 	rlog.SetLogLevel("error")
-	s := startClientsCtrlSet(t, "OrderFailover")
+	s := startClientsCtrlSet(t, "OrderFailover", nil)
 	s.createTopic(t, orderTopic)
 	op := &orderProducer{sent: map[string]int{}}
 	newProducer := func(instance string) rocketmq.Producer {
@@ -293,4 +301,168 @@ func sumSent(op *orderProducer) (n int) {
 		n += v
 	}
 	return n
+}
+
+// TestPopAndLiteOnPromotedSlave: our SDK's simple consumer (pop) and lite
+// push consumer keep working when the controller-mode master is killed
+// with SIGKILL and a slave is promoted: messages sent before and after the
+// kill are all received and acked (redeliveries counted, allowed), and each
+// lite topic's messages first arrive in send order.
+func TestPopAndLiteOnPromotedSlave(t *testing.T) {
+	skipShort(t, "a controller-mode broker set and the SDK's pop and lite consumers")
+	t.Parallel()
+	const popTopic, parent, liteGroup, lites = "PopFailoverTopic", "LiteFailoverParent", "lite_failover_cg", 4
+	s := startClientsCtrlSet(t, "PopLiteFailover", map[string]string{
+		"enableLmq": "true", "enableMultiDispatch": "true",
+		"liteEventCheckInterval": "500", "liteEventFullDispatchDelayTime": "500",
+	})
+	s.createTopic(t, popTopic)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, b := range s.brokers {
+		tc := protocol.NewTopicConfig(parent)
+		tc.ReadQueueNums, tc.WriteQueueNums = 2, 2
+		if err := s.ac.CreateTopic(ctx, b.addr, tc, "+message.type=LITE"); err != nil {
+			t.Fatalf("lite parent on %s: %v", b.addr, err)
+		}
+		g := admin.NewSubscriptionGroupConfig(liteGroup)
+		g.Attributes["+lite.bind.topic"] = parent
+		if err := s.ac.CreateSubscriptionGroup(ctx, b.addr, g); err != nil {
+			t.Fatalf("lite group on %s: %v", b.addr, err)
+		}
+	}
+	common := func(instance string) client.CommonConfig {
+		return client.CommonConfig{NameServers: s.ns, InstanceName: instance, HeartbeatInterval: time.Second,
+			RouteRefreshInterval: time.Second, Logger: slog.New(slog.DiscardHandler)}
+	}
+	p := startProducer(t, client.ProducerConfig{CommonConfig: common("poplite-failover-p"), Group: "poplite_failover_pg"})
+	// send retries until SEND_OK (the set has no master for a moment).
+	send := func(m *message.Message) {
+		t.Helper()
+		testutil.Eventually(t, 20*time.Second, func() error {
+			sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			_, err := p.SendSync(sctx, m)
+			return err
+		})
+	}
+
+	sc, err := client.NewSimpleConsumer(client.SimpleConsumerConfig{CommonConfig: common("poplite-failover-pop"),
+		Group: "pop_failover_cg", AwaitDuration: time.Second, ConsumeFrom: client.ConsumeFromFirstOffset})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = sc.Shutdown(sctx)
+	}()
+	if err := sc.Subscribe(popTopic, "*", "TAG"); err != nil {
+		t.Fatal(err)
+	}
+	popped := map[string]int{}
+	// popUntil receives and acks until n distinct bodies were acked.
+	popUntil := func(n int) {
+		t.Helper()
+		testutil.Eventually(t, 25*time.Second, func() error {
+			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			msgs, err := sc.Receive(rctx, 16, 10*time.Second)
+			cancel()
+			for _, m := range msgs {
+				actx, cancel := context.WithTimeout(ctx, 3*time.Second)
+				aerr := sc.Ack(actx, m)
+				cancel()
+				if aerr != nil {
+					return fmt.Errorf("ack %s: %w", m.Body, aerr)
+				}
+				popped[string(m.Body)]++
+			}
+			if len(popped) < n {
+				return fmt.Errorf("%d of %d messages popped and acked (last receive: %v)", len(popped), n, err)
+			}
+			return nil
+		})
+	}
+
+	var mu sync.Mutex
+	next, liteDups, liteErrs := map[string]int{}, 0, []string{}
+	seen := map[string]bool{}
+	lc, err := client.NewLitePushConsumer(client.LitePushConsumerConfig{CommonConfig: common("poplite-failover-lite"),
+		Group: liteGroup, BindTopic: parent, LongPollingTimeout: 2 * time.Second, ConsumeGoroutines: 4,
+		Handler: func(_ context.Context, m *message.Message) client.ConsumeResult {
+			lite, seqText, _ := strings.Cut(string(m.Body), "/")
+			seq, _ := strconv.Atoi(seqText)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case seen[string(m.Body)]:
+				liteDups++
+			case seq != next[lite]:
+				liteErrs = append(liteErrs, fmt.Sprintf("%s: got %d first, expected %d", lite, seq, next[lite]))
+				seen[string(m.Body)] = true
+			default:
+				seen[string(m.Body)] = true
+				next[lite]++
+			}
+			return client.ConsumeSuccess
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = lc.Shutdown(sctx)
+	}()
+	for i := range lites {
+		if err := lc.SubscribeLite(ctx, fmt.Sprintf("lf-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	liteUntil := func(n int) {
+		t.Helper()
+		testutil.Eventually(t, 25*time.Second, func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) < n {
+				return fmt.Errorf("%d of %d lite messages handled", len(seen), n)
+			}
+			return nil
+		})
+	}
+	const perPhase = 20
+	sendPhase := func(from int) {
+		for i := from; i < from+perPhase; i++ {
+			send(&message.Message{Topic: popTopic, Body: fmt.Appendf(nil, "pop-%d", i)})
+			m := &message.Message{Topic: parent, Body: fmt.Appendf(nil, "lf-%d/%d", i%lites, i/lites)}
+			m.SetLiteTopic(fmt.Sprintf("lf-%d", i%lites))
+			send(m)
+		}
+	}
+	sendPhase(0)
+	popUntil(perPhase)
+	liteUntil(perPhase)
+
+	s.killMaster(t)
+	killed := time.Now()
+	sendPhase(perPhase)
+	popUntil(2 * perPhase)
+	liteUntil(2 * perPhase)
+	redelivered := 0
+	for _, n := range popped {
+		redelivered += n - 1
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("after the kill: everything received %v later; pop redeliveries %d, lite redeliveries %d",
+		time.Since(killed).Round(10*time.Millisecond), redelivered, liteDups)
+	if len(liteErrs) > 0 {
+		t.Fatalf("lite order broken across the failover:\n%s", strings.Join(liteErrs, "\n"))
+	}
 }
