@@ -60,32 +60,18 @@ func (c *replicaListController) InvokeOneway(ctx context.Context, addr string, r
 // once admitted stays admitted when the controller is unreachable, an
 // unchecked one is refused.
 func TestMasterAdmitsListedReplicasOnly(t *testing.T) {
-	dir := t.TempDir()
-	sc := store.DefaultConfig(dir)
-	sc.CommitLog.FileSize = 1 << 20
-	sc.CommitLog.Preallocate = false
-	sc.Logger = slog.New(slog.DiscardHandler)
-	st, err := store.Open(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ep, err := epoch.Open(vfs.OS(), filepath.Join(dir, "epochFileCheckpoint"), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ep.Append(1, 0); err != nil {
-		t.Fatal(err)
-	}
+	dir, st, ep := openEpochStore(t)
 	ctl := &replicaListController{ids: []int64{2, 3}}
 	rc := replica.DefaultConfig()
 	rc.ClusterName, rc.BrokerName, rc.IdentityPath = "C", "broker-a", filepath.Join(dir, "brokerIdentity")
 	rc.Controllers = func() []string { return []string{"127.0.0.1:1"} }
 	rc.RequestTimeout = time.Second
 	n := &replicaNode{st: st, ep: ep, log: slog.New(slog.DiscardHandler)}
-	if n.mgr, err = replica.New(rc, n, ctl, nil); err != nil {
+	mgr, err := replica.New(rc, n, ctl, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
+	n.mgr = mgr
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -131,4 +117,28 @@ func TestMasterAdmitsListedReplicasOnly(t *testing.T) {
 func isConnReset(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && !op.Timeout()
+}
+
+// openEpochStore opens a small store and an epoch list holding epoch 1
+// from offset 0, both closed with the test.
+func openEpochStore(t *testing.T) (string, *store.Store, *epoch.Cache) {
+	t.Helper()
+	dir := t.TempDir()
+	sc := store.DefaultConfig(dir)
+	sc.CommitLog.FileSize = 1 << 20
+	sc.CommitLog.Preallocate = false
+	sc.Logger = slog.New(slog.DiscardHandler)
+	st, err := store.Open(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	ep, err := epoch.Open(vfs.OS(), filepath.Join(dir, "epochFileCheckpoint"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ep.Append(1, 0); err != nil {
+		t.Fatal(err)
+	}
+	return dir, st, ep
 }

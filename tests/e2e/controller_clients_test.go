@@ -352,14 +352,7 @@ func TestPopAndLiteOnPromotedSlave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = sc.Shutdown(sctx)
-	}()
+	startWithShutdown(t, sc)
 	if err := sc.Subscribe(popTopic, "*", "TAG"); err != nil {
 		t.Fatal(err)
 	}
@@ -412,14 +405,7 @@ func TestPopAndLiteOnPromotedSlave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = lc.Shutdown(sctx)
-	}()
+	startWithShutdown(t, lc)
 	for i := range lites {
 		if err := lc.SubscribeLite(ctx, fmt.Sprintf("lf-%d", i)); err != nil {
 			t.Fatal(err)
@@ -465,4 +451,23 @@ func TestPopAndLiteOnPromotedSlave(t *testing.T) {
 	if len(liteErrs) > 0 {
 		t.Fatalf("lite order broken across the failover:\n%s", strings.Join(liteErrs, "\n"))
 	}
+}
+
+// startWithShutdown starts an SDK client and shuts it down (5 s bound)
+// when the test ends.
+func startWithShutdown(t *testing.T, c interface {
+	Start() error
+	Shutdown(context.Context) error
+}) {
+	t.Helper()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := c.Shutdown(ctx); err != nil {
+			t.Logf("shutdown: %v", err)
+		}
+	})
 }
