@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
@@ -50,12 +51,16 @@ type replicaNode struct {
 	slave  *ha.AutoSwitchSlave
 	role   replica.Role
 	fenced bool
+	// fencedNow mirrors fenced for readers on the send path, which must
+	// not wait on mu while a role change holds it (a new master waits for
+	// its consume queues under mu).
+	fencedNow atomic.Bool
 }
 
 func (n *replicaNode) Addr() string          { return n.b.Addr() }
 func (n *replicaNode) MaxPhyOffset() int64   { return n.st.CommitLog().MaxOffset() }
 func (n *replicaNode) LastEpoch() int32      { return n.ep.LastEpoch() }
-func (n *replicaNode) isFenced() bool        { n.mu.Lock(); defer n.mu.Unlock(); return n.fenced }
+func (n *replicaNode) isFenced() bool        { return n.fencedNow.Load() }
 func (n *replicaNode) cfg() *config.Config   { return n.b.cfg.Get() }
 func (n *replicaNode) current() replica.Role { n.mu.Lock(); defer n.mu.Unlock(); return n.role }
 
@@ -279,6 +284,7 @@ func (n *replicaNode) SyncStateSetChanged(r replica.Role) {
 func (n *replicaNode) SetFenced(on bool) {
 	n.mu.Lock()
 	n.fenced = on
+	n.fencedNow.Store(on)
 	if n.master != nil {
 		n.master.SetFenced(on)
 		n.st.SetReplica(on)

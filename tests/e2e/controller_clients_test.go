@@ -471,3 +471,39 @@ func startWithShutdown(t *testing.T, c interface {
 		}
 	})
 }
+
+// TestFencedBrokerAnswersServiceNotAvailable: a controller-mode broker
+// that cannot reach any controller stays fenced (it has no role and runs
+// as SLAVE meanwhile); producers must be told SERVICE_NOT_AVAILABLE (14),
+// which they retry on another broker, not a slave's SYSTEM_BUSY.
+func TestFencedBrokerAnswersServiceNotAvailable(t *testing.T) {
+	if framework.Kind(*clusterFlag) == framework.InProcess {
+		t.Skip("starts a broker process: runs with -cluster=process only")
+	}
+	t.Parallel()
+	bin := harness.BuildBinaries(t, harness.Broker)
+	dir := t.TempDir()
+	port := harness.FreePort(t)
+	props := framework.BrokerProps("FencedCluster", "broker-f", 0, port, harness.FreeAddr(t), dir, map[string]string{
+		"brokerId": "-1", "brokerRole": "SLAVE", "enableControllerMode": "true",
+		"controllerAddr": harness.FreeAddr(t), "haListenPort": strconv.Itoa(harness.FreePort(t)),
+	})
+	b := &ctrlBroker{addr: fmt.Sprintf("127.0.0.1:%d", port), conf: filepath.Join(dir, "broker.conf")}
+	if err := framework.WriteProps(b.conf, props); err != nil {
+		t.Fatal(err)
+	}
+	b.start(t, bin, 0)
+	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	defer rc.Close()
+	for _, req := range []*remoting.Command{sendV2Request("FencedTopic", "TBW102", 0, []byte("x")), sendV1Request("FencedTopic", 0, []byte("x"))} {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		resp, err := rc.Invoke(ctx, b.addr, req)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Code != code.ServiceNotAvailable {
+			t.Fatalf("send %d to a fenced broker: code %d (%s), want SERVICE_NOT_AVAILABLE (14)", req.Code, resp.Code, resp.Remark)
+		}
+	}
+}
