@@ -173,6 +173,7 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 		Replies:          send.ChannelPusher{Find: m.clients.Producers().FindChannel},
 		Replicas:         replicas,
 		TopicCreated:     b.topicCreated,
+		Fenced:           b.fenced,
 		Logger:           log.With("component", "send"),
 	})
 	if err != nil {

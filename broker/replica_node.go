@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
@@ -24,6 +25,9 @@ const (
 	// dispatchCatchUpTimeout bounds a new master's wait for its consume
 	// queues to reach the CommitLog end; the manager retries the role.
 	dispatchCatchUpTimeout = 30 * time.Second
+	// replicaLookupTimeout bounds the controller lookup of an HA slave's
+	// id; the slave waits 5 s for the master's handshake.
+	replicaLookupTimeout = 2 * time.Second
 )
 
 // ErrInSyncReplicasNotEnough refuses a send before it is stored: the
@@ -47,12 +51,16 @@ type replicaNode struct {
 	slave  *ha.AutoSwitchSlave
 	role   replica.Role
 	fenced bool
+	// fencedNow mirrors fenced for readers on the send path, which must
+	// not wait on mu while a role change holds it (a new master waits for
+	// its consume queues under mu).
+	fencedNow atomic.Bool
 }
 
 func (n *replicaNode) Addr() string          { return n.b.Addr() }
 func (n *replicaNode) MaxPhyOffset() int64   { return n.st.CommitLog().MaxOffset() }
 func (n *replicaNode) LastEpoch() int32      { return n.ep.LastEpoch() }
-func (n *replicaNode) isFenced() bool        { n.mu.Lock(); defer n.mu.Unlock(); return n.fenced }
+func (n *replicaNode) isFenced() bool        { return n.fencedNow.Load() }
 func (n *replicaNode) cfg() *config.Config   { return n.b.cfg.Get() }
 func (n *replicaNode) current() replica.Role { n.mu.Lock(); defer n.mu.Unlock(); return n.role }
 
@@ -122,7 +130,7 @@ func (n *replicaNode) BecomeMaster(ctx context.Context, r replica.Role) error {
 		InSyncReplicas:         cfg.InSyncReplicas,
 		MaxTimeSlaveNotCatchup: cfg.HaMaxTimeSlaveNotCatchup,
 		CheckInterval:          cfg.CheckSyncStateSetPeriod,
-		IsReplica:              func(id int64) bool { return id > 0 && id != r.Self },
+		IsReplica:              n.replicaCheck(r.Self),
 		Alter:                  n.alter,
 	}, ha.SyncState{Set: r.SyncStateSet, Epoch: r.SyncStateSetEpoch})
 	if !cfg.ReadUnCommitted {
@@ -151,6 +159,39 @@ func (n *replicaNode) BecomeMaster(ctx context.Context, r replica.Role) error {
 	n.roleChanged()
 	n.log.Info("became master", "masterEpoch", r.MasterEpoch, "epochStart", end, "syncStateSet", r.SyncStateSet, "ha", ln.Addr().String())
 	return nil
+}
+
+// replicaCheck admits HA slaves by ids the controller lists as replicas
+// of this set (spec: an unknown id is closed); ids once confirmed stay
+// admitted for this master term. Without an answer from the controller an
+// id outside the SyncStateSet is refused: the slave reconnects later.
+func (n *replicaNode) replicaCheck(self int64) func(int64) bool {
+	var mu sync.Mutex
+	known := map[int64]bool{}
+	return func(id int64) bool {
+		if id == self || id <= 0 {
+			return false
+		}
+		mu.Lock()
+		ok := known[id]
+		mu.Unlock()
+		if ok {
+			return true
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), replicaLookupTimeout)
+		defer cancel()
+		ok, err := n.mgr.IsReplica(ctx, id)
+		if err != nil {
+			n.log.Warn("cannot check an HA slave's id at the controller", "slaveId", id, "err", err)
+			return false
+		}
+		if ok {
+			mu.Lock()
+			known[id] = true
+			mu.Unlock()
+		}
+		return ok
+	}
 }
 
 // alter asks the controller for a new SyncStateSet.
@@ -243,6 +284,7 @@ func (n *replicaNode) SyncStateSetChanged(r replica.Role) {
 func (n *replicaNode) SetFenced(on bool) {
 	n.mu.Lock()
 	n.fenced = on
+	n.fencedNow.Store(on)
 	if n.master != nil {
 		n.master.SetFenced(on)
 		n.st.SetReplica(on)

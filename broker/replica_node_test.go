@@ -5,15 +5,12 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/ha"
 	"github.com/rmqgo/rmq/broker/store"
-	"github.com/rmqgo/rmq/broker/store/epoch"
-	"github.com/rmqgo/rmq/broker/store/vfs"
 	"github.com/rmqgo/rmq/pkg/message"
 )
 
@@ -21,23 +18,7 @@ import (
 // it while its effective SyncStateSet is smaller than minInSyncReplicas,
 // and a fenced master fails a send waiting for replicas at once.
 func TestInSyncGuard(t *testing.T) {
-	dir := t.TempDir()
-	sc := store.DefaultConfig(dir)
-	sc.CommitLog.FileSize = 1 << 20
-	sc.CommitLog.Preallocate = false
-	sc.Logger = slog.New(slog.DiscardHandler)
-	st, err := store.Open(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ep, err := epoch.Open(vfs.OS(), filepath.Join(dir, "epochFileCheckpoint"), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ep.Append(1, 0); err != nil {
-		t.Fatal(err)
-	}
+	dir, st, ep := openEpochStore(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -36,6 +36,7 @@ func (b *Broker) wireReplica(w *wiring, opts ha.Options) (send.Replicas, error) 
 		return nil, fmt.Errorf("broker: epoch file: %w", err)
 	}
 	n := &replicaNode{b: b, st: w.st, ep: ep, log: w.log.With("component", "replica"), ha: opts, fenced: true}
+	n.fencedNow.Store(true)
 	// Keep the epoch list short (a Java master sends at most 1000 entries
 	// in its handshake): entries wholly below the log's first byte go.
 	w.st.SetMinOffsetHook(func(min int64) {

@@ -123,6 +123,22 @@ func (f *fakeController) Invoke(ctx context.Context, addr string, req *remoting.
 			set(protocol.HdrNewSyncStateSetEpoch, strconv.FormatInt(int64(f.sssEpoch), 10))
 			resp.Body = protocol.MustMarshal(protocol.SyncStateSet{SyncStateSet: f.sss, SyncStateSetEpoch: f.sssEpoch})
 		}
+	case code.ControllerGetSyncStateData:
+		var names []string
+		if err := protocol.Unmarshal(req.Body, &names); err != nil || len(names) != 1 {
+			resp.Code = code.SystemError
+			return resp, nil
+		}
+		info := protocol.ReplicasInfo{MasterBrokerID: f.master, MasterEpoch: f.masterEpoch, SyncStateSetEpoch: f.sssEpoch}
+		for id := range f.replicas {
+			r := protocol.ReplicaIdentity{BrokerID: id, BrokerAddress: f.addrs[id], BrokerName: names[0], Alive: true}
+			if slices.Contains(f.sss, id) {
+				info.InSyncReplicas = append(info.InSyncReplicas, r)
+			} else {
+				info.NotInSyncReplicas = append(info.NotInSyncReplicas, r)
+			}
+		}
+		resp.Body = protocol.MustMarshal(protocol.BrokerReplicasInfo{ReplicasInfoTable: map[string]protocol.ReplicasInfo{names[0]: info}})
 	default:
 		resp.Code = code.RequestCodeNotSupported
 	}

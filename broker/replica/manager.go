@@ -541,3 +541,35 @@ func (m *Manager) AlterSyncStateSet(ctx context.Context, newSet []int64) (Role, 
 	m.mu.Unlock()
 	return m.Role(), nil
 }
+
+// IsReplica reports whether the controller lists id as a replica of this
+// broker set: the master admits HA slaves only by such ids (an unknown id
+// could otherwise count as an ack). Members of the acted SyncStateSet are
+// known without asking; any other id is looked up with
+// CONTROLLER_GET_SYNC_STATE_DATA, which lists every registered replica.
+func (m *Manager) IsReplica(ctx context.Context, id int64) (bool, error) {
+	if id <= 0 {
+		return false, nil
+	}
+	if m.Role().InSyncStateSet(id) {
+		return true, nil
+	}
+	body := protocol.MustMarshal([]string{m.cfg.BrokerName})
+	resp, err := m.ctl.call(ctx, func() *remoting.Command {
+		return remoting.NewRequest(code.ControllerGetSyncStateData, nil, body)
+	})
+	if err != nil {
+		return false, fmt.Errorf("list the replicas of %s: %w", m.cfg.BrokerName, err)
+	}
+	var info protocol.BrokerReplicasInfo
+	if err := protocol.Unmarshal(resp.Body, &info); err != nil {
+		return false, fmt.Errorf("list the replicas of %s: bad answer body: %w", m.cfg.BrokerName, err)
+	}
+	set := info.ReplicasInfoTable[m.cfg.BrokerName]
+	for _, r := range slices.Concat(set.InSyncReplicas, set.NotInSyncReplicas) {
+		if r.BrokerID == id {
+			return true, nil
+		}
+	}
+	return false, nil
+}

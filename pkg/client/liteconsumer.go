@@ -67,6 +67,9 @@ type LitePushConsumer struct {
 type litePoller struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	// addr is the master address the subscription was last sent to: a
+	// new master of the same broker name (failover) knows nothing of it.
+	addr string
 }
 
 // NewLitePushConsumer checks cfg and builds a consumer; nothing is dialled
@@ -413,28 +416,32 @@ func (c *LitePushConsumer) reconcile(ctx context.Context) time.Duration {
 		return liteNoRouteRetry
 	}
 	c.stopPollers(brokers)
-	var fresh []string
+	// New brokers (all of them at start) and brokers with a new master
+	// address get the subscription now, not at the next sync.
+	var addrs []string
 	c.pollMu.Lock()
 	for _, name := range brokers {
-		if _, ok := c.pollers[name]; ok || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			break
+		}
+		addr := c.core.brokerAddr(name, false)
+		if p, ok := c.pollers[name]; ok {
+			if addr != "" && addr != p.addr {
+				p.addr = addr
+				addrs = append(addrs, addr)
+			}
 			continue
 		}
 		pctx, cancel := context.WithCancel(ctx)
-		p := &litePoller{cancel: cancel, done: make(chan struct{})}
+		p := &litePoller{cancel: cancel, done: make(chan struct{}), addr: addr}
 		c.pollers[name] = p
-		fresh = append(fresh, name)
+		if addr != "" {
+			addrs = append(addrs, addr)
+		}
 		go c.popLoop(pctx, name, p.done)
 	}
 	c.pollMu.Unlock()
-	if len(fresh) > 0 {
-		// New brokers (all of them at start) get the subscription now, not
-		// at the next sync.
-		var addrs []string
-		for _, name := range fresh {
-			if a := c.core.brokerAddr(name, false); a != "" {
-				addrs = append(addrs, a)
-			}
-		}
+	if len(addrs) > 0 {
 		c.fullSync(ctx, addrs)
 	}
 	return c.cfg.RouteRefreshInterval

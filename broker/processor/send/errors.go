@@ -30,6 +30,9 @@ var (
 	ErrMessageIllegal = errors.New("message illegal")
 	// errBusy: the broker does not accept sends right now (slave).
 	errBusy = errors.New("system busy")
+	// errFenced: controller mode has not given the broker a role yet, or
+	// its master lease lapsed.
+	errFenced = errors.New("service not available")
 	// errNotReady: sends refused until startAcceptSendRequestTimeStamp.
 	errNotReady = errors.New("broker unable to service")
 )
@@ -61,7 +64,8 @@ func codeOf(err error) int32 {
 		errors.Is(err, message.ErrTooLarge), errors.Is(err, message.ErrInvalidProperty),
 		errors.Is(err, message.ErrCorrupt):
 		return code.MessageIllegal
-	case errors.Is(err, store.ErrNotWritable), errors.Is(err, store.ErrDiskFull), errors.Is(err, store.ErrShutdown):
+	case errors.Is(err, store.ErrNotWritable), errors.Is(err, store.ErrDiskFull), errors.Is(err, store.ErrShutdown),
+		errors.Is(err, errFenced):
 		return code.ServiceNotAvailable
 	case errors.Is(err, store.ErrFlushTimeout):
 		return code.FlushDiskTimeout

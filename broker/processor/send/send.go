@@ -100,6 +100,11 @@ type Deps struct {
 	UniqIDs *message.UniqIDGenerator
 	// RandIntN picks a random queue in [0, n); nil: math/rand/v2.
 	RandIntN func(n int) int
+	// Fenced reports that controller mode keeps the broker from taking
+	// writes (no role yet, or its master lease lapsed); sends are then
+	// answered SERVICE_NOT_AVAILABLE so producers retry another broker.
+	// nil: never fenced.
+	Fenced func() bool
 	// Now is the clock; nil: time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -261,6 +266,12 @@ func (p *Processor) sendHandler(short bool) handlerFunc {
 
 // preSend is Java's rejectRequest and startAcceptSendRequestTimeStamp check.
 func (p *Processor) preSend(cfg *config.Config, checkRole bool) error {
+	// A fenced controller-mode broker runs as SLAVE until it has a role;
+	// the role check below would answer SYSTEM_BUSY, which producers do
+	// not take as "try another broker".
+	if p.d.Fenced != nil && p.d.Fenced() {
+		return fmt.Errorf("%w: the broker[%s] is fenced until the controller names its role", errFenced, cfg.BrokerIP1)
+	}
 	if checkRole && !cfg.IsMaster() && !cfg.EnableSlaveActingMaster {
 		return fmt.Errorf("%w: [REJECTREQUEST]system busy, start flow control for a while (this broker is a slave)", errBusy)
 	}

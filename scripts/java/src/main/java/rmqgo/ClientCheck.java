@@ -87,6 +87,8 @@ public final class ClientCheck {
             "usage: ClientCheck produce|consume|roundtrip [options]",
             "       ClientCheck semantics -n ADDR [-prefix JSem] [-checks tx,orderly,reply,retry,delay,msgtype,reset,recall,broadcast,tag]",
             "                   [-timeout SEC] [-max-reconsume N]   (see SemanticsCheck.java)",
+            "       ClientCheck failover -n ADDR -t TOPIC -g GROUP -run RUN [-send-secs S] [-interval MS] [-drain-secs D]",
+            "                   (see FailoverCheck.java)",
             "       ClientCheck static-produce|static-consume -n ADDR -t TOPIC -run RUN ...   (see StaticCheck.java)",
             "  -n ADDR          nameserver address (default 127.0.0.1:9876)",
             "  -t TOPIC         topic (default RmqgoCheck)",
@@ -633,6 +635,10 @@ public final class ClientCheck {
         if (args.length > 0 && args[0].equals("pop")) {
             // POP consumption with DefaultMQPushConsumer (PopCheck).
             Runtime.getRuntime().halt(PopCheck.run(args));
+        }
+        if (args.length > 0 && args[0].equals("failover")) {
+            // Produce and consume across a master failover (FailoverCheck).
+            Runtime.getRuntime().halt(FailoverCheck.run(args));
         }
         if (args.length > 0 && args[0].startsWith("static-")) {
             // Static topics (logic queues) across remaps (StaticCheck).

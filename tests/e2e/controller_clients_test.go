@@ -1,0 +1,509 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	rocketmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+
+	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/pkg/admin"
+	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/pkg/message"
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
+	"github.com/rmqgo/rmq/tests/interop"
+)
+
+// clientsCtrlSet is the controller-mode topology of the client failover
+// tests: three nameservers with embedded controllers and one broker set
+// "broker-a" of three replicas (allAckInSyncStateSet=true, short
+// heartbeat, lease and sync periods). It is a trimmed copy of the setup in
+// TestControllerModeFailover, kept apart so the two can be merged into one
+// shared helper later.
+type clientsCtrlSet struct {
+	bin     string
+	ns      []string
+	brokers []*ctrlBroker
+	rc      *remoting.Client
+	ac      *admin.Client
+}
+
+const clientsCtrlName = "broker-a"
+
+// startClientsCtrlSet starts the topology; extra adds broker properties.
+func startClientsCtrlSet(t *testing.T, cluster string, extra map[string]string) *clientsCtrlSet {
+	t.Helper()
+	if framework.Kind(*clusterFlag) == framework.InProcess {
+		t.Skip("kills broker processes: runs with -cluster=process only")
+	}
+	s := &clientsCtrlSet{bin: harness.BuildBinaries(t, harness.Namesrv, harness.Broker)}
+	var peers, ctrl []string
+	for i := range 3 {
+		ctrl = append(ctrl, harness.FreeAddr(t))
+		peers = append(peers, fmt.Sprintf("n%d-%s", i, ctrl[i]))
+	}
+	for i := range 3 {
+		dir := t.TempDir()
+		conf := filepath.Join(dir, "namesrv.conf")
+		props := strings.Join([]string{
+			"bindAddress=127.0.0.1", "enableControllerInNamesrv=true", "controllerDLegerGroup=" + cluster,
+			"controllerDLegerPeers=" + strings.Join(peers, ";"), fmt.Sprintf("controllerDLegerSelfId=n%d", i),
+			"controllerStorePath=" + filepath.Join(dir, "controller"),
+			"scanNotActiveBrokerInterval=500", "scanInactiveMasterInterval=500", "notifyBrokerRoleChanged=true",
+		}, "\n") + "\n"
+		if err := os.WriteFile(conf, []byte(props), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		port := harness.FreePort(t)
+		s.ns = append(s.ns, fmt.Sprintf("127.0.0.1:%d", port))
+		p := harness.StartProcessWith(t, harness.ProcOptions{Name: fmt.Sprintf("%s-namesrv-n%d", cluster, i)}, filepath.Join(s.bin, harness.Namesrv),
+			"-c", conf, "--listen-port", strconv.Itoa(port), "--data-dir", dir)
+		p.WaitTCP(t, ctrl[i], 15*time.Second)
+	}
+	s.rc = remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	t.Cleanup(func() { s.rc.Close() })
+	// Brokers that find no controller leader retry only after a while.
+	testutil.WaitFor(t, 15*time.Second, "a controller leader", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		resp, err := s.rc.Invoke(ctx, ctrl[0], remoting.NewRequest(code.ControllerGetMetadataInfo, nil, nil))
+		return err == nil && resp.Ext(protocol.HdrControllerLeaderAddress) != ""
+	})
+	for i := range 3 {
+		dir := t.TempDir()
+		port := harness.FreePort(t)
+		conf := map[string]string{
+			"brokerId": "-1", "brokerRole": "SLAVE",
+			"enableControllerMode": "true", "controllerAddr": strings.Join(ctrl, ";"),
+			"allAckInSyncStateSet": "true", "haListenPort": strconv.Itoa(harness.FreePort(t)),
+			"brokerHeartbeatInterval": "300", "controllerHeartBeatTimeoutMills": "3000", "masterLeaseMillis": "2000",
+			"syncBrokerMetadataPeriod": "1000", "syncControllerMetadataPeriod": "2000", "checkSyncStateSetPeriod": "1000",
+			"haMaxTimeSlaveNotCatchup": "3000", "haSendHeartbeatInterval": "300", "registerNameServerPeriod": "10000",
+		}
+		maps.Copy(conf, extra)
+		props := framework.BrokerProps(cluster, clientsCtrlName, 0, port, strings.Join(s.ns, ";"), dir, conf)
+		b := &ctrlBroker{addr: fmt.Sprintf("127.0.0.1:%d", port), conf: filepath.Join(dir, "broker.conf")}
+		if err := framework.WriteProps(b.conf, props); err != nil {
+			t.Fatal(err)
+		}
+		b.start(t, s.bin, i)
+		s.brokers = append(s.brokers, b)
+	}
+	var err error
+	if s.ac, err = admin.New(admin.Config{NameServers: s.ns[:1]}, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.ac.Close() })
+	var master string
+	testutil.WaitFor(t, 20*time.Second, "a master registered", func() bool { master = s.master(); return master != "" })
+	testutil.WaitFor(t, 15*time.Second, "both slaves in the SyncStateSet", func() bool {
+		return harness.HAStatus(t, s.rc, master).InSyncSlaveNums == 2
+	})
+	return s
+}
+
+// master is the address the nameserver routes as the set's master, or "".
+func (s *clientsCtrlSet) master() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	ci, err := s.ac.GetBrokerClusterInfo(ctx)
+	if err != nil {
+		return ""
+	}
+	return ci.BrokerAddrTable[clientsCtrlName].BrokerAddrs[0]
+}
+
+// createTopic creates topic with 4 queues on every replica.
+func (s *clientsCtrlSet) createTopic(t *testing.T, topic string) {
+	t.Helper()
+	for _, b := range s.brokers {
+		createTopic(t, s.rc, b.addr, topic)
+	}
+}
+
+// killMaster kills the master with SIGKILL and waits until another
+// replica is routed as master; it returns the new master's address.
+func (s *clientsCtrlSet) killMaster(t *testing.T) string {
+	t.Helper()
+	old := s.master()
+	for _, b := range s.brokers {
+		if b.addr == old {
+			b.proc.Kill()
+		}
+	}
+	killed := time.Now()
+	var next string
+	testutil.WaitFor(t, 15*time.Second, "a new master registered", func() bool {
+		next = s.master()
+		return next != "" && next != old
+	})
+	t.Logf("master %s killed; %s registered as master %v later", old, next, time.Since(killed).Round(10*time.Millisecond))
+	return next
+}
+
+// TestJavaClientAcrossControllerFailover: the Java client 5.5.0 produces
+// (sync, SEND_OK counted) and consumes (push consumer) while the
+// controller-mode master is killed with SIGKILL; both refresh routes every
+// second. Every SEND_OK message is consumed (duplicates allowed).
+func TestJavaClientAcrossControllerFailover(t *testing.T) {
+	skipShort(t, "a controller-mode broker set and a Java client")
+	t.Parallel()
+	s := startClientsCtrlSet(t, "JavaFailover", nil)
+	const topic = "JavaFailoverTopic"
+	s.createTopic(t, topic)
+	master := s.master()
+
+	bg := interop.StartJavaCheck(t, "failover", "-n", strings.Join(s.ns, ";"), "-t", topic, "-g", "java_failover_cg",
+		"-run", "jf", "-send-secs", "8", "-interval", "20", "-drain-secs", "20")
+	// Kill once the producer is under way (the JVM's start is not ours to
+	// time).
+	testutil.WaitFor(t, 60*time.Second, "the Java producer's first messages on the master", func() bool {
+		select {
+		case <-bg.Done():
+			return true
+		default:
+		}
+		n, err := harness.QueuedMessages(s.rc, master, topic, 4)
+		return err == nil && n >= 50
+	})
+	select {
+	case <-bg.Done():
+		res := bg.Wait(t)
+		t.Fatalf("the Java check ended before the kill: %s%s", res.Line, res.Stderr)
+	default:
+	}
+	s.killMaster(t)
+	res := bg.Wait(t)
+	var f struct {
+		Acked, Failed, Consumed, Duplicates, Lost int
+		DrainMS                                   int64 `json:"drain_ms"`
+	}
+	if err := json.Unmarshal([]byte(res.Line), &f); err != nil {
+		t.Fatalf("result line %q: %v", res.Line, err)
+	}
+	t.Logf("java: acked %d, failed %d, consumed %d, duplicates %d, lost %d, drained %d ms after the last send",
+		f.Acked, f.Failed, f.Consumed, f.Duplicates, f.Lost, f.DrainMS)
+	res.RequireOK(t)
+	if f.Acked == 0 || f.Lost != 0 {
+		t.Fatalf("acked %d, lost %d", f.Acked, f.Lost)
+	}
+}
+
+// TestClientGoOrderlyAcrossControllerFailover: a client-go producer sends
+// per-key sequences through the hash queue selector to the controller-mode
+// master; the master is killed with SIGKILL mid-run and a producer started
+// after the election continues each sequence on the new master. An orderly
+// client-go consumer started after the new master took over consumes both
+// epochs: each key's messages first arrive in order (redeliveries aside)
+// and every SEND_OK message arrives. client-go refreshes routes only every
+// 30 s (fixed), so clients that outlive the kill would spend most of the
+// test on the dead master's address; the producer is replaced instead and
+// the consumer starts on the new routes.
+func TestClientGoOrderlyAcrossControllerFailover(t *testing.T) {
+	skipShort(t, "a controller-mode broker set and client-go")
+	t.Parallel()
+	rlog.SetLogLevel("error")
+	s := startClientsCtrlSet(t, "OrderFailover", nil)
+	s.createTopic(t, orderTopic)
+	op := &orderProducer{sent: map[string]int{}}
+	newProducer := func(instance string) rocketmq.Producer {
+		p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver(s.ns)), producer.WithGroupName("order_failover_pg"),
+			producer.WithInstanceName(instance), producer.WithQueueSelector(producer.NewHashQueueSelector()),
+			producer.WithRetry(0), producer.WithSendMsgTimeout(3*time.Second))
+		return started(t, p, err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	before := newProducer("order-failover-before")
+	defer before.Shutdown()
+	sendCtx, stopSending := context.WithCancel(ctx)
+	sending := make(chan struct{})
+	go func() { defer close(sending); continueSequences(sendCtx, before, op, -1) }()
+	testutil.WaitFor(t, 20*time.Second, "keyed sends on the first master", func() bool { return sumSent(op) >= 200 })
+	s.killMaster(t)
+	stopSending()
+	<-sending
+	atKill := sumSent(op)
+
+	after := newProducer("order-failover-after")
+	defer after.Shutdown()
+	continueSequences(ctx, after, op, 10)
+	t.Logf("%d messages acknowledged before the new master, %d after", atKill, sumSent(op)-atKill)
+
+	tr := newOrderTracker()
+	pc := startOrderlyConsumer(t, s.ns[0], "order-failover-c", tr)
+	defer pc.Shutdown()
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if n := tr.missing(op.snapshot()); n > 0 {
+			return fmt.Errorf("%d acknowledged messages not consumed yet", n)
+		}
+		return nil
+	})
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	t.Logf("consumed %d messages, %d redelivered", tr.total, tr.dups)
+	if len(tr.errs) > 0 {
+		t.Fatalf("order broken across the failover:\n%s", strings.Join(tr.errs, "\n"))
+	}
+}
+
+// continueSequences sends every key's next sequence numbers in rounds
+// (each send retried until SEND_OK, so a key's sequence has no gap): for
+// rounds rounds, or until ctx ends when rounds < 0.
+func continueSequences(ctx context.Context, p rocketmq.Producer, op *orderProducer, rounds int) {
+	for r := 0; ctx.Err() == nil && (rounds < 0 || r < rounds); r++ {
+		for k := range orderKeys {
+			key := fmt.Sprintf("K%02d", k)
+			for ctx.Err() == nil {
+				op.mu.Lock()
+				seq := op.sent[key]
+				op.mu.Unlock()
+				m := primitive.NewMessage(orderTopic, fmt.Appendf(nil, "%s|%d", key, seq))
+				m.WithShardingKey(key)
+				sctx, cancel := context.WithTimeout(ctx, 4*time.Second)
+				res, err := p.SendSync(sctx, m)
+				cancel()
+				if err == nil && res.Status == primitive.SendOK {
+					op.mu.Lock()
+					op.sent[key] = seq + 1
+					op.mu.Unlock()
+					break
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+		}
+	}
+}
+
+func sumSent(op *orderProducer) (n int) {
+	for _, v := range op.snapshot() {
+		n += v
+	}
+	return n
+}
+
+// TestPopAndLiteOnPromotedSlave: our SDK's simple consumer (pop) and lite
+// push consumer keep working when the controller-mode master is killed
+// with SIGKILL and a slave is promoted: messages sent before and after the
+// kill are all received and acked (redeliveries counted, allowed), and each
+// lite topic's messages first arrive in send order.
+func TestPopAndLiteOnPromotedSlave(t *testing.T) {
+	skipShort(t, "a controller-mode broker set and the SDK's pop and lite consumers")
+	t.Parallel()
+	const popTopic, parent, liteGroup, lites = "PopFailoverTopic", "LiteFailoverParent", "lite_failover_cg", 4
+	s := startClientsCtrlSet(t, "PopLiteFailover", map[string]string{
+		"enableLmq": "true", "enableMultiDispatch": "true",
+		"liteEventCheckInterval": "500", "liteEventFullDispatchDelayTime": "500",
+	})
+	s.createTopic(t, popTopic)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, b := range s.brokers {
+		tc := protocol.NewTopicConfig(parent)
+		tc.ReadQueueNums, tc.WriteQueueNums = 2, 2
+		if err := s.ac.CreateTopic(ctx, b.addr, tc, "+message.type=LITE"); err != nil {
+			t.Fatalf("lite parent on %s: %v", b.addr, err)
+		}
+		g := admin.NewSubscriptionGroupConfig(liteGroup)
+		g.Attributes["+lite.bind.topic"] = parent
+		if err := s.ac.CreateSubscriptionGroup(ctx, b.addr, g); err != nil {
+			t.Fatalf("lite group on %s: %v", b.addr, err)
+		}
+	}
+	common := func(instance string) client.CommonConfig {
+		return client.CommonConfig{NameServers: s.ns, InstanceName: instance, HeartbeatInterval: time.Second,
+			RouteRefreshInterval: time.Second, Logger: slog.New(slog.DiscardHandler)}
+	}
+	p := startProducer(t, client.ProducerConfig{CommonConfig: common("poplite-failover-p"), Group: "poplite_failover_pg"})
+	// send retries until SEND_OK (the set has no master for a moment).
+	send := func(m *message.Message) {
+		t.Helper()
+		testutil.Eventually(t, 20*time.Second, func() error {
+			sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			_, err := p.SendSync(sctx, m)
+			return err
+		})
+	}
+
+	sc, err := client.NewSimpleConsumer(client.SimpleConsumerConfig{CommonConfig: common("poplite-failover-pop"),
+		Group: "pop_failover_cg", AwaitDuration: time.Second, ConsumeFrom: client.ConsumeFromFirstOffset})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startWithShutdown(t, sc)
+	if err := sc.Subscribe(popTopic, "*", "TAG"); err != nil {
+		t.Fatal(err)
+	}
+	popped := map[string]int{}
+	// popUntil receives and acks until n distinct bodies were acked.
+	popUntil := func(n int) {
+		t.Helper()
+		testutil.Eventually(t, 25*time.Second, func() error {
+			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			msgs, err := sc.Receive(rctx, 16, 10*time.Second)
+			cancel()
+			for _, m := range msgs {
+				actx, cancel := context.WithTimeout(ctx, 3*time.Second)
+				aerr := sc.Ack(actx, m)
+				cancel()
+				if aerr != nil {
+					return fmt.Errorf("ack %s: %w", m.Body, aerr)
+				}
+				popped[string(m.Body)]++
+			}
+			if len(popped) < n {
+				return fmt.Errorf("%d of %d messages popped and acked (last receive: %v)", len(popped), n, err)
+			}
+			return nil
+		})
+	}
+
+	var mu sync.Mutex
+	next, liteDups, liteErrs := map[string]int{}, 0, []string{}
+	seen := map[string]bool{}
+	lc, err := client.NewLitePushConsumer(client.LitePushConsumerConfig{CommonConfig: common("poplite-failover-lite"),
+		Group: liteGroup, BindTopic: parent, LongPollingTimeout: 2 * time.Second, ConsumeGoroutines: 4,
+		Handler: func(_ context.Context, m *message.Message) client.ConsumeResult {
+			lite, seqText, _ := strings.Cut(string(m.Body), "/")
+			seq, _ := strconv.Atoi(seqText)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case seen[string(m.Body)]:
+				liteDups++
+			case seq != next[lite]:
+				liteErrs = append(liteErrs, fmt.Sprintf("%s: got %d first, expected %d", lite, seq, next[lite]))
+				seen[string(m.Body)] = true
+			default:
+				seen[string(m.Body)] = true
+				next[lite]++
+			}
+			return client.ConsumeSuccess
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startWithShutdown(t, lc)
+	for i := range lites {
+		if err := lc.SubscribeLite(ctx, fmt.Sprintf("lf-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	liteUntil := func(n int) {
+		t.Helper()
+		testutil.Eventually(t, 25*time.Second, func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) < n {
+				return fmt.Errorf("%d of %d lite messages handled", len(seen), n)
+			}
+			return nil
+		})
+	}
+	const perPhase = 20
+	sendPhase := func(from int) {
+		for i := from; i < from+perPhase; i++ {
+			send(&message.Message{Topic: popTopic, Body: fmt.Appendf(nil, "pop-%d", i)})
+			m := &message.Message{Topic: parent, Body: fmt.Appendf(nil, "lf-%d/%d", i%lites, i/lites)}
+			m.SetLiteTopic(fmt.Sprintf("lf-%d", i%lites))
+			send(m)
+		}
+	}
+	sendPhase(0)
+	popUntil(perPhase)
+	liteUntil(perPhase)
+
+	s.killMaster(t)
+	killed := time.Now()
+	sendPhase(perPhase)
+	popUntil(2 * perPhase)
+	liteUntil(2 * perPhase)
+	redelivered := 0
+	for _, n := range popped {
+		redelivered += n - 1
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("after the kill: everything received %v later; pop redeliveries %d, lite redeliveries %d",
+		time.Since(killed).Round(10*time.Millisecond), redelivered, liteDups)
+	if len(liteErrs) > 0 {
+		t.Fatalf("lite order broken across the failover:\n%s", strings.Join(liteErrs, "\n"))
+	}
+}
+
+// startWithShutdown starts an SDK client and shuts it down (5 s bound)
+// when the test ends.
+func startWithShutdown(t *testing.T, c interface {
+	Start() error
+	Shutdown(context.Context) error
+}) {
+	t.Helper()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := c.Shutdown(ctx); err != nil {
+			t.Logf("shutdown: %v", err)
+		}
+	})
+}
+
+// TestFencedBrokerAnswersServiceNotAvailable: a controller-mode broker
+// that cannot reach any controller stays fenced (it has no role and runs
+// as SLAVE meanwhile); producers must be told SERVICE_NOT_AVAILABLE (14),
+// which they retry on another broker, not a slave's SYSTEM_BUSY.
+func TestFencedBrokerAnswersServiceNotAvailable(t *testing.T) {
+	if framework.Kind(*clusterFlag) == framework.InProcess {
+		t.Skip("starts a broker process: runs with -cluster=process only")
+	}
+	t.Parallel()
+	bin := harness.BuildBinaries(t, harness.Broker)
+	dir := t.TempDir()
+	port := harness.FreePort(t)
+	props := framework.BrokerProps("FencedCluster", "broker-f", 0, port, harness.FreeAddr(t), dir, map[string]string{
+		"brokerId": "-1", "brokerRole": "SLAVE", "enableControllerMode": "true",
+		"controllerAddr": harness.FreeAddr(t), "haListenPort": strconv.Itoa(harness.FreePort(t)),
+	})
+	b := &ctrlBroker{addr: fmt.Sprintf("127.0.0.1:%d", port), conf: filepath.Join(dir, "broker.conf")}
+	if err := framework.WriteProps(b.conf, props); err != nil {
+		t.Fatal(err)
+	}
+	b.start(t, bin, 0)
+	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	defer rc.Close()
+	for _, req := range []*remoting.Command{sendV2Request("FencedTopic", "TBW102", 0, []byte("x")), sendV1Request("FencedTopic", 0, []byte("x"))} {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		resp, err := rc.Invoke(ctx, b.addr, req)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Code != code.ServiceNotAvailable {
+			t.Fatalf("send %d to a fenced broker: code %d (%s), want SERVICE_NOT_AVAILABLE (14)", req.Code, resp.Code, resp.Remark)
+		}
+	}
+}
