@@ -19,6 +19,8 @@
 apache_ha_here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../java-lib.sh
 . "$apache_ha_here/../java-lib.sh"
+# shellcheck source=../local-lib.sh
+. "$apache_ha_here/../local-lib.sh"
 
 apache_ha_init() {
 	apache_ha_run=$1
@@ -62,48 +64,31 @@ EOF
 apache_ha_namesrv() { # <i> <ns port> <controller peers> <self id>
 	local i=$1 port=$2 peers=$3 self=$4 run=$apache_ha_run
 	mkdir -p "$run/namesrv-$i"
-	cat >"$run/namesrv-$i.conf" <<EOF
-listenPort=$port
+	{
+		ctl_namesrv_conf "$port" "$run/namesrv-$i" "$peers" "$self"
+		cat <<EOF
 bindAddress=127.0.0.1
 rocketmqHome=$run
-kvConfigPath=$run/namesrv-$i/kvConfig.json
 configStorePath=$run/namesrv-$i/namesrv.properties
-enableControllerInNamesrv=true
 controllerType=DLedger
-controllerDLegerGroup=rmq-ha
-controllerDLegerPeers=$peers
-controllerDLegerSelfId=$self
-controllerStorePath=$run/namesrv-$i/controller
 EOF
+	} >"$run/namesrv-$i.conf"
 	apache_ha_jvm "namesrv-$i" "${APACHE_NAMESRV_HEAP:-256m}" 128m org.apache.rocketmq.namesrv.NamesrvStartup
 }
 
 apache_ha_broker() { # <i> <port> <namesrvs> <controllers> [extra conf lines]
 	local i=$1 port=$2 ns=$3 ctl=$4 extra=${5:-} run=$apache_ha_run
 	mkdir -p "$run/b$i"
-	# brokerId/brokerRole are ignored in controller mode (the controller
-	# assigns them).
-	cat >"$run/b$i.conf" <<EOF
-brokerClusterName=DefaultCluster
-brokerName=broker-a
-brokerId=-1
-brokerRole=SLAVE
-listenPort=$port
-haListenPort=$((port + 1))
+	{
+		ctl_broker_conf DefaultCluster broker-a "$port" "$ns" "$ctl" "$run/b$i"
+		cat <<EOF
 bindAddress=127.0.0.1
-brokerIP1=127.0.0.1
-brokerIP2=127.0.0.1
-namesrvAddr=$ns
 rocketmqHome=$run
-storePathRootDir=$run/b$i
 storePathCommitLog=$run/b$i/commitlog
 mappedFileSizeCommitLog=268435456
-autoCreateTopicEnable=true
 autoCreateSubscriptionGroup=true
-enableControllerMode=true
-controllerAddr=$ctl
-allAckInSyncStateSet=true
 $extra
 EOF
+	} >"$run/b$i.conf"
 	apache_ha_jvm "b$i" "${APACHE_BROKER_HEAP:-512m}" "${APACHE_BROKER_DIRECT:-512m}" org.apache.rocketmq.broker.BrokerStartup
 }

@@ -5,6 +5,9 @@
 # controller mode, 3 nameservers with embedded controllers + one set of 3
 # replicas, one system up at a time. See ha.sh's header.
 
+# shellcheck source=../local-lib.sh
+. scripts/local-lib.sh
+
 fo_pids=() # every server of the topology that is up, index = slot
 fo_slot_ns() { echo "$1"; }
 fo_slot_br() { echo $((3 + $1)); }
@@ -48,15 +51,7 @@ fo_start_ns() { # <system> <i>
   local sys=$1 i=$2 dir="$fo_dir/namesrv-$2"
   if [ "$sys" = ours ]; then
     mkdir -p "$dir"
-    cat >"$dir/namesrv.conf" <<CONF
-listenPort=$((NSB + i))
-kvConfigPath=$dir/kvConfig.json
-enableControllerInNamesrv=true
-controllerDLegerGroup=rmq-ha
-controllerDLegerPeers=$fo_peers
-controllerDLegerSelfId=n$i
-controllerStorePath=$dir/controller
-CONF
+    ctl_namesrv_conf $((NSB + i)) "$dir" "$fo_peers" "n$i" >"$dir/namesrv.conf"
     bin/namesrv -c "$dir/namesrv.conf" >>"$dir.log" 2>&1 &
     fo_pids[$(fo_slot_ns "$i")]=$!
   else
@@ -71,23 +66,10 @@ fo_start_broker() { # <system> <i>
   local sys=$1 i=$2 port=$((BRB + 10 * $2)) dir="$fo_dir/b$2"
   if [ "$sys" = ours ]; then
     mkdir -p "$dir"
-    cat >"$dir.conf" <<CONF
-brokerClusterName=DefaultCluster
-brokerName=broker-a
-brokerId=-1
-brokerRole=SLAVE
-brokerIP1=127.0.0.1
-brokerIP2=127.0.0.1
-listenPort=$port
-haListenPort=$((port + 1))
-namesrvAddr=$fo_ns
-storePathRootDir=$dir
-autoCreateTopicEnable=true
-enableControllerMode=true
-controllerAddr=$fo_ctl
-allAckInSyncStateSet=true
-flushDiskType=$FLUSH_DISK_TYPE
-CONF
+    {
+      ctl_broker_conf DefaultCluster broker-a "$port" "$fo_ns" "$fo_ctl" "$dir"
+      echo "flushDiskType=$FLUSH_DISK_TYPE"
+    } >"$dir.conf"
     bin/broker -c "$dir.conf" >>"$dir.log" 2>&1 &
     fo_pids[$(fo_slot_br "$i")]=$!
   else
@@ -111,9 +93,12 @@ fo_full() {
   return 1
 }
 
-# fo_leader_known <addr>: that controller names a leader.
-fo_leader_known() {
-  bin/mqadmin getControllerMetaData -a "$1" 2>/dev/null | grep -q '^#ControllerLeaderAddress[[:space:]]*127'
+# fo_leaders_known: every controller names a leader.
+fo_leaders_known() {
+  local c
+  for c in ${fo_ctl//;/ }; do
+    bin/mqadmin getControllerMetaData -a "$c" 2>/dev/null | grep -q '^#ControllerLeaderAddress[[:space:]]*127' || return 1
+  done
 }
 
 # fo_alive <pid>: running (a killed child stays a zombie until waited for,
@@ -131,6 +116,30 @@ fo_pidlist() { # <first slot> : addr=pid,... of the 3 servers from that slot
 
 fo_record() { # <system> <round> <json>
   echo "{\"system\":\"$1\",\"round\":$2,${3#\{}" >>"$OUT"
+}
+
+# fo_kills <system> <system round> <rounds> <broker|controller> <first slot>
+# <restart function> <ready check>: <rounds> times: wait for the ready
+# check, let hafailover kill the master (or leader) and time it, restart
+# whichever of the 3 servers is dead.
+fo_kills() {
+  local sys=$1 sr=$2 n=$3 kind=$4 base=$5 restart=$6 ready=$7 r i line
+  for r in $(seq 1 "$n"); do
+    fo_wait 240 "$sys: $ready before $kind kill $r" "$ready"
+    if line=$(bin/hafailover "$kind" -n "$fo_ns" -t BenchHA -pids "$(fo_pidlist "$base")"); then
+      fo_record "$sys" "$sr" "$line"
+      echo "$sys $kind kill $r: $line" >&2
+    else
+      echo "$sys $kind kill $r failed" >&2
+    fi
+    for i in 0 1 2; do
+      if ! fo_alive "${fo_pids[$((base + i))]}"; then
+        wait "${fo_pids[$((base + i))]}" 2>/dev/null || true
+        "$restart" "$sys" "$i"
+      fi
+    done
+  done
+  fo_wait 240 "$sys: $ready after the $kind kills" "$ready"
 }
 
 fo_run() { # <system> <system round> <kill rounds>
@@ -160,39 +169,8 @@ fo_run() { # <system> <system round> <kill rounds>
   lag=$(sort -n "$lagfile" | tail -1)
   fo_record "$sys" "$sr" "{\"kind\":\"tps\",\"maxLagBytes\":${lag:-0},\"producer\":${p:-null}}"
 
-  for r in $(seq 1 "$n"); do
-    fo_wait 240 "$sys: set back to 3 in sync" fo_full
-    if line=$(bin/hafailover broker -n "$fo_ns" -t BenchHA -pids "$(fo_pidlist 3)"); then
-      fo_record "$sys" "$sr" "$line"
-      echo "$sys master kill $r: $line" >&2
-    else
-      echo "$sys master kill $r failed" >&2
-    fi
-    # restart whichever broker is dead
-    for i in 0 1 2; do
-      if ! fo_alive "${fo_pids[$(fo_slot_br "$i")]}"; then
-        wait "${fo_pids[$(fo_slot_br "$i")]}" 2>/dev/null || true
-        fo_start_broker "$sys" "$i"
-      fi
-    done
-  done
-  fo_wait 240 "$sys: set back to 3 in sync" fo_full
-
-  for r in $(seq 1 "$n"); do
-    for i in 0 1 2; do fo_wait 120 "$sys: controller $i knows a leader" fo_leader_known "127.0.0.1:$((NSB + 4 + i))"; done
-    if line=$(bin/hafailover controller -pids "$(fo_pidlist 0)"); then
-      fo_record "$sys" "$sr" "$line"
-      echo "$sys controller kill $r: $line" >&2
-    else
-      echo "$sys controller kill $r failed" >&2
-    fi
-    for i in 0 1 2; do
-      if ! fo_alive "${fo_pids[$(fo_slot_ns "$i")]}"; then
-        wait "${fo_pids[$(fo_slot_ns "$i")]}" 2>/dev/null || true
-        fo_start_ns "$sys" "$i"
-      fi
-    done
-  done
+  fo_kills "$sys" "$sr" "$n" broker 3 fo_start_broker fo_full
+  fo_kills "$sys" "$sr" "$n" controller 0 fo_start_ns fo_leaders_known
   fo_stop
 }
 
