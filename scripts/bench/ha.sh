@@ -28,8 +28,9 @@
 # Environment: DURATION (20s), ROUNDS (2), SIZE (1024), THREADS (32),
 # QUEUES (8), FLUSH_DISK_TYPE (ASYNC_FLUSH), OUT (a results file),
 # PHASES ("repl failover"), SYSTEMS ("ours apache"), FO_ROUNDS (10),
-# FO_SYSTEM_ROUNDS (1: how often each system is brought up; the failover
-# rounds are split between them), KEEP (keep the work directory).
+# FO_SYSTEM_ROUNDS (2: how often each system is brought up, the order
+# alternating; the kills are split between them), KEEP (keep the work
+# directory).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DURATION=${DURATION:-20s}
@@ -42,7 +43,7 @@ OUT=${OUT:-$(mktemp -t bench-ha-XXXX.jsonl)}
 PHASES=${PHASES:-repl failover}
 SYSTEMS=${SYSTEMS:-ours apache}
 FO_ROUNDS=${FO_ROUNDS:-10}
-FO_SYSTEM_ROUNDS=${FO_SYSTEM_ROUNDS:-1}
+FO_SYSTEM_ROUNDS=${FO_SYSTEM_ROUNDS:-2}
 make build >/dev/null
 (cd tests && go build -o ../bin/hafailover ./cmd/hafailover)
 work=$(mktemp -d -t bench-ha-XXXX)
@@ -129,6 +130,7 @@ done
 python3 - "$OUT" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
+rows = [r for r in rows if "topology" in r]  # the failover phase's rows have "system"
 agg = {}
 for r in rows:
     a = agg.setdefault(r["topology"], {"tps": [], "cpu": [], "lag": [], "p99": []})
