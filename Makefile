@@ -102,8 +102,10 @@ bench-lite: build
 
 # Replication: send TPS and master CPU per message with synchronous
 # replication to two slaves (classic SYNC_MASTER, inSyncReplicas=3) against
-# no replication, side by side; replication lag under load
-# (scripts/bench/ha.sh). Not in `make test`.
+# no replication, side by side; replication lag under load. Then controller
+# mode, ours against Apache 5.5.0 in the same topology: failover times
+# (master kill, leader controller kill; FO_ROUNDS), send TPS and lag
+# (scripts/bench/ha.sh, scripts/bench/ha-failover.sh). Not in `make test`.
 bench-ha: build
 	./scripts/bench/ha.sh
 

@@ -45,15 +45,7 @@ controllers=${controllers%;}
 for i in 0 1 2; do
   dir="$DATA/namesrv-$i"
   mkdir -p "$dir"
-  cat >"$dir/namesrv.conf" <<CONF
-listenPort=${NS_PORTS[$i]}
-kvConfigPath=$dir/kvConfig.json
-enableControllerInNamesrv=true
-controllerDLegerGroup=rmq-ha
-controllerDLegerPeers=$peers
-controllerDLegerSelfId=n$i
-controllerStorePath=$dir/controller
-CONF
+  ctl_namesrv_conf "${NS_PORTS[$i]}" "$dir" "$peers" "n$i" >"$dir/namesrv.conf"
   "$BIN/namesrv" -c "$dir/namesrv.conf" >"$DATA/logs/namesrv-$i.log" 2>&1 &
   pids+=($!)
 done
@@ -69,25 +61,10 @@ for s in "${!SETS[@]}"; do
     port=$((10911 + 100 * s + 10 * r))
     dir="$DATA/$name-$r"
     mkdir -p "$dir"
-    # brokerId and brokerRole are ignored in controller mode: the
-    # controller assigns ids and elects the master.
-    cat >"$dir/broker.conf" <<CONF
-brokerClusterName=$CLUSTER
-brokerName=$name
-brokerId=-1
-brokerRole=SLAVE
-brokerIP1=127.0.0.1
-brokerIP2=127.0.0.1
-listenPort=$port
-haListenPort=$((port + 1))
-namesrvAddr=$namesrvs
-storePathRootDir=$dir
-autoCreateTopicEnable=true
-enableControllerMode=true
-controllerAddr=$controllers
-allAckInSyncStateSet=true
-flushDiskType=SYNC_FLUSH
-CONF
+    {
+      ctl_broker_conf "$CLUSTER" "$name" "$port" "$namesrvs" "$controllers" "$dir"
+      echo flushDiskType=SYNC_FLUSH
+    } >"$dir/broker.conf"
     "$BIN/broker" -c "$dir/broker.conf" >"$DATA/logs/$name-$r.log" 2>&1 &
     pids+=($!)
   done

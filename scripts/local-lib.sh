@@ -36,3 +36,42 @@ wait_servers() {
   echo "a server exited; see $DATA/logs" >&2
   exit 1
 }
+
+# ctl_namesrv_conf <port> <dir> <controller peers> <self id>: prints the
+# namesrv.conf lines of a nameserver with an embedded controller
+# (docs/replication.md); Apache's nameserver reads the same keys.
+ctl_namesrv_conf() {
+  cat <<CONF
+listenPort=$1
+kvConfigPath=$2/kvConfig.json
+enableControllerInNamesrv=true
+controllerDLegerGroup=rmq-ha
+controllerDLegerPeers=$3
+controllerDLegerSelfId=$4
+controllerStorePath=$2/controller
+CONF
+}
+
+# ctl_broker_conf <cluster> <broker name> <port> <namesrvs> <controllers>
+# <store dir>: prints the broker.conf lines of a controller-mode replica on
+# loopback with allAckInSyncStateSet=true; Apache's broker reads the same
+# keys. brokerId and brokerRole are ignored in controller mode: the
+# controller assigns ids and elects the master.
+ctl_broker_conf() {
+  cat <<CONF
+brokerClusterName=$1
+brokerName=$2
+brokerId=-1
+brokerRole=SLAVE
+brokerIP1=127.0.0.1
+brokerIP2=127.0.0.1
+listenPort=$3
+haListenPort=$(($3 + 1))
+namesrvAddr=$4
+storePathRootDir=$6
+autoCreateTopicEnable=true
+enableControllerMode=true
+controllerAddr=$5
+allAckInSyncStateSet=true
+CONF
+}

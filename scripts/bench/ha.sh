@@ -11,8 +11,26 @@
 #   scripts/bench/ha.sh                      # 2 rounds of 20 s, 1 KiB, 32 threads
 #   DURATION=30s ROUNDS=3 THREADS=64 scripts/bench/ha.sh
 #
+# Second phase, controller mode, ours against Apache RocketMQ 5.5.0 (from
+# Maven, scripts/apache/ha-lib.sh) in the same topology: 3 nameservers with
+# embedded controllers and one broker set of 3 controller-mode replicas
+# (allAckInSyncStateSet=true), one system up at a time, the order
+# alternating each round. Per system: send TPS (mqbench, DURATION) with the
+# master's replication lag, then FO_ROUNDS kills of the master (SIGKILL;
+# tests/cmd/hafailover times kill -> first SEND_OK stored on another
+# replica; the victim is restarted and the set is back to 3 in sync before
+# the next kill), then FO_ROUNDS kills of the raft leader controller (kill
+# -> a survivor names a new leader that answers isLeader). Prints
+# p50/p90/max and the ratios.
+#
+#   PHASES=failover FO_ROUNDS=50 scripts/bench/ha.sh
+#
 # Environment: DURATION (20s), ROUNDS (2), SIZE (1024), THREADS (32),
-# QUEUES (8), FLUSH_DISK_TYPE (ASYNC_FLUSH), OUT (a results file).
+# QUEUES (8), FLUSH_DISK_TYPE (ASYNC_FLUSH), OUT (a results file),
+# PHASES ("repl failover"), SYSTEMS ("ours apache"), FO_ROUNDS (10),
+# FO_SYSTEM_ROUNDS (2: how often each system is brought up, the order
+# alternating; the kills are split between them), KEEP (keep the work
+# directory).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DURATION=${DURATION:-20s}
@@ -22,7 +40,12 @@ THREADS=${THREADS:-32}
 QUEUES=${QUEUES:-8}
 FLUSH_DISK_TYPE=${FLUSH_DISK_TYPE:-ASYNC_FLUSH}
 OUT=${OUT:-$(mktemp -t bench-ha-XXXX.jsonl)}
+PHASES=${PHASES:-repl failover}
+SYSTEMS=${SYSTEMS:-ours apache}
+FO_ROUNDS=${FO_ROUNDS:-10}
+FO_SYSTEM_ROUNDS=${FO_SYSTEM_ROUNDS:-2}
 make build >/dev/null
+(cd tests && go build -o ../bin/hafailover ./cmd/hafailover)
 work=$(mktemp -d -t bench-ha-XXXX)
 NS_PORT=39976 NS=127.0.0.1:39976
 CLK=$(getconf CLK_TCK)
@@ -95,6 +118,7 @@ run() { # name replicas round
   stop_all
 }
 
+repl_phase() {
 for r in $(seq 1 "$ROUNDS"); do
   if ((r % 2)); then order="none sync2"; else order="sync2 none"; fi
   for t in $order; do
@@ -106,6 +130,7 @@ done
 python3 - "$OUT" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
+rows = [r for r in rows if "topology" in r]  # the failover phase's rows have "system"
 agg = {}
 for r in rows:
     a = agg.setdefault(r["topology"], {"tps": [], "cpu": [], "lag": [], "p99": []})
@@ -119,4 +144,8 @@ for t, label in (("none", "no replication"), ("sync2", "sync to 2 slaves")):
     print(f"{label:18s} send TPS {mean(a['tps']):9.0f}  master CPU {mean(a['cpu']):6.1f} µs/msg  p99 {mean(a['p99']):6.2f} ms  max lag {max(a['lag'])} B  rounds {len(a['tps'])}")
 print(f"ratio sync2/none: send TPS {mean(agg['sync2']['tps'])/mean(agg['none']['tps']):.2f}x (target >= 0.7x), master CPU/msg {mean(agg['sync2']['cpu'])/mean(agg['none']['cpu']):.2f}x")
 PY
+}
+
+case " $PHASES " in *" repl "*) repl_phase ;; esac
+case " $PHASES " in *" failover "*) . scripts/bench/ha-failover.sh ;; esac
 echo "raw results: $OUT" >&2
