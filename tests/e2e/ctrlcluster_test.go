@@ -121,7 +121,8 @@ func startCtrlCluster(t *testing.T, o ctrlClusterOptions) *ctrlCluster {
 
 	testutil.WaitFor(t, 20*time.Second, "a master registered", func() bool { c.master = c.masterAddr(); return c.master != "" })
 	testutil.WaitFor(t, 15*time.Second, "both slaves in the SyncStateSet", func() bool {
-		return harness.HAStatus(t, c.rc, c.master).InSyncSlaveNums == 2
+		ri, ok := c.syncState()
+		return ok && len(ri.InSyncReplicas) == 3 && harness.HAStatus(t, c.rc, c.master).InSyncSlaveNums == 2
 	})
 	for _, b := range c.brokers {
 		createTopic(t, c.rc, b.addr, c.topic)

@@ -1,0 +1,237 @@
+package e2e
+
+import (
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/tests/framework"
+	"github.com/rmqgo/rmq/tests/internal/chaos"
+)
+
+// Failure scenarios of controller mode (docs/replication.md §2.6–§2.7),
+// each on its own three-controller, three-replica topology
+// (startCtrlCluster) under a chaos producer/checker run.
+
+// startScenario starts the topology and a chaos run on it, and waits for
+// the run's first acknowledgements.
+func startScenario(t *testing.T, name string, broker map[string]string) (*ctrlCluster, *chaos.Run) {
+	t.Helper()
+	if framework.Kind(*clusterFlag) == framework.InProcess {
+		t.Skip("kills and stops processes: runs with -cluster=process only")
+	}
+	c := startCtrlCluster(t, ctrlClusterOptions{Cluster: name, Topic: name + "Topic", Broker: broker})
+	run, err := chaos.Start(chaos.Options{Namesrv: c.nsAddrs, Topic: c.topic, Group: name + "_cg", Run: name,
+		Interval: 10 * time.Millisecond, Senders: 2, SendTimeout: 3 * time.Second, Retries: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(run.Close)
+	testutil.WaitFor(t, 15*time.Second, "acked sends", func() bool { return run.Acked() >= 50 })
+	return c, run
+}
+
+// mustSyncState reads the set's replica info from the controller leader.
+func (c *ctrlCluster) mustSyncState(t *testing.T) protocol.ReplicasInfo {
+	t.Helper()
+	var ri protocol.ReplicasInfo
+	testutil.WaitFor(t, 10*time.Second, "the SyncStateSet from a controller leader", func() bool {
+		var ok bool
+		ri, ok = c.syncState()
+		return ok
+	})
+	return ri
+}
+
+// replicaID is the controller id of the replica at addr in ri.
+func replicaID(t *testing.T, ri protocol.ReplicasInfo, addr string) int64 {
+	t.Helper()
+	for _, r := range append(slices.Clone(ri.InSyncReplicas), ri.NotInSyncReplicas...) {
+		if r.BrokerAddress == addr {
+			return r.BrokerID
+		}
+	}
+	t.Fatalf("replica %s unknown to the controller: %+v", addr, ri)
+	return 0
+}
+
+func inSync(ri protocol.ReplicasInfo, id int64) bool {
+	return slices.ContainsFunc(ri.InSyncReplicas, func(r protocol.ReplicaIdentity) bool { return r.BrokerID == id })
+}
+
+// drainNoLoss drains the run and fails t unless every SEND_OK id was
+// consumed.
+func drainNoLoss(t *testing.T, c *ctrlCluster, run *chaos.Run, group string, timeout time.Duration) chaos.Report {
+	t.Helper()
+	rep := run.Drain(timeout)
+	t.Logf("report: %v", rep)
+	if rep.Lost != 0 || rep.Acked == 0 {
+		c.logOffsets(t, group)
+		t.Fatalf("acked messages lost: %v", rep)
+	}
+	return rep
+}
+
+// TestHAScenarioSlaveKill (failure checklist row 6): kill -9 of a slave.
+// The master shrinks the SyncStateSet at once (syncStateSetEpoch + 1, the
+// slave not in sync) and sends succeed again; the restarted slave is added
+// back (epoch + 1 again); nothing acknowledged is lost.
+func TestHAScenarioSlaveKill(t *testing.T) {
+	t.Parallel()
+	c, run := startScenario(t, "ScenSlaveKill", nil)
+	before := c.mustSyncState(t)
+	if len(before.InSyncReplicas) != 3 {
+		t.Fatalf("SyncStateSet before the kill: %+v", before)
+	}
+	var slave *ctrlBroker
+	for _, b := range c.brokers {
+		if b.addr != c.master {
+			slave = b
+			break
+		}
+	}
+	id := replicaID(t, before, slave.addr)
+	slave.proc.Kill()
+	killed := time.Now()
+
+	var shrunk protocol.ReplicasInfo
+	testutil.WaitFor(t, 10*time.Second, "the SyncStateSet without the killed slave", func() bool {
+		shrunk, _ = c.syncState()
+		return shrunk.SyncStateSetEpoch > before.SyncStateSetEpoch
+	})
+	confirmed := time.Now()
+	t.Logf("shrink seen %v after the kill: %+v", confirmed.Sub(killed), shrunk)
+	if shrunk.SyncStateSetEpoch != before.SyncStateSetEpoch+1 || inSync(shrunk, id) || len(shrunk.InSyncReplicas) != 2 ||
+		shrunk.MasterEpoch != before.MasterEpoch || shrunk.MasterBrokerID != before.MasterBrokerID {
+		t.Fatalf("after the kill of slave %d: %+v, before %+v", id, shrunk, before)
+	}
+	// Sends that waited for the slave before the controller confirmed may
+	// have failed; none after.
+	time.Sleep(3 * time.Second)
+	after := confirmed.Add(time.Second)
+	if n, acks := run.Failures(after), len(run.Acks(after)); n != 0 || acks == 0 {
+		t.Fatalf("after the shrink: %d failed sends, %d acked (%v)", n, acks, run.Report())
+	}
+
+	slave.start(t, c.bin, -1)
+	restarted := time.Now()
+	var grown protocol.ReplicasInfo
+	testutil.WaitFor(t, 15*time.Second, "the restarted slave back in the SyncStateSet", func() bool {
+		grown, _ = c.syncState()
+		return inSync(grown, id)
+	})
+	t.Logf("slave back in the set %v after its restart: %+v", time.Since(restarted), grown)
+	if grown.SyncStateSetEpoch != shrunk.SyncStateSetEpoch+1 || len(grown.InSyncReplicas) != 3 || grown.MasterEpoch != before.MasterEpoch {
+		t.Fatalf("after the restart: %+v, shrunk %+v", grown, shrunk)
+	}
+	drainNoLoss(t, c, run, "ScenSlaveKill_cg", 20*time.Second)
+}
+
+// TestHAScenarioControllerLeaderKill (checklist row 7): kill -9 of the
+// raft leader controller (with its nameserver) under load. No broker role
+// changes, the master renews its lease with the new leader (it keeps
+// acknowledging past a lease length), no send fails, nothing is lost.
+func TestHAScenarioControllerLeaderKill(t *testing.T) {
+	t.Parallel()
+	c, run := startScenario(t, "ScenCtrlKill", nil)
+	start := time.Now()
+	before := c.mustSyncState(t)
+	masterEpochs := epochCache(t, c.rc, c.master)
+	li := c.leader()
+	if li < 0 {
+		t.Fatal("no controller leader")
+	}
+	c.namesrvs[li].Kill()
+	killed := time.Now()
+	testutil.WaitFor(t, 15*time.Second, "a new controller leader", func() bool { l := c.leader(); return l >= 0 && l != li })
+	elected := time.Now()
+	t.Logf("new controller leader n%d %v after the kill", c.leader(), elected.Sub(killed))
+	// Twice the lease (masterLeaseMillis=2000): a master that did not
+	// find the new leader would have fenced itself by then.
+	time.Sleep(4 * time.Second)
+	if acks := run.Acks(elected.Add(3 * time.Second)); len(acks) == 0 {
+		t.Fatalf("no SEND_OK more than a lease after the new leader was elected: %v", run.Report())
+	}
+	after := c.mustSyncState(t)
+	if after.MasterEpoch != before.MasterEpoch || after.MasterBrokerID != before.MasterBrokerID ||
+		after.SyncStateSetEpoch != before.SyncStateSetEpoch || len(after.InSyncReplicas) != 3 {
+		t.Fatalf("replica info changed across the controller leader kill: before %+v, after %+v", before, after)
+	}
+	if m := c.masterAddr(); m != c.master {
+		t.Fatalf("master moved from %s to %s", c.master, m)
+	}
+	if e := epochCache(t, c.rc, c.master); e.BrokerID != 0 || !slices.Equal(trimEnds(e.EpochList), trimEnds(masterEpochs.EpochList)) {
+		t.Fatalf("master's epochs changed: before %+v, after %+v", masterEpochs, e)
+	}
+	if n := run.Failures(start); n != 0 {
+		t.Fatalf("%d sends failed across the controller leader kill: %v", n, run.Report())
+	}
+	drainNoLoss(t, c, run, "ScenCtrlKill_cg", 20*time.Second)
+}
+
+// TestHAScenarioMasterSIGSTOP (checklist row 3, the master lease of
+// docs/replication.md §2.7): the master is frozen with SIGSTOP. Its
+// heartbeats stop, the controllers elect another replica once
+// controllerHeartBeatTimeoutMills passed; the old master, resumed, must
+// not acknowledge anything after its lease ran out, follows the new
+// master at the new epoch, and nothing acknowledged is lost.
+func TestHAScenarioMasterSIGSTOP(t *testing.T) {
+	t.Parallel()
+	const lease = 2 * time.Second
+	c, run := startScenario(t, "ScenMasterStop", map[string]string{
+		"controllerHeartBeatTimeoutMills": "4000", "masterLeaseMillis": "2000",
+	})
+	before := c.mustSyncState(t)
+	old := c.broker(t, c.master)
+	if err := old.proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			if err := old.proc.Signal(syscall.SIGCONT); err != nil {
+				t.Errorf("SIGCONT: %v", err)
+			}
+		}
+	}
+	defer resume()
+
+	var next protocol.ReplicasInfo
+	testutil.WaitFor(t, 15*time.Second, "a new master elected", func() bool {
+		next, _ = c.syncState()
+		return next.MasterEpoch > before.MasterEpoch && next.MasterBrokerID > 0 && next.MasterBrokerID != before.MasterBrokerID
+	})
+	t.Logf("new master %d (%s) at epoch %d, %v after SIGSTOP", next.MasterBrokerID, next.MasterAddress, next.MasterEpoch, time.Since(stopped))
+	resume()
+	resumedAt := time.Now()
+
+	testutil.WaitFor(t, 15*time.Second, "the old master following the new epoch", func() bool {
+		o, n := epochCache(t, c.rc, old.addr), epochCache(t, c.rc, next.MasterAddress)
+		return o.BrokerID != 0 && n.BrokerID == 0 && o.EpochList[len(o.EpochList)-1].Epoch == next.MasterEpoch &&
+			o.MaxOffset >= n.EpochList[len(n.EpochList)-1].StartOffset
+	})
+	t.Logf("old master is a slave %v after SIGCONT", time.Since(resumedAt))
+
+	// The lease began at the latest with the last heartbeat before SIGSTOP:
+	// one second of slack for answers already on their way.
+	expiry := stopped.Add(lease + time.Second)
+	var late []chaos.Ack
+	for _, a := range run.Acks(expiry) {
+		if a.Store == old.addr {
+			late = append(late, a)
+		}
+	}
+	if len(late) != 0 {
+		t.Fatalf("the old master acknowledged %d sends after its lease expired (first %+v, resumed %v)", len(late), late[0], resumedAt)
+	}
+	rep := drainNoLoss(t, c, run, "ScenMasterStop_cg", 35*time.Second)
+	o, n := epochCache(t, c.rc, old.addr), epochCache(t, c.rc, next.MasterAddress)
+	if !slices.Equal(trimEnds(o.EpochList), trimEnds(n.EpochList)) {
+		t.Fatalf("epoch lists differ: new master %v, old master %v (%v)", n.EpochList, o.EpochList, rep)
+	}
+}
