@@ -1,15 +1,9 @@
 package e2e
 
 import (
-	"context"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
-
-	rocketmq "github.com/apache/rocketmq-client-go/v2"
-	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
 
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
@@ -59,33 +53,13 @@ func TestControllerModeFailover(t *testing.T) {
 
 	// A producer that asks for routes now writes to the new master: with
 	// allAckInSyncStateSet its SEND_OK needs every SyncStateSet member.
-	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver(nsAddrs)),
-		producer.WithGroupName("controller_failover_after"), producer.WithInstanceName("controller-failover-after"), producer.WithRetry(2), producer.WithSendMsgTimeout(3*time.Second))
-	started(t, p, err)
-	defer p.Shutdown()
-	for i := range 20 {
-		testutil.Eventually(t, 10*time.Second, func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
-			defer cancel()
-			res, err := p.SendSync(ctx, primitive.NewMessage(topic, fmt.Appendf(nil, "after-%d", i)))
-			if err != nil {
-				return err
-			}
-			if res.Status != primitive.SendOK {
-				return fmt.Errorf("status %v", res.Status)
-			}
-			return nil
-		})
-	}
+	c.sendFresh(t, "controller_failover_after", 20)
 	t.Logf("the new master acknowledged sends %v after the kill", time.Since(killed))
 
 	// The old master comes back as a slave of the new epoch, truncates to
 	// the common point and copies the new epoch.
 	old.start(t, bin, -1)
-	testutil.WaitFor(t, 20*time.Second, "old master follows the new epoch", func() bool {
-		e, n := epochCache(t, rc, old.addr), epochCache(t, rc, next)
-		return e.BrokerID != 0 && e.MaxOffset == n.MaxOffset && slices.Equal(trimEnds(e.EpochList), trimEnds(n.EpochList))
-	})
+	c.waitFollows(t, old.addr, next, 20*time.Second)
 	// The checker's consumer resumes once client-go refreshes its routes
 	// (every 30 s from its start, not configurable): before that it keeps
 	// pulling at the old master's address and makes no progress there.

@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	rocketmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
 	"github.com/rmqgo/rmq/internal/testutil"
@@ -196,6 +200,41 @@ func (c *ctrlCluster) broker(t *testing.T, addr string) *ctrlBroker {
 	}
 	t.Fatalf("no replica at %s", addr)
 	return nil
+}
+
+// sendFresh sends n messages through a new producer (fresh routes) and
+// waits for SEND_OK on each, retrying a send for up to 10 s.
+func (c *ctrlCluster) sendFresh(t *testing.T, group string, n int) {
+	t.Helper()
+	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver(c.nsAddrs)),
+		producer.WithGroupName(group), producer.WithInstanceName(group), producer.WithRetry(2), producer.WithSendMsgTimeout(3*time.Second))
+	started(t, p, err)
+	defer p.Shutdown()
+	for i := range n {
+		testutil.Eventually(t, 10*time.Second, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+			defer cancel()
+			res, err := p.SendSync(ctx, primitive.NewMessage(c.topic, fmt.Appendf(nil, "%s-%d", group, i)))
+			if err != nil {
+				return err
+			}
+			if res.Status != primitive.SendOK {
+				return fmt.Errorf("status %v", res.Status)
+			}
+			return nil
+		})
+	}
+}
+
+// waitFollows waits until the replica at addr is a slave holding exactly
+// the master's log: same end, same epochs (it truncated to the common
+// point and copied the new epoch).
+func (c *ctrlCluster) waitFollows(t *testing.T, addr, master string, timeout time.Duration) {
+	t.Helper()
+	testutil.WaitFor(t, timeout, addr+" following the master "+master, func() bool {
+		e, n := epochCache(t, c.rc, addr), epochCache(t, c.rc, master)
+		return e.BrokerID != 0 && n.BrokerID == 0 && e.MaxOffset == n.MaxOffset && slices.Equal(trimEnds(e.EpochList), trimEnds(n.EpochList))
+	})
 }
 
 // logOffsets logs where the checker group stands on each replica, for a
