@@ -1,13 +1,21 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	rocketmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/tests/e2e/harness"
 	"github.com/rmqgo/rmq/tests/framework"
 	"github.com/rmqgo/rmq/tests/internal/chaos"
 )
@@ -245,5 +253,102 @@ func TestHAScenarioMasterSIGSTOP(t *testing.T) {
 	o, n := epochCache(t, c.rc, old.addr), epochCache(t, c.rc, next.MasterAddress)
 	if !slices.Equal(trimEnds(o.EpochList), trimEnds(n.EpochList)) {
 		t.Fatalf("epoch lists differ: new master %v, old master %v (%v)", n.EpochList, o.EpochList, rep)
+	}
+}
+
+// TestHAScenarioUnackedTailRejoin (checklist rows 2 and 14): both slaves
+// are frozen, so the master stores messages nobody else has and answers
+// FLUSH_SLAVE_TIMEOUT; the master is killed, a slave is elected, and the
+// old master, restarted, truncates its log exactly to the new epoch's
+// start and then holds the new master's log (docs/replication.md §2.6). Killed again right after
+// that truncation and restarted, it still holds no byte of the old tail.
+func TestHAScenarioUnackedTailRejoin(t *testing.T) {
+	t.Parallel()
+	if framework.Kind(*clusterFlag) == framework.InProcess {
+		t.Skip("kills and stops processes: runs with -cluster=process only")
+	}
+	// The set never shrinks here: the frozen slaves stay members, so
+	// nothing stored while they are away can be acknowledged.
+	c := startCtrlCluster(t, ctrlClusterOptions{Cluster: "ScenTail", Topic: "ScenTailTopic",
+		Broker: map[string]string{"haMaxTimeSlaveNotCatchup": "600000", "slaveTimeout": "1000"}})
+	c.sendFresh(t, "ScenTail_before", 20)
+	before := c.mustSyncState(t)
+	old := c.broker(t, c.master)
+	common := epochCache(t, c.rc, old.addr).MaxOffset
+	var slaves []*ctrlBroker
+	for _, b := range c.brokers {
+		if b != old {
+			slaves = append(slaves, b)
+			if err := b.proc.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = b.proc.Signal(syscall.SIGCONT) })
+		}
+	}
+
+	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver(c.nsAddrs)),
+		producer.WithGroupName("ScenTail_tail"), producer.WithInstanceName("ScenTail_tail"), producer.WithRetry(0), producer.WithSendMsgTimeout(5*time.Second))
+	started(t, p, err)
+	defer p.Shutdown()
+	for i := range 5 {
+		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
+		res, err := p.SendSync(ctx, primitive.NewMessage(c.topic, fmt.Appendf(nil, "tail-%d", i)))
+		cancel()
+		if err != nil || res.Status != primitive.SendFlushSlaveTimeout {
+			t.Fatalf("send %d with both slaves frozen: %v %v", i, res, err)
+		}
+	}
+	tail := epochCache(t, c.rc, old.addr).MaxOffset
+	if tail <= common {
+		t.Fatalf("the master stored no tail: max %d, common %d", tail, common)
+	}
+
+	old.proc.Kill()
+	for _, b := range slaves {
+		if err := b.proc.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var next protocol.ReplicasInfo
+	testutil.WaitFor(t, 15*time.Second, "a slave elected", func() bool {
+		next, _ = c.syncState()
+		return next.MasterEpoch > before.MasterEpoch && next.MasterBrokerID > 0 && next.MasterBrokerID != before.MasterBrokerID
+	})
+	testutil.WaitFor(t, 10*time.Second, "the nameservers routing to the new master", func() bool {
+		return c.masterAddr() == next.MasterAddress
+	})
+	// A frozen slave's socket buffer may hold the first frames of the
+	// tail; it appends them when it resumes, and the new master keeps its
+	// whole log (they were never acknowledged, so either way is right).
+	ne := epochCache(t, c.rc, next.MasterAddress)
+	start := ne.EpochList[len(ne.EpochList)-1]
+	if start.Epoch != next.MasterEpoch || start.StartOffset < common || start.StartOffset >= tail {
+		t.Fatalf("new master's last epoch %+v: want epoch %d from [%d, %d)", start, next.MasterEpoch, common, tail)
+	}
+	t.Logf("new epoch %d starts at %d: common prefix %d, old master's tail to %d", start.Epoch, start.StartOffset, common, tail)
+	c.sendFresh(t, "ScenTail_after", 10)
+
+	old.start(t, c.bin, -1)
+	c.waitFollows(t, old.addr, next.MasterAddress, 20*time.Second)
+	if want := fmt.Sprintf("from=%d to=%d", tail, start.StartOffset); !strings.Contains(old.proc.Logs(), want) {
+		t.Fatalf("the old master did not truncate %s", want)
+	}
+	// Row 14: a crash right after the truncation resurrects nothing.
+	old.proc.Kill()
+	old.start(t, c.bin, -1)
+	c.waitFollows(t, old.addr, next.MasterAddress, 20*time.Second)
+	// Same queues everywhere, holding at least the 30 acknowledged
+	// messages (plus whatever part of the tail the new master kept).
+	want, err := harness.QueuedMessages(c.rc, next.MasterAddress, c.topic, 4)
+	if err != nil || want < 30 {
+		t.Fatalf("the new master indexes %d messages (%v), want ≥ 30", want, err)
+	}
+	for _, b := range c.brokers {
+		testutil.Eventually(t, 10*time.Second, func() error {
+			if n, err := harness.QueuedMessages(c.rc, b.addr, c.topic, 4); err != nil || n != want {
+				return fmt.Errorf("%s indexes %d messages (%v), the master %d", b.addr, n, err, want)
+			}
+			return nil
+		})
 	}
 }
