@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,12 +25,18 @@ import (
 // each on its own three-controller, three-replica topology
 // (startCtrlCluster) under a chaos producer/checker run.
 
-// startScenario starts the topology and a chaos run on it, and waits for
-// the run's first acknowledgements.
-func startScenario(t *testing.T, name string, broker map[string]string) (*ctrlCluster, *chaos.Run) {
+// startScenario starts the topology with the given master lease and
+// controller heartbeat timeout (0: the topology's 2 s and 3 s) and a chaos
+// run on it, and waits for the run's first acknowledgements.
+func startScenario(t *testing.T, name string, lease, heartbeatTimeout time.Duration) (*ctrlCluster, *chaos.Run) {
 	t.Helper()
 	if framework.Kind(*clusterFlag) == framework.InProcess {
 		t.Skip("kills and stops processes: runs with -cluster=process only")
+	}
+	broker := map[string]string{}
+	if lease > 0 {
+		broker["masterLeaseMillis"] = strconv.FormatInt(lease.Milliseconds(), 10)
+		broker["controllerHeartBeatTimeoutMills"] = strconv.FormatInt(heartbeatTimeout.Milliseconds(), 10)
 	}
 	c := startCtrlCluster(t, ctrlClusterOptions{Cluster: name, Topic: name + "Topic", Broker: broker})
 	run, err := chaos.Start(chaos.Options{Namesrv: c.nsAddrs, Topic: c.topic, Group: name + "_cg", Run: name,
@@ -89,7 +96,7 @@ func drainNoLoss(t *testing.T, c *ctrlCluster, run *chaos.Run, group string, tim
 // back (epoch + 1 again); nothing acknowledged is lost.
 func TestHAScenarioSlaveKill(t *testing.T) {
 	t.Parallel()
-	c, run := startScenario(t, "ScenSlaveKill", nil)
+	c, run := startScenario(t, "ScenSlaveKill", 0, 0)
 	before := c.mustSyncState(t)
 	if len(before.InSyncReplicas) != 3 {
 		t.Fatalf("SyncStateSet before the kill: %+v", before)
@@ -151,9 +158,7 @@ func TestHAScenarioSlaveKill(t *testing.T) {
 func TestHAScenarioControllerLeaderKill(t *testing.T) {
 	t.Parallel()
 	const lease = 6 * time.Second
-	c, run := startScenario(t, "ScenCtrlKill", map[string]string{
-		"controllerHeartBeatTimeoutMills": "10000", "masterLeaseMillis": "6000",
-	})
+	c, run := startScenario(t, "ScenCtrlKill", lease, 10*time.Second)
 	start := time.Now()
 	before := c.mustSyncState(t)
 	masterEpochs := epochCache(t, c.rc, c.master)
@@ -199,9 +204,7 @@ func TestHAScenarioControllerLeaderKill(t *testing.T) {
 func TestHAScenarioMasterSIGSTOP(t *testing.T) {
 	t.Parallel()
 	const lease = 2 * time.Second
-	c, run := startScenario(t, "ScenMasterStop", map[string]string{
-		"controllerHeartBeatTimeoutMills": "4000", "masterLeaseMillis": "2000",
-	})
+	c, run := startScenario(t, "ScenMasterStop", lease, 4*time.Second)
 	before := c.mustSyncState(t)
 	old := c.broker(t, c.master)
 	if err := old.proc.Signal(syscall.SIGSTOP); err != nil {
