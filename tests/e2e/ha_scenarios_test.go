@@ -355,3 +355,66 @@ func TestHAScenarioUnackedTailRejoin(t *testing.T) {
 		})
 	}
 }
+
+// TestHAScenarioSlaveSIGSTOP (checklist row 5): a frozen slave. Sends wait
+// for it and fail (FLUSH_SLAVE_TIMEOUT) only until the master has dropped
+// it from the SyncStateSet — within haMaxTimeSlaveNotCatchup (3 s) +
+// checkSyncStateSetPeriod (1 s) + an alter round trip — then succeed
+// again; resumed, the slave catches up and is added back.
+func TestHAScenarioSlaveSIGSTOP(t *testing.T) {
+	t.Parallel()
+	c, run := startScenario(t, "ScenSlaveStop", 0, 0)
+	before := c.mustSyncState(t)
+	var slave *ctrlBroker
+	for _, b := range c.brokers {
+		if b.addr != c.master {
+			slave = b
+			break
+		}
+	}
+	id := replicaID(t, before, slave.addr)
+	if err := slave.proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = slave.proc.Signal(syscall.SIGCONT)
+		}
+	}()
+
+	var shrunk protocol.ReplicasInfo
+	testutil.WaitFor(t, 15*time.Second, "the SyncStateSet without the frozen slave", func() bool {
+		shrunk, _ = c.syncState()
+		return shrunk.SyncStateSetEpoch > before.SyncStateSetEpoch
+	})
+	confirmed := time.Now()
+	t.Logf("shrink seen %v after SIGSTOP: %+v", confirmed.Sub(stopped), shrunk)
+	if confirmed.Sub(stopped) > 6*time.Second {
+		t.Fatalf("the set shrank %v after the slave froze, want ≤ 3 s + 1 s + an alter (+ 2 s slack)", confirmed.Sub(stopped))
+	}
+	if shrunk.SyncStateSetEpoch != before.SyncStateSetEpoch+1 || inSync(shrunk, id) || len(shrunk.InSyncReplicas) != 2 || shrunk.MasterEpoch != before.MasterEpoch {
+		t.Fatalf("after freezing slave %d: %+v, before %+v", id, shrunk, before)
+	}
+	time.Sleep(3 * time.Second)
+	after := confirmed.Add(time.Second)
+	if n, acks := run.Failures(after), len(run.Acks(after)); n != 0 || acks == 0 {
+		t.Fatalf("after the shrink: %d failed sends, %d acked (%v)", n, acks, run.Report())
+	}
+	t.Logf("while frozen: %v", run.Report())
+
+	resumed = true
+	if err := slave.proc.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	var grown protocol.ReplicasInfo
+	testutil.WaitFor(t, 15*time.Second, "the resumed slave back in the SyncStateSet", func() bool {
+		grown, _ = c.syncState()
+		return inSync(grown, id)
+	})
+	if grown.SyncStateSetEpoch != shrunk.SyncStateSetEpoch+1 || len(grown.InSyncReplicas) != 3 || grown.MasterEpoch != before.MasterEpoch {
+		t.Fatalf("after SIGCONT: %+v, shrunk %+v", grown, shrunk)
+	}
+	drainNoLoss(t, c, run, "ScenSlaveStop_cg", 20*time.Second)
+}
