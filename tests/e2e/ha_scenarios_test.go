@@ -77,6 +77,50 @@ func inSync(ri protocol.ReplicasInfo, id int64) bool {
 	return slices.ContainsFunc(ri.InSyncReplicas, func(r protocol.ReplicaIdentity) bool { return r.BrokerID == id })
 }
 
+// waitShrunk waits until the controller's set has dropped replica id
+// (failed at since) and checks it is the one change: syncStateSetEpoch + 1,
+// the same master. It returns the set and when the change was seen.
+func (c *ctrlCluster) waitShrunk(t *testing.T, before protocol.ReplicasInfo, id int64, since time.Time, timeout time.Duration) (protocol.ReplicasInfo, time.Time) {
+	t.Helper()
+	var shrunk protocol.ReplicasInfo
+	testutil.WaitFor(t, timeout, "the SyncStateSet without the failed slave", func() bool {
+		shrunk, _ = c.syncState()
+		return shrunk.SyncStateSetEpoch > before.SyncStateSetEpoch
+	})
+	seen := time.Now()
+	t.Logf("shrink seen %v after the failure: %+v", seen.Sub(since), shrunk)
+	if shrunk.SyncStateSetEpoch != before.SyncStateSetEpoch+1 || inSync(shrunk, id) || len(shrunk.InSyncReplicas) != 2 ||
+		shrunk.MasterEpoch != before.MasterEpoch || shrunk.MasterBrokerID != before.MasterBrokerID {
+		t.Fatalf("after slave %d failed: %+v, before %+v", id, shrunk, before)
+	}
+	return shrunk, seen
+}
+
+// aSlave is a replica other than the first master.
+func (c *ctrlCluster) aSlave(t *testing.T) *ctrlBroker {
+	t.Helper()
+	for _, b := range c.brokers {
+		if b.addr != c.master {
+			return b
+		}
+	}
+	t.Fatal("no slave")
+	return nil
+}
+
+// sendsSucceedAfter fails t unless, over the next 3 s, sends answered
+// more than a second after confirmed all succeeded: sends that waited for
+// a removed member before the controller confirmed the shrink may have
+// failed, none after.
+func sendsSucceedAfter(t *testing.T, run *chaos.Run, confirmed time.Time) {
+	t.Helper()
+	time.Sleep(3 * time.Second)
+	after := confirmed.Add(time.Second)
+	if n, acks := run.Failures(after), len(run.Acks(after)); n != 0 || acks == 0 {
+		t.Fatalf("after the shrink: %d failed sends, %d acked (%v)", n, acks, run.Report())
+	}
+}
+
 // drainNoLoss drains the run and fails t unless every SEND_OK id was
 // consumed.
 func drainNoLoss(t *testing.T, c *ctrlCluster, run *chaos.Run, group string, timeout time.Duration) chaos.Report {
@@ -101,35 +145,13 @@ func TestHAScenarioSlaveKill(t *testing.T) {
 	if len(before.InSyncReplicas) != 3 {
 		t.Fatalf("SyncStateSet before the kill: %+v", before)
 	}
-	var slave *ctrlBroker
-	for _, b := range c.brokers {
-		if b.addr != c.master {
-			slave = b
-			break
-		}
-	}
+	slave := c.aSlave(t)
 	id := replicaID(t, before, slave.addr)
 	slave.proc.Kill()
 	killed := time.Now()
 
-	var shrunk protocol.ReplicasInfo
-	testutil.WaitFor(t, 10*time.Second, "the SyncStateSet without the killed slave", func() bool {
-		shrunk, _ = c.syncState()
-		return shrunk.SyncStateSetEpoch > before.SyncStateSetEpoch
-	})
-	confirmed := time.Now()
-	t.Logf("shrink seen %v after the kill: %+v", confirmed.Sub(killed), shrunk)
-	if shrunk.SyncStateSetEpoch != before.SyncStateSetEpoch+1 || inSync(shrunk, id) || len(shrunk.InSyncReplicas) != 2 ||
-		shrunk.MasterEpoch != before.MasterEpoch || shrunk.MasterBrokerID != before.MasterBrokerID {
-		t.Fatalf("after the kill of slave %d: %+v, before %+v", id, shrunk, before)
-	}
-	// Sends that waited for the slave before the controller confirmed may
-	// have failed; none after.
-	time.Sleep(3 * time.Second)
-	after := confirmed.Add(time.Second)
-	if n, acks := run.Failures(after), len(run.Acks(after)); n != 0 || acks == 0 {
-		t.Fatalf("after the shrink: %d failed sends, %d acked (%v)", n, acks, run.Report())
-	}
+	shrunk, confirmed := c.waitShrunk(t, before, id, killed, 10*time.Second)
+	sendsSucceedAfter(t, run, confirmed)
 
 	slave.start(t, c.bin, -1)
 	restarted := time.Now()
@@ -365,13 +387,7 @@ func TestHAScenarioSlaveSIGSTOP(t *testing.T) {
 	t.Parallel()
 	c, run := startScenario(t, "ScenSlaveStop", 0, 0)
 	before := c.mustSyncState(t)
-	var slave *ctrlBroker
-	for _, b := range c.brokers {
-		if b.addr != c.master {
-			slave = b
-			break
-		}
-	}
+	slave := c.aSlave(t)
 	id := replicaID(t, before, slave.addr)
 	if err := slave.proc.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -384,24 +400,11 @@ func TestHAScenarioSlaveSIGSTOP(t *testing.T) {
 		}
 	}()
 
-	var shrunk protocol.ReplicasInfo
-	testutil.WaitFor(t, 15*time.Second, "the SyncStateSet without the frozen slave", func() bool {
-		shrunk, _ = c.syncState()
-		return shrunk.SyncStateSetEpoch > before.SyncStateSetEpoch
-	})
-	confirmed := time.Now()
-	t.Logf("shrink seen %v after SIGSTOP: %+v", confirmed.Sub(stopped), shrunk)
+	shrunk, confirmed := c.waitShrunk(t, before, id, stopped, 15*time.Second)
 	if confirmed.Sub(stopped) > 6*time.Second {
 		t.Fatalf("the set shrank %v after the slave froze, want ≤ 3 s + 1 s + an alter (+ 2 s slack)", confirmed.Sub(stopped))
 	}
-	if shrunk.SyncStateSetEpoch != before.SyncStateSetEpoch+1 || inSync(shrunk, id) || len(shrunk.InSyncReplicas) != 2 || shrunk.MasterEpoch != before.MasterEpoch {
-		t.Fatalf("after freezing slave %d: %+v, before %+v", id, shrunk, before)
-	}
-	time.Sleep(3 * time.Second)
-	after := confirmed.Add(time.Second)
-	if n, acks := run.Failures(after), len(run.Acks(after)); n != 0 || acks == 0 {
-		t.Fatalf("after the shrink: %d failed sends, %d acked (%v)", n, acks, run.Report())
-	}
+	sendsSucceedAfter(t, run, confirmed)
 	t.Logf("while frozen: %v", run.Report())
 
 	resumed = true
