@@ -3,7 +3,6 @@ package ha
 import (
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/store/commitlog"
@@ -140,20 +139,9 @@ func (s *AutoSwitchSlave) runSession(addr string) error {
 	}
 	s.opts.Logger.Info("ha connected to master", "master", addr, "masterMax", f.Hello.MaxOffset, "masterEpoch", f.Hello.LastEpoch, "from", point)
 
-	var acked atomic.Int64
-	ack := func(force bool) error {
-		off := s.cl.MaxOffset()
-		if !force && off <= acked.Load() {
-			return nil
-		}
-		if err := write(AppendAck(nil, off)); err != nil {
-			return fmt.Errorf("ack: %w", err)
-		}
-		acked.Store(off)
-		return nil
-	}
+	ack := s.reporter(write, AppendAck)
 	if err := ack(true); err != nil {
-		return err
+		return fmt.Errorf("ack: %w", err)
 	}
 	stop := s.heartbeat(nc, func() error { return ack(true) })
 	defer stop()
@@ -171,7 +159,7 @@ func (s *AutoSwitchSlave) runSession(addr string) error {
 			return err
 		}
 		if err := ack(false); err != nil {
-			return err
+			return fmt.Errorf("ack: %w", err)
 		}
 	}
 }

@@ -126,6 +126,31 @@ func (l *link) writer(nc net.Conn) func([]byte) error {
 	}
 }
 
+// reporter returns the slave's offset report (classic REPORT or
+// auto-switch ACK, encoded by enc) written through write: force sends even
+// an unchanged offset (the keep-alive). Reading the log end and writing it
+// happen under one lock, because the read loop and the keep-alive both
+// report: a value read before the other's append must not reach the wire
+// after the other's larger one, or the master sees the offset go back and
+// closes the connection.
+func (l *link) reporter(write func([]byte) error, enc func([]byte, int64) []byte) func(force bool) error {
+	var mu sync.Mutex
+	last := int64(-1)
+	return func(force bool) error {
+		mu.Lock()
+		defer mu.Unlock()
+		off := l.cl.MaxOffset()
+		if !force && off <= last {
+			return nil
+		}
+		if err := write(enc(nil, off)); err != nil {
+			return err
+		}
+		last = off
+		return nil
+	}
+}
+
 // heartbeat reports every HeartbeatInterval until the returned stop runs
 // (which closes nc first, so that a report blocked in a write ends). A
 // failed report closes nc: the reader sees it and ends the session.

@@ -35,23 +35,11 @@ func (s *Slave) runSession(addr string) error {
 	defer release()
 	s.opts.Logger.Info("ha connected to master", "master", addr, "maxOffset", s.cl.MaxOffset())
 
-	write := s.writer(nc)
-	var reported int64 = -1
-	report := func(force bool) error {
-		off := s.cl.MaxOffset()
-		if !force && off <= reported {
-			return nil
-		}
-		if err := write(AppendReport(nil, off)); err != nil {
-			return fmt.Errorf("report: %w", err)
-		}
-		reported = off
-		return nil
-	}
+	report := s.reporter(s.writer(nc), AppendReport)
 	if err := report(true); err != nil {
-		return err
+		return fmt.Errorf("report: %w", err)
 	}
-	stop := s.heartbeat(nc, func() error { return write(AppendReport(nil, s.cl.MaxOffset())) })
+	stop := s.heartbeat(nc, func() error { return report(true) })
 	defer stop()
 
 	tr := NewTransferReader(nc)
@@ -70,7 +58,7 @@ func (s *Slave) runSession(addr string) error {
 			return err
 		}
 		if err := report(false); err != nil {
-			return err
+			return fmt.Errorf("report: %w", err)
 		}
 	}
 }

@@ -69,6 +69,8 @@ type Run struct {
 	mu         sync.Mutex
 	enqueued   int
 	acked      map[string]struct{}
+	acks       []Ack
+	fails      []time.Time
 	failed     map[string]int
 	received   map[string]int
 	deliveries int
@@ -157,13 +159,60 @@ func (r *Run) send(sender int) {
 		switch {
 		case err != nil:
 			r.failed[errKind(err)]++
+			r.fails = append(r.fails, time.Now())
 		case res.Status == primitive.SendOK:
 			r.acked[id] = struct{}{}
+			r.acks = append(r.acks, Ack{ID: id, Store: storeHost(res.OffsetMsgID), At: time.Now()})
 		default:
 			r.failed[fmt.Sprintf("status%d", res.Status)]++
+			r.fails = append(r.fails, time.Now())
 		}
 		r.mu.Unlock()
 	}
+}
+
+// Ack is one SEND_OK answer: the message id, the store host the broker
+// wrote into the message's offset id ("ip:port", the broker that stored
+// it) and when the answer arrived.
+type Ack struct {
+	ID, Store string
+	At        time.Time
+}
+
+// storeHost decodes the broker address from an offset message id.
+func storeHost(offsetMsgID string) string {
+	id, err := primitive.UnmarshalMsgID([]byte(offsetMsgID))
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d", id.Addr, id.Port)
+}
+
+// Acks returns the SEND_OK answers that arrived after since.
+func (r *Run) Acks(since time.Time) []Ack {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Ack
+	for _, a := range r.acks {
+		if a.At.After(since) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Failures counts the sends that ended in an error or a status other than
+// SEND_OK after since.
+func (r *Run) Failures(since time.Time) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, at := range r.fails {
+		if at.After(since) {
+			n++
+		}
+	}
+	return n
 }
 
 // errKind names a send error briefly for the report.

@@ -50,6 +50,16 @@ func TestHealthyRun(t *testing.T) {
 	}
 	rep := r.Drain(30 * time.Second)
 	t.Log(rep)
+	acks := r.Acks(time.Time{})
+	if len(acks) != rep.Acked || r.Failures(time.Time{}) != 0 {
+		t.Fatalf("%d ack records, %d failures for %s", len(acks), r.Failures(time.Time{}), rep)
+	}
+	brokerAddr := c.Brokers()[0].Addr()
+	for _, a := range acks {
+		if a.Store != brokerAddr {
+			t.Fatalf("ack %s stored by %q, the broker is %s", a.ID, a.Store, brokerAddr)
+		}
+	}
 	if rep.Acked < 100 || rep.Lost != 0 || rep.Unknown != 0 || rep.Dequeued != rep.Acked || rep.Enqueued != rep.Acked {
 		t.Fatalf("healthy run: %s", rep)
 	}

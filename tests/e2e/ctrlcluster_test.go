@@ -1,0 +1,303 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	rocketmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+
+	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/pkg/admin"
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
+)
+
+// ctrlBroker is one controller-mode broker process.
+type ctrlBroker struct {
+	addr, conf string
+	proc       *harness.Proc
+}
+
+// ctrlCluster is the controller-mode topology of the failover tests
+// (docs/replication.md, controller mode): three nameservers with embedded
+// controllers and one broker set of three replicas with
+// allAckInSyncStateSet=true, the topic created on every replica.
+type ctrlCluster struct {
+	name, topic string
+	master      string // the first master
+	bin         string
+	ctrlAddrs   []string
+	nsAddrs     []string
+	namesrvs    []*harness.Proc
+	brokers     []*ctrlBroker
+	rc          *remoting.Client
+	ac          *admin.Client
+}
+
+// ctrlClusterOptions vary the topology per test.
+type ctrlClusterOptions struct {
+	Cluster, Topic string
+	// Broker overrides the brokers' default properties.
+	Broker map[string]string
+}
+
+// startCtrlCluster starts the topology and waits until a master serves
+// with both slaves in its SyncStateSet. Processes stop at cleanup.
+func startCtrlCluster(t *testing.T, o ctrlClusterOptions) *ctrlCluster {
+	t.Helper()
+	rlog.SetLogLevel("error")
+	c := &ctrlCluster{name: "broker-a", topic: o.Topic, bin: harness.BuildBinaries(t, harness.Namesrv, harness.Broker)}
+
+	// Nameservers, each with a controller on its own peer address.
+	var peers []string
+	for i := range 3 {
+		c.ctrlAddrs = append(c.ctrlAddrs, harness.FreeAddr(t))
+		peers = append(peers, fmt.Sprintf("n%d-%s", i, c.ctrlAddrs[i]))
+	}
+	for i := range 3 {
+		dir := t.TempDir()
+		conf := filepath.Join(dir, "namesrv.conf")
+		props := strings.Join([]string{
+			"bindAddress=127.0.0.1", "enableControllerInNamesrv=true", "controllerDLegerGroup=" + o.Cluster,
+			"controllerDLegerPeers=" + strings.Join(peers, ";"), fmt.Sprintf("controllerDLegerSelfId=n%d", i),
+			"controllerStorePath=" + filepath.Join(dir, "controller"),
+			"scanNotActiveBrokerInterval=500", "scanInactiveMasterInterval=500", "notifyBrokerRoleChanged=true",
+		}, "\n") + "\n"
+		if err := os.WriteFile(conf, []byte(props), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		port := harness.FreePort(t)
+		c.nsAddrs = append(c.nsAddrs, fmt.Sprintf("127.0.0.1:%d", port))
+		p := harness.StartProcessWith(t, harness.ProcOptions{Name: fmt.Sprintf("namesrv-n%d", i)}, filepath.Join(c.bin, harness.Namesrv),
+			"-c", conf, "--listen-port", strconv.Itoa(port), "--data-dir", dir)
+		p.WaitTCP(t, c.ctrlAddrs[i], 15*time.Second)
+		c.namesrvs = append(c.namesrvs, p)
+	}
+
+	c.rc = remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	t.Cleanup(func() { c.rc.Close() })
+	ac, err := admin.New(admin.Config{NameServers: c.nsAddrs}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ac.Close() })
+	c.ac = ac
+	// Brokers that find no controller leader retry only after 5 s.
+	testutil.WaitFor(t, 15*time.Second, "a controller leader", func() bool { return c.leader() >= 0 })
+
+	c.brokers = make([]*ctrlBroker, 3)
+	for i := range c.brokers {
+		dir := t.TempDir()
+		port := harness.FreePort(t)
+		props := framework.BrokerProps(o.Cluster, c.name, 0, port, strings.Join(c.nsAddrs, ";"), dir, map[string]string{
+			"brokerId": "-1", "brokerRole": "SLAVE",
+			"enableControllerMode": "true", "controllerAddr": strings.Join(c.ctrlAddrs, ";"),
+			"allAckInSyncStateSet": "true", "haListenPort": strconv.Itoa(harness.FreePort(t)),
+			"brokerHeartbeatInterval": "300", "controllerHeartBeatTimeoutMills": "3000", "masterLeaseMillis": "2000",
+			"syncBrokerMetadataPeriod": "1000", "syncControllerMetadataPeriod": "2000", "checkSyncStateSetPeriod": "1000",
+			"haMaxTimeSlaveNotCatchup": "3000", "haSendHeartbeatInterval": "300", "registerNameServerPeriod": "10000",
+			// client-go refreshes routes every 30 s: until then a
+			// checker may pull from an old master's address, which is a
+			// slave after a failover; without slave reads it would answer
+			// SYSTEM_BUSY for the rest of the test.
+			"slaveReadEnable": "true",
+		}, o.Broker)
+		b := &ctrlBroker{addr: fmt.Sprintf("127.0.0.1:%d", port), conf: filepath.Join(dir, "broker.conf")}
+		if err := framework.WriteProps(b.conf, props); err != nil {
+			t.Fatal(err)
+		}
+		b.start(t, c.bin, i)
+		c.brokers[i] = b
+	}
+
+	testutil.WaitFor(t, 20*time.Second, "a master registered", func() bool { c.master = c.masterAddr(); return c.master != "" })
+	testutil.WaitFor(t, 15*time.Second, "both slaves in the SyncStateSet", func() bool {
+		ri, ok := c.syncState()
+		return ok && len(ri.InSyncReplicas) == 3 && harness.HAStatus(t, c.rc, c.master).InSyncSlaveNums == 2
+	})
+	for _, b := range c.brokers {
+		createTopic(t, c.rc, b.addr, c.topic)
+	}
+	return c
+}
+
+// leader is the index of the controller that reports itself leader, or -1.
+// Controllers whose process exited are not asked.
+func (c *ctrlCluster) leader() int {
+	for i, a := range c.ctrlAddrs {
+		if c.namesrvs[i].Exited() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		resp, err := c.rc.Invoke(ctx, a, remoting.NewRequest(code.ControllerGetMetadataInfo, nil, nil))
+		cancel()
+		if err != nil {
+			continue
+		}
+		if l := resp.Ext(protocol.HdrControllerLeaderAddress); l != "" {
+			for j, b := range c.ctrlAddrs {
+				if b == l && !c.namesrvs[j].Exited() {
+					return j
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// syncState is the broker set's replica info at the controller leader
+// (what `mqadmin getSyncStateSet` prints); ok is false while no live
+// controller answers.
+func (c *ctrlCluster) syncState() (protocol.ReplicasInfo, bool) {
+	for i, a := range c.ctrlAddrs {
+		if c.namesrvs[i].Exited() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		info, err := c.ac.GetSyncStateData(ctx, a, []string{c.name})
+		cancel()
+		if err != nil {
+			continue
+		}
+		ri, ok := info.ReplicasInfoTable[c.name]
+		return ri, ok
+	}
+	return protocol.ReplicasInfo{}, false
+}
+
+// masterAddr is the address the nameservers route id 0 of the set to
+// ("" while none).
+func (c *ctrlCluster) masterAddr() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	ci, err := c.ac.GetBrokerClusterInfo(ctx)
+	if err != nil {
+		return ""
+	}
+	return ci.BrokerAddrTable[c.name].BrokerAddrs[0]
+}
+
+// broker returns the replica listening at addr.
+func (c *ctrlCluster) broker(t *testing.T, addr string) *ctrlBroker {
+	t.Helper()
+	for _, b := range c.brokers {
+		if b.addr == addr {
+			return b
+		}
+	}
+	t.Fatalf("no replica at %s", addr)
+	return nil
+}
+
+// sendFresh sends n messages through a new producer (fresh routes) and
+// waits for SEND_OK on each, retrying a send for up to 10 s.
+func (c *ctrlCluster) sendFresh(t *testing.T, group string, n int) {
+	t.Helper()
+	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver(c.nsAddrs)),
+		producer.WithGroupName(group), producer.WithInstanceName(group), producer.WithRetry(2), producer.WithSendMsgTimeout(3*time.Second))
+	started(t, p, err)
+	defer p.Shutdown()
+	for i := range n {
+		testutil.Eventually(t, 10*time.Second, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+			defer cancel()
+			res, err := p.SendSync(ctx, primitive.NewMessage(c.topic, fmt.Appendf(nil, "%s-%d", group, i)))
+			if err != nil {
+				return err
+			}
+			if res.Status != primitive.SendOK {
+				return fmt.Errorf("status %v", res.Status)
+			}
+			return nil
+		})
+	}
+}
+
+// waitFollows waits until the replica at addr is a slave holding exactly
+// the master's log: same end, same epochs (it truncated to the common
+// point and copied the new epoch).
+func (c *ctrlCluster) waitFollows(t *testing.T, addr, master string, timeout time.Duration) {
+	t.Helper()
+	testutil.WaitFor(t, timeout, addr+" following the master "+master, func() bool {
+		e, n := epochCache(t, c.rc, addr), epochCache(t, c.rc, master)
+		return e.BrokerID != 0 && n.BrokerID == 0 && e.MaxOffset == n.MaxOffset && slices.Equal(trimEnds(e.EpochList), trimEnds(n.EpochList))
+	})
+}
+
+// logOffsets logs where the checker group stands on each replica, for a
+// failure report.
+func (c *ctrlCluster) logOffsets(t *testing.T, group string) {
+	t.Helper()
+	for _, b := range c.brokers {
+		for q := range 4 {
+			ext := map[string]string{"topic": c.topic, "queueId": strconv.Itoa(q), "consumerGroup": group}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			mo, err1 := c.rc.Invoke(ctx, b.addr, remoting.NewRequest(code.GetMaxOffset, ext, nil))
+			co, err2 := c.rc.Invoke(ctx, b.addr, remoting.NewRequest(code.QueryConsumerOffset, ext, nil))
+			cancel()
+			if err1 != nil || err2 != nil {
+				t.Logf("%s queue %d: %v %v", b.addr, q, err1, err2)
+				continue
+			}
+			t.Logf("%s queue %d: max %v, consumer offset %v", b.addr, q, mo.ExtFields, co.ExtFields)
+		}
+	}
+}
+
+func (b *ctrlBroker) start(t *testing.T, bin string, i int) {
+	t.Helper()
+	name := "broker-a-" + strconv.Itoa(i)
+	if i < 0 {
+		name = "broker-a-restarted"
+	}
+	b.proc = harness.StartProcessWith(t, harness.ProcOptions{Name: name}, filepath.Join(bin, harness.Broker), "-c", b.conf)
+	b.proc.WaitTCP(t, b.addr, 30*time.Second)
+}
+
+func trimEnds(l []protocol.EpochEntry) []protocol.EpochEntry {
+	out := make([]protocol.EpochEntry, len(l))
+	for i, e := range l {
+		out[i] = protocol.EpochEntry{Epoch: e.Epoch, StartOffset: e.StartOffset}
+	}
+	return out
+}
+
+func epochCache(t *testing.T, rc *remoting.Client, addr string) protocol.EpochEntryCache {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := rc.Invoke(ctx, addr, remoting.NewRequest(code.GetBrokerEpochCache, nil, nil))
+	if err != nil || resp.Code != code.Success {
+		t.Fatalf("GET_BROKER_EPOCH_CACHE %s: %v %v", addr, err, resp)
+	}
+	var c protocol.EpochEntryCache
+	if err := protocol.Unmarshal(resp.Body, &c); err != nil {
+		t.Fatalf("epoch cache of %s: %v", addr, err)
+	}
+	return c
+}
+
+func createTopic(t *testing.T, rc *remoting.Client, addr, topic string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := rc.Invoke(ctx, addr, remoting.NewRequest(code.UpdateAndCreateTopic, map[string]string{
+		"topic": topic, "defaultTopic": "TBW102", "readQueueNums": "4", "writeQueueNums": "4", "perm": "6", "topicFilterType": "SINGLE_TAG",
+	}, nil))
+	if err != nil || resp.Code != code.Success {
+		t.Fatalf("create topic on %s: %v %v", addr, err, resp)
+	}
+}
