@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"maps"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,21 +29,9 @@ import (
 	"github.com/rmqgo/rmq/tests/interop"
 )
 
-// clientsCtrlSet is the controller-mode topology of the client failover
-// tests: three nameservers with embedded controllers and one broker set
-// "broker-a" of three replicas (allAckInSyncStateSet=true, short
-// heartbeat, lease and sync periods). It is a trimmed copy of the setup in
-// TestControllerModeFailover, kept apart so the two can be merged into one
-// shared helper later.
-type clientsCtrlSet struct {
-	bin     string
-	ns      []string
-	brokers []*ctrlBroker
-	rc      *remoting.Client
-	ac      *admin.Client
-}
-
-const clientsCtrlName = "broker-a"
+// clientsCtrlSet is the controller-mode topology of tests/e2e/ctrlcluster_test.go
+// for the client tests: they create their own topics.
+type clientsCtrlSet struct{ *ctrlCluster }
 
 // startClientsCtrlSet starts the topology; extra adds broker properties.
 func startClientsCtrlSet(t *testing.T, cluster string, extra map[string]string) *clientsCtrlSet {
@@ -53,82 +39,12 @@ func startClientsCtrlSet(t *testing.T, cluster string, extra map[string]string) 
 	if framework.Kind(*clusterFlag) == framework.InProcess {
 		t.Skip("kills broker processes: runs with -cluster=process only")
 	}
-	s := &clientsCtrlSet{bin: harness.BuildBinaries(t, harness.Namesrv, harness.Broker)}
-	var peers, ctrl []string
-	for i := range 3 {
-		ctrl = append(ctrl, harness.FreeAddr(t))
-		peers = append(peers, fmt.Sprintf("n%d-%s", i, ctrl[i]))
-	}
-	for i := range 3 {
-		dir := t.TempDir()
-		conf := filepath.Join(dir, "namesrv.conf")
-		props := strings.Join([]string{
-			"bindAddress=127.0.0.1", "enableControllerInNamesrv=true", "controllerDLegerGroup=" + cluster,
-			"controllerDLegerPeers=" + strings.Join(peers, ";"), fmt.Sprintf("controllerDLegerSelfId=n%d", i),
-			"controllerStorePath=" + filepath.Join(dir, "controller"),
-			"scanNotActiveBrokerInterval=500", "scanInactiveMasterInterval=500", "notifyBrokerRoleChanged=true",
-		}, "\n") + "\n"
-		if err := os.WriteFile(conf, []byte(props), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		port := harness.FreePort(t)
-		s.ns = append(s.ns, fmt.Sprintf("127.0.0.1:%d", port))
-		p := harness.StartProcessWith(t, harness.ProcOptions{Name: fmt.Sprintf("%s-namesrv-n%d", cluster, i)}, filepath.Join(s.bin, harness.Namesrv),
-			"-c", conf, "--listen-port", strconv.Itoa(port), "--data-dir", dir)
-		p.WaitTCP(t, ctrl[i], 15*time.Second)
-	}
-	s.rc = remoting.NewClient(remoting.DefaultClientConfig(), nil)
-	t.Cleanup(func() { s.rc.Close() })
-	// Brokers that find no controller leader retry only after a while.
-	testutil.WaitFor(t, 15*time.Second, "a controller leader", func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		resp, err := s.rc.Invoke(ctx, ctrl[0], remoting.NewRequest(code.ControllerGetMetadataInfo, nil, nil))
-		return err == nil && resp.Ext(protocol.HdrControllerLeaderAddress) != ""
-	})
-	for i := range 3 {
-		dir := t.TempDir()
-		port := harness.FreePort(t)
-		conf := map[string]string{
-			"brokerId": "-1", "brokerRole": "SLAVE",
-			"enableControllerMode": "true", "controllerAddr": strings.Join(ctrl, ";"),
-			"allAckInSyncStateSet": "true", "haListenPort": strconv.Itoa(harness.FreePort(t)),
-			"brokerHeartbeatInterval": "300", "controllerHeartBeatTimeoutMills": "3000", "masterLeaseMillis": "2000",
-			"syncBrokerMetadataPeriod": "1000", "syncControllerMetadataPeriod": "2000", "checkSyncStateSetPeriod": "1000",
-			"haMaxTimeSlaveNotCatchup": "3000", "haSendHeartbeatInterval": "300", "registerNameServerPeriod": "10000",
-		}
-		maps.Copy(conf, extra)
-		props := framework.BrokerProps(cluster, clientsCtrlName, 0, port, strings.Join(s.ns, ";"), dir, conf)
-		b := &ctrlBroker{addr: fmt.Sprintf("127.0.0.1:%d", port), conf: filepath.Join(dir, "broker.conf")}
-		if err := framework.WriteProps(b.conf, props); err != nil {
-			t.Fatal(err)
-		}
-		b.start(t, s.bin, i)
-		s.brokers = append(s.brokers, b)
-	}
-	var err error
-	if s.ac, err = admin.New(admin.Config{NameServers: s.ns[:1]}, nil); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.ac.Close() })
-	var master string
-	testutil.WaitFor(t, 20*time.Second, "a master registered", func() bool { master = s.master(); return master != "" })
-	testutil.WaitFor(t, 15*time.Second, "both slaves in the SyncStateSet", func() bool {
-		return harness.HAStatus(t, s.rc, master).InSyncSlaveNums == 2
-	})
-	return s
+	c := startCtrlCluster(t, ctrlClusterOptions{Cluster: cluster, Topic: cluster + "Topic", Broker: extra})
+	return &clientsCtrlSet{c}
 }
 
 // master is the address the nameserver routes as the set's master, or "".
-func (s *clientsCtrlSet) master() string {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	ci, err := s.ac.GetBrokerClusterInfo(ctx)
-	if err != nil {
-		return ""
-	}
-	return ci.BrokerAddrTable[clientsCtrlName].BrokerAddrs[0]
-}
+func (s *clientsCtrlSet) master() string { return s.masterAddr() }
 
 // createTopic creates topic with 4 queues on every replica.
 func (s *clientsCtrlSet) createTopic(t *testing.T, topic string) {
@@ -170,7 +86,7 @@ func TestJavaClientAcrossControllerFailover(t *testing.T) {
 	s.createTopic(t, topic)
 	master := s.master()
 
-	bg := interop.StartJavaCheck(t, "failover", "-n", strings.Join(s.ns, ";"), "-t", topic, "-g", "java_failover_cg",
+	bg := interop.StartJavaCheck(t, "failover", "-n", strings.Join(s.nsAddrs, ";"), "-t", topic, "-g", "java_failover_cg",
 		"-run", "jf", "-send-secs", "8", "-interval", "20", "-drain-secs", "20")
 	// Kill once the producer is under way (the JVM's start is not ours to
 	// time).
@@ -224,7 +140,7 @@ func TestClientGoOrderlyAcrossControllerFailover(t *testing.T) {
 	s.createTopic(t, orderTopic)
 	op := &orderProducer{sent: map[string]int{}}
 	newProducer := func(instance string) rocketmq.Producer {
-		p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver(s.ns)), producer.WithGroupName("order_failover_pg"),
+		p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver(s.nsAddrs)), producer.WithGroupName("order_failover_pg"),
 			producer.WithInstanceName(instance), producer.WithQueueSelector(producer.NewHashQueueSelector()),
 			producer.WithRetry(0), producer.WithSendMsgTimeout(3*time.Second))
 		return started(t, p, err)
@@ -249,7 +165,7 @@ func TestClientGoOrderlyAcrossControllerFailover(t *testing.T) {
 	t.Logf("%d messages acknowledged before the new master, %d after", atKill, sumSent(op)-atKill)
 
 	tr := newOrderTracker()
-	pc := startOrderlyConsumer(t, s.ns[0], "order-failover-c", tr)
+	pc := startOrderlyConsumer(t, s.nsAddrs[0], "order-failover-c", tr)
 	defer pc.Shutdown()
 	testutil.Eventually(t, 30*time.Second, func() error {
 		if n := tr.missing(op.snapshot()); n > 0 {
@@ -332,7 +248,7 @@ func TestPopAndLiteOnPromotedSlave(t *testing.T) {
 		}
 	}
 	common := func(instance string) client.CommonConfig {
-		return client.CommonConfig{NameServers: s.ns, InstanceName: instance, HeartbeatInterval: time.Second,
+		return client.CommonConfig{NameServers: s.nsAddrs, InstanceName: instance, HeartbeatInterval: time.Second,
 			RouteRefreshInterval: time.Second, Logger: slog.New(slog.DiscardHandler)}
 	}
 	p := startProducer(t, client.ProducerConfig{CommonConfig: common("poplite-failover-p"), Group: "poplite_failover_pg"})
