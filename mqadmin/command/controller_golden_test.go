@@ -59,7 +59,7 @@ func controllerSample() *admintest.Cluster {
 
 func TestControllerGolden(t *testing.T) {
 	if captureJava() {
-		t.Skip("capturing")
+		t.Skip("RMQ_JAVA_GOLDEN=1: TestCaptureJavaControllerGolden is rewriting the golden files this test compares against")
 	}
 	runGoldenCases(t, controllerSample(), controllerGoldenCases(), ctlGoldenPath)
 }
