@@ -147,6 +147,7 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 		Consumers:     m.clients.Consumers(),
 		PullOffsets:   m.pull,
 		GroupOffsets:  st.Offsets(),
+		PendingResets: resets,
 		Logger:        log.With("component", "offset"),
 	})
 	if err != nil {

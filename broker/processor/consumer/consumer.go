@@ -49,7 +49,16 @@ type Deps struct {
 	// GroupOffsets lists a group's topics; nil: the Store's, if it
 	// implements GroupOffsets, else the group's subscribed topics.
 	GroupOffsets GroupOffsets
-	Logger       *slog.Logger
+	// PendingResets holds the server-side offset resets that no pull has
+	// taken yet (pull.ResetTable); nil: none.
+	PendingResets PendingResets
+	Logger        *slog.Logger
+}
+
+// PendingResets reports a server-side reset of a queue that its consumers
+// have not been moved to yet.
+type PendingResets interface {
+	Pending(group, topic string, qid int32) (int64, bool)
 }
 
 // Processor holds the handlers.
@@ -134,6 +143,16 @@ func (p *Processor) updateConsumerOffset(_ context.Context, _ *remoting.Channel,
 	qid, off := f.Int32("queueId"), f.Int64("commitOffset")
 	if err := f.Err(); err != nil {
 		return nil, processor.BadRequest(err)
+	}
+	// While a reset waits for the queue's next pull, a client's commit is
+	// the offset it had before the reset: Java's ConsumerManageProcessor
+	// answers SUCCESS and keeps the reset (hasOffsetReset).
+	if p.d.PendingResets != nil {
+		if _, pending := p.d.PendingResets.Pending(group, tp, qid); pending {
+			p.log.Info("commit ignored: the offset was reset and no pull took the reset yet",
+				"group", group, "topic", tp, "queueId", qid, "offset", off)
+			return remoting.NewResponse(req, code.Success, ""), nil
+		}
 	}
 	p.d.Store.CommitOffset(group, tp, qid, off)
 	return remoting.NewResponse(req, code.Success, ""), nil

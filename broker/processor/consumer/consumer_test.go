@@ -27,8 +27,17 @@ func (p pullOffsets) PullOffset(group, topic string, qid int32) (int64, bool) {
 	return v, ok
 }
 
+// resets is a table of pending server-side resets, group/topic/queueId.
+type resets map[string]int64
+
+func (r resets) Pending(group, topic string, qid int32) (int64, bool) {
+	v, ok := r[group+"/"+topic+"/"+strconv.Itoa(int(qid))]
+	return v, ok
+}
+
 type fixture struct {
 	cfg       atomic.Pointer[config.Config]
+	resets    resets
 	clk       *testutil.FakeClock
 	store     *storetest.Store
 	topics    *topic.Manager
@@ -41,7 +50,7 @@ type fixture struct {
 func newFixture(t *testing.T, mutate ...func(*config.Config)) *fixture {
 	t.Helper()
 	c := configtest.New(t, mutate...)
-	f := &fixture{clk: testutil.NewFakeClock(time.UnixMilli(1_700_000_000_000)), consumers: client.NewConsumerManager(client.ManagerOptions{}), pulled: pullOffsets{}}
+	f := &fixture{clk: testutil.NewFakeClock(time.UnixMilli(1_700_000_000_000)), consumers: client.NewConsumerManager(client.ManagerOptions{}), pulled: pullOffsets{}, resets: resets{}}
 	f.store = storetest.New(storetest.WithClock(f.clk.Now))
 	f.cfg.Store(c)
 	var err error
@@ -58,7 +67,7 @@ func newFixture(t *testing.T, mutate ...func(*config.Config)) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f.p, err = New(Deps{Config: f.cfg.Load, Store: f.store, Topics: f.topics, Subscriptions: f.subs, Consumers: f.consumers, PullOffsets: f.pulled})
+	f.p, err = New(Deps{Config: f.cfg.Load, Store: f.store, Topics: f.topics, Subscriptions: f.subs, Consumers: f.consumers, PullOffsets: f.pulled, PendingResets: f.resets})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +156,35 @@ func TestUpdateConsumerOffset(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A commit of a queue whose offset was reset on the server side, before a
+// pull took the reset, carries the client's offset from before the reset:
+// it is answered SUCCESS and dropped, as Java's hasOffsetReset check does.
+// The other queues and, once the reset is taken, the queue commit again.
+func TestUpdateConsumerOffsetWhileResetPending(t *testing.T) {
+	f := newFixture(t)
+	f.store.CommitOffset("g", "T", 0, 0)
+	f.resets["g/T/0"] = 0
+	commit := func(qid, off string) {
+		t.Helper()
+		if resp := f.call(t, code.UpdateConsumerOffset, "consumerGroup", "g", "topic", "T", "queueId", qid, "commitOffset", off); resp.Code != code.Success {
+			t.Fatalf("commit %s=%s: code %d %s", qid, off, resp.Code, resp.Remark)
+		}
+	}
+	commit("0", "8")
+	commit("1", "8")
+	if off, _ := f.store.QueryOffset("g", "T", 0); off != 0 {
+		t.Fatalf("queue 0 committed %d while its reset to 0 is pending", off)
+	}
+	if off, _ := f.store.QueryOffset("g", "T", 1); off != 8 {
+		t.Fatalf("queue 1 committed %d, want 8", off)
+	}
+	delete(f.resets, "g/T/0") // a pull took it
+	commit("0", "3")
+	if off, _ := f.store.QueryOffset("g", "T", 0); off != 3 {
+		t.Fatalf("queue 0 committed %d after the reset was taken, want 3", off)
 	}
 }
 
