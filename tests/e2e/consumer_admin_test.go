@@ -136,6 +136,7 @@ func section(out, start string) string {
 // that our mqadmin and Apache's Java mqadmin show the same figures.
 func TestConsumerAdmin(t *testing.T) {
 	skipShort(t, "real processes, client-go and the Java tool")
+	t.Parallel()              // mostly waits: the reset's 10 s in client-go, rebalances
 	rlog.SetLogLevel("error") // client-go logs through a process-wide logger
 	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{"traceTopicEnable": "true"}})
 	b := c.Brokers()[0]

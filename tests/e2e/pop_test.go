@@ -198,6 +198,7 @@ func (l *popLedger) delivered(m popMsg) {
 // kill with SIGKILL (consumer offsets not yet flushed).
 func TestPopAckReviveAndKill(t *testing.T) {
 	skipShort(t, "real processes")
+	t.Parallel() // mostly waits for invisible times to pass and revives
 	t.Run("graceful", func(t *testing.T) { testPopAckRevive(t, false) })
 	t.Run("kill -9", func(t *testing.T) { testPopAckRevive(t, true) })
 }
