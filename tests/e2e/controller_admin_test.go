@@ -25,7 +25,8 @@ import (
 // controller"): both print the same lines for getControllerMetaData,
 // getSyncStateSet and getControllerConfig; updateControllerConfig succeeds,
 // and both refuse a black-listed key. Our electMaster and
-// cleanBrokerMetadata then change the state the way the controller decides.
+// cleanBrokerMetadata, then the Java tool's, change the state the way the
+// controller decides.
 func TestControllerMQAdmin(t *testing.T) {
 	if framework.Kind(*clusterFlag) == framework.InProcess {
 		t.Skip("runs a nameserver process with an embedded controller: -cluster=process only")
@@ -109,6 +110,23 @@ func TestControllerMQAdmin(t *testing.T) {
 	if _, stderr, exit := harness.ExecMQAdmin(t, mq, "cleanBrokerMetadata", "-a", ctl, "-c", "c1", "-bn", "broker-a", "-b", "1"); exit != 1 ||
 		!strings.Contains(stderr, "CONTROLLER_INVALID_CLEAN_BROKER_METADATA (code 2009)") {
 		t.Errorf("cleaning a living replica: exit %d, stderr %s", exit, stderr)
+	}
+
+	// The Java tool's electMaster and cleanBrokerMetadata against our
+	// controller: replica 1 is out of the SyncStateSet, so electing it is
+	// unclean (allowed: enableElectUncleanMaster was set above); then the
+	// living replica 2 is cleaned with -l.
+	elect := []string{"electMaster", "-a", ctl, "-c", "c1", "-bn", "broker-a", "-b", "1"}
+	if out := javaOutputs(t, [][]string{elect})[0]; out != "\n#ClusterName\tc1\n#BrokerName\tbroker-a\n#BrokerMasterAddr\t"+brokerAddr(1)+"\n#MasterEpoch\t3\n#SyncStateSetEpoch\t4\n" {
+		t.Errorf("Java electMaster:\n%s", out)
+	}
+	clean := []string{"cleanBrokerMetadata", "-a", ctl, "-c", "c1", "-bn", "broker-a", "-b", "2", "-l"}
+	if out := javaOutputs(t, [][]string{clean})[0]; out != "clear broker broker-a metadata from controller success! \n" {
+		t.Errorf("Java cleanBrokerMetadata -l:\n%s", out)
+	}
+	if out := ours("getSyncStateSet", "-a", ctl, "-b", "broker-a"); !strings.Contains(out, "#MasterBrokerId\t1\n") ||
+		strings.Contains(out, "brokerId=2") {
+		t.Errorf("getSyncStateSet after Java's election and clean:\n%s", out)
 	}
 }
 
