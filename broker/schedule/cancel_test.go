@@ -63,6 +63,7 @@ func (r *rig) waitIdle(timeout time.Duration) {
 // slot, of another topic or for an unknown key cancels nothing; no marker
 // is ever delivered and nothing is left in the index.
 func TestCancelTimer(t *testing.T) {
+	t.Parallel() // waits for real delays to pass
 	r := newRig(t, "", nil)
 	r.svc.Start()
 	p := r.cfg.TimerPrecisionMs.Milliseconds()
@@ -118,6 +119,7 @@ func TestCancelMarkerRefused(t *testing.T) {
 // (re-indexed from the consume queues), and a crash after the
 // cancellation whose key deletions never reached Pebble.
 func TestCancelSurvivesRestart(t *testing.T) {
+	t.Parallel() // waits for real delays to pass
 	for _, c := range []struct {
 		name  string
 		crash func(r *rig)
@@ -181,6 +183,7 @@ func TestCancelSurvivesRestart(t *testing.T) {
 // TestCancelFarTimer: a timer beyond the roll window is re-parked before
 // it is due, and so is its marker; it is still cancelled.
 func TestCancelFarTimer(t *testing.T) {
+	t.Parallel() // waits for real delays to pass
 	r := newRig(t, "", func(o *Options) { o.RollWindow = 300 * time.Millisecond })
 	r.svc.Start()
 	due := time.Now().Add(1300 * time.Millisecond).UnixMilli()

@@ -35,6 +35,7 @@ func TestRecallHandleCodec(t *testing.T) {
 // broker, TIMER_OUT_MS + 1 and its UNIQ_KEY; the marker built from it
 // cancels the timer. Delay levels and retries get no handle.
 func TestRecallTimer(t *testing.T) {
+	t.Parallel() // waits for real delays to pass
 	r := newRig(t, "", nil)
 	r.svc.Start()
 	due := time.Now().Add(800 * time.Millisecond).UnixMilli()

@@ -181,6 +181,7 @@ func TestScheduleRewrite(t *testing.T) {
 }
 
 func TestDeliverDelayLevelsAndTimers(t *testing.T) {
+	t.Parallel() // waits for real delays to pass
 	r := newRig(t, "1s 2s 3s", nil)
 	r.svc.Start()
 	start := time.Now()
@@ -250,6 +251,7 @@ func TestDeliverDelayLevelsAndTimers(t *testing.T) {
 }
 
 func TestDueScanDeliversInOrderNeverEarly(t *testing.T) {
+	t.Parallel() // waits for real delays to pass
 	r := newRig(t, "", func(o *Options) { o.RoundSize = 7; o.Workers = 3 })
 	r.svc.Start()
 	base := time.Now().Add(300 * time.Millisecond)
@@ -337,6 +339,7 @@ func TestInvalidParkedMessageDropped(t *testing.T) {
 // A clean restart with timers pending loses none and repeats none; after
 // delivery, another restart delivers nothing again.
 func TestRestartDeliversOnce(t *testing.T) {
+	t.Parallel() // waits for real delays to pass
 	r := newRig(t, "1s 1s", nil)
 	r.svc.Start()
 	const n = 50
@@ -420,6 +423,7 @@ func TestCrashWithoutMarkersDuplicatesAtMost(t *testing.T) {
 // written): recovery re-indexes the parked records from the consume queues
 // and removes those already delivered.
 func TestCrashLosingTheIndex(t *testing.T) {
+	t.Parallel() // waits for real delays to pass
 	r := newRig(t, "", nil)
 	r.svc.Start()
 	const delivered, pending = 10, 10
@@ -447,6 +451,7 @@ func TestCrashLosingTheIndex(t *testing.T) {
 // Timers further than the roll window are re-parked and still delivered
 // once, on time.
 func TestRollFarTimers(t *testing.T) {
+	t.Parallel() // waits for real delays to pass
 	r := newRig(t, "", func(o *Options) { o.RollWindow = 300 * time.Millisecond })
 	r.svc.Start()
 	at := time.Now().Add(1200 * time.Millisecond)
@@ -471,6 +476,7 @@ func TestRollFarTimers(t *testing.T) {
 // A level table shortened between runs: messages parked in the queues of
 // the dropped levels are still delivered (at the longest remaining delay).
 func TestShrunkLevelTable(t *testing.T) {
+	t.Parallel() // waits for real delays to pass
 	r := newRig(t, "1s 1s 2s", nil)
 	r.send(newMsg("S", 0, "lvl3", message.PropertyDelayTimeLevel, "3"))
 	r.cfg.MessageDelayLevel = "1s"
