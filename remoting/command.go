@@ -89,6 +89,13 @@ type Command struct {
 	// SerializeType is the serialization the frame arrived in, or will be
 	// written in. A response mirrors its request's.
 	SerializeType SerializeType
+
+	// Arrival numbers the requests a Server reads, in the order it read
+	// them, across all connections (0: not read by a Server). Handlers run
+	// on executors with several workers, so requests sent back to back may
+	// run in either order; a handler for which the order matters compares
+	// Arrival. Not on the wire.
+	Arrival uint64
 }
 
 // IsResponse reports whether flag bit 0 is set.

@@ -122,8 +122,9 @@ type Server struct {
 	ctx    context.Context // handler context, cancelled on hard shutdown
 	cancel context.CancelFunc
 
-	opaque atomic.Int32 // server-originated requests (Channel.Invoke)
-	nextID atomic.Uint64
+	opaque   atomic.Int32 // server-originated requests (Channel.Invoke)
+	nextID   atomic.Uint64
+	arrivals atomic.Uint64 // Command.Arrival
 
 	mu       sync.Mutex // guards state transitions and channels
 	state    atomic.Int32
@@ -439,6 +440,7 @@ func (s *Server) onRequest(ctx context.Context, conn netpoll.Connection) error {
 			return s.badFrame(ch, err)
 		}
 		ch.touch()
+		cmd.Arrival = s.arrivals.Add(1)
 		s.dispatch(ch, cmd)
 	}
 	return nil

@@ -654,3 +654,32 @@ func TestConnectCloseCallbacks(t *testing.T) {
 		t.Fatalf("%d connects, want 2", connects.Load())
 	}
 }
+
+// Requests are numbered in the order the server reads them, across
+// connections, whatever order the executor then runs them in.
+func TestRequestArrivalOrder(t *testing.T) {
+	s := startServer(t, nil, nil)
+	var mu sync.Mutex
+	var seen []uint64
+	s.Register(codeUnknown, func(_ context.Context, _ *Channel, req *Command) (*Command, error) {
+		mu.Lock()
+		seen = append(seen, req.Arrival)
+		mu.Unlock()
+		return NewResponse(req, code.Success, ""), nil
+	}, nil)
+	for _, c := range []*Client{newClient(t, nil), newClient(t, nil)} {
+		for range 3 {
+			mustInvoke(t, c, s.Addr(), NewRequest(codeUnknown, nil, nil))
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 6 || seen[0] == 0 {
+		t.Fatalf("arrivals %v", seen)
+	}
+	for i := 1; i < len(seen); i++ {
+		if seen[i] <= seen[i-1] {
+			t.Fatalf("arrivals %v: not increasing in the order the requests were sent one after another", seen)
+		}
+	}
+}

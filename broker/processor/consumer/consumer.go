@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
@@ -63,8 +64,43 @@ type PendingResets interface {
 
 // Processor holds the handlers.
 type Processor struct {
-	d   Deps
-	log *slog.Logger
+	d       Deps
+	log     *slog.Logger
+	commits commitOrder
+}
+
+// commitOrder applies a queue's UPDATE_CONSUMER_OFFSET requests in the
+// order the server read them. They run on the admin executor's workers, so
+// two commits sent back to back on one connection could otherwise land the
+// other way round and leave the older offset committed: client-go's
+// periodic persist of the offset it had, immediately followed by the
+// offset an admin reset moved it to, is such a pair.
+type commitOrder struct {
+	mu   sync.Mutex
+	last map[commitKey]uint64
+}
+
+type commitKey struct {
+	group, topic string
+	qid          int32
+}
+
+// apply runs commit unless a request read after arrival was applied to k
+// already; arrival 0 (not read by a server) always applies.
+func (o *commitOrder) apply(k commitKey, arrival uint64, commit func()) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if arrival != 0 {
+		if arrival < o.last[k] {
+			return false
+		}
+		if o.last == nil {
+			o.last = map[commitKey]uint64{}
+		}
+		o.last[k] = arrival
+	}
+	commit()
+	return true
 }
 
 // New validates d.
@@ -154,7 +190,10 @@ func (p *Processor) updateConsumerOffset(_ context.Context, _ *remoting.Channel,
 			return remoting.NewResponse(req, code.Success, ""), nil
 		}
 	}
-	p.d.Store.CommitOffset(group, tp, qid, off)
+	if !p.commits.apply(commitKey{group, tp, qid}, req.Arrival, func() { p.d.Store.CommitOffset(group, tp, qid, off) }) {
+		p.log.Debug("commit dropped: a later one of the queue was applied first",
+			"group", group, "topic", tp, "queueId", qid, "offset", off)
+	}
 	return remoting.NewResponse(req, code.Success, ""), nil
 }
 

@@ -188,6 +188,39 @@ func TestUpdateConsumerOffsetWhileResetPending(t *testing.T) {
 	}
 }
 
+// Commits of one queue apply in the order the server read them: an older
+// commit that a worker runs after a newer one is dropped (answered
+// SUCCESS), so the queue keeps the newer offset. Other queues, and commits
+// not read by a server (Arrival 0), are not held back.
+func TestUpdateConsumerOffsetKeepsArrivalOrder(t *testing.T) {
+	f := newFixture(t)
+	commit := func(qid string, off int64, arrival uint64) {
+		t.Helper()
+		req := remoting.NewRequest(code.UpdateConsumerOffset, map[string]string{
+			"consumerGroup": "g", "topic": "T", "queueId": qid, "commitOffset": strconv.FormatInt(off, 10)}, nil)
+		req.Arrival = arrival
+		resp, err := f.p.Handlers()[code.UpdateConsumerOffset](context.Background(), nil, req)
+		if err != nil || resp.Code != code.Success {
+			t.Fatalf("commit %s=%d (arrival %d): %v %+v", qid, off, arrival, err, resp)
+		}
+	}
+	want := func(qid int32, off int64) {
+		t.Helper()
+		if got, _ := f.store.QueryOffset("g", "T", qid); got != off {
+			t.Fatalf("queue %d committed %d, want %d", qid, got, off)
+		}
+	}
+	commit("0", 0, 11) // the reset's offset, read second, runs first
+	commit("0", 8, 10) // the periodic persist before it, read first, runs late
+	want(0, 0)
+	commit("1", 8, 9) // another queue: its own order
+	want(1, 8)
+	commit("0", 5, 12)
+	want(0, 5)
+	commit("0", 3, 0) // not from a server: applied
+	want(0, 3)
+}
+
 func TestStoreOffsets(t *testing.T) {
 	f := newFixture(t)
 	f.putAt("T", 0, 1000, 2) // offsets 0,1 at 1000
