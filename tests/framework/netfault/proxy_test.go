@@ -117,3 +117,59 @@ func TestRate(t *testing.T) {
 		t.Fatalf("8 kB took %v under a 20 kB/s limit", d)
 	}
 }
+
+// TestModeFor: two clients of one proxy, told apart by their first line;
+// one is blackholed, the other keeps passing; heal delivers what was held.
+// The proxy listens on another loopback address (ListenOn).
+func TestModeFor(t *testing.T) {
+	p, err := ListenOn("127.0.0.2:0", echoServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	dial := func(hello string) (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", p.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		r := bufio.NewReader(c)
+		if s, err := roundTrip(c, r, hello, time.Second); err != nil || s != hello+"\n" {
+			t.Fatalf("%s: %q %v", hello, s, err)
+		}
+		return c, r
+	}
+	a, ra := dial("hello a")
+	b, rb := dial("hello b")
+	isA := func(first []byte) bool { return string(first) == "hello a\n" }
+	p.SetModeFor(isA, Blackhole)
+	if s, err := roundTrip(a, ra, "a1", 200*time.Millisecond); err == nil {
+		t.Fatalf("the cut client got %q", s)
+	}
+	if s, err := roundTrip(b, rb, "b1", time.Second); err != nil || s != "b1\n" {
+		t.Fatalf("the other client: %q %v", s, err)
+	}
+	// A new connection of the cut client is cut once it said hello.
+	a2, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a2.Close()
+	if s, err := roundTrip(a2, bufio.NewReader(a2), "hello a", 200*time.Millisecond); err == nil {
+		t.Fatalf("the cut client's new connection got %q", s)
+	}
+	p.SetModeFor(nil, Pass)
+	a.SetDeadline(time.Now().Add(time.Second))
+	if s, err := ra.ReadString('\n'); err != nil || s != "a1\n" {
+		t.Fatalf("after heal: %q %v", s, err)
+	}
+	// Refuse closes only the matching connection.
+	p.SetModeFor(isA, Refuse)
+	a.SetDeadline(time.Now().Add(time.Second))
+	if _, err := ra.ReadString('\n'); err == nil {
+		t.Fatal("the refused client kept its connection")
+	}
+	if s, err := roundTrip(b, rb, "b2", time.Second); err != nil || s != "b2\n" {
+		t.Fatalf("the other client after refuse: %q %v", s, err)
+	}
+}
