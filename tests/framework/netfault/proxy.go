@@ -37,16 +37,22 @@ type Proxy struct {
 	conns  map[net.Conn]*link
 	closed bool
 	wg     sync.WaitGroup
-	// match and matchMode: the mode of the connections whose client
-	// spoke first with bytes match accepts (SetModeFor).
-	match     func(first []byte) bool
+	// match and matchMode: the mode of the connections match accepts
+	// (SetModeFor).
+	match     func(Conn) bool
 	matchMode Mode
 }
 
-// link is one proxied connection: the client's first bytes tell it apart
-// from the others sharing the proxy.
+// Conn is what SetModeFor's match sees of a proxied connection.
+type Conn struct {
+	Client net.Addr // the client's end of the connection
+	First  []byte   // the client's first bytes; nil until it sent some
+}
+
+// link is one proxied connection.
 type link struct {
-	first []byte // nil until the client sent something
+	conn    Conn
+	matched bool // match accepted it (evaluated on SetModeFor, accept and first bytes)
 }
 
 // Listen starts a proxy on a free loopback port forwarding to target.
@@ -93,15 +99,22 @@ func (p *Proxy) SetMode(m Mode) {
 	}
 }
 
-// SetModeFor gives the connections whose client sent first bytes that
-// match accepts their own mode (the proxy's mode still applies to the
-// others): one of several clients of the same server can be cut, told
-// apart by what it sends first — e.g. the replica id of a replication
-// handshake. Connections where the client has sent nothing yet follow the
-// proxy's mode until it does. A nil match ends the exception.
-func (p *Proxy) SetModeFor(match func(first []byte) bool, m Mode) {
+// SetModeFor gives the connections match accepts their own mode (the
+// proxy's mode still applies to the others): one of several clients of the
+// same server can be cut, told apart by where it connects from
+// (FromProcess) or what it sends first. match runs on every open
+// connection now, on each new one when accepted and again once its client
+// sent its first bytes. A nil match ends the exception.
+func (p *Proxy) SetModeFor(match func(Conn) bool, m Mode) {
 	p.mu.Lock()
 	p.match, p.matchMode = match, m
+	seen := map[*link]bool{}
+	for _, l := range p.conns {
+		if !seen[l] {
+			seen[l] = true
+			p.classify(l)
+		}
+	}
 	var drop []net.Conn
 	for c, l := range p.conns {
 		if p.modeOf(l) == Refuse {
@@ -115,9 +128,14 @@ func (p *Proxy) SetModeFor(match func(first []byte) bool, m Mode) {
 	}
 }
 
+// classify runs match on l, under p.mu.
+func (p *Proxy) classify(l *link) {
+	l.matched = p.match != nil && p.match(l.conn)
+}
+
 // modeOf is the mode of the connection l, under p.mu.
 func (p *Proxy) modeOf(l *link) Mode {
-	if p.match != nil && l.first != nil && p.match(l.first) {
+	if p.match != nil && l.matched {
 		return p.matchMode
 	}
 	return p.mode
@@ -149,6 +167,10 @@ func (p *Proxy) Close() error {
 func (p *Proxy) track(c net.Conn, l *link) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if l.conn.Client == nil {
+		l.conn.Client = c.RemoteAddr()
+		p.classify(l)
+	}
 	if p.closed || p.modeOf(l) == Refuse {
 		return false
 	}
@@ -196,7 +218,13 @@ func (p *Proxy) serve(in net.Conn, l *link) {
 	go func() { p.pipe(l, out, in, true); done <- struct{}{} }()
 	go func() { p.pipe(l, in, out, false); done <- struct{}{} }()
 	<-done
-	// One side ended: end the other so the peer sees the close.
+	// One side ended: end the other so the peer sees the close — once the
+	// link passes again: a partition hides a close as it hides bytes.
+	p.mu.Lock()
+	for p.modeOf(l) == Blackhole && !p.closed {
+		p.cond.Wait()
+	}
+	p.mu.Unlock()
 	_ = in.Close()
 	_ = out.Close()
 	<-done
@@ -212,8 +240,9 @@ func (p *Proxy) pipe(l *link, dst, src net.Conn, fromClient bool) {
 		if n > 0 {
 			if fromClient {
 				p.mu.Lock()
-				if l.first == nil {
-					l.first = append([]byte{}, buf[:n]...)
+				if l.conn.First == nil {
+					l.conn.First = append([]byte{}, buf[:n]...)
+					p.classify(l)
 				}
 				p.mu.Unlock()
 			}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"net"
+	"os"
 	"testing"
 	"time"
 )
@@ -141,7 +142,7 @@ func TestModeFor(t *testing.T) {
 	}
 	a, ra := dial("hello a")
 	b, rb := dial("hello b")
-	isA := func(first []byte) bool { return string(first) == "hello a\n" }
+	isA := func(c Conn) bool { return string(c.First) == "hello a\n" }
 	p.SetModeFor(isA, Blackhole)
 	if s, err := roundTrip(a, ra, "a1", 200*time.Millisecond); err == nil {
 		t.Fatalf("the cut client got %q", s)
@@ -171,5 +172,74 @@ func TestModeFor(t *testing.T) {
 	}
 	if s, err := roundTrip(b, rb, "b2", time.Second); err != nil || s != "b2\n" {
 		t.Fatalf("the other client after refuse: %q %v", s, err)
+	}
+}
+
+// TestFromProcess: a connection this process opened matches FromProcess
+// of its pid and not of another process's.
+func TestFromProcess(t *testing.T) {
+	p, err := Listen(echoServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	p.SetModeFor(FromProcess(os.Getppid()), Blackhole)
+	if s, err := roundTrip(c, r, "one", time.Second); err != nil || s != "one\n" {
+		t.Fatalf("another process's match cut this one: %q %v", s, err)
+	}
+	p.SetModeFor(FromProcess(os.Getpid()), Blackhole)
+	if s, err := roundTrip(c, r, "two", 200*time.Millisecond); err == nil {
+		t.Fatalf("this process's connection passed: %q", s)
+	}
+	// A close while cut is held too, and delivered on heal.
+	p.SetModeFor(nil, Pass)
+	c.SetDeadline(time.Now().Add(time.Second))
+	if s, err := r.ReadString('\n'); err != nil || s != "two\n" {
+		t.Fatalf("after heal: %q %v", s, err)
+	}
+}
+
+// TestBlackholeHoldsClose: the server closing while the link is
+// blackholed is not seen by the client until the link passes again.
+func TestBlackholeHoldsClose(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if s, err := ln.Accept(); err == nil {
+			accepted <- s
+		}
+	}()
+	p, err := Listen(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("x"))
+	s := <-accepted
+	p.SetMode(Blackhole)
+	s.Close()
+	c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := c.Read(make([]byte, 1)); err == nil || !os.IsTimeout(err) {
+		t.Fatalf("the close crossed the partition: %v", err)
+	}
+	p.SetMode(Pass)
+	c.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("after heal: %v, want EOF", err)
 	}
 }
