@@ -404,7 +404,7 @@ func TestFencedBrokerAnswersServiceNotAvailable(t *testing.T) {
 		"brokerId": "-1", "brokerRole": "SLAVE", "enableControllerMode": "true",
 		"controllerAddr": harness.FreeAddr(t), "haListenPort": strconv.Itoa(harness.FreePort(t)),
 	})
-	b := &ctrlBroker{addr: fmt.Sprintf("127.0.0.1:%d", port), conf: filepath.Join(dir, "broker.conf")}
+	b := &ctrlBroker{addr: fmt.Sprintf("127.0.0.1:%d", port), direct: fmt.Sprintf("127.0.0.1:%d", port), conf: filepath.Join(dir, "broker.conf")}
 	if err := framework.WriteProps(b.conf, props); err != nil {
 		t.Fatal(err)
 	}
