@@ -217,6 +217,22 @@ func TestHAScenarioMasterPartition(t *testing.T) {
 	healedAt := time.Now()
 	c.waitFollows(t, old.addr, next.MasterAddress, 20*time.Second)
 	t.Logf("old master follows %v after the heal", time.Since(healedAt))
+	// Its lapsed lease fenced it; the role the controller named on the
+	// heal lifts that: it serves reads as a slave, registered again.
+	testutil.WaitFor(t, 10*time.Second, "the old master registered as a slave", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		ci, err := c.ac.GetBrokerClusterInfo(ctx)
+		if err != nil {
+			return false
+		}
+		for id, a := range ci.BrokerAddrTable[c.name].BrokerAddrs {
+			if a == old.addr && id != 0 {
+				return true
+			}
+		}
+		return false
+	})
 	if want := fmt.Sprintf("from=%d to=%d", tail, start.StartOffset); !strings.Contains(old.proc.Logs(), want) {
 		t.Fatalf("the old master did not truncate its tail %s", want)
 	}
