@@ -155,7 +155,7 @@ func startCtrlCluster(t *testing.T, o ctrlClusterOptions) *ctrlCluster {
 		dir := t.TempDir()
 		port, haPort := harness.FreePort(t), harness.FreePort(t)
 		b := &ctrlBroker{addr: fmt.Sprintf("127.0.0.1:%d", port), direct: fmt.Sprintf("127.0.0.1:%d", port), conf: filepath.Join(dir, "broker.conf")}
-		ctrls, nss, ip := c.ctrlAddrs, c.nsAddrs, "127.0.0.1"
+		nss, ip := c.nsAddrs, "127.0.0.1"
 		if o.Links {
 			ip = fmt.Sprintf("127.0.0.%d", 11+i)
 			b.addr = fmt.Sprintf("%s:%d", ip, port)
@@ -169,7 +169,7 @@ func startCtrlCluster(t *testing.T, o ctrlClusterOptions) *ctrlCluster {
 		}
 		props := framework.BrokerProps(o.Cluster, c.name, 0, port, strings.Join(nss, ";"), dir, map[string]string{
 			"brokerId": "-1", "brokerRole": "SLAVE", "brokerIP1": ip, "brokerIP2": ip,
-			"enableControllerMode": "true", "controllerAddr": strings.Join(ctrls, ";"),
+			"enableControllerMode": "true", "controllerAddr": strings.Join(c.ctrlAddrs, ";"),
 			"allAckInSyncStateSet": "true", "haListenPort": strconv.Itoa(haPort),
 			"brokerHeartbeatInterval": "300", "controllerHeartBeatTimeoutMills": "3000", "masterLeaseMillis": "2000",
 			"syncBrokerMetadataPeriod": "1000", "syncControllerMetadataPeriod": "2000", "checkSyncStateSetPeriod": "1000",
