@@ -20,6 +20,7 @@ type fakeController struct {
 	mu            sync.Mutex
 	leader        string
 	down          map[string]bool
+	hang          map[string]bool // requests wait for their deadline
 	next          int64
 	replicas      map[int64]string // id -> check code
 	addrs         map[int64]string
@@ -33,13 +34,18 @@ type fakeController struct {
 }
 
 func newFakeController(leader string) *fakeController {
-	return &fakeController{leader: leader, down: map[string]bool{}, next: 1, replicas: map[int64]string{}, addrs: map[int64]string{}, heartbeats: map[int64]int{}}
+	return &fakeController{leader: leader, down: map[string]bool{}, hang: map[string]bool{}, next: 1, replicas: map[int64]string{}, addrs: map[int64]string{}, heartbeats: map[int64]int{}}
 }
 
 var errDown = errors.New("connection refused")
 
 func (f *fakeController) Invoke(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error) {
 	f.mu.Lock()
+	if f.hang[addr] {
+		f.mu.Unlock()
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	defer f.mu.Unlock()
 	if f.down[addr] {
 		return nil, errDown

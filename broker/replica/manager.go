@@ -61,6 +61,9 @@ type Manager struct {
 	registered bool
 	leaseUntil time.Time
 	leaseLost  bool
+	// fenceMu orders each lease decision with its SetFenced call: the
+	// lease is checked on its own goroutine, renewed on the run loop.
+	fenceMu sync.Mutex
 
 	stop chan struct{}
 	done chan struct{}
@@ -165,6 +168,13 @@ func (m *Manager) run() {
 			return
 		}
 	}
+	// The lease is watched on its own: the loop below waits on
+	// controllers that may not answer (a partition holds each request
+	// for RequestTimeout), and a master must fence itself when its lease
+	// runs out, not when a request gives up.
+	leaseDone := make(chan struct{})
+	go func() { defer close(leaseDone); m.watchLease() }()
+	defer func() { <-leaseDone }()
 	hb := time.NewTicker(m.cfg.HeartbeatInterval)
 	defer hb.Stop()
 	poll := time.NewTicker(m.cfg.SyncPeriod)
@@ -177,7 +187,6 @@ func (m *Manager) run() {
 			return
 		case <-hb.C:
 			m.heartbeat(ctx)
-			m.checkLease()
 		case <-poll.C:
 			m.syncReplicaInfo(ctx)
 		case <-m.now:
@@ -188,6 +197,24 @@ func (m *Manager) run() {
 			}
 		case r := <-m.notify:
 			m.apply(ctx, r)
+		}
+	}
+}
+
+// watchLease checks the master lease until Stop, at least every
+// heartbeat interval and four times per lease.
+func (m *Manager) watchLease() {
+	if m.cfg.LeaseDuration <= 0 {
+		return
+	}
+	t := time.NewTicker(max(min(m.cfg.HeartbeatInterval, m.cfg.LeaseDuration/4), time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+			m.checkLease()
 		}
 	}
 }
@@ -378,11 +405,20 @@ func (m *Manager) apply(ctx context.Context, r Role) bool {
 		m.log.Error("role change failed", "master", r.MasterID, "masterEpoch", r.MasterEpoch, "self", self, "err", err)
 		return false
 	}
+	// A role the controller just named is a fresh lease: a broker
+	// fenced by a lapsed lease (a master cut off from the controllers)
+	// serves again in it, as master or slave.
+	m.fenceMu.Lock()
 	m.mu.Lock()
 	m.acted = r
 	m.leaseUntil = m.cfg.Clock().Add(m.cfg.LeaseDuration)
+	wasLost := m.leaseLost
 	m.leaseLost = false
 	m.mu.Unlock()
+	if wasLost {
+		m.node.SetFenced(false)
+	}
+	m.fenceMu.Unlock()
 	m.log.Info("role changed", "master", r.MasterID, "masterAddr", r.MasterAddr, "masterEpoch", r.MasterEpoch, "self", self, "isMaster", r.IsMaster(), "syncStateSet", r.SyncStateSet)
 	return true
 }
@@ -467,6 +503,8 @@ func (m *Manager) renewFromReplicaInfo(ctx context.Context, sent time.Time) {
 // renew extends a master's lease from an answer that confirms it at its
 // epoch, and schedules a role sync when the answer says the role moved.
 func (m *Manager) renew(r Role, sent time.Time) {
+	m.fenceMu.Lock()
+	defer m.fenceMu.Unlock()
 	m.mu.Lock()
 	acted := m.acted
 	var unfence bool
@@ -495,6 +533,8 @@ func (m *Manager) checkLease() {
 	if m.cfg.LeaseDuration <= 0 {
 		return
 	}
+	m.fenceMu.Lock()
+	defer m.fenceMu.Unlock()
 	m.mu.Lock()
 	lapsed := m.acted.IsMaster() && !m.leaseLost && m.cfg.Clock().After(m.leaseUntil)
 	if lapsed {

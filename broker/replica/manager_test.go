@@ -248,6 +248,56 @@ func TestMasterLease(t *testing.T) {
 	}
 }
 
+// TestMasterLeaseWhileRequestsHang: controllers that hold every request
+// until its deadline (a partition) do not delay the lease: the master
+// fences itself one lease after its last renewal, long before a request
+// gives up.
+func TestMasterLeaseWhileRequestsHang(t *testing.T) {
+	f := newFakeController("c0:9878")
+	n := &fakeNode{addr: "10.0.0.1:10911"}
+	cfg := testConfig(t.TempDir(), nil)
+	cfg.LeaseDuration = 300 * time.Millisecond
+	cfg.RequestTimeout = 10 * time.Second
+	startManager(t, f, n, cfg)
+	waitOps(t, n, "fenced=true", "master@1", "fenced=false")
+	f.mu.Lock()
+	for _, a := range controllerAddrs {
+		f.hang[a] = true
+	}
+	f.mu.Unlock()
+	cut := time.Now()
+	testutil.WaitFor(t, 5*time.Second, "the master fenced", func() bool { _, _, fenced := n.snapshot(); return fenced })
+	if d := time.Since(cut); d > 2*cfg.LeaseDuration {
+		t.Fatalf("fenced %v after the controllers stopped answering, lease %v", d, cfg.LeaseDuration)
+	}
+}
+
+// TestLeaseFencedBrokerServesNewRole: a master fenced by its lapsed lease
+// and then named master again at a new epoch (the controllers had no one
+// else to elect) serves again: the new role is a fresh lease.
+func TestLeaseFencedBrokerServesNewRole(t *testing.T) {
+	clock := testutil.NewFakeClock(time.Unix(1_700_000_000, 0))
+	f := newFakeController("c0:9878")
+	n := &fakeNode{addr: "10.0.0.1:10911"}
+	cfg := testConfig(t.TempDir(), clock)
+	startManager(t, f, n, cfg)
+	waitOps(t, n, "fenced=true", "master@1", "fenced=false")
+	f.mu.Lock()
+	for _, a := range controllerAddrs {
+		f.down[a] = true
+	}
+	f.mu.Unlock()
+	clock.Advance(cfg.LeaseDuration + time.Second)
+	waitOps(t, n, "fenced=true", "master@1", "fenced=false", "fenced=true")
+	f.mu.Lock()
+	f.elect(1)
+	for _, a := range controllerAddrs {
+		f.down[a] = false
+	}
+	f.mu.Unlock()
+	waitOps(t, n, "fenced=true", "master@1", "fenced=false", "fenced=true", "master@2", "fenced=false")
+}
+
 // TestRoleChangeFailureRetried: a broker that cannot switch stays fenced
 // and the manager tries again.
 func TestRoleChangeFailureRetried(t *testing.T) {

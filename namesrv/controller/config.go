@@ -30,6 +30,12 @@ type Config struct {
 	ConfigStorePath             string        `key:"configStorePath"`
 	ConfigBlackList             string        `key:"configBlackList"`
 	ScanNotActiveBrokerInterval time.Duration `key:"scanNotActiveBrokerInterval"`
+	// BindHost is the interface the DLedger-flavour peer port is bound on
+	// (the embedding nameserver's bindAddress); "" binds the peer address
+	// itself. Apache's DLedger server binds the peer's port on every
+	// interface (NettyServerConfig's bindAddress 0.0.0.0), so a peer
+	// address need not be local: behind NAT, or a proxy in front.
+	BindHost string
 }
 
 // DefaultConfig returns upstream's defaults (paths are resolved by Resolve).
@@ -78,6 +84,7 @@ func FromNamesrv(ns *nsconfig.Config, home string) Config {
 	c.ControllerKeys = ns.ControllerKeys
 	c.RocketmqHome = ns.RocketmqHome
 	c.ScanNotActiveBrokerInterval = ns.ScanNotActiveBrokerInterval
+	c.BindHost = ns.BindAddress
 	c.Resolve(home)
 	return c
 }

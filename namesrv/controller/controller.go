@@ -204,9 +204,17 @@ func (c *Controller) listen() (raft.Transport, error) {
 		c.closers = append(c.closers, closerFunc(func() error { tt.CloseStreams(); return tt.Close() }))
 		return tt, nil
 	}
-	ln, err := net.Listen("tcp", c.self.Addr)
+	bind := c.self.Addr
+	if h := c.cfg.Load().BindHost; h != "" {
+		_, port, err := net.SplitHostPort(c.self.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("controller: peer address %s: %w", c.self.Addr, err)
+		}
+		bind = net.JoinHostPort(h, port)
+	}
+	ln, err := net.Listen("tcp", bind)
 	if err != nil {
-		return nil, fmt.Errorf("controller: listen on peer address %s: %w", c.self.Addr, err)
+		return nil, fmt.Errorf("controller: listen on peer address %s (bound on %s): %w", c.self.Addr, bind, err)
 	}
 	m, err := mux.New(ln, mux.DefaultConfig(), c.log)
 	if err != nil {

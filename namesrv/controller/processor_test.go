@@ -294,6 +294,42 @@ func TestJRaftFlavour(t *testing.T) {
 	})
 }
 
+// TestBindHost: with BindHost the peer port is bound on that interface,
+// not on the peer address, which is still what the node advertises (as
+// Apache's DLedger server, bound on every interface): here a peer address
+// on another loopback address, reached through nothing but its port on
+// 127.0.0.1.
+func TestBindHost(t *testing.T) {
+	port := strings.TrimPrefix(testutil.FreeAddr(t), "127.0.0.1:")
+	peer := "127.0.0.3:" + port
+	cfg := testConfig(t, "n0-"+peer, "n0")
+	cfg.BindHost = "127.0.0.1"
+	c, err := New(cfg, Deps{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cli := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	defer cli.Close()
+	testutil.Eventually(t, waitFor, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		resp, err := cli.Invoke(ctx, "127.0.0.1:"+port, remoting.NewRequest(code.ControllerGetMetadataInfo, nil, nil))
+		if err != nil {
+			return err
+		}
+		if resp.Ext("isLeader") != "true" || resp.Ext("controllerLeaderAddress") != peer {
+			return fmt.Errorf("metadata %v", resp.ExtFields)
+		}
+		return nil
+	})
+	if ln, err := net.Listen("tcp", peer); err != nil {
+		t.Fatalf("the peer address itself is bound: %v", err)
+	} else {
+		ln.Close()
+	}
+}
+
 // TestNewFailsOnBusyPort: a peer address in use fails New cleanly (the
 // package's leak check covers what it started).
 func TestNewFailsOnBusyPort(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/pkg/statictopic"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
@@ -223,7 +224,14 @@ func sumSent(op *orderProducer) (n int) {
 // push consumer keep working when the controller-mode master is killed
 // with SIGKILL and a slave is promoted: messages sent before and after the
 // kill are all received and acked (redeliveries counted, allowed), and each
-// lite topic's messages first arrive in send order.
+// lite topic's messages first arrive in send order. So does a static topic
+// (mqadmin updateStaticTopic on the set): after the promotion sends
+// through its logic queues succeed and a pull consumer reads every
+// acknowledged message, before and after the kill, at the logic queue and
+// offset its send reported. updateStaticTopic writes to the master only
+// (as Apache's does); the slaves copy the topic and its mapping with the
+// rest of the master's metadata every slaveSyncFullInterval (Apache's
+// fixed 60 s, 1 s here), and the kill waits until both hold it.
 func TestPopAndLiteOnPromotedSlave(t *testing.T) {
 	skipShort(t, "a controller-mode broker set and the SDK's pop and lite consumers")
 	t.Parallel()
@@ -231,10 +239,19 @@ func TestPopAndLiteOnPromotedSlave(t *testing.T) {
 	s := startClientsCtrlSet(t, "PopLiteFailover", map[string]string{
 		"enableLmq": "true", "enableMultiDispatch": "true",
 		"liteEventCheckInterval": "500", "liteEventFullDispatchDelayTime": "500",
+		"slaveSyncCheckInterval": "500", "slaveSyncFullInterval": "1000",
 	})
 	s.createTopic(t, popTopic)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	const staticTopic = "PopLiteStaticTopic"
+	adminBin := filepath.Join(harness.BuildBinaries(t, harness.MQAdmin), harness.MQAdmin)
+	out, stderr, _, err := harness.RunGroup(ctx, harness.MQAdminTimeout, []string{"TMPDIR=" + t.TempDir()}, adminBin,
+		"updateStaticTopic", "-t", staticTopic, "-qn", "4", "-b", s.name, "-n", s.nsAddrs[0])
+	if err != nil {
+		t.Fatalf("updateStaticTopic: %v\n%s%s", err, out, stderr)
+	}
+	waitLeaders(t, s.ac, staticTopic, 4, func(_ int, b string) bool { return b == s.name })
 	for _, b := range s.brokers {
 		tc := protocol.NewTopicConfig(parent)
 		tc.ReadQueueNums, tc.WriteQueueNums = 2, 2
@@ -338,9 +355,23 @@ func TestPopAndLiteOnPromotedSlave(t *testing.T) {
 			return nil
 		})
 	}
+	staticSent := map[string]sentMsg{}
+	sendStatic := func(body string) {
+		t.Helper()
+		testutil.Eventually(t, 20*time.Second, func() error {
+			sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			res, err := p.SendSync(sctx, &message.Message{Topic: staticTopic, Body: []byte(body)})
+			if err == nil {
+				staticSent[body] = sentMsg{queue: res.Queue.QueueID, offset: res.QueueOffset}
+			}
+			return err
+		})
+	}
 	const perPhase = 20
 	sendPhase := func(from int) {
 		for i := from; i < from+perPhase; i++ {
+			sendStatic(fmt.Sprintf("static-%d", i))
 			send(&message.Message{Topic: popTopic, Body: fmt.Appendf(nil, "pop-%d", i)})
 			m := &message.Message{Topic: parent, Body: fmt.Appendf(nil, "lf-%d/%d", i%lites, i/lites)}
 			m.SetLiteTopic(fmt.Sprintf("lf-%d", i%lites))
@@ -351,6 +382,11 @@ func TestPopAndLiteOnPromotedSlave(t *testing.T) {
 	popUntil(perPhase)
 	liteUntil(perPhase)
 
+	for _, b := range s.brokers {
+		testutil.WaitFor(t, 10*time.Second, b.addr+" holding the static topic's mapping", func() bool {
+			return holdsMapping(s.ctrlCluster, b.addr, staticTopic)
+		})
+	}
 	s.killMaster(t)
 	killed := time.Now()
 	sendPhase(perPhase)
@@ -367,6 +403,74 @@ func TestPopAndLiteOnPromotedSlave(t *testing.T) {
 	if len(liteErrs) > 0 {
 		t.Fatalf("lite order broken across the failover:\n%s", strings.Join(liteErrs, "\n"))
 	}
+	checkStaticRead(t, ctx, common("poplite-failover-static"), staticTopic, staticSent)
+}
+
+// holdsMapping reports whether the replica at addr has topic and its
+// static-topic mapping (GET_ALL_TOPIC_CONFIG, what a slave copies).
+func holdsMapping(c *ctrlCluster, addr, topic string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	resp, err := c.rc.Invoke(ctx, addr, remoting.NewRequest(code.GetAllTopicConfig, nil, nil))
+	if err != nil || resp.Code != code.Success {
+		return false
+	}
+	var w protocol.TopicConfigAndMappingSerializeWrapper
+	if protocol.Unmarshal(resp.Body, &w) != nil {
+		return false
+	}
+	_, topicOK := w.TopicConfigTable[topic]
+	d, mapOK := w.TopicQueueMappingDetailMap[topic]
+	return topicOK && mapOK && d.TotalQueues == 4
+}
+
+// checkStaticRead reads every logic queue of a static topic from its
+// start through the SDK's pull consumer and wants each sent message once,
+// at the logic queue and offset its send reported.
+func checkStaticRead(t *testing.T, ctx context.Context, cc client.CommonConfig, topic string, sent map[string]sentMsg) {
+	t.Helper()
+	pc, err := client.NewPullConsumer(client.PullConsumerConfig{CommonConfig: cc, Group: topic + "_reader"})
+	pc = started(t, pc, err)
+	defer pc.Shutdown(context.Background())
+	queues, err := pc.Queues(ctx, topic)
+	if err != nil || len(queues) != 4 {
+		t.Fatalf("logic queues of %s: %v %v", topic, queues, err)
+	}
+	got := map[string]sentMsg{}
+	for _, mq := range queues {
+		if mq.BrokerName != statictopic.MockBrokerName("") {
+			t.Fatalf("queue %v is not a logic queue", mq)
+		}
+		end, err := pc.GetMaxOffset(ctx, mq)
+		if err != nil {
+			t.Fatalf("max offset of %v: %v", mq, err)
+		}
+		for off := int64(0); off < end; {
+			res, err := pc.Pull(ctx, client.PullRequest{Queue: mq, Offset: off, MaxNums: 32})
+			if err != nil {
+				t.Fatalf("pull %v at %d: %v", mq, off, err)
+			}
+			for _, m := range res.Messages {
+				if _, dup := got[string(m.Body)]; dup {
+					t.Fatalf("%s read twice", m.Body)
+				}
+				got[string(m.Body)] = sentMsg{queue: mq.QueueID, offset: m.QueueOffset}
+			}
+			if res.NextBeginOffset <= off {
+				t.Fatalf("%v: nothing at %d below the max offset %d", mq, off, end)
+			}
+			off = res.NextBeginOffset
+		}
+	}
+	for body, s := range sent {
+		if g, ok := got[body]; !ok || g.queue != s.queue || g.offset != s.offset {
+			t.Errorf("%s sent to logic queue %d offset %d, read: %+v (found %v)", body, s.queue, s.offset, g, ok)
+		}
+	}
+	if len(got) != len(sent) {
+		t.Errorf("read %d messages of %s, sent %d", len(got), topic, len(sent))
+	}
+	t.Logf("static topic: %d messages read back at their logic offsets", len(got))
 }
 
 // startWithShutdown starts an SDK client and shuts it down (5 s bound)
@@ -404,7 +508,7 @@ func TestFencedBrokerAnswersServiceNotAvailable(t *testing.T) {
 		"brokerId": "-1", "brokerRole": "SLAVE", "enableControllerMode": "true",
 		"controllerAddr": harness.FreeAddr(t), "haListenPort": strconv.Itoa(harness.FreePort(t)),
 	})
-	b := &ctrlBroker{addr: fmt.Sprintf("127.0.0.1:%d", port), conf: filepath.Join(dir, "broker.conf")}
+	b := &ctrlBroker{addr: fmt.Sprintf("127.0.0.1:%d", port), direct: fmt.Sprintf("127.0.0.1:%d", port), conf: filepath.Join(dir, "broker.conf")}
 	if err := framework.WriteProps(b.conf, props); err != nil {
 		t.Fatal(err)
 	}

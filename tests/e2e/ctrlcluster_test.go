@@ -23,12 +23,49 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
 	"github.com/rmqgo/rmq/tests/framework"
+	"github.com/rmqgo/rmq/tests/framework/netfault"
 )
 
 // ctrlBroker is one controller-mode broker process.
 type ctrlBroker struct {
 	addr, conf string
 	proc       *harness.Proc
+	// direct is where the process listens; addr, what it advertises,
+	// differs only behind links.
+	direct string
+	links  *brokerLinks // nil unless ctrlClusterOptions.Links
+}
+
+// brokerLinks put a broker behind netfault proxies, so that a test can
+// partition it as a network would: front at its advertised address
+// (brokerIP1, a loopback address of its own, with its listenPort), which
+// clients, controllers and the other replicas reach; ha at its advertised
+// HA address (brokerIP2:haListenPort), where slaves replicate from when it
+// is master; out for its own connections to each nameserver
+// (namesrvAddr). Its connections to the controllers pass the controllers'
+// own proxies (ctrlCluster.ctrlProxies): a broker asks the controllers of
+// controllerAddr who leads and then talks to the leader at the address
+// the leader advertises.
+type brokerLinks struct {
+	front, ha *netfault.Proxy
+	out       []*netfault.Proxy
+}
+
+// partition cuts (netfault.Blackhole) or heals (netfault.Pass) every link
+// of broker b: nobody reaches it through its advertised addresses, and it
+// reaches no controller and no nameserver. Clients on its side of the
+// partition reach it at b.direct.
+func (c *ctrlCluster) partition(b *ctrlBroker, m netfault.Mode) {
+	for _, p := range append([]*netfault.Proxy{b.links.front, b.links.ha}, b.links.out...) {
+		p.SetMode(m)
+	}
+	for _, p := range c.ctrlProxies {
+		if m == netfault.Pass {
+			p.SetModeFor(nil, netfault.Pass)
+		} else {
+			p.SetModeFor(netfault.FromProcess(b.proc.Pid()), m)
+		}
+	}
 }
 
 // ctrlCluster is the controller-mode topology of the failover tests
@@ -39,8 +76,11 @@ type ctrlCluster struct {
 	name, topic string
 	master      string // the first master
 	bin         string
-	ctrlAddrs   []string
+	ctrlAddrs   []string // as the controllers advertise them
 	nsAddrs     []string
+	// ctrlProxies (Links only) stand at the controllers' advertised
+	// addresses, in front of where they listen.
+	ctrlProxies []*netfault.Proxy
 	namesrvs    []*harness.Proc
 	brokers     []*ctrlBroker
 	rc          *remoting.Client
@@ -52,6 +92,8 @@ type ctrlClusterOptions struct {
 	Cluster, Topic string
 	// Broker overrides the brokers' default properties.
 	Broker map[string]string
+	// Links puts each broker behind netfault proxies (brokerLinks).
+	Links bool
 }
 
 // startCtrlCluster starts the topology and waits until a master serves
@@ -62,9 +104,19 @@ func startCtrlCluster(t *testing.T, o ctrlClusterOptions) *ctrlCluster {
 	c := &ctrlCluster{name: "broker-a", topic: o.Topic, bin: harness.BuildBinaries(t, harness.Namesrv, harness.Broker)}
 
 	// Nameservers, each with a controller on its own peer address.
-	var peers []string
+	var peers, ctrlListen []string
 	for i := range 3 {
-		c.ctrlAddrs = append(c.ctrlAddrs, harness.FreeAddr(t))
+		addr := harness.FreeAddr(t)
+		ctrlListen = append(ctrlListen, addr)
+		if o.Links {
+			// Advertised on a loopback address of its own, listening on
+			// 127.0.0.1 (the nameserver's bindAddress) behind a proxy.
+			_, port, _ := strings.Cut(addr, ":")
+			p := listenProxy(t, fmt.Sprintf("127.0.0.%d:%s", 21+i, port), addr)
+			c.ctrlProxies = append(c.ctrlProxies, p)
+			addr = p.Addr()
+		}
+		c.ctrlAddrs = append(c.ctrlAddrs, addr)
 		peers = append(peers, fmt.Sprintf("n%d-%s", i, c.ctrlAddrs[i]))
 	}
 	for i := range 3 {
@@ -83,7 +135,7 @@ func startCtrlCluster(t *testing.T, o ctrlClusterOptions) *ctrlCluster {
 		c.nsAddrs = append(c.nsAddrs, fmt.Sprintf("127.0.0.1:%d", port))
 		p := harness.StartProcessWith(t, harness.ProcOptions{Name: fmt.Sprintf("namesrv-n%d", i)}, filepath.Join(c.bin, harness.Namesrv),
 			"-c", conf, "--listen-port", strconv.Itoa(port), "--data-dir", dir)
-		p.WaitTCP(t, c.ctrlAddrs[i], 15*time.Second)
+		p.WaitTCP(t, ctrlListen[i], 15*time.Second)
 		c.namesrvs = append(c.namesrvs, p)
 	}
 
@@ -101,11 +153,24 @@ func startCtrlCluster(t *testing.T, o ctrlClusterOptions) *ctrlCluster {
 	c.brokers = make([]*ctrlBroker, 3)
 	for i := range c.brokers {
 		dir := t.TempDir()
-		port := harness.FreePort(t)
-		props := framework.BrokerProps(o.Cluster, c.name, 0, port, strings.Join(c.nsAddrs, ";"), dir, map[string]string{
-			"brokerId": "-1", "brokerRole": "SLAVE",
+		port, haPort := harness.FreePort(t), harness.FreePort(t)
+		b := &ctrlBroker{addr: fmt.Sprintf("127.0.0.1:%d", port), direct: fmt.Sprintf("127.0.0.1:%d", port), conf: filepath.Join(dir, "broker.conf")}
+		nss, ip := c.nsAddrs, "127.0.0.1"
+		if o.Links {
+			ip = fmt.Sprintf("127.0.0.%d", 11+i)
+			b.addr = fmt.Sprintf("%s:%d", ip, port)
+			b.links = &brokerLinks{front: listenProxy(t, b.addr, b.direct), ha: listenProxy(t, fmt.Sprintf("%s:%d", ip, haPort), fmt.Sprintf("127.0.0.1:%d", haPort))}
+			nss = nil
+			for _, a := range c.nsAddrs {
+				p := listenProxy(t, "127.0.0.1:0", a)
+				b.links.out = append(b.links.out, p)
+				nss = append(nss, p.Addr())
+			}
+		}
+		props := framework.BrokerProps(o.Cluster, c.name, 0, port, strings.Join(nss, ";"), dir, map[string]string{
+			"brokerId": "-1", "brokerRole": "SLAVE", "brokerIP1": ip, "brokerIP2": ip,
 			"enableControllerMode": "true", "controllerAddr": strings.Join(c.ctrlAddrs, ";"),
-			"allAckInSyncStateSet": "true", "haListenPort": strconv.Itoa(harness.FreePort(t)),
+			"allAckInSyncStateSet": "true", "haListenPort": strconv.Itoa(haPort),
 			"brokerHeartbeatInterval": "300", "controllerHeartBeatTimeoutMills": "3000", "masterLeaseMillis": "2000",
 			"syncBrokerMetadataPeriod": "1000", "syncControllerMetadataPeriod": "2000", "checkSyncStateSetPeriod": "1000",
 			"haMaxTimeSlaveNotCatchup": "3000", "haSendHeartbeatInterval": "300", "registerNameServerPeriod": "10000",
@@ -115,7 +180,6 @@ func startCtrlCluster(t *testing.T, o ctrlClusterOptions) *ctrlCluster {
 			// SYSTEM_BUSY for the rest of the test.
 			"slaveReadEnable": "true",
 		}, o.Broker)
-		b := &ctrlBroker{addr: fmt.Sprintf("127.0.0.1:%d", port), conf: filepath.Join(dir, "broker.conf")}
 		if err := framework.WriteProps(b.conf, props); err != nil {
 			t.Fatal(err)
 		}
@@ -132,6 +196,17 @@ func startCtrlCluster(t *testing.T, o ctrlClusterOptions) *ctrlCluster {
 		createTopic(t, c.rc, b.addr, c.topic)
 	}
 	return c
+}
+
+// listenProxy starts a netfault proxy on addr to target, closed at cleanup.
+func listenProxy(t *testing.T, addr, target string) *netfault.Proxy {
+	t.Helper()
+	p, err := netfault.ListenOn(addr, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
 }
 
 // leader is the index of the controller that reports itself leader, or -1.
@@ -264,7 +339,7 @@ func (b *ctrlBroker) start(t *testing.T, bin string, i int) {
 		name = "broker-a-restarted"
 	}
 	b.proc = harness.StartProcessWith(t, harness.ProcOptions{Name: name}, filepath.Join(bin, harness.Broker), "-c", b.conf)
-	b.proc.WaitTCP(t, b.addr, 30*time.Second)
+	b.proc.WaitTCP(t, b.direct, 30*time.Second)
 }
 
 func trimEnds(l []protocol.EpochEntry) []protocol.EpochEntry {

@@ -39,6 +39,13 @@ func startScenario(t *testing.T, name string, lease, heartbeatTimeout time.Durat
 		broker["controllerHeartBeatTimeoutMills"] = strconv.FormatInt(heartbeatTimeout.Milliseconds(), 10)
 	}
 	c := startCtrlCluster(t, ctrlClusterOptions{Cluster: name, Topic: name + "Topic", Broker: broker})
+	return c, startChaos(t, c, name)
+}
+
+// startChaos starts a chaos run (consumer group name_cg) on c's topic and
+// waits for its first acknowledgements.
+func startChaos(t *testing.T, c *ctrlCluster, name string) *chaos.Run {
+	t.Helper()
 	run, err := chaos.Start(chaos.Options{Namesrv: c.nsAddrs, Topic: c.topic, Group: name + "_cg", Run: name,
 		Interval: 10 * time.Millisecond, Senders: 2, SendTimeout: 3 * time.Second, Retries: 2})
 	if err != nil {
@@ -46,7 +53,7 @@ func startScenario(t *testing.T, name string, lease, heartbeatTimeout time.Durat
 	}
 	t.Cleanup(run.Close)
 	testutil.WaitFor(t, 15*time.Second, "acked sends", func() bool { return run.Acked() >= 50 })
-	return c, run
+	return run
 }
 
 // mustSyncState reads the set's replica info from the controller leader.

@@ -34,18 +34,42 @@ type Proxy struct {
 	cond   *sync.Cond
 	mode   Mode
 	rate   int // bytes per second per direction; 0 unlimited
-	conns  map[net.Conn]struct{}
+	conns  map[net.Conn]*link
 	closed bool
 	wg     sync.WaitGroup
+	// match and matchMode: the mode of the connections match accepts
+	// (SetModeFor).
+	match     func(Conn) bool
+	matchMode Mode
+}
+
+// Conn is what SetModeFor's match sees of a proxied connection.
+type Conn struct {
+	Client net.Addr // the client's end of the connection
+	First  []byte   // the client's first bytes; nil until it sent some
+}
+
+// link is one proxied connection.
+type link struct {
+	conn    Conn
+	matched bool // match accepted it (evaluated on SetModeFor, accept and first bytes)
 }
 
 // Listen starts a proxy on a free loopback port forwarding to target.
 func Listen(target string) (*Proxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return ListenOn("127.0.0.1:0", target)
+}
+
+// ListenOn starts a proxy on addr forwarding to target. A process that
+// advertises an address to its peers (a broker's brokerIP1 or brokerIP2)
+// can be reached through a proxy on another loopback address with the same
+// port: 127.0.0.0/8 is all loopback on Linux.
+func ListenOn(addr, target string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]*link{}}
 	p.cond = sync.NewCond(&p.mu)
 	p.wg.Add(1)
 	go p.accept()
@@ -63,8 +87,8 @@ func (p *Proxy) SetMode(m Mode) {
 	p.mu.Lock()
 	p.mode = m
 	var drop []net.Conn
-	if m == Refuse {
-		for c := range p.conns {
+	for c, l := range p.conns {
+		if p.modeOf(l) == Refuse {
 			drop = append(drop, c)
 		}
 	}
@@ -73,6 +97,48 @@ func (p *Proxy) SetMode(m Mode) {
 	for _, c := range drop {
 		_ = c.Close()
 	}
+}
+
+// SetModeFor gives the connections match accepts their own mode (the
+// proxy's mode still applies to the others): one of several clients of the
+// same server can be cut, told apart by where it connects from
+// (FromProcess) or what it sends first. match runs on every open
+// connection now, on each new one when accepted and again once its client
+// sent its first bytes. A nil match ends the exception.
+func (p *Proxy) SetModeFor(match func(Conn) bool, m Mode) {
+	p.mu.Lock()
+	p.match, p.matchMode = match, m
+	seen := map[*link]bool{}
+	for _, l := range p.conns {
+		if !seen[l] {
+			seen[l] = true
+			p.classify(l)
+		}
+	}
+	var drop []net.Conn
+	for c, l := range p.conns {
+		if p.modeOf(l) == Refuse {
+			drop = append(drop, c)
+		}
+	}
+	p.cond.Broadcast()
+	p.mu.Unlock()
+	for _, c := range drop {
+		_ = c.Close()
+	}
+}
+
+// classify runs match on l, under p.mu.
+func (p *Proxy) classify(l *link) {
+	l.matched = p.match != nil && p.match(l.conn)
+}
+
+// modeOf is the mode of the connection l, under p.mu.
+func (p *Proxy) modeOf(l *link) Mode {
+	if p.match != nil && l.matched {
+		return p.matchMode
+	}
+	return p.mode
 }
 
 // SetRate limits each direction of each connection to bytesPerSec (0
@@ -98,13 +164,17 @@ func (p *Proxy) Close() error {
 	return err
 }
 
-func (p *Proxy) track(c net.Conn) bool {
+func (p *Proxy) track(c net.Conn, l *link) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || p.mode == Refuse {
+	if l.conn.Client == nil {
+		l.conn.Client = c.RemoteAddr()
+		p.classify(l)
+	}
+	if p.closed || p.modeOf(l) == Refuse {
 		return false
 	}
-	p.conns[c] = struct{}{}
+	p.conns[c] = l
 	return true
 }
 
@@ -122,45 +192,61 @@ func (p *Proxy) accept() {
 		if err != nil {
 			return
 		}
-		if !p.track(in) {
+		l := &link{}
+		if !p.track(in, l) {
 			_ = in.Close()
 			continue
 		}
 		p.wg.Add(1)
-		go p.serve(in)
+		go p.serve(in, l)
 	}
 }
 
-func (p *Proxy) serve(in net.Conn) {
+func (p *Proxy) serve(in net.Conn, l *link) {
 	defer p.wg.Done()
 	defer p.untrack(in)
 	out, err := net.DialTimeout("tcp", p.target, 3*time.Second)
 	if err != nil {
 		return
 	}
-	if !p.track(out) {
+	if !p.track(out, l) {
 		_ = out.Close()
 		return
 	}
 	defer p.untrack(out)
 	done := make(chan struct{}, 2)
-	go func() { p.pipe(out, in); done <- struct{}{} }()
-	go func() { p.pipe(in, out); done <- struct{}{} }()
+	go func() { p.pipe(l, out, in, true); done <- struct{}{} }()
+	go func() { p.pipe(l, in, out, false); done <- struct{}{} }()
 	<-done
-	// One side ended: end the other so the peer sees the close.
+	// One side ended: end the other so the peer sees the close — once the
+	// link passes again: a partition hides a close as it hides bytes.
+	p.mu.Lock()
+	for p.modeOf(l) == Blackhole && !p.closed {
+		p.cond.Wait()
+	}
+	p.mu.Unlock()
 	_ = in.Close()
 	_ = out.Close()
 	<-done
 }
 
 // pipe copies src to dst chunk by chunk, holding each chunk while the link
-// is blackholed and pacing it under a rate limit.
-func (p *Proxy) pipe(dst, src net.Conn) {
+// is blackholed and pacing it under a rate limit. The client's first chunk
+// (fromClient) identifies the link for SetModeFor.
+func (p *Proxy) pipe(l *link, dst, src net.Conn, fromClient bool) {
 	buf := make([]byte, 16<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			if !p.deliver(dst, buf[:n]) {
+			if fromClient {
+				p.mu.Lock()
+				if l.conn.First == nil {
+					l.conn.First = append([]byte{}, buf[:n]...)
+					p.classify(l)
+				}
+				p.mu.Unlock()
+			}
+			if !p.deliver(l, dst, buf[:n]) {
 				return
 			}
 		}
@@ -170,13 +256,13 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 	}
 }
 
-func (p *Proxy) deliver(dst net.Conn, b []byte) bool {
+func (p *Proxy) deliver(l *link, dst net.Conn, b []byte) bool {
 	for len(b) > 0 {
 		p.mu.Lock()
-		for p.mode == Blackhole && !p.closed {
+		for p.modeOf(l) == Blackhole && !p.closed {
 			p.cond.Wait()
 		}
-		closed, mode, rate := p.closed, p.mode, p.rate
+		closed, mode, rate := p.closed, p.modeOf(l), p.rate
 		p.mu.Unlock()
 		if closed || mode == Refuse {
 			return false

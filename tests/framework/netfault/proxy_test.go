@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"net"
+	"os"
 	"testing"
 	"time"
 )
@@ -115,5 +116,130 @@ func TestRate(t *testing.T) {
 	// 8 kB through two limited hops at 20 kB/s: at least ~0.3 s.
 	if d := time.Since(start); d < 300*time.Millisecond {
 		t.Fatalf("8 kB took %v under a 20 kB/s limit", d)
+	}
+}
+
+// TestModeFor: two clients of one proxy, told apart by their first line;
+// one is blackholed, the other keeps passing; heal delivers what was held.
+// The proxy listens on another loopback address (ListenOn).
+func TestModeFor(t *testing.T) {
+	p, err := ListenOn("127.0.0.2:0", echoServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	dial := func(hello string) (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", p.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		r := bufio.NewReader(c)
+		if s, err := roundTrip(c, r, hello, time.Second); err != nil || s != hello+"\n" {
+			t.Fatalf("%s: %q %v", hello, s, err)
+		}
+		return c, r
+	}
+	a, ra := dial("hello a")
+	b, rb := dial("hello b")
+	isA := func(c Conn) bool { return string(c.First) == "hello a\n" }
+	p.SetModeFor(isA, Blackhole)
+	if s, err := roundTrip(a, ra, "a1", 200*time.Millisecond); err == nil {
+		t.Fatalf("the cut client got %q", s)
+	}
+	if s, err := roundTrip(b, rb, "b1", time.Second); err != nil || s != "b1\n" {
+		t.Fatalf("the other client: %q %v", s, err)
+	}
+	// A new connection of the cut client is cut once it said hello.
+	a2, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a2.Close()
+	if s, err := roundTrip(a2, bufio.NewReader(a2), "hello a", 200*time.Millisecond); err == nil {
+		t.Fatalf("the cut client's new connection got %q", s)
+	}
+	p.SetModeFor(nil, Pass)
+	a.SetDeadline(time.Now().Add(time.Second))
+	if s, err := ra.ReadString('\n'); err != nil || s != "a1\n" {
+		t.Fatalf("after heal: %q %v", s, err)
+	}
+	// Refuse closes only the matching connection.
+	p.SetModeFor(isA, Refuse)
+	a.SetDeadline(time.Now().Add(time.Second))
+	if _, err := ra.ReadString('\n'); err == nil {
+		t.Fatal("the refused client kept its connection")
+	}
+	if s, err := roundTrip(b, rb, "b2", time.Second); err != nil || s != "b2\n" {
+		t.Fatalf("the other client after refuse: %q %v", s, err)
+	}
+}
+
+// TestFromProcess: a connection this process opened matches FromProcess
+// of its pid and not of another process's.
+func TestFromProcess(t *testing.T) {
+	p, err := Listen(echoServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	p.SetModeFor(FromProcess(os.Getppid()), Blackhole)
+	if s, err := roundTrip(c, r, "one", time.Second); err != nil || s != "one\n" {
+		t.Fatalf("another process's match cut this one: %q %v", s, err)
+	}
+	p.SetModeFor(FromProcess(os.Getpid()), Blackhole)
+	if s, err := roundTrip(c, r, "two", 200*time.Millisecond); err == nil {
+		t.Fatalf("this process's connection passed: %q", s)
+	}
+	// A close while cut is held too, and delivered on heal.
+	p.SetModeFor(nil, Pass)
+	c.SetDeadline(time.Now().Add(time.Second))
+	if s, err := r.ReadString('\n'); err != nil || s != "two\n" {
+		t.Fatalf("after heal: %q %v", s, err)
+	}
+}
+
+// TestBlackholeHoldsClose: the server closing while the link is
+// blackholed is not seen by the client until the link passes again.
+func TestBlackholeHoldsClose(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if s, err := ln.Accept(); err == nil {
+			accepted <- s
+		}
+	}()
+	p, err := Listen(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("x"))
+	s := <-accepted
+	p.SetMode(Blackhole)
+	s.Close()
+	c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := c.Read(make([]byte, 1)); err == nil || !os.IsTimeout(err) {
+		t.Fatalf("the close crossed the partition: %v", err)
+	}
+	p.SetMode(Pass)
+	c.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("after heal: %v, want EOF", err)
 	}
 }
