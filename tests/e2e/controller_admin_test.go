@@ -231,3 +231,51 @@ func javaOutputs(t *testing.T, runs [][]string) []string {
 	wg.Wait()
 	return out
 }
+
+// ctrlAdminMatchesJava: against an idle controller-mode broker set, our
+// mqadmin and the Java mqadmin 5.5.0 print the same getBrokerEpoch (by
+// broker name and by cluster) and the same haStatus of the master
+// (auto-switch HA: the slaves' HA connections, acks and diffs).
+func ctrlAdminMatchesJava(t *testing.T, c *ctrlCluster) {
+	t.Helper()
+	mq := filepath.Join(harness.BuildBinaries(t, harness.MQAdmin), harness.MQAdmin)
+	ns := strings.Join(c.nsAddrs, ";")
+	cases := [][]string{
+		{"getBrokerEpoch", "-b", c.name, "-n", ns},
+		{"getBrokerEpoch", "-c", c.cluster, "-n", ns},
+		{"haStatus", "-b", c.master, "-n", ns},
+	}
+	// Idle: both slaves acked the master's end, and a transfer speed
+	// sampled a second ago has gone to zero.
+	testutil.WaitFor(t, 10*time.Second, "the slaves caught up", func() bool {
+		hs := harness.HAStatus(t, c.rc, c.master)
+		if len(hs.HAConnectionInfo) != 2 {
+			return false
+		}
+		for _, ci := range hs.HAConnectionInfo {
+			if ci.Diff != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(2 * time.Second)
+	want := make([]string, len(cases))
+	for i, args := range cases {
+		out, err := harness.RunMQAdmin(t, mq, args...)
+		if err != nil {
+			t.Fatalf("mqadmin %v: %v", args, err)
+		}
+		want[i] = out
+	}
+	if !strings.Contains(want[0], "\n#brokerName\t"+c.name+"\n") || !strings.Contains(want[0], "#Epoch: EpochEntry{epoch=1, startOffset=0") ||
+		!strings.Contains(want[2], "\n#MasterAddr\t"+c.master+"\n") || !strings.Contains(want[2], "#SlaveNum\t2\n#InSyncSlaveNum\t2\n") {
+		t.Fatalf("our getBrokerEpoch / haStatus:\n%s\n%s\n%s", want[0], want[1], want[2])
+	}
+	got := javaOutputs(t, cases)
+	for i, args := range cases {
+		if got[i] != want[i] {
+			t.Errorf("%v: Java prints\n%s\nwe print\n%s", args, got[i], want[i])
+		}
+	}
+}

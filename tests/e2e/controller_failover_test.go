@@ -16,7 +16,8 @@ import (
 // with allAckInSyncStateSet=true. Under a producer/checker run the master
 // is killed with SIGKILL; a new master is elected from the SyncStateSet;
 // the old master restarts as a slave of the new epoch and truncates to it;
-// every SEND_OK message is consumed.
+// every SEND_OK message is consumed. Before the run, our mqadmin and the
+// Java tool print the same getBrokerEpoch and haStatus (ctrlAdminMatchesJava).
 func TestControllerModeFailover(t *testing.T) {
 	if framework.Kind(*clusterFlag) == framework.InProcess {
 		t.Skip("kills broker processes: runs with -cluster=process only")
@@ -27,6 +28,7 @@ func TestControllerModeFailover(t *testing.T) {
 	c := startCtrlCluster(t, ctrlClusterOptions{Cluster: "FailoverCluster", Topic: "ControllerFailoverTopic"})
 	rc, bin, nsAddrs, brokers, topic := c.rc, c.bin, c.nsAddrs, c.brokers, c.topic
 	master := c.master
+	ctrlAdminMatchesJava(t, c)
 
 	run, err := chaos.Start(chaos.Options{Namesrv: nsAddrs, Topic: topic, Group: "controller_failover", Run: "cf",
 		Interval: 10 * time.Millisecond, Senders: 2, SendTimeout: 3 * time.Second, Retries: 2})

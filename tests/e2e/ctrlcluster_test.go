@@ -73,6 +73,7 @@ func (c *ctrlCluster) partition(b *ctrlBroker, m netfault.Mode) {
 // controllers and one broker set of three replicas with
 // allAckInSyncStateSet=true, the topic created on every replica.
 type ctrlCluster struct {
+	cluster     string
 	name, topic string
 	master      string // the first master
 	bin         string
@@ -101,7 +102,7 @@ type ctrlClusterOptions struct {
 func startCtrlCluster(t *testing.T, o ctrlClusterOptions) *ctrlCluster {
 	t.Helper()
 	rlog.SetLogLevel("error")
-	c := &ctrlCluster{name: "broker-a", topic: o.Topic, bin: harness.BuildBinaries(t, harness.Namesrv, harness.Broker)}
+	c := &ctrlCluster{cluster: o.Cluster, name: "broker-a", topic: o.Topic, bin: harness.BuildBinaries(t, harness.Namesrv, harness.Broker)}
 
 	// Nameservers, each with a controller on its own peer address.
 	var peers, ctrlListen []string
