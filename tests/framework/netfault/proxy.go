@@ -86,6 +86,12 @@ func (p *Proxy) Target() string { return p.target }
 func (p *Proxy) SetMode(m Mode) {
 	p.mu.Lock()
 	p.mode = m
+	p.applyLocked()
+}
+
+// applyLocked wakes the links to see their modes and closes the connections
+// now refused; it unlocks p.mu.
+func (p *Proxy) applyLocked() {
 	var drop []net.Conn
 	for c, l := range p.conns {
 		if p.modeOf(l) == Refuse {
@@ -115,17 +121,7 @@ func (p *Proxy) SetModeFor(match func(Conn) bool, m Mode) {
 			p.classify(l)
 		}
 	}
-	var drop []net.Conn
-	for c, l := range p.conns {
-		if p.modeOf(l) == Refuse {
-			drop = append(drop, c)
-		}
-	}
-	p.cond.Broadcast()
-	p.mu.Unlock()
-	for _, c := range drop {
-		_ = c.Close()
-	}
+	p.applyLocked()
 }
 
 // classify runs match on l, under p.mu.
