@@ -107,7 +107,7 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 	if err != nil {
 		return nil, err
 	}
-	pops, err := b.wirePop(w, filters)
+	pops, err := b.wirePop(w, filters, resets)
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ import (
 // the broker takes requests. wireLite takes the returned processor and
 // wraps its ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME and NOTIFICATION to
 // answer lite consumers itself; pop refuses requests that carry liteTopic.
-func (b *Broker) wirePop(w *wiring, filters pop.FilterFactory) (*pop.Processor, error) {
+func (b *Broker) wirePop(w *wiring, filters pop.FilterFactory, resets pop.ResetTaker) (*pop.Processor, error) {
 	cfg := b.cfg.Get()
 	p, err := pop.New(pop.Deps{
 		Config:          b.cfg.Get,
@@ -32,6 +32,7 @@ func (b *Broker) wirePop(w *wiring, filters pop.FilterFactory) (*pop.Processor, 
 		TopicCreated:    b.topicCreated,
 		Routes:          b.topicRoute,
 		RequestModePath: filepath.Join(cfg.ConfigDir(), pop.RequestModeFileName),
+		Resets:          resets,
 		Logger:          w.log.With("component", "pop"),
 	})
 	if err != nil {

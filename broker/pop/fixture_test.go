@@ -37,7 +37,18 @@ type rig struct {
 	groups *subscription.Manager
 	cons   *client.ConsumerManager
 	p      *Processor
+	resets fakeResets
 	closed bool
+}
+
+// fakeResets is a table of pending server-side resets, group/topic/queueId.
+type fakeResets map[string]int64
+
+func (f fakeResets) Take(group, topic string, qid int32) (int64, bool) {
+	k := group + "/" + topic + "/" + strconv.Itoa(int(qid))
+	off, ok := f[k]
+	delete(f, k)
+	return off, ok
 }
 
 const (
@@ -47,7 +58,7 @@ const (
 
 func newRig(t testing.TB) *rig {
 	t.Helper()
-	r := &rig{t: t, dir: t.TempDir(), clk: testutil.NewFakeClock(time.UnixMilli(1_700_000_000_000))}
+	r := &rig{t: t, dir: t.TempDir(), clk: testutil.NewFakeClock(time.UnixMilli(1_700_000_000_000)), resets: fakeResets{}}
 	r.cfg = config.Default(config.Host{Hostname: "broker-a", IP: "127.0.0.1", Home: t.TempDir()})
 	r.cfg.BrokerName = "broker-a"
 	r.cfg.PopFromRetryProbability = 20
@@ -83,6 +94,7 @@ func (r *rig) open() {
 		StoreHost: func() netip.AddrPort { return netip.MustParseAddrPort("127.0.0.1:10911") },
 		Now:       r.clk.Now, Logger: log, HotBytes: 1 << 30,
 		ReviveInterval: time.Hour, // tests call Revive themselves
+		Resets:         r.resets,
 	})
 	if err != nil {
 		r.t.Fatal(err)

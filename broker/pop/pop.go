@@ -221,9 +221,18 @@ func (p *Processor) popTopic(ctx context.Context, r *popRun, topic string, rando
 	}
 }
 
-// popOffset is where the group pops a queue next: its committed offset,
-// else the init offset (committed at once, as Java does).
+// popOffset is where the group pops a queue next: a pending reset, else its
+// committed offset, else the init offset (committed at once, as Java does).
 func (p *Processor) popOffset(topic, group string, qid int32, initMode int32) int64 {
+	// A server-side reset (useServerSideResetOffset) moves the group here
+	// on its next pop, as Java's resetPopOffset: committed again, since
+	// the group's own commits may have moved it since.
+	if p.d.Resets != nil {
+		if off, ok := p.d.Resets.Take(group, topic, qid); ok {
+			p.st.CommitOffset(group, topic, qid, off)
+			return off
+		}
+	}
 	if off, ok := p.st.QueryOffset(group, topic, qid); ok && off >= 0 {
 		return off
 	}

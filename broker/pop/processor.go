@@ -64,8 +64,16 @@ type Deps struct {
 	// ReviveInterval is the longest pause of the revive service (0:
 	// reviveInterval of the config).
 	ReviveInterval time.Duration
-	Now            func() time.Time
-	Logger         *slog.Logger
+	// Resets holds the server-side offset resets no pull or pop has taken
+	// yet (pull.ResetTable); nil: none.
+	Resets ResetTaker
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// ResetTaker hands out a queue's pending server-side reset once.
+type ResetTaker interface {
+	Take(group, topic string, qid int32) (int64, bool)
 }
 
 // Processor answers the pop family of requests and runs the revive

@@ -48,6 +48,31 @@ func TestPopAckNoRedelivery(t *testing.T) {
 	}
 }
 
+// A server-side reset moves a pop group on its next pop, as Java's
+// resetPopOffset: the group pops from the reset offset (messages it had
+// acked come again) and the reset is taken once.
+func TestPopTakesPendingReset(t *testing.T) {
+	r := newRig(t)
+	r.send(testTopic, 0, 5, "A")
+	for _, m := range r.pop(0, 32, 10_000, nil).msgs {
+		r.mustAck(m)
+	}
+	r.resets[testGroup+"/"+testTopic+"/0"] = 1
+	res := r.pop(0, 32, 10_000, nil)
+	if got := res.resp.Ext("msgOffsetInfo"); len(res.msgs) != 4 || got != "0 0 1,2,3,4" {
+		t.Fatalf("pop after the reset: %d messages, msgOffsetInfo %q", len(res.msgs), got)
+	}
+	if len(r.resets) != 0 {
+		t.Fatalf("the reset was not taken: %v", r.resets)
+	}
+	for _, m := range res.msgs {
+		r.mustAck(m)
+	}
+	if again := r.pop(0, 32, 10_000, nil); len(again.msgs) != 0 {
+		t.Fatalf("popped again after the reset was taken: %v", bodies(again.msgs))
+	}
+}
+
 func TestReviveUnacked(t *testing.T) {
 	r := newRig(t)
 	r.send(testTopic, 1, 4, "A")
