@@ -9,6 +9,7 @@ import (
 
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
 )
 
 // core is what a producer or consumer shares with its background tasks: the
@@ -161,11 +162,17 @@ func (c *core) newRequest(reqCode int32, ext map[string]string, body []byte) *re
 // invoke sends one request to addr within RequestTimeout (or ctx's shorter
 // deadline) and returns the response whatever its code.
 func (c *core) invoke(ctx context.Context, addr string, reqCode int32, ext map[string]string, body []byte) (*remoting.Command, error) {
+	return c.invokeCommand(ctx, addr, c.newRequest(reqCode, ext, body))
+}
+
+// invokeCommand sends req to addr within RequestTimeout (or ctx's shorter
+// deadline) and returns the response whatever its code.
+func (c *core) invokeCommand(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
-	resp, err := c.rc.Invoke(ctx, addr, c.newRequest(reqCode, ext, body))
+	resp, err := c.rc.Invoke(ctx, addr, req)
 	if err != nil {
-		return nil, fmt.Errorf("client: request %d to %s: %w", reqCode, addr, err)
+		return nil, fmt.Errorf("client: request %d to %s: %w", req.Code, addr, err)
 	}
 	return resp, nil
 }
@@ -173,10 +180,16 @@ func (c *core) invoke(ctx context.Context, addr string, reqCode int32, ext map[s
 // invokeOK is invoke with any code but SUCCESS turned into *ResponseError.
 func (c *core) invokeOK(ctx context.Context, addr string, reqCode int32, ext map[string]string, body []byte) (*remoting.Command, error) {
 	resp, err := c.invoke(ctx, addr, reqCode, ext, body)
+	return successOnly(resp, err, addr, reqCode)
+}
+
+// successOnly passes on the error of a request reqCode to addr, and turns
+// a response whose code is not SUCCESS into *ResponseError.
+func successOnly(resp *remoting.Command, err error, addr string, reqCode int32) (*remoting.Command, error) {
 	if err != nil {
 		return nil, err
 	}
-	if resp.Code != 0 {
+	if resp.Code != code.Success {
 		return nil, &ResponseError{Code: resp.Code, Remark: resp.Remark, Addr: addr, Request: reqCode}
 	}
 	return resp, nil

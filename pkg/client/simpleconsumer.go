@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -378,26 +377,10 @@ func (c *SimpleConsumer) popResult(resp *remoting.Command, topic, broker, addr s
 // count") into retry@queueId / retry@qo<queueId>%<offset> → count, as
 // Java's ExtraInfoUtil.parseOrderCountInfo.
 func parsePopOrderCounts(s string) (map[string]int, error) {
-	out := make(map[string]int)
-	if s == "" {
-		return out, nil
-	}
-	for _, item := range strings.Split(s, ";") {
-		f := strings.Split(item, " ")
-		if len(f) != 3 {
-			return nil, fmt.Errorf("client: bad orderCountInfo item %q", item)
-		}
-		n, err := strconv.Atoi(f[2])
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("client: bad orderCountInfo item %q", item)
-		}
-		key := f[0] + "@" + f[1]
-		if _, dup := out[key]; dup {
-			return nil, fmt.Errorf("client: duplicate orderCountInfo key %s", key)
-		}
-		out[key] = n
-	}
-	return out, nil
+	return parsePopInfo(s, "orderCountInfo", func(v string) (int, bool) {
+		n, err := strconv.Atoi(v)
+		return n, err == nil && n >= 0
+	})
 }
 
 // orderCount is how often an orderly-popped message was popped before:

@@ -2,6 +2,7 @@ package admintest
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -144,7 +145,7 @@ func (cs *Consumers) handle(addr string, req *remoting.Command) (*remoting.Comma
 			topics = append(topics, mq.Topic)
 		}
 		sort.Strings(topics)
-		topics = dedupStrings(topics)
+		topics = slices.Compact(topics)
 		return ok(req, protocol.MustMarshal(protocol.TopicList{BrokerAddr: addr, TopicList: topics})), true
 	case code.InvokeBrokerToResetOffset:
 		return cs.reset(addr, b, req), true
@@ -188,16 +189,6 @@ func (cs *Consumers) handle(addr string, req *remoting.Command) (*remoting.Comma
 		return ok(req, []byte(body)), true
 	}
 	return nil, false
-}
-
-func dedupStrings(s []string) []string {
-	out := s[:0]
-	for i, v := range s {
-		if i == 0 || v != s[i-1] {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 func (cs *Consumers) searchOffset(addr, brokerName, topic string, qid int, ts int64) int64 {
