@@ -66,6 +66,15 @@ type exitError struct {
 
 func (e exitError) Error() string { return e.err.Error() }
 
+// runFailed is the exit error of a mode's run that failed with err ("mqbench
+// <mode>: err", exit 1), or nil when err is nil.
+func runFailed(mode string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return exitError{ExitError, fmt.Errorf("mqbench %s: %w", mode, err)}
+}
+
 func newRoot(ctx context.Context, stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "mqbench",
@@ -110,6 +119,16 @@ func (c *commonFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVarP(&c.verbose, "verbose", "v", false, "Log client warnings and failed sends to stderr")
 }
 
+// options are the RunOptions the flags give, writing to stdout and stderr.
+func (c *commonFlags) options(getenv func(string) string, stdout, stderr io.Writer) RunOptions {
+	ns, cred, log := c.resolve(getenv, stderr)
+	return RunOptions{
+		NameServer: ns, Topic: strings.TrimSpace(c.topic), Credentials: cred, Logger: log,
+		ReportInterval: time.Duration(c.reportIntervalMS) * time.Millisecond, Duration: c.duration, JSON: c.json,
+		Out: stdout, Err: stderr,
+	}
+}
+
 func (c *commonFlags) resolve(getenv func(string) string, stderr io.Writer) (ns string, cred *client.Credentials, log *slog.Logger) {
 	ns = strings.TrimSpace(c.namesrv)
 	if ns == "" {
@@ -148,13 +167,11 @@ func newProducerCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra
 			if !strings.EqualFold(compressType, "ZLIB") {
 				return exitError{ExitUsage, fmt.Errorf("compress type %s is not supported (only ZLIB)", compressType)}
 			}
-			o.NameServer, o.Credentials, o.Logger = c.resolve(getenv, stderr)
-			o.Topic, o.ReportInterval, o.Duration, o.JSON = strings.TrimSpace(c.topic), time.Duration(c.reportIntervalMS)*time.Millisecond, c.duration, c.json
+			o.RunOptions = c.options(getenv, stdout, stderr)
 			o.KeyEnable, o.DelayEnable, o.Async, o.CompressEnable, o.FlushCheck = bool(keys), bool(delay), bool(async), bool(compress), flushCheck
-			o.Out, o.Err = stdout, stderr
 			sum, err := RunProducer(cmd.Context(), o)
 			if err != nil {
-				return exitError{ExitError, fmt.Errorf("mqbench producer: %w", err)}
+				return runFailed("producer", err)
 			}
 			if fc := sum.FlushCheck; fc != nil && !fc.OK {
 				return exitError{ExitError, errors.New("mqbench producer: flush check failed")}
@@ -201,13 +218,9 @@ with updateTopic -a +message.type=LITE and the group with updateSubGroup --attri
 +lite.bind.topic=<parent> first.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.NameServer, o.Credentials, o.Logger = c.resolve(getenv, stderr)
-			o.Topic, o.ReportInterval, o.Duration, o.JSON = strings.TrimSpace(c.topic), time.Duration(c.reportIntervalMS)*time.Millisecond, c.duration, c.json
-			o.Out, o.Err = stdout, stderr
-			if _, err := RunLiteConsumer(cmd.Context(), o); err != nil {
-				return exitError{ExitError, fmt.Errorf("mqbench lite-consumer: %w", err)}
-			}
-			return nil
+			o.RunOptions = c.options(getenv, stdout, stderr)
+			_, err := RunLiteConsumer(cmd.Context(), o)
+			return runFailed("lite-consumer", err)
 		},
 	}
 	fs := cmd.Flags()
@@ -235,15 +248,11 @@ func newConsumerCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra
 		Short: "Consume every queue of a topic and report rates and delays (Apache's benchmark Consumer)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.NameServer, o.Credentials, o.Logger = c.resolve(getenv, stderr)
-			o.Topic, o.ReportInterval, o.Duration, o.JSON = strings.TrimSpace(c.topic), time.Duration(c.reportIntervalMS)*time.Millisecond, c.duration, c.json
+			o.RunOptions = c.options(getenv, stdout, stderr)
 			o.GroupSuffix = bool(suffix)
-			o.Out, o.Err = stdout, stderr
 			_ = rebalance // Java's client/server rebalance switch: one instance consumes every queue here
-			if _, err := RunConsumer(cmd.Context(), o); err != nil {
-				return exitError{ExitError, fmt.Errorf("mqbench consumer: %w", err)}
-			}
-			return nil
+			_, err := RunConsumer(cmd.Context(), o)
+			return runFailed("consumer", err)
 		},
 	}
 	fs := cmd.Flags()
