@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rmqgo/rmq/pkg/admin"
+	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
 // ---- brokerStatus ----
@@ -56,15 +57,10 @@ func (a *app) brokerStatus(ctx context.Context, c *admin.Client, single bool, br
 		}
 		return nil
 	}
-	ci, err := c.GetBrokerClusterInfo(ctx)
+	_, addrs, err := clusterAddrs(ctx, c, cluster, true)
 	if err != nil {
 		return err
 	}
-	addrs, err := admin.MasterAndSlaveAddrs(ci, cluster)
-	if err != nil {
-		return err
-	}
-	addrs = javaHashOrder(addrs, hashMapDefault, false) // Java's HashSet
 	failed := 0
 	all := []brokerStatusJSON{}
 	for _, addr := range addrs {
@@ -223,20 +219,10 @@ func (a *app) updateBrokerConfig(ctx context.Context, cmd *cobra.Command, o upda
 			return nil
 		}
 		cluster := strings.TrimSpace(o.cluster)
-		ci, err := c.GetBrokerClusterInfo(ctx)
+		_, addrs, err := clusterAddrs(ctx, c, cluster, changed("updateAllBroker"))
 		if err != nil {
 			return err
 		}
-		var addrs []string
-		if changed("updateAllBroker") {
-			addrs, err = admin.MasterAndSlaveAddrs(ci, cluster)
-		} else {
-			addrs, err = admin.MasterAddrs(ci, cluster)
-		}
-		if err != nil {
-			return err
-		}
-		addrs = javaHashOrder(addrs, hashMapDefault, false) // Java's HashSet
 		res := updateBrokerConfigJSON{Key: key, Value: value, Updated: []string{}, Failed: []string{}}
 		for _, addr := range addrs {
 			if err := c.UpdateBrokerConfig(ctx, addr, props); err != nil {
@@ -282,4 +268,23 @@ func javaGroupOrder(groups []admin.MasterSlaves) []admin.MasterSlaves {
 		out = append(out, byMaster[k])
 	}
 	return out
+}
+
+// clusterAddrs fetches the cluster info and returns it with the master
+// addresses of cluster (with slaves, the slave ones too) in the order of
+// the Java tool's HashSet of them.
+func clusterAddrs(ctx context.Context, c *admin.Client, cluster string, slaves bool) (*protocol.ClusterInfo, []string, error) {
+	ci, err := c.GetBrokerClusterInfo(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	pick := admin.MasterAddrs
+	if slaves {
+		pick = admin.MasterAndSlaveAddrs
+	}
+	addrs, err := pick(ci, cluster)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ci, javaHashOrder(addrs, hashMapDefault, false), nil
 }

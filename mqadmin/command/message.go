@@ -95,8 +95,8 @@ func (a *app) withProducer(ctx context.Context, group string, f func(p *client.P
 	}, f)
 }
 
-// splitIDs is StringUtils.split(s, ",") without blank entries, trimmed.
-func splitIDs(s string) []string {
+// splitNonBlank is StringUtils.split(s, ",") without blank entries, trimmed.
+func splitNonBlank(s string) []string {
 	var out []string
 	for _, id := range strings.Split(s, ",") {
 		if id = strings.TrimSpace(id); id != "" {
@@ -243,7 +243,7 @@ type directJSON struct {
 
 func (a *app) queryMsgByID(ctx context.Context, cmd *cobra.Command, o queryMsgByIDOpts) error {
 	topic := strings.TrimSpace(o.topic)
-	ids := splitIDs(o.msgID)
+	ids := splitNonBlank(o.msgID)
 	cluster := strings.TrimSpace(o.cluster)
 	changed := cmd.Flags().Changed
 	charset := ""

@@ -178,15 +178,10 @@ func (a *app) updateTopic(ctx context.Context, cmd *cobra.Command, o updateTopic
 		}
 
 		cluster := strings.TrimSpace(o.cluster)
-		ci, err := c.GetBrokerClusterInfo(ctx)
+		ci, masters, err := clusterAddrs(ctx, c, cluster, false)
 		if err != nil {
 			return err
 		}
-		masters, err := admin.MasterAddrs(ci, cluster)
-		if err != nil {
-			return err
-		}
-		masters = javaHashOrder(masters, hashMapDefault, false) // Java's HashSet
 		res.CreatedOn = []string{}
 		for _, addr := range masters {
 			if err := c.CreateTopic(ctx, addr, tc, attrString); err != nil {
