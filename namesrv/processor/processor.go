@@ -360,28 +360,26 @@ func (p *Processor) getBrokerClusterInfo(_ *remoting.Channel, req *remoting.Comm
 }
 
 func (p *Processor) wipeWritePerm(ch *remoting.Channel, req *remoting.Command) *remoting.Command {
-	f := protocol.FieldsOf(req.ExtFields)
-	name := f.Str("brokerName")
-	if err := f.Err(); err != nil {
-		return invalid(req, err)
-	}
-	n := p.routes.WipeWritePerm(name)
-	p.log.Info("wipe write perm of broker", "brokerName", name, "remote", remoteOf(ch), "topics", n)
-	resp := success(req)
-	resp.SetExt("wipeTopicCount", fmt.Sprint(n))
-	return resp
+	return p.changeWritePerm(ch, req, "wipe", p.routes.WipeWritePerm)
 }
 
 func (p *Processor) addWritePerm(ch *remoting.Channel, req *remoting.Command) *remoting.Command {
+	return p.changeWritePerm(ch, req, "add", p.routes.AddWritePerm)
+}
+
+// changeWritePerm applies change (wipe or add, as verb says) to the write
+// permission of the -brokerName broker's topics and answers how many
+// topics it changed in <verb>TopicCount.
+func (p *Processor) changeWritePerm(ch *remoting.Channel, req *remoting.Command, verb string, change func(brokerName string) int) *remoting.Command {
 	f := protocol.FieldsOf(req.ExtFields)
 	name := f.Str("brokerName")
 	if err := f.Err(); err != nil {
 		return invalid(req, err)
 	}
-	n := p.routes.AddWritePerm(name)
-	p.log.Info("add write perm of broker", "brokerName", name, "remote", remoteOf(ch), "topics", n)
+	n := change(name)
+	p.log.Info(verb+" write perm of broker", "brokerName", name, "remote", remoteOf(ch), "topics", n)
 	resp := success(req)
-	resp.SetExt("addTopicCount", fmt.Sprint(n))
+	resp.SetExt(verb+"TopicCount", fmt.Sprint(n))
 	return resp
 }
 
