@@ -7,7 +7,6 @@ import (
 
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
-	"github.com/rmqgo/rmq/tests/framework"
 	"github.com/rmqgo/rmq/tests/internal/chaos"
 )
 
@@ -18,9 +17,7 @@ import (
 // the old master restarts as a slave of the new epoch and truncates to it;
 // every SEND_OK message is consumed.
 func TestControllerModeFailover(t *testing.T) {
-	if framework.Kind(*clusterFlag) == framework.InProcess {
-		t.Skip("kills broker processes: runs with -cluster=process only")
-	}
+	processOnly(t, "kills broker processes")
 	// Mostly waiting for elections and client-go's route refresh: runs
 	// beside the other slow tests.
 	t.Parallel()
