@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -90,6 +91,19 @@ func (c *core) startLoop(life *lifecycle, kind, group string, log *slog.Logger) 
 	c.run()
 	log.Info("client: "+kind+" started", "group", group, "clientID", c.clientID)
 	return nil
+}
+
+// finishShutdown closes the connections of a kind client of group once
+// its calls in flight were waited for, logs that it shut down and returns
+// the close error, joined with drainErr, the wait's error, if any ("client:
+// <errKind> <group>: waiting for <what>: ...").
+func (c *core) finishShutdown(kind, errKind, group, what string, drainErr error) error {
+	err := c.close()
+	c.cfg.Logger.Info("client: "+kind+" shut down", "group", group)
+	if drainErr != nil {
+		return errors.Join(fmt.Errorf("client: %s %s: waiting for %s: %w", errKind, group, what, drainErr), err)
+	}
+	return err
 }
 
 func (c *core) run() {

@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math/rand/v2"
 	"os"
 
@@ -61,12 +59,7 @@ func (p *Producer) Shutdown(ctx context.Context) error {
 	drainErr := drain(ctx, idle)
 	p.core.stop()
 	p.core.unregister(ctx, p.cfg.Group, "")
-	err := p.core.close()
-	p.cfg.Logger.Info("client: producer shut down", "group", p.cfg.Group)
-	if drainErr != nil {
-		return errors.Join(fmt.Errorf("client: producer %s: waiting for sends: %w", p.cfg.Group, drainErr), err)
-	}
-	return err
+	return p.core.finishShutdown("producer", "producer", p.cfg.Group, "sends", drainErr)
 }
 
 // ClientID is the id brokers know this producer by (ip@instance).

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -58,12 +57,7 @@ func (c *PullConsumer) Shutdown(ctx context.Context) error {
 	if subscribed {
 		c.core.unregister(ctx, "", c.cfg.Group)
 	}
-	err := c.core.close()
-	c.cfg.Logger.Info("client: pull consumer shut down", "group", c.cfg.Group)
-	if drainErr != nil {
-		return errors.Join(fmt.Errorf("client: consumer %s: waiting for requests: %w", c.cfg.Group, drainErr), err)
-	}
-	return err
+	return c.core.finishShutdown("pull consumer", "consumer", c.cfg.Group, "requests", drainErr)
 }
 
 // ClientID is the id brokers know this consumer by (ip@instance).

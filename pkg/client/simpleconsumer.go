@@ -119,12 +119,7 @@ func (c *SimpleConsumer) Shutdown(ctx context.Context) error {
 	c.core.stop()
 	drainErr := drain(ctx, idle)
 	c.core.unregister(ctx, "", c.cfg.Group)
-	err := c.core.close()
-	c.cfg.Logger.Info("client: simple consumer shut down", "group", c.cfg.Group)
-	if drainErr != nil {
-		return errors.Join(fmt.Errorf("client: simple consumer %s: waiting for requests: %w", c.cfg.Group, drainErr), err)
-	}
-	return err
+	return c.core.finishShutdown("simple consumer", "simple consumer", c.cfg.Group, "requests", drainErr)
 }
 
 // ClientID is the id brokers know this consumer by.
