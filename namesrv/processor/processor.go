@@ -314,12 +314,9 @@ func (p *Processor) queryDataVersion(_ *remoting.Channel, req *remoting.Command)
 	if err := f.Err(); err != nil {
 		return invalid(req, err)
 	}
-	if len(req.Body) == 0 {
-		return fail(req, code.InvalidParameter, "request body (DataVersion) is empty")
-	}
 	var dv protocol.DataVersion
-	if err := protocol.Unmarshal(req.Body, &dv); err != nil {
-		return fail(req, code.InvalidParameter, "bad DataVersion body: %v", err)
+	if bad := jsonBody(req, "DataVersion", &dv); bad != nil {
+		return bad
 	}
 	changed, ours := p.routes.QueryDataVersion(cluster, addr, dv)
 	resp := success(req)
@@ -383,6 +380,18 @@ func (p *Processor) changeWritePerm(ch *remoting.Channel, req *remoting.Command,
 	return resp
 }
 
+// jsonBody decodes req's JSON body, a what, into v; it returns the
+// INVALID_PARAMETER answer for a missing or bad body, else nil.
+func jsonBody(req *remoting.Command, what string, v any) *remoting.Command {
+	if len(req.Body) == 0 {
+		return fail(req, code.InvalidParameter, "request body (%s) is empty", what)
+	}
+	if err := protocol.Unmarshal(req.Body, v); err != nil {
+		return fail(req, code.InvalidParameter, "bad %s body: %v", what, err)
+	}
+	return nil
+}
+
 func topicListBody(topics []string) []byte {
 	return protocol.MustMarshal(protocol.TopicList{TopicList: topics})
 }
@@ -412,12 +421,9 @@ func (p *Processor) registerTopic(_ *remoting.Channel, req *remoting.Command) *r
 	if err := f.Err(); err != nil {
 		return invalid(req, err)
 	}
-	if len(req.Body) == 0 {
-		return fail(req, code.InvalidParameter, "request body (TopicRouteData) is empty")
-	}
 	var rd protocol.TopicRouteData
-	if err := protocol.Unmarshal(req.Body, &rd); err != nil {
-		return fail(req, code.InvalidParameter, "bad TopicRouteData body: %v", err)
+	if bad := jsonBody(req, "TopicRouteData", &rd); bad != nil {
+		return bad
 	}
 	if err := p.routes.RegisterTopic(topic, rd.QueueDatas); err != nil {
 		// Apache logs and still answers success.
