@@ -49,13 +49,11 @@ func (a *app) brokerStatus(ctx context.Context, c *admin.Client, single bool, br
 		if err != nil {
 			return err
 		}
-		if a.json() {
-			return writeJSON(w, brokerStatusJSON{Addr: broker, Runtime: kv})
-		}
-		for _, k := range sortedKeys(kv) {
-			fmt.Fprintf(w, "%-32s: %s\n", k, kv[k])
-		}
-		return nil
+		return a.emit(brokerStatusJSON{Addr: broker, Runtime: kv}, func(w io.Writer) {
+			for _, k := range sortedKeys(kv) {
+				fmt.Fprintf(w, "%-32s: %s\n", k, kv[k])
+			}
+		})
 	}
 	_, addrs, err := clusterAddrs(ctx, c, cluster, true)
 	if err != nil {
@@ -121,13 +119,11 @@ func (a *app) getBrokerConfig(ctx context.Context, c *admin.Client, single bool,
 		if err != nil {
 			return err
 		}
-		if a.json() {
-			return writeJSON(w, brokerConfigJSON{Addr: broker, Config: p.Map()})
-		}
-		fmt.Fprintf(w, "============%s============\n", broker)
-		printProps(w, p)
-		fmt.Fprintf(w, "\n")
-		return nil
+		return a.emit(brokerConfigJSON{Addr: broker, Config: p.Map()}, func(w io.Writer) {
+			fmt.Fprintf(w, "============%s============\n", broker)
+			printProps(w, p)
+			fmt.Fprintf(w, "\n")
+		})
 	}
 	ci, err := c.GetBrokerClusterInfo(ctx)
 	if err != nil {
@@ -212,11 +208,9 @@ func (a *app) updateBrokerConfig(ctx context.Context, cmd *cobra.Command, o upda
 			if err := c.UpdateBrokerConfig(ctx, addr, props); err != nil {
 				return err
 			}
-			if a.json() {
-				return writeJSON(w, updateBrokerConfigJSON{Key: key, Value: value, Updated: []string{addr}, Failed: []string{}})
-			}
-			fmt.Fprintf(w, "update broker config success, %s\n", addr)
-			return nil
+			return a.emit(updateBrokerConfigJSON{Key: key, Value: value, Updated: []string{addr}, Failed: []string{}}, func(w io.Writer) {
+				fmt.Fprintf(w, "update broker config success, %s\n", addr)
+			})
 		}
 		cluster := strings.TrimSpace(o.cluster)
 		_, addrs, err := clusterAddrs(ctx, c, cluster, changed("updateAllBroker"))

@@ -556,11 +556,9 @@ func (a *app) queryMsgByUniqueKey(ctx context.Context, cmd *cobra.Command, o que
 				}
 			}
 			if props["PROP_CONSUME_TYPE"] != "CONSUME_PASSIVELY" {
-				if a.json() {
-					return writeJSON(w, directJSON{MsgID: id, Error: "get consumer info failed or not a push consumer"})
-				}
-				fmt.Fprintf(w, "get consumer info failed or this %s client is not push consumer, not support direct push \n", clientID)
-				return nil
+				return a.emit(directJSON{MsgID: id, Error: "get consumer info failed or not a push consumer"}, func(w io.Writer) {
+					fmt.Fprintf(w, "get consumer info failed or this %s client is not push consumer, not support direct push \n", clientID)
+				})
 			}
 			sm, _, err := c.QueryMessageByID(ctx, cluster, topic, id, now)
 			if err != nil {
@@ -574,11 +572,9 @@ func (a *app) queryMsgByUniqueKey(ctx context.Context, cmd *cobra.Command, o que
 			if err != nil {
 				return err
 			}
-			if a.json() {
-				return writeJSON(w, directJSON{MsgID: id, Result: res})
-			}
-			fmt.Fprintf(w, "%s", res)
-			return nil
+			return a.emit(directJSON{MsgID: id, Result: res}, func(w io.Writer) {
+				fmt.Fprintf(w, "%s", res)
+			})
 		}
 		res, err := c.QueryMessage(ctx, req)
 		if err != nil {
@@ -757,13 +753,10 @@ func (a *app) sendMessage(ctx context.Context, cmd *cobra.Command, o sendMessage
 		if err != nil {
 			return err
 		}
-		w := a.env.Stdout
-		if a.json() {
-			return writeJSON(w, sendResultOf(res))
-		}
-		fmt.Fprintf(w, "%-32s  %-4s  %-20s    %s\n", "#Broker Name", "#QID", "#Send Result", "#MsgId")
-		fmt.Fprintf(w, "%-32s  %-4s  %-20s    %s\n", res.Queue.BrokerName, strconv.Itoa(res.Queue.QueueID), res.Status, res.MsgID)
-		return nil
+		return a.emit(sendResultOf(res), func(w io.Writer) {
+			fmt.Fprintf(w, "%-32s  %-4s  %-20s    %s\n", "#Broker Name", "#QID", "#Send Result", "#MsgId")
+			fmt.Fprintf(w, "%-32s  %-4s  %-20s    %s\n", res.Queue.BrokerName, strconv.Itoa(res.Queue.QueueID), res.Status, res.MsgID)
+		})
 	})
 }
 

@@ -322,11 +322,9 @@ func newTopicStatus(a *app) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if a.json() {
-			return writeJSON(a.env.Stdout, topicStatusJSON(st))
-		}
-		printTopicStatus(a.env.Stdout, st, a.env.Location)
-		return nil
+		return a.emit(topicStatusJSON(st), func(w io.Writer) {
+			printTopicStatus(w, st, a.env.Location)
+		})
 	})
 	return c
 }
