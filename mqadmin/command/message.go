@@ -441,11 +441,7 @@ func (a *app) queryMsgByKey(ctx context.Context, cmd *cobra.Command, o queryMsgB
 		Topic: strings.TrimSpace(o.topic), Key: strings.TrimSpace(o.key),
 		MaxNum: 64, Begin: 0, End: math.MaxInt64, IndexType: admin.IndexKeyType,
 	}
-	if err := parseChanged(changed,
-		parsedOpt("beginTimestamp", "b", o.begin, javaLong, &req.Begin),
-		parsedOpt("endTimestamp", "e", o.end, javaLong, &req.End),
-		parsedOpt("maxNum", "m", o.maxNum, javaInt, &req.MaxNum),
-	); err != nil {
+	if err := parseQueryLimits(changed, &req, javaLong, o.begin, o.end, o.maxNum, "m"); err != nil {
 		return err
 	}
 	if changed("cluster") {

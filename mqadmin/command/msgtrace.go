@@ -42,11 +42,7 @@ func newQueryMsgTraceByID(a *app) *cobra.Command {
 		if changed("traceTopic") {
 			req.Topic = strings.TrimSpace(o.traceTopic)
 		}
-		if err := parseChanged(changed,
-			parsedOpt("beginTimestamp", "b", o.begin, javaLongOpt, &req.Begin),
-			parsedOpt("endTimestamp", "e", o.end, javaLongOpt, &req.End),
-			parsedOpt("maxNum", "c", o.maxNum, javaInt, &req.MaxNum),
-		); err != nil {
+		if err := parseQueryLimits(changed, &req, javaLongOpt, o.begin, o.end, o.maxNum, "c"); err != nil {
 			return err
 		}
 		return a.withClient(func(c *admin.Client) error {
