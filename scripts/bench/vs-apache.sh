@@ -11,13 +11,9 @@
 # FLUSH_DISK_TYPE (ASYNC_FLUSH), QUEUES (8), OUT (a results file).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-DURATION=${DURATION:-30s}
-ROUNDS=${ROUNDS:-2}
-SIZE=${SIZE:-1024}
-THREADS=${THREADS:-32}
-QUEUES=${QUEUES:-8}
-FLUSH_DISK_TYPE=${FLUSH_DISK_TYPE:-ASYNC_FLUSH}
-OUT=${OUT:-$(mktemp -t vs-apache-XXXX.jsonl)}
+# shellcheck source=bench-lib.sh
+. scripts/bench/bench-lib.sh
+bench_defaults 30s vs-apache
 export FLUSH_DISK_TYPE
 
 make build >/dev/null
