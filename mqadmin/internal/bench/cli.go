@@ -106,7 +106,10 @@ type commonFlags struct {
 	json, verbose     bool
 }
 
-func (c *commonFlags) register(fs *pflag.FlagSet) {
+// register adds the flags every mode shares to cmd and returns its flag
+// set for the mode's own.
+func (c *commonFlags) register(cmd *cobra.Command) *pflag.FlagSet {
+	fs := cmd.Flags()
 	fs.StringVarP(&c.namesrv, "namesrvAddr", "n", "", "Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876' (default $NAMESRV_ADDR, else 127.0.0.1:9876)")
 	fs.StringVarP(&c.topic, "topic", "t", DefaultTopic, "Topic name")
 	fs.VarP(&c.trace, "msgTraceEnable", "m", "Message Trace Enable (not supported; ignored), Default: false")
@@ -117,6 +120,7 @@ func (c *commonFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.duration, "duration", 0, "Stop after this long, e.g. 60s (default: run until the quantity is sent or Ctrl-C)")
 	fs.BoolVar(&c.json, "json", false, "Print a final one-line JSON summary")
 	fs.BoolVarP(&c.verbose, "verbose", "v", false, "Log client warnings and failed sends to stderr")
+	return fs
 }
 
 // options are the RunOptions the flags give, writing to stdout and stderr.
@@ -179,8 +183,7 @@ func newProducerCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra
 			return nil
 		},
 	}
-	fs := cmd.Flags()
-	c.register(fs)
+	fs := c.register(cmd)
 	fs.IntVarP(&o.Threads, "threadCount", "w", 64, "Thread count (async mode uses 1)")
 	fs.IntVarP(&o.MessageSize, "messageSize", "s", 128, "Message Size")
 	fs.VarP(&keys, "keyEnable", "k", "Message Key Enable, Default: false")
@@ -223,8 +226,7 @@ with updateTopic -a +message.type=LITE and the group with updateSubGroup --attri
 			return runFailed("lite-consumer", err)
 		},
 	}
-	fs := cmd.Flags()
-	c.register(fs)
+	fs := c.register(cmd)
 	fs.IntVarP(&o.Threads, "threadCount", "w", 20, "Thread count: handler calls at once (one per lite topic at a time)")
 	fs.StringVarP(&o.Group, "group", "g", DefaultLiteConsumerGroup, "Lite consumer group (lite.bind.topic = the topic)")
 	fs.IntVar(&o.LiteTopics, "lite-topics", 0, "Lite topics the producer sends to (<lite-prefix>0 … N-1); required")
@@ -255,8 +257,7 @@ func newConsumerCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra
 			return runFailed("consumer", err)
 		},
 	}
-	fs := cmd.Flags()
-	c.register(fs)
+	fs := c.register(cmd)
 	fs.IntVarP(&o.Threads, "threadCount", "w", 20, "Thread count: handler calls at once")
 	fs.StringVarP(&o.Group, "group", "g", DefaultConsumerGroup, "Consumer group name")
 	fs.VarP(&suffix, "group-suffix", "p", "Is group suffix enable (group_<ms%100>), Default: false")
