@@ -93,6 +93,24 @@ func (c *core) startLoop(life *lifecycle, kind, group string, log *slog.Logger) 
 	return nil
 }
 
+// groupClient is what a producer and the pull and simple consumers share:
+// the core, the lifecycle and how they start.
+type groupClient struct {
+	core  *core
+	life  lifecycle
+	kind  string // "producer", "pull consumer"... in logs and errors
+	group string
+}
+
+func newGroupClient(cfg CommonConfig, kind, group string, hb func() *heartbeatData) groupClient {
+	return groupClient{core: newCore(cfg, hb), kind: kind, group: group}
+}
+
+// Start begins the heartbeat and route refresh loop. It does no network I/O.
+func (g *groupClient) Start() error {
+	return g.core.startLoop(&g.life, g.kind, g.group, g.core.cfg.Logger)
+}
+
 // finishShutdown closes the connections of a kind client of group once
 // its calls in flight were waited for, logs that it shut down and returns
 // the close error, joined with drainErr, the wait's error, if any ("client:

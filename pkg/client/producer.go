@@ -12,11 +12,10 @@ import (
 // for concurrent use. Build it with NewProducer, call Start before sending
 // and Shutdown when done.
 type Producer struct {
+	groupClient
 	cfg    ProducerConfig
-	core   *core
 	ids    *message.UniqIDGenerator
 	zlib   *compressor
-	life   lifecycle
 	faults *faultAvoidance // nil when DisableFaultAvoidance
 }
 
@@ -35,16 +34,11 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	if !cfg.DisableFaultAvoidance {
 		p.faults = newFaultAvoidance(nil)
 	}
-	p.core = newCore(cfg.CommonConfig, p.heartbeatData)
+	p.groupClient = newGroupClient(cfg.CommonConfig, "producer", cfg.Group, p.heartbeatData)
 	// The salt stands in for Java's class-loader hash: it keeps ids of two
 	// producers in one process apart even when their counters meet.
 	p.ids = message.NewUniqIDGenerator(localIP(), os.Getpid(), rand.Int32(), nil)
 	return p, nil
-}
-
-// Start begins the heartbeat and route refresh loop. It does no network I/O.
-func (p *Producer) Start() error {
-	return p.core.startLoop(&p.life, "producer", p.cfg.Group, p.cfg.Logger)
 }
 
 // Shutdown refuses new sends, waits for sends in flight (async callbacks
