@@ -199,14 +199,24 @@ type lockBody struct {
 	MQSet         []protocol.MessageQueue `json:"mqSet"`
 }
 
+// lockRequest counts a LOCK_BATCH_MQ or UNLOCK_BATCH_MQ request (what) and
+// decodes its body.
+func (b *Broker) lockRequest(req *remoting.Command, what string) (lockBody, error) {
+	b.countCall(req.Code)
+	var body lockBody
+	if err := json.Unmarshal(req.Body, &body); err != nil {
+		return body, remoting.Errorf(code.SystemError, "bad %s body: %v", what, err)
+	}
+	return body, nil
+}
+
 func lockKey(group string, mq protocol.MessageQueue) string { return group + "@" + mq.String() }
 
 // lockBatch grants queues that are free or already held by the caller.
 func (b *Broker) lockBatch(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	b.countCall(req.Code)
-	var body lockBody
-	if err := json.Unmarshal(req.Body, &body); err != nil {
-		return nil, remoting.Errorf(code.SystemError, "bad lock body: %v", err)
+	body, err := b.lockRequest(req, "lock")
+	if err != nil {
+		return nil, err
 	}
 	b.ext.mu.Lock()
 	delay := b.ext.lockDelay
@@ -228,10 +238,9 @@ func (b *Broker) lockBatch(_ context.Context, _ *remoting.Channel, req *remoting
 }
 
 func (b *Broker) unlockBatch(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	b.countCall(req.Code)
-	var body lockBody
-	if err := json.Unmarshal(req.Body, &body); err != nil {
-		return nil, remoting.Errorf(code.SystemError, "bad unlock body: %v", err)
+	body, err := b.lockRequest(req, "unlock")
+	if err != nil {
+		return nil, err
 	}
 	b.ext.mu.Lock()
 	for _, mq := range body.MQSet {
