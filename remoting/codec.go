@@ -119,28 +119,23 @@ func AppendFrame(dst []byte, cmd *Command) ([]byte, error) {
 
 // ---- JSON header ----
 
+// jsonHeaderOf is the JSON header with extFields decoded as an E.
+type jsonHeaderOf[E any] struct {
+	Code      int32        `json:"code"`
+	Language  jsonLanguage `json:"language"`
+	Version   int32        `json:"version"`
+	Opaque    int32        `json:"opaque"`
+	Flag      int32        `json:"flag"`
+	Remark    *string      `json:"remark"`
+	ExtFields E            `json:"extFields"`
+}
+
 // jsonHeader decodes the common case, every extFields value a JSON string,
 // in one pass. Anything else (numbers, booleans from lenient peers) fails
 // with a type error and goes through jsonHeaderLoose.
-type jsonHeader struct {
-	Code      int32             `json:"code"`
-	Language  jsonLanguage      `json:"language"`
-	Version   int32             `json:"version"`
-	Opaque    int32             `json:"opaque"`
-	Flag      int32             `json:"flag"`
-	Remark    *string           `json:"remark"`
-	ExtFields map[string]string `json:"extFields"`
-}
+type jsonHeader = jsonHeaderOf[map[string]string]
 
-type jsonHeaderLoose struct {
-	Code      int32           `json:"code"`
-	Language  jsonLanguage    `json:"language"`
-	Version   int32           `json:"version"`
-	Opaque    int32           `json:"opaque"`
-	Flag      int32           `json:"flag"`
-	Remark    *string         `json:"remark"`
-	ExtFields json.RawMessage `json:"extFields"`
-}
+type jsonHeaderLoose = jsonHeaderOf[json.RawMessage]
 
 // jsonLanguage accepts the enum name (every known peer) or its ordinal;
 // anything else is OTHER, never an error.
@@ -179,10 +174,10 @@ func decodeJSONHeader(b []byte) (*Command, error) {
 			return nil, err
 		}
 	}
-	return jsonHeader{Code: l.Code, Language: l.Language, Version: l.Version, Opaque: l.Opaque, Flag: l.Flag, Remark: l.Remark}.command(ext), nil
+	return l.command(ext), nil
 }
 
-func (h jsonHeader) command(ext map[string]string) *Command {
+func (h jsonHeaderOf[E]) command(ext map[string]string) *Command {
 	cmd := &Command{Code: h.Code, Language: LanguageCode(h.Language), Version: h.Version, Opaque: h.Opaque, Flag: h.Flag, ExtFields: ext}
 	if h.Remark != nil {
 		cmd.Remark = *h.Remark

@@ -145,6 +145,31 @@ func echoReq(st SerializeType, body string) *Command {
 	return req
 }
 
+// registerBlocking serves reqCode on ex with a handler that signals started,
+// waits until release is closed and answers SUCCESS.
+func registerBlocking(s *Server, reqCode int32, ex *Executor, started chan<- struct{}, release <-chan struct{}) {
+	s.Register(reqCode, func(_ context.Context, _ *Channel, req *Command) (*Command, error) {
+		started <- struct{}{}
+		<-release
+		return NewResponse(req, code.Success, ""), nil
+	}, ex)
+}
+
+// mustInvokeAsync sends req with InvokeAsync; its callback reports an
+// error on t and hands the response (nil after an error) to results.
+func mustInvokeAsync(t testing.TB, c *Client, addr string, req *Command, results chan<- *Command) {
+	t.Helper()
+	err := c.InvokeAsync(context.Background(), addr, req, func(r *Command, err error) {
+		if err != nil {
+			t.Error(err)
+		}
+		results <- r
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func mustInvoke(t testing.TB, c *Client, addr string, req *Command) *Command {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitDeadline)

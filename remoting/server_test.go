@@ -176,15 +176,7 @@ func TestLongPollAnswerLater(t *testing.T) {
 	}
 
 	done := make(chan *Command, 1)
-	err := c.InvokeAsync(context.Background(), s.Addr(), NewRequest(code.PullMessage, nil, nil), func(r *Command, err error) {
-		if err != nil {
-			t.Error(err)
-		}
-		done <- r
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mustInvokeAsync(t, c, s.Addr(), NewRequest(code.PullMessage, nil, nil), done)
 	if r := recv(t, done, "async long-poll response"); r == nil || r.Code != code.PullNotFound {
 		t.Fatalf("async: %s", describe(r))
 	}
@@ -309,25 +301,11 @@ func TestExecutorFullAnswersSystemBusy(t *testing.T) {
 	t.Cleanup(ex.Close)
 	started := make(chan struct{}, 4)
 	release := make(chan struct{})
-	s.Register(code.SendMessageV2, func(_ context.Context, _ *Channel, req *Command) (*Command, error) {
-		started <- struct{}{}
-		<-release
-		return NewResponse(req, code.Success, ""), nil
-	}, ex)
+	registerBlocking(s, code.SendMessageV2, ex, started, release)
 	c := newClient(t, nil)
 
 	results := make(chan *Command, 3)
-	send := func() {
-		err := c.InvokeAsync(context.Background(), s.Addr(), NewRequest(code.SendMessageV2, nil, nil), func(r *Command, err error) {
-			if err != nil {
-				t.Error(err)
-			}
-			results <- r
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	send := func() { mustInvokeAsync(t, c, s.Addr(), NewRequest(code.SendMessageV2, nil, nil), results) }
 	send()
 	recv(t, started, "first request running") // occupies the only worker
 	send()
@@ -491,14 +469,7 @@ func TestGracefulShutdownDrains(t *testing.T) {
 	}, nil)
 	c := newClient(t, nil)
 	result := make(chan *Command, 1)
-	if err := c.InvokeAsync(context.Background(), s.Addr(), NewRequest(code.SendMessage, nil, nil), func(r *Command, err error) {
-		if err != nil {
-			t.Error(err)
-		}
-		result <- r
-	}); err != nil {
-		t.Fatal(err)
-	}
+	mustInvokeAsync(t, c, s.Addr(), NewRequest(code.SendMessage, nil, nil), result)
 	recv(t, started, "handler start")
 	ctx, cancel := context.WithTimeout(context.Background(), waitDeadline)
 	defer cancel()
@@ -554,11 +525,7 @@ func TestGoAwayWhileDraining(t *testing.T) {
 	s := startServer(t, nil, nil)
 	started := make(chan struct{}, 1)
 	release := make(chan struct{})
-	s.Register(code.SendMessage, func(_ context.Context, _ *Channel, req *Command) (*Command, error) {
-		started <- struct{}{}
-		<-release
-		return NewResponse(req, code.Success, ""), nil
-	}, nil)
+	registerBlocking(s, code.SendMessage, nil, started, release)
 	c := newClient(t, nil)
 	if err := c.InvokeAsync(context.Background(), s.Addr(), NewRequest(code.SendMessage, nil, nil), func(*Command, error) {}); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Sourced (not run) by cluster.sh and run-local.sh, which start this
 # repository's servers ($BIN) in the background with data and logs under
-# $DATA.
+# $DATA, and by scripts that only need its conf writers (scripts/bench).
 
 pids=() # the servers started, stopped by stop_servers
 
@@ -35,6 +35,22 @@ wait_servers() {
   wait -n "${pids[@]}" || true
   echo "a server exited; see $DATA/logs" >&2
   exit 1
+}
+
+# broker_conf <broker name> <port> <namesrvs> <store dir> <flushDiskType>:
+# prints the broker.conf lines of a lone master (brokerId 0) of
+# DefaultCluster on loopback.
+broker_conf() {
+  cat <<CONF
+brokerClusterName=DefaultCluster
+brokerName=$1
+brokerId=0
+brokerIP1=127.0.0.1
+listenPort=$2
+namesrvAddr=$3
+storePathRootDir=$4
+flushDiskType=$5
+CONF
 }
 
 # ctl_namesrv_conf <port> <dir> <controller peers> <self id>: prints the

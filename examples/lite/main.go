@@ -27,8 +27,7 @@ import (
 )
 
 func main() {
-	ns := example.NameServerFlag(os.Getenv)
-	parent := flag.String("t", "LiteTopicExample", "LITE parent topic")
+	ns, parent := example.TargetFlags(os.Getenv, "LiteTopicExample", "LITE parent topic")
 	group := flag.String("g", "example_lite_consumer", "lite consumer group (bound to the parent topic)")
 	cluster := flag.String("c", "DefaultCluster", "cluster to create the topic and group in")
 	create := flag.Bool("create", true, "create the parent topic and the group first")

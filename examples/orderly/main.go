@@ -28,8 +28,7 @@ import (
 var steps = []string{"created", "paid", "shipped", "delivered"}
 
 func main() {
-	ns := example.NameServerFlag(os.Getenv)
-	topic := flag.String("t", "OrderTopicExample", "topic")
+	ns, topic := example.TargetFlags(os.Getenv, "OrderTopicExample", "topic")
 	orders := flag.Int("count", 5, "orders (each sent as "+strconv.Itoa(len(steps))+" steps)")
 	timeout := flag.Duration("timeout", time.Minute, "fail if not everything is consumed within this time")
 	flag.Parse()
@@ -97,10 +96,7 @@ func run(ns, topic string, orders int, timeout time.Duration, log *slog.Logger) 
 	if err != nil {
 		return err
 	}
-	if err := c.Subscribe(topic, "*", ""); err != nil {
-		return err
-	}
-	if err := c.Start(); err != nil {
+	if err := example.SubscribeAndStart(c, topic); err != nil {
 		return err
 	}
 	defer c.Shutdown(context.Background())

@@ -24,8 +24,7 @@ import (
 )
 
 func main() {
-	ns := example.NameServerFlag(os.Getenv)
-	topic := flag.String("t", "TopicTest", "topic")
+	ns, topic := example.TargetFlags(os.Getenv, "TopicTest", "topic")
 	count := flag.Int("count", 10, "messages per kind of send (sync, async, one-way, batch)")
 	flag.Parse()
 	example.PositiveCount("producer", *count)

@@ -25,12 +25,10 @@ import (
 )
 
 func main() {
-	ns := example.NameServerFlag(os.Getenv)
-	topic := flag.String("t", "TopicTest", "topic")
+	ns, topic := example.TargetFlags(os.Getenv, "TopicTest", "topic")
 	group := flag.String("g", "example_consumer", "consumer group")
 	broadcast := flag.Bool("b", false, "broadcasting instead of clustering")
-	count := flag.Int("count", 0, "exit after consuming this many messages (0: run until interrupted)")
-	timeout := flag.Duration("timeout", time.Minute, "with -count: fail if they are not consumed within this time")
+	count, timeout := example.UntilFlags("consuming", "consumed")
 	flag.Parse()
 	log := example.Logger()
 	ctx, stop := example.Interruptible()
@@ -68,10 +66,7 @@ func run(ctx context.Context, ns, topic, group string, broadcast bool, count int
 	if err != nil {
 		return err
 	}
-	if err := c.Subscribe(topic, "*", ""); err != nil {
-		return err
-	}
-	if err := c.Start(); err != nil {
+	if err := example.SubscribeAndStart(c, topic); err != nil {
 		return err
 	}
 	fmt.Printf("consuming %s as %s (%s); Ctrl-C to stop\n", topic, c.ClientID(), model)

@@ -25,12 +25,10 @@ import (
 )
 
 func main() {
-	ns := example.NameServerFlag(os.Getenv)
-	topic := flag.String("t", "TopicTest", "topic")
+	ns, topic := example.TargetFlags(os.Getenv, "TopicTest", "topic")
 	group := flag.String("g", "example_simple_consumer", "consumer group")
 	orderly := flag.Bool("orderly", false, "FIFO pops (order=true)")
-	count := flag.Int("count", 0, "exit after acking this many messages (0: run until interrupted)")
-	timeout := flag.Duration("timeout", time.Minute, "with -count: fail if they are not acked within this time")
+	count, timeout := example.UntilFlags("acking", "acked")
 	flag.Parse()
 	log := example.Logger()
 	ctx, stop := example.Interruptible()
@@ -65,10 +63,7 @@ func run(ctx context.Context, ns, topic, group string, orderly bool, count int, 
 	if err != nil {
 		return 0, err
 	}
-	if err := c.Subscribe(topic, "*", ""); err != nil {
-		return 0, err
-	}
-	if err := c.Start(); err != nil {
+	if err := example.SubscribeAndStart(c, topic); err != nil {
 		return 0, err
 	}
 	defer c.Shutdown(context.Background())

@@ -24,8 +24,7 @@ import (
 )
 
 func main() {
-	ns := example.NameServerFlag(os.Getenv)
-	topic := flag.String("t", "TopicTest", "topic")
+	ns, topic := example.TargetFlags(os.Getenv, "TopicTest", "topic")
 	count := flag.Int("count", 1, "transactions of each outcome (commit, rollback, unknown)")
 	wait := flag.Duration("w", 90*time.Second, "how long to wait for the broker's checks of the unknown transactions")
 	flag.Parse()

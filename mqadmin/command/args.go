@@ -5,6 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/rmqgo/rmq/pkg/admin"
 )
 
 // javaShortAnnotation marks a flag whose Java short name has more than one
@@ -197,6 +199,17 @@ func parsedOpt[T any](long, short, val string, parse func(flag, s string) (T, er
 		*dst = v
 		return nil
 	}}
+}
+
+// parseQueryLimits parses the -b/--beginTimestamp and -e/--endTimestamp
+// values (with parseLong) and the --maxNum value (short option maxShort)
+// of a message query into req, those the command line gave.
+func parseQueryLimits(changed func(string) bool, req *admin.QueryMessageRequest, parseLong func(flag, s string) (int64, error), begin, end, maxNum, maxShort string) error {
+	return parseChanged(changed,
+		parsedOpt("beginTimestamp", "b", begin, parseLong, &req.Begin),
+		parsedOpt("endTimestamp", "e", end, parseLong, &req.End),
+		parsedOpt("maxNum", maxShort, maxNum, javaInt, &req.MaxNum),
+	)
 }
 
 // parseChanged parses, in order, the options the command line gave; the

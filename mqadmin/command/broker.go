@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rmqgo/rmq/pkg/admin"
+	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
 // ---- brokerStatus ----
@@ -48,23 +49,16 @@ func (a *app) brokerStatus(ctx context.Context, c *admin.Client, single bool, br
 		if err != nil {
 			return err
 		}
-		if a.json() {
-			return writeJSON(w, brokerStatusJSON{Addr: broker, Runtime: kv})
-		}
-		for _, k := range sortedKeys(kv) {
-			fmt.Fprintf(w, "%-32s: %s\n", k, kv[k])
-		}
-		return nil
+		return a.emit(brokerStatusJSON{Addr: broker, Runtime: kv}, func(w io.Writer) {
+			for _, k := range sortedKeys(kv) {
+				fmt.Fprintf(w, "%-32s: %s\n", k, kv[k])
+			}
+		})
 	}
-	ci, err := c.GetBrokerClusterInfo(ctx)
+	_, addrs, err := clusterAddrs(ctx, c, cluster, true)
 	if err != nil {
 		return err
 	}
-	addrs, err := admin.MasterAndSlaveAddrs(ci, cluster)
-	if err != nil {
-		return err
-	}
-	addrs = javaHashOrder(addrs, hashMapDefault, false) // Java's HashSet
 	failed := 0
 	all := []brokerStatusJSON{}
 	for _, addr := range addrs {
@@ -125,13 +119,11 @@ func (a *app) getBrokerConfig(ctx context.Context, c *admin.Client, single bool,
 		if err != nil {
 			return err
 		}
-		if a.json() {
-			return writeJSON(w, brokerConfigJSON{Addr: broker, Config: p.Map()})
-		}
-		fmt.Fprintf(w, "============%s============\n", broker)
-		printProps(w, p)
-		fmt.Fprintf(w, "\n")
-		return nil
+		return a.emit(brokerConfigJSON{Addr: broker, Config: p.Map()}, func(w io.Writer) {
+			fmt.Fprintf(w, "============%s============\n", broker)
+			printProps(w, p)
+			fmt.Fprintf(w, "\n")
+		})
 	}
 	ci, err := c.GetBrokerClusterInfo(ctx)
 	if err != nil {
@@ -216,27 +208,15 @@ func (a *app) updateBrokerConfig(ctx context.Context, cmd *cobra.Command, o upda
 			if err := c.UpdateBrokerConfig(ctx, addr, props); err != nil {
 				return err
 			}
-			if a.json() {
-				return writeJSON(w, updateBrokerConfigJSON{Key: key, Value: value, Updated: []string{addr}, Failed: []string{}})
-			}
-			fmt.Fprintf(w, "update broker config success, %s\n", addr)
-			return nil
+			return a.emit(updateBrokerConfigJSON{Key: key, Value: value, Updated: []string{addr}, Failed: []string{}}, func(w io.Writer) {
+				fmt.Fprintf(w, "update broker config success, %s\n", addr)
+			})
 		}
 		cluster := strings.TrimSpace(o.cluster)
-		ci, err := c.GetBrokerClusterInfo(ctx)
+		_, addrs, err := clusterAddrs(ctx, c, cluster, changed("updateAllBroker"))
 		if err != nil {
 			return err
 		}
-		var addrs []string
-		if changed("updateAllBroker") {
-			addrs, err = admin.MasterAndSlaveAddrs(ci, cluster)
-		} else {
-			addrs, err = admin.MasterAddrs(ci, cluster)
-		}
-		if err != nil {
-			return err
-		}
-		addrs = javaHashOrder(addrs, hashMapDefault, false) // Java's HashSet
 		res := updateBrokerConfigJSON{Key: key, Value: value, Updated: []string{}, Failed: []string{}}
 		for _, addr := range addrs {
 			if err := c.UpdateBrokerConfig(ctx, addr, props); err != nil {
@@ -282,4 +262,23 @@ func javaGroupOrder(groups []admin.MasterSlaves) []admin.MasterSlaves {
 		out = append(out, byMaster[k])
 	}
 	return out
+}
+
+// clusterAddrs fetches the cluster info and returns it with the master
+// addresses of cluster (with slaves, the slave ones too) in the order of
+// the Java tool's HashSet of them.
+func clusterAddrs(ctx context.Context, c *admin.Client, cluster string, slaves bool) (*protocol.ClusterInfo, []string, error) {
+	ci, err := c.GetBrokerClusterInfo(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	pick := admin.MasterAddrs
+	if slaves {
+		pick = admin.MasterAndSlaveAddrs
+	}
+	addrs, err := pick(ci, cluster)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ci, javaHashOrder(addrs, hashMapDefault, false), nil
 }

@@ -244,11 +244,9 @@ func newConsumerConnection(a *app) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if a.json() {
-			return writeJSON(a.env.Stdout, cc)
-		}
-		printConsumerConnection(a.env.Stdout, cc)
-		return nil
+		return a.emit(cc, func(w io.Writer) {
+			printConsumerConnection(w, cc)
+		})
 	})
 	return c
 }
@@ -284,13 +282,11 @@ func newProducerConnection(a *app) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if a.json() {
-			return writeJSON(a.env.Stdout, pc)
-		}
-		for i, conn := range pc.ConnectionSet {
-			fmt.Fprintf(a.env.Stdout, "%04d  %-32s %-22s %-8s %s\n", i+1, conn.ClientID, conn.ClientAddr, conn.Language, admin.VersionDesc(conn.Version))
-		}
-		return nil
+		return a.emit(pc, func(w io.Writer) {
+			for i, conn := range pc.ConnectionSet {
+				fmt.Fprintf(w, "%04d  %-32s %-22s %-8s %s\n", i+1, conn.ClientID, conn.ClientAddr, conn.Language, admin.VersionDesc(conn.Version))
+			}
+		})
 	})
 	return c
 }
@@ -342,11 +338,9 @@ func (a *app) consumerStatus(ctx context.Context, c *admin.Client, one bool, o c
 		if err != nil {
 			return err
 		}
-		if a.json() {
-			return writeJSON(w, info)
-		}
-		fmt.Fprintf(w, "%s", formatRunningInfo(info, a.env.Location))
-		return nil
+		return a.emit(info, func(w io.Writer) {
+			fmt.Fprintf(w, "%s", formatRunningInfo(info, a.env.Location))
+		})
 	}
 	now := a.env.Now()
 	if !a.json() {

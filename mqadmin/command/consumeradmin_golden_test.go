@@ -136,18 +136,14 @@ func consumerGoldenCases() []caGoldenCase {
 func caGoldenPath(name string) string { return filepath.Join("testdata", "ca_"+name+".golden") }
 
 func TestConsumerAdminGolden(t *testing.T) {
-	if captureJava() {
-		t.Skip("capturing")
-	}
+	skipWhileCapturing(t, "TestCaptureJavaConsumerGolden")
 	runGoldenCases(t, consumerSample(), consumerGoldenCases(), caGoldenPath)
 }
 
 // TestCaptureJavaConsumerGolden regenerates the ca_ golden files (opt-in;
 // needs java and Maven, and the sample's fixed ports free).
 func TestCaptureJavaConsumerGolden(t *testing.T) {
-	if !captureJava() {
-		t.Skip("set RMQ_JAVA_GOLDEN=1 to regenerate the golden files with the Java mqadmin")
-	}
+	requireCapture(t)
 	serveSample(t, consumerSample())
 	captureGoldenCases(t, consumerGoldenCases(), caGoldenPath)
 }

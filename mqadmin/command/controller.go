@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -137,11 +138,9 @@ func newGetSyncStateSet(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.json() {
-				return writeJSON(a.env.Stdout, info)
-			}
-			a.printSyncStateSets(info)
-			return nil
+			return a.emit(info, func(io.Writer) {
+				a.printSyncStateSets(info)
+			})
 		})
 	})
 	return c

@@ -58,18 +58,14 @@ func controllerSample() *admintest.Cluster {
 }
 
 func TestControllerGolden(t *testing.T) {
-	if captureJava() {
-		t.Skip("RMQ_JAVA_GOLDEN=1: TestCaptureJavaControllerGolden is rewriting the golden files this test compares against")
-	}
+	skipWhileCapturing(t, "TestCaptureJavaControllerGolden")
 	runGoldenCases(t, controllerSample(), controllerGoldenCases(), ctlGoldenPath)
 }
 
 // TestCaptureJavaControllerGolden regenerates the ctl_ golden files
 // (opt-in; needs java and Maven, and the sample's fixed ports free).
 func TestCaptureJavaControllerGolden(t *testing.T) {
-	if !captureJava() {
-		t.Skip("set RMQ_JAVA_GOLDEN=1 to regenerate the golden files with the Java mqadmin")
-	}
+	requireCapture(t)
 	fc := controllerSample()
 	serveSample(t, fc)
 	for _, addr := range []string{ctl1, ctl2} {

@@ -27,6 +27,24 @@ import (
 // ports 19876-19877 and 20911-20931 must be free).
 func captureJava() bool { return os.Getenv("RMQ_JAVA_GOLDEN") == "1" }
 
+// skipWhileCapturing skips a test that compares against golden files while
+// RMQ_JAVA_GOLDEN=1 has capture, the test of that name, rewrite them.
+func skipWhileCapturing(t *testing.T, capture string) {
+	t.Helper()
+	if captureJava() {
+		t.Skip("RMQ_JAVA_GOLDEN=1: " + capture + " is rewriting the golden files this test compares against")
+	}
+}
+
+// requireCapture skips a test that regenerates golden files with the Java
+// mqadmin unless RMQ_JAVA_GOLDEN=1 asks for it.
+func requireCapture(t *testing.T) {
+	t.Helper()
+	if !captureJava() {
+		t.Skip("set RMQ_JAVA_GOLDEN=1 to regenerate the golden files with the Java mqadmin")
+	}
+}
+
 const sampleNS = admintest.SampleNamesrv1 + ";" + admintest.SampleNamesrv2
 
 type goldenCase struct {
@@ -89,9 +107,7 @@ func fakeEnv(fc *admintest.Cluster, stdout, stderr *bytes.Buffer) Env {
 }
 
 func TestGolden(t *testing.T) {
-	if captureJava() {
-		t.Skip("capturing")
-	}
+	skipWhileCapturing(t, "TestCaptureJavaGolden")
 	fc := admintest.NewSample()
 	for _, tc := range goldenCases() {
 		want, err := os.ReadFile(goldenPath(tc.name))
@@ -216,9 +232,7 @@ func sortLines(s string) string {
 
 // TestCaptureJavaGolden regenerates the golden files (opt-in).
 func TestCaptureJavaGolden(t *testing.T) {
-	if !captureJava() {
-		t.Skip("set RMQ_JAVA_GOLDEN=1 to regenerate the golden files with the Java mqadmin")
-	}
+	requireCapture(t)
 	serveSample(t, admintest.NewSample())
 	if err := os.MkdirAll("testdata", 0o755); err != nil {
 		t.Fatal(err)

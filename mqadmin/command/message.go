@@ -95,8 +95,8 @@ func (a *app) withProducer(ctx context.Context, group string, f func(p *client.P
 	}, f)
 }
 
-// splitIDs is StringUtils.split(s, ",") without blank entries, trimmed.
-func splitIDs(s string) []string {
+// splitNonBlank is StringUtils.split(s, ",") without blank entries, trimmed.
+func splitNonBlank(s string) []string {
 	var out []string
 	for _, id := range strings.Split(s, ",") {
 		if id = strings.TrimSpace(id); id != "" {
@@ -243,7 +243,7 @@ type directJSON struct {
 
 func (a *app) queryMsgByID(ctx context.Context, cmd *cobra.Command, o queryMsgByIDOpts) error {
 	topic := strings.TrimSpace(o.topic)
-	ids := splitIDs(o.msgID)
+	ids := splitNonBlank(o.msgID)
 	cluster := strings.TrimSpace(o.cluster)
 	changed := cmd.Flags().Changed
 	charset := ""
@@ -441,11 +441,7 @@ func (a *app) queryMsgByKey(ctx context.Context, cmd *cobra.Command, o queryMsgB
 		Topic: strings.TrimSpace(o.topic), Key: strings.TrimSpace(o.key),
 		MaxNum: 64, Begin: 0, End: math.MaxInt64, IndexType: admin.IndexKeyType,
 	}
-	if err := parseChanged(changed,
-		parsedOpt("beginTimestamp", "b", o.begin, javaLong, &req.Begin),
-		parsedOpt("endTimestamp", "e", o.end, javaLong, &req.End),
-		parsedOpt("maxNum", "m", o.maxNum, javaInt, &req.MaxNum),
-	); err != nil {
+	if err := parseQueryLimits(changed, &req, javaLong, o.begin, o.end, o.maxNum, "m"); err != nil {
 		return err
 	}
 	if changed("cluster") {
@@ -556,11 +552,9 @@ func (a *app) queryMsgByUniqueKey(ctx context.Context, cmd *cobra.Command, o que
 				}
 			}
 			if props["PROP_CONSUME_TYPE"] != "CONSUME_PASSIVELY" {
-				if a.json() {
-					return writeJSON(w, directJSON{MsgID: id, Error: "get consumer info failed or not a push consumer"})
-				}
-				fmt.Fprintf(w, "get consumer info failed or this %s client is not push consumer, not support direct push \n", clientID)
-				return nil
+				return a.emit(directJSON{MsgID: id, Error: "get consumer info failed or not a push consumer"}, func(w io.Writer) {
+					fmt.Fprintf(w, "get consumer info failed or this %s client is not push consumer, not support direct push \n", clientID)
+				})
 			}
 			sm, _, err := c.QueryMessageByID(ctx, cluster, topic, id, now)
 			if err != nil {
@@ -574,11 +568,9 @@ func (a *app) queryMsgByUniqueKey(ctx context.Context, cmd *cobra.Command, o que
 			if err != nil {
 				return err
 			}
-			if a.json() {
-				return writeJSON(w, directJSON{MsgID: id, Result: res})
-			}
-			fmt.Fprintf(w, "%s", res)
-			return nil
+			return a.emit(directJSON{MsgID: id, Result: res}, func(w io.Writer) {
+				fmt.Fprintf(w, "%s", res)
+			})
 		}
 		res, err := c.QueryMessage(ctx, req)
 		if err != nil {
@@ -757,13 +749,10 @@ func (a *app) sendMessage(ctx context.Context, cmd *cobra.Command, o sendMessage
 		if err != nil {
 			return err
 		}
-		w := a.env.Stdout
-		if a.json() {
-			return writeJSON(w, sendResultOf(res))
-		}
-		fmt.Fprintf(w, "%-32s  %-4s  %-20s    %s\n", "#Broker Name", "#QID", "#Send Result", "#MsgId")
-		fmt.Fprintf(w, "%-32s  %-4s  %-20s    %s\n", res.Queue.BrokerName, strconv.Itoa(res.Queue.QueueID), res.Status, res.MsgID)
-		return nil
+		return a.emit(sendResultOf(res), func(w io.Writer) {
+			fmt.Fprintf(w, "%-32s  %-4s  %-20s    %s\n", "#Broker Name", "#QID", "#Send Result", "#MsgId")
+			fmt.Fprintf(w, "%-32s  %-4s  %-20s    %s\n", res.Queue.BrokerName, strconv.Itoa(res.Queue.QueueID), res.Status, res.MsgID)
+		})
 	})
 }
 

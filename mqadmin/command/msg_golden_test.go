@@ -137,9 +137,7 @@ func runMsg(t *testing.T, f *msgFixture, mode msgMode, args ...string) msgResult
 }
 
 func TestMsgGolden(t *testing.T) {
-	if captureJava() {
-		t.Skip("capturing")
-	}
+	skipWhileCapturing(t, "TestCaptureJavaMsgGolden")
 	if testing.Short() {
 		t.Skip("short mode: serves fakes over TCP")
 	}
@@ -167,9 +165,7 @@ func TestMsgGolden(t *testing.T) {
 // TestCaptureJavaMsgGolden regenerates the msg_ golden files (opt-in; needs
 // java and Maven, and the sample's ports 19876, 20911 and 20931 free).
 func TestCaptureJavaMsgGolden(t *testing.T) {
-	if !captureJava() {
-		t.Skip("set RMQ_JAVA_GOLDEN=1 to regenerate the golden files with the Java mqadmin")
-	}
+	requireCapture(t)
 	for _, tc := range msgGoldenCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			f := servedMsgFixture(t, tc.mode == modeQuery)

@@ -42,11 +42,7 @@ func newQueryMsgTraceByID(a *app) *cobra.Command {
 		if changed("traceTopic") {
 			req.Topic = strings.TrimSpace(o.traceTopic)
 		}
-		if err := parseChanged(changed,
-			parsedOpt("beginTimestamp", "b", o.begin, javaLongOpt, &req.Begin),
-			parsedOpt("endTimestamp", "e", o.end, javaLongOpt, &req.End),
-			parsedOpt("maxNum", "c", o.maxNum, javaInt, &req.MaxNum),
-		); err != nil {
+		if err := parseQueryLimits(changed, &req, javaLongOpt, o.begin, o.end, o.maxNum, "c"); err != nil {
 			return err
 		}
 		return a.withClient(func(c *admin.Client) error {
@@ -107,36 +103,13 @@ func decodeTraceViews(msgID, body, bornHost string, now time.Time) ([]traceView,
 		if len(line) == 0 {
 			continue
 		}
-		field := func(i int) (string, error) {
-			if i >= len(line) {
-				return "", fmt.Errorf("%s trace record has %d fields", line[0], len(line))
-			}
-			return line[i], nil
-		}
-		num := func(i int) (int64, error) {
-			f, err := field(i)
-			if err != nil {
-				return 0, err
-			}
-			return strconv.ParseInt(f, 10, 64)
-		}
+		r := traceRecord{line: line}
 		v := traceView{MsgType: line[0], ClientHost: bornHost, Status: "success", TimeStamp: now.UnixMilli()}
 		var id string
-		var err error
 		switch line[0] {
 		case "Pub":
-			if v.TimeStamp, err = num(1); err != nil {
-				return nil, err
-			}
-			v.GroupName = line[3]
-			if id, err = field(5); err != nil {
-				return nil, err
-			}
-			cost, err := num(10)
-			if err != nil {
-				return nil, err
-			}
-			v.CostTime = int(cost)
+			v.TimeStamp, v.GroupName, id = r.num(1), r.field(3), r.field(5)
+			v.CostTime = int(r.num(10))
 			switch {
 			case len(line) == 13:
 				v.Status = traceStatus(line[12])
@@ -144,51 +117,25 @@ func decodeTraceViews(msgID, body, bornHost string, now time.Time) ([]traceView,
 				v.Status = traceStatus(line[13])
 			}
 		case "SubBefore":
-			if v.TimeStamp, err = num(1); err != nil {
-				return nil, err
-			}
-			v.GroupName = line[3]
-			if id, err = field(5); err != nil {
-				return nil, err
-			}
+			v.TimeStamp, v.GroupName, id = r.num(1), r.field(3), r.field(5)
 			v.CostTime = 0
 		case "SubAfter":
-			if id, err = field(2); err != nil {
-				return nil, err
-			}
-			cost, err := num(3)
-			if err != nil {
-				return nil, err
-			}
-			v.CostTime = int(cost)
-			s, err := field(4)
-			if err != nil {
-				return nil, err
-			}
-			v.Status = traceStatus(s)
+			id = r.field(2)
+			v.CostTime = int(r.num(3))
+			v.Status = traceStatus(r.field(4))
 			if len(line) >= 9 {
-				if v.TimeStamp, err = num(7); err != nil {
-					return nil, err
-				}
-				v.GroupName = line[8]
+				v.TimeStamp, v.GroupName = r.num(7), line[8]
 			}
 		case "EndTransaction", "Recall":
-			if v.TimeStamp, err = num(1); err != nil {
-				return nil, err
-			}
-			v.GroupName = line[3]
-			if id, err = field(5); err != nil {
-				return nil, err
-			}
+			v.TimeStamp, v.GroupName, id = r.num(1), r.field(3), r.field(5)
 			if line[0] == "Recall" {
-				s, err := field(6)
-				if err != nil {
-					return nil, err
-				}
-				v.Status = traceStatus(s)
+				v.Status = traceStatus(r.field(6))
 			}
 		default:
 			continue
+		}
+		if r.err != nil {
+			return nil, r.err
 		}
 		if id != msgID {
 			continue
@@ -196,6 +143,37 @@ func decodeTraceViews(msgID, body, bornHost string, now time.Time) ([]traceView,
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// traceRecord reads the fields of one trace record; the first missing or
+// non-numeric field it is asked for is its err, and later reads return
+// zero values.
+type traceRecord struct {
+	line []string
+	err  error
+}
+
+func (r *traceRecord) field(i int) string {
+	if r.err != nil {
+		return ""
+	}
+	if i >= len(r.line) {
+		r.err = fmt.Errorf("%s trace record has %d fields", r.line[0], len(r.line))
+		return ""
+	}
+	return r.line[i]
+}
+
+func (r *traceRecord) num(i int) int64 {
+	f := r.field(i)
+	if r.err != nil {
+		return 0
+	}
+	n, err := strconv.ParseInt(f, 10, 64)
+	if err != nil {
+		r.err = err
+	}
+	return n
 }
 
 func traceStatus(s string) string {

@@ -2,6 +2,7 @@ package command
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -95,11 +96,9 @@ func newUpdateKvConfig(a *app) *cobra.Command {
 		if err := c.PutKVConfig(cmd.Context(), ns, key, value); err != nil {
 			return err
 		}
-		if a.json() {
-			return writeJSON(a.env.Stdout, kvJSON{ns, key, value, c.NameServers()})
-		}
-		fmt.Fprintf(a.env.Stdout, "create or update kv config to namespace success.\n")
-		return nil
+		return a.emit(kvJSON{ns, key, value, c.NameServers()}, func(w io.Writer) {
+			fmt.Fprintf(w, "create or update kv config to namespace success.\n")
+		})
 	})
 	return c
 }
@@ -122,11 +121,9 @@ func newDeleteKvConfig(a *app) *cobra.Command {
 		if err := c.DeleteKVConfig(cmd.Context(), ns, key); err != nil {
 			return err
 		}
-		if a.json() {
-			return writeJSON(a.env.Stdout, kvJSON{Namespace: ns, Key: key, NameServers: c.NameServers()})
-		}
-		fmt.Fprintf(a.env.Stdout, "delete kv config from namespace success.\n")
-		return nil
+		return a.emit(kvJSON{Namespace: ns, Key: key, NameServers: c.NameServers()}, func(w io.Writer) {
+			fmt.Fprintf(w, "delete kv config from namespace success.\n")
+		})
 	})
 	return c
 }

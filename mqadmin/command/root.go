@@ -126,6 +126,16 @@ const (
 // json reports whether --output json was given.
 func (a *app) json() bool { return a.output == outputJSON }
 
+// emit writes v as JSON to stdout with --output json, else has text print
+// the text form to stdout.
+func (a *app) emit(v any, text func(w io.Writer)) error {
+	if a.json() {
+		return writeJSON(a.env.Stdout, v)
+	}
+	text(a.env.Stdout)
+	return nil
+}
+
 // nameServers resolves -n, then NAMESRV_ADDR.
 func (a *app) nameServers() []string {
 	if a.namesrvAddr != "" {

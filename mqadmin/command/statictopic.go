@@ -51,29 +51,21 @@ func staticFlags(c *cobra.Command, o *staticTopicOpts, withTotal bool) {
 }
 
 func newUpdateStaticTopic(a *app) *cobra.Command {
-	var o staticTopicOpts
-	c := newCmd("updateStaticTopic", "Update or create static topic, which has fixed number of queues.")
-	staticFlags(c, &o, true)
-	c.RunE = a.run(func(cmd *cobra.Command) error { return a.staticTopic(cmd.Context(), o, false) })
-	return c
+	return newStaticTopicCmd(a, "updateStaticTopic", "Update or create static topic, which has fixed number of queues.", false)
 }
 
 func newRemappingStaticTopic(a *app) *cobra.Command {
-	var o staticTopicOpts
-	c := newCmd("remappingStaticTopic", "Remapping static topic.")
-	staticFlags(c, &o, false)
-	c.RunE = a.run(func(cmd *cobra.Command) error { return a.staticTopic(cmd.Context(), o, true) })
-	return c
+	return newStaticTopicCmd(a, "remappingStaticTopic", "Remapping static topic.", true)
 }
 
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
+// newStaticTopicCmd builds updateStaticTopic, which takes -qn, or with
+// remap remappingStaticTopic.
+func newStaticTopicCmd(a *app, use, short string, remap bool) *cobra.Command {
+	var o staticTopicOpts
+	c := newCmd(use, short)
+	staticFlags(c, &o, !remap)
+	c.RunE = a.run(func(cmd *cobra.Command) error { return a.staticTopic(cmd.Context(), o, remap) })
+	return c
 }
 
 // tempDir is where plan files go: $TMPDIR, else the system's (the Java
@@ -102,8 +94,8 @@ type staticResultJSON struct {
 func (a *app) staticTopic(ctx context.Context, o staticTopicOpts, remap bool) error {
 	req := admin.StaticTopicRequest{
 		Topic:    strings.TrimSpace(o.topic),
-		Brokers:  splitList(o.brokers),
-		Clusters: splitList(o.clusters),
+		Brokers:  splitNonBlank(o.brokers),
+		Clusters: splitNonBlank(o.clusters),
 		DryRun:   o.dryRun,
 		Options:  statictopic.Options{Now: a.env.Now, Shuffle: func(s []string) { rand.Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] }) }},
 	}

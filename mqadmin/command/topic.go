@@ -158,15 +158,11 @@ func (a *app) updateTopic(ctx context.Context, cmd *cobra.Command, o updateTopic
 					return err
 				}
 				name, err := admin.BrokerNameByAddr(ci, addr)
+				if err == nil {
+					err = a.setOrderConf(ctx, c, &res, []string{name}, false)
+				}
 				if err != nil {
 					return err
-				}
-				res.OrderConf = name + ":" + strconv.Itoa(tc.WriteQueueNums)
-				if err := c.CreateOrUpdateOrderConf(ctx, tc.TopicName, res.OrderConf, false); err != nil {
-					return err
-				}
-				if text {
-					fmt.Fprintf(w, "set broker orderConf. isOrder=%t, orderConf=[%s]\n", tc.Order, res.OrderConf)
 				}
 			}
 			if !text {
@@ -178,15 +174,10 @@ func (a *app) updateTopic(ctx context.Context, cmd *cobra.Command, o updateTopic
 		}
 
 		cluster := strings.TrimSpace(o.cluster)
-		ci, err := c.GetBrokerClusterInfo(ctx)
+		ci, masters, err := clusterAddrs(ctx, c, cluster, false)
 		if err != nil {
 			return err
 		}
-		masters, err := admin.MasterAddrs(ci, cluster)
-		if err != nil {
-			return err
-		}
-		masters = javaHashOrder(masters, hashMapDefault, false) // Java's HashSet
 		res.CreatedOn = []string{}
 		for _, addr := range masters {
 			if err := c.CreateTopic(ctx, addr, tc, attrString); err != nil {
@@ -202,17 +193,8 @@ func (a *app) updateTopic(ctx context.Context, cmd *cobra.Command, o updateTopic
 			if err != nil {
 				return err
 			}
-			names = javaHashOrder(names, hashMapDefault, false)
-			parts := make([]string, len(names))
-			for i, n := range names {
-				parts[i] = n + ":" + strconv.Itoa(tc.WriteQueueNums)
-			}
-			res.OrderConf = strings.Join(parts, ";")
-			if err := c.CreateOrUpdateOrderConf(ctx, tc.TopicName, res.OrderConf, true); err != nil {
+			if err := a.setOrderConf(ctx, c, &res, javaHashOrder(names, hashMapDefault, false), true); err != nil {
 				return err
-			}
-			if text {
-				fmt.Fprintf(w, "set cluster orderConf. isOrder=%t, orderConf=[%s]\n", tc.Order, res.OrderConf)
 			}
 		}
 		if !text {
@@ -221,6 +203,29 @@ func (a *app) updateTopic(ctx context.Context, cmd *cobra.Command, o updateTopic
 		fmt.Fprintf(w, "%s\n", topicConfigString(tc, attrOrder))
 		return nil
 	})
+}
+
+// setOrderConf stores the orderConf of the ordered topic res creates on the
+// nameserver, "name:writeQueueNums" of every broker in names, for the
+// brokers' cluster or one broker, and says so in text mode.
+func (a *app) setOrderConf(ctx context.Context, c *admin.Client, res *updateTopicResult, names []string, isCluster bool) error {
+	tc := res.TopicConfig
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + ":" + strconv.Itoa(tc.WriteQueueNums)
+	}
+	res.OrderConf = strings.Join(parts, ";")
+	if err := c.CreateOrUpdateOrderConf(ctx, tc.TopicName, res.OrderConf, isCluster); err != nil {
+		return err
+	}
+	if !a.json() {
+		scope := "broker"
+		if isCluster {
+			scope = "cluster"
+		}
+		fmt.Fprintf(a.env.Stdout, "set %s orderConf. isOrder=%t, orderConf=[%s]\n", scope, tc.Order, res.OrderConf)
+	}
+	return nil
 }
 
 // ---- deleteTopic ----
@@ -327,11 +332,9 @@ func newTopicStatus(a *app) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if a.json() {
-			return writeJSON(a.env.Stdout, topicStatusJSON(st))
-		}
-		printTopicStatus(a.env.Stdout, st, a.env.Location)
-		return nil
+		return a.emit(topicStatusJSON(st), func(w io.Writer) {
+			printTopicStatus(w, st, a.env.Location)
+		})
 	})
 	return c
 }

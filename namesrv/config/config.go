@@ -6,8 +6,9 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -306,12 +307,7 @@ func (s *Store) Update(props map[string]string) (*Config, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	next := *s.cur.Load()
-	keys := make([]string, 0, len(props))
-	for k := range props {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(props)) {
 		if err := pkgconfig.Set(&next, k, props[k]); err != nil {
 			return nil, err
 		}

@@ -3,7 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/rmqgo/rmq/internal/fsutil"
 	pkgconfig "github.com/rmqgo/rmq/pkg/config"
@@ -32,11 +33,7 @@ func (c *Controller) updateConfig(_ context.Context, _ *remoting.Channel, req *r
 	c.cfgMu.Lock()
 	defer c.cfgMu.Unlock()
 	next := *c.cfg.Load()
-	keys := make([]string, 0, len(props))
-	for k := range props {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(props))
 	for _, k := range keys {
 		if next.blackListed(k) {
 			return remoting.NewResponse(req, code.NoPermission, fmt.Sprintf("Can not update config in black list: %s", k)), nil

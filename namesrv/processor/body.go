@@ -142,21 +142,13 @@ func decodeCompressedBody(body []byte, withMappings bool) (registerBody, error) 
 	if err := protocol.Unmarshal(b, &out.dataVersion); err != nil {
 		return fail("data version", err)
 	}
-	n, err := in.int32()
-	if err != nil {
-		return fail("topic count", err)
-	}
-	out.topics = make(map[string]protocol.TopicConfig, min(n, 1<<16))
-	for i := range n {
-		b, err := in.chunk()
-		if err != nil {
-			return fail(fmt.Sprintf("topic %d", i), err)
-		}
+	var what string
+	out.topics, what, err = entries(in, "topic", 1<<16, func(b []byte) (string, protocol.TopicConfig, error) {
 		tc, err := parseTopicConfigText(string(b))
-		if err != nil {
-			return fail(fmt.Sprintf("topic %d", i), err)
-		}
-		out.topics[tc.TopicName] = tc
+		return tc.TopicName, tc, err
+	})
+	if err != nil {
+		return fail(what, err)
 	}
 	if b, err = in.chunk(); err != nil {
 		return fail("filter servers", err)
@@ -167,22 +159,39 @@ func decodeCompressedBody(body []byte, withMappings bool) (registerBody, error) 
 	if !withMappings {
 		return out, nil
 	}
-	if n, err = in.int32(); err != nil {
-		return fail("mapping count", err)
+	out.mappings, what, err = entries(in, "mapping", 1<<10, func(b []byte) (string, protocol.TopicQueueMappingInfo, error) {
+		var info protocol.TopicQueueMappingInfo
+		err := protocol.Unmarshal(b, &info)
+		return info.Topic, info, err
+	})
+	if err != nil {
+		return fail(what, err)
 	}
-	out.mappings = make(map[string]protocol.TopicQueueMappingInfo, min(n, 1<<10))
+	return out, nil
+}
+
+// entries reads an int32 count, then as many chunks, each an entry parse
+// turns into its key and value; at most capHint entries are allocated up
+// front. On an error it also returns what failed: "<kind> count" or
+// "<kind> <i>".
+func entries[V any](in inflater, kind string, capHint int, parse func([]byte) (string, V, error)) (map[string]V, string, error) {
+	n, err := in.int32()
+	if err != nil {
+		return nil, kind + " count", err
+	}
+	out := make(map[string]V, min(n, capHint))
 	for i := range n {
 		b, err := in.chunk()
 		if err != nil {
-			return fail(fmt.Sprintf("mapping %d", i), err)
+			return nil, fmt.Sprintf("%s %d", kind, i), err
 		}
-		var info protocol.TopicQueueMappingInfo
-		if err := protocol.Unmarshal(b, &info); err != nil {
-			return fail(fmt.Sprintf("mapping %d", i), err)
+		k, v, err := parse(b)
+		if err != nil {
+			return nil, fmt.Sprintf("%s %d", kind, i), err
 		}
-		out.mappings[info.Topic] = info
+		out[k] = v
 	}
-	return out, nil
+	return out, "", nil
 }
 
 // parseTopicConfigText parses Java's TopicConfig.encode() text. Like Java it

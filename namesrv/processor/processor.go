@@ -314,12 +314,9 @@ func (p *Processor) queryDataVersion(_ *remoting.Channel, req *remoting.Command)
 	if err := f.Err(); err != nil {
 		return invalid(req, err)
 	}
-	if len(req.Body) == 0 {
-		return fail(req, code.InvalidParameter, "request body (DataVersion) is empty")
-	}
 	var dv protocol.DataVersion
-	if err := protocol.Unmarshal(req.Body, &dv); err != nil {
-		return fail(req, code.InvalidParameter, "bad DataVersion body: %v", err)
+	if bad := jsonBody(req, "DataVersion", &dv); bad != nil {
+		return bad
 	}
 	changed, ours := p.routes.QueryDataVersion(cluster, addr, dv)
 	resp := success(req)
@@ -360,29 +357,39 @@ func (p *Processor) getBrokerClusterInfo(_ *remoting.Channel, req *remoting.Comm
 }
 
 func (p *Processor) wipeWritePerm(ch *remoting.Channel, req *remoting.Command) *remoting.Command {
-	f := protocol.FieldsOf(req.ExtFields)
-	name := f.Str("brokerName")
-	if err := f.Err(); err != nil {
-		return invalid(req, err)
-	}
-	n := p.routes.WipeWritePerm(name)
-	p.log.Info("wipe write perm of broker", "brokerName", name, "remote", remoteOf(ch), "topics", n)
-	resp := success(req)
-	resp.SetExt("wipeTopicCount", fmt.Sprint(n))
-	return resp
+	return p.changeWritePerm(ch, req, "wipe", p.routes.WipeWritePerm)
 }
 
 func (p *Processor) addWritePerm(ch *remoting.Channel, req *remoting.Command) *remoting.Command {
+	return p.changeWritePerm(ch, req, "add", p.routes.AddWritePerm)
+}
+
+// changeWritePerm applies change (wipe or add, as verb says) to the write
+// permission of the -brokerName broker's topics and answers how many
+// topics it changed in <verb>TopicCount.
+func (p *Processor) changeWritePerm(ch *remoting.Channel, req *remoting.Command, verb string, change func(brokerName string) int) *remoting.Command {
 	f := protocol.FieldsOf(req.ExtFields)
 	name := f.Str("brokerName")
 	if err := f.Err(); err != nil {
 		return invalid(req, err)
 	}
-	n := p.routes.AddWritePerm(name)
-	p.log.Info("add write perm of broker", "brokerName", name, "remote", remoteOf(ch), "topics", n)
+	n := change(name)
+	p.log.Info(verb+" write perm of broker", "brokerName", name, "remote", remoteOf(ch), "topics", n)
 	resp := success(req)
-	resp.SetExt("addTopicCount", fmt.Sprint(n))
+	resp.SetExt(verb+"TopicCount", fmt.Sprint(n))
 	return resp
+}
+
+// jsonBody decodes req's JSON body, a what, into v; it returns the
+// INVALID_PARAMETER answer for a missing or bad body, else nil.
+func jsonBody(req *remoting.Command, what string, v any) *remoting.Command {
+	if len(req.Body) == 0 {
+		return fail(req, code.InvalidParameter, "request body (%s) is empty", what)
+	}
+	if err := protocol.Unmarshal(req.Body, v); err != nil {
+		return fail(req, code.InvalidParameter, "bad %s body: %v", what, err)
+	}
+	return nil
 }
 
 func topicListBody(topics []string) []byte {
@@ -414,12 +421,9 @@ func (p *Processor) registerTopic(_ *remoting.Channel, req *remoting.Command) *r
 	if err := f.Err(); err != nil {
 		return invalid(req, err)
 	}
-	if len(req.Body) == 0 {
-		return fail(req, code.InvalidParameter, "request body (TopicRouteData) is empty")
-	}
 	var rd protocol.TopicRouteData
-	if err := protocol.Unmarshal(req.Body, &rd); err != nil {
-		return fail(req, code.InvalidParameter, "bad TopicRouteData body: %v", err)
+	if bad := jsonBody(req, "TopicRouteData", &rd); bad != nil {
+		return bad
 	}
 	if err := p.routes.RegisterTopic(topic, rd.QueueDatas); err != nil {
 		// Apache logs and still answers success.

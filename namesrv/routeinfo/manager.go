@@ -755,17 +755,24 @@ func (m *Manager) ConnClosed(id uint64) int {
 		if li.conn == nil || li.conn.ID() != id {
 			continue
 		}
-		if u, ok := m.brokerOfAddrLocked(key); ok {
-			reqs = append(reqs, u)
-		} else {
-			delete(m.live, key)
-			delete(m.filters, key)
-			m.mutations++
-		}
+		reqs = m.dropAddrLocked(key, reqs)
 		m.log.Info("broker connection closed, unregistering", "cluster", key.cluster, "brokerAddr", key.addr)
 	}
 	m.unregisterLocked(reqs)
 	return len(reqs)
+}
+
+// dropAddrLocked appends to reqs the unregistration of the broker at key,
+// or, when no broker is registered at that address any more, forgets its
+// liveness and filter servers; it returns reqs.
+func (m *Manager) dropAddrLocked(key addrKey, reqs []Unregistration) []Unregistration {
+	if u, ok := m.brokerOfAddrLocked(key); ok {
+		return append(reqs, u)
+	}
+	delete(m.live, key)
+	delete(m.filters, key)
+	m.mutations++
+	return reqs
 }
 
 func (m *Manager) hasConn(id uint64) bool {
@@ -794,13 +801,7 @@ func (m *Manager) ScanNotActive() int {
 		if li.conn != nil {
 			conns = append(conns, li.conn)
 		}
-		if u, ok := m.brokerOfAddrLocked(key); ok {
-			reqs = append(reqs, u)
-		} else {
-			delete(m.live, key)
-			delete(m.filters, key)
-			m.mutations++
-		}
+		reqs = m.dropAddrLocked(key, reqs)
 	}
 	m.unregisterLocked(reqs)
 	m.mu.Unlock()

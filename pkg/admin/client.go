@@ -218,7 +218,12 @@ type NamesrvResult struct {
 // invokeDecode sends a request to addr and decodes the body of its
 // successful response into v (nil: the body is not read).
 func (c *Client) invokeDecode(ctx context.Context, addr string, reqCode int32, ext map[string]string, v any) error {
-	resp, err := c.invokeOK(ctx, addr, reqCode, ext, nil)
+	return c.invokeDecodeBody(ctx, addr, reqCode, ext, nil, v)
+}
+
+// invokeDecodeBody is invokeDecode of a request with a body.
+func (c *Client) invokeDecodeBody(ctx context.Context, addr string, reqCode int32, ext map[string]string, body []byte, v any) error {
+	resp, err := c.invokeOK(ctx, addr, reqCode, ext, body)
 	if err != nil {
 		return err
 	}

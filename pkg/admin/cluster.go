@@ -2,6 +2,7 @@ package admin
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -34,7 +35,7 @@ func BrokerNamesOf(ci *protocol.ClusterInfo, cluster string) []string {
 	}
 	names := append([]string{}, set...)
 	sort.Strings(names)
-	return dedupSorted(names)
+	return slices.Compact(names)
 }
 
 // BrokerNames is BrokerNamesOf that fails with ErrClusterNotFound for an
@@ -49,16 +50,6 @@ func BrokerNames(ci *protocol.ClusterInfo, cluster string) ([]string, error) {
 
 func clusterNotFound(cluster string) error {
 	return fmt.Errorf("cluster %q: %w", cluster, ErrClusterNotFound)
-}
-
-func dedupSorted(s []string) []string {
-	out := s[:0]
-	for i, v := range s {
-		if i == 0 || v != s[i-1] {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // BrokerAddr is one address of a broker name.

@@ -93,12 +93,8 @@ func (c *Client) GetSyncStateData(ctx context.Context, controllerAddr string, br
 	if err != nil {
 		return nil, fmt.Errorf("encode broker names: %w", err)
 	}
-	resp, err := c.invokeOK(ctx, leader, code.ControllerGetSyncStateData, nil, body)
-	if err != nil {
-		return nil, err
-	}
 	var info protocol.BrokerReplicasInfo
-	if err := decodeBody(resp, leader, code.ControllerGetSyncStateData, &info); err != nil {
+	if err := c.invokeDecodeBody(ctx, leader, code.ControllerGetSyncStateData, nil, body, &info); err != nil {
 		return nil, err
 	}
 	if info.ReplicasInfoTable == nil {

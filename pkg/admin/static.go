@@ -2,7 +2,6 @@ package admin
 
 import (
 	"math"
-	"sort"
 
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/pkg/statictopic"
@@ -27,20 +26,8 @@ type logicQueue struct {
 // highest epoch first; a later claim of the same id is ignored
 // (checkAndBuildMappingItems with replace=true, checkConsistence=false).
 func leaderLists(configs map[string]*protocol.TopicConfigAndQueueMapping) map[int]logicQueue {
-	var details []*protocol.TopicQueueMappingDetail
-	for _, tc := range configs {
-		if tc != nil && tc.MappingDetail != nil {
-			details = append(details, tc.MappingDetail)
-		}
-	}
-	sort.SliceStable(details, func(i, j int) bool {
-		if details[i].Epoch != details[j].Epoch {
-			return details[i].Epoch > details[j].Epoch
-		}
-		return details[i].Bname < details[j].Bname
-	})
 	out := map[int]logicQueue{}
-	for _, d := range details {
+	for _, d := range statictopic.Configs(configs).Details() {
 		for g, items := range d.HostedQueues {
 			if len(items) == 0 || items[len(items)-1].Bname != d.Bname {
 				continue

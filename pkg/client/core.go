@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
 )
 
 // core is what a producer or consumer shares with its background tasks: the
@@ -91,6 +93,37 @@ func (c *core) startLoop(life *lifecycle, kind, group string, log *slog.Logger) 
 	return nil
 }
 
+// groupClient is what a producer and the pull and simple consumers share:
+// the core, the lifecycle and how they start.
+type groupClient struct {
+	core  *core
+	life  lifecycle
+	kind  string // "producer", "pull consumer"... in logs and errors
+	group string
+}
+
+func newGroupClient(cfg CommonConfig, kind, group string, hb func() *heartbeatData) groupClient {
+	return groupClient{core: newCore(cfg, hb), kind: kind, group: group}
+}
+
+// Start begins the heartbeat and route refresh loop. It does no network I/O.
+func (g *groupClient) Start() error {
+	return g.core.startLoop(&g.life, g.kind, g.group, g.core.cfg.Logger)
+}
+
+// finishShutdown closes the connections of a kind client of group once
+// its calls in flight were waited for, logs that it shut down and returns
+// the close error, joined with drainErr, the wait's error, if any ("client:
+// <errKind> <group>: waiting for <what>: ...").
+func (c *core) finishShutdown(kind, errKind, group, what string, drainErr error) error {
+	err := c.close()
+	c.cfg.Logger.Info("client: "+kind+" shut down", "group", group)
+	if drainErr != nil {
+		return errors.Join(fmt.Errorf("client: %s %s: waiting for %s: %w", errKind, group, what, drainErr), err)
+	}
+	return err
+}
+
 func (c *core) run() {
 	c.lmu.Lock()
 	defer c.lmu.Unlock()
@@ -161,11 +194,17 @@ func (c *core) newRequest(reqCode int32, ext map[string]string, body []byte) *re
 // invoke sends one request to addr within RequestTimeout (or ctx's shorter
 // deadline) and returns the response whatever its code.
 func (c *core) invoke(ctx context.Context, addr string, reqCode int32, ext map[string]string, body []byte) (*remoting.Command, error) {
+	return c.invokeCommand(ctx, addr, c.newRequest(reqCode, ext, body))
+}
+
+// invokeCommand sends req to addr within RequestTimeout (or ctx's shorter
+// deadline) and returns the response whatever its code.
+func (c *core) invokeCommand(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
-	resp, err := c.rc.Invoke(ctx, addr, c.newRequest(reqCode, ext, body))
+	resp, err := c.rc.Invoke(ctx, addr, req)
 	if err != nil {
-		return nil, fmt.Errorf("client: request %d to %s: %w", reqCode, addr, err)
+		return nil, fmt.Errorf("client: request %d to %s: %w", req.Code, addr, err)
 	}
 	return resp, nil
 }
@@ -173,10 +212,16 @@ func (c *core) invoke(ctx context.Context, addr string, reqCode int32, ext map[s
 // invokeOK is invoke with any code but SUCCESS turned into *ResponseError.
 func (c *core) invokeOK(ctx context.Context, addr string, reqCode int32, ext map[string]string, body []byte) (*remoting.Command, error) {
 	resp, err := c.invoke(ctx, addr, reqCode, ext, body)
+	return successOnly(resp, err, addr, reqCode)
+}
+
+// successOnly passes on the error of a request reqCode to addr, and turns
+// a response whose code is not SUCCESS into *ResponseError.
+func successOnly(resp *remoting.Command, err error, addr string, reqCode int32) (*remoting.Command, error) {
 	if err != nil {
 		return nil, err
 	}
-	if resp.Code != 0 {
+	if resp.Code != code.Success {
 		return nil, &ResponseError{Code: resp.Code, Remark: resp.Remark, Addr: addr, Request: reqCode}
 	}
 	return resp, nil

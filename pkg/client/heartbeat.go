@@ -2,6 +2,9 @@ package client
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -107,6 +110,63 @@ func (c *core) unregister(ctx context.Context, producerGroup, consumerGroup stri
 // newSubscription builds the subscription of a topic as Java's
 // FilterAPI.buildSubscriptionData: for TAG, tags split on "||" and their
 // hash codes; "*" or "" means everything.
+// subscriptions is the topic → subscription table of a pull or simple
+// consumer, safe for concurrent use.
+type subscriptions struct {
+	mu sync.Mutex
+	m  map[string]subscriptionData
+}
+
+// add subscribes topic with a filter expression of type typ, replacing an
+// earlier subscription of it.
+func (s *subscriptions) add(topic, expr, typ string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = make(map[string]subscriptionData)
+	}
+	s.m[topic] = newSubscription(topic, expr, typ)
+}
+
+func (s *subscriptions) remove(topic string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, topic)
+}
+
+func (s *subscriptions) get(topic string) subscriptionData {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[topic]
+}
+
+func (s *subscriptions) empty() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m) == 0
+}
+
+// topics are the subscribed topics, sorted.
+func (s *subscriptions) topics() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.m))
+}
+
+// sorted are the subscriptions by topic; nil when there are none.
+func (s *subscriptions) sorted() []subscriptionData {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.m) == 0 {
+		return nil
+	}
+	out := make([]subscriptionData, 0, len(s.m))
+	for _, t := range slices.Sorted(maps.Keys(s.m)) {
+		out = append(out, s.m[t])
+	}
+	return out
+}
+
 func newSubscription(topic, expr, typ string) subscriptionData {
 	if typ == "" {
 		typ = ExpressionTypeTag

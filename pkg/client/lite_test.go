@@ -99,6 +99,21 @@ func (l *liteLog) handler(decide func(ctx context.Context, m *message.Message) c
 	}
 }
 
+// waitBodies waits until the handler got as many messages of lite topic
+// lite as want has, then checks that their bodies are want, in order.
+func (l *liteLog) waitBodies(t *testing.T, lite string, want ...string) {
+	t.Helper()
+	testutil.Eventually(t, clusterWait, func() error {
+		if got := l.bodies(lite); len(got) != len(want) {
+			return fmt.Errorf("%s handled %v", lite, got)
+		}
+		return nil
+	})
+	if got := l.bodies(lite); !slices.Equal(got, want) {
+		t.Fatalf("%s handled %v", lite, got)
+	}
+}
+
 func (l *liteLog) bodies(lite string) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -363,15 +378,7 @@ func TestLitePushConsumerRetryBlocksLiteTopic(t *testing.T) {
 		cfg.RetryBackoff = func(n int) time.Duration { return 300 * time.Millisecond * time.Duration(n+1) }
 	})
 	storeThenSubscribe(t, c, lc, 3, "x", "y")
-	testutil.Eventually(t, clusterWait, func() error {
-		if got := log.bodies("x"); len(got) != 4 {
-			return fmt.Errorf("x handled %v", got)
-		}
-		return nil
-	})
-	if got := log.bodies("x"); !slices.Equal(got, []string{"x0", "x0", "x1", "x2"}) {
-		t.Fatalf("x handled %v", got)
-	}
+	log.waitBodies(t, "x", "x0", "x0", "x1", "x2")
 	if got := log.bodies("y"); !slices.Equal(got, []string{"y0", "y1", "y2"}) {
 		t.Fatalf("y handled %v", got)
 	}
@@ -498,15 +505,7 @@ func TestLitePushConsumerDLQ(t *testing.T) {
 	if err := lc.SubscribeLite(context.Background(), "d"); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, clusterWait, func() error {
-		if got := log.bodies("d"); len(got) != 4 {
-			return fmt.Errorf("handled %v", got)
-		}
-		return nil
-	})
-	if got := log.bodies("d"); !slices.Equal(got, []string{"d0", "d0", "d0", "d1"}) {
-		t.Fatalf("handled %v", got)
-	}
+	log.waitBodies(t, "d", "d0", "d0", "d0", "d1")
 	if got := log.deliveries("d0"); !slices.Equal(got, []int32{0, 1, 2}) {
 		t.Fatalf("d0 reconsume times %v", got)
 	}

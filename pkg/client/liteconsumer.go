@@ -197,42 +197,34 @@ func (c *LitePushConsumer) SubscribeLite(ctx context.Context, name string, opts 
 	if err != nil {
 		return err
 	}
-	if err := c.life.begin(); err != nil {
-		return err
-	}
-	defer c.life.end()
-	addrs, err := c.subscribeAddrs(ctx)
-	if err != nil {
-		return fmt.Errorf("client: subscribe lite %q: %w", name, err)
-	}
-	c.syncMu.Lock()
-	defer c.syncMu.Unlock()
-	// Subscribed locally first: messages may arrive before the last
-	// broker answers.
-	c.subMu.Lock()
-	had := c.lites[name]
-	c.lites[name] = true
-	c.subMu.Unlock()
-	body := c.subscriptionBody(litePartialAdd, []string{name}, opt)
-	for i, addr := range addrs {
-		if _, err := c.core.invokeOK(ctx, addr, code.LiteSubscriptionCtl, nil, body); err != nil {
-			if !had {
-				c.subMu.Lock()
-				delete(c.lites, name)
-				c.subMu.Unlock()
-				undo := c.subscriptionBody(litePartialRemove, []string{name}, nil)
-				for _, a := range addrs[:i] {
-					if _, uerr := c.core.invokeOK(context.WithoutCancel(ctx), a, code.LiteSubscriptionCtl, nil, undo); uerr != nil {
-						c.log.Debug("client: taking back a lite subscription failed", "broker", a, "liteTopic", name, "err", uerr)
+	return c.changeLite(ctx, "subscribe", name, func(addrs []string) error {
+		// Subscribed locally first: messages may arrive before the last
+		// broker answers.
+		c.subMu.Lock()
+		had := c.lites[name]
+		c.lites[name] = true
+		c.subMu.Unlock()
+		body := c.subscriptionBody(litePartialAdd, []string{name}, opt)
+		for i, addr := range addrs {
+			if _, err := c.core.invokeOK(ctx, addr, code.LiteSubscriptionCtl, nil, body); err != nil {
+				if !had {
+					c.subMu.Lock()
+					delete(c.lites, name)
+					c.subMu.Unlock()
+					undo := c.subscriptionBody(litePartialRemove, []string{name}, nil)
+					for _, a := range addrs[:i] {
+						if _, uerr := c.core.invokeOK(context.WithoutCancel(ctx), a, code.LiteSubscriptionCtl, nil, undo); uerr != nil {
+							c.log.Debug("client: taking back a lite subscription failed", "broker", a, "liteTopic", name, "err", uerr)
+						}
 					}
 				}
+				return fmt.Errorf("client: subscribe lite %q: %w", name, err)
 			}
-			return fmt.Errorf("client: subscribe lite %q: %w", name, err)
 		}
-	}
-	c.wakeManager()
-	c.log.Debug("client: lite topic subscribed", "liteTopic", name, "offsetOption", opt)
-	return nil
+		c.wakeManager()
+		c.log.Debug("client: lite topic subscribed", "liteTopic", name, "offsetOption", opt)
+		return nil
+	})
 }
 
 // UnsubscribeLite removes lite topic name from the subscription on every
@@ -242,33 +234,42 @@ func (c *LitePushConsumer) UnsubscribeLite(ctx context.Context, name string) err
 	if err := protocol.ValidateLiteTopic(name, 0); err != nil {
 		return fmt.Errorf("client: unsubscribe lite %q: %w", name, err)
 	}
+	return c.changeLite(ctx, "unsubscribe", name, func(addrs []string) error {
+		c.subMu.Lock()
+		delete(c.lites, name)
+		c.subMu.Unlock()
+		c.dropLite(ctx, name)
+		body := c.subscriptionBody(litePartialRemove, []string{name}, nil)
+		var errs []error
+		for _, addr := range addrs {
+			if _, err := c.core.invokeOK(ctx, addr, code.LiteSubscriptionCtl, nil, body); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if len(errs) > 0 {
+			// The next full sync removes it from these brokers.
+			return fmt.Errorf("client: unsubscribe lite %q: %w", name, errors.Join(errs...))
+		}
+		c.log.Debug("client: lite topic unsubscribed", "liteTopic", name)
+		return nil
+	})
+}
+
+// changeLite runs change, a subscription change of lite topic name ("verb
+// lite name" in errors), with the readable brokers of BindTopic while the
+// consumer runs, one change or full sync at a time.
+func (c *LitePushConsumer) changeLite(ctx context.Context, verb, name string, change func(addrs []string) error) error {
 	if err := c.life.begin(); err != nil {
 		return err
 	}
 	defer c.life.end()
 	addrs, err := c.subscribeAddrs(ctx)
 	if err != nil {
-		return fmt.Errorf("client: unsubscribe lite %q: %w", name, err)
+		return fmt.Errorf("client: %s lite %q: %w", verb, name, err)
 	}
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
-	c.subMu.Lock()
-	delete(c.lites, name)
-	c.subMu.Unlock()
-	c.dropLite(ctx, name)
-	body := c.subscriptionBody(litePartialRemove, []string{name}, nil)
-	var errs []error
-	for _, addr := range addrs {
-		if _, err := c.core.invokeOK(ctx, addr, code.LiteSubscriptionCtl, nil, body); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) > 0 {
-		// The next full sync removes it from these brokers.
-		return fmt.Errorf("client: unsubscribe lite %q: %w", name, errors.Join(errs...))
-	}
-	c.log.Debug("client: lite topic unsubscribed", "liteTopic", name)
-	return nil
+	return change(addrs)
 }
 
 // liteSubscriptionDTO is LiteSubscriptionDTO (fields in fastjson order).

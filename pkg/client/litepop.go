@@ -36,16 +36,8 @@ type liteMsg struct {
 // the ROCKETMQ codec's request code has 16 bits, too few for the pop and
 // lite codes (2000xx).
 func (c *core) invokeJSON(ctx context.Context, addr string, reqCode int32, ext map[string]string, body []byte) (*remoting.Command, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
-	defer cancel()
-	resp, err := c.rc.Invoke(ctx, addr, remoting.NewRequest(reqCode, ext, body))
-	if err != nil {
-		return nil, fmt.Errorf("client: request %d to %s: %w", reqCode, addr, err)
-	}
-	if resp.Code != code.Success {
-		return nil, &ResponseError{Code: resp.Code, Remark: resp.Remark, Addr: addr, Request: reqCode}
-	}
-	return resp, nil
+	resp, err := c.invokeCommand(ctx, addr, remoting.NewRequest(reqCode, ext, body))
+	return successOnly(resp, err, addr, reqCode)
 }
 
 // newAttemptID names one pop attempt: a pop re-sent after its answer was

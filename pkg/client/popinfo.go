@@ -131,53 +131,50 @@ func (ck popCheckpoint) String() string {
 // parsePopStartOffsets decodes the startOffsetInfo header
 // ("retry queueId startOffset;…") into retry@queueId → offset.
 func parsePopStartOffsets(s string) (map[string]int64, error) {
-	out := make(map[string]int64)
-	if s == "" {
-		return out, nil
-	}
-	for _, item := range strings.Split(s, ";") {
-		f := strings.Split(item, " ")
-		if len(f) != 3 {
-			return nil, fmt.Errorf("client: bad startOffsetInfo item %q", item)
-		}
-		off, err := strconv.ParseInt(f[2], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("client: bad startOffsetInfo item %q", item)
-		}
-		key := f[0] + "@" + f[1]
-		if _, dup := out[key]; dup {
-			return nil, fmt.Errorf("client: duplicate startOffsetInfo key %s", key)
-		}
-		out[key] = off
-	}
-	return out, nil
+	return parsePopInfo(s, "startOffsetInfo", func(v string) (int64, bool) {
+		off, err := strconv.ParseInt(v, 10, 64)
+		return off, err == nil
+	})
 }
 
 // parsePopMsgOffsets decodes the msgOffsetInfo header
 // ("retry queueId o1,o2,…;…") into retry@queueId → offsets.
 func parsePopMsgOffsets(s string) (map[string][]int64, error) {
-	out := make(map[string][]int64)
+	return parsePopInfo(s, "msgOffsetInfo", func(v string) ([]int64, bool) {
+		offs := []int64{}
+		for _, o := range strings.Split(v, ",") {
+			off, err := strconv.ParseInt(o, 10, 64)
+			if err != nil {
+				return nil, false
+			}
+			offs = append(offs, off)
+		}
+		return offs, true
+	})
+}
+
+// parsePopInfo decodes a pop answer's extra-info header named name:
+// ";"-joined "retry queueId value" items, into retry@queueId → the value
+// as parse reads it. A malformed item or a repeated key is an error.
+func parsePopInfo[V any](s, name string, parse func(string) (V, bool)) (map[string]V, error) {
+	out := make(map[string]V)
 	if s == "" {
 		return out, nil
 	}
 	for _, item := range strings.Split(s, ";") {
 		f := strings.Split(item, " ")
 		if len(f) != 3 {
-			return nil, fmt.Errorf("client: bad msgOffsetInfo item %q", item)
+			return nil, fmt.Errorf("client: bad %s item %q", name, item)
+		}
+		v, ok := parse(f[2])
+		if !ok {
+			return nil, fmt.Errorf("client: bad %s item %q", name, item)
 		}
 		key := f[0] + "@" + f[1]
 		if _, dup := out[key]; dup {
-			return nil, fmt.Errorf("client: duplicate msgOffsetInfo key %s", key)
+			return nil, fmt.Errorf("client: duplicate %s key %s", name, key)
 		}
-		offs := []int64{}
-		for _, v := range strings.Split(f[2], ",") {
-			off, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("client: bad msgOffsetInfo item %q", item)
-			}
-			offs = append(offs, off)
-		}
-		out[key] = offs
+		out[key] = v
 	}
 	return out, nil
 }

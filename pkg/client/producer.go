@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math/rand/v2"
 	"os"
 
@@ -14,11 +12,10 @@ import (
 // for concurrent use. Build it with NewProducer, call Start before sending
 // and Shutdown when done.
 type Producer struct {
+	groupClient
 	cfg    ProducerConfig
-	core   *core
 	ids    *message.UniqIDGenerator
 	zlib   *compressor
-	life   lifecycle
 	faults *faultAvoidance // nil when DisableFaultAvoidance
 }
 
@@ -37,16 +34,11 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	if !cfg.DisableFaultAvoidance {
 		p.faults = newFaultAvoidance(nil)
 	}
-	p.core = newCore(cfg.CommonConfig, p.heartbeatData)
+	p.groupClient = newGroupClient(cfg.CommonConfig, "producer", cfg.Group, p.heartbeatData)
 	// The salt stands in for Java's class-loader hash: it keeps ids of two
 	// producers in one process apart even when their counters meet.
 	p.ids = message.NewUniqIDGenerator(localIP(), os.Getpid(), rand.Int32(), nil)
 	return p, nil
-}
-
-// Start begins the heartbeat and route refresh loop. It does no network I/O.
-func (p *Producer) Start() error {
-	return p.core.startLoop(&p.life, "producer", p.cfg.Group, p.cfg.Logger)
 }
 
 // Shutdown refuses new sends, waits for sends in flight (async callbacks
@@ -61,12 +53,7 @@ func (p *Producer) Shutdown(ctx context.Context) error {
 	drainErr := drain(ctx, idle)
 	p.core.stop()
 	p.core.unregister(ctx, p.cfg.Group, "")
-	err := p.core.close()
-	p.cfg.Logger.Info("client: producer shut down", "group", p.cfg.Group)
-	if drainErr != nil {
-		return errors.Join(fmt.Errorf("client: producer %s: waiting for sends: %w", p.cfg.Group, drainErr), err)
-	}
-	return err
+	return p.core.finishShutdown("producer", "producer", p.cfg.Group, "sends", drainErr)
 }
 
 // ClientID is the id brokers know this producer by (ip@instance).

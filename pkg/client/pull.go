@@ -79,18 +79,12 @@ func (c *PullConsumer) pull(ctx context.Context, req PullRequest) (*PullResult, 
 
 // pullStatus maps the accepted pull codes (docs/protocol.md §2).
 func pullStatus(c int32) (PullStatus, bool) {
-	switch c {
-	case code.Success:
-		return PullFound, true
-	case code.PullNotFound:
-		return PullNoNewMsg, true
-	case code.PullRetryImmediately:
-		return PullNoMatchedMsg, true
-	case code.PullOffsetMoved:
-		return PullOffsetIllegal, true
-	}
-	return 0, false
+	s, ok := pullStatusOfCode[c]
+	return s, ok
 }
+
+// pullStatusOfCode maps the response codes of a pull to their status.
+var pullStatusOfCode = map[int32]PullStatus{code.Success: PullFound, code.PullNotFound: PullNoNewMsg, code.PullRetryImmediately: PullNoMatchedMsg, code.PullOffsetMoved: PullOffsetIllegal}
 
 // pullResult reads a pull response and post-processes its messages like
 // Java's PullAPIWrapper.processPullResult.

@@ -2,11 +2,8 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
 	"slices"
-	"sync"
 
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
@@ -16,12 +13,10 @@ import (
 // broker with UpdateOffset). ConsumeLoop runs a simple loop over all queues
 // of a topic. Safe for concurrent use.
 type PullConsumer struct {
-	cfg  PullConsumerConfig
-	core *core
-	life lifecycle
+	groupClient
+	cfg PullConsumerConfig
 
-	subMu sync.Mutex
-	subs  map[string]subscriptionData // topics announced in heartbeats
+	subs subscriptions // topics announced in heartbeats
 }
 
 // NewPullConsumer checks cfg and builds a consumer; nothing is dialled until
@@ -31,14 +26,9 @@ func NewPullConsumer(cfg PullConsumerConfig) (*PullConsumer, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &PullConsumer{cfg: cfg, subs: make(map[string]subscriptionData)}
-	c.core = newCore(cfg.CommonConfig, c.heartbeatData)
+	c := &PullConsumer{cfg: cfg}
+	c.groupClient = newGroupClient(cfg.CommonConfig, "pull consumer", cfg.Group, c.heartbeatData)
 	return c, nil
-}
-
-// Start begins the heartbeat and route refresh loop. It does no network I/O.
-func (c *PullConsumer) Start() error {
-	return c.core.startLoop(&c.life, "pull consumer", c.cfg.Group, c.cfg.Logger)
 }
 
 // Shutdown refuses new requests, stops running ConsumeLoops (they commit
@@ -52,18 +42,10 @@ func (c *PullConsumer) Shutdown(ctx context.Context) error {
 	// Cancelling the core context ends ConsumeLoops and long polls at once.
 	c.core.stop()
 	drainErr := drain(ctx, idle)
-	c.subMu.Lock()
-	subscribed := len(c.subs) > 0
-	c.subMu.Unlock()
-	if subscribed {
+	if !c.subs.empty() {
 		c.core.unregister(ctx, "", c.cfg.Group)
 	}
-	err := c.core.close()
-	c.cfg.Logger.Info("client: pull consumer shut down", "group", c.cfg.Group)
-	if drainErr != nil {
-		return errors.Join(fmt.Errorf("client: consumer %s: waiting for requests: %w", c.cfg.Group, drainErr), err)
-	}
-	return err
+	return c.core.finishShutdown("pull consumer", "consumer", c.cfg.Group, "requests", drainErr)
 }
 
 // ClientID is the id brokers know this consumer by (ip@instance).
@@ -79,30 +61,21 @@ func (c *PullConsumer) Subscribe(topic, expression, expressionType string) error
 	if err := protocol.ValidateTopic(topic); err != nil {
 		return fmt.Errorf("client: subscribe: %w", err)
 	}
-	c.subMu.Lock()
-	c.subs[topic] = newSubscription(topic, expression, expressionType)
-	c.subMu.Unlock()
+	c.subs.add(topic, expression, expressionType)
 	return nil
 }
 
 // Unsubscribe stops announcing topic.
 func (c *PullConsumer) Unsubscribe(topic string) {
-	c.subMu.Lock()
-	delete(c.subs, topic)
-	c.subMu.Unlock()
+	c.subs.remove(topic)
 }
 
 // heartbeatData announces the group with its subscriptions, if any, as a
 // pull ("CONSUME_ACTIVELY") clustering consumer.
 func (c *PullConsumer) heartbeatData() *heartbeatData {
-	c.subMu.Lock()
-	defer c.subMu.Unlock()
-	if len(c.subs) == 0 {
+	subs := c.subs.sorted()
+	if subs == nil {
 		return nil
-	}
-	subs := make([]subscriptionData, 0, len(c.subs))
-	for _, t := range slices.Sorted(maps.Keys(c.subs)) {
-		subs = append(subs, c.subs[t])
 	}
 	return &heartbeatData{
 		ClientID: c.core.clientID,

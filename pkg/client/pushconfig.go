@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/rmqgo/rmq/pkg/message"
@@ -49,15 +48,9 @@ const (
 	Broadcasting
 )
 
-func (m MessageModel) String() string {
-	switch m {
-	case Clustering:
-		return messageModelClustering
-	case Broadcasting:
-		return messageModelBroadcasting
-	}
-	return "MessageModel(" + strconv.Itoa(int(m)) + ")"
-}
+var messageModelNames = [...]string{Clustering: messageModelClustering, Broadcasting: messageModelBroadcasting}
+
+func (m MessageModel) String() string { return enumName(int(m), messageModelNames[:], "MessageModel") }
 
 // ConsumeFrom says where a queue with no committed offset starts.
 type ConsumeFrom int
@@ -74,17 +67,9 @@ const (
 	ConsumeFromTimestamp
 )
 
-func (c ConsumeFrom) String() string {
-	switch c {
-	case ConsumeFromLastOffset:
-		return consumeFromLastOffset
-	case ConsumeFromFirstOffset:
-		return "CONSUME_FROM_FIRST_OFFSET"
-	case ConsumeFromTimestamp:
-		return "CONSUME_FROM_TIMESTAMP"
-	}
-	return "ConsumeFrom(" + strconv.Itoa(int(c)) + ")"
-}
+var consumeFromNames = [...]string{ConsumeFromLastOffset: consumeFromLastOffset, ConsumeFromFirstOffset: "CONSUME_FROM_FIRST_OFFSET", ConsumeFromTimestamp: "CONSUME_FROM_TIMESTAMP"}
+
+func (c ConsumeFrom) String() string { return enumName(int(c), consumeFromNames[:], "ConsumeFrom") }
 
 // ConsumeResult is a handler's verdict on the messages it was given.
 type ConsumeResult int
@@ -100,14 +85,11 @@ const (
 	ConsumeRetryLater
 )
 
+// consumeResultNames are Java's ConsumeConcurrentlyStatus names.
+var consumeResultNames = [...]string{ConsumeSuccess: "CONSUME_SUCCESS", ConsumeRetryLater: "RECONSUME_LATER"}
+
 func (r ConsumeResult) String() string {
-	switch r {
-	case ConsumeSuccess:
-		return "CONSUME_SUCCESS"
-	case ConsumeRetryLater:
-		return "RECONSUME_LATER"
-	}
-	return "ConsumeResult(" + strconv.Itoa(int(r)) + ")"
+	return enumName(int(r), consumeResultNames[:], "ConsumeResult")
 }
 
 // ConsumeRequest is one handler call: messages of one queue, in queue

@@ -124,7 +124,7 @@ func newInnerProducer(common CommonConfig, co *core) (*Producer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Producer{cfg: cfg, core: co, zlib: z}
+	p := &Producer{groupClient: groupClient{core: co, kind: "producer", group: cfg.Group}, cfg: cfg, zlib: z}
 	p.ids = message.NewUniqIDGenerator(localIP(), os.Getpid(), rand.Int32(), nil)
 	p.life.start()
 	return p, nil

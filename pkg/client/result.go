@@ -19,18 +19,18 @@ const (
 	SendSlaveNotAvailable
 )
 
-func (s SendStatus) String() string {
-	switch s {
-	case SendOK:
-		return "SEND_OK"
-	case SendFlushDiskTimeout:
-		return "FLUSH_DISK_TIMEOUT"
-	case SendFlushSlaveTimeout:
-		return "FLUSH_SLAVE_TIMEOUT"
-	case SendSlaveNotAvailable:
-		return "SLAVE_NOT_AVAILABLE"
+// sendStatusNames are Java's SendStatus names.
+var sendStatusNames = [...]string{SendOK: "SEND_OK", SendFlushDiskTimeout: "FLUSH_DISK_TIMEOUT", SendFlushSlaveTimeout: "FLUSH_SLAVE_TIMEOUT", SendSlaveNotAvailable: "SLAVE_NOT_AVAILABLE"}
+
+func (s SendStatus) String() string { return enumName(int(s), sendStatusNames[:], "SendStatus") }
+
+// enumName is names[v], Java's name of an enum value, or typ(v) for a
+// value without one.
+func enumName(v int, names []string, typ string) string {
+	if v >= 0 && v < len(names) {
+		return names[v]
 	}
-	return "SendStatus(" + strconv.Itoa(int(s)) + ")"
+	return typ + "(" + strconv.Itoa(v) + ")"
 }
 
 // SendResult describes a delivered message (or batch).
@@ -63,19 +63,10 @@ const (
 	PullOffsetIllegal                   // offset out of range: continue at NextBeginOffset
 )
 
-func (s PullStatus) String() string {
-	switch s {
-	case PullFound:
-		return "FOUND"
-	case PullNoNewMsg:
-		return "NO_NEW_MSG"
-	case PullNoMatchedMsg:
-		return "NO_MATCHED_MSG"
-	case PullOffsetIllegal:
-		return "OFFSET_ILLEGAL"
-	}
-	return "PullStatus(" + strconv.Itoa(int(s)) + ")"
-}
+// pullStatusNames are Java's PullStatus names.
+var pullStatusNames = [...]string{PullFound: "FOUND", PullNoNewMsg: "NO_NEW_MSG", PullNoMatchedMsg: "NO_MATCHED_MSG", PullOffsetIllegal: "OFFSET_ILLEGAL"}
+
+func (s PullStatus) String() string { return enumName(int(s), pullStatusNames[:], "PullStatus") }
 
 // PullResult is one pull's answer. Continue at NextBeginOffset whatever the
 // status.

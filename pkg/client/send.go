@@ -321,18 +321,13 @@ func retriableSendCode(c int32) bool {
 
 // sendStatus maps the delivered codes; ok is false for the others.
 func sendStatus(c int32) (SendStatus, bool) {
-	switch c {
-	case code.Success:
-		return SendOK, true
-	case code.FlushDiskTimeout:
-		return SendFlushDiskTimeout, true
-	case code.FlushSlaveTimeout:
-		return SendFlushSlaveTimeout, true
-	case code.SlaveNotAvailable:
-		return SendSlaveNotAvailable, true
-	}
-	return 0, false
+	s, ok := sendStatusOfCode[c]
+	return s, ok
 }
+
+// sendStatusOfCode maps the response codes of a delivered message to its
+// status.
+var sendStatusOfCode = map[int32]SendStatus{code.Success: SendOK, code.FlushDiskTimeout: SendFlushDiskTimeout, code.FlushSlaveTimeout: SendFlushSlaveTimeout, code.SlaveNotAvailable: SendSlaveNotAvailable}
 
 // sendResult reads a send response (Java's processSendResponse).
 func (p *Producer) sendResult(resp *remoting.Command, mq protocol.MessageQueue, addr string, out *outgoing) (*SendResult, error) {

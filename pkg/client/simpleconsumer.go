@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -81,12 +78,10 @@ func (c SimpleConsumerConfig) normalize() (SimpleConsumerConfig, error) {
 // (Ack) before that, or it is delivered again; ChangeInvisibleTime
 // extends the time. Brokers keep the offsets. Safe for concurrent use.
 type SimpleConsumer struct {
-	cfg  SimpleConsumerConfig
-	core *core
-	life lifecycle
+	groupClient
+	cfg SimpleConsumerConfig
 
-	subMu sync.Mutex
-	subs  map[string]subscriptionData
+	subs subscriptions
 
 	nextTopic  atomic.Uint32
 	nextBroker atomic.Uint32
@@ -99,14 +94,9 @@ func NewSimpleConsumer(cfg SimpleConsumerConfig) (*SimpleConsumer, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &SimpleConsumer{cfg: cfg, subs: make(map[string]subscriptionData)}
-	c.core = newCore(cfg.CommonConfig, c.heartbeatData)
+	c := &SimpleConsumer{cfg: cfg}
+	c.groupClient = newGroupClient(cfg.CommonConfig, "simple consumer", cfg.Group, c.heartbeatData)
 	return c, nil
-}
-
-// Start begins the heartbeat and route refresh loop. It does no network I/O.
-func (c *SimpleConsumer) Start() error {
-	return c.core.startLoop(&c.life, "simple consumer", c.cfg.Group, c.cfg.Logger)
 }
 
 // Shutdown refuses new calls, ends Receives in flight, waits for the
@@ -120,12 +110,7 @@ func (c *SimpleConsumer) Shutdown(ctx context.Context) error {
 	c.core.stop()
 	drainErr := drain(ctx, idle)
 	c.core.unregister(ctx, "", c.cfg.Group)
-	err := c.core.close()
-	c.cfg.Logger.Info("client: simple consumer shut down", "group", c.cfg.Group)
-	if drainErr != nil {
-		return errors.Join(fmt.Errorf("client: simple consumer %s: waiting for requests: %w", c.cfg.Group, drainErr), err)
-	}
-	return err
+	return c.core.finishShutdown("simple consumer", "simple consumer", c.cfg.Group, "requests", drainErr)
 }
 
 // ClientID is the id brokers know this consumer by.
@@ -139,29 +124,20 @@ func (c *SimpleConsumer) Subscribe(topic, expression, expressionType string) err
 	if expressionType != "" && expressionType != ExpressionTypeTag && expressionType != ExpressionTypeSQL92 {
 		return fmt.Errorf("client: subscribe %s: unknown expression type %q", topic, expressionType)
 	}
-	c.subMu.Lock()
-	c.subs[topic] = newSubscription(topic, expression, expressionType)
-	c.subMu.Unlock()
+	c.subs.add(topic, expression, expressionType)
 	c.core.wakeHeartbeat()
 	return nil
 }
 
 // Unsubscribe removes topic.
 func (c *SimpleConsumer) Unsubscribe(topic string) {
-	c.subMu.Lock()
-	delete(c.subs, topic)
-	c.subMu.Unlock()
+	c.subs.remove(topic)
 }
 
 func (c *SimpleConsumer) heartbeatData() *heartbeatData {
-	c.subMu.Lock()
-	defer c.subMu.Unlock()
-	if len(c.subs) == 0 {
+	set := c.subs.sorted()
+	if set == nil {
 		return nil
-	}
-	set := make([]subscriptionData, 0, len(c.subs))
-	for _, t := range slices.Sorted(maps.Keys(c.subs)) {
-		set = append(set, c.subs[t])
 	}
 	return &heartbeatData{
 		ClientID: c.core.clientID,
@@ -196,16 +172,12 @@ func (c *SimpleConsumer) Receive(ctx context.Context, maxNum int, invisible time
 	ctx, release := boundTo(ctx, c.core.ctx)
 	defer release()
 
-	c.subMu.Lock()
-	topics := slices.Sorted(maps.Keys(c.subs))
-	c.subMu.Unlock()
+	topics := c.subs.topics()
 	if len(topics) == 0 {
 		return nil, errors.New("client: receive: no subscription")
 	}
 	topic := topics[int(c.nextTopic.Add(1)-1)%len(topics)]
-	c.subMu.Lock()
-	sd := c.subs[topic]
-	c.subMu.Unlock()
+	sd := c.subs.get(topic)
 
 	brokers, err := c.popBrokers(ctx, topic)
 	if err != nil {
@@ -378,26 +350,10 @@ func (c *SimpleConsumer) popResult(resp *remoting.Command, topic, broker, addr s
 // count") into retry@queueId / retry@qo<queueId>%<offset> → count, as
 // Java's ExtraInfoUtil.parseOrderCountInfo.
 func parsePopOrderCounts(s string) (map[string]int, error) {
-	out := make(map[string]int)
-	if s == "" {
-		return out, nil
-	}
-	for _, item := range strings.Split(s, ";") {
-		f := strings.Split(item, " ")
-		if len(f) != 3 {
-			return nil, fmt.Errorf("client: bad orderCountInfo item %q", item)
-		}
-		n, err := strconv.Atoi(f[2])
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("client: bad orderCountInfo item %q", item)
-		}
-		key := f[0] + "@" + f[1]
-		if _, dup := out[key]; dup {
-			return nil, fmt.Errorf("client: duplicate orderCountInfo key %s", key)
-		}
-		out[key] = n
-	}
-	return out, nil
+	return parsePopInfo(s, "orderCountInfo", func(v string) (int, bool) {
+		n, err := strconv.Atoi(v)
+		return n, err == nil && n >= 0
+	})
 }
 
 // orderCount is how often an orderly-popped message was popped before:

@@ -25,16 +25,12 @@ const (
 	TransactionRollback
 )
 
+// transactionStateNames are Java's LocalTransactionState names ("UNKNOW"
+// sic).
+var transactionStateNames = [...]string{TransactionUnknown: "UNKNOW", TransactionCommit: "COMMIT_MESSAGE", TransactionRollback: "ROLLBACK_MESSAGE"}
+
 func (s TransactionState) String() string {
-	switch s {
-	case TransactionUnknown:
-		return "UNKNOW" // sic, Java's LocalTransactionState name
-	case TransactionCommit:
-		return "COMMIT_MESSAGE"
-	case TransactionRollback:
-		return "ROLLBACK_MESSAGE"
-	}
-	return "TransactionState(" + strconv.Itoa(int(s)) + ")"
+	return enumName(int(s), transactionStateNames[:], "TransactionState")
 }
 
 // endTxType is the END_TRANSACTION commitOrRollback value of a state (the

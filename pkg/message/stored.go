@@ -104,16 +104,10 @@ func appendStored(dst []byte, m *Message, props []byte, fromMap bool) ([]byte, e
 // appendHost writes address ‖ int32 port; an invalid (zero) address is
 // written as 0.0.0.0.
 func appendHost(dst []byte, a netip.Addr, port uint16) []byte {
-	switch {
-	case a.Is6():
-		b := a.As16()
-		dst = append(dst, b[:]...)
-	case a.Is4():
-		b := a.As4()
-		dst = append(dst, b[:]...)
-	default:
-		dst = append(dst, 0, 0, 0, 0)
+	if !a.IsValid() {
+		a = netip.IPv4Unspecified()
 	}
+	dst = append(dst, a.AsSlice()...) // 4 bytes for IPv4, 16 for IPv6
 	return binary.BigEndian.AppendUint32(dst, uint32(port))
 }
 

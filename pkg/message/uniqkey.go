@@ -34,17 +34,10 @@ func NewUniqIDGenerator(ip netip.Addr, pid int, salt int32, now func() time.Time
 		now = time.Now
 	}
 	ip = ip.Unmap()
-	var b []byte
-	switch {
-	case ip.Is6():
-		a := ip.As16()
-		b = append(b, a[:]...)
-	case ip.Is4():
-		a := ip.As4()
-		b = append(b, a[:]...)
-	default:
-		b = append(b, 127, 0, 0, 1)
+	if !ip.IsValid() {
+		ip = netip.AddrFrom4([4]byte{127, 0, 0, 1})
 	}
+	b := ip.AsSlice() // 4 bytes for IPv4, 16 for IPv6
 	b = binary.BigEndian.AppendUint16(b, uint16(pid))
 	b = binary.BigEndian.AppendUint32(b, uint32(salt))
 	return &UniqIDGenerator{prefix: strings.ToUpper(hex.EncodeToString(b)), now: now}

@@ -62,18 +62,25 @@ func validChars(s string) bool {
 
 // ValidateTopic checks a topic name's characters and length.
 func ValidateTopic(topic string) error {
-	if strings.TrimSpace(topic) == "" {
-		return fmt.Errorf("the specified topic is blank")
-	}
-	if !validChars(topic) {
-		return fmt.Errorf("the specified topic %q contains illegal characters, allowing only ^[%%|a-zA-Z0-9_-]+$", topic)
-	}
 	max := TopicMaxLength
 	if strings.HasPrefix(topic, RetryGroupTopicPrefix) || strings.HasPrefix(topic, DLQGroupTopicPrefix) {
 		max = RetryDLQTopicMaxLen
 	}
-	if len(topic) > max {
-		return fmt.Errorf("the specified topic is longer than topic max length %d", max)
+	return validateName("topic", topic, max)
+}
+
+// validateName checks that name, a kind ("topic", "group"), is not blank,
+// has only legal characters and is at most max bytes long, with Java's
+// messages.
+func validateName(kind, name string, max int) error {
+	if strings.TrimSpace(name) == "" {
+		return fmt.Errorf("the specified %s is blank", kind)
+	}
+	if !validChars(name) {
+		return fmt.Errorf("the specified %s %q contains illegal characters, allowing only ^[%%|a-zA-Z0-9_-]+$", kind, name)
+	}
+	if len(name) > max {
+		return fmt.Errorf("the specified %s is longer than %s max length %d", kind, kind, max)
 	}
 	return nil
 }
@@ -100,16 +107,7 @@ func ValidateUserTopic(topic string) error {
 
 // ValidateGroup checks a consumer or producer group name.
 func ValidateGroup(group string) error {
-	if strings.TrimSpace(group) == "" {
-		return fmt.Errorf("the specified group is blank")
-	}
-	if !validChars(group) {
-		return fmt.Errorf("the specified group %q contains illegal characters, allowing only ^[%%|a-zA-Z0-9_-]+$", group)
-	}
-	if len(group) > GroupMaxLength {
-		return fmt.Errorf("the specified group is longer than group max length %d", GroupMaxLength)
-	}
-	return nil
+	return validateName("group", group, GroupMaxLength)
 }
 
 // IsReservedGroup reports whether a group name is reserved by the system.

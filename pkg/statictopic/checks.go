@@ -138,15 +138,16 @@ func CheckNameEpochNum(topic string, cfgs Configs) (int64, int, error) {
 	return epoch, num, nil
 }
 
-// details returns the details by epoch descending, then broker name.
-func (c Configs) details() []*protocol.TopicQueueMappingDetail {
+// Details returns the configs' mapping details by epoch descending, then
+// broker name.
+func (c Configs) Details() []*protocol.TopicQueueMappingDetail {
 	var ds []*protocol.TopicQueueMappingDetail
 	for _, tc := range c {
 		if tc != nil && tc.MappingDetail != nil {
 			ds = append(ds, tc.MappingDetail)
 		}
 	}
-	sort.Slice(ds, func(i, j int) bool {
+	sort.SliceStable(ds, func(i, j int) bool {
 		if ds[i].Epoch != ds[j].Epoch {
 			return ds[i].Epoch > ds[j].Epoch
 		}
@@ -164,7 +165,7 @@ func (c Configs) details() []*protocol.TopicQueueMappingDetail {
 func BuildLeaders(cfgs Configs, replace, complete bool) (map[int]Queue, error) {
 	out := map[int]Queue{}
 	maxNum := 0
-	for _, d := range cfgs.details() {
+	for _, d := range cfgs.Details() {
 		maxNum = max(maxNum, d.TotalQueues)
 		for _, g := range slices.Sorted(maps.Keys(d.HostedQueues)) {
 			items := d.HostedQueues[g]

@@ -302,7 +302,7 @@ func Repair(topic string, cur Configs, opt Options) (*Plan, []string, error) {
 	// Claims of the highest epoch win; two claims at one epoch cannot be
 	// settled from the state.
 	leaders := map[int]Queue{}
-	for _, d := range cfgs.details() {
+	for _, d := range cfgs.Details() {
 		for _, g := range slices.Sorted(maps.Keys(d.HostedQueues)) {
 			items := d.HostedQueues[g]
 			if err := CheckItems(items); err != nil {

@@ -33,13 +33,9 @@
 # directory).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-DURATION=${DURATION:-20s}
-ROUNDS=${ROUNDS:-2}
-SIZE=${SIZE:-1024}
-THREADS=${THREADS:-32}
-QUEUES=${QUEUES:-8}
-FLUSH_DISK_TYPE=${FLUSH_DISK_TYPE:-ASYNC_FLUSH}
-OUT=${OUT:-$(mktemp -t bench-ha-XXXX.jsonl)}
+# shellcheck source=bench-lib.sh
+. scripts/bench/bench-lib.sh
+bench_defaults 20s bench-ha
 PHASES=${PHASES:-repl failover}
 SYSTEMS=${SYSTEMS:-ours apache}
 FO_ROUNDS=${FO_ROUNDS:-10}

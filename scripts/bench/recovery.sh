@@ -13,19 +13,11 @@ FLUSH_DISK_TYPE=${FLUSH_DISK_TYPE:-ASYNC_FLUSH}
 make build >/dev/null
 work=$(mktemp -d -t recovery-XXXX)
 NS_PORT=${NS_PORT:-41876} BR_PORT=${BR_PORT:-42911}
-pids=()
+# shellcheck source=../local-lib.sh
+. scripts/local-lib.sh
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"; }
 trap cleanup EXIT INT TERM
-cat >"$work/broker.conf" <<CONF
-brokerClusterName=DefaultCluster
-brokerName=broker-rec
-brokerId=0
-brokerIP1=127.0.0.1
-listenPort=$BR_PORT
-namesrvAddr=127.0.0.1:$NS_PORT
-storePathRootDir=$work/store
-flushDiskType=$FLUSH_DISK_TYPE
-CONF
+broker_conf broker-rec "$BR_PORT" "127.0.0.1:$NS_PORT" "$work/store" "$FLUSH_DISK_TYPE" >"$work/broker.conf"
 bin/namesrv --listen-port $NS_PORT --kv-config-path "$work/kv.json" >"$work/namesrv.log" 2>&1 &
 pids+=($!)
 start_broker() {

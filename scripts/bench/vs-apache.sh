@@ -11,13 +11,9 @@
 # FLUSH_DISK_TYPE (ASYNC_FLUSH), QUEUES (8), OUT (a results file).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-DURATION=${DURATION:-30s}
-ROUNDS=${ROUNDS:-2}
-SIZE=${SIZE:-1024}
-THREADS=${THREADS:-32}
-QUEUES=${QUEUES:-8}
-FLUSH_DISK_TYPE=${FLUSH_DISK_TYPE:-ASYNC_FLUSH}
-OUT=${OUT:-$(mktemp -t vs-apache-XXXX.jsonl)}
+# shellcheck source=bench-lib.sh
+. scripts/bench/bench-lib.sh
+bench_defaults 30s vs-apache
 export FLUSH_DISK_TYPE
 
 make build >/dev/null
@@ -26,7 +22,8 @@ A_NS=127.0.0.1:19876 A_BR=127.0.0.1:20911
 O_NS_PORT=39876 O_BR_PORT=40911
 O_NS=127.0.0.1:$O_NS_PORT O_BR=127.0.0.1:$O_BR_PORT
 
-pids=()
+# shellcheck source=../local-lib.sh
+. scripts/local-lib.sh
 cleanup() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   NAMESRV_PORT=19876 scripts/apache/stop.sh >/dev/null 2>&1 || true
@@ -40,16 +37,7 @@ NAMESRV_PORT=19876 BROKER_PORT=20911 APACHE_COMMITLOG_SIZE=$((1 << 30)) scripts/
   cat "$work/apache.out" >&2; exit 1; }
 
 echo "starting ours ($FLUSH_DISK_TYPE)..." >&2
-cat >"$work/broker.conf" <<CONF
-brokerClusterName=DefaultCluster
-brokerName=broker-ours
-brokerId=0
-brokerIP1=127.0.0.1
-listenPort=$O_BR_PORT
-namesrvAddr=$O_NS
-storePathRootDir=$work/ours
-flushDiskType=$FLUSH_DISK_TYPE
-CONF
+broker_conf broker-ours "$O_BR_PORT" "$O_NS" "$work/ours" "$FLUSH_DISK_TYPE" >"$work/broker.conf"
 bin/namesrv --listen-port $O_NS_PORT --kv-config-path "$work/kv.json" >"$work/namesrv.log" 2>&1 &
 pids+=($!)
 sleep 1

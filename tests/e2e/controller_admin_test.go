@@ -28,9 +28,7 @@ import (
 // cleanBrokerMetadata, then the Java tool's, change the state the way the
 // controller decides.
 func TestControllerMQAdmin(t *testing.T) {
-	if framework.Kind(*clusterFlag) == framework.InProcess {
-		t.Skip("runs a nameserver process with an embedded controller: -cluster=process only")
-	}
+	processOnly(t, "runs a nameserver process with an embedded controller")
 	// Mostly waiting for the Java tool's JVMs and elections: runs beside
 	// the other slow tests.
 	t.Parallel()

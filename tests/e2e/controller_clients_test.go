@@ -37,9 +37,7 @@ type clientsCtrlSet struct{ *ctrlCluster }
 // startClientsCtrlSet starts the topology; extra adds broker properties.
 func startClientsCtrlSet(t *testing.T, cluster string, extra map[string]string) *clientsCtrlSet {
 	t.Helper()
-	if framework.Kind(*clusterFlag) == framework.InProcess {
-		t.Skip("kills broker processes: runs with -cluster=process only")
-	}
+	processOnly(t, "kills broker processes")
 	c := startCtrlCluster(t, ctrlClusterOptions{Cluster: cluster, Topic: cluster + "Topic", Broker: extra})
 	return &clientsCtrlSet{c}
 }
@@ -497,9 +495,7 @@ func startWithShutdown(t *testing.T, c interface {
 // as SLAVE meanwhile); producers must be told SERVICE_NOT_AVAILABLE (14),
 // which they retry on another broker, not a slave's SYSTEM_BUSY.
 func TestFencedBrokerAnswersServiceNotAvailable(t *testing.T) {
-	if framework.Kind(*clusterFlag) == framework.InProcess {
-		t.Skip("starts a broker process: runs with -cluster=process only")
-	}
+	processOnly(t, "starts a broker process")
 	t.Parallel()
 	bin := harness.BuildBinaries(t, harness.Broker)
 	dir := t.TempDir()

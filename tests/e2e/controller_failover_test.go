@@ -7,7 +7,6 @@ import (
 
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
-	"github.com/rmqgo/rmq/tests/framework"
 	"github.com/rmqgo/rmq/tests/internal/chaos"
 )
 
@@ -19,9 +18,7 @@ import (
 // every SEND_OK message is consumed. Before the run, our mqadmin and the
 // Java tool print the same getBrokerEpoch and haStatus (ctrlAdminMatchesJava).
 func TestControllerModeFailover(t *testing.T) {
-	if framework.Kind(*clusterFlag) == framework.InProcess {
-		t.Skip("kills broker processes: runs with -cluster=process only")
-	}
+	processOnly(t, "kills broker processes")
 	// Mostly waiting for elections and client-go's route refresh: runs
 	// beside the other slow tests.
 	t.Parallel()

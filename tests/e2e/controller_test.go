@@ -16,7 +16,6 @@ import (
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
-	"github.com/rmqgo/rmq/tests/framework"
 )
 
 // ctrlNode is one nameserver process with an embedded controller.
@@ -31,9 +30,7 @@ type ctrlNode struct {
 // discovery, id assignment, registration, heartbeats, a broker-triggered
 // election, reads, then a kill -9 of the raft leader.
 func TestEmbeddedControllers(t *testing.T) {
-	if framework.Kind(*clusterFlag) == framework.InProcess {
-		t.Skip("kills controller processes: runs with -cluster=process only")
-	}
+	processOnly(t, "kills controller processes")
 	// Mostly waiting for raft elections: runs beside the other slow tests.
 	t.Parallel()
 	bin := harness.BuildBinaries(t, harness.Namesrv)

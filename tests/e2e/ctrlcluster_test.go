@@ -353,17 +353,7 @@ func trimEnds(l []protocol.EpochEntry) []protocol.EpochEntry {
 
 func epochCache(t *testing.T, rc *remoting.Client, addr string) protocol.EpochEntryCache {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	resp, err := rc.Invoke(ctx, addr, remoting.NewRequest(code.GetBrokerEpochCache, nil, nil))
-	if err != nil || resp.Code != code.Success {
-		t.Fatalf("GET_BROKER_EPOCH_CACHE %s: %v %v", addr, err, resp)
-	}
-	var c protocol.EpochEntryCache
-	if err := protocol.Unmarshal(resp.Body, &c); err != nil {
-		t.Fatalf("epoch cache of %s: %v", addr, err)
-	}
-	return c
+	return harness.Query[protocol.EpochEntryCache](t, rc, addr, code.GetBrokerEpochCache)
 }
 
 func createTopic(t *testing.T, rc *remoting.Client, addr, topic string) {

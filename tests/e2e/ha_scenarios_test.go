@@ -17,7 +17,6 @@ import (
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
-	"github.com/rmqgo/rmq/tests/framework"
 	"github.com/rmqgo/rmq/tests/internal/chaos"
 )
 
@@ -30,9 +29,7 @@ import (
 // run on it, and waits for the run's first acknowledgements.
 func startScenario(t *testing.T, name string, lease, heartbeatTimeout time.Duration) (*ctrlCluster, *chaos.Run) {
 	t.Helper()
-	if framework.Kind(*clusterFlag) == framework.InProcess {
-		t.Skip("kills and stops processes: runs with -cluster=process only")
-	}
+	processOnly(t, "kills and stops processes")
 	broker := map[string]string{}
 	if lease > 0 {
 		broker["masterLeaseMillis"] = strconv.FormatInt(lease.Milliseconds(), 10)
@@ -296,9 +293,7 @@ func TestHAScenarioMasterSIGSTOP(t *testing.T) {
 // that truncation and restarted, it still holds no byte of the old tail.
 func TestHAScenarioUnackedTailRejoin(t *testing.T) {
 	t.Parallel()
-	if framework.Kind(*clusterFlag) == framework.InProcess {
-		t.Skip("kills and stops processes: runs with -cluster=process only")
-	}
+	processOnly(t, "kills and stops processes")
 	// The set never shrinks here: the frozen slaves stay members, so
 	// nothing stored while they are away can be acknowledged.
 	c := startCtrlCluster(t, ctrlClusterOptions{Cluster: "ScenTail", Topic: "ScenTailTopic",

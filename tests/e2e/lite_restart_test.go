@@ -193,16 +193,21 @@ func TestLiteRestartRecoversEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer adm.Close()
-	testutil.Eventually(t, 30*time.Second, func() error {
-		bi, err := adm.GetBrokerLiteInfo(ctx, bp.Addr())
-		if err != nil {
-			return err
-		}
-		if bi.CurrentLmqNum != liteRestartTopics {
-			return fmt.Errorf("%d LMQs", bi.CurrentLmqNum)
-		}
-		return nil
-	})
+	// allLMQs waits until the broker holds every lite topic's LMQ.
+	allLMQs := func(within time.Duration, when string) {
+		t.Helper()
+		testutil.Eventually(t, within, func() error {
+			bi, err := adm.GetBrokerLiteInfo(ctx, bp.Addr())
+			if err != nil {
+				return err
+			}
+			if bi.CurrentLmqNum != liteRestartTopics {
+				return fmt.Errorf("%d LMQs%s", bi.CurrentLmqNum, when)
+			}
+			return nil
+		})
+	}
+	allLMQs(30*time.Second, "")
 
 	// The first half, through events and full dispatch.
 	d := &liteDrain{t: t, rc: rc, addr: bp.Addr(), clientID: "client-1", seen: map[string]int{}}
@@ -215,16 +220,7 @@ func TestLiteRestartRecoversEvents(t *testing.T) {
 	bp.Start(t)
 
 	// Lite topics and the group's offsets survived.
-	testutil.Eventually(t, 20*time.Second, func() error {
-		bi, err := adm.GetBrokerLiteInfo(ctx, bp.Addr())
-		if err != nil {
-			return err
-		}
-		if bi.CurrentLmqNum != liteRestartTopics {
-			return fmt.Errorf("%d LMQs after the restart", bi.CurrentLmqNum)
-		}
-		return nil
-	})
+	allLMQs(20*time.Second, " after the restart")
 	gi, err := adm.GetLiteGroupInfo(ctx, bp.Addr(), liteGroup, "", 5)
 	if err != nil {
 		t.Fatal(err)

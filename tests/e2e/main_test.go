@@ -25,6 +25,15 @@ import (
 // clusterFlag is -cluster, read once by TestMain into clusterKind.
 var clusterFlag = flag.String("cluster", string(framework.Process), "cluster implementation: process (real binaries) or inproc (in the test process)")
 
+// processOnly skips the test under -cluster=inproc: what it does (why)
+// needs server processes.
+func processOnly(t *testing.T, why string) {
+	t.Helper()
+	if framework.Kind(*clusterFlag) == framework.InProcess {
+		t.Skip(why + ": runs with -cluster=process only")
+	}
+}
+
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if _, err := framework.ParseKind(*clusterFlag); err != nil {

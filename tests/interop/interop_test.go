@@ -77,7 +77,7 @@ func TestResultParsing(t *testing.T) {
 	}
 	want := checkmsg.Result{Client: "java", ClientVersion: "V5_5_0", ClientVersionCode: 513, Mode: "roundtrip",
 		Namesrv: "127.0.0.1:9876", Topic: "T", Group: "g", Run: "r1", SendMode: "sync", Sent: 10, SendMs: 5,
-		SendPerSec: 2000, Expected: 10, Received: 11, Distinct: 10, Duplicates: 1, ConsumeMs: 7,
+		SendPerSec: 2000, Expected: 10, Consumed: checkmsg.Consumed{Received: 11, Distinct: 10, Duplicates: 1, ConsumeMs: 7},
 		ConsumePerSec: 1428, TotalMs: 20, Errors: []string{"consume: 1 duplicates"}}
 	got := r.Result
 	if got.Client != want.Client || got.ClientVersionCode != want.ClientVersionCode || got.Sent != want.Sent ||

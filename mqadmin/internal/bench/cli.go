@@ -66,6 +66,15 @@ type exitError struct {
 
 func (e exitError) Error() string { return e.err.Error() }
 
+// runFailed is the exit error of a mode's run that failed with err ("mqbench
+// <mode>: err", exit 1), or nil when err is nil.
+func runFailed(mode string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return exitError{ExitError, fmt.Errorf("mqbench %s: %w", mode, err)}
+}
+
 func newRoot(ctx context.Context, stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "mqbench",
@@ -97,7 +106,10 @@ type commonFlags struct {
 	json, verbose     bool
 }
 
-func (c *commonFlags) register(fs *pflag.FlagSet) {
+// register adds the flags every mode shares to cmd and returns its flag
+// set for the mode's own.
+func (c *commonFlags) register(cmd *cobra.Command) *pflag.FlagSet {
+	fs := cmd.Flags()
 	fs.StringVarP(&c.namesrv, "namesrvAddr", "n", "", "Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876' (default $NAMESRV_ADDR, else 127.0.0.1:9876)")
 	fs.StringVarP(&c.topic, "topic", "t", DefaultTopic, "Topic name")
 	fs.VarP(&c.trace, "msgTraceEnable", "m", "Message Trace Enable (not supported; ignored), Default: false")
@@ -108,6 +120,17 @@ func (c *commonFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.duration, "duration", 0, "Stop after this long, e.g. 60s (default: run until the quantity is sent or Ctrl-C)")
 	fs.BoolVar(&c.json, "json", false, "Print a final one-line JSON summary")
 	fs.BoolVarP(&c.verbose, "verbose", "v", false, "Log client warnings and failed sends to stderr")
+	return fs
+}
+
+// options are the RunOptions the flags give, writing to stdout and stderr.
+func (c *commonFlags) options(getenv func(string) string, stdout, stderr io.Writer) RunOptions {
+	ns, cred, log := c.resolve(getenv, stderr)
+	return RunOptions{
+		NameServer: ns, Topic: strings.TrimSpace(c.topic), Credentials: cred, Logger: log,
+		ReportInterval: time.Duration(c.reportIntervalMS) * time.Millisecond, Duration: c.duration, JSON: c.json,
+		Out: stdout, Err: stderr,
+	}
 }
 
 func (c *commonFlags) resolve(getenv func(string) string, stderr io.Writer) (ns string, cred *client.Credentials, log *slog.Logger) {
@@ -148,13 +171,11 @@ func newProducerCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra
 			if !strings.EqualFold(compressType, "ZLIB") {
 				return exitError{ExitUsage, fmt.Errorf("compress type %s is not supported (only ZLIB)", compressType)}
 			}
-			o.NameServer, o.Credentials, o.Logger = c.resolve(getenv, stderr)
-			o.Topic, o.ReportInterval, o.Duration, o.JSON = strings.TrimSpace(c.topic), time.Duration(c.reportIntervalMS)*time.Millisecond, c.duration, c.json
+			o.RunOptions = c.options(getenv, stdout, stderr)
 			o.KeyEnable, o.DelayEnable, o.Async, o.CompressEnable, o.FlushCheck = bool(keys), bool(delay), bool(async), bool(compress), flushCheck
-			o.Out, o.Err = stdout, stderr
 			sum, err := RunProducer(cmd.Context(), o)
 			if err != nil {
-				return exitError{ExitError, fmt.Errorf("mqbench producer: %w", err)}
+				return runFailed("producer", err)
 			}
 			if fc := sum.FlushCheck; fc != nil && !fc.OK {
 				return exitError{ExitError, errors.New("mqbench producer: flush check failed")}
@@ -162,8 +183,7 @@ func newProducerCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra
 			return nil
 		},
 	}
-	fs := cmd.Flags()
-	c.register(fs)
+	fs := c.register(cmd)
 	fs.IntVarP(&o.Threads, "threadCount", "w", 64, "Thread count (async mode uses 1)")
 	fs.IntVarP(&o.MessageSize, "messageSize", "s", 128, "Message Size")
 	fs.VarP(&keys, "keyEnable", "k", "Message Key Enable, Default: false")
@@ -201,17 +221,12 @@ with updateTopic -a +message.type=LITE and the group with updateSubGroup --attri
 +lite.bind.topic=<parent> first.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.NameServer, o.Credentials, o.Logger = c.resolve(getenv, stderr)
-			o.Topic, o.ReportInterval, o.Duration, o.JSON = strings.TrimSpace(c.topic), time.Duration(c.reportIntervalMS)*time.Millisecond, c.duration, c.json
-			o.Out, o.Err = stdout, stderr
-			if _, err := RunLiteConsumer(cmd.Context(), o); err != nil {
-				return exitError{ExitError, fmt.Errorf("mqbench lite-consumer: %w", err)}
-			}
-			return nil
+			o.RunOptions = c.options(getenv, stdout, stderr)
+			_, err := RunLiteConsumer(cmd.Context(), o)
+			return runFailed("lite-consumer", err)
 		},
 	}
-	fs := cmd.Flags()
-	c.register(fs)
+	fs := c.register(cmd)
 	fs.IntVarP(&o.Threads, "threadCount", "w", 20, "Thread count: handler calls at once (one per lite topic at a time)")
 	fs.StringVarP(&o.Group, "group", "g", DefaultLiteConsumerGroup, "Lite consumer group (lite.bind.topic = the topic)")
 	fs.IntVar(&o.LiteTopics, "lite-topics", 0, "Lite topics the producer sends to (<lite-prefix>0 … N-1); required")
@@ -235,19 +250,14 @@ func newConsumerCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra
 		Short: "Consume every queue of a topic and report rates and delays (Apache's benchmark Consumer)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.NameServer, o.Credentials, o.Logger = c.resolve(getenv, stderr)
-			o.Topic, o.ReportInterval, o.Duration, o.JSON = strings.TrimSpace(c.topic), time.Duration(c.reportIntervalMS)*time.Millisecond, c.duration, c.json
+			o.RunOptions = c.options(getenv, stdout, stderr)
 			o.GroupSuffix = bool(suffix)
-			o.Out, o.Err = stdout, stderr
 			_ = rebalance // Java's client/server rebalance switch: one instance consumes every queue here
-			if _, err := RunConsumer(cmd.Context(), o); err != nil {
-				return exitError{ExitError, fmt.Errorf("mqbench consumer: %w", err)}
-			}
-			return nil
+			_, err := RunConsumer(cmd.Context(), o)
+			return runFailed("consumer", err)
 		},
 	}
-	fs := cmd.Flags()
-	c.register(fs)
+	fs := c.register(cmd)
 	fs.IntVarP(&o.Threads, "threadCount", "w", 20, "Thread count: handler calls at once")
 	fs.StringVarP(&o.Group, "group", "g", DefaultConsumerGroup, "Consumer group name")
 	fs.VarP(&suffix, "group-suffix", "p", "Is group suffix enable (group_<ms%100>), Default: false")

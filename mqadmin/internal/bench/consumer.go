@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -28,8 +26,7 @@ const routeWait = time.Second
 // every queue of the topic itself (no rebalancing between instances: run
 // one per group).
 type ConsumerOptions struct {
-	NameServer     string
-	Topic          string
+	RunOptions
 	Group          string
 	GroupSuffix    bool   // append "_<ms % 100>" to the group, as Java's -p
 	FilterType     string // "TAG" or "SQL92" (with ExpressionFile)
@@ -37,17 +34,11 @@ type ConsumerOptions struct {
 	FailRate       float64
 	Threads        int // handler calls running at once
 	FromFirst      bool
-	ReportInterval time.Duration
-	Duration       time.Duration // 0: until ctx ends
-	Count          int64         // stop after this many messages; 0: no limit
-	JSON           bool
-	Credentials    *client.Credentials
-	Out, Err       io.Writer
-	Logger         *slog.Logger
+	Count          int64 // stop after this many messages; 0: no limit
 }
 
 func (o *ConsumerOptions) defaults() error {
-	o.Topic = cmp.Or(o.Topic, DefaultTopic)
+	o.RunOptions.fill()
 	o.Group = cmp.Or(o.Group, DefaultConsumerGroup)
 	if o.GroupSuffix {
 		o.Group += "_" + strconv.FormatInt(time.Now().UnixMilli()%100, 10)
@@ -55,10 +46,6 @@ func (o *ConsumerOptions) defaults() error {
 	if o.Threads <= 0 {
 		o.Threads = 20
 	}
-	if o.ReportInterval <= 0 {
-		o.ReportInterval = DefaultReportInterval
-	}
-	outputDefaults(&o.Out, &o.Err, &o.Logger)
 	if o.FailRate < 0 || o.FailRate > 1 || o.Count < 0 {
 		return errors.New("fail rate must be in [0, 1] and count not negative")
 	}

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -64,31 +62,24 @@ func (r *producerRun) nextLite() string {
 
 // LiteConsumerOptions configure RunLiteConsumer.
 type LiteConsumerOptions struct {
-	NameServer string
-	Topic      string // the LITE parent topic
+	RunOptions        // Topic is the LITE parent topic
 	Group      string // a lite group bound to Topic (lite.bind.topic)
 	// LiteTopics is how many lite topics the producer sends to
 	// (<LitePrefix>0 …); Fraction of them (rounded up, at least one) are
 	// subscribed, from index First on (wrapping around), so several
 	// consumers can take different slices.
-	LiteTopics     int
-	LitePrefix     string
-	Fraction       float64 // (0, 1]; default 1
-	First          int
-	FromMax        bool          // subscribe with OffsetPolicyMax: skip what the lite topics hold already
-	Threads        int           // handler calls running at once; default 20
-	InvisibleTime  time.Duration // default 30 s
-	ReportInterval time.Duration
-	Duration       time.Duration // 0: until Count or ctx ends
-	Count          int64         // stop after this many messages; 0: no limit
-	JSON           bool
-	Credentials    *client.Credentials
-	Out, Err       io.Writer
-	Logger         *slog.Logger
+	LiteTopics    int
+	LitePrefix    string
+	Fraction      float64 // (0, 1]; default 1
+	First         int
+	FromMax       bool          // subscribe with OffsetPolicyMax: skip what the lite topics hold already
+	Threads       int           // handler calls running at once; default 20
+	InvisibleTime time.Duration // default 30 s
+	Count         int64         // stop after this many messages; 0: no limit
 }
 
 func (o *LiteConsumerOptions) defaults() error {
-	o.Topic = cmp.Or(o.Topic, DefaultTopic)
+	o.RunOptions.fill()
 	o.Group = cmp.Or(o.Group, DefaultLiteConsumerGroup)
 	if o.LiteTopics <= 0 {
 		return errors.New("the lite consumer needs the number of lite topics (--lite-topics)")
@@ -111,10 +102,6 @@ func (o *LiteConsumerOptions) defaults() error {
 	if o.InvisibleTime == 0 {
 		o.InvisibleTime = client.DefaultLiteInvisibleTime
 	}
-	if o.ReportInterval <= 0 {
-		o.ReportInterval = DefaultReportInterval
-	}
-	outputDefaults(&o.Out, &o.Err, &o.Logger)
 	return protocol.ValidateTopic(o.Topic)
 }
 

@@ -13,12 +13,7 @@ import (
 )
 
 func startLiteCluster(t *testing.T) *clienttest.Cluster {
-	t.Helper()
-	c, err := clienttest.StartCluster("broker-a", "broker-b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	c := startBrokers(t)
 	for _, b := range c.Brokers {
 		b.CreateLiteTopic(DefaultTopic, 2)
 		b.CreateLiteGroup(DefaultLiteConsumerGroup, DefaultTopic, 0)

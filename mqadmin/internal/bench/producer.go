@@ -32,8 +32,7 @@ const (
 // ProducerOptions configure RunProducer. They mirror the options of
 // Apache's benchmark Producer (and BatchProducer for BatchSize > 1).
 type ProducerOptions struct {
-	NameServer      string
-	Topic           string
+	RunOptions
 	Group           string
 	Threads         int // sync senders; async mode uses one, as Java
 	MessageSize     int
@@ -48,15 +47,9 @@ type ProducerOptions struct {
 	CompressEnable  bool
 	CompressLevel   int
 	CompressOver    int
-	ReportInterval  time.Duration
-	Duration        time.Duration // 0: no limit
 	FlushCheck      bool
-	JSON            bool
-	Credentials     *client.Credentials
 	MaxInflight     int           // async: in-flight cap; default 10000
 	ErrorPause      time.Duration // pause after a failed send; default 3 s (Java)
-	Out, Err        io.Writer
-	Logger          *slog.Logger
 
 	// LiteTopics > 0 is the lite mode: Topic is a LITE parent and every
 	// message names one of LiteTopics lite topics <LitePrefix>0 … (one
@@ -67,7 +60,7 @@ type ProducerOptions struct {
 }
 
 func (o *ProducerOptions) defaults() error {
-	o.Topic = cmp.Or(o.Topic, DefaultTopic)
+	o.RunOptions.fill()
 	o.Group = cmp.Or(o.Group, DefaultProducerGroup)
 	if o.Threads <= 0 {
 		o.Threads = 64
@@ -90,16 +83,12 @@ func (o *ProducerOptions) defaults() error {
 	if o.CompressOver <= 0 {
 		o.CompressOver = 4096
 	}
-	if o.ReportInterval <= 0 {
-		o.ReportInterval = DefaultReportInterval
-	}
 	if o.MaxInflight <= 0 {
 		o.MaxInflight = maxAsyncInflight
 	}
 	if o.ErrorPause <= 0 {
 		o.ErrorPause = errorPause
 	}
-	outputDefaults(&o.Out, &o.Err, &o.Logger)
 	if o.MessageQuantity < 0 || o.TagCount < 0 || o.PropertySize < 0 {
 		return errors.New("negative messageQuantity, tagCount or propertySize")
 	}
@@ -430,16 +419,33 @@ func sleepUntil(ctx context.Context, d time.Duration) {
 	}
 }
 
-// outputDefaults discards what a run would print or log when the caller
-// gave no writer or logger.
-func outputDefaults(out, errOut *io.Writer, log **slog.Logger) {
-	if *out == nil {
-		*out = io.Discard
+// RunOptions are what every mode takes the same way: where to connect,
+// how long to run, and how and where to report.
+type RunOptions struct {
+	NameServer     string
+	Topic          string
+	ReportInterval time.Duration
+	Duration       time.Duration // 0: until the mode's own limit or ctx ends
+	JSON           bool
+	Credentials    *client.Credentials
+	Out, Err       io.Writer
+	Logger         *slog.Logger
+}
+
+// fill sets the defaults: DefaultTopic, DefaultReportInterval, and output
+// and logs discarded.
+func (o *RunOptions) fill() {
+	o.Topic = cmp.Or(o.Topic, DefaultTopic)
+	if o.ReportInterval <= 0 {
+		o.ReportInterval = DefaultReportInterval
 	}
-	if *errOut == nil {
-		*errOut = io.Discard
+	if o.Out == nil {
+		o.Out = io.Discard
 	}
-	if *log == nil {
-		*log = slog.New(slog.DiscardHandler)
+	if o.Err == nil {
+		o.Err = io.Discard
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 }

@@ -13,13 +13,20 @@ import (
 )
 
 func startCluster(t *testing.T) *clienttest.Cluster {
+	c := startBrokers(t)
+	c.CreateTopic(DefaultTopic, 4)
+	return c
+}
+
+// startBrokers starts a nameserver with brokers broker-a and broker-b,
+// closed when the test ends.
+func startBrokers(t *testing.T) *clienttest.Cluster {
 	t.Helper()
 	c, err := clienttest.StartCluster("broker-a", "broker-b")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	c.CreateTopic(DefaultTopic, 4)
 	return c
 }
 
@@ -119,7 +126,8 @@ func TestProducerCountsFailures(t *testing.T) {
 	}
 	var out bytes.Buffer
 	sum, err := RunProducer(context.Background(), ProducerOptions{
-		NameServer: c.Namesrv.Addr(), Threads: 1, MessageQuantity: 10, ErrorPause: time.Millisecond, Out: &out,
+		RunOptions: RunOptions{NameServer: c.Namesrv.Addr(), Out: &out},
+		Threads:    1, MessageQuantity: 10, ErrorPause: time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +157,9 @@ func TestMainUsage(t *testing.T) {
 func TestDurationStopsProducer(t *testing.T) {
 	c := startCluster(t)
 	start := time.Now()
-	sum, err := RunProducer(context.Background(), ProducerOptions{NameServer: c.Namesrv.Addr(), Threads: 2, Duration: 300 * time.Millisecond})
+	sum, err := RunProducer(context.Background(), ProducerOptions{
+		RunOptions: RunOptions{NameServer: c.Namesrv.Addr(), Duration: 300 * time.Millisecond}, Threads: 2,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

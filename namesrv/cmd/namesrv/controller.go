@@ -12,17 +12,11 @@ import (
 	"github.com/rmqgo/rmq/namesrv/controller"
 )
 
-type controllerFlags struct {
-	configFile string
-	printAll   bool
-	logLevel   string
-}
-
 // newControllerCommand is `namesrv controller -c controller.conf`: the HA
 // controller alone (Apache's mqcontroller), with the keys of
 // docs/operations.md "Running the controller".
 func newControllerCommand(ctx context.Context, stdout, stderr io.Writer, environ []string) *cobra.Command {
-	var f controllerFlags
+	var f serverFlags
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "run only the HA controller (standalone, like Apache's mqcontroller)",
@@ -40,22 +34,17 @@ prefix (CONTROLLER_CONTROLLER_STORE_PATH). See docs/operations.md.`,
 			return runController(ctx, &f, stdout, stderr, environ)
 		},
 	}
-	fs := cmd.Flags()
-	fs.StringVarP(&f.configFile, "configFile", "c", "", "controller config properties file")
-	fs.BoolVarP(&f.printAll, "printConfigItem", "p", false, "print all config items and exit")
-	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.register(cmd, "controller")
 	return cmd
 }
 
-func runController(ctx context.Context, f *controllerFlags, stdout, stderr io.Writer, environ []string) error {
+func runController(ctx context.Context, f *serverFlags, stdout, stderr io.Writer, environ []string) error {
 	log, err := newLogger(f.logLevel, stderr)
 	if err != nil {
 		return err
 	}
 	cfg, unknown, err := controller.Load(pkgconfig.Source{File: f.configFile, Environ: environ}, homeDir())
-	for _, k := range originalKeys(f.configFile, unknown) {
-		log.Warn("unknown config key ignored", "key", k, "file", f.configFile)
-	}
+	f.warnUnknown(log, unknown)
 	if f.printAll {
 		fmt.Fprint(stdout, pkgconfig.Properties(&cfg))
 		return nil

@@ -45,14 +45,36 @@ func main() {
 	}
 }
 
+// serverFlags are the options of the nameserver and of the standalone
+// controller alike.
+type serverFlags struct {
+	configFile string
+	printAll   bool
+	logLevel   string
+}
+
+// register adds the options to cmd; what names the config file's owner in
+// its usage.
+func (f *serverFlags) register(cmd *cobra.Command, what string) {
+	fs := cmd.Flags()
+	fs.StringVarP(&f.configFile, "configFile", "c", "", what+" config properties file")
+	fs.BoolVarP(&f.printAll, "printConfigItem", "p", false, "print all config items and exit")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+}
+
+// warnUnknown logs the config file's keys the loader did not know.
+func (f *serverFlags) warnUnknown(log *slog.Logger, unknown []string) {
+	for _, k := range originalKeys(f.configFile, unknown) {
+		log.Warn("unknown config key ignored", "key", k, "file", f.configFile)
+	}
+}
+
 type flags struct {
-	configFile   string
-	printAll     bool
+	serverFlags
 	printImport  bool
 	listenPort   int
 	dataDir      string
 	kvConfigPath string
-	logLevel     string
 	namesrvAddr  string
 }
 
@@ -70,14 +92,12 @@ func newCommand(ctx context.Context, stdout, stderr io.Writer, environ []string)
 			return run(ctx, cmd, &f, stdout, stderr, environ)
 		},
 	}
+	f.register(cmd, "nameserver")
 	fs := cmd.Flags()
-	fs.StringVarP(&f.configFile, "configFile", "c", "", "nameserver config properties file")
-	fs.BoolVarP(&f.printAll, "printConfigItem", "p", false, "print all config items and exit")
 	fs.BoolVarP(&f.printImport, "printImportantConfig", "m", false, "print important config items and exit")
 	fs.IntVar(&f.listenPort, "listen-port", 0, "listen port (overrides listenPort)")
 	fs.StringVar(&f.dataDir, "data-dir", "", "directory for relative kvConfigPath/configStorePath (default $HOME/namesrv)")
 	fs.StringVar(&f.kvConfigPath, "kv-config-path", "", "KV config file (overrides kvConfigPath)")
-	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	// Apache's launcher accepts -n; a nameserver has no use for it.
 	fs.StringVarP(&f.namesrvAddr, "namesrvAddr", "n", "", "ignored (Apache compatibility)")
 	_ = fs.MarkHidden("namesrvAddr")
@@ -103,9 +123,7 @@ func run(ctx context.Context, cmd *cobra.Command, f *flags, stdout, stderr io.Wr
 	}
 	home := homeDir()
 	cfg, unknown, err := nsconfig.Load(nsconfig.Source{File: f.configFile, EnvPrefix: nsconfig.EnvPrefix, Environ: environ, Overrides: overrides}, home)
-	for _, k := range originalKeys(f.configFile, unknown) {
-		log.Warn("unknown config key ignored", "key", k, "file", f.configFile)
-	}
+	f.warnUnknown(log, unknown)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package admintest
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -108,25 +109,13 @@ func (cs *Consumers) handle(addr string, req *remoting.Command) (*remoting.Comma
 		return mqBody(req, st), true
 	case code.GetConsumerConnectionList:
 		g := req.Ext("consumerGroup")
-		body, found := cs.Connections[g]
-		if !found {
-			return fail(req, code.ConsumerNotOnline, "the consumer group[%s] not online", g), true
-		}
-		return ok(req, []byte(body)), true
+		return stored(req, cs.Connections, g, code.ConsumerNotOnline, "the consumer group[%s] not online", g), true
 	case code.GetProducerConnectionList:
 		g := req.Ext("producerGroup")
-		body, found := cs.Producers[g]
-		if !found {
-			return fail(req, code.SystemError, "the producer group[%s] not exist", g), true
-		}
-		return ok(req, []byte(body)), true
+		return stored(req, cs.Producers, g, code.SystemError, "the producer group[%s] not exist", g), true
 	case code.GetConsumerRunningInfo:
 		g, id := req.Ext("consumerGroup"), req.Ext("clientId")
-		body, found := cs.RunningInfo[id]
-		if !found {
-			return fail(req, code.SystemError, "The Consumer <%s> <%s> not online", g, id), true
-		}
-		return ok(req, []byte(body)), true
+		return stored(req, cs.RunningInfo, id, code.SystemError, "The Consumer <%s> <%s> not online", g, id), true
 	case code.InvokeBrokerToGetConsumerStatus:
 		table := map[string]protocol.MQMap[int64]{}
 		for id, t := range cs.Status {
@@ -144,7 +133,7 @@ func (cs *Consumers) handle(addr string, req *remoting.Command) (*remoting.Comma
 			topics = append(topics, mq.Topic)
 		}
 		sort.Strings(topics)
-		topics = dedupStrings(topics)
+		topics = slices.Compact(topics)
 		return ok(req, protocol.MustMarshal(protocol.TopicList{BrokerAddr: addr, TopicList: topics})), true
 	case code.InvokeBrokerToResetOffset:
 		return cs.reset(addr, b, req), true
@@ -181,23 +170,20 @@ func (cs *Consumers) handle(addr string, req *remoting.Command) (*remoting.Comma
 		delete(cs.SubGroups[addr], req.Ext("groupName"))
 		return ok(req, nil), true
 	case code.GetSubscriptionGroupConfig:
-		body, found := cs.SubGroups[addr][req.Ext("group")]
-		if !found {
-			return fail(req, code.SubscriptionGroupNotExist, "No group in this broker: %s", req.Ext("group")), true
-		}
-		return ok(req, []byte(body)), true
+		g := req.Ext("group")
+		return stored(req, cs.SubGroups[addr], g, code.SubscriptionGroupNotExist, "No group in this broker: %s", g), true
 	}
 	return nil, false
 }
 
-func dedupStrings(s []string) []string {
-	out := s[:0]
-	for i, v := range s {
-		if i == 0 || v != s[i-1] {
-			out = append(out, v)
-		}
+// stored answers req with the body m holds under key, or fails with code
+// failCode and the message format makes of args.
+func stored(req *remoting.Command, m map[string]string, key string, failCode int32, format string, args ...any) *remoting.Command {
+	body, found := m[key]
+	if !found {
+		return fail(req, failCode, format, args...)
 	}
-	return out
+	return ok(req, []byte(body))
 }
 
 func (cs *Consumers) searchOffset(addr, brokerName, topic string, qid int, ts int64) int64 {

@@ -127,26 +127,26 @@ func (cs *Controllers) body(req *remoting.Command, v any) *remoting.Command {
 	return ok(req, b)
 }
 
+// brokerState answers req to the broker at addr with its entry of states,
+// or fails with SYSTEM_ERROR and missing when it has none; false when no
+// broker listens at addr.
+func brokerState[T any](cs *Controllers, addr string, req *remoting.Command, states map[string]T, missing string) (*remoting.Command, bool) {
+	if cs.fc.broker(addr) == nil {
+		return nil, false
+	}
+	v, found := states[addr]
+	if !found {
+		return fail(req, code.SystemError, "%s", missing), true
+	}
+	return cs.body(req, v), true
+}
+
 func (cs *Controllers) handle(addr string, req *remoting.Command) (*remoting.Command, bool) {
 	switch req.Code {
 	case code.GetBrokerEpochCache:
-		if cs.fc.broker(addr) == nil {
-			return nil, false
-		}
-		ec, found := cs.Epochs[addr]
-		if !found {
-			return fail(req, code.SystemError, "this request only for controllerMode "), true
-		}
-		return cs.body(req, ec), true
+		return brokerState(cs, addr, req, cs.Epochs, "this request only for controllerMode ")
 	case code.GetBrokerHAStatus:
-		if cs.fc.broker(addr) == nil {
-			return nil, false
-		}
-		ha, found := cs.HA[addr]
-		if !found {
-			return fail(req, code.SystemError, "no ha status"), true
-		}
-		return cs.body(req, ha), true
+		return brokerState(cs, addr, req, cs.HA, "no ha status")
 	}
 	n, isNode := cs.node(addr)
 	if !isNode {

@@ -169,23 +169,17 @@ func (b *Broker) Calls(c int32) int {
 
 // Sends returns the send requests received so far.
 func (b *Broker) Sends() []Send {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]Send(nil), b.sends...)
+	return recorded(&b.mu, &b.sends)
 }
 
 // Heartbeats returns the HEART_BEAT bodies received so far.
 func (b *Broker) Heartbeats() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]string(nil), b.heartbeats...)
+	return recorded(&b.mu, &b.heartbeats)
 }
 
 // Unregisters returns the UNREGISTER_CLIENT headers received so far.
 func (b *Broker) Unregisters() []map[string]string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]map[string]string(nil), b.unregister...)
+	return recorded(&b.mu, &b.unregister)
 }
 
 // Messages decodes what is stored in a queue.
@@ -470,16 +464,27 @@ func (b *Broker) pullLocked(req *remoting.Command, topic string, queueID int, of
 }
 
 func (b *Broker) queueArgs(req *remoting.Command) (string, int, error) {
+	topic, q, _, err := b.queueArgsInt64(req, "")
+	return topic, q, err
+}
+
+// queueArgsInt64 is queueArgs that also reads the int64 field name (none
+// when name is "").
+func (b *Broker) queueArgsInt64(req *remoting.Command, name string) (string, int, int64, error) {
 	f := protocol.FieldsOf(req.ExtFields)
 	topic := f.Str("topic")
 	q := int(f.Int32("queueId"))
+	var v int64
+	if name != "" {
+		v = f.Int64(name)
+	}
 	if err := f.Err(); err != nil {
-		return "", 0, remoting.Errorf(code.SystemError, "%v", err)
+		return "", 0, 0, remoting.Errorf(code.SystemError, "%v", err)
 	}
 	b.mu.Lock()
 	b.calls[req.Code]++
 	b.mu.Unlock()
-	return topic, q, nil
+	return topic, q, v, nil
 }
 
 func offsetResponse(req *remoting.Command, off int64) *remoting.Command {
@@ -501,13 +506,9 @@ func (b *Broker) queryOffset(_ context.Context, _ *remoting.Channel, req *remoti
 }
 
 func (b *Broker) updateOffset(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	topic, q, err := b.queueArgs(req)
+	topic, q, off, err := b.queueArgsInt64(req, "commitOffset")
 	if err != nil {
 		return nil, err
-	}
-	off, err := strconv.ParseInt(req.Ext("commitOffset"), 10, 64)
-	if err != nil {
-		return nil, remoting.Errorf(code.SystemError, "bad commitOffset: %v", err)
 	}
 	b.ext.mu.Lock()
 	delayed := b.ext.commitDelay
@@ -550,13 +551,9 @@ func (b *Broker) minOffset(_ context.Context, _ *remoting.Channel, req *remoting
 
 // searchOffset returns the first offset whose store time is ≥ timestamp.
 func (b *Broker) searchOffset(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	topic, q, err := b.queueArgs(req)
+	topic, q, ts, err := b.queueArgsInt64(req, "timestamp")
 	if err != nil {
 		return nil, err
-	}
-	ts, err := strconv.ParseInt(req.Ext("timestamp"), 10, 64)
-	if err != nil {
-		return nil, remoting.Errorf(code.SystemError, "bad timestamp: %v", err)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -199,14 +199,24 @@ type lockBody struct {
 	MQSet         []protocol.MessageQueue `json:"mqSet"`
 }
 
+// lockRequest counts a LOCK_BATCH_MQ or UNLOCK_BATCH_MQ request (what) and
+// decodes its body.
+func (b *Broker) lockRequest(req *remoting.Command, what string) (lockBody, error) {
+	b.countCall(req.Code)
+	var body lockBody
+	if err := json.Unmarshal(req.Body, &body); err != nil {
+		return body, remoting.Errorf(code.SystemError, "bad %s body: %v", what, err)
+	}
+	return body, nil
+}
+
 func lockKey(group string, mq protocol.MessageQueue) string { return group + "@" + mq.String() }
 
 // lockBatch grants queues that are free or already held by the caller.
 func (b *Broker) lockBatch(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	b.countCall(req.Code)
-	var body lockBody
-	if err := json.Unmarshal(req.Body, &body); err != nil {
-		return nil, remoting.Errorf(code.SystemError, "bad lock body: %v", err)
+	body, err := b.lockRequest(req, "lock")
+	if err != nil {
+		return nil, err
 	}
 	b.ext.mu.Lock()
 	delay := b.ext.lockDelay
@@ -228,10 +238,9 @@ func (b *Broker) lockBatch(_ context.Context, _ *remoting.Channel, req *remoting
 }
 
 func (b *Broker) unlockBatch(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	b.countCall(req.Code)
-	var body lockBody
-	if err := json.Unmarshal(req.Body, &body); err != nil {
-		return nil, remoting.Errorf(code.SystemError, "bad unlock body: %v", err)
+	body, err := b.lockRequest(req, "unlock")
+	if err != nil {
+		return nil, err
 	}
 	b.ext.mu.Lock()
 	for _, mq := range body.MQSet {
@@ -303,11 +312,17 @@ func (b *Broker) FailSendBacks(codes ...int32) {
 	b.ext.backCodes = append(b.ext.backCodes, codes...)
 }
 
+// recorded returns a copy of l, one of the lists of requests the broker
+// records, under mu, the lock that guards it.
+func recorded[T any](mu *sync.Mutex, l *[]T) []T {
+	mu.Lock()
+	defer mu.Unlock()
+	return slices.Clone(*l)
+}
+
 // SendBacks returns the CONSUMER_SEND_MSG_BACK headers received.
 func (b *Broker) SendBacks() []map[string]string {
-	b.ext.mu.Lock()
-	defer b.ext.mu.Unlock()
-	return slices.Clone(b.ext.sendBacks)
+	return recorded(&b.ext.mu, &b.ext.sendBacks)
 }
 
 // sendBack stores the message at commit-log offset "offset" again in the
@@ -401,9 +416,7 @@ func (b *Broker) endTransaction(_ context.Context, _ *remoting.Channel, req *rem
 
 // EndTransactions returns the END_TRANSACTION requests received.
 func (b *Broker) EndTransactions() []EndTx {
-	b.ext.mu.Lock()
-	defer b.ext.mu.Unlock()
-	return slices.Clone(b.ext.endTx)
+	return recorded(&b.ext.mu, &b.ext.endTx)
 }
 
 // producerChannel returns a channel of a producer of group.
@@ -583,9 +596,7 @@ func (b *Broker) ackMessage(_ context.Context, _ *remoting.Channel, req *remotin
 
 // Acks returns the ACK_MESSAGE headers received.
 func (b *Broker) Acks() []map[string]string {
-	b.ext.mu.Lock()
-	defer b.ext.mu.Unlock()
-	return slices.Clone(b.ext.acks)
+	return recorded(&b.ext.mu, &b.ext.acks)
 }
 
 func (b *Broker) changeInvisible(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
@@ -609,7 +620,5 @@ func (b *Broker) changeInvisible(_ context.Context, _ *remoting.Channel, req *re
 // InvisibleChanges returns the CHANGE_MESSAGE_INVISIBLETIME headers
 // received.
 func (b *Broker) InvisibleChanges() []map[string]string {
-	b.ext.mu.Lock()
-	defer b.ext.mu.Unlock()
-	return slices.Clone(b.ext.changes)
+	return recorded(&b.ext.mu, &b.ext.changes)
 }

@@ -140,9 +140,7 @@ func (b *Broker) FailLiteSubscriptions(codes ...int32) {
 
 // LiteCtls returns the LITE_SUBSCRIPTION_CTL entries received.
 func (b *Broker) LiteCtls() []LiteCtl {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return slices.Clone(b.lite.ctls)
+	return recorded(&b.mu, &b.lite.ctls)
 }
 
 // LiteSubscription lists the lite topics a client of group subscribes to
@@ -155,17 +153,13 @@ func (b *Broker) LiteSubscription(group, clientID string) []string {
 
 // LiteAcks returns the lite ACK_MESSAGE headers received (with liteTopic).
 func (b *Broker) LiteAcks() []map[string]string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return slices.Clone(b.lite.acks)
+	return recorded(&b.mu, &b.lite.acks)
 }
 
 // LiteInvisibleChanges returns the lite CHANGE_MESSAGE_INVISIBLETIME
 // headers received.
 func (b *Broker) LiteInvisibleChanges() []map[string]string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return slices.Clone(b.lite.changes)
+	return recorded(&b.mu, &b.lite.changes)
 }
 
 // LitePops is the number of POP_LITE_MESSAGE requests received.

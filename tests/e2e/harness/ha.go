@@ -16,17 +16,24 @@ import (
 // GET_BROKER_HA_STATUS and decodes its HARuntimeInfo; failures fail t.
 func HAStatus(t testing.TB, rc *remoting.Client, addr string) protocol.HARuntimeInfo {
 	t.Helper()
+	return Query[protocol.HARuntimeInfo](t, rc, addr, code.GetBrokerHAStatus)
+}
+
+// Query sends the server at addr a request reqCode without fields and
+// decodes the JSON body of its SUCCESS answer as a T; failures fail t.
+func Query[T any](t testing.TB, rc *remoting.Client, addr string, reqCode int32) T {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	resp, err := rc.Invoke(ctx, addr, remoting.NewRequest(code.GetBrokerHAStatus, nil, nil))
+	resp, err := rc.Invoke(ctx, addr, remoting.NewRequest(reqCode, nil, nil))
 	if err != nil || resp.Code != code.Success {
-		t.Fatalf("harness: GET_BROKER_HA_STATUS %s: %v %v", addr, err, resp)
+		t.Fatalf("harness: %s %s: %v %v", code.RequestName(reqCode), addr, err, resp)
 	}
-	var info protocol.HARuntimeInfo
-	if err := protocol.Unmarshal(resp.Body, &info); err != nil {
-		t.Fatalf("harness: HARuntimeInfo from %s: %v: %s", addr, err, resp.Body)
+	var v T
+	if err := protocol.Unmarshal(resp.Body, &v); err != nil {
+		t.Fatalf("harness: %s answer from %s: %v: %s", code.RequestName(reqCode), addr, err, resp.Body)
 	}
-	return info
+	return v
 }
 
 // QueuedMessages sums GET_MAX_OFFSET over queues 0..queues-1 of topic on

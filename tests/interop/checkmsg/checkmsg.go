@@ -207,13 +207,8 @@ type Result struct {
 	SendMs     int64  `json:"send_ms"`
 	SendPerSec int64  `json:"send_per_sec"`
 
-	Expected      int64 `json:"expected"`
-	Received      int64 `json:"received"`
-	Distinct      int64 `json:"distinct"`
-	Duplicates    int64 `json:"duplicates"`
-	Mismatched    int64 `json:"mismatched"`
-	Foreign       int64 `json:"foreign"`
-	ConsumeMs     int64 `json:"consume_ms"`
+	Expected int64 `json:"expected"`
+	Consumed
 	ConsumePerSec int64 `json:"consume_per_sec"`
 
 	// Groups has one entry per consumer group (gocheck -groups N).
@@ -226,12 +221,19 @@ type Result struct {
 
 // GroupResult is the consume side of one consumer group.
 type GroupResult struct {
-	Group      string `json:"group"`
-	Consumers  int    `json:"consumers"`
-	Received   int64  `json:"received"`
-	Distinct   int64  `json:"distinct"`
-	Duplicates int64  `json:"duplicates"`
-	Mismatched int64  `json:"mismatched"`
-	Foreign    int64  `json:"foreign"`
-	ConsumeMs  int64  `json:"consume_ms"`
+	Group     string `json:"group"`
+	Consumers int    `json:"consumers"`
+	Consumed
+}
+
+// Consumed is what a consume side counted: messages received, distinct
+// ones, duplicates, ones that failed verification, ones of another run,
+// and how long it took.
+type Consumed struct {
+	Received   int64 `json:"received"`
+	Distinct   int64 `json:"distinct"`
+	Duplicates int64 `json:"duplicates"`
+	Mismatched int64 `json:"mismatched"`
+	Foreign    int64 `json:"foreign"`
+	ConsumeMs  int64 `json:"consume_ms"`
 }

@@ -79,6 +79,40 @@ public final class ClientCheck {
         boolean allowDups;
     }
 
+    /** Takes one option of a check; false for a name it does not know. */
+    interface Option {
+        boolean set(String name, String value);
+    }
+
+    /**
+     * Hands the "-name value" pairs of args from args[1] on to set, the name
+     * without its leading "-" or "--". A missing value, a bad number or an
+     * unknown name ends the program with usage.
+     */
+    static void parseOptions(String[] args, Option set) {
+        for (int i = 1; i < args.length; i += 2) {
+            String a = args[i];
+            if (i + 1 >= args.length) {
+                usage("missing value for " + a);
+            }
+            String v = args[i + 1];
+            boolean known = false;
+            try {
+                known = set.set(a.replaceFirst("^--?", ""), v);
+            } catch (NumberFormatException e) {
+                usage("bad value for " + a + ": " + v);
+            }
+            if (!known) {
+                usage("unknown option " + a);
+            }
+        }
+    }
+
+    /** Seconds, fractions allowed, as milliseconds. */
+    static long secondsMs(String v) {
+        return (long) (Double.parseDouble(v) * 1000);
+    }
+
     static void usage(String err) {
         if (err != null) {
             System.err.println("client-check: " + err);
@@ -311,6 +345,17 @@ public final class ClientCheck {
         final Map<String, Object> f = new LinkedHashMap<>();
         final List<String> errors = new ArrayList<>();
         boolean ok = true;
+
+        Result() {
+        }
+
+        /** A result that starts with the client, its version, mode and namesrv. */
+        Result(String mode, String namesrv) {
+            f.put("client", "java");
+            f.put("client_version", MQVersion.getVersionDesc(MQVersion.CURRENT_VERSION));
+            f.put("mode", mode);
+            f.put("namesrv", namesrv);
+        }
 
         synchronized void error(String e) {
             if (errors.size() < 10) {

@@ -14,7 +14,6 @@ import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
-import org.apache.rocketmq.common.MQVersion;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
@@ -35,33 +34,33 @@ final class FailoverCheck {
     private FailoverCheck() {
     }
 
-    static int run(String[] args) {
+    static final class Opts {
         String ns = "127.0.0.1:9876", topic = "FailoverJavaTopic", group = "failover_java_cg", run = "f";
         long sendMs = 15_000, intervalMs = 20, drainMs = 30_000;
-        for (int i = 1; i + 1 < args.length; i += 2) {
-            String v = args[i + 1];
-            switch (args[i].replaceFirst("^--?", "")) {
+
+        boolean set(String name, String v) {
+            switch (name) {
                 case "n": ns = v; break;
                 case "t": topic = v; break;
                 case "g": group = v; break;
                 case "run": run = v; break;
-                case "send-secs": sendMs = (long) (Double.parseDouble(v) * 1000); break;
+                case "send-secs": sendMs = ClientCheck.secondsMs(v); break;
                 case "interval": intervalMs = Long.parseLong(v); break;
-                case "drain-secs": drainMs = (long) (Double.parseDouble(v) * 1000); break;
-                default: ClientCheck.usage("unknown option " + args[i]);
+                case "drain-secs": drainMs = ClientCheck.secondsMs(v); break;
+                default: return false;
             }
+            return true;
         }
-        ClientCheck.Result r = new ClientCheck.Result();
-        r.f.put("client", "java");
-        r.f.put("client_version", MQVersion.getVersionDesc(MQVersion.CURRENT_VERSION));
-        r.f.put("mode", "failover");
-        r.f.put("namesrv", ns);
-        r.f.put("topic", topic);
-        r.f.put("group", group);
-        r.f.put("run", run);
-        String n = ns, t = topic, g = group, id = run;
-        long s = sendMs, iv = intervalMs, d = drainMs;
-        return r.run(() -> check(n, t, g, id, s, iv, d, r));
+    }
+
+    static int run(String[] args) {
+        Opts o = new Opts();
+        ClientCheck.parseOptions(args, o::set);
+        ClientCheck.Result r = new ClientCheck.Result("failover", o.ns);
+        r.f.put("topic", o.topic);
+        r.f.put("group", o.group);
+        r.f.put("run", o.run);
+        return r.run(() -> check(o.ns, o.topic, o.group, o.run, o.sendMs, o.intervalMs, o.drainMs, r));
     }
 
     static void check(String ns, String topic, String group, String run, long sendMs, long intervalMs, long drainMs,

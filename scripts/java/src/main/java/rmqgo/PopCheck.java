@@ -12,7 +12,6 @@ import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
-import org.apache.rocketmq.common.MQVersion;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.MessageConst;
 import org.apache.rocketmq.common.message.Message;
@@ -39,32 +38,31 @@ final class PopCheck {
     private PopCheck() {
     }
 
-    static int run(String[] args) {
+    static final class Opts {
         String ns = "127.0.0.1:9876", topic = "PopJavaTopic", group = "pop_java_cg";
         int count = 40;
         long timeoutMs = 60_000;
-        for (int i = 1; i + 1 < args.length; i += 2) {
-            String v = args[i + 1];
-            switch (args[i].replaceFirst("^--?", "")) {
+
+        boolean set(String name, String v) {
+            switch (name) {
                 case "n": ns = v; break;
                 case "t": topic = v; break;
                 case "g": group = v; break;
                 case "count": count = Integer.parseInt(v); break;
-                case "timeout": timeoutMs = (long) (Double.parseDouble(v) * 1000); break;
-                default: ClientCheck.usage("unknown option " + args[i]);
+                case "timeout": timeoutMs = ClientCheck.secondsMs(v); break;
+                default: return false;
             }
+            return true;
         }
-        ClientCheck.Result r = new ClientCheck.Result();
-        r.f.put("client", "java");
-        r.f.put("client_version", MQVersion.getVersionDesc(MQVersion.CURRENT_VERSION));
-        r.f.put("mode", "pop");
-        r.f.put("namesrv", ns);
-        r.f.put("topic", topic);
-        r.f.put("group", group);
-        String n = ns, t = topic, g = group;
-        int c = count;
-        long timeout = timeoutMs;
-        return r.run(() -> check(n, t, g, c, timeout, r));
+    }
+
+    static int run(String[] args) {
+        Opts o = new Opts();
+        ClientCheck.parseOptions(args, o::set);
+        ClientCheck.Result r = new ClientCheck.Result("pop", o.ns);
+        r.f.put("topic", o.topic);
+        r.f.put("group", o.group);
+        return r.run(() -> check(o.ns, o.topic, o.group, o.count, o.timeoutMs, r));
     }
 
     static void check(String ns, String topic, String group, int count, long timeoutMs, ClientCheck.Result r) throws Exception {

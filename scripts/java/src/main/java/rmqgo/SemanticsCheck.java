@@ -45,7 +45,6 @@ import org.apache.rocketmq.client.producer.TransactionListener;
 import org.apache.rocketmq.client.producer.TransactionMQProducer;
 import org.apache.rocketmq.client.producer.TransactionSendResult;
 import org.apache.rocketmq.client.utils.MessageUtil;
-import org.apache.rocketmq.common.MQVersion;
 import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.filter.ExpressionType;
@@ -121,13 +120,8 @@ final class SemanticsCheck {
 
     static Opts parse(String[] args) {
         Opts o = new Opts();
-        for (int i = 1; i < args.length; i++) {
-            String a = args[i];
-            if (i + 1 >= args.length) {
-                ClientCheck.usage("missing value for " + a);
-            }
-            String v = args[++i];
-            switch (a.replaceFirst("^--?", "")) {
+        ClientCheck.parseOptions(args, (name, v) -> {
+            switch (name) {
                 case "n": o.namesrv = v; break;
                 case "prefix": o.prefix = v; break;
                 case "checks":
@@ -138,11 +132,12 @@ final class SemanticsCheck {
                         }
                     }
                     break;
-                case "timeout": o.timeoutMs = (long) (Double.parseDouble(v) * 1000); break;
+                case "timeout": o.timeoutMs = ClientCheck.secondsMs(v); break;
                 case "max-reconsume": o.maxReconsume = Integer.parseInt(v); break;
-                default: ClientCheck.usage("unknown option " + a);
+                default: return false;
             }
-        }
+            return true;
+        });
         return o;
     }
 
@@ -169,11 +164,7 @@ final class SemanticsCheck {
 
     static int run(String[] args) {
         Opts o = parse(args);
-        ClientCheck.Result r = new ClientCheck.Result();
-        r.f.put("client", "java");
-        r.f.put("client_version", MQVersion.getVersionDesc(MQVersion.CURRENT_VERSION));
-        r.f.put("mode", "semantics");
-        r.f.put("namesrv", o.namesrv);
+        ClientCheck.Result r = new ClientCheck.Result("semantics", o.namesrv);
         r.f.put("checks", String.join(",", o.checks));
         Map<String, Check> impl = new HashMap<>();
         impl.put("tx", SemanticsCheck::tx);

@@ -21,7 +21,6 @@ import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
-import org.apache.rocketmq.common.MQVersion;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
@@ -99,37 +98,29 @@ final class StaticCheck {
     static Opts parse(String[] args) {
         Opts o = new Opts();
         o.mode = args[0];
-        for (int i = 1; i < args.length; i++) {
-            String a = args[i];
-            if (i + 1 >= args.length) {
-                ClientCheck.usage("missing value for " + a);
+        ClientCheck.parseOptions(args, (name, v) -> {
+            switch (name) {
+                case "n": o.namesrv = v; break;
+                case "t": o.topic = v; break;
+                case "run": o.run = v; break;
+                case "g": o.group = v; break;
+                case "pg": o.producerGroup = v; break;
+                case "consumer": o.consumer = v; break;
+                case "stop-file": o.stopFile = v; break;
+                case "count-file": o.countFile = v; break;
+                case "ready-file": o.readyFile = v; break;
+                case "out": o.out = v; break;
+                case "start": o.start = Integer.parseInt(v); break;
+                case "count": o.count = Integer.parseInt(v); break;
+                case "queues": o.queues = Integer.parseInt(v); break;
+                case "interval": o.intervalMs = Long.parseLong(v); break;
+                case "poll": o.pollMs = Integer.parseInt(v); break;
+                case "timeout": o.timeoutMs = ClientCheck.secondsMs(v); break;
+                case "linger": o.lingerMs = Long.parseLong(v); break;
+                default: return false;
             }
-            String v = args[++i];
-            try {
-                switch (a.replaceFirst("^--?", "")) {
-                    case "n": o.namesrv = v; break;
-                    case "t": o.topic = v; break;
-                    case "run": o.run = v; break;
-                    case "g": o.group = v; break;
-                    case "pg": o.producerGroup = v; break;
-                    case "consumer": o.consumer = v; break;
-                    case "stop-file": o.stopFile = v; break;
-                    case "count-file": o.countFile = v; break;
-                    case "ready-file": o.readyFile = v; break;
-                    case "out": o.out = v; break;
-                    case "start": o.start = Integer.parseInt(v); break;
-                    case "count": o.count = Integer.parseInt(v); break;
-                    case "queues": o.queues = Integer.parseInt(v); break;
-                    case "interval": o.intervalMs = Long.parseLong(v); break;
-                    case "poll": o.pollMs = Integer.parseInt(v); break;
-                    case "timeout": o.timeoutMs = (long) (Double.parseDouble(v) * 1000); break;
-                    case "linger": o.lingerMs = Long.parseLong(v); break;
-                    default: ClientCheck.usage("unknown option " + a);
-                }
-            } catch (NumberFormatException e) {
-                ClientCheck.usage("bad value for " + a + ": " + v);
-            }
-        }
+            return true;
+        });
         if (o.run.isEmpty()) {
             ClientCheck.usage(o.mode + " needs -run (the consumer must know the producer's run)");
         }
@@ -155,11 +146,7 @@ final class StaticCheck {
     /** Entry point for "ClientCheck static-produce|static-consume ..."; returns the exit code. */
     static int run(String[] args) {
         Opts o = parse(args);
-        ClientCheck.Result r = new ClientCheck.Result();
-        r.f.put("client", "java");
-        r.f.put("client_version", MQVersion.getVersionDesc(MQVersion.CURRENT_VERSION));
-        r.f.put("mode", o.mode);
-        r.f.put("namesrv", o.namesrv);
+        ClientCheck.Result r = new ClientCheck.Result(o.mode, o.namesrv);
         r.f.put("topic", o.topic);
         r.f.put("run", o.run);
         return r.run(() -> {
