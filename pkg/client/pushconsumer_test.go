@@ -455,11 +455,14 @@ func TestPushConsumerShutdownCommitNotOvertaken(t *testing.T) {
 	sendBodies(t, p, "T", "b1", "b2")
 	select {
 	case off := <-held.Arrived():
-		if off != 4 {
-			t.Fatalf("held commit carries %d, want 4", off)
+		// Usually 4; 2 or 3 when the commit left before b1 or b2 was
+		// consumed (a loaded machine). Any of them is older than what
+		// Shutdown commits, which is what the test is about.
+		if off < 2 || off > 4 {
+			t.Fatalf("held commit carries %d, want 2..4", off)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("no commit of offset 4")
+		t.Fatal("no commit held")
 	}
 	sendBodies(t, p, "T", "c1", "c2")
 	consumed(6)
