@@ -212,10 +212,7 @@ func (s *Service) removeLocked(e *entry) {
 }
 
 func (s *Service) wake() {
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
+	loop.Wake(s.kick)
 }
 
 // OnArrival is the store.ArrivalListener: requests of the queue waiting

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/internal/deadline"
+	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/remoting"
 )
 
@@ -94,10 +95,7 @@ func (p *poller) park(ch *remoting.Channel, cmd *remoting.Command, key pollKey, 
 	first := r.hpos == 0
 	p.mu.Unlock()
 	if first {
-		select {
-		case p.kick <- struct{}{}:
-		default:
-		}
+		loop.Wake(p.kick)
 	}
 	return nil
 }

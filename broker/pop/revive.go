@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/commitlog"
 	"github.com/rmqgo/rmq/broker/subscription"
@@ -55,10 +56,7 @@ func newReviveService(p *Processor) *reviveService {
 }
 
 func (r *reviveService) kick() {
-	select {
-	case r.wakeCh <- struct{}{}:
-	default:
-	}
+	loop.Wake(r.wakeCh)
 }
 
 func (r *reviveService) start() {

@@ -245,15 +245,8 @@ func (s *Service) interval() time.Duration {
 }
 
 func (s *Service) loop(stop <-chan struct{}) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := loop.StopContext(stop)
 	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	loop.Repeat(stop, s.interval, func() {
 		start := s.now()
 		if err := s.Check(ctx); err != nil && ctx.Err() == nil {

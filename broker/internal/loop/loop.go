@@ -3,6 +3,7 @@
 package loop
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -90,5 +91,29 @@ func Repeat(stop <-chan struct{}, interval func() time.Duration, fn func()) {
 		case <-t.C:
 		}
 		fn()
+	}
+}
+
+// StopContext returns a context cancelled once stop is closed, for the
+// calls of a loop that must end when the loop is stopped. The caller calls
+// cancel when the loop returns; that also ends the goroutine watching stop.
+func StopContext(stop <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// Wake sends on wake, a channel buffered for one, without blocking: a
+// wake-up that finds one already pending coalesces with it.
+func Wake(wake chan<- struct{}) {
+	select {
+	case wake <- struct{}{}:
+	default:
 	}
 }

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,5 +100,46 @@ func TestTickAndRepeatCallUntilStopped(t *testing.T) {
 				t.Fatal("fn called after Stop returned")
 			}
 		})
+	}
+}
+
+func TestStopContext(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(stop chan struct{}, cancel context.CancelFunc)
+	}{
+		{"stop closed", func(stop chan struct{}, _ context.CancelFunc) { close(stop) }},
+		{"cancelled by the caller", func(_ chan struct{}, cancel context.CancelFunc) { cancel() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stop := make(chan struct{})
+			ctx, cancel := StopContext(stop)
+			defer cancel()
+			select {
+			case <-ctx.Done():
+				t.Fatal("context done before stop or cancel")
+			case <-time.After(5 * time.Millisecond):
+			}
+			tc.end(stop, cancel)
+			select {
+			case <-ctx.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatal("context not done")
+			}
+		})
+	}
+}
+
+func TestWakeCoalesces(t *testing.T) {
+	wake := make(chan struct{}, 1)
+	Wake(wake)
+	Wake(wake) // one pending already: must not block
+	if n := len(wake); n != 1 {
+		t.Fatalf("pending wake-ups = %d, want 1", n)
+	}
+	<-wake
+	Wake(wake)
+	if n := len(wake); n != 1 {
+		t.Fatalf("pending wake-ups after a receive = %d, want 1", n)
 	}
 }
