@@ -2,12 +2,14 @@
 // shares: the executor a request code runs on (Pool), the Registrar a
 // processor installs its handlers through (*broker.Broker implements it),
 // the INVALID_PARAMETER answer of a malformed request and the late answer
-// of a parked one, the SUCCESS answer with an encoded body. It imports
+// of a parked one, the turning of handler errors into response codes
+// (CodeError), the SUCCESS answer with an encoded body. It imports
 // only the remoting layer and the wire types, so that processor packages
 // need not import the broker.
 package processor
 
 import (
+	"errors"
 	"log/slog"
 
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -63,6 +65,19 @@ func RegisterPooled(r Registrar, handlers map[int32]PooledHandler) {
 	for c, h := range handlers {
 		r.RegisterProcessor(c, h.H, h.Pool)
 	}
+}
+
+// CodeError is how a processor's handler errors become response codes: an
+// error that already carries a code (a *remoting.CodeError in its chain,
+// e.g. from a hook) is returned as it is; any other becomes a
+// *remoting.CodeError with the code codeOf, the processor's own table of
+// its errors, gives it and err's text as the remark.
+func CodeError(err error, codeOf func(error) int32) error {
+	var ce *remoting.CodeError
+	if errors.As(err, &ce) {
+		return err
+	}
+	return &remoting.CodeError{Code: codeOf(err), Remark: err.Error()}
 }
 
 // BadRequest answers INVALID_PARAMETER with err's text as the remark (a

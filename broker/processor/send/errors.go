@@ -3,10 +3,10 @@ package send
 import (
 	"errors"
 
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/topic"
 	"github.com/rmqgo/rmq/pkg/message"
-	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
@@ -38,16 +38,9 @@ var (
 )
 
 // toCodeError is the one place where send-path errors become response codes
-// (docs/protocol.md §2): it wraps err in a *remoting.CodeError whose remark is the
-// error text. Errors that already carry a code keep it, so hooks may return
-// their own *remoting.CodeError.
-func toCodeError(err error) error {
-	var ce *remoting.CodeError
-	if errors.As(err, &ce) {
-		return err
-	}
-	return &remoting.CodeError{Code: codeOf(err), Remark: err.Error()}
-}
+// (docs/protocol.md §2), through processor.CodeError: errors that already
+// carry a code keep it, so hooks may return their own *remoting.CodeError.
+func toCodeError(err error) error { return processor.CodeError(err, codeOf) }
 
 // codeOf maps an error to its response code.
 func codeOf(err error) int32 {

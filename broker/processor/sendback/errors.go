@@ -3,6 +3,7 @@ package sendback
 import (
 	"errors"
 
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
@@ -24,13 +25,12 @@ var (
 )
 
 // toCodeError is the one place where send-back errors become response
-// codes: a *remoting.CodeError whose remark is the error text.
+// codes (processor.CodeError): the *remoting.CodeError err carries, or one
+// whose remark is the error text.
 func toCodeError(err error) *remoting.CodeError {
 	var ce *remoting.CodeError
-	if errors.As(err, &ce) {
-		return ce
-	}
-	return &remoting.CodeError{Code: codeOf(err), Remark: err.Error()}
+	errors.As(processor.CodeError(err, codeOf), &ce)
+	return ce
 }
 
 func codeOf(err error) int32 {
