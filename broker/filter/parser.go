@@ -544,38 +544,33 @@ func createEqual(l, r node, pos int) (node, error) {
 // bounds they must be non-null and in order. NOT BETWEEN is x < a OR x > b
 // (no bound checks beyond the operands').
 func createBetween(x, low, high node, negate bool, pos int) (node, error) {
+	lowOp, highOp := tokGe, tokLe
 	if negate {
-		l, err := createOrdering(tokLt, x, low, pos)
-		if err != nil {
-			return nil, err
+		lowOp, highOp = tokLt, tokGt
+	} else if lc, lok := low.(*constNode); lok {
+		if hc, hok := high.(*constNode); hok {
+			if lc.v.k == kNull || hc.v.k == kNull {
+				return nil, semantic(pos, "illegal values of between, values can not be null")
+			}
+			c, err := javaCompare(hc.v, lc.v)
+			if err != nil {
+				return nil, semantic(pos, "illegal values of between: %v", err)
+			}
+			if c < 0 {
+				return nil, semantic(pos, "illegal values of between, left value(%s) must less than or equal to right value(%s)", lc.v, hc.v)
+			}
 		}
-		h, err := createOrdering(tokGt, x, high, pos)
-		if err != nil {
-			return nil, err
-		}
+	}
+	l, err := createOrdering(lowOp, x, low, pos)
+	if err != nil {
+		return nil, err
+	}
+	h, err := createOrdering(highOp, x, high, pos)
+	if err != nil {
+		return nil, err
+	}
+	if negate {
 		return &orNode{l: l, r: h}, nil
-	}
-	lc, lok := low.(*constNode)
-	hc, hok := high.(*constNode)
-	if lok && hok {
-		if lc.v.k == kNull || hc.v.k == kNull {
-			return nil, semantic(pos, "illegal values of between, values can not be null")
-		}
-		c, err := javaCompare(hc.v, lc.v)
-		if err != nil {
-			return nil, semantic(pos, "illegal values of between: %v", err)
-		}
-		if c < 0 {
-			return nil, semantic(pos, "illegal values of between, left value(%s) must less than or equal to right value(%s)", lc.v, hc.v)
-		}
-	}
-	l, err := createOrdering(tokGe, x, low, pos)
-	if err != nil {
-		return nil, err
-	}
-	h, err := createOrdering(tokLe, x, high, pos)
-	if err != nil {
-		return nil, err
 	}
 	return &andNode{l: l, r: h}, nil
 }
