@@ -72,6 +72,18 @@ func crashRun(t *testing.T, seed uint64, mode FlushDiskType) (map[int64][]byte, 
 	return acked, l2, mem
 }
 
+// flushCrashReopen flushes l, kills it, crashes mem and reopens the log:
+// what a process killed right after a successful flush finds.
+func flushCrashReopen(t *testing.T, l *Log, mem *vfs.MemFS, cfg Config) *Log {
+	t.Helper()
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	l.abandon()
+	mem.Crash(vfs.CrashOptions{})
+	return mustOpen(t, cfg)
+}
+
 // abandon stops background goroutines without flushing or touching files,
 // standing in for a killed process.
 func (l *Log) abandon() {
@@ -207,12 +219,7 @@ func TestRecoveryCutsCorruption(t *testing.T) {
 			for i := range 3 {
 				mustAppend(t, l, record(t, "Y", 0, i, 100+rng.IntN(500)))
 			}
-			if err := l.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			l.abandon()
-			mem.Crash(vfs.CrashOptions{})
-			l = mustOpen(t, cfg)
+			l = flushCrashReopen(t, l, mem, cfg)
 			defer l.Close()
 			recs := readAll(t, l)
 			if len(recs) != n+3 {

@@ -124,12 +124,7 @@ func TestTruncate(t *testing.T) {
 	// Write a short record where a long one was, then crash: the old
 	// records behind the cut must stay dead.
 	mustAppend(t, l, record(t, "N", 0, 0, 50))
-	if err := l.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	l.abandon()
-	mem.Crash(vfs.CrashOptions{})
-	l = mustOpen(t, cfg)
+	l = flushCrashReopen(t, l, mem, cfg)
 	defer l.Close()
 	recs := readAll(t, l)
 	if len(recs) != 8 || string(recs[7].View.Topic()) != "N" {
