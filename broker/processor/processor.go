@@ -80,6 +80,16 @@ func CodeError(err error, codeOf func(error) int32) error {
 	return &remoting.CodeError{Code: codeOf(err), Remark: err.Error()}
 }
 
+// CodeOf is the response code of err by the same rule as CodeError: the
+// code it carries, else the one codeOf gives it.
+func CodeOf(err error, codeOf func(error) int32) int32 {
+	var ce *remoting.CodeError
+	if errors.As(err, &ce) {
+		return ce.Code
+	}
+	return codeOf(err)
+}
+
 // BadRequest answers INVALID_PARAMETER with err's text as the remark (a
 // missing or malformed header field).
 func BadRequest(err error) error {

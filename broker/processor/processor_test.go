@@ -91,6 +91,9 @@ func TestCodeError(t *testing.T) {
 			if resp.Code != tc.code || resp.Remark != tc.remark {
 				t.Fatalf("answer %d %q, want %d %q", resp.Code, resp.Remark, tc.code, tc.remark)
 			}
+			if c := CodeOf(tc.err, codeOf); c != tc.code {
+				t.Fatalf("CodeOf = %d, want %d", c, tc.code)
+			}
 		})
 	}
 }

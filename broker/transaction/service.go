@@ -268,21 +268,8 @@ func (s *Service) commitPositions() {
 // isStored reports a put error that still stored the message.
 func isStored(err error) bool { return errors.Is(err, store.ErrFlushTimeout) }
 
-// storeError maps a store error to a response code.
+// storeError answers a failure to store a message with the code a send
+// gets for it (send.ErrorCode), what prefixed to the remark.
 func storeError(what string, err error) error {
-	c := code.SystemError
-	switch {
-	case errors.Is(err, store.ErrMessageIllegal), errors.Is(err, message.ErrTooLarge),
-		errors.Is(err, message.ErrInvalidProperty), errors.Is(err, send.ErrMessageIllegal):
-		c = code.MessageIllegal
-	case errors.Is(err, store.ErrNotWritable), errors.Is(err, store.ErrDiskFull), errors.Is(err, store.ErrShutdown):
-		c = code.ServiceNotAvailable
-	case errors.Is(err, store.ErrLMQQuota):
-		c = code.LMQQuotaExceeded
-	}
-	var ce *remoting.CodeError
-	if errors.As(err, &ce) {
-		c = ce.Code
-	}
-	return remoting.Errorf(c, "%s: %v", what, err)
+	return remoting.Errorf(processor.CodeOf(err, send.ErrorCode), "%s: %v", what, err)
 }

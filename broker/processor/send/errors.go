@@ -40,10 +40,12 @@ var (
 // toCodeError is the one place where send-path errors become response codes
 // (docs/protocol.md §2), through processor.CodeError: errors that already
 // carry a code keep it, so hooks may return their own *remoting.CodeError.
-func toCodeError(err error) error { return processor.CodeError(err, codeOf) }
+func toCodeError(err error) error { return processor.CodeError(err, ErrorCode) }
 
-// codeOf maps an error to its response code.
-func codeOf(err error) int32 {
+// ErrorCode is the send path's table of errors and response codes; the
+// end of a transaction, which stores the committed message, answers its
+// store errors by it too.
+func ErrorCode(err error) int32 {
 	switch {
 	case errors.Is(err, errBadHeader), errors.Is(err, errInvalidParam), errors.Is(err, topic.ErrInvalidTopic):
 		return code.InvalidParameter
