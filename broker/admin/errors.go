@@ -10,14 +10,13 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
-// Request-level errors raised by the handlers themselves.
+// Request-level errors raised by the handlers themselves, besides
+// processor.ErrTopicNotExist.
 var (
 	// errBadRequest: a missing or malformed header field or body.
 	errBadRequest = errors.New("bad request")
 	// errReservedTopic: an admin request names a system topic.
 	errReservedTopic = errors.New("reserved topic")
-	// errTopicNotExist: the request's topic is unknown on this broker.
-	errTopicNotExist = errors.New("topic not exist")
 )
 
 // toCodeError maps an error to the response code clients expect. It is the
@@ -35,8 +34,7 @@ func codeOf(err error) int32 {
 		errors.Is(err, config.ErrUnknownKey),
 		errors.Is(err, config.ErrInvalidValue):
 		return code.InvalidParameter
-	case errors.Is(err, errTopicNotExist),
-		errors.Is(err, topic.ErrNotFound),
+	case errors.Is(err, topic.ErrNotFound),
 		errors.Is(err, topic.ErrNotInheritable):
 		return code.TopicNotExist
 	case errors.Is(err, config.ErrReadOnly):

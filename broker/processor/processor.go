@@ -9,7 +9,6 @@
 package processor
 
 import (
-	"errors"
 	"log/slog"
 
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -65,29 +64,6 @@ func RegisterPooled(r Registrar, handlers map[int32]PooledHandler) {
 	for c, h := range handlers {
 		r.RegisterProcessor(c, h.H, h.Pool)
 	}
-}
-
-// CodeError is how a processor's handler errors become response codes: an
-// error that already carries a code (a *remoting.CodeError in its chain,
-// e.g. from a hook) is returned as it is; any other becomes a
-// *remoting.CodeError with the code codeOf, the processor's own table of
-// its errors, gives it and err's text as the remark.
-func CodeError(err error, codeOf func(error) int32) error {
-	var ce *remoting.CodeError
-	if errors.As(err, &ce) {
-		return err
-	}
-	return &remoting.CodeError{Code: codeOf(err), Remark: err.Error()}
-}
-
-// CodeOf is the response code of err by the same rule as CodeError: the
-// code it carries, else the one codeOf gives it.
-func CodeOf(err error, codeOf func(error) int32) int32 {
-	var ce *remoting.CodeError
-	if errors.As(err, &ce) {
-		return ce.Code
-	}
-	return codeOf(err)
 }
 
 // BadRequest answers INVALID_PARAMETER with err's text as the remark (a

@@ -83,6 +83,10 @@ func TestCodeError(t *testing.T) {
 	}{
 		{"sentinel in the table", fmt.Errorf("%w: topic T", errMine), code.NoPermission, "mine: topic T"},
 		{"unknown error", errors.New("disk on fire"), code.SystemError, "disk on fire"},
+		{"shared bad header", fmt.Errorf("%w: offset", ErrBadHeader), code.InvalidParameter, "bad request header: offset"},
+		{"shared no permission", fmt.Errorf("%w: topic T", ErrNoPermission), code.NoPermission, "no permission: topic T"},
+		{"shared topic not exist", fmt.Errorf("%w: T", ErrTopicNotExist), code.TopicNotExist, "topic not exist: T"},
+		{"shared group not exist", fmt.Errorf("%w: g", ErrGroupNotExist), code.SubscriptionGroupNotExist, "subscription group not exist: g"},
 		{"code error kept", hook, code.TopicNotExist, "from a hook"},
 		{"wrapped code error kept with its wrapping", fmt.Errorf("send: %w", hook), code.TopicNotExist, "send: from a hook"},
 	} {

@@ -12,18 +12,11 @@ import (
 
 // Request-level errors. Handlers return them wrapped with details; toCodeError
 // turns them into response codes.
+// The shared ones (processor.ErrBadHeader, ErrNoPermission,
+// ErrTopicNotExist, ErrGroupNotExist) are answered by processor.CodeError.
 var (
-	// errBadHeader: a required header field is missing or malformed.
-	errBadHeader = errors.New("bad request header")
 	// errInvalidParam: bad topic name, queueId out of range.
 	errInvalidParam = errors.New("invalid parameter")
-	// errNoPermission: broker/topic not writable, forbidden topic,
-	// transactions rejected.
-	errNoPermission = errors.New("no permission")
-	// errTopicNotExist: unknown topic that may not be auto-created.
-	errTopicNotExist = errors.New("topic not exist")
-	// errGroupNotExist: the group of a %RETRY% topic is unknown.
-	errGroupNotExist = errors.New("subscription group not exist")
 	// ErrMessageIllegal (MESSAGE_ILLEGAL): body or properties too large,
 	// malformed batch, bad lite topic (ApplyLite), missing key on a
 	// compaction topic.
@@ -47,14 +40,10 @@ func toCodeError(err error) error { return processor.CodeError(err, ErrorCode) }
 // store errors by it too.
 func ErrorCode(err error) int32 {
 	switch {
-	case errors.Is(err, errBadHeader), errors.Is(err, errInvalidParam), errors.Is(err, topic.ErrInvalidTopic):
+	case errors.Is(err, errInvalidParam), errors.Is(err, topic.ErrInvalidTopic):
 		return code.InvalidParameter
-	case errors.Is(err, errNoPermission):
-		return code.NoPermission
-	case errors.Is(err, errTopicNotExist), errors.Is(err, topic.ErrNotFound), errors.Is(err, topic.ErrNotInheritable):
+	case errors.Is(err, topic.ErrNotFound), errors.Is(err, topic.ErrNotInheritable):
 		return code.TopicNotExist
-	case errors.Is(err, errGroupNotExist):
-		return code.SubscriptionGroupNotExist
 	case errors.Is(err, ErrMessageIllegal), errors.Is(err, store.ErrMessageIllegal),
 		errors.Is(err, message.ErrTooLarge), errors.Is(err, message.ErrInvalidProperty),
 		errors.Is(err, message.ErrCorrupt):

@@ -8,14 +8,9 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
-// Request-level errors; toCodeError turns them into response codes.
+// Request-level errors besides the shared ones of package processor;
+// toCodeError turns them into response codes.
 var (
-	// errBadHeader: offset, group or delayLevel missing or malformed.
-	errBadHeader = errors.New("bad request header")
-	// errGroupNotExist: unknown group that may not be auto-created.
-	errGroupNotExist = errors.New("subscription group not exist")
-	// errNoPermission: the broker or the retry topic is not writable.
-	errNoPermission = errors.New("no permission")
 	// errSystem: everything Java answers SYSTEM_ERROR for (no master, topic
 	// not creatable, message not found by offset, store failure).
 	errSystem = errors.New("system error")
@@ -34,14 +29,7 @@ func toCodeError(err error) *remoting.CodeError {
 }
 
 func codeOf(err error) int32 {
-	switch {
-	case errors.Is(err, errBadHeader):
-		return code.InvalidParameter
-	case errors.Is(err, errGroupNotExist):
-		return code.SubscriptionGroupNotExist
-	case errors.Is(err, errNoPermission):
-		return code.NoPermission
-	case errors.Is(err, errLiteRetry):
+	if errors.Is(err, errLiteRetry) {
 		return code.IllegalOperation
 	}
 	return code.SystemError
