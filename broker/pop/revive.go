@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/commitlog"
@@ -75,10 +76,7 @@ func (r *reviveService) interval() time.Duration {
 	if r.p.d.ReviveInterval > 0 {
 		return r.p.d.ReviveInterval
 	}
-	if iv := r.p.d.Config().ReviveInterval; iv > 0 {
-		return iv
-	}
-	return time.Second
+	return defaults.Or(r.p.d.Config().ReviveInterval, time.Second)
 }
 
 func (r *reviveService) loop() {

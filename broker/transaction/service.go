@@ -238,10 +238,7 @@ func (s *Service) Close() {
 }
 
 func (s *Service) interval() time.Duration {
-	if iv := s.d.Config().TransactionCheckInterval; iv > 0 {
-		return iv
-	}
-	return 30 * time.Second
+	return defaults.Or(s.d.Config().TransactionCheckInterval, 30*time.Second)
 }
 
 func (s *Service) loop(stop <-chan struct{}) {
