@@ -20,9 +20,7 @@ func crashRun(t *testing.T, seed uint64, mode FlushDiskType) (map[int64][]byte, 
 	rng := rand.New(rand.NewPCG(seed, seed*7+1))
 	mem := vfs.NewMem()
 	cfg := testConfig(mem, "/s")
-	cfg.FileSize = 8192
-	cfg.MaxRecordSize = 2048
-	cfg.MaxBatchBytes = 8192
+	smallSegments(&cfg, 8192)
 	cfg.FlushDiskType = mode
 	cfg.Assigner = newAssigner()
 	l := mustOpen(t, cfg)
@@ -164,9 +162,7 @@ func TestRecoveryCutsCorruption(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 3))
 			mem := vfs.NewMem()
 			cfg := testConfig(mem, "/s")
-			cfg.FileSize = 8192
-			cfg.MaxRecordSize = 2048
-			cfg.MaxBatchBytes = 8192
+			smallSegments(&cfg, 8192)
 			l := mustOpen(t, cfg)
 			var offs []int64
 			for i := range 30 {
@@ -239,9 +235,7 @@ func TestRecoveryCutsCorruption(t *testing.T) {
 func TestReadNeverServesCorruption(t *testing.T) {
 	mem := vfs.NewMem()
 	cfg := testConfig(mem, "/s")
-	cfg.FileSize = 4096
-	cfg.MaxRecordSize = 2048
-	cfg.MaxBatchBytes = 4096
+	smallSegments(&cfg, 4096)
 	l := mustOpen(t, cfg)
 	var offs []int64
 	for i := range 20 {

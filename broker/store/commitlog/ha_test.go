@@ -11,9 +11,7 @@ import (
 
 func haConfig(fsys vfs.FS, dir string) Config {
 	cfg := testConfig(fsys, dir)
-	cfg.FileSize = 4096
-	cfg.MaxRecordSize = 2048
-	cfg.MaxBatchBytes = 4096
+	smallSegments(&cfg, 4096)
 	return cfg
 }
 
