@@ -360,10 +360,8 @@ func (s *Service) Start() {
 }
 
 func (s *Service) loop(stop <-chan struct{}) {
-	t := time.NewTimer(s.cfg.CheckInterval)
-	defer t.Stop()
 	lastCheck := time.Now()
-	for {
+	loop.Rounds(stop, s.kick, func() time.Duration {
 		next := s.ExpireDue()
 		if time.Since(lastCheck) >= s.cfg.CheckInterval {
 			s.Check()
@@ -373,15 +371,8 @@ func (s *Service) loop(stop <-chan struct{}) {
 		if !next.IsZero() {
 			wait = min(wait, next.Sub(s.cfg.Now()))
 		}
-		wait = max(wait, time.Millisecond)
-		t.Reset(wait)
-		select {
-		case <-stop:
-			return
-		case <-s.kick:
-		case <-t.C:
-		}
-	}
+		return wait
+	})
 }
 
 // Close stops the loop, drops every parked request (their connections are

@@ -280,22 +280,12 @@ func (p *poller) start() {
 
 func (p *poller) loop() {
 	defer close(p.done)
-	t := time.NewTimer(time.Second)
-	defer t.Stop()
-	for {
-		next := p.expire()
-		wait := time.Second
-		if !next.IsZero() {
-			wait = min(wait, max(next.Sub(p.now()), time.Millisecond))
+	loop.Rounds(p.stop, p.kick, func() time.Duration {
+		if next := p.expire(); !next.IsZero() {
+			return min(time.Second, next.Sub(p.now()))
 		}
-		t.Reset(wait)
-		select {
-		case <-p.stop:
-			return
-		case <-p.kick:
-		case <-t.C:
-		}
-	}
+		return time.Second
+	})
 }
 
 // close drops every suspended request and stops the workers.

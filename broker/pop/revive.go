@@ -81,9 +81,7 @@ func (r *reviveService) interval() time.Duration {
 
 func (r *reviveService) loop() {
 	defer close(r.done)
-	t := time.NewTimer(r.interval())
-	defer t.Stop()
-	for {
+	loop.Rounds(r.stop, r.wakeCh, func() time.Duration {
 		n := r.round()
 		wait := r.interval()
 		if n >= reviveBatch {
@@ -91,14 +89,8 @@ func (r *reviveService) loop() {
 		} else if next, ok := r.nextDue(); ok {
 			wait = min(wait, time.Duration(next-r.p.d.Now().UnixMilli())*time.Millisecond)
 		}
-		t.Reset(max(wait, time.Millisecond))
-		select {
-		case <-r.stop:
-			return
-		case <-r.wakeCh:
-		case <-t.C:
-		}
-	}
+		return wait
+	})
 }
 
 // nextDue is the earliest checkpoint due time.

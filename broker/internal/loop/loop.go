@@ -94,6 +94,25 @@ func Repeat(stop <-chan struct{}, interval func() time.Duration, fn func()) {
 	}
 }
 
+// Rounds calls round until stop is closed. After each call it waits for
+// the duration round returned (at least a millisecond: when the next
+// deadline is due already) or for a wake-up on wake, whichever comes
+// first: the loop of a service that knows its next deadline and is woken
+// early by new work.
+func Rounds(stop, wake <-chan struct{}, round func() time.Duration) {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		t.Reset(max(round(), time.Millisecond))
+		select {
+		case <-stop:
+			return
+		case <-wake:
+		case <-t.C:
+		}
+	}
+}
+
 // StopContext returns a context cancelled once stop is closed, for the
 // calls of a loop that must end when the loop is stopped. The caller calls
 // cancel when the loop returns; that also ends the goroutine watching stop.

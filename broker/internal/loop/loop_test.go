@@ -143,3 +143,42 @@ func TestWakeCoalesces(t *testing.T) {
 		t.Fatalf("pending wake-ups after a receive = %d, want 1", n)
 	}
 }
+
+func TestRounds(t *testing.T) {
+	stop, wake := make(chan struct{}), make(chan struct{}, 1)
+	rounds := make(chan time.Time, 100)
+	var wait atomic.Int64 // the duration the next round returns
+	wait.Store(int64(time.Hour))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Rounds(stop, wake, func() time.Duration {
+			rounds <- time.Now()
+			return time.Duration(wait.Load())
+		})
+	}()
+	next := func(what string) {
+		t.Helper()
+		select {
+		case <-rounds:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no round %s", what)
+		}
+	}
+	next("at the start")
+	select {
+	case <-rounds:
+		t.Fatal("a round before the hour returned by the first one")
+	case <-time.After(20 * time.Millisecond):
+	}
+	wait.Store(0) // due at once: runs again after the minimum wait
+	Wake(wake)
+	next("after a wake-up")
+	next("after a zero wait")
+	close(stop)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Rounds did not return after stop")
+	}
+}
