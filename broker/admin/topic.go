@@ -206,7 +206,7 @@ func (p *Processor) getTopicConfig(_ context.Context, _ *remoting.Channel, req *
 	}
 	tc, ok := p.d.Topics.Get(name)
 	if !ok {
-		return nil, fmt.Errorf("%w: No topic in this broker. topic: %s", errTopicNotExist, name)
+		return nil, fmt.Errorf("%w: No topic in this broker. topic: %s", processor.ErrTopicNotExist, name)
 	}
 	out := protocol.TopicConfigAndQueueMapping{
 		Attributes:      tc.Attributes,
@@ -236,7 +236,7 @@ func (p *Processor) getTopicStatsInfo(_ context.Context, _ *remoting.Channel, re
 	}
 	tc, ok := p.d.Topics.Get(name)
 	if !ok {
-		return nil, fmt.Errorf("%w: topic[%s] not exist", errTopicNotExist, name)
+		return nil, fmt.Errorf("%w: topic[%s] not exist", processor.ErrTopicNotExist, name)
 	}
 	brokerName := p.d.Config.Get().BrokerName
 	stats := protocol.TopicStatsTable{OffsetTable: protocol.MQMap[protocol.TopicOffset]{}}

@@ -171,9 +171,11 @@ func (p *parser) and() (node, error) {
 	return p.logical(tokAnd, p.equality, func(l, r node) node { return &andNode{l: l, r: r} })
 }
 
-// logical parses a left-associative chain of operands joined by the
-// keyword op (OR, AND); both sides of each join must be boolean.
-func (p *parser) logical(op tokKind, operand func() (node, error), join func(l, r node) node) (node, error) {
+// chain parses a left-associative chain: an operand, then, for as long as
+// step takes the next token t for one of its operators, what step makes
+// of the chain so far and that operator. step reports false, consuming
+// nothing, at a token that ends the chain.
+func (p *parser) chain(operand func() (node, error), step func(left node, t token) (node, bool, error)) (node, error) {
 	left, err := operand()
 	if err != nil {
 		return nil, err
@@ -183,188 +185,194 @@ func (p *parser) logical(op tokKind, operand func() (node, error), join func(l, 
 		if err != nil {
 			return nil, err
 		}
-		if t.kind != op {
+		next, ok, err := step(left, t)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			return left, nil
+		}
+		left = next
+	}
+}
+
+// logical parses a left-associative chain of operands joined by the
+// keyword op (OR, AND); both sides of each join must be boolean.
+func (p *parser) logical(op tokKind, operand func() (node, error), join func(l, r node) node) (node, error) {
+	return p.chain(operand, func(left node, t token) (node, bool, error) {
+		if t.kind != op {
+			return nil, false, nil
 		}
 		p.advance()
 		right, err := operand()
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		l, err := asBoolean(left, t.pos)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		r, err := asBoolean(right, t.pos)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		left = join(l, r)
-	}
+		return join(l, r), true, nil
+	})
 }
 
 // equality handles =, <>, IS NULL and IS NOT NULL (left-associative).
 func (p *parser) equality() (node, error) {
-	left, err := p.comparison()
-	if err != nil {
-		return nil, err
-	}
-	for {
-		t, err := p.peek(0)
+	return p.chain(p.comparison, p.equalityStep)
+}
+
+// equalityStep applies one =, <>, IS NULL or IS NOT NULL to left.
+func (p *parser) equalityStep(left node, t token) (node, bool, error) {
+	switch t.kind {
+	case tokEq, tokNe:
+		p.advance()
+		right, err := p.comparison()
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		switch t.kind {
-		case tokEq, tokNe:
+		eq, err := createEqual(left, right, t.pos)
+		if err != nil {
+			return nil, false, err
+		}
+		if t.kind == tokNe {
+			return &notNode{x: eq}, true, nil
+		}
+		return eq, true, nil
+	case tokIs:
+		p.advance()
+		n, err := p.peek(0)
+		if err != nil {
+			return nil, false, err
+		}
+		isNull := &cmpNode{op: opEq, l: left, r: &constNode{v: nullVal(), boolConst: true}}
+		switch n.kind {
+		case tokNull:
 			p.advance()
-			right, err := p.comparison()
-			if err != nil {
-				return nil, err
-			}
-			eq, err := createEqual(left, right, t.pos)
-			if err != nil {
-				return nil, err
-			}
-			if t.kind == tokNe {
-				left = &notNode{x: eq}
-			} else {
-				left = eq
-			}
-		case tokIs:
+			return isNull, true, nil
+		case tokNot:
 			p.advance()
-			n, err := p.peek(0)
-			if err != nil {
-				return nil, err
+			if _, err := p.expect(tokNull); err != nil {
+				return nil, false, err
 			}
-			isNull := &cmpNode{op: opEq, l: left, r: &constNode{v: nullVal(), boolConst: true}}
-			switch n.kind {
-			case tokNull:
-				p.advance()
-				left = isNull
-			case tokNot:
-				p.advance()
-				if _, err := p.expect(tokNull); err != nil {
-					return nil, err
-				}
-				left = &notNode{x: isNull}
-			default:
-				return nil, p.unexpected(n, "NULL or NOT NULL")
-			}
+			return &notNode{x: isNull}, true, nil
 		default:
-			return left, nil
+			return nil, false, p.unexpected(n, "NULL or NOT NULL")
 		}
 	}
+	return nil, false, nil
 }
 
 // comparison handles >, >=, <, <=, [NOT] BETWEEN, [NOT] IN and
 // [NOT] CONTAINS / STARTSWITH / ENDSWITH (left-associative).
 func (p *parser) comparison() (node, error) {
-	left, err := p.unary()
-	if err != nil {
-		return nil, err
-	}
-	for {
-		t, err := p.peek(0)
+	return p.chain(p.unary, p.comparisonStep)
+}
+
+// comparisonStep applies one comparison operator to left.
+func (p *parser) comparisonStep(left node, t token) (node, bool, error) {
+	negate := false
+	op := t
+	switch t.kind {
+	case tokGt, tokGe, tokLt, tokLe:
+		p.advance()
+		right, err := p.unary()
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		negate := false
-		op := t
-		switch t.kind {
-		case tokGt, tokGe, tokLt, tokLe:
-			p.advance()
-			right, err := p.unary()
-			if err != nil {
-				return nil, err
-			}
-			if left, err = createOrdering(t.kind, left, right, t.pos); err != nil {
-				return nil, err
-			}
-			continue
-		case tokNot:
-			// Java's LOOKAHEAD(2): NOT must start one of the negated forms.
-			nx, err := p.peek(1)
-			if err != nil {
-				return nil, err
-			}
-			switch nx.kind {
-			case tokContains, tokStartsWith, tokEndsWith, tokBetween, tokIn:
-			default:
-				return nil, p.unexpected(nx, "CONTAINS, STARTSWITH, ENDSWITH, BETWEEN or IN after NOT")
-			}
-			p.advance()
-			negate, op = true, nx
+		n, err := createOrdering(t.kind, left, right, t.pos)
+		if err != nil {
+			return nil, false, err
+		}
+		return n, true, nil
+	case tokNot:
+		// Java's LOOKAHEAD(2): NOT must start one of the negated forms.
+		nx, err := p.peek(1)
+		if err != nil {
+			return nil, false, err
+		}
+		switch nx.kind {
 		case tokContains, tokStartsWith, tokEndsWith, tokBetween, tokIn:
 		default:
-			return left, nil
+			return nil, false, p.unexpected(nx, "CONTAINS, STARTSWITH, ENDSWITH, BETWEEN or IN after NOT")
 		}
-		p.advance() // the operator keyword
+		p.advance()
+		negate, op = true, nx
+	case tokContains, tokStartsWith, tokEndsWith, tokBetween, tokIn:
+	default:
+		return nil, false, nil
+	}
+	p.advance() // the operator keyword
+	switch op.kind {
+	case tokContains, tokStartsWith, tokEndsWith:
+		s, err := p.expect(tokString)
+		if err != nil {
+			return nil, false, err
+		}
+		so := opContains
 		switch op.kind {
-		case tokContains, tokStartsWith, tokEndsWith:
-			s, err := p.expect(tokString)
-			if err != nil {
-				return nil, err
-			}
-			so := opContains
-			switch op.kind {
-			case tokStartsWith:
-				so = opStartsWith
-			case tokEndsWith:
-				so = opEndsWith
-			}
-			left = &strNode{op: so, negate: negate, x: left, search: s.text}
-		case tokBetween:
-			low, err := p.unary()
-			if err != nil {
-				return nil, err
-			}
-			if _, err := p.expect(tokAnd); err != nil {
-				return nil, err
-			}
-			high, err := p.unary()
-			if err != nil {
-				return nil, err
-			}
-			if left, err = createBetween(left, low, high, negate, op.pos); err != nil {
-				return nil, err
-			}
-		case tokIn:
-			if _, err := p.expect(tokLParen); err != nil {
-				return nil, err
-			}
-			var list []string
-			for {
-				s, err := p.expect(tokString)
-				if err != nil {
-					return nil, err
-				}
-				list = append(list, s.text)
-				c, err := p.peek(0)
-				if err != nil {
-					return nil, err
-				}
-				if c.kind != tokComma {
-					break
-				}
-				p.advance()
-			}
-			if _, err := p.expect(tokRParen); err != nil {
-				return nil, err
-			}
-			prop, ok := left.(*propNode)
-			if !ok {
-				return nil, semantic(op.pos, "expected a property for In expression, got: %s", short(left))
-			}
-			in := &inNode{prop: prop, list: list, negate: negate}
-			if len(list) >= 5 {
-				in.set = make(map[string]struct{}, len(list))
-				for _, s := range list {
-					in.set[s] = struct{}{}
-				}
-			}
-			left = in
+		case tokStartsWith:
+			so = opStartsWith
+		case tokEndsWith:
+			so = opEndsWith
+		}
+		return &strNode{op: so, negate: negate, x: left, search: s.text}, true, nil
+	case tokBetween:
+		low, err := p.unary()
+		if err != nil {
+			return nil, false, err
+		}
+		if _, err := p.expect(tokAnd); err != nil {
+			return nil, false, err
+		}
+		high, err := p.unary()
+		if err != nil {
+			return nil, false, err
+		}
+		n, err := createBetween(left, low, high, negate, op.pos)
+		if err != nil {
+			return nil, false, err
+		}
+		return n, true, nil
+	}
+	// tokIn
+	if _, err := p.expect(tokLParen); err != nil {
+		return nil, false, err
+	}
+	var list []string
+	for {
+		s, err := p.expect(tokString)
+		if err != nil {
+			return nil, false, err
+		}
+		list = append(list, s.text)
+		c, err := p.peek(0)
+		if err != nil {
+			return nil, false, err
+		}
+		if c.kind != tokComma {
+			break
+		}
+		p.advance()
+	}
+	if _, err := p.expect(tokRParen); err != nil {
+		return nil, false, err
+	}
+	prop, ok := left.(*propNode)
+	if !ok {
+		return nil, false, semantic(op.pos, "expected a property for In expression, got: %s", short(left))
+	}
+	in := &inNode{prop: prop, list: list, negate: negate}
+	if len(list) >= 5 {
+		in.set = make(map[string]struct{}, len(list))
+		for _, s := range list {
+			in.set[s] = struct{}{}
 		}
 	}
+	return in, true, nil
 }
 
 // unary handles + (ignored), - (negation) and NOT.
@@ -536,38 +544,33 @@ func createEqual(l, r node, pos int) (node, error) {
 // bounds they must be non-null and in order. NOT BETWEEN is x < a OR x > b
 // (no bound checks beyond the operands').
 func createBetween(x, low, high node, negate bool, pos int) (node, error) {
+	lowOp, highOp := tokGe, tokLe
 	if negate {
-		l, err := createOrdering(tokLt, x, low, pos)
-		if err != nil {
-			return nil, err
+		lowOp, highOp = tokLt, tokGt
+	} else if lc, lok := low.(*constNode); lok {
+		if hc, hok := high.(*constNode); hok {
+			if lc.v.k == kNull || hc.v.k == kNull {
+				return nil, semantic(pos, "illegal values of between, values can not be null")
+			}
+			c, err := javaCompare(hc.v, lc.v)
+			if err != nil {
+				return nil, semantic(pos, "illegal values of between: %v", err)
+			}
+			if c < 0 {
+				return nil, semantic(pos, "illegal values of between, left value(%s) must less than or equal to right value(%s)", lc.v, hc.v)
+			}
 		}
-		h, err := createOrdering(tokGt, x, high, pos)
-		if err != nil {
-			return nil, err
-		}
+	}
+	l, err := createOrdering(lowOp, x, low, pos)
+	if err != nil {
+		return nil, err
+	}
+	h, err := createOrdering(highOp, x, high, pos)
+	if err != nil {
+		return nil, err
+	}
+	if negate {
 		return &orNode{l: l, r: h}, nil
-	}
-	lc, lok := low.(*constNode)
-	hc, hok := high.(*constNode)
-	if lok && hok {
-		if lc.v.k == kNull || hc.v.k == kNull {
-			return nil, semantic(pos, "illegal values of between, values can not be null")
-		}
-		c, err := javaCompare(hc.v, lc.v)
-		if err != nil {
-			return nil, semantic(pos, "illegal values of between: %v", err)
-		}
-		if c < 0 {
-			return nil, semantic(pos, "illegal values of between, left value(%s) must less than or equal to right value(%s)", lc.v, hc.v)
-		}
-	}
-	l, err := createOrdering(tokGe, x, low, pos)
-	if err != nil {
-		return nil, err
-	}
-	h, err := createOrdering(tokLe, x, high, pos)
-	if err != nil {
-		return nil, err
 	}
 	return &andNode{l: l, r: h}, nil
 }

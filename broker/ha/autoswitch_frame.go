@@ -167,13 +167,14 @@ type MasterFrame struct {
 
 // MasterFrameReader decodes master frames from a stream.
 type MasterFrameReader struct {
-	r   io.Reader
+	bodyReader
 	hdr [TransferHeaderSize]byte
-	buf []byte
 }
 
 // NewMasterFrameReader reads frames from r.
-func NewMasterFrameReader(r io.Reader) *MasterFrameReader { return &MasterFrameReader{r: r} }
+func NewMasterFrameReader(r io.Reader) *MasterFrameReader {
+	return &MasterFrameReader{bodyReader: bodyReader{r: r}}
+}
 
 // Next reads one frame. A state other than HANDSHAKE or TRANSFER, a body
 // size outside [0, MaxTransferBody], a handshake body that is not whole
@@ -233,15 +234,4 @@ func (m *MasterFrameReader) Next() (MasterFrame, error) {
 		return MasterFrame{}, fmt.Errorf("%w: master frame in state %d", ErrBadFrame, f.State)
 	}
 	return f, nil
-}
-
-func (m *MasterFrameReader) body(n int32) ([]byte, error) {
-	if cap(m.buf) < int(n) {
-		m.buf = make([]byte, n)
-	}
-	b := m.buf[:n]
-	if err := readRest(m.r, b); err != nil {
-		return nil, err
-	}
-	return b, nil
 }

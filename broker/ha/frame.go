@@ -53,13 +53,14 @@ type Transfer struct {
 
 // TransferReader decodes transfer frames from a stream.
 type TransferReader struct {
-	r   io.Reader
+	bodyReader
 	hdr [HeaderSize]byte
-	buf []byte
 }
 
 // NewTransferReader reads frames from r.
-func NewTransferReader(r io.Reader) *TransferReader { return &TransferReader{r: r} }
+func NewTransferReader(r io.Reader) *TransferReader {
+	return &TransferReader{bodyReader: bodyReader{r: r}}
+}
 
 // Next reads one frame. A negative start or a body length outside
 // [0, MaxTransferBody] is ErrBadFrame; a stream ending inside a frame is
@@ -73,15 +74,30 @@ func (t *TransferReader) Next() (Transfer, error) {
 	if start < 0 || n < 0 || n > MaxTransferBody {
 		return Transfer{}, fmt.Errorf("%w: start %d, body %d bytes", ErrBadFrame, start, n)
 	}
-	if cap(t.buf) < int(n) {
-		t.buf = make([]byte, n)
-	}
-	body := t.buf[:n]
-	if _, err := io.ReadFull(t.r, body); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
+	body, err := t.body(n)
+	if err != nil {
 		return Transfer{}, err
 	}
 	return Transfer{Start: start, Body: body}, nil
+}
+
+// bodyReader is what the frame readers of both protocols share: the stream
+// and the buffer frame bodies are read into, reused from frame to frame.
+type bodyReader struct {
+	r   io.Reader
+	buf []byte
+}
+
+// body reads the n-byte body that follows a header (n already checked
+// against MaxTransferBody). The result aliases the buffer until the next
+// read; a stream ending inside the body is io.ErrUnexpectedEOF.
+func (b *bodyReader) body(n int32) ([]byte, error) {
+	if cap(b.buf) < int(n) {
+		b.buf = make([]byte, n)
+	}
+	body := b.buf[:n]
+	if err := readRest(b.r, body); err != nil {
+		return nil, err
+	}
+	return body, nil
 }

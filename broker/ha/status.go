@@ -10,31 +10,41 @@ import (
 // in sync when its ack is less than MaxGapNotInSync behind the master's
 // max offset.
 func (m *Master) Status() protocol.HARuntimeInfo {
-	now := time.Now()
 	max := m.cl.MaxOffset()
-	info := newMasterInfo(max)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for c := range m.conns {
-		ci := connInfo(c.addr, c.ack.Load(), c.next.Load(), &c.rate, max, now)
-		info.add(ci, ci.SlaveAckOffset >= 0 && ci.Diff < m.opts.MaxGapNotInSync)
-	}
-	return info.HARuntimeInfo
+	return masterStatus(max, m.conns, func(_ *conn, ci protocol.HAConnectionRuntimeInfo) bool {
+		return ci.SlaveAckOffset >= 0 && ci.Diff < m.opts.MaxGapNotInSync
+	})
 }
 
-// masterInfo builds a master's GET_BROKER_HA_STATUS answer.
-type masterInfo struct{ protocol.HARuntimeInfo }
-
-func newMasterInfo(max int64) masterInfo {
-	return masterInfo{protocol.HARuntimeInfo{Master: true, MasterCommitLogMaxOffset: max, HAConnectionInfo: []protocol.HAConnectionRuntimeInfo{}}}
+// statusConn is a master connection as GET_BROKER_HA_STATUS reports it.
+type statusConn interface {
+	comparable
+	// runtimeInfo is the connection's entry against the master's max
+	// offset, InSync left unset.
+	runtimeInfo(max int64, now time.Time) protocol.HAConnectionRuntimeInfo
 }
 
-func (i *masterInfo) add(ci protocol.HAConnectionRuntimeInfo, inSync bool) {
-	ci.InSync = inSync
-	if inSync {
-		i.InSyncSlaveNums++
+// masterStatus is the GET_BROKER_HA_STATUS answer of a master whose log
+// ends at max, for both masters: an entry per connection of conns (the
+// caller holds the lock guarding them), in sync as inSync decides.
+func masterStatus[C statusConn](max int64, conns map[C]struct{}, inSync func(C, protocol.HAConnectionRuntimeInfo) bool) protocol.HARuntimeInfo {
+	now := time.Now()
+	info := protocol.HARuntimeInfo{Master: true, MasterCommitLogMaxOffset: max, HAConnectionInfo: []protocol.HAConnectionRuntimeInfo{}}
+	for c := range conns {
+		ci := c.runtimeInfo(max, now)
+		ci.InSync = inSync(c, ci)
+		if ci.InSync {
+			info.InSyncSlaveNums++
+		}
+		info.HAConnectionInfo = append(info.HAConnectionInfo, ci)
 	}
-	i.HAConnectionInfo = append(i.HAConnectionInfo, ci)
+	return info
+}
+
+func (c *conn) runtimeInfo(max int64, now time.Time) protocol.HAConnectionRuntimeInfo {
+	return connInfo(c.addr, c.ack.Load(), c.next.Load(), &c.rate, max, now)
 }
 
 func connInfo(addr string, ack, next int64, r *rate, max int64, now time.Time) protocol.HAConnectionRuntimeInfo {

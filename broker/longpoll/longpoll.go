@@ -211,36 +211,44 @@ func (s *Service) removeLocked(e *entry) {
 	}
 }
 
-func (s *Service) wake() {
-	select {
-	case s.kick <- struct{}{}:
-	default:
+// removeWhereLocked removes the requests of queue k for which drop returns
+// true; drop also records those to re-run.
+func (s *Service) removeWhereLocked(k qkey, drop func(*entry) bool) {
+	list := s.queues[k]
+	for i := 0; i < len(list); {
+		if e := list[i]; drop(e) {
+			s.removeLocked(e)
+			list = s.queues[k] // removal swaps the tail in at i
+			continue
+		}
+		i++
 	}
+}
+
+func (s *Service) wake() {
+	loop.Wake(s.kick)
 }
 
 // OnArrival is the store.ArrivalListener: requests of the queue waiting
 // for an offset ≤ queueOffset whose filter accepts tagsCode are re-run;
 // expired ones are re-run too.
 func (s *Service) OnArrival(topic string, queueID int32, queueOffset int64, tagsCode int64, _ int64) {
+	k := qkey{topic, queueID}
 	s.mu.Lock()
-	list := s.queues[qkey{topic, queueID}]
-	if len(list) == 0 {
+	if len(s.queues[k]) == 0 {
 		s.mu.Unlock()
 		return
 	}
 	now := s.cfg.Now()
 	var due []*entry
-	for i := 0; i < len(list); {
-		e := list[i]
+	s.removeWhereLocked(k, func(e *entry) bool {
 		match := queueOffset >= e.r.Offset && (e.r.Filter == nil || e.r.Filter.MatchTagsCode(tagsCode))
 		if match || !now.Before(e.r.Deadline) {
-			s.removeLocked(e)
 			due = append(due, e)
-			list = s.queues[qkey{topic, queueID}] // removal swaps the tail in at i
-			continue
+			return true
 		}
-		i++
-	}
+		return false
+	})
 	s.mu.Unlock()
 	s.dispatch(due, false)
 }
@@ -253,16 +261,13 @@ func (s *Service) WakeQueue(topic string, queueID int32, maxOffset int64) {
 	k := qkey{topic, queueID}
 	var due []*entry
 	s.mu.Lock()
-	list := s.queues[k]
-	for i := 0; i < len(list); {
-		if e := list[i]; maxOffset > e.r.Offset {
-			s.removeLocked(e)
+	s.removeWhereLocked(k, func(e *entry) bool {
+		if maxOffset > e.r.Offset {
 			due = append(due, e)
-			list = s.queues[k]
-			continue
+			return true
 		}
-		i++
-	}
+		return false
+	})
 	s.mu.Unlock()
 	s.dispatch(due, false)
 }
@@ -288,20 +293,16 @@ func (s *Service) Check() {
 	var due []*entry
 	s.mu.Lock()
 	for _, k := range keys {
-		list := s.queues[k]
-		for i := 0; i < len(list); {
-			e := list[i]
+		s.removeWhereLocked(k, func(e *entry) bool {
 			gone := e.r.Channel != nil && !e.r.Channel.IsActive()
 			if gone || maxes[k] > e.r.Offset || !now.Before(e.r.Deadline) {
-				s.removeLocked(e)
 				if !gone {
 					due = append(due, e)
 				}
-				list = s.queues[k]
-				continue
+				return true
 			}
-			i++
-		}
+			return false
+		})
 	}
 	s.mu.Unlock()
 	s.dispatch(due, true)
@@ -359,10 +360,8 @@ func (s *Service) Start() {
 }
 
 func (s *Service) loop(stop <-chan struct{}) {
-	t := time.NewTimer(s.cfg.CheckInterval)
-	defer t.Stop()
 	lastCheck := time.Now()
-	for {
+	loop.Rounds(stop, s.kick, func() time.Duration {
 		next := s.ExpireDue()
 		if time.Since(lastCheck) >= s.cfg.CheckInterval {
 			s.Check()
@@ -372,15 +371,8 @@ func (s *Service) loop(stop <-chan struct{}) {
 		if !next.IsZero() {
 			wait = min(wait, next.Sub(s.cfg.Now()))
 		}
-		wait = max(wait, time.Millisecond)
-		t.Reset(wait)
-		select {
-		case <-stop:
-			return
-		case <-s.kick:
-		case <-t.C:
-		}
-	}
+		return wait
+	})
 }
 
 // Close stops the loop, drops every parked request (their connections are

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/internal/deadline"
+	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/remoting"
 )
 
@@ -94,10 +95,7 @@ func (p *poller) park(ch *remoting.Channel, cmd *remoting.Command, key pollKey, 
 	first := r.hpos == 0
 	p.mu.Unlock()
 	if first {
-		select {
-		case p.kick <- struct{}{}:
-		default:
-		}
+		loop.Wake(p.kick)
 	}
 	return nil
 }
@@ -282,22 +280,12 @@ func (p *poller) start() {
 
 func (p *poller) loop() {
 	defer close(p.done)
-	t := time.NewTimer(time.Second)
-	defer t.Stop()
-	for {
-		next := p.expire()
-		wait := time.Second
-		if !next.IsZero() {
-			wait = min(wait, max(next.Sub(p.now()), time.Millisecond))
+	loop.Rounds(p.stop, p.kick, func() time.Duration {
+		if next := p.expire(); !next.IsZero() {
+			return min(time.Second, next.Sub(p.now()))
 		}
-		t.Reset(wait)
-		select {
-		case <-p.stop:
-			return
-		case <-p.kick:
-		case <-t.C:
-		}
-	}
+		return time.Second
+	})
 }
 
 // close drops every suspended request and stops the workers.

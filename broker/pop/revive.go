@@ -12,6 +12,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/rmqgo/rmq/broker/internal/defaults"
+	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/commitlog"
 	"github.com/rmqgo/rmq/broker/subscription"
@@ -55,10 +57,7 @@ func newReviveService(p *Processor) *reviveService {
 }
 
 func (r *reviveService) kick() {
-	select {
-	case r.wakeCh <- struct{}{}:
-	default:
-	}
+	loop.Wake(r.wakeCh)
 }
 
 func (r *reviveService) start() {
@@ -77,17 +76,12 @@ func (r *reviveService) interval() time.Duration {
 	if r.p.d.ReviveInterval > 0 {
 		return r.p.d.ReviveInterval
 	}
-	if iv := r.p.d.Config().ReviveInterval; iv > 0 {
-		return iv
-	}
-	return time.Second
+	return defaults.Or(r.p.d.Config().ReviveInterval, time.Second)
 }
 
 func (r *reviveService) loop() {
 	defer close(r.done)
-	t := time.NewTimer(r.interval())
-	defer t.Stop()
-	for {
+	loop.Rounds(r.stop, r.wakeCh, func() time.Duration {
 		n := r.round()
 		wait := r.interval()
 		if n >= reviveBatch {
@@ -95,14 +89,8 @@ func (r *reviveService) loop() {
 		} else if next, ok := r.nextDue(); ok {
 			wait = min(wait, time.Duration(next-r.p.d.Now().UnixMilli())*time.Millisecond)
 		}
-		t.Reset(max(wait, time.Millisecond))
-		select {
-		case <-r.stop:
-			return
-		case <-r.wakeCh:
-		case <-t.C:
-		}
-	}
+		return wait
+	})
 }
 
 // nextDue is the earliest checkpoint due time.

@@ -2,7 +2,8 @@
 // shares: the executor a request code runs on (Pool), the Registrar a
 // processor installs its handlers through (*broker.Broker implements it),
 // the INVALID_PARAMETER answer of a malformed request and the late answer
-// of a parked one, the SUCCESS answer with an encoded body. It imports
+// of a parked one, the turning of handler errors into response codes
+// (CodeError), the SUCCESS answer with an encoded body. It imports
 // only the remoting layer and the wire types, so that processor packages
 // need not import the broker.
 package processor

@@ -3,6 +3,7 @@ package processor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/rmqgo/rmq/remoting"
@@ -62,5 +63,41 @@ func TestBadRequest(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Code != code.InvalidParameter || ce.Remark != "missing topic" {
 			t.Errorf("%s: %#v, want INVALID_PARAMETER \"missing topic\"", name, err)
 		}
+	}
+}
+
+func TestCodeError(t *testing.T) {
+	errMine := errors.New("mine")
+	codeOf := func(err error) int32 {
+		if errors.Is(err, errMine) {
+			return code.NoPermission
+		}
+		return code.SystemError
+	}
+	hook := &remoting.CodeError{Code: code.TopicNotExist, Remark: "from a hook"}
+	for _, tc := range []struct {
+		name   string
+		err    error
+		code   int32
+		remark string
+	}{
+		{"sentinel in the table", fmt.Errorf("%w: topic T", errMine), code.NoPermission, "mine: topic T"},
+		{"unknown error", errors.New("disk on fire"), code.SystemError, "disk on fire"},
+		{"shared bad header", fmt.Errorf("%w: offset", ErrBadHeader), code.InvalidParameter, "bad request header: offset"},
+		{"shared no permission", fmt.Errorf("%w: topic T", ErrNoPermission), code.NoPermission, "no permission: topic T"},
+		{"shared topic not exist", fmt.Errorf("%w: T", ErrTopicNotExist), code.TopicNotExist, "topic not exist: T"},
+		{"shared group not exist", fmt.Errorf("%w: g", ErrGroupNotExist), code.SubscriptionGroupNotExist, "subscription group not exist: g"},
+		{"code error kept", hook, code.TopicNotExist, "from a hook"},
+		{"wrapped code error kept with its wrapping", fmt.Errorf("send: %w", hook), code.TopicNotExist, "send: from a hook"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := remoting.ResponseFromError(remoting.NewRequest(1, nil, nil), CodeError(tc.err, codeOf))
+			if resp.Code != tc.code || resp.Remark != tc.remark {
+				t.Fatalf("answer %d %q, want %d %q", resp.Code, resp.Remark, tc.code, tc.remark)
+			}
+			if c := CodeOf(tc.err, codeOf); c != tc.code {
+				t.Fatalf("CodeOf = %d, want %d", c, tc.code)
+			}
+		})
 	}
 }

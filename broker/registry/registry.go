@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/internal/defaults"
+	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -141,10 +142,7 @@ func (r *Registrar) Start() []Result {
 // Trigger asks for a registration soon; calls within the debounce window
 // coalesce into one round.
 func (r *Registrar) Trigger() {
-	select {
-	case r.kick <- struct{}{}:
-	default:
-	}
+	loop.Wake(r.kick)
 }
 
 func (r *Registrar) loop() {

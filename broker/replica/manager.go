@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -134,23 +135,13 @@ func (m *Manager) HandleNotify(req *remoting.Command) {
 // SyncNow asks for a GET_REPLICA_INFO round at once (a heartbeat answer or
 // an HA peer said the role moved).
 func (m *Manager) SyncNow() {
-	select {
-	case m.now <- struct{}{}:
-	default:
-	}
+	loop.Wake(m.now)
 }
 
 func (m *Manager) run() {
 	defer close(m.done)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := loop.StopContext(m.stop)
 	defer cancel()
-	go func() {
-		select {
-		case <-m.stop:
-			cancel()
-		case <-m.done:
-		}
-	}()
 	for tries := 0; ; {
 		err := m.startup(ctx)
 		if err == nil {

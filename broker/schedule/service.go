@@ -56,6 +56,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/internal/defaults"
+	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/commitlog"
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
@@ -313,10 +314,7 @@ func (s *Service) levelsNow() []time.Duration {
 // onArrival wakes the loop when a parked message was dispatched.
 func (s *Service) onArrival(topic string, _ int32, _ int64, _ int64, _ int64) {
 	if topic == ScheduleTopic || topic == TimerTopic {
-		select {
-		case s.wake <- struct{}{}:
-		default:
-		}
+		loop.Wake(s.wake)
 	}
 }
 

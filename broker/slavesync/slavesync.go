@@ -135,10 +135,7 @@ func (s *Syncer) Close() { s.run.Stop() }
 // Trigger asks the task to check now; a new master address is copied from
 // at once.
 func (s *Syncer) Trigger() {
-	select {
-	case s.trigger <- struct{}{}:
-	default:
-	}
+	loop.Wake(s.trigger)
 }
 
 // LastSync is when the last full copy succeeded (zero: never).
@@ -151,12 +148,8 @@ func (s *Syncer) LastSync() time.Time {
 func (s *Syncer) loop(stop <-chan struct{}) {
 	t := time.NewTicker(s.o.CheckInterval)
 	defer t.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := loop.StopContext(stop)
 	defer cancel()
-	go func() {
-		<-stop
-		cancel()
-	}()
 	for {
 		s.tick(ctx)
 		select {

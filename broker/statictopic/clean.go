@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/internal/defaults"
+	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -89,10 +90,7 @@ func (c *CleanService) Start() {
 
 // Wakeup asks for a run now.
 func (c *CleanService) Wakeup() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
+	loop.Wake(c.wake)
 }
 
 // Settle asks for CleanStaleBackups once no request 513 has arrived for
@@ -109,10 +107,7 @@ func (c *CleanService) Wakeup() {
 // settled under one epoch; during an operation the epochs differ and
 // nothing is dropped.
 func (c *CleanService) Settle(string) {
-	select {
-	case c.settle <- struct{}{}:
-	default:
-	}
+	loop.Wake(c.settle)
 }
 
 // Close stops the service and waits for a run in progress.
@@ -134,12 +129,8 @@ func (c *CleanService) loop() {
 	defer close(c.done)
 	t := time.NewTicker(c.d.Interval)
 	defer t.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := loop.StopContext(c.stop)
 	defer cancel()
-	go func() {
-		<-c.stop
-		cancel()
-	}()
 	settle := time.NewTimer(c.d.SettleDelay)
 	settle.Stop()
 	defer settle.Stop()

@@ -5,69 +5,47 @@ import (
 	"math"
 
 	"github.com/rmqgo/rmq/pkg/protocol"
+	st "github.com/rmqgo/rmq/pkg/statictopic"
 )
 
-// Names and sizes of docs/static-topics.md §1.
+// Names and sizes of docs/static-topics.md §1, and the arithmetic of
+// mapping items: package pkg/statictopic's, which the admin and client
+// sides use too; the helpers below adapt it to item pointers.
 const (
 	// MockBrokerPrefix starts every fake broker name clients see for logic
 	// queues.
-	MockBrokerPrefix = "__syslo__"
+	MockBrokerPrefix = st.MockBrokerPrefix
 	// NoneBrokerName is the endpoint of a logic queue nobody leads.
-	NoneBrokerName = MockBrokerPrefix + "none__"
+	NoneBrokerName = st.MockBrokerNone
 	// BlockSeqSize is the block a new leader's logic offset is rounded up to.
-	BlockSeqSize = 10000
+	BlockSeqSize = st.BlockSeqSize
 )
 
 // MockBrokerName is the broker name of the logic queues of a scope:
 // "__syslo__global__" for the global scope.
-func MockBrokerName(scope string) string {
-	if scope == "" || scope == protocol.MappingScopeGlobal {
-		return MockBrokerPrefix + protocol.MappingScopeGlobal[2:]
-	}
-	return MockBrokerPrefix + scope
-}
+func MockBrokerName(scope string) string { return st.MockBrokerName(scope) }
 
 type item = protocol.LogicQueueMappingItem
 
 // decided reports whether the item's logic offset is known.
-func decided(it *item) bool { return it.LogicOffset >= 0 }
+func decided(it *item) bool { return st.LogicDecided(*it) }
 
 // endDecided reports whether the item's physical end is fixed.
-func endDecided(it *item) bool { return it.EndOffset > it.StartOffset }
+func endDecided(it *item) bool { return st.EndDecided(*it) }
 
 // looseLogic maps a physical offset to a logic one for send results and
 // min offsets (§2.1): -1 while the segment is undecided, clamped to the
 // segment's physical range.
-func looseLogic(it *item, p int64) int64 {
-	switch {
-	case it.LogicOffset < 0:
-		return -1
-	case p < it.StartOffset:
-		return it.LogicOffset
-	case it.EndOffset >= it.StartOffset && it.EndOffset < p:
-		return it.LogicOffset + (it.EndOffset - it.StartOffset)
-	}
-	return it.LogicOffset + (p - it.StartOffset)
-}
+func looseLogic(it *item, p int64) int64 { return st.LogicLoosely(*it, p) }
 
 // strictLogic maps a physical offset to a logic one (§2.1).
-func strictLogic(it *item, p int64) int64 {
-	if p < it.StartOffset {
-		return it.LogicOffset
-	}
-	return it.LogicOffset + (p - it.StartOffset)
-}
+func strictLogic(it *item, p int64) int64 { return st.LogicStrictly(*it, p) }
 
 // physical maps a logic offset into the item's physical queue.
-func physical(it *item, x int64) int64 { return x - it.LogicOffset + it.StartOffset }
+func physical(it *item, x int64) int64 { return st.Physical(*it, x) }
 
 // maxLogic is the highest logic offset the item covers as far as known.
-func maxLogic(it *item) int64 {
-	if it.EndOffset >= it.StartOffset {
-		return it.LogicOffset + it.EndOffset - it.StartOffset
-	}
-	return it.LogicOffset
-}
+func maxLogic(it *item) int64 { return st.MaxLogic(*it) }
 
 // offsetDelta is what a client adds to a pulled message's physical offset.
 func offsetDelta(it *item) int64 { return it.LogicOffset - it.StartOffset }
@@ -76,18 +54,10 @@ func offsetDelta(it *item) int64 { return it.LogicOffset - it.StartOffset }
 // undecided items when ignoreNegative; when none qualifies, the earliest
 // candidate (§4). nil for an empty list or when every item is skipped.
 func findItem(items []item, x int64, ignoreNegative bool) *item {
-	var earliest *item
-	for i := len(items) - 1; i >= 0; i-- {
-		it := &items[i]
-		if ignoreNegative && !decided(it) {
-			continue
-		}
-		if it.LogicOffset <= x {
-			return it
-		}
-		earliest = it
+	if i := st.Find(items, x, ignoreNegative); i >= 0 {
+		return &items[i]
 	}
-	return earliest
+	return nil
 }
 
 // earliestDecided and latestDecided bound what can be read.

@@ -1,7 +1,6 @@
 package statictopic
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/internal/jsonfile"
-	"github.com/rmqgo/rmq/internal/fsutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
@@ -91,22 +89,15 @@ func (m *Manager) load(t *table) error {
 		return nil
 	}
 	var ff fileFormat
-	decode := func(b []byte) error {
-		if len(bytes.TrimSpace(b)) == 0 {
-			return errors.New("empty file")
-		}
+	found, err := jsonfile.Read(m.opts.Path, "topicQueueMapping.json", m.log, func(b []byte) error {
 		ff = fileFormat{}
 		return protocol.Unmarshal(b, &ff)
-	}
-	_, from, err := fsutil.ReadWithBackup(m.opts.Path, decode)
+	})
 	if err != nil {
 		return fmt.Errorf("statictopic: %w", err)
 	}
-	if from == "" {
+	if !found {
 		return nil
-	}
-	if from != m.opts.Path {
-		m.log.Warn("topicQueueMapping.json unreadable, loaded the backup", "file", from)
 	}
 	for topic, d := range ff.TopicQueueMappingInfoMap {
 		d := normalize(d)

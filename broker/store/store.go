@@ -14,6 +14,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/broker/store/commitlog"
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
 	"github.com/rmqgo/rmq/broker/store/kv"
@@ -310,28 +311,21 @@ func (s *Store) DB() *pebble.DB { return s.db.DB }
 
 func (s *Store) offsetFlushLoop() {
 	defer s.wg.Done()
-	t := time.NewTicker(s.cfg.OffsetFlushInterval)
-	defer t.Stop()
 	flushed := s.cq.DispatchedOffset()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			if err := s.offsets.Flush(); err != nil {
-				s.log.Error("flush consumer offsets", "err", err)
-			}
-			// Pebble's WAL is off: flushing the memtable bounds how much of
-			// the CommitLog a crash makes us re-dispatch to one interval.
-			if d := s.cq.DispatchedOffset(); d != flushed {
-				if err := s.cq.Flush(); err != nil {
-					s.log.Error("flush consume queue", "err", err)
-				} else {
-					flushed = d
-				}
+	loop.Tick(s.stop, s.cfg.OffsetFlushInterval, func() {
+		if err := s.offsets.Flush(); err != nil {
+			s.log.Error("flush consumer offsets", "err", err)
+		}
+		// Pebble's WAL is off: flushing the memtable bounds how much of
+		// the CommitLog a crash makes us re-dispatch to one interval.
+		if d := s.cq.DispatchedOffset(); d != flushed {
+			if err := s.cq.Flush(); err != nil {
+				s.log.Error("flush consume queue", "err", err)
+			} else {
+				flushed = d
 			}
 		}
-	}
+	})
 }
 
 func (s *Store) onCommitLogMinChange(minOffset int64) {
@@ -402,10 +396,7 @@ func (s *Store) Stats() Stats {
 }
 
 func (s *Store) wakeDispatcher() {
-	select {
-	case s.dispatchWake <- struct{}{}:
-	default:
-	}
+	loop.Wake(s.dispatchWake)
 }
 
 // ctxDone reports a cancelled context without allocating.

@@ -1,7 +1,6 @@
 package subscription
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/internal/jsonfile"
-	"github.com/rmqgo/rmq/internal/fsutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
@@ -104,26 +102,19 @@ func (m *Manager) load() error {
 		return nil
 	}
 	var loaded Wrapper
-	decode := func(b []byte) error {
-		if len(bytes.TrimSpace(b)) == 0 {
-			return errors.New("empty file")
-		}
+	found, err := jsonfile.Read(m.opts.Path, "subscriptionGroup.json", m.log, func(b []byte) error {
 		w, err := DecodeWrapper(b)
 		if err != nil {
 			return err
 		}
 		loaded = w
 		return nil
-	}
-	_, from, err := fsutil.ReadWithBackup(m.opts.Path, decode)
+	})
 	if err != nil {
 		return fmt.Errorf("subscription: %w", err)
 	}
-	if from == "" {
+	if !found {
 		return nil
-	}
-	if from != m.opts.Path {
-		m.log.Warn("subscriptionGroup.json unreadable, loaded the backup", "file", from)
 	}
 	maps.Copy(m.groups, loaded.SubscriptionGroupTable)
 	for g, t := range loaded.ForbiddenTable {

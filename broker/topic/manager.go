@@ -5,7 +5,6 @@
 package topic
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,7 +17,6 @@ import (
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/internal/jsonfile"
-	"github.com/rmqgo/rmq/internal/fsutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
@@ -579,23 +577,16 @@ func (m *Manager) readFile() (map[string]protocol.TopicConfig, protocol.DataVers
 	}
 	var out map[string]protocol.TopicConfig
 	var version protocol.DataVersion
-	decode := func(b []byte) error {
-		if len(bytes.TrimSpace(b)) == 0 {
-			return errors.New("empty file")
-		}
+	found, err := jsonfile.Read(m.opts.Path, "topics.json", m.log, func(b []byte) error {
 		var err error
 		out, version, err = DecodeTable(b)
 		return err
-	}
-	_, from, err := fsutil.ReadWithBackup(m.opts.Path, decode)
+	})
 	if err != nil {
 		return nil, protocol.DataVersion{}, false, fmt.Errorf("topic: %w", err)
 	}
-	if from == "" {
+	if !found {
 		return nil, protocol.DataVersion{}, false, nil
-	}
-	if from != m.opts.Path {
-		m.log.Warn("topics.json unreadable, loaded the backup", "file", from)
 	}
 	return out, version, true, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 )
 
 var testHost = netip.MustParseAddrPort("10.0.0.1:10911")
@@ -212,14 +213,7 @@ func (f *fixture) end(svc *Service, h half, typ int32, fromCheck bool, kv ...str
 		"commitLogOffset": strconv.FormatInt(h.phy, 10), "commitOrRollback": strconv.Itoa(int(typ)),
 		"fromTransactionCheck": strconv.FormatBool(fromCheck), "msgId": h.uniq, "transactionId": h.uniq, "bname": "broker-a",
 	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i+1] == "<delete>" {
-			delete(ext, kv[i])
-		} else {
-			ext[kv[i]] = kv[i+1]
-		}
-	}
-	req := remoting.NewRequest(code.EndTransaction, ext, nil)
+	req := remoting.NewRequest(code.EndTransaction, remotingtest.SetFields(ext, kv...), nil)
 	resp, err := svc.Handlers()[code.EndTransaction](context.Background(), nil, req)
 	if err != nil {
 		resp = remoting.ResponseFromError(req, err)

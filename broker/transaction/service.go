@@ -238,22 +238,12 @@ func (s *Service) Close() {
 }
 
 func (s *Service) interval() time.Duration {
-	if iv := s.d.Config().TransactionCheckInterval; iv > 0 {
-		return iv
-	}
-	return 30 * time.Second
+	return defaults.Or(s.d.Config().TransactionCheckInterval, 30*time.Second)
 }
 
 func (s *Service) loop(stop <-chan struct{}) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := loop.StopContext(stop)
 	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	loop.Repeat(stop, s.interval, func() {
 		start := s.now()
 		if err := s.Check(ctx); err != nil && ctx.Err() == nil {
@@ -275,21 +265,8 @@ func (s *Service) commitPositions() {
 // isStored reports a put error that still stored the message.
 func isStored(err error) bool { return errors.Is(err, store.ErrFlushTimeout) }
 
-// storeError maps a store error to a response code.
+// storeError answers a failure to store a message with the code a send
+// gets for it (send.ErrorCode), what prefixed to the remark.
 func storeError(what string, err error) error {
-	c := code.SystemError
-	switch {
-	case errors.Is(err, store.ErrMessageIllegal), errors.Is(err, message.ErrTooLarge),
-		errors.Is(err, message.ErrInvalidProperty), errors.Is(err, send.ErrMessageIllegal):
-		c = code.MessageIllegal
-	case errors.Is(err, store.ErrNotWritable), errors.Is(err, store.ErrDiskFull), errors.Is(err, store.ErrShutdown):
-		c = code.ServiceNotAvailable
-	case errors.Is(err, store.ErrLMQQuota):
-		c = code.LMQQuotaExceeded
-	}
-	var ce *remoting.CodeError
-	if errors.As(err, &ce) {
-		c = ce.Code
-	}
-	return remoting.Errorf(c, "%s: %v", what, err)
+	return remoting.Errorf(processor.CodeOf(err, send.ErrorCode), "%s: %v", what, err)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 )
 
 func TestCommitAndRollback(t *testing.T) {
@@ -337,8 +338,8 @@ func TestEndTransactionBadInput(t *testing.T) {
 		{"wrong producer group", h, message.TransactionCommitType, []string{"producerGroup", "other_pg"}, code.SystemError},
 		{"wrong queue offset", half{uniq: h.uniq, queueOffset: 7, phy: h.phy}, message.TransactionRollbackType, nil, code.SystemError},
 		{"bad commitOrRollback", h, 5, nil, code.InvalidParameter},
-		{"missing producerGroup", h, message.TransactionCommitType, []string{"producerGroup", "<delete>"}, code.InvalidParameter},
-		{"missing commitLogOffset", h, message.TransactionCommitType, []string{"commitLogOffset", "<delete>"}, code.InvalidParameter},
+		{"missing producerGroup", h, message.TransactionCommitType, []string{"producerGroup", remotingtest.Absent}, code.InvalidParameter},
+		{"missing commitLogOffset", h, message.TransactionCommitType, []string{"commitLogOffset", remotingtest.Absent}, code.InvalidParameter},
 		{"malformed tranStateTableOffset", h, message.TransactionCommitType, []string{"tranStateTableOffset", "x"}, code.InvalidParameter},
 	} {
 		wantCode(t, tc.name, f.end(f.svc, tc.h, tc.typ, false, tc.kv...), tc.want)

@@ -85,3 +85,20 @@ func ExtInt(t testing.TB, resp *remoting.Command, k string) int64 {
 	}
 	return v
 }
+
+// Absent, as a value given to SetFields, removes the field: how tests
+// build a request that lacks a header field.
+const Absent = "<absent>"
+
+// SetFields changes the header fields ext to the key, value, ... pairs of
+// kv (a value of Absent removes the key) and returns ext.
+func SetFields(ext map[string]string, kv ...string) map[string]string {
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] == Absent {
+			delete(ext, kv[i])
+		} else {
+			ext[kv[i]] = kv[i+1]
+		}
+	}
+	return ext
+}

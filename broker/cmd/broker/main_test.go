@@ -8,29 +8,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rmqgo/rmq/internal/testutil"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func writeConf(t *testing.T, store string) string {
 	t.Helper()
@@ -92,7 +74,7 @@ func TestBootAndGracefulShutdown(t *testing.T) {
 	conf := writeConf(t, store)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errOut syncBuffer
+	var out, errOut testutil.SyncBuffer
 	done := make(chan int, 1)
 	stopping := make(chan struct{}, 1)
 	go func() {

@@ -23,8 +23,19 @@ func Logger(log **slog.Logger) {
 }
 
 // Positive sets *v to def unless it is positive.
-func Positive[T int | int32 | int64 | time.Duration](v *T, def T) {
-	if *v <= 0 {
-		*v = def
+func Positive[T number](v *T, def T) {
+	*v = Or(*v, def)
+}
+
+// Or is v if it is positive, else def: for settings read afresh each time
+// (a live config value) rather than filled in once.
+func Or[T number](v, def T) T {
+	if v <= 0 {
+		return def
 	}
+	return v
+}
+
+type number interface {
+	int | int32 | int64 | time.Duration
 }

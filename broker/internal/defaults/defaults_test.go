@@ -39,3 +39,11 @@ func TestPositive(t *testing.T) {
 		t.Errorf("Positive(int32 -2, 8) = %d", n)
 	}
 }
+
+func TestOr(t *testing.T) {
+	for _, tc := range []struct{ in, want time.Duration }{{0, 5}, {-1, 5}, {3, 3}} {
+		if got := Or(tc.in, 5); got != tc.want {
+			t.Errorf("Or(%d, 5) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package jsonfile
 
 import (
+	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,5 +41,45 @@ func TestWriteEncodeError(t *testing.T) {
 	}
 	if _, statErr := os.Stat(path); !os.IsNotExist(statErr) {
 		t.Fatalf("file written despite the encode error: %v", statErr)
+	}
+}
+
+func TestRead(t *testing.T) {
+	const absent = "<absent>"
+	for _, tc := range []struct {
+		name         string
+		file, backup string // absent writes no such file
+		found        bool
+		want         string
+		warned, fail bool
+	}{
+		{"neither file", absent, absent, false, "", false, false},
+		{"the file", `{"v":"main"}`, `{"v":"bak"}`, true, "main", false, false},
+		{"empty file, the backup", " \n", `{"v":"bak"}`, true, "bak", true, false},
+		{"corrupt file, the backup", `{"v":`, `{"v":"bak"}`, true, "bak", true, false},
+		{"only the backup", absent, `{"v":"bak"}`, true, "bak", true, false},
+		{"both corrupt", `{`, ``, false, "", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "t.json")
+			for p, content := range map[string]string{path: tc.file, path + ".bak": tc.backup} {
+				if content == absent {
+					continue
+				}
+				if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var logged strings.Builder
+			log := slog.New(slog.NewTextHandler(&logged, nil))
+			var got struct{ V string }
+			found, err := Read(path, "t.json", log, func(b []byte) error { return json.Unmarshal(b, &got) })
+			if (err != nil) != tc.fail || found != tc.found || got.V != tc.want {
+				t.Fatalf("found %v, v %q, err %v; want found %v, v %q, error %v", found, got.V, err, tc.found, tc.want, tc.fail)
+			}
+			if warned := strings.Contains(logged.String(), "t.json unreadable, loaded the backup"); warned != tc.warned {
+				t.Fatalf("warned %v, want %v: %q", warned, tc.warned, logged.String())
+			}
+		})
 	}
 }

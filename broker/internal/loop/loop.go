@@ -3,6 +3,7 @@
 package loop
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -90,5 +91,48 @@ func Repeat(stop <-chan struct{}, interval func() time.Duration, fn func()) {
 		case <-t.C:
 		}
 		fn()
+	}
+}
+
+// Rounds calls round until stop is closed. After each call it waits for
+// the duration round returned (at least a millisecond: when the next
+// deadline is due already) or for a wake-up on wake, whichever comes
+// first: the loop of a service that knows its next deadline and is woken
+// early by new work.
+func Rounds(stop, wake <-chan struct{}, round func() time.Duration) {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		t.Reset(max(round(), time.Millisecond))
+		select {
+		case <-stop:
+			return
+		case <-wake:
+		case <-t.C:
+		}
+	}
+}
+
+// StopContext returns a context cancelled once stop is closed, for the
+// calls of a loop that must end when the loop is stopped. The caller calls
+// cancel when the loop returns; that also ends the goroutine watching stop.
+func StopContext(stop <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// Wake sends on wake, a channel buffered for one, without blocking: a
+// wake-up that finds one already pending coalesces with it.
+func Wake(wake chan<- struct{}) {
+	select {
+	case wake <- struct{}{}:
+	default:
 	}
 }

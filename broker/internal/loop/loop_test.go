@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,5 +100,85 @@ func TestTickAndRepeatCallUntilStopped(t *testing.T) {
 				t.Fatal("fn called after Stop returned")
 			}
 		})
+	}
+}
+
+func TestStopContext(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(stop chan struct{}, cancel context.CancelFunc)
+	}{
+		{"stop closed", func(stop chan struct{}, _ context.CancelFunc) { close(stop) }},
+		{"cancelled by the caller", func(_ chan struct{}, cancel context.CancelFunc) { cancel() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stop := make(chan struct{})
+			ctx, cancel := StopContext(stop)
+			defer cancel()
+			select {
+			case <-ctx.Done():
+				t.Fatal("context done before stop or cancel")
+			case <-time.After(5 * time.Millisecond):
+			}
+			tc.end(stop, cancel)
+			select {
+			case <-ctx.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatal("context not done")
+			}
+		})
+	}
+}
+
+func TestWakeCoalesces(t *testing.T) {
+	wake := make(chan struct{}, 1)
+	Wake(wake)
+	Wake(wake) // one pending already: must not block
+	if n := len(wake); n != 1 {
+		t.Fatalf("pending wake-ups = %d, want 1", n)
+	}
+	<-wake
+	Wake(wake)
+	if n := len(wake); n != 1 {
+		t.Fatalf("pending wake-ups after a receive = %d, want 1", n)
+	}
+}
+
+func TestRounds(t *testing.T) {
+	stop, wake := make(chan struct{}), make(chan struct{}, 1)
+	rounds := make(chan time.Time, 100)
+	var wait atomic.Int64 // the duration the next round returns
+	wait.Store(int64(time.Hour))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Rounds(stop, wake, func() time.Duration {
+			rounds <- time.Now()
+			return time.Duration(wait.Load())
+		})
+	}()
+	next := func(what string) {
+		t.Helper()
+		select {
+		case <-rounds:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no round %s", what)
+		}
+	}
+	next("at the start")
+	select {
+	case <-rounds:
+		t.Fatal("a round before the hour returned by the first one")
+	case <-time.After(20 * time.Millisecond):
+	}
+	wait.Store(0) // due at once: runs again after the minimum wait
+	Wake(wake)
+	next("after a wake-up")
+	next("after a zero wait")
+	close(stop)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Rounds did not return after stop")
 	}
 }

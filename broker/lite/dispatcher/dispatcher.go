@@ -524,10 +524,7 @@ func (d *Dispatcher) queueFull(k fullKey, due int64) {
 	head := r.pos == 0
 	d.fullMu.Unlock()
 	if head {
-		select {
-		case d.kick <- struct{}{}:
-		default:
-		}
+		loop.Wake(d.kick)
 	}
 }
 

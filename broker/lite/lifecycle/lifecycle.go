@@ -354,10 +354,7 @@ func (m *Manager) CleanParent(parent string) (int, error) {
 func (m *Manager) Start() {
 	m.sweeper.Start(func(stop <-chan struct{}) {
 		loop.Repeat(stop, func() time.Duration {
-			if interval := m.opts.Config().CheckInterval; interval > 0 {
-				return interval
-			}
-			return 2 * time.Minute
+			return defaults.Or(m.opts.Config().CheckInterval, 2*time.Minute)
 		}, m.sweepOnce)
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 )
 
 const (
@@ -31,14 +32,7 @@ func with(ext map[string]string, kv ...string) map[string]string {
 	for k, v := range ext {
 		out[k] = v
 	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i+1] == "<del>" {
-			delete(out, kv[i])
-			continue
-		}
-		out[kv[i]] = kv[i+1]
-	}
-	return out
+	return remotingtest.SetFields(out, kv...)
 }
 
 // TestPopValidation: POP_LITE_MESSAGE headers that are refused (docs/lite-topics.md §6.2) and
@@ -52,8 +46,8 @@ func TestPopValidation(t *testing.T) {
 		code   int32
 		remark string
 	}{
-		{"no clientId", with(good, "clientId", "<del>"), code.InvalidParameter, "clientId"},
-		{"no consumerGroup", with(good, "consumerGroup", "<del>"), code.InvalidParameter, "consumerGroup"},
+		{"no clientId", with(good, "clientId", remotingtest.Absent), code.InvalidParameter, "clientId"},
+		{"no consumerGroup", with(good, "consumerGroup", remotingtest.Absent), code.InvalidParameter, "consumerGroup"},
 		{"maxMsgNum not a number", with(good, "maxMsgNum", "x"), code.InvalidParameter, "maxMsgNum"},
 		{"expired", with(good, "bornTime", "1000", "pollTime", "1000"), code.PollingTimeout, "expired"},
 		{"maxMsgNum 0", with(good, "maxMsgNum", "0"), code.InvalidParameter, "maxMsgNum"},

@@ -242,12 +242,10 @@ func (r *Registry) activeOf(parent string, lmqs []string) []string {
 const DefaultTombstoneTTL = 3 * time.Minute
 
 func (r *Registry) tombstoneTTL() time.Duration {
-	if r.opts.TombstoneTTL != nil {
-		if d := r.opts.TombstoneTTL(); d > 0 {
-			return d
-		}
+	if r.opts.TombstoneTTL == nil {
+		return DefaultTombstoneTTL
 	}
-	return DefaultTombstoneTTL
+	return defaults.Or(r.opts.TombstoneTTL(), DefaultTombstoneTTL)
 }
 
 // AddPartial adds lmqs to key's subscription of parent (PARTIAL_ADD) and

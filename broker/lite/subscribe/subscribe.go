@@ -235,10 +235,7 @@ func (p *Processor) Expire() int {
 func (p *Processor) Start() {
 	p.expiry.Start(func(stop <-chan struct{}) {
 		loop.Repeat(stop, func() time.Duration {
-			if interval := p.d.Config().LiteSubscriptionCheckInterval; interval > 0 {
-				return interval
-			}
-			return 2 * time.Minute
+			return defaults.Or(p.d.Config().LiteSubscriptionCheckInterval, 2*time.Minute)
 		}, func() { p.Expire() })
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 )
 
 type pullOffsets map[string]int64
@@ -76,11 +77,7 @@ func newFixture(t *testing.T, mutate ...func(*config.Config)) *fixture {
 
 func (f *fixture) call(t *testing.T, c int32, kv ...string) *remoting.Command {
 	t.Helper()
-	ext := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		ext[kv[i]] = kv[i+1]
-	}
-	req := remoting.NewRequest(c, ext, nil)
+	req := remoting.NewRequest(c, remotingtest.SetFields(map[string]string{}, kv...), nil)
 	resp, err := f.p.Handlers()[c](context.Background(), nil, req)
 	if err != nil {
 		return remoting.ResponseFromError(req, err)

@@ -23,6 +23,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 )
 
 type fixture struct {
@@ -84,7 +85,7 @@ func mkTopic(name string, queues, perm int) protocol.TopicConfig {
 }
 
 // pullReq builds a pull with the subscription in the request (sysFlag bit 2)
-// unless sub is "-".
+// unless sub is "-", its header changed by kv (remotingtest.SetFields).
 func pullReq(topic string, qid int, offset int64, sub string, kv ...string) *remoting.Command {
 	ext := map[string]string{
 		"consumerGroup": "g", "topic": topic, "queueId": strconv.Itoa(qid), "queueOffset": strconv.FormatInt(offset, 10),
@@ -94,14 +95,7 @@ func pullReq(topic string, qid int, offset int64, sub string, kv ...string) *rem
 		ext["sysFlag"] = strconv.Itoa(FlagSubscription)
 		ext["subscription"], ext["expressionType"] = sub, "TAG"
 	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i+1] == "" {
-			delete(ext, kv[i])
-		} else {
-			ext[kv[i]] = kv[i+1]
-		}
-	}
-	r := remoting.NewRequest(code.PullMessage, ext, nil)
+	r := remoting.NewRequest(code.PullMessage, remotingtest.SetFields(ext, kv...), nil)
 	r.Opaque = 9
 	return r
 }
@@ -262,8 +256,8 @@ func TestChecks(t *testing.T) {
 		{"topic not readable", nil, nil, pullReq("WO", 0, 0, "*"), code.NoPermission, "forbidden"},
 		{"queue id too big", nil, nil, pullReq("T", 4, 0, "*"), code.InvalidParameter, "queueId[4] is illegal"},
 		{"queue id negative", nil, nil, pullReq("T", -1, 0, "*"), code.InvalidParameter, "illegal"},
-		{"missing queueOffset", nil, nil, pullReq("T", 0, 0, "*", "queueOffset", ""), code.InvalidParameter, "<queueOffset>"},
-		{"missing consumerGroup", nil, nil, pullReq("T", 0, 0, "*", "consumerGroup", ""), code.InvalidParameter, "<consumerGroup>"},
+		{"missing queueOffset", nil, nil, pullReq("T", 0, 0, "*", "queueOffset", remotingtest.Absent), code.InvalidParameter, "<queueOffset>"},
+		{"missing consumerGroup", nil, nil, pullReq("T", 0, 0, "*", "consumerGroup", remotingtest.Absent), code.InvalidParameter, "<consumerGroup>"},
 		{"malformed sysFlag", nil, nil, pullReq("T", 0, 0, "*", "sysFlag", "x"), code.InvalidParameter, "<sysFlag>"},
 		{"bad tag expression", nil, nil, pullReq("T", 0, 0, "||"), code.SubscriptionParseFailed, "parse"},
 		{"sql92 without filter factory", nil, nil, pullReq("T", 0, 0, "a > 1", "expressionType", "SQL92"), code.SubscriptionParseFailed, "SQL92"},

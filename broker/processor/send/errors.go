@@ -3,27 +3,20 @@ package send
 import (
 	"errors"
 
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/topic"
 	"github.com/rmqgo/rmq/pkg/message"
-	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
 // Request-level errors. Handlers return them wrapped with details; toCodeError
 // turns them into response codes.
+// The shared ones (processor.ErrBadHeader, ErrNoPermission,
+// ErrTopicNotExist, ErrGroupNotExist) are answered by processor.CodeError.
 var (
-	// errBadHeader: a required header field is missing or malformed.
-	errBadHeader = errors.New("bad request header")
 	// errInvalidParam: bad topic name, queueId out of range.
 	errInvalidParam = errors.New("invalid parameter")
-	// errNoPermission: broker/topic not writable, forbidden topic,
-	// transactions rejected.
-	errNoPermission = errors.New("no permission")
-	// errTopicNotExist: unknown topic that may not be auto-created.
-	errTopicNotExist = errors.New("topic not exist")
-	// errGroupNotExist: the group of a %RETRY% topic is unknown.
-	errGroupNotExist = errors.New("subscription group not exist")
 	// ErrMessageIllegal (MESSAGE_ILLEGAL): body or properties too large,
 	// malformed batch, bad lite topic (ApplyLite), missing key on a
 	// compaction topic.
@@ -38,28 +31,19 @@ var (
 )
 
 // toCodeError is the one place where send-path errors become response codes
-// (docs/protocol.md §2): it wraps err in a *remoting.CodeError whose remark is the
-// error text. Errors that already carry a code keep it, so hooks may return
-// their own *remoting.CodeError.
-func toCodeError(err error) error {
-	var ce *remoting.CodeError
-	if errors.As(err, &ce) {
-		return err
-	}
-	return &remoting.CodeError{Code: codeOf(err), Remark: err.Error()}
-}
+// (docs/protocol.md §2), through processor.CodeError: errors that already
+// carry a code keep it, so hooks may return their own *remoting.CodeError.
+func toCodeError(err error) error { return processor.CodeError(err, ErrorCode) }
 
-// codeOf maps an error to its response code.
-func codeOf(err error) int32 {
+// ErrorCode is the send path's table of errors and response codes; the
+// end of a transaction, which stores the committed message, answers its
+// store errors by it too.
+func ErrorCode(err error) int32 {
 	switch {
-	case errors.Is(err, errBadHeader), errors.Is(err, errInvalidParam), errors.Is(err, topic.ErrInvalidTopic):
+	case errors.Is(err, errInvalidParam), errors.Is(err, topic.ErrInvalidTopic):
 		return code.InvalidParameter
-	case errors.Is(err, errNoPermission):
-		return code.NoPermission
-	case errors.Is(err, errTopicNotExist), errors.Is(err, topic.ErrNotFound), errors.Is(err, topic.ErrNotInheritable):
+	case errors.Is(err, topic.ErrNotFound), errors.Is(err, topic.ErrNotInheritable):
 		return code.TopicNotExist
-	case errors.Is(err, errGroupNotExist):
-		return code.SubscriptionGroupNotExist
 	case errors.Is(err, ErrMessageIllegal), errors.Is(err, store.ErrMessageIllegal),
 		errors.Is(err, message.ErrTooLarge), errors.Is(err, message.ErrInvalidProperty),
 		errors.Is(err, message.ErrCorrupt):

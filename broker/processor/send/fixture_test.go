@@ -18,6 +18,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 )
 
 // fakeStore is a minimal in-memory MessageStore for the send path: it
@@ -303,15 +304,9 @@ func sendV2(topicName string, queueID int, properties string, body string) *remo
 	return request(code.SendMessageV2, v2Ext(topicName, queueID, properties), []byte(body))
 }
 
-// with returns req with extFields changed (value "" deletes the key).
+// with returns req with extFields changed (remotingtest.SetFields).
 func with(req *remoting.Command, kv ...string) *remoting.Command {
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i+1] == "" {
-			delete(req.ExtFields, kv[i])
-		} else {
-			req.ExtFields[kv[i]] = kv[i+1]
-		}
-	}
+	remotingtest.SetFields(req.ExtFields, kv...)
 	return req
 }
 

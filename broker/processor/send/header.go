@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/rmqgo/rmq/broker/processor"
 )
 
 // sendHeader is SendMessageRequestHeader (docs/protocol.md §5.1), read from either
@@ -71,7 +73,7 @@ func describe(f string, short bool) string {
 
 func (r *headerReader) fail(f, format string, args ...any) {
 	if r.err == nil {
-		r.err = fmt.Errorf("%w: the custom field <%s> %s", errBadHeader, describe(f, r.short), fmt.Sprintf(format, args...))
+		r.err = fmt.Errorf("%w: the custom field <%s> %s", processor.ErrBadHeader, describe(f, r.short), fmt.Sprintf(format, args...))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 )
 
 func replyReq(short bool, properties string) *remoting.Command {
@@ -108,7 +109,7 @@ func TestReplyChecks(t *testing.T) {
 	f := newFixture(t)
 	wantCode(t, f.call(t, with(replyReq(false, replyProps), "topic", "bad topic")), code.InvalidParameter)
 	wantCode(t, f.call(t, with(replyReq(true, replyProps), "e", "5")), code.InvalidParameter)
-	wantCode(t, f.call(t, with(replyReq(true, replyProps), "a", "")), code.InvalidParameter)
+	wantCode(t, f.call(t, with(replyReq(true, replyProps), "a", remotingtest.Absent)), code.InvalidParameter)
 	if len(f.pusher.reqs) != 0 {
 		t.Error("pushed a rejected reply")
 	}

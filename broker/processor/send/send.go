@@ -289,13 +289,13 @@ func (p *Processor) msgCheck(cfg *config.Config, ch *remoting.Channel, h *sendHe
 	// was wiped is hidden from publish routes, but in-flight sends to
 	// unordered topics still land.
 	if cfg.BrokerPermission&protocol.PermWrite == 0 && p.d.Topics.IsOrder(h.topic) {
-		return protocol.TopicConfig{}, fmt.Errorf("%w: the broker[%s] sending message is forbidden", errNoPermission, cfg.BrokerIP1)
+		return protocol.TopicConfig{}, fmt.Errorf("%w: the broker[%s] sending message is forbidden", processor.ErrNoPermission, cfg.BrokerIP1)
 	}
 	if err := protocol.ValidateTopic(h.topic); err != nil {
 		return protocol.TopicConfig{}, fmt.Errorf("%w: %v", errInvalidParam, err)
 	}
 	if protocol.IsSendForbidden(h.topic) {
-		return protocol.TopicConfig{}, fmt.Errorf("%w: sending message to topic[%s] is forbidden", errNoPermission, h.topic)
+		return protocol.TopicConfig{}, fmt.Errorf("%w: sending message to topic[%s] is forbidden", processor.ErrNoPermission, h.topic)
 	}
 	tc, ok := p.d.Topics.Get(h.topic)
 	if !ok {
@@ -305,7 +305,7 @@ func (p *Processor) msgCheck(cfg *config.Config, ch *remoting.Channel, h *sendHe
 		}
 	}
 	if tc.Perm&protocol.PermWrite == 0 {
-		return protocol.TopicConfig{}, fmt.Errorf("%w: the topic[%s] is not writable (perm %s)", errNoPermission, h.topic, protocol.PermString(tc.Perm))
+		return protocol.TopicConfig{}, fmt.Errorf("%w: the topic[%s] is not writable (perm %s)", processor.ErrNoPermission, h.topic, protocol.PermString(tc.Perm))
 	}
 	if valid := max(tc.WriteQueueNums, tc.ReadQueueNums); int(h.queueID) >= valid {
 		return protocol.TopicConfig{}, fmt.Errorf("%w: request queueId[%d] is illegal, topic %s has %d queues, producer %s",
@@ -335,7 +335,7 @@ func (p *Processor) autoCreate(ch *remoting.Channel, h *sendHeader) (protocol.To
 		tc, created, err = p.d.Topics.CreateIfAbsent(rc)
 	}
 	if tc.TopicName == "" {
-		return protocol.TopicConfig{}, fmt.Errorf("%w: topic[%s] not exist, apply first please! (%v)", errTopicNotExist, h.topic, err)
+		return protocol.TopicConfig{}, fmt.Errorf("%w: topic[%s] not exist, apply first please! (%v)", processor.ErrTopicNotExist, h.topic, err)
 	}
 	if err != nil {
 		// The topic exists in memory; only persisting it failed.
@@ -375,7 +375,7 @@ func (p *Processor) pickQueue(tc *protocol.TopicConfig, queueID int32) (int32, e
 		return queueID, nil
 	}
 	if tc.WriteQueueNums <= 0 {
-		return 0, fmt.Errorf("%w: topic[%s] has no writable queue", errNoPermission, tc.TopicName)
+		return 0, fmt.Errorf("%w: topic[%s] has no writable queue", processor.ErrNoPermission, tc.TopicName)
 	}
 	return int32(p.d.RandIntN(tc.WriteQueueNums)), nil
 }
@@ -422,7 +422,7 @@ func (p *Processor) sendOne(ctx context.Context, ch *remoting.Channel, req *remo
 	props[message.PropertyCluster] = cfg.BrokerClusterName
 	if IsPrepared(props, h.sysFlag, h.reconsumeTimes) {
 		if cfg.RejectTransactionMessage {
-			return nil, fmt.Errorf("%w: the broker[%s] sending transaction message is forbidden", errNoPermission, cfg.BrokerIP1)
+			return nil, fmt.Errorf("%w: the broker[%s] sending transaction message is forbidden", processor.ErrNoPermission, cfg.BrokerIP1)
 		}
 		// No lite dispatch for a half message: the half topic is not
 		// excluded from multi-dispatch, so the LMQ would see it before the
@@ -487,7 +487,7 @@ func (p *Processor) retryOrDLQ(req *remoting.Command, h *sendHeader, msg *messag
 		maxTimes, ok = p.d.Groups.RetryMaxTimes(group)
 	}
 	if !ok {
-		return fmt.Errorf("%w: subscription group not exist, %s", errGroupNotExist, group)
+		return fmt.Errorf("%w: subscription group not exist, %s", processor.ErrGroupNotExist, group)
 	}
 	if req.Version >= VersionV349 && h.hasMaxReconsumeTimes {
 		maxTimes = h.maxReconsumeTimes

@@ -16,6 +16,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 )
 
 const basicProps = "TAGS\x01TagA\x02KEYS\x01key1\x02UNIQ_KEY\x01AABBCC\x02"
@@ -168,14 +169,14 @@ func TestMissingHeaderFields(t *testing.T) {
 	f := newFixture(t)
 	for _, long := range required {
 		t.Run("v1/"+long, func(t *testing.T) {
-			resp := f.call(t, with(sendV1("TopicTest", 0, basicProps, "b"), long, ""))
+			resp := f.call(t, with(sendV1("TopicTest", 0, basicProps, "b"), long, remotingtest.Absent))
 			wantCode(t, resp, code.InvalidParameter)
 			if !strings.Contains(resp.Remark, "<"+long+">") {
 				t.Errorf("remark %q does not name %s", resp.Remark, long)
 			}
 		})
 		t.Run("v2/"+long, func(t *testing.T) {
-			resp := f.call(t, with(sendV2("TopicTest", 0, basicProps, "b"), short[long], ""))
+			resp := f.call(t, with(sendV2("TopicTest", 0, basicProps, "b"), short[long], remotingtest.Absent))
 			wantCode(t, resp, code.InvalidParameter)
 			if !strings.Contains(resp.Remark, "<"+short[long]+" ("+long+")>") {
 				t.Errorf("remark %q does not name %s", resp.Remark, long)
@@ -326,7 +327,11 @@ func TestRetryAndDLQ(t *testing.T) {
 			f := newFixture(t)
 			f.locks["g1"] = tt.locked
 			lite := props("TAGS", "T", "UNIQ_KEY", "U", "INNER_MULTI_DISPATCH", "%LMQ%$p$l", "INNER_MULTI_QUEUE_OFFSET", "3")
-			req := with(sendV1("%RETRY%g1", -1, lite, "b"), "reconsumeTimes", tt.reconsume, "maxReconsumeTimes", tt.maxHeader)
+			maxHeader := tt.maxHeader
+			if maxHeader == "" {
+				maxHeader = remotingtest.Absent
+			}
+			req := with(sendV1("%RETRY%g1", -1, lite, "b"), "reconsumeTimes", tt.reconsume, "maxReconsumeTimes", maxHeader)
 			req.Version = tt.version
 			resp := f.call(t, req)
 			wantCode(t, resp, code.Success)

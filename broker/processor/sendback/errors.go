@@ -3,18 +3,14 @@ package sendback
 import (
 	"errors"
 
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
-// Request-level errors; toCodeError turns them into response codes.
+// Request-level errors besides the shared ones of package processor;
+// toCodeError turns them into response codes.
 var (
-	// errBadHeader: offset, group or delayLevel missing or malformed.
-	errBadHeader = errors.New("bad request header")
-	// errGroupNotExist: unknown group that may not be auto-created.
-	errGroupNotExist = errors.New("subscription group not exist")
-	// errNoPermission: the broker or the retry topic is not writable.
-	errNoPermission = errors.New("no permission")
 	// errSystem: everything Java answers SYSTEM_ERROR for (no master, topic
 	// not creatable, message not found by offset, store failure).
 	errSystem = errors.New("system error")
@@ -24,24 +20,16 @@ var (
 )
 
 // toCodeError is the one place where send-back errors become response
-// codes: a *remoting.CodeError whose remark is the error text.
+// codes (processor.CodeError): the *remoting.CodeError err carries, or one
+// whose remark is the error text.
 func toCodeError(err error) *remoting.CodeError {
 	var ce *remoting.CodeError
-	if errors.As(err, &ce) {
-		return ce
-	}
-	return &remoting.CodeError{Code: codeOf(err), Remark: err.Error()}
+	errors.As(processor.CodeError(err, codeOf), &ce)
+	return ce
 }
 
 func codeOf(err error) int32 {
-	switch {
-	case errors.Is(err, errBadHeader):
-		return code.InvalidParameter
-	case errors.Is(err, errGroupNotExist):
-		return code.SubscriptionGroupNotExist
-	case errors.Is(err, errNoPermission):
-		return code.NoPermission
-	case errors.Is(err, errLiteRetry):
+	if errors.Is(err, errLiteRetry) {
 		return code.IllegalOperation
 	}
 	return code.SystemError

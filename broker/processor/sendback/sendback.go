@@ -142,7 +142,7 @@ func parseHeader(ext map[string]string) (header, error) {
 		h.maxReconsumeTimes, h.hasMaxReconsume = f.OptInt32("maxReconsumeTimes", 0), true
 	}
 	if err := f.Err(); err != nil {
-		return h, fmt.Errorf("%w: %v", errBadHeader, err)
+		return h, fmt.Errorf("%w: %v", processor.ErrBadHeader, err)
 	}
 	return h, nil
 }
@@ -172,10 +172,10 @@ func (p *Processor) sendBack(ctx context.Context, req *remoting.Command) error {
 	}
 	sg, ok := p.d.Groups.FindOrCreate(h.group)
 	if !ok {
-		return fmt.Errorf("%w: subscription group not exist, %s", errGroupNotExist, h.group)
+		return fmt.Errorf("%w: subscription group not exist, %s", processor.ErrGroupNotExist, h.group)
 	}
 	if cfg.BrokerPermission&protocol.PermWrite == 0 {
-		return fmt.Errorf("%w: the broker[%s] sending message is forbidden", errNoPermission, cfg.BrokerIP1)
+		return fmt.Errorf("%w: the broker[%s] sending message is forbidden", processor.ErrNoPermission, cfg.BrokerIP1)
 	}
 	if sg.RetryQueueNums <= 0 {
 		// Java: the group takes no retries; the message is dropped.
@@ -234,7 +234,7 @@ func (p *Processor) sendBack(ctx context.Context, req *remoting.Command) error {
 			return err
 		}
 		if tc.Perm&protocol.PermWrite == 0 {
-			return fmt.Errorf("%w: the topic[%s] sending message is forbidden", errNoPermission, newTopic)
+			return fmt.Errorf("%w: the topic[%s] sending message is forbidden", processor.ErrNoPermission, newTopic)
 		}
 	}
 

@@ -14,6 +14,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 )
 
 // parkHook records scheduled messages and parks them as the schedule
@@ -94,10 +95,7 @@ func (f *fixture) call(version int32, ext map[string]string) *remoting.Command {
 
 func ext(offset int64, group string, delay int, kv ...string) map[string]string {
 	m := map[string]string{"offset": strconv.FormatInt(offset, 10), "group": group, "delayLevel": strconv.Itoa(delay)}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return m
+	return remotingtest.SetFields(m, kv...)
 }
 
 // last reads the newest message of a queue.

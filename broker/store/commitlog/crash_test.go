@@ -20,9 +20,7 @@ func crashRun(t *testing.T, seed uint64, mode FlushDiskType) (map[int64][]byte, 
 	rng := rand.New(rand.NewPCG(seed, seed*7+1))
 	mem := vfs.NewMem()
 	cfg := testConfig(mem, "/s")
-	cfg.FileSize = 8192
-	cfg.MaxRecordSize = 2048
-	cfg.MaxBatchBytes = 8192
+	smallSegments(&cfg, 8192)
 	cfg.FlushDiskType = mode
 	cfg.Assigner = newAssigner()
 	l := mustOpen(t, cfg)
@@ -70,6 +68,18 @@ func crashRun(t *testing.T, seed uint64, mode FlushDiskType) (map[int64][]byte, 
 		t.Fatalf("seed %d: reopen: %v", seed, err)
 	}
 	return acked, l2, mem
+}
+
+// flushCrashReopen flushes l, kills it, crashes mem and reopens the log:
+// what a process killed right after a successful flush finds.
+func flushCrashReopen(t *testing.T, l *Log, mem *vfs.MemFS, cfg Config) *Log {
+	t.Helper()
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	l.abandon()
+	mem.Crash(vfs.CrashOptions{})
+	return mustOpen(t, cfg)
 }
 
 // abandon stops background goroutines without flushing or touching files,
@@ -152,9 +162,7 @@ func TestRecoveryCutsCorruption(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 3))
 			mem := vfs.NewMem()
 			cfg := testConfig(mem, "/s")
-			cfg.FileSize = 8192
-			cfg.MaxRecordSize = 2048
-			cfg.MaxBatchBytes = 8192
+			smallSegments(&cfg, 8192)
 			l := mustOpen(t, cfg)
 			var offs []int64
 			for i := range 30 {
@@ -207,12 +215,7 @@ func TestRecoveryCutsCorruption(t *testing.T) {
 			for i := range 3 {
 				mustAppend(t, l, record(t, "Y", 0, i, 100+rng.IntN(500)))
 			}
-			if err := l.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			l.abandon()
-			mem.Crash(vfs.CrashOptions{})
-			l = mustOpen(t, cfg)
+			l = flushCrashReopen(t, l, mem, cfg)
 			defer l.Close()
 			recs := readAll(t, l)
 			if len(recs) != n+3 {
@@ -232,9 +235,7 @@ func TestRecoveryCutsCorruption(t *testing.T) {
 func TestReadNeverServesCorruption(t *testing.T) {
 	mem := vfs.NewMem()
 	cfg := testConfig(mem, "/s")
-	cfg.FileSize = 4096
-	cfg.MaxRecordSize = 2048
-	cfg.MaxBatchBytes = 4096
+	smallSegments(&cfg, 4096)
 	l := mustOpen(t, cfg)
 	var offs []int64
 	for i := range 20 {

@@ -41,9 +41,7 @@ func TestFaultsStopAcks(t *testing.T) {
 			mem := vfs.NewMem()
 			ffs := vfs.NewFaultFS(mem)
 			cfg := testConfig(ffs, "/s")
-			cfg.FileSize = 8192
-			cfg.MaxRecordSize = 2048
-			cfg.MaxBatchBytes = 8192
+			smallSegments(&cfg, 8192)
 			cfg.FlushDiskType = c.mode
 			l := mustOpen(t, cfg)
 			var good []AppendResult

@@ -11,9 +11,7 @@ import (
 
 func haConfig(fsys vfs.FS, dir string) Config {
 	cfg := testConfig(fsys, dir)
-	cfg.FileSize = 4096
-	cfg.MaxRecordSize = 2048
-	cfg.MaxBatchBytes = 4096
+	smallSegments(&cfg, 4096)
 	return cfg
 }
 
@@ -124,12 +122,7 @@ func TestTruncate(t *testing.T) {
 	// Write a short record where a long one was, then crash: the old
 	// records behind the cut must stay dead.
 	mustAppend(t, l, record(t, "N", 0, 0, 50))
-	if err := l.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	l.abandon()
-	mem.Crash(vfs.CrashOptions{})
-	l = mustOpen(t, cfg)
+	l = flushCrashReopen(t, l, mem, cfg)
 	defer l.Close()
 	recs := readAll(t, l)
 	if len(recs) != 8 || string(recs[7].View.Topic()) != "N" {

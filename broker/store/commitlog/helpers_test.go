@@ -55,6 +55,14 @@ func (a *assigner) AssignQueueOffset(first message.View, n int) (int64, error) {
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// smallSegments makes cfg's segments fileSize bytes (a few records each,
+// records up to 2 KiB), so that tests cross segment boundaries soon.
+func smallSegments(cfg *Config, fileSize int) {
+	cfg.FileSize = int64(fileSize)
+	cfg.MaxRecordSize = 2048
+	cfg.MaxBatchBytes = fileSize
+}
+
 // testConfig is a small-file configuration on fsys.
 func testConfig(fsys vfs.FS, dir string) Config {
 	cfg := DefaultConfig(dir + "/commitlog")

@@ -154,9 +154,7 @@ func TestRollingBlank(t *testing.T) {
 	for name, mk := range backends(t) {
 		t.Run(name, func(t *testing.T) {
 			cfg := mk(t)
-			cfg.FileSize = 4096
-			cfg.MaxRecordSize = 2048
-			cfg.MaxBatchBytes = 4096
+			smallSegments(&cfg, 4096)
 			l := mustOpen(t, cfg)
 			var recs [][]byte
 			for i := range 40 {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/rmqgo/rmq/broker/internal/loop"
 )
 
 // RetentionResult reports one retention round.
@@ -15,18 +17,11 @@ type RetentionResult struct {
 
 func (l *Log) retentionLoop() {
 	defer l.wg.Done()
-	t := time.NewTicker(l.cfg.CleanResourceInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.stop:
-			return
-		case <-t.C:
-			if _, err := l.RunRetention(l.clock()); err != nil {
-				l.log.Warn("retention failed", "err", err)
-			}
+	loop.Tick(l.stop, l.cfg.CleanResourceInterval, func() {
+		if _, err := l.RunRetention(l.clock()); err != nil {
+			l.log.Warn("retention failed", "err", err)
 		}
-	}
+	})
 }
 
 // RunRetention runs one round of Java's CleanCommitLogService at time now:

@@ -44,9 +44,7 @@ func TestRetention(t *testing.T) {
 			ffs := vfs.NewFaultFS(mem)
 			ffs.SetDiskUsage(&vfs.DiskUsage{Total: 100, Free: 90})
 			cfg := testConfig(ffs, "/s")
-			cfg.FileSize = 4096
-			cfg.MaxRecordSize = 2048
-			cfg.MaxBatchBytes = 4096
+			smallSegments(&cfg, 4096)
 			cfg.Clock = clock.Now
 			cfg.DeleteWhen = "04;05"
 			cfg.DeleteFilesBatchMax = 10
@@ -113,9 +111,7 @@ func TestRetention(t *testing.T) {
 // segment still reads intact bytes.
 func TestRetentionKeepsReadersSafe(t *testing.T) {
 	cfg := testConfig(vfs.OS(), t.TempDir())
-	cfg.FileSize = 4096
-	cfg.MaxRecordSize = 2048
-	cfg.MaxBatchBytes = 4096
+	smallSegments(&cfg, 4096)
 	l := mustOpen(t, cfg)
 	defer l.Close()
 	first := mustAppend(t, l, record(t, "K", 0, 0, 700))

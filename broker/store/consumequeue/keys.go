@@ -48,28 +48,35 @@ func topicPrefix(prefix byte, topic string) []byte {
 	return append(k, 0)
 }
 
+// parseQueueKey splits a key made by queuePrefix(prefix, ...) followed by
+// tail more bytes, returned as rest; ok is false for malformed keys.
+func parseQueueKey(k []byte, prefix byte, tail int) (topic string, qid int32, rest []byte, ok bool) {
+	if len(k) < 1+1+4+tail || k[0] != prefix {
+		return "", 0, nil, false
+	}
+	sep := len(k) - tail - 4 - 1
+	if k[sep] != 0 {
+		return "", 0, nil, false
+	}
+	return string(k[1:sep]), int32(binary.BigEndian.Uint32(k[sep+1:])), k[sep+5:], true
+}
+
 // parseEntryKey splits an entry key; ok is false for malformed keys.
 func parseEntryKey(k []byte) (topic string, qid int32, offset int64, ok bool) {
-	if len(k) < 1+1+4+8 || k[0] != kv.PrefixConsumeQueue {
+	topic, qid, rest, ok := parseQueueKey(k, kv.PrefixConsumeQueue, 8)
+	if !ok {
 		return "", 0, 0, false
 	}
-	sep := len(k) - 8 - 4 - 1
-	if k[sep] != 0 {
-		return "", 0, 0, false
-	}
-	return string(k[1:sep]), int32(binary.BigEndian.Uint32(k[sep+1:])), int64(binary.BigEndian.Uint64(k[sep+5:])), true
+	return topic, qid, int64(binary.BigEndian.Uint64(rest)), true
 }
 
 // parseMetaKey splits a meta key; ok is false for malformed keys.
 func parseMetaKey(k []byte) (topic string, qid int32, kind byte, ok bool) {
-	if len(k) < 1+1+4+1 || k[0] != kv.PrefixQueueMeta {
+	topic, qid, rest, ok := parseQueueKey(k, kv.PrefixQueueMeta, 1)
+	if !ok {
 		return "", 0, 0, false
 	}
-	sep := len(k) - 1 - 4 - 1
-	if k[sep] != 0 {
-		return "", 0, 0, false
-	}
-	return string(k[1:sep]), int32(binary.BigEndian.Uint32(k[sep+1:])), k[len(k)-1], true
+	return topic, qid, rest[0], true
 }
 
 // Entry is one consume-queue entry: where a message sits in the CommitLog.

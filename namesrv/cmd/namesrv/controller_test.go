@@ -23,7 +23,7 @@ func TestStandaloneController(t *testing.T) {
 	os.WriteFile(conf, []byte(fmt.Sprintf("controllerDLegerGroup=g1\ncontrollerDLegerPeers=n0-%s\ncontrollerDLegerSelfId=n0\n"+
 		"controllerStorePath=%s\nconfigStorePath=%s\n", addr, filepath.Join(dir, "store"), filepath.Join(dir, "controller.properties"))), 0o644)
 
-	var out, errOut syncBuffer
+	var out, errOut testutil.SyncBuffer
 	cmd := newCommand(context.Background(), &out, &errOut, nil)
 	cmd.SetArgs([]string{"controller", "-c", conf, "-p"})
 	if err := cmd.Execute(); err != nil {
@@ -35,7 +35,7 @@ func TestStandaloneController(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out = syncBuffer{}
+	out = testutil.SyncBuffer{}
 	cmd = newCommand(ctx, &out, &errOut, nil)
 	cmd.SetArgs([]string{"controller", "-c", conf})
 	done := make(chan error, 1)

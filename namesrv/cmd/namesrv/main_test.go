@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,29 +15,11 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
-// syncBuffer is written by the server goroutine and read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestPrintConfig(t *testing.T) {
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "namesrv.conf")
 	os.WriteFile(conf, []byte("listenPort=9999\norderMessageEnable=true\nbogusKey=1\n"), 0o644)
-	var out, errOut syncBuffer
+	var out, errOut testutil.SyncBuffer
 	cmd := newCommand(context.Background(), &out, &errOut, []string{"NAMESRV_DATA_DIR=" + dir})
 	cmd.SetArgs([]string{"-c", conf, "-p"})
 	if err := cmd.Execute(); err != nil {
@@ -54,7 +34,7 @@ func TestPrintConfig(t *testing.T) {
 		t.Errorf("unknown key not reported: %s", errOut.String())
 	}
 
-	out = syncBuffer{}
+	out = testutil.SyncBuffer{}
 	cmd = newCommand(context.Background(), &out, &errOut, nil)
 	cmd.SetArgs([]string{"-m", "--listen-port", "1234", "--data-dir", dir})
 	if err := cmd.Execute(); err != nil {
@@ -68,7 +48,7 @@ func TestPrintConfig(t *testing.T) {
 func TestBadConfigFails(t *testing.T) {
 	conf := filepath.Join(t.TempDir(), "namesrv.conf")
 	os.WriteFile(conf, []byte("listenPort=notaport\n"), 0o644)
-	var out, errOut syncBuffer
+	var out, errOut testutil.SyncBuffer
 	cmd := newCommand(context.Background(), &out, &errOut, nil)
 	cmd.SetArgs([]string{"-c", conf})
 	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "listenPort") {
@@ -87,7 +67,7 @@ func TestBootServeAndGracefulShutdown(t *testing.T) {
 	os.WriteFile(conf, []byte("bindAddress=127.0.0.1\nkvConfigPath=kv.json\n"), 0o644)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errOut syncBuffer
+	var out, errOut testutil.SyncBuffer
 	cmd := newCommand(ctx, &out, &errOut, nil)
 	cmd.SetArgs([]string{"-c", conf, "--listen-port", "0", "--data-dir", dir})
 	done := make(chan error, 1)
