@@ -1,6 +1,8 @@
 package ha
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -40,6 +42,9 @@ func masterStatus[C statusConn](max int64, conns map[C]struct{}, inSync func(C, 
 		}
 		info.HAConnectionInfo = append(info.HAConnectionInfo, ci)
 	}
+	// A stable order (Java lists its connections in accept order; ours
+	// are a set): two calls print the slaves in the same order.
+	slices.SortFunc(info.HAConnectionInfo, func(a, b protocol.HAConnectionRuntimeInfo) int { return strings.Compare(a.Addr, b.Addr) })
 	return info
 }
 
