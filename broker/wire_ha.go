@@ -126,9 +126,7 @@ func (r replicaWaiter) WaitReplicas(ctx context.Context, end int64) error {
 	if !mustWaitReplicas(cfg) {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.SlaveTimeout)
-	defer cancel()
-	return r.m.WaitAcks(ctx, end, cfg.InSyncReplicas)
+	return r.m.WaitAcks(ctx, end, cfg.InSyncReplicas, cfg.SlaveTimeout)
 }
 
 // noReplicas answers a master without an HA listener: sends that need

@@ -14,10 +14,11 @@ type conn struct {
 	nc   net.Conn
 	addr string
 
-	ack     atomic.Int64 // last validated report; -1 before the first
-	from    atomic.Int64 // where the transfer started; -1 before the first report
-	next    atomic.Int64 // next offset to send (transferFromWhere)
-	sent    atomic.Int64 // end of the bytes handed to the socket (≥ next while a write is in flight)
+	ack     atomic.Int64  // last validated report; -1 before the first
+	from    atomic.Int64  // where the transfer started; -1 before the first report
+	next    atomic.Int64  // next offset to send (transferFromWhere)
+	sent    atomic.Int64  // end of the bytes handed to the socket (≥ next while a write is in flight)
+	ackSig  chan struct{} // signalled (never blocking) when an ack arrives
 	started chan struct{}
 	done    chan struct{}
 	once    sync.Once
@@ -25,7 +26,7 @@ type conn struct {
 }
 
 func newConn(m *Master, nc net.Conn) *conn {
-	c := &conn{m: m, nc: nc, addr: nc.RemoteAddr().String(), started: make(chan struct{}), done: make(chan struct{})}
+	c := &conn{m: m, nc: nc, addr: nc.RemoteAddr().String(), ackSig: make(chan struct{}, 1), started: make(chan struct{}), done: make(chan struct{})}
 	c.ack.Store(-1)
 	c.from.Store(-1)
 	c.next.Store(-1)
@@ -76,6 +77,10 @@ func (c *conn) readLoop() {
 		}
 		c.ack.Store(off)
 		if off != prev {
+			select {
+			case c.ackSig <- struct{}{}:
+			default:
+			}
 			c.m.acked()
 		}
 	}
@@ -116,7 +121,10 @@ func (c *conn) writeLoop() {
 	}
 	p := pump{h: &c.m.hub, nc: c.nc, done: c.done, rate: &c.rate, next: &c.next, id: c.addr, close: c.close, header: AppendHeader,
 		// The slave may ack these bytes before the write returns.
-		beforeWrite: func(_ time.Time, end int64, _ int) { c.sent.Store(end) }}
+		beforeWrite: func(_ time.Time, end int64, _ int) { c.sent.Store(end) },
+		unacked:     func() bool { return c.ack.Load() < c.sent.Load() },
+		acked:       c.ackSig,
+	}
 	p.run()
 }
 

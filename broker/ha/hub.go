@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rmqgo/rmq/broker/store/commitlog"
 )
@@ -20,6 +21,7 @@ type hub struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced when acks or connections change
 	wake    chan struct{} // closed and replaced by Wake
+	idle    atomic.Int32  // connection writers waiting on wake
 	closed  bool
 	wg      sync.WaitGroup
 }
@@ -74,8 +76,13 @@ func (h *hub) broadcastLocked() {
 }
 
 // Wake makes idle connections look for new bytes now (called when a send
-// starts waiting, so its bytes leave at once).
+// starts waiting, so its bytes leave at once). With no writer idle it
+// does nothing: a busy writer looks for new bytes before it idles (see
+// pump.idle), and under load most sends find every writer busy.
 func (h *hub) Wake() {
+	if h.idle.Load() == 0 {
+		return
+	}
 	h.mu.Lock()
 	close(h.wake)
 	h.wake = make(chan struct{})

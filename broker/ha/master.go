@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
+	"sync"
+	"time"
 
 	"github.com/rmqgo/rmq/broker/store/commitlog"
 )
@@ -17,12 +20,31 @@ var ErrReplicaTimeout = errors.New("ha: wait for slave acks timed out")
 // AcceptSocketService and one DefaultHAConnection per slave).
 type Master struct {
 	hub
-	conns map[*conn]struct{} // guarded by mu
+	conns   map[*conn]struct{} // guarded by mu
+	waiters []*waiter          // sends waiting for acks; guarded by mu
+	pool    sync.Pool          // of *waiter
+}
+
+// waiter is one send waiting in WaitAcks. An ack releases exactly the
+// waiters it completes (Apache's GroupTransferService checks its requests
+// against the slaves' offsets), so a report wakes no send it does not
+// complete.
+type waiter struct {
+	end    int64
+	needed int
+	done   chan bool // receives true once acked, false when the master closes
+	timer  *time.Timer
 }
 
 // NewMaster serves the log on ln once started.
 func NewMaster(cl *commitlog.Log, ln net.Listener, opts Options) *Master {
-	return &Master{hub: newHub(cl, ln, opts), conns: map[*conn]struct{}{}}
+	m := &Master{hub: newHub(cl, ln, opts), conns: map[*conn]struct{}{}}
+	m.pool.New = func() any {
+		t := time.NewTimer(time.Hour)
+		t.Stop()
+		return &waiter{done: make(chan bool, 1), timer: t}
+	}
+	return m
 }
 
 // Start accepts slaves until Close.
@@ -44,9 +66,21 @@ func (m *Master) remove(c *conn) {
 	m.broadcastLocked()
 }
 
+// acked releases the waiting sends a new report completed.
 func (m *Master) acked() {
 	m.mu.Lock()
-	m.broadcastLocked()
+	if len(m.waiters) > 0 {
+		kept := m.waiters[:0]
+		for _, w := range m.waiters {
+			if 1+m.ackedLocked(w.end) >= w.needed {
+				w.done <- true
+			} else {
+				kept = append(kept, w)
+			}
+		}
+		clear(m.waiters[len(kept):])
+		m.waiters = kept
+	}
 	m.mu.Unlock()
 }
 
@@ -74,26 +108,62 @@ func (m *Master) ackedLocked(end int64) int {
 }
 
 // WaitAcks blocks until 1 (the master) + the slaves acknowledging end
-// reach needed, or ctx ends (ErrReplicaTimeout). needed ≤ 1 returns at once.
-func (m *Master) WaitAcks(ctx context.Context, end int64, needed int) error {
+// reach needed, or ctx ends, timeout (when > 0) passes or the master
+// closes (ErrReplicaTimeout). needed ≤ 1 returns at once.
+func (m *Master) WaitAcks(ctx context.Context, end int64, needed int, timeout time.Duration) error {
 	if needed <= 1 {
 		return nil
 	}
-	m.Wake()
-	for {
-		m.mu.Lock()
-		n := m.ackedLocked(end)
-		ch := m.changed
+	m.mu.Lock()
+	if 1+m.ackedLocked(end) >= needed {
 		m.mu.Unlock()
-		if 1+n >= needed {
-			return nil
+		return nil
+	}
+	w := m.pool.Get().(*waiter)
+	w.end, w.needed = end, needed
+	closed := m.closed
+	if !closed {
+		m.waiters = append(m.waiters, w)
+	}
+	m.mu.Unlock()
+	acked := false
+	if !closed {
+		m.Wake()
+		var expired <-chan time.Time
+		if timeout > 0 {
+			w.timer.Reset(timeout)
+			expired = w.timer.C
 		}
 		select {
-		case <-ch:
+		case acked = <-w.done:
+		case <-expired:
+			acked = m.forget(w)
 		case <-ctx.Done():
-			return fmt.Errorf("%w: %d of %d replicas hold offset %d", ErrReplicaTimeout, 1+n, needed, end)
+			acked = m.forget(w)
+		}
+		w.timer.Stop()
+	}
+	if acked {
+		m.pool.Put(w)
+		return nil
+	}
+	n := m.AckedSlaves(end)
+	m.pool.Put(w)
+	return fmt.Errorf("%w: %d of %d replicas hold offset %d", ErrReplicaTimeout, 1+n, needed, end)
+}
+
+// forget removes a waiter that gave up; when a report or Close released
+// it meanwhile, it takes that outcome.
+func (m *Master) forget(w *waiter) (acked bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, x := range m.waiters {
+		if x == w {
+			m.waiters = slices.Delete(m.waiters, i, i+1)
+			return false
 		}
 	}
+	return <-w.done
 }
 
 // Close stops accepting, closes every connection and waits for their
@@ -105,6 +175,11 @@ func (m *Master) Close() error {
 		return nil
 	}
 	m.closed = true
+	for _, w := range m.waiters {
+		w.done <- false
+	}
+	clear(m.waiters)
+	m.waiters = nil
 	conns := make([]*conn, 0, len(m.conns))
 	for c := range m.conns {
 		conns = append(conns, c)

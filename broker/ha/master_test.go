@@ -62,7 +62,7 @@ func TestStrangerHugeOffset(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	waited := make(chan error, 1)
-	go func() { waited <- m.WaitAcks(ctx, end, 2) }()
+	go func() { waited <- m.WaitAcks(ctx, end, 2, 0) }()
 	nc := dial(t, m)
 	report(t, nc, 1<<62)
 	expectClosed(t, nc, 2*time.Second)
@@ -254,5 +254,72 @@ func TestSlaveRejectsMisplacedFrame(t *testing.T) {
 	nc.Close()
 	if !logs.contains("local log ends at") {
 		t.Fatal("no log line for the misplaced frame")
+	}
+}
+
+// TestPumpHold: a frame shorter than the batch waits for the ack of the
+// bytes in flight unless it cannot grow (it reaches the end of a CommitLog
+// file); full frames and frames with nothing in flight leave at once.
+func TestPumpHold(t *testing.T) {
+	_, m := rawMaster(t, fastOptions(nil))
+	const batch = 1024
+	inFlight := func() bool { return true }
+	settled := func() bool { return false }
+	for _, tc := range []struct {
+		name    string
+		unacked func() bool
+		next, n int64
+		want    bool
+	}{
+		{"short frame, bytes in flight", inFlight, 0, 100, true},
+		{"short frame, all acked", settled, 0, 100, false},
+		{"no rule (auto-switch)", nil, 0, 100, false},
+		{"nothing to send", inFlight, 0, 0, false},
+		{"full batch", inFlight, 0, batch, false},
+		{"reaches the file end", inFlight, testFileSize - 100, 100, false},
+		{"short of the file end", inFlight, testFileSize - 200, 100, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pump{h: &m.hub, unacked: tc.unacked}
+			if got := p.hold(tc.next, tc.n, batch); got != tc.want {
+				t.Fatalf("hold(%d, %d) = %v, want %v", tc.next, tc.n, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestWaitAcksReleasedOnClose: sends waiting for acks fail as soon as the
+// master closes, not when their timeout ends, and a waiter that gave up
+// is gone from the table.
+func TestWaitAcksReleasedOnClose(t *testing.T) {
+	st, m := rawMaster(t, fastOptions(nil))
+	end := put(t, st, "TopicC", 0, 1).End
+	if err := m.WaitAcks(context.Background(), end, 2, 20*time.Millisecond); !errors.Is(err, ErrReplicaTimeout) {
+		t.Fatalf("no slave: %v", err)
+	}
+	m.mu.Lock()
+	left := len(m.waiters)
+	m.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d waiters left after a timeout", left)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- m.WaitAcks(context.Background(), end, 2, time.Minute) }()
+	testutil.WaitFor(t, 5*time.Second, "send waiting", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.waiters) == 1
+	})
+	_ = m.Close()
+	select {
+	case err := <-waited:
+		if !errors.Is(err, ErrReplicaTimeout) {
+			t.Fatalf("after close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting send outlived the master")
+	}
+	if err := m.WaitAcks(context.Background(), end, 2, time.Minute); !errors.Is(err, ErrReplicaTimeout) {
+		t.Fatalf("closed master: %v", err)
 	}
 }

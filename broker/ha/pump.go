@@ -30,6 +30,37 @@ type pump struct {
 	// beforeWrite, when set, runs before each frame is written; end is
 	// where its n body bytes end.
 	beforeWrite func(now time.Time, end int64, n int)
+	// unacked, when set, reports whether the slave has not yet acked all
+	// bytes sent to it; acked is signalled when an ack arrives. With both
+	// set, the pump holds a frame shorter than the batch while earlier
+	// bytes are unacked (see hold).
+	unacked func() bool
+	acked   <-chan struct{}
+}
+
+// maxHold bounds how long the pump holds a short frame for the previous
+// frame's ack, in case the slave reports late (a slow disk).
+const maxHold = 2 * time.Millisecond
+
+// hold reports whether the n available bytes at next should wait for the
+// slave's ack of the bytes in flight: a frame shorter than batch is sent
+// only when nothing is unacknowledged or it cannot grow (it reaches the
+// end of a CommitLog file), as TCP's Nagle rule does for segments. The
+// slave acks each frame as soon as it appended it (Apache's HAClient
+// reports after every read), so under load the bytes that arrive while a
+// frame is in flight leave as one frame instead of one frame per send,
+// which is most of the per-message cost of replication (a write and a
+// wake-up on the master, a read, a file write and a report on each
+// slave). Idle, nothing is in flight and a send's bytes leave at once.
+func (p *pump) hold(next int64, n int64, batch int) bool {
+	if p.unacked == nil || n <= 0 || n >= int64(batch) {
+		return false
+	}
+	fs := p.h.cl.FileSize()
+	if segEnd := (next/fs + 1) * fs; next+n >= segEnd {
+		return false
+	}
+	return p.unacked()
 }
 
 func (p *pump) run() {
@@ -38,8 +69,8 @@ func (p *pump) run() {
 	lastWrite := time.Now()
 	poll := time.NewTimer(opts.PollInterval)
 	defer poll.Stop()
+	var held time.Time // when the pump began holding a short frame
 	for {
-		wake := p.h.wakeChan()
 		next := p.next.Load()
 		batch, ok := flowAllowance(p.rate, p.done, opts)
 		if ok && p.limit != nil {
@@ -53,6 +84,24 @@ func (p *pump) run() {
 				continue
 			}
 		}
+		seen := p.h.cl.MaxOffset()
+		if p.hold(next, seen-next, batch) {
+			now := time.Now()
+			if held.IsZero() {
+				held = now
+			}
+			if wait := maxHold - now.Sub(held); wait > 0 {
+				resetTimer(poll, wait)
+				select {
+				case <-p.done:
+					return
+				case <-p.acked:
+				case <-poll.C:
+				}
+				continue
+			}
+		}
+		held = time.Time{}
 		buf, err := p.h.cl.ReadChunk(next, batch, 0)
 		if err != nil {
 			if errors.Is(err, commitlog.ErrOffsetOutOfRange) && next < p.h.cl.MinOffset() {
@@ -85,18 +134,41 @@ func (p *pump) run() {
 		} else {
 			buf.Release()
 		}
-		if !poll.Stop() {
-			select {
-			case <-poll.C:
-			default:
-			}
-		}
-		poll.Reset(min(opts.PollInterval, opts.HeartbeatInterval-time.Since(lastWrite)))
-		select {
-		case <-p.done:
+		if !p.idle(poll, min(opts.PollInterval, opts.HeartbeatInterval-time.Since(lastWrite)), seen) {
 			return
-		case <-wake:
-		case <-poll.C:
 		}
 	}
+}
+
+// idle waits up to d for Wake or the end (false), unless the log grew
+// past seen (its end when the pump last looked). It counts itself idle
+// before it takes the wake channel and looks at the log end again, so a
+// Wake that found no writer idle (and did nothing) came after bytes this
+// look sees.
+func (p *pump) idle(poll *time.Timer, d time.Duration, seen int64) bool {
+	p.h.idle.Add(1)
+	defer p.h.idle.Add(-1)
+	wake := p.h.wakeChan()
+	if p.h.cl.MaxOffset() > seen {
+		return true
+	}
+	resetTimer(poll, d)
+	select {
+	case <-p.done:
+		return false
+	case <-wake:
+	case <-poll.C:
+	}
+	return true
+}
+
+// resetTimer makes t fire after d, dropping a pending expiry.
+func resetTimer(t *time.Timer, d time.Duration) {
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	t.Reset(d)
 }

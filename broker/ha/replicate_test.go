@@ -134,12 +134,12 @@ func TestWaitAcks(t *testing.T) {
 	end := p.master.CommitLog().MaxOffset()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := p.m.WaitAcks(ctx, end, 2); err != nil {
+	if err := p.m.WaitAcks(ctx, end, 2, 0); err != nil {
 		t.Fatal(err)
 	}
 	three, cancel3 := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel3()
-	if err := p.m.WaitAcks(three, end, 3); !errors.Is(err, ErrReplicaTimeout) {
+	if err := p.m.WaitAcks(three, end, 3, 0); !errors.Is(err, ErrReplicaTimeout) {
 		t.Fatalf("three replicas with one slave: %v", err)
 	}
 	p.stopSlave()
@@ -147,10 +147,10 @@ func TestWaitAcks(t *testing.T) {
 	put(t, p.master, "TopicW", 3, 1)
 	short, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel2()
-	if err := p.m.WaitAcks(short, p.master.CommitLog().MaxOffset(), 2); !errors.Is(err, ErrReplicaTimeout) {
+	if err := p.m.WaitAcks(short, p.master.CommitLog().MaxOffset(), 2, 0); !errors.Is(err, ErrReplicaTimeout) {
 		t.Fatalf("no slave: %v", err)
 	}
-	if err := p.m.WaitAcks(short, p.master.CommitLog().MaxOffset(), 1); err != nil {
+	if err := p.m.WaitAcks(short, p.master.CommitLog().MaxOffset(), 1, 0); err != nil {
 		t.Fatalf("needed 1: %v", err)
 	}
 }

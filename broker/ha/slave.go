@@ -1,11 +1,16 @@
 package ha
 
 import (
+	"bufio"
 	"fmt"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/store/commitlog"
 )
+
+// readBufferSize buffers a slave's reads of the master's frames: two
+// default transfer batches.
+const readBufferSize = 64 << 10
 
 // addrPoll is how often a slave without a master address looks for one.
 const addrPoll = 100 * time.Millisecond
@@ -42,7 +47,9 @@ func (s *Slave) runSession(addr string) error {
 	stop := s.heartbeat(nc, func() error { return report(true) })
 	defer stop()
 
-	tr := NewTransferReader(nc)
+	// Buffered: a frame's header and body (and any frames behind it) come
+	// in one read rather than one read each.
+	tr := NewTransferReader(bufio.NewReaderSize(nc, readBufferSize))
 	for {
 		_ = nc.SetReadDeadline(time.Now().Add(s.opts.HousekeepingInterval))
 		t, err := tr.Next()
