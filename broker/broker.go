@@ -348,11 +348,13 @@ func (b *Broker) startGrpc() error {
 		return nil
 	}
 	srv, err := grpcserver.Start(grpcserver.Config{
-		Addr:        net.JoinHostPort(cfg.BrokerIP1, strconv.Itoa(cfg.GrpcServerPort)),
-		TLSKeyPath:  cfg.TLSKeyPath,
-		TLSCertPath: cfg.TLSCertPath,
-		Hosts:       []string{cfg.BrokerIP1},
-		Logger:      b.log.With("component", "grpc"),
+		Addr:          net.JoinHostPort(cfg.BrokerIP1, strconv.Itoa(cfg.GrpcServerPort)),
+		TLSKeyPath:    cfg.TLSKeyPath,
+		TLSCertPath:   cfg.TLSCertPath,
+		Hosts:         []string{cfg.BrokerIP1},
+		Backend:       grpcBackend{b},
+		AdvertiseHost: cfg.BrokerIP1,
+		Logger:        b.log.With("component", "grpc"),
 	})
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)

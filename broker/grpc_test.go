@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
+	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
 // TestGrpcServerOffByDefault: enableGrpcServer defaults to false (issue 17
@@ -38,7 +40,8 @@ func TestGrpcServerOffByDefault(t *testing.T) {
 }
 
 // TestGrpcServerStartsAndStopsWithBroker: enabled, the endpoint listens on
-// brokerIP1:grpcServerPort, answers gRPC, and closes with the broker.
+// brokerIP1:grpcServerPort, routes the broker's topics to itself, and
+// closes with the broker.
 func TestGrpcServerStartsAndStopsWithBroker(t *testing.T) {
 	ns := fakens.Start(t)
 	cfg := testConfig(t, t.TempDir(), ns.Addr())
@@ -61,11 +64,31 @@ func TestGrpcServerStartsAndStopsWithBroker(t *testing.T) {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	// No rpc is written yet: Unimplemented proves the request crossed
-	// HTTP/2 and reached the MessagingService registration.
-	_, err = v2pb.NewMessagingServiceClient(conn).QueryRoute(ctx, &v2pb.QueryRouteRequest{})
-	if status.Code(err) != codes.Unimplemented {
-		t.Fatalf("QueryRoute: %v, want Unimplemented", err)
+	tc := protocol.NewTopicConfig("GrpcTopic")
+	tc.ReadQueueNums, tc.WriteQueueNums = 3, 3
+	if _, err := b.Topics().Update(tc); err != nil {
+		t.Fatal(err)
+	}
+	cli := v2pb.NewMessagingServiceClient(conn)
+	r, err := cli.QueryRoute(ctx, &v2pb.QueryRouteRequest{Topic: &v2pb.Resource{Name: "GrpcTopic"}})
+	if err != nil || r.GetStatus().GetCode() != v2pb.Code_OK || len(r.GetMessageQueues()) != 3 {
+		t.Fatalf("QueryRoute: %v %v, want OK with 3 queues", r, err)
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	for _, q := range r.GetMessageQueues() {
+		a := q.GetBroker().GetEndpoints().GetAddresses()
+		if q.GetPermission() != v2pb.Permission_READ_WRITE || q.GetBroker().GetName() != cfg.BrokerName ||
+			len(a) != 1 || a[0].GetHost() != host || fmt.Sprint(a[0].GetPort()) != port {
+			t.Fatalf("queue %v, want READ_WRITE on %s at %s", q, cfg.BrokerName, addr)
+		}
+	}
+	r, err = cli.QueryRoute(ctx, &v2pb.QueryRouteRequest{Topic: &v2pb.Resource{Name: "NoSuchTopic"}})
+	if err != nil || r.GetStatus().GetCode() != v2pb.Code_TOPIC_NOT_FOUND {
+		t.Fatalf("QueryRoute of a missing topic: %v %v, want TOPIC_NOT_FOUND", r, err)
+	}
+	// Not written yet.
+	if _, err := cli.SendMessage(ctx, &v2pb.SendMessageRequest{}); status.Code(err) != codes.Unimplemented {
+		t.Fatalf("SendMessage: %v, want Unimplemented", err)
 	}
 	if err := b.Shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown: %v", err)

@@ -42,8 +42,12 @@ type Config struct {
 	// HandshakeTimeout bounds the first byte and the TLS handshake of a
 	// new connection (0: 10s).
 	HandshakeTimeout time.Duration
-	// Messaging serves apache.rocketmq.v2.MessagingService; nil answers
-	// every rpc Unimplemented.
+	// Backend serves the rpcs written so far (messaging.go), routes naming
+	// AdvertiseHost and the listening port.
+	Backend       Backend
+	AdvertiseHost string
+	// Messaging, when set, replaces the Backend's service (tests); with
+	// neither every rpc answers Unimplemented.
 	Messaging v2pb.MessagingServiceServer
 	Logger    *slog.Logger
 }
@@ -87,6 +91,17 @@ func Start(cfg Config) (*Server, error) {
 		conn: newConnListener(ln.Addr()),
 	}
 	messaging := cfg.Messaging
+	if messaging == nil && cfg.Backend != nil {
+		host, port, err := hostPort(ln.Addr().String())
+		if err != nil {
+			_ = ln.Close()
+			return nil, fmt.Errorf("grpcserver: listener address: %w", err)
+		}
+		if cfg.AdvertiseHost != "" {
+			host = cfg.AdvertiseHost
+		}
+		messaging = newMessaging(cfg.Backend, host, port)
+	}
 	if messaging == nil {
 		messaging = v2pb.UnimplementedMessagingServiceServer{}
 	}
