@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
 )
@@ -28,6 +29,7 @@ type Backend interface {
 	// MaxMessageSize is maxMessageSize: the body limit the clients get in
 	// their settings.
 	MaxMessageSize() int
+	Sender
 }
 
 // messaging serves the rpcs written so far; the rest answer Unimplemented.
@@ -37,6 +39,7 @@ type messaging struct {
 	// endpoint is this broker's own gRPC address, given to clients in
 	// routes (brokerIP1 and the listening port).
 	endpoint *v2pb.Endpoints
+	next     atomic.Uint64 // SendMessage's round robin
 }
 
 func newMessaging(b Backend, host string, port int) *messaging {

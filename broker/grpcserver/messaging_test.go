@@ -14,7 +14,16 @@ import (
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
 )
 
-type fakeBackend struct{ topics map[string]Topic }
+type fakeBackend struct {
+	topics map[string]Topic
+	sent   chan SendInput // records every Send (buffered)
+	result SendResult
+}
+
+func (f fakeBackend) Send(_ context.Context, in SendInput) (SendResult, error) {
+	f.sent <- in
+	return f.result, nil
+}
 
 func (f fakeBackend) Topic(name string) (Topic, bool) { t, ok := f.topics[name]; return t, ok }
 func (fakeBackend) BrokerName() string                { return "broker-a" }
