@@ -3,7 +3,11 @@ package grpcserver
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -170,4 +174,37 @@ func TestShutdownEndsEverything(t *testing.T) {
 		t.Errorf("port still accepts after Shutdown")
 	}
 	conn.Close()
+}
+
+// TestConfiguredCertificate: tlsKeyPath/tlsCertPath are loaded and served;
+// a missing file fails Start.
+func TestConfiguredCertificate(t *testing.T) {
+	cert, err := selfSigned([]string{"configured.example"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	keyDER, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPath, certPath := filepath.Join(dir, "key.pem"), filepath.Join(dir, "cert.pem")
+	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, Config{TLSKeyPath: keyPath, TLSCertPath: certPath})
+	c, err := tls.Dial("tcp", s.Addr(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatalf("tls dial: %v", err)
+	}
+	defer c.Close()
+	if err := c.ConnectionState().PeerCertificates[0].VerifyHostname("configured.example"); err != nil {
+		t.Fatalf("served certificate is not the configured one: %v", err)
+	}
+	if _, err := Start(Config{Addr: "127.0.0.1:0", TLSKeyPath: keyPath, TLSCertPath: filepath.Join(dir, "missing.pem")}); err == nil {
+		t.Fatal("Start with a missing certificate file succeeded")
+	}
 }
