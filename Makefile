@@ -12,7 +12,7 @@ PKGS      := github.com/rmqgo/rmq/...
 GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED ?= 0
 
-.PHONY: all build run cluster test test-short test-repeat race vet fmt lint bench bench-vs-apache bench-recovery bench-static bench-lite bench-ha cluster-ha fuzz crash clean
+.PHONY: proto all build run cluster test test-short test-repeat race vet fmt lint bench bench-vs-apache bench-recovery bench-static bench-lite bench-ha cluster-ha fuzz crash clean
 
 all: build
 
@@ -69,6 +69,11 @@ vet:
 		(cd $$m && GOWORK=off $(GO) build ./... && GOWORK=off $(GO) mod tidy -diff) || { echo "module $$m: does not build on its own or is not tidy"; exit 1; }; \
 	done
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# Regenerates pkg/grpcapi/v2pb (the apache.rocketmq.v2 gRPC code) from
+# pkg/grpcapi/proto; the generated code is committed.
+proto:
+	./scripts/genproto.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/admin"
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/grpcserver"
 	"github.com/rmqgo/rmq/broker/lite"
 	"github.com/rmqgo/rmq/broker/mapping"
 	"github.com/rmqgo/rmq/broker/processor"
@@ -103,6 +104,7 @@ type Broker struct {
 	admin  *admin.Processor
 
 	server    *remoting.Server
+	grpc      *grpcserver.Server // nil unless enableGrpcServer
 	client    *remoting.Client
 	registrar *registry.Registrar
 	store     *store.Store
@@ -284,6 +286,12 @@ func (b *Broker) Start() error {
 	}
 	port, _ := strconv.Atoi(portText)
 	b.port.Store(int32(port))
+	if err := b.startGrpc(); err != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = b.server.Shutdown(sctx)
+		cancel()
+		return err
+	}
 	b.started = true
 	if b.msg != nil {
 		b.msg.start()
@@ -317,6 +325,11 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 				b.log.Info("answered suspended pulls before shutdown", "count", n)
 			}
 		}
+		if b.grpc != nil {
+			if err := b.grpc.Shutdown(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		if err := b.server.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
@@ -324,6 +337,41 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	b.closeLocal()
 	b.log.Info("broker stopped")
 	return errors.Join(errs...)
+}
+
+// startGrpc starts the gRPC endpoint of the 5.x clients when
+// enableGrpcServer is set (in development, issue 17): grpcServerPort on
+// brokerIP1.
+func (b *Broker) startGrpc() error {
+	cfg := b.cfg.Get()
+	if !cfg.EnableGrpcServer {
+		return nil
+	}
+	srv, err := grpcserver.Start(grpcserver.Config{
+		Addr:          net.JoinHostPort(cfg.BrokerIP1, strconv.Itoa(cfg.GrpcServerPort)),
+		TLSKeyPath:    cfg.TLSKeyPath,
+		TLSCertPath:   cfg.TLSCertPath,
+		Hosts:         []string{cfg.BrokerIP1},
+		Backend:       grpcBackend{b},
+		AdvertiseHost: cfg.BrokerIP1,
+		Logger:        b.log.With("component", "grpc"),
+	})
+	if err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	b.grpc = srv
+	return nil
+}
+
+// GrpcAddr is the gRPC endpoint's listening address, "" when
+// enableGrpcServer is off.
+func (b *Broker) GrpcAddr() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.grpc == nil {
+		return ""
+	}
+	return b.grpc.Addr()
 }
 
 // closeLocal releases what New built. The processors' workers and timers

@@ -52,6 +52,17 @@ type BrokerConfig struct {
 	MaxDelayMessageSize         int  `key:"maxDelayMessageSize"`
 	MaxTransactionMessageSize   int  `key:"maxTransactionMessageSize"`
 
+	// gRPC MessagingService for the RocketMQ 5.x clients (package
+	// broker/grpcserver; in development, issue 17). EnableGrpcServer [ours]
+	// turns it on (default off). GrpcServerPort, TLSKeyPath and TLSCertPath
+	// are Apache ProxyConfig's keys (grpcServerPort default 8081, 0 picks a
+	// free port); with no key/certificate configured the server makes a
+	// self-signed one at start, as the proxy's tlsTestModeEnable.
+	EnableGrpcServer bool   `key:"enableGrpcServer" readonly:"true"`
+	GrpcServerPort   int    `key:"grpcServerPort" readonly:"true"`
+	TLSKeyPath       string `key:"tlsKeyPath" readonly:"true"`
+	TLSCertPath      string `key:"tlsCertPath" readonly:"true"`
+
 	// Thread pools (worker counts and queue capacities of the executors).
 	SendMessageThreadPoolNums          int `key:"sendMessageThreadPoolNums"`
 	PutMessageFutureThreadPoolNums     int `key:"putMessageFutureThreadPoolNums"`
@@ -373,6 +384,7 @@ func defaultBrokerConfig(hostname, ip string, env map[string]string) BrokerConfi
 	ms := time.Millisecond
 	return BrokerConfig{
 		BrokerName:                         name,
+		GrpcServerPort:                     8081,
 		BrokerClusterName:                  "DefaultCluster",
 		BrokerID:                           0,
 		RocketmqHome:                       home,

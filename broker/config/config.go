@@ -234,6 +234,12 @@ func (c *Config) Validate() error {
 	if c.ListenPort < 0 || c.ListenPort > 65535 {
 		bad("listenPort %d out of range [0, 65535] (0 picks a free port)", c.ListenPort)
 	}
+	if c.GrpcServerPort < 0 || c.GrpcServerPort > 65535 {
+		bad("grpcServerPort %d out of range [0, 65535] (0 picks a free port)", c.GrpcServerPort)
+	}
+	if (c.TLSKeyPath == "") != (c.TLSCertPath == "") {
+		bad("tlsKeyPath and tlsCertPath go together (both set, or neither for a self-signed certificate)")
+	}
 	if c.HaListenPort < 0 || c.HaListenPort > 65535 {
 		bad("haListenPort %d out of range", c.HaListenPort)
 	}

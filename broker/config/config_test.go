@@ -177,6 +177,9 @@ func TestFinalizeAndValidate(t *testing.T) {
 		}, "cannot both be true"},
 		{"controller without addr", func(c *Config) { c.EnableControllerMode = true }, "controllerAddr"},
 		{"port", func(c *Config) { c.ListenPort = 70000 }, "listenPort"},
+		{"grpc port", func(c *Config) { c.GrpcServerPort = 70000 }, "grpcServerPort"},
+		{"tls key without cert", func(c *Config) { c.TLSKeyPath = "/k.pem" }, "tlsKeyPath and tlsCertPath"},
+		{"tls cert without key", func(c *Config) { c.TLSCertPath = "/c.pem" }, "tlsKeyPath and tlsCertPath"},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {

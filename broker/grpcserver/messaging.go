@@ -1,0 +1,191 @@
+package grpcserver
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
+)
+
+// Topic is what QueryRoute needs of one of this broker's topics.
+type Topic struct {
+	ReadQueues, WriteQueues int
+	// Perm is the topic's permission bits (RocketMQ PermName: 4 read, 2 write).
+	Perm int
+	// MessageType is the message.type attribute ("" when it declares none).
+	MessageType string
+}
+
+// Backend is the part of the broker the rpcs use.
+type Backend interface {
+	// Topic looks a topic up in this broker's topic table.
+	Topic(name string) (Topic, bool)
+	// BrokerName is this broker's brokerName.
+	BrokerName() string
+	// MaxMessageSize is maxMessageSize: the body limit the clients get in
+	// their settings.
+	MaxMessageSize() int
+	Sender
+}
+
+// messaging serves the rpcs written so far; the rest answer Unimplemented.
+type messaging struct {
+	v2pb.UnimplementedMessagingServiceServer
+	backend Backend
+	// endpoint is this broker's own gRPC address, given to clients in
+	// routes (brokerIP1 and the listening port).
+	endpoint *v2pb.Endpoints
+	next     atomic.Uint64 // SendMessage's round robin
+}
+
+func newMessaging(b Backend, host string, port int) *messaging {
+	scheme := v2pb.AddressScheme_DOMAIN_NAME
+	if ip := net.ParseIP(host); ip != nil {
+		scheme = v2pb.AddressScheme_IPv6
+		if ip.To4() != nil {
+			scheme = v2pb.AddressScheme_IPv4
+		}
+	}
+	return &messaging{backend: b, endpoint: &v2pb.Endpoints{
+		Scheme:    scheme,
+		Addresses: []*v2pb.Address{{Host: host, Port: int32(port)}},
+	}}
+}
+
+func ok() *v2pb.Status { return &v2pb.Status{Code: v2pb.Code_OK, Message: "OK"} }
+
+// QueryRoute answers the topic's queues on this broker. As the proxy
+// (Apache proxy/.../grpc/v2/route/RouteActivity.java) a readable and
+// writable topic gives min(read, write) READ_WRITE queues and the surplus
+// READ or WRITE ones; the queue ids here are this broker's queue ids.
+// Missing for several brokers: the nameserver's route (every broker of the
+// topic) and each broker's own gRPC port — today only this broker's queues
+// are answered, with this broker's endpoint.
+func (m *messaging) QueryRoute(_ context.Context, req *v2pb.QueryRouteRequest) (*v2pb.QueryRouteResponse, error) {
+	name := req.GetTopic().GetName()
+	if name == "" {
+		return &v2pb.QueryRouteResponse{Status: &v2pb.Status{Code: v2pb.Code_ILLEGAL_TOPIC, Message: "topic name is empty"}}, nil
+	}
+	t, found := m.backend.Topic(name)
+	if !found {
+		return &v2pb.QueryRouteResponse{Status: &v2pb.Status{Code: v2pb.Code_TOPIC_NOT_FOUND, Message: "topic not found: " + name}}, nil
+	}
+	broker := &v2pb.Broker{Name: m.backend.BrokerName(), Id: 0, Endpoints: m.endpoint}
+	accept := acceptTypes(t.MessageType)
+	resource := &v2pb.Resource{ResourceNamespace: req.GetTopic().GetResourceNamespace(), Name: name}
+	var queues []*v2pb.MessageQueue
+	add := func(from, to int, perm v2pb.Permission) {
+		for id := from; id < to; id++ {
+			queues = append(queues, &v2pb.MessageQueue{Topic: resource, Id: int32(id), Permission: perm, Broker: broker, AcceptMessageTypes: accept})
+		}
+	}
+	readable, writable := t.Perm&permRead != 0, t.Perm&permWrite != 0
+	switch {
+	case readable && writable:
+		rw := min(t.ReadQueues, t.WriteQueues)
+		add(0, rw, v2pb.Permission_READ_WRITE)
+		add(rw, t.ReadQueues, v2pb.Permission_READ)
+		add(rw, t.WriteQueues, v2pb.Permission_WRITE)
+	case readable:
+		add(0, t.ReadQueues, v2pb.Permission_READ)
+	case writable:
+		add(0, t.WriteQueues, v2pb.Permission_WRITE)
+	default:
+		add(0, max(t.ReadQueues, t.WriteQueues), v2pb.Permission_NONE)
+	}
+	return &v2pb.QueryRouteResponse{Status: ok(), MessageQueues: queues}, nil
+}
+
+// RocketMQ PermName bits.
+const (
+	permRead  = 1 << 2
+	permWrite = 1 << 1
+)
+
+// acceptTypes maps a topic's message.type attribute to the types its
+// queues accept; a topic that declares none, MIXED or UNSPECIFIED accepts
+// the four classic types.
+func acceptTypes(topicType string) []v2pb.MessageType {
+	switch topicType {
+	case "NORMAL":
+		return []v2pb.MessageType{v2pb.MessageType_NORMAL}
+	case "FIFO":
+		return []v2pb.MessageType{v2pb.MessageType_FIFO}
+	case "DELAY":
+		return []v2pb.MessageType{v2pb.MessageType_DELAY}
+	case "TRANSACTION":
+		return []v2pb.MessageType{v2pb.MessageType_TRANSACTION}
+	case "LITE":
+		return []v2pb.MessageType{v2pb.MessageType_LITE}
+	case "PRIORITY":
+		return []v2pb.MessageType{v2pb.MessageType_PRIORITY}
+	}
+	return []v2pb.MessageType{v2pb.MessageType_NORMAL, v2pb.MessageType_FIFO, v2pb.MessageType_DELAY, v2pb.MessageType_TRANSACTION}
+}
+
+// Heartbeat keeps the client alive. Producers have nothing to register;
+// consumer groups (QueryAssignment, ReceiveMessage) are not served yet.
+func (m *messaging) Heartbeat(context.Context, *v2pb.HeartbeatRequest) (*v2pb.HeartbeatResponse, error) {
+	return &v2pb.HeartbeatResponse{Status: ok()}, nil
+}
+
+// Telemetry is the client's command stream. A client sends its Settings
+// first and waits for the server's (Apache proxy/.../grpc/v2/client/
+// ClientActivity.java): we answer each Settings with the client's own,
+// completed with what the broker decides — for a producer the body limit
+// (maxMessageSize) and message-type validation. Other commands are not
+// served yet and are ignored.
+func (m *messaging) Telemetry(stream v2pb.MessagingService_TelemetryServer) error {
+	for {
+		cmd, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		s := cmd.GetSettings()
+		if s == nil {
+			continue
+		}
+		if err := stream.Send(&v2pb.TelemetryCommand{Status: ok(), Command: &v2pb.TelemetryCommand_Settings{Settings: m.settings(s)}}); err != nil {
+			return err
+		}
+	}
+}
+
+func (m *messaging) settings(client *v2pb.Settings) *v2pb.Settings {
+	out := &v2pb.Settings{
+		ClientType:     client.ClientType,
+		AccessPoint:    client.GetAccessPoint(),
+		BackoffPolicy:  client.GetBackoffPolicy(),
+		RequestTimeout: client.GetRequestTimeout(),
+		UserAgent:      client.GetUserAgent(),
+		Metric:         &v2pb.Metric{On: false},
+	}
+	switch ps := client.GetPubSub().(type) {
+	case *v2pb.Settings_Publishing:
+		out.PubSub = &v2pb.Settings_Publishing{Publishing: &v2pb.Publishing{
+			Topics:              ps.Publishing.GetTopics(),
+			MaxBodySize:         int32(m.backend.MaxMessageSize()),
+			ValidateMessageType: true,
+		}}
+	case *v2pb.Settings_Subscription:
+		out.PubSub = ps
+	}
+	return out
+}
+
+// hostPort splits an address for the route endpoint.
+func hostPort(addr string) (string, int, error) {
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	return h, port, err
+}

@@ -1,0 +1,161 @@
+package grpcserver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
+)
+
+type fakeBackend struct {
+	topics map[string]Topic
+	sent   chan SendInput // records every Send (buffered)
+	result SendResult
+}
+
+func (f fakeBackend) Send(_ context.Context, in SendInput) (SendResult, error) {
+	f.sent <- in
+	return f.result, nil
+}
+
+func (f fakeBackend) Topic(name string) (Topic, bool) { t, ok := f.topics[name]; return t, ok }
+func (fakeBackend) BrokerName() string                { return "broker-a" }
+func (fakeBackend) MaxMessageSize() int               { return 4 << 20 }
+
+func messagingClient(t *testing.T, b Backend) (v2pb.MessagingServiceClient, *Server) {
+	t.Helper()
+	s := startServer(t, Config{Backend: b, AdvertiseHost: "127.0.0.1"})
+	conn, err := grpc.NewClient(s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return v2pb.NewMessagingServiceClient(conn), s
+}
+
+// queues renders a route as "id:PERM" items for comparison.
+func queues(r *v2pb.QueryRouteResponse) string {
+	var out []string
+	for _, q := range r.GetMessageQueues() {
+		out = append(out, fmt.Sprintf("%d:%v", q.GetId(), q.GetPermission()))
+	}
+	return strings.Join(out, " ")
+}
+
+func TestQueryRoute(t *testing.T) {
+	c, s := messagingClient(t, fakeBackend{topics: map[string]Topic{
+		"rw":    {ReadQueues: 2, WriteQueues: 2, Perm: 6},
+		"moreR": {ReadQueues: 3, WriteQueues: 1, Perm: 6},
+		"moreW": {ReadQueues: 1, WriteQueues: 2, Perm: 6},
+		"ro":    {ReadQueues: 2, WriteQueues: 2, Perm: 4},
+		"wo":    {ReadQueues: 2, WriteQueues: 1, Perm: 2},
+		"fifo":  {ReadQueues: 1, WriteQueues: 1, Perm: 6, MessageType: "FIFO"},
+	}})
+	tests := []struct {
+		topic  string
+		code   v2pb.Code
+		queues string
+		accept string
+	}{
+		{"rw", v2pb.Code_OK, "0:READ_WRITE 1:READ_WRITE", "[NORMAL FIFO DELAY TRANSACTION]"},
+		{"moreR", v2pb.Code_OK, "0:READ_WRITE 1:READ 2:READ", "[NORMAL FIFO DELAY TRANSACTION]"},
+		{"moreW", v2pb.Code_OK, "0:READ_WRITE 1:WRITE", "[NORMAL FIFO DELAY TRANSACTION]"},
+		{"ro", v2pb.Code_OK, "0:READ 1:READ", "[NORMAL FIFO DELAY TRANSACTION]"},
+		{"wo", v2pb.Code_OK, "0:WRITE", "[NORMAL FIFO DELAY TRANSACTION]"},
+		{"fifo", v2pb.Code_OK, "0:READ_WRITE", "[FIFO]"},
+		{"missing", v2pb.Code_TOPIC_NOT_FOUND, "", ""},
+		{"", v2pb.Code_ILLEGAL_TOPIC, "", ""},
+	}
+	_, port, _ := hostPort(s.Addr())
+	for _, tc := range tests {
+		t.Run(tc.topic, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			r, err := c.QueryRoute(ctx, &v2pb.QueryRouteRequest{Topic: &v2pb.Resource{Name: tc.topic}})
+			if err != nil {
+				t.Fatalf("QueryRoute: %v", err)
+			}
+			if r.GetStatus().GetCode() != tc.code {
+				t.Fatalf("code %v, want %v", r.GetStatus().GetCode(), tc.code)
+			}
+			if got := queues(r); got != tc.queues {
+				t.Fatalf("queues %q, want %q", got, tc.queues)
+			}
+			for _, q := range r.GetMessageQueues() {
+				if got := fmt.Sprint(q.GetAcceptMessageTypes()); got != tc.accept {
+					t.Errorf("accept %s, want %s", got, tc.accept)
+				}
+				b := q.GetBroker()
+				ep := b.GetEndpoints()
+				if b.GetName() != "broker-a" || ep.GetScheme() != v2pb.AddressScheme_IPv4 || len(ep.GetAddresses()) != 1 ||
+					ep.GetAddresses()[0].GetHost() != "127.0.0.1" || int(ep.GetAddresses()[0].GetPort()) != port || q.GetTopic().GetName() != tc.topic {
+					t.Errorf("queue %v: broker/endpoint/topic wrong (want broker-a at 127.0.0.1:%d)", q, port)
+				}
+			}
+		})
+	}
+}
+
+func TestHeartbeat(t *testing.T) {
+	c, _ := messagingClient(t, fakeBackend{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r, err := c.Heartbeat(ctx, &v2pb.HeartbeatRequest{ClientType: v2pb.ClientType_PRODUCER})
+	if err != nil || r.GetStatus().GetCode() != v2pb.Code_OK {
+		t.Fatalf("Heartbeat: %v %v", r, err)
+	}
+}
+
+// TestTelemetrySettings: a producer's Settings are answered on the stream
+// with its own, completed with the broker's body limit and type check; a
+// command that is not Settings gets no answer.
+func TestTelemetrySettings(t *testing.T) {
+	c, _ := messagingClient(t, fakeBackend{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	stream, err := c.Telemetry(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	producer := v2pb.ClientType_PRODUCER
+	sent := &v2pb.Settings{
+		ClientType:     &producer,
+		RequestTimeout: durationpb.New(3 * time.Second),
+		BackoffPolicy:  &v2pb.RetryPolicy{MaxAttempts: 3},
+		PubSub:         &v2pb.Settings_Publishing{Publishing: &v2pb.Publishing{Topics: []*v2pb.Resource{{Name: "T"}}}},
+		UserAgent:      &v2pb.UA{Language: v2pb.Language_JAVA, Version: "5.2.0"},
+	}
+	if err := stream.Send(&v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_ThreadStackTrace{ThreadStackTrace: &v2pb.ThreadStackTrace{Nonce: "n"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_Settings{Settings: sent}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := stream.Recv()
+	if err != nil {
+		t.Fatalf("Recv: %v", err)
+	}
+	s := got.GetSettings()
+	if got.GetStatus().GetCode() != v2pb.Code_OK || s == nil {
+		t.Fatalf("answer %v, want OK with Settings", got)
+	}
+	p := s.GetPublishing()
+	if s.GetClientType() != producer || p.GetMaxBodySize() != 4<<20 || !p.GetValidateMessageType() ||
+		len(p.GetTopics()) != 1 || p.GetTopics()[0].GetName() != "T" ||
+		s.GetBackoffPolicy().GetMaxAttempts() != 3 || s.GetRequestTimeout().AsDuration() != 3*time.Second {
+		t.Fatalf("settings answered %v", s)
+	}
+	if err := stream.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := stream.Recv(); err == nil {
+		t.Fatalf("after CloseSend: got %v, want the stream to end", m)
+	}
+}

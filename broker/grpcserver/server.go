@@ -1,0 +1,239 @@
+// Package grpcserver is the broker's gRPC endpoint for the RocketMQ 5.x
+// clients (apache.rocketmq.v2.MessagingService, pkg/grpcapi/v2pb), which
+// Apache serves from its separate rocketmq-proxy. In development (issue 17):
+// the endpoint listens and serves TLS and plaintext on one port; the rpcs
+// answer Unimplemented until they are written (docs/compatibility.md).
+//
+// One port, two transports, as the proxy (Apache
+// proxy/src/main/java/org/apache/rocketmq/proxy/grpc/ProtocolNegotiationHandler.java):
+// the first byte of a connection tells them apart, 0x16 being a TLS
+// handshake record; anything else is HTTP/2 with prior knowledge (h2c).
+package grpcserver
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
+)
+
+// tlsRecordHandshake is the content type of a TLS handshake record, the
+// first byte a TLS client sends.
+const tlsRecordHandshake = 0x16
+
+// Config configures a Server.
+type Config struct {
+	// Addr is the host:port to listen on (port 0: a free port).
+	Addr string
+	// TLSKeyPath and TLSCertPath name a PEM key and certificate; both
+	// empty makes a self-signed certificate for Hosts at start.
+	TLSKeyPath, TLSCertPath string
+	// Hosts are the names and addresses the self-signed certificate covers.
+	Hosts []string
+	// HandshakeTimeout bounds the first byte and the TLS handshake of a
+	// new connection (0: 10s).
+	HandshakeTimeout time.Duration
+	// Backend serves the rpcs written so far (messaging.go), routes naming
+	// AdvertiseHost and the listening port.
+	Backend       Backend
+	AdvertiseHost string
+	// Messaging, when set, replaces the Backend's service (tests); with
+	// neither every rpc answers Unimplemented.
+	Messaging v2pb.MessagingServiceServer
+	Logger    *slog.Logger
+}
+
+// Server is a running gRPC endpoint.
+type Server struct {
+	cfg  Config
+	log  *slog.Logger
+	tls  *tls.Config
+	grpc *grpc.Server
+	ln   net.Listener
+	conn *connListener
+	wg   sync.WaitGroup
+}
+
+// Start loads or makes the certificate, listens on cfg.Addr and serves.
+func Start(cfg Config) (*Server, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = 10 * time.Second
+	}
+	cert, err := loadOrMakeCert(cfg.TLSKeyPath, cfg.TLSCertPath, cfg.Hosts)
+	if err != nil {
+		return nil, fmt.Errorf("grpcserver: certificate: %w", err)
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("grpcserver: listen %s: %w", cfg.Addr, err)
+	}
+	s := &Server{
+		cfg: cfg,
+		log: cfg.Logger,
+		// gRPC clients require HTTP/2 negotiated by ALPN over TLS.
+		tls: &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2"}, MinVersion: tls.VersionTLS12},
+		// ConnectionTimeout bounds the HTTP/2 preface of a connection that
+		// never sends one (and Shutdown, which waits for it).
+		grpc: grpc.NewServer(grpc.ConnectionTimeout(cfg.HandshakeTimeout)),
+		ln:   ln,
+		conn: newConnListener(ln.Addr()),
+	}
+	messaging := cfg.Messaging
+	if messaging == nil && cfg.Backend != nil {
+		host, port, err := hostPort(ln.Addr().String())
+		if err != nil {
+			_ = ln.Close()
+			return nil, fmt.Errorf("grpcserver: listener address: %w", err)
+		}
+		if cfg.AdvertiseHost != "" {
+			host = cfg.AdvertiseHost
+		}
+		messaging = newMessaging(cfg.Backend, host, port)
+	}
+	if messaging == nil {
+		messaging = v2pb.UnimplementedMessagingServiceServer{}
+	}
+	v2pb.RegisterMessagingServiceServer(s.grpc, messaging)
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		s.acceptLoop()
+	}()
+	go func() {
+		defer s.wg.Done()
+		if err := s.grpc.Serve(s.conn); err != nil {
+			s.log.Warn("grpc serve ended", "err", err)
+		}
+	}()
+	s.log.Info("grpc server started", "addr", ln.Addr().String())
+	return s, nil
+}
+
+// Addr is the listening address.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Shutdown stops accepting, lets running rpcs finish until ctx ends, then
+// closes every connection.
+func (s *Server) Shutdown(ctx context.Context) error {
+	_ = s.ln.Close()
+	done := make(chan struct{})
+	go func() {
+		s.grpc.GracefulStop()
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.grpc.Stop()
+		<-done
+		err = fmt.Errorf("grpcserver: graceful stop: %w", ctx.Err())
+	}
+	s.conn.close()
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) acceptLoop() {
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				s.log.Warn("grpc accept", "err", err)
+			}
+			s.conn.close()
+			return
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.negotiate(c)
+		}()
+	}
+}
+
+// negotiate reads the first byte and hands the connection to gRPC, over
+// TLS when it starts a TLS handshake.
+func (s *Server) negotiate(c net.Conn) {
+	_ = c.SetReadDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
+	br := bufio.NewReader(c)
+	first, err := br.Peek(1)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	var conn net.Conn = &peekedConn{Conn: c, r: br}
+	if first[0] == tlsRecordHandshake {
+		tc := tls.Server(conn, s.tls)
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.HandshakeTimeout)
+		err := tc.HandshakeContext(ctx)
+		cancel()
+		if err != nil {
+			s.log.Debug("grpc tls handshake", "remote", c.RemoteAddr().String(), "err", err)
+			_ = c.Close()
+			return
+		}
+		conn = tc
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	if !s.conn.push(conn) {
+		_ = conn.Close()
+	}
+}
+
+// peekedConn reads first what the sniffing buffered.
+type peekedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// connListener is the net.Listener gRPC serves: it yields the connections
+// negotiate classified.
+type connListener struct {
+	addr   net.Addr
+	ch     chan net.Conn
+	done   chan struct{}
+	closed sync.Once
+}
+
+func newConnListener(addr net.Addr) *connListener {
+	return &connListener{addr: addr, ch: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *connListener) push(c net.Conn) bool {
+	select {
+	case l.ch <- c:
+		return true
+	case <-l.done:
+		return false
+	}
+}
+
+func (l *connListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *connListener) close() { l.closed.Do(func() { close(l.done) }) }
+
+func (l *connListener) Close() error { l.close(); return nil }
+
+func (l *connListener) Addr() net.Addr { return l.addr }
