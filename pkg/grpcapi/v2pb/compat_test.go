@@ -14,7 +14,7 @@ import (
 )
 
 // clientProtoDir holds the client's .proto files (see its README.md).
-const clientProtoDir = "testdata/rocketmq-client-nodejs-1.0.8"
+const clientProtoDir = "../third_party/rocketmq-client-nodejs-1.0.8"
 
 var clientFiles = []string{
 	"apache/rocketmq/v2/definition.proto",
