@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -99,7 +100,10 @@ func (c *Cluster) StartBrokerID(t testing.TB, name string, id int, extra map[str
 	t.Helper()
 	dir := t.TempDir()
 	port := FreePort(t)
-	props := framework.BrokerProps(c.opts.ClusterName, name, id, port, c.NamesrvAddr, dir, c.opts.BrokerConf, extra)
+	// The HA port is a free port of its own: listenPort+1, the default,
+	// may be taken by then (a flake: "bind: address already in use").
+	ha := map[string]string{"haListenPort": strconv.Itoa(FreePort(t))}
+	props := framework.BrokerProps(c.opts.ClusterName, name, id, port, c.NamesrvAddr, dir, ha, c.opts.BrokerConf, extra)
 	conf := filepath.Join(dir, "broker.conf")
 	if err := framework.WriteProps(conf, props); err != nil {
 		t.Fatalf("harness: %v", err)

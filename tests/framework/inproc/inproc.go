@@ -132,7 +132,10 @@ func (c *Cluster) AddBroker(t testing.TB, name string, id int, conf map[string]s
 	t.Helper()
 	dir := t.TempDir()
 	port := harness.FreePort(t)
-	props := framework.BrokerProps(c.opts.ClusterName, name, id, port, c.NamesrvAddr(), dir, c.opts.BrokerConf, conf)
+	// The HA port is a free port of its own: listenPort+1, the default,
+	// may be taken by then.
+	ha := map[string]string{"haListenPort": strconv.Itoa(harness.FreePort(t))}
+	props := framework.BrokerProps(c.opts.ClusterName, name, id, port, c.NamesrvAddr(), dir, ha, c.opts.BrokerConf, conf)
 	confPath := filepath.Join(dir, "broker.conf")
 	if err := framework.WriteProps(confPath, props); err != nil {
 		t.Fatal(err)
