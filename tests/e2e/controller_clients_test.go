@@ -502,7 +502,7 @@ func TestFencedBrokerAnswersServiceNotAvailable(t *testing.T) {
 	port := harness.FreePort(t)
 	props := framework.BrokerProps("FencedCluster", "broker-f", 0, port, harness.FreeAddr(t), dir, map[string]string{
 		"brokerId": "-1", "brokerRole": "SLAVE", "enableControllerMode": "true",
-		"controllerAddr": harness.FreeAddr(t), "haListenPort": strconv.Itoa(harness.FreePort(t)),
+		"controllerAddr": harness.FreeAddr(t), "haListenPort": strconv.Itoa(harness.LatePort(t)),
 	})
 	b := &ctrlBroker{addr: fmt.Sprintf("127.0.0.1:%d", port), direct: fmt.Sprintf("127.0.0.1:%d", port), conf: filepath.Join(dir, "broker.conf")}
 	if err := framework.WriteProps(b.conf, props); err != nil {

@@ -154,7 +154,7 @@ func startCtrlCluster(t *testing.T, o ctrlClusterOptions) *ctrlCluster {
 	c.brokers = make([]*ctrlBroker, 3)
 	for i := range c.brokers {
 		dir := t.TempDir()
-		port, haPort := harness.FreePort(t), harness.FreePort(t)
+		port, haPort := harness.FreePort(t), harness.LatePort(t)
 		b := &ctrlBroker{addr: fmt.Sprintf("127.0.0.1:%d", port), direct: fmt.Sprintf("127.0.0.1:%d", port), conf: filepath.Join(dir, "broker.conf")}
 		nss, ip := c.nsAddrs, "127.0.0.1"
 		if o.Links {

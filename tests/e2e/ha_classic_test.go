@@ -36,7 +36,7 @@ func TestHAClassicSyncMaster(t *testing.T) {
 	// slow tests.
 	t.Parallel()
 	rlog.SetLogLevel("error")
-	haPort := harness.FreePort(t)
+	haPort := harness.LatePort(t)
 	c := startCluster(t, framework.Options{Brokers: 1, Replicas: 2, PerBroker: func(_ string, id int) map[string]string {
 		if id > 0 {
 			return map[string]string{"haSendHeartbeatInterval": "500"}

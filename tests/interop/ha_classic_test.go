@@ -109,7 +109,7 @@ func sameFirstFile(t *testing.T, masterLog, slaveLog string, end int64) {
 // SEND_OK needed its ack, and its CommitLog equals ours byte for byte.
 func TestHAApacheSlaveOfOurMaster(t *testing.T) {
 	requireApacheHA(t)
-	haPort := harness.FreePort(t)
+	haPort := harness.LatePort(t)
 	c := inproc.Start(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
 		"brokerRole": "SYNC_MASTER", "inSyncReplicas": "2", "totalReplicas": "2", "slaveTimeout": "5000",
 		"haListenPort": strconv.Itoa(haPort), "mappedFileSizeCommitLog": strconv.Itoa(haCommitLogSize),

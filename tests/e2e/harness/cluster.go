@@ -100,9 +100,9 @@ func (c *Cluster) StartBrokerID(t testing.TB, name string, id int, extra map[str
 	t.Helper()
 	dir := t.TempDir()
 	port := FreePort(t)
-	// The HA port is a free port of its own: listenPort+1, the default,
+	// The HA port is one of its own (LatePort): listenPort+1, the default,
 	// may be taken by then (a flake: "bind: address already in use").
-	ha := map[string]string{"haListenPort": strconv.Itoa(FreePort(t))}
+	ha := map[string]string{"haListenPort": strconv.Itoa(LatePort(t))}
 	props := framework.BrokerProps(c.opts.ClusterName, name, id, port, c.NamesrvAddr, dir, ha, c.opts.BrokerConf, extra)
 	conf := filepath.Join(dir, "broker.conf")
 	if err := framework.WriteProps(conf, props); err != nil {

@@ -20,9 +20,11 @@ package harness
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -85,6 +87,38 @@ func FreePort(t testing.TB) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// latePorts hands out LatePort's candidates: a counter from a random base
+// below the kernel's ephemeral range (Linux's default starts at 32768), so
+// a test process never hands out the same one twice. Test support only.
+var latePorts atomic.Int32
+
+// LatePort returns a free TCP port on 127.0.0.1 for a server that binds it
+// long after the test picked it: a controller-mode slave opens its HA
+// listener only when it is promoted. FreePort's ports come from the
+// ephemeral range, where any later listener on port 0 (a proxy) or
+// outgoing connection may take them meanwhile ("bind: address already in
+// use" at promotion); LatePort's never do, and it never returns a port
+// twice in one process.
+func LatePort(t testing.TB) int {
+	t.Helper()
+	latePorts.CompareAndSwap(0, int32(20000+rand.IntN(10000)))
+	for range 2000 {
+		port := int(latePorts.Add(1))
+		if port >= 32768 {
+			latePorts.Store(20000)
+			continue
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return port
+	}
+	t.Fatalf("harness: LatePort: no free port below 32768")
+	return 0
 }
 
 // FreeAddr is FreePort as "127.0.0.1:port".

@@ -132,9 +132,9 @@ func (c *Cluster) AddBroker(t testing.TB, name string, id int, conf map[string]s
 	t.Helper()
 	dir := t.TempDir()
 	port := harness.FreePort(t)
-	// The HA port is a free port of its own: listenPort+1, the default,
+	// The HA port is one of its own (LatePort): listenPort+1, the default,
 	// may be taken by then.
-	ha := map[string]string{"haListenPort": strconv.Itoa(harness.FreePort(t))}
+	ha := map[string]string{"haListenPort": strconv.Itoa(harness.LatePort(t))}
 	props := framework.BrokerProps(c.opts.ClusterName, name, id, port, c.NamesrvAddr(), dir, ha, c.opts.BrokerConf, conf)
 	confPath := filepath.Join(dir, "broker.conf")
 	if err := framework.WriteProps(confPath, props); err != nil {
