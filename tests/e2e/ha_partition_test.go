@@ -158,7 +158,7 @@ func TestHAScenarioMasterPartition(t *testing.T) {
 	ms := startMinoritySender(c, old.direct, minority)
 	defer ms.stop()
 	testutil.WaitFor(t, 10*time.Second, "sends acknowledged on the old master's side", func() bool { return len(ms.acked(time.Time{})) >= 10 })
-	before := c.mustSyncState(t)
+	before := c.fullSyncState(t)
 
 	c.partition(old, netfault.Blackhole)
 	cut := time.Now()
@@ -268,7 +268,7 @@ func TestHAScenarioSlavePartition(t *testing.T) {
 	const name = "ScenSlavePart"
 	c := startCtrlCluster(t, ctrlClusterOptions{Cluster: name, Topic: name + "Topic", Links: true})
 	run := startChaos(t, c, name)
-	before := c.mustSyncState(t)
+	before := c.fullSyncState(t)
 	master := c.broker(t, c.master)
 	slave := c.aSlave(t)
 	id := replicaID(t, before, slave.addr)

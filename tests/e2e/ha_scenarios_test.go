@@ -65,6 +65,22 @@ func (c *ctrlCluster) mustSyncState(t *testing.T) protocol.ReplicasInfo {
 	return ri
 }
 
+// fullSyncState waits until all three replicas are in the SyncStateSet
+// and returns it: on a loaded machine a slave that fell behind for
+// haMaxTimeSlaveNotCatchup is dropped from the set for a while, and a
+// fault injected then has no slave to elect (by design: with
+// allAckInSyncStateSet only the set's members hold every acked message).
+func (c *ctrlCluster) fullSyncState(t *testing.T) protocol.ReplicasInfo {
+	t.Helper()
+	var ri protocol.ReplicasInfo
+	testutil.WaitFor(t, 20*time.Second, "all three replicas in the SyncStateSet", func() bool {
+		var ok bool
+		ri, ok = c.syncState()
+		return ok && len(ri.InSyncReplicas) == 3
+	})
+	return ri
+}
+
 // replicaID is the controller id of the replica at addr in ri.
 func replicaID(t *testing.T, ri protocol.ReplicasInfo, addr string) int64 {
 	t.Helper()
