@@ -21,17 +21,17 @@ func FromProcess(pid int) func(Conn) bool {
 		if !ok {
 			return false
 		}
-		inode := socketInode(a)
-		if inode == "" {
+		inodes := socketInodes(a)
+		if len(inodes) == 0 {
 			return false
 		}
 		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 		if err != nil {
 			return false
 		}
-		want := "socket:[" + inode + "]"
 		for _, fd := range fds {
-			if l, err := os.Readlink(filepath.Join(fmt.Sprintf("/proc/%d/fd", pid), fd.Name())); err == nil && l == want {
+			l, err := os.Readlink(filepath.Join(fmt.Sprintf("/proc/%d/fd", pid), fd.Name()))
+			if err == nil && strings.HasPrefix(l, "socket:[") && inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] {
 				return true
 			}
 		}
@@ -39,28 +39,31 @@ func FromProcess(pid int) func(Conn) bool {
 	}
 }
 
-// socketInode is the inode of the IPv4 TCP socket whose local address is
-// a, from /proc/net/tcp ("" when none).
-func socketInode(a *net.TCPAddr) string {
+// socketInodes are the inodes of the IPv4 TCP sockets whose local address
+// is a, from /proc/net/tcp. More than one line may have it: a closed
+// connection of the same port lingers in TIME_WAIT with inode 0, so every
+// line counts and inode 0 is skipped.
+func socketInodes(a *net.TCPAddr) map[string]bool {
 	ip := a.IP.To4()
 	if ip == nil {
-		return ""
+		return nil
 	}
 	// /proc/net/tcp writes the address as the 32-bit value in host
 	// (little-endian) byte order, the port big-endian, both in hex.
 	local := fmt.Sprintf("%02X%02X%02X%02X:%04X", ip[3], ip[2], ip[1], ip[0], a.Port)
 	f, err := os.Open("/proc/net/tcp")
 	if err != nil {
-		return ""
+		return nil
 	}
 	defer f.Close()
+	inodes := map[string]bool{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
 		fields := strings.Fields(sc.Text())
-		if len(fields) >= 10 && fields[1] == local {
-			return fields[9]
+		if len(fields) >= 10 && fields[1] == local && fields[9] != "0" {
+			inodes[fields[9]] = true
 		}
 	}
-	return ""
+	return inodes
 }
