@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -499,16 +500,38 @@ func TestFencedBrokerAnswersServiceNotAvailable(t *testing.T) {
 	t.Parallel()
 	bin := harness.BuildBinaries(t, harness.Broker)
 	dir := t.TempDir()
-	port := harness.FreePort(t)
+	port, haPort := harness.FreePort(t), harness.LatePort(t)
 	props := framework.BrokerProps("FencedCluster", "broker-f", 0, port, harness.FreeAddr(t), dir, map[string]string{
 		"brokerId": "-1", "brokerRole": "SLAVE", "enableControllerMode": "true",
-		"controllerAddr": harness.FreeAddr(t), "haListenPort": strconv.Itoa(harness.LatePort(t)),
+		"controllerAddr": harness.FreeAddr(t), "haListenPort": strconv.Itoa(haPort),
 	})
 	b := &ctrlBroker{addr: fmt.Sprintf("127.0.0.1:%d", port), direct: fmt.Sprintf("127.0.0.1:%d", port), conf: filepath.Join(dir, "broker.conf")}
 	if err := framework.WriteProps(b.conf, props); err != nil {
 		t.Fatal(err)
 	}
 	b.start(t, bin, 0)
+
+	// Its HA port is bound from the start, before any role, as Apache's
+	// broker binds it: nothing can take it before a promotion.
+	if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", haPort)); err == nil {
+		ln.Close()
+		t.Fatalf("a fenced controller-mode broker left its HA port %d free", haPort)
+	}
+	// And a broker whose HA port is taken does not start (a promotion
+	// would fail later).
+	dir2 := t.TempDir()
+	props2 := framework.BrokerProps("FencedCluster", "broker-g", 0, harness.FreePort(t), harness.FreeAddr(t), dir2, map[string]string{
+		"brokerId": "-1", "brokerRole": "SLAVE", "enableControllerMode": "true",
+		"controllerAddr": harness.FreeAddr(t), "haListenPort": strconv.Itoa(haPort),
+	})
+	conf2 := filepath.Join(dir2, "broker.conf")
+	if err := framework.WriteProps(conf2, props2); err != nil {
+		t.Fatal(err)
+	}
+	p2 := harness.StartProcessWith(t, harness.ProcOptions{Name: "broker-g"}, filepath.Join(bin, harness.Broker), "-c", conf2)
+	if err := p2.WaitTimeout(30 * time.Second); err == nil || !strings.Contains(p2.Logs(), "HA listener") {
+		t.Fatalf("a controller-mode broker whose HA port is taken: exit %v (want a failure naming the HA listener)\n%s", err, p2.Logs())
+	}
 	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
 	defer rc.Close()
 	for _, req := range []*remoting.Command{sendV2Request("FencedTopic", "TBW102", 0, []byte("x")), sendV1Request("FencedTopic", 0, []byte("x"))} {

@@ -95,11 +95,11 @@ func FreePort(t testing.TB) int {
 var latePorts atomic.Int32
 
 // LatePort returns a free TCP port on 127.0.0.1 for a server that binds it
-// long after the test picked it: a controller-mode slave opens its HA
-// listener only when it is promoted. FreePort's ports come from the
-// ephemeral range, where any later listener on port 0 (a proxy) or
+// a while after the test picked it (a broker started after its peers,
+// restarted, or behind a proxy started first). FreePort's ports come from
+// the ephemeral range, where any later listener on port 0 (a proxy) or
 // outgoing connection may take them meanwhile ("bind: address already in
-// use" at promotion); LatePort's never do, and it never returns a port
+// use"); LatePort's never do, and it never returns a port
 // twice in one process.
 func LatePort(t testing.TB) int {
 	t.Helper()
