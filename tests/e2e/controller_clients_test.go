@@ -283,7 +283,7 @@ func TestPopAndLiteOnPromotedSlave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startWithShutdown(t, sc)
+	testutil.StartWithShutdown(t, sc, 5*time.Second, t.Logf)
 	if err := sc.Subscribe(popTopic, "*", "TAG"); err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func TestPopAndLiteOnPromotedSlave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startWithShutdown(t, lc)
+	testutil.StartWithShutdown(t, lc, 5*time.Second, t.Logf)
 	for i := range lites {
 		if err := lc.SubscribeLite(ctx, fmt.Sprintf("lf-%d", i)); err != nil {
 			t.Fatal(err)
@@ -469,25 +469,6 @@ func checkStaticRead(t *testing.T, ctx context.Context, cc client.CommonConfig, 
 		t.Errorf("read %d messages of %s, sent %d", len(got), topic, len(sent))
 	}
 	t.Logf("static topic: %d messages read back at their logic offsets", len(got))
-}
-
-// startWithShutdown starts an SDK client and shuts it down (5 s bound)
-// when the test ends.
-func startWithShutdown(t *testing.T, c interface {
-	Start() error
-	Shutdown(context.Context) error
-}) {
-	t.Helper()
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := c.Shutdown(ctx); err != nil {
-			t.Logf("shutdown: %v", err)
-		}
-	})
 }
 
 // TestFencedBrokerAnswersServiceNotAvailable: a controller-mode broker
