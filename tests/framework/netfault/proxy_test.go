@@ -38,18 +38,32 @@ func roundTrip(c net.Conn, r *bufio.Reader, line string, within time.Duration) (
 	return s, err
 }
 
+// proxyTo starts a proxy on addr forwarding to target, closed when the
+// test ends.
+func proxyTo(t *testing.T, addr, target string) *Proxy {
+	t.Helper()
+	p, err := ListenOn(addr, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// dial connects to addr; the connection is closed when the test ends.
+func dial(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, bufio.NewReader(c)
+}
+
 func TestModes(t *testing.T) {
-	p, err := Listen(echoServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	r := bufio.NewReader(c)
+	p := proxyTo(t, "127.0.0.1:0", echoServer(t))
+	c, r := dial(t, p.Addr())
 	if s, err := roundTrip(c, r, "one", time.Second); err != nil || s != "one\n" {
 		t.Fatalf("pass: %q %v", s, err)
 	}
@@ -81,28 +95,16 @@ func TestModes(t *testing.T) {
 		c2.Close()
 	}
 	p.SetMode(Pass)
-	c3, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c3.Close()
-	if s, err := roundTrip(c3, bufio.NewReader(c3), "three", time.Second); err != nil || s != "three\n" {
+	c3, r3 := dial(t, p.Addr())
+	if s, err := roundTrip(c3, r3, "three", time.Second); err != nil || s != "three\n" {
 		t.Fatalf("after refuse: %q %v", s, err)
 	}
 }
 
 func TestRate(t *testing.T) {
-	p, err := Listen(echoServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := proxyTo(t, "127.0.0.1:0", echoServer(t))
 	p.SetRate(20_000) // 20 kB/s each way
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, _ := dial(t, p.Addr())
 	payload := make([]byte, 8_000)
 	for i := range payload {
 		payload[i] = 'x'
@@ -123,25 +125,16 @@ func TestRate(t *testing.T) {
 // one is blackholed, the other keeps passing; heal delivers what was held.
 // The proxy listens on another loopback address (ListenOn).
 func TestModeFor(t *testing.T) {
-	p, err := ListenOn("127.0.0.2:0", echoServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	dial := func(hello string) (net.Conn, *bufio.Reader) {
-		c, err := net.Dial("tcp", p.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		r := bufio.NewReader(c)
+	p := proxyTo(t, "127.0.0.2:0", echoServer(t))
+	greet := func(hello string) (net.Conn, *bufio.Reader) {
+		c, r := dial(t, p.Addr())
 		if s, err := roundTrip(c, r, hello, time.Second); err != nil || s != hello+"\n" {
 			t.Fatalf("%s: %q %v", hello, s, err)
 		}
 		return c, r
 	}
-	a, ra := dial("hello a")
-	b, rb := dial("hello b")
+	a, ra := greet("hello a")
+	b, rb := greet("hello b")
 	isA := func(c Conn) bool { return string(c.First) == "hello a\n" }
 	p.SetModeFor(isA, Blackhole)
 	if s, err := roundTrip(a, ra, "a1", 200*time.Millisecond); err == nil {
@@ -151,12 +144,8 @@ func TestModeFor(t *testing.T) {
 		t.Fatalf("the other client: %q %v", s, err)
 	}
 	// A new connection of the cut client is cut once it said hello.
-	a2, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a2.Close()
-	if s, err := roundTrip(a2, bufio.NewReader(a2), "hello a", 200*time.Millisecond); err == nil {
+	a2, ra2 := dial(t, p.Addr())
+	if s, err := roundTrip(a2, ra2, "hello a", 200*time.Millisecond); err == nil {
 		t.Fatalf("the cut client's new connection got %q", s)
 	}
 	p.SetModeFor(nil, Pass)
@@ -178,17 +167,8 @@ func TestModeFor(t *testing.T) {
 // TestFromProcess: a connection this process opened matches FromProcess
 // of its pid and not of another process's.
 func TestFromProcess(t *testing.T) {
-	p, err := Listen(echoServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	r := bufio.NewReader(c)
+	p := proxyTo(t, "127.0.0.1:0", echoServer(t))
+	c, r := dial(t, p.Addr())
 	p.SetModeFor(FromProcess(os.Getppid()), Blackhole)
 	if s, err := roundTrip(c, r, "one", time.Second); err != nil || s != "one\n" {
 		t.Fatalf("another process's match cut this one: %q %v", s, err)
@@ -219,16 +199,8 @@ func TestBlackholeHoldsClose(t *testing.T) {
 			accepted <- s
 		}
 	}()
-	p, err := Listen(ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	p := proxyTo(t, "127.0.0.1:0", ln.Addr().String())
+	c, _ := dial(t, p.Addr())
 	c.Write([]byte("x"))
 	s := <-accepted
 	p.SetMode(Blackhole)
