@@ -35,17 +35,7 @@ func NewPullConsumer(cfg PullConsumerConfig) (*PullConsumer, error) {
 // their offsets) and waits for requests in flight until ctx ends, then
 // unregisters from the brokers and closes the connections.
 func (c *PullConsumer) Shutdown(ctx context.Context) error {
-	first, idle := c.life.close()
-	if !first {
-		return nil
-	}
-	// Cancelling the core context ends ConsumeLoops and long polls at once.
-	c.core.stop()
-	drainErr := drain(ctx, idle)
-	if !c.subs.empty() {
-		c.core.unregister(ctx, "", c.cfg.Group)
-	}
-	return c.core.finishShutdown("pull consumer", "consumer", c.cfg.Group, "requests", drainErr)
+	return c.shutdownConsumer(ctx, "consumer", !c.subs.empty())
 }
 
 // ClientID is the id brokers know this consumer by (ip@instance).

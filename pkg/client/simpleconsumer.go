@@ -103,14 +103,7 @@ func NewSimpleConsumer(cfg SimpleConsumerConfig) (*SimpleConsumer, error) {
 // others until ctx ends, unregisters and closes the connections. Messages
 // received but not acked are delivered again once invisible no longer.
 func (c *SimpleConsumer) Shutdown(ctx context.Context) error {
-	first, idle := c.life.close()
-	if !first {
-		return nil
-	}
-	c.core.stop()
-	drainErr := drain(ctx, idle)
-	c.core.unregister(ctx, "", c.cfg.Group)
-	return c.core.finishShutdown("simple consumer", "simple consumer", c.cfg.Group, "requests", drainErr)
+	return c.shutdownConsumer(ctx, "simple consumer", true)
 }
 
 // ClientID is the id brokers know this consumer by.
