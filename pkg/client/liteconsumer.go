@@ -498,15 +498,6 @@ func (c *LitePushConsumer) onNotifyUnsubscribe(ctx context.Context, _ *remoting.
 // subscriptions (lite subscriptions travel in LITE_SUBSCRIPTION_CTL), so
 // admin tools list the client.
 func (c *LitePushConsumer) heartbeatData() *heartbeatData {
-	return &heartbeatData{
-		ClientID: c.core.clientID,
-		ConsumerDataSet: []consumerData{{
-			ConsumeFromWhere:    consumeFromLastOffset,
-			ConsumeType:         consumePop,
-			GroupName:           c.cfg.Group,
-			MessageModel:        messageModelClustering,
-			SubscriptionDataSet: []subscriptionData{},
-		}},
-		ProducerDataSet: []producerData{},
-	}
+	// An empty set, not nil: the group is announced with no subscription.
+	return clusteringHeartbeat(c.core.clientID, c.cfg.Group, consumePop, consumeFromLastOffset, []subscriptionData{})
 }

@@ -63,21 +63,7 @@ func (c *PullConsumer) Unsubscribe(topic string) {
 // heartbeatData announces the group with its subscriptions, if any, as a
 // pull ("CONSUME_ACTIVELY") clustering consumer.
 func (c *PullConsumer) heartbeatData() *heartbeatData {
-	subs := c.subs.sorted()
-	if subs == nil {
-		return nil
-	}
-	return &heartbeatData{
-		ClientID: c.core.clientID,
-		ConsumerDataSet: []consumerData{{
-			ConsumeFromWhere:    consumeFromLastOffset,
-			ConsumeType:         consumeActively,
-			GroupName:           c.cfg.Group,
-			MessageModel:        messageModelClustering,
-			SubscriptionDataSet: subs,
-		}},
-		ProducerDataSet: []producerData{},
-	}
+	return clusteringHeartbeat(c.core.clientID, c.cfg.Group, consumeActively, consumeFromLastOffset, c.subs.sorted())
 }
 
 // Queues lists the readable queues of topic (Java's

@@ -127,22 +127,10 @@ func (c *SimpleConsumer) Unsubscribe(topic string) {
 	c.subs.remove(topic)
 }
 
+// heartbeatData announces the group with its subscriptions, if any, as a
+// pop clustering consumer.
 func (c *SimpleConsumer) heartbeatData() *heartbeatData {
-	set := c.subs.sorted()
-	if set == nil {
-		return nil
-	}
-	return &heartbeatData{
-		ClientID: c.core.clientID,
-		ConsumerDataSet: []consumerData{{
-			ConsumeFromWhere:    c.cfg.ConsumeFrom.String(),
-			ConsumeType:         consumePop,
-			GroupName:           c.cfg.Group,
-			MessageModel:        messageModelClustering,
-			SubscriptionDataSet: set,
-		}},
-		ProducerDataSet: []producerData{},
-	}
+	return clusteringHeartbeat(c.core.clientID, c.cfg.Group, consumePop, c.cfg.ConsumeFrom.String(), c.subs.sorted())
 }
 
 // Receive pops up to maxNum messages (1…32) of one subscribed topic
