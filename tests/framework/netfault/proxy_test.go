@@ -38,6 +38,42 @@ func roundTrip(c net.Conn, r *bufio.Reader, line string, within time.Duration) (
 	return s, err
 }
 
+// wantEcho sends line to the echo server and fails t unless it comes
+// back within a second.
+func wantEcho(t *testing.T, c net.Conn, r *bufio.Reader, line, what string) {
+	t.Helper()
+	if s, err := roundTrip(c, r, line, time.Second); err != nil || s != line+"\n" {
+		t.Fatalf("%s: %q %v", what, s, err)
+	}
+}
+
+// wantCut sends line and fails t if an answer comes within 200 ms.
+func wantCut(t *testing.T, c net.Conn, r *bufio.Reader, line, what string) {
+	t.Helper()
+	if s, err := roundTrip(c, r, line, 200*time.Millisecond); err == nil {
+		t.Fatalf("%s: %q", what, s)
+	}
+}
+
+// wantLine fails t unless the next line read within a second is line
+// (what a cut held, once the link passes again).
+func wantLine(t *testing.T, c net.Conn, r *bufio.Reader, line, what string) {
+	t.Helper()
+	c.SetDeadline(time.Now().Add(time.Second))
+	if s, err := r.ReadString('\n'); err != nil || s != line+"\n" {
+		t.Fatalf("%s: %q %v", what, s, err)
+	}
+}
+
+// wantClosed fails t with msg unless reading c fails within a second.
+func wantClosed(t *testing.T, c net.Conn, r *bufio.Reader, msg string) {
+	t.Helper()
+	c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := r.ReadString('\n'); err == nil {
+		t.Fatal(msg)
+	}
+}
+
 // proxyTo starts a proxy on addr forwarding to target, closed when the
 // test ends.
 func proxyTo(t *testing.T, addr, target string) *Proxy {
@@ -64,28 +100,18 @@ func dial(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
 func TestModes(t *testing.T) {
 	p := proxyTo(t, "127.0.0.1:0", echoServer(t))
 	c, r := dial(t, p.Addr())
-	if s, err := roundTrip(c, r, "one", time.Second); err != nil || s != "one\n" {
-		t.Fatalf("pass: %q %v", s, err)
-	}
+	wantEcho(t, c, r, "one", "pass")
 
 	// Blackhole: the connection stays open, nothing comes back...
 	p.SetMode(Blackhole)
-	if s, err := roundTrip(c, r, "two", 200*time.Millisecond); err == nil {
-		t.Fatalf("blackholed link answered %q", s)
-	}
+	wantCut(t, c, r, "two", "blackholed link answered")
 	// ...and what was held arrives when the link heals.
 	p.SetMode(Pass)
-	c.SetDeadline(time.Now().Add(time.Second))
-	if s, err := r.ReadString('\n'); err != nil || s != "two\n" {
-		t.Fatalf("after heal: %q %v", s, err)
-	}
+	wantLine(t, c, r, "two", "after heal")
 
 	// Refuse: open connections close, new ones are closed on accept.
 	p.SetMode(Refuse)
-	c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := r.ReadString('\n'); err == nil {
-		t.Fatal("refused link kept the connection")
-	}
+	wantClosed(t, c, r, "refused link kept the connection")
 	c2, err := net.Dial("tcp", p.Addr())
 	if err == nil {
 		c2.SetDeadline(time.Now().Add(time.Second))
@@ -96,9 +122,7 @@ func TestModes(t *testing.T) {
 	}
 	p.SetMode(Pass)
 	c3, r3 := dial(t, p.Addr())
-	if s, err := roundTrip(c3, r3, "three", time.Second); err != nil || s != "three\n" {
-		t.Fatalf("after refuse: %q %v", s, err)
-	}
+	wantEcho(t, c3, r3, "three", "after refuse")
 }
 
 func TestRate(t *testing.T) {
@@ -128,40 +152,24 @@ func TestModeFor(t *testing.T) {
 	p := proxyTo(t, "127.0.0.2:0", echoServer(t))
 	greet := func(hello string) (net.Conn, *bufio.Reader) {
 		c, r := dial(t, p.Addr())
-		if s, err := roundTrip(c, r, hello, time.Second); err != nil || s != hello+"\n" {
-			t.Fatalf("%s: %q %v", hello, s, err)
-		}
+		wantEcho(t, c, r, hello, hello)
 		return c, r
 	}
 	a, ra := greet("hello a")
 	b, rb := greet("hello b")
 	isA := func(c Conn) bool { return string(c.First) == "hello a\n" }
 	p.SetModeFor(isA, Blackhole)
-	if s, err := roundTrip(a, ra, "a1", 200*time.Millisecond); err == nil {
-		t.Fatalf("the cut client got %q", s)
-	}
-	if s, err := roundTrip(b, rb, "b1", time.Second); err != nil || s != "b1\n" {
-		t.Fatalf("the other client: %q %v", s, err)
-	}
+	wantCut(t, a, ra, "a1", "the cut client got")
+	wantEcho(t, b, rb, "b1", "the other client")
 	// A new connection of the cut client is cut once it said hello.
 	a2, ra2 := dial(t, p.Addr())
-	if s, err := roundTrip(a2, ra2, "hello a", 200*time.Millisecond); err == nil {
-		t.Fatalf("the cut client's new connection got %q", s)
-	}
+	wantCut(t, a2, ra2, "hello a", "the cut client's new connection got")
 	p.SetModeFor(nil, Pass)
-	a.SetDeadline(time.Now().Add(time.Second))
-	if s, err := ra.ReadString('\n'); err != nil || s != "a1\n" {
-		t.Fatalf("after heal: %q %v", s, err)
-	}
+	wantLine(t, a, ra, "a1", "after heal")
 	// Refuse closes only the matching connection.
 	p.SetModeFor(isA, Refuse)
-	a.SetDeadline(time.Now().Add(time.Second))
-	if _, err := ra.ReadString('\n'); err == nil {
-		t.Fatal("the refused client kept its connection")
-	}
-	if s, err := roundTrip(b, rb, "b2", time.Second); err != nil || s != "b2\n" {
-		t.Fatalf("the other client after refuse: %q %v", s, err)
-	}
+	wantClosed(t, a, ra, "the refused client kept its connection")
+	wantEcho(t, b, rb, "b2", "the other client after refuse")
 }
 
 // TestFromProcess: a connection this process opened matches FromProcess
@@ -170,19 +178,12 @@ func TestFromProcess(t *testing.T) {
 	p := proxyTo(t, "127.0.0.1:0", echoServer(t))
 	c, r := dial(t, p.Addr())
 	p.SetModeFor(FromProcess(os.Getppid()), Blackhole)
-	if s, err := roundTrip(c, r, "one", time.Second); err != nil || s != "one\n" {
-		t.Fatalf("another process's match cut this one: %q %v", s, err)
-	}
+	wantEcho(t, c, r, "one", "another process's match cut this one")
 	p.SetModeFor(FromProcess(os.Getpid()), Blackhole)
-	if s, err := roundTrip(c, r, "two", 200*time.Millisecond); err == nil {
-		t.Fatalf("this process's connection passed: %q", s)
-	}
+	wantCut(t, c, r, "two", "this process's connection passed")
 	// A close while cut is held too, and delivered on heal.
 	p.SetModeFor(nil, Pass)
-	c.SetDeadline(time.Now().Add(time.Second))
-	if s, err := r.ReadString('\n'); err != nil || s != "two\n" {
-		t.Fatalf("after heal: %q %v", s, err)
-	}
+	wantLine(t, c, r, "two", "after heal")
 }
 
 // TestBlackholeHoldsClose: the server closing while the link is
