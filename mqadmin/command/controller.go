@@ -338,17 +338,7 @@ func newUpdateControllerConfig(a *app) *cobra.Command {
 		if err := c.UpdateControllerConfig(cmd.Context(), addrs, map[string]string{key: value}); err != nil {
 			return err
 		}
-		if a.json() {
-			return writeJSON(a.env.Stdout, struct {
-				Controllers []string `json:"controllers"`
-				Key         string   `json:"key"`
-				Value       string   `json:"value"`
-			}{addrs, key, value})
-		}
-		// Java prints the -a list split on ';' (List.toString).
-		servers := "[" + strings.Join(strings.Split(strings.TrimSpace(addr), ";"), ", ") + "]"
-		fmt.Fprintf(a.env.Stdout, "update controller config success!%s\n%s : %s\n", servers, key, value)
-		return nil
+		return a.emitConfigUpdated("controller", javaAddrList(addr), configUpdateJSON{Controllers: addrs, Key: key, Value: value})
 	})
 	return c
 }
