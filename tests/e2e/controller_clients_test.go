@@ -23,7 +23,6 @@ import (
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
-	"github.com/rmqgo/rmq/pkg/statictopic"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
@@ -284,7 +283,7 @@ func TestPopAndLiteOnPromotedSlave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startWithShutdown(t, sc)
+	testutil.StartWithShutdown(t, sc, 5*time.Second, t.Logf)
 	if err := sc.Subscribe(popTopic, "*", "TAG"); err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +336,7 @@ func TestPopAndLiteOnPromotedSlave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startWithShutdown(t, lc)
+	testutil.StartWithShutdown(t, lc, 5*time.Second, t.Logf)
 	for i := range lites {
 		if err := lc.SubscribeLite(ctx, fmt.Sprintf("lf-%d", i)); err != nil {
 			t.Fatal(err)
@@ -431,36 +430,7 @@ func checkStaticRead(t *testing.T, ctx context.Context, cc client.CommonConfig, 
 	pc, err := client.NewPullConsumer(client.PullConsumerConfig{CommonConfig: cc, Group: topic + "_reader"})
 	pc = started(t, pc, err)
 	defer pc.Shutdown(context.Background())
-	queues, err := pc.Queues(ctx, topic)
-	if err != nil || len(queues) != 4 {
-		t.Fatalf("logic queues of %s: %v %v", topic, queues, err)
-	}
-	got := map[string]sentMsg{}
-	for _, mq := range queues {
-		if mq.BrokerName != statictopic.MockBrokerName("") {
-			t.Fatalf("queue %v is not a logic queue", mq)
-		}
-		end, err := pc.GetMaxOffset(ctx, mq)
-		if err != nil {
-			t.Fatalf("max offset of %v: %v", mq, err)
-		}
-		for off := int64(0); off < end; {
-			res, err := pc.Pull(ctx, client.PullRequest{Queue: mq, Offset: off, MaxNums: 32})
-			if err != nil {
-				t.Fatalf("pull %v at %d: %v", mq, off, err)
-			}
-			for _, m := range res.Messages {
-				if _, dup := got[string(m.Body)]; dup {
-					t.Fatalf("%s read twice", m.Body)
-				}
-				got[string(m.Body)] = sentMsg{queue: mq.QueueID, offset: m.QueueOffset}
-			}
-			if res.NextBeginOffset <= off {
-				t.Fatalf("%v: nothing at %d below the max offset %d", mq, off, end)
-			}
-			off = res.NextBeginOffset
-		}
-	}
+	got, _ := readLogicQueues(t, ctx, pc, topic, 4)
 	for body, s := range sent {
 		if g, ok := got[body]; !ok || g.queue != s.queue || g.offset != s.offset {
 			t.Errorf("%s sent to logic queue %d offset %d, read: %+v (found %v)", body, s.queue, s.offset, g, ok)
@@ -470,25 +440,6 @@ func checkStaticRead(t *testing.T, ctx context.Context, cc client.CommonConfig, 
 		t.Errorf("read %d messages of %s, sent %d", len(got), topic, len(sent))
 	}
 	t.Logf("static topic: %d messages read back at their logic offsets", len(got))
-}
-
-// startWithShutdown starts an SDK client and shuts it down (5 s bound)
-// when the test ends.
-func startWithShutdown(t *testing.T, c interface {
-	Start() error
-	Shutdown(context.Context) error
-}) {
-	t.Helper()
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := c.Shutdown(ctx); err != nil {
-			t.Logf("shutdown: %v", err)
-		}
-	})
 }
 
 // TestFencedBrokerAnswersServiceNotAvailable: a controller-mode broker

@@ -27,6 +27,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rmqgo/rmq/internal/testutil"
 )
 
 // Binary names produced by BuildBinaries, and their main packages.
@@ -81,12 +83,7 @@ func findRepoRoot() (string, error) {
 // kernel picked it for a listener that is closed again before returning).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("harness: FreePort: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return testutil.FreePort(t)
 }
 
 // latePorts hands out LatePort's candidates: a counter from a random base
@@ -124,7 +121,7 @@ func LatePort(t testing.TB) int {
 // FreeAddr is FreePort as "127.0.0.1:port".
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	return fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+	return testutil.FreeAddr(t)
 }
 
 // WaitTCP waits until a TCP connection to addr succeeds, failing the test
