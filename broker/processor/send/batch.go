@@ -62,7 +62,7 @@ func (p *Processor) sendBatch(ctx context.Context, ch *remoting.Channel, req *re
 	if len(msgs) == 0 {
 		return nil, fmt.Errorf("%w: batch body holds no message", ErrMessageIllegal)
 	}
-	born, store := bornHost(ch), p.storeHost()
+	born, store := bornHost(ctx, ch), p.storeHost()
 	for i, m := range msgs {
 		m.Topic = h.topic
 		m.QueueID = queueID

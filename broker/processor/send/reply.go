@@ -48,7 +48,7 @@ func (p *Processor) replyHandler(short bool) handlerFunc {
 			Properties:     props,
 			SysFlag:        h.sysFlag,
 			BornTimestamp:  h.bornTimestamp,
-			BornHost:       bornHost(ch),
+			BornHost:       bornHost(ctx, ch),
 			StoreHost:      p.storeHost(),
 			QueueID:        queueID,
 			ReconsumeTimes: h.reconsumeTimes,

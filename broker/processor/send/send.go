@@ -225,10 +225,23 @@ func topicOf(req *remoting.Command) string {
 	return req.Ext("b")
 }
 
-// bornHost is the producer's address as the channel sees it.
-func bornHost(ch *remoting.Channel) netip.AddrPort {
+// bornHostKey is the context key of WithBornHost.
+type bornHostKey struct{}
+
+// WithBornHost gives the send handlers the producer's address when the
+// request comes without a remoting channel: the broker's gRPC endpoint
+// (broker/grpcserver) passes its peer's address, which then becomes the
+// stored message's born host as a remoting producer's would.
+func WithBornHost(ctx context.Context, addr netip.AddrPort) context.Context {
+	return context.WithValue(ctx, bornHostKey{}, addr)
+}
+
+// bornHost is the producer's address as the channel sees it, or as
+// WithBornHost gave it for a request without a channel.
+func bornHost(ctx context.Context, ch *remoting.Channel) netip.AddrPort {
 	if ch == nil {
-		return netip.AddrPort{}
+		ap, _ := ctx.Value(bornHostKey{}).(netip.AddrPort)
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 	}
 	ap, err := netip.ParseAddrPort(ch.RemoteAddr())
 	if err != nil {
@@ -394,7 +407,7 @@ func (p *Processor) sendOne(ctx context.Context, ch *remoting.Channel, req *remo
 		Body:           req.Body,
 		Properties:     props,
 		BornTimestamp:  h.bornTimestamp,
-		BornHost:       bornHost(ch),
+		BornHost:       bornHost(ctx, ch),
 		StoreHost:      p.storeHost(),
 		QueueID:        queueID,
 		ReconsumeTimes: h.reconsumeTimes,
