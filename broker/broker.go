@@ -103,13 +103,16 @@ type Broker struct {
 	maps   mapping.Source
 	admin  *admin.Processor
 
-	server    *remoting.Server
-	grpc      *grpcserver.Server // nil unless enableGrpcServer
-	client    *remoting.Client
-	registrar *registry.Registrar
-	store     *store.Store
-	msg       *messaging
-	pools     map[processor.Pool]*remoting.Executor
+	server *remoting.Server
+	grpc   *grpcserver.Server // nil unless enableGrpcServer
+	// grpcProducers are the gRPC producers the transaction check calls
+	// back (wire_grpc_produce.go).
+	grpcProducers *grpcserver.Producers
+	client        *remoting.Client
+	registrar     *registry.Registrar
+	store         *store.Store
+	msg           *messaging
+	pools         map[processor.Pool]*remoting.Executor
 
 	boot       time.Time
 	port       atomic.Int32
@@ -149,7 +152,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 		return nil, fmt.Errorf("broker: create config directory: %w", err)
 	}
 
-	b := &Broker{log: log, boot: time.Now(), maps: o.mappings}
+	b := &Broker{log: log, boot: time.Now(), maps: o.mappings, grpcProducers: grpcserver.NewProducers()}
 	if b.maps == nil {
 		mgr, err := statictopic.OpenManager(statictopic.ManagerOptions{
 			Path: cfg.TopicQueueMappingPath(), BrokerName: cfg.BrokerName, Logger: log.With("component", "statictopic"),
@@ -354,6 +357,7 @@ func (b *Broker) startGrpc() error {
 		Hosts:         []string{cfg.BrokerIP1},
 		Backend:       grpcBackend{b},
 		AdvertiseHost: cfg.BrokerIP1,
+		Producers:     b.grpcProducers,
 		Logger:        b.log.With("component", "grpc"),
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/grpcserver"
 	"github.com/rmqgo/rmq/broker/msgtype"
+	"github.com/rmqgo/rmq/broker/processor/send"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -36,14 +37,10 @@ func (g grpcBackend) BrokerName() string { return g.b.cfg.Get().BrokerName }
 
 func (g grpcBackend) MaxMessageSize() int { return g.b.cfg.Get().MaxMessageSize }
 
-// grpcProducerGroup names the producer group of gRPC sends in the send
-// header: 5.x producers have none.
-const grpcProducerGroup = "GRPC_PRODUCER"
-
 // Send stores a message through the SEND_MESSAGE handler as registered
 // (with every wrapper: fencing, static topics, checks), so gRPC and
-// remoting sends share one path. No remoting channel: the record's born
-// host is 0.0.0.0:0 (to do: the gRPC peer's address).
+// remoting sends share one path. No remoting channel: the gRPC peer's
+// address reaches the handler through send.WithBornHost.
 func (g grpcBackend) Send(ctx context.Context, in grpcserver.SendInput) (grpcserver.SendResult, error) {
 	h, _, ok := g.b.server.Handler(code.SendMessage)
 	if !ok {
@@ -54,12 +51,12 @@ func (g grpcBackend) Send(ctx context.Context, in grpcserver.SendInput) (grpcser
 		return grpcserver.SendResult{}, fmt.Errorf("encode properties: %w", err)
 	}
 	req := remoting.NewRequest(code.SendMessage, map[string]string{
-		"producerGroup":         grpcProducerGroup,
+		"producerGroup":         in.ProducerGroup,
 		"topic":                 in.Topic,
 		"defaultTopic":          protocol.AutoCreateTopicKey,
 		"defaultTopicQueueNums": "4",
 		"queueId":               strconv.Itoa(int(in.QueueID)),
-		"sysFlag":               "0",
+		"sysFlag":               strconv.Itoa(int(in.SysFlag)),
 		"bornTimestamp":         strconv.FormatInt(in.BornTimestamp, 10),
 		"flag":                  "0",
 		"properties":            string(props),
@@ -67,7 +64,7 @@ func (g grpcBackend) Send(ctx context.Context, in grpcserver.SendInput) (grpcser
 		"unitMode":              "false",
 		"batch":                 "false",
 	}, in.Body)
-	resp, err := h(ctx, nil, req)
+	resp, err := h(send.WithBornHost(ctx, in.BornHost), nil, req)
 	if err != nil {
 		return grpcserver.SendResult{}, fmt.Errorf("send: %w", err)
 	}
@@ -75,6 +72,14 @@ func (g grpcBackend) Send(ctx context.Context, in grpcserver.SendInput) (grpcser
 	if resp.Code == code.Success {
 		if res.Offset, err = strconv.ParseInt(resp.Ext("queueOffset"), 10, 64); err != nil {
 			return grpcserver.SendResult{}, fmt.Errorf("send answered queueOffset %q: %w", resp.Ext("queueOffset"), err)
+		}
+		res.TransactionID = resp.Ext("transactionId")
+		if res.TransactionID != "" {
+			// A half message: END_TRANSACTION names it by its CommitLog
+			// offset, which the offset message id carries.
+			if _, res.CommitLogOffset, err = message.ParseOffsetMsgID(resp.Ext("msgId")); err != nil {
+				return grpcserver.SendResult{}, fmt.Errorf("send answered msgId %q: %w", resp.Ext("msgId"), err)
+			}
 		}
 	}
 	return res, nil

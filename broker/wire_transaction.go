@@ -9,15 +9,18 @@ import (
 
 // wireTransaction plugs transactional messages in: END_TRANSACTION on the
 // send executor and the check service (CHECK_TRANSACTION_STATE to a live
-// channel of the producer group). Half messages are parked by the send
-// path's default hook (send.HalfMessage); delayed committed messages are
+// channel of the producer group, else to a gRPC producer's Telemetry
+// stream). Half messages are parked by the send path's default hook (send.HalfMessage); delayed committed messages are
 // parked through sched.
 func (b *Broker) wireTransaction(w *wiring, sched *schedule.Service) error {
 	svc, err := transaction.New(transaction.Deps{
-		Config:    b.cfg.Get,
-		Store:     w.st,
-		Topics:    b.topics,
-		Producers: transaction.ChannelProducers(w.m.clients.Producers().AvailableChannel),
+		Config: b.cfg.Get,
+		Store:  w.st,
+		Topics: b.topics,
+		Producers: txCheckTargets{
+			remoting: transaction.ChannelProducers(w.m.clients.Producers().AvailableChannel),
+			grpc:     b.grpcProducers,
+		},
 		Schedule:  sched,
 		StoreHost: b.storeHost,
 		Logger:    w.log.With("component", "transaction"),

@@ -11,6 +11,9 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
 )
 
@@ -33,6 +36,7 @@ type Backend interface {
 	// their settings.
 	MaxMessageSize() int
 	Sender
+	Producing
 }
 
 // messaging serves the rpcs written so far; the rest answer Unimplemented.
@@ -43,6 +47,9 @@ type messaging struct {
 	// routes (brokerIP1 and the listening port).
 	endpoint *v2pb.Endpoints
 	next     atomic.Uint64 // SendMessage's round robin
+	// producers are the producers' Telemetry streams and transactions
+	// (transaction.go).
+	producers *Producers
 }
 
 func newMessaging(b Backend, host string, port int) *messaging {
@@ -53,7 +60,7 @@ func newMessaging(b Backend, host string, port int) *messaging {
 			scheme = v2pb.AddressScheme_IPv4
 		}
 	}
-	return &messaging{backend: b, endpoint: &v2pb.Endpoints{
+	return &messaging{backend: b, producers: NewProducers(), endpoint: &v2pb.Endpoints{
 		Scheme:    scheme,
 		Addresses: []*v2pb.Address{{Host: host, Port: int32(port)}},
 	}}
@@ -140,9 +147,17 @@ func (m *messaging) Heartbeat(context.Context, *v2pb.HeartbeatRequest) (*v2pb.He
 // first and waits for the server's (Apache proxy/.../grpc/v2/client/
 // ClientActivity.java): we answer each Settings with the client's own,
 // completed with what the broker decides — for a producer the body limit
-// (maxMessageSize) and message-type validation. Other commands are not
-// served yet and are ignored.
+// (maxMessageSize) and message-type validation. A producer's stream is
+// registered for the topics it publishes: the broker's transaction check
+// sends its RecoverOrphanedTransactionCommand there (transaction.go).
+// Other commands are not served yet and are ignored.
 func (m *messaging) Telemetry(stream v2pb.MessagingService_TelemetryServer) error {
+	remote := ""
+	if p, ok := peer.FromContext(stream.Context()); ok && p.Addr != nil {
+		remote = p.Addr.String()
+	}
+	sess := m.producers.newSession(stream, clientID(stream.Context()), remote)
+	defer m.producers.remove(sess)
 	for {
 		cmd, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -155,10 +170,26 @@ func (m *messaging) Telemetry(stream v2pb.MessagingService_TelemetryServer) erro
 		if s == nil {
 			continue
 		}
-		if err := stream.Send(&v2pb.TelemetryCommand{Status: ok(), Command: &v2pb.TelemetryCommand_Settings{Settings: m.settings(s)}}); err != nil {
+		if pub := s.GetPublishing(); pub != nil {
+			topics := make([]string, 0, len(pub.GetTopics()))
+			for _, t := range pub.GetTopics() {
+				topics = append(topics, t.GetName())
+			}
+			m.producers.publish(sess, topics)
+		}
+		if err := sess.send(&v2pb.TelemetryCommand{Status: ok(), Command: &v2pb.TelemetryCommand_Settings{Settings: m.settings(s)}}); err != nil {
 			return err
 		}
 	}
+}
+
+// clientID is the x-mq-client-id header every 5.x client sends.
+func clientID(ctx context.Context) string {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if v := md.Get("x-mq-client-id"); len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 func (m *messaging) settings(client *v2pb.Settings) *v2pb.Settings {

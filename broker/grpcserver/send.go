@@ -6,7 +6,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/netip"
+	"strconv"
 	"strings"
+	"time"
+	"unicode/utf16"
+
+	"google.golang.org/grpc/peer"
 
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
 	"github.com/rmqgo/rmq/pkg/message"
@@ -20,14 +26,25 @@ type SendInput struct {
 	Body          []byte
 	Properties    map[string]string
 	BornTimestamp int64
+	// SysFlag is the request's sysFlag (the transaction type of a half
+	// message).
+	SysFlag int32
+	// ProducerGroup is the header's producer group: the topic, as the
+	// proxy sends it.
+	ProducerGroup string
+	// BornHost is the gRPC peer's address, stored as the born host.
+	BornHost netip.AddrPort
 }
 
 // SendResult is the send path's answer: a remoting response code
-// (remoting/code) and remark, and the queue offset on success.
+// (remoting/code) and remark, and on success the queue offset, the
+// transaction id (half messages) and the CommitLog offset.
 type SendResult struct {
-	Code   int32
-	Remark string
-	Offset int64
+	Code            int32
+	Remark          string
+	Offset          int64
+	TransactionID   string
+	CommitLogOffset int64
 }
 
 // Sender stores messages through the broker's send path.
@@ -72,19 +89,39 @@ func sendCode(rc int32) v2pb.Code {
 	return v2pb.Code_INTERNAL_SERVER_ERROR
 }
 
-// SendMessage stores NORMAL messages through the broker's send path (its
-// checks, topic permissions and store). The queue is chosen round robin
-// over the topic's writable queues, as the proxy does for messages without
-// a message group. FIFO, delay, transactional, lite and priority messages
-// are not served yet: NOT_IMPLEMENTED.
+// SendMessage stores messages through the broker's send path (its checks,
+// topic permissions and store), as Apache's proxy builds them (Apache
+// proxy/src/main/java/org/apache/rocketmq/proxy/grpc/v2/producer/
+// SendMessageActivity.java, proxy/.../processor/ProducerProcessor.java):
+//   - the message type, from the message (TRANSACTION when declared so, then
+//     DELAY with a delivery timestamp, FIFO with a message group, else
+//     NORMAL), must be the topic's message.type (MIXED takes all; a topic
+//     without one is NORMAL): MESSAGE_PROPERTY_CONFLICT_WITH_TYPE;
+//   - FIFO: the group is the __SHARDINGKEY property and picks the queue by
+//     a consistent hash of its Java hashCode over the writable queues, so a
+//     group stays on one queue; other messages go round robin;
+//   - DELAY: TIMER_DELIVER_MS is the delivery timestamp; one further ahead
+//     than timerMaxDelaySec is ILLEGAL_DELIVERY_TIME; one in the past is
+//     delivered at once;
+//   - TRANSACTION: the half message (TRAN_MSG, the PREPARED sysFlag type,
+//     CHECK_IMMUNITY_TIME_IN_SECONDS from the recovery duration);
+//   - every message: PGROUP is the topic (the group of transactions),
+//     __BORNHOST the client's host (or the peer's), BORN_TIMESTAMP, and the
+//     peer's address is the stored born host.
+//
+// Lite and priority messages are not served yet: NOT_IMPLEMENTED.
 func (m *messaging) SendMessage(ctx context.Context, req *v2pb.SendMessageRequest) (*v2pb.SendMessageResponse, error) {
 	msgs := req.GetMessages()
 	if len(msgs) == 0 {
 		return &v2pb.SendMessageResponse{Status: &v2pb.Status{Code: v2pb.Code_BAD_REQUEST, Message: "no message to send"}}, nil
 	}
+	var peerAddr netip.AddrPort
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		peerAddr = peerAddrPort(p.Addr.String())
+	}
 	resp := &v2pb.SendMessageResponse{Status: ok()}
 	for _, msg := range msgs {
-		e := m.sendOne(ctx, msg)
+		e := m.sendOne(ctx, msg, peerAddr)
 		resp.Entries = append(resp.Entries, e)
 		if e.GetStatus().GetCode() != v2pb.Code_OK && resp.Status.GetCode() == v2pb.Code_OK {
 			resp.Status = e.GetStatus()
@@ -93,24 +130,90 @@ func (m *messaging) SendMessage(ctx context.Context, req *v2pb.SendMessageReques
 	return resp, nil
 }
 
-func (m *messaging) sendOne(ctx context.Context, msg *v2pb.Message) *v2pb.SendResultEntry {
+// Topic message types (the message.type attribute).
+const (
+	typeNormal      = "NORMAL"
+	typeFIFO        = "FIFO"
+	typeDelay       = "DELAY"
+	typeTransaction = "TRANSACTION"
+	typeMixed       = "MIXED"
+)
+
+// messageType is the type the proxy derives from the properties it sets
+// (Java's TopicMessageType.parseFromMessageProperty), and whether the
+// message is one of the types not served yet.
+func messageType(sp *v2pb.SystemProperties) (string, bool) {
+	switch {
+	case sp.LiteTopic != nil || sp.GetMessageType() == v2pb.MessageType_LITE,
+		sp.Priority != nil || sp.GetMessageType() == v2pb.MessageType_PRIORITY:
+		return "", false
+	case sp.GetMessageType() == v2pb.MessageType_TRANSACTION:
+		return typeTransaction, true
+	case sp.DeliveryTimestamp != nil:
+		return typeDelay, true
+	case sp.GetMessageGroup() != "":
+		return typeFIFO, true
+	}
+	return typeNormal, true
+}
+
+// declared is the client's message type in the topic attribute's names.
+func declared(t v2pb.MessageType) string {
+	switch t {
+	case v2pb.MessageType_NORMAL:
+		return typeNormal
+	case v2pb.MessageType_FIFO:
+		return typeFIFO
+	case v2pb.MessageType_DELAY:
+		return typeDelay
+	case v2pb.MessageType_TRANSACTION:
+		return typeTransaction
+	}
+	return ""
+}
+
+// topicAccepts is the proxy's check (Apache proxy/.../processor/validator/
+// DefaultTopicMessageTypeValidator.java): the message's type must be the
+// topic's, a MIXED topic takes every type, a topic without message.type is
+// NORMAL (Java's TopicConfig.getTopicMessageType).
+func topicAccepts(topicType, msgType string) bool {
+	if topicType == "" {
+		topicType = typeNormal
+	}
+	return topicType == typeMixed || topicType == msgType
+}
+
+func (m *messaging) sendOne(ctx context.Context, msg *v2pb.Message, born netip.AddrPort) *v2pb.SendResultEntry {
 	sp := msg.GetSystemProperties()
 	id := sp.GetMessageId()
 	fail := func(c v2pb.Code, format string, args ...any) *v2pb.SendResultEntry {
 		return &v2pb.SendResultEntry{Status: &v2pb.Status{Code: c, Message: fmt.Sprintf(format, args...)}, MessageId: id}
 	}
-	if id == "" {
-		return fail(v2pb.Code_ILLEGAL_MESSAGE_ID, "message id is empty")
+	if strings.TrimSpace(id) == "" {
+		return fail(v2pb.Code_ILLEGAL_MESSAGE_ID, "message id cannot be empty")
 	}
-	if sp.MessageGroup != nil || sp.DeliveryTimestamp != nil || sp.OrphanedTransactionRecoveryDuration != nil ||
-		sp.LiteTopic != nil || sp.Priority != nil ||
-		(sp.GetMessageType() != v2pb.MessageType_NORMAL && sp.GetMessageType() != v2pb.MessageType_MESSAGE_TYPE_UNSPECIFIED) {
-		return fail(v2pb.Code_NOT_IMPLEMENTED, "only NORMAL messages are served over gRPC yet (message type %v)", sp.GetMessageType())
+	typ, served := messageType(sp)
+	if !served {
+		return fail(v2pb.Code_NOT_IMPLEMENTED, "lite and priority messages are not served over gRPC yet (message type %v)", sp.GetMessageType())
+	}
+	if d := declared(sp.GetMessageType()); d != "" && d != typ {
+		return fail(v2pb.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "the message is declared %s but its properties make it %s "+
+			"(FIFO needs a message group, DELAY a delivery timestamp, NORMAL neither)", d, typ)
 	}
 	name := msg.GetTopic().GetName()
+	if name == "" {
+		return fail(v2pb.Code_ILLEGAL_TOPIC, "topic name is empty")
+	}
 	t, found := m.backend.Topic(name)
 	if !found {
 		return fail(v2pb.Code_TOPIC_NOT_FOUND, "topic not found: %s", name)
+	}
+	if !topicAccepts(t.MessageType, typ) {
+		tt := t.MessageType
+		if tt == "" {
+			tt = typeNormal
+		}
+		return fail(v2pb.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "TopicMessageType validate failed: the topic %s is %s, the message is %s", name, tt, typ)
 	}
 	if t.Perm&permWrite == 0 || t.WriteQueues <= 0 {
 		return fail(v2pb.Code_FORBIDDEN, "topic %s is not writable", name)
@@ -130,8 +233,11 @@ func (m *messaging) sendOne(ctx context.Context, msg *v2pb.Message) *v2pb.SendRe
 	default:
 		return fail(v2pb.Code_BAD_REQUEST, "unknown body encoding %v", sp.GetBodyEncoding())
 	}
-	props := make(map[string]string, len(msg.GetUserProperties())+3)
+	props := make(map[string]string, len(msg.GetUserProperties())+8)
 	for k, v := range msg.GetUserProperties() {
+		if systemProperty(k) {
+			return fail(v2pb.Code_ILLEGAL_MESSAGE_PROPERTY_KEY, "property is used by system: %s", k)
+		}
 		props[k] = v
 	}
 	if sp.Tag != nil {
@@ -141,10 +247,53 @@ func (m *messaging) sendOne(ctx context.Context, msg *v2pb.Message) *v2pb.SendRe
 		props[message.PropertyKeys] = strings.Join(sp.GetKeys(), message.KeySeparator)
 	}
 	props[message.PropertyUniqClientMessageIDKeyIdx] = id
+	props[message.PropertyProducerGroup] = name
+	var sysFlag int32
 	queue := int32(m.next.Add(1) % uint64(t.WriteQueues))
+	switch typ {
+	case typeFIFO:
+		group := sp.GetMessageGroup()
+		if strings.TrimSpace(group) == "" {
+			return fail(v2pb.Code_ILLEGAL_MESSAGE_GROUP, "message group cannot be the char sequence of whitespace")
+		}
+		props[message.PropertyShardingKey] = group
+		queue = int32(jumpHash(int64(javaHashCode(group)), t.WriteQueues))
+	case typeDelay:
+		at := sp.GetDeliveryTimestamp()
+		if err := at.CheckValid(); err != nil {
+			return fail(v2pb.Code_ILLEGAL_DELIVERY_TIME, "delivery timestamp: %v", err)
+		}
+		if maxDelay := m.backend.MaxDelay(); maxDelay > 0 && time.Until(at.AsTime()) > maxDelay {
+			return fail(v2pb.Code_ILLEGAL_DELIVERY_TIME, "the delivery time %s is further ahead than the max delay %v (timerMaxDelaySec)",
+				at.AsTime().UTC().Format(time.RFC3339Nano), maxDelay)
+		}
+		props[message.PropertyTimerDeliverMS] = strconv.FormatInt(at.AsTime().UnixMilli(), 10)
+	case typeTransaction:
+		sysFlag = txPreparedType
+		props[message.PropertyTransactionPrepared] = "true"
+		if d := sp.GetOrphanedTransactionRecoveryDuration(); d != nil {
+			if err := d.CheckValid(); err != nil || d.AsDuration() < 0 {
+				return fail(v2pb.Code_BAD_REQUEST, "orphaned transaction recovery duration %v is invalid", d)
+			}
+			props[message.PropertyCheckImmunityTimeInSec] = strconv.FormatInt(int64(d.AsDuration()/time.Second), 10)
+		}
+	}
+	if tc := sp.GetTraceContext(); tc != "" {
+		props[message.PropertyTraceContext] = tc
+	}
+	if h := strings.TrimSpace(sp.GetBornHost()); h != "" {
+		props[message.PropertyBornHost] = h
+	} else if born.IsValid() {
+		props[message.PropertyBornHost] = born.Addr().String()
+	}
+	bornMs := time.Now().UnixMilli()
+	if bt := sp.GetBornTimestamp(); bt.IsValid() {
+		bornMs = bt.AsTime().UnixMilli()
+		props[message.PropertyBornTimestamp] = strconv.FormatInt(bornMs, 10)
+	}
 	res, err := m.backend.Send(ctx, SendInput{
 		Topic: name, QueueID: queue, Body: body, Properties: props,
-		BornTimestamp: sp.GetBornTimestamp().AsTime().UnixMilli(),
+		BornTimestamp: bornMs, SysFlag: sysFlag, ProducerGroup: name, BornHost: born,
 	})
 	if err != nil {
 		return fail(v2pb.Code_INTERNAL_SERVER_ERROR, "send: %v", err)
@@ -152,7 +301,45 @@ func (m *messaging) sendOne(ctx context.Context, msg *v2pb.Message) *v2pb.SendRe
 	if res.Code != rcSuccess {
 		return fail(sendCode(res.Code), "%s", res.Remark)
 	}
-	return &v2pb.SendResultEntry{Status: ok(), MessageId: id, Offset: res.Offset}
+	e := &v2pb.SendResultEntry{Status: ok(), MessageId: id, Offset: res.Offset}
+	if typ == typeTransaction {
+		e.TransactionId = res.TransactionID
+		if e.TransactionId == "" {
+			e.TransactionId = id
+		}
+		m.producers.remember(name, e.TransactionId, res.Offset, res.CommitLogOffset)
+	}
+	return e
+}
+
+// javaHashCode is Java's String.hashCode: over UTF-16 code units.
+func javaHashCode(s string) int32 {
+	var h int32
+	for _, u := range utf16.Encode([]rune(s)) {
+		h = 31*h + int32(u)
+	}
+	return h
+}
+
+// jumpHash is the jump consistent hash of Lamping and Veach ("A Fast,
+// Minimal Memory, Consistent Hash Algorithm", 2014) with the linear
+// congruential generator Guava's Hashing.consistentHash uses, which the
+// proxy calls to place a message group: the same group lands on the same
+// queue as behind Apache's proxy.
+func jumpHash(key int64, buckets int) int {
+	if buckets <= 1 {
+		return 0
+	}
+	state := uint64(key)
+	candidate := 0
+	for {
+		state = 2862933555777941757*state + 1
+		next := float64(candidate+1) / (float64(int32(state>>33)+1) / float64(1<<31))
+		if next < 0 || next >= float64(buckets) || int(next) >= buckets {
+			return candidate
+		}
+		candidate = int(next)
+	}
 }
 
 // gunzip decompresses at most limit+1 bytes (enough to tell the body is

@@ -67,12 +67,12 @@ func TestSendMessage(t *testing.T) {
 			return m
 		}, SendResult{}, v2pb.Code_MESSAGE_BODY_TOO_LARGE, false, ""},
 		{"empty id", func() *v2pb.Message { return normalMessage("T", "", []byte("x")) }, SendResult{}, v2pb.Code_ILLEGAL_MESSAGE_ID, false, ""},
-		{"fifo not yet", func() *v2pb.Message {
+		{"fifo on a topic without message.type (NORMAL)", func() *v2pb.Message {
 			m := normalMessage("T", "01AE", []byte("x"))
 			m.SystemProperties.MessageGroup = &group
 			m.SystemProperties.MessageType = v2pb.MessageType_FIFO
 			return m
-		}, SendResult{}, v2pb.Code_NOT_IMPLEMENTED, false, ""},
+		}, SendResult{}, v2pb.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, false, ""},
 		{"missing topic", func() *v2pb.Message { return normalMessage("Nope", "01AF", []byte("x")) }, SendResult{}, v2pb.Code_TOPIC_NOT_FOUND, false, ""},
 		{"read-only topic", func() *v2pb.Message { return normalMessage("RO", "01B0", []byte("x")) }, SendResult{}, v2pb.Code_FORBIDDEN, false, ""},
 		{"store: flush disk timeout", func() *v2pb.Message { return normalMessage("T", "01B1", []byte("x")) }, SendResult{Code: rcFlushDiskTimeout, Remark: "slow disk"}, v2pb.Code_MASTER_PERSISTENCE_TIMEOUT, true, "x"},

@@ -46,6 +46,9 @@ type Config struct {
 	// AdvertiseHost and the listening port.
 	Backend       Backend
 	AdvertiseHost string
+	// Producers is the registry of gRPC producers the broker's transaction
+	// check calls back through (nil: a private one).
+	Producers *Producers
 	// Messaging, when set, replaces the Backend's service (tests); with
 	// neither every rpc answers Unimplemented.
 	Messaging v2pb.MessagingServiceServer
@@ -100,7 +103,11 @@ func Start(cfg Config) (*Server, error) {
 		if cfg.AdvertiseHost != "" {
 			host = cfg.AdvertiseHost
 		}
-		messaging = newMessaging(cfg.Backend, host, port)
+		m := newMessaging(cfg.Backend, host, port)
+		if cfg.Producers != nil {
+			m.producers = cfg.Producers
+		}
+		messaging = m
 	}
 	if messaging == nil {
 		messaging = v2pb.UnimplementedMessagingServiceServer{}
