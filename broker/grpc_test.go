@@ -16,7 +16,6 @@ import (
 
 	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
-	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
@@ -152,18 +151,12 @@ func TestGrpcSendMessageStored(t *testing.T) {
 			t.Fatalf("entry %v, want id %s offset %d", e, id, i)
 		}
 	}
-	got, err := b.Store().GetMessage(ctx, "GrpcSend", 0, 0, 10, 0, nil)
-	if err != nil {
-		t.Fatal(err)
+	// The consume queue is built asynchronously.
+	ms := storedN(t, b, "GrpcSend", 2)
+	if len(ms) != 2 {
+		t.Fatalf("%d records stored, want 2", len(ms))
 	}
-	defer got.Release()
-	if len(got.Records) != 2 {
-		t.Fatalf("%d records stored, want 2", len(got.Records))
-	}
-	m, _, err := message.DecodeStored(got.Records[1], message.DecodeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := ms[1]
 	p := m.Properties
 	if string(m.Body) != "body-01000000000000000000000002" || p["UNIQ_KEY"] != "01000000000000000000000002" ||
 		p["TAGS"] != "TagA" || p["KEYS"] != "k1 k2" || p["color"] != "red" || m.BornTimestamp != born.UnixMilli() {
