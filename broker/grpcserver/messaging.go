@@ -117,11 +117,14 @@ const (
 )
 
 // acceptTypes maps a topic's message.type attribute to the types its
-// queues accept; a topic that declares none, MIXED or UNSPECIFIED accepts
-// the four classic types.
+// queues accept, as the proxy (Apache proxy/.../grpc/v2/route/
+// RouteActivity.java parseTopicMessageType): a topic that declares none is
+// NORMAL (Java's TopicConfig.getTopicMessageType), MIXED accepts the four
+// classic types, UNSPECIFIED none in particular. SendMessage checks the
+// same rule (send.go topicAccepts).
 func acceptTypes(topicType string) []v2pb.MessageType {
 	switch topicType {
-	case "NORMAL":
+	case "", "NORMAL":
 		return []v2pb.MessageType{v2pb.MessageType_NORMAL}
 	case "FIFO":
 		return []v2pb.MessageType{v2pb.MessageType_FIFO}
@@ -133,8 +136,10 @@ func acceptTypes(topicType string) []v2pb.MessageType {
 		return []v2pb.MessageType{v2pb.MessageType_LITE}
 	case "PRIORITY":
 		return []v2pb.MessageType{v2pb.MessageType_PRIORITY}
+	case "MIXED":
+		return []v2pb.MessageType{v2pb.MessageType_NORMAL, v2pb.MessageType_FIFO, v2pb.MessageType_DELAY, v2pb.MessageType_TRANSACTION}
 	}
-	return []v2pb.MessageType{v2pb.MessageType_NORMAL, v2pb.MessageType_FIFO, v2pb.MessageType_DELAY, v2pb.MessageType_TRANSACTION}
+	return []v2pb.MessageType{v2pb.MessageType_MESSAGE_TYPE_UNSPECIFIED}
 }
 
 // Heartbeat keeps the client alive. Producers have nothing to register;

@@ -57,6 +57,8 @@ func TestQueryRoute(t *testing.T) {
 		"ro":    {ReadQueues: 2, WriteQueues: 2, Perm: 4},
 		"wo":    {ReadQueues: 2, WriteQueues: 1, Perm: 2},
 		"fifo":  {ReadQueues: 1, WriteQueues: 1, Perm: 6, MessageType: "FIFO"},
+		"mixed": {ReadQueues: 1, WriteQueues: 1, Perm: 6, MessageType: "MIXED"},
+		"unsp":  {ReadQueues: 1, WriteQueues: 1, Perm: 6, MessageType: "UNSPECIFIED"},
 	}})
 	tests := []struct {
 		topic  string
@@ -64,12 +66,14 @@ func TestQueryRoute(t *testing.T) {
 		queues string
 		accept string
 	}{
-		{"rw", v2pb.Code_OK, "0:READ_WRITE 1:READ_WRITE", "[NORMAL FIFO DELAY TRANSACTION]"},
-		{"moreR", v2pb.Code_OK, "0:READ_WRITE 1:READ 2:READ", "[NORMAL FIFO DELAY TRANSACTION]"},
-		{"moreW", v2pb.Code_OK, "0:READ_WRITE 1:WRITE", "[NORMAL FIFO DELAY TRANSACTION]"},
-		{"ro", v2pb.Code_OK, "0:READ 1:READ", "[NORMAL FIFO DELAY TRANSACTION]"},
-		{"wo", v2pb.Code_OK, "0:WRITE", "[NORMAL FIFO DELAY TRANSACTION]"},
+		{"rw", v2pb.Code_OK, "0:READ_WRITE 1:READ_WRITE", "[NORMAL]"},
+		{"moreR", v2pb.Code_OK, "0:READ_WRITE 1:READ 2:READ", "[NORMAL]"},
+		{"moreW", v2pb.Code_OK, "0:READ_WRITE 1:WRITE", "[NORMAL]"},
+		{"ro", v2pb.Code_OK, "0:READ 1:READ", "[NORMAL]"},
+		{"wo", v2pb.Code_OK, "0:WRITE", "[NORMAL]"},
 		{"fifo", v2pb.Code_OK, "0:READ_WRITE", "[FIFO]"},
+		{"mixed", v2pb.Code_OK, "0:READ_WRITE", "[NORMAL FIFO DELAY TRANSACTION]"},
+		{"unsp", v2pb.Code_OK, "0:READ_WRITE", "[MESSAGE_TYPE_UNSPECIFIED]"},
 		{"missing", v2pb.Code_TOPIC_NOT_FOUND, "", ""},
 		{"", v2pb.Code_ILLEGAL_TOPIC, "", ""},
 	}
