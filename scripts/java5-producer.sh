@@ -5,6 +5,9 @@
 #
 #   scripts/java5-producer.sh 127.0.0.1:8081 TopicTest 3 true body
 #
+# RMQ_JAVA5_MAIN names another program of scripts/java5 to run instead
+# (e.g. rmqgo.GrpcTypedProducer: FIFO, delay and transactional sends).
+#
 # Compiled with Maven once (scripts/java5/target, recompiled when a source
 # or the pom changes); the classpath is cached likewise.
 #
@@ -53,4 +56,4 @@ logdir="${RMQ_JAVA_LOG_DIR:-$target/logs}"
 mkdir -p "$logdir"
 exec "$java_bin" -Xms32m -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
 	-Drocketmq.log.root="$logdir" -Dlogging.path="$logdir" \
-	-cp "$classes:$(cat "$cache")" rmqgo.GrpcProducer "$@"
+	-cp "$classes:$(cat "$cache")" "${RMQ_JAVA5_MAIN:-rmqgo.GrpcProducer}" "$@"

@@ -1,0 +1,219 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	rocketmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
+)
+
+// typedRun is GrpcTypedProducer's report (scripts/java5).
+type typedRun struct {
+	OK            bool     `json:"ok"`
+	Error         string   `json:"error"`
+	FIFO          []string `json:"fifo"`
+	Delay         []string `json:"delay"`
+	DeliverAt     []int64  `json:"deliverAt"`
+	FarDelayError string   `json:"farDelayError"`
+	Tx            struct {
+		Commit, Rollback, Check string
+	} `json:"tx"`
+	Checked []string `json:"checked"`
+}
+
+// grpcReceived is what a client-go consumer saw of one message.
+type grpcReceived struct {
+	body, group, bornHost string
+	queue                 int
+	at                    time.Time
+}
+
+// grpcCollector gathers the messages of one client-go push consumer.
+type grpcCollector struct {
+	mu  sync.Mutex
+	got map[string][]grpcReceived // message id → deliveries
+	seq []string                  // ids in consumption order
+}
+
+func (c *grpcCollector) add(msgs ...*primitive.MessageExt) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	for _, m := range msgs {
+		c.got[m.MsgId] = append(c.got[m.MsgId], grpcReceived{body: string(m.Body), group: m.GetProperty("__SHARDINGKEY"),
+			bornHost: m.BornHost, queue: m.Queue.QueueId, at: now})
+		c.seq = append(c.seq, m.MsgId)
+	}
+}
+
+func (c *grpcCollector) has(ids ...string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		if len(c.got[id]) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func grpcCollect(t *testing.T, c framework.Cluster, topic, group string, orderly bool) *grpcCollector {
+	t.Helper()
+	col := &grpcCollector{got: map[string][]grpcReceived{}}
+	opts := []consumer.Option{consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})),
+		consumer.WithGroupName(group), consumer.WithInstance("grpc-typed"), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset)}
+	if orderly {
+		opts = append(opts, consumer.WithConsumerOrder(true))
+	}
+	pc, err := rocketmq.NewPushConsumer(opts...)
+	goSubscribed(t, pc, err, topic, consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		col.add(msgs...)
+		return consumer.ConsumeSuccess, nil
+	})
+	t.Cleanup(func() { _ = pc.Shutdown() })
+	return col
+}
+
+// TestGrpcJavaTypedProducer: the RocketMQ 5.x Java client (5.2.0, gRPC)
+// sends FIFO, delay and transactional messages to the broker's gRPC
+// endpoint (issue 17); client-go consumes them over remoting:
+//   - FIFO: each message group on one queue (__SHARDINGKEY = the group), in
+//     the order sent;
+//   - delay: not delivered before the delivery timestamp; one 100 days
+//     ahead refused with ILLEGAL_DELIVERY_TIME, the next send still served;
+//   - transaction: the committed message delivered, the rolled-back one
+//     never, the one left open resolved by the broker's check through the
+//     producer's Telemetry stream (its TransactionChecker commits);
+//   - the born host is the producer's address, not 0.0.0.0.
+//
+// Skips with a message when java or mvn is missing.
+func TestGrpcJavaTypedProducer(t *testing.T) {
+	skipShort(t, "real processes and a Java 5.x client")
+	t.Parallel()
+	grpcPort := harness.FreePort(t)
+	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
+		"enableGrpcServer":         "true",
+		"grpcServerPort":           strconv.Itoa(grpcPort),
+		"transactionCheckInterval": "1000",
+		"transactionTimeOut":       "1000",
+	}})
+	const fifoTopic, delayTopic, txTopic = "GrpcFifoTopic", "GrpcDelayTopic", "GrpcTxTopic"
+	addr := c.Brokers()[0].Addr()
+	for topic, typ := range map[string]string{fifoTopic: "FIFO", delayTopic: "DELAY", txTopic: "TRANSACTION"} {
+		mqadmin(t, c, "updateTopic", "-b", addr, "-t", topic, "-r", "4", "-w", "4", "-a", "+message.type="+typ)
+	}
+	fifo := grpcCollect(t, c, fifoTopic, "grpc_fifo_cg", true)
+	delay := grpcCollect(t, c, delayTopic, "grpc_delay_cg", false)
+	tx := grpcCollect(t, c, txTopic, "grpc_tx_cg", false)
+
+	const delayMs = 3000
+	run := runTypedProducer(t, "127.0.0.1:"+strconv.Itoa(grpcPort), fifoTopic, delayTopic, txTopic, delayMs)
+	if len(run.FIFO) != 8 || len(run.Delay) != 3 || len(run.DeliverAt) != 3 {
+		t.Fatalf("producer report %+v", run)
+	}
+	if !strings.Contains(run.FarDelayError, "40012") && !strings.Contains(run.FarDelayError, "ILLEGAL_DELIVERY_TIME") &&
+		!strings.Contains(run.FarDelayError, "max delay") {
+		t.Errorf("a delivery time 100 days ahead: %q, want ILLEGAL_DELIVERY_TIME (40012)", run.FarDelayError)
+	}
+	if len(run.Checked) != 1 || run.Checked[0] != run.Tx.Check {
+		t.Errorf("transaction checker asked about %v, want only the open %s", run.Checked, run.Tx.Check)
+	}
+
+	deadline := time.Now().Add(15 * time.Second)
+	for !(fifo.has(run.FIFO...) && delay.has(run.Delay...) && tx.has(run.Tx.Commit, run.Tx.Check)) && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // room for a rolled-back message to show up wrongly
+
+	fifo.mu.Lock()
+	queues := map[string]map[int]bool{}
+	order := map[string][]string{}
+	seen := map[string]bool{}
+	for _, id := range fifo.seq {
+		if seen[id] { // a redelivery: the first delivery gives the order
+			continue
+		}
+		seen[id] = true
+		r := fifo.got[id][0]
+		if queues[r.group] == nil {
+			queues[r.group] = map[int]bool{}
+		}
+		queues[r.group][r.queue] = true
+		order[r.group] = append(order[r.group], r.body)
+		if strings.HasPrefix(r.bornHost, "0.0.0.0") || !strings.HasPrefix(r.bornHost, "127.0.0.1:") {
+			t.Errorf("FIFO message %s born host %q, want the Java client's 127.0.0.1:<port>", id, r.bornHost)
+		}
+	}
+	fifo.mu.Unlock()
+	for _, g := range []string{"g0", "g1"} {
+		want := []string{"fifo-" + g + "-0", "fifo-" + g + "-1", "fifo-" + g + "-2", "fifo-" + g + "-3"}
+		if len(queues[g]) != 1 || fmt.Sprint(order[g]) != fmt.Sprint(want) {
+			t.Errorf("group %s: queues %v, order %v; want one queue, %v", g, queues[g], order[g], want)
+		}
+	}
+	if !fifo.has(run.FIFO...) {
+		t.Errorf("client-go got %d of the 8 FIFO messages", len(fifo.got))
+	}
+
+	delay.mu.Lock()
+	for i, id := range run.Delay {
+		ds := delay.got[id]
+		if len(ds) == 0 {
+			t.Errorf("delayed message %s never delivered", id)
+			continue
+		}
+		if at := time.UnixMilli(run.DeliverAt[i]); ds[0].at.Before(at) {
+			t.Errorf("delayed message %s delivered at %v, %v before its delivery time", id, ds[0].at, at.Sub(ds[0].at))
+		}
+	}
+	delay.mu.Unlock()
+
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	for name, id := range map[string]string{"committed": run.Tx.Commit, "checked and committed": run.Tx.Check} {
+		if len(tx.got[id]) == 0 {
+			t.Errorf("%s transactional message %s never delivered", name, id)
+		}
+	}
+	if len(tx.got[run.Tx.Rollback]) != 0 {
+		t.Errorf("rolled-back transactional message %s delivered: %+v", run.Tx.Rollback, tx.got[run.Tx.Rollback])
+	}
+}
+
+// runTypedProducer runs GrpcTypedProducer through scripts/java5-producer.sh;
+// it skips the test when java or mvn is missing.
+func runTypedProducer(t *testing.T, endpoint, fifoTopic, delayTopic, txTopic string, delayMs int) typedRun {
+	t.Helper()
+	script := filepath.Join(harness.RepoRoot(t), "scripts", "java5-producer.sh")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a first run resolves Maven
+	defer cancel()
+	cmd := exec.CommandContext(ctx, script, endpoint, fifoTopic, delayTopic, txTopic, strconv.Itoa(delayMs))
+	cmd.Env = append(cmd.Environ(), "RMQ_JAVA_LOG_DIR="+t.TempDir(), "RMQ_JAVA5_MAIN=rmqgo.GrpcTypedProducer")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 3 {
+		t.Skipf("java 5.x client: %s", strings.TrimSpace(stderr.String()))
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var res typedRun
+	if jerr := json.Unmarshal([]byte(lines[len(lines)-1]), &res); jerr != nil || err != nil || !res.OK {
+		t.Fatalf("GrpcTypedProducer: %v %+v\nstdout:\n%s\nstderr:\n%s", err, res, out, stderr.String())
+	}
+	return res
+}
