@@ -59,7 +59,7 @@ func (b *Broker) topicRoute(ctx context.Context, topic string) (*protocol.TopicR
 			continue
 		}
 		if resp.Code != code.Success {
-			errs = append(errs, fmt.Errorf("%s: code %d: %s", addr, resp.Code, resp.Remark))
+			errs = append(errs, fmt.Errorf("%s: %w", addr, remoting.Errorf(resp.Code, "code %d: %s", resp.Code, resp.Remark)))
 			continue
 		}
 		var rd protocol.TopicRouteData

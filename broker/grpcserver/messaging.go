@@ -50,9 +50,16 @@ type messaging struct {
 	// producers are the producers' Telemetry streams and transactions
 	// (transaction.go).
 	producers *Producers
+	// peers caches the other brokers' gRPC endpoints (route.go).
+	peers peers
 }
 
 func newMessaging(b Backend, host string, port int) *messaging {
+	return &messaging{backend: b, producers: NewProducers(), endpoint: endpoints(host, port)}
+}
+
+// endpoints is a gRPC address as the clients get it in routes.
+func endpoints(host string, port int) *v2pb.Endpoints {
 	scheme := v2pb.AddressScheme_DOMAIN_NAME
 	if ip := net.ParseIP(host); ip != nil {
 		scheme = v2pb.AddressScheme_IPv6
@@ -60,39 +67,53 @@ func newMessaging(b Backend, host string, port int) *messaging {
 			scheme = v2pb.AddressScheme_IPv4
 		}
 	}
-	return &messaging{backend: b, producers: NewProducers(), endpoint: &v2pb.Endpoints{
-		Scheme:    scheme,
-		Addresses: []*v2pb.Address{{Host: host, Port: int32(port)}},
-	}}
+	return &v2pb.Endpoints{Scheme: scheme, Addresses: []*v2pb.Address{{Host: host, Port: int32(port)}}}
 }
 
 func ok() *v2pb.Status { return &v2pb.Status{Code: v2pb.Code_OK, Message: "OK"} }
 
-// QueryRoute answers the topic's queues on this broker. As the proxy
-// (Apache proxy/.../grpc/v2/route/RouteActivity.java) a readable and
-// writable topic gives min(read, write) READ_WRITE queues and the surplus
-// READ or WRITE ones; the queue ids here are this broker's queue ids.
-// Missing for several brokers: the nameserver's route (every broker of the
-// topic) and each broker's own gRPC port — today only this broker's queues
-// are answered, with this broker's endpoint.
-func (m *messaging) QueryRoute(_ context.Context, req *v2pb.QueryRouteRequest) (*v2pb.QueryRouteResponse, error) {
+// QueryRoute answers the topic's queues. As the proxy (Apache
+// proxy/.../grpc/v2/route/RouteActivity.java) a readable and writable
+// topic gives min(read, write) READ_WRITE queues and the surplus READ or
+// WRITE ones; the queue ids are the broker's queue ids. With a Router
+// backend the route covers every broker of the topic's nameserver route
+// that serves gRPC, each naming its own endpoint (route.go); without one,
+// or when the nameserver cannot tell, this broker's queues alone.
+func (m *messaging) QueryRoute(ctx context.Context, req *v2pb.QueryRouteRequest) (*v2pb.QueryRouteResponse, error) {
 	name := req.GetTopic().GetName()
 	if name == "" {
 		return &v2pb.QueryRouteResponse{Status: &v2pb.Status{Code: v2pb.Code_ILLEGAL_TOPIC, Message: "topic name is empty"}}, nil
 	}
 	t, found := m.backend.Topic(name)
-	if !found {
-		return &v2pb.QueryRouteResponse{Status: &v2pb.Status{Code: v2pb.Code_TOPIC_NOT_FOUND, Message: "topic not found: " + name}}, nil
+	brokers, topicType, clustered := m.clusterRoute(ctx, name, t, found)
+	if !clustered {
+		if !found {
+			return &v2pb.QueryRouteResponse{Status: &v2pb.Status{Code: v2pb.Code_TOPIC_NOT_FOUND, Message: "topic not found: " + name}}, nil
+		}
+		brokers, topicType = []brokerQueues{{name: m.backend.BrokerName(), ep: m.endpoint, t: t}}, t.MessageType
 	}
-	broker := &v2pb.Broker{Name: m.backend.BrokerName(), Id: 0, Endpoints: m.endpoint}
-	accept := acceptTypes(t.MessageType)
+	if len(brokers) == 0 {
+		return &v2pb.QueryRouteResponse{Status: &v2pb.Status{Code: v2pb.Code_TOPIC_NOT_FOUND,
+			Message: "topic " + name + " is on no broker that serves gRPC"}}, nil
+	}
+	accept := acceptTypes(topicType)
 	resource := &v2pb.Resource{ResourceNamespace: req.GetTopic().GetResourceNamespace(), Name: name}
 	var queues []*v2pb.MessageQueue
+	for _, bq := range brokers {
+		queues = appendQueues(queues, bq, resource, accept)
+	}
+	return &v2pb.QueryRouteResponse{Status: ok(), MessageQueues: queues}, nil
+}
+
+// appendQueues adds one broker's queues of a topic.
+func appendQueues(queues []*v2pb.MessageQueue, bq brokerQueues, resource *v2pb.Resource, accept []v2pb.MessageType) []*v2pb.MessageQueue {
+	broker := &v2pb.Broker{Name: bq.name, Id: 0, Endpoints: bq.ep}
 	add := func(from, to int, perm v2pb.Permission) {
 		for id := from; id < to; id++ {
 			queues = append(queues, &v2pb.MessageQueue{Topic: resource, Id: int32(id), Permission: perm, Broker: broker, AcceptMessageTypes: accept})
 		}
 	}
+	t := bq.t
 	readable, writable := t.Perm&permRead != 0, t.Perm&permWrite != 0
 	switch {
 	case readable && writable:
@@ -107,7 +128,7 @@ func (m *messaging) QueryRoute(_ context.Context, req *v2pb.QueryRouteRequest) (
 	default:
 		add(0, max(t.ReadQueues, t.WriteQueues), v2pb.Permission_NONE)
 	}
-	return &v2pb.QueryRouteResponse{Status: ok(), MessageQueues: queues}, nil
+	return queues
 }
 
 // RocketMQ PermName bits.

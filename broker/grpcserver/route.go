@@ -1,0 +1,132 @@
+package grpcserver
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
+)
+
+// A topic's route across brokers (docs/compatibility.md, "Routes across
+// brokers").
+// Apache's proxy answers its own address for every broker; here every
+// broker is its own gRPC endpoint, so QueryRoute takes the topic's route
+// from the nameserver and names, for each broker of it, that broker's gRPC
+// endpoint, which the broker learns from the other broker itself:
+// GET_BROKER_CONFIG answers its brokerIP1, enableGrpcServer and
+// grpcServerPort (no change to the registration or the nameserver, so
+// Apache nameservers serve as well). Brokers that serve no gRPC are left
+// out of the route.
+
+// RouteBroker is one broker's part of a topic's nameserver route: its
+// master's remoting address and the topic's queues there.
+type RouteBroker struct {
+	Name string
+	Addr string
+	Topic
+}
+
+// Router is the nameserver side of QueryRoute.
+type Router interface {
+	// Route is the topic's route from the nameserver; found is false when
+	// the nameserver knows the topic on no broker.
+	Route(ctx context.Context, topic string) (brokers []RouteBroker, found bool, err error)
+	// PeerEndpoint asks the broker at a remoting address for its gRPC
+	// endpoint; ok is false when it serves none.
+	PeerEndpoint(ctx context.Context, brokerAddr string) (host string, port int, ok bool, err error)
+	// PeerTopicType asks the broker at a remoting address for the topic's
+	// message.type ("" when it declares none).
+	PeerTopicType(ctx context.Context, brokerAddr, topic string) (string, error)
+}
+
+// peerTTL is how long a broker's gRPC endpoint is remembered; a failed
+// look-up is retried after peerRetry.
+const (
+	peerTTL     = 30 * time.Second
+	peerRetry   = 3 * time.Second
+	peerTimeout = 3 * time.Second
+)
+
+type peerEntry struct {
+	ep  *v2pb.Endpoints // nil: serves no gRPC, or the look-up failed
+	err error
+	at  time.Time
+}
+
+// peers caches other brokers' gRPC endpoints by remoting address.
+type peers struct {
+	mu sync.Mutex
+	m  map[string]peerEntry
+}
+
+func (p *peers) endpoint(ctx context.Context, r Router, addr string) (*v2pb.Endpoints, error) {
+	now := time.Now()
+	p.mu.Lock()
+	e, ok := p.m[addr]
+	p.mu.Unlock()
+	if ok && (e.err == nil && now.Sub(e.at) < peerTTL || e.err != nil && now.Sub(e.at) < peerRetry) {
+		return e.ep, e.err
+	}
+	lctx, cancel := context.WithTimeout(ctx, peerTimeout)
+	host, port, serves, err := r.PeerEndpoint(lctx, addr)
+	cancel()
+	e = peerEntry{err: err, at: now}
+	if err == nil && serves {
+		e.ep = endpoints(host, port)
+	}
+	p.mu.Lock()
+	if p.m == nil {
+		p.m = map[string]peerEntry{}
+	}
+	p.m[addr] = e
+	p.mu.Unlock()
+	return e.ep, e.err
+}
+
+// clusterRoute is the topic's route over every broker of its nameserver
+// route that serves gRPC, this broker's part from its own topic table (the
+// nameserver may not have it yet). ok is false when the nameserver cannot
+// be asked or knows no route: QueryRoute then answers this broker alone.
+func (m *messaging) clusterRoute(ctx context.Context, name string, local Topic, hasLocal bool) (queues []brokerQueues, topicType string, ok bool) {
+	r, isRouter := m.backend.(Router)
+	if !isRouter {
+		return nil, "", false
+	}
+	brokers, found, err := r.Route(ctx, name)
+	if err != nil || !found {
+		return nil, "", false
+	}
+	self := m.backend.BrokerName()
+	topicType = local.MessageType
+	typeKnown := hasLocal
+	if hasLocal {
+		queues = append(queues, brokerQueues{name: self, ep: m.endpoint, t: local})
+	}
+	for _, b := range brokers {
+		if b.Name == self {
+			continue
+		}
+		ep, err := m.peers.endpoint(ctx, r, b.Addr)
+		if err != nil || ep == nil {
+			continue
+		}
+		if !typeKnown {
+			lctx, cancel := context.WithTimeout(ctx, peerTimeout)
+			tt, err := r.PeerTopicType(lctx, b.Addr, name)
+			cancel()
+			if err == nil {
+				topicType, typeKnown = tt, true
+			}
+		}
+		queues = append(queues, brokerQueues{name: b.Name, ep: ep, t: b.Topic})
+	}
+	return queues, topicType, true
+}
+
+// brokerQueues is one broker's queues in a QueryRoute answer.
+type brokerQueues struct {
+	name string
+	ep   *v2pb.Endpoints
+	t    Topic
+}

@@ -1,0 +1,136 @@
+package grpcserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
+)
+
+// routerBackend is fakeBackend with a nameserver route.
+type routerBackend struct {
+	fakeBackend
+	routes   map[string][]RouteBroker
+	routeErr error
+	peers    map[string]string // remoting addr → "host:port", "" = no gRPC
+	types    map[string]string // topic → message.type on the peers
+
+	mu      *sync.Mutex
+	lookups map[string]int
+}
+
+func (r routerBackend) Route(_ context.Context, topic string) ([]RouteBroker, bool, error) {
+	if r.routeErr != nil {
+		return nil, false, r.routeErr
+	}
+	rs, ok := r.routes[topic]
+	return rs, ok, nil
+}
+
+func (r routerBackend) PeerEndpoint(_ context.Context, addr string) (string, int, bool, error) {
+	r.mu.Lock()
+	r.lookups[addr]++
+	r.mu.Unlock()
+	ep, known := r.peers[addr]
+	if !known {
+		return "", 0, false, errors.New("connection refused")
+	}
+	if ep == "" {
+		return "", 0, false, nil
+	}
+	h, p, err := hostPort(ep)
+	return h, p, err == nil, err
+}
+
+func (r routerBackend) PeerTopicType(_ context.Context, _, topic string) (string, error) {
+	return r.types[topic], nil
+}
+
+// routeView renders a route as "broker@host:port id:PERM [types]" items.
+func routeView(r *v2pb.QueryRouteResponse) string {
+	var out []string
+	for _, q := range r.GetMessageQueues() {
+		a := q.GetBroker().GetEndpoints().GetAddresses()[0]
+		out = append(out, fmt.Sprintf("%s@%s:%d %d:%v %v", q.GetBroker().GetName(), a.GetHost(), a.GetPort(), q.GetId(), q.GetPermission(), q.GetAcceptMessageTypes()))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+// TestQueryRouteAcrossBrokers: the nameserver's route, each broker with its
+// own gRPC endpoint (learnt from the broker, cached); brokers without gRPC
+// or unreachable are left out; this broker's part from its own table; a
+// topic only on other brokers gets its message.type from them; without
+// the nameserver, this broker alone.
+func TestQueryRouteAcrossBrokers(t *testing.T) {
+	b := routerBackend{
+		fakeBackend: fakeBackend{topics: map[string]Topic{
+			"Both":  {ReadQueues: 1, WriteQueues: 1, Perm: 6, MessageType: "FIFO"},
+			"Local": {ReadQueues: 1, WriteQueues: 1, Perm: 6},
+		}},
+		routes: map[string][]RouteBroker{
+			"Both": {
+				{Name: "broker-a", Addr: "10.0.0.1:10911", Topic: Topic{ReadQueues: 8, WriteQueues: 8, Perm: 6}}, // stale: ours counts
+				{Name: "broker-b", Addr: "10.0.0.2:10911", Topic: Topic{ReadQueues: 2, WriteQueues: 1, Perm: 6}},
+				{Name: "broker-c", Addr: "10.0.0.3:10911", Topic: Topic{ReadQueues: 1, WriteQueues: 1, Perm: 6}},
+				{Name: "broker-d", Addr: "10.0.0.4:10911", Topic: Topic{ReadQueues: 1, WriteQueues: 1, Perm: 6}},
+			},
+			"Remote":     {{Name: "broker-b", Addr: "10.0.0.2:10911", Topic: Topic{ReadQueues: 1, WriteQueues: 1, Perm: 6}}},
+			"NoGrpcOnly": {{Name: "broker-c", Addr: "10.0.0.3:10911", Topic: Topic{ReadQueues: 1, WriteQueues: 1, Perm: 6}}},
+		},
+		peers:   map[string]string{"10.0.0.2:10911": "10.0.0.2:8081", "10.0.0.3:10911": ""},
+		types:   map[string]string{"Remote": "DELAY"},
+		mu:      &sync.Mutex{},
+		lookups: map[string]int{},
+	}
+	c, s := messagingClient(t, b)
+	_, port, _ := hostPort(s.Addr())
+	self := fmt.Sprintf("broker-a@127.0.0.1:%d", port)
+	tests := []struct {
+		topic string
+		code  v2pb.Code
+		route string
+	}{
+		{"Both", v2pb.Code_OK, self + " 0:READ_WRITE [FIFO], broker-b@10.0.0.2:8081 0:READ_WRITE [FIFO], broker-b@10.0.0.2:8081 1:READ [FIFO]"},
+		{"Remote", v2pb.Code_OK, "broker-b@10.0.0.2:8081 0:READ_WRITE [DELAY]"},
+		{"Local", v2pb.Code_OK, self + " 0:READ_WRITE [NORMAL]"}, // not registered yet
+		{"NoGrpcOnly", v2pb.Code_TOPIC_NOT_FOUND, ""},
+		{"Nowhere", v2pb.Code_TOPIC_NOT_FOUND, ""},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for round := 0; round < 2; round++ {
+		for _, tc := range tests {
+			r, err := c.QueryRoute(ctx, &v2pb.QueryRouteRequest{Topic: &v2pb.Resource{Name: tc.topic}})
+			if err != nil || r.GetStatus().GetCode() != tc.code {
+				t.Fatalf("QueryRoute(%s): %v %v, want %v", tc.topic, r, err, tc.code)
+			}
+			if got := routeView(r); got != tc.route {
+				t.Errorf("QueryRoute(%s):\n got %s\nwant %s", tc.topic, got, tc.route)
+			}
+		}
+	}
+	b.mu.Lock()
+	if b.lookups["10.0.0.2:10911"] != 1 || b.lookups["10.0.0.3:10911"] != 1 || b.lookups["10.0.0.1:10911"] != 0 {
+		t.Errorf("endpoint look-ups %v, want one per other broker (cached), none of this one", b.lookups)
+	}
+	b.mu.Unlock()
+
+	// Without the nameserver: this broker's queues alone.
+	b.routeErr = errors.New("no nameserver")
+	c2, s2 := messagingClient(t, b)
+	_, port2, _ := hostPort(s2.Addr())
+	r, err := c2.QueryRoute(ctx, &v2pb.QueryRouteRequest{Topic: &v2pb.Resource{Name: "Both"}})
+	if want := fmt.Sprintf("broker-a@127.0.0.1:%d 0:READ_WRITE [FIFO]", port2); err != nil || routeView(r) != want {
+		t.Fatalf("QueryRoute without nameserver: %v %v, want %s", routeView(r), err, want)
+	}
+	if r, _ := c2.QueryRoute(ctx, &v2pb.QueryRouteRequest{Topic: &v2pb.Resource{Name: "Remote"}}); r.GetStatus().GetCode() != v2pb.Code_TOPIC_NOT_FOUND {
+		t.Fatalf("remote topic without nameserver: %v, want TOPIC_NOT_FOUND", r)
+	}
+}
