@@ -37,9 +37,9 @@ type typedRun struct {
 
 // grpcReceived is what a client-go consumer saw of one message.
 type grpcReceived struct {
-	body, group, bornHost string
-	queue                 int
-	at                    time.Time
+	body, group, bornHost, broker string
+	queue                         int
+	at                            time.Time
 }
 
 // grpcCollector gathers the messages of one client-go push consumer.
@@ -55,7 +55,7 @@ func (c *grpcCollector) add(msgs ...*primitive.MessageExt) {
 	now := time.Now()
 	for _, m := range msgs {
 		c.got[m.MsgId] = append(c.got[m.MsgId], grpcReceived{body: string(m.Body), group: m.GetProperty("__SHARDINGKEY"),
-			bornHost: m.BornHost, queue: m.Queue.QueueId, at: now})
+			bornHost: m.BornHost, broker: m.Queue.BrokerName, queue: m.Queue.QueueId, at: now})
 		c.seq = append(c.seq, m.MsgId)
 	}
 }
@@ -216,4 +216,77 @@ func runTypedProducer(t *testing.T, endpoint, fifoTopic, delayTopic, txTopic str
 		t.Fatalf("GrpcTypedProducer: %v %+v\nstdout:\n%s\nstderr:\n%s", err, res, out, stderr.String())
 	}
 	return res
+}
+
+// TestGrpcJavaRouteAcrossBrokers: a 5.x client given one broker's gRPC
+// endpoint reaches the others (issue 17): QueryRoute answers the topic's
+// nameserver route, each broker with its own gRPC endpoint (learnt from
+// the broker's configuration). The Java client, pointed at broker-a, sends
+// to a topic that lives only on broker-b, and to one on both brokers (its
+// round robin then uses both); client-go reads every message back.
+func TestGrpcJavaRouteAcrossBrokers(t *testing.T) {
+	skipShort(t, "real processes and a Java 5.x client")
+	t.Parallel()
+	ports := map[string]int{"broker-a": harness.FreePort(t), "broker-b": harness.FreePort(t)}
+	c := startCluster(t, framework.Options{Brokers: 2, BrokerConf: map[string]string{"enableGrpcServer": "true"},
+		PerBroker: func(name string, _ int) map[string]string {
+			return map[string]string{"grpcServerPort": strconv.Itoa(ports[name])}
+		}})
+	const onlyB, both = "GrpcRouteOnlyB", "GrpcRouteBoth"
+	var addrA, addrB string
+	for _, b := range c.Masters() {
+		if b.Name() == "broker-a" {
+			addrA = b.Addr()
+		} else {
+			addrB = b.Addr()
+		}
+	}
+	mqadmin(t, c, "updateTopic", "-b", addrB, "-t", onlyB, "-r", "2", "-w", "2")
+	mqadmin(t, c, "updateTopic", "-b", addrA, "-t", both, "-r", "2", "-w", "2")
+	mqadmin(t, c, "updateTopic", "-b", addrB, "-t", both, "-r", "2", "-w", "2")
+	// The brokers register their new topics with the nameserver.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, _ := c.MQAdmin(t, "topicRoute", "-t", both)
+		outB, _ := c.MQAdmin(t, "topicRoute", "-t", onlyB)
+		if strings.Contains(out, "broker-a") && strings.Contains(out, "broker-b") && strings.Contains(outB, "broker-b") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("topics not in the nameserver's routes:\n%s\n%s", out, outB)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	endpointA := "127.0.0.1:" + strconv.Itoa(ports["broker-a"])
+	onlyBIDs := runGrpcProducer(t, endpointA, onlyB, 2, false, "onlyb")
+	bothIDs := runGrpcProducer(t, endpointA, both, 6, false, "both")
+
+	for topic, ids := range map[string][]string{onlyB: onlyBIDs, both: bothIDs} {
+		col := grpcCollect(t, c, topic, "grpc_route_cg_"+topic, false)
+		deadline := time.Now().Add(10 * time.Second)
+		for !col.has(ids...) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		col.mu.Lock()
+		brokers := map[string]int{}
+		for _, id := range ids {
+			if len(col.got[id]) == 0 {
+				t.Errorf("%s: message %s sent through broker-a's endpoint never consumed", topic, id)
+				continue
+			}
+			brokers[col.got[id][0].broker]++
+		}
+		col.mu.Unlock()
+		switch topic {
+		case onlyB:
+			if brokers["broker-b"] != len(ids) {
+				t.Errorf("%s: stored on %v, want broker-b only", topic, brokers)
+			}
+		case both:
+			if brokers["broker-a"] == 0 || brokers["broker-b"] == 0 {
+				t.Errorf("%s: stored on %v, want both brokers", topic, brokers)
+			}
+		}
+	}
 }
