@@ -380,3 +380,31 @@ func TestRecoverOrphanedTransaction(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestTxDataBounded: the transaction table stays under maxTxData, oldest
+// (over a minute) first, and a transaction stays known within the bound.
+func TestTxDataBounded(t *testing.T) {
+	p := NewProducers()
+	now := time.Unix(1700000000, 0)
+	p.now = func() time.Time { return now }
+	for i := 0; i < maxTxData/2; i++ {
+		p.remember("T", "old"+strconv.Itoa(i), int64(i), int64(i))
+	}
+	now = now.Add(2 * time.Minute)
+	for i := 0; i < maxTxData; i++ {
+		p.remember("T", "new"+strconv.Itoa(i), int64(i), int64(i))
+	}
+	if n := len(p.tx); n > maxTxData {
+		t.Fatalf("%d transactions kept, bound %d", n, maxTxData)
+	}
+	if _, ok := p.lookup("T", "old0"); ok {
+		t.Error("an entry over a minute old survived the sweep")
+	}
+	if d, ok := p.lookup("T", "new"+strconv.Itoa(maxTxData-1)); !ok || d.commitLogOffset != int64(maxTxData-1) {
+		t.Errorf("the newest transaction is gone: %v %v", d, ok)
+	}
+	now = now.Add(txDataTTL + time.Second)
+	if _, ok := p.lookup("T", "new"+strconv.Itoa(maxTxData-1)); ok {
+		t.Error("a transaction older than txDataTTL is still known")
+	}
+}

@@ -74,7 +74,9 @@ type txKey struct{ group, id string }
 // TransactionDataManager entries the same way).
 const txDataTTL = time.Hour
 
-// maxTxData bounds the table; past it, entries older than a minute go.
+// maxTxData bounds the table; past it, entries older than a minute go,
+// then any (a forgotten transaction is remembered again by its next
+// check-back).
 const maxTxData = 100_000
 
 // Producers are the gRPC producers online (their Telemetry streams, by
@@ -185,6 +187,12 @@ func (p *Producers) remember(group, id string, tranStateTableOffset, commitLogOf
 			if now.Sub(d.at) > time.Minute {
 				delete(p.tx, k)
 			}
+		}
+		for k := range p.tx {
+			if len(p.tx) < maxTxData*9/10 {
+				break
+			}
+			delete(p.tx, k)
 		}
 	}
 	p.tx[txKey{group, id}] = txData{tranStateTableOffset: tranStateTableOffset, commitLogOffset: commitLogOffset, at: now}
