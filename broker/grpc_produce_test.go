@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/schedule"
 	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
@@ -20,15 +21,13 @@ import (
 
 // grpcBroker starts a broker with the gRPC endpoint and the given topics
 // (name → message.type, "" for none), and a client.
-func grpcBroker(t *testing.T, edit func(cfgTx *testTxTiming), topics map[string]string) (*Broker, v2pb.MessagingServiceClient) {
+func grpcBroker(t *testing.T, edit func(cfg *config.Config), topics map[string]string) (*Broker, v2pb.MessagingServiceClient) {
 	t.Helper()
 	ns := fakens.Start(t)
 	cfg := testConfig(t, t.TempDir(), ns.Addr())
 	cfg.EnableGrpcServer, cfg.GrpcServerPort = true, 0
 	if edit != nil {
-		var tt testTxTiming
-		edit(&tt)
-		cfg.TransactionCheckInterval, cfg.TransactionTimeOut = tt.interval, tt.timeout
+		edit(cfg)
 	}
 	b, err := New(cfg, nil, WithRegisterTiming(time.Hour, time.Hour, time.Hour))
 	if err != nil {
@@ -55,8 +54,6 @@ func grpcBroker(t *testing.T, edit func(cfgTx *testTxTiming), topics map[string]
 	t.Cleanup(func() { conn.Close() })
 	return b, v2pb.NewMessagingServiceClient(conn)
 }
-
-type testTxTiming struct{ interval, timeout time.Duration }
 
 // stored reads the messages of one queue.
 func stored(t *testing.T, b *Broker, topic string, queue int32) []*message.Message {
@@ -118,7 +115,7 @@ func grpcSend(t *testing.T, ctx context.Context, c v2pb.MessagingServiceClient, 
 // stored as the broker's remoting path stores them: a group on one queue
 // with __SHARDINGKEY, a delay parked on the timer, the peer as born host.
 func TestGrpcSendTypesStored(t *testing.T) {
-	b, c := grpcBroker(t, nil, map[string]string{"GF": "FIFO", "GD": "DELAY", "GN": ""})
+	b, c := grpcBroker(t, func(cfg *config.Config) { cfg.EnableLmq, cfg.EnableMultiDispatch = true, true }, map[string]string{"GF": "FIFO", "GD": "DELAY", "GN": "", "GL": "LITE", "GP": "PRIORITY"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for i := 0; i < 6; i++ {
@@ -171,6 +168,27 @@ func TestGrpcSendTypesStored(t *testing.T) {
 		t.Fatalf("delay beyond timerMaxDelaySec: %v", e)
 	}
 
+	// Lite: dispatched to the lite topic's queue by the send path.
+	lite := "order-7"
+	if e := grpcSend(t, ctx, c, "GL", "01L1", func(sp *v2pb.SystemProperties) {
+		sp.MessageType, sp.LiteTopic = v2pb.MessageType_LITE, &lite
+	}); e.GetStatus().GetCode() != v2pb.Code_OK {
+		t.Fatalf("lite send: %v", e)
+	}
+	if ms := storedN(t, b, "GL", 1); len(ms) != 1 || ms[0].Property(message.PropertyLiteTopic) != lite ||
+		ms[0].Property(message.PropertyInnerMultiDispatch) == "" {
+		t.Fatalf("lite message stored as %v", ms)
+	}
+	prio := int32(2)
+	if e := grpcSend(t, ctx, c, "GP", "01P1", func(sp *v2pb.SystemProperties) {
+		sp.MessageType, sp.Priority = v2pb.MessageType_PRIORITY, &prio
+	}); e.GetStatus().GetCode() != v2pb.Code_OK {
+		t.Fatalf("priority send: %v", e)
+	}
+	if ms := storedN(t, b, "GP", 1); len(ms) != 1 || ms[0].Property(message.PropertyPriority) != "2" {
+		t.Fatalf("priority message stored as %v", ms)
+	}
+
 	if e := grpcSend(t, ctx, c, "GN", "01N1", nil); e.GetStatus().GetCode() != v2pb.Code_OK {
 		t.Fatalf("normal send: %v", e)
 	}
@@ -189,7 +207,9 @@ func TestGrpcSendTypesStored(t *testing.T) {
 // through EndTransaction, and an undecided one resolved by the broker's
 // check through the producer's Telemetry stream.
 func TestGrpcTransaction(t *testing.T) {
-	b, c := grpcBroker(t, func(tt *testTxTiming) { tt.interval, tt.timeout = 200*time.Millisecond, 300*time.Millisecond },
+	b, c := grpcBroker(t, func(cfg *config.Config) {
+		cfg.TransactionCheckInterval, cfg.TransactionTimeOut = 200*time.Millisecond, 300*time.Millisecond
+	},
 		map[string]string{"GT": "TRANSACTION"})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -82,6 +82,8 @@ func TestSendMessageTypes(t *testing.T) {
 		"D":   {ReadQueues: 2, WriteQueues: 2, Perm: 6, MessageType: "DELAY"},
 		"TX":  {ReadQueues: 2, WriteQueues: 2, Perm: 6, MessageType: "TRANSACTION"},
 		"MIX": {ReadQueues: 8, WriteQueues: 8, Perm: 6, MessageType: "MIXED"},
+		"L":   {ReadQueues: 1, WriteQueues: 1, Perm: 6, MessageType: "LITE"},
+		"P":   {ReadQueues: 2, WriteQueues: 2, Perm: 6, MessageType: "PRIORITY"},
 	}
 	fifo := func(group string) func(sp *v2pb.SystemProperties) {
 		return func(sp *v2pb.SystemProperties) { sp.MessageType, sp.MessageGroup = v2pb.MessageType_FIFO, &group }
@@ -90,6 +92,12 @@ func TestSendMessageTypes(t *testing.T) {
 		return func(sp *v2pb.SystemProperties) {
 			sp.MessageType, sp.DeliveryTimestamp = v2pb.MessageType_DELAY, timestamppb.New(time.Now().Add(d))
 		}
+	}
+	lite := func(name string) func(sp *v2pb.SystemProperties) {
+		return func(sp *v2pb.SystemProperties) { sp.MessageType, sp.LiteTopic = v2pb.MessageType_LITE, &name }
+	}
+	priority := func(p int32) func(sp *v2pb.SystemProperties) {
+		return func(sp *v2pb.SystemProperties) { sp.MessageType, sp.Priority = v2pb.MessageType_PRIORITY, &p }
 	}
 	tx := func(sp *v2pb.SystemProperties) {
 		sp.MessageType, sp.OrphanedTransactionRecoveryDuration = v2pb.MessageType_TRANSACTION, durationpb.New(30*time.Second)
@@ -135,8 +143,21 @@ func TestSendMessageTypes(t *testing.T) {
 			}
 		}},
 		{"transaction on a NORMAL topic", typedMessage("N", "01T2", tx), v2pb.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, nil},
-		{"lite", typedMessage("N", "01L1", func(sp *v2pb.SystemProperties) { sp.LiteTopic = ptr("l") }), v2pb.Code_NOT_IMPLEMENTED, nil},
-		{"priority", typedMessage("N", "01P1", func(sp *v2pb.SystemProperties) { sp.Priority = ptr(int32(3)) }), v2pb.Code_NOT_IMPLEMENTED, nil},
+		{"lite", typedMessage("L", "01L1", lite("order-7")), v2pb.Code_OK, func(t *testing.T, in SendInput, _ *v2pb.SendResultEntry) {
+			if in.Properties[message.PropertyLiteTopic] != "order-7" {
+				t.Errorf("lite message stored with %v", in.Properties)
+			}
+		}},
+		{"lite on a NORMAL topic", typedMessage("N", "01L2", lite("order-7")), v2pb.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, nil},
+		{"lite topic with bad characters", typedMessage("L", "01L3", lite("a/b")), v2pb.Code_ILLEGAL_LITE_TOPIC, nil},
+		{"lite topic of blanks", typedMessage("L", "01L4", lite("  ")), v2pb.Code_ILLEGAL_LITE_TOPIC, nil},
+		{"priority", typedMessage("P", "01P1", priority(3)), v2pb.Code_OK, func(t *testing.T, in SendInput, _ *v2pb.SendResultEntry) {
+			if in.Properties[message.PropertyPriority] != "3" {
+				t.Errorf("priority message stored with %v", in.Properties)
+			}
+		}},
+		{"negative priority", typedMessage("P", "01P2", priority(-1)), v2pb.Code_BAD_REQUEST, nil},
+		{"priority on a FIFO topic", typedMessage("F", "01P3", priority(1)), v2pb.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, nil},
 		{"system property as a user one", func() *v2pb.Message {
 			m := normalMessage("N", "01S1", []byte("x"))
 			m.UserProperties[message.PropertyDelayTimeLevel] = "3"

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
 	"github.com/rmqgo/rmq/pkg/message"
+	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
 // SendInput is one message for the broker's send path: properties in
@@ -92,11 +94,13 @@ func sendCode(rc int32) v2pb.Code {
 // SendMessage stores messages through the broker's send path (its checks,
 // topic permissions and store), as Apache's proxy builds them (Apache
 // proxy/src/main/java/org/apache/rocketmq/proxy/grpc/v2/producer/
-// SendMessageActivity.java, proxy/.../processor/ProducerProcessor.java):
+// SendMessageActivity.java and BuildMessagePropertyUtil.java,
+// proxy/.../processor/ProducerProcessor.java):
 //   - the message type, from the message (TRANSACTION when declared so, then
-//     DELAY with a delivery timestamp, FIFO with a message group, else
-//     NORMAL), must be the topic's message.type (MIXED takes all; a topic
-//     without one is NORMAL): MESSAGE_PROPERTY_CONFLICT_WITH_TYPE;
+//     DELAY with a delivery timestamp, FIFO with a message group, PRIORITY
+//     with a priority, LITE with a lite topic, else NORMAL), must be the
+//     topic's message.type (MIXED takes all; a topic without one is
+//     NORMAL): MESSAGE_PROPERTY_CONFLICT_WITH_TYPE;
 //   - FIFO: the group is the __SHARDINGKEY property and picks the queue by
 //     a consistent hash of its Java hashCode over the writable queues, so a
 //     group stays on one queue; other messages go round robin;
@@ -105,11 +109,12 @@ func sendCode(rc int32) v2pb.Code {
 //     delivered at once;
 //   - TRANSACTION: the half message (TRAN_MSG, the PREPARED sysFlag type,
 //     CHECK_IMMUNITY_TIME_IN_SECONDS from the recovery duration);
+//   - PRIORITY: the priority is _SYS_MSG_PRIORITY_; LITE: the lite topic is
+//     __LITE_TOPIC (a bad name: ILLEGAL_LITE_TOPIC), which the broker's send
+//     path dispatches to the lite topic's queue;
 //   - every message: PGROUP is the topic (the group of transactions),
 //     __BORNHOST the client's host (or the peer's), BORN_TIMESTAMP, and the
 //     peer's address is the stored born host.
-//
-// Lite and priority messages are not served yet: NOT_IMPLEMENTED.
 func (m *messaging) SendMessage(ctx context.Context, req *v2pb.SendMessageRequest) (*v2pb.SendMessageResponse, error) {
 	msgs := req.GetMessages()
 	if len(msgs) == 0 {
@@ -136,25 +141,28 @@ const (
 	typeFIFO        = "FIFO"
 	typeDelay       = "DELAY"
 	typeTransaction = "TRANSACTION"
+	typePriority    = "PRIORITY"
+	typeLite        = "LITE"
 	typeMixed       = "MIXED"
 )
 
 // messageType is the type the proxy derives from the properties it sets
-// (Java's TopicMessageType.parseFromMessageProperty), and whether the
-// message is one of the types not served yet.
-func messageType(sp *v2pb.SystemProperties) (string, bool) {
+// (Java's TopicMessageType.parseFromMessageProperty, 5.5): TRANSACTION,
+// then DELAY, FIFO, PRIORITY, LITE, else NORMAL.
+func messageType(sp *v2pb.SystemProperties) string {
 	switch {
-	case sp.LiteTopic != nil || sp.GetMessageType() == v2pb.MessageType_LITE,
-		sp.Priority != nil || sp.GetMessageType() == v2pb.MessageType_PRIORITY:
-		return "", false
 	case sp.GetMessageType() == v2pb.MessageType_TRANSACTION:
-		return typeTransaction, true
+		return typeTransaction
 	case sp.DeliveryTimestamp != nil:
-		return typeDelay, true
+		return typeDelay
 	case sp.GetMessageGroup() != "":
-		return typeFIFO, true
+		return typeFIFO
+	case sp.Priority != nil:
+		return typePriority
+	case sp.GetLiteTopic() != "":
+		return typeLite
 	}
-	return typeNormal, true
+	return typeNormal
 }
 
 // declared is the client's message type in the topic attribute's names.
@@ -168,6 +176,10 @@ func declared(t v2pb.MessageType) string {
 		return typeDelay
 	case v2pb.MessageType_TRANSACTION:
 		return typeTransaction
+	case v2pb.MessageType_PRIORITY:
+		return typePriority
+	case v2pb.MessageType_LITE:
+		return typeLite
 	}
 	return ""
 }
@@ -192,13 +204,10 @@ func (m *messaging) sendOne(ctx context.Context, msg *v2pb.Message, born netip.A
 	if strings.TrimSpace(id) == "" {
 		return fail(v2pb.Code_ILLEGAL_MESSAGE_ID, "message id cannot be empty")
 	}
-	typ, served := messageType(sp)
-	if !served {
-		return fail(v2pb.Code_NOT_IMPLEMENTED, "lite and priority messages are not served over gRPC yet (message type %v)", sp.GetMessageType())
-	}
+	typ := messageType(sp)
 	if d := declared(sp.GetMessageType()); d != "" && d != typ {
 		return fail(v2pb.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "the message is declared %s but its properties make it %s "+
-			"(FIFO needs a message group, DELAY a delivery timestamp, NORMAL neither)", d, typ)
+			"(FIFO needs a message group, DELAY a delivery timestamp, PRIORITY a priority, LITE a lite topic, NORMAL none of them)", d, typ)
 	}
 	name := msg.GetTopic().GetName()
 	if name == "" {
@@ -268,6 +277,17 @@ func (m *messaging) sendOne(ctx context.Context, msg *v2pb.Message, born netip.A
 				at.AsTime().UTC().Format(time.RFC3339Nano), maxDelay)
 		}
 		props[message.PropertyTimerDeliverMS] = strconv.FormatInt(at.AsTime().UnixMilli(), 10)
+	case typePriority:
+		if sp.GetPriority() < 0 {
+			return fail(v2pb.Code_BAD_REQUEST, "priority %d is negative", sp.GetPriority())
+		}
+		props[message.PropertyPriority] = strconv.Itoa(int(sp.GetPriority()))
+	case typeLite:
+		// The broker checks the length against maxLiteTopicSize.
+		if err := protocol.ValidateLiteTopic(sp.GetLiteTopic(), math.MaxInt32); err != nil {
+			return fail(v2pb.Code_ILLEGAL_LITE_TOPIC, "lite topic %q: %v", sp.GetLiteTopic(), err)
+		}
+		props[message.PropertyLiteTopic] = sp.GetLiteTopic()
 	case typeTransaction:
 		sysFlag = txPreparedType
 		props[message.PropertyTransactionPrepared] = "true"
