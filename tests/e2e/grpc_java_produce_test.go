@@ -32,14 +32,16 @@ type typedRun struct {
 	Tx            struct {
 		Commit, Rollback, Check string
 	} `json:"tx"`
-	Checked []string `json:"checked"`
+	Checked  []string `json:"checked"`
+	Priority []string `json:"priority"`
+	Lite     []string `json:"lite"`
 }
 
 // grpcReceived is what a client-go consumer saw of one message.
 type grpcReceived struct {
-	body, group, bornHost, broker string
-	queue                         int
-	at                            time.Time
+	body, group, bornHost, broker, priority string
+	queue                                   int
+	at                                      time.Time
 }
 
 // grpcCollector gathers the messages of one client-go push consumer.
@@ -55,7 +57,7 @@ func (c *grpcCollector) add(msgs ...*primitive.MessageExt) {
 	now := time.Now()
 	for _, m := range msgs {
 		c.got[m.MsgId] = append(c.got[m.MsgId], grpcReceived{body: string(m.Body), group: m.GetProperty("__SHARDINGKEY"),
-			bornHost: m.BornHost, broker: m.Queue.BrokerName, queue: m.Queue.QueueId, at: now})
+			bornHost: m.BornHost, broker: m.Queue.BrokerName, priority: m.GetProperty("_SYS_MSG_PRIORITY_"), queue: m.Queue.QueueId, at: now})
 		c.seq = append(c.seq, m.MsgId)
 	}
 }
@@ -89,7 +91,7 @@ func grpcCollect(t *testing.T, c framework.Cluster, topic, group string, orderly
 }
 
 // TestGrpcJavaTypedProducer: the RocketMQ 5.x Java client (5.2.0, gRPC)
-// sends FIFO, delay and transactional messages to the broker's gRPC
+// sends FIFO, delay, transactional, priority and lite messages to the broker's gRPC
 // endpoint (issue 17); client-go consumes them over remoting:
 //   - FIFO: each message group on one queue (__SHARDINGKEY = the group), in
 //     the order sent;
@@ -98,6 +100,8 @@ func grpcCollect(t *testing.T, c framework.Cluster, topic, group string, orderly
 //   - transaction: the committed message delivered, the rolled-back one
 //     never, the one left open resolved by the broker's check through the
 //     producer's Telemetry stream (its TransactionChecker commits);
+//   - priority: client-go sees _SYS_MSG_PRIORITY_; lite: the send to a LITE
+//     topic with a lite topic name is accepted;
 //   - the born host is the producer's address, not 0.0.0.0.
 //
 // Skips with a message when java or mvn is missing.
@@ -110,19 +114,23 @@ func TestGrpcJavaTypedProducer(t *testing.T) {
 		"grpcServerPort":           strconv.Itoa(grpcPort),
 		"transactionCheckInterval": "1000",
 		"transactionTimeOut":       "1000",
+		"enableLmq":                "true",
+		"enableMultiDispatch":      "true",
 	}})
 	const fifoTopic, delayTopic, txTopic = "GrpcFifoTopic", "GrpcDelayTopic", "GrpcTxTopic"
+	const prioTopic, liteTopic = "GrpcPriorityTopic", "GrpcLiteTopic"
 	addr := c.Brokers()[0].Addr()
-	for topic, typ := range map[string]string{fifoTopic: "FIFO", delayTopic: "DELAY", txTopic: "TRANSACTION"} {
+	for topic, typ := range map[string]string{fifoTopic: "FIFO", delayTopic: "DELAY", txTopic: "TRANSACTION", prioTopic: "PRIORITY", liteTopic: "LITE"} {
 		mqadmin(t, c, "updateTopic", "-b", addr, "-t", topic, "-r", "4", "-w", "4", "-a", "+message.type="+typ)
 	}
 	fifo := grpcCollect(t, c, fifoTopic, "grpc_fifo_cg", true)
 	delay := grpcCollect(t, c, delayTopic, "grpc_delay_cg", false)
 	tx := grpcCollect(t, c, txTopic, "grpc_tx_cg", false)
+	prio := grpcCollect(t, c, prioTopic, "grpc_prio_cg", false)
 
 	const delayMs = 3000
-	run := runTypedProducer(t, "127.0.0.1:"+strconv.Itoa(grpcPort), fifoTopic, delayTopic, txTopic, delayMs)
-	if len(run.FIFO) != 8 || len(run.Delay) != 3 || len(run.DeliverAt) != 3 {
+	run := runTypedProducer(t, "127.0.0.1:"+strconv.Itoa(grpcPort), fifoTopic, delayTopic, txTopic, strconv.Itoa(delayMs), prioTopic, liteTopic)
+	if len(run.FIFO) != 8 || len(run.Delay) != 3 || len(run.DeliverAt) != 3 || len(run.Priority) != 2 || len(run.Lite) != 1 {
 		t.Fatalf("producer report %+v", run)
 	}
 	if !strings.Contains(run.FarDelayError, "40012") && !strings.Contains(run.FarDelayError, "ILLEGAL_DELIVERY_TIME") &&
@@ -134,7 +142,8 @@ func TestGrpcJavaTypedProducer(t *testing.T) {
 	}
 
 	deadline := time.Now().Add(15 * time.Second)
-	for !(fifo.has(run.FIFO...) && delay.has(run.Delay...) && tx.has(run.Tx.Commit, run.Tx.Check)) && time.Now().Before(deadline) {
+	for !(fifo.has(run.FIFO...) && delay.has(run.Delay...) && tx.has(run.Tx.Commit, run.Tx.Check) && prio.has(run.Priority...)) &&
+		time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(time.Second) // room for a rolled-back message to show up wrongly
@@ -182,6 +191,15 @@ func TestGrpcJavaTypedProducer(t *testing.T) {
 	}
 	delay.mu.Unlock()
 
+	prio.mu.Lock()
+	for i, id := range run.Priority {
+		want := []string{"1", "5"}[i]
+		if ds := prio.got[id]; len(ds) == 0 || ds[0].priority != want {
+			t.Errorf("priority message %s: delivered %+v, want _SYS_MSG_PRIORITY_=%s", id, ds, want)
+		}
+	}
+	prio.mu.Unlock()
+
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	for name, id := range map[string]string{"committed": run.Tx.Commit, "checked and committed": run.Tx.Check} {
@@ -196,12 +214,12 @@ func TestGrpcJavaTypedProducer(t *testing.T) {
 
 // runTypedProducer runs GrpcTypedProducer through scripts/java5-producer.sh;
 // it skips the test when java or mvn is missing.
-func runTypedProducer(t *testing.T, endpoint, fifoTopic, delayTopic, txTopic string, delayMs int) typedRun {
+func runTypedProducer(t *testing.T, endpoint string, args ...string) typedRun {
 	t.Helper()
 	script := filepath.Join(harness.RepoRoot(t), "scripts", "java5-producer.sh")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a first run resolves Maven
 	defer cancel()
-	cmd := exec.CommandContext(ctx, script, endpoint, fifoTopic, delayTopic, txTopic, strconv.Itoa(delayMs))
+	cmd := exec.CommandContext(ctx, script, append([]string{endpoint}, args...)...)
 	cmd.Env = append(cmd.Environ(), "RMQ_JAVA_LOG_DIR="+t.TempDir(), "RMQ_JAVA5_MAIN=rmqgo.GrpcTypedProducer")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

@@ -29,13 +29,17 @@ import org.apache.rocketmq.client.apis.producer.TransactionResolution;
  *     back, "tx-check" left open: the producer's transaction checker commits
  *     it when the server asks (RecoverOrphanedTransactionCommand); the run
  *     waits for that check.</li>
+ * <li>with the optional priorityTopic and liteTopic: "prio-1" and "prio-5"
+ *     with priorities 1 and 5, and "lite" with lite topic "lite-a".</li>
  * </ul>
  *
  * The last stdout line is JSON: {"ok":true,"fifo":[ids],"delay":[ids],
  * "deliverAt":[ms],"farDelayError":"...","tx":{"commit":id,"rollback":id,
- * "check":id},"checked":[ids]} (or {"ok":false,"error":"..."}, exit 1).
+ * "check":id},"checked":[ids],"priority":[ids],"lite":[ids]} (or
+ * {"ok":false,"error":"..."}, exit 1).
  *
  * Usage: GrpcTypedProducer &lt;endpoint&gt; &lt;fifoTopic&gt; &lt;delayTopic&gt; &lt;txTopic&gt; &lt;delayMs&gt;
+ * [&lt;priorityTopic&gt; &lt;liteTopic&gt;]
  */
 public final class GrpcTypedProducer {
     private static String quote(String s) {
@@ -52,13 +56,20 @@ public final class GrpcTypedProducer {
     }
 
     public static void main(String[] args) {
-        if (args.length != 5) {
-            System.err.println("usage: GrpcTypedProducer <endpoint> <fifoTopic> <delayTopic> <txTopic> <delayMs>");
+        if (args.length != 5 && args.length != 7) {
+            System.err.println("usage: GrpcTypedProducer <endpoint> <fifoTopic> <delayTopic> <txTopic> <delayMs> [<priorityTopic> <liteTopic>]");
             System.exit(2);
         }
         String endpoint = args[0], fifoTopic = args[1], delayTopic = args[2], txTopic = args[3];
         long delayMs = Long.parseLong(args[4]);
+        String priorityTopic = args.length == 7 ? args[5] : null, liteTopic = args.length == 7 ? args[6] : null;
         List<String> fifo = new ArrayList<>(), delay = new ArrayList<>(), checked = new ArrayList<>();
+        List<String> priority = new ArrayList<>(), lite = new ArrayList<>();
+        List<String> topics = new ArrayList<>(List.of(fifoTopic, delayTopic, txTopic));
+        if (priorityTopic != null) {
+            topics.add(priorityTopic);
+            topics.add(liteTopic);
+        }
         List<Long> deliverAt = new ArrayList<>();
         String farDelayError = "";
         String txCommit, txRollback, txCheck;
@@ -68,7 +79,7 @@ public final class GrpcTypedProducer {
             ClientConfiguration cfg = ClientConfiguration.newBuilder().setEndpoints(endpoint)
                 .enableSsl(false).setRequestTimeout(Duration.ofSeconds(5)).build();
             try (Producer producer = provider.newProducerBuilder().setClientConfiguration(cfg)
-                .setTopics(fifoTopic, delayTopic, txTopic)
+                .setTopics(topics.toArray(new String[0]))
                 .setTransactionChecker(view -> {
                     synchronized (checked) {
                         checked.add(view.getMessageId().toString());
@@ -101,6 +112,14 @@ public final class GrpcTypedProducer {
                     delay.add(producer.send(m).getMessageId().toString());
                     deliverAt.add(at);
                 }
+                if (priorityTopic != null) {
+                    for (int p : new int[] {1, 5}) {
+                        priority.add(producer.send(provider.newMessageBuilder().setTopic(priorityTopic).setPriority(p)
+                            .setBody(("prio-" + p).getBytes(StandardCharsets.UTF_8)).build()).getMessageId().toString());
+                    }
+                    lite.add(producer.send(provider.newMessageBuilder().setTopic(liteTopic).setLiteTopic("lite-a")
+                        .setBody("lite".getBytes(StandardCharsets.UTF_8)).build()).getMessageId().toString());
+                }
                 Transaction commit = producer.beginTransaction();
                 txCommit = producer.send(provider.newMessageBuilder().setTopic(txTopic)
                     .setBody("tx-commit".getBytes(StandardCharsets.UTF_8)).build(), commit).getMessageId().toString();
@@ -130,7 +149,8 @@ public final class GrpcTypedProducer {
         }
         System.out.println("{\"ok\":true,\"fifo\":" + list(fifo) + ",\"delay\":" + list(delay) + ",\"deliverAt\":" + list(deliverAt)
             + ",\"farDelayError\":" + quote(farDelayError) + ",\"tx\":{\"commit\":" + quote(txCommit) + ",\"rollback\":" + quote(txRollback)
-            + ",\"check\":" + quote(txCheck) + "},\"checked\":" + list(checkedCopy) + "}");
+            + ",\"check\":" + quote(txCheck) + "},\"checked\":" + list(checkedCopy)
+            + ",\"priority\":" + list(priority) + ",\"lite\":" + list(lite) + "}");
         System.exit(0);
     }
 }
