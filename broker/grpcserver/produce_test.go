@@ -429,3 +429,45 @@ func TestTxDataBounded(t *testing.T) {
 		t.Error("a transaction older than txDataTTL is still known")
 	}
 }
+
+// blockedStream is a Telemetry stream whose client does not read.
+type blockedStream struct {
+	v2pb.MessagingService_TelemetryServer
+	release chan struct{}
+}
+
+func (b blockedStream) Send(*v2pb.TelemetryCommand) error { <-b.release; return nil }
+
+// TestRecoverOrphanedDoesNotBlock: check-backs to a client that does not
+// read wait in the background, at most maxPushes; the broker's check is
+// never held.
+func TestRecoverOrphanedDoesNotBlock(t *testing.T) {
+	p := NewProducers()
+	st := blockedStream{release: make(chan struct{})}
+	s := p.newSession(st, "c", "127.0.0.1:1")
+	half := &message.Message{Topic: "TX", Body: []byte("x"), Properties: map[string]string{message.PropertyUniqClientMessageIDKeyIdx: "01"}}
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for i := 0; i <= maxPushes && err == nil; i++ {
+			err = s.RecoverOrphaned(OrphanedTransaction{Group: "TX", TransactionID: "01", Message: half})
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "does not read") {
+			t.Fatalf("check-back %d to a stuck client: %v, want refused", maxPushes+1, err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("RecoverOrphaned blocked on a client that does not read")
+	}
+	close(st.release)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(s.pushes) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := s.RecoverOrphaned(OrphanedTransaction{Group: "TX", TransactionID: "01", Message: half}); err != nil {
+		t.Fatalf("check-back once the client reads again: %v", err)
+	}
+}

@@ -104,12 +104,15 @@ type Session struct {
 
 	sendMu sync.Mutex
 	stream v2pb.MessagingService_TelemetryServer
+	// pushes bounds the check-backs being written: a client that stops
+	// reading blocks its stream, not the broker's transaction check.
+	pushes chan struct{}
 
 	topics []string // guarded by p.mu
 }
 
 func (p *Producers) newSession(stream v2pb.MessagingService_TelemetryServer, clientID, remote string) *Session {
-	return &Session{p: p, stream: stream, clientID: clientID, remote: remote}
+	return &Session{p: p, stream: stream, clientID: clientID, remote: remote, pushes: make(chan struct{}, maxPushes)}
 }
 
 // send writes one command; the stream is shared by the Telemetry loop and
@@ -237,15 +240,27 @@ func (s *Session) RecoverOrphaned(tx OrphanedTransaction) error {
 	if err != nil {
 		return fmt.Errorf("grpcserver: orphaned transaction %s: %w", tx.TransactionID, err)
 	}
-	s.p.remember(tx.Group, tx.TransactionID, tx.TranStateTableOffset, tx.CommitLogOffset)
-	err = s.send(&v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_RecoverOrphanedTransactionCommand{
-		RecoverOrphanedTransactionCommand: &v2pb.RecoverOrphanedTransactionCommand{Message: msg, TransactionId: tx.TransactionID},
-	}})
-	if err != nil {
-		return fmt.Errorf("grpcserver: recover orphaned transaction %s on %s: %w", tx.TransactionID, s.remote, err)
+	select {
+	case s.pushes <- struct{}{}:
+	default:
+		return fmt.Errorf("grpcserver: recover orphaned transaction %s: %d check-backs to %s not written yet (the client does not read)",
+			tx.TransactionID, maxPushes, s.remote)
 	}
+	s.p.remember(tx.Group, tx.TransactionID, tx.TranStateTableOffset, tx.CommitLogOffset)
+	cmd := &v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_RecoverOrphanedTransactionCommand{
+		RecoverOrphanedTransactionCommand: &v2pb.RecoverOrphanedTransactionCommand{Message: msg, TransactionId: tx.TransactionID},
+	}}
+	// Written in the background: Send blocks while the client's flow
+	// control window is full, and returns once the stream ends.
+	go func() {
+		defer func() { <-s.pushes }()
+		_ = s.send(cmd)
+	}()
 	return nil
 }
+
+// maxPushes is how many check-backs may wait to be written to one stream.
+const maxPushes = 64
 
 // EndTransaction commits or rolls back a transaction the producer started
 // (or was asked about), through the broker's END_TRANSACTION. Unlike the
