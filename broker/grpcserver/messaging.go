@@ -81,8 +81,8 @@ func ok() *v2pb.Status { return &v2pb.Status{Code: v2pb.Code_OK, Message: "OK"} 
 // or when the nameserver cannot tell, this broker's queues alone.
 func (m *messaging) QueryRoute(ctx context.Context, req *v2pb.QueryRouteRequest) (*v2pb.QueryRouteResponse, error) {
 	name := req.GetTopic().GetName()
-	if name == "" {
-		return &v2pb.QueryRouteResponse{Status: &v2pb.Status{Code: v2pb.Code_ILLEGAL_TOPIC, Message: "topic name is empty"}}, nil
+	if err := checkTopicName(name); err != nil {
+		return &v2pb.QueryRouteResponse{Status: &v2pb.Status{Code: v2pb.Code_ILLEGAL_TOPIC, Message: err.Error()}}, nil
 	}
 	t, found := m.backend.Topic(name)
 	brokers, topicType, clustered := m.clusterRoute(ctx, name, t, found)

@@ -76,6 +76,7 @@ func TestQueryRoute(t *testing.T) {
 		{"unsp", v2pb.Code_OK, "0:READ_WRITE", "[MESSAGE_TYPE_UNSPECIFIED]"},
 		{"missing", v2pb.Code_TOPIC_NOT_FOUND, "", ""},
 		{"", v2pb.Code_ILLEGAL_TOPIC, "", ""},
+		{"SCHEDULE_TOPIC_XXXX", v2pb.Code_ILLEGAL_TOPIC, "", ""},
 	}
 	_, port, _ := hostPort(s.Addr())
 	for _, tc := range tests {

@@ -158,6 +158,8 @@ func TestSendMessageTypes(t *testing.T) {
 		}},
 		{"negative priority", typedMessage("P", "01P2", priority(-1)), v2pb.Code_BAD_REQUEST, nil},
 		{"priority on a FIFO topic", typedMessage("F", "01P3", priority(1)), v2pb.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, nil},
+		{"system topic", normalMessage("RMQ_SYS_TRANS_HALF_TOPIC", "01Y1", []byte("x")), v2pb.Code_ILLEGAL_TOPIC, nil},
+		{"illegal topic name", normalMessage("a/b", "01Y2", []byte("x")), v2pb.Code_ILLEGAL_TOPIC, nil},
 		{"system property as a user one", func() *v2pb.Message {
 			m := normalMessage("N", "01S1", []byte("x"))
 			m.UserProperties[message.PropertyDelayTimeLevel] = "3"

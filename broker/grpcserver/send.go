@@ -210,8 +210,8 @@ func (m *messaging) sendOne(ctx context.Context, msg *v2pb.Message, born netip.A
 			"(FIFO needs a message group, DELAY a delivery timestamp, PRIORITY a priority, LITE a lite topic, NORMAL none of them)", d, typ)
 	}
 	name := msg.GetTopic().GetName()
-	if name == "" {
-		return fail(v2pb.Code_ILLEGAL_TOPIC, "topic name is empty")
+	if err := checkTopicName(name); err != nil {
+		return fail(v2pb.Code_ILLEGAL_TOPIC, "%v", err)
 	}
 	t, found := m.backend.Topic(name)
 	if !found {
@@ -330,6 +330,19 @@ func (m *messaging) sendOne(ctx context.Context, msg *v2pb.Message, born netip.A
 		m.producers.remember(name, e.TransactionId, res.Offset, res.CommitLogOffset)
 	}
 	return e
+}
+
+// checkTopicName is the proxy's GrpcValidator.validateTopic (Apache
+// proxy/.../grpc/v2/common/GrpcValidator.java): a legal name, not a system
+// topic (ILLEGAL_TOPIC).
+func checkTopicName(name string) error {
+	if err := protocol.ValidateTopic(name); err != nil {
+		return err
+	}
+	if protocol.IsSystemTopic(name) {
+		return fmt.Errorf("cannot access system topic %s", name)
+	}
+	return nil
 }
 
 // javaHashCode is Java's String.hashCode: over UTF-16 code units.

@@ -272,8 +272,8 @@ func (m *messaging) EndTransaction(ctx context.Context, req *v2pb.EndTransaction
 		return &v2pb.EndTransactionResponse{Status: &v2pb.Status{Code: c, Message: fmt.Sprintf(format, args...)}}, nil
 	}
 	topic := req.GetTopic().GetName()
-	if topic == "" {
-		return fail(v2pb.Code_ILLEGAL_TOPIC, "topic name is empty")
+	if err := checkTopicName(topic); err != nil {
+		return fail(v2pb.Code_ILLEGAL_TOPIC, "%v", err)
 	}
 	id := strings.TrimSpace(req.GetTransactionId())
 	if id == "" {
