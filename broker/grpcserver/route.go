@@ -54,11 +54,46 @@ type peerEntry struct {
 	at  time.Time
 }
 
-// peers caches other brokers' gRPC endpoints by remoting address.
+// peers caches other brokers' gRPC endpoints by remoting address, and the
+// message.type of topics this broker does not have.
 type peers struct {
-	mu sync.Mutex
-	m  map[string]peerEntry
+	mu    sync.Mutex
+	m     map[string]peerEntry
+	types map[string]typeEntry
 }
+
+type typeEntry struct {
+	typ string
+	at  time.Time
+}
+
+// topicType is the topic's message.type from the broker at addr, cached
+// for peerTTL.
+func (p *peers) topicType(ctx context.Context, r Router, addr, topic string) (string, error) {
+	now := time.Now()
+	p.mu.Lock()
+	e, ok := p.types[topic]
+	p.mu.Unlock()
+	if ok && now.Sub(e.at) < peerTTL {
+		return e.typ, nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, peerTimeout)
+	typ, err := r.PeerTopicType(lctx, addr, topic)
+	cancel()
+	if err != nil {
+		return "", err
+	}
+	p.mu.Lock()
+	if p.types == nil || len(p.types) >= maxCachedTypes {
+		p.types = map[string]typeEntry{}
+	}
+	p.types[topic] = typeEntry{typ: typ, at: now}
+	p.mu.Unlock()
+	return typ, nil
+}
+
+// maxCachedTypes bounds the topic type cache (it starts over past it).
+const maxCachedTypes = 10_000
 
 func (p *peers) endpoint(ctx context.Context, r Router, addr string) (*v2pb.Endpoints, error) {
 	now := time.Now()
@@ -112,10 +147,7 @@ func (m *messaging) clusterRoute(ctx context.Context, name string, local Topic, 
 			continue
 		}
 		if !typeKnown {
-			lctx, cancel := context.WithTimeout(ctx, peerTimeout)
-			tt, err := r.PeerTopicType(lctx, b.Addr, name)
-			cancel()
-			if err == nil {
+			if tt, err := m.peers.topicType(ctx, r, b.Addr, name); err == nil {
 				topicType, typeKnown = tt, true
 			}
 		}

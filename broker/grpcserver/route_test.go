@@ -49,6 +49,9 @@ func (r routerBackend) PeerEndpoint(_ context.Context, addr string) (string, int
 }
 
 func (r routerBackend) PeerTopicType(_ context.Context, _, topic string) (string, error) {
+	r.mu.Lock()
+	r.lookups["type:"+topic]++
+	r.mu.Unlock()
 	return r.types[topic], nil
 }
 
@@ -117,8 +120,9 @@ func TestQueryRouteAcrossBrokers(t *testing.T) {
 		}
 	}
 	b.mu.Lock()
-	if b.lookups["10.0.0.2:10911"] != 1 || b.lookups["10.0.0.3:10911"] != 1 || b.lookups["10.0.0.1:10911"] != 0 {
-		t.Errorf("endpoint look-ups %v, want one per other broker (cached), none of this one", b.lookups)
+	if b.lookups["10.0.0.2:10911"] != 1 || b.lookups["10.0.0.3:10911"] != 1 || b.lookups["10.0.0.1:10911"] != 0 ||
+		b.lookups["type:Remote"] != 1 || b.lookups["type:Both"] != 0 {
+		t.Errorf("look-ups %v, want one endpoint per other broker and one type of the remote topic (cached), none of this broker", b.lookups)
 	}
 	b.mu.Unlock()
 
