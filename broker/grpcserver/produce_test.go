@@ -473,3 +473,40 @@ func TestRecoverOrphanedDoesNotBlock(t *testing.T) {
 		t.Fatalf("check-back once the client reads again: %v", err)
 	}
 }
+
+// TestNotifyClientTermination: a producer's goodbye ends its check-back
+// registration before its stream closes.
+func TestNotifyClientTermination(t *testing.T) {
+	prods := NewProducers()
+	s := startServer(t, Config{Backend: fakeBackend{}, AdvertiseHost: "127.0.0.1", Producers: prods})
+	conn, err := grpc.NewClient(s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := v2pb.NewMessagingServiceClient(conn)
+	ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), "x-mq-client-id", "client-9"), 5*time.Second)
+	defer cancel()
+	stream, err := c.Telemetry(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := &v2pb.Settings{ClientType: ptr(v2pb.ClientType_PRODUCER), PubSub: &v2pb.Settings_Publishing{Publishing: &v2pb.Publishing{
+		Topics: []*v2pb.Resource{{Name: "A"}, {Name: "B"}}}}}
+	if err := stream.Send(&v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_Settings{Settings: settings}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	if prods.Pick("A") == nil || prods.Pick("B") == nil {
+		t.Fatal("producer not registered for A and B")
+	}
+	r, err := c.NotifyClientTermination(ctx, &v2pb.NotifyClientTerminationRequest{})
+	if err != nil || r.GetStatus().GetCode() != v2pb.Code_OK {
+		t.Fatalf("NotifyClientTermination: %v %v", r, err)
+	}
+	if prods.Pick("A") != nil || prods.Pick("B") != nil {
+		t.Fatal("producer still a check-back target after its goodbye")
+	}
+}

@@ -391,3 +391,31 @@ func peerAddrPort(addr string) netip.AddrPort {
 	}
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
+
+// forgetClient unregisters every producer session of a client id.
+func (p *Producers) forgetClient(clientID string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seen := map[*Session]bool{}
+	for _, m := range p.sessions {
+		for s := range m {
+			if s.clientID == clientID && clientID != "" {
+				seen[s] = true
+			}
+		}
+	}
+	for s := range seen {
+		p.dropLocked(s)
+	}
+	return len(seen)
+}
+
+// NotifyClientTermination is a client's goodbye (Apache proxy/.../grpc/v2/
+// client/ClientActivity.java): a producer's sessions (by x-mq-client-id)
+// stop being check-back targets at once, not when their streams end.
+// Consumers are not registered by this broker yet: their goodbye is
+// answered OK too.
+func (m *messaging) NotifyClientTermination(ctx context.Context, _ *v2pb.NotifyClientTerminationRequest) (*v2pb.NotifyClientTerminationResponse, error) {
+	m.producers.forgetClient(clientID(ctx))
+	return &v2pb.NotifyClientTerminationResponse{Status: ok()}, nil
+}
