@@ -204,6 +204,9 @@ func (m *messaging) sendOne(ctx context.Context, msg *v2pb.Message, born netip.A
 	if strings.TrimSpace(id) == "" {
 		return fail(v2pb.Code_ILLEGAL_MESSAGE_ID, "message id cannot be empty")
 	}
+	if st := checkMessage(msg, m.backend.MaxMessageSize()); st != nil {
+		return &v2pb.SendResultEntry{Status: st, MessageId: id}
+	}
 	typ := messageType(sp)
 	if d := declared(sp.GetMessageType()); d != "" && d != typ {
 		return fail(v2pb.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "the message is declared %s but its properties make it %s "+
@@ -244,9 +247,6 @@ func (m *messaging) sendOne(ctx context.Context, msg *v2pb.Message, born netip.A
 	}
 	props := make(map[string]string, len(msg.GetUserProperties())+8)
 	for k, v := range msg.GetUserProperties() {
-		if systemProperty(k) {
-			return fail(v2pb.Code_ILLEGAL_MESSAGE_PROPERTY_KEY, "property is used by system: %s", k)
-		}
 		props[k] = v
 	}
 	if sp.Tag != nil {
@@ -262,9 +262,6 @@ func (m *messaging) sendOne(ctx context.Context, msg *v2pb.Message, born netip.A
 	switch typ {
 	case typeFIFO:
 		group := sp.GetMessageGroup()
-		if strings.TrimSpace(group) == "" {
-			return fail(v2pb.Code_ILLEGAL_MESSAGE_GROUP, "message group cannot be the char sequence of whitespace")
-		}
 		props[message.PropertyShardingKey] = group
 		queue = int32(jumpHash(int64(javaHashCode(group)), t.WriteQueues))
 	case typeDelay:
@@ -292,9 +289,6 @@ func (m *messaging) sendOne(ctx context.Context, msg *v2pb.Message, born netip.A
 		sysFlag = txPreparedType
 		props[message.PropertyTransactionPrepared] = "true"
 		if d := sp.GetOrphanedTransactionRecoveryDuration(); d != nil {
-			if err := d.CheckValid(); err != nil || d.AsDuration() < 0 {
-				return fail(v2pb.Code_BAD_REQUEST, "orphaned transaction recovery duration %v is invalid", d)
-			}
 			props[message.PropertyCheckImmunityTimeInSec] = strconv.FormatInt(int64(d.AsDuration()/time.Second), 10)
 		}
 	}

@@ -26,6 +26,10 @@ import (
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
 )
 
+// maxInboundMessageSize bounds one request (Apache ProxyConfig
+// grpcMaxInboundMessageSize).
+const maxInboundMessageSize = 130 << 20
+
 // tlsRecordHandshake is the content type of a TLS handshake record, the
 // first byte a TLS client sends.
 const tlsRecordHandshake = 0x16
@@ -89,7 +93,10 @@ func Start(cfg Config) (*Server, error) {
 		tls: &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2"}, MinVersion: tls.VersionTLS12},
 		// ConnectionTimeout bounds the HTTP/2 preface of a connection that
 		// never sends one (and Shutdown, which waits for it).
-		grpc: grpc.NewServer(grpc.ConnectionTimeout(cfg.HandshakeTimeout)),
+		// MaxRecvMsgSize is the proxy's grpcMaxInboundMessageSize (4 MiB
+		// × 32 messages + 2 MiB of properties): gRPC's 4 MiB default would
+		// refuse a message of maxMessageSize.
+		grpc: grpc.NewServer(grpc.ConnectionTimeout(cfg.HandshakeTimeout), grpc.MaxRecvMsgSize(maxInboundMessageSize)),
 		ln:   ln,
 		conn: newConnListener(ln.Addr()),
 	}
