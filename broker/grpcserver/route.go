@@ -128,7 +128,11 @@ func (m *messaging) clusterRoute(ctx context.Context, name string, local Topic, 
 	if !isRouter {
 		return nil, "", false
 	}
-	brokers, found, err := r.Route(ctx, name)
+	// Bounded: a nameserver that does not answer costs this much before
+	// the client gets this broker's queues alone.
+	rctx, cancel := context.WithTimeout(ctx, peerTimeout)
+	brokers, found, err := r.Route(rctx, name)
+	cancel()
 	if err != nil || !found {
 		return nil, "", false
 	}
