@@ -41,11 +41,12 @@ type Router interface {
 }
 
 // peerTTL is how long a broker's gRPC endpoint is remembered; a failed
-// look-up is retried after peerRetry.
+// look-up is retried after peerRetry; each look-up (and the nameserver's
+// route) takes at most peerTimeout.
 const (
 	peerTTL     = 30 * time.Second
 	peerRetry   = 3 * time.Second
-	peerTimeout = 3 * time.Second
+	peerTimeout = time.Second
 )
 
 type peerEntry struct {
@@ -128,8 +129,9 @@ func (m *messaging) clusterRoute(ctx context.Context, name string, local Topic, 
 	if !isRouter {
 		return nil, "", false
 	}
-	// Bounded: a nameserver that does not answer costs this much before
-	// the client gets this broker's queues alone.
+	// Bounded (the 5.x clients give a request 3 s by default): a nameserver
+	// that does not answer costs this much before the client gets this
+	// broker's queues alone.
 	rctx, cancel := context.WithTimeout(ctx, peerTimeout)
 	brokers, found, err := r.Route(rctx, name)
 	cancel()
