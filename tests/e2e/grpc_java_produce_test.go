@@ -73,11 +73,14 @@ func (c *grpcCollector) has(ids ...string) bool {
 	return true
 }
 
-func grpcCollect(t *testing.T, c framework.Cluster, topic, group string, orderly bool) *grpcCollector {
+// grpcCollect subscribes a client-go push consumer; instance is the
+// client-go instance, one per test (client-go shares a client per instance
+// name, and tests in parallel talk to different nameservers).
+func grpcCollect(t *testing.T, c framework.Cluster, instance, topic, group string, orderly bool) *grpcCollector {
 	t.Helper()
 	col := &grpcCollector{got: map[string][]grpcReceived{}}
 	opts := []consumer.Option{consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})),
-		consumer.WithGroupName(group), consumer.WithInstance("grpc-typed"), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset)}
+		consumer.WithGroupName(group), consumer.WithInstance(instance), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset)}
 	if orderly {
 		opts = append(opts, consumer.WithConsumerOrder(true))
 	}
@@ -123,10 +126,10 @@ func TestGrpcJavaTypedProducer(t *testing.T) {
 	for topic, typ := range map[string]string{fifoTopic: "FIFO", delayTopic: "DELAY", txTopic: "TRANSACTION", prioTopic: "PRIORITY", liteTopic: "LITE"} {
 		mqadmin(t, c, "updateTopic", "-b", addr, "-t", topic, "-r", "4", "-w", "4", "-a", "+message.type="+typ)
 	}
-	fifo := grpcCollect(t, c, fifoTopic, "grpc_fifo_cg", true)
-	delay := grpcCollect(t, c, delayTopic, "grpc_delay_cg", false)
-	tx := grpcCollect(t, c, txTopic, "grpc_tx_cg", false)
-	prio := grpcCollect(t, c, prioTopic, "grpc_prio_cg", false)
+	fifo := grpcCollect(t, c, "grpc-typed", fifoTopic, "grpc_fifo_cg", true)
+	delay := grpcCollect(t, c, "grpc-typed", delayTopic, "grpc_delay_cg", false)
+	tx := grpcCollect(t, c, "grpc-typed", txTopic, "grpc_tx_cg", false)
+	prio := grpcCollect(t, c, "grpc-typed", prioTopic, "grpc_prio_cg", false)
 
 	const delayMs = 3000
 	run := runTypedProducer(t, "127.0.0.1:"+strconv.Itoa(grpcPort), fifoTopic, delayTopic, txTopic, strconv.Itoa(delayMs), prioTopic, liteTopic)
@@ -281,7 +284,7 @@ func TestGrpcJavaRouteAcrossBrokers(t *testing.T) {
 	bothIDs := runGrpcProducer(t, endpointA, both, 6, false, "both")
 
 	for topic, ids := range map[string][]string{onlyB: onlyBIDs, both: bothIDs} {
-		col := grpcCollect(t, c, topic, "grpc_route_cg_"+topic, false)
+		col := grpcCollect(t, c, "grpc-route", topic, "grpc_route_cg_"+topic, false)
 		deadline := time.Now().Add(10 * time.Second)
 		for !col.has(ids...) && time.Now().Before(deadline) {
 			time.Sleep(100 * time.Millisecond)
