@@ -140,8 +140,16 @@ func TestGrpcJavaTypedProducer(t *testing.T) {
 		!strings.Contains(run.FarDelayError, "max delay") {
 		t.Errorf("a delivery time 100 days ahead: %q, want ILLEGAL_DELIVERY_TIME (40012)", run.FarDelayError)
 	}
-	if len(run.Checked) != 1 || run.Checked[0] != run.Tx.Check {
-		t.Errorf("transaction checker asked about %v, want only the open %s", run.Checked, run.Tx.Check)
+	// Asked about the open transaction only (twice is possible on a loaded
+	// machine: a check may fire again before the first answer lands).
+	for _, id := range run.Checked {
+		if id != run.Tx.Check {
+			t.Errorf("transaction checker asked about %v, want only the open %s", run.Checked, run.Tx.Check)
+			break
+		}
+	}
+	if len(run.Checked) == 0 {
+		t.Errorf("transaction checker never asked about the open %s", run.Tx.Check)
 	}
 
 	deadline := time.Now().Add(15 * time.Second)
