@@ -89,12 +89,12 @@ func TestGrpcServerStartsAndStopsWithBroker(t *testing.T) {
 		t.Fatalf("QueryRoute of a missing topic: %v %v, want TOPIC_NOT_FOUND", r, err)
 	}
 	// Not written yet.
-	stream, err := cli.ReceiveMessage(ctx, &v2pb.ReceiveMessageRequest{})
+	stream, err := cli.PullMessage(ctx, &v2pb.PullMessageRequest{})
 	if err == nil {
 		_, err = stream.Recv()
 	}
 	if status.Code(err) != codes.Unimplemented {
-		t.Fatalf("ReceiveMessage: %v, want Unimplemented", err)
+		t.Fatalf("PullMessage: %v, want Unimplemented", err)
 	}
 	if err := b.Shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown: %v", err)
@@ -151,6 +151,10 @@ func TestGrpcSendMessageStored(t *testing.T) {
 		if e := resp.GetEntries()[0]; e.GetMessageId() != id || e.GetOffset() != int64(i) {
 			t.Fatalf("entry %v, want id %s offset %d", e, id, i)
 		}
+	}
+	// The consume queue is written asynchronously after the send answers.
+	for b.Store().MaxOffset("GrpcSend", 0) < 2 && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
 	}
 	got, err := b.Store().GetMessage(ctx, "GrpcSend", 0, 0, 10, 0, nil)
 	if err != nil {
