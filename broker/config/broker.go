@@ -62,6 +62,17 @@ type BrokerConfig struct {
 	GrpcServerPort   int    `key:"grpcServerPort" readonly:"true"`
 	TLSKeyPath       string `key:"tlsKeyPath" readonly:"true"`
 	TLSCertPath      string `key:"tlsCertPath" readonly:"true"`
+	// The gRPC consumer limits, Apache ProxyConfig's keys and defaults
+	// (broker/grpcserver.ConsumeLimits): a receive's long polling is bounded
+	// by the min and max (the max is also the clients' long polling
+	// timeout), the batch size is the clients' receive batch size, and a
+	// receive's invisible time must be within minInvisibleTimeMillsForRecv
+	// and maxInvisibleTimeMills.
+	GrpcClientConsumerMinLongPollingTimeoutMillis int64 `key:"grpcClientConsumerMinLongPollingTimeoutMillis"`
+	GrpcClientConsumerMaxLongPollingTimeoutMillis int64 `key:"grpcClientConsumerMaxLongPollingTimeoutMillis"`
+	GrpcClientConsumerLongPollingBatchSize        int   `key:"grpcClientConsumerLongPollingBatchSize"`
+	MinInvisibleTimeMillsForRecv                  int64 `key:"minInvisibleTimeMillsForRecv"`
+	MaxInvisibleTimeMills                         int64 `key:"maxInvisibleTimeMills"`
 
 	// Thread pools (worker counts and queue capacities of the executors).
 	SendMessageThreadPoolNums          int `key:"sendMessageThreadPoolNums"`
@@ -383,26 +394,31 @@ func defaultBrokerConfig(hostname, ip string, env map[string]string) BrokerConfi
 	home := env["ROCKETMQ_HOME"]
 	ms := time.Millisecond
 	return BrokerConfig{
-		BrokerName:                         name,
-		GrpcServerPort:                     8081,
-		BrokerClusterName:                  "DefaultCluster",
-		BrokerID:                           0,
-		RocketmqHome:                       home,
-		NamesrvAddr:                        env["NAMESRV_ADDR"],
-		BrokerIP1:                          ip,
-		BrokerIP2:                          ip,
-		RegionID:                           "DefaultRegion",
-		BrokerPermission:                   6,
-		DefaultTopicQueueNums:              8,
-		AutoCreateTopicEnable:              true,
-		ClusterTopicEnable:                 true,
-		BrokerTopicEnable:                  true,
-		AutoCreateSubscriptionGroup:        true,
-		MsgTraceTopicName:                  "RMQ_SYS_TRACE_TOPIC",
-		TraceOn:                            true,
-		ValidateSystemTopicWhenUpdateTopic: true,
-		ClearRetryTopicWhenDeleteTopic:     true,
-		ConfigBlackList:                    "configBlackList;brokerConfigPath",
+		BrokerName:     name,
+		GrpcServerPort: 8081,
+		GrpcClientConsumerMinLongPollingTimeoutMillis: 5000,
+		GrpcClientConsumerMaxLongPollingTimeoutMillis: 20000,
+		GrpcClientConsumerLongPollingBatchSize:        32,
+		MinInvisibleTimeMillsForRecv:                  10000,
+		MaxInvisibleTimeMills:                         12 * 3600 * 1000,
+		BrokerClusterName:                             "DefaultCluster",
+		BrokerID:                                      0,
+		RocketmqHome:                                  home,
+		NamesrvAddr:                                   env["NAMESRV_ADDR"],
+		BrokerIP1:                                     ip,
+		BrokerIP2:                                     ip,
+		RegionID:                                      "DefaultRegion",
+		BrokerPermission:                              6,
+		DefaultTopicQueueNums:                         8,
+		AutoCreateTopicEnable:                         true,
+		ClusterTopicEnable:                            true,
+		BrokerTopicEnable:                             true,
+		AutoCreateSubscriptionGroup:                   true,
+		MsgTraceTopicName:                             "RMQ_SYS_TRACE_TOPIC",
+		TraceOn:                                       true,
+		ValidateSystemTopicWhenUpdateTopic:            true,
+		ClearRetryTopicWhenDeleteTopic:                true,
+		ConfigBlackList:                               "configBlackList;brokerConfigPath",
 
 		SendMessageThreadPoolNums:          send,
 		PutMessageFutureThreadPoolNums:     send,
