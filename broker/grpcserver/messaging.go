@@ -175,7 +175,7 @@ func (m *messaging) settings(client *v2pb.Settings) *v2pb.Settings {
 			ValidateMessageType: true,
 		}}
 	case *v2pb.Settings_Subscription:
-		out.PubSub = ps
+		m.subscriptionSettings(out, ps.Subscription)
 	}
 	return out
 }

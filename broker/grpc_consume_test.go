@@ -1,0 +1,230 @@
+package broker
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/rmqgo/rmq/internal/testutil/fakens"
+	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
+	"github.com/rmqgo/rmq/pkg/protocol"
+)
+
+// grpcConsumeBroker starts a broker with the gRPC endpoint, short consumer
+// limits (1 s invisible time allowed, no minimum long polling) and topic
+// with one queue; it returns a client of the endpoint.
+func grpcConsumeBroker(t *testing.T, topic string) (*Broker, v2pb.MessagingServiceClient) {
+	t.Helper()
+	ns := fakens.Start(t)
+	cfg := testConfig(t, t.TempDir(), ns.Addr())
+	cfg.EnableGrpcServer, cfg.GrpcServerPort = true, 0
+	cfg.MinInvisibleTimeMillsForRecv, cfg.GrpcClientConsumerMinLongPollingTimeoutMillis = 1000, 0
+	b, err := New(cfg, nil, WithRegisterTiming(time.Hour, time.Hour, time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
+	tc := protocol.NewTopicConfig(topic)
+	tc.ReadQueueNums, tc.WriteQueueNums = 1, 1
+	if _, err := b.Topics().Update(tc); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(b.GrpcAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return b, v2pb.NewMessagingServiceClient(conn)
+}
+
+// receive runs one ReceiveMessage and returns the status and messages; it
+// checks the stream's shape: a status first, then messages (only after
+// OK), then the delivery timestamp last.
+func receive(t *testing.T, cli v2pb.MessagingServiceClient, req *v2pb.ReceiveMessageRequest) (v2pb.Code, []*v2pb.Message) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream, err := cli.ReceiveMessage(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		st   *v2pb.Status
+		msgs []*v2pb.Message
+		last bool
+	)
+	for {
+		r, err := stream.Recv()
+		if err != nil {
+			break
+		}
+		if last {
+			t.Fatalf("response after the delivery timestamp: %v", r)
+		}
+		switch c := r.GetContent().(type) {
+		case *v2pb.ReceiveMessageResponse_Status:
+			if st != nil {
+				t.Fatalf("second status %v", c.Status)
+			}
+			st = c.Status
+		case *v2pb.ReceiveMessageResponse_Message:
+			if st.GetCode() != v2pb.Code_OK {
+				t.Fatalf("message before an OK status: %v", st)
+			}
+			msgs = append(msgs, c.Message)
+		case *v2pb.ReceiveMessageResponse_DeliveryTimestamp:
+			last = true
+		}
+	}
+	if st == nil || !last {
+		t.Fatalf("stream ended without status (%v) or delivery timestamp (%v)", st, last)
+	}
+	return st.GetCode(), msgs
+}
+
+func receiveReq(topic, group string, invisible, poll time.Duration) *v2pb.ReceiveMessageRequest {
+	return &v2pb.ReceiveMessageRequest{
+		Group:              &v2pb.Resource{Name: group},
+		MessageQueue:       &v2pb.MessageQueue{Topic: &v2pb.Resource{Name: topic}, Id: -1},
+		FilterExpression:   &v2pb.FilterExpression{Type: v2pb.FilterType_TAG, Expression: "*"},
+		BatchSize:          16,
+		InvisibleDuration:  durationpb.New(invisible),
+		LongPollingTimeout: durationpb.New(poll),
+	}
+}
+
+// TestGrpcReceiveAckRedeliver: messages sent over gRPC are received over
+// gRPC with their properties and receipt handles; acked ones do not come
+// back, an un-acked one comes back after its invisible time with
+// delivery_attempt 2; a ChangeInvisibleDuration answers a handle that acks.
+func TestGrpcReceiveAckRedeliver(t *testing.T) {
+	const topic, group = "GrpcConsume", "GID_GRPC"
+	_, cli := grpcConsumeBroker(t, topic)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	// Nothing yet: MESSAGE_NOT_FOUND after the long polling.
+	start := time.Now()
+	if c, _ := receive(t, cli, receiveReq(topic, group, 2*time.Second, 300*time.Millisecond)); c != v2pb.Code_MESSAGE_NOT_FOUND {
+		t.Fatalf("empty receive: %v, want MESSAGE_NOT_FOUND", c)
+	}
+	if d := time.Since(start); d < 150*time.Millisecond || d > 3*time.Second {
+		t.Fatalf("empty receive took %v, want about the 300ms long polling", d)
+	}
+
+	// A long-polling receive is woken by a send.
+	woken := make(chan []*v2pb.Message, 1)
+	go func() {
+		_, msgs := receive(t, cli, receiveReq(topic, group, 2*time.Second, 5*time.Second))
+		woken <- msgs
+	}()
+	time.Sleep(300 * time.Millisecond)
+	tag := "TagA"
+	born := time.UnixMilli(1700000000123)
+	ids := []string{"01000000000000000000000011", "01000000000000000000000012", "01000000000000000000000013"}
+	for _, id := range ids {
+		resp, err := cli.SendMessage(ctx, &v2pb.SendMessageRequest{Messages: []*v2pb.Message{{
+			Topic:          &v2pb.Resource{Name: topic},
+			UserProperties: map[string]string{"color": "red"},
+			SystemProperties: &v2pb.SystemProperties{
+				Tag: &tag, Keys: []string{"k1", "k2"}, MessageId: id, MessageType: v2pb.MessageType_NORMAL,
+				BornTimestamp: timestamppb.New(born),
+			},
+			Body: []byte("body-" + id),
+		}}})
+		if err != nil || resp.GetStatus().GetCode() != v2pb.Code_OK {
+			t.Fatalf("SendMessage: %v %v", resp, err)
+		}
+	}
+	var got []*v2pb.Message
+	select {
+	case got = <-woken:
+	case <-time.After(8 * time.Second):
+		t.Fatal("long-polling receive not answered")
+	}
+	if len(got) == 0 {
+		t.Fatal("long-polling receive woken with no message")
+	}
+	for len(got) < 3 {
+		c, more := receive(t, cli, receiveReq(topic, group, 2*time.Second, 500*time.Millisecond))
+		if c != v2pb.Code_OK {
+			t.Fatalf("receive: %v, want the rest of the 3 messages (have %d)", c, len(got))
+		}
+		got = append(got, more...)
+	}
+	for i, m := range got {
+		sp := m.GetSystemProperties()
+		sum := md5.Sum(m.GetBody())
+		if sp.GetMessageId() != ids[i] || string(m.GetBody()) != "body-"+ids[i] || sp.GetTag() != "TagA" ||
+			strings.Join(sp.GetKeys(), ",") != "k1,k2" || m.GetUserProperties()["color"] != "red" || len(m.GetUserProperties()) != 1 ||
+			sp.GetBornTimestamp().AsTime().UnixMilli() != born.UnixMilli() || sp.GetQueueOffset() != int64(i) ||
+			sp.GetDeliveryAttempt() != 1 || sp.GetReceiptHandle() == "" || sp.GetMessageType() != v2pb.MessageType_NORMAL ||
+			sp.GetBodyDigest().GetChecksum() != strings.ToUpper(hex.EncodeToString(sum[:])) || sp.GetStoreHost() == "" ||
+			m.GetTopic().GetName() != topic {
+			t.Fatalf("message %d: %v", i, m)
+		}
+	}
+
+	// Ack the first two in one request; change the third's invisible time.
+	ack, err := cli.AckMessage(ctx, &v2pb.AckMessageRequest{
+		Group: &v2pb.Resource{Name: group}, Topic: &v2pb.Resource{Name: topic},
+		Entries: []*v2pb.AckMessageEntry{
+			{MessageId: ids[0], ReceiptHandle: got[0].GetSystemProperties().GetReceiptHandle()},
+			{MessageId: ids[1], ReceiptHandle: got[1].GetSystemProperties().GetReceiptHandle()},
+			{MessageId: "x", ReceiptHandle: "not a handle"},
+		},
+	})
+	if err != nil || ack.GetStatus().GetCode() != v2pb.Code_MULTIPLE_RESULTS || len(ack.GetEntries()) != 3 ||
+		ack.GetEntries()[0].GetStatus().GetCode() != v2pb.Code_OK || ack.GetEntries()[1].GetStatus().GetCode() != v2pb.Code_OK ||
+		ack.GetEntries()[2].GetStatus().GetCode() != v2pb.Code_INVALID_RECEIPT_HANDLE {
+		t.Fatalf("AckMessage: %v %v", ack, err)
+	}
+	ch, err := cli.ChangeInvisibleDuration(ctx, &v2pb.ChangeInvisibleDurationRequest{
+		Group: &v2pb.Resource{Name: group}, Topic: &v2pb.Resource{Name: topic}, MessageId: ids[2],
+		ReceiptHandle: got[2].GetSystemProperties().GetReceiptHandle(), InvisibleDuration: durationpb.New(time.Second),
+	})
+	if err != nil || ch.GetStatus().GetCode() != v2pb.Code_OK || ch.GetReceiptHandle() == "" ||
+		ch.GetReceiptHandle() == got[2].GetSystemProperties().GetReceiptHandle() {
+		t.Fatalf("ChangeInvisibleDuration: %v %v", ch, err)
+	}
+	// The old handle no longer acks.
+	old, err := cli.AckMessage(ctx, &v2pb.AckMessageRequest{
+		Group: &v2pb.Resource{Name: group}, Topic: &v2pb.Resource{Name: topic},
+		Entries: []*v2pb.AckMessageEntry{{MessageId: ids[2], ReceiptHandle: got[2].GetSystemProperties().GetReceiptHandle()}},
+	})
+	if err != nil || old.GetStatus().GetCode() == v2pb.Code_OK {
+		t.Fatalf("ack with the handle ChangeInvisibleDuration replaced: %v %v, want a failure", old, err)
+	}
+
+	// The third comes back (attempt 2) once invisible, and only it.
+	deadline := time.Now().Add(15 * time.Second)
+	var again []*v2pb.Message
+	for len(again) == 0 && time.Now().Before(deadline) {
+		_, again = receive(t, cli, receiveReq(topic, group, 2*time.Second, time.Second))
+	}
+	if len(again) != 1 || again[0].GetSystemProperties().GetMessageId() != ids[2] ||
+		again[0].GetSystemProperties().GetDeliveryAttempt() != 2 || string(again[0].GetBody()) != "body-"+ids[2] {
+		t.Fatalf("redelivered %v, want %s alone with delivery attempt 2", again, ids[2])
+	}
+	ack, err = cli.AckMessage(ctx, &v2pb.AckMessageRequest{
+		Group: &v2pb.Resource{Name: group}, Topic: &v2pb.Resource{Name: topic},
+		Entries: []*v2pb.AckMessageEntry{{MessageId: ids[2], ReceiptHandle: again[0].GetSystemProperties().GetReceiptHandle()}},
+	})
+	if err != nil || ack.GetStatus().GetCode() != v2pb.Code_OK {
+		t.Fatalf("ack of the redelivered message: %v %v", ack, err)
+	}
+	if c, msgs := receive(t, cli, receiveReq(topic, group, 2*time.Second, 2500*time.Millisecond)); c != v2pb.Code_MESSAGE_NOT_FOUND {
+		t.Fatalf("after acking everything: %v %v, want MESSAGE_NOT_FOUND", c, msgs)
+	}
+}
