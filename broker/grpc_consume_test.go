@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -53,11 +54,19 @@ func grpcConsumeBroker(t *testing.T, topic string) (*Broker, v2pb.MessagingServi
 // OK), then the delivery timestamp last.
 func receive(t *testing.T, cli v2pb.MessagingServiceClient, req *v2pb.ReceiveMessageRequest) (v2pb.Code, []*v2pb.Message) {
 	t.Helper()
+	c, msgs, err := receiveStream(cli, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, msgs
+}
+
+func receiveStream(cli v2pb.MessagingServiceClient, req *v2pb.ReceiveMessageRequest) (v2pb.Code, []*v2pb.Message, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	stream, err := cli.ReceiveMessage(ctx, req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, nil, err
 	}
 	var (
 		st   *v2pb.Status
@@ -70,17 +79,17 @@ func receive(t *testing.T, cli v2pb.MessagingServiceClient, req *v2pb.ReceiveMes
 			break
 		}
 		if last {
-			t.Fatalf("response after the delivery timestamp: %v", r)
+			return 0, nil, fmt.Errorf("response after the delivery timestamp: %v", r)
 		}
 		switch c := r.GetContent().(type) {
 		case *v2pb.ReceiveMessageResponse_Status:
 			if st != nil {
-				t.Fatalf("second status %v", c.Status)
+				return 0, nil, fmt.Errorf("second status %v", c.Status)
 			}
 			st = c.Status
 		case *v2pb.ReceiveMessageResponse_Message:
 			if st.GetCode() != v2pb.Code_OK {
-				t.Fatalf("message before an OK status: %v", st)
+				return 0, nil, fmt.Errorf("message before an OK status: %v", st)
 			}
 			msgs = append(msgs, c.Message)
 		case *v2pb.ReceiveMessageResponse_DeliveryTimestamp:
@@ -88,9 +97,9 @@ func receive(t *testing.T, cli v2pb.MessagingServiceClient, req *v2pb.ReceiveMes
 		}
 	}
 	if st == nil || !last {
-		t.Fatalf("stream ended without status (%v) or delivery timestamp (%v)", st, last)
+		return 0, nil, fmt.Errorf("stream ended without status (%v) or delivery timestamp (%v)", st, last)
 	}
-	return st.GetCode(), msgs
+	return st.GetCode(), msgs, nil
 }
 
 func receiveReq(topic, group string, invisible, poll time.Duration) *v2pb.ReceiveMessageRequest {
@@ -126,7 +135,10 @@ func TestGrpcReceiveAckRedeliver(t *testing.T) {
 	// A long-polling receive is woken by a send.
 	woken := make(chan []*v2pb.Message, 1)
 	go func() {
-		_, msgs := receive(t, cli, receiveReq(topic, group, 2*time.Second, 5*time.Second))
+		_, msgs, err := receiveStream(cli, receiveReq(topic, group, 2*time.Second, 5*time.Second))
+		if err != nil {
+			t.Error(err)
+		}
 		woken <- msgs
 	}()
 	time.Sleep(300 * time.Millisecond)
