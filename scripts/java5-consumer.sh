@@ -5,7 +5,10 @@
 #
 #   scripts/java5-consumer.sh simple 127.0.0.1:8081 TopicTest GID true 3 -0 2 10 2
 #
-# "simple" runs GrpcSimpleConsumer (its arguments: see its source).
+#   scripts/java5-consumer.sh push 127.0.0.1:8081 TopicTest GID true 3 -0 1
+#
+# "simple" runs GrpcSimpleConsumer, "push" GrpcPushConsumer (their
+# arguments: see their sources).
 #
 # Compiled with Maven once (scripts/java5/target, recompiled when a source
 # or the pom changes); the classpath is cached likewise.
@@ -22,8 +25,9 @@ javadir="$here/java5"
 
 case "${1:-}" in
 simple) main=GrpcSimpleConsumer ;;
+push) main=GrpcPushConsumer ;;
 *)
-	echo "usage: java5-consumer.sh simple <program arguments>" >&2
+	echo "usage: java5-consumer.sh simple|push <program arguments>" >&2
 	exit 2
 	;;
 esac
