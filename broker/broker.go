@@ -103,13 +103,16 @@ type Broker struct {
 	maps   mapping.Source
 	admin  *admin.Processor
 
-	server    *remoting.Server
-	grpc      *grpcserver.Server // nil unless enableGrpcServer
-	client    *remoting.Client
-	registrar *registry.Registrar
-	store     *store.Store
-	msg       *messaging
-	pools     map[processor.Pool]*remoting.Executor
+	server *remoting.Server
+	grpc   *grpcserver.Server // nil unless enableGrpcServer
+	// grpcClients are the 5.x consumers' registry channels
+	// (wire_grpc_consume.go).
+	grpcClients grpcClients
+	client      *remoting.Client
+	registrar   *registry.Registrar
+	store       *store.Store
+	msg         *messaging
+	pools       map[processor.Pool]*remoting.Executor
 
 	boot       time.Time
 	port       atomic.Int32

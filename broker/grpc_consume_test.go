@@ -11,12 +11,14 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
 	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
 )
 
 // grpcConsumeBroker starts a broker with the gRPC endpoint, short consumer
@@ -238,5 +240,71 @@ func TestGrpcReceiveAckRedeliver(t *testing.T) {
 	}
 	if c, msgs := receive(t, cli, receiveReq(topic, group, 2*time.Second, 2500*time.Millisecond)); c != v2pb.Code_MESSAGE_NOT_FOUND {
 		t.Fatalf("after acking everything: %v %v, want MESSAGE_NOT_FOUND", c, msgs)
+	}
+}
+
+// TestGrpcConsumerRegistered: a 5.x consumer's heartbeat registers it with
+// its group and the subscriptions of its settings, as a remoting
+// consumer's (what consumerConnection lists); NotifyClientTermination
+// removes it.
+func TestGrpcConsumerRegistered(t *testing.T) {
+	const topic, group = "GrpcRegistered", "GID_GRPC_REG"
+	b, cli := grpcConsumeBroker(t, topic)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ctx = metadata.AppendToOutgoingContext(ctx, "x-mq-client-id", "client-1", "x-mq-language", "JAVA", "x-mq-client-version", "5.2.0")
+	stream, err := cli.Telemetry(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	simple := v2pb.ClientType_SIMPLE_CONSUMER
+	if err := stream.Send(&v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_Settings{Settings: &v2pb.Settings{
+		ClientType: &simple,
+		PubSub: &v2pb.Settings_Subscription{Subscription: &v2pb.Subscription{
+			Group: &v2pb.Resource{Name: group},
+			Subscriptions: []*v2pb.SubscriptionEntry{{
+				Topic: &v2pb.Resource{Name: topic}, Expression: &v2pb.FilterExpression{Type: v2pb.FilterType_TAG, Expression: "TagA||TagB"},
+			}},
+		}},
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	hb, err := cli.Heartbeat(ctx, &v2pb.HeartbeatRequest{Group: &v2pb.Resource{Name: group}, ClientType: simple})
+	if err != nil || hb.GetStatus().GetCode() != v2pb.Code_OK {
+		t.Fatalf("Heartbeat: %v %v", hb, err)
+	}
+	consumers := b.msg.clients.Consumers()
+	if ids := consumers.ClientIDs(group); len(ids) != 1 || ids[0] != "client-1" {
+		t.Fatalf("group %s lists clients %v, want client-1", group, ids)
+	}
+	info, ok := consumers.FindChannel(group, "client-1")
+	if !ok || info.Language != remoting.LangJava || remoting.VersionDesc(info.Version) != "V5_2_0" {
+		t.Fatalf("client-1 registered as %+v (found %v), want JAVA V5_2_0", info, ok)
+	}
+	if sd, ok := consumers.FindSubscription(group, topic); !ok || sd.SubString != "TagA||TagB" {
+		t.Fatalf("subscription of %s: %+v (found %v)", topic, sd, ok)
+	}
+	// A second heartbeat keeps one registration.
+	if hb, err := cli.Heartbeat(ctx, &v2pb.HeartbeatRequest{Group: &v2pb.Resource{Name: group}, ClientType: simple}); err != nil || hb.GetStatus().GetCode() != v2pb.Code_OK {
+		t.Fatalf("Heartbeat: %v %v", hb, err)
+	}
+	if ids := consumers.ClientIDs(group); len(ids) != 1 {
+		t.Fatalf("after two heartbeats: clients %v", ids)
+	}
+	// Bad heartbeats are refused, nothing registered.
+	if hb, _ := cli.Heartbeat(ctx, &v2pb.HeartbeatRequest{ClientType: simple}); hb.GetStatus().GetCode() != v2pb.Code_ILLEGAL_CONSUMER_GROUP {
+		t.Fatalf("heartbeat without a group: %v", hb)
+	}
+	if hb, _ := cli.Heartbeat(context.Background(), &v2pb.HeartbeatRequest{Group: &v2pb.Resource{Name: "GID_OTHER"}, ClientType: simple}); hb.GetStatus().GetCode() != v2pb.Code_CLIENT_ID_REQUIRED {
+		t.Fatalf("heartbeat without a client id: %v", hb)
+	}
+	if n, err := cli.NotifyClientTermination(ctx, &v2pb.NotifyClientTerminationRequest{Group: &v2pb.Resource{Name: group}}); err != nil || n.GetStatus().GetCode() != v2pb.Code_OK {
+		t.Fatalf("NotifyClientTermination: %v %v", n, err)
+	}
+	if ids := consumers.ClientIDs(group); len(ids) != 0 {
+		t.Fatalf("after NotifyClientTermination: clients %v", ids)
 	}
 }

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/grpcserver"
 	"github.com/rmqgo/rmq/broker/pop"
 	"github.com/rmqgo/rmq/broker/subscription"
@@ -312,3 +315,101 @@ func (g grpcBackend) ConsumeLimits() grpcserver.ConsumeLimits {
 
 // grpcBackend serves the consumer rpcs.
 var _ grpcserver.Consumer = grpcBackend{}
+
+// grpcClients holds a local channel (remoting.NewLocalChannel) per 5.x
+// consumer client, under which its heartbeats register it in the client
+// registry as a remoting consumer's connection does. A channel the
+// registry closed (no heartbeat for channelExpiredTimeout) is replaced on
+// the next heartbeat. The zero value is ready.
+type grpcClients struct {
+	mu    sync.Mutex
+	chans map[string]*remoting.Channel // by client id
+}
+
+// channel is the client's channel, made when it has none or its old one
+// was closed.
+func (c *grpcClients) channel(id, remote string) *remoting.Channel {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ch := c.chans[id]; ch != nil && ch.IsActive() {
+		return ch
+	}
+	if c.chans == nil {
+		c.chans = map[string]*remoting.Channel{}
+	}
+	ch := remoting.NewLocalChannel("grpc", remote, func(*remoting.Command) {})
+	c.chans[id] = ch
+	return ch
+}
+
+// drop forgets the client's channel and returns it (nil when none).
+func (c *grpcClients) drop(id string) *remoting.Channel {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := c.chans[id]
+	delete(c.chans, id)
+	return ch
+}
+
+// clientVersion is the remoting version ordinal of a 5.x client version
+// ("5.2.0" → V5_2_0), as the proxy's parseClientVersion; 0 when unknown.
+func clientVersion(v string) int32 {
+	want := "V" + strings.ReplaceAll(v, ".", "_")
+	for i := int32(0); i < 1000; i++ {
+		switch remoting.VersionDesc(i) {
+		case want:
+			return i
+		case "HIGHER_VERSION":
+			return 0
+		}
+	}
+	return 0
+}
+
+// ConsumerHeartbeat registers the client as the proxy does for 5.x
+// consumers: a HEART_BEAT of a CONSUME_POP, CLUSTERING consumer with the
+// subscriptions of its settings, on the client's local channel.
+func (g grpcBackend) ConsumerHeartbeat(ctx context.Context, c grpcserver.ClientInfo) error {
+	cd := client.ConsumerData{
+		GroupName: c.Group, ConsumeType: client.ConsumePop, MessageModel: client.Clustering,
+		ConsumeFromWhere: "CONSUME_FROM_LAST_OFFSET", SubscriptionDataSet: []client.SubscriptionData{},
+	}
+	for _, s := range c.Subscriptions {
+		sd, err := client.BuildSubscription(s.Topic, s.Exp, s.ExpType)
+		if err != nil {
+			continue // the pops of a bad expression are refused on their own
+		}
+		sd.SubVersion = time.Now().UnixMilli()
+		cd.SubscriptionDataSet = append(cd.SubscriptionDataSet, sd)
+	}
+	body, err := json.Marshal(client.HeartbeatData{ClientID: c.ID, ConsumerDataSet: []client.ConsumerData{cd}, ProducerDataSet: []client.ProducerData{}})
+	if err != nil {
+		return fmt.Errorf("heartbeat body: %w", err)
+	}
+	req := remoting.NewRequest(code.HeartBeat, nil, body)
+	req.Language, req.Version = remoting.ParseLanguage(c.Language), clientVersion(c.Version)
+	resp, err := g.handle(ctx, g.b.grpcClients.channel(c.ID, c.Remote), req)
+	if err != nil {
+		return err
+	}
+	if resp.Code != code.Success {
+		return fmt.Errorf("heartbeat: code %d: %s", resp.Code, resp.Remark)
+	}
+	return nil
+}
+
+// ConsumerGone unregisters the client (UNREGISTER_CLIENT) and closes its
+// channel.
+func (g grpcBackend) ConsumerGone(c grpcserver.ClientInfo) {
+	ch := g.b.grpcClients.drop(c.ID)
+	if ch == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	req := remoting.NewRequest(code.UnregisterClient, map[string]string{"clientID": c.ID, "consumerGroup": c.Group}, nil)
+	if _, err := g.handle(ctx, ch, req); err != nil {
+		g.b.log.Debug("grpc: unregister consumer", "group", c.Group, "clientId", c.ID, "err", err)
+	}
+	_ = ch.Close()
+}

@@ -128,10 +128,11 @@ func (m *messaging) ForwardMessageToDeadLetterQueue(ctx context.Context, req *v2
 	}, nil
 }
 
-// NotifyClientTermination is a client's goodbye. Nothing is registered
-// per client yet (un-acked messages come back when their invisible time
-// ends, as the proxy's), so there is nothing to release.
-func (m *messaging) NotifyClientTermination(context.Context, *v2pb.NotifyClientTerminationRequest) (*v2pb.NotifyClientTerminationResponse, error) {
+// NotifyClientTermination is a client's goodbye: a consumer leaves its
+// group's registration (its un-acked messages come back when their
+// invisible time ends, as with the proxy).
+func (m *messaging) NotifyClientTermination(ctx context.Context, req *v2pb.NotifyClientTerminationRequest) (*v2pb.NotifyClientTerminationResponse, error) {
+	m.consumerGone(ctx, req)
 	return &v2pb.NotifyClientTerminationResponse{Status: ok()}, nil
 }
 

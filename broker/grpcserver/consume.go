@@ -31,6 +31,10 @@ type Consumer interface {
 	DeadLetter(ctx context.Context, group, topic, msgID string, r Receipt) (Result, error)
 	// ConsumeLimits is the consumer configuration of the rpcs.
 	ConsumeLimits() ConsumeLimits
+	// ConsumerHeartbeat registers a consumer client with its group, as a
+	// remoting consumer's HEART_BEAT; ConsumerGone unregisters it.
+	ConsumerHeartbeat(ctx context.Context, c ClientInfo) error
+	ConsumerGone(c ClientInfo)
 }
 
 // ConsumeLimits are the consumer settings Apache's proxy reads from its

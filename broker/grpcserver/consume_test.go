@@ -32,6 +32,23 @@ type fakeConsumer struct {
 	dlq     []string // receipt handles dead-lettered
 	changed []string // receipt handles changed
 	result  Result   // ack / change / dead-letter answer
+	beats   []ClientInfo
+	gone    []ClientInfo
+}
+
+var _ Consumer = (*fakeConsumer)(nil)
+
+func (f *fakeConsumer) ConsumerHeartbeat(_ context.Context, c ClientInfo) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.beats = append(f.beats, c)
+	return nil
+}
+
+func (f *fakeConsumer) ConsumerGone(c ClientInfo) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gone = append(f.gone, c)
 }
 
 func (f *fakeConsumer) Group(name string) (Group, bool) { g, ok := f.groups[name]; return g, ok }

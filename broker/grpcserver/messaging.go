@@ -40,6 +40,7 @@ type messaging struct {
 	// routes (brokerIP1 and the listening port).
 	endpoint *v2pb.Endpoints
 	next     atomic.Uint64 // SendMessage's round robin
+	clients  clientTable   // consumers' settings (clients.go)
 }
 
 func newMessaging(b Backend, host string, port int) *messaging {
@@ -127,9 +128,12 @@ func acceptTypes(topicType string) []v2pb.MessageType {
 	return []v2pb.MessageType{v2pb.MessageType_NORMAL, v2pb.MessageType_FIFO, v2pb.MessageType_DELAY, v2pb.MessageType_TRANSACTION}
 }
 
-// Heartbeat keeps the client alive. Producers have nothing to register;
-// consumer groups (QueryAssignment, ReceiveMessage) are not served yet.
-func (m *messaging) Heartbeat(context.Context, *v2pb.HeartbeatRequest) (*v2pb.HeartbeatResponse, error) {
+// Heartbeat keeps the client alive. Consumers are registered with their
+// group (clients.go); producers have nothing to register.
+func (m *messaging) Heartbeat(ctx context.Context, req *v2pb.HeartbeatRequest) (*v2pb.HeartbeatResponse, error) {
+	if st := m.consumerHeartbeat(ctx, req); st != nil {
+		return &v2pb.HeartbeatResponse{Status: st}, nil
+	}
 	return &v2pb.HeartbeatResponse{Status: ok()}, nil
 }
 
@@ -152,6 +156,7 @@ func (m *messaging) Telemetry(stream v2pb.MessagingService_TelemetryServer) erro
 		if s == nil {
 			continue
 		}
+		m.rememberSettings(stream.Context(), s)
 		if err := stream.Send(&v2pb.TelemetryCommand{Status: ok(), Command: &v2pb.TelemetryCommand_Settings{Settings: m.settings(s)}}); err != nil {
 			return err
 		}
