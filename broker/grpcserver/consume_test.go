@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
@@ -512,5 +513,57 @@ func TestTelemetrySubscriptionSettings(t *testing.T) {
 			sp.GetLongPollingTimeout().AsDuration() != 20*time.Second || !tc.check(s) {
 			t.Errorf("group %s: settings %v", tc.group, s)
 		}
+	}
+}
+
+// TestConsumerHeartbeat: a consumer's heartbeat registers it with the
+// client id of its metadata and the subscriptions of its settings;
+// producers register nothing; NotifyClientTermination unregisters.
+func TestConsumerHeartbeat(t *testing.T) {
+	f := newFakeConsumer()
+	c, _ := messagingClient(t, f)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ctx = metadata.AppendToOutgoingContext(ctx, "x-mq-client-id", "cid", "x-mq-language", "GOLANG", "x-mq-client-version", "5.1.0")
+	stream, err := c.Telemetry(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	push := v2pb.ClientType_PUSH_CONSUMER
+	if err := stream.Send(&v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_Settings{Settings: &v2pb.Settings{
+		ClientType: &push, PubSub: &v2pb.Settings_Subscription{Subscription: &v2pb.Subscription{
+			Group:         &v2pb.Resource{Name: "G"},
+			Subscriptions: []*v2pb.SubscriptionEntry{{Topic: &v2pb.Resource{Name: "T"}, Expression: &v2pb.FilterExpression{Type: v2pb.FilterType_SQL, Expression: "a>1"}}},
+		}},
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Heartbeat(ctx, &v2pb.HeartbeatRequest{Group: &v2pb.Resource{Name: "G"}, ClientType: push})
+	if err != nil || r.GetStatus().GetCode() != v2pb.Code_OK {
+		t.Fatalf("Heartbeat: %v %v", r, err)
+	}
+	if r, _ := c.Heartbeat(ctx, &v2pb.HeartbeatRequest{ClientType: v2pb.ClientType_PRODUCER}); r.GetStatus().GetCode() != v2pb.Code_OK {
+		t.Fatalf("producer heartbeat: %v", r)
+	}
+	if r, _ := c.Heartbeat(ctx, &v2pb.HeartbeatRequest{Group: &v2pb.Resource{Name: "bad group!"}, ClientType: push}); r.GetStatus().GetCode() != v2pb.Code_ILLEGAL_CONSUMER_GROUP {
+		t.Fatalf("heartbeat of an illegal group: %v", r)
+	}
+	f.mu.Lock()
+	beats := f.beats
+	f.mu.Unlock()
+	if len(beats) != 1 || beats[0].ID != "cid" || beats[0].Group != "G" || beats[0].Language != "GOLANG" || beats[0].Version != "5.1.0" ||
+		beats[0].Remote == "" || len(beats[0].Subscriptions) != 1 || beats[0].Subscriptions[0] != (SubscriptionEntry{Topic: "T", ExpType: "SQL92", Exp: "a>1"}) {
+		t.Fatalf("registered %+v", beats)
+	}
+	if r, err := c.NotifyClientTermination(ctx, &v2pb.NotifyClientTerminationRequest{}); err != nil || r.GetStatus().GetCode() != v2pb.Code_OK {
+		t.Fatalf("NotifyClientTermination: %v %v", r, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.gone) != 1 || f.gone[0].ID != "cid" || f.gone[0].Group != "G" {
+		t.Fatalf("unregistered %+v, want cid of G (the group from its settings)", f.gone)
 	}
 }
