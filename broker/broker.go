@@ -329,6 +329,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 			}
 		}
 		if b.grpc != nil {
+			b.grpcClients.stopAll()
 			if err := b.grpc.Shutdown(ctx); err != nil {
 				errs = append(errs, err)
 			}

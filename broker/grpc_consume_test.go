@@ -308,3 +308,36 @@ func TestGrpcConsumerRegistered(t *testing.T) {
 		t.Fatalf("after NotifyClientTermination: clients %v", ids)
 	}
 }
+
+// TestGrpcReceiveEndsAtShutdown: a receive waiting in long polling is
+// answered when the broker stops, so the stop does not wait for the poll.
+func TestGrpcReceiveEndsAtShutdown(t *testing.T) {
+	const topic, group = "GrpcStop", "GID_GRPC_STOP"
+	b, cli := grpcConsumeBroker(t, topic)
+	done := make(chan v2pb.Code, 1)
+	go func() {
+		c, _, err := receiveStream(cli, receiveReq(topic, group, 2*time.Second, 8*time.Second))
+		if err != nil {
+			c = v2pb.Code_CODE_UNSPECIFIED
+		}
+		done <- c
+	}()
+	time.Sleep(500 * time.Millisecond)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := b.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("Shutdown took %v with a receive in long polling", d)
+	}
+	select {
+	case c := <-done:
+		if c != v2pb.Code_MESSAGE_NOT_FOUND {
+			t.Fatalf("receive ended with %v, want MESSAGE_NOT_FOUND", c)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("receive not ended by the stop")
+	}
+}

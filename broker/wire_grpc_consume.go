@@ -24,6 +24,10 @@ import (
 // remoting server, so 5.x consumers share the pop machinery (revive,
 // retry topics, DLQ, orderly pops) with remoting pop consumers.
 
+// popAnswerSlack is how long past its poll time a suspended pop's answer
+// is awaited.
+const popAnswerSlack = 2 * time.Second
+
 // initModeMax is Java's ConsumeInitMode.MAX: a new group starts at the
 // queue's end, as the proxy pops.
 const initModeMax = "1"
@@ -76,10 +80,21 @@ func (g grpcBackend) Pop(ctx context.Context, in grpcserver.PopRequest) (grpcser
 		return grpcserver.PopResult{}, err
 	}
 	if resp == nil { // suspended until a message comes or the poll ends
+		// The pop machinery answers at the poll's end; the timer only
+		// guards against an answer that never comes (its poller closed).
+		t := time.NewTimer(in.PollTime + popAnswerSlack)
+		defer t.Stop()
 		select {
 		case resp = <-resumed:
 		case <-ctx.Done():
 			return grpcserver.PopResult{}, fmt.Errorf("pop: %w", ctx.Err())
+		case <-t.C:
+			return grpcserver.PopResult{Code: code.PollingTimeout, Remark: "no answer from the suspended pop"}, nil
+		case <-g.b.grpcClients.stopping():
+			// The broker stops: end the receive now, as remoting pulls
+			// held at shutdown are answered, so that the endpoint's
+			// graceful stop does not wait for the poll's end.
+			return grpcserver.PopResult{Code: code.PollingTimeout, Remark: "the broker is stopping"}, nil
 		}
 	}
 	res := grpcserver.PopResult{Code: resp.Code, Remark: resp.Remark}
@@ -324,6 +339,31 @@ var _ grpcserver.Consumer = grpcBackend{}
 type grpcClients struct {
 	mu    sync.Mutex
 	chans map[string]*remoting.Channel // by client id
+	stop  chan struct{}                // closed when the broker stops
+}
+
+// stopping is closed once the broker stops (stopAll).
+func (c *grpcClients) stopping() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stop == nil {
+		c.stop = make(chan struct{})
+	}
+	return c.stop
+}
+
+// stopAll ends the receives waiting for a suspended pop.
+func (c *grpcClients) stopAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stop == nil {
+		c.stop = make(chan struct{})
+	}
+	select {
+	case <-c.stop:
+	default:
+		close(c.stop)
+	}
 }
 
 // channel is the client's channel, made when it has none or its old one
