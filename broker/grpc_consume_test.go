@@ -15,10 +15,14 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
+	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 )
 
 // grpcConsumeBroker starts a broker with the gRPC endpoint, short consumer
@@ -339,5 +343,72 @@ func TestGrpcReceiveEndsAtShutdown(t *testing.T) {
 		}
 	case <-time.After(3 * time.Second):
 		t.Fatal("receive not ended by the stop")
+	}
+}
+
+// TestGrpcReceiveFIFO: a FIFO group (consumeMessageOrderly) pops orderly:
+// the messages carry their message group, the queue gives nothing more
+// until they are acked or invisible again, and they come back in order
+// with delivery attempt 2; a remoting send is received over gRPC.
+func TestGrpcReceiveFIFO(t *testing.T) {
+	const topic, group = "GrpcFifo", "GID_GRPC_FIFO"
+	b, cli := grpcConsumeBroker(t, topic)
+	sg := subscription.NewGroupConfig(group)
+	sg.ConsumeMessageOrderly = true
+	if err := b.msg.subs.Update(sg); err != nil {
+		t.Fatal(err)
+	}
+	invoke := invoker(t, b)
+	for i := range 3 {
+		ext := remotingtest.SendExt(t, "pg", topic, 0, message.PropertyShardingKey, "g1", message.PropertyTags, "TagF",
+			message.PropertyUniqClientMessageIDKeyIdx, fmt.Sprintf("0100000000000000000000F00%d", i))
+		if resp := invoke(code.SendMessage, ext, []byte(fmt.Sprintf("fifo-%d", i))); resp.Code != code.Success {
+			t.Fatalf("send %d: %d %s", i, resp.Code, resp.Remark)
+		}
+	}
+	var got []*v2pb.Message
+	deadline := time.Now().Add(5 * time.Second)
+	for len(got) < 3 && time.Now().Before(deadline) {
+		_, msgs := receive(t, cli, receiveReq(topic, group, time.Second, 500*time.Millisecond))
+		got = append(got, msgs...)
+	}
+	check := func(msgs []*v2pb.Message, attempt int32) {
+		t.Helper()
+		if len(msgs) != 3 {
+			t.Fatalf("received %d messages, want 3: %v", len(msgs), msgs)
+		}
+		for i, m := range msgs {
+			sp := m.GetSystemProperties()
+			if string(m.GetBody()) != fmt.Sprintf("fifo-%d", i) || sp.GetMessageGroup() != "g1" || sp.GetMessageType() != v2pb.MessageType_FIFO ||
+				sp.GetDeliveryAttempt() != attempt || sp.GetTag() != "TagF" {
+				t.Fatalf("message %d: %v, want fifo-%d of group g1 (FIFO), attempt %d", i, m, i, attempt)
+			}
+		}
+	}
+	check(got, 1)
+	// Blocked while they are in flight.
+	if c, msgs := receive(t, cli, receiveReq(topic, group, time.Second, 300*time.Millisecond)); c != v2pb.Code_MESSAGE_NOT_FOUND {
+		t.Fatalf("receive while the FIFO queue is in flight: %v %v", c, msgs)
+	}
+	// Not acked: back in order after the invisible time, attempt 2.
+	var again []*v2pb.Message
+	deadline = time.Now().Add(8 * time.Second)
+	for len(again) < 3 && time.Now().Before(deadline) {
+		_, msgs := receive(t, cli, receiveReq(topic, group, 5*time.Second, time.Second))
+		again = append(again, msgs...)
+	}
+	check(again, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var entries []*v2pb.AckMessageEntry
+	for _, m := range again {
+		entries = append(entries, &v2pb.AckMessageEntry{MessageId: m.GetSystemProperties().GetMessageId(), ReceiptHandle: m.GetSystemProperties().GetReceiptHandle()})
+	}
+	ack, err := cli.AckMessage(ctx, &v2pb.AckMessageRequest{Group: &v2pb.Resource{Name: group}, Topic: &v2pb.Resource{Name: topic}, Entries: entries})
+	if err != nil || ack.GetStatus().GetCode() != v2pb.Code_OK {
+		t.Fatalf("ack: %v %v", ack, err)
+	}
+	if c, msgs := receive(t, cli, receiveReq(topic, group, time.Second, 1500*time.Millisecond)); c != v2pb.Code_MESSAGE_NOT_FOUND {
+		t.Fatalf("after acking the FIFO messages: %v %v", c, msgs)
 	}
 }
