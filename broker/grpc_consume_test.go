@@ -412,3 +412,64 @@ func TestGrpcReceiveFIFO(t *testing.T) {
 		t.Fatalf("after acking the FIFO messages: %v %v", c, msgs)
 	}
 }
+
+// TestGrpcDeadLetter: a message already delivered retryMaxTimes+1 times is
+// not received again but moved to %DLQ%group (as the proxy's receive
+// filter); ForwardMessageToDeadLetterQueue moves a received one at once.
+func TestGrpcDeadLetter(t *testing.T) {
+	const topic, group = "GrpcDlq", "GID_GRPC_DLQ"
+	b, cli := grpcConsumeBroker(t, topic)
+	sg := subscription.NewGroupConfig(group)
+	sg.RetryMaxTimes = 1 // two deliveries
+	if err := b.msg.subs.Update(sg); err != nil {
+		t.Fatal(err)
+	}
+	invoke := invoker(t, b)
+	for i := range 2 {
+		ext := remotingtest.SendExt(t, "pg", topic, 0, message.PropertyUniqClientMessageIDKeyIdx, fmt.Sprintf("0100000000000000000000D00%d", i))
+		if resp := invoke(code.SendMessage, ext, []byte(fmt.Sprintf("dlq-%d", i))); resp.Code != code.Success {
+			t.Fatalf("send %d: %d %s", i, resp.Code, resp.Remark)
+		}
+	}
+	dlq := protocol.DLQTopic(group)
+	inDLQ := func() int64 {
+		var n int64
+		for q := int32(0); q < 4; q++ {
+			n += max(b.Store().MaxOffset(dlq, q), 0)
+		}
+		return n
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// dlq-1 is forwarded by the client at its first delivery; dlq-0 is
+	// never acked: delivered twice, then dead-lettered by the receive.
+	attempts := map[string][]int32{}
+	deadline := time.Now().Add(12 * time.Second)
+	for inDLQ() < 2 && time.Now().Before(deadline) {
+		_, msgs := receive(t, cli, receiveReq(topic, group, time.Second, 500*time.Millisecond))
+		for _, m := range msgs {
+			body := string(m.GetBody())
+			attempts[body] = append(attempts[body], m.GetSystemProperties().GetDeliveryAttempt())
+			if body == "dlq-1" {
+				r, err := cli.ForwardMessageToDeadLetterQueue(ctx, &v2pb.ForwardMessageToDeadLetterQueueRequest{
+					Group: &v2pb.Resource{Name: group}, Topic: &v2pb.Resource{Name: topic},
+					ReceiptHandle: m.GetSystemProperties().GetReceiptHandle(), MessageId: m.GetSystemProperties().GetMessageId(),
+					DeliveryAttempt: m.GetSystemProperties().GetDeliveryAttempt(), MaxDeliveryAttempts: 2,
+				})
+				if err != nil || r.GetStatus().GetCode() != v2pb.Code_OK {
+					t.Fatalf("ForwardMessageToDeadLetterQueue: %v %v", r, err)
+				}
+			}
+		}
+	}
+	if fmt.Sprint(attempts["dlq-0"]) != "[1 2]" || fmt.Sprint(attempts["dlq-1"]) != "[1]" {
+		t.Fatalf("delivery attempts %v, want dlq-0 twice (1, 2) and dlq-1 once", attempts)
+	}
+	if n := inDLQ(); n != 2 {
+		t.Fatalf("%d messages in %s, want 2", n, dlq)
+	}
+	// Nothing comes back from the topic.
+	if c, msgs := receive(t, cli, receiveReq(topic, group, time.Second, 1500*time.Millisecond)); c != v2pb.Code_MESSAGE_NOT_FOUND {
+		t.Fatalf("after dead-lettering: %v %v", c, msgs)
+	}
+}
