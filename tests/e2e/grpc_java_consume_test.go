@@ -35,10 +35,10 @@ type javaReceived struct {
 // sends over remoting; the RocketMQ 5.x Java consumers (rocketmq-client-java
 // 5.2.0, scripts/java5-consumer.sh) receive over gRPC with the same message
 // id, body, tag, keys and user property, delivery attempt 1:
-//   - the SimpleConsumer acks all but one; after the invisible time only
+//   - the SimpleConsumer (over TLS) acks all but one; after the invisible time only
 //     the un-acked message comes back, with delivery attempt 2, and nothing
 //     else is redelivered;
-//   - the PushConsumer fails one message once; it comes back (attempt 2,
+//   - the PushConsumer (plaintext) fails one message once; it comes back (attempt 2,
 //     after the group's first retry delay) and nothing else is redelivered.
 //
 // Skips with a message when java or mvn is missing.
@@ -129,12 +129,13 @@ func TestGrpcJavaConsumers(t *testing.T) {
 	})
 }
 
-// runGrpcSimpleConsumer runs scripts/java5-consumer.sh simple (2 s
-// invisible time, 10 s to see the un-acked message back, then 2 s quiet)
-// and returns what it received first and after.
+// runGrpcSimpleConsumer runs scripts/java5-consumer.sh simple over TLS
+// (the broker's self-signed certificate; 2 s invisible time, 10 s to see
+// the un-acked message back, then 2 s quiet) and returns what it received
+// first and after.
 func runGrpcSimpleConsumer(t *testing.T, endpoint, topic, group string, count int, keep string) (first, again []javaReceived) {
 	t.Helper()
-	out := runGrpcJavaConsumerRaw(t, "simple", endpoint, topic, group, "false", strconv.Itoa(count), keep, "2", "10", "2")
+	out := runGrpcJavaConsumerRaw(t, "simple", endpoint, topic, group, "true", strconv.Itoa(count), keep, "2", "10", "2")
 	var res struct {
 		First []javaReceived `json:"first"`
 		Again []javaReceived `json:"again"`
