@@ -103,16 +103,17 @@ type Broker struct {
 	maps   mapping.Source
 	admin  *admin.Processor
 
-	server *remoting.Server
-	grpc   *grpcserver.Server // nil unless enableGrpcServer
+	server    *remoting.Server
+	grpc      *grpcserver.Server // nil unless enableGrpcServer
+	client    *remoting.Client
+	registrar *registry.Registrar
+	store     *store.Store
+	msg       *messaging
+	pools     map[processor.Pool]*remoting.Executor
+
 	// grpcClients are the 5.x consumers' registry channels
 	// (wire_grpc_consume.go).
 	grpcClients grpcClients
-	client      *remoting.Client
-	registrar   *registry.Registrar
-	store       *store.Store
-	msg         *messaging
-	pools       map[processor.Pool]*remoting.Executor
 
 	boot       time.Time
 	port       atomic.Int32
