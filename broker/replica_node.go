@@ -45,6 +45,9 @@ type replicaNode struct {
 	log *slog.Logger
 	ha  ha.Options
 	mgr *replica.Manager // set once wired
+	// haLn holds the HA port from start; each master term accepts
+	// through a view of it.
+	haLn *ha.Listener
 
 	mu     sync.Mutex
 	master *ha.AutoSwitchMaster
@@ -118,10 +121,7 @@ func (n *replicaNode) BecomeMaster(ctx context.Context, r replica.Role) error {
 		}
 	}
 	cl.SetConfirmOffset(end)
-	ln, err := n.b.haListen()
-	if err != nil {
-		return err
-	}
+	ln := n.haLn.View()
 	cfg := n.cfg()
 	m := ha.NewAutoSwitchMaster(cl, ln, n.ha, ha.AutoSwitchConfig{
 		SelfID:                 r.Self,

@@ -69,10 +69,18 @@ func (b *Broker) wireReplica(w *wiring, opts ha.Options) (send.Replicas, error) 
 	if err != nil {
 		return nil, fmt.Errorf("broker: controller mode: %w", err)
 	}
+	// The HA port is bound now, whatever the role, as Apache's broker
+	// does: a port taken by something else stops the start, not a later
+	// promotion.
+	ln, err := b.haListen()
+	if err != nil {
+		return nil, fmt.Errorf("broker: controller mode: %w", err)
+	}
+	n.haLn = ha.NewListener(ln, w.log.With("component", "ha"))
 	n.mgr = mgr
 	b.replica.Store(n)
 	w.m.starters = append(w.m.starters, mgr.Start)
-	w.m.closers = append(w.m.closers, n.close, mgr.Stop)
+	w.m.closers = append(w.m.closers, func() { _ = n.haLn.Close() }, n.close, mgr.Stop)
 
 	b.RegisterProcessor(code.GetBrokerHAStatus, func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 		return jsonResponse(req, n.status())

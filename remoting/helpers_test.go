@@ -50,14 +50,7 @@ func startServer(t testing.TB, mutate func(*ServerConfig), log *slog.Logger) *Se
 		t.Fatal(err)
 	}
 	s.Register(codeEcho, echo, nil)
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitDeadline)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-	})
+	testutil.StartWithShutdown(t, s, waitDeadline, t.Logf)
 	return s
 }
 

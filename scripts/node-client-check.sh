@@ -21,41 +21,10 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 nodedir="$here/node"
-node="${NODE:-node}"
-npm="${NPM:-npm}"
+# shellcheck source=node-lib.sh
+. "$here/node-lib.sh"
 
-if ! command -v "$node" >/dev/null 2>&1; then
-	echo "node/npm not available: node not found in PATH (install Node.js 18+, e.g. apt-get install nodejs npm)" >&2
-	exit 3
-fi
-
-stamp="$nodedir/node_modules/.rmqgo-npm-ci"
-installed_ok() {
-	[ -f "$stamp" ] && [ "$stamp" -nt "$nodedir/package-lock.json" ] && [ "$stamp" -nt "$nodedir/package.json" ] &&
-		[ -f "$nodedir/node_modules/ali-ons/package.json" ]
-}
-
-if ! installed_ok; then
-	if ! command -v "$npm" >/dev/null 2>&1; then
-		echo "node/npm not available: npm not found in PATH (install npm, e.g. apt-get install npm)" >&2
-		exit 3
-	fi
-	lockdir="${TMPDIR:-/tmp}"
-	exec 9>"$lockdir/rmqgo-node-client-check.lock"
-	if command -v flock >/dev/null 2>&1; then
-		flock 9
-	fi
-	if ! installed_ok; then
-		log="$(mktemp "${TMPDIR:-/tmp}/rmqgo-npm-ci.XXXXXX")"
-		if ! "$npm" ci --prefix "$nodedir" --no-audit --no-fund --ignore-scripts >"$log" 2>&1; then
-			cat "$log" >&2
-			echo "node-client-check.sh: npm ci --prefix scripts/node failed (log: $log)" >&2
-			exit 4
-		fi
-		rm -f "$log"
-		touch "$stamp"
-	fi
-	exec 9>&-
-fi
+find_node
+npm_install "$nodedir" ali-ons
 
 exec "$node" "$nodedir/client-check.js" "$@"

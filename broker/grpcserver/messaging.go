@@ -7,6 +7,9 @@ import (
 	"net"
 	"strconv"
 	"sync/atomic"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
 )
@@ -174,6 +177,7 @@ func (m *messaging) settings(client *v2pb.Settings) *v2pb.Settings {
 	}
 	switch ps := client.GetPubSub().(type) {
 	case *v2pb.Settings_Publishing:
+		out.BackoffPolicy = producerBackoff()
 		out.PubSub = &v2pb.Settings_Publishing{Publishing: &v2pb.Publishing{
 			Topics:              ps.Publishing.GetTopics(),
 			MaxBodySize:         int32(m.backend.MaxMessageSize()),
@@ -183,6 +187,18 @@ func (m *messaging) settings(client *v2pb.Settings) *v2pb.Settings {
 		m.subscriptionSettings(out, ps.Subscription)
 	}
 	return out
+}
+
+// producerBackoff is the send retry policy a producer gets, the proxy's
+// defaults (Apache proxy ProxyConfig: grpcClientProducerMaxAttempts 3,
+// backoff 10 ms doubling up to 1 s). Clients expect an exponential policy
+// here: the Node.js client fails its start without one.
+func producerBackoff() *v2pb.RetryPolicy {
+	return &v2pb.RetryPolicy{MaxAttempts: 3, Strategy: &v2pb.RetryPolicy_ExponentialBackoff{ExponentialBackoff: &v2pb.ExponentialBackoff{
+		Initial:    durationpb.New(10 * time.Millisecond),
+		Max:        durationpb.New(time.Second),
+		Multiplier: 2,
+	}}}
 }
 
 // hostPort splits an address for the route endpoint.

@@ -111,11 +111,8 @@ func newGetSyncStateSet(a *app) *cobra.Command {
 	c := newCmd("getSyncStateSet", "Fetch syncStateSet for target brokers.")
 	fs := c.Flags()
 	stringOpt(fs, &addr, "a", "controllerAddress", "the address of controller")
-	stringOpt(fs, &cluster, "c", "clusterName", "which cluster")
-	stringOpt(fs, &broker, "b", "brokerName", "which broker to fetch")
-	stringOpt(fs, &interval, "i", "interval", "the interval(second) of get info")
+	brokerOrClusterFlags(c, &broker, &cluster, &interval, "brokerName")
 	markRequired(c, "controllerAddress")
-	c.MarkFlagsOneRequired("brokerName", "clusterName")
 	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
 		ctx := cmd.Context()
 		addrs := controllerAddrs(addr)
@@ -168,6 +165,17 @@ func replicaIdentityString(r protocol.ReplicaIdentity) string {
 		r.BrokerName, r.BrokerID, r.BrokerAddress, r.Alive)
 }
 
+// brokerOrClusterFlags registers the options of the commands that ask
+// about the brokers of -b (brokerFlag) or of cluster -c, one of them
+// required, once or every -i seconds.
+func brokerOrClusterFlags(c *cobra.Command, broker, cluster, interval *string, brokerFlag string) {
+	fs := c.Flags()
+	stringOpt(fs, cluster, "c", "clusterName", "which cluster")
+	stringOpt(fs, broker, "b", brokerFlag, "which broker to fetch")
+	stringOpt(fs, interval, "i", "interval", "the interval(second) of get info")
+	c.MarkFlagsOneRequired(brokerFlag, "clusterName")
+}
+
 // ---- getBrokerEpoch / haStatus ----
 
 // newPerBrokerCmd is a command that asks brokers one by one, chosen by -b
@@ -182,11 +190,7 @@ func newPerBrokerCmd[T any](a *app, use, short, brokerFlag string,
 	show func(addr string, v *T) error) *cobra.Command {
 	var broker, cluster, interval string
 	c := newCmd(use, short)
-	fs := c.Flags()
-	stringOpt(fs, &cluster, "c", "clusterName", "which cluster")
-	stringOpt(fs, &broker, "b", brokerFlag, "which broker to fetch")
-	stringOpt(fs, &interval, "i", "interval", "the interval(second) of get info")
-	c.MarkFlagsOneRequired(brokerFlag, "clusterName")
+	brokerOrClusterFlags(c, &broker, &cluster, &interval, brokerFlag)
 	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
 		ctx := cmd.Context()
 		return a.repeatEvery(ctx, cmd, interval, use, func() error {
@@ -334,17 +338,7 @@ func newUpdateControllerConfig(a *app) *cobra.Command {
 		if err := c.UpdateControllerConfig(cmd.Context(), addrs, map[string]string{key: value}); err != nil {
 			return err
 		}
-		if a.json() {
-			return writeJSON(a.env.Stdout, struct {
-				Controllers []string `json:"controllers"`
-				Key         string   `json:"key"`
-				Value       string   `json:"value"`
-			}{addrs, key, value})
-		}
-		// Java prints the -a list split on ';' (List.toString).
-		servers := "[" + strings.Join(strings.Split(strings.TrimSpace(addr), ";"), ", ") + "]"
-		fmt.Fprintf(a.env.Stdout, "update controller config success!%s\n%s : %s\n", servers, key, value)
-		return nil
+		return a.emitConfigUpdated("controller", javaAddrList(addr), configUpdateJSON{Controllers: addrs, Key: key, Value: value})
 	})
 	return c
 }

@@ -96,15 +96,7 @@ func (a *app) withProducer(ctx context.Context, group string, f func(p *client.P
 }
 
 // splitNonBlank is StringUtils.split(s, ",") without blank entries, trimmed.
-func splitNonBlank(s string) []string {
-	var out []string
-	for _, id := range strings.Split(s, ",") {
-		if id = strings.TrimSpace(id); id != "" {
-			out = append(out, id)
-		}
-	}
-	return out
-}
+func splitNonBlank(s string) []string { return admin.SplitList(s, ",") }
 
 // ---- message detail (QueryMsgByIdSubCommand.printMsg) ----
 

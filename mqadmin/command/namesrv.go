@@ -63,23 +63,38 @@ func newUpdateNamesrvConfig(a *app) *cobra.Command {
 		if err := c.UpdateNamesrvConfig(cmd.Context(), map[string]string{key: value}); err != nil {
 			return err
 		}
-		if a.json() {
-			return writeJSON(a.env.Stdout, struct {
-				NameServers []string `json:"nameServers"`
-				Key         string   `json:"key"`
-				Value       string   `json:"value"`
-			}{c.NameServers(), key, value})
-		}
-		// Java prints the -n list (List.toString), or nothing when the
-		// address came from elsewhere.
+		// Java prints the -n list, or nothing when the address came from
+		// elsewhere.
 		servers := ""
 		if a.namesrvAddr != "" {
-			servers = "[" + strings.Join(strings.Split(strings.TrimSpace(a.namesrvAddr), ";"), ", ") + "]"
+			servers = javaAddrList(a.namesrvAddr)
 		}
-		fmt.Fprintf(a.env.Stdout, "update name server config success!%s\n%s : %s\n", servers, key, value)
-		return nil
+		return a.emitConfigUpdated("name server", servers, configUpdateJSON{NameServers: c.NameServers(), Key: key, Value: value})
 	})
 	return c
+}
+
+// configUpdateJSON is the --output json of updateNamesrvConfig (with
+// NameServers) and updateControllerConfig (with Controllers).
+type configUpdateJSON struct {
+	NameServers []string `json:"nameServers,omitempty"`
+	Controllers []string `json:"controllers,omitempty"`
+	Key         string   `json:"key"`
+	Value       string   `json:"value"`
+}
+
+// emitConfigUpdated prints a config update as the Java tools do: "update
+// <what> config success!<servers>", then "key : value".
+func (a *app) emitConfigUpdated(what, servers string, v configUpdateJSON) error {
+	return a.emit(v, func(w io.Writer) {
+		fmt.Fprintf(w, "update %s config success!%s\n%s : %s\n", what, servers, v.Key, v.Value)
+	})
+}
+
+// javaAddrList is an address option ("a;b") split on ';' as Java prints
+// the list (List.toString: "[a, b]").
+func javaAddrList(s string) string {
+	return "[" + strings.Join(strings.Split(strings.TrimSpace(s), ";"), ", ") + "]"
 }
 
 // ---- updateKvConfig / deleteKvConfig ----

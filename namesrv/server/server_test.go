@@ -41,16 +41,7 @@ func startServer(t *testing.T, cfg nsconfig.Config, opts ...Option) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
+	testutil.StartWithShutdown(t, s, 5*time.Second, t.Errorf)
 	return s
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/admin/admintest"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -455,14 +456,7 @@ func TestOverRemoting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
+	testutil.StartWithShutdown(t, srv, 2*time.Second, t.Logf)
 	addr := srv.Addr()
 	// The same server plays the nameserver and the broker.
 	fc.NameServers = []string{addr}

@@ -44,9 +44,13 @@ type Config struct {
 
 // ParseNameServers splits Apache's "a:9876;b:9876" form, trimming blanks
 // and dropping empty entries.
-func ParseNameServers(s string) []string {
+func ParseNameServers(s string) []string { return SplitList(s, ";") }
+
+// SplitList splits a list option of the Apache tools ("a;b", "x,y") on
+// sep, trimming blanks and dropping empty entries.
+func SplitList(s, sep string) []string {
 	var out []string
-	for _, p := range strings.Split(s, ";") {
+	for _, p := range strings.Split(s, sep) {
 		if p = strings.TrimSpace(p); p != "" {
 			out = append(out, p)
 		}

@@ -187,6 +187,17 @@ func TestStaticBadInput(t *testing.T) {
 			}
 		}
 	}
+	// dryRemap creates T with 4 queues on broker-a and returns the plan
+	// of a dry-run remap to broker-b, for a test to tamper with.
+	dryRemap := func(t *testing.T, fc *admintest.Cluster, c *admin.Client, o statictopic.Options) *statictopic.Plan {
+		t.Helper()
+		created(4, "broker-a")(t, fc, c, o)
+		dry, err := c.RemapStaticTopic(ctx, admin.StaticTopicRequest{Topic: "T", Brokers: []string{"broker-b"}, DryRun: true, Options: o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dry.Plan
+	}
 	for _, tc := range []struct {
 		name  string
 		remap bool
@@ -236,30 +247,21 @@ func TestStaticBadInput(t *testing.T) {
 			return admin.StaticTopicRequest{Topic: "T", Brokers: []string{"broker-b"}}
 		}, "share the physical queue"},
 		{"stale epoch file", true, func(t *testing.T, fc *admintest.Cluster, c *admin.Client, o statictopic.Options) admin.StaticTopicRequest {
-			created(4, "broker-a")(t, fc, c, o)
-			dry, err := c.RemapStaticTopic(ctx, admin.StaticTopicRequest{Topic: "T", Brokers: []string{"broker-b"}, DryRun: true, Options: o})
-			if err != nil {
-				t.Fatal(err)
-			}
+			plan := dryRemap(t, fc, c, o)
 			created(6, "broker-a")(t, fc, c, o) // the cluster moves on
-			return admin.StaticTopicRequest{Topic: "T", Brokers: []string{"broker-b"}, File: dry.Plan}
+			return admin.StaticTopicRequest{Topic: "T", Brokers: []string{"broker-b"}, File: plan}
 		}, "stale epoch"},
 		{"file with a physical queue mapped twice", true, func(t *testing.T, fc *admintest.Cluster, c *admin.Client, o statictopic.Options) admin.StaticTopicRequest {
-			created(4, "broker-a")(t, fc, c, o)
-			dry, err := c.RemapStaticTopic(ctx, admin.StaticTopicRequest{Topic: "T", Brokers: []string{"broker-b"}, DryRun: true, Options: o})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, items := range dry.Plan.BrokerConfigMap["broker-b"].MappingDetail.HostedQueues {
+			plan := dryRemap(t, fc, c, o)
+			for _, items := range plan.BrokerConfigMap["broker-b"].MappingDetail.HostedQueues {
 				items[len(items)-1].QueueID = 0
 			}
-			return admin.StaticTopicRequest{Topic: "T", Brokers: []string{"broker-b"}, File: dry.Plan}
+			return admin.StaticTopicRequest{Topic: "T", Brokers: []string{"broker-b"}, File: plan}
 		}, "share the physical queue"},
 		{"file for another topic", true, func(t *testing.T, fc *admintest.Cluster, c *admin.Client, o statictopic.Options) admin.StaticTopicRequest {
-			created(4, "broker-a")(t, fc, c, o)
-			dry, _ := c.RemapStaticTopic(ctx, admin.StaticTopicRequest{Topic: "T", Brokers: []string{"broker-b"}, DryRun: true, Options: o})
-			dry.Plan.Topic = "U"
-			return admin.StaticTopicRequest{Topic: "T", Brokers: []string{"broker-b"}, File: dry.Plan}
+			plan := dryRemap(t, fc, c, o)
+			plan.Topic = "U"
+			return admin.StaticTopicRequest{Topic: "T", Brokers: []string{"broker-b"}, File: plan}
 		}, "is for topic U"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

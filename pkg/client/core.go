@@ -111,6 +111,24 @@ func (g *groupClient) Start() error {
 	return g.core.startLoop(&g.life, g.kind, g.group, g.core.cfg.Logger)
 }
 
+// shutdownConsumer is the Shutdown of the pull and simple consumers:
+// cancelling the core context ends their long polls, ConsumeLoops and
+// Receives at once; then it waits for the calls in flight until ctx ends,
+// unregisters the group from the brokers if unregister, and closes the
+// connections. errKind names the consumer in the error of the wait.
+func (g *groupClient) shutdownConsumer(ctx context.Context, errKind string, unregister bool) error {
+	first, idle := g.life.close()
+	if !first {
+		return nil
+	}
+	g.core.stop()
+	drainErr := drain(ctx, idle)
+	if unregister {
+		g.core.unregister(ctx, "", g.group)
+	}
+	return g.core.finishShutdown(g.kind, errKind, g.group, "requests", drainErr)
+}
+
 // finishShutdown closes the connections of a kind client of group once
 // its calls in flight were waited for, logs that it shut down and returns
 // the close error, joined with drainErr, the wait's error, if any ("client:

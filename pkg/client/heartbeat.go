@@ -54,6 +54,26 @@ const (
 	subAll                 = "*"
 )
 
+// clusteringHeartbeat announces group as a clustering consumer (of
+// consumeType, starting at consumeFrom) of subs, and no producer group;
+// nil subs announce nothing (nil heartbeat).
+func clusteringHeartbeat(clientID, group, consumeType, consumeFrom string, subs []subscriptionData) *heartbeatData {
+	if subs == nil {
+		return nil
+	}
+	return &heartbeatData{
+		ClientID: clientID,
+		ConsumerDataSet: []consumerData{{
+			ConsumeFromWhere:    consumeFrom,
+			ConsumeType:         consumeType,
+			GroupName:           group,
+			MessageModel:        messageModelClustering,
+			SubscriptionDataSet: subs,
+		}},
+		ProducerDataSet: []producerData{},
+	}
+}
+
 // hasMembers reports whether the body announces anything.
 func (h *heartbeatData) hasMembers() bool {
 	return h != nil && (len(h.ProducerDataSet) > 0 || len(h.ConsumerDataSet) > 0)

@@ -183,15 +183,9 @@ func (o OffsetOption) String() string {
 	return fmt.Sprintf("%s(%d)", o.typ, o.value)
 }
 
-// liteOffsetWire is the offsetOption of a LiteSubscriptionDTO.
-type liteOffsetWire struct {
-	Type  string `json:"type"`
-	Value int64  `json:"value"`
-}
-
 // offsetWire checks opts (at most one) and returns its wire form, nil for
 // none.
-func offsetWire(opts []OffsetOption) (*liteOffsetWire, error) {
+func offsetWire(opts []OffsetOption) (*protocol.LiteOffsetOption, error) {
 	switch len(opts) {
 	case 0:
 		return nil, nil
@@ -206,5 +200,5 @@ func offsetWire(opts []OffsetOption) (*liteOffsetWire, error) {
 	default:
 		return nil, fmt.Errorf("client: subscribe lite: bad offset option %v", o)
 	}
-	return &liteOffsetWire{Type: o.typ, Value: o.value}, nil
+	return &protocol.LiteOffsetOption{Type: o.typ, Value: o.value}, nil
 }

@@ -272,25 +272,12 @@ func (c *LitePushConsumer) changeLite(ctx context.Context, verb, name string, ch
 	return change(addrs)
 }
 
-// liteSubscriptionDTO is LiteSubscriptionDTO (fields in fastjson order).
-type liteSubscriptionDTO struct {
-	Action       string          `json:"action"`
-	ClientID     string          `json:"clientId"`
-	Group        string          `json:"group"`
-	LiteTopicSet []string        `json:"liteTopicSet"`
-	OffsetOption *liteOffsetWire `json:"offsetOption,omitempty"`
-	Topic        string          `json:"topic"`
-	Version      int64           `json:"version"`
-}
-
 // subscriptionBody builds a LITE_SUBSCRIPTION_CTL body with one entry.
-func (c *LitePushConsumer) subscriptionBody(action string, lites []string, opt *liteOffsetWire) []byte {
+func (c *LitePushConsumer) subscriptionBody(action string, lites []string, opt *protocol.LiteOffsetOption) []byte {
 	if lites == nil {
 		lites = []string{}
 	}
-	return protocol.MustMarshal(struct {
-		SubscriptionSet []liteSubscriptionDTO `json:"subscriptionSet"`
-	}{[]liteSubscriptionDTO{{
+	return protocol.MustMarshal(protocol.LiteSubscriptionCtlBody{SubscriptionSet: []protocol.LiteSubscriptionDTO{{
 		Action:       action,
 		ClientID:     c.core.clientID,
 		Group:        c.cfg.Group,
@@ -498,15 +485,6 @@ func (c *LitePushConsumer) onNotifyUnsubscribe(ctx context.Context, _ *remoting.
 // subscriptions (lite subscriptions travel in LITE_SUBSCRIPTION_CTL), so
 // admin tools list the client.
 func (c *LitePushConsumer) heartbeatData() *heartbeatData {
-	return &heartbeatData{
-		ClientID: c.core.clientID,
-		ConsumerDataSet: []consumerData{{
-			ConsumeFromWhere:    consumeFromLastOffset,
-			ConsumeType:         consumePop,
-			GroupName:           c.cfg.Group,
-			MessageModel:        messageModelClustering,
-			SubscriptionDataSet: []subscriptionData{},
-		}},
-		ProducerDataSet: []producerData{},
-	}
+	// An empty set, not nil: the group is announced with no subscription.
+	return clusteringHeartbeat(c.core.clientID, c.cfg.Group, consumePop, consumeFromLastOffset, []subscriptionData{})
 }

@@ -35,17 +35,7 @@ func NewPullConsumer(cfg PullConsumerConfig) (*PullConsumer, error) {
 // their offsets) and waits for requests in flight until ctx ends, then
 // unregisters from the brokers and closes the connections.
 func (c *PullConsumer) Shutdown(ctx context.Context) error {
-	first, idle := c.life.close()
-	if !first {
-		return nil
-	}
-	// Cancelling the core context ends ConsumeLoops and long polls at once.
-	c.core.stop()
-	drainErr := drain(ctx, idle)
-	if !c.subs.empty() {
-		c.core.unregister(ctx, "", c.cfg.Group)
-	}
-	return c.core.finishShutdown("pull consumer", "consumer", c.cfg.Group, "requests", drainErr)
+	return c.shutdownConsumer(ctx, "consumer", !c.subs.empty())
 }
 
 // ClientID is the id brokers know this consumer by (ip@instance).
@@ -73,21 +63,7 @@ func (c *PullConsumer) Unsubscribe(topic string) {
 // heartbeatData announces the group with its subscriptions, if any, as a
 // pull ("CONSUME_ACTIVELY") clustering consumer.
 func (c *PullConsumer) heartbeatData() *heartbeatData {
-	subs := c.subs.sorted()
-	if subs == nil {
-		return nil
-	}
-	return &heartbeatData{
-		ClientID: c.core.clientID,
-		ConsumerDataSet: []consumerData{{
-			ConsumeFromWhere:    consumeFromLastOffset,
-			ConsumeType:         consumeActively,
-			GroupName:           c.cfg.Group,
-			MessageModel:        messageModelClustering,
-			SubscriptionDataSet: subs,
-		}},
-		ProducerDataSet: []producerData{},
-	}
+	return clusteringHeartbeat(c.core.clientID, c.cfg.Group, consumeActively, consumeFromLastOffset, c.subs.sorted())
 }
 
 // Queues lists the readable queues of topic (Java's

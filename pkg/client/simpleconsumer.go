@@ -103,14 +103,7 @@ func NewSimpleConsumer(cfg SimpleConsumerConfig) (*SimpleConsumer, error) {
 // others until ctx ends, unregisters and closes the connections. Messages
 // received but not acked are delivered again once invisible no longer.
 func (c *SimpleConsumer) Shutdown(ctx context.Context) error {
-	first, idle := c.life.close()
-	if !first {
-		return nil
-	}
-	c.core.stop()
-	drainErr := drain(ctx, idle)
-	c.core.unregister(ctx, "", c.cfg.Group)
-	return c.core.finishShutdown("simple consumer", "simple consumer", c.cfg.Group, "requests", drainErr)
+	return c.shutdownConsumer(ctx, "simple consumer", true)
 }
 
 // ClientID is the id brokers know this consumer by.
@@ -134,22 +127,10 @@ func (c *SimpleConsumer) Unsubscribe(topic string) {
 	c.subs.remove(topic)
 }
 
+// heartbeatData announces the group with its subscriptions, if any, as a
+// pop clustering consumer.
 func (c *SimpleConsumer) heartbeatData() *heartbeatData {
-	set := c.subs.sorted()
-	if set == nil {
-		return nil
-	}
-	return &heartbeatData{
-		ClientID: c.core.clientID,
-		ConsumerDataSet: []consumerData{{
-			ConsumeFromWhere:    c.cfg.ConsumeFrom.String(),
-			ConsumeType:         consumePop,
-			GroupName:           c.cfg.Group,
-			MessageModel:        messageModelClustering,
-			SubscriptionDataSet: set,
-		}},
-		ProducerDataSet: []producerData{},
-	}
+	return clusteringHeartbeat(c.core.clientID, c.cfg.Group, consumePop, c.cfg.ConsumeFrom.String(), c.subs.sorted())
 }
 
 // Receive pops up to maxNum messages (1…32) of one subscribed topic

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rmqgo/rmq/internal/testutil/fakens"
+	"github.com/rmqgo/rmq/pkg/client/clienttest"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -158,13 +159,7 @@ func (f *staticFake) remap(g int, b string, publish bool) {
 func TestStaticSendFollowsRemap(t *testing.T) {
 	f := startStaticFake(t)
 	p, err := NewProducer(ProducerConfig{CommonConfig: CommonConfig{NameServers: []string{f.ns.Addr()}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Shutdown(context.Background())
+	p = clienttest.Started(t, p, err)
 	ctx := context.Background()
 	send := func() *SendResult {
 		t.Helper()
@@ -230,13 +225,7 @@ func TestStaticSendFollowsRemap(t *testing.T) {
 func TestStaticPullAndOffsets(t *testing.T) {
 	f := startStaticFake(t)
 	c, err := NewPullConsumer(PullConsumerConfig{CommonConfig: CommonConfig{NameServers: []string{f.ns.Addr()}}, Group: "g"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Shutdown(context.Background())
+	c = clienttest.Started(t, c, err)
 	ctx := context.Background()
 	qs, err := c.Queues(ctx, "T")
 	if err != nil || !slices.Equal(qs, []protocol.MessageQueue{mockQ("T", 0), mockQ("T", 1)}) {

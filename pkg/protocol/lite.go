@@ -105,3 +105,27 @@ type ListLiteTopicsResponseBody struct {
 	ParentTopic string           `json:"parentTopic"`
 	Total       int              `json:"total"`
 }
+
+// LiteSubscriptionCtlBody is LiteSubscriptionCtlRequestBody, the
+// LITE_SUBSCRIPTION_CTL body.
+type LiteSubscriptionCtlBody struct {
+	SubscriptionSet []LiteSubscriptionDTO `json:"subscriptionSet"`
+}
+
+// LiteSubscriptionDTO is one subscription change of a consumer client.
+type LiteSubscriptionDTO struct {
+	Action       string            `json:"action"`
+	ClientID     string            `json:"clientId"`
+	Group        string            `json:"group"`
+	LiteTopicSet []string          `json:"liteTopicSet"`
+	OffsetOption *LiteOffsetOption `json:"offsetOption,omitempty"`
+	Topic        string            `json:"topic"`
+	Version      int64             `json:"version"`
+}
+
+// LiteOffsetOption is the OffsetOption of a LiteSubscriptionDTO: where a
+// newly subscribed lite topic starts (Type POLICY, OFFSET or TAIL_N).
+type LiteOffsetOption struct {
+	Type  string `json:"type"`
+	Value int64  `json:"value"`
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,7 +23,6 @@ import (
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
-	"github.com/rmqgo/rmq/pkg/statictopic"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
@@ -283,7 +283,7 @@ func TestPopAndLiteOnPromotedSlave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startWithShutdown(t, sc)
+	testutil.StartWithShutdown(t, sc, 5*time.Second, t.Logf)
 	if err := sc.Subscribe(popTopic, "*", "TAG"); err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func TestPopAndLiteOnPromotedSlave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startWithShutdown(t, lc)
+	testutil.StartWithShutdown(t, lc, 5*time.Second, t.Logf)
 	for i := range lites {
 		if err := lc.SubscribeLite(ctx, fmt.Sprintf("lf-%d", i)); err != nil {
 			t.Fatal(err)
@@ -430,36 +430,7 @@ func checkStaticRead(t *testing.T, ctx context.Context, cc client.CommonConfig, 
 	pc, err := client.NewPullConsumer(client.PullConsumerConfig{CommonConfig: cc, Group: topic + "_reader"})
 	pc = started(t, pc, err)
 	defer pc.Shutdown(context.Background())
-	queues, err := pc.Queues(ctx, topic)
-	if err != nil || len(queues) != 4 {
-		t.Fatalf("logic queues of %s: %v %v", topic, queues, err)
-	}
-	got := map[string]sentMsg{}
-	for _, mq := range queues {
-		if mq.BrokerName != statictopic.MockBrokerName("") {
-			t.Fatalf("queue %v is not a logic queue", mq)
-		}
-		end, err := pc.GetMaxOffset(ctx, mq)
-		if err != nil {
-			t.Fatalf("max offset of %v: %v", mq, err)
-		}
-		for off := int64(0); off < end; {
-			res, err := pc.Pull(ctx, client.PullRequest{Queue: mq, Offset: off, MaxNums: 32})
-			if err != nil {
-				t.Fatalf("pull %v at %d: %v", mq, off, err)
-			}
-			for _, m := range res.Messages {
-				if _, dup := got[string(m.Body)]; dup {
-					t.Fatalf("%s read twice", m.Body)
-				}
-				got[string(m.Body)] = sentMsg{queue: mq.QueueID, offset: m.QueueOffset}
-			}
-			if res.NextBeginOffset <= off {
-				t.Fatalf("%v: nothing at %d below the max offset %d", mq, off, end)
-			}
-			off = res.NextBeginOffset
-		}
-	}
+	got, _ := readLogicQueues(t, ctx, pc, topic, 4)
 	for body, s := range sent {
 		if g, ok := got[body]; !ok || g.queue != s.queue || g.offset != s.offset {
 			t.Errorf("%s sent to logic queue %d offset %d, read: %+v (found %v)", body, s.queue, s.offset, g, ok)
@@ -471,25 +442,6 @@ func checkStaticRead(t *testing.T, ctx context.Context, cc client.CommonConfig, 
 	t.Logf("static topic: %d messages read back at their logic offsets", len(got))
 }
 
-// startWithShutdown starts an SDK client and shuts it down (5 s bound)
-// when the test ends.
-func startWithShutdown(t *testing.T, c interface {
-	Start() error
-	Shutdown(context.Context) error
-}) {
-	t.Helper()
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := c.Shutdown(ctx); err != nil {
-			t.Logf("shutdown: %v", err)
-		}
-	})
-}
-
 // TestFencedBrokerAnswersServiceNotAvailable: a controller-mode broker
 // that cannot reach any controller stays fenced (it has no role and runs
 // as SLAVE meanwhile); producers must be told SERVICE_NOT_AVAILABLE (14),
@@ -499,16 +451,38 @@ func TestFencedBrokerAnswersServiceNotAvailable(t *testing.T) {
 	t.Parallel()
 	bin := harness.BuildBinaries(t, harness.Broker)
 	dir := t.TempDir()
-	port := harness.FreePort(t)
+	port, haPort := harness.FreePort(t), harness.LatePort(t)
 	props := framework.BrokerProps("FencedCluster", "broker-f", 0, port, harness.FreeAddr(t), dir, map[string]string{
 		"brokerId": "-1", "brokerRole": "SLAVE", "enableControllerMode": "true",
-		"controllerAddr": harness.FreeAddr(t), "haListenPort": strconv.Itoa(harness.LatePort(t)),
+		"controllerAddr": harness.FreeAddr(t), "haListenPort": strconv.Itoa(haPort),
 	})
 	b := &ctrlBroker{addr: fmt.Sprintf("127.0.0.1:%d", port), direct: fmt.Sprintf("127.0.0.1:%d", port), conf: filepath.Join(dir, "broker.conf")}
 	if err := framework.WriteProps(b.conf, props); err != nil {
 		t.Fatal(err)
 	}
 	b.start(t, bin, 0)
+
+	// Its HA port is bound from the start, before any role, as Apache's
+	// broker binds it: nothing can take it before a promotion.
+	if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", haPort)); err == nil {
+		ln.Close()
+		t.Fatalf("a fenced controller-mode broker left its HA port %d free", haPort)
+	}
+	// And a broker whose HA port is taken does not start (a promotion
+	// would fail later).
+	dir2 := t.TempDir()
+	props2 := framework.BrokerProps("FencedCluster", "broker-g", 0, harness.FreePort(t), harness.FreeAddr(t), dir2, map[string]string{
+		"brokerId": "-1", "brokerRole": "SLAVE", "enableControllerMode": "true",
+		"controllerAddr": harness.FreeAddr(t), "haListenPort": strconv.Itoa(haPort),
+	})
+	conf2 := filepath.Join(dir2, "broker.conf")
+	if err := framework.WriteProps(conf2, props2); err != nil {
+		t.Fatal(err)
+	}
+	p2 := harness.StartProcessWith(t, harness.ProcOptions{Name: "broker-g"}, filepath.Join(bin, harness.Broker), "-c", conf2)
+	if err := p2.WaitTimeout(30 * time.Second); err == nil || !strings.Contains(p2.Logs(), "HA listener") {
+		t.Fatalf("a controller-mode broker whose HA port is taken: exit %v (want a failure naming the HA listener)\n%s", err, p2.Logs())
+	}
 	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
 	defer rc.Close()
 	for _, req := range []*remoting.Command{sendV2Request("FencedTopic", "TBW102", 0, []byte("x")), sendV1Request("FencedTopic", 0, []byte("x"))} {

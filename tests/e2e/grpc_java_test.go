@@ -18,7 +18,6 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
 	"github.com/rmqgo/rmq/tests/e2e/harness"
-	"github.com/rmqgo/rmq/tests/framework"
 )
 
 // TestGrpcJavaProducerClientGoConsumer: one store, two protocols (issue
@@ -31,15 +30,8 @@ import (
 func TestGrpcJavaProducerClientGoConsumer(t *testing.T) {
 	skipShort(t, "real processes and a Java 5.x client")
 	t.Parallel()
-	grpcPort := harness.FreePort(t)
-	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
-		"enableGrpcServer": "true",
-		"grpcServerPort":   strconv.Itoa(grpcPort),
-	}})
 	const topic = "GrpcJavaTopic"
-	mqadmin(t, c, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", topic, "-r", "2", "-w", "2")
-
-	endpoint := "127.0.0.1:" + strconv.Itoa(grpcPort)
+	c, endpoint := startGrpcCluster(t, topic)
 	sent := map[string]string{} // message id → body
 	for _, tls := range []bool{true, false} {
 		prefix := fmt.Sprintf("tls-%v", tls)

@@ -293,15 +293,6 @@ func TestHAScenarioSlavePartition(t *testing.T) {
 	sendsSucceedAfter(t, run, confirmed)
 
 	heal()
-	healedAt := time.Now()
-	var grown protocol.ReplicasInfo
-	testutil.WaitFor(t, 15*time.Second, "the slave back in the SyncStateSet", func() bool {
-		grown, _ = c.syncState()
-		return inSync(grown, id)
-	})
-	t.Logf("slave back in the set %v after the heal: %+v", time.Since(healedAt), grown)
-	if grown.SyncStateSetEpoch != shrunk.SyncStateSetEpoch+1 || len(grown.InSyncReplicas) != 3 || grown.MasterEpoch != before.MasterEpoch {
-		t.Fatalf("after the heal: %+v, shrunk %+v", grown, shrunk)
-	}
+	c.waitRegrown(t, before, shrunk, id, time.Now(), "the heal")
 	drainNoLoss(t, c, run, name+"_cg", 20*time.Second)
 }

@@ -56,13 +56,8 @@ func startChaos(t *testing.T, c *ctrlCluster, name string) *chaos.Run {
 // mustSyncState reads the set's replica info from the controller leader.
 func (c *ctrlCluster) mustSyncState(t *testing.T) protocol.ReplicasInfo {
 	t.Helper()
-	var ri protocol.ReplicasInfo
-	testutil.WaitFor(t, 10*time.Second, "the SyncStateSet from a controller leader", func() bool {
-		var ok bool
-		ri, ok = c.syncState()
-		return ok
-	})
-	return ri
+	return c.waitSyncState(t, 10*time.Second, "the SyncStateSet from a controller leader",
+		func(protocol.ReplicasInfo) bool { return true })
 }
 
 // fullSyncState waits until all three replicas are in the SyncStateSet
@@ -72,11 +67,19 @@ func (c *ctrlCluster) mustSyncState(t *testing.T) protocol.ReplicasInfo {
 // allAckInSyncStateSet only the set's members hold every acked message).
 func (c *ctrlCluster) fullSyncState(t *testing.T) protocol.ReplicasInfo {
 	t.Helper()
+	return c.waitSyncState(t, 20*time.Second, "all three replicas in the SyncStateSet",
+		func(ri protocol.ReplicasInfo) bool { return len(ri.InSyncReplicas) == 3 })
+}
+
+// waitSyncState waits until a controller leader answers with a set that
+// satisfies ok, and returns it.
+func (c *ctrlCluster) waitSyncState(t *testing.T, timeout time.Duration, what string, ok func(protocol.ReplicasInfo) bool) protocol.ReplicasInfo {
+	t.Helper()
 	var ri protocol.ReplicasInfo
-	testutil.WaitFor(t, 20*time.Second, "all three replicas in the SyncStateSet", func() bool {
-		var ok bool
-		ri, ok = c.syncState()
-		return ok && len(ri.InSyncReplicas) == 3
+	testutil.WaitFor(t, timeout, what, func() bool {
+		var found bool
+		ri, found = c.syncState()
+		return found && ok(ri)
 	})
 	return ri
 }
@@ -114,6 +117,23 @@ func (c *ctrlCluster) waitShrunk(t *testing.T, before protocol.ReplicasInfo, id 
 		t.Fatalf("after slave %d failed: %+v, before %+v", id, shrunk, before)
 	}
 	return shrunk, seen
+}
+
+// waitRegrown waits until replica id, failed into shrunk, is back in the
+// controller's set (since: the moment it came back, by after: "the heal",
+// "its restart") and checks it is the one change: syncStateSetEpoch + 1,
+// all three replicas, the master epoch of before.
+func (c *ctrlCluster) waitRegrown(t *testing.T, before, shrunk protocol.ReplicasInfo, id int64, since time.Time, after string) {
+	t.Helper()
+	var grown protocol.ReplicasInfo
+	testutil.WaitFor(t, 15*time.Second, "the slave back in the SyncStateSet after "+after, func() bool {
+		grown, _ = c.syncState()
+		return inSync(grown, id)
+	})
+	t.Logf("slave back in the set %v after %s: %+v", time.Since(since), after, grown)
+	if grown.SyncStateSetEpoch != shrunk.SyncStateSetEpoch+1 || len(grown.InSyncReplicas) != 3 || grown.MasterEpoch != before.MasterEpoch {
+		t.Fatalf("after %s: %+v, shrunk %+v", after, grown, shrunk)
+	}
 }
 
 // aSlave is a replica other than the first master.
@@ -174,16 +194,7 @@ func TestHAScenarioSlaveKill(t *testing.T) {
 	sendsSucceedAfter(t, run, confirmed)
 
 	slave.start(t, c.bin, -1)
-	restarted := time.Now()
-	var grown protocol.ReplicasInfo
-	testutil.WaitFor(t, 15*time.Second, "the restarted slave back in the SyncStateSet", func() bool {
-		grown, _ = c.syncState()
-		return inSync(grown, id)
-	})
-	t.Logf("slave back in the set %v after its restart: %+v", time.Since(restarted), grown)
-	if grown.SyncStateSetEpoch != shrunk.SyncStateSetEpoch+1 || len(grown.InSyncReplicas) != 3 || grown.MasterEpoch != before.MasterEpoch {
-		t.Fatalf("after the restart: %+v, shrunk %+v", grown, shrunk)
-	}
+	c.waitRegrown(t, before, shrunk, id, time.Now(), "its restart")
 	drainNoLoss(t, c, run, "ScenSlaveKill_cg", 20*time.Second)
 }
 

@@ -61,16 +61,7 @@ func (e *liteSDKEnv) consumer(t *testing.T, instance, group string, h client.Lit
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := lc.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown %s: %v", instance, err)
-		}
-	})
+	testutil.StartWithShutdown(t, lc, 5*time.Second, t.Errorf)
 	return lc
 }
 

@@ -442,23 +442,7 @@ func sdkOrderly(t *testing.T, env *sdkEnv) {
 		}
 		return nil
 	})
-	p := env.producer(t, "sdk_order_pg")
-	queueOf := map[string]int{}
-	for seq := range perKey {
-		for k := range keys {
-			key := "k" + strconv.Itoa(k)
-			m := &message.Message{Topic: topic, Body: []byte(key + "/" + strconv.Itoa(seq))}
-			m.SetProperty("seq", strconv.Itoa(seq))
-			res, err := p.SendOrderly(ctx, m, key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if q, ok := queueOf[key]; ok && q != res.Queue.QueueID {
-				t.Fatalf("key %s went to queues %d and %d", key, q, res.Queue.QueueID)
-			}
-			queueOf[key] = res.Queue.QueueID
-		}
-	}
+	sendKeyedInOrder(ctx, t, env.producer(t, "sdk_order_pg"), topic, keys, perKey)
 	testutil.Eventually(t, 20*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
@@ -1059,6 +1043,29 @@ func sdkSendKinds(t *testing.T, env *sdkEnv) {
 // started again (same instance) continues every queue where it stopped:
 // per key (and so per queue) the sequence never jumps ahead or goes back
 // to an earlier message after a later one.
+// sendKeyedInOrder sends perKey messages for each of keys sharding keys
+// "k0", "k1"... (round by round), each with its sequence number in property
+// seq, and fails t unless a key's messages all go to one queue.
+func sendKeyedInOrder(ctx context.Context, t *testing.T, p *client.Producer, topic string, keys, perKey int) {
+	t.Helper()
+	queueOf := map[string]int{}
+	for seq := range perKey {
+		for k := range keys {
+			key := "k" + strconv.Itoa(k)
+			m := &message.Message{Topic: topic, Body: []byte(key + "/" + strconv.Itoa(seq))}
+			m.SetProperty("seq", strconv.Itoa(seq))
+			res, err := p.SendOrderly(ctx, m, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q, ok := queueOf[key]; ok && q != res.Queue.QueueID {
+				t.Fatalf("key %s went to queues %d and %d", key, q, res.Queue.QueueID)
+			}
+			queueOf[key] = res.Queue.QueueID
+		}
+	}
+}
+
 func sdkOrderlyRestart(t *testing.T, env *sdkEnv) {
 	t.Parallel()
 	const topic, group, keys, perKey = "SdkOrderRestart", "sdk_order_restart_cg", 8, 40
@@ -1090,17 +1097,7 @@ func sdkOrderlyRestart(t *testing.T, env *sdkEnv) {
 		return client.ConsumeSuccess
 	}
 	orderly := func(cfg *client.PushConsumerConfig) { cfg.Orderly = true }
-	p := env.producer(t, "sdk_order_restart_pg")
-	for seq := range perKey {
-		for k := range keys {
-			key := "k" + strconv.Itoa(k)
-			m := &message.Message{Topic: topic, Body: []byte(key + "/" + strconv.Itoa(seq))}
-			m.SetProperty("seq", strconv.Itoa(seq))
-			if _, err := p.SendOrderly(ctx, m, key); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	sendKeyedInOrder(ctx, t, env.producer(t, "sdk_order_restart_pg"), topic, keys, perKey)
 	const total = keys * perKey
 	a := env.pushConsumer(t, "or", group, topic, handler, orderly)
 	testutil.Eventually(t, 15*time.Second, func() error {

@@ -103,6 +103,57 @@ func (g *commitGroup) expectCommitted(t *testing.T, want map[int]int64, when str
 // logicMsg is a consumed message's logic offset and store time.
 type logicMsg struct{ offset, stored int64 }
 
+// readLogicQueues pulls each of the n logic queues of a static topic from
+// offset 0 up to its max offset and returns where every message body was
+// read (logic queue and offset); stored has each queue's messages in
+// offset order. It fails t on a queue that is not a logic queue, a message
+// read twice or out of offset order, or a queue that stops short of its
+// max offset.
+func readLogicQueues(t *testing.T, ctx context.Context, pc *client.PullConsumer, topic string, n int) (got map[string]sentMsg, stored map[int][]logicMsg) {
+	t.Helper()
+	queues, err := pc.Queues(ctx, topic)
+	if err != nil || len(queues) != n {
+		t.Fatalf("logic queues of %s: %v %v, want %d", topic, queues, err, n)
+	}
+	got, stored = map[string]sentMsg{}, map[int][]logicMsg{}
+	for _, mq := range queues {
+		if mq.BrokerName != statictopic.MockBrokerName("") {
+			t.Fatalf("queue %v is not a logic queue", mq)
+		}
+		maxOff, err := pc.GetMaxOffset(ctx, mq)
+		if err != nil {
+			t.Fatalf("max offset of %v: %v", mq, err)
+		}
+		off, last := int64(0), int64(-1)
+		for steps := 0; off < maxOff; steps++ {
+			if steps > 10000 {
+				t.Fatalf("%v: no progress at offset %d (max %d)", mq, off, maxOff)
+			}
+			res, err := pc.Pull(ctx, client.PullRequest{Queue: mq, Offset: off, MaxNums: 32})
+			if err != nil {
+				t.Fatalf("pull %v at %d: %v", mq, off, err)
+			}
+			for _, m := range res.Messages {
+				body := string(m.Body)
+				if _, dup := got[body]; dup {
+					t.Fatalf("%s read twice", body)
+				}
+				if int(m.QueueID) != mq.QueueID || m.QueueOffset <= last || m.QueueOffset < off {
+					t.Fatalf("%v: %s at queue %d offset %d after offset %d (pulled at %d)", mq, body, m.QueueID, m.QueueOffset, last, off)
+				}
+				last = m.QueueOffset
+				got[body] = sentMsg{queue: mq.QueueID, offset: m.QueueOffset}
+				stored[mq.QueueID] = append(stored[mq.QueueID], logicMsg{offset: m.QueueOffset, stored: m.StoreTimestamp})
+			}
+			if res.Status == client.PullNoNewMsg && res.NextBeginOffset <= off {
+				t.Fatalf("%v: nothing at %d below the max offset %d", mq, off, maxOff)
+			}
+			off = res.NextBeginOffset
+		}
+	}
+	return got, stored
+}
+
 // segmentsOf splits a logic queue's messages (in offset order) into its
 // segments: every segment starts at a new 10000 block, and none here
 // spans more than one.

@@ -168,47 +168,7 @@ func TestStaticTopicRemapUnderLoad(t *testing.T) {
 	started(t, pc, err)
 	defer pc.Shutdown(context.Background())
 	ctx := context.Background()
-	queues, err := pc.Queues(ctx, topic)
-	if err != nil || len(queues) != 8 {
-		t.Fatalf("queues %v %v", queues, err)
-	}
-	got := map[string]sentMsg{}
-	stored := map[int][]logicMsg{} // per logic queue, in offset order
-	for _, mq := range queues {
-		if mq.BrokerName != statictopic.MockBrokerName("") {
-			t.Fatalf("queue %v is not a logic queue", mq)
-		}
-		maxOff, err := pc.GetMaxOffset(ctx, mq)
-		if err != nil {
-			t.Fatalf("max offset of %v: %v", mq, err)
-		}
-		off, last := int64(0), int64(-1)
-		for steps := 0; off < maxOff; steps++ {
-			if steps > 10000 {
-				t.Fatalf("%v: no progress at offset %d (max %d)", mq, off, maxOff)
-			}
-			res, err := pc.Pull(ctx, client.PullRequest{Queue: mq, Offset: off, MaxNums: 32})
-			if err != nil {
-				t.Fatalf("pull %v at %d: %v", mq, off, err)
-			}
-			for _, m := range res.Messages {
-				body := string(m.Body)
-				if _, dup := got[body]; dup {
-					t.Fatalf("%s consumed twice", body)
-				}
-				if int(m.QueueID) != mq.QueueID || m.QueueOffset <= last || m.QueueOffset < off {
-					t.Fatalf("%v: %s at queue %d offset %d after offset %d (pulled at %d)", mq, body, m.QueueID, m.QueueOffset, last, off)
-				}
-				last = m.QueueOffset
-				got[body] = sentMsg{queue: mq.QueueID, offset: m.QueueOffset}
-				stored[mq.QueueID] = append(stored[mq.QueueID], logicMsg{offset: m.QueueOffset, stored: m.StoreTimestamp})
-			}
-			if res.Status == client.PullNoNewMsg && res.NextBeginOffset <= off {
-				t.Fatalf("%v: nothing at %d below the max offset %d", mq, off, maxOff)
-			}
-			off = res.NextBeginOffset
-		}
-	}
+	got, stored := readLogicQueues(t, ctx, pc, topic, 8)
 	// The producer has stopped: sent is not written any more.
 	for body, s := range sent {
 		g, ok := got[body]

@@ -27,18 +27,7 @@ import (
 // subscriptions (no event sets).
 
 // LiteCtl is one entry of a LITE_SUBSCRIPTION_CTL request a broker received.
-type LiteCtl struct {
-	Action       string   `json:"action"`
-	ClientID     string   `json:"clientId"`
-	Group        string   `json:"group"`
-	LiteTopicSet []string `json:"liteTopicSet"`
-	OffsetOption *struct {
-		Type  string `json:"type"`
-		Value int64  `json:"value"`
-	} `json:"offsetOption"`
-	Topic   string `json:"topic"`
-	Version int64  `json:"version"`
-}
+type LiteCtl = protocol.LiteSubscriptionDTO
 
 type liteKey struct{ group, client string }
 
@@ -229,9 +218,7 @@ func (b *Broker) liteDispatchLocked(m *message.Message, props *[]byte) string {
 }
 
 func (b *Broker) liteSubscriptionCtl(_ context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	var body struct {
-		SubscriptionSet []LiteCtl `json:"subscriptionSet"`
-	}
+	var body protocol.LiteSubscriptionCtlBody
 	if err := json.Unmarshal(req.Body, &body); err != nil || len(body.SubscriptionSet) == 0 {
 		return nil, remoting.Errorf(code.IllegalOperation, "bad or empty LiteSubscriptionCtlRequestBody")
 	}

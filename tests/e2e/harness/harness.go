@@ -27,6 +27,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rmqgo/rmq/internal/testutil"
 )
 
 // Binary names produced by BuildBinaries, and their main packages.
@@ -81,12 +83,7 @@ func findRepoRoot() (string, error) {
 // kernel picked it for a listener that is closed again before returning).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("harness: FreePort: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return testutil.FreePort(t)
 }
 
 // latePorts hands out LatePort's candidates: a counter from a random base
@@ -95,11 +92,11 @@ func FreePort(t testing.TB) int {
 var latePorts atomic.Int32
 
 // LatePort returns a free TCP port on 127.0.0.1 for a server that binds it
-// long after the test picked it: a controller-mode slave opens its HA
-// listener only when it is promoted. FreePort's ports come from the
-// ephemeral range, where any later listener on port 0 (a proxy) or
+// a while after the test picked it (a broker started after its peers,
+// restarted, or behind a proxy started first). FreePort's ports come from
+// the ephemeral range, where any later listener on port 0 (a proxy) or
 // outgoing connection may take them meanwhile ("bind: address already in
-// use" at promotion); LatePort's never do, and it never returns a port
+// use"); LatePort's never do, and it never returns a port
 // twice in one process.
 func LatePort(t testing.TB) int {
 	t.Helper()
@@ -124,7 +121,7 @@ func LatePort(t testing.TB) int {
 // FreeAddr is FreePort as "127.0.0.1:port".
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	return fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+	return testutil.FreeAddr(t)
 }
 
 // WaitTCP waits until a TCP connection to addr succeeds, failing the test

@@ -38,40 +38,80 @@ func roundTrip(c net.Conn, r *bufio.Reader, line string, within time.Duration) (
 	return s, err
 }
 
+// wantEcho sends line to the echo server and fails t unless it comes
+// back within a second.
+func wantEcho(t *testing.T, c net.Conn, r *bufio.Reader, line, what string) {
+	t.Helper()
+	if s, err := roundTrip(c, r, line, time.Second); err != nil || s != line+"\n" {
+		t.Fatalf("%s: %q %v", what, s, err)
+	}
+}
+
+// wantCut sends line and fails t if an answer comes within 200 ms.
+func wantCut(t *testing.T, c net.Conn, r *bufio.Reader, line, what string) {
+	t.Helper()
+	if s, err := roundTrip(c, r, line, 200*time.Millisecond); err == nil {
+		t.Fatalf("%s: %q", what, s)
+	}
+}
+
+// wantLine fails t unless the next line read within a second is line
+// (what a cut held, once the link passes again).
+func wantLine(t *testing.T, c net.Conn, r *bufio.Reader, line, what string) {
+	t.Helper()
+	c.SetDeadline(time.Now().Add(time.Second))
+	if s, err := r.ReadString('\n'); err != nil || s != line+"\n" {
+		t.Fatalf("%s: %q %v", what, s, err)
+	}
+}
+
+// wantClosed fails t with msg unless reading c fails within a second.
+func wantClosed(t *testing.T, c net.Conn, r *bufio.Reader, msg string) {
+	t.Helper()
+	c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := r.ReadString('\n'); err == nil {
+		t.Fatal(msg)
+	}
+}
+
+// proxyTo starts a proxy on addr forwarding to target, closed when the
+// test ends.
+func proxyTo(t *testing.T, addr, target string) *Proxy {
+	t.Helper()
+	p, err := ListenOn(addr, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// dial connects to addr; the connection is closed when the test ends.
+func dial(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, bufio.NewReader(c)
+}
+
 func TestModes(t *testing.T) {
-	p, err := Listen(echoServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	r := bufio.NewReader(c)
-	if s, err := roundTrip(c, r, "one", time.Second); err != nil || s != "one\n" {
-		t.Fatalf("pass: %q %v", s, err)
-	}
+	p := proxyTo(t, "127.0.0.1:0", echoServer(t))
+	c, r := dial(t, p.Addr())
+	wantEcho(t, c, r, "one", "pass")
 
 	// Blackhole: the connection stays open, nothing comes back...
 	p.SetMode(Blackhole)
-	if s, err := roundTrip(c, r, "two", 200*time.Millisecond); err == nil {
-		t.Fatalf("blackholed link answered %q", s)
-	}
+	wantCut(t, c, r, "two", "blackholed link answered")
 	// ...and what was held arrives when the link heals.
 	p.SetMode(Pass)
-	c.SetDeadline(time.Now().Add(time.Second))
-	if s, err := r.ReadString('\n'); err != nil || s != "two\n" {
-		t.Fatalf("after heal: %q %v", s, err)
-	}
+	wantLine(t, c, r, "two", "after heal")
 
 	// Refuse: open connections close, new ones are closed on accept.
 	p.SetMode(Refuse)
-	c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := r.ReadString('\n'); err == nil {
-		t.Fatal("refused link kept the connection")
-	}
+	wantClosed(t, c, r, "refused link kept the connection")
 	c2, err := net.Dial("tcp", p.Addr())
 	if err == nil {
 		c2.SetDeadline(time.Now().Add(time.Second))
@@ -81,28 +121,14 @@ func TestModes(t *testing.T) {
 		c2.Close()
 	}
 	p.SetMode(Pass)
-	c3, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c3.Close()
-	if s, err := roundTrip(c3, bufio.NewReader(c3), "three", time.Second); err != nil || s != "three\n" {
-		t.Fatalf("after refuse: %q %v", s, err)
-	}
+	c3, r3 := dial(t, p.Addr())
+	wantEcho(t, c3, r3, "three", "after refuse")
 }
 
 func TestRate(t *testing.T) {
-	p, err := Listen(echoServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := proxyTo(t, "127.0.0.1:0", echoServer(t))
 	p.SetRate(20_000) // 20 kB/s each way
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, _ := dial(t, p.Addr())
 	payload := make([]byte, 8_000)
 	for i := range payload {
 		payload[i] = 'x'
@@ -123,86 +149,41 @@ func TestRate(t *testing.T) {
 // one is blackholed, the other keeps passing; heal delivers what was held.
 // The proxy listens on another loopback address (ListenOn).
 func TestModeFor(t *testing.T) {
-	p, err := ListenOn("127.0.0.2:0", echoServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	dial := func(hello string) (net.Conn, *bufio.Reader) {
-		c, err := net.Dial("tcp", p.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		r := bufio.NewReader(c)
-		if s, err := roundTrip(c, r, hello, time.Second); err != nil || s != hello+"\n" {
-			t.Fatalf("%s: %q %v", hello, s, err)
-		}
+	p := proxyTo(t, "127.0.0.2:0", echoServer(t))
+	greet := func(hello string) (net.Conn, *bufio.Reader) {
+		c, r := dial(t, p.Addr())
+		wantEcho(t, c, r, hello, hello)
 		return c, r
 	}
-	a, ra := dial("hello a")
-	b, rb := dial("hello b")
+	a, ra := greet("hello a")
+	b, rb := greet("hello b")
 	isA := func(c Conn) bool { return string(c.First) == "hello a\n" }
 	p.SetModeFor(isA, Blackhole)
-	if s, err := roundTrip(a, ra, "a1", 200*time.Millisecond); err == nil {
-		t.Fatalf("the cut client got %q", s)
-	}
-	if s, err := roundTrip(b, rb, "b1", time.Second); err != nil || s != "b1\n" {
-		t.Fatalf("the other client: %q %v", s, err)
-	}
+	wantCut(t, a, ra, "a1", "the cut client got")
+	wantEcho(t, b, rb, "b1", "the other client")
 	// A new connection of the cut client is cut once it said hello.
-	a2, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a2.Close()
-	if s, err := roundTrip(a2, bufio.NewReader(a2), "hello a", 200*time.Millisecond); err == nil {
-		t.Fatalf("the cut client's new connection got %q", s)
-	}
+	a2, ra2 := dial(t, p.Addr())
+	wantCut(t, a2, ra2, "hello a", "the cut client's new connection got")
 	p.SetModeFor(nil, Pass)
-	a.SetDeadline(time.Now().Add(time.Second))
-	if s, err := ra.ReadString('\n'); err != nil || s != "a1\n" {
-		t.Fatalf("after heal: %q %v", s, err)
-	}
+	wantLine(t, a, ra, "a1", "after heal")
 	// Refuse closes only the matching connection.
 	p.SetModeFor(isA, Refuse)
-	a.SetDeadline(time.Now().Add(time.Second))
-	if _, err := ra.ReadString('\n'); err == nil {
-		t.Fatal("the refused client kept its connection")
-	}
-	if s, err := roundTrip(b, rb, "b2", time.Second); err != nil || s != "b2\n" {
-		t.Fatalf("the other client after refuse: %q %v", s, err)
-	}
+	wantClosed(t, a, ra, "the refused client kept its connection")
+	wantEcho(t, b, rb, "b2", "the other client after refuse")
 }
 
 // TestFromProcess: a connection this process opened matches FromProcess
 // of its pid and not of another process's.
 func TestFromProcess(t *testing.T) {
-	p, err := Listen(echoServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	r := bufio.NewReader(c)
+	p := proxyTo(t, "127.0.0.1:0", echoServer(t))
+	c, r := dial(t, p.Addr())
 	p.SetModeFor(FromProcess(os.Getppid()), Blackhole)
-	if s, err := roundTrip(c, r, "one", time.Second); err != nil || s != "one\n" {
-		t.Fatalf("another process's match cut this one: %q %v", s, err)
-	}
+	wantEcho(t, c, r, "one", "another process's match cut this one")
 	p.SetModeFor(FromProcess(os.Getpid()), Blackhole)
-	if s, err := roundTrip(c, r, "two", 200*time.Millisecond); err == nil {
-		t.Fatalf("this process's connection passed: %q", s)
-	}
+	wantCut(t, c, r, "two", "this process's connection passed")
 	// A close while cut is held too, and delivered on heal.
 	p.SetModeFor(nil, Pass)
-	c.SetDeadline(time.Now().Add(time.Second))
-	if s, err := r.ReadString('\n'); err != nil || s != "two\n" {
-		t.Fatalf("after heal: %q %v", s, err)
-	}
+	wantLine(t, c, r, "two", "after heal")
 }
 
 // TestBlackholeHoldsClose: the server closing while the link is
@@ -219,16 +200,8 @@ func TestBlackholeHoldsClose(t *testing.T) {
 			accepted <- s
 		}
 	}()
-	p, err := Listen(ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	p := proxyTo(t, "127.0.0.1:0", ln.Addr().String())
+	c, _ := dial(t, p.Addr())
 	c.Write([]byte("x"))
 	s := <-accepted
 	p.SetMode(Blackhole)
