@@ -57,7 +57,7 @@ func TestGrpcJavaConsumers(t *testing.T) {
 	}})
 	endpoint := "127.0.0.1:" + strconv.Itoa(grpcPort)
 	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})),
-		producer.WithGroupName("grpc_java_consume_pg"), producer.WithSendMsgTimeout(5*time.Second))
+		producer.WithGroupName("grpc_java_consume_pg"), producer.WithInstanceName("grpc-java-consume"), producer.WithSendMsgTimeout(5*time.Second))
 	started(t, p, err)
 	t.Cleanup(func() { _ = p.Shutdown() })
 	// send puts 4 messages into a new topic and returns id → body.

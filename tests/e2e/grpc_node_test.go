@@ -44,7 +44,7 @@ func TestGrpcNodeClient(t *testing.T) {
 		want[id] = sent{fmt.Sprintf("node-%d", i), fmt.Sprintf("key-%d", i)}
 	}
 
-	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})), producer.WithRetry(2))
+	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})), producer.WithInstanceName("grpc-node"), producer.WithRetry(2))
 	p = started(t, p, err)
 	defer func() { _ = p.Shutdown() }()
 	for i := range 2 {
