@@ -124,6 +124,7 @@ func receiveReq(topic, group string, invisible, poll time.Duration) *v2pb.Receiv
 // back, an un-acked one comes back after its invisible time with
 // delivery_attempt 2; a ChangeInvisibleDuration answers a handle that acks.
 func TestGrpcReceiveAckRedeliver(t *testing.T) {
+	t.Parallel() // waits on invisible times
 	const topic, group = "GrpcConsume", "GID_GRPC"
 	_, cli := grpcConsumeBroker(t, topic)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -351,6 +352,7 @@ func TestGrpcReceiveEndsAtShutdown(t *testing.T) {
 // until they are acked or invisible again, and they come back in order
 // with delivery attempt 2; a remoting send is received over gRPC.
 func TestGrpcReceiveFIFO(t *testing.T) {
+	t.Parallel() // waits on invisible times
 	const topic, group = "GrpcFifo", "GID_GRPC_FIFO"
 	b, cli := grpcConsumeBroker(t, topic)
 	sg := subscription.NewGroupConfig(group)
@@ -417,6 +419,7 @@ func TestGrpcReceiveFIFO(t *testing.T) {
 // not received again but moved to %DLQ%group (as the proxy's receive
 // filter); ForwardMessageToDeadLetterQueue moves a received one at once.
 func TestGrpcDeadLetter(t *testing.T) {
+	t.Parallel() // waits on invisible times
 	const topic, group = "GrpcDlq", "GID_GRPC_DLQ"
 	b, cli := grpcConsumeBroker(t, topic)
 	sg := subscription.NewGroupConfig(group)
