@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
@@ -28,12 +29,15 @@ import (
 // grpcConsumeBroker starts a broker with the gRPC endpoint, short consumer
 // limits (1 s invisible time allowed, no minimum long polling) and topic
 // with one queue; it returns a client of the endpoint.
-func grpcConsumeBroker(t *testing.T, topic string) (*Broker, v2pb.MessagingServiceClient) {
+func grpcConsumeBroker(t *testing.T, topic string, opts ...func(*config.Config)) (*Broker, v2pb.MessagingServiceClient) {
 	t.Helper()
 	ns := fakens.Start(t)
 	cfg := testConfig(t, t.TempDir(), ns.Addr())
 	cfg.EnableGrpcServer, cfg.GrpcServerPort = true, 0
 	cfg.MinInvisibleTimeMillsForRecv, cfg.GrpcClientConsumerMinLongPollingTimeoutMillis = 1000, 0
+	for _, o := range opts {
+		o(cfg)
+	}
 	b, err := New(cfg, nil, WithRegisterTiming(time.Hour, time.Hour, time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +72,11 @@ func receive(t *testing.T, cli v2pb.MessagingServiceClient, req *v2pb.ReceiveMes
 }
 
 func receiveStream(cli v2pb.MessagingServiceClient, req *v2pb.ReceiveMessageRequest) (v2pb.Code, []*v2pb.Message, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	return receiveStreamCtx(context.Background(), cli, req)
+}
+
+func receiveStreamCtx(ctx context.Context, cli v2pb.MessagingServiceClient, req *v2pb.ReceiveMessageRequest) (v2pb.Code, []*v2pb.Message, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	stream, err := cli.ReceiveMessage(ctx, req)
 	if err != nil {
@@ -474,5 +482,70 @@ func TestGrpcDeadLetter(t *testing.T) {
 	// Nothing comes back from the topic.
 	if c, msgs := receive(t, cli, receiveReq(topic, group, time.Second, 1500*time.Millisecond)); c != v2pb.Code_MESSAGE_NOT_FOUND {
 		t.Fatalf("after dead-lettering: %v %v", c, msgs)
+	}
+}
+
+// TestGrpcAutoRenew: the messages of an auto_renew receive (a push
+// consumer's) are popped for renewSliceTimeMillis and renewed until acked:
+// they do not come back after the slice, the ack names them by the handle
+// first received; when the client says goodbye an un-acked one comes back
+// within seconds.
+func TestGrpcAutoRenew(t *testing.T) {
+	t.Parallel() // waits on renewals
+	const topic, group = "GrpcRenew", "GID_GRPC_RENEW"
+	_, cli := grpcConsumeBroker(t, topic, func(c *config.Config) {
+		c.RenewSliceTimeMillis, c.RenewAheadTimeMillis = 1500, 700
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ctx = metadata.AppendToOutgoingContext(ctx, "x-mq-client-id", "renew-client")
+	// The group starts at the queue's start when its first pop finds it new.
+	if c, _ := receive(t, cli, receiveReq(topic, group, 2*time.Second, 100*time.Millisecond)); c != v2pb.Code_MESSAGE_NOT_FOUND {
+		t.Fatalf("first receive: %v", c)
+	}
+	for _, id := range []string{"01000000000000000000000R01", "01000000000000000000000R02"} {
+		resp, err := cli.SendMessage(ctx, &v2pb.SendMessageRequest{Messages: []*v2pb.Message{{
+			Topic: &v2pb.Resource{Name: topic}, SystemProperties: &v2pb.SystemProperties{MessageId: id}, Body: []byte(id),
+		}}})
+		if err != nil || resp.GetStatus().GetCode() != v2pb.Code_OK {
+			t.Fatalf("SendMessage: %v %v", resp, err)
+		}
+	}
+	req := receiveReq(topic, group, 0, 500*time.Millisecond)
+	req.InvisibleDuration, req.AutoRenew = nil, true
+	var got []*v2pb.Message
+	for len(got) < 2 && ctx.Err() == nil {
+		_, msgs, err := receiveStreamCtx(ctx, cli, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, msgs...)
+	}
+	if len(got) != 2 || got[0].GetSystemProperties().GetInvisibleDuration().AsDuration() != 1500*time.Millisecond {
+		t.Fatalf("auto_renew receive: %v, want 2 messages invisible for the 1.5 s slice", got)
+	}
+	// Three slices later nothing came back: the handles were renewed.
+	time.Sleep(4500 * time.Millisecond)
+	if c, msgs := receive(t, cli, receiveReq(topic, group, 2*time.Second, 300*time.Millisecond)); c != v2pb.Code_MESSAGE_NOT_FOUND {
+		t.Fatalf("after three slices: %v %v, want the renewed messages still invisible", c, msgs)
+	}
+	ack, err := cli.AckMessage(ctx, &v2pb.AckMessageRequest{
+		Group: &v2pb.Resource{Name: group}, Topic: &v2pb.Resource{Name: topic},
+		Entries: []*v2pb.AckMessageEntry{{MessageId: got[0].GetSystemProperties().GetMessageId(), ReceiptHandle: got[0].GetSystemProperties().GetReceiptHandle()}},
+	})
+	if err != nil || ack.GetStatus().GetCode() != v2pb.Code_OK {
+		t.Fatalf("ack by the first handle of a renewed message: %v %v", ack, err)
+	}
+	if n, err := cli.NotifyClientTermination(ctx, &v2pb.NotifyClientTerminationRequest{Group: &v2pb.Resource{Name: group}}); err != nil || n.GetStatus().GetCode() != v2pb.Code_OK {
+		t.Fatalf("NotifyClientTermination: %v %v", n, err)
+	}
+	var again []*v2pb.Message
+	deadline := time.Now().Add(6 * time.Second)
+	for len(again) == 0 && time.Now().Before(deadline) {
+		_, again = receive(t, cli, receiveReq(topic, group, 2*time.Second, 500*time.Millisecond))
+	}
+	if len(again) != 1 || again[0].GetSystemProperties().GetMessageId() != got[1].GetSystemProperties().GetMessageId() ||
+		again[0].GetSystemProperties().GetDeliveryAttempt() != 2 {
+		t.Fatalf("after the client left: %v, want %s back with attempt 2", again, got[1].GetSystemProperties().GetMessageId())
 	}
 }

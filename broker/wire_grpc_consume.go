@@ -104,6 +104,13 @@ func (g grpcBackend) Pop(ctx context.Context, in grpcserver.PopRequest) (grpcser
 	if res.Messages, err = g.popped(resp, in); err != nil {
 		return grpcserver.PopResult{}, err
 	}
+	if in.AutoRenew {
+		handles := make([]string, 0, len(res.Messages))
+		for _, m := range res.Messages {
+			handles = append(handles, m.Property(message.PropertyPopCK))
+		}
+		g.renewLater(in.Group, in.Topic, in.ClientID, handles)
+	}
 	return res, nil
 }
 
@@ -190,6 +197,10 @@ func receiptExt(group, topic string, r grpcserver.Receipt) (map[string]string, e
 
 // Ack acks through ACK_MESSAGE.
 func (g grpcBackend) Ack(ctx context.Context, group, topic string, r grpcserver.Receipt) (grpcserver.Result, error) {
+	return g.ack(ctx, group, topic, r)
+}
+
+func (g grpcBackend) ack(ctx context.Context, group, topic string, r grpcserver.Receipt) (grpcserver.Result, error) {
 	ext, err := receiptExt(group, topic, r)
 	if err != nil {
 		return grpcserver.Result{Code: code.MessageIllegal, Remark: err.Error()}, nil
@@ -205,6 +216,10 @@ func (g grpcBackend) Ack(ctx context.Context, group, topic string, r grpcserver.
 // receipt is the one a remoting client builds from the answer: the message
 // has a checkpoint of its own, starting at its offset.
 func (g grpcBackend) ChangeInvisible(ctx context.Context, group, topic string, r grpcserver.Receipt, d time.Duration) (string, grpcserver.Result, error) {
+	return g.changeInvisible(ctx, group, topic, r, d)
+}
+
+func (g grpcBackend) changeInvisible(ctx context.Context, group, topic string, r grpcserver.Receipt, d time.Duration) (string, grpcserver.Result, error) {
 	ext, err := receiptExt(group, topic, r)
 	if err != nil {
 		return "", grpcserver.Result{Code: code.MessageIllegal, Remark: err.Error()}, nil
@@ -251,7 +266,7 @@ func (g grpcBackend) DeadLetter(ctx context.Context, group, topic, msgID string,
 	if resp.Code != code.Success {
 		return grpcserver.Result{Code: resp.Code, Remark: resp.Remark}, nil
 	}
-	return g.Ack(ctx, group, topic, r)
+	return g.ack(ctx, group, topic, r)
 }
 
 // Group reads (or auto-creates) the subscription group.
@@ -325,6 +340,7 @@ func (g grpcBackend) ConsumeLimits() grpcserver.ConsumeLimits {
 	lim.BatchSize = int32(cfg.GrpcClientConsumerLongPollingBatchSize)
 	lim.MinInvisible = ms(cfg.MinInvisibleTimeMillsForRecv)
 	lim.MaxInvisible = ms(cfg.MaxInvisibleTimeMills)
+	lim.RenewSlice = ms(cfg.RenewSliceTimeMillis)
 	return lim
 }
 
@@ -340,6 +356,24 @@ type grpcClients struct {
 	mu    sync.Mutex
 	chans map[string]*remoting.Channel // by client id
 	stop  chan struct{}                // closed when the broker stops
+	// renew are the receipt handles of auto_renew receives
+	// (wire_grpc_renew.go), renewed by one goroutine while there are any.
+	renew    map[renewKey]*renewEntry
+	renewing bool
+	wg       sync.WaitGroup
+}
+
+// stopped reports a stop (c.mu held).
+func (c *grpcClients) stopped() bool {
+	if c.stop == nil {
+		return false
+	}
+	select {
+	case <-c.stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // stopping is closed once the broker stops (stopAll).
@@ -353,17 +387,18 @@ func (c *grpcClients) stopping() <-chan struct{} {
 }
 
 // stopAll ends the receives waiting for a suspended pop.
+// It also stops the renewal and waits for it.
 func (c *grpcClients) stopAll() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.stop == nil {
 		c.stop = make(chan struct{})
 	}
-	select {
-	case <-c.stop:
-	default:
+	if !c.stopped() {
 		close(c.stop)
 	}
+	c.renew = nil
+	c.mu.Unlock()
+	c.wg.Wait()
 }
 
 // channel is the client's channel, made when it has none or its old one
@@ -438,9 +473,10 @@ func (g grpcBackend) ConsumerHeartbeat(ctx context.Context, c grpcserver.ClientI
 	return nil
 }
 
-// ConsumerGone unregisters the client (UNREGISTER_CLIENT) and closes its
-// channel.
+// ConsumerGone unregisters the client (UNREGISTER_CLIENT), closes its
+// channel and makes its renewed messages visible again soon.
 func (g grpcBackend) ConsumerGone(c grpcserver.ClientInfo) {
+	g.releaseClient(c.ID)
 	ch := g.b.grpcClients.drop(c.ID)
 	if ch == nil {
 		return

@@ -73,6 +73,14 @@ type BrokerConfig struct {
 	GrpcClientConsumerLongPollingBatchSize        int   `key:"grpcClientConsumerLongPollingBatchSize"`
 	MinInvisibleTimeMillsForRecv                  int64 `key:"minInvisibleTimeMillsForRecv"`
 	MaxInvisibleTimeMills                         int64 `key:"maxInvisibleTimeMills"`
+	// A push consumer's receives ask for their receipt handles to be
+	// renewed until acked (auto_renew): they are popped for
+	// renewSliceTimeMillis and renewed by as much when less than
+	// renewAheadTimeMillis is left, for renewMaxTimeMillis at most (the
+	// proxy's keys and defaults).
+	RenewSliceTimeMillis int64 `key:"renewSliceTimeMillis"`
+	RenewAheadTimeMillis int64 `key:"renewAheadTimeMillis"`
+	RenewMaxTimeMillis   int64 `key:"renewMaxTimeMillis"`
 
 	// Thread pools (worker counts and queue capacities of the executors).
 	SendMessageThreadPoolNums          int `key:"sendMessageThreadPoolNums"`
@@ -401,6 +409,9 @@ func defaultBrokerConfig(hostname, ip string, env map[string]string) BrokerConfi
 		GrpcClientConsumerLongPollingBatchSize:        32,
 		MinInvisibleTimeMillsForRecv:                  10000,
 		MaxInvisibleTimeMills:                         12 * 3600 * 1000,
+		RenewSliceTimeMillis:                          60000,
+		RenewAheadTimeMillis:                          10000,
+		RenewMaxTimeMillis:                            3 * 3600 * 1000,
 		BrokerClusterName:                             "DefaultCluster",
 		BrokerID:                                      0,
 		RocketmqHome:                                  home,

@@ -247,6 +247,10 @@ func (c *Config) Validate() error {
 	if c.MinInvisibleTimeMillsForRecv < 0 || c.MaxInvisibleTimeMills < c.MinInvisibleTimeMillsForRecv {
 		bad("minInvisibleTimeMillsForRecv %d and maxInvisibleTimeMills %d: want 0 <= min <= max", c.MinInvisibleTimeMillsForRecv, c.MaxInvisibleTimeMills)
 	}
+	if c.RenewSliceTimeMillis <= 0 || c.RenewAheadTimeMillis < 0 || c.RenewAheadTimeMillis >= c.RenewSliceTimeMillis || c.RenewMaxTimeMillis < 0 {
+		bad("renewSliceTimeMillis %d, renewAheadTimeMillis %d, renewMaxTimeMillis %d: want 0 <= ahead < slice and max >= 0",
+			c.RenewSliceTimeMillis, c.RenewAheadTimeMillis, c.RenewMaxTimeMillis)
+	}
 	if (c.TLSKeyPath == "") != (c.TLSCertPath == "") {
 		bad("tlsKeyPath and tlsCertPath go together (both set, or neither for a self-signed certificate)")
 	}

@@ -10,14 +10,15 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
-// receipt decodes and checks a receipt handle as the proxy's
-// validateReceiptHandle: unreadable or expired handles are
-// INVALID_RECEIPT_HANDLE.
-func receipt(h string) (Receipt, *v2pb.Status) {
+// receipt decodes a receipt handle, takes its current one (a renewed
+// message's) and checks it as the proxy's validateReceiptHandle:
+// unreadable or expired handles are INVALID_RECEIPT_HANDLE.
+func receipt(c Consumer, group, h string) (Receipt, *v2pb.Status) {
 	r, err := ParseReceipt(h)
 	if err != nil {
 		return r, newStatus(v2pb.Code_INVALID_RECEIPT_HANDLE, err.Error())
 	}
+	r = c.Current(group, r)
 	if r.Expired(time.Now()) {
 		return r, newStatus(v2pb.Code_INVALID_RECEIPT_HANDLE, "receipt handle is expired")
 	}
@@ -56,7 +57,7 @@ func (m *messaging) AckMessage(ctx context.Context, req *v2pb.AckMessageRequest)
 			if e.LiteTopic != nil {
 				return newStatus(v2pb.Code_NOT_IMPLEMENTED, "lite topics are not served over gRPC yet")
 			}
-			r, st := receipt(e.GetReceiptHandle())
+			r, st := receipt(c, req.GetGroup().GetName(), e.GetReceiptHandle())
 			if st != nil {
 				return st
 			}
@@ -93,7 +94,7 @@ func (m *messaging) ChangeInvisibleDuration(ctx context.Context, req *v2pb.Chang
 	if req.InvisibleDuration == nil || d < 0 || d > c.ConsumeLimits().MaxInvisible {
 		return &v2pb.ChangeInvisibleDurationResponse{Status: newStatus(v2pb.Code_ILLEGAL_INVISIBLE_TIME, "invisible duration out of range [0, "+c.ConsumeLimits().MaxInvisible.String()+"]")}, nil
 	}
-	r, st := receipt(req.GetReceiptHandle())
+	r, st := receipt(c, req.GetGroup().GetName(), req.GetReceiptHandle())
 	if st != nil {
 		return &v2pb.ChangeInvisibleDurationResponse{Status: st}, nil
 	}
@@ -119,7 +120,7 @@ func (m *messaging) ForwardMessageToDeadLetterQueue(ctx context.Context, req *v2
 	if req.LiteTopic != nil {
 		return &v2pb.ForwardMessageToDeadLetterQueueResponse{Status: newStatus(v2pb.Code_NOT_IMPLEMENTED, "lite topics are not served over gRPC yet")}, nil
 	}
-	r, st := receipt(req.GetReceiptHandle())
+	r, st := receipt(c, req.GetGroup().GetName(), req.GetReceiptHandle())
 	if st != nil {
 		return &v2pb.ForwardMessageToDeadLetterQueueResponse{Status: st}, nil
 	}

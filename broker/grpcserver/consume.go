@@ -21,6 +21,10 @@ type Consumer interface {
 	// Pop pops messages through the broker's pop path (POP_MESSAGE), each
 	// with its receipt handle (Receipt encoding) in the POP_CK property.
 	Pop(ctx context.Context, req PopRequest) (PopResult, error)
+	// Current is the receipt a message received with r now has — the
+	// renewed one of an auto_renew receive, which it takes out of the
+	// renewal — else r.
+	Current(group string, r Receipt) Receipt
 	// Ack acks one popped message (ACK_MESSAGE).
 	Ack(ctx context.Context, group, topic string, r Receipt) (Result, error)
 	// ChangeInvisible makes a popped message invisible for d from now
@@ -51,18 +55,18 @@ type ConsumeLimits struct {
 	// MinInvisible and MaxInvisible bound a receive's invisible duration
 	// (minInvisibleTimeMillsForRecv, 10 s; maxInvisibleTimeMills, 12 h).
 	MinInvisible, MaxInvisible time.Duration
-	// DefaultInvisible is the invisible duration of a receive that asks the
-	// server to renew (auto_renew, the push consumer's): the broker does not
-	// renew handles yet, so it is the whole time a message stays invisible
-	// (renewSliceTimeMillis is the proxy's slice; ours is longer).
-	DefaultInvisible time.Duration
+	// RenewSlice is the invisible duration of a receive that asks the
+	// server to renew its messages' receipt handles (auto_renew, the push
+	// consumer's): the backend renews them by RenewSlice until they are
+	// acked (renewSliceTimeMillis, 60 s).
+	RenewSlice time.Duration
 }
 
 // DefaultConsumeLimits are the proxy's defaults.
 func DefaultConsumeLimits() ConsumeLimits {
 	return ConsumeLimits{
 		MinLongPolling: 5 * time.Second, MaxLongPolling: 20 * time.Second, BatchSize: 32,
-		MinInvisible: 10 * time.Second, MaxInvisible: 12 * time.Hour, DefaultInvisible: time.Minute,
+		MinInvisible: 10 * time.Second, MaxInvisible: 12 * time.Hour, RenewSlice: time.Minute,
 	}
 }
 
@@ -97,6 +101,12 @@ type PopRequest struct {
 	AttemptID    string
 	// Peer is the client's address (logs).
 	Peer string
+	// AutoRenew asks the backend to renew the popped messages' receipt
+	// handles (by RenewSlice) until they are acked, changed or
+	// dead-lettered, or the client (ClientID) goes away; acks and changes
+	// then name them by the handle first received.
+	AutoRenew bool
+	ClientID  string
 }
 
 // PopResult is the pop path's answer: a remoting response code

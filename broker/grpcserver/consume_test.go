@@ -52,6 +52,8 @@ func (f *fakeConsumer) ConsumerGone(c ClientInfo) {
 	f.gone = append(f.gone, c)
 }
 
+func (f *fakeConsumer) Current(_ string, r Receipt) Receipt { return r }
+
 func (f *fakeConsumer) Group(name string) (Group, bool) { g, ok := f.groups[name]; return g, ok }
 func (f *fakeConsumer) ConsumeLimits() ConsumeLimits    { return f.limits }
 
@@ -361,8 +363,8 @@ func TestReceiveMessageConverts(t *testing.T) {
 		t.Fatalf("FIFO message %v: want group g1, type FIFO", sp)
 	}
 
-	// SQL filters and a FIFO group reach the pop; auto_renew without an
-	// invisible duration takes the default.
+	// SQL filters and a FIFO group reach the pop; auto_renew asks the
+	// backend to renew, by the renewal slice.
 	f.pop = PopResult{Code: code.PollingTimeout}
 	req = rreq("T", "FIFO")
 	req.FilterExpression = &v2pb.FilterExpression{Type: v2pb.FilterType_SQL, Expression: "a > 1"}
@@ -370,7 +372,7 @@ func TestReceiveMessageConverts(t *testing.T) {
 	if got, _ := recv(t, c, 5*time.Second, req); got != v2pb.Code_MESSAGE_NOT_FOUND {
 		t.Fatalf("status %v", got)
 	}
-	if p := f.pops[1]; p.ExpType != "SQL92" || p.Exp != "a > 1" || !p.Order || p.Invisible != f.limits.DefaultInvisible {
+	if p := f.pops[1]; p.ExpType != "SQL92" || p.Exp != "a > 1" || !p.Order || p.Invisible != f.limits.RenewSlice || !p.AutoRenew {
 		t.Fatalf("pop asked %+v", p)
 	}
 }

@@ -126,8 +126,9 @@ func (m *messaging) ReceiveMessage(req *v2pb.ReceiveMessageRequest, stream v2pb.
 	}
 	invisible := req.GetInvisibleDuration().AsDuration()
 	switch {
-	case req.GetAutoRenew() && req.InvisibleDuration == nil:
-		invisible = lim.DefaultInvisible
+	case req.GetAutoRenew():
+		// As the proxy: the invisible duration is the renewal slice.
+		invisible = lim.RenewSlice
 	case invisible < lim.MinInvisible:
 		return finish(newStatus(v2pb.Code_ILLEGAL_INVISIBLE_TIME, "the invisibleTime is too small, min "+lim.MinInvisible.String()))
 	case invisible > lim.MaxInvisible:
@@ -152,6 +153,7 @@ func (m *messaging) ReceiveMessage(req *v2pb.ReceiveMessageRequest, stream v2pb.
 	res, err := c.Pop(ctx, PopRequest{
 		Group: group.GetName(), Topic: topic.GetName(), MaxNum: batch, Invisible: invisible, PollTime: poll,
 		ExpType: expType, Exp: exp, Order: g.Orderly, AttemptID: req.GetAttemptId(), Peer: peerAddr(ctx),
+		AutoRenew: req.GetAutoRenew(), ClientID: mdValue(ctx, mdClientID),
 	})
 	if err != nil {
 		return finish(newStatus(v2pb.Code_INTERNAL_SERVER_ERROR, "pop: "+err.Error()))
@@ -219,6 +221,10 @@ func (m *messaging) sift(ctx context.Context, c Consumer, group, topic, expType,
 		if err != nil {
 			kept = append(kept, msg) // nothing to ack it with: the client decides
 			continue
+		}
+		switch {
+		case tags != nil && !tags[msg.Tags()], msg.ReconsumeTimes >= maxAttempts:
+			r = c.Current(group, r) // not for the client: no renewal
 		}
 		switch {
 		case tags != nil && !tags[msg.Tags()]:
