@@ -412,6 +412,13 @@ func (c *grpcClients) channel(id, remote string) *remoting.Channel {
 	if c.chans == nil {
 		c.chans = map[string]*remoting.Channel{}
 	}
+	// Forget the channels the registry closed (clients that stopped
+	// heartbeating): a new client is when the table may have grown.
+	for id, ch := range c.chans {
+		if !ch.IsActive() {
+			delete(c.chans, id)
+		}
+	}
 	ch := remoting.NewLocalChannel("grpc", remote, func(*remoting.Command) {})
 	c.chans[id] = ch
 	return ch

@@ -31,6 +31,9 @@ type renewEntry struct {
 	group, topic, clientID string
 	cur                    grpcserver.Receipt
 	since                  time.Time
+	// registered: the client had a registry channel (heartbeats) when
+	// it received the message; without one later it is gone.
+	registered bool
 }
 
 // renewLater records the popped messages' handles for renewal and starts
@@ -51,7 +54,8 @@ func (g grpcBackend) renewLater(group, topic, clientID string, handles []string)
 		if err != nil {
 			continue
 		}
-		c.renew[renewKey{group, h}] = &renewEntry{group: group, topic: topic, clientID: clientID, cur: r, since: now}
+		_, registered := c.chans[clientID]
+		c.renew[renewKey{group, h}] = &renewEntry{group: group, topic: topic, clientID: clientID, cur: r, since: now, registered: registered}
 	}
 	if !c.renewing && len(c.renew) > 0 {
 		c.renewing = true
@@ -113,10 +117,8 @@ func (g grpcBackend) renewDue() {
 	var jobs []job
 	c.mu.Lock()
 	for k, e := range c.renew {
-		gone := false
-		if ch, ok := c.chans[e.clientID]; ok && !ch.IsActive() {
-			gone = true
-		}
+		ch, ok := c.chans[e.clientID]
+		gone := (ok && !ch.IsActive()) || (!ok && e.registered)
 		expires := time.UnixMilli(e.cur.PopTime + e.cur.InvisibleTime)
 		switch {
 		case gone:

@@ -69,8 +69,8 @@ func (m *messaging) AckMessage(ctx context.Context, req *v2pb.AckMessageRequest)
 	if len(codes) > 1 {
 		resp.Status = newStatus(v2pb.Code_MULTIPLE_RESULTS, v2pb.Code_MULTIPLE_RESULTS.String())
 	} else {
-		for c := range codes {
-			resp.Status = newStatus(c, c.String())
+		for k := range codes {
+			resp.Status = newStatus(k, k.String())
 		}
 	}
 	return resp, nil
