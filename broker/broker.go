@@ -114,6 +114,10 @@ type Broker struct {
 	msg           *messaging
 	pools         map[processor.Pool]*remoting.Executor
 
+	// grpcClients are the 5.x consumers' registry channels
+	// (wire_grpc_consume.go).
+	grpcClients grpcClients
+
 	boot       time.Time
 	port       atomic.Int32
 	masterAddr atomic.Value // string: from REGISTER_BROKER answers (slaves)
@@ -329,6 +333,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 			}
 		}
 		if b.grpc != nil {
+			b.grpcClients.stopAll()
 			if err := b.grpc.Shutdown(ctx); err != nil {
 				errs = append(errs, err)
 			}

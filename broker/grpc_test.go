@@ -88,12 +88,12 @@ func TestGrpcServerStartsAndStopsWithBroker(t *testing.T) {
 		t.Fatalf("QueryRoute of a missing topic: %v %v, want TOPIC_NOT_FOUND", r, err)
 	}
 	// Not written yet.
-	stream, err := cli.ReceiveMessage(ctx, &v2pb.ReceiveMessageRequest{})
+	stream, err := cli.PullMessage(ctx, &v2pb.PullMessageRequest{})
 	if err == nil {
 		_, err = stream.Recv()
 	}
 	if status.Code(err) != codes.Unimplemented {
-		t.Fatalf("ReceiveMessage: %v, want Unimplemented", err)
+		t.Fatalf("PullMessage: %v, want Unimplemented", err)
 	}
 	if err := b.Shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown: %v", err)

@@ -62,6 +62,25 @@ type BrokerConfig struct {
 	GrpcServerPort   int    `key:"grpcServerPort" readonly:"true"`
 	TLSKeyPath       string `key:"tlsKeyPath" readonly:"true"`
 	TLSCertPath      string `key:"tlsCertPath" readonly:"true"`
+	// The gRPC consumer limits, Apache ProxyConfig's keys and defaults
+	// (broker/grpcserver.ConsumeLimits): a receive's long polling is bounded
+	// by the min and max (the max is also the clients' long polling
+	// timeout), the batch size is the clients' receive batch size, and a
+	// receive's invisible time must be within minInvisibleTimeMillsForRecv
+	// and maxInvisibleTimeMills.
+	GrpcClientConsumerMinLongPollingTimeoutMillis int64 `key:"grpcClientConsumerMinLongPollingTimeoutMillis"`
+	GrpcClientConsumerMaxLongPollingTimeoutMillis int64 `key:"grpcClientConsumerMaxLongPollingTimeoutMillis"`
+	GrpcClientConsumerLongPollingBatchSize        int   `key:"grpcClientConsumerLongPollingBatchSize"`
+	MinInvisibleTimeMillsForRecv                  int64 `key:"minInvisibleTimeMillsForRecv"`
+	MaxInvisibleTimeMills                         int64 `key:"maxInvisibleTimeMills"`
+	// A push consumer's receives ask for their receipt handles to be
+	// renewed until acked (auto_renew): they are popped for
+	// renewSliceTimeMillis and renewed by as much when less than
+	// renewAheadTimeMillis is left, for renewMaxTimeMillis at most (the
+	// proxy's keys and defaults).
+	RenewSliceTimeMillis int64 `key:"renewSliceTimeMillis"`
+	RenewAheadTimeMillis int64 `key:"renewAheadTimeMillis"`
+	RenewMaxTimeMillis   int64 `key:"renewMaxTimeMillis"`
 
 	// Thread pools (worker counts and queue capacities of the executors).
 	SendMessageThreadPoolNums          int `key:"sendMessageThreadPoolNums"`
@@ -403,6 +422,16 @@ func defaultBrokerConfig(hostname, ip string, env map[string]string) BrokerConfi
 		ValidateSystemTopicWhenUpdateTopic: true,
 		ClearRetryTopicWhenDeleteTopic:     true,
 		ConfigBlackList:                    "configBlackList;brokerConfigPath",
+
+		// gRPC consumers (the proxy's defaults).
+		GrpcClientConsumerMinLongPollingTimeoutMillis: 5000,
+		GrpcClientConsumerMaxLongPollingTimeoutMillis: 20000,
+		GrpcClientConsumerLongPollingBatchSize:        32,
+		MinInvisibleTimeMillsForRecv:                  10000,
+		MaxInvisibleTimeMills:                         12 * 3600 * 1000,
+		RenewSliceTimeMillis:                          60000,
+		RenewAheadTimeMillis:                          10000,
+		RenewMaxTimeMillis:                            3 * 3600 * 1000,
 
 		SendMessageThreadPoolNums:          send,
 		PutMessageFutureThreadPoolNums:     send,

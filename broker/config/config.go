@@ -237,6 +237,20 @@ func (c *Config) Validate() error {
 	if c.GrpcServerPort < 0 || c.GrpcServerPort > 65535 {
 		bad("grpcServerPort %d out of range [0, 65535] (0 picks a free port)", c.GrpcServerPort)
 	}
+	if c.GrpcClientConsumerMinLongPollingTimeoutMillis < 0 || c.GrpcClientConsumerMaxLongPollingTimeoutMillis < c.GrpcClientConsumerMinLongPollingTimeoutMillis {
+		bad("grpcClientConsumerMinLongPollingTimeoutMillis %d and grpcClientConsumerMaxLongPollingTimeoutMillis %d: want 0 <= min <= max",
+			c.GrpcClientConsumerMinLongPollingTimeoutMillis, c.GrpcClientConsumerMaxLongPollingTimeoutMillis)
+	}
+	if c.GrpcClientConsumerLongPollingBatchSize < 1 {
+		bad("grpcClientConsumerLongPollingBatchSize %d must be positive", c.GrpcClientConsumerLongPollingBatchSize)
+	}
+	if c.MinInvisibleTimeMillsForRecv < 0 || c.MaxInvisibleTimeMills < c.MinInvisibleTimeMillsForRecv {
+		bad("minInvisibleTimeMillsForRecv %d and maxInvisibleTimeMills %d: want 0 <= min <= max", c.MinInvisibleTimeMillsForRecv, c.MaxInvisibleTimeMills)
+	}
+	if c.RenewSliceTimeMillis <= 0 || c.RenewAheadTimeMillis < 0 || c.RenewAheadTimeMillis >= c.RenewSliceTimeMillis || c.RenewMaxTimeMillis < 0 {
+		bad("renewSliceTimeMillis %d, renewAheadTimeMillis %d, renewMaxTimeMillis %d: want 0 <= ahead < slice and max >= 0",
+			c.RenewSliceTimeMillis, c.RenewAheadTimeMillis, c.RenewMaxTimeMillis)
+	}
 	if (c.TLSKeyPath == "") != (c.TLSCertPath == "") {
 		bad("tlsKeyPath and tlsCertPath go together (both set, or neither for a self-signed certificate)")
 	}

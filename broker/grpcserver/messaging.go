@@ -52,6 +52,8 @@ type messaging struct {
 	producers *Producers
 	// peers caches the other brokers' gRPC endpoints (route.go).
 	peers peers
+	// clients are the consumers' settings (clients.go).
+	clients clientTable
 }
 
 func newMessaging(b Backend, host string, port int) *messaging {
@@ -163,9 +165,12 @@ func acceptTypes(topicType string) []v2pb.MessageType {
 	return []v2pb.MessageType{v2pb.MessageType_MESSAGE_TYPE_UNSPECIFIED}
 }
 
-// Heartbeat keeps the client alive. Producers have nothing to register;
-// consumer groups (QueryAssignment, ReceiveMessage) are not served yet.
-func (m *messaging) Heartbeat(context.Context, *v2pb.HeartbeatRequest) (*v2pb.HeartbeatResponse, error) {
+// Heartbeat keeps the client alive. Consumers are registered with their
+// group (clients.go); producers have nothing to register.
+func (m *messaging) Heartbeat(ctx context.Context, req *v2pb.HeartbeatRequest) (*v2pb.HeartbeatResponse, error) {
+	if st := m.consumerHeartbeat(ctx, req); st != nil {
+		return &v2pb.HeartbeatResponse{Status: st}, nil
+	}
 	return &v2pb.HeartbeatResponse{Status: ok()}, nil
 }
 
@@ -203,6 +208,7 @@ func (m *messaging) Telemetry(stream v2pb.MessagingService_TelemetryServer) erro
 			}
 			m.producers.publish(sess, topics)
 		}
+		m.rememberSettings(stream.Context(), s)
 		if err := sess.send(&v2pb.TelemetryCommand{Status: ok(), Command: &v2pb.TelemetryCommand_Settings{Settings: m.settings(s)}}); err != nil {
 			return err
 		}
@@ -236,7 +242,7 @@ func (m *messaging) settings(client *v2pb.Settings) *v2pb.Settings {
 			ValidateMessageType: true,
 		}}
 	case *v2pb.Settings_Subscription:
-		out.PubSub = ps
+		m.subscriptionSettings(out, ps.Subscription)
 	}
 	return out
 }

@@ -409,13 +409,3 @@ func (p *Producers) forgetClient(clientID string) int {
 	}
 	return len(seen)
 }
-
-// NotifyClientTermination is a client's goodbye (Apache proxy/.../grpc/v2/
-// client/ClientActivity.java): a producer's sessions (by x-mq-client-id)
-// stop being check-back targets at once, not when their streams end.
-// Consumers are not registered by this broker yet: their goodbye is
-// answered OK too.
-func (m *messaging) NotifyClientTermination(ctx context.Context, _ *v2pb.NotifyClientTerminationRequest) (*v2pb.NotifyClientTerminationResponse, error) {
-	m.producers.forgetClient(clientID(ctx))
-	return &v2pb.NotifyClientTerminationResponse{Status: ok()}, nil
-}

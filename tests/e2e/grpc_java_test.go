@@ -48,7 +48,7 @@ func TestGrpcJavaProducerClientGoConsumer(t *testing.T) {
 	got := map[string]string{}
 	var bad []string
 	pc, err := rocketmq.NewPushConsumer(consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})),
-		consumer.WithGroupName("grpc_java_cg"), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+		consumer.WithGroupName("grpc_java_cg"), consumer.WithInstance("grpc-java-cg"), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
 	goSubscribed(t, pc, err, topic, consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 		mu.Lock()
 		defer mu.Unlock()

@@ -44,7 +44,7 @@ func TestGrpcNodeClient(t *testing.T) {
 		want[id] = sent{fmt.Sprintf("node-%d", i), fmt.Sprintf("key-%d", i)}
 	}
 
-	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})), producer.WithRetry(2))
+	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})), producer.WithInstanceName("grpc-node"), producer.WithRetry(2))
 	p = started(t, p, err)
 	defer func() { _ = p.Shutdown() }()
 	for i := range 2 {
@@ -106,6 +106,12 @@ func startGrpcCluster(t *testing.T, topic string) (framework.Cluster, string) {
 	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
 		"enableGrpcServer": "true",
 		"grpcServerPort":   strconv.Itoa(grpcPort),
+		// As the proxy, a receive's long polling is at least
+		// grpcClientConsumerMinLongPollingTimeoutMillis (5 s by default) and
+		// one whose deadline leaves less is refused ILLEGAL_POLLING_TIME:
+		// the test consumers' 2 s await plus 3 s request timeout leave
+		// just under 5 s.
+		"grpcClientConsumerMinLongPollingTimeoutMillis": "1000",
 	}})
 	mqadmin(t, c, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", topic, "-r", "2", "-w", "2")
 	return c, "127.0.0.1:" + strconv.Itoa(grpcPort)

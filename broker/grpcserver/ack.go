@@ -1,0 +1,180 @@
+package grpcserver
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+// receipt decodes a receipt handle, takes its current one (a renewed
+// message's) and checks it as the proxy's validateReceiptHandle:
+// unreadable or expired handles are INVALID_RECEIPT_HANDLE.
+func receipt(c Consumer, group, h string) (Receipt, *v2pb.Status) {
+	r, err := ParseReceipt(h)
+	if err != nil {
+		return r, newStatus(v2pb.Code_INVALID_RECEIPT_HANDLE, err.Error())
+	}
+	r = c.Current(group, r)
+	if r.Expired(time.Now()) {
+		return r, newStatus(v2pb.Code_INVALID_RECEIPT_HANDLE, "receipt handle is expired")
+	}
+	return r, nil
+}
+
+// resultStatus is the status of an ack, change or dead-lettering.
+func resultStatus(res Result, err error) *v2pb.Status {
+	if err != nil {
+		return newStatus(v2pb.Code_INTERNAL_SERVER_ERROR, err.Error())
+	}
+	if res.Code != code.Success {
+		return newStatus(consumeCode(res.Code), res.Remark)
+	}
+	return ok()
+}
+
+// AckMessage acks each entry on its own (Apache proxy/.../grpc/v2/consumer/
+// AckMessageActivity.java): every entry gets its status; the response's is
+// the entries' common code, MULTIPLE_RESULTS when they differ.
+func (m *messaging) AckMessage(ctx context.Context, req *v2pb.AckMessageRequest) (*v2pb.AckMessageResponse, error) {
+	c := m.consumer()
+	if c == nil {
+		return &v2pb.AckMessageResponse{Status: newStatus(v2pb.Code_NOT_IMPLEMENTED, "no consumer backend")}, nil
+	}
+	if st := m.checkTopicGroup(req.GetTopic(), req.GetGroup()); st != nil {
+		return &v2pb.AckMessageResponse{Status: st}, nil
+	}
+	if len(req.GetEntries()) == 0 {
+		return &v2pb.AckMessageResponse{Status: newStatus(v2pb.Code_BAD_REQUEST, "no entry to ack")}, nil
+	}
+	resp := &v2pb.AckMessageResponse{}
+	codes := map[v2pb.Code]bool{}
+	for _, e := range req.GetEntries() {
+		st := func() *v2pb.Status {
+			if e.LiteTopic != nil {
+				return newStatus(v2pb.Code_NOT_IMPLEMENTED, "lite topics are not served over gRPC yet")
+			}
+			r, st := receipt(c, req.GetGroup().GetName(), e.GetReceiptHandle())
+			if st != nil {
+				return st
+			}
+			return resultStatus(c.Ack(ctx, req.GetGroup().GetName(), req.GetTopic().GetName(), r))
+		}()
+		codes[st.GetCode()] = true
+		resp.Entries = append(resp.Entries, &v2pb.AckMessageResultEntry{MessageId: e.GetMessageId(), ReceiptHandle: e.GetReceiptHandle(), Status: st})
+	}
+	if len(codes) > 1 {
+		resp.Status = newStatus(v2pb.Code_MULTIPLE_RESULTS, v2pb.Code_MULTIPLE_RESULTS.String())
+	} else {
+		for k := range codes {
+			resp.Status = newStatus(k, k.String())
+		}
+	}
+	return resp, nil
+}
+
+// ChangeInvisibleDuration makes a received message invisible for the given
+// duration from now and answers its new receipt handle (Apache
+// proxy/.../grpc/v2/consumer/ChangeInvisibleDurationActivity.java).
+func (m *messaging) ChangeInvisibleDuration(ctx context.Context, req *v2pb.ChangeInvisibleDurationRequest) (*v2pb.ChangeInvisibleDurationResponse, error) {
+	c := m.consumer()
+	if c == nil {
+		return &v2pb.ChangeInvisibleDurationResponse{Status: newStatus(v2pb.Code_NOT_IMPLEMENTED, "no consumer backend")}, nil
+	}
+	if st := m.checkTopicGroup(req.GetTopic(), req.GetGroup()); st != nil {
+		return &v2pb.ChangeInvisibleDurationResponse{Status: st}, nil
+	}
+	if req.LiteTopic != nil {
+		return &v2pb.ChangeInvisibleDurationResponse{Status: newStatus(v2pb.Code_NOT_IMPLEMENTED, "lite topics are not served over gRPC yet")}, nil
+	}
+	d := req.GetInvisibleDuration().AsDuration()
+	if req.InvisibleDuration == nil || d < 0 || d > c.ConsumeLimits().MaxInvisible {
+		return &v2pb.ChangeInvisibleDurationResponse{Status: newStatus(v2pb.Code_ILLEGAL_INVISIBLE_TIME, "invisible duration out of range [0, "+c.ConsumeLimits().MaxInvisible.String()+"]")}, nil
+	}
+	r, st := receipt(c, req.GetGroup().GetName(), req.GetReceiptHandle())
+	if st != nil {
+		return &v2pb.ChangeInvisibleDurationResponse{Status: st}, nil
+	}
+	h, res, err := c.ChangeInvisible(ctx, req.GetGroup().GetName(), req.GetTopic().GetName(), r, d)
+	if st := resultStatus(res, err); st.GetCode() != v2pb.Code_OK {
+		return &v2pb.ChangeInvisibleDurationResponse{Status: st}, nil
+	}
+	return &v2pb.ChangeInvisibleDurationResponse{Status: ok(), ReceiptHandle: h}, nil
+}
+
+// ForwardMessageToDeadLetterQueue moves a received message to the group's
+// DLQ and acks it (Apache proxy/.../grpc/v2/producer/
+// ForwardMessageToDLQActivity.java): the push consumer's answer to a
+// message it failed max_delivery_attempts times.
+func (m *messaging) ForwardMessageToDeadLetterQueue(ctx context.Context, req *v2pb.ForwardMessageToDeadLetterQueueRequest) (*v2pb.ForwardMessageToDeadLetterQueueResponse, error) {
+	c := m.consumer()
+	if c == nil {
+		return &v2pb.ForwardMessageToDeadLetterQueueResponse{Status: newStatus(v2pb.Code_NOT_IMPLEMENTED, "no consumer backend")}, nil
+	}
+	if st := m.checkTopicGroup(req.GetTopic(), req.GetGroup()); st != nil {
+		return &v2pb.ForwardMessageToDeadLetterQueueResponse{Status: st}, nil
+	}
+	if req.LiteTopic != nil {
+		return &v2pb.ForwardMessageToDeadLetterQueueResponse{Status: newStatus(v2pb.Code_NOT_IMPLEMENTED, "lite topics are not served over gRPC yet")}, nil
+	}
+	r, st := receipt(c, req.GetGroup().GetName(), req.GetReceiptHandle())
+	if st != nil {
+		return &v2pb.ForwardMessageToDeadLetterQueueResponse{Status: st}, nil
+	}
+	return &v2pb.ForwardMessageToDeadLetterQueueResponse{
+		Status: resultStatus(c.DeadLetter(ctx, req.GetGroup().GetName(), req.GetTopic().GetName(), req.GetMessageId(), r)),
+	}, nil
+}
+
+// NotifyClientTermination is a client's goodbye (Apache proxy/.../grpc/v2/
+// client/ClientActivity.java): a consumer leaves its group's registration
+// (its un-acked messages come back when their invisible time ends, as with
+// the proxy); a producer's sessions (by x-mq-client-id) stop being
+// check-back targets at once, not when their streams end.
+func (m *messaging) NotifyClientTermination(ctx context.Context, req *v2pb.NotifyClientTerminationRequest) (*v2pb.NotifyClientTerminationResponse, error) {
+	m.consumerGone(ctx, req)
+	m.producers.forgetClient(clientID(ctx))
+	return &v2pb.NotifyClientTerminationResponse{Status: ok()}, nil
+}
+
+// subscriptionSettings completes a consumer's settings with its group's
+// (the proxy's GrpcClientSettingsManager.mergeSubscriptionData): FIFO from
+// consumeMessageOrderly, max attempts retryMaxTimes+1 and the group's
+// retry policy, the receive batch size and the long polling timeout.
+func (m *messaging) subscriptionSettings(out *v2pb.Settings, client *v2pb.Subscription) {
+	sub := &v2pb.Subscription{
+		Group: client.GetGroup(), Subscriptions: client.GetSubscriptions(),
+		Fifo: client.Fifo, ReceiveBatchSize: client.ReceiveBatchSize, LongPollingTimeout: client.LongPollingTimeout,
+	}
+	out.PubSub = &v2pb.Settings_Subscription{Subscription: sub}
+	c := m.consumer()
+	if c == nil {
+		return
+	}
+	lim := c.ConsumeLimits()
+	batch := lim.BatchSize
+	sub.ReceiveBatchSize = &batch
+	sub.LongPollingTimeout = durationpb.New(lim.MaxLongPolling)
+	g, found := c.Group(client.GetGroup().GetName())
+	if !found {
+		return
+	}
+	fifo := g.Orderly
+	sub.Fifo = &fifo
+	policy := &v2pb.RetryPolicy{MaxAttempts: int32(g.RetryMaxTimes) + 1}
+	if e := g.Exponential; e != nil {
+		policy.Strategy = &v2pb.RetryPolicy_ExponentialBackoff{ExponentialBackoff: &v2pb.ExponentialBackoff{
+			Initial: durationpb.New(e.Initial), Max: durationpb.New(e.Max), Multiplier: e.Multiplier,
+		}}
+	} else {
+		cb := &v2pb.CustomizedBackoff{}
+		for _, d := range g.Customized {
+			cb.Next = append(cb.Next, durationpb.New(d))
+		}
+		policy.Strategy = &v2pb.RetryPolicy_CustomizedBackoff{CustomizedBackoff: cb}
+	}
+	out.BackoffPolicy = policy
+}

@@ -1,0 +1,141 @@
+package grpcserver
+
+import (
+	"context"
+	"sync"
+
+	"google.golang.org/grpc/metadata"
+
+	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
+	"github.com/rmqgo/rmq/pkg/protocol"
+)
+
+// Request metadata the 5.x clients send with every call (Apache
+// proxy/.../grpc/interceptor/InterceptorConstants.java).
+const (
+	mdClientID      = "x-mq-client-id"
+	mdLanguage      = "x-mq-language"
+	mdClientVersion = "x-mq-client-version"
+)
+
+// ClientInfo is a 5.x consumer as its requests and settings describe it.
+type ClientInfo struct {
+	ID       string // x-mq-client-id
+	Language string // x-mq-language: JAVA, GOLANG, …
+	Version  string // x-mq-client-version: 5.2.0
+	Remote   string // the peer's address
+	Group    string
+	// Subscriptions are the ones of the client's settings (Telemetry).
+	Subscriptions []SubscriptionEntry
+}
+
+// SubscriptionEntry is one subscribed topic with its filter (TAG or SQL92).
+type SubscriptionEntry struct {
+	Topic, ExpType, Exp string
+}
+
+// clientTable remembers each client's subscription settings, which its
+// heartbeats do not repeat. The zero value is ready.
+type clientTable struct {
+	mu   sync.Mutex
+	subs map[string]*v2pb.Subscription // by client id
+}
+
+func (t *clientTable) set(id string, s *v2pb.Subscription) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.subs == nil {
+		t.subs = map[string]*v2pb.Subscription{}
+	}
+	t.subs[id] = s
+}
+
+func (t *clientTable) get(id string) *v2pb.Subscription {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.subs[id]
+}
+
+func (t *clientTable) drop(id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.subs, id)
+}
+
+// mdValue is the first value of a metadata key, "" when absent.
+func mdValue(ctx context.Context, key string) string {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if v := md.Get(key); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// rememberSettings keeps a consumer's subscriptions for its heartbeats.
+func (m *messaging) rememberSettings(ctx context.Context, s *v2pb.Settings) {
+	if id := mdValue(ctx, mdClientID); id != "" && s.GetSubscription() != nil {
+		m.clients.set(id, s.GetSubscription())
+	}
+}
+
+// clientInfo describes the calling client for group.
+func (m *messaging) clientInfo(ctx context.Context, group string) ClientInfo {
+	info := ClientInfo{
+		ID: mdValue(ctx, mdClientID), Language: mdValue(ctx, mdLanguage), Version: mdValue(ctx, mdClientVersion),
+		Remote: peerAddr(ctx), Group: group,
+	}
+	for _, e := range m.clients.get(info.ID).GetSubscriptions() {
+		typ := "TAG"
+		if e.GetExpression().GetType() == v2pb.FilterType_SQL {
+			typ = "SQL92"
+		}
+		info.Subscriptions = append(info.Subscriptions, SubscriptionEntry{Topic: e.GetTopic().GetName(), ExpType: typ, Exp: e.GetExpression().GetExpression()})
+	}
+	return info
+}
+
+func isConsumer(t v2pb.ClientType) bool {
+	return t == v2pb.ClientType_PUSH_CONSUMER || t == v2pb.ClientType_SIMPLE_CONSUMER || t == v2pb.ClientType_PULL_CONSUMER
+}
+
+// consumerHeartbeat registers a consumer with its group as the proxy's
+// ClientActivity.heartbeat (a CONSUME_POP, CLUSTERING consumer with the
+// subscriptions of its settings), so the admin tools list it. It answers
+// nil for other clients (the caller goes on).
+func (m *messaging) consumerHeartbeat(ctx context.Context, req *v2pb.HeartbeatRequest) *v2pb.Status {
+	c := m.consumer()
+	if c == nil || !isConsumer(req.GetClientType()) {
+		return nil
+	}
+	group := req.GetGroup().GetName()
+	if group == "" || protocol.ValidateGroup(group) != nil {
+		return newStatus(v2pb.Code_ILLEGAL_CONSUMER_GROUP, "illegal consumer group: "+group)
+	}
+	info := m.clientInfo(ctx, group)
+	if info.ID == "" {
+		return newStatus(v2pb.Code_CLIENT_ID_REQUIRED, "the request has no "+mdClientID)
+	}
+	if err := c.ConsumerHeartbeat(ctx, info); err != nil {
+		return newStatus(v2pb.Code_INTERNAL_SERVER_ERROR, err.Error())
+	}
+	return ok()
+}
+
+// consumerGone unregisters a consumer that said goodbye.
+func (m *messaging) consumerGone(ctx context.Context, req *v2pb.NotifyClientTerminationRequest) {
+	id := mdValue(ctx, mdClientID)
+	if id == "" {
+		return
+	}
+	sub := m.clients.get(id)
+	m.clients.drop(id)
+	c := m.consumer()
+	group := req.GetGroup().GetName()
+	if group == "" {
+		group = sub.GetGroup().GetName()
+	}
+	if c == nil || group == "" {
+		return
+	}
+	c.ConsumerGone(m.clientInfo(ctx, group))
+}

@@ -1,0 +1,48 @@
+package remoting
+
+import (
+	"log/slog"
+	"sync/atomic"
+	"time"
+)
+
+// NewLocalChannel returns a Channel with no connection under it: every
+// command written to it (a response a handler writes later, as a resumed
+// long-polling request does) is decoded back and handed to deliver. It
+// lets an in-process caller — the broker's gRPC endpoint calling the
+// remoting handlers — take part in what needs a channel: long polling,
+// client registration, the peer address in logs. Close ends it; the
+// handlers then see it inactive and drop what they held for it. A request
+// written to it is dropped: a oneway notification has nobody to go to, an
+// Invoke times out.
+func NewLocalChannel(local, remote string, deliver func(*Command)) *Channel {
+	return newChannel(0, local, remote, &localTransport{deliver: deliver}, new(atomic.Int32), time.Second, slog.New(slog.DiscardHandler))
+}
+
+type localTransport struct {
+	deliver func(*Command)
+	closed  atomic.Bool
+}
+
+// write decodes the frame (length field first) and delivers a copy: the
+// Channel reuses b.
+func (t *localTransport) write(b []byte) error {
+	if t.closed.Load() {
+		return ErrConnClosed
+	}
+	if len(b) < 4 {
+		return ErrFrameTooShort
+	}
+	cmd, err := Decode(append([]byte(nil), b[4:]...))
+	if err != nil {
+		return err
+	}
+	if cmd.IsResponse() {
+		t.deliver(cmd)
+	}
+	return nil
+}
+
+func (t *localTransport) close() error { t.closed.Store(true); return nil }
+
+func (t *localTransport) active() bool { return !t.closed.Load() }

@@ -1,0 +1,39 @@
+package remoting
+
+import (
+	"testing"
+)
+
+// TestLocalChannel: a response written to a local channel reaches deliver
+// decoded; requests are dropped; after Close nothing is delivered and the
+// channel is inactive.
+func TestLocalChannel(t *testing.T) {
+	var got []*Command
+	ch := NewLocalChannel("local", "10.0.0.1:5", func(c *Command) { got = append(got, c) })
+	if !ch.IsActive() || ch.RemoteAddr() != "10.0.0.1:5" {
+		t.Fatalf("new local channel: active=%v remote=%q", ch.IsActive(), ch.RemoteAddr())
+	}
+	req := NewRequest(11, map[string]string{"a": "b"}, nil)
+	req.Opaque = 7
+	resp := NewResponse(req, 0, "fine")
+	resp.SetExt("k", "v")
+	resp.Body = []byte("body")
+	if err := ch.WriteResponse(resp); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.write(NewRequest(12, nil, nil)); err != nil {
+		t.Fatalf("request on a local channel: %v, want it dropped", err)
+	}
+	if len(got) != 1 || got[0].Opaque != 7 || got[0].Remark != "fine" || got[0].Ext("k") != "v" || string(got[0].Body) != "body" {
+		t.Fatalf("delivered %+v, want the response alone", got)
+	}
+	if err := ch.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ch.IsActive() {
+		t.Fatal("closed local channel still active")
+	}
+	if err := ch.WriteResponse(resp); err == nil || len(got) != 1 {
+		t.Fatalf("write after Close: %v, %d delivered", err, len(got))
+	}
+}
