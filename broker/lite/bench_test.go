@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -113,7 +114,7 @@ func BenchmarkLiteTopics(b *testing.B) {
 	}
 	time.Sleep(5 * time.Millisecond)
 	if f := os.Getenv("LITE_SWEEP_CPUPROFILE"); f != "" {
-		stop := startCPUProfile(b, f)
+		stop := startRecording(b, f, pprof.StartCPUProfile, pprof.StopCPUProfile)
 		defer stop()
 	}
 	// Let Pebble finish compacting the creation first: the sweep's own CPU
@@ -248,11 +249,11 @@ func BenchmarkSweepUnderSends(b *testing.B) {
 	allocProfile(".before")
 	stopCPU := func() {}
 	if f := os.Getenv("LITE_SWEEP_CPUPROFILE"); f != "" {
-		stopCPU = startCPUProfile(b, f)
+		stopCPU = startRecording(b, f, pprof.StartCPUProfile, pprof.StopCPUProfile)
 	}
 	stopTrace := func() {}
 	if f := os.Getenv("LITE_SWEEP_TRACE"); f != "" {
-		stopTrace = startTrace(b, f)
+		stopTrace = startRecording(b, f, trace.Start, trace.Stop)
 	}
 	b.ResetTimer()
 	sweepStart := time.Now()
@@ -361,32 +362,19 @@ func writeProfile(b *testing.B, path, name string) {
 	}
 }
 
-// startTrace writes an execution trace to path until the returned stop.
-func startTrace(b *testing.B, path string) (stop func()) {
+// startRecording starts a recorder (trace.Start, pprof.StartCPUProfile)
+// writing to path; the returned func ends it (trace.Stop,
+// pprof.StopCPUProfile) and closes the file.
+func startRecording(b *testing.B, path string, start func(io.Writer) error, end func()) (stop func()) {
 	out, err := os.Create(path)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := trace.Start(out); err != nil {
+	if err := start(out); err != nil {
 		b.Fatal(err)
 	}
 	return func() {
-		trace.Stop()
-		out.Close()
-	}
-}
-
-// startCPUProfile profiles the CPU to path until the returned stop.
-func startCPUProfile(b *testing.B, path string) (stop func()) {
-	out, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := pprof.StartCPUProfile(out); err != nil {
-		b.Fatal(err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
+		end()
 		out.Close()
 	}
 }
