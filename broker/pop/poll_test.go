@@ -3,6 +3,7 @@ package pop
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"testing"
@@ -62,6 +63,22 @@ func invokeAsync(t *testing.T, cl *remoting.Client, addr string, req *remoting.C
 	return out
 }
 
+// await is the answer got delivers within five seconds; what names the
+// request in failures.
+func await(t *testing.T, got <-chan asyncResult, what string) *remoting.Command {
+	t.Helper()
+	select {
+	case res := <-got:
+		if res.err != nil {
+			t.Fatalf("%s: %v", what, res.err)
+		}
+		return res.resp
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s: not answered", what)
+	}
+	return nil
+}
+
 func pollingPop(r *rig, qid int32, pollMs int64) *remoting.Command {
 	req := popReq(testGroup, testTopic, qid, 4, 10_000, nil)
 	req.ExtFields["pollTime"] = strconv.FormatInt(pollMs, 10)
@@ -86,13 +103,8 @@ func TestLongPollingWakesOnArrival(t *testing.T) {
 		got := invokeAsync(t, cl, addr, pollingPop(r, qid, 20_000), 10*time.Second)
 		testutil.WaitFor(t, 5*time.Second, "the pop to be suspended", func() bool { return pollingNum(t, r, qid) == 1 })
 		r.send(testTopic, 0, 1, "A")
-		select {
-		case res := <-got:
-			if res.err != nil || res.resp.Code != code.Success || len(res.resp.Body) == 0 {
-				t.Fatalf("queue %d: woken pop: %v %+v", qid, res.err, res.resp)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("queue %d: suspended pop not woken by the arrival", qid)
+		if resp := await(t, got, fmt.Sprintf("queue %d: suspended pop woken by the arrival", qid)); resp.Code != code.Success || len(resp.Body) == 0 {
+			t.Fatalf("queue %d: woken pop: %+v", qid, resp)
 		}
 	}
 }
@@ -108,13 +120,8 @@ func TestLongPollingTimeoutAndFull(t *testing.T) {
 		t.Fatalf("second pop: %v %+v, want POLLING_FULL", second.err, second.resp)
 	}
 	r.clk.Advance(4 * time.Second)
-	select {
-	case res := <-first:
-		if res.err != nil || res.resp.Code != code.PollingTimeout {
-			t.Fatalf("expired pop: %v %+v, want POLLING_TIMEOUT", res.err, res.resp)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("expired pop not answered")
+	if resp := await(t, first, "expired pop"); resp.Code != code.PollingTimeout {
+		t.Fatalf("expired pop: %+v, want POLLING_TIMEOUT", resp)
 	}
 }
 
@@ -129,13 +136,8 @@ func TestLongPollingWakesOnOrderlyAck(t *testing.T) {
 	got := invokeAsync(t, cl, addr, req, 10*time.Second)
 	testutil.WaitFor(t, 5*time.Second, "the orderly pop to be suspended", func() bool { return pollingNum(t, r, 0) == 1 })
 	r.mustAck(first.msgs[0])
-	select {
-	case res := <-got:
-		if res.err != nil || res.resp.Code != code.Success {
-			t.Fatalf("pop woken by ack: %v %+v", res.err, res.resp)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("ack did not wake the blocked orderly pop")
+	if resp := await(t, got, "blocked orderly pop woken by the ack"); resp.Code != code.Success {
+		t.Fatalf("pop woken by ack: %+v", resp)
 	}
 }
 
@@ -155,13 +157,8 @@ func TestNotification(t *testing.T) {
 	got := invokeAsync(t, cl, addr, notify(20_000), 10*time.Second)
 	testutil.WaitFor(t, 5*time.Second, "the notification to be suspended", func() bool { return r.p.notices.size() == 1 })
 	r.send(testTopic, 1, 1, "A")
-	select {
-	case res := <-got:
-		if res.err != nil || res.resp.Ext("hasMsg") != "true" {
-			t.Fatalf("woken notification: %v %+v", res.err, res.resp)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("notification not woken")
+	if resp := await(t, got, "notification woken by the arrival"); resp.Ext("hasMsg") != "true" {
+		t.Fatalf("woken notification: %+v", resp)
 	}
 }
 
