@@ -157,28 +157,14 @@ func javaCompare(l, r value) (int, error) {
 			return 0, fmt.Errorf("%w: cannot compare Boolean %s with String %s", errEval, l, r)
 		}
 		return -1, nil
-	case kInt:
+	case kInt, kLong:
 		switch r.k {
-		case kLong:
+		case kInt, kLong: // the other one of the two
 			return cmp.Compare(l.n, r.n), nil
 		case kDouble:
 			return compareDouble(float64(l.n), r.f), nil
 		case kString:
-			n, err := javaParseInt(r.s)
-			if err != nil {
-				return 0, err
-			}
-			return cmp.Compare(l.n, n), nil
-		}
-		return -1, nil
-	case kLong:
-		switch r.k {
-		case kInt:
-			return cmp.Compare(l.n, r.n), nil
-		case kDouble:
-			return compareDouble(float64(l.n), r.f), nil
-		case kString:
-			n, err := javaParseLong(r.s)
+			n, err := javaParseIntegral(l.k, r.s)
 			if err != nil {
 				return 0, err
 			}
@@ -201,14 +187,8 @@ func javaCompare(l, r value) (int, error) {
 		switch r.k {
 		case kBool:
 			return compareBool(strings.EqualFold(l.s, "true"), r.b), nil
-		case kInt:
-			n, err := javaParseInt(l.s)
-			if err != nil {
-				return 0, err
-			}
-			return cmp.Compare(n, r.n), nil
-		case kLong:
-			n, err := javaParseLong(l.s)
+		case kInt, kLong:
+			n, err := javaParseIntegral(r.k, l.s)
 			if err != nil {
 				return 0, err
 			}
@@ -260,6 +240,15 @@ func javaParseInt(s string) (int64, error) {
 		return 0, numberFormat(s, "Integer")
 	}
 	return n, nil
+}
+
+// javaParseIntegral parses s as Integer.valueOf (k is kInt) or Long.valueOf
+// (kLong) does: as the class of the number it is compared with.
+func javaParseIntegral(k kind, s string) (int64, error) {
+	if k == kInt {
+		return javaParseInt(s)
+	}
+	return javaParseLong(s)
 }
 
 // javaParseDouble is Double.valueOf(String) (FloatingDecimal's grammar):
