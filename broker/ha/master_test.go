@@ -311,14 +311,7 @@ func TestWaitAcksReleasedOnClose(t *testing.T) {
 		return len(m.waiters) == 1
 	})
 	_ = m.Close()
-	select {
-	case err := <-waited:
-		if !errors.Is(err, ErrReplicaTimeout) {
-			t.Fatalf("after close: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the waiting send outlived the master")
-	}
+	wantReplicaTimeout(t, waited, "the master's close")
 	if err := m.WaitAcks(context.Background(), end, 2, time.Minute); !errors.Is(err, ErrReplicaTimeout) {
 		t.Fatalf("closed master: %v", err)
 	}
