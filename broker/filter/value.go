@@ -301,31 +301,13 @@ func javaParseDouble(s string) (float64, error) {
 // "inf").
 func validJavaFloat(s string) bool {
 	if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
-		i, hexDigits := 2, 0
-		for i < len(s) && isHex(s[i]) {
-			i, hexDigits = i+1, hexDigits+1
-		}
-		if i < len(s) && s[i] == '.' {
-			i++
-			for i < len(s) && isHex(s[i]) {
-				i, hexDigits = i+1, hexDigits+1
-			}
-		}
+		i, hexDigits := scanMantissa(s, 2, isHex)
 		if hexDigits == 0 || i >= len(s) || (s[i] != 'p' && s[i] != 'P') {
 			return false
 		}
 		return validExponentDigits(s[i+1:])
 	}
-	i, digits := 0, 0
-	for i < len(s) && isDigit(s[i]) {
-		i, digits = i+1, digits+1
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		for i < len(s) && isDigit(s[i]) {
-			i, digits = i+1, digits+1
-		}
-	}
+	i, digits := scanMantissa(s, 0, isDigit)
 	if digits == 0 {
 		return false
 	}
@@ -336,6 +318,22 @@ func validJavaFloat(s string) bool {
 		return false
 	}
 	return validExponentDigits(s[i+1:])
+}
+
+// scanMantissa reads digits, an optional point and more digits from s[i:]
+// (digit tells what a digit is) and returns where it stopped and how many
+// digits it read.
+func scanMantissa(s string, i int, digit func(byte) bool) (end, digits int) {
+	for i < len(s) && digit(s[i]) {
+		i, digits = i+1, digits+1
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		for i < len(s) && digit(s[i]) {
+			i, digits = i+1, digits+1
+		}
+	}
+	return i, digits
 }
 
 func validExponentDigits(s string) bool {
