@@ -312,17 +312,24 @@ func (m *Manager) obtainID(ctx context.Context) (int64, error) {
 	return pending.ControllerID, nil
 }
 
+// replicaRequest builds request c about replica self of this broker set
+// (cluster, broker name, broker id), stamped with the invoke time when
+// built, plus one more header k: v.
+func (m *Manager) replicaRequest(c int32, self int64, k, v string) func() *remoting.Command {
+	return func() *remoting.Command {
+		return remoting.NewRequest(c, map[string]string{
+			protocol.HdrClusterName: m.cfg.ClusterName,
+			protocol.HdrBrokerName:  m.cfg.BrokerName,
+			protocol.HdrBrokerID:    strconv.FormatInt(self, 10),
+			protocol.HdrInvokeTime:  strconv.FormatInt(m.cfg.Clock().UnixMilli(), 10),
+			k:                       v,
+		}, nil)
+	}
+}
+
 func (m *Manager) register(ctx context.Context) (Role, error) {
 	self := m.ControllerID()
-	resp, err := m.ctl.call(ctx, func() *remoting.Command {
-		return remoting.NewRequest(code.ControllerRegisterBroker, map[string]string{
-			protocol.HdrClusterName:   m.cfg.ClusterName,
-			protocol.HdrBrokerName:    m.cfg.BrokerName,
-			protocol.HdrBrokerID:      strconv.FormatInt(self, 10),
-			protocol.HdrBrokerAddress: m.node.Addr(),
-			protocol.HdrInvokeTime:    strconv.FormatInt(m.cfg.Clock().UnixMilli(), 10),
-		}, nil)
-	})
+	resp, err := m.ctl.call(ctx, m.replicaRequest(code.ControllerRegisterBroker, self, protocol.HdrBrokerAddress, m.node.Addr()))
 	if err != nil {
 		return Role{}, fmt.Errorf("register at the controller: %w", err)
 	}
@@ -333,15 +340,7 @@ func (m *Manager) register(ctx context.Context) (Role, error) {
 // me"). CONTROLLER_MASTER_STILL_EXIST names the master that stays.
 func (m *Manager) elect(ctx context.Context) (Role, error) {
 	self := m.ControllerID()
-	resp, err := m.ctl.call(ctx, func() *remoting.Command {
-		return remoting.NewRequest(code.ControllerElectMaster, map[string]string{
-			protocol.HdrClusterName:    m.cfg.ClusterName,
-			protocol.HdrBrokerName:     m.cfg.BrokerName,
-			protocol.HdrBrokerID:       strconv.FormatInt(self, 10),
-			protocol.HdrDesignateElect: "false",
-			protocol.HdrInvokeTime:     strconv.FormatInt(m.cfg.Clock().UnixMilli(), 10),
-		}, nil)
-	})
+	resp, err := m.ctl.call(ctx, m.replicaRequest(code.ControllerElectMaster, self, protocol.HdrDesignateElect, "false"))
 	if err != nil && !(IsCode(err, code.ControllerMasterStillExist) && resp != nil) {
 		return Role{}, fmt.Errorf("elect master: %w", err)
 	}
