@@ -78,10 +78,9 @@ func (m *Manager) delete(_ context.Context, _ *remoting.Channel, req *remoting.C
 }
 
 func (m *Manager) getOne(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	f := protocol.FieldsOf(req.ExtFields)
-	group := f.Str("group")
-	if err := f.Err(); err != nil {
-		return nil, processor.BadRequest(err)
+	group, err := processor.StrField(req, "group")
+	if err != nil {
+		return nil, err
 	}
 	c, ok := m.Find(group)
 	if !ok {
