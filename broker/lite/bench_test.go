@@ -433,6 +433,28 @@ func (r *benchRig) invoke(c int32, ext map[string]string, body []byte) *remoting
 	return resp
 }
 
+// subscribe creates the group bench_cg bound to Parent, quota lite
+// subscriptions per client, and subscribes client c1 to n lite topics
+// prefix0..prefix<n-1>, whose names it returns.
+func (r *benchRig) subscribe(prefix string, n, quota int) []string {
+	r.b.Helper()
+	body, _ := json.Marshal(map[string]any{"groupName": "bench_cg", "consumeEnable": true,
+		"attributes": map[string]string{"+lite.bind.topic": "Parent", "+lite.sub.client.quota": strconv.Itoa(quota)}})
+	if resp := r.invoke(code.UpdateAndCreateSubscriptionGroup, nil, body); resp.Code != code.Success {
+		r.b.Fatalf("create group: %d %s", resp.Code, resp.Remark)
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = prefix + strconv.Itoa(i)
+	}
+	sub, _ := json.Marshal(map[string]any{"subscriptionSet": []any{map[string]any{
+		"action": "COMPLETE_ADD", "clientId": "c1", "group": "bench_cg", "topic": "Parent", "liteTopicSet": names, "version": 1}}})
+	if resp := r.invoke(code.LiteSubscriptionCtl, nil, sub); resp.Code != code.Success {
+		r.b.Fatalf("subscribe: %d %s", resp.Code, resp.Remark)
+	}
+	return names
+}
+
 func (r *benchRig) send(qid int, body []byte, props map[string]string) *remoting.Command {
 	return r.sendTo("Parent", qid, body, props)
 }
@@ -481,20 +503,7 @@ func rssKiB(key string) int64 {
 //	go test -run '^$' -bench LitePop -benchtime 50000x ./broker/lite/
 func BenchmarkLitePop(b *testing.B) {
 	r := newBenchRig(b)
-	body, _ := json.Marshal(map[string]any{"groupName": "bench_cg", "consumeEnable": true,
-		"attributes": map[string]string{"+lite.bind.topic": "Parent", "+lite.sub.client.quota": strconv.Itoa(b.N + 1)}})
-	if resp := r.invoke(code.UpdateAndCreateSubscriptionGroup, nil, body); resp.Code != code.Success {
-		b.Fatalf("create group: %d %s", resp.Code, resp.Remark)
-	}
-	names := make([]string, b.N)
-	for i := range names {
-		names[i] = "p" + strconv.Itoa(i)
-	}
-	sub, _ := json.Marshal(map[string]any{"subscriptionSet": []any{map[string]any{
-		"action": "COMPLETE_ADD", "clientId": "c1", "group": "bench_cg", "topic": "Parent", "liteTopicSet": names, "version": 1}}})
-	if resp := r.invoke(code.LiteSubscriptionCtl, nil, sub); resp.Code != code.Success {
-		b.Fatalf("subscribe: %d %s", resp.Code, resp.Remark)
-	}
+	names := r.subscribe("p", b.N, b.N+1)
 	var wg sync.WaitGroup
 	work := make(chan int)
 	for w := 0; w < 16; w++ {
@@ -589,20 +598,7 @@ func BenchmarkLiteDelivery(b *testing.B) {
 		}
 	}
 	const subscribed = 100_000
-	body, _ := json.Marshal(map[string]any{"groupName": "bench_cg", "consumeEnable": true,
-		"attributes": map[string]string{"+lite.bind.topic": "Parent", "+lite.sub.client.quota": strconv.Itoa(2 * subscribed)}})
-	if resp := r.invoke(code.UpdateAndCreateSubscriptionGroup, nil, body); resp.Code != code.Success {
-		b.Fatalf("create group: %d %s", resp.Code, resp.Remark)
-	}
-	names := make([]string, subscribed)
-	for i := range names {
-		names[i] = "d" + strconv.Itoa(i)
-	}
-	sub, _ := json.Marshal(map[string]any{"subscriptionSet": []any{map[string]any{
-		"action": "COMPLETE_ADD", "clientId": "c1", "group": "bench_cg", "topic": "Parent", "liteTopicSet": names, "version": 1}}})
-	if resp := r.invoke(code.LiteSubscriptionCtl, nil, sub); resp.Code != code.Success {
-		b.Fatalf("subscribe: %d %s", resp.Code, resp.Remark)
-	}
+	names := r.subscribe("d", subscribed, 2*subscribed)
 	rate := 2000
 	if v, _ := strconv.Atoi(os.Getenv("LITE_DELIVERY_RATE")); v > 0 {
 		rate = v
