@@ -455,6 +455,21 @@ func (r *benchRig) subscribe(prefix string, n, quota int) []string {
 	return names
 }
 
+// popLite long-polls (pollMs) client c1's lite messages of bench_cg, 32 at
+// most.
+func (r *benchRig) popLite(pollMs string) *remoting.Command {
+	return r.invoke(code.PopLiteMessage, map[string]string{"clientId": "c1", "consumerGroup": "bench_cg", "topic": "Parent",
+		"maxMsgNum": "32", "invisibleTime": "60000", "pollTime": pollMs, "bornTime": strconv.FormatInt(time.Now().UnixMilli(), 10)}, nil)
+}
+
+// liteAck is the ACK_MESSAGE header of m, popped by popLite's answer resp.
+func liteAck(resp *remoting.Command, m *message.Message) map[string]string {
+	off := m.Properties[message.PropertyInnerMultiQueueOffset]
+	return map[string]string{"consumerGroup": "bench_cg", "topic": "Parent", "queueId": "0", "offset": off,
+		"liteTopic": m.Properties[message.PropertyLiteTopic],
+		"extraInfo": fmt.Sprintf("0 %s %s 999 0 broker-a 0 %s", resp.ExtFields["popTime"], resp.ExtFields["invisibleTime"], off)}
+}
+
 func (r *benchRig) send(qid int, body []byte, props map[string]string) *remoting.Command {
 	return r.sendTo("Parent", qid, body, props)
 }
@@ -538,23 +553,18 @@ func BenchmarkLitePop(b *testing.B) {
 	start := time.Now()
 	got, pops := 0, 0
 	for got < b.N && time.Since(start) < 5*time.Minute {
-		resp := r.invoke(code.PopLiteMessage, map[string]string{"clientId": "c1", "consumerGroup": "bench_cg", "topic": "Parent",
-			"maxMsgNum": "32", "invisibleTime": "60000", "pollTime": "1000", "bornTime": strconv.FormatInt(time.Now().UnixMilli(), 10)}, nil)
+		resp := r.popLite("1000")
 		pops++
 		if resp.Code != code.Success {
 			continue
 		}
-		for rest := resp.Body; len(rest) > 0; {
-			m, n, err := message.DecodeStored(rest, message.DecodeOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			rest = rest[n:]
+		msgs, err := message.DecodeAll(resp.Body, message.DecodeOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, m := range msgs {
 			got++
-			off := m.Properties[message.PropertyInnerMultiQueueOffset]
-			acks <- map[string]string{"consumerGroup": "bench_cg", "topic": "Parent", "queueId": "0", "offset": off,
-				"liteTopic": m.Properties[message.PropertyLiteTopic],
-				"extraInfo": fmt.Sprintf("0 %s %s 999 0 broker-a 0 %s", resp.ExtFields["popTime"], resp.ExtFields["invisibleTime"], off)}
+			acks <- liteAck(resp, m)
 		}
 	}
 	close(acks)
@@ -623,27 +633,23 @@ func BenchmarkLiteDelivery(b *testing.B) {
 					return
 				default:
 				}
-				resp := r.invoke(code.PopLiteMessage, map[string]string{"clientId": "c1", "consumerGroup": "bench_cg", "topic": "Parent",
-					"maxMsgNum": "32", "invisibleTime": "60000", "pollTime": "2000", "bornTime": strconv.FormatInt(time.Now().UnixMilli(), 10)}, nil)
+				resp := r.popLite("2000")
 				at := time.Now()
 				if resp.Code != code.Success {
 					continue
 				}
-				for rest := resp.Body; len(rest) > 0; {
-					m, n, err := message.DecodeStored(rest, message.DecodeOptions{})
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					rest = rest[n:]
+				msgs, err := message.DecodeAll(resp.Body, message.DecodeOptions{})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				for _, m := range msgs {
 					off := m.Properties[message.PropertyInnerMultiQueueOffset]
 					lite := m.Properties[message.PropertyLiteTopic]
 					mu.Lock()
 					recv = append(recv, got{lite, off, at.Sub(time.UnixMilli(m.StoreTimestamp)), m.StoreTimestamp})
 					mu.Unlock()
-					ack := remoting.NewRequest(code.AckMessage, map[string]string{"consumerGroup": "bench_cg", "topic": "Parent", "queueId": "0", "offset": off,
-						"liteTopic": lite, "extraInfo": fmt.Sprintf("0 %s %s 999 0 broker-a 0 %s", resp.ExtFields["popTime"], resp.ExtFields["invisibleTime"], off)}, nil)
-					_ = r.client.InvokeOneway(context.Background(), r.addr, ack)
+					_ = r.client.InvokeOneway(context.Background(), r.addr, remoting.NewRequest(code.AckMessage, liteAck(resp, m), nil))
 				}
 			}
 		}()
