@@ -198,16 +198,7 @@ func (m *Manager) watchLease() {
 	if m.cfg.LeaseDuration <= 0 {
 		return
 	}
-	t := time.NewTicker(max(min(m.cfg.HeartbeatInterval, m.cfg.LeaseDuration/4), time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-m.stop:
-			return
-		case <-t.C:
-			m.checkLease()
-		}
-	}
+	loop.Tick(m.stop, max(min(m.cfg.HeartbeatInterval, m.cfg.LeaseDuration/4), time.Millisecond), m.checkLease)
 }
 
 func (m *Manager) sleep(d time.Duration) bool {
