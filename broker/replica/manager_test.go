@@ -58,6 +58,15 @@ func startMaster(t *testing.T, cfg Config) (*fakeController, *fakeNode, *Manager
 	return f, n, m
 }
 
+// lapseLease cuts the master started by startMaster off every controller
+// and moves clock past its lease: it fences itself.
+func lapseLease(t *testing.T, f *fakeController, n *fakeNode, clock *testutil.FakeClock, cfg Config) {
+	t.Helper()
+	f.setDown(true)
+	clock.Advance(cfg.LeaseDuration + time.Second)
+	waitOps(t, n, "fenced=true", "master@1", "fenced=false", "fenced=true")
+}
+
 func waitOps(t *testing.T, n *fakeNode, want ...string) {
 	t.Helper()
 	testutil.WaitFor(t, 5*time.Second, "node operations "+strings.Join(want, ","), func() bool {
@@ -219,9 +228,7 @@ func TestMasterLease(t *testing.T) {
 	clock := testutil.NewFakeClock(time.Unix(1_700_000_000, 0))
 	cfg := testConfig(t.TempDir(), clock)
 	f, n, _ := startMaster(t, cfg)
-	f.setDown(true)
-	clock.Advance(cfg.LeaseDuration + time.Second)
-	waitOps(t, n, "fenced=true", "master@1", "fenced=false", "fenced=true")
+	lapseLease(t, f, n, clock, cfg)
 	f.setDown(false)
 	waitOps(t, n, "fenced=true", "master@1", "fenced=false", "fenced=true", "fenced=false")
 
@@ -264,9 +271,7 @@ func TestLeaseFencedBrokerServesNewRole(t *testing.T) {
 	clock := testutil.NewFakeClock(time.Unix(1_700_000_000, 0))
 	cfg := testConfig(t.TempDir(), clock)
 	f, n, _ := startMaster(t, cfg)
-	f.setDown(true)
-	clock.Advance(cfg.LeaseDuration + time.Second)
-	waitOps(t, n, "fenced=true", "master@1", "fenced=false", "fenced=true")
+	lapseLease(t, f, n, clock, cfg)
 	f.mu.Lock()
 	f.elect(1)
 	for _, a := range controllerAddrs {
