@@ -313,12 +313,9 @@ func (c *CleanService) topicStats(ctx context.Context, d *protocol.TopicQueueMap
 		}
 		return out, nil
 	}
-	resp, err := c.ask(ctx, b, code.GetTopicStatsInfo, map[string]string{"topic": d.Topic, FieldLogic: "false", FieldBrokerName: b})
-	if err != nil {
-		return nil, err
-	}
 	var st protocol.TopicStatsTable
-	if err := protocol.UnmarshalMQKeyed(resp.Body, &st); err != nil {
+	ext := map[string]string{"topic": d.Topic, FieldLogic: "false", FieldBrokerName: b}
+	if err := c.ask(ctx, b, code.GetTopicStatsInfo, ext, protocol.UnmarshalMQKeyed, &st); err != nil {
 		return nil, err
 	}
 	return st.OffsetTable, nil
@@ -400,20 +397,20 @@ func (c *CleanService) staleBackups(ctx context.Context, d *protocol.TopicQueueM
 	}
 }
 
-// ask sends a request to broker b and returns its SUCCESS answer; any
-// other code is an error.
-func (c *CleanService) ask(ctx context.Context, b string, reqCode int32, ext map[string]string) (*remoting.Command, error) {
+// ask sends a request to broker b and decodes the body of its SUCCESS
+// answer into out with decode; any other code is an error.
+func (c *CleanService) ask(ctx context.Context, b string, reqCode int32, ext map[string]string, decode func([]byte, any) error, out any) error {
 	if c.d.Remote == nil {
-		return nil, errors.New("no broker-to-broker client")
+		return errors.New("no broker-to-broker client")
 	}
 	resp, err := c.d.Remote.Invoke(ctx, b, remoting.NewRequest(reqCode, ext, nil))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if resp.Code != code.Success {
-		return nil, errors.New("code " + strconv.Itoa(int(resp.Code)) + ": " + resp.Remark)
+		return errors.New("code " + strconv.Itoa(int(resp.Code)) + ": " + resp.Remark)
 	}
-	return resp, nil
+	return decode(resp.Body, out)
 }
 
 // leaderDetail is broker b's mapping of the topic (GET_TOPIC_CONFIG with
@@ -422,12 +419,9 @@ func (c *CleanService) leaderDetail(ctx context.Context, own *protocol.TopicQueu
 	if b == c.me {
 		return own, nil
 	}
-	resp, err := c.ask(ctx, b, code.GetTopicConfig, map[string]string{"topic": own.Topic, FieldLogic: "true", FieldBrokerName: b})
-	if err != nil {
-		return nil, err
-	}
 	var tc protocol.TopicConfigAndQueueMapping
-	if err := protocol.Unmarshal(resp.Body, &tc); err != nil {
+	ext := map[string]string{"topic": own.Topic, FieldLogic: "true", FieldBrokerName: b}
+	if err := c.ask(ctx, b, code.GetTopicConfig, ext, protocol.Unmarshal, &tc); err != nil {
 		return nil, err
 	}
 	if tc.MappingDetail == nil || tc.MappingDetail.Bname != b {
