@@ -87,6 +87,26 @@ func TestStrField(t *testing.T) {
 	}
 }
 
+func TestKeepCode(t *testing.T) {
+	coded := remoting.Errorf(code.SystemError, "disabled")
+	for _, tc := range []struct {
+		name       string
+		err        error
+		wantCode   int32
+		wantRemark string
+	}{
+		{"coded", coded, code.SystemError, "disabled"},
+		{"wrapped coded", fmt.Errorf("factory: %w", coded), code.SystemError, "disabled"},
+		{"plain", errors.New("bad expression"), code.SubscriptionParseFailed, "parse failed: bad expression"},
+	} {
+		err := KeepCode(tc.err, code.SubscriptionParseFailed, "parse failed: %v", tc.err)
+		var ce *remoting.CodeError
+		if !errors.As(err, &ce) || ce.Code != tc.wantCode || ce.Remark != tc.wantRemark {
+			t.Errorf("%s: %v, want code %d %q", tc.name, err, tc.wantCode, tc.wantRemark)
+		}
+	}
+}
+
 func TestCodeError(t *testing.T) {
 	errMine := errors.New("mine")
 	codeOf := func(err error) int32 {

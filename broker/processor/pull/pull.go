@@ -436,11 +436,7 @@ func (p *Processor) filterOf(group string, sub client.SubscriptionData) (store.M
 	if err != nil {
 		// A factory that already chose the code (e.g. SQL92 while
 		// enablePropertyFilter is off → SYSTEM_ERROR, as Java) keeps it.
-		var ce *remoting.CodeError
-		if errors.As(err, &ce) {
-			return nil, err
-		}
-		return nil, remoting.Errorf(code.SubscriptionParseFailed, "parse the consumer's subscription failed: %v", err)
+		return nil, processor.KeepCode(err, code.SubscriptionParseFailed, "parse the consumer's subscription failed: %v", err)
 	}
 	return f, nil
 }
