@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"testing"
 	"time"
@@ -13,35 +12,22 @@ import (
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 )
 
 // serve puts the rig's processor behind a real remoting server (long
 // polling needs channels) and returns a client and the address.
 func serve(t *testing.T, r *rig) (*remoting.Client, string) {
 	t.Helper()
-	cfg := remoting.DefaultServerConfig()
-	cfg.ListenAddr = "127.0.0.1:0"
-	srv, err := remoting.NewServer(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ex := remoting.NewExecutor("test", 8, 1024)
-	for c, h := range r.p.Handlers() {
-		srv.Register(c, h.H, ex)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r.p.Start()
-	cl := remoting.NewClient(remoting.DefaultClientConfig(), slog.New(slog.DiscardHandler))
-	t.Cleanup(func() {
-		_ = cl.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		ex.Close()
+	t.Cleanup(ex.Close) // after the server's shutdown
+	srv := remotingtest.Serve(t, func(s *remoting.Server) {
+		for c, h := range r.p.Handlers() {
+			s.Register(c, h.H, ex)
+		}
 	})
-	return cl, srv.Addr()
+	r.p.Start()
+	return remotingtest.NewClient(t), srv.Addr()
 }
 
 type asyncResult struct {
