@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -106,6 +107,28 @@ func sameLog(t testing.TB, master, slave *store.Store) {
 
 func caughtUp(master, slave *store.Store) func() bool {
 	return func() bool { return slave.CommitLog().MaxOffset() == master.CommitLog().MaxOffset() }
+}
+
+// checkReencoded drives a frame decoder over data, read through r: next
+// decodes one frame and returns it re-encoded after again, or the
+// decoder's error. It fails t unless the accepted frames re-encode to
+// exactly the bytes consumed, and a clean EOF comes only at the end of
+// data.
+func checkReencoded(t *testing.T, data []byte, r *bytes.Reader, next func(again []byte) ([]byte, error)) {
+	t.Helper()
+	var again []byte
+	for {
+		var err error
+		if again, err = next(again); err != nil {
+			if errors.Is(err, io.EOF) && !bytes.Equal(again, data) {
+				t.Fatalf("clean EOF but re-encoded %d of %d bytes", len(again), len(data))
+			}
+			return
+		}
+		if !bytes.Equal(again, data[:len(data)-r.Len()]) {
+			t.Fatal("re-encoded frames differ from the consumed bytes")
+		}
+	}
 }
 
 // wantReplicaTimeout fails unless the send waiting on errc ends with
