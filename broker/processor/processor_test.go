@@ -89,21 +89,16 @@ func TestStrField(t *testing.T) {
 
 func TestKeepCode(t *testing.T) {
 	coded := remoting.Errorf(code.SystemError, "disabled")
-	for _, tc := range []struct {
-		name       string
-		err        error
-		wantCode   int32
-		wantRemark string
-	}{
-		{"coded", coded, code.SystemError, "disabled"},
-		{"wrapped coded", fmt.Errorf("factory: %w", coded), code.SystemError, "disabled"},
-		{"plain", errors.New("bad expression"), code.SubscriptionParseFailed, "parse failed: bad expression"},
-	} {
-		err := KeepCode(tc.err, code.SubscriptionParseFailed, "parse failed: %v", tc.err)
-		var ce *remoting.CodeError
-		if !errors.As(err, &ce) || ce.Code != tc.wantCode || ce.Remark != tc.wantRemark {
-			t.Errorf("%s: %v, want code %d %q", tc.name, err, tc.wantCode, tc.wantRemark)
+	for _, err := range []error{coded, fmt.Errorf("factory: %w", coded)} {
+		if got := KeepCode(err, code.SubscriptionParseFailed, "parse failed: %v", err); got != err {
+			t.Errorf("KeepCode(%v) = %v, want it unchanged", err, got)
 		}
+	}
+	plain := errors.New("bad expression")
+	got := KeepCode(plain, code.SubscriptionParseFailed, "parse failed: %v", plain)
+	var ce *remoting.CodeError
+	if !errors.As(got, &ce) || ce.Code != code.SubscriptionParseFailed || ce.Remark != "parse failed: bad expression" {
+		t.Errorf("KeepCode(plain) = %v, want SUBSCRIPTION_PARSE_FAILED \"parse failed: bad expression\"", got)
 	}
 }
 
