@@ -154,7 +154,7 @@ func (p *Processor) commitOrderly(ctx context.Context, topic, group string, qid 
 	case orderStalePop:
 		return -1, false, noMessage(fmt.Errorf("the receipt's pop time %d is not the queue's last orderly pop", popTime))
 	case orderNotFound:
-		return -1, false, errorf(code.MessageIllegal, "offset is illegal, key:%s@%s@%d, commit:%d, %s", topic, group, qid, offset, remote(ch))
+		return -1, false, errorf(code.MessageIllegal, "offset is illegal, key:%s@%s@%d, commit:%d, %s", topic, group, qid, offset, processor.RemoteAddr(ch))
 	}
 	if err := p.j.append(ctx, jq, &op{Kind: opOrderAck, Seq: p.j.nextSeq(), Order: &orderOp{
 		Group: group, Topic: topic, QueueID: qid, PopTime: popTime, Offset: offset,

@@ -83,6 +83,15 @@ func StrField(req *remoting.Command, name string) (string, error) {
 	return v, nil
 }
 
+// RemoteAddr is the address of the client behind ch, "" without a channel
+// (handlers tolerate a nil one, as in tests).
+func RemoteAddr(ch *remoting.Channel) string {
+	if ch == nil {
+		return ""
+	}
+	return ch.RemoteAddr()
+}
+
 // BadRequestf answers INVALID_PARAMETER with a formatted remark.
 func BadRequestf(format string, args ...any) error {
 	return remoting.Errorf(code.InvalidParameter, format, args...)

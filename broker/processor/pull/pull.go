@@ -256,7 +256,7 @@ func (p *Processor) process(ctx context.Context, ch *remoting.Channel, req *remo
 	}
 	if h.queueID < 0 || int(h.queueID) >= tc.ReadQueueNums {
 		return nil, remoting.Errorf(code.InvalidParameter, "queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
-			h.queueID, h.topic, tc.ReadQueueNums, remote(ch))
+			h.queueID, h.topic, tc.ReadQueueNums, processor.RemoteAddr(ch))
 	}
 
 	sub, err := p.subscriptionOf(h, sg)
@@ -489,13 +489,6 @@ func concatRecords(r *store.GetResult) []byte {
 		body = append(body, rec...)
 	}
 	return body
-}
-
-func remote(ch *remoting.Channel) string {
-	if ch == nil {
-		return ""
-	}
-	return ch.RemoteAddr()
 }
 
 // tagFilter matches consume-queue tag codes against a TAG subscription
