@@ -48,8 +48,9 @@ func TestCutPartialTail(t *testing.T) {
 	dst := openStore(t, testConfig(t.TempDir()))
 	defer dst.Close()
 	ctx := context.Background()
-	second := mustPut(t, src, putT, 0, 3, "to replicate")[1].res.End // end of the second message
-	cut := second + 10 // inside the third record
+	// The cut falls inside the third record, just after the second.
+	second := mustPut(t, src, putT, 0, 3, "to replicate")[1].res.End
+	cut := second + 10
 	buf, err := src.CommitLog().Read(0, int(cut))
 	if err != nil {
 		t.Fatal(err)
