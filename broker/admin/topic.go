@@ -179,7 +179,7 @@ func (p *Processor) getAllTopicConfig(_ context.Context, _ *remoting.Channel, re
 		}
 		table, details = page, pageDetails
 	}
-	body, err := protocol.Marshal(protocol.TopicConfigAndMappingSerializeWrapper{
+	resp, err := processor.Reply(req, "topic configs", protocol.TopicConfigAndMappingSerializeWrapper{
 		DataVersion:                dv,
 		MappingDataVersion:         mdv,
 		TopicConfigTable:           table,
@@ -187,11 +187,9 @@ func (p *Processor) getAllTopicConfig(_ context.Context, _ *remoting.Channel, re
 		TopicQueueMappingInfoMap:   map[string]protocol.TopicQueueMappingInfo{},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("encode topic configs: %w", err)
+		return nil, err
 	}
-	resp := remoting.NewResponse(req, code.Success, "")
 	resp.SetExt("totalTopicNum", strconv.Itoa(total))
-	resp.Body = body
 	return resp, nil
 }
 
