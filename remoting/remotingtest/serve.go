@@ -1,16 +1,16 @@
 package remotingtest
 
 import (
-	"context"
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/remoting"
 )
 
 // Serve starts a server on a free loopback port, without idle timeout,
 // with the handlers register installs on it (before it starts), and shuts
-// it down when t ends.
+// it down when t ends (a failed shutdown is logged).
 func Serve(t testing.TB, register func(*remoting.Server)) *remoting.Server {
 	t.Helper()
 	srv, err := remoting.NewServer(remoting.ServerConfig{ListenAddr: "127.0.0.1:0", IdleTimeout: -1}, nil)
@@ -18,14 +18,7 @@ func Serve(t testing.TB, register func(*remoting.Server)) *remoting.Server {
 		t.Fatal(err)
 	}
 	register(srv)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
+	testutil.StartWithShutdown(t, srv, 5*time.Second, t.Logf)
 	return srv
 }
 
