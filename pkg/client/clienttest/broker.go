@@ -29,6 +29,7 @@ type Broker struct {
 	topics     map[string]int              // topic → queue count
 	queues     map[string]map[int][][]byte // topic → queue id → stored records
 	offsets    map[string]int64            // group@topic@queue → committed offset
+	committed  map[string]uint64           // group@topic@queue → arrival of the commit applied
 	commitLog  int64                       // next commit-log offset
 	notify     chan struct{}               // closed and replaced on every store
 	sendCodes  []int32                     // injected answers to the next sends
@@ -67,16 +68,17 @@ type Send struct {
 // TBW102 (8 queues, perm 7) exists so that sends may auto-create topics.
 func StartBroker(name string, ns *fakens.Server) (*Broker, error) {
 	b := &Broker{
-		Name:    name,
-		ns:      ns,
-		topics:  map[string]int{protocol.AutoCreateTopicKey: 8},
-		queues:  make(map[string]map[int][][]byte),
-		offsets: make(map[string]int64),
-		notify:  make(chan struct{}),
-		calls:   make(map[int32]int),
-		stop:    make(chan struct{}),
-		ext:     newBrokerExt(),
-		lite:    newLiteBroker(),
+		Name:      name,
+		ns:        ns,
+		topics:    map[string]int{protocol.AutoCreateTopicKey: 8},
+		queues:    make(map[string]map[int][][]byte),
+		offsets:   make(map[string]int64),
+		committed: make(map[string]uint64),
+		notify:    make(chan struct{}),
+		calls:     make(map[int32]int),
+		stop:      make(chan struct{}),
+		ext:       newBrokerExt(),
+		lite:      newLiteBroker(),
 	}
 	srv, err := newServer()
 	if err != nil {
@@ -196,6 +198,18 @@ func (b *Broker) Messages(topic string, queueID int) ([]*message.Message, error)
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// commitLocked applies an UPDATE_CONSUMER_OFFSET unless one read after it
+// was applied already: the server runs requests concurrently, and our
+// broker applies a queue's commits in the order it read them
+// (docs/protocol.md §6.3).
+func (b *Broker) commitLocked(key string, off int64, arrival uint64) {
+	if arrival < b.committed[key] {
+		return
+	}
+	b.committed[key] = arrival
+	b.offsets[key] = off
 }
 
 // Committed returns the committed offset of a queue (-1 if none).
@@ -374,8 +388,12 @@ func (b *Broker) pull(_ context.Context, ch *remoting.Channel, req *remoting.Com
 	}
 	b.mu.Lock()
 	b.calls[req.Code]++
-	if sysFlag&1 != 0 && commit > 0 {
-		b.offsets[offsetKey(group, topic, queueID)] = commit
+	if key := offsetKey(group, topic, queueID); sysFlag&1 != 0 && commit > 0 {
+		// Only forward, as our broker: a pull sent just before a consumer's
+		// last commit must not move the offset back (docs/protocol.md §6.3).
+		if cur, ok := b.offsets[key]; !ok || commit > cur {
+			b.offsets[key] = commit
+		}
 	}
 	resp, wait := b.pullLocked(req, topic, queueID, offset, maxNums, sub)
 	b.mu.Unlock()
@@ -523,7 +541,7 @@ func (b *Broker) updateOffset(_ context.Context, _ *remoting.Channel, req *remot
 		time.Sleep(delayed.d)
 	}
 	b.mu.Lock()
-	b.offsets[offsetKey(req.Ext("consumerGroup"), topic, q)] = off
+	b.commitLocked(offsetKey(req.Ext("consumerGroup"), topic, q), off, req.Arrival)
 	b.mu.Unlock()
 	if delayed != nil {
 		close(delayed.stored)
