@@ -7,8 +7,10 @@
 #
 #   scripts/java5-consumer.sh push 127.0.0.1:8081 TopicTest GID true 3 -0 1
 #
-# "simple" runs GrpcSimpleConsumer, "push" GrpcPushConsumer (their
-# arguments: see their sources).
+#   scripts/java5-consumer.sh lite 127.0.0.1:8081 LiteParent GID false a,b 4 1
+#
+# "simple" runs GrpcSimpleConsumer, "push" GrpcPushConsumer, "lite"
+# GrpcLitePushConsumer (their arguments: see their sources).
 #
 # Compiled with Maven once (scripts/java5/target, recompiled when a source
 # or the pom changes); the classpath is cached likewise.
@@ -26,8 +28,9 @@ javadir="$here/java5"
 case "${1:-}" in
 simple) main=GrpcSimpleConsumer ;;
 push) main=GrpcPushConsumer ;;
+lite) main=GrpcLitePushConsumer ;;
 *)
-	echo "usage: java5-consumer.sh simple|push <program arguments>" >&2
+	echo "usage: java5-consumer.sh simple|push|lite <program arguments>" >&2
 	exit 2
 	;;
 esac
