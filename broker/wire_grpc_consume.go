@@ -407,8 +407,8 @@ func (c *grpcClients) stopAll() {
 }
 
 // channel is the client's channel, made when it has none or its old one
-// was closed.
-func (c *grpcClients) channel(id, remote string) *remoting.Channel {
+// was closed; requests the broker pushes on it go to push.
+func (c *grpcClients) channel(id, remote string, push func(*remoting.Command)) *remoting.Channel {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ch := c.chans[id]; ch != nil && ch.IsActive() {
@@ -424,7 +424,7 @@ func (c *grpcClients) channel(id, remote string) *remoting.Channel {
 			delete(c.chans, id)
 		}
 	}
-	ch := remoting.NewLocalChannel("grpc", remote, func(*remoting.Command) {})
+	ch := remoting.NewLocalPeerChannel("grpc", remote, func(*remoting.Command) {}, push)
 	c.chans[id] = ch
 	return ch
 }
@@ -475,7 +475,7 @@ func (g grpcBackend) ConsumerHeartbeat(ctx context.Context, c grpcserver.ClientI
 	}
 	req := remoting.NewRequest(code.HeartBeat, nil, body)
 	req.Language, req.Version = remoting.ParseLanguage(c.Language), clientVersion(c.Version)
-	resp, err := g.handle(ctx, g.b.grpcClients.channel(c.ID, c.Remote), req)
+	resp, err := g.handle(ctx, g.clientChannel(c.ID, c.Remote), req)
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func (g grpcBackend) SyncLite(ctx context.Context, s grpcserver.LiteSync) (grpcs
 	if err != nil {
 		return grpcserver.Result{}, fmt.Errorf("lite subscription body: %w", err)
 	}
-	resp, err := g.handle(ctx, g.b.grpcClients.channel(s.ClientID, s.Peer), remoting.NewRequest(code.LiteSubscriptionCtl, nil, body))
+	resp, err := g.handle(ctx, g.clientChannel(s.ClientID, s.Peer), remoting.NewRequest(code.LiteSubscriptionCtl, nil, body))
 	if err != nil {
 		return grpcserver.Result{}, err
 	}
@@ -243,3 +243,20 @@ func (g grpcBackend) DeadLetterLite(ctx context.Context, group, topic, lite, msg
 
 // grpcBackend serves lite push consumers.
 var _ grpcserver.LiteConsumer = grpcBackend{}
+
+// clientChannel is the 5.x client's local channel (grpcClients.channel).
+// A NOTIFY_UNSUBSCRIBE_LITE the broker pushes on it (broker/lite/subscribe
+// keeps the channel of a client's last ADD) reaches the client as a
+// NotifyUnsubscribeLiteCommand on its Telemetry stream, as the proxy
+// relays it; other pushes have no gRPC form and are dropped.
+func (g grpcBackend) clientChannel(id, remote string) *remoting.Channel {
+	return g.b.grpcClients.channel(id, remote, func(c *remoting.Command) {
+		if c.Code != code.NotifyUnsubscribeLite {
+			return
+		}
+		lite := c.Ext("liteTopic")
+		if !g.b.grpcProducers.NotifyUnsubscribeLite(id, lite) {
+			g.b.log.Debug("grpc: lite unsubscribe notification not delivered: no telemetry stream", "clientId", id, "liteTopic", lite)
+		}
+	})
+}

@@ -262,3 +262,31 @@ func (m *messaging) liteOf(lite *string) (LiteConsumer, *v2pb.Status) {
 	}
 	return l, nil
 }
+
+// NotifyUnsubscribeLite tells a lite push consumer that it lost a lite
+// topic (an exclusive group gave it to another client, docs/lite-topics.md
+// §5.4) with a NotifyUnsubscribeLiteCommand on its Telemetry stream, as the
+// proxy turns the broker's NOTIFY_UNSUBSCRIBE_LITE into one; the client
+// drops the name from its set. It reports whether the client has a
+// stream; the command is written in the background.
+func (p *Producers) NotifyUnsubscribeLite(clientID, lite string) bool {
+	p.mu.Lock()
+	s := p.clients[clientID]
+	p.mu.Unlock()
+	if s == nil {
+		return false
+	}
+	select {
+	case s.pushes <- struct{}{}:
+	default:
+		return false // the client does not read its stream
+	}
+	cmd := &v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_NotifyUnsubscribeLiteCommand{
+		NotifyUnsubscribeLiteCommand: &v2pb.NotifyUnsubscribeLiteCommand{LiteTopic: lite},
+	}}
+	go func() {
+		defer func() { <-s.pushes }()
+		_ = s.send(cmd)
+	}()
+	return true
+}

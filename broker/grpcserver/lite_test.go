@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
@@ -267,5 +269,54 @@ func TestLitePushConsumerRpcs(t *testing.T) {
 	}
 	if len(f.pops) != 1 || len(f.popsLite) != 1 {
 		t.Fatalf("a plain client's receive: %d regular pops, %d lite pops; want 1 and 1", len(f.pops), len(f.popsLite))
+	}
+}
+
+// TestNotifyUnsubscribeLite: the notification reaches the client's
+// Telemetry stream (found by its x-mq-client-id) as a
+// NotifyUnsubscribeLiteCommand; a client without a stream, or whose stream
+// ended, is reported not reached.
+func TestNotifyUnsubscribeLite(t *testing.T) {
+	p := NewProducers()
+	s := startServer(t, Config{Backend: newFakeLite(), Producers: p, AdvertiseHost: "127.0.0.1"})
+	conn, err := grpc.NewClient(s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := v2pb.NewMessagingServiceClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	sctx, stop := context.WithCancel(metadata.AppendToOutgoingContext(ctx, "x-mq-client-id", "lite-cid"))
+	stream, err := c.Telemetry(sctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ := v2pb.ClientType_LITE_PUSH_CONSUMER
+	if err := stream.Send(&v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_Settings{Settings: &v2pb.Settings{
+		ClientType: &typ, PubSub: &v2pb.Settings_Subscription{Subscription: &v2pb.Subscription{Group: res("LG")}},
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil { // the settings: the session is registered
+		t.Fatal(err)
+	}
+	if p.NotifyUnsubscribeLite("other-cid", "a") {
+		t.Fatal("a client without a stream was notified")
+	}
+	if !p.NotifyUnsubscribeLite("lite-cid", "a") {
+		t.Fatal("the client's stream was not found")
+	}
+	got, err := stream.Recv()
+	if err != nil || got.GetNotifyUnsubscribeLiteCommand().GetLiteTopic() != "a" {
+		t.Fatalf("stream got %v %v, want the unsubscribe of lite topic a", got, err)
+	}
+	stop()
+	deadline := time.Now().Add(3 * time.Second)
+	for p.NotifyUnsubscribeLite("lite-cid", "a") {
+		if time.Now().After(deadline) {
+			t.Fatal("a client whose stream ended is still notified")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
