@@ -180,7 +180,9 @@ func (m *messaging) Heartbeat(ctx context.Context, req *v2pb.HeartbeatRequest) (
 // completed with what the broker decides — for a producer the body limit
 // (maxMessageSize) and message-type validation. A producer's stream is
 // registered for the topics it publishes: the broker's transaction check
-// sends its RecoverOrphanedTransactionCommand there (transaction.go).
+// sends its RecoverOrphanedTransactionCommand there (transaction.go). A
+// lite push consumer also gets its lite limits, and its stream takes the
+// broker's lite unsubscribe notifications (lite.go).
 // Other commands are not served yet and are ignored.
 func (m *messaging) Telemetry(stream v2pb.MessagingService_TelemetryServer) error {
 	remote := ""
