@@ -141,3 +141,70 @@ func receiveCtx(t *testing.T, ctx context.Context, cli v2pb.MessagingServiceClie
 	}
 	return c, msgs
 }
+
+// TestGrpcLiteAutoRenewAndDeadLetter: a lite message received with
+// auto_renew stays invisible past several renewal slices (the renewal
+// changes its invisible time on the lite path) and acks by the handle
+// first received; ForwardMessageToDeadLetterQueue with lite_topic moves a
+// lite message to the group's DLQ with its lite topic.
+func TestGrpcLiteAutoRenewAndDeadLetter(t *testing.T) {
+	t.Parallel() // waits on renewals
+	b, c := grpcBroker(t, func(cfg *config.Config) {
+		cfg.EnableLmq, cfg.EnableMultiDispatch = true, true
+		cfg.MinInvisibleTimeMillsForRecv, cfg.GrpcClientConsumerMinLongPollingTimeoutMillis = 1000, 0
+		cfg.RenewSliceTimeMillis, cfg.RenewAheadTimeMillis = 1000, 500
+	}, map[string]string{"LP": "LITE"})
+	g := subscription.NewGroupConfig("LGR")
+	g.Attributes = map[string]string{"+lite.bind.topic": "LP"}
+	if err := b.msg.subs.Update(g); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := newLiteGrpcClient(t, ctx, c, "cid-r", "LGR")
+	if code := cl.sync(t, c, v2pb.LiteSubscriptionAction_PARTIAL_ADD, "LGR", "r"); code != v2pb.Code_OK {
+		t.Fatalf("subscribe r: %v", code)
+	}
+	r := "r"
+	for _, id := range []string{"01LITER1", "01LITER2"} {
+		if e := grpcSend(t, ctx, c, "LP", id, func(sp *v2pb.SystemProperties) {
+			sp.MessageType, sp.LiteTopic = v2pb.MessageType_LITE, &r
+		}); e.GetStatus().GetCode() != v2pb.Code_OK {
+			t.Fatalf("send %s: %v", id, e)
+		}
+	}
+	req := receiveReq("LP", "LGR", 0, 500*time.Millisecond)
+	req.FilterExpression, req.InvisibleDuration, req.AutoRenew, req.BatchSize = nil, nil, true, 1
+	code, got := receiveCtx(t, cl.ctx, c, req)
+	if code != v2pb.Code_OK || len(got) != 1 || got[0].GetSystemProperties().GetInvisibleDuration().AsDuration() != time.Second {
+		t.Fatalf("auto_renew lite receive: %v %v, want one message invisible for the 1 s slice", code, got)
+	}
+	// Three slices later it has not come back: it was renewed.
+	time.Sleep(3 * time.Second)
+	if code, msgs := receiveCtx(t, cl.ctx, c, req); code != v2pb.Code_MESSAGE_NOT_FOUND {
+		t.Fatalf("after three slices: %v %v, want the renewed message still invisible (its lite topic blocked)", code, msgs)
+	}
+	ack, err := c.AckMessage(cl.ctx, &v2pb.AckMessageRequest{Group: &v2pb.Resource{Name: "LGR"}, Topic: &v2pb.Resource{Name: "LP"},
+		Entries: []*v2pb.AckMessageEntry{{MessageId: "01LITER1", ReceiptHandle: got[0].GetSystemProperties().GetReceiptHandle(), LiteTopic: &r}}})
+	if err != nil || ack.GetStatus().GetCode() != v2pb.Code_OK {
+		t.Fatalf("ack by the first handle of a renewed lite message: %v %v", ack, err)
+	}
+	req.AutoRenew, req.InvisibleDuration = false, durationpb.New(10*time.Second)
+	code, next := receiveCtx(t, cl.ctx, c, req)
+	if code != v2pb.Code_OK || len(next) != 1 || next[0].GetSystemProperties().GetMessageId() != "01LITER2" {
+		t.Fatalf("receive after the ack: %v %v, want 01LITER2", code, next)
+	}
+	d, err := c.ForwardMessageToDeadLetterQueue(cl.ctx, &v2pb.ForwardMessageToDeadLetterQueueRequest{Group: &v2pb.Resource{Name: "LGR"},
+		Topic: &v2pb.Resource{Name: "LP"}, ReceiptHandle: next[0].GetSystemProperties().GetReceiptHandle(), MessageId: "01LITER2", LiteTopic: &r})
+	if err != nil || d.GetStatus().GetCode() != v2pb.Code_OK {
+		t.Fatalf("lite dead letter: %v %v", d, err)
+	}
+	dlq := storedN(t, b, "%DLQ%LGR", 1)
+	if len(dlq) != 1 || dlq[0].LiteTopic() != "r" || string(dlq[0].Body) != "body-01LITER2" {
+		t.Fatalf("DLQ holds %v, want 01LITER2 with lite topic r", dlq)
+	}
+	req.LongPollingTimeout = durationpb.New(300 * time.Millisecond)
+	if code, msgs := receiveCtx(t, cl.ctx, c, req); code != v2pb.Code_MESSAGE_NOT_FOUND {
+		t.Fatalf("after the dead-lettering: %v %v, want nothing", code, msgs)
+	}
+}
