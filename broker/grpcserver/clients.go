@@ -51,9 +51,10 @@ func (t *clientTable) set(id string, s *v2pb.Subscription) {
 	t.subs[id] = s
 }
 
-// setType records a client's type (CLIENT_TYPE_UNSPECIFIED is ignored).
+// setType records a consumer's type (other clients' are not kept, as
+// their settings are not).
 func (t *clientTable) setType(id string, ct v2pb.ClientType) {
-	if id == "" || ct == v2pb.ClientType_CLIENT_TYPE_UNSPECIFIED {
+	if id == "" || !isConsumer(ct) {
 		return
 	}
 	t.mu.Lock()
