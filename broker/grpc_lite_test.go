@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/lite/registry"
 	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
 )
@@ -60,7 +61,8 @@ func (l liteGrpcClient) sync(t *testing.T, c v2pb.MessagingServiceClient, action
 // with it); the group's per-client quota answers
 // LITE_SUBSCRIPTION_QUOTA_EXCEEDED; a group not bound to the topic
 // BAD_REQUEST; in an exclusive group a second client taking a lite topic
-// makes the broker notify the first on its Telemetry stream.
+// makes the broker notify the first on its Telemetry stream; a client's
+// goodbye drops its lite subscriptions.
 func TestGrpcLitePushConsumer(t *testing.T) {
 	b, c := grpcBroker(t, func(cfg *config.Config) {
 		cfg.EnableLmq, cfg.EnableMultiDispatch = true, true
@@ -116,6 +118,18 @@ func TestGrpcLitePushConsumer(t *testing.T) {
 	req.LongPollingTimeout = durationpb.New(500 * time.Millisecond)
 	if code, msgs := receiveCtx(t, c1.ctx, c, req); code != v2pb.Code_MESSAGE_NOT_FOUND || len(msgs) != 0 {
 		t.Fatalf("receive after the ack: %v %v, want nothing", code, msgs)
+	}
+
+	// c1's goodbye drops its lite subscriptions (COMPLETE_REMOVE).
+	key := registry.ClientKey{ClientID: "cid-1", Group: "LG"}
+	if lmqs := b.Lite().Registry.LMQs(key); len(lmqs) != 2 {
+		t.Fatalf("cid-1 subscribes %v, want a and b", lmqs)
+	}
+	if n, err := c.NotifyClientTermination(c1.ctx, &v2pb.NotifyClientTerminationRequest{Group: &v2pb.Resource{Name: "LG"}}); err != nil || n.GetStatus().GetCode() != v2pb.Code_OK {
+		t.Fatalf("NotifyClientTermination: %v %v", n, err)
+	}
+	if _, ok := b.Lite().Registry.Get(key, 10); ok {
+		t.Fatalf("cid-1 still has lite subscriptions after its goodbye: %v", b.Lite().Registry.LMQs(key))
 	}
 
 	x1 := newLiteGrpcClient(t, ctx, c, "cid-x1", "LGX")

@@ -154,7 +154,7 @@ func (m *messaging) consumerGone(ctx context.Context, req *v2pb.NotifyClientTerm
 	if id == "" {
 		return
 	}
-	sub := m.clients.get(id)
+	sub, lite := m.clients.get(id), m.clients.isLite(id)
 	m.clients.drop(id)
 	c := m.consumer()
 	group := req.GetGroup().GetName()
@@ -164,5 +164,25 @@ func (m *messaging) consumerGone(ctx context.Context, req *v2pb.NotifyClientTerm
 	if c == nil || group == "" {
 		return
 	}
+	if lite {
+		m.liteGone(ctx, id, group, sub)
+	}
 	c.ConsumerGone(m.clientInfo(ctx, group))
+}
+
+// liteGone drops the lite subscriptions of a lite push consumer that said
+// goodbye (COMPLETE_REMOVE for its bind topic, the topic of its settings),
+// as the proxy's offlineClientLiteSubscription: the broker hands its
+// pending lite topics to the group's other clients at once instead of
+// after liteSubscriptionCheckTimeoutMills.
+func (m *messaging) liteGone(ctx context.Context, id, group string, sub *v2pb.Subscription) {
+	l := m.lite()
+	if l == nil || len(sub.GetSubscriptions()) == 0 {
+		return
+	}
+	topic := sub.GetSubscriptions()[0].GetTopic().GetName()
+	if topic == "" {
+		return
+	}
+	_, _ = l.SyncLite(ctx, LiteSync{Action: "COMPLETE_REMOVE", ClientID: id, Group: group, Topic: topic, LiteTopics: []string{}, Peer: peerAddr(ctx)})
 }

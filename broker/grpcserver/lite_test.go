@@ -256,6 +256,14 @@ func TestLitePushConsumerRpcs(t *testing.T) {
 		t.Fatalf("lite calls %q, want %q; regular acks %v changes %v dlq %v", f.liteCalls, want, f.acked, f.changed, f.dlq)
 	}
 
+	// Its goodbye drops its lite subscriptions.
+	if n, err := c.NotifyClientTermination(ctx, &v2pb.NotifyClientTerminationRequest{Group: res("LG")}); err != nil || n.GetStatus().GetCode() != v2pb.Code_OK {
+		t.Fatalf("NotifyClientTermination: %v %v", n, err)
+	}
+	if len(f.syncs) != 1 || f.syncs[0].Action != "COMPLETE_REMOVE" || f.syncs[0].ClientID != "lite-cid" || f.syncs[0].Group != "LG" || f.syncs[0].Topic != "P" {
+		t.Fatalf("after the goodbye the broker was asked %+v, want one COMPLETE_REMOVE of lite-cid in LG for P", f.syncs)
+	}
+
 	// Another client of the same backend still pops regularly.
 	other := metadata.AppendToOutgoingContext(context.Background(), "x-mq-client-id", "plain-cid")
 	rs, err := c.ReceiveMessage(other, rreq("T", "G"))
