@@ -9,15 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/subscription"
-	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -31,32 +27,12 @@ import (
 // with one queue; it returns a client of the endpoint.
 func grpcConsumeBroker(t *testing.T, topic string, opts ...func(*config.Config)) (*Broker, v2pb.MessagingServiceClient) {
 	t.Helper()
-	ns := fakens.Start(t)
-	cfg := testConfig(t, t.TempDir(), ns.Addr())
-	cfg.EnableGrpcServer, cfg.GrpcServerPort = true, 0
-	cfg.MinInvisibleTimeMillsForRecv, cfg.GrpcClientConsumerMinLongPollingTimeoutMillis = 1000, 0
-	for _, o := range opts {
-		o(cfg)
-	}
-	b, err := New(cfg, nil, WithRegisterTiming(time.Hour, time.Hour, time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
-	tc := protocol.NewTopicConfig(topic)
-	tc.ReadQueueNums, tc.WriteQueueNums = 1, 1
-	if _, err := b.Topics().Update(tc); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := grpc.NewClient(b.GrpcAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return b, v2pb.NewMessagingServiceClient(conn)
+	return grpcBroker(t, func(cfg *config.Config) {
+		cfg.MinInvisibleTimeMillsForRecv, cfg.GrpcClientConsumerMinLongPollingTimeoutMillis = 1000, 0
+		for _, o := range opts {
+			o(cfg)
+		}
+	}, 1, map[string]string{topic: ""})
 }
 
 // receive runs one ReceiveMessage and returns the status and messages; it
@@ -157,23 +133,9 @@ func TestGrpcReceiveAckRedeliver(t *testing.T) {
 		woken <- msgs
 	}()
 	time.Sleep(300 * time.Millisecond)
-	tag := "TagA"
 	born := time.UnixMilli(1700000000123)
 	ids := []string{"01000000000000000000000011", "01000000000000000000000012", "01000000000000000000000013"}
-	for _, id := range ids {
-		resp, err := cli.SendMessage(ctx, &v2pb.SendMessageRequest{Messages: []*v2pb.Message{{
-			Topic:          &v2pb.Resource{Name: topic},
-			UserProperties: map[string]string{"color": "red"},
-			SystemProperties: &v2pb.SystemProperties{
-				Tag: &tag, Keys: []string{"k1", "k2"}, MessageId: id, MessageType: v2pb.MessageType_NORMAL,
-				BornTimestamp: timestamppb.New(born),
-			},
-			Body: []byte("body-" + id),
-		}}})
-		if err != nil || resp.GetStatus().GetCode() != v2pb.Code_OK {
-			t.Fatalf("SendMessage: %v %v", resp, err)
-		}
-	}
+	sendNormal(ctx, t, cli, topic, born, ids...)
 	var got []*v2pb.Message
 	select {
 	case got = <-woken:

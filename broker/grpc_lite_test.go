@@ -67,7 +67,7 @@ func TestGrpcLitePushConsumer(t *testing.T) {
 	b, c := grpcBroker(t, func(cfg *config.Config) {
 		cfg.EnableLmq, cfg.EnableMultiDispatch = true, true
 		cfg.MinInvisibleTimeMillsForRecv, cfg.GrpcClientConsumerMinLongPollingTimeoutMillis = 1000, 0
-	}, map[string]string{"LP": "LITE", "NP": ""})
+	}, 4, map[string]string{"LP": "LITE", "NP": ""})
 	for name, attrs := range map[string]map[string]string{
 		"LG":  {"+lite.bind.topic": "LP", "+lite.sub.client.quota": "2"},
 		"LGX": {"+lite.bind.topic": "LP", "+lite.sub.model": "Exclusive"},
@@ -167,7 +167,7 @@ func TestGrpcLiteAutoRenewAndDeadLetter(t *testing.T) {
 		cfg.EnableLmq, cfg.EnableMultiDispatch = true, true
 		cfg.MinInvisibleTimeMillsForRecv, cfg.GrpcClientConsumerMinLongPollingTimeoutMillis = 1000, 0
 		cfg.RenewSliceTimeMillis, cfg.RenewAheadTimeMillis = 1000, 500
-	}, map[string]string{"LP": "LITE"})
+	}, 4, map[string]string{"LP": "LITE"})
 	g := subscription.NewGroupConfig("LGR")
 	g.Attributes = map[string]string{"+lite.bind.topic": "LP"}
 	if err := b.msg.subs.Update(g); err != nil {

@@ -20,8 +20,8 @@ import (
 )
 
 // grpcBroker starts a broker with the gRPC endpoint and the given topics
-// (name → message.type, "" for none), and a client.
-func grpcBroker(t *testing.T, edit func(cfg *config.Config), topics map[string]string) (*Broker, v2pb.MessagingServiceClient) {
+// (name → message.type, "" for none) of queues queues each, and a client.
+func grpcBroker(t *testing.T, edit func(cfg *config.Config), queues int, topics map[string]string) (*Broker, v2pb.MessagingServiceClient) {
 	t.Helper()
 	ns := fakens.Start(t)
 	cfg := testConfig(t, t.TempDir(), ns.Addr())
@@ -39,7 +39,7 @@ func grpcBroker(t *testing.T, edit func(cfg *config.Config), topics map[string]s
 	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
 	for name, typ := range topics {
 		tc := protocol.NewTopicConfig(name)
-		tc.ReadQueueNums, tc.WriteQueueNums = 4, 4
+		tc.ReadQueueNums, tc.WriteQueueNums = queues, queues
 		if typ != "" {
 			tc.Attributes = map[string]string{"+message.type": typ}
 		}
@@ -53,6 +53,30 @@ func grpcBroker(t *testing.T, edit func(cfg *config.Config), topics map[string]s
 	}
 	t.Cleanup(func() { conn.Close() })
 	return b, v2pb.NewMessagingServiceClient(conn)
+}
+
+// sendNormal sends one NORMAL message per id over gRPC (tag TagA, keys k1
+// k2, color=red, the body "body-<id>") and returns the send entries.
+func sendNormal(ctx context.Context, t *testing.T, cli v2pb.MessagingServiceClient, topic string, born time.Time, ids ...string) []*v2pb.SendResultEntry {
+	t.Helper()
+	tag := "TagA"
+	var out []*v2pb.SendResultEntry
+	for _, id := range ids {
+		resp, err := cli.SendMessage(ctx, &v2pb.SendMessageRequest{Messages: []*v2pb.Message{{
+			Topic:          &v2pb.Resource{Name: topic},
+			UserProperties: map[string]string{"color": "red"},
+			SystemProperties: &v2pb.SystemProperties{
+				Tag: &tag, Keys: []string{"k1", "k2"}, MessageId: id, MessageType: v2pb.MessageType_NORMAL,
+				BornTimestamp: timestamppb.New(born),
+			},
+			Body: []byte("body-" + id),
+		}}})
+		if err != nil || resp.GetStatus().GetCode() != v2pb.Code_OK {
+			t.Fatalf("SendMessage %s: %v %v", id, resp, err)
+		}
+		out = append(out, resp.GetEntries()...)
+	}
+	return out
 }
 
 // stored reads the messages of one queue.
@@ -115,7 +139,7 @@ func grpcSend(t *testing.T, ctx context.Context, c v2pb.MessagingServiceClient, 
 // stored as the broker's remoting path stores them: a group on one queue
 // with __SHARDINGKEY, a delay parked on the timer, the peer as born host.
 func TestGrpcSendTypesStored(t *testing.T) {
-	b, c := grpcBroker(t, func(cfg *config.Config) { cfg.EnableLmq, cfg.EnableMultiDispatch = true, true }, map[string]string{"GF": "FIFO", "GD": "DELAY", "GN": "", "GL": "LITE", "GP": "PRIORITY"})
+	b, c := grpcBroker(t, func(cfg *config.Config) { cfg.EnableLmq, cfg.EnableMultiDispatch = true, true }, 4, map[string]string{"GF": "FIFO", "GD": "DELAY", "GN": "", "GL": "LITE", "GP": "PRIORITY"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for i := 0; i < 6; i++ {
@@ -209,8 +233,7 @@ func TestGrpcSendTypesStored(t *testing.T) {
 func TestGrpcTransaction(t *testing.T) {
 	b, c := grpcBroker(t, func(cfg *config.Config) {
 		cfg.TransactionCheckInterval, cfg.TransactionTimeOut = 200*time.Millisecond, 300*time.Millisecond
-	},
-		map[string]string{"GT": "TRANSACTION"})
+	}, 4, map[string]string{"GT": "TRANSACTION"})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	half := func(id string) *v2pb.SendResultEntry {

@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
@@ -108,47 +107,14 @@ func TestGrpcServerStartsAndStopsWithBroker(t *testing.T) {
 // the broker's send path into the store, with its id as UNIQ_KEY, tag,
 // keys, user properties, born time and body as a remoting send stores them.
 func TestGrpcSendMessageStored(t *testing.T) {
-	ns := fakens.Start(t)
-	cfg := testConfig(t, t.TempDir(), ns.Addr())
-	cfg.EnableGrpcServer, cfg.GrpcServerPort = true, 0
-	b, err := New(cfg, nil, WithRegisterTiming(time.Hour, time.Hour, time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = b.Shutdown(context.Background()) }()
-	tc := protocol.NewTopicConfig("GrpcSend")
-	tc.ReadQueueNums, tc.WriteQueueNums = 1, 1
-	if _, err := b.Topics().Update(tc); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := grpc.NewClient(b.GrpcAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	b, cli := grpcBroker(t, nil, 1, map[string]string{"GrpcSend": ""})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	cli := v2pb.NewMessagingServiceClient(conn)
-	tag := "TagA"
 	born := time.UnixMilli(1700000000123)
-	for i, id := range []string{"01000000000000000000000001", "01000000000000000000000002"} {
-		resp, err := cli.SendMessage(ctx, &v2pb.SendMessageRequest{Messages: []*v2pb.Message{{
-			Topic:          &v2pb.Resource{Name: "GrpcSend"},
-			UserProperties: map[string]string{"color": "red"},
-			SystemProperties: &v2pb.SystemProperties{
-				Tag: &tag, Keys: []string{"k1", "k2"}, MessageId: id, MessageType: v2pb.MessageType_NORMAL,
-				BornTimestamp: timestamppb.New(born),
-			},
-			Body: []byte("body-" + id),
-		}}})
-		if err != nil || resp.GetStatus().GetCode() != v2pb.Code_OK {
-			t.Fatalf("SendMessage: %v %v", resp, err)
-		}
-		if e := resp.GetEntries()[0]; e.GetMessageId() != id || e.GetOffset() != int64(i) {
-			t.Fatalf("entry %v, want id %s offset %d", e, id, i)
+	ids := []string{"01000000000000000000000001", "01000000000000000000000002"}
+	for i, e := range sendNormal(ctx, t, cli, "GrpcSend", born, ids...) {
+		if e.GetMessageId() != ids[i] || e.GetOffset() != int64(i) {
+			t.Fatalf("entry %v, want id %s offset %d", e, ids[i], i)
 		}
 	}
 	// The consume queue is built asynchronously.

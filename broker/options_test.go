@@ -1,10 +1,10 @@
 package broker
 
 import (
-	"context"
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -18,10 +18,7 @@ func TestWithLockMaxLiveTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
+	testutil.StartWithShutdown(t, b, 30*time.Second, t.Logf)
 	send := invoker(t, b)
 	invoke := func(c int32, ext map[string]string, body []byte) *remoting.Command {
 		t.Helper()

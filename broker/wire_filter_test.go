@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -9,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/remoting"
@@ -32,10 +32,7 @@ func newFilterRig(t *testing.T) *filterRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
+	testutil.StartWithShutdown(t, b, 30*time.Second, t.Logf)
 	r := &filterRig{t: t, b: b, client: remoting.NewClient(remoting.DefaultClientConfig(), nil)}
 	t.Cleanup(func() { _ = r.client.Close() })
 	return r

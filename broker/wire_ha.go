@@ -67,7 +67,7 @@ func (b *Broker) wireHA(w *wiring) (send.Replicas, error) {
 		status = s.Status
 	}
 	b.RegisterProcessor(code.GetBrokerHAStatus, func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		return jsonResponse(req, status())
+		return processor.Reply(req, "HA status", status())
 	}, processor.PoolAdmin)
 	return replicas, nil
 }

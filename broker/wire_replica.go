@@ -83,7 +83,7 @@ func (b *Broker) wireReplica(w *wiring, opts ha.Options) (send.Replicas, error) 
 	w.m.closers = append(w.m.closers, func() { _ = n.haLn.Close() }, n.close, mgr.Stop)
 
 	b.RegisterProcessor(code.GetBrokerHAStatus, func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		return jsonResponse(req, n.status())
+		return processor.Reply(req, "HA status", n.status())
 	}, processor.PoolAdmin)
 	b.RegisterProcessor(code.GetBrokerEpochCache, func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 		c := b.cfg.Get()
@@ -92,7 +92,7 @@ func (b *Broker) wireReplica(w *wiring, opts ha.Options) (send.Replicas, error) 
 		for _, r := range ep.Ranges(math.MaxInt64) {
 			body.EpochList = append(body.EpochList, protocol.EpochEntry{Epoch: r.Epoch, StartOffset: r.Start, EndOffset: r.End})
 		}
-		return jsonResponse(req, body)
+		return processor.Reply(req, "epoch cache", body)
 	}, processor.PoolAdmin)
 	b.RegisterProcessor(code.NotifyBrokerRoleChanged, func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 		mgr.HandleNotify(req)
@@ -111,16 +111,6 @@ func (b *Broker) wireReplica(w *wiring, opts ha.Options) (send.Replicas, error) 
 	}, processor.PoolAdmin)
 	w.guard = func(s send.Store) send.Store { return inSyncGuard{Store: s, n: n} }
 	return n, nil
-}
-
-func jsonResponse(req *remoting.Command, v any) (*remoting.Command, error) {
-	body, err := protocol.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("encode %T: %w", v, err)
-	}
-	resp := remoting.NewResponse(req, code.Success, "")
-	resp.Body = body
-	return resp, nil
 }
 
 func splitAddrs(s string) []string {

@@ -155,7 +155,7 @@ func (p *Processor) updateBrokerConfig(_ context.Context, ch *remoting.Channel, 
 	if err != nil {
 		return nil, err // already names the offending keys
 	}
-	p.log.Info("broker config updated", "changed", changed, "remote", remote(ch))
+	p.log.Info("broker config updated", "changed", changed, "remote", processor.RemoteAddr(ch))
 	if len(changed) > 0 && p.d.Hooks.ConfigChanged != nil {
 		p.d.Hooks.ConfigChanged(changed)
 	}

@@ -128,25 +128,16 @@ func (p *Processor) Register(r processor.Registrar) {
 	processor.RegisterAll(r, p.Handlers(), processor.PoolAdmin)
 }
 
-type handlerFunc func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error)
-
 // wrap funnels every handler error through toCodeError, the single place
 // where domain errors become response codes.
-func (p *Processor) wrap(h handlerFunc) remoting.Handler {
+func (p *Processor) wrap(h remoting.Handler) remoting.Handler {
 	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 		resp, err := h(ctx, ch, req)
 		if err != nil {
 			cerr := toCodeError(err)
-			p.log.Info("admin request failed", "code", req.Code, "remote", remote(ch), "err", err)
+			p.log.Info("admin request failed", "code", req.Code, "remote", processor.RemoteAddr(ch), "err", err)
 			return nil, cerr
 		}
 		return resp, nil
 	}
-}
-
-func remote(ch *remoting.Channel) string {
-	if ch == nil {
-		return ""
-	}
-	return ch.RemoteAddr()
 }

@@ -73,7 +73,7 @@ func (p *Processor) updateAndCreateTopic(ctx context.Context, ch *remoting.Chann
 	if len(changed) > 0 && p.d.Hooks.TopicsChanged != nil {
 		p.d.Hooks.TopicsChanged(ctx)
 	}
-	p.log.Info("update or create topic", "topic", name, "changed", len(changed) > 0, "remote", remote(ch))
+	p.log.Info("update or create topic", "topic", name, "changed", len(changed) > 0, "remote", processor.RemoteAddr(ch))
 	return remoting.NewResponse(req, code.Success, ""), nil
 }
 
@@ -119,7 +119,7 @@ func (p *Processor) updateAndCreateTopicList(ctx context.Context, ch *remoting.C
 	if len(changed) > 0 && p.d.Hooks.TopicsChanged != nil {
 		p.d.Hooks.TopicsChanged(ctx)
 	}
-	p.log.Info("update or create topic list", "topics", len(list), "changed", len(changed), "remote", remote(ch))
+	p.log.Info("update or create topic list", "topics", len(list), "changed", len(changed), "remote", processor.RemoteAddr(ch))
 	return remoting.NewResponse(req, code.Success, ""), nil
 }
 
@@ -140,7 +140,7 @@ func (p *Processor) deleteTopic(_ context.Context, ch *remoting.Channel, req *re
 	if p.d.Hooks.TopicDeleted != nil {
 		p.d.Hooks.TopicDeleted(name)
 	}
-	p.log.Info("delete topic", "topic", name, "existed", existed, "remote", remote(ch))
+	p.log.Info("delete topic", "topic", name, "existed", existed, "remote", processor.RemoteAddr(ch))
 	return remoting.NewResponse(req, code.Success, ""), nil
 }
 
@@ -179,7 +179,7 @@ func (p *Processor) getAllTopicConfig(_ context.Context, _ *remoting.Channel, re
 		}
 		table, details = page, pageDetails
 	}
-	body, err := protocol.Marshal(protocol.TopicConfigAndMappingSerializeWrapper{
+	resp, err := processor.Reply(req, "topic configs", protocol.TopicConfigAndMappingSerializeWrapper{
 		DataVersion:                dv,
 		MappingDataVersion:         mdv,
 		TopicConfigTable:           table,
@@ -187,11 +187,9 @@ func (p *Processor) getAllTopicConfig(_ context.Context, _ *remoting.Channel, re
 		TopicQueueMappingInfoMap:   map[string]protocol.TopicQueueMappingInfo{},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("encode topic configs: %w", err)
+		return nil, err
 	}
-	resp := remoting.NewResponse(req, code.Success, "")
 	resp.SetExt("totalTopicNum", strconv.Itoa(total))
-	resp.Body = body
 	return resp, nil
 }
 

@@ -390,10 +390,9 @@ type consumerListBody struct {
 }
 
 func (p *Processor) consumerListByGroup(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	f := protocol.FieldsOf(req.ExtFields)
-	group := f.Str("consumerGroup")
-	if err := f.Err(); err != nil {
-		return nil, processor.BadRequest(err)
+	group, err := processor.StrField(req, "consumerGroup")
+	if err != nil {
+		return nil, err
 	}
 	ids := p.d.Consumers.ClientIDs(group)
 	if len(ids) == 0 {
@@ -417,10 +416,9 @@ type ProducerConnection struct {
 }
 
 func (p *Processor) consumerConnectionList(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	f := protocol.FieldsOf(req.ExtFields)
-	group := f.Str("consumerGroup")
-	if err := f.Err(); err != nil {
-		return nil, processor.BadRequest(err)
+	group, err := processor.StrField(req, "consumerGroup")
+	if err != nil {
+		return nil, err
 	}
 	g, ok := p.d.Consumers.GroupInfo(group)
 	if !ok {
@@ -440,10 +438,9 @@ func (p *Processor) consumerConnectionList(_ context.Context, _ *remoting.Channe
 }
 
 func (p *Processor) producerConnectionList(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	f := protocol.FieldsOf(req.ExtFields)
-	group := f.Str("producerGroup")
-	if err := f.Err(); err != nil {
-		return nil, processor.BadRequest(err)
+	group, err := processor.StrField(req, "producerGroup")
+	if err != nil {
+		return nil, err
 	}
 	infos := p.d.Producers.Channels(group)
 	if len(infos) == 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 )
 
 type env struct {
@@ -66,23 +67,13 @@ func servedEnv(t *testing.T, mutate ...func(*config.Config)) *env {
 // serve starts a real server with the processor's handlers and hooks.
 func (e *env) serve(t *testing.T) {
 	t.Helper()
-	srv, err := remoting.NewServer(remoting.ServerConfig{ListenAddr: "127.0.0.1:0", IdleTimeout: -1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.p.Register(processor.OnServer(srv))
-	srv.OnClose(e.p.OnChannelClose)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	e.p.Start()
-	e.srv, e.addr = srv, srv.Addr()
-	t.Cleanup(func() {
-		e.p.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
+	srv := remotingtest.Serve(t, func(s *remoting.Server) {
+		e.p.Register(processor.OnServer(s))
+		s.OnClose(e.p.OnChannelClose)
 	})
+	e.p.Start()
+	t.Cleanup(e.p.Close)
+	e.srv, e.addr = srv, srv.Addr()
 }
 
 // peer is one client connection that records NOTIFY_CONSUMER_IDS_CHANGED.

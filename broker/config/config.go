@@ -158,35 +158,8 @@ func load(src Source, overlay map[string]string) (*Config, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(unknownLower) == 0 {
-		return cfg, nil, nil
-	}
 	// pkg/config reports keys lower-cased; show them as the user wrote them.
-	spelled := map[string]string{}
-	if src.File != "" {
-		if b, err := os.ReadFile(src.File); err == nil {
-			if kv, err := pcfg.ParseProperties(b); err == nil {
-				for k := range kv {
-					spelled[strings.ToLower(k)] = k
-				}
-			}
-		}
-	}
-	for k := range src.Overrides {
-		spelled[strings.ToLower(k)] = k
-	}
-	for k := range overlay {
-		spelled[strings.ToLower(k)] = k
-	}
-	out := make([]string, 0, len(unknownLower))
-	for _, k := range unknownLower {
-		if s, ok := spelled[k]; ok {
-			k = s
-		}
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return cfg, out, nil
+	return cfg, pcfg.Spelled(unknownLower, src.File, src.Overrides, overlay), nil
 }
 
 // legacyKey reports RocketMQ 4.x keys that 5.x brokers silently ignore (old

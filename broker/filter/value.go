@@ -157,28 +157,14 @@ func javaCompare(l, r value) (int, error) {
 			return 0, fmt.Errorf("%w: cannot compare Boolean %s with String %s", errEval, l, r)
 		}
 		return -1, nil
-	case kInt:
+	case kInt, kLong:
 		switch r.k {
-		case kLong:
+		case kInt, kLong: // the other one of the two
 			return cmp.Compare(l.n, r.n), nil
 		case kDouble:
 			return compareDouble(float64(l.n), r.f), nil
 		case kString:
-			n, err := javaParseInt(r.s)
-			if err != nil {
-				return 0, err
-			}
-			return cmp.Compare(l.n, n), nil
-		}
-		return -1, nil
-	case kLong:
-		switch r.k {
-		case kInt:
-			return cmp.Compare(l.n, r.n), nil
-		case kDouble:
-			return compareDouble(float64(l.n), r.f), nil
-		case kString:
-			n, err := javaParseLong(r.s)
+			n, err := javaParseIntegral(l.k, r.s)
 			if err != nil {
 				return 0, err
 			}
@@ -201,14 +187,8 @@ func javaCompare(l, r value) (int, error) {
 		switch r.k {
 		case kBool:
 			return compareBool(strings.EqualFold(l.s, "true"), r.b), nil
-		case kInt:
-			n, err := javaParseInt(l.s)
-			if err != nil {
-				return 0, err
-			}
-			return cmp.Compare(n, r.n), nil
-		case kLong:
-			n, err := javaParseLong(l.s)
+		case kInt, kLong:
+			n, err := javaParseIntegral(r.k, l.s)
 			if err != nil {
 				return 0, err
 			}
@@ -262,6 +242,15 @@ func javaParseInt(s string) (int64, error) {
 	return n, nil
 }
 
+// javaParseIntegral parses s as Integer.valueOf (k is kInt) or Long.valueOf
+// (kLong) does: as the class of the number it is compared with.
+func javaParseIntegral(k kind, s string) (int64, error) {
+	if k == kInt {
+		return javaParseInt(s)
+	}
+	return javaParseLong(s)
+}
+
 // javaParseDouble is Double.valueOf(String) (FloatingDecimal's grammar):
 // surrounding characters ≤ ' ' are trimmed; then an optional sign and
 // "NaN", "Infinity", a decimal number (digits with an optional point and
@@ -312,31 +301,13 @@ func javaParseDouble(s string) (float64, error) {
 // "inf").
 func validJavaFloat(s string) bool {
 	if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
-		i, hexDigits := 2, 0
-		for i < len(s) && isHex(s[i]) {
-			i, hexDigits = i+1, hexDigits+1
-		}
-		if i < len(s) && s[i] == '.' {
-			i++
-			for i < len(s) && isHex(s[i]) {
-				i, hexDigits = i+1, hexDigits+1
-			}
-		}
+		i, hexDigits := scanMantissa(s, 2, isHex)
 		if hexDigits == 0 || i >= len(s) || (s[i] != 'p' && s[i] != 'P') {
 			return false
 		}
 		return validExponentDigits(s[i+1:])
 	}
-	i, digits := 0, 0
-	for i < len(s) && isDigit(s[i]) {
-		i, digits = i+1, digits+1
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		for i < len(s) && isDigit(s[i]) {
-			i, digits = i+1, digits+1
-		}
-	}
+	i, digits := scanMantissa(s, 0, isDigit)
 	if digits == 0 {
 		return false
 	}
@@ -347,6 +318,22 @@ func validJavaFloat(s string) bool {
 		return false
 	}
 	return validExponentDigits(s[i+1:])
+}
+
+// scanMantissa reads digits, an optional point and more digits from s[i:]
+// (digit tells what a digit is) and returns where it stopped and how many
+// digits it read.
+func scanMantissa(s string, i int, digit func(byte) bool) (end, digits int) {
+	for i < len(s) && digit(s[i]) {
+		i, digits = i+1, digits+1
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		for i < len(s) && digit(s[i]) {
+			i, digits = i+1, digits+1
+		}
+	}
+	return i, digits
 }
 
 func validExponentDigits(s string) bool {

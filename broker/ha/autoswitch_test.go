@@ -141,15 +141,7 @@ func TestAutoSwitchFramesStayInsideEpochs(t *testing.T) {
 	put(t, a.st, "TopicF", 7, 7)
 	max := a.st.CommitLog().MaxOffset()
 
-	nc, err := net.Dial("tcp", a.m.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := nc.Write(AppendSlaveHandshake(nil, SlaveHello{SlaveID: 2})); err != nil {
-		t.Fatal(err)
-	}
+	nc := dialAsSlave(t, a, 2, 10*time.Second)
 	fr := NewMasterFrameReader(nc)
 	f, err := fr.Next()
 	if err != nil || f.State != StateHandshake {
@@ -203,18 +195,27 @@ func TestAutoSwitchFramesStayInsideEpochs(t *testing.T) {
 func TestAutoSwitchUnknownSlaveClosed(t *testing.T) {
 	a := openNode(t, tempDir(t, "a"), 1)
 	a.becomeMaster(t, 1, AutoSwitchConfig{IsReplica: func(id int64) bool { return id == 2 }}, SyncState{Set: []int64{1}, Epoch: 1})
-	nc, err := net.Dial("tcp", a.m.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := nc.Write(AppendSlaveHandshake(nil, SlaveHello{SlaveID: 9})); err != nil {
-		t.Fatal(err)
-	}
+	nc := dialAsSlave(t, a, 9, 5*time.Second)
 	if _, err := NewMasterFrameReader(nc).Next(); !errors.Is(err, io.EOF) && !isReset(err) {
 		t.Fatalf("unknown slave got %v, want the connection closed", err)
 	}
+}
+
+// dialAsSlave connects to n's master and sends the handshake of slave id;
+// the connection has a deadline of within and is closed when the test
+// ends.
+func dialAsSlave(t *testing.T, n *asNode, id int64, within time.Duration) net.Conn {
+	t.Helper()
+	nc, err := net.Dial("tcp", n.m.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = nc.Close() })
+	_ = nc.SetDeadline(time.Now().Add(within))
+	if _, err := nc.Write(AppendSlaveHandshake(nil, SlaveHello{SlaveID: id})); err != nil {
+		t.Fatal(err)
+	}
+	return nc
 }
 
 func isReset(err error) bool {
@@ -377,12 +378,5 @@ func TestAutoSwitchFencedFailsWaiters(t *testing.T) {
 	go func() { errc <- a.m.WaitAcks(context.Background(), res.End) }()
 	time.Sleep(50 * time.Millisecond)
 	a.m.SetFenced(true)
-	select {
-	case err := <-errc:
-		if !errors.Is(err, ErrReplicaTimeout) {
-			t.Fatalf("fenced: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("waiting send not completed by fencing")
-	}
+	wantReplicaTimeout(t, errc, "fencing")
 }

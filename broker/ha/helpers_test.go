@@ -3,13 +3,14 @@ package ha
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -108,23 +109,46 @@ func caughtUp(master, slave *store.Store) func() bool {
 	return func() bool { return slave.CommitLog().MaxOffset() == master.CommitLog().MaxOffset() }
 }
 
+// checkReencoded drives a frame decoder over data, read through r: next
+// decodes one frame and returns it re-encoded after again, or the
+// decoder's error. It fails t unless the accepted frames re-encode to
+// exactly the bytes consumed, and a clean EOF comes only at the end of
+// data.
+func checkReencoded(t *testing.T, data []byte, r *bytes.Reader, next func(again []byte) ([]byte, error)) {
+	t.Helper()
+	var again []byte
+	for {
+		var err error
+		if again, err = next(again); err != nil {
+			if errors.Is(err, io.EOF) && !bytes.Equal(again, data) {
+				t.Fatalf("clean EOF but re-encoded %d of %d bytes", len(again), len(data))
+			}
+			return
+		}
+		if !bytes.Equal(again, data[:len(data)-r.Len()]) {
+			t.Fatal("re-encoded frames differ from the consumed bytes")
+		}
+	}
+}
+
+// wantReplicaTimeout fails unless the send waiting on errc ends with
+// ErrReplicaTimeout within five seconds; cause names what should end it.
+func wantReplicaTimeout(t *testing.T, errc <-chan error, cause string) {
+	t.Helper()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrReplicaTimeout) {
+			t.Fatalf("waiting send ended by %s: %v, want ErrReplicaTimeout", cause, err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("waiting send not ended by %s", cause)
+	}
+}
+
 // logBuffer collects log lines for assertions.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+type logBuffer struct{ testutil.SyncBuffer }
 
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) contains(s string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Contains(l.b.String(), s)
-}
+func (l *logBuffer) contains(s string) bool { return strings.Contains(l.String(), s) }
 
 func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
 

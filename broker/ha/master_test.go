@@ -25,6 +25,15 @@ func rawMaster(t *testing.T, opts Options) (*store.Store, *Master) {
 	return st, m
 }
 
+// loadedMaster is rawMaster with five messages of topic in its log; it
+// returns the master and the end of the log.
+func loadedMaster(t *testing.T, opts Options, topic string) (*Master, int64) {
+	t.Helper()
+	st, m := rawMaster(t, opts)
+	put(t, st, topic, 0, 5)
+	return m, st.CommitLog().MaxOffset()
+}
+
 func dial(t *testing.T, m *Master) net.Conn {
 	t.Helper()
 	nc, err := net.Dial("tcp", m.Addr().String())
@@ -56,9 +65,7 @@ func expectClosed(t *testing.T, nc net.Conn, within time.Duration) {
 // TestStrangerHugeOffset (#3015): anything writing a large offset to the HA
 // port is closed and completes no waiting send.
 func TestStrangerHugeOffset(t *testing.T) {
-	st, m := rawMaster(t, fastOptions(nil))
-	put(t, st, "TopicS", 0, 5)
-	end := st.CommitLog().MaxOffset()
+	m, end := loadedMaster(t, fastOptions(nil), "TopicS")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	waited := make(chan error, 1)
@@ -96,9 +103,7 @@ func receive(t *testing.T, nc net.Conn, end int64) {
 // TestDecreasingReportClosed: a report below the previous one on the same
 // connection closes it; a valid ack of received bytes counts meanwhile.
 func TestDecreasingReportClosed(t *testing.T) {
-	st, m := rawMaster(t, fastOptions(nil))
-	put(t, st, "TopicD", 0, 5)
-	end := st.CommitLog().MaxOffset()
+	m, end := loadedMaster(t, fastOptions(nil), "TopicD")
 	nc := dial(t, m)
 	receive(t, nc, end)
 	testutil.WaitFor(t, 2*time.Second, "ack counted", func() bool { return m.AckedSlaves(end) == 1 })
@@ -112,9 +117,7 @@ func TestDecreasingReportClosed(t *testing.T) {
 // a report beyond the bytes a connection was sent closes it; two slaves on
 // one host each count.
 func TestAckCountsOnlyWhatWasTransferred(t *testing.T) {
-	st, m := rawMaster(t, fastOptions(nil))
-	put(t, st, "TopicN", 0, 5)
-	end := st.CommitLog().MaxOffset()
+	m, end := loadedMaster(t, fastOptions(nil), "TopicN")
 
 	claimer := dial(t, m)
 	report(t, claimer, end)
@@ -139,9 +142,7 @@ func TestAckCountsOnlyWhatWasTransferred(t *testing.T) {
 	// the connection has been sent far less than end.
 	opts := fastOptions(nil)
 	opts.MaxTransferBytesPerSecond = 100
-	st2, slow := rawMaster(t, opts)
-	put(t, st2, "TopicN", 0, 5)
-	end2 := st2.CommitLog().MaxOffset()
+	slow, end2 := loadedMaster(t, opts, "TopicN")
 	liar := dial(t, slow)
 	report(t, liar, 0)
 	report(t, liar, end2)
@@ -311,14 +312,7 @@ func TestWaitAcksReleasedOnClose(t *testing.T) {
 		return len(m.waiters) == 1
 	})
 	_ = m.Close()
-	select {
-	case err := <-waited:
-		if !errors.Is(err, ErrReplicaTimeout) {
-			t.Fatalf("after close: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the waiting send outlived the master")
-	}
+	wantReplicaTimeout(t, waited, "the master's close")
 	if err := m.WaitAcks(context.Background(), end, 2, time.Minute); !errors.Is(err, ErrReplicaTimeout) {
 		t.Fatalf("closed master: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -113,7 +114,7 @@ func BenchmarkLiteTopics(b *testing.B) {
 	}
 	time.Sleep(5 * time.Millisecond)
 	if f := os.Getenv("LITE_SWEEP_CPUPROFILE"); f != "" {
-		stop := startCPUProfile(b, f)
+		stop := startRecording(b, f, pprof.StartCPUProfile, pprof.StopCPUProfile)
 		defer stop()
 	}
 	// Let Pebble finish compacting the creation first: the sweep's own CPU
@@ -248,11 +249,11 @@ func BenchmarkSweepUnderSends(b *testing.B) {
 	allocProfile(".before")
 	stopCPU := func() {}
 	if f := os.Getenv("LITE_SWEEP_CPUPROFILE"); f != "" {
-		stopCPU = startCPUProfile(b, f)
+		stopCPU = startRecording(b, f, pprof.StartCPUProfile, pprof.StopCPUProfile)
 	}
 	stopTrace := func() {}
 	if f := os.Getenv("LITE_SWEEP_TRACE"); f != "" {
-		stopTrace = startTrace(b, f)
+		stopTrace = startRecording(b, f, trace.Start, trace.Stop)
 	}
 	b.ResetTimer()
 	sweepStart := time.Now()
@@ -361,32 +362,19 @@ func writeProfile(b *testing.B, path, name string) {
 	}
 }
 
-// startTrace writes an execution trace to path until the returned stop.
-func startTrace(b *testing.B, path string) (stop func()) {
+// startRecording starts a recorder (trace.Start, pprof.StartCPUProfile)
+// writing to path; the returned func ends it (trace.Stop,
+// pprof.StopCPUProfile) and closes the file.
+func startRecording(b *testing.B, path string, start func(io.Writer) error, end func()) (stop func()) {
 	out, err := os.Create(path)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := trace.Start(out); err != nil {
+	if err := start(out); err != nil {
 		b.Fatal(err)
 	}
 	return func() {
-		trace.Stop()
-		out.Close()
-	}
-}
-
-// startCPUProfile profiles the CPU to path until the returned stop.
-func startCPUProfile(b *testing.B, path string) (stop func()) {
-	out, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := pprof.StartCPUProfile(out); err != nil {
-		b.Fatal(err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
+		end()
 		out.Close()
 	}
 }
@@ -445,6 +433,43 @@ func (r *benchRig) invoke(c int32, ext map[string]string, body []byte) *remoting
 	return resp
 }
 
+// subscribe creates the group bench_cg bound to Parent, quota lite
+// subscriptions per client, and subscribes client c1 to n lite topics
+// prefix0..prefix<n-1>, whose names it returns.
+func (r *benchRig) subscribe(prefix string, n, quota int) []string {
+	r.b.Helper()
+	body, _ := json.Marshal(map[string]any{"groupName": "bench_cg", "consumeEnable": true,
+		"attributes": map[string]string{"+lite.bind.topic": "Parent", "+lite.sub.client.quota": strconv.Itoa(quota)}})
+	if resp := r.invoke(code.UpdateAndCreateSubscriptionGroup, nil, body); resp.Code != code.Success {
+		r.b.Fatalf("create group: %d %s", resp.Code, resp.Remark)
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = prefix + strconv.Itoa(i)
+	}
+	sub, _ := json.Marshal(map[string]any{"subscriptionSet": []any{map[string]any{
+		"action": "COMPLETE_ADD", "clientId": "c1", "group": "bench_cg", "topic": "Parent", "liteTopicSet": names, "version": 1}}})
+	if resp := r.invoke(code.LiteSubscriptionCtl, nil, sub); resp.Code != code.Success {
+		r.b.Fatalf("subscribe: %d %s", resp.Code, resp.Remark)
+	}
+	return names
+}
+
+// popLite long-polls (pollMs) client c1's lite messages of bench_cg, 32 at
+// most.
+func (r *benchRig) popLite(pollMs string) *remoting.Command {
+	return r.invoke(code.PopLiteMessage, map[string]string{"clientId": "c1", "consumerGroup": "bench_cg", "topic": "Parent",
+		"maxMsgNum": "32", "invisibleTime": "60000", "pollTime": pollMs, "bornTime": strconv.FormatInt(time.Now().UnixMilli(), 10)}, nil)
+}
+
+// liteAck is the ACK_MESSAGE header of m, popped by popLite's answer resp.
+func liteAck(resp *remoting.Command, m *message.Message) map[string]string {
+	off := m.Properties[message.PropertyInnerMultiQueueOffset]
+	return map[string]string{"consumerGroup": "bench_cg", "topic": "Parent", "queueId": "0", "offset": off,
+		"liteTopic": m.Properties[message.PropertyLiteTopic],
+		"extraInfo": fmt.Sprintf("0 %s %s 999 0 broker-a 0 %s", resp.ExtFields["popTime"], resp.ExtFields["invisibleTime"], off)}
+}
+
 func (r *benchRig) send(qid int, body []byte, props map[string]string) *remoting.Command {
 	return r.sendTo("Parent", qid, body, props)
 }
@@ -493,20 +518,7 @@ func rssKiB(key string) int64 {
 //	go test -run '^$' -bench LitePop -benchtime 50000x ./broker/lite/
 func BenchmarkLitePop(b *testing.B) {
 	r := newBenchRig(b)
-	body, _ := json.Marshal(map[string]any{"groupName": "bench_cg", "consumeEnable": true,
-		"attributes": map[string]string{"+lite.bind.topic": "Parent", "+lite.sub.client.quota": strconv.Itoa(b.N + 1)}})
-	if resp := r.invoke(code.UpdateAndCreateSubscriptionGroup, nil, body); resp.Code != code.Success {
-		b.Fatalf("create group: %d %s", resp.Code, resp.Remark)
-	}
-	names := make([]string, b.N)
-	for i := range names {
-		names[i] = "p" + strconv.Itoa(i)
-	}
-	sub, _ := json.Marshal(map[string]any{"subscriptionSet": []any{map[string]any{
-		"action": "COMPLETE_ADD", "clientId": "c1", "group": "bench_cg", "topic": "Parent", "liteTopicSet": names, "version": 1}}})
-	if resp := r.invoke(code.LiteSubscriptionCtl, nil, sub); resp.Code != code.Success {
-		b.Fatalf("subscribe: %d %s", resp.Code, resp.Remark)
-	}
+	names := r.subscribe("p", b.N, b.N+1)
 	var wg sync.WaitGroup
 	work := make(chan int)
 	for w := 0; w < 16; w++ {
@@ -541,23 +553,18 @@ func BenchmarkLitePop(b *testing.B) {
 	start := time.Now()
 	got, pops := 0, 0
 	for got < b.N && time.Since(start) < 5*time.Minute {
-		resp := r.invoke(code.PopLiteMessage, map[string]string{"clientId": "c1", "consumerGroup": "bench_cg", "topic": "Parent",
-			"maxMsgNum": "32", "invisibleTime": "60000", "pollTime": "1000", "bornTime": strconv.FormatInt(time.Now().UnixMilli(), 10)}, nil)
+		resp := r.popLite("1000")
 		pops++
 		if resp.Code != code.Success {
 			continue
 		}
-		for rest := resp.Body; len(rest) > 0; {
-			m, n, err := message.DecodeStored(rest, message.DecodeOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			rest = rest[n:]
+		msgs, err := message.DecodeAll(resp.Body, message.DecodeOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, m := range msgs {
 			got++
-			off := m.Properties[message.PropertyInnerMultiQueueOffset]
-			acks <- map[string]string{"consumerGroup": "bench_cg", "topic": "Parent", "queueId": "0", "offset": off,
-				"liteTopic": m.Properties[message.PropertyLiteTopic],
-				"extraInfo": fmt.Sprintf("0 %s %s 999 0 broker-a 0 %s", resp.ExtFields["popTime"], resp.ExtFields["invisibleTime"], off)}
+			acks <- liteAck(resp, m)
 		}
 	}
 	close(acks)
@@ -601,20 +608,7 @@ func BenchmarkLiteDelivery(b *testing.B) {
 		}
 	}
 	const subscribed = 100_000
-	body, _ := json.Marshal(map[string]any{"groupName": "bench_cg", "consumeEnable": true,
-		"attributes": map[string]string{"+lite.bind.topic": "Parent", "+lite.sub.client.quota": strconv.Itoa(2 * subscribed)}})
-	if resp := r.invoke(code.UpdateAndCreateSubscriptionGroup, nil, body); resp.Code != code.Success {
-		b.Fatalf("create group: %d %s", resp.Code, resp.Remark)
-	}
-	names := make([]string, subscribed)
-	for i := range names {
-		names[i] = "d" + strconv.Itoa(i)
-	}
-	sub, _ := json.Marshal(map[string]any{"subscriptionSet": []any{map[string]any{
-		"action": "COMPLETE_ADD", "clientId": "c1", "group": "bench_cg", "topic": "Parent", "liteTopicSet": names, "version": 1}}})
-	if resp := r.invoke(code.LiteSubscriptionCtl, nil, sub); resp.Code != code.Success {
-		b.Fatalf("subscribe: %d %s", resp.Code, resp.Remark)
-	}
+	names := r.subscribe("d", subscribed, 2*subscribed)
 	rate := 2000
 	if v, _ := strconv.Atoi(os.Getenv("LITE_DELIVERY_RATE")); v > 0 {
 		rate = v
@@ -639,27 +633,23 @@ func BenchmarkLiteDelivery(b *testing.B) {
 					return
 				default:
 				}
-				resp := r.invoke(code.PopLiteMessage, map[string]string{"clientId": "c1", "consumerGroup": "bench_cg", "topic": "Parent",
-					"maxMsgNum": "32", "invisibleTime": "60000", "pollTime": "2000", "bornTime": strconv.FormatInt(time.Now().UnixMilli(), 10)}, nil)
+				resp := r.popLite("2000")
 				at := time.Now()
 				if resp.Code != code.Success {
 					continue
 				}
-				for rest := resp.Body; len(rest) > 0; {
-					m, n, err := message.DecodeStored(rest, message.DecodeOptions{})
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					rest = rest[n:]
+				msgs, err := message.DecodeAll(resp.Body, message.DecodeOptions{})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				for _, m := range msgs {
 					off := m.Properties[message.PropertyInnerMultiQueueOffset]
 					lite := m.Properties[message.PropertyLiteTopic]
 					mu.Lock()
 					recv = append(recv, got{lite, off, at.Sub(time.UnixMilli(m.StoreTimestamp)), m.StoreTimestamp})
 					mu.Unlock()
-					ack := remoting.NewRequest(code.AckMessage, map[string]string{"consumerGroup": "bench_cg", "topic": "Parent", "queueId": "0", "offset": off,
-						"liteTopic": lite, "extraInfo": fmt.Sprintf("0 %s %s 999 0 broker-a 0 %s", resp.ExtFields["popTime"], resp.ExtFields["invisibleTime"], off)}, nil)
-					_ = r.client.InvokeOneway(context.Background(), r.addr, ack)
+					_ = r.client.InvokeOneway(context.Background(), r.addr, remoting.NewRequest(code.AckMessage, liteAck(resp, m), nil))
 				}
 			}
 		}()

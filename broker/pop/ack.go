@@ -38,13 +38,7 @@ func (p *Processor) handleAck(ctx context.Context, ch *remoting.Channel, req *re
 	if err != nil {
 		return nil, err
 	}
-	if err := NotMaster(p.d.Config()); err != nil {
-		return nil, err
-	}
-	if h.LiteTopic != "" {
-		return nil, errLite(req.Code)
-	}
-	if err := p.checkAckTarget(h.Topic, h.QueueID, h.Offset, false); err != nil {
+	if err := p.checkReceipt(req.Code, h, false); err != nil {
 		return nil, err
 	}
 	if h.Extra.IsOrder() {
@@ -60,9 +54,18 @@ func (p *Processor) handleAck(ctx context.Context, ch *remoting.Channel, req *re
 	return remoting.NewResponse(req, code.Success, ""), nil
 }
 
-// checkAckTarget is Java's topic, queue and offset check of ack (offset ≤
-// max) and change-invisible (offset < max).
-func (p *Processor) checkAckTarget(topic string, qid int32, offset int64, strict bool) error {
+// checkReceipt is what ack and change-invisible (request code reqCode)
+// require of the message h names before they act on it: a master, no
+// liteTopic (not served here), and Java's topic, queue and offset check
+// (offset ≤ max for ack; offset < max, strict, for change-invisible).
+func (p *Processor) checkReceipt(reqCode int32, h AckHeader, strict bool) error {
+	if err := NotMaster(p.d.Config()); err != nil {
+		return err
+	}
+	if h.LiteTopic != "" {
+		return errLite(reqCode)
+	}
+	topic, qid, offset := h.Topic, h.QueueID, h.Offset
 	tc, ok := p.d.Topics.Get(topic)
 	if !ok {
 		return errorf(code.TopicNotExist, "topic[%s] not exist, apply first please!", topic)
@@ -154,7 +157,7 @@ func (p *Processor) commitOrderly(ctx context.Context, topic, group string, qid 
 	case orderStalePop:
 		return -1, false, noMessage(fmt.Errorf("the receipt's pop time %d is not the queue's last orderly pop", popTime))
 	case orderNotFound:
-		return -1, false, errorf(code.MessageIllegal, "offset is illegal, key:%s@%s@%d, commit:%d, %s", topic, group, qid, offset, remote(ch))
+		return -1, false, errorf(code.MessageIllegal, "offset is illegal, key:%s@%s@%d, commit:%d, %s", topic, group, qid, offset, processor.RemoteAddr(ch))
 	}
 	if err := p.j.append(ctx, jq, &op{Kind: opOrderAck, Seq: p.j.nextSeq(), Order: &orderOp{
 		Group: group, Topic: topic, QueueID: qid, PopTime: popTime, Offset: offset,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/internal/fsutil"
+	pkgclient "github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -237,10 +238,13 @@ func (p *Processor) assign(ctx context.Context, q assignmentRequest, mode Reques
 		return nil
 	}
 	slices.Sort(cids)
-	var alloc func(all []protocol.MessageQueue, cids []string, self string) []protocol.MessageQueue
+	var alloc pkgclient.AllocateStrategy
 	switch q.StrategyName {
 	case StrategyAveragely:
-		alloc = allocateAveragely
+		// The client's own AVG strategy (Java's QueryAssignmentProcessor
+		// uses the client's AllocateMessageQueueAveragely too): a group
+		// split here matches one split by rebalancing clients.
+		alloc = pkgclient.AllocateAveragely
 	case StrategyAveragelyByCircle:
 		alloc = allocateByCircle
 	default:
@@ -318,31 +322,6 @@ func (p *Processor) subscribeQueues(ctx context.Context, topic string) []protoco
 		}
 	}
 	return orEmpty(out)
-}
-
-// allocateAveragely is Java's AllocateMessageQueueAveragely.
-func allocateAveragely(all []protocol.MessageQueue, cids []string, self string) []protocol.MessageQueue {
-	index := slices.Index(cids, self)
-	if index < 0 || len(all) == 0 {
-		return nil
-	}
-	q, n := len(all), len(cids)
-	mod := q % n
-	size := q / n
-	if q <= n {
-		size = 1
-	} else if mod > 0 && index < mod {
-		size++
-	}
-	start := index*size + mod
-	if mod > 0 && index < mod {
-		start = index * size
-	}
-	var out []protocol.MessageQueue
-	for i := 0; i < min(size, q-start); i++ {
-		out = append(out, all[(start+i)%q])
-	}
-	return out
 }
 
 // allocateByCircle is Java's AllocateMessageQueueAveragelyByCircle.

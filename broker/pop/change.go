@@ -18,25 +18,17 @@ func (p *Processor) handleChangeInvisible(ctx context.Context, ch *remoting.Chan
 	if err != nil {
 		return nil, err
 	}
-	if err := NotMaster(p.d.Config()); err != nil {
+	if err := p.checkReceipt(req.Code, h.AckHeader, true); err != nil {
 		return nil, err
 	}
 	var res ChangeInvisibleResult
-	switch {
-	case h.LiteTopic != "":
-		return nil, errLite(req.Code)
-	default:
-		if err := p.checkAckTarget(h.Topic, h.QueueID, h.Offset, true); err != nil {
-			return nil, err
-		}
-		if h.Extra.IsOrder() {
-			res, err = p.changeOrderly(ctx, h)
-		} else {
-			res, err = p.change(ctx, h)
-		}
-		if err != nil {
-			return nil, err
-		}
+	if h.Extra.IsOrder() {
+		res, err = p.changeOrderly(ctx, h)
+	} else {
+		res, err = p.change(ctx, h)
+	}
+	if err != nil {
+		return nil, err
 	}
 	resp := remoting.NewResponse(req, code.Success, "")
 	resp.SetExt("popTime", strconv.FormatInt(res.PopTime, 10))

@@ -235,78 +235,57 @@ func (o *offsetInfo) addQueueCount(topic string, qid int32, count int) {
 	fmt.Fprintf(&o.count, "%s %d %d", RetryFlag(topic), qid, count)
 }
 
-// parseInfoEntries splits a ';'-joined offset-info header into its
-// "flag key value" triples, keyed "flag@key" as Java's parsers do. It
-// reports malformed and duplicate entries.
-func parseInfoEntries(s string) (map[string]string, error) {
+// parseInfo splits a ';'-joined offset-info header (name is its name, for
+// errors) into its "flag key value" triples, keyed "flag@key" as Java's
+// parsers do, each value decoded by value. It reports malformed and
+// duplicate entries.
+func parseInfo[V any](s, name string, value func(string) (V, error)) (map[string]V, error) {
 	if s == "" {
 		return nil, nil
 	}
-	out := map[string]string{}
+	out := map[string]V{}
 	for one := range strings.SplitSeq(s, ";") {
 		p := strings.Split(one, " ")
 		if len(p) != 3 {
-			return nil, fmt.Errorf("offset info entry %q: want 3 fields", one)
+			return nil, fmt.Errorf("%s entry %q: want 3 fields", name, one)
 		}
 		k := p[0] + "@" + p[1]
 		if _, dup := out[k]; dup {
-			return nil, fmt.Errorf("offset info: duplicate entry %q", k)
+			return nil, fmt.Errorf("%s: duplicate entry %q", name, k)
 		}
-		out[k] = p[2]
+		v, err := value(p[2])
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", name, k, err)
+		}
+		out[k] = v
 	}
 	return out, nil
 }
 
+func parseInt64(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }
+
 // ParseStartOffsetInfo decodes startOffsetInfo into "flag@queueId" → start.
 func ParseStartOffsetInfo(s string) (map[string]int64, error) {
-	m, err := parseInfoEntries(s)
-	if err != nil || m == nil {
-		return nil, err
-	}
-	out := make(map[string]int64, len(m))
-	for k, v := range m {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("startOffsetInfo %s: %w", k, err)
-		}
-		out[k] = n
-	}
-	return out, nil
+	return parseInfo(s, "startOffsetInfo", parseInt64)
 }
 
 // ParseMsgOffsetInfo decodes msgOffsetInfo into "flag@queueId" → offsets.
 func ParseMsgOffsetInfo(s string) (map[string][]int64, error) {
-	m, err := parseInfoEntries(s)
-	if err != nil || m == nil {
-		return nil, err
-	}
-	out := make(map[string][]int64, len(m))
-	for k, v := range m {
+	return parseInfo(s, "msgOffsetInfo", func(v string) ([]int64, error) {
+		var offs []int64
 		for x := range strings.SplitSeq(v, ",") {
-			n, err := strconv.ParseInt(x, 10, 64)
+			n, err := parseInt64(x)
 			if err != nil {
-				return nil, fmt.Errorf("msgOffsetInfo %s: %w", k, err)
+				return nil, err
 			}
-			out[k] = append(out[k], n)
+			offs = append(offs, n)
 		}
-	}
-	return out, nil
+		return offs, nil
+	})
 }
 
 // ParseOrderCountInfo decodes orderCountInfo into "flag@queueId" or
 // "flag@qo<queueId>%<offset>" → consume count.
 func ParseOrderCountInfo(s string) (map[string]int, error) {
-	m, err := parseInfoEntries(s)
-	if err != nil || m == nil {
-		return nil, err
-	}
-	out := make(map[string]int, len(m))
-	for k, v := range m {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return nil, fmt.Errorf("orderCountInfo %s: %w", k, err)
-		}
-		out[k] = n
-	}
-	return out, nil
+	return parseInfo(s, "orderCountInfo", strconv.Atoi)
 }

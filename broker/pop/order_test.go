@@ -2,6 +2,8 @@ package pop
 
 import (
 	"testing"
+
+	pkgclient "github.com/rmqgo/rmq/pkg/client"
 )
 
 func TestOrderInfoBlocking(t *testing.T) {
@@ -106,7 +108,7 @@ func TestAllocate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		all := mqs(tc.queues)
-		if got := ids(allocateAveragely(all, tc.cids, tc.self)); !equalInts(got, tc.avg) {
+		if got := ids(pkgclient.AllocateAveragely(all, tc.cids, tc.self)); !equalInts(got, tc.avg) {
 			t.Errorf("AVG %d %v %s: %v, want %v", tc.queues, tc.cids, tc.self, got, tc.avg)
 		}
 		if got := ids(allocateByCircle(all, tc.cids, tc.self)); !equalInts(got, tc.circle) {

@@ -36,7 +36,7 @@ func (p *Processor) checkTopicAndGroup(topic, group string, queueID int32, ch *r
 	}
 	if int(queueID) >= tc.ReadQueueNums {
 		return tc, processor.BadRequestf("queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
-			queueID, topic, tc.ReadQueueNums, remote(ch))
+			queueID, topic, tc.ReadQueueNums, processor.RemoteAddr(ch))
 	}
 	sg, ok := p.d.Groups.FindOrCreate(group)
 	if !ok {

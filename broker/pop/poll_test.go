@@ -3,7 +3,7 @@ package pop
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -12,35 +12,22 @@ import (
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 )
 
 // serve puts the rig's processor behind a real remoting server (long
 // polling needs channels) and returns a client and the address.
 func serve(t *testing.T, r *rig) (*remoting.Client, string) {
 	t.Helper()
-	cfg := remoting.DefaultServerConfig()
-	cfg.ListenAddr = "127.0.0.1:0"
-	srv, err := remoting.NewServer(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ex := remoting.NewExecutor("test", 8, 1024)
-	for c, h := range r.p.Handlers() {
-		srv.Register(c, h.H, ex)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r.p.Start()
-	cl := remoting.NewClient(remoting.DefaultClientConfig(), slog.New(slog.DiscardHandler))
-	t.Cleanup(func() {
-		_ = cl.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		ex.Close()
+	t.Cleanup(ex.Close) // after the server's shutdown
+	srv := remotingtest.Serve(t, func(s *remoting.Server) {
+		for c, h := range r.p.Handlers() {
+			s.Register(c, h.H, ex)
+		}
 	})
-	return cl, srv.Addr()
+	r.p.Start()
+	return remotingtest.NewClient(t), srv.Addr()
 }
 
 type asyncResult struct {
@@ -60,6 +47,22 @@ func invokeAsync(t *testing.T, cl *remoting.Client, addr string, req *remoting.C
 		t.Fatal(err)
 	}
 	return out
+}
+
+// await is the answer got delivers within five seconds; what names the
+// request in failures.
+func await(t *testing.T, got <-chan asyncResult, what string) *remoting.Command {
+	t.Helper()
+	select {
+	case res := <-got:
+		if res.err != nil {
+			t.Fatalf("%s: %v", what, res.err)
+		}
+		return res.resp
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s: not answered", what)
+	}
+	return nil
 }
 
 func pollingPop(r *rig, qid int32, pollMs int64) *remoting.Command {
@@ -86,13 +89,8 @@ func TestLongPollingWakesOnArrival(t *testing.T) {
 		got := invokeAsync(t, cl, addr, pollingPop(r, qid, 20_000), 10*time.Second)
 		testutil.WaitFor(t, 5*time.Second, "the pop to be suspended", func() bool { return pollingNum(t, r, qid) == 1 })
 		r.send(testTopic, 0, 1, "A")
-		select {
-		case res := <-got:
-			if res.err != nil || res.resp.Code != code.Success || len(res.resp.Body) == 0 {
-				t.Fatalf("queue %d: woken pop: %v %+v", qid, res.err, res.resp)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("queue %d: suspended pop not woken by the arrival", qid)
+		if resp := await(t, got, fmt.Sprintf("queue %d: suspended pop woken by the arrival", qid)); resp.Code != code.Success || len(resp.Body) == 0 {
+			t.Fatalf("queue %d: woken pop: %+v", qid, resp)
 		}
 	}
 }
@@ -108,13 +106,8 @@ func TestLongPollingTimeoutAndFull(t *testing.T) {
 		t.Fatalf("second pop: %v %+v, want POLLING_FULL", second.err, second.resp)
 	}
 	r.clk.Advance(4 * time.Second)
-	select {
-	case res := <-first:
-		if res.err != nil || res.resp.Code != code.PollingTimeout {
-			t.Fatalf("expired pop: %v %+v, want POLLING_TIMEOUT", res.err, res.resp)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("expired pop not answered")
+	if resp := await(t, first, "expired pop"); resp.Code != code.PollingTimeout {
+		t.Fatalf("expired pop: %+v, want POLLING_TIMEOUT", resp)
 	}
 }
 
@@ -129,13 +122,8 @@ func TestLongPollingWakesOnOrderlyAck(t *testing.T) {
 	got := invokeAsync(t, cl, addr, req, 10*time.Second)
 	testutil.WaitFor(t, 5*time.Second, "the orderly pop to be suspended", func() bool { return pollingNum(t, r, 0) == 1 })
 	r.mustAck(first.msgs[0])
-	select {
-	case res := <-got:
-		if res.err != nil || res.resp.Code != code.Success {
-			t.Fatalf("pop woken by ack: %v %+v", res.err, res.resp)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("ack did not wake the blocked orderly pop")
+	if resp := await(t, got, "blocked orderly pop woken by the ack"); resp.Code != code.Success {
+		t.Fatalf("pop woken by ack: %+v", resp)
 	}
 }
 
@@ -155,13 +143,8 @@ func TestNotification(t *testing.T) {
 	got := invokeAsync(t, cl, addr, notify(20_000), 10*time.Second)
 	testutil.WaitFor(t, 5*time.Second, "the notification to be suspended", func() bool { return r.p.notices.size() == 1 })
 	r.send(testTopic, 1, 1, "A")
-	select {
-	case res := <-got:
-		if res.err != nil || res.resp.Ext("hasMsg") != "true" {
-			t.Fatalf("woken notification: %v %+v", res.err, res.resp)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("notification not woken")
+	if resp := await(t, got, "notification woken by the arrival"); resp.Ext("hasMsg") != "true" {
+		t.Fatalf("woken notification: %+v", resp)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/client"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -186,11 +187,7 @@ func (p *Processor) popFilter(h popHeader, retryV2 bool) (store.MessageFilter, e
 	}
 	f, err := p.d.Filters.NewFilter(h.group, sub)
 	if err != nil {
-		var ce *remoting.CodeError
-		if errors.As(err, &ce) {
-			return nil, err
-		}
-		return nil, errorf(code.SubscriptionParseFailed, "parse the consumer's subscription failed: %v", err)
+		return nil, processor.KeepCode(err, code.SubscriptionParseFailed, "parse the consumer's subscription failed: %v", err)
 	}
 	return f, nil
 }

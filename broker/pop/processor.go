@@ -314,14 +314,6 @@ func (p *Processor) dropShadows() error {
 	return p.st.DB().DeleteRange(lo, endOf(lo), pebble.NoSync)
 }
 
-// remote is the peer address for remarks.
-func remote(ch *remoting.Channel) string {
-	if ch == nil {
-		return ""
-	}
-	return ch.RemoteAddr()
-}
-
 // writeResponse answers a resumed request.
 func (p *Processor) writeResponse(ch *remoting.Channel, req, resp *remoting.Command, err error) {
 	processor.WriteResumed(p.log, "pop", ch, req, resp, err)

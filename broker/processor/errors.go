@@ -36,6 +36,17 @@ func CodeError(err error, codeOf func(error) int32) error {
 	return &remoting.CodeError{Code: CodeOf(err, codeOf), Remark: err.Error()}
 }
 
+// KeepCode is err when it already carries a response code (a
+// *remoting.CodeError in its chain), else a *remoting.CodeError with code
+// c and the remark format and args give.
+func KeepCode(err error, c int32, format string, args ...any) error {
+	var ce *remoting.CodeError
+	if errors.As(err, &ce) {
+		return err
+	}
+	return remoting.Errorf(c, format, args...)
+}
+
 // CodeOf is the response code of err: the code it carries, else that of
 // the shared request errors above it wraps, else the one codeOf, the
 // processor's own table of its errors, gives it.

@@ -72,6 +72,26 @@ func BadRequest(err error) error {
 	return &remoting.CodeError{Code: code.InvalidParameter, Remark: err.Error()}
 }
 
+// StrField is the required string header field name of req; a request
+// without it is a BadRequest.
+func StrField(req *remoting.Command, name string) (string, error) {
+	f := protocol.FieldsOf(req.ExtFields)
+	v := f.Str(name)
+	if err := f.Err(); err != nil {
+		return "", BadRequest(err)
+	}
+	return v, nil
+}
+
+// RemoteAddr is the address of the client behind ch, "" without a channel
+// (handlers tolerate a nil one, as in tests).
+func RemoteAddr(ch *remoting.Channel) string {
+	if ch == nil {
+		return ""
+	}
+	return ch.RemoteAddr()
+}
+
 // BadRequestf answers INVALID_PARAMETER with a formatted remark.
 func BadRequestf(format string, args ...any) error {
 	return remoting.Errorf(code.InvalidParameter, format, args...)

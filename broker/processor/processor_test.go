@@ -66,6 +66,42 @@ func TestBadRequest(t *testing.T) {
 	}
 }
 
+func TestStrField(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ext  map[string]string
+		want string // "": INVALID_PARAMETER
+	}{
+		{"present", map[string]string{"group": "g1", "topic": "t"}, "g1"},
+		{"missing", map[string]string{"topic": "t"}, ""},
+		{"no header", nil, ""},
+	} {
+		got, err := StrField(remoting.NewRequest(1, tc.ext, nil), "group")
+		var ce *remoting.CodeError
+		switch {
+		case tc.want != "" && (err != nil || got != tc.want):
+			t.Errorf("%s: %q, %v, want %q", tc.name, got, err, tc.want)
+		case tc.want == "" && (!errors.As(err, &ce) || ce.Code != code.InvalidParameter):
+			t.Errorf("%s: %q, %v, want INVALID_PARAMETER", tc.name, got, err)
+		}
+	}
+}
+
+func TestKeepCode(t *testing.T) {
+	coded := remoting.Errorf(code.SystemError, "disabled")
+	for _, err := range []error{coded, fmt.Errorf("factory: %w", coded)} {
+		if got := KeepCode(err, code.SubscriptionParseFailed, "parse failed: %v", err); got != err {
+			t.Errorf("KeepCode(%v) = %v, want it unchanged", err, got)
+		}
+	}
+	plain := errors.New("bad expression")
+	got := KeepCode(plain, code.SubscriptionParseFailed, "parse failed: %v", plain)
+	var ce *remoting.CodeError
+	if !errors.As(got, &ce) || ce.Code != code.SubscriptionParseFailed || ce.Remark != "parse failed: bad expression" {
+		t.Errorf("KeepCode(plain) = %v, want SUBSCRIPTION_PARSE_FAILED \"parse failed: bad expression\"", got)
+	}
+}
+
 func TestCodeError(t *testing.T) {
 	errMine := errors.New("mine")
 	codeOf := func(err error) int32 {

@@ -37,6 +37,15 @@ func newFakeController(leader string) *fakeController {
 	return &fakeController{leader: leader, down: map[string]bool{}, hang: map[string]bool{}, next: 1, replicas: map[int64]string{}, addrs: map[int64]string{}, heartbeats: map[int64]int{}}
 }
 
+// setDown makes every controller stop answering (true) or answer again.
+func (f *fakeController) setDown(down bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, a := range controllerAddrs {
+		f.down[a] = down
+	}
+}
+
 var errDown = errors.New("connection refused")
 
 func (f *fakeController) Invoke(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error) {

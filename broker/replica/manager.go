@@ -198,16 +198,7 @@ func (m *Manager) watchLease() {
 	if m.cfg.LeaseDuration <= 0 {
 		return
 	}
-	t := time.NewTicker(max(min(m.cfg.HeartbeatInterval, m.cfg.LeaseDuration/4), time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-m.stop:
-			return
-		case <-t.C:
-			m.checkLease()
-		}
-	}
+	loop.Tick(m.stop, max(min(m.cfg.HeartbeatInterval, m.cfg.LeaseDuration/4), time.Millisecond), m.checkLease)
 }
 
 func (m *Manager) sleep(d time.Duration) bool {
@@ -312,17 +303,24 @@ func (m *Manager) obtainID(ctx context.Context) (int64, error) {
 	return pending.ControllerID, nil
 }
 
+// replicaRequest builds request c about replica self of this broker set
+// (cluster, broker name, broker id), stamped with the invoke time when
+// built, plus one more header k: v.
+func (m *Manager) replicaRequest(c int32, self int64, k, v string) func() *remoting.Command {
+	return func() *remoting.Command {
+		return remoting.NewRequest(c, map[string]string{
+			protocol.HdrClusterName: m.cfg.ClusterName,
+			protocol.HdrBrokerName:  m.cfg.BrokerName,
+			protocol.HdrBrokerID:    strconv.FormatInt(self, 10),
+			protocol.HdrInvokeTime:  strconv.FormatInt(m.cfg.Clock().UnixMilli(), 10),
+			k:                       v,
+		}, nil)
+	}
+}
+
 func (m *Manager) register(ctx context.Context) (Role, error) {
 	self := m.ControllerID()
-	resp, err := m.ctl.call(ctx, func() *remoting.Command {
-		return remoting.NewRequest(code.ControllerRegisterBroker, map[string]string{
-			protocol.HdrClusterName:   m.cfg.ClusterName,
-			protocol.HdrBrokerName:    m.cfg.BrokerName,
-			protocol.HdrBrokerID:      strconv.FormatInt(self, 10),
-			protocol.HdrBrokerAddress: m.node.Addr(),
-			protocol.HdrInvokeTime:    strconv.FormatInt(m.cfg.Clock().UnixMilli(), 10),
-		}, nil)
-	})
+	resp, err := m.ctl.call(ctx, m.replicaRequest(code.ControllerRegisterBroker, self, protocol.HdrBrokerAddress, m.node.Addr()))
 	if err != nil {
 		return Role{}, fmt.Errorf("register at the controller: %w", err)
 	}
@@ -333,15 +331,7 @@ func (m *Manager) register(ctx context.Context) (Role, error) {
 // me"). CONTROLLER_MASTER_STILL_EXIST names the master that stays.
 func (m *Manager) elect(ctx context.Context) (Role, error) {
 	self := m.ControllerID()
-	resp, err := m.ctl.call(ctx, func() *remoting.Command {
-		return remoting.NewRequest(code.ControllerElectMaster, map[string]string{
-			protocol.HdrClusterName:    m.cfg.ClusterName,
-			protocol.HdrBrokerName:     m.cfg.BrokerName,
-			protocol.HdrBrokerID:       strconv.FormatInt(self, 10),
-			protocol.HdrDesignateElect: "false",
-			protocol.HdrInvokeTime:     strconv.FormatInt(m.cfg.Clock().UnixMilli(), 10),
-		}, nil)
-	})
+	resp, err := m.ctl.call(ctx, m.replicaRequest(code.ControllerElectMaster, self, protocol.HdrDesignateElect, "false"))
 	if err != nil && !(IsCode(err, code.ControllerMasterStillExist) && resp != nil) {
 		return Role{}, fmt.Errorf("elect master: %w", err)
 	}

@@ -47,6 +47,26 @@ func startManager(t *testing.T, f *fakeController, n *fakeNode, cfg Config) *Man
 	return m
 }
 
+// startMaster starts the manager of a new broker set's only replica on a
+// fake controller and waits until it serves as master at epoch 1.
+func startMaster(t *testing.T, cfg Config) (*fakeController, *fakeNode, *Manager) {
+	t.Helper()
+	f := newFakeController("c0:9878")
+	n := &fakeNode{addr: "10.0.0.1:10911"}
+	m := startManager(t, f, n, cfg)
+	waitOps(t, n, "fenced=true", "master@1", "fenced=false")
+	return f, n, m
+}
+
+// lapseLease cuts the master started by startMaster off every controller
+// and moves clock past its lease: it fences itself.
+func lapseLease(t *testing.T, f *fakeController, n *fakeNode, clock *testutil.FakeClock, cfg Config) {
+	t.Helper()
+	f.setDown(true)
+	clock.Advance(cfg.LeaseDuration + time.Second)
+	waitOps(t, n, "fenced=true", "master@1", "fenced=false", "fenced=true")
+}
+
 func waitOps(t *testing.T, n *fakeNode, want ...string) {
 	t.Helper()
 	testutil.WaitFor(t, 5*time.Second, "node operations "+strings.Join(want, ","), func() bool {
@@ -76,11 +96,8 @@ func TestFirstStart(t *testing.T) {
 // by a crash between "got an id" and "applied" resumes with that id; an
 // identity of another broker set refuses to register.
 func TestIdentityReused(t *testing.T) {
-	f := newFakeController("c0:9878")
 	dir := t.TempDir()
-	n := &fakeNode{addr: "10.0.0.1:10911"}
-	m := startManager(t, f, n, testConfig(dir, nil))
-	waitOps(t, n, "fenced=true", "master@1", "fenced=false")
+	f, _, m := startMaster(t, testConfig(dir, nil))
 	m.Stop()
 	if data, err := os.ReadFile(filepath.Join(dir, "brokerIdentity")); err != nil || string(data) != "DefaultCluster#broker-a#1" {
 		t.Fatalf("identity file %q, %v", data, err)
@@ -123,10 +140,7 @@ func TestIdentityReused(t *testing.T) {
 
 // TestRoleChangesInEpochOrder: notifications move the role only forward.
 func TestRoleChangesInEpochOrder(t *testing.T) {
-	f := newFakeController("c0:9878")
-	n := &fakeNode{addr: "10.0.0.1:10911"}
-	m := startManager(t, f, n, testConfig(t.TempDir(), nil))
-	waitOps(t, n, "fenced=true", "master@1", "fenced=false")
+	f, n, m := startMaster(t, testConfig(t.TempDir(), nil))
 
 	notify := func(master int64, addr string, epoch int32) {
 		req := remoting.NewRequest(code.NotifyBrokerRoleChanged, map[string]string{
@@ -174,10 +188,7 @@ func TestPollFindsNewMaster(t *testing.T) {
 // TestLeaderChange: CONTROLLER_NOT_LEADER and a dead leader make the
 // manager find the new leader at once.
 func TestLeaderChange(t *testing.T) {
-	f := newFakeController("c0:9878")
-	n := &fakeNode{addr: "10.0.0.1:10911"}
-	m := startManager(t, f, n, testConfig(t.TempDir(), nil))
-	waitOps(t, n, "fenced=true", "master@1", "fenced=false")
+	f, _, m := startMaster(t, testConfig(t.TempDir(), nil))
 	f.mu.Lock()
 	f.down["c0:9878"], f.leader = true, "c2:9858"
 	f.mu.Unlock()
@@ -198,10 +209,7 @@ func TestLeaderChange(t *testing.T) {
 // TestAlterSyncStateSetFenced: a stale set epoch is refused with the
 // controller's code and the acted set is unchanged.
 func TestAlterSyncStateSetFenced(t *testing.T) {
-	f := newFakeController("c0:9878")
-	n := &fakeNode{addr: "10.0.0.1:10911"}
-	m := startManager(t, f, n, testConfig(t.TempDir(), nil))
-	waitOps(t, n, "fenced=true", "master@1", "fenced=false")
+	f, _, m := startMaster(t, testConfig(t.TempDir(), nil))
 	f.mu.Lock()
 	f.sssEpoch = 9 // changed behind the master's back
 	f.mu.Unlock()
@@ -218,23 +226,10 @@ func TestAlterSyncStateSetFenced(t *testing.T) {
 // after the lease and unfences on the next renewal at its epoch.
 func TestMasterLease(t *testing.T) {
 	clock := testutil.NewFakeClock(time.Unix(1_700_000_000, 0))
-	f := newFakeController("c0:9878")
-	n := &fakeNode{addr: "10.0.0.1:10911"}
 	cfg := testConfig(t.TempDir(), clock)
-	startManager(t, f, n, cfg)
-	waitOps(t, n, "fenced=true", "master@1", "fenced=false")
-	for _, a := range controllerAddrs {
-		f.mu.Lock()
-		f.down[a] = true
-		f.mu.Unlock()
-	}
-	clock.Advance(cfg.LeaseDuration + time.Second)
-	waitOps(t, n, "fenced=true", "master@1", "fenced=false", "fenced=true")
-	for _, a := range controllerAddrs {
-		f.mu.Lock()
-		f.down[a] = false
-		f.mu.Unlock()
-	}
+	f, n, _ := startMaster(t, cfg)
+	lapseLease(t, f, n, clock, cfg)
+	f.setDown(false)
 	waitOps(t, n, "fenced=true", "master@1", "fenced=false", "fenced=true", "fenced=false")
 
 	// A controller without the lease fields: renewed via GET_REPLICA_INFO.
@@ -253,13 +248,10 @@ func TestMasterLease(t *testing.T) {
 // fences itself one lease after its last renewal, long before a request
 // gives up.
 func TestMasterLeaseWhileRequestsHang(t *testing.T) {
-	f := newFakeController("c0:9878")
-	n := &fakeNode{addr: "10.0.0.1:10911"}
 	cfg := testConfig(t.TempDir(), nil)
 	cfg.LeaseDuration = 300 * time.Millisecond
 	cfg.RequestTimeout = 10 * time.Second
-	startManager(t, f, n, cfg)
-	waitOps(t, n, "fenced=true", "master@1", "fenced=false")
+	f, n, _ := startMaster(t, cfg)
 	f.mu.Lock()
 	for _, a := range controllerAddrs {
 		f.hang[a] = true
@@ -277,18 +269,9 @@ func TestMasterLeaseWhileRequestsHang(t *testing.T) {
 // else to elect) serves again: the new role is a fresh lease.
 func TestLeaseFencedBrokerServesNewRole(t *testing.T) {
 	clock := testutil.NewFakeClock(time.Unix(1_700_000_000, 0))
-	f := newFakeController("c0:9878")
-	n := &fakeNode{addr: "10.0.0.1:10911"}
 	cfg := testConfig(t.TempDir(), clock)
-	startManager(t, f, n, cfg)
-	waitOps(t, n, "fenced=true", "master@1", "fenced=false")
-	f.mu.Lock()
-	for _, a := range controllerAddrs {
-		f.down[a] = true
-	}
-	f.mu.Unlock()
-	clock.Advance(cfg.LeaseDuration + time.Second)
-	waitOps(t, n, "fenced=true", "master@1", "fenced=false", "fenced=true")
+	f, n, _ := startMaster(t, cfg)
+	lapseLease(t, f, n, clock, cfg)
 	f.mu.Lock()
 	f.elect(1)
 	for _, a := range controllerAddrs {

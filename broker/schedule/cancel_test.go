@@ -155,9 +155,7 @@ func TestCancelSurvivesRestart(t *testing.T) {
 		})
 	}
 	t.Run("deletions lost", func(t *testing.T) {
-		r := newRig(t, "", nil)
-		r.svc.keepKeys = true
-		r.svc.Start()
+		r := newCrashRig(t)
 		due := time.Now().Add(300 * time.Millisecond).UnixMilli()
 		r.send(newMsg("K", 0, "gone", message.PropertyTimerDeliverMS, strconv.FormatInt(due, 10)))
 		r.send(newMsg("K", 0, "kept", message.PropertyTimerDeliverMS, strconv.FormatInt(due, 10)))

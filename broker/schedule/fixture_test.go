@@ -37,6 +37,16 @@ func testBrokerConfig(t *testing.T, levels string) *config.Config {
 	return c
 }
 
+// newCrashRig is a started rig whose service never commits its key
+// deletions, as if it crashed after every delivery.
+func newCrashRig(t *testing.T) *rig {
+	t.Helper()
+	r := newRig(t, "", nil)
+	r.svc.keepKeys = true
+	r.svc.Start()
+	return r
+}
+
 func newRig(t *testing.T, levels string, tune func(*Options)) *rig {
 	t.Helper()
 	r := &rig{t: t, dir: t.TempDir(), cfg: testBrokerConfig(t, levels)}
@@ -93,6 +103,18 @@ func (r *rig) send(m *message.Message) {
 		r.t.Fatalf("put: %v", err)
 	}
 }
+
+// sendDelayed sends messages "m<from>" to "m<to-1>" to queue 0 of topic,
+// message i with a TIMER_DELAY_MS of delayMS(i).
+func (r *rig) sendDelayed(topic string, from, to int, delayMS func(i int) string) {
+	r.t.Helper()
+	for i := from; i < to; i++ {
+		r.send(newMsg(topic, 0, fmt.Sprintf("m%d", i), message.PropertyTimerDelayMS, delayMS(i)))
+	}
+}
+
+// after is a delayMS of sendDelayed: the same delay for every message.
+func after(ms string) func(int) string { return func(int) string { return ms } }
 
 func newMsg(topic string, qid int32, body string, kv ...string) *message.Message {
 	props := map[string]string{message.PropertyUniqClientMessageIDKeyIdx: "UNIQ-" + body}

@@ -369,13 +369,9 @@ func TestRestartDeliversOnce(t *testing.T) {
 // deletions reached Pebble: recovery finds the delivered copies and does not
 // deliver again.
 func TestCrashBetweenDeliverAndDelete(t *testing.T) {
-	r := newRig(t, "", nil)
-	r.svc.keepKeys = true
-	r.svc.Start()
+	r := newCrashRig(t)
 	const n = 30
-	for i := 0; i < n; i++ {
-		r.send(newMsg("C", 0, fmt.Sprintf("m%d", i), message.PropertyTimerDelayMS, strconv.Itoa(50+i)))
-	}
+	r.sendDelayed("C", 0, n, func(i int) string { return strconv.Itoa(50 + i) })
 	r.waitCount("C", 0, n, 5*time.Second)
 	if k := r.pendingKeys(); k != n {
 		t.Fatalf("%d keys before the crash, want %d", k, n)
@@ -395,13 +391,9 @@ func TestCrashBetweenDeliverAndDelete(t *testing.T) {
 // The same crash when the marker scan cannot help (its start moved past
 // the deliveries): the messages come again, none is lost.
 func TestCrashWithoutMarkersDuplicatesAtMost(t *testing.T) {
-	r := newRig(t, "", nil)
-	r.svc.keepKeys = true
-	r.svc.Start()
+	r := newCrashRig(t)
 	const n = 20
-	for i := 0; i < n; i++ {
-		r.send(newMsg("D", 0, fmt.Sprintf("m%d", i), message.PropertyTimerDelayMS, "30"))
-	}
+	r.sendDelayed("D", 0, n, after("30"))
 	r.waitCount("D", 0, n, 5*time.Second)
 	r.svc.Close()
 	if err := r.st.DB().Set(markScanKey(), u64(r.st.CommitLog().MaxOffset()), pebble.NoSync); err != nil {
@@ -427,13 +419,9 @@ func TestCrashLosingTheIndex(t *testing.T) {
 	r := newRig(t, "", nil)
 	r.svc.Start()
 	const delivered, pending = 10, 10
-	for i := 0; i < delivered; i++ {
-		r.send(newMsg("L", 0, fmt.Sprintf("m%d", i), message.PropertyTimerDelayMS, "20"))
-	}
+	r.sendDelayed("L", 0, delivered, after("20"))
 	r.waitCount("L", 0, delivered, 5*time.Second)
-	for i := delivered; i < delivered+pending; i++ {
-		r.send(newMsg("L", 0, fmt.Sprintf("m%d", i), message.PropertyTimerDelayMS, "1500"))
-	}
+	r.sendDelayed("L", delivered, delivered+pending, after("1500"))
 	time.Sleep(100 * time.Millisecond)
 	r.svc.Close()
 	r.wipeTimerSpace()

@@ -19,6 +19,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 )
 
 func TestMain(m *testing.M) { testutil.VerifyNoLeaks(m) }
@@ -36,25 +37,12 @@ type fakeMaster struct {
 
 func startMaster(t *testing.T) *fakeMaster {
 	t.Helper()
-	cfg := remoting.DefaultServerConfig()
-	cfg.ListenAddr = "127.0.0.1:0"
-	cfg.Workers = 2
-	srv, err := remoting.NewServer(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &fakeMaster{srv: srv, ex: remoting.NewExecutor("fake-master", 2, 64), bodies: map[int32]string{}, calls: map[int32]int{}}
-	for _, c := range []int32{code.GetAllTopicConfig, code.GetAllConsumerOffset, code.GetAllSubscriptionGroupConfig, code.GetAllMessageRequestMode} {
-		srv.Register(c, m.answer, m.ex)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		m.ex.Close()
+	m := &fakeMaster{ex: remoting.NewExecutor("fake-master", 2, 64), bodies: map[int32]string{}, calls: map[int32]int{}}
+	t.Cleanup(m.ex.Close) // after the server's shutdown
+	m.srv = remotingtest.Serve(t, func(s *remoting.Server) {
+		for _, c := range []int32{code.GetAllTopicConfig, code.GetAllConsumerOffset, code.GetAllSubscriptionGroupConfig, code.GetAllMessageRequestMode} {
+			s.Register(c, m.answer, m.ex)
+		}
 	})
 	return m
 }

@@ -192,6 +192,32 @@ func (c *CleanService) ownDetails() []*protocol.TopicQueueMappingDetail {
 	return out
 }
 
+// mappingEdit changes a detail under the mapping lock; it reports whether
+// it changed anything.
+type mappingEdit func(n *protocol.TopicQueueMappingDetail) bool
+
+// cleanEach applies, to each of this broker's details, the edit plan
+// returns for it (nil: none), and finishes the task if any edit changed
+// the table.
+func (c *CleanService) cleanEach(task string, plan func(d *protocol.TopicQueueMappingDetail) mappingEdit) bool {
+	changed := false
+	for _, d := range c.ownDetails() {
+		edit := plan(d)
+		if edit == nil {
+			continue
+		}
+		ok, err := c.d.Mappings.edit(d.Topic, edit)
+		if err != nil {
+			c.log.Error("clean static topic mappings", "task", task, "topic", d.Topic, "err", err)
+		}
+		changed = changed || ok
+	}
+	if changed {
+		c.finish(task)
+	}
+	return changed
+}
+
 // finish bumps the version, persists and reports a change.
 func (c *CleanService) finish(what string) {
 	if err := c.d.Mappings.bump(); err != nil {
@@ -211,66 +237,63 @@ func (c *CleanService) finish(what string) {
 // list and run; the leader is never removed, nor an item whose successor is
 // still undecided (its messages would lose their logic offsets).
 func (c *CleanService) CleanExpiredItems(ctx context.Context) bool {
-	changed := false
-	for _, d := range c.ownDetails() {
-		brokers := map[string]bool{}
-		for _, items := range d.HostedQueues {
-			if len(items) >= 2 && leaderOf(items).Bname == c.me {
-				brokers[items[0].Bname] = true
-			}
+	return c.cleanEach("expired items", func(d *protocol.TopicQueueMappingDetail) mappingEdit {
+		return c.expiredItems(ctx, d)
+	})
+}
+
+// expiredItems plans CleanExpiredItems's edit of one detail; nil when
+// nothing is to drop.
+func (c *CleanService) expiredItems(ctx context.Context, d *protocol.TopicQueueMappingDetail) mappingEdit {
+	brokers := map[string]bool{}
+	for _, items := range d.HostedQueues {
+		if len(items) >= 2 && leaderOf(items).Bname == c.me {
+			brokers[items[0].Bname] = true
 		}
-		if len(brokers) == 0 {
-			continue
-		}
-		stats := map[string]protocol.MQMap[protocol.TopicOffset]{}
-		for _, b := range slices.Sorted(maps.Keys(brokers)) {
-			st, err := c.topicStats(ctx, d, b)
-			if err != nil {
-				c.log.Warn("get topic stats for static topic clean", "topic", d.Topic, "broker", b, "err", err)
-				continue
-			}
-			stats[b] = st
-		}
-		drop := map[int]int{} // logic queue → gen of the item to drop
-		for g, items := range d.HostedQueues {
-			if len(items) < 2 || leaderOf(items).Bname != c.me || !decided(&items[1]) {
-				continue
-			}
-			e := items[0]
-			off, ok := stats[e.Bname][protocol.MessageQueue{Topic: d.Topic, BrokerName: e.Bname, QueueID: e.QueueID}]
-			if !ok {
-				continue
-			}
-			if off.MaxOffset == off.MinOffset || off.MaxOffset == 0 {
-				drop[g] = e.Gen
-				c.log.Info("static topic item expired", "topic", d.Topic, "logicQueue", g, "gen", e.Gen, "bname", e.Bname,
-					"queueId", e.QueueID, "min", off.MinOffset, "max", off.MaxOffset)
-			}
-		}
-		if len(drop) == 0 {
-			continue
-		}
-		ok, err := c.d.Mappings.edit(d.Topic, func(n *protocol.TopicQueueMappingDetail) bool {
-			edited := false
-			for g, gen := range drop {
-				items := n.HostedQueues[g]
-				// Re-check under the lock: an update may have landed.
-				if len(items) >= 2 && items[0].Gen == gen && leaderOf(items).Bname == c.me && decided(&items[1]) {
-					n.HostedQueues[g] = slices.Clone(items[1:])
-					edited = true
-				}
-			}
-			return edited
-		})
+	}
+	if len(brokers) == 0 {
+		return nil
+	}
+	stats := map[string]protocol.MQMap[protocol.TopicOffset]{}
+	for _, b := range slices.Sorted(maps.Keys(brokers)) {
+		st, err := c.topicStats(ctx, d, b)
 		if err != nil {
-			c.log.Error("clean expired static topic items", "topic", d.Topic, "err", err)
+			c.log.Warn("get topic stats for static topic clean", "topic", d.Topic, "broker", b, "err", err)
+			continue
 		}
-		changed = changed || ok
+		stats[b] = st
 	}
-	if changed {
-		c.finish("expired items")
+	drop := map[int]int{} // logic queue → gen of the item to drop
+	for g, items := range d.HostedQueues {
+		if len(items) < 2 || leaderOf(items).Bname != c.me || !decided(&items[1]) {
+			continue
+		}
+		e := items[0]
+		off, ok := stats[e.Bname][protocol.MessageQueue{Topic: d.Topic, BrokerName: e.Bname, QueueID: e.QueueID}]
+		if !ok {
+			continue
+		}
+		if off.MaxOffset == off.MinOffset || off.MaxOffset == 0 {
+			drop[g] = e.Gen
+			c.log.Info("static topic item expired", "topic", d.Topic, "logicQueue", g, "gen", e.Gen, "bname", e.Bname,
+				"queueId", e.QueueID, "min", off.MinOffset, "max", off.MaxOffset)
+		}
 	}
-	return changed
+	if len(drop) == 0 {
+		return nil
+	}
+	return func(n *protocol.TopicQueueMappingDetail) bool {
+		edited := false
+		for g, gen := range drop {
+			items := n.HostedQueues[g]
+			// Re-check under the lock: an update may have landed.
+			if len(items) >= 2 && items[0].Gen == gen && leaderOf(items).Bname == c.me && decided(&items[1]) {
+				n.HostedQueues[g] = slices.Clone(items[1:])
+				edited = true
+			}
+		}
+		return edited
+	}
 }
 
 // topicStats is GET_TOPIC_STATS_INFO of a topic on broker b (the local
@@ -290,12 +313,9 @@ func (c *CleanService) topicStats(ctx context.Context, d *protocol.TopicQueueMap
 		}
 		return out, nil
 	}
-	resp, err := c.ask(ctx, b, code.GetTopicStatsInfo, map[string]string{"topic": d.Topic, FieldLogic: "false", FieldBrokerName: b})
-	if err != nil {
-		return nil, err
-	}
 	var st protocol.TopicStatsTable
-	if err := protocol.UnmarshalMQKeyed(resp.Body, &st); err != nil {
+	ext := map[string]string{"topic": d.Topic, FieldLogic: "false", FieldBrokerName: b}
+	if err := c.ask(ctx, b, code.GetTopicStatsInfo, ext, protocol.UnmarshalMQKeyed, &st); err != nil {
 		return nil, err
 	}
 	return st.OffsetTable, nil
@@ -309,91 +329,88 @@ func (c *CleanService) CleanStaleBackups(ctx context.Context) bool {
 	if c.d.Routes == nil {
 		return false
 	}
-	changed := false
-	for _, d := range c.ownDetails() {
-		stale := map[int]string{}
-		for g, items := range d.HostedQueues {
-			if l := leaderOf(items); l != nil && l.Bname != c.me {
-				stale[g] = l.Bname
-			}
-		}
-		if len(stale) == 0 {
-			continue
-		}
-		route, err := c.d.Routes.Route(ctx, d.Topic)
-		if err != nil {
-			c.log.Warn("get route for static topic clean", "topic", d.Topic, "err", err)
-			continue
-		}
-		real := LogicLeaders(route, d.Scope)
-		remoteDetails := map[string]*protocol.TopicQueueMappingDetail{}
-		for _, g := range slices.Sorted(maps.Keys(stale)) {
-			b := real[g]
-			if b == "" || strings.HasPrefix(b, MockBrokerPrefix) {
-				continue
-			}
-			if _, done := remoteDetails[b]; done {
-				continue
-			}
-			rd, err := c.leaderDetail(ctx, d, b)
-			if err != nil {
-				c.log.Warn("get topic config for static topic clean", "topic", d.Topic, "broker", b, "err", err)
-			}
-			remoteDetails[b] = rd
-		}
-		var remove []int
-		for g, recorded := range stale {
-			b := real[g]
-			rd := remoteDetails[b]
-			if rd == nil || rd.TotalQueues != d.TotalQueues || rd.Epoch != d.Epoch {
-				continue
-			}
-			if l := leaderOf(rd.HostedQueues[g]); l == nil || l.Bname != b {
-				continue
-			}
-			if b != recorded {
-				remove = append(remove, g)
-			}
-		}
-		if len(remove) == 0 {
-			continue
-		}
-		ok, err := c.d.Mappings.edit(d.Topic, func(n *protocol.TopicQueueMappingDetail) bool {
-			edited := false
-			for _, g := range remove {
-				if l := leaderOf(n.HostedQueues[g]); l != nil && l.Bname == stale[g] && n.Epoch == d.Epoch {
-					delete(n.HostedQueues, g)
-					edited = true
-					c.log.Info("static topic backup list dropped", "topic", d.Topic, "logicQueue", g, "recordedLeader", stale[g], "realLeader", real[g])
-				}
-			}
-			return edited
-		})
-		if err != nil {
-			c.log.Error("clean stale static topic backups", "topic", d.Topic, "err", err)
-		}
-		changed = changed || ok
-	}
-	if changed {
-		c.finish("stale backups")
-	}
-	return changed
+	return c.cleanEach("stale backups", func(d *protocol.TopicQueueMappingDetail) mappingEdit {
+		return c.staleBackups(ctx, d)
+	})
 }
 
-// ask sends a request to broker b and returns its SUCCESS answer; any
-// other code is an error.
-func (c *CleanService) ask(ctx context.Context, b string, reqCode int32, ext map[string]string) (*remoting.Command, error) {
+// staleBackups plans CleanStaleBackups's edit of one detail; nil when
+// nothing is to drop.
+func (c *CleanService) staleBackups(ctx context.Context, d *protocol.TopicQueueMappingDetail) mappingEdit {
+	stale := map[int]string{}
+	for g, items := range d.HostedQueues {
+		if l := leaderOf(items); l != nil && l.Bname != c.me {
+			stale[g] = l.Bname
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	route, err := c.d.Routes.Route(ctx, d.Topic)
+	if err != nil {
+		c.log.Warn("get route for static topic clean", "topic", d.Topic, "err", err)
+		return nil
+	}
+	real := LogicLeaders(route, d.Scope)
+	remoteDetails := map[string]*protocol.TopicQueueMappingDetail{}
+	for _, g := range slices.Sorted(maps.Keys(stale)) {
+		b := real[g]
+		if b == "" || strings.HasPrefix(b, MockBrokerPrefix) {
+			continue
+		}
+		if _, done := remoteDetails[b]; done {
+			continue
+		}
+		rd, err := c.leaderDetail(ctx, d, b)
+		if err != nil {
+			c.log.Warn("get topic config for static topic clean", "topic", d.Topic, "broker", b, "err", err)
+		}
+		remoteDetails[b] = rd
+	}
+	var remove []int
+	for g, recorded := range stale {
+		b := real[g]
+		rd := remoteDetails[b]
+		if rd == nil || rd.TotalQueues != d.TotalQueues || rd.Epoch != d.Epoch {
+			continue
+		}
+		if l := leaderOf(rd.HostedQueues[g]); l == nil || l.Bname != b {
+			continue
+		}
+		if b != recorded {
+			remove = append(remove, g)
+		}
+	}
+	if len(remove) == 0 {
+		return nil
+	}
+	return func(n *protocol.TopicQueueMappingDetail) bool {
+		edited := false
+		for _, g := range remove {
+			if l := leaderOf(n.HostedQueues[g]); l != nil && l.Bname == stale[g] && n.Epoch == d.Epoch {
+				delete(n.HostedQueues, g)
+				edited = true
+				c.log.Info("static topic backup list dropped", "topic", d.Topic, "logicQueue", g, "recordedLeader", stale[g], "realLeader", real[g])
+			}
+		}
+		return edited
+	}
+}
+
+// ask sends a request to broker b and decodes the body of its SUCCESS
+// answer into out with decode; any other code is an error.
+func (c *CleanService) ask(ctx context.Context, b string, reqCode int32, ext map[string]string, decode func([]byte, any) error, out any) error {
 	if c.d.Remote == nil {
-		return nil, errors.New("no broker-to-broker client")
+		return errors.New("no broker-to-broker client")
 	}
 	resp, err := c.d.Remote.Invoke(ctx, b, remoting.NewRequest(reqCode, ext, nil))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if resp.Code != code.Success {
-		return nil, errors.New("code " + strconv.Itoa(int(resp.Code)) + ": " + resp.Remark)
+		return errors.New("code " + strconv.Itoa(int(resp.Code)) + ": " + resp.Remark)
 	}
-	return resp, nil
+	return decode(resp.Body, out)
 }
 
 // leaderDetail is broker b's mapping of the topic (GET_TOPIC_CONFIG with
@@ -402,12 +419,9 @@ func (c *CleanService) leaderDetail(ctx context.Context, own *protocol.TopicQueu
 	if b == c.me {
 		return own, nil
 	}
-	resp, err := c.ask(ctx, b, code.GetTopicConfig, map[string]string{"topic": own.Topic, FieldLogic: "true", FieldBrokerName: b})
-	if err != nil {
-		return nil, err
-	}
 	var tc protocol.TopicConfigAndQueueMapping
-	if err := protocol.Unmarshal(resp.Body, &tc); err != nil {
+	ext := map[string]string{"topic": own.Topic, FieldLogic: "true", FieldBrokerName: b}
+	if err := c.ask(ctx, b, code.GetTopicConfig, ext, protocol.Unmarshal, &tc); err != nil {
 		return nil, err
 	}
 	if tc.MappingDetail == nil || tc.MappingDetail.Bname != b {

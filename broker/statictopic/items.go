@@ -136,46 +136,6 @@ func checkItems(items []item) error {
 	return nil
 }
 
-// checkImmutable compares a stored list with its replacement (§3.3): items
-// of the same gen must describe the same physical queue, a decided logic
-// offset never changes, and with equal epochs the leader stays the same.
-func checkImmutable(oldItems, newItems []item, epochEqual bool) error {
-	if len(oldItems) == 0 {
-		return nil
-	}
-	if len(newItems) == 0 {
-		return fmt.Errorf("the new item list is empty")
-	}
-	i, j := 0, 0
-	for i < len(oldItems) && j < len(newItems) {
-		o, n := &oldItems[i], &newItems[j]
-		switch {
-		case o.Gen < n.Gen:
-			i++ // cleaned on the sender, or remapped back
-		case o.Gen > n.Gen:
-			j++ // cleaned here already
-		default:
-			if o.Bname != n.Bname || o.QueueID != n.QueueID || o.StartOffset != n.StartOffset {
-				return fmt.Errorf("gen %d changed: was %s/%d start %d, now %s/%d start %d",
-					o.Gen, o.Bname, o.QueueID, o.StartOffset, n.Bname, n.QueueID, n.StartOffset)
-			}
-			if decided(o) && o.LogicOffset != n.LogicOffset {
-				return fmt.Errorf("gen %d: logicOffset %d is decided and cannot become %d", o.Gen, o.LogicOffset, n.LogicOffset)
-			}
-			i++
-			j++
-		}
-	}
-	if epochEqual {
-		o, n := leaderOf(oldItems), leaderOf(newItems)
-		if o.Gen != n.Gen || o.Bname != n.Bname || o.QueueID != n.QueueID || o.StartOffset != n.StartOffset {
-			return fmt.Errorf("leader differs but epoch equal: was gen %d %s/%d, now gen %d %s/%d",
-				o.Gen, o.Bname, o.QueueID, n.Gen, n.Bname, n.QueueID)
-		}
-	}
-	return nil
-}
-
 type physQueue struct {
 	bname string
 	qid   int

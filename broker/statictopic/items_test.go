@@ -110,33 +110,6 @@ func TestCheckItems(t *testing.T) {
 	}
 }
 
-func TestCheckImmutable(t *testing.T) {
-	old := []item{it("a", 0, 0, 0), it("b", 1, 0, -1)}
-	for _, tc := range []struct {
-		name    string
-		newList []item
-		equal   bool
-		wantErr string
-	}{
-		{"same", old, true, ""},
-		{"leader decided", []item{it("a", 0, 0, 0), it("b", 1, 0, 10000)}, true, ""},
-		{"remapped further", []item{it("a", 0, 0, 0), it("b", 1, 0, 10000), it("c", 2, 0, -1)}, false, ""},
-		{"earliest cleaned", []item{it("b", 1, 0, 10000), it("c", 2, 0, -1)}, false, ""},
-		{"new leader under the same epoch", []item{it("a", 0, 0, 0), it("b", 1, 0, 10000), it("c", 2, 0, -1)}, true, "leader differs"},
-		{"queue of a gen changed", []item{it("a", 0, 1, 0), it("b", 1, 0, -1)}, false, "gen 0 changed"},
-		{"decided offset changed", []item{it("a", 0, 0, 5), it("b", 1, 0, -1)}, false, "decided"},
-		{"empty new list", nil, false, "empty"},
-	} {
-		err := checkImmutable(old, tc.newList, tc.equal)
-		if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
-			t.Errorf("%s: %v, want %q", tc.name, err, tc.wantErr)
-		}
-	}
-	if err := checkImmutable(nil, nil, true); err != nil {
-		t.Errorf("empty old list: %v", err)
-	}
-}
-
 func TestCheckNoReuse(t *testing.T) {
 	if err := checkNoReuse(map[int][]item{0: {it("a", 0, 0, 0), it("b", 1, 0, 100)}, 1: {it("a", 0, 1, 0)}}); err != nil {
 		t.Fatal(err)

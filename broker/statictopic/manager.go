@@ -13,6 +13,7 @@ import (
 	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/internal/jsonfile"
 	"github.com/rmqgo/rmq/pkg/protocol"
+	st "github.com/rmqgo/rmq/pkg/statictopic"
 )
 
 // Errors of Manager.Update. The 513 handler maps ErrInvalidMapping to
@@ -293,7 +294,7 @@ func merge(n *protocol.TopicQueueMappingDetail, old *protocol.TopicQueueMappingD
 			n.HostedQueues[g] = slices.Clone(oldItems)
 			continue
 		}
-		if err := checkImmutable(oldItems, newItems, equal); err != nil {
+		if err := st.CheckImmutable(oldItems, newItems, equal); err != nil {
 			return fmt.Errorf("%w: topic %s logic queue %d: %v", ErrConflict, n.Topic, g, err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 )
 
 func TestDeposedQueues(t *testing.T) {
@@ -39,24 +40,12 @@ func TestDeposedQueues(t *testing.T) {
 // serve puts node n's handlers on a real server (parking needs a channel).
 func serve(t *testing.T, n *node) (*remoting.Client, string) {
 	t.Helper()
-	srv, err := remoting.NewServer(remoting.ServerConfig{ListenAddr: "127.0.0.1:0", IdleTimeout: -1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for c, h := range n.handlers {
-		srv.Register(c, h, nil)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	cl := remoting.NewClient(remoting.ClientConfig{IdleTimeout: -1}, nil)
-	t.Cleanup(func() {
-		_ = cl.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
+	srv := remotingtest.Serve(t, func(s *remoting.Server) {
+		for c, h := range n.handlers {
+			s.Register(c, h, nil)
+		}
 	})
-	return cl, srv.Addr()
+	return remotingtest.NewClient(t), srv.Addr()
 }
 
 // TestRemapAnswersParkedPulls: a pull parked on the leader is answered

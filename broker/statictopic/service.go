@@ -13,6 +13,7 @@ import (
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/longpoll"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -252,11 +253,7 @@ func (s *Service) forward(ctx context.Context, req *remoting.Command, bname stri
 	}
 	resp, err := s.d.Remote.Invoke(ctx, bname, forwardReq(req, bname, set))
 	if err != nil {
-		var ce *remoting.CodeError
-		if errors.As(err, &ce) {
-			return nil, err
-		}
-		return nil, remoting.Errorf(code.SystemError, "%v", err)
+		return nil, processor.KeepCode(err, code.SystemError, "%v", err)
 	}
 	return resp, nil
 }

@@ -64,6 +64,21 @@ type acked struct {
 	res PutResult
 }
 
+// mustPut puts messages from..to-1 with put and returns them; any error
+// fails the test (when says at which stage).
+func mustPut(t *testing.T, s *Store, put func(*Store, int) (PutResult, error), from, to int, when string) []acked {
+	t.Helper()
+	var out []acked
+	for seq := from; seq < to; seq++ {
+		res, err := put(s, seq)
+		if err != nil {
+			t.Fatalf("put %d %s: %v", seq, when, err)
+		}
+		out = append(out, acked{seq, res})
+	}
+	return out
+}
+
 // checkQueue reads queue F-0 from offset 0 and checks that it holds
 // exactly want, in order, at offsets 0..len(want)-1, every record intact.
 func checkQueue(t *testing.T, s *Store, want []acked) {
@@ -156,14 +171,7 @@ func TestStoreFaultsStopAcks(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFaultStore(t, c.mode)
 			s := f.open(t)
-			var good []acked
-			for i := range 10 {
-				res, err := put(s, i)
-				if err != nil {
-					t.Fatalf("put %d before the fault: %v", i, err)
-				}
-				good = append(good, acked{i, res})
-			}
+			good := mustPut(t, s, put, 0, 10, "before the fault")
 			c.inject(f, s)
 			// Keep writing until the fault bites (a segment-creation fault
 			// needs the segment to fill first).

@@ -94,14 +94,7 @@ func TestStoreKVFlushFaults(t *testing.T) {
 					root := t.TempDir()
 					in := kvfault.New(vfs.Default)
 					s := openStore(t, kvFaultConfig(root, in.FS(), slog.New(slog.DiscardHandler)))
-					var good []acked
-					for i := range 20 {
-						res, err := putKeyed(s, i)
-						if err != nil {
-							t.Fatalf("put %d before the fault: %v", i, err)
-						}
-						good = append(good, acked{i, res})
-					}
+					good := mustPut(t, s, putKeyed, 0, 20, "before the fault")
 					waitDispatched(t, s, "F", 0, 20)
 					s.CommitOffset("g", "F", 0, 5)
 					if err := s.Offsets().Flush(); err != nil {
@@ -111,13 +104,7 @@ func TestStoreKVFlushFaults(t *testing.T) {
 					in.Arm(target, c.errno)
 					// Sends stay acknowledged until Pebble fails a flush: they
 					// are in the CommitLog, their entries in the memtable.
-					for i := 100; i < 105; i++ {
-						res, err := putKeyed(s, i)
-						if err != nil {
-							t.Fatalf("put %d before any flush failed: %v", i, err)
-						}
-						good = append(good, acked{i, res})
-					}
+					good = append(good, mustPut(t, s, putKeyed, 100, 105, "before any flush failed")...)
 					s.CommitOffset("g", "F", 0, 12)
 					s.CommitOffset("g2", "F", 0, 3)
 					err := s.Offsets().Flush()

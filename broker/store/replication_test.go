@@ -9,26 +9,24 @@ import (
 	"github.com/rmqgo/rmq/internal/testutil"
 )
 
+// putT puts message seq ("body-<seq>") on queue T-0.
+func putT(s *Store, seq int) (PutResult, error) {
+	return s.PutMessage(context.Background(), msg("T", 0, fmt.Sprintf("body-%d", seq), nil))
+}
+
 // TestTruncateTo: the log and the consume queues lose everything from the
 // offset on, and the next put continues the queue offsets from there.
 func TestTruncateTo(t *testing.T) {
 	s := openStore(t, testConfig(t.TempDir()))
 	defer s.Close()
 	ctx := context.Background()
-	var ends []int64
-	for i := range 10 {
-		res, err := s.PutMessage(ctx, msg("T", 0, fmt.Sprintf("body-%d", i), nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ends = append(ends, res.End)
-	}
+	cut := mustPut(t, s, putT, 0, 10, "to truncate")[5].res.End // after the sixth message
 	waitDispatched(t, s, "T", 0, 10)
-	if err := s.TruncateTo(ends[5]); err != nil {
+	if err := s.TruncateTo(cut); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.CommitLog().MaxOffset(); got != ends[5] {
-		t.Fatalf("log ends at %d, want %d", got, ends[5])
+	if got := s.CommitLog().MaxOffset(); got != cut {
+		t.Fatalf("log ends at %d, want %d", got, cut)
 	}
 	if got := s.MaxOffset("T", 0); got != 6 {
 		t.Fatalf("queue max %d after truncation, want 6", got)
@@ -50,15 +48,9 @@ func TestCutPartialTail(t *testing.T) {
 	dst := openStore(t, testConfig(t.TempDir()))
 	defer dst.Close()
 	ctx := context.Background()
-	var ends []int64
-	for i := range 3 {
-		res, err := src.PutMessage(ctx, msg("T", 0, fmt.Sprintf("body-%d", i), nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ends = append(ends, res.End)
-	}
-	cut := ends[1] + 10 // inside the third record
+	// The cut falls inside the third record, just after the second.
+	second := mustPut(t, src, putT, 0, 3, "to replicate")[1].res.End
+	cut := second + 10
 	buf, err := src.CommitLog().Read(0, int(cut))
 	if err != nil {
 		t.Fatal(err)
@@ -71,10 +63,10 @@ func TestCutPartialTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if end != ends[1] || dst.CommitLog().MaxOffset() != ends[1] {
-		t.Fatalf("cut to %d (log end %d), want %d", end, dst.CommitLog().MaxOffset(), ends[1])
+	if end != second || dst.CommitLog().MaxOffset() != second {
+		t.Fatalf("cut to %d (log end %d), want %d", end, dst.CommitLog().MaxOffset(), second)
 	}
-	if end, err := dst.CutPartialTail(); err != nil || end != ends[1] {
+	if end, err := dst.CutPartialTail(); err != nil || end != second {
 		t.Fatalf("second cut: %d, %v", end, err)
 	}
 }

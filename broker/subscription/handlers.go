@@ -51,13 +51,11 @@ func (m *Manager) updateAndCreate(_ context.Context, _ *remoting.Channel, req *r
 // encoding/json, so it is standard JSON (no bare keys).
 func (m *Manager) getAll(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	w := m.Wrapper()
-	body, err := protocol.Marshal(w)
+	resp, err := processor.Reply(req, "subscription groups", w)
 	if err != nil {
-		return nil, remoting.Errorf(code.SystemError, "encode subscription groups: %v", err)
+		return nil, err
 	}
-	resp := remoting.NewResponse(req, code.Success, "")
 	resp.SetExt("totalGroupNum", strconv.Itoa(len(w.SubscriptionGroupTable)))
-	resp.Body = body
 	return resp, nil
 }
 
@@ -78,10 +76,9 @@ func (m *Manager) delete(_ context.Context, _ *remoting.Channel, req *remoting.C
 }
 
 func (m *Manager) getOne(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	f := protocol.FieldsOf(req.ExtFields)
-	group := f.Str("group")
-	if err := f.Err(); err != nil {
-		return nil, processor.BadRequest(err)
+	group, err := processor.StrField(req, "group")
+	if err != nil {
+		return nil, err
 	}
 	c, ok := m.Find(group)
 	if !ok {

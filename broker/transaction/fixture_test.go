@@ -221,11 +221,14 @@ func (f *fixture) end(svc *Service, h half, typ int32, fromCheck bool, kv ...str
 	return resp
 }
 
-func (f *fixture) check(svc *Service) {
+// check runs a check round of svc and returns the check requests it sent
+// the producer.
+func (f *fixture) check(svc *Service) []*remoting.Command {
 	f.t.Helper()
 	if err := svc.Check(context.Background()); err != nil {
 		f.t.Fatalf("check round: %v", err)
 	}
+	return f.target.take()
 }
 
 // messages decodes every message of a queue.

@@ -48,9 +48,8 @@ func TestRealStoreRestart(t *testing.T) {
 		t.Fatalf("after the restart the real topic holds %v", got)
 	}
 	time.Sleep(400 * time.Millisecond)
-	f.check(svc)
 	checked := map[string]bool{}
-	for _, req := range f.target.take() {
+	for _, req := range f.check(svc) {
 		c, m := checkedHalf(t, req)
 		checked[string(m.Body)] = true
 		wantCode(t, "commit from check", f.end(svc, c, message.TransactionCommitType, true), code.Success)

@@ -65,8 +65,7 @@ func TestCommitAndRollback(t *testing.T) {
 	}
 	// Nothing left to check, even long after.
 	f.clk.Advance(time.Hour)
-	f.check(f.svc)
-	if reqs := f.target.take(); len(reqs) != 0 {
+	if reqs := f.check(f.svc); len(reqs) != 0 {
 		t.Fatalf("%d checks for ended transactions", len(reqs))
 	}
 	if off, _ := f.store.QueryOffset(Group, protocol.TransHalfTopic, 0); off != 2 {
@@ -96,13 +95,11 @@ func TestCheckBack(t *testing.T) {
 	f := newFixture(t, nil)
 	h := f.sendHalf("x")
 	f.clk.Advance(5 * time.Second)
-	f.check(f.svc)
-	if reqs := f.target.take(); len(reqs) != 0 {
+	if reqs := f.check(f.svc); len(reqs) != 0 {
 		t.Fatalf("checked before transactionTimeOut: %d", len(reqs))
 	}
 	f.clk.Advance(2 * time.Second)
-	f.check(f.svc)
-	reqs := f.target.take()
+	reqs := f.check(f.svc)
 	if len(reqs) != 1 {
 		t.Fatalf("%d checks, want 1", len(reqs))
 	}
@@ -124,8 +121,7 @@ func TestCheckBack(t *testing.T) {
 		t.Fatalf("check body: topic %s queue %d offsets %d/%d props %v", m.Topic, m.QueueID, m.QueueOffset, m.CommitLogOffset, m.Properties)
 	}
 	// Within the interval nothing is checked twice.
-	f.check(f.svc)
-	if n := len(f.target.take()); n != 0 {
+	if n := len(f.check(f.svc)); n != 0 {
 		t.Fatalf("copy checked in the round after: %d", n)
 	}
 	wantCode(t, "commit from check", f.end(f.svc, c, message.TransactionCommitType, true), code.Success)
@@ -134,8 +130,7 @@ func TestCheckBack(t *testing.T) {
 		t.Fatalf("delivered %v", got)
 	}
 	f.clk.Advance(time.Minute)
-	f.check(f.svc)
-	if n := len(f.target.take()); n != 0 {
+	if n := len(f.check(f.svc)); n != 0 {
 		t.Fatalf("%d checks after the commit", n)
 	}
 }
@@ -147,8 +142,7 @@ func TestLateOwnCommitRacingCheck(t *testing.T) {
 	f := newFixture(t, nil)
 	h := f.sendHalf("late")
 	f.clk.Advance(7 * time.Second)
-	f.check(f.svc)
-	c, _ := checkedHalf(t, f.target.take()[0])
+	c, _ := checkedHalf(t, f.check(f.svc)[0])
 	wantCode(t, "late own commit", f.end(f.svc, h, message.TransactionCommitType, false), code.Success)
 	wantCode(t, "check answer", f.end(f.svc, c, message.TransactionCommitType, true), code.Success)
 	if got := f.delivered(); got["late"] != 1 {
@@ -169,8 +163,7 @@ func TestLateOwnCommitRacingCheck(t *testing.T) {
 	f.store.CommitOffset(Group, protocol.TransOpHalfTopic, 0, 0)
 	svc := f.newService()
 	f.clk.Advance(time.Minute)
-	f.check(svc)
-	if n := len(f.target.take()); n != 0 {
+	if n := len(f.check(svc)); n != 0 {
 		t.Fatalf("%d checks after the restart", n)
 	}
 }
@@ -183,8 +176,7 @@ func TestCheckMaxThenDiscard(t *testing.T) {
 	h := f.sendHalf("never")
 	for i := 1; i <= 3; i++ {
 		f.clk.Advance(7 * time.Second)
-		f.check(f.svc)
-		reqs := f.target.take()
+		reqs := f.check(f.svc)
 		if len(reqs) != 1 {
 			t.Fatalf("round %d: %d checks", i, len(reqs))
 		}
@@ -195,8 +187,7 @@ func TestCheckMaxThenDiscard(t *testing.T) {
 		wantCode(t, "unknown", f.end(f.svc, c, message.TransactionNotType, true), code.Success)
 	}
 	f.clk.Advance(7 * time.Second)
-	f.check(f.svc)
-	if n := len(f.target.take()); n != 0 {
+	if n := len(f.check(f.svc)); n != 0 {
 		t.Fatalf("check %d beyond transactionCheckMax", n)
 	}
 	moved := f.messages(protocol.TransCheckMaxTopic, 0)
@@ -214,8 +205,7 @@ func TestCheckMaxThenDiscard(t *testing.T) {
 		t.Fatalf("commit after discard: %d %q", resp.Code, resp.Remark)
 	}
 	f.clk.Advance(time.Hour)
-	f.check(f.svc)
-	if n := len(f.target.take()); n != 0 || len(f.delivered()) != 0 {
+	if n := len(f.check(f.svc)); n != 0 || len(f.delivered()) != 0 {
 		t.Fatalf("discarded transaction checked (%d) or delivered", n)
 	}
 }
@@ -236,8 +226,7 @@ func TestNoProducerOnline(t *testing.T) {
 	}
 	f.prod.set(testGroup, f.target)
 	f.clk.Advance(7 * time.Second)
-	f.check(f.svc)
-	reqs := f.target.take()
+	reqs := f.check(f.svc)
 	if len(reqs) != 1 {
 		t.Fatalf("%d checks once the producer is online", len(reqs))
 	}
@@ -276,8 +265,7 @@ func TestSlaveDoesNotCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.clk.Advance(time.Minute)
-	f.check(svc)
-	if n := len(f.target.take()); n != 0 || f.store.MaxOffset(protocol.TransHalfTopic, 0) != 1 {
+	if n := len(f.check(svc)); n != 0 || f.store.MaxOffset(protocol.TransHalfTopic, 0) != 1 {
 		t.Fatalf("a slave checked (%d) or re-appended", n)
 	}
 }
@@ -291,8 +279,7 @@ func TestCheckImmunity(t *testing.T) {
 	f.clk.Advance(time.Second)
 	fast := f.sendHalf("fast")
 	f.clk.Advance(10 * time.Second)
-	f.check(f.svc)
-	reqs := f.target.take()
+	reqs := f.check(f.svc)
 	if len(reqs) != 1 {
 		t.Fatalf("%d checks, want 1 (fast only)", len(reqs))
 	}
@@ -301,9 +288,8 @@ func TestCheckImmunity(t *testing.T) {
 	}
 	f.clk.Advance(55 * time.Second)
 	wantCode(t, "own commit after the immunity", f.end(f.svc, slow, message.TransactionCommitType, false), code.IllegalOperation)
-	f.check(f.svc)
 	var found bool
-	for _, req := range f.target.take() {
+	for _, req := range f.check(f.svc) {
 		c, _ := checkedHalf(t, req)
 		if c.uniq == slow.uniq {
 			found = true
@@ -370,8 +356,7 @@ func TestRestartKeepsState(t *testing.T) {
 			f := newFixture(t, nil)
 			pending := f.sendMixed("m", 9)
 			f.clk.Advance(7 * time.Second)
-			f.check(f.svc) // checks the pending ones once
-			if n := len(f.target.take()); n != len(pending) {
+			if n := len(f.check(f.svc)); n != len(pending) { // checks the pending ones once
 				t.Fatalf("%d checks before the restart, want %d", n, len(pending))
 			}
 			f.svc.Close()
@@ -381,8 +366,7 @@ func TestRestartKeepsState(t *testing.T) {
 			}
 			svc := f.newService()
 			f.clk.Advance(7 * time.Second)
-			f.check(svc)
-			reqs := f.target.take()
+			reqs := f.check(svc)
 			checked := map[string]int{}
 			for _, req := range reqs {
 				c, m := checkedHalf(t, req)

@@ -65,16 +65,14 @@ func TestEndInFlightHoldsScan(t *testing.T) {
 	done := make(chan int32)
 	go func() { done <- f.end(f.svc, h, message.TransactionCommitType, false).Code }()
 	<-gs.entered
-	f.check(f.svc)
-	if n := len(f.target.take()); n != 0 || f.store.MaxOffset(protocol.TransOpHalfTopic, 0) != 0 || f.store.MaxOffset(protocol.TransHalfTopic, 0) != 1 {
+	if n := len(f.check(f.svc)); n != 0 || f.store.MaxOffset(protocol.TransOpHalfTopic, 0) != 0 || f.store.MaxOffset(protocol.TransHalfTopic, 0) != 1 {
 		t.Fatalf("scan acted on a transaction being ended: %d checks, %d ops", n, f.store.MaxOffset(protocol.TransOpHalfTopic, 0))
 	}
 	gs.open()
 	if c := <-done; c != code.ServiceNotAvailable {
 		t.Fatalf("failed commit answered %d", c)
 	}
-	f.check(f.svc)
-	reqs := f.target.take()
+	reqs := f.check(f.svc)
 	if len(reqs) != 1 {
 		t.Fatalf("%d checks after the failed commit, want 1", len(reqs))
 	}

@@ -57,7 +57,7 @@ func newTopicRoute(topic string, rd *protocol.TopicRouteData, fromDefault bool) 
 		tr.subscribe = queues
 		if conf == "" {
 			for _, mq := range queues {
-				if b := tr.endpoints[mq]; b != statictopic.MockBrokerNone && hasMaster(rd, b) {
+				if b := tr.endpoints[mq]; b != statictopic.MockBrokerNone && rd.HasMaster(b) {
 					tr.publish.queues = append(tr.publish.queues, mq)
 				}
 			}
@@ -80,7 +80,7 @@ func newTopicRoute(topic string, rd *protocol.TopicRouteData, fromDefault bool) 
 		qds := slices.Clone(rd.QueueDatas)
 		slices.SortFunc(qds, func(a, b protocol.QueueData) int { return strings.Compare(a.BrokerName, b.BrokerName) })
 		for _, qd := range qds {
-			if qd.Perm&protocol.PermWrite == 0 || !hasMaster(rd, qd.BrokerName) {
+			if qd.Perm&protocol.PermWrite == 0 || !rd.HasMaster(qd.BrokerName) {
 				continue
 			}
 			for i := range qd.WriteQueueNums {
@@ -101,15 +101,6 @@ func newTopicRoute(topic string, rd *protocol.TopicRouteData, fromDefault bool) 
 	}
 	protocol.SortMessageQueues(tr.subscribe)
 	return tr
-}
-
-func hasMaster(rd *protocol.TopicRouteData, brokerName string) bool {
-	for _, bd := range rd.BrokerDatas {
-		if bd.BrokerName == brokerName {
-			return bd.BrokerAddrs[protocol.MasterID] != ""
-		}
-	}
-	return false
 }
 
 // route returns the cached route of topic, or nil.

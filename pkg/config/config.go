@@ -9,6 +9,7 @@ package config
 
 import (
 	"fmt"
+	"os"
 	"reflect"
 	"sort"
 	"strconv"
@@ -192,6 +193,40 @@ func Properties(src any) string {
 func escapeValue(s string) string {
 	r := strings.NewReplacer("\\", "\\\\", "\n", "\\n", "\r", "\\r", "\t", "\\t")
 	return r.Replace(s)
+}
+
+// Spelled maps the lower-cased unknown keys Load reports back to how the
+// user wrote them, in file (a properties file; "" for none) or as keys of
+// more (overrides, overlays); keys found in neither stay lower-cased. The
+// result is sorted, nil when unknown is empty.
+func Spelled(unknown []string, file string, more ...map[string]string) []string {
+	if len(unknown) == 0 {
+		return nil
+	}
+	spelled := map[string]string{}
+	if file != "" {
+		if b, err := os.ReadFile(file); err == nil {
+			if kv, err := ParseProperties(b); err == nil {
+				for k := range kv {
+					spelled[strings.ToLower(k)] = k
+				}
+			}
+		}
+	}
+	for _, m := range more {
+		for k := range m {
+			spelled[strings.ToLower(k)] = k
+		}
+	}
+	out := make([]string, 0, len(unknown))
+	for _, k := range unknown {
+		if s, ok := spelled[k]; ok {
+			k = s
+		}
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // ParseProperties parses a Java properties text (the body of

@@ -35,6 +35,23 @@ func TestLoadPrecedenceAndUnknown(t *testing.T) {
 	}
 }
 
+func TestSpelled(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "broker.conf")
+	if err := os.WriteFile(file, []byte("bogusKey=1\nlistenPort=10911\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := Spelled([]string{"zzz", "overlaykey", "boguskey"}, file, map[string]string{"overlayKey": "x"})
+	if want := []string{"bogusKey", "overlayKey", "zzz"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("Spelled = %v, want %v", got, want)
+	}
+	if got := Spelled(nil, file); got != nil {
+		t.Fatalf("Spelled(nil) = %v", got)
+	}
+	if got := Spelled([]string{"boguskey"}, filepath.Join(t.TempDir(), "missing.conf")); !reflect.DeepEqual(got, []string{"boguskey"}) {
+		t.Fatalf("without the file: %v", got)
+	}
+}
+
 func TestBadValue(t *testing.T) {
 	c := sample{}
 	if _, err := Load(&c, Source{Overrides: map[string]string{"listenPort": "abc"}}); err == nil {

@@ -65,6 +65,18 @@ type TopicRouteData struct {
 	TopicQueueMappingByBroker map[string]TopicQueueMappingInfo `json:"topicQueueMappingByBroker,omitempty"`
 }
 
+// HasMaster reports whether the route names a master address for the
+// broker: producers write only to brokers that have one (Java's
+// topicRouteData2TopicPublishInfo).
+func (rd *TopicRouteData) HasMaster(brokerName string) bool {
+	for _, bd := range rd.BrokerDatas {
+		if bd.BrokerName == brokerName {
+			return bd.BrokerAddrs[MasterID] != ""
+		}
+	}
+	return false
+}
+
 // ClusterInfo is the GET_BROKER_CLUSTER_INFO body.
 type ClusterInfo struct {
 	BrokerAddrTable  map[string]BrokerData `json:"brokerAddrTable"`

@@ -174,7 +174,8 @@ func CheckImmutable(old, nw []Item, epochEqual bool) error {
 			io++
 		default:
 			if o.Bname != n.Bname || o.QueueID != n.QueueID || o.StartOffset != n.StartOffset {
-				return fmt.Errorf("item gen %d changed from %s queue %d to %s queue %d", o.Gen, o.Bname, o.QueueID, n.Bname, n.QueueID)
+				return fmt.Errorf("item gen %d changed: was %s queue %d start %d, now %s queue %d start %d",
+					o.Gen, o.Bname, o.QueueID, o.StartOffset, n.Bname, n.QueueID, n.StartOffset)
 			}
 			if o.LogicOffset != -1 && o.LogicOffset != n.LogicOffset {
 				return fmt.Errorf("item gen %d: decided logic offset %d changed to %d", o.Gen, o.LogicOffset, n.LogicOffset)
@@ -186,7 +187,8 @@ func CheckImmutable(old, nw []Item, epochEqual bool) error {
 	if epochEqual {
 		ol, nl := Leader(old), Leader(nw)
 		if ol.Gen != nl.Gen || ol.Bname != nl.Bname || ol.QueueID != nl.QueueID || ol.StartOffset != nl.StartOffset {
-			return fmt.Errorf("the new leader is different but epoch equal")
+			return fmt.Errorf("leader differs but epoch equal: was gen %d %s queue %d, now gen %d %s queue %d",
+				ol.Gen, ol.Bname, ol.QueueID, nl.Gen, nl.Bname, nl.QueueID)
 		}
 	}
 	return nil

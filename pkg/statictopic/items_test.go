@@ -74,24 +74,31 @@ func TestCheckItems(t *testing.T) {
 
 func TestCheckImmutable(t *testing.T) {
 	a0, b1u, b1 := NewItem(0, 0, "a", 0), NewItem(1, 0, "b", -1), NewItem(1, 0, "b", 10000)
+	c2u := NewItem(2, 0, "c", -1)
 	for _, tc := range []struct {
-		name     string
-		old, nw  []Item
-		epochEq  bool
-		wantFail bool
+		name    string
+		old, nw []Item
+		epochEq bool
+		wantErr string // "": no error
 	}{
-		{"no old", nil, []Item{a0}, false, false},
-		{"new empty", []Item{a0}, nil, false, true},
-		{"append", []Item{a0}, []Item{a0, b1u}, false, false},
-		{"decide", []Item{a0, b1u}, []Item{a0, b1}, true, false},
-		{"undecide", []Item{a0, b1}, []Item{a0, b1u}, true, true},
-		{"earliest cleaned", []Item{a0, b1}, []Item{b1}, false, false},
-		{"gen moved", []Item{a0}, []Item{NewItem(0, 1, "a", 0)}, false, true},
-		{"leader differs at equal epoch", []Item{a0}, []Item{a0, b1u}, true, true},
+		{"no old", nil, []Item{a0}, false, ""},
+		{"no old, no new", nil, nil, true, ""},
+		{"new empty", []Item{a0}, nil, false, "empty"},
+		{"append", []Item{a0}, []Item{a0, b1u}, false, ""},
+		{"same", []Item{a0, b1u}, []Item{a0, b1u}, true, ""},
+		{"decide", []Item{a0, b1u}, []Item{a0, b1}, true, ""},
+		{"undecide", []Item{a0, b1}, []Item{a0, b1u}, true, "decided"},
+		{"decided offset changed", []Item{a0, b1u}, []Item{NewItem(0, 0, "a", 5), b1u}, false, "decided"},
+		{"remapped further", []Item{a0, b1u}, []Item{a0, b1, c2u}, false, ""},
+		{"earliest cleaned", []Item{a0, b1}, []Item{b1}, false, ""},
+		{"earliest cleaned and remapped", []Item{a0, b1u}, []Item{b1, c2u}, false, ""},
+		{"gen moved", []Item{a0}, []Item{NewItem(0, 1, "a", 0)}, false, "gen 0 changed"},
+		{"leader differs at equal epoch", []Item{a0}, []Item{a0, b1u}, true, "leader differs"},
+		{"new leader under the same epoch", []Item{a0, b1u}, []Item{a0, b1, c2u}, true, "leader differs"},
 	} {
 		err := CheckImmutable(tc.old, tc.nw, tc.epochEq)
-		if (err != nil) != tc.wantFail {
-			t.Errorf("%s: got %v", tc.name, err)
+		if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("%s: got %v, want %q", tc.name, err, tc.wantErr)
 		}
 	}
 }

@@ -23,6 +23,7 @@ const ALI_ONS_VERSION_CODE = 121; // V3_4_9
 
 const USAGE = `usage: client-check.js produce|consume|roundtrip [options]
   -n ADDR          nameserver address (default 127.0.0.1:9876)
+  -endpoint ADDR   a broker's gRPC endpoint (scripts/node5/check.js, the 5.x client)
   -t TOPIC         topic (default RmqgoCheck)
   -g GROUP         consumer group (default rmqgo_check_node_RUN)
   -pg GROUP        producer group (default rmqgo_check_producer_node)
@@ -124,6 +125,7 @@ function parse(argv) {
     }
     switch (name) {
       case 'n': o.namesrv = val; break;
+      case 'endpoint': o.endpoint = val; break;
       case 't': o.topic = val; break;
       case 'g': o.group = val; break;
       case 'pg': o.producerGroup = val; break;
@@ -425,13 +427,69 @@ async function produce(ons, o, r, logger) {
 
 // ------------------------------------------------------------ consume
 
+/**
+ * Tally counts what a consumer received against what a run expects:
+ * distinct (run, seq) pairs, duplicates, mismatched and foreign messages.
+ * Messages come in ali-ons' shape: properties (an object), topic, body,
+ * tags, keys (space-separated), msgId, reconsumeTimes.
+ */
+class Tally {
+  constructor(o, r, expected) {
+    Object.assign(this, { o, r, expected, received: 0, duplicates: 0, mismatched: 0, foreign: 0 });
+    this.distinct = new Set();
+    this.bad = new Set();
+  }
+  /** Counts msg; true once every expected message has come. */
+  add(msg) {
+    const { o, r } = this;
+    this.received++;
+    const p = msg.properties || {};
+    if (!p.check_run || (o.run && p.check_run !== o.run)) {
+      this.foreign++;
+      return this.done();
+    }
+    const key = `${p.check_run}/${p.check_seq}`;
+    const why = verify(o, msg);
+    if (why) {
+      this.mismatched++;
+      r.error(why);
+      this.bad.add(key);
+    } else if (this.distinct.has(key)) {
+      this.duplicates++;
+      if (this.duplicates <= 3) {
+        r.error(`duplicate ${key} (msgId ${msg.msgId}, reconsumeTimes ${msg.reconsumeTimes})`);
+      }
+    } else {
+      this.distinct.add(key);
+    }
+    return this.done();
+  }
+  done() {
+    return this.distinct.size + this.bad.size >= this.expected;
+  }
+  /** Writes the counts into the result and fails it when the run fell short. */
+  finish(ms) {
+    const { o, r, expected } = this;
+    Object.assign(r.f, {
+      expected,
+      received: this.received,
+      distinct: this.distinct.size,
+      duplicates: this.duplicates,
+      mismatched: this.mismatched,
+      foreign: this.foreign,
+      consume_ms: ms,
+      consume_per_sec: ms > 0 ? Math.round(this.distinct.size * 1000 / ms) : this.distinct.size,
+    });
+    if (this.distinct.size < expected) {
+      r.fail(`consume: got ${this.distinct.size} of ${expected} distinct messages within ${o.timeoutMs / 1000}s`);
+    }
+    if (this.mismatched > 0) r.fail(`consume: ${this.mismatched} messages failed verification`);
+    if (this.duplicates > 0 && !o.allowDups) r.fail(`consume: ${this.duplicates} duplicates`);
+  }
+}
+
 async function consume(ons, o, r, logger, expected) {
-  const distinct = new Set();
-  const bad = new Set();
-  let received = 0;
-  let duplicates = 0;
-  let mismatched = 0;
-  let foreign = 0;
+  const tally = new Tally(o, r, expected);
   let done;
   const all = new Promise(resolve => { done = resolve; });
   if (expected === 0) done();
@@ -454,27 +512,7 @@ async function consume(ons, o, r, logger, expected) {
   });
   const t0 = Date.now();
   consumer.subscribe(o.topic, o.expr, async msg => {
-    received++;
-    const p = msg.properties || {};
-    if (!p.check_run || (o.run && p.check_run !== o.run)) {
-      foreign++;
-      return;
-    }
-    const key = `${p.check_run}/${p.check_seq}`;
-    const why = verify(o, msg);
-    if (why) {
-      mismatched++;
-      r.error(why);
-      bad.add(key);
-    } else if (distinct.has(key)) {
-      duplicates++;
-      if (duplicates <= 3) {
-        r.error(`duplicate ${key} (msgId ${msg.msgId}, reconsumeTimes ${msg.reconsumeTimes})`);
-      }
-    } else {
-      distinct.add(key);
-    }
-    if (distinct.size + bad.size >= expected) done();
+    if (tally.add(msg)) done();
   });
   await consumer.ready();
   let timer;
@@ -484,21 +522,7 @@ async function consume(ons, o, r, logger, expected) {
   const ms = Date.now() - t0;
   if (o.lingerMs > 0) await sleep(o.lingerMs);
   await consumer.close().catch(err => r.error(`consumer close: ${describe(err)}`));
-  Object.assign(r.f, {
-    expected,
-    received,
-    distinct: distinct.size,
-    duplicates,
-    mismatched,
-    foreign,
-    consume_ms: ms,
-    consume_per_sec: ms > 0 ? Math.round(distinct.size * 1000 / ms) : distinct.size,
-  });
-  if (distinct.size < expected) {
-    r.fail(`consume: got ${distinct.size} of ${expected} distinct messages within ${o.timeoutMs / 1000}s`);
-  }
-  if (mismatched > 0) r.fail(`consume: ${mismatched} messages failed verification`);
-  if (duplicates > 0 && !o.allowDups) r.fail(`consume: ${duplicates} duplicates`);
+  tally.finish(ms);
 }
 
 async function main() {
@@ -537,4 +561,4 @@ if (require.main === module) {
   main();
 }
 
-module.exports = { body, crc32, keys, matches };
+module.exports = { body, crc32, keys, matches, parse, verify, expectedFor, describe, sleep, Result, Tally, UTF8_VALUE };

@@ -3,10 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,9 +12,6 @@ import (
 	rocketmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
-
-	"github.com/rmqgo/rmq/tests/e2e/harness"
-	"github.com/rmqgo/rmq/tests/framework"
 )
 
 // javaReceived is one message as scripts/java5's GrpcSimpleConsumer
@@ -45,17 +39,13 @@ type javaReceived struct {
 func TestGrpcJavaConsumers(t *testing.T) {
 	skipShort(t, "real processes and a Java 5.x client")
 	t.Parallel()
-	grpcPort := harness.FreePort(t)
-	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
-		"enableGrpcServer": "true",
-		"grpcServerPort":   strconv.Itoa(grpcPort),
+	c, endpoint := startGrpcCluster(t, map[string]string{
 		// A 2 s invisible time and short long polling keep the test short
 		// (the PushConsumer's close waits for its polling receives).
 		"minInvisibleTimeMillsForRecv":                  "1000",
 		"grpcClientConsumerMinLongPollingTimeoutMillis": "500",
 		"grpcClientConsumerMaxLongPollingTimeoutMillis": "2000",
-	}})
-	endpoint := "127.0.0.1:" + strconv.Itoa(grpcPort)
+	})
 	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})),
 		producer.WithGroupName("grpc_java_consume_pg"), producer.WithInstanceName("grpc-java-consume"), producer.WithSendMsgTimeout(5*time.Second))
 	started(t, p, err)
@@ -160,31 +150,13 @@ func runGrpcJavaConsumer(t *testing.T, args ...string) []javaReceived {
 	return res.Got
 }
 
-// runGrpcJavaConsumerRaw runs scripts/java5-consumer.sh and returns its
-// last stdout line (JSON with "ok": true); it skips the test when java or
-// mvn is missing.
+// runGrpcJavaConsumerRaw runs scripts/java5-consumer.sh's "simple" or
+// "push" program and returns its JSON result; it skips the test when java
+// or mvn is missing.
 func runGrpcJavaConsumerRaw(t *testing.T, args ...string) []byte {
 	t.Helper()
-	script := filepath.Join(harness.RepoRoot(t), "scripts", "java5-consumer.sh")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a first run resolves Maven
-	defer cancel()
-	cmd := exec.CommandContext(ctx, script, args...)
-	cmd.Env = append(cmd.Environ(), "RMQ_JAVA_LOG_DIR="+t.TempDir())
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) && exit.ExitCode() == 3 {
-		t.Skipf("java 5.x client: %s", strings.TrimSpace(stderr.String()))
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	last := []byte(lines[len(lines)-1])
-	var res struct {
-		OK    bool   `json:"ok"`
-		Error string `json:"error"`
-	}
-	if jerr := json.Unmarshal(last, &res); jerr != nil || err != nil || !res.OK {
-		t.Fatalf("java5-consumer %s: %v %v %+v\nstdout:\n%s\nstderr:\n%s", args[0], err, jerr, res, out, stderr.String())
-	}
-	return last
+	program := map[string]string{"simple": "GrpcSimpleConsumer", "push": "GrpcPushConsumer"}[args[0]]
+	var raw json.RawMessage
+	java5(t).run(t, &raw, append([]string{program}, args[1:]...)...)
+	return raw
 }

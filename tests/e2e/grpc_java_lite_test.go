@@ -1,15 +1,9 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,13 +11,11 @@ import (
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
-	"github.com/rmqgo/rmq/tests/e2e/harness"
-	"github.com/rmqgo/rmq/tests/framework"
 )
 
 // TestGrpcLitePushConsumers: the RocketMQ 5.x LitePushConsumers consume
 // lite topics over gRPC (issue 17, docs/lite-topics.md §6.12) — Java's
-// (rocketmq-client-java 5.2.0, scripts/java5-consumer.sh lite) and
+// (rocketmq-client-java 5.2.0, scripts/java5's GrpcLitePushConsumer) and
 // Node's (rocketmq-client-nodejs 1.0.8, scripts/node5-client.sh lite), each
 // in a group of its own. A consumer binds a LITE parent topic and subscribes
 // two of its lite topics (SyncLiteSubscription PARTIAL_ADD); a remoting
@@ -39,38 +31,35 @@ func TestGrpcLitePushConsumers(t *testing.T) {
 	skipShort(t, "real processes and 5.x clients")
 	t.Parallel()
 	const parent = "GrpcLiteParent"
-	grpcPort := harness.FreePort(t)
-	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
-		"enableGrpcServer": "true",
-		"grpcServerPort":   strconv.Itoa(grpcPort),
-		"enableLmq":        "true", "enableMultiDispatch": "true",
+	c, endpoint := startGrpcCluster(t, map[string]string{
+		"enableLmq": "true", "enableMultiDispatch": "true",
 		// Short long polling: the consumer's close waits for its receives.
 		"grpcClientConsumerMinLongPollingTimeoutMillis": "500",
 		"grpcClientConsumerMaxLongPollingTimeoutMillis": "2000",
-	}})
+	})
 	broker := c.Brokers()[0].Addr()
-	endpoint := "127.0.0.1:" + strconv.Itoa(grpcPort)
 	mqadmin(t, c, "updateTopic", "-b", broker, "-t", parent, "-r", "2", "-w", "2", "-a", "+message.type=LITE")
 	p := startProducer(t, client.ProducerConfig{CommonConfig: sdkCommon(c, slog.New(slog.DiscardHandler), "grpc-lite-p"), Group: "grpc_lite_pg"})
 
 	for _, tc := range []struct {
-		name, group, prefix, skipWith string
-		script                        string
-		args                          func(lites string) []string
+		name, group, prefix string
+		script              func(t *testing.T) clientScript
+		args                func(group, lites string) []string
 	}{
-		{"Java", "GID_grpc_java_lite", "j", "java 5.x client", "java5-consumer.sh", func(lites string) []string {
-			return []string{"lite", endpoint, parent, "GID_grpc_java_lite", "false", lites, "4", "1"}
+		{"Java", "GID_grpc_java_lite", "j", java5, func(group, lites string) []string {
+			return []string{"GrpcLitePushConsumer", endpoint, parent, group, "false", lites, "4", "1"}
 		}},
-		{"Node", "GID_grpc_node_lite", "n", "Node.js 5.x client", "node5-client.sh", func(lites string) []string {
-			return []string{"lite", "--endpoint", endpoint, "--topic", parent, "--group", "GID_grpc_node_lite", "--lites", lites, "--count", "4", "--quiet", "1"}
+		{"Node", "GID_grpc_node_lite", "n", func(*testing.T) clientScript { return node5() }, func(group, lites string) []string {
+			return []string{"lite", "--endpoint", endpoint, "--topic", parent, "--group", group, "--lites", lites, "--count", "4", "--quiet", "1"}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			mqadmin(t, c, "updateSubGroup", "-b", broker, "-g", tc.group, "--attributes", "+lite.bind.topic="+parent)
 			a, b, other := tc.prefix+"-a", tc.prefix+"-b", tc.prefix+"-c"
-			lines, wait := startLiteConsumer(t, tc.skipWith, filepath.Join(harness.RepoRoot(t), "scripts", tc.script), tc.args(a+","+b)...)
-			// The consumer subscribed both lite topics before anything is sent.
+			lines, wait := tc.script(t).start(t, tc.args(tc.group, a+","+b)...)
+			// The consumer subscribed both lite topics before anything is
+			// sent (a client that ends first is reported by wait).
 			for l := range lines {
 				if strings.HasPrefix(l, `{"ready":true,"lites":2`) {
 					break
@@ -93,15 +82,12 @@ func TestGrpcLitePushConsumers(t *testing.T) {
 				}
 			}
 			var res struct {
-				OK  bool `json:"ok"`
 				Got []struct {
 					ID, Body, Lite string
 					Attempt        int
 				} `json:"got"`
 			}
-			if last := wait(); json.Unmarshal([]byte(last), &res) != nil || !res.OK {
-				t.Fatalf("%s: unreadable result %s", tc.script, last)
-			}
+			wait(&res)
 			seen := map[string]int{}
 			for _, m := range res.Got {
 				seen[m.Body]++
@@ -127,63 +113,4 @@ func TestGrpcLitePushConsumers(t *testing.T) {
 			}
 		})
 	}
-}
-
-// startLiteConsumer starts a lite consumer script and returns its stdout
-// lines and a wait that drains them, waits for the exit and returns the
-// last line. A script that exits 3 (its runtime missing) skips the test
-// with skipWith and stderr; another failure fails it.
-func startLiteConsumer(t *testing.T, skipWith, script string, args ...string) (<-chan string, func() string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a first run resolves Maven or npm
-	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, script, args...)
-	cmd.Env = append(cmd.Environ(), "RMQ_JAVA_LOG_DIR="+t.TempDir())
-	stderr := &strings.Builder{}
-	cmd.Stderr = stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	raw := make(chan string, 16)
-	go func() {
-		defer close(raw)
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 1<<16), 1<<20)
-		for sc.Scan() {
-			raw <- sc.Text()
-		}
-	}()
-	// lines passes the lines on and keeps them for wait.
-	lines := make(chan string, 16)
-	var out []string
-	kept := make(chan []string, 1)
-	go func() {
-		defer close(lines)
-		for l := range raw {
-			out = append(out, l)
-			select {
-			case lines <- l:
-			default:
-			}
-		}
-		kept <- out
-	}()
-	wait := func() string {
-		t.Helper()
-		all := <-kept
-		err := cmd.Wait()
-		var exit *exec.ExitError
-		if errors.As(err, &exit) && exit.ExitCode() == 3 {
-			t.Skipf("%s: %s", skipWith, strings.TrimSpace(stderr.String()))
-		}
-		if err != nil || len(all) == 0 {
-			t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", filepath.Base(script), err, strings.Join(all, "\n"), stderr.String())
-		}
-		return all[len(all)-1]
-	}
-	return lines, wait
 }

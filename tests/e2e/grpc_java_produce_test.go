@@ -2,11 +2,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -111,15 +107,12 @@ func grpcCollect(t *testing.T, c framework.Cluster, instance, topic, group strin
 func TestGrpcJavaTypedProducer(t *testing.T) {
 	skipShort(t, "real processes and a Java 5.x client")
 	t.Parallel()
-	grpcPort := harness.FreePort(t)
-	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
-		"enableGrpcServer":         "true",
-		"grpcServerPort":           strconv.Itoa(grpcPort),
+	c, endpoint := startGrpcCluster(t, map[string]string{
 		"transactionCheckInterval": "1000",
 		"transactionTimeOut":       "1000",
 		"enableLmq":                "true",
 		"enableMultiDispatch":      "true",
-	}})
+	})
 	const fifoTopic, delayTopic, txTopic = "GrpcFifoTopic", "GrpcDelayTopic", "GrpcTxTopic"
 	const prioTopic, liteTopic = "GrpcPriorityTopic", "GrpcLiteTopic"
 	addr := c.Brokers()[0].Addr()
@@ -132,7 +125,7 @@ func TestGrpcJavaTypedProducer(t *testing.T) {
 	prio := grpcCollect(t, c, "grpc-typed", prioTopic, "grpc_prio_cg", false)
 
 	const delayMs = 3000
-	run := runTypedProducer(t, "127.0.0.1:"+strconv.Itoa(grpcPort), fifoTopic, delayTopic, txTopic, strconv.Itoa(delayMs), prioTopic, liteTopic)
+	run := runTypedProducer(t, endpoint, fifoTopic, delayTopic, txTopic, strconv.Itoa(delayMs), prioTopic, liteTopic)
 	if len(run.FIFO) != 8 || len(run.Delay) != 3 || len(run.DeliverAt) != 3 || len(run.Priority) != 2 || len(run.Lite) != 1 {
 		t.Fatalf("producer report %+v", run)
 	}
@@ -223,27 +216,12 @@ func TestGrpcJavaTypedProducer(t *testing.T) {
 	}
 }
 
-// runTypedProducer runs GrpcTypedProducer through scripts/java5-producer.sh;
-// it skips the test when java or mvn is missing.
+// runTypedProducer runs scripts/java5's GrpcTypedProducer; it skips the
+// test when java or mvn is missing.
 func runTypedProducer(t *testing.T, endpoint string, args ...string) typedRun {
 	t.Helper()
-	script := filepath.Join(harness.RepoRoot(t), "scripts", "java5-producer.sh")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a first run resolves Maven
-	defer cancel()
-	cmd := exec.CommandContext(ctx, script, append([]string{endpoint}, args...)...)
-	cmd.Env = append(cmd.Environ(), "RMQ_JAVA_LOG_DIR="+t.TempDir(), "RMQ_JAVA5_MAIN=rmqgo.GrpcTypedProducer")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) && exit.ExitCode() == 3 {
-		t.Skipf("java 5.x client: %s", strings.TrimSpace(stderr.String()))
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	var res typedRun
-	if jerr := json.Unmarshal([]byte(lines[len(lines)-1]), &res); jerr != nil || err != nil || !res.OK {
-		t.Fatalf("GrpcTypedProducer: %v %+v\nstdout:\n%s\nstderr:\n%s", err, res, out, stderr.String())
-	}
+	java5(t).run(t, &res, append([]string{"GrpcTypedProducer", endpoint}, args...)...)
 	return res
 }
 

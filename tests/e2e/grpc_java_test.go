@@ -2,11 +2,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,8 +12,6 @@ import (
 	rocketmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-
-	"github.com/rmqgo/rmq/tests/e2e/harness"
 )
 
 // TestGrpcJavaProducerClientGoConsumer: one store, two protocols (issue
@@ -31,7 +25,8 @@ func TestGrpcJavaProducerClientGoConsumer(t *testing.T) {
 	skipShort(t, "real processes and a Java 5.x client")
 	t.Parallel()
 	const topic = "GrpcJavaTopic"
-	c, endpoint := startGrpcCluster(t, topic)
+	c, endpoint := startGrpcCluster(t, nil)
+	mqadmin(t, c, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", topic, "-r", "2", "-w", "2")
 	sent := map[string]string{} // message id → body
 	for _, tls := range []bool{true, false} {
 		prefix := fmt.Sprintf("tls-%v", tls)
@@ -87,30 +82,16 @@ func TestGrpcJavaProducerClientGoConsumer(t *testing.T) {
 	}
 }
 
-// runGrpcProducer runs scripts/java5-producer.sh and returns the ids of the
-// messages it sent; it skips the test when java or mvn is missing.
+// runGrpcProducer runs scripts/java5's GrpcProducer and returns the ids of
+// the messages it sent; it skips the test when java or mvn is missing.
 func runGrpcProducer(t *testing.T, endpoint, topic string, count int, tls bool, prefix string) []string {
 	t.Helper()
-	script := filepath.Join(harness.RepoRoot(t), "scripts", "java5-producer.sh")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a first run resolves Maven
-	defer cancel()
-	cmd := exec.CommandContext(ctx, script, endpoint, topic, strconv.Itoa(count), strconv.FormatBool(tls), prefix)
-	cmd.Env = append(cmd.Environ(), "RMQ_JAVA_LOG_DIR="+t.TempDir())
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) && exit.ExitCode() == 3 {
-		t.Skipf("java 5.x client: %s", strings.TrimSpace(stderr.String()))
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	var res struct {
-		OK    bool     `json:"ok"`
-		IDs   []string `json:"ids"`
-		Error string   `json:"error"`
+		IDs []string `json:"ids"`
 	}
-	if jerr := json.Unmarshal([]byte(lines[len(lines)-1]), &res); jerr != nil || err != nil || !res.OK || len(res.IDs) != count {
-		t.Fatalf("java5-producer (tls=%v): %v %+v\nstdout:\n%s\nstderr:\n%s", tls, err, res, out, stderr.String())
+	java5(t).run(t, &res, "GrpcProducer", endpoint, topic, strconv.Itoa(count), strconv.FormatBool(tls), prefix)
+	if len(res.IDs) != count {
+		t.Fatalf("GrpcProducer (tls=%v): %d ids for %d messages", tls, len(res.IDs), count)
 	}
 	return res.IDs
 }

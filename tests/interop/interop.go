@@ -261,6 +261,17 @@ func RunNodeCheck(t testing.TB, args ...string) Result {
 	return runCheck(t, "node", EnvRequireNode, nil, script, args...)
 }
 
+// RunNode5Check runs the check with the RocketMQ 5.x Node.js client
+// (scripts/node5-check.sh, rocketmq-client-nodejs, gRPC): its args name a
+// broker's gRPC endpoint with -endpoint instead of a nameserver; see
+// RunJavaCheck. Skips when node/npm is missing (fails with
+// RMQ_REQUIRE_NODE=1).
+func RunNode5Check(t testing.TB, args ...string) Result {
+	t.Helper()
+	script := filepath.Join(harness.RepoRoot(t), "scripts", "node5-check.sh")
+	return runCheck(t, "node5", EnvRequireNode, nil, script, args...)
+}
+
 // RunGoCheck runs the Go check (tests/cmd/gocheck, rocketmq-client-go v2)
 // with args; see RunJavaCheck. The binary is built into t.TempDir() (cheap
 // with a warm build cache) unless RMQ_GOCHECK_BIN names a prebuilt one.

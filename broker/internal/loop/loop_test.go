@@ -16,21 +16,26 @@ func countingBody() (*atomic.Int32, func(stop <-chan struct{})) {
 	}
 }
 
+// wantRuns fails unless the body of countingBody ran want times after
+// the calls named by after.
+func wantRuns(t *testing.T, runs *atomic.Int32, want int32, after string) {
+	t.Helper()
+	if n := runs.Load(); n != want {
+		t.Fatalf("runs after %s = %d, want %d", after, n, want)
+	}
+}
+
 func TestRunnerStartsOnceAndRestarts(t *testing.T) {
 	var r Runner
 	runs, body := countingBody()
 	r.Start(body)
 	r.Start(body) // already running: no second goroutine
 	r.Stop()
-	if n := runs.Load(); n != 1 {
-		t.Fatalf("runs after Start, Start, Stop = %d, want 1", n)
-	}
+	wantRuns(t, runs, 1, "Start, Start, Stop")
 	r.Stop() // not running: nothing to wait for
 	r.Start(body)
 	r.Stop()
-	if n := runs.Load(); n != 2 {
-		t.Fatalf("runs after a restart = %d, want 2", n)
-	}
+	wantRuns(t, runs, 2, "a restart")
 }
 
 func TestStartOnceNeverRestarts(t *testing.T) {
@@ -47,9 +52,7 @@ func TestStartOnceNeverRestarts(t *testing.T) {
 	}
 	r.StartOnce(body)
 	r.Stop()
-	if n := runs.Load(); n != 1 {
-		t.Fatalf("runs = %d, want 1", n)
-	}
+	wantRuns(t, runs, 1, "StartOnce, StartOnce, Stop, StartOnce")
 }
 
 func TestStopWaitsForTheGoroutine(t *testing.T) {

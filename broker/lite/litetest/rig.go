@@ -4,7 +4,6 @@
 package litetest
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker"
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -61,10 +61,7 @@ func StartBroker(t testing.TB, c *config.Config, opts ...broker.Option) *broker.
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
+	testutil.StartWithShutdown(t, b, 30*time.Second, t.Logf)
 	return b
 }
 

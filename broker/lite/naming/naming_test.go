@@ -7,30 +7,19 @@ import (
 	"testing"
 )
 
-func TestLMQName(t *testing.T) {
-	for _, tc := range []struct {
-		parent, lite, want string
-		ok                 bool
-	}{
-		{"chat", "user-42", "%LMQ%$chat$user-42", true},
-		{"OrderTopic", "user_10086", "%LMQ%$OrderTopic$user_10086", true},
-		{"", "x", "", false},
-		{"p", "", "", false},
-	} {
-		got, ok := LMQName(tc.parent, tc.lite)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("LMQName(%q, %q) = %q %v, want %q %v", tc.parent, tc.lite, got, ok, tc.want, tc.ok)
-		}
-	}
-}
-
-func TestParse(t *testing.T) {
+// TestLMQNameAndParse: a valid row round-trips (LMQName builds name, Parse
+// splits it back); for an invalid one both refuse.
+func TestLMQNameAndParse(t *testing.T) {
 	for _, tc := range []struct {
 		name, parent, lite string
 		ok                 bool
 	}{
 		{"%LMQ%$chat$user-42", "chat", "user-42", true},
+		{"%LMQ%$OrderTopic$user_10086", "OrderTopic", "user_10086", true},
 		{"%LMQ%$p$l", "p", "l", true},
+		{"%LMQ%$%RETRY%g$l", "%RETRY%g", "l", true},
+		{"", "", "x", false},           // no parent to build from
+		{"", "p", "", false},           // no lite to build from
 		{"%LMQ%$p$", "", "", false},    // empty lite
 		{"%LMQ%$$l", "", "", false},    // empty parent
 		{"%LMQ%$pl", "", "", false},    // no separator
@@ -40,13 +29,18 @@ func TestParse(t *testing.T) {
 		{"%LMQ%$", "", "", false},      // prefix only
 		{"chat", "", "", false},        // ordinary topic
 		{"%lmq%$p$l", "", "", false},   // case matters
-		{"%LMQ%$%RETRY%g$l", "%RETRY%g", "l", true},
 	} {
-		p, l, ok := Parse(tc.name)
-		if p != tc.parent || l != tc.lite || ok != tc.ok {
-			t.Errorf("Parse(%q) = %q %q %v, want %q %q %v", tc.name, p, l, ok, tc.parent, tc.lite, tc.ok)
+		wantName, wantParent, wantLite := "", "", ""
+		if tc.ok {
+			wantName, wantParent, wantLite = tc.name, tc.parent, tc.lite
 		}
-		if ParentOf(tc.name) != tc.parent || LiteOf(tc.name) != tc.lite {
+		if got, ok := LMQName(tc.parent, tc.lite); got != wantName || ok != tc.ok {
+			t.Errorf("LMQName(%q, %q) = %q %v, want %q %v", tc.parent, tc.lite, got, ok, wantName, tc.ok)
+		}
+		if p, l, ok := Parse(tc.name); p != wantParent || l != wantLite || ok != tc.ok {
+			t.Errorf("Parse(%q) = %q %q %v, want %q %q %v", tc.name, p, l, ok, wantParent, wantLite, tc.ok)
+		}
+		if ParentOf(tc.name) != wantParent || LiteOf(tc.name) != wantLite {
 			t.Errorf("ParentOf/LiteOf(%q) = %q %q", tc.name, ParentOf(tc.name), LiteOf(tc.name))
 		}
 	}

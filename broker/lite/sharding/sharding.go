@@ -196,7 +196,7 @@ func WriteQueueBrokers(rd *protocol.TopicRouteData) []string {
 	qds := slices.Clone(rd.QueueDatas)
 	slices.SortFunc(qds, func(a, b protocol.QueueData) int { return strings.Compare(a.BrokerName, b.BrokerName) })
 	for _, qd := range qds {
-		if qd.Perm&protocol.PermWrite == 0 || !hasMaster(rd, qd.BrokerName) {
+		if qd.Perm&protocol.PermWrite == 0 || !rd.HasMaster(qd.BrokerName) {
 			continue
 		}
 		for range qd.WriteQueueNums {
@@ -204,13 +204,4 @@ func WriteQueueBrokers(rd *protocol.TopicRouteData) []string {
 		}
 	}
 	return out
-}
-
-func hasMaster(rd *protocol.TopicRouteData, brokerName string) bool {
-	for _, bd := range rd.BrokerDatas {
-		if bd.BrokerName == brokerName {
-			return bd.BrokerAddrs[protocol.MasterID] != ""
-		}
-	}
-	return false
 }

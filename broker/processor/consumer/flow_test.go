@@ -14,6 +14,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 )
 
 // TestConsumerFlow wires the client, pull and offset processors on one
@@ -32,29 +33,20 @@ func TestConsumerFlow(t *testing.T) {
 	}
 	f.p.d.PullOffsets = pp
 
-	srv, err := remoting.NewServer(remoting.ServerConfig{ListenAddr: "127.0.0.1:0", IdleTimeout: -1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := processor.OnServer(srv)
-	cp.Register(reg)
-	pp.Register(reg)
-	f.p.Register(reg)
-	srv.OnClose(cp.OnChannelClose)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
+	srv := remotingtest.Serve(t, func(s *remoting.Server) {
+		reg := processor.OnServer(s)
+		cp.Register(reg)
+		pp.Register(reg)
+		f.p.Register(reg)
+		s.OnClose(cp.OnChannelClose)
+	})
 	cp.Start()
 	pp.Start()
-	c := remoting.NewClient(remoting.ClientConfig{IdleTimeout: -1}, nil)
 	t.Cleanup(func() {
-		_ = c.Close()
 		cp.Close()
 		pp.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
 	})
+	c := remotingtest.NewClient(t)
 	call := func(code int32, ext map[string]string, body []byte) *remoting.Command {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

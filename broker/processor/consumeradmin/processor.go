@@ -164,10 +164,9 @@ type groupList struct {
 // subscribing the topic now plus those with committed offsets of it, sorted
 // (Java answers a HashSet).
 func (p *Processor) queryTopicConsumeByWho(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	f := protocol.FieldsOf(req.ExtFields)
-	tp := f.Str("topic")
-	if err := f.Err(); err != nil {
-		return nil, processor.BadRequest(err)
+	tp, err := processor.StrField(req, "topic")
+	if err != nil {
+		return nil, err
 	}
 	groups := p.d.Consumers.GroupsByTopic(tp)
 	for _, g := range p.d.Offsets.TopicGroups(tp) {
@@ -185,10 +184,9 @@ func (p *Processor) queryTopicConsumeByWho(_ context.Context, _ *remoting.Channe
 // queryTopicsByConsumer is QUERY_TOPICS_BY_CONSUMER (343): the topics the
 // group has committed offsets of, with this broker's address.
 func (p *Processor) queryTopicsByConsumer(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	f := protocol.FieldsOf(req.ExtFields)
-	group := f.Str("group")
-	if err := f.Err(); err != nil {
-		return nil, processor.BadRequest(err)
+	group, err := processor.StrField(req, "group")
+	if err != nil {
+		return nil, err
 	}
 	topics := p.d.Offsets.GroupTopics(group)
 	if topics == nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 )
 
 // fakeIndex derives the offset index from the committed offsets of a
@@ -106,24 +107,14 @@ func newEnvWith(t *testing.T, resets ResetAssigner, mutate ...func(*config.Confi
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := remoting.NewServer(remoting.ServerConfig{ListenAddr: "127.0.0.1:0"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.clients.Register(processor.OnServer(srv))
-	e.p.Register(processor.OnServer(srv))
-	srv.OnClose(e.clients.OnChannelClose)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	e.clients.Start()
-	e.addr = srv.Addr()
-	t.Cleanup(func() {
-		e.clients.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
+	srv := remotingtest.Serve(t, func(s *remoting.Server) {
+		e.clients.Register(processor.OnServer(s))
+		e.p.Register(processor.OnServer(s))
+		s.OnClose(e.clients.OnChannelClose)
 	})
+	e.clients.Start()
+	t.Cleanup(e.clients.Close)
+	e.addr = srv.Addr()
 	return e
 }
 

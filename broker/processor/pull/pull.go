@@ -256,7 +256,7 @@ func (p *Processor) process(ctx context.Context, ch *remoting.Channel, req *remo
 	}
 	if h.queueID < 0 || int(h.queueID) >= tc.ReadQueueNums {
 		return nil, remoting.Errorf(code.InvalidParameter, "queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
-			h.queueID, h.topic, tc.ReadQueueNums, remote(ch))
+			h.queueID, h.topic, tc.ReadQueueNums, processor.RemoteAddr(ch))
 	}
 
 	sub, err := p.subscriptionOf(h, sg)
@@ -436,11 +436,7 @@ func (p *Processor) filterOf(group string, sub client.SubscriptionData) (store.M
 	if err != nil {
 		// A factory that already chose the code (e.g. SQL92 while
 		// enablePropertyFilter is off → SYSTEM_ERROR, as Java) keeps it.
-		var ce *remoting.CodeError
-		if errors.As(err, &ce) {
-			return nil, err
-		}
-		return nil, remoting.Errorf(code.SubscriptionParseFailed, "parse the consumer's subscription failed: %v", err)
+		return nil, processor.KeepCode(err, code.SubscriptionParseFailed, "parse the consumer's subscription failed: %v", err)
 	}
 	return f, nil
 }
@@ -493,13 +489,6 @@ func concatRecords(r *store.GetResult) []byte {
 		body = append(body, rec...)
 	}
 	return body
-}
-
-func remote(ch *remoting.Channel) string {
-	if ch == nil {
-		return ""
-	}
-	return ch.RemoteAddr()
 }
 
 // tagFilter matches consume-queue tag codes against a TAG subscription

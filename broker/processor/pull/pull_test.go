@@ -442,22 +442,8 @@ type netEnv struct {
 func newNetEnv(t *testing.T, o fixtureOpt) *netEnv {
 	t.Helper()
 	f := newFixture(t, o)
-	srv, err := remoting.NewServer(remoting.ServerConfig{ListenAddr: "127.0.0.1:0", IdleTimeout: -1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.p.Register(processor.OnServer(srv))
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := remoting.NewClient(remoting.ClientConfig{IdleTimeout: -1}, nil)
-	t.Cleanup(func() {
-		_ = c.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	return &netEnv{fixture: f, c: c, addr: srv.Addr()}
+	srv := remotingtest.Serve(t, func(s *remoting.Server) { f.p.Register(processor.OnServer(s)) })
+	return &netEnv{fixture: f, c: remotingtest.NewClient(t), addr: srv.Addr()}
 }
 
 type result struct {

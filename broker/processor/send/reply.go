@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/remoting"
@@ -28,7 +29,7 @@ const (
 // storeReplyMessageEnable, stored like a normal message; a stored reply's
 // msgId/queueOffset replace the placeholders but do not change the code.
 // Replies carry no broker-added UNIQ_KEY or CLUSTER, as in Java.
-func (p *Processor) replyHandler(short bool) handlerFunc {
+func (p *Processor) replyHandler(short bool) remoting.Handler {
 	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 		h, err := parseSendHeader(req.ExtFields, short)
 		if err != nil {
@@ -123,7 +124,7 @@ func (p *Processor) pushReply(ctx context.Context, ch *remoting.Channel, h *send
 		"properties":            props,
 		"reconsumeTimes":        strconv.Itoa(int(h.reconsumeTimes)),
 		"unitMode":              strconv.FormatBool(h.unitMode),
-		extBornHost:             remoteAddr(ch),
+		extBornHost:             processor.RemoteAddr(ch),
 		extStoreHost:            msg.StoreHost.String(),
 		extStoreTimestamp:       strconv.FormatInt(p.d.Now().UnixMilli(), 10),
 	}

@@ -175,11 +175,9 @@ func (p *Processor) Register(r processor.Registrar) {
 	processor.RegisterAll(r, p.Handlers(), processor.PoolSend)
 }
 
-type handlerFunc func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error)
-
 // wrap answers an error through toCodeError and adds MSG_REGION/TRACE_ON,
 // which Java puts on every send response, failed or not.
-func (p *Processor) wrap(h handlerFunc) remoting.Handler {
+func (p *Processor) wrap(h remoting.Handler) remoting.Handler {
 	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 		resp, err := h(ctx, ch, req)
 		if err == nil {
@@ -193,7 +191,7 @@ func (p *Processor) wrap(h handlerFunc) remoting.Handler {
 			level = slog.LevelWarn
 		}
 		if p.log.Enabled(ctx, level) {
-			p.log.Log(ctx, level, "send failed", "code", req.Code, "remote", remoteAddr(ch), "topic", topicOf(req), "response", resp.Code, "err", err)
+			p.log.Log(ctx, level, "send failed", "code", req.Code, "remote", processor.RemoteAddr(ch), "topic", topicOf(req), "response", resp.Code, "err", err)
 		}
 		resp.ExtFields = make(map[string]string, 2)
 		p.addRegion(resp.ExtFields, p.d.Config())
@@ -208,13 +206,6 @@ func (p *Processor) addRegion(ext map[string]string, cfg *config.Config) {
 	}
 	ext[message.PropertyMsgRegion] = region
 	ext[message.PropertyTraceSwitch] = strconv.FormatBool(cfg.TraceOn)
-}
-
-func remoteAddr(ch *remoting.Channel) string {
-	if ch == nil {
-		return ""
-	}
-	return ch.RemoteAddr()
 }
 
 // topicOf reads the topic of a send request under either name (for logs).
@@ -263,7 +254,7 @@ func (p *Processor) storeHost() netip.AddrPort {
 	return h
 }
 
-func (p *Processor) sendHandler(short bool) handlerFunc {
+func (p *Processor) sendHandler(short bool) remoting.Handler {
 	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 		h, err := parseSendHeader(req.ExtFields, short)
 		if err != nil {
@@ -322,7 +313,7 @@ func (p *Processor) msgCheck(cfg *config.Config, ch *remoting.Channel, h *sendHe
 	}
 	if valid := max(tc.WriteQueueNums, tc.ReadQueueNums); int(h.queueID) >= valid {
 		return protocol.TopicConfig{}, fmt.Errorf("%w: request queueId[%d] is illegal, topic %s has %d queues, producer %s",
-			errInvalidParam, h.queueID, h.topic, valid, remoteAddr(ch))
+			errInvalidParam, h.queueID, h.topic, valid, processor.RemoteAddr(ch))
 	}
 	return tc, nil
 }
@@ -355,7 +346,7 @@ func (p *Processor) autoCreate(ch *remoting.Channel, h *sendHeader) (protocol.To
 		p.log.Error("persist auto-created topic", "topic", h.topic, "err", err)
 	}
 	if created {
-		p.log.Info("topic created by send", "topic", h.topic, "defaultTopic", h.defaultTopic, "queues", tc.WriteQueueNums, "producer", remoteAddr(ch))
+		p.log.Info("topic created by send", "topic", h.topic, "defaultTopic", h.defaultTopic, "queues", tc.WriteQueueNums, "producer", processor.RemoteAddr(ch))
 		p.topicCreated(h.topic)
 	}
 	return tc, nil

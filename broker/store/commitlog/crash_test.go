@@ -160,14 +160,8 @@ func TestRecoveryCutsCorruption(t *testing.T) {
 	for seed := range uint64(16) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 3))
-			mem := vfs.NewMem()
-			cfg := testConfig(mem, "/s")
-			smallSegments(&cfg, 8192)
-			l := mustOpen(t, cfg)
-			var offs []int64
-			for i := range 30 {
-				offs = append(offs, mustAppend(t, l, record(t, "X", 0, i, 100+rng.IntN(500))).PhysicalOffset)
-			}
+			l, mem, cfg := smallMemLog(t, 8192)
+			offs := appendRecords(t, l, "X", 30, func(int) int { return 100 + rng.IntN(500) })
 			if err := l.Flush(); err != nil {
 				t.Fatal(err)
 			}
@@ -233,14 +227,8 @@ func TestRecoveryCutsCorruption(t *testing.T) {
 // TestReadNeverServesCorruption: bit rot in an old segment (not rescanned
 // at a clean start) is caught when the record is read.
 func TestReadNeverServesCorruption(t *testing.T) {
-	mem := vfs.NewMem()
-	cfg := testConfig(mem, "/s")
-	smallSegments(&cfg, 4096)
-	l := mustOpen(t, cfg)
-	var offs []int64
-	for i := range 20 {
-		offs = append(offs, mustAppend(t, l, record(t, "R", 0, i, 300)).PhysicalOffset)
-	}
+	l, mem, cfg := smallMemLog(t, 4096)
+	offs := appendRecords(t, l, "R", 20, func(int) int { return 300 })
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -111,21 +111,11 @@ func TestFaultsStopAcks(t *testing.T) {
 }
 
 func TestFlushTimeout(t *testing.T) {
-	ffs := vfs.NewFaultFS(vfs.NewMem())
-	cfg := testConfig(ffs, "/s")
-	cfg.FlushDiskType = SyncFlush
-	cfg.SyncFlushTimeout = 30 * time.Millisecond
-	l := mustOpen(t, cfg)
-	defer l.Close()
+	l, ffs := syncFlushLog(t, func(cfg *Config) { cfg.SyncFlushTimeout = 30 * time.Millisecond })
 	mustAppend(t, l, record(t, "T", 0, 0, 100))
 	release := make(chan struct{})
 	var once sync.Once
-	ffs.SetHook(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync {
-			<-release
-		}
-		return nil
-	})
+	onSync(ffs, func() { <-release })
 	res, err := l.Append(context.Background(), record(t, "T", 0, 1, 100))
 	if !errors.Is(err, ErrFlushTimeout) || res.Size == 0 {
 		t.Fatalf("got %+v %v, want a result with ErrFlushTimeout", res, err)
@@ -140,12 +130,7 @@ func TestFlushTimeout(t *testing.T) {
 		t.Fatal("flush did not catch up")
 	}
 	// A cancelled context stops the wait too.
-	ffs.SetHook(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync {
-			time.Sleep(50 * time.Millisecond)
-		}
-		return nil
-	})
+	onSync(ffs, func() { time.Sleep(50 * time.Millisecond) })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
 	defer cancel()
 	if _, err := l.Append(ctx, record(t, "T", 0, 3, 100)); !errors.Is(err, context.DeadlineExceeded) {
@@ -156,18 +141,9 @@ func TestFlushTimeout(t *testing.T) {
 // TestSyncFlushGroupsCommits checks that concurrent SYNC_FLUSH writers share
 // fsyncs.
 func TestSyncFlushGroupsCommits(t *testing.T) {
-	ffs := vfs.NewFaultFS(vfs.NewMem())
-	cfg := testConfig(ffs, "/s")
-	cfg.FlushDiskType = SyncFlush
-	l := mustOpen(t, cfg)
-	defer l.Close()
+	l, ffs := syncFlushLog(t, nil)
 	// Slow fsyncs make batching visible.
-	ffs.SetHook(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync {
-			time.Sleep(2 * time.Millisecond)
-		}
-		return nil
-	})
+	onSync(ffs, func() { time.Sleep(2 * time.Millisecond) })
 	_, syncs0, _ := ffs.Stats()
 	const writers, each = 16, 10
 	var wg sync.WaitGroup
@@ -194,19 +170,10 @@ func TestSyncFlushGroupsCommits(t *testing.T) {
 // TestNoFlushWait: a WAIT=false producer under SYNC_FLUSH is acknowledged
 // once the bytes are in the page cache, even while fsyncs stall.
 func TestNoFlushWait(t *testing.T) {
-	ffs := vfs.NewFaultFS(vfs.NewMem())
-	cfg := testConfig(ffs, "/s")
-	cfg.FlushDiskType = SyncFlush
-	l := mustOpen(t, cfg)
-	defer l.Close()
+	l, ffs := syncFlushLog(t, nil)
 	mustAppend(t, l, record(t, "W", 0, 0, 100)) // creates the segment (which fsyncs)
 	release := make(chan struct{})
-	ffs.SetHook(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync {
-			<-release
-		}
-		return nil
-	})
+	onSync(ffs, func() { <-release })
 	res, err := l.AppendWith(context.Background(), record(t, "W", 0, 0, 100), AppendOptions{NoFlushWait: true})
 	if err != nil || l.MaxOffset() != res.End() || l.FlushedOffset() >= res.End() {
 		t.Fatalf("%+v %v flushed %d", res, err, l.FlushedOffset())

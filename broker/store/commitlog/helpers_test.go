@@ -136,3 +136,49 @@ func sameRecord(stored message.View, appended []byte) bool {
 	return bytes.Equal(stored.Body(), a.Body()) && bytes.Equal(stored.Topic(), a.Topic()) &&
 		bytes.Equal(stored.Properties(), a.Properties()) && stored.QueueID() == a.QueueID()
 }
+
+// syncFlushLog opens a SYNC_FLUSH log on a fault-injecting in-memory file
+// system, closed when the test ends; tweak (may be nil) adjusts the config.
+func syncFlushLog(t *testing.T, tweak func(*Config)) (*Log, *vfs.FaultFS) {
+	t.Helper()
+	ffs := vfs.NewFaultFS(vfs.NewMem())
+	cfg := testConfig(ffs, "/s")
+	cfg.FlushDiskType = SyncFlush
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	l := mustOpen(t, cfg)
+	t.Cleanup(func() { l.Close() })
+	return l, ffs
+}
+
+// onSync makes every fsync on ffs run f first.
+func onSync(ffs *vfs.FaultFS, f func()) {
+	ffs.SetHook(func(op vfs.Op) error {
+		if op.Kind == vfs.OpSync {
+			f()
+		}
+		return nil
+	})
+}
+
+// smallMemLog opens a log of fileSize-byte segments on a fresh in-memory
+// file system.
+func smallMemLog(t testing.TB, fileSize int) (*Log, *vfs.MemFS, Config) {
+	t.Helper()
+	mem := vfs.NewMem()
+	cfg := testConfig(mem, "/s")
+	smallSegments(&cfg, fileSize)
+	return mustOpen(t, cfg), mem, cfg
+}
+
+// appendRecords appends n records of topic's queue 0, record i of
+// bodyLen(i) bytes, and returns their physical offsets.
+func appendRecords(t testing.TB, l *Log, topic string, n int, bodyLen func(i int) int) []int64 {
+	t.Helper()
+	offs := make([]int64, 0, n)
+	for i := range n {
+		offs = append(offs, mustAppend(t, l, record(t, topic, 0, i, bodyLen(i))).PhysicalOffset)
+	}
+	return offs
+}

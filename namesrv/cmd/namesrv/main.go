@@ -21,9 +21,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"sort"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -64,7 +62,7 @@ func (f *serverFlags) register(cmd *cobra.Command, what string) {
 
 // warnUnknown logs the config file's keys the loader did not know.
 func (f *serverFlags) warnUnknown(log *slog.Logger, unknown []string) {
-	for _, k := range originalKeys(f.configFile, unknown) {
+	for _, k := range pkgconfig.Spelled(unknown, f.configFile) {
 		log.Warn("unknown config key ignored", "key", k, "file", f.configFile)
 	}
 }
@@ -189,31 +187,4 @@ func bootAddr(bind, actual string) string {
 		return actual
 	}
 	return net.JoinHostPort(bind, port)
-}
-
-// originalKeys maps the lower-cased unknown keys reported by the loader back
-// to their spelling in the file, so the warning names what the user wrote.
-func originalKeys(file string, unknown []string) []string {
-	if len(unknown) == 0 {
-		return nil
-	}
-	spelled := map[string]string{}
-	if file != "" {
-		if data, err := os.ReadFile(file); err == nil {
-			if props, err := pkgconfig.ParseProperties(data); err == nil {
-				for k := range props {
-					spelled[strings.ToLower(k)] = k
-				}
-			}
-		}
-	}
-	out := make([]string, 0, len(unknown))
-	for _, k := range unknown {
-		if s, ok := spelled[k]; ok {
-			k = s
-		}
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
