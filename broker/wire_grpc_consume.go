@@ -109,7 +109,7 @@ func (g grpcBackend) Pop(ctx context.Context, in grpcserver.PopRequest) (grpcser
 		for _, m := range res.Messages {
 			handles = append(handles, m.Property(message.PropertyPopCK))
 		}
-		g.renewLater(in.Group, in.Topic, in.ClientID, handles)
+		g.renewLater(in.Group, in.Topic, "", in.ClientID, handles)
 	}
 	return res, nil
 }
@@ -216,15 +216,20 @@ func (g grpcBackend) ack(ctx context.Context, group, topic string, r grpcserver.
 // receipt is the one a remoting client builds from the answer: the message
 // has a checkpoint of its own, starting at its offset.
 func (g grpcBackend) ChangeInvisible(ctx context.Context, group, topic string, r grpcserver.Receipt, d time.Duration) (string, grpcserver.Result, error) {
-	return g.changeInvisible(ctx, group, topic, r, d)
+	return g.changeInvisibleOf(ctx, group, topic, "", r, d)
 }
 
-func (g grpcBackend) changeInvisible(ctx context.Context, group, topic string, r grpcserver.Receipt, d time.Duration) (string, grpcserver.Result, error) {
+// changeInvisibleOf changes the invisible time of a message of the lite
+// topic lite ("" for a message of topic's own queues).
+func (g grpcBackend) changeInvisibleOf(ctx context.Context, group, topic, lite string, r grpcserver.Receipt, d time.Duration) (string, grpcserver.Result, error) {
 	ext, err := receiptExt(group, topic, r)
 	if err != nil {
 		return "", grpcserver.Result{Code: code.MessageIllegal, Remark: err.Error()}, nil
 	}
 	ext["invisibleTime"] = strconv.FormatInt(d.Milliseconds(), 10)
+	if lite != "" {
+		ext["liteTopic"] = lite
+	}
 	resp, err := g.handle(ctx, nil, remoting.NewRequest(code.ChangeMessageInvisible, ext, nil))
 	if err != nil {
 		return "", grpcserver.Result{}, err
@@ -402,8 +407,8 @@ func (c *grpcClients) stopAll() {
 }
 
 // channel is the client's channel, made when it has none or its old one
-// was closed.
-func (c *grpcClients) channel(id, remote string) *remoting.Channel {
+// was closed; requests the broker pushes on it go to push.
+func (c *grpcClients) channel(id, remote string, push func(*remoting.Command)) *remoting.Channel {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ch := c.chans[id]; ch != nil && ch.IsActive() {
@@ -419,7 +424,7 @@ func (c *grpcClients) channel(id, remote string) *remoting.Channel {
 			delete(c.chans, id)
 		}
 	}
-	ch := remoting.NewLocalChannel("grpc", remote, func(*remoting.Command) {})
+	ch := remoting.NewLocalPeerChannel("grpc", remote, func(*remoting.Command) {}, push)
 	c.chans[id] = ch
 	return ch
 }
@@ -470,7 +475,7 @@ func (g grpcBackend) ConsumerHeartbeat(ctx context.Context, c grpcserver.ClientI
 	}
 	req := remoting.NewRequest(code.HeartBeat, nil, body)
 	req.Language, req.Version = remoting.ParseLanguage(c.Language), clientVersion(c.Version)
-	resp, err := g.handle(ctx, g.b.grpcClients.channel(c.ID, c.Remote), req)
+	resp, err := g.handle(ctx, g.clientChannel(c.ID, c.Remote), req)
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ type renewKey struct{ group, handle string }
 
 type renewEntry struct {
 	group, topic, clientID string
+	lite                   string // the lite topic of a lite message
 	cur                    grpcserver.Receipt
 	since                  time.Time
 	// registered: the client had a registry channel (heartbeats) when
@@ -38,7 +39,7 @@ type renewEntry struct {
 
 // renewLater records the popped messages' handles for renewal and starts
 // the renewal loop if it is not running.
-func (g grpcBackend) renewLater(group, topic, clientID string, handles []string) {
+func (g grpcBackend) renewLater(group, topic, lite, clientID string, handles []string) {
 	c := &g.b.grpcClients
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -55,7 +56,7 @@ func (g grpcBackend) renewLater(group, topic, clientID string, handles []string)
 			continue
 		}
 		_, registered := c.chans[clientID]
-		c.renew[renewKey{group, h}] = &renewEntry{group: group, topic: topic, clientID: clientID, cur: r, since: now, registered: registered}
+		c.renew[renewKey{group, h}] = &renewEntry{group: group, topic: topic, lite: lite, clientID: clientID, cur: r, since: now, registered: registered}
 	}
 	if !c.renewing && len(c.renew) > 0 {
 		c.renewing = true
@@ -137,7 +138,7 @@ func (g grpcBackend) renewDue() {
 			d = clearInvisible
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		h, res, err := g.changeInvisible(ctx, j.e.group, j.e.topic, j.e.cur, d)
+		h, res, err := g.changeInvisibleOf(ctx, j.e.group, j.e.topic, j.e.lite, j.e.cur, d)
 		cancel()
 		if j.clear {
 			continue
@@ -174,7 +175,7 @@ func (g grpcBackend) releaseClient(clientID string) {
 	c.mu.Unlock()
 	for _, e := range jobs {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		_, _, _ = g.changeInvisible(ctx, e.group, e.topic, e.cur, clearInvisible)
+		_, _, _ = g.changeInvisibleOf(ctx, e.group, e.topic, e.lite, e.cur, clearInvisible)
 		cancel()
 	}
 }

@@ -19,8 +19,17 @@ func NewLocalChannel(local, remote string, deliver func(*Command)) *Channel {
 	return newChannel(0, local, remote, &localTransport{deliver: deliver}, new(atomic.Int32), time.Second, slog.New(slog.DiscardHandler))
 }
 
+// NewLocalPeerChannel is NewLocalChannel whose requests go to request
+// instead of being dropped: a oneway request the broker pushes to a client
+// (NOTIFY_UNSUBSCRIBE_LITE, say) reaches the in-process caller, which
+// passes it on in its own protocol.
+func NewLocalPeerChannel(local, remote string, deliver, request func(*Command)) *Channel {
+	return newChannel(0, local, remote, &localTransport{deliver: deliver, request: request}, new(atomic.Int32), time.Second, slog.New(slog.DiscardHandler))
+}
+
 type localTransport struct {
 	deliver func(*Command)
+	request func(*Command) // nil: requests are dropped
 	closed  atomic.Bool
 }
 
@@ -37,8 +46,11 @@ func (t *localTransport) write(b []byte) error {
 	if err != nil {
 		return err
 	}
-	if cmd.IsResponse() {
+	switch {
+	case cmd.IsResponse():
 		t.deliver(cmd)
+	case t.request != nil:
+		t.request(cmd)
 	}
 	return nil
 }

@@ -37,3 +37,21 @@ func TestLocalChannel(t *testing.T) {
 		t.Fatalf("write after Close: %v, %d delivered", err, len(got))
 	}
 }
+
+// TestLocalPeerChannel: requests (a oneway push) go to request decoded,
+// responses to deliver.
+func TestLocalPeerChannel(t *testing.T) {
+	var resps, reqs []*Command
+	ch := NewLocalPeerChannel("local", "10.0.0.1:5", func(c *Command) { resps = append(resps, c) }, func(c *Command) { reqs = append(reqs, c) })
+	push := NewRequest(200073, map[string]string{"liteTopic": "a"}, nil)
+	push.MarkOneway()
+	if err := ch.InvokeOneway(push); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.WriteResponse(NewResponse(NewRequest(11, nil, nil), 0, "")); err != nil {
+		t.Fatal(err)
+	}
+	if len(reqs) != 1 || reqs[0].Code != 200073 || reqs[0].Ext("liteTopic") != "a" || !reqs[0].IsOneway() || len(resps) != 1 {
+		t.Fatalf("requests %+v, responses %+v; want the push and the response apart", reqs, resps)
+	}
+}

@@ -5,6 +5,7 @@
 #
 #   scripts/node5-client.sh produce --endpoint 127.0.0.1:8081 --topic T --count 3 --prefix p
 #   scripts/node5-client.sh consume --endpoint 127.0.0.1:8081 --topic T --group G --count 3
+#   scripts/node5-client.sh lite --endpoint 127.0.0.1:8081 --topic P --group G --lites a,b --count 4
 #
 # The last line on stdout is the JSON result. Dependencies are installed
 # once with `npm ci --prefix scripts/node5`.

@@ -54,12 +54,16 @@ func (m *messaging) AckMessage(ctx context.Context, req *v2pb.AckMessageRequest)
 	codes := map[v2pb.Code]bool{}
 	for _, e := range req.GetEntries() {
 		st := func() *v2pb.Status {
-			if e.LiteTopic != nil {
-				return newStatus(v2pb.Code_NOT_IMPLEMENTED, "lite topics are not served over gRPC yet")
+			l, st := m.liteOf(e.LiteTopic)
+			if st != nil {
+				return st
 			}
 			r, st := receipt(c, req.GetGroup().GetName(), e.GetReceiptHandle())
 			if st != nil {
 				return st
+			}
+			if l != nil {
+				return resultStatus(l.AckLite(ctx, req.GetGroup().GetName(), req.GetTopic().GetName(), e.GetLiteTopic(), r))
 			}
 			return resultStatus(c.Ack(ctx, req.GetGroup().GetName(), req.GetTopic().GetName(), r))
 		}()
@@ -87,8 +91,9 @@ func (m *messaging) ChangeInvisibleDuration(ctx context.Context, req *v2pb.Chang
 	if st := m.checkTopicGroup(req.GetTopic(), req.GetGroup()); st != nil {
 		return &v2pb.ChangeInvisibleDurationResponse{Status: st}, nil
 	}
-	if req.LiteTopic != nil {
-		return &v2pb.ChangeInvisibleDurationResponse{Status: newStatus(v2pb.Code_NOT_IMPLEMENTED, "lite topics are not served over gRPC yet")}, nil
+	l, st := m.liteOf(req.LiteTopic)
+	if st != nil {
+		return &v2pb.ChangeInvisibleDurationResponse{Status: st}, nil
 	}
 	d := req.GetInvisibleDuration().AsDuration()
 	if req.InvisibleDuration == nil || d < 0 || d > c.ConsumeLimits().MaxInvisible {
@@ -98,7 +103,16 @@ func (m *messaging) ChangeInvisibleDuration(ctx context.Context, req *v2pb.Chang
 	if st != nil {
 		return &v2pb.ChangeInvisibleDurationResponse{Status: st}, nil
 	}
-	h, res, err := c.ChangeInvisible(ctx, req.GetGroup().GetName(), req.GetTopic().GetName(), r, d)
+	var (
+		h   string
+		res Result
+		err error
+	)
+	if l != nil {
+		h, res, err = l.ChangeInvisibleLite(ctx, req.GetGroup().GetName(), req.GetTopic().GetName(), req.GetLiteTopic(), r, d)
+	} else {
+		h, res, err = c.ChangeInvisible(ctx, req.GetGroup().GetName(), req.GetTopic().GetName(), r, d)
+	}
 	if st := resultStatus(res, err); st.GetCode() != v2pb.Code_OK {
 		return &v2pb.ChangeInvisibleDurationResponse{Status: st}, nil
 	}
@@ -117,12 +131,18 @@ func (m *messaging) ForwardMessageToDeadLetterQueue(ctx context.Context, req *v2
 	if st := m.checkTopicGroup(req.GetTopic(), req.GetGroup()); st != nil {
 		return &v2pb.ForwardMessageToDeadLetterQueueResponse{Status: st}, nil
 	}
-	if req.LiteTopic != nil {
-		return &v2pb.ForwardMessageToDeadLetterQueueResponse{Status: newStatus(v2pb.Code_NOT_IMPLEMENTED, "lite topics are not served over gRPC yet")}, nil
+	l, st := m.liteOf(req.LiteTopic)
+	if st != nil {
+		return &v2pb.ForwardMessageToDeadLetterQueueResponse{Status: st}, nil
 	}
 	r, st := receipt(c, req.GetGroup().GetName(), req.GetReceiptHandle())
 	if st != nil {
 		return &v2pb.ForwardMessageToDeadLetterQueueResponse{Status: st}, nil
+	}
+	if l != nil {
+		return &v2pb.ForwardMessageToDeadLetterQueueResponse{
+			Status: resultStatus(l.DeadLetterLite(ctx, req.GetGroup().GetName(), req.GetTopic().GetName(), req.GetLiteTopic(), req.GetMessageId(), r)),
+		}, nil
 	}
 	return &v2pb.ForwardMessageToDeadLetterQueueResponse{
 		Status: resultStatus(c.DeadLetter(ctx, req.GetGroup().GetName(), req.GetTopic().GetName(), req.GetMessageId(), r)),

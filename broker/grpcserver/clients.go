@@ -37,8 +37,9 @@ type SubscriptionEntry struct {
 // clientTable remembers each client's subscription settings, which its
 // heartbeats do not repeat. The zero value is ready.
 type clientTable struct {
-	mu   sync.Mutex
-	subs map[string]*v2pb.Subscription // by client id
+	mu    sync.Mutex
+	subs  map[string]*v2pb.Subscription // by client id
+	types map[string]v2pb.ClientType    // by client id, from settings or heartbeats
 }
 
 func (t *clientTable) set(id string, s *v2pb.Subscription) {
@@ -48,6 +49,27 @@ func (t *clientTable) set(id string, s *v2pb.Subscription) {
 		t.subs = map[string]*v2pb.Subscription{}
 	}
 	t.subs[id] = s
+}
+
+// setType records a consumer's type (other clients' are not kept, as
+// their settings are not).
+func (t *clientTable) setType(id string, ct v2pb.ClientType) {
+	if id == "" || !isConsumer(ct) {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.types == nil {
+		t.types = map[string]v2pb.ClientType{}
+	}
+	t.types[id] = ct
+}
+
+// isLite reports a lite push consumer, as its settings or heartbeats said.
+func (t *clientTable) isLite(id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.types[id] == v2pb.ClientType_LITE_PUSH_CONSUMER
 }
 
 func (t *clientTable) get(id string) *v2pb.Subscription {
@@ -60,6 +82,7 @@ func (t *clientTable) drop(id string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.subs, id)
+	delete(t.types, id)
 }
 
 // mdValue is the first value of a metadata key, "" when absent.
@@ -73,9 +96,11 @@ func mdValue(ctx context.Context, key string) string {
 
 // rememberSettings keeps a consumer's subscriptions for its heartbeats.
 func (m *messaging) rememberSettings(ctx context.Context, s *v2pb.Settings) {
-	if id := mdValue(ctx, mdClientID); id != "" && s.GetSubscription() != nil {
+	id := mdValue(ctx, mdClientID)
+	if id != "" && s.GetSubscription() != nil {
 		m.clients.set(id, s.GetSubscription())
 	}
+	m.clients.setType(id, s.GetClientType())
 }
 
 // clientInfo describes the calling client for group.
@@ -95,7 +120,8 @@ func (m *messaging) clientInfo(ctx context.Context, group string) ClientInfo {
 }
 
 func isConsumer(t v2pb.ClientType) bool {
-	return t == v2pb.ClientType_PUSH_CONSUMER || t == v2pb.ClientType_SIMPLE_CONSUMER || t == v2pb.ClientType_PULL_CONSUMER
+	return t == v2pb.ClientType_PUSH_CONSUMER || t == v2pb.ClientType_SIMPLE_CONSUMER || t == v2pb.ClientType_PULL_CONSUMER ||
+		t == v2pb.ClientType_LITE_PUSH_CONSUMER
 }
 
 // consumerHeartbeat registers a consumer with its group as the proxy's
@@ -115,6 +141,7 @@ func (m *messaging) consumerHeartbeat(ctx context.Context, req *v2pb.HeartbeatRe
 	if info.ID == "" {
 		return newStatus(v2pb.Code_CLIENT_ID_REQUIRED, "the request has no "+mdClientID)
 	}
+	m.clients.setType(info.ID, req.GetClientType())
 	if err := c.ConsumerHeartbeat(ctx, info); err != nil {
 		return newStatus(v2pb.Code_INTERNAL_SERVER_ERROR, err.Error())
 	}
@@ -127,7 +154,7 @@ func (m *messaging) consumerGone(ctx context.Context, req *v2pb.NotifyClientTerm
 	if id == "" {
 		return
 	}
-	sub := m.clients.get(id)
+	sub, lite := m.clients.get(id), m.clients.isLite(id)
 	m.clients.drop(id)
 	c := m.consumer()
 	group := req.GetGroup().GetName()
@@ -137,5 +164,25 @@ func (m *messaging) consumerGone(ctx context.Context, req *v2pb.NotifyClientTerm
 	if c == nil || group == "" {
 		return
 	}
+	if lite {
+		m.liteGone(ctx, id, group, sub)
+	}
 	c.ConsumerGone(m.clientInfo(ctx, group))
+}
+
+// liteGone drops the lite subscriptions of a lite push consumer that said
+// goodbye (COMPLETE_REMOVE for its bind topic, the topic of its settings),
+// as the proxy's offlineClientLiteSubscription: the broker hands its
+// pending lite topics to the group's other clients at once instead of
+// after liteSubscriptionCheckTimeoutMills.
+func (m *messaging) liteGone(ctx context.Context, id, group string, sub *v2pb.Subscription) {
+	l := m.lite()
+	if l == nil || len(sub.GetSubscriptions()) == 0 {
+		return
+	}
+	topic := sub.GetSubscriptions()[0].GetTopic().GetName()
+	if topic == "" {
+		return
+	}
+	_, _ = l.SyncLite(ctx, LiteSync{Action: "COMPLETE_REMOVE", ClientID: id, Group: group, Topic: topic, LiteTopics: []string{}, Peer: peerAddr(ctx)})
 }

@@ -180,7 +180,9 @@ func (m *messaging) Heartbeat(ctx context.Context, req *v2pb.HeartbeatRequest) (
 // completed with what the broker decides — for a producer the body limit
 // (maxMessageSize) and message-type validation. A producer's stream is
 // registered for the topics it publishes: the broker's transaction check
-// sends its RecoverOrphanedTransactionCommand there (transaction.go).
+// sends its RecoverOrphanedTransactionCommand there (transaction.go). A
+// lite push consumer also gets its lite limits, and its stream takes the
+// broker's lite unsubscribe notifications (lite.go).
 // Other commands are not served yet and are ignored.
 func (m *messaging) Telemetry(stream v2pb.MessagingService_TelemetryServer) error {
 	remote := ""
@@ -243,6 +245,11 @@ func (m *messaging) settings(client *v2pb.Settings) *v2pb.Settings {
 		}}
 	case *v2pb.Settings_Subscription:
 		m.subscriptionSettings(out, ps.Subscription)
+		if l := m.lite(); l != nil && client.GetClientType() == v2pb.ClientType_LITE_PUSH_CONSUMER {
+			lim := l.LiteLimits(ps.Subscription.GetGroup().GetName())
+			sub := out.GetSubscription()
+			sub.LiteSubscriptionQuota, sub.MaxLiteTopicSize = &lim.Quota, &lim.MaxLiteTopicSize
+		}
 	}
 	return out
 }

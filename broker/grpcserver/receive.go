@@ -150,6 +150,12 @@ func (m *messaging) ReceiveMessage(req *v2pb.ReceiveMessageRequest, stream v2pb.
 	if !found {
 		return finish(newStatus(v2pb.Code_CONSUMER_GROUP_NOT_FOUND, "consumer group not found: "+group.GetName()))
 	}
+	if l := m.lite(); l != nil && m.clients.isLite(mdValue(ctx, mdClientID)) {
+		return m.receiveLite(stream, l, c, g, req, PopRequest{
+			Group: group.GetName(), Topic: topic.GetName(), MaxNum: batch, Invisible: invisible, PollTime: poll,
+			AttemptID: req.GetAttemptId(), Peer: peerAddr(ctx), AutoRenew: req.GetAutoRenew(), ClientID: mdValue(ctx, mdClientID),
+		}, finish)
+	}
 	res, err := c.Pop(ctx, PopRequest{
 		Group: group.GetName(), Topic: topic.GetName(), MaxNum: batch, Invisible: invisible, PollTime: poll,
 		ExpType: expType, Exp: exp, Order: g.Orderly, AttemptID: req.GetAttemptId(), Peer: peerAddr(ctx),
@@ -385,6 +391,9 @@ func buildMessage(m *message.Message, topic *v2pb.Resource, invisible time.Durat
 		if ms, err := strconv.ParseInt(v, 10, 64); err == nil {
 			sp.DeliveryTimestamp = timestamppb.New(time.UnixMilli(ms))
 		}
+	}
+	if l := m.Property(message.PropertyLiteTopic); l != "" {
+		sp.LiteTopic = &l
 	}
 	if tc, ok := m.Properties[message.PropertyTraceContext]; ok {
 		sp.TraceContext = &tc

@@ -87,13 +87,16 @@ type Producers struct {
 
 	mu       sync.Mutex
 	sessions map[string]map[*Session]struct{} // topic → sessions
-	tx       map[txKey]txData
-	next     uint64 // Pick's round robin
+	// clients are the Telemetry streams of every client by client id
+	// (the latest one), for the lite unsubscribe notification (lite.go).
+	clients map[string]*Session
+	tx      map[txKey]txData
+	next    uint64 // Pick's round robin
 }
 
 // NewProducers returns an empty registry.
 func NewProducers() *Producers {
-	return &Producers{now: time.Now, sessions: map[string]map[*Session]struct{}{}, tx: map[txKey]txData{}}
+	return &Producers{now: time.Now, sessions: map[string]map[*Session]struct{}{}, clients: map[string]*Session{}, tx: map[txKey]txData{}}
 }
 
 // Session is one client's Telemetry stream.
@@ -112,7 +115,13 @@ type Session struct {
 }
 
 func (p *Producers) newSession(stream v2pb.MessagingService_TelemetryServer, clientID, remote string) *Session {
-	return &Session{p: p, stream: stream, clientID: clientID, remote: remote, pushes: make(chan struct{}, maxPushes)}
+	s := &Session{p: p, stream: stream, clientID: clientID, remote: remote, pushes: make(chan struct{}, maxPushes)}
+	if clientID != "" {
+		p.mu.Lock()
+		p.clients[clientID] = s
+		p.mu.Unlock()
+	}
+	return s
 }
 
 // send writes one command; the stream is shared by the Telemetry loop and
@@ -148,6 +157,9 @@ func (p *Producers) remove(s *Session) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.dropLocked(s)
+	if p.clients[s.clientID] == s {
+		delete(p.clients, s.clientID)
+	}
 }
 
 func (p *Producers) dropLocked(s *Session) {

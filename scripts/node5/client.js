@@ -1,16 +1,20 @@
 'use strict';
 // The RocketMQ 5.x Node.js client (rocketmq-client-nodejs, gRPC) as a test
 // driver: `produce` sends messages and prints their ids, `consume` receives
-// with a SimpleConsumer and prints what it got. The last stdout line is a
-// JSON result ({"ok": true|false, ...}); see scripts/node5-client.sh.
+// with a SimpleConsumer and prints what it got, `lite` binds a LitePushConsumer
+// to the parent topic --topic, subscribes the comma-separated --lites, prints
+// {"ready":true,"lites":N} and consumes (each message SUCCESS) until --count
+// distinct messages or --timeout s, then --quiet s more. The last stdout line
+// is a JSON result ({"ok": true|false, ...}); see scripts/node5-client.sh.
 //
 //   node client.js produce --endpoint 127.0.0.1:8081 --topic T --count 3 --prefix p
 //   node client.js consume --endpoint 127.0.0.1:8081 --topic T --group G --count 3 --timeout 20
+//   node client.js lite --endpoint 127.0.0.1:8081 --topic P --group G --lites a,b --count 4 --quiet 1
 
-const { Producer, SimpleConsumer, FilterExpression } = require('rocketmq-client-nodejs');
+const { Producer, SimpleConsumer, FilterExpression, LitePushConsumerImpl, ConsumeResult } = require('rocketmq-client-nodejs');
 
 function parseArgs(argv) {
-  const opts = { count: 1, prefix: 'msg', timeout: 20, invisible: 15000, tag: 'TagA', ack: true, filter: '*' };
+  const opts = { count: 1, prefix: 'msg', timeout: 20, invisible: 15000, tag: 'TagA', ack: true, filter: '*', quiet: 0 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (!a.startsWith('--')) throw new Error(`unexpected argument ${a}`);
@@ -18,7 +22,7 @@ function parseArgs(argv) {
     if (key === 'no-ack') { opts.ack = false; continue; }
     const v = argv[++i];
     if (v === undefined) throw new Error(`${a} needs a value`);
-    opts[key] = [ 'count', 'timeout', 'invisible', 'delay' ].includes(key) ? Number(v) : v;
+    opts[key] = [ 'count', 'timeout', 'invisible', 'delay', 'quiet' ].includes(key) ? Number(v) : v;
   }
   if (!opts.endpoint || !opts.topic) throw new Error('--endpoint and --topic are required');
   return opts;
@@ -85,16 +89,43 @@ async function consume(o) {
   return { ok: got.length >= o.count, messages: got };
 }
 
+const sleep = ms => new Promise(r => setTimeout(r, ms));
+
+async function lite(o) {
+  if (!o.group || !o.lites) throw new Error('lite needs --group and --lites');
+  const got = [];
+  const consumer = new LitePushConsumerImpl({
+    endpoints: o.endpoint, logger, consumerGroup: o.group, bindTopic: o.topic,
+    messageListener: {
+      consume(v) {
+        got.push({ id: v.messageId, body: v.body.toString(), lite: v.liteTopic || '', attempt: v.deliveryAttempt });
+        return ConsumeResult.SUCCESS;
+      },
+    },
+  });
+  await consumer.startup();
+  try {
+    for (const l of o.lites.split(',')) await consumer.subscribeLite(l);
+    console.log(JSON.stringify({ ready: true, lites: consumer.getLiteTopicSet().size }));
+    const deadline = Date.now() + o.timeout * 1000;
+    while (new Set(got.map(m => m.id)).size < o.count && Date.now() < deadline) await sleep(50);
+    await sleep(o.quiet * 1000);
+  } finally {
+    await consumer.shutdown();
+  }
+  return { ok: true, got };
+}
+
 async function main() {
   const [ mode, ...rest ] = process.argv.slice(2);
-  if (mode !== 'produce' && mode !== 'consume') {
-    console.error('usage: client.js produce|consume --endpoint HOST:PORT --topic T [--group G] [--count N] [--prefix P] [--tag T] [--delay MS] [--timeout S] [--invisible MS] [--no-ack] [--filter EXPR]');
+  if (mode !== 'produce' && mode !== 'consume' && mode !== 'lite') {
+    console.error('usage: client.js produce|consume|lite --endpoint HOST:PORT --topic T [--group G] [--count N] [--prefix P] [--tag T] [--delay MS] [--timeout S] [--invisible MS] [--no-ack] [--filter EXPR] [--lites A,B] [--quiet S]');
     process.exit(2);
   }
   let res;
   try {
     const o = parseArgs(rest);
-    res = mode === 'produce' ? await produce(o) : await consume(o);
+    res = await { produce, consume, lite }[mode](o);
   } catch (e) {
     res = { ok: false, error: String(e && e.stack || e) };
   }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,9 +52,16 @@ func (s clientScript) run(t *testing.T, out any, args ...string) {
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.Output()
+	s.result(t, args, stdout, err, stderr.String(), out)
+}
+
+// result checks a finished script (its stdout, its exit error and stderr)
+// and decodes its result into out, as run.
+func (s clientScript) result(t *testing.T, args []string, stdout []byte, err error, stderr string, out any) {
+	t.Helper()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() == 3 {
-		t.Skipf("%s: %s", s.who, strings.TrimSpace(stderr.String()))
+		t.Skipf("%s: %s", s.who, strings.TrimSpace(stderr))
 	}
 	lines := strings.Split(strings.TrimSpace(string(stdout)), "\n")
 	last := []byte(lines[len(lines)-1])
@@ -62,13 +70,57 @@ func (s clientScript) run(t *testing.T, out any, args ...string) {
 		Error string `json:"error"`
 	}
 	if jerr := json.Unmarshal(last, &res); jerr != nil || err != nil || !res.OK {
-		t.Fatalf("%s %v: %v %v %s\nstdout:\n%s\nstderr:\n%s", s.name, args, err, jerr, res.Error, stdout, stderr.String())
+		t.Fatalf("%s %v: %v %v %s\nstdout:\n%s\nstderr:\n%s", s.name, args, err, jerr, res.Error, stdout, stderr)
 	}
 	if out == nil {
 		return
 	}
 	if err := json.Unmarshal(last, out); err != nil {
 		t.Fatalf("%s %v: %v in %s", s.name, args, err, last)
+	}
+}
+
+// start starts the script with args for a client that reports progress
+// on stdout before its result: it returns the stdout lines as they come
+// (a line the caller does not take in time is not passed on) and a wait
+// that waits for the script's end and checks and decodes its result as
+// run does.
+func (s clientScript) start(t *testing.T, args ...string) (<-chan string, func(out any)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, filepath.Join(harness.RepoRoot(t), "scripts", s.name), args...)
+	cmd.Env = append(cmd.Environ(), s.env...)
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 16)
+	stdout := make(chan []byte, 1)
+	go func() {
+		defer close(lines)
+		var all []byte
+		sc := bufio.NewScanner(pipe)
+		sc.Buffer(make([]byte, 1<<16), 1<<22)
+		for sc.Scan() {
+			all = append(append(all, sc.Bytes()...), '\n')
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+		stdout <- all
+	}()
+	return lines, func(out any) {
+		t.Helper()
+		all := <-stdout
+		err := cmd.Wait()
+		s.result(t, args, all, err, stderr.String(), out)
 	}
 }
 
