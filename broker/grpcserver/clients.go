@@ -184,5 +184,6 @@ func (m *messaging) liteGone(ctx context.Context, id, group string, sub *v2pb.Su
 	if topic == "" {
 		return
 	}
-	_, _ = l.SyncLite(ctx, LiteSync{Action: "COMPLETE_REMOVE", ClientID: id, Group: group, Topic: topic, LiteTopics: []string{}, Peer: peerAddr(ctx)})
+	s := LiteSync{Action: "COMPLETE_REMOVE", ClientID: id, Group: group, Topic: topic, LiteTopics: []string{}, Peer: peerAddr(ctx)}
+	_, _ = m.liteOrder.apply(arrivalOf(ctx), s, func(s LiteSync) (Result, error) { return l.SyncLite(ctx, s) })
 }

@@ -172,7 +172,7 @@ func (m *messaging) SyncLiteSubscription(ctx context.Context, req *v2pb.SyncLite
 		return &v2pb.SyncLiteSubscriptionResponse{Status: newStatus(v2pb.Code_TOPIC_NOT_FOUND, "topic not found: "+s.Topic)}, nil
 	}
 	s.Peer = peerAddr(ctx)
-	res, err := l.SyncLite(ctx, s)
+	res, err := m.liteOrder.apply(arrivalOf(ctx), s, func(s LiteSync) (Result, error) { return l.SyncLite(ctx, s) })
 	if err != nil {
 		return &v2pb.SyncLiteSubscriptionResponse{Status: newStatus(v2pb.Code_INTERNAL_SERVER_ERROR, err.Error())}, nil
 	}

@@ -54,6 +54,9 @@ type messaging struct {
 	peers peers
 	// clients are the consumers' settings (clients.go).
 	clients clientTable
+	// liteOrder orders each lite consumer's subscription changes
+	// (liteorder.go).
+	liteOrder liteOrder
 }
 
 func newMessaging(b Backend, host string, port int) *messaging {

@@ -86,6 +86,8 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("grpcserver: listen %s: %w", cfg.Addr, err)
 	}
+	// arr numbers the rpcs as they are read (arrival.go).
+	arr := &arrivals{}
 	s := &Server{
 		cfg: cfg,
 		log: cfg.Logger,
@@ -96,7 +98,7 @@ func Start(cfg Config) (*Server, error) {
 		// MaxRecvMsgSize is the proxy's grpcMaxInboundMessageSize (4 MiB
 		// × 32 messages + 2 MiB of properties): gRPC's 4 MiB default would
 		// refuse a message of maxMessageSize.
-		grpc: grpc.NewServer(grpc.ConnectionTimeout(cfg.HandshakeTimeout), grpc.MaxRecvMsgSize(maxInboundMessageSize)),
+		grpc: grpc.NewServer(grpc.ConnectionTimeout(cfg.HandshakeTimeout), grpc.MaxRecvMsgSize(maxInboundMessageSize), grpc.InTapHandle(arr.tap)),
 		ln:   ln,
 		conn: newConnListener(ln.Addr()),
 	}
