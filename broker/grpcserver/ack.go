@@ -40,11 +40,8 @@ func resultStatus(res Result, err error) *v2pb.Status {
 // AckMessageActivity.java): every entry gets its status; the response's is
 // the entries' common code, MULTIPLE_RESULTS when they differ.
 func (m *messaging) AckMessage(ctx context.Context, req *v2pb.AckMessageRequest) (*v2pb.AckMessageResponse, error) {
-	c := m.consumer()
-	if c == nil {
-		return &v2pb.AckMessageResponse{Status: newStatus(v2pb.Code_NOT_IMPLEMENTED, "no consumer backend")}, nil
-	}
-	if st := m.checkTopicGroup(req.GetTopic(), req.GetGroup()); st != nil {
+	c, st := m.consumerFor(req.GetTopic(), req.GetGroup())
+	if st != nil {
 		return &v2pb.AckMessageResponse{Status: st}, nil
 	}
 	if len(req.GetEntries()) == 0 {
@@ -84,11 +81,8 @@ func (m *messaging) AckMessage(ctx context.Context, req *v2pb.AckMessageRequest)
 // duration from now and answers its new receipt handle (Apache
 // proxy/.../grpc/v2/consumer/ChangeInvisibleDurationActivity.java).
 func (m *messaging) ChangeInvisibleDuration(ctx context.Context, req *v2pb.ChangeInvisibleDurationRequest) (*v2pb.ChangeInvisibleDurationResponse, error) {
-	c := m.consumer()
-	if c == nil {
-		return &v2pb.ChangeInvisibleDurationResponse{Status: newStatus(v2pb.Code_NOT_IMPLEMENTED, "no consumer backend")}, nil
-	}
-	if st := m.checkTopicGroup(req.GetTopic(), req.GetGroup()); st != nil {
+	c, st := m.consumerFor(req.GetTopic(), req.GetGroup())
+	if st != nil {
 		return &v2pb.ChangeInvisibleDurationResponse{Status: st}, nil
 	}
 	l, st := m.liteOf(req.LiteTopic)
@@ -124,11 +118,8 @@ func (m *messaging) ChangeInvisibleDuration(ctx context.Context, req *v2pb.Chang
 // ForwardMessageToDLQActivity.java): the push consumer's answer to a
 // message it failed max_delivery_attempts times.
 func (m *messaging) ForwardMessageToDeadLetterQueue(ctx context.Context, req *v2pb.ForwardMessageToDeadLetterQueueRequest) (*v2pb.ForwardMessageToDeadLetterQueueResponse, error) {
-	c := m.consumer()
-	if c == nil {
-		return &v2pb.ForwardMessageToDeadLetterQueueResponse{Status: newStatus(v2pb.Code_NOT_IMPLEMENTED, "no consumer backend")}, nil
-	}
-	if st := m.checkTopicGroup(req.GetTopic(), req.GetGroup()); st != nil {
+	c, st := m.consumerFor(req.GetTopic(), req.GetGroup())
+	if st != nil {
 		return &v2pb.ForwardMessageToDeadLetterQueueResponse{Status: st}, nil
 	}
 	l, st := m.liteOf(req.LiteTopic)

@@ -36,6 +36,17 @@ func (m *messaging) consumer() Consumer {
 	return c
 }
 
+// consumerFor is the consumer backend for an rpc of group on topic, or the
+// status that refuses the rpc: NOT_IMPLEMENTED without a consumer backend,
+// else checkTopicGroup's.
+func (m *messaging) consumerFor(topic, group *v2pb.Resource) (Consumer, *v2pb.Status) {
+	c := m.consumer()
+	if c == nil {
+		return nil, newStatus(v2pb.Code_NOT_IMPLEMENTED, "no consumer backend")
+	}
+	return c, m.checkTopicGroup(topic, group)
+}
+
 func newStatus(c v2pb.Code, msg string) *v2pb.Status { return &v2pb.Status{Code: c, Message: msg} }
 
 // checkTopicGroup is the proxy's validateTopicAndConsumerGroup plus the
@@ -59,11 +70,8 @@ func (m *messaging) checkTopicGroup(topic, group *v2pb.Resource) *v2pb.Status {
 // id -1 (a pop of every queue), or, for a FIFO group (consumeMessageOrderly),
 // one per read queue. Only this broker is answered today.
 func (m *messaging) QueryAssignment(_ context.Context, req *v2pb.QueryAssignmentRequest) (*v2pb.QueryAssignmentResponse, error) {
-	c := m.consumer()
-	if c == nil {
-		return &v2pb.QueryAssignmentResponse{Status: newStatus(v2pb.Code_NOT_IMPLEMENTED, "no consumer backend")}, nil
-	}
-	if st := m.checkTopicGroup(req.GetTopic(), req.GetGroup()); st != nil {
+	c, st := m.consumerFor(req.GetTopic(), req.GetGroup())
+	if st != nil {
 		return &v2pb.QueryAssignmentResponse{Status: st}, nil
 	}
 	t, _ := m.backend.Topic(req.GetTopic().GetName())
