@@ -254,6 +254,15 @@ func (g grpcBackend) changeInvisibleOf(ctx context.Context, group, topic, lite s
 // CONSUMER_SEND_MSG_BACK, by its commit log offset) and acks it, as the
 // proxy's forwardMessageToDeadLetterQueue.
 func (g grpcBackend) DeadLetter(ctx context.Context, group, topic, msgID string, r grpcserver.Receipt) (grpcserver.Result, error) {
+	if res, err := g.sendToDLQ(ctx, group, topic, msgID, r); err != nil || res.Code != code.Success {
+		return res, err
+	}
+	return g.ack(ctx, group, topic, r)
+}
+
+// sendToDLQ is CONSUMER_SEND_MSG_BACK with delay level -1: the message at
+// r's commit log offset goes to %DLQ%group.
+func (g grpcBackend) sendToDLQ(ctx context.Context, group, topic, msgID string, r grpcserver.Receipt) (grpcserver.Result, error) {
 	ext := map[string]string{
 		"group":       group,
 		"offset":      strconv.FormatInt(r.CommitLogOffset, 10),
@@ -268,10 +277,7 @@ func (g grpcBackend) DeadLetter(ctx context.Context, group, topic, msgID string,
 	if err != nil {
 		return grpcserver.Result{}, err
 	}
-	if resp.Code != code.Success {
-		return grpcserver.Result{Code: resp.Code, Remark: resp.Remark}, nil
-	}
-	return g.ack(ctx, group, topic, r)
+	return grpcserver.Result{Code: resp.Code, Remark: resp.Remark}, nil
 }
 
 // Group reads (or auto-creates) the subscription group.

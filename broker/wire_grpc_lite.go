@@ -221,22 +221,8 @@ func (g grpcBackend) ChangeInvisibleLite(ctx context.Context, group, topic, lite
 // (CONSUMER_SEND_MSG_BACK with delay level -1, which acks it on its LMQ,
 // docs/lite-topics.md §6.10) and acks it on its lite topic, as the proxy.
 func (g grpcBackend) DeadLetterLite(ctx context.Context, group, topic, lite, msgID string, r grpcserver.Receipt) (grpcserver.Result, error) {
-	ext := map[string]string{
-		"group":       group,
-		"offset":      strconv.FormatInt(r.CommitLogOffset, 10),
-		"delayLevel":  "-1",
-		"originMsgId": msgID,
-		"originTopic": topic,
-	}
-	if sg, ok := g.Group(group); ok {
-		ext["maxReconsumeTimes"] = strconv.Itoa(sg.RetryMaxTimes)
-	}
-	resp, err := g.handle(ctx, nil, remoting.NewRequest(code.ConsumerSendMsgBack, ext, nil))
-	if err != nil {
-		return grpcserver.Result{}, err
-	}
-	if resp.Code != code.Success {
-		return grpcserver.Result{Code: resp.Code, Remark: resp.Remark}, nil
+	if res, err := g.sendToDLQ(ctx, group, topic, msgID, r); err != nil || res.Code != code.Success {
+		return res, err
 	}
 	return g.ackLite(ctx, group, topic, lite, r)
 }

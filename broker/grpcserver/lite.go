@@ -196,17 +196,12 @@ func (m *messaging) receiveLite(stream v2pb.MessagingService_ReceiveMessageServe
 	if err != nil {
 		return finish(newStatus(v2pb.Code_INTERNAL_SERVER_ERROR, "pop lite: "+err.Error()))
 	}
-	switch res.Code {
-	case code.Success:
-	case code.PollingFull:
-		return finish(newStatus(v2pb.Code_TOO_MANY_REQUESTS, "polling full"))
-	case code.PollingTimeout, code.PullNotFound, code.NoMessage:
-		return finish(newStatus(v2pb.Code_MESSAGE_NOT_FOUND, "no new message"))
-	case code.InvalidParameter:
+	if res.Code == code.InvalidParameter {
 		// The topic is not LITE, or the group is not bound to it.
 		return finish(newStatus(v2pb.Code_BAD_REQUEST, res.Remark))
-	default:
-		return finish(newStatus(consumeCode(res.Code), res.Remark))
+	}
+	if st := popStatus(res.Code, res.Remark); st != nil {
+		return finish(st)
 	}
 	maxAttempts := int32(g.RetryMaxTimes) + 1
 	msgs := res.Messages[:0]

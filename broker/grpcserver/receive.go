@@ -31,6 +31,20 @@ const nackInvisible = time.Second
 // travel back (the proxy's longPollingReserveTimeInMillis).
 const pollingReserve = 100 * time.Millisecond
 
+// popStatus is the status a receive ends with for a pop's answer other
+// than SUCCESS (nil for SUCCESS), as the proxy maps them.
+func popStatus(rc int32, remark string) *v2pb.Status {
+	switch rc {
+	case code.Success:
+		return nil
+	case code.PollingFull:
+		return newStatus(v2pb.Code_TOO_MANY_REQUESTS, "polling full")
+	case code.PollingTimeout, code.PullNotFound, code.NoMessage:
+		return newStatus(v2pb.Code_MESSAGE_NOT_FOUND, "no new message")
+	}
+	return newStatus(consumeCode(rc), remark)
+}
+
 func (m *messaging) consumer() Consumer {
 	c, _ := m.backend.(Consumer)
 	return c
@@ -172,14 +186,8 @@ func (m *messaging) ReceiveMessage(req *v2pb.ReceiveMessageRequest, stream v2pb.
 	if err != nil {
 		return finish(newStatus(v2pb.Code_INTERNAL_SERVER_ERROR, "pop: "+err.Error()))
 	}
-	switch res.Code {
-	case code.Success:
-	case code.PollingFull:
-		return finish(newStatus(v2pb.Code_TOO_MANY_REQUESTS, "polling full"))
-	case code.PollingTimeout, code.PullNotFound, code.NoMessage:
-		return finish(newStatus(v2pb.Code_MESSAGE_NOT_FOUND, "no new message"))
-	default:
-		return finish(newStatus(consumeCode(res.Code), res.Remark))
+	if st := popStatus(res.Code, res.Remark); st != nil {
+		return finish(st)
 	}
 	msgs := m.sift(ctx, c, group.GetName(), topic.GetName(), expType, exp, g, res.Messages)
 	if len(msgs) == 0 {
