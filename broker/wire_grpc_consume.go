@@ -67,35 +67,9 @@ func (g grpcBackend) Pop(ctx context.Context, in grpcserver.PopRequest) (grpcser
 	if in.AttemptID != "" {
 		req.SetExt("attemptId", in.AttemptID)
 	}
-	resumed := make(chan *remoting.Command, 1)
-	ch := remoting.NewLocalChannel("grpc", in.Peer, func(c *remoting.Command) {
-		select {
-		case resumed <- c:
-		default:
-		}
-	})
-	defer ch.Close()
-	resp, err := g.handle(ctx, ch, req)
+	resp, err := g.suspended(ctx, req, in)
 	if err != nil {
 		return grpcserver.PopResult{}, err
-	}
-	if resp == nil { // suspended until a message comes or the poll ends
-		// The pop machinery answers at the poll's end; the timer only
-		// guards against an answer that never comes (its poller closed).
-		t := time.NewTimer(in.PollTime + popAnswerSlack)
-		defer t.Stop()
-		select {
-		case resp = <-resumed:
-		case <-ctx.Done():
-			return grpcserver.PopResult{}, fmt.Errorf("pop: %w", ctx.Err())
-		case <-t.C:
-			return grpcserver.PopResult{Code: code.PollingTimeout, Remark: "no answer from the suspended pop"}, nil
-		case <-g.b.grpcClients.stopping():
-			// The broker stops: end the receive now, as remoting pulls
-			// held at shutdown are answered, so that the endpoint's
-			// graceful stop does not wait for the poll's end.
-			return grpcserver.PopResult{Code: code.PollingTimeout, Remark: "the broker is stopping"}, nil
-		}
 	}
 	res := grpcserver.PopResult{Code: resp.Code, Remark: resp.Remark}
 	if resp.Code != code.Success {

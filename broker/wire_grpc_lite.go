@@ -101,8 +101,12 @@ func (g grpcBackend) PopLite(ctx context.Context, in grpcserver.PopRequest) (grp
 	return res, nil
 }
 
-// suspended runs a pop request on a local channel and waits for the answer
-// of a suspended pop (see Pop).
+// suspended runs a pop request (POP_MESSAGE or POP_LITE_MESSAGE) on a
+// local channel; a pop the handler suspends is answered on that channel
+// when a message comes or the poll ends. The timer only guards against an
+// answer that never comes (its poller closed); when the broker stops, the
+// receive ends at once, as remoting pulls held at shutdown are answered, so
+// that the endpoint's graceful stop does not wait for the poll's end.
 func (g grpcBackend) suspended(ctx context.Context, req *remoting.Command, in grpcserver.PopRequest) (*remoting.Command, error) {
 	resumed := make(chan *remoting.Command, 1)
 	ch := remoting.NewLocalChannel("grpc", in.Peer, func(c *remoting.Command) {
