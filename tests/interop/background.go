@@ -14,6 +14,7 @@ import (
 // its Result; a test that ends first kills it.
 type Background struct {
 	client, requireEnv, bin string
+	logDir                  string
 	args                    []string
 	done                    chan struct{}
 	stdout, stderr          string
@@ -32,7 +33,8 @@ func StartJavaCheck(t testing.TB, args ...string) *Background {
 		bin:  filepath.Join(harness.RepoRoot(t), "scripts", "java-client-check.sh"),
 		args: args, done: make(chan struct{}),
 	}
-	env := []string{"RMQ_JAVA_LOG_DIR=" + t.TempDir()}
+	b.logDir = t.TempDir()
+	env := []string{"RMQ_JAVA_LOG_DIR=" + b.logDir}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() {
 		cancel()
@@ -56,5 +58,6 @@ func (b *Background) Done() <-chan struct{} { return b.done }
 func (b *Background) Wait(t testing.TB) Result {
 	t.Helper()
 	<-b.done
-	return checkResult(t, b.client, b.requireEnv, b.bin, b.args, b.stdout, b.stderr, b.code, b.err, b.elapsed)
+	stderr := b.stderr + javaLogTail(b.code, b.logDir)
+	return checkResult(t, b.client, b.requireEnv, b.bin, b.args, b.stdout, stderr, b.code, b.err, b.elapsed)
 }

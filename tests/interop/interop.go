@@ -95,7 +95,7 @@ func stderrTail(s string) string {
 	if s == "" {
 		return ""
 	}
-	const max = 8 << 10
+	const max = 24 << 10
 	if len(s) > max {
 		s = "…" + s[len(s)-max:]
 	}
@@ -249,7 +249,28 @@ func freeBrokerPort(t testing.TB) int {
 func RunJavaCheck(t testing.TB, args ...string) Result {
 	t.Helper()
 	script := filepath.Join(harness.RepoRoot(t), "scripts", "java-client-check.sh")
-	return runCheck(t, "java", EnvRequireJava, []string{"RMQ_JAVA_LOG_DIR=" + t.TempDir()}, script, args...)
+	logDir := t.TempDir()
+	res := runCheck(t, "java", EnvRequireJava, []string{"RMQ_JAVA_LOG_DIR=" + logDir}, script, args...)
+	res.Stderr += javaLogTail(res.ExitCode, logDir)
+	return res
+}
+
+// javaLogTail is the end of the Java client's log file (the check's
+// logback writes it under RMQ_JAVA_LOG_DIR, not to stderr) when the check
+// failed, so that a failure report shows what the client saw.
+func javaLogTail(exitCode int, dir string) string {
+	if exitCode == 0 {
+		return ""
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "client-check-java.log"))
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	const max = 16 << 10
+	if len(b) > max {
+		b = b[len(b)-max:]
+	}
+	return "\n----- client log (client-check-java.log, end) -----\n" + string(b)
 }
 
 // RunNodeCheck runs the Node check (scripts/node-client-check.sh, ali-ons)

@@ -25,7 +25,8 @@ import org.apache.rocketmq.common.message.MessageExt;
  * interval for send-secs (sync, 3 s timeout, 2 retries) while a push
  * consumer of the group consumes; both refresh routes every second
  * (pollNameServerInterval=1000), so they find a newly elected master at
- * once. A message counts as acknowledged only on SEND_OK. After the sends
+ * once, and the consumer heartbeats every second
+ * ({@link ClientCheck#shortHeartbeat}). A message counts as acknowledged only on SEND_OK. After the sends
  * the consumer gets up to drain-secs to receive every acknowledged message.
  * Passes when none is missing; duplicates are counted, not failed.
  * While sending, a line "acked N" goes to stderr every second.
@@ -74,6 +75,7 @@ final class FailoverCheck {
         c.setNamesrvAddr(ns);
         c.setInstanceName("rmqgo-failover-c-" + run);
         c.setPollNameServerInterval(1000);
+        ClientCheck.shortHeartbeat(c);
         c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         c.setVipChannelEnabled(false);
         c.subscribe(topic, "*");

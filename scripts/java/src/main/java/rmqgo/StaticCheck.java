@@ -384,12 +384,7 @@ final class StaticCheck {
                 push.setNamesrvAddr(s.namesrv);
                 push.setInstanceName("rmqgo-static-c-" + s.run);
                 push.setPollNameServerInterval(s.pollMs);
-                // The rebalance that bumps the subscription version skips
-                // its heartbeat when a periodic one holds the client's
-                // heartbeat lock; brokers then answer SUBSCRIPTION_NOT_LATEST
-                // until the next periodic heartbeat (30 s by default, any
-                // broker). A short interval bounds that client-side stall.
-                push.setHeartbeatBrokerInterval(2_000);
+                ClientCheck.shortHeartbeat(push);
                 push.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
                 // One thread: the listener sees each queue's messages in
                 // pull order, so per-queue offset order can be checked.
