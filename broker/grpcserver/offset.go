@@ -121,14 +121,10 @@ func (m *messaging) offsetsFor(r queueRPC) (Offsets, *v2pb.Status) {
 }
 
 // offsetCode maps a pull or offset response code to the gRPC status code
-// as the proxy's ResponseBuilder (with the pull patch of Apache's
-// proxy/.../grpc/v2/consumer/PullMessageActivity.java, apache/rocketmq
-// pull request 6757: QUERY_NOT_FOUND is OFFSET_NOT_FOUND) and the
-// broker-side checks consumeCode maps; a bad parameter is BAD_REQUEST.
+// as consumeCode (the proxy's ResponseBuilder and the broker-side checks);
+// a bad parameter is BAD_REQUEST.
 func offsetCode(rc int32) v2pb.Code {
 	switch rc {
-	case code.QueryNotFound:
-		return v2pb.Code_OFFSET_NOT_FOUND
 	case code.InvalidParameter:
 		return v2pb.Code_BAD_REQUEST
 	case code.NoMessage, code.MessageIllegal:
@@ -137,7 +133,9 @@ func offsetCode(rc int32) v2pb.Code {
 	return consumeCode(rc)
 }
 
-// offsetStatus is the status of an offset answer: nil for SUCCESS.
+// offsetStatus is the status of an offset answer: nil for SUCCESS;
+// QUERY_NOT_FOUND is OFFSET_NOT_FOUND, as in the proxy's pull patch
+// (ResponseBuilder of apache/rocketmq pull request 6757).
 func offsetStatus(res Result, err error) *v2pb.Status {
 	switch {
 	case err != nil:
