@@ -66,11 +66,12 @@ func grpcPullErr(cli v2pb.MessagingServiceClient, group, topic string, queue int
 // remoting paths. Messages sent over remoting are pulled over gRPC in
 // order with their bodies and properties; a pull at the queue's end waits
 // (long polling) and is answered when a message comes; an offset past the
-// end is ILLEGAL_OFFSET with the end as next offset; UpdateOffset's offset
-// is the one QUERY_CONSUMER_OFFSET answers, and UPDATE_CONSUMER_OFFSET's
-// the one GetOffset answers; QueryOffset's BEGINNING, END and TIMESTAMP
-// are the queue's min, max and by-time offsets; a group the broker does
-// not have is CONSUMER_GROUP_NOT_FOUND.
+// end is ILLEGAL_OFFSET with the end as next offset, a negative one with
+// the beginning; UpdateOffset's offset is the one QUERY_CONSUMER_OFFSET
+// answers, and UPDATE_CONSUMER_OFFSET's the one GetOffset answers;
+// QueryOffset's BEGINNING, END and TIMESTAMP are the queue's min, max and
+// by-time offsets; a group the broker does not have is
+// CONSUMER_GROUP_NOT_FOUND.
 func TestGrpcPullAndOffsets(t *testing.T) {
 	t.Parallel() // waits on a long polling
 	const topic, group = "GrpcPull", "GID_GRPC_PULL"
@@ -148,6 +149,9 @@ func TestGrpcPullAndOffsets(t *testing.T) {
 	}
 	if p := grpcPull(t, cli, group, topic, 0, 100, 8, 0); p.code != v2pb.Code_ILLEGAL_OFFSET || p.next != 4 {
 		t.Fatalf("pull past the end: %v next %d, want ILLEGAL_OFFSET 4", p.code, p.next)
+	}
+	if p := grpcPull(t, cli, group, topic, 0, -1, 8, 0); p.code != v2pb.Code_ILLEGAL_OFFSET || p.next != 0 {
+		t.Fatalf("pull from a negative offset: %v next %d, want ILLEGAL_OFFSET 0", p.code, p.next)
 	}
 	if p := grpcPull(t, cli, "GID_NO_SUCH", topic, 0, 0, 8, 0); p.code != v2pb.Code_CONSUMER_GROUP_NOT_FOUND || p.next != -1 {
 		t.Fatalf("pull of an unknown group: %v next %d", p.code, p.next)
