@@ -150,10 +150,20 @@ func TestGrpcProducerRegistry(t *testing.T) {
 			t.Fatalf("group %s lists %+v, want producer-1 (JAVA, V5_2_0, 127.0.0.1:port)", group, cs)
 		}
 	}
-	// A heartbeat keeps it.
-	hctx := metadata.AppendToOutgoingContext(ctx, "x-mq-client-id", "producer-1", "x-mq-language", "JAVA")
+	// Its heartbeat registers it again (here after the registration went
+	// away on its own, as one that expired).
+	unregister, _, _ := b.server.Handler(code.UnregisterClient)
+	ch := b.grpcClients.channel("producer-1", "", nil)
+	if _, err := unregister(ctx, ch, remoting.NewRequest(code.UnregisterClient,
+		map[string]string{"clientID": "producer-1", "producerGroup": "PT1"}, nil)); err != nil || len(connections("PT1")) != 0 {
+		t.Fatalf("unregister from PT1: %v, still %+v", err, connections("PT1"))
+	}
+	hctx := metadata.AppendToOutgoingContext(ctx, "x-mq-client-id", "producer-1", "x-mq-language", "JAVA", "x-mq-client-version", "5.2.0")
 	if r, err := c.Heartbeat(hctx, &v2pb.HeartbeatRequest{ClientType: v2pb.ClientType_PRODUCER}); err != nil || r.GetStatus().GetCode() != v2pb.Code_OK {
 		t.Fatalf("heartbeat: %v %v", r, err)
+	}
+	if cs := connections("PT1"); len(cs) != 1 || cs[0].ClientID != "producer-1" {
+		t.Fatalf("after the heartbeat PT1 lists %+v, want producer-1", cs)
 	}
 	if r, err := c.NotifyClientTermination(hctx, &v2pb.NotifyClientTerminationRequest{}); err != nil || r.GetStatus().GetCode() != v2pb.Code_OK {
 		t.Fatalf("termination: %v %v", r, err)
