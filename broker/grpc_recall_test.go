@@ -3,19 +3,26 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/schedule"
+	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
+	"github.com/rmqgo/rmq/pkg/message"
+	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
 )
 
 // TestGrpcRecall: a delay message sent over gRPC comes back with a recall
@@ -179,4 +186,72 @@ func TestGrpcProducerRegistry(t *testing.T) {
 	}
 	stop2()
 	waitFor("producer-2 to leave PT2 when its stream ends", func() bool { return len(connections("PT2")) == 0 })
+}
+
+// TestGrpcRecallOnAnotherBroker: RecallMessage on one broker's endpoint
+// with the handle of a message on another broker of the topic's route
+// goes to that broker (as the proxy resolves the handle's broker name),
+// which recalls it; a handle naming a broker outside the route is refused
+// here.
+func TestGrpcRecallOnAnotherBroker(t *testing.T) {
+	ns := fakens.Start(t)
+	start := func(name string, withGrpc bool) *Broker {
+		t.Helper()
+		cfg := testConfig(t, t.TempDir(), ns.Addr())
+		cfg.BrokerName, cfg.RecallMessageEnable = name, true
+		cfg.EnableGrpcServer, cfg.GrpcServerPort = withGrpc, 0
+		b, err := New(cfg, nil, WithRegisterTiming(time.Hour, time.Hour, time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
+		tc := protocol.NewTopicConfig("GD")
+		tc.Attributes = map[string]string{"+message.type": "DELAY"}
+		if _, err := b.Topics().Update(tc); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	a, other := start("broker-a", true), start("broker-b", false)
+	ns.AddBroker("broker-b", other.Addr())
+	ns.SetTopic("GD", "broker-b", 4, 6)
+
+	at := strconv.FormatInt(time.Now().Add(time.Minute).UnixMilli(), 10)
+	sent := invoker(t, other)(code.SendMessage, remotingtest.SendExt(t, "pg", "GD", 0,
+		message.PropertyTimerDeliverMS, at, message.PropertyUniqClientMessageIDKeyIdx, "01RB"), []byte("on broker-b"))
+	handle := sent.Ext("recallHandle")
+	if sent.Code != code.Success || handle == "" {
+		t.Fatalf("delay send on broker-b: %d %q, recall handle %q", sent.Code, sent.Remark, handle)
+	}
+
+	conn, err := grpc.NewClient(a.GrpcAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	cli := v2pb.NewMessagingServiceClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := cli.RecallMessage(ctx, &v2pb.RecallMessageRequest{Topic: &v2pb.Resource{Name: "GD"}, RecallHandle: handle})
+	if err != nil || r.GetStatus().GetCode() != v2pb.Code_OK || r.GetMessageId() != "01RB" {
+		t.Fatalf("recall on broker-a of broker-b's message: %v %v, want OK for 01RB", r, err)
+	}
+	markers := 0
+	for _, m := range stored(t, other, schedule.TimerTopic, 0) {
+		if m.Tags() == schedule.RecallTag {
+			markers++
+		}
+	}
+	if markers != 1 {
+		t.Errorf("broker-b's timer holds %d recall markers, want 1", markers)
+	}
+	outside := schedule.RecallHandle{Topic: "GD", BrokerName: "broker-z", Timestamp: at, MessageID: "01RB"}.Encode()
+	r, err = cli.RecallMessage(ctx, &v2pb.RecallMessageRequest{Topic: &v2pb.Resource{Name: "GD"}, RecallHandle: outside})
+	if err != nil || r.GetStatus().GetCode() != v2pb.Code_INTERNAL_SERVER_ERROR ||
+		r.GetStatus().GetMessage() != "recall failed, broker service not available" {
+		t.Fatalf("recall naming a broker outside the route: %v %v", r, err)
+	}
 }
