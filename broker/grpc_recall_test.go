@@ -32,6 +32,7 @@ import (
 // refused as the proxy refuses it (INTERNAL_SERVER_ERROR with the
 // broker's remark), and so is a topic that is not DELAY.
 func TestGrpcRecall(t *testing.T) {
+	t.Parallel() // waits for the delivery time
 	b, c := grpcBroker(t, func(cfg *config.Config) { cfg.RecallMessageEnable = true }, 4, map[string]string{"GD": "DELAY", "GN": ""})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
