@@ -84,9 +84,17 @@ func TestGrpcJavaRecallAndProducerConnection(t *testing.T) {
 		}
 	}
 
-	// Closed: the group has no producer left.
-	if out, err := c.MQAdmin(t, "producerConnection", "-g", topic, "-t", topic); err == nil && strings.Contains(out, "JAVA") {
-		t.Errorf("producerConnection after the producer closed:\n%s", out)
+	// Closed: the group has no producer left (at once after its
+	// NotifyClientTermination; when its stream's end is seen otherwise).
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		out, err := c.MQAdmin(t, "producerConnection", "-g", topic, "-t", topic)
+		if err != nil || !strings.Contains(out, "JAVA") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("producerConnection after the producer closed:\n%s", out)
+			break
+		}
 	}
 
 	deadline := time.Now().Add(15 * time.Second)
