@@ -11,8 +11,10 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
 
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
 )
@@ -57,6 +59,8 @@ type messaging struct {
 	// liteOrder orders each lite consumer's subscription changes
 	// (liteorder.go).
 	liteOrder liteOrder
+	// closing is closed when the server starts shutting down (nil: never).
+	closing <-chan struct{}
 }
 
 func newMessaging(b Backend, host string, port int) *messaging {
@@ -191,6 +195,10 @@ func (m *messaging) Heartbeat(ctx context.Context, req *v2pb.HeartbeatRequest) (
 // lite push consumer also gets its lite limits, and its stream takes the
 // broker's lite unsubscribe notifications (lite.go).
 // Other commands are not served yet and are ignored.
+//
+// A stream lasts as long as its client; when the server shuts down the
+// stream ends with UNAVAILABLE so that the graceful stop does not wait for
+// clients to close theirs (the clients open a new one on reconnecting).
 func (m *messaging) Telemetry(stream v2pb.MessagingService_TelemetryServer) error {
 	remote := ""
 	if p, ok := peer.FromContext(stream.Context()); ok && p.Addr != nil {
@@ -199,6 +207,18 @@ func (m *messaging) Telemetry(stream v2pb.MessagingService_TelemetryServer) erro
 	sess := m.producers.newSession(stream, clientID(stream.Context()), remote)
 	defer m.producers.remove(sess)
 	defer m.producerStreamEnded(stream.Context(), sess)
+	done := make(chan error, 1)
+	go func() { done <- m.telemetry(stream, sess) }()
+	select {
+	case err := <-done:
+		return err
+	case <-m.closing:
+		return status.Error(codes.Unavailable, "the broker is shutting down")
+	}
+}
+
+// telemetry reads one Telemetry stream until it ends.
+func (m *messaging) telemetry(stream v2pb.MessagingService_TelemetryServer, sess *Session) error {
 	for {
 		cmd, err := stream.Recv()
 		if errors.Is(err, io.EOF) {

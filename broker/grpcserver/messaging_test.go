@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
@@ -162,5 +164,38 @@ func TestTelemetrySettings(t *testing.T) {
 	}
 	if m, err := stream.Recv(); err == nil {
 		t.Fatalf("after CloseSend: got %v, want the stream to end", m)
+	}
+}
+
+// TestShutdownEndsTelemetryStreams: a client's Telemetry stream stays open
+// as long as the client; Shutdown ends it with UNAVAILABLE at once instead
+// of waiting for the client (a broker with 5.x clients connected stopped
+// only when its shutdown timeout ran out).
+func TestShutdownEndsTelemetryStreams(t *testing.T) {
+	c, srv := messagingClient(t, fakeBackend{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream, err := c.Telemetry(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	producer := v2pb.ClientType_PRODUCER
+	if err := stream.Send(&v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_Settings{Settings: &v2pb.Settings{ClientType: &producer}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil {
+		t.Fatalf("settings answer: %v", err)
+	}
+	t0 := time.Now()
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		t.Fatalf("Shutdown with an open Telemetry stream: %v after %v", err, time.Since(t0))
+	}
+	if d := time.Since(t0); d > 2*time.Second {
+		t.Errorf("Shutdown took %v with an open Telemetry stream", d)
+	}
+	if _, err := stream.Recv(); status.Code(err) != codes.Unavailable {
+		t.Errorf("stream after Shutdown: %v, want UNAVAILABLE", err)
 	}
 }

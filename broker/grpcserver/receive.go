@@ -66,14 +66,23 @@ func newStatus(c v2pb.Code, msg string) *v2pb.Status { return &v2pb.Status{Code:
 // checkTopicGroup is the proxy's validateTopicAndConsumerGroup plus the
 // topic lookup: the first failing check's status, nil when both are fine.
 func (m *messaging) checkTopicGroup(topic, group *v2pb.Resource) *v2pb.Status {
+	if st := checkNames(topic, group); st != nil {
+		return st
+	}
+	if _, ok := m.backend.Topic(topic.GetName()); !ok {
+		return newStatus(v2pb.Code_TOPIC_NOT_FOUND, "topic not found: "+topic.GetName())
+	}
+	return nil
+}
+
+// checkNames is the proxy's validateTopicAndConsumerGroup: the group's
+// and the topic's names.
+func checkNames(topic, group *v2pb.Resource) *v2pb.Status {
 	if group.GetName() == "" || protocol.ValidateGroup(group.GetName()) != nil {
 		return newStatus(v2pb.Code_ILLEGAL_CONSUMER_GROUP, "illegal consumer group: "+strconv.Quote(group.GetName()))
 	}
 	if topic.GetName() == "" || protocol.ValidateTopic(topic.GetName()) != nil {
 		return newStatus(v2pb.Code_ILLEGAL_TOPIC, "illegal topic: "+strconv.Quote(topic.GetName()))
-	}
-	if _, ok := m.backend.Topic(topic.GetName()); !ok {
-		return newStatus(v2pb.Code_TOPIC_NOT_FOUND, "topic not found: "+topic.GetName())
 	}
 	return nil
 }
@@ -82,33 +91,55 @@ func (m *messaging) checkTopicGroup(topic, group *v2pb.Resource) *v2pb.Status {
 // proxy (Apache proxy/.../grpc/v2/route/RouteActivity.java,
 // queryAssignment): for each readable broker of the topic one queue with
 // id -1 (a pop of every queue), or, for a FIFO group (consumeMessageOrderly),
-// one per read queue. Only this broker is answered today.
-func (m *messaging) QueryAssignment(_ context.Context, req *v2pb.QueryAssignmentRequest) (*v2pb.QueryAssignmentResponse, error) {
-	c, st := m.consumerFor(req.GetTopic(), req.GetGroup())
-	if st != nil {
+// one per read queue. The brokers are those of the topic's route across
+// brokers (route.go), each with its own endpoint, where the client then
+// receives; without a nameserver answer, this broker alone.
+func (m *messaging) QueryAssignment(ctx context.Context, req *v2pb.QueryAssignmentRequest) (*v2pb.QueryAssignmentResponse, error) {
+	c := m.consumer()
+	if c == nil {
+		return &v2pb.QueryAssignmentResponse{Status: newStatus(v2pb.Code_NOT_IMPLEMENTED, "no consumer backend")}, nil
+	}
+	if st := checkNames(req.GetTopic(), req.GetGroup()); st != nil {
 		return &v2pb.QueryAssignmentResponse{Status: st}, nil
 	}
-	t, _ := m.backend.Topic(req.GetTopic().GetName())
-	if t.Perm&permRead == 0 || t.ReadQueues <= 0 {
-		return &v2pb.QueryAssignmentResponse{Status: newStatus(v2pb.Code_FORBIDDEN, "no readable queue")}, nil
+	name := req.GetTopic().GetName()
+	local, hasLocal := m.backend.Topic(name)
+	brokers, _, clustered := m.clusterRoute(ctx, name, local, hasLocal)
+	if !clustered {
+		if !hasLocal {
+			return &v2pb.QueryAssignmentResponse{Status: newStatus(v2pb.Code_TOPIC_NOT_FOUND, "topic not found: "+name)}, nil
+		}
+		brokers = []brokerQueues{{name: m.backend.BrokerName(), ep: m.endpoint, t: local}}
 	}
-	perm := v2pb.Permission_READ
-	if t.Perm&permWrite != 0 {
-		perm = v2pb.Permission_READ_WRITE
+	if len(brokers) == 0 {
+		return &v2pb.QueryAssignmentResponse{Status: newStatus(v2pb.Code_TOPIC_NOT_FOUND, "topic "+name+" is on no broker that serves gRPC")}, nil
 	}
 	g, _ := c.Group(req.GetGroup().GetName())
-	broker := &v2pb.Broker{Name: m.backend.BrokerName(), Id: 0, Endpoints: m.endpoint}
-	topic := &v2pb.Resource{ResourceNamespace: req.GetTopic().GetResourceNamespace(), Name: req.GetTopic().GetName()}
+	topic := &v2pb.Resource{ResourceNamespace: req.GetTopic().GetResourceNamespace(), Name: name}
 	var out []*v2pb.Assignment
-	add := func(id int32) {
-		out = append(out, &v2pb.Assignment{MessageQueue: &v2pb.MessageQueue{Topic: topic, Id: id, Permission: perm, Broker: broker}})
-	}
-	if g.Orderly {
-		for i := 0; i < t.ReadQueues; i++ {
-			add(int32(i))
+	for _, bq := range brokers {
+		t := bq.t
+		if t.Perm&permRead == 0 || t.ReadQueues <= 0 {
+			continue
 		}
-	} else {
-		add(-1)
+		perm := v2pb.Permission_READ
+		if t.Perm&permWrite != 0 {
+			perm = v2pb.Permission_READ_WRITE
+		}
+		broker := &v2pb.Broker{Name: bq.name, Id: 0, Endpoints: bq.ep}
+		add := func(id int32) {
+			out = append(out, &v2pb.Assignment{MessageQueue: &v2pb.MessageQueue{Topic: topic, Id: id, Permission: perm, Broker: broker}})
+		}
+		if g.Orderly {
+			for i := 0; i < t.ReadQueues; i++ {
+				add(int32(i))
+			}
+		} else {
+			add(-1)
+		}
+	}
+	if len(out) == 0 {
+		return &v2pb.QueryAssignmentResponse{Status: newStatus(v2pb.Code_FORBIDDEN, "no readable queue")}, nil
 	}
 	return &v2pb.QueryAssignmentResponse{Status: ok(), Assignments: out}, nil
 }

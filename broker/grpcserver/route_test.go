@@ -138,3 +138,94 @@ func TestQueryRouteAcrossBrokers(t *testing.T) {
 		t.Fatalf("remote topic without nameserver: %v, want TOPIC_NOT_FOUND", r)
 	}
 }
+
+// routedConsumer is a consumer backend whose topics also live on other
+// brokers.
+type routedConsumer struct {
+	*fakeConsumer
+	r routerBackend
+}
+
+func (b routedConsumer) Route(ctx context.Context, topic string) ([]RouteBroker, bool, error) {
+	return b.r.Route(ctx, topic)
+}
+
+func (b routedConsumer) PeerEndpoint(ctx context.Context, addr string) (string, int, bool, error) {
+	return b.r.PeerEndpoint(ctx, addr)
+}
+
+func (b routedConsumer) PeerTopicType(ctx context.Context, addr, topic string) (string, error) {
+	return b.r.PeerTopicType(ctx, addr, topic)
+}
+
+// TestQueryAssignmentAcrossBrokers: a group is assigned the topic's
+// readable part on every broker of its route that serves gRPC, each with
+// that broker's endpoint (its receives go there); a FIFO group one queue
+// per read queue; a topic only on another broker is assigned there; a
+// route without a readable broker is FORBIDDEN; without the nameserver,
+// this broker alone.
+func TestQueryAssignmentAcrossBrokers(t *testing.T) {
+	f := newFakeConsumer()
+	rb := routerBackend{
+		routes: map[string][]RouteBroker{
+			"T": {
+				{Name: "broker-a", Addr: "10.0.0.1:10911", Topic: Topic{ReadQueues: 3, WriteQueues: 3, Perm: 6}},
+				{Name: "broker-b", Addr: "10.0.0.2:10911", Topic: Topic{ReadQueues: 2, WriteQueues: 2, Perm: 4}},
+				{Name: "broker-c", Addr: "10.0.0.3:10911", Topic: Topic{ReadQueues: 1, WriteQueues: 1, Perm: 6}}, // no gRPC
+				{Name: "broker-d", Addr: "10.0.0.4:10911", Topic: Topic{ReadQueues: 1, WriteQueues: 1, Perm: 2}}, // write only
+			},
+			"Remote":   {{Name: "broker-b", Addr: "10.0.0.2:10911", Topic: Topic{ReadQueues: 2, WriteQueues: 2, Perm: 6}}},
+			"WORemote": {{Name: "broker-d", Addr: "10.0.0.4:10911", Topic: Topic{ReadQueues: 1, WriteQueues: 1, Perm: 2}}},
+		},
+		peers:   map[string]string{"10.0.0.2:10911": "10.0.0.2:8081", "10.0.0.3:10911": "", "10.0.0.4:10911": "10.0.0.4:8081"},
+		mu:      &sync.Mutex{},
+		lookups: map[string]int{},
+	}
+	c, s := messagingClient(t, routedConsumer{fakeConsumer: f, r: rb})
+	_, port, _ := hostPort(s.Addr())
+	self := fmt.Sprintf("broker-a@127.0.0.1:%d", port)
+	tests := []struct {
+		topic, group string
+		code         v2pb.Code
+		want         string
+	}{
+		{"T", "G", v2pb.Code_OK, self + " -1:READ_WRITE, broker-b@10.0.0.2:8081 -1:READ"},
+		{"T", "FIFO", v2pb.Code_OK, self + " 0:READ_WRITE, " + self + " 1:READ_WRITE, " + self + " 2:READ_WRITE, broker-b@10.0.0.2:8081 0:READ, broker-b@10.0.0.2:8081 1:READ"},
+		{"Remote", "G", v2pb.Code_OK, "broker-b@10.0.0.2:8081 -1:READ_WRITE"},
+		{"WORemote", "G", v2pb.Code_FORBIDDEN, ""},
+		{"Nowhere", "G", v2pb.Code_TOPIC_NOT_FOUND, ""},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	view := func(r *v2pb.QueryAssignmentResponse) string {
+		var out []string
+		for _, a := range r.GetAssignments() {
+			q := a.GetMessageQueue()
+			ad := q.GetBroker().GetEndpoints().GetAddresses()[0]
+			out = append(out, fmt.Sprintf("%s@%s:%d %d:%v", q.GetBroker().GetName(), ad.GetHost(), ad.GetPort(), q.GetId(), q.GetPermission()))
+		}
+		sort.Strings(out)
+		return strings.Join(out, ", ")
+	}
+	for _, tc := range tests {
+		r, err := c.QueryAssignment(ctx, &v2pb.QueryAssignmentRequest{Topic: &v2pb.Resource{Name: tc.topic}, Group: &v2pb.Resource{Name: tc.group}})
+		if err != nil || r.GetStatus().GetCode() != tc.code {
+			t.Fatalf("QueryAssignment(%s, %s): %v %v, want %v", tc.topic, tc.group, r, err, tc.code)
+		}
+		if got := view(r); got != tc.want {
+			t.Errorf("QueryAssignment(%s, %s):\n got %s\nwant %s", tc.topic, tc.group, got, tc.want)
+		}
+	}
+
+	rb.routeErr = errors.New("no nameserver")
+	c2, s2 := messagingClient(t, routedConsumer{fakeConsumer: f, r: rb})
+	_, port2, _ := hostPort(s2.Addr())
+	r, err := c2.QueryAssignment(ctx, &v2pb.QueryAssignmentRequest{Topic: &v2pb.Resource{Name: "T"}, Group: &v2pb.Resource{Name: "G"}})
+	if want := fmt.Sprintf("broker-a@127.0.0.1:%d -1:READ_WRITE", port2); err != nil || view(r) != want {
+		t.Errorf("without the nameserver: %v %v, want %s", view(r), err, want)
+	}
+	r, err = c2.QueryAssignment(ctx, &v2pb.QueryAssignmentRequest{Topic: &v2pb.Resource{Name: "Remote"}, Group: &v2pb.Resource{Name: "G"}})
+	if err != nil || r.GetStatus().GetCode() != v2pb.Code_TOPIC_NOT_FOUND {
+		t.Errorf("a remote topic without the nameserver: %v %v, want TOPIC_NOT_FOUND", r, err)
+	}
+}

@@ -68,6 +68,9 @@ type Server struct {
 	ln   net.Listener
 	conn *connListener
 	wg   sync.WaitGroup
+	// closing ends the Telemetry streams at Shutdown (messaging.go).
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
 // Start loads or makes the certificate, listens on cfg.Addr and serves.
@@ -98,9 +101,10 @@ func Start(cfg Config) (*Server, error) {
 		// MaxRecvMsgSize is the proxy's grpcMaxInboundMessageSize (4 MiB
 		// × 32 messages + 2 MiB of properties): gRPC's 4 MiB default would
 		// refuse a message of maxMessageSize.
-		grpc: grpc.NewServer(grpc.ConnectionTimeout(cfg.HandshakeTimeout), grpc.MaxRecvMsgSize(maxInboundMessageSize), grpc.InTapHandle(arr.tap)),
-		ln:   ln,
-		conn: newConnListener(ln.Addr()),
+		grpc:    grpc.NewServer(grpc.ConnectionTimeout(cfg.HandshakeTimeout), grpc.MaxRecvMsgSize(maxInboundMessageSize), grpc.InTapHandle(arr.tap)),
+		ln:      ln,
+		conn:    newConnListener(ln.Addr()),
+		closing: make(chan struct{}),
 	}
 	messaging := cfg.Messaging
 	if messaging == nil && cfg.Backend != nil {
@@ -113,6 +117,7 @@ func Start(cfg Config) (*Server, error) {
 			host = cfg.AdvertiseHost
 		}
 		m := newMessaging(cfg.Backend, host, port)
+		m.closing = s.closing
 		if cfg.Producers != nil {
 			m.producers = cfg.Producers
 		}
@@ -144,6 +149,7 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 // closes every connection.
 func (s *Server) Shutdown(ctx context.Context) error {
 	_ = s.ln.Close()
+	s.closeOnce.Do(func() { close(s.closing) })
 	done := make(chan struct{})
 	go func() {
 		s.grpc.GracefulStop()

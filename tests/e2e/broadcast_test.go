@@ -95,6 +95,7 @@ func startBcastConsumer(t *testing.T, namesrv, group, instance string, col *bcas
 // consumeBroadcastEnable=false is refused (NO_PERMISSION) and its
 // broadcasting consumer receives nothing.
 func TestBroadcastClientGo(t *testing.T) {
+	t.Parallel()
 	rlog.SetLogLevel("error") // client-go logs through a process-wide logger
 	c := startCluster(t, framework.Options{Brokers: 1})
 	addr := c.Brokers()[0].Addr()

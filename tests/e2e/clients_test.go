@@ -15,6 +15,7 @@ import (
 // message when their runtime is missing.
 func TestRealClientsAgainstOurBroker(t *testing.T) {
 	skipShort(t, "starts real processes and three client runtimes")
+	t.Parallel()
 	c := startCluster(t, framework.Options{Brokers: 2})
 	addr := c.NamesrvAddr()
 	const count = "1000"

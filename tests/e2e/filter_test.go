@@ -99,6 +99,7 @@ func filterMessage(i int) (*primitive.Message, int, string, string) {
 // enableTopicMessageTypeCheck a delay message to a FIFO topic and an
 // oversize delay message are MESSAGE_ILLEGAL.
 func TestFilterClientGo(t *testing.T) {
+	t.Parallel()
 	rlog.SetLogLevel("error") // client-go logs through a process-wide logger
 	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
 		"enablePropertyFilter":        "true",

@@ -140,6 +140,7 @@ func TestMQAdminCommands(t *testing.T) {
 // print the same facts ours does.
 func TestJavaMQAdmin(t *testing.T) {
 	skipShort(t, "the Java tool takes a few seconds per command")
+	t.Parallel()
 	c := startCluster(t, framework.Options{Brokers: 2})
 	java := javaMQAdmin(t, c)
 	testutil.Eventually(t, 10*time.Second, func() error {

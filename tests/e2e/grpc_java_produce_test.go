@@ -235,7 +235,10 @@ func TestGrpcJavaRouteAcrossBrokers(t *testing.T) {
 	skipShort(t, "real processes and a Java 5.x client")
 	t.Parallel()
 	ports := map[string]int{"broker-a": harness.FreePort(t), "broker-b": harness.FreePort(t)}
-	c := startCluster(t, framework.Options{Brokers: 2, BrokerConf: map[string]string{"enableGrpcServer": "true"},
+	c := startCluster(t, framework.Options{Brokers: 2, BrokerConf: map[string]string{"enableGrpcServer": "true",
+		// Short long polling for the Java PushConsumer below.
+		"grpcClientConsumerMinLongPollingTimeoutMillis": "500", "grpcClientConsumerMaxLongPollingTimeoutMillis": "2000",
+		"minInvisibleTimeMillsForRecv": "1000"},
 		PerBroker: func(name string, _ int) map[string]string {
 			return map[string]string{"grpcServerPort": strconv.Itoa(ports[name])}
 		}})
@@ -293,6 +296,21 @@ func TestGrpcJavaRouteAcrossBrokers(t *testing.T) {
 		case both:
 			if brokers["broker-a"] == 0 || brokers["broker-b"] == 0 {
 				t.Errorf("%s: stored on %v, want both brokers", topic, brokers)
+			}
+		}
+	}
+
+	// The Java PushConsumer given broker-a's endpoint is assigned every
+	// broker of the topic (QueryAssignment across brokers) and receives
+	// from each at its own endpoint.
+	for topic, ids := range map[string][]string{onlyB: onlyBIDs, both: bothIDs} {
+		got := map[string]bool{}
+		for _, m := range runGrpcJavaConsumer(t, "push", endpointA, topic, "grpc_route_java_cg_"+topic, "false", strconv.Itoa(len(ids)), "no-such-body", "0") {
+			got[m.ID] = true
+		}
+		for _, id := range ids {
+			if !got[id] {
+				t.Errorf("%s: message %s not consumed by the Java PushConsumer through broker-a's endpoint", topic, id)
 			}
 		}
 	}

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"log/slog"
+	"os"
+	"regexp"
 	"testing"
 	"time"
 
@@ -25,14 +27,27 @@ func skipShort(t testing.TB, needs string) {
 }
 
 // mqadmin runs our mqadmin against c and returns its output, failing t
-// when the command fails.
+// when the command fails. The static-topic commands' plan files (written
+// to the system's temporary directory, as Java's tool does) go at the
+// end of the test.
 func mqadmin(t *testing.T, c framework.Cluster, args ...string) string {
 	t.Helper()
 	out, err := c.MQAdmin(t, args...)
+	removePlanFiles(t, out)
 	if err != nil {
 		t.Fatalf("mqadmin %v: %v\n%s", args, err, out)
 	}
 	return out
+}
+
+var planFile = regexp.MustCompile(`mapping data is written to file (\S+)`)
+
+// removePlanFiles removes, when t ends, the plan files an mqadmin
+// static-topic command's output names.
+func removePlanFiles(t *testing.T, out string) {
+	for _, m := range planFile.FindAllStringSubmatch(out, -1) {
+		t.Cleanup(func() { _ = os.Remove(m[1]) })
+	}
 }
 
 // started fails t on err from a client constructor (ours or client-go's)

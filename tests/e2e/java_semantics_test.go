@@ -36,6 +36,7 @@ var javaSemanticsLevels = "1s 1s 10s" + strings.Repeat(" 1s", 15)
 // missing.
 func TestJavaClientSemantics(t *testing.T) {
 	skipShort(t, "real processes and a Java client")
+	t.Parallel()
 	const prefix = "JSem"
 	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
 		"enableTopicMessageTypeCheck": "true",

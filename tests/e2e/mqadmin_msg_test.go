@@ -56,6 +56,7 @@ func msgCluster(t *testing.T, topic, body, keys, tag string) (framework.Cluster,
 // ours.
 func TestMQAdminMessages(t *testing.T) {
 	skipShort(t, "starts real processes and the Java tool")
+	t.Parallel()
 	const topic, body, tag = "MsgE2E", "e2e body ✓", "TagE2E"
 	c, sent := msgCluster(t, topic, body, "e2e-key other-key", tag)
 	mq := []string{"-b", sent.BrokerName, "-i", strconv.Itoa(sent.QueueID)}

@@ -19,6 +19,7 @@ import (
 // a message when java or mvn is missing.
 func TestPopJavaPushConsumer(t *testing.T) {
 	skipShort(t, "real processes and a Java client")
+	t.Parallel()
 	const topic = "PopJavaTopic"
 	c := startCluster(t, framework.Options{Brokers: 1})
 	mqadmin(t, c, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", topic, "-r", "4", "-w", "4")

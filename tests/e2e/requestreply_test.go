@@ -22,6 +22,7 @@ import (
 // requester (PUSH_REPLY_MESSAGE_TO_CLIENT) and stores it in
 // <cluster>_REPLY_TOPIC.
 func TestRequestReplyClientGo(t *testing.T) {
+	t.Parallel()
 	rlog.SetLogLevel("error")
 	c := startCluster(t, framework.Options{Brokers: 1})
 	const topic = "RequestTopic"

@@ -68,6 +68,7 @@ func (l *attemptLog) of(body string) []attempt {
 // delayed to the retry topic, or redirected to the DLQ past the maximum.
 func TestRetryEscalationToDLQ(t *testing.T) {
 	skipShort(t, "real processes")
+	t.Parallel()
 	rlog.SetLogLevel("error")
 	const (
 		topic = "RetryDelayTopic"

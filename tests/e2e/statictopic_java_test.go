@@ -51,7 +51,6 @@ type sjEnv struct {
 func newSJEnv(t *testing.T, topic string) *sjEnv {
 	t.Helper()
 	dir := t.TempDir()
-	t.Setenv("TMPDIR", dir) // our mqadmin's .before/.after files
 	c := startCluster(t, framework.Options{Brokers: 3})
 	ac, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr()}}, nil)
 	if err != nil {
@@ -303,6 +302,7 @@ func (e *sjEnv) acrossRemap(start int, out string, remap func()) int {
 // topicStatus then shows the 8 logic queues with those offsets.
 func TestStaticTopicJavaClientJavaAdmin(t *testing.T) {
 	skipShort(t, "three brokers, the Java mqadmin and Java clients")
+	t.Parallel()
 	e := newSJEnv(t, "StaticJavaClient")
 
 	out := e.java("updateStaticTopic", "-t", e.topic, "-qn", strconv.Itoa(sjQueues), "-b", "broker-a,broker-b")
@@ -355,6 +355,7 @@ func TestStaticTopicJavaClientJavaAdmin(t *testing.T) {
 // messages; a Java lite-pull consumer reads everything from the beginning.
 func TestStaticTopicJavaClientOurAdmin(t *testing.T) {
 	skipShort(t, "three brokers and Java clients")
+	t.Parallel()
 	e := newSJEnv(t, "StaticJavaClientOurs")
 	e.ours("updateStaticTopic", "-t", e.topic, "-qn", strconv.Itoa(sjQueues), "-b", "broker-a,broker-b")
 	e.leaders(func(b string) bool { return b == "broker-a" || b == "broker-b" })
@@ -491,6 +492,7 @@ func (g *goStaticConsumer) wait(t *testing.T, sent int, what string) {
 // or mvn is missing.
 func TestStaticTopicGoClientJavaAdmin(t *testing.T) {
 	skipShort(t, "starts three brokers and runs the Java mqadmin (make test runs it)")
+	t.Parallel()
 	e := newSJEnv(t, "StaticGoClient")
 	// Created with our mqadmin (the Java one is tested creating topics
 	// above; each Java run costs seconds), remapped with the Java one.

@@ -79,6 +79,7 @@ func TestStaticTopicRemapUnderLoad(t *testing.T) {
 	defer ac.Close()
 
 	out, err := c.MQAdmin(t, "updateStaticTopic", "-t", topic, "-qn", "8", "-b", "broker-a,broker-b")
+	removePlanFiles(t, out)
 	if err != nil {
 		t.Fatalf("updateStaticTopic: %v %s", err, brokerSideHint)
 	}
@@ -124,6 +125,7 @@ func TestStaticTopicRemapUnderLoad(t *testing.T) {
 	committed := group.consumeAndCommit(t, 0)
 
 	out, err = c.MQAdmin(t, "remappingStaticTopic", "-t", topic, "-b", "broker-c")
+	removePlanFiles(t, out)
 	if err != nil {
 		t.Fatalf("remap to broker-c: %v\n%s", err, out)
 	}
@@ -140,6 +142,7 @@ func TestStaticTopicRemapUnderLoad(t *testing.T) {
 	committed = group.consumeAndCommit(t, statictopic.BlockSeqSize)
 
 	out, err = c.MQAdmin(t, "remappingStaticTopic", "-t", topic, "-b", "broker-a,broker-b")
+	removePlanFiles(t, out)
 	if err != nil {
 		t.Fatalf("remap back: %v\n%s", err, out)
 	}
@@ -219,8 +222,8 @@ func TestStaticTopicRemapUnderLoad(t *testing.T) {
 // remaps what ours made.
 func TestStaticTopicJavaMQAdmin(t *testing.T) {
 	skipShort(t, "starts real processes and the Java mqadmin")
-	tmp := t.TempDir() // plan files of both tools
-	t.Setenv("TMPDIR", tmp)
+	t.Parallel()
+	tmp := t.TempDir() // the Java tool's plan files
 	c := startCluster(t, framework.Options{Brokers: 3})
 	ac, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr()}}, nil)
 	if err != nil {
@@ -250,9 +253,7 @@ func TestStaticTopicJavaMQAdmin(t *testing.T) {
 	if err != nil || strings.Contains(hist, "WARNING") || strings.Count(hist, "Logic queue ") != 4 {
 		t.Fatalf("our history of the Java-made topic: %v\n%s", err, hist)
 	}
-	if out, err := c.MQAdmin(t, "remappingStaticTopic", "-t", topic, "-b", "broker-c"); err != nil {
-		t.Fatalf("our remap of the Java-made topic: %v\n%s", err, out)
-	}
+	mqadmin(t, c, "remappingStaticTopic", "-t", topic, "-b", "broker-c") // our remap of the Java-made topic
 	waitLeaders(t, ac, topic, 4, func(_ int, b string) bool { return b == "broker-c" })
 	java("remappingStaticTopic", "-t", topic, "-b", "broker-a")
 	waitLeaders(t, ac, topic, 4, func(_ int, b string) bool { return b == "broker-a" })

@@ -169,6 +169,7 @@ func waitDelivered(ctx context.Context, t *testing.T, r *topicReader, topic stri
 // committed and checked messages arrive once, rolled back ones never, and
 // only the UNKNOW ones are checked.
 func TestTransactionClientGo(t *testing.T) {
+	t.Parallel()
 	rlog.SetLogLevel("fatal") // client-go logs every non-commit local state as an error
 	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: txBrokerConf})
 	const topic = "TxTopic"
