@@ -46,7 +46,7 @@ func TestGrpcJavaRecallAndProducerConnection(t *testing.T) {
 	mqadmin(t, c, "updateTopic", "-b", addr, "-t", topic, "-r", "2", "-w", "2", "-a", "+message.type=DELAY")
 	col := grpcCollect(t, c, "grpc-recall", topic, "grpc_recall_cg", false)
 
-	lines, wait := java5(t).start(t, "GrpcRecall", endpoint, topic, "4000", "2500")
+	lines, wait := java5(t).start(t, "GrpcRecall", endpoint, topic, "4000", "3000")
 	var sent struct {
 		Event        string `json:"event"`
 		RemoteHandle string `json:"remoteHandle"`
@@ -61,14 +61,16 @@ func TestGrpcJavaRecallAndProducerConnection(t *testing.T) {
 		t.Fatal("GrpcRecall ended without its progress line")
 	}
 
+	// Cross-protocol, first (well before the delivery time): the gRPC
+	// send's handle recalled over remoting.
+	resp := roundTrip(t, addr, remoting.NewRequest(code.RecallMessage,
+		map[string]string{"topic": topic, "recallHandle": sent.RemoteHandle, "producerGroup": topic}, nil))
+
 	// The producer is listed while it runs.
 	out := mqadmin(t, c, "producerConnection", "-g", topic, "-t", topic)
 	if !strings.Contains(out, "JAVA") || !strings.Contains(out, "V5_2_0") || !strings.Contains(out, "127.0.0.1:") {
 		t.Errorf("producerConnection while the 5.x producer runs:\n%s\nwant it listed (127.0.0.1:port, JAVA, V5_2_0)", out)
 	}
-	// Cross-protocol: the gRPC send's handle recalled over remoting.
-	resp := roundTrip(t, addr, remoting.NewRequest(code.RecallMessage,
-		map[string]string{"topic": topic, "recallHandle": sent.RemoteHandle, "producerGroup": topic}, nil))
 
 	var run recallRun
 	wait(&run)
