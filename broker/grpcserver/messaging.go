@@ -274,7 +274,7 @@ func (m *messaging) settings(client *v2pb.Settings) *v2pb.Settings {
 		}}
 	case *v2pb.Settings_Subscription:
 		m.subscriptionSettings(out, ps.Subscription)
-		if l := m.lite(); l != nil && client.GetClientType() == v2pb.ClientType_LITE_PUSH_CONSUMER {
+		if l := m.lite(); l != nil && isLiteType(client.GetClientType()) {
 			lim := l.LiteLimits(ps.Subscription.GetGroup().GetName())
 			sub := out.GetSubscription()
 			sub.LiteSubscriptionQuota, sub.MaxLiteTopicSize = &lim.Quota, &lim.MaxLiteTopicSize

@@ -9,7 +9,9 @@ driver, with the command line of scripts/node5/client.js:
   lite     binds a LitePushConsumer to the parent topic --topic, subscribes
            the comma-separated --lites, prints {"ready":true,"lites":N} and
            consumes (each message SUCCESS) until --count distinct messages
-           or --timeout s, then --quiet s more.
+           or --timeout s, then --quiet s more;
+  lite-simple  the same with a LiteSimpleConsumer (client type
+           LITE_SIMPLE_CONSUMER), receiving and acking itself.
 
 The last stdout line is the JSON result ({"ok": true|false, ...}); see
 scripts/python5-client.sh.
@@ -28,8 +30,8 @@ import time
 import traceback
 
 from rocketmq import (ClientConfiguration, ConsumeResult, Credentials,
-                      FilterExpression, LitePushConsumer, Message,
-                      MessageListener, Producer, SimpleConsumer)
+                      FilterExpression, LitePushConsumer, LiteSimpleConsumer,
+                      Message, MessageListener, Producer, SimpleConsumer)
 
 NUMERIC = ("count", "timeout", "invisible", "delay", "quiet")
 
@@ -135,11 +137,7 @@ def lite(o):
         lites = o["lites"].split(",")
         for name in lites:
             consumer.subscribe_lite(name)
-        # rocketmq-python-client 5.1.2's subscribe_lite sends the name's
-        # characters as the lite topics (it extends the request's repeated
-        # field with the string); its own sync of the whole set
-        # (COMPLETE_ADD) runs only every 30 s. Run that sync now.
-        consumer._LitePushConsumer__subscription_manager.sync_all_lite_subscription()
+        sync_lites(consumer._LitePushConsumer__subscription_manager)
         print(json.dumps({"ready": True, "lites": len(lites)}, separators=(",", ":")), flush=True)
         deadline = time.time() + o["timeout"]
         while listener.distinct() < o["count"] and time.time() < deadline:
@@ -152,10 +150,49 @@ def lite(o):
     return {"ok": True, "got": got}
 
 
+def sync_lites(manager):
+    """rocketmq-python-client 5.1.2's subscribe_lite sends the name's
+    characters as the lite topics (it extends the request's repeated field
+    with the string); its own sync of the whole set (COMPLETE_ADD) runs
+    only every 30 s. Run that sync now."""
+    manager.sync_all_lite_subscription()
+
+
+def lite_simple(o):
+    if not o.get("group") or not o.get("lites"):
+        raise ValueError("lite-simple needs --group and --lites")
+    consumer = LiteSimpleConsumer(o["topic"], config(o), o["group"], await_duration=2)
+    consumer.startup()
+    manager = consumer._LiteSimpleConsumer__subscription_manager
+    got = []
+    try:
+        # Its start does not wait for the server's settings, which carry the
+        # lite subscription quota (0 until then: subscribe_lite refuses).
+        deadline = time.time() + 10
+        while not manager.lite_subscription_quota and time.time() < deadline:
+            time.sleep(0.05)
+        lites = o["lites"].split(",")
+        for name in lites:
+            consumer.subscribe_lite(name)
+        sync_lites(manager)
+        print(json.dumps({"ready": True, "lites": len(lites)}, separators=(",", ":")), flush=True)
+        deadline = time.time() + o["timeout"]
+        quiet_until = None
+        while time.time() < (quiet_until or deadline):
+            for m in consumer.receive(16, int(o["invisible"] / 1000)) or []:
+                got.append(view(m))
+                consumer.ack(m)
+            if quiet_until is None and len({m["id"] for m in got}) >= o["count"]:
+                quiet_until = time.time() + o["quiet"]
+    finally:
+        consumer.shutdown()
+    return {"ok": True, "got": got}
+
+
 def main():
-    modes = {"produce": produce, "consume": consume, "lite": lite}
+    modes = {"produce": produce, "consume": consume, "lite": lite, "lite-simple": lite_simple}
     if len(sys.argv) < 2 or sys.argv[1] not in modes:
-        print("usage: client.py produce|consume|lite --endpoint HOST:PORT --topic T [--group G] [--count N] "
+        print("usage: client.py produce|consume|lite|lite-simple --endpoint HOST:PORT --topic T [--group G] [--count N] "
               "[--prefix P] [--tag T] [--delay MS] [--lite L] [--timeout S] [--invisible MS] [--no-ack] [--filter EXPR] "
               "[--lites A,B] [--quiet S]", file=sys.stderr)
         sys.exit(2)

@@ -56,6 +56,11 @@ func TestGrpcLitePushConsumers(t *testing.T) {
 		{"Python", "GID_grpc_python_lite", "p", python5, func(group, lites string) []string {
 			return []string{"lite", "--endpoint", endpoint, "--topic", parent, "--group", group, "--lites", lites, "--count", "4", "--quiet", "1"}
 		}},
+		// The lite simple consumer (LITE_SIMPLE_CONSUMER, 5.5.1) receives
+		// and acks by itself.
+		{"PythonSimple", "GID_grpc_python_lite_simple", "s", python5, func(group, lites string) []string {
+			return []string{"lite-simple", "--endpoint", endpoint, "--topic", parent, "--group", group, "--lites", lites, "--count", "4", "--quiet", "1", "--invisible", "10000"}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
