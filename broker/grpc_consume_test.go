@@ -273,7 +273,7 @@ func TestGrpcConsumerRegistered(t *testing.T) {
 	if hb, _ := cli.Heartbeat(ctx, &v2pb.HeartbeatRequest{ClientType: simple}); hb.GetStatus().GetCode() != v2pb.Code_ILLEGAL_CONSUMER_GROUP {
 		t.Fatalf("heartbeat without a group: %v", hb)
 	}
-	if hb, _ := cli.Heartbeat(context.Background(), &v2pb.HeartbeatRequest{Group: &v2pb.Resource{Name: "GID_OTHER"}, ClientType: simple}); hb.GetStatus().GetCode() != v2pb.Code_CLIENT_ID_REQUIRED {
+	if hb, _ := cli.Heartbeat(metadata.AppendToOutgoingContext(context.Background(), "x-mq-client-id", ""), &v2pb.HeartbeatRequest{Group: &v2pb.Resource{Name: "GID_OTHER"}, ClientType: simple}); hb.GetStatus().GetCode() != v2pb.Code_CLIENT_ID_REQUIRED {
 		t.Fatalf("heartbeat without a client id: %v", hb)
 	}
 	if n, err := cli.NotifyClientTermination(ctx, &v2pb.NotifyClientTerminationRequest{Group: &v2pb.Resource{Name: group}}); err != nil || n.GetStatus().GetCode() != v2pb.Code_OK {

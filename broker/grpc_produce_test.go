@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -47,7 +45,7 @@ func grpcBroker(t *testing.T, edit func(cfg *config.Config), queues int, topics 
 			t.Fatal(err)
 		}
 	}
-	conn, err := grpc.NewClient(b.GrpcAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpcDial(b.GrpcAddr())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -55,7 +52,7 @@ func TestGrpcServerStartsAndStopsWithBroker(t *testing.T) {
 	if !strings.HasPrefix(addr, "127.0.0.1:") || strings.HasSuffix(addr, ":0") {
 		t.Fatalf("GrpcAddr %q, want 127.0.0.1:<port>", addr)
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpcDial(addr)
 	if err != nil {
 		t.Fatal(err)
 	}

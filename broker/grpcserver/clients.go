@@ -2,7 +2,10 @@ package grpcserver
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc/metadata"
 
@@ -34,21 +37,82 @@ type SubscriptionEntry struct {
 	Topic, ExpType, Exp string
 }
 
-// clientTable remembers each client's subscription settings, which its
-// heartbeats do not repeat. The zero value is ready.
+// clientTable remembers each client's settings, which its heartbeats do
+// not repeat: that it sent some (the proxy's GrpcClientSettingsManager
+// keeps them by client id), a consumer's subscriptions and type. A client
+// that goes away without NotifyClientTermination is forgotten once it has
+// sent neither settings nor a heartbeat for clientIdle, as the proxy's
+// settings cleaner forgets a consumer no longer in its group and a
+// producer that unregistered (both after the broker's channel expiry of
+// 120 s): client ids are per process, and a table kept forever would
+// grow with every client restart. The zero value is ready.
 type clientTable struct {
 	mu    sync.Mutex
+	seen  map[string]time.Time          // by client id: last settings or heartbeat
 	subs  map[string]*v2pb.Subscription // by client id
 	types map[string]v2pb.ClientType    // by client id, from settings or heartbeats
+	swept time.Time
+	now   func() time.Time // nil: time.Now
 }
 
-func (t *clientTable) set(id string, s *v2pb.Subscription) {
+// clientIdle is how long a silent client's settings are kept (the
+// broker's channelExpiredTimeout, after which the proxy drops them).
+const clientIdle = 120 * time.Second
+
+func (t *clientTable) clock() time.Time {
+	if t.now != nil {
+		return t.now()
+	}
+	return time.Now()
+}
+
+// touchLocked records that id was heard from now and, at most every
+// clientIdle/4, forgets the clients silent for clientIdle.
+func (t *clientTable) touchLocked(id string) {
+	now := t.clock()
+	if t.seen == nil {
+		t.seen = map[string]time.Time{}
+	}
+	t.seen[id] = now
+	if now.Sub(t.swept) < clientIdle/4 {
+		return
+	}
+	t.swept = now
+	for k, at := range t.seen {
+		if now.Sub(at) > clientIdle {
+			t.dropLocked(k)
+		}
+	}
+}
+
+// settled records that id sent its settings (with s, a consumer's
+// subscription, nil for other clients).
+func (t *clientTable) settled(id string, s *v2pb.Subscription) {
+	if id == "" {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.touchLocked(id)
+	if s == nil {
+		return
+	}
 	if t.subs == nil {
 		t.subs = map[string]*v2pb.Subscription{}
 	}
 	t.subs[id] = s
+}
+
+// heard records a heartbeat of id; it reports whether id's settings are
+// known (false: the client never sent any, or said goodbye since).
+func (t *clientTable) heard(id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.seen[id]; !ok || id == "" {
+		return false
+	}
+	t.touchLocked(id)
+	return true
 }
 
 // setType records a consumer's type (other clients' are not kept, as
@@ -59,6 +123,9 @@ func (t *clientTable) setType(id string, ct v2pb.ClientType) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if _, ok := t.seen[id]; !ok {
+		return // forgotten meanwhile
+	}
 	if t.types == nil {
 		t.types = map[string]v2pb.ClientType{}
 	}
@@ -86,9 +153,21 @@ func (t *clientTable) get(id string) *v2pb.Subscription {
 	return t.subs[id]
 }
 
+// size is how many clients the table holds (tests).
+func (t *clientTable) size() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return max(len(t.seen), len(t.subs), len(t.types))
+}
+
 func (t *clientTable) drop(id string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.dropLocked(id)
+}
+
+func (t *clientTable) dropLocked(id string) {
+	delete(t.seen, id)
 	delete(t.subs, id)
 	delete(t.types, id)
 }
@@ -105,9 +184,7 @@ func mdValue(ctx context.Context, key string) string {
 // rememberSettings keeps a consumer's subscriptions for its heartbeats.
 func (m *messaging) rememberSettings(ctx context.Context, s *v2pb.Settings) {
 	id := mdValue(ctx, mdClientID)
-	if id != "" && s.GetSubscription() != nil {
-		m.clients.set(id, s.GetSubscription())
-	}
+	m.clients.settled(id, s.GetSubscription())
 	m.clients.setType(id, s.GetClientType())
 }
 
@@ -142,8 +219,8 @@ func (m *messaging) consumerHeartbeat(ctx context.Context, req *v2pb.HeartbeatRe
 		return nil
 	}
 	group := req.GetGroup().GetName()
-	if group == "" || protocol.ValidateGroup(group) != nil {
-		return newStatus(v2pb.Code_ILLEGAL_CONSUMER_GROUP, "illegal consumer group: "+group)
+	if st := checkGroupName(group); st != nil {
+		return st
 	}
 	info := m.clientInfo(ctx, group)
 	if info.ID == "" {
@@ -194,4 +271,17 @@ func (m *messaging) liteGone(ctx context.Context, id, group string, sub *v2pb.Su
 	}
 	s := LiteSync{Action: "COMPLETE_REMOVE", ClientID: id, Group: group, Topic: topic, LiteTopics: []string{}, Peer: peerAddr(ctx)}
 	_, _ = m.liteOrder.apply(arrivalOf(ctx), s, func(s LiteSync) (Result, error) { return l.SyncLite(ctx, s) })
+}
+
+// checkGroupName is the proxy's GrpcValidator.validateConsumerGroup: a
+// legal name, not a system consumer group (CID_RMQ_SYS_…):
+// ILLEGAL_CONSUMER_GROUP.
+func checkGroupName(group string) *v2pb.Status {
+	if err := protocol.ValidateGroup(group); err != nil {
+		return newStatus(v2pb.Code_ILLEGAL_CONSUMER_GROUP, "illegal consumer group "+strconv.Quote(group)+": "+err.Error())
+	}
+	if strings.HasPrefix(group, protocol.CIDSysPrefix) {
+		return newStatus(v2pb.Code_ILLEGAL_CONSUMER_GROUP, "cannot use system consumer group "+group)
+	}
+	return nil
 }

@@ -183,7 +183,7 @@ func TestQueryAssignment(t *testing.T) {
 	// Bad input never stops the server.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if r, err := c.QueryAssignment(ctx, &v2pb.QueryAssignmentRequest{}); err != nil || r.GetStatus().GetCode() != v2pb.Code_ILLEGAL_CONSUMER_GROUP {
+	if r, err := c.QueryAssignment(ctx, &v2pb.QueryAssignmentRequest{}); err != nil || r.GetStatus().GetCode() != v2pb.Code_ILLEGAL_TOPIC {
 		t.Fatalf("empty QueryAssignment: %v %v", r, err)
 	}
 }
@@ -250,7 +250,7 @@ func TestReceiveMessageRefusals(t *testing.T) {
 		code    v2pb.Code
 		popped  bool
 	}{
-		{"empty request", func(r *v2pb.ReceiveMessageRequest) { *r = v2pb.ReceiveMessageRequest{} }, 0, PopResult{}, nil, v2pb.Code_ILLEGAL_CONSUMER_GROUP, false},
+		{"empty request", func(r *v2pb.ReceiveMessageRequest) { *r = v2pb.ReceiveMessageRequest{} }, 0, PopResult{}, nil, v2pb.Code_ILLEGAL_TOPIC, false},
 		{"missing topic", func(r *v2pb.ReceiveMessageRequest) { r.MessageQueue.Topic.Name = "Missing" }, 0, PopResult{}, nil, v2pb.Code_TOPIC_NOT_FOUND, false},
 		{"illegal topic", func(r *v2pb.ReceiveMessageRequest) { r.MessageQueue.Topic.Name = "a/b" }, 0, PopResult{}, nil, v2pb.Code_ILLEGAL_TOPIC, false},
 		{"unknown group", func(r *v2pb.ReceiveMessageRequest) { r.Group.Name = "Other" }, 0, PopResult{}, nil, v2pb.Code_CONSUMER_GROUP_NOT_FOUND, false},
@@ -417,7 +417,7 @@ func TestAckMessage(t *testing.T) {
 	c, _ := messagingClient(t, f)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if r, err := c.AckMessage(ctx, &v2pb.AckMessageRequest{}); err != nil || r.GetStatus().GetCode() != v2pb.Code_ILLEGAL_CONSUMER_GROUP {
+	if r, err := c.AckMessage(ctx, &v2pb.AckMessageRequest{}); err != nil || r.GetStatus().GetCode() != v2pb.Code_ILLEGAL_TOPIC {
 		t.Fatalf("empty AckMessage: %v %v", r, err)
 	}
 }
@@ -442,7 +442,7 @@ func TestChangeInvisibleDurationAndDeadLetter(t *testing.T) {
 		{req(good, nil), v2pb.Code_ILLEGAL_INVISIBLE_TIME},
 		{req(good, durationpb.New(-time.Second)), v2pb.Code_ILLEGAL_INVISIBLE_TIME},
 		{req("junk", durationpb.New(time.Second)), v2pb.Code_INVALID_RECEIPT_HANDLE},
-		{&v2pb.ChangeInvisibleDurationRequest{}, v2pb.Code_ILLEGAL_CONSUMER_GROUP},
+		{&v2pb.ChangeInvisibleDurationRequest{}, v2pb.Code_ILLEGAL_TOPIC},
 	} {
 		if r, err := c.ChangeInvisibleDuration(ctx, bad.r); err != nil || r.GetStatus().GetCode() != bad.code || r.GetReceiptHandle() != "" {
 			t.Errorf("ChangeInvisibleDuration(%v): %v %v, want %v", bad.r, r, err, bad.code)

@@ -174,8 +174,15 @@ func acceptTypes(topicType string) []v2pb.MessageType {
 
 // Heartbeat keeps the client alive. Consumers are registered with their
 // group (clients.go), producers with the topics they publish
-// (producers.go).
+// (producers.go). As the proxy's (Apache proxy/.../grpc/v2/client/
+// ClientActivity.java heartbeat), a client whose settings the server does
+// not have — it never sent them on its Telemetry stream, or said goodbye
+// since — is refused UNRECOGNIZED_CLIENT_TYPE: a late heartbeat does not
+// register again a client that left.
 func (m *messaging) Heartbeat(ctx context.Context, req *v2pb.HeartbeatRequest) (*v2pb.HeartbeatResponse, error) {
+	if !m.clients.heard(clientID(ctx)) {
+		return &v2pb.HeartbeatResponse{Status: newStatus(v2pb.Code_UNRECOGNIZED_CLIENT_TYPE, "cannot find client settings for this client")}, nil
+	}
 	if st := m.consumerHeartbeat(ctx, req); st != nil {
 		return &v2pb.HeartbeatResponse{Status: st}, nil
 	}
@@ -230,6 +237,9 @@ func (m *messaging) telemetry(stream v2pb.MessagingService_TelemetryServer, sess
 		s := cmd.GetSettings()
 		if s == nil {
 			continue
+		}
+		if err := checkSettings(s); err != nil {
+			return err
 		}
 		if pub := s.GetPublishing(); pub != nil {
 			topics := make([]string, 0, len(pub.GetTopics()))

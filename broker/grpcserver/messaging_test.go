@@ -34,7 +34,7 @@ func (fakeBackend) MaxMessageSize() int               { return 4 << 20 }
 func messagingClient(t *testing.T, b Backend) (v2pb.MessagingServiceClient, *Server) {
 	t.Helper()
 	s := startServer(t, Config{Backend: b, AdvertiseHost: "127.0.0.1"})
-	conn, err := grpc.NewClient(s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(s.Addr(), append(withClientID(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,11 +110,29 @@ func TestQueryRoute(t *testing.T) {
 	}
 }
 
+// TestHeartbeat: a client's heartbeat is answered OK once its settings
+// came on its Telemetry stream, UNRECOGNIZED_CLIENT_TYPE before.
 func TestHeartbeat(t *testing.T) {
-	c, _ := messagingClient(t, fakeBackend{})
+	c, _ := messagingClient(t, fakeBackend{topics: map[string]Topic{"T": {ReadQueues: 1, WriteQueues: 1, Perm: 6}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	r, err := c.Heartbeat(ctx, &v2pb.HeartbeatRequest{ClientType: v2pb.ClientType_PRODUCER})
+	if err != nil || r.GetStatus().GetCode() != v2pb.Code_UNRECOGNIZED_CLIENT_TYPE {
+		t.Fatalf("Heartbeat before settings: %v %v", r, err)
+	}
+	stream, err := c.Telemetry(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_Settings{Settings: &v2pb.Settings{
+		ClientType: ptr(v2pb.ClientType_PRODUCER), PubSub: &v2pb.Settings_Publishing{Publishing: &v2pb.Publishing{Topics: []*v2pb.Resource{{Name: "T"}}}},
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	r, err = c.Heartbeat(ctx, &v2pb.HeartbeatRequest{ClientType: v2pb.ClientType_PRODUCER})
 	if err != nil || r.GetStatus().GetCode() != v2pb.Code_OK {
 		t.Fatalf("Heartbeat: %v %v", r, err)
 	}

@@ -335,7 +335,7 @@ func TestRecoverOrphanedTransaction(t *testing.T) {
 		ended:       make(chan EndTxInput, 1),
 	}
 	s := startServer(t, Config{Backend: b, AdvertiseHost: "127.0.0.1", Producers: prods})
-	conn, err := grpc.NewClient(s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(s.Addr(), append(withClientID(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,7 +479,7 @@ func TestRecoverOrphanedDoesNotBlock(t *testing.T) {
 func TestNotifyClientTermination(t *testing.T) {
 	prods := NewProducers()
 	s := startServer(t, Config{Backend: fakeBackend{}, AdvertiseHost: "127.0.0.1", Producers: prods})
-	conn, err := grpc.NewClient(s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(s.Addr(), append(withClientID(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
 		t.Fatal(err)
 	}

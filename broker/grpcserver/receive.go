@@ -15,7 +15,6 @@ import (
 
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
 	"github.com/rmqgo/rmq/pkg/message"
-	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
@@ -75,16 +74,14 @@ func (m *messaging) checkTopicGroup(topic, group *v2pb.Resource) *v2pb.Status {
 	return nil
 }
 
-// checkNames is the proxy's validateTopicAndConsumerGroup: the group's
-// and the topic's names.
+// checkNames is the proxy's validateTopicAndConsumerGroup (Apache
+// proxy/.../grpc/v2/common/GrpcValidator.java): the topic's name first,
+// then the group's; system topics and groups are illegal.
 func checkNames(topic, group *v2pb.Resource) *v2pb.Status {
-	if group.GetName() == "" || protocol.ValidateGroup(group.GetName()) != nil {
-		return newStatus(v2pb.Code_ILLEGAL_CONSUMER_GROUP, "illegal consumer group: "+strconv.Quote(group.GetName()))
+	if err := checkTopicName(topic.GetName()); err != nil {
+		return newStatus(v2pb.Code_ILLEGAL_TOPIC, "illegal topic "+strconv.Quote(topic.GetName())+": "+err.Error())
 	}
-	if topic.GetName() == "" || protocol.ValidateTopic(topic.GetName()) != nil {
-		return newStatus(v2pb.Code_ILLEGAL_TOPIC, "illegal topic: "+strconv.Quote(topic.GetName()))
-	}
-	return nil
+	return checkGroupName(group.GetName())
 }
 
 // QueryAssignment answers the queues a consumer group pops from, as the

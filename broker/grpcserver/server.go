@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
 )
@@ -33,6 +34,9 @@ const maxInboundMessageSize = 130 << 20
 // tlsRecordHandshake is the content type of a TLS handshake record, the
 // first byte a TLS client sends.
 const tlsRecordHandshake = 0x16
+
+// defaultIdleTimeout is the proxy's grpcClientIdleTimeMills.
+const defaultIdleTimeout = 120 * time.Second
 
 // Config configures a Server.
 type Config struct {
@@ -53,10 +57,14 @@ type Config struct {
 	// Producers is the registry of gRPC producers the broker's transaction
 	// check calls back through (nil: a private one).
 	Producers *Producers
-	// Messaging, when set, replaces the Backend's service (tests); with
-	// neither every rpc answers Unimplemented.
+	// Messaging, when set, replaces the Backend's service and its request
+	// checks (interceptor.go) (tests); with neither every rpc answers
+	// Unimplemented.
 	Messaging v2pb.MessagingServiceServer
-	Logger    *slog.Logger
+	// IdleTimeout closes a connection that has had no rpc for that long
+	// (0: 120s, the proxy's grpcClientIdleTimeMills).
+	IdleTimeout time.Duration
+	Logger      *slog.Logger
 }
 
 // Server is a running gRPC endpoint.
@@ -81,6 +89,9 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = 10 * time.Second
 	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = defaultIdleTimeout
+	}
 	cert, err := loadOrMakeCert(cfg.TLSKeyPath, cfg.TLSCertPath, cfg.Hosts)
 	if err != nil {
 		return nil, fmt.Errorf("grpcserver: certificate: %w", err)
@@ -101,11 +112,21 @@ func Start(cfg Config) (*Server, error) {
 		// MaxRecvMsgSize is the proxy's grpcMaxInboundMessageSize (4 MiB
 		// × 32 messages + 2 MiB of properties): gRPC's 4 MiB default would
 		// refuse a message of maxMessageSize.
-		grpc:    grpc.NewServer(grpc.ConnectionTimeout(cfg.HandshakeTimeout), grpc.MaxRecvMsgSize(maxInboundMessageSize), grpc.InTapHandle(arr.tap)),
 		ln:      ln,
 		conn:    newConnListener(ln.Addr()),
 		closing: make(chan struct{}),
 	}
+	// MaxConnectionIdle is the proxy's maxConnectionIdle: a connection
+	// without a stream (an open Telemetry stream counts) goes after
+	// IdleTimeout, so connections that carry nothing do not pile up.
+	opts := []grpc.ServerOption{
+		grpc.ConnectionTimeout(cfg.HandshakeTimeout), grpc.MaxRecvMsgSize(maxInboundMessageSize), grpc.InTapHandle(arr.tap),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.IdleTimeout}),
+	}
+	if cfg.Messaging == nil {
+		opts = append(opts, grpc.ChainUnaryInterceptor(unaryClientID), grpc.ChainStreamInterceptor(streamClientID))
+	}
+	s.grpc = grpc.NewServer(opts...)
 	messaging := cfg.Messaging
 	if messaging == nil && cfg.Backend != nil {
 		host, port, err := hostPort(ln.Addr().String())
