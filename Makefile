@@ -12,7 +12,7 @@ PKGS      := github.com/rmqgo/rmq/...
 GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED ?= 0
 
-.PHONY: proto all build run cluster test test-short test-repeat race vet fmt lint bench bench-vs-apache bench-recovery bench-static bench-lite bench-ha cluster-ha fuzz crash clean
+.PHONY: proto all build run cluster test test-short test-repeat race vet fmt lint bench bench-vs-apache bench-recovery bench-static bench-lite bench-ha cluster-ha fuzz crash grpc-streams clean
 
 all: build
 
@@ -113,6 +113,12 @@ bench-lite: build
 # (scripts/bench/ha.sh, scripts/bench/ha-failover.sh). Not in `make test`.
 bench-ha: build
 	./scripts/bench/ha.sh
+
+# The gRPC endpoint holding 10,000 idle Telemetry streams: memory per
+# stream, others served at once, everything released when they end
+# (broker/grpcserver TestIdleStreams; `make test` runs it with 1,000).
+grpc-streams:
+	$(GO) test -count=1 -v -run '^TestIdleStreams$$' github.com/rmqgo/rmq/broker/grpcserver -args -grpc.idle-streams=10000
 
 FUZZTIME ?= 30s
 fuzz:

@@ -1,0 +1,192 @@
+package grpcserver
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
+)
+
+// h2Client speaks HTTP/2 frames to the server, below any gRPC library:
+// what a broken or hostile client can send.
+type h2Client struct {
+	t    *testing.T
+	conn net.Conn
+	fr   *http2.Framer
+	enc  *hpack.Encoder
+	buf  bytes.Buffer
+	dec  *hpack.Decoder
+	// status is the grpc-status of each ended stream; data its DATA bytes.
+	status map[uint32]string
+	data   map[uint32][]byte
+}
+
+func newH2Client(t *testing.T, addr string) *h2Client {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	c := &h2Client{t: t, conn: conn, fr: http2.NewFramer(conn, conn), status: map[uint32]string{}, data: map[uint32][]byte{}}
+	c.enc = hpack.NewEncoder(&c.buf)
+	c.dec = hpack.NewDecoder(4096, nil)
+	if _, err := conn.Write([]byte(http2.ClientPreface)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// open starts a stream calling method with x-mq-client-id set.
+func (c *h2Client) open(id uint32, method string) {
+	c.t.Helper()
+	c.buf.Reset()
+	for _, f := range [][2]string{
+		{":method", "POST"}, {":scheme", "http"}, {":path", method}, {":authority", c.conn.RemoteAddr().String()},
+		{"content-type", "application/grpc"}, {"te", "trailers"}, {mdClientID, "raw-h2"},
+	} {
+		if err := c.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.buf.Bytes(), EndHeaders: true}); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// grpcFrame is a gRPC length-prefixed message: the compressed flag, the
+// length the prefix claims, the bytes sent.
+func grpcFrame(compressed byte, length uint32, body []byte) []byte {
+	b := make([]byte, 5, 5+len(body))
+	b[0] = compressed
+	binary.BigEndian.PutUint32(b[1:], length)
+	return append(b, body...)
+}
+
+func (c *h2Client) send(id uint32, end bool, b []byte) {
+	c.t.Helper()
+	if err := c.fr.WriteData(id, end, b); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// await reads frames until every stream of ids ended (or the connection
+// did), answering the server's settings and pings.
+func (c *h2Client) await(ids ...uint32) {
+	c.t.Helper()
+	_ = c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	ended := func() bool {
+		for _, id := range ids {
+			if _, ok := c.status[id]; !ok {
+				return false
+			}
+		}
+		return true
+	}
+	for !ended() {
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			c.t.Fatalf("reading frames (streams %v, got %v): %v", ids, c.status, err)
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				_ = c.fr.WriteSettingsAck()
+			}
+		case *http2.PingFrame:
+			if !f.IsAck() {
+				_ = c.fr.WritePing(true, f.Data)
+			}
+		case *http2.DataFrame:
+			c.data[f.StreamID] = append(c.data[f.StreamID], f.Data()...)
+			if n := len(f.Data()); n > 0 {
+				_ = c.fr.WriteWindowUpdate(0, uint32(n))
+			}
+		case *http2.HeadersFrame:
+			fields, err := c.dec.DecodeFull(f.HeaderBlockFragment())
+			if err != nil {
+				c.t.Fatal(err)
+			}
+			for _, hf := range fields {
+				if hf.Name == "grpc-status" {
+					c.status[f.StreamID] = hf.Value
+				}
+			}
+		case *http2.RSTStreamFrame:
+			// After the trailers when the client had not ended its side.
+			if _, ok := c.status[f.StreamID]; !ok {
+				c.status[f.StreamID] = "rst " + f.ErrCode.String()
+			}
+		case *http2.GoAwayFrame:
+			c.t.Fatalf("the server sent the connection away: %v", f.ErrCode)
+		}
+	}
+}
+
+func (c *h2Client) code(id uint32) codes.Code {
+	n, err := strconv.Atoi(c.status[id])
+	if err != nil {
+		return codes.Unknown
+	}
+	return codes.Code(n)
+}
+
+// TestRawHTTP2BadFrames: gRPC messages broken below protobuf, on one
+// connection: a length prefix over the 130 MiB request limit is
+// RESOURCE_EXHAUSTED before any byte of it is read, a compressed flag
+// without an encoding and a message cut short by the end of the stream
+// INTERNAL, a stream reset mid-message nothing; each ends its stream
+// alone: the same connection then serves a good request.
+func TestRawHTTP2BadFrames(t *testing.T) {
+	f := badInputConsumer()
+	s := startServer(t, Config{Backend: f, AdvertiseHost: "127.0.0.1"})
+	c := newH2Client(t, s.Addr())
+	route := v2pb.MessagingService_QueryRoute_FullMethodName
+	send := v2pb.MessagingService_SendMessage_FullMethodName
+
+	c.open(1, send)
+	c.send(1, false, grpcFrame(0, maxInboundMessageSize+1, nil))
+	c.open(3, route)
+	c.send(3, true, grpcFrame(1, 2, []byte{0x0a, 0x00}))
+	c.open(5, route)
+	c.send(5, true, grpcFrame(0, 10, []byte{0x0a, 0x03}))
+	c.open(7, send)
+	c.send(7, false, grpcFrame(0, 1000, []byte{0x0a}))
+	if err := c.fr.WriteRSTStream(7, http2.ErrCodeCancel); err != nil {
+		t.Fatal(err)
+	}
+	c.await(1, 3, 5)
+	for id, want := range map[uint32]codes.Code{1: codes.ResourceExhausted, 3: codes.Internal, 5: codes.Internal} {
+		if got := c.code(id); got != want {
+			t.Errorf("stream %d: grpc-status %q, want %v", id, c.status[id], want)
+		}
+	}
+	good, err := proto.Marshal(&v2pb.QueryRouteRequest{Topic: &v2pb.Resource{Name: "T"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.open(9, route)
+	c.send(9, true, grpcFrame(0, uint32(len(good)), good))
+	c.await(9)
+	var resp v2pb.QueryRouteResponse
+	if d := c.data[9]; c.code(9) != codes.OK || len(d) < 5 || proto.Unmarshal(d[5:], &resp) != nil || resp.GetStatus().GetCode() != v2pb.Code_OK {
+		t.Fatalf("good request after the bad ones: grpc-status %q, %v", c.status[9], &resp)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.sent) != 0 {
+		t.Fatalf("a broken send reached the broker")
+	}
+}
