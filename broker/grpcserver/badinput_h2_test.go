@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,14 +50,15 @@ func newH2Client(t *testing.T, addr string) *h2Client {
 	return c
 }
 
-// open starts a stream calling method with x-mq-client-id set.
-func (c *h2Client) open(id uint32, method string) {
+// open starts a stream calling method with x-mq-client-id set and the
+// extra metadata.
+func (c *h2Client) open(id uint32, method string, extra ...[2]string) {
 	c.t.Helper()
 	c.buf.Reset()
-	for _, f := range [][2]string{
+	for _, f := range append([][2]string{
 		{":method", "POST"}, {":scheme", "http"}, {":path", method}, {":authority", c.conn.RemoteAddr().String()},
 		{"content-type", "application/grpc"}, {"te", "trailers"}, {mdClientID, "raw-h2"},
-	} {
+	}, extra...) {
 		if err := c.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}); err != nil {
 			c.t.Fatal(err)
 		}
@@ -167,22 +169,33 @@ func TestRawHTTP2BadFrames(t *testing.T) {
 	if err := c.fr.WriteRSTStream(7, http2.ErrCodeCancel); err != nil {
 		t.Fatal(err)
 	}
-	c.await(1, 3, 5)
+	// Metadata over 8 KiB (grpc-java's limit behind the proxy): the
+	// stream is reset before any handler sees it.
+	var pad [][2]string
+	for i := 0; i < 4; i++ {
+		pad = append(pad, [2]string{"x-pad-" + strconv.Itoa(i), strings.Repeat("x", 3<<10)})
+	}
+	c.open(11, route, pad...)
+	c.send(11, true, grpcFrame(0, 0, nil))
+	c.await(1, 3, 5, 11)
 	for id, want := range map[uint32]codes.Code{1: codes.ResourceExhausted, 3: codes.Internal, 5: codes.Internal} {
 		if got := c.code(id); got != want {
 			t.Errorf("stream %d: grpc-status %q, want %v", id, c.status[id], want)
 		}
 	}
+	if c.status[11] != "rst "+http2.ErrCodeFrameSize.String() {
+		t.Errorf("stream with 12 KiB of metadata: %q, want a reset (FRAME_SIZE_ERROR)", c.status[11])
+	}
 	good, err := proto.Marshal(&v2pb.QueryRouteRequest{Topic: &v2pb.Resource{Name: "T"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.open(9, route)
-	c.send(9, true, grpcFrame(0, uint32(len(good)), good))
-	c.await(9)
+	c.open(13, route)
+	c.send(13, true, grpcFrame(0, uint32(len(good)), good))
+	c.await(13)
 	var resp v2pb.QueryRouteResponse
-	if d := c.data[9]; c.code(9) != codes.OK || len(d) < 5 || proto.Unmarshal(d[5:], &resp) != nil || resp.GetStatus().GetCode() != v2pb.Code_OK {
-		t.Fatalf("good request after the bad ones: grpc-status %q, %v", c.status[9], &resp)
+	if d := c.data[13]; c.code(13) != codes.OK || len(d) < 5 || proto.Unmarshal(d[5:], &resp) != nil || resp.GetStatus().GetCode() != v2pb.Code_OK {
+		t.Fatalf("good request after the bad ones: grpc-status %q, %v", c.status[13], &resp)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

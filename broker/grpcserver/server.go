@@ -38,6 +38,12 @@ const tlsRecordHandshake = 0x16
 // defaultIdleTimeout is the proxy's grpcClientIdleTimeMills.
 const defaultIdleTimeout = 120 * time.Second
 
+// maxHeaderListSize bounds a request's metadata: grpc-java's default
+// (NettyServerBuilder maxInboundMetadataSize), which the proxy keeps. A
+// request over it is reset; the 5.x clients' metadata is far smaller, and
+// a client id of megabytes is not kept in the client tables.
+const maxHeaderListSize = 8 << 10
+
 // Config configures a Server.
 type Config struct {
 	// Addr is the host:port to listen on (port 0: a free port).
@@ -121,7 +127,7 @@ func Start(cfg Config) (*Server, error) {
 	// IdleTimeout, so connections that carry nothing do not pile up.
 	opts := []grpc.ServerOption{
 		grpc.ConnectionTimeout(cfg.HandshakeTimeout), grpc.MaxRecvMsgSize(maxInboundMessageSize), grpc.InTapHandle(arr.tap),
-		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.IdleTimeout}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.IdleTimeout}), grpc.MaxHeaderListSize(maxHeaderListSize),
 	}
 	if cfg.Messaging == nil {
 		opts = append(opts, grpc.ChainUnaryInterceptor(unaryClientID), grpc.ChainStreamInterceptor(streamClientID))
