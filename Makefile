@@ -114,11 +114,13 @@ bench-lite: build
 bench-ha: build
 	./scripts/bench/ha.sh
 
-# The gRPC endpoint holding 10,000 idle Telemetry streams: memory per
-# stream, others served at once, everything released when they end
-# (broker/grpcserver TestIdleStreams; `make test` runs it with 1,000).
+# The gRPC endpoint holding 10,000 idle Telemetry streams and 5,000 idle
+# connections: memory per stream and connection, others served at once,
+# everything released when they end (broker/grpcserver TestIdleStreams,
+# TestIdleConnections; `make test` runs them with 1,000 each).
 grpc-streams:
-	$(GO) test -count=1 -v -run '^TestIdleStreams$$' github.com/rmqgo/rmq/broker/grpcserver -args -grpc.idle-streams=10000
+	$(GO) test -count=1 -v -run '^(TestIdleStreams|TestIdleConnections)$$' github.com/rmqgo/rmq/broker/grpcserver \
+		-args -grpc.idle-streams=10000 -grpc.idle-conns=5000
 
 FUZZTIME ?= 30s
 fuzz:

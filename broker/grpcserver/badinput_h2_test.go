@@ -3,7 +3,9 @@ package grpcserver
 import (
 	"bytes"
 	"encoding/binary"
+	"flag"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -202,4 +204,64 @@ func TestRawHTTP2BadFrames(t *testing.T) {
 	if len(f.sent) != 0 {
 		t.Fatalf("a broken send reached the broker")
 	}
+}
+
+// idleConns is how many idle connections TestIdleConnections holds
+// (make grpc-streams runs it with 5000: both ends are in the test
+// process, two descriptors a connection).
+var idleConns = flag.Int("grpc.idle-conns", 1000, "HTTP/2 connections TestIdleConnections holds open")
+
+// TestIdleConnections: *idleConns connections that send the HTTP/2
+// preface and their settings, then nothing: each costs the server a
+// bounded amount of memory, other clients are served at once, and their
+// close releases every goroutine.
+func TestIdleConnections(t *testing.T) {
+	n := *idleConns
+	f := badInputConsumer()
+	baseG := runtime.NumGoroutine()
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s := startServer(t, Config{Backend: f, AdvertiseHost: "127.0.0.1"})
+	start := time.Now()
+	conns := make([]net.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		c, err := net.Dial("tcp", s.Addr())
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		conns = append(conns, c)
+		if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
+			t.Fatal(err)
+		}
+		if err := http2.NewFramer(c, c).WriteSettings(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each connection is served once gRPC's goroutines for it run.
+	waitFor(t, "the connections to be served", func() bool { return runtime.NumGoroutine()-baseG >= 3*n })
+	var during runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&during)
+	perConn := (int64(during.HeapInuse+during.StackInuse) - int64(before.HeapInuse+before.StackInuse)) / int64(n)
+	t.Logf("%d idle connections opened in %v; %d B of heap and stacks and %.1f goroutines per connection",
+		n, time.Since(start), perConn, float64(runtime.NumGoroutine()-baseG)/float64(n))
+	if perConn > 48<<10 {
+		t.Errorf("%d B per idle connection", perConn)
+	}
+	t0 := time.Now()
+	serves(t, v2pb.NewMessagingServiceClient(dial(t, s, "beside-idle")), f)
+	if d := time.Since(t0); d > 2*time.Second {
+		t.Errorf("a send and a receive took %v beside %d idle connections", d, n)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	conns = nil
+	waitFor(t, "the connections' goroutines to end", func() bool { return runtime.NumGoroutine() < baseG+50 })
 }
