@@ -27,11 +27,12 @@ import (
 // written later included: the refusal is built from the method's
 // response type.
 //
-// The other request metadata is not checked, as the proxy does not check
-// it: x-mq-language and x-mq-client-version are recorded for the admin
-// tools as sent (the proxy fails a Telemetry whose language is not one of
-// its LanguageCode names, an accident of parsing the Go 5.x client's
-// GOLANG would meet; we accept any).
+// The other request metadata is not checked: x-mq-language and
+// x-mq-client-version are recorded for the admin tools as sent. (The
+// proxy parses the language as one of its LanguageCode names when it
+// registers a client, and fails the settings, heartbeat or goodbye of a
+// client whose language is not one with an INTERNAL error; the 5.x
+// clients all send one.)
 
 // clientIDRequired is the status of a request without a client id.
 func clientIDRequired() *v2pb.Status {
