@@ -820,3 +820,45 @@ func TestIdleConnectionClosed(t *testing.T) {
 		t.Fatalf("QueryRoute after the idle close: %v %v", r, err)
 	}
 }
+
+// panickyBackend panics when it stores a message with id 01PANIC or
+// pops for group PANIC: a bug behind an rpc.
+type panickyBackend struct{ *fakeConsumer }
+
+func (p panickyBackend) Send(ctx context.Context, in SendInput) (SendResult, error) {
+	if in.Properties["UNIQ_KEY"] == "01PANIC" {
+		var m map[string]int
+		m["boom"]++ // a nil map write, as a bug would
+	}
+	return p.fakeConsumer.Send(ctx, in)
+}
+
+func (p panickyBackend) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
+	if req.Group == "PANIC" {
+		panic("pop bug")
+	}
+	return p.fakeConsumer.Pop(ctx, req)
+}
+
+// TestHandlerPanicKeepsServing: a panic behind an rpc, unary or stream,
+// fails that rpc with gRPC INTERNAL (the proxy's GlobalExceptionInterceptor
+// answers an exception so) and the broker goes on serving.
+func TestHandlerPanicKeepsServing(t *testing.T) {
+	f := badInputConsumer()
+	f.groups["PANIC"] = Group{}
+	s := startServer(t, Config{Backend: panickyBackend{f}, AdvertiseHost: "127.0.0.1"})
+	c := v2pb.NewMessagingServiceClient(dial(t, s, "panicky"))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := c.SendMessage(ctx, &v2pb.SendMessageRequest{Messages: []*v2pb.Message{normalMessage("T", "01PANIC", []byte("x"))}}); status.Code(err) != codes.Internal {
+		t.Fatalf("send into a panic: %v, want INTERNAL", err)
+	}
+	rs, err := c.ReceiveMessage(ctx, rreq("T", "PANIC"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rs.Recv(); status.Code(err) != codes.Internal {
+		t.Fatalf("receive into a panic: %v, want INTERNAL", err)
+	}
+	serves(t, c, f)
+}

@@ -2,7 +2,10 @@ package grpcserver
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"log/slog"
+	"runtime/debug"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -156,4 +159,36 @@ func statusResponse(fullMethod string, st *v2pb.Status) (proto.Message, error) {
 	}
 	m.Set(f, protoreflect.ValueOfMessage(st.ProtoReflect()))
 	return m.Interface(), nil
+}
+
+// recoverUnary turns a unary handler's panic into gRPC INTERNAL, as the
+// proxy's GlobalExceptionInterceptor turns a handler's exception: one bad
+// request cannot take the broker down.
+func recoverUnary(log *slog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				resp, err = nil, panicked(ctx, log, info.FullMethod, r)
+			}
+		}()
+		return handler(ctx, req)
+	}
+}
+
+// recoverStream is recoverUnary for the streaming rpcs.
+func recoverStream(log *slog.Logger) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = panicked(ss.Context(), log, info.FullMethod, r)
+			}
+		}()
+		return handler(srv, ss)
+	}
+}
+
+func panicked(ctx context.Context, log *slog.Logger, method string, r any) error {
+	log.Error("grpc: handler panicked", "method", method, "remote", peerAddr(ctx), "client", mdValue(ctx, mdClientID),
+		"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	return grpcstatus.Errorf(codes.Internal, "internal error handling %s: %v", method, r)
 }

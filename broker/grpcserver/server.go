@@ -136,9 +136,13 @@ func Start(cfg Config) (*Server, error) {
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.IdleTimeout}), grpc.MaxHeaderListSize(maxHeaderListSize),
 		grpc.ReadBufferSize(readBufferSize),
 	}
+	// A handler's panic fails its rpc, not the broker (as the proxy's
+	// GlobalExceptionInterceptor and our remoting handlers).
+	unary, stream := []grpc.UnaryServerInterceptor{recoverUnary(s.log)}, []grpc.StreamServerInterceptor{recoverStream(s.log)}
 	if cfg.Messaging == nil {
-		opts = append(opts, grpc.ChainUnaryInterceptor(unaryClientID), grpc.ChainStreamInterceptor(streamClientID))
+		unary, stream = append(unary, unaryClientID), append(stream, streamClientID)
 	}
+	opts = append(opts, grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...))
 	s.grpc = grpc.NewServer(opts...)
 	messaging := cfg.Messaging
 	if messaging == nil && cfg.Backend != nil {
