@@ -88,8 +88,8 @@ func TestGrpcServerStartsAndStopsWithBroker(t *testing.T) {
 	if err == nil {
 		first, err = stream.Recv()
 	}
-	if err != nil || first.GetStatus().GetCode() != v2pb.Code_ILLEGAL_CONSUMER_GROUP {
-		t.Fatalf("empty PullMessage: %v %v, want ILLEGAL_CONSUMER_GROUP", first, err)
+	if err != nil || first.GetStatus().GetCode() != v2pb.Code_ILLEGAL_TOPIC {
+		t.Fatalf("empty PullMessage: %v %v, want ILLEGAL_TOPIC (the topic is checked first)", first, err)
 	}
 	if err := b.Shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown: %v", err)

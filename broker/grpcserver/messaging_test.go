@@ -198,7 +198,8 @@ func TestShutdownEndsTelemetryStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	producer := v2pb.ClientType_PRODUCER
-	if err := stream.Send(&v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_Settings{Settings: &v2pb.Settings{ClientType: &producer}}}); err != nil {
+	if err := stream.Send(&v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_Settings{Settings: &v2pb.Settings{ClientType: &producer,
+		PubSub: &v2pb.Settings_Publishing{Publishing: &v2pb.Publishing{}}}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := stream.Recv(); err != nil {

@@ -163,7 +163,7 @@ func TestPullMessage(t *testing.T) {
 		next    int64  // -1: no next_offset
 		pulled  bool
 	}{
-		{"empty request", func(r *v2pb.PullMessageRequest) { *r = v2pb.PullMessageRequest{} }, 0, PullResult{}, nil, v2pb.Code_ILLEGAL_CONSUMER_GROUP, "", -1, false},
+		{"empty request", func(r *v2pb.PullMessageRequest) { *r = v2pb.PullMessageRequest{} }, 0, PullResult{}, nil, v2pb.Code_ILLEGAL_TOPIC, "", -1, false},
 		{"no group", func(r *v2pb.PullMessageRequest) { r.Group = nil }, 0, PullResult{}, nil, v2pb.Code_ILLEGAL_CONSUMER_GROUP, "", -1, false},
 		{"illegal group", func(r *v2pb.PullMessageRequest) { r.Group.Name = "a b" }, 0, PullResult{}, nil, v2pb.Code_ILLEGAL_CONSUMER_GROUP, "", -1, false},
 		{"no queue", func(r *v2pb.PullMessageRequest) { r.MessageQueue = nil }, 0, PullResult{}, nil, v2pb.Code_ILLEGAL_TOPIC, "", -1, false},

@@ -27,7 +27,7 @@ import (
 // consumers are the push, simple and lite push ones, none calling these
 // rpcs), so a Go client on our generated stubs (pkg/grpcapi/v2pb) drives
 // PullMessage, UpdateOffset, GetOffset and QueryOffset as a 5.x pull
-// consumer would, after its Heartbeat:
+// consumer would, after its settings (Telemetry) and Heartbeat:
 //   - client-go sends over remoting; QueryOffset BEGINNING / END / TIMESTAMP
 //     bound what it sent; PullMessage over gRPC returns each message once
 //     with client-go's message id, body, tag, keys and user property;
@@ -71,6 +71,20 @@ func TestGrpcPullConsumerOffsets(t *testing.T) {
 	t.Cleanup(func() { conn.Close() })
 	cli := v2pb.NewMessagingServiceClient(conn)
 	ctx = metadata.AppendToOutgoingContext(ctx, "x-mq-client-id", "grpc-pull-e2e@1", "x-mq-language", "GOLANG", "x-mq-client-version", "5.2.0")
+	// Settings first: a heartbeat of a client without them is
+	// UNRECOGNIZED_CLIENT_TYPE, as behind the proxy.
+	ts, err := cli.Telemetry(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Send(&v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_Settings{Settings: &v2pb.Settings{
+		ClientType: v2pb.ClientType_PULL_CONSUMER.Enum(), PubSub: &v2pb.Settings_Subscription{Subscription: &v2pb.Subscription{
+			Group: &v2pb.Resource{Name: group}, Subscriptions: []*v2pb.SubscriptionEntry{{Topic: &v2pb.Resource{Name: topic}, Expression: &v2pb.FilterExpression{Expression: "*"}}}}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := ts.Recv(); err != nil || r.GetStatus().GetCode() != v2pb.Code_OK {
+		t.Fatalf("settings: %v %v", r, err)
+	}
 	if r, err := cli.Heartbeat(ctx, &v2pb.HeartbeatRequest{Group: &v2pb.Resource{Name: group}, ClientType: v2pb.ClientType_PULL_CONSUMER}); err != nil || r.GetStatus().GetCode() != v2pb.Code_OK {
 		t.Fatalf("Heartbeat: %v %v", r, err)
 	}
