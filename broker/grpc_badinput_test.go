@@ -13,7 +13,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/rmqgo/rmq/broker/config"
-	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/internal/testutil/randproto"
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
 )
 
@@ -47,7 +47,7 @@ func TestGrpcRandomRequests(t *testing.T) {
 				t.Fatal(err)
 			}
 			req, resp := in.New(), out.New()
-			testutil.FillRandom(r, req, 4, strs)
+			randproto.Fill(r, req, 4, strs)
 			ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), "x-mq-client-id", "rnd-"+strconv.Itoa(r.IntN(5))), 300*time.Millisecond)
 			if !md.IsStreamingClient() && !md.IsStreamingServer() {
 				err = conn.Invoke(ctx, full, req.Interface(), resp.Interface())

@@ -11,7 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/internal/testutil/randproto"
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
 )
 
@@ -60,7 +60,7 @@ func TestRandomRequestsDoNotPanic(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			testutil.FillRandom(r, req, 4, randomStrings)
+			randproto.Fill(r, req, 4, randomStrings)
 			resp, err := newMessage(md.Output())
 			if err != nil {
 				t.Fatal(err)

@@ -1,4 +1,6 @@
-package testutil
+// Package randproto fills protobuf messages with random values for bad-input
+// tests (a package of its own: only its importers need protobuf).
+package randproto
 
 import (
 	"bytes"
@@ -7,11 +9,11 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// FillRandom sets random values in about two thirds of m's fields, depth
+// Fill sets random values in about two thirds of m's fields, depth
 // levels of messages deep: strings drawn from strs, bytes of 0 to 200
 // bytes, numbers and enum values near the edges (negative, zero, large,
 // unknown enum values). Bad-input tests send what it makes to every rpc.
-func FillRandom(r *rand.Rand, m protoreflect.Message, depth int, strs []string) {
+func Fill(r *rand.Rand, m protoreflect.Message, depth int, strs []string) {
 	fields := m.Descriptor().Fields()
 	for i := 0; i < fields.Len(); i++ {
 		fd := fields.Get(i)
@@ -32,7 +34,7 @@ func FillRandom(r *rand.Rand, m protoreflect.Message, depth int, strs []string) 
 				if fd.Kind() == protoreflect.MessageKind {
 					if depth > 0 {
 						e := l.NewElement()
-						FillRandom(r, e.Message(), depth-1, strs)
+						Fill(r, e.Message(), depth-1, strs)
 						l.Append(e)
 					}
 				} else if v, ok := randomScalar(r, fd, strs); ok {
@@ -41,7 +43,7 @@ func FillRandom(r *rand.Rand, m protoreflect.Message, depth int, strs []string) 
 			}
 		case fd.Kind() == protoreflect.MessageKind || fd.Kind() == protoreflect.GroupKind:
 			if depth > 0 {
-				FillRandom(r, m.Mutable(fd).Message(), depth-1, strs)
+				Fill(r, m.Mutable(fd).Message(), depth-1, strs)
 			}
 		default:
 			if v, ok := randomScalar(r, fd, strs); ok {
