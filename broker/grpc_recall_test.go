@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -228,7 +226,7 @@ func TestGrpcRecallOnAnotherBroker(t *testing.T) {
 		t.Fatalf("delay send on broker-b: %d %q, recall handle %q", sent.Code, sent.Remark, handle)
 	}
 
-	conn, err := grpc.NewClient(a.GrpcAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpcDial(a.GrpcAddr())
 	if err != nil {
 		t.Fatal(err)
 	}
