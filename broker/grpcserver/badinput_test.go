@@ -415,7 +415,14 @@ func TestUnknownAndIllegalResources(t *testing.T) {
 		{"blank key", send(msg("T", func(m *v2pb.Message) { m.SystemProperties.Keys = []string{"\t"} })), v2pb.Code_ILLEGAL_MESSAGE_KEY},
 		{"system property key", send(msg("T", func(m *v2pb.Message) { m.UserProperties = map[string]string{"TAGS": "x"} })), v2pb.Code_ILLEGAL_MESSAGE_PROPERTY_KEY},
 		{"no message id", send(msg("T", func(m *v2pb.Message) { m.SystemProperties.MessageId = "" })), v2pb.Code_ILLEGAL_MESSAGE_ID},
-		{"no message at all", func() *v2pb.Status { r, _ := c.SendMessage(ctx, &v2pb.SendMessageRequest{}); return r.GetStatus() }, v2pb.Code_BAD_REQUEST},
+		{"no message at all", func() *v2pb.Status { r, _ := c.SendMessage(ctx, &v2pb.SendMessageRequest{}); return r.GetStatus() }, v2pb.Code_MESSAGE_CORRUPTED},
+		{"messages of two topics in one request", func() *v2pb.Status {
+			r, _ := c.SendMessage(ctx, &v2pb.SendMessageRequest{Messages: []*v2pb.Message{normalMessage("T", "01A", []byte("a")), normalMessage("F", "01B", []byte("b"))}})
+			if len(r.GetEntries()) != 0 {
+				return &v2pb.Status{Message: "entries answered"}
+			}
+			return r.GetStatus()
+		}, v2pb.Code_MESSAGE_CORRUPTED},
 		{"assignment of an unknown topic", assign("Missing", "G"), v2pb.Code_TOPIC_NOT_FOUND},
 		{"assignment of a system group", assign("T", "CID_RMQ_SYS_G"), v2pb.Code_ILLEGAL_CONSUMER_GROUP},
 		{"receive from an unknown topic", receive("Missing", "G"), v2pb.Code_TOPIC_NOT_FOUND},

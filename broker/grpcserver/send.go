@@ -14,6 +14,7 @@ import (
 	"unicode/utf16"
 
 	"google.golang.org/grpc/peer"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
 	"github.com/rmqgo/rmq/pkg/message"
@@ -119,8 +120,16 @@ func sendCode(rc int32) v2pb.Code {
 //     peer's address is the stored born host.
 func (m *messaging) SendMessage(ctx context.Context, req *v2pb.SendMessageRequest) (*v2pb.SendMessageResponse, error) {
 	msgs := req.GetMessages()
+	// As the proxy's SendMessageActivity: a request carries one topic's
+	// messages; none, or another topic than the first's, is
+	// MESSAGE_CORRUPTED and nothing is sent.
 	if len(msgs) == 0 {
-		return &v2pb.SendMessageResponse{Status: &v2pb.Status{Code: v2pb.Code_BAD_REQUEST, Message: "no message to send"}}, nil
+		return &v2pb.SendMessageResponse{Status: &v2pb.Status{Code: v2pb.Code_MESSAGE_CORRUPTED, Message: "no message to send"}}, nil
+	}
+	for _, msg := range msgs[1:] {
+		if !proto.Equal(msg.GetTopic(), msgs[0].GetTopic()) {
+			return &v2pb.SendMessageResponse{Status: &v2pb.Status{Code: v2pb.Code_MESSAGE_CORRUPTED, Message: "topic in message is not same"}}, nil
+		}
 	}
 	var peerAddr netip.AddrPort
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {

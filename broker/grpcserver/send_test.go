@@ -145,7 +145,7 @@ func TestSendMessageEmpty(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	resp, err := c.SendMessage(ctx, &v2pb.SendMessageRequest{})
-	if err != nil || resp.GetStatus().GetCode() != v2pb.Code_BAD_REQUEST {
-		t.Fatalf("SendMessage with no message: %v %v, want BAD_REQUEST", resp, err)
+	if err != nil || resp.GetStatus().GetCode() != v2pb.Code_MESSAGE_CORRUPTED {
+		t.Fatalf("SendMessage with no message: %v %v, want MESSAGE_CORRUPTED (the proxy's)", resp, err)
 	}
 }
