@@ -45,7 +45,9 @@ func (m *messaging) AckMessage(ctx context.Context, req *v2pb.AckMessageRequest)
 		return &v2pb.AckMessageResponse{Status: st}, nil
 	}
 	if len(req.GetEntries()) == 0 {
-		return &v2pb.AckMessageResponse{Status: newStatus(v2pb.Code_BAD_REQUEST, "no entry to ack")}, nil
+		// The proxy's answer to an ack without entries (its
+		// setAckResponseStatus with no result).
+		return &v2pb.AckMessageResponse{Status: newStatus(v2pb.Code_INTERNAL_SERVER_ERROR, "ack message result is empty")}, nil
 	}
 	resp := &v2pb.AckMessageResponse{}
 	codes := map[v2pb.Code]bool{}

@@ -388,7 +388,7 @@ func TestAckMessage(t *testing.T) {
 		entry   []v2pb.Code
 	}{
 		{"ok", []*v2pb.AckMessageEntry{{MessageId: "a", ReceiptHandle: good}}, Result{}, v2pb.Code_OK, []v2pb.Code{v2pb.Code_OK}},
-		{"no entries", nil, Result{}, v2pb.Code_BAD_REQUEST, nil},
+		{"no entries", nil, Result{}, v2pb.Code_INTERNAL_SERVER_ERROR, nil}, // the proxy's "ack message result is empty"
 		{"bad handle", []*v2pb.AckMessageEntry{{MessageId: "a", ReceiptHandle: "junk"}}, Result{}, v2pb.Code_INVALID_RECEIPT_HANDLE, []v2pb.Code{v2pb.Code_INVALID_RECEIPT_HANDLE}},
 		{"expired", []*v2pb.AckMessageEntry{{MessageId: "a", ReceiptHandle: expired}}, Result{}, v2pb.Code_INVALID_RECEIPT_HANDLE, []v2pb.Code{v2pb.Code_INVALID_RECEIPT_HANDLE}},
 		{"broker knows no such pop", []*v2pb.AckMessageEntry{{MessageId: "a", ReceiptHandle: good}}, Result{Code: code.NoMessage, Remark: "no checkpoint"}, v2pb.Code_INVALID_RECEIPT_HANDLE, []v2pb.Code{v2pb.Code_INVALID_RECEIPT_HANDLE}},
