@@ -2,6 +2,7 @@ package grpcserver
 
 import (
 	"context"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 
@@ -41,7 +42,6 @@ const relayTimeoutRemark = "call remote timeout"
 // client, by nonce. The zero value is ready.
 type replies struct {
 	mu    sync.Mutex
-	next  uint64
 	waits map[string]chan *v2pb.TelemetryCommand // nil when ended
 	ended bool
 }
@@ -57,8 +57,12 @@ func (r *replies) add() (nonce string, ch chan *v2pb.TelemetryCommand, ok bool) 
 	if r.waits == nil {
 		r.waits = map[string]chan *v2pb.TelemetryCommand{}
 	}
-	r.next++
-	nonce = strconv.FormatUint(r.next, 10)
+	// Random, not a counter per stream: a client whose stream was replaced
+	// answers an old command on its new stream, where a counter's nonce
+	// could name another request.
+	for nonce == "" || r.waits[nonce] != nil {
+		nonce = strconv.FormatUint(rand.Uint64(), 36)
+	}
 	ch = make(chan *v2pb.TelemetryCommand, 1)
 	r.waits[nonce] = ch
 	return nonce, ch, true
