@@ -42,8 +42,8 @@ const relayTimeoutRemark = "call remote timeout"
 // client, by nonce. The zero value is ready.
 type replies struct {
 	mu    sync.Mutex
-	waits map[string]chan *v2pb.TelemetryCommand // nil when ended
-	ended bool
+	waits map[string]chan *v2pb.TelemetryCommand
+	ended bool // the stream ended: no more requests
 }
 
 // add registers a waiting request and returns its nonce; ok is false once
