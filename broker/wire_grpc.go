@@ -74,6 +74,7 @@ func (g grpcBackend) Send(ctx context.Context, in grpcserver.SendInput) (grpcser
 			return grpcserver.SendResult{}, fmt.Errorf("send answered queueOffset %q: %w", resp.Ext("queueOffset"), err)
 		}
 		res.TransactionID = resp.Ext("transactionId")
+		res.RecallHandle = resp.Ext("recallHandle")
 		if res.TransactionID != "" {
 			// A half message: END_TRANSACTION names it by its CommitLog
 			// offset, which the offset message id carries.

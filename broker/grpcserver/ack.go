@@ -147,6 +147,7 @@ func (m *messaging) ForwardMessageToDeadLetterQueue(ctx context.Context, req *v2
 // check-back targets at once, not when their streams end.
 func (m *messaging) NotifyClientTermination(ctx context.Context, req *v2pb.NotifyClientTerminationRequest) (*v2pb.NotifyClientTerminationResponse, error) {
 	m.consumerGone(ctx, req)
+	m.producerGone(ctx)
 	m.producers.forgetClient(clientID(ctx))
 	return &v2pb.NotifyClientTerminationResponse{Status: ok()}, nil
 }

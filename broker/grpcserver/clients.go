@@ -65,11 +65,19 @@ func (t *clientTable) setType(id string, ct v2pb.ClientType) {
 	t.types[id] = ct
 }
 
-// isLite reports a lite push consumer, as its settings or heartbeats said.
+// isLite reports a lite consumer, as its settings or heartbeats said.
 func (t *clientTable) isLite(id string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.types[id] == v2pb.ClientType_LITE_PUSH_CONSUMER
+	return isLiteType(t.types[id])
+}
+
+// isLiteType: lite push consumers and lite simple consumers (5.5.1) both
+// receive the lite topics they subscribed (POP_LITE_MESSAGE by client id),
+// as behind the proxy; they differ only on the client side (a listener or
+// explicit receives).
+func isLiteType(t v2pb.ClientType) bool {
+	return t == v2pb.ClientType_LITE_PUSH_CONSUMER || t == v2pb.ClientType_LITE_SIMPLE_CONSUMER
 }
 
 func (t *clientTable) get(id string) *v2pb.Subscription {
@@ -121,7 +129,7 @@ func (m *messaging) clientInfo(ctx context.Context, group string) ClientInfo {
 
 func isConsumer(t v2pb.ClientType) bool {
 	return t == v2pb.ClientType_PUSH_CONSUMER || t == v2pb.ClientType_SIMPLE_CONSUMER || t == v2pb.ClientType_PULL_CONSUMER ||
-		t == v2pb.ClientType_LITE_PUSH_CONSUMER
+		isLiteType(t)
 }
 
 // consumerHeartbeat registers a consumer with its group as the proxy's

@@ -172,11 +172,18 @@ func TestSyncLiteSubscription(t *testing.T) {
 }
 
 // TestLitePushConsumerRpcs: a client whose settings say LITE_PUSH_CONSUMER
-// gets the lite limits in its settings, receives through the lite pop
-// (messages with their lite topic; one delivered max-attempts times goes
-// to the DLQ), and its acks, changes and dead-letterings with lite_topic
-// take the lite paths. Other clients keep the regular pop.
+// or LITE_SIMPLE_CONSUMER gets the lite limits in its settings, receives
+// through the lite pop (messages with their lite topic; one delivered
+// max-attempts times goes to the DLQ), and its acks, changes and
+// dead-letterings with lite_topic take the lite paths. Other clients keep
+// the regular pop.
 func TestLitePushConsumerRpcs(t *testing.T) {
+	for _, typ := range []v2pb.ClientType{v2pb.ClientType_LITE_PUSH_CONSUMER, v2pb.ClientType_LITE_SIMPLE_CONSUMER} {
+		t.Run(typ.String(), func(t *testing.T) { testLiteConsumerRpcs(t, typ) })
+	}
+}
+
+func testLiteConsumerRpcs(t *testing.T, typ v2pb.ClientType) {
 	f := newFakeLite()
 	now := time.Now()
 	lm := func(body, lite string, reconsume int32, off int64) *message.Message {
@@ -194,7 +201,6 @@ func TestLitePushConsumerRpcs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	typ := v2pb.ClientType_LITE_PUSH_CONSUMER
 	if err := stream.Send(&v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_Settings{Settings: &v2pb.Settings{
 		ClientType: &typ, PubSub: &v2pb.Settings_Subscription{Subscription: &v2pb.Subscription{Group: res("LG"),
 			Subscriptions: []*v2pb.SubscriptionEntry{{Topic: res("P"), Expression: &v2pb.FilterExpression{Expression: "*"}}}}},

@@ -173,9 +173,13 @@ func acceptTypes(topicType string) []v2pb.MessageType {
 }
 
 // Heartbeat keeps the client alive. Consumers are registered with their
-// group (clients.go); producers have nothing to register.
+// group (clients.go), producers with the topics they publish
+// (producers.go).
 func (m *messaging) Heartbeat(ctx context.Context, req *v2pb.HeartbeatRequest) (*v2pb.HeartbeatResponse, error) {
 	if st := m.consumerHeartbeat(ctx, req); st != nil {
+		return &v2pb.HeartbeatResponse{Status: st}, nil
+	}
+	if st := m.producerHeartbeat(ctx, req); st != nil {
 		return &v2pb.HeartbeatResponse{Status: st}, nil
 	}
 	return &v2pb.HeartbeatResponse{Status: ok()}, nil
@@ -203,6 +207,7 @@ func (m *messaging) Telemetry(stream v2pb.MessagingService_TelemetryServer) erro
 	}
 	sess := m.producers.newSession(stream, clientID(stream.Context()), remote)
 	defer m.producers.remove(sess)
+	defer m.producerStreamEnded(stream.Context(), sess)
 	defer sess.endReplies()
 	done := make(chan error, 1)
 	go func() { done <- m.telemetry(stream, sess) }()
@@ -237,6 +242,7 @@ func (m *messaging) telemetry(stream v2pb.MessagingService_TelemetryServer, sess
 				topics = append(topics, t.GetName())
 			}
 			m.producers.publish(sess, topics)
+			m.producerPublishes(stream.Context(), topics)
 		}
 		m.rememberSettings(stream.Context(), s)
 		if err := sess.send(&v2pb.TelemetryCommand{Status: ok(), Command: &v2pb.TelemetryCommand_Settings{Settings: m.settings(s)}}); err != nil {
@@ -273,7 +279,7 @@ func (m *messaging) settings(client *v2pb.Settings) *v2pb.Settings {
 		}}
 	case *v2pb.Settings_Subscription:
 		m.subscriptionSettings(out, ps.Subscription)
-		if l := m.lite(); l != nil && client.GetClientType() == v2pb.ClientType_LITE_PUSH_CONSUMER {
+		if l := m.lite(); l != nil && isLiteType(client.GetClientType()) {
 			lim := l.LiteLimits(ps.Subscription.GetGroup().GetName())
 			sub := out.GetSubscription()
 			sub.LiteSubscriptionQuota, sub.MaxLiteTopicSize = &lim.Quota, &lim.MaxLiteTopicSize

@@ -40,13 +40,15 @@ type SendInput struct {
 
 // SendResult is the send path's answer: a remoting response code
 // (remoting/code) and remark, and on success the queue offset, the
-// transaction id (half messages) and the CommitLog offset.
+// transaction id (half messages), the CommitLog offset and the recall
+// handle (timer messages, recall.go).
 type SendResult struct {
 	Code            int32
 	Remark          string
 	Offset          int64
 	TransactionID   string
 	CommitLogOffset int64
+	RecallHandle    string
 }
 
 // Sender stores messages through the broker's send path.
@@ -315,7 +317,7 @@ func (m *messaging) sendOne(ctx context.Context, msg *v2pb.Message, born netip.A
 	if res.Code != rcSuccess {
 		return fail(sendCode(res.Code), "%s", res.Remark)
 	}
-	e := &v2pb.SendResultEntry{Status: ok(), MessageId: id, Offset: res.Offset}
+	e := &v2pb.SendResultEntry{Status: ok(), MessageId: id, Offset: res.Offset, RecallHandle: res.RecallHandle}
 	if typ == typeTransaction {
 		e.TransactionId = res.TransactionID
 		if e.TransactionId == "" {

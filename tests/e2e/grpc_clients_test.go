@@ -131,6 +131,14 @@ func java5(t *testing.T) clientScript {
 		env: []string{"RMQ_JAVA_LOG_DIR=" + t.TempDir()}}
 }
 
+// python5 runs scripts/python5's client (rocketmq-python-client 5.1.2),
+// which has node5's command line; a first run installs its packages. The
+// client logs under $HOME/logs: HOME is a temporary directory.
+func python5(t *testing.T) clientScript {
+	return clientScript{name: "python5-client.sh", who: "Python 5.x client", timeout: 5 * time.Minute,
+		env: []string{"HOME=" + t.TempDir()}}
+}
+
 // node5 runs scripts/node5's client (rocketmq-client-nodejs 1.0.8).
 func node5() clientScript {
 	return clientScript{name: "node5-client.sh", who: "Node.js 5.x client", timeout: 3 * time.Minute}

@@ -26,7 +26,8 @@ import (
 // quiet second after, and the group's lag on both lite topics is 0
 // (mqadmin getLiteGroupInfo).
 //
-// A client skips with a message when java/mvn or node/npm is missing.
+// A client skips with a message when java/mvn, node/npm or python3 is
+// missing.
 func TestGrpcLitePushConsumers(t *testing.T) {
 	skipShort(t, "real processes and 5.x clients")
 	t.Parallel()
@@ -51,6 +52,14 @@ func TestGrpcLitePushConsumers(t *testing.T) {
 		}},
 		{"Node", "GID_grpc_node_lite", "n", func(*testing.T) clientScript { return node5() }, func(group, lites string) []string {
 			return []string{"lite", "--endpoint", endpoint, "--topic", parent, "--group", group, "--lites", lites, "--count", "4", "--quiet", "1"}
+		}},
+		{"Python", "GID_grpc_python_lite", "p", python5, func(group, lites string) []string {
+			return []string{"lite", "--endpoint", endpoint, "--topic", parent, "--group", group, "--lites", lites, "--count", "4", "--quiet", "1"}
+		}},
+		// The lite simple consumer (LITE_SIMPLE_CONSUMER, 5.5.1) receives
+		// and acks by itself.
+		{"PythonSimple", "GID_grpc_python_lite_simple", "s", python5, func(group, lites string) []string {
+			return []string{"lite-simple", "--endpoint", endpoint, "--topic", parent, "--group", group, "--lites", lites, "--count", "4", "--quiet", "1", "--invisible", "10000"}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,15 +15,30 @@ import (
 
 // TestGrpcNodeClient: the RocketMQ 5.x Node.js client
 // (rocketmq-client-nodejs 1.0.8, scripts/node5-client.sh) on the broker's
-// gRPC endpoint (issue 17). It sends NORMAL messages; client-go sends more
-// over remoting; the Node.js SimpleConsumer receives and acks all of them
-// with the ids, bodies, tags, keys and user properties they were sent with,
-// whichever protocol sent them. Skips with a message when node or npm is
-// missing.
+// gRPC endpoint (issue 17): see grpcScriptClientRoundTrip. Skips with a
+// message when node or npm is missing.
 func TestGrpcNodeClient(t *testing.T) {
 	skipShort(t, "real processes and a Node.js 5.x client")
 	t.Parallel()
-	const topic = "GrpcNodeTopic"
+	grpcScriptClientRoundTrip(t, node5(), "GrpcNodeTopic", "node")
+}
+
+// TestGrpcPythonClient: the RocketMQ 5.x Python client
+// (rocketmq-python-client 5.1.2, scripts/python5-client.sh) on the broker's
+// gRPC endpoint (issue 17): see grpcScriptClientRoundTrip. Skips with a
+// message when python3 or its venv module is missing.
+func TestGrpcPythonClient(t *testing.T) {
+	skipShort(t, "real processes and a Python 5.x client")
+	t.Parallel()
+	grpcScriptClientRoundTrip(t, python5(t), "GrpcPythonTopic", "python")
+}
+
+// grpcScriptClientRoundTrip: a 5.x client run by a script with
+// scripts/node5/client.js's command line sends NORMAL messages over gRPC;
+// client-go sends more over remoting; the client's SimpleConsumer receives
+// and acks all of them with the ids, bodies, tags, keys and user
+// properties they were sent with, whichever protocol sent them.
+func grpcScriptClientRoundTrip(t *testing.T, client clientScript, topic, prefix string) {
 	c, endpoint := startGrpcCluster(t, map[string]string{
 		// As the proxy, a receive's long polling is at least
 		// grpcClientConsumerMinLongPollingTimeoutMillis (5 s by default) and
@@ -39,12 +54,12 @@ func TestGrpcNodeClient(t *testing.T) {
 	var res struct {
 		IDs []string `json:"ids"`
 	}
-	node5().run(t, &res, "produce", "--endpoint", endpoint, "--topic", topic, "--count", "3", "--prefix", "node")
+	client.run(t, &res, "produce", "--endpoint", endpoint, "--topic", topic, "--count", "3", "--prefix", prefix)
 	for i, id := range res.IDs {
-		want[id] = sent{fmt.Sprintf("node-%d", i), fmt.Sprintf("key-%d", i)}
+		want[id] = sent{fmt.Sprintf("%s-%d", prefix, i), fmt.Sprintf("key-%d", i)}
 	}
 
-	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})), producer.WithInstanceName("grpc-node"), producer.WithRetry(2))
+	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})), producer.WithInstanceName("grpc-"+prefix), producer.WithRetry(2))
 	p = started(t, p, err)
 	defer func() { _ = p.Shutdown() }()
 	for i := range 2 {
@@ -71,7 +86,7 @@ func TestGrpcNodeClient(t *testing.T) {
 			DeliveryAttempt      int `json:"deliveryAttempt"`
 		} `json:"messages"`
 	}
-	node5().run(t, &got, "consume", "--endpoint", endpoint, "--topic", topic, "--group", "node_grpc_cg", "--count", "5", "--timeout", "30")
+	client.run(t, &got, "consume", "--endpoint", endpoint, "--topic", topic, "--group", prefix+"_grpc_cg", "--count", "5", "--timeout", "30")
 	seen := map[string]bool{}
 	for _, m := range got.Messages {
 		w, ok := want[m.ID]
@@ -94,6 +109,6 @@ func TestGrpcNodeClient(t *testing.T) {
 			}
 		}
 		sort.Strings(missing)
-		t.Errorf("the Node.js consumer got %d of %d messages; missing %v", len(seen), len(want), missing)
+		t.Errorf("the %s consumer got %d of %d messages; missing %v", client.who, len(seen), len(want), missing)
 	}
 }
