@@ -387,8 +387,9 @@ func (c *grpcClients) stopAll() {
 }
 
 // channel is the client's channel, made when it has none or its old one
-// was closed; requests the broker pushes on it go to push.
-func (c *grpcClients) channel(id, remote string, push func(*remoting.Command)) *remoting.Channel {
+// was closed; requests the broker pushes on it go to push with the
+// channel (which answers them with Deliver).
+func (c *grpcClients) channel(id, remote string, push func(*remoting.Channel, *remoting.Command)) *remoting.Channel {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ch := c.chans[id]; ch != nil && ch.IsActive() {
@@ -404,7 +405,8 @@ func (c *grpcClients) channel(id, remote string, push func(*remoting.Command)) *
 			delete(c.chans, id)
 		}
 	}
-	ch := remoting.NewLocalPeerChannel("grpc", remote, func(*remoting.Command) {}, push)
+	var ch *remoting.Channel
+	ch = remoting.NewLocalPeerChannel("grpc", remote, func(*remoting.Command) {}, func(req *remoting.Command) { push(ch, req) })
 	c.chans[id] = ch
 	return ch
 }

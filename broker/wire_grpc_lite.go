@@ -239,12 +239,17 @@ var _ grpcserver.LiteConsumer = grpcBackend{}
 // keeps the channel of a client's last ADD) reaches the client as a
 // NotifyUnsubscribeLiteCommand on its Telemetry stream, as the proxy
 // relays it; a CHECK_TRANSACTION_STATE (the channel of a producer in the
-// producer table) its RecoverOrphanedTransactionCommand; other pushes have
-// no gRPC form and are dropped.
+// producer table) its RecoverOrphanedTransactionCommand;
+// GET_CONSUMER_RUNNING_INFO and CONSUME_MESSAGE_DIRECTLY are asked on that
+// stream and answered on the channel (wire_grpc_admin.go); other pushes
+// have no gRPC form and are dropped.
 func (g grpcBackend) clientChannel(id, remote string) *remoting.Channel {
-	return g.b.grpcClients.channel(id, remote, func(c *remoting.Command) {
+	return g.b.grpcClients.channel(id, remote, func(ch *remoting.Channel, c *remoting.Command) {
 		if c.Code == code.CheckTransactionState {
 			g.producerCheck(id, c) // wire_grpc_producers.go
+			return
+		}
+		if g.relayAdmin(ch, id, c) {
 			return
 		}
 		if c.Code != code.NotifyUnsubscribeLite {

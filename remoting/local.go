@@ -58,3 +58,15 @@ func (t *localTransport) write(b []byte) error {
 func (t *localTransport) close() error { t.closed.Store(true); return nil }
 
 func (t *localTransport) active() bool { return !t.closed.Load() }
+
+// Deliver completes the request waiting on ch under resp.Opaque with resp,
+// as a response frame read from a connection does; a response nobody
+// waits for (one that comes after the request's timeout) is dropped. It is
+// how the request callback of NewLocalPeerChannel answers a request
+// invoked on its channel: at once, or later from another goroutine (the
+// callback runs while the channel's write is in progress and must not
+// block).
+func (ch *Channel) Deliver(resp *Command) {
+	resp.Flag |= FlagResponse
+	ch.completeResponse(resp)
+}

@@ -200,8 +200,9 @@ func (m *messaging) Heartbeat(ctx context.Context, req *v2pb.HeartbeatRequest) (
 // registered for the topics it publishes: the broker's transaction check
 // sends its RecoverOrphanedTransactionCommand there (transaction.go). A
 // lite push consumer also gets its lite limits, and its stream takes the
-// broker's lite unsubscribe notifications (lite.go).
-// Other commands are not served yet and are ignored.
+// broker's lite unsubscribe notifications (lite.go). A client's
+// ThreadStackTrace and VerifyMessageResult answer the admin requests
+// relayed to it (verify.go). Other commands are ignored.
 //
 // A stream lasts as long as its client; when the server shuts down the
 // stream ends with UNAVAILABLE so that the graceful stop does not wait for
@@ -214,6 +215,7 @@ func (m *messaging) Telemetry(stream v2pb.MessagingService_TelemetryServer) erro
 	sess := m.producers.newSession(stream, clientID(stream.Context()), remote)
 	defer m.producers.remove(sess)
 	defer m.producerStreamEnded(stream.Context(), sess)
+	defer sess.endReplies()
 	done := make(chan error, 1)
 	go func() { done <- m.telemetry(stream, sess) }()
 	select {
@@ -233,6 +235,9 @@ func (m *messaging) telemetry(stream v2pb.MessagingService_TelemetryServer, sess
 		}
 		if err != nil {
 			return err
+		}
+		if sess.reply(cmd) {
+			continue
 		}
 		s := cmd.GetSettings()
 		if s == nil {

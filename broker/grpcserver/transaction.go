@@ -112,6 +112,10 @@ type Session struct {
 	pushes chan struct{}
 
 	topics []string // guarded by p.mu
+
+	// replies are the admin requests waiting for the client's answer
+	// (verify.go).
+	replies replies
 }
 
 func (p *Producers) newSession(stream v2pb.MessagingService_TelemetryServer, clientID, remote string) *Session {
