@@ -6,6 +6,12 @@
 // {"ready":true,"lites":N} and consumes (each message SUCCESS) until --count
 // distinct messages or --timeout s, then --quiet s more. The last stdout line
 // is a JSON result ({"ok": true|false, ...}); see scripts/node5-client.sh.
+// `restart` sends (message seq property, one per 20 ms for --secs s) and
+// receives and acks with a SimpleConsumer while the test restarts or kills
+// the broker, printing "acked N" (acknowledged sends) every 200 ms; after
+// the sends the consumer gets --timeout s to ack every acknowledged send.
+// It passes when none is missing and no message whose ack succeeded came
+// again (scripts/java5's GrpcRestartCheck, the same check).
 //
 //   node client.js produce --endpoint 127.0.0.1:8081 --topic T --count 3 --prefix p
 //   node client.js consume --endpoint 127.0.0.1:8081 --topic T --group G --count 3 --timeout 20
@@ -22,7 +28,7 @@ function parseArgs(argv) {
     if (key === 'no-ack') { opts.ack = false; continue; }
     const v = argv[++i];
     if (v === undefined) throw new Error(`${a} needs a value`);
-    opts[key] = [ 'count', 'timeout', 'invisible', 'delay', 'quiet' ].includes(key) ? Number(v) : v;
+    opts[key] = [ 'count', 'timeout', 'invisible', 'delay', 'quiet', 'secs' ].includes(key) ? Number(v) : v;
   }
   if (!opts.endpoint || !opts.topic) throw new Error('--endpoint and --topic are required');
   return opts;
@@ -116,16 +122,78 @@ async function lite(o) {
   return { ok: true, got };
 }
 
+async function restart(o) {
+  if (!o.group || !o.secs) throw new Error('restart needs --group and --secs');
+  const producer = new Producer({ endpoints: o.endpoint, logger, topics: [ o.topic ], requestTimeout: 3000 });
+  await producer.startup();
+  const consumer = new SimpleConsumer({
+    endpoints: o.endpoint, logger, consumerGroup: o.group, requestTimeout: 3000,
+    subscriptions: new Map([ [ o.topic, new FilterExpression('*') ] ]), awaitDuration: 1000,
+  });
+  await consumer.startup();
+  const sent = new Set(), acked = new Set(), redelivered = new Set(), errors = [];
+  const counts = { sendFailed: 0, receiveFailed: 0, ackFailed: 0 };
+  const note = e => { if (errors.length < 20) errors.push(String(e && e.message || e)); };
+  let sendEnd = 0;
+  const receiver = (async () => {
+    for (;;) {
+      if (sendEnd && (Date.now() > sendEnd + o.timeout * 1000 || [ ...sent ].every(x => acked.has(x)))) return;
+      let views = [];
+      try {
+        views = await consumer.receive(16, o.invisible);
+      } catch (e) {
+        if (!/not.?found/i.test(String(e && e.message))) { counts.receiveFailed++; note(e); await sleep(200); }
+        continue;
+      }
+      for (const v of views) {
+        const seq = Number(v.properties.get('seq'));
+        if (acked.has(seq)) redelivered.add(seq);
+        try {
+          await consumer.ack(v);
+          acked.add(seq);
+        } catch (e) {
+          counts.ackFailed++; note(e);
+        }
+      }
+    }
+  })();
+  const t0 = Date.now();
+  let seq = 0, last = 0;
+  while (Date.now() - t0 < o.secs * 1000) {
+    try {
+      await producer.send({ topic: o.topic, tag: 'R', keys: [ `r-${seq}` ], properties: new Map([ [ 'seq', String(seq) ] ]), body: Buffer.from(`r-${seq}`) });
+      sent.add(seq);
+    } catch (e) {
+      counts.sendFailed++; note(e); await sleep(100);
+    }
+    seq++;
+    if (Date.now() - last >= 200) { console.log(`acked ${sent.size}`); last = Date.now(); }
+    await sleep(20);
+  }
+  sendEnd = Date.now();
+  await receiver;
+  const drainMs = Date.now() - sendEnd;
+  await consumer.shutdown().catch(note);
+  await producer.shutdown().catch(note);
+  const lost = [ ...sent ].filter(x => !acked.has(x)).sort((a, b) => a - b);
+  const ok = lost.length === 0 && redelivered.size === 0 && sent.size > 0;
+  const res = { ok, sent: seq, acked_sends: sent.size, send_failed: counts.sendFailed, consumed: acked.size,
+    receive_failed: counts.receiveFailed, ack_failed: counts.ackFailed, drain_ms: drainMs,
+    lost: lost.slice(0, 20), redelivered: [ ...redelivered ].slice(0, 20), errors };
+  if (!ok) res.error = `${lost.length} acknowledged sends never consumed, ${redelivered.size} acked messages delivered again`;
+  return res;
+}
+
 async function main() {
   const [ mode, ...rest ] = process.argv.slice(2);
-  if (mode !== 'produce' && mode !== 'consume' && mode !== 'lite') {
-    console.error('usage: client.js produce|consume|lite --endpoint HOST:PORT --topic T [--group G] [--count N] [--prefix P] [--tag T] [--delay MS] [--timeout S] [--invisible MS] [--no-ack] [--filter EXPR] [--lites A,B] [--quiet S]');
+  if (![ 'produce', 'consume', 'lite', 'restart' ].includes(mode)) {
+    console.error('usage: client.js produce|consume|lite|restart --endpoint HOST:PORT --topic T [--group G] [--count N] [--prefix P] [--tag T] [--delay MS] [--timeout S] [--invisible MS] [--no-ack] [--filter EXPR] [--lites A,B] [--quiet S] [--secs S]');
     process.exit(2);
   }
   let res;
   try {
     const o = parseArgs(rest);
-    res = await { produce, consume, lite }[mode](o);
+    res = await { produce, consume, lite, restart }[mode](o);
   } catch (e) {
     res = { ok: false, error: String(e && e.stack || e) };
   }

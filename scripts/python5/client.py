@@ -11,7 +11,14 @@ driver, with the command line of scripts/node5/client.js:
            consumes (each message SUCCESS) until --count distinct messages
            or --timeout s, then --quiet s more;
   lite-simple  the same with a LiteSimpleConsumer (client type
-           LITE_SIMPLE_CONSUMER), receiving and acking itself.
+           LITE_SIMPLE_CONSUMER), receiving and acking itself;
+  restart  sends (message property seq, one per 20 ms for --secs s) and
+           receives and acks with a SimpleConsumer while the test restarts
+           or kills the broker, printing "acked N" (acknowledged sends)
+           every 200 ms; after the sends the consumer gets --timeout s to
+           ack every acknowledged send. It passes when none is missing and
+           no message whose ack succeeded came again (scripts/java5's
+           GrpcRestartCheck, the same check).
 
 The last stdout line is the JSON result ({"ok": true|false, ...}); see
 scripts/python5-client.sh.
@@ -33,7 +40,7 @@ from rocketmq import (ClientConfiguration, ConsumeResult, Credentials,
                       FilterExpression, LitePushConsumer, LiteSimpleConsumer,
                       Message, MessageListener, Producer, SimpleConsumer)
 
-NUMERIC = ("count", "timeout", "invisible", "delay", "quiet")
+NUMERIC = ("count", "timeout", "invisible", "delay", "quiet", "secs")
 
 
 def parse_args(argv):
@@ -189,12 +196,94 @@ def lite_simple(o):
     return {"ok": True, "got": got}
 
 
+def restart(o):
+    if not o.get("group") or not o.get("secs"):
+        raise ValueError("restart needs --group and --secs")
+    producer = Producer(config(o), (o["topic"],))
+    producer.startup()
+    consumer = SimpleConsumer(config(o), o["group"], {o["topic"]: FilterExpression("*")}, await_duration=1)
+    consumer.startup()
+    lock = threading.Lock()
+    sent, acked, redelivered, errors = set(), set(), set(), []
+    counts = {"send_failed": 0, "receive_failed": 0, "ack_failed": 0}
+    send_end = [0.0]
+
+    def note(kind, e):
+        with lock:
+            counts[kind] += 1
+            if len(errors) < 20:
+                errors.append("%s: %s" % (kind, e))
+
+    def receive():
+        while True:
+            end = send_end[0]
+            with lock:
+                done = sent <= acked
+            if end and (time.time() > end + o["timeout"] or done):
+                return
+            try:
+                msgs = consumer.receive(16, int(o["invisible"] / 1000)) or []
+            except Exception as e:  # noqa: BLE001 - counted and retried
+                note("receive_failed", e)
+                time.sleep(0.2)
+                continue
+            for m in msgs:
+                seq = int(m.properties.get("seq", "-1"))
+                with lock:
+                    if seq in acked:
+                        redelivered.add(seq)
+                try:
+                    consumer.ack(m)
+                    with lock:
+                        acked.add(seq)
+                except Exception as e:  # noqa: BLE001
+                    note("ack_failed", e)
+
+    receiver = threading.Thread(target=receive, daemon=True)
+    receiver.start()
+    t0, seq, last = time.time(), 0, 0.0
+    while time.time() - t0 < o["secs"]:
+        m = Message()
+        m.topic, m.tag, m.keys = o["topic"], "R", "r-%d" % seq
+        m.add_property("seq", str(seq))
+        m.body = ("r-%d" % seq).encode()
+        try:
+            producer.send(m)
+            with lock:
+                sent.add(seq)
+        except Exception as e:  # noqa: BLE001
+            note("send_failed", e)
+            time.sleep(0.1)
+        seq += 1
+        if time.time() - last >= 0.2:
+            with lock:
+                n = len(sent)
+            print("acked %d" % n, flush=True)
+            last = time.time()
+        time.sleep(0.02)
+    send_end[0] = time.time()
+    receiver.join()
+    drain_ms = int((time.time() - send_end[0]) * 1000)
+    for c in (consumer, producer):
+        try:
+            c.shutdown()
+        except Exception as e:  # noqa: BLE001
+            errors.append("shutdown: %s" % e)
+    lost = sorted(sent - acked)
+    ok = not lost and not redelivered and bool(sent)
+    res = {"ok": ok, "sent": seq, "acked_sends": len(sent), "consumed": len(acked), "drain_ms": drain_ms,
+           "lost": lost[:20], "redelivered": sorted(redelivered)[:20], "errors": errors, **counts}
+    if not ok:
+        res["error"] = "%d acknowledged sends never consumed, %d acked messages delivered again" % (len(lost), len(redelivered))
+    return res
+
+
 def main():
-    modes = {"produce": produce, "consume": consume, "lite": lite, "lite-simple": lite_simple}
+    modes = {"produce": produce, "consume": consume, "lite": lite, "lite-simple": lite_simple, "restart": restart}
     if len(sys.argv) < 2 or sys.argv[1] not in modes:
-        print("usage: client.py produce|consume|lite|lite-simple --endpoint HOST:PORT --topic T [--group G] [--count N] "
+        print("usage: client.py produce|consume|lite|lite-simple|restart --endpoint HOST:PORT --topic T [--group G] [--count N] "
               "[--prefix P] [--tag T] [--delay MS] [--lite L] [--timeout S] [--invisible MS] [--no-ack] [--filter EXPR] "
-              "[--lites A,B] [--quiet S]", file=sys.stderr)
+              "[--lites A,B] [--quiet S] [--secs S]", file=sys.stderr)
         sys.exit(2)
     # The client logs every rpc; only errors go to stderr.
     logging.getLogger().setLevel(logging.ERROR)
