@@ -30,6 +30,7 @@ scripts/python5-client.sh.
 
 import json
 import logging
+import math
 import os
 import sys
 import threading
@@ -87,7 +88,10 @@ def produce(o):
             if o.get("lite"):
                 m.lite_topic = o["lite"]
             if o.get("delay"):
-                m.delivery_timestamp = int(time.time() * 1000 + o["delay"])
+                # 5.1.2 documents milliseconds but puts the value in the
+                # protobuf Timestamp's seconds: whole seconds, rounded up
+                # so that the message is not due before --delay.
+                m.delivery_timestamp = math.ceil(time.time() + o["delay"] / 1000)
             ids.append(producer.send(m).message_id)
     finally:
         producer.shutdown()
