@@ -451,7 +451,13 @@ func (g grpcBackend) ConsumerHeartbeat(ctx context.Context, c grpcserver.ClientI
 		sd.SubVersion = time.Now().UnixMilli()
 		cd.SubscriptionDataSet = append(cd.SubscriptionDataSet, sd)
 	}
-	body, err := json.Marshal(client.HeartbeatData{ClientID: c.ID, ConsumerDataSet: []client.ConsumerData{cd}, ProducerDataSet: []client.ProducerData{}})
+	return g.heartbeat(ctx, c, client.HeartbeatData{ClientID: c.ID, ConsumerDataSet: []client.ConsumerData{cd}, ProducerDataSet: []client.ProducerData{}})
+}
+
+// heartbeat sends hb as the client's HEART_BEAT on its local channel, as
+// the proxy registers its gRPC clients with the broker.
+func (g grpcBackend) heartbeat(ctx context.Context, c grpcserver.ClientInfo, hb client.HeartbeatData) error {
+	body, err := json.Marshal(hb)
 	if err != nil {
 		return fmt.Errorf("heartbeat body: %w", err)
 	}

@@ -2,8 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/client"
@@ -30,20 +28,7 @@ func (g grpcBackend) ProducerHeartbeat(ctx context.Context, c grpcserver.ClientI
 	for _, group := range groups {
 		hb.ProducerDataSet = append(hb.ProducerDataSet, client.ProducerData{GroupName: group})
 	}
-	body, err := json.Marshal(hb)
-	if err != nil {
-		return fmt.Errorf("heartbeat body: %w", err)
-	}
-	req := remoting.NewRequest(code.HeartBeat, nil, body)
-	req.Language, req.Version = remoting.ParseLanguage(c.Language), clientVersion(c.Version)
-	resp, err := g.handle(ctx, g.clientChannel(c.ID, c.Remote), req)
-	if err != nil {
-		return err
-	}
-	if resp.Code != code.Success {
-		return fmt.Errorf("producer heartbeat: code %d: %s", resp.Code, resp.Remark)
-	}
-	return nil
+	return g.heartbeat(ctx, c, hb)
 }
 
 // ProducerGone unregisters the client from each group and closes its

@@ -58,6 +58,32 @@ func (c *grpcCollector) add(msgs ...*primitive.MessageExt) {
 	}
 }
 
+// groupOrder is, per message group, the queues its messages were consumed
+// from and their bodies in the order of their first deliveries (a
+// redelivery does not count); each first delivery is also passed to check.
+func (c *grpcCollector) groupOrder(check func(id string, r grpcReceived)) (queues map[string]map[int]bool, order map[string][]string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	queues, order = map[string]map[int]bool{}, map[string][]string{}
+	seen := map[string]bool{}
+	for _, id := range c.seq {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		r := c.got[id][0]
+		if queues[r.group] == nil {
+			queues[r.group] = map[int]bool{}
+		}
+		queues[r.group][r.queue] = true
+		order[r.group] = append(order[r.group], r.body)
+		if check != nil {
+			check(id, r)
+		}
+	}
+	return queues, order
+}
+
 func (c *grpcCollector) has(ids ...string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -152,26 +178,11 @@ func TestGrpcJavaTypedProducer(t *testing.T) {
 	}
 	time.Sleep(time.Second) // room for a rolled-back message to show up wrongly
 
-	fifo.mu.Lock()
-	queues := map[string]map[int]bool{}
-	order := map[string][]string{}
-	seen := map[string]bool{}
-	for _, id := range fifo.seq {
-		if seen[id] { // a redelivery: the first delivery gives the order
-			continue
-		}
-		seen[id] = true
-		r := fifo.got[id][0]
-		if queues[r.group] == nil {
-			queues[r.group] = map[int]bool{}
-		}
-		queues[r.group][r.queue] = true
-		order[r.group] = append(order[r.group], r.body)
+	queues, order := fifo.groupOrder(func(id string, r grpcReceived) {
 		if strings.HasPrefix(r.bornHost, "0.0.0.0") || !strings.HasPrefix(r.bornHost, "127.0.0.1:") {
 			t.Errorf("FIFO message %s born host %q, want the Java client's 127.0.0.1:<port>", id, r.bornHost)
 		}
-	}
-	fifo.mu.Unlock()
+	})
 	for _, g := range []string{"g0", "g1"} {
 		want := []string{"fifo-" + g + "-0", "fifo-" + g + "-1", "fifo-" + g + "-2", "fifo-" + g + "-3"}
 		if len(queues[g]) != 1 || fmt.Sprint(order[g]) != fmt.Sprint(want) {

@@ -61,23 +61,7 @@ func scriptTypedProducer(t *testing.T, client clientScript, name string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	fifo.mu.Lock()
-	queues := map[string]map[int]bool{}
-	order := map[string][]string{}
-	seen := map[string]bool{}
-	for _, id := range fifo.seq {
-		if seen[id] { // a redelivery: the first delivery gives the order
-			continue
-		}
-		seen[id] = true
-		r := fifo.got[id][0]
-		if queues[r.group] == nil {
-			queues[r.group] = map[int]bool{}
-		}
-		queues[r.group][r.queue] = true
-		order[r.group] = append(order[r.group], r.body)
-	}
-	fifo.mu.Unlock()
+	queues, order := fifo.groupOrder(nil)
 	for _, g := range []string{"g0", "g1"} {
 		want := []string{"fifo-" + g + "-0", "fifo-" + g + "-1", "fifo-" + g + "-2", "fifo-" + g + "-3"}
 		if len(queues[g]) != 1 || fmt.Sprint(order[g]) != fmt.Sprint(want) {
