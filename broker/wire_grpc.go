@@ -25,12 +25,18 @@ func (g grpcBackend) Topic(name string) (grpcserver.Topic, bool) {
 	if !ok {
 		return grpcserver.Topic{}, false
 	}
-	return grpcserver.Topic{
+	t := grpcserver.Topic{
 		ReadQueues:  tc.ReadQueueNums,
 		WriteQueues: tc.WriteQueueNums,
 		Perm:        tc.Perm & g.b.cfg.Get().BrokerPermission,
 		MessageType: msgtype.TopicType(&tc),
-	}, true
+	}
+	if led, ok := g.b.maps.(interface {
+		Led(topic string) ([]int32, bool)
+	}); ok {
+		t.Logic, t.Static = led.Led(name)
+	}
+	return t, true
 }
 
 func (g grpcBackend) BrokerName() string { return g.b.cfg.Get().BrokerName }
@@ -65,6 +71,11 @@ func (g grpcBackend) Send(ctx context.Context, in grpcserver.SendInput) (grpcser
 		"batch":                 "false",
 	}, in.Body)
 	resp, err := h(send.WithBornHost(ctx, in.BornHost), nil, req)
+	if ce := (*remoting.CodeError)(nil); errors.As(err, &ce) {
+		// A refusal with a response code (NOT_LEADER_FOR_QUEUE from the
+		// static-topic rewriting, docs/static-topics.md §7.1) is an answer.
+		return grpcserver.SendResult{Code: ce.Code, Remark: ce.Remark}, nil
+	}
 	if err != nil {
 		return grpcserver.SendResult{}, fmt.Errorf("send: %w", err)
 	}

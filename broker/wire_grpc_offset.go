@@ -61,8 +61,22 @@ func (g grpcBackend) Pull(ctx context.Context, in grpcserver.PullRequest) (grpcs
 	if err != nil {
 		return grpcserver.PullResult{}, fmt.Errorf("pull response body: %w", err)
 	}
+	// A static topic's pull answers physical messages with the segment's
+	// shift (docs/static-topics.md §7.2): the client sees them at their
+	// logic queue and offsets, as remoting clients make them (§6.5).
+	var delta int64
+	logic := false
+	if d := resp.Ext("offsetDelta"); d != "" {
+		if delta, err = strconv.ParseInt(d, 10, 64); err != nil {
+			return grpcserver.PullResult{}, fmt.Errorf("pull response offsetDelta %q: %w", d, err)
+		}
+		logic = true
+	}
 	limit := g.b.cfg.Get().MaxMessageSize
 	for _, m := range msgs {
+		if logic {
+			m.QueueID, m.QueueOffset = in.QueueID, m.QueueOffset+delta
+		}
 		if m.SysFlag&message.FlagCompressed != 0 {
 			body, err := message.Decompress(m.Body, m.SysFlag, limit)
 			if err != nil {

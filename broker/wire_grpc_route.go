@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/rmqgo/rmq/broker/grpcserver"
 	"github.com/rmqgo/rmq/broker/topic"
 	pcfg "github.com/rmqgo/rmq/pkg/config"
 	"github.com/rmqgo/rmq/pkg/protocol"
+	st "github.com/rmqgo/rmq/pkg/statictopic"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
@@ -37,6 +39,8 @@ func (g grpcBackend) Route(ctx context.Context, name string) ([]grpcserver.Route
 			masters[bd.BrokerName] = a
 		}
 	}
+	static := len(rd.TopicQueueMappingByBroker) > 0
+	led := staticLeaders(name, rd)
 	var out []grpcserver.RouteBroker
 	for _, qd := range rd.QueueDatas {
 		addr, ok := masters[qd.BrokerName]
@@ -45,9 +49,31 @@ func (g grpcBackend) Route(ctx context.Context, name string) ([]grpcserver.Route
 		}
 		out = append(out, grpcserver.RouteBroker{Name: qd.BrokerName, Addr: addr, Topic: grpcserver.Topic{
 			ReadQueues: qd.ReadQueueNums, WriteQueues: qd.WriteQueueNums, Perm: qd.Perm,
+			Static: static, Logic: led[qd.BrokerName],
 		}})
 	}
 	return out, len(out) > 0, nil
+}
+
+// staticLeaders is, for a static topic's route, the logic queue ids each
+// broker leads, ascending, as the remoting clients compute them
+// (pkg/statictopic.Endpoints, docs/static-topics.md §6.2); logic queues
+// nobody leads are left out. Nil for a normal topic.
+func staticLeaders(topic string, rd *protocol.TopicRouteData) map[string][]int32 {
+	if len(rd.TopicQueueMappingByBroker) == 0 {
+		return nil
+	}
+	out := map[string][]int32{}
+	for mq, broker := range st.Endpoints(topic, rd.TopicQueueMappingByBroker) {
+		if broker == st.MockBrokerNone {
+			continue
+		}
+		out[broker] = append(out[broker], int32(mq.QueueID))
+	}
+	for _, ids := range out {
+		slices.Sort(ids)
+	}
+	return out
 }
 
 // PeerEndpoint reads another broker's gRPC endpoint from its configuration

@@ -26,6 +26,12 @@ type Topic struct {
 	Perm int
 	// MessageType is the message.type attribute ("" when it declares none).
 	MessageType string
+	// Static is true for a static topic (docs/static-topics.md): its
+	// clients see logic queues, and Logic are the ids of those this broker
+	// leads, ascending (the currIdMap it registers, §5.1). ReadQueues and
+	// WriteQueues stay the physical queue numbers.
+	Static bool
+	Logic  []int32
 }
 
 // Backend is the part of the broker the rpcs use.
@@ -124,6 +130,9 @@ func appendQueues(queues []*v2pb.MessageQueue, bq brokerQueues, resource *v2pb.R
 	}
 	t := bq.t
 	readable, writable := t.Perm&permRead != 0, t.Perm&permWrite != 0
+	if t.Static {
+		return appendLogicQueues(queues, t, broker, resource, accept)
+	}
 	switch {
 	case readable && writable:
 		rw := min(t.ReadQueues, t.WriteQueues)
@@ -136,6 +145,39 @@ func appendQueues(queues []*v2pb.MessageQueue, bq brokerQueues, resource *v2pb.R
 		add(0, t.WriteQueues, v2pb.Permission_WRITE)
 	default:
 		add(0, max(t.ReadQueues, t.WriteQueues), v2pb.Permission_NONE)
+	}
+	return queues
+}
+
+// appendLogicQueues adds one broker's queues of a static topic
+// (docs/static-topics.md §6.8) [our choice: Apache's proxy builds gRPC
+// routes from the physical queueDatas alone and ignores
+// topicQueueMappingByBroker (proxy/.../service/route/
+// MessageQueueSelector.java, ClusterTopicRouteService.java)]. Writers see
+// what a remoting client sees (§6.2, §6.3): every logic queue it leads, id
+// g, with the broker's permission — a send there goes through the
+// broker's logic → physical rewriting (§7.1). Readers pop physical queues
+// (a receive pops every queue of the broker it reaches), and a broker that
+// leads nothing may still hold older segments of moved logic queues until
+// the clean service drops them (§10): such a broker gets one READ queue
+// with id -1 (the broker-acting id of QueryAssignment) while it has read
+// queues, so that simple consumers keep receiving from it.
+func appendLogicQueues(queues []*v2pb.MessageQueue, t Topic, broker *v2pb.Broker, resource *v2pb.Resource, accept []v2pb.MessageType) []*v2pb.MessageQueue {
+	readable, writable := t.Perm&permRead != 0, t.Perm&permWrite != 0
+	perm := v2pb.Permission_NONE
+	switch {
+	case readable && writable:
+		perm = v2pb.Permission_READ_WRITE
+	case readable:
+		perm = v2pb.Permission_READ
+	case writable:
+		perm = v2pb.Permission_WRITE
+	}
+	for _, g := range t.Logic {
+		queues = append(queues, &v2pb.MessageQueue{Topic: resource, Id: g, Permission: perm, Broker: broker, AcceptMessageTypes: accept})
+	}
+	if len(t.Logic) == 0 && readable && t.ReadQueues > 0 {
+		queues = append(queues, &v2pb.MessageQueue{Topic: resource, Id: -1, Permission: v2pb.Permission_READ, Broker: broker, AcceptMessageTypes: accept})
 	}
 	return queues
 }

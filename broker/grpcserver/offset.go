@@ -113,7 +113,10 @@ func (m *messaging) offsetsFor(r queueRPC) (Offsets, *v2pb.Status) {
 	if r.anyQueue {
 		queues = max(t.ReadQueues, t.WriteQueues)
 	}
-	if id := r.queue.GetId(); id < 0 || int(id) >= queues {
+	// A static topic's queues are logic queues (docs/static-topics.md
+	// §7.2-§7.8), checked by the rewriting: NOT_LEADER_FOR_QUEUE for one
+	// led elsewhere.
+	if id := r.queue.GetId(); id < 0 || int(id) >= queues && !t.Static {
 		return nil, newStatus(v2pb.Code_BAD_REQUEST, "queue id "+strconv.Itoa(int(id))+" is not a queue of topic "+topic.GetName()+
 			" ("+strconv.Itoa(queues)+" queues)")
 	}

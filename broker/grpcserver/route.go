@@ -20,7 +20,10 @@ import (
 // out of the route.
 
 // RouteBroker is one broker's part of a topic's nameserver route: its
-// master's remoting address and the topic's queues there.
+// master's remoting address and the topic's queues there; for a static
+// topic (a route with topicQueueMappingByBroker) Static is set on every
+// broker and Logic are the logic queues the broker leads
+// (docs/static-topics.md §6.2).
 type RouteBroker struct {
 	Name string
 	Addr string
@@ -141,6 +144,15 @@ func (m *messaging) clusterRoute(ctx context.Context, name string, local Topic, 
 	self := m.backend.BrokerName()
 	topicType = local.MessageType
 	typeKnown := hasLocal
+	for _, b := range brokers {
+		if b.Name == self && b.Static && local.Static {
+			// Which logic queue each broker leads is the nameserver's
+			// answer (the highest epoch wins, docs/static-topics.md §6.2):
+			// in the middle of a remapping this broker's own table may
+			// still claim a queue its successor has taken over.
+			local.Logic = b.Logic
+		}
+	}
 	if hasLocal {
 		queues = append(queues, brokerQueues{name: self, ep: m.endpoint, t: local})
 	}

@@ -229,3 +229,56 @@ func TestQueryAssignmentAcrossBrokers(t *testing.T) {
 		t.Errorf("a remote topic without the nameserver: %v %v, want TOPIC_NOT_FOUND", r, err)
 	}
 }
+
+// TestQueryRouteStaticTopic: a static topic's route names its logic queues
+// (ids 0..N-1), each on the broker leading it as the nameserver tells
+// (this broker's own table loses to it), with the broker's permission; a
+// broker that leads nothing but still has read queues (older segments)
+// gets one READ queue -1 for receiving; one without queues is left out;
+// after a remap the route follows the nameserver.
+func TestQueryRouteStaticTopic(t *testing.T) {
+	routes := map[string][]RouteBroker{}
+	b := routerBackend{
+		fakeBackend: fakeBackend{topics: map[string]Topic{
+			// Stale: this broker still claims logic queue 2.
+			"S": {ReadQueues: 2, WriteQueues: 2, Perm: 6, Static: true, Logic: []int32{0, 2}},
+		}},
+		routes:  routes,
+		peers:   map[string]string{"10.0.0.2:10911": "10.0.0.2:8081", "10.0.0.3:10911": "10.0.0.3:8081", "10.0.0.4:10911": "10.0.0.4:8081"},
+		mu:      &sync.Mutex{},
+		lookups: map[string]int{},
+	}
+	c, s := messagingClient(t, b)
+	_, port, _ := hostPort(s.Addr())
+	self := fmt.Sprintf("broker-a@127.0.0.1:%d", port)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tests := []struct {
+		name    string
+		brokers []RouteBroker
+		route   string
+	}{
+		{"spread", []RouteBroker{
+			{Name: "broker-a", Addr: "10.0.0.1:10911", Topic: Topic{ReadQueues: 2, WriteQueues: 2, Perm: 6, Static: true, Logic: []int32{0}}},
+			{Name: "broker-b", Addr: "10.0.0.2:10911", Topic: Topic{ReadQueues: 2, WriteQueues: 2, Perm: 4, Static: true, Logic: []int32{1, 2}}},
+			{Name: "broker-c", Addr: "10.0.0.3:10911", Topic: Topic{ReadQueues: 1, WriteQueues: 1, Perm: 6, Static: true}},
+			{Name: "broker-d", Addr: "10.0.0.4:10911", Topic: Topic{Perm: 6, Static: true}}, // non-target: 0/0
+		}, self + " 0:READ_WRITE [NORMAL], broker-b@10.0.0.2:8081 1:READ [NORMAL], broker-b@10.0.0.2:8081 2:READ [NORMAL], " +
+			"broker-c@10.0.0.3:8081 -1:READ [NORMAL]"},
+		{"remapped", []RouteBroker{
+			{Name: "broker-a", Addr: "10.0.0.1:10911", Topic: Topic{ReadQueues: 2, WriteQueues: 2, Perm: 6, Static: true}},
+			{Name: "broker-b", Addr: "10.0.0.2:10911", Topic: Topic{ReadQueues: 3, WriteQueues: 3, Perm: 6, Static: true, Logic: []int32{0, 1, 2}}},
+		}, self + " -1:READ [NORMAL], broker-b@10.0.0.2:8081 0:READ_WRITE [NORMAL], broker-b@10.0.0.2:8081 1:READ_WRITE [NORMAL], " +
+			"broker-b@10.0.0.2:8081 2:READ_WRITE [NORMAL]"},
+	}
+	for _, tc := range tests {
+		routes["S"] = tc.brokers
+		r, err := c.QueryRoute(ctx, &v2pb.QueryRouteRequest{Topic: &v2pb.Resource{Name: "S"}})
+		if err != nil || r.GetStatus().GetCode() != v2pb.Code_OK {
+			t.Fatalf("%s: QueryRoute: %v %v", tc.name, r, err)
+		}
+		if got := routeView(r); got != tc.route {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.route)
+		}
+	}
+}

@@ -91,6 +91,12 @@ func sendCode(rc int32) v2pb.Code {
 	case rcSystemBusy, rcServiceNotAvailable:
 		return v2pb.Code_TOO_MANY_REQUESTS
 	}
+	// Everything else, NOT_LEADER_FOR_QUEUE (501, a static topic's logic
+	// queue led elsewhere) included, is INTERNAL_SERVER_ERROR, as the
+	// proxy's ResponseBuilder.buildCode default: the 5.x producers (Java
+	// ProducerImpl, Python Producer) retry any such failure at once on the
+	// next queue of their route, and their periodic route refresh follows
+	// the move (docs/static-topics.md §6.8).
 	return v2pb.Code_INTERNAL_SERVER_ERROR
 }
 
@@ -238,7 +244,7 @@ func (m *messaging) sendOne(ctx context.Context, msg *v2pb.Message, born netip.A
 		}
 		return fail(v2pb.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "TopicMessageType validate failed: the topic %s is %s, the message is %s", name, tt, typ)
 	}
-	if t.Perm&permWrite == 0 || t.WriteQueues <= 0 {
+	if t.Perm&permWrite == 0 || t.WriteQueues <= 0 && !t.Static {
 		return fail(v2pb.Code_FORBIDDEN, "topic %s is not writable", name)
 	}
 	body := msg.GetBody()
@@ -269,12 +275,12 @@ func (m *messaging) sendOne(ctx context.Context, msg *v2pb.Message, born netip.A
 	props[message.PropertyUniqClientMessageIDKeyIdx] = id
 	props[message.PropertyProducerGroup] = name
 	var sysFlag int32
-	queue := int32(m.next.Add(1) % uint64(t.WriteQueues))
+	queue := pickQueue(t, m.next.Add(1), "")
 	switch typ {
 	case typeFIFO:
 		group := sp.GetMessageGroup()
 		props[message.PropertyShardingKey] = group
-		queue = int32(jumpHash(int64(javaHashCode(group)), t.WriteQueues))
+		queue = pickQueue(t, 0, group)
 	case typeDelay:
 		at := sp.GetDeliveryTimestamp()
 		if err := at.CheckValid(); err != nil {
@@ -335,6 +341,36 @@ func (m *messaging) sendOne(ctx context.Context, msg *v2pb.Message, born netip.A
 		m.producers.remember(name, e.TransactionId, res.Offset, res.CommitLogOffset)
 	}
 	return e
+}
+
+// pickQueue is the queue a message goes to: for a FIFO message (group not
+// empty) the consistent hash of the group's Java hashCode, else the round
+// robin counter next, over the topic's write queues.
+//
+// A static topic (docs/static-topics.md) is written through its logic
+// queues, and this broker can only write those it leads (the send
+// rewriting turns a logic id into the leader's physical queue, §7.1), so
+// the pick is among t.Logic [our choice: Apache's proxy knows no static
+// topics — its routes are the physical queueDatas — and the 5.x clients
+// do not say which queue they chose (the Python client leaves queue_id
+// unset), so the broker picks, as it does for normal topics]. A broker
+// leading none gets -1: the rewriting answers NOT_LEADER_FOR_QUEUE, which
+// the client retries on another queue of its route until its route
+// refresh drops this broker.
+func pickQueue(t Topic, next uint64, group string) int32 {
+	if t.Static {
+		if len(t.Logic) == 0 {
+			return -1
+		}
+		if group != "" {
+			return t.Logic[jumpHash(int64(javaHashCode(group)), len(t.Logic))]
+		}
+		return t.Logic[next%uint64(len(t.Logic))]
+	}
+	if group != "" {
+		return int32(jumpHash(int64(javaHashCode(group)), t.WriteQueues))
+	}
+	return int32(next % uint64(t.WriteQueues))
 }
 
 // checkTopicName is the proxy's GrpcValidator.validateTopic (Apache

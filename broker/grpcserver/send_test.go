@@ -149,3 +149,31 @@ func TestSendMessageEmpty(t *testing.T) {
 		t.Fatalf("SendMessage with no message: %v %v, want MESSAGE_CORRUPTED (the proxy's)", resp, err)
 	}
 }
+
+// TestPickQueueStatic: a static topic's messages go to the logic queues
+// this broker leads (round robin; a FIFO group by its hash, always the
+// same), -1 when it leads none (the rewriting then answers
+// NOT_LEADER_FOR_QUEUE); a normal topic's to its write queues.
+func TestPickQueueStatic(t *testing.T) {
+	static := Topic{ReadQueues: 3, WriteQueues: 3, Perm: 6, Static: true, Logic: []int32{1, 4}}
+	normal := Topic{ReadQueues: 3, WriteQueues: 3, Perm: 6}
+	tests := []struct {
+		name  string
+		t     Topic
+		group string
+		want  []int32 // for next = 0, 1, 2, 3
+	}{
+		{"static round robin", static, "", []int32{1, 4, 1, 4}},
+		{"static leads none", Topic{ReadQueues: 1, WriteQueues: 1, Perm: 6, Static: true}, "", []int32{-1, -1, -1, -1}},
+		{"static FIFO", static, "g1", []int32{static.Logic[jumpHash(int64(javaHashCode("g1")), 2)], static.Logic[jumpHash(int64(javaHashCode("g1")), 2)],
+			static.Logic[jumpHash(int64(javaHashCode("g1")), 2)], static.Logic[jumpHash(int64(javaHashCode("g1")), 2)]}},
+		{"normal round robin", normal, "", []int32{0, 1, 2, 0}},
+	}
+	for _, tc := range tests {
+		for next, want := range tc.want {
+			if got := pickQueue(tc.t, uint64(next), tc.group); got != want {
+				t.Errorf("%s: pickQueue(next %d) = %d, want %d", tc.name, next, got, want)
+			}
+		}
+	}
+}

@@ -153,6 +153,25 @@ func (m *Manager) lookup(topic string) *protocol.TopicQueueMappingDetail {
 	return m.cur.Load().details[topic]
 }
 
+// Led reports whether the topic has a mapping on this broker (a static
+// topic) and which of its logic queues this broker leads, ascending: the
+// ids whose list ends with this broker, as the currIdMap it registers
+// (docs/static-topics.md §5.1). The gRPC send picks among them (no copy of
+// the detail is made).
+func (m *Manager) Led(topic string) (ids []int32, static bool) {
+	d := m.lookup(topic)
+	if d == nil {
+		return nil, false
+	}
+	for g, items := range d.HostedQueues {
+		if l := leaderOf(items); l != nil && l.Bname == m.opts.BrokerName && d.Bname == m.opts.BrokerName {
+			ids = append(ids, int32(g))
+		}
+	}
+	slices.Sort(ids)
+	return ids, true
+}
+
 // Get implements mapping.Source: a copy of the topic's detail.
 func (m *Manager) Get(topic string) (protocol.TopicQueueMappingDetail, bool) {
 	d := m.lookup(topic)

@@ -188,3 +188,24 @@ func TestManagerCopies(t *testing.T) {
 		t.Fatalf("stored detail modified: %+v", got)
 	}
 }
+
+// TestManagerLed: the logic queues this broker leads (lists ending with
+// it), ascending; a topic without a mapping is not static; a broker that
+// leads nothing any more (its lists end elsewhere) leads none.
+func TestManagerLed(t *testing.T) {
+	m := newMgr(t, filepath.Join(t.TempDir(), "m.json"))
+	if err := m.Update(detail("a", 100, 4, hosted{
+		3: {it("a", 0, 2, 0)},
+		0: {it("a", 0, 0, 0)},
+		1: {it("b", 0, 0, 0), it("a", 1, 1, 10000)},
+		2: {it("a", 0, 3, 0), it("c", 1, 0, -1)},
+	}), UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if ids, static := m.Led(tpc); !static || !reflect.DeepEqual(ids, []int32{0, 1, 3}) {
+		t.Errorf("Led(ST) = %v %v, want [0 1 3] true", ids, static)
+	}
+	if ids, static := m.Led("Other"); static || ids != nil {
+		t.Errorf("Led(Other) = %v %v, want none", ids, static)
+	}
+}
