@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/rmqgo/rmq/internal/testutil"
@@ -37,12 +38,15 @@ import (
 //     elsewhere), one to broker-b answers a logic offset of the new
 //     segment; the Python client sends again and its consumer receives
 //     the messages of both sides of the remap, and the remoting reader
-//     sees all of them, each once.
+//     sees all of them, each once;
+//   - the gRPC pull rpcs (QueryOffset, PullMessage) on each logic queue at
+//     broker-b read them too, at their logic queue and offsets.
 //
 // Skips when python3 is missing.
 func TestGrpcStaticTopicPython(t *testing.T) {
 	skipShort(t, "real processes and a Python 5.x client")
 	t.Parallel()
+	t0 := time.Now()
 	const topic, queues = "GrpcStaticTopic", 4
 	ports := map[string]int{"broker-a": harness.FreePort(t), "broker-b": harness.FreePort(t)}
 	c := startCluster(t, framework.Options{Brokers: 2, BrokerConf: map[string]string{"enableGrpcServer": "true",
@@ -161,6 +165,7 @@ func TestGrpcStaticTopicPython(t *testing.T) {
 		}
 	}
 
+	t.Logf("%v: created", time.Since(t0).Round(time.Millisecond))
 	produce("py1", 8)
 	consume(8, "before the remap")
 	readAll("before the remap")
@@ -172,6 +177,7 @@ func TestGrpcStaticTopicPython(t *testing.T) {
 			movedN++
 		}
 	}
+	t.Logf("%v: consumed before the remap", time.Since(t0).Round(time.Millisecond))
 	mqadmin(t, c, "remappingStaticTopic", "-t", topic, "-b", "broker-b")
 	leaders = waitLeaders(t, ac, topic, queues, func(_ int, b string) bool { return b == "broker-b" })
 	want = wantRoute(leaders, fmt.Sprintf("-1:broker-a@%d:READ", ports["broker-a"]))
@@ -220,7 +226,70 @@ func TestGrpcStaticTopicPython(t *testing.T) {
 		t.Errorf("%d of %d sends to broker-b answered an offset ≥ 10000, want %d (the moved queues)", high, queues, movedN)
 	}
 
+	t.Logf("%v: remapped", time.Since(t0).Round(time.Millisecond))
 	produce("py3", 8)
+	t.Logf("%v: produced after the remap", time.Since(t0).Round(time.Millisecond))
 	consume(len(bodies)-len(received), "after the remap")
 	readAll("after the remap")
+
+	t.Logf("%v: consumed after the remap", time.Since(t0).Round(time.Millisecond))
+	// The gRPC pull rpcs on the logic queues at their leader: every
+	// message once, at its logic queue and increasing logic offsets, the
+	// moved queues across both segments (the old one read from broker-a).
+	const pullGroup = "grpc_static_pull"
+	if r, err := gb.Heartbeat(ctx, &v2pb.HeartbeatRequest{Group: &v2pb.Resource{Name: pullGroup}, ClientType: v2pb.ClientType_PULL_CONSUMER}); err != nil || r.GetStatus().GetCode() != v2pb.Code_OK {
+		t.Fatalf("Heartbeat: %v %v", r, err)
+	}
+	pulled := map[string]bool{}
+	for g := range int32(queues) {
+		q := &v2pb.MessageQueue{Topic: &v2pb.Resource{Name: topic}, Id: g, Broker: &v2pb.Broker{Name: "broker-b"}}
+		end, err := gb.QueryOffset(ctx, &v2pb.QueryOffsetRequest{MessageQueue: q, QueryOffsetPolicy: v2pb.QueryOffsetPolicy_END})
+		if err != nil || end.GetStatus().GetCode() != v2pb.Code_OK {
+			t.Fatalf("QueryOffset END of logic queue %d: %v %v", g, end, err)
+		}
+		off, last := int64(0), int64(-1)
+		for steps := 0; off < end.GetOffset(); steps++ {
+			if steps > 20 {
+				t.Fatalf("logic queue %d: no progress at %d (end %d)", g, off, end.GetOffset())
+			}
+			s, err := gb.PullMessage(ctx, &v2pb.PullMessageRequest{Group: &v2pb.Resource{Name: pullGroup}, MessageQueue: q, Offset: off, BatchSize: 32,
+				FilterExpression: &v2pb.FilterExpression{Type: v2pb.FilterType_TAG, Expression: "*"}, LongPollingTimeout: durationpb.New(time.Second)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			next := int64(-1)
+			for {
+				r, err := s.Recv()
+				if err != nil {
+					break
+				}
+				switch x := r.GetContent().(type) {
+				case *v2pb.PullMessageResponse_Status:
+					if c := x.Status.GetCode(); c != v2pb.Code_OK && c != v2pb.Code_MESSAGE_NOT_FOUND {
+						t.Fatalf("pull logic queue %d at %d: %v", g, off, x.Status)
+					}
+				case *v2pb.PullMessageResponse_Message:
+					m, sp := x.Message, x.Message.GetSystemProperties()
+					if sp.GetQueueId() != g || sp.GetQueueOffset() <= last || sp.GetQueueOffset() < off || pulled[sp.GetMessageId()] {
+						t.Fatalf("pull logic queue %d at %d: %s at queue %d offset %d (last %d, seen %v)", g, off, m.GetBody(), sp.GetQueueId(), sp.GetQueueOffset(), last, pulled[sp.GetMessageId()])
+					}
+					last = sp.GetQueueOffset()
+					pulled[sp.GetMessageId()] = true
+					if bodies[sp.GetMessageId()] != string(m.GetBody()) {
+						t.Errorf("pulled %s with body %q, sent %q", sp.GetMessageId(), m.GetBody(), bodies[sp.GetMessageId()])
+					}
+				case *v2pb.PullMessageResponse_NextOffset:
+					next = x.NextOffset
+				}
+			}
+			if next <= off {
+				t.Fatalf("pull logic queue %d at %d: next offset %d", g, off, next)
+			}
+			off = next
+		}
+	}
+	t.Logf("%v: pulled", time.Since(t0).Round(time.Millisecond))
+	if len(pulled) != len(bodies) {
+		t.Errorf("gRPC pulls read %d of %d messages", len(pulled), len(bodies))
+	}
 }
