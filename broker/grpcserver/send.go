@@ -93,10 +93,9 @@ func sendCode(rc int32) v2pb.Code {
 	}
 	// Everything else, NOT_LEADER_FOR_QUEUE (501, a static topic's logic
 	// queue led elsewhere) included, is INTERNAL_SERVER_ERROR, as the
-	// proxy's ResponseBuilder.buildCode default: the 5.x producers (Java
-	// ProducerImpl, Python Producer) retry any such failure at once on the
-	// next queue of their route, and their periodic route refresh follows
-	// the move (docs/static-topics.md §6.8).
+	// proxy's ResponseBuilder.buildCode default: the 5.x producers retry
+	// such a failure at once on the next queue of their route, and their
+	// periodic route refresh follows the move (docs/static-topics.md §6.8).
 	return v2pb.Code_INTERNAL_SERVER_ERROR
 }
 
