@@ -176,8 +176,17 @@ func TestQueryAssignmentAcrossBrokers(t *testing.T) {
 			},
 			"Remote":   {{Name: "broker-b", Addr: "10.0.0.2:10911", Topic: Topic{ReadQueues: 2, WriteQueues: 2, Perm: 6}}},
 			"WORemote": {{Name: "broker-d", Addr: "10.0.0.4:10911", Topic: Topic{ReadQueues: 1, WriteQueues: 1, Perm: 2}}},
+			// A static topic: receives pop physical queues, so every broker
+			// with read queues is assigned, a former leader (broker-d, its
+			// older segments) included; a non-target broker (0/0) is not
+			// (docs/static-topics.md §6.8).
+			"S": {
+				{Name: "broker-b", Addr: "10.0.0.2:10911", Topic: Topic{ReadQueues: 2, WriteQueues: 2, Perm: 6, Static: true, Logic: []int32{0, 1}}},
+				{Name: "broker-d", Addr: "10.0.0.4:10911", Topic: Topic{ReadQueues: 1, WriteQueues: 1, Perm: 6, Static: true}},
+				{Name: "broker-e", Addr: "10.0.0.5:10911", Topic: Topic{Perm: 6, Static: true}},
+			},
 		},
-		peers:   map[string]string{"10.0.0.2:10911": "10.0.0.2:8081", "10.0.0.3:10911": "", "10.0.0.4:10911": "10.0.0.4:8081"},
+		peers:   map[string]string{"10.0.0.2:10911": "10.0.0.2:8081", "10.0.0.3:10911": "", "10.0.0.4:10911": "10.0.0.4:8081", "10.0.0.5:10911": "10.0.0.5:8081"},
 		mu:      &sync.Mutex{},
 		lookups: map[string]int{},
 	}
@@ -194,6 +203,8 @@ func TestQueryAssignmentAcrossBrokers(t *testing.T) {
 		{"Remote", "G", v2pb.Code_OK, "broker-b@10.0.0.2:8081 -1:READ_WRITE"},
 		{"WORemote", "G", v2pb.Code_FORBIDDEN, ""},
 		{"Nowhere", "G", v2pb.Code_TOPIC_NOT_FOUND, ""},
+		{"S", "G", v2pb.Code_OK, "broker-b@10.0.0.2:8081 -1:READ_WRITE, broker-d@10.0.0.4:8081 -1:READ_WRITE"},
+		{"S", "FIFO", v2pb.Code_OK, "broker-b@10.0.0.2:8081 0:READ_WRITE, broker-b@10.0.0.2:8081 1:READ_WRITE, broker-d@10.0.0.4:8081 0:READ_WRITE"},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

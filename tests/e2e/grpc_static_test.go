@@ -51,8 +51,10 @@ func TestGrpcStaticTopicPython(t *testing.T) {
 	ports := map[string]int{"broker-a": harness.FreePort(t), "broker-b": harness.FreePort(t)}
 	c := startCluster(t, framework.Options{Brokers: 2, BrokerConf: map[string]string{"enableGrpcServer": "true",
 		// The test consumer's 2 s await plus its 3 s request timeout
-		// leave just under the default 5 s minimum long polling.
-		"grpcClientConsumerMinLongPollingTimeoutMillis": "1000"},
+		// leave just under the default 5 s minimum long polling; its
+		// receives round robin over the route's queues, and an empty one
+		// waits the long polling out: 1 s.
+		"grpcClientConsumerMinLongPollingTimeoutMillis": "1000", "grpcClientConsumerMaxLongPollingTimeoutMillis": "1000"},
 		PerBroker: func(name string, _ int) map[string]string {
 			return map[string]string{"grpcServerPort": strconv.Itoa(ports[name])}
 		}})
