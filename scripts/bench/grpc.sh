@@ -12,23 +12,27 @@
 #     JVM for Apache);
 #  2. on our broker, the same send load through remoting (the remoting Java
 #     client rocketmq-client 5.5.0, scripts/java RemotingBench) against
-#     gRPC: TPS, latency and broker CPU per message.
+#     gRPC: TPS, latency and broker CPU per message. With GO_CLIENTS=1 also
+#     with light Go clients (tests/cmd/protobench: raw gRPC SendMessage
+#     rpcs against our SDK's remoting producer), whose own CPU cost bends
+#     the protocol comparison less than the Java clients'.
 #
 # One system up at a time, fresh stores each round, the order alternating
 # each round (and gRPC/remoting alternating on ours). The client JVM runs on
 # the same machine as the broker, so on a small machine both compete for
 # the cores: the broker CPU per message is the figure least bent by that.
 #
-#   scripts/bench/grpc.sh                  # 2 rounds: 5 s warm-up + 15 s sends, 1 KiB, 32 threads
+#   scripts/bench/grpc.sh                  # 2 rounds: 25 s warm-up + 15 s sends, 1 KiB, 32 threads
 #   ROUNDS=3 DURATION=20s scripts/bench/grpc.sh
 #   SYSTEMS=ours scripts/bench/grpc.sh     # our broker only (gRPC vs remoting)
 #
-# Environment: DURATION (15s, measured send window), WARMUP (5 s, sends not
+# Environment: DURATION (15s, measured send window), WARMUP (25 s, sends not
 # counted before it), ROUNDS (2), SIZE (1024), THREADS (32 sending
 # threads), PRODUCERS (1 Producer shared by the threads), CONSUMERS (2
 # SimpleConsumers), RECV_THREADS (8, sharing the consumers), RECV_TIMEOUT
-# (40 s at most to drain), QUEUES (8), FLUSH_DISK_TYPE (ASYNC_FLUSH),
-# SYSTEMS ("apache ours"), BENCH_JVM_OPTS (the client JVMs' options), OUT
+# (45 s at most to drain), QUEUES (8), FLUSH_DISK_TYPE (ASYNC_FLUSH),
+# SYSTEMS ("apache ours"), GO_CLIENTS (1: the Go-client pair too),
+# GO_CONNS (1: gRPC connections of the Go client), BENCH_JVM_OPTS (the client JVMs' options), OUT
 # (a results file, one JSON line per system and round), KEEP (keep the
 # work directory).
 set -euo pipefail
@@ -36,12 +40,14 @@ cd "$(dirname "$0")/../.."
 # shellcheck source=bench-lib.sh
 . scripts/bench/bench-lib.sh
 bench_defaults 15s bench-grpc
-WARMUP=${WARMUP:-5}
+WARMUP=${WARMUP:-25}
 PRODUCERS=${PRODUCERS:-1}
 CONSUMERS=${CONSUMERS:-2}
 RECV_THREADS=${RECV_THREADS:-8}
-RECV_TIMEOUT=${RECV_TIMEOUT:-40}
+RECV_TIMEOUT=${RECV_TIMEOUT:-45}
 SYSTEMS=${SYSTEMS:-apache ours}
+GO_CLIENTS=${GO_CLIENTS:-}
+GO_CONNS=${GO_CONNS:-1}
 BENCH_JVM_OPTS=${BENCH_JVM_OPTS:--Xms512m -Xmx512m -XX:+UseParallelGC}
 secs=${DURATION%s}
 case "$secs" in '' | *[!0-9]*)
@@ -51,11 +57,15 @@ case "$secs" in '' | *[!0-9]*)
 esac
 
 make build >/dev/null
+if [ -n "$GO_CLIENTS" ]; then
+  (cd tests && go build -o ../bin/protobench ./cmd/protobench)
+fi
 work=$(mktemp -d -t bench-grpc-XXXX)
 CLK=$(getconf CLK_TCK)
-# Ports apart from the other benchmarks' (vs-apache.sh, ha.sh).
+# Ports apart from the other benchmarks' (vs-apache.sh, ha.sh) and below the
+# ephemeral range (32768-60999), where a client connection may hold one.
 A_NS_PORT=19886 A_BR_PORT=20931 A_GRPC_PORT=18091
-O_NS_PORT=39886 O_BR_PORT=40931 O_GRPC_PORT=48091
+O_NS_PORT=29886 O_BR_PORT=30931 O_GRPC_PORT=28091
 TOPIC=BenchGrpc GROUP=bench_grpc_cg RTOPIC=BenchRemoting
 
 # shellcheck source=../local-lib.sh
@@ -121,6 +131,18 @@ remoting_run() { # <round> <namesrv> <broker pid>
   echo "{\"system\":\"ours\",\"protocol\":\"remoting\",\"round\":$1,\"clkTck\":$CLK,\"send\":$p}" >>"$OUT"
 }
 
+go_runs() { # <round> <namesrv> <gRPC endpoint> <broker pid>: gRPC then remoting, or the other way round
+  local r=$1 p proto
+  local order="grpc remoting"
+  ((r % 2)) || order="remoting grpc"
+  for proto in $order; do
+    p=$(bin/protobench -proto "$proto" -n "$2" -e "$3" -t $RTOPIC -c "$THREADS" -conns "$GO_CONNS" -s "$SIZE" \
+      -d "${secs}s" -warmup "${WARMUP}s" -pid "$4" 2>>"$work/client.err" | tail -1)
+    ok "$p" || { echo "grpc.sh: Go $proto send failed: $p" >&2; exit 1; }
+    echo "{\"system\":\"ours\",\"protocol\":\"go-$proto\",\"round\":$r,\"clkTck\":$CLK,\"send\":$p}" >>"$OUT"
+  done
+}
+
 run_apache() { # <round>
   local r=$1
   rm -rf "$work/apache"
@@ -162,6 +184,9 @@ run_ours() { # <round>
   else
     remoting_run "$r" 127.0.0.1:$O_NS_PORT "$pid"
     grpc_runs ours "$r" 127.0.0.1:$O_GRPC_PORT "$pid"
+  fi
+  if [ -n "$GO_CLIENTS" ]; then
+    go_runs "$r" 127.0.0.1:$O_NS_PORT 127.0.0.1:$O_GRPC_PORT "$pid"
   fi
   stop_servers
   pids=()
@@ -206,8 +231,9 @@ for r in rows:
 print()
 print("CPU µs/msg: broker (client) CPU per message in the measured window")
 print(f"{'':22s} {'send TPS':>9s} {'p50 ms':>7s} {'p99 ms':>7s} {'CPU µs/msg':>14s} {'recv+ack TPS':>12s} {'CPU µs/msg':>14s} rounds")
-labels = {("ours", "grpc"): "ours, gRPC", ("apache", "grpc"): "Apache proxy 5.5.0", ("ours", "remoting"): "ours, remoting (Java)"}
-for k in (("ours", "grpc"), ("apache", "grpc"), ("ours", "remoting")):
+labels = {("ours", "grpc"): "ours, gRPC", ("apache", "grpc"): "Apache proxy 5.5.0", ("ours", "remoting"): "ours, remoting (Java)",
+          ("ours", "go-grpc"): "ours, gRPC (Go)", ("ours", "go-remoting"): "ours, remoting (Go)"}
+for k in labels:
     if k not in agg:
         continue
     a = agg[k]
@@ -227,5 +253,8 @@ if o and p:
     print(f"ours/Apache CPU per message send {mean(o['cpu']) / mean(p['cpu']):.2f}x, recv+ack {mean(o['rcpu']) / mean(p['rcpu']):.2f}x")
 if o and m:
     x = mean(o["tps"]) / mean(m["tps"]); print(f"ours gRPC/remoting send TPS {x:5.2f}x  (target >= 0.8x: {verdict(x, 0.8, True)}); CPU per message {mean(o['cpu']) / mean(m['cpu']):.2f}x, p99 {mean(o['p99']) / mean(m['p99']):.2f}x")
+g, gr = agg.get(("ours", "go-grpc")), agg.get(("ours", "go-remoting"))
+if g and gr:
+    x = mean(g["tps"]) / mean(gr["tps"]); print(f"Go clients: ours gRPC/remoting send TPS {x:5.2f}x  (target >= 0.8x: {verdict(x, 0.8, True)}); CPU per message {mean(g['cpu']) / mean(gr['cpu']):.2f}x, p99 {mean(g['p99']) / mean(gr['p99']):.2f}x")
 PY
 echo "raw results: $OUT" >&2

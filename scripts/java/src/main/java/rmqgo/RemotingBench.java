@@ -105,6 +105,9 @@ public final class RemotingBench {
             System.arraycopy(lat[i], 0, v, k, cnt[i]);
         }
         Arrays.sort(v);
+        if (v.length == 0) {
+            throw new IllegalStateException("no send of the measured window succeeded (" + errors.get() + " errors)");
+        }
         double sum = 0;
         for (long x : v) {
             sum += x;

@@ -133,6 +133,9 @@ public final class GrpcBench {
             all.addAll(l);
         }
         long[] v = all.sorted();
+        if (v.length == 0) {
+            throw new IllegalStateException("no send of the measured window succeeded (" + errors.get() + " errors)");
+        }
         double tps = v.length / (double) seconds;
         return "{\"ok\":true,\"mode\":\"send\",\"messages\":" + v.length + ",\"sent\":" + sent.get()
             + ",\"errors\":" + errors.get() + ",\"seconds\":" + seconds + ",\"tps\":" + round(tps)
@@ -153,6 +156,7 @@ public final class GrpcBench {
         }
         AtomicLong acked = new AtomicLong(), received = new AtomicLong(), ackErrors = new AtomicLong();
         AtomicLong doneAt = new AtomicLong();
+        java.util.concurrent.atomic.AtomicReference<String> firstError = new java.util.concurrent.atomic.AtomicReference<>("");
         CountDownLatch done = new CountDownLatch(1);
         long ticks0 = cpuTicks(pid), self0 = cpuTicks(-1);
         long start = System.nanoTime(), deadline = start + timeout * 1_000_000_000L;
@@ -165,7 +169,12 @@ public final class GrpcBench {
                     try {
                         got = c.receive(BATCH, Duration.ofSeconds(30));
                     } catch (Throwable e) {
-                        continue; // no message within the long polling, or a transient failure
+                        // no message within the long polling, or a failure
+                        String msg = String.valueOf(e);
+                        if (!msg.contains("MESSAGE_NOT_FOUND") && !msg.contains("40401")) {
+                            firstError.compareAndSet("", "receive: " + msg);
+                        }
+                        continue;
                     }
                     received.addAndGet(got.size());
                     List<CompletableFuture<Void>> acks = new ArrayList<>(got.size());
@@ -177,6 +186,7 @@ public final class GrpcBench {
                             f.join();
                         } catch (Throwable e) {
                             ackErrors.incrementAndGet();
+                            firstError.compareAndSet("", "ack: " + e);
                             continue;
                         }
                         if (acked.incrementAndGet() == count) {
@@ -197,7 +207,8 @@ public final class GrpcBench {
         long n = Math.min(acked.get(), count);
         return "{\"ok\":true,\"mode\":\"recv\",\"messages\":" + n + ",\"received\":" + received.get()
             + ",\"ackErrors\":" + ackErrors.get() + ",\"seconds\":" + round(secs) + ",\"tps\":" + round(n / secs)
-            + ",\"complete\":" + complete + ticksField(pid, ticks) + ",\"clientCpuTicks\":" + self + "}";
+            + ",\"complete\":" + complete + ",\"firstError\":\"" + firstError.get().replace("\\", "\\\\").replace("\"", "'").replace("\n", " ") + "\""
+            + ticksField(pid, ticks) + ",\"clientCpuTicks\":" + self + "}";
     }
 
     /** The user + system ticks of process pid so far (0 for pid 0; -1: this process). */
