@@ -190,6 +190,8 @@ run_ours() { # <round>
   fi
   stop_servers
   pids=()
+  # A round stores several GiB; the next one starts afresh anyway.
+  [ -n "${KEEP:-}" ] || rm -rf "$dir/store"
 }
 
 for r in $(seq 1 "$ROUNDS"); do
