@@ -32,9 +32,15 @@
 # SimpleConsumers), RECV_THREADS (8, sharing the consumers), RECV_TIMEOUT
 # (45 s at most to drain), QUEUES (8), FLUSH_DISK_TYPE (ASYNC_FLUSH),
 # SYSTEMS ("apache ours"), GO_CLIENTS (1: the Go-client pair too),
-# GO_CONNS (1: gRPC connections of the Go client), BENCH_JVM_OPTS (the client JVMs' options), OUT
-# (a results file, one JSON line per system and round), KEEP (keep the
-# work directory).
+# GO_CONNS (1: gRPC connections of the Go client), BENCH_JVM_OPTS (the
+# client JVMs' options), OUT (a results file, one JSON line per system,
+# protocol and round, appended to), KEEP (keep the work directory).
+#
+# Run lengths: each send run is WARMUP + DURATION (40 s), a receive run at
+# most RECV_TIMEOUT; a round of ours is three runs (five with GO_CLIENTS),
+# of Apache two plus ~20 s of start-up. The warm-up is long because
+# Apache's freshly started JVM is still compiling after 5 s (it then used
+# 4-8x the CPU per message it uses warm; docs/operations.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=bench-lib.sh
