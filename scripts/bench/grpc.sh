@@ -40,7 +40,7 @@
 # most RECV_TIMEOUT; a round of ours is three runs (five with GO_CLIENTS),
 # of Apache two plus ~20 s of start-up. The warm-up is long because
 # Apache's freshly started JVM is still compiling after 5 s (it then used
-# 4-8x the CPU per message it uses warm; docs/operations.md).
+# 4-10x the CPU per message it uses warm; docs/operations.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=bench-lib.sh
