@@ -12,7 +12,7 @@ PKGS      := github.com/rmqgo/rmq/...
 GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED ?= 0
 
-.PHONY: proto all build run cluster test test-short test-repeat race vet fmt lint bench bench-vs-apache bench-recovery bench-static bench-lite bench-ha cluster-ha fuzz crash grpc-streams clean
+.PHONY: proto all build run cluster test test-short test-repeat race vet fmt lint bench bench-vs-apache bench-recovery bench-static bench-lite bench-ha bench-grpc cluster-ha fuzz crash grpc-streams clean
 
 all: build
 
@@ -121,6 +121,14 @@ bench-ha: build
 grpc-streams:
 	$(GO) test -count=1 -v -run '^(TestIdleStreams|TestIdleConnections)$$' github.com/rmqgo/rmq/broker/grpcserver \
 		-args -grpc.idle-streams=10000 -grpc.idle-conns=5000
+
+# The 5.x gRPC protocol with the Java 5.x client (rocketmq-client-java):
+# our broker's gRPC endpoint against Apache rocketmq-proxy 5.5.0 in local
+# mode (send TPS and p99, receive+ack TPS, broker CPU per message), and on
+# our broker gRPC against remoting at the same message size
+# (scripts/bench/grpc.sh; needs java + mvn). Not in `make test`.
+bench-grpc: build
+	./scripts/bench/grpc.sh
 
 FUZZTIME ?= 30s
 fuzz:

@@ -11,6 +11,10 @@
 # (scripts/java5/target, recompiled when a source or the pom changes); the
 # classpath is cached likewise.
 #
+# JAVA5_JVM_OPTS replaces the JVM's default options (a small heap, serial
+# GC, C1 only: the machine is shared with the brokers under test); the
+# benchmark (scripts/bench/grpc.sh) gives its load generator more.
+#
 # Exit codes: 0 done, 1 failed, 2 usage, 3 java or mvn missing (stderr
 # starts with "java/mvn not available:"), 4 Maven could not resolve or
 # compile.
@@ -63,6 +67,7 @@ fi
 
 logdir="${RMQ_JAVA_LOG_DIR:-$target/logs}"
 mkdir -p "$logdir"
-exec "$java_bin" -Xms32m -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+# shellcheck disable=SC2086 # JAVA5_JVM_OPTS is a word list on purpose
+exec "$java_bin" ${JAVA5_JVM_OPTS:--Xms32m -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1} \
 	-Drocketmq.log.root="$logdir" -Dlogging.path="$logdir" \
 	-cp "$classes:$(cat "$cache")" "rmqgo.$main" "$@"

@@ -2,8 +2,9 @@ package store
 
 import (
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/rmqgo/rmq/broker/store/vfs"
 )
 
 // tpsMeter keeps per-second counts over the last minute for the runtime
@@ -60,11 +61,13 @@ func (m *tpsMeter) rates() (put, get float64) {
 	return float64(p) / 10, float64(g) / 10
 }
 
-// diskRatio is the used fraction of the file system holding dir.
+// diskRatio is the used fraction of the file system holding dir, as the
+// retention sees it (vfs DiskUsage: df's and Apache's used / (used +
+// available)); 0 when unknown.
 func diskRatio(dir string) float64 {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil || st.Blocks == 0 {
+	u, err := vfs.OS().DiskUsage(dir)
+	if err != nil {
 		return 0
 	}
-	return float64(st.Blocks-st.Bavail) / float64(st.Blocks)
+	return u.UsedRatio()
 }

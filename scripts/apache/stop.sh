@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Stops the Apache RocketMQ cluster started by scripts/apache/start.sh: the
-# broker first (SIGTERM, so it unregisters and flushes), then the nameserver,
+# broker (or the proxy with its broker, local mode) first (SIGTERM, so it unregisters and flushes), then the nameserver,
 # each killed with SIGKILL if still alive after APACHE_STOP_TIMEOUT seconds;
 # then removes the run directory (unless APACHE_KEEP=1).
 #
@@ -76,12 +76,15 @@ fi
 if [ -n "${pids[broker]:-}" ]; then
 	stop_one broker "${pids[broker]}" org.apache.rocketmq.broker.BrokerStartup
 fi
+if [ -n "${pids[proxy]:-}" ]; then
+	stop_one proxy "${pids[proxy]}" org.apache.rocketmq.proxy.ProxyStartup
+fi
 if [ -n "${pids[namesrv]:-}" ]; then
 	stop_one namesrv "${pids[namesrv]}" org.apache.rocketmq.namesrv.NamesrvStartup
 fi
 
 left=0
-for name in broker namesrv; do
+for name in broker proxy namesrv; do
 	if [ -n "${pids[$name]:-}" ] && ours "${pids[$name]}" org.apache.rocketmq; then
 		echo "stop.sh: $name (pid ${pids[$name]}) is still running" >&2
 		left=1

@@ -13,8 +13,18 @@ func diskUsage(path string) (DiskUsage, error) {
 	if err := syscall.Statfs(path, &st); err != nil {
 		return DiskUsage{}, &os.PathError{Op: "statfs", Path: path, Err: err}
 	}
-	bs := uint64(st.Bsize)
-	return DiskUsage{Total: uint64(st.Blocks) * bs, Free: uint64(st.Bavail) * bs}, nil
+	return statfsUsage(uint64(st.Blocks), uint64(st.Bfree), uint64(st.Bavail), uint64(st.Bsize)), nil
+}
+
+// statfsUsage is the usage as df and Apache RocketMQ's
+// UtilAll.getDiskPartitionSpaceUsedPercent see it: used (blocks - free)
+// out of used + available to unprivileged processes. Blocks reserved for
+// root are in neither, so a file system with a large reserve is not taken
+// for fuller than it is (blocks - available would count the reserve as
+// used, and retention would delete CommitLog files Apache keeps).
+func statfsUsage(blocks, bfree, bavail, bsize uint64) DiskUsage {
+	used := blocks - min(bfree, blocks)
+	return DiskUsage{Total: (used + bavail) * bsize, Free: bavail * bsize}
 }
 
 type osMapping struct{ b []byte }

@@ -59,7 +59,7 @@ type Mmapper interface {
 
 // DiskUsage describes the file system holding a path.
 type DiskUsage struct {
-	Total uint64 // bytes
+	Total uint64 // bytes: used plus Free (blocks reserved for root left out, as df does)
 	Free  uint64 // bytes available to the process
 }
 
