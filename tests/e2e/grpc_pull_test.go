@@ -71,23 +71,7 @@ func TestGrpcPullConsumerOffsets(t *testing.T) {
 	t.Cleanup(func() { conn.Close() })
 	cli := v2pb.NewMessagingServiceClient(conn)
 	ctx = metadata.AppendToOutgoingContext(ctx, "x-mq-client-id", "grpc-pull-e2e@1", "x-mq-language", "GOLANG", "x-mq-client-version", "5.2.0")
-	// Settings first: a heartbeat of a client without them is
-	// UNRECOGNIZED_CLIENT_TYPE, as behind the proxy.
-	ts, err := cli.Telemetry(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ts.Send(&v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_Settings{Settings: &v2pb.Settings{
-		ClientType: v2pb.ClientType_PULL_CONSUMER.Enum(), PubSub: &v2pb.Settings_Subscription{Subscription: &v2pb.Subscription{
-			Group: &v2pb.Resource{Name: group}, Subscriptions: []*v2pb.SubscriptionEntry{{Topic: &v2pb.Resource{Name: topic}, Expression: &v2pb.FilterExpression{Expression: "*"}}}}}}}}); err != nil {
-		t.Fatal(err)
-	}
-	if r, err := ts.Recv(); err != nil || r.GetStatus().GetCode() != v2pb.Code_OK {
-		t.Fatalf("settings: %v %v", r, err)
-	}
-	if r, err := cli.Heartbeat(ctx, &v2pb.HeartbeatRequest{Group: &v2pb.Resource{Name: group}, ClientType: v2pb.ClientType_PULL_CONSUMER}); err != nil || r.GetStatus().GetCode() != v2pb.Code_OK {
-		t.Fatalf("Heartbeat: %v %v", r, err)
-	}
+	registerPullConsumer(t, ctx, cli, group, topic)
 	queue := func(id int32) *v2pb.MessageQueue {
 		return &v2pb.MessageQueue{Topic: &v2pb.Resource{Name: topic}, Id: id, Broker: &v2pb.Broker{Name: c.Brokers()[0].Name()}}
 	}
@@ -215,4 +199,27 @@ func pullQueue(ctx context.Context, t *testing.T, cli v2pb.MessagingServiceClien
 		}
 	}
 	return a
+}
+
+// registerPullConsumer registers a raw gRPC client as a pull consumer of
+// group on topic the way 5.x clients do: its Settings on a Telemetry
+// stream first (a heartbeat of a client without them is
+// UNRECOGNIZED_CLIENT_TYPE, as behind the proxy), then a Heartbeat.
+func registerPullConsumer(t *testing.T, ctx context.Context, cli v2pb.MessagingServiceClient, group, topic string) {
+	t.Helper()
+	ts, err := cli.Telemetry(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Send(&v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_Settings{Settings: &v2pb.Settings{
+		ClientType: v2pb.ClientType_PULL_CONSUMER.Enum(), PubSub: &v2pb.Settings_Subscription{Subscription: &v2pb.Subscription{
+			Group: &v2pb.Resource{Name: group}, Subscriptions: []*v2pb.SubscriptionEntry{{Topic: &v2pb.Resource{Name: topic}, Expression: &v2pb.FilterExpression{Expression: "*"}}}}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := ts.Recv(); err != nil || r.GetStatus().GetCode() != v2pb.Code_OK {
+		t.Fatalf("settings: %v %v", r, err)
+	}
+	if r, err := cli.Heartbeat(ctx, &v2pb.HeartbeatRequest{Group: &v2pb.Resource{Name: group}, ClientType: v2pb.ClientType_PULL_CONSUMER}); err != nil || r.GetStatus().GetCode() != v2pb.Code_OK {
+		t.Fatalf("Heartbeat: %v %v", r, err)
+	}
 }

@@ -239,23 +239,7 @@ func TestGrpcStaticTopicPython(t *testing.T) {
 	// message once, at its logic queue and increasing logic offsets, the
 	// moved queues across both segments (the old one read from broker-a).
 	const pullGroup = "grpc_static_pull"
-	// Settings first: a heartbeat of a client without them is
-	// UNRECOGNIZED_CLIENT_TYPE, as behind the proxy.
-	ts, err := gb.Telemetry(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ts.Send(&v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_Settings{Settings: &v2pb.Settings{
-		ClientType: v2pb.ClientType_PULL_CONSUMER.Enum(), PubSub: &v2pb.Settings_Subscription{Subscription: &v2pb.Subscription{
-			Group: &v2pb.Resource{Name: pullGroup}, Subscriptions: []*v2pb.SubscriptionEntry{{Topic: &v2pb.Resource{Name: topic}, Expression: &v2pb.FilterExpression{Expression: "*"}}}}}}}}); err != nil {
-		t.Fatal(err)
-	}
-	if r, err := ts.Recv(); err != nil || r.GetStatus().GetCode() != v2pb.Code_OK {
-		t.Fatalf("settings: %v %v", r, err)
-	}
-	if r, err := gb.Heartbeat(ctx, &v2pb.HeartbeatRequest{Group: &v2pb.Resource{Name: pullGroup}, ClientType: v2pb.ClientType_PULL_CONSUMER}); err != nil || r.GetStatus().GetCode() != v2pb.Code_OK {
-		t.Fatalf("Heartbeat: %v %v", r, err)
-	}
+	registerPullConsumer(t, ctx, gb, pullGroup, topic)
 	pulled := map[string]bool{}
 	for g := range int32(queues) {
 		q := &v2pb.MessageQueue{Topic: &v2pb.Resource{Name: topic}, Id: g, Broker: &v2pb.Broker{Name: "broker-b"}}
