@@ -18,6 +18,7 @@ package command
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rmqgo/rmq/pkg/admin"
+	"github.com/rmqgo/rmq/pkg/tlsconfig"
 )
 
 // Exit codes.
@@ -94,8 +96,10 @@ func (e *Env) fill() {
 type app struct {
 	env *Env
 
-	namesrvAddr string // -n
-	output      string // --output
+	namesrvAddr   string // -n
+	output        string // --output
+	useTLS        bool   // --tls
+	tlsConfigFile string // --tlsConfigFile
 
 	ran bool // a command's RunE started: later errors are not usage errors
 
@@ -145,8 +149,27 @@ func (a *app) nameServers() []string {
 }
 
 // client dials the admin client; the caller closes it.
+// tlsConfig is the client TLS of --tls (nil without it): Apache's client
+// semantics of the tls.* keys in --tlsConfigFile (pkg/tlsconfig).
+func (a *app) tlsConfig() (*tls.Config, error) {
+	if !a.useTLS {
+		return nil, nil
+	}
+	s := tlsconfig.Defaults()
+	s.Enable, s.ConfigFile = true, a.tlsConfigFile
+	s, err := s.Load()
+	if err != nil {
+		return nil, err
+	}
+	return s.ClientConfig()
+}
+
 func (a *app) client() (*admin.Client, error) {
-	c, err := a.env.Dial(admin.Config{NameServers: a.nameServers()}, a.env.Log)
+	tc, err := a.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	c, err := a.env.Dial(admin.Config{NameServers: a.nameServers(), TLS: tc}, a.env.Log)
 	if err != nil {
 		return nil, fmt.Errorf("create admin client: %w", err)
 	}
@@ -214,6 +237,8 @@ func newRoot(a *app) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVarP(&a.namesrvAddr, "namesrvAddr", "n", "", "Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876' (default: $NAMESRV_ADDR)")
 	pf.StringVar(&a.output, "output", outputText, "output format: text (as the Java tool) or json")
+	pf.BoolVar(&a.useTLS, "tls", false, "connect over TLS (the Java tool's -Dtls.enable=true)")
+	pf.StringVar(&a.tlsConfigFile, "tlsConfigFile", tlsconfig.DefaultConfigFile, "with --tls: properties file of tls.client.* and tls.test.mode.enable keys, read when it exists (Java's -Dtls.config.file)")
 	root.SetUsageFunc(a.usage)
 	root.SetHelpFunc(a.help)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })

@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/rmqgo/rmq/pkg/tlsconfig"
+
 	"github.com/rmqgo/rmq/pkg/client"
 )
 
@@ -104,6 +106,8 @@ type commonFlags struct {
 	reportIntervalMS  int
 	duration          time.Duration
 	json, verbose     bool
+	useTLS            bool
+	tlsConfigFile     string
 }
 
 // register adds the flags every mode shares to cmd and returns its flag
@@ -120,17 +124,31 @@ func (c *commonFlags) register(cmd *cobra.Command) *pflag.FlagSet {
 	fs.DurationVar(&c.duration, "duration", 0, "Stop after this long, e.g. 60s (default: run until the quantity is sent or Ctrl-C)")
 	fs.BoolVar(&c.json, "json", false, "Print a final one-line JSON summary")
 	fs.BoolVarP(&c.verbose, "verbose", "v", false, "Log client warnings and failed sends to stderr")
+	fs.BoolVar(&c.useTLS, "tls", false, "Connect over TLS (the Java benchmark's -Dtls.enable=true)")
+	fs.StringVar(&c.tlsConfigFile, "tlsConfigFile", tlsconfig.DefaultConfigFile, "With --tls: properties file of tls.client.* and tls.test.mode.enable keys, read when it exists (Java's -Dtls.config.file)")
 	return fs
 }
 
 // options are the RunOptions the flags give, writing to stdout and stderr.
-func (c *commonFlags) options(getenv func(string) string, stdout, stderr io.Writer) RunOptions {
+func (c *commonFlags) options(getenv func(string) string, stdout, stderr io.Writer) (RunOptions, error) {
 	ns, cred, log := c.resolve(getenv, stderr)
-	return RunOptions{
+	o := RunOptions{
 		NameServer: ns, Topic: strings.TrimSpace(c.topic), Credentials: cred, Logger: log,
 		ReportInterval: time.Duration(c.reportIntervalMS) * time.Millisecond, Duration: c.duration, JSON: c.json,
 		Out: stdout, Err: stderr,
 	}
+	if c.useTLS {
+		s := tlsconfig.Defaults()
+		s.Enable, s.ConfigFile = true, c.tlsConfigFile
+		s, err := s.Load()
+		if err != nil {
+			return o, err
+		}
+		if o.TLS, err = s.ClientConfig(); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
 }
 
 func (c *commonFlags) resolve(getenv func(string) string, stderr io.Writer) (ns string, cred *client.Credentials, log *slog.Logger) {
@@ -171,7 +189,10 @@ func newProducerCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra
 			if !strings.EqualFold(compressType, "ZLIB") {
 				return exitError{ExitUsage, fmt.Errorf("compress type %s is not supported (only ZLIB)", compressType)}
 			}
-			o.RunOptions = c.options(getenv, stdout, stderr)
+			var err error
+			if o.RunOptions, err = c.options(getenv, stdout, stderr); err != nil {
+				return exitError{ExitUsage, err}
+			}
 			o.KeyEnable, o.DelayEnable, o.Async, o.CompressEnable, o.FlushCheck = bool(keys), bool(delay), bool(async), bool(compress), flushCheck
 			sum, err := RunProducer(cmd.Context(), o)
 			if err != nil {
@@ -221,8 +242,11 @@ with updateTopic -a +message.type=LITE and the group with updateSubGroup --attri
 +lite.bind.topic=<parent> first.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.RunOptions = c.options(getenv, stdout, stderr)
-			_, err := RunLiteConsumer(cmd.Context(), o)
+			var err error
+			if o.RunOptions, err = c.options(getenv, stdout, stderr); err != nil {
+				return exitError{ExitUsage, err}
+			}
+			_, err = RunLiteConsumer(cmd.Context(), o)
 			return runFailed("lite-consumer", err)
 		},
 	}
@@ -250,10 +274,13 @@ func newConsumerCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra
 		Short: "Consume every queue of a topic and report rates and delays (Apache's benchmark Consumer)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.RunOptions = c.options(getenv, stdout, stderr)
+			var err error
+			if o.RunOptions, err = c.options(getenv, stdout, stderr); err != nil {
+				return exitError{ExitUsage, err}
+			}
 			o.GroupSuffix = bool(suffix)
 			_ = rebalance // Java's client/server rebalance switch: one instance consumes every queue here
-			_, err := RunConsumer(cmd.Context(), o)
+			_, err = RunConsumer(cmd.Context(), o)
 			return runFailed("consumer", err)
 		},
 	}
