@@ -172,72 +172,84 @@ func TestTLS(t *testing.T) {
 			Brokers: 1, NamesrvArgs: namesrvArgs(t, conf), BrokerConf: brokerConf,
 			AdminTLS: &tls.Config{RootCAs: pki.ca.Pool()},
 		})
-		// mqadmin --tls verifying the server against the CA
-		// (tls.client.authServer with a trust file, Apache's keys).
-		verify := filepath.Join(t.TempDir(), "tls.properties")
-		if err := framework.WriteProps(verify, map[string]string{
-			"tls.test.mode.enable": "false", "tls.client.authServer": "true", "tls.client.trustCertPath": pki.caPath,
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if out, err := c.MQAdmin(t, "updateTopic", "--tls", "--tlsConfigFile", verify, "-c", "DefaultCluster", "-t", "TlsTopic"); err != nil {
-			t.Fatalf("mqadmin --tls updateTopic: %v\n%s", err, out)
-		}
-		if out, err := c.MQAdmin(t, "clusterList"); err == nil {
-			t.Fatalf("mqadmin without --tls served by an enforcing nameserver:\n%s", out)
-		}
+		// Java's mqadmin 5.5.0 with -Dtls.enable=true (its test mode trusts
+		// any server), from the start: a JVM takes seconds to start.
+		t.Run("java mqadmin", func(t *testing.T) {
+			t.Parallel()
+			out, err := harness.RunJavaMQAdminEnv(t, []string{"RMQ_JAVA_OPTS=-Dtls.enable=true"}, "clusterList", "-n", c.NamesrvAddr)
+			if err != nil || !strings.Contains(out, "broker-a") {
+				t.Fatalf("java mqadmin -Dtls.enable=true clusterList: %v\n%s", err, out)
+			}
+		})
+		t.Run("clients", func(t *testing.T) {
+			t.Parallel()
+			// mqadmin --tls verifying the server against the CA
+			// (tls.client.authServer with a trust file, Apache's keys).
+			verify := filepath.Join(t.TempDir(), "tls.properties")
+			if err := framework.WriteProps(verify, map[string]string{
+				"tls.test.mode.enable": "false", "tls.client.authServer": "true", "tls.client.trustCertPath": pki.caPath,
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := c.MQAdmin(t, "updateTopic", "--tls", "--tlsConfigFile", verify, "-c", "DefaultCluster", "-t", "TlsTopic"); err != nil {
+				t.Fatalf("mqadmin --tls updateTopic: %v\n%s", err, out)
+			}
+			if out, err := c.MQAdmin(t, "clusterList"); err == nil {
+				t.Fatalf("mqadmin without --tls served by an enforcing nameserver:\n%s", out)
+			}
 
-		ctx := context.Background()
-		secure := goProducer(t, c.NamesrvAddr, "tls_enforcing_on", true)
-		for i := range 4 {
+			ctx := context.Background()
+			secure := goProducer(t, c.NamesrvAddr, "tls_enforcing_on", true)
+			for i := range 4 {
+				if err := goSend(ctx, secure, "TlsTopic"); err != nil {
+					t.Fatalf("client-go with TLS, send %d: %v", i, err)
+				}
+			}
+			// client-go without TLS: its route query waits out client-go's own
+			// request timeout on the closed connection, so it runs meanwhile.
+			plain := goProducer(t, c.NamesrvAddr, "tls_enforcing_off", false)
+			plainErr := make(chan error, 1)
+			go func() { plainErr <- goSend(ctx, plain, "TlsTopic") }()
+			defer func() {
+				if err := <-plainErr; err == nil {
+					t.Error("client-go without TLS sent through an enforcing cluster")
+				}
+			}()
+
+			// Certificate reload on the nameserver.
+			ns := c.NamesrvAddrs[0]
+			old, oldSeen, oldHandshakes := certClient(t, pki.ca.Pool(), nil)
+			if err := clusterInfo(old, ns); err != nil {
+				t.Fatal(err)
+			}
+			if cn := oldSeen.Load(); cn != "server-1" {
+				t.Fatalf("first certificate %v", cn)
+			}
+			pki.issueServer(t, "server-2")
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				fresh, seen, _ := certClient(t, pki.ca.Pool(), nil)
+				err := clusterInfo(fresh, ns)
+				_ = fresh.Close()
+				if err == nil && seen.Load() == "server-2" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("new connections still get %v (err %v) 10s after the certificate was replaced", seen.Load(), err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if err := clusterInfo(old, ns); err != nil {
+				t.Fatalf("connection made before the reload: %v", err)
+			}
+			if n := oldHandshakes.Load(); n != 1 {
+				t.Fatalf("the old client handshook %d times: its connection was dropped", n)
+			}
+			// The broker, reloaded too, still serves client-go.
 			if err := goSend(ctx, secure, "TlsTopic"); err != nil {
-				t.Fatalf("client-go with TLS, send %d: %v", i, err)
+				t.Fatalf("client-go after the reload: %v", err)
 			}
-		}
-		// client-go without TLS: its route query waits out client-go's own
-		// request timeout on the closed connection, so it runs meanwhile.
-		plain := goProducer(t, c.NamesrvAddr, "tls_enforcing_off", false)
-		plainErr := make(chan error, 1)
-		go func() { plainErr <- goSend(ctx, plain, "TlsTopic") }()
-		defer func() {
-			if err := <-plainErr; err == nil {
-				t.Error("client-go without TLS sent through an enforcing cluster")
-			}
-		}()
-
-		// Certificate reload on the nameserver.
-		ns := c.NamesrvAddrs[0]
-		old, oldSeen, oldHandshakes := certClient(t, pki.ca.Pool(), nil)
-		if err := clusterInfo(old, ns); err != nil {
-			t.Fatal(err)
-		}
-		if cn := oldSeen.Load(); cn != "server-1" {
-			t.Fatalf("first certificate %v", cn)
-		}
-		pki.issueServer(t, "server-2")
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			fresh, seen, _ := certClient(t, pki.ca.Pool(), nil)
-			err := clusterInfo(fresh, ns)
-			_ = fresh.Close()
-			if err == nil && seen.Load() == "server-2" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("new connections still get %v (err %v) 10s after the certificate was replaced", seen.Load(), err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if err := clusterInfo(old, ns); err != nil {
-			t.Fatalf("connection made before the reload: %v", err)
-		}
-		if n := oldHandshakes.Load(); n != 1 {
-			t.Fatalf("the old client handshook %d times: its connection was dropped", n)
-		}
-		// The broker, reloaded too, still serves client-go.
-		if err := goSend(ctx, secure, "TlsTopic"); err != nil {
-			t.Fatalf("client-go after the reload: %v", err)
-		}
+		})
 	})
 
 	// Permissive: TLS and plaintext on the same ports, self-signed
