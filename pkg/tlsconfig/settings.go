@@ -10,9 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
-	pkgconfig "github.com/rmqgo/rmq/pkg/config"
+	"github.com/rmqgo/rmq/pkg/admin"
 )
 
 // Server modes (tls.server.mode).
@@ -134,17 +135,16 @@ func (s Settings) Load() (Settings, error) {
 	if err != nil {
 		return s, fmt.Errorf("tlsconfig: read tls.config.file: %w", err)
 	}
-	kv, err := pkgconfig.ParseProperties(b)
-	if err != nil {
-		return s, fmt.Errorf("tlsconfig: %s: %w", s.ConfigFile, err)
-	}
+	// The properties parser of the admin client (no configuration library:
+	// mqadmin and mqbench read this file too).
+	kv := admin.ParseProperties(string(b)).Map()
 	lower := make(map[string]string, len(kv))
 	for k, v := range kv {
-		lower[strings.ToLower(k)] = v
+		lower[strings.ToLower(k)] = strings.TrimSpace(v)
 	}
 	for _, k := range fileKeys {
 		if v, ok := lower[strings.ToLower(k)]; ok {
-			if err := pkgconfig.Set(&s, k, v); err != nil {
+			if err := s.set(k, v); err != nil {
 				return s, fmt.Errorf("tlsconfig: %s: %w", s.ConfigFile, err)
 			}
 		}
@@ -152,13 +152,43 @@ func (s Settings) Load() (Settings, error) {
 	return s, s.Validate()
 }
 
-// Keys returns the key names of Settings (documentation, config checks).
-func Keys() []string {
-	var s Settings
-	m := pkgconfig.Map(&s)
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// set assigns one of fileKeys.
+func (s *Settings) set(key, v string) error {
+	boolean := func(dst *bool) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("key %s: bad boolean %q", key, v)
+		}
+		*dst = b
+		return nil
 	}
-	return out
+	switch key {
+	case "tls.test.mode.enable":
+		return boolean(&s.TestModeEnable)
+	case "tls.server.authClient":
+		return boolean(&s.ServerAuthClient)
+	case "tls.client.authServer":
+		return boolean(&s.ClientAuthServer)
+	case "tls.server.need.client.auth":
+		s.ServerNeedClientAuth = v
+	case "tls.server.keyPath":
+		s.ServerKeyPath = v
+	case "tls.server.keyPassword":
+		s.ServerKeyPassword = v
+	case "tls.server.certPath":
+		s.ServerCertPath = v
+	case "tls.server.trustCertPath":
+		s.ServerTrustCertPath = v
+	case "tls.client.keyPath":
+		s.ClientKeyPath = v
+	case "tls.client.keyPassword":
+		s.ClientKeyPassword = v
+	case "tls.client.certPath":
+		s.ClientCertPath = v
+	case "tls.client.trustCertPath":
+		s.ClientTrustCertPath = v
+	default:
+		return fmt.Errorf("key %s cannot be set from tls.config.file", key)
+	}
+	return nil
 }

@@ -83,6 +83,13 @@ func TestLoadConfigFile(t *testing.T) {
 		t.Fatalf("Load = %+v\nwant   %+v", got, want)
 	}
 
+	if err := os.WriteFile(file, []byte("tls.server.authClient=maybe\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Load(); err == nil {
+		t.Fatal("a bad boolean in tls.config.file accepted")
+	}
+
 	missing := tlsconfig.Defaults()
 	missing.ConfigFile = filepath.Join(dir, "absent.properties")
 	if got, err := missing.Load(); err != nil || got != missing {
