@@ -294,8 +294,12 @@ func (c *Client) dial(ctx context.Context, addr string, e *connEntry) {
 		c.forget(addr, e) // the next call redials
 		return
 	}
+	var t transport = &netTransport{c: conn, writeTimeout: c.cfg.WriteTimeout}
+	if c.cfg.TLS != nil {
+		t = newCoalescingTransport(conn, c.cfg.WriteTimeout)
+	}
 	ch := newChannel(c.nextID.Add(1), addrString(conn.LocalAddr()), addrString(conn.RemoteAddr()),
-		&netTransport{c: conn, writeTimeout: c.cfg.WriteTimeout}, &c.opaque, c.cfg.RequestTimeout, c.log)
+		t, &c.opaque, c.cfg.RequestTimeout, c.log)
 
 	c.mu.Lock()
 	if c.closed {

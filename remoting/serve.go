@@ -71,8 +71,12 @@ func (s *Server) serveConn(conn net.Conn) {
 		_ = conn.Close()
 		return
 	}
+	var t transport = &netTransport{c: conn, writeTimeout: s.cfg.WriteTimeout}
+	if s.cfg.TLS.Mode != TLSDisabled {
+		t = newCoalescingTransport(conn, s.cfg.WriteTimeout)
+	}
 	ch := newChannel(s.nextID.Add(1), addrString(conn.LocalAddr()), addrString(conn.RemoteAddr()),
-		&netTransport{c: conn, writeTimeout: s.cfg.WriteTimeout}, &s.opaque, s.cfg.InvokeTimeout, s.log)
+		t, &s.opaque, s.cfg.InvokeTimeout, s.log)
 	s.channels[ch.id] = ch
 	s.conns.add()
 	s.mu.Unlock()
