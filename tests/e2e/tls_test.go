@@ -21,6 +21,7 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
 	"github.com/rmqgo/rmq/tests/framework"
+	"github.com/rmqgo/rmq/tests/interop"
 )
 
 // tlsPKI is a CA with a server certificate for 127.0.0.1 and a client
@@ -172,8 +173,18 @@ func TestTLS(t *testing.T) {
 			Brokers: 1, NamesrvArgs: namesrvArgs(t, conf), BrokerConf: brokerConf,
 			AdminTLS: &tls.Config{RootCAs: pki.ca.Pool()},
 		})
-		// Java's mqadmin 5.5.0 with -Dtls.enable=true (its test mode trusts
-		// any server), from the start: a JVM takes seconds to start.
+		// The Java client 5.5.0 with -Dtls.enable=true (ClientConfig's
+		// useTLS default; its test mode trusts any server): produce and
+		// consume, next to the other clients.
+		if out, err := c.MQAdmin(t, "updateTopic", "--tls", "-c", "DefaultCluster", "-t", "TlsJava"); err != nil {
+			t.Fatalf("mqadmin --tls updateTopic: %v\n%s", err, out)
+		}
+		t.Run("java client", func(t *testing.T) {
+			t.Parallel()
+			interop.RunJavaCheckEnv(t, []string{"RMQ_JAVA_OPTS=-Dtls.enable=true"},
+				"roundtrip", "-n", c.NamesrvAddr, "-t", "TlsJava", "-count", "50").RequireOK(t)
+		})
+		// Java's mqadmin 5.5.0 with -Dtls.enable=true.
 		t.Run("java mqadmin", func(t *testing.T) {
 			t.Parallel()
 			out, err := harness.RunJavaMQAdminEnv(t, []string{"RMQ_JAVA_OPTS=-Dtls.enable=true"}, "clusterList", "-n", c.NamesrvAddr)
