@@ -33,7 +33,8 @@ const (
 // DefaultConfigFile is Apache's tls.config.file default.
 const DefaultConfigFile = "/etc/rocketmq/tls.properties"
 
-// Settings are the tls.* keys. Embedded in a program's configuration struct
+// Settings are the tls.* keys (the key passwords are never shown:
+// GET_BROKER_CONFIG, -p). Embedded in a program's configuration struct
 // they are read from its properties file, environment and flags like every
 // other key; Load then reads the file named by tls.config.file over them.
 type Settings struct {
@@ -56,13 +57,13 @@ type Settings struct {
 
 	ServerNeedClientAuth string `key:"tls.server.need.client.auth" readonly:"true"`
 	ServerKeyPath        string `key:"tls.server.keyPath" readonly:"true"`
-	ServerKeyPassword    string `key:"tls.server.keyPassword" readonly:"true"`
+	ServerKeyPassword    string `key:"tls.server.keyPassword" readonly:"true" hidden:"true"`
 	ServerCertPath       string `key:"tls.server.certPath" readonly:"true"`
 	ServerAuthClient     bool   `key:"tls.server.authClient" readonly:"true"`
 	ServerTrustCertPath  string `key:"tls.server.trustCertPath" readonly:"true"`
 
 	ClientKeyPath       string `key:"tls.client.keyPath" readonly:"true"`
-	ClientKeyPassword   string `key:"tls.client.keyPassword" readonly:"true"`
+	ClientKeyPassword   string `key:"tls.client.keyPassword" readonly:"true" hidden:"true"`
 	ClientCertPath      string `key:"tls.client.certPath" readonly:"true"`
 	ClientAuthServer    bool   `key:"tls.client.authServer" readonly:"true"`
 	ClientTrustCertPath string `key:"tls.client.trustCertPath" readonly:"true"`
