@@ -16,6 +16,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
+	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/tlsconfig/tlstest"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -226,6 +228,25 @@ func TestTLS(t *testing.T) {
 					t.Error("client-go without TLS sent through an enforcing cluster")
 				}
 			}()
+
+			// Our SDK with UseTLS (Java's setUseTLS semantics).
+			sdk, err := client.NewProducer(client.ProducerConfig{Group: "tls_sdk_producer", CommonConfig: client.CommonConfig{
+				NameServers: []string{c.NamesrvAddr}, InstanceName: "tls-sdk", UseTLS: true,
+			}})
+			started(t, sdk, err)
+			defer func() {
+				sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				defer cancel()
+				_ = sdk.Shutdown(sctx)
+			}()
+			for i := range 3 {
+				sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				res, err := sdk.SendSync(sctx, &message.Message{Topic: "TlsTopic", Body: []byte("sdk over TLS")})
+				cancel()
+				if err != nil || res.Status != client.SendOK {
+					t.Fatalf("SDK with UseTLS, send %d: %v %+v", i, err, res)
+				}
+			}
 
 			// Certificate reload on the nameserver.
 			ns := c.NamesrvAddrs[0]
