@@ -17,9 +17,15 @@ type Setup struct {
 	Client   *tls.Config // nil: outgoing connections are plaintext
 }
 
-// Start reads tls.config.file over s and builds both sides; hosts are the
+// Start reads tls.config.file over s (when TLS is used at all) and builds
+// both sides; hosts are the
 // names a self-signed certificate covers. Close stops the file watch.
 func Start(s Settings, hosts []string, log *slog.Logger) (*Setup, error) {
+	if !s.ServerEnabled() && !s.Enable {
+		// No TLS at all: tls.config.file is not read (a broken one does
+		// not stop a plaintext server).
+		return &Setup{Settings: s}, s.Validate()
+	}
 	s, err := s.Load()
 	if err != nil {
 		return nil, err

@@ -434,3 +434,31 @@ func TestServerSources(t *testing.T) {
 		t.Fatal("encrypted PKCS#8 key accepted")
 	}
 }
+
+func TestStart(t *testing.T) {
+	t.Parallel()
+	broken := filepath.Join(t.TempDir(), "tls.properties")
+	if err := os.WriteFile(broken, []byte("tls.test.mode.enable=perhaps\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := tlsconfig.Defaults()
+	s.ConfigFile = broken
+	st, err := tlsconfig.Start(s, nil, nil)
+	if err != nil || st.Server != nil || st.ClientTLS() != nil || st.Remoting().Mode != remoting.TLSDisabled {
+		t.Fatalf("TLS off: %+v, %v (the file must not be read)", st, err)
+	}
+	if _, err := s.Load(); err == nil {
+		t.Fatal("the broken file loads")
+	}
+
+	s.ConfigFile = filepath.Join(t.TempDir(), "absent.properties")
+	s.ServerMode, s.Enable = tlsconfig.ModePermissive, true
+	st, err = tlsconfig.Start(s, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if r := st.Remoting(); r.Mode != remoting.TLSPermissive || r.Config == nil || st.ClientTLS() == nil {
+		t.Fatalf("permissive with tls.enable: %+v", st)
+	}
+}
