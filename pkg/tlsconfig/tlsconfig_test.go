@@ -2,8 +2,10 @@ package tlsconfig_test
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -460,5 +462,31 @@ func TestStart(t *testing.T) {
 	defer st.Close()
 	if r := st.Remoting(); r.Mode != remoting.TLSPermissive || r.Config == nil || st.ClientTLS() == nil {
 		t.Fatalf("permissive with tls.enable: %+v", st)
+	}
+}
+
+// tls.server.keyPassword decrypts a key in the legacy PEM encryption.
+func TestEncryptedKey(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := srvPair(t, mustCA(t, "ca"), "s")
+	certPath, _ := writePair(t, p, dir, "s")
+	block, _ := pem.Decode(p.KeyPEM)
+	//nolint:staticcheck // the legacy encryption is what is tested
+	enc, err := x509.EncryptPEMBlock(rand.Reader, block.Type, block.Bytes, []byte("pw"), x509.PEMCipherAES256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPath := filepath.Join(dir, "enc.key")
+	if err := os.WriteFile(keyPath, pem.EncodeToMemory(enc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tlsconfig.LoadKeyPair(certPath, keyPath, "pw"); err != nil {
+		t.Fatalf("with the password: %v", err)
+	}
+	for _, pw := range []string{"", "wrong"} {
+		if _, err := tlsconfig.LoadKeyPair(certPath, keyPath, pw); err == nil {
+			t.Fatalf("password %q accepted", pw)
+		}
 	}
 }
