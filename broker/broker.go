@@ -363,6 +363,7 @@ func (b *Broker) startGrpc() error {
 		Backend:       grpcBackend{b},
 		AdvertiseHost: cfg.BrokerIP1,
 		Producers:     b.grpcProducers,
+		StreamWorkers: cfg.GrpcStreamWorkers,
 		Logger:        b.log.With("component", "grpc"),
 	})
 	if err != nil {

@@ -214,6 +214,9 @@ func (c *Config) Validate() error {
 		bad("grpcClientConsumerMinLongPollingTimeoutMillis %d and grpcClientConsumerMaxLongPollingTimeoutMillis %d: want 0 <= min <= max",
 			c.GrpcClientConsumerMinLongPollingTimeoutMillis, c.GrpcClientConsumerMaxLongPollingTimeoutMillis)
 	}
+	if c.GrpcStreamWorkers < 0 || c.GrpcStreamWorkers > 65536 {
+		bad("grpcStreamWorkers %d out of range [0, 65536]", c.GrpcStreamWorkers)
+	}
 	if c.GrpcClientConsumerLongPollingBatchSize < 1 {
 		bad("grpcClientConsumerLongPollingBatchSize %d must be positive", c.GrpcClientConsumerLongPollingBatchSize)
 	}
