@@ -113,6 +113,9 @@ type Broker struct {
 	store         *store.Store
 	msg           *messaging
 	pools         map[processor.Pool]*remoting.Executor
+	// ffStop ends the fast-failure scan (pools.go); ffDone is closed when
+	// it has ended.
+	ffStop, ffDone chan struct{}
 
 	// grpcClients are the 5.x consumers' registry channels
 	// (wire_grpc_consume.go).
@@ -199,11 +202,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 	}
 	b.client = remoting.NewClient(ccfg, log.With("component", "namesrv-client"))
 
-	b.pools = map[processor.Pool]*remoting.Executor{
-		processor.PoolSend:  remoting.NewExecutor("send", sendWorkers(cfg), cfg.SendThreadPoolQueueCapacity),
-		processor.PoolPull:  remoting.NewExecutor("pull", cfg.PullMessageThreadPoolNums, cfg.PullThreadPoolQueueCapacity),
-		processor.PoolAdmin: remoting.NewExecutor("admin", cfg.AdminBrokerThreadPoolNums, cfg.AdminBrokerThreadPoolQueueCapacity),
-	}
+	b.pools = newPools(cfg)
 
 	if !o.noStore {
 		sc, err := storeConfig(cfg, log)
@@ -300,6 +299,11 @@ func (b *Broker) Start() error {
 		return err
 	}
 	b.started = true
+	b.ffStop, b.ffDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(b.ffDone)
+		b.fastFailure(b.ffStop)
+	}()
 	if b.msg != nil {
 		b.msg.start()
 	}
@@ -341,6 +345,8 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		if err := b.server.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
+		close(b.ffStop)
+		<-b.ffDone
 	}
 	b.closeLocal()
 	b.log.Info("broker stopped")
@@ -454,7 +460,7 @@ func (b *Broker) MasterAddr() string { return b.masterAddr.Load().(string) }
 // RegisterProcessor installs a request handler on one of the executors
 // (processor.Registrar).
 func (b *Broker) RegisterProcessor(code int32, h remoting.Handler, pool processor.Pool) {
-	b.server.Register(code, h, b.pools[pool])
+	b.server.Register(code, h, b.pools[poolFor(code, pool)])
 }
 
 // WrapProcessor replaces the handler registered for code with wrap(handler),
@@ -480,12 +486,12 @@ func (b *Broker) RegisterNow(ctx context.Context) []registry.Result {
 	return b.registrar.RegisterAll(ctx, true)
 }
 
-func (b *Broker) poolStats() map[string]int {
-	return map[string]int{
-		admin.PoolSend:  b.pools[processor.PoolSend].QueueLen(),
-		admin.PoolPull:  b.pools[processor.PoolPull].QueueLen(),
-		admin.PoolAdmin: b.pools[processor.PoolAdmin].QueueLen(),
+func (b *Broker) poolStats() map[string]admin.PoolStat {
+	out := make(map[string]admin.PoolStat, len(b.pools))
+	for _, ex := range b.pools {
+		out[ex.Name()] = admin.PoolStat{Queued: ex.QueueLen(), HeadWait: ex.HeadWait()}
 	}
+	return out
 }
 
 // configChanged reacts to UPDATE_BROKER_CONFIG: a new brokerPermission must

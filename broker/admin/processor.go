@@ -40,9 +40,16 @@ type TopicPutTps interface {
 	TopicPutTps(topic string) float64
 }
 
-// PoolStats reports queue lengths of the request executors, keyed by pool
+// PoolStats reports the queues of the request executors, keyed by pool
 // name (PoolSend, PoolPull, ...).
-type PoolStats func() map[string]int
+type PoolStats func() map[string]PoolStat
+
+// PoolStat is one executor's queue: its length and how long its oldest
+// request has waited.
+type PoolStat struct {
+	Queued   int
+	HeadWait time.Duration
+}
 
 // Executor pool names used in runtime info.
 const (
