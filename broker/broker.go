@@ -269,7 +269,11 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 		Period:       period,
 		Debounce:     o.registerDebounce,
 		OnResults:    b.registered,
-		Logger:       log.With("component", "registry"),
+		Encoding: func() registry.Encoding {
+			c := b.cfg.Get()
+			return registry.Encoding{Compressed: c.CompressedRegister, Split: c.EnableSplitRegistration, SplitSize: c.SplitRegistrationSize}
+		},
+		Logger: log.With("component", "registry"),
 	})
 	b.topics.OnChange(func([]string) { b.registrar.Trigger() })
 	return b, nil

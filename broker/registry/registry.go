@@ -12,6 +12,7 @@ import (
 	"hash/crc32"
 	"log/slog"
 	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -85,7 +86,21 @@ type Options struct {
 	Period       func() time.Duration // period of the rounds; default 30 s clamped
 	Debounce     time.Duration        // coalescing window for Trigger
 	OnResults    func([]Result)       // called after each round with the successes and failures
-	Logger       *slog.Logger
+	// Encoding, read every round, says how bodies are sent (nil: one
+	// plain JSON body).
+	Encoding func() Encoding
+	Logger   *slog.Logger
+}
+
+// Encoding is Apache's compressedRegister, enableSplitRegistration and
+// splitRegistrationSize: a broker with very many topics sends deflated
+// bodies (docs/protocol.md §4.4), and splits its topics into registrations
+// of SplitSize topics each (the last one carries the static-topic
+// mappings), so that no body exceeds a frame (upstream #5296).
+type Encoding struct {
+	Compressed bool
+	Split      bool
+	SplitSize  int
 }
 
 // Registrar runs the registration schedule.
@@ -190,13 +205,13 @@ func (r *Registrar) RegisterAll(ctx context.Context, force bool) []Result {
 	id := r.src.Identity()
 	body := r.src.Body()
 	timeout := r.src.Timeout()
-	if !force && !r.needRegister(ctx, addrs, id, body.TopicConfigSerializeWrapper.DataVersion, timeout) {
-		r.log.Debug("nameservers are up to date; registration skipped")
-		return nil
+	var enc Encoding
+	if r.opts.Encoding != nil {
+		enc = r.opts.Encoding()
 	}
-	payload, err := protocol.Marshal(body)
-	if err != nil {
-		r.log.Error("encode registration body", "err", err)
+	// Apache registers every round when splitting.
+	if !force && !enc.Split && !r.needRegister(ctx, addrs, id, body.TopicConfigSerializeWrapper.DataVersion, timeout) {
+		r.log.Debug("nameservers are up to date; registration skipped")
 		return nil
 	}
 	ext := map[string]string{
@@ -206,20 +221,22 @@ func (r *Registrar) RegisterAll(ctx context.Context, force bool) []Result {
 		"haServerAddr":       id.HAServerAddr,
 		"brokerId":           strconv.FormatInt(id.BrokerID, 10),
 		"enableActingMaster": strconv.FormatBool(id.EnableActingMaster),
-		"compressed":         "false",
-		"bodyCrc32":          strconv.FormatInt(int64(BodyCRC32(payload)), 10),
+		"compressed":         strconv.FormatBool(enc.Compressed),
 	}
 	if id.HeartbeatTimeout > 0 {
 		ext["heartbeatTimeoutMillis"] = strconv.FormatInt(id.HeartbeatTimeout.Milliseconds(), 10)
 	}
-	results := make([]Result, len(addrs))
-	var wg sync.WaitGroup
-	for i, addr := range addrs {
-		wg.Go(func() {
-			results[i] = r.registerOne(ctx, addr, ext, payload, timeout)
-		})
+	var results []Result
+	for _, part := range splitBody(body, enc) {
+		payload, err := encodeBody(part, enc.Compressed)
+		if err != nil {
+			r.log.Error("encode registration body", "err", err)
+			return nil
+		}
+		partExt := maps.Clone(ext)
+		partExt["bodyCrc32"] = strconv.FormatInt(int64(BodyCRC32(payload)), 10)
+		results = mergeResults(results, r.registerAllOnce(ctx, addrs, partExt, payload, timeout))
 	}
-	wg.Wait()
 	ok := 0
 	for _, res := range results {
 		if res.Err != nil {
@@ -234,6 +251,83 @@ func (r *Registrar) RegisterAll(ctx context.Context, force bool) []Result {
 		r.opts.OnResults(results)
 	}
 	return results
+}
+
+// registerAllOnce sends one REGISTER_BROKER to every nameserver at once.
+func (r *Registrar) registerAllOnce(ctx context.Context, addrs []string, ext map[string]string, payload []byte, timeout time.Duration) []Result {
+	results := make([]Result, len(addrs))
+	var wg sync.WaitGroup
+	for i, addr := range addrs {
+		wg.Go(func() {
+			results[i] = r.registerOne(ctx, addr, ext, payload, timeout)
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+// splitBody is the registration's bodies: one, or with Split and more than
+// SplitSize topics, Apache's chunks (registerBrokerAll): SplitSize topics
+// each, in name order, all with the table's data version; the last one
+// holds the rest of the topics (maybe none), the static topics and their
+// mappings.
+func splitBody(b protocol.RegisterBrokerBody, enc Encoding) []protocol.RegisterBrokerBody {
+	w := b.TopicConfigSerializeWrapper
+	if !enc.Split || enc.SplitSize <= 0 || len(w.TopicConfigTable) < enc.SplitSize {
+		return []protocol.RegisterBrokerBody{b}
+	}
+	// A static topic goes with its mapping in the last body: a nameserver
+	// drops the mapping of a topic registered without one.
+	var names, static []string
+	for _, n := range slices.Sorted(maps.Keys(w.TopicConfigTable)) {
+		if _, ok := w.TopicQueueMappingInfoMap[n]; ok {
+			static = append(static, n)
+		} else {
+			names = append(names, n)
+		}
+	}
+	var out []protocol.RegisterBrokerBody
+	for len(names) >= enc.SplitSize {
+		part := b
+		part.TopicConfigSerializeWrapper = protocol.TopicConfigAndMappingSerializeWrapper{
+			DataVersion: w.DataVersion, MappingDataVersion: w.MappingDataVersion,
+			TopicConfigTable:           make(map[string]protocol.TopicConfig, enc.SplitSize),
+			TopicQueueMappingInfoMap:   map[string]protocol.TopicQueueMappingInfo{},
+			TopicQueueMappingDetailMap: map[string]protocol.TopicQueueMappingDetail{},
+		}
+		for _, n := range names[:enc.SplitSize] {
+			part.TopicConfigSerializeWrapper.TopicConfigTable[n] = w.TopicConfigTable[n]
+		}
+		out = append(out, part)
+		names = names[enc.SplitSize:]
+	}
+	last := b
+	last.TopicConfigSerializeWrapper.TopicConfigTable = make(map[string]protocol.TopicConfig, len(names)+len(static))
+	for _, n := range append(names, static...) {
+		last.TopicConfigSerializeWrapper.TopicConfigTable[n] = w.TopicConfigTable[n]
+	}
+	return append(out, last)
+}
+
+func encodeBody(b protocol.RegisterBrokerBody, compressed bool) ([]byte, error) {
+	if compressed {
+		return protocol.EncodeRegisterBodyCompressed(b)
+	}
+	return protocol.Marshal(b)
+}
+
+// mergeResults folds one registration's answers into a round's: the first
+// failure of a nameserver stays, otherwise its latest answer.
+func mergeResults(round, part []Result) []Result {
+	if round == nil {
+		return part
+	}
+	for i := range round {
+		if round[i].Err == nil {
+			round[i] = part[i]
+		}
+	}
+	return round
 }
 
 func (r *Registrar) registerOne(ctx context.Context, addr string, ext map[string]string, payload []byte, timeout time.Duration) Result {

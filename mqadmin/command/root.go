@@ -220,6 +220,7 @@ func newRoot(a *app) *cobra.Command {
 
 	for _, c := range []*cobra.Command{
 		newUpdateTopic(a),
+		newUpdateTopicList(a),
 		newDeleteTopic(a),
 		newUpdateSubGroup(a),
 		newDeleteSubGroup(a),
