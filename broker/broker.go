@@ -248,8 +248,8 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 		Offsets:  o.offsets,
 		Runtime:  o.runtime,
 		Pools:    b.poolStats,
-		Hooks: admin.Hooks{ConfigChanged: b.configChanged, TopicDeleted: o.topicDeleted, TopicsChanged: func(ctx context.Context) {
-			b.RegisterNow(ctx)
+		Hooks: admin.Hooks{ConfigChanged: b.configChanged, TopicDeleted: o.topicDeleted, TopicsChanged: func(ctx context.Context, names []string) {
+			b.registrar.RegisterTopics(ctx, names)
 		}},
 		BootTime: b.boot,
 		Logger:   log.With("component", "admin"),
@@ -275,7 +275,15 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 		},
 		Logger: log.With("component", "registry"),
 	})
-	b.topics.OnChange(func([]string) { b.registrar.Trigger() })
+	// A changed topic is registered on its own (Apache's
+	// registerIncrementBrokerData); a change of the version alone, in full.
+	b.topics.OnChange(func(names []string) {
+		if len(names) == 0 {
+			b.registrar.Trigger()
+			return
+		}
+		b.registrar.TriggerTopics(names)
+	})
 	return b, nil
 }
 

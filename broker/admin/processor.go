@@ -69,10 +69,10 @@ type Hooks struct {
 	// TopicDeleted runs after DELETE_TOPIC_IN_BROKER removed a topic, to
 	// drop its messages, offsets and mapping.
 	TopicDeleted func(topic string)
-	// TopicsChanged runs after a topic was created or updated, before the
-	// answer: registering with the nameservers synchronously (as Java does)
-	// means a route query right after `updateTopic` finds the topic.
-	TopicsChanged func(ctx context.Context)
+	// TopicsChanged runs after topics were created or updated, before the
+	// answer: registering them with the nameservers synchronously (as Java
+	// does) means a route query right after `updateTopic` finds the topic.
+	TopicsChanged func(ctx context.Context, names []string)
 }
 
 // Deps are the processor's collaborators. Config and Topics are required.

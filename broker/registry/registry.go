@@ -115,11 +115,15 @@ type Registrar struct {
 	mu      sync.Mutex
 	started bool
 	closed  bool
-	kick    chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
-	ctx     context.Context
-	cancel  context.CancelFunc
+	// What the next triggered round sends: everything, or only these
+	// topics (TriggerTopics).
+	pendingFull   bool
+	pendingTopics map[string]struct{}
+	kick          chan struct{}
+	stop          chan struct{}
+	done          chan struct{}
+	ctx           context.Context
+	cancel        context.CancelFunc
 }
 
 // New returns a stopped Registrar.
@@ -154,10 +158,43 @@ func (r *Registrar) Start() []Result {
 	return res
 }
 
-// Trigger asks for a registration soon; calls within the debounce window
-// coalesce into one round.
+// Trigger asks for a full registration soon; calls within the debounce
+// window coalesce into one round.
 func (r *Registrar) Trigger() {
+	r.mu.Lock()
+	r.pendingFull = true
+	r.mu.Unlock()
 	loop.Wake(r.kick)
+}
+
+// TriggerTopics asks for an incremental registration of these topics soon
+// (Apache's registerIncrementBrokerData): calls within the debounce window
+// coalesce, and a pending full round covers them.
+func (r *Registrar) TriggerTopics(names []string) {
+	if len(names) == 0 {
+		return
+	}
+	r.mu.Lock()
+	if r.pendingTopics == nil {
+		r.pendingTopics = make(map[string]struct{}, len(names))
+	}
+	for _, n := range names {
+		r.pendingTopics[n] = struct{}{}
+	}
+	r.mu.Unlock()
+	loop.Wake(r.kick)
+}
+
+// takePending returns and clears what the triggers asked for.
+func (r *Registrar) takePending() (full bool, topics []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	full, r.pendingFull = r.pendingFull, false
+	for n := range r.pendingTopics {
+		topics = append(topics, n)
+	}
+	r.pendingTopics = nil
+	return full, topics
 }
 
 func (r *Registrar) loop() {
@@ -181,7 +218,11 @@ func (r *Registrar) loop() {
 			case <-r.kick:
 			default:
 			}
-			r.RegisterAll(r.ctx, true)
+			if full, topics := r.takePending(); full {
+				r.RegisterAll(r.ctx, true)
+			} else if len(topics) > 0 {
+				r.RegisterTopics(r.ctx, topics)
+			}
 		}
 	}
 }
@@ -214,6 +255,50 @@ func (r *Registrar) RegisterAll(ctx context.Context, force bool) []Result {
 		r.log.Debug("nameservers are up to date; registration skipped")
 		return nil
 	}
+	return r.send(ctx, addrs, id, body, enc, timeout)
+}
+
+// RegisterTopics registers only the named topics (with the table's data
+// version and their static-topic mappings), as Apache's
+// registerIncrementBrokerData after an admin creates or updates topics: a
+// broker with 100k topics does not send them all for one change. Names no
+// longer in the table are left out; with none left nothing is sent.
+func (r *Registrar) RegisterTopics(ctx context.Context, names []string) []Result {
+	r.roundMu.Lock()
+	defer r.roundMu.Unlock()
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	addrs := r.src.NamesrvAddrs()
+	if closed || len(addrs) == 0 {
+		return nil
+	}
+	body := r.src.Body()
+	w := &body.TopicConfigSerializeWrapper
+	topics := make(map[string]protocol.TopicConfig, len(names))
+	mappings := map[string]protocol.TopicQueueMappingInfo{}
+	for _, n := range names {
+		if tc, ok := w.TopicConfigTable[n]; ok {
+			topics[n] = tc
+			if m, ok := w.TopicQueueMappingInfoMap[n]; ok {
+				mappings[n] = m
+			}
+		}
+	}
+	if len(topics) == 0 {
+		return nil
+	}
+	w.TopicConfigTable, w.TopicQueueMappingInfoMap = topics, mappings
+	var enc Encoding
+	if r.opts.Encoding != nil {
+		enc = r.opts.Encoding()
+	}
+	return r.send(ctx, addrs, r.src.Identity(), body, enc, r.src.Timeout())
+}
+
+// send registers body (split and encoded as enc says) with every
+// nameserver and reports the answers.
+func (r *Registrar) send(ctx context.Context, addrs []string, id Identity, body protocol.RegisterBrokerBody, enc Encoding, timeout time.Duration) []Result {
 	ext := map[string]string{
 		"brokerName":         id.BrokerName,
 		"brokerAddr":         id.BrokerAddr,

@@ -270,3 +270,42 @@ func TestSplitRegistration(t *testing.T) {
 		t.Fatalf("topics registered %v", seen)
 	}
 }
+
+// TestRegisterTopics: an incremental registration carries only the named
+// topics still in the table, with the table's data version; TriggerTopics
+// coalesces names into one such registration, and Trigger makes the next
+// round a full one.
+func TestRegisterTopics(t *testing.T) {
+	ns := fakens.Start(t)
+	src := &testSource{addrs: []string{ns.Addr()}, topics: map[string]protocol.TopicConfig{}, dv: protocol.DataVersion{Counter: 1, Timestamp: 1}}
+	for _, n := range []string{"A", "B", "C", "D"} {
+		src.addTopic(n)
+	}
+	r := New(newClient(t), src, Options{InitialDelay: time.Hour, Debounce: 50 * time.Millisecond})
+	if res := r.RegisterTopics(context.Background(), []string{"B", "Gone"}); len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("results %+v", res)
+	}
+	reg := ns.WaitRegister(t, 3*time.Second).Body.TopicConfigSerializeWrapper
+	if got := slices.Sorted(maps.Keys(reg.TopicConfigTable)); fmt.Sprint(got) != "[B]" || reg.DataVersion != src.dv {
+		t.Fatalf("incremental registration: topics %v, version %+v (want [B], %+v)", got, reg.DataVersion, src.dv)
+	}
+	if res := r.RegisterTopics(context.Background(), []string{"Gone"}); res != nil {
+		t.Fatalf("registration without any known topic: %+v", res)
+	}
+
+	r.Start()
+	defer func() { _ = r.Shutdown(context.Background()) }()
+	ns.WaitRegister(t, 3*time.Second) // Start's full round
+	r.TriggerTopics([]string{"C"})
+	r.TriggerTopics([]string{"D"})
+	reg = ns.WaitRegister(t, 3*time.Second).Body.TopicConfigSerializeWrapper
+	if got := slices.Sorted(maps.Keys(reg.TopicConfigTable)); fmt.Sprint(got) != "[C D]" {
+		t.Fatalf("triggered incremental registration: topics %v, want [C D]", got)
+	}
+	r.TriggerTopics([]string{"A"})
+	r.Trigger()
+	reg = ns.WaitRegister(t, 3*time.Second).Body.TopicConfigSerializeWrapper
+	if len(reg.TopicConfigTable) != 4 {
+		t.Fatalf("a full round pending with topics registered %d topics, want all 4", len(reg.TopicConfigTable))
+	}
+}
