@@ -27,9 +27,11 @@ import (
 	"github.com/rmqgo/rmq/broker/slavesync"
 	"github.com/rmqgo/rmq/broker/statictopic"
 	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/broker/store/vfs"
 	"github.com/rmqgo/rmq/broker/topic"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
 )
 
 // Option customises New.
@@ -48,6 +50,7 @@ type options struct {
 	noStore              bool
 	lockMaxLiveTime      time.Duration
 	liteExpirationUnit   time.Duration
+	commitLogFS          vfs.FS
 }
 
 // WithRegisterTiming overrides nameserver registration timing (tests): the
@@ -58,6 +61,9 @@ func WithRegisterTiming(initialDelay, period, debounce time.Duration) Option {
 		o.registerInitialDelay, o.registerPeriod, o.registerDebounce = initialDelay, period, debounce
 	}
 }
+
+// WithCommitLogFS puts the CommitLog on fs (fault injection in tests).
+func WithCommitLogFS(fs vfs.FS) Option { return func(o *options) { o.commitLogFS = fs } }
 
 // WithMappings plugs in the static-topic mapping manager.
 func WithMappings(s mapping.Source) Option { return func(o *options) { o.mappings = s } }
@@ -209,6 +215,9 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 		if err != nil {
 			b.closeLocal()
 			return nil, err
+		}
+		if o.commitLogFS != nil {
+			sc.CommitLog.FS = o.commitLogFS
 		}
 		if b.store, err = store.Open(sc); err != nil {
 			b.closeLocal()
@@ -471,8 +480,12 @@ func (b *Broker) MasterAddr() string { return b.masterAddr.Load().(string) }
 
 // RegisterProcessor installs a request handler on one of the executors
 // (processor.Registrar).
-func (b *Broker) RegisterProcessor(code int32, h remoting.Handler, pool processor.Pool) {
-	b.server.Register(code, h, b.pools[poolFor(code, pool)])
+func (b *Broker) RegisterProcessor(c int32, h remoting.Handler, pool processor.Pool) {
+	switch c {
+	case code.SendMessage, code.SendMessageV2, code.SendBatchMessage, code.ConsumerSendMsgBack:
+		h = b.rejectWhileBusy(h)
+	}
+	b.server.Register(c, h, b.pools[poolFor(c, pool)])
 }
 
 // WrapProcessor replaces the handler registered for code with wrap(handler),

@@ -35,6 +35,10 @@ const overloadRemark = "[OVERLOAD]system busy, start flow control for a while"
 // turns to another broker instead of timing out on this one.
 const expiredRemark = "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: %dms, size of queue: %d"
 
+// busyRemark answers a request dropped while the broker sheds its queue
+// because the disk cannot keep up (Apache: the OS page cache is busy).
+const busyRemark = "[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: %dms, size of queue: %d"
+
 // goAwayMinVersion: Java answers GO_AWAY while shutting down only to peers
 // newer than V5_3_1 (older ones do not know the code).
 const goAwayMinVersion = 475
@@ -492,9 +496,13 @@ func (s *Server) dispatch(ch *Channel, req *Command) {
 	accepted := ex.SubmitDroppable(func() {
 		defer s.inflight.done()
 		serveRequest(s.ctx, s.log, &s.hooks, ch, req, r.h)
-	}, func(waited time.Duration, queueLen int) {
+	}, func(why DropReason, waited time.Duration, queueLen int) {
 		defer s.inflight.done()
-		s.reply(ch, req, NewResponse(req, code.SystemBusy, fmt.Sprintf(expiredRemark, waited.Milliseconds(), queueLen)))
+		remark := expiredRemark
+		if why == DropBusy {
+			remark = busyRemark
+		}
+		s.reply(ch, req, NewResponse(req, code.SystemBusy, fmt.Sprintf(remark, waited.Milliseconds(), queueLen)))
 	})
 	if !accepted {
 		s.inflight.done()
