@@ -154,3 +154,20 @@ const (
 	GetSyncStateDataRequest         int32 = 1017
 	RaftBrokerHeartBeatEventRequest int32 = 1018
 )
+
+// Request codes: ACL 2.0 administration of users and ACLs
+// (org/apache/rocketmq/remoting/protocol/RequestCode.java, AUTH_*). Each is
+// authorized as resource Cluster with action Update (create, update,
+// delete) or Get (get, list).
+const (
+	AuthCreateUser int32 = 3001
+	AuthUpdateUser int32 = 3002
+	AuthDeleteUser int32 = 3003
+	AuthGetUser    int32 = 3004
+	AuthListUser   int32 = 3005
+	AuthCreateACL  int32 = 3006
+	AuthUpdateACL  int32 = 3007
+	AuthDeleteACL  int32 = 3008
+	AuthGetACL     int32 = 3009
+	AuthListACL    int32 = 3010
+)
