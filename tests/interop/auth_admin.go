@@ -186,6 +186,11 @@ func checkAuthBodies(t *testing.T, target AuthTarget) {
 	if err := ac.CreateACL(ctx, b, acl); err != nil {
 		t.Fatal(err)
 	}
+	// A second create adds to the subject's policy.
+	acl = protocol.NewAclInfo("User:carol_it", []string{"Topic:U"}, []string{"Pub"}, []string{"127.0.0.1", "10.0.0.0/8"}, protocol.DecisionDeny)
+	if err := ac.CreateACL(ctx, b, acl); err != nil {
+		t.Fatal(err)
+	}
 	for _, q := range []struct {
 		code int32
 		ext  map[string]string
