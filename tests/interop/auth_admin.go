@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +53,12 @@ func ApacheAuthBrokerConf(user, password string) string {
 // on (ApacheAuthBrokerConf, super user rocketmq / 12345678).
 func StartApacheAuth(t testing.TB) AuthTarget {
 	t.Helper()
-	a := StartApacheWith(t, ApacheOptions{BrokerConfExtra: ApacheAuthBrokerConf(authSuperUser, authSuperPassword)})
+	a := StartApacheWith(t, ApacheOptions{
+		BrokerConfExtra: ApacheAuthBrokerConf(authSuperUser, authSuperPassword),
+		// No messages: a small broker starts sooner and leaves room for
+		// the parallel tests.
+		Env: []string{"APACHE_BROKER_HEAP=256m", "APACHE_BROKER_DIRECT=256m", "APACHE_COMMITLOG_SIZE=" + strconv.Itoa(64<<20)},
+	})
 	return AuthTarget{NamesrvAddr: a.NamesrvAddr, BrokerAddr: a.BrokerAddr, Cluster: "DefaultCluster",
 		Super: credentials.Credentials{AccessKey: authSuperUser, SecretKey: authSuperPassword}}
 }
@@ -130,10 +136,13 @@ func RunAuthAdminChecks(t *testing.T, target AuthTarget, mqadminBin string) {
 	for i, c := range cmds {
 		javaCmds[i] = append(append([]string(nil), c...), ns...)
 	}
+	t0 := time.Now()
 	javaOut, err := harness.RunJavaMQAdminBatch(t, []string{"ROCKETMQ_HOME=" + home}, javaCmds)
 	if err != nil {
 		t.Fatalf("java mqadmin: %v", err)
 	}
+	t.Logf("java mqadmin: %d commands in %v", len(cmds), time.Since(t0).Round(10*time.Millisecond))
+	t0 = time.Now()
 	for i, c := range cmds {
 		// Credentials three ways: flags, the file, ROCKETMQ_HOME.
 		var args []string
@@ -158,6 +167,7 @@ func RunAuthAdminChecks(t *testing.T, target AuthTarget, mqadminBin string) {
 		}
 	}
 
+	t.Logf("our mqadmin: %d commands in %v", len(cmds), time.Since(t0).Round(10*time.Millisecond))
 	checkAuthBodies(t, target)
 }
 
