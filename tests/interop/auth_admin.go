@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/pkg/admin"
+	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/credentials"
+	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting/code"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
@@ -131,6 +133,15 @@ func RunAuthAdminChecks(t *testing.T, target AuthTarget, mqadminBin string) {
 		t.Fatalf("listUser with a wrong secret: exit %d, stderr %q; want 1 and check signature failed", code, stderr)
 	}
 
+	// Any command signs: brokerStatus (GET_BROKER_RUNTIME_INFO) too.
+	if _, stderr, code := harness.ExecMQAdmin(t, mqadminBin, append([]string{"brokerStatus", "-b", target.BrokerAddr}, ns...)...); code != 1 ||
+		!strings.Contains(stderr, "NO_PERMISSION (code 16)") {
+		t.Fatalf("unsigned brokerStatus: exit %d, stderr %q; want 1 and NO_PERMISSION", code, stderr)
+	}
+	if _, stderr, code := harness.ExecMQAdmin(t, mqadminBin, append([]string{"brokerStatus", "-b", target.BrokerAddr, "--toolsConfig", toolsYML}, ns...)...); code != 0 {
+		t.Fatalf("signed brokerStatus: exit %d, stderr %q", code, stderr)
+	}
+
 	cmds := authAdminCommands(target.BrokerAddr, target.Cluster)
 	javaCmds := make([][]string, len(cmds))
 	for i, c := range cmds {
@@ -169,6 +180,54 @@ func RunAuthAdminChecks(t *testing.T, target AuthTarget, mqadminBin string) {
 
 	t.Logf("our mqadmin: %d commands in %v", len(cmds), time.Since(t0).Round(10*time.Millisecond))
 	checkAuthBodies(t, target)
+	checkSDKCredentials(t, target)
+}
+
+// checkSDKCredentials: our SDK's producer sends with the super user's
+// credentials (CommonConfig.Credentials) and is refused with
+// NO_PERMISSION without them.
+func checkSDKCredentials(t *testing.T, target AuthTarget) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const topic = "AuthSDK"
+	cred := target.Super
+	ac, err := admin.New(admin.Config{NameServers: []string{target.NamesrvAddr}, Credentials: &cred}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ac.Close()
+	tc := protocol.NewTopicConfig(topic)
+	if err := ac.CreateTopic(ctx, target.BrokerAddr, tc, ""); err != nil {
+		t.Fatalf("create %s: %v", topic, err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if r, err := ac.GetTopicRoute(ctx, topic); err == nil && len(r.QueueDatas) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no route of %s", topic)
+		}
+	}
+	send := func(cred *client.Credentials) error {
+		p, err := client.NewProducer(client.ProducerConfig{CommonConfig: client.CommonConfig{
+			NameServers: []string{target.NamesrvAddr}, Credentials: cred}, Group: "AuthSDKProducer"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = p.Shutdown(ctx) }()
+		_, err = p.SendSync(ctx, &message.Message{Topic: topic, Body: []byte("signed")})
+		return err
+	}
+	if err := send(&cred); err != nil {
+		t.Fatalf("signed send: %v", err)
+	}
+	if err := send(nil); !client.IsCode(err, code.NoPermission) {
+		t.Fatalf("unsigned send: %v; want NO_PERMISSION", err)
+	}
 }
 
 // checkAuthBodies creates a user and an ACL through pkg/admin and checks
