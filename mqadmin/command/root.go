@@ -4,7 +4,10 @@
 //
 // Unlike the Java tool, a failure prints a message to stderr and exits
 // non-zero (1; 2 for usage errors), and every command also has
-// "--output json" for machine-readable output.
+// "--output json" for machine-readable output. Every command signs its
+// requests (servers with authentication on) with -ak/-sk, else the
+// --toolsConfig file, else $ROCKETMQ_HOME/conf/tools.yml as the Java tool
+// (app.credentials).
 //
 // Adding a command: write a constructor newXxx(a *app) *cobra.Command using
 // newCmd, declare options with stringOpt/boolOpt and the Java short and long
