@@ -155,10 +155,8 @@ const (
 	RaftBrokerHeartBeatEventRequest int32 = 1018
 )
 
-// Request codes: ACL 2.0 administration of users and ACLs
-// (org/apache/rocketmq/remoting/protocol/RequestCode.java, AUTH_*). Each is
-// authorized as resource Cluster with action Update (create, update,
-// delete) or Get (get, list).
+// Request codes: the auth module's user and ACL administration (ACL 2.0,
+// Apache 5.3+; docs/auth.md).
 const (
 	AuthCreateUser int32 = 3001
 	AuthUpdateUser int32 = 3002
