@@ -12,9 +12,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/rmqgo/rmq/pkg/tlsconfig"
-
 	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/pkg/credentials"
+	"github.com/rmqgo/rmq/pkg/tlsconfig"
 )
 
 // Exit codes of Main.
@@ -103,6 +103,7 @@ type commonFlags struct {
 	topic             string
 	trace, acl        JavaBool
 	accessKey, secret string
+	toolsConfig       string
 	reportIntervalMS  int
 	duration          time.Duration
 	json, verbose     bool
@@ -120,6 +121,7 @@ func (c *commonFlags) register(cmd *cobra.Command) *pflag.FlagSet {
 	fs.VarP(&c.acl, "aclEnable", "a", "Acl Enable, Default: false")
 	fs.StringVar(&c.accessKey, "accessKey", defaultAccessKey, "Acl access key (-ak)")
 	fs.StringVar(&c.secret, "secretKey", defaultSecretKey, "Acl secret key (-sk)")
+	fs.StringVar(&c.toolsConfig, "toolsConfig", "", "YAML file with accessKey and secretKey (Apache's conf/tools.yml); turns ACL on with its keys unless -ak/-sk are given")
 	fs.IntVar(&c.reportIntervalMS, "reportInterval", 10000, "The number of ms between reports (-ri)")
 	fs.DurationVar(&c.duration, "duration", 0, "Stop after this long, e.g. 60s (default: run until the quantity is sent or Ctrl-C)")
 	fs.BoolVar(&c.json, "json", false, "Print a final one-line JSON summary")
@@ -130,8 +132,12 @@ func (c *commonFlags) register(cmd *cobra.Command) *pflag.FlagSet {
 }
 
 // options are the RunOptions the flags give, writing to stdout and stderr.
-func (c *commonFlags) options(getenv func(string) string, stdout, stderr io.Writer) (RunOptions, error) {
-	ns, cred, log := c.resolve(getenv, stderr)
+func (c *commonFlags) options(cmd *cobra.Command, getenv func(string) string, stdout, stderr io.Writer) (RunOptions, error) {
+	keysGiven := cmd.Flags().Changed("accessKey") || cmd.Flags().Changed("secretKey")
+	ns, cred, log, err := c.resolve(getenv, stderr, keysGiven)
+	if err != nil {
+		return RunOptions{}, exitError{ExitUsage, err}
+	}
 	o := RunOptions{
 		NameServer: ns, Topic: strings.TrimSpace(c.topic), Credentials: cred, Logger: log,
 		ReportInterval: time.Duration(c.reportIntervalMS) * time.Millisecond, Duration: c.duration, JSON: c.json,
@@ -140,18 +146,20 @@ func (c *commonFlags) options(getenv func(string) string, stdout, stderr io.Writ
 	if c.useTLS {
 		s := tlsconfig.Defaults()
 		s.Enable, s.ConfigFile = true, c.tlsConfigFile
-		s, err := s.Load()
-		if err != nil {
-			return o, err
+		if s, err = s.Load(); err != nil {
+			return o, exitError{ExitUsage, err}
 		}
 		if o.TLS, err = s.ClientConfig(); err != nil {
-			return o, err
+			return o, exitError{ExitUsage, err}
 		}
 	}
 	return o, nil
 }
 
-func (c *commonFlags) resolve(getenv func(string) string, stderr io.Writer) (ns string, cred *client.Credentials, log *slog.Logger) {
+// resolve reads the name servers, the credentials (-a with -ak/-sk as
+// Apache's benchmark tools; --toolsConfig also turns ACL on, its keys used
+// unless -ak/-sk were given) and the log level.
+func (c *commonFlags) resolve(getenv func(string) string, stderr io.Writer, keysGiven bool) (ns string, cred *client.Credentials, log *slog.Logger, err error) {
 	ns = strings.TrimSpace(c.namesrv)
 	if ns == "" {
 		ns = strings.TrimSpace(getenv("NAMESRV_ADDR"))
@@ -162,6 +170,20 @@ func (c *commonFlags) resolve(getenv func(string) string, stderr io.Writer) (ns 
 	if c.acl {
 		cred = &client.Credentials{AccessKey: c.accessKey, SecretKey: c.secret}
 	}
+	if c.toolsConfig != "" {
+		fileCred, err := credentials.ReadToolsConfig(c.toolsConfig)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		if fileCred == nil {
+			return "", nil, nil, fmt.Errorf("%s: accessKey or secretKey is blank", c.toolsConfig)
+		}
+		if !keysGiven {
+			cred = fileCred
+		} else {
+			cred = &client.Credentials{AccessKey: c.accessKey, SecretKey: c.secret}
+		}
+	}
 	if c.trace {
 		fmt.Fprintln(stderr, "mqbench: message trace is not supported; -m is ignored")
 	}
@@ -170,7 +192,7 @@ func (c *commonFlags) resolve(getenv func(string) string, stderr io.Writer) (ns 
 		level = slog.LevelDebug
 	}
 	log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	return ns, cred, log
+	return ns, cred, log, nil
 }
 
 func newProducerCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
@@ -190,8 +212,8 @@ func newProducerCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra
 				return exitError{ExitUsage, fmt.Errorf("compress type %s is not supported (only ZLIB)", compressType)}
 			}
 			var err error
-			if o.RunOptions, err = c.options(getenv, stdout, stderr); err != nil {
-				return exitError{ExitUsage, err}
+			if o.RunOptions, err = c.options(cmd, getenv, stdout, stderr); err != nil {
+				return err
 			}
 			o.KeyEnable, o.DelayEnable, o.Async, o.CompressEnable, o.FlushCheck = bool(keys), bool(delay), bool(async), bool(compress), flushCheck
 			sum, err := RunProducer(cmd.Context(), o)
@@ -243,8 +265,8 @@ with updateTopic -a +message.type=LITE and the group with updateSubGroup --attri
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
-			if o.RunOptions, err = c.options(getenv, stdout, stderr); err != nil {
-				return exitError{ExitUsage, err}
+			if o.RunOptions, err = c.options(cmd, getenv, stdout, stderr); err != nil {
+				return err
 			}
 			_, err = RunLiteConsumer(cmd.Context(), o)
 			return runFailed("lite-consumer", err)
@@ -275,8 +297,8 @@ func newConsumerCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
-			if o.RunOptions, err = c.options(getenv, stdout, stderr); err != nil {
-				return exitError{ExitUsage, err}
+			if o.RunOptions, err = c.options(cmd, getenv, stdout, stderr); err != nil {
+				return err
 			}
 			o.GroupSuffix = bool(suffix)
 			_ = rebalance // Java's client/server rebalance switch: one instance consumes every queue here
