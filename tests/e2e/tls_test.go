@@ -293,6 +293,15 @@ func TestTLS(t *testing.T) {
 		if out, err := c.MQAdmin(t, "updateTopic", "-c", "DefaultCluster", "-t", "TlsTopic"); err != nil {
 			t.Fatalf("mqadmin (plaintext) updateTopic: %v\n%s", err, out)
 		}
+		// Java's mqadmin with -Dtls.enable=true (plaintext on the same port:
+		// client-go below).
+		t.Run("java mqadmin", func(t *testing.T) {
+			t.Parallel()
+			out, err := harness.RunJavaMQAdminEnv(t, []string{"RMQ_JAVA_OPTS=-Dtls.enable=true"}, "clusterList", "-n", c.NamesrvAddr)
+			if err != nil || !strings.Contains(out, "broker-a") {
+				t.Fatalf("java mqadmin -Dtls.enable=true clusterList: %v\n%s", err, out)
+			}
+		})
 		ctx := context.Background()
 		for _, useTLS := range []bool{true, false} {
 			name := "tls_permissive_off"
