@@ -30,6 +30,7 @@ import (
 	"github.com/rmqgo/rmq/broker/store/vfs"
 	"github.com/rmqgo/rmq/broker/topic"
 	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/pkg/tlsconfig"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
@@ -111,10 +112,13 @@ type Broker struct {
 
 	server *remoting.Server
 	grpc   *grpcserver.Server // nil unless enableGrpcServer
+	// grpcCert is the gRPC endpoint's certificate source (with grpc).
+	grpcCert *tlsconfig.Server
 	// grpcProducers are the gRPC producers the transaction check calls
 	// back (wire_grpc_produce.go).
 	grpcProducers *grpcserver.Producers
 	client        *remoting.Client
+	tls           *tlsconfig.Setup // tls.* keys: server and client sides
 	registrar     *registry.Registrar
 	store         *store.Store
 	msg           *messaging
@@ -190,8 +194,15 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 		return nil, fmt.Errorf("broker: load topics: %w", err)
 	}
 
+	// One TLS setup for the remoting and HA ports and the outgoing
+	// connections; the certificate files are watched until closeLocal.
+	b.tls, err = tlsconfig.Start(cfg.Settings, []string{cfg.BrokerIP1, cfg.BrokerIP2}, log.With("component", "tls"))
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
 	scfg := remoting.DefaultServerConfig()
 	scfg.ListenAddr = cfg.ListenAddr()
+	scfg.TLS = b.tls.Remoting()
 	if cfg.FrameMaxLength > 0 {
 		scfg.MaxFrameSize = cfg.FrameMaxLength
 	}
@@ -200,12 +211,10 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 	}
 	b.server, err = remoting.NewServer(scfg, log.With("component", "remoting"))
 	if err != nil {
+		b.tls.Close()
 		return nil, fmt.Errorf("broker: remoting server: %w", err)
 	}
-	ccfg := remoting.DefaultClientConfig()
-	if cfg.ConnectTimeoutMillis > 0 {
-		ccfg.ConnectTimeout = cfg.ConnectTimeoutMillis
-	}
+	ccfg := b.clientConfig()
 	b.client = remoting.NewClient(ccfg, log.With("component", "namesrv-client"))
 
 	b.pools = newPools(cfg)
@@ -362,6 +371,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 			if err := b.grpc.Shutdown(ctx); err != nil {
 				errs = append(errs, err)
 			}
+			b.grpcCert.Close()
 		}
 		if err := b.server.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
@@ -382,10 +392,14 @@ func (b *Broker) startGrpc() error {
 	if !cfg.EnableGrpcServer {
 		return nil
 	}
+	gtls, err := b.grpcTLS()
+	if err != nil {
+		return fmt.Errorf("broker: gRPC endpoint: %w", err)
+	}
 	srv, err := grpcserver.Start(grpcserver.Config{
 		Addr:          net.JoinHostPort(cfg.BrokerIP1, strconv.Itoa(cfg.GrpcServerPort)),
-		TLSKeyPath:    cfg.TLSKeyPath,
-		TLSCertPath:   cfg.TLSCertPath,
+		TLS:           gtls,
+		EnforceTLS:    b.tls.Settings.Mode() == tlsconfig.ModeEnforcing,
 		Hosts:         []string{cfg.BrokerIP1},
 		Backend:       grpcBackend{b},
 		AdvertiseHost: cfg.BrokerIP1,
@@ -394,10 +408,34 @@ func (b *Broker) startGrpc() error {
 		Logger:        b.log.With("component", "grpc"),
 	})
 	if err != nil {
+		gtls.Close()
 		return fmt.Errorf("broker: %w", err)
 	}
-	b.grpc = srv
+	b.grpc, b.grpcCert = srv, gtls
 	return nil
+}
+
+// grpcTLS is the gRPC endpoint's certificate, watched for changes: the
+// proxy's tlsCertPath / tlsKeyPath when set, else tls.server.certPath /
+// keyPath, else a self-signed one (the endpoint always serves TLS next to
+// h2c, as the proxy does: the 5.x clients use TLS by default). Client
+// certificates are not asked for, as the proxy does not ask for them.
+func (b *Broker) grpcTLS() (*tlsconfig.Server, error) {
+	cfg := b.cfg.Get()
+	set := b.tls.Settings
+	set.ServerNeedClientAuth, set.ServerAuthClient, set.ServerTrustCertPath = tlsconfig.ClientAuthNone, false, ""
+	if cfg.TLSCertPath != "" {
+		set.ServerCertPath, set.ServerKeyPath, set.ServerKeyPassword = cfg.TLSCertPath, cfg.TLSKeyPath, ""
+	}
+	if set.ServerCertPath == "" {
+		set.TestModeEnable = true
+	}
+	srv, err := tlsconfig.NewServer(set, []string{cfg.BrokerIP1}, b.log.With("component", "grpc-tls"))
+	if err != nil {
+		return nil, err
+	}
+	srv.Watch(0)
+	return srv, nil
 }
 
 // GrpcAddr is the gRPC endpoint's listening address, "" when
@@ -422,11 +460,24 @@ func (b *Broker) closeLocal() {
 		ex.Close()
 	}
 	_ = b.client.Close()
+	b.tls.Close()
 	if b.store != nil {
 		if err := b.store.Close(); err != nil {
 			b.log.Error("close store", "err", err)
 		}
 	}
+}
+
+// clientConfig is the remoting client configuration of the broker's
+// outgoing connections: connectTimeoutMillis and, with tls.enable, TLS.
+func (b *Broker) clientConfig() remoting.ClientConfig {
+	cfg := b.cfg.Get()
+	ccfg := remoting.DefaultClientConfig()
+	if cfg.ConnectTimeoutMillis > 0 {
+		ccfg.ConnectTimeout = cfg.ConnectTimeoutMillis
+	}
+	ccfg.TLS = b.tls.ClientTLS()
+	return ccfg
 }
 
 // storeHost is brokerIP1 with the actual listening port: the store host of

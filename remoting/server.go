@@ -53,6 +53,11 @@ type ServerConfig struct {
 	InvokeTimeout time.Duration // Channel.Invoke timeout when ctx has no deadline; default 3s
 	Workers       int           // default executor workers; default 16
 	QueueSize     int           // default executor queue; default 10000
+
+	// TLS: the zero value (TLSDisabled) is the plain netpoll server; other
+	// modes serve each connection on its own goroutine over crypto/tls
+	// (tls.go).
+	TLS ServerTLS
 }
 
 // DefaultServerConfig is the nameserver's default listener with all defaults.
@@ -86,7 +91,7 @@ func (c ServerConfig) Validate() error {
 	if c.Workers < 0 || c.QueueSize < 0 {
 		return errors.New("remoting: ServerConfig.Workers and QueueSize must not be negative")
 	}
-	return nil
+	return c.TLS.validate()
 }
 
 func (c ServerConfig) withDefaults() ServerConfig {
@@ -257,6 +262,15 @@ func (s *Server) Start() error {
 	defer s.mu.Unlock()
 	if s.state.Load() != stateNew {
 		return errors.New("remoting: server already started")
+	}
+	if s.cfg.TLS.Mode != TLSDisabled {
+		// TLS needs crypto/tls over a net.Conn: one goroutine per
+		// connection (serve.go), plaintext ones too in permissive mode.
+		ln, err := net.Listen("tcp", s.cfg.ListenAddr)
+		if err != nil {
+			return fmt.Errorf("remoting: listen on %s: %w", s.cfg.ListenAddr, err)
+		}
+		return s.serveLocked(ln)
 	}
 	ln, err := s.listen(s.cfg.ListenAddr)
 	if err != nil {

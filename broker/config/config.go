@@ -18,6 +18,7 @@ import (
 
 	pcfg "github.com/rmqgo/rmq/pkg/config"
 	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/pkg/tlsconfig"
 )
 
 // EnvPrefix maps key listenPort to environment variable BROKER_LISTEN_PORT.
@@ -37,6 +38,11 @@ type Config struct {
 	NettyConfig
 	MessageStoreConfig
 	AuthConfig
+	// Apache's tls.* keys (pkg/tlsconfig): the remoting, HA and gRPC
+	// ports take tls.server.*, the broker's own outgoing connections
+	// (nameserver, other brokers, HA master, controller) tls.enable and
+	// tls.client.*.
+	tlsconfig.Settings
 }
 
 // Host describes the machine for the defaults that Java computes from it.
@@ -64,6 +70,7 @@ func Default(h Host) *Config {
 		NettyConfig:        defaultNettyConfig(),
 		MessageStoreConfig: defaultMessageStoreConfig(h.Home),
 		AuthConfig:         defaultAuthConfig(),
+		Settings:           tlsconfig.Defaults(),
 	}
 }
 
@@ -232,6 +239,9 @@ func (c *Config) Validate() error {
 	}
 	if (c.TLSKeyPath == "") != (c.TLSCertPath == "") {
 		bad("tlsKeyPath and tlsCertPath go together (both set, or neither for a self-signed certificate)")
+	}
+	if err := c.Settings.Validate(); err != nil {
+		bad("%v", err)
 	}
 	if c.HaListenPort < 0 || c.HaListenPort > 65535 {
 		bad("haListenPort %d out of range", c.HaListenPort)

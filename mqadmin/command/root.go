@@ -21,6 +21,7 @@ package command
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -34,6 +35,7 @@ import (
 
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/credentials"
+	"github.com/rmqgo/rmq/pkg/tlsconfig"
 )
 
 // Exit codes.
@@ -100,8 +102,10 @@ func (e *Env) fill() {
 type app struct {
 	env *Env
 
-	namesrvAddr string // -n
-	output      string // --output
+	namesrvAddr   string // -n
+	output        string // --output
+	useTLS        bool   // --tls
+	tlsConfigFile string // --tlsConfigFile
 
 	accessKey, secretKey string // -ak, -sk
 	toolsConfig          string // --toolsConfig
@@ -180,13 +184,32 @@ func (a *app) credentials() (*credentials.Credentials, error) {
 	return credentials.ReadToolsConfig(path)
 }
 
+// tlsConfig is the client TLS of --tls (nil without it): Apache's client
+// semantics of the tls.* keys in --tlsConfigFile (pkg/tlsconfig).
+func (a *app) tlsConfig() (*tls.Config, error) {
+	if !a.useTLS {
+		return nil, nil
+	}
+	s := tlsconfig.Defaults()
+	s.Enable, s.ConfigFile = true, a.tlsConfigFile
+	s, err := s.Load()
+	if err != nil {
+		return nil, err
+	}
+	return s.ClientConfig()
+}
+
 // client dials the admin client; the caller closes it.
 func (a *app) client() (*admin.Client, error) {
 	cred, err := a.credentials()
 	if err != nil {
 		return nil, err
 	}
-	c, err := a.env.Dial(admin.Config{NameServers: a.nameServers(), Credentials: cred}, a.env.Log)
+	tc, err := a.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	c, err := a.env.Dial(admin.Config{NameServers: a.nameServers(), Credentials: cred, TLS: tc}, a.env.Log)
 	if err != nil {
 		return nil, fmt.Errorf("create admin client: %w", err)
 	}
@@ -257,6 +280,8 @@ func newRoot(a *app) *cobra.Command {
 	stringOpt(pf, &a.accessKey, "ak", "accessKey", "access key (ACL 2.0: username) that signs every request (default: from --toolsConfig)")
 	stringOpt(pf, &a.secretKey, "sk", "secretKey", "secret key (ACL 2.0: password) of the access key")
 	pf.StringVar(&a.toolsConfig, "toolsConfig", "", "YAML file with accessKey and secretKey, as the Java tool's tools.yml (default: $ROCKETMQ_HOME/conf/tools.yml if it exists)")
+	pf.BoolVar(&a.useTLS, "tls", false, "connect over TLS (the Java tool's -Dtls.enable=true)")
+	pf.StringVar(&a.tlsConfigFile, "tlsConfigFile", tlsconfig.DefaultConfigFile, "with --tls: properties file of tls.client.* and tls.test.mode.enable keys, read when it exists (Java's -Dtls.config.file)")
 	root.SetUsageFunc(a.usage)
 	root.SetHelpFunc(a.help)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })

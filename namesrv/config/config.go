@@ -15,6 +15,7 @@ import (
 	"time"
 
 	pkgconfig "github.com/rmqgo/rmq/pkg/config"
+	"github.com/rmqgo/rmq/pkg/tlsconfig"
 
 	"github.com/rmqgo/rmq/internal/fsutil"
 )
@@ -85,6 +86,11 @@ type Config struct {
 	// The embedded HA controller's keys (enableControllerInNamesrv=true).
 	ControllerKeys
 
+	// Apache's tls.* keys (pkg/tlsconfig): the nameserver's port and the
+	// embedded controller's take tls.server.*, the controller's outgoing
+	// notifications tls.enable and tls.client.*.
+	tlsconfig.Settings
+
 	// Ours: the directory relative kvConfigPath / configStorePath resolve
 	// against. Empty means $HOME/namesrv, Apache's location.
 	DataDir string `key:"dataDir"`
@@ -108,6 +114,7 @@ func Default() Config {
 		WaitSecondsForService:                45,
 		ConfigBlackList:                      "configBlackList;configStorePath;kvConfigPath",
 		ControllerKeys:                       DefaultControllerKeys(),
+		Settings:                             tlsconfig.Defaults(),
 		NettyServerConfig: NettyServerConfig{
 			BindAddress:                        "0.0.0.0",
 			ListenPort:                         9876,
@@ -219,6 +226,9 @@ func (c *Config) Validate() error {
 		if err := c.ControllerKeys.Validate(); err != nil {
 			bad("enableControllerInNamesrv=true: %w", err)
 		}
+	}
+	if err := c.Settings.Validate(); err != nil {
+		bad("%w", err)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("config: %w", errors.Join(errs...))

@@ -10,6 +10,7 @@ package admin
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,6 +43,8 @@ type Config struct {
 	NameServers []string
 	// Timeout bounds each request; 0 means DefaultTimeout.
 	Timeout time.Duration
+	// TLS, when set, connects over TLS (Java mqadmin's -Dtls.enable=true).
+	TLS *tls.Config
 	// Credentials, when set, sign every request (servers with
 	// authentication on; docs/protocol.md §7), whatever the Invoker.
 	Credentials *credentials.Credentials
@@ -86,6 +89,7 @@ func New(cfg Config, log *slog.Logger) (*Client, error) {
 	if rc.ConnectTimeout > cfg.Timeout {
 		rc.ConnectTimeout = cfg.Timeout
 	}
+	rc.TLS = cfg.TLS
 	r := remoting.NewClient(rc, log)
 	c := newClient(cfg, r, log)
 	c.close = r.Close

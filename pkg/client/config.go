@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -54,7 +55,14 @@ type CommonConfig struct {
 	// SerializeType of request headers: JSON (default, like Java) or
 	// ROCKETMQ (compact binary; every broker accepts both).
 	SerializeType remoting.SerializeType
+	// UseTLS connects over TLS (Java's ClientConfig.setUseTLS / -Dtls.enable=true)
+	// without verifying the server, as the Java client does by default
+	// (tls.test.mode.enable). For verification and client certificates set
+	// Remoting.TLS instead, e.g. from tlsconfig.Settings.ClientConfig.
+	UseTLS bool
 	// Remoting tunes connections; zero fields take remoting's defaults.
+	// Remoting.TLS, when set, is the TLS of every connection (UseTLS then
+	// changes nothing).
 	Remoting remoting.ClientConfig
 	// Logger receives the client's logs; nil discards them.
 	Logger *slog.Logger
@@ -104,6 +112,9 @@ func (c CommonConfig) normalize() (CommonConfig, error) {
 	}
 	if c.SerializeType != remoting.SerializeJSON && c.SerializeType != remoting.SerializeRocketMQ {
 		return c, fmt.Errorf("client: unknown serialize type %v", c.SerializeType)
+	}
+	if c.UseTLS && c.Remoting.TLS == nil {
+		c.Remoting.TLS = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} //nolint:gosec // the Java client's default (tls.test.mode.enable)
 	}
 	if c.Credentials != nil && (c.Credentials.AccessKey == "" || c.Credentials.SecretKey == "") {
 		return c, fmt.Errorf("client: credentials need both an access key and a secret key")

@@ -159,7 +159,9 @@ func Has(dst any, key string) bool {
 	return ok
 }
 
-// Map returns every key with its current value in string form.
+// Map returns every key with its current value in string form, except
+// the fields tagged `hidden:"true"` (secrets: they are set like any key but
+// never shown nor written back).
 func Map(src any) map[string]string {
 	fields, err := fieldsOf(src)
 	if err != nil {
@@ -167,7 +169,9 @@ func Map(src any) map[string]string {
 	}
 	m := make(map[string]string, len(fields))
 	for _, f := range fields {
-		m[f.key] = f.get()
+		if !f.hidden {
+			m[f.key] = f.get()
+		}
 	}
 	return m
 }
@@ -240,8 +244,9 @@ func ParseProperties(b []byte) (map[string]string, error) {
 }
 
 type field struct {
-	key string
-	v   reflect.Value
+	key    string
+	v      reflect.Value
+	hidden bool
 }
 
 func fieldsOf(dst any) (map[string]field, error) {
@@ -269,7 +274,7 @@ func collect(sv reflect.Value, out map[string]field) {
 		if key == "" || key == "-" {
 			continue
 		}
-		out[strings.ToLower(key)] = field{key: key, v: sv.Field(i)}
+		out[strings.ToLower(key)] = field{key: key, v: sv.Field(i), hidden: sf.Tag.Get("hidden") == "true"}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -70,5 +71,25 @@ func TestPropertiesRoundTrip(t *testing.T) {
 	}
 	if EnvName("listenPort") != "LISTEN_PORT" {
 		t.Fatal(EnvName("listenPort"))
+	}
+}
+
+func TestHiddenKeysAreSetButNotShown(t *testing.T) {
+	var c struct {
+		Path   string `key:"tls.server.keyPath"`
+		Secret string `key:"tls.server.keyPassword" hidden:"true"`
+	}
+	if err := Set(&c, "tls.server.keyPassword", "s3cret"); err != nil || c.Secret != "s3cret" {
+		t.Fatalf("Set: %v, %q", err, c.Secret)
+	}
+	m := Map(&c)
+	if _, ok := m["tls.server.keyPassword"]; ok {
+		t.Fatalf("hidden key shown: %v", m)
+	}
+	if _, ok := m["tls.server.keyPath"]; !ok {
+		t.Fatalf("visible key missing: %v", m)
+	}
+	if strings.Contains(Properties(&c), "s3cret") {
+		t.Fatal("hidden value in Properties")
 	}
 }

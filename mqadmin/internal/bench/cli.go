@@ -14,6 +14,7 @@ import (
 
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/credentials"
+	"github.com/rmqgo/rmq/pkg/tlsconfig"
 )
 
 // Exit codes of Main.
@@ -106,6 +107,8 @@ type commonFlags struct {
 	reportIntervalMS  int
 	duration          time.Duration
 	json, verbose     bool
+	useTLS            bool
+	tlsConfigFile     string
 }
 
 // register adds the flags every mode shares to cmd and returns its flag
@@ -123,6 +126,8 @@ func (c *commonFlags) register(cmd *cobra.Command) *pflag.FlagSet {
 	fs.DurationVar(&c.duration, "duration", 0, "Stop after this long, e.g. 60s (default: run until the quantity is sent or Ctrl-C)")
 	fs.BoolVar(&c.json, "json", false, "Print a final one-line JSON summary")
 	fs.BoolVarP(&c.verbose, "verbose", "v", false, "Log client warnings and failed sends to stderr")
+	fs.BoolVar(&c.useTLS, "tls", false, "Connect over TLS (the Java benchmark's -Dtls.enable=true)")
+	fs.StringVar(&c.tlsConfigFile, "tlsConfigFile", tlsconfig.DefaultConfigFile, "With --tls: properties file of tls.client.* and tls.test.mode.enable keys, read when it exists (Java's -Dtls.config.file)")
 	return fs
 }
 
@@ -133,11 +138,22 @@ func (c *commonFlags) options(cmd *cobra.Command, getenv func(string) string, st
 	if err != nil {
 		return RunOptions{}, exitError{ExitUsage, err}
 	}
-	return RunOptions{
+	o := RunOptions{
 		NameServer: ns, Topic: strings.TrimSpace(c.topic), Credentials: cred, Logger: log,
 		ReportInterval: time.Duration(c.reportIntervalMS) * time.Millisecond, Duration: c.duration, JSON: c.json,
 		Out: stdout, Err: stderr,
-	}, nil
+	}
+	if c.useTLS {
+		s := tlsconfig.Defaults()
+		s.Enable, s.ConfigFile = true, c.tlsConfigFile
+		if s, err = s.Load(); err != nil {
+			return o, exitError{ExitUsage, err}
+		}
+		if o.TLS, err = s.ClientConfig(); err != nil {
+			return o, exitError{ExitUsage, err}
+		}
+	}
+	return o, nil
 }
 
 // resolve reads the name servers, the credentials (-a with -ak/-sk as
