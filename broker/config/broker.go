@@ -147,7 +147,7 @@ type BrokerConfig struct {
 	ConsumerOffsetUpdateVersionStep    int64         `key:"consumerOffsetUpdateVersionStep" effect:"none"`
 	DelayOffsetUpdateVersionStep       int64         `key:"delayOffsetUpdateVersionStep" effect:"none"`
 	LockInStrictMode                   bool          `key:"lockInStrictMode" effect:"none"`
-	EnableRegisterProducer             bool          `key:"enableRegisterProducer" effect:"none"`
+	EnableRegisterProducer             bool          `key:"enableRegisterProducer"`
 	EnableCreateSysGroup               bool          `key:"enableCreateSysGroup"`
 	UseStaticSubscription              bool          `key:"useStaticSubscription" effect:"none"`
 
