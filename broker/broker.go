@@ -251,12 +251,13 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 	}
 
 	b.admin, err = admin.New(admin.Deps{
-		Config:   b.cfg,
-		Topics:   b.topics,
-		Mappings: b.maps,
-		Offsets:  o.offsets,
-		Runtime:  o.runtime,
-		Pools:    b.poolStats,
+		Config:        b.cfg,
+		Topics:        b.topics,
+		Mappings:      b.maps,
+		Offsets:       o.offsets,
+		Runtime:       o.runtime,
+		Pools:         b.poolStats,
+		RetryTopicsOf: b.popRetryTopicsOf,
 		Hooks: admin.Hooks{ConfigChanged: b.configChanged, TopicDeleted: o.topicDeleted, TopicsChanged: func(ctx context.Context, names []string) {
 			b.registrar.RegisterTopics(ctx, names)
 		}},

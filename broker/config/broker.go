@@ -42,7 +42,7 @@ type BrokerConfig struct {
 	TraceOn                            bool   `key:"traceOn"`
 	ValidateSystemTopicWhenUpdateTopic bool   `key:"validateSystemTopicWhenUpdateTopic"`
 	EnableMixedMessageType             bool   `key:"enableMixedMessageType"`
-	ClearRetryTopicWhenDeleteTopic     bool   `key:"clearRetryTopicWhenDeleteTopic" effect:"none"`
+	ClearRetryTopicWhenDeleteTopic     bool   `key:"clearRetryTopicWhenDeleteTopic"`
 	ConfigBlackList                    string `key:"configBlackList" readonly:"true"`
 
 	// Message types and per-type size limits on the send path (package
