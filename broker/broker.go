@@ -13,6 +13,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -525,6 +526,9 @@ func (b *Broker) poolStats() map[string]admin.PoolStat {
 // the route), autoCreateTopicEnable adds or removes TBW102, and a new
 // namesrvAddr takes effect with an immediate registration.
 func (b *Broker) configChanged(keys []string) {
+	if none := config.NoEffectIn(keys); len(none) > 0 {
+		b.log.Warn("accepted with no effect: "+strings.Join(none, ", "), "by", "updateBrokerConfig", "see", "docs/operations.md")
+	}
 	has := func(k string) bool { return slices.Contains(keys, k) }
 	if has("autoCreateTopicEnable") {
 		if err := b.topics.EnsureAutoCreateTopic(); err != nil {

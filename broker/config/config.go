@@ -415,6 +415,10 @@ func (c *Config) PrintProperties() string { return pcfg.AnnotatedProperties(c) }
 // nothing (fields tagged `effect:"none"`).
 func NoEffectKeys() []string { return pcfg.NoEffectKeys(Config{}) }
 
+// NoEffectIn returns, sorted and spelled canonically, the keys among keys
+// (any case) that change nothing.
+func NoEffectIn(keys []string) []string { return pcfg.NoEffectSet(Config{}, keys) }
+
 // ImportantProperties renders the keys Java marks @ImportantField.
 func (c *Config) ImportantProperties() string {
 	m := c.Map()

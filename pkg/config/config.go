@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -218,17 +219,18 @@ func NoEffectKeys(src any) []string {
 	return out
 }
 
-// NoEffectSet returns, sorted, the keys of set (canonical spelling, as
-// LoadSet returns them) that src marks `effect:"none"`.
+// NoEffectSet returns, sorted and in their canonical spelling, the keys of
+// set (matched case-insensitively, as Load matches them) that src marks
+// `effect:"none"`.
 func NoEffectSet(src any, set []string) []string {
-	none := map[string]bool{}
+	none := map[string]string{}
 	for _, k := range NoEffectKeys(src) {
-		none[k] = true
+		none[strings.ToLower(k)] = k
 	}
 	var out []string
 	for _, k := range set {
-		if none[k] {
-			out = append(out, k)
+		if c, ok := none[strings.ToLower(k)]; ok && !slices.Contains(out, c) {
+			out = append(out, c)
 		}
 	}
 	sort.Strings(out)

@@ -107,6 +107,9 @@ func TestNoEffectKeysAndSet(t *testing.T) {
 	if got, want := NoEffectSet(&c, set), []string{"deep", "unused"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("NoEffectSet = %v, want %v", got, want)
 	}
+	if got, want := NoEffectSet(&c, []string{"UNUSED", "unused", "Deep", "used"}), []string{"deep", "unused"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("NoEffectSet, any case = %v, want %v", got, want)
+	}
 	if got := NoEffectSet(&c, []string{"used", "kept"}); got != nil {
 		t.Fatalf("NoEffectSet of effective keys = %v", got)
 	}

@@ -2,10 +2,13 @@ package broker
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/store/offset"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/remoting/code"
 )
@@ -42,5 +45,30 @@ func TestDeleteTopicDeletesPopRetryTopics(t *testing.T) {
 	}
 	if !b.topics.Contains("%RETRY%g2_U") {
 		t.Errorf("%s deleted", "%RETRY%g2_U")
+	}
+}
+
+// TestUpdateBrokerConfigWarnsNoEffect: UPDATE_BROKER_CONFIG of a key that
+// changes nothing is applied and logged as such.
+func TestUpdateBrokerConfigWarnsNoEffect(t *testing.T) {
+	ns := fakens.Start(t)
+	var logs testutil.SyncBuffer
+	b, err := New(testConfig(t, t.TempDir(), ns.Addr()), slog.New(slog.NewTextHandler(&logs, nil)), WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = b.Shutdown(context.Background()) }()
+	invoke := invoker(t, b)
+	if resp := invoke(code.UpdateBrokerConfig, nil, []byte("highSpeedMode=true\ndefaultTopicQueueNums=4\n")); resp.Code != code.Success {
+		t.Fatalf("update: %d %s", resp.Code, resp.Remark)
+	}
+	if c := b.cfg.Get(); !c.HighSpeedMode || c.DefaultTopicQueueNums != 4 {
+		t.Fatal("update not applied")
+	}
+	if !strings.Contains(logs.String(), `"accepted with no effect: highSpeedMode"`) {
+		t.Fatalf("no warning naming highSpeedMode alone:\n%s", logs.String())
 	}
 }
