@@ -127,7 +127,7 @@ type MessageStoreConfig struct {
 	WakeCommitWhenPutMessage                 bool          `key:"wakeCommitWhenPutMessage" important:"true" effect:"none"`
 	WakeFlushWhenPutMessage                  bool          `key:"wakeFlushWhenPutMessage" important:"true" effect:"none"`
 	DispatchFromSenderThread                 bool          `key:"dispatchFromSenderThread" important:"true" effect:"none"`
-	OsPageCacheBusyTimeOutMills              time.Duration `key:"osPageCacheBusyTimeOutMills" effect:"none"`
+	OsPageCacheBusyTimeOutMills              time.Duration `key:"osPageCacheBusyTimeOutMills"`
 	WarmMapedFileEnable                      bool          `key:"warmMapedFileEnable" important:"true" effect:"none"`
 	TransientStorePoolEnable                 bool          `key:"transientStorePoolEnable" important:"true" effect:"none"`
 	TransientStorePoolSize                   int           `key:"transientStorePoolSize" important:"true" effect:"none"`
