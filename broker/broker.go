@@ -13,6 +13,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -196,7 +197,11 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 
 	// One TLS setup for the remoting and HA ports and the outgoing
 	// connections; the certificate files are watched until closeLocal.
-	b.tls, err = tlsconfig.Start(cfg.Settings, []string{cfg.BrokerIP1, cfg.BrokerIP2}, log.With("component", "tls"))
+	// useTLS (Apache's NettyClientConfig key) also makes the outgoing
+	// connections use TLS, as tls.enable does.
+	tlsSet := cfg.Settings
+	tlsSet.Enable = tlsSet.Enable || cfg.UseTLS
+	b.tls, err = tlsconfig.Start(tlsSet, []string{cfg.BrokerIP1, cfg.BrokerIP2}, log.With("component", "tls"))
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
@@ -260,12 +265,13 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 	}
 
 	b.admin, err = admin.New(admin.Deps{
-		Config:   b.cfg,
-		Topics:   b.topics,
-		Mappings: b.maps,
-		Offsets:  o.offsets,
-		Runtime:  o.runtime,
-		Pools:    b.poolStats,
+		Config:        b.cfg,
+		Topics:        b.topics,
+		Mappings:      b.maps,
+		Offsets:       o.offsets,
+		Runtime:       o.runtime,
+		Pools:         b.poolStats,
+		RetryTopicsOf: b.popRetryTopicsOf,
 		Hooks: admin.Hooks{ConfigChanged: b.configChanged, TopicDeleted: o.topicDeleted, TopicsChanged: func(ctx context.Context, names []string) {
 			b.registrar.RegisterTopics(ctx, names)
 		}},
@@ -575,6 +581,9 @@ func (b *Broker) poolStats() map[string]admin.PoolStat {
 // the route), autoCreateTopicEnable adds or removes TBW102, and a new
 // namesrvAddr takes effect with an immediate registration.
 func (b *Broker) configChanged(keys []string) {
+	if none := config.NoEffectIn(keys); len(none) > 0 {
+		b.log.Warn("accepted with no effect: "+strings.Join(none, ", "), "by", "updateBrokerConfig", "see", "docs/operations.md")
+	}
 	has := func(k string) bool { return slices.Contains(keys, k) }
 	if has("autoCreateTopicEnable") {
 		if err := b.topics.EnsureAutoCreateTopic(); err != nil {

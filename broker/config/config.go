@@ -90,6 +90,10 @@ type Source struct {
 	Host      Host
 	// NoOverlay skips the runtime overlay (tests, `broker -p`).
 	NoOverlay bool
+	// Derived are settings the program derives itself (brokerConfigPath
+	// from -c): applied after everything else but not counted as set by the
+	// user (Loaded.NoEffect).
+	Derived map[string]string
 }
 
 // Loaded is the result of Load.
@@ -103,12 +107,16 @@ type Loaded struct {
 	Warnings []string
 	// OverlayKeys are the keys restored from the runtime overlay.
 	OverlayKeys []string
+	// NoEffect lists the keys marked `effect:"none"` that the file, the
+	// environment, the overlay or the command line set (canonical
+	// spelling, sorted): the broker warns about them at start.
+	NoEffect []string
 }
 
 // Load reads the configuration, derives Java's computed defaults (Finalize)
 // and validates it.
 func Load(src Source) (*Loaded, error) {
-	first, unknown, err := load(src, nil)
+	first, set, unknown, err := load(src, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +142,7 @@ func Load(src Source) (*Loaded, error) {
 			merged[k] = v
 		}
 		src.Overrides = merged
-		res.Config, unknown, err = load(src, overlay)
+		res.Config, set, unknown, err = load(src, overlay)
 		if err != nil {
 			return nil, err
 		}
@@ -146,6 +154,7 @@ func Load(src Source) (*Loaded, error) {
 			res.Unknown = append(res.Unknown, k)
 		}
 	}
+	res.NoEffect = pcfg.NoEffectSet(res.Config, set)
 	res.Config.Finalize()
 	if err := res.Config.Validate(); err != nil {
 		return nil, err
@@ -154,19 +163,25 @@ func Load(src Source) (*Loaded, error) {
 	return res, nil
 }
 
-func load(src Source, overlay map[string]string) (*Config, []string, error) {
-	cfg := Default(src.Host)
-	unknownLower, err := pcfg.Load(cfg, pcfg.Source{
+// load applies src over the defaults; set are the keys the user set.
+func load(src Source, overlay map[string]string) (cfg *Config, set, unknown []string, err error) {
+	cfg = Default(src.Host)
+	set, unknownLower, err := pcfg.LoadSet(cfg, pcfg.Source{
 		File:      src.File,
 		EnvPrefix: EnvPrefix,
 		Environ:   src.Environ,
 		Overrides: src.Overrides,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	if len(src.Derived) > 0 {
+		if _, err := pcfg.Load(cfg, pcfg.Source{Overrides: src.Derived}); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	// pkg/config reports keys lower-cased; show them as the user wrote them.
-	return cfg, pcfg.Spelled(unknownLower, src.File, src.Overrides, overlay), nil
+	return cfg, set, pcfg.Spelled(unknownLower, src.File, src.Overrides, overlay), nil
 }
 
 // legacyKey reports RocketMQ 4.x keys that 5.x brokers silently ignore (old
@@ -400,6 +415,19 @@ func (c *Config) Properties() string { return pcfg.Properties(c) }
 
 // Map returns every key and its value in string form.
 func (c *Config) Map() map[string]string { return pcfg.Map(c) }
+
+// PrintProperties is what `broker -p` prints: Properties with
+// pcfg.NoEffectComment on the line before each key marked
+// `effect:"none"`.
+func (c *Config) PrintProperties() string { return pcfg.AnnotatedProperties(c) }
+
+// NoEffectKeys lists, sorted, the keys the broker accepts but that change
+// nothing (fields tagged `effect:"none"`).
+func NoEffectKeys() []string { return pcfg.NoEffectKeys(Config{}) }
+
+// NoEffectIn returns, sorted and spelled canonically, the keys among keys
+// (any case) that change nothing.
+func NoEffectIn(keys []string) []string { return pcfg.NoEffectSet(Config{}, keys) }
 
 // ImportantProperties renders the keys Java marks @ImportantField.
 func (c *Config) ImportantProperties() string {

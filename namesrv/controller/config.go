@@ -27,7 +27,7 @@ import (
 type Config struct {
 	nsconfig.ControllerKeys
 
-	RocketmqHome                string        `key:"rocketmqHome"`
+	RocketmqHome                string        `key:"rocketmqHome" effect:"none"`
 	ConfigStorePath             string        `key:"configStorePath"`
 	ConfigBlackList             string        `key:"configBlackList"`
 	ScanNotActiveBrokerInterval time.Duration `key:"scanNotActiveBrokerInterval"`
@@ -101,16 +101,24 @@ func FromNamesrv(ns *nsconfig.Config, home string) Config {
 // CONTROLLER_ and overrides) over the defaults, resolves and validates it.
 // It returns keys that matched nothing.
 func Load(src pkgconfig.Source, home string) (Config, []string, error) {
-	c := DefaultConfig()
+	c, _, unknown, err := LoadKeys(src, home)
+	return c, unknown, err
+}
+
+// LoadKeys is Load that also returns the keys src sets (canonical
+// spelling, sorted); pkgconfig.NoEffectSet picks those that change
+// nothing.
+func LoadKeys(src pkgconfig.Source, home string) (c Config, set, unknown []string, err error) {
+	c = DefaultConfig()
 	if src.EnvPrefix == "" {
 		src.EnvPrefix = "CONTROLLER"
 	}
-	unknown, err := pkgconfig.Load(&c, src)
+	set, unknown, err = pkgconfig.LoadSet(&c, src)
 	if err != nil {
-		return c, unknown, fmt.Errorf("controller config: %w", err)
+		return c, set, unknown, fmt.Errorf("controller config: %w", err)
 	}
 	c.Resolve(home)
-	return c, unknown, c.Validate()
+	return c, set, unknown, c.Validate()
 }
 
 // blackListed reports whether UPDATE_CONTROLLER_CONFIG must refuse key:

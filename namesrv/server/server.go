@@ -80,12 +80,6 @@ func New(cfg nsconfig.Config, log *slog.Logger, opts ...Option) (*Server, error)
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	if cfg.NotifyMinBrokerIDChanged {
-		log.Warn("notifyMinBrokerIdChanged=true is accepted but brokers are not notified (not implemented)")
-	}
-	if cfg.ClusterTest {
-		log.Warn("clusterTest=true is accepted but routes are not forwarded to other environments (not implemented)")
-	}
 
 	var ctrlCfg *controller.Config
 	if cfg.EnableControllerInNamesrv {

@@ -93,3 +93,68 @@ func TestHiddenKeysAreSetButNotShown(t *testing.T) {
 		t.Fatal("hidden value in Properties")
 	}
 }
+
+type marked struct {
+	Inner
+	Used   int    `key:"used"`
+	Unused string `key:"unused" effect:"none"`
+}
+
+type Inner struct {
+	Deep bool `key:"deep" effect:"none"`
+	Kept bool `key:"kept"`
+}
+
+func TestNoEffectKeysAndSet(t *testing.T) {
+	if got, want := NoEffectKeys(marked{}), []string{"deep", "unused"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("NoEffectKeys = %v, want %v", got, want)
+	}
+	file := filepath.Join(t.TempDir(), "x.conf")
+	if err := os.WriteFile(file, []byte("USED=1\nunused=a\nbogus=2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var c marked
+	set, unknown, err := LoadSet(&c, Source{File: file, EnvPrefix: "X", Environ: []string{"X_KEPT=true"}, Overrides: map[string]string{"Deep": "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"deep", "kept", "unused", "used"}; !reflect.DeepEqual(set, want) {
+		t.Fatalf("set = %v, want %v", set, want)
+	}
+	if !reflect.DeepEqual(unknown, []string{"bogus"}) {
+		t.Fatalf("unknown = %v", unknown)
+	}
+	if got, want := NoEffectSet(&c, set), []string{"deep", "unused"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("NoEffectSet = %v, want %v", got, want)
+	}
+	if got, want := NoEffectSet(&c, []string{"UNUSED", "unused", "Deep", "used"}), []string{"deep", "unused"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("NoEffectSet, any case = %v, want %v", got, want)
+	}
+	if got := NoEffectSet(&c, []string{"used", "kept"}); got != nil {
+		t.Fatalf("NoEffectSet of effective keys = %v", got)
+	}
+}
+
+func TestAnnotatedProperties(t *testing.T) {
+	c := marked{Used: 3, Unused: "x"}
+	got := AnnotatedProperties(&c)
+	want := NoEffectComment + "\ndeep=false\nkept=false\n" + NoEffectComment + "\nunused=x\nused=3\n"
+	if got != want {
+		t.Fatalf("AnnotatedProperties:\n%s\nwant:\n%s", got, want)
+	}
+	// The key=value lines are Properties' lines, and the text parses to
+	// the same map.
+	var lines []string
+	for _, l := range strings.Split(got, "\n") {
+		if !strings.HasPrefix(l, "#") {
+			lines = append(lines, l)
+		}
+	}
+	if strings.Join(lines, "\n") != Properties(&c) {
+		t.Fatalf("key=value lines differ from Properties:\n%s", got)
+	}
+	m, err := ParseProperties([]byte(got))
+	if err != nil || !reflect.DeepEqual(m, Map(&c)) {
+		t.Fatalf("parsed %v (%v), want %v", m, err, Map(&c))
+	}
+}
