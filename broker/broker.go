@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/admin"
+	"github.com/rmqgo/rmq/broker/auth"
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/grpcserver"
 	"github.com/rmqgo/rmq/broker/lite"
@@ -102,6 +103,10 @@ type Broker struct {
 	topics *topic.Manager
 	maps   mapping.Source
 	admin  *admin.Processor
+	auth   *auth.Service
+	// innerSigner signs the broker's own requests (nil without
+	// innerClientAuthenticationCredentials).
+	innerSigner *auth.Signer
 
 	server *remoting.Server
 	grpc   *grpcserver.Server // nil unless enableGrpcServer
@@ -203,6 +208,11 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 		processor.PoolSend:  remoting.NewExecutor("send", sendWorkers(cfg), cfg.SendThreadPoolQueueCapacity),
 		processor.PoolPull:  remoting.NewExecutor("pull", cfg.PullMessageThreadPoolNums, cfg.PullThreadPoolQueueCapacity),
 		processor.PoolAdmin: remoting.NewExecutor("admin", cfg.AdminBrokerThreadPoolNums, cfg.AdminBrokerThreadPoolQueueCapacity),
+	}
+
+	if err := b.wireAuth(cfg, log); err != nil {
+		b.closeLocal()
+		return nil, err
 	}
 
 	if !o.noStore {

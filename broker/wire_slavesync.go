@@ -43,6 +43,7 @@ func (b *Broker) wireSlaveSync(w *wiring, pops *pop.Processor) error {
 		ccfg.ConnectTimeout = cfg.ConnectTimeoutMillis
 	}
 	client := remoting.NewClient(ccfg, w.log.With("component", "slavesync-client"))
+	b.signInner(client)
 	o := slavesync.Options{
 		Invoker:       client,
 		MasterAddr:    masterAddr,
@@ -51,6 +52,7 @@ func (b *Broker) wireSlaveSync(w *wiring, pops *pop.Processor) error {
 		Groups:        w.m.subs,
 		Offsets:       w.st.Offsets(),
 		Modes:         pops,
+		Auth:          authCopy{b},
 		CheckInterval: cfg.SlaveSyncCheckInterval,
 		FullInterval:  cfg.SlaveSyncFullInterval,
 		Logger:        w.log.With("component", "slavesync"),

@@ -27,6 +27,7 @@ func (b *Broker) wireStaticTopic(w *wiring, handlers statictopic.Wrapper) error 
 		ccfg.ConnectTimeout = ms
 	}
 	client := remoting.NewClient(ccfg, log.With("component", "statictopic-rpc"))
+	b.signInner(client)
 	rpc, err := statictopic.NewBrokerRPC(statictopic.RPCOptions{
 		Invoker: client,
 		NamesrvAddrs: func() []string {
