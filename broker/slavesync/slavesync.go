@@ -226,6 +226,9 @@ func copyTable[T any](ctx context.Context, s *Syncer, addr string, reqCode int32
 	if err != nil {
 		return err
 	}
+	if resp.Code == code.RequestCodeNotSupported {
+		return fmt.Errorf("%s: %w", code.RequestName(reqCode), errNotSupported)
+	}
 	if resp.Code != code.Success {
 		return fmt.Errorf("%s: code %d: %s", code.RequestName(reqCode), resp.Code, resp.Remark)
 	}
@@ -301,6 +304,9 @@ func (s *Syncer) syncAuth(ctx context.Context, addr string) error {
 		users = u
 		return nil
 	})
+	if errors.Is(err, errNotSupported) {
+		return nil // a master without the auth module (Apache before 5.3)
+	}
 	if err != nil {
 		return err
 	}
@@ -309,6 +315,9 @@ func (s *Syncer) syncAuth(ctx context.Context, addr string) error {
 		return err
 	})
 }
+
+// errNotSupported: the master does not serve a code.
+var errNotSupported = errors.New("request code not supported by the master")
 
 // decodeList parses a JSON array; an empty body is an empty list (Apache
 // answers none when there is nothing).
