@@ -7,6 +7,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -21,6 +23,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/tests/e2e/harness"
 	"github.com/rmqgo/rmq/tests/framework"
 )
 
@@ -216,4 +219,45 @@ func TestAuthACL2(t *testing.T) {
 	if err := json.Unmarshal(resp.Body, &users); err != nil || len(users) != 2 || users[0].Username != "alice" || users[1].Username != "rocketmq" || users[1].UserType != "Super" {
 		t.Fatalf("users after restart: %s (%v)", resp.Body, err)
 	}
+}
+
+// TestAuthJavaMQAdmin: Java mqadmin 5.5.0, signing with the credentials of
+// $ROCKETMQ_HOME/conf/tools.yml (AclClientRPCHook), administers users and
+// ACLs on our broker with authentication and authorization on (unsigned
+// requests are refused: TestAuthACL2).
+func TestAuthJavaMQAdmin(t *testing.T) {
+	skipShort(t, "the Java tool takes a few seconds per command")
+	t.Parallel()
+	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
+		"authenticationEnabled":  "true",
+		"authorizationEnabled":   "true",
+		"initAuthenticationUser": `{"username":"rocketmq","password":"12345678"}`,
+	}})
+	addr := c.Masters()[0].Addr()
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, "conf"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "conf", "tools.yml"), []byte("accessKey: rocketmq\nsecretKey: 12345678\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	java := func(home string, args ...string) string {
+		t.Helper()
+		out, err := harness.RunJavaMQAdminEnv(t, []string{"RMQ_JAVA_OPTS=-Drocketmq.home.dir=" + home}, append(args, "-n", c.NamesrvAddr())...)
+		if err != nil {
+			t.Fatalf("java mqadmin %v: %v", args, err)
+		}
+		return out
+	}
+	mustContain(t, java(home, "createUser", "-b", addr, "-u", "alice", "-p", "alicepw", "-t", "Normal"), "success")
+	mustContain(t, java(home, "getUser", "-b", addr, "-u", "alice"), "alice", "alicepw", "Normal", "enable")
+	mustContain(t, java(home, "listUser", "-b", addr), "alice", "rocketmq", "Super")
+	mustContain(t, java(home, "createAcl", "-b", addr, "-s", "User:alice", "-r", "Topic:JT1,Group:JG*", "-a", "Pub,Sub", "-d", "Allow", "-i", "127.0.0.1"), "success")
+	mustContain(t, java(home, "getAcl", "-b", addr, "-s", "User:alice"), "User:alice", "Topic:JT1", "Group:JG*", "Pub", "Sub", "Allow", "127.0.0.1")
+	mustContain(t, java(home, "listAcl", "-b", addr), "User:alice", "Topic:JT1")
+
+	// What the tool stored is what the broker checks.
+	alice := signedClient(t, "alice", "alicepw")
+	invokeExpect(t, alice, addr, sendReq("JT2"), code.NoPermission, "User:alice has no permission to access Topic:JT2 from 127.0.0.1, no matched policies.")
+
 }
