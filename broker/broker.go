@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/rmqgo/rmq/broker/admin"
 	"github.com/rmqgo/rmq/broker/auth"
 	"github.com/rmqgo/rmq/broker/config"
@@ -365,7 +367,7 @@ func (b *Broker) startGrpc() error {
 	if !cfg.EnableGrpcServer {
 		return nil
 	}
-	srv, err := grpcserver.Start(grpcserver.Config{
+	gcfg := grpcserver.Config{
 		Addr:          net.JoinHostPort(cfg.BrokerIP1, strconv.Itoa(cfg.GrpcServerPort)),
 		TLSKeyPath:    cfg.TLSKeyPath,
 		TLSCertPath:   cfg.TLSCertPath,
@@ -374,7 +376,14 @@ func (b *Broker) startGrpc() error {
 		AdvertiseHost: cfg.BrokerIP1,
 		Producers:     b.grpcProducers,
 		Logger:        b.log.With("component", "grpc"),
-	})
+	}
+	if b.auth != nil && b.auth.Enabled() {
+		svc := b.auth
+		gcfg.Check = func(md grpcserver.RequestMeta, req proto.Message) error {
+			return svc.CheckGRPC(auth.GRPCMeta{Authorization: md.Authorization, DateTime: md.DateTime, RemoteAddr: md.RemoteAddr}, req)
+		}
+	}
+	srv, err := grpcserver.Start(gcfg)
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}

@@ -76,7 +76,10 @@ type Config struct {
 	// IdleTimeout closes a connection that has had no rpc for that long
 	// (0: 120s, the proxy's grpcClientIdleTimeMills).
 	IdleTimeout time.Duration
-	Logger      *slog.Logger
+	// Check, when set, authenticates and authorizes every request before
+	// its rpc (auth.go); nil runs no check.
+	Check  RequestCheck
+	Logger *slog.Logger
 }
 
 // Server is a running gRPC endpoint.
@@ -139,6 +142,11 @@ func Start(cfg Config) (*Server, error) {
 	// A handler's panic fails its rpc, not the broker (as the proxy's
 	// GlobalExceptionInterceptor and our remoting handlers).
 	unary, stream := []grpc.UnaryServerInterceptor{recoverUnary(s.log)}, []grpc.StreamServerInterceptor{recoverStream(s.log)}
+	// The proxy authenticates and authorizes before it checks the client
+	// id (GrpcMessagingApplication.addExecutor).
+	if cfg.Check != nil {
+		unary, stream = append(unary, unaryCheck(cfg.Check)), append(stream, streamCheck(cfg.Check))
+	}
 	if cfg.Messaging == nil {
 		unary, stream = append(unary, unaryClientID), append(stream, streamClientID)
 	}
