@@ -25,6 +25,7 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
 	"github.com/rmqgo/rmq/tests/framework"
+	"github.com/rmqgo/rmq/tests/interop"
 )
 
 // testSigner signs requests as docs/protocol.md §7 describes (written here
@@ -260,4 +261,42 @@ func TestAuthJavaMQAdmin(t *testing.T) {
 	alice := signedClient(t, "alice", "alicepw")
 	invokeExpect(t, alice, addr, sendReq("JT2"), code.NoPermission, "User:alice has no permission to access Topic:JT2 from 127.0.0.1, no matched policies.")
 
+}
+
+// TestAuthJavaClient: the Java client (rocketmq-client 5.5.0) signing with
+// AclClientRPCHook produces and consumes on our broker with ACL 2.0 on, as
+// far as alice's ACL allows: a topic she may not publish to fails its sends.
+func TestAuthJavaClient(t *testing.T) {
+	skipShort(t, "starts JVMs")
+	t.Parallel()
+	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
+		"authenticationEnabled":  "true",
+		"authorizationEnabled":   "true",
+		"initAuthenticationUser": `{"username":"rocketmq","password":"12345678"}`,
+	}})
+	addr := c.Masters()[0].Addr()
+	root := signedClient(t, "rocketmq", "12345678")
+	adm, err := admin.NewWithInvoker(admin.Config{NameServers: c.NamesrvAddrs()}, root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, topic := range []string{"AuthJava", "AuthJavaNo"} {
+		if err := adm.CreateTopic(ctx, addr, protocol.TopicConfig{TopicName: topic, ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	invokeExpect(t, root, addr, remoting.NewRequest(code.AuthCreateUser, map[string]string{"username": "alice"},
+		protocol.MustMarshal(protocol.UserInfo{Password: "alicepw"})), code.Success, "")
+	invokeExpect(t, root, addr, aclReq(code.AuthCreateACL, "User:alice", "Allow", []string{"Pub", "Sub"}, "Topic:AuthJava", "Group:auth_java_*"), code.Success, "")
+
+	ns := c.NamesrvAddr()
+	interop.RunJavaCheck(t, "roundtrip", "-n", ns, "-t", "AuthJava", "-g", "auth_java_cg", "-pg", "auth_java_pg", "-count", "50",
+		"-sizes", "16,5000", "-ak", "alice", "-sk", "alicepw").RequireOK(t)
+	res := interop.RunJavaCheck(t, "produce", "-n", ns, "-t", "AuthJavaNo", "-pg", "auth_java_pg", "-count", "1", "-retries", "0",
+		"-ak", "alice", "-sk", "alicepw")
+	if res.OK || !strings.Contains(res.Line+res.Stderr, "has no permission") {
+		t.Fatalf("Java send to a topic alice may not publish to: ok=%v %s", res.OK, res.Line)
+	}
 }
