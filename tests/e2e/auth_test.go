@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -298,5 +299,56 @@ func TestAuthJavaClient(t *testing.T) {
 		"-ak", "alice", "-sk", "alicepw")
 	if res.OK || !strings.Contains(res.Line+res.Stderr, "has no permission") {
 		t.Fatalf("Java send to a topic alice may not publish to: ok=%v %s", res.OK, res.Line)
+	}
+}
+
+// TestAuthGrpcJava: the Java 5.x client (gRPC) with credentials
+// (StaticSessionCredentialsProvider) sends through our gRPC endpoint with
+// ACL 2.0 on; with a wrong secret its requests are refused ("check
+// signature failed.", UNAUTHORIZED: broker/grpc_auth_test.go checks the
+// status) and it cannot start.
+func TestAuthGrpcJava(t *testing.T) {
+	skipShort(t, "real processes and a Java 5.x client")
+	t.Parallel()
+	c, endpoint := startGrpcCluster(t, map[string]string{
+		"authenticationEnabled":  "true",
+		"authorizationEnabled":   "true",
+		"initAuthenticationUser": `{"username":"rocketmq","password":"12345678"}`,
+	})
+	addr := c.Masters()[0].Addr()
+	root := signedClient(t, "rocketmq", "12345678")
+	adm, err := admin.NewWithInvoker(admin.Config{NameServers: c.NamesrvAddrs()}, root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := adm.CreateTopic(ctx, addr, protocol.TopicConfig{TopicName: "AuthGrpc", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}, ""); err != nil {
+		t.Fatal(err)
+	}
+	invokeExpect(t, root, addr, remoting.NewRequest(code.AuthCreateUser, map[string]string{"username": "alice"},
+		protocol.MustMarshal(protocol.UserInfo{Password: "alicepw"})), code.Success, "")
+	invokeExpect(t, root, addr, aclReq(code.AuthCreateACL, "User:alice", "Allow", []string{"Pub"}, "Topic:AuthGrpc"), code.Success, "")
+
+	var res struct {
+		IDs []string `json:"ids"`
+	}
+	java5(t).run(t, &res, "GrpcProducer", endpoint, "AuthGrpc", "2", "false", "auth", "alice", "alicepw")
+	if len(res.IDs) != 2 {
+		t.Fatalf("GrpcProducer sent %d messages, want 2", len(res.IDs))
+	}
+
+	cmd := exec.Command(filepath.Join(harness.RepoRoot(t), "scripts", "java5-client.sh"), "GrpcProducer", endpoint, "AuthGrpc", "1", "false", "x", "alice", "wrong")
+	cmd.Env = append(cmd.Environ(), "RMQ_JAVA_LOG_DIR="+t.TempDir())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err == nil || !strings.Contains(string(out), `"ok":false`) {
+		t.Fatalf("GrpcProducer with a wrong secret: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+	// The client fails its start; the broker's audit line says why.
+	if logs := c.Masters()[0].Logs(); !strings.Contains(logs, `user=alice sourceIp=127.0.0.1 code=apache.rocketmq.v2.`) ||
+		!strings.Contains(logs, `reason="check signature failed."`) {
+		t.Fatalf("no audit line of the refused gRPC request in the broker log")
 	}
 }
