@@ -164,12 +164,19 @@ func SignRemoting(ext map[string]string, body []byte, secret string, dropUnique,
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	mac := hmac.New(sha1.New, []byte(secret))
+	n := 0
 	for _, k := range keys {
-		_, _ = mac.Write([]byte(ext[k]))
+		n += len(ext[k])
 	}
+	content := make([]byte, 0, n)
+	for _, k := range keys {
+		content = append(content, ext[k]...)
+	}
+	mac := hmac.New(sha1.New, []byte(secret))
+	_, _ = mac.Write(content)
 	_, _ = mac.Write(body)
-	return base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	var sum [sha1.Size]byte
+	return base64.StdEncoding.EncodeToString(mac.Sum(sum[:0]))
 }
 
 // Check is one authorization question: may the subject do one of actions

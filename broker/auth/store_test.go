@@ -67,3 +67,45 @@ func TestStoreRejectsBadEntries(t *testing.T) {
 		t.Fatal("a bad ACL loaded")
 	}
 }
+
+// TestStoreConcurrentReadersAndWriters: requests read users and ACLs while
+// admin requests change them (run with -race).
+func TestStoreConcurrentReadersAndWriters(t *testing.T) {
+	st, err := OpenStore(filepath.Join(t.TempDir(), "auth.json"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := NewService(Config{AuthorizationEnabled: true}, st, nil)
+	if err := svc.CreateUser(User{Username: "alice", Password: "pw"}); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := ParseResource("Topic:T*")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 50 {
+			d := Allow
+			if i%2 == 1 {
+				d = Deny
+			}
+			if err := svc.PutACL(&ACL{Subject: "User:alice", Policies: []Policy{{Type: PolicyCustom, Entries: []Entry{{Resource: r, Actions: []Action{ActPub}, Decision: d}}}}}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	checks := []Check{{Resource: TopicResource("T1"), Actions: []Action{ActPub}}}
+	for {
+		select {
+		case <-done:
+			// The last write was a Deny.
+			if _, err := svc.Authorize(Request{Username: "alice", HasUser: true, SourceIP: "127.0.0.1", RPCCode: "10"}, checks); err == nil {
+				t.Fatal("the last write (Deny) is not in effect")
+			}
+			return
+		default:
+			_, _ = svc.Authorize(Request{Username: "alice", HasUser: true, SourceIP: "127.0.0.1", RPCCode: "10"}, checks)
+			_ = st.ACLs("", "T")
+		}
+	}
+}
