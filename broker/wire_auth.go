@@ -17,7 +17,7 @@ import (
 const authFileName = "auth.json"
 
 // wireAuth opens the user and ACL store, creates the configured initial
-// users, serves the admin codes 3001–3010 (always, as Apache's
+// users, migrates ACL 1.0's plain_acl.yml when migrateAuthFromV1Enabled, serves the admin codes 3001–3010 (always, as Apache's
 // AdminBrokerProcessor does) and, only when authentication or
 // authorization is enabled, hooks the checks into the remoting server: a
 // broker without auth runs no hook. With innerClientAuthenticationCredentials
@@ -38,6 +38,10 @@ func (b *Broker) wireAuth(cfg *config.Config, log *slog.Logger) error {
 	}, st, alog)
 	if err := svc.InitUsers(cfg.InitAuthenticationUser, cfg.InnerClientAuthenticationCredentials); err != nil {
 		return fmt.Errorf("broker: %w", err)
+	}
+	if cfg.MigrateAuthFromV1Enabled {
+		// Apache migrates at start and goes on whatever failed (logged).
+		_ = svc.MigrateV1(cfg.RocketmqHome, alog)
 	}
 	for c, h := range svc.Handlers() {
 		b.RegisterProcessor(c, h, processor.PoolAdmin)
