@@ -3,6 +3,7 @@ package grpcserver
 import (
 	"context"
 	"io"
+	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
@@ -101,12 +102,21 @@ func (s *replayStream) RecvMsg(m any) error {
 
 // checkedStream checks every message a client stream (Telemetry) sends;
 // a refused one is answered with the refusal and ends the stream (the
-// handler reads io.EOF, as when the client half-closes).
+// handler reads io.EOF, as when the client half-closes). The refusal is
+// sent from the reading goroutine while others may send (transaction
+// check-backs): every send goes through sendMu.
 type checkedStream struct {
 	grpc.ServerStream
 	check  RequestCheck
 	method string
 	done   bool
+	sendMu sync.Mutex
+}
+
+func (s *checkedStream) SendMsg(m any) error {
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	return s.ServerStream.SendMsg(m)
 }
 
 func (s *checkedStream) RecvMsg(m any) error {
@@ -129,7 +139,7 @@ func (s *checkedStream) RecvMsg(m any) error {
 	if rerr != nil {
 		return rerr
 	}
-	if err := s.ServerStream.SendMsg(resp); err != nil {
+	if err := s.SendMsg(resp); err != nil {
 		return err
 	}
 	return io.EOF
