@@ -12,7 +12,7 @@ PKGS      := github.com/rmqgo/rmq/...
 GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED ?= 0
 
-.PHONY: proto all build run cluster test test-short test-repeat race vet fmt lint bench bench-vs-apache bench-recovery bench-static bench-lite bench-ha bench-grpc cluster-ha fuzz crash grpc-streams clean
+.PHONY: proto all build run cluster test test-short test-repeat race vet fmt lint bench bench-vs-apache bench-recovery bench-static bench-lite bench-ha bench-grpc cluster-ha fuzz crash grpc-streams test-auth-java clean
 
 all: build
 
@@ -129,6 +129,14 @@ grpc-streams:
 # (scripts/bench/grpc.sh; needs java + mvn). Not in `make test`.
 bench-grpc: build
 	./scripts/bench/grpc.sh
+
+# ACL 2.0 with the Java clients against our broker (docs/auth.md): Java
+# mqadmin 5.5.0's user and ACL commands, the Java client with
+# AclClientRPCHook, the Java 5.x gRPC client with credentials. Each starts
+# JVMs for 10-25 s, so not in `make test` (TestAuthACL2 is, with client-go
+# and raw remoting); needs java + mvn.
+test-auth-java:
+	RMQ_AUTH_JAVA=1 $(GO) test -count=1 -timeout 10m -parallel 3 -run '^(TestAuthJavaMQAdmin|TestAuthJavaClient|TestAuthGrpcJava)$$' github.com/rmqgo/rmq/tests/e2e
 
 FUZZTIME ?= 30s
 fuzz:

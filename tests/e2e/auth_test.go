@@ -29,6 +29,17 @@ import (
 	"github.com/rmqgo/rmq/tests/interop"
 )
 
+// envAuthJava runs the ACL tests with Java clients (make test-auth-java):
+// each starts JVMs for 10–25 s, more than `make test` has room for.
+const envAuthJava = "RMQ_AUTH_JAVA"
+
+func needAuthJava(t *testing.T) {
+	t.Helper()
+	if os.Getenv(envAuthJava) == "" {
+		t.Skip("ACL with Java clients: set " + envAuthJava + "=1 (make test-auth-java)")
+	}
+}
+
 // testSigner signs requests as docs/protocol.md §7 describes (written here
 // apart from the broker's checker, so that the two are checked against
 // each other).
@@ -228,6 +239,7 @@ func TestAuthACL2(t *testing.T) {
 // ACLs on our broker with authentication and authorization on (unsigned
 // requests are refused: TestAuthACL2).
 func TestAuthJavaMQAdmin(t *testing.T) {
+	needAuthJava(t)
 	skipShort(t, "the Java tool takes a few seconds per command")
 	t.Parallel()
 	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
@@ -268,6 +280,7 @@ func TestAuthJavaMQAdmin(t *testing.T) {
 // AclClientRPCHook produces and consumes on our broker with ACL 2.0 on, as
 // far as alice's ACL allows: a topic she may not publish to fails its sends.
 func TestAuthJavaClient(t *testing.T) {
+	needAuthJava(t)
 	skipShort(t, "starts JVMs")
 	t.Parallel()
 	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
@@ -308,6 +321,7 @@ func TestAuthJavaClient(t *testing.T) {
 // signature failed.", UNAUTHORIZED: broker/grpc_auth_test.go checks the
 // status) and it cannot start.
 func TestAuthGrpcJava(t *testing.T) {
+	needAuthJava(t)
 	skipShort(t, "real processes and a Java 5.x client")
 	t.Parallel()
 	c, endpoint := startGrpcCluster(t, map[string]string{
