@@ -20,6 +20,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -365,4 +366,38 @@ func TestAuthGrpcJava(t *testing.T) {
 		!strings.Contains(logs, `reason="check signature failed."`) {
 		t.Fatalf("no audit line of the refused gRPC request in the broker log")
 	}
+}
+
+// TestAuthSlaveCopy: with authentication on everywhere, the broker signs
+// its own requests with innerClientAuthenticationCredentials: it registers
+// at the nameserver, and its slave copies the master's users and ACLs
+// (refused unsigned by the master: "username cannot be null.").
+func TestAuthSlaveCopy(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, framework.Options{Brokers: 1, Replicas: 2, BrokerConf: map[string]string{
+		"authenticationEnabled":                "true",
+		"authorizationEnabled":                 "true",
+		"initAuthenticationUser":               `{"username":"rocketmq","password":"12345678"}`,
+		"innerClientAuthenticationCredentials": `{"accessKey":"inner","secretKey":"innerpw"}`,
+		"slaveSyncCheckInterval":               "200",
+		"slaveSyncFullInterval":                "1000",
+	}})
+	set := c.Set(framework.BrokerName(0))
+	master, slave := set[0].Addr(), set[1].Addr()
+	root := signedClient(t, "rocketmq", "12345678")
+	invokeExpect(t, root, master, remoting.NewRequest(code.AuthCreateUser, map[string]string{"username": "alice"},
+		protocol.MustMarshal(protocol.UserInfo{Password: "alicepw"})), code.Success, "")
+	invokeExpect(t, root, master, aclReq(code.AuthCreateACL, "User:alice", "Allow", []string{"Pub"}, "Topic:SlaveT"), code.Success, "")
+	testutil.Eventually(t, 10*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		resp, err := root.Invoke(ctx, slave, remoting.NewRequest(code.AuthGetACL, map[string]string{"subject": "User:alice"}, nil))
+		if err != nil {
+			return err
+		}
+		if resp.Code != code.Success || !strings.Contains(string(resp.Body), "Topic:SlaveT") {
+			return fmt.Errorf("ACL on the slave: %d %q %s", resp.Code, resp.Remark, resp.Body)
+		}
+		return nil
+	})
 }
