@@ -366,27 +366,31 @@ type NettyConfig struct {
 	DisableNettyWorkerGroup            bool          `key:"disableNettyWorkerGroup"`
 }
 
-// AuthConfig holds the ACL 2.0 keys (5.3+) a broker.conf may carry.
+// AuthConfig holds the ACL 2.0 keys (5.3+) a broker.conf may carry
+// (docs/auth.md). As in Apache, where they live in an AuthConfig outside the
+// broker's runtime Configuration, they cannot change while the broker runs
+// and GET_BROKER_CONFIG does not show them (initAuthenticationUser and
+// innerClientAuthenticationCredentials hold secrets).
 type AuthConfig struct {
-	AuthenticationEnabled                bool   `key:"authenticationEnabled"`
-	AuthenticationProvider               string `key:"authenticationProvider"`
-	AuthenticationMetadataProvider       string `key:"authenticationMetadataProvider"`
-	AuthenticationStrategy               string `key:"authenticationStrategy"`
-	AuthenticationWhitelist              string `key:"authenticationWhitelist"`
-	InitAuthenticationUser               string `key:"initAuthenticationUser"`
-	InnerClientAuthenticationCredentials string `key:"innerClientAuthenticationCredentials"`
-	AuthorizationEnabled                 bool   `key:"authorizationEnabled"`
-	AuthorizationProvider                string `key:"authorizationProvider"`
-	AuthorizationMetadataProvider        string `key:"authorizationMetadataProvider"`
-	AuthorizationStrategy                string `key:"authorizationStrategy"`
-	AuthorizationWhitelist               string `key:"authorizationWhitelist"`
-	MigrateAuthFromV1Enabled             bool   `key:"migrateAuthFromV1Enabled"`
-	UserCacheMaxNum                      int    `key:"userCacheMaxNum"`
-	UserCacheExpiredSecond               int    `key:"userCacheExpiredSecond"`
-	UserCacheRefreshSecond               int    `key:"userCacheRefreshSecond"`
-	AclCacheMaxNum                       int    `key:"aclCacheMaxNum"`
-	AclCacheExpiredSecond                int    `key:"aclCacheExpiredSecond"`
-	AclCacheRefreshSecond                int    `key:"aclCacheRefreshSecond"`
+	AuthenticationEnabled                bool   `key:"authenticationEnabled" readonly:"true" hidden:"true"`
+	AuthenticationProvider               string `key:"authenticationProvider" readonly:"true" hidden:"true"`
+	AuthenticationMetadataProvider       string `key:"authenticationMetadataProvider" readonly:"true" hidden:"true"`
+	AuthenticationStrategy               string `key:"authenticationStrategy" readonly:"true" hidden:"true"`
+	AuthenticationWhitelist              string `key:"authenticationWhitelist" readonly:"true" hidden:"true"`
+	InitAuthenticationUser               string `key:"initAuthenticationUser" readonly:"true" hidden:"true"`
+	InnerClientAuthenticationCredentials string `key:"innerClientAuthenticationCredentials" readonly:"true" hidden:"true"`
+	AuthorizationEnabled                 bool   `key:"authorizationEnabled" readonly:"true" hidden:"true"`
+	AuthorizationProvider                string `key:"authorizationProvider" readonly:"true" hidden:"true"`
+	AuthorizationMetadataProvider        string `key:"authorizationMetadataProvider" readonly:"true" hidden:"true"`
+	AuthorizationStrategy                string `key:"authorizationStrategy" readonly:"true" hidden:"true"`
+	AuthorizationWhitelist               string `key:"authorizationWhitelist" readonly:"true" hidden:"true"`
+	MigrateAuthFromV1Enabled             bool   `key:"migrateAuthFromV1Enabled" readonly:"true" hidden:"true"`
+	UserCacheMaxNum                      int    `key:"userCacheMaxNum" readonly:"true" hidden:"true"`
+	UserCacheExpiredSecond               int    `key:"userCacheExpiredSecond" readonly:"true" hidden:"true"`
+	UserCacheRefreshSecond               int    `key:"userCacheRefreshSecond" readonly:"true" hidden:"true"`
+	AclCacheMaxNum                       int    `key:"aclCacheMaxNum" readonly:"true" hidden:"true"`
+	AclCacheExpiredSecond                int    `key:"aclCacheExpiredSecond" readonly:"true" hidden:"true"`
+	AclCacheRefreshSecond                int    `key:"aclCacheRefreshSecond" readonly:"true" hidden:"true"`
 }
 
 // defaultBrokerConfig mirrors Java's field initialisers; hostname and ip are
