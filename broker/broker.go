@@ -30,9 +30,11 @@ import (
 	"github.com/rmqgo/rmq/broker/slavesync"
 	"github.com/rmqgo/rmq/broker/statictopic"
 	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/broker/store/vfs"
 	"github.com/rmqgo/rmq/broker/topic"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
 )
 
 // Option customises New.
@@ -51,6 +53,7 @@ type options struct {
 	noStore              bool
 	lockMaxLiveTime      time.Duration
 	liteExpirationUnit   time.Duration
+	commitLogFS          vfs.FS
 }
 
 // WithRegisterTiming overrides nameserver registration timing (tests): the
@@ -61,6 +64,9 @@ func WithRegisterTiming(initialDelay, period, debounce time.Duration) Option {
 		o.registerInitialDelay, o.registerPeriod, o.registerDebounce = initialDelay, period, debounce
 	}
 }
+
+// WithCommitLogFS puts the CommitLog on fs (fault injection in tests).
+func WithCommitLogFS(fs vfs.FS) Option { return func(o *options) { o.commitLogFS = fs } }
 
 // WithMappings plugs in the static-topic mapping manager.
 func WithMappings(s mapping.Source) Option { return func(o *options) { o.mappings = s } }
@@ -120,6 +126,9 @@ type Broker struct {
 	store         *store.Store
 	msg           *messaging
 	pools         map[processor.Pool]*remoting.Executor
+	// ffStop ends the fast-failure scan (pools.go); ffDone is closed when
+	// it has ended.
+	ffStop, ffDone chan struct{}
 
 	// grpcClients are the 5.x consumers' registry channels
 	// (wire_grpc_consume.go).
@@ -206,11 +215,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 	}
 	b.client = remoting.NewClient(ccfg, log.With("component", "namesrv-client"))
 
-	b.pools = map[processor.Pool]*remoting.Executor{
-		processor.PoolSend:  remoting.NewExecutor("send", sendWorkers(cfg), cfg.SendThreadPoolQueueCapacity),
-		processor.PoolPull:  remoting.NewExecutor("pull", cfg.PullMessageThreadPoolNums, cfg.PullThreadPoolQueueCapacity),
-		processor.PoolAdmin: remoting.NewExecutor("admin", cfg.AdminBrokerThreadPoolNums, cfg.AdminBrokerThreadPoolQueueCapacity),
-	}
+	b.pools = newPools(cfg)
 
 	if err := b.wireAuth(cfg, log); err != nil {
 		b.closeLocal()
@@ -222,6 +227,9 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 		if err != nil {
 			b.closeLocal()
 			return nil, err
+		}
+		if o.commitLogFS != nil {
+			sc.CommitLog.FS = o.commitLogFS
 		}
 		if b.store, err = store.Open(sc); err != nil {
 			b.closeLocal()
@@ -261,8 +269,8 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 		Offsets:  o.offsets,
 		Runtime:  o.runtime,
 		Pools:    b.poolStats,
-		Hooks: admin.Hooks{ConfigChanged: b.configChanged, TopicDeleted: o.topicDeleted, TopicsChanged: func(ctx context.Context) {
-			b.RegisterNow(ctx)
+		Hooks: admin.Hooks{ConfigChanged: b.configChanged, TopicDeleted: o.topicDeleted, TopicsChanged: func(ctx context.Context, names []string) {
+			b.registrar.RegisterTopics(ctx, names)
 		}},
 		BootTime: b.boot,
 		Logger:   log.With("component", "admin"),
@@ -282,9 +290,21 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 		Period:       period,
 		Debounce:     o.registerDebounce,
 		OnResults:    b.registered,
-		Logger:       log.With("component", "registry"),
+		Encoding: func() registry.Encoding {
+			c := b.cfg.Get()
+			return registry.Encoding{Compressed: c.CompressedRegister, Split: c.EnableSplitRegistration, SplitSize: c.SplitRegistrationSize}
+		},
+		Logger: log.With("component", "registry"),
 	})
-	b.topics.OnChange(func([]string) { b.registrar.Trigger() })
+	// A changed topic is registered on its own (Apache's
+	// registerIncrementBrokerData); a change of the version alone, in full.
+	b.topics.OnChange(func(names []string) {
+		if len(names) == 0 {
+			b.registrar.Trigger()
+			return
+		}
+		b.registrar.TriggerTopics(names)
+	})
 	return b, nil
 }
 
@@ -312,6 +332,11 @@ func (b *Broker) Start() error {
 		return err
 	}
 	b.started = true
+	b.ffStop, b.ffDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(b.ffDone)
+		b.fastFailure(b.ffStop)
+	}()
 	if b.msg != nil {
 		b.msg.start()
 	}
@@ -353,6 +378,8 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		if err := b.server.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
+		close(b.ffStop)
+		<-b.ffDone
 	}
 	b.closeLocal()
 	b.log.Info("broker stopped")
@@ -375,6 +402,7 @@ func (b *Broker) startGrpc() error {
 		Backend:       grpcBackend{b},
 		AdvertiseHost: cfg.BrokerIP1,
 		Producers:     b.grpcProducers,
+		StreamWorkers: cfg.GrpcStreamWorkers,
 		Logger:        b.log.With("component", "grpc"),
 	}
 	if b.auth != nil && b.auth.Enabled() {
@@ -471,8 +499,12 @@ func (b *Broker) MasterAddr() string { return b.masterAddr.Load().(string) }
 
 // RegisterProcessor installs a request handler on one of the executors
 // (processor.Registrar).
-func (b *Broker) RegisterProcessor(code int32, h remoting.Handler, pool processor.Pool) {
-	b.server.Register(code, h, b.pools[pool])
+func (b *Broker) RegisterProcessor(c int32, h remoting.Handler, pool processor.Pool) {
+	switch c {
+	case code.SendMessage, code.SendMessageV2, code.SendBatchMessage, code.ConsumerSendMsgBack:
+		h = b.rejectWhileBusy(h)
+	}
+	b.server.Register(c, h, b.pools[poolFor(c, pool)])
 }
 
 // WrapProcessor replaces the handler registered for code with wrap(handler),
@@ -498,12 +530,12 @@ func (b *Broker) RegisterNow(ctx context.Context) []registry.Result {
 	return b.registrar.RegisterAll(ctx, true)
 }
 
-func (b *Broker) poolStats() map[string]int {
-	return map[string]int{
-		admin.PoolSend:  b.pools[processor.PoolSend].QueueLen(),
-		admin.PoolPull:  b.pools[processor.PoolPull].QueueLen(),
-		admin.PoolAdmin: b.pools[processor.PoolAdmin].QueueLen(),
+func (b *Broker) poolStats() map[string]admin.PoolStat {
+	out := make(map[string]admin.PoolStat, len(b.pools))
+	for _, ex := range b.pools {
+		out[ex.Name()] = admin.PoolStat{Queued: ex.QueueLen(), HeadWait: ex.HeadWait()}
 	}
+	return out
 }
 
 // configChanged reacts to UPDATE_BROKER_CONFIG: a new brokerPermission must

@@ -37,7 +37,9 @@ func newFixture(t *testing.T, mutate ...func(*config.Config)) *fixture {
 	f.p, err = New(Deps{
 		Config: f.cfg,
 		Topics: f.topics,
-		Pools:  func() map[string]int { return map[string]int{PoolSend: 3} },
+		Pools: func() map[string]PoolStat {
+			return map[string]PoolStat{PoolSend: {Queued: 3, HeadWait: 1500 * time.Millisecond}}
+		},
 		Hooks: Hooks{
 			ConfigChanged: func(k []string) { f.changed = append(f.changed, k) },
 			TopicDeleted:  func(tp string) { f.deleted = append(f.deleted, tp) },
@@ -366,8 +368,8 @@ func TestGetBrokerRuntimeInfo(t *testing.T) {
 	if m["runtime"] != "[ 0 days, 1 hours, 30 minutes, 0 seconds ]" {
 		t.Errorf("runtime %q", m["runtime"])
 	}
-	if m["sendThreadPoolQueueSize"] != "3" || m["sendThreadPoolQueueCapacity"] != "10000" {
-		t.Errorf("pool stats %q/%q", m["sendThreadPoolQueueSize"], m["sendThreadPoolQueueCapacity"])
+	if m["sendThreadPoolQueueSize"] != "3" || m["sendThreadPoolQueueCapacity"] != "10000" || m["sendThreadPoolQueueHeadWaitTimeMills"] != "1500" {
+		t.Errorf("pool stats %q/%q/%q", m["sendThreadPoolQueueSize"], m["sendThreadPoolQueueCapacity"], m["sendThreadPoolQueueHeadWaitTimeMills"])
 	}
 	if ratio, _ := strconv.ParseFloat(m["commitLogDiskRatio"], 64); ratio < 0 || ratio > 1 {
 		t.Errorf("commitLogDiskRatio %v (the store root exists, so it is measurable)", ratio)

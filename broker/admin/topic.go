@@ -71,7 +71,7 @@ func (p *Processor) updateAndCreateTopic(ctx context.Context, ch *remoting.Chann
 		return nil, fmt.Errorf("update topic %s: %w", name, err)
 	}
 	if len(changed) > 0 && p.d.Hooks.TopicsChanged != nil {
-		p.d.Hooks.TopicsChanged(ctx)
+		p.d.Hooks.TopicsChanged(ctx, changed)
 	}
 	p.log.Info("update or create topic", "topic", name, "changed", len(changed) > 0, "remote", processor.RemoteAddr(ch))
 	return remoting.NewResponse(req, code.Success, ""), nil
@@ -117,7 +117,7 @@ func (p *Processor) updateAndCreateTopicList(ctx context.Context, ch *remoting.C
 		return nil, fmt.Errorf("update topic list: %w", err)
 	}
 	if len(changed) > 0 && p.d.Hooks.TopicsChanged != nil {
-		p.d.Hooks.TopicsChanged(ctx)
+		p.d.Hooks.TopicsChanged(ctx, changed)
 	}
 	p.log.Info("update or create topic list", "topics", len(list), "changed", len(changed), "remote", processor.RemoteAddr(ch))
 	return remoting.NewResponse(req, code.Success, ""), nil

@@ -62,6 +62,12 @@ type BrokerConfig struct {
 	GrpcServerPort   int    `key:"grpcServerPort" readonly:"true"`
 	TLSKeyPath       string `key:"tlsKeyPath" readonly:"true"`
 	TLSCertPath      string `key:"tlsCertPath" readonly:"true"`
+	// GrpcStreamWorkers [ours] is how many goroutines are kept to run gRPC
+	// requests (grpc-go's NumStreamWorkers); a request arriving while all
+	// are busy runs on a new goroutine. A kept goroutine has its stack
+	// grown already: a fresh one per request spent about a quarter of a
+	// send's CPU growing its stack. 0 starts a goroutine per request.
+	GrpcStreamWorkers int `key:"grpcStreamWorkers" readonly:"true"`
 	// The gRPC consumer limits, Apache ProxyConfig's keys and defaults
 	// (broker/grpcserver.ConsumeLimits): a receive's long polling is bounded
 	// by the min and max (the max is also the clients' long polling
@@ -428,6 +434,7 @@ func defaultBrokerConfig(hostname, ip string, env map[string]string) BrokerConfi
 		ConfigBlackList:                    "configBlackList;brokerConfigPath",
 
 		// gRPC consumers (the proxy's defaults).
+		GrpcStreamWorkers: 128,
 		GrpcClientConsumerMinLongPollingTimeoutMillis: 5000,
 		GrpcClientConsumerMaxLongPollingTimeoutMillis: 20000,
 		GrpcClientConsumerLongPollingBatchSize:        32,

@@ -214,6 +214,12 @@ func (c *Config) Validate() error {
 		bad("grpcClientConsumerMinLongPollingTimeoutMillis %d and grpcClientConsumerMaxLongPollingTimeoutMillis %d: want 0 <= min <= max",
 			c.GrpcClientConsumerMinLongPollingTimeoutMillis, c.GrpcClientConsumerMaxLongPollingTimeoutMillis)
 	}
+	if c.EnableSplitRegistration && c.SplitRegistrationSize < 1 {
+		bad("splitRegistrationSize %d must be positive with enableSplitRegistration", c.SplitRegistrationSize)
+	}
+	if c.GrpcStreamWorkers < 0 || c.GrpcStreamWorkers > 65536 {
+		bad("grpcStreamWorkers %d out of range [0, 65536]", c.GrpcStreamWorkers)
+	}
 	if c.GrpcClientConsumerLongPollingBatchSize < 1 {
 		bad("grpcClientConsumerLongPollingBatchSize %d must be positive", c.GrpcClientConsumerLongPollingBatchSize)
 	}
@@ -324,9 +330,6 @@ func (c *Config) Warnings() []string {
 	}
 	if c.EnableDLegerCommitLog {
 		w = append(w, "enableDLegerCommitLog is not supported and is ignored")
-	}
-	if c.CompressedRegister {
-		w = append(w, "compressedRegister is ignored: registrations are sent uncompressed")
 	}
 	if c.BrokerPermission&protocol.PermWrite == 0 {
 		w = append(w, "brokerPermission has no WRITE bit: producers cannot send to this broker")

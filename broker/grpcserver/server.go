@@ -76,6 +76,9 @@ type Config struct {
 	// IdleTimeout closes a connection that has had no rpc for that long
 	// (0: 120s, the proxy's grpcClientIdleTimeMills).
 	IdleTimeout time.Duration
+	// StreamWorkers is grpc-go's NumStreamWorkers (0: a goroutine per
+	// request): kept goroutines do not grow a fresh stack per rpc.
+	StreamWorkers int
 	// Check, when set, authenticates and authorizes every request before
 	// its rpc (auth.go); nil runs no check.
 	Check  RequestCheck
@@ -138,6 +141,9 @@ func Start(cfg Config) (*Server, error) {
 		grpc.ConnectionTimeout(cfg.HandshakeTimeout), grpc.MaxRecvMsgSize(maxInboundMessageSize), grpc.InTapHandle(arr.tap),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.IdleTimeout}), grpc.MaxHeaderListSize(maxHeaderListSize),
 		grpc.ReadBufferSize(readBufferSize),
+	}
+	if cfg.StreamWorkers > 0 {
+		opts = append(opts, grpc.NumStreamWorkers(uint32(cfg.StreamWorkers)))
 	}
 	// A handler's panic fails its rpc, not the broker (as the proxy's
 	// GlobalExceptionInterceptor and our remoting handlers).

@@ -30,14 +30,6 @@ const (
 	clientInnerProducerGroupName = "CLIENT_INNER_PRODUCER"
 )
 
-// Credentials sign every request for brokers with ACL enabled
-// (docs/protocol.md §7).
-type Credentials struct {
-	AccessKey     string
-	SecretKey     string
-	SecurityToken string // optional; signed, as Java does
-}
-
 // CommonConfig holds what producers and consumers share. Zero fields take
 // their defaults.
 type CommonConfig struct {
@@ -55,7 +47,9 @@ type CommonConfig struct {
 	// HeartbeatInterval: how often brokers get HEART_BEAT; default 30 s (the
 	// first one goes out after at most 1 s).
 	HeartbeatInterval time.Duration
-	// Credentials, when set, sign requests (ACL).
+	// Credentials, when set, sign every request (brokers with
+	// authentication on: ACL 2.0's username and password, or ACL 1.0's
+	// access key and secret key).
 	Credentials *Credentials
 	// SerializeType of request headers: JSON (default, like Java) or
 	// ROCKETMQ (compact binary; every broker accepts both).
