@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
+	"hash"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -103,24 +104,31 @@ func (s *Service) Enabled() bool { return s.cfg.AuthenticationEnabled || s.cfg.A
 type Credentials struct {
 	Username  string
 	Signature string // base64
-	HasUser   bool
 }
 
 // authenticate is DefaultAuthenticationHandler: user lookup, status, and
-// the signature over content; alt is a second content to try (client-go
-// signs before adding SecurityToken), nil for none.
-func (s *Service) authenticate(c Credentials, content func(secret string) []string) error {
+// the signature; sign computes the signatures the request may carry
+// (client-go's second form included) with a fresh HMAC keyed with the
+// user's password (fresh() gives another).
+func (s *Service) authenticate(c Credentials, sign func(mac hash.Hash, fresh func() hash.Hash) []string) error {
 	if c.Username == "" {
 		return authError(msgNoUsername)
 	}
-	u, ok := s.store.User(c.Username)
+	u, mac, ok := s.store.keyedMAC(c.Username)
 	if !ok {
 		return authError("User:%s is not found.", c.Username)
 	}
 	if u.Status == StatusDisable {
 		return authError("User:%s is disabled.", c.Username)
 	}
-	for _, want := range content(u.Password) {
+	fresh := func() hash.Hash {
+		_, m, _ := s.store.keyedMAC(c.Username)
+		if m == nil {
+			m = hmac.New(sha1.New, []byte(u.Password))
+		}
+		return m
+	}
+	for _, want := range sign(mac, fresh) {
 		if c.Signature != "" && subtle.ConstantTimeCompare([]byte(want), []byte(c.Signature)) == 1 {
 			return nil
 		}
@@ -139,11 +147,11 @@ func (s *Service) AuthenticateRemoting(reqCode int32, version int32, ext map[str
 	if !hasUser {
 		return "", authError(msgNoUsername)
 	}
-	err := s.authenticate(Credentials{Username: user, Signature: ext[FieldSignature], HasUser: true}, func(secret string) []string {
+	err := s.authenticate(Credentials{Username: user, Signature: ext[FieldSignature]}, func(mac hash.Hash, fresh func() hash.Hash) []string {
 		dropUnique := version <= versionV4_9_3
-		sigs := []string{SignRemoting(ext, body, secret, dropUnique, false)}
+		sigs := []string{signWith(mac, ext, body, dropUnique, false)}
 		if _, ok := ext[FieldSecurityToken]; ok {
-			sigs = append(sigs, SignRemoting(ext, body, secret, dropUnique, true))
+			sigs = append(sigs, signWith(fresh(), ext, body, dropUnique, true))
 		}
 		return sigs
 	})
@@ -155,24 +163,29 @@ func (s *Service) AuthenticateRemoting(reqCode int32, version int32, ext map[str
 // leaves _UNIQUE_KEY_QUERY out (request versions up to V4_9_3), dropToken
 // SecurityToken (how client-go signs).
 func SignRemoting(ext map[string]string, body []byte, secret string, dropUnique, dropToken bool) string {
-	var arr [48]string
-	keys := arr[:0]
-	for k := range ext {
+	return signWith(hmac.New(sha1.New, []byte(secret)), ext, body, dropUnique, dropToken)
+}
+
+// field is one extField of a request.
+type field struct{ k, v string }
+
+// signWith is SignRemoting with a fresh HMAC keyed with the secret.
+func signWith(mac hash.Hash, ext map[string]string, body []byte, dropUnique, dropToken bool) string {
+	var arr [48]field
+	fields := arr[:0]
+	n := 0
+	for k, v := range ext {
 		if k == FieldSignature || (dropUnique && k == uniqueKeyQuery) || (dropToken && k == FieldSecurityToken) {
 			continue
 		}
-		keys = append(keys, k)
+		fields = append(fields, field{k, v})
+		n += len(v)
 	}
-	slices.Sort(keys)
-	n := 0
-	for _, k := range keys {
-		n += len(ext[k])
-	}
+	slices.SortFunc(fields, func(a, b field) int { return strings.Compare(a.k, b.k) })
 	content := make([]byte, 0, n)
-	for _, k := range keys {
-		content = append(content, ext[k]...)
+	for _, f := range fields {
+		content = append(content, f.v...)
 	}
-	mac := hmac.New(sha1.New, []byte(secret))
 	_, _ = mac.Write(content)
 	_, _ = mac.Write(body)
 	var sum [sha1.Size]byte

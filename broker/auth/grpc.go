@@ -1,10 +1,9 @@
 package auth
 
 import (
-	"crypto/hmac"
-	"crypto/sha1"
 	"encoding/base64"
 	"encoding/hex"
+	"hash"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -80,8 +79,7 @@ func (s *Service) CheckGRPC(md GRPCMeta, req proto.Message) error {
 	r.Username, r.HasUser = user, user != ""
 	if s.cfg.AuthenticationEnabled {
 		if err == nil && !s.authnWhite[rpcCode] {
-			err = s.authenticate(Credentials{Username: user, Signature: sig}, func(secret string) []string {
-				mac := hmac.New(sha1.New, []byte(secret))
+			err = s.authenticate(Credentials{Username: user, Signature: sig}, func(mac hash.Hash, _ func() hash.Hash) []string {
 				_, _ = mac.Write([]byte(md.DateTime))
 				return []string{base64.StdEncoding.EncodeToString(mac.Sum(nil))}
 			})

@@ -1,8 +1,11 @@
 package auth
 
 import (
+	"crypto/hmac"
+	"crypto/sha1"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"log/slog"
 	"slices"
 	"strings"
@@ -31,6 +34,19 @@ type Store struct {
 type snapshot struct {
 	users map[string]*User
 	acls  map[string]*ACL // by subject key
+	// macs are HMAC-SHA1s keyed with each user's password and never
+	// written: a request's check clones one (hash.Cloner) instead of
+	// hashing the key again.
+	macs map[string]hash.Hash
+}
+
+// withMACs fills in macs from users.
+func (s *snapshot) withMACs() *snapshot {
+	s.macs = make(map[string]hash.Hash, len(s.users))
+	for name, u := range s.users {
+		s.macs[name] = hmac.New(sha1.New, []byte(u.Password))
+	}
+	return s
 }
 
 // fileForm is the persisted file: Apache's admin bodies, so the file reads
@@ -64,7 +80,7 @@ func OpenStore(path string, log *slog.Logger) (*Store, error) {
 			return nil, fmt.Errorf("auth: load %s: %w", path, err)
 		}
 	}
-	s.cur.Store(snap)
+	s.cur.Store(snap.withMACs())
 	return s, nil
 }
 
@@ -96,6 +112,22 @@ func snapshotOf(users []protocol.UserInfo, acls []protocol.AclInfo) (*snapshot, 
 }
 
 func (s *Store) load() *snapshot { return s.cur.Load() }
+
+// keyedMAC is a fresh HMAC-SHA1 keyed with the user's password, with the
+// user; ok false for an unknown user.
+func (s *Store) keyedMAC(name string) (User, hash.Hash, bool) {
+	snap := s.load()
+	u, ok := snap.users[name]
+	if !ok {
+		return User{}, nil, false
+	}
+	if c, ok := snap.macs[name].(hash.Cloner); ok {
+		if h, err := c.Clone(); err == nil {
+			return *u, h, true
+		}
+	}
+	return *u, hmac.New(sha1.New, []byte(u.Password)), true
+}
 
 // User returns a user by name.
 func (s *Store) User(name string) (User, bool) {
@@ -188,7 +220,7 @@ func (s *Store) update(f func(users map[string]*User, acls map[string]*ACL) erro
 	if err := f(users, acls); err != nil {
 		return err
 	}
-	next := &snapshot{users: users, acls: acls}
+	next := (&snapshot{users: users, acls: acls}).withMACs()
 	if err := s.persist(next); err != nil {
 		return err
 	}
@@ -235,6 +267,7 @@ func (s *Store) ReplaceAll(users []protocol.UserInfo, acls []protocol.AclInfo) (
 	if sameSnapshot(s.load(), next) {
 		return false, nil
 	}
+	next.withMACs()
 	if err := s.persist(next); err != nil {
 		return false, err
 	}
