@@ -271,6 +271,13 @@ func TestAuthJavaMQAdmin(t *testing.T) {
 	mustContain(t, java(home, "createAcl", "-b", addr, "-s", "User:alice", "-r", "Topic:JT1,Group:JG*", "-a", "Pub,Sub", "-d", "Allow", "-i", "127.0.0.1"), "success")
 	mustContain(t, java(home, "getAcl", "-b", addr, "-s", "User:alice"), "User:alice", "Topic:JT1", "Group:JG*", "Pub", "Sub", "Allow", "127.0.0.1")
 	mustContain(t, java(home, "listAcl", "-b", addr), "User:alice", "Topic:JT1")
+	// Signed over ROCKETMQ binary headers too.
+	out, err := harness.RunJavaMQAdminEnv(t, []string{"RMQ_JAVA_OPTS=-Drocketmq.home.dir=" + home + " -Drocketmq.serialize.type=ROCKETMQ"},
+		"getUser", "-b", addr, "-u", "alice", "-n", c.NamesrvAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, out, "alice", "alicepw")
 
 	// What the tool stored is what the broker checks.
 	alice := signedClient(t, "alice", "alicepw")
