@@ -428,3 +428,44 @@ func TestAuthAdminOurs(t *testing.T) {
 	interop.RunAuthAdminChecks(t, interop.AuthTarget{NamesrvAddr: c.NamesrvAddr(), BrokerAddr: c.Masters()[0].Addr(), Cluster: "DefaultCluster",
 		Super: credentials.Credentials{AccessKey: user, SecretKey: password}}, filepath.Join(bin, harness.MQAdmin))
 }
+
+// TestAuthNodeClient: ali-ons (Node.js) signing with its accessKey /
+// secretKey (AccessKey, OnsChannel and the header fields) produces and
+// consumes within alice's ACL, and is refused outside it.
+func TestAuthNodeClient(t *testing.T) {
+	needAuthJava(t) // the same target: a runtime per client, seconds each
+	t.Parallel()
+	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
+		"authenticationEnabled":  "true",
+		"authorizationEnabled":   "true",
+		"initAuthenticationUser": `{"username":"rocketmq","password":"12345678"}`,
+	}})
+	addr := c.Masters()[0].Addr()
+	root := signedClient(t, "rocketmq", "12345678")
+	adm, err := admin.NewWithInvoker(admin.Config{NameServers: c.NamesrvAddrs()}, root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, topic := range []string{"AuthNode", "AuthNodeNo"} {
+		if err := adm.CreateTopic(ctx, addr, protocol.TopicConfig{TopicName: topic, ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	invokeExpect(t, root, addr, remoting.NewRequest(code.AuthCreateUser, map[string]string{"username": "alice"},
+		protocol.MustMarshal(protocol.UserInfo{Password: "alicepw"})), code.Success, "")
+	invokeExpect(t, root, addr, aclReq(code.AuthCreateACL, "User:alice", "Allow", []string{"Pub", "Sub"}, "Topic:AuthNode", "Group:auth_node_*"), code.Success, "")
+	ns := c.NamesrvAddr()
+	interop.RunNodeCheck(t, "roundtrip", "-n", ns, "-t", "AuthNode", "-g", "auth_node_cg", "-pg", "auth_node_pg", "-count", "50",
+		"-sizes", "16,5000", "-create-topic=false", "-ak", "alice", "-sk", "alicepw").RequireOK(t)
+	res := interop.RunNodeCheck(t, "produce", "-n", ns, "-t", "AuthNodeNo", "-pg", "auth_node_pg", "-count", "1", "-retries", "0",
+		"-create-topic=false", "-ak", "alice", "-sk", "alicepw")
+	if res.OK || res.Sent != 0 {
+		t.Fatalf("ali-ons send to a topic alice may not publish to: ok=%v %s\n%s", res.OK, res.Line, res.Stderr)
+	}
+	// ali-ons does not show the broker's remark; the audit line has it.
+	if logs := c.Masters()[0].Logs(); !strings.Contains(logs, "User:alice has no permission to access Topic:AuthNodeNo from 127.0.0.1, no matched policies.") {
+		t.Fatal("no audit line of the refused ali-ons send")
+	}
+}
