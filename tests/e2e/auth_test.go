@@ -31,14 +31,15 @@ import (
 	"github.com/rmqgo/rmq/tests/interop"
 )
 
-// envAuthJava runs the ACL tests with Java clients (make test-auth-java):
-// each starts JVMs for 10–25 s, more than `make test` has room for.
+// envAuthJava runs the ACL tests with the Java and Node.js clients (make
+// test-auth-java): each starts JVMs (or node) for 10–70 s, more than
+// `make test` has room for.
 const envAuthJava = "RMQ_AUTH_JAVA"
 
 func needAuthJava(t *testing.T) {
 	t.Helper()
 	if os.Getenv(envAuthJava) == "" {
-		t.Skip("ACL with Java clients: set " + envAuthJava + "=1 (make test-auth-java)")
+		t.Skip("ACL with Java and Node.js clients: set " + envAuthJava + "=1 (make test-auth-java)")
 	}
 }
 
@@ -433,7 +434,7 @@ func TestAuthAdminOurs(t *testing.T) {
 // secretKey (AccessKey, OnsChannel and the header fields) produces and
 // consumes within alice's ACL, and is refused outside it.
 func TestAuthNodeClient(t *testing.T) {
-	needAuthJava(t) // the same target: a runtime per client, seconds each
+	needAuthJava(t)
 	t.Parallel()
 	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
 		"authenticationEnabled":  "true",
