@@ -326,8 +326,8 @@ func TestAuthJavaClient(t *testing.T) {
 }
 
 // TestAuthGrpcJava: the Java 5.x client (gRPC) with credentials
-// (StaticSessionCredentialsProvider) sends through our gRPC endpoint with
-// ACL 2.0 on; with a wrong secret its requests are refused ("check
+// (StaticSessionCredentialsProvider) sends and push-consumes through our
+// gRPC endpoint with ACL 2.0 on; with a wrong secret its requests are refused ("check
 // signature failed.", UNAUTHORIZED: broker/grpc_auth_test.go checks the
 // status) and it cannot start.
 func TestAuthGrpcJava(t *testing.T) {
@@ -352,7 +352,7 @@ func TestAuthGrpcJava(t *testing.T) {
 	}
 	invokeExpect(t, root, addr, remoting.NewRequest(code.AuthCreateUser, map[string]string{"username": "alice"},
 		protocol.MustMarshal(protocol.UserInfo{Password: "alicepw"})), code.Success, "")
-	invokeExpect(t, root, addr, aclReq(code.AuthCreateACL, "User:alice", "Allow", []string{"Pub"}, "Topic:AuthGrpc"), code.Success, "")
+	invokeExpect(t, root, addr, aclReq(code.AuthCreateACL, "User:alice", "Allow", []string{"Pub", "Sub"}, "Topic:AuthGrpc", "Group:auth_grpc_*"), code.Success, "")
 
 	var res struct {
 		IDs []string `json:"ids"`
@@ -360,6 +360,17 @@ func TestAuthGrpcJava(t *testing.T) {
 	java5(t).run(t, &res, "GrpcProducer", endpoint, "AuthGrpc", "2", "false", "auth", "alice", "alicepw")
 	if len(res.IDs) != 2 {
 		t.Fatalf("GrpcProducer sent %d messages, want 2", len(res.IDs))
+	}
+	// A push consumer (settings with a subscription, heartbeat, query
+	// assignment, receive, ack: Group and Topic Sub) within the ACL.
+	var got struct {
+		Got []struct {
+			ID string `json:"id"`
+		} `json:"got"`
+	}
+	java5(t).run(t, &got, "GrpcPushConsumer", endpoint, "AuthGrpc", "auth_grpc_cg", "false", "2", "-none", "0", "alice", "alicepw")
+	if len(got.Got) < 2 {
+		t.Fatalf("GrpcPushConsumer got %d messages, want 2", len(got.Got))
 	}
 
 	cmd := exec.Command(filepath.Join(harness.RepoRoot(t), "scripts", "java5-client.sh"), "GrpcProducer", endpoint, "AuthGrpc", "1", "false", "x", "alice", "wrong")
