@@ -107,10 +107,10 @@ type Credentials struct {
 }
 
 // authenticate is DefaultAuthenticationHandler: user lookup, status, and
-// the signature; sign computes the signatures the request may carry
-// (client-go's second form included) with a fresh HMAC keyed with the
-// user's password (fresh() gives another).
-func (s *Service) authenticate(c Credentials, sign func(mac hash.Hash, fresh func() hash.Hash) []string) error {
+// the signature. Each of forms computes a signature the request may carry
+// (client-go's second form after the first) with an HMAC keyed with the
+// user's password; the first match passes.
+func (s *Service) authenticate(c Credentials, forms ...func(mac hash.Hash) string) error {
 	if c.Username == "" {
 		return authError(msgNoUsername)
 	}
@@ -121,15 +121,14 @@ func (s *Service) authenticate(c Credentials, sign func(mac hash.Hash, fresh fun
 	if u.Status == StatusDisable {
 		return authError("User:%s is disabled.", c.Username)
 	}
-	fresh := func() hash.Hash {
-		_, m, _ := s.store.keyedMAC(c.Username)
-		if m == nil {
-			m = hmac.New(sha1.New, []byte(u.Password))
-		}
-		return m
+	if c.Signature == "" {
+		return authError(msgBadSignature)
 	}
-	for _, want := range sign(mac, fresh) {
-		if c.Signature != "" && subtle.ConstantTimeCompare([]byte(want), []byte(c.Signature)) == 1 {
+	for i, form := range forms {
+		if i > 0 {
+			mac = hmac.New(sha1.New, []byte(u.Password))
+		}
+		if subtle.ConstantTimeCompare([]byte(form(mac)), []byte(c.Signature)) == 1 {
 			return nil
 		}
 	}
@@ -147,14 +146,12 @@ func (s *Service) AuthenticateRemoting(reqCode int32, version int32, ext map[str
 	if !hasUser {
 		return "", authError(msgNoUsername)
 	}
-	err := s.authenticate(Credentials{Username: user, Signature: ext[FieldSignature]}, func(mac hash.Hash, fresh func() hash.Hash) []string {
-		dropUnique := version <= versionV4_9_3
-		sigs := []string{signWith(mac, ext, body, dropUnique, false)}
-		if _, ok := ext[FieldSecurityToken]; ok {
-			sigs = append(sigs, signWith(fresh(), ext, body, dropUnique, true))
-		}
-		return sigs
-	})
+	dropUnique := version <= versionV4_9_3
+	forms := []func(hash.Hash) string{func(mac hash.Hash) string { return signWith(mac, ext, body, dropUnique, false) }}
+	if _, ok := ext[FieldSecurityToken]; ok {
+		forms = append(forms, func(mac hash.Hash) string { return signWith(mac, ext, body, dropUnique, true) })
+	}
+	err := s.authenticate(Credentials{Username: user, Signature: ext[FieldSignature]}, forms...)
 	return user, err
 }
 

@@ -79,9 +79,9 @@ func (s *Service) CheckGRPC(md GRPCMeta, req proto.Message) error {
 	r.Username, r.HasUser = user, user != ""
 	if s.cfg.AuthenticationEnabled {
 		if err == nil && !s.authnWhite[rpcCode] {
-			err = s.authenticate(Credentials{Username: user, Signature: sig}, func(mac hash.Hash, _ func() hash.Hash) []string {
+			err = s.authenticate(Credentials{Username: user, Signature: sig}, func(mac hash.Hash) string {
 				_, _ = mac.Write([]byte(md.DateTime))
-				return []string{base64.StdEncoding.EncodeToString(mac.Sum(nil))}
+				return base64.StdEncoding.EncodeToString(mac.Sum(nil))
 			})
 		}
 		if err != nil {
