@@ -18,7 +18,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/rmqgo/rmq/broker/admin"
+	"github.com/rmqgo/rmq/broker/auth"
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/grpcserver"
 	"github.com/rmqgo/rmq/broker/lite"
@@ -110,6 +113,10 @@ type Broker struct {
 	topics *topic.Manager
 	maps   mapping.Source
 	admin  *admin.Processor
+	auth   *auth.Service
+	// innerSigner signs the broker's own requests (nil without
+	// innerClientAuthenticationCredentials).
+	innerSigner *auth.Signer
 
 	server *remoting.Server
 	grpc   *grpcserver.Server // nil unless enableGrpcServer
@@ -223,6 +230,11 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 	b.client = remoting.NewClient(ccfg, log.With("component", "namesrv-client"))
 
 	b.pools = newPools(cfg)
+
+	if err := b.wireAuth(cfg, log); err != nil {
+		b.closeLocal()
+		return nil, err
+	}
 
 	if !o.noStore {
 		sc, err := storeConfig(cfg, log)
@@ -402,7 +414,7 @@ func (b *Broker) startGrpc() error {
 	if err != nil {
 		return fmt.Errorf("broker: gRPC endpoint: %w", err)
 	}
-	srv, err := grpcserver.Start(grpcserver.Config{
+	gcfg := grpcserver.Config{
 		Addr:          net.JoinHostPort(cfg.BrokerIP1, strconv.Itoa(cfg.GrpcServerPort)),
 		TLS:           gtls,
 		EnforceTLS:    b.tls.Settings.Mode() == tlsconfig.ModeEnforcing,
@@ -412,7 +424,14 @@ func (b *Broker) startGrpc() error {
 		Producers:     b.grpcProducers,
 		StreamWorkers: cfg.GrpcStreamWorkers,
 		Logger:        b.log.With("component", "grpc"),
-	})
+	}
+	if b.auth != nil && b.auth.Enabled() {
+		svc := b.auth
+		gcfg.Check = func(md grpcserver.RequestMeta, req proto.Message) error {
+			return svc.CheckGRPC(auth.GRPCMeta{Authorization: md.Authorization, DateTime: md.DateTime, RemoteAddr: md.RemoteAddr}, req)
+		}
+	}
+	srv, err := grpcserver.Start(gcfg)
 	if err != nil {
 		gtls.Close()
 		return fmt.Errorf("broker: %w", err)

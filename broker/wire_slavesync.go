@@ -40,6 +40,7 @@ func (b *Broker) wireSlaveSync(w *wiring, pops *pop.Processor) error {
 	ccfg := b.clientConfig()
 	ccfg.MaxFrameSize = copyMaxFrameSize
 	client := remoting.NewClient(ccfg, w.log.With("component", "slavesync-client"))
+	b.signInner(client)
 	o := slavesync.Options{
 		Invoker:       client,
 		MasterAddr:    masterAddr,
@@ -48,6 +49,7 @@ func (b *Broker) wireSlaveSync(w *wiring, pops *pop.Processor) error {
 		Groups:        w.m.subs,
 		Offsets:       w.st.Offsets(),
 		Modes:         pops,
+		Auth:          authCopy{b},
 		CheckInterval: cfg.SlaveSyncCheckInterval,
 		FullInterval:  cfg.SlaveSyncFullInterval,
 		Logger:        w.log.With("component", "slavesync"),

@@ -23,6 +23,7 @@ func (b *Broker) wireStaticTopic(w *wiring, handlers statictopic.Wrapper) error 
 	// Broker-to-broker reads get their own connections, apart from the
 	// nameserver client.
 	client := remoting.NewClient(b.clientConfig(), log.With("component", "statictopic-rpc"))
+	b.signInner(client)
 	rpc, err := statictopic.NewBrokerRPC(statictopic.RPCOptions{
 		Invoker: client,
 		NamesrvAddrs: func() []string {

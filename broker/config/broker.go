@@ -23,7 +23,7 @@ type BrokerConfig struct {
 	BrokerID          int64  `key:"brokerId" important:"true" readonly:"true"`
 
 	BrokerConfigPath string `key:"brokerConfigPath" readonly:"true" effect:"none"`
-	RocketmqHome     string `key:"rocketmqHome" readonly:"true" effect:"none"`
+	RocketmqHome     string `key:"rocketmqHome" readonly:"true"`
 	NamesrvAddr      string `key:"namesrvAddr" important:"true"`
 	BrokerIP1        string `key:"brokerIP1" important:"true" readonly:"true"`
 	BrokerIP2        string `key:"brokerIP2" important:"true" readonly:"true"`
@@ -302,7 +302,7 @@ type BrokerConfig struct {
 	MasterLeaseMillis time.Duration `key:"masterLeaseMillis"`
 
 	// Access control (5.x ACL 1.0 switch; ACL 2.0 keys are in AuthConfig).
-	ACLEnable bool `key:"aclEnable" important:"true"`
+	ACLEnable bool `key:"aclEnable" important:"true" effect:"none"`
 
 	// Logging and metrics.
 	IsolateLogEnable                     bool          `key:"isolateLogEnable" effect:"none"`
@@ -377,27 +377,31 @@ type NettyConfig struct {
 	DisableNettyWorkerGroup            bool          `key:"disableNettyWorkerGroup" effect:"none"`
 }
 
-// AuthConfig holds the ACL 2.0 keys (5.3+) a broker.conf may carry.
+// AuthConfig holds the ACL 2.0 keys (5.3+) a broker.conf may carry
+// (docs/auth.md). As in Apache, where they live in an AuthConfig outside the
+// broker's runtime Configuration, they cannot change while the broker runs
+// and GET_BROKER_CONFIG does not show them (initAuthenticationUser and
+// innerClientAuthenticationCredentials hold secrets).
 type AuthConfig struct {
-	AuthenticationEnabled                bool   `key:"authenticationEnabled"`
-	AuthenticationProvider               string `key:"authenticationProvider"`
-	AuthenticationMetadataProvider       string `key:"authenticationMetadataProvider"`
-	AuthenticationStrategy               string `key:"authenticationStrategy"`
-	AuthenticationWhitelist              string `key:"authenticationWhitelist"`
-	InitAuthenticationUser               string `key:"initAuthenticationUser"`
-	InnerClientAuthenticationCredentials string `key:"innerClientAuthenticationCredentials"`
-	AuthorizationEnabled                 bool   `key:"authorizationEnabled"`
-	AuthorizationProvider                string `key:"authorizationProvider"`
-	AuthorizationMetadataProvider        string `key:"authorizationMetadataProvider"`
-	AuthorizationStrategy                string `key:"authorizationStrategy"`
-	AuthorizationWhitelist               string `key:"authorizationWhitelist"`
-	MigrateAuthFromV1Enabled             bool   `key:"migrateAuthFromV1Enabled"`
-	UserCacheMaxNum                      int    `key:"userCacheMaxNum"`
-	UserCacheExpiredSecond               int    `key:"userCacheExpiredSecond"`
-	UserCacheRefreshSecond               int    `key:"userCacheRefreshSecond"`
-	AclCacheMaxNum                       int    `key:"aclCacheMaxNum"`
-	AclCacheExpiredSecond                int    `key:"aclCacheExpiredSecond"`
-	AclCacheRefreshSecond                int    `key:"aclCacheRefreshSecond"`
+	AuthenticationEnabled                bool   `key:"authenticationEnabled" readonly:"true" hidden:"true"`
+	AuthenticationProvider               string `key:"authenticationProvider" readonly:"true" hidden:"true" effect:"none"`
+	AuthenticationMetadataProvider       string `key:"authenticationMetadataProvider" readonly:"true" hidden:"true" effect:"none"`
+	AuthenticationStrategy               string `key:"authenticationStrategy" readonly:"true" hidden:"true" effect:"none"`
+	AuthenticationWhitelist              string `key:"authenticationWhitelist" readonly:"true" hidden:"true"`
+	InitAuthenticationUser               string `key:"initAuthenticationUser" readonly:"true" hidden:"true"`
+	InnerClientAuthenticationCredentials string `key:"innerClientAuthenticationCredentials" readonly:"true" hidden:"true"`
+	AuthorizationEnabled                 bool   `key:"authorizationEnabled" readonly:"true" hidden:"true"`
+	AuthorizationProvider                string `key:"authorizationProvider" readonly:"true" hidden:"true" effect:"none"`
+	AuthorizationMetadataProvider        string `key:"authorizationMetadataProvider" readonly:"true" hidden:"true" effect:"none"`
+	AuthorizationStrategy                string `key:"authorizationStrategy" readonly:"true" hidden:"true" effect:"none"`
+	AuthorizationWhitelist               string `key:"authorizationWhitelist" readonly:"true" hidden:"true"`
+	MigrateAuthFromV1Enabled             bool   `key:"migrateAuthFromV1Enabled" readonly:"true" hidden:"true"`
+	UserCacheMaxNum                      int    `key:"userCacheMaxNum" readonly:"true" hidden:"true" effect:"none"`
+	UserCacheExpiredSecond               int    `key:"userCacheExpiredSecond" readonly:"true" hidden:"true" effect:"none"`
+	UserCacheRefreshSecond               int    `key:"userCacheRefreshSecond" readonly:"true" hidden:"true" effect:"none"`
+	AclCacheMaxNum                       int    `key:"aclCacheMaxNum" readonly:"true" hidden:"true" effect:"none"`
+	AclCacheExpiredSecond                int    `key:"aclCacheExpiredSecond" readonly:"true" hidden:"true" effect:"none"`
+	AclCacheRefreshSecond                int    `key:"aclCacheRefreshSecond" readonly:"true" hidden:"true" effect:"none"`
 }
 
 // defaultBrokerConfig mirrors Java's field initialisers; hostname and ip are

@@ -413,6 +413,23 @@ func OverlayPath(c *Config) string {
 // Properties renders every key as a properties text, sorted by key.
 func (c *Config) Properties() string { return pcfg.Properties(c) }
 
+// AdminProperties is Properties without the hidden keys (the auth
+// keys): what GET_BROKER_CONFIG answers.
+func (c *Config) AdminProperties() string {
+	hidden := map[string]bool{}
+	for _, k := range taggedKeys("hidden") {
+		hidden[k] = true
+	}
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(c.Properties(), "\n") {
+		if k, _, ok := strings.Cut(line, "="); ok && hidden[k] {
+			continue
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
 // Map returns every key and its value in string form.
 func (c *Config) Map() map[string]string { return pcfg.Map(c) }
 

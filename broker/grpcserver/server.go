@@ -88,7 +88,10 @@ type Config struct {
 	// StreamWorkers is grpc-go's NumStreamWorkers (0: a goroutine per
 	// request): kept goroutines do not grow a fresh stack per rpc.
 	StreamWorkers int
-	Logger        *slog.Logger
+	// Check, when set, authenticates and authorizes every request before
+	// its rpc (auth.go); nil runs no check.
+	Check  RequestCheck
+	Logger *slog.Logger
 }
 
 // Server is a running gRPC endpoint.
@@ -160,6 +163,11 @@ func Start(cfg Config) (*Server, error) {
 	// A handler's panic fails its rpc, not the broker (as the proxy's
 	// GlobalExceptionInterceptor and our remoting handlers).
 	unary, stream := []grpc.UnaryServerInterceptor{recoverUnary(s.log)}, []grpc.StreamServerInterceptor{recoverStream(s.log)}
+	// The proxy authenticates and authorizes before it checks the client
+	// id (GrpcMessagingApplication.addExecutor).
+	if cfg.Check != nil {
+		unary, stream = append(unary, unaryCheck(cfg.Check)), append(stream, streamCheck(cfg.Check))
+	}
 	if cfg.Messaging == nil {
 		unary, stream = append(unary, unaryClientID), append(stream, streamClientID)
 	}
