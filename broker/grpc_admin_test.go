@@ -93,7 +93,7 @@ func TestGrpcConsumerAdminRelay(t *testing.T) {
 
 	ids := []string{"01000000000000000000000A01"}
 	sendNormal(ctx, t, cli, topic, time.UnixMilli(1700000000123), ids...)
-	msgs := stored(t, b, topic, 0)
+	msgs := storedN(t, b, topic, 1) // consume queues are built asynchronously
 	if len(msgs) != 1 {
 		t.Fatalf("stored %d messages, want 1", len(msgs))
 	}
