@@ -12,7 +12,7 @@ PKGS      := github.com/rmqgo/rmq/...
 GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED ?= 0
 
-.PHONY: proto all build run cluster test test-short test-repeat race vet fmt lint bench bench-vs-apache bench-recovery bench-static bench-lite bench-ha bench-grpc bench-tls cluster-ha fuzz crash grpc-streams test-auth-java clean
+.PHONY: proto all build run cluster test test-short test-repeat race vet fmt lint bench bench-vs-apache bench-recovery bench-static bench-lite bench-ha bench-grpc bench-tls cluster-ha fuzz crash grpc-streams test-auth-java rust5-client clean
 
 all: build
 
@@ -143,6 +143,14 @@ bench-grpc: build
 # java + mvn and node + npm.
 test-auth-java:
 	RMQ_AUTH_JAVA=1 $(GO) test -count=1 -timeout 10m -parallel 3 -run '^(TestAuthJavaMQAdmin|TestAuthJavaClient|TestAuthGrpcJava|TestAuthAdminOurs|TestAuthNodeClient)$$' github.com/rmqgo/rmq/tests/e2e
+
+# The Rust 5.x client driver (scripts/rust5: crate rocketmq 5.0.0, every
+# crate pinned by its Cargo.lock), built with cargo into
+# $HOME/.cache/rmq/rust5-target (RMQ_RUST5_TARGET): about 6 minutes cold on
+# 2 cores, seconds once built. `make test` never builds it cold: the Rust
+# tests skip with a message until this ran once (docs/interop.md).
+rust5-client:
+	./scripts/rust5-client.sh build
 
 FUZZTIME ?= 30s
 fuzz:

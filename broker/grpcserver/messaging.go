@@ -11,10 +11,8 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
-	"google.golang.org/grpc/status"
 
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
 )
@@ -65,8 +63,6 @@ type messaging struct {
 	// liteOrder orders each lite consumer's subscription changes
 	// (liteorder.go).
 	liteOrder liteOrder
-	// closing is closed when the server starts shutting down (nil: never).
-	closing <-chan struct{}
 }
 
 func newMessaging(b Backend, host string, port int) *messaging {
@@ -246,9 +242,9 @@ func (m *messaging) Heartbeat(ctx context.Context, req *v2pb.HeartbeatRequest) (
 // ThreadStackTrace and VerifyMessageResult answer the admin requests
 // relayed to it (verify.go). Other commands are ignored.
 //
-// A stream lasts as long as its client; when the server shuts down the
-// stream ends with UNAVAILABLE so that the graceful stop does not wait for
-// clients to close theirs (the clients open a new one on reconnecting).
+// A stream lasts as long as its client; when the server shuts down it ends
+// with its connection (Server.Shutdown), and the client opens a new one on
+// reconnecting.
 func (m *messaging) Telemetry(stream v2pb.MessagingService_TelemetryServer) error {
 	remote := ""
 	if p, ok := peer.FromContext(stream.Context()); ok && p.Addr != nil {
@@ -258,14 +254,7 @@ func (m *messaging) Telemetry(stream v2pb.MessagingService_TelemetryServer) erro
 	defer m.producers.remove(sess)
 	defer m.producerStreamEnded(stream.Context(), sess)
 	defer sess.endReplies()
-	done := make(chan error, 1)
-	go func() { done <- m.telemetry(stream, sess) }()
-	select {
-	case err := <-done:
-		return err
-	case <-m.closing:
-		return status.Error(codes.Unavailable, "the broker is shutting down")
-	}
+	return m.telemetry(stream, sess)
 }
 
 // telemetry reads one Telemetry stream until it ends.

@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
@@ -186,9 +188,9 @@ func TestTelemetrySettings(t *testing.T) {
 }
 
 // TestShutdownEndsTelemetryStreams: a client's Telemetry stream stays open
-// as long as the client; Shutdown ends it with UNAVAILABLE at once instead
-// of waiting for the client (a broker with 5.x clients connected stopped
-// only when its shutdown timeout ran out).
+// as long as the client; Shutdown ends it at once (with its connection: the
+// client sees UNAVAILABLE) instead of waiting for the client (a broker with
+// 5.x clients connected stopped only when its shutdown timeout ran out).
 func TestShutdownEndsTelemetryStreams(t *testing.T) {
 	c, srv := messagingClient(t, fakeBackend{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -216,5 +218,134 @@ func TestShutdownEndsTelemetryStreams(t *testing.T) {
 	}
 	if _, err := stream.Recv(); status.Code(err) != codes.Unavailable {
 		t.Errorf("stream after Shutdown: %v, want UNAVAILABLE", err)
+	}
+}
+
+// TestShutdownTelemetryEndsWithConnection: at Shutdown a Telemetry stream
+// gets neither trailers nor RST_STREAM: it ends with its connection, as
+// with the proxy (grpc-java's shutdownNow). Trailers followed by
+// RST_STREAM(NO_ERROR) — what ending the stream with a status sends while
+// the client's side is open — put the Rust 5.x client (crate rocketmq
+// 5.0.0) into an endless loop of telemetry errors that starves it: after a
+// broker restart it never sent again (docs/interop.md, Rust).
+func TestShutdownTelemetryEndsWithConnection(t *testing.T) {
+	s := startServer(t, Config{Backend: fakeBackend{}, AdvertiseHost: "127.0.0.1"})
+	c := newH2Client(t, s.Addr())
+	c.open(1, v2pb.MessagingService_Telemetry_FullMethodName)
+	producer := v2pb.ClientType_PRODUCER
+	body, err := proto.Marshal(&v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_Settings{Settings: &v2pb.Settings{
+		ClientType: &producer, PubSub: &v2pb.Settings_Publishing{Publishing: &v2pb.Publishing{}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.send(1, false, grpcFrame(0, uint32(len(body)), body))
+
+	// Read until the connection ends, answering settings and pings; after
+	// the settings answer, Shutdown, and record what comes on the stream.
+	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	answered := false
+	var after []string
+	shut := make(chan error, 1)
+	for {
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			if !answered {
+				t.Fatalf("connection ended before the settings answer: %v", err)
+			}
+			break
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				_ = c.fr.WriteSettingsAck()
+			}
+		case *http2.PingFrame:
+			if !f.IsAck() {
+				_ = c.fr.WritePing(true, f.Data)
+			}
+		case *http2.DataFrame:
+			if f.StreamID == 1 && !answered {
+				answered = true
+				go func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					defer cancel()
+					shut <- s.Shutdown(ctx)
+				}()
+			} else if f.StreamID == 1 {
+				after = append(after, "DATA")
+			}
+		case *http2.HeadersFrame:
+			fields, err := c.dec.DecodeFull(f.HeaderBlockFragment())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.StreamID == 1 && f.StreamEnded() {
+				if !answered {
+					t.Fatalf("the Telemetry stream ended before the settings answer: %v", fields)
+				}
+				after = append(after, fmt.Sprint("trailers ", fields))
+			}
+		case *http2.RSTStreamFrame:
+			after = append(after, "RST_STREAM "+f.ErrCode.String())
+		}
+	}
+	select {
+	case err := <-shut:
+		if err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Shutdown did not return")
+	}
+	if len(after) != 0 {
+		t.Errorf("the Telemetry stream got %v at Shutdown, want it to end with the connection", after)
+	}
+}
+
+// slowRouteService answers QueryRoute once release is closed.
+type slowRouteService struct {
+	v2pb.UnimplementedMessagingServiceServer
+	started chan struct{}
+	release chan struct{}
+}
+
+func (s slowRouteService) QueryRoute(context.Context, *v2pb.QueryRouteRequest) (*v2pb.QueryRouteResponse, error) {
+	close(s.started)
+	<-s.release
+	return &v2pb.QueryRouteResponse{Status: ok()}, nil
+}
+
+// TestShutdownWaitsForRunningRpcs: Shutdown closes the connections only
+// once the rpcs running when it began are answered (the Telemetry streams
+// do not count).
+func TestShutdownWaitsForRunningRpcs(t *testing.T) {
+	svc := slowRouteService{started: make(chan struct{}), release: make(chan struct{})}
+	s := startServer(t, Config{Messaging: svc})
+	conn, err := grpc.NewClient(s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	answer := make(chan error, 1)
+	go func() {
+		_, err := v2pb.NewMessagingServiceClient(conn).QueryRoute(ctx, &v2pb.QueryRouteRequest{})
+		answer <- err
+	}()
+	<-svc.started
+	shut := make(chan error, 1)
+	go func() { shut <- s.Shutdown(ctx) }()
+	select {
+	case err := <-shut:
+		t.Fatalf("Shutdown returned (%v) while an rpc was running", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(svc.release)
+	if err := <-answer; err != nil {
+		t.Errorf("the rpc running at Shutdown: %v, want its answer", err)
+	}
+	if err := <-shut; err != nil {
+		t.Errorf("Shutdown: %v", err)
 	}
 }

@@ -18,11 +18,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/stats"
 
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
 	"github.com/rmqgo/rmq/pkg/tlsconfig"
@@ -103,9 +106,9 @@ type Server struct {
 	ln   net.Listener
 	conn *connListener
 	wg   sync.WaitGroup
-	// closing ends the Telemetry streams at Shutdown (messaging.go).
-	closing   chan struct{}
-	closeOnce sync.Once
+	// inFlight counts the rpcs being served other than Telemetry streams,
+	// which Shutdown waits for before it closes the connections.
+	inFlight *rpcCounter
 }
 
 // Start loads or makes the certificate, listens on cfg.Addr and serves.
@@ -145,9 +148,9 @@ func Start(cfg Config) (*Server, error) {
 		// MaxRecvMsgSize is the proxy's grpcMaxInboundMessageSize (4 MiB
 		// × 32 messages + 2 MiB of properties): gRPC's 4 MiB default would
 		// refuse a message of maxMessageSize.
-		ln:      ln,
-		conn:    newConnListener(ln.Addr()),
-		closing: make(chan struct{}),
+		ln:       ln,
+		conn:     newConnListener(ln.Addr()),
+		inFlight: &rpcCounter{},
 	}
 	// MaxConnectionIdle is the proxy's maxConnectionIdle: a connection
 	// without a stream (an open Telemetry stream counts) goes after
@@ -155,7 +158,7 @@ func Start(cfg Config) (*Server, error) {
 	opts := []grpc.ServerOption{
 		grpc.ConnectionTimeout(cfg.HandshakeTimeout), grpc.MaxRecvMsgSize(maxInboundMessageSize), grpc.InTapHandle(arr.tap),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.IdleTimeout}), grpc.MaxHeaderListSize(maxHeaderListSize),
-		grpc.ReadBufferSize(readBufferSize),
+		grpc.ReadBufferSize(readBufferSize), grpc.StatsHandler(s.inFlight),
 	}
 	if cfg.StreamWorkers > 0 {
 		opts = append(opts, grpc.NumStreamWorkers(uint32(cfg.StreamWorkers)))
@@ -184,7 +187,6 @@ func Start(cfg Config) (*Server, error) {
 			host = cfg.AdvertiseHost
 		}
 		m := newMessaging(cfg.Backend, host, port)
-		m.closing = s.closing
 		if cfg.Producers != nil {
 			m.producers = cfg.Producers
 		}
@@ -214,26 +216,89 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 
 // Shutdown stops accepting, lets running rpcs finish until ctx ends, then
 // closes every connection.
+//
+// A Telemetry stream lasts as long as its client: Shutdown does not wait
+// for it, but it does not end it with a status either. As the proxy, whose
+// graceful stop ends in grpc-java's shutdownNow (Apache proxy/.../grpc/
+// GrpcServer.java), the streams end with their connections: once the other
+// rpcs are done, every connection is closed. A status would reach the
+// client as trailers followed by RST_STREAM(NO_ERROR) (its request side is
+// still open), which the Rust 5.x client (crate rocketmq 5.0.0) reads as an
+// error that repeats forever: its telemetry loop spins and starves the
+// client (docs/interop.md, Rust). A closed connection is an error it reads
+// once; every 5.x client reconnects and opens a new stream.
 func (s *Server) Shutdown(ctx context.Context) error {
 	_ = s.ln.Close()
-	s.closeOnce.Do(func() { close(s.closing) })
 	done := make(chan struct{})
 	go func() {
 		s.grpc.GracefulStop()
 		close(done)
 	}()
 	var err error
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+drain:
+	for s.inFlight.n.Load() > 0 {
+		select {
+		case <-done:
+			break drain
+		case <-ctx.Done():
+			err = fmt.Errorf("grpcserver: graceful stop: %w", ctx.Err())
+			break drain
+		case <-tick.C:
+		}
+	}
 	select {
 	case <-done:
-	case <-ctx.Done():
+	default:
+		// The last answers are with the transport, written in the
+		// background: a moment for them before the connections close.
+		select {
+		case <-done:
+		case <-time.After(shutdownFlushGrace):
+		}
 		s.grpc.Stop()
 		<-done
-		err = fmt.Errorf("grpcserver: graceful stop: %w", ctx.Err())
 	}
 	s.conn.close()
 	s.wg.Wait()
 	return err
 }
+
+// shutdownFlushGrace is how long Shutdown lets the answers of the last rpcs
+// reach the socket before it closes the connections.
+const shutdownFlushGrace = 100 * time.Millisecond
+
+// rpcCounter counts the rpcs being served, Telemetry streams aside, from
+// the moment they are dispatched until their status is handed to the
+// transport (a gRPC stats handler: End comes after the status).
+type rpcCounter struct{ n atomic.Int64 }
+
+// telemetryRPC marks a Telemetry stream's context.
+type telemetryRPC struct{}
+
+func (c *rpcCounter) TagRPC(ctx context.Context, info *stats.RPCTagInfo) context.Context {
+	if strings.HasSuffix(info.FullMethodName, "/Telemetry") {
+		return context.WithValue(ctx, telemetryRPC{}, true)
+	}
+	return ctx
+}
+
+func (c *rpcCounter) HandleRPC(ctx context.Context, st stats.RPCStats) {
+	if ctx.Value(telemetryRPC{}) != nil {
+		return
+	}
+	switch st.(type) {
+	case *stats.Begin:
+		c.n.Add(1)
+	case *stats.End:
+		c.n.Add(-1)
+	}
+}
+
+func (*rpcCounter) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
+
+func (*rpcCounter) HandleConn(context.Context, stats.ConnStats) {}
 
 func (s *Server) acceptLoop() {
 	for {

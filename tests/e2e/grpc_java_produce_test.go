@@ -36,6 +36,7 @@ type typedRun struct {
 // grpcReceived is what a client-go consumer saw of one message.
 type grpcReceived struct {
 	body, group, bornHost, broker, priority string
+	tag, keys, color                        string
 	queue                                   int
 	at                                      time.Time
 }
@@ -53,7 +54,8 @@ func (c *grpcCollector) add(msgs ...*primitive.MessageExt) {
 	now := time.Now()
 	for _, m := range msgs {
 		c.got[m.MsgId] = append(c.got[m.MsgId], grpcReceived{body: string(m.Body), group: m.GetProperty("__SHARDINGKEY"),
-			bornHost: m.BornHost, broker: m.Queue.BrokerName, priority: m.GetProperty("_SYS_MSG_PRIORITY_"), queue: m.Queue.QueueId, at: now})
+			bornHost: m.BornHost, broker: m.Queue.BrokerName, priority: m.GetProperty("_SYS_MSG_PRIORITY_"),
+			tag: m.GetTags(), keys: m.GetKeys(), color: m.GetProperty("color"), queue: m.Queue.QueueId, at: now})
 		c.seq = append(c.seq, m.MsgId)
 	}
 }

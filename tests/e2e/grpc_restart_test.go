@@ -9,8 +9,8 @@ import (
 
 // TestGrpcClientsAcrossBrokerRestartAndKill: RocketMQ 5.x clients — the
 // Java client (rocketmq-client-java 5.2.0, scripts/java5's
-// GrpcRestartCheck), the Node.js client and the Python client (their
-// drivers' restart mode) — each keep a Producer sending and a
+// GrpcRestartCheck), the Node.js, Python and Rust clients (their drivers'
+// restart mode) — each keep a Producer sending and a
 // SimpleConsumer receiving over gRPC while their broker is restarted
 // gracefully and then killed with SIGKILL and started again. Every send
 // the client saw acknowledged is consumed, and no message whose ack
@@ -33,6 +33,9 @@ func TestGrpcClientsAcrossBrokerRestartAndKill(t *testing.T) {
 			return []string{"restart", "--endpoint", endpoint, "--topic", topic, "--group", group, "--secs", "14", "--timeout", "30", "--invisible", "3000"}
 		}},
 		{"Python", python5, func(endpoint, topic, group string) []string {
+			return []string{"restart", "--endpoint", endpoint, "--topic", topic, "--group", group, "--secs", "14", "--timeout", "30", "--invisible", "3000"}
+		}},
+		{"Rust", rust5, func(endpoint, topic, group string) []string {
 			return []string{"restart", "--endpoint", endpoint, "--topic", topic, "--group", group, "--secs", "14", "--timeout", "30", "--invisible", "3000"}
 		}},
 	} {

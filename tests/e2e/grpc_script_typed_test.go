@@ -7,12 +7,13 @@ import (
 	"time"
 )
 
-// TestGrpcScriptClientsTypedProducer: the Node.js and Python 5.x producers
-// (their drivers' produce mode) send FIFO messages (a message group) to a
-// FIFO topic and delayed messages to a DELAY topic over gRPC; client-go
-// consumes over remoting: each group's messages on one queue, in order
-// (orderly consumer), and no delayed message before its delivery time.
-// A client skips with a message when its runtime is missing.
+// TestGrpcScriptClientsTypedProducer: the Node.js, Python and Rust 5.x
+// producers (their drivers' produce mode) send FIFO messages (a message
+// group) to a FIFO topic and delayed messages to a DELAY topic over gRPC;
+// client-go consumes over remoting: each group's messages on one queue, in
+// order (orderly consumer), and no delayed message before its delivery
+// time. A client skips with a message when its runtime is missing (Rust:
+// or its driver is not built, make rust5-client).
 func TestGrpcScriptClientsTypedProducer(t *testing.T) {
 	skipShort(t, "real processes and 5.x clients")
 	t.Parallel()
@@ -22,6 +23,7 @@ func TestGrpcScriptClientsTypedProducer(t *testing.T) {
 	}{
 		{"Node", func(*testing.T) clientScript { return node5() }},
 		{"Python", python5},
+		{"Rust", rust5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
