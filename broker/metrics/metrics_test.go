@@ -34,8 +34,10 @@ func testSources(now time.Time) Sources {
 		Lags: func() []Lag {
 			return []Lag{{Group: "g1", Topic: "t1", Lag: 7, EarliestUnconsumedMs: now.Add(-time.Second).UnixMilli(), Inflight: 2, Ready: 5}}
 		},
-		Store: func() StoreStats { return StoreStats{SizeBytes: 1 << 20, EarliestMessageMs: now.Add(-time.Minute).UnixMilli()} },
-		Timer: func() TimerStats { return TimerStats{} },
+		Store: func() StoreStats {
+			return StoreStats{SizeBytes: 1 << 20, EarliestMessageMs: now.Add(-time.Minute).UnixMilli()}
+		},
+		Timer:      func() TimerStats { return TimerStats{} },
 		PopBuffers: func() (int64, int64) { return 0, 0 },
 		PopRevive:  func() []Revive { return []Revive{{QueueID: 0}} },
 	}
