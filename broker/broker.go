@@ -22,6 +22,7 @@ import (
 	"github.com/rmqgo/rmq/broker/grpcserver"
 	"github.com/rmqgo/rmq/broker/lite"
 	"github.com/rmqgo/rmq/broker/mapping"
+	"github.com/rmqgo/rmq/broker/metrics"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/registry"
 	"github.com/rmqgo/rmq/broker/slavesync"
@@ -113,6 +114,7 @@ type Broker struct {
 	store         *store.Store
 	msg           *messaging
 	pools         map[processor.Pool]*remoting.Executor
+	metrics       *metrics.Metrics // nil: metricsExporterType exports nothing
 
 	// grpcClients are the 5.x consumers' registry channels
 	// (wire_grpc_consume.go).
@@ -215,6 +217,12 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 			b.closeLocal()
 			return nil, fmt.Errorf("broker: open store: %w", err)
 		}
+	}
+	if b.metrics, err = b.newMetrics(cfg, log); err != nil {
+		b.closeLocal()
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	if !o.noStore {
 		if o.offsets == nil {
 			o.offsets = storeStats{b.store}
 		}
@@ -298,6 +306,15 @@ func (b *Broker) Start() error {
 		_ = b.server.Shutdown(sctx)
 		cancel()
 		return err
+	}
+	if err := b.metrics.Start(); err != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = b.server.Shutdown(sctx)
+		if b.grpc != nil {
+			_ = b.grpc.Shutdown(sctx)
+		}
+		cancel()
+		return fmt.Errorf("broker: %w", err)
 	}
 	b.started = true
 	if b.msg != nil {
@@ -387,6 +404,13 @@ func (b *Broker) GrpcAddr() string {
 // (long polling, pop, transaction checks) exist from New on, so a broker
 // that never started releases them too.
 func (b *Broker) closeLocal() {
+	if b.metrics != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := b.metrics.Shutdown(ctx); err != nil {
+			b.log.Warn("stop metrics", "err", err)
+		}
+		cancel()
+	}
 	if b.msg != nil {
 		b.msg.close()
 	}
@@ -453,7 +477,7 @@ func (b *Broker) MasterAddr() string { return b.masterAddr.Load().(string) }
 // RegisterProcessor installs a request handler on one of the executors
 // (processor.Registrar).
 func (b *Broker) RegisterProcessor(code int32, h remoting.Handler, pool processor.Pool) {
-	b.server.Register(code, h, b.pools[pool])
+	b.server.Register(code, b.metricsHandler(code, h), b.pools[pool])
 }
 
 // WrapProcessor replaces the handler registered for code with wrap(handler),

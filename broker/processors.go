@@ -7,6 +7,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/lite"
+	"github.com/rmqgo/rmq/broker/pop"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/processor/consumer"
 	"github.com/rmqgo/rmq/broker/processor/pull"
@@ -27,6 +28,7 @@ type messaging struct {
 	send    *send.Processor
 	query   *query.Processor
 	lite    *lite.Service
+	pop     *pop.Processor
 
 	// Background services added by the feature wirings (wire_*.go), in
 	// start order; closed in reverse.
@@ -111,6 +113,7 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 	if err != nil {
 		return nil, err
 	}
+	m.pop = pops
 	if err := b.wireSlaveSync(w, pops); err != nil {
 		return nil, err
 	}
@@ -134,6 +137,7 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 		// master is registered (broker/processor/pull suggestBroker).
 		CommitLogMaxOffset: st.CommitLog().MaxOffset,
 		MasterOnline:       func() bool { return b.MasterAddr() != "" },
+		MessagesOut:        b.metricsOut(),
 		Logger:             log.With("component", "pull"),
 	})
 	if err != nil {
@@ -175,6 +179,7 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 		Replicas:         replicas,
 		TopicCreated:     b.topicCreated,
 		Fenced:           b.fenced,
+		MessagesIn:       b.metricsIn(),
 		Logger:           log.With("component", "send"),
 	})
 	if err != nil {

@@ -33,6 +33,7 @@ func (b *Broker) wirePop(w *wiring, filters pop.FilterFactory, resets pop.ResetT
 		Routes:          b.topicRoute,
 		RequestModePath: filepath.Join(cfg.ConfigDir(), pop.RequestModeFileName),
 		Resets:          resets,
+		ReviveRound:     b.metricsPopScan(),
 		Logger:          w.log.With("component", "pop"),
 	})
 	if err != nil {

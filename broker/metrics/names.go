@@ -1,5 +1,7 @@
 package metrics
 
+import "strings"
+
 // Instrument names, label keys and label values as Apache RocketMQ 5.5.0
 // defines them (broker/.../metrics/BrokerMetricsConstant.java,
 // remoting/.../metrics/RemotingMetricsConstant.java,
@@ -134,3 +136,22 @@ var (
 	createTimeBounds  = []float64{10, 100, 1000, 3000, 5000}
 	popScanBounds     = []float64{1, 10, 100, 1000, 2000, 3000}
 )
+
+// TypeOf is the message_type of a sent message from its properties (Java's
+// BrokerMetricsManager.getMessageType): a prepared transaction message,
+// else one with a sharding key (FIFO), else one with a delivery time, delay
+// level or timer property (delay), else normal.
+func TypeOf(props map[string]string) MessageType {
+	if strings.EqualFold(props["TRAN_MSG"], "true") {
+		return Transaction
+	}
+	if _, ok := props["__SHARDINGKEY"]; ok {
+		return Fifo
+	}
+	for _, k := range [...]string{"__STARTDELIVERTIME", "DELAY", "TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS"} {
+		if _, ok := props[k]; ok {
+			return Delay
+		}
+	}
+	return Normal
+}

@@ -67,8 +67,12 @@ type Deps struct {
 	// Resets holds the server-side offset resets no pull or pop has taken
 	// yet (pull.ResetTable); nil: none.
 	Resets ResetTaker
-	Now    func() time.Time
-	Logger *slog.Logger
+	// ReviveRound is told how long each revive round's scan of the due
+	// checkpoints took (broker/metrics: rocketmq_pop_buffer_scan_time_consume);
+	// nil: not told.
+	ReviveRound func(took time.Duration)
+	Now         func() time.Time
+	Logger      *slog.Logger
 }
 
 // ResetTaker hands out a queue's pending server-side reset once.
@@ -203,6 +207,29 @@ func (p *Processor) Stats() Stats {
 		ReviveFailed:    p.revive.failed.Load(),
 		SuspendedPops:   p.pops.size(),
 	}
+}
+
+// ReviveBehind reports how far the revive service is behind: the
+// checkpoints already due and not yet revived (counted up to limit), and
+// how long ago the earliest of them came due (Java's PopReviveService
+// getReviveBehindMessages / getReviveBehindMillis, over the due index
+// rather than per revive queue).
+func (p *Processor) ReviveBehind(limit int) (due int64, behindMs int64) {
+	now := p.d.Now().UnixMilli()
+	it, err := p.st.DB().NewIter(&pebble.IterOptions{LowerBound: dueLowerBound(), UpperBound: dueUpperBound(now)})
+	if err != nil {
+		return 0, 0
+	}
+	defer it.Close()
+	for it.First(); it.Valid() && due < int64(limit); it.Next() {
+		if due == 0 {
+			if d, _, ok := parseDueKey(it.Key()); ok {
+				behindMs = max(now-d, 0)
+			}
+		}
+		due++
+	}
+	return due, behindMs
 }
 
 // Revive runs one revive round now (tests).
