@@ -21,9 +21,9 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
 	"github.com/rmqgo/rmq/broker/metrics"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
 	"github.com/rmqgo/rmq/tests/framework"
-	"github.com/rmqgo/rmq/internal/testutil"
 )
 
 // scrapeMetrics reads the broker's Prometheus endpoint.
