@@ -123,7 +123,9 @@ func (b *Broker) metricsHandler(c int32, h remoting.Handler) remoting.Handler {
 			}
 		}
 		d := time.Since(start)
-		m.RPC(c, rc, d, false, req.IsOneway(), false)
+		// A request no remoting server read (Arrival 0) came through the
+		// gRPC endpoint, which calls these handlers in process.
+		m.RPC(c, rc, d, false, req.IsOneway(), req.Arrival == 0)
 		if c == code.UpdateAndCreateTopic {
 			m.TopicCreated(req.ExtFields["topic"], rc == code.Success, d)
 		}

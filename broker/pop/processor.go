@@ -71,6 +71,9 @@ type Deps struct {
 	// checkpoints took (broker/metrics: rocketmq_pop_buffer_scan_time_consume);
 	// nil: not told.
 	ReviveRound func(took time.Duration)
+	// MessagesOut counts popped messages (broker/metrics:
+	// rocketmq_messages_out_total, throughput_out); nil: not counted.
+	MessagesOut func(topic, group string, msgs int, bytes int64)
 	Now         func() time.Time
 	Logger      *slog.Logger
 }
