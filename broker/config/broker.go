@@ -265,10 +265,10 @@ type BrokerConfig struct {
 	LiteEventFullDispatchDelayTimeForWildcardGroup time.Duration `key:"liteEventFullDispatchDelayTimeForWildcardGroup"`
 	PersistConsumerOffsetIncrementally             bool          `key:"persistConsumerOffsetIncrementally"`
 	EnableLitePopLog                               bool          `key:"enableLitePopLog"`
-	LiteLagLatencyCollectEnable                    bool          `key:"liteLagLatencyCollectEnable"` // no effect yet (no metrics system; docs/compatibility.md)
-	LiteLagLatencyMetricsEnable                    bool          `key:"liteLagLatencyMetricsEnable"` // no effect yet (no metrics system; docs/compatibility.md)
-	LiteLagCountMetricsEnable                      bool          `key:"liteLagCountMetricsEnable"`   // no effect yet (no metrics system; docs/compatibility.md)
-	LiteLagLatencyTopK                             int           `key:"liteLagLatencyTopK"`          // no effect yet (no metrics system; docs/compatibility.md)
+	LiteLagLatencyCollectEnable                    bool          `key:"liteLagLatencyCollectEnable"` // no effect yet (no lite lag metrics; docs/compatibility.md)
+	LiteLagLatencyMetricsEnable                    bool          `key:"liteLagLatencyMetricsEnable"` // no effect yet (no lite lag metrics; docs/compatibility.md)
+	LiteLagCountMetricsEnable                      bool          `key:"liteLagCountMetricsEnable"`   // no effect yet (no lite lag metrics; docs/compatibility.md)
+	LiteLagLatencyTopK                             int           `key:"liteLagLatencyTopK"`          // no effect yet (no lite lag metrics; docs/compatibility.md)
 	MaxLiteTopicSize                               int           `key:"maxLiteTopicSize"`
 	MaxSyncLiteSubscriptionRate                    int           `key:"maxSyncLiteSubscriptionRate"`
 
