@@ -138,6 +138,7 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 		CommitLogMaxOffset: st.CommitLog().MaxOffset,
 		MasterOnline:       func() bool { return b.MasterAddr() != "" },
 		MessagesOut:        b.metricsOut(),
+		Resumed:            b.metricsResumed(),
 		Logger:             log.With("component", "pull"),
 	})
 	if err != nil {

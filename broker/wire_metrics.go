@@ -109,27 +109,56 @@ func (b *Broker) metricsHandler(c int32, h remoting.Handler) remoting.Handler {
 		start := time.Now()
 		resp, err := h(ctx, ch, req)
 		if resp == nil && err == nil {
-			return resp, err
+			return resp, err // suspended: metricsResumed records the answer
 		}
-		rc := code.Success
-		switch {
-		case resp != nil:
-			rc = resp.Code
-		case err != nil:
-			rc = code.SystemError
-			var ce *remoting.CodeError
-			if errors.As(err, &ce) {
-				rc = ce.Code
-			}
+		rc := responseCode(resp, err)
+		now := time.Now()
+		// A request no remoting server read (Arrival 0, no Received) came
+		// through the gRPC endpoint, which calls these handlers in
+		// process: its time starts at the handler.
+		since := start
+		if !req.Received.IsZero() {
+			since = req.Received
 		}
-		d := time.Since(start)
-		// A request no remoting server read (Arrival 0) came through the
-		// gRPC endpoint, which calls these handlers in process.
-		m.RPC(c, rc, d, false, req.IsOneway(), req.Arrival == 0)
+		m.RPC(c, rc, now.Sub(since), false, req.IsOneway(), req.Arrival == 0)
 		if c == code.UpdateAndCreateTopic {
-			m.TopicCreated(req.ExtFields["topic"], rc == code.Success, d)
+			m.TopicCreated(req.ExtFields["topic"], rc == code.Success, now.Sub(start))
 		}
 		return resp, err
+	}
+}
+
+// responseCode is the code a handler's result is answered with.
+func responseCode(resp *remoting.Command, err error) int32 {
+	if err != nil {
+		var ce *remoting.CodeError
+		if errors.As(err, &ce) {
+			return ce.Code
+		}
+		return code.SystemError
+	}
+	if resp != nil {
+		return resp.Code
+	}
+	return code.Success
+}
+
+// metricsResumed records a long-polling pull or pop answered after its
+// suspension, from when the request was read (Java records it with
+// is_long_polling=true when the response is written).
+func (b *Broker) metricsResumed() func(req, resp *remoting.Command, err error) {
+	m := b.metrics
+	if m == nil {
+		return nil
+	}
+	return func(req, resp *remoting.Command, err error) {
+		if resp == nil && err == nil {
+			return
+		}
+		if req.Received.IsZero() {
+			return // gRPC: the handler's start is not known here
+		}
+		m.RPC(req.Code, responseCode(resp, err), time.Since(req.Received), true, req.IsOneway(), false)
 	}
 }
 

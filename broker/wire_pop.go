@@ -35,6 +35,7 @@ func (b *Broker) wirePop(w *wiring, filters pop.FilterFactory, resets pop.ResetT
 		Resets:          resets,
 		ReviveRound:     b.metricsPopScan(),
 		MessagesOut:     b.metricsOut(),
+		Resumed:         b.metricsResumed(),
 		Logger:          w.log.With("component", "pop"),
 	})
 	if err != nil {

@@ -74,8 +74,12 @@ type Deps struct {
 	// MessagesOut counts popped messages (broker/metrics:
 	// rocketmq_messages_out_total, throughput_out); nil: not counted.
 	MessagesOut func(topic, group string, msgs int, bytes int64)
-	Now         func() time.Time
-	Logger      *slog.Logger
+	// Resumed is told of each long-polling pop answered after it was
+	// suspended (broker/metrics: rpc latency with is_long_polling);
+	// nil: not told.
+	Resumed func(req, resp *remoting.Command, err error)
+	Now     func() time.Time
+	Logger  *slog.Logger
 }
 
 // ResetTaker hands out a queue's pending server-side reset once.
@@ -347,6 +351,9 @@ func (p *Processor) dropShadows() error {
 // writeResponse answers a resumed request.
 func (p *Processor) writeResponse(ch *remoting.Channel, req, resp *remoting.Command, err error) {
 	processor.WriteResumed(p.log, "pop", ch, req, resp, err)
+	if p.d.Resumed != nil {
+		p.d.Resumed(req, resp, err)
+	}
 }
 
 // NotMaster refuses pop state changes on a slave: its CommitLog takes no

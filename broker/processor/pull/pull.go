@@ -83,8 +83,12 @@ type Deps struct {
 	// (broker/metrics: rocketmq_messages_out_total, throughput_out);
 	// nil: not counted.
 	MessagesOut func(topic, group string, msgs int, bytes int64)
-	Now         func() time.Time
-	Logger      *slog.Logger
+	// Resumed is told of each long-polling pull answered after it was
+	// suspended (broker/metrics: rpc latency with is_long_polling);
+	// nil: not told.
+	Resumed func(req, resp *remoting.Command, err error)
+	Now     func() time.Time
+	Logger  *slog.Logger
 }
 
 type pullKey struct {
@@ -197,6 +201,9 @@ func (p *Processor) handle(ctx context.Context, ch *remoting.Channel, req *remot
 func (p *Processor) resume(ctx context.Context, ch *remoting.Channel, req *remoting.Command) {
 	resp, err := p.process(ctx, ch, req, false)
 	processor.WriteResumed(p.log, "pull", ch, req, resp, err)
+	if p.d.Resumed != nil {
+		p.d.Resumed(req, resp, err)
+	}
 }
 
 type header struct {
