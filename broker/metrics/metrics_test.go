@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -132,26 +133,43 @@ func TestFamiliesCoverApache(t *testing.T) {
 	}
 }
 
-// TestLiteTopicsBounded: a million LMQ names are one series per parent.
+// TestLiteTopicsBounded: a million lite topics (LMQ names) are one series
+// per parent, and a scrape stays under 1 MiB and 100 ms.
 func TestLiteTopicsBounded(t *testing.T) {
 	m, err := New(testConfig(), Sources{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Shutdown(context.Background())
-	for i := range 100000 {
-		lmq := fmt.Sprintf("%%LMQ%%$chat$user-%d", i)
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	const n = 1_000_000
+	buf := []byte("%LMQ%$chat$user-")
+	for i := range n {
+		lmq := string(strconv.AppendInt(buf, int64(i), 10))
 		m.MessagesIn(lmq, Normal, 1, 100)
 		m.MessagesOut(lmq, "g", 1, 100)
 	}
-	got, err := m.Gather()
+	t0 := time.Now()
+	resp, err := http.Get("http://" + m.PromAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	took := time.Since(t0)
+	if len(body) > 1<<20 || took > 100*time.Millisecond {
+		t.Errorf("scrape of %d bytes took %v, want under 1 MiB and 100 ms", len(body), took)
+	}
+	got, err := ParseText(strings.NewReader(string(body)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"rocketmq_messages_in_total", "rocketmq_messages_out_total"} {
 		s := got[f].Samples
-		if len(s) != 1 || s[0].Labels["topic"] != "chat" || s[0].Value != 100000 {
-			t.Errorf("%s = %v, want one series topic=chat of 100000", f, s)
+		if len(s) != 1 || s[0].Labels["topic"] != "chat" || s[0].Value != n {
+			t.Errorf("%s = %v, want one series topic=chat of %d", f, s, n)
 		}
 	}
 }
