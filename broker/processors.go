@@ -181,6 +181,7 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 		TopicCreated:     b.topicCreated,
 		Fenced:           b.fenced,
 		MessagesIn:       b.metricsIn(),
+		SentToDLQ:        b.metricsDLQ(),
 		Logger:           log.With("component", "send"),
 	})
 	if err != nil {

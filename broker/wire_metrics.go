@@ -22,26 +22,27 @@ import (
 // at collection time.
 func (b *Broker) newMetrics(cfg *config.Config, log *slog.Logger) (*metrics.Metrics, error) {
 	mc := metrics.Config{
-		ExporterType:            cfg.MetricsExporterType,
-		PromHost:                cfg.MetricsPromExporterHost,
-		PromPort:                cfg.MetricsPromExporterPort,
-		GrpcTarget:              cfg.MetricsGrpcExporterTarget,
-		GrpcHeader:              cfg.MetricsGrpcExporterHeader,
-		GrpcTimeout:             cfg.MetricGrpcExporterTimeOutInMills,
-		GrpcInterval:            cfg.MetricGrpcExporterIntervalInMills,
-		Labels:                  cfg.MetricsLabel,
-		InDelta:                 cfg.MetricsInDelta,
-		CardinalityLimit:        cfg.MetricsOtelCardinalityLimit,
-		BrokerIP1:               cfg.BrokerIP1,
-		Cluster:                 cfg.BrokerClusterName,
-		NodeID:                  cfg.BrokerName,
-		EnableStatsMetrics:      cfg.EnableStatsMetrics,
-		EnableRequestMetrics:    cfg.EnableRequestMetrics,
-		EnableConnectionMetrics: cfg.EnableConnectionMetrics,
-		EnableLagAndDlqMetrics:  cfg.EnableLagAndDlqMetrics,
-		EnableRemotingMetrics:   cfg.EnableRemotingMetrics,
-		EnableStoreMetrics:      cfg.EnableMessageStoreMetrics,
-		EnablePopMetrics:        cfg.EnablePopMetrics,
+		ExporterType:             cfg.MetricsExporterType,
+		PromHost:                 cfg.MetricsPromExporterHost,
+		PromPort:                 cfg.MetricsPromExporterPort,
+		GrpcTarget:               cfg.MetricsGrpcExporterTarget,
+		GrpcHeader:               cfg.MetricsGrpcExporterHeader,
+		GrpcTimeout:              cfg.MetricGrpcExporterTimeOutInMills,
+		GrpcInterval:             cfg.MetricGrpcExporterIntervalInMills,
+		Labels:                   cfg.MetricsLabel,
+		InDelta:                  cfg.MetricsInDelta,
+		CardinalityLimit:         cfg.MetricsOtelCardinalityLimit,
+		BrokerIP1:                cfg.BrokerIP1,
+		Cluster:                  cfg.BrokerClusterName,
+		NodeID:                   cfg.BrokerName,
+		EnableStatsMetrics:       cfg.EnableStatsMetrics,
+		EnableRequestMetrics:     cfg.EnableRequestMetrics,
+		EnableConnectionMetrics:  cfg.EnableConnectionMetrics,
+		EnableLagAndDlqMetrics:   cfg.EnableLagAndDlqMetrics,
+		EnableRemotingMetrics:    cfg.EnableRemotingMetrics,
+		EnableStoreMetrics:       cfg.EnableMessageStoreMetrics,
+		EnablePopMetrics:         cfg.EnablePopMetrics,
+		EnableTransactionMetrics: cfg.EnableTransactionMetrics,
 	}
 	src := metrics.Sources{
 		BrokerPermission: func() int64 { return int64(b.cfg.Get().BrokerPermission) },
@@ -121,8 +122,11 @@ func (b *Broker) metricsHandler(c int32, h remoting.Handler) remoting.Handler {
 			since = req.Received
 		}
 		m.RPC(c, rc, now.Sub(since), false, req.IsOneway(), req.Arrival == 0)
-		if c == code.UpdateAndCreateTopic {
+		switch c {
+		case code.UpdateAndCreateTopic:
 			m.TopicCreated(req.ExtFields["topic"], rc == code.Success, now.Sub(start))
+		case code.UpdateAndCreateSubscriptionGroup:
+			m.GroupCreated(rc == code.Success, now.Sub(start))
 		}
 		return resp, err
 	}
@@ -294,4 +298,20 @@ func (b *Broker) metricsOut() func(string, string, int, int64) {
 		return nil
 	}
 	return b.metrics.MessagesOut
+}
+
+// metricsDLQ and metricsTxEnded are the send-back, retry-send and
+// transaction counters (nil when metrics are off).
+func (b *Broker) metricsDLQ() func(topic, group string) {
+	if b.metrics == nil {
+		return nil
+	}
+	return b.metrics.SendToDLQ
+}
+
+func (b *Broker) metricsTxEnded() func(string, bool, int64) {
+	if b.metrics == nil {
+		return nil
+	}
+	return b.metrics.TransactionEnded
 }

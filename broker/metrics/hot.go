@@ -224,3 +224,67 @@ func (m *Metrics) PopBufferScan(d time.Duration) {
 	}
 	m.popScan.observe(d.Milliseconds())
 }
+
+// counterStats is one series of an event counter.
+type counterStats struct {
+	attrs attribute.Set
+	n     atomic.Int64
+}
+
+// txStats are one topic's transaction ends.
+type txStats struct {
+	commitAttrs attribute.Set
+	commits     atomic.Int64
+	rollbacks   atomic.Int64
+	finish      *histogram // seconds from the half message's birth to its commit
+}
+
+// SendToDLQ counts a message of group that went to its DLQ instead of
+// being retried (Java: consumer send-back past maxReconsumeTimes, or a
+// %RETRY% send past it), by its original topic.
+func (m *Metrics) SendToDLQ(topic, group string) {
+	if m == nil || !m.cfg.EnableLagAndDlqMetrics {
+		return
+	}
+	k := outKey{parentOfLmq(topic), group}
+	s := m.dlq.get(k, func() *counterStats {
+		return &counterStats{attrs: m.attrs(attribute.String(labelGroup, k.group), attribute.String(labelTopic, k.topic),
+			attribute.Bool(labelIsSystem, isSystemTopic(k.topic) || isSystemGroup(k.group)))}
+	})
+	if s != nil {
+		s.n.Add(1)
+	}
+}
+
+// TransactionEnded counts a committed or rolled back transaction message of
+// topic (its real topic); a commit also records the seconds since the half
+// message was born (Java's EndTransactionProcessor).
+func (m *Metrics) TransactionEnded(topic string, commit bool, bornMs int64) {
+	if m == nil || !m.cfg.EnableTransactionMetrics {
+		return
+	}
+	s := m.tx.get(topic, func() *txStats {
+		return &txStats{commitAttrs: m.attrs(attribute.String(labelTopic, topic)), finish: newHistogram(finishBounds)}
+	})
+	if s == nil {
+		return
+	}
+	if !commit {
+		s.rollbacks.Add(1)
+		return
+	}
+	s.commits.Add(1)
+	s.finish.observe(max(m.now().UnixMilli()-bornMs, 0) / 1000)
+}
+
+// GroupCreated records how long UPDATE_AND_CREATE_SUBSCRIPTIONGROUP took.
+func (m *Metrics) GroupCreated(ok bool, d time.Duration) {
+	if m == nil || !m.cfg.EnableRequestMetrics {
+		return
+	}
+	i := 0
+	if !ok {
+		i = 1
+	}
+	m.groupCreate[i].observe(d.Milliseconds())
+}

@@ -56,13 +56,14 @@ type Config struct {
 	Cluster          string // brokerClusterName: the cluster label
 	NodeID           string // brokerName: the node_id label
 
-	EnableStatsMetrics      bool
-	EnableRequestMetrics    bool
-	EnableConnectionMetrics bool
-	EnableLagAndDlqMetrics  bool
-	EnableRemotingMetrics   bool
-	EnableStoreMetrics      bool
-	EnablePopMetrics        bool
+	EnableStatsMetrics       bool
+	EnableRequestMetrics     bool
+	EnableConnectionMetrics  bool
+	EnableLagAndDlqMetrics   bool
+	EnableRemotingMetrics    bool
+	EnableStoreMetrics       bool
+	EnablePopMetrics         bool
+	EnableTransactionMetrics bool
 }
 
 // Enabled reports whether Config asks for an exporter that is built here.
@@ -163,6 +164,9 @@ type Metrics struct {
 	inOverflow  *inStats
 	outOverflow *outStats
 	topicCreate [4]*histogram // success/failure × user/system
+	groupCreate [2]*histogram // success/failure
+	dlq         cowMap[outKey, counterStats]
+	tx          cowMap[string, txStats]
 	popScan     *histogram
 
 	closeOnce sync.Once
@@ -204,6 +208,10 @@ func New(cfg Config, src Sources, log *slog.Logger) (*Metrics, error) {
 	for i := range m.topicCreate {
 		m.topicCreate[i] = newHistogram(createTimeBounds)
 	}
+	for i := range m.groupCreate {
+		m.groupCreate[i] = newHistogram(createTimeBounds)
+	}
+	m.dlq.limit, m.tx.limit = cfg.CardinalityLimit, cfg.CardinalityLimit
 	m.popScan = newHistogram(popScanBounds)
 
 	opts := []sdkmetric.Option{
@@ -433,6 +441,7 @@ func (m *Metrics) register(meter metric.Meter) error {
 		gauge(gaugeProducerConnections, "", "Producer connections", m.producers())
 		gauge(gaugeConsumerConnections, "", "Consumer connections", m.consumers())
 	}
+	m.eventCounters(meter, &errs)
 	if c.EnableLagAndDlqMetrics && s.Lags != nil {
 		lag := newLagCache(s.Lags, m.now)
 		gauge(gaugeLagMessages, "", "Consumer lag messages", m.lagGauge(lag, func(l Lag, _ int64) int64 { return l.Lag }))
@@ -496,6 +505,54 @@ func (m *Metrics) counters(meter metric.Meter, errs *[]error) {
 		emitOut(m.outOverflow)
 		return nil
 	}, in, out, tin, tout)
+	if err != nil {
+		*errs = append(*errs, err)
+	}
+}
+
+// eventCounters registers the DLQ and transaction counters; a series
+// appears once its event happened.
+func (m *Metrics) eventCounters(meter metric.Meter, errs *[]error) {
+	var insts []metric.Observable
+	var dlq, commits, rollbacks metric.Int64ObservableCounter
+	if m.cfg.EnableLagAndDlqMetrics {
+		c, err := meter.Int64ObservableCounter(counterSendToDLQ, metric.WithDescription("Consumer send to DLQ messages"))
+		if err != nil {
+			*errs = append(*errs, err)
+			return
+		}
+		dlq = c
+		insts = append(insts, c)
+	}
+	if m.cfg.EnableTransactionMetrics {
+		c1, err1 := meter.Int64ObservableCounter(counterCommits, metric.WithDescription("Total number of commit messages"))
+		c2, err2 := meter.Int64ObservableCounter(counterRollbacks, metric.WithDescription("Total number of rollback messages"))
+		if err := errors.Join(err1, err2); err != nil {
+			*errs = append(*errs, err)
+			return
+		}
+		commits, rollbacks = c1, c2
+		insts = append(insts, c1, c2)
+	}
+	if len(insts) == 0 {
+		return
+	}
+	_, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		if dlq != nil {
+			m.dlq.each(func(_ outKey, s *counterStats) { o.ObserveInt64(dlq, s.n.Load(), metric.WithAttributeSet(s.attrs)) })
+		}
+		if commits != nil {
+			m.tx.each(func(_ string, s *txStats) {
+				if n := s.commits.Load(); n > 0 {
+					o.ObserveInt64(commits, n, metric.WithAttributeSet(s.commitAttrs))
+				}
+				if n := s.rollbacks.Load(); n > 0 {
+					o.ObserveInt64(rollbacks, n, metric.WithAttributeSet(s.commitAttrs))
+				}
+			})
+		}
+		return nil
+	}, insts...)
 	if err != nil {
 		*errs = append(*errs, err)
 	}

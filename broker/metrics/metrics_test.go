@@ -244,3 +244,51 @@ func BenchmarkHotPath(b *testing.B) {
 		}
 	})
 }
+
+// TestEventFamilies: the families that appear once their event happened
+// (Java's send-to-DLQ, transaction and group creation metrics).
+func TestEventFamilies(t *testing.T) {
+	cfg := testConfig()
+	cfg.EnableTransactionMetrics = true
+	now := time.Now()
+	m, err := New(cfg, Sources{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Shutdown(context.Background())
+	m.now = func() time.Time { return now }
+	got, err := m.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"rocketmq_send_to_dlq_messages_total", "rocketmq_commit_messages_total", "rocketmq_finish_message_latency_milliseconds"} {
+		if got[f] != nil {
+			t.Errorf("%s before any event: %v", f, got[f].Samples)
+		}
+	}
+	m.SendToDLQ("t1", "g1")
+	m.SendToDLQ("t1", "g1")
+	m.TransactionEnded("t1", true, now.Add(-90*time.Second).UnixMilli())
+	m.TransactionEnded("t1", false, 0)
+	m.GroupCreated(true, 3*time.Millisecond)
+	if got, err = m.Gather(); err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		family string
+		match  map[string]string
+		want   float64
+	}{
+		{"rocketmq_send_to_dlq_messages_total", map[string]string{"topic": "t1", "consumer_group": "g1", "is_system": "false"}, 2},
+		{"rocketmq_commit_messages_total", map[string]string{"topic": "t1"}, 1},
+		{"rocketmq_rollback_messages_total", map[string]string{"topic": "t1"}, 1},
+		{"rocketmq_finish_message_latency_milliseconds", map[string]string{"topic": "t1"}, 1},
+		{"rocketmq_consumer_group_create_execution_time_milliseconds", map[string]string{"invocation_status": "success"}, 1},
+	}
+	for _, c := range checks {
+		s := got[c.family].Find(c.match)
+		if len(s) != 1 || s[0].Value != c.want {
+			t.Errorf("%s%v = %v, want one sample of %v", c.family, c.match, s, c.want)
+		}
+	}
+}

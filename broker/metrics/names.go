@@ -23,6 +23,13 @@ const (
 	counterThroughputOut = "rocketmq_throughput_out"
 	histMessageSize      = "rocketmq_message_size"
 	histTopicCreateTime  = "rocketmq_topic_create_execution_time"
+	histGroupCreateTime  = "rocketmq_consumer_group_create_execution_time"
+
+	// Event families: they appear once the event happened.
+	counterSendToDLQ  = "rocketmq_send_to_dlq_messages_total"
+	counterCommits    = "rocketmq_commit_messages_total"
+	counterRollbacks  = "rocketmq_rollback_messages_total"
+	histFinishLatency = "rocketmq_finish_message_latency"
 
 	gaugeProducerConnections = "rocketmq_producer_connections"
 	gaugeConsumerConnections = "rocketmq_consumer_connections"
@@ -52,7 +59,11 @@ const (
 	histPopBufferScanTime    = "rocketmq_pop_buffer_scan_time_consume"
 
 	unitMillis = "milliseconds"
-	unitBytes  = "bytes"
+	// unitMs is the unit Java gives rocketmq_finish_message_latency,
+	// whose values are in fact seconds (EndTransactionProcessor divides
+	// by 1000; the buckets are 5 s … 24 h): kept as Java has it.
+	unitMs    = "ms"
+	unitBytes = "bytes"
 )
 
 // Label keys.
@@ -135,6 +146,8 @@ var (
 	messageSizeBounds = []float64{1024, 4 * 1024, 512 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 * 1024 * 1024}
 	createTimeBounds  = []float64{10, 100, 1000, 3000, 5000}
 	popScanBounds     = []float64{1, 10, 100, 1000, 2000, 3000}
+	// finishBounds are seconds (BrokerMetricsManager commitLatencyBuckets).
+	finishBounds = []float64{5, 60, 600, 3600, 12 * 3600, 24 * 3600}
 )
 
 // TypeOf is the message_type of a sent message from its properties (Java's

@@ -55,6 +55,27 @@ func (p producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 			}
 		}
 		hist(histTopicCreateTime, unitMillis, "The distribution of create topic time", pts)
+
+		pts = nil
+		for i, h := range m.groupCreate {
+			status := invocationSuccess
+			if i == 1 {
+				status = invocationFailure
+			}
+			if pt, ok := h.point(m.attrs(attribute.String(labelInvocationStatus, status)), m.start, now); ok {
+				pts = append(pts, pt)
+			}
+		}
+		hist(histGroupCreateTime, unitMillis, "The distribution of create subscription time", pts)
+	}
+	if m.cfg.EnableTransactionMetrics {
+		var pts []metricdata.HistogramDataPoint[int64]
+		m.tx.each(func(_ string, s *txStats) {
+			if pt, ok := s.finish.point(s.commitAttrs, m.start, now); ok {
+				pts = append(pts, pt)
+			}
+		})
+		hist(histFinishLatency, unitMs, "Transaction finish latency", pts)
 	}
 	if m.cfg.EnableRemotingMetrics {
 		var pts []metricdata.HistogramDataPoint[int64]

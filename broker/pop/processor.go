@@ -350,10 +350,10 @@ func (p *Processor) dropShadows() error {
 
 // writeResponse answers a resumed request.
 func (p *Processor) writeResponse(ch *remoting.Channel, req, resp *remoting.Command, err error) {
-	processor.WriteResumed(p.log, "pop", ch, req, resp, err)
 	if p.d.Resumed != nil {
-		p.d.Resumed(req, resp, err)
+		p.d.Resumed(req, resp, err) // before the answer: whoever reads it sees the count
 	}
+	processor.WriteResumed(p.log, "pop", ch, req, resp, err)
 }
 
 // NotMaster refuses pop state changes on a slave: its CommitLog takes no

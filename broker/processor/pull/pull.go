@@ -200,10 +200,10 @@ func (p *Processor) handle(ctx context.Context, ch *remoting.Channel, req *remot
 // executeRequestWhenWakeup).
 func (p *Processor) resume(ctx context.Context, ch *remoting.Channel, req *remoting.Command) {
 	resp, err := p.process(ctx, ch, req, false)
-	processor.WriteResumed(p.log, "pull", ch, req, resp, err)
 	if p.d.Resumed != nil {
-		p.d.Resumed(req, resp, err)
+		p.d.Resumed(req, resp, err) // before the answer: whoever reads it sees the count
 	}
+	processor.WriteResumed(p.log, "pull", ch, req, resp, err)
 }
 
 type header struct {

@@ -110,6 +110,10 @@ type Deps struct {
 	// (broker/metrics: rocketmq_messages_in_total, throughput_in,
 	// message_size); bytes is what the CommitLog took. nil: not counted.
 	MessagesIn func(topic string, t metrics.MessageType, msgs int, bytes int64)
+	// SentToDLQ counts a %RETRY% send moved to the group's DLQ
+	// (rocketmq_send_to_dlq_messages_total; Java labels it with the send's
+	// topic and producer group). nil: not counted.
+	SentToDLQ func(topic, group string)
 	// Now is the clock; nil: time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -526,6 +530,9 @@ func (p *Processor) retryOrDLQ(req *remoting.Command, h *sendHeader, msg *messag
 	}
 	if created {
 		p.topicCreated(dlq)
+	}
+	if p.d.SentToDLQ != nil {
+		p.d.SentToDLQ(h.topic, h.producerGroup)
 	}
 	p.log.Info("retry message sent to DLQ", "group", group, "topic", h.topic, "reconsumeTimes", h.reconsumeTimes,
 		"maxReconsumeTimes", maxTimes, "orderlyLocked", locked)
