@@ -13,6 +13,7 @@ import (
 	"github.com/rmqgo/rmq/broker/processor/pull"
 	"github.com/rmqgo/rmq/broker/processor/query"
 	"github.com/rmqgo/rmq/broker/processor/send"
+	"github.com/rmqgo/rmq/broker/schedule"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/offset"
 	"github.com/rmqgo/rmq/broker/subscription"
@@ -29,6 +30,7 @@ type messaging struct {
 	query   *query.Processor
 	lite    *lite.Service
 	pop     *pop.Processor
+	sched   *schedule.Service
 
 	// Background services added by the feature wirings (wire_*.go), in
 	// start order; closed in reverse.
@@ -102,6 +104,7 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 	if err != nil {
 		return nil, err
 	}
+	m.sched = sched
 	if err := b.wireTransaction(w, sched); err != nil {
 		return nil, err
 	}

@@ -61,12 +61,10 @@ func (b *Broker) newMetrics(cfg *config.Config, log *slog.Logger) (*metrics.Metr
 		src.Consumers = b.metricConsumers
 		src.Lags = b.metricLags
 		src.Store = b.metricStore
+		src.Timer = b.metricTimer
 		// Pop keeps no in-memory offset/checkpoint merge buffer (its
 		// checkpoints go straight to the journal and Pebble), so both
-		// buffer sizes are 0. The timer service does not yet report how
-		// far behind it is: the timer families are exported at 0
-		// (docs/operations.md).
-		src.Timer = func() metrics.TimerStats { return metrics.TimerStats{} }
+		// buffer sizes are 0 (docs/operations.md).
 		src.PopBuffers = func() (int64, int64) { return 0, 0 }
 		src.PopRevive = func() []metrics.Revive {
 			if b.msg.pop == nil {
@@ -78,6 +76,27 @@ func (b *Broker) newMetrics(cfg *config.Config, log *slog.Logger) (*metrics.Metr
 		}
 	}
 	return metrics.New(mc, src, log.With("component", "metrics"))
+}
+
+// timerScanLimit bounds the pending timers a scrape walks (the due ones and
+// the snapshot of the next 24 h).
+const timerScanLimit = 1_000_000
+
+// metricTimer is the timer service's backlog (Java's timer metrics).
+func (b *Broker) metricTimer() metrics.TimerStats {
+	var t metrics.TimerStats
+	if b.msg.sched == nil {
+		return t
+	}
+	bounds := make([]time.Duration, len(metrics.TimerDistSeconds))
+	for i, s := range metrics.TimerDistSeconds {
+		bounds[i] = time.Duration(s) * time.Second
+	}
+	bh := b.msg.sched.Behind(time.Now(), bounds, timerScanLimit)
+	t.EnqueueLag, t.EnqueueLatencyMs = bh.EnqueueLag, bh.EnqueueLatencyMs
+	t.DequeueLag, t.DequeueLatencyMs = bh.DequeueLag, bh.DequeueLatencyMs
+	copy(t.Snapshot[:], bh.Upcoming)
+	return t
 }
 
 // reviveBehindLimit bounds the count of overdue pop checkpoints a scrape
