@@ -649,32 +649,34 @@ func (m *Metrics) consumers() func() []obs {
 	}
 }
 
-// lagCache computes the lags once per collection for the five gauges that
-// read them (each callback runs in the same collection, within a second).
-type lagCache struct {
-	mu   sync.Mutex
-	src  func() []Lag
-	now  func() time.Time
-	at   time.Time
-	lags []Lag
+// cache reads a source once per collection for the several gauges that
+// read it (their callbacks run in the same collection, within a second).
+type cache[T any] struct {
+	mu  sync.Mutex
+	src func() T
+	now func() time.Time
+	at  time.Time
+	ok  bool
+	v   T
 }
 
-func newLagCache(src func() []Lag, now func() time.Time) *lagCache {
-	return &lagCache{src: src, now: now}
+func newCache[T any](src func() T, now func() time.Time) *cache[T] {
+	return &cache[T]{src: src, now: now}
 }
 
-func (c *lagCache) get() ([]Lag, int64) {
+func (c *cache[T]) get() (T, int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
-	if c.lags == nil || now.Sub(c.at) > time.Second {
-		c.lags, c.at = c.src(), now
-		if c.lags == nil {
-			c.lags = []Lag{}
-		}
+	if !c.ok || now.Sub(c.at) > time.Second {
+		c.v, c.at, c.ok = c.src(), now, true
 	}
-	return c.lags, now.UnixMilli()
+	return c.v, now.UnixMilli()
 }
+
+type lagCache = cache[[]Lag]
+
+func newLagCache(src func() []Lag, now func() time.Time) *lagCache { return newCache(src, now) }
 
 func (m *Metrics) lagGauge(c *lagCache, val func(Lag, int64) int64) func() []obs {
 	return func() []obs {
@@ -693,7 +695,9 @@ func (m *Metrics) storeGauges(gauge func(name, unit, desc string, cb func() []ob
 		return m.attrs(append([]attribute.KeyValue{attribute.String(labelStorageType, storageTypeLocal),
 			attribute.String(labelStorageMedium, storageMediumDisk)}, kv...)...)
 	}
-	if st := m.src.Store; st != nil {
+	if m.src.Store != nil {
+		c := newCache(m.src.Store, m.now)
+		st := func() StoreStats { v, _ := c.get(); return v }
 		one := func(f func(StoreStats) (int64, bool)) func() []obs {
 			return func() []obs {
 				if v, ok := f(st()); ok {
@@ -709,7 +713,9 @@ func (m *Metrics) storeGauges(gauge func(name, unit, desc string, cb func() []ob
 			return since(m.now().UnixMilli(), s.EarliestMessageMs), s.EarliestMessageMs > 0
 		}))
 	}
-	if tm := m.src.Timer; tm != nil {
+	if m.src.Timer != nil {
+		c := newCache(m.src.Timer, m.now)
+		tm := func() TimerStats { v, _ := c.get(); return v }
 		one := func(f func(TimerStats) int64) func() []obs {
 			return func() []obs { return []obs{{f(tm()), storeAttrs()}} }
 		}
