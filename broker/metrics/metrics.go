@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -168,6 +169,11 @@ type Metrics struct {
 	dlq         cowMap[outKey, counterStats]
 	tx          cowMap[string, txStats]
 	popScan     *histogram
+
+	// live is set by Start: the gauges read their Sources only from then
+	// on (an OTLP reader collects on its own schedule from New on, while
+	// the broker is still being built).
+	live atomic.Bool
 
 	closeOnce sync.Once
 }
@@ -330,7 +336,11 @@ func (m *Metrics) attrs(kv ...attribute.KeyValue) attribute.Set {
 // Start serves the Prometheus endpoint (PROM): /metrics on
 // metricsPromExporterHost (brokerIP1 when empty) : metricsPromExporterPort.
 func (m *Metrics) Start() error {
-	if m == nil || m.promReg == nil {
+	if m == nil {
+		return nil
+	}
+	m.live.Store(true)
+	if m.promReg == nil {
 		return nil
 	}
 	host := m.cfg.PromHost
@@ -413,6 +423,9 @@ func (m *Metrics) register(meter metric.Meter) error {
 			return
 		}
 		if _, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			if !m.live.Load() {
+				return nil
+			}
 			for _, v := range cb() {
 				o.ObserveInt64(g, v.v, metric.WithAttributeSet(v.set))
 			}

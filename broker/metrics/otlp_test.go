@@ -59,6 +59,9 @@ func TestOTLPExport(t *testing.T) {
 	if err != nil || m == nil {
 		t.Fatalf("New: %v %v", m, err)
 	}
+	if err := m.Start(); err != nil { // the gauges read their sources from Start on
+		t.Fatal(err)
+	}
 	m.MessagesIn("t1", Normal, 1, 100)
 	m.RPC(10, 0, time.Millisecond, false, false, false)
 	deadline := time.Now().Add(10 * time.Second)
