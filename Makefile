@@ -12,7 +12,7 @@ PKGS      := github.com/rmqgo/rmq/...
 GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED ?= 0
 
-.PHONY: proto all build run cluster test test-short test-repeat race vet fmt lint bench bench-vs-apache bench-recovery bench-static bench-lite bench-ha bench-grpc cluster-ha fuzz crash grpc-streams clean
+.PHONY: proto all build run cluster test test-short test-repeat race vet fmt lint bench bench-vs-apache bench-recovery bench-static bench-lite bench-ha bench-grpc bench-tls cluster-ha fuzz crash grpc-streams clean
 
 all: build
 
@@ -87,6 +87,10 @@ bench:
 # side on this machine (needs java + mvn); FLUSH_DISK_TYPE=SYNC_FLUSH too.
 bench-vs-apache: build
 	./scripts/bench/vs-apache.sh
+
+# Send TPS and broker CPU/msg over plaintext and TLS (docs/operations.md "TLS").
+bench-tls: build
+	./scripts/bench/tls.sh
 
 # Recovery time after kill -9 with a 2 GiB CommitLog (SIZE_GB=n to change).
 bench-recovery: build

@@ -13,6 +13,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,9 +29,12 @@ import (
 	"github.com/rmqgo/rmq/broker/slavesync"
 	"github.com/rmqgo/rmq/broker/statictopic"
 	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/broker/store/vfs"
 	"github.com/rmqgo/rmq/broker/topic"
 	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/pkg/tlsconfig"
 	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
 )
 
 // Option customises New.
@@ -49,6 +53,7 @@ type options struct {
 	noStore              bool
 	lockMaxLiveTime      time.Duration
 	liteExpirationUnit   time.Duration
+	commitLogFS          vfs.FS
 }
 
 // WithRegisterTiming overrides nameserver registration timing (tests): the
@@ -59,6 +64,9 @@ func WithRegisterTiming(initialDelay, period, debounce time.Duration) Option {
 		o.registerInitialDelay, o.registerPeriod, o.registerDebounce = initialDelay, period, debounce
 	}
 }
+
+// WithCommitLogFS puts the CommitLog on fs (fault injection in tests).
+func WithCommitLogFS(fs vfs.FS) Option { return func(o *options) { o.commitLogFS = fs } }
 
 // WithMappings plugs in the static-topic mapping manager.
 func WithMappings(s mapping.Source) Option { return func(o *options) { o.mappings = s } }
@@ -106,15 +114,21 @@ type Broker struct {
 
 	server *remoting.Server
 	grpc   *grpcserver.Server // nil unless enableGrpcServer
+	// grpcCert is the gRPC endpoint's certificate source (with grpc).
+	grpcCert *tlsconfig.Server
 	// grpcProducers are the gRPC producers the transaction check calls
 	// back (wire_grpc_produce.go).
 	grpcProducers *grpcserver.Producers
 	client        *remoting.Client
+	tls           *tlsconfig.Setup // tls.* keys: server and client sides
 	registrar     *registry.Registrar
 	store         *store.Store
 	msg           *messaging
 	pools         map[processor.Pool]*remoting.Executor
 	metrics       *metrics.Metrics // nil: metricsExporterType exports nothing
+	// ffStop ends the fast-failure scan (pools.go); ffDone is closed when
+	// it has ended.
+	ffStop, ffDone chan struct{}
 
 	// grpcClients are the 5.x consumers' registry channels
 	// (wire_grpc_consume.go).
@@ -183,8 +197,19 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 		return nil, fmt.Errorf("broker: load topics: %w", err)
 	}
 
+	// One TLS setup for the remoting and HA ports and the outgoing
+	// connections; the certificate files are watched until closeLocal.
+	// useTLS (Apache's NettyClientConfig key) also makes the outgoing
+	// connections use TLS, as tls.enable does.
+	tlsSet := cfg.Settings
+	tlsSet.Enable = tlsSet.Enable || cfg.UseTLS
+	b.tls, err = tlsconfig.Start(tlsSet, []string{cfg.BrokerIP1, cfg.BrokerIP2}, log.With("component", "tls"))
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
 	scfg := remoting.DefaultServerConfig()
 	scfg.ListenAddr = cfg.ListenAddr()
+	scfg.TLS = b.tls.Remoting()
 	if cfg.FrameMaxLength > 0 {
 		scfg.MaxFrameSize = cfg.FrameMaxLength
 	}
@@ -193,25 +218,22 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 	}
 	b.server, err = remoting.NewServer(scfg, log.With("component", "remoting"))
 	if err != nil {
+		b.tls.Close()
 		return nil, fmt.Errorf("broker: remoting server: %w", err)
 	}
-	ccfg := remoting.DefaultClientConfig()
-	if cfg.ConnectTimeoutMillis > 0 {
-		ccfg.ConnectTimeout = cfg.ConnectTimeoutMillis
-	}
+	ccfg := b.clientConfig()
 	b.client = remoting.NewClient(ccfg, log.With("component", "namesrv-client"))
 
-	b.pools = map[processor.Pool]*remoting.Executor{
-		processor.PoolSend:  remoting.NewExecutor("send", sendWorkers(cfg), cfg.SendThreadPoolQueueCapacity),
-		processor.PoolPull:  remoting.NewExecutor("pull", cfg.PullMessageThreadPoolNums, cfg.PullThreadPoolQueueCapacity),
-		processor.PoolAdmin: remoting.NewExecutor("admin", cfg.AdminBrokerThreadPoolNums, cfg.AdminBrokerThreadPoolQueueCapacity),
-	}
+	b.pools = newPools(cfg)
 
 	if !o.noStore {
 		sc, err := storeConfig(cfg, log)
 		if err != nil {
 			b.closeLocal()
 			return nil, err
+		}
+		if o.commitLogFS != nil {
+			sc.CommitLog.FS = o.commitLogFS
 		}
 		if b.store, err = store.Open(sc); err != nil {
 			b.closeLocal()
@@ -251,14 +273,15 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 	}
 
 	b.admin, err = admin.New(admin.Deps{
-		Config:   b.cfg,
-		Topics:   b.topics,
-		Mappings: b.maps,
-		Offsets:  o.offsets,
-		Runtime:  o.runtime,
-		Pools:    b.poolStats,
-		Hooks: admin.Hooks{ConfigChanged: b.configChanged, TopicDeleted: o.topicDeleted, TopicsChanged: func(ctx context.Context) {
-			b.RegisterNow(ctx)
+		Config:        b.cfg,
+		Topics:        b.topics,
+		Mappings:      b.maps,
+		Offsets:       o.offsets,
+		Runtime:       o.runtime,
+		Pools:         b.poolStats,
+		RetryTopicsOf: b.popRetryTopicsOf,
+		Hooks: admin.Hooks{ConfigChanged: b.configChanged, TopicDeleted: o.topicDeleted, TopicsChanged: func(ctx context.Context, names []string) {
+			b.registrar.RegisterTopics(ctx, names)
 		}},
 		BootTime: b.boot,
 		Logger:   log.With("component", "admin"),
@@ -278,9 +301,21 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 		Period:       period,
 		Debounce:     o.registerDebounce,
 		OnResults:    b.registered,
-		Logger:       log.With("component", "registry"),
+		Encoding: func() registry.Encoding {
+			c := b.cfg.Get()
+			return registry.Encoding{Compressed: c.CompressedRegister, Split: c.EnableSplitRegistration, SplitSize: c.SplitRegistrationSize}
+		},
+		Logger: log.With("component", "registry"),
 	})
-	b.topics.OnChange(func([]string) { b.registrar.Trigger() })
+	// A changed topic is registered on its own (Apache's
+	// registerIncrementBrokerData); a change of the version alone, in full.
+	b.topics.OnChange(func(names []string) {
+		if len(names) == 0 {
+			b.registrar.Trigger()
+			return
+		}
+		b.registrar.TriggerTopics(names)
+	})
 	return b, nil
 }
 
@@ -317,6 +352,11 @@ func (b *Broker) Start() error {
 		return fmt.Errorf("broker: %w", err)
 	}
 	b.started = true
+	b.ffStop, b.ffDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(b.ffDone)
+		b.fastFailure(b.ffStop)
+	}()
 	if b.msg != nil {
 		b.msg.start()
 	}
@@ -354,10 +394,13 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 			if err := b.grpc.Shutdown(ctx); err != nil {
 				errs = append(errs, err)
 			}
+			b.grpcCert.Close()
 		}
 		if err := b.server.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
+		close(b.ffStop)
+		<-b.ffDone
 	}
 	b.closeLocal()
 	b.log.Info("broker stopped")
@@ -372,21 +415,50 @@ func (b *Broker) startGrpc() error {
 	if !cfg.EnableGrpcServer {
 		return nil
 	}
+	gtls, err := b.grpcTLS()
+	if err != nil {
+		return fmt.Errorf("broker: gRPC endpoint: %w", err)
+	}
 	srv, err := grpcserver.Start(grpcserver.Config{
 		Addr:          net.JoinHostPort(cfg.BrokerIP1, strconv.Itoa(cfg.GrpcServerPort)),
-		TLSKeyPath:    cfg.TLSKeyPath,
-		TLSCertPath:   cfg.TLSCertPath,
+		TLS:           gtls,
+		EnforceTLS:    b.tls.Settings.Mode() == tlsconfig.ModeEnforcing,
 		Hosts:         []string{cfg.BrokerIP1},
 		Backend:       grpcBackend{b},
 		AdvertiseHost: cfg.BrokerIP1,
 		Producers:     b.grpcProducers,
+		StreamWorkers: cfg.GrpcStreamWorkers,
 		Logger:        b.log.With("component", "grpc"),
 	})
 	if err != nil {
+		gtls.Close()
 		return fmt.Errorf("broker: %w", err)
 	}
-	b.grpc = srv
+	b.grpc, b.grpcCert = srv, gtls
 	return nil
+}
+
+// grpcTLS is the gRPC endpoint's certificate, watched for changes: the
+// proxy's tlsCertPath / tlsKeyPath when set, else tls.server.certPath /
+// keyPath, else a self-signed one (the endpoint always serves TLS next to
+// h2c, as the proxy does: the 5.x clients use TLS by default). Client
+// certificates are not asked for, as the proxy does not ask for them.
+func (b *Broker) grpcTLS() (*tlsconfig.Server, error) {
+	cfg := b.cfg.Get()
+	set := b.tls.Settings
+	set.ServerNeedClientAuth, set.ServerAuthClient, set.ServerTrustCertPath = tlsconfig.ClientAuthNone, false, ""
+	if cfg.TLSCertPath != "" {
+		set.ServerCertPath, set.ServerKeyPath, set.ServerKeyPassword = cfg.TLSCertPath, cfg.TLSKeyPath, ""
+	}
+	if set.ServerCertPath == "" {
+		set.TestModeEnable = true
+	}
+	srv, err := tlsconfig.NewServer(set, []string{cfg.BrokerIP1}, b.log.With("component", "grpc-tls"))
+	if err != nil {
+		return nil, err
+	}
+	srv.Watch(0)
+	return srv, nil
 }
 
 // GrpcAddr is the gRPC endpoint's listening address, "" when
@@ -418,11 +490,24 @@ func (b *Broker) closeLocal() {
 		ex.Close()
 	}
 	_ = b.client.Close()
+	b.tls.Close()
 	if b.store != nil {
 		if err := b.store.Close(); err != nil {
 			b.log.Error("close store", "err", err)
 		}
 	}
+}
+
+// clientConfig is the remoting client configuration of the broker's
+// outgoing connections: connectTimeoutMillis and, with tls.enable, TLS.
+func (b *Broker) clientConfig() remoting.ClientConfig {
+	cfg := b.cfg.Get()
+	ccfg := remoting.DefaultClientConfig()
+	if cfg.ConnectTimeoutMillis > 0 {
+		ccfg.ConnectTimeout = cfg.ConnectTimeoutMillis
+	}
+	ccfg.TLS = b.tls.ClientTLS()
+	return ccfg
 }
 
 // storeHost is brokerIP1 with the actual listening port: the store host of
@@ -476,8 +561,12 @@ func (b *Broker) MasterAddr() string { return b.masterAddr.Load().(string) }
 
 // RegisterProcessor installs a request handler on one of the executors
 // (processor.Registrar).
-func (b *Broker) RegisterProcessor(code int32, h remoting.Handler, pool processor.Pool) {
-	b.server.Register(code, b.metricsHandler(code, h), b.pools[pool])
+func (b *Broker) RegisterProcessor(c int32, h remoting.Handler, pool processor.Pool) {
+	switch c {
+	case code.SendMessage, code.SendMessageV2, code.SendBatchMessage, code.ConsumerSendMsgBack:
+		h = b.rejectWhileBusy(h)
+	}
+	b.server.Register(c, b.metricsHandler(c, h), b.pools[poolFor(c, pool)])
 }
 
 // WrapProcessor replaces the handler registered for code with wrap(handler),
@@ -503,12 +592,12 @@ func (b *Broker) RegisterNow(ctx context.Context) []registry.Result {
 	return b.registrar.RegisterAll(ctx, true)
 }
 
-func (b *Broker) poolStats() map[string]int {
-	return map[string]int{
-		admin.PoolSend:  b.pools[processor.PoolSend].QueueLen(),
-		admin.PoolPull:  b.pools[processor.PoolPull].QueueLen(),
-		admin.PoolAdmin: b.pools[processor.PoolAdmin].QueueLen(),
+func (b *Broker) poolStats() map[string]admin.PoolStat {
+	out := make(map[string]admin.PoolStat, len(b.pools))
+	for _, ex := range b.pools {
+		out[ex.Name()] = admin.PoolStat{Queued: ex.QueueLen(), HeadWait: ex.HeadWait()}
 	}
+	return out
 }
 
 // configChanged reacts to UPDATE_BROKER_CONFIG: a new brokerPermission must
@@ -516,6 +605,9 @@ func (b *Broker) poolStats() map[string]int {
 // the route), autoCreateTopicEnable adds or removes TBW102, and a new
 // namesrvAddr takes effect with an immediate registration.
 func (b *Broker) configChanged(keys []string) {
+	if none := config.NoEffectIn(keys); len(none) > 0 {
+		b.log.Warn("accepted with no effect: "+strings.Join(none, ", "), "by", "updateBrokerConfig", "see", "docs/operations.md")
+	}
 	has := func(k string) bool { return slices.Contains(keys, k) }
 	if has("autoCreateTopicEnable") {
 		if err := b.topics.EnsureAutoCreateTopic(); err != nil {

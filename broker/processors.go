@@ -211,13 +211,14 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 	return m, nil
 }
 
-// topicCreated registers with the nameservers at once, as Java does after
-// creating a topic in the send path: a consumer started right after the
-// first send finds the route.
-func (b *Broker) topicCreated(string) {
+// topicCreated registers the topic with the nameservers at once, as Java
+// does after creating a topic in the send path: a consumer started right
+// after the first send finds the route. Java registers everything; the new
+// topic alone is enough.
+func (b *Broker) topicCreated(name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.Get().RegisterBrokerTimeoutMills)
 	defer cancel()
-	b.RegisterNow(ctx)
+	b.registrar.RegisterTopics(ctx, []string{name})
 }
 
 // handlerTable collects handlers before they are registered, so that a

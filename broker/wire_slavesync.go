@@ -37,11 +37,8 @@ func (b *Broker) wireSlaveSync(w *wiring, pops *pop.Processor) error {
 	// Its own client: the copy's answers may exceed the 16 MiB frames the
 	// nameserver client accepts (a consumer offset per lite topic and
 	// group), and the master's connection closes with the syncer.
-	ccfg := remoting.DefaultClientConfig()
+	ccfg := b.clientConfig()
 	ccfg.MaxFrameSize = copyMaxFrameSize
-	if cfg.ConnectTimeoutMillis > 0 {
-		ccfg.ConnectTimeout = cfg.ConnectTimeoutMillis
-	}
 	client := remoting.NewClient(ccfg, w.log.With("component", "slavesync-client"))
 	o := slavesync.Options{
 		Invoker:       client,

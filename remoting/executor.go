@@ -7,21 +7,54 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
-// Executor is a fixed pool of workers fed by a bounded queue, like the Java
-// broker's per-processor thread pools: when the queue is full Submit refuses
-// the task so the server can answer SYSTEM_BUSY instead of queueing without
-// bound.
+// Executor is a fixed pool of workers fed by a bounded FIFO queue, like the
+// Java broker's per-processor thread pools: when the queue is full Submit
+// refuses the task so the server can answer SYSTEM_BUSY instead of queueing
+// without bound. Each queued task remembers when it was queued, so that
+// DropExpired can answer the ones that waited too long (Apache's
+// BrokerFastFailure) even while every worker is stuck.
 type Executor struct {
-	name  string
-	tasks chan func()
+	name string
 
-	mu     sync.RWMutex // guards closed against a send on the closed channel
+	mu     sync.Mutex
+	ready  sync.Cond // signalled when a task is queued or the executor closes
+	queue  []queued  // ring buffer of capacity limit (grown on demand)
+	head   int
+	n      int
+	limit  int // queue capacity
+	idle   int // workers waiting for a task
 	closed bool
-	wg     sync.WaitGroup
-	log    atomic.Pointer[slog.Logger]
+	queued atomic.Int64 // n, readable without the lock
+
+	wg  sync.WaitGroup
+	log atomic.Pointer[slog.Logger]
 }
+
+// queued is a task waiting for a worker; drop answers it instead of running
+// it (nil: it cannot be dropped).
+type queued struct {
+	run   func()
+	drop  DropFunc
+	since time.Time
+}
+
+// DropReason says why a queued task is answered instead of run.
+type DropReason int
+
+const (
+	// DropExpired: it waited in the queue longer than allowed.
+	DropExpired DropReason = iota
+	// DropBusy: the server sheds its queue (Apache: the OS page cache is
+	// busy, the disk cannot keep up).
+	DropBusy
+)
+
+// DropFunc answers a dropped task: why, how long it waited and how many
+// tasks are still queued behind it.
+type DropFunc func(why DropReason, waited time.Duration, queueLen int)
 
 // NewExecutor starts workers goroutines (at least 1) sharing a queue of
 // queueSize tasks. With queueSize 0 a task is accepted only when a worker is
@@ -33,7 +66,8 @@ func NewExecutor(name string, workers, queueSize int) *Executor {
 	if queueSize < 0 {
 		queueSize = 0
 	}
-	e := &Executor{name: name, tasks: make(chan func(), queueSize)}
+	e := &Executor{name: name, limit: queueSize}
+	e.ready.L = &e.mu
 	for range workers {
 		e.wg.Go(e.work)
 	}
@@ -41,9 +75,30 @@ func NewExecutor(name string, workers, queueSize int) *Executor {
 }
 
 func (e *Executor) work() {
-	for task := range e.tasks {
-		e.run(task)
+	for {
+		e.mu.Lock()
+		for e.n == 0 && !e.closed {
+			e.idle++
+			e.ready.Wait()
+			e.idle--
+		}
+		if e.n == 0 { // closed and drained
+			e.mu.Unlock()
+			return
+		}
+		t := e.popLocked()
+		e.mu.Unlock()
+		e.run(t.run)
 	}
+}
+
+func (e *Executor) popLocked() queued {
+	t := e.queue[e.head]
+	e.queue[e.head] = queued{}
+	e.head = (e.head + 1) % len(e.queue)
+	e.n--
+	e.queued.Store(int64(e.n))
+	return t
 }
 
 // SetLogger sets where panics of submitted tasks are logged (default:
@@ -68,22 +123,96 @@ func (e *Executor) run(task func()) {
 
 // Submit queues task; it returns false when the queue is full or the
 // executor is closed.
-func (e *Executor) Submit(task func()) bool {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	if e.closed {
+func (e *Executor) Submit(task func()) bool { return e.SubmitDroppable(task, nil) }
+
+// SubmitDroppable queues task like Submit; drop, if not nil, is called
+// instead of task when DropExpired or DropQueued removes it from the queue.
+func (e *Executor) SubmitDroppable(task func(), drop DropFunc) bool {
+	now := time.Now()
+	e.mu.Lock()
+	// Room is the queue's capacity plus the idle workers about to take a
+	// task, so a queue of 0 still hands a task to an idle worker.
+	if e.closed || e.n >= e.limit+e.idle {
+		e.mu.Unlock()
 		return false
 	}
-	select {
-	case e.tasks <- task:
-		return true
-	default:
-		return false
+	if e.n == len(e.queue) {
+		e.growLocked()
 	}
+	e.queue[(e.head+e.n)%len(e.queue)] = queued{run: task, drop: drop, since: now}
+	e.n++
+	e.queued.Store(int64(e.n))
+	if e.idle > 0 {
+		e.ready.Signal()
+	}
+	e.mu.Unlock()
+	return true
+}
+
+func (e *Executor) growLocked() {
+	next := make([]queued, max(8, 2*len(e.queue)))
+	for i := range e.n {
+		next[i] = e.queue[(e.head+i)%len(e.queue)]
+	}
+	e.queue, e.head = next, 0
+}
+
+// DropExpired answers, oldest first, the queued tasks that have waited
+// maxWait or longer and can be dropped (DropExpired), with their wait and
+// the queue's length after them; it stops at the first task that is
+// younger or cannot be dropped, as Apache's BrokerFastFailure stops at the
+// queue's head. It returns how many it dropped.
+func (e *Executor) DropExpired(maxWait time.Duration) int {
+	return e.drop(DropExpired, maxWait)
+}
+
+// DropQueued answers (DropBusy) every queued task that can be dropped, from
+// the head up to the first one that cannot.
+func (e *Executor) DropQueued() int { return e.drop(DropBusy, 0) }
+
+func (e *Executor) drop(why DropReason, maxWait time.Duration) int {
+	if e.queued.Load() == 0 {
+		return 0
+	}
+	now := time.Now()
+	type dropped struct {
+		drop   DropFunc
+		waited time.Duration
+		left   int
+	}
+	var out []dropped
+	e.mu.Lock()
+	for e.n > 0 {
+		t := e.queue[e.head]
+		waited := now.Sub(t.since)
+		if t.drop == nil || waited < maxWait {
+			break
+		}
+		e.popLocked()
+		out = append(out, dropped{t.drop, waited, e.n})
+	}
+	e.mu.Unlock()
+	for _, d := range out {
+		d.drop(why, d.waited, d.left)
+	}
+	return len(out)
+}
+
+// HeadWait is how long the oldest queued task has waited (0: none queued).
+func (e *Executor) HeadWait() time.Duration {
+	if e.queued.Load() == 0 {
+		return 0
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.n == 0 {
+		return 0
+	}
+	return time.Since(e.queue[e.head].since)
 }
 
 // QueueLen is the number of tasks waiting for a worker.
-func (e *Executor) QueueLen() int { return len(e.tasks) }
+func (e *Executor) QueueLen() int { return int(e.queued.Load()) }
 
 // Name is the name given to NewExecutor.
 func (e *Executor) Name() string { return e.name }
@@ -93,7 +222,7 @@ func (e *Executor) Close() {
 	e.mu.Lock()
 	if !e.closed {
 		e.closed = true
-		close(e.tasks)
+		e.ready.Broadcast()
 	}
 	e.mu.Unlock()
 	e.wg.Wait()

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -112,4 +114,90 @@ func TestCounter(t *testing.T) {
 	if err := c.wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// BenchmarkExecutor: the hand-off of one request to a worker (every request
+// a server reads goes through it).
+func BenchmarkExecutor(b *testing.B) {
+	ex := NewExecutor("bench", 4, 1<<16)
+	defer ex.Close()
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	for b.Loop() {
+		wg.Add(1)
+		for !ex.Submit(wg.Done) {
+			runtime.Gosched()
+		}
+	}
+	wg.Wait()
+}
+
+// TestExecutorDropExpired: with every worker stuck, the tasks that waited
+// too long are answered (dropped) oldest first; a younger task, or one that
+// cannot be dropped, stops the scan and later tasks still run.
+func TestExecutorDropExpired(t *testing.T) {
+	ex := NewExecutor("drop", 1, 8)
+	release, started := make(chan struct{}), make(chan struct{})
+	ex.Submit(func() { close(started); <-release })
+	<-started
+	var mu sync.Mutex
+	var dropped []string
+	var ran []string
+	submit := func(name string, droppable bool) {
+		var drop DropFunc
+		if droppable {
+			drop = func(_ DropReason, waited time.Duration, left int) {
+				mu.Lock()
+				defer mu.Unlock()
+				dropped = append(dropped, fmt.Sprintf("%s left=%d waited>=20ms:%v", name, left, waited >= 20*time.Millisecond))
+			}
+		}
+		if !ex.SubmitDroppable(func() { mu.Lock(); ran = append(ran, name); mu.Unlock() }, drop) {
+			t.Fatalf("submit %s refused", name)
+		}
+	}
+	submit("a", true)
+	submit("b", true)
+	submit("keep", false)
+	submit("c", true)
+	time.Sleep(30 * time.Millisecond)
+	submit("young", true)
+	if n := ex.DropExpired(20 * time.Millisecond); n != 2 {
+		t.Fatalf("DropExpired dropped %d, want 2 (a, b)", n)
+	}
+	if ex.QueueLen() != 3 {
+		t.Fatalf("QueueLen = %d after dropping, want 3", ex.QueueLen())
+	}
+	close(release)
+	ex.Close()
+	want := []string{"a left=4 waited>=20ms:true", "b left=3 waited>=20ms:true"}
+	if fmt.Sprint(dropped) != fmt.Sprint(want) {
+		t.Fatalf("dropped %v, want %v", dropped, want)
+	}
+	if fmt.Sprint(ran) != fmt.Sprint([]string{"keep", "c", "young"}) {
+		t.Fatalf("ran %v, want [keep c young]", ran)
+	}
+	if ex.DropExpired(0) != 0 {
+		t.Fatal("DropExpired after Close found tasks")
+	}
+}
+
+// TestExecutorZeroQueue: with no queue a task is accepted only while a
+// worker is idle.
+func TestExecutorZeroQueue(t *testing.T) {
+	ex := NewExecutor("zero", 1, 0)
+	defer ex.Close()
+	release, started := make(chan struct{}), make(chan struct{})
+	deadline := time.Now().Add(waitDeadline)
+	for !ex.Submit(func() { close(started); <-release }) {
+		if time.Now().After(deadline) {
+			t.Fatal("the idle worker never took a task")
+		}
+		runtime.Gosched()
+	}
+	<-started
+	if ex.Submit(func() {}) {
+		t.Fatal("accepted a task with the only worker busy and no queue")
+	}
+	close(release)
 }

@@ -26,8 +26,18 @@ const (
 	DefaultQueueSize      = 10000
 )
 
-// busyRemark is the Java broker's answer when a processor's queue is full.
-const busyRemark = "[REJECTREQUEST]system busy, start flow control for a while"
+// overloadRemark is the Java broker's answer when a processor's queue is
+// full (NettyRemotingAbstract, RejectedExecutionException).
+const overloadRemark = "[OVERLOAD]system busy, start flow control for a while"
+
+// expiredRemark is the Java broker's answer to a request that waited in its
+// processor's queue longer than allowed (BrokerFastFailure): the client
+// turns to another broker instead of timing out on this one.
+const expiredRemark = "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: %dms, size of queue: %d"
+
+// busyRemark answers a request dropped while the broker sheds its queue
+// because the disk cannot keep up (Apache: the OS page cache is busy).
+const busyRemark = "[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: %dms, size of queue: %d"
 
 // goAwayMinVersion: Java answers GO_AWAY while shutting down only to peers
 // newer than V5_3_1 (older ones do not know the code).
@@ -43,6 +53,11 @@ type ServerConfig struct {
 	InvokeTimeout time.Duration // Channel.Invoke timeout when ctx has no deadline; default 3s
 	Workers       int           // default executor workers; default 16
 	QueueSize     int           // default executor queue; default 10000
+
+	// TLS: the zero value (TLSDisabled) is the plain netpoll server; other
+	// modes serve each connection on its own goroutine over crypto/tls
+	// (tls.go).
+	TLS ServerTLS
 }
 
 // DefaultServerConfig is the nameserver's default listener with all defaults.
@@ -76,7 +91,7 @@ func (c ServerConfig) Validate() error {
 	if c.Workers < 0 || c.QueueSize < 0 {
 		return errors.New("remoting: ServerConfig.Workers and QueueSize must not be negative")
 	}
-	return nil
+	return c.TLS.validate()
 }
 
 func (c ServerConfig) withDefaults() ServerConfig {
@@ -136,9 +151,10 @@ type Server struct {
 	served   chan struct{} // closed when netpoll's Serve returns
 	stopIdle chan struct{}
 
-	inflight counter // requests submitted to executors and not finished
-	conns    counter // accepted connections whose close callbacks have not finished
-	bg       counter // idle scanner
+	inflight    counter      // requests submitted to executors and not finished
+	lastBusyLog atomic.Int64 // unix nanos of the last "executor full" line
+	conns       counter      // accepted connections whose close callbacks have not finished
+	bg          counter      // idle scanner
 }
 
 // chanKey carries the *Channel in netpoll's per-connection context.
@@ -246,6 +262,15 @@ func (s *Server) Start() error {
 	defer s.mu.Unlock()
 	if s.state.Load() != stateNew {
 		return errors.New("remoting: server already started")
+	}
+	if s.cfg.TLS.Mode != TLSDisabled {
+		// TLS needs crypto/tls over a net.Conn: one goroutine per
+		// connection (serve.go), plaintext ones too in permissive mode.
+		ln, err := net.Listen("tcp", s.cfg.ListenAddr)
+		if err != nil {
+			return fmt.Errorf("remoting: listen on %s: %w", s.cfg.ListenAddr, err)
+		}
+		return s.serveLocked(ln)
 	}
 	ln, err := s.listen(s.cfg.ListenAddr)
 	if err != nil {
@@ -483,14 +508,25 @@ func (s *Server) dispatch(ch *Channel, req *Command) {
 		ex = s.exec
 	}
 	s.inflight.add()
-	accepted := ex.Submit(func() {
+	accepted := ex.SubmitDroppable(func() {
 		defer s.inflight.done()
 		serveRequest(s.ctx, s.log, &s.hooks, ch, req, r.h)
+	}, func(why DropReason, waited time.Duration, queueLen int) {
+		defer s.inflight.done()
+		remark := expiredRemark
+		if why == DropBusy {
+			remark = busyRemark
+		}
+		s.reply(ch, req, NewResponse(req, code.SystemBusy, fmt.Sprintf(remark, waited.Milliseconds(), queueLen)))
 	})
 	if !accepted {
 		s.inflight.done()
-		s.log.Warn("remoting: executor full, rejecting request", "executor", ex.Name(), "code", req.Code, "channel", ch.String())
-		s.reply(ch, req, NewResponse(req, code.SystemBusy, busyRemark))
+		// A flood would log every refusal: at most one line per 10 s.
+		if now := time.Now().UnixNano(); now-s.lastBusyLog.Load() >= int64(10*time.Second) {
+			s.lastBusyLog.Store(now)
+			s.log.Warn("remoting: executor full, rejecting requests", "executor", ex.Name(), "code", req.Code, "channel", ch.String())
+		}
+		s.reply(ch, req, NewResponse(req, code.SystemBusy, overloadRemark))
 	}
 }
 

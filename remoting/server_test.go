@@ -312,7 +312,7 @@ func TestExecutorFullAnswersSystemBusy(t *testing.T) {
 	testutil.WaitFor(t, waitDeadline, "second request queued", func() bool { return ex.QueueLen() == 1 })
 	send() // queue full
 	busy := recv(t, results, "busy response")
-	if busy.Code != code.SystemBusy || busy.Remark != "[REJECTREQUEST]system busy, start flow control for a while" {
+	if busy.Code != code.SystemBusy || busy.Remark != "[OVERLOAD]system busy, start flow control for a while" {
 		t.Fatalf("got %s", describe(busy))
 	}
 	close(release)
@@ -320,6 +320,55 @@ func TestExecutorFullAnswersSystemBusy(t *testing.T) {
 		if r := recv(t, results, "served response"); r.Code != code.Success {
 			t.Fatalf("got %s", describe(r))
 		}
+	}
+}
+
+// TestExpiredRequestAnswersSystemBusy: a request that waited in a stuck
+// executor's queue longer than allowed is answered SYSTEM_BUSY with the
+// Java broker's TIMEOUT_CLEAN_QUEUE remark, without waiting for a worker;
+// the request behind it still runs once the worker is free.
+func TestExpiredRequestAnswersSystemBusy(t *testing.T) {
+	s := startServer(t, nil, nil)
+	ex := NewExecutor("send", 1, 8)
+	t.Cleanup(ex.Close)
+	started := make(chan struct{}, 4)
+	release := make(chan struct{})
+	registerBlocking(s, code.SendMessageV2, ex, started, release)
+	c := newClient(t, nil)
+
+	results := make(chan *Command, 3)
+	send := func() { mustInvokeAsync(t, c, s.Addr(), NewRequest(code.SendMessageV2, nil, nil), results) }
+	send()
+	recv(t, started, "first request running") // occupies the only worker
+	send()
+	testutil.WaitFor(t, waitDeadline, "second request queued", func() bool { return ex.QueueLen() == 1 })
+	time.Sleep(30 * time.Millisecond)
+	send()
+	testutil.WaitFor(t, waitDeadline, "third request queued", func() bool { return ex.QueueLen() == 2 })
+	if n := ex.DropExpired(25 * time.Millisecond); n != 1 {
+		t.Fatalf("DropExpired dropped %d requests, want 1", n)
+	}
+	busy := recv(t, results, "busy response")
+	if busy.Code != code.SystemBusy || !strings.HasPrefix(busy.Remark, "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: ") ||
+		!strings.HasSuffix(busy.Remark, "ms, size of queue: 1") {
+		t.Fatalf("got %s", describe(busy))
+	}
+	// Shedding the queue (the disk cannot keep up) answers what is queued
+	// with the page-cache remark, however young.
+	send()
+	testutil.WaitFor(t, waitDeadline, "fourth request queued", func() bool { return ex.QueueLen() == 2 })
+	if n := ex.DropQueued(); n != 2 {
+		t.Fatalf("DropQueued dropped %d requests, want 2", n)
+	}
+	for range 2 {
+		busy = recv(t, results, "busy response")
+		if busy.Code != code.SystemBusy || !strings.HasPrefix(busy.Remark, "[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: ") {
+			t.Fatalf("got %s", describe(busy))
+		}
+	}
+	close(release)
+	if r := recv(t, results, "served response"); r.Code != code.Success {
+		t.Fatalf("got %s", describe(r))
 	}
 }
 

@@ -88,11 +88,11 @@ func (p *Processor) RuntimeInfo() map[string]string {
 		m["commitLogDirCapacity"] = fmt.Sprintf("Total : %s, Free : %s.", humanBytes(total), humanBytes(free))
 	}
 
-	var pools map[string]int
+	var pools map[string]PoolStat
 	if p.d.Pools != nil {
 		pools = p.d.Pools()
 	}
-	q := func(name string) string { return strconv.Itoa(pools[name]) }
+	q := func(name string) string { return strconv.Itoa(pools[name].Queued) }
 	m["sendThreadPoolQueueSize"] = q(PoolSend)
 	m["sendThreadPoolQueueCapacity"] = strconv.Itoa(cfg.SendThreadPoolQueueCapacity)
 	m["pullThreadPoolQueueSize"] = q(PoolPull)
@@ -103,8 +103,8 @@ func (p *Processor) RuntimeInfo() map[string]string {
 	m["queryThreadPoolQueueCapacity"] = strconv.Itoa(cfg.QueryThreadPoolQueueCapacity)
 	m["ackThreadPoolQueueSize"] = q(PoolAck)
 	m["ackThreadPoolQueueCapacity"] = strconv.Itoa(cfg.AckThreadPoolQueueCapacity)
-	for _, k := range []string{"send", "pull", "query", "litePull", "ack"} {
-		m[k+"ThreadPoolQueueHeadWaitTimeMills"] = "0"
+	for _, k := range []string{PoolSend, PoolPull, PoolQuery, PoolLitePull, PoolAck} {
+		m[k+"ThreadPoolQueueHeadWaitTimeMills"] = strconv.FormatInt(pools[k].HeadWait.Milliseconds(), 10)
 	}
 	m["EndTransactionQueueSize"] = q(PoolEndTransaction)
 	m["EndTransactionThreadPoolQueueCapacity"] = strconv.Itoa(cfg.EndTransactionPoolQueueCapacity)

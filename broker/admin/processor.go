@@ -40,9 +40,16 @@ type TopicPutTps interface {
 	TopicPutTps(topic string) float64
 }
 
-// PoolStats reports queue lengths of the request executors, keyed by pool
+// PoolStats reports the queues of the request executors, keyed by pool
 // name (PoolSend, PoolPull, ...).
-type PoolStats func() map[string]int
+type PoolStats func() map[string]PoolStat
+
+// PoolStat is one executor's queue: its length and how long its oldest
+// request has waited.
+type PoolStat struct {
+	Queued   int
+	HeadWait time.Duration
+}
 
 // Executor pool names used in runtime info.
 const (
@@ -62,10 +69,10 @@ type Hooks struct {
 	// TopicDeleted runs after DELETE_TOPIC_IN_BROKER removed a topic, to
 	// drop its messages, offsets and mapping.
 	TopicDeleted func(topic string)
-	// TopicsChanged runs after a topic was created or updated, before the
-	// answer: registering with the nameservers synchronously (as Java does)
-	// means a route query right after `updateTopic` finds the topic.
-	TopicsChanged func(ctx context.Context)
+	// TopicsChanged runs after topics were created or updated, before the
+	// answer: registering them with the nameservers synchronously (as Java
+	// does) means a route query right after `updateTopic` finds the topic.
+	TopicsChanged func(ctx context.Context, names []string)
 }
 
 // Deps are the processor's collaborators. Config and Topics are required.
@@ -76,7 +83,11 @@ type Deps struct {
 	Offsets  QueueOffsets        // nil: empty queues
 	Runtime  RuntimeInfoProvider // nil: store keys are zero
 	Pools    PoolStats           // nil: empty queues
-	Hooks    Hooks
+	// RetryTopicsOf names the pop retry topics (v1 and v2) of the groups
+	// with offsets on a topic: DELETE_TOPIC_IN_BROKER deletes those that
+	// exist too when clearRetryTopicWhenDeleteTopic is on. nil: none.
+	RetryTopicsOf func(topic string) []string
+	Hooks         Hooks
 	// BootTime is when the broker started (bootTimestamp, runtime).
 	BootTime time.Time
 	// IsActive reports brokerActive (Java: special services running, i.e.

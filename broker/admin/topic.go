@@ -71,7 +71,7 @@ func (p *Processor) updateAndCreateTopic(ctx context.Context, ch *remoting.Chann
 		return nil, fmt.Errorf("update topic %s: %w", name, err)
 	}
 	if len(changed) > 0 && p.d.Hooks.TopicsChanged != nil {
-		p.d.Hooks.TopicsChanged(ctx)
+		p.d.Hooks.TopicsChanged(ctx, changed)
 	}
 	p.log.Info("update or create topic", "topic", name, "changed", len(changed) > 0, "remote", processor.RemoteAddr(ch))
 	return remoting.NewResponse(req, code.Success, ""), nil
@@ -117,7 +117,7 @@ func (p *Processor) updateAndCreateTopicList(ctx context.Context, ch *remoting.C
 		return nil, fmt.Errorf("update topic list: %w", err)
 	}
 	if len(changed) > 0 && p.d.Hooks.TopicsChanged != nil {
-		p.d.Hooks.TopicsChanged(ctx)
+		p.d.Hooks.TopicsChanged(ctx, changed)
 	}
 	p.log.Info("update or create topic list", "topics", len(list), "changed", len(changed), "remote", processor.RemoteAddr(ch))
 	return remoting.NewResponse(req, code.Success, ""), nil
@@ -133,14 +133,27 @@ func (p *Processor) deleteTopic(_ context.Context, ch *remoting.Channel, req *re
 	if p.d.Config.Get().ValidateSystemTopicWhenUpdateTopic && p.d.Topics.IsSystemTopic(name) {
 		return nil, fmt.Errorf("%w: the topic[%s] is conflict with system topic", errReservedTopic, name)
 	}
-	existed, err := p.d.Topics.Delete(name)
-	if err != nil {
-		return nil, fmt.Errorf("delete topic %s: %w", name, err)
+	names := []string{name}
+	if p.d.Config.Get().ClearRetryTopicWhenDeleteTopic && p.d.RetryTopicsOf != nil {
+		// The pop retry topics of the topic's groups go with it (Java's
+		// AdminBrokerProcessor.deleteTopic); asked before the topic's
+		// offsets are dropped.
+		for _, rt := range p.d.RetryTopicsOf(name) {
+			if rt != name && p.d.Topics.Contains(rt) && !slices.Contains(names, rt) {
+				names = append(names, rt)
+			}
+		}
 	}
-	if p.d.Hooks.TopicDeleted != nil {
-		p.d.Hooks.TopicDeleted(name)
+	for _, n := range names {
+		existed, err := p.d.Topics.Delete(n)
+		if err != nil {
+			return nil, fmt.Errorf("delete topic %s: %w", n, err)
+		}
+		if p.d.Hooks.TopicDeleted != nil {
+			p.d.Hooks.TopicDeleted(n)
+		}
+		p.log.Info("delete topic", "topic", n, "existed", existed, "remote", processor.RemoteAddr(ch))
 	}
-	p.log.Info("delete topic", "topic", name, "existed", existed, "remote", processor.RemoteAddr(ch))
 	return remoting.NewResponse(req, code.Success, ""), nil
 }
 

@@ -18,6 +18,7 @@ import (
 
 	pcfg "github.com/rmqgo/rmq/pkg/config"
 	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/pkg/tlsconfig"
 )
 
 // EnvPrefix maps key listenPort to environment variable BROKER_LISTEN_PORT.
@@ -37,6 +38,11 @@ type Config struct {
 	NettyConfig
 	MessageStoreConfig
 	AuthConfig
+	// Apache's tls.* keys (pkg/tlsconfig): the remoting, HA and gRPC
+	// ports take tls.server.*, the broker's own outgoing connections
+	// (nameserver, other brokers, HA master, controller) tls.enable and
+	// tls.client.*.
+	tlsconfig.Settings
 }
 
 // Host describes the machine for the defaults that Java computes from it.
@@ -64,6 +70,7 @@ func Default(h Host) *Config {
 		NettyConfig:        defaultNettyConfig(),
 		MessageStoreConfig: defaultMessageStoreConfig(h.Home),
 		AuthConfig:         defaultAuthConfig(),
+		Settings:           tlsconfig.Defaults(),
 	}
 }
 
@@ -83,6 +90,10 @@ type Source struct {
 	Host      Host
 	// NoOverlay skips the runtime overlay (tests, `broker -p`).
 	NoOverlay bool
+	// Derived are settings the program derives itself (brokerConfigPath
+	// from -c): applied after everything else but not counted as set by the
+	// user (Loaded.NoEffect).
+	Derived map[string]string
 }
 
 // Loaded is the result of Load.
@@ -96,12 +107,16 @@ type Loaded struct {
 	Warnings []string
 	// OverlayKeys are the keys restored from the runtime overlay.
 	OverlayKeys []string
+	// NoEffect lists the keys marked `effect:"none"` that the file, the
+	// environment, the overlay or the command line set (canonical
+	// spelling, sorted): the broker warns about them at start.
+	NoEffect []string
 }
 
 // Load reads the configuration, derives Java's computed defaults (Finalize)
 // and validates it.
 func Load(src Source) (*Loaded, error) {
-	first, unknown, err := load(src, nil)
+	first, set, unknown, err := load(src, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +142,7 @@ func Load(src Source) (*Loaded, error) {
 			merged[k] = v
 		}
 		src.Overrides = merged
-		res.Config, unknown, err = load(src, overlay)
+		res.Config, set, unknown, err = load(src, overlay)
 		if err != nil {
 			return nil, err
 		}
@@ -139,6 +154,7 @@ func Load(src Source) (*Loaded, error) {
 			res.Unknown = append(res.Unknown, k)
 		}
 	}
+	res.NoEffect = pcfg.NoEffectSet(res.Config, set)
 	res.Config.Finalize()
 	if err := res.Config.Validate(); err != nil {
 		return nil, err
@@ -147,19 +163,25 @@ func Load(src Source) (*Loaded, error) {
 	return res, nil
 }
 
-func load(src Source, overlay map[string]string) (*Config, []string, error) {
-	cfg := Default(src.Host)
-	unknownLower, err := pcfg.Load(cfg, pcfg.Source{
+// load applies src over the defaults; set are the keys the user set.
+func load(src Source, overlay map[string]string) (cfg *Config, set, unknown []string, err error) {
+	cfg = Default(src.Host)
+	set, unknownLower, err := pcfg.LoadSet(cfg, pcfg.Source{
 		File:      src.File,
 		EnvPrefix: EnvPrefix,
 		Environ:   src.Environ,
 		Overrides: src.Overrides,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	if len(src.Derived) > 0 {
+		if _, err := pcfg.Load(cfg, pcfg.Source{Overrides: src.Derived}); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	// pkg/config reports keys lower-cased; show them as the user wrote them.
-	return cfg, pcfg.Spelled(unknownLower, src.File, src.Overrides, overlay), nil
+	return cfg, set, pcfg.Spelled(unknownLower, src.File, src.Overrides, overlay), nil
 }
 
 // legacyKey reports RocketMQ 4.x keys that 5.x brokers silently ignore (old
@@ -214,6 +236,12 @@ func (c *Config) Validate() error {
 		bad("grpcClientConsumerMinLongPollingTimeoutMillis %d and grpcClientConsumerMaxLongPollingTimeoutMillis %d: want 0 <= min <= max",
 			c.GrpcClientConsumerMinLongPollingTimeoutMillis, c.GrpcClientConsumerMaxLongPollingTimeoutMillis)
 	}
+	if c.EnableSplitRegistration && c.SplitRegistrationSize < 1 {
+		bad("splitRegistrationSize %d must be positive with enableSplitRegistration", c.SplitRegistrationSize)
+	}
+	if c.GrpcStreamWorkers < 0 || c.GrpcStreamWorkers > 65536 {
+		bad("grpcStreamWorkers %d out of range [0, 65536]", c.GrpcStreamWorkers)
+	}
 	if c.GrpcClientConsumerLongPollingBatchSize < 1 {
 		bad("grpcClientConsumerLongPollingBatchSize %d must be positive", c.GrpcClientConsumerLongPollingBatchSize)
 	}
@@ -226,6 +254,9 @@ func (c *Config) Validate() error {
 	}
 	if (c.TLSKeyPath == "") != (c.TLSCertPath == "") {
 		bad("tlsKeyPath and tlsCertPath go together (both set, or neither for a self-signed certificate)")
+	}
+	if err := c.Settings.Validate(); err != nil {
+		bad("%v", err)
 	}
 	if c.HaListenPort < 0 || c.HaListenPort > 65535 {
 		bad("haListenPort %d out of range", c.HaListenPort)
@@ -325,9 +356,6 @@ func (c *Config) Warnings() []string {
 	if c.EnableDLegerCommitLog {
 		w = append(w, "enableDLegerCommitLog is not supported and is ignored")
 	}
-	if c.CompressedRegister {
-		w = append(w, "compressedRegister is ignored: registrations are sent uncompressed")
-	}
 	if c.BrokerPermission&protocol.PermWrite == 0 {
 		w = append(w, "brokerPermission has no WRITE bit: producers cannot send to this broker")
 	}
@@ -387,6 +415,19 @@ func (c *Config) Properties() string { return pcfg.Properties(c) }
 
 // Map returns every key and its value in string form.
 func (c *Config) Map() map[string]string { return pcfg.Map(c) }
+
+// PrintProperties is what `broker -p` prints: Properties with
+// pcfg.NoEffectComment on the line before each key marked
+// `effect:"none"`.
+func (c *Config) PrintProperties() string { return pcfg.AnnotatedProperties(c) }
+
+// NoEffectKeys lists, sorted, the keys the broker accepts but that change
+// nothing (fields tagged `effect:"none"`).
+func NoEffectKeys() []string { return pcfg.NoEffectKeys(Config{}) }
+
+// NoEffectIn returns, sorted and spelled canonically, the keys among keys
+// (any case) that change nothing.
+func NoEffectIn(keys []string) []string { return pcfg.NoEffectSet(Config{}, keys) }
 
 // ImportantProperties renders the keys Java marks @ImportantField.
 func (c *Config) ImportantProperties() string {

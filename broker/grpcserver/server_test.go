@@ -208,3 +208,58 @@ func TestConfiguredCertificate(t *testing.T) {
 		t.Fatal("Start with a missing certificate file succeeded")
 	}
 }
+
+// blockingRoute holds every QueryRoute until n of them run at once.
+type blockingRoute struct {
+	v2pb.UnimplementedMessagingServiceServer
+	arrived chan struct{}
+	release chan struct{}
+}
+
+func (b blockingRoute) QueryRoute(ctx context.Context, req *v2pb.QueryRouteRequest) (*v2pb.QueryRouteResponse, error) {
+	b.arrived <- struct{}{}
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return &v2pb.QueryRouteResponse{Status: &v2pb.Status{Code: v2pb.Code_OK}}, nil
+}
+
+// TestStreamWorkersDoNotCapConcurrency: kept workers are only a cache of
+// goroutines. With fewer workers than rpcs that block (long polls, sends
+// waiting for a flush), the others still run at once instead of queueing
+// behind them.
+func TestStreamWorkersDoNotCapConcurrency(t *testing.T) {
+	const workers, rpcs = 2, 8
+	svc := blockingRoute{arrived: make(chan struct{}, rpcs), release: make(chan struct{})}
+	s := startServer(t, Config{Messaging: svc, StreamWorkers: workers})
+	conn, err := grpc.NewClient(s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatalf("NewClient: %v", err)
+	}
+	defer conn.Close()
+	cli := v2pb.NewMessagingServiceClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	errs := make(chan error, rpcs)
+	for range rpcs {
+		go func() {
+			_, err := cli.QueryRoute(ctx, &v2pb.QueryRouteRequest{Topic: &v2pb.Resource{Name: "T"}})
+			errs <- err
+		}()
+	}
+	for i := range rpcs {
+		select {
+		case <-svc.arrived:
+		case <-ctx.Done():
+			t.Fatalf("only %d of %d rpcs started with %d stream workers", i, rpcs, workers)
+		}
+	}
+	close(svc.release)
+	for range rpcs {
+		if err := <-errs; err != nil {
+			t.Fatalf("QueryRoute: %v", err)
+		}
+	}
+}

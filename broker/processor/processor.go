@@ -21,10 +21,22 @@ type Pool int
 
 // Executors, as Java's per-processor thread pools: sends must not wait
 // behind slow pulls, and admin requests behind either.
+// The broker assigns Apache's request codes to Apache's executors whatever
+// a package asks for (broker/pools.go); the pool a package names applies to
+// the codes Apache does not list (ours, lite).
 const (
 	PoolSend Pool = iota
 	PoolPull
 	PoolAdmin
+	PoolLitePull
+	PoolAck
+	PoolReply
+	PoolQuery
+	PoolHeartbeat
+	PoolClientManage
+	PoolConsumerManage
+	PoolLoadBalance
+	PoolEndTransaction
 )
 
 // Registrar installs request handlers on the broker's executors.

@@ -12,6 +12,7 @@ import (
 	"hash/crc32"
 	"log/slog"
 	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -85,7 +86,21 @@ type Options struct {
 	Period       func() time.Duration // period of the rounds; default 30 s clamped
 	Debounce     time.Duration        // coalescing window for Trigger
 	OnResults    func([]Result)       // called after each round with the successes and failures
-	Logger       *slog.Logger
+	// Encoding, read every round, says how bodies are sent (nil: one
+	// plain JSON body).
+	Encoding func() Encoding
+	Logger   *slog.Logger
+}
+
+// Encoding is Apache's compressedRegister, enableSplitRegistration and
+// splitRegistrationSize: a broker with very many topics sends deflated
+// bodies (docs/protocol.md §4.4), and splits its topics into registrations
+// of SplitSize topics each (the last one carries the static-topic
+// mappings), so that no body exceeds a frame (upstream #5296).
+type Encoding struct {
+	Compressed bool
+	Split      bool
+	SplitSize  int
 }
 
 // Registrar runs the registration schedule.
@@ -100,11 +115,15 @@ type Registrar struct {
 	mu      sync.Mutex
 	started bool
 	closed  bool
-	kick    chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
-	ctx     context.Context
-	cancel  context.CancelFunc
+	// What the next triggered round sends: everything, or only these
+	// topics (TriggerTopics).
+	pendingFull   bool
+	pendingTopics map[string]struct{}
+	kick          chan struct{}
+	stop          chan struct{}
+	done          chan struct{}
+	ctx           context.Context
+	cancel        context.CancelFunc
 }
 
 // New returns a stopped Registrar.
@@ -139,10 +158,43 @@ func (r *Registrar) Start() []Result {
 	return res
 }
 
-// Trigger asks for a registration soon; calls within the debounce window
-// coalesce into one round.
+// Trigger asks for a full registration soon; calls within the debounce
+// window coalesce into one round.
 func (r *Registrar) Trigger() {
+	r.mu.Lock()
+	r.pendingFull = true
+	r.mu.Unlock()
 	loop.Wake(r.kick)
+}
+
+// TriggerTopics asks for an incremental registration of these topics soon
+// (Apache's registerIncrementBrokerData): calls within the debounce window
+// coalesce, and a pending full round covers them.
+func (r *Registrar) TriggerTopics(names []string) {
+	if len(names) == 0 {
+		return
+	}
+	r.mu.Lock()
+	if r.pendingTopics == nil {
+		r.pendingTopics = make(map[string]struct{}, len(names))
+	}
+	for _, n := range names {
+		r.pendingTopics[n] = struct{}{}
+	}
+	r.mu.Unlock()
+	loop.Wake(r.kick)
+}
+
+// takePending returns and clears what the triggers asked for.
+func (r *Registrar) takePending() (full bool, topics []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	full, r.pendingFull = r.pendingFull, false
+	for n := range r.pendingTopics {
+		topics = append(topics, n)
+	}
+	r.pendingTopics = nil
+	return full, topics
 }
 
 func (r *Registrar) loop() {
@@ -166,7 +218,11 @@ func (r *Registrar) loop() {
 			case <-r.kick:
 			default:
 			}
-			r.RegisterAll(r.ctx, true)
+			if full, topics := r.takePending(); full {
+				r.RegisterAll(r.ctx, true)
+			} else if len(topics) > 0 {
+				r.RegisterTopics(r.ctx, topics)
+			}
 		}
 	}
 }
@@ -190,15 +246,59 @@ func (r *Registrar) RegisterAll(ctx context.Context, force bool) []Result {
 	id := r.src.Identity()
 	body := r.src.Body()
 	timeout := r.src.Timeout()
-	if !force && !r.needRegister(ctx, addrs, id, body.TopicConfigSerializeWrapper.DataVersion, timeout) {
+	var enc Encoding
+	if r.opts.Encoding != nil {
+		enc = r.opts.Encoding()
+	}
+	// Apache registers every round when splitting.
+	if !force && !enc.Split && !r.needRegister(ctx, addrs, id, body.TopicConfigSerializeWrapper.DataVersion, timeout) {
 		r.log.Debug("nameservers are up to date; registration skipped")
 		return nil
 	}
-	payload, err := protocol.Marshal(body)
-	if err != nil {
-		r.log.Error("encode registration body", "err", err)
+	return r.send(ctx, addrs, id, body, enc, timeout)
+}
+
+// RegisterTopics registers only the named topics (with the table's data
+// version and their static-topic mappings), as Apache's
+// registerIncrementBrokerData after an admin creates or updates topics: a
+// broker with 100k topics does not send them all for one change. Names no
+// longer in the table are left out; with none left nothing is sent.
+func (r *Registrar) RegisterTopics(ctx context.Context, names []string) []Result {
+	r.roundMu.Lock()
+	defer r.roundMu.Unlock()
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	addrs := r.src.NamesrvAddrs()
+	if closed || len(addrs) == 0 {
 		return nil
 	}
+	body := r.src.Body()
+	w := &body.TopicConfigSerializeWrapper
+	topics := make(map[string]protocol.TopicConfig, len(names))
+	mappings := map[string]protocol.TopicQueueMappingInfo{}
+	for _, n := range names {
+		if tc, ok := w.TopicConfigTable[n]; ok {
+			topics[n] = tc
+			if m, ok := w.TopicQueueMappingInfoMap[n]; ok {
+				mappings[n] = m
+			}
+		}
+	}
+	if len(topics) == 0 {
+		return nil
+	}
+	w.TopicConfigTable, w.TopicQueueMappingInfoMap = topics, mappings
+	var enc Encoding
+	if r.opts.Encoding != nil {
+		enc = r.opts.Encoding()
+	}
+	return r.send(ctx, addrs, r.src.Identity(), body, enc, r.src.Timeout())
+}
+
+// send registers body (split and encoded as enc says) with every
+// nameserver and reports the answers.
+func (r *Registrar) send(ctx context.Context, addrs []string, id Identity, body protocol.RegisterBrokerBody, enc Encoding, timeout time.Duration) []Result {
 	ext := map[string]string{
 		"brokerName":         id.BrokerName,
 		"brokerAddr":         id.BrokerAddr,
@@ -206,20 +306,22 @@ func (r *Registrar) RegisterAll(ctx context.Context, force bool) []Result {
 		"haServerAddr":       id.HAServerAddr,
 		"brokerId":           strconv.FormatInt(id.BrokerID, 10),
 		"enableActingMaster": strconv.FormatBool(id.EnableActingMaster),
-		"compressed":         "false",
-		"bodyCrc32":          strconv.FormatInt(int64(BodyCRC32(payload)), 10),
+		"compressed":         strconv.FormatBool(enc.Compressed),
 	}
 	if id.HeartbeatTimeout > 0 {
 		ext["heartbeatTimeoutMillis"] = strconv.FormatInt(id.HeartbeatTimeout.Milliseconds(), 10)
 	}
-	results := make([]Result, len(addrs))
-	var wg sync.WaitGroup
-	for i, addr := range addrs {
-		wg.Go(func() {
-			results[i] = r.registerOne(ctx, addr, ext, payload, timeout)
-		})
+	var results []Result
+	for _, part := range splitBody(body, enc) {
+		payload, err := encodeBody(part, enc.Compressed)
+		if err != nil {
+			r.log.Error("encode registration body", "err", err)
+			return nil
+		}
+		partExt := maps.Clone(ext)
+		partExt["bodyCrc32"] = strconv.FormatInt(int64(BodyCRC32(payload)), 10)
+		results = mergeResults(results, r.registerAllOnce(ctx, addrs, partExt, payload, timeout))
 	}
-	wg.Wait()
 	ok := 0
 	for _, res := range results {
 		if res.Err != nil {
@@ -234,6 +336,83 @@ func (r *Registrar) RegisterAll(ctx context.Context, force bool) []Result {
 		r.opts.OnResults(results)
 	}
 	return results
+}
+
+// registerAllOnce sends one REGISTER_BROKER to every nameserver at once.
+func (r *Registrar) registerAllOnce(ctx context.Context, addrs []string, ext map[string]string, payload []byte, timeout time.Duration) []Result {
+	results := make([]Result, len(addrs))
+	var wg sync.WaitGroup
+	for i, addr := range addrs {
+		wg.Go(func() {
+			results[i] = r.registerOne(ctx, addr, ext, payload, timeout)
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+// splitBody is the registration's bodies: one, or with Split and more than
+// SplitSize topics, Apache's chunks (registerBrokerAll): SplitSize topics
+// each, in name order, all with the table's data version; the last one
+// holds the rest of the topics (maybe none), the static topics and their
+// mappings.
+func splitBody(b protocol.RegisterBrokerBody, enc Encoding) []protocol.RegisterBrokerBody {
+	w := b.TopicConfigSerializeWrapper
+	if !enc.Split || enc.SplitSize <= 0 || len(w.TopicConfigTable) < enc.SplitSize {
+		return []protocol.RegisterBrokerBody{b}
+	}
+	// A static topic goes with its mapping in the last body: a nameserver
+	// drops the mapping of a topic registered without one.
+	var names, static []string
+	for _, n := range slices.Sorted(maps.Keys(w.TopicConfigTable)) {
+		if _, ok := w.TopicQueueMappingInfoMap[n]; ok {
+			static = append(static, n)
+		} else {
+			names = append(names, n)
+		}
+	}
+	var out []protocol.RegisterBrokerBody
+	for len(names) >= enc.SplitSize {
+		part := b
+		part.TopicConfigSerializeWrapper = protocol.TopicConfigAndMappingSerializeWrapper{
+			DataVersion: w.DataVersion, MappingDataVersion: w.MappingDataVersion,
+			TopicConfigTable:           make(map[string]protocol.TopicConfig, enc.SplitSize),
+			TopicQueueMappingInfoMap:   map[string]protocol.TopicQueueMappingInfo{},
+			TopicQueueMappingDetailMap: map[string]protocol.TopicQueueMappingDetail{},
+		}
+		for _, n := range names[:enc.SplitSize] {
+			part.TopicConfigSerializeWrapper.TopicConfigTable[n] = w.TopicConfigTable[n]
+		}
+		out = append(out, part)
+		names = names[enc.SplitSize:]
+	}
+	last := b
+	last.TopicConfigSerializeWrapper.TopicConfigTable = make(map[string]protocol.TopicConfig, len(names)+len(static))
+	for _, n := range append(names, static...) {
+		last.TopicConfigSerializeWrapper.TopicConfigTable[n] = w.TopicConfigTable[n]
+	}
+	return append(out, last)
+}
+
+func encodeBody(b protocol.RegisterBrokerBody, compressed bool) ([]byte, error) {
+	if compressed {
+		return protocol.EncodeRegisterBodyCompressed(b)
+	}
+	return protocol.Marshal(b)
+}
+
+// mergeResults folds one registration's answers into a round's: the first
+// failure of a nameserver stays, otherwise its latest answer.
+func mergeResults(round, part []Result) []Result {
+	if round == nil {
+		return part
+	}
+	for i := range round {
+		if round[i].Err == nil {
+			round[i] = part[i]
+		}
+	}
+	return round
 }
 
 func (r *Registrar) registerOne(ctx context.Context, addr string, ext map[string]string, payload []byte, timeout time.Duration) Result {

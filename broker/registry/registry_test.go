@@ -2,6 +2,10 @@ package registry
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -187,5 +191,121 @@ func TestClampPeriodAndCRC(t *testing.T) {
 	// Java: new CRC32().update("hello") = 0x3610A686, masked to 31 bits.
 	if got := BodyCRC32([]byte("hello")); got != 0x3610A686&0x7FFFFFFF {
 		t.Errorf("crc %x", got)
+	}
+}
+
+func TestSplitBody(t *testing.T) {
+	topics := func(names ...string) map[string]protocol.TopicConfig {
+		m := map[string]protocol.TopicConfig{}
+		for _, n := range names {
+			m[n] = protocol.NewTopicConfig(n)
+		}
+		return m
+	}
+	body := func(names ...string) protocol.RegisterBrokerBody {
+		return protocol.RegisterBrokerBody{TopicConfigSerializeWrapper: protocol.TopicConfigAndMappingSerializeWrapper{
+			DataVersion: protocol.DataVersion{Counter: 9}, TopicConfigTable: topics(names...),
+			TopicQueueMappingInfoMap: map[string]protocol.TopicQueueMappingInfo{"S": {Topic: "S", Bname: "broker-a", Epoch: 3}},
+		}}
+	}
+	for _, tc := range []struct {
+		name  string
+		in    protocol.RegisterBrokerBody
+		enc   Encoding
+		parts []string // sorted topic names of each body, "|" between bodies
+	}{
+		{"off", body("a", "b", "c", "S"), Encoding{SplitSize: 1}, []string{"S a b c"}},
+		{"fewer than the size", body("a", "b", "S"), Encoding{Split: true, SplitSize: 4}, []string{"S a b"}},
+		{"chunks, static last", body("a", "b", "c", "d", "e", "S"), Encoding{Split: true, SplitSize: 2}, []string{"a b", "c d", "S e"}},
+		{"exact multiple: last holds the static topic only", body("a", "b", "c", "d", "S"), Encoding{Split: true, SplitSize: 2}, []string{"a b", "c d", "S"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parts := splitBody(tc.in, tc.enc)
+			var got []string
+			for i, p := range parts {
+				w := p.TopicConfigSerializeWrapper
+				got = append(got, strings.Join(slices.Sorted(maps.Keys(w.TopicConfigTable)), " "))
+				if w.DataVersion.Counter != 9 {
+					t.Errorf("body %d: data version %+v", i, w.DataVersion)
+				}
+				_, hasMapping := w.TopicQueueMappingInfoMap["S"]
+				if last := i == len(parts)-1; hasMapping != last || w.TopicQueueMappingInfoMap == nil {
+					t.Errorf("body %d of %d: mappings %v", i, len(parts), w.TopicQueueMappingInfoMap)
+				}
+			}
+			if strings.Join(got, "|") != strings.Join(tc.parts, "|") {
+				t.Fatalf("bodies %q, want %q", got, tc.parts)
+			}
+		})
+	}
+}
+
+// TestSplitRegistration: with enableSplitRegistration a round sends one
+// REGISTER_BROKER per chunk to each nameserver, periodic rounds included
+// (Apache does not ask QUERY_DATA_VERSION first when splitting).
+func TestSplitRegistration(t *testing.T) {
+	ns := fakens.Start(t)
+	src := &testSource{addrs: []string{ns.Addr()}, topics: map[string]protocol.TopicConfig{}, dv: protocol.DataVersion{Counter: 1, Timestamp: 1}}
+	for i := range 5 {
+		src.addTopic(fmt.Sprintf("T%d", i))
+	}
+	r := New(newClient(t), src, Options{InitialDelay: time.Hour, Encoding: func() Encoding { return Encoding{Split: true, SplitSize: 2} }})
+	if res := r.RegisterAll(context.Background(), false); len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("results %+v", res)
+	}
+	regs := ns.Registrations()
+	if len(regs) != 3 {
+		t.Fatalf("%d registrations, want 3 (2+2+1 topics)", len(regs))
+	}
+	seen := map[string]bool{}
+	for _, reg := range regs {
+		for name := range reg.Body.TopicConfigSerializeWrapper.TopicConfigTable {
+			seen[name] = true
+		}
+		if reg.Ext["compressed"] != "false" {
+			t.Errorf("compressed %q", reg.Ext["compressed"])
+		}
+	}
+	if len(seen) != 5 {
+		t.Fatalf("topics registered %v", seen)
+	}
+}
+
+// TestRegisterTopics: an incremental registration carries only the named
+// topics still in the table, with the table's data version; TriggerTopics
+// coalesces names into one such registration, and Trigger makes the next
+// round a full one.
+func TestRegisterTopics(t *testing.T) {
+	ns := fakens.Start(t)
+	src := &testSource{addrs: []string{ns.Addr()}, topics: map[string]protocol.TopicConfig{}, dv: protocol.DataVersion{Counter: 1, Timestamp: 1}}
+	for _, n := range []string{"A", "B", "C", "D"} {
+		src.addTopic(n)
+	}
+	r := New(newClient(t), src, Options{InitialDelay: time.Hour, Debounce: 50 * time.Millisecond})
+	if res := r.RegisterTopics(context.Background(), []string{"B", "Gone"}); len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("results %+v", res)
+	}
+	reg := ns.WaitRegister(t, 3*time.Second).Body.TopicConfigSerializeWrapper
+	if got := slices.Sorted(maps.Keys(reg.TopicConfigTable)); fmt.Sprint(got) != "[B]" || reg.DataVersion != src.dv {
+		t.Fatalf("incremental registration: topics %v, version %+v (want [B], %+v)", got, reg.DataVersion, src.dv)
+	}
+	if res := r.RegisterTopics(context.Background(), []string{"Gone"}); res != nil {
+		t.Fatalf("registration without any known topic: %+v", res)
+	}
+
+	r.Start()
+	defer func() { _ = r.Shutdown(context.Background()) }()
+	ns.WaitRegister(t, 3*time.Second) // Start's full round
+	r.TriggerTopics([]string{"C"})
+	r.TriggerTopics([]string{"D"})
+	reg = ns.WaitRegister(t, 3*time.Second).Body.TopicConfigSerializeWrapper
+	if got := slices.Sorted(maps.Keys(reg.TopicConfigTable)); fmt.Sprint(got) != "[C D]" {
+		t.Fatalf("triggered incremental registration: topics %v, want [C D]", got)
+	}
+	r.TriggerTopics([]string{"A"})
+	r.Trigger()
+	reg = ns.WaitRegister(t, 3*time.Second).Body.TopicConfigSerializeWrapper
+	if len(reg.TopicConfigTable) != 4 {
+		t.Fatalf("a full round pending with topics registered %d topics, want all 4", len(reg.TopicConfigTable))
 	}
 }

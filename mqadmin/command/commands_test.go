@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -221,12 +222,17 @@ func TestHelp(t *testing.T) {
 		!strings.HasSuffix(r.stdout, "\nSee 'mqadmin help <command>' for more information on a specific command.\n") {
 		t.Fatalf("%+v", r)
 	}
-	want := "usage: mqadmin topicRoute [-h] [-l] [-n <arg>] [--output <arg>] -t <arg>\n" +
-		" -h,--help                Print help\n" +
-		" -l,--list                Use list format to print data\n" +
-		" -n,--namesrvAddr <arg>   Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876' (default: $NAMESRV_ADDR)\n" +
-		"    --output <arg>        output format: text (as the Java tool) or json\n" +
-		" -t,--topic <arg>         topic name\n"
+	want := "usage: mqadmin topicRoute [-ak <arg>] [-h] [-l] [-n <arg>] [--output <arg>] [-sk <arg>] -t <arg> [--tls] [--tlsConfigFile <arg>] [--toolsConfig <arg>]\n" +
+		" -ak,--accessKey <arg>      access key (ACL 2.0: username) that signs every request (default: from --toolsConfig)\n" +
+		" -h,--help                  Print help\n" +
+		" -l,--list                  Use list format to print data\n" +
+		" -n,--namesrvAddr <arg>     Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876' (default: $NAMESRV_ADDR)\n" +
+		"    --output <arg>          output format: text (as the Java tool) or json\n" +
+		" -sk,--secretKey <arg>      secret key (ACL 2.0: password) of the access key\n" +
+		" -t,--topic <arg>           topic name\n" +
+		"    --tls                   connect over TLS (the Java tool's -Dtls.enable=true)\n" +
+		"    --tlsConfigFile <arg>   with --tls: properties file of tls.client.* and tls.test.mode.enable keys, read when it exists (Java's -Dtls.config.file)\n" +
+		"    --toolsConfig <arg>     YAML file with accessKey and secretKey, as the Java tool's tools.yml (default: $ROCKETMQ_HOME/conf/tools.yml if it exists)\n"
 	for _, args := range [][]string{{"help", "topicRoute"}, {"topicRoute", "-h"}, {"topicroute", "--help"}} {
 		r = runFake(t, fc, args...)
 		if r.code != 0 || r.stdout != want {
@@ -269,5 +275,52 @@ func TestOverTCP(t *testing.T) {
 	if code := Main(context.Background(), []string{"topicStatus", "-t", "TcpTopic", "-n", ns}, env); code != 0 ||
 		strings.Count(out.String(), "broker-a ") != 2 {
 		t.Fatalf("topicStatus: %d %q %s", code, out.String(), errb.String())
+	}
+}
+
+// TestUpdateTopicList: -c sends the file's topics to every master of the
+// cluster; absent fields take TopicConfig's defaults; a file that is not
+// a JSON array fails without sending anything.
+func TestUpdateTopicList(t *testing.T) {
+	fc := admintest.NewSample()
+	ns := admintest.SampleNamesrv1
+	r := runFake(t, fc, "updateTopicList", "-c", "DefaultCluster", "-f", "testdata/topiclist.json", "-n", ns)
+	want := "submit batch of topic config to " + admintest.SampleBrokerA0 + " success, please check the result later.\n" +
+		"submit batch of topic config to " + admintest.SampleBrokerB0 + " success, please check the result later.\n"
+	if r.code != 0 || r.stdout != want {
+		t.Fatalf("code %d\nstdout %q\nwant   %q\nstderr %s", r.code, r.stdout, want, r.stderr)
+	}
+	masters := 0
+	for _, b := range fc.Brokers {
+		if b.ID != 0 || b.Cluster != "DefaultCluster" || fc.Down[b.Addr] {
+			continue
+		}
+		masters++
+		t2, t3 := b.Topics["ListT2"], b.Topics["ListT3"]
+		if t2.ReadQueueNums != 4 || t2.Perm != 4 || !t2.Order || t2.Attributes["+message.type"] != "FIFO" {
+			t.Errorf("%s: ListT2 %+v", b.Addr, t2)
+		}
+		if t3.ReadQueueNums != 16 || t3.WriteQueueNums != 16 || t3.Perm != 6 || t3.TopicFilterType != "SINGLE_TAG" {
+			t.Errorf("%s: ListT3 %+v, want TopicConfig's defaults", b.Addr, t3)
+		}
+	}
+	if masters != 2 {
+		t.Fatalf("%d live masters in the sample cluster, want 2", masters)
+	}
+
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"topicName":"NotAList"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runFake(t, fc, "updateTopicList", "-b", admintest.SampleBrokerA0, "-f", bad, "-n", ns)
+	if r.code != ExitError || !strings.Contains(r.stderr, "not a JSON array of topic configs") {
+		t.Fatalf("bad file: code %d stderr %q", r.code, r.stderr)
+	}
+	if _, ok := fc.Brokers[0].Topics["NotAList"]; ok {
+		t.Fatal("a topic of a bad file was created")
+	}
+	r = runFake(t, fc, "updateTopicList", "-b", admintest.SampleBrokerA0, "-c", "DefaultCluster", "-f", bad, "-n", ns)
+	if r.code != ExitUsage {
+		t.Fatalf("-b with -c: code %d stderr %q", r.code, r.stderr)
 	}
 }

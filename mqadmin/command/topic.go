@@ -2,8 +2,12 @@ package command
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -101,6 +105,71 @@ func newUpdateTopic(a *app) *cobra.Command {
 	c.MarkFlagsMutuallyExclusive("brokerAddr", "clusterName")
 	c.RunE = a.run(func(cmd *cobra.Command) error { return a.updateTopic(cmd.Context(), cmd, o) })
 	return c
+}
+
+type updateTopicListOpts struct{ broker, cluster, file string }
+
+func newUpdateTopicList(a *app) *cobra.Command {
+	var o updateTopicListOpts
+	c := newCmd("updateTopicList", "create or update topic in batch")
+	fs := c.Flags()
+	stringOpt(fs, &o.broker, "b", "brokerAddr", "create topic to which broker")
+	stringOpt(fs, &o.cluster, "c", "clusterName", "create topic to which cluster")
+	stringOpt(fs, &o.file, "f", "filename", "Path to a file with list of org.apache.rocketmq.common.TopicConfig in json format")
+	markRequired(c, "filename")
+	c.MarkFlagsOneRequired("brokerAddr", "clusterName")
+	c.MarkFlagsMutuallyExclusive("brokerAddr", "clusterName")
+	c.RunE = a.run(func(cmd *cobra.Command) error { return a.updateTopicList(cmd.Context(), cmd, o) })
+	return c
+}
+
+// updateTopicList sends a JSON array of TopicConfig to one broker or to
+// every master of a cluster in one UPDATE_AND_CREATE_TOPIC_LIST each, with
+// the Java tool's messages (a missing file is a message, not a failure; an
+// empty list does nothing). Absent fields take TopicConfig's defaults (16
+// queues, perm 6, SINGLE_TAG). With -c the Java tool also prints its usage
+// after the results (a slip in UpdateTopicListSubCommand); we do not.
+func (a *app) updateTopicList(ctx context.Context, cmd *cobra.Command, o updateTopicListOpts) error {
+	name := strings.TrimSpace(o.file)
+	data, err := os.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(a.env.Stdout, "the file path %s does not exists\n", name)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var raw []json.RawMessage
+	if err := protocol.Unmarshal(data, &raw); err != nil {
+		return fmt.Errorf("%s: not a JSON array of topic configs: %w", name, err)
+	}
+	list := make([]protocol.TopicConfig, 0, len(raw))
+	for i, r := range raw {
+		tc := protocol.NewTopicConfig("")
+		if err := protocol.Unmarshal(r, &tc); err != nil {
+			return fmt.Errorf("%s: topic config #%d: %w", name, i, err)
+		}
+		list = append(list, tc)
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	return a.withClient(func(c *admin.Client) error {
+		addrs := []string{strings.TrimSpace(o.broker)}
+		if !cmd.Flags().Changed("brokerAddr") {
+			var err error
+			if _, addrs, err = clusterAddrs(ctx, c, strings.TrimSpace(o.cluster), false); err != nil {
+				return err
+			}
+		}
+		for _, addr := range addrs {
+			if err := c.CreateTopicList(ctx, addr, list); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.env.Stdout, "submit batch of topic config to %s success, please check the result later.\n", addr)
+		}
+		return nil
+	})
 }
 
 type updateTopicResult struct {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"log/slog"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -603,5 +604,62 @@ func TestResponsesAreValidJSONForEveryListCode(t *testing.T) {
 		if !json.Valid(body) {
 			t.Errorf("code %d: invalid JSON %s", c, body)
 		}
+	}
+}
+
+// TestOurCompressedBodyDecodes: the body our broker sends with
+// compressedRegister=true (protocol.EncodeRegisterBodyCompressed) reads back
+// as it was written, mappings and attributes included.
+func TestOurCompressedBodyDecodes(t *testing.T) {
+	info := protocol.TopicQueueMappingInfo{Bname: "a", CurrIDMap: map[int]int{0: 0, 3: 1}, Epoch: 7, Scope: protocol.MappingScopeGlobal, Topic: "Static", TotalQueues: 4}
+	in := protocol.RegisterBrokerBody{TopicConfigSerializeWrapper: protocol.TopicConfigAndMappingSerializeWrapper{
+		DataVersion: protocol.DataVersion{Counter: 5, StateVersion: 2, Timestamp: 99},
+		TopicConfigTable: map[string]protocol.TopicConfig{
+			"Plain":  {TopicName: "Plain", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6, TopicFilterType: protocol.SingleTag, Attributes: map[string]string{"+message.type": "NORMAL"}},
+			"Multi":  {TopicName: "Multi", ReadQueueNums: 2, WriteQueueNums: 1, Perm: 4, TopicFilterType: protocol.MultiTag},
+			"Static": {TopicName: "Static", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6, TopicFilterType: protocol.SingleTag, Attributes: map[string]string{}},
+		},
+		TopicQueueMappingInfoMap: map[string]protocol.TopicQueueMappingInfo{"Static": info},
+	}}
+	body, err := protocol.EncodeRegisterBodyCompressed(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := decodeRegisterBody(body, true, 479)
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	if out.dataVersion != in.TopicConfigSerializeWrapper.DataVersion {
+		t.Errorf("data version %+v", out.dataVersion)
+	}
+	if len(out.topics) != 3 {
+		t.Fatalf("topics %+v", out.topics)
+	}
+	for name, want := range in.TopicConfigSerializeWrapper.TopicConfigTable {
+		got := out.topics[name]
+		if got.ReadQueueNums != want.ReadQueueNums || got.WriteQueueNums != want.WriteQueueNums || got.Perm != want.Perm || got.TopicFilterType != want.TopicFilterType {
+			t.Errorf("topic %s: got %+v, want %+v", name, got, want)
+		}
+	}
+	if m := out.mappings["Static"]; m.Epoch != 7 || m.CurrIDMap[3] != 1 || m.TotalQueues != 4 {
+		t.Errorf("mapping %+v", out.mappings)
+	}
+	if out.filterServers == nil || len(out.filterServers) != 0 {
+		t.Errorf("filter servers %#v", out.filterServers)
+	}
+}
+
+// TestConfigUpdateWarnsNoEffect: UPDATE_NAMESRV_CONFIG of a key that
+// changes nothing is applied and logged as such.
+func TestConfigUpdateWarnsNoEffect(t *testing.T) {
+	f := newFixture(t, nil)
+	var logs testutil.SyncBuffer
+	f.p = New(Options{Config: f.cfg, Routes: f.routes, KV: f.kv, Clock: f.clk.Now, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	f.expect(t, code.UpdateNamesrvConfig, nil, []byte("SERVERWORKERTHREADS=4\nenableTopicList=false"), code.Success)
+	if f.cfg.Get().ServerWorkerThreads != 4 {
+		t.Fatal("serverWorkerThreads not applied")
+	}
+	if !strings.Contains(logs.String(), `"accepted with no effect: serverWorkerThreads"`) {
+		t.Fatalf("no warning naming serverWorkerThreads alone:\n%s", logs.String())
 	}
 }

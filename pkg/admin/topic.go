@@ -24,6 +24,20 @@ func (c *Client) CreateTopic(ctx context.Context, brokerAddr string, tc protocol
 	return err
 }
 
+// CreateTopicList creates or updates topics on one broker in one request
+// (UPDATE_AND_CREATE_TOPIC_LIST, 18; Java's createAndUpdateTopicConfigList):
+// the broker checks them all before it applies any.
+func (c *Client) CreateTopicList(ctx context.Context, brokerAddr string, list []protocol.TopicConfig) error {
+	body, err := protocol.Marshal(struct {
+		TopicConfigList []protocol.TopicConfig `json:"topicConfigList"`
+	}{list})
+	if err != nil {
+		return fmt.Errorf("encode topic config list: %w", err)
+	}
+	_, err = c.invokeOK(ctx, brokerAddr, code.UpdateAndCreateTopicList, nil, body)
+	return err
+}
+
 // topicHeader is the header of a topic create (17, 513) for tc, created
 // from defaultTopic; an empty filter type is SINGLE_TAG.
 func topicHeader(tc protocol.TopicConfig, defaultTopic string, force bool) map[string]string {

@@ -96,3 +96,21 @@ func BenchmarkOffsetMsgID(b *testing.B) {
 		OffsetMsgID(h, 1<<40)
 	}
 }
+
+// BenchmarkEncodeProperties: a gRPC send's properties (about ten keys).
+func BenchmarkEncodeProperties(b *testing.B) {
+	m := map[string]string{
+		PropertyTags: "TagA", PropertyKeys: "order-1234", PropertyWaitStoreMsgOK: "true",
+		PropertyUniqClientMessageIDKeyIdx: "0A0102030000000000000000000000AB", PropertyCluster: "DefaultCluster",
+		"__BORNHOST": "10.0.0.1:50000", "TRACE_ON": "true", "MSG_REGION": "DefaultRegion",
+		"__SHARDINGKEY": "g1", "a": "b",
+	}
+	buf := make([]byte, 0, 512)
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if buf, err = AppendProperties(buf[:0], m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

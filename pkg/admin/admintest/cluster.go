@@ -379,6 +379,25 @@ func (c *Cluster) brokerHandle(b *Broker, req *remoting.Command) *remoting.Comma
 		}
 		b.Topics[tc.TopicName] = tc
 		return ok(req, nil)
+	case code.UpdateAndCreateTopicList:
+		var body struct {
+			TopicConfigList []protocol.TopicConfig `json:"topicConfigList"`
+		}
+		if err := protocol.Unmarshal(req.Body, &body); err != nil || len(body.TopicConfigList) == 0 {
+			return fail(req, code.InvalidParameter, "bad topic config list: %v", err)
+		}
+		for _, tc := range body.TopicConfigList {
+			if err := protocol.ValidateTopic(tc.TopicName); err != nil {
+				return fail(req, code.InvalidParameter, "%v", err)
+			}
+		}
+		for _, tc := range body.TopicConfigList {
+			if tc.Attributes == nil {
+				tc.Attributes = map[string]string{}
+			}
+			b.Topics[tc.TopicName] = tc
+		}
+		return ok(req, nil)
 	case code.UpdateAndCreateStaticTopic:
 		return c.createStaticTopic(b, req)
 	case code.DeleteTopicInBroker:

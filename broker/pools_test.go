@@ -1,0 +1,239 @@
+package broker
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rmqgo/rmq/broker/processor"
+	"github.com/rmqgo/rmq/broker/store/vfs"
+	"github.com/rmqgo/rmq/internal/testutil/fakens"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/remoting/remotingtest"
+)
+
+func TestPoolForFollowsApache(t *testing.T) {
+	for _, tc := range []struct {
+		code  int32
+		asked processor.Pool
+		want  processor.Pool
+	}{
+		{code.SendMessageV2, processor.PoolAdmin, processor.PoolSend},
+		{code.ConsumerSendMsgBack, processor.PoolAdmin, processor.PoolSend},
+		{code.LitePullMessage, processor.PoolPull, processor.PoolLitePull},
+		{code.AckMessage, processor.PoolSend, processor.PoolAck},
+		{code.HeartBeat, processor.PoolAdmin, processor.PoolHeartbeat},
+		{code.UpdateConsumerOffset, processor.PoolAdmin, processor.PoolConsumerManage},
+		{code.QueryAssignment, processor.PoolAdmin, processor.PoolLoadBalance},
+		{code.EndTransaction, processor.PoolSend, processor.PoolEndTransaction},
+		{code.QueryMessage, processor.PoolAdmin, processor.PoolQuery},
+		{code.UpdateAndCreateTopic, processor.PoolAdmin, processor.PoolAdmin},
+		{code.PopLiteMessage, processor.PoolPull, processor.PoolPull}, // not Apache's list: as asked
+	} {
+		if got := poolFor(tc.code, tc.asked); got != tc.want {
+			t.Errorf("poolFor(%d, %d) = %d, want %d", tc.code, tc.asked, got, tc.want)
+		}
+	}
+}
+
+// TestFastFailureAnswersQueuedSends: with every send worker stuck, sends
+// past the queue's capacity are refused at once ([OVERLOAD]) and the queued
+// ones are answered SYSTEM_BUSY ([TIMEOUT_CLEAN_QUEUE]) after
+// waitTimeMillsInSendQueue instead of timing out at the client; once the
+// workers are free, sends succeed again. With brokerFastFailureEnable off
+// a queued send waits for a worker.
+func TestFastFailureAnswersQueuedSends(t *testing.T) {
+	ns := fakens.Start(t)
+	cfg := testConfig(t, t.TempDir(), ns.Addr())
+	cfg.SendThreadPoolQueueCapacity = 2
+	cfg.WaitTimeMillsInSendQueue = 100 * time.Millisecond
+	b, err := New(cfg, nil, WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
+	invoke := invoker(t, b)
+	if r := invoke(code.UpdateAndCreateTopic, map[string]string{"topic": "FF", "readQueueNums": "1", "writeQueueNums": "1", "perm": "6"}, nil); r.Code != code.Success {
+		t.Fatalf("create topic: %d %s", r.Code, r.Remark)
+	}
+
+	// A request code of no one's, on the send pool: it holds its worker.
+	const blockCode = 31999
+	started, release := make(chan struct{}, 1024), make(chan struct{})
+	b.RegisterProcessor(blockCode, func(context.Context, *remoting.Channel, *remoting.Command) (*remoting.Command, error) {
+		started <- struct{}{}
+		<-release
+		return remoting.NewResponse(nil, code.Success, ""), nil
+	}, processor.PoolSend)
+	client := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	t.Cleanup(func() { _ = client.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	workers := sendWorkers(cfg)
+	for range workers {
+		go func() { _, _ = client.Invoke(ctx, b.Addr(), remoting.NewRequest(blockCode, nil, nil)) }()
+	}
+	for i := range workers {
+		select {
+		case <-started:
+		case <-ctx.Done():
+			t.Fatalf("%d of %d blocking requests started", i, workers)
+		}
+	}
+	send := func() chan *remoting.Command {
+		out := make(chan *remoting.Command, 1)
+		go func() {
+			resp, err := client.Invoke(ctx, b.Addr(), remoting.NewRequest(code.SendMessage, remotingtest.SendExt(t, "pg", "FF", 0), []byte("m")))
+			if err != nil {
+				resp = remoting.NewResponse(nil, -1, err.Error())
+			}
+			out <- resp
+		}()
+		return out
+	}
+	queued := []chan *remoting.Command{send(), send()}
+	deadline := time.Now().Add(5 * time.Second)
+	for b.pools[processor.PoolSend].QueueLen() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the two sends never queued")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	over := <-send()
+	if over.Code != code.SystemBusy || over.Remark != "[OVERLOAD]system busy, start flow control for a while" {
+		t.Fatalf("send past the queue: %d %q", over.Code, over.Remark)
+	}
+	sentAt := time.Now()
+	for _, q := range queued {
+		r := <-q
+		if r.Code != code.SystemBusy || !strings.HasPrefix(r.Remark, "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: ") {
+			t.Fatalf("queued send: %d %q", r.Code, r.Remark)
+		}
+	}
+	if waited := time.Since(sentAt); waited > 2*time.Second {
+		t.Fatalf("queued sends answered after %v, want about waitTimeMillsInSendQueue (100ms)", waited)
+	}
+
+	// Fast failure off: a queued send waits for a worker and is stored.
+	if r := invoke(code.UpdateBrokerConfig, nil, []byte("brokerFastFailureEnable=false\n")); r.Code != code.Success {
+		t.Fatalf("update config: %d %s", r.Code, r.Remark)
+	}
+	waiting := send()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case r := <-waiting:
+		t.Fatalf("send answered while every worker was stuck and fast failure off: %d %q", r.Code, r.Remark)
+	default:
+	}
+	close(release)
+	if r := <-waiting; r.Code != code.Success {
+		t.Fatalf("send after the workers were freed: %d %q", r.Code, r.Remark)
+	}
+	if r := <-send(); r.Code != code.Success {
+		t.Fatalf("send: %d %q", r.Code, r.Remark)
+	}
+}
+
+// TestPageCacheBusySheds: while a CommitLog write has been stuck for longer
+// than osPageCacheBusyTimeOutMills (Apache's "OS page cache busy"), new
+// sends are refused with [REJECTREQUEST] and queued ones answered
+// [PCBUSY_CLEAN_QUEUE], instead of waiting for the disk; once the write
+// completes, sends are stored again.
+func TestPageCacheBusySheds(t *testing.T) {
+	ns := fakens.Start(t)
+	cfg := testConfig(t, t.TempDir(), ns.Addr())
+	cfg.OsPageCacheBusyTimeOutMills = 100 * time.Millisecond
+	cfg.SendThreadPoolQueueCapacity = 4
+	ffs := vfs.NewFaultFS(vfs.OS())
+	b, err := New(cfg, nil, WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond), WithCommitLogFS(ffs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
+	invoke := invoker(t, b)
+	if r := invoke(code.UpdateAndCreateTopic, map[string]string{"topic": "PC", "readQueueNums": "1", "writeQueueNums": "1", "perm": "6"}, nil); r.Code != code.Success {
+		t.Fatalf("create topic: %d %s", r.Code, r.Remark)
+	}
+	if r := invoke(code.SendMessage, remotingtest.SendExt(t, "pg", "PC", 0), []byte("before")); r.Code != code.Success {
+		t.Fatalf("send: %d %s", r.Code, r.Remark)
+	}
+
+	// The next CommitLog write hangs until released.
+	stuck, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	ffs.SetHook(func(op vfs.Op) error {
+		if op.Kind == vfs.OpWrite {
+			once.Do(func() { close(stuck); <-release })
+		}
+		return nil
+	})
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(release)
+		}
+	})
+	client := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	t.Cleanup(func() { _ = client.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	send := func() chan *remoting.Command {
+		out := make(chan *remoting.Command, 1)
+		go func() {
+			resp, err := client.Invoke(ctx, b.Addr(), remoting.NewRequest(code.SendMessage, remotingtest.SendExt(t, "pg", "PC", 0), []byte("m")))
+			if err != nil {
+				resp = remoting.NewResponse(nil, -1, err.Error())
+			}
+			out <- resp
+		}()
+		return out
+	}
+	stalled := send()
+	<-stuck
+	for b.store.CommitLog().WriteStalledFor() <= cfg.OsPageCacheBusyTimeOutMills {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r := <-send(); r.Code != code.SystemBusy || r.Remark != "[REJECTREQUEST]system busy, start flow control for a while" {
+		t.Fatalf("send while the page cache is busy: %d %q", r.Code, r.Remark)
+	}
+
+	// Queued sends are shed: hold every other send worker, then queue two.
+	const blockCode = 31998
+	started, hold := make(chan struct{}, 1024), make(chan struct{})
+	b.RegisterProcessor(blockCode, func(context.Context, *remoting.Channel, *remoting.Command) (*remoting.Command, error) {
+		started <- struct{}{}
+		<-hold
+		return remoting.NewResponse(nil, code.Success, ""), nil
+	}, processor.PoolSend)
+	defer close(hold)
+	for range sendWorkers(cfg) - 1 {
+		go func() { _, _ = client.Invoke(ctx, b.Addr(), remoting.NewRequest(blockCode, nil, nil)) }()
+	}
+	for range sendWorkers(cfg) - 1 {
+		<-started
+	}
+	for _, r := range []*remoting.Command{<-send(), <-send()} {
+		if r.Code != code.SystemBusy || !strings.HasPrefix(r.Remark, "[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: ") {
+			t.Fatalf("queued send while the page cache is busy: %d %q", r.Code, r.Remark)
+		}
+	}
+
+	released = true
+	close(release)
+	if r := <-stalled; r.Code != code.Success {
+		t.Fatalf("the stalled send: %d %q", r.Code, r.Remark)
+	}
+	ffs.SetHook(nil)
+	if r := invoke(code.SendMessage, remotingtest.SendExt(t, "pg", "PC", 0), []byte("after")); r.Code != code.Success {
+		t.Fatalf("send after the write completed: %d %q", r.Code, r.Remark)
+	}
+}
