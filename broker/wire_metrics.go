@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/admin"
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/metrics"
@@ -50,7 +51,9 @@ func (b *Broker) newMetrics(cfg *config.Config, log *slog.Logger) (*metrics.Metr
 		Processors: func() map[string]int64 {
 			out := make(map[string]int64, len(b.pools))
 			for name, n := range b.poolStats() {
-				out[name] = int64(n)
+				if label, ok := watermarkName(name); ok {
+					out[label] = int64(n.Queued)
+				}
 			}
 			return out
 		},
@@ -110,6 +113,28 @@ func (b *Broker) metricsPopScan() func(time.Duration) {
 		return nil
 	}
 	return b.metrics.PopBufferScan
+}
+
+// watermarkName maps our executors to the processor label of
+// rocketmq_processor_watermark (Java's BrokerMetricsManager
+// initStatsMetrics; Java's async_put queue has no counterpart here, and our
+// loadBalance executor none there).
+func watermarkName(pool string) (string, bool) {
+	switch pool {
+	case admin.PoolSend, admin.PoolPull, admin.PoolAck, admin.PoolAdmin, "heartbeat", "reply":
+		return pool, true
+	case admin.PoolLitePull:
+		return "lite_pull", true
+	case admin.PoolQuery:
+		return "query_message", true
+	case admin.PoolEndTransaction:
+		return "transaction", true
+	case "clientManage":
+		return "client_manager", true
+	case "consumerManage":
+		return "consumer_manager", true
+	}
+	return "", false
 }
 
 // Metrics is the broker's metrics (nil when disabled).
