@@ -67,15 +67,6 @@ type Config struct {
 	EnableTransactionMetrics bool
 }
 
-// Enabled reports whether Config asks for an exporter that is built here.
-func (c Config) Enabled() bool {
-	switch strings.ToUpper(c.ExporterType) {
-	case ExporterProm, ExporterOTLPGrpc:
-		return true
-	}
-	return false
-}
-
 // Client is one producer or consumer connection.
 type Client struct {
 	Language string // lower case, e.g. "java", "go"

@@ -101,7 +101,6 @@ const (
 
 	resultSuccess        = "success"
 	resultOneway         = "oneway"
-	resultWriteFailed    = "write_channel_failed"
 	storageTypeLocal     = "local"
 	storageMediumDisk    = "disk"
 	invocationSuccess    = "success"
