@@ -248,7 +248,8 @@ func New(cfg Config, src Sources, log *slog.Logger) (*Metrics, error) {
 
 // otlpExporter builds the OTLP gRPC exporter as Java's init does: a target
 // without a scheme is https, headers come from metricsGrpcExporterHeader,
-// counters and histograms are deltas with metricsInDelta.
+// counters are deltas with metricsInDelta. (Java's histograms are deltas
+// then too; ours come from the producer, which reports them cumulative.)
 func otlpExporter(cfg Config, log *slog.Logger) (sdkmetric.Exporter, error) {
 	target := cfg.GrpcTarget
 	opts := []otlpmetricgrpc.Option{}
