@@ -26,6 +26,7 @@ import (
 	"github.com/rmqgo/rmq/broker/grpcserver"
 	"github.com/rmqgo/rmq/broker/lite"
 	"github.com/rmqgo/rmq/broker/mapping"
+	"github.com/rmqgo/rmq/broker/metrics"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/registry"
 	"github.com/rmqgo/rmq/broker/slavesync"
@@ -131,6 +132,7 @@ type Broker struct {
 	store         *store.Store
 	msg           *messaging
 	pools         map[processor.Pool]*remoting.Executor
+	metrics       *metrics.Metrics // nil: metricsExporterType exports nothing
 	// ffStop ends the fast-failure scan (pools.go); ffDone is closed when
 	// it has ended.
 	ffStop, ffDone chan struct{}
@@ -249,6 +251,12 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 			b.closeLocal()
 			return nil, fmt.Errorf("broker: open store: %w", err)
 		}
+	}
+	if b.metrics, err = b.newMetrics(cfg, log); err != nil {
+		b.closeLocal()
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	if !o.noStore {
 		if o.offsets == nil {
 			o.offsets = storeStats{b.store}
 		}
@@ -345,6 +353,15 @@ func (b *Broker) Start() error {
 		_ = b.server.Shutdown(sctx)
 		cancel()
 		return err
+	}
+	if err := b.metrics.Start(); err != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = b.server.Shutdown(sctx)
+		if b.grpc != nil {
+			_ = b.grpc.Shutdown(sctx)
+		}
+		cancel()
+		return fmt.Errorf("broker: %w", err)
 	}
 	b.started = true
 	b.ffStop, b.ffDone = make(chan struct{}), make(chan struct{})
@@ -478,6 +495,13 @@ func (b *Broker) GrpcAddr() string {
 // (long polling, pop, transaction checks) exist from New on, so a broker
 // that never started releases them too.
 func (b *Broker) closeLocal() {
+	if b.metrics != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := b.metrics.Shutdown(ctx); err != nil {
+			b.log.Warn("stop metrics", "err", err)
+		}
+		cancel()
+	}
 	if b.msg != nil {
 		b.msg.close()
 	}
@@ -561,7 +585,7 @@ func (b *Broker) RegisterProcessor(c int32, h remoting.Handler, pool processor.P
 	case code.SendMessage, code.SendMessageV2, code.SendBatchMessage, code.ConsumerSendMsgBack:
 		h = b.rejectWhileBusy(h)
 	}
-	b.server.Register(c, h, b.pools[poolFor(c, pool)])
+	b.server.Register(c, b.metricsHandler(c, h), b.pools[poolFor(c, pool)])
 }
 
 // WrapProcessor replaces the handler registered for code with wrap(handler),

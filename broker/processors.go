@@ -7,11 +7,13 @@ import (
 
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/lite"
+	"github.com/rmqgo/rmq/broker/pop"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/processor/consumer"
 	"github.com/rmqgo/rmq/broker/processor/pull"
 	"github.com/rmqgo/rmq/broker/processor/query"
 	"github.com/rmqgo/rmq/broker/processor/send"
+	"github.com/rmqgo/rmq/broker/schedule"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/offset"
 	"github.com/rmqgo/rmq/broker/subscription"
@@ -27,6 +29,8 @@ type messaging struct {
 	send    *send.Processor
 	query   *query.Processor
 	lite    *lite.Service
+	pop     *pop.Processor
+	sched   *schedule.Service
 
 	// Background services added by the feature wirings (wire_*.go), in
 	// start order; closed in reverse.
@@ -100,6 +104,7 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 	if err != nil {
 		return nil, err
 	}
+	m.sched = sched
 	if err := b.wireTransaction(w, sched); err != nil {
 		return nil, err
 	}
@@ -111,6 +116,7 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 	if err != nil {
 		return nil, err
 	}
+	m.pop = pops
 	if err := b.wireSlaveSync(w, pops); err != nil {
 		return nil, err
 	}
@@ -134,6 +140,8 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 		// master is registered (broker/processor/pull suggestBroker).
 		CommitLogMaxOffset: st.CommitLog().MaxOffset,
 		MasterOnline:       func() bool { return b.MasterAddr() != "" },
+		MessagesOut:        b.metricsOut(),
+		Resumed:            b.metricsResumed(),
 		Logger:             log.With("component", "pull"),
 	})
 	if err != nil {
@@ -175,6 +183,8 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 		Replicas:         replicas,
 		TopicCreated:     b.topicCreated,
 		Fenced:           b.fenced,
+		MessagesIn:       b.metricsIn(),
+		SentToDLQ:        b.metricsDLQ(),
 		Logger:           log.With("component", "send"),
 	})
 	if err != nil {

@@ -38,6 +38,7 @@ func (b *Broker) wireLite(w *wiring, pops *pop.Processor, expirationUnit time.Du
 		Routes:         routes.WriteQueueBrokers,
 		Started:        b.boot,
 		ExpirationUnit: expirationUnit,
+		MessagesOut:    b.metricsOut(),
 		Logger:         log,
 	})
 	if err != nil {

@@ -33,6 +33,9 @@ func (b *Broker) wirePop(w *wiring, filters pop.FilterFactory, resets pop.ResetT
 		Routes:          b.topicRoute,
 		RequestModePath: filepath.Join(cfg.ConfigDir(), pop.RequestModeFileName),
 		Resets:          resets,
+		ReviveRound:     b.metricsPopScan(),
+		MessagesOut:     b.metricsOut(),
+		Resumed:         b.metricsResumed(),
 		Logger:          w.log.With("component", "pop"),
 	})
 	if err != nil {

@@ -28,6 +28,7 @@ func (b *Broker) wireRetry(w *wiring, sched *schedule.Service, lite *lite.Servic
 		// As for the send path: register at once so consumers find the
 		// new topic's route.
 		TopicCreated: b.topicCreated,
+		SentToDLQ:    b.metricsDLQ(),
 		Logger:       w.log.With("component", "sendback"),
 	})
 	if err != nil {

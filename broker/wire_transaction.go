@@ -23,6 +23,7 @@ func (b *Broker) wireTransaction(w *wiring, sched *schedule.Service) error {
 		},
 		Schedule:  sched,
 		StoreHost: b.storeHost,
+		Ended:     b.metricsTxEnded(),
 		Logger:    w.log.With("component", "transaction"),
 	})
 	if err != nil {

@@ -3,7 +3,10 @@
 // and client that carry RemotingCommands over TCP.
 package remoting
 
-import "strconv"
+import (
+	"strconv"
+	"time"
+)
 
 // SerializeType is the header serialization of one frame (top byte of the
 // second int32 of a frame).
@@ -96,6 +99,10 @@ type Command struct {
 	// run in either order; a handler for which the order matters compares
 	// Arrival. Not on the wire.
 	Arrival uint64
+	// Received is when a Server read the request (zero otherwise): the
+	// start of its processing time, as Java's RemotingCommand processTimer
+	// (the broker's rpc latency metric). Not on the wire.
+	Received time.Time
 }
 
 // IsResponse reports whether flag bit 0 is set.

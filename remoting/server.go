@@ -466,6 +466,7 @@ func (s *Server) onRequest(ctx context.Context, conn netpoll.Connection) error {
 		}
 		ch.touch()
 		cmd.Arrival = s.arrivals.Add(1)
+		cmd.Received = time.Now()
 		s.dispatch(ch, cmd)
 	}
 	return nil

@@ -276,10 +276,10 @@ type BrokerConfig struct {
 	LiteEventFullDispatchDelayTimeForWildcardGroup time.Duration `key:"liteEventFullDispatchDelayTimeForWildcardGroup"`
 	PersistConsumerOffsetIncrementally             bool          `key:"persistConsumerOffsetIncrementally" effect:"none"`
 	EnableLitePopLog                               bool          `key:"enableLitePopLog" effect:"none"`
-	LiteLagLatencyCollectEnable                    bool          `key:"liteLagLatencyCollectEnable"` // no effect yet (no metrics system; docs/compatibility.md)
-	LiteLagLatencyMetricsEnable                    bool          `key:"liteLagLatencyMetricsEnable"` // no effect yet (no metrics system; docs/compatibility.md)
-	LiteLagCountMetricsEnable                      bool          `key:"liteLagCountMetricsEnable"`   // no effect yet (no metrics system; docs/compatibility.md)
-	LiteLagLatencyTopK                             int           `key:"liteLagLatencyTopK"`          // no effect yet (no metrics system; docs/compatibility.md)
+	LiteLagLatencyCollectEnable                    bool          `key:"liteLagLatencyCollectEnable" effect:"none"` // no lite lag metrics yet (docs/compatibility.md)
+	LiteLagLatencyMetricsEnable                    bool          `key:"liteLagLatencyMetricsEnable" effect:"none"` // no lite lag metrics yet (docs/compatibility.md)
+	LiteLagCountMetricsEnable                      bool          `key:"liteLagCountMetricsEnable" effect:"none"`   // no lite lag metrics yet (docs/compatibility.md)
+	LiteLagLatencyTopK                             int           `key:"liteLagLatencyTopK" effect:"none"`          // no lite lag metrics yet (docs/compatibility.md)
 	MaxLiteTopicSize                               int           `key:"maxLiteTopicSize"`
 	MaxSyncLiteSubscriptionRate                    int           `key:"maxSyncLiteSubscriptionRate" effect:"none"`
 
@@ -312,7 +312,7 @@ type BrokerConfig struct {
 	MetricsGrpcExporterHeader            string        `key:"metricsGrpcExporterHeader"`
 	MetricGrpcExporterTimeOutInMills     time.Duration `key:"metricGrpcExporterTimeOutInMills"`
 	MetricGrpcExporterIntervalInMills    time.Duration `key:"metricGrpcExporterIntervalInMills"`
-	MetricLoggingExporterIntervalInMills time.Duration `key:"metricLoggingExporterIntervalInMills"`
+	MetricLoggingExporterIntervalInMills time.Duration `key:"metricLoggingExporterIntervalInMills" effect:"none"`
 	MetricsPromExporterPort              int           `key:"metricsPromExporterPort"`
 	MetricsPromExporterHost              string        `key:"metricsPromExporterHost"`
 	MetricsLabel                         string        `key:"metricsLabel"`

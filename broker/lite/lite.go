@@ -72,7 +72,10 @@ type Deps struct {
 	// ExpirationUnit is the unit of lite.topic.expiration (0: a minute;
 	// tests shorten it).
 	ExpirationUnit time.Duration
-	Logger         *slog.Logger
+	// MessagesOut counts popped lite messages under their parent topic
+	// (broker/metrics); nil: not counted.
+	MessagesOut func(topic, group string, msgs int, bytes int64)
+	Logger      *slog.Logger
 }
 
 // Service is lite-topic support of one broker.
@@ -162,17 +165,18 @@ func New(d Deps) (*Service, error) {
 	}
 	cfg := d.Config()
 	s.Pop, err = poplite.New(poplite.Deps{
-		Config:     d.Config,
-		Store:      st,
-		Meta:       s.Meta,
-		Registry:   s.Registry,
-		Dispatcher: s.Dispatcher,
-		Orders:     s.Orders,
-		Locks:      s.Locks,
-		Offsets:    s.Offsets,
-		InMemory:   s.inMemory,
-		Hold:       longpoll.Config{MaxParked: int(max(cfg.MaxPopPollingSize, 1))},
-		Logger:     d.Logger.With("part", "poplite"),
+		Config:      d.Config,
+		Store:       st,
+		Meta:        s.Meta,
+		Registry:    s.Registry,
+		Dispatcher:  s.Dispatcher,
+		Orders:      s.Orders,
+		Locks:       s.Locks,
+		Offsets:     s.Offsets,
+		InMemory:    s.inMemory,
+		Hold:        longpoll.Config{MaxParked: int(max(cfg.MaxPopPollingSize, 1))},
+		MessagesOut: d.MessagesOut,
+		Logger:      d.Logger.With("part", "poplite"),
 	})
 	if err != nil {
 		return nil, err

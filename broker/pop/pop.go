@@ -123,6 +123,9 @@ func (p *Processor) processPop(ctx context.Context, ch *remoting.Channel, req *r
 		}
 		resp := p.popResponse(req, code.Success, store.Found.String(), r)
 		resp.Body = r.body
+		if f := p.d.MessagesOut; f != nil {
+			f(h.topic, h.group, r.count, int64(len(r.body)))
+		}
 		return resp, nil
 	}
 	deadline := PollDeadline(nowT, h.bornTime, h.pollTime)

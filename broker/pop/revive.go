@@ -82,7 +82,11 @@ func (r *reviveService) interval() time.Duration {
 func (r *reviveService) loop() {
 	defer close(r.done)
 	loop.Rounds(r.stop, r.wakeCh, func() time.Duration {
+		t0 := time.Now()
 		n := r.round()
+		if f := r.p.d.ReviveRound; f != nil {
+			f(time.Since(t0))
+		}
 		wait := r.interval()
 		if n >= reviveBatch {
 			wait = 0 // more are due

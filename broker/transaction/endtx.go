@@ -131,6 +131,9 @@ func (s *Service) endTransaction(ctx context.Context, ch *remoting.Channel, req 
 	} else {
 		s.rollbacks.Add(1)
 	}
+	if s.d.Ended != nil {
+		s.d.Ended(half.Properties[message.PropertyRealTopic], r.commitOrRollback == message.TransactionCommitType, half.BornTimestamp)
+	}
 	s.log.Debug("end transaction", "outcome", outcomeName(r.commitOrRollback), "uniqKey", uniq, "group", r.group,
 		"halfOffsets", claim.targets, "fromCheck", r.fromTransactionCheck)
 	return remoting.NewResponse(req, code.Success, ""), nil

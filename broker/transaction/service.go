@@ -126,6 +126,10 @@ type Deps struct {
 	// ProducerGrace is how long after the start checks that find no
 	// producer online do not count (0: DefaultProducerGrace; < 0: none).
 	ProducerGrace time.Duration
+	// Ended counts an END_TRANSACTION that committed or rolled back a half
+	// message of realTopic born at bornMs (broker/metrics); nil: not
+	// counted.
+	Ended func(realTopic string, commit bool, bornMs int64)
 	// Now is the clock; nil: time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger

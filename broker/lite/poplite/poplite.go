@@ -71,9 +71,12 @@ type Deps struct {
 	// (the MAX init mode starts a new group at 0 then, §6.3 step 3).
 	InMemory func(lmq string, offset int64) bool
 	// Hold tunes the long polling (MaxParked = maxPopPollingSize).
-	Hold   longpoll.Config
-	Now    func() time.Time
-	Logger *slog.Logger
+	Hold longpoll.Config
+	// MessagesOut counts popped messages under the parent topic
+	// (broker/metrics); nil: not counted.
+	MessagesOut func(topic, group string, msgs int, bytes int64)
+	Now         func() time.Time
+	Logger      *slog.Logger
 }
 
 // Processor is safe for concurrent use.
@@ -275,6 +278,9 @@ func (p *Processor) process(ctx context.Context, ch *remoting.Channel, req *remo
 		resp.SetExt("reviveQid", strconv.Itoa(ReviveQid))
 		resp.SetExt("orderCountInfo", strings.Join(res.counts, ";"))
 		resp.Body = res.body
+		if f := p.d.MessagesOut; f != nil {
+			f(h.topic, h.group, res.count, int64(len(res.body)))
+		}
 		return resp, nil
 	}
 	deadline := time.UnixMilli(h.bornTime + h.pollTime)

@@ -78,9 +78,17 @@ type Deps struct {
 	// has nothing to serve sends the consumer back to it); nil: always.
 	MasterOnline func() bool
 	// Hold tunes long polling; its Now and Logger default to the ones below.
-	Hold   longpoll.Config
-	Now    func() time.Time
-	Logger *slog.Logger
+	Hold longpoll.Config
+	// MessagesOut counts delivered messages for the broker's metrics
+	// (broker/metrics: rocketmq_messages_out_total, throughput_out);
+	// nil: not counted.
+	MessagesOut func(topic, group string, msgs int, bytes int64)
+	// Resumed is told of each long-polling pull answered after it was
+	// suspended (broker/metrics: rpc latency with is_long_polling);
+	// nil: not told.
+	Resumed func(req, resp *remoting.Command, err error)
+	Now     func() time.Time
+	Logger  *slog.Logger
 }
 
 type pullKey struct {
@@ -192,6 +200,9 @@ func (p *Processor) handle(ctx context.Context, ch *remoting.Channel, req *remot
 // executeRequestWhenWakeup).
 func (p *Processor) resume(ctx context.Context, ch *remoting.Channel, req *remoting.Command) {
 	resp, err := p.process(ctx, ch, req, false)
+	if p.d.Resumed != nil {
+		p.d.Resumed(req, resp, err) // before the answer: whoever reads it sees the count
+	}
 	processor.WriteResumed(p.log, "pull", ch, req, resp, err)
 }
 
@@ -296,6 +307,9 @@ func (p *Processor) process(ctx context.Context, ch *remoting.Channel, req *remo
 
 	respCode, next := mapResult(res, h.queueOffset)
 	suggest, respCode := p.suggestBroker(cfg, sg, res, respCode)
+	if respCode == code.Success && p.d.MessagesOut != nil {
+		p.d.MessagesOut(h.topic, h.group, len(res.Records), int64(res.TotalSize))
+	}
 	p.recordPullOffset(h, next)
 	if allowSuspend && h.sysFlag&FlagCommitOffset != 0 && h.commitOffset >= 0 {
 		// Only forward [our choice; Java overwrites]: the broker runs pulls

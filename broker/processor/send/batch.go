@@ -3,6 +3,7 @@ package send
 import (
 	"context"
 	"fmt"
+	"github.com/rmqgo/rmq/broker/metrics"
 	"strings"
 
 	"github.com/rmqgo/rmq/pkg/message"
@@ -94,5 +95,9 @@ func (p *Processor) sendBatch(ctx context.Context, ch *remoting.Channel, req *re
 		}
 	}
 	res, err := p.d.Store.PutMessages(ctx, msgs)
-	return p.putResponse(ctx, req, cfg, res, err, hp, queueID, hp[message.PropertyUniqClientMessageIDKeyIdx], true)
+	resp, err := p.putResponse(ctx, req, cfg, res, err, hp, queueID, hp[message.PropertyUniqClientMessageIDKeyIdx], true)
+	if err == nil && p.d.MessagesIn != nil {
+		p.d.MessagesIn(h.topic, metrics.TypeOf(hp), len(msgs), res.End-res.PhysicalOffset)
+	}
+	return resp, err
 }

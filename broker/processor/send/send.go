@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rmqgo/rmq/broker/metrics"
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
@@ -105,6 +106,14 @@ type Deps struct {
 	// answered SERVICE_NOT_AVAILABLE so producers retry another broker.
 	// nil: never fenced.
 	Fenced func() bool
+	// MessagesIn counts stored messages for the broker's metrics
+	// (broker/metrics: rocketmq_messages_in_total, throughput_in,
+	// message_size); bytes is what the CommitLog took. nil: not counted.
+	MessagesIn func(topic string, t metrics.MessageType, msgs int, bytes int64)
+	// SentToDLQ counts a %RETRY% send moved to the group's DLQ
+	// (rocketmq_send_to_dlq_messages_total; Java labels it with the send's
+	// topic and producer group). nil: not counted.
+	SentToDLQ func(topic, group string)
 	// Now is the clock; nil: time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -452,6 +461,9 @@ func (p *Processor) sendOne(ctx context.Context, ch *remoting.Channel, req *remo
 	}
 	res, err := p.d.Store.PutMessage(ctx, msg)
 	resp, err := p.putResponse(ctx, req, cfg, res, err, props, queueID, uniq, false)
+	if err == nil && p.d.MessagesIn != nil {
+		p.d.MessagesIn(h.topic, metrics.TypeOf(props), 1, res.End-res.PhysicalOffset)
+	}
 	if rh, ok := p.d.Schedule.(RecallHandler); ok && err == nil {
 		if h := rh.RecallHandle(msg, cfg.BrokerName); h != "" {
 			resp.SetExt("recallHandle", h)
@@ -518,6 +530,9 @@ func (p *Processor) retryOrDLQ(req *remoting.Command, h *sendHeader, msg *messag
 	}
 	if created {
 		p.topicCreated(dlq)
+	}
+	if p.d.SentToDLQ != nil {
+		p.d.SentToDLQ(h.topic, h.producerGroup)
 	}
 	p.log.Info("retry message sent to DLQ", "group", group, "topic", h.topic, "reconsumeTimes", h.reconsumeTimes,
 		"maxReconsumeTimes", maxTimes, "orderlyLocked", locked)

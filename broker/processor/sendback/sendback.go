@@ -89,7 +89,11 @@ type Deps struct {
 	Lite LiteHook
 	// RandIntN picks a queue in [0, n) (nil: math/rand/v2).
 	RandIntN func(n int) int
-	Logger   *slog.Logger
+	// SentToDLQ counts a message sent to the group's DLQ
+	// (rocketmq_send_to_dlq_messages_total, by original topic and group);
+	// nil: not counted.
+	SentToDLQ func(topic, group string)
+	Logger    *slog.Logger
 }
 
 // Processor answers CONSUMER_SEND_MSG_BACK. It is safe for concurrent use.
@@ -285,6 +289,9 @@ func (p *Processor) sendBack(ctx context.Context, req *remoting.Command) error {
 	}
 	if _, err := p.d.Store.PutMessage(ctx, msg); err != nil && !errors.Is(err, store.ErrFlushTimeout) {
 		return fmt.Errorf("%w: put message: %w", errSystem, err)
+	}
+	if dlq && p.d.SentToDLQ != nil {
+		p.d.SentToDLQ(h.originTopic, h.group)
 	}
 	if dlq {
 		p.log.Info("message sent to DLQ", "topic", newTopic, "group", h.group, "originTopic", h.originTopic,

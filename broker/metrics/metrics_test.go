@@ -1,0 +1,294 @@
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+func testConfig() Config {
+	return Config{
+		ExporterType: ExporterProm, PromHost: "127.0.0.1", Cluster: "c1", NodeID: "b1",
+		EnableStatsMetrics: true, EnableRequestMetrics: true, EnableConnectionMetrics: true,
+		EnableLagAndDlqMetrics: true, EnableRemotingMetrics: true, EnableStoreMetrics: true, EnablePopMetrics: true,
+	}
+}
+
+func testSources(now time.Time) Sources {
+	return Sources{
+		BrokerPermission: func() int64 { return 6 },
+		TopicCount:       func() int64 { return 3 },
+		GroupCount:       func() int64 { return 2 },
+		Processors:       func() map[string]int64 { return map[string]int64{"send": 1, "pull": 0} },
+		Producers:        func() []Client { return []Client{{Language: "go", Version: "v5_5_0", Protocol: ProtocolRemoting}} },
+		Consumers: func() []Client {
+			return []Client{{Group: "g1", Language: "go", Version: "v5_5_0", Protocol: ProtocolRemoting, ConsumeMode: "push"}}
+		},
+		Lags: func() []Lag {
+			return []Lag{{Group: "g1", Topic: "t1", Lag: 7, EarliestUnconsumedMs: now.Add(-time.Second).UnixMilli(), Inflight: 2, Ready: 5}}
+		},
+		Store: func() StoreStats {
+			return StoreStats{SizeBytes: 1 << 20, EarliestMessageMs: now.Add(-time.Minute).UnixMilli()}
+		},
+		Timer:      func() TimerStats { return TimerStats{} },
+		PopBuffers: func() (int64, int64) { return 0, 0 },
+		PopRevive:  func() []Revive { return []Revive{{QueueID: 0}} },
+	}
+}
+
+func readApacheList(t *testing.T) map[string]*Family {
+	t.Helper()
+	f, err := os.Open("testdata/apache-5.5.0-families.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	want, err := ReadFamilyList(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != 32 {
+		t.Fatalf("committed list has %d families, want 32", len(want))
+	}
+	return want
+}
+
+// TestFamiliesCoverApache: after a small workload our families, types and
+// labels are a superset of Apache 5.5.0's (testdata), and the values are
+// what was recorded.
+func TestFamiliesCoverApache(t *testing.T) {
+	m, err := New(testConfig(), testSources(time.Now()), nil)
+	if err != nil || m == nil {
+		t.Fatalf("New: %v %v", m, err)
+	}
+	defer m.Shutdown(context.Background())
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for range 500 {
+		m.MessagesIn("t1", Normal, 1, 300)
+	}
+	m.MessagesIn("%RETRY%g1", Normal, 1, 300) // not counted, as Java
+	m.MessagesOut("t1", "g1", 200, 60000)
+	m.RPC(code.SendMessageV2, code.Success, 2*time.Millisecond, false, false, false)
+	m.RPC(code.PullMessage, code.PullNotFound, 0, true, false, false)
+	m.TopicCreated("t1", true, 5*time.Millisecond)
+	m.PopBufferScan(time.Millisecond)
+
+	// Scrape over HTTP, as Prometheus does.
+	resp, err := http.Get("http://" + m.PromAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	got, err := ParseText(strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if miss := Missing(readApacheList(t), got); len(miss) > 0 {
+		t.Fatalf("missing from our export:\n%s\n--- scrape:\n%s", strings.Join(miss, "\n"), body)
+	}
+	checks := []struct {
+		family string
+		match  map[string]string
+		want   float64
+	}{
+		{"rocketmq_messages_in_total", map[string]string{"topic": "t1", "message_type": "normal", "is_system": "false", "node_type": "BROKER", "cluster": "c1", "node_id": "b1"}, 500},
+		{"rocketmq_throughput_in_total", map[string]string{"topic": "t1"}, 500 * 300},
+		{"rocketmq_message_size", map[string]string{"topic": "t1", "message_type": "normal"}, 500},
+		{"rocketmq_messages_out_total", map[string]string{"topic": "t1", "consumer_group": "g1"}, 200},
+		{"rocketmq_rpc_latency_milliseconds", map[string]string{"request_code": "send_message_v2", "response_code": "success", "protocol_type": "remoting", "result": "success", "is_long_polling": "false"}, 1},
+		{"rocketmq_rpc_latency_milliseconds", map[string]string{"request_code": "pull_message", "response_code": "pull_not_found", "is_long_polling": "true"}, 1},
+		{"rocketmq_consumer_lag_messages", map[string]string{"consumer_group": "g1", "topic": "t1", "is_retry": "false"}, 7},
+		{"rocketmq_consumer_inflight_messages", map[string]string{"consumer_group": "g1"}, 2},
+		{"rocketmq_consumer_ready_messages", map[string]string{"consumer_group": "g1"}, 5},
+		{"rocketmq_broker_permission", nil, 6},
+		{"rocketmq_topic_number", nil, 3},
+		{"rocketmq_consumer_group_number", nil, 2},
+		{"rocketmq_producer_connections", map[string]string{"language": "go", "protocol_type": "remoting"}, 1},
+		{"rocketmq_consumer_connections", map[string]string{"consumer_group": "g1", "consume_mode": "push"}, 1},
+		{"rocketmq_topic_create_execution_time_milliseconds", map[string]string{"invocation_status": "success", "is_system": "false"}, 1},
+		{"rocketmq_storage_size_bytes", map[string]string{"storage_type": "local", "storage_medium": "disk"}, 1 << 20},
+	}
+	for _, c := range checks {
+		s := got[c.family].Find(c.match)
+		if len(s) != 1 || s[0].Value != c.want {
+			t.Errorf("%s%v = %v, want one sample of %v", c.family, c.match, s, c.want)
+		}
+	}
+	if s := got["rocketmq_messages_in_total"].Find(map[string]string{"topic": "%RETRY%g1"}); len(s) != 0 {
+		t.Errorf("retry topic counted: %v", s)
+	}
+	if s := got["rocketmq_consumer_lag_latency_milliseconds"].Find(nil); len(s) != 1 || s[0].Value < 1000 || s[0].Value > 60000 {
+		t.Errorf("lag latency = %v, want about 1000 ms", s)
+	}
+}
+
+// TestLiteTopicsBounded: a million lite topics (LMQ names) are one series
+// per parent, and a scrape stays under 1 MiB and 100 ms.
+func TestLiteTopicsBounded(t *testing.T) {
+	m, err := New(testConfig(), Sources{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Shutdown(context.Background())
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	const n = 1_000_000
+	buf := []byte("%LMQ%$chat$user-")
+	for i := range n {
+		lmq := string(strconv.AppendInt(buf, int64(i), 10))
+		m.MessagesIn(lmq, Normal, 1, 100)
+		m.MessagesOut(lmq, "g", 1, 100)
+	}
+	t0 := time.Now()
+	resp, err := http.Get("http://" + m.PromAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	took := time.Since(t0)
+	if len(body) > 1<<20 || took > 100*time.Millisecond {
+		t.Errorf("scrape of %d bytes took %v, want under 1 MiB and 100 ms", len(body), took)
+	}
+	got, err := ParseText(strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"rocketmq_messages_in_total", "rocketmq_messages_out_total"} {
+		s := got[f].Samples
+		if len(s) != 1 || s[0].Labels["topic"] != "chat" || s[0].Value != n {
+			t.Errorf("%s = %v, want one series topic=chat of %d", f, s, n)
+		}
+	}
+}
+
+// TestCardinalityLimit: topics past metricsOtelCardinalityLimit are counted
+// under one overflow series.
+func TestCardinalityLimit(t *testing.T) {
+	cfg := testConfig()
+	cfg.CardinalityLimit = 10
+	m, err := New(cfg, Sources{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Shutdown(context.Background())
+	for i := range 100 {
+		m.MessagesIn(fmt.Sprintf("t%d", i), Normal, 1, 10)
+	}
+	got, err := m.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := got["rocketmq_messages_in_total"].Samples
+	var total float64
+	for _, x := range s {
+		total += x.Value
+	}
+	if len(s) > 11 || total != 100 {
+		t.Fatalf("%d series totalling %v, want at most 11 totalling 100", len(s), total)
+	}
+}
+
+func TestDisabled(t *testing.T) {
+	for _, typ := range []string{"", "DISABLE", "LOG"} {
+		cfg := testConfig()
+		cfg.ExporterType = typ
+		m, err := New(cfg, Sources{}, nil)
+		if err != nil || m != nil {
+			t.Fatalf("%q: %v %v, want nil, nil", typ, m, err)
+		}
+		m.MessagesIn("t", Normal, 1, 1) // a nil *Metrics records nothing
+		m.RPC(1, 0, 0, false, false, false)
+	}
+	cfg := testConfig()
+	cfg.ExporterType = "BOGUS"
+	if _, err := New(cfg, Sources{}, nil); err == nil {
+		t.Fatal("unknown exporter type accepted")
+	}
+}
+
+// BenchmarkHotPath is the per-request recording cost: a send's
+// messages_in + size, a pull's messages_out and one rpc latency.
+func BenchmarkHotPath(b *testing.B) {
+	m, err := New(testConfig(), Sources{}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Shutdown(context.Background())
+	topics := make([]string, 64)
+	for i := range topics {
+		topics[i] = fmt.Sprintf("topic-%d", i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			t := topics[i&63]
+			m.MessagesIn(t, Normal, 1, 512)
+			m.MessagesOut(t, "group", 1, 512)
+			m.RPC(code.SendMessageV2, code.Success, time.Millisecond, false, false, false)
+			i++
+		}
+	})
+}
+
+// TestEventFamilies: the families that appear once their event happened
+// (Java's send-to-DLQ, transaction and group creation metrics).
+func TestEventFamilies(t *testing.T) {
+	cfg := testConfig()
+	cfg.EnableTransactionMetrics = true
+	now := time.Now()
+	m, err := New(cfg, Sources{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Shutdown(context.Background())
+	m.now = func() time.Time { return now }
+	got, err := m.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"rocketmq_send_to_dlq_messages_total", "rocketmq_commit_messages_total", "rocketmq_finish_message_latency_milliseconds"} {
+		if got[f] != nil {
+			t.Errorf("%s before any event: %v", f, got[f].Samples)
+		}
+	}
+	m.SendToDLQ("t1", "g1")
+	m.SendToDLQ("t1", "g1")
+	m.TransactionEnded("t1", true, now.Add(-90*time.Second).UnixMilli())
+	m.TransactionEnded("t1", false, 0)
+	m.GroupCreated(true, 3*time.Millisecond)
+	if got, err = m.Gather(); err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		family string
+		match  map[string]string
+		want   float64
+	}{
+		{"rocketmq_send_to_dlq_messages_total", map[string]string{"topic": "t1", "consumer_group": "g1", "is_system": "false"}, 2},
+		{"rocketmq_commit_messages_total", map[string]string{"topic": "t1"}, 1},
+		{"rocketmq_rollback_messages_total", map[string]string{"topic": "t1"}, 1},
+		{"rocketmq_finish_message_latency_milliseconds", map[string]string{"topic": "t1"}, 1},
+		{"rocketmq_consumer_group_create_execution_time_milliseconds", map[string]string{"invocation_status": "success"}, 1},
+	}
+	for _, c := range checks {
+		s := got[c.family].Find(c.match)
+		if len(s) != 1 || s[0].Value != c.want {
+			t.Errorf("%s%v = %v, want one sample of %v", c.family, c.match, s, c.want)
+		}
+	}
+}

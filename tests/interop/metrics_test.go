@@ -1,0 +1,231 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	rocketmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/admin"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+
+	"github.com/rmqgo/rmq/broker/metrics"
+	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/tests/e2e/harness"
+)
+
+const (
+	metricsTopic = "MetricsInterop"
+	metricsSent  = 500
+)
+
+// TestMetricsFamiliesVsApache runs one workload against Apache 5.5.0 and
+// against our broker, both with metricsExporterType=PROM — a one-queue
+// topic, 500 messages sent with client-go, one push consumer group online
+// that consumes them — scrapes both and diffs the family sets: every family
+// Apache exports (name, type, label names) must be in ours. Families only
+// we export are logged. The committed list
+// (broker/metrics/testdata/apache-5.5.0-families.txt) was taken the same
+// way; it is checked too, so a drift of Apache's export shows here.
+//
+// Like TestApacheReferenceInterop it needs RMQ_APACHE_TESTS=1 (two JVMs,
+// ~20 s); without java/mvn StartApache skips it.
+func TestMetricsFamiliesVsApache(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: this test starts a real Apache RocketMQ nameserver and broker (two JVMs)")
+	}
+	if os.Getenv(EnvApacheTests) != "1" {
+		t.Skipf("set %s=1 to run it: it starts a real Apache RocketMQ 5.5.0 cluster (~20 s, ~1.5 GiB) "+
+			"and diffs its metric families with ours", EnvApacheTests)
+	}
+	rlog.SetLogLevel("error")
+	promConf := func(port int) map[string]string {
+		return map[string]string{"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1",
+			"metricsPromExporterPort": strconv.Itoa(port)}
+	}
+	apachePort, ourPort := harness.FreePort(t), harness.FreePort(t)
+	var extra strings.Builder
+	for k, v := range promConf(apachePort) {
+		fmt.Fprintf(&extra, "%s=%s\n", k, v)
+	}
+	apache := StartApacheWith(t, ApacheOptions{BrokerConfExtra: extra.String()})
+	ours := harness.StartCluster(t, harness.ClusterOptions{Brokers: 1, BrokerConf: promConf(ourPort)})
+
+	scrape := func(t *testing.T, name, ns, broker string, port int) map[string]*metrics.Family {
+		stop := metricsWorkload(t, ns, broker)
+		defer stop()
+		var fams map[string]*metrics.Family
+		testutil.Eventually(t, 60*time.Second, func() error {
+			var err error
+			if fams, err = scrapeProm(port); err != nil {
+				return err
+			}
+			in := fams["rocketmq_messages_in_total"].Find(map[string]string{"topic": metricsTopic})
+			if len(in) != 1 || in[0].Value != metricsSent {
+				return fmt.Errorf("%s: messages_in of %s: %v", name, metricsTopic, in)
+			}
+			if len(fams["rocketmq_consumer_lag_messages"].Find(map[string]string{"topic": metricsTopic})) != 1 {
+				return fmt.Errorf("%s: no lag series for %s yet", name, metricsTopic)
+			}
+			// Consumed: the out counters exist once messages went out.
+			out := fams["rocketmq_messages_out_total"].Find(map[string]string{"topic": metricsTopic})
+			if len(out) != 1 || out[0].Value < metricsSent {
+				return fmt.Errorf("%s: messages_out of %s: %v", name, metricsTopic, out)
+			}
+			return nil
+		})
+		return fams
+	}
+	apacheFams := scrape(t, "apache", apache.NamesrvAddr, apache.BrokerAddr, apachePort)
+	ourFams := scrape(t, "ours", ours.NamesrvAddr, ours.Brokers[0].Addr, ourPort)
+
+	if miss := metrics.Missing(apacheFams, ourFams); len(miss) > 0 {
+		t.Errorf("Apache 5.5.0 exports what we do not:\n%s", strings.Join(miss, "\n"))
+	}
+	f, err := os.Open(filepath.Join(harness.RepoRoot(t), "broker", "metrics", "testdata", "apache-5.5.0-families.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	committed, err := metrics.ReadFamilyList(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if miss := metrics.Missing(committed, apacheFams); len(miss) > 0 {
+		t.Errorf("the committed list has what Apache 5.5.0 did not export this time:\n%s", strings.Join(miss, "\n"))
+	}
+	var onlyOurs []string
+	for n := range ourFams {
+		if _, ok := apacheFams[n]; !ok {
+			onlyOurs = append(onlyOurs, n)
+		}
+	}
+	sort.Strings(onlyOurs)
+	t.Logf("families: Apache %d, ours %d; only ours: %v", len(apacheFams), len(ourFams), onlyOurs)
+
+	// Label values: the workload's rpc series and message types, side by
+	// side (logged; the clients' background requests differ in timing).
+	rpcs := func(f map[string]*metrics.Family) []string {
+		var out []string
+		for _, s := range f["rocketmq_rpc_latency_milliseconds"].Find(nil) {
+			out = append(out, s.Labels["protocol_type"]+"/"+s.Labels["request_code"]+"/"+s.Labels["response_code"]+"/"+s.Labels["result"])
+		}
+		sort.Strings(out)
+		return out
+	}
+	t.Logf("rpc series, Apache: %v", rpcs(apacheFams))
+	t.Logf("rpc series, ours:   %v", rpcs(ourFams))
+	for _, fam := range []string{"rocketmq_messages_in_total", "rocketmq_consumer_connections", "rocketmq_producer_connections"} {
+		a, o := apacheFams[fam].Find(map[string]string{}), ourFams[fam].Find(map[string]string{})
+		t.Logf("%s, Apache: %v", fam, labelsOf(a))
+		t.Logf("%s, ours:   %v", fam, labelsOf(o))
+	}
+	// What must agree exactly: the sends' message type, and the
+	// consumer's mode and language.
+	for _, c := range []struct {
+		fam   string
+		match map[string]string
+	}{
+		{"rocketmq_messages_in_total", map[string]string{"topic": metricsTopic, "message_type": "normal", "is_system": "false"}},
+		{"rocketmq_consumer_connections", map[string]string{"consumer_group": "metrics_interop_group", "consume_mode": "push", "language": "go", "protocol_type": "remoting", "is_system": "false"}},
+		{"rocketmq_rpc_latency_milliseconds", map[string]string{"request_code": "send_message", "response_code": "success", "protocol_type": "remoting", "result": "success", "is_long_polling": "false"}},
+	} {
+		if a, o := len(apacheFams[c.fam].Find(c.match)), len(ourFams[c.fam].Find(c.match)); a != 1 || o != 1 {
+			t.Errorf("%s%v: Apache %d series, ours %d; want 1 each", c.fam, c.match, a, o)
+		}
+	}
+}
+
+func labelsOf(ss []metrics.Sample) []string {
+	var out []string
+	for _, s := range ss {
+		var kv []string
+		for k, v := range s.Labels {
+			if k != "cluster" && k != "node_id" && k != "node_type" {
+				kv = append(kv, k+"="+v)
+			}
+		}
+		sort.Strings(kv)
+		out = append(out, "{"+strings.Join(kv, ",")+"}="+strconv.FormatFloat(s.Value, 'f', -1, 64))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// metricsWorkload creates a one-queue topic on broker, sends metricsSent
+// messages with client-go and starts a push consumer group that consumes
+// them; stop shuts the clients down.
+func metricsWorkload(t *testing.T, ns, broker string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res := primitive.NewPassthroughResolver([]string{ns})
+	adm, err := admin.NewAdmin(admin.WithResolver(res))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	if err := adm.CreateTopic(ctx, admin.WithTopicCreate(metricsTopic), admin.WithBrokerAddrCreate(broker),
+		admin.WithReadQueueNums(1), admin.WithWriteQueueNums(1)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := rocketmq.NewProducer(producer.WithNsResolver(res), producer.WithGroupName("metrics_interop_producer"),
+		producer.WithSendMsgTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, func() error {
+		_, err := p.SendSync(ctx, primitive.NewMessage(metricsTopic, []byte("probe")))
+		return err
+	})
+	for i := 1; i < metricsSent; i++ {
+		if r, err := p.SendSync(ctx, primitive.NewMessage(metricsTopic, []byte(strings.Repeat("x", 100)))); err != nil || r.Status != primitive.SendOK {
+			t.Fatalf("send %d: %v %v", i, r, err)
+		}
+	}
+	pc, err := rocketmq.NewPushConsumer(consumer.WithNsResolver(res), consumer.WithGroupName("metrics_interop_group"),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Subscribe(metricsTopic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
+		func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			return consumer.ConsumeSuccess, nil
+		}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		_ = pc.Shutdown()
+		_ = p.Shutdown()
+	}
+}
+
+func scrapeProm(port int) (map[string]*metrics.Family, error) {
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	return metrics.ParseText(strings.NewReader(string(body)))
+}
