@@ -1,0 +1,74 @@
+package command
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/rmqgo/rmq/pkg/admin/admintest"
+)
+
+// Golden files testdata/ax_*.golden are the stdout of the Java mqadmin
+// (rocketmq-tools 5.5.0, -Duser.timezone=UTC) for the topic, group and
+// producer commands of topicadmin.go and groupadmin.go against
+// adminSample, served on the sample's fixed ports, the cases in this
+// order. Regenerate with
+//
+//	RMQ_JAVA_GOLDEN=1 go test ./command -run TestCaptureJavaAdminCmdsGolden
+
+// adminSample is consumerSample with broker-c up (getConsumerConfig asks
+// every broker of the cluster info) and producer tables on broker-a.
+func adminSample() *admintest.Cluster {
+	fc, cs := consumerSampleWith()
+	fc.Down[admintest.SampleBrokerC0] = false
+	cs.ProducerTables[admintest.SampleBrokerA0] = `{"data":{"pg1":[` +
+		`{"clientId":"127.0.0.1@p1","lastUpdateTimestamp":1700000000100,"language":"JAVA","remoteIP":"/127.0.0.1:50002","version":513},` +
+		`{"clientId":"127.0.0.1@p2","lastUpdateTimestamp":1700000000200,"language":"GO","remoteIP":"/127.0.0.1:50004","version":0}],` +
+		`"pg2":[],"TOOLS_PRODUCER":[{"clientId":"127.0.0.1@t","lastUpdateTimestamp":1700000000300,"language":"JAVA","remoteIP":"/127.0.0.1:50005","version":513}]}}`
+	return fc
+}
+
+func adminCmdsGoldenCases() []caGoldenCase {
+	a, a1, b, c := admintest.SampleBrokerA0, admintest.SampleBrokerA1, admintest.SampleBrokerB0, admintest.SampleBrokerC0
+	return []caGoldenCase{
+		{"updateTopicPerm_b", []string{"updateTopicPerm", "-b", a, "-t", "TopicTest", "-p", "4"}},
+		{"updateTopicPerm_b_same", []string{"updateTopicPerm", "-b", a, "-t", "TopicTest", "-p", "4"}},
+		{"updateTopicPerm_b_slave", []string{"updateTopicPerm", "-b", a1, "-t", "TopicTest", "-p", "2"}},
+		{"updateTopicPerm_c", []string{"updateTopicPerm", "-c", "DefaultCluster", "-t", "TopicTest", "-p", "6"}},
+		{"topicRoute_perm", []string{"topicRoute", "-t", "TopicTest"}},
+		{"topicClusterList", []string{"topicClusterList", "-t", "TopicTest"}},
+		{"updateOrderConf_put", []string{"updateOrderConf", "-t", "TopicTest", "-m", "put", "-v", "broker-a:4;broker-b:4"}},
+		{"updateOrderConf_get", []string{"updateOrderConf", "-t", "TopicTest", "-m", "get"}},
+		{"updateOrderConf_delete", []string{"updateOrderConf", "-t", "TopicTest", "-m", "delete"}},
+		{"allocateMQ", []string{"allocateMQ", "-t", "TopicTest", "-i", "10.0.0.1,10.0.0.2,10.0.0.3"}},
+		{"allocateMQ_many", []string{"allocateMQ", "-t", "TopicTest", "-i", "c1,c2,c3,c4,c5,c6,c7,c8,c9,c10"}},
+		{"updateSubGroupList_b", []string{"updateSubGroupList", "-b", c, "-f", "testdata/subgrouplist.json"}},
+		{"updateSubGroupList_b2", []string{"updateSubGroupList", "-b", a, "-f", "testdata/subgrouplist.json"}},
+		{"updateSubGroupList_b3", []string{"updateSubGroupList", "-b", b, "-f", "testdata/subgrouplist.json"}},
+		{"updateSubGroupList_missing", []string{"updateSubGroupList", "-b", a, "-f", "testdata/no-such-file.json"}},
+		{"getConsumerConfig", []string{"getConsumerConfig", "-g", "gl1"}},
+		{"setConsumeMode_b", []string{"setConsumeMode", "-b", a, "-t", "TopicTest", "-g", "g1", "-m", "POP", "-q", "2"}},
+		{"setConsumeMode_c", []string{"setConsumeMode", "-c", "DefaultCluster", "-t", "TopicTest", "-g", "g1", "-m", "PULL"}},
+		{"cloneGroupOffset", []string{"cloneGroupOffset", "-s", "g1", "-d", "g9", "-t", "TopicTest"}},
+		{"skipAccumulatedMessage", []string{"skipAccumulatedMessage", "-g", "g1", "-t", "TopicTest"}},
+		{"skipAccumulatedMessage_old", []string{"skipAccumulatedMessage", "-g", "g3", "-t", "TopicTest", "-f", "false"}},
+		{"brokerConsumeStats", []string{"brokerConsumeStats", "-b", a}},
+		{"brokerConsumeStats_l", []string{"brokerConsumeStats", "-b", b, "-l", "5", "-o", "false", "-t", "3000"}},
+		{"producer", []string{"producer", "-b", a}},
+		{"producer_none", []string{"producer", "-b", b}},
+	}
+}
+
+func axGoldenPath(name string) string { return filepath.Join("testdata", "ax_"+name+".golden") }
+
+func TestAdminCmdsGolden(t *testing.T) {
+	skipWhileCapturing(t, "TestCaptureJavaAdminCmdsGolden")
+	runGoldenCases(t, adminSample(), adminCmdsGoldenCases(), axGoldenPath)
+}
+
+// TestCaptureJavaAdminCmdsGolden regenerates the ax_ golden files (opt-in;
+// needs java and Maven, and the sample's fixed ports free).
+func TestCaptureJavaAdminCmdsGolden(t *testing.T) {
+	requireCapture(t)
+	serveSample(t, adminSample())
+	captureGoldenCases(t, adminCmdsGoldenCases(), axGoldenPath)
+}
