@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rmqgo/rmq/pkg/admin/admintest"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -150,6 +151,29 @@ func TestAllocateAveragely(t *testing.T) {
 				t.Errorf("%v %s: %v, want %v", tt.cids, tt.cid, got, tt.want)
 				break
 			}
+		}
+	}
+}
+
+// TestJavaTimestamp: milliseconds, or yyyy-MM-dd#HH:mm:ss:SSS in the
+// given location (UtilAll.YYYY_MM_DD_HH_MM_SS_SSS).
+func TestJavaTimestamp(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"1700000000400", 1700000000400, true},
+		{"2023-11-14#22:13:20:400", 1700000000400, true},
+		{"2023-11-14#22:13:20:007", 1700000000007, true},
+		{"2023-11-14#22:13:20", 0, false},
+		{"2023-11-14#22:13:20:4", 0, false},
+		{"2023-11-14 22:13:20:400", 0, false},
+		{"now", 0, false},
+	} {
+		got, err := javaTimestamp("b", tt.in, time.UTC)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("%q: %d, %v; want %d (ok %v)", tt.in, got, err, tt.want, tt.ok)
 		}
 	}
 }

@@ -91,6 +91,24 @@ func msgGoldenCases() []msgGoldenCase {
 		{"consumeMessage_beyond", modeClient, func(f *msgFixture) []string {
 			return []string{"consumeMessage", "-t", msgTopic, "-b", "broker-b", "-i", "1", "-o", "7"}
 		}, false},
+		{"printMsg", modeClient, func(f *msgFixture) []string {
+			return []string{"printMsg", "-t", msgTopic}
+		}, false},
+		{"printMsg_s_d", modeClient, func(f *msgFixture) []string {
+			return []string{"printMsg", "-t", msgTopic, "-s", "TagA || TagB", "-d", "false", "-c", "UTF-8"}
+		}, false},
+		{"printMsg_b_e", modeClient, func(f *msgFixture) []string {
+			return []string{"printMsg", "-t", msgTopic, "-b", "1700000000150", "-e", "2023-11-14#22:13:20:400"}
+		}, false},
+		{"printMsgByQueue", modeClient, func(f *msgFixture) []string {
+			return []string{"printMsgByQueue", "-t", msgTopic, "-a", "broker-a", "-i", "0", "-p", "true", "-d", "true", "-f", "true"}
+		}, false},
+		{"printMsgByQueue_f", modeClient, func(f *msgFixture) []string {
+			return []string{"printMsgByQueue", "-t", msgTopic, "-a", "broker-b", "-i", "1", "-f", "true", "-p", "true"}
+		}, false},
+		{"printMsgByQueue_s", modeClient, func(f *msgFixture) []string {
+			return []string{"printMsgByQueue", "-t", msgTopic, "-a", "broker-b", "-i", "1", "-s", "TagB", "-p", "true"}
+		}, false},
 		{"sendMessage", modeClient, func(f *msgFixture) []string {
 			return []string{"sendMessage", "-t", msgTopic, "-p", "hello golden", "-k", "k1 k2", "-c", "TagG", "-b", "broker-b", "-i", "3"}
 		}, false},

@@ -237,6 +237,8 @@ func newRoot(a *app) *cobra.Command {
 		newQueryMsgByUniqueKey(a),
 		newQueryMsgByOffset(a),
 		newQueryMsgTraceByID(a),
+		newPrintMsg(a),
+		newPrintMsgByQueue(a),
 		newBrokerConsumeStats(a),
 		newProducerConnection(a),
 		newConsumerConnection(a),
