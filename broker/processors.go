@@ -134,6 +134,7 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 		// master is registered (broker/processor/pull suggestBroker).
 		CommitLogMaxOffset: st.CommitLog().MaxOffset,
 		MasterOnline:       func() bool { return b.MasterAddr() != "" },
+		Stats:              b.stats,
 		Logger:             log.With("component", "pull"),
 	})
 	if err != nil {
@@ -175,6 +176,7 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 		Replicas:         replicas,
 		TopicCreated:     b.topicCreated,
 		Fenced:           b.fenced,
+		Stats:            b.stats,
 		Logger:           log.With("component", "send"),
 	})
 	if err != nil {

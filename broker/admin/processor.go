@@ -83,6 +83,7 @@ type Deps struct {
 	Offsets  QueueOffsets        // nil: empty queues
 	Runtime  RuntimeInfoProvider // nil: store keys are zero
 	Pools    PoolStats           // nil: empty queues
+	Stats    StatsViewer         // nil: VIEW_BROKER_STATS_DATA finds nothing
 	Hooks    Hooks
 	// BootTime is when the broker started (bootTimestamp, runtime).
 	BootTime time.Time
@@ -127,6 +128,7 @@ func (p *Processor) Handlers() map[int32]remoting.Handler {
 		code.GetBrokerRuntimeInfo:     p.wrap(p.getBrokerRuntimeInfo),
 		code.GetBrokerConfig:          p.wrap(p.getBrokerConfig),
 		code.UpdateBrokerConfig:       p.wrap(p.updateBrokerConfig),
+		code.ViewBrokerStatsData:      p.viewBrokerStatsData,
 	}
 }
 

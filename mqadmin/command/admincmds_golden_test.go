@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/admin/admintest"
 )
 
@@ -24,6 +25,20 @@ func adminSample() *admintest.Cluster {
 		`{"clientId":"127.0.0.1@p1","lastUpdateTimestamp":1700000000100,"language":"JAVA","remoteIP":"/127.0.0.1:50002","version":513},` +
 		`{"clientId":"127.0.0.1@p2","lastUpdateTimestamp":1700000000200,"language":"GO","remoteIP":"/127.0.0.1:50004","version":0}],` +
 		`"pg2":[],"TOOLS_PRODUCER":[{"clientId":"127.0.0.1@t","lastUpdateTimestamp":1700000000300,"language":"JAVA","remoteIP":"/127.0.0.1:50005","version":513}]}}`
+	item := func(sum int64, tps float64) admin.BrokerStatsItem {
+		return admin.BrokerStatsItem{Sum: sum, Tps: tps, Avgpt: 1}
+	}
+	a, b := admintest.SampleBrokerA0, admintest.SampleBrokerB0
+	cs.BrokerStats[a] = map[string]admin.BrokerStatsData{
+		"TOPIC_PUT_NUMS TopicTest":    {StatsMinute: item(60, 1.125), StatsHour: item(600, 0.2), StatsDay: item(1000, 0.01)},
+		"GROUP_GET_NUMS TopicTest@g1": {StatsMinute: item(3, 0.005), StatsHour: item(30, 0.01)},
+		"GROUP_GET_NUMS TopicTest@g2": {StatsMinute: item(7, 0.125)},
+		"TOPIC_PUT_NUMS Topic_13":     {StatsMinute: item(0, 0), StatsHour: item(5, 0.001)},
+	}
+	cs.BrokerStats[b] = map[string]admin.BrokerStatsData{
+		"TOPIC_PUT_NUMS TopicTest":    {StatsMinute: item(30, 0.5), StatsHour: item(70, 0.02)},
+		"GROUP_GET_NUMS TopicTest@g2": {StatsMinute: item(2, 0.035), StatsDay: item(9, 0.0001)},
+	}
 	return fc
 }
 
@@ -55,6 +70,9 @@ func adminCmdsGoldenCases() []caGoldenCase {
 		{"brokerConsumeStats_l", []string{"brokerConsumeStats", "-b", b, "-l", "5", "-o", "false", "-t", "3000"}},
 		{"producer", []string{"producer", "-b", a}},
 		{"producer_none", []string{"producer", "-b", b}},
+		{"statsAll_t", []string{"statsAll", "-t", "TopicTest"}},
+		{"statsAll_a", []string{"statsAll", "-a"}},
+		{"statsAll", []string{"statsAll"}},
 	}
 }
 

@@ -255,6 +255,7 @@ func newRoot(a *app) *cobra.Command {
 		newResetOffsetByTime(a),
 		newSkipAccumulatedMessage(a),
 		newUpdateOrderConf(a),
+		newStatsAll(a),
 		newAllocateMQ(a),
 		newGetNamesrvConfig(a),
 		newUpdateNamesrvConfig(a),

@@ -217,6 +217,8 @@ func RequestName(c int32) string {
 		return "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST"
 	case GetAllProducerInfo:
 		return "GET_ALL_PRODUCER_INFO"
+	case ViewBrokerStatsData:
+		return "VIEW_BROKER_STATS_DATA"
 	case QueryTopicsByConsumer:
 		return "QUERY_TOPICS_BY_CONSUMER"
 	case GetTopicConfig:

@@ -105,6 +105,9 @@ type Deps struct {
 	// answered SERVICE_NOT_AVAILABLE so producers retry another broker.
 	// nil: never fenced.
 	Fenced func() bool
+	// Stats records stored messages per topic (Apache's TOPIC_PUT_NUMS,
+	// TOPIC_PUT_SIZE: VIEW_BROKER_STATS_DATA, mqadmin statsAll); nil: none.
+	Stats PutStats
 	// Now is the clock; nil: time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -451,6 +454,9 @@ func (p *Processor) sendOne(ctx context.Context, ch *remoting.Channel, req *remo
 		return nil, err
 	}
 	res, err := p.d.Store.PutMessage(ctx, msg)
+	if err == nil {
+		p.putStats(msg.Topic, 1, len(msg.Body))
+	}
 	resp, err := p.putResponse(ctx, req, cfg, res, err, props, queueID, uniq, false)
 	if rh, ok := p.d.Schedule.(RecallHandler); ok && err == nil {
 		if h := rh.RecallHandle(msg, cfg.BrokerName); h != "" {
@@ -458,6 +464,18 @@ func (p *Processor) sendOne(ctx context.Context, ch *remoting.Channel, req *remo
 		}
 	}
 	return resp, err
+}
+
+// PutStats counts stored messages (brokerstats.Manager).
+type PutStats interface {
+	TopicPut(topic string, msgs, size int)
+}
+
+// putStats counts a stored send of msgs messages of size body bytes.
+func (p *Processor) putStats(topic string, msgs, size int) {
+	if p.d.Stats != nil {
+		p.d.Stats.TopicPut(topic, msgs, size)
+	}
 }
 
 // checkBody enforces maxMessageSize on the body as stored (compressed).

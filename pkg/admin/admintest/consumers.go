@@ -21,7 +21,8 @@ type OffsetWrapper = admin.OffsetWrapper
 // to the client), offset resets (222, 15, 29, 30), subscription groups
 // (200, 201, 207, 352, 225), QUERY_TOPICS_BY_CONSUMER (343),
 // INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223), GET_BROKER_CONSUME_STATS
-// (317), GET_ALL_PRODUCER_INFO (328) and SET_MESSAGE_REQUEST_MODE (401). Install it with
+// (317), GET_ALL_PRODUCER_INFO (328), SET_MESSAGE_REQUEST_MODE (401) and
+// VIEW_BROKER_STATS_DATA (315). Install it with
 // AttachConsumers; the maps may be set up before requests flow, or under
 // Cluster.Lock.
 type Consumers struct {
@@ -57,6 +58,10 @@ type Consumers struct {
 	// RequestModes: broker address → SET_MESSAGE_REQUEST_MODE (401) bodies
 	// received, in order.
 	RequestModes map[string][]string
+	// BrokerStats: broker address → "statsName statsKey" → the
+	// VIEW_BROKER_STATS_DATA (315) answer; absent ones answer SYSTEM_ERROR
+	// "The stats <name> <key> not exist", as Apache's broker.
+	BrokerStats map[string]map[string]admin.BrokerStatsData
 }
 
 // AttachConsumers installs a consumer fake on fc (it sets fc.Override,
@@ -75,6 +80,7 @@ func AttachConsumers(fc *Cluster) *Consumers {
 
 		ProducerTables: map[string]string{},
 		RequestModes:   map[string][]string{},
+		BrokerStats:    map[string]map[string]admin.BrokerStatsData{},
 	}
 	fc.addOverride(cs.handle)
 	return cs
@@ -212,6 +218,13 @@ func (cs *Consumers) handle(addr string, req *remoting.Command) (*remoting.Comma
 		}{table})), true
 	case code.GetBrokerConsumeStats:
 		return cs.brokerConsumeStats(addr, req), true
+	case code.ViewBrokerStatsData:
+		name, key := req.Ext("statsName"), req.Ext("statsKey")
+		d, found := cs.BrokerStats[addr][name+" "+key]
+		if !found {
+			return fail(req, code.SystemError, "The stats <%s> <%s> not exist", name, key), true
+		}
+		return ok(req, protocol.MustMarshal(d)), true
 	case code.GetAllProducerInfo:
 		if t, found := cs.ProducerTables[addr]; found {
 			return ok(req, []byte(t)), true
