@@ -119,16 +119,17 @@ func New(d Deps) (*Processor, error) {
 // nil channel, so tests may call them directly.
 func (p *Processor) Handlers() map[int32]remoting.Handler {
 	return map[int32]remoting.Handler{
-		code.UpdateAndCreateTopic:     p.wrap(p.updateAndCreateTopic),
-		code.UpdateAndCreateTopicList: p.wrap(p.updateAndCreateTopicList),
-		code.DeleteTopicInBroker:      p.wrap(p.deleteTopic),
-		code.GetAllTopicConfig:        p.wrap(p.getAllTopicConfig),
-		code.GetTopicConfig:           p.wrap(p.getTopicConfig),
-		code.GetTopicStatsInfo:        p.wrap(p.getTopicStatsInfo),
-		code.GetBrokerRuntimeInfo:     p.wrap(p.getBrokerRuntimeInfo),
-		code.GetBrokerConfig:          p.wrap(p.getBrokerConfig),
-		code.UpdateBrokerConfig:       p.wrap(p.updateBrokerConfig),
-		code.ViewBrokerStatsData:      p.viewBrokerStatsData,
+		code.UpdateAndCreateTopic:         p.wrap(p.updateAndCreateTopic),
+		code.UpdateAndCreateTopicList:     p.wrap(p.updateAndCreateTopicList),
+		code.DeleteTopicInBroker:          p.wrap(p.deleteTopic),
+		code.GetAllTopicConfig:            p.wrap(p.getAllTopicConfig),
+		code.GetTopicConfig:               p.wrap(p.getTopicConfig),
+		code.GetTopicStatsInfo:            p.wrap(p.getTopicStatsInfo),
+		code.GetBrokerRuntimeInfo:         p.wrap(p.getBrokerRuntimeInfo),
+		code.GetBrokerConfig:              p.wrap(p.getBrokerConfig),
+		code.UpdateBrokerConfig:           p.wrap(p.updateBrokerConfig),
+		code.ViewBrokerStatsData:          p.viewBrokerStatsData,
+		code.GetSystemTopicListFromBroker: p.wrap(p.systemTopicList),
 	}
 }
 

@@ -473,3 +473,29 @@ func TestViewBrokerStatsData(t *testing.T) {
 		}
 	}
 }
+
+// TestSystemTopicList: 305 lists the reserved names and the topics made at
+// boot (the cluster's and the broker's among them), not user topics.
+func TestSystemTopicList(t *testing.T) {
+	f := newFixture(t)
+	if r := f.call(t, code.UpdateAndCreateTopic, createExt("UserT", 4, 4, 6), nil); r.Code != code.Success {
+		t.Fatalf("create: %d %s", r.Code, r.Remark)
+	}
+	resp := f.call(t, code.GetSystemTopicListFromBroker, nil, nil)
+	var tl protocol.TopicList
+	if resp.Code != code.Success {
+		t.Fatalf("305: %d %s", resp.Code, resp.Remark)
+	}
+	if err := protocol.Unmarshal(resp.Body, &tl); err != nil {
+		t.Fatal(err)
+	}
+	cfg := f.cfg.Get()
+	for _, want := range []string{"TBW102", "SCHEDULE_TOPIC_XXXX", "CHECKPOINT_TOPIC", cfg.BrokerClusterName, cfg.BrokerName, cfg.BrokerClusterName + "_REPLY_TOPIC"} {
+		if !slices.Contains(tl.TopicList, want) {
+			t.Errorf("305 lacks %s: %v", want, tl.TopicList)
+		}
+	}
+	if slices.Contains(tl.TopicList, "UserT") {
+		t.Errorf("305 lists a user topic: %v", tl.TopicList)
+	}
+}

@@ -1,7 +1,14 @@
 package command
 
 import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/rmqgo/rmq/pkg/admin"
@@ -21,6 +28,16 @@ import (
 func adminSample() *admintest.Cluster {
 	fc, cs := consumerSampleWith()
 	fc.Down[admintest.SampleBrokerC0] = false
+	cs.SubGroups[admintest.SampleBrokerA0] = map[string]string{
+		"g1":             `{"groupName":"g1","consumeEnable":true,"retryQueueNums":2,"retryMaxTimes":5,"brokerId":0,"attributes":{"k":"v"}}`,
+		"TOOLS_CONSUMER": `{"groupName":"TOOLS_CONSUMER"}`,
+		"CID_RMQ_SYS_X":  `{"groupName":"CID_RMQ_SYS_X"}`,
+		"gOrder":         `{"groupName":"gOrder","consumeMessageOrderly":true,"groupRetryPolicy":{"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":1000,"max":60000,"multiplier":2}}}`,
+	}
+	cs.SubGroups[admintest.SampleBrokerB0] = map[string]string{
+		"g1": `{"groupName":"g1","retryQueueNums":3}`,
+		"g2": `{"groupName":"g2","consumeBroadcastEnable":false}`,
+	}
 	cs.ProducerTables[admintest.SampleBrokerA0] = `{"data":{"pg1":[` +
 		`{"clientId":"127.0.0.1@p1","lastUpdateTimestamp":1700000000100,"language":"JAVA","remoteIP":"/127.0.0.1:50002","version":513},` +
 		`{"clientId":"127.0.0.1@p2","lastUpdateTimestamp":1700000000200,"language":"GO","remoteIP":"/127.0.0.1:50004","version":0}],` +
@@ -89,4 +106,84 @@ func TestCaptureJavaAdminCmdsGolden(t *testing.T) {
 	requireCapture(t)
 	serveSample(t, adminSample())
 	captureGoldenCases(t, adminCmdsGoldenCases(), axGoldenPath)
+}
+
+// Export cases write files: "<DIR>" in their arguments is a fresh
+// directory, and their golden file holds the stdout (the directory written
+// as <DIR>) followed by each file written, in name order, after a line
+// "--- <name>". exportTime values are written as <TIME>.
+func exportGoldenCases() []caGoldenCase {
+	a := admintest.SampleBrokerA0
+	return []caGoldenCase{
+		{"exportConfigs", []string{"exportConfigs", "-c", "DefaultCluster", "-f", "<DIR>"}},
+		{"exportConfigs_unknown", []string{"exportConfigs", "-c", "NoSuchCluster", "-f", "<DIR>"}},
+		{"exportMetadata_c", []string{"exportMetadata", "-c", "DefaultCluster", "-f", "<DIR>"}},
+		{"exportMetadata_c_t_s", []string{"exportMetadata", "-c", "DefaultCluster", "-f", "<DIR>", "-t", "-s"}},
+		{"exportMetadata_c_g", []string{"exportMetadata", "-c", "DefaultCluster", "-f", "<DIR>", "-g"}},
+		{"exportMetadata_b_t", []string{"exportMetadata", "-b", a, "-f", "<DIR>", "-t"}},
+		{"exportMetadata_b_g", []string{"exportMetadata", "-b", a, "-f", "<DIR>", "-g"}},
+	}
+}
+
+var exportTime = regexp.MustCompile(`"exportTime":\d+`)
+
+// exportOutput is what an export case's golden file holds.
+func exportOutput(t *testing.T, stdout []byte, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(strings.ReplaceAll(string(stdout), dir, "<DIR>"))
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		fmt.Fprintf(&b, "\n--- %s\n%s", rel, exportTime.ReplaceAll(data, []byte(`"exportTime":<TIME>`)))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func exportArgs(args []string, dir string) []string {
+	out := make([]string, 0, len(args)+2)
+	for _, a := range args {
+		out = append(out, strings.ReplaceAll(a, "<DIR>", dir))
+	}
+	return append(out, "-n", sampleNS)
+}
+
+func TestExportGolden(t *testing.T) {
+	skipWhileCapturing(t, "TestCaptureJavaExportGolden")
+	fc := adminSample()
+	for _, tc := range exportGoldenCases() {
+		want, err := os.ReadFile(axGoldenPath(tc.name))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		dir := t.TempDir()
+		var out, errb bytes.Buffer
+		if code := Main(context.Background(), exportArgs(tc.args, dir), fakeEnv(fc, &out, &errb)); code != 0 {
+			t.Errorf("%s: exit %d; stderr:\n%s", tc.name, code, errb.String())
+		}
+		checkGolden(t, tc.name+": ", exportOutput(t, out.Bytes(), dir), string(want), false)
+	}
+}
+
+// TestCaptureJavaExportGolden regenerates the export golden files (opt-in).
+func TestCaptureJavaExportGolden(t *testing.T) {
+	requireCapture(t)
+	serveSample(t, adminSample())
+	for _, tc := range exportGoldenCases() {
+		dir := t.TempDir()
+		out := runJavaMqadmin(t, exportArgs(tc.args, dir), "RMQ_JAVA_OPTS=-Duser.timezone=UTC")
+		if err := os.WriteFile(axGoldenPath(tc.name), []byte(exportOutput(t, out, dir)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

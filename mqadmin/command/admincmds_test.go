@@ -177,3 +177,20 @@ func TestJavaTimestamp(t *testing.T) {
 		}
 	}
 }
+
+// TestExportMetadataNothingToDo: -b without -t or -g writes nothing and
+// says nothing (as Java); neither -b nor -c is a usage error.
+func TestExportMetadataNothingToDo(t *testing.T) {
+	fc := adminSample()
+	dir := t.TempDir()
+	r := runFake(t, fc, "exportMetadata", "-b", admintest.SampleBrokerA0, "-f", dir, "-n", admintest.SampleNamesrv1)
+	if r.code != 0 || r.stdout != "" {
+		t.Fatalf("code %d stdout %q stderr %s", r.code, r.stdout, r.stderr)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("wrote %v", entries)
+	}
+	if r := runFake(t, fc, "exportMetadata", "-f", dir, "-n", admintest.SampleNamesrv1); r.code != ExitUsage {
+		t.Fatalf("no -b or -c: code %d", r.code)
+	}
+}

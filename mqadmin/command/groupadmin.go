@@ -71,7 +71,7 @@ func (a *app) getConsumerConfig(ctx context.Context, c *admin.Client, group stri
 		if err != nil {
 			return err
 		}
-		cfg, found := all[group]
+		cfg, found := all.Groups[group]
 		if !found {
 			continue
 		}

@@ -265,6 +265,8 @@ func newRoot(a *app) *cobra.Command {
 		newConsumeMessage(a),
 		newUpdateStaticTopic(a),
 		newRemappingStaticTopic(a),
+		newExportMetadata(a),
+		newExportConfigs(a),
 		newStaticTopicHistory(a),
 	} {
 		root.AddCommand(c)

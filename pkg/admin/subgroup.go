@@ -226,6 +226,14 @@ func (c *Client) SetMessageRequestMode(ctx context.Context, brokerAddr, topic, g
 	return err
 }
 
+// SubscriptionGroupTable is every subscription group of a broker with the
+// table's data version (Java's SubscriptionGroupWrapper).
+type SubscriptionGroupTable struct {
+	DataVersion    protocol.DataVersion
+	ForbiddenTable map[string]map[string]int
+	Groups         map[string]SubscriptionGroupConfig
+}
+
 // maxGroupsPerPage is the page size GetAllSubscriptionGroups asks for
 // (Java's ClientConfig.maxPageSizeInGetMetadata default).
 const maxGroupsPerPage = 2000
@@ -237,8 +245,9 @@ const maxGroupsPerPage = 2000
 // that does not send it answered everything), and a changed data version
 // starts over. Java stops one group early (groupSeq >= totalGroupNum-1);
 // we stop when every group has come.
-func (c *Client) GetAllSubscriptionGroups(ctx context.Context, brokerAddr string) (map[string]SubscriptionGroupConfig, error) {
+func (c *Client) GetAllSubscriptionGroups(ctx context.Context, brokerAddr string) (*SubscriptionGroupTable, error) {
 	table := map[string]SubscriptionGroupConfig{}
+	forbidden := map[string]map[string]int{}
 	seq := 0
 	var version json.RawMessage
 	for range 100 {
@@ -252,6 +261,7 @@ func (c *Client) GetAllSubscriptionGroups(ctx context.Context, brokerAddr string
 		}
 		var w struct {
 			DataVersion            json.RawMessage            `json:"dataVersion"`
+			ForbiddenTable         map[string]map[string]int  `json:"forbiddenTable"`
 			SubscriptionGroupTable map[string]json.RawMessage `json:"subscriptionGroupTable"`
 		}
 		if err := decodeBody(resp, brokerAddr, code.GetAllSubscriptionGroupConfig, &w); err != nil {
@@ -262,7 +272,11 @@ func (c *Client) GetAllSubscriptionGroups(ctx context.Context, brokerAddr string
 		} else if !bytes.Equal(version, w.DataVersion) {
 			version, seq = w.DataVersion, 0
 			clear(table)
+			clear(forbidden)
 			continue
+		}
+		for k, v := range w.ForbiddenTable {
+			forbidden[k] = v
 		}
 		for name, raw := range w.SubscriptionGroupTable {
 			g := NewSubscriptionGroupConfig("")
@@ -274,7 +288,13 @@ func (c *Client) GetAllSubscriptionGroups(ctx context.Context, brokerAddr string
 		seq += len(w.SubscriptionGroupTable)
 		total, err := strconv.Atoi(resp.Ext("totalGroupNum"))
 		if err != nil || seq >= total || len(w.SubscriptionGroupTable) == 0 {
-			return table, nil
+			out := &SubscriptionGroupTable{Groups: table, ForbiddenTable: forbidden}
+			if len(version) > 0 {
+				if err := protocol.Unmarshal(version, &out.DataVersion); err != nil {
+					return nil, fmt.Errorf("subscription groups of %s: data version: %w", brokerAddr, err)
+				}
+			}
+			return out, nil
 		}
 	}
 	return nil, fmt.Errorf("subscription groups of %s: data version kept changing", brokerAddr)

@@ -64,12 +64,22 @@ func TestGetAllSubscriptionGroups(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
-		if len(got) != tt.p.n || tt.p.calls != tt.wantCalls {
-			t.Fatalf("%s: %d groups in %d calls, want %d in %d", tt.name, len(got), tt.p.calls, tt.p.n, tt.wantCalls)
+		if len(got.Groups) != tt.p.n || tt.p.calls != tt.wantCalls {
+			t.Fatalf("%s: %d groups in %d calls, want %d in %d", tt.name, len(got.Groups), tt.p.calls, tt.p.n, tt.wantCalls)
 		}
-		last := got[fmt.Sprintf("g%d", tt.p.n-1)]
+		if want := int64(1 + b2i(tt.p.bump)); got.DataVersion.Counter != want {
+			t.Fatalf("%s: data version %+v, want counter %d", tt.name, got.DataVersion, want)
+		}
+		last := got.Groups[fmt.Sprintf("g%d", tt.p.n-1)]
 		if last.RetryMaxTimes != tt.p.n-1 || !last.ConsumeEnable || last.RetryQueueNums != 1 {
 			t.Fatalf("%s: %+v", tt.name, last)
 		}
 	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -219,6 +219,8 @@ func RequestName(c int32) string {
 		return "GET_ALL_PRODUCER_INFO"
 	case ViewBrokerStatsData:
 		return "VIEW_BROKER_STATS_DATA"
+	case GetSystemTopicListFromBroker:
+		return "GET_SYSTEM_TOPIC_LIST_FROM_BROKER"
 	case QueryTopicsByConsumer:
 		return "QUERY_TOPICS_BY_CONSUMER"
 	case GetTopicConfig:

@@ -91,6 +91,7 @@ const (
 	QueryTopicConsumeByWho               int32 = 300
 	GetConsumerRunningInfo               int32 = 307
 	ConsumeMessageDirectly               int32 = 309
+	GetSystemTopicListFromBroker         int32 = 305
 	ViewBrokerStatsData                  int32 = 315
 	GetBrokerConsumeStats                int32 = 317
 	QueryTopicsByConsumer                int32 = 343

@@ -214,8 +214,9 @@ func (cs *Consumers) handle(addr string, req *remoting.Command) (*remoting.Comma
 			table[name] = json.RawMessage(body)
 		}
 		return ok(req, protocol.MustMarshal(struct {
+			DataVersion            protocol.DataVersion       `json:"dataVersion"`
 			SubscriptionGroupTable map[string]json.RawMessage `json:"subscriptionGroupTable"`
-		}{table})), true
+		}{protocol.DataVersion{Counter: 2, Timestamp: 1700000000000}, table})), true
 	case code.GetBrokerConsumeStats:
 		return cs.brokerConsumeStats(addr, req), true
 	case code.ViewBrokerStatsData:
