@@ -1,10 +1,13 @@
 package command
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -192,5 +195,65 @@ func TestExportMetadataNothingToDo(t *testing.T) {
 	}
 	if r := runFake(t, fc, "exportMetadata", "-f", dir, "-n", admintest.SampleNamesrv1); r.code != ExitUsage {
 		t.Fatalf("no -b or -c: code %d", r.code)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a command writing while the test
+// reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestClusterRT: a round sends -a messages to each broker's own topic and
+// prints a line per broker (broker-b has no such topic: every send fails);
+// the command runs until its context ends, as Java's until interrupted.
+func TestClusterRT(t *testing.T) {
+	f := servedMsgFixture(t, false)
+	var out syncBuffer
+	var errb bytes.Buffer
+	env := msgEnv(f, modeClient, &bytes.Buffer{}, &errb, t.TempDir())
+	env.Stdout = &out
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- Main(ctx, []string{"clusterRT", "-a", "3", "-s", "8", "-i", "1", "-n", f.ns}, env) }()
+	deadline := time.Now().Add(15 * time.Second)
+	for strings.Count(out.String(), "\n") < 3 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	lines := strings.Split(out.String(), "\n")
+	if len(lines) < 3 || !strings.HasPrefix(lines[0], "#Cluster Name") {
+		t.Fatalf("output %q", out.String())
+	}
+	rows := map[string][]string{}
+	for _, l := range lines[1:3] {
+		fs := strings.Fields(l)
+		if len(fs) != 5 || fs[0] != "DefaultCluster" {
+			t.Fatalf("row %q", l)
+		}
+		rows[fs[1]] = fs[2:]
+	}
+	if a := rows["broker-a"]; len(a) != 3 || a[1] != "3" || a[2] != "0" {
+		t.Errorf("broker-a row %v, want 3 sent, 0 failed", a)
+	}
+	if b := rows["broker-b"]; len(b) != 3 || b[1] != "0" || b[2] != "3" {
+		t.Errorf("broker-b row %v, want 0 sent, 3 failed", b)
 	}
 }
