@@ -12,7 +12,7 @@ PKGS      := github.com/rmqgo/rmq/...
 GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED ?= 0
 
-.PHONY: proto all build run cluster test test-short test-repeat race vet fmt lint bench bench-vs-apache bench-recovery bench-static bench-lite bench-ha bench-grpc cluster-ha fuzz crash grpc-streams clean
+.PHONY: proto all build run cluster test test-short test-repeat race vet fmt lint bench bench-vs-apache bench-recovery bench-static bench-lite bench-ha bench-grpc bench-tls cluster-ha fuzz crash grpc-streams test-auth-java clean
 
 all: build
 
@@ -44,7 +44,7 @@ cluster-ha: build
 # inside the test binary (-cluster=inproc) under the race detector
 # (docs/architecture.md, "Tests").
 UNIT_PKGS = $$($(GO) list $(PKGS) | grep -v '^github.com/rmqgo/rmq/tests')
-INPROC_RACE_TESTS = ^(TestReplicaSets|TestCapabilities|TestMQAdminCommands|TestBrokerConnectionCloseRemovesRoute|TestBadInputKeepsServing|TestBadInputMessages|TestCutFramesNotExecuted|TestStoreRestartSDK|TestPopAckReviveAndKill|TestPopDeadLetter|TestMQAdminPopStatus|TestLiteTopicSeedFlow|TestLiteRestartRecoversEvents|TestLiteSDK|TestStaticTopicBroker|TestStaticTopicRemapUnderLoad|TestSDK|TestSDKFailover|TestHAClassicSyncMaster|TestSlaveCopiesMasterMetadata|TestSlaveServesReadsFromCommittedOffset)$$
+INPROC_RACE_TESTS = ^(TestReplicaSets|TestCapabilities|TestMQAdminCommands|TestBrokerConnectionCloseRemovesRoute|TestBadInputKeepsServing|TestBadInputMessages|TestCutFramesNotExecuted|TestStoreRestartSDK|TestPopAckReviveAndKill|TestPopDeadLetter|TestMQAdminPopStatus|TestLiteTopicSeedFlow|TestLiteRestartRecoversEvents|TestLiteSDK|TestStaticTopicBroker|TestStaticTopicRemapUnderLoad|TestSDK|TestSDKFailover|TestHAClassicSyncMaster|TestSlaveCopiesMasterMetadata|TestSlaveServesReadsFromCommittedOffset|TestAuthSlaveCopy)$$
 test: vet
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 10m $(UNIT_PKGS)
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 5m -parallel 4 -run '$(INPROC_RACE_TESTS)' \
@@ -88,6 +88,10 @@ bench:
 bench-vs-apache: build
 	./scripts/bench/vs-apache.sh
 
+# Send TPS and broker CPU/msg over plaintext and TLS (docs/operations.md "TLS").
+bench-tls: build
+	./scripts/bench/tls.sh
+
 # Recovery time after kill -9 with a 2 GiB CommitLog (SIZE_GB=n to change).
 bench-recovery: build
 	./scripts/bench/recovery.sh
@@ -129,6 +133,16 @@ grpc-streams:
 # (scripts/bench/grpc.sh; needs java + mvn). Not in `make test`.
 bench-grpc: build
 	./scripts/bench/grpc.sh
+
+# ACL 2.0 with the Java clients against our broker (docs/auth.md): Java
+# mqadmin 5.5.0's user and ACL commands (and our mqadmin printing the same,
+# TestAuthAdminOurs: TestAuthAdminApache's checks), the Java client with
+# AclClientRPCHook, the Java 5.x gRPC client with credentials, ali-ons with
+# its access key. Each starts JVMs (or node) for 10-70 s, so not in
+# `make test` (TestAuthACL2 is, with client-go and raw remoting); needs
+# java + mvn and node + npm.
+test-auth-java:
+	RMQ_AUTH_JAVA=1 $(GO) test -count=1 -timeout 10m -parallel 3 -run '^(TestAuthJavaMQAdmin|TestAuthJavaClient|TestAuthGrpcJava|TestAuthAdminOurs|TestAuthNodeClient)$$' github.com/rmqgo/rmq/tests/e2e
 
 FUZZTIME ?= 30s
 fuzz:

@@ -13,11 +13,15 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/rmqgo/rmq/broker/admin"
+	"github.com/rmqgo/rmq/broker/auth"
 	"github.com/rmqgo/rmq/broker/brokerstats"
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/grpcserver"
@@ -28,9 +32,12 @@ import (
 	"github.com/rmqgo/rmq/broker/slavesync"
 	"github.com/rmqgo/rmq/broker/statictopic"
 	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/broker/store/vfs"
 	"github.com/rmqgo/rmq/broker/topic"
 	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/pkg/tlsconfig"
 	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
 )
 
 // Option customises New.
@@ -49,6 +56,7 @@ type options struct {
 	noStore              bool
 	lockMaxLiveTime      time.Duration
 	liteExpirationUnit   time.Duration
+	commitLogFS          vfs.FS
 }
 
 // WithRegisterTiming overrides nameserver registration timing (tests): the
@@ -59,6 +67,9 @@ func WithRegisterTiming(initialDelay, period, debounce time.Duration) Option {
 		o.registerInitialDelay, o.registerPeriod, o.registerDebounce = initialDelay, period, debounce
 	}
 }
+
+// WithCommitLogFS puts the CommitLog on fs (fault injection in tests).
+func WithCommitLogFS(fs vfs.FS) Option { return func(o *options) { o.commitLogFS = fs } }
 
 // WithMappings plugs in the static-topic mapping manager.
 func WithMappings(s mapping.Source) Option { return func(o *options) { o.mappings = s } }
@@ -103,13 +114,20 @@ type Broker struct {
 	topics *topic.Manager
 	maps   mapping.Source
 	admin  *admin.Processor
+	auth   *auth.Service
+	// innerSigner signs the broker's own requests (nil without
+	// innerClientAuthenticationCredentials).
+	innerSigner *auth.Signer
 
 	server *remoting.Server
 	grpc   *grpcserver.Server // nil unless enableGrpcServer
+	// grpcCert is the gRPC endpoint's certificate source (with grpc).
+	grpcCert *tlsconfig.Server
 	// grpcProducers are the gRPC producers the transaction check calls
 	// back (wire_grpc_produce.go).
 	grpcProducers *grpcserver.Producers
 	client        *remoting.Client
+	tls           *tlsconfig.Setup // tls.* keys: server and client sides
 	registrar     *registry.Registrar
 	store         *store.Store
 	msg           *messaging
@@ -188,8 +206,19 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 		return nil, fmt.Errorf("broker: load topics: %w", err)
 	}
 
+	// One TLS setup for the remoting and HA ports and the outgoing
+	// connections; the certificate files are watched until closeLocal.
+	// useTLS (Apache's NettyClientConfig key) also makes the outgoing
+	// connections use TLS, as tls.enable does.
+	tlsSet := cfg.Settings
+	tlsSet.Enable = tlsSet.Enable || cfg.UseTLS
+	b.tls, err = tlsconfig.Start(tlsSet, []string{cfg.BrokerIP1, cfg.BrokerIP2}, log.With("component", "tls"))
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
 	scfg := remoting.DefaultServerConfig()
 	scfg.ListenAddr = cfg.ListenAddr()
+	scfg.TLS = b.tls.Remoting()
 	if cfg.FrameMaxLength > 0 {
 		scfg.MaxFrameSize = cfg.FrameMaxLength
 	}
@@ -198,21 +227,27 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 	}
 	b.server, err = remoting.NewServer(scfg, log.With("component", "remoting"))
 	if err != nil {
+		b.tls.Close()
 		return nil, fmt.Errorf("broker: remoting server: %w", err)
 	}
-	ccfg := remoting.DefaultClientConfig()
-	if cfg.ConnectTimeoutMillis > 0 {
-		ccfg.ConnectTimeout = cfg.ConnectTimeoutMillis
-	}
+	ccfg := b.clientConfig()
 	b.client = remoting.NewClient(ccfg, log.With("component", "namesrv-client"))
 
 	b.pools = newPools(cfg)
+
+	if err := b.wireAuth(cfg, log); err != nil {
+		b.closeLocal()
+		return nil, err
+	}
 
 	if !o.noStore {
 		sc, err := storeConfig(cfg, log)
 		if err != nil {
 			b.closeLocal()
 			return nil, err
+		}
+		if o.commitLogFS != nil {
+			sc.CommitLog.FS = o.commitLogFS
 		}
 		if b.store, err = store.Open(sc); err != nil {
 			b.closeLocal()
@@ -246,13 +281,14 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 	}
 
 	b.admin, err = admin.New(admin.Deps{
-		Config:   b.cfg,
-		Topics:   b.topics,
-		Mappings: b.maps,
-		Offsets:  o.offsets,
-		Runtime:  o.runtime,
-		Pools:    b.poolStats,
-		Stats:    b.stats,
+		Config:        b.cfg,
+		Topics:        b.topics,
+		Mappings:      b.maps,
+		Offsets:       o.offsets,
+		Runtime:       o.runtime,
+		Pools:         b.poolStats,
+		Stats:         b.stats,
+		RetryTopicsOf: b.popRetryTopicsOf,
 		Hooks: admin.Hooks{ConfigChanged: b.configChanged, TopicDeleted: o.topicDeleted, TopicsChanged: func(ctx context.Context, names []string) {
 			b.registrar.RegisterTopics(ctx, names)
 		}},
@@ -364,6 +400,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 			if err := b.grpc.Shutdown(ctx); err != nil {
 				errs = append(errs, err)
 			}
+			b.grpcCert.Close()
 		}
 		if err := b.server.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
@@ -384,22 +421,57 @@ func (b *Broker) startGrpc() error {
 	if !cfg.EnableGrpcServer {
 		return nil
 	}
-	srv, err := grpcserver.Start(grpcserver.Config{
+	gtls, err := b.grpcTLS()
+	if err != nil {
+		return fmt.Errorf("broker: gRPC endpoint: %w", err)
+	}
+	gcfg := grpcserver.Config{
 		Addr:          net.JoinHostPort(cfg.BrokerIP1, strconv.Itoa(cfg.GrpcServerPort)),
-		TLSKeyPath:    cfg.TLSKeyPath,
-		TLSCertPath:   cfg.TLSCertPath,
+		TLS:           gtls,
+		EnforceTLS:    b.tls.Settings.Mode() == tlsconfig.ModeEnforcing,
 		Hosts:         []string{cfg.BrokerIP1},
 		Backend:       grpcBackend{b},
 		AdvertiseHost: cfg.BrokerIP1,
 		Producers:     b.grpcProducers,
 		StreamWorkers: cfg.GrpcStreamWorkers,
 		Logger:        b.log.With("component", "grpc"),
-	})
+	}
+	if b.auth != nil && b.auth.Enabled() {
+		svc := b.auth
+		gcfg.Check = func(md grpcserver.RequestMeta, req proto.Message) error {
+			return svc.CheckGRPC(auth.GRPCMeta{Authorization: md.Authorization, DateTime: md.DateTime, RemoteAddr: md.RemoteAddr}, req)
+		}
+	}
+	srv, err := grpcserver.Start(gcfg)
 	if err != nil {
+		gtls.Close()
 		return fmt.Errorf("broker: %w", err)
 	}
-	b.grpc = srv
+	b.grpc, b.grpcCert = srv, gtls
 	return nil
+}
+
+// grpcTLS is the gRPC endpoint's certificate, watched for changes: the
+// proxy's tlsCertPath / tlsKeyPath when set, else tls.server.certPath /
+// keyPath, else a self-signed one (the endpoint always serves TLS next to
+// h2c, as the proxy does: the 5.x clients use TLS by default). Client
+// certificates are not asked for, as the proxy does not ask for them.
+func (b *Broker) grpcTLS() (*tlsconfig.Server, error) {
+	cfg := b.cfg.Get()
+	set := b.tls.Settings
+	set.ServerNeedClientAuth, set.ServerAuthClient, set.ServerTrustCertPath = tlsconfig.ClientAuthNone, false, ""
+	if cfg.TLSCertPath != "" {
+		set.ServerCertPath, set.ServerKeyPath, set.ServerKeyPassword = cfg.TLSCertPath, cfg.TLSKeyPath, ""
+	}
+	if set.ServerCertPath == "" {
+		set.TestModeEnable = true
+	}
+	srv, err := tlsconfig.NewServer(set, []string{cfg.BrokerIP1}, b.log.With("component", "grpc-tls"))
+	if err != nil {
+		return nil, err
+	}
+	srv.Watch(0)
+	return srv, nil
 }
 
 // GrpcAddr is the gRPC endpoint's listening address, "" when
@@ -424,11 +496,24 @@ func (b *Broker) closeLocal() {
 		ex.Close()
 	}
 	_ = b.client.Close()
+	b.tls.Close()
 	if b.store != nil {
 		if err := b.store.Close(); err != nil {
 			b.log.Error("close store", "err", err)
 		}
 	}
+}
+
+// clientConfig is the remoting client configuration of the broker's
+// outgoing connections: connectTimeoutMillis and, with tls.enable, TLS.
+func (b *Broker) clientConfig() remoting.ClientConfig {
+	cfg := b.cfg.Get()
+	ccfg := remoting.DefaultClientConfig()
+	if cfg.ConnectTimeoutMillis > 0 {
+		ccfg.ConnectTimeout = cfg.ConnectTimeoutMillis
+	}
+	ccfg.TLS = b.tls.ClientTLS()
+	return ccfg
 }
 
 // storeHost is brokerIP1 with the actual listening port: the store host of
@@ -482,8 +567,12 @@ func (b *Broker) MasterAddr() string { return b.masterAddr.Load().(string) }
 
 // RegisterProcessor installs a request handler on one of the executors
 // (processor.Registrar).
-func (b *Broker) RegisterProcessor(code int32, h remoting.Handler, pool processor.Pool) {
-	b.server.Register(code, h, b.pools[poolFor(code, pool)])
+func (b *Broker) RegisterProcessor(c int32, h remoting.Handler, pool processor.Pool) {
+	switch c {
+	case code.SendMessage, code.SendMessageV2, code.SendBatchMessage, code.ConsumerSendMsgBack:
+		h = b.rejectWhileBusy(h)
+	}
+	b.server.Register(c, h, b.pools[poolFor(c, pool)])
 }
 
 // WrapProcessor replaces the handler registered for code with wrap(handler),
@@ -522,6 +611,9 @@ func (b *Broker) poolStats() map[string]admin.PoolStat {
 // the route), autoCreateTopicEnable adds or removes TBW102, and a new
 // namesrvAddr takes effect with an immediate registration.
 func (b *Broker) configChanged(keys []string) {
+	if none := config.NoEffectIn(keys); len(none) > 0 {
+		b.log.Warn("accepted with no effect: "+strings.Join(none, ", "), "by", "updateBrokerConfig", "see", "docs/operations.md")
+	}
 	has := func(k string) bool { return slices.Contains(keys, k) }
 	if has("autoCreateTopicEnable") {
 		if err := b.topics.EnsureAutoCreateTopic(); err != nil {

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/admin"
@@ -97,6 +98,12 @@ func (b *Broker) fastFailure(stop <-chan struct{}) {
 		if !cfg.BrokerFastFailureEnable {
 			continue
 		}
+		if b.pageCacheBusy() {
+			if n := b.pools[processor.PoolSend].DropQueued(); n > 0 {
+				b.log.Warn("fast failure: a CommitLog write is stalled; answered SYSTEM_BUSY to the queued sends", "requests", n,
+					"stalledFor", b.store.CommitLog().WriteStalledFor(), "osPageCacheBusyTimeOutMills", cfg.OsPageCacheBusyTimeOutMills)
+			}
+		}
 		for p, s := range specs {
 			if s.maxWait == nil {
 				continue
@@ -105,5 +112,27 @@ func (b *Broker) fastFailure(stop <-chan struct{}) {
 				b.log.Warn("fast failure: answered SYSTEM_BUSY to requests that waited too long in their queue", "pool", s.name, "requests", n, "maxWait", s.maxWait(cfg))
 			}
 		}
+	}
+}
+
+// pageCacheBusy is Apache's isOSPageCacheBusy: a CommitLog write has been
+// running for longer than osPageCacheBusyTimeOutMills (the disk cannot keep
+// up with the page cache).
+func (b *Broker) pageCacheBusy() bool {
+	if b.store == nil {
+		return false
+	}
+	return b.store.CommitLog().WriteStalledFor() > b.cfg.Get().OsPageCacheBusyTimeOutMills
+}
+
+// rejectWhileBusy answers the send codes SYSTEM_BUSY while the page cache
+// is busy, before they reach the store (Apache's
+// SendMessageProcessor.rejectRequest): producers retry on another broker.
+func (b *Broker) rejectWhileBusy(h remoting.Handler) remoting.Handler {
+	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+		if b.pageCacheBusy() {
+			return remoting.NewResponse(req, code.SystemBusy, "[REJECTREQUEST]system busy, start flow control for a while"), nil
+		}
+		return h(ctx, ch, req)
 	}
 }

@@ -3,10 +3,12 @@ package broker
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/processor"
+	"github.com/rmqgo/rmq/broker/store/vfs"
 	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -135,5 +137,103 @@ func TestFastFailureAnswersQueuedSends(t *testing.T) {
 	}
 	if r := <-send(); r.Code != code.Success {
 		t.Fatalf("send: %d %q", r.Code, r.Remark)
+	}
+}
+
+// TestPageCacheBusySheds: while a CommitLog write has been stuck for longer
+// than osPageCacheBusyTimeOutMills (Apache's "OS page cache busy"), new
+// sends are refused with [REJECTREQUEST] and queued ones answered
+// [PCBUSY_CLEAN_QUEUE], instead of waiting for the disk; once the write
+// completes, sends are stored again.
+func TestPageCacheBusySheds(t *testing.T) {
+	ns := fakens.Start(t)
+	cfg := testConfig(t, t.TempDir(), ns.Addr())
+	cfg.OsPageCacheBusyTimeOutMills = 100 * time.Millisecond
+	cfg.SendThreadPoolQueueCapacity = 4
+	ffs := vfs.NewFaultFS(vfs.OS())
+	b, err := New(cfg, nil, WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond), WithCommitLogFS(ffs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
+	invoke := invoker(t, b)
+	if r := invoke(code.UpdateAndCreateTopic, map[string]string{"topic": "PC", "readQueueNums": "1", "writeQueueNums": "1", "perm": "6"}, nil); r.Code != code.Success {
+		t.Fatalf("create topic: %d %s", r.Code, r.Remark)
+	}
+	if r := invoke(code.SendMessage, remotingtest.SendExt(t, "pg", "PC", 0), []byte("before")); r.Code != code.Success {
+		t.Fatalf("send: %d %s", r.Code, r.Remark)
+	}
+
+	// The next CommitLog write hangs until released.
+	stuck, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	ffs.SetHook(func(op vfs.Op) error {
+		if op.Kind == vfs.OpWrite {
+			once.Do(func() { close(stuck); <-release })
+		}
+		return nil
+	})
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(release)
+		}
+	})
+	client := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	t.Cleanup(func() { _ = client.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	send := func() chan *remoting.Command {
+		out := make(chan *remoting.Command, 1)
+		go func() {
+			resp, err := client.Invoke(ctx, b.Addr(), remoting.NewRequest(code.SendMessage, remotingtest.SendExt(t, "pg", "PC", 0), []byte("m")))
+			if err != nil {
+				resp = remoting.NewResponse(nil, -1, err.Error())
+			}
+			out <- resp
+		}()
+		return out
+	}
+	stalled := send()
+	<-stuck
+	for b.store.CommitLog().WriteStalledFor() <= cfg.OsPageCacheBusyTimeOutMills {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r := <-send(); r.Code != code.SystemBusy || r.Remark != "[REJECTREQUEST]system busy, start flow control for a while" {
+		t.Fatalf("send while the page cache is busy: %d %q", r.Code, r.Remark)
+	}
+
+	// Queued sends are shed: hold every other send worker, then queue two.
+	const blockCode = 31998
+	started, hold := make(chan struct{}, 1024), make(chan struct{})
+	b.RegisterProcessor(blockCode, func(context.Context, *remoting.Channel, *remoting.Command) (*remoting.Command, error) {
+		started <- struct{}{}
+		<-hold
+		return remoting.NewResponse(nil, code.Success, ""), nil
+	}, processor.PoolSend)
+	defer close(hold)
+	for range sendWorkers(cfg) - 1 {
+		go func() { _, _ = client.Invoke(ctx, b.Addr(), remoting.NewRequest(blockCode, nil, nil)) }()
+	}
+	for range sendWorkers(cfg) - 1 {
+		<-started
+	}
+	for _, r := range []*remoting.Command{<-send(), <-send()} {
+		if r.Code != code.SystemBusy || !strings.HasPrefix(r.Remark, "[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: ") {
+			t.Fatalf("queued send while the page cache is busy: %d %q", r.Code, r.Remark)
+		}
+	}
+
+	released = true
+	close(release)
+	if r := <-stalled; r.Code != code.Success {
+		t.Fatalf("the stalled send: %d %q", r.Code, r.Remark)
+	}
+	ffs.SetHook(nil)
+	if r := invoke(code.SendMessage, remotingtest.SendExt(t, "pg", "PC", 0), []byte("after")); r.Code != code.Success {
+		t.Fatalf("send after the write completed: %d %q", r.Code, r.Remark)
 	}
 }

@@ -27,6 +27,7 @@ func (b *Broker) wireHA(w *wiring) (send.Replicas, error) {
 		HousekeepingInterval: cfg.HaHousekeepingInterval,
 		TransferBatchSize:    cfg.HaTransferBatchSize,
 		MaxGapNotInSync:      int64(cfg.HaMaxGapNotInSync),
+		TLS:                  b.tls.ClientTLS(),
 		Logger:               w.log.With("component", "ha"),
 	}
 	if cfg.HaFlowControlEnable {
@@ -86,7 +87,14 @@ func (b *Broker) haListen() (net.Listener, error) {
 		return nil, fmt.Errorf("HA listener %s: %w", addr, err)
 	}
 	b.haPort.Store(int32(ln.Addr().(*net.TCPAddr).Port))
-	return ln, nil
+	// tls.server.mode applies here too (Apache's HA port has no TLS: ours
+	// is an extension, docs/operations.md).
+	tln, err := remoting.NewTLSListener(ln, b.tls.Remoting(), b.log.With("component", "ha"))
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("HA listener %s: %w", addr, err)
+	}
+	return tln, nil
 }
 
 // haMasterAddr is where a slave replicates from: haMasterAddress when set

@@ -74,3 +74,17 @@ func (b *Broker) topicRoute(ctx context.Context, topic string) (*protocol.TopicR
 	}
 	return nil, errors.Join(errs...)
 }
+
+// popRetryTopicsOf names the pop retry topics (v2 and v1) of the groups
+// with offsets on topic, which DELETE_TOPIC_IN_BROKER deletes with it under
+// clearRetryTopicWhenDeleteTopic (Java's ConsumerOffsetManager.whichGroupByTopic).
+func (b *Broker) popRetryTopicsOf(topic string) []string {
+	if b.store == nil {
+		return nil
+	}
+	var out []string
+	for _, g := range b.store.Offsets().TopicGroups(topic) {
+		out = append(out, pop.RetryTopicV2(topic, g), pop.RetryTopicV1(topic, g))
+	}
+	return out
+}

@@ -37,12 +37,10 @@ func (b *Broker) wireSlaveSync(w *wiring, pops *pop.Processor) error {
 	// Its own client: the copy's answers may exceed the 16 MiB frames the
 	// nameserver client accepts (a consumer offset per lite topic and
 	// group), and the master's connection closes with the syncer.
-	ccfg := remoting.DefaultClientConfig()
+	ccfg := b.clientConfig()
 	ccfg.MaxFrameSize = copyMaxFrameSize
-	if cfg.ConnectTimeoutMillis > 0 {
-		ccfg.ConnectTimeout = cfg.ConnectTimeoutMillis
-	}
 	client := remoting.NewClient(ccfg, w.log.With("component", "slavesync-client"))
+	b.signInner(client)
 	o := slavesync.Options{
 		Invoker:       client,
 		MasterAddr:    masterAddr,
@@ -51,6 +49,7 @@ func (b *Broker) wireSlaveSync(w *wiring, pops *pop.Processor) error {
 		Groups:        w.m.subs,
 		Offsets:       w.st.Offsets(),
 		Modes:         pops,
+		Auth:          authCopy{b},
 		CheckInterval: cfg.SlaveSyncCheckInterval,
 		FullInterval:  cfg.SlaveSyncFullInterval,
 		Logger:        w.log.With("component", "slavesync"),

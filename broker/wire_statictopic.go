@@ -22,11 +22,8 @@ func (b *Broker) wireStaticTopic(w *wiring, handlers statictopic.Wrapper) error 
 	log := w.log.With("component", "statictopic")
 	// Broker-to-broker reads get their own connections, apart from the
 	// nameserver client.
-	ccfg := remoting.DefaultClientConfig()
-	if ms := b.cfg.Get().ConnectTimeoutMillis; ms > 0 {
-		ccfg.ConnectTimeout = ms
-	}
-	client := remoting.NewClient(ccfg, log.With("component", "statictopic-rpc"))
+	client := remoting.NewClient(b.clientConfig(), log.With("component", "statictopic-rpc"))
+	b.signInner(client)
 	rpc, err := statictopic.NewBrokerRPC(statictopic.RPCOptions{
 		Invoker: client,
 		NamesrvAddrs: func() []string {

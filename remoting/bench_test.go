@@ -3,6 +3,7 @@ package remoting
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -63,38 +64,60 @@ func BenchmarkCodecSendMessageV2(b *testing.B) {
 }
 
 // BenchmarkLoopback measures request/response throughput through Server and
-// Client over 127.0.0.1 with a fixed number of requests in flight.
+// Client over 127.0.0.1 with a fixed number of requests in flight: over
+// netpoll (plain), the goroutine-per-connection path of a permissive server
+// (permissive) and TLS.
 func BenchmarkLoopback(b *testing.B) {
-	s := startServer(b, func(c *ServerConfig) { c.IdleTimeout = -1 }, nil)
-	s.Register(code.SendMessageV2, func(_ context.Context, _ *Channel, req *Command) (*Command, error) {
-		resp := NewResponse(req, code.Success, "")
-		resp.ExtFields = map[string]string{"msgId": "7F00000100002A9F0000000000001234", "queueId": "3", "queueOffset": "42"}
-		return resp, nil
-	}, nil)
-	c := newClient(b, func(c *ClientConfig) { c.IdleTimeout = -1 })
-	addr := s.Addr()
-	mustInvoke(b, c, addr, sendMessageV2(SerializeJSON)) // dial outside the timing
+	fx := newTLSFixture(b)
+	serverTLS := ServerTLS{Config: &tls.Config{Certificates: []tls.Certificate{fx.server}}}
+	for _, tc := range []struct {
+		name   string
+		mode   TLSMode
+		client *tls.Config
+	}{
+		{"plain", TLSDisabled, nil},
+		{"permissive", TLSPermissive, nil},
+		{"tls", TLSEnforcing, &tls.Config{RootCAs: fx.ca.Pool()}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			s := startServer(b, func(c *ServerConfig) {
+				c.IdleTimeout = -1
+				if tc.mode != TLSDisabled {
+					c.TLS = serverTLS
+					c.TLS.Mode = tc.mode
+				}
+			}, nil)
+			s.Register(code.SendMessageV2, func(_ context.Context, _ *Channel, req *Command) (*Command, error) {
+				resp := NewResponse(req, code.Success, "")
+				resp.ExtFields = map[string]string{"msgId": "7F00000100002A9F0000000000001234", "queueId": "3", "queueOffset": "42"}
+				return resp, nil
+			}, nil)
+			c := newClient(b, func(c *ClientConfig) { c.IdleTimeout = -1; c.TLS = tc.client })
+			addr := s.Addr()
+			mustInvoke(b, c, addr, sendMessageV2(SerializeJSON)) // dial outside the timing
 
-	for _, inflight := range []int{1, 16, 256} {
-		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
-			b.ReportAllocs()
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			for range inflight {
-				wg.Go(func() {
-					for next.Add(1) <= int64(b.N) {
-						resp, err := c.Invoke(context.Background(), addr, sendMessageV2(SerializeJSON))
-						if err != nil || resp.Code != code.Success {
-							b.Errorf("invoke: %v %s", err, describe(resp))
-							return
-						}
+			for _, inflight := range []int{1, 16, 256} {
+				b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
+					b.ReportAllocs()
+					var next atomic.Int64
+					var wg sync.WaitGroup
+					b.ResetTimer()
+					for range inflight {
+						wg.Go(func() {
+							for next.Add(1) <= int64(b.N) {
+								resp, err := c.Invoke(context.Background(), addr, sendMessageV2(SerializeJSON))
+								if err != nil || resp.Code != code.Success {
+									b.Errorf("invoke: %v %s", err, describe(resp))
+									return
+								}
+							}
+						})
 					}
+					wg.Wait()
+					b.StopTimer()
+					b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
 				})
 			}
-			wg.Wait()
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
 		})
 	}
 }

@@ -31,6 +31,7 @@ type Channel struct {
 	local  string
 	remote string
 	t      transport
+	fl     flusher // t when it queues writes (TLS), else nil
 	log    *slog.Logger
 
 	opaque  *atomic.Int32 // the owning endpoint's request counter
@@ -67,6 +68,7 @@ func newChannel(id uint64, local, remote string, t transport, opaque *atomic.Int
 		pending: make(map[int32]*pending),
 		done:    make(chan struct{}),
 	}
+	ch.fl, _ = t.(flusher)
 	ch.touch()
 	return ch
 }
@@ -140,6 +142,13 @@ func (ch *Channel) WriteResponse(resp *Command) error {
 // a partly written frame leaves the stream unusable.
 func (ch *Channel) write(cmd *Command) error {
 	broken, err := ch.writeLocked(cmd)
+	if ch.fl != nil && err == nil {
+		// A queueing transport sends outside the write lock, so that
+		// frames written meanwhile go out with this one.
+		if err = ch.fl.flush(); err != nil {
+			broken = true
+		}
+	}
 	if broken {
 		// Close outside wmu: the transport may run markClosed synchronously.
 		_ = ch.Close()

@@ -3,6 +3,7 @@ package remoting
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,10 @@ type ClientConfig struct {
 	MaxFrameSize   int           // largest accepted response frame; default DefaultMaxFrameSize
 	IdleTimeout    time.Duration // close connections without traffic this long; default 120s, negative disables
 	WriteTimeout   time.Duration // a blocked write fails and closes the connection; default 10s
+	// TLS, when set, wraps every connection in TLS (Apache's tls.enable);
+	// the handshake is bounded by ConnectTimeout. Without ServerName (and
+	// verification on) the dialled host is the name verified.
+	TLS *tls.Config
 }
 
 // DefaultClientConfig returns the defaults.
@@ -281,13 +286,20 @@ func (c *Client) dial(ctx context.Context, addr string, e *connEntry) {
 	defer stop()
 	d := net.Dialer{Timeout: c.cfg.ConnectTimeout}
 	conn, err := d.DialContext(dctx, "tcp", addr)
+	if err == nil && c.cfg.TLS != nil {
+		conn, err = c.handshake(dctx, addr, conn)
+	}
 	if err != nil {
 		e.err = fmt.Errorf("remoting: connect to %s: %w", addr, err)
 		c.forget(addr, e) // the next call redials
 		return
 	}
+	var t transport = &netTransport{c: conn, writeTimeout: c.cfg.WriteTimeout}
+	if c.cfg.TLS != nil {
+		t = newCoalescingTransport(conn, c.cfg.WriteTimeout)
+	}
 	ch := newChannel(c.nextID.Add(1), addrString(conn.LocalAddr()), addrString(conn.RemoteAddr()),
-		&netTransport{c: conn, writeTimeout: c.cfg.WriteTimeout}, &c.opaque, c.cfg.RequestTimeout, c.log)
+		t, &c.opaque, c.cfg.RequestTimeout, c.log)
 
 	c.mu.Lock()
 	if c.closed {
@@ -306,6 +318,27 @@ func (c *Client) dial(ctx context.Context, addr string, e *connEntry) {
 	c.mu.Unlock()
 	e.ch = ch
 	c.log.Debug("remoting: connected", "channel", ch.String())
+}
+
+// handshake runs the TLS client handshake on conn; it closes conn on failure.
+func (c *Client) handshake(ctx context.Context, addr string, conn net.Conn) (net.Conn, error) {
+	cfg := c.cfg.TLS
+	if cfg.ServerName == "" && !cfg.InsecureSkipVerify {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			host = addr
+		}
+		cfg = cfg.Clone()
+		cfg.ServerName = host
+	}
+	tc := tls.Client(conn, cfg)
+	hctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("TLS handshake: %w", err)
+	}
+	return tc, nil
 }
 
 // read is the connection's reader loop. When it ends the connection is dead:

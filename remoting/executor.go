@@ -37,9 +37,24 @@ type Executor struct {
 // it (nil: it cannot be dropped).
 type queued struct {
 	run   func()
-	drop  func(waited time.Duration, queueLen int)
+	drop  DropFunc
 	since time.Time
 }
+
+// DropReason says why a queued task is answered instead of run.
+type DropReason int
+
+const (
+	// DropExpired: it waited in the queue longer than allowed.
+	DropExpired DropReason = iota
+	// DropBusy: the server sheds its queue (Apache: the OS page cache is
+	// busy, the disk cannot keep up).
+	DropBusy
+)
+
+// DropFunc answers a dropped task: why, how long it waited and how many
+// tasks are still queued behind it.
+type DropFunc func(why DropReason, waited time.Duration, queueLen int)
 
 // NewExecutor starts workers goroutines (at least 1) sharing a queue of
 // queueSize tasks. With queueSize 0 a task is accepted only when a worker is
@@ -111,8 +126,8 @@ func (e *Executor) run(task func()) {
 func (e *Executor) Submit(task func()) bool { return e.SubmitDroppable(task, nil) }
 
 // SubmitDroppable queues task like Submit; drop, if not nil, is called
-// instead of task when DropExpired finds it queued for too long.
-func (e *Executor) SubmitDroppable(task func(), drop func(waited time.Duration, queueLen int)) bool {
+// instead of task when DropExpired or DropQueued removes it from the queue.
+func (e *Executor) SubmitDroppable(task func(), drop DropFunc) bool {
 	now := time.Now()
 	e.mu.Lock()
 	// Room is the queue's capacity plus the idle workers about to take a
@@ -143,17 +158,25 @@ func (e *Executor) growLocked() {
 }
 
 // DropExpired answers, oldest first, the queued tasks that have waited
-// maxWait or longer and can be dropped, with their wait and the queue's
-// length after them; it stops at the first task that is younger or cannot
-// be dropped, as Apache's BrokerFastFailure stops at the queue's head. It
-// returns how many it dropped.
+// maxWait or longer and can be dropped (DropExpired), with their wait and
+// the queue's length after them; it stops at the first task that is
+// younger or cannot be dropped, as Apache's BrokerFastFailure stops at the
+// queue's head. It returns how many it dropped.
 func (e *Executor) DropExpired(maxWait time.Duration) int {
+	return e.drop(DropExpired, maxWait)
+}
+
+// DropQueued answers (DropBusy) every queued task that can be dropped, from
+// the head up to the first one that cannot.
+func (e *Executor) DropQueued() int { return e.drop(DropBusy, 0) }
+
+func (e *Executor) drop(why DropReason, maxWait time.Duration) int {
 	if e.queued.Load() == 0 {
 		return 0
 	}
 	now := time.Now()
 	type dropped struct {
-		drop   func(time.Duration, int)
+		drop   DropFunc
 		waited time.Duration
 		left   int
 	}
@@ -170,7 +193,7 @@ func (e *Executor) DropExpired(maxWait time.Duration) int {
 	}
 	e.mu.Unlock()
 	for _, d := range out {
-		d.drop(d.waited, d.left)
+		d.drop(why, d.waited, d.left)
 	}
 	return len(out)
 }

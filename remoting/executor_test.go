@@ -144,9 +144,9 @@ func TestExecutorDropExpired(t *testing.T) {
 	var dropped []string
 	var ran []string
 	submit := func(name string, droppable bool) {
-		var drop func(time.Duration, int)
+		var drop DropFunc
 		if droppable {
-			drop = func(waited time.Duration, left int) {
+			drop = func(_ DropReason, waited time.Duration, left int) {
 				mu.Lock()
 				defer mu.Unlock()
 				dropped = append(dropped, fmt.Sprintf("%s left=%d waited>=20ms:%v", name, left, waited >= 20*time.Millisecond))

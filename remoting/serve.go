@@ -11,13 +11,25 @@ import (
 // netpoll, which can only watch a listener's own descriptor. It is meant
 // for ports shared with another protocol (the HA controller classifies
 // each connection by its first byte and passes remoting ones here). It
-// returns at once; Shutdown closes ln and stops serving.
+// returns at once; Shutdown closes ln and stops serving. With TLS
+// configured (ServerConfig.TLS) connections are classified as Start's are.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state.Load() != stateNew {
 		return errors.New("remoting: server already started")
 	}
+	return s.serveLocked(ln)
+}
+
+// serveLocked runs the accept loop on ln; s.mu is held.
+func (s *Server) serveLocked(ln net.Listener) error {
+	tln, err := NewTLSListener(ln, s.cfg.TLS, s.log)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	ln = tln
 	s.ln, s.addr = ln, ln.Addr().String()
 	s.exec = NewExecutor("remoting-default", s.cfg.Workers, s.cfg.QueueSize)
 	s.served = make(chan struct{})
@@ -27,7 +39,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	if s.cfg.IdleTimeout > 0 {
 		s.bg.goTracked(func() { idleLoop(s.cfg.IdleTimeout, s.stopIdle, s.closeIdle) })
 	}
-	s.log.Info("remoting: server serving a shared listener", "addr", s.addr)
+	s.log.Info("remoting: server serving on its own goroutines", "addr", s.addr, "tls", s.cfg.TLS.Mode.String())
 	return nil
 }
 
@@ -59,8 +71,12 @@ func (s *Server) serveConn(conn net.Conn) {
 		_ = conn.Close()
 		return
 	}
+	var t transport = &netTransport{c: conn, writeTimeout: s.cfg.WriteTimeout}
+	if s.cfg.TLS.Mode != TLSDisabled {
+		t = newCoalescingTransport(conn, s.cfg.WriteTimeout)
+	}
 	ch := newChannel(s.nextID.Add(1), addrString(conn.LocalAddr()), addrString(conn.RemoteAddr()),
-		&netTransport{c: conn, writeTimeout: s.cfg.WriteTimeout}, &s.opaque, s.cfg.InvokeTimeout, s.log)
+		t, &s.opaque, s.cfg.InvokeTimeout, s.log)
 	s.channels[ch.id] = ch
 	s.conns.add()
 	s.mu.Unlock()

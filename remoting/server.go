@@ -35,6 +35,10 @@ const overloadRemark = "[OVERLOAD]system busy, start flow control for a while"
 // turns to another broker instead of timing out on this one.
 const expiredRemark = "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: %dms, size of queue: %d"
 
+// busyRemark answers a request dropped while the broker sheds its queue
+// because the disk cannot keep up (Apache: the OS page cache is busy).
+const busyRemark = "[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: %dms, size of queue: %d"
+
 // goAwayMinVersion: Java answers GO_AWAY while shutting down only to peers
 // newer than V5_3_1 (older ones do not know the code).
 const goAwayMinVersion = 475
@@ -49,6 +53,11 @@ type ServerConfig struct {
 	InvokeTimeout time.Duration // Channel.Invoke timeout when ctx has no deadline; default 3s
 	Workers       int           // default executor workers; default 16
 	QueueSize     int           // default executor queue; default 10000
+
+	// TLS: the zero value (TLSDisabled) is the plain netpoll server; other
+	// modes serve each connection on its own goroutine over crypto/tls
+	// (tls.go).
+	TLS ServerTLS
 }
 
 // DefaultServerConfig is the nameserver's default listener with all defaults.
@@ -82,7 +91,7 @@ func (c ServerConfig) Validate() error {
 	if c.Workers < 0 || c.QueueSize < 0 {
 		return errors.New("remoting: ServerConfig.Workers and QueueSize must not be negative")
 	}
-	return nil
+	return c.TLS.validate()
 }
 
 func (c ServerConfig) withDefaults() ServerConfig {
@@ -253,6 +262,15 @@ func (s *Server) Start() error {
 	defer s.mu.Unlock()
 	if s.state.Load() != stateNew {
 		return errors.New("remoting: server already started")
+	}
+	if s.cfg.TLS.Mode != TLSDisabled {
+		// TLS needs crypto/tls over a net.Conn: one goroutine per
+		// connection (serve.go), plaintext ones too in permissive mode.
+		ln, err := net.Listen("tcp", s.cfg.ListenAddr)
+		if err != nil {
+			return fmt.Errorf("remoting: listen on %s: %w", s.cfg.ListenAddr, err)
+		}
+		return s.serveLocked(ln)
 	}
 	ln, err := s.listen(s.cfg.ListenAddr)
 	if err != nil {
@@ -492,9 +510,13 @@ func (s *Server) dispatch(ch *Channel, req *Command) {
 	accepted := ex.SubmitDroppable(func() {
 		defer s.inflight.done()
 		serveRequest(s.ctx, s.log, &s.hooks, ch, req, r.h)
-	}, func(waited time.Duration, queueLen int) {
+	}, func(why DropReason, waited time.Duration, queueLen int) {
 		defer s.inflight.done()
-		s.reply(ch, req, NewResponse(req, code.SystemBusy, fmt.Sprintf(expiredRemark, waited.Milliseconds(), queueLen)))
+		remark := expiredRemark
+		if why == DropBusy {
+			remark = busyRemark
+		}
+		s.reply(ch, req, NewResponse(req, code.SystemBusy, fmt.Sprintf(remark, waited.Milliseconds(), queueLen)))
 	})
 	if !accepted {
 		s.inflight.done()

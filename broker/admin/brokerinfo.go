@@ -133,7 +133,7 @@ func (p *Processor) getBrokerConfig(_ context.Context, _ *remoting.Channel, req 
 	}
 	resp := remoting.NewResponse(req, code.Success, "")
 	resp.SetExt("version", string(v))
-	resp.Body = []byte(cfg.Properties())
+	resp.Body = []byte(cfg.AdminProperties())
 	return resp, nil
 }
 

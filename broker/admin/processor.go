@@ -84,7 +84,11 @@ type Deps struct {
 	Runtime  RuntimeInfoProvider // nil: store keys are zero
 	Pools    PoolStats           // nil: empty queues
 	Stats    StatsViewer         // nil: VIEW_BROKER_STATS_DATA finds nothing
-	Hooks    Hooks
+	// RetryTopicsOf names the pop retry topics (v1 and v2) of the groups
+	// with offsets on a topic: DELETE_TOPIC_IN_BROKER deletes those that
+	// exist too when clearRetryTopicWhenDeleteTopic is on. nil: none.
+	RetryTopicsOf func(topic string) []string
+	Hooks         Hooks
 	// BootTime is when the broker started (bootTimestamp, runtime).
 	BootTime time.Time
 	// IsActive reports brokerActive (Java: special services running, i.e.

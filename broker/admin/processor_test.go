@@ -41,6 +41,9 @@ func newFixture(t *testing.T, mutate ...func(*config.Config)) *fixture {
 		Pools: func() map[string]PoolStat {
 			return map[string]PoolStat{PoolSend: {Queued: 3, HeadWait: 1500 * time.Millisecond}}
 		},
+		RetryTopicsOf: func(tp string) []string {
+			return []string{"%RETRY%g1+" + tp, "%RETRY%g1_" + tp, "%RETRY%g2_" + tp, "%RETRY%g3_" + tp}
+		},
 		Hooks: Hooks{
 			ConfigChanged: func(k []string) { f.changed = append(f.changed, k) },
 			TopicDeleted:  func(tp string) { f.deleted = append(f.deleted, tp) },
@@ -224,6 +227,38 @@ func TestDeleteTopic(t *testing.T) {
 	}
 	if !slices.Equal(f.deleted, []string{"Gone", "NeverExisted"}) {
 		t.Errorf("TopicDeleted hook saw %v", f.deleted)
+	}
+}
+
+// TestDeleteTopicClearsRetryTopics: with clearRetryTopicWhenDeleteTopic
+// (Apache's default) the pop retry topics of the topic's groups that exist
+// are deleted with it; without, they stay.
+func TestDeleteTopicClearsRetryTopics(t *testing.T) {
+	for _, clear := range []bool{true, false} {
+		f := newFixture(t, func(c *config.Config) { c.ClearRetryTopicWhenDeleteTopic = clear })
+		for _, tp := range []string{"T", "%RETRY%g1_T", "%RETRY%g2_T", "%RETRY%g1_Other"} {
+			if r := f.call(t, code.UpdateAndCreateTopic, createExt(tp, 1, 1, 6), nil); r.Code != code.Success {
+				t.Fatalf("create %s: %d %s", tp, r.Code, r.Remark)
+			}
+		}
+		if r := f.call(t, code.DeleteTopicInBroker, map[string]string{"topic": "T"}, nil); r.Code != code.Success {
+			t.Fatalf("delete: %d %s", r.Code, r.Remark)
+		}
+		want := []string{"T"}
+		if clear {
+			want = []string{"T", "%RETRY%g1_T", "%RETRY%g2_T"}
+		}
+		if !slices.Equal(f.deleted, want) {
+			t.Errorf("clear=%v: deleted %v, want %v", clear, f.deleted, want)
+		}
+		for _, tp := range []string{"%RETRY%g1_T", "%RETRY%g2_T"} {
+			if f.topics.Contains(tp) == clear {
+				t.Errorf("clear=%v: %s still there: %v", clear, tp, f.topics.Contains(tp))
+			}
+		}
+		if !f.topics.Contains("%RETRY%g1_Other") {
+			t.Errorf("clear=%v: another topic's retry topic deleted", clear)
+		}
 	}
 }
 

@@ -133,14 +133,27 @@ func (p *Processor) deleteTopic(_ context.Context, ch *remoting.Channel, req *re
 	if p.d.Config.Get().ValidateSystemTopicWhenUpdateTopic && p.d.Topics.IsSystemTopic(name) {
 		return nil, fmt.Errorf("%w: the topic[%s] is conflict with system topic", errReservedTopic, name)
 	}
-	existed, err := p.d.Topics.Delete(name)
-	if err != nil {
-		return nil, fmt.Errorf("delete topic %s: %w", name, err)
+	names := []string{name}
+	if p.d.Config.Get().ClearRetryTopicWhenDeleteTopic && p.d.RetryTopicsOf != nil {
+		// The pop retry topics of the topic's groups go with it (Java's
+		// AdminBrokerProcessor.deleteTopic); asked before the topic's
+		// offsets are dropped.
+		for _, rt := range p.d.RetryTopicsOf(name) {
+			if rt != name && p.d.Topics.Contains(rt) && !slices.Contains(names, rt) {
+				names = append(names, rt)
+			}
+		}
 	}
-	if p.d.Hooks.TopicDeleted != nil {
-		p.d.Hooks.TopicDeleted(name)
+	for _, n := range names {
+		existed, err := p.d.Topics.Delete(n)
+		if err != nil {
+			return nil, fmt.Errorf("delete topic %s: %w", n, err)
+		}
+		if p.d.Hooks.TopicDeleted != nil {
+			p.d.Hooks.TopicDeleted(n)
+		}
+		p.log.Info("delete topic", "topic", n, "existed", existed, "remote", processor.RemoteAddr(ch))
 	}
-	p.log.Info("delete topic", "topic", name, "existed", existed, "remote", processor.RemoteAddr(ch))
 	return remoting.NewResponse(req, code.Success, ""), nil
 }
 

@@ -311,8 +311,16 @@ func (p *Processor) heartbeat(_ context.Context, ch *remoting.Channel, req *remo
 			}
 		}
 	}
+	// enableRegisterProducer=false with rejectTransactionMessage=true: no
+	// producer is added, the ones known keep being refreshed (nothing
+	// would check their transactions; Java's ProducerManager.registerProducer).
+	onlyKnown := !cfg.EnableRegisterProducer && cfg.RejectTransactionMessage
 	for _, pd := range hb.ProducerDataSet {
-		if pd.GroupName != "" {
+		switch {
+		case pd.GroupName == "":
+		case onlyKnown:
+			p.d.Producers.Refresh(pd.GroupName, ch)
+		default:
 			p.d.Producers.Register(pd.GroupName, info)
 		}
 	}

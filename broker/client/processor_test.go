@@ -297,6 +297,29 @@ func TestHeartbeatUnknownGroupWithoutAutoCreate(t *testing.T) {
 	}
 }
 
+// TestHeartbeatWithoutProducerRegistration: enableRegisterProducer=false
+// adds no producer while rejectTransactionMessage=true (Java's
+// ProducerManager.registerProducer); either key alone changes nothing.
+func TestHeartbeatWithoutProducerRegistration(t *testing.T) {
+	for _, tc := range []struct {
+		register, reject bool
+		want             bool
+	}{
+		{register: false, reject: true, want: false},
+		{register: false, reject: false, want: true},
+		{register: true, reject: true, want: true},
+	} {
+		e := servedEnv(t, func(c *config.Config) {
+			c.EnableRegisterProducer, c.RejectTransactionMessage = tc.register, tc.reject
+		})
+		a := e.peer(t, "a")
+		a.heartbeat(t, "g1", "T")
+		if got := e.p.Producers().GroupOnline("PG"); got != tc.want {
+			t.Errorf("enableRegisterProducer=%v rejectTransactionMessage=%v: producer registered %v, want %v", tc.register, tc.reject, got, tc.want)
+		}
+	}
+}
+
 func TestHeartbeatV2(t *testing.T) {
 	e := servedEnv(t)
 	a := e.peer(t, "a")

@@ -50,6 +50,19 @@ func (m *ProducerManager) Register(group string, info ChannelInfo) {
 	m.opts.Logger.Info("new producer connected", "group", group, "clientId", info.ClientID, "remote", info.RemoteAddr())
 }
 
+// Refresh updates the heartbeat time of a channel already in the group and
+// reports whether it was; it adds nothing.
+func (m *ProducerManager) Refresh(group string, ch *remoting.Channel) bool {
+	now := m.opts.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur := m.groups[group][ch]
+	if cur != nil {
+		cur.LastUpdate = now
+	}
+	return cur != nil
+}
+
 // Unregister removes the channel from the group (UNREGISTER_CLIENT).
 func (m *ProducerManager) Unregister(group string, ch *remoting.Channel) bool {
 	m.mu.Lock()

@@ -10,28 +10,33 @@ import (
 // (Java's @ImportantField). Durations are milliseconds in property files.
 //
 // Many keys are accepted for compatibility although no feature of this
-// broker reads them, so that a broker.conf written for Java loads unchanged.
+// broker reads them, so that a broker.conf written for Java loads unchanged:
+// those carry `effect:"none"` (the one list of them: the broker warns when
+// a configuration sets one, `-p` marks them, and docs/operations.md
+// "Accepted keys with no effect" is checked against the tags by
+// TestNoEffectKeysDocumented; TestNoEffectKeysUnread checks that no code
+// outside this package reads them).
 type BrokerConfig struct {
 	// Identity.
 	BrokerName        string `key:"brokerName" important:"true" readonly:"true"`
 	BrokerClusterName string `key:"brokerClusterName" important:"true" readonly:"true"`
 	BrokerID          int64  `key:"brokerId" important:"true" readonly:"true"`
 
-	BrokerConfigPath string `key:"brokerConfigPath" readonly:"true"`
+	BrokerConfigPath string `key:"brokerConfigPath" readonly:"true" effect:"none"`
 	RocketmqHome     string `key:"rocketmqHome" readonly:"true"`
 	NamesrvAddr      string `key:"namesrvAddr" important:"true"`
 	BrokerIP1        string `key:"brokerIP1" important:"true" readonly:"true"`
 	BrokerIP2        string `key:"brokerIP2" important:"true" readonly:"true"`
 	RegionID         string `key:"regionId"`
 
-	RecoverConcurrently                bool   `key:"recoverConcurrently" important:"true"`
+	RecoverConcurrently                bool   `key:"recoverConcurrently" important:"true" effect:"none"`
 	BrokerPermission                   int    `key:"brokerPermission" important:"true"`
 	DefaultTopicQueueNums              int    `key:"defaultTopicQueueNums"`
 	AutoCreateTopicEnable              bool   `key:"autoCreateTopicEnable" important:"true"`
 	ClusterTopicEnable                 bool   `key:"clusterTopicEnable" important:"true"`
 	BrokerTopicEnable                  bool   `key:"brokerTopicEnable"`
 	AutoCreateSubscriptionGroup        bool   `key:"autoCreateSubscriptionGroup" important:"true"`
-	MessageStorePlugIn                 string `key:"messageStorePlugIn" important:"true"`
+	MessageStorePlugIn                 string `key:"messageStorePlugIn" important:"true" effect:"none"`
 	MsgTraceTopicName                  string `key:"msgTraceTopicName" important:"true"`
 	TraceTopicEnable                   bool   `key:"traceTopicEnable" important:"true"`
 	TraceOn                            bool   `key:"traceOn"`
@@ -90,7 +95,7 @@ type BrokerConfig struct {
 
 	// Thread pools (worker counts and queue capacities of the executors).
 	SendMessageThreadPoolNums          int `key:"sendMessageThreadPoolNums"`
-	PutMessageFutureThreadPoolNums     int `key:"putMessageFutureThreadPoolNums"`
+	PutMessageFutureThreadPoolNums     int `key:"putMessageFutureThreadPoolNums" effect:"none"`
 	PullMessageThreadPoolNums          int `key:"pullMessageThreadPoolNums"`
 	LitePullMessageThreadPoolNums      int `key:"litePullMessageThreadPoolNums"`
 	AckMessageThreadPoolNums           int `key:"ackMessageThreadPoolNums"`
@@ -101,11 +106,11 @@ type BrokerConfig struct {
 	ConsumerManageThreadPoolNums       int `key:"consumerManageThreadPoolNums"`
 	LoadBalanceProcessorThreadPoolNums int `key:"loadBalanceProcessorThreadPoolNums"`
 	HeartbeatThreadPoolNums            int `key:"heartbeatThreadPoolNums"`
-	RecoverThreadPoolNums              int `key:"recoverThreadPoolNums"`
+	RecoverThreadPoolNums              int `key:"recoverThreadPoolNums" effect:"none"`
 	EndTransactionThreadPoolNums       int `key:"endTransactionThreadPoolNums"`
 
 	SendThreadPoolQueueCapacity            int `key:"sendThreadPoolQueueCapacity" important:"true"`
-	PutThreadPoolQueueCapacity             int `key:"putThreadPoolQueueCapacity"`
+	PutThreadPoolQueueCapacity             int `key:"putThreadPoolQueueCapacity" effect:"none"`
 	PullThreadPoolQueueCapacity            int `key:"pullThreadPoolQueueCapacity"`
 	LitePullThreadPoolQueueCapacity        int `key:"litePullThreadPoolQueueCapacity"`
 	AckThreadPoolQueueCapacity             int `key:"ackThreadPoolQueueCapacity"`
@@ -131,25 +136,25 @@ type BrokerConfig struct {
 
 	// Consumer offsets and client management.
 	FlushConsumerOffsetInterval        time.Duration `key:"flushConsumerOffsetInterval"`
-	FlushConsumerOffsetHistoryInterval time.Duration `key:"flushConsumerOffsetHistoryInterval"`
+	FlushConsumerOffsetHistoryInterval time.Duration `key:"flushConsumerOffsetHistoryInterval" effect:"none"`
 	NotifyConsumerIdsChangedEnable     bool          `key:"notifyConsumerIdsChangedEnable"`
 	ChannelExpiredTimeout              time.Duration `key:"channelExpiredTimeout"`
 	SubscriptionExpiredTimeout         time.Duration `key:"subscriptionExpiredTimeout"`
-	EnableBroadcastOffsetStore         bool          `key:"enableBroadcastOffsetStore"`
-	BroadcastOffsetExpireSecond        int64         `key:"broadcastOffsetExpireSecond"`
-	BroadcastOffsetExpireMaxSecond     int64         `key:"broadcastOffsetExpireMaxSecond"`
+	EnableBroadcastOffsetStore         bool          `key:"enableBroadcastOffsetStore" effect:"none"`
+	BroadcastOffsetExpireSecond        int64         `key:"broadcastOffsetExpireSecond" effect:"none"`
+	BroadcastOffsetExpireMaxSecond     int64         `key:"broadcastOffsetExpireMaxSecond" effect:"none"`
 	UseServerSideResetOffset           bool          `key:"useServerSideResetOffset"`
-	ConsumerOffsetUpdateVersionStep    int64         `key:"consumerOffsetUpdateVersionStep"`
-	DelayOffsetUpdateVersionStep       int64         `key:"delayOffsetUpdateVersionStep"`
-	LockInStrictMode                   bool          `key:"lockInStrictMode"`
+	ConsumerOffsetUpdateVersionStep    int64         `key:"consumerOffsetUpdateVersionStep" effect:"none"`
+	DelayOffsetUpdateVersionStep       int64         `key:"delayOffsetUpdateVersionStep" effect:"none"`
+	LockInStrictMode                   bool          `key:"lockInStrictMode" effect:"none"`
 	EnableRegisterProducer             bool          `key:"enableRegisterProducer"`
 	EnableCreateSysGroup               bool          `key:"enableCreateSysGroup"`
-	UseStaticSubscription              bool          `key:"useStaticSubscription"`
+	UseStaticSubscription              bool          `key:"useStaticSubscription" effect:"none"`
 
 	// Pull.
 	LongPollingEnable     bool          `key:"longPollingEnable"`
 	ShortPollingTimeMills time.Duration `key:"shortPollingTimeMills"`
-	TransferMsgByHeap     bool          `key:"transferMsgByHeap"`
+	TransferMsgByHeap     bool          `key:"transferMsgByHeap" effect:"none"`
 	SlaveReadEnable       bool          `key:"slaveReadEnable"`
 	// SlaveSyncCheckInterval / SlaveSyncFullInterval [ours]: a classic
 	// SLAVE checks every CheckInterval and copies its master's metadata
@@ -157,101 +162,101 @@ type BrokerConfig struct {
 	// 60 s; broker/slavesync).
 	SlaveSyncCheckInterval             time.Duration `key:"slaveSyncCheckInterval"`
 	SlaveSyncFullInterval              time.Duration `key:"slaveSyncFullInterval"`
-	DisableConsumeIfConsumerReadSlowly bool          `key:"disableConsumeIfConsumerReadSlowly"`
-	ConsumerFallbehindThreshold        int64         `key:"consumerFallbehindThreshold"`
+	DisableConsumeIfConsumerReadSlowly bool          `key:"disableConsumeIfConsumerReadSlowly" effect:"none"`
+	ConsumerFallbehindThreshold        int64         `key:"consumerFallbehindThreshold" effect:"none"`
 	LitePullMessageEnable              bool          `key:"litePullMessageEnable"`
-	EnableCalcFilterBitMap             bool          `key:"enableCalcFilterBitMap"`
+	EnableCalcFilterBitMap             bool          `key:"enableCalcFilterBitMap" effect:"none"`
 	RejectPullConsumerEnable           bool          `key:"rejectPullConsumerEnable"`
-	ExpectConsumerNumUseFilter         int           `key:"expectConsumerNumUseFilter"`
-	MaxErrorRateOfBloomFilter          int           `key:"maxErrorRateOfBloomFilter"`
-	FilterDataCleanTimeSpan            time.Duration `key:"filterDataCleanTimeSpan"`
-	FilterSupportRetry                 bool          `key:"filterSupportRetry"`
+	ExpectConsumerNumUseFilter         int           `key:"expectConsumerNumUseFilter" effect:"none"`
+	MaxErrorRateOfBloomFilter          int           `key:"maxErrorRateOfBloomFilter" effect:"none"`
+	FilterDataCleanTimeSpan            time.Duration `key:"filterDataCleanTimeSpan" effect:"none"`
+	FilterSupportRetry                 bool          `key:"filterSupportRetry" effect:"none"`
 	EnablePropertyFilter               bool          `key:"enablePropertyFilter"`
-	EnableNetWorkFlowControl           bool          `key:"enableNetWorkFlowControl"`
-	HighSpeedMode                      bool          `key:"highSpeedMode"`
-	CommercialBaseCount                int           `key:"commercialBaseCount"`
-	CommercialSizePerMsg               int           `key:"commercialSizePerMsg"`
-	AccountStatsEnable                 bool          `key:"accountStatsEnable"`
-	AccountStatsPrintZeroValues        bool          `key:"accountStatsPrintZeroValues"`
-	EnableDetailStat                   bool          `key:"enableDetailStat"`
-	AutoDeleteUnusedStats              bool          `key:"autoDeleteUnusedStats"`
-	EnableLmqStats                     bool          `key:"enableLmqStats"`
-	EstimateAccumulation               bool          `key:"estimateAccumulation"`
+	EnableNetWorkFlowControl           bool          `key:"enableNetWorkFlowControl" effect:"none"`
+	HighSpeedMode                      bool          `key:"highSpeedMode" effect:"none"`
+	CommercialBaseCount                int           `key:"commercialBaseCount" effect:"none"`
+	CommercialSizePerMsg               int           `key:"commercialSizePerMsg" effect:"none"`
+	AccountStatsEnable                 bool          `key:"accountStatsEnable" effect:"none"`
+	AccountStatsPrintZeroValues        bool          `key:"accountStatsPrintZeroValues" effect:"none"`
+	EnableDetailStat                   bool          `key:"enableDetailStat" effect:"none"`
+	AutoDeleteUnusedStats              bool          `key:"autoDeleteUnusedStats" effect:"none"`
+	EnableLmqStats                     bool          `key:"enableLmqStats" effect:"none"`
+	EstimateAccumulation               bool          `key:"estimateAccumulation" effect:"none"`
 
 	// Nameserver registration.
 	RegisterBrokerTimeoutMills      time.Duration `key:"registerBrokerTimeoutMills"`
 	RegisterNameServerPeriod        time.Duration `key:"registerNameServerPeriod"`
-	UpdateNameServerAddrPeriod      time.Duration `key:"updateNameServerAddrPeriod"`
-	FetchNamesrvAddrInterval        time.Duration `key:"fetchNamesrvAddrInterval"`
+	UpdateNameServerAddrPeriod      time.Duration `key:"updateNameServerAddrPeriod" effect:"none"`
+	FetchNamesrvAddrInterval        time.Duration `key:"fetchNamesrvAddrInterval" effect:"none"`
 	ForceRegister                   bool          `key:"forceRegister"`
 	CompressedRegister              bool          `key:"compressedRegister"`
-	EnableSingleTopicRegister       bool          `key:"enableSingleTopicRegister"`
+	EnableSingleTopicRegister       bool          `key:"enableSingleTopicRegister" effect:"none"`
 	EnableSplitRegistration         bool          `key:"enableSplitRegistration"`
 	SplitRegistrationSize           int           `key:"splitRegistrationSize"`
 	EnableSplitMetadata             bool          `key:"enableSplitMetadata"`
 	SplitMetadataSize               int           `key:"splitMetadataSize"`
-	FetchNameSrvAddrByDNSLookup     bool          `key:"fetchNameSrvAddrByDnsLookup" important:"true"`
-	FetchNamesrvAddrByAddressServer bool          `key:"fetchNamesrvAddrByAddressServer" important:"true"`
-	SendHeartbeatTimeoutMillis      time.Duration `key:"sendHeartbeatTimeoutMillis"`
+	FetchNameSrvAddrByDNSLookup     bool          `key:"fetchNameSrvAddrByDnsLookup" important:"true" effect:"none"`
+	FetchNamesrvAddrByAddressServer bool          `key:"fetchNamesrvAddrByAddressServer" important:"true" effect:"none"`
+	SendHeartbeatTimeoutMillis      time.Duration `key:"sendHeartbeatTimeoutMillis" effect:"none"`
 	BrokerHeartbeatInterval         time.Duration `key:"brokerHeartbeatInterval"`
 	BrokerNotActiveTimeoutMillis    time.Duration `key:"brokerNotActiveTimeoutMillis"`
-	CompatibleWithOldNameSrv        bool          `key:"compatibleWithOldNameSrv"`
-	SyncBrokerMemberGroupPeriod     time.Duration `key:"syncBrokerMemberGroupPeriod"`
+	CompatibleWithOldNameSrv        bool          `key:"compatibleWithOldNameSrv" effect:"none"`
+	SyncBrokerMemberGroupPeriod     time.Duration `key:"syncBrokerMemberGroupPeriod" effect:"none"`
 
 	// Transactions.
 	RejectTransactionMessage       bool          `key:"rejectTransactionMessage" important:"true"`
 	TransactionTimeOut             time.Duration `key:"transactionTimeOut" important:"true"`
 	TransactionCheckMax            int           `key:"transactionCheckMax" important:"true"`
 	TransactionCheckInterval       time.Duration `key:"transactionCheckInterval" important:"true"`
-	TransactionMetricFlushInterval time.Duration `key:"transactionMetricFlushInterval" important:"true"`
+	TransactionMetricFlushInterval time.Duration `key:"transactionMetricFlushInterval" important:"true" effect:"none"`
 	TransactionOpMsgMaxSize        int           `key:"transactionOpMsgMaxSize"`
-	TransactionOpBatchInterval     time.Duration `key:"transactionOpBatchInterval"`
+	TransactionOpBatchInterval     time.Duration `key:"transactionOpBatchInterval" effect:"none"`
 
 	// Request/reply, recall, forwarding.
 	StoreReplyMessageEnable           bool          `key:"storeReplyMessageEnable" important:"true"`
 	AllowRecallWhenBrokerNotWriteable bool          `key:"allowRecallWhenBrokerNotWriteable"`
 	RecallMessageEnable               bool          `key:"recallMessageEnable"`
 	ForwardTimeout                    time.Duration `key:"forwardTimeout"`
-	AsyncSendEnable                   bool          `key:"asyncSendEnable"`
+	AsyncSendEnable                   bool          `key:"asyncSendEnable" effect:"none"`
 
 	// POP consumption.
 	PopPollingSize                       int           `key:"popPollingSize"`
-	PopPollingMapSize                    int           `key:"popPollingMapSize"`
-	PopPollingMapExpireTimeSeconds       int           `key:"popPollingMapExpireTimeSeconds"`
+	PopPollingMapSize                    int           `key:"popPollingMapSize" effect:"none"`
+	PopPollingMapExpireTimeSeconds       int           `key:"popPollingMapExpireTimeSeconds" effect:"none"`
 	MaxPopPollingSize                    int64         `key:"maxPopPollingSize"`
 	ReviveQueueNum                       int           `key:"reviveQueueNum"`
 	ReviveInterval                       time.Duration `key:"reviveInterval"`
-	ReviveMaxSlow                        int64         `key:"reviveMaxSlow"`
-	ReviveScanTime                       time.Duration `key:"reviveScanTime"`
-	EnableSkipLongAwaitingAck            bool          `key:"enableSkipLongAwaitingAck"`
-	EnablePopLog                         bool          `key:"enablePopLog"`
-	EnablePopBufferMerge                 bool          `key:"enablePopBufferMerge"`
-	PopCkStayBufferTime                  time.Duration `key:"popCkStayBufferTime"`
-	PopCkStayBufferTimeOut               time.Duration `key:"popCkStayBufferTimeOut"`
-	PopCkMaxBufferSize                   int           `key:"popCkMaxBufferSize"`
-	PopCkOffsetMaxQueueSize              int           `key:"popCkOffsetMaxQueueSize"`
-	EnablePopBatchAck                    bool          `key:"enablePopBatchAck"`
-	PopLongPollingForceNotifyInterval    time.Duration `key:"popLongPollingForceNotifyInterval"`
-	EnableNotifyBeforePopCalculateLag    bool          `key:"enableNotifyBeforePopCalculateLag"`
+	ReviveMaxSlow                        int64         `key:"reviveMaxSlow" effect:"none"`
+	ReviveScanTime                       time.Duration `key:"reviveScanTime" effect:"none"`
+	EnableSkipLongAwaitingAck            bool          `key:"enableSkipLongAwaitingAck" effect:"none"`
+	EnablePopLog                         bool          `key:"enablePopLog" effect:"none"`
+	EnablePopBufferMerge                 bool          `key:"enablePopBufferMerge" effect:"none"`
+	PopCkStayBufferTime                  time.Duration `key:"popCkStayBufferTime" effect:"none"`
+	PopCkStayBufferTimeOut               time.Duration `key:"popCkStayBufferTimeOut" effect:"none"`
+	PopCkMaxBufferSize                   int           `key:"popCkMaxBufferSize" effect:"none"`
+	PopCkOffsetMaxQueueSize              int           `key:"popCkOffsetMaxQueueSize" effect:"none"`
+	EnablePopBatchAck                    bool          `key:"enablePopBatchAck" effect:"none"`
+	PopLongPollingForceNotifyInterval    time.Duration `key:"popLongPollingForceNotifyInterval" effect:"none"`
+	EnableNotifyBeforePopCalculateLag    bool          `key:"enableNotifyBeforePopCalculateLag" effect:"none"`
 	EnableNotifyAfterPopOrderLockRelease bool          `key:"enableNotifyAfterPopOrderLockRelease"`
 	InitPopOffsetByCheckMsgInMem         bool          `key:"initPopOffsetByCheckMsgInMem"`
 	RetrieveMessageFromPopRetryTopicV1   bool          `key:"retrieveMessageFromPopRetryTopicV1"`
 	EnableRetryTopicV2                   bool          `key:"enableRetryTopicV2"`
 	PopFromRetryProbability              int           `key:"popFromRetryProbability"`
 	PopResponseReturnActualRetryTopic    bool          `key:"popResponseReturnActualRetryTopic"`
-	PopInflightMessageThreshold          int64         `key:"popInflightMessageThreshold"`
-	EnablePopMessageThreshold            bool          `key:"enablePopMessageThreshold"`
-	SkipWhenCKRePutReachMaxTimes         bool          `key:"skipWhenCKRePutReachMaxTimes"`
-	AppendAckAsync                       bool          `key:"appendAckAsync"`
-	AppendCkAsync                        bool          `key:"appendCkAsync"`
-	RealTimeNotifyConsumerChange         bool          `key:"realTimeNotifyConsumerChange"`
+	PopInflightMessageThreshold          int64         `key:"popInflightMessageThreshold" effect:"none"`
+	EnablePopMessageThreshold            bool          `key:"enablePopMessageThreshold" effect:"none"`
+	SkipWhenCKRePutReachMaxTimes         bool          `key:"skipWhenCKRePutReachMaxTimes" effect:"none"`
+	AppendAckAsync                       bool          `key:"appendAckAsync" effect:"none"`
+	AppendCkAsync                        bool          `key:"appendCkAsync" effect:"none"`
+	RealTimeNotifyConsumerChange         bool          `key:"realTimeNotifyConsumerChange" effect:"none"`
 	ServerLoadBalancerEnable             bool          `key:"serverLoadBalancerEnable"`
 	DefaultMessageRequestMode            string        `key:"defaultMessageRequestMode"`
 	DefaultPopShareQueueNum              int           `key:"defaultPopShareQueueNum"`
 	LoadBalancePollNameServerInterval    time.Duration `key:"loadBalancePollNameServerInterval"`
-	CleanOfflineBrokerInterval           time.Duration `key:"cleanOfflineBrokerInterval"`
-	PopOrderLockTimerTickMs              time.Duration `key:"popOrderLockTimerTickMs"`
-	PopOrderLockTimerTicksPerWheel       int           `key:"popOrderLockTimerTicksPerWheel"`
+	CleanOfflineBrokerInterval           time.Duration `key:"cleanOfflineBrokerInterval" effect:"none"`
+	PopOrderLockTimerTickMs              time.Duration `key:"popOrderLockTimerTickMs" effect:"none"`
+	PopOrderLockTimerTicksPerWheel       int           `key:"popOrderLockTimerTicksPerWheel" effect:"none"`
 
 	// Lite topics (docs/lite-topics.md §2.3).
 	LiteEventCheckInterval time.Duration `key:"liteEventCheckInterval"`
@@ -269,23 +274,23 @@ type BrokerConfig struct {
 	LiteEventCapacityCacheTTLMs                    time.Duration `key:"liteEventCapacityCacheTtlMs"`
 	LiteEventFullDispatchDelayTime                 time.Duration `key:"liteEventFullDispatchDelayTime"`
 	LiteEventFullDispatchDelayTimeForWildcardGroup time.Duration `key:"liteEventFullDispatchDelayTimeForWildcardGroup"`
-	PersistConsumerOffsetIncrementally             bool          `key:"persistConsumerOffsetIncrementally"`
-	EnableLitePopLog                               bool          `key:"enableLitePopLog"`
+	PersistConsumerOffsetIncrementally             bool          `key:"persistConsumerOffsetIncrementally" effect:"none"`
+	EnableLitePopLog                               bool          `key:"enableLitePopLog" effect:"none"`
 	LiteLagLatencyCollectEnable                    bool          `key:"liteLagLatencyCollectEnable"` // no effect yet (no metrics system; docs/compatibility.md)
 	LiteLagLatencyMetricsEnable                    bool          `key:"liteLagLatencyMetricsEnable"` // no effect yet (no metrics system; docs/compatibility.md)
 	LiteLagCountMetricsEnable                      bool          `key:"liteLagCountMetricsEnable"`   // no effect yet (no metrics system; docs/compatibility.md)
 	LiteLagLatencyTopK                             int           `key:"liteLagLatencyTopK"`          // no effect yet (no metrics system; docs/compatibility.md)
 	MaxLiteTopicSize                               int           `key:"maxLiteTopicSize"`
-	MaxSyncLiteSubscriptionRate                    int           `key:"maxSyncLiteSubscriptionRate"`
+	MaxSyncLiteSubscriptionRate                    int           `key:"maxSyncLiteSubscriptionRate" effect:"none"`
 
 	// Replication, controller mode (Apache's
 	// org/apache/rocketmq/common/BrokerConfig.java keys).
 	EnableSlaveActingMaster         bool          `key:"enableSlaveActingMaster"`
-	EnableRemoteEscape              bool          `key:"enableRemoteEscape"`
-	SkipPreOnline                   bool          `key:"skipPreOnline"`
+	EnableRemoteEscape              bool          `key:"enableRemoteEscape" effect:"none"`
+	SkipPreOnline                   bool          `key:"skipPreOnline" effect:"none"`
 	EnableControllerMode            bool          `key:"enableControllerMode" readonly:"true"`
 	ControllerAddr                  string        `key:"controllerAddr"`
-	FetchControllerAddrByDNSLookup  bool          `key:"fetchControllerAddrByDnsLookup"`
+	FetchControllerAddrByDNSLookup  bool          `key:"fetchControllerAddrByDnsLookup" effect:"none"`
 	SyncBrokerMetadataPeriod        time.Duration `key:"syncBrokerMetadataPeriod"`
 	CheckSyncStateSetPeriod         time.Duration `key:"checkSyncStateSetPeriod"`
 	SyncControllerMetadataPeriod    time.Duration `key:"syncControllerMetadataPeriod"`
@@ -297,10 +302,10 @@ type BrokerConfig struct {
 	MasterLeaseMillis time.Duration `key:"masterLeaseMillis"`
 
 	// Access control (5.x ACL 1.0 switch; ACL 2.0 keys are in AuthConfig).
-	ACLEnable bool `key:"aclEnable" important:"true"`
+	ACLEnable bool `key:"aclEnable" important:"true" effect:"none"`
 
 	// Logging and metrics.
-	IsolateLogEnable                     bool          `key:"isolateLogEnable"`
+	IsolateLogEnable                     bool          `key:"isolateLogEnable" effect:"none"`
 	MetricsExporterType                  string        `key:"metricsExporterType"`
 	MetricsOtelCardinalityLimit          int           `key:"metricsOtelCardinalityLimit"`
 	MetricsGrpcExporterTarget            string        `key:"metricsGrpcExporterTarget"`
@@ -320,17 +325,17 @@ type BrokerConfig struct {
 	EnableStatsMetrics                   bool          `key:"enableStatsMetrics"`
 	EnableRequestMetrics                 bool          `key:"enableRequestMetrics"`
 	EnableLagAndDlqMetrics               bool          `key:"enableLagAndDlqMetrics"`
-	MaxStatsIdleTimeInMinutes            int           `key:"maxStatsIdleTimeInMinutes"`
+	MaxStatsIdleTimeInMinutes            int           `key:"maxStatsIdleTimeInMinutes" effect:"none"`
 
 	// Cold data flow control.
-	ColdCtrStrategyEnable   bool  `key:"coldCtrStrategyEnable"`
-	UsePIDColdCtrStrategy   bool  `key:"usePIDColdCtrStrategy"`
-	CgColdReadThreshold     int64 `key:"cgColdReadThreshold"`
-	GlobalColdReadThreshold int64 `key:"globalColdReadThreshold"`
+	ColdCtrStrategyEnable   bool  `key:"coldCtrStrategyEnable" effect:"none"`
+	UsePIDColdCtrStrategy   bool  `key:"usePIDColdCtrStrategy" effect:"none"`
+	CgColdReadThreshold     int64 `key:"cgColdReadThreshold" effect:"none"`
+	GlobalColdReadThreshold int64 `key:"globalColdReadThreshold" effect:"none"`
 
-	EnableFastChannelEventProcess bool `key:"enableFastChannelEventProcess"`
-	PrintChannelGroups            bool `key:"printChannelGroups"`
-	PrintChannelGroupsMinNum      int  `key:"printChannelGroupsMinNum"`
+	EnableFastChannelEventProcess bool `key:"enableFastChannelEventProcess" effect:"none"`
+	PrintChannelGroups            bool `key:"printChannelGroups" effect:"none"`
+	PrintChannelGroupsMinNum      int  `key:"printChannelGroupsMinNum" effect:"none"`
 }
 
 // NettyConfig holds Apache's NettyServerConfig and NettyClientConfig keys.
@@ -338,61 +343,65 @@ type BrokerConfig struct {
 type NettyConfig struct {
 	ListenPort                         int    `key:"listenPort" important:"true" readonly:"true"`
 	BindAddress                        string `key:"bindAddress" readonly:"true"`
-	ServerWorkerThreads                int    `key:"serverWorkerThreads"`
-	ServerCallbackExecutorThreads      int    `key:"serverCallbackExecutorThreads"`
-	ServerSelectorThreads              int    `key:"serverSelectorThreads"`
-	ServerOnewaySemaphoreValue         int    `key:"serverOnewaySemaphoreValue"`
-	ServerAsyncSemaphoreValue          int    `key:"serverAsyncSemaphoreValue"`
+	ServerWorkerThreads                int    `key:"serverWorkerThreads" effect:"none"`
+	ServerCallbackExecutorThreads      int    `key:"serverCallbackExecutorThreads" effect:"none"`
+	ServerSelectorThreads              int    `key:"serverSelectorThreads" effect:"none"`
+	ServerOnewaySemaphoreValue         int    `key:"serverOnewaySemaphoreValue" effect:"none"`
+	ServerAsyncSemaphoreValue          int    `key:"serverAsyncSemaphoreValue" effect:"none"`
 	ServerChannelMaxIdleTimeSeconds    int    `key:"serverChannelMaxIdleTimeSeconds"`
-	ServerSocketSndBufSize             int    `key:"serverSocketSndBufSize"`
-	ServerSocketRcvBufSize             int    `key:"serverSocketRcvBufSize"`
-	WriteBufferHighWaterMark           int    `key:"writeBufferHighWaterMark"`
-	WriteBufferLowWaterMark            int    `key:"writeBufferLowWaterMark"`
-	ServerSocketBacklog                int    `key:"serverSocketBacklog"`
-	ServerPooledByteBufAllocatorEnable bool   `key:"serverPooledByteBufAllocatorEnable"`
-	EnableShutdownGracefully           bool   `key:"enableShutdownGracefully"`
-	ShutdownWaitTimeSeconds            int    `key:"shutdownWaitTimeSeconds"`
-	UseEpollNativeSelector             bool   `key:"useEpollNativeSelector"`
+	ServerSocketSndBufSize             int    `key:"serverSocketSndBufSize" effect:"none"`
+	ServerSocketRcvBufSize             int    `key:"serverSocketRcvBufSize" effect:"none"`
+	WriteBufferHighWaterMark           int    `key:"writeBufferHighWaterMark" effect:"none"`
+	WriteBufferLowWaterMark            int    `key:"writeBufferLowWaterMark" effect:"none"`
+	ServerSocketBacklog                int    `key:"serverSocketBacklog" effect:"none"`
+	ServerPooledByteBufAllocatorEnable bool   `key:"serverPooledByteBufAllocatorEnable" effect:"none"`
+	EnableShutdownGracefully           bool   `key:"enableShutdownGracefully" effect:"none"`
+	ShutdownWaitTimeSeconds            int    `key:"shutdownWaitTimeSeconds" effect:"none"`
+	UseEpollNativeSelector             bool   `key:"useEpollNativeSelector" effect:"none"`
 	UseTLS                             bool   `key:"useTLS" readonly:"true"`
 	// FrameMaxLength is Java's com.rocketmq.remoting.frameMaxLength.
 	FrameMaxLength int `key:"frameMaxLength"`
 
-	ClientWorkerThreads                int           `key:"clientWorkerThreads"`
-	ClientCallbackExecutorThreads      int           `key:"clientCallbackExecutorThreads"`
-	ClientOnewaySemaphoreValue         int           `key:"clientOnewaySemaphoreValue"`
-	ClientAsyncSemaphoreValue          int           `key:"clientAsyncSemaphoreValue"`
+	ClientWorkerThreads                int           `key:"clientWorkerThreads" effect:"none"`
+	ClientCallbackExecutorThreads      int           `key:"clientCallbackExecutorThreads" effect:"none"`
+	ClientOnewaySemaphoreValue         int           `key:"clientOnewaySemaphoreValue" effect:"none"`
+	ClientAsyncSemaphoreValue          int           `key:"clientAsyncSemaphoreValue" effect:"none"`
 	ConnectTimeoutMillis               time.Duration `key:"connectTimeoutMillis"`
-	ChannelNotActiveInterval           time.Duration `key:"channelNotActiveInterval"`
-	ClientChannelMaxIdleTimeSeconds    int           `key:"clientChannelMaxIdleTimeSeconds"`
-	ClientSocketSndBufSize             int           `key:"clientSocketSndBufSize"`
-	ClientSocketRcvBufSize             int           `key:"clientSocketRcvBufSize"`
-	ClientPooledByteBufAllocatorEnable bool          `key:"clientPooledByteBufAllocatorEnable"`
-	ClientCloseSocketIfTimeout         bool          `key:"clientCloseSocketIfTimeout"`
-	DisableCallbackExecutor            bool          `key:"disableCallbackExecutor"`
-	DisableNettyWorkerGroup            bool          `key:"disableNettyWorkerGroup"`
+	ChannelNotActiveInterval           time.Duration `key:"channelNotActiveInterval" effect:"none"`
+	ClientChannelMaxIdleTimeSeconds    int           `key:"clientChannelMaxIdleTimeSeconds" effect:"none"`
+	ClientSocketSndBufSize             int           `key:"clientSocketSndBufSize" effect:"none"`
+	ClientSocketRcvBufSize             int           `key:"clientSocketRcvBufSize" effect:"none"`
+	ClientPooledByteBufAllocatorEnable bool          `key:"clientPooledByteBufAllocatorEnable" effect:"none"`
+	ClientCloseSocketIfTimeout         bool          `key:"clientCloseSocketIfTimeout" effect:"none"`
+	DisableCallbackExecutor            bool          `key:"disableCallbackExecutor" effect:"none"`
+	DisableNettyWorkerGroup            bool          `key:"disableNettyWorkerGroup" effect:"none"`
 }
 
-// AuthConfig holds the ACL 2.0 keys (5.3+) a broker.conf may carry.
+// AuthConfig holds the ACL 2.0 keys (5.3+) a broker.conf may carry
+// (docs/auth.md). As in Apache, where they live in an AuthConfig outside the
+// broker's runtime Configuration, they cannot change while the broker runs
+// and GET_BROKER_CONFIG does not show them (initAuthenticationUser and
+// innerClientAuthenticationCredentials hold secrets).
 type AuthConfig struct {
-	AuthenticationEnabled                bool   `key:"authenticationEnabled"`
-	AuthenticationProvider               string `key:"authenticationProvider"`
-	AuthenticationMetadataProvider       string `key:"authenticationMetadataProvider"`
-	AuthenticationStrategy               string `key:"authenticationStrategy"`
-	AuthenticationWhitelist              string `key:"authenticationWhitelist"`
-	InitAuthenticationUser               string `key:"initAuthenticationUser"`
-	InnerClientAuthenticationCredentials string `key:"innerClientAuthenticationCredentials"`
-	AuthorizationEnabled                 bool   `key:"authorizationEnabled"`
-	AuthorizationProvider                string `key:"authorizationProvider"`
-	AuthorizationMetadataProvider        string `key:"authorizationMetadataProvider"`
-	AuthorizationStrategy                string `key:"authorizationStrategy"`
-	AuthorizationWhitelist               string `key:"authorizationWhitelist"`
-	MigrateAuthFromV1Enabled             bool   `key:"migrateAuthFromV1Enabled"`
-	UserCacheMaxNum                      int    `key:"userCacheMaxNum"`
-	UserCacheExpiredSecond               int    `key:"userCacheExpiredSecond"`
-	UserCacheRefreshSecond               int    `key:"userCacheRefreshSecond"`
-	AclCacheMaxNum                       int    `key:"aclCacheMaxNum"`
-	AclCacheExpiredSecond                int    `key:"aclCacheExpiredSecond"`
-	AclCacheRefreshSecond                int    `key:"aclCacheRefreshSecond"`
+	AuthenticationEnabled                bool   `key:"authenticationEnabled" readonly:"true" hidden:"true"`
+	AuthenticationProvider               string `key:"authenticationProvider" readonly:"true" hidden:"true" effect:"none"`
+	AuthenticationMetadataProvider       string `key:"authenticationMetadataProvider" readonly:"true" hidden:"true" effect:"none"`
+	AuthenticationStrategy               string `key:"authenticationStrategy" readonly:"true" hidden:"true" effect:"none"`
+	AuthenticationWhitelist              string `key:"authenticationWhitelist" readonly:"true" hidden:"true"`
+	InitAuthenticationUser               string `key:"initAuthenticationUser" readonly:"true" hidden:"true"`
+	InnerClientAuthenticationCredentials string `key:"innerClientAuthenticationCredentials" readonly:"true" hidden:"true"`
+	AuthorizationEnabled                 bool   `key:"authorizationEnabled" readonly:"true" hidden:"true"`
+	AuthorizationProvider                string `key:"authorizationProvider" readonly:"true" hidden:"true" effect:"none"`
+	AuthorizationMetadataProvider        string `key:"authorizationMetadataProvider" readonly:"true" hidden:"true" effect:"none"`
+	AuthorizationStrategy                string `key:"authorizationStrategy" readonly:"true" hidden:"true" effect:"none"`
+	AuthorizationWhitelist               string `key:"authorizationWhitelist" readonly:"true" hidden:"true"`
+	MigrateAuthFromV1Enabled             bool   `key:"migrateAuthFromV1Enabled" readonly:"true" hidden:"true"`
+	UserCacheMaxNum                      int    `key:"userCacheMaxNum" readonly:"true" hidden:"true" effect:"none"`
+	UserCacheExpiredSecond               int    `key:"userCacheExpiredSecond" readonly:"true" hidden:"true" effect:"none"`
+	UserCacheRefreshSecond               int    `key:"userCacheRefreshSecond" readonly:"true" hidden:"true" effect:"none"`
+	AclCacheMaxNum                       int    `key:"aclCacheMaxNum" readonly:"true" hidden:"true" effect:"none"`
+	AclCacheExpiredSecond                int    `key:"aclCacheExpiredSecond" readonly:"true" hidden:"true" effect:"none"`
+	AclCacheRefreshSecond                int    `key:"aclCacheRefreshSecond" readonly:"true" hidden:"true" effect:"none"`
 }
 
 // defaultBrokerConfig mirrors Java's field initialisers; hostname and ip are

@@ -18,6 +18,7 @@ import (
 
 	pcfg "github.com/rmqgo/rmq/pkg/config"
 	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/pkg/tlsconfig"
 )
 
 // EnvPrefix maps key listenPort to environment variable BROKER_LISTEN_PORT.
@@ -37,6 +38,11 @@ type Config struct {
 	NettyConfig
 	MessageStoreConfig
 	AuthConfig
+	// Apache's tls.* keys (pkg/tlsconfig): the remoting, HA and gRPC
+	// ports take tls.server.*, the broker's own outgoing connections
+	// (nameserver, other brokers, HA master, controller) tls.enable and
+	// tls.client.*.
+	tlsconfig.Settings
 }
 
 // Host describes the machine for the defaults that Java computes from it.
@@ -64,6 +70,7 @@ func Default(h Host) *Config {
 		NettyConfig:        defaultNettyConfig(),
 		MessageStoreConfig: defaultMessageStoreConfig(h.Home),
 		AuthConfig:         defaultAuthConfig(),
+		Settings:           tlsconfig.Defaults(),
 	}
 }
 
@@ -83,6 +90,10 @@ type Source struct {
 	Host      Host
 	// NoOverlay skips the runtime overlay (tests, `broker -p`).
 	NoOverlay bool
+	// Derived are settings the program derives itself (brokerConfigPath
+	// from -c): applied after everything else but not counted as set by the
+	// user (Loaded.NoEffect).
+	Derived map[string]string
 }
 
 // Loaded is the result of Load.
@@ -96,12 +107,16 @@ type Loaded struct {
 	Warnings []string
 	// OverlayKeys are the keys restored from the runtime overlay.
 	OverlayKeys []string
+	// NoEffect lists the keys marked `effect:"none"` that the file, the
+	// environment, the overlay or the command line set (canonical
+	// spelling, sorted): the broker warns about them at start.
+	NoEffect []string
 }
 
 // Load reads the configuration, derives Java's computed defaults (Finalize)
 // and validates it.
 func Load(src Source) (*Loaded, error) {
-	first, unknown, err := load(src, nil)
+	first, set, unknown, err := load(src, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +142,7 @@ func Load(src Source) (*Loaded, error) {
 			merged[k] = v
 		}
 		src.Overrides = merged
-		res.Config, unknown, err = load(src, overlay)
+		res.Config, set, unknown, err = load(src, overlay)
 		if err != nil {
 			return nil, err
 		}
@@ -139,6 +154,7 @@ func Load(src Source) (*Loaded, error) {
 			res.Unknown = append(res.Unknown, k)
 		}
 	}
+	res.NoEffect = pcfg.NoEffectSet(res.Config, set)
 	res.Config.Finalize()
 	if err := res.Config.Validate(); err != nil {
 		return nil, err
@@ -147,19 +163,25 @@ func Load(src Source) (*Loaded, error) {
 	return res, nil
 }
 
-func load(src Source, overlay map[string]string) (*Config, []string, error) {
-	cfg := Default(src.Host)
-	unknownLower, err := pcfg.Load(cfg, pcfg.Source{
+// load applies src over the defaults; set are the keys the user set.
+func load(src Source, overlay map[string]string) (cfg *Config, set, unknown []string, err error) {
+	cfg = Default(src.Host)
+	set, unknownLower, err := pcfg.LoadSet(cfg, pcfg.Source{
 		File:      src.File,
 		EnvPrefix: EnvPrefix,
 		Environ:   src.Environ,
 		Overrides: src.Overrides,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	if len(src.Derived) > 0 {
+		if _, err := pcfg.Load(cfg, pcfg.Source{Overrides: src.Derived}); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	// pkg/config reports keys lower-cased; show them as the user wrote them.
-	return cfg, pcfg.Spelled(unknownLower, src.File, src.Overrides, overlay), nil
+	return cfg, set, pcfg.Spelled(unknownLower, src.File, src.Overrides, overlay), nil
 }
 
 // legacyKey reports RocketMQ 4.x keys that 5.x brokers silently ignore (old
@@ -232,6 +254,9 @@ func (c *Config) Validate() error {
 	}
 	if (c.TLSKeyPath == "") != (c.TLSCertPath == "") {
 		bad("tlsKeyPath and tlsCertPath go together (both set, or neither for a self-signed certificate)")
+	}
+	if err := c.Settings.Validate(); err != nil {
+		bad("%v", err)
 	}
 	if c.HaListenPort < 0 || c.HaListenPort > 65535 {
 		bad("haListenPort %d out of range", c.HaListenPort)
@@ -388,8 +413,38 @@ func OverlayPath(c *Config) string {
 // Properties renders every key as a properties text, sorted by key.
 func (c *Config) Properties() string { return pcfg.Properties(c) }
 
+// AdminProperties is Properties without the hidden keys (the auth
+// keys): what GET_BROKER_CONFIG answers.
+func (c *Config) AdminProperties() string {
+	hidden := map[string]bool{}
+	for _, k := range taggedKeys("hidden") {
+		hidden[k] = true
+	}
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(c.Properties(), "\n") {
+		if k, _, ok := strings.Cut(line, "="); ok && hidden[k] {
+			continue
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
 // Map returns every key and its value in string form.
 func (c *Config) Map() map[string]string { return pcfg.Map(c) }
+
+// PrintProperties is what `broker -p` prints: Properties with
+// pcfg.NoEffectComment on the line before each key marked
+// `effect:"none"`.
+func (c *Config) PrintProperties() string { return pcfg.AnnotatedProperties(c) }
+
+// NoEffectKeys lists, sorted, the keys the broker accepts but that change
+// nothing (fields tagged `effect:"none"`).
+func NoEffectKeys() []string { return pcfg.NoEffectKeys(Config{}) }
+
+// NoEffectIn returns, sorted and spelled canonically, the keys among keys
+// (any case) that change nothing.
+func NoEffectIn(keys []string) []string { return pcfg.NoEffectSet(Config{}, keys) }
 
 // ImportantProperties renders the keys Java marks @ImportantField.
 func (c *Config) ImportantProperties() string {

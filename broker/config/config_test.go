@@ -317,3 +317,28 @@ func TestHaListenPortDerived(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthKeysHiddenAndFixed: the auth keys (secrets among them) are not
+// in GET_BROKER_CONFIG's properties and cannot change at runtime, as
+// Apache keeps them out of the broker's runtime Configuration.
+func TestAuthKeysHiddenAndFixed(t *testing.T) {
+	c := Default(Host{Hostname: "h", IP: "127.0.0.1", Home: t.TempDir()})
+	c.AuthenticationEnabled = true
+	c.InitAuthenticationUser = `{"username":"root","password":"s3cret"}`
+	c.InnerClientAuthenticationCredentials = `{"accessKey":"inner","secretKey":"s3cret2"}`
+	props := c.AdminProperties()
+	for _, k := range []string{"authenticationEnabled", "initAuthenticationUser", "innerClientAuthenticationCredentials", "aclCacheMaxNum", "s3cret"} {
+		if strings.Contains(props, k) {
+			t.Errorf("GET_BROKER_CONFIG properties show %q", k)
+		}
+	}
+	if !strings.Contains(props, "brokerClusterName=") {
+		t.Fatal("AdminProperties lost the broker keys")
+	}
+	hold := NewHolder(c, false)
+	for _, k := range []string{"authenticationEnabled", "initAuthenticationUser", "authorizationWhitelist"} {
+		if _, err := hold.Update(map[string]string{k: "false"}); !errors.Is(err, ErrReadOnly) {
+			t.Errorf("update of %s: %v, want ErrReadOnly", k, err)
+		}
+	}
+}

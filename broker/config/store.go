@@ -31,165 +31,165 @@ const (
 type MessageStoreConfig struct {
 	StorePathRootDir            string `key:"storePathRootDir" important:"true" readonly:"true"`
 	StorePathCommitLog          string `key:"storePathCommitLog" important:"true" readonly:"true"`
-	StorePathDLedgerCommitLog   string `key:"storePathDLedgerCommitLog" important:"true" readonly:"true"`
+	StorePathDLedgerCommitLog   string `key:"storePathDLedgerCommitLog" important:"true" readonly:"true" effect:"none"`
 	StorePathEpochFile          string `key:"storePathEpochFile" important:"true" readonly:"true"`
 	StorePathBrokerIdentity     string `key:"storePathBrokerIdentity" important:"true" readonly:"true"`
-	ReadOnlyCommitLogStorePaths string `key:"readOnlyCommitLogStorePaths" important:"true" readonly:"true"`
-	StoreType                   string `key:"storeType" important:"true" readonly:"true"`
+	ReadOnlyCommitLogStorePaths string `key:"readOnlyCommitLogStorePaths" important:"true" readonly:"true" effect:"none"`
+	StoreType                   string `key:"storeType" important:"true" readonly:"true" effect:"none"`
 
 	MappedFileSizeCommitLog         int  `key:"mappedFileSizeCommitLog" readonly:"true"`
-	MappedFileSizeConsumeQueue      int  `key:"mappedFileSizeConsumeQueue" readonly:"true"`
-	EnableConsumeQueueExt           bool `key:"enableConsumeQueueExt"`
-	MappedFileSizeConsumeQueueExt   int  `key:"mappedFileSizeConsumeQueueExt"`
-	MapperFileSizeBatchConsumeQueue int  `key:"mapperFileSizeBatchConsumeQueue" readonly:"true"`
-	BitMapLengthConsumeQueueExt     int  `key:"bitMapLengthConsumeQueueExt"`
+	MappedFileSizeConsumeQueue      int  `key:"mappedFileSizeConsumeQueue" readonly:"true" effect:"none"`
+	EnableConsumeQueueExt           bool `key:"enableConsumeQueueExt" effect:"none"`
+	MappedFileSizeConsumeQueueExt   int  `key:"mappedFileSizeConsumeQueueExt" effect:"none"`
+	MapperFileSizeBatchConsumeQueue int  `key:"mapperFileSizeBatchConsumeQueue" readonly:"true" effect:"none"`
+	BitMapLengthConsumeQueueExt     int  `key:"bitMapLengthConsumeQueueExt" effect:"none"`
 
 	// Compaction topics.
-	CompactionMappedFileSize   int           `key:"compactionMappedFileSize"`
-	CompactionCqMappedFileSize int           `key:"compactionCqMappedFileSize"`
-	CompactionScheduleInternal time.Duration `key:"compactionScheduleInternal"`
-	MaxOffsetMapSize           int           `key:"maxOffsetMapSize"`
-	CompactionThreadNum        int           `key:"compactionThreadNum"`
-	EnableCompaction           bool          `key:"enableCompaction"`
+	CompactionMappedFileSize   int           `key:"compactionMappedFileSize" effect:"none"`
+	CompactionCqMappedFileSize int           `key:"compactionCqMappedFileSize" effect:"none"`
+	CompactionScheduleInternal time.Duration `key:"compactionScheduleInternal" effect:"none"`
+	MaxOffsetMapSize           int           `key:"maxOffsetMapSize" effect:"none"`
+	CompactionThreadNum        int           `key:"compactionThreadNum" effect:"none"`
+	EnableCompaction           bool          `key:"enableCompaction" effect:"none"`
 
 	// Timer messages.
 	TimerWheelEnable             bool          `key:"timerWheelEnable" readonly:"true"`
-	MappedFileSizeTimerLog       int           `key:"mappedFileSizeTimerLog" readonly:"true"`
+	MappedFileSizeTimerLog       int           `key:"mappedFileSizeTimerLog" readonly:"true" effect:"none"`
 	TimerPrecisionMs             time.Duration `key:"timerPrecisionMs"`
 	TimerRollWindowSlot          int           `key:"timerRollWindowSlot"`
-	TimerFlushIntervalMs         time.Duration `key:"timerFlushIntervalMs"`
-	TimerGetMessageThreadNum     int           `key:"timerGetMessageThreadNum"`
-	TimerPutMessageThreadNum     int           `key:"timerPutMessageThreadNum"`
-	TimerEnableDisruptor         bool          `key:"timerEnableDisruptor"`
-	TimerEnableCheckMetrics      bool          `key:"timerEnableCheckMetrics"`
-	TimerInterceptDelayLevel     bool          `key:"timerInterceptDelayLevel"`
+	TimerFlushIntervalMs         time.Duration `key:"timerFlushIntervalMs" effect:"none"`
+	TimerGetMessageThreadNum     int           `key:"timerGetMessageThreadNum" effect:"none"`
+	TimerPutMessageThreadNum     int           `key:"timerPutMessageThreadNum" effect:"none"`
+	TimerEnableDisruptor         bool          `key:"timerEnableDisruptor" effect:"none"`
+	TimerEnableCheckMetrics      bool          `key:"timerEnableCheckMetrics" effect:"none"`
+	TimerInterceptDelayLevel     bool          `key:"timerInterceptDelayLevel" effect:"none"`
 	TimerMaxDelaySec             int           `key:"timerMaxDelaySec"`
-	DisappearTimeAfterStart      int           `key:"disappearTimeAfterStart" important:"true"`
-	TimerStopEnqueue             bool          `key:"timerStopEnqueue" important:"true"`
-	TimerCheckMetricsWhen        string        `key:"timerCheckMetricsWhen"`
-	TimerSkipUnknownError        bool          `key:"timerSkipUnknownError"`
-	TimerWarmEnable              bool          `key:"timerWarmEnable"`
-	TimerStopDequeue             bool          `key:"timerStopDequeue"`
-	TimerEnableRetryUntilSuccess bool          `key:"timerEnableRetryUntilSuccess"`
-	TimerCongestNumEachSlot      int           `key:"timerCongestNumEachSlot"`
-	TimerMetricSmallThreshold    int           `key:"timerMetricSmallThreshold"`
-	TimerProgressLogIntervalMs   time.Duration `key:"timerProgressLogIntervalMs"`
+	DisappearTimeAfterStart      int           `key:"disappearTimeAfterStart" important:"true" effect:"none"`
+	TimerStopEnqueue             bool          `key:"timerStopEnqueue" important:"true" effect:"none"`
+	TimerCheckMetricsWhen        string        `key:"timerCheckMetricsWhen" effect:"none"`
+	TimerSkipUnknownError        bool          `key:"timerSkipUnknownError" effect:"none"`
+	TimerWarmEnable              bool          `key:"timerWarmEnable" effect:"none"`
+	TimerStopDequeue             bool          `key:"timerStopDequeue" effect:"none"`
+	TimerEnableRetryUntilSuccess bool          `key:"timerEnableRetryUntilSuccess" effect:"none"`
+	TimerCongestNumEachSlot      int           `key:"timerCongestNumEachSlot" effect:"none"`
+	TimerMetricSmallThreshold    int           `key:"timerMetricSmallThreshold" effect:"none"`
+	TimerProgressLogIntervalMs   time.Duration `key:"timerProgressLogIntervalMs" effect:"none"`
 
 	// Flushing and committing.
 	FlushDiskType                     FlushDiskType `key:"flushDiskType" important:"true"`
 	FlushIntervalCommitLog            time.Duration `key:"flushIntervalCommitLog" important:"true"`
-	CommitIntervalCommitLog           time.Duration `key:"commitIntervalCommitLog" important:"true"`
-	FlushCommitLogTimed               bool          `key:"flushCommitLogTimed" important:"true"`
-	FlushIntervalConsumeQueue         time.Duration `key:"flushIntervalConsumeQueue" important:"true"`
+	CommitIntervalCommitLog           time.Duration `key:"commitIntervalCommitLog" important:"true" effect:"none"`
+	FlushCommitLogTimed               bool          `key:"flushCommitLogTimed" important:"true" effect:"none"`
+	FlushIntervalConsumeQueue         time.Duration `key:"flushIntervalConsumeQueue" important:"true" effect:"none"`
 	FlushCommitLogLeastPages          int           `key:"flushCommitLogLeastPages"`
-	CommitCommitLogLeastPages         int           `key:"commitCommitLogLeastPages"`
-	FlushLeastPagesWhenWarmMapedFile  int           `key:"flushLeastPagesWhenWarmMapedFile"`
-	FlushConsumeQueueLeastPages       int           `key:"flushConsumeQueueLeastPages"`
+	CommitCommitLogLeastPages         int           `key:"commitCommitLogLeastPages" effect:"none"`
+	FlushLeastPagesWhenWarmMapedFile  int           `key:"flushLeastPagesWhenWarmMapedFile" effect:"none"`
+	FlushConsumeQueueLeastPages       int           `key:"flushConsumeQueueLeastPages" effect:"none"`
 	FlushCommitLogThoroughInterval    time.Duration `key:"flushCommitLogThoroughInterval"`
-	CommitCommitLogThoroughInterval   time.Duration `key:"commitCommitLogThoroughInterval"`
-	FlushConsumeQueueThoroughInterval time.Duration `key:"flushConsumeQueueThoroughInterval"`
+	CommitCommitLogThoroughInterval   time.Duration `key:"commitCommitLogThoroughInterval" effect:"none"`
+	FlushConsumeQueueThoroughInterval time.Duration `key:"flushConsumeQueueThoroughInterval" effect:"none"`
 	SyncFlushTimeout                  time.Duration `key:"syncFlushTimeout" important:"true"`
-	FlushDelayOffsetInterval          time.Duration `key:"flushDelayOffsetInterval"`
-	MaxRecoveryCommitlogFiles         int           `key:"maxRecoveryCommitlogFiles" important:"true"`
+	FlushDelayOffsetInterval          time.Duration `key:"flushDelayOffsetInterval" effect:"none"`
+	MaxRecoveryCommitlogFiles         int           `key:"maxRecoveryCommitlogFiles" important:"true" effect:"none"`
 	CheckCRCOnRecover                 bool          `key:"checkCRCOnRecover"`
-	EnableRunningFlagsInFlush         bool          `key:"enableRunningFlagsInFlush" important:"true"`
+	EnableRunningFlagsInFlush         bool          `key:"enableRunningFlagsInFlush" important:"true" effect:"none"`
 
 	// File retention and disk space.
 	DeleteWhen                             string        `key:"deleteWhen" important:"true"`
 	DiskMaxUsedSpaceRatio                  int           `key:"diskMaxUsedSpaceRatio" important:"true"`
 	FileReservedTime                       int           `key:"fileReservedTime" important:"true"`
-	DeleteFileBatchMax                     int           `key:"deleteFileBatchMax" important:"true"`
+	DeleteFileBatchMax                     int           `key:"deleteFileBatchMax" important:"true" effect:"none"`
 	DiskSpaceWarningLevelRatio             int           `key:"diskSpaceWarningLevelRatio"`
 	DiskSpaceCleanForciblyRatio            int           `key:"diskSpaceCleanForciblyRatio"`
 	CleanResourceInterval                  time.Duration `key:"cleanResourceInterval"`
-	DeleteCommitLogFilesInterval           time.Duration `key:"deleteCommitLogFilesInterval"`
-	DeleteConsumeQueueFilesInterval        time.Duration `key:"deleteConsumeQueueFilesInterval"`
-	DestroyMapedFileIntervalForcibly       time.Duration `key:"destroyMapedFileIntervalForcibly"`
-	RedeleteHangedFileInterval             time.Duration `key:"redeleteHangedFileInterval"`
+	DeleteCommitLogFilesInterval           time.Duration `key:"deleteCommitLogFilesInterval" effect:"none"`
+	DeleteConsumeQueueFilesInterval        time.Duration `key:"deleteConsumeQueueFilesInterval" effect:"none"`
+	DestroyMapedFileIntervalForcibly       time.Duration `key:"destroyMapedFileIntervalForcibly" effect:"none"`
+	RedeleteHangedFileInterval             time.Duration `key:"redeleteHangedFileInterval" effect:"none"`
 	CleanFileForciblyEnable                bool          `key:"cleanFileForciblyEnable" important:"true"`
-	MaxBatchDeleteFilesNum                 int           `key:"maxBatchDeleteFilesNum"`
-	LogicalDiskSpaceCleanForciblyThreshold float64       `key:"logicalDiskSpaceCleanForciblyThreshold"`
-	ReplicasPerDiskPartition               int           `key:"replicasPerDiskPartition"`
-	EnableCleanExpiredOffset               bool          `key:"enableCleanExpiredOffset" important:"true"`
+	MaxBatchDeleteFilesNum                 int           `key:"maxBatchDeleteFilesNum" effect:"none"`
+	LogicalDiskSpaceCleanForciblyThreshold float64       `key:"logicalDiskSpaceCleanForciblyThreshold" effect:"none"`
+	ReplicasPerDiskPartition               int           `key:"replicasPerDiskPartition" effect:"none"`
+	EnableCleanExpiredOffset               bool          `key:"enableCleanExpiredOffset" important:"true" effect:"none"`
 
 	// Messages.
 	MaxMessageSize                           int           `key:"maxMessageSize"`
-	MaxFilterMessageSize                     int           `key:"maxFilterMessageSize"`
-	MaxTopicLength                           int           `key:"maxTopicLength"`
-	AutoMessageVersionOnTopicLen             bool          `key:"autoMessageVersionOnTopicLen"`
+	MaxFilterMessageSize                     int           `key:"maxFilterMessageSize" effect:"none"`
+	MaxTopicLength                           int           `key:"maxTopicLength" effect:"none"`
+	AutoMessageVersionOnTopicLen             bool          `key:"autoMessageVersionOnTopicLen" effect:"none"`
 	MessageDelayLevel                        string        `key:"messageDelayLevel"`
-	EnabledAppendPropCRC                     bool          `key:"enabledAppendPropCRC"`
-	ForceVerifyPropCRC                       bool          `key:"forceVerifyPropCRC"`
-	DuplicationEnable                        bool          `key:"duplicationEnable"`
-	UseReentrantLockWhenPutMessage           bool          `key:"useReentrantLockWhenPutMessage"`
-	PutMessageTimeout                        time.Duration `key:"putMessageTimeout"`
-	MaxAsyncPutMessageRequests               int           `key:"maxAsyncPutMessageRequests" important:"true"`
-	WakeCommitWhenPutMessage                 bool          `key:"wakeCommitWhenPutMessage" important:"true"`
-	WakeFlushWhenPutMessage                  bool          `key:"wakeFlushWhenPutMessage" important:"true"`
-	DispatchFromSenderThread                 bool          `key:"dispatchFromSenderThread" important:"true"`
+	EnabledAppendPropCRC                     bool          `key:"enabledAppendPropCRC" effect:"none"`
+	ForceVerifyPropCRC                       bool          `key:"forceVerifyPropCRC" effect:"none"`
+	DuplicationEnable                        bool          `key:"duplicationEnable" effect:"none"`
+	UseReentrantLockWhenPutMessage           bool          `key:"useReentrantLockWhenPutMessage" effect:"none"`
+	PutMessageTimeout                        time.Duration `key:"putMessageTimeout" effect:"none"`
+	MaxAsyncPutMessageRequests               int           `key:"maxAsyncPutMessageRequests" important:"true" effect:"none"`
+	WakeCommitWhenPutMessage                 bool          `key:"wakeCommitWhenPutMessage" important:"true" effect:"none"`
+	WakeFlushWhenPutMessage                  bool          `key:"wakeFlushWhenPutMessage" important:"true" effect:"none"`
+	DispatchFromSenderThread                 bool          `key:"dispatchFromSenderThread" important:"true" effect:"none"`
 	OsPageCacheBusyTimeOutMills              time.Duration `key:"osPageCacheBusyTimeOutMills"`
-	WarmMapedFileEnable                      bool          `key:"warmMapedFileEnable" important:"true"`
-	TransientStorePoolEnable                 bool          `key:"transientStorePoolEnable" important:"true"`
-	TransientStorePoolSize                   int           `key:"transientStorePoolSize" important:"true"`
-	FastFailIfNoBufferInStorePool            bool          `key:"fastFailIfNoBufferInStorePool" important:"true"`
-	WriteWithoutMmap                         bool          `key:"writeWithoutMmap" important:"true"`
-	DebugLockEnable                          bool          `key:"debugLockEnable"`
-	DiskFallRecorded                         bool          `key:"diskFallRecorded"`
-	EnableScheduleMessageStats               bool          `key:"enableScheduleMessageStats"`
-	EnableScheduleAsyncDeliver               bool          `key:"enableScheduleAsyncDeliver"`
-	ScheduleAsyncDeliverMaxPendingLimit      int           `key:"scheduleAsyncDeliverMaxPendingLimit"`
-	ScheduleAsyncDeliverMaxResendNum2Blocked int           `key:"scheduleAsyncDeliverMaxResendNum2Blocked"`
+	WarmMapedFileEnable                      bool          `key:"warmMapedFileEnable" important:"true" effect:"none"`
+	TransientStorePoolEnable                 bool          `key:"transientStorePoolEnable" important:"true" effect:"none"`
+	TransientStorePoolSize                   int           `key:"transientStorePoolSize" important:"true" effect:"none"`
+	FastFailIfNoBufferInStorePool            bool          `key:"fastFailIfNoBufferInStorePool" important:"true" effect:"none"`
+	WriteWithoutMmap                         bool          `key:"writeWithoutMmap" important:"true" effect:"none"`
+	DebugLockEnable                          bool          `key:"debugLockEnable" effect:"none"`
+	DiskFallRecorded                         bool          `key:"diskFallRecorded" effect:"none"`
+	EnableScheduleMessageStats               bool          `key:"enableScheduleMessageStats" effect:"none"`
+	EnableScheduleAsyncDeliver               bool          `key:"enableScheduleAsyncDeliver" effect:"none"`
+	ScheduleAsyncDeliverMaxPendingLimit      int           `key:"scheduleAsyncDeliverMaxPendingLimit" effect:"none"`
+	ScheduleAsyncDeliverMaxResendNum2Blocked int           `key:"scheduleAsyncDeliverMaxResendNum2Blocked" effect:"none"`
 
 	// Reading.
 	MaxTransferBytesOnMessageInMemory int           `key:"maxTransferBytesOnMessageInMemory" important:"true"`
 	MaxTransferCountOnMessageInMemory int           `key:"maxTransferCountOnMessageInMemory" important:"true"`
-	MaxTransferBytesOnMessageInDisk   int           `key:"maxTransferBytesOnMessageInDisk" important:"true"`
-	MaxTransferCountOnMessageInDisk   int           `key:"maxTransferCountOnMessageInDisk" important:"true"`
+	MaxTransferBytesOnMessageInDisk   int           `key:"maxTransferBytesOnMessageInDisk" important:"true" effect:"none"`
+	MaxTransferCountOnMessageInDisk   int           `key:"maxTransferCountOnMessageInDisk" important:"true" effect:"none"`
 	AccessMessageInMemoryMaxRatio     int           `key:"accessMessageInMemoryMaxRatio" important:"true"`
-	AccessMessageInMemoryHotRatio     int           `key:"accessMessageInMemoryHotRatio"`
+	AccessMessageInMemoryHotRatio     int           `key:"accessMessageInMemoryHotRatio" effect:"none"`
 	DefaultQueryMaxNum                int           `key:"defaultQueryMaxNum"`
-	PullBatchMaxMessageCount          int           `key:"pullBatchMaxMessageCount"`
-	TravelCqFileNumWhenGetMessage     int           `key:"travelCqFileNumWhenGetMessage"`
-	MaxConsumeQueueScan               int           `key:"maxConsumeQueueScan"`
-	SampleCountThreshold              int           `key:"sampleCountThreshold"`
-	ColdDataFlowControlEnable         bool          `key:"coldDataFlowControlEnable"`
-	ColdDataScanEnable                bool          `key:"coldDataScanEnable"`
-	DataReadAheadEnable               bool          `key:"dataReadAheadEnable"`
-	TimerColdDataCheckIntervalMs      time.Duration `key:"timerColdDataCheckIntervalMs"`
-	SampleSteps                       int           `key:"sampleSteps"`
+	PullBatchMaxMessageCount          int           `key:"pullBatchMaxMessageCount" effect:"none"`
+	TravelCqFileNumWhenGetMessage     int           `key:"travelCqFileNumWhenGetMessage" effect:"none"`
+	MaxConsumeQueueScan               int           `key:"maxConsumeQueueScan" effect:"none"`
+	SampleCountThreshold              int           `key:"sampleCountThreshold" effect:"none"`
+	ColdDataFlowControlEnable         bool          `key:"coldDataFlowControlEnable" effect:"none"`
+	ColdDataScanEnable                bool          `key:"coldDataScanEnable" effect:"none"`
+	DataReadAheadEnable               bool          `key:"dataReadAheadEnable" effect:"none"`
+	TimerColdDataCheckIntervalMs      time.Duration `key:"timerColdDataCheckIntervalMs" effect:"none"`
+	SampleSteps                       int           `key:"sampleSteps" effect:"none"`
 
 	// Index.
 	MessageIndexEnable    bool `key:"messageIndexEnable" important:"true"`
-	MaxHashSlotNum        int  `key:"maxHashSlotNum" important:"true"`
-	MaxIndexNum           int  `key:"maxIndexNum" important:"true"`
+	MaxHashSlotNum        int  `key:"maxHashSlotNum" important:"true" effect:"none"`
+	MaxIndexNum           int  `key:"maxIndexNum" important:"true" effect:"none"`
 	MaxMsgsNumBatch       int  `key:"maxMsgsNumBatch"`
-	MessageIndexSafe      bool `key:"messageIndexSafe" important:"true"`
-	PutMsgIndexHightWater int  `key:"putMsgIndexHightWater" important:"true"`
+	MessageIndexSafe      bool `key:"messageIndexSafe" important:"true" effect:"none"`
+	PutMsgIndexHightWater int  `key:"putMsgIndexHightWater" important:"true" effect:"none"`
 
 	// Dispatch.
-	DispatchCqThreads                               int           `key:"dispatchCqThreads"`
-	DispatchCqCacheNum                              int           `key:"dispatchCqCacheNum"`
-	EnableAsyncReput                                bool          `key:"enableAsyncReput"`
-	RecheckReputOffsetFromCq                        bool          `key:"recheckReputOffsetFromCq"`
-	EnableBuildConsumeQueueConcurrently             bool          `key:"enableBuildConsumeQueueConcurrently"`
-	BatchDispatchRequestThreadPoolNums              int           `key:"batchDispatchRequestThreadPoolNums"`
-	CorrectLogicMinOffsetSleepInterval              time.Duration `key:"correctLogicMinOffsetSleepInterval"`
-	CorrectLogicMinOffsetForceInterval              time.Duration `key:"correctLogicMinOffsetForceInterval"`
-	TopicQueueLockNum                               int           `key:"topicQueueLockNum"`
-	PutConsumeQueueDataByFileChannel                bool          `key:"putConsumeQueueDataByFileChannel"`
-	EnableAcceleratedRecovery                       bool          `key:"enableAcceleratedRecovery"`
-	EnableLogConsumeQueueRepeatedlyBuildWhenRecover bool          `key:"enableLogConsumeQueueRepeatedlyBuildWhenRecover"`
+	DispatchCqThreads                               int           `key:"dispatchCqThreads" effect:"none"`
+	DispatchCqCacheNum                              int           `key:"dispatchCqCacheNum" effect:"none"`
+	EnableAsyncReput                                bool          `key:"enableAsyncReput" effect:"none"`
+	RecheckReputOffsetFromCq                        bool          `key:"recheckReputOffsetFromCq" effect:"none"`
+	EnableBuildConsumeQueueConcurrently             bool          `key:"enableBuildConsumeQueueConcurrently" effect:"none"`
+	BatchDispatchRequestThreadPoolNums              int           `key:"batchDispatchRequestThreadPoolNums" effect:"none"`
+	CorrectLogicMinOffsetSleepInterval              time.Duration `key:"correctLogicMinOffsetSleepInterval" effect:"none"`
+	CorrectLogicMinOffsetForceInterval              time.Duration `key:"correctLogicMinOffsetForceInterval" effect:"none"`
+	TopicQueueLockNum                               int           `key:"topicQueueLockNum" effect:"none"`
+	PutConsumeQueueDataByFileChannel                bool          `key:"putConsumeQueueDataByFileChannel" effect:"none"`
+	EnableAcceleratedRecovery                       bool          `key:"enableAcceleratedRecovery" effect:"none"`
+	EnableLogConsumeQueueRepeatedlyBuildWhenRecover bool          `key:"enableLogConsumeQueueRepeatedlyBuildWhenRecover" effect:"none"`
 
 	// Memory-map swapping.
-	MappedFileSwapEnable            bool          `key:"mappedFileSwapEnable"`
-	CommitLogForceSwapMapInterval   time.Duration `key:"commitLogForceSwapMapInterval"`
-	CommitLogSwapMapInterval        time.Duration `key:"commitLogSwapMapInterval"`
-	CommitLogSwapMapReserveFileNum  int           `key:"commitLogSwapMapReserveFileNum"`
-	LogicQueueForceSwapMapInterval  time.Duration `key:"logicQueueForceSwapMapInterval"`
-	LogicQueueSwapMapInterval       time.Duration `key:"logicQueueSwapMapInterval"`
-	CleanSwapedMapInterval          time.Duration `key:"cleanSwapedMapInterval"`
-	LogicQueueSwapMapReserveFileNum int           `key:"logicQueueSwapMapReserveFileNum"`
-	SearchBcqByCacheEnable          bool          `key:"searchBcqByCacheEnable"`
+	MappedFileSwapEnable            bool          `key:"mappedFileSwapEnable" effect:"none"`
+	CommitLogForceSwapMapInterval   time.Duration `key:"commitLogForceSwapMapInterval" effect:"none"`
+	CommitLogSwapMapInterval        time.Duration `key:"commitLogSwapMapInterval" effect:"none"`
+	CommitLogSwapMapReserveFileNum  int           `key:"commitLogSwapMapReserveFileNum" effect:"none"`
+	LogicQueueForceSwapMapInterval  time.Duration `key:"logicQueueForceSwapMapInterval" effect:"none"`
+	LogicQueueSwapMapInterval       time.Duration `key:"logicQueueSwapMapInterval" effect:"none"`
+	CleanSwapedMapInterval          time.Duration `key:"cleanSwapedMapInterval" effect:"none"`
+	LogicQueueSwapMapReserveFileNum int           `key:"logicQueueSwapMapReserveFileNum" effect:"none"`
+	SearchBcqByCacheEnable          bool          `key:"searchBcqByCacheEnable" effect:"none"`
 
 	// LMQ (light message queues) and multi-dispatch.
 	EnableLmq             bool `key:"enableLmq" readonly:"true"`
@@ -198,15 +198,15 @@ type MessageStoreConfig struct {
 	EnableLmqQuota        bool `key:"enableLmqQuota"`
 
 	// KV consume queue (Java RocksDB; our Pebble).
-	CleanRocksDBDirtyCQIntervalMin int64         `key:"cleanRocksDBDirtyCQIntervalMin"`
-	StatRocksDBCQIntervalSec       int64         `key:"statRocksDBCQIntervalSec"`
-	MemTableFlushIntervalMs        time.Duration `key:"memTableFlushIntervalMs"`
-	RealTimePersistRocksDBConfig   bool          `key:"realTimePersistRocksDBConfig"`
-	EnableRocksDBLog               bool          `key:"enableRocksDBLog"`
-	RocksdbCQDoubleWriteEnable     bool          `key:"rocksdbCQDoubleWriteEnable"`
-	CombineCQUseRocksdbForLmq      bool          `key:"combineCQUseRocksdbForLmq"`
-	RocksdbFlushWalFrequency       int           `key:"rocksdbFlushWalFrequency"`
-	RocksdbWalFileRollingThreshold int64         `key:"rocksdbWalFileRollingThreshold"`
+	CleanRocksDBDirtyCQIntervalMin int64         `key:"cleanRocksDBDirtyCQIntervalMin" effect:"none"`
+	StatRocksDBCQIntervalSec       int64         `key:"statRocksDBCQIntervalSec" effect:"none"`
+	MemTableFlushIntervalMs        time.Duration `key:"memTableFlushIntervalMs" effect:"none"`
+	RealTimePersistRocksDBConfig   bool          `key:"realTimePersistRocksDBConfig" effect:"none"`
+	EnableRocksDBLog               bool          `key:"enableRocksDBLog" effect:"none"`
+	RocksdbCQDoubleWriteEnable     bool          `key:"rocksdbCQDoubleWriteEnable" effect:"none"`
+	CombineCQUseRocksdbForLmq      bool          `key:"combineCQUseRocksdbForLmq" effect:"none"`
+	RocksdbFlushWalFrequency       int           `key:"rocksdbFlushWalFrequency" effect:"none"`
+	RocksdbWalFileRollingThreshold int64         `key:"rocksdbWalFileRollingThreshold" effect:"none"`
 
 	// Replication (org/apache/rocketmq/store/config/MessageStoreConfig.java).
 	BrokerRole                       BrokerRole    `key:"brokerRole" important:"true" readonly:"true"`
@@ -217,29 +217,29 @@ type MessageStoreConfig struct {
 	HaMasterAddress                  string        `key:"haMasterAddress" important:"true"`
 	HaMaxGapNotInSync                int           `key:"haMaxGapNotInSync" important:"true"`
 	SlaveTimeout                     time.Duration `key:"slaveTimeout"`
-	OffsetCheckInSlave               bool          `key:"offsetCheckInSlave" important:"true"`
-	TotalReplicas                    int           `key:"totalReplicas" important:"true"`
+	OffsetCheckInSlave               bool          `key:"offsetCheckInSlave" important:"true" effect:"none"`
+	TotalReplicas                    int           `key:"totalReplicas" important:"true" effect:"none"`
 	InSyncReplicas                   int           `key:"inSyncReplicas" important:"true"`
 	MinInSyncReplicas                int           `key:"minInSyncReplicas" important:"true"`
 	AllAckInSyncStateSet             bool          `key:"allAckInSyncStateSet" important:"true"`
-	EnableAutoInSyncReplicas         bool          `key:"enableAutoInSyncReplicas" important:"true"`
+	EnableAutoInSyncReplicas         bool          `key:"enableAutoInSyncReplicas" important:"true" effect:"none"`
 	HaFlowControlEnable              bool          `key:"haFlowControlEnable" important:"true"`
 	MaxHaTransferByteInSecond        int64         `key:"maxHaTransferByteInSecond"`
 	HaMaxTimeSlaveNotCatchup         time.Duration `key:"haMaxTimeSlaveNotCatchup"`
-	SyncMasterFlushOffsetWhenStartup bool          `key:"syncMasterFlushOffsetWhenStartup"`
-	MaxChecksumRange                 int64         `key:"maxChecksumRange"`
-	MaxSlaveResendLength             int64         `key:"maxSlaveResendLength"`
+	SyncMasterFlushOffsetWhenStartup bool          `key:"syncMasterFlushOffsetWhenStartup" effect:"none"`
+	MaxChecksumRange                 int64         `key:"maxChecksumRange" effect:"none"`
+	MaxSlaveResendLength             int64         `key:"maxSlaveResendLength" effect:"none"`
 	SyncFromLastFile                 bool          `key:"syncFromLastFile"`
 	AsyncLearner                     bool          `key:"asyncLearner"`
 	ReadUnCommitted                  bool          `key:"readUnCommitted"`
 
 	// DLedger commit log (not supported; accepted so files load).
-	EnableDLegerCommitLog bool   `key:"enableDLegerCommitLog" readonly:"true"`
-	DLegerGroup           string `key:"dLegerGroup"`
-	DLegerPeers           string `key:"dLegerPeers"`
-	DLegerSelfID          string `key:"dLegerSelfId"`
-	PreferredLeaderID     string `key:"preferredLeaderId"`
-	EnableBatchPush       bool   `key:"enableBatchPush"`
+	EnableDLegerCommitLog bool   `key:"enableDLegerCommitLog" readonly:"true" effect:"none"`
+	DLegerGroup           string `key:"dLegerGroup" effect:"none"`
+	DLegerPeers           string `key:"dLegerPeers" effect:"none"`
+	DLegerSelfID          string `key:"dLegerSelfId" effect:"none"`
+	PreferredLeaderID     string `key:"preferredLeaderId" effect:"none"`
+	EnableBatchPush       bool   `key:"enableBatchPush" effect:"none"`
 }
 
 func defaultMessageStoreConfig(home string) MessageStoreConfig {

@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
+	"github.com/rmqgo/rmq/pkg/tlsconfig"
 )
 
 // maxInboundMessageSize bounds one request (Apache ProxyConfig
@@ -54,9 +55,17 @@ const readBufferSize = 8 << 10
 type Config struct {
 	// Addr is the host:port to listen on (port 0: a free port).
 	Addr string
-	// TLSKeyPath and TLSCertPath name a PEM key and certificate; both
-	// empty makes a self-signed certificate for Hosts at start.
+	// TLS, when set, is where the certificate comes from (reloaded when
+	// its files change) with the client-certificate policy
+	// (tls.server.need.client.auth); TLSKeyPath and TLSCertPath are then
+	// ignored. Without it TLSKeyPath and TLSCertPath name a PEM key and
+	// certificate; both empty makes a self-signed certificate for Hosts at
+	// start.
+	TLS                     *tlsconfig.Server
 	TLSKeyPath, TLSCertPath string
+	// EnforceTLS closes plaintext (h2c) connections at once
+	// (tls.server.mode=enforcing); otherwise both are served on the port.
+	EnforceTLS bool
 	// Hosts are the names and addresses the self-signed certificate covers.
 	Hosts []string
 	// HandshakeTimeout bounds the first byte and the TLS handshake of a
@@ -79,7 +88,10 @@ type Config struct {
 	// StreamWorkers is grpc-go's NumStreamWorkers (0: a goroutine per
 	// request): kept goroutines do not grow a fresh stack per rpc.
 	StreamWorkers int
-	Logger        *slog.Logger
+	// Check, when set, authenticates and authorizes every request before
+	// its rpc (auth.go); nil runs no check.
+	Check  RequestCheck
+	Logger *slog.Logger
 }
 
 // Server is a running gRPC endpoint.
@@ -107,9 +119,16 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = defaultIdleTimeout
 	}
-	cert, err := loadOrMakeCert(cfg.TLSKeyPath, cfg.TLSCertPath, cfg.Hosts)
-	if err != nil {
-		return nil, fmt.Errorf("grpcserver: certificate: %w", err)
+	var tlsCfg *tls.Config
+	if cfg.TLS != nil {
+		// gRPC clients require HTTP/2 negotiated by ALPN over TLS.
+		tlsCfg = cfg.TLS.Config("h2")
+	} else {
+		cert, err := loadOrMakeCert(cfg.TLSKeyPath, cfg.TLSCertPath, cfg.Hosts)
+		if err != nil {
+			return nil, fmt.Errorf("grpcserver: certificate: %w", err)
+		}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2"}, MinVersion: tls.VersionTLS12}
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -120,8 +139,7 @@ func Start(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg,
 		log: cfg.Logger,
-		// gRPC clients require HTTP/2 negotiated by ALPN over TLS.
-		tls: &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2"}, MinVersion: tls.VersionTLS12},
+		tls: tlsCfg,
 		// ConnectionTimeout bounds the HTTP/2 preface of a connection that
 		// never sends one (and Shutdown, which waits for it).
 		// MaxRecvMsgSize is the proxy's grpcMaxInboundMessageSize (4 MiB
@@ -145,6 +163,11 @@ func Start(cfg Config) (*Server, error) {
 	// A handler's panic fails its rpc, not the broker (as the proxy's
 	// GlobalExceptionInterceptor and our remoting handlers).
 	unary, stream := []grpc.UnaryServerInterceptor{recoverUnary(s.log)}, []grpc.StreamServerInterceptor{recoverStream(s.log)}
+	// The proxy authenticates and authorizes before it checks the client
+	// id (GrpcMessagingApplication.addExecutor).
+	if cfg.Check != nil {
+		unary, stream = append(unary, unaryCheck(cfg.Check)), append(stream, streamCheck(cfg.Check))
+	}
 	if cfg.Messaging == nil {
 		unary, stream = append(unary, unaryClientID), append(stream, streamClientID)
 	}
@@ -252,6 +275,10 @@ func (s *Server) negotiate(c net.Conn) {
 			return
 		}
 		conn = tc
+	} else if s.cfg.EnforceTLS {
+		s.log.Info("grpc plaintext connection closed, this server runs TLS enforcing mode", "remote", c.RemoteAddr().String())
+		_ = c.Close()
+		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
 	if !s.conn.push(conn) {

@@ -2,6 +2,7 @@ package ha
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -94,6 +95,11 @@ func (l *link) dial(addr string) (net.Conn, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect: %w", err)
 	}
+	if l.opts.TLS != nil {
+		if nc, err = l.handshake(addr, nc); err != nil {
+			return nil, nil, err
+		}
+	}
 	l.mu.Lock()
 	if l.ctx.Err() != nil {
 		l.mu.Unlock()
@@ -109,6 +115,28 @@ func (l *link) dial(addr string) (net.Conn, func(), error) {
 		l.mu.Unlock()
 		_ = nc.Close()
 	}, nil
+}
+
+// handshake runs the TLS client handshake on nc (closed on failure). The
+// dialled host is the name verified unless the config names one.
+func (l *link) handshake(addr string, nc net.Conn) (net.Conn, error) {
+	cfg := l.opts.TLS
+	if cfg.ServerName == "" && !cfg.InsecureSkipVerify {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			host = addr
+		}
+		cfg = cfg.Clone()
+		cfg.ServerName = host
+	}
+	tc := tls.Client(nc, cfg)
+	ctx, cancel := context.WithTimeout(l.ctx, l.opts.DialTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		_ = nc.Close()
+		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+	}
+	return tc, nil
 }
 
 // writer serialises writes on nc and records the last write time.

@@ -1,6 +1,7 @@
 package ha
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"time"
 )
@@ -30,7 +31,10 @@ type Options struct {
 	// PollInterval is how often an idle master connection looks for new
 	// CommitLog bytes when nothing woke it (Master.Wake).
 	PollInterval time.Duration
-	Logger       *slog.Logger
+	// TLS, when set, makes a slave's connection to its master TLS
+	// (tls.enable); the handshake is bounded by DialTimeout.
+	TLS    *tls.Config
+	Logger *slog.Logger
 }
 
 func (o Options) withDefaults() Options {

@@ -75,6 +75,13 @@ type RequestModes interface {
 	ReplaceRequestModes(m map[string]map[string]pop.RequestMode) error
 }
 
+// Auth is the user and ACL table (auth.Store): a slave copies its
+// master's users and ACLs (AUTH_LIST_USER 3005, AUTH_LIST_ACL 3010), which
+// Apache leaves to the operator (each Apache broker keeps its own).
+type Auth interface {
+	ReplaceAll(users []protocol.UserInfo, acls []protocol.AclInfo) (bool, error)
+}
+
 // Options configure a Syncer. Invoker and MasterAddr are required; a nil
 // table is not copied.
 type Options struct {
@@ -90,6 +97,7 @@ type Options struct {
 	Groups   Groups
 	Offsets  OffsetStore
 	Modes    RequestModes
+	Auth     Auth
 
 	// CheckInterval, FullInterval and Timeout (per request); zero keeps
 	// the defaults.
@@ -192,6 +200,7 @@ func (s *Syncer) SyncAll(ctx context.Context, addr string) error {
 		s.wrap("consumer offsets", s.syncOffsets(ctx, addr)),
 		s.wrap("subscription groups", s.syncGroups(ctx, addr)),
 		s.wrap("message request modes", s.syncModes(ctx, addr)),
+		s.wrap("users and ACLs", s.syncAuth(ctx, addr)),
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -216,6 +225,9 @@ func copyTable[T any](ctx context.Context, s *Syncer, addr string, reqCode int32
 	resp, err := s.o.Invoker.Invoke(ctx, addr, remoting.NewRequest(reqCode, nil, nil))
 	if err != nil {
 		return err
+	}
+	if resp.Code == code.RequestCodeNotSupported {
+		return fmt.Errorf("%s: %w", code.RequestName(reqCode), errNotSupported)
 	}
 	if resp.Code != code.Success {
 		return fmt.Errorf("%s: code %d: %s", code.RequestName(reqCode), resp.Code, resp.Remark)
@@ -279,6 +291,45 @@ func (s *Syncer) syncModes(ctx context.Context, addr string) error {
 		return nil
 	}
 	return copyTable(ctx, s, addr, code.GetAllMessageRequestMode, decodeModes, s.o.Modes.ReplaceRequestModes)
+}
+
+// syncAuth copies the users, then the ACLs; both must answer for the copy
+// to replace the slave's (a master without the auth codes leaves them).
+func (s *Syncer) syncAuth(ctx context.Context, addr string) error {
+	if s.o.Auth == nil {
+		return nil
+	}
+	var users []protocol.UserInfo
+	err := copyTable(ctx, s, addr, code.AuthListUser, decodeList[protocol.UserInfo], func(u []protocol.UserInfo) error {
+		users = u
+		return nil
+	})
+	if errors.Is(err, errNotSupported) {
+		return nil // a master without the auth module (Apache before 5.3)
+	}
+	if err != nil {
+		return err
+	}
+	return copyTable(ctx, s, addr, code.AuthListACL, decodeList[protocol.AclInfo], func(acls []protocol.AclInfo) error {
+		_, err := s.o.Auth.ReplaceAll(users, acls)
+		return err
+	})
+}
+
+// errNotSupported: the master does not serve a code.
+var errNotSupported = errors.New("request code not supported by the master")
+
+// decodeList parses a JSON array; an empty body is an empty list (Apache
+// answers none when there is nothing).
+func decodeList[T any](body []byte) ([]T, error) {
+	var out []T
+	if len(body) == 0 {
+		return out, nil
+	}
+	if err := protocol.Unmarshal(body, &out); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	return out, nil
 }
 
 // decodeModes parses a GET_ALL_MESSAGE_REQUEST_MODE body.

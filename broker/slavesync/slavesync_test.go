@@ -387,3 +387,56 @@ func TestFailedCopyWaitsForTheNextPeriod(t *testing.T) {
 		t.Fatal("a failed copy counted as done")
 	}
 }
+
+type authSink struct {
+	mu    sync.Mutex
+	users []protocol.UserInfo
+	acls  []protocol.AclInfo
+	calls int
+}
+
+func (a *authSink) ReplaceAll(users []protocol.UserInfo, acls []protocol.AclInfo) (bool, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.users, a.acls, a.calls = users, acls, a.calls+1
+	return true, nil
+}
+
+// TestSyncCopiesUsersAndACLs: the slave replaces its users and ACLs with
+// the master's AUTH_LIST_USER and AUTH_LIST_ACL answers (an empty answer
+// is none); a master that does not serve the codes leaves them.
+func TestSyncCopiesUsersAndACLs(t *testing.T) {
+	m := startMaster(t)
+	m.srv.Register(code.AuthListUser, m.answer, m.ex)
+	m.srv.Register(code.AuthListACL, m.answer, m.ex)
+	m.set(code.AuthListUser, `[{"password":"pw","userStatus":"enable","userType":"Normal","username":"alice"}]`)
+	m.set(code.AuthListACL, ``)
+	client := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	t.Cleanup(func() { _ = client.Close() })
+	sink := &authSink{}
+	sy, err := New(Options{Invoker: client, MasterAddr: func() string { return m.srv.Addr() }, Auth: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sy.SyncAll(context.Background(), m.srv.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.users) != 1 || sink.users[0] != (protocol.UserInfo{Username: "alice", Password: "pw", UserType: "Normal", UserStatus: "enable"}) || len(sink.acls) != 0 {
+		t.Fatalf("copied %+v %+v", sink.users, sink.acls)
+	}
+	m.set(code.AuthListACL, `[{"policies":[{"entries":[{"actions":["Pub"],"decision":"Allow","resource":"Topic:T"}],"policyType":"Custom"}],"subject":"User:alice"}]`)
+	if err := sy.SyncAll(context.Background(), m.srv.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.acls) != 1 || sink.acls[0].Subject != "User:alice" || sink.acls[0].Policies[0].Entries[0].Resource != "Topic:T" {
+		t.Fatalf("copied ACLs %+v", sink.acls)
+	}
+
+	old := startMaster(t) // serves no auth code
+	if err := sy.SyncAll(context.Background(), old.srv.Addr()); err != nil {
+		t.Fatalf("a master without the auth codes failed the copy: %v", err)
+	}
+	if sink.calls != 2 {
+		t.Fatalf("replaced %d times, want 2", sink.calls)
+	}
+}

@@ -77,6 +77,10 @@ func NormalizeArgs(root *cobra.Command, args []string) []string {
 			break
 		}
 		if strings.HasPrefix(t, "-") && len(t) > 1 {
+			if f := multiLetterShort(root.PersistentFlags(), t); f != nil {
+				out[i] = "--" + f.Name + strings.TrimPrefix(t, "-"+javaShort(f))
+				t = out[i]
+			}
 			if takesSeparateValue(root.PersistentFlags(), t) {
 				i++
 			}
@@ -224,4 +228,20 @@ func parseChanged(changed func(string) bool, opts ...changedOpt) error {
 		}
 	}
 	return nil
+}
+
+// multiLetterShort returns the flag of fs whose multi-letter Java short
+// name token t spells ("-ak", "-ak=x"), or nil.
+func multiLetterShort(fs *pflag.FlagSet, t string) *pflag.Flag {
+	if strings.HasPrefix(t, "--") || len(t) < 3 {
+		return nil
+	}
+	name, _, _ := strings.Cut(t[1:], "=")
+	var found *pflag.Flag
+	fs.VisitAll(func(f *pflag.Flag) {
+		if v := f.Annotations[javaShortAnnotation]; len(v) > 0 && v[0] == name {
+			found = f
+		}
+	})
+	return found
 }

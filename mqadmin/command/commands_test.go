@@ -222,12 +222,17 @@ func TestHelp(t *testing.T) {
 		!strings.HasSuffix(r.stdout, "\nSee 'mqadmin help <command>' for more information on a specific command.\n") {
 		t.Fatalf("%+v", r)
 	}
-	want := "usage: mqadmin topicRoute [-h] [-l] [-n <arg>] [--output <arg>] -t <arg>\n" +
-		" -h,--help                Print help\n" +
-		" -l,--list                Use list format to print data\n" +
-		" -n,--namesrvAddr <arg>   Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876' (default: $NAMESRV_ADDR)\n" +
-		"    --output <arg>        output format: text (as the Java tool) or json\n" +
-		" -t,--topic <arg>         topic name\n"
+	want := "usage: mqadmin topicRoute [-ak <arg>] [-h] [-l] [-n <arg>] [--output <arg>] [-sk <arg>] -t <arg> [--tls] [--tlsConfigFile <arg>] [--toolsConfig <arg>]\n" +
+		" -ak,--accessKey <arg>      access key (ACL 2.0: username) that signs every request (default: from --toolsConfig)\n" +
+		" -h,--help                  Print help\n" +
+		" -l,--list                  Use list format to print data\n" +
+		" -n,--namesrvAddr <arg>     Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876' (default: $NAMESRV_ADDR)\n" +
+		"    --output <arg>          output format: text (as the Java tool) or json\n" +
+		" -sk,--secretKey <arg>      secret key (ACL 2.0: password) of the access key\n" +
+		" -t,--topic <arg>           topic name\n" +
+		"    --tls                   connect over TLS (the Java tool's -Dtls.enable=true)\n" +
+		"    --tlsConfigFile <arg>   with --tls: properties file of tls.client.* and tls.test.mode.enable keys, read when it exists (Java's -Dtls.config.file)\n" +
+		"    --toolsConfig <arg>     YAML file with accessKey and secretKey, as the Java tool's tools.yml (default: $ROCKETMQ_HOME/conf/tools.yml if it exists)\n"
 	for _, args := range [][]string{{"help", "topicRoute"}, {"topicRoute", "-h"}, {"topicroute", "--help"}} {
 		r = runFake(t, fc, args...)
 		if r.code != 0 || r.stdout != want {

@@ -18,6 +18,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
 )
 
 // The message commands: queryMsgById, queryMsgByKey, queryMsgByUniqueKey,
@@ -42,9 +43,14 @@ func (a *app) commonConfig() (client.CommonConfig, error) {
 	if len(ns) == 0 {
 		return client.CommonConfig{}, admin.ErrNoNameServer
 	}
+	tc, err := a.tlsConfig()
+	if err != nil {
+		return client.CommonConfig{}, err
+	}
 	return client.CommonConfig{
 		NameServers:  ns,
 		InstanceName: strconv.FormatInt(a.env.Now().UnixMilli(), 10),
+		Remoting:     remoting.ClientConfig{TLS: tc},
 		Logger:       a.env.Log,
 	}, nil
 }

@@ -4,7 +4,10 @@
 //
 // Unlike the Java tool, a failure prints a message to stderr and exits
 // non-zero (1; 2 for usage errors), and every command also has
-// "--output json" for machine-readable output.
+// "--output json" for machine-readable output. Every command signs its
+// requests (servers with authentication on) with -ak/-sk, else the
+// --toolsConfig file, else $ROCKETMQ_HOME/conf/tools.yml as the Java tool
+// (app.credentials).
 //
 // Adding a command: write a constructor newXxx(a *app) *cobra.Command using
 // newCmd, declare options with stringOpt/boolOpt and the Java short and long
@@ -18,16 +21,21 @@ package command
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rmqgo/rmq/pkg/admin"
+	"github.com/rmqgo/rmq/pkg/credentials"
+	"github.com/rmqgo/rmq/pkg/tlsconfig"
 )
 
 // Exit codes.
@@ -94,8 +102,13 @@ func (e *Env) fill() {
 type app struct {
 	env *Env
 
-	namesrvAddr string // -n
-	output      string // --output
+	namesrvAddr   string // -n
+	output        string // --output
+	useTLS        bool   // --tls
+	tlsConfigFile string // --tlsConfigFile
+
+	accessKey, secretKey string // -ak, -sk
+	toolsConfig          string // --toolsConfig
 
 	ran bool // a command's RunE started: later errors are not usage errors
 
@@ -144,9 +157,59 @@ func (a *app) nameServers() []string {
 	return admin.ParseNameServers(a.env.Getenv("NAMESRV_ADDR"))
 }
 
+// credentials resolves what signs the requests: -ak/-sk, else the
+// --toolsConfig file, else $ROCKETMQ_HOME/conf/tools.yml when it exists (the
+// Java tool's only source); nil means unsigned. As the Java tool, a file
+// whose accessKey or secretKey is blank means unsigned.
+func (a *app) credentials() (*credentials.Credentials, error) {
+	ak, sk := strings.TrimSpace(a.accessKey), strings.TrimSpace(a.secretKey)
+	if ak != "" || sk != "" {
+		c := &credentials.Credentials{AccessKey: ak, SecretKey: sk}
+		if err := c.Validate(); err != nil {
+			return nil, usagef("-ak and -sk go together: %v", err)
+		}
+		return c, nil
+	}
+	if a.toolsConfig != "" {
+		return credentials.ReadToolsConfig(a.toolsConfig)
+	}
+	home := a.env.Getenv("ROCKETMQ_HOME")
+	if home == "" {
+		return nil, nil
+	}
+	path := filepath.Join(home, credentials.ToolsConfigFile)
+	if _, err := os.Stat(path); err != nil {
+		return nil, nil // the Java tool then signs nothing
+	}
+	return credentials.ReadToolsConfig(path)
+}
+
+// tlsConfig is the client TLS of --tls (nil without it): Apache's client
+// semantics of the tls.* keys in --tlsConfigFile (pkg/tlsconfig).
+func (a *app) tlsConfig() (*tls.Config, error) {
+	if !a.useTLS {
+		return nil, nil
+	}
+	s := tlsconfig.Defaults()
+	s.Enable, s.ConfigFile = true, a.tlsConfigFile
+	s, err := s.Load()
+	if err != nil {
+		return nil, err
+	}
+	return s.ClientConfig()
+}
+
 // client dials the admin client; the caller closes it.
 func (a *app) client() (*admin.Client, error) {
-	c, err := a.env.Dial(admin.Config{NameServers: a.nameServers()}, a.env.Log)
+	cred, err := a.credentials()
+	if err != nil {
+		return nil, err
+	}
+	tc, err := a.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	c, err := a.env.Dial(admin.Config{NameServers: a.nameServers(), Credentials: cred, TLS: tc}, a.env.Log)
 	if err != nil {
 		return nil, fmt.Errorf("create admin client: %w", err)
 	}
@@ -214,6 +277,11 @@ func newRoot(a *app) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVarP(&a.namesrvAddr, "namesrvAddr", "n", "", "Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876' (default: $NAMESRV_ADDR)")
 	pf.StringVar(&a.output, "output", outputText, "output format: text (as the Java tool) or json")
+	stringOpt(pf, &a.accessKey, "ak", "accessKey", "access key (ACL 2.0: username) that signs every request (default: from --toolsConfig)")
+	stringOpt(pf, &a.secretKey, "sk", "secretKey", "secret key (ACL 2.0: password) of the access key")
+	pf.StringVar(&a.toolsConfig, "toolsConfig", "", "YAML file with accessKey and secretKey, as the Java tool's tools.yml (default: $ROCKETMQ_HOME/conf/tools.yml if it exists)")
+	pf.BoolVar(&a.useTLS, "tls", false, "connect over TLS (the Java tool's -Dtls.enable=true)")
+	pf.StringVar(&a.tlsConfigFile, "tlsConfigFile", tlsconfig.DefaultConfigFile, "with --tls: properties file of tls.client.* and tls.test.mode.enable keys, read when it exists (Java's -Dtls.config.file)")
 	root.SetUsageFunc(a.usage)
 	root.SetHelpFunc(a.help)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
@@ -276,6 +344,10 @@ func newRoot(a *app) *cobra.Command {
 		a.commands = append(a.commands, c)
 	}
 	for _, c := range controllerCommands(a) {
+		root.AddCommand(c)
+		a.commands = append(a.commands, c)
+	}
+	for _, c := range authCommands(a) {
 		root.AddCommand(c)
 		a.commands = append(a.commands, c)
 	}

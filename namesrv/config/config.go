@@ -15,6 +15,7 @@ import (
 	"time"
 
 	pkgconfig "github.com/rmqgo/rmq/pkg/config"
+	"github.com/rmqgo/rmq/pkg/tlsconfig"
 
 	"github.com/rmqgo/rmq/internal/fsutil"
 )
@@ -29,39 +30,42 @@ const (
 )
 
 // NettyServerConfig holds Apache's NettyServerConfig keys. Only bindAddress,
-// listenPort and serverChannelMaxIdleTimeSeconds change our behaviour; the
-// others are accepted so that Apache configuration files load and
-// GET_NAMESRV_CONFIG shows what Java tools expect.
+// listenPort, serverChannelMaxIdleTimeSeconds and shutdownWaitTimeSeconds
+// change our behaviour; the others are accepted so that Apache configuration
+// files load and GET_NAMESRV_CONFIG shows what Java tools expect, and carry
+// `effect:"none"` like every key of the nameserver that changes nothing
+// (warned about at start, marked by -p, listed in docs/operations.md and
+// checked by TestNoEffectKeysDocumented and TestNoEffectKeysUnread).
 type NettyServerConfig struct {
 	BindAddress                        string `key:"bindAddress"`
 	ListenPort                         int    `key:"listenPort"`
-	ServerWorkerThreads                int    `key:"serverWorkerThreads"`
-	ServerCallbackExecutorThreads      int    `key:"serverCallbackExecutorThreads"`
-	ServerSelectorThreads              int    `key:"serverSelectorThreads"`
-	ServerOnewaySemaphoreValue         int    `key:"serverOnewaySemaphoreValue"`
-	ServerAsyncSemaphoreValue          int    `key:"serverAsyncSemaphoreValue"`
+	ServerWorkerThreads                int    `key:"serverWorkerThreads" effect:"none"`
+	ServerCallbackExecutorThreads      int    `key:"serverCallbackExecutorThreads" effect:"none"`
+	ServerSelectorThreads              int    `key:"serverSelectorThreads" effect:"none"`
+	ServerOnewaySemaphoreValue         int    `key:"serverOnewaySemaphoreValue" effect:"none"`
+	ServerAsyncSemaphoreValue          int    `key:"serverAsyncSemaphoreValue" effect:"none"`
 	ServerChannelMaxIdleTimeSeconds    int    `key:"serverChannelMaxIdleTimeSeconds"`
-	ServerSocketSndBufSize             int    `key:"serverSocketSndBufSize"`
-	ServerSocketRcvBufSize             int    `key:"serverSocketRcvBufSize"`
-	WriteBufferHighWaterMark           int    `key:"writeBufferHighWaterMark"`
-	WriteBufferLowWaterMark            int    `key:"writeBufferLowWaterMark"`
-	ServerSocketBacklog                int    `key:"serverSocketBacklog"`
-	ServerNettyWorkerGroupEnable       bool   `key:"serverNettyWorkerGroupEnable"`
-	ServerPooledByteBufAllocatorEnable bool   `key:"serverPooledByteBufAllocatorEnable"`
-	EnableShutdownGracefully           bool   `key:"enableShutdownGracefully"`
+	ServerSocketSndBufSize             int    `key:"serverSocketSndBufSize" effect:"none"`
+	ServerSocketRcvBufSize             int    `key:"serverSocketRcvBufSize" effect:"none"`
+	WriteBufferHighWaterMark           int    `key:"writeBufferHighWaterMark" effect:"none"`
+	WriteBufferLowWaterMark            int    `key:"writeBufferLowWaterMark" effect:"none"`
+	ServerSocketBacklog                int    `key:"serverSocketBacklog" effect:"none"`
+	ServerNettyWorkerGroupEnable       bool   `key:"serverNettyWorkerGroupEnable" effect:"none"`
+	ServerPooledByteBufAllocatorEnable bool   `key:"serverPooledByteBufAllocatorEnable" effect:"none"`
+	EnableShutdownGracefully           bool   `key:"enableShutdownGracefully" effect:"none"`
 	ShutdownWaitTimeSeconds            int    `key:"shutdownWaitTimeSeconds"`
-	UseEpollNativeSelector             bool   `key:"useEpollNativeSelector"`
+	UseEpollNativeSelector             bool   `key:"useEpollNativeSelector" effect:"none"`
 }
 
 // Config is the whole nameserver configuration. A *Config obtained from a
 // Store is a snapshot shared between goroutines: never modify it.
 type Config struct {
 	// Apache NamesrvConfig.
-	RocketmqHome                         string        `key:"rocketmqHome"`
+	RocketmqHome                         string        `key:"rocketmqHome" effect:"none"`
 	KVConfigPath                         string        `key:"kvConfigPath"`
 	ConfigStorePath                      string        `key:"configStorePath"`
-	ProductEnvName                       string        `key:"productEnvName"`
-	ClusterTest                          bool          `key:"clusterTest"`
+	ProductEnvName                       string        `key:"productEnvName" effect:"none"`
+	ClusterTest                          bool          `key:"clusterTest" effect:"none"`
 	OrderMessageEnable                   bool          `key:"orderMessageEnable"`
 	ReturnOrderTopicConfigToBroker       bool          `key:"returnOrderTopicConfigToBroker"`
 	ClientRequestThreadPoolNums          int           `key:"clientRequestThreadPoolNums"`
@@ -69,11 +73,11 @@ type Config struct {
 	ClientRequestThreadPoolQueueCapacity int           `key:"clientRequestThreadPoolQueueCapacity"`
 	DefaultThreadPoolQueueCapacity       int           `key:"defaultThreadPoolQueueCapacity"`
 	ScanNotActiveBrokerInterval          time.Duration `key:"scanNotActiveBrokerInterval"`
-	UnRegisterBrokerQueueCapacity        int           `key:"unRegisterBrokerQueueCapacity"`
+	UnRegisterBrokerQueueCapacity        int           `key:"unRegisterBrokerQueueCapacity" effect:"none"`
 	SupportActingMaster                  bool          `key:"supportActingMaster"`
 	EnableAllTopicList                   bool          `key:"enableAllTopicList"`
 	EnableTopicList                      bool          `key:"enableTopicList"`
-	NotifyMinBrokerIDChanged             bool          `key:"notifyMinBrokerIdChanged"`
+	NotifyMinBrokerIDChanged             bool          `key:"notifyMinBrokerIdChanged" effect:"none"`
 	EnableControllerInNamesrv            bool          `key:"enableControllerInNamesrv"`
 	NeedWaitForService                   bool          `key:"needWaitForService"`
 	WaitSecondsForService                int           `key:"waitSecondsForService"`
@@ -84,6 +88,11 @@ type Config struct {
 
 	// The embedded HA controller's keys (enableControllerInNamesrv=true).
 	ControllerKeys
+
+	// Apache's tls.* keys (pkg/tlsconfig): the nameserver's port and the
+	// embedded controller's take tls.server.*, the controller's outgoing
+	// notifications tls.enable and tls.client.*.
+	tlsconfig.Settings
 
 	// Ours: the directory relative kvConfigPath / configStorePath resolve
 	// against. Empty means $HOME/namesrv, Apache's location.
@@ -108,6 +117,7 @@ func Default() Config {
 		WaitSecondsForService:                45,
 		ConfigBlackList:                      "configBlackList;configStorePath;kvConfigPath",
 		ControllerKeys:                       DefaultControllerKeys(),
+		Settings:                             tlsconfig.Defaults(),
 		NettyServerConfig: NettyServerConfig{
 			BindAddress:                        "0.0.0.0",
 			ListenPort:                         9876,
@@ -131,20 +141,27 @@ type Source = pkgconfig.Source
 // overrides). It returns the keys that match nothing so the caller can warn
 // about them. The result is resolved (absolute paths) and validated.
 func Load(src Source, home string) (Config, []string, error) {
-	c := Default()
+	c, _, unknown, err := LoadKeys(src, home)
+	return c, unknown, err
+}
+
+// LoadKeys is Load that also returns the keys src sets (canonical
+// spelling, sorted), for NoEffectSet.
+func LoadKeys(src Source, home string) (c Config, set, unknown []string, err error) {
+	c = Default()
 	if src.EnvPrefix == "" {
 		src.EnvPrefix = EnvPrefix
 	}
-	unknown, err := pkgconfig.Load(&c, src)
+	set, unknown, err = pkgconfig.LoadSet(&c, src)
 	if err != nil {
-		return c, unknown, err
+		return c, set, unknown, err
 	}
 	if src.File != "" {
 		// Apache remembers the file it booted from and writes runtime
 		// updates (UPDATE_NAMESRV_CONFIG) back into it.
 		abs, err := filepath.Abs(src.File)
 		if err != nil {
-			return c, unknown, fmt.Errorf("config: resolve %s: %w", src.File, err)
+			return c, set, unknown, fmt.Errorf("config: resolve %s: %w", src.File, err)
 		}
 		c.ConfigStorePath = abs
 	}
@@ -156,8 +173,16 @@ func Load(src Source, home string) (Config, []string, error) {
 		}
 	}
 	c.Resolve(home)
-	return c, unknown, c.Validate()
+	return c, set, unknown, c.Validate()
 }
+
+// NoEffectKeys lists, sorted, the keys the nameserver accepts but that
+// change nothing (fields tagged `effect:"none"`).
+func NoEffectKeys() []string { return pkgconfig.NoEffectKeys(Config{}) }
+
+// NoEffectSet returns the keys of set (as LoadKeys returns them) that
+// change nothing: the nameserver warns about them at start.
+func NoEffectSet(set []string) []string { return pkgconfig.NoEffectSet(Config{}, set) }
 
 // Resolve makes DataDir, KVConfigPath and ConfigStorePath absolute. home is
 // the user's home directory (empty: the current directory).
@@ -220,6 +245,9 @@ func (c *Config) Validate() error {
 			bad("enableControllerInNamesrv=true: %w", err)
 		}
 	}
+	if err := c.Settings.Validate(); err != nil {
+		bad("%w", err)
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("config: %w", errors.Join(errs...))
 	}
@@ -271,6 +299,11 @@ func Known(key string) bool {
 
 // Properties renders the configuration as properties text, keys sorted.
 func (c *Config) Properties() string { return pkgconfig.Properties(c) }
+
+// PrintProperties is what `namesrv -p` prints: Properties with
+// pkgconfig.NoEffectComment on the line before each key that changes
+// nothing.
+func (c *Config) PrintProperties() string { return pkgconfig.AnnotatedProperties(c) }
 
 // ImportantProperties renders the keys an operator checks first (`-m`).
 func (c *Config) ImportantProperties() string {

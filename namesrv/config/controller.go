@@ -37,7 +37,7 @@ type ControllerKeys struct {
 	ControllerRequestThreadPoolQueueCapacity int           `key:"controllerRequestThreadPoolQueueCapacity"`
 	// IsProcessReadEvent is accepted for upstream files; reads are served
 	// from the leader's state machine either way.
-	IsProcessReadEvent bool `key:"isProcessReadEvent"`
+	IsProcessReadEvent bool `key:"isProcessReadEvent" effect:"none"`
 
 	// jRaft flavour keys (controllerType=jRaft): the same raft underneath,
 	// but requests are served on their own ports (jRaftControllerRPCAddr).
@@ -47,9 +47,9 @@ type ControllerKeys struct {
 	JRaftServerID             string `key:"jRaftServerId"`
 	JRaftInitConf             string `key:"jRaftInitConf"`
 	JRaftControllerRPCAddr    string `key:"jRaftControllerRPCAddr"`
-	JRaftElectionTimeoutMs    int    `key:"jRaftElectionTimeoutMs"`
-	JRaftSnapshotIntervalSecs int    `key:"jRaftSnapshotIntervalSecs"`
-	JRaftScanWaitTimeoutMs    int    `key:"jRaftScanWaitTimeoutMs"`
+	JRaftElectionTimeoutMs    int    `key:"jRaftElectionTimeoutMs" effect:"none"`
+	JRaftSnapshotIntervalSecs int    `key:"jRaftSnapshotIntervalSecs" effect:"none"`
+	JRaftScanWaitTimeoutMs    int    `key:"jRaftScanWaitTimeoutMs" effect:"none"`
 
 	// Ours.
 	ControllerRaftSnapshotInterval  time.Duration `key:"controllerRaftSnapshotInterval"`

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	pkgconfig "github.com/rmqgo/rmq/pkg/config"
+	"github.com/rmqgo/rmq/pkg/tlsconfig"
 
 	nsconfig "github.com/rmqgo/rmq/namesrv/config"
 )
@@ -26,7 +27,7 @@ import (
 type Config struct {
 	nsconfig.ControllerKeys
 
-	RocketmqHome                string        `key:"rocketmqHome"`
+	RocketmqHome                string        `key:"rocketmqHome" effect:"none"`
 	ConfigStorePath             string        `key:"configStorePath"`
 	ConfigBlackList             string        `key:"configBlackList"`
 	ScanNotActiveBrokerInterval time.Duration `key:"scanNotActiveBrokerInterval"`
@@ -36,6 +37,11 @@ type Config struct {
 	// interface (NettyServerConfig's bindAddress 0.0.0.0), so a peer
 	// address need not be local: behind NAT, or a proxy in front.
 	BindHost string
+
+	// Apache's tls.* keys (pkg/tlsconfig): the remoting port takes
+	// tls.server.*, notifications to brokers tls.enable / tls.client.*.
+	// Raft traffic between controllers stays plaintext.
+	tlsconfig.Settings
 }
 
 // DefaultConfig returns upstream's defaults (paths are resolved by Resolve).
@@ -44,6 +50,7 @@ func DefaultConfig() Config {
 		ControllerKeys:              nsconfig.DefaultControllerKeys(),
 		ConfigBlackList:             "configBlackList;configStorePath",
 		ScanNotActiveBrokerInterval: 5 * time.Second,
+		Settings:                    tlsconfig.Defaults(),
 	}
 }
 
@@ -60,7 +67,7 @@ func (c *Config) Resolve(home string) {
 
 // Validate reports a configuration the controller cannot run with.
 func (c *Config) Validate() error {
-	errs := []error{c.ControllerKeys.Validate()}
+	errs := []error{c.ControllerKeys.Validate(), c.Settings.Validate()}
 	if c.ScanNotActiveBrokerInterval <= 0 {
 		errs = append(errs, fmt.Errorf("scanNotActiveBrokerInterval must be positive, got %v", c.ScanNotActiveBrokerInterval))
 	}
@@ -85,6 +92,7 @@ func FromNamesrv(ns *nsconfig.Config, home string) Config {
 	c.RocketmqHome = ns.RocketmqHome
 	c.ScanNotActiveBrokerInterval = ns.ScanNotActiveBrokerInterval
 	c.BindHost = ns.BindAddress
+	c.Settings = ns.Settings
 	c.Resolve(home)
 	return c
 }
@@ -93,16 +101,24 @@ func FromNamesrv(ns *nsconfig.Config, home string) Config {
 // CONTROLLER_ and overrides) over the defaults, resolves and validates it.
 // It returns keys that matched nothing.
 func Load(src pkgconfig.Source, home string) (Config, []string, error) {
-	c := DefaultConfig()
+	c, _, unknown, err := LoadKeys(src, home)
+	return c, unknown, err
+}
+
+// LoadKeys is Load that also returns the keys src sets (canonical
+// spelling, sorted); pkgconfig.NoEffectSet picks those that change
+// nothing.
+func LoadKeys(src pkgconfig.Source, home string) (c Config, set, unknown []string, err error) {
+	c = DefaultConfig()
 	if src.EnvPrefix == "" {
 		src.EnvPrefix = "CONTROLLER"
 	}
-	unknown, err := pkgconfig.Load(&c, src)
+	set, unknown, err = pkgconfig.LoadSet(&c, src)
 	if err != nil {
-		return c, unknown, fmt.Errorf("controller config: %w", err)
+		return c, set, unknown, fmt.Errorf("controller config: %w", err)
 	}
 	c.Resolve(home)
-	return c, unknown, c.Validate()
+	return c, set, unknown, c.Validate()
 }
 
 // blackListed reports whether UPDATE_CONTROLLER_CONFIG must refuse key:

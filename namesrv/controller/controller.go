@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/rmqgo/rmq/pkg/tlsconfig"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 
@@ -49,6 +50,9 @@ type Deps struct {
 	Now func() time.Time
 	// Raft adjusts hashicorp's configuration (shorter timeouts in tests).
 	Raft func(*raft.Config)
+	// TLS is the embedding nameserver's TLS setup, shared; nil makes the
+	// controller its own from cfg's tls.* keys (standalone).
+	TLS *tlsconfig.Setup
 }
 
 // Controller is one controller node.
@@ -72,7 +76,8 @@ type Controller struct {
 
 	mux      *mux.Mux
 	remote   *remoting.Server
-	fastExec *remoting.Executor // heartbeats and metadata
+	tls      *tlsconfig.Setup
+	fastExec *remoting.Executor
 	client   *remoting.Client
 	closers  []io.Closer
 
@@ -107,6 +112,24 @@ func New(cfg Config, deps Deps, log *slog.Logger) (*Controller, error) {
 	}
 	if c.addr == nil {
 		c.addr = func(p nsconfig.Peer) raft.ServerAddress { return raft.ServerAddress(p.Addr) }
+	}
+	c.tls = deps.TLS
+	if c.tls == nil {
+		st, err := tlsconfig.Start(cfg.Settings, nil, c.log)
+		if err != nil {
+			c.fastExec.Close()
+			_ = c.client.Close()
+			return nil, fmt.Errorf("controller: %w", err)
+		}
+		c.tls = st
+		c.closers = append(c.closers, closerFunc(func() error { st.Close(); return nil }))
+	}
+	if ctls := c.tls.ClientTLS(); ctls != nil {
+		// Notifications to brokers (notifyBrokerRoleChanged) over TLS.
+		_ = c.client.Close()
+		ccfg := remoting.DefaultClientConfig()
+		ccfg.TLS = ctls
+		c.client = remoting.NewClient(ccfg, log)
 	}
 	c.notify = newNotifier(c.client, c.log)
 	c.cfg.Store(&cfg)
@@ -234,6 +257,7 @@ func (c *Controller) serveRemoting(cfg *Config) error {
 	scfg.ListenAddr = c.self.RPCAddr
 	scfg.Workers = cfg.ControllerThreadPoolNums
 	scfg.QueueSize = cfg.ControllerRequestThreadPoolQueueCapacity
+	scfg.TLS = c.tls.Remoting()
 	srv, err := remoting.NewServer(scfg, c.log)
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)

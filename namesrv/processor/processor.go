@@ -505,6 +505,9 @@ func (p *Processor) updateConfig(ch *remoting.Channel, req *remoting.Command) *r
 		return fail(req, code.InvalidParameter, "bad config value: %v", err)
 	}
 	p.log.Info("namesrv config updated", "changes", props, "remote", remoteOf(ch))
+	if none := nsconfig.NoEffectSet(keys); len(none) > 0 {
+		p.log.Warn("accepted with no effect: "+strings.Join(none, ", "), "by", "updateNamesrvConfig", "remote", remoteOf(ch))
+	}
 	if p.onUpdate != nil {
 		p.onUpdate(next)
 	}

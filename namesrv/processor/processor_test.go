@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"log/slog"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -645,5 +646,20 @@ func TestOurCompressedBodyDecodes(t *testing.T) {
 	}
 	if out.filterServers == nil || len(out.filterServers) != 0 {
 		t.Errorf("filter servers %#v", out.filterServers)
+	}
+}
+
+// TestConfigUpdateWarnsNoEffect: UPDATE_NAMESRV_CONFIG of a key that
+// changes nothing is applied and logged as such.
+func TestConfigUpdateWarnsNoEffect(t *testing.T) {
+	f := newFixture(t, nil)
+	var logs testutil.SyncBuffer
+	f.p = New(Options{Config: f.cfg, Routes: f.routes, KV: f.kv, Clock: f.clk.Now, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	f.expect(t, code.UpdateNamesrvConfig, nil, []byte("SERVERWORKERTHREADS=4\nenableTopicList=false"), code.Success)
+	if f.cfg.Get().ServerWorkerThreads != 4 {
+		t.Fatal("serverWorkerThreads not applied")
+	}
+	if !strings.Contains(logs.String(), `"accepted with no effect: serverWorkerThreads"`) {
+		t.Fatalf("no warning naming serverWorkerThreads alone:\n%s", logs.String())
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -59,5 +60,56 @@ func TestEmbeddedController(t *testing.T) {
 	cfg.ControllerDLegerSelfID = "n9"
 	if _, err := New(cfg, nil); err == nil {
 		t.Fatal("nameserver built with a controller self id outside the peers")
+	}
+}
+
+// TestEmbeddedControllerTLS: tls.server.mode=enforcing applies to the
+// nameserver port and to the embedded controller's shared port (remoting
+// over TLS next to raft); plaintext clients are refused on both.
+func TestEmbeddedControllerTLS(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := ln.Addr().String()
+	ln.Close()
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	cfg.EnableControllerInNamesrv = true
+	cfg.ControllerDLegerGroup = "g"
+	cfg.ControllerDLegerPeers = "n0-" + peer
+	cfg.ControllerDLegerSelfID = "n0"
+	cfg.ControllerStorePath = filepath.Join(dir, "controller")
+	cfg.ServerMode = "enforcing" // self-signed: tls.test.mode.enable
+	cfg.ConfigFile = filepath.Join(dir, "absent.properties")
+	s := startServer(t, cfg)
+
+	ccfg := remoting.DefaultClientConfig()
+	ccfg.TLS = &tls.Config{InsecureSkipVerify: true}
+	secure := remoting.NewClient(ccfg, nil)
+	t.Cleanup(func() { _ = secure.Close() })
+	plain := newClient(t)
+	invoke := func(c *remoting.Client, addr string, reqCode int32) (*remoting.Command, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		return c.Invoke(ctx, addr, remoting.NewRequest(reqCode, nil, nil))
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		resp, err := invoke(secure, peer, code.ControllerGetMetadataInfo)
+		if err != nil {
+			return err
+		}
+		if resp.Ext("isLeader") != "true" {
+			return fmt.Errorf("metadata %v", resp.ExtFields)
+		}
+		return nil
+	})
+	if resp, err := invoke(secure, s.Addr(), code.GetBrokerClusterInfo); err != nil || resp.Code != code.Success {
+		t.Fatalf("nameserver over TLS: %v %+v", err, resp)
+	}
+	for _, addr := range []string{s.Addr(), peer} {
+		if _, err := invoke(plain, addr, code.GetBrokerClusterInfo); err == nil {
+			t.Fatalf("plaintext request served on %s", addr)
+		}
 	}
 }

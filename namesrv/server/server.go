@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rmqgo/rmq/pkg/tlsconfig"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 
@@ -50,6 +51,7 @@ type Server struct {
 	ctrlCfg    *controller.Config     // nil unless enableControllerInNamesrv
 	ctrl       *controller.Controller // started by Start
 	clientExec *remoting.Executor
+	tls        *tlsconfig.Setup // nil fields: plaintext
 
 	persistMu sync.Mutex // orders config file writes
 	stopScan  chan struct{}
@@ -77,12 +79,6 @@ func New(cfg nsconfig.Config, log *slog.Logger, opts ...Option) (*Server, error)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
-	}
-	if cfg.NotifyMinBrokerIDChanged {
-		log.Warn("notifyMinBrokerIdChanged=true is accepted but brokers are not notified (not implemented)")
-	}
-	if cfg.ClusterTest {
-		log.Warn("clusterTest=true is accepted but routes are not forwarded to other environments (not implemented)")
 	}
 
 	var ctrlCfg *controller.Config
@@ -129,13 +125,19 @@ func New(cfg nsconfig.Config, log *slog.Logger, opts ...Option) (*Server, error)
 	if idle == 0 {
 		idle = -1 // Apache: 0 disables the idle check
 	}
+	s.tls, err = tlsconfig.Start(cfg.Settings, nil, log.With("component", "tls"))
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	remote, err := remoting.NewServer(remoting.ServerConfig{
 		ListenAddr:  cfg.ListenAddr(),
 		IdleTimeout: idle,
 		Workers:     cfg.DefaultThreadPoolNums,
 		QueueSize:   cfg.DefaultThreadPoolQueueCapacity,
+		TLS:         s.tls.Remoting(),
 	}, log.With("component", "remoting"))
 	if err != nil {
+		s.tls.Close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.remote = remote
@@ -186,7 +188,7 @@ func (s *Server) Start() error {
 	if s.ctrlCfg != nil {
 		// The embedded controller serves brokers and tools on its own
 		// raft peer address, next to the nameserver port.
-		ctrl, err := controller.New(*s.ctrlCfg, controller.Deps{}, s.log.With("component", "controller"))
+		ctrl, err := controller.New(*s.ctrlCfg, controller.Deps{TLS: s.tls}, s.log.With("component", "controller"))
 		if err != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -248,6 +250,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		err = errors.Join(err, s.remote.Shutdown(ctx))
 		s.clientExec.Close()
+		s.tls.Close()
 		if s.started.Load() {
 			select {
 			case <-s.scanDone:

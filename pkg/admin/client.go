@@ -10,13 +10,16 @@ package admin
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/rmqgo/rmq/pkg/credentials"
 	"github.com/rmqgo/rmq/pkg/internal/failover"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -40,6 +43,11 @@ type Config struct {
 	NameServers []string
 	// Timeout bounds each request; 0 means DefaultTimeout.
 	Timeout time.Duration
+	// TLS, when set, connects over TLS (Java mqadmin's -Dtls.enable=true).
+	TLS *tls.Config
+	// Credentials, when set, sign every request (servers with
+	// authentication on; docs/protocol.md §7), whatever the Invoker.
+	Credentials *credentials.Credentials
 }
 
 // ParseNameServers splits Apache's "a:9876;b:9876" form, trimming blanks
@@ -81,6 +89,7 @@ func New(cfg Config, log *slog.Logger) (*Client, error) {
 	if rc.ConnectTimeout > cfg.Timeout {
 		rc.ConnectTimeout = cfg.Timeout
 	}
+	rc.TLS = cfg.TLS
 	r := remoting.NewClient(rc, log)
 	c := newClient(cfg, r, log)
 	c.close = r.Close
@@ -113,6 +122,11 @@ func (cfg Config) normalize() (Config, error) {
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Credentials != nil {
+		if err := cfg.Credentials.Validate(); err != nil {
+			return cfg, fmt.Errorf("admin: %w", err)
+		}
 	}
 	var ns []string
 	for _, a := range cfg.NameServers {
@@ -147,7 +161,13 @@ func (c *Client) invoke(ctx context.Context, addr string, reqCode int32, ext map
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	start := time.Now()
-	resp, err := c.inv.Invoke(ctx, addr, remoting.NewRequest(reqCode, ext, body))
+	req := remoting.NewRequest(reqCode, ext, body)
+	if c.cfg.Credentials != nil {
+		// Signing adds fields: to a copy, as callers may reuse ext.
+		req.ExtFields = maps.Clone(ext)
+		c.cfg.Credentials.SignRequest(req)
+	}
+	resp, err := c.inv.Invoke(ctx, addr, req)
 	if err != nil {
 		c.log.Debug("admin: request failed", "request", code.RequestName(reqCode), "addr", addr, "err", err)
 		return nil, fmt.Errorf("%s to %s: %w", code.RequestName(reqCode), addr, err)

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -30,14 +31,6 @@ const (
 	clientInnerProducerGroupName = "CLIENT_INNER_PRODUCER"
 )
 
-// Credentials sign every request for brokers with ACL enabled
-// (docs/protocol.md §7).
-type Credentials struct {
-	AccessKey     string
-	SecretKey     string
-	SecurityToken string // optional; signed, as Java does
-}
-
 // CommonConfig holds what producers and consumers share. Zero fields take
 // their defaults.
 type CommonConfig struct {
@@ -55,12 +48,21 @@ type CommonConfig struct {
 	// HeartbeatInterval: how often brokers get HEART_BEAT; default 30 s (the
 	// first one goes out after at most 1 s).
 	HeartbeatInterval time.Duration
-	// Credentials, when set, sign requests (ACL).
+	// Credentials, when set, sign every request (brokers with
+	// authentication on: ACL 2.0's username and password, or ACL 1.0's
+	// access key and secret key).
 	Credentials *Credentials
 	// SerializeType of request headers: JSON (default, like Java) or
 	// ROCKETMQ (compact binary; every broker accepts both).
 	SerializeType remoting.SerializeType
+	// UseTLS connects over TLS (Java's ClientConfig.setUseTLS / -Dtls.enable=true)
+	// without verifying the server, as the Java client does by default
+	// (tls.test.mode.enable). For verification and client certificates set
+	// Remoting.TLS instead, e.g. from tlsconfig.Settings.ClientConfig.
+	UseTLS bool
 	// Remoting tunes connections; zero fields take remoting's defaults.
+	// Remoting.TLS, when set, is the TLS of every connection (UseTLS then
+	// changes nothing).
 	Remoting remoting.ClientConfig
 	// Logger receives the client's logs; nil discards them.
 	Logger *slog.Logger
@@ -110,6 +112,9 @@ func (c CommonConfig) normalize() (CommonConfig, error) {
 	}
 	if c.SerializeType != remoting.SerializeJSON && c.SerializeType != remoting.SerializeRocketMQ {
 		return c, fmt.Errorf("client: unknown serialize type %v", c.SerializeType)
+	}
+	if c.UseTLS && c.Remoting.TLS == nil {
+		c.Remoting.TLS = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} //nolint:gosec // the Java client's default (tls.test.mode.enable)
 	}
 	if c.Credentials != nil && (c.Credentials.AccessKey == "" || c.Credentials.SecretKey == "") {
 		return c, fmt.Errorf("client: credentials need both an access key and a secret key")

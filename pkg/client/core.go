@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rmqgo/rmq/pkg/credentials"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -49,7 +50,7 @@ func newCore(cfg CommonConfig, heartbeat func() *heartbeatData) *core {
 	}
 	rc := remoting.NewClient(cfg.Remoting, cfg.Logger)
 	if cfg.Credentials != nil {
-		rc.AddHook(aclHook{cred: *cfg.Credentials})
+		rc.AddHook(credentials.Hook{Credentials: *cfg.Credentials})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &core{

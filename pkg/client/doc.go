@@ -41,6 +41,15 @@
 // (310) with short header names, and response codes are handled as in
 // docs/protocol.md §2.
 //
+// Authentication: a broker with authentication on (Apache's ACL 2.0
+// authenticationEnabled, or ACL 1.0 aclEnable) refuses unsigned requests
+// with NO_PERMISSION (16). Set CommonConfig.Credentials in any client's
+// config (ProducerConfig, PushConsumerConfig, SimpleConsumerConfig,
+// PullConsumerConfig, LitePushConsumerConfig embed CommonConfig) to the
+// user's name and password (ACL 2.0) or access and secret key (ACL 1.0);
+// every request is then signed as Java's AclClientRPCHook signs it
+// (pkg/credentials, docs/protocol.md §7).
+//
 // Every client owns its connections and background goroutines; Shutdown
 // stops all of them (none outlives it) and ends pending long polls. Logs go
 // to the *slog.Logger in the config (discarded when nil). Nothing in this

@@ -233,14 +233,6 @@ func TestPrepareBatch(t *testing.T) {
 	}
 }
 
-func TestACLSignature(t *testing.T) {
-	// base64(HMAC-SHA1("secret", "ak" + "T" + "body")): values in key order.
-	got := sign(map[string]string{"topic": "T", "AccessKey": "ak", "Signature": "old"}, []byte("body"), "secret")
-	if want := "henhmmfv9X7aCpzl6f+4e/lxhE4="; got != want {
-		t.Fatalf("signature = %s, want %s", got, want)
-	}
-}
-
 func TestConfigDefaults(t *testing.T) {
 	p := testProducer(t, func(c *ProducerConfig) { c.NameServers = []string{" a:1; b:2 ", ""}; c.Group = "" })
 	c := p.cfg

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -66,13 +67,20 @@ type Source struct {
 // Load applies src to dst (a pointer to a tagged struct) and returns the keys
 // from the file and overrides that match no field.
 func Load(dst any, src Source) (unknown []string, err error) {
+	_, unknown, err = LoadSet(dst, src)
+	return unknown, err
+}
+
+// LoadSet is Load that also returns the keys src sets (file, environment or
+// overrides), in their canonical spelling, sorted.
+func LoadSet(dst any, src Source) (set, unknown []string, err error) {
 	fields, err := fieldsOf(dst)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	reg := viper.NewCodecRegistry()
 	if err := reg.RegisterCodec("properties", propertiesCodec{}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// A delimiter that never occurs keeps dotted keys flat.
 	v := viper.NewWithOptions(viper.WithCodecRegistry(reg), viper.KeyDelimiter("\x00"))
@@ -80,7 +88,7 @@ func Load(dst any, src Source) (unknown []string, err error) {
 		v.SetConfigFile(src.File)
 		v.SetConfigType("properties")
 		if err := v.ReadInConfig(); err != nil {
-			return nil, fmt.Errorf("config: read %s: %w", src.File, err)
+			return nil, nil, fmt.Errorf("config: read %s: %w", src.File, err)
 		}
 	}
 	values := map[string]string{} // lower-case key → value
@@ -115,10 +123,12 @@ func Load(dst any, src Source) (unknown []string, err error) {
 			continue
 		}
 		if err := f.set(values[lk]); err != nil {
-			return unknown, fmt.Errorf("config: key %s: %w", f.key, err)
+			return set, unknown, fmt.Errorf("config: key %s: %w", f.key, err)
 		}
+		set = append(set, f.key)
 	}
-	return unknown, nil
+	sort.Strings(set)
+	return set, unknown, nil
 }
 
 // EnvName turns listenPort into LISTEN_PORT.
@@ -159,7 +169,9 @@ func Has(dst any, key string) bool {
 	return ok
 }
 
-// Map returns every key with its current value in string form.
+// Map returns every key with its current value in string form, except
+// the fields tagged `hidden:"true"` (secrets: they are set like any key but
+// never shown nor written back).
 func Map(src any) map[string]string {
 	fields, err := fieldsOf(src)
 	if err != nil {
@@ -167,13 +179,82 @@ func Map(src any) map[string]string {
 	}
 	m := make(map[string]string, len(fields))
 	for _, f := range fields {
-		m[f.key] = f.get()
+		if !f.hidden {
+			m[f.key] = f.get()
+		}
 	}
 	return m
 }
 
 // Properties renders the struct as a properties text, keys sorted.
-func Properties(src any) string {
+func Properties(src any) string { return render(src, nil) }
+
+// NoEffectTag marks a field whose key is accepted (so that Apache's
+// configuration files load) but changes nothing: `effect:"none"`.
+const NoEffectTag = "effect"
+
+// NoEffectComment is the line that precedes a no-effect key in
+// AnnotatedProperties: a properties comment, so the text still parses.
+const NoEffectComment = "# accepted, no effect"
+
+// NoEffectKeys lists, sorted, the keys of src's fields tagged
+// `effect:"none"`.
+func NoEffectKeys(src any) []string {
+	t := reflect.TypeOf(src)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var out []string
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				walk(f.Type)
+				continue
+			}
+			if k := f.Tag.Get("key"); k != "" && k != "-" && f.Tag.Get(NoEffectTag) == "none" {
+				out = append(out, k)
+			}
+		}
+	}
+	walk(t)
+	sort.Strings(out)
+	return out
+}
+
+// NoEffectSet returns, sorted and in their canonical spelling, the keys of
+// set (matched case-insensitively, as Load matches them) that src marks
+// `effect:"none"`.
+func NoEffectSet(src any, set []string) []string {
+	none := map[string]string{}
+	for _, k := range NoEffectKeys(src) {
+		none[strings.ToLower(k)] = k
+	}
+	var out []string
+	for _, k := range set {
+		if c, ok := none[strings.ToLower(k)]; ok && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// AnnotatedProperties is Properties with NoEffectComment on the line before
+// each key tagged `effect:"none"` (what `-p` prints): the key=value lines
+// are the same, and a properties reader skips the comments.
+func AnnotatedProperties(src any) string {
+	none := map[string]bool{}
+	for _, k := range NoEffectKeys(src) {
+		none[k] = true
+	}
+	return render(src, none)
+}
+
+// render writes key=value lines sorted by key, NoEffectComment before the
+// keys in mark.
+func render(src any, mark map[string]bool) string {
 	m := Map(src)
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -182,6 +263,10 @@ func Properties(src any) string {
 	sort.Strings(keys)
 	var b strings.Builder
 	for _, k := range keys {
+		if mark[k] {
+			b.WriteString(NoEffectComment)
+			b.WriteByte('\n')
+		}
 		b.WriteString(k)
 		b.WriteByte('=')
 		b.WriteString(escapeValue(m[k]))
@@ -240,8 +325,9 @@ func ParseProperties(b []byte) (map[string]string, error) {
 }
 
 type field struct {
-	key string
-	v   reflect.Value
+	key    string
+	v      reflect.Value
+	hidden bool
 }
 
 func fieldsOf(dst any) (map[string]field, error) {
@@ -269,7 +355,7 @@ func collect(sv reflect.Value, out map[string]field) {
 		if key == "" || key == "-" {
 			continue
 		}
-		out[strings.ToLower(key)] = field{key: key, v: sv.Field(i)}
+		out[strings.ToLower(key)] = field{key: key, v: sv.Field(i), hidden: sf.Tag.Get("hidden") == "true"}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -70,5 +71,90 @@ func TestPropertiesRoundTrip(t *testing.T) {
 	}
 	if EnvName("listenPort") != "LISTEN_PORT" {
 		t.Fatal(EnvName("listenPort"))
+	}
+}
+
+func TestHiddenKeysAreSetButNotShown(t *testing.T) {
+	var c struct {
+		Path   string `key:"tls.server.keyPath"`
+		Secret string `key:"tls.server.keyPassword" hidden:"true"`
+	}
+	if err := Set(&c, "tls.server.keyPassword", "s3cret"); err != nil || c.Secret != "s3cret" {
+		t.Fatalf("Set: %v, %q", err, c.Secret)
+	}
+	m := Map(&c)
+	if _, ok := m["tls.server.keyPassword"]; ok {
+		t.Fatalf("hidden key shown: %v", m)
+	}
+	if _, ok := m["tls.server.keyPath"]; !ok {
+		t.Fatalf("visible key missing: %v", m)
+	}
+	if strings.Contains(Properties(&c), "s3cret") {
+		t.Fatal("hidden value in Properties")
+	}
+}
+
+type marked struct {
+	Inner
+	Used   int    `key:"used"`
+	Unused string `key:"unused" effect:"none"`
+}
+
+type Inner struct {
+	Deep bool `key:"deep" effect:"none"`
+	Kept bool `key:"kept"`
+}
+
+func TestNoEffectKeysAndSet(t *testing.T) {
+	if got, want := NoEffectKeys(marked{}), []string{"deep", "unused"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("NoEffectKeys = %v, want %v", got, want)
+	}
+	file := filepath.Join(t.TempDir(), "x.conf")
+	if err := os.WriteFile(file, []byte("USED=1\nunused=a\nbogus=2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var c marked
+	set, unknown, err := LoadSet(&c, Source{File: file, EnvPrefix: "X", Environ: []string{"X_KEPT=true"}, Overrides: map[string]string{"Deep": "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"deep", "kept", "unused", "used"}; !reflect.DeepEqual(set, want) {
+		t.Fatalf("set = %v, want %v", set, want)
+	}
+	if !reflect.DeepEqual(unknown, []string{"bogus"}) {
+		t.Fatalf("unknown = %v", unknown)
+	}
+	if got, want := NoEffectSet(&c, set), []string{"deep", "unused"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("NoEffectSet = %v, want %v", got, want)
+	}
+	if got, want := NoEffectSet(&c, []string{"UNUSED", "unused", "Deep", "used"}), []string{"deep", "unused"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("NoEffectSet, any case = %v, want %v", got, want)
+	}
+	if got := NoEffectSet(&c, []string{"used", "kept"}); got != nil {
+		t.Fatalf("NoEffectSet of effective keys = %v", got)
+	}
+}
+
+func TestAnnotatedProperties(t *testing.T) {
+	c := marked{Used: 3, Unused: "x"}
+	got := AnnotatedProperties(&c)
+	want := NoEffectComment + "\ndeep=false\nkept=false\n" + NoEffectComment + "\nunused=x\nused=3\n"
+	if got != want {
+		t.Fatalf("AnnotatedProperties:\n%s\nwant:\n%s", got, want)
+	}
+	// The key=value lines are Properties' lines, and the text parses to
+	// the same map.
+	var lines []string
+	for _, l := range strings.Split(got, "\n") {
+		if !strings.HasPrefix(l, "#") {
+			lines = append(lines, l)
+		}
+	}
+	if strings.Join(lines, "\n") != Properties(&c) {
+		t.Fatalf("key=value lines differ from Properties:\n%s", got)
+	}
+	m, err := ParseProperties([]byte(got))
+	if err != nil || !reflect.DeepEqual(m, Map(&c)) {
+		t.Fatalf("parsed %v (%v), want %v", m, err, Map(&c))
 	}
 }

@@ -253,6 +253,26 @@ func RequestName(c int32) string {
 		return "GET_LITE_GROUP_INFO"
 	case TriggerLiteDispatch:
 		return "TRIGGER_LITE_DISPATCH"
+	case AuthCreateUser:
+		return "AUTH_CREATE_USER"
+	case AuthUpdateUser:
+		return "AUTH_UPDATE_USER"
+	case AuthDeleteUser:
+		return "AUTH_DELETE_USER"
+	case AuthGetUser:
+		return "AUTH_GET_USER"
+	case AuthListUser:
+		return "AUTH_LIST_USER"
+	case AuthCreateACL:
+		return "AUTH_CREATE_ACL"
+	case AuthUpdateACL:
+		return "AUTH_UPDATE_ACL"
+	case AuthDeleteACL:
+		return "AUTH_DELETE_ACL"
+	case AuthGetACL:
+		return "AUTH_GET_ACL"
+	case AuthListACL:
+		return "AUTH_LIST_ACL"
 	case ListLiteTopics:
 		return "LIST_LITE_TOPICS"
 	case GetPopStatus:

@@ -158,3 +158,18 @@ const (
 	GetSyncStateDataRequest         int32 = 1017
 	RaftBrokerHeartBeatEventRequest int32 = 1018
 )
+
+// Request codes: the auth module's user and ACL administration (ACL 2.0,
+// Apache 5.3+; docs/auth.md).
+const (
+	AuthCreateUser int32 = 3001
+	AuthUpdateUser int32 = 3002
+	AuthDeleteUser int32 = 3003
+	AuthGetUser    int32 = 3004
+	AuthListUser   int32 = 3005
+	AuthCreateACL  int32 = 3006
+	AuthUpdateACL  int32 = 3007
+	AuthDeleteACL  int32 = 3008
+	AuthGetACL     int32 = 3009
+	AuthListACL    int32 = 3010
+)

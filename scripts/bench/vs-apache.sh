@@ -6,15 +6,19 @@
 #
 #   scripts/bench/vs-apache.sh                 # 2 rounds of 30 s, 1 KiB, 32 threads, ASYNC_FLUSH
 #   FLUSH_DISK_TYPE=SYNC_FLUSH DURATION=20s ROUNDS=3 scripts/bench/vs-apache.sh
+#   TLS=1 scripts/bench/vs-apache.sh           # mqbench --tls against both
 #
 # Environment: DURATION (30s), ROUNDS (2), SIZE (1024), THREADS (32),
-# FLUSH_DISK_TYPE (ASYNC_FLUSH), QUEUES (8), OUT (a results file).
+# FLUSH_DISK_TYPE (ASYNC_FLUSH), QUEUES (8), OUT (a results file), TLS (0;
+# 1: both systems in tls.server.mode=permissive — Apache's default, with
+# its self-signed certificate — and the clients over TLS).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=bench-lib.sh
 . scripts/bench/bench-lib.sh
 bench_defaults 30s vs-apache
 export FLUSH_DISK_TYPE
+TLS=${TLS:-0}
 
 make build >/dev/null
 work=$(mktemp -d -t vs-apache-XXXX)
@@ -38,6 +42,14 @@ NAMESRV_PORT=19876 BROKER_PORT=20911 APACHE_COMMITLOG_SIZE=$((1 << 30)) scripts/
 
 echo "starting ours ($FLUSH_DISK_TYPE)..." >&2
 broker_conf broker-ours "$O_BR_PORT" "$O_NS" "$work/ours" "$FLUSH_DISK_TYPE" >"$work/broker.conf"
+tlsflags=()
+if [ "$TLS" = 1 ]; then
+  # Apache's defaults (tls.server.mode=permissive, tls.test.mode.enable):
+  # Apache needs no setting, ours gets the mode.
+  printf 'tls.server.mode=permissive\ntls.config.file=%s\n' "$work/absent.properties" >>"$work/broker.conf"
+  export NAMESRV_TLS_SERVER_MODE=permissive NAMESRV_TLS_CONFIG_FILE="$work/absent.properties"
+  tlsflags=(--tls --tlsConfigFile "$work/absent.properties")
+fi
 bin/namesrv --listen-port $O_NS_PORT --kv-config-path "$work/kv.json" >"$work/namesrv.log" 2>&1 &
 pids+=($!)
 sleep 1
@@ -59,10 +71,10 @@ done
 run() { # system ns round
   local sys=$1 ns=$2 r=$3
   local p c
-  p=$(bin/mqbench producer -n "$ns" -t BenchVs -s "$SIZE" -w "$THREADS" --duration "$DURATION" --reportInterval 100000 --json 2>/dev/null | tail -1)
+  p=$(bin/mqbench producer -n "$ns" -t BenchVs -s "$SIZE" -w "$THREADS" --duration "$DURATION" --reportInterval 100000 --json "${tlsflags[@]}" 2>/dev/null | tail -1)
   local n
   n=$(echo "$p" | python3 -c 'import json,sys; print(json.load(sys.stdin)["messages"])')
-  c=$(bin/mqbench consumer -n "$ns" -t BenchVs -g "vs_${sys}_$r" --from-first --count "$n" --duration 180s --reportInterval 100000 --json 2>/dev/null | tail -1)
+  c=$(bin/mqbench consumer -n "$ns" -t BenchVs -g "vs_${sys}_$r" --from-first --count "$n" --duration 180s --reportInterval 100000 --json "${tlsflags[@]}" 2>/dev/null | tail -1)
   echo "{\"system\":\"$sys\",\"round\":$r,\"producer\":$p,\"consumer\":$c}" >>"$OUT"
 }
 

@@ -47,7 +47,8 @@ const USAGE = `usage: client-check.js produce|consume|roundtrip [options]
                    topic the nameserver does not know (no TBW102 auto-creation),
                    so by default produce creates it on the TBW102 route's
                    master brokers (UPDATE_AND_CREATE_TOPIC, 4 queues)
-  -verbose         client logs (info) on stderr`;
+  -verbose         client logs (info) on stderr
+  -ak KEY -sk KEY  sign every request with ali-ons' accessKey / secretKey (ACL users)`;
 
 function usage(err) {
   if (err) {
@@ -78,6 +79,8 @@ function parse(argv) {
     allowDups: false,
     verbose: false,
     createTopic: true,
+    accessKey: '',
+    secretKey: '',
   };
   if (argv.length === 0) {
     usage('missing mode');
@@ -143,6 +146,8 @@ function parse(argv) {
       case 'send-timeout': o.sendTimeoutMs = int(name, val); break;
       case 'retries': o.retries = int(name, val); break;
       case 'threads': o.threads = int(name, val); break;
+      case 'ak': o.accessKey = val; break;
+      case 'sk': o.secretKey = val; break;
       default: usage(`unknown option ${a}`);
     }
   }
@@ -362,10 +367,17 @@ async function ensureTopic(api, o, r, logger) {
   r.f.topic_created = true;
 }
 
+// credentials are ali-ons' signing options (channel.js: AccessKey,
+// OnsChannel and the header fields, HMAC-SHA1) when -ak/-sk are given.
+function credentials(o) {
+  return o.accessKey ? { accessKey: o.accessKey, secretKey: o.secretKey } : {};
+}
+
 async function produce(ons, o, r, logger) {
   let sent = 0;
   let failed = 0;
   const producer = new ons.Producer({
+    ...credentials(o),
     httpclient: noHttp,
     nameSrv: o.namesrv,
     producerGroup: o.producerGroup,
@@ -495,6 +507,7 @@ async function consume(ons, o, r, logger, expected) {
   if (expected === 0) done();
 
   const consumer = new ons.Consumer({
+    ...credentials(o),
     httpclient: noHttp,
     nameSrv: o.namesrv,
     consumerGroup: o.group,

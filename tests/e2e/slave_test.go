@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,7 +42,31 @@ func TestSlaveCopiesMasterMetadata(t *testing.T) {
 		}
 	}
 
+	// Users and ACLs (the admin codes are served with auth off too).
+	for _, req := range []struct {
+		c    int32
+		ext  map[string]string
+		body string
+	}{
+		{code.AuthCreateUser, map[string]string{"username": "slavesync_u"}, `{"password":"pw"}`},
+		{code.AuthCreateACL, map[string]string{"subject": "User:slavesync_u"}, `{"policies":[{"entries":[{"actions":["Pub"],"decision":"Allow","resource":"Topic:T*"}]}],"subject":"User:slavesync_u"}`},
+	} {
+		resp, err := ac.Invoke(ctx, master.Addr(), req.c, req.ext, []byte(req.body))
+		if err != nil || resp.Code != code.Success {
+			t.Fatalf("%s on the master: %v %+v", code.RequestName(req.c), err, resp)
+		}
+	}
+
 	copied := func() error {
+		for c, ext := range map[int32]map[string]string{code.AuthGetUser: {"username": "slavesync_u"}, code.AuthGetACL: {"subject": "User:slavesync_u"}} {
+			resp, err := ac.Invoke(ctx, slave.Addr(), c, ext, nil)
+			if err != nil {
+				return err
+			}
+			if resp.Code != code.Success || !strings.Contains(string(resp.Body), "slavesync_u") {
+				return fmt.Errorf("%s on the slave: %d %q %s", code.RequestName(c), resp.Code, resp.Remark, resp.Body)
+			}
+		}
 		got, err := ac.GetTopicConfig(ctx, slave.Addr(), slaveSyncTopic)
 		if err != nil {
 			return fmt.Errorf("topic on the slave: %w", err)

@@ -248,9 +248,16 @@ func freeBrokerPort(t testing.TB) int {
 // RMQ_REQUIRE_JAVA=1).
 func RunJavaCheck(t testing.TB, args ...string) Result {
 	t.Helper()
+	return RunJavaCheckEnv(t, nil, args...)
+}
+
+// RunJavaCheckEnv is RunJavaCheck with extra environment entries, e.g.
+// "RMQ_JAVA_OPTS=-Dtls.enable=true" for a client over TLS.
+func RunJavaCheckEnv(t testing.TB, env []string, args ...string) Result {
+	t.Helper()
 	script := filepath.Join(harness.RepoRoot(t), "scripts", "java-client-check.sh")
 	logDir := t.TempDir()
-	res := runCheck(t, "java", EnvRequireJava, []string{"RMQ_JAVA_LOG_DIR=" + logDir}, script, args...)
+	res := runCheck(t, "java", EnvRequireJava, append([]string{"RMQ_JAVA_LOG_DIR=" + logDir}, env...), script, args...)
 	res.Stderr += javaLogTail(res.ExitCode, logDir)
 	return res
 }

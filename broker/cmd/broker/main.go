@@ -129,8 +129,9 @@ func serve(ctx context.Context, cmd *cobra.Command, f flags, stdout, stderr io.W
 	if changed("broker-ip") {
 		overrides["brokerIP1"] = f.brokerIP
 	}
+	var derived map[string]string
 	if f.configFile != "" {
-		overrides["brokerConfigPath"] = f.configFile
+		derived = map[string]string{"brokerConfigPath": f.configFile}
 	}
 
 	host := config.LocalHost()
@@ -141,13 +142,14 @@ func serve(ctx context.Context, cmd *cobra.Command, f flags, stdout, stderr io.W
 		Overrides: overrides,
 		Host:      host,
 		NoOverlay: f.printAll || f.printImportant,
+		Derived:   derived,
 	})
 	if err != nil {
 		return err
 	}
 	cfg := loaded.Config
 	if f.printAll {
-		fmt.Fprint(stdout, cfg.Properties())
+		fmt.Fprint(stdout, cfg.PrintProperties())
 		return nil
 	}
 	if f.printImportant {
@@ -159,6 +161,9 @@ func serve(ctx context.Context, cmd *cobra.Command, f flags, stdout, stderr io.W
 	}
 	for _, k := range loaded.Legacy {
 		log.Warn("RocketMQ 4.x config key has no effect in 5.x; ignored", "key", k)
+	}
+	if len(loaded.NoEffect) > 0 {
+		log.Warn("accepted with no effect: "+strings.Join(loaded.NoEffect, ", "), "see", "docs/operations.md")
 	}
 	for _, w := range loaded.Warnings {
 		log.Warn(w)

@@ -30,6 +30,8 @@ func writeConf(t *testing.T, store string) string {
 		"bindAddress=127.0.0.1",
 		"mapedFileSizeCommitLog=1073741824",
 		"colour=blue",
+		"highSpeedMode=true",
+		"warmMapedFileEnable=false",
 	}, "\n")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -43,10 +45,16 @@ func TestPrintConfig(t *testing.T) {
 	if code := run(context.Background(), []string{"-c", conf, "-p", "-n", "10.0.0.1:9876;10.0.0.2:9876"}, &out, &errOut, nil, nil); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	for _, want := range []string{"brokerName=broker-a\n", "fileReservedTime=48\n", "namesrvAddr=10.0.0.1:9876;10.0.0.2:9876\n", "listenPort=10911\n"} {
+	for _, want := range []string{"brokerName=broker-a\n", "fileReservedTime=48\n", "namesrvAddr=10.0.0.1:9876;10.0.0.2:9876\n", "listenPort=10911\n",
+		"brokerConfigPath=" + conf + "\n",
+		// No-effect keys: a comment line before, the key=value line as is.
+		"\n# accepted, no effect\nhighSpeedMode=true\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("-p output lacks %q", want)
 		}
+	}
+	if strings.Contains(out.String(), "# accepted, no effect\nlistenPort=") {
+		t.Error("-p marks listenPort")
 	}
 	out.Reset()
 	if code := run(context.Background(), []string{"-c", conf, "-m"}, &out, &errOut, []string{"BROKER_LISTEN_PORT=12345"}, nil); code != 0 {
@@ -94,6 +102,11 @@ func TestBootAndGracefulShutdown(t *testing.T) {
 	}
 	if !strings.Contains(logs, "key=mapedFileSizeCommitLog") {
 		t.Errorf("4.x key not reported:\n%s", logs)
+	}
+	// One warning names the no-effect keys the file sets, and only those
+	// (not brokerConfigPath, which -c implies).
+	if n := strings.Count(logs, "accepted with no effect"); n != 1 || !strings.Contains(logs, `"accepted with no effect: highSpeedMode, warmMapedFileEnable"`) {
+		t.Errorf("%d no-effect warnings, want one naming highSpeedMode and warmMapedFileEnable:\n%s", n, logs)
 	}
 	cancel()
 	select {

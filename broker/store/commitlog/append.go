@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+	"time"
 
 	"github.com/rmqgo/rmq/pkg/message"
 )
@@ -271,6 +272,17 @@ func (l *Log) createSegment(base int64) (*segment, error) {
 	return seg, nil
 }
 
+// WriteStalledFor is how long the write in progress has been running (0
+// when none is): a write into the page cache that takes long means the
+// disk cannot keep up, Apache's "OS page cache busy".
+func (l *Log) WriteStalledFor() time.Duration {
+	since := l.writeSince.Load()
+	if since == 0 {
+		return 0
+	}
+	return max(l.clock().Sub(time.Unix(0, since)), 0)
+}
+
 // waitWrittenLocked returns once bytes below end are written, writing the
 // buffered batch itself when nobody else is.
 func (l *Log) waitWrittenLocked(end int64) error {
@@ -296,11 +308,13 @@ func (l *Log) writeBatchLocked() {
 	l.pend, l.spare = l.spare[:0], nil
 	l.pendStart = start + int64(len(buf))
 	l.writing = true
+	l.writeSince.Store(l.clock().UnixNano())
 	l.mu.Unlock()
 
 	_, err := seg.f.WriteAt(buf, start-seg.base)
 
 	l.mu.Lock()
+	l.writeSince.Store(0)
 	l.writing = false
 	l.spare = buf[:0]
 	if err != nil {

@@ -181,3 +181,40 @@ func TestNoFlushWait(t *testing.T) {
 	close(release)
 	ffs.SetHook(nil)
 }
+
+// TestWriteStalledFor: a write stuck in the page cache (a stalled disk) is
+// reported for as long as it lasts, and no longer once it completed.
+func TestWriteStalledFor(t *testing.T) {
+	l, ffs := syncFlushLog(t, nil)
+	mustAppend(t, l, record(t, "S", 0, 0, 100)) // creates the segment
+	if d := l.WriteStalledFor(); d != 0 {
+		t.Fatalf("WriteStalledFor = %v with no write in progress", d)
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	ffs.SetHook(func(op vfs.Op) error {
+		if op.Kind == vfs.OpWrite {
+			once.Do(func() { close(entered) })
+			<-release
+		}
+		return nil
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.AppendWith(context.Background(), record(t, "S", 0, 1, 100), AppendOptions{NoFlushWait: true})
+		done <- err
+	}()
+	<-entered
+	time.Sleep(30 * time.Millisecond)
+	if d := l.WriteStalledFor(); d < 25*time.Millisecond {
+		t.Fatalf("WriteStalledFor = %v during a write stuck for 30ms", d)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	ffs.SetHook(nil)
+	if d := l.WriteStalledFor(); d != 0 {
+		t.Fatalf("WriteStalledFor = %v after the write completed", d)
+	}
+}

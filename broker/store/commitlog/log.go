@@ -46,6 +46,9 @@ type Log struct {
 	diskFull  atomic.Bool  // usage above DiskSpaceWarningLevelRatio (not sticky)
 	failed    atomic.Bool  // mirrors err != nil for lock-free checks
 	lastTS    atomic.Int64 // store timestamp of the last written record
+	// writeSince is when the batch being written started (unix nanos of
+	// l.clock), 0 while none is: WriteStalledFor reads it.
+	writeSince atomic.Int64
 
 	// flushRun serialises flushes (and truncation against them).
 	flushRun sync.Mutex

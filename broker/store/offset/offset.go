@@ -319,6 +319,21 @@ func (s *Store) GroupTopics(group string) []string {
 	return out
 }
 
+// TopicGroups returns the groups that have offsets for topic (Java's
+// ConsumerOffsetManager.whichGroupByTopic).
+func (s *Store) TopicGroups(topic string) []string {
+	seen := map[string]bool{}
+	var out []string
+	s.Range(func(k Key, _ int64) bool {
+		if k.Topic == topic && !seen[k.Group] {
+			seen[k.Group] = true
+			out = append(out, k.Group)
+		}
+		return true
+	})
+	return out
+}
+
 // Flush writes changed offsets to Pebble and syncs them.
 func (s *Store) Flush() error {
 	s.mu.Lock()

@@ -1,6 +1,7 @@
 package offset
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/rmqgo/rmq/broker/store/kv"
@@ -125,5 +126,22 @@ func TestDeleteQueues(t *testing.T) {
 	}
 	if s2.groups["g1"] != 1 || s2.groups["g2"] != 1 {
 		t.Fatalf("counts after the walk %v", s2.groups)
+	}
+}
+
+func TestTopicGroups(t *testing.T) {
+	db, s := openAt(t, t.TempDir())
+	defer db.Close()
+	s.Commit(Key{Group: "g1", Topic: "T", QueueID: 0}, 1)
+	s.Commit(Key{Group: "g1", Topic: "T", QueueID: 1}, 2)
+	s.Commit(Key{Group: "g2", Topic: "T", QueueID: 0}, 3)
+	s.Commit(Key{Group: "g3", Topic: "U", QueueID: 0}, 4)
+	got := s.TopicGroups("T")
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"g1", "g2"}) {
+		t.Fatalf("TopicGroups(T) = %v", got)
+	}
+	if got := s.TopicGroups("none"); got != nil {
+		t.Fatalf("TopicGroups(none) = %v", got)
 	}
 }

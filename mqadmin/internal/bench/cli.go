@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/pkg/credentials"
+	"github.com/rmqgo/rmq/pkg/tlsconfig"
 )
 
 // Exit codes of Main.
@@ -101,9 +103,12 @@ type commonFlags struct {
 	topic             string
 	trace, acl        JavaBool
 	accessKey, secret string
+	toolsConfig       string
 	reportIntervalMS  int
 	duration          time.Duration
 	json, verbose     bool
+	useTLS            bool
+	tlsConfigFile     string
 }
 
 // register adds the flags every mode shares to cmd and returns its flag
@@ -116,24 +121,45 @@ func (c *commonFlags) register(cmd *cobra.Command) *pflag.FlagSet {
 	fs.VarP(&c.acl, "aclEnable", "a", "Acl Enable, Default: false")
 	fs.StringVar(&c.accessKey, "accessKey", defaultAccessKey, "Acl access key (-ak)")
 	fs.StringVar(&c.secret, "secretKey", defaultSecretKey, "Acl secret key (-sk)")
+	fs.StringVar(&c.toolsConfig, "toolsConfig", "", "YAML file with accessKey and secretKey (Apache's conf/tools.yml); turns ACL on with its keys unless -ak/-sk are given")
 	fs.IntVar(&c.reportIntervalMS, "reportInterval", 10000, "The number of ms between reports (-ri)")
 	fs.DurationVar(&c.duration, "duration", 0, "Stop after this long, e.g. 60s (default: run until the quantity is sent or Ctrl-C)")
 	fs.BoolVar(&c.json, "json", false, "Print a final one-line JSON summary")
 	fs.BoolVarP(&c.verbose, "verbose", "v", false, "Log client warnings and failed sends to stderr")
+	fs.BoolVar(&c.useTLS, "tls", false, "Connect over TLS (the Java benchmark's -Dtls.enable=true)")
+	fs.StringVar(&c.tlsConfigFile, "tlsConfigFile", tlsconfig.DefaultConfigFile, "With --tls: properties file of tls.client.* and tls.test.mode.enable keys, read when it exists (Java's -Dtls.config.file)")
 	return fs
 }
 
 // options are the RunOptions the flags give, writing to stdout and stderr.
-func (c *commonFlags) options(getenv func(string) string, stdout, stderr io.Writer) RunOptions {
-	ns, cred, log := c.resolve(getenv, stderr)
-	return RunOptions{
+func (c *commonFlags) options(cmd *cobra.Command, getenv func(string) string, stdout, stderr io.Writer) (RunOptions, error) {
+	keysGiven := cmd.Flags().Changed("accessKey") || cmd.Flags().Changed("secretKey")
+	ns, cred, log, err := c.resolve(getenv, stderr, keysGiven)
+	if err != nil {
+		return RunOptions{}, exitError{ExitUsage, err}
+	}
+	o := RunOptions{
 		NameServer: ns, Topic: strings.TrimSpace(c.topic), Credentials: cred, Logger: log,
 		ReportInterval: time.Duration(c.reportIntervalMS) * time.Millisecond, Duration: c.duration, JSON: c.json,
 		Out: stdout, Err: stderr,
 	}
+	if c.useTLS {
+		s := tlsconfig.Defaults()
+		s.Enable, s.ConfigFile = true, c.tlsConfigFile
+		if s, err = s.Load(); err != nil {
+			return o, exitError{ExitUsage, err}
+		}
+		if o.TLS, err = s.ClientConfig(); err != nil {
+			return o, exitError{ExitUsage, err}
+		}
+	}
+	return o, nil
 }
 
-func (c *commonFlags) resolve(getenv func(string) string, stderr io.Writer) (ns string, cred *client.Credentials, log *slog.Logger) {
+// resolve reads the name servers, the credentials (-a with -ak/-sk as
+// Apache's benchmark tools; --toolsConfig also turns ACL on, its keys used
+// unless -ak/-sk were given) and the log level.
+func (c *commonFlags) resolve(getenv func(string) string, stderr io.Writer, keysGiven bool) (ns string, cred *client.Credentials, log *slog.Logger, err error) {
 	ns = strings.TrimSpace(c.namesrv)
 	if ns == "" {
 		ns = strings.TrimSpace(getenv("NAMESRV_ADDR"))
@@ -144,6 +170,20 @@ func (c *commonFlags) resolve(getenv func(string) string, stderr io.Writer) (ns 
 	if c.acl {
 		cred = &client.Credentials{AccessKey: c.accessKey, SecretKey: c.secret}
 	}
+	if c.toolsConfig != "" {
+		fileCred, err := credentials.ReadToolsConfig(c.toolsConfig)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		if fileCred == nil {
+			return "", nil, nil, fmt.Errorf("%s: accessKey or secretKey is blank", c.toolsConfig)
+		}
+		if !keysGiven {
+			cred = fileCred
+		} else {
+			cred = &client.Credentials{AccessKey: c.accessKey, SecretKey: c.secret}
+		}
+	}
 	if c.trace {
 		fmt.Fprintln(stderr, "mqbench: message trace is not supported; -m is ignored")
 	}
@@ -152,7 +192,7 @@ func (c *commonFlags) resolve(getenv func(string) string, stderr io.Writer) (ns 
 		level = slog.LevelDebug
 	}
 	log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	return ns, cred, log
+	return ns, cred, log, nil
 }
 
 func newProducerCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
@@ -171,7 +211,10 @@ func newProducerCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra
 			if !strings.EqualFold(compressType, "ZLIB") {
 				return exitError{ExitUsage, fmt.Errorf("compress type %s is not supported (only ZLIB)", compressType)}
 			}
-			o.RunOptions = c.options(getenv, stdout, stderr)
+			var err error
+			if o.RunOptions, err = c.options(cmd, getenv, stdout, stderr); err != nil {
+				return err
+			}
 			o.KeyEnable, o.DelayEnable, o.Async, o.CompressEnable, o.FlushCheck = bool(keys), bool(delay), bool(async), bool(compress), flushCheck
 			sum, err := RunProducer(cmd.Context(), o)
 			if err != nil {
@@ -221,8 +264,11 @@ with updateTopic -a +message.type=LITE and the group with updateSubGroup --attri
 +lite.bind.topic=<parent> first.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.RunOptions = c.options(getenv, stdout, stderr)
-			_, err := RunLiteConsumer(cmd.Context(), o)
+			var err error
+			if o.RunOptions, err = c.options(cmd, getenv, stdout, stderr); err != nil {
+				return err
+			}
+			_, err = RunLiteConsumer(cmd.Context(), o)
 			return runFailed("lite-consumer", err)
 		},
 	}
@@ -250,10 +296,13 @@ func newConsumerCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra
 		Short: "Consume every queue of a topic and report rates and delays (Apache's benchmark Consumer)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.RunOptions = c.options(getenv, stdout, stderr)
+			var err error
+			if o.RunOptions, err = c.options(cmd, getenv, stdout, stderr); err != nil {
+				return err
+			}
 			o.GroupSuffix = bool(suffix)
 			_ = rebalance // Java's client/server rebalance switch: one instance consumes every queue here
-			_, err := RunConsumer(cmd.Context(), o)
+			_, err = RunConsumer(cmd.Context(), o)
 			return runFailed("consumer", err)
 		},
 	}

@@ -85,7 +85,7 @@ func RunConsumer(ctx context.Context, o ConsumerOptions) (*ConsumerSummary, erro
 	}
 
 	c, err := started(client.NewPullConsumer(client.PullConsumerConfig{
-		CommonConfig: runClientConfig(o.NameServer, "", o.Credentials, remoting.SerializeRocketMQ, o.Logger),
+		CommonConfig: runClientConfig(o.RunOptions, "", remoting.SerializeRocketMQ),
 		Group:        o.Group,
 	}))
 	if err != nil {

@@ -25,7 +25,7 @@ type flushChecker struct {
 func newFlushChecker(ctx context.Context, o ProducerOptions) *flushChecker {
 	f := &flushChecker{topic: o.Topic, baseline: map[protocol.MessageQueue]int64{}}
 	f.c, f.err = client.NewPullConsumer(client.PullConsumerConfig{
-		CommonConfig: runClientConfig(o.NameServer, "flushcheck", o.Credentials, remoting.SerializeRocketMQ, o.Logger),
+		CommonConfig: runClientConfig(o.RunOptions, "flushcheck", remoting.SerializeRocketMQ),
 		Group:        DefaultProducerGroup + "_flush_check",
 	})
 	if f.err != nil {

@@ -135,7 +135,7 @@ func RunLiteConsumer(ctx context.Context, o LiteConsumerOptions) (*ConsumerSumma
 	var stats ConsumerStats
 	c, err := started(client.NewLitePushConsumer(client.LitePushConsumerConfig{
 		// The lite consumer keeps pkg/client's default header encoding.
-		CommonConfig:      runClientConfig(o.NameServer, "", o.Credentials, remoting.SerializeJSON, o.Logger),
+		CommonConfig:      runClientConfig(o.RunOptions, "", remoting.SerializeJSON),
 		Group:             o.Group,
 		BindTopic:         o.Topic,
 		ConsumeGoroutines: o.Threads,

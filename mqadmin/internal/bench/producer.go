@@ -3,6 +3,7 @@ package bench
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -132,7 +133,7 @@ func RunProducer(ctx context.Context, o ProducerOptions) (*ProducerSummary, erro
 	}
 	p, err := started(client.NewProducer(client.ProducerConfig{
 		// RocketMQ headers, as Apache's benchmark tools.
-		CommonConfig:  runClientConfig(o.NameServer, "", o.Credentials, remoting.SerializeRocketMQ, o.Logger),
+		CommonConfig:  runClientConfig(o.RunOptions, "", remoting.SerializeRocketMQ),
 		Group:         o.Group,
 		CompressOver:  compressOver,
 		CompressLevel: o.CompressLevel,
@@ -428,6 +429,7 @@ type RunOptions struct {
 	Duration       time.Duration // 0: until the mode's own limit or ctx ends
 	JSON           bool
 	Credentials    *client.Credentials
+	TLS            *tls.Config // nil: plaintext
 	Out, Err       io.Writer
 	Logger         *slog.Logger
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"strconv"
 	"time"
 
@@ -19,13 +18,14 @@ const clientShutdownTimeout = 5 * time.Second
 // runClientConfig is the pkg/client configuration of a run's producer or
 // consumer: one nameserver, Java's instance name (namePrefix and the
 // current time in ms) and the headers in serialize.
-func runClientConfig(nameServer, namePrefix string, creds *client.Credentials, serialize remoting.SerializeType, log *slog.Logger) client.CommonConfig {
+func runClientConfig(o RunOptions, namePrefix string, serialize remoting.SerializeType) client.CommonConfig {
 	return client.CommonConfig{
-		NameServers:   []string{nameServer},
+		NameServers:   []string{o.NameServer},
 		InstanceName:  namePrefix + strconv.FormatInt(time.Now().UnixMilli(), 10),
-		Credentials:   creds,
+		Credentials:   o.Credentials,
 		SerializeType: serialize,
-		Logger:        log,
+		Remoting:      remoting.ClientConfig{TLS: o.TLS},
+		Logger:        o.Logger,
 	}
 }
 

@@ -43,15 +43,16 @@ func runController(ctx context.Context, f *serverFlags, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	cfg, unknown, err := controller.Load(pkgconfig.Source{File: f.configFile, Environ: environ}, homeDir())
+	cfg, set, unknown, err := controller.LoadKeys(pkgconfig.Source{File: f.configFile, Environ: environ}, homeDir())
 	f.warnUnknown(log, unknown)
 	if f.printAll {
-		fmt.Fprint(stdout, pkgconfig.Properties(&cfg))
+		fmt.Fprint(stdout, pkgconfig.AnnotatedProperties(&cfg))
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	warnNoEffect(log, pkgconfig.NoEffectSet(&cfg, set))
 	ctrl, err := controller.New(cfg, controller.Deps{}, log)
 	if err != nil {
 		return err

@@ -21,7 +21,7 @@ func TestStandaloneController(t *testing.T) {
 	addr := testutil.FreeAddr(t)
 	conf := filepath.Join(dir, "controller.conf")
 	os.WriteFile(conf, []byte(fmt.Sprintf("controllerDLegerGroup=g1\ncontrollerDLegerPeers=n0-%s\ncontrollerDLegerSelfId=n0\n"+
-		"controllerStorePath=%s\nconfigStorePath=%s\n", addr, filepath.Join(dir, "store"), filepath.Join(dir, "controller.properties"))), 0o644)
+		"controllerStorePath=%s\nconfigStorePath=%s\njRaftElectionTimeoutMs=500\n", addr, filepath.Join(dir, "store"), filepath.Join(dir, "controller.properties"))), 0o644)
 
 	var out, errOut testutil.SyncBuffer
 	cmd := newCommand(context.Background(), &out, &errOut, nil)
@@ -29,7 +29,8 @@ func TestStandaloneController(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "controllerDLegerGroup=g1\n") || !strings.Contains(out.String(), "enableElectUncleanMaster=false\n") {
+	if !strings.Contains(out.String(), "controllerDLegerGroup=g1\n") || !strings.Contains(out.String(), "enableElectUncleanMaster=false\n") ||
+		!strings.Contains(out.String(), "# accepted, no effect\njRaftElectionTimeoutMs=500\n") {
 		t.Fatalf("-p output:\n%s", out.String())
 	}
 
@@ -46,6 +47,9 @@ func TestStandaloneController(t *testing.T) {
 		}
 		return nil
 	})
+	if !strings.Contains(errOut.String(), "accepted with no effect: jRaftElectionTimeoutMs") {
+		t.Errorf("no warning about jRaftElectionTimeoutMs:\n%s", errOut.String())
+	}
 	c := remoting.NewClient(remoting.DefaultClientConfig(), nil)
 	defer c.Close()
 	testutil.Eventually(t, 10*time.Second, func() error {

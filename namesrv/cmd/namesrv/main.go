@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -64,6 +65,14 @@ func (f *serverFlags) register(cmd *cobra.Command, what string) {
 func (f *serverFlags) warnUnknown(log *slog.Logger, unknown []string) {
 	for _, k := range pkgconfig.Spelled(unknown, f.configFile) {
 		log.Warn("unknown config key ignored", "key", k, "file", f.configFile)
+	}
+}
+
+// warnNoEffect logs, in one line, the keys the configuration sets that
+// change nothing (docs/operations.md "Accepted keys with no effect").
+func warnNoEffect(log *slog.Logger, keys []string) {
+	if len(keys) > 0 {
+		log.Warn("accepted with no effect: "+strings.Join(keys, ", "), "see", "docs/operations.md")
 	}
 }
 
@@ -120,7 +129,7 @@ func run(ctx context.Context, cmd *cobra.Command, f *flags, stdout, stderr io.Wr
 		overrides["kvConfigPath"] = f.kvConfigPath
 	}
 	home := homeDir()
-	cfg, unknown, err := nsconfig.Load(nsconfig.Source{File: f.configFile, EnvPrefix: nsconfig.EnvPrefix, Environ: environ, Overrides: overrides}, home)
+	cfg, set, unknown, err := nsconfig.LoadKeys(nsconfig.Source{File: f.configFile, EnvPrefix: nsconfig.EnvPrefix, Environ: environ, Overrides: overrides}, home)
 	f.warnUnknown(log, unknown)
 	if err != nil {
 		return err
@@ -130,12 +139,13 @@ func run(ctx context.Context, cmd *cobra.Command, f *flags, stdout, stderr io.Wr
 	}
 	if f.printAll || f.printImport {
 		if f.printAll {
-			fmt.Fprint(stdout, cfg.Properties())
+			fmt.Fprint(stdout, cfg.PrintProperties())
 		} else {
 			fmt.Fprint(stdout, cfg.ImportantProperties())
 		}
 		return nil
 	}
+	warnNoEffect(log, nsconfig.NoEffectSet(set))
 
 	srv, err := server.New(cfg, log)
 	if err != nil {

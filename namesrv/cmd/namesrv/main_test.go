@@ -18,17 +18,21 @@ import (
 func TestPrintConfig(t *testing.T) {
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "namesrv.conf")
-	os.WriteFile(conf, []byte("listenPort=9999\norderMessageEnable=true\nbogusKey=1\n"), 0o644)
+	os.WriteFile(conf, []byte("listenPort=9999\norderMessageEnable=true\nbogusKey=1\nserverWorkerThreads=4\n"), 0o644)
 	var out, errOut testutil.SyncBuffer
 	cmd := newCommand(context.Background(), &out, &errOut, []string{"NAMESRV_DATA_DIR=" + dir})
 	cmd.SetArgs([]string{"-c", conf, "-p"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"listenPort=9999\n", "orderMessageEnable=true\n", "kvConfigPath=" + filepath.Join(dir, "kvConfig.json") + "\n"} {
+	for _, want := range []string{"listenPort=9999\n", "orderMessageEnable=true\n", "kvConfigPath=" + filepath.Join(dir, "kvConfig.json") + "\n",
+		"\n# accepted, no effect\nserverWorkerThreads=4\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("missing %q in\n%s", want, out.String())
 		}
+	}
+	if strings.Contains(out.String(), "# accepted, no effect\nlistenPort") {
+		t.Errorf("-p marks listenPort:\n%s", out.String())
 	}
 	if !strings.Contains(errOut.String(), "unknown config key") || !strings.Contains(errOut.String(), "bogusKey") {
 		t.Errorf("unknown key not reported: %s", errOut.String())
@@ -64,7 +68,7 @@ func TestBadConfigFails(t *testing.T) {
 func TestBootServeAndGracefulShutdown(t *testing.T) {
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "namesrv.conf")
-	os.WriteFile(conf, []byte("bindAddress=127.0.0.1\nkvConfigPath=kv.json\n"), 0o644)
+	os.WriteFile(conf, []byte("bindAddress=127.0.0.1\nkvConfigPath=kv.json\nserverSelectorThreads=2\nuseEpollNativeSelector=true\n"), 0o644)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out, errOut testutil.SyncBuffer
@@ -93,6 +97,9 @@ func TestBootServeAndGracefulShutdown(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "kv.json")); err != nil {
 		t.Fatalf("kv file not in data dir: %v", err)
+	}
+	if logs := errOut.String(); strings.Count(logs, "accepted with no effect") != 1 || !strings.Contains(logs, "accepted with no effect: serverSelectorThreads, useEpollNativeSelector") {
+		t.Errorf("want one warning naming the no-effect keys the file sets:\n%s", logs)
 	}
 	cancel() // as SIGTERM would
 	select {

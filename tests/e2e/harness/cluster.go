@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -30,6 +31,9 @@ type ClusterOptions struct {
 	BrokerEnv []string
 	// BrokerArgs are extra broker flags (e.g. --pprof-addr).
 	BrokerArgs []string
+	// AdminTLS is the TLS the harness's own admin client uses to wait for
+	// registrations (nameservers in TLS enforcing mode); nil: plaintext.
+	AdminTLS *tls.Config
 }
 
 // BrokerProc is one broker of a Cluster.
@@ -131,7 +135,7 @@ func (c *Cluster) waitRegistered(t testing.TB, bp *BrokerProc) {
 		return
 	}
 	for _, ns := range c.NamesrvAddrs {
-		ac, err := admin.New(admin.Config{NameServers: []string{ns}}, nil)
+		ac, err := admin.New(admin.Config{NameServers: []string{ns}, TLS: c.opts.AdminTLS}, nil)
 		if err != nil {
 			t.Fatalf("harness: admin client: %v", err)
 		}

@@ -106,6 +106,48 @@ func RunJavaMQAdminEnv(t testing.TB, env []string, args ...string) (string, erro
 	return stdout, err
 }
 
+// javaBatchEnd is the line scripts/java's MQAdminFastExit --batch prints
+// after each command.
+const javaBatchEnd = "@@rmqgo-mqadmin-end@@"
+
+// RunJavaMQAdminBatch runs several commands of the Java admin tool in one
+// JVM (MQAdminFastExit --batch: no JVM start per command) and returns the
+// stdout of each. Arguments must not contain tabs or newlines. env and
+// skipping are as RunJavaMQAdminEnv's.
+func RunJavaMQAdminBatch(t testing.TB, env []string, commands [][]string) ([]string, error) {
+	t.Helper()
+	script := filepath.Join(RepoRoot(t), "scripts", "mqadmin-java.sh")
+	var in strings.Builder
+	for _, c := range commands {
+		for _, a := range c {
+			if strings.ContainsAny(a, "\t\n") {
+				t.Fatalf("harness: RunJavaMQAdminBatch: argument %q has a tab or newline", a)
+			}
+		}
+		in.WriteString(strings.Join(c, "\t") + "\n")
+	}
+	env = append(append([]string(nil), env...), "RMQ_JAVA_FAST_EXIT=1", "RMQ_JAVA_LOG_DIR="+t.TempDir())
+	stdout, stderr, code, err := RunGroupStdin(context.Background(), JavaMQAdminTimeout, env, in.String(), script, "--batch")
+	if code == exitJavaMissing {
+		t.Skipf("%s %s", javaMissingPrefix, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(stderr), javaMissingPrefix)))
+	}
+	if stderr != "" {
+		t.Logf("harness: java mqadmin --batch: stderr:\n%s", stderr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	outs := strings.SplitAfter(stdout, javaBatchEnd+"\n")
+	if len(outs) != len(commands)+1 || outs[len(outs)-1] != "" {
+		return nil, fmt.Errorf("java mqadmin --batch: %d outputs for %d commands:\n%s", len(outs)-1, len(commands), stdout)
+	}
+	res := make([]string, len(commands))
+	for i := range commands {
+		res[i] = strings.TrimSuffix(outs[i], javaBatchEnd+"\n")
+	}
+	return res, nil
+}
+
 // run runs bin with args and extra env under a timeout (RunGroup); its
 // error also carries what bin wrote to stderr.
 func run(timeout time.Duration, env []string, bin string, args ...string) (stdout, stderr string, code int, err error) {
@@ -121,9 +163,17 @@ func run(timeout time.Duration, env []string, bin string, args ...string) (stdou
 // java, node). code is the exit code (-1 when the process did not exit
 // normally or did not start); err names bin and args.
 func RunGroup(parent context.Context, timeout time.Duration, env []string, bin string, args ...string) (stdout, stderr string, code int, err error) {
+	return RunGroupStdin(parent, timeout, env, "", bin, args...)
+}
+
+// RunGroupStdin is RunGroup with stdin as the process's standard input.
+func RunGroupStdin(parent context.Context, timeout time.Duration, env []string, stdin, bin string, args ...string) (stdout, stderr string, code int, err error) {
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
 	if len(env) > 0 {
 		cmd.Env = append(os.Environ(), env...)
 	}

@@ -231,9 +231,9 @@ func (b *Broker) Start(t testing.TB) {
 		t.Fatalf("inproc: %s is already running", b.label)
 	}
 	loaded, err := config.Load(config.Source{
-		File:      b.confPath,
-		Overrides: map[string]string{"brokerConfigPath": b.confPath},
-		Host:      config.Host{Hostname: b.name, IP: "127.0.0.1", Home: b.dir, Env: map[string]string{}},
+		File:    b.confPath,
+		Derived: map[string]string{"brokerConfigPath": b.confPath},
+		Host:    config.Host{Hostname: b.name, IP: "127.0.0.1", Home: b.dir, Env: map[string]string{}},
 	})
 	if err != nil {
 		t.Fatalf("inproc: %s config: %v", b.label, err)
@@ -241,6 +241,9 @@ func (b *Broker) Start(t testing.TB) {
 	for _, k := range loaded.Unknown {
 		// As the binary does: a warning in the broker's log.
 		b.log.logger.Warn("unknown config key ignored", "key", k)
+	}
+	if len(loaded.NoEffect) > 0 {
+		b.log.logger.Warn("accepted with no effect: " + strings.Join(loaded.NoEffect, ", "))
 	}
 	var opts []broker.Option
 	if d := b.c.opts.LockMaxLiveTime; d > 0 {

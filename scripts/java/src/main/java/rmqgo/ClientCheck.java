@@ -17,6 +17,8 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.zip.CRC32;
 
+import org.apache.rocketmq.acl.common.AclClientRPCHook;
+import org.apache.rocketmq.acl.common.SessionCredentials;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
@@ -28,6 +30,7 @@ import org.apache.rocketmq.common.MQVersion;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.remoting.RPCHook;
 
 /**
  * Real-client check for any RocketMQ cluster, with the Java client
@@ -77,6 +80,16 @@ public final class ClientCheck {
         int retries = 2;
         int consumeThreads = 4;
         boolean allowDups;
+        String accessKey = "";
+        String secretKey = "";
+
+        /** The ACL signer of -ak/-sk (AclClientRPCHook), null without. */
+        RPCHook aclHook() {
+            if (accessKey.isEmpty()) {
+                return null;
+            }
+            return new AclClientRPCHook(new SessionCredentials(accessKey, secretKey));
+        }
     }
 
     /** Takes one option of a check; false for a name it does not know. */
@@ -157,7 +170,8 @@ public final class ClientCheck {
             "  -send-timeout MS producer send timeout (default 10000)",
             "  -retries N       producer retries when a send fails (default 2)",
             "  -threads N       consumer threads (default 4)",
-            "  -allow-dups      duplicates do not fail the check"));
+            "  -allow-dups      duplicates do not fail the check",
+            "  -ak KEY -sk KEY  sign every request (AclClientRPCHook, ACL 2.0 users)"));
         System.exit(err == null ? 0 : 2);
     }
 
@@ -219,6 +233,8 @@ public final class ClientCheck {
                     case "send-timeout": o.sendTimeoutMs = Integer.parseInt(val); break;
                     case "retries": o.retries = Integer.parseInt(val); break;
                     case "threads": o.consumeThreads = Integer.parseInt(val); break;
+                    case "ak": o.accessKey = val; break;
+                    case "sk": o.secretKey = val; break;
                     default: usage("unknown option " + a);
                 }
             } catch (NumberFormatException e) {
@@ -470,7 +486,7 @@ public final class ClientCheck {
     // ------------------------------------------------------------ produce
 
     static void produce(Options o, Result r) throws Exception {
-        DefaultMQProducer p = new DefaultMQProducer(o.producerGroup);
+        DefaultMQProducer p = new DefaultMQProducer(o.producerGroup, o.aclHook());
         p.setNamesrvAddr(o.namesrv);
         p.setInstanceName("rmqgo-check-p-" + o.run);
         p.setSendMsgTimeout(o.sendTimeoutMs);
@@ -597,7 +613,7 @@ public final class ClientCheck {
         AtomicReference<CountDownLatch> all = new AtomicReference<>(new CountDownLatch(1));
         Set<String> seenMsgIds = new HashSet<>();
 
-        DefaultMQPushConsumer c = new DefaultMQPushConsumer(o.group);
+        DefaultMQPushConsumer c = new DefaultMQPushConsumer(o.group, o.aclHook());
         c.setNamesrvAddr(o.namesrv);
         c.setInstanceName("rmqgo-check-c-" + (o.run.isEmpty() ? "any" : o.run));
         c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);

@@ -7,7 +7,9 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import org.apache.rocketmq.client.apis.ClientConfiguration;
+import org.apache.rocketmq.client.apis.ClientConfigurationBuilder;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
+import org.apache.rocketmq.client.apis.StaticSessionCredentialsProvider;
 import org.apache.rocketmq.client.apis.consumer.ConsumeResult;
 import org.apache.rocketmq.client.apis.consumer.FilterExpression;
 import org.apache.rocketmq.client.apis.consumer.FilterExpressionType;
@@ -26,12 +28,13 @@ import org.apache.rocketmq.client.apis.message.MessageView;
  * (exit 1).
  *
  * Usage: GrpcPushConsumer &lt;endpoint&gt; &lt;topic&gt; &lt;group&gt; &lt;tls&gt; &lt;count&gt;
- * &lt;fail&gt; &lt;quiet s&gt;
+ * &lt;fail&gt; &lt;quiet s&gt; [&lt;access key&gt; &lt;secret key&gt;]: with the keys the
+ * client signs its requests (StaticSessionCredentialsProvider, ACL 2.0).
  */
 public final class GrpcPushConsumer {
     public static void main(String[] args) {
-        if (args.length != 7) {
-            System.err.println("usage: GrpcPushConsumer <endpoint> <topic> <group> <tls> <count> <fail> <quiet s>");
+        if (args.length != 7 && args.length != 9) {
+            System.err.println("usage: GrpcPushConsumer <endpoint> <topic> <group> <tls> <count> <fail> <quiet s> [<access key> <secret key>]");
             System.exit(2);
         }
         String endpoint = args[0], topic = args[1], group = args[2], fail = args[5];
@@ -41,8 +44,12 @@ public final class GrpcPushConsumer {
         List<MessageView> got = Collections.synchronizedList(new ArrayList<>());
         try {
             ClientServiceProvider provider = ClientServiceProvider.loadService();
-            ClientConfiguration cfg = ClientConfiguration.newBuilder().setEndpoints(endpoint)
-                .enableSsl(tls).setRequestTimeout(Duration.ofSeconds(3)).build();
+            ClientConfigurationBuilder b = ClientConfiguration.newBuilder().setEndpoints(endpoint)
+                .enableSsl(tls).setRequestTimeout(Duration.ofSeconds(3));
+            if (args.length == 9) {
+                b.setCredentialProvider(new StaticSessionCredentialsProvider(args[7], args[8]));
+            }
+            ClientConfiguration cfg = b.build();
             try (PushConsumer consumer = provider.newPushConsumerBuilder().setClientConfiguration(cfg)
                 .setConsumerGroup(group)
                 .setSubscriptionExpressions(Collections.singletonMap(topic, new FilterExpression("*", FilterExpressionType.TAG)))

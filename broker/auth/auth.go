@@ -1,0 +1,340 @@
+package auth
+
+import (
+	"crypto/hmac"
+	"crypto/sha1"
+	"crypto/subtle"
+	"encoding/base64"
+	"fmt"
+	"hash"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Error is a refused authentication or authorization (Apache's
+// AuthenticationException / AuthorizationException): the request is
+// answered NO_PERMISSION (16) with Error() as the remark, or, on the gRPC
+// endpoint, UNAUTHORIZED (40100).
+type Error struct{ msg string }
+
+func (e *Error) Error() string { return e.msg }
+
+func authError(format string, args ...any) error {
+	if len(args) == 0 {
+		return &Error{msg: format}
+	}
+	return &Error{msg: fmt.Sprintf(format, args...)}
+}
+
+// The texts Apache answers (DefaultAuthenticationHandler,
+// UserAuthorizationHandler, AclAuthorizationHandler and the strategies).
+const (
+	msgNoUsername      = "username cannot be null."
+	msgBadSignature    = "check signature failed."
+	msgAuthzFailed     = "Authorization failed. Please verify your access rights and try again."
+	msgNoMatchedPolicy = "no matched policies."
+	msgDecisionDeny    = "the decision is deny."
+)
+
+// Signature fields of a remoting request (docs/protocol.md §7).
+const (
+	FieldAccessKey     = "AccessKey"
+	FieldSignature     = "Signature"
+	FieldSecurityToken = "SecurityToken"
+	uniqueKeyQuery     = "_UNIQUE_KEY_QUERY"
+	// versionV4_9_3 is MQVersion V4_9_3's ordinal: up to it the signed
+	// content leaves _UNIQUE_KEY_QUERY out.
+	versionV4_9_3 = 399
+)
+
+// Config is what the service reads of the broker's AuthConfig.
+type Config struct {
+	AuthenticationEnabled bool
+	AuthorizationEnabled  bool
+	// Whitelists are Apache's comma-separated rpc codes: request codes
+	// ("10") on remoting, message names ("apache.rocketmq.v2.QueryRouteRequest")
+	// on gRPC, exempt from the check.
+	AuthenticationWhitelist string
+	AuthorizationWhitelist  string
+	// ClusterName names the Cluster resource of cluster-wide requests.
+	ClusterName string
+}
+
+// Service checks requests against the Store.
+type Service struct {
+	cfg        Config
+	store      *Store
+	log        *slog.Logger
+	authnWhite map[string]bool
+	authzWhite map[string]bool
+}
+
+// NewService builds the checker; log receives the audit lines.
+func NewService(cfg Config, store *Store, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{cfg: cfg, store: store, log: log, authnWhite: splitList(cfg.AuthenticationWhitelist), authzWhite: splitList(cfg.AuthorizationWhitelist)}
+}
+
+// splitList is StringUtils.split(s, ",") with each item trimmed.
+func splitList(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out[item] = true
+		}
+	}
+	return out
+}
+
+// Store is the service's user and ACL store.
+func (s *Service) Store() *Store { return s.store }
+
+// Config is the service's configuration.
+func (s *Service) Config() Config { return s.cfg }
+
+// Enabled reports whether either check is on.
+func (s *Service) Enabled() bool { return s.cfg.AuthenticationEnabled || s.cfg.AuthorizationEnabled }
+
+// Credentials are what a request presents: the user, the signature and
+// the content it signs.
+type Credentials struct {
+	Username  string
+	Signature string // base64
+}
+
+// authenticate is DefaultAuthenticationHandler: user lookup, status, and
+// the signature. Each of forms computes a signature the request may carry
+// (client-go's second form after the first) with an HMAC keyed with the
+// user's password; the first match passes.
+func (s *Service) authenticate(c Credentials, forms ...func(mac hash.Hash) string) error {
+	if c.Username == "" {
+		return authError(msgNoUsername)
+	}
+	u, mac, ok := s.store.keyedMAC(c.Username)
+	if !ok {
+		return authError("User:%s is not found.", c.Username)
+	}
+	if u.Status == StatusDisable {
+		return authError("User:%s is disabled.", c.Username)
+	}
+	if c.Signature == "" {
+		return authError(msgBadSignature)
+	}
+	for i, form := range forms {
+		if i > 0 {
+			mac = hmac.New(sha1.New, []byte(u.Password))
+		}
+		if subtle.ConstantTimeCompare([]byte(form(mac)), []byte(c.Signature)) == 1 {
+			return nil
+		}
+	}
+	return authError(msgBadSignature)
+}
+
+// AuthenticateRemoting checks a remoting request's signature (Apache's
+// DefaultAuthenticationContextBuilder + DefaultAuthenticationHandler).
+// It returns the username the request presents ("" for none).
+func (s *Service) AuthenticateRemoting(reqCode int32, version int32, ext map[string]string, body []byte) (string, error) {
+	user, hasUser := ext[FieldAccessKey]
+	if len(s.authnWhite) > 0 && s.authnWhite[strconv.Itoa(int(reqCode))] {
+		return user, nil
+	}
+	if !hasUser {
+		return "", authError(msgNoUsername)
+	}
+	dropUnique := version <= versionV4_9_3
+	forms := []func(hash.Hash) string{func(mac hash.Hash) string { return signWith(mac, ext, body, dropUnique, false) }}
+	if _, ok := ext[FieldSecurityToken]; ok {
+		forms = append(forms, func(mac hash.Hash) string { return signWith(mac, ext, body, dropUnique, true) })
+	}
+	err := s.authenticate(Credentials{Username: user, Signature: ext[FieldSignature]}, forms...)
+	return user, err
+}
+
+// SignRemoting is base64(HMAC-SHA1(secret, the values of ext sorted by
+// key, Signature left out, ‖ body)) (docs/protocol.md §7). dropUnique
+// leaves _UNIQUE_KEY_QUERY out (request versions up to V4_9_3), dropToken
+// SecurityToken (how client-go signs).
+func SignRemoting(ext map[string]string, body []byte, secret string, dropUnique, dropToken bool) string {
+	return signWith(hmac.New(sha1.New, []byte(secret)), ext, body, dropUnique, dropToken)
+}
+
+// field is one extField of a request.
+type field struct{ k, v string }
+
+// signWith is SignRemoting with a fresh HMAC keyed with the secret.
+func signWith(mac hash.Hash, ext map[string]string, body []byte, dropUnique, dropToken bool) string {
+	var arr [48]field
+	fields := arr[:0]
+	n := 0
+	for k, v := range ext {
+		if k == FieldSignature || (dropUnique && k == uniqueKeyQuery) || (dropToken && k == FieldSecurityToken) {
+			continue
+		}
+		fields = append(fields, field{k, v})
+		n += len(v)
+	}
+	slices.SortFunc(fields, func(a, b field) int { return strings.Compare(a.k, b.k) })
+	content := make([]byte, 0, n)
+	for _, f := range fields {
+		content = append(content, f.v...)
+	}
+	_, _ = mac.Write(content)
+	_, _ = mac.Write(body)
+	var sum [sha1.Size]byte
+	return base64.StdEncoding.EncodeToString(mac.Sum(sum[:0]))
+}
+
+// Check is one authorization question: may the subject do one of actions
+// on resource (Apache's DefaultAuthorizationContext).
+type Check struct {
+	Resource Resource
+	Actions  []Action
+}
+
+// Request is who asks, from where, with which code.
+type Request struct {
+	Username string
+	HasUser  bool   // the request named a user (AccessKey present)
+	SourceIP string // without port
+	RPCCode  string // request code or gRPC message name (whitelist, audit)
+}
+
+// Authorize evaluates each check in order, as Apache's
+// UserAuthorizationHandler and AclAuthorizationHandler; the first refusal
+// is returned (and logged as an audit line by the caller).
+func (s *Service) Authorize(r Request, checks []Check) (denied *Check, err error) {
+	if len(checks) == 0 {
+		return nil, nil
+	}
+	if len(s.authzWhite) > 0 && s.authzWhite[r.RPCCode] {
+		return nil, nil
+	}
+	if !r.HasUser {
+		return &checks[0], authError(msgAuthzFailed)
+	}
+	u, ok := s.store.User(r.Username)
+	if !ok {
+		return &checks[0], authError("User:%s not found.", r.Username)
+	}
+	if u.Type == UserSuper {
+		return nil, nil
+	}
+	subject := SubjectKey(r.Username)
+	acl := s.store.acl(subject)
+	for i := range checks {
+		c := &checks[i]
+		if acl == nil {
+			return c, denyError(subject, c.Resource, r.SourceIP, msgNoMatchedPolicy)
+		}
+		e := matchEntry(acl, c, r.SourceIP)
+		if e == nil {
+			return c, denyError(subject, c.Resource, r.SourceIP, msgNoMatchedPolicy)
+		}
+		if e.Decision == Deny {
+			return c, denyError(subject, c.Resource, r.SourceIP, msgDecisionDeny)
+		}
+	}
+	return nil, nil
+}
+
+func denyError(subject string, r Resource, ip, detail string) error {
+	return authError("%s has no permission to access %s from %s, %s", subject, r.Key(), ip, detail)
+}
+
+// matchEntry is AclAuthorizationHandler.matchPolicyEntries: the Custom
+// entries matching resource, actions and source IP, or else the Default
+// ones, ordered by comparePolicyEntries; the first decides.
+func matchEntry(acl *ACL, c *Check, ip string) *Entry {
+	var matched []*Entry
+	for _, t := range [...]PolicyType{PolicyCustom, PolicyDefault} {
+		p := acl.policy(t)
+		if p == nil {
+			continue
+		}
+		for i := range p.Entries {
+			e := &p.Entries[i]
+			if e.Resource.Match(c.Resource) && e.matchActions(c.Actions) && e.matchIP(ip) {
+				matched = append(matched, e)
+			}
+		}
+		if len(matched) > 0 {
+			break
+		}
+	}
+	if len(matched) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(matched, compareEntries)
+	return matched[0]
+}
+
+// compareEntries is Apache 5.5.0's AclAuthorizationHandler.
+// comparePolicyEntries: the specific resource first (Any type last; literal
+// before prefixed before any; the longer prefix first), then Deny before
+// Allow.
+func compareEntries(e1, e2 *Entry) int {
+	r1, r2 := e1.Resource, e2.Resource
+	c := 0
+	switch {
+	case r1.Type != r2.Type:
+		if r1.Type == ResAny {
+			c = 1
+		}
+		if r2.Type == ResAny {
+			c = -1
+		}
+	case r1.Pattern == r2.Pattern:
+		if r1.Pattern == PatPrefixed {
+			c = -cmpInt(len(r1.Name), len(r2.Name))
+		}
+	default:
+		switch {
+		case r1.Pattern == PatLiteral:
+			c = -1
+		case r2.Pattern == PatLiteral:
+			c = 1
+		case r1.Pattern == PatPrefixed:
+			c = -1
+		case r2.Pattern == PatPrefixed:
+			c = 1
+		}
+	}
+	if c != 0 {
+		return c
+	}
+	if e1.Decision == e2.Decision {
+		return 0
+	}
+	if e1.Decision == Deny {
+		return -1
+	}
+	return 1
+}
+
+func cmpInt(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Audit writes the one line per refused request the audit requires.
+func (s *Service) Audit(r Request, denied *Check, err error) {
+	attrs := []any{"user", r.Username, "sourceIp", r.SourceIP, "code", r.RPCCode, "reason", err.Error()}
+	if denied != nil {
+		acts := make([]string, len(denied.Actions))
+		for i, a := range denied.Actions {
+			acts[i] = a.String()
+		}
+		attrs = append(attrs, "resource", denied.Resource.Key(), "actions", strings.Join(acts, ","))
+	}
+	s.log.Info("auth: request denied", attrs...)
+}
