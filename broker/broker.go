@@ -22,6 +22,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/admin"
 	"github.com/rmqgo/rmq/broker/auth"
+	"github.com/rmqgo/rmq/broker/brokerstats"
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/grpcserver"
 	"github.com/rmqgo/rmq/broker/lite"
@@ -136,6 +137,9 @@ type Broker struct {
 	// ffStop ends the fast-failure scan (pools.go); ffDone is closed when
 	// it has ended.
 	ffStop, ffDone chan struct{}
+	// stats are the per-topic and per-group call statistics (Apache's
+	// BrokerStatsManager: VIEW_BROKER_STATS_DATA), sampled while started.
+	stats *brokerstats.Manager
 
 	// grpcClients are the 5.x consumers' registry channels
 	// (wire_grpc_consume.go).
@@ -179,7 +183,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 		return nil, fmt.Errorf("broker: create config directory: %w", err)
 	}
 
-	b := &Broker{log: log, boot: time.Now(), maps: o.mappings, grpcProducers: grpcserver.NewProducers()}
+	b := &Broker{log: log, boot: time.Now(), maps: o.mappings, grpcProducers: grpcserver.NewProducers(), stats: brokerstats.New(nil)}
 	if b.maps == nil {
 		mgr, err := statictopic.OpenManager(statictopic.ManagerOptions{
 			Path: cfg.TopicQueueMappingPath(), BrokerName: cfg.BrokerName, Logger: log.With("component", "statictopic"),
@@ -291,6 +295,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 		Offsets:       o.offsets,
 		Runtime:       o.runtime,
 		Pools:         b.poolStats,
+		Stats:         b.stats,
 		RetryTopicsOf: b.popRetryTopicsOf,
 		Hooks: admin.Hooks{ConfigChanged: b.configChanged, TopicDeleted: o.topicDeleted, TopicsChanged: func(ctx context.Context, names []string) {
 			b.registrar.RegisterTopics(ctx, names)
@@ -367,7 +372,13 @@ func (b *Broker) Start() error {
 	b.ffStop, b.ffDone = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(b.ffDone)
+		statsDone := make(chan struct{})
+		go func() {
+			defer close(statsDone)
+			b.stats.Run(b.ffStop)
+		}()
 		b.fastFailure(b.ffStop)
+		<-statsDone
 	}()
 	if b.msg != nil {
 		b.msg.start()

@@ -142,6 +142,7 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 		MasterOnline:       func() bool { return b.MasterAddr() != "" },
 		MessagesOut:        b.metricsOut(),
 		Resumed:            b.metricsResumed(),
+		Stats:              b.stats,
 		Logger:             log.With("component", "pull"),
 	})
 	if err != nil {
@@ -185,6 +186,7 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 		Fenced:           b.fenced,
 		MessagesIn:       b.metricsIn(),
 		SentToDLQ:        b.metricsDLQ(),
+		Stats:            b.stats,
 		Logger:           log.With("component", "send"),
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/brokerstats"
 	"github.com/rmqgo/rmq/broker/processor"
 	pcfg "github.com/rmqgo/rmq/pkg/config"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -222,4 +223,29 @@ func humanBytes(n uint64) string {
 	exp := int(math.Log(float64(n)) / math.Log(1024))
 	exp = min(exp, 6)
 	return fmt.Sprintf("%.1f %ciB", float64(n)/math.Pow(1024, float64(exp)), "KMGTPE"[exp-1])
+}
+
+// StatsViewer reads the broker's call statistics (brokerstats.Manager).
+type StatsViewer interface {
+	View(name, key string) (brokerstats.Data, bool)
+}
+
+// viewBrokerStatsData is VIEW_BROKER_STATS_DATA (315): the minute, hour and
+// day windows of one statistic (statsName TOPIC_PUT_NUMS with a topic,
+// GROUP_GET_NUMS with topic@group, ...), or SYSTEM_ERROR "The stats <name>
+// <key> not exist" as Apache's AdminBrokerProcessor.ViewBrokerStatsData.
+func (p *Processor) viewBrokerStatsData(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	name, key := req.Ext("statsName"), req.Ext("statsKey")
+	if name == "" || key == "" {
+		return nil, remoting.Errorf(code.InvalidParameter, "the custom field <statsName> and <statsKey> are required")
+	}
+	var d brokerstats.Data
+	found := false
+	if p.d.Stats != nil {
+		d, found = p.d.Stats.View(name, key)
+	}
+	if !found {
+		return nil, remoting.Errorf(code.SystemError, "The stats <%s> <%s> not exist", name, key)
+	}
+	return processor.Reply(req, "broker stats", d)
 }

@@ -83,6 +83,7 @@ type Deps struct {
 	Offsets  QueueOffsets        // nil: empty queues
 	Runtime  RuntimeInfoProvider // nil: store keys are zero
 	Pools    PoolStats           // nil: empty queues
+	Stats    StatsViewer         // nil: VIEW_BROKER_STATS_DATA finds nothing
 	// RetryTopicsOf names the pop retry topics (v1 and v2) of the groups
 	// with offsets on a topic: DELETE_TOPIC_IN_BROKER deletes those that
 	// exist too when clearRetryTopicWhenDeleteTopic is on. nil: none.
@@ -122,15 +123,17 @@ func New(d Deps) (*Processor, error) {
 // nil channel, so tests may call them directly.
 func (p *Processor) Handlers() map[int32]remoting.Handler {
 	return map[int32]remoting.Handler{
-		code.UpdateAndCreateTopic:     p.wrap(p.updateAndCreateTopic),
-		code.UpdateAndCreateTopicList: p.wrap(p.updateAndCreateTopicList),
-		code.DeleteTopicInBroker:      p.wrap(p.deleteTopic),
-		code.GetAllTopicConfig:        p.wrap(p.getAllTopicConfig),
-		code.GetTopicConfig:           p.wrap(p.getTopicConfig),
-		code.GetTopicStatsInfo:        p.wrap(p.getTopicStatsInfo),
-		code.GetBrokerRuntimeInfo:     p.wrap(p.getBrokerRuntimeInfo),
-		code.GetBrokerConfig:          p.wrap(p.getBrokerConfig),
-		code.UpdateBrokerConfig:       p.wrap(p.updateBrokerConfig),
+		code.UpdateAndCreateTopic:         p.wrap(p.updateAndCreateTopic),
+		code.UpdateAndCreateTopicList:     p.wrap(p.updateAndCreateTopicList),
+		code.DeleteTopicInBroker:          p.wrap(p.deleteTopic),
+		code.GetAllTopicConfig:            p.wrap(p.getAllTopicConfig),
+		code.GetTopicConfig:               p.wrap(p.getTopicConfig),
+		code.GetTopicStatsInfo:            p.wrap(p.getTopicStatsInfo),
+		code.GetBrokerRuntimeInfo:         p.wrap(p.getBrokerRuntimeInfo),
+		code.GetBrokerConfig:              p.wrap(p.getBrokerConfig),
+		code.UpdateBrokerConfig:           p.wrap(p.updateBrokerConfig),
+		code.ViewBrokerStatsData:          p.viewBrokerStatsData,
+		code.GetSystemTopicListFromBroker: p.wrap(p.systemTopicList),
 	}
 }
 

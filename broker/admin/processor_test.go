@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/broker/brokerstats"
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/config/configtest"
 	"github.com/rmqgo/rmq/broker/topic"
@@ -468,5 +469,68 @@ func TestBrokerConfigRequests(t *testing.T) {
 	_ = protocol.Unmarshal([]byte(r.Ext("version")), &v1)
 	if v1.Counter != v0.Counter+1 || !strings.Contains(string(r.Body), "brokerPermission=4\n") {
 		t.Errorf("version %v → %v; body has new value: %v", v0, v1, strings.Contains(string(r.Body), "brokerPermission=4"))
+	}
+}
+
+// TestViewBrokerStatsData: 315 answers the item's windows as
+// BrokerStatsData, SYSTEM_ERROR "The stats <name> <key> not exist" for an
+// item nothing recorded (Apache's remark), INVALID_PARAMETER without
+// the fields.
+func TestViewBrokerStatsData(t *testing.T) {
+	f := newFixture(t)
+	now := time.UnixMilli(1_700_000_000_000)
+	st := brokerstats.New(func() time.Time { return now })
+	f.p.d.Stats = st
+	st.TopicPut("T", 6, 60)
+	st.SampleMinute()
+	st.SampleHour()
+	st.SampleDay()
+	tests := []struct {
+		name     string
+		ext      map[string]string
+		wantCode int32
+		want     string
+	}{
+		{"topic put", map[string]string{"statsName": brokerstats.TopicPutNums, "statsKey": "T"}, code.Success,
+			`{"statsDay":{"avgpt":6,"sum":6,"tps":0.0016666666666666668},"statsHour":{"avgpt":6,"sum":6,"tps":0.01},"statsMinute":{"avgpt":6,"sum":6,"tps":0.6}}`},
+		{"unknown key", map[string]string{"statsName": brokerstats.TopicPutNums, "statsKey": "U"}, code.SystemError, "The stats <TOPIC_PUT_NUMS> <U> not exist"},
+		{"unknown name", map[string]string{"statsName": "NOPE", "statsKey": "T"}, code.SystemError, "The stats <NOPE> <T> not exist"},
+		{"no fields", nil, code.InvalidParameter, "statsName"},
+	}
+	for _, tt := range tests {
+		resp := f.call(t, code.ViewBrokerStatsData, tt.ext, nil)
+		got := resp.Remark
+		if resp.Code == code.Success {
+			got = string(resp.Body)
+		}
+		if resp.Code != tt.wantCode || !strings.Contains(got, tt.want) {
+			t.Errorf("%s: code %d %q, want %d %q", tt.name, resp.Code, got, tt.wantCode, tt.want)
+		}
+	}
+}
+
+// TestSystemTopicList: 305 lists the reserved names and the topics made at
+// boot (the cluster's and the broker's among them), not user topics.
+func TestSystemTopicList(t *testing.T) {
+	f := newFixture(t)
+	if r := f.call(t, code.UpdateAndCreateTopic, createExt("UserT", 4, 4, 6), nil); r.Code != code.Success {
+		t.Fatalf("create: %d %s", r.Code, r.Remark)
+	}
+	resp := f.call(t, code.GetSystemTopicListFromBroker, nil, nil)
+	var tl protocol.TopicList
+	if resp.Code != code.Success {
+		t.Fatalf("305: %d %s", resp.Code, resp.Remark)
+	}
+	if err := protocol.Unmarshal(resp.Body, &tl); err != nil {
+		t.Fatal(err)
+	}
+	cfg := f.cfg.Get()
+	for _, want := range []string{"TBW102", "SCHEDULE_TOPIC_XXXX", "CHECKPOINT_TOPIC", cfg.BrokerClusterName, cfg.BrokerName, cfg.BrokerClusterName + "_REPLY_TOPIC"} {
+		if !slices.Contains(tl.TopicList, want) {
+			t.Errorf("305 lacks %s: %v", want, tl.TopicList)
+		}
+	}
+	if slices.Contains(tl.TopicList, "UserT") {
+		t.Errorf("305 lists a user topic: %v", tl.TopicList)
 	}
 }

@@ -267,3 +267,11 @@ func (p *Processor) getTopicStatsInfo(_ context.Context, _ *remoting.Channel, re
 	}
 	return processor.ReplyMQKeyed(req, "topic stats "+name, stats)
 }
+
+// systemTopicList is GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305): the reserved
+// topic names and the topics the broker created at boot, as Apache's
+// TopicValidator.getSystemTopicSet (mqadmin exportMetadata leaves them
+// out).
+func (p *Processor) systemTopicList(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	return processor.Reply(req, "system topics", protocol.TopicList{TopicList: p.d.Topics.SystemTopics()})
+}

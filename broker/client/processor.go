@@ -123,6 +123,7 @@ func (p *Processor) Handlers() map[int32]remoting.Handler {
 		code.GetConsumerListByGroup:    p.consumerListByGroup,
 		code.GetConsumerConnectionList: p.consumerConnectionList,
 		code.GetProducerConnectionList: p.producerConnectionList,
+		code.GetAllProducerInfo:        p.allProducerInfo,
 	}
 }
 
@@ -459,4 +460,45 @@ func (p *Processor) producerConnectionList(_ context.Context, _ *remoting.Channe
 		pc.ConnectionSet = append(pc.ConnectionSet, c.connection())
 	}
 	return processor.Reply(req, "producer connection", pc)
+}
+
+// ProducerInfo is one producer connection of GET_ALL_PRODUCER_INFO
+// (Apache's remoting/protocol/body/ProducerInfo).
+type ProducerInfo struct {
+	ClientID            string `json:"clientId"`
+	LastUpdateTimestamp int64  `json:"lastUpdateTimestamp"`
+	Language            string `json:"language"`
+	RemoteIP            string `json:"remoteIP"`
+	Version             int32  `json:"version"`
+}
+
+// ProducerTableInfo is the GET_ALL_PRODUCER_INFO (328) body: producer
+// group → its connections.
+type ProducerTableInfo struct {
+	Data map[string][]ProducerInfo `json:"data"`
+}
+
+// allProducerInfo answers GET_ALL_PRODUCER_INFO (328) with every producer
+// group's connections, as Apache's ProducerManager.getProducerTable: the
+// remote address as Netty's InetSocketAddress.toString ("/ip:port").
+func (p *Processor) allProducerInfo(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	t := ProducerTableInfo{Data: map[string][]ProducerInfo{}}
+	for _, g := range p.d.Producers.Groups() {
+		infos := p.d.Producers.Channels(g)
+		if len(infos) == 0 {
+			continue
+		}
+		list := make([]ProducerInfo, 0, len(infos))
+		for _, c := range infos {
+			list = append(list, ProducerInfo{
+				ClientID:            c.ClientID,
+				RemoteIP:            "/" + c.RemoteAddr(),
+				Language:            c.Language.String(),
+				Version:             c.Version,
+				LastUpdateTimestamp: c.LastUpdate.UnixMilli(),
+			})
+		}
+		t.Data[g] = list
+	}
+	return processor.Reply(req, "producer table", t)
 }

@@ -469,8 +469,10 @@ func TestConnectionLists(t *testing.T) {
 
 func TestProducerLookups(t *testing.T) {
 	e := servedEnv(t)
+	var last *peer
 	for i := range 3 {
-		e.peer(t, fmt.Sprintf("p%d", i)).heartbeat(t, "")
+		last = e.peer(t, fmt.Sprintf("p%d", i))
+		last.heartbeat(t, "")
 	}
 	pm := e.p.Producers()
 	if len(pm.Channels("PG")) != 3 || pm.FindChannel("p1") == nil || pm.FindChannel("zz") != nil {
@@ -489,6 +491,25 @@ func TestProducerLookups(t *testing.T) {
 	}
 	if pm.AvailableChannel("none") != nil {
 		t.Fatal("channel for unknown group")
+	}
+
+	// GET_ALL_PRODUCER_INFO (328) lists every connection of every group.
+	resp := last.invoke(t, remoting.NewRequest(code.GetAllProducerInfo, nil, nil))
+	var table ProducerTableInfo
+	if resp.Code != code.Success {
+		t.Fatalf("328: %d %s", resp.Code, resp.Remark)
+	}
+	if err := json.Unmarshal(resp.Body, &table); err != nil {
+		t.Fatalf("328 body %s: %v", resp.Body, err)
+	}
+	pg := table.Data["PG"]
+	if len(table.Data) != 1 || len(pg) != 3 {
+		t.Fatalf("328 body %s", resp.Body)
+	}
+	for i, info := range pg {
+		if info.ClientID != fmt.Sprintf("p%d", i) || !strings.HasPrefix(info.RemoteIP, "/127.0.0.1:") || info.Language == "" || info.LastUpdateTimestamp <= 0 {
+			t.Fatalf("328 entry %d: %+v", i, info)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package subscription
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 
@@ -16,10 +17,11 @@ import (
 // tolerate a nil channel, so tests may call them directly.
 func (m *Manager) Handlers() map[int32]remoting.Handler {
 	return map[int32]remoting.Handler{
-		code.UpdateAndCreateSubscriptionGroup: m.updateAndCreate,
-		code.GetAllSubscriptionGroupConfig:    m.getAll,
-		code.DeleteSubscriptionGroup:          m.delete,
-		code.GetSubscriptionGroupConfig:       m.getOne,
+		code.UpdateAndCreateSubscriptionGroup:     m.updateAndCreate,
+		code.UpdateAndCreateSubscriptionGroupList: m.updateAndCreateList,
+		code.GetAllSubscriptionGroupConfig:        m.getAll,
+		code.DeleteSubscriptionGroup:              m.delete,
+		code.GetSubscriptionGroupConfig:           m.getOne,
 	}
 }
 
@@ -43,6 +45,40 @@ func (m *Manager) updateAndCreate(_ context.Context, _ *remoting.Channel, req *r
 			return nil, processor.BadRequest(err)
 		}
 		return nil, remoting.Errorf(code.SystemError, "update subscription group %s: %v", c.GroupName, err)
+	}
+	return remoting.NewResponse(req, code.Success, ""), nil
+}
+
+// updateAndCreateList answers UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST
+// (225), body SubscriptionGroupList {"groupConfigList":[...]}: as Apache's
+// AdminBrokerProcessor.updateAndCreateSubscriptionGroupList every group
+// name is checked (INVALID_PARAMETER with the first bad one) before any
+// group is created or updated.
+func (m *Manager) updateAndCreateList(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var list struct {
+		GroupConfigList []json.RawMessage `json:"groupConfigList"`
+	}
+	if err := json.Unmarshal(req.Body, &list); err != nil {
+		return nil, remoting.Errorf(code.InvalidParameter, "decode SubscriptionGroupList: %v", err)
+	}
+	configs := make([]GroupConfig, 0, len(list.GroupConfigList))
+	for i, raw := range list.GroupConfigList {
+		c, err := DecodeGroupConfig(raw)
+		if err != nil {
+			return nil, remoting.Errorf(code.InvalidParameter, "decode SubscriptionGroupConfig #%d: %v", i, err)
+		}
+		if err := protocol.ValidateGroup(c.GroupName); err != nil {
+			return nil, processor.BadRequest(err)
+		}
+		configs = append(configs, c)
+	}
+	for _, c := range configs {
+		if err := m.Update(c); err != nil {
+			if errors.Is(err, ErrInvalidGroup) || errors.Is(err, ErrInvalidAttribute) {
+				return nil, processor.BadRequest(err)
+			}
+			return nil, remoting.Errorf(code.SystemError, "update subscription group %s: %v", c.GroupName, err)
+		}
 	}
 	return remoting.NewResponse(req, code.Success, ""), nil
 }

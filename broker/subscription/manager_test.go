@@ -360,3 +360,35 @@ func TestRetryMaxTimes(t *testing.T) {
 		t.Fatal("unknown group without auto-create")
 	}
 }
+
+// TestUpdateAndCreateList: 225 creates or updates every group of the
+// list; one bad name refuses the whole list before any group is stored.
+func TestUpdateAndCreateList(t *testing.T) {
+	f := newFixture(t, func(c *config.Config) { c.AutoCreateSubscriptionGroup = false })
+	tests := []struct {
+		name     string
+		body     string
+		wantCode int32
+		remark   string
+	}{
+		{"two groups", `{"groupConfigList":[{"groupName":"gl1","retryQueueNums":3},{"groupName":"gl2","consumeEnable":false}]}`, code.Success, ""},
+		{"update one", `{"groupConfigList":[{"groupName":"gl1","retryMaxTimes":5}]}`, code.Success, ""},
+		{"bad name refuses all", `{"groupConfigList":[{"groupName":"gl3"},{"groupName":"bad name"}]}`, code.InvalidParameter, "illegal characters"},
+		{"malformed", `{"groupConfigList":[`, code.InvalidParameter, "decode"},
+		{"empty list", `{"groupConfigList":[]}`, code.Success, ""},
+	}
+	for _, tt := range tests {
+		resp := f.call(t, code.UpdateAndCreateSubscriptionGroupList, nil, []byte(tt.body))
+		if resp.Code != tt.wantCode || !strings.Contains(resp.Remark, tt.remark) {
+			t.Fatalf("%s: code %d remark %q, want %d containing %q", tt.name, resp.Code, resp.Remark, tt.wantCode, tt.remark)
+		}
+	}
+	g1, ok1 := f.m.Find("gl1")
+	g2, ok2 := f.m.Find("gl2")
+	if !ok1 || !ok2 || g1.RetryMaxTimes != 5 || g1.RetryQueueNums != 1 || g2.ConsumeEnable {
+		t.Fatalf("gl1 %+v (%v), gl2 %+v (%v)", g1, ok1, g2, ok2)
+	}
+	if f.m.Contains("gl3") {
+		t.Fatal("gl3 stored although its list had a bad group name")
+	}
+}

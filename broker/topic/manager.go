@@ -233,6 +233,27 @@ func (m *Manager) DataVersion() protocol.DataVersion {
 	return m.version
 }
 
+// SystemTopics is TopicValidator.getSystemTopicSet as a Java broker has it:
+// the reserved names plus the topics created at boot (cluster, broker,
+// reply, revive, ... topics), sorted.
+func (m *Manager) SystemTopics() []string {
+	names := map[string]bool{}
+	for _, t := range protocol.SystemTopicNames() {
+		names[t] = true
+	}
+	m.mu.RLock()
+	for t := range m.system {
+		names[t] = true
+	}
+	m.mu.RUnlock()
+	out := make([]string, 0, len(names))
+	for t := range names {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // IsSystemTopic reports reserved names: TopicValidator's fixed set, any
 // rmq_sys_ topic, and the names created at boot (cluster, broker, reply…).
 func (m *Manager) IsSystemTopic(name string) bool {

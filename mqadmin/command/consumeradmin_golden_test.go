@@ -59,6 +59,12 @@ func caTraceBody() string {
 // retry topic) and g3 (a reset needs its clients: CONSUMER_NOT_ONLINE),
 // producer group pg1, and a trace message of caTraceID on broker-a.
 func consumerSample() *admintest.Cluster {
+	fc, _ := consumerSampleWith()
+	return fc
+}
+
+// consumerSampleWith is consumerSample that also returns its consumer fake.
+func consumerSampleWith() (*admintest.Cluster, *admintest.Consumers) {
 	fc := admintest.NewSample()
 	ms := admintest.AttachMessages(fc)
 	cs := admintest.AttachConsumers(fc) // answers first: Messages has its own 203/208
@@ -100,7 +106,7 @@ func consumerSample() *admintest.Cluster {
 	if err := ms.Put(a, m); err != nil {
 		panic(err)
 	}
-	return fc
+	return fc, cs
 }
 
 type caGoldenCase struct {

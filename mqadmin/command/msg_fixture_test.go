@@ -65,6 +65,8 @@ func newMsgFixture(t testing.TB, ns, a, b string) *msgFixture {
 		br.Groups[msgTopic] = []string{"pushGroup", "filterGroup", "pullGroup", "offlineGroup", "noRouteGroup", "emptyGroup"}
 	}
 	ba.Topics[quietTopic] = protocol.TopicConfig{TopicName: quietTopic, ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6, TopicFilterType: "SINGLE_TAG", Attributes: map[string]string{}}
+	// A Java broker's own topic (sendMsgStatus sends to it).
+	ba.Topics["broker-a"] = protocol.TopicConfig{TopicName: "broker-a", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 7, TopicFilterType: "SINGLE_TAG", Attributes: map[string]string{}}
 	for _, g := range []string{"pushGroup", "filterGroup", "pullGroup", "offlineGroup", "emptyGroup"} {
 		ba.Topics[protocol.RetryTopic(g)] = protocol.TopicConfig{TopicName: protocol.RetryTopic(g), ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}
 	}

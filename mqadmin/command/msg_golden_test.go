@@ -91,6 +91,30 @@ func msgGoldenCases() []msgGoldenCase {
 		{"consumeMessage_beyond", modeClient, func(f *msgFixture) []string {
 			return []string{"consumeMessage", "-t", msgTopic, "-b", "broker-b", "-i", "1", "-o", "7"}
 		}, false},
+		{"printMsg", modeClient, func(f *msgFixture) []string {
+			return []string{"printMsg", "-t", msgTopic}
+		}, false},
+		{"printMsg_s_d", modeClient, func(f *msgFixture) []string {
+			return []string{"printMsg", "-t", msgTopic, "-s", "TagA || TagB", "-d", "false", "-c", "UTF-8"}
+		}, false},
+		{"printMsg_b_e", modeClient, func(f *msgFixture) []string {
+			return []string{"printMsg", "-t", msgTopic, "-b", "1700000000150", "-e", "2023-11-14#22:13:20:400"}
+		}, false},
+		{"printMsgByQueue", modeClient, func(f *msgFixture) []string {
+			return []string{"printMsgByQueue", "-t", msgTopic, "-a", "broker-a", "-i", "0", "-p", "true", "-d", "true", "-f", "true"}
+		}, false},
+		{"printMsgByQueue_f", modeClient, func(f *msgFixture) []string {
+			return []string{"printMsgByQueue", "-t", msgTopic, "-a", "broker-b", "-i", "1", "-f", "true", "-p", "true"}
+		}, false},
+		{"printMsgByQueue_s", modeClient, func(f *msgFixture) []string {
+			return []string{"printMsgByQueue", "-t", msgTopic, "-a", "broker-b", "-i", "1", "-s", "TagB", "-p", "true"}
+		}, false},
+		{"checkMsgSendRT", modeClient, func(f *msgFixture) []string {
+			return []string{"checkMsgSendRT", "-t", msgTopic, "-a", "10", "-s", "16"}
+		}, false},
+		{"sendMsgStatus", modeClient, func(f *msgFixture) []string {
+			return []string{"sendMsgStatus", "-b", "broker-a", "-c", "3", "-s", "20"}
+		}, false},
 		{"sendMessage", modeClient, func(f *msgFixture) []string {
 			return []string{"sendMessage", "-t", msgTopic, "-p", "hello golden", "-k", "k1 k2", "-c", "TagG", "-b", "broker-b", "-i", "3"}
 		}, false},
@@ -102,10 +126,22 @@ func msgGoldenPath(name string) string { return filepath.Join("testdata", "msg_"
 // sendRow matches the result row of sendMessage; its id differs per run.
 var sendRow = regexp.MustCompile(`(?m)^(\S+ +\S+ +SEND_OK +)\S+$`)
 
+// Send times and client message ids differ per run: rtRow matches a line
+// of checkMsgSendRT, avgRT its last line, statusRT a line of
+// sendMsgStatus (its offset id names the fake's ephemeral port).
+var (
+	rtRow    = regexp.MustCompile(`(?m)^(\S+ +\d+ +(?:true|false) +)\d+$`)
+	avgRT    = regexp.MustCompile(`(?m)^Avg RT: \S+$`)
+	statusRT = regexp.MustCompile(`(?m)^rt=\d+ms, (SendResult=SendResult \[sendStatus=\S+, msgId=)[0-9A-F]+, offsetMsgId=[0-9A-F]+`)
+)
+
 func normalizeMsgOutput(s, bodyDir string) string {
 	if bodyDir != "" {
 		s = strings.ReplaceAll(s, bodyDir+"/", javaMsgBodyDir+"/")
 	}
+	s = rtRow.ReplaceAllString(s, "${1}<RT>")
+	s = avgRT.ReplaceAllString(s, "Avg RT: <RT>")
+	s = statusRT.ReplaceAllString(s, "rt=<RT>ms, ${1}<MSGID>, offsetMsgId=<OFFSETMSGID>")
 	return sendRow.ReplaceAllString(s, "${1}<MSGID>")
 }
 

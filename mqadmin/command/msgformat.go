@@ -256,11 +256,22 @@ func javaTimestamp(flag, s string, loc *time.Location) (int64, error) {
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return n, nil
 	}
-	t, err := time.ParseInLocation("2006-01-02#15:04:05:000", s, loc)
-	if err != nil {
-		return 0, usagef("invalid value %q for -%s: want milliseconds or yyyy-MM-dd#HH:mm:ss:SSS", s, flag)
+	// Go layouts take fractional seconds only after '.' or ',': split off
+	// the ":SSS" milliseconds.
+	bad := usagef("invalid value %q for -%s: want milliseconds or yyyy-MM-dd#HH:mm:ss:SSS", s, flag)
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 || len(s)-i-1 != 3 {
+		return 0, bad
 	}
-	return t.UnixMilli(), nil
+	ms, err := strconv.Atoi(s[i+1:])
+	if err != nil || ms < 0 {
+		return 0, bad
+	}
+	t, err := time.ParseInLocation("2006-01-02#15:04:05", s[:i], loc)
+	if err != nil {
+		return 0, bad
+	}
+	return t.UnixMilli() + int64(ms), nil
 }
 
 // javaLong is Long.parseLong of a trimmed option value.

@@ -144,19 +144,7 @@ func (a *app) resetOffsetByTime(ctx context.Context, cmd *cobra.Command, o reset
 		if err != nil {
 			return err
 		}
-		var rows []resetOffsetRow
-		var keys [][]protocol.MessageQueue
-		table := map[protocol.MessageQueue]int64{}
-		for _, b := range batches {
-			ks := b.SortedKeys()
-			keys = append(keys, ks)
-			for _, k := range ks {
-				table[k] = b[k]
-			}
-		}
-		for _, mq := range javaHashMapPutAllOrder(keys) {
-			rows = append(rows, resetOffsetRow{mq.BrokerName, mq.QueueID, table[mq]})
-		}
+		rows := resetOffsetRows(batches)
 		if a.json() {
 			if rows == nil {
 				rows = []resetOffsetRow{}
@@ -202,6 +190,25 @@ func (a *app) resetOffsetOld(ctx context.Context, c *admin.Client, cluster, grou
 // filled by putAll of each batch in turn (Java's resetOffsetByTimestamp
 // merges the brokers' answers so): the final table size follows HashMap's
 // presizing and growth, and keys sharing a bucket keep insertion order.
+// resetOffsetRows is the table the Java tool prints after a reset through
+// the clients: the brokers' answers put into one HashMap, in its order.
+func resetOffsetRows(batches []protocol.MQMap[int64]) []resetOffsetRow {
+	var rows []resetOffsetRow
+	var keys [][]protocol.MessageQueue
+	table := map[protocol.MessageQueue]int64{}
+	for _, b := range batches {
+		ks := b.SortedKeys()
+		keys = append(keys, ks)
+		for _, k := range ks {
+			table[k] = b[k]
+		}
+	}
+	for _, mq := range javaHashMapPutAllOrder(keys) {
+		rows = append(rows, resetOffsetRow{mq.BrokerName, mq.QueueID, table[mq]})
+	}
+	return rows
+}
+
 func javaHashMapPutAllOrder(batches [][]protocol.MessageQueue) []protocol.MessageQueue {
 	tableSizeFor := func(c int) int {
 		n := 1

@@ -666,3 +666,25 @@ type BrokerConsumeStats struct {
 func (c *Client) FetchConsumeStatsInBroker(ctx context.Context, brokerAddr string, isOrder bool) (*BrokerConsumeStats, error) {
 	return decodeFrom[BrokerConsumeStats](ctx, c, brokerAddr, code.GetBrokerConsumeStats, map[string]string{"isOrder": strconv.FormatBool(isOrder)})
 }
+
+// ProducerInfo is one producer connection a broker lists (Apache's
+// ProducerInfo).
+type ProducerInfo struct {
+	ClientID            string `json:"clientId"`
+	LastUpdateTimestamp int64  `json:"lastUpdateTimestamp"`
+	Language            string `json:"language"`
+	RemoteIP            string `json:"remoteIP"`
+	Version             int    `json:"version"`
+}
+
+// ProducerTableInfo is every producer group of a broker with its
+// connections.
+type ProducerTableInfo struct {
+	Data map[string][]ProducerInfo `json:"data"`
+}
+
+// GetAllProducerInfo reads every producer group's connections from one
+// broker (GET_ALL_PRODUCER_INFO, 328).
+func (c *Client) GetAllProducerInfo(ctx context.Context, brokerAddr string) (*ProducerTableInfo, error) {
+	return decodeFrom[ProducerTableInfo](ctx, c, brokerAddr, code.GetAllProducerInfo, nil)
+}

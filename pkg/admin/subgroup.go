@@ -1,7 +1,9 @@
 package admin
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -185,4 +187,115 @@ func (c *Client) GetSubscriptionGroup(ctx context.Context, brokerAddr, group str
 		return nil, err
 	}
 	return &cfg, nil
+}
+
+// CreateSubscriptionGroupList creates or updates subscription groups on
+// one broker in one request (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST,
+// 225; Java's createAndUpdateSubscriptionGroupConfigList): the broker
+// checks every group name before it applies any.
+func (c *Client) CreateSubscriptionGroupList(ctx context.Context, brokerAddr string, list []SubscriptionGroupConfig) error {
+	for i := range list {
+		if list[i].Attributes == nil {
+			list[i].Attributes = map[string]string{}
+		}
+	}
+	body, err := protocol.Marshal(struct {
+		GroupConfigList []SubscriptionGroupConfig `json:"groupConfigList"`
+	}{list})
+	if err != nil {
+		return fmt.Errorf("encode subscription group list: %w", err)
+	}
+	_, err = c.invokeOK(ctx, brokerAddr, code.UpdateAndCreateSubscriptionGroupList, nil, body)
+	return err
+}
+
+// SetMessageRequestMode sets how a group consumes a topic on one broker,
+// PULL or POP with popShareQueueNum (SET_MESSAGE_REQUEST_MODE, 401, body
+// SetMessageRequestModeRequestBody).
+func (c *Client) SetMessageRequestMode(ctx context.Context, brokerAddr, topic, group, mode string, popShareQueueNum int) error {
+	body, err := protocol.Marshal(struct {
+		ConsumerGroup    string `json:"consumerGroup"`
+		Mode             string `json:"mode"`
+		PopShareQueueNum int    `json:"popShareQueueNum"`
+		Topic            string `json:"topic"`
+	}{group, mode, popShareQueueNum, topic})
+	if err != nil {
+		return fmt.Errorf("encode message request mode: %w", err)
+	}
+	_, err = c.invokeOK(ctx, brokerAddr, code.SetMessageRequestMode, nil, body)
+	return err
+}
+
+// SubscriptionGroupTable is every subscription group of a broker with the
+// table's data version (Java's SubscriptionGroupWrapper).
+type SubscriptionGroupTable struct {
+	DataVersion    protocol.DataVersion
+	ForbiddenTable map[string]map[string]int
+	Groups         map[string]SubscriptionGroupConfig
+}
+
+// maxGroupsPerPage is the page size GetAllSubscriptionGroups asks for
+// (Java's ClientConfig.maxPageSizeInGetMetadata default).
+const maxGroupsPerPage = 2000
+
+// GetAllSubscriptionGroups reads every subscription group of one broker
+// (GET_ALL_SUBSCRIPTIONGROUP_CONFIG, 201), page by page as Java's
+// MQClientAPIImpl.getAllSubscriptionGroup: groupSeq and maxGroupNum ask
+// for a page, the answer's totalGroupNum says whether more follow (a broker
+// that does not send it answered everything), and a changed data version
+// starts over. Java stops one group early (groupSeq >= totalGroupNum-1);
+// we stop when every group has come.
+func (c *Client) GetAllSubscriptionGroups(ctx context.Context, brokerAddr string) (*SubscriptionGroupTable, error) {
+	table := map[string]SubscriptionGroupConfig{}
+	forbidden := map[string]map[string]int{}
+	seq := 0
+	var version json.RawMessage
+	for range 100 {
+		ext := map[string]string{"groupSeq": strconv.Itoa(seq), "maxGroupNum": strconv.Itoa(maxGroupsPerPage)}
+		if version != nil {
+			ext["dataVersion"] = string(version)
+		}
+		resp, err := c.invokeOK(ctx, brokerAddr, code.GetAllSubscriptionGroupConfig, ext, nil)
+		if err != nil {
+			return nil, err
+		}
+		var w struct {
+			DataVersion            json.RawMessage            `json:"dataVersion"`
+			ForbiddenTable         map[string]map[string]int  `json:"forbiddenTable"`
+			SubscriptionGroupTable map[string]json.RawMessage `json:"subscriptionGroupTable"`
+		}
+		if err := decodeBody(resp, brokerAddr, code.GetAllSubscriptionGroupConfig, &w); err != nil {
+			return nil, err
+		}
+		if version == nil {
+			version = w.DataVersion
+		} else if !bytes.Equal(version, w.DataVersion) {
+			version, seq = w.DataVersion, 0
+			clear(table)
+			clear(forbidden)
+			continue
+		}
+		for k, v := range w.ForbiddenTable {
+			forbidden[k] = v
+		}
+		for name, raw := range w.SubscriptionGroupTable {
+			g := NewSubscriptionGroupConfig("")
+			if err := protocol.Unmarshal(raw, &g); err != nil {
+				return nil, fmt.Errorf("subscription group %s from %s: %w", name, brokerAddr, err)
+			}
+			table[name] = g
+		}
+		seq += len(w.SubscriptionGroupTable)
+		total, err := strconv.Atoi(resp.Ext("totalGroupNum"))
+		if err != nil || seq >= total || len(w.SubscriptionGroupTable) == 0 {
+			out := &SubscriptionGroupTable{Groups: table, ForbiddenTable: forbidden}
+			if len(version) > 0 {
+				if err := protocol.Unmarshal(version, &out.DataVersion); err != nil {
+					return nil, fmt.Errorf("subscription groups of %s: data version: %w", brokerAddr, err)
+				}
+			}
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("subscription groups of %s: data version kept changing", brokerAddr)
 }

@@ -308,3 +308,29 @@ func (c *Client) QueryTopicConsumeByWhoRoute(ctx context.Context, topic string) 
 	}
 	return nil, nil
 }
+
+// GetSystemTopicListFromBroker reads the broker's system topics
+// (GET_SYSTEM_TOPIC_LIST_FROM_BROKER, 305: the reserved names and the
+// topics it made at boot).
+func (c *Client) GetSystemTopicListFromBroker(ctx context.Context, brokerAddr string) ([]string, error) {
+	tl, err := decodeFrom[protocol.TopicList](ctx, c, brokerAddr, code.GetSystemTopicListFromBroker, nil)
+	if err != nil {
+		return nil, err
+	}
+	return tl.TopicList, nil
+}
+
+// IsSysConsumerGroup and IsPredefinedGroup are MixAll's: groups that
+// mqadmin exportMetadata leaves out.
+func IsSysConsumerGroup(group string) bool { return strings.HasPrefix(group, "CID_RMQ_SYS_") }
+
+// predefinedGroups is MixAll.PREDEFINE_GROUP_SET (a read-only lookup table).
+var predefinedGroups = map[string]bool{
+	"DEFAULT_CONSUMER": true, "DEFAULT_PRODUCER": true, "TOOLS_CONSUMER": true, "SCHEDULE_CONSUMER": true,
+	"FILTERSRV_CONSUMER": true, "__MONITOR_CONSUMER": true, "CLIENT_INNER_PRODUCER": true, "SELF_TEST_P_GROUP": true,
+	"SELF_TEST_C_GROUP": true, "CID_ONS-HTTP-PROXY": true, "CID_ONSAPI_PERMISSION": true, "CID_ONSAPI_OWNER": true,
+	"CID_ONSAPI_PULL": true, "CID_RMQ_SYS_TRANS": true,
+}
+
+// IsPredefinedGroup reports MixAll.isPredefinedGroup.
+func IsPredefinedGroup(group string) bool { return predefinedGroups[group] }

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -88,6 +89,17 @@ func validateName(kind, name string, max int) error {
 // IsSystemTopic reports whether a topic is reserved by the system.
 func IsSystemTopic(topic string) bool {
 	return systemTopics[topic] || strings.HasPrefix(topic, SysTopicPrefix)
+}
+
+// SystemTopicNames lists the reserved topic names (TopicValidator's
+// static SYSTEM_TOPIC_SET), sorted.
+func SystemTopicNames() []string {
+	out := make([]string, 0, len(systemTopics))
+	for t := range systemTopics {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // IsSendForbidden reports whether producers may not send to the topic.

@@ -213,6 +213,14 @@ func RequestName(c int32) string {
 		return "CONSUME_MESSAGE_DIRECTLY"
 	case GetBrokerConsumeStats:
 		return "GET_BROKER_CONSUME_STATS"
+	case UpdateAndCreateSubscriptionGroupList:
+		return "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST"
+	case GetAllProducerInfo:
+		return "GET_ALL_PRODUCER_INFO"
+	case ViewBrokerStatsData:
+		return "VIEW_BROKER_STATS_DATA"
+	case GetSystemTopicListFromBroker:
+		return "GET_SYSTEM_TOPIC_LIST_FROM_BROKER"
 	case QueryTopicsByConsumer:
 		return "QUERY_TOPICS_BY_CONSUMER"
 	case GetTopicConfig:

@@ -69,32 +69,36 @@ const (
 
 // Request codes: broker admin surface (docs/protocol.md §3.4).
 const (
-	UpdateAndCreateTopic             int32 = 17
-	UpdateAndCreateTopicList         int32 = 18
-	GetAllTopicConfig                int32 = 21
-	GetAllConsumerOffset             int32 = 43
-	UpdateBrokerConfig               int32 = 25
-	GetBrokerConfig                  int32 = 26
-	GetBrokerRuntimeInfo             int32 = 28
-	UpdateAndCreateSubscriptionGroup int32 = 200
-	GetAllSubscriptionGroupConfig    int32 = 201
-	GetTopicStatsInfo                int32 = 202
-	GetConsumerConnectionList        int32 = 203
-	GetProducerConnectionList        int32 = 204
-	DeleteSubscriptionGroup          int32 = 207
-	GetConsumeStats                  int32 = 208
-	DeleteTopicInBroker              int32 = 215
-	InvokeBrokerToResetOffset        int32 = 222
-	InvokeBrokerToGetConsumerStatus  int32 = 223
-	QueryTopicConsumeByWho           int32 = 300
-	GetConsumerRunningInfo           int32 = 307
-	ConsumeMessageDirectly           int32 = 309
-	GetBrokerConsumeStats            int32 = 317
-	QueryTopicsByConsumer            int32 = 343
-	GetTopicConfig                   int32 = 351
-	GetSubscriptionGroupConfig       int32 = 352
-	UpdateAndCreateStaticTopic       int32 = 513
-	GetAllMessageRequestMode         int32 = 402
+	UpdateAndCreateTopic                 int32 = 17
+	UpdateAndCreateTopicList             int32 = 18
+	GetAllTopicConfig                    int32 = 21
+	GetAllConsumerOffset                 int32 = 43
+	UpdateBrokerConfig                   int32 = 25
+	GetBrokerConfig                      int32 = 26
+	GetBrokerRuntimeInfo                 int32 = 28
+	UpdateAndCreateSubscriptionGroup     int32 = 200
+	UpdateAndCreateSubscriptionGroupList int32 = 225
+	GetAllProducerInfo                   int32 = 328
+	GetAllSubscriptionGroupConfig        int32 = 201
+	GetTopicStatsInfo                    int32 = 202
+	GetConsumerConnectionList            int32 = 203
+	GetProducerConnectionList            int32 = 204
+	DeleteSubscriptionGroup              int32 = 207
+	GetConsumeStats                      int32 = 208
+	DeleteTopicInBroker                  int32 = 215
+	InvokeBrokerToResetOffset            int32 = 222
+	InvokeBrokerToGetConsumerStatus      int32 = 223
+	QueryTopicConsumeByWho               int32 = 300
+	GetConsumerRunningInfo               int32 = 307
+	ConsumeMessageDirectly               int32 = 309
+	GetSystemTopicListFromBroker         int32 = 305
+	ViewBrokerStatsData                  int32 = 315
+	GetBrokerConsumeStats                int32 = 317
+	QueryTopicsByConsumer                int32 = 343
+	GetTopicConfig                       int32 = 351
+	GetSubscriptionGroupConfig           int32 = 352
+	UpdateAndCreateStaticTopic           int32 = 513
+	GetAllMessageRequestMode             int32 = 402
 )
 
 // Request codes: broker to client (docs/protocol.md §3.5).

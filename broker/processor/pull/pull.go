@@ -77,6 +77,9 @@ type Deps struct {
 	// MasterOnline reports whether a slave's master is up (a slave that
 	// has nothing to serve sends the consumer back to it); nil: always.
 	MasterOnline func() bool
+	// Stats records the messages each group pulls (Apache's GROUP_GET_NUMS,
+	// GROUP_GET_SIZE: VIEW_BROKER_STATS_DATA, mqadmin statsAll); nil: none.
+	Stats GetStats
 	// Hold tunes long polling; its Now and Logger default to the ones below.
 	Hold longpoll.Config
 	// MessagesOut counts delivered messages for the broker's metrics
@@ -357,8 +360,16 @@ func (p *Processor) process(ctx context.Context, ch *remoting.Channel, req *remo
 	resp.SetExt("groupSysFlag", strconv.Itoa(sg.GroupSysFlag))
 	if respCode == code.Success {
 		resp.Body = concatRecords(res)
+		if p.d.Stats != nil {
+			p.d.Stats.GroupGet(h.group, h.topic, len(res.Records), res.TotalSize)
+		}
 	}
 	return resp, nil
+}
+
+// GetStats counts pulled messages (brokerstats.Manager).
+type GetStats interface {
+	GroupGet(group, topic string, msgs, size int)
 }
 
 // suggestBroker is the suggestWhichBrokerId of an answer, and its code

@@ -579,3 +579,30 @@ func TestLongPollClosedChannel(t *testing.T) {
 	})
 	e.put("T", 0, "a") // must not panic or write anywhere
 }
+
+// getRecorder records GetStats calls.
+type getRecorder struct{ calls []string }
+
+func (r *getRecorder) GroupGet(group, topic string, msgs, size int) {
+	r.calls = append(r.calls, fmt.Sprintf("%s %s %d %d", group, topic, msgs, size))
+}
+
+// TestGetStats: a pull that finds messages counts them and their bytes for
+// its topic and group (GROUP_GET_NUMS / GROUP_GET_SIZE); one that finds
+// nothing counts nothing.
+func TestGetStats(t *testing.T) {
+	rec := &getRecorder{}
+	f := newFixture(t, fixtureOpt{deps: func(d *Deps) { d.Stats = rec }})
+	f.put("T", 0, "a", "b")
+	resp := f.pull(t, pullReq("T", 0, 0, "*"))
+	if resp.Code != code.Success {
+		t.Fatalf("pull: %d %s", resp.Code, resp.Remark)
+	}
+	size := len(resp.Body)
+	if resp = f.pull(t, pullReq("T", 0, 2, "*")); resp.Code != code.PullNotFound {
+		t.Fatalf("pull at the end: %d", resp.Code)
+	}
+	if len(rec.calls) != 1 || rec.calls[0] != fmt.Sprintf("g T 2 %d", size) {
+		t.Fatalf("stats calls %q", rec.calls)
+	}
+}

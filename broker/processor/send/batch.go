@@ -95,6 +95,13 @@ func (p *Processor) sendBatch(ctx context.Context, ch *remoting.Channel, req *re
 		}
 	}
 	res, err := p.d.Store.PutMessages(ctx, msgs)
+	if err == nil && len(msgs) > 0 {
+		size := 0
+		for _, m := range msgs {
+			size += len(m.Body)
+		}
+		p.putStats(msgs[0].Topic, len(msgs), size)
+	}
 	resp, err := p.putResponse(ctx, req, cfg, res, err, hp, queueID, hp[message.PropertyUniqClientMessageIDKeyIdx], true)
 	if err == nil && p.d.MessagesIn != nil {
 		p.d.MessagesIn(h.topic, metrics.TypeOf(hp), len(msgs), res.End-res.PhysicalOffset)

@@ -114,6 +114,9 @@ type Deps struct {
 	// (rocketmq_send_to_dlq_messages_total; Java labels it with the send's
 	// topic and producer group). nil: not counted.
 	SentToDLQ func(topic, group string)
+	// Stats records stored messages per topic (Apache's TOPIC_PUT_NUMS,
+	// TOPIC_PUT_SIZE: VIEW_BROKER_STATS_DATA, mqadmin statsAll); nil: none.
+	Stats PutStats
 	// Now is the clock; nil: time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -460,6 +463,9 @@ func (p *Processor) sendOne(ctx context.Context, ch *remoting.Channel, req *remo
 		return nil, err
 	}
 	res, err := p.d.Store.PutMessage(ctx, msg)
+	if err == nil {
+		p.putStats(msg.Topic, 1, len(msg.Body))
+	}
 	resp, err := p.putResponse(ctx, req, cfg, res, err, props, queueID, uniq, false)
 	if err == nil && p.d.MessagesIn != nil {
 		p.d.MessagesIn(h.topic, metrics.TypeOf(props), 1, res.End-res.PhysicalOffset)
@@ -470,6 +476,18 @@ func (p *Processor) sendOne(ctx context.Context, ch *remoting.Channel, req *remo
 		}
 	}
 	return resp, err
+}
+
+// PutStats counts stored messages (brokerstats.Manager).
+type PutStats interface {
+	TopicPut(topic string, msgs, size int)
+}
+
+// putStats counts a stored send of msgs messages of size body bytes.
+func (p *Processor) putStats(topic string, msgs, size int) {
+	if p.d.Stats != nil {
+		p.d.Stats.TopicPut(topic, msgs, size)
+	}
 }
 
 // checkBody enforces maxMessageSize on the body as stored (compressed).

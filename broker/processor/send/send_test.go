@@ -673,3 +673,30 @@ func FuzzSendProperties(f *testing.F) {
 		}
 	})
 }
+
+// statsRecorder records PutStats calls.
+type statsRecorder struct{ calls []string }
+
+func (r *statsRecorder) TopicPut(topic string, msgs, size int) {
+	r.calls = append(r.calls, fmt.Sprintf("%s %d %d", topic, msgs, size))
+}
+
+// TestPutStats: a stored send counts its messages and body bytes for its
+// topic (TOPIC_PUT_NUMS / TOPIC_PUT_SIZE); a refused one counts nothing.
+func TestPutStats(t *testing.T) {
+	f := newFixture(t)
+	rec := &statsRecorder{}
+	f.p.d.Stats = rec
+	wantCode(t, f.call(t, sendV2("TopicTest", 1, props("TAGS", "T"), "hello")), code.Success)
+	wantCode(t, f.call(t, sendV2("ReadOnly", 1, props("TAGS", "T"), "hello")), code.NoPermission)
+	body := batchBody(t, 3, func(i int) map[string]string { return map[string]string{"TAGS": "t"} })
+	wantCode(t, f.call(t, batchReq("MultiTag", 0, body)), code.Success)
+	stored := f.store.stored(t)
+	size := 0
+	for _, m := range stored[1:] {
+		size += len(m.Body)
+	}
+	if len(rec.calls) != 2 || rec.calls[0] != "TopicTest 1 5" || rec.calls[1] != fmt.Sprintf("MultiTag 3 %d", size) {
+		t.Fatalf("stats calls %q", rec.calls)
+	}
+}

@@ -417,6 +417,10 @@ func (c *Cluster) brokerHandle(b *Broker, req *remoting.Command) *remoting.Comma
 			WriteQueueNums: tc.WriteQueueNums, MappingDetail: b.Mapping[t],
 		}
 		return ok(req, protocol.MustMarshal(body))
+	case code.GetSystemTopicListFromBroker:
+		// The reserved names and the topics a broker makes at boot.
+		names := append(protocol.SystemTopicNames(), b.Cluster, b.Name, b.Cluster+"_REPLY_TOPIC")
+		return ok(req, protocol.MustMarshal(protocol.TopicList{TopicList: names}))
 	case code.GetAllTopicConfig:
 		return ok(req, protocol.MustMarshal(protocol.TopicConfigSerializeWrapper{DataVersion: protocol.DataVersion{Counter: 1, Timestamp: 1700000000000}, TopicConfigTable: b.Topics}))
 	case code.GetTopicStatsInfo:

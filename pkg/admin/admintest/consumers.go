@@ -19,8 +19,10 @@ type OffsetWrapper = admin.OffsetWrapper
 // Consumers fakes the consumer administration of the brokers: consume
 // stats (208), connections (203, 204), running info (307, as if forwarded
 // to the client), offset resets (222, 15, 29, 30), subscription groups
-// (200, 207, 352), QUERY_TOPICS_BY_CONSUMER (343) and
-// INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223). Install it with
+// (200, 201, 207, 352, 225), QUERY_TOPICS_BY_CONSUMER (343),
+// INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223), GET_BROKER_CONSUME_STATS
+// (317), GET_ALL_PRODUCER_INFO (328), SET_MESSAGE_REQUEST_MODE (401) and
+// VIEW_BROKER_STATS_DATA (315). Install it with
 // AttachConsumers; the maps may be set up before requests flow, or under
 // Cluster.Lock.
 type Consumers struct {
@@ -50,6 +52,16 @@ type Consumers struct {
 	// timestamp -1, GET_MAX_OFFSET (30): default the broker offset for a
 	// negative timestamp, else 0.
 	SearchOffset func(addr, topic string, queueID int, timestamp int64) int64
+	// ProducerTables: broker address → GET_ALL_PRODUCER_INFO (328) body;
+	// a broker without one answers an empty table.
+	ProducerTables map[string]string
+	// RequestModes: broker address → SET_MESSAGE_REQUEST_MODE (401) bodies
+	// received, in order.
+	RequestModes map[string][]string
+	// BrokerStats: broker address → "statsName statsKey" → the
+	// VIEW_BROKER_STATS_DATA (315) answer; absent ones answer SYSTEM_ERROR
+	// "The stats <name> <key> not exist", as Apache's broker.
+	BrokerStats map[string]map[string]admin.BrokerStatsData
 }
 
 // AttachConsumers installs a consumer fake on fc (it sets fc.Override,
@@ -65,6 +77,10 @@ func AttachConsumers(fc *Cluster) *Consumers {
 		Status:      map[string]protocol.MQMap[int64]{},
 		SubGroups:   map[string]map[string]string{},
 		NotOnline:   map[string]bool{},
+
+		ProducerTables: map[string]string{},
+		RequestModes:   map[string][]string{},
+		BrokerStats:    map[string]map[string]admin.BrokerStatsData{},
 	}
 	fc.addOverride(cs.handle)
 	return cs
@@ -166,6 +182,68 @@ func (cs *Consumers) handle(addr string, req *remoting.Command) (*remoting.Comma
 		}
 		cs.SubGroups[addr][g.GroupName] = string(req.Body)
 		return ok(req, nil), true
+	case code.UpdateAndCreateSubscriptionGroupList:
+		var list struct {
+			GroupConfigList []json.RawMessage `json:"groupConfigList"`
+		}
+		if err := json.Unmarshal(req.Body, &list); err != nil {
+			return fail(req, code.InvalidParameter, "bad subscription group list: %v", err), true
+		}
+		names := make([]string, len(list.GroupConfigList))
+		for i, raw := range list.GroupConfigList {
+			var g struct {
+				GroupName string `json:"groupName"`
+			}
+			if err := json.Unmarshal(raw, &g); err != nil || protocol.ValidateGroup(g.GroupName) != nil {
+				return fail(req, code.InvalidParameter, "bad subscription group %s", raw), true
+			}
+			names[i] = g.GroupName
+		}
+		if cs.SubGroups[addr] == nil {
+			cs.SubGroups[addr] = map[string]string{}
+		}
+		for i, raw := range list.GroupConfigList {
+			cs.SubGroups[addr][names[i]] = string(raw)
+		}
+		return ok(req, nil), true
+	case code.GetAllSubscriptionGroupConfig:
+		// The whole table in one page, without totalGroupNum (as an old
+		// broker answers).
+		table := map[string]json.RawMessage{}
+		for name, body := range cs.SubGroups[addr] {
+			table[name] = json.RawMessage(body)
+		}
+		return ok(req, protocol.MustMarshal(struct {
+			DataVersion            protocol.DataVersion       `json:"dataVersion"`
+			SubscriptionGroupTable map[string]json.RawMessage `json:"subscriptionGroupTable"`
+		}{protocol.DataVersion{Counter: 2, Timestamp: 1700000000000}, table})), true
+	case code.GetBrokerConsumeStats:
+		return cs.brokerConsumeStats(addr, req), true
+	case code.ViewBrokerStatsData:
+		name, key := req.Ext("statsName"), req.Ext("statsKey")
+		d, found := cs.BrokerStats[addr][name+" "+key]
+		if !found {
+			return fail(req, code.SystemError, "The stats <%s> <%s> not exist", name, key), true
+		}
+		return ok(req, protocol.MustMarshal(d)), true
+	case code.GetAllProducerInfo:
+		if t, found := cs.ProducerTables[addr]; found {
+			return ok(req, []byte(t)), true
+		}
+		return ok(req, []byte(`{"data":{}}`)), true
+	case code.SetMessageRequestMode:
+		var m struct {
+			ConsumerGroup string `json:"consumerGroup"`
+			Topic         string `json:"topic"`
+		}
+		if err := json.Unmarshal(req.Body, &m); err != nil || m.ConsumerGroup == "" || m.Topic == "" {
+			return fail(req, code.InvalidParameter, "bad SetMessageRequestModeRequestBody"), true
+		}
+		if _, found := b.Topics[m.Topic]; !found {
+			return fail(req, code.TopicNotExist, "topic[%s] not exist", m.Topic), true
+		}
+		cs.RequestModes[addr] = append(cs.RequestModes[addr], string(req.Body))
+		return ok(req, nil), true
 	case code.DeleteSubscriptionGroup:
 		delete(cs.SubGroups[addr], req.Ext("groupName"))
 		return ok(req, nil), true
@@ -241,4 +319,47 @@ func (cs *Consumers) reset(addr string, b *Broker, req *remoting.Command) *remot
 	return mqBody(req, struct {
 		OffsetTable protocol.MQMap[int64] `json:"offsetTable"`
 	}{table})
+}
+
+// brokerConsumeStats answers GET_BROKER_CONSUME_STATS (317) from Offsets:
+// one entry per group (sorted), one ConsumeStats per topic (sorted).
+func (cs *Consumers) brokerConsumeStats(addr string, req *remoting.Command) *remoting.Command {
+	type consumeStats struct {
+		ConsumeTps  float64                       `json:"consumeTps"`
+		OffsetTable protocol.MQMap[OffsetWrapper] `json:"offsetTable"`
+	}
+	type statsList struct {
+		BrokerAddr        string                      `json:"brokerAddr"`
+		ConsumeStatsList  []map[string][]consumeStats `json:"consumeStatsList"`
+		TotalDiff         int64                       `json:"totalDiff"`
+		TotalInflightDiff int64                       `json:"totalInflightDiff"`
+	}
+	out := statsList{BrokerAddr: addr, ConsumeStatsList: []map[string][]consumeStats{}}
+	groups := make([]string, 0, len(cs.Offsets[addr]))
+	for g := range cs.Offsets[addr] {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	for _, g := range groups {
+		byTopic := map[string]protocol.MQMap[OffsetWrapper]{}
+		for mq, w := range cs.Offsets[addr][g] {
+			if byTopic[mq.Topic] == nil {
+				byTopic[mq.Topic] = protocol.MQMap[OffsetWrapper]{}
+			}
+			byTopic[mq.Topic][mq] = w
+			out.TotalDiff += w.BrokerOffset - w.ConsumerOffset
+			out.TotalInflightDiff += w.PullOffset - w.ConsumerOffset
+		}
+		topics := make([]string, 0, len(byTopic))
+		for t := range byTopic {
+			topics = append(topics, t)
+		}
+		sort.Strings(topics)
+		list := make([]consumeStats, 0, len(topics))
+		for _, t := range topics {
+			list = append(list, consumeStats{ConsumeTps: cs.ConsumeTps[addr][g], OffsetTable: byTopic[t]})
+		}
+		out.ConsumeStatsList = append(out.ConsumeStatsList, map[string][]consumeStats{g: list})
+	}
+	return mqBody(req, out)
 }
