@@ -134,13 +134,12 @@ grpc-streams:
 bench-grpc: build
 	./scripts/bench/grpc.sh
 
-# ACL 2.0 with the Java clients against our broker (docs/auth.md): Java
-# mqadmin 5.5.0's user and ACL commands (and our mqadmin printing the same,
-# TestAuthAdminOurs: TestAuthAdminApache's checks), the Java client with
-# AclClientRPCHook, the Java 5.x gRPC client with credentials, ali-ons with
-# its access key. Each starts JVMs (or node) for 10-70 s, so not in
-# `make test` (TestAuthACL2 is, with client-go and raw remoting); needs
-# java + mvn and node + npm.
+# ACL 2.0 with the Java clients against our broker (docs/auth.md), all of
+# them: Java mqadmin 5.5.0's user and ACL commands one by one and the Java
+# 5.x gRPC client with credentials (25-35 s each: only here), and the ones
+# `make test` runs too: our mqadmin printing what Java's prints
+# (TestAuthAdminOurs), the Java client with AclClientRPCHook, ali-ons with
+# its access key. Needs java + mvn and node + npm.
 test-auth-java:
 	RMQ_AUTH_JAVA=1 $(GO) test -count=1 -timeout 10m -parallel 3 -run '^(TestAuthJavaMQAdmin|TestAuthJavaClient|TestAuthGrpcJava|TestAuthAdminOurs|TestAuthNodeClient)$$' github.com/rmqgo/rmq/tests/e2e
 

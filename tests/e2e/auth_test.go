@@ -31,9 +31,11 @@ import (
 	"github.com/rmqgo/rmq/tests/interop"
 )
 
-// envAuthJava runs the ACL tests with the Java and Node.js clients (make
-// test-auth-java): each starts JVMs (or node) for 10–70 s, more than
-// `make test` has room for.
+// envAuthJava runs the longer ACL tests with the Java clients, Java
+// mqadmin's user and ACL commands one by one and the Java 5.x gRPC client
+// (make test-auth-java: 25-35 s each): `make test` runs the Java client,
+// our mqadmin against Java's and the Node.js client (TestAuthJavaClient,
+// TestAuthAdminOurs, TestAuthNodeClient), and has no room for more.
 const envAuthJava = "RMQ_AUTH_JAVA"
 
 func needAuthJava(t *testing.T) {
@@ -290,7 +292,6 @@ func TestAuthJavaMQAdmin(t *testing.T) {
 // AclClientRPCHook produces and consumes on our broker with ACL 2.0 on, as
 // far as alice's ACL allows: a topic she may not publish to fails its sends.
 func TestAuthJavaClient(t *testing.T) {
-	needAuthJava(t)
 	skipShort(t, "starts JVMs")
 	t.Parallel()
 	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
@@ -427,7 +428,6 @@ func TestAuthSlaveCopy(t *testing.T) {
 // our mqadmin's createUser … copyAcl print the same, unsigned and forged
 // requests are refused, the bodies round-trip, the SDK signs.
 func TestAuthAdminOurs(t *testing.T) {
-	needAuthJava(t)
 	t.Parallel()
 	const user, password = "rocketmq", "12345678"
 	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
@@ -445,7 +445,6 @@ func TestAuthAdminOurs(t *testing.T) {
 // secretKey (AccessKey, OnsChannel and the header fields) produces and
 // consumes within alice's ACL, and is refused outside it.
 func TestAuthNodeClient(t *testing.T) {
-	needAuthJava(t)
 	t.Parallel()
 	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
 		"authenticationEnabled":  "true",
