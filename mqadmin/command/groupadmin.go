@@ -2,18 +2,13 @@ package command
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rmqgo/rmq/pkg/admin"
-	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
@@ -139,26 +134,13 @@ func newUpdateSubGroupList(a *app) *cobra.Command {
 // the Java tool also prints its usage after the results (a slip in
 // UpdateSubGroupListSubCommand); we do not.
 func (a *app) updateSubGroupList(ctx context.Context, cmd *cobra.Command, o updateSubGroupListOpts) error {
-	name := strings.TrimSpace(o.file)
-	data, err := os.ReadFile(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(a.env.Stdout, "the file path %s does not exists\n", name)
+	list, missing, err := readConfigList(o.file, "subscription group config", func() admin.SubscriptionGroupConfig { return admin.NewSubscriptionGroupConfig("") })
+	if missing {
+		fmt.Fprintf(a.env.Stdout, "the file path %s does not exists\n", strings.TrimSpace(o.file))
 		return nil
 	}
 	if err != nil {
 		return err
-	}
-	var raw []json.RawMessage
-	if err := protocol.Unmarshal(data, &raw); err != nil {
-		return fmt.Errorf("%s: not a JSON array of subscription group configs: %w", name, err)
-	}
-	list := make([]admin.SubscriptionGroupConfig, 0, len(raw))
-	for i, r := range raw {
-		g := admin.NewSubscriptionGroupConfig("")
-		if err := protocol.Unmarshal(r, &g); err != nil {
-			return fmt.Errorf("%s: subscription group config #%d: %w", name, i, err)
-		}
-		list = append(list, g)
 	}
 	if len(list) == 0 {
 		return nil

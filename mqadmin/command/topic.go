@@ -2,12 +2,8 @@ package command
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -130,26 +126,13 @@ func newUpdateTopicList(a *app) *cobra.Command {
 // queues, perm 6, SINGLE_TAG). With -c the Java tool also prints its usage
 // after the results (a slip in UpdateTopicListSubCommand); we do not.
 func (a *app) updateTopicList(ctx context.Context, cmd *cobra.Command, o updateTopicListOpts) error {
-	name := strings.TrimSpace(o.file)
-	data, err := os.ReadFile(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(a.env.Stdout, "the file path %s does not exists\n", name)
+	list, missing, err := readConfigList(o.file, "topic config", func() protocol.TopicConfig { return protocol.NewTopicConfig("") })
+	if missing {
+		fmt.Fprintf(a.env.Stdout, "the file path %s does not exists\n", strings.TrimSpace(o.file))
 		return nil
 	}
 	if err != nil {
 		return err
-	}
-	var raw []json.RawMessage
-	if err := protocol.Unmarshal(data, &raw); err != nil {
-		return fmt.Errorf("%s: not a JSON array of topic configs: %w", name, err)
-	}
-	list := make([]protocol.TopicConfig, 0, len(raw))
-	for i, r := range raw {
-		tc := protocol.NewTopicConfig("")
-		if err := protocol.Unmarshal(r, &tc); err != nil {
-			return fmt.Errorf("%s: topic config #%d: %w", name, i, err)
-		}
-		list = append(list, tc)
 	}
 	if len(list) == 0 {
 		return nil
