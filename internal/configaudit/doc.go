@@ -2,7 +2,9 @@ package configaudit
 
 import (
 	"fmt"
+	"os"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -65,4 +67,45 @@ func WithDocKeys(doc, name string, keys []string) (string, error) {
 	}
 	b.WriteByte('\n')
 	return doc[:i] + b.String() + doc[j:], nil
+}
+
+// CheckDocFile compares the NAME block of the file at path with keys (the
+// keys marked effect:"none"), rewriting the block first when update is set.
+// It returns one line per difference; a list in another order is one.
+func CheckDocFile(path, name string, keys []string, update bool) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		return []string{`no key is marked effect:"none"`}, nil
+	}
+	doc := string(b)
+	if update {
+		if doc, err = WithDocKeys(doc, name, keys); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	got, err := DocKeys(doc, name)
+	if err != nil {
+		return nil, err
+	}
+	if slices.Equal(got, keys) {
+		return nil, nil
+	}
+	var problems []string
+	for _, k := range keys {
+		if !slices.Contains(got, k) {
+			problems = append(problems, fmt.Sprintf("%s is marked effect:\"none\" but not listed in %s", k, path))
+		}
+	}
+	for _, k := range got {
+		if !slices.Contains(keys, k) {
+			problems = append(problems, fmt.Sprintf("%s lists %s, which is not marked effect:\"none\"", path, k))
+		}
+	}
+	return append(problems, "the list differs from the tags (order too): rerun the test with -update"), nil
 }
