@@ -30,6 +30,7 @@ func (b *Broker) newMetrics(cfg *config.Config, log *slog.Logger) (*metrics.Metr
 		GrpcHeader:               cfg.MetricsGrpcExporterHeader,
 		GrpcTimeout:              cfg.MetricGrpcExporterTimeOutInMills,
 		GrpcInterval:             cfg.MetricGrpcExporterIntervalInMills,
+		LogInterval:              cfg.MetricLoggingExporterIntervalInMills,
 		Labels:                   cfg.MetricsLabel,
 		InDelta:                  cfg.MetricsInDelta,
 		CardinalityLimit:         cfg.MetricsOtelCardinalityLimit,

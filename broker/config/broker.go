@@ -312,7 +312,7 @@ type BrokerConfig struct {
 	MetricsGrpcExporterHeader            string        `key:"metricsGrpcExporterHeader"`
 	MetricGrpcExporterTimeOutInMills     time.Duration `key:"metricGrpcExporterTimeOutInMills"`
 	MetricGrpcExporterIntervalInMills    time.Duration `key:"metricGrpcExporterIntervalInMills"`
-	MetricLoggingExporterIntervalInMills time.Duration `key:"metricLoggingExporterIntervalInMills" effect:"none"`
+	MetricLoggingExporterIntervalInMills time.Duration `key:"metricLoggingExporterIntervalInMills"`
 	MetricsPromExporterPort              int           `key:"metricsPromExporterPort"`
 	MetricsPromExporterHost              string        `key:"metricsPromExporterHost"`
 	MetricsLabel                         string        `key:"metricsLabel"`

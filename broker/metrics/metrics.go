@@ -50,6 +50,7 @@ type Config struct {
 	GrpcHeader       string        // metricsGrpcExporterHeader "k:v,k:v"
 	GrpcTimeout      time.Duration // metricGrpcExporterTimeOutInMills
 	GrpcInterval     time.Duration // metricGrpcExporterIntervalInMills
+	LogInterval      time.Duration // metricLoggingExporterIntervalInMills (LOG)
 	Labels           string        // metricsLabel "k:v,k:v"
 	InDelta          bool          // metricsInDelta
 	CardinalityLimit int           // metricsOtelCardinalityLimit
@@ -170,8 +171,7 @@ type Metrics struct {
 }
 
 // New builds the metrics for cfg; it returns nil, nil when cfg exports
-// nothing (DISABLE, or LOG, which this broker does not implement). Nothing
-// listens until Start.
+// nothing (DISABLE). Nothing listens until Start.
 func New(cfg Config, src Sources, log *slog.Logger) (*Metrics, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -180,10 +180,7 @@ func New(cfg Config, src Sources, log *slog.Logger) (*Metrics, error) {
 	switch typ {
 	case "", ExporterDisable:
 		return nil, nil
-	case ExporterLog:
-		log.Warn("metricsExporterType=LOG is not implemented; metrics are not exported")
-		return nil, nil
-	case ExporterProm, ExporterOTLPGrpc:
+	case ExporterProm, ExporterOTLPGrpc, ExporterLog:
 	default:
 		return nil, fmt.Errorf("metrics: unknown metricsExporterType %q", cfg.ExporterType)
 	}
@@ -236,6 +233,13 @@ func New(cfg Config, src Sources, log *slog.Logger) (*Metrics, error) {
 		if cfg.GrpcTimeout > 0 {
 			ropts = append(ropts, sdkmetric.WithTimeout(cfg.GrpcTimeout))
 		}
+		opts = append(opts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp, ropts...)))
+	case ExporterLog:
+		ropts := []sdkmetric.PeriodicReaderOption{sdkmetric.WithProducer(prod)}
+		if cfg.LogInterval > 0 {
+			ropts = append(ropts, sdkmetric.WithInterval(cfg.LogInterval))
+		}
+		exp := logExporter{log: log.With("component", "metrics-log")}
 		opts = append(opts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp, ropts...)))
 	}
 	m.provider = sdkmetric.NewMeterProvider(opts...)

@@ -1,13 +1,16 @@
 package metrics
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -202,7 +205,7 @@ func TestCardinalityLimit(t *testing.T) {
 }
 
 func TestDisabled(t *testing.T) {
-	for _, typ := range []string{"", "DISABLE", "LOG"} {
+	for _, typ := range []string{"", "DISABLE"} {
 		cfg := testConfig()
 		cfg.ExporterType = typ
 		m, err := New(cfg, Sources{}, nil)
@@ -290,5 +293,57 @@ func TestEventFamilies(t *testing.T) {
 		if len(s) != 1 || s[0].Value != c.want {
 			t.Errorf("%s%v = %v, want one sample of %v", c.family, c.match, s, c.want)
 		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the periodic reader's goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestLogExporter: metricsExporterType=LOG writes every series to the log
+// each metricLoggingExporterIntervalInMills, with its labels and value.
+func TestLogExporter(t *testing.T) {
+	var buf syncBuffer
+	cfg := testConfig()
+	cfg.ExporterType, cfg.LogInterval = ExporterLog, 50*time.Millisecond
+	m, err := New(cfg, testSources(time.Now()), slog.New(slog.NewTextHandler(&buf, nil)))
+	if err != nil || m == nil {
+		t.Fatalf("New(LOG): %v %v", m, err)
+	}
+	defer m.Shutdown(context.Background())
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	m.MessagesIn("LogTopic", Normal, 7, 7000)
+	want := []string{"metric=rocketmq_messages_in", "labels.topic=LogTopic", "labels.message_type=normal", "value=7"}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		for _, line := range strings.Split(buf.String(), "\n") {
+			ok := true
+			for _, w := range want {
+				ok = ok && strings.Contains(line, w)
+			}
+			if ok {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line with %v after 5 s; log:\n%s", want, buf.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
