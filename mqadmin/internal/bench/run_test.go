@@ -46,8 +46,11 @@ func TestMainProducerAndConsumer(t *testing.T) {
 	ctx := context.Background()
 
 	var out, errOut bytes.Buffer
+	// -ri beyond the run's length: one snapshot, so the short [Complete]
+	// line whatever the machine's load (a 1 s interval gave the long form
+	// when the run took longer).
 	code := Main(ctx, []string{"producer", "-w", "4", "-q", "203", "-s", "5000", "-k", "true", "-l", "3", "-p", "40",
-		"-c", "true", "-ch", "4096", "-ri", "1000", "--flush-check", "--json"}, &out, &errOut, getenv)
+		"-c", "true", "-ch", "4096", "-ri", "600000", "--flush-check", "--json"}, &out, &errOut, getenv)
 	if code != ExitOK {
 		t.Fatalf("producer exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
 	}
