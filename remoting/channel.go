@@ -31,7 +31,7 @@ type Channel struct {
 	local  string
 	remote string
 	t      transport
-	fl     flusher // t when it queues writes (TLS), else nil
+	fl     flusher // t when it queues writes (every real connection), else nil
 	log    *slog.Logger
 
 	opaque  *atomic.Int32 // the owning endpoint's request counter
@@ -121,6 +121,10 @@ func (ch *Channel) markClosed() {
 		// transport is not torn down under it. Later writes see closed.
 		ch.wmu.Lock()
 		ch.wmu.Unlock() //nolint:staticcheck // empty critical section is the point
+		// A queueing transport sends outside wmu: wait for that too.
+		if c, ok := ch.t.(interface{ closing() }); ok {
+			c.closing()
+		}
 		close(ch.done)
 		ch.failAll(fmt.Errorf("%w: %s", ErrConnClosed, ch.remote))
 	})

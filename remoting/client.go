@@ -294,10 +294,7 @@ func (c *Client) dial(ctx context.Context, addr string, e *connEntry) {
 		c.forget(addr, e) // the next call redials
 		return
 	}
-	var t transport = &netTransport{c: conn, writeTimeout: c.cfg.WriteTimeout}
-	if c.cfg.TLS != nil {
-		t = newCoalescingTransport(conn, c.cfg.WriteTimeout)
-	}
+	t := newConnTransport(conn, c.cfg.WriteTimeout)
 	ch := newChannel(c.nextID.Add(1), addrString(conn.LocalAddr()), addrString(conn.RemoteAddr()),
 		t, &c.opaque, c.cfg.RequestTimeout, c.log)
 
@@ -420,24 +417,3 @@ func (c *Client) closeIdle(before int64) {
 	}
 }
 
-// netTransport adapts a net.Conn; writes are serialized by the Channel.
-type netTransport struct {
-	c            net.Conn
-	writeTimeout time.Duration
-	closed       atomic.Bool
-}
-
-func (t *netTransport) write(b []byte) error {
-	if err := t.c.SetWriteDeadline(time.Now().Add(t.writeTimeout)); err != nil {
-		return err
-	}
-	_, err := t.c.Write(b)
-	return err
-}
-
-func (t *netTransport) close() error {
-	t.closed.Store(true)
-	return t.c.Close()
-}
-
-func (t *netTransport) active() bool { return !t.closed.Load() }

@@ -16,7 +16,7 @@ func TestCoalescingTransportDeliversEveryFrame(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	tr := newCoalescingTransport(a, waitDeadline)
+	tr := newConnTransport(a, waitDeadline)
 	ch := newChannel(1, "local", "remote", tr, nil, time.Second, nil)
 	const writers, each = 16, 50
 	got := make(chan int, 1)
@@ -60,7 +60,7 @@ func TestCoalescingTransportBackpressureAndFailure(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	tr := newCoalescingTransport(a, 300*time.Millisecond)
+	tr := newConnTransport(a, 300*time.Millisecond)
 	const frame = 64 << 10
 	stop := make(chan struct{})
 	var wg sync.WaitGroup

@@ -71,10 +71,7 @@ func (s *Server) serveConn(conn net.Conn) {
 		_ = conn.Close()
 		return
 	}
-	var t transport = &netTransport{c: conn, writeTimeout: s.cfg.WriteTimeout}
-	if s.cfg.TLS.Mode != TLSDisabled {
-		t = newCoalescingTransport(conn, s.cfg.WriteTimeout)
-	}
+	t := newConnTransport(conn, s.cfg.WriteTimeout)
 	ch := newChannel(s.nextID.Add(1), addrString(conn.LocalAddr()), addrString(conn.RemoteAddr()),
 		t, &s.opaque, s.cfg.InvokeTimeout, s.log)
 	s.channels[ch.id] = ch

@@ -396,7 +396,7 @@ func (s *Server) onPrepare(conn netpoll.Connection) context.Context {
 	}
 	_ = conn.SetWriteTimeout(s.cfg.WriteTimeout)
 	ch := newChannel(s.nextID.Add(1), addrString(conn.LocalAddr()), addrString(conn.RemoteAddr()),
-		npTransport{conn}, &s.opaque, s.cfg.InvokeTimeout, s.log)
+		newCoalescingTransport(&npSink{c: conn}), &s.opaque, s.cfg.InvokeTimeout, s.log)
 	s.channels[ch.id] = ch
 	s.conns.add()
 	_ = conn.AddCloseCallback(func(netpoll.Connection) error {
@@ -639,22 +639,6 @@ func (s *Server) stopServing(ctx context.Context) {
 		}
 	}
 }
-
-// npTransport adapts a netpoll connection.
-type npTransport struct{ c netpoll.Connection }
-
-func (t npTransport) write(b []byte) error {
-	w := t.c.Writer()
-	buf, err := w.Malloc(len(b))
-	if err != nil {
-		return err
-	}
-	copy(buf, b)
-	return w.Flush()
-}
-
-func (t npTransport) close() error { return t.c.Close() }
-func (t npTransport) active() bool { return t.c.IsActive() }
 
 func addrString(a net.Addr) string {
 	if a == nil {
