@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -286,12 +287,23 @@ func (l *Log) WriteStalledFor() time.Duration {
 // waitWrittenLocked returns once bytes below end are written, writing the
 // buffered batch itself when nobody else is.
 func (l *Log) waitWrittenLocked(end int64) error {
+	yielded := false
 	for l.written.Load() < end {
 		if l.err != nil {
 			return l.err
 		}
 		if l.writing {
 			l.cond.Wait()
+			continue
+		}
+		if !yielded {
+			// Group commit: appenders that are ready to run add their
+			// records first, so that one write carries them all. With
+			// nobody else runnable this costs a scheduler call.
+			yielded = true
+			l.mu.Unlock()
+			runtime.Gosched()
+			l.mu.Lock()
 			continue
 		}
 		l.writeBatchLocked()
