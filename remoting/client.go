@@ -416,4 +416,3 @@ func (c *Client) closeIdle(before int64) {
 		_ = ch.Close()
 	}
 }
-
