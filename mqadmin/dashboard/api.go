@@ -204,9 +204,9 @@ type liteRow struct {
 }
 
 type liteParentInfo struct {
-	BrokerName string                                  `json:"brokerName"`
+	BrokerName string                                   `json:"brokerName"`
 	Info       *protocol.GetParentTopicInfoResponseBody `json:"info,omitempty"`
-	Error      string                                  `json:"error,omitempty"`
+	Error      string                                   `json:"error,omitempty"`
 }
 
 type liteView struct {
