@@ -36,6 +36,9 @@ func (s *Server) cluster(r *request) (any, error) {
 	clusters := admin.ClusterNames(ci)
 	out := clusterView{NameServers: r.c.NameServers(), Clusters: clusters, Brokers: []brokerView{}}
 	for _, row := range figures.BrokerRows(r.ctx, r.c, ci, clusters, s.cfg.Now()) {
+		if admin.IsCode(row.Err, code.NoPermission) {
+			return nil, row.Err // ACL on: the page asks for credentials
+		}
 		role := "SLAVE"
 		if row.BrokerID == 0 {
 			role = "MASTER"

@@ -1,5 +1,5 @@
 // The console's page: a hash router over the JSON API (/api/...). Server
-// data reaches the DOM as text only (textContent, never innerHTML).
+// data reaches the DOM as text nodes and attributes only, never as markup.
 
 const main = document.getElementById('main');
 let csrf = '';

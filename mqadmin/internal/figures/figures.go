@@ -23,6 +23,7 @@ type BrokerRow struct {
 	Addr       string            `json:"addr"`
 	Runtime    map[string]string `json:"runtime,omitempty"`
 	Error      string            `json:"error,omitempty"`
+	Err        error             `json:"-"` // what Error says
 	// Derived values shown in the table.
 	Version       string  `json:"version"`
 	InTPS         float64 `json:"inTps"`
@@ -54,7 +55,7 @@ func BrokerRows(ctx context.Context, c *admin.Client, ci *protocol.ClusterInfo, 
 				r := BrokerRow{Cluster: cl, BrokerName: name, BrokerID: ba.ID, Addr: ba.Addr}
 				kv, err := c.GetBrokerRuntimeInfo(ctx, ba.Addr)
 				if err != nil {
-					r.Error = err.Error()
+					r.Error, r.Err = err.Error(), err
 				} else {
 					r.Runtime, r.Fetched = kv, true
 				}
