@@ -317,23 +317,23 @@ func (s *Server) login(r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	old := r.sess.client
-	r.sess.cred, r.sess.client = cred, c
-	s.mu.Unlock()
-	if old != nil {
-		_ = old.Close()
-	}
+	s.setCredentials(r.sess, cred, c)
 	return map[string]any{"accessKey": cred.AccessKey}, nil
 }
 
 func (s *Server) logout(r *request) (any, error) {
+	s.setCredentials(r.sess, nil, nil)
+	return map[string]any{}, nil
+}
+
+// setCredentials gives a session its keys and the client signing with
+// them (nil, nil: back to the server's client), closing the old client.
+func (s *Server) setCredentials(ss *session, cred *credentials.Credentials, c *admin.Client) {
 	s.mu.Lock()
-	old := r.sess.client
-	r.sess.cred, r.sess.client = nil, nil
+	old := ss.client
+	ss.cred, ss.client = cred, c
 	s.mu.Unlock()
 	if old != nil {
 		_ = old.Close()
 	}
-	return map[string]any{}, nil
 }
