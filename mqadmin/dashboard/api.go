@@ -173,6 +173,9 @@ type groupView struct {
 	ProgressError   string                    `json:"progressError,omitempty"`
 	Connection      *admin.ConsumerConnection `json:"connection"`
 	ConnectionError string                    `json:"connectionError,omitempty"`
+	// Versions are the connections' versions as consumerConnection
+	// prints them (V5_5_0), by client id.
+	Versions map[string]string `json:"versions"`
 }
 
 func (s *Server) group(r *request) (any, error) {
@@ -180,7 +183,7 @@ func (s *Server) group(r *request) (any, error) {
 	if group == "" {
 		return nil, badRequest("group is required")
 	}
-	v := groupView{Group: group}
+	v := groupView{Group: group, Versions: map[string]string{}}
 	st, err := r.c.ExamineConsumeStats(r.ctx, "", group, "")
 	if err != nil {
 		if admin.IsCode(err, code.NoPermission) {
@@ -195,6 +198,9 @@ func (s *Server) group(r *request) (any, error) {
 		v.ConnectionError = err.Error()
 	} else {
 		v.Connection = cc
+		for _, conn := range cc.ConnectionSet {
+			v.Versions[conn.ClientID] = admin.VersionDesc(conn.Version)
+		}
 	}
 	return v, nil
 }

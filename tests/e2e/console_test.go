@@ -14,6 +14,7 @@ import (
 
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
+	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -97,9 +98,10 @@ func wantText(t *testing.T, page, text string, want ...string) {
 // TestConsolePages loads every page of the web console (mqadmin
 // dashboard) in headless Chromium against a real two-broker cluster and
 // checks what it rendered: broker names and versions, a topic's route and
-// queue offsets, a static topic's mapping, a group's lag per queue, lite
-// topics of a parent page by page with their lag, pop status, a message
-// found by key and by offset, the TPS and lag charts; then it creates a
+// queue offsets, a static topic's mapping, a group's lag per queue, an
+// online consumer's connection, lite topics of a parent page by page with
+// their lag, a pop consumer's unacked messages, a message found by key, id
+// and offset and its trace record, the TPS and lag charts; then it creates a
 // topic and resets a group's offset through the page (confirmation
 // dialog, CSRF token) and checks both with the admin client. Screenshots
 // of every page go to $RMQ_SCREENSHOT_DIR (else a temporary directory).
@@ -107,7 +109,9 @@ func TestConsolePages(t *testing.T) {
 	skipShort(t, "starts a cluster and Chromium")
 	t.Parallel()
 	b := browser.Start(t) // skips without chromium
-	c := startCluster(t, framework.Options{Brokers: 2, BrokerConf: map[string]string{"enableLmq": "true", "enableMultiDispatch": "true"}})
+	c := startCluster(t, framework.Options{Brokers: 2, BrokerConf: map[string]string{
+		"enableLmq": "true", "enableMultiDispatch": "true", "traceTopicEnable": "true",
+	}})
 	mq := func(args ...string) string { return mqadmin(t, c, args...) }
 	ctx := context.Background()
 	ac, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr()}}, nil)
@@ -159,6 +163,37 @@ func TestConsolePages(t *testing.T) {
 			remotingtest.Want(t, "lite send", remotingtest.Invoke(t, rc, bp.Addr(), code.SendMessage, ext, []byte("x")), code.Success, "")
 		}
 	}
+
+	// A client's trace record (Java's TraceDataEncoder format) of message 3.
+	const tracedID = "CONSOLE00000000000000000003"
+	traceRec := strings.Join([]string{"Pub", fmt.Sprint(time.Now().UnixMilli()), "DefaultRegion", "console_pg", topic, tracedID, "", "",
+		brokerA.Addr(), "15", "7", "0", "true"}, "\x01") + "\x02"
+	remotingtest.Want(t, "trace send", remotingtest.Invoke(t, rc, brokerA.Addr(), code.SendMessage,
+		remotingtest.SendExt(t, "console_trace_pg", protocol.TraceTopic, 0, message.PropertyKeys, tracedID), []byte(traceRec)), code.Success, "")
+
+	// An online push consumer (its connection is listed) and a pop
+	// consumer holding two messages unacked (pop status shows them).
+	common := sdkCommon(c, nil, "console")
+	mq("updateTopic", "-c", "DefaultCluster", "-t", "ConsoleOnline", "-r", "1", "-w", "1")
+	pc, err := client.NewPushConsumer(client.PushConsumerConfig{CommonConfig: common, Group: "console_online_cg",
+		Handler: func(context.Context, *client.ConsumeRequest) client.ConsumeResult { return client.ConsumeSuccess }})
+	subscribed(t, pc, err, "ConsoleOnline")
+	defer pc.Shutdown(context.Background())
+	sc, err := client.NewSimpleConsumer(client.SimpleConsumerConfig{CommonConfig: common, Group: "console_pop_cg",
+		AwaitDuration: 500 * time.Millisecond, ConsumeFrom: client.ConsumeFromFirstOffset})
+	subscribed(t, sc, err, topic)
+	defer sc.Shutdown(context.Background())
+	popped := 0
+	testutil.Eventually(t, 20*time.Second, func() error {
+		msgs, err := sc.Receive(ctx, 2-popped, time.Minute)
+		if err != nil {
+			return err
+		}
+		if popped += len(msgs); popped < 2 {
+			return fmt.Errorf("popped %d of 2", popped)
+		}
+		return nil
+	})
 
 	base := startConsole(t, c)
 	shots := screenshotDir(t)
@@ -279,9 +314,18 @@ func TestConsolePages(t *testing.T) {
 		}
 	}
 
-	text = consolePage(t, p, base, "/pop")
+	text = consolePage(t, p, base, "/pop?group=console_pop_cg")
 	wantText(t, "pop", text, "broker-a", "broker-b", "Backlog")
+	var inflight string
+	p.MustEval(t, `[...document.querySelectorAll('table.pop-groups tbody tr')].filter(r => r.cells[0].textContent === 'console_pop_cg' && r.cells[1].textContent === '`+topic+`').map(r => r.cells[3].textContent).join()`, &inflight)
+	if inflight != "2" {
+		t.Errorf("pop page: console_pop_cg inflight %q, want 2:\n%s", inflight, text)
+	}
 	shot("pop")
+
+	text = consolePage(t, p, base, "/group/console_online_cg")
+	wantText(t, "online group", text, "@console", "GO", "V5_", "ConsoleOnline")
+	shot("group-online")
 
 	text = consolePage(t, p, base, "/messages?topic="+topic+"&mode=key&key="+key)
 	wantText(t, "messages by key", text, "1 message(s)", "console body 0", "CONSOLE00000000000000000000")
@@ -290,6 +334,14 @@ func TestConsolePages(t *testing.T) {
 	wantText(t, "messages by offset", text, "1 message(s)", "console body 4")
 	text = consolePage(t, p, base, "/messages?topic="+topic+"&mode=id&id=CONSOLE00000000000000000002")
 	wantText(t, "messages by id", text, "console body 2")
+
+	text = consolePage(t, p, base, "/trace?id="+tracedID)
+	var trace []string
+	p.MustEval(t, `[...document.querySelectorAll('#traces tbody tr')].map(r => [...r.cells].map(c => c.textContent).join('|'))`, &trace)
+	if len(trace) != 1 || !regexp.MustCompile(`^Pub\|console_pg\|127\.0\.0\.1\|.+\|7\|success$`).MatchString(trace[0]) {
+		t.Errorf("trace page rows %q:\n%s", trace, text)
+	}
+	shot("trace")
 
 	// The sampler has run several times by now.
 	p.Navigate(t, base+"#/charts")

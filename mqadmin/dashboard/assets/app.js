@@ -223,7 +223,8 @@ async function pageGroup(name) {
   if (d.connection) {
     const c = d.connection;
     out.push(el('p', { class: 'muted' }, `${c.consumeType || ''} ${c.messageModel || ''} ${c.consumeFromWhere || ''}`),
-      table(['Client id', 'Address', 'Language', 'Version'], (c.connectionSet || []).map(x => [x.clientId, x.clientAddr, x.language, x.version]), { id: 'connections' }));
+      table(['Client id', 'Address', 'Language', 'Version'], (c.connectionSet || []).map(x => [x.clientId, x.clientAddr, x.language, d.versions[x.clientId] || String(x.version)]), { id: 'connections' }),
+      table(['Subscribed topic', 'Expression'], Object.values(c.subscriptionTable || {}).map(sd => { topics.add(sd.topic); return [sd.topic, sd.subString]; }), { id: 'subscriptions' }));
   } else {
     out.push(el('p', { class: 'muted', id: 'connections' }, d.connectionError || 'no connection'));
   }
