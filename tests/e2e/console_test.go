@@ -352,3 +352,35 @@ func TestConsolePages(t *testing.T) {
 	wantText(t, "charts", strings.Join(series, " "), "broker-a/0", "broker-b/0", group)
 	shot("charts")
 }
+
+// TestConsoleCredentials: against a cluster with ACL 2.0 on, a console
+// started without -ak/-sk asks for credentials when the broker refuses its
+// unsigned request, and after the super user signs in shows the cluster
+// (requests of that browser session signed with its keys).
+func TestConsoleCredentials(t *testing.T) {
+	skipShort(t, "starts a cluster and Chromium")
+	t.Parallel()
+	b := browser.Start(t)
+	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
+		"authenticationEnabled":  "true",
+		"authorizationEnabled":   "true",
+		"initAuthenticationUser": `{"username":"rocketmq","password":"12345678"}`,
+	}})
+	base := startConsole(t, c)
+	p := b.NewPage(t)
+	p.Navigate(t, base+"#/cluster")
+	p.WaitFor(t, "document.getElementById('login').open", 20*time.Second, "document.getElementById('main').innerText")
+	var shown string
+	p.MustEval(t, "document.getElementById('main').dataset.state + ': ' + document.getElementById('login-error').textContent", &shown)
+	if !strings.HasPrefix(shown, "error: ") || !strings.Contains(shown, "NO_PERMISSION") {
+		t.Errorf("before signing in: %q", shown)
+	}
+	p.Screenshot(t, filepath.Join(screenshotDir(t), "console-login.png"))
+	p.MustEval(t, `(() => { document.getElementById('login-ak').value = 'rocketmq'; document.getElementById('login-sk').value = '12345678'; document.getElementById('login-ok').click(); })()`, nil)
+	waitRendered(t, p, "/cluster")
+	var text, who string
+	p.MustEval(t, "document.getElementById('main').innerText", &text)
+	p.MustEval(t, "document.getElementById('who').textContent", &who)
+	wantText(t, "cluster after sign-in", text, "broker-a", "MASTER")
+	wantText(t, "header after sign-in", who, "signed in as rocketmq")
+}
