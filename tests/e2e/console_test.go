@@ -102,8 +102,8 @@ func wantText(t *testing.T, page, text string, want ...string) {
 // online consumer's connection, lite topics of a parent page by page with
 // their lag, a pop consumer's unacked messages, a message found by key, id
 // and offset and its trace record, the TPS and lag charts; then it creates a
-// topic and resets a group's offset through the page (confirmation
-// dialog, CSRF token) and checks both with the admin client. Screenshots
+// topic and a group and resets a group's offset through the page (confirmation
+// dialog, CSRF token) and checks them with the admin client. Screenshots
 // of every page go to $RMQ_SCREENSHOT_DIR (else a temporary directory).
 func TestConsolePages(t *testing.T) {
 	skipShort(t, "starts a cluster and Chromium")
@@ -277,6 +277,19 @@ func TestConsolePages(t *testing.T) {
 		}
 		if len(r.QueueDatas) != 2 || r.QueueDatas[0].WriteQueueNums != 3 {
 			return fmt.Errorf("route %+v", r.QueueDatas)
+		}
+		return nil
+	})
+
+	// And a consumer group.
+	p.MustEval(t, `(() => { const f = document.getElementById('create-group'); f.group.value = 'console_created_cg'; f.requestSubmit(); })()`, nil)
+	p.WaitFor(t, "document.getElementById('confirm').open", 5*time.Second, "document.body.innerText")
+	p.MustEval(t, "document.getElementById('confirm-ok').click()", nil)
+	testutil.Eventually(t, 20*time.Second, func() error {
+		for _, bp := range c.Masters() {
+			if _, err := ac.GetSubscriptionGroup(ctx, bp.Addr(), "console_created_cg"); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
