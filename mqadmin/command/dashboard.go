@@ -24,6 +24,7 @@ import (
 type dashboardOpts struct {
 	listen         string
 	sampleInterval string
+	allowedHosts   string
 }
 
 func newDashboard(a *app) *cobra.Command {
@@ -32,6 +33,7 @@ func newDashboard(a *app) *cobra.Command {
 	fs := c.Flags()
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address the console listens on (host:port; port 0 picks a free one)")
 	fs.StringVar(&o.sampleInterval, "sampleInterval", "10s", "how often the console samples TPS and lag for its charts")
+	fs.StringVar(&o.allowedHosts, "allowedHosts", "", "comma-separated DNS names the console may be reached by (IP addresses and localhost always may)")
 	c.RunE = a.run(func(cmd *cobra.Command) error { return a.dashboard(cmd.Context(), o) })
 	return c
 }
@@ -62,6 +64,7 @@ func (a *app) dashboard(ctx context.Context, o dashboardOpts) error {
 		Now:            a.env.Now,
 		SampleInterval: every,
 		MessageAt:      a.messageAt,
+		AllowedHosts:   splitNonBlank(o.allowedHosts),
 	})
 	if err != nil {
 		return err

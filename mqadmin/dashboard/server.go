@@ -23,7 +23,11 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,6 +59,11 @@ type Config struct {
 	// MessageAt reads the message at offset of mq signed with cred
 	// (mqadmin: a pull as queryMsgByOffset); nil turns the lookup off.
 	MessageAt func(ctx context.Context, cred *credentials.Credentials, mq protocol.MessageQueue, offset int64) (*message.Message, error)
+	// AllowedHosts are the DNS names the console may be reached by (the
+	// Host header); an IP address and "localhost" always are. Others are
+	// refused, so that a web page whose name was rebound to the console's
+	// address (DNS rebinding) cannot read it.
+	AllowedHosts []string
 	// MaxSessions caps the sessions kept; the oldest goes first (0: 64).
 	MaxSessions int
 }
@@ -153,12 +162,31 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/topic", s.action(s.createTopic))
 	mux.HandleFunc("POST /api/group", s.action(s.createGroup))
 	mux.HandleFunc("POST /api/resetOffset", s.action(s.resetOffset))
-	return secureHeaders(mux)
+	return s.secureHeaders(mux)
 }
 
-// secureHeaders: nothing but the console's own files may run or load.
-func secureHeaders(h http.Handler) http.Handler {
+// hostAllowed reports whether the request's Host is an IP address,
+// localhost or one of AllowedHosts.
+func (s *Server) hostAllowed(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if _, err := netip.ParseAddr(host); err == nil || strings.EqualFold(host, "localhost") {
+		return true
+	}
+	return slices.ContainsFunc(s.cfg.AllowedHosts, func(a string) bool { return strings.EqualFold(a, host) })
+}
+
+// secureHeaders: requests by a name not allowed are refused; nothing but
+// the console's own files may run or load.
+func (s *Server) secureHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.hostAllowed(r.Host) {
+			http.Error(w, "host not allowed: start mqadmin dashboard with --allowedHosts "+r.Host, http.StatusForbidden)
+			return
+		}
 		hd := w.Header()
 		hd.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
 		hd.Set("X-Content-Type-Options", "nosniff")

@@ -291,3 +291,26 @@ func TestAssetsOffline(t *testing.T) {
 		t.Fatalf("index: CSP %q\n%s", csp, body)
 	}
 }
+
+// TestHostCheck: reached by a DNS name it was not told about (a rebound
+// name), the console refuses; by IP, localhost or an allowed name it serves.
+func TestHostCheck(t *testing.T) {
+	_, ts, hc := consoleOn(t, admintest.NewSample(), Config{AllowedHosts: []string{"console.example"}})
+	for host, want := range map[string]int{
+		"": 200, "localhost:8080": 200, "[::1]:8080": 200, "console.example:80": 200, "CONSOLE.example.": 200,
+		"evil.example:8080": http.StatusForbidden, "127.0.0.1.nip.io": http.StatusForbidden,
+	} {
+		req, _ := http.NewRequest("GET", ts.URL+"/api/session", nil)
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %q: %d, want %d", host, resp.StatusCode, want)
+		}
+	}
+}
