@@ -67,6 +67,7 @@ function confirmAction(text) {
 // askCredentials shows the sign-in dialog; resolves true once signed in.
 function askCredentials(reason) {
   const d = document.getElementById('login');
+  if (d.open) return new Promise(resolve => d.addEventListener('close', () => resolve(false), { once: true }));
   const errEl = document.getElementById('login-error');
   errEl.textContent = reason || '';
   return new Promise(resolve => {
