@@ -304,7 +304,7 @@ function messageTable(msgs) {
       ['Message id', m.msgId], ['Offset message id', m.offsetMsgId], ['Topic', m.topic], ['Tags', m.tags || ''], ['Keys', (m.keys || []).join(' ')],
       ['Queue', String(m.queueId)], ['Queue offset', String(m.queueOffset)], ['Born', m.bornHost + ' ' + time(m.bornTimestamp)],
       ['Stored', m.storeHost + ' ' + time(m.storeTimestamp)], ['Reconsume times', String(m.reconsumeTimes)],
-      ['Properties', Object.entries(m.properties || {}).map(([k, v]) => k + '=' + v).join('\n')],
+      ['Properties', el('td', { class: 'lines' }, Object.entries(m.properties || {}).map(([k, v]) => k + '=' + v).join('\n'))],
       ['Body (' + m.bodySize + ' bytes)', el('td', {}, el('pre', {}, m.body))],
       ['Trace', el('td', {}, link('#/trace?' + new URLSearchParams({ id: m.msgId }), 'message trace'))]])));
 }
