@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rmqgo/rmq/mqadmin/internal/figures"
 	"github.com/rmqgo/rmq/pkg/admin"
 )
 
@@ -48,27 +49,7 @@ func newClusterList(a *app) *cobra.Command {
 }
 
 // clusterRow is one broker address of clusterList.
-type clusterRow struct {
-	Cluster    string            `json:"cluster"`
-	BrokerName string            `json:"brokerName"`
-	BrokerID   int64             `json:"brokerId"`
-	Addr       string            `json:"addr"`
-	Runtime    map[string]string `json:"runtime,omitempty"`
-	Error      string            `json:"error,omitempty"`
-	// Derived values shown in the table.
-	Version       string  `json:"version"`
-	InTPS         float64 `json:"inTps"`
-	OutTPS        float64 `json:"outTps"`
-	Hours         float64 `json:"hours"`
-	DiskRatio     float64 `json:"diskRatio"`
-	Activated     bool    `json:"activated"`
-	InTotalYest   int64   `json:"inTotalYest"`
-	OutTotalYest  int64   `json:"outTotalYest"`
-	InTotalToday  int64   `json:"inTotalToday"`
-	OutTotalToday int64   `json:"outTotalToday"`
-
-	fetched bool
-}
+type clusterRow = figures.BrokerRow
 
 func (a *app) clusterList(ctx context.Context, cmd *cobra.Command, o clusterListOpts) error {
 	var interval time.Duration
@@ -137,94 +118,7 @@ func (a *app) clusterRows(ctx context.Context, c *admin.Client, only string) ([]
 		}
 		clusters = []string{only}
 	}
-	now := a.env.Now()
-	var rows []clusterRow
-	for _, cl := range clusters {
-		for _, name := range admin.BrokerNamesOf(ci, cl) {
-			bd, ok := ci.BrokerAddrTable[name]
-			if !ok {
-				continue
-			}
-			for _, ba := range admin.SortedAddrs(bd) {
-				r := clusterRow{Cluster: cl, BrokerName: name, BrokerID: ba.ID, Addr: ba.Addr}
-				kv, err := c.GetBrokerRuntimeInfo(ctx, ba.Addr)
-				if err != nil {
-					r.Error = err.Error()
-				} else {
-					r.Runtime, r.fetched = kv, true
-				}
-				r.derive(now)
-				rows = append(rows, r)
-			}
-		}
-	}
-	return rows, nil
-}
-
-func parseJavaLong(s string) (int64, bool) {
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	return n, err == nil
-}
-
-func parseJavaDouble(s string) (float64, bool) {
-	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	return f, err == nil
-}
-
-// firstTPS is the first space-separated number of a "putTps" value.
-func firstTPS(s string) (float64, bool) {
-	if strings.TrimSpace(s) == "" {
-		return 0, true
-	}
-	return parseJavaDouble(strings.Split(s, " ")[0])
-}
-
-func (r *clusterRow) derive(now time.Time) {
-	if !r.fetched {
-		return
-	}
-	kv := r.Runtime
-	r.Activated = strings.EqualFold(strings.TrimSpace(kv["brokerActive"]), "true")
-	r.Version = nullable(kv["brokerVersionDesc"], hasKey(kv, "brokerVersionDesc"))
-	if v, ok := firstTPS(kv["putTps"]); ok {
-		r.InTPS = v
-		if v, ok := firstTPS(kv["getTransferredTps"]); ok {
-			r.OutTPS = v
-		}
-	}
-	if ts := kv["earliestMessageTimeStamp"]; ts != "" {
-		if ms, ok := parseJavaLong(ts); ok {
-			// Clocks of tool and broker differ by a little: never "-0.00".
-			r.Hours = max(float64(now.UnixMilli()-ms)/1000.0/60.0/60.0, 0)
-		}
-	}
-	if s := kv["commitLogDiskRatio"]; s != "" {
-		r.DiskRatio, _ = parseJavaDouble(s)
-	}
-	// The four totals are computed in sequence; the first unparsable value
-	// stops the rest (they stay 0), as in the Java tool.
-	pY, ok1 := parseJavaLong(kv["msgPutTotalYesterdayMorning"])
-	pM, ok2 := parseJavaLong(kv["msgPutTotalTodayMorning"])
-	if !ok1 || !ok2 {
-		return
-	}
-	r.InTotalYest = pM - pY
-	gY, ok1 := parseJavaLong(kv["msgGetTotalYesterdayMorning"])
-	gM, ok2 := parseJavaLong(kv["msgGetTotalTodayMorning"])
-	if !ok1 || !ok2 {
-		return
-	}
-	r.OutTotalYest = gM - gY
-	pN, ok := parseJavaLong(kv["msgPutTotalTodayNow"])
-	if !ok {
-		return
-	}
-	r.InTotalToday = pN - pM
-	gN, ok := parseJavaLong(kv["msgGetTotalTodayNow"])
-	if !ok {
-		return
-	}
-	r.OutTotalToday = gN - gM
+	return figures.BrokerRows(ctx, c, ci, clusters, a.env.Now()), nil
 }
 
 func hasKey(m map[string]string, k string) bool {
@@ -239,15 +133,15 @@ func timerColumn(kv map[string]string) string {
 	var enq, deq float32
 	func() {
 		var ok bool
-		if readBehind, ok = parseJavaLong(kv["timerReadBehind"]); !ok {
+		if readBehind, ok = figures.ParseJavaLong(kv["timerReadBehind"]); !ok {
 			readBehind = 0
 			return
 		}
-		if offsetBehind, ok = parseJavaLong(kv["timerOffsetBehind"]); !ok {
+		if offsetBehind, ok = figures.ParseJavaLong(kv["timerOffsetBehind"]); !ok {
 			offsetBehind = 0
 			return
 		}
-		if congest, ok = parseJavaLong(kv["timerCongestNum"]); !ok {
+		if congest, ok = figures.ParseJavaLong(kv["timerCongestNum"]); !ok {
 			congest = 0
 			return
 		}
@@ -274,13 +168,13 @@ func printClusterBaseInfo(w io.Writer, rows []clusterRow) {
 		// Before a successful fetch the Java tool's strings are "", after it
 		// missing keys print "null" (ack* default to "N").
 		get := func(k string) string {
-			if !r.fetched {
+			if !r.Fetched {
 				return ""
 			}
 			return nullable(r.Runtime[k], hasKey(r.Runtime, k))
 		}
 		getN := func(k string) string {
-			if !r.fetched {
+			if !r.Fetched {
 				return ""
 			}
 			if v, ok := r.Runtime[k]; ok {
@@ -290,7 +184,7 @@ func printClusterBaseInfo(w io.Writer, rows []clusterRow) {
 		}
 		version := ""
 		timer := "0-0(0.0w, 0.0, 0.0)"
-		if r.fetched {
+		if r.Fetched {
 			version = r.Version
 			timer = timerColumn(r.Runtime)
 		}

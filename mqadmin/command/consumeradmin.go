@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rmqgo/rmq/mqadmin/internal/figures"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
@@ -55,18 +56,6 @@ func newConsumerProgress(a *app) *cobra.Command {
 	return c
 }
 
-type consumerProgressRow struct {
-	Topic          string `json:"topic"`
-	BrokerName     string `json:"brokerName"`
-	QueueID        int    `json:"queueId"`
-	BrokerOffset   int64  `json:"brokerOffset"`
-	ConsumerOffset int64  `json:"consumerOffset"`
-	ClientIP       string `json:"clientIP,omitempty"`
-	Diff           int64  `json:"diff"`
-	Inflight       int64  `json:"inflight"`
-	LastTimestamp  int64  `json:"lastTimestamp"`
-}
-
 func (a *app) consumerProgressOfGroup(ctx context.Context, c *admin.Client, cmd *cobra.Command, o consumerProgressOpts) error {
 	group := strings.TrimSpace(o.group)
 	showIP := cmd.Flags().Changed("showClientIP") && strings.EqualFold(o.showClientIP, "true")
@@ -86,33 +75,13 @@ func (a *app) consumerProgressOfGroup(ctx context.Context, c *admin.Client, cmd 
 	}
 	var alloc map[protocol.MessageQueue]string
 	if showIP {
-		alloc = a.queueAllocation(ctx, c, group)
+		alloc = figures.QueueAllocation(ctx, c, group, a.env.Log)
 	}
-	rows := []consumerProgressRow{}
-	var diffTotal, inflightTotal int64
-	for _, mq := range st.OffsetTable.SortedKeys() {
-		w := st.OffsetTable[mq]
-		r := consumerProgressRow{Topic: mq.Topic, BrokerName: mq.BrokerName, QueueID: mq.QueueID, BrokerOffset: w.BrokerOffset,
-			ConsumerOffset: w.ConsumerOffset, Diff: w.BrokerOffset - w.ConsumerOffset, Inflight: w.PullOffset - w.ConsumerOffset,
-			LastTimestamp: w.LastTimestamp}
-		if showIP {
-			r.ClientIP = "N/A"
-			if ip, ok := alloc[mq]; ok {
-				r.ClientIP = ip
-			}
-		}
-		diffTotal += r.Diff
-		inflightTotal += r.Inflight
-		rows = append(rows, r)
-	}
+	p := figures.ProgressOf(st, alloc)
+	rows := p.Queues
 	w := a.env.Stdout
 	if a.json() {
-		return writeJSON(w, struct {
-			Queues        []consumerProgressRow `json:"queues"`
-			ConsumeTps    float64               `json:"consumeTps"`
-			DiffTotal     int64                 `json:"diffTotal"`
-			InflightTotal int64                 `json:"inflightTotal"`
-		}{rows, st.ConsumeTps, diffTotal, inflightTotal})
+		return writeJSON(w, p)
 	}
 	if showIP {
 		fmt.Fprintf(w, "%-64s  %-32s  %-4s  %-20s  %-20s  %-20s %-20s %-20s%s\n",
@@ -135,45 +104,13 @@ func (a *app) consumerProgressOfGroup(ctx context.Context, c *admin.Client, cmd 
 		}
 	}
 	fmt.Fprintf(w, "\n")
-	fmt.Fprintf(w, "Consume TPS: %s\n", javaFixed(st.ConsumeTps, 2))
-	fmt.Fprintf(w, "Consume Diff Total: %d\n", diffTotal)
-	fmt.Fprintf(w, "Consume Inflight Total: %d\n", inflightTotal)
+	fmt.Fprintf(w, "Consume TPS: %s\n", javaFixed(p.ConsumeTps, 2))
+	fmt.Fprintf(w, "Consume Diff Total: %d\n", p.DiffTotal)
+	fmt.Fprintf(w, "Consume Inflight Total: %d\n", p.InflightTotal)
 	return nil
 }
 
-// queueAllocation is Java's getMessageQueueAllocationResult: which client
-// (its IP, the client id up to '@') holds each queue, from every
-// connection's running info. Failures leave queues out (Java logs them).
-func (a *app) queueAllocation(ctx context.Context, c *admin.Client, group string) map[protocol.MessageQueue]string {
-	out := map[protocol.MessageQueue]string{}
-	cc, err := c.ExamineConsumerConnection(ctx, group, "")
-	if err != nil {
-		a.env.Log.Debug("consumerProgress: connection", "group", group, "err", err)
-		return out
-	}
-	for _, conn := range cc.ConnectionSet {
-		info, err := c.GetConsumerRunningInfo(ctx, group, conn.ClientID, false)
-		if err != nil {
-			a.env.Log.Debug("consumerProgress: running info", "group", group, "clientId", conn.ClientID, "err", err)
-			return out
-		}
-		ip, _, _ := strings.Cut(conn.ClientID, "@")
-		for mq := range info.MqTable {
-			out[mq] = ip
-		}
-	}
-	return out
-}
-
-type groupConsumeRow struct {
-	Group        string `json:"group"`
-	Count        int    `json:"count"`
-	Version      string `json:"version"`
-	ConsumeType  string `json:"consumeType"`
-	MessageModel string `json:"messageModel"`
-	ConsumeTps   int    `json:"consumeTps"`
-	DiffTotal    int64  `json:"diffTotal"`
-}
+type groupConsumeRow = figures.GroupRow
 
 // consumerProgressAll lists every group that has a %RETRY% topic, as
 // Java's consumerProgress without -g: 206, then per group 105+208 and
@@ -188,37 +125,8 @@ func (a *app) consumerProgressAll(ctx context.Context, c *admin.Client) error {
 		fmt.Fprintf(w, "%-64s  %-6s  %-24s %-5s  %-14s  %-7s  %s\n", "#Group", "#Count", "#Version", "#Type", "#Model", "#TPS", "#Diff Total")
 	}
 	rows := []groupConsumeRow{}
-	for _, t := range javaHashOrder(tl.TopicList, hashMapDefault, false) {
-		if !strings.HasPrefix(t, protocol.RetryGroupTopicPrefix) {
-			continue
-		}
-		group := admin.GroupOfRetryTopic(t)
-		r := groupConsumeRow{Group: group}
-		if st, err := c.ExamineConsumeStats(ctx, "", group, ""); err == nil {
-			r.ConsumeTps = int(st.ConsumeTps)
-			r.DiffTotal = st.TotalDiff()
-		} else {
-			a.env.Log.Debug("consumerProgress: stats", "group", group, "err", err)
-		}
-		var consumeType, model string
-		if cc, err := c.ExamineConsumerConnection(ctx, group, ""); err == nil {
-			r.Count = len(cc.ConnectionSet)
-			consumeType, model = cc.ConsumeType, cc.MessageModel
-			r.Version = admin.VersionDesc(cc.MinVersion())
-		} else {
-			a.env.Log.Debug("consumerProgress: connection", "group", group, "err", err)
-		}
-		if r.Count == 0 {
-			r.Version = "OFFLINE"
-		} else {
-			r.ConsumeType = "PUSH"
-			if consumeType == "CONSUME_ACTIVELY" {
-				r.ConsumeType = "PULL"
-			}
-			if consumeType == "CONSUME_PASSIVELY" {
-				r.MessageModel = model
-			}
-		}
+	for _, group := range figures.RetryGroups(javaHashOrder(tl.TopicList, hashMapDefault, false)) {
+		r := figures.GroupOf(ctx, c, group, a.env.Log)
 		rows = append(rows, r)
 		if !a.json() {
 			fmt.Fprintf(w, "%-64s  %-6d  %-24s %-5s  %-14s  %-7d  %d\n", frontStringAtLeast(r.Group, 64), r.Count, r.Version,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rmqgo/rmq/mqadmin/internal/figures"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
@@ -88,7 +89,7 @@ func newGetControllerMetaData(a *app) *cobra.Command {
 		// Java splits the peers text on ';' without dropping blanks
 		// inside it (a trailing ';' gives no item).
 		if peers := md.Header[protocol.HdrPeers]; peers != "" {
-			for _, p := range javaSplit(peers, ";") {
+			for _, p := range figures.JavaSplit(peers, ";") {
 				fmt.Fprintf(w, "\n#Peer:\t%s", p)
 			}
 		}

@@ -339,6 +339,7 @@ func newRoot(a *app) *cobra.Command {
 		newExportMetadata(a),
 		newExportConfigs(a),
 		newStaticTopicHistory(a),
+		newDashboard(a),
 	} {
 		root.AddCommand(c)
 		a.commands = append(a.commands, c)

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rmqgo/rmq/mqadmin/internal/figures"
 	"github.com/rmqgo/rmq/pkg/admin"
-	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/pkg/statictopic"
 )
 
@@ -303,69 +303,12 @@ func newStaticTopicHistory(a *app) *cobra.Command {
 	return c
 }
 
-type historyQueueJSON struct {
-	LogicQueue int                              `json:"logicQueue"`
-	Leader     string                           `json:"leader"`
-	Epoch      int64                            `json:"epoch"`
-	Items      []protocol.LogicQueueMappingItem `json:"items"`
-}
-
-type historyJSON struct {
-	Topic       string             `json:"topic"`
-	TotalQueues int                `json:"totalQueues"`
-	Brokers     []historyBroker    `json:"brokers"`
-	Queues      []historyQueueJSON `json:"queues"`
-	Missing     []int              `json:"missing"`
-	Warnings    []string           `json:"warnings"`
-}
-
-type historyBroker struct {
-	Broker         string `json:"broker"`
-	Epoch          int64  `json:"epoch"`
-	ReadQueueNums  int    `json:"readQueueNums"`
-	WriteQueueNums int    `json:"writeQueueNums"`
-}
-
 func (a *app) staticTopicHistory(ctx context.Context, o staticHistoryOpts) error {
 	topic := strings.TrimSpace(o.topic)
 	return a.withClient(func(c *admin.Client) error {
-		ci, err := c.GetBrokerClusterInfo(ctx)
+		h, state, err := figures.StaticHistory(ctx, c, topic, a.env.Now)
 		if err != nil {
 			return err
-		}
-		state, err := c.ExamineTopicConfigAll(ctx, topic, ci)
-		if err != nil {
-			return err
-		}
-		if len(state) == 0 {
-			return fmt.Errorf("topic %s does not exist on any broker", topic)
-		}
-		if err := statictopic.CheckNames(topic, state); err != nil {
-			return err
-		}
-		h := historyJSON{Topic: topic, Brokers: []historyBroker{}, Queues: []historyQueueJSON{}, Missing: []int{}, Warnings: []string{}}
-		for _, b := range state.Brokers() {
-			tc := state[b]
-			h.TotalQueues = max(h.TotalQueues, tc.MappingDetail.TotalQueues)
-			h.Brokers = append(h.Brokers, historyBroker{Broker: b, Epoch: tc.MappingDetail.Epoch, ReadQueueNums: tc.ReadQueueNums, WriteQueueNums: tc.WriteQueueNums})
-		}
-		// The newest claim of each logic queue, as clients see it.
-		leaders, err := statictopic.BuildLeaders(state, true, false)
-		if err != nil {
-			return err
-		}
-		for g := 0; g < h.TotalQueues; g++ {
-			q, ok := leaders[g]
-			if !ok {
-				h.Missing = append(h.Missing, g)
-				continue
-			}
-			h.Queues = append(h.Queues, historyQueueJSON{LogicQueue: g, Leader: q.Leader, Epoch: q.Epoch, Items: q.Items})
-		}
-		if _, reasons, err := statictopic.Repair(topic, state, statictopic.Options{Now: a.env.Now}); err != nil {
-			h.Warnings = append(h.Warnings, err.Error())
-		} else {
-			h.Warnings = append(h.Warnings, reasons...)
 		}
 		if a.json() {
 			return writeJSON(a.env.Stdout, h)

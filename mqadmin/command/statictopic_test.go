@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rmqgo/rmq/mqadmin/internal/figures"
 	"github.com/rmqgo/rmq/pkg/admin/admintest"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/pkg/statictopic"
@@ -151,7 +152,7 @@ func TestStaticTopicCommands(t *testing.T) {
 		t.Fatalf("history: %d gen-1 rows:\n%s", n, r.stdout)
 	}
 	r = runStatic(t, fc, tmp, "staticTopicHistory", "-t", "T", "--output", "json")
-	var h historyJSON
+	var h figures.History
 	if err := json.Unmarshal([]byte(r.stdout), &h); err != nil || len(h.Queues) != 8 || h.TotalQueues != 8 || len(h.Queues[3].Items) != 2 {
 		t.Fatalf("history json: %v %+v", err, h)
 	}

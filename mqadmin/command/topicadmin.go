@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rmqgo/rmq/mqadmin/internal/figures"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
@@ -262,7 +263,7 @@ func newAllocateMQ(a *app) *cobra.Command {
 	markRequired(c, "topic", "ipList")
 	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
 		topic := strings.TrimSpace(topic)
-		cids := javaSplit(strings.TrimSpace(ips), ",")
+		cids := figures.JavaSplit(strings.TrimSpace(ips), ",")
 		route, err := c.GetTopicRoute(cmd.Context(), topic)
 		if err != nil {
 			return err
