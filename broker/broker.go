@@ -248,6 +248,9 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 			b.closeLocal()
 			return nil, err
 		}
+		// Group commit: with other requests in flight an append waits a
+		// scheduler turn for theirs (commitlog.Config.Contended).
+		sc.CommitLog.Contended = func() bool { return b.server.Handling() > 1 }
 		if o.commitLogFS != nil {
 			sc.CommitLog.FS = o.commitLogFS
 		}

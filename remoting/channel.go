@@ -40,6 +40,13 @@ type Channel struct {
 	wmu  sync.Mutex
 	wbuf []byte
 
+	// writers counts goroutines inside write, handling the requests of
+	// this connection being served: a queueing transport waits for more
+	// frames (one yield) only when these or the requests awaiting answers
+	// say another frame may be coming.
+	writers  atomic.Int32
+	handling atomic.Int32
+
 	pmu     sync.Mutex
 	pending map[int32]*pending // nil once the channel is closed
 
@@ -145,11 +152,14 @@ func (ch *Channel) WriteResponse(resp *Command) error {
 // write encodes and sends one command. A failed write closes the connection:
 // a partly written frame leaves the stream unusable.
 func (ch *Channel) write(cmd *Command) error {
+	ch.writers.Add(1)
+	defer ch.writers.Add(-1)
 	broken, err := ch.writeLocked(cmd)
 	if ch.fl != nil && err == nil {
 		// A queueing transport sends outside the write lock, so that
 		// frames written meanwhile go out with this one.
-		if err = ch.fl.flush(); err != nil {
+		more := ch.writers.Load() > 1 || ch.handling.Load() > 1 || ch.awaiting() > 1
+		if err = ch.fl.flush(more); err != nil {
 			broken = true
 		}
 	}
@@ -159,6 +169,15 @@ func (ch *Channel) write(cmd *Command) error {
 		return fmt.Errorf("%w: write to %s: %w", ErrConnClosed, ch.remote, err)
 	}
 	return err
+}
+
+// awaiting is the number of requests sent on this channel and waiting for
+// their responses: a client with several waiting is a concurrent one,
+// whose next requests usually follow at once.
+func (ch *Channel) awaiting() int {
+	ch.pmu.Lock()
+	defer ch.pmu.Unlock()
+	return len(ch.pending)
 }
 
 // writeLocked reports broken when the transport failed mid-write; other

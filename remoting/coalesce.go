@@ -13,7 +13,7 @@ import (
 
 // flusher is a transport whose write only queues the frame; the Channel
 // calls flush after releasing its write lock.
-type flusher interface{ flush() error }
+type flusher interface{ flush(more bool) error }
 
 // maxPendingWrite bounds what a coalescingTransport queues before writers
 // wait for the peer (the backpressure a blocking write gives).
@@ -68,8 +68,9 @@ func (t *coalescingTransport) write(b []byte) error {
 }
 
 // flush sends what is queued unless another goroutine is sending, which
-// then sends it too; a writer waits while too much is queued.
-func (t *coalescingTransport) flush() error {
+// then sends it too; a writer waits while too much is queued. more says
+// other frames may be about to be queued: the sender yields once first.
+func (t *coalescingTransport) flush(more bool) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for t.flushing {
@@ -85,11 +86,13 @@ func (t *coalescingTransport) flush() error {
 		return t.err
 	}
 	t.flushing = true
-	// Responses that are ready to be written (a group-committed batch of
-	// sends ends together) join this send.
-	t.mu.Unlock()
-	runtime.Gosched()
-	t.mu.Lock()
+	if more {
+		// Responses that are ready to be written (a group-committed
+		// batch of sends ends together) join this send.
+		t.mu.Unlock()
+		runtime.Gosched()
+		t.mu.Lock()
+	}
 	for len(t.pending) > 0 {
 		buf := t.pending
 		t.pending, t.spare = t.spare[:0], nil

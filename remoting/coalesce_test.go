@@ -76,7 +76,7 @@ func TestCoalescingTransportBackpressureAndFailure(t *testing.T) {
 				if err := tr.write(buf); err != nil {
 					return
 				}
-				if err := tr.flush(); err != nil {
+				if err := tr.flush(false); err != nil {
 					return
 				}
 			}

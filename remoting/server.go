@@ -153,6 +153,7 @@ type Server struct {
 
 	inflight    counter      // requests submitted to executors and not finished
 	lastBusyLog atomic.Int64 // unix nanos of the last "executor full" line
+	handling    atomic.Int64 // requests dispatched and not yet served
 	conns       counter      // accepted connections whose close callbacks have not finished
 	bg          counter      // idle scanner
 }
@@ -508,11 +509,17 @@ func (s *Server) dispatch(ch *Channel, req *Command) {
 		ex = s.exec
 	}
 	s.inflight.add()
+	ch.handling.Add(1)
+	s.handling.Add(1)
 	accepted := ex.SubmitDroppable(func() {
 		defer s.inflight.done()
+		defer ch.handling.Add(-1)
+		defer s.handling.Add(-1)
 		serveRequest(s.ctx, s.log, &s.hooks, ch, req, r.h)
 	}, func(why DropReason, waited time.Duration, queueLen int) {
 		defer s.inflight.done()
+		defer ch.handling.Add(-1)
+		defer s.handling.Add(-1)
 		remark := expiredRemark
 		if why == DropBusy {
 			remark = busyRemark
@@ -521,6 +528,8 @@ func (s *Server) dispatch(ch *Channel, req *Command) {
 	})
 	if !accepted {
 		s.inflight.done()
+		ch.handling.Add(-1)
+		s.handling.Add(-1)
 		// A flood would log every refusal: at most one line per 10 s.
 		if now := time.Now().UnixNano(); now-s.lastBusyLog.Load() >= int64(10*time.Second) {
 			s.lastBusyLog.Store(now)
@@ -529,6 +538,10 @@ func (s *Server) dispatch(ch *Channel, req *Command) {
 		s.reply(ch, req, NewResponse(req, code.SystemBusy, overloadRemark))
 	}
 }
+
+// Handling is the number of requests dispatched to executors and not yet
+// served, queued ones included.
+func (s *Server) Handling() int64 { return s.handling.Load() }
 
 // reply answers directly from the reading task (cheap, fixed responses).
 func (s *Server) reply(ch *Channel, req, resp *Command) {

@@ -61,6 +61,8 @@ func (l *Log) AppendWith(ctx context.Context, recs []byte, opts AppendOptions) (
 	}
 	total := int64(len(recs))
 
+	l.appenders.Add(1)
+	defer l.appenders.Add(-1)
 	l.mu.Lock()
 	if err := l.reserveLocked(total, true); err != nil {
 		l.mu.Unlock()
@@ -296,10 +298,10 @@ func (l *Log) waitWrittenLocked(end int64) error {
 			l.cond.Wait()
 			continue
 		}
-		if !yielded {
-			// Group commit: appenders that are ready to run add their
-			// records first, so that one write carries them all. With
-			// nobody else runnable this costs a scheduler call.
+		if !yielded && (l.appenders.Load() > 1 || l.cfg.Contended != nil && l.cfg.Contended()) {
+			// Group commit: the other appenders, runnable or waiting for
+			// mu, add their records first, so that one write carries them
+			// all (one pwrite for a batch of sends, not one each).
 			yielded = true
 			l.mu.Unlock()
 			runtime.Gosched()

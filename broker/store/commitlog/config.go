@@ -74,6 +74,12 @@ type Config struct {
 	// a body limit the broker checks) plus 64 KiB for headers and
 	// properties.
 	MaxRecordSize int
+	// Contended reports whether more appends are probably on their way
+	// (the broker: other requests are being served). An append then
+	// yields once before writing so that they share its write (group
+	// commit); a lone append writes at once. Nil: only appends already
+	// inside the log count.
+	Contended func() bool
 
 	FlushDiskType FlushDiskType
 	// FlushInterval is the async flusher's period (flushIntervalCommitLog).

@@ -30,6 +30,7 @@ type Log struct {
 	// write completes or the log fails.
 	mu          sync.Mutex
 	cond        sync.Cond
+	appenders   atomic.Int32 // callers inside AppendWith / AppendRaw, waiting for mu included
 	active      *segment // last segment; nil before the first append
 	next        int64    // next offset to hand out (end of pend, or segment end while rolling)
 	pend        []byte   // records for [pendStart, pendStart+len(pend)), not yet written

@@ -19,6 +19,8 @@ func (l *Log) AppendRaw(ctx context.Context, offset int64, data []byte) error {
 	if len(data) == 0 {
 		return nil
 	}
+	l.appenders.Add(1)
+	defer l.appenders.Add(-1)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for l.writing {
