@@ -31,9 +31,9 @@ type Log struct {
 	mu          sync.Mutex
 	cond        sync.Cond
 	appenders   atomic.Int32 // callers inside AppendWith / AppendRaw, waiting for mu included
-	active      *segment // last segment; nil before the first append
-	next        int64    // next offset to hand out (end of pend, or segment end while rolling)
-	pend        []byte   // records for [pendStart, pendStart+len(pend)), not yet written
+	active      *segment     // last segment; nil before the first append
+	next        int64        // next offset to hand out (end of pend, or segment end while rolling)
+	pend        []byte       // records for [pendStart, pendStart+len(pend)), not yet written
 	pendStart   int64
 	spare       []byte // the other half of the double buffer
 	writing     bool   // a caller is writing a batch with mu released
