@@ -39,6 +39,8 @@ func (b *Broker) wireLite(w *wiring, pops *pop.Processor, expirationUnit time.Du
 		Started:        b.boot,
 		ExpirationUnit: expirationUnit,
 		MessagesOut:    b.metricsOut(),
+		LagCollect:     b.metricsLiteLag(w.st),
+		Deleted:        b.metricsLiteDeleted(),
 		Logger:         log,
 	})
 	if err != nil {

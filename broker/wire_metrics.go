@@ -10,7 +10,11 @@ import (
 	"github.com/rmqgo/rmq/broker/admin"
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/lite/meta"
+	"github.com/rmqgo/rmq/broker/lite/naming"
 	"github.com/rmqgo/rmq/broker/metrics"
+	"github.com/rmqgo/rmq/broker/pop"
+	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/offset"
 	"github.com/rmqgo/rmq/broker/store/vfs"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -70,6 +74,11 @@ func (b *Broker) newMetrics(cfg *config.Config, log *slog.Logger) (*metrics.Metr
 		// checkpoints go straight to the journal and Pebble), so both
 		// buffer sizes are 0 (docs/operations.md).
 		src.PopBuffers = func() (int64, int64) { return 0, 0 }
+		src.Lite = func() metrics.LiteSettings {
+			c := b.cfg.Get()
+			return metrics.LiteSettings{LatencyMetrics: c.LiteLagLatencyMetricsEnable, CountMetrics: c.LiteLagCountMetricsEnable}
+		}
+		src.LiteLagCounts = b.metricLiteLagCounts
 		src.PopRevive = func() []metrics.Revive {
 			if b.msg.pop == nil {
 				return nil
@@ -114,6 +123,14 @@ func (b *Broker) metricsPopScan() func(time.Duration) {
 		return nil
 	}
 	return b.metrics.PopBufferScan
+}
+
+// metricsRevive counts the pop revive traffic (nil when metrics are off).
+func (b *Broker) metricsRevive() pop.ReviveCounter {
+	if b.metrics == nil {
+		return nil
+	}
+	return b.metrics
 }
 
 // watermarkName maps our executors to the processor label of
@@ -273,6 +290,9 @@ func (b *Broker) metricLags() []metrics.Lag {
 		if !ok {
 			continue
 		}
+		if sg, ok := b.msg.subs.Find(g); ok && meta.GroupOf(sg).IsLite() {
+			continue // lite groups: lite lag (metricLiteLagCounts), as Java
+		}
 		for topic := range info.Subscriptions {
 			if strings.HasPrefix(topic, protocol.RetryGroupTopicPrefix) {
 				continue
@@ -310,6 +330,68 @@ func (b *Broker) metricLags() []metrics.Lag {
 		}
 	}
 	return out
+}
+
+// metricLiteLagCounts is Java's LiteConsumerLagCalculator.calculateLiteLagCount:
+// every lite offset a group holds, its LMQ's max offset − that offset,
+// summed per (parent topic, group).
+func (b *Broker) metricLiteLagCounts() []metrics.Lag {
+	type key struct{ parent, group string }
+	sums := map[key]int64{}
+	st := b.store
+	st.Offsets().Range(func(k offset.Key, off int64) bool {
+		if k.QueueID != naming.QueueID || !naming.IsLite(k.Topic) {
+			return true
+		}
+		parent := naming.ParentOf(k.Topic)
+		if parent == "" {
+			return true
+		}
+		sums[key{parent, k.Group}] += max(st.MaxOffset(k.Topic, naming.QueueID)-off, 0)
+		return true
+	})
+	out := make([]metrics.Lag, 0, len(sums))
+	for k, n := range sums {
+		out = append(out, metrics.Lag{Group: k.group, Topic: k.parent, Lag: n})
+	}
+	return out
+}
+
+// metricsLiteLag is poplite's lag hook: with liteLagLatencyCollectEnable,
+// a pop that filled its batch records the store time of the LMQ's next
+// message, one that caught up drops the LMQ (Java's
+// PopLiteMessageProcessor.collectLiteConsumerLagMetrics). Nil when
+// metrics are off.
+func (b *Broker) metricsLiteLag(st *store.Store) func(group, parent, lmq string, full bool, next int64) {
+	m := b.metrics
+	if m == nil {
+		return nil
+	}
+	return func(group, parent, lmq string, full bool, next int64) {
+		c := b.cfg.Get()
+		if !c.LiteLagLatencyCollectEnable {
+			return
+		}
+		var ts int64
+		if full {
+			ts = st.MessageStoreTime(lmq, naming.QueueID, next)
+		}
+		m.LitePopped(group, parent, lmq, ts, int(c.LiteLagLatencyTopK))
+	}
+}
+
+// metricsLiteDeleted drops deleted LMQs from the lite lag times (nil when
+// metrics are off).
+func (b *Broker) metricsLiteDeleted() func([]string) {
+	m := b.metrics
+	if m == nil {
+		return nil
+	}
+	return func(lmqs []string) {
+		for _, l := range lmqs {
+			m.LiteTopicRemoved(naming.ParentOf(l), l)
+		}
+	}
 }
 
 // metricStore is the store gauges: used bytes of the store's file system

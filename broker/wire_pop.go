@@ -34,6 +34,7 @@ func (b *Broker) wirePop(w *wiring, filters pop.FilterFactory, resets pop.ResetT
 		RequestModePath: filepath.Join(cfg.ConfigDir(), pop.RequestModeFileName),
 		Resets:          resets,
 		ReviveRound:     b.metricsPopScan(),
+		Revive:          b.metricsRevive(),
 		MessagesOut:     b.metricsOut(),
 		Resumed:         b.metricsResumed(),
 		Logger:          w.log.With("component", "pop"),

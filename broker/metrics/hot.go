@@ -99,6 +99,18 @@ func (c *cowMap[K, V]) get(k K, mk func() *V) *V {
 	return v
 }
 
+// load returns the entry of k, nil when there is none.
+func (c *cowMap[K, V]) load(k K) *V {
+	if r := c.read.Load(); r != nil {
+		if v, ok := (*r)[k]; ok {
+			return v
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dirty[k]
+}
+
 // each calls f for every entry (collection time).
 func (c *cowMap[K, V]) each(f func(K, *V)) {
 	c.mu.Lock()
@@ -153,7 +165,14 @@ type rpcStats struct {
 // DLQ topics are not counted; message_size gets the average record size.
 // A lite (LMQ) name counts under its parent topic.
 func (m *Metrics) MessagesIn(topic string, t MessageType, msgs int, bytes int64) {
-	if m == nil || !m.cfg.EnableRequestMetrics || msgs <= 0 || isRetryOrDLQ(topic) {
+	if m == nil {
+		return
+	}
+	if t == Transaction {
+		// A stored prepared message is a half message of its real topic.
+		m.halfAdd(topic, int64(msgs))
+	}
+	if !m.cfg.EnableRequestMetrics || msgs <= 0 || isRetryOrDLQ(topic) {
 		return
 	}
 	if t >= numMessageTypes {
@@ -266,6 +285,7 @@ func (m *Metrics) TransactionEnded(topic string, commit bool, bornMs int64) {
 	s := m.tx.get(topic, func() *txStats {
 		return &txStats{commitAttrs: m.attrs(attribute.String(labelTopic, topic)), finish: newHistogram(finishBounds)}
 	})
+	m.halfAdd(topic, -1)
 	if s == nil {
 		return
 	}
@@ -287,4 +307,37 @@ func (m *Metrics) GroupCreated(ok bool, d time.Duration) {
 		i = 1
 	}
 	m.groupCreate[i].observe(d.Milliseconds())
+}
+
+// halfAdd moves topic's count of half messages waiting for their
+// END_TRANSACTION (Java's TransactionMetrics.addAndGet: +1 when a prepared
+// message is stored, −1 when it is committed, rolled back or discarded).
+func (m *Metrics) halfAdd(topic string, n int64) {
+	if !m.cfg.EnableTransactionMetrics {
+		return
+	}
+	s := m.half.get(topic, func() *counterStats { return &counterStats{attrs: m.attrs(attribute.String(labelTopic, topic))} })
+	if s != nil {
+		s.n.Add(n)
+	}
+}
+
+// TransactionDiscarded counts a transaction of topic (its real topic) the
+// check scan gave up on: its half message no longer waits.
+func (m *Metrics) TransactionDiscarded(topic string) {
+	if m == nil {
+		return
+	}
+	m.halfAdd(topic, -1)
+}
+
+// SeedHalfMessages adds the half messages found waiting at start, by real
+// topic (the broker's transaction service counts them).
+func (m *Metrics) SeedHalfMessages(pending map[string]int64) {
+	if m == nil {
+		return
+	}
+	for topic, n := range pending {
+		m.halfAdd(topic, n)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -138,8 +139,33 @@ func TestFamiliesCoverApache(t *testing.T) {
 
 // TestLiteTopicsBounded: a million lite topics (LMQ names) are one series
 // per parent, and a scrape stays under 1 MiB and 100 ms.
+//
+// The lite lag is on (liteLagCountMetricsEnable, liteLagLatencyMetricsEnable,
+// every lite pop leaving a backlog): the lag count source walks a million
+// lite offsets, as the broker's does, and the lag times are kept for the
+// top 50 only; still one lag series per (parent, group). The first scrape
+// waits for the walk of the lite offsets; the next ones serve its result
+// and walk again in the background.
 func TestLiteTopicsBounded(t *testing.T) {
-	m, err := New(testConfig(), Sources{}, nil)
+	const n = 1_000_000
+	offsets := make([]int64, n)
+	for i := range offsets {
+		offsets[i] = int64(i % 7)
+	}
+	var walks atomic.Int64
+	src := Sources{
+		Lags: func() []Lag { return nil },
+		Lite: func() LiteSettings { return LiteSettings{LatencyMetrics: true, CountMetrics: true} },
+		LiteLagCounts: func() []Lag {
+			walks.Add(1)
+			sums := map[string]int64{}
+			for _, o := range offsets {
+				sums["g"] += 10 - o // max offset 10
+			}
+			return []Lag{{Group: "g", Topic: "chat", Lag: sums["g"]}}
+		},
+	}
+	m, err := New(testConfig(), src, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,21 +173,32 @@ func TestLiteTopicsBounded(t *testing.T) {
 	if err := m.Start(); err != nil {
 		t.Fatal(err)
 	}
-	const n = 1_000_000
+	start := time.Now().UnixMilli()
 	buf := []byte("%LMQ%$chat$user-")
+	var wantLag int64
 	for i := range n {
 		lmq := string(strconv.AppendInt(buf, int64(i), 10))
 		m.MessagesIn(lmq, Normal, 1, 100)
 		m.MessagesOut(lmq, "g", 1, 100)
+		m.LitePopped("g", "chat", lmq, start-int64(i%100_000), 50)
+		wantLag += 10 - offsets[i]
 	}
-	t0 := time.Now()
-	resp, err := http.Get("http://" + m.PromAddr() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	if got := m.lite.load(liteKey{"chat", "g"}); got == nil || len(got.lmqs) != 50 {
+		t.Fatalf("lag times held: %v, want the top 50", got)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	took := time.Since(t0)
+	scrape := func() ([]byte, time.Duration) {
+		t.Helper()
+		t0 := time.Now()
+		resp, err := http.Get("http://" + m.PromAddr() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return body, time.Since(t0)
+	}
+	scrape() // walks the lite offsets once
+	body, took := scrape()
 	if len(body) > 1<<20 || took > 100*time.Millisecond {
 		t.Errorf("scrape of %d bytes took %v, want under 1 MiB and 100 ms", len(body), took)
 	}
@@ -174,6 +211,20 @@ func TestLiteTopicsBounded(t *testing.T) {
 		if len(s) != 1 || s[0].Labels["topic"] != "chat" || s[0].Value != n {
 			t.Errorf("%s = %v, want one series topic=chat of %d", f, s, n)
 		}
+	}
+	for _, f := range []string{"rocketmq_consumer_lag_messages", "rocketmq_consumer_ready_messages"} {
+		s := got[f].Samples
+		if len(s) != 1 || s[0].Labels["topic"] != "chat" || s[0].Value != float64(wantLag) {
+			t.Errorf("%s = %v, want one series topic=chat of %d", f, s, wantLag)
+		}
+	}
+	// The oldest lag time is start − 99 999 ms.
+	s := got["rocketmq_consumer_lag_latency_milliseconds"].Samples
+	if most := float64(time.Now().UnixMilli() - start + 99_999); len(s) != 1 || s[0].Value < 99_999 || s[0].Value > most {
+		t.Errorf("lag latency = %v, want one series between 99999 and %v ms", s, most)
+	}
+	if walks.Load() < 1 {
+		t.Errorf("the lite lag count source was never read")
 	}
 }
 
