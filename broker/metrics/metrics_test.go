@@ -106,7 +106,7 @@ func TestFamiliesCoverApache(t *testing.T) {
 		match  map[string]string
 		want   float64
 	}{
-		{"rocketmq_messages_in_total", map[string]string{"topic": "t1", "message_type": "normal", "is_system": "false", "node_type": "BROKER", "cluster": "c1", "node_id": "b1"}, 500},
+		{"rocketmq_messages_in_total", map[string]string{"topic": "t1", "message_type": "normal", "is_system": "false", "node_type": "broker", "cluster": "c1", "node_id": "b1"}, 500},
 		{"rocketmq_throughput_in_total", map[string]string{"topic": "t1"}, 500 * 300},
 		{"rocketmq_message_size", map[string]string{"topic": "t1", "message_type": "normal"}, 500},
 		{"rocketmq_messages_out_total", map[string]string{"topic": "t1", "consumer_group": "g1"}, 200},

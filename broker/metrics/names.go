@@ -98,7 +98,7 @@ const (
 	labelReviveMessageType = "revive_message_type"
 	labelPutStatus         = "put_status"
 
-	nodeTypeBroker   = "BROKER"
+	nodeTypeBroker   = "broker" // BrokerMetricsConstant.NODE_TYPE_BROKER
 	aggregationDelta = "delta"
 
 	// ProtocolRemoting and ProtocolGrpc are the protocol_type values.

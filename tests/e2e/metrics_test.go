@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,6 +23,8 @@ import (
 
 	"github.com/rmqgo/rmq/broker/metrics"
 	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
 	"github.com/rmqgo/rmq/tests/framework"
 )
@@ -63,7 +66,10 @@ func apacheFamilies(t testing.TB) map[string]*metrics.Family {
 // Apache 5.5.0's families on metricsPromExporterHost:Port; after client-go
 // sends 500 messages to a one-queue topic and a push consumer takes the
 // first 200 (and stalls on the 201st), messages_in is 500 and the group's
-// lag is 300.
+// lag is 300. Five transactions (two committed, one rolled back, two left
+// UNKNOW) leave rocketmq_half_messages at 2; a pop of three messages with
+// one ack gives one checkpoint and one ack written to the revive topic and
+// two messages revived into the retry topic.
 func TestMetricsPrometheus(t *testing.T) {
 	t.Parallel()
 	rlog.SetLogLevel("error")
@@ -120,9 +126,39 @@ func TestMetricsPrometheus(t *testing.T) {
 	defer pc.Shutdown()
 	defer once.Do(func() { close(release) }) // before Shutdown: unblock the handlers
 
+	// Transactions: two committed, one rolled back, two left UNKNOW (the
+	// producer keeps answering UNKNOW to the checks): two half messages
+	// wait.
+	const txTopic = "MetricsTxTopic"
+	mqadmin(t, c, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", txTopic, "-r", "1", "-w", "1")
+	txp := startTxProducer(t, c.NamesrvAddr(), "metrics_tx_pg", newTxListener())
+	defer txp.Shutdown()
+	sendTx(ctx, t, txp, txTopic, "commit", 2)
+	sendTx(ctx, t, txp, txTopic, "rollback", 1)
+	sendTx(ctx, t, txp, txTopic, "unknown", 2)
+
+	// Pop: three messages popped in one checkpoint, one acked; the revive
+	// service puts the other two into the retry topic once invisible time
+	// passed.
+	const popTopic, popGroup = "MetricsPopTopic", "metrics_pop_cg"
+	mqadmin(t, c, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", popTopic, "-r", "1", "-w", "1")
+	rc := remoting.NewClient(remoting.DefaultClientConfig(), slog.New(slog.DiscardHandler))
+	defer rc.Close()
+	pop := &popClient{t: t, rc: rc, addr: c.Brokers()[0].Addr, group: popGroup, topic: popTopic}
+	for i := range 3 {
+		pop.send(0, fmt.Sprintf("pop-%d", i))
+	}
+	popped := pop.pop(3, time.Second, time.Second, false)
+	if len(popped) != 3 {
+		t.Fatalf("popped %d messages, want 3", len(popped))
+	}
+	if rc := pop.ack(popped[0]); rc != code.Success {
+		t.Fatalf("ack: code %d", rc)
+	}
+
 	var got map[string]*metrics.Family
 	var text string
-	base := map[string]string{"cluster": framework.DefaultCluster, "node_id": "broker-a", "node_type": "BROKER"}
+	base := map[string]string{"cluster": framework.DefaultCluster, "node_id": "broker-a", "node_type": "broker"}
 	with := func(kv ...string) map[string]string {
 		m := map[string]string{}
 		for k, v := range base {
@@ -155,6 +191,9 @@ func TestMetricsPrometheus(t *testing.T) {
 		if lag != sent-consumed {
 			return fmt.Errorf("lag %v, want %d", lag, sent-consumed)
 		}
+		if n, err := one("rocketmq_pop_revive_retry_messages_total", with("consumer_group", popGroup, "topic", popTopic, "put_status", "PUT_OK")); err != nil || n != 2 {
+			return fmt.Errorf("revived %v (%v), want 2", n, err)
+		}
 		return nil
 	})
 	checks := []struct {
@@ -171,9 +210,18 @@ func TestMetricsPrometheus(t *testing.T) {
 		{"rocketmq_consumer_lag_latency_milliseconds", with("consumer_group", group, "topic", topic), func(v float64) bool { return v > 0 && v < 120000 }, "> 0"},
 		{"rocketmq_consumer_connections", with("consumer_group", group, "consume_mode", "push", "protocol_type", "remoting", "language", "go"), func(v float64) bool { return v == 1 }, "1"},
 		{"rocketmq_producer_connections", with("protocol_type", "remoting", "language", "go"), func(v float64) bool { return v >= 1 }, ">= 1"},
-		{"rocketmq_rpc_latency_milliseconds", with("request_code", "send_message", "response_code", "success", "protocol_type", "remoting", "result", "success", "is_long_polling", "false"), func(v float64) bool { return v == sent }, "500 sends"},
+		{"rocketmq_rpc_latency_milliseconds", with("request_code", "send_message", "response_code", "success", "protocol_type", "remoting", "result", "success", "is_long_polling", "false"), func(v float64) bool { return v == sent+5+3 }, "508 sends (500, 5 transactional, 3 to pop)"},
 		{"rocketmq_topic_create_execution_time_milliseconds", with("invocation_status", "success", "is_system", "false"), func(v float64) bool { return v >= 1 }, ">= 1"},
 		{"rocketmq_broker_permission", with(), func(v float64) bool { return v == 6 }, "6"},
+		{"rocketmq_half_messages", with("topic", txTopic), func(v float64) bool { return v == 2 }, "2 (two UNKNOW transactions)"},
+		{"rocketmq_messages_in_total", with("topic", txTopic, "message_type", "transaction"), func(v float64) bool { return v == 5 }, "5 half messages"},
+		{"rocketmq_commit_messages_total", with("topic", txTopic), func(v float64) bool { return v == 2 }, "2"},
+		{"rocketmq_rollback_messages_total", with("topic", txTopic), func(v float64) bool { return v == 1 }, "1"},
+		{"rocketmq_pop_revive_in_message_total", with("consumer_group", popGroup, "topic", popTopic, "revive_message_type", "CK", "put_status", "PUT_OK"), func(v float64) bool { return v == 1 }, "1 checkpoint"},
+		{"rocketmq_pop_revive_in_message_total", with("consumer_group", popGroup, "topic", popTopic, "revive_message_type", "ACK", "put_status", "PUT_OK"), func(v float64) bool { return v == 1 }, "1 ack"},
+		{"rocketmq_pop_revive_out_message_total", with("consumer_group", popGroup, "topic", popTopic, "revive_message_type", "ACK"), func(v float64) bool { return v == 1 }, "1 ack"},
+		{"rocketmq_pop_revive_out_message_total", with("consumer_group", popGroup, "topic", popTopic, "revive_message_type", "CK"), func(v float64) bool { return v == 1 }, "1 checkpoint revived"},
+		{"rocketmq_messages_out_total", with("topic", popTopic, "consumer_group", popGroup), func(v float64) bool { return v == 3 }, "3 popped"},
 	}
 	for _, ck := range checks {
 		v, err := one(ck.family, ck.match)
