@@ -176,6 +176,7 @@ type Metrics struct {
 	reviveRetry cowMap[reviveKey, counterStats]
 	lite        cowMap[liteKey, liteTopK]
 	popScan     *histogram
+	histDelta   histDeltas
 
 	// live is set by Start: the gauges read their Sources only from then
 	// on (an OTLP reader collects on its own schedule from New on, while
@@ -224,6 +225,7 @@ func New(cfg Config, src Sources, log *slog.Logger) (*Metrics, error) {
 	m.reviveIn.limit, m.reviveOut.limit, m.reviveRetry.limit = cfg.CardinalityLimit, cfg.CardinalityLimit, cfg.CardinalityLimit
 	m.lite.limit = cfg.CardinalityLimit
 	m.popScan = newHistogram(popScanBounds)
+	m.histDelta.on = cfg.InDelta && typ == ExporterOTLPGrpc
 
 	opts := []sdkmetric.Option{
 		sdkmetric.WithResource(resource.Empty()),
@@ -269,8 +271,8 @@ func New(cfg Config, src Sources, log *slog.Logger) (*Metrics, error) {
 
 // otlpExporter builds the OTLP gRPC exporter as Java's init does: a target
 // without a scheme is https, headers come from metricsGrpcExporterHeader,
-// counters are deltas with metricsInDelta. (Java's histograms are deltas
-// then too; ours come from the producer, which reports them cumulative.)
+// counters are deltas with metricsInDelta (the histograms, which come from
+// the producer, are turned into deltas there: histDeltas).
 func otlpExporter(cfg Config, log *slog.Logger) (sdkmetric.Exporter, error) {
 	target := cfg.GrpcTarget
 	opts := []otlpmetricgrpc.Option{}
