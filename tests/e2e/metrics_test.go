@@ -233,3 +233,80 @@ func TestMetricsPrometheus(t *testing.T) {
 		t.Logf("scrape:\n%s", text)
 	}
 }
+
+// TestMetricsLiteLag: with the liteLag* keys on, a lite group's lag shows
+// under the parent topic in the consumer lag gauges (Apache 5.5.0's
+// LiteConsumerLagCalculator): five messages to one lite topic, a pop of two
+// (a full batch: its lag time is recorded) and their acks leave a lag of 3,
+// and a lag latency of the third message's age; no series names the lite
+// topic.
+func TestMetricsLiteLag(t *testing.T) {
+	t.Parallel()
+	promPort := harness.FreePort(t)
+	c := startCluster(t, framework.Options{Brokers: 1, LiteExpirationUnit: liteExpirationUnit, BrokerConf: map[string]string{
+		"enableLmq": "true", "enableMultiDispatch": "true",
+		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": strconv.Itoa(promPort),
+		"liteLagLatencyCollectEnable": "true", "liteLagLatencyMetricsEnable": "true", "liteLagCountMetricsEnable": "true",
+		"liteLagLatencyTopK": "2",
+	}})
+	bp := c.Brokers()[0]
+	mqadmin(t, c, "updateTopic", "-c", "DefaultCluster", "-t", liteParent, "-r", "1", "-w", "1",
+		"-a", "+message.type=LITE,+lite.topic.expiration=60")
+	mqadmin(t, c, "updateSubGroup", "-c", "DefaultCluster", "-g", liteGroup, "--attributes", "+lite.bind.topic="+liteParent)
+	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	defer rc.Close()
+	lc := &liteClient{t: t, rc: rc, addr: bp.Addr()}
+	lc.want("subscribe", lc.subscribe("client-m", liteGroup, []string{liteName}), code.Success, "")
+	var sentAt []time.Time
+	for i := range 5 {
+		sentAt = append(sentAt, time.Now())
+		lc.want("send", lc.send(liteParent, 0, fmt.Sprintf("lag-%d", i), liteName), code.Success, "")
+	}
+	ext := litePopExt("client-m", liteGroup, time.Second)
+	ext["maxMsgNum"] = "2"
+	var p litePopped
+	testutil.Eventually(t, 10*time.Second, func() error {
+		resp := lc.invoke(code.PopLiteMessage, ext, nil)
+		if resp.Code != code.Success {
+			return fmt.Errorf("pop: code %d %s", resp.Code, resp.Remark)
+		}
+		p = decodeLitePop(t, resp)
+		return nil
+	})
+	if len(p.msgs) != 2 {
+		t.Fatalf("popped %d messages, want 2", len(p.msgs))
+	}
+	for off := range int64(2) {
+		lc.want("ack", lc.ack(liteGroup, liteName, off, p), code.Success, "")
+	}
+	match := map[string]string{"consumer_group": liteGroup, "topic": liteParent, "is_retry": "false"}
+	var got map[string]*metrics.Family
+	var text string
+	testutil.Eventually(t, 15*time.Second, func() error {
+		var err error
+		if got, text, err = scrapeMetrics("127.0.0.1:" + strconv.Itoa(promPort)); err != nil {
+			return err
+		}
+		for _, f := range []string{"rocketmq_consumer_lag_messages", "rocketmq_consumer_ready_messages"} {
+			if s := got[f].Find(match); len(s) != 1 || s[0].Value != 3 {
+				return fmt.Errorf("%s%v = %v, want 3", f, match, s)
+			}
+		}
+		return nil
+	})
+	age := float64(time.Since(sentAt[2]).Milliseconds())
+	if s := got["rocketmq_consumer_lag_latency_milliseconds"].Find(match); len(s) != 1 || s[0].Value <= 0 || s[0].Value > age+2000 {
+		t.Errorf("lag latency = %v, want one series in (0, %v] ms", s, age+2000)
+	}
+	for _, f := range []string{"rocketmq_consumer_inflight_messages", "rocketmq_consumer_queueing_latency_milliseconds"} {
+		if s := got[f].Find(map[string]string{"consumer_group": liteGroup}); len(s) != 0 {
+			t.Errorf("%s has lite group series: %v", f, s)
+		}
+	}
+	if strings.Contains(text, liteName) {
+		t.Errorf("the scrape names the lite topic %s", liteName)
+	}
+	if t.Failed() {
+		t.Logf("scrape:\n%s", text)
+	}
+}
