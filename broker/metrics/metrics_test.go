@@ -101,11 +101,7 @@ func TestFamiliesCoverApache(t *testing.T) {
 	if miss := Missing(readApacheList(t), got); len(miss) > 0 {
 		t.Fatalf("missing from our export:\n%s\n--- scrape:\n%s", strings.Join(miss, "\n"), body)
 	}
-	checks := []struct {
-		family string
-		match  map[string]string
-		want   float64
-	}{
+	checkSamples(t, got, []sampleCheck{
 		{"rocketmq_messages_in_total", map[string]string{"topic": "t1", "message_type": "normal", "is_system": "false", "node_type": "broker", "cluster": "c1", "node_id": "b1"}, 500},
 		{"rocketmq_throughput_in_total", map[string]string{"topic": "t1"}, 500 * 300},
 		{"rocketmq_message_size", map[string]string{"topic": "t1", "message_type": "normal"}, 500},
@@ -122,13 +118,7 @@ func TestFamiliesCoverApache(t *testing.T) {
 		{"rocketmq_consumer_connections", map[string]string{"consumer_group": "g1", "consume_mode": "push"}, 1},
 		{"rocketmq_topic_create_execution_time_milliseconds", map[string]string{"invocation_status": "success", "is_system": "false"}, 1},
 		{"rocketmq_storage_size_bytes", map[string]string{"storage_type": "local", "storage_medium": "disk"}, 1 << 20},
-	}
-	for _, c := range checks {
-		s := got[c.family].Find(c.match)
-		if len(s) != 1 || s[0].Value != c.want {
-			t.Errorf("%s%v = %v, want one sample of %v", c.family, c.match, s, c.want)
-		}
-	}
+	})
 	if s := got["rocketmq_messages_in_total"].Find(map[string]string{"topic": "%RETRY%g1"}); len(s) != 0 {
 		t.Errorf("retry topic counted: %v", s)
 	}
@@ -328,23 +318,13 @@ func TestEventFamilies(t *testing.T) {
 	if got, err = m.Gather(); err != nil {
 		t.Fatal(err)
 	}
-	checks := []struct {
-		family string
-		match  map[string]string
-		want   float64
-	}{
+	checkSamples(t, got, []sampleCheck{
 		{"rocketmq_send_to_dlq_messages_total", map[string]string{"topic": "t1", "consumer_group": "g1", "is_system": "false"}, 2},
 		{"rocketmq_commit_messages_total", map[string]string{"topic": "t1"}, 1},
 		{"rocketmq_rollback_messages_total", map[string]string{"topic": "t1"}, 1},
 		{"rocketmq_finish_message_latency_milliseconds", map[string]string{"topic": "t1"}, 1},
 		{"rocketmq_consumer_group_create_execution_time_milliseconds", map[string]string{"invocation_status": "success"}, 1},
-	}
-	for _, c := range checks {
-		s := got[c.family].Find(c.match)
-		if len(s) != 1 || s[0].Value != c.want {
-			t.Errorf("%s%v = %v, want one sample of %v", c.family, c.match, s, c.want)
-		}
-	}
+	})
 }
 
 // syncBuffer is a bytes.Buffer safe for the periodic reader's goroutine.

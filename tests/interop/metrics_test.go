@@ -227,18 +227,7 @@ func metricsTxPopWorkload(t *testing.T, ns, broker string) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res := primitive.NewPassthroughResolver([]string{ns})
-	adm, err := admin.NewAdmin(admin.WithResolver(res))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer adm.Close()
-	for _, topic := range []string{metricsTxTopic, metricsPopTopic} {
-		if err := adm.CreateTopic(ctx, admin.WithTopicCreate(topic), admin.WithBrokerAddrCreate(broker),
-			admin.WithReadQueueNums(1), admin.WithWriteQueueNums(1)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	res := createOneQueueTopics(ctx, t, ns, broker, metricsTxTopic, metricsPopTopic)
 	tp, err := rocketmq.NewTransactionProducer(interopTxListener{}, producer.WithNsResolver(res),
 		producer.WithGroupName("metrics_interop_tx"), producer.WithSendMsgTimeout(5*time.Second))
 	if err != nil {
@@ -254,19 +243,8 @@ func metricsTxPopWorkload(t *testing.T, ns, broker string) (stop func()) {
 	if r, err := tp.SendMessageInTransaction(ctx, primitive.NewMessage(metricsTxTopic, []byte("unknown"))); err != nil || r.Status != primitive.SendOK {
 		t.Fatalf("send the UNKNOW transaction: %v %v", r, err)
 	}
-	p, err := rocketmq.NewProducer(producer.WithNsResolver(res), producer.WithGroupName("metrics_interop_pop_producer"),
-		producer.WithSendMsgTimeout(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p := startProbedProducer(ctx, t, res, "metrics_interop_pop_producer", metricsPopTopic, "pop-0")
 	defer p.Shutdown()
-	testutil.Eventually(t, 30*time.Second, func() error {
-		_, err := p.SendSync(ctx, primitive.NewMessage(metricsPopTopic, []byte("pop-0")))
-		return err
-	})
 	for i := 1; i < 3; i++ {
 		if _, err := p.SendSync(ctx, primitive.NewMessage(metricsPopTopic, []byte(fmt.Sprintf("pop-%d", i)))); err != nil {
 			t.Fatal(err)
@@ -329,28 +307,8 @@ func metricsWorkload(t *testing.T, ns, broker string) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res := primitive.NewPassthroughResolver([]string{ns})
-	adm, err := admin.NewAdmin(admin.WithResolver(res))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer adm.Close()
-	if err := adm.CreateTopic(ctx, admin.WithTopicCreate(metricsTopic), admin.WithBrokerAddrCreate(broker),
-		admin.WithReadQueueNums(1), admin.WithWriteQueueNums(1)); err != nil {
-		t.Fatal(err)
-	}
-	p, err := rocketmq.NewProducer(producer.WithNsResolver(res), producer.WithGroupName("metrics_interop_producer"),
-		producer.WithSendMsgTimeout(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	testutil.Eventually(t, 30*time.Second, func() error {
-		_, err := p.SendSync(ctx, primitive.NewMessage(metricsTopic, []byte("probe")))
-		return err
-	})
+	res := createOneQueueTopics(ctx, t, ns, broker, metricsTopic)
+	p := startProbedProducer(ctx, t, res, "metrics_interop_producer", metricsTopic, "probe")
 	for i := 1; i < metricsSent; i++ {
 		if r, err := p.SendSync(ctx, primitive.NewMessage(metricsTopic, []byte(strings.Repeat("x", 100)))); err != nil || r.Status != primitive.SendOK {
 			t.Fatalf("send %d: %v %v", i, r, err)
@@ -374,6 +332,44 @@ func metricsWorkload(t *testing.T, ns, broker string) (stop func()) {
 		_ = pc.Shutdown()
 		_ = p.Shutdown()
 	}
+}
+
+// createOneQueueTopics creates one-queue topics on broker and returns a
+// resolver of ns.
+func createOneQueueTopics(ctx context.Context, t *testing.T, ns, broker string, topics ...string) primitive.NsResolver {
+	t.Helper()
+	res := primitive.NewPassthroughResolver([]string{ns})
+	adm, err := admin.NewAdmin(admin.WithResolver(res))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	for _, topic := range topics {
+		if err := adm.CreateTopic(ctx, admin.WithTopicCreate(topic), admin.WithBrokerAddrCreate(broker),
+			admin.WithReadQueueNums(1), admin.WithWriteQueueNums(1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return res
+}
+
+// startProbedProducer starts a client-go producer of group and sends probe
+// to topic until that succeeds (the route is known then).
+func startProbedProducer(ctx context.Context, t *testing.T, res primitive.NsResolver, group, topic, probe string) rocketmq.Producer {
+	t.Helper()
+	p, err := rocketmq.NewProducer(producer.WithNsResolver(res), producer.WithGroupName(group),
+		producer.WithSendMsgTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, func() error {
+		_, err := p.SendSync(ctx, primitive.NewMessage(topic, []byte(probe)))
+		return err
+	})
+	return p
 }
 
 func scrapeProm(port int) (map[string]*metrics.Family, error) {
