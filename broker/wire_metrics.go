@@ -427,6 +427,25 @@ func (b *Broker) metricsOut() func(string, string, int, int64) {
 	return b.metrics.MessagesOut
 }
 
+// metricsPopped counts popped messages with is_retry (Java's
+// PopMessageProcessor); nil when metrics are off.
+func (b *Broker) metricsPopped() func(string, string, bool, int, int64) {
+	if b.metrics == nil {
+		return nil
+	}
+	return b.metrics.PoppedOut
+}
+
+// metricsLitePopped counts lite pops under the parent topic, is_retry=false
+// (lite topics have no retry topic); nil when metrics are off.
+func (b *Broker) metricsLitePopped() func(string, string, int, int64) {
+	m := b.metrics
+	if m == nil {
+		return nil
+	}
+	return func(topic, group string, msgs int, bytes int64) { m.PoppedOut(topic, group, false, msgs, bytes) }
+}
+
 // metricsDLQ and metricsTxEnded are the send-back, retry-send and
 // transaction counters (nil when metrics are off).
 func (b *Broker) metricsDLQ() func(topic, group string) {

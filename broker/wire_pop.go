@@ -35,7 +35,7 @@ func (b *Broker) wirePop(w *wiring, filters pop.FilterFactory, resets pop.ResetT
 		Resets:          resets,
 		ReviveRound:     b.metricsPopScan(),
 		Revive:          b.metricsRevive(),
-		MessagesOut:     b.metricsOut(),
+		MessagesOut:     b.metricsPopped(),
 		Resumed:         b.metricsResumed(),
 		Logger:          w.log.With("component", "pop"),
 	})

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
 // The hot path (a send, a pull, a request answered) updates plain atomics
@@ -138,8 +140,13 @@ type inStats struct {
 	size  [numMessageTypes]*histogram
 }
 
-// outKey is a (topic, group) pair of messages_out.
-type outKey struct{ topic, group string }
+// outKey is one series of messages_out: a (topic, group) pair, and for pops
+// whether the messages came from the retry topic (Java labels pops, not
+// pulls, with is_retry).
+type outKey struct {
+	topic, group string
+	pop, retry   bool
+}
 
 type outStats struct {
 	attrs attribute.Set
@@ -169,8 +176,10 @@ func (m *Metrics) MessagesIn(topic string, t MessageType, msgs int, bytes int64)
 		return
 	}
 	if t == Transaction {
-		// A stored prepared message is a half message of its real topic.
+		// A stored prepared message is a half message of its real topic;
+		// Java counts it in under the topic it is stored in.
 		m.halfAdd(topic, int64(msgs))
+		topic = protocol.TransHalfTopic
 	}
 	if !m.cfg.EnableRequestMetrics || msgs <= 0 || isRetryOrDLQ(topic) {
 		return
@@ -195,8 +204,20 @@ func (m *Metrics) MessagesOut(topic, group string, msgs int, bytes int64) {
 	if m == nil || !m.cfg.EnableRequestMetrics || msgs <= 0 || isRetryOrDLQ(topic) {
 		return
 	}
-	topic = parentOfLmq(topic)
-	k := outKey{topic, group}
+	m.messagesOut(outKey{topic: parentOfLmq(topic), group: group}, msgs, bytes)
+}
+
+// PoppedOut counts msgs (bytes) popped by group from topic; retry: they
+// came from the group's retry topic (Java's PopMessageProcessor labels
+// them is_retry).
+func (m *Metrics) PoppedOut(topic, group string, retry bool, msgs int, bytes int64) {
+	if m == nil || !m.cfg.EnableRequestMetrics || msgs <= 0 || isRetryOrDLQ(topic) {
+		return
+	}
+	m.messagesOut(outKey{topic: parentOfLmq(topic), group: group, pop: true, retry: retry}, msgs, bytes)
+}
+
+func (m *Metrics) messagesOut(k outKey, msgs int, bytes int64) {
 	s := m.out.get(k, func() *outStats { return m.newOutStats(k) })
 	if s == nil {
 		s = m.outOverflow
@@ -265,7 +286,7 @@ func (m *Metrics) SendToDLQ(topic, group string) {
 	if m == nil || !m.cfg.EnableLagAndDlqMetrics {
 		return
 	}
-	k := outKey{parentOfLmq(topic), group}
+	k := outKey{topic: parentOfLmq(topic), group: group}
 	s := m.dlq.get(k, func() *counterStats {
 		return &counterStats{attrs: m.attrs(attribute.String(labelGroup, k.group), attribute.String(labelTopic, k.topic),
 			attribute.Bool(labelIsSystem, isSystemTopic(k.topic) || isSystemGroup(k.group)))}

@@ -620,8 +620,12 @@ func (s *inStats) overflow(m *Metrics) {
 }
 
 func (m *Metrics) newOutStats(k outKey) *outStats {
-	return &outStats{attrs: m.attrs(attribute.String(labelTopic, k.topic), attribute.String(labelGroup, k.group),
-		attribute.Bool(labelIsSystem, isSystemTopic(k.topic) || isSystemGroup(k.group)))}
+	kv := []attribute.KeyValue{attribute.String(labelTopic, k.topic), attribute.String(labelGroup, k.group),
+		attribute.Bool(labelIsSystem, isSystemTopic(k.topic) || isSystemGroup(k.group))}
+	if k.pop {
+		kv = append(kv, attribute.Bool(labelIsRetry, k.retry))
+	}
+	return &outStats{attrs: m.attrs(kv...)}
 }
 
 func (m *Metrics) newRPCStats(k rpcKey) *rpcStats {

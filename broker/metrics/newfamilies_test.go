@@ -50,7 +50,7 @@ func TestHalfMessages(t *testing.T) {
 	checkSamples(t, got, []sampleCheck{
 		{"rocketmq_half_messages", map[string]string{"topic": "tx", "cluster": "c1", "node_id": "b1"}, 2 + 5 - 3},
 		{"rocketmq_half_messages", map[string]string{"topic": "old"}, 0},
-		{"rocketmq_messages_in_total", map[string]string{"topic": "tx", "message_type": "transaction"}, 5},
+		{"rocketmq_messages_in_total", map[string]string{"topic": "RMQ_SYS_TRANS_HALF_TOPIC", "message_type": "transaction", "is_system": "true"}, 5},
 	})
 	if f := got["rocketmq_half_messages"]; f == nil || f.Type != "gauge" || len(f.Samples) != 2 {
 		t.Errorf("rocketmq_half_messages = %+v, want a gauge of 2 series", f)
@@ -200,5 +200,30 @@ func TestLiteLagMerge(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("merge[%d] = %+v, want %+v", i, got[i], want[i])
 		}
+	}
+}
+
+// TestPoppedOut: pops are counted with is_retry (Java's
+// PopMessageProcessor), pulls without it.
+func TestPoppedOut(t *testing.T) {
+	m, err := New(testConfig(), Sources{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Shutdown(context.Background())
+	m.PoppedOut("t", "g", false, 3, 300)
+	m.PoppedOut("t", "g", true, 2, 200)
+	m.MessagesOut("t", "g", 4, 400)
+	got, err := m.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSamples(t, got, []sampleCheck{
+		{"rocketmq_messages_out_total", map[string]string{"topic": "t", "consumer_group": "g", "is_retry": "false"}, 3},
+		{"rocketmq_messages_out_total", map[string]string{"topic": "t", "consumer_group": "g", "is_retry": "true"}, 2},
+		{"rocketmq_throughput_out_total", map[string]string{"topic": "t", "is_retry": "true"}, 200},
+	})
+	if s := got["rocketmq_messages_out_total"].Find(map[string]string{"topic": "t"}); len(s) != 3 {
+		t.Errorf("messages_out series %v, want 3 (two pops, one pull)", s)
 	}
 }

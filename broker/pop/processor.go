@@ -77,7 +77,8 @@ type Deps struct {
 	Revive ReviveCounter
 	// MessagesOut counts popped messages (broker/metrics:
 	// rocketmq_messages_out_total, throughput_out); nil: not counted.
-	MessagesOut func(topic, group string, msgs int, bytes int64)
+	// retry says the messages came from the group's retry topic.
+	MessagesOut func(topic, group string, retry bool, msgs int, bytes int64)
 	// Resumed is told of each long-polling pop answered after it was
 	// suspended (broker/metrics: rpc latency with is_long_polling);
 	// nil: not told.

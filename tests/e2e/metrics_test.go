@@ -181,7 +181,9 @@ func TestMetricsPrometheus(t *testing.T) {
 		if got, text, err = scrapeMetrics(promAddr); err != nil {
 			return err
 		}
-		if miss := metrics.Missing(apacheFamilies(t), got); len(miss) > 0 {
+		want := apacheFamilies(t)
+		miss := metrics.SplitNotYet(want, got)
+		if miss = append(miss, metrics.Missing(want, got)...); len(miss) > 0 {
 			return fmt.Errorf("missing: %s", strings.Join(miss, "; "))
 		}
 		lag, err := one("rocketmq_consumer_lag_messages", with("consumer_group", group, "topic", topic, "is_retry", "false", "is_system", "false"))
@@ -214,14 +216,14 @@ func TestMetricsPrometheus(t *testing.T) {
 		{"rocketmq_topic_create_execution_time_milliseconds", with("invocation_status", "success", "is_system", "false"), func(v float64) bool { return v >= 1 }, ">= 1"},
 		{"rocketmq_broker_permission", with(), func(v float64) bool { return v == 6 }, "6"},
 		{"rocketmq_half_messages", with("topic", txTopic), func(v float64) bool { return v == 2 }, "2 (two UNKNOW transactions)"},
-		{"rocketmq_messages_in_total", with("topic", txTopic, "message_type", "transaction"), func(v float64) bool { return v == 5 }, "5 half messages"},
+		{"rocketmq_messages_in_total", with("topic", "RMQ_SYS_TRANS_HALF_TOPIC", "message_type", "transaction", "is_system", "true"), func(v float64) bool { return v == 5 }, "5 half messages (Apache counts them under the half topic)"},
+		{"rocketmq_messages_out_total", with("topic", popTopic, "consumer_group", popGroup, "is_retry", "false"), func(v float64) bool { return v == 3 }, "3 popped"},
 		{"rocketmq_commit_messages_total", with("topic", txTopic), func(v float64) bool { return v == 2 }, "2"},
 		{"rocketmq_rollback_messages_total", with("topic", txTopic), func(v float64) bool { return v == 1 }, "1"},
 		{"rocketmq_pop_revive_in_message_total", with("consumer_group", popGroup, "topic", popTopic, "revive_message_type", "CK", "put_status", "PUT_OK"), func(v float64) bool { return v == 1 }, "1 checkpoint"},
 		{"rocketmq_pop_revive_in_message_total", with("consumer_group", popGroup, "topic", popTopic, "revive_message_type", "ACK", "put_status", "PUT_OK"), func(v float64) bool { return v == 1 }, "1 ack"},
 		{"rocketmq_pop_revive_out_message_total", with("consumer_group", popGroup, "topic", popTopic, "revive_message_type", "ACK"), func(v float64) bool { return v == 1 }, "1 ack"},
 		{"rocketmq_pop_revive_out_message_total", with("consumer_group", popGroup, "topic", popTopic, "revive_message_type", "CK"), func(v float64) bool { return v == 1 }, "1 checkpoint revived"},
-		{"rocketmq_messages_out_total", with("topic", popTopic, "consumer_group", popGroup), func(v float64) bool { return v == 3 }, "3 popped"},
 	}
 	for _, ck := range checks {
 		v, err := one(ck.family, ck.match)

@@ -127,7 +127,22 @@ func TestMetricsFamiliesVsApache(t *testing.T) {
 			}
 		}
 	}
-	if miss := metrics.Missing(apacheFams, ourFams); len(miss) > 0 {
+	want := map[string]*metrics.Family{}
+	for n, f := range apacheFams {
+		want[n] = f
+	}
+	// The families we do not export yet (metrics.NotYetExported) are
+	// logged, not failed; one we export after all, or one Apache no longer
+	// exports, fails.
+	for _, n := range metrics.NotYetExported() {
+		if _, ok := apacheFams[n]; ok {
+			t.Logf("not exported by us yet: %s", n)
+		}
+	}
+	if bad := metrics.SplitNotYet(want, ourFams); len(bad) > 0 {
+		t.Error(strings.Join(bad, "\n"))
+	}
+	if miss := metrics.Missing(want, ourFams); len(miss) > 0 {
 		t.Errorf("Apache 5.5.0 exports what we do not:\n%s", strings.Join(miss, "\n"))
 	}
 	f, err := os.Open(filepath.Join(harness.RepoRoot(t), "broker", "metrics", "testdata", "apache-5.5.0-families.txt"))
