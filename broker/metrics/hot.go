@@ -140,12 +140,14 @@ type inStats struct {
 	size  [numMessageTypes]*histogram
 }
 
-// outKey is one series of messages_out: a (topic, group) pair, and for pops
-// whether the messages came from the retry topic (Java labels pops, not
-// pulls, with is_retry).
-type outKey struct {
+// outKey is a (topic, group) pair of messages_out.
+type outKey struct{ topic, group string }
+
+// popOutKey is one series of popped messages: Java labels pops, not pulls,
+// with is_retry.
+type popOutKey struct {
 	topic, group string
-	pop, retry   bool
+	retry        bool
 }
 
 type outStats struct {
@@ -204,7 +206,14 @@ func (m *Metrics) MessagesOut(topic, group string, msgs int, bytes int64) {
 	if m == nil || !m.cfg.EnableRequestMetrics || msgs <= 0 || isRetryOrDLQ(topic) {
 		return
 	}
-	m.messagesOut(outKey{topic: parentOfLmq(topic), group: group}, msgs, bytes)
+	topic = parentOfLmq(topic)
+	k := outKey{topic, group}
+	s := m.out.get(k, func() *outStats { return m.newOutStats(k) })
+	if s == nil {
+		s = m.outOverflow
+	}
+	s.msgs.Add(int64(msgs))
+	s.bytes.Add(bytes)
 }
 
 // PoppedOut counts msgs (bytes) popped by group from topic; retry: they
@@ -214,11 +223,10 @@ func (m *Metrics) PoppedOut(topic, group string, retry bool, msgs int, bytes int
 	if m == nil || !m.cfg.EnableRequestMetrics || msgs <= 0 || isRetryOrDLQ(topic) {
 		return
 	}
-	m.messagesOut(outKey{topic: parentOfLmq(topic), group: group, pop: true, retry: retry}, msgs, bytes)
-}
-
-func (m *Metrics) messagesOut(k outKey, msgs int, bytes int64) {
-	s := m.out.get(k, func() *outStats { return m.newOutStats(k) })
+	k := popOutKey{parentOfLmq(topic), group, retry}
+	s := m.popOut.get(k, func() *outStats {
+		return m.newOutStats(outKey{k.topic, k.group}, attribute.Bool(labelIsRetry, k.retry))
+	})
 	if s == nil {
 		s = m.outOverflow
 	}
@@ -286,7 +294,7 @@ func (m *Metrics) SendToDLQ(topic, group string) {
 	if m == nil || !m.cfg.EnableLagAndDlqMetrics {
 		return
 	}
-	k := outKey{topic: parentOfLmq(topic), group: group}
+	k := outKey{parentOfLmq(topic), group}
 	s := m.dlq.get(k, func() *counterStats {
 		return &counterStats{attrs: m.attrs(attribute.String(labelGroup, k.group), attribute.String(labelTopic, k.topic),
 			attribute.Bool(labelIsSystem, isSystemTopic(k.topic) || isSystemGroup(k.group)))}

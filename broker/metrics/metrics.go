@@ -163,6 +163,7 @@ type Metrics struct {
 	start       time.Time
 	in          cowMap[string, inStats]
 	out         cowMap[outKey, outStats]
+	popOut      cowMap[popOutKey, outStats]
 	rpc         cowMap[rpcKey, rpcStats]
 	inOverflow  *inStats
 	outOverflow *outStats
@@ -211,6 +212,7 @@ func New(cfg Config, src Sources, log *slog.Logger) (*Metrics, error) {
 	m := &Metrics{cfg: cfg, src: src, log: log, now: time.Now, start: time.Now()}
 	m.base = baseLabels(cfg, log)
 	m.in.limit, m.out.limit, m.rpc.limit = cfg.CardinalityLimit, cfg.CardinalityLimit, cfg.CardinalityLimit
+	m.popOut.limit = cfg.CardinalityLimit
 	m.inOverflow = m.newInStats("")
 	m.inOverflow.overflow(m)
 	m.outOverflow = m.newOutStats(outKey{})
@@ -547,6 +549,7 @@ func (m *Metrics) counters(meter metric.Meter, errs *[]error) {
 			}
 		}
 		m.out.each(func(_ outKey, s *outStats) { emitOut(s) })
+		m.popOut.each(func(_ popOutKey, s *outStats) { emitOut(s) })
 		emitOut(m.outOverflow)
 		return nil
 	}, in, out, tin, tout)
@@ -619,12 +622,9 @@ func (s *inStats) overflow(m *Metrics) {
 	}
 }
 
-func (m *Metrics) newOutStats(k outKey) *outStats {
-	kv := []attribute.KeyValue{attribute.String(labelTopic, k.topic), attribute.String(labelGroup, k.group),
-		attribute.Bool(labelIsSystem, isSystemTopic(k.topic) || isSystemGroup(k.group))}
-	if k.pop {
-		kv = append(kv, attribute.Bool(labelIsRetry, k.retry))
-	}
+func (m *Metrics) newOutStats(k outKey, extra ...attribute.KeyValue) *outStats {
+	kv := append([]attribute.KeyValue{attribute.String(labelTopic, k.topic), attribute.String(labelGroup, k.group),
+		attribute.Bool(labelIsSystem, isSystemTopic(k.topic) || isSystemGroup(k.group))}, extra...)
 	return &outStats{attrs: m.attrs(kv...)}
 }
 
