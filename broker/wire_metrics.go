@@ -333,26 +333,41 @@ func (b *Broker) metricLags() []metrics.Lag {
 }
 
 // metricLiteLagCounts is Java's LiteConsumerLagCalculator.calculateLiteLagCount:
-// every lite offset a group holds, its LMQ's max offset − that offset,
-// summed per (parent topic, group).
+// for each lite group (bound to a parent topic now), every LMQ of the parent the
+// group holds an offset of, its max offset − that offset, summed. It looks
+// offsets up one by one (short read locks) rather than walking the offset
+// table under its lock, which would hold commits back for the whole walk.
 func (b *Broker) metricLiteLagCounts() []metrics.Lag {
-	type key struct{ parent, group string }
-	sums := map[key]int64{}
+	ls := b.msg.lite
+	if ls == nil {
+		return nil
+	}
 	st := b.store
-	st.Offsets().Range(func(k offset.Key, off int64) bool {
-		if k.QueueID != naming.QueueID || !naming.IsLite(k.Topic) {
-			return true
+	byParent := map[string][]string{}
+	groups, _ := b.msg.subs.Snapshot()
+	for name, c := range groups {
+		if g := meta.GroupOf(c); g.IsLite() {
+			byParent[g.BindTopic] = append(byParent[g.BindTopic], name)
 		}
-		parent := naming.ParentOf(k.Topic)
-		if parent == "" {
-			return true
+	}
+	var out []metrics.Lag
+	for parent, groups := range byParent {
+		lmqs := ls.Lifecycle.Index().LMQs(parent)
+		for _, g := range groups {
+			var sum int64
+			held := false
+			for _, lmq := range lmqs {
+				off := ls.Offsets.Committed(g, lmq)
+				if off < 0 {
+					continue
+				}
+				held = true
+				sum += max(st.MaxOffset(lmq, naming.QueueID)-off, 0)
+			}
+			if held {
+				out = append(out, metrics.Lag{Group: g, Topic: parent, Lag: sum})
+			}
 		}
-		sums[key{parent, k.Group}] += max(st.MaxOffset(k.Topic, naming.QueueID)-off, 0)
-		return true
-	})
-	out := make([]metrics.Lag, 0, len(sums))
-	for k, n := range sums {
-		out = append(out, metrics.Lag{Group: k.group, Topic: k.parent, Lag: n})
 	}
 	return out
 }
