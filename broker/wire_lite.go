@@ -38,7 +38,9 @@ func (b *Broker) wireLite(w *wiring, pops *pop.Processor, expirationUnit time.Du
 		Routes:         routes.WriteQueueBrokers,
 		Started:        b.boot,
 		ExpirationUnit: expirationUnit,
-		MessagesOut:    b.metricsOut(),
+		MessagesOut:    b.metricsLitePopped(),
+		LagCollect:     b.metricsLiteLag(w.st),
+		Deleted:        b.metricsLiteDeleted(),
 		Logger:         log,
 	})
 	if err != nil {

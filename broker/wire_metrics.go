@@ -10,7 +10,11 @@ import (
 	"github.com/rmqgo/rmq/broker/admin"
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/lite/meta"
+	"github.com/rmqgo/rmq/broker/lite/naming"
 	"github.com/rmqgo/rmq/broker/metrics"
+	"github.com/rmqgo/rmq/broker/pop"
+	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/offset"
 	"github.com/rmqgo/rmq/broker/store/vfs"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -70,6 +74,11 @@ func (b *Broker) newMetrics(cfg *config.Config, log *slog.Logger) (*metrics.Metr
 		// checkpoints go straight to the journal and Pebble), so both
 		// buffer sizes are 0 (docs/operations.md).
 		src.PopBuffers = func() (int64, int64) { return 0, 0 }
+		src.Lite = func() metrics.LiteSettings {
+			c := b.cfg.Get()
+			return metrics.LiteSettings{LatencyMetrics: c.LiteLagLatencyMetricsEnable, CountMetrics: c.LiteLagCountMetricsEnable}
+		}
+		src.LiteLagCounts = b.metricLiteLagCounts
 		src.PopRevive = func() []metrics.Revive {
 			if b.msg.pop == nil {
 				return nil
@@ -114,6 +123,14 @@ func (b *Broker) metricsPopScan() func(time.Duration) {
 		return nil
 	}
 	return b.metrics.PopBufferScan
+}
+
+// metricsRevive counts the pop revive traffic (nil when metrics are off).
+func (b *Broker) metricsRevive() pop.ReviveCounter {
+	if b.metrics == nil {
+		return nil
+	}
+	return b.metrics
 }
 
 // watermarkName maps our executors to the processor label of
@@ -273,6 +290,9 @@ func (b *Broker) metricLags() []metrics.Lag {
 		if !ok {
 			continue
 		}
+		if sg, ok := b.msg.subs.Find(g); ok && meta.GroupOf(sg).IsLite() {
+			continue // lite groups: lite lag (metricLiteLagCounts), as Java
+		}
 		for topic := range info.Subscriptions {
 			if strings.HasPrefix(topic, protocol.RetryGroupTopicPrefix) {
 				continue
@@ -312,6 +332,83 @@ func (b *Broker) metricLags() []metrics.Lag {
 	return out
 }
 
+// metricLiteLagCounts is Java's LiteConsumerLagCalculator.calculateLiteLagCount:
+// for each lite group (bound to a parent topic now), every LMQ of the parent the
+// group holds an offset of, its max offset − that offset, summed. It looks
+// offsets up one by one (short read locks) rather than walking the offset
+// table under its lock, which would hold commits back for the whole walk.
+func (b *Broker) metricLiteLagCounts() []metrics.Lag {
+	ls := b.msg.lite
+	if ls == nil {
+		return nil
+	}
+	st := b.store
+	byParent := map[string][]string{}
+	groups, _ := b.msg.subs.Snapshot()
+	for name, c := range groups {
+		if g := meta.GroupOf(c); g.IsLite() {
+			byParent[g.BindTopic] = append(byParent[g.BindTopic], name)
+		}
+	}
+	var out []metrics.Lag
+	for parent, groups := range byParent {
+		lmqs := ls.Lifecycle.Index().LMQs(parent)
+		for _, g := range groups {
+			var sum int64
+			held := false
+			for _, lmq := range lmqs {
+				off := ls.Offsets.Committed(g, lmq)
+				if off < 0 {
+					continue
+				}
+				held = true
+				sum += max(st.MaxOffset(lmq, naming.QueueID)-off, 0)
+			}
+			if held {
+				out = append(out, metrics.Lag{Group: g, Topic: parent, Lag: sum})
+			}
+		}
+	}
+	return out
+}
+
+// metricsLiteLag is poplite's lag hook: with liteLagLatencyCollectEnable,
+// a pop that filled its batch records the store time of the LMQ's next
+// message, one that caught up drops the LMQ (Java's
+// PopLiteMessageProcessor.collectLiteConsumerLagMetrics). Nil when
+// metrics are off.
+func (b *Broker) metricsLiteLag(st *store.Store) func(group, parent, lmq string, full bool, next int64) {
+	m := b.metrics
+	if m == nil {
+		return nil
+	}
+	return func(group, parent, lmq string, full bool, next int64) {
+		c := b.cfg.Get()
+		if !c.LiteLagLatencyCollectEnable {
+			return
+		}
+		var ts int64
+		if full {
+			ts = st.MessageStoreTime(lmq, naming.QueueID, next)
+		}
+		m.LitePopped(group, parent, lmq, ts, int(c.LiteLagLatencyTopK))
+	}
+}
+
+// metricsLiteDeleted drops deleted LMQs from the lite lag times (nil when
+// metrics are off).
+func (b *Broker) metricsLiteDeleted() func([]string) {
+	m := b.metrics
+	if m == nil {
+		return nil
+	}
+	return func(lmqs []string) {
+		for _, l := range lmqs {
+			m.LiteTopicRemoved(naming.ParentOf(l), l)
+		}
+	}
+}
+
 // metricStore is the store gauges: used bytes of the store's file system
 // (Java: total − free space of storePathRootDir), bytes not yet flushed
 // and not yet dispatched, the earliest stored message's time.
@@ -343,6 +440,25 @@ func (b *Broker) metricsOut() func(string, string, int, int64) {
 		return nil
 	}
 	return b.metrics.MessagesOut
+}
+
+// metricsPopped counts popped messages with is_retry (Java's
+// PopMessageProcessor); nil when metrics are off.
+func (b *Broker) metricsPopped() func(string, string, bool, int, int64) {
+	if b.metrics == nil {
+		return nil
+	}
+	return b.metrics.PoppedOut
+}
+
+// metricsLitePopped counts lite pops under the parent topic, is_retry=false
+// (lite topics have no retry topic); nil when metrics are off.
+func (b *Broker) metricsLitePopped() func(string, string, int, int64) {
+	m := b.metrics
+	if m == nil {
+		return nil
+	}
+	return func(topic, group string, msgs int, bytes int64) { m.PoppedOut(topic, group, false, msgs, bytes) }
 }
 
 // metricsDLQ and metricsTxEnded are the send-back, retry-send and

@@ -34,7 +34,8 @@ func (b *Broker) wirePop(w *wiring, filters pop.FilterFactory, resets pop.ResetT
 		RequestModePath: filepath.Join(cfg.ConfigDir(), pop.RequestModeFileName),
 		Resets:          resets,
 		ReviveRound:     b.metricsPopScan(),
-		MessagesOut:     b.metricsOut(),
+		Revive:          b.metricsRevive(),
+		MessagesOut:     b.metricsPopped(),
 		Resumed:         b.metricsResumed(),
 		Logger:          w.log.With("component", "pop"),
 	})

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/rmqgo/rmq/broker/schedule"
@@ -24,13 +25,36 @@ func (b *Broker) wireTransaction(w *wiring, sched *schedule.Service) error {
 		Schedule:  sched,
 		StoreHost: b.storeHost,
 		Ended:     b.metricsTxEnded(),
+		Discarded: b.metricsTxDiscarded(),
 		Logger:    w.log.With("component", "transaction"),
 	})
 	if err != nil {
 		return fmt.Errorf("broker: transaction service: %w", err)
 	}
 	svc.Register(b)
+	if b.metrics != nil {
+		// rocketmq_half_messages starts from the half messages still
+		// waiting (Java reloads its persisted count).
+		pending, err := svc.PendingHalf(context.Background(), halfSeedLimit)
+		if err != nil {
+			w.log.Warn("metrics: count pending half messages", "err", err)
+		}
+		b.metrics.SeedHalfMessages(pending)
+	}
 	w.m.starters = append(w.m.starters, svc.Start)
 	w.m.closers = append(w.m.closers, svc.Close)
 	return nil
+}
+
+// halfSeedLimit bounds the half messages read at start to seed
+// rocketmq_half_messages.
+const halfSeedLimit = 1_000_000
+
+// metricsTxDiscarded counts a transaction the check scan discarded (nil when
+// metrics are off).
+func (b *Broker) metricsTxDiscarded() func(string) {
+	if b.metrics == nil {
+		return nil
+	}
+	return b.metrics.TransactionDiscarded
 }

@@ -276,10 +276,10 @@ type BrokerConfig struct {
 	LiteEventFullDispatchDelayTimeForWildcardGroup time.Duration `key:"liteEventFullDispatchDelayTimeForWildcardGroup"`
 	PersistConsumerOffsetIncrementally             bool          `key:"persistConsumerOffsetIncrementally" effect:"none"`
 	EnableLitePopLog                               bool          `key:"enableLitePopLog" effect:"none"`
-	LiteLagLatencyCollectEnable                    bool          `key:"liteLagLatencyCollectEnable" effect:"none"` // no lite lag metrics yet (docs/compatibility.md)
-	LiteLagLatencyMetricsEnable                    bool          `key:"liteLagLatencyMetricsEnable" effect:"none"` // no lite lag metrics yet (docs/compatibility.md)
-	LiteLagCountMetricsEnable                      bool          `key:"liteLagCountMetricsEnable" effect:"none"`   // no lite lag metrics yet (docs/compatibility.md)
-	LiteLagLatencyTopK                             int           `key:"liteLagLatencyTopK" effect:"none"`          // no lite lag metrics yet (docs/compatibility.md)
+	LiteLagLatencyCollectEnable                    bool          `key:"liteLagLatencyCollectEnable"` // lite pops record lag times (broker/metrics lite lag)
+	LiteLagLatencyMetricsEnable                    bool          `key:"liteLagLatencyMetricsEnable"` // lite lag latency in rocketmq_consumer_lag_latency
+	LiteLagCountMetricsEnable                      bool          `key:"liteLagCountMetricsEnable"`   // lite lag count in rocketmq_consumer_lag_messages / ready_messages
+	LiteLagLatencyTopK                             int           `key:"liteLagLatencyTopK"`          // lag times kept per (parent, group)
 	MaxLiteTopicSize                               int           `key:"maxLiteTopicSize"`
 	MaxSyncLiteSubscriptionRate                    int           `key:"maxSyncLiteSubscriptionRate" effect:"none"`
 

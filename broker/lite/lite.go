@@ -75,7 +75,12 @@ type Deps struct {
 	// MessagesOut counts popped lite messages under their parent topic
 	// (broker/metrics); nil: not counted.
 	MessagesOut func(topic, group string, msgs int, bytes int64)
-	Logger      *slog.Logger
+	// LagCollect is poplite's lag hook (broker/metrics lite lag); nil:
+	// none.
+	LagCollect func(group, parent, lmq string, full bool, next int64)
+	// Deleted is told of the LMQs the lifecycle deleted; nil: not told.
+	Deleted func(lmqs []string)
+	Logger  *slog.Logger
 }
 
 // Service is lite-topic support of one broker.
@@ -151,11 +156,15 @@ func New(d Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	cascade := []func([]string, []lifecycle.Batch, func()){s.cleanDeleted}
+	if d.Deleted != nil {
+		cascade = append(cascade, func(lmqs []string, _ []lifecycle.Batch, _ func()) { d.Deleted(lmqs) })
+	}
 	s.Lifecycle, err = lifecycle.New(lifecycle.Options{
 		Store:   lifecycleStore{st},
 		Meta:    s.Meta,
 		Config:  s.lifecycleConfig,
-		Cascade: []func([]string, []lifecycle.Batch, func()){s.cleanDeleted},
+		Cascade: cascade,
 		Flush:   st.ConsumeQueue().Flush,
 		Started: d.Started,
 		Logger:  d.Logger.With("part", "lifecycle"),
@@ -176,6 +185,7 @@ func New(d Deps) (*Service, error) {
 		InMemory:    s.inMemory,
 		Hold:        longpoll.Config{MaxParked: int(max(cfg.MaxPopPollingSize, 1))},
 		MessagesOut: d.MessagesOut,
+		LagCollect:  d.LagCollect,
 		Logger:      d.Logger.With("part", "poplite"),
 	})
 	if err != nil {

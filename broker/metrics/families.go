@@ -164,3 +164,33 @@ func (f *Family) Find(match map[string]string) []Sample {
 	}
 	return out
 }
+
+// NotYetExported lists the families of Apache 5.5.0's committed list
+// (testdata/apache-5.5.0-families.txt) our broker does not export yet:
+// Apache's timer wheel families, which its pop revive feeds (it parks
+// checkpoints in the timer wheel; docs/operations.md, "Metrics").
+func NotYetExported() []string {
+	return []string{
+		"rocketmq_delay_message_latency_seconds",
+		"rocketmq_timer_dequeue_total",
+		"rocketmq_timer_enqueue_total",
+		"rocketmq_timing_messages",
+	}
+}
+
+// SplitNotYet removes NotYetExported from want (Apache's families) and
+// reports what is wrong about them: one not in want (the list changed),
+// or one got exports after all (move it out of NotYetExported).
+func SplitNotYet(want, got map[string]*Family) []string {
+	var out []string
+	for _, n := range NotYetExported() {
+		if _, ok := want[n]; !ok {
+			out = append(out, "not-yet family "+n+" is not in Apache's list")
+		}
+		if _, ok := got[n]; ok {
+			out = append(out, "not-yet family "+n+" is exported now: take it out of NotYetExported")
+		}
+		delete(want, n)
+	}
+	return out
+}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
 // The hot path (a send, a pull, a request answered) updates plain atomics
@@ -99,6 +101,18 @@ func (c *cowMap[K, V]) get(k K, mk func() *V) *V {
 	return v
 }
 
+// load returns the entry of k, nil when there is none.
+func (c *cowMap[K, V]) load(k K) *V {
+	if r := c.read.Load(); r != nil {
+		if v, ok := (*r)[k]; ok {
+			return v
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dirty[k]
+}
+
 // each calls f for every entry (collection time).
 func (c *cowMap[K, V]) each(f func(K, *V)) {
 	c.mu.Lock()
@@ -129,6 +143,13 @@ type inStats struct {
 // outKey is a (topic, group) pair of messages_out.
 type outKey struct{ topic, group string }
 
+// popOutKey is one series of popped messages: Java labels pops, not pulls,
+// with is_retry.
+type popOutKey struct {
+	topic, group string
+	retry        bool
+}
+
 type outStats struct {
 	attrs attribute.Set
 	msgs  atomic.Int64
@@ -153,7 +174,16 @@ type rpcStats struct {
 // DLQ topics are not counted; message_size gets the average record size.
 // A lite (LMQ) name counts under its parent topic.
 func (m *Metrics) MessagesIn(topic string, t MessageType, msgs int, bytes int64) {
-	if m == nil || !m.cfg.EnableRequestMetrics || msgs <= 0 || isRetryOrDLQ(topic) {
+	if m == nil {
+		return
+	}
+	if t == Transaction {
+		// A stored prepared message is a half message of its real topic;
+		// Java counts it in under the topic it is stored in.
+		m.halfAdd(topic, int64(msgs))
+		topic = protocol.TransHalfTopic
+	}
+	if !m.cfg.EnableRequestMetrics || msgs <= 0 || isRetryOrDLQ(topic) {
 		return
 	}
 	if t >= numMessageTypes {
@@ -179,6 +209,24 @@ func (m *Metrics) MessagesOut(topic, group string, msgs int, bytes int64) {
 	topic = parentOfLmq(topic)
 	k := outKey{topic, group}
 	s := m.out.get(k, func() *outStats { return m.newOutStats(k) })
+	if s == nil {
+		s = m.outOverflow
+	}
+	s.msgs.Add(int64(msgs))
+	s.bytes.Add(bytes)
+}
+
+// PoppedOut counts msgs (bytes) popped by group from topic; retry: they
+// came from the group's retry topic (Java's PopMessageProcessor labels
+// them is_retry).
+func (m *Metrics) PoppedOut(topic, group string, retry bool, msgs int, bytes int64) {
+	if m == nil || !m.cfg.EnableRequestMetrics || msgs <= 0 || isRetryOrDLQ(topic) {
+		return
+	}
+	k := popOutKey{parentOfLmq(topic), group, retry}
+	s := m.popOut.get(k, func() *outStats {
+		return m.newOutStats(outKey{k.topic, k.group}, attribute.Bool(labelIsRetry, k.retry))
+	})
 	if s == nil {
 		s = m.outOverflow
 	}
@@ -266,6 +314,7 @@ func (m *Metrics) TransactionEnded(topic string, commit bool, bornMs int64) {
 	s := m.tx.get(topic, func() *txStats {
 		return &txStats{commitAttrs: m.attrs(attribute.String(labelTopic, topic)), finish: newHistogram(finishBounds)}
 	})
+	m.halfAdd(topic, -1)
 	if s == nil {
 		return
 	}
@@ -287,4 +336,37 @@ func (m *Metrics) GroupCreated(ok bool, d time.Duration) {
 		i = 1
 	}
 	m.groupCreate[i].observe(d.Milliseconds())
+}
+
+// halfAdd moves topic's count of half messages waiting for their
+// END_TRANSACTION (Java's TransactionMetrics.addAndGet: +1 when a prepared
+// message is stored, −1 when it is committed, rolled back or discarded).
+func (m *Metrics) halfAdd(topic string, n int64) {
+	if !m.cfg.EnableTransactionMetrics {
+		return
+	}
+	s := m.half.get(topic, func() *counterStats { return &counterStats{attrs: m.attrs(attribute.String(labelTopic, topic))} })
+	if s != nil {
+		s.n.Add(n)
+	}
+}
+
+// TransactionDiscarded counts a transaction of topic (its real topic) the
+// check scan gave up on: its half message no longer waits.
+func (m *Metrics) TransactionDiscarded(topic string) {
+	if m == nil {
+		return
+	}
+	m.halfAdd(topic, -1)
+}
+
+// SeedHalfMessages adds the half messages found waiting at start, by real
+// topic (the broker's transaction service counts them).
+func (m *Metrics) SeedHalfMessages(pending map[string]int64) {
+	if m == nil {
+		return
+	}
+	for topic, n := range pending {
+		m.halfAdd(topic, n)
+	}
 }

@@ -92,6 +92,9 @@ type Lag struct {
 	// (0: none).
 	EarliestUnpulledMs int64
 	Ready              int64 // stored, not yet pulled
+	// lite: an entry only lite lag made (liteCount, liteLatency: the
+	// gauges it feeds); 0 for the regular ones.
+	lite uint8
 }
 
 // StoreStats are the store gauges.
@@ -134,6 +137,13 @@ type Sources struct {
 	// PopBuffers returns the buffered offsets and checkpoints.
 	PopBuffers func() (offsets, checkpoints int64)
 	PopRevive  func() []Revive
+	// Lite returns the liteLag* metrics switches (nil: no lite lag).
+	Lite func() LiteSettings
+	// LiteLagCounts returns the lite lag per (parent topic, group): Lag
+	// summed over the parent's LMQs the group holds an offset of (Java's
+	// LiteConsumerLagCalculator.calculateLiteLagCount). It may be slow (a
+	// walk of every lite offset): it runs in the background.
+	LiteLagCounts func() []Lag
 }
 
 // Metrics owns the meter provider, the exporter and the hot-path counters.
@@ -153,6 +163,7 @@ type Metrics struct {
 	start       time.Time
 	in          cowMap[string, inStats]
 	out         cowMap[outKey, outStats]
+	popOut      cowMap[popOutKey, outStats]
 	rpc         cowMap[rpcKey, rpcStats]
 	inOverflow  *inStats
 	outOverflow *outStats
@@ -160,7 +171,13 @@ type Metrics struct {
 	groupCreate [2]*histogram // success/failure
 	dlq         cowMap[outKey, counterStats]
 	tx          cowMap[string, txStats]
+	half        cowMap[string, counterStats]
+	reviveIn    cowMap[reviveKey, counterStats]
+	reviveOut   cowMap[reviveKey, counterStats]
+	reviveRetry cowMap[reviveKey, counterStats]
+	lite        cowMap[liteKey, liteTopK]
 	popScan     *histogram
+	histDelta   histDeltas
 
 	// live is set by Start: the gauges read their Sources only from then
 	// on (an OTLP reader collects on its own schedule from New on, while
@@ -195,6 +212,7 @@ func New(cfg Config, src Sources, log *slog.Logger) (*Metrics, error) {
 	m := &Metrics{cfg: cfg, src: src, log: log, now: time.Now, start: time.Now()}
 	m.base = baseLabels(cfg, log)
 	m.in.limit, m.out.limit, m.rpc.limit = cfg.CardinalityLimit, cfg.CardinalityLimit, cfg.CardinalityLimit
+	m.popOut.limit = cfg.CardinalityLimit
 	m.inOverflow = m.newInStats("")
 	m.inOverflow.overflow(m)
 	m.outOverflow = m.newOutStats(outKey{})
@@ -205,8 +223,11 @@ func New(cfg Config, src Sources, log *slog.Logger) (*Metrics, error) {
 	for i := range m.groupCreate {
 		m.groupCreate[i] = newHistogram(createTimeBounds)
 	}
-	m.dlq.limit, m.tx.limit = cfg.CardinalityLimit, cfg.CardinalityLimit
+	m.dlq.limit, m.tx.limit, m.half.limit = cfg.CardinalityLimit, cfg.CardinalityLimit, cfg.CardinalityLimit
+	m.reviveIn.limit, m.reviveOut.limit, m.reviveRetry.limit = cfg.CardinalityLimit, cfg.CardinalityLimit, cfg.CardinalityLimit
+	m.lite.limit = cfg.CardinalityLimit
 	m.popScan = newHistogram(popScanBounds)
+	m.histDelta.on = cfg.InDelta && typ == ExporterOTLPGrpc
 
 	opts := []sdkmetric.Option{
 		sdkmetric.WithResource(resource.Empty()),
@@ -252,8 +273,8 @@ func New(cfg Config, src Sources, log *slog.Logger) (*Metrics, error) {
 
 // otlpExporter builds the OTLP gRPC exporter as Java's init does: a target
 // without a scheme is https, headers come from metricsGrpcExporterHeader,
-// counters are deltas with metricsInDelta. (Java's histograms are deltas
-// then too; ours come from the producer, which reports them cumulative.)
+// counters are deltas with metricsInDelta (the histograms, which come from
+// the producer, are turned into deltas there: histDeltas).
 func otlpExporter(cfg Config, log *slog.Logger) (sdkmetric.Exporter, error) {
 	target := cfg.GrpcTarget
 	opts := []otlpmetricgrpc.Option{}
@@ -452,21 +473,38 @@ func (m *Metrics) register(meter metric.Meter) error {
 	}
 	m.eventCounters(meter, &errs)
 	if c.EnableLagAndDlqMetrics && s.Lags != nil {
-		lag := newLagCache(s.Lags, m.now)
-		gauge(gaugeLagMessages, "", "Consumer lag messages", m.lagGauge(lag, func(l Lag, _ int64) int64 { return l.Lag }))
-		gauge(gaugeLagLatency, unitMillis, "Consumer lag time", m.lagGauge(lag, func(l Lag, now int64) int64 { return since(now, l.EarliestUnconsumedMs) }))
-		gauge(gaugeInflightMessages, "", "Consumer inflight messages", m.lagGauge(lag, func(l Lag, _ int64) int64 { return l.Inflight }))
-		gauge(gaugeQueueingLatency, unitMillis, "Consumer queueing time", m.lagGauge(lag, func(l Lag, now int64) int64 { return since(now, l.EarliestUnpulledMs) }))
-		gauge(gaugeReadyMessages, "", "Consumer ready messages", m.lagGauge(lag, func(l Lag, _ int64) int64 { return l.Ready }))
+		var counts *asyncCache[[]Lag]
+		if s.LiteLagCounts != nil {
+			counts = &asyncCache[[]Lag]{src: s.LiteLagCounts, every: time.Second, now: m.clock}
+		}
+		lag := newLagCache(func() []Lag { return mergeLite(s.Lags(), m.liteLags(counts)) }, m.clock)
+		gauge(gaugeLagMessages, "", "Consumer lag messages", m.lagGauge(lag, liteCount, func(l Lag, _ int64) int64 { return l.Lag }))
+		gauge(gaugeLagLatency, unitMillis, "Consumer lag time", m.lagGauge(lag, liteLatency, func(l Lag, now int64) int64 { return since(now, l.EarliestUnconsumedMs) }))
+		gauge(gaugeInflightMessages, "", "Consumer inflight messages", m.lagGauge(lag, 0, func(l Lag, _ int64) int64 { return l.Inflight }))
+		gauge(gaugeQueueingLatency, unitMillis, "Consumer queueing time", m.lagGauge(lag, 0, func(l Lag, now int64) int64 { return since(now, l.EarliestUnpulledMs) }))
+		gauge(gaugeReadyMessages, "", "Consumer ready messages", m.lagGauge(lag, liteCount, func(l Lag, _ int64) int64 { return l.Ready }))
 	}
 	if c.EnableStoreMetrics {
 		m.storeGauges(gauge)
 	}
 	if c.EnablePopMetrics {
 		m.popGauges(gauge)
+		m.reviveCounters(meter, &errs)
+	}
+	if c.EnableTransactionMetrics {
+		// Java's initTransactionMetrics: every topic that ever had a half
+		// message, its count now.
+		gauge(gaugeHalfMessages, "", "Half messages of all topics", func() []obs {
+			var out []obs
+			m.half.each(func(_ string, s *counterStats) { out = append(out, obs{s.n.Load(), s.attrs}) })
+			return out
+		})
 	}
 	return errors.Join(errs...)
 }
+
+// clock reads m.now at each call (tests move it).
+func (m *Metrics) clock() time.Time { return m.now() }
 
 // obs is one observation of a gauge.
 type obs struct {
@@ -511,6 +549,7 @@ func (m *Metrics) counters(meter metric.Meter, errs *[]error) {
 			}
 		}
 		m.out.each(func(_ outKey, s *outStats) { emitOut(s) })
+		m.popOut.each(func(_ popOutKey, s *outStats) { emitOut(s) })
 		emitOut(m.outOverflow)
 		return nil
 	}, in, out, tin, tout)
@@ -583,9 +622,10 @@ func (s *inStats) overflow(m *Metrics) {
 	}
 }
 
-func (m *Metrics) newOutStats(k outKey) *outStats {
-	return &outStats{attrs: m.attrs(attribute.String(labelTopic, k.topic), attribute.String(labelGroup, k.group),
-		attribute.Bool(labelIsSystem, isSystemTopic(k.topic) || isSystemGroup(k.group)))}
+func (m *Metrics) newOutStats(k outKey, extra ...attribute.KeyValue) *outStats {
+	kv := append([]attribute.KeyValue{attribute.String(labelTopic, k.topic), attribute.String(labelGroup, k.group),
+		attribute.Bool(labelIsSystem, isSystemTopic(k.topic) || isSystemGroup(k.group))}, extra...)
+	return &outStats{attrs: m.attrs(kv...)}
 }
 
 func (m *Metrics) newRPCStats(k rpcKey) *rpcStats {
@@ -687,11 +727,16 @@ type lagCache = cache[[]Lag]
 
 func newLagCache(src func() []Lag, now func() time.Time) *lagCache { return newCache(src, now) }
 
-func (m *Metrics) lagGauge(c *lagCache, val func(Lag, int64) int64) func() []obs {
+// lagGauge reads one value of each lag entry; an entry only lite lag made
+// is read only by the gauges its lite bits name.
+func (m *Metrics) lagGauge(c *lagCache, lite uint8, val func(Lag, int64) int64) func() []obs {
 	return func() []obs {
 		lags, now := c.get()
 		out := make([]obs, 0, len(lags))
 		for _, l := range lags {
+			if l.lite != 0 && l.lite&lite == 0 {
+				continue
+			}
 			out = append(out, obs{val(l, now), m.attrs(attribute.String(labelGroup, l.Group), attribute.String(labelTopic, l.Topic),
 				attribute.Bool(labelIsRetry, l.Retry), attribute.Bool(labelIsSystem, isSystemTopic(l.Topic) || isSystemGroup(l.Group)))})
 		}

@@ -7,9 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	collector "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/rmqgo/rmq/remoting/code"
 )
 
 // fakeCollector is an OTLP gRPC metrics endpoint that remembers what it got.
@@ -98,5 +101,59 @@ func TestOTLPWithoutTarget(t *testing.T) {
 	cfg.ExporterType = ExporterOTLPGrpc
 	if m, err := New(cfg, Sources{}, nil); m != nil || err != nil {
 		t.Fatalf("New = %v, %v; want nil, nil", m, err)
+	}
+}
+
+// TestOTLPDeltaHistograms: with metricsInDelta and OTLP_GRPC the
+// histograms are reported as deltas since the previous collection (Java's
+// OTLP exporter does so); without it, cumulative.
+func TestOTLPDeltaHistograms(t *testing.T) {
+	for _, delta := range []bool{false, true} {
+		cfg := testConfig()
+		cfg.ExporterType, cfg.GrpcTarget, cfg.InDelta = ExporterOTLPGrpc, "http://127.0.0.1:1", delta
+		cfg.GrpcInterval = time.Hour
+		m, err := New(cfg, Sources{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		collect := func() (metricdata.Temporality, uint64, bool) {
+			t.Helper()
+			sms, err := producer{m}.Produce(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, sm := range sms {
+				for _, x := range sm.Metrics {
+					if x.Name != histRPCLatency {
+						continue
+					}
+					h := x.Data.(metricdata.Histogram[int64])
+					return h.Temporality, h.DataPoints[0].Count, true
+				}
+			}
+			return 0, 0, false
+		}
+		for range 3 {
+			m.RPC(code.SendMessage, code.Success, time.Millisecond, false, false, false)
+		}
+		temp, n, ok := collect()
+		want := metricdata.CumulativeTemporality
+		if delta {
+			want = metricdata.DeltaTemporality
+		}
+		if !ok || temp != want || n != 3 {
+			t.Errorf("delta=%v: first collection %v %d %v, want %v 3", delta, temp, n, ok, want)
+		}
+		m.RPC(code.SendMessage, code.Success, time.Millisecond, false, false, false)
+		temp, n, ok = collect()
+		if wantN := map[bool]uint64{false: 4, true: 1}[delta]; !ok || temp != want || n != wantN {
+			t.Errorf("delta=%v: second collection %v %d %v, want %v %d", delta, temp, n, ok, want, wantN)
+		}
+		if _, _, ok := collect(); ok == delta {
+			t.Errorf("delta=%v: a collection with nothing new has a point: %v", delta, ok)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = m.Shutdown(ctx)
+		cancel()
 	}
 }

@@ -2,8 +2,10 @@ package metrics
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -22,19 +24,21 @@ type producer struct{ m *Metrics }
 func (p producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 	m := p.m
 	now := m.now()
+	d := m.histDelta.begin(m, now)
+	defer d.end()
 	var out []metricdata.Metrics
 	hist := func(name, unit, desc string, pts []metricdata.HistogramDataPoint[int64]) {
 		if len(pts) == 0 {
 			return
 		}
 		out = append(out, metricdata.Metrics{Name: name, Unit: unit, Description: desc,
-			Data: metricdata.Histogram[int64]{Temporality: metricdata.CumulativeTemporality, DataPoints: pts}})
+			Data: metricdata.Histogram[int64]{Temporality: d.temporality(), DataPoints: pts}})
 	}
 	if m.cfg.EnableRequestMetrics {
 		var pts []metricdata.HistogramDataPoint[int64]
 		add := func(s *inStats) {
 			for t := range numMessageTypes {
-				if pt, ok := s.size[t].point(s.attrs[t], m.start, now); ok {
+				if pt, ok := d.point(s.size[t], s.attrs[t]); ok {
 					pts = append(pts, pt)
 				}
 			}
@@ -50,7 +54,7 @@ func (p producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 				status = invocationFailure
 			}
 			set := m.attrs(attribute.String(labelInvocationStatus, status), attribute.Bool(labelIsSystem, i >= 2))
-			if pt, ok := h.point(set, m.start, now); ok {
+			if pt, ok := d.point(h, set); ok {
 				pts = append(pts, pt)
 			}
 		}
@@ -62,7 +66,7 @@ func (p producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 			if i == 1 {
 				status = invocationFailure
 			}
-			if pt, ok := h.point(m.attrs(attribute.String(labelInvocationStatus, status)), m.start, now); ok {
+			if pt, ok := d.point(h, m.attrs(attribute.String(labelInvocationStatus, status))); ok {
 				pts = append(pts, pt)
 			}
 		}
@@ -71,7 +75,7 @@ func (p producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 	if m.cfg.EnableTransactionMetrics {
 		var pts []metricdata.HistogramDataPoint[int64]
 		m.tx.each(func(_ string, s *txStats) {
-			if pt, ok := s.finish.point(s.commitAttrs, m.start, now); ok {
+			if pt, ok := d.point(s.finish, s.commitAttrs); ok {
 				pts = append(pts, pt)
 			}
 		})
@@ -80,14 +84,14 @@ func (p producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 	if m.cfg.EnableRemotingMetrics {
 		var pts []metricdata.HistogramDataPoint[int64]
 		m.rpc.each(func(_ rpcKey, s *rpcStats) {
-			if pt, ok := s.hist.point(s.attrs, m.start, now); ok {
+			if pt, ok := d.point(s.hist, s.attrs); ok {
 				pts = append(pts, pt)
 			}
 		})
 		hist(histRPCLatency, unitMillis, "Rpc latency", pts)
 	}
 	if m.cfg.EnablePopMetrics {
-		if pt, ok := m.popScan.point(m.attrs(), m.start, now); ok {
+		if pt, ok := d.point(m.popScan, m.attrs()); ok {
 			hist(histPopBufferScanTime, unitMillis, "Time consuming of pop buffer scan", []metricdata.HistogramDataPoint[int64]{pt})
 		}
 	}
@@ -95,6 +99,82 @@ func (p producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 		return nil, nil
 	}
 	return []metricdata.ScopeMetrics{{Scope: instrumentation.Scope{Name: meterName}, Metrics: out}}, nil
+}
+
+// histDeltas turns the histograms' cumulative points into deltas since the
+// previous collection when metricsInDelta is on with OTLP_GRPC (Java's
+// OTLP exporter then reports histograms as deltas too). A zero value
+// reports cumulative points.
+type histDeltas struct {
+	on   bool
+	mu   sync.Mutex
+	prev map[*histogram]histSnap
+	at   time.Time // the previous collection
+}
+
+type histSnap struct {
+	counts []uint64
+	sum    int64
+}
+
+// collection is one Produce call's view.
+type collection struct {
+	d          *histDeltas
+	start, now time.Time
+}
+
+func (d *histDeltas) begin(m *Metrics, now time.Time) collection {
+	if !d.on {
+		return collection{start: m.start, now: now}
+	}
+	d.mu.Lock()
+	start := d.at
+	if start.IsZero() {
+		start = m.start
+	}
+	return collection{d: d, start: start, now: now}
+}
+
+func (c collection) end() {
+	if c.d != nil {
+		c.d.at = c.now
+		c.d.mu.Unlock()
+	}
+}
+
+func (c collection) temporality() metricdata.Temporality {
+	if c.d != nil {
+		return metricdata.DeltaTemporality
+	}
+	return metricdata.CumulativeTemporality
+}
+
+// point is h's point of this collection: cumulative, or the delta since
+// the previous one (no min and max then: they are not known per interval);
+// false when nothing was observed (in the interval).
+func (c collection) point(h *histogram, set attribute.Set) (metricdata.HistogramDataPoint[int64], bool) {
+	pt, ok := h.point(set, c.start, c.now)
+	if !ok || c.d == nil {
+		return pt, ok
+	}
+	if c.d.prev == nil {
+		c.d.prev = map[*histogram]histSnap{}
+	}
+	prev := c.d.prev[h]
+	c.d.prev[h] = histSnap{counts: slices.Clone(pt.BucketCounts), sum: pt.Sum}
+	var total uint64
+	for i := range pt.BucketCounts {
+		if i < len(prev.counts) {
+			pt.BucketCounts[i] -= prev.counts[i]
+		}
+		total += pt.BucketCounts[i]
+	}
+	if total == 0 {
+		return pt, false
+	}
+	pt.Count, pt.Sum = total, pt.Sum-prev.sum
+	pt.Min, pt.Max = metricdata.Extrema[int64]{}, metricdata.Extrema[int64]{}
+	return pt, true
 }
 
 // point is the histogram's data point; false when nothing was observed.

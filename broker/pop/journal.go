@@ -46,6 +46,8 @@ type journal struct {
 	seq   atomic.Int64
 
 	appended, replayed atomic.Int64
+	// events counts checkpoint and ack records (nil: not counted).
+	events ReviveCounter
 }
 
 func newJournal(st JournalStore, topic string, host func() netip.AddrPort, now func() time.Time, log *slog.Logger) *journal {
@@ -89,11 +91,60 @@ func (j *journal) append(ctx context.Context, q int32, o *op) error {
 		msg.BornHost, msg.StoreHost = h, h
 	}
 	res, err := j.st.PutMessage(ctx, msg)
+	j.countPut(o, PutStatus(err))
 	if err != nil && !errors.Is(err, store.ErrFlushTimeout) {
 		return fmt.Errorf("%w: append %s: %w", errJournal, o.Kind, err)
 	}
 	j.appended.Add(1)
-	return j.applyAt(q, res.QueueOffset, o)
+	if err := j.applyAt(q, res.QueueOffset, o); err != nil {
+		return err
+	}
+	j.countApplied(q, o)
+	return nil
+}
+
+// countPut counts a checkpoint or ack record written with status (Java
+// counts a change of invisible time as an ack and a checkpoint).
+func (j *journal) countPut(o *op, status string) {
+	if j.events == nil {
+		return
+	}
+	switch o.Kind {
+	case opCheckpoint:
+		j.events.RevivePut(o.CK.Group, o.CK.Topic, true, status)
+	case opAck:
+		j.events.RevivePut(o.ID.Group, o.ID.Topic, false, status)
+	case opChange:
+		j.events.RevivePut(o.ID.Group, o.ID.Topic, false, status)
+		j.events.RevivePut(o.CK.Group, o.CK.Topic, true, status)
+	}
+}
+
+// countApplied counts an ack taken up by its checkpoint: ours is applied
+// as it is written, where Java's revive service reads it back later.
+func (j *journal) countApplied(q int32, o *op) {
+	if j.events == nil {
+		return
+	}
+	if o.Kind == opAck || o.Kind == opChange {
+		j.events.ReviveGot(o.ID.Group, o.ID.Topic, q, false)
+	}
+}
+
+// PutStatus is Java's PutMessageStatus name for the result of a store
+// write.
+func PutStatus(err error) string {
+	switch {
+	case err == nil:
+		return "PUT_OK"
+	case errors.Is(err, store.ErrFlushTimeout):
+		return "FLUSH_DISK_TIMEOUT"
+	case errors.Is(err, store.ErrNotWritable), errors.Is(err, store.ErrDiskFull), errors.Is(err, store.ErrShutdown):
+		return "SERVICE_NOT_AVAILABLE"
+	case errors.Is(err, store.ErrMessageIllegal):
+		return "MESSAGE_ILLEGAL"
+	}
+	return "UNKNOWN_ERROR"
 }
 
 // applyAt applies o, recorded at journal offset off, in one batch with the

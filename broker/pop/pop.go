@@ -22,17 +22,21 @@ const timeoutSlack = 500
 
 // popRun is the state of one POP_MESSAGE while it visits queues.
 type popRun struct {
-	h        popHeader
-	filter   store.MessageFilter
-	popTime  int64
-	now      int64
-	rq       int32
-	body     []byte
-	count    int
-	rest     int64
-	info     offsetInfo
-	reads    []readMark
-	maxBytes int
+	h       popHeader
+	filter  store.MessageFilter
+	popTime int64
+	now     int64
+	rq      int32
+	body    []byte
+	count   int
+	// retryCount and retryBytes are the part of count and body read from
+	// the group's retry topic (rocketmq_messages_out_total is_retry).
+	retryCount int
+	retryBytes int64
+	rest       int64
+	info       offsetInfo
+	reads      []readMark
+	maxBytes   int
 	// contended: a queue was skipped because another pop held it; a
 	// suspended pop looks again at once instead of waiting for an arrival.
 	contended bool
@@ -124,7 +128,14 @@ func (p *Processor) processPop(ctx context.Context, ch *remoting.Channel, req *r
 		resp := p.popResponse(req, code.Success, store.Found.String(), r)
 		resp.Body = r.body
 		if f := p.d.MessagesOut; f != nil {
-			f(h.topic, h.group, r.count, int64(len(r.body)))
+			// Java counts the messages of the retry topic under the
+			// consumed topic with is_retry=true.
+			if n := r.count - r.retryCount; n > 0 {
+				f(h.topic, h.group, false, n, int64(len(r.body))-r.retryBytes)
+			}
+			if r.retryCount > 0 {
+				f(h.topic, h.group, true, r.retryCount, r.retryBytes)
+			}
 		}
 		return resp, nil
 	}
@@ -355,7 +366,9 @@ func (p *Processor) takeMessages(ctx context.Context, r *popRun, topic string, q
 		}
 		p.st.CommitOffset(h.group, topic, qid, res.NextBeginOffset)
 	}
-	retry := topic != h.topic && !p.d.Config().PopResponseReturnActualRetryTopic
+	fromRetry := topic != h.topic
+	retry := fromRetry && !p.d.Config().PopResponseReturnActualRetryTopic
+	bodyBefore := len(r.body)
 	for i, rec := range res.Records {
 		if retry {
 			b, err := retryRecord(rec, h.topic, ExtraInfo{
@@ -372,6 +385,10 @@ func (p *Processor) takeMessages(ctx context.Context, r *popRun, topic string, q
 		r.body = append(r.body, rec...)
 	}
 	r.count += len(res.Records)
+	if fromRetry {
+		r.retryCount += len(res.Records)
+		r.retryBytes += int64(len(r.body) - bodyBefore)
+	}
 	r.info.addQueue(topic, qid, start, offsets)
 	return true
 }

@@ -71,15 +71,36 @@ type Deps struct {
 	// checkpoints took (broker/metrics: rocketmq_pop_buffer_scan_time_consume);
 	// nil: not told.
 	ReviveRound func(took time.Duration)
+	// Revive counts the checkpoints and acks written to and taken from
+	// the revive topic and the messages revived into retry topics
+	// (broker/metrics: rocketmq_pop_revive_*_total); nil: not counted.
+	Revive ReviveCounter
 	// MessagesOut counts popped messages (broker/metrics:
 	// rocketmq_messages_out_total, throughput_out); nil: not counted.
-	MessagesOut func(topic, group string, msgs int, bytes int64)
+	// retry says the messages came from the group's retry topic.
+	MessagesOut func(topic, group string, retry bool, msgs int, bytes int64)
 	// Resumed is told of each long-polling pop answered after it was
 	// suspended (broker/metrics: rpc latency with is_long_polling);
 	// nil: not told.
 	Resumed func(req, resp *remoting.Command, err error)
 	Now     func() time.Time
 	Logger  *slog.Logger
+}
+
+// ReviveCounter is told of the revive traffic (Java's PopMetricsManager
+// incPopRevive*): ck says checkpoint rather than ack; status is Java's
+// PutMessageStatus name of the write (PutStatus).
+type ReviveCounter interface {
+	// RevivePut: a checkpoint or ack record was written to the journal
+	// (a queue of the revive topic).
+	RevivePut(group, topic string, ck bool, status string)
+	// ReviveGot: a record was taken up on the revive side of journal
+	// queue queueID — an ack as it is applied to its checkpoint, a
+	// checkpoint as the revive service takes it when due.
+	ReviveGot(group, topic string, queueID int32, ck bool)
+	// ReviveRetry: an un-acked message was stored again in the group's
+	// pop retry topic.
+	ReviveRetry(group, topic, status string)
 }
 
 // ResetTaker hands out a queue's pending server-side reset once.
@@ -123,6 +144,7 @@ func New(d Deps) (*Processor, error) {
 	}
 	cfg := d.Config()
 	p.j = newJournal(d.Store, topic.ReviveTopicPrefix+cfg.BrokerClusterName, d.StoreHost, d.Now, d.Logger.With("part", "journal"))
+	p.j.events = d.Revive
 	if err := p.j.recover(); err != nil {
 		return nil, err
 	}

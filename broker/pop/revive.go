@@ -175,6 +175,9 @@ func (r *reviveService) reviveOne(ctx context.Context, d dueRef, now int64) {
 	if err != nil || ck == nil || ck.Due != d.due || ck.Due > now {
 		return // acked, revived or moved meanwhile
 	}
+	if ev := p.d.Revive; ev != nil {
+		ev.ReviveGot(ck.Group, ck.Topic, ck.ReviveQid, true)
+	}
 	maxTimes := int32(subscription.DefaultRetryMaxTimes)
 	if sg, ok := p.d.Groups.FindOrCreate(ck.Group); ok {
 		maxTimes = int32(sg.RetryMaxTimes)
@@ -255,7 +258,11 @@ func (r *reviveService) reviveMessage(ctx context.Context, ck *checkpoint, off i
 	if err := r.ensureTopic(msg.Topic); err != nil {
 		return err
 	}
-	if _, err := p.st.PutMessage(ctx, msg); err != nil && !errors.Is(err, store.ErrFlushTimeout) {
+	_, err = p.st.PutMessage(ctx, msg)
+	if ev := p.d.Revive; ev != nil && !dlq {
+		ev.ReviveRetry(ck.Group, ck.Topic, PutStatus(err))
+	}
+	if err != nil && !errors.Is(err, store.ErrFlushTimeout) {
 		return fmt.Errorf("store %s copy: %w", msg.Topic, err)
 	}
 	if dlq {

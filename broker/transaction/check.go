@@ -274,6 +274,9 @@ func (r *round) discard(off int64, m *message.Message, uniq string, checkTimes i
 	}
 	targets := s.st.discard(uniq, off, s.d.Store.MaxOffset(protocol.TransHalfTopic, 0))
 	s.discards.Add(1)
+	if s.d.Discarded != nil {
+		s.d.Discarded(m.Property(message.PropertyRealTopic))
+	}
 	s.log.Warn("transaction discarded", "uniqKey", uniq, "group", m.Property(message.PropertyProducerGroup),
 		"realTopic", m.Property(message.PropertyRealTopic), "checkTimes", checkTimes, "ageMs", age, "halfOffset", off)
 	return s.writeOps(r.ctx, targets)

@@ -130,6 +130,10 @@ type Deps struct {
 	// message of realTopic born at bornMs (broker/metrics); nil: not
 	// counted.
 	Ended func(realTopic string, commit bool, bornMs int64)
+	// Discarded counts a transaction the check scan gave up on (moved to
+	// TRANS_CHECK_MAX_TIME_TOPIC) by its real topic (broker/metrics); nil:
+	// not counted.
+	Discarded func(realTopic string)
 	// Now is the clock; nil: time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger

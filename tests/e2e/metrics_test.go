@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,6 +23,8 @@ import (
 
 	"github.com/rmqgo/rmq/broker/metrics"
 	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
 	"github.com/rmqgo/rmq/tests/framework"
 )
@@ -63,7 +66,10 @@ func apacheFamilies(t testing.TB) map[string]*metrics.Family {
 // Apache 5.5.0's families on metricsPromExporterHost:Port; after client-go
 // sends 500 messages to a one-queue topic and a push consumer takes the
 // first 200 (and stalls on the 201st), messages_in is 500 and the group's
-// lag is 300.
+// lag is 300. Five transactions (two committed, one rolled back, two left
+// UNKNOW) leave rocketmq_half_messages at 2; a pop of three messages with
+// one ack gives one checkpoint and one ack written to the revive topic and
+// two messages revived into the retry topic.
 func TestMetricsPrometheus(t *testing.T) {
 	t.Parallel()
 	rlog.SetLogLevel("error")
@@ -120,9 +126,39 @@ func TestMetricsPrometheus(t *testing.T) {
 	defer pc.Shutdown()
 	defer once.Do(func() { close(release) }) // before Shutdown: unblock the handlers
 
+	// Transactions: two committed, one rolled back, two left UNKNOW (the
+	// producer keeps answering UNKNOW to the checks): two half messages
+	// wait.
+	const txTopic = "MetricsTxTopic"
+	mqadmin(t, c, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", txTopic, "-r", "1", "-w", "1")
+	txp := startTxProducer(t, c.NamesrvAddr(), "metrics_tx_pg", newTxListener())
+	defer txp.Shutdown()
+	sendTx(ctx, t, txp, txTopic, "commit", 2)
+	sendTx(ctx, t, txp, txTopic, "rollback", 1)
+	sendTx(ctx, t, txp, txTopic, "unknown", 2)
+
+	// Pop: three messages popped in one checkpoint, one acked; the revive
+	// service puts the other two into the retry topic once invisible time
+	// passed.
+	const popTopic, popGroup = "MetricsPopTopic", "metrics_pop_cg"
+	mqadmin(t, c, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", popTopic, "-r", "1", "-w", "1")
+	rc := remoting.NewClient(remoting.DefaultClientConfig(), slog.New(slog.DiscardHandler))
+	defer rc.Close()
+	pop := &popClient{t: t, rc: rc, addr: c.Brokers()[0].Addr, group: popGroup, topic: popTopic}
+	for i := range 3 {
+		pop.send(0, fmt.Sprintf("pop-%d", i))
+	}
+	popped := pop.pop(3, time.Second, time.Second, false)
+	if len(popped) != 3 {
+		t.Fatalf("popped %d messages, want 3", len(popped))
+	}
+	if rc := pop.ack(popped[0]); rc != code.Success {
+		t.Fatalf("ack: code %d", rc)
+	}
+
 	var got map[string]*metrics.Family
 	var text string
-	base := map[string]string{"cluster": framework.DefaultCluster, "node_id": "broker-a", "node_type": "BROKER"}
+	base := map[string]string{"cluster": framework.DefaultCluster, "node_id": "broker-a", "node_type": "broker"}
 	with := func(kv ...string) map[string]string {
 		m := map[string]string{}
 		for k, v := range base {
@@ -145,7 +181,9 @@ func TestMetricsPrometheus(t *testing.T) {
 		if got, text, err = scrapeMetrics(promAddr); err != nil {
 			return err
 		}
-		if miss := metrics.Missing(apacheFamilies(t), got); len(miss) > 0 {
+		want := apacheFamilies(t)
+		miss := metrics.SplitNotYet(want, got)
+		if miss = append(miss, metrics.Missing(want, got)...); len(miss) > 0 {
 			return fmt.Errorf("missing: %s", strings.Join(miss, "; "))
 		}
 		lag, err := one("rocketmq_consumer_lag_messages", with("consumer_group", group, "topic", topic, "is_retry", "false", "is_system", "false"))
@@ -154,6 +192,9 @@ func TestMetricsPrometheus(t *testing.T) {
 		}
 		if lag != sent-consumed {
 			return fmt.Errorf("lag %v, want %d", lag, sent-consumed)
+		}
+		if n, err := one("rocketmq_pop_revive_retry_messages_total", with("consumer_group", popGroup, "topic", popTopic, "put_status", "PUT_OK")); err != nil || n != 2 {
+			return fmt.Errorf("revived %v (%v), want 2", n, err)
 		}
 		return nil
 	})
@@ -171,15 +212,101 @@ func TestMetricsPrometheus(t *testing.T) {
 		{"rocketmq_consumer_lag_latency_milliseconds", with("consumer_group", group, "topic", topic), func(v float64) bool { return v > 0 && v < 120000 }, "> 0"},
 		{"rocketmq_consumer_connections", with("consumer_group", group, "consume_mode", "push", "protocol_type", "remoting", "language", "go"), func(v float64) bool { return v == 1 }, "1"},
 		{"rocketmq_producer_connections", with("protocol_type", "remoting", "language", "go"), func(v float64) bool { return v >= 1 }, ">= 1"},
-		{"rocketmq_rpc_latency_milliseconds", with("request_code", "send_message", "response_code", "success", "protocol_type", "remoting", "result", "success", "is_long_polling", "false"), func(v float64) bool { return v == sent }, "500 sends"},
+		{"rocketmq_rpc_latency_milliseconds", with("request_code", "send_message", "response_code", "success", "protocol_type", "remoting", "result", "success", "is_long_polling", "false"), func(v float64) bool { return v == sent+5+3 }, "508 sends (500, 5 transactional, 3 to pop)"},
 		{"rocketmq_topic_create_execution_time_milliseconds", with("invocation_status", "success", "is_system", "false"), func(v float64) bool { return v >= 1 }, ">= 1"},
 		{"rocketmq_broker_permission", with(), func(v float64) bool { return v == 6 }, "6"},
+		{"rocketmq_half_messages", with("topic", txTopic), func(v float64) bool { return v == 2 }, "2 (two UNKNOW transactions)"},
+		{"rocketmq_messages_in_total", with("topic", "RMQ_SYS_TRANS_HALF_TOPIC", "message_type", "transaction", "is_system", "true"), func(v float64) bool { return v == 5 }, "5 half messages (Apache counts them under the half topic)"},
+		{"rocketmq_messages_out_total", with("topic", popTopic, "consumer_group", popGroup, "is_retry", "false"), func(v float64) bool { return v == 3 }, "3 popped"},
+		{"rocketmq_commit_messages_total", with("topic", txTopic), func(v float64) bool { return v == 2 }, "2"},
+		{"rocketmq_rollback_messages_total", with("topic", txTopic), func(v float64) bool { return v == 1 }, "1"},
+		{"rocketmq_pop_revive_in_message_total", with("consumer_group", popGroup, "topic", popTopic, "revive_message_type", "CK", "put_status", "PUT_OK"), func(v float64) bool { return v == 1 }, "1 checkpoint"},
+		{"rocketmq_pop_revive_in_message_total", with("consumer_group", popGroup, "topic", popTopic, "revive_message_type", "ACK", "put_status", "PUT_OK"), func(v float64) bool { return v == 1 }, "1 ack"},
+		{"rocketmq_pop_revive_out_message_total", with("consumer_group", popGroup, "topic", popTopic, "revive_message_type", "ACK"), func(v float64) bool { return v == 1 }, "1 ack"},
+		{"rocketmq_pop_revive_out_message_total", with("consumer_group", popGroup, "topic", popTopic, "revive_message_type", "CK"), func(v float64) bool { return v == 1 }, "1 checkpoint revived"},
 	}
 	for _, ck := range checks {
 		v, err := one(ck.family, ck.match)
 		if err != nil || !ck.check(v) {
 			t.Errorf("%s%v = %v (%v), want %s", ck.family, ck.match, v, err, ck.want)
 		}
+	}
+	if t.Failed() {
+		t.Logf("scrape:\n%s", text)
+	}
+}
+
+// TestMetricsLiteLag: with the liteLag* keys on, a lite group's lag shows
+// under the parent topic in the consumer lag gauges (Apache 5.5.0's
+// LiteConsumerLagCalculator): five messages to one lite topic, a pop of two
+// (a full batch: its lag time is recorded) and their acks leave a lag of 3,
+// and a lag latency of the third message's age; no series names the lite
+// topic.
+func TestMetricsLiteLag(t *testing.T) {
+	t.Parallel()
+	promPort := harness.FreePort(t)
+	c := startCluster(t, framework.Options{Brokers: 1, LiteExpirationUnit: liteExpirationUnit, BrokerConf: map[string]string{
+		"enableLmq": "true", "enableMultiDispatch": "true",
+		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": strconv.Itoa(promPort),
+		"liteLagLatencyCollectEnable": "true", "liteLagLatencyMetricsEnable": "true", "liteLagCountMetricsEnable": "true",
+		"liteLagLatencyTopK": "2",
+	}})
+	bp := c.Brokers()[0]
+	mqadmin(t, c, "updateTopic", "-c", "DefaultCluster", "-t", liteParent, "-r", "1", "-w", "1",
+		"-a", "+message.type=LITE,+lite.topic.expiration=60")
+	mqadmin(t, c, "updateSubGroup", "-c", "DefaultCluster", "-g", liteGroup, "--attributes", "+lite.bind.topic="+liteParent)
+	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	defer rc.Close()
+	lc := &liteClient{t: t, rc: rc, addr: bp.Addr()}
+	lc.want("subscribe", lc.subscribe("client-m", liteGroup, []string{liteName}), code.Success, "")
+	var sentAt []time.Time
+	for i := range 5 {
+		sentAt = append(sentAt, time.Now())
+		lc.want("send", lc.send(liteParent, 0, fmt.Sprintf("lag-%d", i), liteName), code.Success, "")
+	}
+	ext := litePopExt("client-m", liteGroup, time.Second)
+	ext["maxMsgNum"] = "2"
+	var p litePopped
+	testutil.Eventually(t, 10*time.Second, func() error {
+		resp := lc.invoke(code.PopLiteMessage, ext, nil)
+		if resp.Code != code.Success {
+			return fmt.Errorf("pop: code %d %s", resp.Code, resp.Remark)
+		}
+		p = decodeLitePop(t, resp)
+		return nil
+	})
+	if len(p.msgs) != 2 {
+		t.Fatalf("popped %d messages, want 2", len(p.msgs))
+	}
+	for off := range int64(2) {
+		lc.want("ack", lc.ack(liteGroup, liteName, off, p), code.Success, "")
+	}
+	match := map[string]string{"consumer_group": liteGroup, "topic": liteParent, "is_retry": "false"}
+	var got map[string]*metrics.Family
+	var text string
+	testutil.Eventually(t, 15*time.Second, func() error {
+		var err error
+		if got, text, err = scrapeMetrics("127.0.0.1:" + strconv.Itoa(promPort)); err != nil {
+			return err
+		}
+		for _, f := range []string{"rocketmq_consumer_lag_messages", "rocketmq_consumer_ready_messages"} {
+			if s := got[f].Find(match); len(s) != 1 || s[0].Value != 3 {
+				return fmt.Errorf("%s%v = %v, want 3", f, match, s)
+			}
+		}
+		return nil
+	})
+	age := float64(time.Since(sentAt[2]).Milliseconds())
+	if s := got["rocketmq_consumer_lag_latency_milliseconds"].Find(match); len(s) != 1 || s[0].Value <= 0 || s[0].Value > age+2000 {
+		t.Errorf("lag latency = %v, want one series in (0, %v] ms", s, age+2000)
+	}
+	for _, f := range []string{"rocketmq_consumer_inflight_messages", "rocketmq_consumer_queueing_latency_milliseconds"} {
+		if s := got[f].Find(map[string]string{"consumer_group": liteGroup}); len(s) != 0 {
+			t.Errorf("%s has lite group series: %v", f, s)
+		}
+	}
+	if strings.Contains(text, liteName) {
+		t.Errorf("the scrape names the lite topic %s", liteName)
 	}
 	if t.Failed() {
 		t.Logf("scrape:\n%s", text)

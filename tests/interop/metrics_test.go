@@ -22,6 +22,8 @@ import (
 
 	"github.com/rmqgo/rmq/broker/metrics"
 	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
 )
 
@@ -65,6 +67,8 @@ func TestMetricsFamiliesVsApache(t *testing.T) {
 	scrape := func(t *testing.T, name, ns, broker string, port int) map[string]*metrics.Family {
 		stop := metricsWorkload(t, ns, broker)
 		defer stop()
+		stopTx := metricsTxPopWorkload(t, ns, broker)
+		defer stopTx()
 		var fams map[string]*metrics.Family
 		testutil.Eventually(t, 60*time.Second, func() error {
 			var err error
@@ -83,6 +87,26 @@ func TestMetricsFamiliesVsApache(t *testing.T) {
 			if len(out) != 1 || out[0].Value < metricsSent {
 				return fmt.Errorf("%s: messages_out of %s: %v", name, metricsTopic, out)
 			}
+			// The transactions and the pop: a half message waits, the
+			// checkpoint and the ack went through the revive topic and the
+			// two un-acked messages were revived.
+			if h := fams["rocketmq_half_messages"].Find(map[string]string{"topic": metricsTxTopic}); len(h) != 1 || h[0].Value != 1 {
+				return fmt.Errorf("%s: half messages of %s: %v", name, metricsTxTopic, h)
+			}
+			for _, c := range []struct {
+				fam   string
+				match map[string]string
+			}{
+				{"rocketmq_pop_revive_in_message_total", map[string]string{"topic": metricsPopTopic, "revive_message_type": "CK"}},
+				{"rocketmq_pop_revive_in_message_total", map[string]string{"topic": metricsPopTopic, "revive_message_type": "ACK"}},
+				{"rocketmq_pop_revive_out_message_total", map[string]string{"topic": metricsPopTopic, "revive_message_type": "CK"}},
+				{"rocketmq_pop_revive_out_message_total", map[string]string{"topic": metricsPopTopic, "revive_message_type": "ACK"}},
+				{"rocketmq_pop_revive_retry_messages_total", map[string]string{"topic": metricsPopTopic}},
+			} {
+				if len(fams[c.fam].Find(c.match)) == 0 {
+					return fmt.Errorf("%s: no %s%v yet", name, c.fam, c.match)
+				}
+			}
 			return nil
 		})
 		return fams
@@ -90,7 +114,35 @@ func TestMetricsFamiliesVsApache(t *testing.T) {
 	apacheFams := scrape(t, "apache", apache.NamesrvAddr, apache.BrokerAddr, apachePort)
 	ourFams := scrape(t, "ours", ours.NamesrvAddr, ours.Brokers[0].Addr, ourPort)
 
-	if miss := metrics.Missing(apacheFams, ourFams); len(miss) > 0 {
+	if out := os.Getenv(envFamiliesOut); out != "" {
+		if err := os.WriteFile(out, []byte(familyList(apacheFams)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("Apache's families written to %s", out)
+	}
+	for _, n := range []string{"rocketmq_pop_revive_in_message_total", "rocketmq_pop_revive_retry_messages_total", "rocketmq_half_messages"} {
+		for _, fams := range []map[string]*metrics.Family{apacheFams, ourFams} {
+			for _, s := range fams[n].Find(map[string]string{}) {
+				t.Logf("%s %v = %v", n, s.Labels, s.Value)
+			}
+		}
+	}
+	want := map[string]*metrics.Family{}
+	for n, f := range apacheFams {
+		want[n] = f
+	}
+	// The families we do not export yet (metrics.NotYetExported) are
+	// logged, not failed; one we export after all, or one Apache no longer
+	// exports, fails.
+	for _, n := range metrics.NotYetExported() {
+		if _, ok := apacheFams[n]; ok {
+			t.Logf("not exported by us yet: %s", n)
+		}
+	}
+	if bad := metrics.SplitNotYet(want, ourFams); len(bad) > 0 {
+		t.Error(strings.Join(bad, "\n"))
+	}
+	if miss := metrics.Missing(want, ourFams); len(miss) > 0 {
 		t.Errorf("Apache 5.5.0 exports what we do not:\n%s", strings.Join(miss, "\n"))
 	}
 	f, err := os.Open(filepath.Join(harness.RepoRoot(t), "broker", "metrics", "testdata", "apache-5.5.0-families.txt"))
@@ -147,6 +199,106 @@ func TestMetricsFamiliesVsApache(t *testing.T) {
 	}
 }
 
+// envFamiliesOut names a file the test writes Apache's family set to, in
+// the committed list's format (to refresh
+// broker/metrics/testdata/apache-5.5.0-families.txt).
+const envFamiliesOut = "RMQ_APACHE_FAMILIES_OUT"
+
+// familyList is fams as "name type label,label" lines, sorted.
+func familyList(fams map[string]*metrics.Family) string {
+	var lines []string
+	for _, f := range fams {
+		lines = append(lines, f.Name+" "+f.Type+" "+strings.Join(f.Labels, ","))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n") + "\n"
+}
+
+const (
+	metricsTxTopic  = "MetricsInteropTx"
+	metricsPopTopic = "MetricsInteropPop"
+)
+
+// interopTxListener commits "commit" bodies and answers UNKNOW to every
+// other execution and check: those half messages keep waiting.
+type interopTxListener struct{}
+
+func (interopTxListener) ExecuteLocalTransaction(m *primitive.Message) primitive.LocalTransactionState {
+	if string(m.Body) == "commit" {
+		return primitive.CommitMessageState
+	}
+	return primitive.UnkonwnState
+}
+
+func (interopTxListener) CheckLocalTransaction(*primitive.MessageExt) primitive.LocalTransactionState {
+	return primitive.UnkonwnState
+}
+
+// metricsTxPopWorkload sends two transactional messages (one committed, one
+// left UNKNOW) to metricsTxTopic, and pops the three messages of
+// metricsPopTopic with a one-second invisible time, acking one: the other
+// two are revived. stop shuts the clients down.
+func metricsTxPopWorkload(t *testing.T, ns, broker string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res := createOneQueueTopics(ctx, t, ns, broker, metricsTxTopic, metricsPopTopic)
+	tp, err := rocketmq.NewTransactionProducer(interopTxListener{}, producer.WithNsResolver(res),
+		producer.WithGroupName("metrics_interop_tx"), producer.WithSendMsgTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, func() error {
+		_, err := tp.SendMessageInTransaction(ctx, primitive.NewMessage(metricsTxTopic, []byte("commit")))
+		return err
+	})
+	if r, err := tp.SendMessageInTransaction(ctx, primitive.NewMessage(metricsTxTopic, []byte("unknown"))); err != nil || r.Status != primitive.SendOK {
+		t.Fatalf("send the UNKNOW transaction: %v %v", r, err)
+	}
+	p := startProbedProducer(ctx, t, res, "metrics_interop_pop_producer", metricsPopTopic, "pop-0")
+	defer p.Shutdown()
+	for i := 1; i < 3; i++ {
+		if _, err := p.SendSync(ctx, primitive.NewMessage(metricsPopTopic, []byte(fmt.Sprintf("pop-%d", i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc, err := client.NewSimpleConsumer(client.SimpleConsumerConfig{
+		CommonConfig: client.CommonConfig{NameServers: []string{ns}}, Group: "metrics_interop_pop",
+		AwaitDuration: time.Second, ConsumeFrom: client.ConsumeFromFirstOffset,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Subscribe(metricsPopTopic, "*", "TAG"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var popped []*message.Message
+	testutil.Eventually(t, 30*time.Second, func() error {
+		msgs, err := sc.Receive(ctx, 3, time.Second)
+		if err != nil {
+			return err
+		}
+		popped = append(popped, msgs...)
+		if len(popped) < 3 {
+			return fmt.Errorf("popped %d of 3", len(popped))
+		}
+		return nil
+	})
+	if err := sc.Ack(ctx, popped[0]); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		_ = sc.Shutdown(context.Background())
+		_ = tp.Shutdown()
+	}
+}
+
 func labelsOf(ss []metrics.Sample) []string {
 	var out []string
 	for _, s := range ss {
@@ -170,28 +322,8 @@ func metricsWorkload(t *testing.T, ns, broker string) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res := primitive.NewPassthroughResolver([]string{ns})
-	adm, err := admin.NewAdmin(admin.WithResolver(res))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer adm.Close()
-	if err := adm.CreateTopic(ctx, admin.WithTopicCreate(metricsTopic), admin.WithBrokerAddrCreate(broker),
-		admin.WithReadQueueNums(1), admin.WithWriteQueueNums(1)); err != nil {
-		t.Fatal(err)
-	}
-	p, err := rocketmq.NewProducer(producer.WithNsResolver(res), producer.WithGroupName("metrics_interop_producer"),
-		producer.WithSendMsgTimeout(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	testutil.Eventually(t, 30*time.Second, func() error {
-		_, err := p.SendSync(ctx, primitive.NewMessage(metricsTopic, []byte("probe")))
-		return err
-	})
+	res := createOneQueueTopics(ctx, t, ns, broker, metricsTopic)
+	p := startProbedProducer(ctx, t, res, "metrics_interop_producer", metricsTopic, "probe")
 	for i := 1; i < metricsSent; i++ {
 		if r, err := p.SendSync(ctx, primitive.NewMessage(metricsTopic, []byte(strings.Repeat("x", 100)))); err != nil || r.Status != primitive.SendOK {
 			t.Fatalf("send %d: %v %v", i, r, err)
@@ -215,6 +347,44 @@ func metricsWorkload(t *testing.T, ns, broker string) (stop func()) {
 		_ = pc.Shutdown()
 		_ = p.Shutdown()
 	}
+}
+
+// createOneQueueTopics creates one-queue topics on broker and returns a
+// resolver of ns.
+func createOneQueueTopics(ctx context.Context, t *testing.T, ns, broker string, topics ...string) primitive.NsResolver {
+	t.Helper()
+	res := primitive.NewPassthroughResolver([]string{ns})
+	adm, err := admin.NewAdmin(admin.WithResolver(res))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	for _, topic := range topics {
+		if err := adm.CreateTopic(ctx, admin.WithTopicCreate(topic), admin.WithBrokerAddrCreate(broker),
+			admin.WithReadQueueNums(1), admin.WithWriteQueueNums(1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return res
+}
+
+// startProbedProducer starts a client-go producer of group and sends probe
+// to topic until that succeeds (the route is known then).
+func startProbedProducer(ctx context.Context, t *testing.T, res primitive.NsResolver, group, topic, probe string) rocketmq.Producer {
+	t.Helper()
+	p, err := rocketmq.NewProducer(producer.WithNsResolver(res), producer.WithGroupName(group),
+		producer.WithSendMsgTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, func() error {
+		_, err := p.SendSync(ctx, primitive.NewMessage(topic, []byte(probe)))
+		return err
+	})
+	return p
 }
 
 func scrapeProm(port int) (map[string]*metrics.Family, error) {

@@ -75,8 +75,12 @@ type Deps struct {
 	// MessagesOut counts popped messages under the parent topic
 	// (broker/metrics); nil: not counted.
 	MessagesOut func(topic, group string, msgs int, bytes int64)
-	Now         func() time.Time
-	Logger      *slog.Logger
+	// LagCollect is told after each read of an LMQ for group whether it
+	// filled the pop's batch (more may wait at next) or caught up
+	// (broker/metrics lite lag); nil: not told.
+	LagCollect func(group, parent, lmq string, full bool, next int64)
+	Now        func() time.Time
+	Logger     *slog.Logger
 }
 
 // Processor is safe for concurrent use.
@@ -377,6 +381,9 @@ func (p *Processor) popLMQ(ctx context.Context, group, lmq string, n int, h *pop
 			}
 			count = len(r.Records)
 			r.Release()
+			if f := p.d.LagCollect; f != nil {
+				f(group, h.topic, lmq, count >= n, r.NextBeginOffset)
+			}
 			return count, true
 		case store.OffsetTooSmall, store.OffsetOverflowBadly, store.OffsetFoundNull, store.NoMatchedMessage, store.MessageWasRemoving:
 			r.Release()
@@ -390,6 +397,9 @@ func (p *Processor) popLMQ(ctx context.Context, group, lmq string, n int, h *pop
 			// NO_MATCHED_LOGIC_QUEUE (deleted lmq), NO_MESSAGE_IN_QUEUE,
 			// OFFSET_OVERFLOW_ONE: nothing to pop, nothing to correct.
 			r.Release()
+			if f := p.d.LagCollect; f != nil {
+				f(group, h.topic, lmq, false, offset)
+			}
 			return 0, true
 		}
 	}
