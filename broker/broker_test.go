@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,20 @@ func testConfig(t *testing.T, store, namesrvAddr string) *config.Config {
 	c.NamesrvAddr = namesrvAddr
 	c.SendMessageThreadPoolNums, c.PullMessageThreadPoolNums, c.AdminBrokerThreadPoolNums = 2, 2, 2
 	return c
+}
+
+// startBroker builds and starts a broker of cfg, shut down at cleanup.
+func startBroker(t *testing.T, cfg *config.Config, log *slog.Logger, opts ...Option) *Broker {
+	t.Helper()
+	b, err := New(cfg, log, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
+	return b
 }
 
 // invoker returns a function that sends a request to b and waits for the
