@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -25,17 +26,15 @@ func testConfig(t *testing.T, store, namesrvAddr string) *config.Config {
 	return c
 }
 
-// startBroker builds and starts a broker of cfg, shut down at cleanup.
+// startBroker builds and starts a broker of cfg, shut down at cleanup
+// (30 s at most; a failed shutdown is logged).
 func startBroker(t *testing.T, cfg *config.Config, log *slog.Logger, opts ...Option) *Broker {
 	t.Helper()
 	b, err := New(cfg, log, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
+	testutil.StartWithShutdown(t, b, 30*time.Second, t.Logf)
 	return b
 }
 
