@@ -26,7 +26,9 @@ Classes (from the first range of the row, the longest run of the pair):
 It only counts: the runs over parts of the tree can show a few pairs that the
 run over the whole tree leaves out (a run in more than eight places is too
 common to list there, not in a part), so the total is printed next to the
-whole tree's own count.
+whole tree's own count. The ranges of a row, and with them the class of a
+borderline row (import tail or code), can differ with the part a run read:
+to compare two trees, compare their -v listings by file pair.
 """
 import collections
 import os
