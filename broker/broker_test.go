@@ -2,11 +2,13 @@ package broker
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -22,6 +24,18 @@ func testConfig(t *testing.T, store, namesrvAddr string) *config.Config {
 	c.NamesrvAddr = namesrvAddr
 	c.SendMessageThreadPoolNums, c.PullMessageThreadPoolNums, c.AdminBrokerThreadPoolNums = 2, 2, 2
 	return c
+}
+
+// startBroker builds and starts a broker of cfg, shut down at cleanup
+// (30 s at most; a failed shutdown is logged).
+func startBroker(t *testing.T, cfg *config.Config, log *slog.Logger, opts ...Option) *Broker {
+	t.Helper()
+	b, err := New(cfg, log, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.StartWithShutdown(t, b, 30*time.Second, t.Logf)
+	return b
 }
 
 // invoker returns a function that sends a request to b and waits for the

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -19,14 +18,7 @@ import (
 // retry topic of another topic.
 func TestDeleteTopicDeletesPopRetryTopics(t *testing.T) {
 	ns := fakens.Start(t)
-	b, err := New(testConfig(t, t.TempDir(), ns.Addr()), nil, WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = b.Shutdown(context.Background()) }()
+	b := startBroker(t, testConfig(t, t.TempDir(), ns.Addr()), nil, WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond))
 	invoke := invoker(t, b)
 	for _, tp := range []string{"T", "%RETRY%g1_T", "%RETRY%g2_U"} {
 		resp := invoke(code.UpdateAndCreateTopic, map[string]string{"topic": tp, "readQueueNums": "1", "writeQueueNums": "1",
@@ -53,14 +45,7 @@ func TestDeleteTopicDeletesPopRetryTopics(t *testing.T) {
 func TestUpdateBrokerConfigWarnsNoEffect(t *testing.T) {
 	ns := fakens.Start(t)
 	var logs testutil.SyncBuffer
-	b, err := New(testConfig(t, t.TempDir(), ns.Addr()), slog.New(slog.NewTextHandler(&logs, nil)), WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = b.Shutdown(context.Background()) }()
+	b := startBroker(t, testConfig(t, t.TempDir(), ns.Addr()), slog.New(slog.NewTextHandler(&logs, nil)), WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond))
 	invoke := invoker(t, b)
 	if resp := invoke(code.UpdateBrokerConfig, nil, []byte("highSpeedMode=true\ndefaultTopicQueueNums=4\n")); resp.Code != code.Success {
 		t.Fatalf("update: %d %s", resp.Code, resp.Remark)

@@ -27,14 +27,7 @@ func grpcBroker(t *testing.T, edit func(cfg *config.Config), queues int, topics 
 	if edit != nil {
 		edit(cfg)
 	}
-	b, err := New(cfg, nil, WithRegisterTiming(time.Hour, time.Hour, time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
+	b := startBroker(t, cfg, nil, WithRegisterTiming(time.Hour, time.Hour, time.Hour))
 	for name, typ := range topics {
 		tc := protocol.NewTopicConfig(name)
 		tc.ReadQueueNums, tc.WriteQueueNums = queues, queues

@@ -199,14 +199,7 @@ func TestGrpcRecallOnAnotherBroker(t *testing.T) {
 		cfg := testConfig(t, t.TempDir(), ns.Addr())
 		cfg.BrokerName, cfg.RecallMessageEnable = name, true
 		cfg.EnableGrpcServer, cfg.GrpcServerPort = withGrpc, 0
-		b, err := New(cfg, nil, WithRegisterTiming(time.Hour, time.Hour, time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
+		b := startBroker(t, cfg, nil, WithRegisterTiming(time.Hour, time.Hour, time.Hour))
 		tc := protocol.NewTopicConfig("GD")
 		tc.Attributes = map[string]string{"+message.type": "DELAY"}
 		if _, err := b.Topics().Update(tc); err != nil {

@@ -21,14 +21,7 @@ func TestGrpcServerOffByDefault(t *testing.T) {
 	if cfg.EnableGrpcServer || cfg.GrpcServerPort != 8081 {
 		t.Fatalf("enableGrpcServer=%v grpcServerPort=%d, want false/8081", cfg.EnableGrpcServer, cfg.GrpcServerPort)
 	}
-	b, err := New(cfg, nil, WithRegisterTiming(time.Hour, time.Hour, time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = b.Shutdown(context.Background()) }()
+	b := startBroker(t, cfg, nil, WithRegisterTiming(time.Hour, time.Hour, time.Hour))
 	if a := b.GrpcAddr(); a != "" {
 		t.Fatalf("gRPC listening on %s with enableGrpcServer=false", a)
 	}

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -14,11 +13,7 @@ import (
 // another client once the configured expiry has passed.
 func TestWithLockMaxLiveTime(t *testing.T) {
 	const maxLive = 300 * time.Millisecond
-	b, err := New(testConfig(t, t.TempDir(), ""), nil, WithLockMaxLiveTime(maxLive), WithRegisterTiming(time.Hour, time.Hour, time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	testutil.StartWithShutdown(t, b, 30*time.Second, t.Logf)
+	b := startBroker(t, testConfig(t, t.TempDir(), ""), nil, WithLockMaxLiveTime(maxLive), WithRegisterTiming(time.Hour, time.Hour, time.Hour))
 	send := invoker(t, b)
 	invoke := func(c int32, ext map[string]string, body []byte) *remoting.Command {
 		t.Helper()

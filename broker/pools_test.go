@@ -50,53 +50,16 @@ func TestFastFailureAnswersQueuedSends(t *testing.T) {
 	cfg := testConfig(t, t.TempDir(), ns.Addr())
 	cfg.SendThreadPoolQueueCapacity = 2
 	cfg.WaitTimeMillsInSendQueue = 100 * time.Millisecond
-	b, err := New(cfg, nil, WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
+	b := startBroker(t, cfg, nil, WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond))
 	invoke := invoker(t, b)
-	if r := invoke(code.UpdateAndCreateTopic, map[string]string{"topic": "FF", "readQueueNums": "1", "writeQueueNums": "1", "perm": "6"}, nil); r.Code != code.Success {
-		t.Fatalf("create topic: %d %s", r.Code, r.Remark)
-	}
+	createTopic(t, invoke, "FF")
 
-	// A request code of no one's, on the send pool: it holds its worker.
-	const blockCode = 31999
-	started, release := make(chan struct{}, 1024), make(chan struct{})
-	b.RegisterProcessor(blockCode, func(context.Context, *remoting.Channel, *remoting.Command) (*remoting.Command, error) {
-		started <- struct{}{}
-		<-release
-		return remoting.NewResponse(nil, code.Success, ""), nil
-	}, processor.PoolSend)
 	client := remoting.NewClient(remoting.DefaultClientConfig(), nil)
 	t.Cleanup(func() { _ = client.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	workers := sendWorkers(cfg)
-	for range workers {
-		go func() { _, _ = client.Invoke(ctx, b.Addr(), remoting.NewRequest(blockCode, nil, nil)) }()
-	}
-	for i := range workers {
-		select {
-		case <-started:
-		case <-ctx.Done():
-			t.Fatalf("%d of %d blocking requests started", i, workers)
-		}
-	}
-	send := func() chan *remoting.Command {
-		out := make(chan *remoting.Command, 1)
-		go func() {
-			resp, err := client.Invoke(ctx, b.Addr(), remoting.NewRequest(code.SendMessage, remotingtest.SendExt(t, "pg", "FF", 0), []byte("m")))
-			if err != nil {
-				resp = remoting.NewResponse(nil, -1, err.Error())
-			}
-			out <- resp
-		}()
-		return out
-	}
+	release := holdSendWorkers(t, ctx, b, client, sendWorkers(cfg))
+	send := asyncSender(t, ctx, b, client, "FF")
 	queued := []chan *remoting.Command{send(), send()}
 	deadline := time.Now().Add(5 * time.Second)
 	for b.pools[processor.PoolSend].QueueLen() < 2 {
@@ -131,7 +94,7 @@ func TestFastFailureAnswersQueuedSends(t *testing.T) {
 		t.Fatalf("send answered while every worker was stuck and fast failure off: %d %q", r.Code, r.Remark)
 	default:
 	}
-	close(release)
+	release()
 	if r := <-waiting; r.Code != code.Success {
 		t.Fatalf("send after the workers were freed: %d %q", r.Code, r.Remark)
 	}
@@ -151,18 +114,9 @@ func TestPageCacheBusySheds(t *testing.T) {
 	cfg.OsPageCacheBusyTimeOutMills = 100 * time.Millisecond
 	cfg.SendThreadPoolQueueCapacity = 4
 	ffs := vfs.NewFaultFS(vfs.OS())
-	b, err := New(cfg, nil, WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond), WithCommitLogFS(ffs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
+	b := startBroker(t, cfg, nil, WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond), WithCommitLogFS(ffs))
 	invoke := invoker(t, b)
-	if r := invoke(code.UpdateAndCreateTopic, map[string]string{"topic": "PC", "readQueueNums": "1", "writeQueueNums": "1", "perm": "6"}, nil); r.Code != code.Success {
-		t.Fatalf("create topic: %d %s", r.Code, r.Remark)
-	}
+	createTopic(t, invoke, "PC")
 	if r := invoke(code.SendMessage, remotingtest.SendExt(t, "pg", "PC", 0), []byte("before")); r.Code != code.Success {
 		t.Fatalf("send: %d %s", r.Code, r.Remark)
 	}
@@ -186,17 +140,7 @@ func TestPageCacheBusySheds(t *testing.T) {
 	t.Cleanup(func() { _ = client.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	send := func() chan *remoting.Command {
-		out := make(chan *remoting.Command, 1)
-		go func() {
-			resp, err := client.Invoke(ctx, b.Addr(), remoting.NewRequest(code.SendMessage, remotingtest.SendExt(t, "pg", "PC", 0), []byte("m")))
-			if err != nil {
-				resp = remoting.NewResponse(nil, -1, err.Error())
-			}
-			out <- resp
-		}()
-		return out
-	}
+	send := asyncSender(t, ctx, b, client, "PC")
 	stalled := send()
 	<-stuck
 	for b.store.CommitLog().WriteStalledFor() <= cfg.OsPageCacheBusyTimeOutMills {
@@ -207,20 +151,7 @@ func TestPageCacheBusySheds(t *testing.T) {
 	}
 
 	// Queued sends are shed: hold every other send worker, then queue two.
-	const blockCode = 31998
-	started, hold := make(chan struct{}, 1024), make(chan struct{})
-	b.RegisterProcessor(blockCode, func(context.Context, *remoting.Channel, *remoting.Command) (*remoting.Command, error) {
-		started <- struct{}{}
-		<-hold
-		return remoting.NewResponse(nil, code.Success, ""), nil
-	}, processor.PoolSend)
-	defer close(hold)
-	for range sendWorkers(cfg) - 1 {
-		go func() { _, _ = client.Invoke(ctx, b.Addr(), remoting.NewRequest(blockCode, nil, nil)) }()
-	}
-	for range sendWorkers(cfg) - 1 {
-		<-started
-	}
+	defer holdSendWorkers(t, ctx, b, client, sendWorkers(cfg)-1)()
 	for _, r := range []*remoting.Command{<-send(), <-send()} {
 		if r.Code != code.SystemBusy || !strings.HasPrefix(r.Remark, "[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: ") {
 			t.Fatalf("queued send while the page cache is busy: %d %q", r.Code, r.Remark)
@@ -235,5 +166,57 @@ func TestPageCacheBusySheds(t *testing.T) {
 	ffs.SetHook(nil)
 	if r := invoke(code.SendMessage, remotingtest.SendExt(t, "pg", "PC", 0), []byte("after")); r.Code != code.Success {
 		t.Fatalf("send after the write completed: %d %q", r.Code, r.Remark)
+	}
+}
+
+// createTopic creates topic (one queue, read-write) through invoke.
+func createTopic(t *testing.T, invoke func(int32, map[string]string, []byte) *remoting.Command, topic string) {
+	t.Helper()
+	if r := invoke(code.UpdateAndCreateTopic, map[string]string{"topic": topic, "readQueueNums": "1", "writeQueueNums": "1", "perm": "6"}, nil); r.Code != code.Success {
+		t.Fatalf("create topic %s: %d %s", topic, r.Code, r.Remark)
+	}
+}
+
+// holdSendWorkers registers, on b's send pool, a request code of no one's
+// whose handler holds its worker until release is called, sends it n times
+// and returns once n workers are held. Cleanup releases them too.
+func holdSendWorkers(t *testing.T, ctx context.Context, b *Broker, client *remoting.Client, n int) (release func()) {
+	t.Helper()
+	const blockCode = 31999
+	started, hold := make(chan struct{}, 1024), make(chan struct{})
+	release = sync.OnceFunc(func() { close(hold) })
+	t.Cleanup(release)
+	b.RegisterProcessor(blockCode, func(context.Context, *remoting.Channel, *remoting.Command) (*remoting.Command, error) {
+		started <- struct{}{}
+		<-hold
+		return remoting.NewResponse(nil, code.Success, ""), nil
+	}, processor.PoolSend)
+	for range n {
+		go func() { _, _ = client.Invoke(ctx, b.Addr(), remoting.NewRequest(blockCode, nil, nil)) }()
+	}
+	for i := range n {
+		select {
+		case <-started:
+		case <-ctx.Done():
+			t.Fatalf("%d of %d blocking requests started", i, n)
+		}
+	}
+	return release
+}
+
+// asyncSender returns a function that sends one message to topic on b and
+// hands back the channel its answer comes on (code -1: the invoke failed,
+// its error in the remark).
+func asyncSender(t *testing.T, ctx context.Context, b *Broker, client *remoting.Client, topic string) func() chan *remoting.Command {
+	return func() chan *remoting.Command {
+		out := make(chan *remoting.Command, 1)
+		go func() {
+			resp, err := client.Invoke(ctx, b.Addr(), remoting.NewRequest(code.SendMessage, remotingtest.SendExt(t, "pg", topic, 0), []byte("m")))
+			if err != nil {
+				resp = remoting.NewResponse(nil, -1, err.Error())
+			}
+			out <- resp
+		}()
+		return out
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/epoch"
 	"github.com/rmqgo/rmq/broker/store/vfs"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
@@ -72,10 +73,7 @@ func TestMasterAdmitsListedReplicasOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.mgr = mgr
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := testutil.Listen(t)
 	m := ha.NewAutoSwitchMaster(st.CommitLog(), ln, ha.Options{}, ha.AutoSwitchConfig{SelfID: 1, Epochs: ep, IsReplica: n.replicaCheck(1)},
 		ha.SyncState{Set: []int64{1}, Epoch: 1})
 	m.Start()

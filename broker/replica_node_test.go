@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/ha"
 	"github.com/rmqgo/rmq/broker/store"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 )
 
@@ -19,10 +19,7 @@ import (
 // and a fenced master fails a send waiting for replicas at once.
 func TestInSyncGuard(t *testing.T) {
 	dir, st, ep := openEpochStore(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := testutil.Listen(t)
 	m := ha.NewAutoSwitchMaster(st.CommitLog(), ln, ha.Options{}, ha.AutoSwitchConfig{SelfID: 1, Epochs: ep, AllAckInSyncStateSet: true},
 		ha.SyncState{Set: []int64{1, 2}, Epoch: 1})
 	defer m.Close()

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/remoting"
@@ -28,11 +27,7 @@ func newFilterRig(t *testing.T) *filterRig {
 	c := testConfig(t, t.TempDir(), ns.Addr())
 	c.EnablePropertyFilter = true
 	c.EnableTopicMessageTypeCheck = true
-	b, err := New(c, nil, WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	testutil.StartWithShutdown(t, b, 30*time.Second, t.Logf)
+	b := startBroker(t, c, nil, WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond))
 	r := &filterRig{t: t, b: b, client: remoting.NewClient(remoting.DefaultClientConfig(), nil)}
 	t.Cleanup(func() { _ = r.client.Close() })
 	return r

@@ -287,7 +287,7 @@ func (c *Client) dial(ctx context.Context, addr string, e *connEntry) {
 	d := net.Dialer{Timeout: c.cfg.ConnectTimeout}
 	conn, err := d.DialContext(dctx, "tcp", addr)
 	if err == nil && c.cfg.TLS != nil {
-		conn, err = c.handshake(dctx, addr, conn)
+		conn, err = ClientHandshake(dctx, conn, c.cfg.TLS, addr, c.cfg.ConnectTimeout)
 	}
 	if err != nil {
 		e.err = fmt.Errorf("remoting: connect to %s: %w", addr, err)
@@ -315,27 +315,6 @@ func (c *Client) dial(ctx context.Context, addr string, e *connEntry) {
 	c.mu.Unlock()
 	e.ch = ch
 	c.log.Debug("remoting: connected", "channel", ch.String())
-}
-
-// handshake runs the TLS client handshake on conn; it closes conn on failure.
-func (c *Client) handshake(ctx context.Context, addr string, conn net.Conn) (net.Conn, error) {
-	cfg := c.cfg.TLS
-	if cfg.ServerName == "" && !cfg.InsecureSkipVerify {
-		host, _, err := net.SplitHostPort(addr)
-		if err != nil {
-			host = addr
-		}
-		cfg = cfg.Clone()
-		cfg.ServerName = host
-	}
-	tc := tls.Client(conn, cfg)
-	hctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout)
-	defer cancel()
-	if err := tc.HandshakeContext(hctx); err != nil {
-		_ = conn.Close()
-		return nil, fmt.Errorf("TLS handshake: %w", err)
-	}
-	return tc, nil
 }
 
 // read is the connection's reader loop. When it ends the connection is dead:

@@ -3,7 +3,6 @@ package remoting
 import (
 	"context"
 	"errors"
-	"net"
 	"runtime"
 	"strings"
 	"sync"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
@@ -144,14 +144,9 @@ func TestClientOneConnectionPerAddress(t *testing.T) {
 }
 
 func TestClientDialErrors(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close() // nothing listens there now
+	addr := testutil.FreeAddr(t) // nothing listens there now
 	c := newClient(t, func(cfg *ClientConfig) { cfg.ConnectTimeout = time.Second })
-	_, err = c.Invoke(context.Background(), addr, echoReq(SerializeJSON, "x"))
+	_, err := c.Invoke(context.Background(), addr, echoReq(SerializeJSON, "x"))
 	if err == nil || !strings.Contains(err.Error(), "connect to "+addr) {
 		t.Fatalf("got %v", err)
 	}

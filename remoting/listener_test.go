@@ -53,10 +53,7 @@ func closesOthers(t *testing.T, rounds int, mk func(net.Listener) (netpoll.Liste
 		})
 	}
 	for range rounds {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
+		ln := testutil.Listen(t)
 		l, err := mk(ln)
 		if err != nil {
 			t.Fatal(err)

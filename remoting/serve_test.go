@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
@@ -24,10 +25,7 @@ func TestServeListener(t *testing.T) {
 	closed := make(chan *Channel, 1)
 	s.OnConnect(func(ch *Channel) { connected <- ch })
 	s.OnClose(func(ch *Channel) { closed <- ch })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := testutil.Listen(t)
 	if err := s.Serve(ln); err != nil {
 		t.Fatal(err)
 	}

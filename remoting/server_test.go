@@ -295,21 +295,32 @@ func TestServerInvokesClient(t *testing.T) {
 	}
 }
 
-func TestExecutorFullAnswersSystemBusy(t *testing.T) {
+// busyExecutor starts a server whose SEND_MESSAGE_V2 runs on an executor
+// of one worker and capacity queue slots, the handler holding the worker
+// until release is closed; it sends one request, waits until it holds the
+// worker, then a second, and waits until that one is queued. send sends one
+// more; every answer comes on results.
+func busyExecutor(t *testing.T, capacity int) (ex *Executor, send func(), results chan *Command, release chan struct{}) {
+	t.Helper()
 	s := startServer(t, nil, nil)
-	ex := NewExecutor("send", 1, 1)
+	ex = NewExecutor("send", 1, capacity)
 	t.Cleanup(ex.Close)
 	started := make(chan struct{}, 4)
-	release := make(chan struct{})
+	release = make(chan struct{})
 	registerBlocking(s, code.SendMessageV2, ex, started, release)
 	c := newClient(t, nil)
 
-	results := make(chan *Command, 3)
-	send := func() { mustInvokeAsync(t, c, s.Addr(), NewRequest(code.SendMessageV2, nil, nil), results) }
+	results = make(chan *Command, 3)
+	send = func() { mustInvokeAsync(t, c, s.Addr(), NewRequest(code.SendMessageV2, nil, nil), results) }
 	send()
 	recv(t, started, "first request running") // occupies the only worker
 	send()
 	testutil.WaitFor(t, waitDeadline, "second request queued", func() bool { return ex.QueueLen() == 1 })
+	return ex, send, results, release
+}
+
+func TestExecutorFullAnswersSystemBusy(t *testing.T) {
+	_, send, results, release := busyExecutor(t, 1)
 	send() // queue full
 	busy := recv(t, results, "busy response")
 	if busy.Code != code.SystemBusy || busy.Remark != "[OVERLOAD]system busy, start flow control for a while" {
@@ -328,20 +339,7 @@ func TestExecutorFullAnswersSystemBusy(t *testing.T) {
 // Java broker's TIMEOUT_CLEAN_QUEUE remark, without waiting for a worker;
 // the request behind it still runs once the worker is free.
 func TestExpiredRequestAnswersSystemBusy(t *testing.T) {
-	s := startServer(t, nil, nil)
-	ex := NewExecutor("send", 1, 8)
-	t.Cleanup(ex.Close)
-	started := make(chan struct{}, 4)
-	release := make(chan struct{})
-	registerBlocking(s, code.SendMessageV2, ex, started, release)
-	c := newClient(t, nil)
-
-	results := make(chan *Command, 3)
-	send := func() { mustInvokeAsync(t, c, s.Addr(), NewRequest(code.SendMessageV2, nil, nil), results) }
-	send()
-	recv(t, started, "first request running") // occupies the only worker
-	send()
-	testutil.WaitFor(t, waitDeadline, "second request queued", func() bool { return ex.QueueLen() == 1 })
+	ex, send, results, release := busyExecutor(t, 8)
 	time.Sleep(30 * time.Millisecond)
 	send()
 	testutil.WaitFor(t, waitDeadline, "third request queued", func() bool { return ex.QueueLen() == 2 })

@@ -1,6 +1,7 @@
 package remoting
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -258,4 +259,26 @@ func (c *prefixConn) Read(p []byte) (int, error) {
 		return 1, nil
 	}
 	return c.Conn.Read(p)
+}
+
+// ClientHandshake runs the TLS client handshake on conn within timeout of
+// ctx; it closes conn on failure. The dialled host of addr is the name
+// verified unless cfg names one (or skips verification).
+func ClientHandshake(ctx context.Context, conn net.Conn, cfg *tls.Config, addr string, timeout time.Duration) (net.Conn, error) {
+	if cfg.ServerName == "" && !cfg.InsecureSkipVerify {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			host = addr
+		}
+		cfg = cfg.Clone()
+		cfg.ServerName = host
+	}
+	tc := tls.Client(conn, cfg)
+	hctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+	}
+	return tc, nil
 }

@@ -5,10 +5,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"net"
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/tlsconfig/tlstest"
 )
 
@@ -199,15 +199,6 @@ func TestTLSClientVerifiesServer(t *testing.T) {
 	}
 }
 
-func listenLoopback(t testing.TB) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ln
-}
-
 // Serve (a listener the caller owns, as the controller's shared port) takes
 // the same TLS settings.
 func TestTLSServeSharedListener(t *testing.T) {
@@ -221,7 +212,7 @@ func TestTLSServeSharedListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Register(codeEcho, echo, nil)
-	ln := listenLoopback(t)
+	ln := testutil.Listen(t)
 	if err := srv.Serve(ln); err != nil {
 		t.Fatal(err)
 	}

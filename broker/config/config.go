@@ -477,20 +477,11 @@ func IsReadOnly(key string) bool {
 // taggedKeys lists, sorted, the keys of fields carrying tag:"true".
 func taggedKeys(tag string) []string {
 	var out []string
-	var walk func(t reflect.Type)
-	walk = func(t reflect.Type) {
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			if f.Anonymous && f.Type.Kind() == reflect.Struct {
-				walk(f.Type)
-				continue
-			}
-			if f.Tag.Get(tag) == "true" {
-				out = append(out, f.Tag.Get("key"))
-			}
+	for _, f := range pcfg.KeyedFields(reflect.TypeOf(Config{})) {
+		if f.Tag.Get(tag) == "true" {
+			out = append(out, f.Tag.Get("key"))
 		}
 	}
-	walk(reflect.TypeOf(Config{}))
 	sort.Strings(out)
 	return out
 }

@@ -70,7 +70,7 @@ func (n *asNode) becomeMaster(t *testing.T, e int32, cfg AutoSwitchConfig, set S
 		t.Fatal(err)
 	}
 	cfg.SelfID, cfg.Epochs = n.id, n.ep
-	n.m = NewAutoSwitchMaster(n.st.CommitLog(), listen(t), fastOptions(nil), cfg, set)
+	n.m = NewAutoSwitchMaster(n.st.CommitLog(), testutil.Listen(t), fastOptions(nil), cfg, set)
 	n.st.SetDispatchLimit(n.m.ConfirmOffset)
 	n.st.SetReplica(false)
 	n.m.Start()

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/netip"
 	"path/filepath"
 	"strings"
@@ -56,16 +55,6 @@ func put(t testing.TB, s *store.Store, topic string, from, n int) store.PutResul
 		}
 	}
 	return res
-}
-
-// listen is a loopback listener on a free port.
-func listen(t testing.TB) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ln
 }
 
 // fastOptions keep the intervals short for tests.

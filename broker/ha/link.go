@@ -2,7 +2,6 @@ package ha
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/store/commitlog"
 	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
 )
 
 // link is what both slave kinds share: the reconnect loop, the socket that
@@ -96,7 +96,7 @@ func (l *link) dial(addr string) (net.Conn, func(), error) {
 		return nil, nil, fmt.Errorf("connect: %w", err)
 	}
 	if l.opts.TLS != nil {
-		if nc, err = l.handshake(addr, nc); err != nil {
+		if nc, err = remoting.ClientHandshake(l.ctx, nc, l.opts.TLS, addr, l.opts.DialTimeout); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -115,28 +115,6 @@ func (l *link) dial(addr string) (net.Conn, func(), error) {
 		l.mu.Unlock()
 		_ = nc.Close()
 	}, nil
-}
-
-// handshake runs the TLS client handshake on nc (closed on failure). The
-// dialled host is the name verified unless the config names one.
-func (l *link) handshake(addr string, nc net.Conn) (net.Conn, error) {
-	cfg := l.opts.TLS
-	if cfg.ServerName == "" && !cfg.InsecureSkipVerify {
-		host, _, err := net.SplitHostPort(addr)
-		if err != nil {
-			host = addr
-		}
-		cfg = cfg.Clone()
-		cfg.ServerName = host
-	}
-	tc := tls.Client(nc, cfg)
-	ctx, cancel := context.WithTimeout(l.ctx, l.opts.DialTimeout)
-	defer cancel()
-	if err := tc.HandshakeContext(ctx); err != nil {
-		_ = nc.Close()
-		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
-	}
-	return tc, nil
 }
 
 // writer serialises writes on nc and records the last write time.

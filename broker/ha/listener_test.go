@@ -6,16 +6,15 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/rmqgo/rmq/internal/testutil"
 )
 
 // TestListenerKeepsPortAcrossTerms: the port stays bound from start to
 // Close; each master term accepts through its own view; a connection that
 // arrives between terms is closed, not queued for the next master.
 func TestListenerKeepsPortAcrossTerms(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := testutil.Listen(t)
 	l := NewListener(ln, nil)
 	addr := l.Addr().String()
 

@@ -16,7 +16,7 @@ import (
 func rawMaster(t *testing.T, opts Options) (*store.Store, *Master) {
 	t.Helper()
 	st := openStore(t, tempDir(t, "master"))
-	m := NewMaster(st.CommitLog(), listen(t), opts)
+	m := NewMaster(st.CommitLog(), testutil.Listen(t), opts)
 	m.Start()
 	t.Cleanup(func() {
 		_ = m.Close()
@@ -199,7 +199,7 @@ func TestSlaveBehindMinOffset(t *testing.T) {
 
 	var logs logBuffer
 	opts := fastOptions(logs.logger())
-	m := NewMaster(st.CommitLog(), listen(t), opts)
+	m := NewMaster(st.CommitLog(), testutil.Listen(t), opts)
 	m.Start()
 	defer m.Close()
 	nc := dial(t, m)
@@ -223,7 +223,7 @@ func TestSlaveRejectsMisplacedFrame(t *testing.T) {
 	first := append([]byte(nil), buf.Bytes()...)
 	buf.Release()
 
-	ln := listen(t)
+	ln := testutil.Listen(t)
 	defer ln.Close()
 	var logs logBuffer
 	addr := ln.Addr().String()

@@ -25,7 +25,7 @@ func startPair(t *testing.T, slaveDir string, prefill func(*store.Store)) *pair 
 	if prefill != nil {
 		prefill(p.master)
 	}
-	p.m = NewMaster(p.master.CommitLog(), listen(t), fastOptions(nil))
+	p.m = NewMaster(p.master.CommitLog(), testutil.Listen(t), fastOptions(nil))
 	p.m.Start()
 	p.startSlave(t, slaveDir)
 	t.Cleanup(func() {
@@ -166,7 +166,7 @@ func TestFlowControl(t *testing.T) {
 	// A third of the log per second: the transfer needs three one-second
 	// windows, so it spans at least the whole middle one.
 	opts.MaxTransferBytesPerSecond = total/3 + 1
-	m := NewMaster(master.CommitLog(), listen(t), opts)
+	m := NewMaster(master.CommitLog(), testutil.Listen(t), opts)
 	m.Start()
 	defer m.Close()
 	slave := openStore(t, tempDir(t, "slave"))

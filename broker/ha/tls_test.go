@@ -28,7 +28,7 @@ func TestReplicationOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := remoting.NewTLSListener(listen(t), remoting.ServerTLS{
+	ln, err := remoting.NewTLSListener(testutil.Listen(t), remoting.ServerTLS{
 		Mode: remoting.TLSEnforcing, Config: &tls.Config{Certificates: []tls.Certificate{cert}},
 	}, nil)
 	if err != nil {

@@ -38,15 +38,25 @@ func (m *Manager) updateAndCreate(_ context.Context, _ *remoting.Channel, req *r
 	if err != nil {
 		return nil, remoting.Errorf(code.InvalidParameter, "decode SubscriptionGroupConfig: %v", err)
 	}
-	if err := m.Update(c); err != nil {
-		// Java answers SYSTEM_ERROR when an attribute fails its check (the
-		// exception's text); INVALID_PARAMETER says what it is.
-		if errors.Is(err, ErrInvalidGroup) || errors.Is(err, ErrInvalidAttribute) {
-			return nil, processor.BadRequest(err)
-		}
-		return nil, remoting.Errorf(code.SystemError, "update subscription group %s: %v", c.GroupName, err)
+	if err := m.updateAnswer(c); err != nil {
+		return nil, err
 	}
 	return remoting.NewResponse(req, code.Success, ""), nil
+}
+
+// updateAnswer is Update with its error as the answer: INVALID_PARAMETER for a
+// bad name or attribute (Java answers SYSTEM_ERROR with the exception's
+// text when an attribute fails its check; INVALID_PARAMETER says what it
+// is), else SYSTEM_ERROR.
+func (m *Manager) updateAnswer(c GroupConfig) error {
+	err := m.Update(c)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, ErrInvalidGroup) || errors.Is(err, ErrInvalidAttribute) {
+		return processor.BadRequest(err)
+	}
+	return remoting.Errorf(code.SystemError, "update subscription group %s: %v", c.GroupName, err)
 }
 
 // updateAndCreateList answers UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST
@@ -73,11 +83,8 @@ func (m *Manager) updateAndCreateList(_ context.Context, _ *remoting.Channel, re
 		configs = append(configs, c)
 	}
 	for _, c := range configs {
-		if err := m.Update(c); err != nil {
-			if errors.Is(err, ErrInvalidGroup) || errors.Is(err, ErrInvalidAttribute) {
-				return nil, processor.BadRequest(err)
-			}
-			return nil, remoting.Errorf(code.SystemError, "update subscription group %s: %v", c.GroupName, err)
+		if err := m.updateAnswer(c); err != nil {
+			return nil, err
 		}
 	}
 	return remoting.NewResponse(req, code.Success, ""), nil

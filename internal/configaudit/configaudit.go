@@ -20,6 +20,8 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/rmqgo/rmq/pkg/config"
 )
 
 // Field is one configuration key: the Go field and its properties key.
@@ -32,27 +34,10 @@ type Field struct {
 // Fields lists the keyed fields of the struct v (a value or pointer),
 // walking embedded structs, in declaration order.
 func Fields(v any) []Field {
-	t := reflect.TypeOf(v)
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
 	var out []Field
-	var walk func(t reflect.Type)
-	walk = func(t reflect.Type) {
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			if f.Anonymous && f.Type.Kind() == reflect.Struct {
-				walk(f.Type)
-				continue
-			}
-			key := f.Tag.Get("key")
-			if key == "" || key == "-" {
-				continue
-			}
-			out = append(out, Field{Name: f.Name, Key: key, NoEffect: f.Tag.Get("effect") == "none"})
-		}
+	for _, f := range config.KeyedFields(reflect.TypeOf(v)) {
+		out = append(out, Field{Name: f.Name, Key: f.Tag.Get("key"), NoEffect: f.Tag.Get(config.NoEffectTag) == "none"})
 	}
-	walk(t)
 	return out
 }
 

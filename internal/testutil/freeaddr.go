@@ -21,10 +21,18 @@ func FreePort(t testing.TB) int {
 
 func freeTCPAddr(t testing.TB) *net.TCPAddr {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("testutil: free address: %v", err)
-	}
+	ln := Listen(t)
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr)
+}
+
+// Listen returns a TCP listener on a free loopback port; the caller closes
+// it (or hands it to a server that does).
+func Listen(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("testutil: listen on a free loopback port: %v", err)
+	}
+	return ln
 }

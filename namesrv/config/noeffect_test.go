@@ -21,18 +21,7 @@ const operationsDoc = "../../docs/operations.md"
 // a function of it the nameserver calls), and an unmarked key read
 // nowhere, fail.
 func TestNoEffectKeysUnread(t *testing.T) {
-	program, err := configaudit.Scan("..", func(dir string) bool { return dir == "config" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The tls.* keys are an embedded tlsconfig.Settings, read by that
-	// shared package on the program's behalf.
-	tlsUses, err := configaudit.Scan("../../pkg/tlsconfig", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	program = append(program, tlsUses...)
-	own, err := configaudit.Scan(".", nil)
+	program, own, err := configaudit.ScanProgram(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,22 +42,14 @@ func TestNoEffectKeysUnread(t *testing.T) {
 			"rocketmqHome": {"controller/config.go"},
 		},
 	})
-	for _, p := range problems {
-		t.Error(p)
-	}
+	configaudit.Report(t, problems)
 }
 
 // TestNoEffectKeysDocumented checks docs/operations.md's list against the
 // tags; go test ./namesrv/config -run TestNoEffectKeysDocumented -update
 // rewrites it.
 func TestNoEffectKeysDocumented(t *testing.T) {
-	problems, err := configaudit.CheckDocFile(operationsDoc, "namesrv", NoEffectKeys(), *updateDocs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Error(p)
-	}
+	configaudit.RequireDocFile(t, operationsDoc, "namesrv", NoEffectKeys(), *updateDocs)
 }
 
 func TestLoadKeysNoEffectSet(t *testing.T) {

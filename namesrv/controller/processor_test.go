@@ -333,10 +333,7 @@ func TestBindHost(t *testing.T) {
 // TestNewFailsOnBusyPort: a peer address in use fails New cleanly (the
 // package's leak check covers what it started).
 func TestNewFailsOnBusyPort(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := testutil.Listen(t)
 	defer ln.Close()
 	cfg := testConfig(t, "n0-"+ln.Addr().String(), "n0")
 	if _, err := New(cfg, Deps{}, nil); err == nil || !strings.Contains(err.Error(), "listen on peer address") {

@@ -200,26 +200,43 @@ const NoEffectComment = "# accepted, no effect"
 // NoEffectKeys lists, sorted, the keys of src's fields tagged
 // `effect:"none"`.
 func NoEffectKeys(src any) []string {
-	t := reflect.TypeOf(src)
+	var out []string
+	for _, f := range KeyedFields(reflect.TypeOf(src)) {
+		if f.Tag.Get(NoEffectTag) == "none" {
+			out = append(out, f.Tag.Get("key"))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// KeyedFields lists, in declaration order, the exported fields of the
+// struct type t (or pointer to one) that carry a `key` tag other than "-",
+// walking embedded structs. Each field's Index is its path from t, for
+// reflect.Value.FieldByIndex.
+func KeyedFields(t reflect.Type) []reflect.StructField {
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	var out []string
-	var walk func(t reflect.Type)
-	walk = func(t reflect.Type) {
+	var out []reflect.StructField
+	var walk func(t reflect.Type, path []int)
+	walk = func(t reflect.Type, path []int) {
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
-			if f.Anonymous && f.Type.Kind() == reflect.Struct {
-				walk(f.Type)
+			if !f.IsExported() {
 				continue
 			}
-			if k := f.Tag.Get("key"); k != "" && k != "-" && f.Tag.Get(NoEffectTag) == "none" {
-				out = append(out, k)
+			f.Index = append(append([]int(nil), path...), i)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				walk(f.Type, f.Index)
+				continue
+			}
+			if k := f.Tag.Get("key"); k != "" && k != "-" {
+				out = append(out, f)
 			}
 		}
 	}
-	walk(t)
-	sort.Strings(out)
+	walk(t, nil)
 	return out
 }
 
@@ -335,28 +352,13 @@ func fieldsOf(dst any) (map[string]field, error) {
 	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
 		return nil, fmt.Errorf("config: need a pointer to a struct, got %T", dst)
 	}
+	sv := rv.Elem()
 	out := map[string]field{}
-	collect(rv.Elem(), out)
-	return out, nil
-}
-
-func collect(sv reflect.Value, out map[string]field) {
-	st := sv.Type()
-	for i := 0; i < st.NumField(); i++ {
-		sf := st.Field(i)
-		if !sf.IsExported() {
-			continue
-		}
-		if sf.Anonymous && sf.Type.Kind() == reflect.Struct {
-			collect(sv.Field(i), out)
-			continue
-		}
+	for _, sf := range KeyedFields(sv.Type()) {
 		key := sf.Tag.Get("key")
-		if key == "" || key == "-" {
-			continue
-		}
-		out[strings.ToLower(key)] = field{key: key, v: sv.Field(i), hidden: sf.Tag.Get("hidden") == "true"}
+		out[strings.ToLower(key)] = field{key: key, v: sv.FieldByIndex(sf.Index), hidden: sf.Tag.Get("hidden") == "true"}
 	}
+	return out, nil
 }
 
 var durationType = reflect.TypeOf(time.Duration(0))

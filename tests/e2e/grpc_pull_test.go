@@ -100,7 +100,7 @@ func TestGrpcPullConsumerOffsets(t *testing.T) {
 		}
 		// Two at a time, from the beginning to the end.
 		for off := begin; off < end; {
-			r := pullQueue(ctx, t, cli, group, queue(id), off, 2)
+			r := pullQueue(ctx, t, cli, group, queue(id), off, 2, "TagP")
 			if r.status.GetCode() != v2pb.Code_OK || len(r.msgs) == 0 || r.next <= off {
 				t.Fatalf("pull queue %d from %d: %v, %d messages, next %d", id, off, r.status, len(r.msgs), r.next)
 			}
@@ -166,18 +166,21 @@ func TestGrpcPullConsumerOffsets(t *testing.T) {
 	}
 }
 
-// pullAnswer is one PullMessage's stream.
+// pullAnswer is one PullMessage's stream: its status, the messages in
+// stream order and the next offset (-1: none came).
 type pullAnswer struct {
 	status *v2pb.Status
 	msgs   []*v2pb.Message
 	next   int64
 }
 
-func pullQueue(ctx context.Context, t *testing.T, cli v2pb.MessagingServiceClient, group string, q *v2pb.MessageQueue, offset int64, batch int32) pullAnswer {
+// pullQueue pulls up to batch messages of q from offset whose tag matches
+// the tag expression (long polling 1 s).
+func pullQueue(ctx context.Context, t *testing.T, cli v2pb.MessagingServiceClient, group string, q *v2pb.MessageQueue, offset int64, batch int32, tags string) pullAnswer {
 	t.Helper()
 	s, err := cli.PullMessage(ctx, &v2pb.PullMessageRequest{
 		Group: &v2pb.Resource{Name: group}, MessageQueue: q, Offset: offset, BatchSize: batch,
-		FilterExpression:   &v2pb.FilterExpression{Type: v2pb.FilterType_TAG, Expression: "TagP"},
+		FilterExpression:   &v2pb.FilterExpression{Type: v2pb.FilterType_TAG, Expression: tags},
 		LongPollingTimeout: durationpb.New(time.Second),
 	})
 	if err != nil {

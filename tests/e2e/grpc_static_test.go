@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/rmqgo/rmq/internal/testutil"
@@ -252,36 +251,22 @@ func TestGrpcStaticTopicPython(t *testing.T) {
 			if steps > 20 {
 				t.Fatalf("logic queue %d: no progress at %d (end %d)", g, off, end.GetOffset())
 			}
-			s, err := gb.PullMessage(ctx, &v2pb.PullMessageRequest{Group: &v2pb.Resource{Name: pullGroup}, MessageQueue: q, Offset: off, BatchSize: 32,
-				FilterExpression: &v2pb.FilterExpression{Type: v2pb.FilterType_TAG, Expression: "*"}, LongPollingTimeout: durationpb.New(time.Second)})
-			if err != nil {
-				t.Fatal(err)
+			a := pullQueue(ctx, t, gb, pullGroup, q, off, 32, "*")
+			if c := a.status.GetCode(); a.status != nil && c != v2pb.Code_OK && c != v2pb.Code_MESSAGE_NOT_FOUND {
+				t.Fatalf("pull logic queue %d at %d: %v", g, off, a.status)
 			}
-			next := int64(-1)
-			for {
-				r, err := s.Recv()
-				if err != nil {
-					break
+			for _, m := range a.msgs {
+				sp := m.GetSystemProperties()
+				if sp.GetQueueId() != g || sp.GetQueueOffset() <= last || sp.GetQueueOffset() < off || pulled[sp.GetMessageId()] {
+					t.Fatalf("pull logic queue %d at %d: %s at queue %d offset %d (last %d, seen %v)", g, off, m.GetBody(), sp.GetQueueId(), sp.GetQueueOffset(), last, pulled[sp.GetMessageId()])
 				}
-				switch x := r.GetContent().(type) {
-				case *v2pb.PullMessageResponse_Status:
-					if c := x.Status.GetCode(); c != v2pb.Code_OK && c != v2pb.Code_MESSAGE_NOT_FOUND {
-						t.Fatalf("pull logic queue %d at %d: %v", g, off, x.Status)
-					}
-				case *v2pb.PullMessageResponse_Message:
-					m, sp := x.Message, x.Message.GetSystemProperties()
-					if sp.GetQueueId() != g || sp.GetQueueOffset() <= last || sp.GetQueueOffset() < off || pulled[sp.GetMessageId()] {
-						t.Fatalf("pull logic queue %d at %d: %s at queue %d offset %d (last %d, seen %v)", g, off, m.GetBody(), sp.GetQueueId(), sp.GetQueueOffset(), last, pulled[sp.GetMessageId()])
-					}
-					last = sp.GetQueueOffset()
-					pulled[sp.GetMessageId()] = true
-					if bodies[sp.GetMessageId()] != string(m.GetBody()) {
-						t.Errorf("pulled %s with body %q, sent %q", sp.GetMessageId(), m.GetBody(), bodies[sp.GetMessageId()])
-					}
-				case *v2pb.PullMessageResponse_NextOffset:
-					next = x.NextOffset
+				last = sp.GetQueueOffset()
+				pulled[sp.GetMessageId()] = true
+				if bodies[sp.GetMessageId()] != string(m.GetBody()) {
+					t.Errorf("pulled %s with body %q, sent %q", sp.GetMessageId(), m.GetBody(), bodies[sp.GetMessageId()])
 				}
 			}
+			next := a.next
 			if next <= off {
 				t.Fatalf("pull logic queue %d at %d: next offset %d", g, off, next)
 			}

@@ -307,27 +307,24 @@ func (s *Store) Range(f func(Key, int64) bool) {
 
 // GroupTopics returns the topics a group has offsets for.
 func (s *Store) GroupTopics(group string) []string {
-	seen := map[string]bool{}
-	var out []string
-	s.Range(func(k Key, _ int64) bool {
-		if k.Group == group && !seen[k.Topic] {
-			seen[k.Topic] = true
-			out = append(out, k.Topic)
-		}
-		return true
-	})
-	return out
+	return s.distinct(func(k Key) (string, bool) { return k.Topic, k.Group == group })
 }
 
 // TopicGroups returns the groups that have offsets for topic (Java's
 // ConsumerOffsetManager.whichGroupByTopic).
 func (s *Store) TopicGroups(topic string) []string {
+	return s.distinct(func(k Key) (string, bool) { return k.Group, k.Topic == topic })
+}
+
+// distinct lists, each once in Range order, the names pick returns for
+// the keys it accepts.
+func (s *Store) distinct(pick func(k Key) (name string, ok bool)) []string {
 	seen := map[string]bool{}
 	var out []string
 	s.Range(func(k Key, _ int64) bool {
-		if k.Topic == topic && !seen[k.Group] {
-			seen[k.Group] = true
-			out = append(out, k.Group)
+		if name, ok := pick(k); ok && !seen[name] {
+			seen[name] = true
+			out = append(out, name)
 		}
 		return true
 	})

@@ -9,16 +9,14 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
 func newMux(t *testing.T, cfg Config) *Mux {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := testutil.Listen(t)
 	m, err := New(ln, cfg, nil)
 	if err != nil {
 		t.Fatal(err)

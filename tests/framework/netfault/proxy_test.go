@@ -7,15 +7,14 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/rmqgo/rmq/internal/testutil"
 )
 
 // echoServer answers each line with the same line.
 func echoServer(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := testutil.Listen(t)
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -189,10 +188,7 @@ func TestFromProcess(t *testing.T) {
 // TestBlackholeHoldsClose: the server closing while the link is
 // blackholed is not seen by the client until the link passes again.
 func TestBlackholeHoldsClose(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := testutil.Listen(t)
 	defer ln.Close()
 	accepted := make(chan net.Conn, 1)
 	go func() {

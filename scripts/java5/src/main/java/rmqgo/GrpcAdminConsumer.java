@@ -54,13 +54,9 @@ public final class GrpcAdminConsumer {
                 }
             }
         } catch (Throwable e) {
-            System.out.println("{\"ok\":false,\"error\":" + GrpcSimpleConsumer.quote(String.valueOf(e)) + "}");
-            System.exit(1);
+            GrpcSimpleConsumer.fail(e);
         }
-        synchronized (got) {
-            System.out.println("{\"ok\":true,\"got\":" + GrpcSimpleConsumer.json(got) + "}");
-        }
-        System.exit(0);
+        GrpcSimpleConsumer.succeed(got);
     }
 
     static boolean done(List<MessageView> got, String stop) {

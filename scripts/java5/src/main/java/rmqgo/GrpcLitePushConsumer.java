@@ -59,8 +59,7 @@ public final class GrpcLitePushConsumer {
                 Thread.sleep(quietMs);
             }
         } catch (Throwable e) {
-            System.out.println("{\"ok\":false,\"error\":" + GrpcSimpleConsumer.quote(String.valueOf(e)) + "}");
-            System.exit(1);
+            GrpcSimpleConsumer.fail(e);
         }
         synchronized (got) {
             StringBuilder sb = new StringBuilder("[");

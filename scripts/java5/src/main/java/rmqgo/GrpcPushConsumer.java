@@ -68,13 +68,9 @@ public final class GrpcPushConsumer {
                 Thread.sleep(quietMs);
             }
         } catch (Throwable e) {
-            System.out.println("{\"ok\":false,\"error\":" + GrpcSimpleConsumer.quote(String.valueOf(e)) + "}");
-            System.exit(1);
+            GrpcSimpleConsumer.fail(e);
         }
-        synchronized (got) {
-            System.out.println("{\"ok\":true,\"got\":" + GrpcSimpleConsumer.json(got) + "}");
-        }
-        System.exit(0);
+        GrpcSimpleConsumer.succeed(got);
     }
 
     // done: count distinct messages, and every failed one delivered again.

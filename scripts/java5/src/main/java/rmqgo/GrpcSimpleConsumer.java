@@ -74,8 +74,7 @@ public final class GrpcSimpleConsumer {
                 }
             }
         } catch (Throwable e) {
-            System.out.println("{\"ok\":false,\"error\":" + quote(String.valueOf(e)) + "}");
-            System.exit(1);
+            fail(e);
         }
         System.out.println("{\"ok\":true,\"first\":" + json(first.values()) + ",\"again\":" + json(again) + "}");
         System.exit(0);
@@ -98,6 +97,21 @@ public final class GrpcSimpleConsumer {
                 .append(",\"attempt\":").append(m.getDeliveryAttempt()).append("}");
         }
         return sb.append("]").toString();
+    }
+
+    // fail prints the failure result line and exits 1.
+    static void fail(Throwable e) {
+        System.out.println("{\"ok\":false,\"error\":" + quote(String.valueOf(e)) + "}");
+        System.exit(1);
+    }
+
+    // succeed prints the result line of a push consumer (the messages it
+    // got) and exits 0.
+    static void succeed(List<MessageView> got) {
+        synchronized (got) {
+            System.out.println("{\"ok\":true,\"got\":" + json(got) + "}");
+        }
+        System.exit(0);
     }
 
     static String quote(String s) {
