@@ -3,6 +3,7 @@ package lite_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -32,6 +33,10 @@ import (
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
+
+// debugLag prints the dispatch backlog every 500 ms during the delivery
+// benchmark (go test -bench ... -args -lite.debuglag).
+var debugLag = flag.Bool("lite.debuglag", false, "print the dispatch backlog during the delivery benchmark")
 
 // BenchmarkLiteTopics creates b.N lite topics (one message each, 8
 // writers) in a store with lite support attached, reports the creation
@@ -656,7 +661,7 @@ func BenchmarkLiteDelivery(b *testing.B) {
 	}
 	b.ResetTimer()
 	start := time.Now()
-	if os.Getenv("DBG_LAG") == "1" {
+	if *debugLag {
 		go func() {
 			st := r.br.Store()
 			for {
