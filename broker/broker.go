@@ -122,6 +122,9 @@ type Broker struct {
 
 	server *remoting.Server
 	grpc   *grpcserver.Server // nil unless enableGrpcServer
+	// grpcLive is grpc once started, for readers that run concurrently
+	// with Start (the CommitLog's group commit).
+	grpcLive atomic.Pointer[grpcserver.Server]
 	// grpcCert is the gRPC endpoint's certificate source (with grpc).
 	grpcCert *tlsconfig.Server
 	// grpcProducers are the gRPC producers the transaction check calls
@@ -250,7 +253,12 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 		}
 		// Group commit: with other requests in flight an append waits a
 		// scheduler turn for theirs (commitlog.Config.Contended).
-		sc.CommitLog.Contended = func() bool { return b.server.Handling() > 1 }
+		sc.CommitLog.Contended = func() bool {
+			if g := b.grpcLive.Load(); g != nil && g.InFlight() > 1 {
+				return true
+			}
+			return b.server.Handling() > 1
+		}
 		if o.commitLogFS != nil {
 			sc.CommitLog.FS = o.commitLogFS
 		}
@@ -468,6 +476,7 @@ func (b *Broker) startGrpc() error {
 		return fmt.Errorf("broker: %w", err)
 	}
 	b.grpc, b.grpcCert = srv, gtls
+	b.grpcLive.Store(srv)
 	return nil
 }
 

@@ -296,6 +296,10 @@ func (c *rpcCounter) HandleRPC(ctx context.Context, st stats.RPCStats) {
 	}
 }
 
+// InFlight is the number of rpcs running, Telemetry streams left out
+// (long-polling receives included).
+func (s *Server) InFlight() int64 { return s.inFlight.n.Load() }
+
 func (*rpcCounter) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
 
 func (*rpcCounter) HandleConn(context.Context, stats.ConnStats) {}
