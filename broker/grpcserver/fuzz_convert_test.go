@@ -206,3 +206,23 @@ func FuzzBuildMessage(f *testing.F) {
 		}
 	})
 }
+
+// TestBuildMessageMendsInvalidUTF8 is FuzzBuildMessage's crasher: a message
+// stored over remoting with a tag, keys and a user property that are not
+// UTF-8 converted to a message protobuf refused to marshal. Each run of bad
+// bytes becomes U+FFFD.
+func TestBuildMessageMendsInvalidUTF8(t *testing.T) {
+	m := &message.Message{Topic: "T", Body: []byte("x"), Properties: map[string]string{
+		message.PropertyTags: "a\xffb", message.PropertyKeys: "k\xc3\x28 ok", "us\xfe\xfer": "v\x80",
+		message.PropertyUniqClientMessageIDKeyIdx: "01\xff",
+	}}
+	out := buildMessage(m, &v2pb.Resource{Name: "T"}, time.Minute)
+	if _, err := proto.Marshal(out); err != nil {
+		t.Fatal(err)
+	}
+	sp := out.GetSystemProperties()
+	if sp.GetTag() != "a\uFFFDb" || strings.Join(sp.GetKeys(), ",") != "k\uFFFD(,ok" || sp.GetMessageId() != "01\uFFFD" ||
+		out.GetUserProperties()["us\uFFFDr"] != "v\uFFFD" {
+		t.Fatalf("tag %q keys %q id %q user %q", sp.GetTag(), sp.GetKeys(), sp.GetMessageId(), out.GetUserProperties())
+	}
+}
