@@ -125,19 +125,25 @@ func FuzzSendMessageConversion(f *testing.F) {
 		if _, err := proto.Marshal(resp); err != nil {
 			t.Fatalf("answer does not marshal: %v", err)
 		}
-		sent := map[string]*v2pb.Message{}
-		for _, msg := range req.GetMessages() {
-			sent[msg.GetSystemProperties().GetMessageId()] = msg
+		// The accepted messages, in order, are the stored ones (ids may
+		// repeat within a request).
+		var accepted []*v2pb.Message
+		for i, e := range resp.GetEntries() {
+			if e.GetStatus().GetCode() == v2pb.Code_OK {
+				accepted = append(accepted, req.GetMessages()[i])
+			}
 		}
-		for _, st := range be.stored {
+		if len(accepted) != len(be.stored) {
+			t.Fatalf("%d messages accepted, %d stored", len(accepted), len(be.stored))
+		}
+		for i, st := range be.stored {
+			in := accepted[i]
 			out := buildMessage(st, &v2pb.Resource{Name: st.Topic}, time.Minute)
 			if _, err := proto.Marshal(out); err != nil {
 				t.Fatalf("stored message does not convert to a marshallable one: %v", err)
 			}
-			id := out.GetSystemProperties().GetMessageId()
-			in, ok := sent[id]
-			if !ok {
-				t.Fatalf("stored message id %q is none of the sent ones", id)
+			if id := out.GetSystemProperties().GetMessageId(); id != in.GetSystemProperties().GetMessageId() {
+				t.Fatalf("message id %q came back as %q", in.GetSystemProperties().GetMessageId(), id)
 			}
 			body := in.GetBody()
 			if in.GetSystemProperties().GetBodyEncoding() == v2pb.Encoding_GZIP {
