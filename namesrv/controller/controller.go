@@ -224,7 +224,7 @@ func (c *Controller) listen() (raft.Transport, error) {
 		return nil, err
 	}
 	if c.self.RPCAddr != c.self.Addr {
-		if rtls == (mux.TLS{}) {
+		if rtls.Server.Mode == remoting.TLSDisabled && rtls.Client == nil {
 			tt, err := raft.NewTCPTransportWithLogger(c.self.Addr, adv, 3, 10*time.Second, c.hclog())
 			if err != nil {
 				return nil, fmt.Errorf("controller: raft transport on %s: %w", c.self.Addr, err)
@@ -236,7 +236,12 @@ func (c *Controller) listen() (raft.Transport, error) {
 		if err != nil {
 			return nil, fmt.Errorf("controller: raft transport on %s: %w", c.self.Addr, err)
 		}
-		nt := raft.NewNetworkTransportWithLogger(mux.NewListenerStreamLayer(ln, adv).WithTLS(rtls), 3, 10*time.Second, c.hclog())
+		sl, err := mux.NewListenerStreamLayer(ln, adv).WithTLS(rtls)
+		if err != nil {
+			_ = ln.Close()
+			return nil, fmt.Errorf("controller: %w", err)
+		}
+		nt := raft.NewNetworkTransportWithLogger(sl, 3, 10*time.Second, c.hclog())
 		c.closers = append(c.closers, closerFunc(func() error { nt.CloseStreams(); return nt.Close() }))
 		return nt, nil
 	}
@@ -258,7 +263,12 @@ func (c *Controller) listen() (raft.Transport, error) {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
 	c.mux = m
-	nt := raft.NewNetworkTransportWithLogger(mux.NewStreamLayer(m, adv).WithTLS(rtls), 3, 10*time.Second, c.hclog())
+	sl, err := mux.NewStreamLayer(m, adv).WithTLS(rtls)
+	if err != nil {
+		_ = m.Close()
+		return nil, fmt.Errorf("controller: %w", err)
+	}
+	nt := raft.NewNetworkTransportWithLogger(sl, 3, 10*time.Second, c.hclog())
 	// Close leaves pooled outbound connections open; close them too.
 	c.closers = append(c.closers, closerFunc(func() error { nt.CloseStreams(); return nt.Close() }))
 	return nt, nil
@@ -270,13 +280,8 @@ func (c *Controller) listen() (raft.Transport, error) {
 // with tls.enable, and with tls.server.mode=enforcing too, since the peers
 // of an enforcing node enforce as well (they share their configuration).
 func (c *Controller) raftTLS() (mux.TLS, error) {
-	var t mux.TLS
-	if c.tls.Server != nil {
-		t.Server = c.tls.Server.Config()
-		t.Enforce = c.tls.Server.Mode() == tlsconfig.ModeEnforcing
-	}
-	t.Client = c.tls.ClientTLS()
-	if t.Client == nil && t.Enforce {
+	t := mux.TLS{Server: c.tls.Remoting(), Client: c.tls.ClientTLS()}
+	if t.Client == nil && t.Server.Mode == remoting.TLSEnforcing {
 		cc, err := c.tls.Settings.ClientConfig()
 		if err != nil {
 			return t, fmt.Errorf("controller: raft TLS: %w", err)

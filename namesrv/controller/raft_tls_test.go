@@ -78,7 +78,11 @@ func TestRaftTLSEnforcing(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer m.Close()
-		tr := raft.NewNetworkTransport(mux.NewStreamLayer(m, nil).WithTLS(mux.TLS{Client: clientTLS}), 1, 3*time.Second, io.Discard)
+		sl, err := mux.NewStreamLayer(m, nil).WithTLS(mux.TLS{Client: clientTLS})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := raft.NewNetworkTransport(sl, 1, 3*time.Second, io.Discard)
 		defer func() { tr.CloseStreams(); _ = tr.Close() }()
 		var resp raft.RequestVoteResponse
 		// Term 0: an outdated candidate, refused without disturbing the

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/rmqgo/rmq/remoting"
 )
 
 // RaftMarker is the first byte of every raft connection.
@@ -222,16 +224,12 @@ func (l *chanListener) Addr() net.Addr { return l.m.ln.Addr() }
 // TLS is the raft side's TLS (docs/operations.md "TLS"). The zero value is
 // plaintext both ways.
 type TLS struct {
-	// Server answers accepted connections that start a TLS handshake
-	// (nil: every connection is plaintext).
-	Server *tls.Config
-	// Enforce refuses accepted connections that do not start one.
-	Enforce bool
+	// Server is how accepted connections are served: TLS or plaintext by
+	// their first byte (permissive), TLS only (enforcing), plaintext only
+	// (disabled, the zero value); as a remoting listener's.
+	Server remoting.ServerTLS
 	// Client dials peers over TLS (nil: plaintext).
 	Client *tls.Config
-	// HandshakeTimeout bounds an accepted connection's first byte and
-	// handshake (0: 10 s).
-	HandshakeTimeout time.Duration
 }
 
 // StreamLayer is raft's network layer: over the Raft side of a Mux, where
@@ -243,7 +241,7 @@ type StreamLayer struct {
 	ln        net.Listener
 	advertise net.Addr
 	marker    bool
-	tls       TLS
+	client    *tls.Config // nil: dial plaintext
 }
 
 var _ raft.StreamLayer = (*StreamLayer)(nil)
@@ -266,14 +264,17 @@ func NewListenerStreamLayer(ln net.Listener, advertise net.Addr) *StreamLayer {
 	return &StreamLayer{ln: ln, advertise: advertise}
 }
 
-// WithTLS returns s carrying raft over TLS as t says.
-func (s *StreamLayer) WithTLS(t TLS) *StreamLayer {
-	if t.HandshakeTimeout <= 0 {
-		t.HandshakeTimeout = 10 * time.Second
+// WithTLS returns s carrying raft over TLS as t says (accepted
+// connections are classified on their first read, off the accept loop; a
+// refused one fails that read, and raft drops it).
+func (s *StreamLayer) WithTLS(t TLS) (*StreamLayer, error) {
+	ln, err := remoting.NewTLSListener(s.ln, t.Server, nil)
+	if err != nil {
+		return nil, fmt.Errorf("mux: raft TLS: %w", err)
 	}
 	c := *s
-	c.tls = t
-	return &c
+	c.ln, c.client = ln, t.Client
+	return &c, nil
 }
 
 // Addr is the advertised address.
@@ -282,16 +283,8 @@ func (s *StreamLayer) Addr() net.Addr { return s.advertise }
 // Close closes the listener.
 func (s *StreamLayer) Close() error { return s.ln.Close() }
 
-// Accept returns the next raft connection. With a TLS server side the
-// connection is told apart (and its handshake made) on its first read, off
-// the accept loop; a refused one fails that read, and raft drops it.
-func (s *StreamLayer) Accept() (net.Conn, error) {
-	conn, err := s.ln.Accept()
-	if err != nil || s.tls.Server == nil {
-		return conn, err
-	}
-	return &sniffConn{raw: conn, t: &s.tls}, nil
-}
+// Accept returns the next raft connection.
+func (s *StreamLayer) Accept() (net.Conn, error) { return s.ln.Accept() }
 
 // Dial connects to a peer, sends the marker (shared port) and makes the TLS
 // handshake (TLS client side), all within timeout.
@@ -307,8 +300,8 @@ func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 			return nil, fmt.Errorf("mux: raft marker to %s: %w", address, err)
 		}
 	}
-	if s.tls.Client != nil {
-		cfg := s.tls.Client.Clone()
+	if s.client != nil {
+		cfg := s.client.Clone()
 		if cfg.ServerName == "" {
 			if host, _, err := net.SplitHostPort(string(address)); err == nil {
 				cfg.ServerName = host
@@ -324,72 +317,3 @@ func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	_ = conn.SetDeadline(time.Time{})
 	return conn, nil
 }
-
-// sniffConn is an accepted raft connection whose kind (TLS or plaintext) is
-// settled on first use: a first byte 0x16 starts a TLS handshake, anything
-// else is plaintext, refused when TLS is enforced.
-type sniffConn struct {
-	raw  net.Conn
-	t    *TLS
-	once sync.Once
-	conn net.Conn
-	err  error
-}
-
-// tlsRecordHandshake is the first byte of a TLS ClientHello.
-const tlsRecordHandshake = 0x16
-
-func (c *sniffConn) settle() error {
-	c.once.Do(func() {
-		_ = c.raw.SetDeadline(time.Now().Add(c.t.HandshakeTimeout))
-		br := bufio.NewReaderSize(c.raw, 512)
-		first, err := br.Peek(1)
-		if err != nil {
-			c.err = fmt.Errorf("mux: raft connection from %s: %w", c.raw.RemoteAddr(), err)
-			return
-		}
-		buf := &bufferedConn{Conn: c.raw, r: br}
-		if first[0] != tlsRecordHandshake {
-			if c.t.Enforce {
-				c.err = fmt.Errorf("mux: plaintext raft connection from %s refused (tls.server.mode=enforcing)", c.raw.RemoteAddr())
-				return
-			}
-			c.conn = buf
-		} else {
-			tc := tls.Server(buf, c.t.Server)
-			if err := tc.Handshake(); err != nil {
-				c.err = fmt.Errorf("mux: raft TLS handshake from %s: %w", c.raw.RemoteAddr(), err)
-				return
-			}
-			c.conn = tc
-		}
-		_ = c.raw.SetDeadline(time.Time{})
-	})
-	if c.err != nil {
-		_ = c.raw.Close()
-	}
-	return c.err
-}
-
-func (c *sniffConn) Read(p []byte) (int, error) {
-	if err := c.settle(); err != nil {
-		return 0, err
-	}
-	return c.conn.Read(p)
-}
-
-func (c *sniffConn) Write(p []byte) (int, error) {
-	if err := c.settle(); err != nil {
-		return 0, err
-	}
-	return c.conn.Write(p)
-}
-
-// Close closes the socket, which also ends a handshake in progress.
-func (c *sniffConn) Close() error { return c.raw.Close() }
-
-func (c *sniffConn) LocalAddr() net.Addr                { return c.raw.LocalAddr() }
-func (c *sniffConn) RemoteAddr() net.Addr               { return c.raw.RemoteAddr() }
-func (c *sniffConn) SetDeadline(t time.Time) error      { return c.raw.SetDeadline(t) }
-func (c *sniffConn) SetReadDeadline(t time.Time) error  { return c.raw.SetReadDeadline(t) }
-func (c *sniffConn) SetWriteDeadline(t time.Time) error { return c.raw.SetWriteDeadline(t) }

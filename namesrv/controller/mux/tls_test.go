@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/rmqgo/rmq/pkg/tlsconfig"
+	"github.com/rmqgo/rmq/remoting"
 )
 
 // TestRaftOverTLS: raft RPCs between stream layers, on a shared port and on
@@ -25,8 +26,8 @@ func TestRaftOverTLS(t *testing.T) {
 	client := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} //nolint:gosec // self-signed test certificate
 	servers := map[string]TLS{
 		"plaintext":  {},
-		"permissive": {Server: server},
-		"enforcing":  {Server: server, Enforce: true},
+		"permissive": {Server: remoting.ServerTLS{Mode: remoting.TLSPermissive, Config: server, HandshakeTimeout: 2 * time.Second}},
+		"enforcing":  {Server: remoting.ServerTLS{Mode: remoting.TLSEnforcing, Config: server, HandshakeTimeout: 2 * time.Second}},
 	}
 	cases := []struct {
 		server    string
@@ -48,7 +49,6 @@ func TestRaftOverTLS(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				st := servers[tc.server]
-				st.HandshakeTimeout = 2 * time.Second
 				var srvLayer, cliLayer *StreamLayer
 				if shared {
 					srvLayer = NewStreamLayer(newMux(t, DefaultConfig()), nil)
@@ -61,7 +61,7 @@ func TestRaftOverTLS(t *testing.T) {
 				if tc.clientTLS {
 					ct.Client = client
 				}
-				err := appendEntries(t, srvLayer.WithTLS(st), cliLayer.WithTLS(ct))
+				err := appendEntries(t, withTLS(t, srvLayer, st), withTLS(t, cliLayer, ct))
 				if tc.ok && err != nil {
 					t.Fatalf("raft RPC refused: %v", err)
 				}
@@ -71,6 +71,15 @@ func TestRaftOverTLS(t *testing.T) {
 			})
 		}
 	}
+}
+
+func withTLS(t *testing.T, s *StreamLayer, tt TLS) *StreamLayer {
+	t.Helper()
+	s, err := s.WithTLS(tt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func listen(t *testing.T) net.Listener {
