@@ -236,14 +236,7 @@ func (c *Controller) listen() (raft.Transport, error) {
 		if err != nil {
 			return nil, fmt.Errorf("controller: raft transport on %s: %w", c.self.Addr, err)
 		}
-		sl, err := mux.NewListenerStreamLayer(ln, adv).WithTLS(rtls)
-		if err != nil {
-			_ = ln.Close()
-			return nil, fmt.Errorf("controller: %w", err)
-		}
-		nt := raft.NewNetworkTransportWithLogger(sl, 3, 10*time.Second, c.hclog())
-		c.closers = append(c.closers, closerFunc(func() error { nt.CloseStreams(); return nt.Close() }))
-		return nt, nil
+		return c.networkTransport(mux.NewListenerStreamLayer(ln, adv), rtls, ln)
 	}
 	bind := c.self.Addr
 	if h := c.cfg.Load().BindHost; h != "" {
@@ -263,9 +256,15 @@ func (c *Controller) listen() (raft.Transport, error) {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
 	c.mux = m
-	sl, err := mux.NewStreamLayer(m, adv).WithTLS(rtls)
+	return c.networkTransport(mux.NewStreamLayer(m, adv), rtls, m)
+}
+
+// networkTransport is raft's transport over sl with rtls; listener is
+// closed when that fails.
+func (c *Controller) networkTransport(sl *mux.StreamLayer, rtls mux.TLS, listener io.Closer) (raft.Transport, error) {
+	sl, err := sl.WithTLS(rtls)
 	if err != nil {
-		_ = m.Close()
+		_ = listener.Close()
 		return nil, fmt.Errorf("controller: %w", err)
 	}
 	nt := raft.NewNetworkTransportWithLogger(sl, 3, 10*time.Second, c.hclog())
