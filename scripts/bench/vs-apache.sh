@@ -19,7 +19,11 @@
 # Normal user "bench" allowed Pub,Sub on Topic:BenchVs and Group:vs_*, which
 # mqbench signs as: every send and pull is authenticated and authorized),
 # PLAIN (0; 1: a third system, "plain", our broker without auth and TLS on
-# ports of its own, in the same rotation: the baseline of AUTH/TLS).
+# ports of its own, in the same rotation: the baseline of AUTH/TLS), CLIENT
+# (mqbench; apache: the sends are Apache's own benchmark Producer 5.5.0,
+# org.apache.rocketmq.example.benchmark.Producer from rocketmq-example, with
+# -a true -ak/-sk under AUTH=1 and -Dtls.enable=true under TLS=1; its TPS is
+# the mean of its per-second reports, its p99 column their Max RT).
 # Broker CPU per message is utime+stime of /proc/PID/stat over the sends.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,10 +34,19 @@ export FLUSH_DISK_TYPE
 TLS=${TLS:-0}
 AUTH=${AUTH:-0}
 PLAIN=${PLAIN:-0}
+CLIENT=${CLIENT:-mqbench}
 SUPER_AK=rocketmq SUPER_SK=12345678
 BENCH_AK=bench BENCH_SK=bench-secret-1
 
 make build >/dev/null
+if [ "$CLIENT" = apache ]; then
+  # shellcheck source=../java-lib.sh
+  . scripts/java-lib.sh
+  find_java
+  jbench="$PWD/scripts/bench/apache-bench"
+  resolve_classpath "$jbench/pom.xml" 5.5.0 "$jbench/target/classpath-5.5.0.txt" vs-apache.sh org.apache.rocketmq:rocketmq-example
+  jcp=$(cat "$jbench/target/classpath-5.5.0.txt")
+fi
 work=$(mktemp -d -t vs-apache-XXXX)
 A_NS=127.0.0.1:19876 A_BR=127.0.0.1:20911
 O_NS_PORT=39876 O_BR_PORT=40911
@@ -131,14 +144,44 @@ done
 ticks=$(getconf CLK_TCK)
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
+# apache_producer <ns> <system>: Apache's benchmark Producer for DURATION,
+# summarised as mqbench's --json line.
+apache_producer() {
+  local ns=$1 sys=$2 log="$work/jbench.log" jflags=() aflags=()
+  if [ "$sys" != plain ]; then
+    [ "$TLS" = 1 ] && jflags=(-Dtls.enable=true)
+    [ "$AUTH" = 1 ] && aflags=(-a true -ak "$BENCH_AK" -sk "$BENCH_SK")
+  fi
+  # The JVM gets JAVA_START (15 s) to start and connect on top of DURATION;
+  # the TPS is the mean of the reports of the last DURATION seconds.
+  timeout -s INT "$(( ${DURATION%s} + ${JAVA_START:-15} ))" java -Xms256m -Xmx512m -XX:+UseSerialGC "${jflags[@]}" -cp "$jcp" \
+    org.apache.rocketmq.example.benchmark.Producer -n "$ns" -t BenchVs -s "$SIZE" -w "$THREADS" -ri 1000 "${aflags[@]}" \
+    >"$log" 2>&1 || true
+  python3 - "$log" "${DURATION%s}" <<'PY'
+import json, re, sys
+rows = [tuple(map(float, m.groups())) for m in re.finditer(
+    r"Current Time: .*? \| Send TPS: (\d+) \| Max RT\(ms\): (\d+) \| Average RT\(ms\): +([\d.]+) \| Send Failed: (\d+)", open(sys.argv[1]).read())]
+sent = int(sum(r[0] for r in rows))
+rows = [r for r in rows if r[0] > 0][-int(sys.argv[2]):]
+tps = sum(r[0] for r in rows) / max(len(rows), 1)
+print(json.dumps({"tps": tps, "messages": sent, "sendFailed": int(rows[-1][3]) if rows else 0,
+                  "latencyMs": {"p99": max((r[1] for r in rows), default=0)}, "client": "apache-benchmark-producer"}))
+PY
+}
+
 run() { # system round
   local sys=$1 r=$2
   local ns=${ns_of[$sys]} p c n before after flags=()
   [ "$sys" != plain ] && flags=("${tlsflags[@]}" "${authflags[@]}")
   before=$(cpu "${pid_of[$sys]}")
-  p=$(bin/mqbench producer -n "$ns" -t BenchVs -s "$SIZE" -w "$THREADS" --duration "$DURATION" --reportInterval 100000 --json "${flags[@]}" 2>/dev/null | tail -1)
+  if [ "$CLIENT" = apache ]; then
+    p=$(apache_producer "$ns" "$sys")
+  else
+    p=$(bin/mqbench producer -n "$ns" -t BenchVs -s "$SIZE" -w "$THREADS" --duration "$DURATION" --reportInterval 100000 --json "${flags[@]}" 2>/dev/null | tail -1)
+  fi
   after=$(cpu "${pid_of[$sys]}")
   n=$(echo "$p" | python3 -c 'import json,sys; print(json.load(sys.stdin)["messages"])')
+  [ "$n" -gt 0 ] || { echo "$sys: nothing sent" >&2; exit 1; }
   c=$(bin/mqbench consumer -n "$ns" -t BenchVs -g "vs_${sys}_$r" --from-first --count "$n" --duration 180s --reportInterval 100000 --json "${flags[@]}" 2>/dev/null | tail -1)
   echo "{\"system\":\"$sys\",\"round\":$r,\"cpu_ticks\":$((after - before)),\"clk_tck\":$ticks,\"producer\":$p,\"consumer\":$c}" >>"$OUT"
 }
