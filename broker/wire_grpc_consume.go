@@ -117,7 +117,7 @@ func (g grpcBackend) popped(resp *remoting.Command, in grpcserver.PopRequest) ([
 		return nil, fmt.Errorf("pop response body: %w", err)
 	}
 	cfg := g.b.cfg.Get()
-	for _, m := range msgs {
+	for i, m := range msgs {
 		ei, err := pop.ParseExtraInfo(m.Property(message.PropertyPopCK))
 		if err != nil { // not a retry message: its receipt comes from the headers
 			retry := pop.RetryFlag(m.Topic)
@@ -144,7 +144,13 @@ func (g grpcBackend) popped(resp *remoting.Command, in grpcserver.PopRequest) ([
 		if m.SysFlag&message.FlagCompressed != 0 {
 			body, err := message.Decompress(m.Body, m.SysFlag, cfg.MaxMessageSize)
 			if err != nil {
-				return nil, fmt.Errorf("decompress message at %s@%d offset %d: %w", m.Topic, m.QueueID, m.QueueOffset, err)
+				// As the proxy's MessageDecoder.decodesBatch: the messages
+				// before it are answered, it and the rest stay invisible
+				// until revived (and reach the DLQ after the group's
+				// retries), instead of failing every receive of the queue.
+				g.b.log.Warn("grpc: receive stops at a message whose body does not decompress",
+					"topic", m.Topic, "queueId", m.QueueID, "queueOffset", m.QueueOffset, "err", err)
+				return msgs[:i], nil
 			}
 			m.Body, m.SysFlag = body, m.SysFlag&^message.FlagCompressed
 		}

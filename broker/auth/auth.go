@@ -4,13 +4,14 @@ import (
 	"crypto/hmac"
 	"crypto/sha1"
 	"crypto/subtle"
-	"encoding/base64"
 	"fmt"
 	"hash"
 	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rmqgo/rmq/pkg/credentials"
 )
 
 // Error is a refused authentication or authorization (Apache's
@@ -163,30 +164,17 @@ func SignRemoting(ext map[string]string, body []byte, secret string, dropUnique,
 	return signWith(hmac.New(sha1.New, []byte(secret)), ext, body, dropUnique, dropToken)
 }
 
-// field is one extField of a request.
-type field struct{ k, v string }
-
 // signWith is SignRemoting with a fresh HMAC keyed with the secret.
 func signWith(mac hash.Hash, ext map[string]string, body []byte, dropUnique, dropToken bool) string {
-	var arr [48]field
-	fields := arr[:0]
-	n := 0
-	for k, v := range ext {
-		if k == FieldSignature || (dropUnique && k == uniqueKeyQuery) || (dropToken && k == FieldSecurityToken) {
-			continue
-		}
-		fields = append(fields, field{k, v})
-		n += len(v)
+	var arr [2]string
+	skip := arr[:0]
+	if dropUnique {
+		skip = append(skip, uniqueKeyQuery)
 	}
-	slices.SortFunc(fields, func(a, b field) int { return strings.Compare(a.k, b.k) })
-	content := make([]byte, 0, n)
-	for _, f := range fields {
-		content = append(content, f.v...)
+	if dropToken {
+		skip = append(skip, FieldSecurityToken)
 	}
-	_, _ = mac.Write(content)
-	_, _ = mac.Write(body)
-	var sum [sha1.Size]byte
-	return base64.StdEncoding.EncodeToString(mac.Sum(sum[:0]))
+	return credentials.SignWith(mac, ext, body, skip...)
 }
 
 // Check is one authorization question: may the subject do one of actions

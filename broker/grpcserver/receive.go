@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -400,17 +401,17 @@ func buildMessage(m *message.Message, topic *v2pb.Resource, invisible time.Durat
 	user := map[string]string{}
 	for k, v := range m.Properties {
 		if !systemKeys[k] {
-			user[k] = v
+			user[validUTF8(k)] = validUTF8(v)
 		}
 	}
 	sum := md5.Sum(m.Body)
 	sp := &v2pb.SystemProperties{
-		MessageId:         messageID(m),
+		MessageId:         validUTF8(messageID(m)),
 		BodyDigest:        &v2pb.Digest{Type: v2pb.DigestType_MD5, Checksum: strings.ToUpper(hex.EncodeToString(sum[:]))},
 		BodyEncoding:      v2pb.Encoding_IDENTITY,
 		MessageType:       storedType(m),
 		BornTimestamp:     timestamppb.New(time.UnixMilli(m.BornTimestamp)),
-		BornHost:          bornHost(m),
+		BornHost:          validUTF8(bornHost(m)),
 		StoreTimestamp:    timestamppb.New(time.UnixMilli(m.StoreTimestamp)),
 		StoreHost:         hostString(m.StoreHost),
 		QueueId:           m.QueueID,
@@ -418,17 +419,23 @@ func buildMessage(m *message.Message, topic *v2pb.Resource, invisible time.Durat
 		InvisibleDuration: durationpb.New(invisible),
 	}
 	if tag, ok := m.Properties[message.PropertyTags]; ok {
+		tag = validUTF8(tag)
 		sp.Tag = &tag
 	}
 	if keys := m.Keys(); len(keys) > 0 {
+		for i, k := range keys {
+			keys[i] = validUTF8(k)
+		}
 		sp.Keys = keys
 	}
 	if h := m.Property(message.PropertyPopCK); h != "" {
+		h = validUTF8(h)
 		sp.ReceiptHandle = &h
 	}
 	attempt := m.ReconsumeTimes + 1
 	sp.DeliveryAttempt = &attempt
 	if g, ok := m.Properties[message.PropertyShardingKey]; ok {
+		g = validUTF8(g)
 		sp.MessageGroup = &g
 	}
 	if v := m.Property(message.PropertyTimerDeliverMS); v != "" {
@@ -437,13 +444,15 @@ func buildMessage(m *message.Message, topic *v2pb.Resource, invisible time.Durat
 		}
 	}
 	if l := m.Property(message.PropertyLiteTopic); l != "" {
+		l = validUTF8(l)
 		sp.LiteTopic = &l
 	}
 	if tc, ok := m.Properties[message.PropertyTraceContext]; ok {
+		tc = validUTF8(tc)
 		sp.TraceContext = &tc
 	}
 	if t, id := m.Property(message.PropertyDLQOriginTopic), m.Property(message.PropertyDLQOriginMessageID); t != "" && id != "" {
-		sp.DeadLetterQueue = &v2pb.DeadLetterQueue{Topic: t, MessageId: id}
+		sp.DeadLetterQueue = &v2pb.DeadLetterQueue{Topic: validUTF8(t), MessageId: validUTF8(id)}
 	}
 	return &v2pb.Message{
 		Topic:            &v2pb.Resource{ResourceNamespace: topic.GetResourceNamespace(), Name: topic.GetName()},
@@ -451,6 +460,19 @@ func buildMessage(m *message.Message, topic *v2pb.Resource, invisible time.Durat
 		SystemProperties: sp,
 		Body:             m.Body,
 	}
+}
+
+// validUTF8 is s with each run of bytes that are not UTF-8 replaced by
+// U+FFFD. A stored message's strings are bytes from any client (remoting
+// keeps them as sent) while protobuf strings must be UTF-8: one invalid
+// property would make the message unmarshallable and fail every receive of
+// its queue. Java's proxy decodes them to Strings, replacing malformed input
+// with U+FFFD too (per malformed sequence rather than per run).
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // storedType is the proxy's classification of a stored message, in the

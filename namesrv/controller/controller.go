@@ -219,13 +219,24 @@ func (c *Controller) listen() (raft.Transport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller: peer address %s: %w", c.self.Addr, err)
 	}
+	rtls, err := c.raftTLS()
+	if err != nil {
+		return nil, err
+	}
 	if c.self.RPCAddr != c.self.Addr {
-		tt, err := raft.NewTCPTransportWithLogger(c.self.Addr, adv, 3, 10*time.Second, c.hclog())
+		if rtls.Server.Mode == remoting.TLSDisabled && rtls.Client == nil {
+			tt, err := raft.NewTCPTransportWithLogger(c.self.Addr, adv, 3, 10*time.Second, c.hclog())
+			if err != nil {
+				return nil, fmt.Errorf("controller: raft transport on %s: %w", c.self.Addr, err)
+			}
+			c.closers = append(c.closers, closerFunc(func() error { tt.CloseStreams(); return tt.Close() }))
+			return tt, nil
+		}
+		ln, err := net.Listen("tcp", c.self.Addr)
 		if err != nil {
 			return nil, fmt.Errorf("controller: raft transport on %s: %w", c.self.Addr, err)
 		}
-		c.closers = append(c.closers, closerFunc(func() error { tt.CloseStreams(); return tt.Close() }))
-		return tt, nil
+		return c.networkTransport(mux.NewListenerStreamLayer(ln, adv), rtls, ln)
 	}
 	bind := c.self.Addr
 	if h := c.cfg.Load().BindHost; h != "" {
@@ -245,10 +256,38 @@ func (c *Controller) listen() (raft.Transport, error) {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
 	c.mux = m
-	nt := raft.NewNetworkTransportWithLogger(mux.NewStreamLayer(m, adv), 3, 10*time.Second, c.hclog())
+	return c.networkTransport(mux.NewStreamLayer(m, adv), rtls, m)
+}
+
+// networkTransport is raft's transport over sl with rtls; listener is
+// closed when that fails.
+func (c *Controller) networkTransport(sl *mux.StreamLayer, rtls mux.TLS, listener io.Closer) (raft.Transport, error) {
+	sl, err := sl.WithTLS(rtls)
+	if err != nil {
+		_ = listener.Close()
+		return nil, fmt.Errorf("controller: %w", err)
+	}
+	nt := raft.NewNetworkTransportWithLogger(sl, 3, 10*time.Second, c.hclog())
 	// Close leaves pooled outbound connections open; close them too.
 	c.closers = append(c.closers, closerFunc(func() error { nt.CloseStreams(); return nt.Close() }))
 	return nt, nil
+}
+
+// raftTLS is raft's TLS between controllers (docs/operations.md "TLS"),
+// from the tls.* keys: accepted connections as tls.server.mode says
+// (permissive: TLS or plaintext; enforcing: TLS only), dialled ones over TLS
+// with tls.enable, and with tls.server.mode=enforcing too, since the peers
+// of an enforcing node enforce as well (they share their configuration).
+func (c *Controller) raftTLS() (mux.TLS, error) {
+	t := mux.TLS{Server: c.tls.Remoting(), Client: c.tls.ClientTLS()}
+	if t.Client == nil && t.Server.Mode == remoting.TLSEnforcing {
+		cc, err := c.tls.Settings.ClientConfig()
+		if err != nil {
+			return t, fmt.Errorf("controller: raft TLS: %w", err)
+		}
+		t.Client = cc
+	}
+	return t, nil
 }
 
 // serveRemoting answers brokers and tools on the shared port.

@@ -50,7 +50,7 @@ func newCore(cfg CommonConfig, heartbeat func() *heartbeatData) *core {
 	}
 	rc := remoting.NewClient(cfg.Remoting, cfg.Logger)
 	if cfg.Credentials != nil {
-		rc.AddHook(credentials.Hook{Credentials: *cfg.Credentials})
+		rc.AddHook(credentials.NewHook(*cfg.Credentials))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &core{

@@ -33,6 +33,24 @@ func TestSignRequest(t *testing.T) {
 	}
 }
 
+// TestHookKeyedOnce: NewHook's copies of its keyed HMAC sign each request
+// as SignRequest does (the copy starts clean every time), with and without
+// a security token.
+func TestHookKeyedOnce(t *testing.T) {
+	for _, c := range []Credentials{{AccessKey: "ak", SecretKey: "sk"}, {AccessKey: "ak", SecretKey: "sk", SecurityToken: "tok"}} {
+		h := NewHook(c)
+		for i, topic := range []string{"T1", "T2", "T1"} {
+			got := remoting.NewRequest(310, map[string]string{"b": topic}, []byte(topic))
+			want := remoting.NewRequest(310, map[string]string{"b": topic}, []byte(topic))
+			h.BeforeRequest(nil, got)
+			c.SignRequest(want)
+			if got.ExtFields[KeySignature] != want.ExtFields[KeySignature] || got.ExtFields[KeySecurityToken] != c.SecurityToken {
+				t.Fatalf("request %d: %v, want %v", i, got.ExtFields, want.ExtFields)
+			}
+		}
+	}
+}
+
 func TestReadToolsConfig(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {

@@ -7,11 +7,24 @@
 #   scripts/bench/vs-apache.sh                 # 2 rounds of 30 s, 1 KiB, 32 threads, ASYNC_FLUSH
 #   FLUSH_DISK_TYPE=SYNC_FLUSH DURATION=20s ROUNDS=3 scripts/bench/vs-apache.sh
 #   TLS=1 scripts/bench/vs-apache.sh           # mqbench --tls against both
+#   AUTH=1 TLS=1 PLAIN=1 scripts/bench/vs-apache.sh   # both with ACL 2.0 and TLS, and ours plain beside them
 #
 # Environment: DURATION (30s), ROUNDS (2), SIZE (1024), THREADS (32),
 # FLUSH_DISK_TYPE (ASYNC_FLUSH), QUEUES (8), OUT (a results file), TLS (0;
 # 1: both systems in tls.server.mode=permissive — Apache's default, with
-# its self-signed certificate — and the clients over TLS).
+# its self-signed certificate — and the clients over TLS), AUTH (0; 1: both
+# brokers with authentication and authorization on — Apache with its
+# DefaultAuthenticationProvider / DefaultAuthorizationProvider, super user
+# rocketmq/12345678 as initAuthenticationUser and inner credentials — and a
+# Normal user "bench" allowed Pub,Sub on Topic:BenchVs and Group:vs_*, which
+# mqbench signs as: every send and pull is authenticated and authorized),
+# PLAIN (0; 1: a third system, "plain", our broker without auth and TLS on
+# ports of its own, in the same rotation: the baseline of AUTH/TLS), CLIENT
+# (mqbench; apache: the sends are Apache's own benchmark Producer 5.5.0,
+# org.apache.rocketmq.example.benchmark.Producer from rocketmq-example, with
+# -a true -ak/-sk under AUTH=1 and -Dtls.enable=true under TLS=1; its TPS is
+# the mean of its per-second reports, its p99 column their Max RT).
+# Broker CPU per message is utime+stime of /proc/PID/stat over the sends.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=bench-lib.sh
@@ -19,8 +32,21 @@ cd "$(dirname "$0")/../.."
 bench_defaults 30s vs-apache
 export FLUSH_DISK_TYPE
 TLS=${TLS:-0}
+AUTH=${AUTH:-0}
+PLAIN=${PLAIN:-0}
+CLIENT=${CLIENT:-mqbench}
+SUPER_AK=rocketmq SUPER_SK=12345678
+BENCH_AK=bench BENCH_SK=bench-secret-1
 
 make build >/dev/null
+if [ "$CLIENT" = apache ]; then
+  # shellcheck source=../java-lib.sh
+  . scripts/java-lib.sh
+  find_java
+  jbench="$PWD/scripts/bench/apache-bench"
+  resolve_classpath "$jbench/pom.xml" 5.5.0 "$jbench/target/classpath-5.5.0.txt" vs-apache.sh org.apache.rocketmq:rocketmq-example
+  jcp=$(cat "$jbench/target/classpath-5.5.0.txt")
+fi
 work=$(mktemp -d -t vs-apache-XXXX)
 A_NS=127.0.0.1:19876 A_BR=127.0.0.1:20911
 O_NS_PORT=39876 O_BR_PORT=40911
@@ -36,8 +62,20 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-echo "starting Apache RocketMQ 5.5.0 ($FLUSH_DISK_TYPE)..." >&2
-NAMESRV_PORT=19876 BROKER_PORT=20911 APACHE_COMMITLOG_SIZE=$((1 << 30)) scripts/apache/start.sh >"$work/apache.out" 2>&1 || {
+apache_extra=""
+if [ "$AUTH" = 1 ]; then
+  apache_extra="authenticationEnabled=true
+authenticationProvider=org.apache.rocketmq.auth.authentication.provider.DefaultAuthenticationProvider
+authenticationMetadataProvider=org.apache.rocketmq.auth.authentication.provider.LocalAuthenticationMetadataProvider
+initAuthenticationUser={\"username\":\"$SUPER_AK\",\"password\":\"$SUPER_SK\"}
+innerClientAuthenticationCredentials={\"accessKey\":\"$SUPER_AK\",\"secretKey\":\"$SUPER_SK\"}
+authorizationEnabled=true
+authorizationProvider=org.apache.rocketmq.auth.authorization.provider.DefaultAuthorizationProvider
+authorizationMetadataProvider=org.apache.rocketmq.auth.authorization.provider.LocalAuthorizationMetadataProvider"
+fi
+echo "starting Apache RocketMQ 5.5.0 ($FLUSH_DISK_TYPE, AUTH=$AUTH TLS=$TLS)..." >&2
+NAMESRV_PORT=19876 BROKER_PORT=20911 APACHE_COMMITLOG_SIZE=$((1 << 30)) APACHE_BROKER_CONF_EXTRA="$apache_extra" \
+  scripts/apache/start.sh >"$work/apache.out" 2>&1 || {
   cat "$work/apache.out" >&2; exit 1; }
 
 echo "starting ours ($FLUSH_DISK_TYPE)..." >&2
@@ -50,6 +88,18 @@ if [ "$TLS" = 1 ]; then
   export NAMESRV_TLS_SERVER_MODE=permissive NAMESRV_TLS_CONFIG_FILE="$work/absent.properties"
   tlsflags=(--tls --tlsConfigFile "$work/absent.properties")
 fi
+authflags=()
+super=()
+if [ "$AUTH" = 1 ]; then
+  cat >>"$work/broker.conf" <<CONF
+authenticationEnabled=true
+authorizationEnabled=true
+initAuthenticationUser={"username":"$SUPER_AK","password":"$SUPER_SK"}
+innerClientAuthenticationCredentials={"accessKey":"$SUPER_AK","secretKey":"$SUPER_SK"}
+CONF
+  authflags=(--aclEnable true --accessKey "$BENCH_AK" --secretKey "$BENCH_SK")
+  super=(-ak "$SUPER_AK" -sk "$SUPER_SK")
+fi
 bin/namesrv --listen-port $O_NS_PORT --kv-config-path "$work/kv.json" >"$work/namesrv.log" 2>&1 &
 pids+=($!)
 sleep 1
@@ -57,48 +107,115 @@ bin/broker -c "$work/broker.conf" >"$work/broker.log" 2>&1 &
 pids+=($!)
 ours_pid=$!
 for _ in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/$O_BR_PORT) 2>/dev/null && break; sleep 0.1; done
+systems=(ours apache)
+declare -A ns_of=([ours]=$O_NS [apache]=$A_NS) br_of=([ours]=$O_BR [apache]=$A_BR) pid_of
+if [ "$PLAIN" = 1 ]; then
+  # Ours without auth and TLS: the environment above is for the other one.
+  P_NS=127.0.0.1:41876 P_BR=127.0.0.1:42911
+  broker_conf broker-plain 42911 "$P_NS" "$work/plain" "$FLUSH_DISK_TYPE" >"$work/plain.conf"
+  env -u NAMESRV_TLS_SERVER_MODE -u NAMESRV_TLS_CONFIG_FILE bin/namesrv --listen-port 41876 --kv-config-path "$work/kv-plain.json" >"$work/namesrv-plain.log" 2>&1 &
+  pids+=($!)
+  sleep 1
+  bin/broker -c "$work/plain.conf" >"$work/broker-plain.log" 2>&1 &
+  pids+=($!)
+  pid_of[plain]=$!
+  for _ in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/42911) 2>/dev/null && break; sleep 0.1; done
+  systems+=(plain)
+  ns_of[plain]=$P_NS br_of[plain]=$P_BR
+fi
 sleep 2
 apache_pid=$(awk '/^broker /{print $2}' "${TMPDIR:-/tmp}/rmq-apache-19876/pids")
+pid_of[ours]=$ours_pid pid_of[apache]=$apache_pid
 
 rss() { awk '/VmRSS/{print $2}' /proc/$1/status; }
 anon() { awk '/RssAnon/{print $2}' /proc/$1/status; }
 echo "idle RSS KiB: ours $(rss $ours_pid) (anon $(anon $ours_pid)), apache $(rss $apache_pid) (anon $(anon $apache_pid))" | tee -a "$OUT.txt" >&2
 
-for ns in $O_NS $A_NS; do
-  bin/mqadmin updateTopic -n $ns -c DefaultCluster -t BenchVs -r $QUEUES -w $QUEUES >/dev/null
+for sys in "${systems[@]}"; do
+  adm=()
+  [ "$sys" != plain ] && adm=("${super[@]}")
+  bin/mqadmin updateTopic -n "${ns_of[$sys]}" -c DefaultCluster -t BenchVs -r $QUEUES -w $QUEUES "${adm[@]}" >/dev/null
+  if [ "$AUTH" = 1 ] && [ "$sys" != plain ]; then
+    bin/mqadmin createUser -b "${br_of[$sys]}" -u "$BENCH_AK" -p "$BENCH_SK" -t Normal "${adm[@]}" >/dev/null
+    bin/mqadmin createAcl -b "${br_of[$sys]}" -s "User:$BENCH_AK" -r "Topic:BenchVs,Group:vs_*" -a Pub,Sub -d Allow "${adm[@]}" >/dev/null
+  fi
 done
 
-run() { # system ns round
-  local sys=$1 ns=$2 r=$3
-  local p c
-  p=$(bin/mqbench producer -n "$ns" -t BenchVs -s "$SIZE" -w "$THREADS" --duration "$DURATION" --reportInterval 100000 --json "${tlsflags[@]}" 2>/dev/null | tail -1)
-  local n
-  n=$(echo "$p" | python3 -c 'import json,sys; print(json.load(sys.stdin)["messages"])')
-  c=$(bin/mqbench consumer -n "$ns" -t BenchVs -g "vs_${sys}_$r" --from-first --count "$n" --duration 180s --reportInterval 100000 --json "${tlsflags[@]}" 2>/dev/null | tail -1)
-  echo "{\"system\":\"$sys\",\"round\":$r,\"producer\":$p,\"consumer\":$c}" >>"$OUT"
+ticks=$(getconf CLK_TCK)
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# apache_producer <ns> <system>: Apache's benchmark Producer for DURATION,
+# summarised as mqbench's --json line.
+apache_producer() {
+  local ns=$1 sys=$2 log="$work/jbench.log" jflags=() aflags=()
+  if [ "$sys" != plain ]; then
+    [ "$TLS" = 1 ] && jflags=(-Dtls.enable=true)
+    [ "$AUTH" = 1 ] && aflags=(-a true -ak "$BENCH_AK" -sk "$BENCH_SK")
+  fi
+  # The JVM gets JAVA_START (15 s) to start and connect on top of DURATION;
+  # the TPS is the mean of the reports of the last DURATION seconds.
+  timeout -s INT "$(( ${DURATION%s} + ${JAVA_START:-15} ))" java -Xms256m -Xmx512m -XX:+UseSerialGC "${jflags[@]}" -cp "$jcp" \
+    org.apache.rocketmq.example.benchmark.Producer -n "$ns" -t BenchVs -s "$SIZE" -w "$THREADS" -ri 1000 "${aflags[@]}" \
+    >"$log" 2>&1 || true
+  python3 - "$log" "${DURATION%s}" <<'PY'
+import json, re, sys
+rows = [tuple(map(float, m.groups())) for m in re.finditer(
+    r"Current Time: .*? \| Send TPS: (\d+) \| Max RT\(ms\): (\d+) \| Average RT\(ms\): +([\d.]+) \| Send Failed: (\d+)", open(sys.argv[1]).read())]
+sent = int(sum(r[0] for r in rows))
+rows = [r for r in rows if r[0] > 0][-int(sys.argv[2]):]
+tps = sum(r[0] for r in rows) / max(len(rows), 1)
+print(json.dumps({"tps": tps, "messages": sent, "sendFailed": int(rows[-1][3]) if rows else 0,
+                  "latencyMs": {"p99": max((r[1] for r in rows), default=0)}, "client": "apache-benchmark-producer"}))
+PY
 }
 
+run() { # system round
+  local sys=$1 r=$2
+  local ns=${ns_of[$sys]} p c n before after flags=()
+  [ "$sys" != plain ] && flags=("${tlsflags[@]}" "${authflags[@]}")
+  before=$(cpu "${pid_of[$sys]}")
+  if [ "$CLIENT" = apache ]; then
+    p=$(apache_producer "$ns" "$sys")
+  else
+    p=$(bin/mqbench producer -n "$ns" -t BenchVs -s "$SIZE" -w "$THREADS" --duration "$DURATION" --reportInterval 100000 --json "${flags[@]}" 2>/dev/null | tail -1)
+  fi
+  after=$(cpu "${pid_of[$sys]}")
+  n=$(echo "$p" | python3 -c 'import json,sys; print(json.load(sys.stdin)["messages"])')
+  [ "$n" -gt 0 ] || { echo "$sys: nothing sent" >&2; exit 1; }
+  c=$(bin/mqbench consumer -n "$ns" -t BenchVs -g "vs_${sys}_$r" --from-first --count "$n" --duration 180s --reportInterval 100000 --json "${flags[@]}" 2>/dev/null | tail -1)
+  echo "{\"system\":\"$sys\",\"round\":$r,\"cpu_ticks\":$((after - before)),\"clk_tck\":$ticks,\"producer\":$p,\"consumer\":$c}" >>"$OUT"
+}
+
+k=${#systems[@]}
 for r in $(seq 1 "$ROUNDS"); do
-  if (( r % 2 )); then order="ours apache"; else order="apache ours"; fi
-  for sys in $order; do
-    if [ "$sys" = ours ]; then run ours $O_NS $r; else run apache $A_NS $r; fi
+  for i in $(seq 0 $((k - 1))); do
+    sys=${systems[$(((i + r - 1) % k))]}
+    run "$sys" "$r"
     echo "round $r $sys done" >&2
   done
 done
 echo "loaded RSS KiB: ours $(rss $ours_pid) (anon $(anon $ours_pid)), apache $(rss $apache_pid) (anon $(anon $apache_pid))" | tee -a "$OUT.txt" >&2
 
-python3 - "$OUT" <<'PY'
+python3 - "$OUT" "AUTH=$AUTH TLS=$TLS" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 agg = {}
 for r in rows:
-    a = agg.setdefault(r["system"], {"send": [], "consume": [], "p99": []})
+    a = agg.setdefault(r["system"], {"send": [], "consume": [], "p99": [], "msgs": 0, "ticks": 0, "clk": r["clk_tck"]})
     a["send"].append(r["producer"]["tps"]); a["consume"].append(r["consumer"]["tps"]); a["p99"].append(r["producer"]["latencyMs"]["p99"])
+    a["msgs"] += r["producer"]["messages"]; a["ticks"] += r["cpu_ticks"]
 mean = lambda xs: sum(xs) / len(xs)
-for s in ("ours", "apache"):
+print(f"ours and apache: {sys.argv[2]}; plain: ours without either")
+for s in ("ours", "apache", "plain"):
+    if s not in agg:
+        continue
     a = agg[s]
-    print(f"{s:7s} send TPS {mean(a['send']):10.0f}  consume TPS {mean(a['consume']):10.0f}  send p99 {mean(a['p99']):.2f} ms  rounds {len(a['send'])}")
+    us = a["ticks"] / a["clk"] * 1e6 / max(a["msgs"], 1)
+    print(f"{s:7s} send TPS {mean(a['send']):10.0f}  consume TPS {mean(a['consume']):10.0f}  send p99 {mean(a['p99']):.2f} ms  broker CPU {us:.1f} µs/msg  rounds {len(a['send'])}")
 o, p = agg["ours"], agg["apache"]
-print(f"ratio   send {mean(o['send'])/mean(p['send']):.2f}x  consume {mean(o['consume'])/mean(p['consume']):.2f}x")
+print(f"ratio   send {mean(o['send'])/mean(p['send']):.2f}x  consume {mean(o['consume'])/mean(p['consume']):.2f}x  (ours / apache)")
+if "plain" in agg:
+    b = agg["plain"]
+    print(f"ratio   send {mean(o['send'])/mean(b['send']):.2f}x  consume {mean(o['consume'])/mean(b['consume']):.2f}x  (ours / plain)")
 PY
 echo "raw results: $OUT" >&2

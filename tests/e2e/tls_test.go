@@ -302,6 +302,20 @@ func TestTLS(t *testing.T) {
 				t.Fatalf("java mqadmin -Dtls.enable=true clusterList: %v\n%s", err, out)
 			}
 		})
+		// The Java client 5.5.0 without TLS (-Dtls.enable unset, ClientConfig's
+		// useTLS false): plaintext on a permissive port is served.
+		t.Run("java client plaintext", func(t *testing.T) {
+			t.Parallel()
+			interop.RunJavaCheck(t, "roundtrip", "-n", c.NamesrvAddr, "-t", "TlsTopic", "-g", "tls_permissive_java",
+				"-count", "20").RequireOK(t)
+		})
+		// ali-ons (plaintext only: its sockets are net.connect, it has no
+		// TLS option) on a permissive port.
+		t.Run("ali-ons plaintext", func(t *testing.T) {
+			t.Parallel()
+			interop.RunNodeCheck(t, "roundtrip", "-n", c.NamesrvAddr, "-t", "TlsTopic", "-g", "tls_permissive_node",
+				"-pg", "tls_permissive_node_pg", "-count", "20", "-create-topic=false").RequireOK(t)
+		})
 		ctx := context.Background()
 		for _, useTLS := range []bool{true, false} {
 			name := "tls_permissive_off"

@@ -7,6 +7,7 @@ package mux
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/rmqgo/rmq/remoting"
 )
 
 // RaftMarker is the first byte of every raft connection.
@@ -218,11 +221,27 @@ func (l *chanListener) Close() error { return l.m.Close() }
 
 func (l *chanListener) Addr() net.Addr { return l.m.ln.Addr() }
 
-// StreamLayer is raft's network layer over the Raft side of a Mux: dialled
-// connections announce themselves with RaftMarker.
+// TLS is the raft side's TLS (docs/operations.md "TLS"). The zero value is
+// plaintext both ways.
+type TLS struct {
+	// Server is how accepted connections are served: TLS or plaintext by
+	// their first byte (permissive), TLS only (enforcing), plaintext only
+	// (disabled, the zero value); as a remoting listener's.
+	Server remoting.ServerTLS
+	// Client dials peers over TLS (nil: plaintext).
+	Client *tls.Config
+}
+
+// StreamLayer is raft's network layer: over the Raft side of a Mux, where
+// dialled connections announce themselves with RaftMarker, or over a
+// listener of its own (NewListenerStreamLayer). With TLS the marker stays
+// plaintext (it selects the side of the shared port) and everything after
+// it, raft's RPCs, goes through the TLS session.
 type StreamLayer struct {
-	net.Listener
+	ln        net.Listener
 	advertise net.Addr
+	marker    bool
+	client    *tls.Config // nil: dial plaintext
 }
 
 var _ raft.StreamLayer = (*StreamLayer)(nil)
@@ -233,23 +252,68 @@ func NewStreamLayer(m *Mux, advertise net.Addr) *StreamLayer {
 	if advertise == nil {
 		advertise = m.Addr()
 	}
-	return &StreamLayer{Listener: m.Raft(), advertise: advertise}
+	return &StreamLayer{ln: m.Raft(), advertise: advertise, marker: true}
+}
+
+// NewListenerStreamLayer serves raft alone on ln (a port of its own: no
+// marker); advertise nil is ln's address.
+func NewListenerStreamLayer(ln net.Listener, advertise net.Addr) *StreamLayer {
+	if advertise == nil {
+		advertise = ln.Addr()
+	}
+	return &StreamLayer{ln: ln, advertise: advertise}
+}
+
+// WithTLS returns s carrying raft over TLS as t says (accepted
+// connections are classified on their first read, off the accept loop; a
+// refused one fails that read, and raft drops it).
+func (s *StreamLayer) WithTLS(t TLS) (*StreamLayer, error) {
+	ln, err := remoting.NewTLSListener(s.ln, t.Server, nil)
+	if err != nil {
+		return nil, fmt.Errorf("mux: raft TLS: %w", err)
+	}
+	c := *s
+	c.ln, c.client = ln, t.Client
+	return &c, nil
 }
 
 // Addr is the advertised address.
 func (s *StreamLayer) Addr() net.Addr { return s.advertise }
 
-// Dial connects to a peer and sends the marker.
+// Close closes the listener.
+func (s *StreamLayer) Close() error { return s.ln.Close() }
+
+// Accept returns the next raft connection.
+func (s *StreamLayer) Accept() (net.Conn, error) { return s.ln.Accept() }
+
+// Dial connects to a peer, sends the marker (shared port) and makes the TLS
+// handshake (TLS client side), all within timeout.
 func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	conn, err := net.DialTimeout("tcp", string(address), timeout)
 	if err != nil {
 		return nil, err
 	}
-	_ = conn.SetWriteDeadline(time.Now().Add(timeout))
-	if _, err := conn.Write([]byte{RaftMarker}); err != nil {
-		_ = conn.Close()
-		return nil, fmt.Errorf("mux: raft marker to %s: %w", address, err)
+	_ = conn.SetDeadline(time.Now().Add(timeout))
+	if s.marker {
+		if _, err := conn.Write([]byte{RaftMarker}); err != nil {
+			_ = conn.Close()
+			return nil, fmt.Errorf("mux: raft marker to %s: %w", address, err)
+		}
 	}
-	_ = conn.SetWriteDeadline(time.Time{})
+	if s.client != nil {
+		cfg := s.client.Clone()
+		if cfg.ServerName == "" {
+			if host, _, err := net.SplitHostPort(string(address)); err == nil {
+				cfg.ServerName = host
+			}
+		}
+		tc := tls.Client(conn, cfg)
+		if err := tc.Handshake(); err != nil {
+			_ = conn.Close()
+			return nil, fmt.Errorf("mux: raft TLS handshake with %s: %w", address, err)
+		}
+		conn = tc
+	}
+	_ = conn.SetDeadline(time.Time{})
 	return conn, nil
 }
