@@ -61,6 +61,11 @@ type Log struct {
 	ckpt     *Checkpoint
 	recovery RecoveryInfo
 	hours    []int
+	// manualDeletes is how many retention rounds still delete expired
+	// files outside the DeleteWhen hours (DeleteFilesManually); retentionKick
+	// starts a round early.
+	manualDeletes atomic.Int32
+	retentionKick chan struct{}
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -102,6 +107,8 @@ func Open(cfg Config) (*Log, error) {
 		notify:    make(chan struct{}),
 		flushKick: make(chan struct{}, 1),
 		stop:      make(chan struct{}),
+
+		retentionKick: make(chan struct{}, 1),
 	}
 	l.cond.L = &l.mu
 	for _, d := range []string{cfg.Dir, filepath.Dir(cfg.CheckpointPath), filepath.Dir(cfg.AbortPath)} {
@@ -299,6 +306,17 @@ func (l *Log) ConfirmOffset() int64 { return l.confirm.Load() }
 func (l *Log) SetConfirmOffset(off int64) {
 	l.confirm.Store(off)
 	l.ckpt.Update(func(s *CheckpointState) { s.ConfirmPhyOffset = off })
+}
+
+// MasterFlushedOffset is the master's flushed offset a slave recorded
+// (Apache's StoreCheckpoint masterFlushedOffset).
+func (l *Log) MasterFlushedOffset() int64 { return l.ckpt.State().MasterFlushedOffset }
+
+// SetMasterFlushedOffset records the master's flushed offset in the
+// checkpoint (Apache's DefaultMessageStore.setMasterFlushedOffset); it is
+// persisted with the next checkpoint write.
+func (l *Log) SetMasterFlushedOffset(off int64) {
+	l.ckpt.Update(func(s *CheckpointState) { s.MasterFlushedOffset = off })
 }
 
 // FileSize is the segment size.
