@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -66,6 +67,8 @@ type Log struct {
 	// starts a round early.
 	manualDeletes atomic.Int32
 	retentionKick chan struct{}
+	// readRandom: segments are mapped with read-ahead off (MADV_RANDOM).
+	readRandom atomic.Bool
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -110,6 +113,7 @@ func Open(cfg Config) (*Log, error) {
 
 		retentionKick: make(chan struct{}, 1),
 	}
+	l.readRandom.Store(cfg.NoReadAhead)
 	l.cond.L = &l.mu
 	for _, d := range []string{cfg.Dir, filepath.Dir(cfg.CheckpointPath), filepath.Dir(cfg.AbortPath)} {
 		if err := l.fs.MkdirAll(d, 0o755); err != nil {
@@ -200,7 +204,7 @@ func (l *Log) loadSegments() error {
 		}
 		var seg *segment
 		if err == nil {
-			seg, err = newSegment(f, l.cfg.Dir, base, l.cfg.FileSize, l.cfg.UseMmap, mod)
+			seg, err = newSegment(f, l.cfg.Dir, base, l.cfg.FileSize, l.cfg.UseMmap, l.readRandom.Load(), mod)
 		}
 		if err != nil {
 			f.Close()
@@ -307,6 +311,33 @@ func (l *Log) SetConfirmOffset(off int64) {
 	l.confirm.Store(off)
 	l.ckpt.Update(func(s *CheckpointState) { s.ConfirmPhyOffset = off })
 }
+
+// SetReadAhead turns the kernel's read-ahead on every mapped segment on
+// (Apache's MADV_NORMAL) or off (MADV_RANDOM), and on the segments created
+// after: Apache's dataReadAheadEnable and CommitLog.scanFileAndSetReadMode
+// (SET_COMMITLOG_READ_MODE). Unmapped segments (useMmap off) have nothing
+// to advise.
+func (l *Log) SetReadAhead(on bool) error {
+	l.readRandom.Store(!on)
+	l.segMu.Lock()
+	segs := slices.Clone(l.segs)
+	l.segMu.Unlock()
+	var firstErr error
+	for _, s := range segs {
+		if !s.acquire() {
+			continue
+		}
+		if err := s.adviseRandom(!on); err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("commitlog: madvise %s: %w", s.path, err)
+		}
+		s.release()
+	}
+	l.log.Info("CommitLog read-ahead set", "readAhead", on, "files", len(segs))
+	return firstErr
+}
+
+// ReadAhead reports whether segments are mapped with read-ahead on.
+func (l *Log) ReadAhead() bool { return !l.readRandom.Load() }
 
 // MasterFlushedOffset is the master's flushed offset a slave recorded
 // (Apache's StoreCheckpoint masterFlushedOffset).
