@@ -94,46 +94,36 @@ func NewMaintenance(d MaintenanceDeps) (*Maintenance, error) {
 	return &Maintenance{d: d, log: d.Logger, cold: coldTable{groups: map[string]int64{}}}, nil
 }
 
-// Request codes served here that remoting/code does not name elsewhere.
+// Header fields, Apache's remarks and limits.
 const (
-	codeCleanExpiredConsumeQueue           int32 = 306
-	codeCleanUnusedTopic                   int32 = 316
-	codeQueryConsumeQueue                  int32 = 321
-	codeDeleteExpiredCommitLog             int32 = 329
-	codeUpdateColdDataFlowCtrConfig        int32 = 2001
-	codeRemoveColdDataFlowCtrConfig        int32 = 2002
-	codeGetColdDataFlowCtrInfo             int32 = 2003
-	codeSetCommitLogReadMode               int32 = 2004
-	codePopRollback                        int32 = 200056
-	readAheadModeField                           = "READ_AHEAD_MODE"
-	madvNormal, madvRandom                       = 0, 1
-	setReadModeFailed                            = "set commitlog readahead mode failed"
-	setReadModeBadValue                          = "set commitlog readahead mode param value error"
-	setReadModeBadParam                          = "set commitlog readahead mode param error"
-	coldCtrPropertiesErr                         = "string2Properties error"
-	queueMissingRemark                           = "%d@%s is not exist!"
-	indexMissingRemark                           = "Index %d of %d@%s is not exist!"
-	offlineFilterData                            = "%s@%s is not online!"
-	maxQueryConsumeQueueCount                    = 1 << 16
-	codeResetMasterFlushOffsetRegistered         = code.ResetMasterFlushOffset
-	codeResetMasterFlushOffsetHeaderField        = "masterFlushOffset"
-	codeQueryConsumeQueueConsumerGroupName       = "consumerGroup"
+	readAheadModeField        = "READ_AHEAD_MODE"
+	masterFlushOffsetField    = "masterFlushOffset"
+	consumerGroupField        = "consumerGroup"
+	madvNormal, madvRandom    = 0, 1
+	setReadModeFailed         = "set commitlog readahead mode failed"
+	setReadModeBadValue       = "set commitlog readahead mode param value error"
+	setReadModeBadParam       = "set commitlog readahead mode param error"
+	coldCtrPropertiesErr      = "string2Properties error"
+	queueMissingRemark        = "%d@%s is not exist!"
+	indexMissingRemark        = "Index %d of %d@%s is not exist!"
+	offlineFilterData         = "%s@%s is not online!"
+	maxQueryConsumeQueueCount = 1 << 16
 )
 
 // Handlers maps each code to its handler (all on the admin executor, as
 // Apache registers AdminBrokerProcessor).
 func (m *Maintenance) Handlers() map[int32]remoting.Handler {
 	return map[int32]remoting.Handler{
-		codeCleanExpiredConsumeQueue:         m.cleanExpiredConsumeQueue,
-		codeCleanUnusedTopic:                 m.cleanUnusedTopic,
-		codeDeleteExpiredCommitLog:           m.deleteExpiredCommitLog,
-		codeQueryConsumeQueue:                m.queryConsumeQueue,
-		codeSetCommitLogReadMode:             m.setCommitLogReadMode,
-		codeResetMasterFlushOffsetRegistered: m.resetMasterFlushOffset,
-		codeUpdateColdDataFlowCtrConfig:      m.updateColdDataFlowCtrConfig,
-		codeRemoveColdDataFlowCtrConfig:      m.removeColdDataFlowCtrConfig,
-		codeGetColdDataFlowCtrInfo:           m.getColdDataFlowCtrInfo,
-		codePopRollback:                      m.popRollback,
+		code.CleanExpiredConsumeQueue:    m.cleanExpiredConsumeQueue,
+		code.CleanUnusedTopic:            m.cleanUnusedTopic,
+		code.DeleteExpiredCommitLog:      m.deleteExpiredCommitLog,
+		code.QueryConsumeQueue:           m.queryConsumeQueue,
+		code.SetCommitLogReadMode:        m.setCommitLogReadMode,
+		code.ResetMasterFlushOffset:      m.resetMasterFlushOffset,
+		code.UpdateColdDataFlowCtrConfig: m.updateColdDataFlowCtrConfig,
+		code.RemoveColdDataFlowCtrConfig: m.removeColdDataFlowCtrConfig,
+		code.GetColdDataFlowCtrInfo:      m.getColdDataFlowCtrInfo,
+		code.PopRollback:                 m.popRollback,
 	}
 }
 
@@ -206,7 +196,7 @@ func (m *Maintenance) setCommitLogReadMode(_ context.Context, ch *remoting.Chann
 // records the offset; a master ignores it. Both answer SUCCESS.
 func (m *Maintenance) resetMasterFlushOffset(_ context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	if m.d.Config.Get().BrokerID != 0 {
-		if v, has := req.ExtFields[codeResetMasterFlushOffsetHeaderField]; has {
+		if v, has := req.ExtFields[masterFlushOffsetField]; has {
 			off, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
 				return nil, processor.BadRequestf("masterFlushOffset %q: %v", v, err)
@@ -260,7 +250,7 @@ func (m *Maintenance) queryConsumeQueue(_ context.Context, _ *remoting.Channel, 
 	qid := f.Int32("queueId")
 	index := f.Int64("index")
 	count := f.Int32("count")
-	group, hasGroup := req.ExtFields[codeQueryConsumeQueueConsumerGroupName]
+	group, hasGroup := req.ExtFields[consumerGroupField]
 	if err := f.Err(); err != nil {
 		return nil, processor.BadRequest(err)
 	}
