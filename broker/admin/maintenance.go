@@ -15,6 +15,7 @@ import (
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/internal/defaults"
 	"github.com/rmqgo/rmq/broker/processor"
+	"github.com/rmqgo/rmq/internal/javaorder"
 	pcfg "github.com/rmqgo/rmq/pkg/config"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -305,7 +306,7 @@ func (m *Maintenance) queryConsumeQueue(_ context.Context, _ *remoting.Channel, 
 type coldTable struct {
 	mu     sync.Mutex
 	groups map[string]int64
-	order  []string // insertion order, for the JSON answer
+	order  []string // insertion order (a hash bucket's order)
 }
 
 func (c *coldTable) put(group string, threshold int64) {
@@ -332,13 +333,14 @@ func (c *coldTable) remove(group string) {
 	}
 }
 
-// configJSON is the table as a JSON object, in insertion order.
+// configJSON is the table as a JSON object, in the iteration order of
+// Apache's ConcurrentHashMap of it.
 func (c *coldTable) configJSON() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var b strings.Builder
 	b.WriteByte('{')
-	for i, g := range c.order {
+	for i, g := range javaorder.HashOrder(c.order, javaorder.HashMapDefault, true) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
