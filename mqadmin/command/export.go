@@ -100,8 +100,15 @@ func (a *app) exportConfigs(ctx context.Context, c *admin.Client, cluster, dir s
 				kept[k] = v
 			}
 		}
+		// needBrokerProprties fills a new Properties (a ConcurrentHashMap)
+		// in its list order: with 12 keys or more it has doubled, which
+		// reorders bins.
+		kp := newJavaCHM()
+		for _, k := range keys {
+			kp.put(k)
+		}
 		o := jobj{}
-		for _, k := range javaHashOrder(keys, hashMapDefault, true) {
+		for _, k := range kp.keys() {
 			o = append(o, jfield{key: fastjsonQuote(k), node: jstr(kept[k])})
 		}
 		configs[name] = o

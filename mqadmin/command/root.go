@@ -338,6 +338,7 @@ func newRoot(a *app) *cobra.Command {
 		newRemappingStaticTopic(a),
 		newExportMetadata(a),
 		newExportConfigs(a),
+		newExportMetrics(a),
 		newCleanExpiredCQ(a),
 		newCleanUnusedTopic(a),
 		newDeleteExpiredCommitLog(a),
