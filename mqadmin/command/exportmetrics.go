@@ -57,7 +57,7 @@ func jlong(v int64) jnode     { return jraw(strconv.FormatInt(v, 10)) }
 
 // metricsTotals are ExportMetricsCommand's totals over the brokers.
 type metricsTotals struct {
-	normalIn, normalOut, transIn, scheduleIn         float64
+	normalIn, normalOut, transIn, scheduleIn          float64
 	normalInDay, normalOutDay, transInDay, schedInDay int64
 }
 
