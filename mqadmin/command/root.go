@@ -349,6 +349,7 @@ func newRoot(a *app) *cobra.Command {
 		newRemoveColdDataFlowCtrGroupConfig(a),
 		newExportPopRecord(a),
 		newQueryCq(a),
+		newStartMonitoring(a),
 		newStaticTopicHistory(a),
 		newDashboard(a),
 	} {
