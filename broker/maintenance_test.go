@@ -145,3 +145,74 @@ func javaHash(s string) int32 {
 	}
 	return h
 }
+
+// TestOffsetAdminCodes: CLONE_GROUP_OFFSET (314), QUERY_SUBSCRIPTION_BY_CONSUMER
+// (345), QUERY_CORRECTION_OFFSET (308) and QUERY_CONSUME_TIME_SPAN (303)
+// over the wire, on committed offsets and stored messages.
+func TestOffsetAdminCodes(t *testing.T) {
+	ns := fakens.Start(t)
+	b, err := New(testConfig(t, t.TempDir(), ns.Addr()), nil, WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
+	invoke := invoker(t, b)
+	ctx := context.Background()
+	if r := invoke(code.UpdateAndCreateTopic, map[string]string{"topic": "OT", "readQueueNums": "2", "writeQueueNums": "2", "perm": "6"}, nil); r.Code != code.Success {
+		t.Fatalf("create: %d %s", r.Code, r.Remark)
+	}
+	for i := range 4 {
+		m := &message.Message{Topic: "OT", QueueID: int32(i % 2), Body: []byte("x"), BornTimestamp: time.Now().UnixMilli()}
+		if _, err := b.store.PutMessage(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if b.store.MaxOffset("OT", 1) < 2 {
+			return context.DeadlineExceeded
+		}
+		return nil
+	})
+	b.store.CommitOffset("g1", "OT", 0, 2)
+	b.store.CommitOffset("g1", "OT", 1, 1)
+	b.store.CommitOffset("g3", "OT", 0, 1)
+
+	if r := invoke(code.CloneGroupOffset, map[string]string{"srcGroup": "g1", "destGroup": "g2", "topic": "OT", "offline": "true"}, nil); r.Code != code.Success {
+		t.Fatalf("314: %d %s", r.Code, r.Remark)
+	}
+	for q, want := range []int64{2, 1} {
+		if off, ok := b.store.QueryOffset("g2", "OT", int32(q)); !ok || off != want {
+			t.Errorf("cloned offset of queue %d: %d %v, want %d", q, off, ok, want)
+		}
+	}
+	r := invoke(code.QuerySubscriptionByConsumer, map[string]string{"group": "g1", "topic": "OT"}, nil)
+	if r.Code != code.Success || string(r.Body) != `{"group":"g1","topic":"OT"}` {
+		t.Errorf("345: %d %s", r.Code, r.Body)
+	}
+	// g3 is behind g1 and g2 on queue 0 (Long.MAX_VALUE), has nothing on 1.
+	r = invoke(code.QueryCorrectionOffset, map[string]string{"topic": "OT", "compareGroup": "g3", "filterGroups": "g3"}, nil)
+	if r.Code != code.Success || string(r.Body) != `{"correctionOffsets":{"0":9223372036854775807,"1":1}}` {
+		t.Errorf("308: %d %s", r.Code, r.Body)
+	}
+	r = invoke(code.QueryConsumeTimeSpan, map[string]string{"topic": "OT", "group": "g1"}, nil)
+	var spans struct {
+		Set []struct {
+			ConsumeTimeStamp, DelayTime, MaxTimeStamp, MinTimeStamp int64
+		} `json:"consumeTimeSpanSet"`
+	}
+	if r.Code != code.Success || json.Unmarshal(r.Body, &spans) != nil || len(spans.Set) != 2 {
+		t.Fatalf("303: %d %s", r.Code, r.Body)
+	}
+	if s := spans.Set[0]; s.MinTimeStamp <= 0 || s.MaxTimeStamp < s.MinTimeStamp || s.ConsumeTimeStamp != s.MaxTimeStamp || s.DelayTime != 0 {
+		t.Errorf("303 queue 0 (all consumed): %+v", s)
+	}
+	if s := spans.Set[1]; s.DelayTime < 0 || s.ConsumeTimeStamp != s.MinTimeStamp || s.MaxTimeStamp < s.MinTimeStamp {
+		t.Errorf("303 queue 1: %+v", s)
+	}
+	if r := invoke(code.QueryConsumeTimeSpan, map[string]string{"topic": "Nope", "group": "g1"}, nil); r.Code != code.TopicNotExist || r.Remark != "topic[Nope] not exist" {
+		t.Errorf("303 unknown topic: %d %q", r.Code, r.Remark)
+	}
+}

@@ -235,6 +235,14 @@ func RequestName(c int32) string {
 		return "SET_COMMITLOG_READ_MODE"
 	case PopRollback:
 		return "POP_ROLLBACK"
+	case QueryConsumeTimeSpan:
+		return "QUERY_CONSUME_TIME_SPAN"
+	case QueryCorrectionOffset:
+		return "QUERY_CORRECTION_OFFSET"
+	case CloneGroupOffset:
+		return "CLONE_GROUP_OFFSET"
+	case QuerySubscriptionByConsumer:
+		return "QUERY_SUBSCRIPTION_BY_CONSUMER"
 	case ViewBrokerStatsData:
 		return "VIEW_BROKER_STATS_DATA"
 	case GetSystemTopicListFromBroker:

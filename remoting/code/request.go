@@ -108,6 +108,10 @@ const (
 	GetColdDataFlowCtrInfo               int32 = 2003
 	SetCommitLogReadMode                 int32 = 2004
 	PopRollback                          int32 = 200056
+	QueryConsumeTimeSpan                 int32 = 303
+	QueryCorrectionOffset                int32 = 308
+	CloneGroupOffset                     int32 = 314
+	QuerySubscriptionByConsumer          int32 = 345
 )
 
 // Request codes: broker to client (docs/protocol.md §3.5).
