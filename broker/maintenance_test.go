@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -214,5 +215,24 @@ func TestOffsetAdminCodes(t *testing.T) {
 	}
 	if r := invoke(code.QueryConsumeTimeSpan, map[string]string{"topic": "Nope", "group": "g1"}, nil); r.Code != code.TopicNotExist || r.Remark != "topic[Nope] not exist" {
 		t.Errorf("303 unknown topic: %d %q", r.Code, r.Remark)
+	}
+
+	// 353: forbid g1 to read OT, read it back, in the group table (201), then allow it again.
+	for _, tc := range []struct {
+		ext  map[string]string
+		body string
+	}{
+		{map[string]string{"group": "g1", "topic": "OT", "readable": "false"}, `{"group":"g1","readable":false,"topic":"OT"}`},
+		{map[string]string{"group": "g1", "topic": "OT"}, `{"group":"g1","readable":false,"topic":"OT"}`},
+		{map[string]string{"group": "g1", "topic": "OT", "readable": "true"}, `{"group":"g1","readable":true,"topic":"OT"}`},
+	} {
+		if r := invoke(code.UpdateAndGetGroupForbidden, tc.ext, nil); r.Code != code.Success || string(r.Body) != tc.body {
+			t.Errorf("353 %v: %d %s, want %s", tc.ext, r.Code, r.Body, tc.body)
+		}
+		if tc.ext["readable"] == "false" {
+			if r := invoke(code.GetAllSubscriptionGroupConfig, nil, nil); !strings.Contains(string(r.Body), `"forbiddenTable":{"g1":{"OT":4}}`) {
+				t.Errorf("201 after 353: %s", r.Body)
+			}
+		}
 	}
 }

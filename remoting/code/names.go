@@ -243,6 +243,8 @@ func RequestName(c int32) string {
 		return "CLONE_GROUP_OFFSET"
 	case QuerySubscriptionByConsumer:
 		return "QUERY_SUBSCRIPTION_BY_CONSUMER"
+	case UpdateAndGetGroupForbidden:
+		return "UPDATE_AND_GET_GROUP_FORBIDDEN"
 	case ViewBrokerStatsData:
 		return "VIEW_BROKER_STATS_DATA"
 	case GetSystemTopicListFromBroker:

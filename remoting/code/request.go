@@ -112,6 +112,7 @@ const (
 	QueryCorrectionOffset                int32 = 308
 	CloneGroupOffset                     int32 = 314
 	QuerySubscriptionByConsumer          int32 = 345
+	UpdateAndGetGroupForbidden           int32 = 353
 )
 
 // Request codes: broker to client (docs/protocol.md §3.5).
