@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	pcfg "github.com/rmqgo/rmq/pkg/config"
 	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
@@ -69,9 +68,11 @@ func (m *Maintenance) handle(addr string, req *remoting.Command) (*remoting.Comm
 		}
 		return remoting.NewResponse(req, code.Success, fmt.Sprintf("set commitlog readahead mode success, mode: %d", mode)), true
 	case code.UpdateColdDataFlowCtrConfig:
-		props, err := pcfg.ParseProperties(req.Body)
-		if err != nil {
-			return fail(req, code.SystemError, "string2Properties error"), true
+		props := map[string]string{}
+		for _, line := range strings.Split(string(req.Body), "\n") {
+			if k, v, found := strings.Cut(strings.TrimSpace(line), "="); found && !strings.HasPrefix(k, "#") {
+				props[k] = v
+			}
 		}
 		for _, g := range slices.Sorted(maps.Keys(props)) {
 			v, err := strconv.ParseInt(strings.TrimSpace(props[g]), 10, 64)
