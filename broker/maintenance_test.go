@@ -10,6 +10,7 @@ import (
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/internal/testutil/fakens"
 	"github.com/rmqgo/rmq/pkg/message"
+	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
@@ -17,16 +18,7 @@ import (
 // wire (Apache's answers: codes, remarks, bodies) and their effect on the
 // store.
 func TestMaintenanceCodes(t *testing.T) {
-	ns := fakens.Start(t)
-	b, err := New(testConfig(t, t.TempDir(), ns.Addr()), nil, WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
-	invoke := invoker(t, b)
+	b, invoke := startAdminTestBroker(t)
 	ctx := context.Background()
 	for _, topic := range []string{"Used", "Unused"} {
 		if r := invoke(code.UpdateAndCreateTopic, map[string]string{"topic": topic, "readQueueNums": "2", "writeQueueNums": "2", "perm": "6"}, nil); r.Code != code.Success {
@@ -139,6 +131,22 @@ func TestMaintenanceCodes(t *testing.T) {
 	}
 }
 
+// startAdminTestBroker starts a broker on a fake nameserver and returns it
+// with a request sender.
+func startAdminTestBroker(t *testing.T) (*Broker, func(c int32, ext map[string]string, body []byte) *remoting.Command) {
+	t.Helper()
+	ns := fakens.Start(t)
+	b, err := New(testConfig(t, t.TempDir(), ns.Addr()), nil, WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
+	return b, invoker(t, b)
+}
+
 func javaHash(s string) int32 {
 	var h int32
 	for _, c := range s {
@@ -151,16 +159,7 @@ func javaHash(s string) int32 {
 // (345), QUERY_CORRECTION_OFFSET (308) and QUERY_CONSUME_TIME_SPAN (303)
 // over the wire, on committed offsets and stored messages.
 func TestOffsetAdminCodes(t *testing.T) {
-	ns := fakens.Start(t)
-	b, err := New(testConfig(t, t.TempDir(), ns.Addr()), nil, WithRegisterTiming(time.Hour, time.Hour, 20*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
-	invoke := invoker(t, b)
+	b, invoke := startAdminTestBroker(t)
 	ctx := context.Background()
 	if r := invoke(code.UpdateAndCreateTopic, map[string]string{"topic": "OT", "readQueueNums": "2", "writeQueueNums": "2", "perm": "6"}, nil); r.Code != code.Success {
 		t.Fatalf("create: %d %s", r.Code, r.Remark)

@@ -44,17 +44,24 @@ var exportedBrokerKeys = []string{
 }
 
 func newExportConfigs(a *app) *cobra.Command {
+	return a.newClusterExportCmd("exportConfigs", "Export configs.", "configs.json", a.exportConfigs)
+}
+
+// newClusterExportCmd is a command that exports a cluster (-c, required)
+// to a file under -f (default javaExportDir), as exportConfigs and
+// exportMetrics.
+func (a *app) newClusterExportCmd(use, short, file string, run func(ctx context.Context, c *admin.Client, cluster, dir string) error) *cobra.Command {
 	var cluster, dir string
-	c := newCmd("exportConfigs", "Export configs.")
+	c := newCmd(use, short)
 	stringOpt(c.Flags(), &cluster, "c", "clusterName", "choose a cluster to export")
-	stringOpt(c.Flags(), &dir, "f", "filePath", "export configs.json path | default /tmp/rocketmq/export")
+	stringOpt(c.Flags(), &dir, "f", "filePath", "export "+file+" path | default /tmp/rocketmq/export")
 	markRequired(c, "clusterName")
 	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
 		d := javaExportDir
 		if cmd.Flags().Changed("filePath") {
 			d = strings.TrimSpace(dir)
 		}
-		return a.exportConfigs(cmd.Context(), c, strings.TrimSpace(cluster), d)
+		return run(cmd.Context(), c, strings.TrimSpace(cluster), d)
 	})
 	return c
 }

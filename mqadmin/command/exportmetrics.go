@@ -17,19 +17,7 @@ import (
 // ---- exportMetrics ----
 
 func newExportMetrics(a *app) *cobra.Command {
-	var cluster, dir string
-	c := newCmd("exportMetrics", "Export metrics.")
-	stringOpt(c.Flags(), &cluster, "c", "clusterName", "choose a cluster to export")
-	stringOpt(c.Flags(), &dir, "f", "filePath", "export metrics.json path | default /tmp/rocketmq/export")
-	markRequired(c, "clusterName")
-	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
-		d := javaExportDir
-		if cmd.Flags().Changed("filePath") {
-			d = strings.TrimSpace(dir)
-		}
-		return a.exportMetrics(cmd.Context(), c, strings.TrimSpace(cluster), d)
-	})
-	return c
+	return a.newClusterExportCmd("exportMetrics", "Export metrics.", "metrics.json", a.exportMetrics)
 }
 
 // hashObj is a java.util.HashMap<String, ?> as fastjson writes it: its

@@ -255,40 +255,40 @@ func (a *app) forBrokerOrMasters(cmd *cobra.Command, c *admin.Client, broker, cl
 }
 
 func newUpdateColdDataFlowCtrGroupConfig(a *app) *cobra.Command {
-	var broker, cluster, group, threshold string
-	c := newCmd("updateColdDataFlowCtrGroupConfig", "Add or update cold data flow ctr group config.")
-	stringOpt(c.Flags(), &broker, "b", "brokerAddr", "update which broker")
-	stringOpt(c.Flags(), &cluster, "c", "clusterName", "update which cluster")
-	stringOpt(c.Flags(), &group, "g", "consumerGroup", "specific consumerGroup")
-	stringOpt(c.Flags(), &threshold, "v", "threshold", "cold read threshold value")
-	markRequired(c, "consumerGroup", "threshold")
-	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
-		g, v := strings.TrimSpace(group), strings.TrimSpace(threshold)
-		return a.forBrokerOrMasters(cmd, c, broker, cluster, func(addr string) error {
-			if err := c.UpdateColdDataFlowCtrGroupConfig(cmd.Context(), addr, g, v); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.env.Stdout, "updateColdDataFlowCtrGroupConfig success, %s\n", addr)
-			return nil
-		})
-	})
-	return c
+	return a.newColdGroupCmd("updateColdDataFlowCtrGroupConfig", "Add or update cold data flow ctr group config.", "specific consumerGroup", true,
+		"updateColdDataFlowCtrGroupConfig success, %s\n", (*admin.Client).UpdateColdDataFlowCtrGroupConfig)
 }
 
 func newRemoveColdDataFlowCtrGroupConfig(a *app) *cobra.Command {
-	var broker, cluster, group string
-	c := newCmd("removeColdDataFlowCtrGroupConfig", "Remove consumer from cold ctr config.")
+	return a.newColdGroupCmd("removeColdDataFlowCtrGroupConfig", "Remove consumer from cold ctr config.", "the consumer group will remove from the config", false,
+		"remove broker cold read threshold success, %s\n",
+		func(c *admin.Client, ctx context.Context, addr, group, _ string) error {
+			return c.RemoveColdDataFlowCtrGroupConfig(ctx, addr, group)
+		})
+}
+
+// newColdGroupCmd is a cold-data group command: -g (and -v with
+// threshold) sent by call to -b or every master of -c, done printed with
+// each address.
+func (a *app) newColdGroupCmd(use, short, groupUsage string, threshold bool, done string,
+	call func(c *admin.Client, ctx context.Context, addr, group, threshold string) error) *cobra.Command {
+	var broker, cluster, group, value string
+	c := newCmd(use, short)
 	stringOpt(c.Flags(), &broker, "b", "brokerAddr", "update which broker")
 	stringOpt(c.Flags(), &cluster, "c", "clusterName", "update which cluster")
-	stringOpt(c.Flags(), &group, "g", "consumerGroup", "the consumer group will remove from the config")
+	stringOpt(c.Flags(), &group, "g", "consumerGroup", groupUsage)
 	markRequired(c, "consumerGroup")
+	if threshold {
+		stringOpt(c.Flags(), &value, "v", "threshold", "cold read threshold value")
+		markRequired(c, "threshold")
+	}
 	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
-		g := strings.TrimSpace(group)
+		g, v := strings.TrimSpace(group), strings.TrimSpace(value)
 		return a.forBrokerOrMasters(cmd, c, broker, cluster, func(addr string) error {
-			if err := c.RemoveColdDataFlowCtrGroupConfig(cmd.Context(), addr, g); err != nil {
+			if err := call(c, cmd.Context(), addr, g, v); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.env.Stdout, "remove broker cold read threshold success, %s\n", addr)
+			fmt.Fprintf(a.env.Stdout, done, addr)
 			return nil
 		})
 	})
