@@ -129,12 +129,13 @@ func (a *app) exportConfigs(ctx context.Context, c *admin.Client, cluster, dir s
 	for _, k := range javaHashOrder(sortedKeys(scale), hashMapDefault, false) {
 		scaleObj = append(scaleObj, jfield{key: fastjsonQuote(k), node: jraw(strconv.Itoa(scale[k]))})
 	}
-	result := map[string]jnode{"brokerConfigs": brokerConfigs, "clusterScale": scaleObj}
-	root := jobj{}
-	for _, k := range javaHashOrder(sortedKeys(result), hashMapDefault, false) {
-		root = append(root, jfield{key: fastjsonQuote(k), node: result[k]})
-	}
-	path, err := writeExport(dir, "configs.json", root)
+	return a.export(dir, "configs.json", hashObj(map[string]jnode{"brokerConfigs": brokerConfigs, "clusterScale": scaleObj}))
+}
+
+// export writes node to dir/name and prints Java's "export <path> success"
+// (no newline), or the path as JSON.
+func (a *app) export(dir, name string, node jnode) error {
+	path, err := writeExport(dir, name, node)
 	if err != nil {
 		return err
 	}

@@ -90,18 +90,7 @@ func (a *app) exportMetrics(ctx context.Context, c *admin.Client, cluster, dir s
 			"transOneDayInNum": jlong(tot.transInDay), "scheduleOneDayInNum": jlong(tot.schedInDay),
 		}),
 	})
-	root := hashObj(map[string]jnode{"evaluateReport": hashObj(report), "totalData": totalData})
-	path, err := writeExport(dir, "metrics.json", root)
-	if err != nil {
-		return err
-	}
-	if a.json() {
-		return writeJSON(a.env.Stdout, struct {
-			Path string `json:"path"`
-		}{path})
-	}
-	fmt.Fprintf(a.env.Stdout, "export %s success", path)
-	return nil
+	return a.export(dir, "metrics.json", hashObj(map[string]jnode{"evaluateReport": hashObj(report), "totalData": totalData}))
 }
 
 // firstDouble is Double.parseDouble of the first space-separated field.
