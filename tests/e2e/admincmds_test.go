@@ -29,7 +29,8 @@ import (
 // (329), resetMasterFlushOffset (908); statsAll's counts. Batch 2 changes
 // state, and ours repeats it to the same end: the cold-data table (2001,
 // 2002), setCommitLogReadAheadMode (2004), skipAccumulatedMessage,
-// setConsumeMode, updateTopicPerm.
+// setConsumeMode, updateTopicPerm, updateOrderConf (nameserver KV),
+// cloneGroupOffset (offsets copied).
 func TestJavaMQAdminMoreCommands(t *testing.T) {
 	skipShort(t, "the Java tool takes a few seconds per batch")
 	t.Parallel()
@@ -170,7 +171,12 @@ func TestJavaMQAdminMoreCommands(t *testing.T) {
 		{"skipAccumulatedMessage", "-g", "more_g1", "-t", "MoreT"},
 		{"setConsumeMode", "-b", addr, "-t", "MoreT", "-g", "more_g1", "-m", "POP", "-q", "2"},
 		{"updateTopicPerm", "-b", addr, "-t", "MoreT", "-p", "6"},
+		{"updateOrderConf", "-t", "MoreT", "-m", "put", "-v", "broker-a:2"},
+		{"updateOrderConf", "-t", "MoreT", "-m", "get"},
+		{"cloneGroupOffset", "-s", "more_g1", "-d", "more_g2", "-t", "MoreT"},
 	}
+	// cloneGroupOffset reads more_g1's consume stats over its retry topic's route.
+	mqadmin(t, c, "updateTopic", "-b", addr, "-t", "%RETRY%more_g1", "-r", "1", "-w", "1")
 	j2 := java(batch2)
 	same(batch2, j2, nil)
 	mustContain(t, j2[3], `"configTable":{`+"\n\t\t"+`"gY":2000`+"\n\t}")
@@ -179,6 +185,18 @@ func TestJavaMQAdminMoreCommands(t *testing.T) {
 		t.Error("setCommitLogReadAheadMode -m 1 left dataReadAheadEnable on")
 	}
 	mustContain(t, j2[5], "broker-a                                  0                                         2")
+	mustContain(t, j2[9], "broker-a:2")
+	mustContain(t, j2[10], "clone group offset success. srcGroup[more_g1], destGroup=[more_g2], topic[MoreT]")
+	// more_g1 was at 2 on both queues (skipAccumulatedMessage): so is more_g2.
+	cloned := 0
+	for _, l := range strings.Split(mqadmin(t, c, "brokerConsumeStats", "-b", addr), "\n") {
+		if f := strings.Fields(l); len(f) >= 6 && f[0] == "MoreT" && f[1] == "more_g2" && f[5] == "2" {
+			cloned++
+		}
+	}
+	if cloned != 2 {
+		t.Errorf("more_g2 has offset 2 on %d queues, want 2", cloned)
+	}
 }
 
 // movingFigures are the values of exported files that change between two
