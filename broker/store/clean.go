@@ -15,9 +15,14 @@ import (
 // messages were deleted with their CommitLog files) is destroyed, its
 // offset counter with it, so the queue's next message gets offset 0 as in
 // Apache. Queues that never held an entry (Apache: "created just now")
-// and LMQs are kept. It returns the queues destroyed.
+// and LMQs are kept. First, entries below the min offset are dropped from
+// every queue (what the CommitLog's deletions already trigger; done again
+// in case one of those failed). It returns the queues destroyed.
 func (s *Store) CleanExpiredQueues() ([]consumequeue.QueueID, error) {
 	minPhy := s.cl.MinOffset()
+	if _, err := s.cq.CorrectMin(minPhy); err != nil {
+		return nil, fmt.Errorf("store: drop entries below %d: %w", minPhy, err)
+	}
 	expired := func(id consumequeue.QueueID, st consumequeue.QueueState) bool {
 		return st.Max > 0 && st.LastPhyOffset < minPhy
 	}
