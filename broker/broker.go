@@ -664,6 +664,11 @@ func (b *Broker) configChanged(keys []string) {
 	if has("namesrvAddr") || has("brokerPermission") {
 		b.registrar.Trigger()
 	}
+	if has("dataReadAheadEnable") && b.store != nil {
+		if err := b.store.CommitLog().SetReadAhead(b.cfg.Get().DataReadAheadEnable); err != nil {
+			b.log.Error("apply dataReadAheadEnable", "err", err)
+		}
+	}
 }
 
 // registered handles REGISTER_BROKER answers: the ORDER_TOPIC_CONFIG table

@@ -112,6 +112,9 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 	if err != nil {
 		return nil, err
 	}
+	if err := b.wireMaintenance(w); err != nil {
+		return nil, err
+	}
 	pops, err := b.wirePop(w, filters, resets)
 	if err != nil {
 		return nil, err

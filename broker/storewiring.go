@@ -41,6 +41,7 @@ func storeConfig(cfg *config.Config, log *slog.Logger) (store.Config, error) {
 	cl.DiskSpaceCleanForciblyRatio = float64(cfg.DiskSpaceCleanForciblyRatio) / 100
 	cl.DiskSpaceWarningLevelRatio = float64(cfg.DiskSpaceWarningLevelRatio) / 100
 	cl.CleanFileForcibly = cfg.CleanFileForciblyEnable
+	cl.NoReadAhead = !cfg.DataReadAheadEnable
 	if cfg.CleanResourceInterval > 0 {
 		cl.CleanResourceInterval = cfg.CleanResourceInterval
 	}

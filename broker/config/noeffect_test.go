@@ -41,10 +41,14 @@ func TestNoEffectKeysUnread(t *testing.T) {
 			return strings.HasPrefix(fn, "default")
 		},
 		Allowed: map[string][]string{
-			// Shown, never acted on: a runtimeInfo line, and
-			// GET_BROKER_LITE_INFO's storeType field.
+			// Shown, never acted on: a runtimeInfo line,
+			// GET_BROKER_LITE_INFO's storeType field, and the thresholds
+			// GET_COLD_DATA_FLOW_CTR_INFO reports (no cold reads are
+			// accounted, docs/operations.md).
 			"transientStorePoolEnable": {"admin/brokerinfo.go"},
 			"storeType":                {"lite/liteadmin/liteadmin.go"},
+			"cgColdReadThreshold":      {"admin/maintenance.go"},
+			"globalColdReadThreshold":  {"admin/maintenance.go"},
 		},
 		Pending: pendingKeys,
 	})

@@ -154,7 +154,7 @@ type MessageStoreConfig struct {
 	SampleCountThreshold              int           `key:"sampleCountThreshold" effect:"none"`
 	ColdDataFlowControlEnable         bool          `key:"coldDataFlowControlEnable" effect:"none"`
 	ColdDataScanEnable                bool          `key:"coldDataScanEnable" effect:"none"`
-	DataReadAheadEnable               bool          `key:"dataReadAheadEnable" effect:"none"`
+	DataReadAheadEnable               bool          `key:"dataReadAheadEnable"`
 	TimerColdDataCheckIntervalMs      time.Duration `key:"timerColdDataCheckIntervalMs" effect:"none"`
 	SampleSteps                       int           `key:"sampleSteps" effect:"none"`
 

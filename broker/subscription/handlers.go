@@ -22,7 +22,37 @@ func (m *Manager) Handlers() map[int32]remoting.Handler {
 		code.GetAllSubscriptionGroupConfig:        m.getAll,
 		code.DeleteSubscriptionGroup:              m.delete,
 		code.GetSubscriptionGroupConfig:           m.getOne,
+		code.UpdateAndGetGroupForbidden:           m.updateAndGetForbidden,
 	}
+}
+
+// groupForbidden is Java's GroupForbidden.
+type groupForbidden struct {
+	Group    string `json:"group"`
+	Readable bool   `json:"readable"`
+	Topic    string `json:"topic"`
+}
+
+// updateAndGetForbidden is UPDATE_AND_GET_GROUP_FORBIDDEN (353): with
+// readable=false the group may no longer read the topic's forbidden bit is
+// set, with true it is cleared; the answer is the state after.
+func (m *Manager) updateAndGetForbidden(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	f := protocol.FieldsOf(req.ExtFields)
+	group, topic := f.Str("group"), f.Str("topic")
+	if err := f.Err(); err != nil {
+		return nil, processor.BadRequest(err)
+	}
+	if r, has := req.ExtFields["readable"]; has {
+		readable, err := strconv.ParseBool(r)
+		if err != nil {
+			return nil, processor.BadRequestf("readable %q: %v", r, err)
+		}
+		if err := m.UpdateForbidden(group, topic, IndexPermRead, !readable); err != nil {
+			return nil, err
+		}
+	}
+	body := groupForbidden{Group: group, Topic: topic, Readable: m.Forbidden(group, topic)&(1<<IndexPermRead) == 0}
+	return processor.Reply(req, "group forbidden", body)
 }
 
 // Register installs Handlers on the admin pool.

@@ -347,11 +347,43 @@ func (m *Manager) DataVersion() protocol.DataVersion {
 }
 
 // Forbidden reports the forbidden bits of (group, topic) (Java's
-// getForbidden; the table is loaded and persisted, not yet editable).
+// getForbidden).
 func (m *Manager) Forbidden(group, topic string) int {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return max(m.forbidden[group][topic], 0)
+}
+
+// IndexPermRead is the forbidden bit of reads (PermName.INDEX_PERM_READ).
+const IndexPermRead = 2
+
+// UpdateForbidden sets or clears one forbidden bit of (group, topic), as
+// Java's SubscriptionGroupManager.updateForbidden: a value left at 0
+// removes the group's whole entry, without a new data version or a write
+// (as Java); otherwise the table gets a new version and is persisted.
+func (m *Manager) UpdateForbidden(group, topic string, index int, set bool) error {
+	m.mu.Lock()
+	v := max(m.forbidden[group][topic], 0)
+	if set {
+		v |= 1 << index
+	} else {
+		v &^= 1 << index
+	}
+	if v <= 0 {
+		delete(m.forbidden, group)
+		m.mu.Unlock()
+		m.log.Info("clear group forbidden", "group", group, "topic", topic)
+		return nil
+	}
+	if m.forbidden[group] == nil {
+		m.forbidden[group] = map[string]int{}
+	}
+	old := m.forbidden[group][topic]
+	m.forbidden[group][topic] = v
+	m.nextVersionLocked()
+	m.mu.Unlock()
+	m.log.Info("set group forbidden", "group", group, "topic", topic, "old", old, "new", v)
+	return m.persist()
 }
 
 // Wrapper is the GET_ALL_SUBSCRIPTIONGROUP_CONFIG body (SubscriptionGroupWrapper)

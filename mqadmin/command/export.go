@@ -44,17 +44,24 @@ var exportedBrokerKeys = []string{
 }
 
 func newExportConfigs(a *app) *cobra.Command {
+	return a.newClusterExportCmd("exportConfigs", "Export configs.", "configs.json", a.exportConfigs)
+}
+
+// newClusterExportCmd is a command that exports a cluster (-c, required)
+// to a file under -f (default javaExportDir), as exportConfigs and
+// exportMetrics.
+func (a *app) newClusterExportCmd(use, short, file string, run func(ctx context.Context, c *admin.Client, cluster, dir string) error) *cobra.Command {
 	var cluster, dir string
-	c := newCmd("exportConfigs", "Export configs.")
+	c := newCmd(use, short)
 	stringOpt(c.Flags(), &cluster, "c", "clusterName", "choose a cluster to export")
-	stringOpt(c.Flags(), &dir, "f", "filePath", "export configs.json path | default /tmp/rocketmq/export")
+	stringOpt(c.Flags(), &dir, "f", "filePath", "export "+file+" path | default /tmp/rocketmq/export")
 	markRequired(c, "clusterName")
 	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
 		d := javaExportDir
 		if cmd.Flags().Changed("filePath") {
 			d = strings.TrimSpace(dir)
 		}
-		return a.exportConfigs(cmd.Context(), c, strings.TrimSpace(cluster), d)
+		return run(cmd.Context(), c, strings.TrimSpace(cluster), d)
 	})
 	return c
 }
@@ -100,8 +107,15 @@ func (a *app) exportConfigs(ctx context.Context, c *admin.Client, cluster, dir s
 				kept[k] = v
 			}
 		}
+		// needBrokerProprties fills a new Properties (a ConcurrentHashMap)
+		// in its list order: with 12 keys or more it has doubled, which
+		// reorders bins.
+		kp := newJavaCHM()
+		for _, k := range keys {
+			kp.put(k)
+		}
 		o := jobj{}
-		for _, k := range javaHashOrder(keys, hashMapDefault, true) {
+		for _, k := range kp.keys() {
 			o = append(o, jfield{key: fastjsonQuote(k), node: jstr(kept[k])})
 		}
 		configs[name] = o
@@ -115,12 +129,13 @@ func (a *app) exportConfigs(ctx context.Context, c *admin.Client, cluster, dir s
 	for _, k := range javaHashOrder(sortedKeys(scale), hashMapDefault, false) {
 		scaleObj = append(scaleObj, jfield{key: fastjsonQuote(k), node: jraw(strconv.Itoa(scale[k]))})
 	}
-	result := map[string]jnode{"brokerConfigs": brokerConfigs, "clusterScale": scaleObj}
-	root := jobj{}
-	for _, k := range javaHashOrder(sortedKeys(result), hashMapDefault, false) {
-		root = append(root, jfield{key: fastjsonQuote(k), node: result[k]})
-	}
-	path, err := writeExport(dir, "configs.json", root)
+	return a.export(dir, "configs.json", hashObj(map[string]jnode{"brokerConfigs": brokerConfigs, "clusterScale": scaleObj}))
+}
+
+// export writes node to dir/name and prints Java's "export <path> success"
+// (no newline), or the path as JSON.
+func (a *app) export(dir, name string, node jnode) error {
+	path, err := writeExport(dir, name, node)
 	if err != nil {
 		return err
 	}

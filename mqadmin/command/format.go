@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf16"
 
+	"github.com/rmqgo/rmq/internal/javaorder"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
@@ -183,58 +183,17 @@ func writeJSONField(w io.Writer, key string, v any) error {
 	return writeJSON(w, map[string]any{key: v})
 }
 
-// javaStringHash is java.lang.String.hashCode (over UTF-16 code units).
-func javaStringHash(s string) int32 {
-	var h int32
-	for _, u := range utf16.Encode([]rune(s)) {
-		h = 31*h + int32(u)
-	}
-	return h
-}
+func javaStringHash(s string) int32 { return javaorder.StringHash(s) }
 
 // Java collection kinds whose iteration order javaHashOrder reproduces.
 const (
-	hashMapDefault = 16 // new HashMap<>() / new HashSet<>()
-	hashMapCap4    = 4  // new HashMap<>(4)
+	hashMapDefault = javaorder.HashMapDefault
+	hashMapCap4    = javaorder.HashMapCap4
 )
 
-// javaHashOrder returns keys (distinct, in insertion order) in the
-// iteration order of a java.util.HashMap or HashSet created with the given
-// initial capacity, or of a ConcurrentHashMap as java.util.Properties uses
-// when concurrent is set. The Java tool prints many such collections, so
-// this is what makes our line order match its output. Buckets are ordered
-// by (h ^ h>>>16) & (n-1); keys sharing a bucket keep insertion order.
+// javaHashOrder is javaorder.HashOrder: keys in the iteration order of a
+// Java HashMap/HashSet (or ConcurrentHashMap when concurrent), which the
+// Java tool prints many collections in.
 func javaHashOrder(keys []string, initialCap int, concurrent bool) []string {
-	seen := make(map[string]bool, len(keys))
-	uniq := make([]string, 0, len(keys))
-	for _, k := range keys {
-		if !seen[k] {
-			seen[k] = true
-			uniq = append(uniq, k)
-		}
-	}
-	n := 1
-	for n < initialCap {
-		n <<= 1
-	}
-	count := len(uniq)
-	if concurrent {
-		// new ConcurrentHashMap<>(8) sizes its table to 16 and doubles when
-		// the count reaches 3/4 of it.
-		n = 16
-		for count >= n-n/4 {
-			n <<= 1
-		}
-	} else {
-		for count > n*3/4 {
-			n <<= 1
-		}
-	}
-	bucket := func(s string) uint32 {
-		h := uint32(javaStringHash(s))
-		return (h ^ h>>16) & uint32(n-1)
-	}
-	out := append([]string(nil), uniq...)
-	sort.SliceStable(out, func(i, j int) bool { return bucket(out[i]) < bucket(out[j]) })
-	return out
+	return javaorder.HashOrder(keys, initialCap, concurrent)
 }

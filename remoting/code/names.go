@@ -217,6 +217,34 @@ func RequestName(c int32) string {
 		return "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST"
 	case GetAllProducerInfo:
 		return "GET_ALL_PRODUCER_INFO"
+	case CleanExpiredConsumeQueue:
+		return "CLEAN_EXPIRED_CONSUMEQUEUE"
+	case CleanUnusedTopic:
+		return "CLEAN_UNUSED_TOPIC"
+	case QueryConsumeQueue:
+		return "QUERY_CONSUME_QUEUE"
+	case DeleteExpiredCommitLog:
+		return "DELETE_EXPIRED_COMMITLOG"
+	case UpdateColdDataFlowCtrConfig:
+		return "UPDATE_COLD_DATA_FLOW_CTR_CONFIG"
+	case RemoveColdDataFlowCtrConfig:
+		return "REMOVE_COLD_DATA_FLOW_CTR_CONFIG"
+	case GetColdDataFlowCtrInfo:
+		return "GET_COLD_DATA_FLOW_CTR_INFO"
+	case SetCommitLogReadMode:
+		return "SET_COMMITLOG_READ_MODE"
+	case PopRollback:
+		return "POP_ROLLBACK"
+	case QueryConsumeTimeSpan:
+		return "QUERY_CONSUME_TIME_SPAN"
+	case QueryCorrectionOffset:
+		return "QUERY_CORRECTION_OFFSET"
+	case CloneGroupOffset:
+		return "CLONE_GROUP_OFFSET"
+	case QuerySubscriptionByConsumer:
+		return "QUERY_SUBSCRIPTION_BY_CONSUMER"
+	case UpdateAndGetGroupForbidden:
+		return "UPDATE_AND_GET_GROUP_FORBIDDEN"
 	case ViewBrokerStatsData:
 		return "VIEW_BROKER_STATS_DATA"
 	case GetSystemTopicListFromBroker:

@@ -99,6 +99,20 @@ const (
 	GetSubscriptionGroupConfig           int32 = 352
 	UpdateAndCreateStaticTopic           int32 = 513
 	GetAllMessageRequestMode             int32 = 402
+	CleanExpiredConsumeQueue             int32 = 306
+	CleanUnusedTopic                     int32 = 316
+	QueryConsumeQueue                    int32 = 321
+	DeleteExpiredCommitLog               int32 = 329
+	UpdateColdDataFlowCtrConfig          int32 = 2001
+	RemoveColdDataFlowCtrConfig          int32 = 2002
+	GetColdDataFlowCtrInfo               int32 = 2003
+	SetCommitLogReadMode                 int32 = 2004
+	PopRollback                          int32 = 200056
+	QueryConsumeTimeSpan                 int32 = 303
+	QueryCorrectionOffset                int32 = 308
+	CloneGroupOffset                     int32 = 314
+	QuerySubscriptionByConsumer          int32 = 345
+	UpdateAndGetGroupForbidden           int32 = 353
 )
 
 // Request codes: broker to client (docs/protocol.md §3.5).

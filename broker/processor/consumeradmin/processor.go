@@ -126,7 +126,7 @@ func New(d Deps) (*Processor, error) {
 
 // Handlers maps the request codes to handlers; they tolerate a nil channel.
 func (p *Processor) Handlers() map[int32]remoting.Handler {
-	return map[int32]remoting.Handler{
+	h := map[int32]remoting.Handler{
 		code.QueryTopicConsumeByWho:          p.queryTopicConsumeByWho,
 		code.QueryTopicsByConsumer:           p.queryTopicsByConsumer,
 		code.GetBrokerConsumeStats:           p.brokerConsumeStats,
@@ -135,6 +135,8 @@ func (p *Processor) Handlers() map[int32]remoting.Handler {
 		code.GetConsumerRunningInfo:          p.consumerRunningInfo,
 		code.ConsumeMessageDirectly:          p.consumeMessageDirectly,
 	}
+	maps.Copy(h, p.offsetAdminHandlers())
+	return h
 }
 
 // Register installs Handlers on the admin pool.

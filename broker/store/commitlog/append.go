@@ -265,7 +265,7 @@ func (l *Log) createSegment(base int64) (*segment, error) {
 	}
 	var seg *segment
 	if err == nil {
-		seg, err = newSegment(f, l.cfg.Dir, base, l.cfg.FileSize, l.cfg.UseMmap, l.clock())
+		seg, err = newSegment(f, l.cfg.Dir, base, l.cfg.FileSize, l.cfg.UseMmap, l.readRandom.Load(), l.clock())
 	}
 	if err != nil {
 		f.Close()

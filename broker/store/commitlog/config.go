@@ -128,6 +128,9 @@ type Config struct {
 	// DiskSpaceWarningLevelRatio: above it, writes are refused with
 	// ErrDiskFull until usage drops (diskSpaceWarningLevelRatio).
 	DiskSpaceWarningLevelRatio float64
+	// NoReadAhead maps segments MADV_RANDOM: the kernel's read-ahead off
+	// (dataReadAheadEnable=false).
+	NoReadAhead bool
 	// CleanFileForcibly allows deleting unexpired files when the disk is
 	// nearly full (cleanFileForciblyEnable).
 	CleanFileForcibly bool

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -62,6 +63,13 @@ type Log struct {
 	ckpt     *Checkpoint
 	recovery RecoveryInfo
 	hours    []int
+	// manualDeletes is how many retention rounds still delete expired
+	// files outside the DeleteWhen hours (DeleteFilesManually); retentionKick
+	// starts a round early.
+	manualDeletes atomic.Int32
+	retentionKick chan struct{}
+	// readRandom: segments are mapped with read-ahead off (MADV_RANDOM).
+	readRandom atomic.Bool
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -103,7 +111,10 @@ func Open(cfg Config) (*Log, error) {
 		notify:    make(chan struct{}),
 		flushKick: make(chan struct{}, 1),
 		stop:      make(chan struct{}),
+
+		retentionKick: make(chan struct{}, 1),
 	}
+	l.readRandom.Store(cfg.NoReadAhead)
 	l.cond.L = &l.mu
 	for _, d := range []string{cfg.Dir, filepath.Dir(cfg.CheckpointPath), filepath.Dir(cfg.AbortPath)} {
 		if err := l.fs.MkdirAll(d, 0o755); err != nil {
@@ -194,7 +205,7 @@ func (l *Log) loadSegments() error {
 		}
 		var seg *segment
 		if err == nil {
-			seg, err = newSegment(f, l.cfg.Dir, base, l.cfg.FileSize, l.cfg.UseMmap, mod)
+			seg, err = newSegment(f, l.cfg.Dir, base, l.cfg.FileSize, l.cfg.UseMmap, l.readRandom.Load(), mod)
 		}
 		if err != nil {
 			f.Close()
@@ -300,6 +311,44 @@ func (l *Log) ConfirmOffset() int64 { return l.confirm.Load() }
 func (l *Log) SetConfirmOffset(off int64) {
 	l.confirm.Store(off)
 	l.ckpt.Update(func(s *CheckpointState) { s.ConfirmPhyOffset = off })
+}
+
+// SetReadAhead turns the kernel's read-ahead on every mapped segment on
+// (Apache's MADV_NORMAL) or off (MADV_RANDOM), and on the segments created
+// after: Apache's dataReadAheadEnable and CommitLog.scanFileAndSetReadMode
+// (SET_COMMITLOG_READ_MODE). Unmapped segments (useMmap off) have nothing
+// to advise.
+func (l *Log) SetReadAhead(on bool) error {
+	l.readRandom.Store(!on)
+	l.segMu.Lock()
+	segs := slices.Clone(l.segs)
+	l.segMu.Unlock()
+	var firstErr error
+	for _, s := range segs {
+		if !s.acquire() {
+			continue
+		}
+		if err := s.adviseRandom(!on); err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("commitlog: madvise %s: %w", s.path, err)
+		}
+		s.release()
+	}
+	l.log.Info("CommitLog read-ahead set", "readAhead", on, "files", len(segs))
+	return firstErr
+}
+
+// ReadAhead reports whether segments are mapped with read-ahead on.
+func (l *Log) ReadAhead() bool { return !l.readRandom.Load() }
+
+// MasterFlushedOffset is the master's flushed offset a slave recorded
+// (Apache's StoreCheckpoint masterFlushedOffset).
+func (l *Log) MasterFlushedOffset() int64 { return l.ckpt.State().MasterFlushedOffset }
+
+// SetMasterFlushedOffset records the master's flushed offset in the
+// checkpoint (Apache's DefaultMessageStore.setMasterFlushedOffset); it is
+// persisted with the next checkpoint write.
+func (l *Log) SetMasterFlushedOffset(off int64) {
+	l.ckpt.Update(func(s *CheckpointState) { s.MasterFlushedOffset = off })
 }
 
 // FileSize is the segment size.

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/rmqgo/rmq/broker/internal/loop"
 )
 
 // RetentionResult reports one retention round.
@@ -15,13 +13,39 @@ type RetentionResult struct {
 	DiskRatio float64  // used fraction of the disk holding Dir
 }
 
+// manualDeleteRounds is how many retention rounds DeleteFilesManually
+// covers (Apache's MAX_MANUAL_DELETE_FILE_TIMES).
+const manualDeleteRounds = 20
+
 func (l *Log) retentionLoop() {
 	defer l.wg.Done()
-	loop.Tick(l.stop, l.cfg.CleanResourceInterval, func() {
+	t := time.NewTicker(l.cfg.CleanResourceInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		case <-l.retentionKick:
+		}
 		if _, err := l.RunRetention(l.clock()); err != nil {
 			l.log.Warn("retention failed", "err", err)
 		}
-	})
+	}
+}
+
+// DeleteFilesManually makes the next retention rounds (Apache: 20) delete
+// expired files (last write older than FileReservedTime) whatever the hour,
+// as Apache's DefaultMessageStore.executeDeleteFilesManually (the broker's
+// DELETE_EXPIRED_COMMITLOG), and starts a round now instead of at the next
+// tick.
+func (l *Log) DeleteFilesManually() {
+	l.manualDeletes.Store(manualDeleteRounds)
+	l.log.Info("executeDeleteFilesManually was invoked")
+	select {
+	case l.retentionKick <- struct{}{}:
+	default:
+	}
 }
 
 // RunRetention runs one round of Java's CleanCommitLogService at time now:
@@ -30,8 +54,9 @@ func (l *Log) retentionLoop() {
 //     (ErrDiskFull) until it drops again, and allows forced deletion;
 //   - above DiskSpaceCleanForciblyRatio, files are deleted even when not
 //     expired (if CleanFileForcibly);
-//   - above DiskMaxUsedSpaceRatio, or at a DeleteWhen hour, expired files
-//     (last write older than FileReservedTime) are deleted.
+//   - above DiskMaxUsedSpaceRatio, at a DeleteWhen hour, or in the rounds
+//     after DeleteFilesManually, expired files (last write older than
+//     FileReservedTime) are deleted.
 //
 // Files go oldest first, at most DeleteFilesBatchMax per round; the
 // segment being written and segments with unflushed bytes are never
@@ -60,8 +85,12 @@ func (l *Log) RunRetention(now time.Time) (RetentionResult, error) {
 	}
 	spaceFull := ratio > float64(l.cfg.DiskMaxUsedSpaceRatio)/100
 	timeUp := slices.Contains(l.hours, now.Hour())
-	if !timeUp && !spaceFull && !force {
+	manual := l.manualDeletes.Load() > 0
+	if !timeUp && !spaceFull && !force && !manual {
 		return res, nil
+	}
+	if manual {
+		l.manualDeletes.Add(-1)
 	}
 	force = force && l.cfg.CleanFileForcibly
 	deadline := now.Add(-l.cfg.FileReservedTime).UnixNano()

@@ -17,23 +17,26 @@ func TestRetention(t *testing.T) {
 		usedRatio float64 // 0: report 10%
 		wantFiles int     // segments left
 		writable  bool
+		manual    bool // DeleteFilesManually before the round
 	}
 	cases := []struct {
 		name  string
 		steps []step
 	}{
-		{"not expired, not the hour", []step{{t0.Add(time.Hour), 0, 6, true}}},
-		{"expired but not the hour", []step{{t0.Add(80 * time.Hour), 0, 6, true}}},
-		{"expired at deleteWhen", []step{{time.Date(2025, 6, 5, 4, 30, 0, 0, time.UTC), 0, 1, true}}},
-		{"second deleteWhen hour", []step{{time.Date(2025, 6, 5, 5, 0, 0, 0, time.UTC), 0, 1, true}}},
+		{"not expired, not the hour", []step{{t0.Add(time.Hour), 0, 6, true, false}}},
+		{"expired but not the hour", []step{{t0.Add(80 * time.Hour), 0, 6, true, false}}},
+		{"expired at deleteWhen", []step{{time.Date(2025, 6, 5, 4, 30, 0, 0, time.UTC), 0, 1, true, false}}},
+		{"second deleteWhen hour", []step{{time.Date(2025, 6, 5, 5, 0, 0, 0, time.UTC), 0, 1, true, false}}},
 		{"disk above max ratio deletes expired only", []step{
-			{t0.Add(2 * time.Hour), 0.80, 6, true},
-			{t0.Add(80 * time.Hour), 0.80, 1, true},
+			{t0.Add(2 * time.Hour), 0.80, 6, true, false},
+			{t0.Add(80 * time.Hour), 0.80, 1, true, false},
 		}},
-		{"disk above forcible ratio deletes unexpired", []step{{t0.Add(time.Hour), 0.86, 1, true}}},
+		{"manual deletes expired outside the hour", []step{{t0.Add(80 * time.Hour), 0, 1, true, true}}},
+		{"manual keeps unexpired", []step{{t0.Add(time.Hour), 0, 6, true, true}}},
+		{"disk above forcible ratio deletes unexpired", []step{{t0.Add(time.Hour), 0.86, 1, true, false}}},
 		{"disk above warning refuses writes until it drops", []step{
-			{t0.Add(time.Hour), 0.95, 1, false},
-			{t0.Add(2 * time.Hour), 0.50, 1, true},
+			{t0.Add(time.Hour), 0.95, 1, false, false},
+			{t0.Add(2 * time.Hour), 0.50, 1, true, false},
 		}},
 	}
 	for _, c := range cases {
@@ -70,6 +73,9 @@ func TestRetention(t *testing.T) {
 				ffs.SetDiskUsage(&vfs.DiskUsage{Total: 1000, Free: uint64(1000 * (1 - ratio))})
 				if err := l.Flush(); err != nil { // unflushed segments are never deleted
 					t.Fatal(err)
+				}
+				if s.manual {
+					l.DeleteFilesManually()
 				}
 				res, err := l.RunRetention(clock.Now())
 				if err != nil {

@@ -42,7 +42,7 @@ func parseSegmentName(name string) (int64, bool) {
 	return v, true
 }
 
-func newSegment(f vfs.File, dir string, base, size int64, mmap bool, modTime time.Time) (*segment, error) {
+func newSegment(f vfs.File, dir string, base, size int64, mmap, random bool, modTime time.Time) (*segment, error) {
 	s := &segment{base: base, size: size, path: filepath.Join(dir, segmentName(base)), f: f}
 	s.refs.Store(1)
 	s.modTime.Store(modTime.UnixNano())
@@ -52,8 +52,20 @@ func newSegment(f vfs.File, dir string, base, size int64, mmap bool, modTime tim
 			return nil, fmt.Errorf("map %s: %w", s.path, err)
 		}
 		s.mapping, s.data = mp, mp.Bytes()
+		if random {
+			_ = s.adviseRandom(true) // an advice; reads work either way
+		}
 	}
 	return s, nil
+}
+
+// adviseRandom sets the kernel's read-ahead on the segment's mapping
+// (nothing to do when reads go through ReadAt).
+func (s *segment) adviseRandom(random bool) error {
+	if a, ok := s.mapping.(vfs.ReadAdviser); ok {
+		return a.AdviseRandom(random)
+	}
+	return nil
 }
 
 func (s *segment) end() int64 { return s.base + s.size }

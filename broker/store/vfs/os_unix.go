@@ -53,6 +53,19 @@ func (m *osMapping) ReleasePages(off, n int) error {
 	return syscall.Madvise(m.b[off:end], syscall.MADV_DONTNEED)
 }
 
+// AdviseRandom turns the kernel's read-ahead on the mapping off (random)
+// or back to normal.
+func (m *osMapping) AdviseRandom(random bool) error {
+	if m.b == nil {
+		return nil
+	}
+	advice := syscall.MADV_NORMAL
+	if random {
+		advice = syscall.MADV_RANDOM
+	}
+	return syscall.Madvise(m.b, advice)
+}
+
 // Mmap maps the first size bytes read-only and shared, so bytes written
 // with WriteAt are visible through the mapping (one page cache).
 func (f osFile) Mmap(size int) (Mapping, error) {

@@ -51,6 +51,13 @@ type PageReleaser interface {
 	ReleasePages(off, n int) error
 }
 
+// ReadAdviser is implemented by mappings whose read-ahead can be set
+// (madvise MADV_RANDOM when random, MADV_NORMAL otherwise), as Apache's
+// CommitLog.scanFileAndSetReadMode does.
+type ReadAdviser interface {
+	AdviseRandom(random bool) error
+}
+
 // Mmapper is implemented by files that can be mapped for reading. Callers
 // fall back to ReadAt when a File does not implement it.
 type Mmapper interface {

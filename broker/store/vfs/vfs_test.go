@@ -49,6 +49,13 @@ func testFS(t *testing.T, fsys FS, dir string) {
 		if string(mp.Bytes()[100:105]) != "later" || string(mp.Bytes()[4096:4101]) != "hello" {
 			t.Fatal("mapping does not see writes")
 		}
+		if a, ok := mp.(ReadAdviser); ok { // read-ahead off and on: the bytes stay
+			must(a.AdviseRandom(true))
+			must(a.AdviseRandom(false))
+			if string(mp.Bytes()[4096:4101]) != "hello" {
+				t.Fatal("advice changed the bytes")
+			}
+		}
 		must(mp.Close())
 	}
 	must(f.Close())
