@@ -348,6 +348,24 @@ func appendRocketMQHeader(dst []byte, cmd *Command) []byte {
 	return dst
 }
 
+// countExtFields counts the key/value pairs of a ROCKETMQ-encoded extFields
+// block, stopping where the block is malformed (the decoder reports it).
+func countExtFields(ext []byte) int {
+	n := 0
+	for q := 0; len(ext)-q >= 2; n++ {
+		q += 2 + int(binary.BigEndian.Uint16(ext[q:]))
+		if len(ext)-q < 4 {
+			break
+		}
+		vl := int(int32(binary.BigEndian.Uint32(ext[q:])))
+		if vl < 0 {
+			break
+		}
+		q += 4 + vl
+	}
+	return n + 1
+}
+
 func decodeRocketMQHeader(b []byte) (*Command, error) {
 	if len(b) < rocketMQFixedHeader {
 		return nil, fmt.Errorf("%w: ROCKETMQ header of %d bytes", ErrBadHeader, len(b))
@@ -375,8 +393,10 @@ func decodeRocketMQHeader(b []byte) (*Command, error) {
 		return nil, fmt.Errorf("%w: extFields length %d", ErrBadHeader, el)
 	}
 	if el > 0 {
-		m := make(map[string]string, 8)
 		ext := b[p : p+el]
+		// Sized for its fields: a SEND_MESSAGE_V2 header has more than a
+		// small map's 8, and growing it cost more than this count.
+		m := make(map[string]string, countExtFields(ext))
 		for q := 0; q < len(ext); {
 			if len(ext)-q < 2 {
 				return nil, fmt.Errorf("%w: truncated extFields key length", ErrBadHeader)
