@@ -19,6 +19,7 @@ func storeConfig(cfg *config.Config, log *slog.Logger) (store.Config, error) {
 	cl := &sc.CommitLog
 	cl.Dir = cfg.CommitLogDir()
 	cl.FileSize = int64(cfg.MappedFileSizeCommitLog)
+	cl.PrepareNext = true
 	ft, err := commitlog.ParseFlushDiskType(cfg.FlushDiskType)
 	if err != nil {
 		return sc, err

@@ -224,7 +224,20 @@ func (l *Log) rollLocked(withBlank bool) error {
 		l.pendStart = l.next
 		l.written.Store(l.next)
 	}
-	seg, err := l.createSegment(l.next)
+	if l.preparing {
+		// The next segment is being made: wait for it rather than make
+		// the same file twice. Others wait as for a write meanwhile.
+		l.writing = true
+		for l.preparing {
+			l.cond.Wait()
+		}
+		l.writing = false
+		l.cond.Broadcast()
+	}
+	seg, err := l.takeSpareLocked(l.next), error(nil)
+	if seg == nil {
+		seg, err = l.createSegment(l.next)
+	}
 	if err != nil {
 		kind := ErrWriteFailed
 		if errors.Is(err, syscall.ENOSPC) {
@@ -241,7 +254,58 @@ func (l *Log) rollLocked(withBlank bool) error {
 	l.segMu.Unlock()
 	l.active = seg
 	l.pendStart = l.next
+	l.prepareNextLocked()
 	return nil
+}
+
+// takeSpareLocked returns the segment made ahead when it starts at base
+// (a truncation can have moved the end since it was made), else nil; one
+// that does not fit is discarded.
+func (l *Log) takeSpareLocked(base int64) *segment {
+	s := l.nextSeg
+	l.nextSeg = nil
+	if s == nil || s.base == base {
+		return s
+	}
+	l.discardSegment(s)
+	return nil
+}
+
+// prepareNextLocked starts making the segment after the active one in
+// the background (Config.PrepareNext). A failure is only logged: the roll
+// then creates the segment itself and reports the error.
+func (l *Log) prepareNextLocked() {
+	if !l.cfg.PrepareNext || l.preparing || l.nextSeg != nil || l.err != nil || l.active == nil {
+		return
+	}
+	base := l.active.end()
+	l.preparing = true
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		seg, err := l.createSegment(base)
+		l.mu.Lock()
+		l.preparing = false
+		l.cond.Broadcast() // Truncate waits for this
+		if err == nil && l.err == nil && l.active != nil && l.active.end() == base {
+			l.nextSeg, seg = seg, nil
+		}
+		l.mu.Unlock()
+		if err != nil {
+			l.log.Warn("preparing the next segment failed; the roll will create it", "base", base, "err", err)
+		}
+		if seg != nil {
+			l.discardSegment(seg)
+		}
+	}()
+}
+
+// discardSegment closes and removes a segment that never joined the log.
+func (l *Log) discardSegment(s *segment) {
+	_ = s.release()
+	if err := l.fs.Remove(s.path); err != nil {
+		l.log.Warn("removing an unused segment", "file", s.path, "err", err)
+	}
 }
 
 // createSegment makes a new, full-size (sparse) file and makes its

@@ -112,6 +112,14 @@ type Config struct {
 	// and writes skip block allocation. Segments then use FileSize on disk
 	// at once.
 	Preallocate bool
+	// PrepareNext creates each next segment in the background as soon as
+	// the previous one becomes active (Apache's AllocateMappedFileService),
+	// so that a roll does not fsync a new file and the directory under the
+	// append lock: under write-back load that took hundreds of
+	// milliseconds, during which every send waited. After a crash the
+	// spare, empty file is removed by recovery like any segment after
+	// the end.
+	PrepareNext bool
 
 	// FileReservedTime is how long a segment is kept after its last write
 	// (fileReservedTime, in hours upstream).

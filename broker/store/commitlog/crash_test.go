@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rmqgo/rmq/broker/store/vfs"
@@ -19,10 +20,24 @@ func crashRun(t *testing.T, seed uint64, mode FlushDiskType) (map[int64][]byte, 
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, seed*7+1))
 	mem := vfs.NewMem()
-	cfg := testConfig(mem, "/s")
+	// The crashed process does nothing more: every file operation of the
+	// old log after the crash fails (a roll or a segment made ahead after
+	// it would otherwise leave files a real crash cannot).
+	var dead atomic.Bool
+	ffs := vfs.NewFaultFS(mem)
+	ffs.SetHook(func(vfs.Op) error {
+		if dead.Load() {
+			return errors.New("the process crashed")
+		}
+		return nil
+	})
+	cfg := testConfig(ffs, "/s")
 	smallSegments(&cfg, 8192)
 	cfg.FlushDiskType = mode
 	cfg.Assigner = newAssigner()
+	// Odd seeds crash with the next segment made ahead (the broker's
+	// setting): recovery must drop or adopt the empty spare.
+	cfg.PrepareNext = seed%2 == 1
 	l := mustOpen(t, cfg)
 
 	var mu sync.Mutex
@@ -51,6 +66,7 @@ func crashRun(t *testing.T, seed uint64, mode FlushDiskType) (map[int64][]byte, 
 				if count >= crashAfter {
 					once.Do(func() {
 						// Power cut: what the disk has now is all that survives.
+						dead.Store(true)
 						mem.Crash(vfs.CrashOptions{Rand: rng})
 						close(stop)
 					})
@@ -63,6 +79,7 @@ func crashRun(t *testing.T, seed uint64, mode FlushDiskType) (map[int64][]byte, 
 	// The old Log is abandoned like a killed process; its files are gone
 	// from the crashed FS's point of view.
 	l.abandon()
+	cfg.FS = mem
 	l2, err := Open(cfg)
 	if err != nil {
 		t.Fatalf("seed %d: reopen: %v", seed, err)

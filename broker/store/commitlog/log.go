@@ -3,6 +3,7 @@ package commitlog
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"path/filepath"
@@ -32,6 +33,8 @@ type Log struct {
 	mu          sync.Mutex
 	cond        sync.Cond
 	appenders   atomic.Int32 // callers inside AppendWith / AppendRaw, waiting for mu included
+	nextSeg     *segment     // the next segment, made ahead (Config.PrepareNext); not in segs
+	preparing   bool         // a goroutine is making spare
 	active      *segment     // last segment; nil before the first append
 	next        int64        // next offset to hand out (end of pend, or segment end while rolling)
 	pend        []byte       // records for [pendStart, pendStart+len(pend)), not yet written
@@ -154,6 +157,9 @@ func Open(cfg Config) (*Log, error) {
 		l.wg.Add(1)
 		go l.retentionLoop()
 	}
+	l.mu.Lock()
+	l.prepareNextLocked()
+	l.mu.Unlock()
 	return l, nil
 }
 
@@ -179,7 +185,23 @@ func (l *Log) loadSegments() error {
 			return fmt.Errorf("%s: offset not a multiple of FileSize %d", path, l.cfg.FileSize)
 		}
 		if i > 0 && base != bases[i-1]+l.cfg.FileSize {
-			return fmt.Errorf("%s: gap after %s (missing files?)", path, segmentName(bases[i-1]))
+			// Empty files after a gap hold nothing (a segment made ahead,
+			// Config.PrepareNext, whose predecessor's creation a crash
+			// undid): they go. Anything else is a missing file.
+			if empty, err := l.allEmpty(bases[i:]); err != nil || !empty {
+				return fmt.Errorf("%s: gap after %s (missing files?)", path, segmentName(bases[i-1]))
+			}
+			for _, b := range bases[i:] {
+				p := filepath.Join(l.cfg.Dir, segmentName(b))
+				l.log.Warn("removing an empty segment after a gap", "file", p)
+				if err := l.fs.Remove(p); err != nil {
+					return fmt.Errorf("remove %s: %w", p, err)
+				}
+			}
+			if err := l.fs.SyncDir(l.cfg.Dir); err != nil {
+				return err
+			}
+			break
 		}
 		f, err := l.fs.OpenReadWrite(path)
 		if err != nil {
@@ -214,6 +236,32 @@ func (l *Log) loadSegments() error {
 		l.segs = append(l.segs, seg)
 	}
 	return nil
+}
+
+// allEmpty reports whether the segment files at bases hold only zeros.
+func (l *Log) allEmpty(bases []int64) (bool, error) {
+	buf := make([]byte, 64<<10)
+	for _, b := range bases {
+		f, err := l.fs.OpenReadWrite(filepath.Join(l.cfg.Dir, segmentName(b)))
+		if err != nil {
+			return false, err
+		}
+		for off := int64(0); ; off += int64(len(buf)) {
+			n, err := f.ReadAt(buf, off)
+			if slices.ContainsFunc(buf[:n], func(c byte) bool { return c != 0 }) {
+				f.Close()
+				return false, nil
+			}
+			if err != nil {
+				f.Close()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				return false, err
+			}
+		}
+	}
+	return true, nil
 }
 
 func (l *Log) createAbortMarker() error {
@@ -252,6 +300,14 @@ func (l *Log) Close() error {
 
 		close(l.stop)
 		l.wg.Wait()
+		l.mu.Lock()
+		next := l.nextSeg
+		l.nextSeg = nil
+		l.mu.Unlock()
+		if next != nil {
+			// A clean shutdown leaves no empty segment behind.
+			l.discardSegment(next)
+		}
 		var errs []error
 		if healthy {
 			if err := l.flush(); err != nil {

@@ -14,7 +14,9 @@ import (
 func (l *Log) Truncate(offset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for l.writing {
+	// A segment being made ahead must be in place (and is then removed
+	// below) before the truncation decides anything.
+	for l.writing || l.preparing {
 		l.cond.Wait()
 	}
 	if l.err != nil {
@@ -25,6 +27,12 @@ func (l *Log) Truncate(offset int64) error {
 	}
 	if offset == l.next {
 		return nil
+	}
+	// The segment made ahead would follow a gap once later segments go
+	// (and Open refuses gaps): remove it first.
+	if s := l.nextSeg; s != nil {
+		l.nextSeg = nil
+		l.discardSegment(s)
 	}
 	l.flushRun.Lock()
 	defer l.flushRun.Unlock()
