@@ -20,9 +20,11 @@ import (
 //     the arena without copying and stay valid for as long as they are
 //     held.
 //   - slots is an open-addressing index (linear probing, length a power of
-//     two, at most 3/4 full) of rec index + 1; 0 is an empty slot.
-//     Deletion shifts the following entries back, so there are no
-//     tombstones.
+//     two, at most 3/4 full): the low 32 bits of a slot are rec index + 1
+//     (0: an empty slot), the high 32 bits the queue's hash, which picks
+//     the home slot and spares comparing names of other queues and
+//     hashing them again to grow. Deletion shifts the following entries
+//     back, so there are no tombstones.
 //
 // A table is not safe for concurrent use: the shard's lock guards it.
 type table struct {
@@ -30,7 +32,7 @@ type table struct {
 	recs    []rec
 	names   []byte
 	garbage int // bytes of names that no rec points at any more
-	slots   []uint32
+	slots   []uint64
 }
 
 // rec is one queue: its state and where its name is (48 bytes).
@@ -65,48 +67,58 @@ func (t *table) name(i int) string {
 
 func (t *table) id(i int) QueueID { return QueueID{Topic: t.name(i), QueueID: t.recs[i].qid} }
 
-func (t *table) hash(topic string, qid int32) uint64 {
-	return maphash.String(t.seed, topic) ^ (uint64(uint32(qid)) * 0x9e3779b97f4a7c15)
+// hash is a queue's 32-bit hash.
+func (t *table) hash(topic string, qid int32) uint32 {
+	h := maphash.String(t.seed, topic) ^ (uint64(uint32(qid)) * 0x9e3779b97f4a7c15)
+	return uint32(h ^ h>>32)
 }
 
+// slotRec is the rec index of a used slot.
+func slotRec(v uint64) int { return int(uint32(v)) - 1 }
+
 // find returns the slot holding id, or the empty slot where it would go,
-// and whether it is there.
-func (t *table) find(id QueueID) (slot int, ok bool) {
+// and whether it is there, and id's hash.
+func (t *table) find(id QueueID) (slot int, ok bool, h uint32) {
+	h = t.hash(id.Topic, id.QueueID)
 	if len(t.slots) == 0 {
-		return -1, false
+		return -1, false, h
 	}
 	mask := len(t.slots) - 1
-	for s := int(t.hash(id.Topic, id.QueueID)) & mask; ; s = (s + 1) & mask {
+	for s := int(h) & mask; ; s = (s + 1) & mask {
 		v := t.slots[s]
 		if v == 0 {
-			return s, false
+			return s, false, h
 		}
-		r := &t.recs[v-1]
-		if r.qid == id.QueueID && int(r.n) == len(id.Topic) && t.name(int(v-1)) == id.Topic {
-			return s, true
+		if uint32(v>>32) != h {
+			continue
+		}
+		i := slotRec(v)
+		r := &t.recs[i]
+		if r.qid == id.QueueID && int(r.n) == len(id.Topic) && t.name(i) == id.Topic {
+			return s, true, h
 		}
 	}
 }
 
 // Get returns a queue's state.
 func (t *table) Get(id QueueID) (QueueState, bool) {
-	s, ok := t.find(id)
+	s, ok, _ := t.find(id)
 	if !ok {
 		return QueueState{}, false
 	}
-	return t.recs[t.slots[s]-1].state(), true
+	return t.recs[slotRec(t.slots[s])].state(), true
 }
 
 // Set stores a queue's state, adding the queue when it is new.
 func (t *table) Set(id QueueID, st QueueState) {
-	s, ok := t.find(id)
+	s, ok, h := t.find(id)
 	if ok {
-		t.recs[t.slots[s]-1].setState(st)
+		t.recs[slotRec(t.slots[s])].setState(st)
 		return
 	}
 	if 4*(len(t.recs)+1) > 3*len(t.slots) {
 		t.grow()
-		s, _ = t.find(id)
+		s, _, _ = t.find(id)
 	}
 	if len(id.Topic) > math.MaxUint32 || len(t.names)+len(id.Topic) > math.MaxUint32 {
 		t.compact()
@@ -118,12 +130,12 @@ func (t *table) Set(id QueueID, st QueueState) {
 	r.setState(st)
 	t.names = append(t.names, id.Topic...)
 	t.recs = append(t.recs, r)
-	t.slots[s] = uint32(len(t.recs))
+	t.slots[s] = uint64(h)<<32 | uint64(len(t.recs))
 }
 
 // Delete removes a queue; it reports whether it was there.
 func (t *table) Delete(id QueueID) bool {
-	s, ok := t.find(id)
+	s, ok, _ := t.find(id)
 	if !ok {
 		return false
 	}
@@ -135,7 +147,7 @@ func (t *table) Delete(id QueueID) bool {
 // recs from the last to the first is safe: the rec moved into i was
 // visited already.
 func (t *table) DeleteRec(i int) {
-	s, ok := t.find(t.id(i))
+	s, ok, _ := t.find(t.id(i))
 	if !ok {
 		panic("consumequeue: table rec without a slot")
 	}
@@ -143,7 +155,7 @@ func (t *table) DeleteRec(i int) {
 }
 
 func (t *table) deleteAt(s int) {
-	i := int(t.slots[s] - 1)
+	i := slotRec(t.slots[s])
 	t.garbage += int(t.recs[i].n)
 	// Backward-shift deletion: move later entries of the probe run into
 	// the hole when their home slot is not between the hole and them.
@@ -154,7 +166,7 @@ func (t *table) deleteAt(s int) {
 		if v == 0 {
 			break
 		}
-		home := int(t.hash(t.name(int(v-1)), t.recs[v-1].qid)) & mask
+		home := int(v>>32) & mask
 		// v may move to hole unless home lies cyclically in (hole, j].
 		if (j-home)&mask >= (j-hole)&mask {
 			t.slots[hole] = v
@@ -165,12 +177,12 @@ func (t *table) deleteAt(s int) {
 	// Move the last rec into i and repoint its slot.
 	last := len(t.recs) - 1
 	if i != last {
-		ls, ok := t.find(t.id(last))
+		ls, ok, _ := t.find(t.id(last))
 		if !ok {
 			panic("consumequeue: table rec without a slot")
 		}
 		t.recs[i] = t.recs[last]
-		t.slots[ls] = uint32(i + 1)
+		t.slots[ls] = t.slots[ls]&^0xffffffff | uint64(i+1)
 	}
 	t.recs[last] = rec{}
 	t.recs = t.recs[:last]
@@ -193,14 +205,18 @@ func (t *table) grow() {
 
 // rehash rebuilds the index with n slots (a power of two).
 func (t *table) rehash(n int) {
-	t.slots = make([]uint32, n)
+	old := t.slots
+	t.slots = make([]uint64, n)
 	mask := n - 1
-	for i := range t.recs {
-		s := int(t.hash(t.name(i), t.recs[i].qid)) & mask
+	for _, v := range old {
+		if v == 0 {
+			continue
+		}
+		s := int(v>>32) & mask
 		for t.slots[s] != 0 {
 			s = (s + 1) & mask
 		}
-		t.slots[s] = uint32(i + 1)
+		t.slots[s] = v
 	}
 	// Give back the slack of a table that shrank a lot.
 	if cap(t.recs) > 2*len(t.recs)+64 {

@@ -97,7 +97,7 @@ func check(t *testing.T, tb *table, model map[QueueID]QueueState) {
 		if _, ok := model[id]; !ok {
 			t.Fatalf("table holds %v, model does not", id)
 		}
-		if s, ok := tb.find(id); !ok || int(tb.slots[s]) != j+1 {
+		if s, ok, h := tb.find(id); !ok || slotRec(tb.slots[s]) != j || uint32(tb.slots[s]>>32) != h {
 			t.Fatalf("rec %d (%v) has no slot pointing at it", j, id)
 		}
 		seen++
