@@ -103,12 +103,19 @@ func Open(cfg Config, log *slog.Logger) (*DB, error) {
 	// its own only in DB.Close, so a failed Open would leave them running.
 	fs, health := vfs.WithDiskHealthChecks(yieldFS{backoffFS{base, mon}}, diskSlowThreshold, nil, listener.DiskSlow)
 	opts := &pebble.Options{
-		FS:            fs,
-		Cache:         cache,
-		DisableWAL:    cfg.DisableWAL,
-		MemTableSize:  cfg.MemTableSize,
-		Logger:        fatalLogger{slogAdapter{log}, mon},
-		EventListener: listener,
+		FS:           fs,
+		Cache:        cache,
+		DisableWAL:   cfg.DisableWAL,
+		MemTableSize: cfg.MemTableSize,
+		// With 8 MiB memtables (DefaultConfig) a burst of writes queues
+		// up to four of them (32 MiB) before writes stall, and flushes
+		// make four times as many L0 sublevels for the same bytes as 32
+		// MiB memtables did: L0 may hold 4 × Pebble's default of 12
+		// sublevels before writes stall (seen creating 10M lite topics).
+		MemTableStopWritesThreshold: 4,
+		L0StopWritesThreshold:       48,
+		Logger:                      fatalLogger{slogAdapter{log}, mon},
+		EventListener:               listener,
 	}
 	// A broker restarted right after a kill -9 can find the old process
 	// still exiting and holding the directory lock for a moment: retry
