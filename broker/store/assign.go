@@ -64,9 +64,9 @@ func (a *assigner) forget(topic string) {
 // lock is held across the append of a multi-dispatch message so LMQ offset
 // order equals physical order.
 type lmqTable struct {
-	mu    sync.Mutex
-	cq    *consumequeue.Store
-	next  map[string]int64
+	mu   sync.Mutex
+	cq   *consumequeue.Store
+	next map[string]int64
 	// peak is the most entries next held since it was last replaced: a
 	// Go map keeps its memory when emptied, and a backlog of millions of
 	// new lite topics waiting for dispatch would keep hundreds of MiB.
