@@ -15,7 +15,7 @@ BROKER=${BROKER:-$PWD/bin/broker}
 THREADS=${THREADS:-64} SIZE=${SIZE:-1024} DURATION=${DURATION:-30s}
 work=$(mktemp -d -t send-memory-XXXX)
 pids=()
-trap 'kill -TERM "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT INT TERM
+trap 'kill -TERM "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT INT TERM
 port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 ns_port=$(port) br_port=$(port) pprof_port=$(port)
 # shellcheck source=../local-lib.sh
