@@ -64,9 +64,13 @@ func (a *assigner) forget(topic string) {
 // lock is held across the append of a multi-dispatch message so LMQ offset
 // order equals physical order.
 type lmqTable struct {
-	mu    sync.Mutex
-	cq    *consumequeue.Store
-	next  map[string]int64
+	mu   sync.Mutex
+	cq   *consumequeue.Store
+	next map[string]int64
+	// peak is the most entries next held since it was last replaced: a
+	// Go map keeps its memory when emptied, and a backlog of millions of
+	// new lite topics waiting for dispatch would keep hundreds of MiB.
+	peak  int
 	count int // distinct LMQs known
 	// appends counts multi-dispatch appends and lastEnd is the CommitLog
 	// end of the latest: DeleteLmqsWhere uses them to know that no LMQ
@@ -118,7 +122,24 @@ func (t *lmqTable) prune(arrivals []arrival) {
 		}
 	}
 	if locked {
+		t.shrink()
 		t.mu.Unlock()
+	}
+}
+
+// shrinkMin is the peak size of next from which an emptied next is
+// replaced by a new map (caller holds mu).
+const shrinkMin = 4096
+
+// shrink gives back the memory of a next that a backlog grew and that
+// dispatch has drained (caller holds mu).
+func (t *lmqTable) shrink() {
+	if t.peak >= shrinkMin && len(t.next) <= t.peak/64 {
+		fresh := make(map[string]int64, len(t.next))
+		for n, o := range t.next {
+			fresh[n] = o
+		}
+		t.next, t.peak = fresh, len(t.next)
 	}
 }
 

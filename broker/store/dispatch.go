@@ -101,7 +101,7 @@ func (s *Store) dispatchRound() (arrivals []arrival, progressed bool, err error)
 		// nothing to index there any more.
 		from = min
 	}
-	var opts commitlog.IteratorOptions
+	opts := commitlog.IteratorOptions{ReadBuffer: &s.dispatchBuf}
 	if lim := s.dispatchLimit.Load(); lim != nil {
 		opts.Limit = *lim
 	}

@@ -224,6 +224,7 @@ func (s *Store) putMultiDispatch(ctx context.Context, msgs []*message.Message, t
 		for n, o := range next {
 			t.next[n] = o
 		}
+		t.peak = max(t.peak, len(t.next))
 		t.count += newCount
 		t.appends++
 		t.lastEnd = end

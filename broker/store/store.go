@@ -142,6 +142,9 @@ type Store struct {
 	// LMQs the rounds created (both for DeleteLmqs' range deletes).
 	dispatchMu sync.Mutex
 	lmqCreated atomic.Int64
+	// dispatchBuf is the rounds' CommitLog read buffer (under dispatchMu):
+	// see commitlog.IteratorOptions.ReadBuffer.
+	dispatchBuf []byte
 	// beforeGapCommit, a test hook, runs before each locked step of
 	// deleteGaps.
 	beforeGapCommit func()

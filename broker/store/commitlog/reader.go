@@ -10,30 +10,44 @@ import (
 const readAhead = 1 << 20
 
 // segReader hands out byte ranges of one segment: straight from the mapping
-// when there is one, else from a read-ahead buffer filled by ReadAt.
+// when there is one (and no bufp), else from a read-ahead buffer filled by
+// ReadAt.
 type segReader struct {
 	seg    *segment
 	buf    []byte
-	bufPos int64 // segment position of buf[0]
-	bufLen int64 // valid bytes in buf
+	bufp   *[]byte // where buf comes from and goes back to; nil: buf is its own
+	bufPos int64   // segment position of buf[0]
+	bufLen int64   // valid bytes in buf
 }
 
 // bytes returns n bytes at segment position pos, valid until the next call.
 // limit (a segment position ≥ pos+n) caps what may be cached: bytes beyond
 // the log's end can still change.
 func (r *segReader) bytes(pos, n, limit int64) ([]byte, error) {
-	if b := r.seg.slice(pos, n); b != nil {
-		return b, nil
+	if r.bufp == nil {
+		if b := r.seg.slice(pos, n); b != nil {
+			return b, nil
+		}
 	}
 	if pos >= r.bufPos && pos+n <= r.bufPos+r.bufLen {
 		return r.buf[pos-r.bufPos : pos-r.bufPos+n], nil
 	}
 	want := min(max(n, readAhead), limit-pos)
+	if r.buf == nil && r.bufp != nil {
+		r.buf = *r.bufp
+	}
 	if int64(cap(r.buf)) < want {
 		r.buf = make([]byte, want)
+		if r.bufp != nil {
+			*r.bufp = r.buf
+		}
 	}
 	r.buf = r.buf[:want]
-	if err := r.seg.readAt(r.buf, pos); err != nil {
+	read := r.seg.readAt
+	if r.bufp != nil {
+		read = r.seg.readFile
+	}
+	if err := read(r.buf, pos); err != nil {
 		r.bufLen = 0
 		return nil, err
 	}

@@ -110,6 +110,15 @@ func (s *segment) readAt(p []byte, pos int64) error {
 	return nil
 }
 
+// readFile reads bytes at a position relative to base with ReadAt, mapped
+// or not (see IteratorOptions.ReadBuffer).
+func (s *segment) readFile(p []byte, pos int64) error {
+	if _, err := s.f.ReadAt(p, pos); err != nil {
+		return fmt.Errorf("read %s at %d: %w", s.path, pos, err)
+	}
+	return nil
+}
+
 // slice returns mapped bytes without copying, or nil when unmapped.
 func (s *segment) slice(pos, n int64) []byte {
 	if s.data == nil {

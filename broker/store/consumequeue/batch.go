@@ -118,7 +118,7 @@ func (b *Batch) Commit() error {
 		st := u.st
 		sh := b.s.shard(id)
 		sh.mu.Lock()
-		cur := sh.queues[id]
+		cur, _ := sh.queues.Get(id)
 		// Keep a concurrent min move (retention) that happened meanwhile.
 		if cur.Min > st.Min {
 			st.Min = cur.Min
@@ -126,7 +126,7 @@ func (b *Batch) Commit() error {
 		if cur.sweep != 0 {
 			b.s.marksCleared.Add(1)
 		}
-		sh.queues[id] = st
+		sh.queues.Set(id, st)
 		sh.mu.Unlock()
 	}
 	if b.dispatched >= 0 {

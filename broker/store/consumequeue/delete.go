@@ -52,7 +52,7 @@ func (s *Store) DeleteQueues(ids []QueueID) error {
 	for _, id := range ids {
 		sh := s.shard(id)
 		sh.mu.Lock()
-		delete(sh.queues, id)
+		sh.queues.Delete(id)
 		sh.mu.Unlock()
 	}
 	return nil
@@ -87,13 +87,12 @@ func (s *Store) MarkWhere(pick func(id QueueID, st QueueState) bool, yield func(
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n := 0
-		for id, st := range sh.queues {
-			if pick(id, st) {
-				st.sweep = mark
-				sh.queues[id] = st
+		q := &sh.queues
+		for j := range q.recs {
+			if r := &q.recs[j]; pick(q.id(j), r.state()) {
+				r.sweep = mark
 			}
-			if n++; n%yieldEvery == 0 {
+			if (j+1)%yieldEvery == 0 {
 				// With millions of queues a shard is milliseconds of
 				// work: let this processor's queue run, but do not park
 				// (as yield may) holding the shard, which the
@@ -127,12 +126,12 @@ func (s *Store) rangeByMark(mark uint32, marked bool, f func(id QueueID, st Queu
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.RLock()
-		n := 0
-		for id, st := range sh.queues {
-			if (st.sweep == mark) == marked {
-				f(id, st)
+		q := &sh.queues
+		for j := range q.recs {
+			if r := &q.recs[j]; (r.sweep == mark) == marked {
+				f(q.id(j), r.state())
 			}
-			if n++; n%yieldEvery == 0 {
+			if (j+1)%yieldEvery == 0 {
 				runtime.Gosched() // as in MarkWhere
 			}
 		}
@@ -158,9 +157,9 @@ func (s *Store) MarkNames(ids []QueueID) uint32 {
 	for _, id := range ids {
 		sh := s.shard(id)
 		sh.mu.Lock()
-		if st, ok := sh.queues[id]; ok {
+		if st, ok := sh.queues.Get(id); ok {
 			st.sweep = mark
-			sh.queues[id] = st
+			sh.queues.Set(id, st)
 		}
 		sh.mu.Unlock()
 	}
@@ -171,9 +170,9 @@ func (s *Store) MarkNames(ids []QueueID) uint32 {
 func (s *Store) Unmark(id QueueID, mark uint32) {
 	sh := s.shard(id)
 	sh.mu.Lock()
-	if st, ok := sh.queues[id]; ok && st.sweep == mark {
+	if st, ok := sh.queues.Get(id); ok && st.sweep == mark {
 		st.sweep = 0
-		sh.queues[id] = st
+		sh.queues.Set(id, st)
 	}
 	sh.mu.Unlock()
 }
@@ -220,36 +219,39 @@ func (s *Store) ShardOf(id QueueID) int { return s.shardIndex(id) }
 
 // DeleteMarked drops from shard i of the in-memory table the queues that
 // carry mark and appends their topics to out. When most of the shard goes,
-// the survivors move to a new map instead: fewer keys to hash, and the
-// memory of the dropped ones is returned (a Go map never shrinks).
+// the survivors move to a new table instead: fewer entries to move one by
+// one, and the memory of the dropped ones is returned at once.
 func (s *Store) DeleteMarked(i int, mark uint32, out []string) []string {
 	sh := &s.shards[i]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	q := &sh.queues
 	n := 0
-	for _, st := range sh.queues {
-		if st.sweep == mark {
+	for j := range q.recs {
+		if q.recs[j].sweep == mark {
 			n++
 		}
 	}
 	if n == 0 {
 		return out
 	}
-	if 2*n < len(sh.queues) {
-		for id, st := range sh.queues {
-			if st.sweep == mark {
-				delete(sh.queues, id)
-				out = append(out, id.Topic)
+	if 2*n < q.Len() {
+		// From the last to the first: a deletion moves the last rec, one
+		// already visited, into the hole.
+		for j := q.Len() - 1; j >= 0; j-- {
+			if q.recs[j].sweep == mark {
+				out = append(out, q.name(j))
+				q.DeleteRec(j)
 			}
 		}
 		return out
 	}
-	kept := make(map[QueueID]QueueState, len(sh.queues)-n)
-	for id, st := range sh.queues {
-		if st.sweep == mark {
-			out = append(out, id.Topic)
+	kept := newTable(s.seed)
+	for j := range q.recs {
+		if q.recs[j].sweep == mark {
+			out = append(out, q.name(j))
 		} else {
-			kept[id] = st
+			kept.Set(q.id(j), q.recs[j].state())
 		}
 	}
 	sh.queues = kept
@@ -295,7 +297,7 @@ func (s *Store) DeleteGaps(prefix string, keep []string, from, to int) error {
 func (s *Store) StateMark(id QueueID, mark uint32) (st QueueState, marked, ok bool) {
 	sh := s.shard(id)
 	sh.mu.RLock()
-	st, ok = sh.queues[id]
+	st, ok = sh.queues.Get(id)
 	sh.mu.RUnlock()
 	return st, ok && st.sweep == mark, ok
 }

@@ -84,10 +84,10 @@ func (s *Store) CorrectMin(minPhy int64) (int, error) {
 	for _, c := range changes {
 		sh := s.shard(c.id)
 		sh.mu.Lock()
-		st := sh.queues[c.id]
+		st, _ := sh.queues.Get(c.id)
 		if c.newMin > st.Min {
 			st.Min = c.newMin
-			sh.queues[c.id] = st
+			sh.queues.Set(c.id, st)
 		}
 		sh.mu.Unlock()
 	}
@@ -158,7 +158,7 @@ func (s *Store) TruncateAbove(maxPhy int64) error {
 	for _, c := range changes {
 		sh := s.shard(c.id)
 		sh.mu.Lock()
-		sh.queues[c.id] = c.st
+		sh.queues.Set(c.id, c.st)
 		sh.mu.Unlock()
 	}
 	return nil

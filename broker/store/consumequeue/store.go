@@ -47,7 +47,7 @@ type QueueState struct {
 
 type shard struct {
 	mu     sync.RWMutex
-	queues map[QueueID]QueueState
+	queues table
 }
 
 // Store is the consume queue.
@@ -79,7 +79,7 @@ func (s *Store) SetBeforePublish(f func()) { s.beforePublish = f }
 func Open(db *kv.DB, log *slog.Logger) (*Store, error) {
 	s := &Store{db: db, log: log, seed: maphash.MakeSeed()}
 	for i := range s.shards {
-		s.shards[i].queues = make(map[QueueID]QueueState)
+		s.shards[i].queues = newTable(s.seed)
 	}
 	if err := s.load(); err != nil {
 		return nil, err
@@ -113,7 +113,7 @@ func (s *Store) load() error {
 		val := it.Value()
 		id := QueueID{topic, qid}
 		sh := s.shard(id)
-		st := sh.queues[id]
+		st, _ := sh.queues.Get(id)
 		switch kind {
 		case metaMax:
 			if len(val) == 24 {
@@ -126,7 +126,7 @@ func (s *Store) load() error {
 				st.Min = int64(binary.BigEndian.Uint64(val))
 			}
 		}
-		sh.queues[id] = st
+		sh.queues.Set(id, st)
 		n++
 	}
 	if err := it.Error(); err != nil {
@@ -199,11 +199,11 @@ func (s *Store) loadFromEntries() (int, error) {
 		if e, ok := decodeEntry(off, last); ok {
 			id := QueueID{topic, qid}
 			sh := s.shard(id)
-			st := sh.queues[id]
+			st, _ := sh.queues.Get(id)
 			if off+1 >= st.Max {
 				st.Max, st.LastPhyOffset, st.LastStoreTime = off+1, e.CommitLogOffset, e.StoreTimestamp
 			}
-			sh.queues[id] = st
+			sh.queues.Set(id, st)
 			n++
 		}
 	}
@@ -213,10 +213,10 @@ func (s *Store) loadFromEntries() (int, error) {
 	// A min record with no entry left (all removed by retention or a
 	// truncation): the queue is empty at its min.
 	for i := range s.shards {
-		for id, st := range s.shards[i].queues {
-			if st.Max < st.Min {
-				st.Max = st.Min
-				s.shards[i].queues[id] = st
+		q := &s.shards[i].queues
+		for j := range q.recs {
+			if r := &q.recs[j]; r.max < r.min {
+				r.max = r.min
 			}
 		}
 	}
@@ -234,7 +234,7 @@ func (s *Store) State(topic string, qid int32) (QueueState, bool) {
 	id := QueueID{topic, qid}
 	sh := s.shard(id)
 	sh.mu.RLock()
-	st, ok := sh.queues[id]
+	st, ok := sh.queues.Get(id)
 	sh.mu.RUnlock()
 	return st, ok
 }
@@ -263,7 +263,7 @@ func (s *Store) QueueCount() int {
 	n := 0
 	for i := range s.shards {
 		s.shards[i].mu.RLock()
-		n += len(s.shards[i].queues)
+		n += s.shards[i].queues.Len()
 		s.shards[i].mu.RUnlock()
 	}
 	return n
@@ -275,8 +275,9 @@ func (s *Store) Range(f func(id QueueID, st QueueState) bool) {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.RLock()
-		for id, st := range sh.queues {
-			if !f(id, st) {
+		q := &sh.queues
+		for j := range q.recs {
+			if !f(q.id(j), q.recs[j].state()) {
 				sh.mu.RUnlock()
 				return
 			}
@@ -422,7 +423,7 @@ func (s *Store) DeleteQueue(topic string, qid int32) error {
 func (s *Store) forget(id QueueID) {
 	sh := s.shard(id)
 	sh.mu.Lock()
-	delete(sh.queues, id)
+	sh.queues.Delete(id)
 	sh.mu.Unlock()
 }
 

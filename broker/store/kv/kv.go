@@ -38,7 +38,11 @@ type Config struct {
 	Dir string
 	// CacheSize is the block cache size in bytes.
 	CacheSize int64
-	// MemTableSize is the size of one memtable in bytes.
+	// MemTableSize is the size of one memtable in bytes. The broker is
+	// built without cgo, so Pebble's memtables (and block cache) are Go
+	// heap: each byte of them counts twice toward the broker's anonymous
+	// memory (GOGC=100 lets the heap grow to twice what is live). Up to
+	// two are held (one filling, one flushing).
 	MemTableSize uint64
 	// DisableWAL turns Pebble's own WAL off (the default: see package doc).
 	DisableWAL bool
@@ -50,9 +54,12 @@ type Config struct {
 	FS vfs.FS
 }
 
-// DefaultConfig returns the broker's defaults for dir.
+// DefaultConfig returns the broker's defaults for dir. 8 MiB memtables
+// hold ≈ 150k consume-queue entries each (a few seconds of a saturated
+// broker): 16 MiB of Go heap where 32 MiB ones took 64 MiB, for the same
+// bytes flushed (docs/operations.md, "Memory").
 func DefaultConfig(dir string) Config {
-	return Config{Dir: dir, CacheSize: 64 << 20, MemTableSize: 32 << 20, DisableWAL: true, LockWait: 10 * time.Second, FS: vfs.Default}
+	return Config{Dir: dir, CacheSize: 64 << 20, MemTableSize: 8 << 20, DisableWAL: true, LockWait: 10 * time.Second, FS: vfs.Default}
 }
 
 // Validate checks the configuration.
@@ -96,12 +103,19 @@ func Open(cfg Config, log *slog.Logger) (*DB, error) {
 	// its own only in DB.Close, so a failed Open would leave them running.
 	fs, health := vfs.WithDiskHealthChecks(yieldFS{backoffFS{base, mon}}, diskSlowThreshold, nil, listener.DiskSlow)
 	opts := &pebble.Options{
-		FS:            fs,
-		Cache:         cache,
-		DisableWAL:    cfg.DisableWAL,
-		MemTableSize:  cfg.MemTableSize,
-		Logger:        fatalLogger{slogAdapter{log}, mon},
-		EventListener: listener,
+		FS:           fs,
+		Cache:        cache,
+		DisableWAL:   cfg.DisableWAL,
+		MemTableSize: cfg.MemTableSize,
+		// With 8 MiB memtables (DefaultConfig) a burst of writes queues
+		// up to four of them (32 MiB) before writes stall, and flushes
+		// make four times as many L0 sublevels for the same bytes as 32
+		// MiB memtables did: L0 may hold 4 × Pebble's default of 12
+		// sublevels before writes stall (seen creating 10M lite topics).
+		MemTableStopWritesThreshold: 4,
+		L0StopWritesThreshold:       48,
+		Logger:                      fatalLogger{slogAdapter{log}, mon},
+		EventListener:               listener,
 	}
 	// A broker restarted right after a kill -9 can find the old process
 	// still exiting and holding the directory lock for a moment: retry
