@@ -238,6 +238,7 @@ func TestMetricsPrometheus(t *testing.T) {
 		{"rocketmq_pop_revive_in_message_total", with("consumer_group", popGroup, "topic", popTopic, "revive_message_type", "ACK", "put_status", "PUT_OK"), func(v float64) bool { return v == 1 }, "1 ack"},
 		{"rocketmq_pop_revive_out_message_total", with("consumer_group", popGroup, "topic", popTopic, "revive_message_type", "ACK"), func(v float64) bool { return v == 1 }, "1 ack"},
 		{"rocketmq_pop_revive_out_message_total", with("consumer_group", popGroup, "topic", popTopic, "revive_message_type", "CK"), func(v float64) bool { return v == 1 }, "1 checkpoint revived"},
+		{"rocketmq_messages_in_total", with("topic", "rmq_sys_wheel_timer", "message_type", "delay", "is_system", "true"), func(v float64) bool { return v == 1 }, "1 timer message (Apache counts it under the timer topic)"},
 		{"rocketmq_timer_enqueue_total", with("topic", delayTopic, "storage_type", "local", "storage_medium", "disk"), func(v float64) bool { return v == 1 }, "1 timer"},
 		{"rocketmq_timing_messages", with("topic", delayTopic, "storage_type", "local", "storage_medium", "disk"), func(v float64) bool { return v == 0 }, "0 (delivered)"},
 		{"rocketmq_delay_message_latency_seconds", with("topic", delayTopic, "storage_type", "local", "storage_medium", "disk"), func(v float64) bool { return v == 1 }, "1 observation"},
@@ -247,6 +248,9 @@ func TestMetricsPrometheus(t *testing.T) {
 		if err != nil || !ck.check(v) {
 			t.Errorf("%s%v = %v (%v), want %s", ck.family, ck.match, v, err, ck.want)
 		}
+	}
+	if s := got["rocketmq_messages_in_total"].Find(map[string]string{"topic": delayTopic}); len(s) != 0 {
+		t.Errorf("the timer message counted in under its real topic: %v", s)
 	}
 	if t.Failed() {
 		t.Logf("scrape:\n%s", text)

@@ -191,6 +191,7 @@ func TestMetricsFamiliesVsApache(t *testing.T) {
 		match map[string]string
 	}{
 		{"rocketmq_messages_in_total", map[string]string{"topic": metricsTopic, "message_type": "normal", "is_system": "false"}},
+		{"rocketmq_messages_in_total", map[string]string{"topic": "rmq_sys_wheel_timer", "message_type": "delay", "is_system": "true"}},
 		{"rocketmq_consumer_connections", map[string]string{"consumer_group": "metrics_interop_group", "consume_mode": "push", "language": "go", "protocol_type": "remoting", "is_system": "false"}},
 		{"rocketmq_rpc_latency_milliseconds", map[string]string{"request_code": "send_message", "response_code": "success", "protocol_type": "remoting", "result": "success", "is_long_polling": "false"}},
 	} {
