@@ -19,13 +19,18 @@ import (
 // send-back (wireRetry) park messages through it.
 func (b *Broker) wireSchedule(w *wiring) (*schedule.Service, error) {
 	cfg := b.cfg.Get()
-	svc, err := schedule.Open(schedule.Options{
+	o := schedule.Options{
 		Config:     b.cfg.Get,
 		Store:      w.st,
 		MaxDelay:   timerMaxDelay(cfg),
 		RollWindow: timerRollWindow(cfg),
 		Logger:     w.log.With("component", "schedule"),
-	})
+	}
+	if b.metrics != nil {
+		// The rocketmq_timer_* event families and rocketmq_timing_messages.
+		o.Observer = b.metrics
+	}
+	svc, err := schedule.Open(o)
 	if err != nil {
 		return nil, fmt.Errorf("broker: schedule service: %w", err)
 	}

@@ -176,6 +176,7 @@ type Metrics struct {
 	reviveOut   cowMap[reviveKey, counterStats]
 	reviveRetry cowMap[reviveKey, counterStats]
 	lite        cowMap[liteKey, liteTopK]
+	timer       cowMap[string, timerStats]
 	popScan     *histogram
 	histDelta   histDeltas
 
@@ -225,7 +226,7 @@ func New(cfg Config, src Sources, log *slog.Logger) (*Metrics, error) {
 	}
 	m.dlq.limit, m.tx.limit, m.half.limit = cfg.CardinalityLimit, cfg.CardinalityLimit, cfg.CardinalityLimit
 	m.reviveIn.limit, m.reviveOut.limit, m.reviveRetry.limit = cfg.CardinalityLimit, cfg.CardinalityLimit, cfg.CardinalityLimit
-	m.lite.limit = cfg.CardinalityLimit
+	m.lite.limit, m.timer.limit = cfg.CardinalityLimit, cfg.CardinalityLimit
 	m.popScan = newHistogram(popScanBounds)
 	m.histDelta.on = cfg.InDelta && typ == ExporterOTLPGrpc
 
@@ -486,6 +487,7 @@ func (m *Metrics) register(meter metric.Meter) error {
 	}
 	if c.EnableStoreMetrics {
 		m.storeGauges(gauge)
+		m.timerCounters(meter, &errs)
 	}
 	if c.EnablePopMetrics {
 		m.popGauges(gauge)

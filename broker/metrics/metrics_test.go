@@ -94,6 +94,9 @@ func TestFamiliesCoverApache(t *testing.T) {
 	m.RevivePut("g1", "t1", true, "PUT_OK")
 	m.ReviveGot("g1", "t1", 0, true)
 	m.ReviveRetry("g1", "t1", "PUT_OK")
+	now := time.Now().UnixMilli()
+	m.TimerEnqueued("t1", false, now, now+2000)
+	m.TimerDequeued("t1", false)
 
 	// Scrape over HTTP, as Prometheus does.
 	resp, err := http.Get("http://" + m.PromAddr() + "/metrics")

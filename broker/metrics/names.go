@@ -52,6 +52,10 @@ const (
 	gaugeTimerDequeueLag      = "rocketmq_timer_dequeue_lag"
 	gaugeTimerDequeueLatency  = "rocketmq_timer_dequeue_latency"
 	gaugeTimerMessageSnapshot = "rocketmq_timer_message_snapshot"
+	gaugeTimingMessages       = "rocketmq_timing_messages"
+	counterTimerEnqueue       = "rocketmq_timer_enqueue_total"
+	counterTimerDequeue       = "rocketmq_timer_dequeue_total"
+	histDelayLatency          = "rocketmq_delay_message_latency"
 
 	gaugePopOffsetBuffer     = "rocketmq_pop_offset_buffer_size"
 	gaugePopCheckpointBuffer = "rocketmq_pop_checkpoint_buffer_size"
@@ -68,6 +72,7 @@ const (
 	// by 1000; the buckets are 5 s … 24 h): kept as Java has it.
 	unitMs    = "ms"
 	unitBytes = "bytes"
+	unitSecs  = "seconds"
 )
 
 // Label keys.
@@ -153,6 +158,9 @@ var (
 	popScanBounds     = []float64{1, 10, 100, 1000, 2000, 3000}
 	// finishBounds are seconds (BrokerMetricsManager commitLatencyBuckets).
 	finishBounds = []float64{5, 60, 600, 3600, 12 * 3600, 24 * 3600}
+	// delayLatencyBounds are seconds (DefaultStoreMetricsManager.getMetricsView:
+	// 1 min, 10 min, 1 h, 12 h, 1 day, 3 days).
+	delayLatencyBounds = []float64{60, 600, 3600, 12 * 3600, 24 * 3600, 3 * 24 * 3600}
 )
 
 // TypeOf is the message_type of a sent message from its properties (Java's

@@ -95,6 +95,9 @@ func (p producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 			hist(histPopBufferScanTime, unitMillis, "Time consuming of pop buffer scan", []metricdata.HistogramDataPoint[int64]{pt})
 		}
 	}
+	if m.cfg.EnableStoreMetrics {
+		hist(histDelayLatency, unitSecs, "Timer message set latency distribution", m.timerLatencyPoints(d))
+	}
 	if len(out) == 0 {
 		return nil, nil
 	}

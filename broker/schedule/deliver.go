@@ -33,6 +33,10 @@ type job struct {
 	// with its key).
 	cancelled, marker bool
 	uncancel          []byte
+	// timer: a timer-topic record (Observer), of REAL_TOPIC realTopic;
+	// isMarker: a cancellation marker.
+	timer, isMarker bool
+	realTopic       string
 }
 
 // deliverOnce delivers up to RoundSize due keys from the cursor; full
@@ -88,6 +92,9 @@ func (s *Service) deliverOnce() (full bool, err error) {
 		default:
 			s.delivered.Add(1)
 			s.hist.observe(putAt - j.due)
+		}
+		if o := s.o.Observer; o != nil && j.timer {
+			o.TimerDequeued(j.realTopic, j.isMarker)
 		}
 		done = append(done, j.key)
 	}
@@ -197,6 +204,9 @@ func (s *Service) prepare(j *job, now int64) error {
 	}
 	props[PropertyTimerKey] = formatMarker(j.ms, j.phy)
 	del, isMarker := markerOf(topic, props)
+	if topic == TimerTopic {
+		j.timer, j.isMarker, j.realTopic = true, isMarker, props[message.PropertyRealTopic]
+	}
 	if isMarker && j.due <= now {
 		j.drop, j.marker, j.uncancel = true, true, cancelKey(del)
 		return nil

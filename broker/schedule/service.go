@@ -121,6 +121,21 @@ type Options struct {
 	// Now is the clock (nil: time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Observer is told of timer-topic messages entering and leaving the
+	// index (nil: nobody; broker/metrics' timer families).
+	Observer Observer
+}
+
+// Observer receives the timer index's events for timer-topic messages
+// (rmq_sys_wheel_timer, by REAL_TOPIC; delay-level messages are not timer
+// messages, as in Java's TimerMessageStore). marker is a TIMER_DEL_UNIQKEY
+// cancellation marker. Calls come from the service's goroutine.
+type Observer interface {
+	// TimerEnqueued: the message was indexed (parked, re-parked after a
+	// roll, or re-indexed after a crash).
+	TimerEnqueued(realTopic string, marker bool, bornMs, deliverMs int64)
+	// TimerDequeued: a due key was taken out: delivered, rolled, cancelled.
+	TimerDequeued(realTopic string, marker bool)
 }
 
 // Stats are the service's counters since Open.
@@ -577,7 +592,12 @@ func (s *Service) entryKeyTime(q queueRef, e consumequeue.Entry) (ms int64, c *c
 	v := rec.View
 	due := s.deliverTime(q.topic, q.qid, v.StoreTimestamp(), v.Properties)
 	if q.topic == TimerTopic {
-		if dk, isMarker := message.PropertyValue(v.Properties(), message.PropertyTimerDelUniqKey); isMarker {
+		dk, isMarker := message.PropertyValue(v.Properties(), message.PropertyTimerDelUniqKey)
+		if o := s.o.Observer; o != nil {
+			real, _ := message.PropertyValue(v.Properties(), message.PropertyRealTopic)
+			o.TimerEnqueued(real, isMarker, v.BornTimestamp(), due)
+		}
+		if isMarker {
 			end := slotEnd(due, s.precision())
 			return s.keyTime(end, v.StoreTimestamp()), &cancellation{deleteKey: dk, slot: end}, true
 		}

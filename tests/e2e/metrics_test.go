@@ -69,7 +69,8 @@ func apacheFamilies(t testing.TB) map[string]*metrics.Family {
 // lag is 300. Five transactions (two committed, one rolled back, two left
 // UNKNOW) leave rocketmq_half_messages at 2; a pop of three messages with
 // one ack gives one checkpoint and one ack written to the revive topic and
-// two messages revived into the retry topic.
+// two messages revived into the retry topic. A timer message (1 s) is
+// enqueued into and dequeued from the timer index, once each.
 func TestMetricsPrometheus(t *testing.T) {
 	t.Parallel()
 	rlog.SetLogLevel("error")
@@ -156,6 +157,16 @@ func TestMetricsPrometheus(t *testing.T) {
 		t.Fatalf("ack: code %d", rc)
 	}
 
+	// A timer message (TIMER_DELAY_SEC=1): it goes through the timer
+	// index and comes out a second later.
+	const delayTopic = "MetricsDelayTopic"
+	mqadmin(t, c, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", delayTopic, "-r", "1", "-w", "1")
+	dm := primitive.NewMessage(delayTopic, body)
+	dm.WithProperty("TIMER_DELAY_SEC", "1")
+	if r, err := p.SendSync(ctx, dm); err != nil || r.Status != primitive.SendOK {
+		t.Fatalf("send delayed: %v %v", r, err)
+	}
+
 	var got map[string]*metrics.Family
 	var text string
 	base := map[string]string{"cluster": framework.DefaultCluster, "node_id": "broker-a", "node_type": "broker"}
@@ -196,6 +207,9 @@ func TestMetricsPrometheus(t *testing.T) {
 		if n, err := one("rocketmq_pop_revive_retry_messages_total", with("consumer_group", popGroup, "topic", popTopic, "put_status", "PUT_OK")); err != nil || n != 2 {
 			return fmt.Errorf("revived %v (%v), want 2", n, err)
 		}
+		if n, err := one("rocketmq_timer_dequeue_total", with("topic", delayTopic)); err != nil || n != 1 {
+			return fmt.Errorf("timer dequeues %v (%v), want 1", n, err)
+		}
 		return nil
 	})
 	checks := []struct {
@@ -212,7 +226,7 @@ func TestMetricsPrometheus(t *testing.T) {
 		{"rocketmq_consumer_lag_latency_milliseconds", with("consumer_group", group, "topic", topic), func(v float64) bool { return v > 0 && v < 120000 }, "> 0"},
 		{"rocketmq_consumer_connections", with("consumer_group", group, "consume_mode", "push", "protocol_type", "remoting", "language", "go"), func(v float64) bool { return v == 1 }, "1"},
 		{"rocketmq_producer_connections", with("protocol_type", "remoting", "language", "go"), func(v float64) bool { return v >= 1 }, ">= 1"},
-		{"rocketmq_rpc_latency_milliseconds", with("request_code", "send_message", "response_code", "success", "protocol_type", "remoting", "result", "success", "is_long_polling", "false"), func(v float64) bool { return v == sent+5+3 }, "508 sends (500, 5 transactional, 3 to pop)"},
+		{"rocketmq_rpc_latency_milliseconds", with("request_code", "send_message", "response_code", "success", "protocol_type", "remoting", "result", "success", "is_long_polling", "false"), func(v float64) bool { return v == sent+5+3+1 }, "509 sends (500, 5 transactional, 3 to pop, 1 timer)"},
 		{"rocketmq_topic_create_execution_time_milliseconds", with("invocation_status", "success", "is_system", "false"), func(v float64) bool { return v >= 1 }, ">= 1"},
 		{"rocketmq_broker_permission", with(), func(v float64) bool { return v == 6 }, "6"},
 		{"rocketmq_half_messages", with("topic", txTopic), func(v float64) bool { return v == 2 }, "2 (two UNKNOW transactions)"},
@@ -224,12 +238,19 @@ func TestMetricsPrometheus(t *testing.T) {
 		{"rocketmq_pop_revive_in_message_total", with("consumer_group", popGroup, "topic", popTopic, "revive_message_type", "ACK", "put_status", "PUT_OK"), func(v float64) bool { return v == 1 }, "1 ack"},
 		{"rocketmq_pop_revive_out_message_total", with("consumer_group", popGroup, "topic", popTopic, "revive_message_type", "ACK"), func(v float64) bool { return v == 1 }, "1 ack"},
 		{"rocketmq_pop_revive_out_message_total", with("consumer_group", popGroup, "topic", popTopic, "revive_message_type", "CK"), func(v float64) bool { return v == 1 }, "1 checkpoint revived"},
+		{"rocketmq_messages_in_total", with("topic", "rmq_sys_wheel_timer", "message_type", "delay", "is_system", "true"), func(v float64) bool { return v == 1 }, "1 timer message (Apache counts it under the timer topic)"},
+		{"rocketmq_timer_enqueue_total", with("topic", delayTopic, "storage_type", "local", "storage_medium", "disk"), func(v float64) bool { return v == 1 }, "1 timer"},
+		{"rocketmq_timing_messages", with("topic", delayTopic, "storage_type", "local", "storage_medium", "disk"), func(v float64) bool { return v == 0 }, "0 (delivered)"},
+		{"rocketmq_delay_message_latency_seconds", with("topic", delayTopic, "storage_type", "local", "storage_medium", "disk"), func(v float64) bool { return v == 1 }, "1 observation"},
 	}
 	for _, ck := range checks {
 		v, err := one(ck.family, ck.match)
 		if err != nil || !ck.check(v) {
 			t.Errorf("%s%v = %v (%v), want %s", ck.family, ck.match, v, err, ck.want)
 		}
+	}
+	if s := got["rocketmq_messages_in_total"].Find(map[string]string{"topic": delayTopic}); len(s) != 0 {
+		t.Errorf("the timer message counted in under its real topic: %v", s)
 	}
 	if t.Failed() {
 		t.Logf("scrape:\n%s", text)

@@ -102,6 +102,7 @@ func TestMetricsFamiliesVsApache(t *testing.T) {
 				{"rocketmq_pop_revive_out_message_total", map[string]string{"topic": metricsPopTopic, "revive_message_type": "CK"}},
 				{"rocketmq_pop_revive_out_message_total", map[string]string{"topic": metricsPopTopic, "revive_message_type": "ACK"}},
 				{"rocketmq_pop_revive_retry_messages_total", map[string]string{"topic": metricsPopTopic}},
+				{"rocketmq_timer_dequeue_total", map[string]string{"topic": metricsTimerTopic}},
 			} {
 				if len(fams[c.fam].Find(c.match)) == 0 {
 					return fmt.Errorf("%s: no %s%v yet", name, c.fam, c.match)
@@ -190,6 +191,7 @@ func TestMetricsFamiliesVsApache(t *testing.T) {
 		match map[string]string
 	}{
 		{"rocketmq_messages_in_total", map[string]string{"topic": metricsTopic, "message_type": "normal", "is_system": "false"}},
+		{"rocketmq_messages_in_total", map[string]string{"topic": "rmq_sys_wheel_timer", "message_type": "delay", "is_system": "true"}},
 		{"rocketmq_consumer_connections", map[string]string{"consumer_group": "metrics_interop_group", "consume_mode": "push", "language": "go", "protocol_type": "remoting", "is_system": "false"}},
 		{"rocketmq_rpc_latency_milliseconds", map[string]string{"request_code": "send_message", "response_code": "success", "protocol_type": "remoting", "result": "success", "is_long_polling": "false"}},
 	} {
@@ -217,6 +219,8 @@ func familyList(fams map[string]*metrics.Family) string {
 const (
 	metricsTxTopic  = "MetricsInteropTx"
 	metricsPopTopic = "MetricsInteropPop"
+	// metricsTimerTopic gets one timer message (TIMER_DELAY_SEC=1).
+	metricsTimerTopic = "MetricsInteropTimer"
 )
 
 // interopTxListener commits "commit" bodies and answers UNKNOW to every
@@ -237,12 +241,13 @@ func (interopTxListener) CheckLocalTransaction(*primitive.MessageExt) primitive.
 // metricsTxPopWorkload sends two transactional messages (one committed, one
 // left UNKNOW) to metricsTxTopic, and pops the three messages of
 // metricsPopTopic with a one-second invisible time, acking one: the other
-// two are revived. stop shuts the clients down.
+// two are revived. One timer message (1 s) goes to metricsTimerTopic. stop
+// shuts the clients down.
 func metricsTxPopWorkload(t *testing.T, ns, broker string) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res := createOneQueueTopics(ctx, t, ns, broker, metricsTxTopic, metricsPopTopic)
+	res := createOneQueueTopics(ctx, t, ns, broker, metricsTxTopic, metricsPopTopic, metricsTimerTopic)
 	tp, err := rocketmq.NewTransactionProducer(interopTxListener{}, producer.WithNsResolver(res),
 		producer.WithGroupName("metrics_interop_tx"), producer.WithSendMsgTimeout(5*time.Second))
 	if err != nil {
@@ -264,6 +269,11 @@ func metricsTxPopWorkload(t *testing.T, ns, broker string) (stop func()) {
 		if _, err := p.SendSync(ctx, primitive.NewMessage(metricsPopTopic, []byte(fmt.Sprintf("pop-%d", i)))); err != nil {
 			t.Fatal(err)
 		}
+	}
+	tm := primitive.NewMessage(metricsTimerTopic, []byte("timer"))
+	tm.WithProperty("TIMER_DELAY_SEC", "1")
+	if r, err := p.SendSync(ctx, tm); err != nil || r.Status != primitive.SendOK {
+		t.Fatalf("send the timer message: %v %v", r, err)
 	}
 	sc, err := client.NewSimpleConsumer(client.SimpleConsumerConfig{
 		CommonConfig: client.CommonConfig{NameServers: []string{ns}}, Group: "metrics_interop_pop",

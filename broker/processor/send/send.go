@@ -468,7 +468,14 @@ func (p *Processor) sendOne(ctx context.Context, ch *remoting.Channel, req *remo
 	}
 	resp, err := p.putResponse(ctx, req, cfg, res, err, props, queueID, uniq, false)
 	if err == nil && p.d.MessagesIn != nil {
-		p.d.MessagesIn(h.topic, metrics.TypeOf(props), 1, res.End-res.PhysicalOffset)
+		// A timer message counts in under the timer topic it was parked
+		// in, as Java's SendMessageProcessor labels the message's topic
+		// after its timer hook; its delivery is not counted in again.
+		in := h.topic
+		if msg.Topic == topic.TimerTopic {
+			in = msg.Topic
+		}
+		p.d.MessagesIn(in, metrics.TypeOf(props), 1, res.End-res.PhysicalOffset)
 	}
 	if rh, ok := p.d.Schedule.(RecallHandler); ok && err == nil {
 		if h := rh.RecallHandle(msg, cfg.BrokerName); h != "" {
