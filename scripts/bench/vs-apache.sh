@@ -23,7 +23,10 @@
 # (mqbench; apache: the sends are Apache's own benchmark Producer 5.5.0,
 # org.apache.rocketmq.example.benchmark.Producer from rocketmq-example, with
 # -a true -ak/-sk under AUTH=1 and -Dtls.enable=true under TLS=1; its TPS is
-# the mean of its per-second reports, its p99 column their Max RT).
+# the mean of its per-second reports, its p99 column their Max RT; then the
+# catch-up is Apache's benchmark Consumer for CONSUME_SECS (30) and a third
+# phase Apache's BatchProducer, batches of BATCH (16), each with the
+# broker's CPU per message over its own window).
 # Broker CPU per message is utime+stime of /proc/PID/stat over the sends.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -169,6 +172,53 @@ print(json.dumps({"tps": tps, "messages": sent, "sendFailed": int(rows[-1][3]) i
 PY
 }
 
+# apache_java <log> <class> <seconds> <args...>: one of Apache's benchmark
+# programs for JAVA_START + seconds, with the system's TLS/ACL flags.
+apache_java() {
+  local log=$1 cls=$2 secs=$3 sys=$4 jflags=() aflags=()
+  shift 4
+  if [ "$sys" != plain ]; then
+    [ "$TLS" = 1 ] && jflags=(-Dtls.enable=true)
+    [ "$AUTH" = 1 ] && aflags=(-a true -ak "$BENCH_AK" -sk "$BENCH_SK")
+  fi
+  timeout -s INT "$(( secs + ${JAVA_START:-15} ))" java -Xms256m -Xmx512m -XX:+UseSerialGC "${jflags[@]}" -cp "$jcp" \
+    "org.apache.rocketmq.example.benchmark.$cls" "$@" -ri 1000 "${aflags[@]}" >"$log" 2>&1 || true
+}
+
+# apache_batch <ns> <system>: Apache's BatchProducer (-b BATCH, 16) for
+# DURATION: {"tps": sends/s, "mps": messages/s, "messages": ...}.
+apache_batch() {
+  local log="$work/jbatch.log"
+  apache_java "$log" BatchProducer "${DURATION%s}" "$2" -n "$1" -t BenchVs -s "$SIZE" -w "$THREADS" -b "${BATCH:-16}"
+  python3 - "$log" "${DURATION%s}" <<'PY'
+import json, re, sys
+rows = [tuple(map(float, m.groups())) for m in re.finditer(
+    r"Current Time: .*? \| Send TPS: (\d+) \| Send MPS: (\d+) \| Max RT\(ms\): (\d+)", open(sys.argv[1]).read())]
+sent = int(sum(r[1] for r in rows))
+rows = [r for r in rows if r[1] > 0][-int(sys.argv[2]):]
+n = max(len(rows), 1)
+print(json.dumps({"tps": sum(r[0] for r in rows) / n, "mps": sum(r[1] for r in rows) / n, "messages": sent,
+                  "latencyMs": {"p99": max((r[2] for r in rows), default=0)}, "client": "apache-benchmark-batchproducer"}))
+PY
+}
+
+# apache_consumer <ns> <system> <group>: Apache's benchmark Consumer (a
+# push consumer; a new group starts from the first offset) catching up
+# for CONSUME_SECS (30): {"tps": mean of the non-zero reports, "messages"}.
+apache_consumer() {
+  local log="$work/jconsumer.log"
+  apache_java "$log" Consumer "${CONSUME_SECS:-30}" "$2" -n "$1" -t BenchVs -g "$3" -w 20
+  python3 - "$log" <<'PY'
+import json, re, sys
+rows = [float(m.group(1)) for m in re.finditer(r"Current Time: .*? \| Consume TPS: (\d+)", open(sys.argv[1]).read())]
+got = int(sum(rows))
+busy = [r for r in rows if r > 0]
+# The first and last busy seconds are partial: left out when there are more.
+core = busy[1:-1] if len(busy) > 2 else busy
+print(json.dumps({"tps": sum(core) / max(len(core), 1), "messages": got, "client": "apache-benchmark-consumer"}))
+PY
+}
+
 run() { # system round
   local sys=$1 r=$2
   local ns=${ns_of[$sys]} p c n before after flags=()
@@ -182,8 +232,22 @@ run() { # system round
   after=$(cpu "${pid_of[$sys]}")
   n=$(echo "$p" | python3 -c 'import json,sys; print(json.load(sys.stdin)["messages"])')
   [ "$n" -gt 0 ] || { echo "$sys: nothing sent" >&2; exit 1; }
-  c=$(bin/mqbench consumer -n "$ns" -t BenchVs -g "vs_${sys}_$r" --from-first --count "$n" --duration 180s --reportInterval 100000 --json "${flags[@]}" 2>/dev/null | tail -1)
-  echo "{\"system\":\"$sys\",\"round\":$r,\"cpu_ticks\":$((after - before)),\"clk_tck\":$ticks,\"producer\":$p,\"consumer\":$c}" >>"$OUT"
+  local extra=""
+  if [ "$CLIENT" = apache ]; then
+    # Catch-up with Apache's Consumer, then BatchProducer, each with the
+    # broker's CPU over its own window.
+    before=$(cpu "${pid_of[$sys]}")
+    c=$(apache_consumer "$ns" "$sys" "vs_${sys}_$r")
+    after2=$(cpu "${pid_of[$sys]}")
+    local bp before3 after3
+    before3=$(cpu "${pid_of[$sys]}")
+    bp=$(apache_batch "$ns" "$sys")
+    after3=$(cpu "${pid_of[$sys]}")
+    extra=",\"consume_ticks\":$((after2 - before)),\"batch_ticks\":$((after3 - before3)),\"batch\":$bp"
+  else
+    c=$(bin/mqbench consumer -n "$ns" -t BenchVs -g "vs_${sys}_$r" --from-first --count "$n" --duration 180s --reportInterval 100000 --json "${flags[@]}" 2>/dev/null | tail -1)
+  fi
+  echo "{\"system\":\"$sys\",\"round\":$r,\"cpu_ticks\":$((after - before)),\"clk_tck\":$ticks,\"producer\":$p,\"consumer\":$c$extra}" >>"$OUT"
 }
 
 k=${#systems[@]}
@@ -204,6 +268,10 @@ for r in rows:
     a = agg.setdefault(r["system"], {"send": [], "consume": [], "p99": [], "msgs": 0, "ticks": 0, "clk": r["clk_tck"]})
     a["send"].append(r["producer"]["tps"]); a["consume"].append(r["consumer"]["tps"]); a["p99"].append(r["producer"]["latencyMs"]["p99"])
     a["msgs"] += r["producer"]["messages"]; a["ticks"] += r["cpu_ticks"]
+    if "batch" in r:
+        a.setdefault("bmps", []).append(r["batch"]["mps"]); a["bmsgs"] = a.get("bmsgs", 0) + r["batch"]["messages"]
+        a["bticks"] = a.get("bticks", 0) + r["batch_ticks"]
+        a["cmsgs"] = a.get("cmsgs", 0) + r["consumer"]["messages"]; a["cticks"] = a.get("cticks", 0) + r["consume_ticks"]
 mean = lambda xs: sum(xs) / len(xs)
 print(f"ours and apache: {sys.argv[2]}; plain: ours without either")
 for s in ("ours", "apache", "plain"):
@@ -212,8 +280,14 @@ for s in ("ours", "apache", "plain"):
     a = agg[s]
     us = a["ticks"] / a["clk"] * 1e6 / max(a["msgs"], 1)
     print(f"{s:7s} send TPS {mean(a['send']):10.0f}  consume TPS {mean(a['consume']):10.0f}  send p99 {mean(a['p99']):.2f} ms  broker CPU {us:.1f} µs/msg  rounds {len(a['send'])}")
+    if "bmps" in a:
+        bus = a["bticks"] / a["clk"] * 1e6 / max(a["bmsgs"], 1)
+        cus = a["cticks"] / a["clk"] * 1e6 / max(a["cmsgs"], 1)
+        print(f"{'':7s} BatchProducer {mean(a['bmps']):10.0f} msgs/s  broker CPU {bus:.1f} µs/msg;  Consumer catch-up broker CPU {cus:.1f} µs/msg")
 o, p = agg["ours"], agg["apache"]
 print(f"ratio   send {mean(o['send'])/mean(p['send']):.2f}x  consume {mean(o['consume'])/mean(p['consume']):.2f}x  (ours / apache)")
+if "bmps" in o and "bmps" in p:
+    print(f"ratio   BatchProducer {mean(o['bmps'])/mean(p['bmps']):.2f}x  (ours / apache)")
 if "plain" in agg:
     b = agg["plain"]
     print(f"ratio   send {mean(o['send'])/mean(b['send']):.2f}x  consume {mean(o['consume'])/mean(b['consume']):.2f}x  (ours / plain)")
