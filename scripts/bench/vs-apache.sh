@@ -236,14 +236,15 @@ run() { # system round
   if [ "$CLIENT" = apache ]; then
     # Catch-up with Apache's Consumer, then BatchProducer, each with the
     # broker's CPU over its own window.
-    before=$(cpu "${pid_of[$sys]}")
+    local before2 after2
+    before2=$(cpu "${pid_of[$sys]}")
     c=$(apache_consumer "$ns" "$sys" "vs_${sys}_$r")
     after2=$(cpu "${pid_of[$sys]}")
     local bp before3 after3
     before3=$(cpu "${pid_of[$sys]}")
     bp=$(apache_batch "$ns" "$sys")
     after3=$(cpu "${pid_of[$sys]}")
-    extra=",\"consume_ticks\":$((after2 - before)),\"batch_ticks\":$((after3 - before3)),\"batch\":$bp"
+    extra=",\"consume_ticks\":$((after2 - before2)),\"batch_ticks\":$((after3 - before3)),\"batch\":$bp"
   else
     c=$(bin/mqbench consumer -n "$ns" -t BenchVs -g "vs_${sys}_$r" --from-first --count "$n" --duration 180s --reportInterval 100000 --json "${flags[@]}" 2>/dev/null | tail -1)
   fi
