@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -121,11 +122,12 @@ func TestPageCacheBusySheds(t *testing.T) {
 		t.Fatalf("send: %d %s", r.Code, r.Remark)
 	}
 
-	// The next CommitLog write hangs until released.
+	// The next write into the active segment hangs until released (the
+	// next segment, made ahead in the background, is left alone).
 	stuck, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	ffs.SetHook(func(op vfs.Op) error {
-		if op.Kind == vfs.OpWrite {
+		if op.Kind == vfs.OpWrite && filepath.Base(op.Path) == "00000000000000000000" {
 			once.Do(func() { close(stuck); <-release })
 		}
 		return nil
@@ -189,7 +191,7 @@ func holdSendWorkers(t *testing.T, ctx context.Context, b *Broker, client *remot
 	b.RegisterProcessor(blockCode, func(context.Context, *remoting.Channel, *remoting.Command) (*remoting.Command, error) {
 		started <- struct{}{}
 		<-hold
-		return remoting.NewResponse(nil, code.Success, ""), nil
+		return &remoting.Command{Code: code.Success}, nil
 	}, processor.PoolSend)
 	for range n {
 		go func() { _, _ = client.Invoke(ctx, b.Addr(), remoting.NewRequest(blockCode, nil, nil)) }()
@@ -213,7 +215,7 @@ func asyncSender(t *testing.T, ctx context.Context, b *Broker, client *remoting.
 		go func() {
 			resp, err := client.Invoke(ctx, b.Addr(), remoting.NewRequest(code.SendMessage, remotingtest.SendExt(t, "pg", topic, 0), []byte("m")))
 			if err != nil {
-				resp = remoting.NewResponse(nil, -1, err.Error())
+				resp = &remoting.Command{Code: -1, Remark: err.Error()}
 			}
 			out <- resp
 		}()
