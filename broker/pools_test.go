@@ -193,12 +193,21 @@ func holdSendWorkers(t *testing.T, ctx context.Context, b *Broker, client *remot
 		<-hold
 		return &remoting.Command{Code: code.Success}, nil
 	}, processor.PoolSend)
-	for range n {
-		go func() { _, _ = client.Invoke(ctx, b.Addr(), remoting.NewRequest(blockCode, nil, nil)) }()
-	}
-	for i := range n {
+	// One at a time, and again when answered before it started: the client
+	// sends requests issued together in one write, a burst larger than a
+	// small test queue (the page-cache test's capacity is 4) is refused
+	// before idle workers take it, and while the page cache is busy a
+	// request caught in the queue by the fast-failure scan is shed.
+	for i := 0; i < n; {
+		answered := make(chan struct{})
+		go func() {
+			_, _ = client.Invoke(ctx, b.Addr(), remoting.NewRequest(blockCode, nil, nil))
+			close(answered)
+		}()
 		select {
 		case <-started:
+			i++
+		case <-answered:
 		case <-ctx.Done():
 			t.Fatalf("%d of %d blocking requests started", i, n)
 		}
