@@ -148,7 +148,10 @@ func TestPageCacheBusySheds(t *testing.T) {
 	for b.store.CommitLog().WriteStalledFor() <= cfg.OsPageCacheBusyTimeOutMills {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if r := <-send(); r.Code != code.SystemBusy || r.Remark != "[REJECTREQUEST]system busy, start flow control for a while" {
+	// Refused when it runs, or shed by the fast-failure scan if the scan
+	// finds it still queued: both are Apache's answers to a busy page cache.
+	if r := <-send(); r.Code != code.SystemBusy || (r.Remark != "[REJECTREQUEST]system busy, start flow control for a while" &&
+		!strings.HasPrefix(r.Remark, "[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: ")) {
 		t.Fatalf("send while the page cache is busy: %d %q", r.Code, r.Remark)
 	}
 
