@@ -1,7 +1,8 @@
 package metrics
 
 import (
-	"bytes"
+	"github.com/rmqgo/rmq/internal/testutil"
+
 	"context"
 	"fmt"
 	"io"
@@ -10,7 +11,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -342,28 +342,10 @@ func TestEventFamilies(t *testing.T) {
 	})
 }
 
-// syncBuffer is a bytes.Buffer safe for the periodic reader's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestLogExporter: metricsExporterType=LOG writes every series to the log
 // each metricLoggingExporterIntervalInMills, with its labels and value.
 func TestLogExporter(t *testing.T) {
-	var buf syncBuffer
+	var buf testutil.SyncBuffer
 	cfg := testConfig()
 	cfg.ExporterType, cfg.LogInterval = ExporterLog, 50*time.Millisecond
 	m, err := New(cfg, testSources(time.Now()), slog.New(slog.NewTextHandler(&buf, nil)))

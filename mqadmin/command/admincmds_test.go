@@ -1,13 +1,14 @@
 package command
 
 import (
+	"github.com/rmqgo/rmq/internal/testutil"
+
 	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -198,31 +199,12 @@ func TestExportMetadataNothingToDo(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a command writing while the test
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestClusterRT: a round sends -a messages to each broker's own topic and
 // prints a line per broker (broker-b has no such topic: every send fails);
 // the command runs until its context ends, as Java's until interrupted.
 func TestClusterRT(t *testing.T) {
 	f := servedMsgFixture(t, false)
-	var out syncBuffer
+	var out testutil.SyncBuffer
 	var errb bytes.Buffer
 	env := msgEnv(f, modeClient, &bytes.Buffer{}, &errb, t.TempDir())
 	env.Stdout = &out
