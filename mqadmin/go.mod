@@ -13,6 +13,7 @@ require (
 	github.com/cloudwego/netpoll v0.7.2 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/stretchr/testify v1.11.1 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
 )
 
 require github.com/rmqgo/rmq v0.0.0
