@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"net/http"
 	"slices"
@@ -298,6 +299,90 @@ func (s *Server) lite(r *request) (any, error) {
 	return v, nil
 }
 
+// ---- lite group lag top-K ----
+
+// liteLagRow is one lite topic of a lag top-K, with its broker.
+type liteLagRow struct {
+	BrokerName string `json:"brokerName"`
+	protocol.LiteLagInfo
+}
+
+type liteLagBroker struct {
+	BrokerName    string `json:"brokerName"`
+	TotalLagCount int64  `json:"totalLagCount"`
+	// EarliestUnconsumedTimestamp is -1 when nothing is unconsumed.
+	EarliestUnconsumedTimestamp int64  `json:"earliestUnconsumedTimestamp"`
+	Error                       string `json:"error,omitempty"`
+}
+
+type liteLagView struct {
+	Parent                      string          `json:"parent"`
+	Group                       string          `json:"group"`
+	TopK                        int             `json:"topK"`
+	TotalLagCount               int64           `json:"totalLagCount"`
+	EarliestUnconsumedTimestamp int64           `json:"earliestUnconsumedTimestamp"`
+	Brokers                     []liteLagBroker `json:"brokers"`
+	// ByCount are the K lite topics with the most messages unconsumed
+	// over all brokers; ByAge the K whose oldest unconsumed message is
+	// the oldest.
+	ByCount []liteLagRow `json:"byCount"`
+	ByAge   []liteLagRow `json:"byAge"`
+}
+
+// liteLag is the lag top-K of a lite group (getLiteGroupInfo without -l:
+// GET_LITE_GROUP_INFO, 200078, on every broker of the parent's route),
+// merged over the brokers and cut to K.
+func (s *Server) liteLag(r *request) (any, error) {
+	q := r.URL.Query()
+	parent, group := strings.TrimSpace(q.Get("parent")), strings.TrimSpace(q.Get("group"))
+	if parent == "" || group == "" {
+		return nil, badRequest("parent and group are required")
+	}
+	k, err := intParam(q, "topK", 10, 1, 1000)
+	if err != nil {
+		return nil, err
+	}
+	brokers, err := r.c.RouteBrokers(r.ctx, parent)
+	if err != nil {
+		return nil, err
+	}
+	v := liteLagView{Parent: parent, Group: group, TopK: k, EarliestUnconsumedTimestamp: -1,
+		Brokers: []liteLagBroker{}, ByCount: []liteLagRow{}, ByAge: []liteLagRow{}}
+	for _, b := range brokers {
+		lb := liteLagBroker{BrokerName: b.Name, EarliestUnconsumedTimestamp: -1}
+		info, err := r.c.GetLiteGroupInfo(r.ctx, b.Addr, group, "", k)
+		switch {
+		case admin.IsCode(err, code.NoPermission):
+			return nil, err
+		case err != nil:
+			lb.Error = err.Error()
+		case info.ParentTopic != parent:
+			lb.Error = "group " + group + " is bound to " + info.ParentTopic + ", not " + parent
+		default:
+			lb.TotalLagCount, lb.EarliestUnconsumedTimestamp = max(info.TotalLagCount, 0), info.EarliestUnconsumedTimestamp
+			v.TotalLagCount += lb.TotalLagCount
+			if ts := info.EarliestUnconsumedTimestamp; ts > 0 && (v.EarliestUnconsumedTimestamp < 0 || ts < v.EarliestUnconsumedTimestamp) {
+				v.EarliestUnconsumedTimestamp = ts
+			}
+			for _, x := range info.LagCountTopK {
+				v.ByCount = append(v.ByCount, liteLagRow{b.Name, x})
+			}
+			for _, x := range info.LagTimestampTopK {
+				v.ByAge = append(v.ByAge, liteLagRow{b.Name, x})
+			}
+		}
+		v.Brokers = append(v.Brokers, lb)
+	}
+	slices.SortFunc(v.ByCount, func(x, y liteLagRow) int {
+		return cmp.Or(cmp.Compare(y.LagCount, x.LagCount), cmp.Compare(x.LiteTopic, y.LiteTopic), cmp.Compare(x.BrokerName, y.BrokerName))
+	})
+	slices.SortFunc(v.ByAge, func(x, y liteLagRow) int {
+		return cmp.Or(cmp.Compare(x.EarliestUnconsumedTimestamp, y.EarliestUnconsumedTimestamp), cmp.Compare(x.LiteTopic, y.LiteTopic), cmp.Compare(x.BrokerName, y.BrokerName))
+	})
+	v.ByCount, v.ByAge = v.ByCount[:min(k, len(v.ByCount))], v.ByAge[:min(k, len(v.ByAge))]
+	return v, nil
+}
+
 // ---- pop ----
 
 type popBroker struct {
@@ -564,4 +649,65 @@ func (s *Server) resetOffset(r *request) (any, error) {
 		}
 	}
 	return map[string]any{"offsets": rows, "viaClients": true}, nil
+}
+
+type queueReset struct {
+	BrokerName string `json:"brokerName"`
+	QueueID    int    `json:"queueId"`
+	Offset     int64  `json:"offset"`
+}
+
+// resetOffsetByQueue is resetOffsetByTime -b -q -o for each queue given
+// (Java's resetOffsetByQueueId: the offset committed, then the broker
+// told so that it reaches online clients). An offset outside the queue's
+// [min, max] is refused before anything changes.
+func (s *Server) resetOffsetByQueue(r *request) (any, error) {
+	var in struct {
+		Group  string       `json:"group"`
+		Topic  string       `json:"topic"`
+		Queues []queueReset `json:"queues"`
+	}
+	if err := decodeBody(r, &in); err != nil {
+		return nil, err
+	}
+	in.Group, in.Topic = strings.TrimSpace(in.Group), strings.TrimSpace(in.Topic)
+	if in.Group == "" || in.Topic == "" || len(in.Queues) == 0 {
+		return nil, badRequest("group, topic and queues are required")
+	}
+	if len(in.Queues) > 4096 {
+		return nil, badRequest("at most 4096 queues")
+	}
+	route, err := r.c.GetTopicRoute(r.ctx, in.Topic)
+	if err != nil {
+		return nil, err
+	}
+	st, err := r.c.ExamineTopicStats(r.ctx, in.Topic)
+	if err != nil {
+		return nil, err
+	}
+	addrs := map[string]string{}
+	for _, bd := range route.BrokerDatas {
+		addrs[bd.BrokerName] = bd.BrokerAddrs[protocol.MasterID]
+	}
+	for _, x := range in.Queues {
+		mq := protocol.MessageQueue{Topic: in.Topic, BrokerName: x.BrokerName, QueueID: x.QueueID}
+		o, ok := st.OffsetTable[mq]
+		if !ok || addrs[x.BrokerName] == "" {
+			return nil, badRequest("%s has no queue %d on broker %s with a master", in.Topic, x.QueueID, x.BrokerName)
+		}
+		if x.Offset < o.MinOffset || x.Offset > o.MaxOffset {
+			return nil, badRequest("offset %d of %s[%d] is outside [%d, %d]", x.Offset, x.BrokerName, x.QueueID, o.MinOffset, o.MaxOffset)
+		}
+	}
+	rows := []resetRow{}
+	for _, x := range in.Queues {
+		_, err := r.c.ResetOffsetByQueueID(r.ctx, addrs[x.BrokerName], in.Group, in.Topic, x.QueueID, x.Offset)
+		// CONSUMER_NOT_ONLINE (a broker resetting only through clients,
+		// none online) comes after the commit: the offset did move.
+		if err != nil && !admin.IsCode(err, code.ConsumerNotOnline) {
+			return nil, fmt.Errorf("reset %s[%d] (%d queue(s) before it were reset): %w", x.BrokerName, x.QueueID, len(rows), err)
+		}
+		rows = append(rows, resetRow{x.BrokerName, x.QueueID, x.Offset})
+	}
+	return map[string]any{"offsets": rows}, nil
 }

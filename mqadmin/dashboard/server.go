@@ -54,8 +54,6 @@ type Config struct {
 	// SampleKeep how many samples are kept (0: 360, an hour at 10 s).
 	SampleInterval time.Duration
 	SampleKeep     int
-	// SampleGroups caps the consumer groups whose lag is sampled (0: 20).
-	SampleGroups int
 	// MessageAt reads the message at offset of mq signed with cred
 	// (mqadmin: a pull as queryMsgByOffset); nil turns the lookup off.
 	MessageAt func(ctx context.Context, cred *credentials.Credentials, mq protocol.MessageQueue, offset int64) (*message.Message, error)
@@ -109,9 +107,6 @@ func New(cfg Config) (*Server, error) {
 	if cfg.SampleKeep <= 0 {
 		cfg.SampleKeep = 360
 	}
-	if cfg.SampleGroups <= 0 {
-		cfg.SampleGroups = 20
-	}
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = 64
 	}
@@ -155,6 +150,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/groups", s.api(s.groups))
 	mux.HandleFunc("GET /api/group", s.api(s.group))
 	mux.HandleFunc("GET /api/lite", s.api(s.lite))
+	mux.HandleFunc("GET /api/liteLag", s.api(s.liteLag))
 	mux.HandleFunc("GET /api/pop", s.api(s.pop))
 	mux.HandleFunc("GET /api/messages", s.api(s.messages))
 	mux.HandleFunc("GET /api/trace", s.api(s.trace))
@@ -162,6 +158,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/topic", s.action(s.createTopic))
 	mux.HandleFunc("POST /api/group", s.action(s.createGroup))
 	mux.HandleFunc("POST /api/resetOffset", s.action(s.resetOffset))
+	mux.HandleFunc("POST /api/resetOffsetByQueue", s.action(s.resetOffsetByQueue))
 	return s.secureHeaders(mux)
 }
 

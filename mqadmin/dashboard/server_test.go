@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -237,22 +238,155 @@ func TestAPICredentials(t *testing.T) {
 	}
 }
 
+// TestSampler: every group's lag comes from one GET_BROKER_CONSUME_STATS
+// per master (50 groups: no per-group request), the window keeps the last
+// SampleKeep samples, /api/metrics gives the top groups by lag and the
+// groups asked for, and a broker that cannot be read is reported.
 func TestSampler(t *testing.T) {
 	fc := admintest.NewSample()
 	cs := admintest.AttachConsumers(fc)
-	cs.SetOffset(admintest.SampleBrokerA0, "g1", protocol.MessageQueue{BrokerName: "broker-a", Topic: "TopicTest"}, admintest.OffsetWrapper{BrokerOffset: 9, ConsumerOffset: 4})
-	s, ts, hc := consoleOn(t, fc, Config{SampleKeep: 2})
+	for i := range 50 {
+		g := fmt.Sprintf("g%02d", i)
+		// Lag i+1 on broker-a, 10 more on broker-b for g45.
+		cs.SetOffset(admintest.SampleBrokerA0, g, protocol.MessageQueue{BrokerName: "broker-a", Topic: "TopicTest"}, admintest.OffsetWrapper{BrokerOffset: 100, ConsumerOffset: int64(99 - i)})
+	}
+	cs.SetOffset(admintest.SampleBrokerB0, "g45", protocol.MessageQueue{BrokerName: "broker-b", Topic: "TopicTest"}, admintest.OffsetWrapper{BrokerOffset: 19, ConsumerOffset: 9})
+	now := int64(1700003600000)
+	s, ts, hc := consoleOn(t, fc, Config{SampleKeep: 2, Now: func() time.Time { now += 1000; return time.UnixMilli(now) }})
+	n0 := len(fc.Calls())
 	for range 3 {
 		s.SampleOnce(context.Background())
 	}
-	var m struct{ Samples []Sample }
-	do(t, hc, "GET", ts.URL+"/api/metrics", "", "", &m)
-	if len(m.Samples) != 2 {
-		t.Fatalf("kept %d samples, want 2", len(m.Samples))
+	per := map[int32]int{}
+	for _, c := range fc.Calls()[n0:] {
+		per[c.Code]++
 	}
-	if x := m.Samples[1]; x.TPS["broker-a/0"] != [2]float64{12.125, 0.125} || x.Lag["g1"] != 5 {
-		t.Fatalf("sample %+v", x)
+	if per[code.GetConsumeStats] != 0 || per[code.GetBrokerConsumeStats] != 3*2 {
+		t.Fatalf("requests per code over 3 samples: %v (want 317 twice a sample, no 208)", per)
 	}
+	var m metricsView
+	do(t, hc, "GET", ts.URL+"/api/metrics?top=3&group=g07&group=nosuch", "", "", &m)
+	// OtherCluster's broker-c is down.
+	if m.Samples != 2 || m.Groups != 50 || len(m.LagErrors) != 1 || !strings.Contains(m.LagErrors[admintest.SampleBrokerC0], "refused") {
+		t.Fatalf("metrics %+v", m)
+	}
+	if in := m.TPSIn["broker-a/0"]; len(in) != 2 || in[1][1] != 12.125 || in[0][0] >= in[1][0] || m.TPSOut["broker-a/0"][1][1] != 0.125 {
+		t.Fatalf("tps %+v", m.TPSIn)
+	}
+	got := slices.Sorted(maps.Keys(m.Lag))
+	if want := []string{"g07", "g45", "g48", "g49"}; !slices.Equal(got, want) {
+		t.Fatalf("lag series %v, want the top 3 by lag (g45 has 46+10) and g07", got)
+	}
+	if l := m.Lag["g45"]; len(l) != 2 || l[1][1] != 56 || m.Lag["g07"][0][1] != 8 {
+		t.Fatalf("lag %+v", m.Lag)
+	}
+	if code := do(t, hc, "GET", ts.URL+"/api/metrics?top=101", "", "", nil); code != http.StatusBadRequest {
+		t.Fatalf("top=101: %d", code)
+	}
+
+	// broker-b stops answering: its groups' queues are missing, and said so;
+	// a group no longer seen leaves the chart once out of the window.
+	fc.Lock(func() {
+		fc.Down[admintest.SampleBrokerB0] = true
+		delete(cs.Offsets[admintest.SampleBrokerA0], "g07")
+	})
+	s.SampleOnce(context.Background())
+	s.SampleOnce(context.Background())
+	m = metricsView{}
+	do(t, hc, "GET", ts.URL+"/api/metrics?top=1&group=g07", "", "", &m)
+	if _, ok := m.Lag["g07"]; ok || m.Groups != 49 || !strings.Contains(m.LagErrors[admintest.SampleBrokerB0], "refused") || m.Lag["g49"][1][1] != 50 {
+		t.Fatalf("after broker-b failed: %+v", m)
+	}
+}
+
+// TestAPILiteLag: the lag top-K of a lite group is merged over the brokers
+// of the parent's route and cut to K; a broker's failure is shown, not fatal.
+func TestAPILiteLag(t *testing.T) {
+	fc := admintest.NewSample()
+	fc.Override = func(addr string, req *remoting.Command) (*remoting.Command, bool) {
+		if req.Code != code.GetLiteGroupInfo {
+			return nil, false
+		}
+		if req.Ext("group") != "lg" || req.Ext("topK") != "2" {
+			return remoting.NewResponse(req, code.InvalidParameter, "unexpected "+req.Ext("group")+" "+req.Ext("topK")), true
+		}
+		body := protocol.GetLiteGroupInfoResponseBody{Group: "lg", ParentTopic: "TopicTest"}
+		switch addr {
+		case admintest.SampleBrokerA0:
+			body.TotalLagCount, body.EarliestUnconsumedTimestamp = 12, 1700000000500
+			body.LagCountTopK = []protocol.LiteLagInfo{{LiteTopic: "l1", LagCount: 10, EarliestUnconsumedTimestamp: 1700000000900}, {LiteTopic: "l2", LagCount: 2, EarliestUnconsumedTimestamp: 1700000000500}}
+			body.LagTimestampTopK = []protocol.LiteLagInfo{body.LagCountTopK[1], body.LagCountTopK[0]}
+		case admintest.SampleBrokerB0:
+			body.TotalLagCount, body.EarliestUnconsumedTimestamp = 7, 1700000000100
+			body.LagCountTopK = []protocol.LiteLagInfo{{LiteTopic: "l9", LagCount: 7, EarliestUnconsumedTimestamp: 1700000000100}}
+			body.LagTimestampTopK = body.LagCountTopK
+		default:
+			return remoting.NewResponse(req, code.SystemError, "down"), true
+		}
+		resp := remoting.NewResponse(req, code.Success, "")
+		resp.Body = protocol.MustMarshal(body)
+		return resp, true
+	}
+	_, ts, hc := consoleOn(t, fc, Config{})
+	var v liteLagView
+	if code := do(t, hc, "GET", ts.URL+"/api/liteLag?parent=TopicTest&group=lg&topK=2", "", "", &v); code != 200 {
+		t.Fatalf("status %d %+v", code, v)
+	}
+	row := func(rs []liteLagRow) (out []string) {
+		for _, r := range rs {
+			out = append(out, fmt.Sprintf("%s/%s=%d", r.BrokerName, r.LiteTopic, r.LagCount))
+		}
+		return out
+	}
+	if got := row(v.ByCount); !slices.Equal(got, []string{"broker-a/l1=10", "broker-b/l9=7"}) {
+		t.Errorf("by count %v", got)
+	}
+	if got := row(v.ByAge); !slices.Equal(got, []string{"broker-b/l9=7", "broker-a/l2=2"}) {
+		t.Errorf("by age %v", got)
+	}
+	if v.TotalLagCount != 19 || v.EarliestUnconsumedTimestamp != 1700000000100 || len(v.Brokers) != 2 {
+		t.Errorf("view %+v", v)
+	}
+	if code := do(t, hc, "GET", ts.URL+"/api/liteLag?parent=TopicTest&group=other&topK=2", "", "", &v); code != 200 || v.Brokers[0].Error == "" || v.TotalLagCount != 0 {
+		t.Errorf("broker errors: %d %+v", code, v)
+	}
+	if code := do(t, hc, "GET", ts.URL+"/api/liteLag?parent=TopicTest", "", "", nil); code != http.StatusBadRequest {
+		t.Errorf("without group: %d", code)
+	}
+}
+
+// TestAPIResetByQueue: a per-queue reset commits each offset given on the
+// queue's master (15, then 222 for that queue); an offset outside the
+// queue's range is refused before anything is sent; CSRF as every action.
+func TestAPIResetByQueue(t *testing.T) {
+	fc := admintest.NewSample()
+	cs := admintest.AttachConsumers(fc)
+	mq0 := protocol.MessageQueue{BrokerName: "broker-a", QueueID: 0, Topic: "TopicTest"}
+	mq1 := protocol.MessageQueue{BrokerName: "broker-a", QueueID: 1, Topic: "TopicTest"}
+	cs.SetOffset(admintest.SampleBrokerA0, "g1", mq0, admintest.OffsetWrapper{BrokerOffset: 120, ConsumerOffset: 100})
+	_, ts, hc := consoleOn(t, fc, Config{})
+	body := `{"group":"g1","topic":"TopicTest","queues":[{"brokerName":"broker-a","queueId":0,"offset":40},{"brokerName":"broker-a","queueId":1,"offset":5}]}`
+	if code := do(t, hc, "POST", ts.URL+"/api/resetOffsetByQueue", "", body, nil); code != http.StatusForbidden {
+		t.Fatalf("no token: %d", code)
+	}
+	csrf := csrfOf(t, hc, ts.URL)
+	var e struct{ Error string }
+	bad := `{"group":"g1","topic":"TopicTest","queues":[{"brokerName":"broker-a","queueId":0,"offset":40},{"brokerName":"broker-a","queueId":1,"offset":8}]}`
+	if code := do(t, hc, "POST", ts.URL+"/api/resetOffsetByQueue", csrf, bad, &e); code != http.StatusBadRequest || !strings.Contains(e.Error, "outside [3, 7]") {
+		t.Fatalf("offset past max: %d %+v", code, e)
+	}
+	if slices.ContainsFunc(fc.Calls(), func(c admintest.Call) bool { return c.Code == code.UpdateConsumerOffset }) {
+		t.Fatalf("a refused reset committed: %v", fc.CallCodes())
+	}
+	var res struct{ Offsets []resetRow }
+	if code := do(t, hc, "POST", ts.URL+"/api/resetOffsetByQueue", csrf, body, &res); code != 200 || len(res.Offsets) != 2 {
+		t.Fatalf("reset: %d %+v", code, res)
+	}
+	fc.Lock(func() {
+		if o := cs.Offsets[admintest.SampleBrokerA0]["g1"]; o[mq0].ConsumerOffset != 40 || o[mq1].ConsumerOffset != 5 {
+			t.Errorf("offsets after reset %+v", o)
+		}
+	})
 }
 
 // TestAssetsOffline: the page loads nothing from elsewhere (no CDN) and

@@ -246,8 +246,40 @@ async function pageGroup(name) {
     const r = await actionResult(box, post('/api/resetOffset', body));
     if (r) { box.textContent = 'Offsets reset: ' + r.offsets.map(o => `${o.brokerName}[${o.queueId}]=${o.offset}`).join(', '); }
   });
-  out.push(el('h3', {}, 'Reset offset'), form, box);
+  out.push(el('h3', {}, 'Reset offset to a time'), form, box);
+  if (p && p.queues.length) out.push(el('h3', {}, 'Reset offset to an offset per queue'), ...queueResetForm(d.group, p.queues));
+  const m = await get('/api/metrics?' + new URLSearchParams({ top: 0, group: d.group }));
+  out.push(el('h3', {}, 'Lag over time'), lineChart(`Lag of ${d.group} (messages)`, m.lag, 'chart-group-lag'));
   return out;
+}
+
+// queueResetForm: for a topic of the group, each queue's consumer offset
+// as an editable number; the queues changed are reset to their new offset.
+function queueResetForm(group, queues) {
+  const topics = [...new Set(queues.map(q => q.topic))];
+  const box = el('p', { id: 'reset-queues-result' });
+  const rowsBox = el('div');
+  const topicSel = el('select', { name: 'topic' }, topics.map(t => el('option', { value: t }, t)));
+  const render = () => {
+    rowsBox.replaceChildren(table(['Broker', 'Queue', 'Broker offset', 'Consumer offset', 'New offset'],
+      queues.filter(q => q.topic === topicSel.value).map(q => [q.brokerName, q.queueId, q.brokerOffset, q.consumerOffset,
+        el('td', {}, el('input', { type: 'number', min: 0, value: q.consumerOffset, 'data-broker': q.brokerName, 'data-queue': q.queueId, 'data-current': q.consumerOffset }))]),
+      { id: 'reset-queues' }));
+  };
+  topicSel.addEventListener('change', render);
+  render();
+  const form = el('form', { id: 'reset-offset-queues' }, el('label', {}, 'Topic', topicSel), rowsBox, el('button', { type: 'submit' }, 'Reset changed queues'));
+  form.addEventListener('submit', async ev => {
+    ev.preventDefault();
+    const changed = [...rowsBox.querySelectorAll('input')].filter(i => i.value !== '' && i.value !== i.dataset.current);
+    if (!changed.length) { box.className = 'error'; box.textContent = 'No offset changed.'; return; }
+    const body = { group, topic: topicSel.value, queues: changed.map(i => ({ brokerName: i.dataset.broker, queueId: +i.dataset.queue, offset: +i.value })) };
+    const what = changed.map(i => `${i.dataset.broker}[${i.dataset.queue}] ${i.dataset.current} → ${i.value}`).join(', ');
+    if (!await confirmAction(`Reset the offsets of group ${group} on topic ${body.topic}: ${what}?`)) return;
+    const r = await actionResult(box, post('/api/resetOffsetByQueue', body));
+    if (r) { box.textContent = 'Offsets reset: ' + r.offsets.map(o => `${o.brokerName}[${o.queueId}]=${o.offset}`).join(', '); }
+  });
+  return [form, box];
 }
 
 async function pageLite(params) {
@@ -267,11 +299,44 @@ async function pageLite(params) {
   const d = await get('/api/lite?' + q);
   out.push(table(['Broker', 'TTL', 'Lite topics', 'LMQ', 'Groups', 'Error'], d.brokers.map(b =>
     [b.brokerName, b.info ? b.info.ttl : '', b.info ? b.info.liteTopicCount : '', b.info ? b.info.lmqNum : '', b.info ? (b.info.groups || []).join(', ') : '', b.error || '']), { id: 'lite-brokers' }));
+  const groups = [...new Set(d.brokers.flatMap(b => b.info ? b.info.groups || [] : []))].sort();
+  if (groups.length) {
+    out.push(el('p', { id: 'lite-lag-links' }, 'Lite topics with the largest lag: ',
+      groups.map(g => [link('#/litelag?' + new URLSearchParams({ parent, group: g }), g), ' '])));
+  }
   out.push(table(['Broker', 'Lite topic', 'Min offset', 'Max offset', 'Last update', 'Lag per group (consumer offset / lag)'], d.liteTopics.map(e =>
     [e.brokerName, e.liteTopic, e.minOffset, e.maxOffset, time(e.lastUpdateTimestamp), (e.groups || []).map(g => `${g.group}(${g.consumerOffset}/${g.lag})`).join(' ')]), { id: 'lite-topics' }));
   if (d.nextCursor) {
     out.push(link('#/lite?' + new URLSearchParams({ parent, group, cursor: d.nextCursor, limit: params.get('limit') || '50' }), 'Next page →'));
   }
+  return out;
+}
+
+// pageLiteLag: a lite group's lag top-K over the brokers of its parent.
+async function pageLiteLag(params) {
+  const parent = params.get('parent') || '', group = params.get('group') || '', topK = params.get('topK') || '10';
+  const form = el('form', { class: 'inline', id: 'lite-lag-form' },
+    el('label', {}, 'Parent topic', el('input', { name: 'parent', value: parent, required: true })),
+    el('label', {}, 'Group', el('input', { name: 'group', value: group, required: true })),
+    el('label', {}, 'Top K', el('input', { name: 'topK', type: 'number', min: 1, max: 1000, value: topK })),
+    el('button', { type: 'submit' }, 'Show'));
+  form.addEventListener('submit', ev => {
+    ev.preventDefault();
+    location.hash = '#/litelag?' + new URLSearchParams(new FormData(form));
+  });
+  const out = [el('h2', {}, 'Lite group lag top-K'), form];
+  if (!parent || !group) return out;
+  const d = await get('/api/liteLag?' + new URLSearchParams({ parent, group, topK }));
+  out.push(el('div', { class: 'cards' },
+    el('div', { class: 'card', id: 'lite-lag-total' }, 'Total lag', el('b', {}, String(d.totalLagCount))),
+    el('div', { class: 'card' }, 'Oldest unconsumed', el('b', {}, time(d.earliestUnconsumedTimestamp)))));
+  out.push(table(['Broker', 'Lag', 'Oldest unconsumed', 'Error'], d.brokers.map(b =>
+    [b.brokerName, b.totalLagCount, time(b.earliestUnconsumedTimestamp), b.error || '']), { id: 'lite-lag-brokers' }));
+  const rows = xs => xs.map((x, i) => [i + 1, x.brokerName, x.liteTopic, x.lagCount, time(x.earliestUnconsumedTimestamp)]);
+  out.push(el('h3', {}, `The ${d.topK} lite topics with the most messages unconsumed`),
+    table(['#', 'Broker', 'Lite topic', 'Lag', 'Oldest unconsumed'], rows(d.byCount), { id: 'lite-lag-count' }),
+    el('h3', {}, `The ${d.topK} lite topics with the oldest unconsumed message`),
+    table(['#', 'Broker', 'Lite topic', 'Lag', 'Oldest unconsumed'], rows(d.byAge), { id: 'lite-lag-age' }));
   return out;
 }
 
@@ -393,17 +458,25 @@ function lineChart(title, series, id) {
   return el('div', {}, svg, legend);
 }
 
-async function pageCharts() {
-  const d = await get('/api/metrics');
-  const tpsIn = {}, tpsOut = {}, lag = {};
-  for (const smp of d.samples) {
-    for (const [b, v] of Object.entries(smp.tps || {})) { (tpsIn[b] ||= []).push([smp.time, v[0]]); (tpsOut[b] ||= []).push([smp.time, v[1]]); }
-    for (const [g, v] of Object.entries(smp.lag || {})) (lag[g] ||= []).push([smp.time, v]);
-  }
-  return [el('h2', {}, 'Charts'),
-    el('p', { class: 'muted' }, `${d.samples.length} samples, one every ${d.intervalMs / 1000} s, kept in the console's memory`),
-    lineChart('Put TPS per broker', tpsIn, 'chart-tps-in'), lineChart('Get TPS per broker', tpsOut, 'chart-tps-out'),
-    lineChart('Lag per consumer group (messages)', lag, 'chart-lag')];
+async function pageCharts(params) {
+  const top = params.get('top') || '10', named = (params.get('groups') || '').split(',').map(g => g.trim()).filter(g => g);
+  const q = new URLSearchParams({ top });
+  for (const g of named) q.append('group', g);
+  const d = await get('/api/metrics?' + q);
+  const form = el('form', { class: 'inline', id: 'charts-form' },
+    el('label', {}, 'Groups with the largest lag', el('input', { name: 'top', type: 'number', min: 0, max: 100, value: top })),
+    el('label', {}, 'and these groups (comma-separated)', el('input', { name: 'groups', value: named.join(',') })),
+    el('button', { type: 'submit' }, 'Show'));
+  form.addEventListener('submit', ev => {
+    ev.preventDefault();
+    location.hash = '#/charts?' + new URLSearchParams(new FormData(form));
+  });
+  const out = [el('h2', {}, 'Charts'),
+    el('p', { class: 'muted' }, `${d.samples} samples, one every ${d.intervalMs / 1000} s, kept in the console's memory; lag of all ${d.groups} groups sampled, one request per broker`),
+    lineChart('Put TPS per broker', d.tpsIn, 'chart-tps-in'), lineChart('Get TPS per broker', d.tpsOut, 'chart-tps-out'),
+    form, lineChart(`Lag per consumer group (messages): the ${top} largest now` + (named.length ? ' and ' + named.join(', ') : ''), d.lag, 'chart-lag')];
+  for (const [where, e] of Object.entries(d.lagErrors || {})) out.push(el('p', { class: 'error' }, `lag incomplete: ${where}: ${e}`));
+  return out;
 }
 
 // ---- router ----
@@ -418,7 +491,8 @@ const routes = [
   [/^pop$/, (m, p) => pagePop(p), 'pop'],
   [/^messages$/, (m, p) => pageMessages(p), 'messages'],
   [/^trace$/, (m, p) => pageTrace(p), 'messages'],
-  [/^charts$/, () => pageCharts(), 'charts'],
+  [/^litelag$/, (m, p) => pageLiteLag(p), 'lite'],
+  [/^charts$/, (m, p) => pageCharts(p), 'charts'],
 ];
 
 let generation = 0;
