@@ -7,11 +7,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	rocketmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/client"
@@ -164,6 +170,74 @@ func TestConsolePages(t *testing.T) {
 		}
 	}
 
+	// Three more on broker-a's lite_3: it leads the group's lag top-K.
+	for i := range 3 {
+		ext := remotingtest.SendExt(t, "console_pg", "ConsoleLite", 0, message.PropertyLiteTopic, "lite_3",
+			message.PropertyUniqClientMessageIDKeyIdx, fmt.Sprintf("LITEMORE%d%d", i, time.Now().UnixNano()))
+		remotingtest.Want(t, "lite send", remotingtest.Invoke(t, rc, brokerA.Addr(), code.SendMessage, ext, []byte("x")), code.Success, "")
+	}
+
+	// 50 more groups on broker-a, console_many_NN with lag NN+1 on
+	// ConsoleMany: the sampler reads every group (one request per broker).
+	mq("updateTopic", "-b", brokerA.Addr(), "-t", "ConsoleMany", "-r", "1", "-w", "1")
+	for i := range 50 {
+		ext := remotingtest.SendExt(t, "console_pg", "ConsoleMany", 0, message.PropertyUniqClientMessageIDKeyIdx, fmt.Sprintf("MANY%020d", i))
+		remotingtest.Want(t, "many send", remotingtest.Invoke(t, rc, brokerA.Addr(), code.SendMessage, ext, []byte("m")), code.Success, "")
+	}
+	var manyGroups []admin.SubscriptionGroupConfig
+	var manyRetry []protocol.TopicConfig
+	for i := range 50 {
+		g := fmt.Sprintf("console_many_%02d", i)
+		manyGroups = append(manyGroups, admin.NewSubscriptionGroupConfig(g))
+		tc := protocol.NewTopicConfig(protocol.RetryTopic(g))
+		tc.ReadQueueNums, tc.WriteQueueNums = 1, 1
+		manyRetry = append(manyRetry, tc)
+	}
+	if err := ac.CreateSubscriptionGroupList(ctx, brokerA.Addr(), manyGroups); err != nil {
+		t.Fatal(err)
+	}
+	if err := ac.CreateTopicList(ctx, brokerA.Addr(), manyRetry); err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range manyGroups {
+		if err := ac.UpdateConsumerOffset(ctx, brokerA.Addr(), g.GroupName, "ConsoleMany", 0, int64(49-i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.Eventually(t, 20*time.Second, func() error {
+		_, err := ac.GetTopicRoute(ctx, protocol.RetryTopic("console_many_45"))
+		return err
+	})
+
+	// A client-go producer and push consumer with message trace on: their
+	// trace records (send, consume before and after) reach the trace topic.
+	rlog.SetLogLevel("error") // client-go logs through a process-wide logger
+	mq("updateTopic", "-c", "DefaultCluster", "-t", "ConsoleTraced", "-r", "1", "-w", "1")
+	testutil.Eventually(t, 20*time.Second, func() error {
+		r, err := ac.GetTopicRoute(ctx, "ConsoleTraced")
+		if err == nil && len(r.QueueDatas) < 2 {
+			err = fmt.Errorf("route of ConsoleTraced not complete")
+		}
+		return err
+	})
+	ns := primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})
+	goTrace := &primitive.TraceConfig{Resolver: ns, Access: primitive.Local}
+	gp, err := rocketmq.NewProducer(producer.WithNsResolver(ns), producer.WithGroupName("console_go_pg"), producer.WithInstanceName("console-go"),
+		producer.WithRetry(1), producer.WithSendMsgTimeout(5*time.Second), producer.WithTrace(goTrace))
+	started(t, gp, err)
+	defer gp.Shutdown()
+	goSent, err := gp.SendSync(ctx, primitive.NewMessage("ConsoleTraced", []byte("traced by client-go")))
+	if err != nil || goSent.Status != primitive.SendOK {
+		t.Fatalf("client-go send: %v %v", goSent, err)
+	}
+	gc, err := rocketmq.NewPushConsumer(consumer.WithNsResolver(ns), consumer.WithGroupName("console_go_cg"), consumer.WithInstance("console-go"),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset), consumer.WithTrace(goTrace))
+	goSubscribed(t, gc, err, "ConsoleTraced", consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
+		func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			return consumer.ConsumeSuccess, nil
+		})
+	defer gc.Shutdown()
+
 	// A client's trace record (Java's TraceDataEncoder format) of message 3.
 	const tracedID = "CONSOLE00000000000000000003"
 	traceRec := strings.Join([]string{"Pub", fmt.Sprint(time.Now().UnixMilli()), "DefaultRegion", "console_pg", topic, tracedID, "", "",
@@ -265,6 +339,32 @@ func TestConsolePages(t *testing.T) {
 		t.Errorf("after the console's reset: consumer offset %d, want 0", got)
 	}
 
+	// Reset broker-a queue 0 to offset 4 through the per-queue form.
+	consolePage(t, p, base, "/group/"+group+"?after=time-reset")
+	p.MustEval(t, `(() => { const f = document.getElementById('reset-offset-queues'); f.topic.value = '`+topic+`'; f.topic.dispatchEvent(new Event('change'));
+		document.querySelector('#reset-queues input[data-broker="broker-a"][data-queue="0"]').value = '4'; f.requestSubmit(); })()`, nil)
+	p.WaitFor(t, "document.getElementById('confirm').open", 5*time.Second, "document.body.innerText")
+	p.MustEval(t, "document.getElementById('confirm-text').textContent", &question)
+	wantText(t, "per-queue reset confirmation", question, group, topic, "broker-a[0] 0 → 4")
+	shot("reset-queues-confirm")
+	p.MustEval(t, "document.getElementById('confirm-ok').click()", nil)
+	p.WaitFor(t, "document.getElementById('reset-queues-result').textContent !== ''", 20*time.Second, "document.getElementById('reset-queues-result').textContent")
+	p.MustEval(t, "document.getElementById('reset-queues-result').textContent", &result)
+	if result != "Offsets reset: broker-a[0]=4" {
+		t.Errorf("per-queue reset result %q", result)
+	}
+	if st, err = ac.ExamineConsumeStats(ctx, "", group, topic); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.OffsetTable[mqA].ConsumerOffset; got != 4 {
+		t.Errorf("after the per-queue reset: consumer offset %d, want 4", got)
+	}
+	consolePage(t, p, base, "/group/"+group+"?after=queue-reset")
+	p.MustEval(t, `document.querySelector('#lag-total b').textContent`, &lag)
+	if lag != "6" {
+		t.Errorf("group page after the per-queue reset: lag %q, want 6", lag)
+	}
+
 	// Create a topic through the cluster page.
 	consolePage(t, p, base, "/cluster")
 	p.MustEval(t, `(() => { const f = document.getElementById('create-topic'); f.topic.value = 'ConsoleCreated'; f.read.value = '3'; f.write.value = '3'; f.requestSubmit(); })()`, nil)
@@ -327,6 +427,27 @@ func TestConsolePages(t *testing.T) {
 		}
 	}
 
+	// The bound group's lag top-K over both brokers, K=2: broker-a's lite_3
+	// (4 messages) first, then the first of the five with 1 by name.
+	text = consolePage(t, p, base, "/lite?parent=ConsoleLite")
+	var lagLinks []string
+	p.MustEval(t, `[...document.querySelectorAll('#lite-lag-links a')].map(a => a.textContent + '=' + a.getAttribute('href'))`, &lagLinks)
+	if len(lagLinks) != 1 || !strings.HasPrefix(lagLinks[0], "console_lite_cg=#/litelag?") {
+		t.Errorf("lite page lag links %q:\n%s", lagLinks, text)
+	}
+	text = consolePage(t, p, base, "/litelag?parent=ConsoleLite&group=console_lite_cg&topK=2")
+	var topK []string
+	p.MustEval(t, `[...document.querySelectorAll('#lite-lag-count tbody tr')].map(r => [...r.cells].slice(0, 4).map(c => c.textContent).join('|'))`, &topK)
+	if want := []string{"1|broker-a|lite_3|4", "2|broker-a|lite_1|1"}; !slices.Equal(topK, want) {
+		t.Errorf("lite lag top-2 %q, want %q:\n%s", topK, want, text)
+	}
+	var liteTotal string
+	p.MustEval(t, `document.querySelector('#lite-lag-total b').textContent`, &liteTotal)
+	if liteTotal != "9" {
+		t.Errorf("lite lag total %q, want 9 (4+1+1 on broker-a, 1+1+1 on broker-b)", liteTotal)
+	}
+	shot("lite-lag")
+
 	text = consolePage(t, p, base, "/pop?group=console_pop_cg")
 	wantText(t, "pop", text, "broker-a", "broker-b", "Backlog")
 	var inflight string
@@ -356,13 +477,67 @@ func TestConsolePages(t *testing.T) {
 	}
 	shot("trace")
 
-	// The sampler has run several times by now.
-	p.Navigate(t, base+"#/charts")
-	p.WaitFor(t, `document.querySelectorAll('#chart-tps-in polyline').length >= 2 && document.querySelectorAll('#chart-lag polyline').length >= 1`,
-		20*time.Second, "document.getElementById('main').innerText")
+	// The client-go message's trace: its send and its consumption (before
+	// and after), as the client wrote them.
+	var goTraceRows []string
+	try := 0
+	testutil.Eventually(t, 30*time.Second, func() error {
+		try++
+		text = consolePage(t, p, base, fmt.Sprintf("/trace?id=%s&try=%d", goSent.MsgID, try))
+		p.MustEval(t, `[...document.querySelectorAll('#traces tbody tr')].map(r => [...r.cells].map(c => c.textContent).join('|'))`, &goTraceRows)
+		if len(goTraceRows) < 3 {
+			return fmt.Errorf("trace rows %q", goTraceRows)
+		}
+		return nil
+	})
+	slices.Sort(goTraceRows)
+	wantRows := []*regexp.Regexp{
+		regexp.MustCompile(`^Pub\|console_go_pg\|127\.0\.0\.1\|.+\|\d+\|success$`),
+		regexp.MustCompile(`^SubAfter\|console_go_cg\|127\.0\.0\.1\|.+\|\d+\|success$`),
+		regexp.MustCompile(`^SubBefore\|console_go_cg\|127\.0\.0\.1\|.+\|0\|success$`),
+	}
+	if len(goTraceRows) != len(wantRows) {
+		t.Errorf("client-go trace rows %q", goTraceRows)
+	} else {
+		for i, re := range wantRows {
+			if !re.MatchString(goTraceRows[i]) {
+				t.Errorf("client-go trace row %q does not match %s", goTraceRows[i], re)
+			}
+		}
+	}
+	shot("trace-client-go")
+
+	// A group past the 20th by name has its lag sampled: its page shows the
+	// lag and its chart.
+	text = consolePage(t, p, base, "/group/console_many_45")
+	p.MustEval(t, `document.querySelector('#lag-total b').textContent`, &lag)
+	if lag != "46" {
+		t.Errorf("console_many_45 lag %q, want 46:\n%s", lag, text)
+	}
+	var groupSeries []string
+	p.MustEval(t, `[...document.querySelectorAll('#chart-group-lag polyline')].map(l => l.dataset.series)`, &groupSeries)
+	if !slices.Equal(groupSeries, []string{"console_many_45"}) {
+		t.Errorf("console_many_45 lag chart series %q:\n%s", groupSeries, text)
+	}
+	shot("group-many")
+
+	// The charts: TPS per broker; lag of the 10 groups with the largest lag
+	// (console_many_40 to 49) and of the group asked for.
 	var series []string
-	p.MustEval(t, `[...document.querySelectorAll('#chart-tps-in polyline, #chart-lag polyline')].map(l => l.dataset.series)`, &series)
-	wantText(t, "charts", strings.Join(series, " "), "broker-a/0", "broker-b/0", group)
+	try = 0
+	testutil.Eventually(t, 20*time.Second, func() error {
+		try++
+		consolePage(t, p, base, fmt.Sprintf("/charts?top=10&groups=%s&try=%d", group, try))
+		p.MustEval(t, `[...document.querySelectorAll('#chart-tps-in polyline, #chart-lag polyline')].map(l => l.dataset.series)`, &series)
+		if len(series) != 2+11 {
+			return fmt.Errorf("chart series %q", series)
+		}
+		return nil
+	})
+	wantText(t, "charts", strings.Join(series, " "), "broker-a/0", "broker-b/0", group, "console_many_40", "console_many_45", "console_many_49")
+	if slices.Contains(series, "console_many_39") {
+		t.Errorf("charts show console_many_39, not among the 10 largest lags: %q", series)
+	}
 	shot("charts")
 }
 

@@ -302,7 +302,7 @@ async function pageLite(params) {
   const groups = [...new Set(d.brokers.flatMap(b => b.info ? b.info.groups || [] : []))].sort();
   if (groups.length) {
     out.push(el('p', { id: 'lite-lag-links' }, 'Lite topics with the largest lag: ',
-      groups.map(g => [link('#/litelag?' + new URLSearchParams({ parent, group: g }), g), ' '])));
+      groups.flatMap(g => [link('#/litelag?' + new URLSearchParams({ parent, group: g }), g), ' '])));
   }
   out.push(table(['Broker', 'Lite topic', 'Min offset', 'Max offset', 'Last update', 'Lag per group (consumer offset / lag)'], d.liteTopics.map(e =>
     [e.brokerName, e.liteTopic, e.minOffset, e.maxOffset, time(e.lastUpdateTimestamp), (e.groups || []).map(g => `${g.group}(${g.consumerOffset}/${g.lag})`).join(' ')]), { id: 'lite-topics' }));
