@@ -606,6 +606,8 @@ func (s *Server) createGroup(r *request) (any, error) {
 	return map[string]any{"group": in.Group, "brokers": masters}, nil
 }
 
+// resetRow is a queue's offset after a reset (or, for a reset per queue,
+// the offset asked for).
 type resetRow struct {
 	BrokerName string `json:"brokerName"`
 	QueueID    int    `json:"queueId"`
@@ -651,21 +653,15 @@ func (s *Server) resetOffset(r *request) (any, error) {
 	return map[string]any{"offsets": rows, "viaClients": true}, nil
 }
 
-type queueReset struct {
-	BrokerName string `json:"brokerName"`
-	QueueID    int    `json:"queueId"`
-	Offset     int64  `json:"offset"`
-}
-
 // resetOffsetByQueue is resetOffsetByTime -b -q -o for each queue given
 // (Java's resetOffsetByQueueId: the offset committed, then the broker
 // told so that it reaches online clients). An offset outside the queue's
 // [min, max] is refused before anything changes.
 func (s *Server) resetOffsetByQueue(r *request) (any, error) {
 	var in struct {
-		Group  string       `json:"group"`
-		Topic  string       `json:"topic"`
-		Queues []queueReset `json:"queues"`
+		Group  string     `json:"group"`
+		Topic  string     `json:"topic"`
+		Queues []resetRow `json:"queues"`
 	}
 	if err := decodeBody(r, &in); err != nil {
 		return nil, err
@@ -707,7 +703,7 @@ func (s *Server) resetOffsetByQueue(r *request) (any, error) {
 		if err != nil && !admin.IsCode(err, code.ConsumerNotOnline) {
 			return nil, fmt.Errorf("reset %s[%d] (%d queue(s) before it were reset): %w", x.BrokerName, x.QueueID, len(rows), err)
 		}
-		rows = append(rows, resetRow{x.BrokerName, x.QueueID, x.Offset})
+		rows = append(rows, x)
 	}
 	return map[string]any{"offsets": rows}, nil
 }
