@@ -134,7 +134,7 @@ func (s *sampler) view(top int, named []string) metricsView {
 	slices.SortFunc(latest, func(a, b last) int {
 		return cmp.Or(cmp.Compare(b.lag, a.lag), cmp.Compare(a.group, b.group))
 	})
-	chosen := named
+	chosen := slices.Clone(named)
 	for _, l := range latest[:min(top, len(latest))] {
 		chosen = append(chosen, l.group)
 	}

@@ -299,6 +299,27 @@ func TestSampler(t *testing.T) {
 	}
 }
 
+// TestSamplerRunsBesideReaders: Run samples in its own goroutine while
+// pages read the series (run with -race).
+func TestSamplerRunsBesideReaders(t *testing.T) {
+	fc := admintest.NewSample()
+	cs := admintest.AttachConsumers(fc)
+	cs.SetOffset(admintest.SampleBrokerA0, "g1", protocol.MessageQueue{BrokerName: "broker-a", Topic: "TopicTest"}, admintest.OffsetWrapper{BrokerOffset: 9, ConsumerOffset: 4})
+	s, ts, hc := consoleOn(t, fc, Config{SampleInterval: time.Millisecond, SampleKeep: 5, Now: time.Now})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	var m metricsView
+	for i := 0; i < 200 && (m.Samples < 5 || len(m.Lag["g1"]) < 5); i++ {
+		do(t, hc, "GET", ts.URL+"/api/metrics?group=g1", "", "", &m)
+		time.Sleep(time.Millisecond)
+	}
+	if m.Samples != 5 || len(m.Lag["g1"]) != 5 || m.Lag["g1"][4][1] != 5 {
+		t.Fatalf("metrics while sampling: %+v", m)
+	}
+}
+
 // TestAPILiteLag: the lag top-K of a lite group is merged over the brokers
 // of the parent's route and cut to K; a broker's failure is shown, not fatal.
 func TestAPILiteLag(t *testing.T) {
