@@ -156,16 +156,32 @@ func (s *Server) groupNames(r *request) ([]string, error) {
 	return slices.Compact(groups), nil
 }
 
+// groups lists the groups whose name contains ?filter= (any case), a page
+// of ?limit= (default 100) from ?offset=: the figures of a group cost a
+// few requests, so a page's cost does not grow with the cluster's groups.
 func (s *Server) groups(r *request) (any, error) {
+	q := r.URL.Query()
+	offset, err := intParam(q, "offset", 0, 0, math.MaxInt32)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := intParam(q, "limit", 100, 1, 1000)
+	if err != nil {
+		return nil, err
+	}
 	names, err := s.groupNames(r)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]figures.GroupRow, 0, len(names))
-	for _, g := range names {
+	if f := strings.ToLower(strings.TrimSpace(q.Get("filter"))); f != "" {
+		names = slices.DeleteFunc(names, func(g string) bool { return !strings.Contains(strings.ToLower(g), f) })
+	}
+	page := names[min(offset, len(names)):min(offset+limit, len(names))]
+	out := make([]figures.GroupRow, 0, len(page))
+	for _, g := range page {
 		out = append(out, figures.GroupOf(r.ctx, r.c, g, s.log))
 	}
-	return map[string]any{"groups": out}, nil
+	return map[string]any{"groups": out, "total": len(names), "offset": offset, "limit": limit}, nil
 }
 
 type groupView struct {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/mqadmin/internal/figures"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/admin/admintest"
 	"github.com/rmqgo/rmq/pkg/credentials"
@@ -136,6 +137,51 @@ func TestAPITopicAndGroup(t *testing.T) {
 	do(t, hc, "GET", ts.URL+"/api/group?group=g1", "", "", &gv)
 	if gv.Progress == nil || gv.Progress.DiffTotal != 20 || gv.Progress.InflightTotal != 10 || len(gv.Progress.Queues) != 1 {
 		t.Fatalf("group %+v", gv)
+	}
+}
+
+// TestAPIGroupsPaged: the groups page reads the figures of its page of
+// groups only, after the name filter.
+func TestAPIGroupsPaged(t *testing.T) {
+	fc := admintest.NewSample()
+	admintest.AttachConsumers(fc)
+	fc.Lock(func() {
+		for i := range 30 {
+			g := fmt.Sprintf("paged_%02d", i)
+			fc.Brokers[0].Topics[protocol.RetryTopic(g)] = protocol.NewTopicConfig(protocol.RetryTopic(g))
+		}
+	})
+	_, ts, hc := consoleOn(t, fc, Config{})
+	n0 := len(fc.Calls())
+	var page struct {
+		Groups               []figures.GroupRow
+		Total, Offset, Limit int
+	}
+	if code := do(t, hc, "GET", ts.URL+"/api/groups?filter=PAGED_&offset=20&limit=8", "", "", &page); code != 200 {
+		t.Fatalf("status %d", code)
+	}
+	var names []string
+	for _, g := range page.Groups {
+		names = append(names, g.Group)
+	}
+	if page.Total != 30 || page.Offset != 20 || len(names) != 8 || names[0] != "paged_20" || names[7] != "paged_27" {
+		t.Fatalf("page %d/%d/%d %v", page.Total, page.Offset, page.Limit, names)
+	}
+	stats := 0
+	for _, c := range fc.Calls()[n0:] {
+		if c.Code == code.GetConsumeStats {
+			stats++
+		}
+	}
+	if stats != 8 {
+		t.Fatalf("%d GET_CONSUME_STATS for a page of 8 groups", stats)
+	}
+	do(t, hc, "GET", ts.URL+"/api/groups?filter=paged_&offset=28", "", "", &page)
+	if page.Total != 30 || len(page.Groups) != 2 {
+		t.Fatalf("last page: %+v", page)
+	}
+	if code := do(t, hc, "GET", ts.URL+"/api/groups?limit=0", "", "", nil); code != http.StatusBadRequest {
+		t.Fatalf("limit=0: %d", code)
 	}
 }
 

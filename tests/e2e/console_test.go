@@ -308,6 +308,14 @@ func TestConsolePages(t *testing.T) {
 	text = consolePage(t, p, base, "/groups")
 	wantText(t, "groups", text, group, "OFFLINE")
 	shot("groups")
+	// Filtered and paged: the last 10 of the 50 console_many groups.
+	text = consolePage(t, p, base, "/groups?filter=console_many_&offset=40&limit=20")
+	var pagedGroups []string
+	p.MustEval(t, `[...document.querySelectorAll('#groups tbody tr')].map(r => r.cells[0].textContent + '=' + r.cells[6].textContent)`, &pagedGroups)
+	if len(pagedGroups) != 10 || pagedGroups[0] != "console_many_40=41" || pagedGroups[9] != "console_many_49=50" {
+		t.Errorf("groups page 3 of console_many_ (by 20): %q", pagedGroups)
+	}
+	wantText(t, "groups paged", text, "groups 41–50 of 50", "← Previous page")
 
 	text = consolePage(t, p, base, "/group/"+group)
 	var lag string

@@ -198,11 +198,23 @@ async function pageTopic(name) {
   return out;
 }
 
-async function pageGroups() {
-  const d = await get('/api/groups');
-  return [el('h2', {}, 'Consumer groups'),
+async function pageGroups(params) {
+  const filter = params.get('filter') || '', offset = +(params.get('offset') || 0), limit = params.get('limit') || '100';
+  const d = await get('/api/groups?' + new URLSearchParams({ filter, offset, limit }));
+  const form = el('form', { class: 'inline', id: 'group-filter' },
+    el('label', {}, 'Name contains', el('input', { name: 'filter', value: filter })),
+    el('button', { type: 'submit' }, 'Filter'));
+  form.addEventListener('submit', ev => {
+    ev.preventDefault();
+    location.hash = '#/groups?' + new URLSearchParams(new FormData(form));
+  });
+  const at = o => link('#/groups?' + new URLSearchParams({ filter, offset: o, limit }), o < d.offset ? '← Previous page' : 'Next page →');
+  const first = d.groups.length ? d.offset + 1 : 0;
+  return [el('h2', {}, 'Consumer groups'), form,
     table(['Group', 'Clients', 'Version', 'Type', 'Model', 'TPS', 'Lag'], d.groups.map(g =>
-      [el('td', {}, link('#/group/' + enc(g.group), g.group)), g.count, g.version, g.consumeType, g.messageModel, g.consumeTps, g.diffTotal]), { id: 'groups' })];
+      [el('td', {}, link('#/group/' + enc(g.group), g.group)), g.count, g.version, g.consumeType, g.messageModel, g.consumeTps, g.diffTotal]), { id: 'groups' }),
+    el('p', { class: 'muted', id: 'groups-count' }, `groups ${first}–${d.offset + d.groups.length} of ${d.total}`),
+    el('p', {}, d.offset > 0 ? at(Math.max(0, d.offset - d.limit)) : '', ' ', d.offset + d.groups.length < d.total ? at(d.offset + d.limit) : '')];
 }
 
 async function pageGroup(name) {
@@ -485,7 +497,7 @@ const routes = [
   [/^cluster$/, () => pageCluster(), 'cluster'],
   [/^topics$/, () => pageTopics(), 'topics'],
   [/^topic\/(.+)$/, m => pageTopic(decodeURIComponent(m[1])), 'topics'],
-  [/^groups$/, () => pageGroups(), 'groups'],
+  [/^groups$/, (m, p) => pageGroups(p), 'groups'],
   [/^group\/(.+)$/, m => pageGroup(decodeURIComponent(m[1])), 'groups'],
   [/^lite$/, (m, p) => pageLite(p), 'lite'],
   [/^pop$/, (m, p) => pagePop(p), 'pop'],
