@@ -203,7 +203,7 @@ func TestStoreKVDispatchPaused(t *testing.T) {
 	if err := s.Offsets().Flush(); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("offset flush: %v", err)
 	}
-	rec, err := encodeAll([]*message.Message{msg("F", 0, "replicated", nil)})
+	rec, err := encodeAll(nil, []*message.Message{msg("F", 0, "replicated", nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -65,11 +66,16 @@ func (s *Store) put(ctx context.Context, msgs []*message.Message) (PutResult, er
 		err error
 	)
 	if targets == nil {
-		rec, eerr := encodeAll(msgs)
+		buf := s.encodeBuf()
+		rec, eerr := encodeAll((*buf)[:0], msgs)
 		if eerr != nil {
+			s.releaseEncodeBuf(buf, rec)
 			return PutResult{}, eerr
 		}
+		// The CommitLog copies the records into its write batch, so the
+		// buffer is free again once Append returns.
 		res, err = s.cl.Append(ctx, rec)
+		s.releaseEncodeBuf(buf, rec)
 	} else {
 		res, err = s.putMultiDispatch(ctx, msgs, targets)
 	}
@@ -102,8 +108,13 @@ func (s *Store) put(ctx context.Context, msgs []*message.Message) (PutResult, er
 	return out, nil
 }
 
-func encodeAll(msgs []*message.Message) ([]byte, error) {
-	var rec []byte
+// encodeAll appends the messages' records to rec, grown once to their size.
+func encodeAll(rec []byte, msgs []*message.Message) ([]byte, error) {
+	need := 0
+	for _, m := range msgs {
+		need += message.StoredCap(m)
+	}
+	rec = slices.Grow(rec, need)
 	for _, m := range msgs {
 		var err error
 		if rec, err = message.AppendStored(rec, m); err != nil {
@@ -111,6 +122,27 @@ func encodeAll(msgs []*message.Message) ([]byte, error) {
 		}
 	}
 	return rec, nil
+}
+
+// maxPooledEncode bounds the encode buffers kept for reuse: a rare large
+// batch should not pin its buffer.
+const maxPooledEncode = 1 << 20
+
+// encodeBuf returns a buffer for encodeAll: reused, so a send does not
+// allocate (and clear) a record-sized buffer each time.
+func (s *Store) encodeBuf() *[]byte {
+	if b, ok := s.encBufs.Get().(*[]byte); ok {
+		return b
+	}
+	return new([]byte)
+}
+
+func (s *Store) releaseEncodeBuf(b *[]byte, used []byte) {
+	if cap(used) > maxPooledEncode {
+		return
+	}
+	*b = used[:0]
+	s.encBufs.Put(b)
 }
 
 // multiDispatchTargets returns, per message, the LMQ names it is also
@@ -208,7 +240,7 @@ func (s *Store) putMultiDispatch(ctx context.Context, msgs []*message.Message, t
 				m.SetProperty(message.PropertyInnerMultiQueueOffset, joinOffsets(offsets[i]))
 			}
 		}
-		rec, err = encodeAll(msgs)
+		rec, err = encodeAll(nil, msgs)
 	}
 	if err != nil {
 		t.mu.Unlock()

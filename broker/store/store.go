@@ -128,7 +128,9 @@ func (c *Config) Validate() error {
 
 // Store is the message store.
 type Store struct {
-	cfg     Config
+	cfg Config
+	// encBufs holds encode buffers of PutMessage(s) for reuse.
+	encBufs sync.Pool
 	log     *slog.Logger
 	cl      *commitlog.Log
 	db      *kv.DB

@@ -51,6 +51,17 @@ func StoredSize(sysFlag int32, bodyLen, topicLen, propsLen int) int {
 	return n
 }
 
+// StoredCap is an upper bound of m's record length (AppendStored's output),
+// exact but for the hosts, counted as IPv6: encoders size their buffer with
+// it instead of growing it field by field.
+func StoredCap(m *Message) int {
+	props := 0
+	for k, v := range m.Properties {
+		props += len(k) + len(v) + 2
+	}
+	return StoredSize(FlagBornHostV6|FlagStoreHostV6, len(m.Body), len(m.Topic), props)
+}
+
 // maxTopicLenV1 is the largest topic a v1 record holds: Java reads its
 // length as a signed byte.
 const maxTopicLenV1 = 127

@@ -394,3 +394,35 @@ func TestAppendRecordProperty(t *testing.T) {
 		})
 	}
 }
+
+// StoredCap bounds the record from above, by exactly the IPv6 hosts' extra
+// bytes when the hosts are IPv4.
+func TestStoredCap(t *testing.T) {
+	cases := []struct {
+		name  string
+		mut   func(*Message)
+		slack int
+	}{
+		{"ipv4 hosts", func(*Message) {}, 24},
+		{"no properties", func(m *Message) { m.Properties = nil }, 24},
+		{"ipv6 hosts", func(m *Message) {
+			m.BornHost = netip.MustParseAddrPort("[::2]:10")
+			m.StoreHost = netip.MustParseAddrPort("[::1]:10911")
+		}, 0},
+		{"v2 topic", func(m *Message) { m.Topic = strings.Repeat("t", 200) }, 24},
+		{"empty body", func(m *Message) { m.Body = nil }, 24},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := sample()
+			c.mut(m)
+			rec, err := AppendStored(nil, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := StoredCap(m); got != len(rec)+c.slack {
+				t.Fatalf("StoredCap %d, record %d bytes, want slack %d", got, len(rec), c.slack)
+			}
+		})
+	}
+}
