@@ -22,9 +22,17 @@ import (
 
 	"github.com/rmqgo/rmq/broker"
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/internal/gctuner"
 )
 
 func main() {
+	// A GOGC in the environment is the operator's choice; otherwise keep
+	// a floor under the collector's headroom (broker/internal/gctuner).
+	if _, set := os.LookupEnv("GOGC"); !set {
+		tctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() { _ = gctuner.Run(tctx, gctuner.DefaultConfig()) }()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Environ(), func() {
 		// A second signal during shutdown aborts it.
