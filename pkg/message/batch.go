@@ -15,8 +15,20 @@ const batchFixed = 4 + 4 + 4 + 4 + 4 + 2
 // item's totalSize must equal 22 + bodyLen + propLen, as both clients write
 // it. Bodies alias b.
 func DecodeBatch(b []byte) ([]*Message, error) {
-	var out []*Message
 	be := binary.BigEndian
+	// One allocation for the items: count them by their totalSize fields
+	// first (checked properly below).
+	n := 0
+	for off := 0; off+4 <= len(b) && n < len(b)/batchFixed; n++ {
+		t := int(int32(be.Uint32(b[off:])))
+		if t < batchFixed {
+			n++
+			break
+		}
+		off += t
+	}
+	items := make([]Message, 0, n)
+	out := make([]*Message, 0, n)
 	for off := 0; off < len(b); {
 		rest := b[off:]
 		if len(rest) < batchFixed {
@@ -36,11 +48,12 @@ func DecodeBatch(b []byte) ([]*Message, error) {
 			return nil, fmt.Errorf("%w: batch item at byte %d: totalSize %d, fields need %d",
 				ErrCorrupt, off, total, batchFixed+bodyLen+propLen)
 		}
-		out = append(out, &Message{
+		items = append(items, Message{
 			Flag:       int32(be.Uint32(rest[12:])),
 			Body:       rest[20:p:p],
 			Properties: DecodeProperties(rest[p+2 : p+2+int(propLen)]),
 		})
+		out = append(out, &items[len(items)-1])
 		off += int(total)
 	}
 	return out, nil
