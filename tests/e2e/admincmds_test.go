@@ -199,6 +199,69 @@ func TestJavaMQAdminMoreCommands(t *testing.T) {
 	if cloned != 2 {
 		t.Errorf("more_g2 has offset 2 on %d queues, want 2", cloned)
 	}
+
+	// Batch 3: the commands whose figures move with the clock or the
+	// sends (round-trip times, message ids, offsets) compared with those
+	// masked; updateTopicList reads a file of its own per tool.
+	mqadmin(t, c, "updateTopic", "-b", addr, "-t", "RtT", "-r", "2", "-w", "2")
+	for tool, names := range map[string][2]string{jdir: {"ListJ1", "ListJ2"}, odir: {"ListO1", "ListO2"}} {
+		if err := os.MkdirAll(tool, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		list := `[{"topicName":"` + names[0] + `","readQueueNums":3,"writeQueueNums":3,"perm":6},{"topicName":"` + names[1] + `","perm":4}]`
+		if err := os.WriteFile(filepath.Join(tool, "topics.json"), []byte(list), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch3 := [][]string{
+		{"updateTopicList", "-b", addr, "-f", "<D>/topics.json"},
+		{"printMsgByQueue", "-t", "MoreT", "-a", "broker-a", "-i", "0", "-p", "true", "-d", "true", "-f", "true"},
+		{"checkMsgSendRT", "-t", "RtT", "-a", "4", "-s", "16"},
+		{"sendMsgStatus", "-b", "broker-a", "-c", "2", "-s", "20"},
+	}
+	j3 := java(batch3)
+	for i, cmd := range batch3 {
+		if j, o := sendFigures(j3[i]), sendFigures(ours(cmd)); j != o {
+			t.Errorf("%v:\njava:\n%s\nours:\n%s", cmd, j, o)
+		}
+	}
+	mustContain(t, j3[0], "submit batch of topic config to "+addr+" success")
+	mustContain(t, j3[1], "MessageExt [brokerName=broker-a, queueId=0,", "Tag: TagA")
+	mustContain(t, sendFigures(j3[2]), "broker-a                          1     true                    <RT>", "Avg RT: <RT>")
+	mustContain(t, sendFigures(j3[3]), "rt=<RT>ms, SendResult=SendResult [sendStatus=SEND_OK")
+	// Both lists took effect: Java's on the broker first, then ours (a
+	// topic without queue numbers gets TopicConfig's default, 16).
+	ctx3, cancel3 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel3()
+	for name, queues := range map[string]int{"ListJ1": 3, "ListJ2": 16, "ListO1": 3, "ListO2": 16} {
+		tc, err := adm.GetTopicConfig(ctx3, addr, name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if tc.WriteQueueNums != queues {
+			t.Errorf("%s: %d write queues, want %d", name, tc.WriteQueueNums, queues)
+		}
+	}
+}
+
+// sendFigures masks what differs between two runs of a sending command:
+// round-trip times, message ids and queue offsets.
+func sendFigures(out string) string {
+	for _, m := range sendMasks {
+		out = m.re.ReplaceAllString(out, m.to)
+	}
+	return out
+}
+
+var sendMasks = []struct {
+	re *regexp.Regexp
+	to string
+}{
+	{regexp.MustCompile(`(?m)^(\S+ +\d+ +(?:true|false) +)\d+$`), "$1<RT>"},
+	{regexp.MustCompile(`Avg RT: [0-9.]+`), "Avg RT: <RT>"},
+	{regexp.MustCompile(`rt=\d+ms`), "rt=<RT>ms"},
+	{regexp.MustCompile(`(msgId|offsetMsgId)=[0-9A-F]+`), "$1=<ID>"},
+	{regexp.MustCompile(`queueOffset=\d+`), "queueOffset=<N>"},
 }
 
 // movingFigures are the values of exported files that change between two
