@@ -44,13 +44,9 @@ const (
 // Like TestApacheReferenceInterop it needs RMQ_APACHE_TESTS=1 (two JVMs,
 // ~20 s); without java/mvn StartApache skips it.
 func TestMetricsFamiliesVsApache(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: this test starts a real Apache RocketMQ nameserver and broker (two JVMs)")
-	}
-	if os.Getenv(EnvApacheTests) != "1" {
-		t.Skipf("set %s=1 to run it: it starts a real Apache RocketMQ 5.5.0 cluster (~20 s, ~1.5 GiB) "+
-			"and diffs its metric families with ours", EnvApacheTests)
-	}
+	// In make test (Apache 5.5.0 from Maven Central where Java is
+	// present): RMQ_APACHE_TESTS=0 turns it off, as the HA interop tests.
+	requireApacheHA(t)
 	rlog.SetLogLevel("error")
 	promConf := func(port int) map[string]string {
 		return map[string]string{"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1",
