@@ -9,8 +9,6 @@
 package kv
 
 import (
-	"os"
-	"strconv"
 	"errors"
 	"fmt"
 	"io"
@@ -117,7 +115,6 @@ func Open(cfg Config, log *slog.Logger) (*DB, error) {
 		MemTableStopWritesThreshold: 4,
 		L0StopWritesThreshold:       48,
 		Logger:                      fatalLogger{slogAdapter{log}, mon},
-		L0CompactionThreshold:       expInt("EXP_L0CT", 4),
 		EventListener:               listener,
 	}
 	// A broker restarted right after a kill -9 can find the old process
@@ -160,9 +157,6 @@ const diskSlowThreshold = 5 * time.Second
 
 // Close closes the database, then stops its disk-health checks.
 func (d *DB) Close() error {
-	if os.Getenv("EXP_METRICS") != "" {
-		fmt.Fprintln(os.Stderr, d.DB.Metrics().String())
-	}
 	err := d.DB.Close()
 	_ = d.health.Close()
 	return err
@@ -219,11 +213,4 @@ func (a slogAdapter) Errorf(format string, args ...any) {
 	if a.log != nil {
 		a.log.Error(fmt.Sprintf(format, args...), "component", "pebble")
 	}
-}
-
-func expInt(k string, d int) int {
-	if v, err := strconv.Atoi(os.Getenv(k)); err == nil {
-		return v
-	}
-	return d
 }
