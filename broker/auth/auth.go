@@ -1,11 +1,7 @@
 package auth
 
 import (
-	"crypto/hmac"
-	"crypto/sha1"
-	"crypto/subtle"
 	"fmt"
-	"hash"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -107,38 +103,31 @@ type Credentials struct {
 	Signature string // base64
 }
 
-// authenticate is DefaultAuthenticationHandler: user lookup, status, and
-// the signature. Each of forms computes a signature the request may carry
-// (client-go's second form after the first) with an HMAC keyed with the
-// user's password; the first match passes.
-func (s *Service) authenticate(c Credentials, forms ...func(mac hash.Hash) string) error {
+// userKey is DefaultAuthenticationHandler's checks before the signature:
+// the user is named, exists and is enabled, and the request carries a
+// signature. It returns the user's keyed password.
+func (s *Service) userKey(c Credentials) (*credentials.Key, error) {
 	if c.Username == "" {
-		return authError(msgNoUsername)
+		return nil, authError(msgNoUsername)
 	}
-	u, mac, ok := s.store.keyedMAC(c.Username)
+	u, key, ok := s.store.userKey(c.Username)
 	if !ok {
-		return authError("User:%s is not found.", c.Username)
+		return nil, authError("User:%s is not found.", c.Username)
 	}
 	if u.Status == StatusDisable {
-		return authError("User:%s is disabled.", c.Username)
+		return nil, authError("User:%s is disabled.", c.Username)
 	}
 	if c.Signature == "" {
-		return authError(msgBadSignature)
+		return nil, authError(msgBadSignature)
 	}
-	for i, form := range forms {
-		if i > 0 {
-			mac = hmac.New(sha1.New, []byte(u.Password))
-		}
-		if subtle.ConstantTimeCompare([]byte(form(mac)), []byte(c.Signature)) == 1 {
-			return nil
-		}
-	}
-	return authError(msgBadSignature)
+	return key, nil
 }
 
 // AuthenticateRemoting checks a remoting request's signature (Apache's
 // DefaultAuthenticationContextBuilder + DefaultAuthenticationHandler).
-// It returns the username the request presents ("" for none).
+// It returns the username the request presents ("" for none). A request
+// with a SecurityToken may carry client-go's signature, which leaves the
+// token out: that form is tried when the first fails.
 func (s *Service) AuthenticateRemoting(reqCode int32, version int32, ext map[string]string, body []byte) (string, error) {
 	user, hasUser := ext[FieldAccessKey]
 	if len(s.authnWhite) > 0 && s.authnWhite[strconv.Itoa(int(reqCode))] {
@@ -147,13 +136,23 @@ func (s *Service) AuthenticateRemoting(reqCode int32, version int32, ext map[str
 	if !hasUser {
 		return "", authError(msgNoUsername)
 	}
-	dropUnique := version <= versionV4_9_3
-	forms := []func(hash.Hash) string{func(mac hash.Hash) string { return signWith(mac, ext, body, dropUnique, false) }}
-	if _, ok := ext[FieldSecurityToken]; ok {
-		forms = append(forms, func(mac hash.Hash) string { return signWith(mac, ext, body, dropUnique, true) })
+	sig := ext[FieldSignature]
+	key, err := s.userKey(Credentials{Username: user, Signature: sig})
+	if err != nil {
+		return user, err
 	}
-	err := s.authenticate(Credentials{Username: user, Signature: ext[FieldSignature]}, forms...)
-	return user, err
+	var arr [2]string
+	skip := arr[:0]
+	if version <= versionV4_9_3 {
+		skip = append(skip, uniqueKeyQuery)
+	}
+	if key.VerifyRequest(sig, ext, body, skip...) {
+		return user, nil
+	}
+	if _, ok := ext[FieldSecurityToken]; ok && key.VerifyRequest(sig, ext, body, append(skip, FieldSecurityToken)...) {
+		return user, nil
+	}
+	return user, authError(msgBadSignature)
 }
 
 // SignRemoting is base64(HMAC-SHA1(secret, the values of ext sorted by
@@ -161,11 +160,6 @@ func (s *Service) AuthenticateRemoting(reqCode int32, version int32, ext map[str
 // leaves _UNIQUE_KEY_QUERY out (request versions up to V4_9_3), dropToken
 // SecurityToken (how client-go signs).
 func SignRemoting(ext map[string]string, body []byte, secret string, dropUnique, dropToken bool) string {
-	return signWith(hmac.New(sha1.New, []byte(secret)), ext, body, dropUnique, dropToken)
-}
-
-// signWith is SignRemoting with a fresh HMAC keyed with the secret.
-func signWith(mac hash.Hash, ext map[string]string, body []byte, dropUnique, dropToken bool) string {
 	var arr [2]string
 	skip := arr[:0]
 	if dropUnique {
@@ -174,7 +168,7 @@ func signWith(mac hash.Hash, ext map[string]string, body []byte, dropUnique, dro
 	if dropToken {
 		skip = append(skip, FieldSecurityToken)
 	}
-	return credentials.SignWith(mac, ext, body, skip...)
+	return credentials.NewKey(secret).SignRequest(ext, body, skip...)
 }
 
 // Check is one authorization question: may the subject do one of actions

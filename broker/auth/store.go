@@ -1,11 +1,8 @@
 package auth
 
 import (
-	"crypto/hmac"
-	"crypto/sha1"
 	"encoding/json"
 	"fmt"
-	"hash"
 	"log/slog"
 	"slices"
 	"strings"
@@ -13,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rmqgo/rmq/broker/internal/jsonfile"
+	"github.com/rmqgo/rmq/pkg/credentials"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
@@ -34,17 +32,16 @@ type Store struct {
 type snapshot struct {
 	users map[string]*User
 	acls  map[string]*ACL // by subject key
-	// macs are HMAC-SHA1s keyed with each user's password and never
-	// written: a request's check clones one (hash.Cloner) instead of
-	// hashing the key again.
-	macs map[string]hash.Hash
+	// keys are each user's password keyed once (HMAC-SHA1): a request's
+	// check borrows a keyed signer instead of hashing the key again.
+	keys map[string]*credentials.Key
 }
 
-// withMACs fills in macs from users.
+// withMACs fills in keys from users.
 func (s *snapshot) withMACs() *snapshot {
-	s.macs = make(map[string]hash.Hash, len(s.users))
+	s.keys = make(map[string]*credentials.Key, len(s.users))
 	for name, u := range s.users {
-		s.macs[name] = hmac.New(sha1.New, []byte(u.Password))
+		s.keys[name] = credentials.NewKey(u.Password)
 	}
 	return s
 }
@@ -113,20 +110,15 @@ func snapshotOf(users []protocol.UserInfo, acls []protocol.AclInfo) (*snapshot, 
 
 func (s *Store) load() *snapshot { return s.cur.Load() }
 
-// keyedMAC is a fresh HMAC-SHA1 keyed with the user's password, with the
-// user; ok false for an unknown user.
-func (s *Store) keyedMAC(name string) (User, hash.Hash, bool) {
+// userKey is a user (shared, read only) and its keyed password; ok false
+// for an unknown user.
+func (s *Store) userKey(name string) (*User, *credentials.Key, bool) {
 	snap := s.load()
 	u, ok := snap.users[name]
 	if !ok {
-		return User{}, nil, false
+		return nil, nil, false
 	}
-	if c, ok := snap.macs[name].(hash.Cloner); ok {
-		if h, err := c.Clone(); err == nil {
-			return *u, h, true
-		}
-	}
-	return *u, hmac.New(sha1.New, []byte(u.Password)), true
+	return u, snap.keys[name], true
 }
 
 // User returns a user by name.
