@@ -3,9 +3,9 @@ package auth
 import (
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/rmqgo/rmq/pkg/credentials"
 )
@@ -188,40 +188,100 @@ type Request struct {
 
 // Authorize evaluates each check in order, as Apache's
 // UserAuthorizationHandler and AclAuthorizationHandler; the first refusal
-// is returned (and logged as an audit line by the caller).
-func (s *Service) Authorize(r Request, checks []Check) (denied *Check, err error) {
+// is returned with its index in checks (and logged as an audit line by the
+// caller); denied is -1 when every check passes.
+func (s *Service) Authorize(r Request, checks []Check) (denied int, err error) {
 	if len(checks) == 0 {
-		return nil, nil
+		return -1, nil
 	}
 	if len(s.authzWhite) > 0 && s.authzWhite[r.RPCCode] {
-		return nil, nil
+		return -1, nil
 	}
 	if !r.HasUser {
-		return &checks[0], authError(msgAuthzFailed)
+		return 0, authError(msgAuthzFailed)
 	}
-	u, ok := s.store.User(r.Username)
+	snap := s.store.load()
+	u, ok := snap.users[r.Username]
 	if !ok {
-		return &checks[0], authError("User:%s not found.", r.Username)
+		return 0, authError("User:%s not found.", r.Username)
 	}
 	if u.Type == UserSuper {
-		return nil, nil
+		return -1, nil
 	}
-	subject := SubjectKey(r.Username)
-	acl := s.store.acl(subject)
 	for i := range checks {
 		c := &checks[i]
-		if acl == nil {
-			return c, denyError(subject, c.Resource, r.SourceIP, msgNoMatchedPolicy)
-		}
-		e := matchEntry(acl, c, r.SourceIP)
-		if e == nil {
-			return c, denyError(subject, c.Resource, r.SourceIP, msgNoMatchedPolicy)
-		}
-		if e.Decision == Deny {
-			return c, denyError(subject, c.Resource, r.SourceIP, msgDecisionDeny)
+		switch snap.decide(r.Username, c, r.SourceIP) {
+		case verdictNoMatch:
+			return i, denyError(SubjectKey(r.Username), c.Resource, r.SourceIP, msgNoMatchedPolicy)
+		case verdictDeny:
+			return i, denyError(SubjectKey(r.Username), c.Resource, r.SourceIP, msgDecisionDeny)
 		}
 	}
-	return nil, nil
+	return -1, nil
+}
+
+// verdict is the outcome of one check of a Normal user.
+type verdict uint8
+
+const (
+	verdictAllow   verdict = iota
+	verdictNoMatch         // no entry matches: "no matched policies."
+	verdictDeny            // the deciding entry denies: "the decision is deny."
+)
+
+// decisionKey is one check of a Normal user from one address: the
+// verdict depends on nothing else but the snapshot's ACLs.
+type decisionKey struct {
+	user    string
+	res     Resource
+	actions uint16 // bit per Action (the check passes when an entry grants any)
+	ip      string
+}
+
+// maxDecisions bounds a snapshot's decision cache; a full cache starts
+// over (a client cycling through resources or addresses costs a clear,
+// not memory).
+const maxDecisions = 4096
+
+// decisionCache remembers the verdicts of one snapshot: a send
+// re-authorizes the same (user, topic, action, address) over and over.
+// It belongs to the snapshot, so any change of users or ACLs, which
+// publishes a new snapshot, takes effect on the next request.
+type decisionCache struct {
+	mu sync.RWMutex
+	m  map[decisionKey]verdict
+}
+
+// decide is the verdict of check c for user (a Normal user) from ip,
+// evaluated on the snapshot's ACL once and then remembered.
+func (s *snapshot) decide(user string, c *Check, ip string) verdict {
+	k := decisionKey{user: user, res: c.Resource, ip: ip}
+	for _, a := range c.Actions {
+		k.actions |= 1 << a
+	}
+	d := s.decisions
+	d.mu.RLock()
+	v, ok := d.m[k]
+	d.mu.RUnlock()
+	if ok {
+		return v
+	}
+	v = verdictNoMatch
+	if acl := s.acls[SubjectKey(user)]; acl != nil {
+		if e := matchEntry(acl, c, ip); e != nil {
+			v = verdictAllow
+			if e.Decision == Deny {
+				v = verdictDeny
+			}
+		}
+	}
+	d.mu.Lock()
+	if len(d.m) >= maxDecisions {
+		clear(d.m)
+	}
+	d.m[k] = v
+	d.mu.Unlock()
+	return v
 }
 
 func denyError(subject string, r Resource, ip, detail string) error {
@@ -230,29 +290,28 @@ func denyError(subject string, r Resource, ip, detail string) error {
 
 // matchEntry is AclAuthorizationHandler.matchPolicyEntries: the Custom
 // entries matching resource, actions and source IP, or else the Default
-// ones, ordered by comparePolicyEntries; the first decides.
+// ones, ordered by comparePolicyEntries (a stable sort); the first decides.
+// It keeps the first of the least entries instead of sorting them.
 func matchEntry(acl *ACL, c *Check, ip string) *Entry {
-	var matched []*Entry
 	for _, t := range [...]PolicyType{PolicyCustom, PolicyDefault} {
 		p := acl.policy(t)
 		if p == nil {
 			continue
 		}
+		var best *Entry
 		for i := range p.Entries {
 			e := &p.Entries[i]
 			if e.Resource.Match(c.Resource) && e.matchActions(c.Actions) && e.matchIP(ip) {
-				matched = append(matched, e)
+				if best == nil || compareEntries(e, best) < 0 {
+					best = e
+				}
 			}
 		}
-		if len(matched) > 0 {
-			break
+		if best != nil {
+			return best
 		}
 	}
-	if len(matched) == 0 {
-		return nil
-	}
-	slices.SortStableFunc(matched, compareEntries)
-	return matched[0]
+	return nil
 }
 
 // compareEntries is Apache 5.5.0's AclAuthorizationHandler.

@@ -93,12 +93,16 @@ func (s *Service) CheckGRPC(md GRPCMeta, req proto.Message) error {
 		return nil
 	}
 	checks, err := GRPCChecks(req)
-	var denied *Check
+	denied := -1
 	if err == nil {
 		denied, err = s.Authorize(r, checks)
 	}
 	if err != nil {
-		s.Audit(r, denied, err)
+		var c *Check
+		if denied >= 0 {
+			c = &checks[denied]
+		}
+		s.Audit(r, c, err)
 		return err
 	}
 	return nil

@@ -35,14 +35,18 @@ type snapshot struct {
 	// keys are each user's password keyed once (HMAC-SHA1): a request's
 	// check borrows a keyed signer instead of hashing the key again.
 	keys map[string]*credentials.Key
+	// decisions are the authorization verdicts made on this snapshot.
+	decisions *decisionCache
 }
 
-// withMACs fills in keys from users.
-func (s *snapshot) withMACs() *snapshot {
+// derive fills in what derives from users and ACLs: the keys and an
+// empty decision cache.
+func (s *snapshot) derive() *snapshot {
 	s.keys = make(map[string]*credentials.Key, len(s.users))
 	for name, u := range s.users {
 		s.keys[name] = credentials.NewKey(u.Password)
 	}
+	s.decisions = &decisionCache{m: map[decisionKey]verdict{}}
 	return s
 }
 
@@ -77,7 +81,7 @@ func OpenStore(path string, log *slog.Logger) (*Store, error) {
 			return nil, fmt.Errorf("auth: load %s: %w", path, err)
 		}
 	}
-	s.cur.Store(snap.withMACs())
+	s.cur.Store(snap.derive())
 	return s, nil
 }
 
@@ -138,9 +142,6 @@ func (s *Store) ACL(subject string) *ACL {
 	}
 	return cloneACL(a)
 }
-
-// acl returns the shared ACL of a subject (read only).
-func (s *Store) acl(subject string) *ACL { return s.load().acls[subject] }
 
 // Users lists the users whose name contains filter ("" all), by name.
 func (s *Store) Users(filter string) []User {
@@ -212,7 +213,7 @@ func (s *Store) update(f func(users map[string]*User, acls map[string]*ACL) erro
 	if err := f(users, acls); err != nil {
 		return err
 	}
-	next := (&snapshot{users: users, acls: acls}).withMACs()
+	next := (&snapshot{users: users, acls: acls}).derive()
 	if err := s.persist(next); err != nil {
 		return err
 	}
@@ -259,7 +260,7 @@ func (s *Store) ReplaceAll(users []protocol.UserInfo, acls []protocol.AclInfo) (
 	if sameSnapshot(s.load(), next) {
 		return false, nil
 	}
-	next.withMACs()
+	next.derive()
 	if err := s.persist(next); err != nil {
 		return false, err
 	}
