@@ -28,6 +28,10 @@ const (
 	KeySecurityToken = "SecurityToken"
 )
 
+// SignedFields is how many extFields signing adds at most (AccessKey,
+// SecurityToken, Signature): a caller sizing a header map makes room.
+const SignedFields = 3
+
 // Credentials are an access key (the ACL 2.0 username) and its secret (the
 // user's password), plus an optional security token.
 type Credentials struct {

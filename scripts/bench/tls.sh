@@ -20,7 +20,8 @@
 # QUEUES (8), FLUSH_DISK_TYPE (ASYNC_FLUSH), OUT (a results file), MODES
 # ("plain permissive tls"; plain always runs, as the baseline), PPROF (0;
 # 1: each broker serves /debug/pprof/ and a CPU profile of every run is
-# kept beside OUT as OUT.MODE.ROUND.pprof).
+# kept beside OUT as OUT.MODE.ROUND.pprof, mqbench's as
+# OUT.MODE.ROUND.client.pprof). Client CPU is mqbench's user+system time.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=bench-lib.sh
@@ -55,7 +56,7 @@ SUPER_AK=rocketmq SUPER_SK=12345678
 BENCH_AK=bench BENCH_SK=bench-secret-1
 declare -A port=([plain]=50911 [permissive]=51911 [tls]=52911 [auth]=53911 [auth-tls]=54911)
 declare -A mode=([plain]=disabled [permissive]=permissive [tls]=enforcing [auth]=disabled [auth-tls]=enforcing)
-declare -A bpid
+declare -A bpid pport
 isauth() { [[ $1 == auth* ]]; }
 istls() { [[ $1 == tls || $1 == *-tls ]]; }
 for m in "${modes[@]}"; do
@@ -72,13 +73,18 @@ for m in "${modes[@]}"; do
     fi
   } >"$work/$m.conf"
   pflag=()
-  [ "$PPROF" = 1 ] && pflag=(--pprof-addr "127.0.0.1:$((port[$m] + 5))")
+  if [ "$PPROF" = 1 ]; then
+    pport[$m]=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    pflag=(--pprof-addr "127.0.0.1:${pport[$m]}")
+  fi
   bin/broker -c "$work/$m.conf" "${pflag[@]}" >"$work/$m.log" 2>&1 &
   pids+=($!)
   bpid[$m]=$!
 done
 for m in "${modes[@]}"; do
-  for _ in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/"${port[$m]}") 2>/dev/null && break; sleep 0.1; done
+  up=0
+  for _ in $(seq 1 300); do (exec 3<>/dev/tcp/127.0.0.1/"${port[$m]}") 2>/dev/null && { up=1; break; }; sleep 0.1; done
+  [ "$up" = 1 ] || { echo "broker $m not listening on ${port[$m]} after 30 s:" >&2; tail -20 "$work/$m.log" >&2; exit 1; }
 done
 sleep 2
 # clientflags <mode>: mqbench's and mqadmin's TLS flags of a mode.
@@ -105,15 +111,19 @@ run() { # mode round
   isauth "$m" && flags+=(--aclEnable true --accessKey "$BENCH_AK" --secretKey "$BENCH_SK")
   if [ "$PPROF" = 1 ]; then
     # The profile covers the middle of the run (a second in, DURATION - 2 s).
-    (sleep 1; curl -s -o "$OUT.$m.$r.pprof" "http://127.0.0.1:$((port[$m] + 5))/debug/pprof/profile?seconds=$(( ${DURATION%s} - 2 ))") &
+    (sleep 1; curl -s -o "$OUT.$m.$r.pprof" "http://127.0.0.1:${pport[$m]}/debug/pprof/profile?seconds=$(( ${DURATION%s} - 2 ))") &
     prof=$!
   fi
+  local cprof=()
+  [ "$PPROF" = 1 ] && cprof=(MQBENCH_CPUPROFILE="$OUT.$m.$r.client.pprof")
   before=$(cpu "${bpid[$m]}")
-  p=$(bin/mqbench producer -n "$NS" -t "BenchTls_$m" -s "$SIZE" -w "$THREADS" --duration "$DURATION" \
+  p=$(env "${cprof[@]}" /usr/bin/time -f '%U %S' -o "$work/client-time" bin/mqbench producer -n "$NS" -t "BenchTls_$m" -s "$SIZE" -w "$THREADS" --duration "$DURATION" \
     --reportInterval 100000 --json "${flags[@]}" 2>/dev/null | tail -1)
   after=$(cpu "${bpid[$m]}")
   [ -z "$prof" ] || wait "$prof" || true
-  echo "{\"mode\":\"$m\",\"round\":$r,\"cpu_ticks\":$((after - before)),\"clk_tck\":$ticks,\"producer\":$p}" >>"$OUT"
+  local client
+  client=$(awk '{printf "%.2f", $1 + $2}' "$work/client-time")
+  echo "{\"mode\":\"$m\",\"round\":$r,\"cpu_ticks\":$((after - before)),\"clk_tck\":$ticks,\"client_cpu_s\":$client,\"producer\":$p}" >>"$OUT"
 }
 
 k=${#modes[@]}
@@ -130,17 +140,20 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 agg = {}
 for r in rows:
-    a = agg.setdefault(r["mode"], {"msgs": 0, "secs": 0.0, "ticks": 0, "clk": r["clk_tck"], "tps": []})
+    a = agg.setdefault(r["mode"], {"msgs": 0, "ticks": 0, "client": 0.0, "clk": r["clk_tck"], "tps": []})
     p = r["producer"]
     a["msgs"] += p["messages"]
     a["ticks"] += r["cpu_ticks"]
+    a["client"] += r["client_cpu_s"]
     a["tps"].append(p["tps"])
-plain = sum(agg["plain"]["tps"]) / len(agg["plain"]["tps"])
-print(f"{'mode':<11} {'send TPS':>10} {'x plain':>8} {'broker CPU µs/msg':>18}")
+mean = lambda xs: sum(xs) / len(xs)
+plain = agg["plain"]
+print(f"{'mode':<11} {'send TPS':>10} {'x plain':>8} {'rounds x plain':>16} {'broker CPU µs/msg':>18} {'client CPU µs/msg':>18}")
 for m in sys.argv[2:]:
     a = agg[m]
-    tps = sum(a["tps"]) / len(a["tps"])
+    per_round = " ".join(f"{t / p:.2f}" for t, p in zip(a["tps"], plain["tps"]))
     us = a["ticks"] / a["clk"] * 1e6 / max(a["msgs"], 1)
-    print(f"{m:<11} {tps:>10.0f} {tps / plain:>8.2f} {us:>18.1f}")
+    cus = a["client"] * 1e6 / max(a["msgs"], 1)
+    print(f"{m:<11} {mean(a['tps']):>10.0f} {mean(a['tps']) / mean(plain['tps']):>8.2f} {per_round:>16} {us:>18.1f} {cus:>18.1f}")
 print(f"results: {sys.argv[1]}")
 PY
