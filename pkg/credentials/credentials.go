@@ -155,11 +155,20 @@ func sortFields(f []field) {
 	for i := 1; i < len(f); i++ {
 		x := f[i]
 		j := i
-		for ; j > 0 && f[j-1].k > x.k; j-- {
+		for ; j > 0 && keyLess(x.k, f[j-1].k); j-- {
 			f[j] = f[j-1]
 		}
 		f[j] = x
 	}
+}
+
+// keyLess is a < b, decided inline by the first bytes when they differ
+// (most keys of a request header are one letter).
+func keyLess(a, b string) bool {
+	if len(a) > 0 && len(b) > 0 && a[0] != b[0] {
+		return a[0] < b[0]
+	}
+	return a < b
 }
 
 // Key is a secret keyed once: it lends Signers (a keyed HMAC-SHA1 whose
