@@ -12,7 +12,7 @@ PKGS      := github.com/rmqgo/rmq/...
 GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED ?= 0
 
-.PHONY: proto all build run cluster test test-short test-repeat race vet fmt lint bench bench-vs-apache bench-recovery bench-static bench-lite bench-ha bench-grpc bench-tls cluster-ha fuzz fuzz-long crash grpc-streams test-auth-java rust5-client clean
+.PHONY: proto all build run cluster test test-short test-repeat race vet fmt lint bench bench-vs-apache bench-recovery bench-static bench-lite bench-ha bench-grpc bench-tls bench-auth cluster-ha fuzz fuzz-long crash grpc-streams test-auth-java rust5-client clean
 
 all: build
 
@@ -91,6 +91,12 @@ bench-vs-apache: build
 # Send TPS and broker CPU/msg over plaintext and TLS (docs/operations.md "TLS").
 bench-tls: build
 	./scripts/bench/tls.sh
+
+# Send TPS and broker CPU/msg of our broker plain, with ACL 2.0 (every send
+# signed, authenticated and authorized) and with ACL 2.0 over TLS
+# (docs/auth.md "Cost"; PPROF=1 keeps a CPU profile of every run).
+bench-auth: build
+	MODES="plain auth auth-tls" ./scripts/bench/tls.sh
 
 # Recovery time after kill -9 with a 2 GiB CommitLog (SIZE_GB=n to change).
 bench-recovery: build

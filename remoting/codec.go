@@ -348,6 +348,21 @@ func appendRocketMQHeader(dst []byte, cmd *Command) []byte {
 	return dst
 }
 
+// internKey is string(b) without an allocation for the keys a signed
+// request carries besides its header's (docs/protocol.md §7); one-byte
+// keys (SEND_MESSAGE_V2's) never allocate.
+func internKey(b []byte) string {
+	switch string(b) {
+	case "AccessKey":
+		return "AccessKey"
+	case "Signature":
+		return "Signature"
+	case "SecurityToken":
+		return "SecurityToken"
+	}
+	return string(b)
+}
+
 // countExtFields counts the key/value pairs of a ROCKETMQ-encoded extFields
 // block, stopping where the block is malformed (the decoder reports it).
 func countExtFields(ext []byte) int {
@@ -406,7 +421,7 @@ func decodeRocketMQHeader(b []byte) (*Command, error) {
 			if kl > len(ext)-q {
 				return nil, fmt.Errorf("%w: extFields key length %d", ErrBadHeader, kl)
 			}
-			k := string(ext[q : q+kl])
+			k := internKey(ext[q : q+kl])
 			q += kl
 			if len(ext)-q < 4 {
 				return nil, fmt.Errorf("%w: truncated extFields value length", ErrBadHeader)

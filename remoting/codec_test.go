@@ -3,6 +3,7 @@ package remoting
 import (
 	"bytes"
 	"encoding/hex"
+	"maps"
 	"strings"
 	"testing"
 )
@@ -88,6 +89,28 @@ func TestWideCodeLeavesRocketMQHeader(t *testing.T) {
 		if out.Code != c.code || out.SerializeType != c.want || out.ExtFields["k"] != "v" {
 			t.Fatalf("code %d: decoded code %d as %v, want %v", c.code, out.Code, out.SerializeType, c.want)
 		}
+	}
+}
+
+// TestDecodeInternsSignatureKeys: a ROCKETMQ header's AccessKey and
+// Signature keys decode without an allocation each (two fewer than keys
+// of the same lengths that are not interned), and decode right.
+func TestDecodeInternsSignatureKeys(t *testing.T) {
+	decodeAllocs := func(ext map[string]string) float64 {
+		frame, err := Encode(&Command{Code: 310, ExtFields: ext, SerializeType: SerializeRocketMQ})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := Decode(frame[4:])
+		if err != nil || !maps.Equal(out.ExtFields, ext) {
+			t.Fatalf("decoded %v (%v), want %v", out, err, ext)
+		}
+		return testing.AllocsPerRun(100, func() { _, _ = Decode(frame[4:]) })
+	}
+	signed := decodeAllocs(map[string]string{"b": "T", "AccessKey": "ak", "Signature": "sig", "SecurityToken": "tok"})
+	other := decodeAllocs(map[string]string{"b": "T", "AccessKez": "ak", "Signaturf": "sig", "SecurityTokem": "tok"})
+	if signed != other-3 {
+		t.Fatalf("a signed header decodes with %v allocations, another with %v: want 3 fewer", signed, other)
 	}
 }
 

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -186,5 +187,77 @@ func TestInitUsers(t *testing.T) {
 	}
 	if err := r.svc.InitUsers(`{bad`, ""); err == nil {
 		t.Fatal("bad initAuthenticationUser accepted")
+	}
+}
+
+// TestVerdictsFollowChanges: the authorization verdicts a snapshot
+// remembers and the keyed passwords never outlive a change. Each step asks
+// twice (the second answer comes from the cache), changes users or ACLs
+// through the admin codes or the slave copy, and the very next request
+// sees the change; the cache is keyed by action and source address too,
+// and stays bounded.
+func TestVerdictsFollowChanges(t *testing.T) {
+	r := newAdminRig(t, "")
+	u := map[string]string{"username": "alice"}
+	acl := func(res, decision string, ips ...string) protocol.AclInfo {
+		return protocol.AclInfo{Subject: "User:alice", Policies: []protocol.PolicyInfo{{PolicyType: "Custom",
+			Entries: []protocol.PolicyEntryInfo{{Resource: res, Actions: []string{"Pub"}, SourceIps: ips, Decision: decision}}}}}
+	}
+	pub, sub := []Action{ActPub}, []Action{ActSub}
+	ask := func(step string, ip string, acts []Action, want string) {
+		t.Helper()
+		for i := range 2 {
+			_, err := r.svc.Authorize(Request{Username: "alice", HasUser: true, SourceIP: ip}, []Check{{Resource: TopicResource("T1"), Actions: acts}})
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != want {
+				t.Fatalf("%s (ask %d): %q, want %q", step, i+1, got, want)
+			}
+		}
+	}
+	const noMatch = "User:alice has no permission to access Topic:T1 from 127.0.0.1, no matched policies."
+	r.expect(r.call(code.AuthCreateUser, u, protocol.UserInfo{Password: "pw1"}), code.Success, "")
+	ask("no acl", "127.0.0.1", pub, noMatch)
+	r.expect(r.call(code.AuthCreateACL, map[string]string{"subject": "User:alice"}, acl("Topic:T1", "Allow")), code.Success, "")
+	ask("allowed", "127.0.0.1", pub, "")
+	ask("another action", "127.0.0.1", sub, noMatch)
+	r.expect(r.call(code.AuthUpdateACL, map[string]string{"subject": "User:alice"}, acl("Topic:T1", "Allow", "127.0.0.0/8")), code.Success, "")
+	ask("inside the source range", "127.0.0.1", pub, "")
+	ask("outside the source range", "10.0.0.1", pub, "User:alice has no permission to access Topic:T1 from 10.0.0.1, no matched policies.")
+	ask("inside again", "127.0.0.1", pub, "")
+	r.expect(r.call(code.AuthDeleteACL, map[string]string{"subject": "User:alice", "resource": "Topic:T1"}, nil), code.Success, "")
+	ask("acl deleted", "127.0.0.1", pub, noMatch)
+	r.expect(r.call(code.AuthCreateACL, map[string]string{"subject": "User:alice"}, acl("Topic:T*", "Deny")), code.Success, "")
+	ask("denied", "127.0.0.1", pub, "User:alice has no permission to access Topic:T1 from 127.0.0.1, the decision is deny.")
+	r.expect(r.call(code.AuthUpdateUser, u, protocol.UserInfo{UserType: "Super"}), code.Success, "")
+	ask("now a super user", "127.0.0.1", pub, "")
+	r.expect(r.call(code.AuthUpdateUser, u, protocol.UserInfo{UserType: "Normal"}), code.Success, "")
+	ask("normal again", "127.0.0.1", pub, "User:alice has no permission to access Topic:T1 from 127.0.0.1, the decision is deny.")
+	r.expect(r.call(code.AuthDeleteUser, u, nil), code.Success, "")
+	ask("user deleted", "127.0.0.1", pub, "User:alice not found.")
+	if _, err := r.svc.Store().ReplaceAll([]protocol.UserInfo{{Username: "alice", Password: "pw2", UserType: "Normal"}}, []protocol.AclInfo{acl("Topic:T1", "Allow")}); err != nil {
+		t.Fatal(err)
+	}
+	ask("copied from the master", "127.0.0.1", pub, "")
+
+	// The keyed password follows the user too.
+	ext := signed("alice", "pw2", map[string]string{"b": "T1"}, "x")
+	for i := range 2 {
+		if _, err := r.svc.AuthenticateRemoting(310, 500, ext, []byte("x")); err != nil {
+			t.Fatalf("signed with the password (%d): %v", i+1, err)
+		}
+	}
+	r.expect(r.call(code.AuthUpdateUser, u, protocol.UserInfo{Password: "pw3"}), code.Success, "")
+	if _, err := r.svc.AuthenticateRemoting(310, 500, ext, []byte("x")); err == nil || err.Error() != msgBadSignature {
+		t.Fatalf("signed with the old password: %v", err)
+	}
+
+	for i := range maxDecisions + 10 {
+		_, _ = r.svc.Authorize(Request{Username: "alice", HasUser: true, SourceIP: "127.0.0.1"}, []Check{{Resource: TopicResource(fmt.Sprint("T", i)), Actions: pub}})
+	}
+	if n := len(r.svc.Store().load().decisions.m); n > maxDecisions || n == 0 {
+		t.Fatalf("%d verdicts remembered, want 1..%d", n, maxDecisions)
 	}
 }

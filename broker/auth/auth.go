@@ -1,15 +1,11 @@
 package auth
 
 import (
-	"crypto/hmac"
-	"crypto/sha1"
-	"crypto/subtle"
 	"fmt"
-	"hash"
 	"log/slog"
-	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/rmqgo/rmq/pkg/credentials"
 )
@@ -107,38 +103,31 @@ type Credentials struct {
 	Signature string // base64
 }
 
-// authenticate is DefaultAuthenticationHandler: user lookup, status, and
-// the signature. Each of forms computes a signature the request may carry
-// (client-go's second form after the first) with an HMAC keyed with the
-// user's password; the first match passes.
-func (s *Service) authenticate(c Credentials, forms ...func(mac hash.Hash) string) error {
+// userKey is DefaultAuthenticationHandler's checks before the signature:
+// the user is named, exists and is enabled, and the request carries a
+// signature. It returns the user's keyed password.
+func (s *Service) userKey(c Credentials) (*credentials.Key, error) {
 	if c.Username == "" {
-		return authError(msgNoUsername)
+		return nil, authError(msgNoUsername)
 	}
-	u, mac, ok := s.store.keyedMAC(c.Username)
+	u, key, ok := s.store.userKey(c.Username)
 	if !ok {
-		return authError("User:%s is not found.", c.Username)
+		return nil, authError("User:%s is not found.", c.Username)
 	}
 	if u.Status == StatusDisable {
-		return authError("User:%s is disabled.", c.Username)
+		return nil, authError("User:%s is disabled.", c.Username)
 	}
 	if c.Signature == "" {
-		return authError(msgBadSignature)
+		return nil, authError(msgBadSignature)
 	}
-	for i, form := range forms {
-		if i > 0 {
-			mac = hmac.New(sha1.New, []byte(u.Password))
-		}
-		if subtle.ConstantTimeCompare([]byte(form(mac)), []byte(c.Signature)) == 1 {
-			return nil
-		}
-	}
-	return authError(msgBadSignature)
+	return key, nil
 }
 
 // AuthenticateRemoting checks a remoting request's signature (Apache's
 // DefaultAuthenticationContextBuilder + DefaultAuthenticationHandler).
-// It returns the username the request presents ("" for none).
+// It returns the username the request presents ("" for none). A request
+// with a SecurityToken may carry client-go's signature, which leaves the
+// token out: that form is tried when the first fails.
 func (s *Service) AuthenticateRemoting(reqCode int32, version int32, ext map[string]string, body []byte) (string, error) {
 	user, hasUser := ext[FieldAccessKey]
 	if len(s.authnWhite) > 0 && s.authnWhite[strconv.Itoa(int(reqCode))] {
@@ -147,13 +136,23 @@ func (s *Service) AuthenticateRemoting(reqCode int32, version int32, ext map[str
 	if !hasUser {
 		return "", authError(msgNoUsername)
 	}
-	dropUnique := version <= versionV4_9_3
-	forms := []func(hash.Hash) string{func(mac hash.Hash) string { return signWith(mac, ext, body, dropUnique, false) }}
-	if _, ok := ext[FieldSecurityToken]; ok {
-		forms = append(forms, func(mac hash.Hash) string { return signWith(mac, ext, body, dropUnique, true) })
+	sig := ext[FieldSignature]
+	key, err := s.userKey(Credentials{Username: user, Signature: sig})
+	if err != nil {
+		return user, err
 	}
-	err := s.authenticate(Credentials{Username: user, Signature: ext[FieldSignature]}, forms...)
-	return user, err
+	var arr [2]string
+	skip := arr[:0]
+	if version <= versionV4_9_3 {
+		skip = append(skip, uniqueKeyQuery)
+	}
+	if key.VerifyRequest(sig, ext, body, skip...) {
+		return user, nil
+	}
+	if _, ok := ext[FieldSecurityToken]; ok && key.VerifyRequest(sig, ext, body, append(skip, FieldSecurityToken)...) {
+		return user, nil
+	}
+	return user, authError(msgBadSignature)
 }
 
 // SignRemoting is base64(HMAC-SHA1(secret, the values of ext sorted by
@@ -161,11 +160,6 @@ func (s *Service) AuthenticateRemoting(reqCode int32, version int32, ext map[str
 // leaves _UNIQUE_KEY_QUERY out (request versions up to V4_9_3), dropToken
 // SecurityToken (how client-go signs).
 func SignRemoting(ext map[string]string, body []byte, secret string, dropUnique, dropToken bool) string {
-	return signWith(hmac.New(sha1.New, []byte(secret)), ext, body, dropUnique, dropToken)
-}
-
-// signWith is SignRemoting with a fresh HMAC keyed with the secret.
-func signWith(mac hash.Hash, ext map[string]string, body []byte, dropUnique, dropToken bool) string {
 	var arr [2]string
 	skip := arr[:0]
 	if dropUnique {
@@ -174,7 +168,7 @@ func signWith(mac hash.Hash, ext map[string]string, body []byte, dropUnique, dro
 	if dropToken {
 		skip = append(skip, FieldSecurityToken)
 	}
-	return credentials.SignWith(mac, ext, body, skip...)
+	return credentials.NewKey(secret).SignRequest(ext, body, skip...)
 }
 
 // Check is one authorization question: may the subject do one of actions
@@ -194,40 +188,100 @@ type Request struct {
 
 // Authorize evaluates each check in order, as Apache's
 // UserAuthorizationHandler and AclAuthorizationHandler; the first refusal
-// is returned (and logged as an audit line by the caller).
-func (s *Service) Authorize(r Request, checks []Check) (denied *Check, err error) {
+// is returned with its index in checks (and logged as an audit line by the
+// caller); denied is -1 when every check passes.
+func (s *Service) Authorize(r Request, checks []Check) (denied int, err error) {
 	if len(checks) == 0 {
-		return nil, nil
+		return -1, nil
 	}
 	if len(s.authzWhite) > 0 && s.authzWhite[r.RPCCode] {
-		return nil, nil
+		return -1, nil
 	}
 	if !r.HasUser {
-		return &checks[0], authError(msgAuthzFailed)
+		return 0, authError(msgAuthzFailed)
 	}
-	u, ok := s.store.User(r.Username)
+	snap := s.store.load()
+	u, ok := snap.users[r.Username]
 	if !ok {
-		return &checks[0], authError("User:%s not found.", r.Username)
+		return 0, authError("User:%s not found.", r.Username)
 	}
 	if u.Type == UserSuper {
-		return nil, nil
+		return -1, nil
 	}
-	subject := SubjectKey(r.Username)
-	acl := s.store.acl(subject)
 	for i := range checks {
 		c := &checks[i]
-		if acl == nil {
-			return c, denyError(subject, c.Resource, r.SourceIP, msgNoMatchedPolicy)
-		}
-		e := matchEntry(acl, c, r.SourceIP)
-		if e == nil {
-			return c, denyError(subject, c.Resource, r.SourceIP, msgNoMatchedPolicy)
-		}
-		if e.Decision == Deny {
-			return c, denyError(subject, c.Resource, r.SourceIP, msgDecisionDeny)
+		switch snap.decide(r.Username, c, r.SourceIP) {
+		case verdictNoMatch:
+			return i, denyError(SubjectKey(r.Username), c.Resource, r.SourceIP, msgNoMatchedPolicy)
+		case verdictDeny:
+			return i, denyError(SubjectKey(r.Username), c.Resource, r.SourceIP, msgDecisionDeny)
 		}
 	}
-	return nil, nil
+	return -1, nil
+}
+
+// verdict is the outcome of one check of a Normal user.
+type verdict uint8
+
+const (
+	verdictAllow   verdict = iota
+	verdictNoMatch         // no entry matches: "no matched policies."
+	verdictDeny            // the deciding entry denies: "the decision is deny."
+)
+
+// decisionKey is one check of a Normal user from one address: the
+// verdict depends on nothing else but the snapshot's ACLs.
+type decisionKey struct {
+	user    string
+	res     Resource
+	actions uint16 // bit per Action (the check passes when an entry grants any)
+	ip      string
+}
+
+// maxDecisions bounds a snapshot's decision cache; a full cache starts
+// over (a client cycling through resources or addresses costs a clear,
+// not memory).
+const maxDecisions = 4096
+
+// decisionCache remembers the verdicts of one snapshot: a send
+// re-authorizes the same (user, topic, action, address) over and over.
+// It belongs to the snapshot, so any change of users or ACLs, which
+// publishes a new snapshot, takes effect on the next request.
+type decisionCache struct {
+	mu sync.RWMutex
+	m  map[decisionKey]verdict
+}
+
+// decide is the verdict of check c for user (a Normal user) from ip,
+// evaluated on the snapshot's ACL once and then remembered.
+func (s *snapshot) decide(user string, c *Check, ip string) verdict {
+	k := decisionKey{user: user, res: c.Resource, ip: ip}
+	for _, a := range c.Actions {
+		k.actions |= 1 << a
+	}
+	d := s.decisions
+	d.mu.RLock()
+	v, ok := d.m[k]
+	d.mu.RUnlock()
+	if ok {
+		return v
+	}
+	v = verdictNoMatch
+	if acl := s.acls[SubjectKey(user)]; acl != nil {
+		if e := matchEntry(acl, c, ip); e != nil {
+			v = verdictAllow
+			if e.Decision == Deny {
+				v = verdictDeny
+			}
+		}
+	}
+	d.mu.Lock()
+	if len(d.m) >= maxDecisions {
+		clear(d.m)
+	}
+	d.m[k] = v
+	d.mu.Unlock()
+	return v
 }
 
 func denyError(subject string, r Resource, ip, detail string) error {
@@ -236,29 +290,28 @@ func denyError(subject string, r Resource, ip, detail string) error {
 
 // matchEntry is AclAuthorizationHandler.matchPolicyEntries: the Custom
 // entries matching resource, actions and source IP, or else the Default
-// ones, ordered by comparePolicyEntries; the first decides.
+// ones, ordered by comparePolicyEntries (a stable sort); the first decides.
+// It keeps the first of the least entries instead of sorting them.
 func matchEntry(acl *ACL, c *Check, ip string) *Entry {
-	var matched []*Entry
 	for _, t := range [...]PolicyType{PolicyCustom, PolicyDefault} {
 		p := acl.policy(t)
 		if p == nil {
 			continue
 		}
+		var best *Entry
 		for i := range p.Entries {
 			e := &p.Entries[i]
 			if e.Resource.Match(c.Resource) && e.matchActions(c.Actions) && e.matchIP(ip) {
-				matched = append(matched, e)
+				if best == nil || compareEntries(e, best) < 0 {
+					best = e
+				}
 			}
 		}
-		if len(matched) > 0 {
-			break
+		if best != nil {
+			return best
 		}
 	}
-	if len(matched) == 0 {
-		return nil
-	}
-	slices.SortStableFunc(matched, compareEntries)
-	return matched[0]
+	return nil
 }
 
 // compareEntries is Apache 5.5.0's AclAuthorizationHandler.

@@ -221,7 +221,7 @@ func TestAuthorize(t *testing.T) {
 				t.Fatalf("allowed, want %q", tc.want)
 			case tc.want != "" && err.Error() != tc.want:
 				t.Fatalf("denied with %q, want %q", err, tc.want)
-			case tc.want != "" && denied == nil:
+			case tc.want != "" && denied != 0:
 				t.Fatal("no denied check reported")
 			}
 		})

@@ -129,53 +129,68 @@ const (
 // table. clusterName names the Cluster resource. A body that does not
 // decode is an error (Apache: "parse authorization context error.").
 func RemotingChecks(reqCode int32, ext map[string]string, body []byte, clusterName string) ([]Check, error) {
+	return appendRemotingChecks(nil, reqCode, ext, body, clusterName)
+}
+
+// The action lists of the checks RemotingChecks makes by name, shared
+// (read only).
+var (
+	actsPub       = []Action{ActPub}
+	actsSub       = []Action{ActSub}
+	actsSubGet    = []Action{ActSub, ActGet}
+	actsPubSubGet = []Action{ActPub, ActSub, ActGet}
+	actsSubUpdate = []Action{ActSub, ActUpdate}
+)
+
+// appendRemotingChecks is RemotingChecks appending to out (the hook passes
+// a buffer on its stack: a send's one check allocates nothing).
+func appendRemotingChecks(out []Check, reqCode int32, ext map[string]string, body []byte, clusterName string) ([]Check, error) {
 	if len(ext) == 0 {
-		return nil, nil
+		return out, nil
 	}
-	var out []Check
-	add := func(r Resource, acts ...Action) { out = append(out, Check{Resource: r, Actions: acts}) }
+	add := func(r Resource, acts []Action) { out = append(out, Check{Resource: r, Actions: acts}) }
 	switch reqCode {
 	case code.GetRouteInfoByTopic:
 		if t := ext[keyTopic]; isRetryTopic(t) {
-			add(GroupResource(t), ActSub, ActGet)
+			add(GroupResource(t), actsSubGet)
 		} else {
-			add(TopicResource(t), ActPub, ActSub, ActGet)
+			add(TopicResource(t), actsPubSubGet)
 		}
 	case code.SendMessage:
 		if t := ext[keyTopic]; isRetryTopic(t) {
 			if g := ext[keyGroup]; strings.TrimSpace(g) != "" {
-				add(GroupResource(g), ActSub)
+				add(GroupResource(g), actsSub)
 			} else {
-				add(GroupResource(t), ActSub)
+				add(GroupResource(t), actsSub)
 			}
 		} else {
-			add(TopicResource(t), ActPub)
+			add(TopicResource(t), actsPub)
 		}
 	case code.SendMessageV2, code.SendBatchMessage:
 		if t := ext[keyB]; isRetryTopic(t) {
 			if g := ext[keyA]; strings.TrimSpace(g) != "" {
-				add(GroupResource(g), ActSub)
+				add(GroupResource(g), actsSub)
 			} else {
-				add(GroupResource(t), ActSub)
+				add(GroupResource(t), actsSub)
 			}
 		} else {
-			add(TopicResource(t), ActPub)
+			add(TopicResource(t), actsPub)
 		}
 	case code.RecallMessage:
-		add(TopicResource(ext[keyTopic]), ActPub)
+		add(TopicResource(ext[keyTopic]), actsPub)
 	case code.EndTransaction:
 		if t := ext[keyTopic]; strings.TrimSpace(t) != "" {
-			add(TopicResource(t), ActPub)
+			add(TopicResource(t), actsPub)
 		}
 	case code.ConsumerSendMsgBack:
-		add(GroupResource(ext[keyGroup]), ActSub)
+		add(GroupResource(ext[keyGroup]), actsSub)
 	case code.PullMessage:
 		if t := ext[keyTopic]; !isRetryTopic(t) {
-			add(TopicResource(t), ActSub)
+			add(TopicResource(t), actsSub)
 		}
-		add(GroupResource(ext[keyConsumerGroup]), ActSub)
+		add(GroupResource(ext[keyConsumerGroup]), actsSub)
 	case code.QueryMessage:
-		add(TopicResource(ext[keyTopic]), ActSub, ActGet)
+		add(TopicResource(ext[keyTopic]), actsSubGet)
 	case code.HeartBeat:
 		var hb struct {
 			ConsumerDataSet []struct {
@@ -189,29 +204,29 @@ func RemotingChecks(reqCode int32, ext map[string]string, body []byte, clusterNa
 			return nil, authError("parse authorization context error.")
 		}
 		for _, cd := range hb.ConsumerDataSet {
-			add(GroupResource(cd.GroupName), ActSub)
+			add(GroupResource(cd.GroupName), actsSub)
 			for _, sd := range cd.SubscriptionDataSet {
 				if !isRetryTopic(sd.Topic) {
-					add(TopicResource(sd.Topic), ActSub)
+					add(TopicResource(sd.Topic), actsSub)
 				}
 			}
 		}
 	case code.UnregisterClient:
 		if g := ext[keyConsumerGroup]; strings.TrimSpace(g) != "" {
-			add(GroupResource(g), ActSub)
+			add(GroupResource(g), actsSub)
 		}
 	case code.GetConsumerListByGroup:
-		add(GroupResource(ext[keyConsumerGroup]), ActSub, ActGet)
+		add(GroupResource(ext[keyConsumerGroup]), actsSubGet)
 	case code.QueryConsumerOffset:
 		if t := ext[keyTopic]; !isRetryTopic(t) {
-			add(TopicResource(t), ActSub, ActGet)
+			add(TopicResource(t), actsSubGet)
 		}
-		add(GroupResource(ext[keyConsumerGroup]), ActSub, ActGet)
+		add(GroupResource(ext[keyConsumerGroup]), actsSubGet)
 	case code.UpdateConsumerOffset:
 		if t := ext[keyTopic]; !isRetryTopic(t) {
-			add(TopicResource(t), ActSub, ActUpdate)
+			add(TopicResource(t), actsSubUpdate)
 		}
-		add(GroupResource(ext[keyConsumerGroup]), ActSub, ActUpdate)
+		add(GroupResource(ext[keyConsumerGroup]), actsSubUpdate)
 	case code.LockBatchMQ, code.UnlockBatchMQ:
 		var lb struct {
 			ConsumerGroup string                  `json:"consumerGroup"`
@@ -220,16 +235,16 @@ func RemotingChecks(reqCode int32, ext map[string]string, body []byte, clusterNa
 		if err := protocol.Unmarshal(body, &lb); err != nil {
 			return nil, authError("parse authorization context error.")
 		}
-		add(GroupResource(lb.ConsumerGroup), ActSub)
+		add(GroupResource(lb.ConsumerGroup), actsSub)
 		for _, mq := range lb.MQSet {
 			if !isRetryTopic(mq.Topic) {
-				add(TopicResource(mq.Topic), ActSub)
+				add(TopicResource(mq.Topic), actsSub)
 			}
 		}
 	default:
 		rule, ok := codeRules[reqCode]
 		if !ok {
-			return nil, nil
+			return out, nil
 		}
 		for _, f := range rule.fields {
 			v, ok := ext[f.key]
@@ -242,14 +257,14 @@ func RemotingChecks(reqCode int32, ext map[string]string, body []byte, clusterNa
 			}
 			for _, val := range vals {
 				if f.typ == ResTopic && isRetryTopic(val) {
-					add(GroupResource(val), rule.actions...)
+					add(GroupResource(val), rule.actions)
 				} else {
-					add(Resource{Type: f.typ, Name: val}, rule.actions...)
+					add(Resource{Type: f.typ, Name: val}, rule.actions)
 				}
 			}
 		}
 		if len(out) == 0 && rule.cluster {
-			add(ClusterResource(clusterName), rule.actions...)
+			add(ClusterResource(clusterName), rule.actions)
 		}
 	}
 	return out, nil

@@ -3,11 +3,11 @@ package auth
 import (
 	"encoding/base64"
 	"encoding/hex"
-	"hash"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/rmqgo/rmq/pkg/credentials"
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
 )
 
@@ -79,10 +79,10 @@ func (s *Service) CheckGRPC(md GRPCMeta, req proto.Message) error {
 	r.Username, r.HasUser = user, user != ""
 	if s.cfg.AuthenticationEnabled {
 		if err == nil && !s.authnWhite[rpcCode] {
-			err = s.authenticate(Credentials{Username: user, Signature: sig}, func(mac hash.Hash) string {
-				_, _ = mac.Write([]byte(md.DateTime))
-				return base64.StdEncoding.EncodeToString(mac.Sum(nil))
-			})
+			var key *credentials.Key
+			if key, err = s.userKey(Credentials{Username: user, Signature: sig}); err == nil && !key.VerifyBytes(sig, md.DateTime) {
+				err = authError(msgBadSignature)
+			}
 		}
 		if err != nil {
 			s.Audit(r, nil, err)
@@ -93,12 +93,16 @@ func (s *Service) CheckGRPC(md GRPCMeta, req proto.Message) error {
 		return nil
 	}
 	checks, err := GRPCChecks(req)
-	var denied *Check
+	denied := -1
 	if err == nil {
 		denied, err = s.Authorize(r, checks)
 	}
 	if err != nil {
-		s.Audit(r, denied, err)
+		var c *Check
+		if denied >= 0 {
+			c = &checks[denied]
+		}
+		s.Audit(r, c, err)
 		return err
 	}
 	return nil

@@ -21,17 +21,17 @@ type Hook struct{ svc *Service }
 func NewHook(svc *Service) *Hook { return &Hook{svc: svc} }
 
 // BeforeRequest answers NO_PERMISSION with Apache's text when a check
-// fails; the connection stays open.
+// fails; the connection stays open. A send that passes allocates nothing:
+// its check is built on the stack and its verdict remembered.
 func (h *Hook) BeforeRequest(ch *remoting.Channel, req *remoting.Command) *remoting.Command {
 	if req.IsResponse() {
 		return nil
 	}
 	s := h.svc
 	user, hasUser := req.ExtFields[FieldAccessKey]
-	var r Request
 	if s.cfg.AuthenticationEnabled {
 		if _, err := s.AuthenticateRemoting(req.Code, req.Version, req.ExtFields, req.Body); err != nil {
-			r = Request{Username: user, HasUser: hasUser, SourceIP: hostOf(ch.RemoteAddr()), RPCCode: strconv.Itoa(int(req.Code))}
+			r := Request{Username: user, HasUser: hasUser, SourceIP: hostOf(ch.RemoteAddr()), RPCCode: strconv.Itoa(int(req.Code))}
 			s.Audit(r, nil, err)
 			return remoting.NewResponse(req, code.NoPermission, err.Error())
 		}
@@ -39,17 +39,26 @@ func (h *Hook) BeforeRequest(ch *remoting.Channel, req *remoting.Command) *remot
 	if !s.cfg.AuthorizationEnabled {
 		return nil
 	}
-	checks, err := RemotingChecks(req.Code, req.ExtFields, req.Body, s.cfg.ClusterName)
+	var buf [2]Check
+	checks, err := appendRemotingChecks(buf[:0], req.Code, req.ExtFields, req.Body, s.cfg.ClusterName)
 	if err == nil && len(checks) == 0 {
 		return nil
 	}
-	r = Request{Username: user, HasUser: hasUser, SourceIP: hostOf(ch.RemoteAddr()), RPCCode: strconv.Itoa(int(req.Code))}
-	var denied *Check
+	r := Request{Username: user, HasUser: hasUser, SourceIP: hostOf(ch.RemoteAddr())}
+	if len(s.authzWhite) > 0 {
+		r.RPCCode = strconv.Itoa(int(req.Code))
+	}
+	denied := -1
 	if err == nil {
 		denied, err = s.Authorize(r, checks)
 	}
 	if err != nil {
-		s.Audit(r, denied, err)
+		r.RPCCode = strconv.Itoa(int(req.Code))
+		var c *Check
+		if denied >= 0 {
+			c = &checks[denied]
+		}
+		s.Audit(r, c, err)
 		return remoting.NewResponse(req, code.NoPermission, err.Error())
 	}
 	return nil

@@ -1,11 +1,8 @@
 package auth
 
 import (
-	"crypto/hmac"
-	"crypto/sha1"
 	"encoding/json"
 	"fmt"
-	"hash"
 	"log/slog"
 	"slices"
 	"strings"
@@ -13,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rmqgo/rmq/broker/internal/jsonfile"
+	"github.com/rmqgo/rmq/pkg/credentials"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
@@ -34,18 +32,21 @@ type Store struct {
 type snapshot struct {
 	users map[string]*User
 	acls  map[string]*ACL // by subject key
-	// macs are HMAC-SHA1s keyed with each user's password and never
-	// written: a request's check clones one (hash.Cloner) instead of
-	// hashing the key again.
-	macs map[string]hash.Hash
+	// keys are each user's password keyed once (HMAC-SHA1): a request's
+	// check borrows a keyed signer instead of hashing the key again.
+	keys map[string]*credentials.Key
+	// decisions are the authorization verdicts made on this snapshot.
+	decisions *decisionCache
 }
 
-// withMACs fills in macs from users.
-func (s *snapshot) withMACs() *snapshot {
-	s.macs = make(map[string]hash.Hash, len(s.users))
+// derive fills in what derives from users and ACLs: the keys and an
+// empty decision cache.
+func (s *snapshot) derive() *snapshot {
+	s.keys = make(map[string]*credentials.Key, len(s.users))
 	for name, u := range s.users {
-		s.macs[name] = hmac.New(sha1.New, []byte(u.Password))
+		s.keys[name] = credentials.NewKey(u.Password)
 	}
+	s.decisions = &decisionCache{m: map[decisionKey]verdict{}}
 	return s
 }
 
@@ -80,7 +81,7 @@ func OpenStore(path string, log *slog.Logger) (*Store, error) {
 			return nil, fmt.Errorf("auth: load %s: %w", path, err)
 		}
 	}
-	s.cur.Store(snap.withMACs())
+	s.cur.Store(snap.derive())
 	return s, nil
 }
 
@@ -113,20 +114,15 @@ func snapshotOf(users []protocol.UserInfo, acls []protocol.AclInfo) (*snapshot, 
 
 func (s *Store) load() *snapshot { return s.cur.Load() }
 
-// keyedMAC is a fresh HMAC-SHA1 keyed with the user's password, with the
-// user; ok false for an unknown user.
-func (s *Store) keyedMAC(name string) (User, hash.Hash, bool) {
+// userKey is a user (shared, read only) and its keyed password; ok false
+// for an unknown user.
+func (s *Store) userKey(name string) (*User, *credentials.Key, bool) {
 	snap := s.load()
 	u, ok := snap.users[name]
 	if !ok {
-		return User{}, nil, false
+		return nil, nil, false
 	}
-	if c, ok := snap.macs[name].(hash.Cloner); ok {
-		if h, err := c.Clone(); err == nil {
-			return *u, h, true
-		}
-	}
-	return *u, hmac.New(sha1.New, []byte(u.Password)), true
+	return u, snap.keys[name], true
 }
 
 // User returns a user by name.
@@ -146,9 +142,6 @@ func (s *Store) ACL(subject string) *ACL {
 	}
 	return cloneACL(a)
 }
-
-// acl returns the shared ACL of a subject (read only).
-func (s *Store) acl(subject string) *ACL { return s.load().acls[subject] }
 
 // Users lists the users whose name contains filter ("" all), by name.
 func (s *Store) Users(filter string) []User {
@@ -220,7 +213,7 @@ func (s *Store) update(f func(users map[string]*User, acls map[string]*ACL) erro
 	if err := f(users, acls); err != nil {
 		return err
 	}
-	next := (&snapshot{users: users, acls: acls}).withMACs()
+	next := (&snapshot{users: users, acls: acls}).derive()
 	if err := s.persist(next); err != nil {
 		return err
 	}
@@ -267,7 +260,7 @@ func (s *Store) ReplaceAll(users []protocol.UserInfo, acls []protocol.AclInfo) (
 	if sameSnapshot(s.load(), next) {
 		return false, nil
 	}
-	next.withMACs()
+	next.derive()
 	if err := s.persist(next); err != nil {
 		return false, err
 	}

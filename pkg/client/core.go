@@ -70,6 +70,16 @@ func newCore(cfg CommonConfig, heartbeat func() *heartbeatData) *core {
 	}
 }
 
+// signRoom is how many extFields the credentials hook adds to a request
+// (0 without credentials): headers built for the hot path make room for
+// them, so signing does not grow the map.
+func (c *core) signRoom() int {
+	if c.cfg.Credentials == nil {
+		return 0
+	}
+	return credentials.SignedFields
+}
+
 // run starts the background loop once.
 // boundTo returns ctx ended also when life ends (the client's or the
 // consumer's context), so that a long call stops at shutdown; release frees

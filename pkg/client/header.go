@@ -11,9 +11,10 @@ import (
 // the short names (docs/protocol.md §5.1): a producerGroup, b topic,
 // c defaultTopic, d defaultTopicQueueNums, e queueId, f sysFlag,
 // g bornTimestamp, h flag, i properties, j reconsumeTimes, k unitMode,
-// l maxReconsumeTimes (only when set), m batch, n brokerName.
-func sendHeaderV2(group string, out *outgoing, mq protocol.MessageQueue, defaultTopic string, defaultQueues int, bornMS int64) map[string]string {
-	h := make(map[string]string, 14)
+// l maxReconsumeTimes (only when set), m batch, n brokerName; room more
+// fields fit without growing the map (the credentials hook adds them).
+func sendHeaderV2(group string, out *outgoing, mq protocol.MessageQueue, defaultTopic string, defaultQueues int, bornMS int64, room int) map[string]string {
+	h := make(map[string]string, 14+room)
 	h["a"] = group
 	h["b"] = out.topic
 	h["c"] = defaultTopic

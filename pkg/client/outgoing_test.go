@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rmqgo/rmq/pkg/credentials"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
@@ -122,7 +123,7 @@ func TestPrepareStampsIDAndRetryHeader(t *testing.T) {
 	if m.Properties[message.PropertyReconsumeTime] != "3" {
 		t.Fatal("the caller's message must keep its properties")
 	}
-	h := sendHeaderV2("G", out, protocol.MessageQueue{Topic: m.Topic, BrokerName: "b", QueueID: 0}, "TBW102", 4, 1)
+	h := sendHeaderV2("G", out, protocol.MessageQueue{Topic: m.Topic, BrokerName: "b", QueueID: 0}, "TBW102", 4, 1, 0)
 	if h["j"] != "3" || h["l"] != "16" {
 		t.Fatalf("header j/l = %q/%q", h["j"], h["l"])
 	}
@@ -135,7 +136,7 @@ func TestPrepareStampsIDAndRetryHeader(t *testing.T) {
 
 func TestSendHeaderV2(t *testing.T) {
 	out := &outgoing{topic: "T", sysFlag: 0x301, flag: 7, props: "TAGS\x01a\x02"}
-	h := sendHeaderV2("G", out, protocol.MessageQueue{Topic: "T", BrokerName: "broker-a", QueueID: 3}, "TBW102", 4, 1700000000123)
+	h := sendHeaderV2("G", out, protocol.MessageQueue{Topic: "T", BrokerName: "broker-a", QueueID: 3}, "TBW102", 4, 1700000000123, 0)
 	want := map[string]string{
 		"a": "G", "b": "T", "c": "TBW102", "d": "4", "e": "3", "f": "769", "g": "1700000000123",
 		"h": "7", "i": "TAGS\x01a\x02", "j": "0", "k": "false", "m": "false", "n": "broker-a",
@@ -149,8 +150,19 @@ func TestSendHeaderV2(t *testing.T) {
 		}
 	}
 	out.batch = true
-	if h := sendHeaderV2("G", out, protocol.MessageQueue{}, "TBW102", 4, 0); h["m"] != "true" {
+	if h := sendHeaderV2("G", out, protocol.MessageQueue{}, "TBW102", 4, 0, 0); h["m"] != "true" {
 		t.Errorf("batch header m = %q", h["m"])
+	}
+	// With room for the signature's fields, signing adds them without
+	// growing the map: no allocation beyond building the header.
+	mq := protocol.MessageQueue{Topic: "T", BrokerName: "broker-a", QueueID: 3}
+	build := testing.AllocsPerRun(100, func() { _ = sendHeaderV2("G", out, mq, "TBW102", 4, 1, credentials.SignedFields) })
+	signed := testing.AllocsPerRun(100, func() {
+		h := sendHeaderV2("G", out, mq, "TBW102", 4, 1, credentials.SignedFields)
+		h[credentials.KeyAccessKey], h[credentials.KeySecurityToken], h[credentials.KeySignature] = "ak", "tok", "sig"
+	})
+	if signed != build {
+		t.Errorf("signing fields cost %v allocations on top of the header's %v", signed-build, build)
 	}
 }
 

@@ -252,7 +252,7 @@ func (s *sendCall) request(mq protocol.MessageQueue) *remoting.Command {
 		reqCode = code.SendBatchMessage
 	}
 	// A logic queue's header names its leader broker (Java does the same).
-	h := sendHeaderV2(s.p.cfg.Group, s.out, s.p.core.physicalQueue(mq), s.p.cfg.CreateTopicKey, s.p.cfg.DefaultTopicQueueNums, time.Now().UnixMilli())
+	h := sendHeaderV2(s.p.cfg.Group, s.out, s.p.core.physicalQueue(mq), s.p.cfg.CreateTopicKey, s.p.cfg.DefaultTopicQueueNums, time.Now().UnixMilli(), s.p.core.signRoom())
 	return s.p.core.newRequest(reqCode, h, s.out.body)
 }
 
