@@ -304,3 +304,8 @@ type faultMmapFile struct {
 }
 
 func (f *faultMmapFile) Mmap(size int) (Mapping, error) { return f.m.Mmap(size) }
+
+// DataRegion is the wrapped file's (all data when it cannot tell).
+func (f *faultFile) DataRegion(off, size int64) (int64, int64, error) {
+	return DataRegion(f.File, off, size)
+}

@@ -64,6 +64,25 @@ type Mmapper interface {
 	Mmap(size int) (Mapping, error)
 }
 
+// DataFinder is implemented by files that can tell where their data is
+// (lseek SEEK_DATA and SEEK_HOLE): every byte outside the regions it
+// reports reads as zero, so a scan for non-zero bytes may skip the rest
+// (the never-written part of a sparse or preallocated file).
+type DataFinder interface {
+	// DataRegion returns the first region at or after off that may hold
+	// non-zero bytes, [start, end); start == end == size when none is left.
+	DataRegion(off, size int64) (start, end int64, err error)
+}
+
+// DataRegion is f's DataRegion when f is a DataFinder; otherwise all of
+// [off, size) may hold data.
+func DataRegion(f File, off, size int64) (start, end int64, err error) {
+	if d, ok := f.(DataFinder); ok {
+		return d.DataRegion(off, size)
+	}
+	return off, size, nil
+}
+
 // DiskUsage describes the file system holding a path.
 type DiskUsage struct {
 	Total uint64 // bytes: used plus Free (blocks reserved for root left out, as df does)
