@@ -115,20 +115,48 @@ func (l *Log) scan(start int, verify bool) (end int64, k int, lastTS int64, dirt
 	panic("unreachable")
 }
 
-// zeroTail overwrites non-zero bytes of seg from pos to its end, then
-// fsyncs. Only the file's data regions are read (vfs.DataRegion): the
-// never-written rest of a sparse or preallocated segment reads as zeros
-// without being looked at, so a crash recovery does not read a mostly
-// empty 1 GiB segment to find nothing.
+// zeroTail makes every byte of seg from pos to its end zero, then fsyncs.
+// From the first block boundary on, the file system zeroes the range
+// without reading or writing it where it can (vfs.ZeroRange:
+// FALLOC_FL_ZERO_RANGE); elsewhere, and for the partial block at pos, only
+// the file's data regions are read (vfs.DataRegion) and non-zero chunks
+// overwritten. Either way a crash recovery does not read the never-written
+// rest of a 1 GiB segment.
 func (l *Log) zeroTail(seg *segment, pos int64) error {
+	const block = 4096
+	checkTo := seg.size
+	zeroed := false
+	if first := (pos + block - 1) / block * block; first < seg.size {
+		ok, err := vfs.ZeroRange(seg.f, first, seg.size-first)
+		if err != nil {
+			return fmt.Errorf("zero %s from %d: %w", seg.path, first, err)
+		}
+		if ok {
+			checkTo, zeroed = first, true
+		}
+	}
+	wrote, err := l.zeroNonZero(seg, pos, checkTo)
+	if err != nil {
+		return err
+	}
+	if wrote || zeroed {
+		if err := seg.f.Sync(); err != nil {
+			return fmt.Errorf("fsync %s: %w", seg.path, err)
+		}
+	}
+	return nil
+}
+
+// zeroNonZero overwrites the non-zero 1 MiB chunks of seg's data regions
+// in [from, to) with zeros; wrote tells whether it wrote any.
+func (l *Log) zeroNonZero(seg *segment, from, to int64) (wrote bool, err error) {
 	const chunk = 1 << 20
 	var buf []byte
-	zeros := make([]byte, chunk)
-	wrote := false
-	for p := pos; p < seg.size; {
-		start, end, err := vfs.DataRegion(seg.f, p, seg.size)
+	zeros := make([]byte, min(chunk, max(to-from, 0)))
+	for p := from; p < to; {
+		start, end, err := vfs.DataRegion(seg.f, p, to)
 		if err != nil {
-			return fmt.Errorf("zero %s: %w", seg.path, err)
+			return wrote, fmt.Errorf("zero %s: %w", seg.path, err)
 		}
 		if start >= end {
 			break
@@ -138,16 +166,16 @@ func (l *Log) zeroTail(seg *segment, pos int64) error {
 			b := seg.slice(q, n)
 			if b == nil {
 				if buf == nil {
-					buf = make([]byte, chunk)
+					buf = make([]byte, len(zeros))
 				}
 				if err := seg.readAt(buf[:n], q); err != nil {
-					return err
+					return wrote, err
 				}
 				b = buf[:n]
 			}
 			if !bytes.Equal(b, zeros[:n]) {
 				if _, err := seg.f.WriteAt(zeros[:n], q); err != nil {
-					return fmt.Errorf("zero %s at %d: %w", seg.path, q, err)
+					return wrote, fmt.Errorf("zero %s at %d: %w", seg.path, q, err)
 				}
 				wrote = true
 			}
@@ -155,12 +183,7 @@ func (l *Log) zeroTail(seg *segment, pos int64) error {
 		}
 		p = end
 	}
-	if wrote {
-		if err := seg.f.Sync(); err != nil {
-			return fmt.Errorf("fsync %s: %w", seg.path, err)
-		}
-	}
-	return nil
+	return wrote, nil
 }
 
 // setRecovered installs the recovered state. k is the active segment's

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/rmqgo/rmq/broker/store/vfs"
 )
@@ -65,46 +66,78 @@ func TestRecoveryZeroesStaleTailOnDisk(t *testing.T) {
 	}
 }
 
-// TestZeroTailReadsOnlyData: zeroTail skips what vfs.DataRegion reports as
-// hole, so a 1 GiB sparse segment with a few KiB written costs a few KiB of
-// reading (checked through a file that counts its reads).
+// TestZeroTailReadsOnlyData: zeroTail zeroes a 1 GiB sparse segment with
+// a few KiB written after pos without reading the rest: with
+// FALLOC_FL_ZERO_RANGE (vfs.ZeroRange) and, where the file cannot, reading
+// only what vfs.DataRegion reports as data (checked through a file that
+// counts its reads). The segment is mapped, as in the broker: the mapping
+// must see the zeros too.
 func TestZeroTailReadsOnlyData(t *testing.T) {
-	t.Parallel()
-	const size = 1 << 30
-	f, err := vfs.OS().Create(filepath.Join(t.TempDir(), segmentName(0)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(size); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteAt(bytes.Repeat([]byte{7}, 10000), 1000); err != nil {
-		t.Fatal(err)
-	}
-	cf := &countingFile{File: f}
-	seg := &segment{base: 0, size: size, path: f.Name(), f: cf}
-	seg.refs.Store(1)
-	defer seg.release()
-	l := &Log{}
-	if err := l.zeroTail(seg, 5000); err != nil {
-		t.Fatal(err)
-	}
-	got := make([]byte, 11000)
-	if _, err := f.ReadAt(got, 0); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got[1000:5000], bytes.Repeat([]byte{7}, 4000)) || bytes.ContainsFunc(got[5000:], func(r rune) bool { return r != 0 }) {
-		t.Fatal("zeroTail(5000) did not keep [1000,5000) and zero the rest")
-	}
-	if cf.read > 1<<20 {
-		t.Fatalf("zeroTail read %d bytes of a 1 GiB sparse segment holding 10 KB", cf.read)
+	for _, zeroRange := range []bool{true, false} {
+		t.Run(map[bool]string{true: "zero-range", false: "data-regions"}[zeroRange], func(t *testing.T) {
+			t.Parallel()
+			const size = 1 << 30
+			f, err := vfs.OS().Create(filepath.Join(t.TempDir(), segmentName(0)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Truncate(size); err != nil {
+				t.Fatal(err)
+			}
+			for _, at := range []int64{1000, 300 << 20, size - 5} {
+				if _, err := f.WriteAt(bytes.Repeat([]byte{7}, 5), at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := f.WriteAt(bytes.Repeat([]byte{7}, 10000), 1000); err != nil {
+				t.Fatal(err)
+			}
+			cf := &countingFile{File: f, zeroRange: zeroRange}
+			seg, err := newSegment(cf, filepath.Dir(f.Name()), 0, size, false, false, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer seg.release()
+			m, err := f.(vfs.Mmapper).Mmap(size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			mapped := m.Bytes()
+			_ = mapped[300<<20] // fault the page in before zeroing
+			l := &Log{}
+			if err := l.zeroTail(seg, 5000); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, 11000)
+			if _, err := f.ReadAt(got, 0); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got[1000:5000], bytes.Repeat([]byte{7}, 4000)) || bytes.ContainsFunc(got[5000:], func(r rune) bool { return r != 0 }) {
+				t.Fatal("zeroTail(5000) did not keep [1000,5000) and zero the rest")
+			}
+			for _, at := range []int64{300 << 20, size - 5} {
+				b := make([]byte, 5)
+				if _, err := f.ReadAt(b, at); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(b, make([]byte, 5)) || !bytes.Equal(mapped[at:at+5], make([]byte, 5)) {
+					t.Fatalf("bytes at %d not zeroed (file %v, mapping %v)", at, b, mapped[at:at+5])
+				}
+			}
+			if cf.read > 4<<20 {
+				t.Fatalf("zeroTail read %d bytes of a 1 GiB sparse segment holding 10 KB", cf.read)
+			}
+		})
 	}
 }
 
-// countingFile counts the bytes read through ReadAt and keeps DataRegion.
+// countingFile counts the bytes read through ReadAt and keeps DataRegion
+// and, when zeroRange, ZeroRange.
 type countingFile struct {
 	vfs.File
-	read int64
+	zeroRange bool
+	read      int64
 }
 
 func (c *countingFile) ReadAt(p []byte, off int64) (int, error) {
@@ -114,4 +147,11 @@ func (c *countingFile) ReadAt(p []byte, off int64) (int, error) {
 
 func (c *countingFile) DataRegion(off, size int64) (int64, int64, error) {
 	return vfs.DataRegion(c.File, off, size)
+}
+
+func (c *countingFile) ZeroRange(off, n int64) (bool, error) {
+	if !c.zeroRange {
+		return false, nil
+	}
+	return vfs.ZeroRange(c.File, off, n)
 }

@@ -309,3 +309,12 @@ func (f *faultMmapFile) Mmap(size int) (Mapping, error) { return f.m.Mmap(size) 
 func (f *faultFile) DataRegion(off, size int64) (int64, int64, error) {
 	return DataRegion(f.File, off, size)
 }
+
+// ZeroRange is the wrapped file's (false when it cannot), refused like a
+// write when the disk is full or writes fail.
+func (f *faultFile) ZeroRange(off, n int64) (bool, error) {
+	if err := f.fs.check(Op{Kind: OpWrite, Path: f.Name(), Off: off, Len: int(n)}); err != nil {
+		return false, err
+	}
+	return ZeroRange(f.File, off, n)
+}

@@ -78,3 +78,29 @@ func seekRetry(f *os.File, off int64, whence int) (int64, error) {
 		}
 	}
 }
+
+// fallocate(2) modes.
+const (
+	fallocKeepSize  = 0x01
+	fallocZeroRange = 0x10
+)
+
+// ZeroRange zeroes [off, off+n) with FALLOC_FL_ZERO_RANGE, keeping the
+// size; false where the file system does not support it.
+func (f osFile) ZeroRange(off, n int64) (bool, error) {
+	if n <= 0 {
+		return true, nil
+	}
+	for {
+		err := syscall.Fallocate(int(f.Fd()), fallocZeroRange|fallocKeepSize, off, n)
+		switch err {
+		case nil:
+			return true, nil
+		case syscall.EINTR:
+			continue
+		case syscall.EOPNOTSUPP, syscall.ENOSYS, syscall.EINVAL:
+			return false, nil
+		}
+		return false, &os.PathError{Op: "fallocate ZERO_RANGE", Path: f.Name(), Err: err}
+	}
+}

@@ -83,6 +83,23 @@ func DataRegion(f File, off, size int64) (start, end int64, err error) {
 	return off, size, nil
 }
 
+// RangeZeroer is implemented by files that can make a range read as zeros
+// without writing it (fallocate FALLOC_FL_ZERO_RANGE: the blocks stay
+// allocated, marked unwritten). ok is false where the file system cannot;
+// the caller then writes zeros itself. Like a write, the change is durable
+// after Sync.
+type RangeZeroer interface {
+	ZeroRange(off, n int64) (ok bool, err error)
+}
+
+// ZeroRange is f's ZeroRange when f is a RangeZeroer; otherwise false.
+func ZeroRange(f File, off, n int64) (bool, error) {
+	if z, ok := f.(RangeZeroer); ok {
+		return z.ZeroRange(off, n)
+	}
+	return false, nil
+}
+
 // DiskUsage describes the file system holding a path.
 type DiskUsage struct {
 	Total uint64 // bytes: used plus Free (blocks reserved for root left out, as df does)
