@@ -3,7 +3,10 @@ package commitlog
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/store/vfs"
@@ -89,30 +92,85 @@ func mbps(n int64, d time.Duration) int64 {
 // scan verifies records from segs[start] on. It returns the end offset, the
 // index of the segment holding it, the last store timestamp, and whether
 // it stopped at garbage (dirty) rather than at zeros or a file end.
+//
+// Records never cross a segment boundary, so segments are verified in
+// parallel (one worker per CPU, in offset order); the log ends in the first
+// segment that does not end cleanly, and segments after it are not looked
+// at once it is known.
 func (l *Log) scan(start int, verify bool) (end int64, k int, lastTS int64, dirty bool, cause error) {
-	segs := l.segs
-	for i := start; i < len(segs); i++ {
-		seg := segs[i]
-		r := &segReader{seg: seg}
-		pos := int64(0)
-	records:
+	segs := l.segs[start:]
+	res := make([]segScan, len(segs))
+	var next atomic.Int64
+	var stop atomic.Int64 // index of the first segment known to end the log
+	stop.Store(int64(len(segs)))
+	work := func() {
 		for {
-			v, kind, zero, err := l.step(r, pos, seg.size, verify)
-			switch kind {
-			case stepRecord:
-				lastTS = v.StoreTimestamp()
-				pos += int64(v.TotalSize())
-			case stepEndOfFile:
-				if i+1 == len(segs) {
-					return seg.end(), i, lastTS, false, nil
+			i := next.Add(1) - 1
+			if i >= stop.Load() {
+				return
+			}
+			res[i] = l.scanSegment(segs[i], verify)
+			if !res[i].clean {
+				for {
+					cur := stop.Load()
+					if i >= cur || stop.CompareAndSwap(cur, i) {
+						break
+					}
 				}
-				break records
-			default:
-				return seg.base + pos, i, lastTS, !zero, err
 			}
 		}
 	}
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(segs)) - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+	for i, r := range segs {
+		sr := res[i]
+		if sr.records {
+			lastTS = sr.lastTS
+		}
+		switch {
+		case !sr.clean:
+			return r.base + sr.pos, start + i, lastTS, sr.dirty, sr.err
+		case i+1 == len(segs):
+			return r.end(), start + i, lastTS, false, nil
+		}
+	}
 	panic("unreachable")
+}
+
+// segScan is what scanning one segment found: clean (it ends at its file
+// end or a BLANK) or where and why it stopped, and its last record's store
+// timestamp.
+type segScan struct {
+	pos     int64
+	lastTS  int64
+	records bool
+	clean   bool
+	dirty   bool
+	err     error
+}
+
+// scanSegment verifies seg's records from its start.
+func (l *Log) scanSegment(seg *segment, verify bool) segScan {
+	r := &segReader{seg: seg}
+	var out segScan
+	for {
+		v, kind, zero, err := l.step(r, out.pos, seg.size, verify)
+		switch kind {
+		case stepRecord:
+			out.lastTS, out.records = v.StoreTimestamp(), true
+			out.pos += int64(v.TotalSize())
+		case stepEndOfFile:
+			out.clean = true
+			return out
+		default:
+			out.dirty, out.err = !zero, err
+			return out
+		}
+	}
 }
 
 // zeroTail makes every byte of seg from pos to its end zero, then fsyncs.

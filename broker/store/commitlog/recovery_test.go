@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -154,4 +155,71 @@ func (c *countingFile) ZeroRange(off, n int64) (bool, error) {
 		return false, nil
 	}
 	return vfs.ZeroRange(c.File, off, n)
+}
+
+// TestParallelScanStopsAtFirstBadSegment: without a checkpoint every
+// segment is verified, in parallel; a corrupt record in an early segment
+// still ends the log there (later, valid segments are deleted) and the last
+// timestamp is that of the record before it, as a sequential scan finds.
+func TestParallelScanStopsAtFirstBadSegment(t *testing.T) {
+	for _, victimSeg := range []int{0, 1, 3, 6} {
+		t.Run(strconv.Itoa(victimSeg), func(t *testing.T) {
+			t.Parallel()
+			l, mem, cfg := smallMemLog(t, 8192)
+			offs := appendRecords(t, l, "X", 120, func(i int) int { return 200 + i%7*50 })
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			bases := l.SegmentBases()
+			if len(bases) < 8 {
+				t.Fatalf("%d segments, want at least 8", len(bases))
+			}
+			// The second record of the victim segment gets a flipped body byte.
+			var inSeg []int64
+			for _, o := range offs {
+				if o >= bases[victimSeg] && o < bases[victimSeg]+cfg.FileSize {
+					inSeg = append(inSeg, o)
+				}
+			}
+			victim := inSeg[1]
+			var wantTS int64
+			for _, r := range readAll(t, l) {
+				if r.Offset < victim {
+					wantTS = r.View.StoreTimestamp()
+				}
+			}
+			l.abandon()
+			if err := mem.Remove(cfg.withDefaults().CheckpointPath); err != nil {
+				t.Fatal(err)
+			}
+			file := cfg.Dir + "/" + segmentName(bases[victimSeg])
+			if err := mem.Corrupt(file, victim-bases[victimSeg]+150, []byte{0xFF}); err != nil {
+				t.Fatal(err)
+			}
+			l = mustOpen(t, cfg)
+			defer l.Close()
+			r := l.Recovery()
+			if r.ScanFrom != 0 || r.End != victim || !r.Truncated || l.MaxOffset() != victim {
+				t.Fatalf("recovery %+v (max %d), want a scan from 0 ending at the corrupt record %d", r, l.MaxOffset(), victim)
+			}
+			if got := len(l.SegmentBases()); got > victimSeg+2 { // + the segment made ahead
+				t.Fatalf("%d segments left after the cut in segment %d", got, victimSeg)
+			}
+			if got := l.lastTS.Load(); got != wantTS {
+				t.Fatalf("last store timestamp %d, want %d (the record before the cut)", got, wantTS)
+			}
+			if n := len(readAll(t, l)); n != indexOf(offs, victim) {
+				t.Fatalf("%d records after recovery, want %d", n, indexOf(offs, victim))
+			}
+		})
+	}
+}
+
+func indexOf(xs []int64, x int64) int {
+	for i, v := range xs {
+		if v == x {
+			return i
+		}
+	}
+	return -1
 }

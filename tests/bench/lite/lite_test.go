@@ -670,10 +670,27 @@ func gcPhase(ctx context.Context, t *testing.T, b *harness.BrokerProc, p *client
 		}
 		return true
 	})
+	// The first 2 s warm the senders up and are not counted.
+	time.Sleep(2 * time.Second)
 	begin := time.Now()
 	time.Sleep(cfg.gcFor)
 	samples := load.Stop()
 	end := time.Now()
+	slices.SortFunc(samples, func(a, b testutil.LoadSample) int { return a.At.Compare(b.At) })
+	for len(samples) > 0 && samples[0].At.Before(begin) {
+		samples = samples[1:]
+	}
+	// Per second: sends and the slowest (where the stalls were).
+	for sec := 0; sec < int(cfg.gcFor/time.Second); sec++ {
+		var n int
+		var worst time.Duration
+		for _, s := range samples {
+			if int(s.At.Sub(begin)/time.Second) == sec {
+				n, worst = n+1, max(worst, s.Lat)
+			}
+		}
+		t.Logf("GC phase second %2d: %4d sends, slowest %v", sec, n, worst.Round(100*time.Microsecond))
+	}
 	raw, err := os.ReadFile(b.Proc.LogPath)
 	if err != nil {
 		t.Fatalf("broker log: %v", err)
