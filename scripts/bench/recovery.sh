@@ -86,7 +86,8 @@ for i in $(seq 1 "$RESTARTS"); do
   start_broker "$bin" "${prof[@]}"
   wait_serving
   t1=$(date +%s.%N)
-  after=$(bin/mqadmin topicStatus -n 127.0.0.1:$NS_PORT -t RecoveryTopic | awk 'NR>1{s+=$4} END{print s}')
+  # The route comes with the broker's first registration, after it serves.
+  until after=$(bin/mqadmin topicStatus -n 127.0.0.1:$NS_PORT -t RecoveryTopic 2>/dev/null | awk 'NR>1{s+=$4} END{print s}') && [ -n "$after" ]; do sleep 0.2; done
   tail -n +"$((mark + 1))" "$work/broker.log" | python3 -c "
 import re, sys
 log = sys.stdin.read()
