@@ -606,12 +606,25 @@ func (s *Service) entryKeyTime(q queueRef, e consumequeue.Entry) (ms int64, c *c
 }
 
 // recoverMarkers scans the CommitLog from mark and deletes the keys named by
-// delivered copies (PropertyTimerKey), then records the new mark.
+// delivered copies (PropertyTimerKey), then records the new mark. With no
+// pending timer a marker has nothing to delete: the scan is skipped. (The
+// mark is written without sync and Pebble runs without its WAL, so after a
+// kill -9 it is often lost: without this, a broker that never had a timer
+// re-read its whole CommitLog at every start after a crash.)
 func (s *Service) recoverMarkers(mark int64) (removed int, scanned int64, err error) {
 	max, min := s.cl.MaxOffset(), s.cl.MinOffset()
 	from := mark
 	if from < min {
 		from = min
+	}
+	if from < max {
+		pending, err := s.anyPending()
+		if err != nil {
+			return 0, 0, err
+		}
+		if !pending {
+			from = max
+		}
 	}
 	b := s.db.NewBatch()
 	defer func() { b.Close() }()
@@ -654,6 +667,19 @@ func (s *Service) recoverMarkers(mark int64) (removed int, scanned int64, err er
 		return 0, 0, fmt.Errorf("schedule: commit recovery: %w", err)
 	}
 	return removed, scanned, nil
+}
+
+// anyPending reports whether the index holds a pending timer.
+func (s *Service) anyPending() (bool, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: pendingPrefix(), UpperBound: kv.PrefixEnd(pendingPrefix())})
+	if err != nil {
+		return false, fmt.Errorf("schedule: pending timers: %w", err)
+	}
+	found := it.First()
+	if err := it.Close(); err != nil {
+		return false, fmt.Errorf("schedule: pending timers: %w", err)
+	}
+	return found, nil
 }
 
 func formatMarker(ms, phy int64) string {

@@ -28,6 +28,14 @@
 # phase Apache's BatchProducer, batches of BATCH (16), each with the
 # broker's CPU per message over its own window).
 # Broker CPU per message is utime+stime of /proc/PID/stat over the sends.
+# HALF_RATE (1; 0: off): after each system's phases, mqbench sends at half
+# of the peak send TPS that system just reached in the same round, open
+# loop (mqbench --rate: each latency counted from when its send was due),
+# for HALF_SECS (DURATION) from HALF_THREADS (128) senders (enough that
+# in-flight sends never cap the rate: at 10k/s a 10 ms stall needs 100),
+# and the summary prints its p50/p99 side by
+# side (issue 18: ours <= 0.5x Apache's p99). The same client, mqbench,
+# for both systems whatever CLIENT is (Apache's Producer has no rate).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=bench-lib.sh
@@ -38,6 +46,9 @@ TLS=${TLS:-0}
 AUTH=${AUTH:-0}
 PLAIN=${PLAIN:-0}
 CLIENT=${CLIENT:-mqbench}
+HALF_RATE=${HALF_RATE:-1}
+HALF_SECS=${HALF_SECS:-${DURATION%s}}
+HALF_THREADS=${HALF_THREADS:-128}
 SUPER_AK=rocketmq SUPER_SK=12345678
 BENCH_AK=bench BENCH_SK=bench-secret-1
 
@@ -51,15 +62,18 @@ if [ "$CLIENT" = apache ]; then
   jcp=$(cat "$jbench/target/classpath-5.5.0.txt")
 fi
 work=$(mktemp -d -t vs-apache-XXXX)
-A_NS=127.0.0.1:19876 A_BR=127.0.0.1:20911
-O_NS_PORT=39876 O_BR_PORT=40911
+# Ports: free ones unless given (other runs may hold the old fixed ones);
+# a broker also listens on its port - 2 and + 1.
+A_NS_PORT=${A_NS_PORT:-$(free_ports 1)} A_BR_PORT=${A_BR_PORT:-$(($(free_ports 4) + 2))}
+O_NS_PORT=${O_NS_PORT:-$(free_ports 1)} O_BR_PORT=${O_BR_PORT:-$(($(free_ports 4) + 2))}
+A_NS=127.0.0.1:$A_NS_PORT A_BR=127.0.0.1:$A_BR_PORT
 O_NS=127.0.0.1:$O_NS_PORT O_BR=127.0.0.1:$O_BR_PORT
 
 # shellcheck source=../local-lib.sh
 . scripts/local-lib.sh
 cleanup() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  NAMESRV_PORT=19876 scripts/apache/stop.sh >/dev/null 2>&1 || true
+  NAMESRV_PORT=$A_NS_PORT scripts/apache/stop.sh >/dev/null 2>&1 || true
   wait 2>/dev/null || true
   rm -rf "$work"
 }
@@ -77,7 +91,7 @@ authorizationProvider=org.apache.rocketmq.auth.authorization.provider.DefaultAut
 authorizationMetadataProvider=org.apache.rocketmq.auth.authorization.provider.LocalAuthorizationMetadataProvider"
 fi
 echo "starting Apache RocketMQ 5.5.0 ($FLUSH_DISK_TYPE, AUTH=$AUTH TLS=$TLS)..." >&2
-NAMESRV_PORT=19876 BROKER_PORT=20911 APACHE_COMMITLOG_SIZE=$((1 << 30)) APACHE_BROKER_CONF_EXTRA="$apache_extra" \
+NAMESRV_PORT=$A_NS_PORT BROKER_PORT=$A_BR_PORT APACHE_COMMITLOG_SIZE=$((1 << 30)) APACHE_BROKER_CONF_EXTRA="$apache_extra" \
   scripts/apache/start.sh >"$work/apache.out" 2>&1 || {
   cat "$work/apache.out" >&2; exit 1; }
 
@@ -114,20 +128,21 @@ systems=(ours apache)
 declare -A ns_of=([ours]=$O_NS [apache]=$A_NS) br_of=([ours]=$O_BR [apache]=$A_BR) pid_of
 if [ "$PLAIN" = 1 ]; then
   # Ours without auth and TLS: the environment above is for the other one.
-  P_NS=127.0.0.1:41876 P_BR=127.0.0.1:42911
-  broker_conf broker-plain 42911 "$P_NS" "$work/plain" "$FLUSH_DISK_TYPE" >"$work/plain.conf"
-  env -u NAMESRV_TLS_SERVER_MODE -u NAMESRV_TLS_CONFIG_FILE bin/namesrv --listen-port 41876 --kv-config-path "$work/kv-plain.json" >"$work/namesrv-plain.log" 2>&1 &
+  P_NS_PORT=${P_NS_PORT:-$(free_ports 1)} P_BR_PORT=${P_BR_PORT:-$(($(free_ports 4) + 2))}
+  P_NS=127.0.0.1:$P_NS_PORT P_BR=127.0.0.1:$P_BR_PORT
+  broker_conf broker-plain "$P_BR_PORT" "$P_NS" "$work/plain" "$FLUSH_DISK_TYPE" >"$work/plain.conf"
+  env -u NAMESRV_TLS_SERVER_MODE -u NAMESRV_TLS_CONFIG_FILE bin/namesrv --listen-port "$P_NS_PORT" --kv-config-path "$work/kv-plain.json" >"$work/namesrv-plain.log" 2>&1 &
   pids+=($!)
   sleep 1
   bin/broker -c "$work/plain.conf" >"$work/broker-plain.log" 2>&1 &
   pids+=($!)
   pid_of[plain]=$!
-  for _ in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/42911) 2>/dev/null && break; sleep 0.1; done
+  for _ in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/$P_BR_PORT) 2>/dev/null && break; sleep 0.1; done
   systems+=(plain)
   ns_of[plain]=$P_NS br_of[plain]=$P_BR
 fi
 sleep 2
-apache_pid=$(awk '/^broker /{print $2}' "${TMPDIR:-/tmp}/rmq-apache-19876/pids")
+apache_pid=$(awk '/^broker /{print $2}' "${TMPDIR:-/tmp}/rmq-apache-$A_NS_PORT/pids")
 pid_of[ours]=$ours_pid pid_of[apache]=$apache_pid
 
 rss() { awk '/VmRSS/{print $2}' /proc/$1/status; }
@@ -248,6 +263,13 @@ run() { # system round
   else
     c=$(bin/mqbench consumer -n "$ns" -t BenchVs -g "vs_${sys}_$r" --from-first --count "$n" --duration 180s --reportInterval 100000 --json "${flags[@]}" 2>/dev/null | tail -1)
   fi
+  if [ "$HALF_RATE" = 1 ]; then
+    # Half of the peak this system just reached, same client for both.
+    local rate h
+    rate=$(echo "$p" | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["tps"] / 2))')
+    h=$(bin/mqbench producer -n "$ns" -t BenchVs -s "$SIZE" -w "$HALF_THREADS" --rate "$rate" --duration "${HALF_SECS}s" --reportInterval 100000 --json "${flags[@]}" 2>/dev/null | tail -1)
+    extra="$extra,\"half\":$h"
+  fi
   echo "{\"system\":\"$sys\",\"round\":$r,\"cpu_ticks\":$((after - before)),\"clk_tck\":$ticks,\"producer\":$p,\"consumer\":$c$extra}" >>"$OUT"
 }
 
@@ -269,6 +291,9 @@ for r in rows:
     a = agg.setdefault(r["system"], {"send": [], "consume": [], "p99": [], "msgs": 0, "ticks": 0, "clk": r["clk_tck"]})
     a["send"].append(r["producer"]["tps"]); a["consume"].append(r["consumer"]["tps"]); a["p99"].append(r["producer"]["latencyMs"]["p99"])
     a["msgs"] += r["producer"]["messages"]; a["ticks"] += r["cpu_ticks"]
+    if "half" in r:
+        h = r["half"]
+        a.setdefault("half", []).append((h["rate"], h["tps"], h["latencyMs"]["p50"], h["latencyMs"]["p99"]))
     if "batch" in r:
         a.setdefault("bmps", []).append(r["batch"]["mps"]); a["bmsgs"] = a.get("bmsgs", 0) + r["batch"]["messages"]
         a["bticks"] = a.get("bticks", 0) + r["batch_ticks"]
@@ -285,10 +310,17 @@ for s in ("ours", "apache", "plain"):
         bus = a["bticks"] / a["clk"] * 1e6 / max(a["bmsgs"], 1)
         cus = a["cticks"] / a["clk"] * 1e6 / max(a["cmsgs"], 1)
         print(f"{'':7s} BatchProducer {mean(a['bmps']):10.0f} msgs/s  broker CPU {bus:.1f} µs/msg;  Consumer catch-up broker CPU {cus:.1f} µs/msg")
+for s in ("ours", "apache", "plain"):
+    if s in agg and "half" in agg[s]:
+        hs = agg[s]["half"]
+        cells = "  ".join(f"{rate:.0f}/s (got {tps:.0f}): p50 {p50:.2f} p99 {p99:.2f} ms" for rate, tps, p50, p99 in hs)
+        print(f"{s:7s} at half its peak (mqbench --rate, open loop): {cells}")
 o, p = agg["ours"], agg["apache"]
 print(f"ratio   send {mean(o['send'])/mean(p['send']):.2f}x  consume {mean(o['consume'])/mean(p['consume']):.2f}x  (ours / apache)")
 if "bmps" in o and "bmps" in p:
     print(f"ratio   BatchProducer {mean(o['bmps'])/mean(p['bmps']):.2f}x  (ours / apache)")
+if "half" in o and "half" in p:
+    print(f"ratio   p99 at half peak {mean([h[3] for h in o['half']])/mean([h[3] for h in p['half']]):.2f}x  p50 {mean([h[2] for h in o['half']])/mean([h[2] for h in p['half']]):.2f}x  (ours / apache; target p99 <= 0.5x)")
 if "plain" in agg:
     b = agg["plain"]
     print(f"ratio   send {mean(o['send'])/mean(b['send']):.2f}x  consume {mean(o['consume'])/mean(b['consume']):.2f}x  (ours / plain)")

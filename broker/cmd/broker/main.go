@@ -13,8 +13,10 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -64,6 +66,7 @@ type flags struct {
 	logFormat       string
 	shutdownTimeout time.Duration
 	pprofAddr       string
+	startupProfile  string
 }
 
 // run is main without process globals: ctx ends the broker (signals in
@@ -98,6 +101,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, environ [
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
 	fs.StringVar(&f.pprofAddr, "pprof-addr", "", "serve Go profiles and execution traces on this address under /debug/pprof/ (off when empty; no authentication: use loopback)")
+	fs.StringVar(&f.startupProfile, "startup-cpuprofile", "", "write a CPU profile of the start-up (store recovery included), from the command line to serving, to this file")
 	if err := cmd.Execute(); err != nil {
 		fmt.Fprintln(stderr, "broker:", err)
 		return 1
@@ -109,6 +113,13 @@ func serve(ctx context.Context, cmd *cobra.Command, f flags, stdout, stderr io.W
 	log, err := newLogger(stderr, f.logLevel, f.logFormat)
 	if err != nil {
 		return err
+	}
+	stopProfile := func() {}
+	if f.startupProfile != "" {
+		if stopProfile, err = startCPUProfile(f.startupProfile); err != nil {
+			return err
+		}
+		defer stopProfile() // start-up failed
 	}
 	overrides := map[string]string{}
 	for _, kv := range f.set {
@@ -204,6 +215,7 @@ func serve(ctx context.Context, cmd *cobra.Command, f flags, stdout, stderr io.W
 		tip += " and name server is " + cfg.NamesrvAddr
 	}
 	fmt.Fprintln(stdout, tip)
+	stopProfile()
 
 	<-ctx.Done()
 	if onStopping != nil {
@@ -219,6 +231,26 @@ func serve(ctx context.Context, cmd *cobra.Command, f flags, stdout, stderr io.W
 		return err
 	}
 	return nil
+}
+
+// startCPUProfile profiles the process's CPU into path until the returned
+// function is called (once; later calls do nothing).
+func startCPUProfile(path string) (stop func(), err error) {
+	out, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--startup-cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
+		return nil, fmt.Errorf("--startup-cpuprofile: %w", err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			out.Close()
+		})
+	}, nil
 }
 
 // Settings that are Java system properties rather than broker.conf keys

@@ -98,6 +98,10 @@ type RecoveryInfo struct {
 	// segments removed because they followed a bad record.
 	Truncated    bool
 	DeletedFiles int
+	// ScanTook is how long verifying [ScanFrom, End) took; Took covers
+	// the whole recovery (scan, zeroing the tail, removing later files,
+	// fsyncs).
+	ScanTook, Took time.Duration
 }
 
 // Open opens (creating if needed) the log in cfg.Dir, recovers it and starts

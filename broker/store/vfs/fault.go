@@ -304,3 +304,17 @@ type faultMmapFile struct {
 }
 
 func (f *faultMmapFile) Mmap(size int) (Mapping, error) { return f.m.Mmap(size) }
+
+// DataRegion is the wrapped file's (all data when it cannot tell).
+func (f *faultFile) DataRegion(off, size int64) (int64, int64, error) {
+	return DataRegion(f.File, off, size)
+}
+
+// ZeroRange is the wrapped file's (false when it cannot), refused like a
+// write when the disk is full or writes fail.
+func (f *faultFile) ZeroRange(off, n int64) (bool, error) {
+	if err := f.fs.check(Op{Kind: OpWrite, Path: f.Name(), Off: off, Len: int(n)}); err != nil {
+		return false, err
+	}
+	return ZeroRange(f.File, off, n)
+}

@@ -64,6 +64,42 @@ type Mmapper interface {
 	Mmap(size int) (Mapping, error)
 }
 
+// DataFinder is implemented by files that can tell where their data is
+// (lseek SEEK_DATA and SEEK_HOLE): every byte outside the regions it
+// reports reads as zero, so a scan for non-zero bytes may skip the rest
+// (the never-written part of a sparse or preallocated file).
+type DataFinder interface {
+	// DataRegion returns the first region at or after off that may hold
+	// non-zero bytes, [start, end); start == end == size when none is left.
+	DataRegion(off, size int64) (start, end int64, err error)
+}
+
+// DataRegion is f's DataRegion when f is a DataFinder; otherwise all of
+// [off, size) may hold data.
+func DataRegion(f File, off, size int64) (start, end int64, err error) {
+	if d, ok := f.(DataFinder); ok {
+		return d.DataRegion(off, size)
+	}
+	return off, size, nil
+}
+
+// RangeZeroer is implemented by files that can make a range read as zeros
+// without writing it (fallocate FALLOC_FL_ZERO_RANGE: the blocks stay
+// allocated, marked unwritten). ok is false where the file system cannot;
+// the caller then writes zeros itself. Like a write, the change is durable
+// after Sync.
+type RangeZeroer interface {
+	ZeroRange(off, n int64) (ok bool, err error)
+}
+
+// ZeroRange is f's ZeroRange when f is a RangeZeroer; otherwise false.
+func ZeroRange(f File, off, n int64) (bool, error) {
+	if z, ok := f.(RangeZeroer); ok {
+		return z.ZeroRange(off, n)
+	}
+	return false, nil
+}
+
 // DiskUsage describes the file system holding a path.
 type DiskUsage struct {
 	Total uint64 // bytes: used plus Free (blocks reserved for root left out, as df does)

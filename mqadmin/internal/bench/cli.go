@@ -242,6 +242,7 @@ func newProducerCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra
 	fs.IntVar(&o.CompressOver, "compressOverHowMuch", 4096, "Compress message when body over how much (unit Byte) (-ch)")
 	fs.IntVarP(&o.BatchSize, "batchSize", "b", 1, "Batch Size: > 1 sends batches (BatchProducer's report line)")
 	fs.StringVar(&o.Group, "group", DefaultProducerGroup, "Producer group")
+	fs.Float64Var(&o.Rate, "rate", 0, "Send at this many requests per second in all (open loop: latency counts from when each send was due; one uncounted warm-up send first); 0: as fast as the threads go")
 	fs.BoolVar(&flushCheck, "flush-check", false, "At the end, check that the topic's queues grew by every acknowledged message (exit 1 if not)")
 	fs.IntVar(&o.LiteTopics, "lite-topics", 0, "Lite mode: -t is a LITE parent topic and messages name lite topics <lite-prefix>0 … N-1 (one per batch)")
 	fs.StringVar(&o.LitePrefix, "lite-prefix", DefaultLitePrefix, "Lite mode: name prefix of the lite topics")

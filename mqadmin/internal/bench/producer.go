@@ -49,8 +49,15 @@ type ProducerOptions struct {
 	CompressLevel   int
 	CompressOver    int
 	FlushCheck      bool
-	MaxInflight     int           // async: in-flight cap; default 10000
-	ErrorPause      time.Duration // pause after a failed send; default 3 s (Java)
+	MaxInflight     int // async: in-flight cap; default 10000
+	// Rate > 0 paces the sends (requests, all threads together) to Rate
+	// per second, open loop: send i is due at start + i/Rate and its
+	// latency counts from when it was due, so a slow answer that holds a
+	// sender back shows in the latency instead of lowering the rate the
+	// broker sees (no coordinated omission). One uncounted warm-up send
+	// precedes them (route lookup, connections). 0: as fast as possible.
+	Rate       float64
+	ErrorPause time.Duration // pause after a failed send; default 3 s (Java)
 
 	// LiteTopics > 0 is the lite mode: Topic is a LITE parent and every
 	// message names one of LiteTopics lite topics <LitePrefix>0 … (one
@@ -90,8 +97,8 @@ func (o *ProducerOptions) defaults() error {
 	if o.ErrorPause <= 0 {
 		o.ErrorPause = errorPause
 	}
-	if o.MessageQuantity < 0 || o.TagCount < 0 || o.PropertySize < 0 {
-		return errors.New("negative messageQuantity, tagCount or propertySize")
+	if o.MessageQuantity < 0 || o.TagCount < 0 || o.PropertySize < 0 || o.Rate < 0 {
+		return errors.New("negative messageQuantity, tagCount, propertySize or rate")
 	}
 	if o.BatchSize > 1 && o.DelayEnable {
 		return errors.New("delay messages cannot be batched")
@@ -114,6 +121,30 @@ type producerRun struct {
 	acked  atomic.Int64    // messages the brokers stored, whatever the status
 	body   []byte
 	lite   atomic.Uint64 // round-robin position over the lite topics
+	pace   *pacer        // nil: no Rate
+}
+
+// pacer hands out the due times of a fixed-rate run.
+type pacer struct {
+	start    time.Time
+	interval float64 // ns between sends
+	next     atomic.Int64
+}
+
+// due takes the next send's due time and waits for it. It returns false
+// when stop ended first.
+func (p *pacer) due(stop context.Context) (time.Time, bool) {
+	at := p.start.Add(time.Duration(float64(p.next.Add(1)-1) * p.interval))
+	if d := time.Until(at); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-stop.Done():
+			return at, false
+		}
+	}
+	return at, stop.Err() == nil
 }
 
 // RunProducer sends until MessageQuantity messages were attempted, Duration
@@ -161,7 +192,19 @@ func RunProducer(ctx context.Context, o ProducerOptions) (*ProducerSummary, erro
 		fmt.Fprint(o.Out, line(now, begin, end, r.stats.MaxRTMicros.Load()))
 	})
 
+	if o.Rate > 0 {
+		// The route lookup and the connections come first, uncounted:
+		// paced sends due meanwhile would all count that wait.
+		if _, err := r.p.SendSync(stopCtx, r.build(1)[0]); err != nil {
+			o.Logger.Error("[BENCHMARK_PRODUCER] warm-up send failed", "err", err)
+		} else {
+			r.acked.Add(1) // stored: the flush check counts it
+		}
+	}
 	start := time.Now()
+	if o.Rate > 0 {
+		r.pace = &pacer{start: start, interval: 1e9 / o.Rate}
+	}
 	var wg sync.WaitGroup
 	for _, limit := range splitQuantity(o.MessageQuantity, o.Threads) {
 		if o.MessageQuantity > 0 && limit == 0 {
@@ -226,8 +269,11 @@ func (r *producerRun) syncLoop(stop context.Context, limit int64) {
 		if limit > 0 {
 			n = int(min(int64(n), limit-sent))
 		}
+		begin, ok := r.begin(stop)
+		if !ok {
+			return
+		}
 		msgs := r.build(n)
-		begin := time.Now()
 		// Sends are not cut short by stop: the last one completes and counts.
 		sctx := context.WithoutCancel(stop)
 		var res *client.SendResult
@@ -261,8 +307,12 @@ func (r *producerRun) asyncLoop(stop context.Context, limit int64) {
 		if limit > 0 {
 			n = int(min(int64(n), limit-sent))
 		}
+		begin, ok := r.begin(stop)
+		if !ok {
+			<-sem
+			return
+		}
 		msgs := r.build(n)
-		begin := time.Now()
 		inflight.Add(1)
 		cb := func(res *client.SendResult, err error) {
 			r.record(begin, n, res, err)
@@ -281,6 +331,15 @@ func (r *producerRun) asyncLoop(stop context.Context, limit int64) {
 			cb(nil, err)
 		}
 	}
+}
+
+// begin is when the next send starts counting: now, or with a Rate its
+// due time once it has come (false: stop ended while waiting).
+func (r *producerRun) begin(stop context.Context) (time.Time, bool) {
+	if r.pace == nil {
+		return time.Now(), true
+	}
+	return r.pace.due(stop)
 }
 
 // record counts one send's outcome like Java's benchmark: broker answers
@@ -396,6 +455,7 @@ func (r *producerRun) summary(elapsed time.Duration, total ProducerSnapshot) *Pr
 		MessageSize:    r.o.MessageSize,
 		BatchSize:      r.o.BatchSize,
 		Async:          r.o.Async,
+		Rate:           r.o.Rate,
 		ElapsedSeconds: secs,
 		SendTotal:      total.SendSuccess + total.SendFailed,
 		SendSuccess:    total.SendSuccess,

@@ -170,3 +170,55 @@ func TestDurationStopsProducer(t *testing.T) {
 		t.Fatalf("ran %v, %d sends", d, sum.SendSuccess)
 	}
 }
+
+// TestProducerRate: --rate paces the sends (not faster than asked, and
+// close to it on an idle pair of in-process brokers), and the summary says
+// so.
+func TestProducerRate(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t)
+	var out, errOut bytes.Buffer
+	const rate, n = 200, 100 // 0.5 s at the rate
+	start := time.Now()
+	code := Main(context.Background(), []string{"producer", "-n", c.Namesrv.Addr(), "-w", "8", "-q", "100", "-s", "100",
+		"--rate", "200", "-ri", "600000", "--json"}, &out, &errOut, func(string) string { return "" })
+	took := time.Since(start)
+	if code != ExitOK {
+		t.Fatalf("producer exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
+	}
+	var ps ProducerSummary
+	if err := json.Unmarshal([]byte(lastLine(out.String())), &ps); err != nil {
+		t.Fatalf("last line is not JSON: %v\n%s", err, out.String())
+	}
+	if ps.SendSuccess != n || ps.Rate != rate {
+		t.Fatalf("summary = %+v, want %d sends at rate %d", ps, n, rate)
+	}
+	// The last send is due at (n-1)/rate; unpaced, 100 sends to in-process
+	// brokers take a few ms.
+	if minimum := time.Duration(n-1) * time.Second / rate; took < minimum || ps.ElapsedSeconds < minimum.Seconds() {
+		t.Fatalf("%d sends at %d/s took %v (summary %.3f s), want >= %v", n, rate, took, ps.ElapsedSeconds, minimum)
+	}
+	if ps.TPS > rate*1.1 {
+		t.Fatalf("TPS %.1f over the rate %d", ps.TPS, rate)
+	}
+}
+
+// TestPacerDue: due times are start + i/rate whichever sender takes them,
+// and a stopped run stops waiting.
+func TestPacerDue(t *testing.T) {
+	t.Parallel()
+	start := time.Now().Add(-time.Second) // all due already: no waiting
+	p := &pacer{start: start, interval: float64(10 * time.Millisecond)}
+	for i := range 5 {
+		at, ok := p.due(context.Background())
+		if !ok || !at.Equal(start.Add(time.Duration(i)*10*time.Millisecond)) {
+			t.Fatalf("send %d due %v (ok %v), want start+%dms", i, at.Sub(start), ok, 10*i)
+		}
+	}
+	later := &pacer{start: time.Now().Add(time.Hour), interval: 1}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, ok := later.due(ctx); ok {
+		t.Fatal("due returned ok after the run stopped")
+	}
+}

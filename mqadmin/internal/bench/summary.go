@@ -52,6 +52,7 @@ type ProducerSummary struct {
 	MessageSize    int              `json:"messageSize"`
 	BatchSize      int              `json:"batchSize"`
 	Async          bool             `json:"async"`
+	Rate           float64          `json:"rate,omitempty"` // --rate: sends paced to this many per second
 	ElapsedSeconds float64          `json:"elapsedSeconds"`
 	SendTotal      int64            `json:"sendTotal"` // requests: success + send failed (Java's "Send Total")
 	SendSuccess    int64            `json:"sendSuccess"`

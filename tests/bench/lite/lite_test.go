@@ -58,6 +58,8 @@ type config struct {
 	latFor     time.Duration
 	stretch    int // more lite topics created after the latency phase (0: none)
 	sweepRate  int // plain sends/s during the sweep (0: closed loop)
+	gcRate     int // plain sends/s during the GC phase
+	gcFor      time.Duration
 }
 
 func envInt(t *testing.T, k string, def int) int {
@@ -85,6 +87,8 @@ func loadConfig(t *testing.T) config {
 		latFor:     time.Duration(envInt(t, "LITE_BENCH_LATENCY_SECONDS", 10)) * time.Second,
 		stretch:    envInt(t, "LITE_BENCH_STRETCH", 0),
 		sweepRate:  envInt(t, "LITE_BENCH_SWEEP_RATE", 4000),
+		gcRate:     envInt(t, "LITE_BENCH_GC_RATE", 4000),
+		gcFor:      time.Duration(envInt(t, "LITE_BENCH_GC_SECONDS", 30)) * time.Second,
 	}
 }
 
@@ -137,7 +141,7 @@ func TestLiteBench(t *testing.T) {
 	// LITE_BENCH_GCTRACE=1: the broker logs its GC cycles (gctrace), and
 	// the sweep phase prints those around the sweep.
 	gcTrace := os.Getenv("LITE_BENCH_GCTRACE") == "1"
-	if gcTrace {
+	if gcTrace || cfg.gcFor > 0 {
 		env = append(env, "GODEBUG=gctrace=1")
 	}
 	// LITE_BENCH_BROKER_ENV=K=V,K=V adds to the broker's environment
@@ -201,6 +205,12 @@ func TestLiteBench(t *testing.T) {
 	r.rss, r.rssAnon = procStatus(t, b.Proc.Pid())
 	r.pebble = testutil.DirSize(filepath.Join(b.StoreDir, "kv"))
 	saveHeap("create")
+
+	// Phase 2b: plain sends at a fixed rate while the broker holds the
+	// lite topics, split by whether one of its GC cycles ran meanwhile.
+	if cfg.gcFor > 0 {
+		r.gc = gcPhase(ctx, t, b, p, body, cfg, bStart)
+	}
 
 	// Phase 3: delivery latency, one client subscribed to cfg.subscribed
 	// lite topics, messages at a steady rate to random ones of them.
@@ -630,6 +640,112 @@ func printGCs(t *testing.T, logPath string, started time.Time, sw sweepResult) {
 	}
 }
 
+// gcResult is what gcPhase measured: plain send latencies of sends that
+// overlapped a GC cycle of the broker (its mark phase, from gctrace) and of
+// the others.
+type gcResult struct {
+	cycles            int
+	cycleMean         time.Duration // mean wall time of a cycle
+	nIn, nOut         int
+	p50In, p99In      time.Duration
+	p50Out, p99Out    time.Duration
+	heapBefore, after string // "live->... MB" of the first and last cycle
+}
+
+var gcCycle = regexp.MustCompile(`^gc \d+ @([0-9.]+)s [0-9]+%: ([0-9.]+)\+([0-9.]+)\+([0-9.]+) ms clock, .*?, ([0-9]+->[0-9]+->[0-9]+ MB)`)
+
+// gcPhase sends plain messages open loop at cfg.gcRate for cfg.gcFor (each
+// timed from when it was due, testutil.StartLoad) and reads the broker's GC
+// cycles from its gctrace lines (GODEBUG=gctrace=1): "@T s" is the cycle's
+// start after the process's, which started at about started (just before
+// the harness ran it: cycles may be placed up to the start-up delay early,
+// so a send counts as during a cycle when it overlaps the cycle widened by
+// 5 ms each side).
+func gcPhase(ctx context.Context, t *testing.T, b *harness.BrokerProc, p *client.Producer, body []byte, cfg config, started time.Time) gcResult {
+	t.Helper()
+	load := testutil.StartLoad(64, cfg.gcRate, func(int) bool {
+		if _, err := p.SendSync(ctx, &message.Message{Topic: plain, Body: body}); err != nil {
+			t.Errorf("send during the GC phase: %v", err)
+			return false
+		}
+		return true
+	})
+	// The first 2 s warm the senders up and are not counted.
+	time.Sleep(2 * time.Second)
+	begin := time.Now()
+	time.Sleep(cfg.gcFor)
+	samples := load.Stop()
+	end := time.Now()
+	slices.SortFunc(samples, func(a, b testutil.LoadSample) int { return a.At.Compare(b.At) })
+	for len(samples) > 0 && samples[0].At.Before(begin) {
+		samples = samples[1:]
+	}
+	// Per second: sends and the slowest (where the stalls were).
+	for sec := 0; sec < int(cfg.gcFor/time.Second); sec++ {
+		var n int
+		var worst time.Duration
+		for _, s := range samples {
+			if int(s.At.Sub(begin)/time.Second) == sec {
+				n, worst = n+1, max(worst, s.Lat)
+			}
+		}
+		t.Logf("GC phase second %2d: %4d sends, slowest %v", sec, n, worst.Round(100*time.Microsecond))
+	}
+	raw, err := os.ReadFile(b.Proc.LogPath)
+	if err != nil {
+		t.Fatalf("broker log: %v", err)
+	}
+	type span struct{ from, to time.Time }
+	var cycles []span
+	var res gcResult
+	var total time.Duration
+	for _, line := range strings.Split(string(raw), "\n") {
+		m := gcCycle.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		at, _ := strconv.ParseFloat(m[1], 64)
+		var ms float64
+		for _, f := range m[2:5] {
+			v, _ := strconv.ParseFloat(f, 64)
+			ms += v
+		}
+		from := started.Add(time.Duration(at * float64(time.Second)))
+		d := time.Duration(ms * float64(time.Millisecond))
+		if from.Add(d).Before(begin) || from.After(end) {
+			continue
+		}
+		cycles = append(cycles, span{from.Add(-5 * time.Millisecond), from.Add(d + 5*time.Millisecond)})
+		total += d
+		if res.heapBefore == "" {
+			res.heapBefore = m[5]
+		}
+		res.after = m[5]
+		t.Logf("GC cycle at phase %+v, %v: %s", from.Sub(begin).Round(time.Millisecond), d.Round(time.Millisecond), m[0])
+	}
+	var in, out []time.Duration
+	for _, s := range samples {
+		during := false
+		for _, c := range cycles {
+			if s.At.Before(c.to) && s.At.Add(s.Lat).After(c.from) {
+				during = true
+				break
+			}
+		}
+		if during {
+			in = append(in, s.Lat)
+		} else {
+			out = append(out, s.Lat)
+		}
+	}
+	res.cycles, res.nIn, res.nOut = len(cycles), len(in), len(out)
+	if len(cycles) > 0 {
+		res.cycleMean = total / time.Duration(len(cycles))
+	}
+	res.p50In, res.p99In, res.p50Out, res.p99Out = pct(in, 50), pct(in, 99), pct(out, 50), pct(out, 99)
+	return res
+}
+
 // sweepResult is what sweepPhase measured: the sweep's deletions and
 // durations from the broker's log, and the plain send p99 during it, in
 // the 3 s before it (but not the last second) and in the 3 s after it
@@ -690,6 +806,7 @@ type report struct {
 	stretchRSS        int64
 	stretchAnon       int64
 	stretchPebble     int64
+	gc                gcResult
 	sweep             sweepResult
 }
 
@@ -707,6 +824,11 @@ func (r *report) print() {
 	if r.latN > 0 {
 		fmt.Printf("delivery (store -> popped), one client subscribed to %d lite topics, %d msgs/s: p50 %v p99 %v (%d messages)\n",
 			r.cfg.subscribed, r.cfg.latRate, r.latP50, r.latP99, r.latN)
+	}
+	if g := r.gc; g.nIn+g.nOut > 0 {
+		fmt.Printf("GC cycles with %d lite topics: %d in %v (mean %v, heap %s .. %s); plain sends at %d/s (open loop): p99 %v during a cycle (%d sends, p50 %v), %v outside (%d sends, p50 %v): %.2fx\n",
+			r.created, g.cycles, r.cfg.gcFor, g.cycleMean.Round(time.Millisecond), g.heapBefore, g.after, r.cfg.gcRate,
+			g.p99In, g.nIn, g.p50In, g.p99Out, g.nOut, g.p50Out, float64(g.p99In)/float64(max(g.p99Out, 1)))
 	}
 	if r.stretchLmqs > 0 {
 		fmt.Printf("stretch: %d lite topics in all (%d more at %.0f/s): broker RSS %d MiB (anon %d MiB), Pebble %d MiB\n",
@@ -731,6 +853,11 @@ func (r *report) verdicts(t *testing.T) {
 	}
 	if r.stretchLmqs >= 10_000_000 && r.stretchRSS > 3<<20 {
 		t.Errorf("broker RSS %d MiB with %d lite topics, target <= 3 GiB", r.stretchRSS/1024, r.stretchLmqs)
+	}
+	// Issue 18: with 1M lite topics, send p99 during a GC cycle within
+	// 1.5x of the p99 without one.
+	if g := r.gc; r.created >= 1_000_000 && g.nIn > 0 && g.p99In > g.p99Out*3/2 {
+		t.Errorf("plain send p99 %v during GC cycles, %v outside: target <= 1.5x", g.p99In, g.p99Out)
 	}
 	if sw := r.sweep; sw.deleted >= 1_000_000 && sw.took > 2*time.Second {
 		t.Errorf("sweep of %d lite topics took %v, target <= 2 s", sw.deleted, sw.took)
