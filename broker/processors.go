@@ -14,6 +14,7 @@ import (
 	"github.com/rmqgo/rmq/broker/processor/query"
 	"github.com/rmqgo/rmq/broker/processor/send"
 	"github.com/rmqgo/rmq/broker/schedule"
+	"github.com/rmqgo/rmq/broker/slavesync"
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/broker/store/offset"
 	"github.com/rmqgo/rmq/broker/subscription"
@@ -31,6 +32,9 @@ type messaging struct {
 	lite    *lite.Service
 	pop     *pop.Processor
 	sched   *schedule.Service
+	// timer answers the delay and timer progress codes (45, 60, 61) and
+	// keeps a slave's copies of its master's.
+	timer *slavesync.TimerState
 
 	// Background services added by the feature wirings (wire_*.go), in
 	// start order; closed in reverse.

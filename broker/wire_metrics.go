@@ -70,6 +70,7 @@ func (b *Broker) newMetrics(cfg *config.Config, log *slog.Logger) (*metrics.Metr
 		src.Lags = b.metricLags
 		src.Store = b.metricStore
 		src.Timer = b.metricTimer
+		src.Timing = b.metricTiming
 		// Pop keeps no in-memory offset/checkpoint merge buffer (its
 		// checkpoints go straight to the journal and Pebble), so both
 		// buffer sizes are 0 (docs/operations.md).
@@ -110,6 +111,21 @@ func (b *Broker) metricTimer() metrics.TimerStats {
 	t.DequeueLag, t.DequeueLatencyMs = bh.DequeueLag, bh.DequeueLatencyMs
 	copy(t.Snapshot[:], bh.Upcoming)
 	return t
+}
+
+// metricTiming is the timer messages waiting per real topic (the timer
+// service's persisted timing counts; on a slave, the copy of its
+// master's).
+func (b *Broker) metricTiming() map[string]int64 {
+	if b.msg.timer == nil {
+		return nil
+	}
+	m := b.msg.timer.Metrics()
+	out := make(map[string]int64, len(m.TimingCount))
+	for topic, t := range m.TimingCount {
+		out[topic] = t.Count
+	}
+	return out
 }
 
 // reviveBehindLimit bounds the count of overdue pop checkpoints a scrape

@@ -5,8 +5,11 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/broker/config"
+	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/broker/processor/recall"
 	"github.com/rmqgo/rmq/broker/schedule"
+	"github.com/rmqgo/rmq/broker/slavesync"
+	"github.com/rmqgo/rmq/remoting/code"
 )
 
 // wireSchedule plugs delay-level and timer messages in (package schedule):
@@ -36,6 +39,23 @@ func (b *Broker) wireSchedule(w *wiring) (*schedule.Service, error) {
 	}
 	w.m.starters = append(w.m.starters, svc.Start)
 	w.m.closers = append(w.m.closers, svc.Close)
+	// GET_ALL_DELAY_OFFSET, GET_TIMER_CHECK_POINT and GET_TIMER_METRICS:
+	// what a slave (Apache's SlaveSynchronize) copies.
+	ts, err := slavesync.NewTimerState(slavesync.TimerStateOptions{
+		Source:       svc,
+		IsMaster:     func() bool { return b.cfg.Get().IsMaster() },
+		TimerEnabled: func() bool { return b.cfg.Get().TimerWheelEnable },
+		StateVersion: b.stateVersion(nil),
+		ConfigDir:    cfg.ConfigDir(),
+		Logger:       w.log.With("component", "timer-state"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("broker: timer state: %w", err)
+	}
+	w.m.timer = ts
+	b.RegisterProcessor(code.GetAllDelayOffset, ts.DelayOffsetHandler(), processor.PoolAdmin)
+	b.RegisterProcessor(code.GetTimerCheckPoint, ts.CheckpointHandler(), processor.PoolAdmin)
+	b.RegisterProcessor(code.GetTimerMetrics, ts.MetricsHandler(), processor.PoolAdmin)
 	// RECALL_MESSAGE cancels a pending timer through a marker
 	// (recallMessageEnable; the send path hands out the handles).
 	rp, err := recall.New(recall.Deps{

@@ -50,6 +50,8 @@ func (b *Broker) wireSlaveSync(w *wiring, pops *pop.Processor) error {
 		Offsets:       w.st.Offsets(),
 		Modes:         pops,
 		Auth:          authCopy{b},
+		Timer:         w.m.timer,
+		TimerEnabled:  func() bool { return b.cfg.Get().TimerWheelEnable },
 		CheckInterval: cfg.SlaveSyncCheckInterval,
 		FullInterval:  cfg.SlaveSyncFullInterval,
 		Logger:        w.log.With("component", "slavesync"),

@@ -134,6 +134,9 @@ type Sources struct {
 	Lags       func() []Lag
 	Store      func() StoreStats
 	Timer      func() TimerStats
+	// Timing returns the timer messages waiting per real topic
+	// (rocketmq_timing_messages; the timer service's timing counts).
+	Timing func() map[string]int64
 	// PopBuffers returns the buffered offsets and checkpoints.
 	PopBuffers func() (offsets, checkpoints int64)
 	PopRevive  func() []Revive

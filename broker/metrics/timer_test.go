@@ -9,10 +9,13 @@ import (
 
 // TestTimerFamilies: after a known workload the timer wheel families have
 // Java's types, labels and values: enqueues and dequeues by real topic
-// (markers included), the timers still parked (markers excluded, never
-// below zero), and the birth-to-delivery seconds in Java's buckets.
+// (markers included), the timers still parked (the timer service's timing
+// counts, Sources.Timing: never below zero), the birth-to-delivery seconds
+// in Java's buckets, and a delay-level delivery counted in under its real
+// topic and out of SCHEDULE_TOPIC_XXXX to SCHEDULE_CONSUMER.
 func TestTimerFamilies(t *testing.T) {
-	m, err := New(testConfig(), Sources{}, nil)
+	timing := func() map[string]int64 { return map[string]int64{"ta": 1, "tb": 0, "tc": -1} }
+	m, err := New(testConfig(), Sources{Timing: timing}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,6 +32,7 @@ func TestTimerFamilies(t *testing.T) {
 	m.TimerEnqueued("tb", false, born, born+1500)
 	m.TimerDequeued("tb", false)
 	m.TimerDequeued("tc", false) // parked before a restart
+	m.DelayDelivered("td", 2, 400)
 
 	got, err := m.Gather()
 	if err != nil {
@@ -53,6 +57,9 @@ func TestTimerFamilies(t *testing.T) {
 		{"rocketmq_timing_messages", with("tc"), 0},
 		{"rocketmq_delay_message_latency_seconds", with("ta"), 3},
 		{"rocketmq_delay_message_latency_seconds", with("tb"), 1},
+		{"rocketmq_messages_in_total", map[string]string{"topic": "td", "message_type": "delay", "is_system": "false"}, 2},
+		{"rocketmq_throughput_in_total", map[string]string{"topic": "td", "message_type": "delay"}, 400},
+		{"rocketmq_messages_out_total", map[string]string{"topic": "SCHEDULE_TOPIC_XXXX", "consumer_group": "SCHEDULE_CONSUMER", "is_system": "true"}, 2},
 	})
 	for name, typ := range map[string]string{
 		"rocketmq_timer_enqueue_total": "counter", "rocketmq_timer_dequeue_total": "counter",

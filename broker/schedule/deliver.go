@@ -34,9 +34,10 @@ type job struct {
 	cancelled, marker bool
 	uncancel          []byte
 	// timer: a timer-topic record (Observer), of REAL_TOPIC realTopic;
-	// isMarker: a cancellation marker.
-	timer, isMarker bool
-	realTopic       string
+	// isMarker: a cancellation marker. delay: a delay-level record on its
+	// way to realTopic.
+	timer, isMarker, delay bool
+	realTopic              string
 }
 
 // deliverOnce delivers up to RoundSize due keys from the cursor; full
@@ -63,6 +64,7 @@ func (s *Service) deliverOnce() (full bool, err error) {
 	s.storeAll(jobs)
 
 	var done [][]byte
+	timing := map[string]int64{}
 	var failedKey []byte
 	var firstErr error
 	cancels := false
@@ -96,6 +98,9 @@ func (s *Service) deliverOnce() (full bool, err error) {
 		if o := s.o.Observer; o != nil && j.timer {
 			o.TimerDequeued(j.realTopic, j.isMarker)
 		}
+		if j.timer && !j.isMarker {
+			timing[j.realTopic]--
+		}
 		done = append(done, j.key)
 	}
 	if failedKey != nil {
@@ -107,7 +112,7 @@ func (s *Service) deliverOnce() (full bool, err error) {
 		for _, k := range done {
 			s.inflight[string(k)] = struct{}{}
 		}
-		s.pending = append(s.pending, round{keys: done, mark: mark, end: s.cl.MaxOffset(), at: time.Now(), cancels: cancels})
+		s.pending = append(s.pending, round{keys: done, mark: mark, end: s.cl.MaxOffset(), at: time.Now(), cancels: cancels, timing: timing})
 	}
 	if !full {
 		if err := s.peekNextDue(); err != nil && firstErr == nil {
@@ -242,6 +247,9 @@ func (s *Service) prepare(j *job, now int64) error {
 		}
 		delete(props, message.PropertyTimerRollTimes)
 		m.Topic, m.QueueID = real, int32(qid)
+		if topic == ScheduleTopic {
+			j.delay, j.realTopic = true, real
+		}
 	}
 	m.QueueOffset, m.CommitLogOffset, m.StoreTimestamp, m.BodyCRC, m.StoreSize = 0, 0, 0, 0, 0
 	j.msg = m
@@ -310,14 +318,15 @@ func (s *Service) storeQueue(g []*job) {
 		chunk := g[:n]
 		g = g[n:]
 		var err error
+		var res store.PutResult
 		if len(chunk) == 1 {
-			_, err = s.st.PutMessage(ctx, chunk[0].msg)
+			res, err = s.st.PutMessage(ctx, chunk[0].msg)
 		} else {
 			msgs := make([]*message.Message, len(chunk))
 			for i, j := range chunk {
 				msgs[i] = j.msg
 			}
-			_, err = s.st.PutMessages(ctx, msgs)
+			res, err = s.st.PutMessages(ctx, msgs)
 			if err != nil && errors.Is(err, store.ErrMessageIllegal) {
 				// One of them is refused: store them one by one.
 				for _, j := range chunk {
@@ -329,12 +338,34 @@ func (s *Service) storeQueue(g []*job) {
 		for _, j := range chunk {
 			s.finish(j, err)
 		}
+		s.delayDelivered(chunk, res.End-res.PhysicalOffset)
 	}
 }
 
 func (s *Service) putOne(ctx context.Context, j *job) error {
-	_, err := s.st.PutMessage(ctx, j.msg)
+	res, err := s.st.PutMessage(ctx, j.msg)
+	if err == nil || errors.Is(err, store.ErrFlushTimeout) {
+		s.delayDelivered([]*job{j}, res.End-res.PhysicalOffset)
+	}
 	return err
+}
+
+// delayDelivered tells the Observer of the delay-level messages of a
+// stored chunk (one destination queue), bytes the chunk's.
+func (s *Service) delayDelivered(chunk []*job, bytes int64) {
+	o := s.o.Observer
+	if o == nil || len(chunk) == 0 {
+		return
+	}
+	n := 0
+	for _, j := range chunk {
+		if j.delay && !j.drop && j.err == nil {
+			n++
+		}
+	}
+	if n > 0 {
+		o.DelayDelivered(chunk[0].msg.Topic, n, bytes*int64(n)/int64(len(chunk)))
+	}
 }
 
 // finish records a store outcome: a flush timeout stored the message, a

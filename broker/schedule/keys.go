@@ -13,6 +13,9 @@ import (
 //	t c · topic · 0x00 · queueId u32          → next queue offset  indexer checkpoint
 //	t m                                        → CommitLog offset   marker-scan start
 //	t x · realTopic "+" uniqKey                → slot end ms u64    pending cancellation (cancel.go)
+//	t n · realTopic                            → count u64 · ms u64 timing count (timing.go)
+//	t N                                        → 1                  timing counts kept
+//	t o · queueId u32                          → queue offset       delay offset (progress.go)
 //
 // Big-endian integers make the pending keys sort by delivery time, then by
 // CommitLog offset: the due timers are one key range.
@@ -21,6 +24,9 @@ const (
 	subCheckpoint byte = 'c'
 	subMarkScan   byte = 'm'
 	subCancel     byte = 'x'
+	subTiming     byte = 'n'
+	subTimingInit byte = 'N'
+	subDelayOff   byte = 'o'
 
 	keyLen = 2 + 8 + 8
 )

@@ -17,11 +17,13 @@ type recorder struct {
 	enq, deq           map[string]int // timers
 	enqMarker, deqMark map[string]int // cancellation markers
 	delays             map[string][]int64
+	delayed            map[string]int // delay-level deliveries
+	delayedBytes       map[string]int64
 }
 
 func newRecorder() *recorder {
 	return &recorder{enq: map[string]int{}, deq: map[string]int{}, enqMarker: map[string]int{}, deqMark: map[string]int{},
-		delays: map[string][]int64{}}
+		delays: map[string][]int64{}, delayed: map[string]int{}, delayedBytes: map[string]int64{}}
 }
 
 func (r *recorder) TimerEnqueued(topic string, marker bool, bornMs, deliverMs int64) {
@@ -43,6 +45,13 @@ func (r *recorder) TimerDequeued(topic string, marker bool) {
 		return
 	}
 	r.deq[topic]++
+}
+
+func (r *recorder) DelayDelivered(topic string, msgs int, bytes int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.delayed[topic] += msgs
+	r.delayedBytes[topic] += bytes
 }
 
 func (r *recorder) String() string {
@@ -86,6 +95,11 @@ func TestObserverTimerEvents(t *testing.T) {
 	}
 	if len(rec.deq) != 2 || len(rec.deqMark) != 1 {
 		t.Fatalf("dequeues: %v markers %v", rec.deq, rec.deqMark)
+	}
+	// The delay-level message alone is reported as a delay delivery, with
+	// the bytes its copy took in the CommitLog.
+	if len(rec.delayed) != 1 || rec.delayed["T"] != 1 || rec.delayedBytes["T"] < 100 {
+		t.Fatalf("delay deliveries: %v bytes %v", rec.delayed, rec.delayedBytes)
 	}
 	for i, d := range rec.delays["T"] {
 		// TIMER_DELAY_MS counts from the store time, a little after birth.

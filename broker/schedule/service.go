@@ -129,13 +129,17 @@ type Options struct {
 // Observer receives the timer index's events for timer-topic messages
 // (rmq_sys_wheel_timer, by REAL_TOPIC; delay-level messages are not timer
 // messages, as in Java's TimerMessageStore). marker is a TIMER_DEL_UNIQKEY
-// cancellation marker. Calls come from the service's goroutine.
+// cancellation marker. The Timer calls come from the service's goroutine.
 type Observer interface {
 	// TimerEnqueued: the message was indexed (parked, re-parked after a
 	// roll, or re-indexed after a crash).
 	TimerEnqueued(realTopic string, marker bool, bornMs, deliverMs int64)
 	// TimerDequeued: a due key was taken out: delivered, rolled, cancelled.
 	TimerDequeued(realTopic string, marker bool)
+	// DelayDelivered: msgs delay-level messages (SCHEDULE_TOPIC_XXXX) were
+	// stored to realTopic, bytes as written (a batch's bytes shared out
+	// evenly). Calls come from the delivery workers.
+	DelayDelivered(realTopic string, msgs int, bytes int64)
 }
 
 // Stats are the service's counters since Open.
@@ -168,6 +172,8 @@ type round struct {
 	cancels bool
 	end     int64 // CommitLog max offset after its last store
 	at      time.Time
+	// timing: the timing count changes of its key deletions.
+	timing map[string]int64
 }
 
 // Service indexes and delivers parked messages. Schedule may be called
@@ -204,6 +210,15 @@ type Service struct {
 
 	// keepKeys (tests) never commits key deletions: a crash after delivery.
 	keepKeys bool
+
+	// timing: the timing counts (timing.go), written by the loop, read by
+	// TimingCounts.
+	timingMu      sync.Mutex
+	timing        map[string]Timing
+	timingVersion int64
+
+	// progressMu: one DelayOffsets walk at a time (progress.go).
+	progressMu sync.Mutex
 }
 
 // Open recovers the index (re-indexing what a crash lost and removing the
@@ -239,6 +254,9 @@ func Open(o Options) (*Service, error) {
 	}
 	start := time.Now()
 	if err := s.loadCheckpoints(); err != nil {
+		return nil, err
+	}
+	if err := s.loadTiming(); err != nil {
 		return nil, err
 	}
 	nLevels := len(s.levelsNow())
@@ -433,6 +451,17 @@ func (s *Service) loadCheckpoints() error {
 	return it.Error()
 }
 
+// exists reports whether key is in the index (a read error counts as
+// absent).
+func (s *Service) exists(key []byte) bool {
+	_, closer, err := s.db.Get(key)
+	if err != nil {
+		return false
+	}
+	closer.Close()
+	return true
+}
+
 func (s *Service) getInt(key []byte) (int64, bool, error) {
 	v, closer, err := s.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -483,6 +512,7 @@ func (s *Service) indexOnce(budget int) (int, error) {
 	var keys [][]byte
 	var firstErr error
 	cancels := 0
+	deltas := map[string]int64{}
 	for _, q := range s.followed() {
 		if n >= budget {
 			break
@@ -521,9 +551,12 @@ func (s *Service) indexOnce(budget int) (int, error) {
 				}
 				from = e.Offset + 1
 				n++
-				ms, c, ok := s.entryKeyTime(q, e)
+				ms, c, timing, ok := s.entryKeyTime(q, e)
 				if !ok {
 					continue
+				}
+				if timing != nil {
+					deltas[*timing]++
 				}
 				k := timerKey(ms, e.CommitLogOffset)
 				if err := b.Set(k, u32(e.Size), nil); err != nil {
@@ -551,9 +584,13 @@ func (s *Service) indexOnce(budget int) (int, error) {
 	if b.Empty() {
 		return n, firstErr
 	}
+	if err := s.applyTiming(b, deltas); err != nil {
+		return 0, err
+	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return 0, fmt.Errorf("schedule: commit index batch: %w", err)
 	}
+	s.commitTiming(deltas)
 	for q, off := range ckpts {
 		s.ckpt[q] = off
 	}
@@ -576,33 +613,35 @@ func (s *Service) indexOnce(budget int) (int, error) {
 
 // entryKeyTime computes the key time of one consume-queue entry; c is set
 // for a cancellation marker (its key lies at the end of its slot,
-// cancel.go).
-func (s *Service) entryKeyTime(q queueRef, e consumequeue.Entry) (ms int64, c *cancellation, ok bool) {
+// cancel.go), timing (the REAL_TOPIC) for a timer message that counts as
+// timing.
+func (s *Service) entryKeyTime(q queueRef, e consumequeue.Entry) (ms int64, c *cancellation, timing *string, ok bool) {
 	if q.topic == ScheduleTopic {
 		due := s.deliverTime(q.topic, q.qid, e.StoreTimestamp, nil)
-		return s.keyTime(due, e.StoreTimestamp), nil, true
+		return s.keyTime(due, e.StoreTimestamp), nil, nil, true
 	}
 	rec, err := s.cl.ReadRecord(e.CommitLogOffset)
 	if err != nil {
 		s.dropped.Add(1)
 		s.log.Error("timer index: parked record unreadable; timer lost", "topic", q.topic, "queue", q.qid, "offset", e.Offset, "phyOffset", e.CommitLogOffset, "err", err)
-		return 0, nil, false
+		return 0, nil, nil, false
 	}
 	defer rec.Release()
 	v := rec.View
 	due := s.deliverTime(q.topic, q.qid, v.StoreTimestamp(), v.Properties)
 	if q.topic == TimerTopic {
 		dk, isMarker := message.PropertyValue(v.Properties(), message.PropertyTimerDelUniqKey)
+		real, _ := message.PropertyValue(v.Properties(), message.PropertyRealTopic)
 		if o := s.o.Observer; o != nil {
-			real, _ := message.PropertyValue(v.Properties(), message.PropertyRealTopic)
 			o.TimerEnqueued(real, isMarker, v.BornTimestamp(), due)
 		}
 		if isMarker {
 			end := slotEnd(due, s.precision())
-			return s.keyTime(end, v.StoreTimestamp()), &cancellation{deleteKey: dk, slot: end}, true
+			return s.keyTime(end, v.StoreTimestamp()), &cancellation{deleteKey: dk, slot: end}, nil, true
 		}
+		return s.keyTime(due, v.StoreTimestamp()), nil, &real, true
 	}
-	return s.keyTime(due, v.StoreTimestamp()), nil, true
+	return s.keyTime(due, v.StoreTimestamp()), nil, nil, true
 }
 
 // recoverMarkers scans the CommitLog from mark and deletes the keys named by
@@ -628,6 +667,10 @@ func (s *Service) recoverMarkers(mark int64) (removed int, scanned int64, err er
 	}
 	b := s.db.NewBatch()
 	defer func() { b.Close() }()
+	// The timing counts of the keys removed (each key once), written in
+	// the batch that removes them.
+	deltas := map[string]int64{}
+	gone := map[string]struct{}{}
 	if from < max {
 		it := s.cl.NewIterator(from, commitlog.IteratorOptions{Limit: func() int64 { return max }})
 		for {
@@ -641,7 +684,14 @@ func (s *Service) recoverMarkers(mark int64) (removed int, scanned int64, err er
 			}
 			if v, ok := rec.View.Property(PropertyTimerKey); ok {
 				if ms, phy, ok := parseMarker(v); ok {
-					if err := b.Delete(timerKey(ms, phy), nil); err != nil {
+					k := timerKey(ms, phy)
+					if _, seen := gone[string(k)]; !seen && s.exists(k) {
+						gone[string(k)] = struct{}{}
+						if topic, timer := s.timerTopicAt(phy); timer {
+							deltas[topic]--
+						}
+					}
+					if err := b.Delete(k, nil); err != nil {
 						it.Close()
 						return 0, 0, err
 					}
@@ -649,10 +699,16 @@ func (s *Service) recoverMarkers(mark int64) (removed int, scanned int64, err er
 				}
 			}
 			if b.Len() > 4<<20 {
+				if err := s.applyTiming(b, deltas); err != nil {
+					it.Close()
+					return 0, 0, err
+				}
 				if err := b.Commit(pebble.NoSync); err != nil {
 					it.Close()
 					return 0, 0, err
 				}
+				s.commitTiming(deltas)
+				deltas = map[string]int64{}
 				b.Close()
 				b = s.db.NewBatch()
 			}
@@ -663,9 +719,13 @@ func (s *Service) recoverMarkers(mark int64) (removed int, scanned int64, err er
 	if err := b.Set(markScanKey(), u64(max), nil); err != nil {
 		return 0, 0, err
 	}
+	if err := s.applyTiming(b, deltas); err != nil {
+		return 0, 0, err
+	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return 0, 0, fmt.Errorf("schedule: commit recovery: %w", err)
 	}
+	s.commitTiming(deltas)
 	return removed, scanned, nil
 }
 
@@ -718,19 +778,27 @@ func (s *Service) commitRounds(force bool) error {
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
+	deltas := map[string]int64{}
 	for _, r := range s.pending[:i] {
 		for _, k := range r.keys {
 			if err := b.Delete(k, nil); err != nil {
 				return err
 			}
 		}
+		for topic, d := range r.timing {
+			deltas[topic] += d
+		}
 	}
 	if err := b.Set(markScanKey(), u64(s.pending[i-1].mark), nil); err != nil {
+		return err
+	}
+	if err := s.applyTiming(b, deltas); err != nil {
 		return err
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("commit key deletions: %w", err)
 	}
+	s.commitTiming(deltas)
 	for _, r := range s.pending[:i] {
 		for _, k := range r.keys {
 			delete(s.inflight, string(k))

@@ -7,10 +7,16 @@
 // (GET_ALL_MESSAGE_REQUEST_MODE 402). Every copy is persisted where the
 // broker keeps its own, so it survives a slave restart.
 //
-// Delay offsets (45) and the timer checkpoint and metrics (60, 61) are not
-// copied: this broker's delay and timer service keeps no per-level offsets
-// or timer wheel, it indexes the parked messages from its own CommitLog
-// (broker/schedule), which replication copies.
+// It also copies the master's delay and timer progress
+// (GET_ALL_DELAY_OFFSET 45 and GET_TIMER_METRICS 61 with the others,
+// GET_TIMER_CHECK_POINT 60 at every check, as Apache does), kept in
+// Apache's files under <storePathRootDir>/config (timer.go): a slave
+// answers these codes with its master's values, as an Apache slave does.
+// A master computes them from its delay and timer index (broker/schedule:
+// per level the consume-queue offset of SCHEDULE_TOPIC_XXXX below which
+// everything was delivered; the earliest pending due time and the indexed
+// offset of rmq_sys_wheel_timer; the timer messages waiting per topic), so
+// that an Apache slave of ours, once promoted, carries on from them.
 //
 // When: a task wakes every CheckInterval (Apache: 3 s) and copies all when
 // FullInterval (Apache: 60 s) passed since the last copy, and at once when
@@ -98,6 +104,11 @@ type Options struct {
 	Offsets  OffsetStore
 	Modes    RequestModes
 	Auth     Auth
+	// Timer keeps the master's delay offsets, timer checkpoint and timer
+	// metrics (TimerState); TimerEnabled is timerWheelEnable (nil: on):
+	// off, the timer ones are not copied (Apache).
+	Timer        TimerCopy
+	TimerEnabled func() bool
 
 	// CheckInterval, FullInterval and Timeout (per request); zero keeps
 	// the defaults.
@@ -178,11 +189,14 @@ func (s *Syncer) tick(ctx context.Context) {
 	s.mu.Lock()
 	due := addr != s.lastAddr || s.o.Now().Sub(s.lastTry) >= s.o.FullInterval
 	s.mu.Unlock()
-	if !due {
-		return
+	if due {
+		if err := s.SyncAll(ctx, addr); err != nil {
+			s.log.Warn("copy metadata from the master", "master", addr, "err", err)
+		}
 	}
-	if err := s.SyncAll(ctx, addr); err != nil {
-		s.log.Warn("copy metadata from the master", "master", addr, "err", err)
+	// The timer checkpoint at every check (Apache: every 3 s).
+	if err := s.syncTimerCheckpoint(ctx, addr); err != nil {
+		s.log.Warn("copy the timer checkpoint from the master", "master", addr, "err", err)
 	}
 }
 
@@ -201,6 +215,8 @@ func (s *Syncer) SyncAll(ctx context.Context, addr string) error {
 		s.wrap("subscription groups", s.syncGroups(ctx, addr)),
 		s.wrap("message request modes", s.syncModes(ctx, addr)),
 		s.wrap("users and ACLs", s.syncAuth(ctx, addr)),
+		s.wrap("delay offsets", s.syncDelayOffsets(ctx, addr)),
+		s.wrap("timer metrics", s.syncTimerMetrics(ctx, addr)),
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err

@@ -177,6 +177,12 @@ func RequestName(c int32) string {
 		return "GET_ALL_TOPIC_CONFIG"
 	case GetAllConsumerOffset:
 		return "GET_ALL_CONSUMER_OFFSET"
+	case GetAllDelayOffset:
+		return "GET_ALL_DELAY_OFFSET"
+	case GetTimerCheckPoint:
+		return "GET_TIMER_CHECK_POINT"
+	case GetTimerMetrics:
+		return "GET_TIMER_METRICS"
 	case GetAllMessageRequestMode:
 		return "GET_ALL_MESSAGE_REQUEST_MODE"
 	case UpdateBrokerConfig:

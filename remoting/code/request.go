@@ -73,6 +73,9 @@ const (
 	UpdateAndCreateTopicList             int32 = 18
 	GetAllTopicConfig                    int32 = 21
 	GetAllConsumerOffset                 int32 = 43
+	GetAllDelayOffset                    int32 = 45
+	GetTimerCheckPoint                   int32 = 60
+	GetTimerMetrics                      int32 = 61
 	UpdateBrokerConfig                   int32 = 25
 	GetBrokerConfig                      int32 = 26
 	GetBrokerRuntimeInfo                 int32 = 28

@@ -468,11 +468,14 @@ func (p *Processor) sendOne(ctx context.Context, ch *remoting.Channel, req *remo
 	}
 	resp, err := p.putResponse(ctx, req, cfg, res, err, props, queueID, uniq, false)
 	if err == nil && p.d.MessagesIn != nil {
-		// A timer message counts in under the timer topic it was parked
-		// in, as Java's SendMessageProcessor labels the message's topic
-		// after its timer hook; its delivery is not counted in again.
+		// A timer or delay-level message counts in under the topic it was
+		// parked in (rmq_sys_wheel_timer, SCHEDULE_TOPIC_XXXX), as Java's
+		// SendMessageProcessor labels the message's topic after its
+		// schedule hook. A delay-level delivery counts in again under the
+		// real topic (schedule.Observer DelayDelivered, as Java's
+		// ScheduleMessageService); a timer delivery does not.
 		in := h.topic
-		if msg.Topic == topic.TimerTopic {
+		if msg.Topic == topic.TimerTopic || msg.Topic == protocol.ScheduleTopic {
 			in = msg.Topic
 		}
 		p.d.MessagesIn(in, metrics.TypeOf(props), 1, res.End-res.PhysicalOffset)
