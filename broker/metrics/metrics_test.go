@@ -44,6 +44,7 @@ func testSources(now time.Time) Sources {
 			return StoreStats{SizeBytes: 1 << 20, EarliestMessageMs: now.Add(-time.Minute).UnixMilli()}
 		},
 		Timer:      func() TimerStats { return TimerStats{} },
+		Timing:     func() map[string]int64 { return map[string]int64{"t1": 0} },
 		PopBuffers: func() (int64, int64) { return 0, 0 },
 		PopRevive:  func() []Revive { return []Revive{{QueueID: 0}} },
 	}
