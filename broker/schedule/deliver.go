@@ -113,6 +113,7 @@ func (s *Service) deliverOnce() (full bool, err error) {
 			s.inflight[string(k)] = struct{}{}
 		}
 		s.pending = append(s.pending, round{keys: done, mark: mark, end: s.cl.MaxOffset(), at: time.Now(), cancels: cancels, timing: timing})
+		s.roundTiming(timing, 1)
 	}
 	if !full {
 		if err := s.peekNextDue(); err != nil && firstErr == nil {

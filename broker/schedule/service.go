@@ -216,6 +216,9 @@ type Service struct {
 	timingMu      sync.Mutex
 	timing        map[string]Timing
 	timingVersion int64
+	// timingDelivered: the changes of delivery rounds not committed yet.
+	timingDelivered   map[string]int64
+	timingDeliveredAt int64
 
 	// progressMu: one DelayOffsets walk at a time (progress.go).
 	progressMu sync.Mutex
@@ -799,6 +802,7 @@ func (s *Service) commitRounds(force bool) error {
 		return fmt.Errorf("commit key deletions: %w", err)
 	}
 	s.commitTiming(deltas)
+	s.roundTiming(deltas, -1)
 	for _, r := range s.pending[:i] {
 		for _, k := range r.keys {
 			delete(s.inflight, string(k))

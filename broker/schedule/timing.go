@@ -43,10 +43,42 @@ func encodeTiming(t Timing) []byte {
 // timer message (zero counts included, as Java keeps them) and a version
 // that changes whenever a count does (0 until the first change of this
 // run).
+//
+// A delivered message stops counting at once; its count is written with
+// its key deletion, once the CommitLog flush passed the delivered copy.
 func (s *Service) TimingCounts() (map[string]Timing, int64) {
 	s.timingMu.Lock()
 	defer s.timingMu.Unlock()
-	return maps.Clone(s.timing), s.timingVersion
+	out := maps.Clone(s.timing)
+	for topic, d := range s.timingDelivered {
+		t := out[topic]
+		t.Count += d
+		t.UpdatedAtMs = max(t.UpdatedAtMs, s.timingDeliveredAt)
+		out[topic] = t
+	}
+	return out, s.timingVersion
+}
+
+// roundTiming counts the timing changes of a delivery round whose key
+// deletions wait for the flush (undelivered: they were committed).
+func (s *Service) roundTiming(deltas map[string]int64, sign int64) {
+	if len(deltas) == 0 {
+		return
+	}
+	s.timingMu.Lock()
+	defer s.timingMu.Unlock()
+	if s.timingDelivered == nil {
+		s.timingDelivered = map[string]int64{}
+	}
+	for topic, d := range deltas {
+		if s.timingDelivered[topic] += sign * d; s.timingDelivered[topic] == 0 {
+			delete(s.timingDelivered, topic)
+		}
+	}
+	if sign > 0 {
+		s.timingDeliveredAt = s.now().UnixMilli()
+		s.timingVersion++
+	}
 }
 
 // loadTiming reads the persisted counts, or counts the pending keys when

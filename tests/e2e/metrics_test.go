@@ -70,7 +70,9 @@ func apacheFamilies(t testing.TB) map[string]*metrics.Family {
 // UNKNOW) leave rocketmq_half_messages at 2; a pop of three messages with
 // one ack gives one checkpoint and one ack written to the revive topic and
 // two messages revived into the retry topic. A timer message (1 s) is
-// enqueued into and dequeued from the timer index, once each.
+// enqueued into and dequeued from the timer index, once each; a
+// delay-level message counts in under SCHEDULE_TOPIC_XXXX at its send and
+// under its topic at its delivery.
 func TestMetricsPrometheus(t *testing.T) {
 	t.Parallel()
 	rlog.SetLogLevel("error")
@@ -166,6 +168,17 @@ func TestMetricsPrometheus(t *testing.T) {
 	if r, err := p.SendSync(ctx, dm); err != nil || r.Status != primitive.SendOK {
 		t.Fatalf("send delayed: %v %v", r, err)
 	}
+	// A delay-level message (DELAY=1, 1 s): counted in under
+	// SCHEDULE_TOPIC_XXXX at the send, then in under its real topic and out
+	// of SCHEDULE_TOPIC_XXXX to SCHEDULE_CONSUMER at its delivery (Apache's
+	// SendMessageProcessor and ScheduleMessageService).
+	const levelTopic = "MetricsDelayLevelTopic"
+	mqadmin(t, c, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", levelTopic, "-r", "1", "-w", "1")
+	lm := primitive.NewMessage(levelTopic, body)
+	lm.WithDelayTimeLevel(1)
+	if r, err := p.SendSync(ctx, lm); err != nil || r.Status != primitive.SendOK {
+		t.Fatalf("send a delay-level message: %v %v", r, err)
+	}
 
 	var got map[string]*metrics.Family
 	var text string
@@ -210,6 +223,9 @@ func TestMetricsPrometheus(t *testing.T) {
 		if n, err := one("rocketmq_timer_dequeue_total", with("topic", delayTopic)); err != nil || n != 1 {
 			return fmt.Errorf("timer dequeues %v (%v), want 1", n, err)
 		}
+		if n, err := one("rocketmq_messages_in_total", with("topic", levelTopic)); err != nil || n != 1 {
+			return fmt.Errorf("delay-level deliveries %v (%v), want 1", n, err)
+		}
 		return nil
 	})
 	checks := []struct {
@@ -226,7 +242,7 @@ func TestMetricsPrometheus(t *testing.T) {
 		{"rocketmq_consumer_lag_latency_milliseconds", with("consumer_group", group, "topic", topic), func(v float64) bool { return v > 0 && v < 120000 }, "> 0"},
 		{"rocketmq_consumer_connections", with("consumer_group", group, "consume_mode", "push", "protocol_type", "remoting", "language", "go"), func(v float64) bool { return v == 1 }, "1"},
 		{"rocketmq_producer_connections", with("protocol_type", "remoting", "language", "go"), func(v float64) bool { return v >= 1 }, ">= 1"},
-		{"rocketmq_rpc_latency_milliseconds", with("request_code", "send_message", "response_code", "success", "protocol_type", "remoting", "result", "success", "is_long_polling", "false"), func(v float64) bool { return v == sent+5+3+1 }, "509 sends (500, 5 transactional, 3 to pop, 1 timer)"},
+		{"rocketmq_rpc_latency_milliseconds", with("request_code", "send_message", "response_code", "success", "protocol_type", "remoting", "result", "success", "is_long_polling", "false"), func(v float64) bool { return v == sent+5+3+2 }, "510 sends (500, 5 transactional, 3 to pop, 1 timer, 1 delay level)"},
 		{"rocketmq_topic_create_execution_time_milliseconds", with("invocation_status", "success", "is_system", "false"), func(v float64) bool { return v >= 1 }, ">= 1"},
 		{"rocketmq_broker_permission", with(), func(v float64) bool { return v == 6 }, "6"},
 		{"rocketmq_half_messages", with("topic", txTopic), func(v float64) bool { return v == 2 }, "2 (two UNKNOW transactions)"},
@@ -242,6 +258,9 @@ func TestMetricsPrometheus(t *testing.T) {
 		{"rocketmq_timer_enqueue_total", with("topic", delayTopic, "storage_type", "local", "storage_medium", "disk"), func(v float64) bool { return v == 1 }, "1 timer"},
 		{"rocketmq_timing_messages", with("topic", delayTopic, "storage_type", "local", "storage_medium", "disk"), func(v float64) bool { return v == 0 }, "0 (delivered)"},
 		{"rocketmq_delay_message_latency_seconds", with("topic", delayTopic, "storage_type", "local", "storage_medium", "disk"), func(v float64) bool { return v == 1 }, "1 observation"},
+		{"rocketmq_messages_in_total", with("topic", "SCHEDULE_TOPIC_XXXX", "message_type", "delay", "is_system", "true"), func(v float64) bool { return v == 1 }, "1 delay-level message (Apache counts its send under the schedule topic)"},
+		{"rocketmq_messages_in_total", with("topic", levelTopic, "message_type", "delay", "is_system", "false"), func(v float64) bool { return v == 1 }, "1 delay-level delivery"},
+		{"rocketmq_messages_out_total", with("topic", "SCHEDULE_TOPIC_XXXX", "consumer_group", "SCHEDULE_CONSUMER", "is_system", "true"), func(v float64) bool { return v == 1 }, "1 delay-level delivery"},
 	}
 	for _, ck := range checks {
 		v, err := one(ck.family, ck.match)
