@@ -40,7 +40,8 @@ func startMaster(t *testing.T) *fakeMaster {
 	m := &fakeMaster{ex: remoting.NewExecutor("fake-master", 2, 64), bodies: map[int32]string{}, calls: map[int32]int{}}
 	t.Cleanup(m.ex.Close) // after the server's shutdown
 	m.srv = remotingtest.Serve(t, func(s *remoting.Server) {
-		for _, c := range []int32{code.GetAllTopicConfig, code.GetAllConsumerOffset, code.GetAllSubscriptionGroupConfig, code.GetAllMessageRequestMode} {
+		for _, c := range []int32{code.GetAllTopicConfig, code.GetAllConsumerOffset, code.GetAllSubscriptionGroupConfig, code.GetAllMessageRequestMode,
+			code.GetAllDelayOffset, code.GetTimerCheckPoint, code.GetTimerMetrics} {
 			s.Register(c, m.answer, m.ex)
 		}
 	})
