@@ -42,6 +42,11 @@ func requireApacheHA(t *testing.T) {
 // sendN creates topic on broker (through nameserver ns) and sends n
 // messages with our SDK; every send must be SEND_OK.
 func sendN(t *testing.T, ns, broker, topic string, n int) {
+	sendNWith(t, ns, broker, topic, n, nil)
+}
+
+// sendNWith is sendN with set applied to every message.
+func sendNWith(t *testing.T, ns, broker, topic string, n int, set func(*message.Message)) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -73,6 +78,9 @@ func sendN(t *testing.T, ns, broker, topic string, n int) {
 	defer p.Shutdown(context.Background())
 	for i := range n {
 		m := &message.Message{Topic: topic, Body: fmt.Appendf(nil, "ha-%d-%s", i, bytes.Repeat([]byte{'x'}, i*37%2000))}
+		if set != nil {
+			set(m)
+		}
 		res, err := p.SendSync(ctx, m)
 		if err != nil || res.Status != client.SendOK {
 			t.Fatalf("send %d to %s: %v %v", i, broker, res, err)
@@ -106,7 +114,10 @@ func sameFirstFile(t *testing.T, masterLog, slaveLog string, end int64) {
 
 // TestHAApacheSlaveOfOurMaster: a real Apache 5.5.0 SLAVE, registered with
 // our nameserver, replicates from our SYNC_MASTER (inSyncReplicas=2): every
-// SEND_OK needed its ack, and its CommitLog equals ours byte for byte.
+// SEND_OK needed its ack, and its CommitLog equals ours byte for byte. Its
+// SlaveSynchronize copies our delay offsets (GET_ALL_DELAY_OFFSET) into its
+// config/delayOffset.json: three delay-level messages delivered by us are
+// three its ScheduleMessageService would not deliver again once promoted.
 func TestHAApacheSlaveOfOurMaster(t *testing.T) {
 	requireApacheHA(t)
 	haPort := harness.LatePort(t)
@@ -129,6 +140,24 @@ func TestHAApacheSlaveOfOurMaster(t *testing.T) {
 	testutil.WaitFor(t, 30*time.Second, "Apache slave connected", func() bool {
 		return len(harness.HAStatus(t, rc, master.Addr()).HAConnectionInfo) == 1
 	})
+	// Delay-level messages first: the slave's first copy comes 10 s after
+	// its start (then every 60 s); their delivery is over before the
+	// CommitLogs are compared.
+	sendNWith(t, c.NamesrvAddr(), master.Addr(), "InteropHAOurMasterDelay", 3, func(m *message.Message) { m.SetDelayTimeLevel(1) })
+	ac, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr()}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ac.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	testutil.Eventually(t, 30*time.Second, func() error {
+		d, err := ac.GetAllDelayOffset(ctx, master.Addr())
+		if err == nil && d.OffsetTable[1] != 3 {
+			err = fmt.Errorf("our delay offsets %v, want level 1 at 3", d.OffsetTable)
+		}
+		return err
+	})
 	sendN(t, c.NamesrvAddr(), master.Addr(), "InteropHAOurMaster", 200)
 	st := harness.HAStatus(t, rc, master.Addr())
 	if st.HAConnectionInfo[0].SlaveAckOffset != st.MasterCommitLogMaxOffset {
@@ -139,6 +168,19 @@ func TestHAApacheSlaveOfOurMaster(t *testing.T) {
 	if as.Master || as.HAClientRuntimeInfo == nil || as.HAClientRuntimeInfo.MaxOffset != st.MasterCommitLogMaxOffset {
 		t.Fatalf("Apache slave HA status %+v", as)
 	}
+	// Its copy of our delay offsets (a copy made before the delivery
+	// shows level 1 at 0; the next comes 60 s later).
+	testutil.Eventually(t, 90*time.Second, func() error {
+		b, err := os.ReadFile(filepath.Join(apache.RunDir, "store", "config", "delayOffset.json"))
+		if err != nil {
+			return err
+		}
+		d, err := protocol.DecodeDelayOffsets(b)
+		if err == nil && d.OffsetTable[1] != 3 {
+			err = fmt.Errorf("the Apache slave's delayOffset.json: %s", b)
+		}
+		return err
+	})
 }
 
 // TestHAOurSlaveOfApacheMaster: our SLAVE replicates from a real Apache
