@@ -99,6 +99,8 @@ func TestMetricsFamiliesVsApache(t *testing.T) {
 				{"rocketmq_pop_revive_out_message_total", map[string]string{"topic": metricsPopTopic, "revive_message_type": "ACK"}},
 				{"rocketmq_pop_revive_retry_messages_total", map[string]string{"topic": metricsPopTopic}},
 				{"rocketmq_timer_dequeue_total", map[string]string{"topic": metricsTimerTopic}},
+				// The delay-level message was delivered.
+				{"rocketmq_messages_out_total", map[string]string{"topic": "SCHEDULE_TOPIC_XXXX", "consumer_group": "SCHEDULE_CONSUMER"}},
 			} {
 				if len(fams[c.fam].Find(c.match)) == 0 {
 					return fmt.Errorf("%s: no %s%v yet", name, c.fam, c.match)
@@ -188,6 +190,12 @@ func TestMetricsFamiliesVsApache(t *testing.T) {
 	}{
 		{"rocketmq_messages_in_total", map[string]string{"topic": metricsTopic, "message_type": "normal", "is_system": "false"}},
 		{"rocketmq_messages_in_total", map[string]string{"topic": "rmq_sys_wheel_timer", "message_type": "delay", "is_system": "true"}},
+		// A delay-level message: its send under the schedule topic, its
+		// delivery under its topic and out to SCHEDULE_CONSUMER
+		// (SendMessageProcessor, ScheduleMessageService).
+		{"rocketmq_messages_in_total", map[string]string{"topic": "SCHEDULE_TOPIC_XXXX", "message_type": "delay", "is_system": "true"}},
+		{"rocketmq_messages_in_total", map[string]string{"topic": metricsTimerTopic, "message_type": "delay", "is_system": "false"}},
+		{"rocketmq_messages_out_total", map[string]string{"topic": "SCHEDULE_TOPIC_XXXX", "consumer_group": "SCHEDULE_CONSUMER", "is_system": "true"}},
 		{"rocketmq_consumer_connections", map[string]string{"consumer_group": "metrics_interop_group", "consume_mode": "push", "language": "go", "protocol_type": "remoting", "is_system": "false"}},
 		{"rocketmq_rpc_latency_milliseconds", map[string]string{"request_code": "send_message", "response_code": "success", "protocol_type": "remoting", "result": "success", "is_long_polling": "false"}},
 	} {
@@ -237,8 +245,8 @@ func (interopTxListener) CheckLocalTransaction(*primitive.MessageExt) primitive.
 // metricsTxPopWorkload sends two transactional messages (one committed, one
 // left UNKNOW) to metricsTxTopic, and pops the three messages of
 // metricsPopTopic with a one-second invisible time, acking one: the other
-// two are revived. One timer message (1 s) goes to metricsTimerTopic. stop
-// shuts the clients down.
+// two are revived. One timer message (1 s) and one delay-level message
+// (level 1) go to metricsTimerTopic. stop shuts the clients down.
 func metricsTxPopWorkload(t *testing.T, ns, broker string) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -270,6 +278,11 @@ func metricsTxPopWorkload(t *testing.T, ns, broker string) (stop func()) {
 	tm.WithProperty("TIMER_DELAY_SEC", "1")
 	if r, err := p.SendSync(ctx, tm); err != nil || r.Status != primitive.SendOK {
 		t.Fatalf("send the timer message: %v %v", r, err)
+	}
+	lm := primitive.NewMessage(metricsTimerTopic, []byte("delay level"))
+	lm.WithDelayTimeLevel(1)
+	if r, err := p.SendSync(ctx, lm); err != nil || r.Status != primitive.SendOK {
+		t.Fatalf("send the delay-level message: %v %v", r, err)
 	}
 	sc, err := client.NewSimpleConsumer(client.SimpleConsumerConfig{
 		CommonConfig: client.CommonConfig{NameServers: []string{ns}}, Group: "metrics_interop_pop",
