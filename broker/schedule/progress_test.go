@@ -1,13 +1,16 @@
 package schedule
 
 import (
+	"context"
 	"fmt"
 	"maps"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/message"
 )
@@ -188,5 +191,58 @@ func TestTimingCounts(t *testing.T) {
 	}
 	if got := len(r.read("B", 0)); got != 3 {
 		t.Fatalf("%d deliveries to B, want 3", got)
+	}
+}
+
+// TestPromotedSlaveSkipsDelivered: a slave indexes the parked messages it
+// replicates but delivers nothing; the master's delivered copies reach its
+// CommitLog, their keys stay in its index. Once promoted it removes those
+// keys before delivering: a message the old master delivered is not
+// delivered again, one it had not delivered is, and the timing count
+// follows.
+func TestPromotedSlaveSkipsDelivered(t *testing.T) {
+	t.Parallel()
+	var cfg atomic.Pointer[config.Config]
+	base := testBrokerConfig(t, "")
+	slaveCfg := *base
+	slaveCfg.BrokerRole, slaveCfg.BrokerID = config.RoleSlave, 1
+	cfg.Store(&slaveCfg)
+	r := newRig(t, "", func(o *Options) { o.Config = cfg.Load })
+	due := time.Now().Add(200 * time.Millisecond)
+	park := func(body string) *message.Message {
+		m := newMsg("T", 0, body, message.PropertyTimerDeliverMS, ms(due))
+		if err := r.svc.Schedule(m); err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.st.PutMessage(context.Background(), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.CommitLogOffset = res.PhysicalOffset
+		return m
+	}
+	done := park("delivered-by-the-master")
+	park("left-to-the-new-master")
+	r.svc.Start()
+	r.waitTiming(map[string]int64{"T": 2})
+	// The old master's delivered copy of the first, as replication
+	// brings it.
+	cp := newMsg("T", 0, "delivered-by-the-master", PropertyTimerKey, formatMarker(due.UnixMilli(), done.CommitLogOffset))
+	if _, err := r.st.PutMessage(context.Background(), cp); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond) // both due: a slave still delivers nothing
+	if got := len(r.read("T", 0)); got != 1 {
+		t.Fatalf("a slave delivered: %d messages in T, want 1", got)
+	}
+	cfg.Store(base)
+	got := r.waitCount("T", 0, 2, 10*time.Second)
+	r.waitTiming(map[string]int64{"T": 0})
+	time.Sleep(300 * time.Millisecond)
+	if got = r.read("T", 0); len(got) != 2 {
+		t.Fatalf("after the promotion T holds %v, want the master's copy and one delivery", bodies(got))
+	}
+	if b := bodies(got); b["delivered-by-the-master"] != 1 || b["left-to-the-new-master"] != 1 {
+		t.Fatalf("after the promotion: %v", b)
 	}
 }

@@ -358,6 +358,9 @@ func (s *Service) run() {
 	defer close(s.done)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	// wasSlave: the keys of deliveries made by a master since the last
+	// marker scan may still be here (Open scanned up to its start).
+	wasSlave := false
 	for {
 		n, ierr := s.indexOnce(indexBudget)
 		if ierr != nil {
@@ -370,8 +373,19 @@ func (s *Service) run() {
 		var full bool
 		var derr error
 		if s.o.Config().IsMaster() {
-			full, derr = s.deliverOnce()
+			if wasSlave {
+				// Promoted: the master's deliveries reached this
+				// CommitLog by replication, their keys did not leave
+				// this index. Remove them before delivering.
+				if derr = s.catchUpMarkers(); derr == nil {
+					wasSlave = false
+				}
+			}
+			if derr == nil {
+				full, derr = s.deliverOnce()
+			}
 		} else {
+			wasSlave = true
 			s.nextDue = -1
 		}
 		if derr != nil {
@@ -645,6 +659,32 @@ func (s *Service) entryKeyTime(q queueRef, e consumequeue.Entry) (ms int64, c *c
 		return s.keyTime(due, v.StoreTimestamp()), nil, &real, true
 	}
 	return s.keyTime(due, v.StoreTimestamp()), nil, nil, true
+}
+
+// catchUpMarkers runs the marker scan from the recorded mark to the
+// CommitLog's end: on a promoted slave, it removes the keys of what the
+// old master delivered while this broker replicated.
+func (s *Service) catchUpMarkers() error {
+	mark, ok, err := s.getInt(markScanKey())
+	if err != nil {
+		return err
+	}
+	if !ok {
+		mark = s.cl.MinOffset()
+	}
+	start := time.Now()
+	removed, scanned, err := s.recoverMarkers(mark)
+	if err != nil {
+		return fmt.Errorf("schedule: marker scan after promotion: %w", err)
+	}
+	s.recovered.Add(int64(removed))
+	if err := s.refreshMayCancel(); err != nil {
+		return err
+	}
+	s.cursor = pendingPrefix()
+	s.log.Info("timer index: promoted, keys of the old master's deliveries removed", "removed", removed,
+		"scannedBytes", scanned, "took", time.Since(start))
+	return nil
 }
 
 // recoverMarkers scans the CommitLog from mark and deletes the keys named by
