@@ -37,6 +37,11 @@
 // at-least-once around a crash (a delivery whose PutMessage was acknowledged
 // by the page cache but not flushed before a power loss, for example); a
 // clean shutdown flushes and repeats nothing.
+//
+// Slaves. A slave indexes what it replicates and delivers nothing; the
+// master's deliveries reach its CommitLog, their keys stay in its index.
+// Promoted, it runs the same marker scan over what it replicated since it
+// opened before it delivers (catchUpMarkers).
 package schedule
 
 import (
