@@ -23,8 +23,8 @@ const (
 	slaveSyncGroup = "slave_sync_cg"
 )
 
-// A classic SLAVE copies its master's topics, subscription groups and
-// consumer offsets within seconds (the copy period is shortened here),
+// A classic SLAVE copies its master's topics, subscription groups,
+// consumer offsets, delay offsets and timer metrics within seconds (the copy period is shortened here),
 // answers offset queries and pulls from that copy, and keeps it across a
 // restart while the master is down (docs/operations.md, "Master and
 // slave"). Reading messages from the slave needs CommitLog replication,
@@ -57,7 +57,23 @@ func TestSlaveCopiesMasterMetadata(t *testing.T) {
 		}
 	}
 
+	// The delay offsets and timer metrics: the slave answers with the
+	// master's (their data versions are the master's).
+	masterDelay, err := ac.GetAllDelayOffset(ctx, master.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	masterTimer, err := ac.GetTimerMetrics(ctx, master.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
 	copied := func() error {
+		if d, err := ac.GetAllDelayOffset(ctx, slave.Addr()); err != nil || d.DataVersion != masterDelay.DataVersion {
+			return fmt.Errorf("delay offsets on the slave: %+v %v, want the master's %+v", d, err, masterDelay)
+		}
+		if m, err := ac.GetTimerMetrics(ctx, slave.Addr()); err != nil || m.DataVersion != masterTimer.DataVersion {
+			return fmt.Errorf("timer metrics on the slave: %+v %v, want the master's %+v", m, err, masterTimer)
+		}
 		for c, ext := range map[int32]map[string]string{code.AuthGetUser: {"username": "slavesync_u"}, code.AuthGetACL: {"subject": "User:slavesync_u"}} {
 			resp, err := ac.Invoke(ctx, slave.Addr(), c, ext, nil)
 			if err != nil {
