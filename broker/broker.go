@@ -155,6 +155,10 @@ type Broker struct {
 	masterHAAddr atomic.Value      // string
 	haPort       atomic.Int32      // the HA listener's port (masters)
 	slaveSync    *slavesync.Syncer // copies the master's metadata (classic slaves)
+	// vip serves what Apache's slaves ask on the fast port (wire_vip.go);
+	// authHook is the main port's auth hook, which it shares.
+	vip      *remoting.Server
+	authHook remoting.RPCHook
 	// replica is controller mode's node (nil in classic mode).
 	replica atomic.Pointer[replicaNode]
 
@@ -394,6 +398,7 @@ func (b *Broker) Start() error {
 	if b.msg != nil {
 		b.msg.start()
 	}
+	b.startVIP(port)
 	b.registrar.Start()
 	cfg := b.cfg.Get()
 	b.log.Info("broker started", "addr", b.Addr(), "cluster", cfg.BrokerClusterName, "brokerId", cfg.BrokerID,
@@ -429,6 +434,11 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 				errs = append(errs, err)
 			}
 			b.grpcCert.Close()
+		}
+		if b.vip != nil {
+			if err := b.vip.Shutdown(ctx); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		if err := b.server.Shutdown(ctx); err != nil {
 			errs = append(errs, err)

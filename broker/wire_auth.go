@@ -47,7 +47,8 @@ func (b *Broker) wireAuth(cfg *config.Config, log *slog.Logger) error {
 		b.RegisterProcessor(c, h, processor.PoolAdmin)
 	}
 	if svc.Enabled() {
-		b.server.AddHook(auth.NewHook(svc))
+		b.authHook = auth.NewHook(svc)
+		b.server.AddHook(b.authHook)
 	}
 	if cfg.InnerClientAuthenticationCredentials != "" {
 		cred, err := auth.ParseCredentials(cfg.InnerClientAuthenticationCredentials)

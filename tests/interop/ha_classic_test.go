@@ -117,13 +117,18 @@ func sameFirstFile(t *testing.T, masterLog, slaveLog string, end int64) {
 // SEND_OK needed its ack, and its CommitLog equals ours byte for byte. Its
 // SlaveSynchronize copies our delay offsets (GET_ALL_DELAY_OFFSET) into its
 // config/delayOffset.json: three delay-level messages delivered by us are
-// three its ScheduleMessageService would not deliver again once promoted.
+// three its ScheduleMessageService would not deliver again once promoted;
+// and our timer checkpoint and metrics (asked for on our VIP port) into
+// config/timercheck and config/timermetrics.
 func TestHAApacheSlaveOfOurMaster(t *testing.T) {
 	requireApacheHA(t)
 	haPort := harness.LatePort(t)
 	c := inproc.Start(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
 		"brokerRole": "SYNC_MASTER", "inSyncReplicas": "2", "totalReplicas": "2", "slaveTimeout": "5000",
 		"haListenPort": strconv.Itoa(haPort), "mappedFileSizeCommitLog": strconv.Itoa(haCommitLogSize),
+		// The slave asks for the timer checkpoint and metrics on
+		// listenPort − 2 (Apache's VIP port): both must be free.
+		"listenPort": strconv.Itoa(freePortPair(t)),
 	}})
 	master := c.Masters()[0]
 	apache := StartApacheWith(t, ApacheOptions{
@@ -144,6 +149,7 @@ func TestHAApacheSlaveOfOurMaster(t *testing.T) {
 	// its start (then every 60 s); their delivery is over before the
 	// CommitLogs are compared.
 	sendNWith(t, c.NamesrvAddr(), master.Addr(), "InteropHAOurMasterDelay", 3, func(m *message.Message) { m.SetDelayTimeLevel(1) })
+	sendNWith(t, c.NamesrvAddr(), master.Addr(), "InteropHAOurMasterTimer", 1, func(m *message.Message) { m.SetDelayTime(time.Hour) })
 	ac, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr()}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -155,6 +161,13 @@ func TestHAApacheSlaveOfOurMaster(t *testing.T) {
 		d, err := ac.GetAllDelayOffset(ctx, master.Addr())
 		if err == nil && d.OffsetTable[1] != 3 {
 			err = fmt.Errorf("our delay offsets %v, want level 1 at 3", d.OffsetTable)
+		}
+		if err != nil {
+			return err
+		}
+		cp, err := ac.GetTimerCheckPoint(ctx, master.Addr())
+		if err == nil && cp.MasterTimerQueueOffset != 1 {
+			err = fmt.Errorf("our timer checkpoint %+v, want the timer indexed", cp)
 		}
 		return err
 	})
@@ -181,6 +194,50 @@ func TestHAApacheSlaveOfOurMaster(t *testing.T) {
 		}
 		return err
 	})
+	// Its copy of our timer checkpoint (asked for every 3 s on our VIP
+	// port, flushed to config/timercheck every second) and metrics.
+	testutil.Eventually(t, 30*time.Second, func() error {
+		b, err := os.ReadFile(filepath.Join(apache.RunDir, "store", "config", "timercheck"))
+		if err != nil {
+			return err
+		}
+		cp, err := protocol.DecodeTimerCheckpoint(b[:min(len(b), protocol.TimerCheckpointSize)])
+		if err == nil && (cp.MasterTimerQueueOffset != 1 || cp.LastReadTimeMs == 0) {
+			err = fmt.Errorf("the Apache slave's timercheck: %+v", cp)
+		}
+		return err
+	})
+	testutil.Eventually(t, 10*time.Second, func() error {
+		b, err := os.ReadFile(filepath.Join(apache.RunDir, "store", "config", "timermetrics"))
+		if err != nil {
+			return err
+		}
+		m, err := protocol.DecodeTimerMetrics(b)
+		if err == nil && m.TimingCount["InteropHAOurMasterTimer"].Count < 1 {
+			err = fmt.Errorf("the Apache slave's timermetrics: %s", b)
+		}
+		return err
+	})
+}
+
+// freePortPair finds a free port p with p−2 free too.
+func freePortPair(t *testing.T) int {
+	t.Helper()
+	for range 50 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := ln.Addr().(*net.TCPAddr).Port
+		vip, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p-2))
+		_ = ln.Close()
+		if err == nil {
+			_ = vip.Close()
+			return p
+		}
+	}
+	t.Fatal("no free port pair")
+	return 0
 }
 
 // TestHAOurSlaveOfApacheMaster: our SLAVE replicates from a real Apache
