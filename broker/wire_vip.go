@@ -20,10 +20,10 @@ var vipCodes = [...]int32{code.GetTimerCheckPoint, code.GetTimerMetrics}
 // vipCodes, with the main port's handlers, executors and auth hook. The
 // port being taken is logged, not fatal.
 func (b *Broker) startVIP(port int) {
-	if port <= 2 || b.msg == nil || b.msg.timer == nil {
+	cfg := b.cfg.Get()
+	if port <= 2 || b.msg == nil || b.msg.timer == nil || !cfg.VipChannelListenEnable {
 		return
 	}
-	cfg := b.cfg.Get()
 	host := cfg.BindAddress
 	if host == "" {
 		host = "0.0.0.0"

@@ -160,8 +160,12 @@ type BrokerConfig struct {
 	// SLAVE checks every CheckInterval and copies its master's metadata
 	// once FullInterval passed since the last copy (Apache's fixed 3 s and
 	// 60 s; broker/slavesync).
-	SlaveSyncCheckInterval             time.Duration `key:"slaveSyncCheckInterval"`
-	SlaveSyncFullInterval              time.Duration `key:"slaveSyncFullInterval"`
+	SlaveSyncCheckInterval time.Duration `key:"slaveSyncCheckInterval"`
+	SlaveSyncFullInterval  time.Duration `key:"slaveSyncFullInterval"`
+	// VipChannelListenEnable [ours]: listen on the listen port − 2
+	// (Apache's fast port) for what Apache slaves ask there (the timer
+	// checkpoint and metrics); Apache always listens there.
+	VipChannelListenEnable             bool          `key:"vipChannelListenEnable"`
 	DisableConsumeIfConsumerReadSlowly bool          `key:"disableConsumeIfConsumerReadSlowly" effect:"none"`
 	ConsumerFallbehindThreshold        int64         `key:"consumerFallbehindThreshold" effect:"none"`
 	LitePullMessageEnable              bool          `key:"litePullMessageEnable"`
@@ -508,6 +512,7 @@ func defaultBrokerConfig(hostname, ip string, env map[string]string) BrokerConfi
 		ShortPollingTimeMills:       1000 * ms,
 		SlaveSyncCheckInterval:      3000 * ms,
 		SlaveSyncFullInterval:       60000 * ms,
+		VipChannelListenEnable:      true,
 		TransferMsgByHeap:           true,
 		ConsumerFallbehindThreshold: 16 << 30,
 		LitePullMessageEnable:       true,

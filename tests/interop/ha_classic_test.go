@@ -126,6 +126,7 @@ func TestHAApacheSlaveOfOurMaster(t *testing.T) {
 	c := inproc.Start(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
 		"brokerRole": "SYNC_MASTER", "inSyncReplicas": "2", "totalReplicas": "2", "slaveTimeout": "5000",
 		"haListenPort": strconv.Itoa(haPort), "mappedFileSizeCommitLog": strconv.Itoa(haCommitLogSize),
+		"vipChannelListenEnable": "true",
 	}})
 	master := c.Masters()[0]
 	apache := StartApacheWith(t, ApacheOptions{
