@@ -2,7 +2,6 @@ package schedule
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -52,14 +51,14 @@ func (s *Service) DelayOffsets() (map[int32]int64, error) {
 		if !ok || qid < 0 {
 			continue
 		}
-		from, found, err := snapInt(snap, delayOffKey(qid))
+		from, found, err := readInt(snap.Get, delayOffKey(qid))
 		if err != nil {
 			return nil, err
 		}
 		if !found || from < st.Min {
 			from = st.Min
 		}
-		ckpt, seen, err := snapInt(snap, checkpointKey(ScheduleTopic, qid))
+		ckpt, seen, err := readInt(snap.Get, checkpointKey(ScheduleTopic, qid))
 		if err != nil {
 			return nil, err
 		}
@@ -83,7 +82,7 @@ func (s *Service) DelayOffsets() (map[int32]int64, error) {
 				if e.Offset >= ckpt || due > now {
 					break walk
 				}
-				pending, err := snapHas(snap, timerKey(s.keyTime(due, e.StoreTimestamp), e.CommitLogOffset))
+				pending, err := has(snap.Get, timerKey(s.keyTime(due, e.StoreTimestamp), e.CommitLogOffset))
 				if err != nil {
 					return nil, err
 				}
@@ -126,7 +125,7 @@ func (s *Service) Progress() (TimerProgress, error) {
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
 	var p TimerProgress
-	off, seen, err := snapInt(snap, checkpointKey(TimerTopic, 0))
+	off, seen, err := readInt(snap.Get, checkpointKey(TimerTopic, 0))
 	if err != nil {
 		return p, err
 	}
@@ -154,29 +153,4 @@ func (s *Service) Progress() (TimerProgress, error) {
 		p.ReadTimeMs -= p.ReadTimeMs % prec
 	}
 	return p, nil
-}
-
-func snapInt(snap *pebble.Snapshot, key []byte) (int64, bool, error) {
-	v, closer, err := snap.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, fmt.Errorf("schedule: read %q: %w", key, err)
-	}
-	defer closer.Close()
-	n, ok := readU64(v)
-	return n, ok, nil
-}
-
-func snapHas(snap *pebble.Snapshot, key []byte) (bool, error) {
-	_, closer, err := snap.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("schedule: read %q: %w", key, err)
-	}
-	closer.Close()
-	return true, nil
 }

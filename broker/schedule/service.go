@@ -476,16 +476,18 @@ func (s *Service) loadCheckpoints() error {
 // exists reports whether key is in the index (a read error counts as
 // absent).
 func (s *Service) exists(key []byte) bool {
-	_, closer, err := s.db.Get(key)
-	if err != nil {
-		return false
-	}
-	closer.Close()
-	return true
+	ok, err := has(s.db.Get, key)
+	return ok && err == nil
 }
 
-func (s *Service) getInt(key []byte) (int64, bool, error) {
-	v, closer, err := s.db.Get(key)
+func (s *Service) getInt(key []byte) (int64, bool, error) { return readInt(s.db.Get, key) }
+
+// getter is a Pebble point read (DB.Get, Snapshot.Get).
+type getter func(key []byte) ([]byte, io.Closer, error)
+
+// readInt reads a u64 value; found is false when key is absent.
+func readInt(get getter, key []byte) (n int64, found bool, err error) {
+	v, closer, err := get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return 0, false, nil
 	}
@@ -495,6 +497,19 @@ func (s *Service) getInt(key []byte) (int64, bool, error) {
 	defer closer.Close()
 	n, ok := readU64(v)
 	return n, ok, nil
+}
+
+// has reports whether key is present.
+func has(get getter, key []byte) (bool, error) {
+	_, closer, err := get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("schedule: read %q: %w", key, err)
+	}
+	closer.Close()
+	return true, nil
 }
 
 // deliverTime is when a parked record is due: store time plus the level's
@@ -606,13 +621,14 @@ func (s *Service) indexOnce(budget int) (int, error) {
 	if b.Empty() {
 		return n, firstErr
 	}
-	if err := s.applyTiming(b, deltas); err != nil {
+	vals, err := s.applyTiming(b, deltas)
+	if err != nil {
 		return 0, err
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return 0, fmt.Errorf("schedule: commit index batch: %w", err)
 	}
-	s.commitTiming(deltas)
+	s.commitTiming(vals)
 	for q, off := range ckpts {
 		s.ckpt[q] = off
 	}
@@ -747,7 +763,8 @@ func (s *Service) recoverMarkers(mark int64) (removed int, scanned int64, err er
 				}
 			}
 			if b.Len() > 4<<20 {
-				if err := s.applyTiming(b, deltas); err != nil {
+				vals, err := s.applyTiming(b, deltas)
+				if err != nil {
 					it.Close()
 					return 0, 0, err
 				}
@@ -755,7 +772,7 @@ func (s *Service) recoverMarkers(mark int64) (removed int, scanned int64, err er
 					it.Close()
 					return 0, 0, err
 				}
-				s.commitTiming(deltas)
+				s.commitTiming(vals)
 				deltas = map[string]int64{}
 				b.Close()
 				b = s.db.NewBatch()
@@ -767,13 +784,14 @@ func (s *Service) recoverMarkers(mark int64) (removed int, scanned int64, err er
 	if err := b.Set(markScanKey(), u64(max), nil); err != nil {
 		return 0, 0, err
 	}
-	if err := s.applyTiming(b, deltas); err != nil {
+	vals, err := s.applyTiming(b, deltas)
+	if err != nil {
 		return 0, 0, err
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return 0, 0, fmt.Errorf("schedule: commit recovery: %w", err)
 	}
-	s.commitTiming(deltas)
+	s.commitTiming(vals)
 	return removed, scanned, nil
 }
 
@@ -840,13 +858,14 @@ func (s *Service) commitRounds(force bool) error {
 	if err := b.Set(markScanKey(), u64(s.pending[i-1].mark), nil); err != nil {
 		return err
 	}
-	if err := s.applyTiming(b, deltas); err != nil {
+	vals, err := s.applyTiming(b, deltas)
+	if err != nil {
 		return err
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("commit key deletions: %w", err)
 	}
-	s.commitTiming(deltas)
+	s.commitTiming(vals)
 	s.roundTiming(deltas, -1)
 	for _, r := range s.pending[:i] {
 		for _, k := range r.keys {

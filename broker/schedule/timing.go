@@ -130,7 +130,8 @@ func (s *Service) rebuildTiming() error {
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
-	if err := s.applyTiming(b, counts); err != nil {
+	vals, err := s.applyTiming(b, counts)
+	if err != nil {
 		return err
 	}
 	if err := b.Set(timingInitKey(), u64(1), nil); err != nil {
@@ -139,7 +140,7 @@ func (s *Service) rebuildTiming() error {
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("schedule: commit timing counts: %w", err)
 	}
-	s.commitTiming(counts)
+	s.commitTiming(vals)
 	return nil
 }
 
@@ -162,12 +163,13 @@ func (s *Service) timerTopicAt(phy int64) (topic string, timer bool) {
 	return topic, true
 }
 
-// applyTiming writes the counts changed by deltas into b (committed by the
-// caller, then commitTiming).
-func (s *Service) applyTiming(b *pebble.Batch, deltas map[string]int64) error {
+// applyTiming writes the counts changed by deltas into b and returns
+// them, for commitTiming once b committed.
+func (s *Service) applyTiming(b *pebble.Batch, deltas map[string]int64) (map[string]Timing, error) {
 	now := s.now().UnixMilli()
 	s.timingMu.Lock()
 	defer s.timingMu.Unlock()
+	vals := make(map[string]Timing, len(deltas))
 	for topic, d := range deltas {
 		if d == 0 {
 			continue
@@ -176,27 +178,19 @@ func (s *Service) applyTiming(b *pebble.Batch, deltas map[string]int64) error {
 		t.Count += d
 		t.UpdatedAtMs = now
 		if err := b.Set(timingKey(topic), encodeTiming(t), nil); err != nil {
-			return err
+			return nil, err
 		}
+		vals[topic] = t
 	}
-	return nil
+	return vals, nil
 }
 
-// commitTiming applies deltas to the counts once their batch committed.
-func (s *Service) commitTiming(deltas map[string]int64) {
-	now := s.now().UnixMilli()
+// commitTiming takes the counts of a committed batch.
+func (s *Service) commitTiming(vals map[string]Timing) {
 	s.timingMu.Lock()
 	defer s.timingMu.Unlock()
-	for topic, d := range deltas {
-		if d == 0 {
-			continue
-		}
-		t := s.timing[topic]
-		t.Count += d
-		t.UpdatedAtMs = now
-		s.timing[topic] = t
-	}
-	if len(deltas) > 0 {
+	maps.Copy(s.timing, vals)
+	if len(vals) > 0 {
 		s.timingVersion++
 	}
 }
