@@ -95,34 +95,30 @@ func NewTimerState(o TimerStateOptions) (*TimerState, error) {
 	if o.ConfigDir == "" {
 		return t, nil
 	}
-	if b, ok, err := t.read(DelayOffsetFile); err != nil {
+	var err error
+	if t.copyDelay, err = loadCopy(t, DelayOffsetFile, protocol.DecodeDelayOffsets); err != nil {
 		return nil, err
-	} else if ok {
-		d, err := protocol.DecodeDelayOffsets(b)
-		if err != nil {
-			return nil, fmt.Errorf("slavesync: %s: %w", DelayOffsetFile, err)
-		}
-		t.copyDelay = &d
 	}
-	if b, ok, err := t.read(TimerCheckpointFile); err != nil {
+	if t.copyCkpt, err = loadCopy(t, TimerCheckpointFile, protocol.DecodeTimerCheckpoint); err != nil {
 		return nil, err
-	} else if ok {
-		c, err := protocol.DecodeTimerCheckpoint(b)
-		if err != nil {
-			return nil, fmt.Errorf("slavesync: %s: %w", TimerCheckpointFile, err)
-		}
-		t.copyCkpt = &c
 	}
-	if b, ok, err := t.read(TimerMetricsFile); err != nil {
+	if t.copyMetrics, err = loadCopy(t, TimerMetricsFile, protocol.DecodeTimerMetrics); err != nil {
 		return nil, err
-	} else if ok {
-		m, err := protocol.DecodeTimerMetrics(b)
-		if err != nil {
-			return nil, fmt.Errorf("slavesync: %s: %w", TimerMetricsFile, err)
-		}
-		t.copyMetrics = &m
 	}
 	return t, nil
+}
+
+// loadCopy reads and decodes one kept copy (nil: none kept).
+func loadCopy[T any](t *TimerState, name string, decode func([]byte) (T, error)) (*T, error) {
+	b, ok, err := t.read(name)
+	if err != nil || !ok {
+		return nil, err
+	}
+	v, err := decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("slavesync: %s: %w", name, err)
+	}
+	return &v, nil
 }
 
 func (t *TimerState) read(name string) ([]byte, bool, error) {
