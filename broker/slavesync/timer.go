@@ -279,45 +279,43 @@ func (t *TimerState) ReplaceMetrics(m protocol.TimerMetrics) error {
 	return nil
 }
 
-// Handlers answer the three codes (Java's AdminBrokerProcessor). With
-// timerWheelEnable off the timer codes answer SYSTEM_ERROR with Java's
-// remarks (no TimerCheckpoint or TimerMessageStore then).
+// DelayOffsetHandler answers GET_ALL_DELAY_OFFSET (45). The handlers
+// answer as Java's AdminBrokerProcessor; with timerWheelEnable off the
+// timer codes answer SYSTEM_ERROR with its remarks (no TimerCheckpoint or
+// TimerMessageStore then).
 func (t *TimerState) DelayOffsetHandler() remoting.Handler {
-	return func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	return t.handler("", func() ([]byte, error) {
 		d, err := t.DelayOffsets()
-		if err != nil {
-			return nil, err
-		}
-		resp := remoting.NewResponse(req, code.Success, "")
-		resp.Body = d.Encode()
-		return resp, nil
-	}
+		return d.Encode(), err
+	})
 }
 
 // CheckpointHandler answers GET_TIMER_CHECK_POINT (60).
 func (t *TimerState) CheckpointHandler() remoting.Handler {
-	return func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		if !t.o.TimerEnabled() {
-			return remoting.NewResponse(req, code.SystemError, "The checkpoint is null"), nil
-		}
+	return t.handler("The checkpoint is null", func() ([]byte, error) {
 		c, err := t.Checkpoint()
-		if err != nil {
-			return nil, err
-		}
-		resp := remoting.NewResponse(req, code.Success, "")
-		resp.Body = c.Encode()
-		return resp, nil
-	}
+		return c.Encode(), err
+	})
 }
 
 // MetricsHandler answers GET_TIMER_METRICS (61).
 func (t *TimerState) MetricsHandler() remoting.Handler {
+	return t.handler("The timer message store is null", func() ([]byte, error) { return t.Metrics().Encode(), nil })
+}
+
+// handler answers body(); offRemark non-empty: a timer code, answered
+// SYSTEM_ERROR with it while timerWheelEnable is off.
+func (t *TimerState) handler(offRemark string, body func() ([]byte, error)) remoting.Handler {
 	return func(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		if !t.o.TimerEnabled() {
-			return remoting.NewResponse(req, code.SystemError, "The timer message store is null"), nil
+		if offRemark != "" && !t.o.TimerEnabled() {
+			return remoting.NewResponse(req, code.SystemError, offRemark), nil
+		}
+		b, err := body()
+		if err != nil {
+			return nil, err
 		}
 		resp := remoting.NewResponse(req, code.Success, "")
-		resp.Body = t.Metrics().Encode()
+		resp.Body = b
 		return resp, nil
 	}
 }
