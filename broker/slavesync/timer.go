@@ -334,11 +334,7 @@ func (s *Syncer) syncDelayOffsets(ctx context.Context, addr string) error {
 	if s.o.Timer == nil {
 		return nil
 	}
-	err := copyTable(ctx, s, addr, code.GetAllDelayOffset, func(b []byte) ([]byte, error) { return b, nil }, s.o.Timer.ReplaceDelayOffsets)
-	if errors.Is(err, errNotSupported) {
-		return nil // a master of an rmq version without it
-	}
-	return err
+	return copyIfServed(ctx, s, addr, code.GetAllDelayOffset, func(b []byte) ([]byte, error) { return b, nil }, s.o.Timer.ReplaceDelayOffsets)
 }
 
 // syncTimerMetrics copies the timer metrics (every full period while
@@ -347,11 +343,7 @@ func (s *Syncer) syncTimerMetrics(ctx context.Context, addr string) error {
 	if s.o.Timer == nil || !s.timerEnabled() {
 		return nil
 	}
-	err := copyTable(ctx, s, addr, code.GetTimerMetrics, protocol.DecodeTimerMetrics, s.o.Timer.ReplaceMetrics)
-	if errors.Is(err, errNotSupported) {
-		return nil
-	}
-	return err
+	return copyIfServed(ctx, s, addr, code.GetTimerMetrics, protocol.DecodeTimerMetrics, s.o.Timer.ReplaceMetrics)
 }
 
 // syncTimerCheckpoint copies the timer checkpoint (every check, Java's
@@ -360,7 +352,13 @@ func (s *Syncer) syncTimerCheckpoint(ctx context.Context, addr string) error {
 	if s.o.Timer == nil || !s.timerEnabled() {
 		return nil
 	}
-	err := copyTable(ctx, s, addr, code.GetTimerCheckPoint, protocol.DecodeTimerCheckpoint, s.o.Timer.ReplaceCheckpoint)
+	return copyIfServed(ctx, s, addr, code.GetTimerCheckPoint, protocol.DecodeTimerCheckpoint, s.o.Timer.ReplaceCheckpoint)
+}
+
+// copyIfServed is copyTable; a master that does not serve the code (an
+// older rmq) is not an error.
+func copyIfServed[T any](ctx context.Context, s *Syncer, addr string, reqCode int32, decode func([]byte) (T, error), apply func(T) error) error {
+	err := copyTable(ctx, s, addr, reqCode, decode, apply)
 	if errors.Is(err, errNotSupported) {
 		return nil
 	}
