@@ -30,7 +30,8 @@
 # PHASES ("repl failover"), SYSTEMS ("ours apache"), FO_ROUNDS (10),
 # FO_SYSTEM_ROUNDS (2: how often each system is brought up, the order
 # alternating; the kills are split between them), KEEP (keep the work
-# directory).
+# directory), NS_PORT (39976) and BROKER_PORT (40911: the replication
+# phase's brokers listen on it, +10 and +20, HA ports one above).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=bench-lib.sh
@@ -43,7 +44,8 @@ FO_SYSTEM_ROUNDS=${FO_SYSTEM_ROUNDS:-2}
 make build >/dev/null
 (cd tests && go build -o ../bin/hafailover ./cmd/hafailover)
 work=$(mktemp -d -t bench-ha-XXXX)
-NS_PORT=39976 NS=127.0.0.1:39976
+NS_PORT=${NS_PORT:-39976} NS=127.0.0.1:${NS_PORT:-39976}
+BROKER_PORT=${BROKER_PORT:-40911}
 CLK=$(getconf CLK_TCK)
 
 pids=()
@@ -66,7 +68,7 @@ start_topology() {
   pids+=($!)
   wait_port $NS_PORT
   for ((i = 0; i < n; i++)); do
-    local port=$((40911 + 10 * i)) role=SLAVE
+    local port=$((BROKER_PORT + 10 * i)) role=SLAVE
     if ((i == 0)); then role=$([ "$n" -gt 1 ] && echo SYNC_MASTER || echo ASYNC_MASTER); fi
     cat >"$dir/b$i.conf" <<CONF
 brokerClusterName=DefaultCluster
@@ -100,7 +102,7 @@ run() { # name replicas round
   : >"$lagfile"
   ( while sleep 2; do
       # the master's slave table: address, ack offset, diff, ...
-      bin/mqadmin haStatus -n $NS -b 127.0.0.1:40911 2>/dev/null | awk '/^127\./{print $3}' >>"$lagfile" || true
+      bin/mqadmin haStatus -n $NS -b 127.0.0.1:$BROKER_PORT 2>/dev/null | awk '/^127\./{print $3}' >>"$lagfile" || true
     done ) &
   local sampler=$!
   t0=$(ticks "$master_pid")
