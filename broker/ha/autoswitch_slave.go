@@ -1,6 +1,7 @@
 package ha
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"time"
@@ -124,7 +125,10 @@ func (s *AutoSwitchSlave) runSession(addr string) error {
 	if err := write(AppendSlaveHandshake(nil, hello)); err != nil {
 		return fmt.Errorf("handshake: %w", err)
 	}
-	fr := NewMasterFrameReader(nc)
+	// Buffered as the classic slave's reader: a frame's header and body
+	// (and frames behind it) in one read.
+	br := bufio.NewReaderSize(nc, readBufferSize)
+	fr := NewMasterFrameReader(br)
 	_ = nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
 	f, err := fr.Next()
 	if err != nil {
@@ -146,6 +150,7 @@ func (s *AutoSwitchSlave) runSession(addr string) error {
 	stop := s.heartbeat(nc, func() error { return ack(true) })
 	defer stop()
 
+	unacked := 0
 	for {
 		_ = nc.SetReadDeadline(time.Now().Add(s.opts.HousekeepingInterval))
 		f, err := fr.Next()
@@ -158,6 +163,12 @@ func (s *AutoSwitchSlave) runSession(addr string) error {
 		if err := s.apply(f.Transfer, f.Body); err != nil {
 			return err
 		}
+		// One ack for the frames that came in one read (see Slave).
+		unacked += len(f.Body)
+		if unacked < maxUnreported && frameBuffered(br, TransferHeaderSize, 4) {
+			continue
+		}
+		unacked = 0
 		if err := ack(false); err != nil {
 			return fmt.Errorf("ack: %w", err)
 		}

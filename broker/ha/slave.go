@@ -77,7 +77,7 @@ func (s *Slave) runSession(addr string) error {
 		// the slave's max offset, so a master takes either, and it saves
 		// a write here and a read and an ack round on the master.
 		unreported += len(t.Body)
-		if unreported < maxUnreported && frameBuffered(br) {
+		if unreported < maxUnreported && frameBuffered(br, HeaderSize, 8) {
 			continue
 		}
 		unreported = 0
@@ -87,16 +87,17 @@ func (s *Slave) runSession(addr string) error {
 	}
 }
 
-// frameBuffered reports whether a whole classic transfer frame (header
-// and body) is already in br, so reading it makes no system call.
-func frameBuffered(br *bufio.Reader) bool {
-	if br.Buffered() < HeaderSize {
+// frameBuffered reports whether a whole frame (header and body) is
+// already in br, so reading it makes no system call: headerSize is the
+// protocol's frame header, lenAt where its int32 body length sits.
+func frameBuffered(br *bufio.Reader, headerSize, lenAt int) bool {
+	if br.Buffered() < headerSize {
 		return false
 	}
-	hdr, err := br.Peek(HeaderSize)
+	hdr, err := br.Peek(headerSize)
 	if err != nil {
 		return false
 	}
-	n := int32(binary.BigEndian.Uint32(hdr[8:]))
-	return n >= 0 && br.Buffered()-HeaderSize >= int(n)
+	n := int32(binary.BigEndian.Uint32(hdr[lenAt:]))
+	return n >= 0 && br.Buffered()-headerSize >= int(n)
 }
