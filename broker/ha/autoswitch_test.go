@@ -380,3 +380,76 @@ func TestAutoSwitchFencedFailsWaiters(t *testing.T) {
 	a.m.SetFenced(true)
 	wantReplicaTimeout(t, errc, "fencing")
 }
+
+// TestAutoSwitchSlaveCoalescesAcks: transfer frames that arrive in one
+// read are appended and then acked once, with the offset after the last;
+// a frame that arrives alone is acked at once.
+func TestAutoSwitchSlaveCoalescesAcks(t *testing.T) {
+	src := openStore(t, tempDir(t, "src"))
+	defer src.Close()
+	put(t, src, "TopicX", 0, 4)
+	buf, err := src.CommitLog().ReadChunk(0, 1<<20, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := append([]byte(nil), buf.Bytes()...)
+	buf.Release()
+	if len(data) > 12<<10 {
+		t.Fatalf("test data of %d bytes should fit one loopback segment", len(data))
+	}
+
+	n := openNode(t, tempDir(t, "slave"), 2)
+	n.st.SetReplica(true)
+	ln := testutil.Listen(t)
+	defer ln.Close()
+	addr := ln.Addr().String()
+	opts := fastOptions(nil)
+	opts.HeartbeatInterval = time.Hour // no keep-alive ack in between
+	n.s = NewAutoSwitchSlave(n.st, func() string { return addr }, opts, AutoSwitchSlaveConfig{SelfID: n.id, Epochs: n.ep})
+	n.s.Start()
+	nc, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
+	if f, err := ReadSlaveFrame(nc); err != nil || f.State != StateHandshake {
+		t.Fatalf("slave handshake %+v, %v", f, err)
+	}
+	hello := MasterHello{MaxOffset: int64(len(data)), LastEpoch: 1, Epochs: []epoch.Entry{{Epoch: 1, Start: 0}}}
+	if _, err := nc.Write(AppendMasterHandshake(nil, hello)); err != nil {
+		t.Fatal(err)
+	}
+	ack := func() int64 {
+		t.Helper()
+		f, err := ReadSlaveFrame(nc)
+		if err != nil || f.State != StateTransfer {
+			t.Fatalf("ack %+v, %v", f, err)
+		}
+		return f.Ack
+	}
+	if got := ack(); got != 0 {
+		t.Fatalf("first ack %d, want 0", got)
+	}
+	frame := func(dst []byte, from, to int) []byte {
+		h := TransferHeader{Start: int64(from), Epoch: 1, EpochStart: 0, Confirm: int64(to)}
+		return append(AppendTransferHeader(dst, h, to-from), data[from:to]...)
+	}
+	cuts := []int{0, len(data) / 5, len(data) / 2, len(data) * 3 / 4, len(data)}
+	var burst []byte
+	for i := 0; i < 3; i++ {
+		burst = frame(burst, cuts[i], cuts[i+1])
+	}
+	if _, err := nc.Write(burst); err != nil {
+		t.Fatal(err)
+	}
+	if got := ack(); got != int64(cuts[3]) {
+		t.Fatalf("ack after the burst %d, want %d (one ack for three frames)", got, cuts[3])
+	}
+	if _, err := nc.Write(frame(nil, cuts[3], cuts[4])); err != nil {
+		t.Fatal(err)
+	}
+	if got := ack(); got != int64(len(data)) {
+		t.Fatalf("ack after the last frame %d, want %d", got, len(data))
+	}
+}
