@@ -162,12 +162,11 @@ func (s *AutoSwitchSlave) runSession(addr string) error {
 		if err := s.apply(f.Transfer, f.Body); err != nil {
 			return err
 		}
-		// Acked frame by frame, unlike the classic Slave: a replica that
-		// resumes after a freeze with its dead master's unacked frames
-		// buffered stops at the first ack that fails, so a new master
-		// elected from it keeps only the head of that tail and the old
-		// master's truncation on rejoin is exercised
-		// (TestHAScenarioUnackedTailRejoin).
+		// Acked frame by frame as Apache's AutoSwitchHAClient, unlike
+		// the classic Slave: a replica that resumes after a freeze with
+		// its dead master's unacked frames buffered stops at the first
+		// ack that fails and keeps only the head of that tail
+		// (docs/replication.md §2.6).
 		if err := ack(false); err != nil {
 			return fmt.Errorf("ack: %w", err)
 		}
