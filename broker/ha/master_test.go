@@ -213,15 +213,7 @@ func TestSlaveBehindMinOffset(t *testing.T) {
 func TestSlaveRejectsMisplacedFrame(t *testing.T) {
 	slave := openStore(t, tempDir(t, "slave"))
 	defer slave.Close()
-	src := openStore(t, tempDir(t, "src"))
-	defer src.Close()
-	put(t, src, "TopicX", 0, 2)
-	buf, err := src.CommitLog().ReadChunk(0, 1<<20, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := append([]byte(nil), buf.Bytes()...)
-	buf.Release()
+	first := logBytes(t, 2)
 
 	ln := testutil.Listen(t)
 	defer ln.Close()
@@ -324,15 +316,7 @@ func TestWaitAcksReleasedOnClose(t *testing.T) {
 func TestSlaveCoalescesReports(t *testing.T) {
 	slave := openStore(t, tempDir(t, "slave"))
 	defer slave.Close()
-	src := openStore(t, tempDir(t, "src"))
-	defer src.Close()
-	put(t, src, "TopicX", 0, 4)
-	buf, err := src.CommitLog().ReadChunk(0, 1<<20, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := append([]byte(nil), buf.Bytes()...)
-	buf.Release()
+	data := logBytes(t, 4)
 	if len(data) > 12<<10 {
 		t.Fatalf("test data of %d bytes should fit one loopback segment", len(data))
 	}
@@ -378,4 +362,18 @@ func TestSlaveCoalescesReports(t *testing.T) {
 	if got := slave.CommitLog().MaxOffset(); got != int64(len(data)) {
 		t.Fatalf("slave ends at %d, want %d", got, len(data))
 	}
+}
+
+// logBytes is the CommitLog of a store holding n messages (put).
+func logBytes(t *testing.T, n int) []byte {
+	t.Helper()
+	src := openStore(t, tempDir(t, "src"))
+	defer src.Close()
+	put(t, src, "TopicX", 0, n)
+	buf, err := src.CommitLog().ReadChunk(0, 1<<20, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Release()
+	return append([]byte(nil), buf.Bytes()...)
 }
