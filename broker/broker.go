@@ -125,6 +125,9 @@ type Broker struct {
 	// grpcLive is grpc once started, for readers that run concurrently
 	// with Start (the CommitLog's group commit).
 	grpcLive atomic.Pointer[grpcserver.Server]
+	// replicaWaits counts the sends parked waiting for their replicas'
+	// acks (SYNC_MASTER): in flight, but appending nothing more.
+	replicaWaits atomic.Int64
 	// grpcCert is the gRPC endpoint's certificate source (with grpc).
 	grpcCert *tlsconfig.Server
 	// grpcProducers are the gRPC producers the transaction check calls
@@ -256,12 +259,16 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 			return nil, err
 		}
 		// Group commit: with other requests in flight an append waits a
-		// scheduler turn for theirs (commitlog.Config.Contended).
+		// scheduler turn for theirs (commitlog.Config.Contended). Sends
+		// parked until their slaves ack are left out: they append nothing
+		// more, and under sync replication most sends in flight are
+		// parked, so counting them made every append yield for nothing.
 		sc.CommitLog.Contended = func() bool {
-			if g := b.grpcLive.Load(); g != nil && g.InFlight() > 1 {
-				return true
+			n := b.server.Handling() - b.replicaWaits.Load()
+			if g := b.grpcLive.Load(); g != nil {
+				n += g.InFlight()
 			}
-			return b.server.Handling() > 1
+			return n > 1
 		}
 		if o.commitLogFS != nil {
 			sc.CommitLog.FS = o.commitLogFS

@@ -173,6 +173,9 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 	if err != nil {
 		return nil, err
 	}
+	if replicas != nil {
+		replicas = countedReplicas{r: replicas, waits: &b.replicaWaits}
+	}
 	var sendStore send.Store = st
 	if w.guard != nil {
 		sendStore = w.guard(st)

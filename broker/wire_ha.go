@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/ha"
@@ -135,6 +136,18 @@ func (r replicaWaiter) WaitReplicas(ctx context.Context, end int64) error {
 		return nil
 	}
 	return r.m.WaitAcks(ctx, end, cfg.InSyncReplicas, cfg.SlaveTimeout)
+}
+
+// countedReplicas counts the sends waiting in r (Broker.replicaWaits).
+type countedReplicas struct {
+	r     send.Replicas
+	waits *atomic.Int64
+}
+
+func (c countedReplicas) WaitReplicas(ctx context.Context, end int64) error {
+	c.waits.Add(1)
+	defer c.waits.Add(-1)
+	return c.r.WaitReplicas(ctx, end)
 }
 
 // noReplicas answers a master without an HA listener: sends that need

@@ -1,6 +1,7 @@
 package ha
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"time"
@@ -124,7 +125,10 @@ func (s *AutoSwitchSlave) runSession(addr string) error {
 	if err := write(AppendSlaveHandshake(nil, hello)); err != nil {
 		return fmt.Errorf("handshake: %w", err)
 	}
-	fr := NewMasterFrameReader(nc)
+	// Buffered as the classic slave's reader: a frame's header and body
+	// (and frames behind it) in one read.
+	br := bufio.NewReaderSize(nc, readBufferSize)
+	fr := NewMasterFrameReader(br)
 	_ = nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
 	f, err := fr.Next()
 	if err != nil {
@@ -158,6 +162,11 @@ func (s *AutoSwitchSlave) runSession(addr string) error {
 		if err := s.apply(f.Transfer, f.Body); err != nil {
 			return err
 		}
+		// Acked frame by frame as Apache's AutoSwitchHAClient, unlike
+		// the classic Slave: a replica that resumes after a freeze with
+		// its dead master's unacked frames buffered stops at the first
+		// ack that fails and keeps only the head of that tail
+		// (docs/replication.md §2.6).
 		if err := ack(false); err != nil {
 			return fmt.Errorf("ack: %w", err)
 		}

@@ -23,6 +23,11 @@ type Master struct {
 	conns   map[*conn]struct{} // guarded by mu
 	waiters []*waiter          // sends waiting for acks; guarded by mu
 	pool    sync.Pool          // of *waiter
+	// expiry fails the waiters whose timeout passed: one timer for all,
+	// armed for the earliest deadline (expiryAt; zero when not armed), so
+	// a waiting send sets no timer of its own. Guarded by mu.
+	expiry   *time.Timer
+	expiryAt time.Time
 }
 
 // waiter is one send waiting in WaitAcks. An ack releases exactly the
@@ -30,20 +35,18 @@ type Master struct {
 // against the slaves' offsets), so a report wakes no send it does not
 // complete.
 type waiter struct {
-	end    int64
-	needed int
-	done   chan bool // receives true once acked, false when the master closes
-	timer  *time.Timer
+	end      int64
+	needed   int
+	deadline time.Time // zero: no timeout
+	done     chan bool // receives true once acked, false on timeout or when the master closes
 }
 
 // NewMaster serves the log on ln once started.
 func NewMaster(cl *commitlog.Log, ln net.Listener, opts Options) *Master {
 	m := &Master{hub: newHub(cl, ln, opts), conns: map[*conn]struct{}{}}
-	m.pool.New = func() any {
-		t := time.NewTimer(time.Hour)
-		t.Stop()
-		return &waiter{done: make(chan bool, 1), timer: t}
-	}
+	m.pool.New = func() any { return &waiter{done: make(chan bool, 1)} }
+	m.expiry = time.AfterFunc(time.Hour, m.expire)
+	m.expiry.Stop()
 	return m
 }
 
@@ -120,28 +123,28 @@ func (m *Master) WaitAcks(ctx context.Context, end int64, needed int, timeout ti
 		return nil
 	}
 	w := m.pool.Get().(*waiter)
-	w.end, w.needed = end, needed
+	w.end, w.needed, w.deadline = end, needed, time.Time{}
 	closed := m.closed
 	if !closed {
+		if timeout > 0 {
+			now := time.Now()
+			w.deadline = now.Add(timeout)
+			if m.expiryAt.IsZero() || w.deadline.Before(m.expiryAt) {
+				m.expiryAt = w.deadline
+				m.expiry.Reset(timeout)
+			}
+		}
 		m.waiters = append(m.waiters, w)
 	}
 	m.mu.Unlock()
 	acked := false
 	if !closed {
 		m.Wake()
-		var expired <-chan time.Time
-		if timeout > 0 {
-			w.timer.Reset(timeout)
-			expired = w.timer.C
-		}
 		select {
 		case acked = <-w.done:
-		case <-expired:
-			acked = m.forget(w)
 		case <-ctx.Done():
 			acked = m.forget(w)
 		}
-		w.timer.Stop()
 	}
 	if acked {
 		m.pool.Put(w)
@@ -150,6 +153,35 @@ func (m *Master) WaitAcks(ctx context.Context, end int64, needed int, timeout ti
 	n := m.AckedSlaves(end)
 	m.pool.Put(w)
 	return fmt.Errorf("%w: %d of %d replicas hold offset %d", ErrReplicaTimeout, 1+n, needed, end)
+}
+
+// expire fails the waiters whose deadline passed and arms the timer for
+// the earliest one left.
+func (m *Master) expire() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	next := time.Time{}
+	kept := m.waiters[:0]
+	for _, w := range m.waiters {
+		switch {
+		case w.deadline.IsZero():
+			kept = append(kept, w)
+		case !w.deadline.After(now):
+			w.done <- false
+		default:
+			kept = append(kept, w)
+			if next.IsZero() || w.deadline.Before(next) {
+				next = w.deadline
+			}
+		}
+	}
+	clear(m.waiters[len(kept):])
+	m.waiters = kept
+	m.expiryAt = next
+	if !next.IsZero() && !m.closed {
+		m.expiry.Reset(next.Sub(now))
+	}
 }
 
 // forget removes a waiter that gave up; when a report or Close released
@@ -175,6 +207,7 @@ func (m *Master) Close() error {
 		return nil
 	}
 	m.closed = true
+	m.expiry.Stop()
 	for _, w := range m.waiters {
 		w.done <- false
 	}

@@ -213,15 +213,7 @@ func TestSlaveBehindMinOffset(t *testing.T) {
 func TestSlaveRejectsMisplacedFrame(t *testing.T) {
 	slave := openStore(t, tempDir(t, "slave"))
 	defer slave.Close()
-	src := openStore(t, tempDir(t, "src"))
-	defer src.Close()
-	put(t, src, "TopicX", 0, 2)
-	buf, err := src.CommitLog().ReadChunk(0, 1<<20, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := append([]byte(nil), buf.Bytes()...)
-	buf.Release()
+	first := logBytes(t, 2)
 
 	ln := testutil.Listen(t)
 	defer ln.Close()
@@ -316,4 +308,72 @@ func TestWaitAcksReleasedOnClose(t *testing.T) {
 	if err := m.WaitAcks(context.Background(), end, 2, time.Minute); !errors.Is(err, ErrReplicaTimeout) {
 		t.Fatalf("closed master: %v", err)
 	}
+}
+
+// TestSlaveCoalescesReports: frames that arrive in one read are appended
+// and then reported once, with the offset after the last; a frame that
+// arrives alone is reported at once.
+func TestSlaveCoalescesReports(t *testing.T) {
+	slave := openStore(t, tempDir(t, "slave"))
+	defer slave.Close()
+	data := logBytes(t, 4)
+	if len(data) > 12<<10 {
+		t.Fatalf("test data of %d bytes should fit one loopback segment", len(data))
+	}
+
+	ln := testutil.Listen(t)
+	defer ln.Close()
+	addr := ln.Addr().String()
+	opts := fastOptions(nil)
+	opts.HeartbeatInterval = time.Hour // no keep-alive report in between
+	s := NewSlave(slave.CommitLog(), func() string { return addr }, opts)
+	s.Start()
+	defer s.Close()
+	nc, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var b [ReportSize]byte
+	if off, err := ReadReport(nc, &b); err != nil || off != 0 {
+		t.Fatalf("first report %d, %v; want 0", off, err)
+	}
+
+	// Three frames (ending inside records) in one write, then one alone.
+	cuts := []int{0, len(data) / 5, len(data) / 2, len(data) * 3 / 4, len(data)}
+	var burst []byte
+	for i := 0; i < 3; i++ {
+		burst = AppendHeader(burst, int64(cuts[i]), cuts[i+1]-cuts[i])
+		burst = append(burst, data[cuts[i]:cuts[i+1]]...)
+	}
+	if _, err := nc.Write(burst); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if off, err := ReadReport(nc, &b); err != nil || off != int64(cuts[3]) {
+		t.Fatalf("report after the burst %d, %v; want %d (one report for three frames)", off, err, cuts[3])
+	}
+	if _, err := nc.Write(append(AppendHeader(nil, int64(cuts[3]), cuts[4]-cuts[3]), data[cuts[3]:]...)); err != nil {
+		t.Fatal(err)
+	}
+	if off, err := ReadReport(nc, &b); err != nil || off != int64(len(data)) {
+		t.Fatalf("report after the last frame %d, %v; want %d", off, err, len(data))
+	}
+	if got := slave.CommitLog().MaxOffset(); got != int64(len(data)) {
+		t.Fatalf("slave ends at %d, want %d", got, len(data))
+	}
+}
+
+// logBytes is the CommitLog of a store holding n messages (put).
+func logBytes(t *testing.T, n int) []byte {
+	t.Helper()
+	src := openStore(t, tempDir(t, "src"))
+	defer src.Close()
+	put(t, src, "TopicX", 0, n)
+	buf, err := src.CommitLog().ReadChunk(0, 1<<20, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Release()
+	return append([]byte(nil), buf.Bytes()...)
 }

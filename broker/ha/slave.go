@@ -2,6 +2,7 @@ package ha
 
 import (
 	"bufio"
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -11,6 +12,10 @@ import (
 // readBufferSize buffers a slave's reads of the master's frames: two
 // default transfer batches.
 const readBufferSize = 64 << 10
+
+// maxUnreported bounds the bytes a slave appends before it reports, when
+// frames keep arriving buffered (see runSession).
+const maxUnreported = 1 << 20
 
 // addrPoll is how often a slave without a master address looks for one.
 const addrPoll = 100 * time.Millisecond
@@ -49,7 +54,9 @@ func (s *Slave) runSession(addr string) error {
 
 	// Buffered: a frame's header and body (and any frames behind it) come
 	// in one read rather than one read each.
-	tr := NewTransferReader(bufio.NewReaderSize(nc, readBufferSize))
+	br := bufio.NewReaderSize(nc, readBufferSize)
+	tr := NewTransferReader(br)
+	unreported := 0
 	for {
 		_ = nc.SetReadDeadline(time.Now().Add(s.opts.HousekeepingInterval))
 		t, err := tr.Next()
@@ -64,8 +71,33 @@ func (s *Slave) runSession(addr string) error {
 		if err := s.appendBody(t.Start, t.Body, now); err != nil {
 			return err
 		}
+		// One report covers the frames that came in one read: while the
+		// next frame is already buffered whole, it is appended first.
+		// Apache's HAClient reports after each frame; a report is only
+		// the slave's max offset, so a master takes either, and it saves
+		// a write here and a read and an ack round on the master.
+		unreported += len(t.Body)
+		if unreported < maxUnreported && frameBuffered(br, HeaderSize, 8) {
+			continue
+		}
+		unreported = 0
 		if err := report(false); err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
 	}
+}
+
+// frameBuffered reports whether a whole frame (header and body) is
+// already in br, so reading it makes no system call: headerSize is the
+// protocol's frame header, lenAt where its int32 body length sits.
+func frameBuffered(br *bufio.Reader, headerSize, lenAt int) bool {
+	if br.Buffered() < headerSize {
+		return false
+	}
+	hdr, err := br.Peek(headerSize)
+	if err != nil {
+		return false
+	}
+	n := int32(binary.BigEndian.Uint32(hdr[lenAt:]))
+	return n >= 0 && br.Buffered()-headerSize >= int(n)
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Replication cost, side by side in one run: send TPS and the master's CPU
-# per message with synchronous replication to two slaves (classic
+# Replication cost, side by side in one run: send TPS and the master's (and
+# the slaves') CPU per message with synchronous replication to two slaves (classic
 # SYNC_MASTER, inSyncReplicas=3: a send is answered once both slaves hold
 # it) against one broker without replication, same client (mqbench), one
 # topology up at a time, the order alternating each round. Also the
@@ -30,7 +30,10 @@
 # PHASES ("repl failover"), SYSTEMS ("ours apache"), FO_ROUNDS (10),
 # FO_SYSTEM_ROUNDS (2: how often each system is brought up, the order
 # alternating; the kills are split between them), KEEP (keep the work
-# directory).
+# directory), NS_PORT (39976) and BROKER_PORT (40911: the replication
+# phase's brokers listen on it, +10 and +20, HA ports one above),
+# BROKER_BIN (bin/broker: the replication phase's broker binary, to
+# compare two builds run after run).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=bench-lib.sh
@@ -43,7 +46,9 @@ FO_SYSTEM_ROUNDS=${FO_SYSTEM_ROUNDS:-2}
 make build >/dev/null
 (cd tests && go build -o ../bin/hafailover ./cmd/hafailover)
 work=$(mktemp -d -t bench-ha-XXXX)
-NS_PORT=39976 NS=127.0.0.1:39976
+NS_PORT=${NS_PORT:-39976} NS=127.0.0.1:${NS_PORT:-39976}
+BROKER_PORT=${BROKER_PORT:-40911}
+BROKER_BIN=${BROKER_BIN:-bin/broker}
 CLK=$(getconf CLK_TCK)
 
 pids=()
@@ -66,7 +71,7 @@ start_topology() {
   pids+=($!)
   wait_port $NS_PORT
   for ((i = 0; i < n; i++)); do
-    local port=$((40911 + 10 * i)) role=SLAVE
+    local port=$((BROKER_PORT + 10 * i)) role=SLAVE
     if ((i == 0)); then role=$([ "$n" -gt 1 ] && echo SYNC_MASTER || echo ASYNC_MASTER); fi
     cat >"$dir/b$i.conf" <<CONF
 brokerClusterName=DefaultCluster
@@ -83,9 +88,9 @@ flushDiskType=$FLUSH_DISK_TYPE
 inSyncReplicas=$n
 totalReplicas=$n
 CONF
-    bin/broker -c "$dir/b$i.conf" >"$dir/b$i.log" 2>&1 &
+    "$BROKER_BIN" -c "$dir/b$i.conf" >"$dir/b$i.log" 2>&1 &
     pids+=($!)
-    [ "$i" = 0 ] && master_pid=$!
+    if [ "$i" = 0 ]; then master_pid=$!; slave_pids=(); else slave_pids+=($!); fi
     wait_port $port
   done
   sleep 2
@@ -100,17 +105,20 @@ run() { # name replicas round
   : >"$lagfile"
   ( while sleep 2; do
       # the master's slave table: address, ack offset, diff, ...
-      bin/mqadmin haStatus -n $NS -b 127.0.0.1:40911 2>/dev/null | awk '/^127\./{print $3}' >>"$lagfile" || true
+      bin/mqadmin haStatus -n $NS -b 127.0.0.1:$BROKER_PORT 2>/dev/null | awk '/^127\./{print $3}' >>"$lagfile" || true
     done ) &
   local sampler=$!
+  local s0=0 s1=0 sp
   t0=$(ticks "$master_pid")
+  for sp in "${slave_pids[@]}"; do s0=$((s0 + $(ticks "$sp"))); done
   p=$(bin/mqbench producer -n $NS -t BenchHA -s "$SIZE" -w "$THREADS" --duration "$DURATION" --reportInterval 100000 --json 2>/dev/null | tail -1)
   t1=$(ticks "$master_pid")
+  for sp in "${slave_pids[@]}"; do s1=$((s1 + $(ticks "$sp"))); done
   kill "$sampler" 2>/dev/null || true
   wait "$sampler" 2>/dev/null || true
   local lag
   lag=$(sort -n "$lagfile" | tail -1)
-  echo "{\"topology\":\"$name\",\"round\":$r,\"masterCpuTicks\":$((t1 - t0)),\"clkTck\":$CLK,\"maxLagBytes\":${lag:-0},\"producer\":$p}" >>"$OUT"
+  echo "{\"topology\":\"$name\",\"round\":$r,\"masterCpuTicks\":$((t1 - t0)),\"slavesCpuTicks\":$((s1 - s0)),\"clkTck\":$CLK,\"maxLagBytes\":${lag:-0},\"producer\":$p}" >>"$OUT"
   stop_all
 }
 
@@ -129,15 +137,16 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 rows = [r for r in rows if "topology" in r]  # the failover phase's rows have "system"
 agg = {}
 for r in rows:
-    a = agg.setdefault(r["topology"], {"tps": [], "cpu": [], "lag": [], "p99": []})
+    a = agg.setdefault(r["topology"], {"tps": [], "cpu": [], "scpu": [], "lag": [], "p99": []})
     p = r["producer"]
     a["tps"].append(p["tps"])
     a["cpu"].append(r["masterCpuTicks"] * 1000.0 / r["clkTck"] / max(p["messages"], 1) * 1000)  # µs per message
+    a["scpu"].append(r.get("slavesCpuTicks", 0) * 1000.0 / r["clkTck"] / max(p["messages"], 1) * 1000)
     a["lag"].append(r["maxLagBytes"]); a["p99"].append(p["latencyMs"]["p99"])
 mean = lambda xs: sum(xs) / len(xs)
 for t, label in (("none", "no replication"), ("sync2", "sync to 2 slaves")):
     a = agg[t]
-    print(f"{label:18s} send TPS {mean(a['tps']):9.0f}  master CPU {mean(a['cpu']):6.1f} µs/msg  p99 {mean(a['p99']):6.2f} ms  max lag {max(a['lag'])} B  rounds {len(a['tps'])}")
+    print(f"{label:18s} send TPS {mean(a['tps']):9.0f}  master CPU {mean(a['cpu']):6.1f} µs/msg  slaves {mean(a['scpu']):5.1f} µs/msg  p99 {mean(a['p99']):6.2f} ms  max lag {max(a['lag'])} B  rounds {len(a['tps'])}")
 print(f"ratio sync2/none: send TPS {mean(agg['sync2']['tps'])/mean(agg['none']['tps']):.2f}x (target >= 0.7x), master CPU/msg {mean(agg['sync2']['cpu'])/mean(agg['none']['cpu']):.2f}x")
 PY
 }
