@@ -2,7 +2,6 @@ package consumequeue
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -167,13 +166,7 @@ func (b *Batch) Commit() error {
 		order = append(order, int32(i))
 	}
 	b.order = order
-	slices.SortFunc(order, func(x, y int32) int {
-		a, c := &b.qs[x].id, &b.qs[y].id
-		if r := cmp.Compare(a.Topic, c.Topic); r != 0 {
-			return r
-		}
-		return cmp.Compare(uint32(a.QueueID), uint32(c.QueueID))
-	})
+	slices.SortFunc(order, func(x, y int32) int { return compareQueueIDs(b.qs[x].id, b.qs[y].id) })
 	key := b.key[:0]
 	var val [24]byte
 	for _, i := range order {
@@ -226,6 +219,9 @@ func (b *Batch) Commit() error {
 		}
 		sh.queues.Set(u.id, st)
 		sh.mu.Unlock()
+	}
+	if hot, changed := b.s.heat.note(b.qs); changed {
+		b.s.publishHot(hot)
 	}
 	if b.dispatched >= 0 {
 		b.s.dispatchedMu.Lock()

@@ -70,6 +70,7 @@ type Store struct {
 	// spareBufs is the working memory of the last dispatch round, for
 	// the next.
 	spareBufs atomic.Pointer[batchBufs]
+	heat      heat
 }
 
 // SetBeforePublish installs a test hook that Batch.Commit calls after it
