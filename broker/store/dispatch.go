@@ -191,16 +191,15 @@ func (s *Store) dispatchRecord(b *consumequeue.Batch, phy int64, v message.View,
 	}
 
 	if s.cfg.MessageIndexEnable {
-		pb := b.Pebble()
 		if keys, ok := message.PropertyValue(props, message.PropertyKeys); ok && keys != "" {
 			for _, k := range strings.Fields(keys) {
-				if err := index.Add(pb, topic, index.KindKey, k, storeTime, phy); err != nil {
+				if err := index.Add(b, topic, index.KindKey, k, storeTime, phy); err != nil {
 					return err
 				}
 			}
 		}
 		if uk, ok := message.PropertyValue(props, message.PropertyUniqClientMessageIDKeyIdx); ok && uk != "" {
-			if err := index.Add(pb, topic, index.KindUniqKey, uk, storeTime, phy); err != nil {
+			if err := index.Add(b, topic, index.KindUniqKey, uk, storeTime, phy); err != nil {
 				return err
 			}
 		}

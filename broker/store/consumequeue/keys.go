@@ -26,11 +26,14 @@ const (
 var checkpointKey = []byte{kv.PrefixCheckpoint, 'c', 'q', '.', 'd', 'i', 's', 'p', 'a', 't', 'c', 'h', 'e', 'd'}
 
 func queuePrefix(prefix byte, topic string, qid int32) []byte {
-	k := make([]byte, 0, len(topic)+16)
-	k = append(k, prefix)
-	k = append(k, topic...)
-	k = append(k, 0)
-	return binary.BigEndian.AppendUint32(k, uint32(qid))
+	return appendQueuePrefix(make([]byte, 0, len(topic)+16), prefix, topic, qid)
+}
+
+func appendQueuePrefix(dst []byte, prefix byte, topic string, qid int32) []byte {
+	dst = append(dst, prefix)
+	dst = append(dst, topic...)
+	dst = append(dst, 0)
+	return binary.BigEndian.AppendUint32(dst, uint32(qid))
 }
 
 func entryKey(topic string, qid int32, offset int64) []byte {
@@ -90,13 +93,12 @@ type Entry struct {
 
 const entryValueLen = 8 + 4 + 8 + 8
 
-func encodeEntry(e Entry) []byte {
-	v := make([]byte, entryValueLen)
+// putEntry writes e's value into v (entryValueLen bytes).
+func putEntry(v []byte, e Entry) {
 	binary.BigEndian.PutUint64(v[0:], uint64(e.CommitLogOffset))
 	binary.BigEndian.PutUint32(v[8:], uint32(e.Size))
 	binary.BigEndian.PutUint64(v[12:], uint64(e.TagsCode))
 	binary.BigEndian.PutUint64(v[20:], uint64(e.StoreTimestamp))
-	return v
 }
 
 func decodeEntry(offset int64, v []byte) (Entry, bool) {

@@ -67,6 +67,10 @@ type Store struct {
 	dispatched   int64 // CommitLog offset up to which entries are committed
 
 	beforePublish func() // test hook, see SetBeforePublish
+	// spareBufs is the working memory of the last dispatch round, for
+	// the next.
+	spareBufs atomic.Pointer[batchBufs]
+	heat      heat
 }
 
 // SetBeforePublish installs a test hook that Batch.Commit calls after it

@@ -235,3 +235,78 @@ func TestLMQMaxFromEntries(t *testing.T) {
 		t.Errorf("many: %+v", st)
 	}
 }
+
+// A round's entries may come interleaved across queues and with writes of
+// other key spaces (Set); Commit writes them sorted, and the next round
+// (which reuses the buffers) carries nothing over, after a commit or an
+// abort.
+func TestBatchInterleavedAndReused(t *testing.T) {
+	dir := t.TempDir()
+	db, s := openDB(t, dir)
+	defer db.Close()
+	b := s.NewBatch()
+	for i := int64(0); i < 30; i++ {
+		topic, qid := "T", int32(i%3)
+		if i%3 == 2 {
+			topic, qid = "A", 7
+		}
+		if err := b.Put(topic, qid, Entry{Offset: i / 3, CommitLogOffset: i * 100, Size: 100, StoreTimestamp: 1000 + i}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Set([]byte(fmt.Sprintf("i%03d", 100-i)), []byte{byte(i)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.SetDispatched(3000)
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []struct {
+		topic string
+		qid   int32
+		first int64
+	}{{"T", 0, 0}, {"T", 1, 100}, {"A", 7, 200}} {
+		es, err := s.Entries(q.topic, q.qid, 0, 32)
+		if err != nil || len(es) != 10 {
+			t.Fatalf("%s-%d: %d entries, %v", q.topic, q.qid, len(es), err)
+		}
+		for j, e := range es {
+			if e.Offset != int64(j) || e.CommitLogOffset != q.first+int64(j)*300 {
+				t.Fatalf("%s-%d entry %d: %+v", q.topic, q.qid, j, e)
+			}
+		}
+	}
+	for i := 0; i < 30; i++ {
+		v, closer, err := db.Get([]byte(fmt.Sprintf("i%03d", 100-i)))
+		if err != nil || len(v) != 1 || v[0] != byte(i) {
+			t.Fatalf("other key %d: %v %v", i, v, err)
+		}
+		closer.Close()
+	}
+	// An aborted round, then one that touches another queue only.
+	b = s.NewBatch()
+	b.Put("T", 0, Entry{Offset: 10, CommitLogOffset: 9000})
+	b.Set([]byte("i999"), nil, nil)
+	b.Abort()
+	b = s.NewBatch()
+	if b.Len() != 0 {
+		t.Fatalf("a new round starts with %d queues", b.Len())
+	}
+	b.Put("B", 0, Entry{Offset: 0, CommitLogOffset: 5000})
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := s.State("T", 0); st.Max != 10 {
+		t.Fatalf("T-0 after the aborted round: %+v", st)
+	}
+	if _, ok, _ := s.Entry("T", 0, 10); ok {
+		t.Fatal("the aborted round's entry was written")
+	}
+	if _, closer, err := db.Get([]byte("i999")); err == nil {
+		closer.Close()
+		t.Fatal("the aborted round's other key was written")
+	}
+	if st, ok := s.State("B", 0); !ok || st.Max != 1 || st.LastPhyOffset != 5000 {
+		t.Fatalf("B-0: %+v %v", st, ok)
+	}
+}

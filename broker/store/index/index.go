@@ -53,9 +53,15 @@ func hourOf(ms int64) uint32 {
 	return uint32(ms / hourMs)
 }
 
+// Writer takes a write: a *pebble.Batch, or the dispatcher's round
+// (consumequeue.Batch), which writes it with the round's entries.
+type Writer interface {
+	Set(key, value []byte, opts *pebble.WriteOptions) error
+}
+
 // Add writes one index entry into a batch. Keys containing 0x00 are skipped
 // (they cannot be delimited and no client produces them).
-func Add(b *pebble.Batch, topic string, kind byte, key string, storeTime, phyOffset int64) error {
+func Add(b Writer, topic string, kind byte, key string, storeTime, phyOffset int64) error {
 	for i := 0; i < len(key); i++ {
 		if key[i] == 0 {
 			return nil

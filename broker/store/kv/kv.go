@@ -83,6 +83,7 @@ type DB struct {
 	*pebble.DB
 	mon    *monitor
 	health io.Closer // the disk-health checks of the FS
+	spans  *spans
 }
 
 // Open opens (creating if needed) the database.
@@ -98,6 +99,7 @@ func Open(cfg Config, log *slog.Logger) (*DB, error) {
 	cache := pebble.NewCache(cfg.CacheSize)
 	defer cache.Unref()
 	listener := mon.listener()
+	sp := &spans{}
 	// Disk-health checks report a write stuck for seconds (DiskSlow), as
 	// Options.WithFSDefaults sets them up; done here because Pebble stops
 	// its own only in DB.Close, so a failed Open would leave them running.
@@ -114,9 +116,16 @@ func Open(cfg Config, log *slog.Logger) (*DB, error) {
 		// sublevels before writes stall (seen creating 10M lite topics).
 		MemTableStopWritesThreshold: 4,
 		L0StopWritesThreshold:       48,
-		Logger:                      fatalLogger{slogAdapter{log}, mon},
-		EventListener:               listener,
+		// Tables end at the edges of key spaces and hot ranges (see
+		// spans): a flush writes a table per hot consume queue, one
+		// sublevel deep, and L0 compacts once it holds this many
+		// tables, merging each queue's into larger ones (Pebble's
+		// default, 500, leaves ≈ 50 flushes' worth in L0).
+		L0CompactionFileThreshold: 200,
+		Logger:                    fatalLogger{slogAdapter{log}, mon},
+		EventListener:             listener,
 	}
+	opts.Experimental.SpanPolicyFunc = sp.policy
 	// A broker restarted right after a kill -9 can find the old process
 	// still exiting and holding the directory lock for a moment: retry
 	// briefly rather than fail the restart.
@@ -124,7 +133,7 @@ func Open(cfg Config, log *slog.Logger) (*DB, error) {
 	for {
 		db, err := openOnce(cfg.Dir, opts)
 		if err == nil {
-			return &DB{DB: db, mon: mon, health: health}, nil
+			return &DB{DB: db, mon: mon, health: health, spans: sp}, nil
 		}
 		if !errors.Is(err, syscall.EAGAIN) || time.Now().After(deadline) {
 			_ = health.Close()
