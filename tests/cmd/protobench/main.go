@@ -155,20 +155,12 @@ func run(o options) (string, error) {
 		}()
 	}
 	time.Sleep(time.Until(from))
-	b0, err := ticks(o.pid)
-	if err != nil {
-		return "", err
-	}
-	c0, err := ticks(-1)
+	b0, c0, err := bothTicks(o.pid)
 	if err != nil {
 		return "", err
 	}
 	wg.Wait()
-	b1, err := ticks(o.pid)
-	if err != nil {
-		return "", err
-	}
-	c1, err := ticks(-1)
+	b1, c1, err := bothTicks(o.pid)
 	if err != nil {
 		return "", err
 	}
@@ -253,11 +245,7 @@ func recv(o options) (string, error) {
 	var doneAt atomic.Int64
 	done := make(chan struct{})
 	var once sync.Once
-	b0, err := ticks(o.pid)
-	if err != nil {
-		return "", err
-	}
-	c0, err := ticks(-1)
+	b0, c0, err := bothTicks(o.pid)
 	if err != nil {
 		return "", err
 	}
@@ -313,11 +301,7 @@ func recv(o options) (string, error) {
 	if complete {
 		stop = time.Unix(0, doneAt.Load())
 	}
-	b1, err := ticks(o.pid)
-	if err != nil {
-		return "", err
-	}
-	c1, err := ticks(-1)
+	b1, c1, err := bothTicks(o.pid)
 	if err != nil {
 		return "", err
 	}
@@ -398,6 +382,16 @@ func grpcSender(o options) (sender, func(), error) {
 		return nil
 	}
 	return send, closeAll, nil
+}
+
+// bothTicks is ticks of pid and of this process.
+func bothTicks(pid int) (int64, int64, error) {
+	b, err := ticks(pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	c, err := ticks(-1)
+	return b, c, err
 }
 
 // ticks is the user + system clock ticks of process pid so far
