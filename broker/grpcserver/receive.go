@@ -462,7 +462,7 @@ func buildMessage(m *message.Message, topic *v2pb.Resource, invisible time.Durat
 }
 
 // upperHex is an MD5 sum in upper-case hex, the proxy's digest text, in one
-// allocation (hex then upper case took three).
+// allocation (hex, then upper case, built it twice).
 func upperHex(sum [md5.Size]byte) string {
 	const digits = "0123456789ABCDEF"
 	var b [2 * md5.Size]byte
