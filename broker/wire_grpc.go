@@ -67,9 +67,9 @@ func (g grpcBackend) Send(ctx context.Context, in grpcserver.SendInput) (grpcser
 		"sysFlag":               strconv.Itoa(int(in.SysFlag)),
 		"bornTimestamp":         strconv.FormatInt(in.BornTimestamp, 10),
 		"flag":                  "0",
-		"reconsumeTimes":        "0",
-		"unitMode":              "false",
-		"batch":                 "false",
+		// reconsumeTimes, unitMode and batch are left at their defaults
+		// (0, false, false): eight fields keep the map in one small group
+		// of Go's maps, eleven took a table of several allocations.
 	}, in.Body)
 	resp, err := h(send.WithProperties(send.WithBornHost(ctx, in.BornHost), in.Properties), nil, req)
 	if ce := (*remoting.CodeError)(nil); errors.As(err, &ce) {
