@@ -49,9 +49,10 @@ func (m *messaging) AckMessage(ctx context.Context, req *v2pb.AckMessageRequest)
 		// setAckResponseStatus with no result).
 		return &v2pb.AckMessageResponse{Status: newStatus(v2pb.Code_INTERNAL_SERVER_ERROR, "ack message result is empty")}, nil
 	}
-	resp := &v2pb.AckMessageResponse{}
-	codes := map[v2pb.Code]bool{}
-	for _, e := range req.GetEntries() {
+	resp := &v2pb.AckMessageResponse{Entries: make([]*v2pb.AckMessageResultEntry, 0, len(req.GetEntries()))}
+	// The entries' common code, or MULTIPLE_RESULTS once two differ.
+	common, mixed := v2pb.Code_CODE_UNSPECIFIED, false
+	for i, e := range req.GetEntries() {
 		st := func() *v2pb.Status {
 			l, st := m.liteOf(e.LiteTopic)
 			if st != nil {
@@ -66,15 +67,17 @@ func (m *messaging) AckMessage(ctx context.Context, req *v2pb.AckMessageRequest)
 			}
 			return resultStatus(c.Ack(ctx, req.GetGroup().GetName(), req.GetTopic().GetName(), r))
 		}()
-		codes[st.GetCode()] = true
+		if i == 0 {
+			common = st.GetCode()
+		} else if st.GetCode() != common {
+			mixed = true
+		}
 		resp.Entries = append(resp.Entries, &v2pb.AckMessageResultEntry{MessageId: e.GetMessageId(), ReceiptHandle: e.GetReceiptHandle(), Status: st})
 	}
-	if len(codes) > 1 {
+	if mixed {
 		resp.Status = newStatus(v2pb.Code_MULTIPLE_RESULTS, v2pb.Code_MULTIPLE_RESULTS.String())
 	} else {
-		for k := range codes {
-			resp.Status = newStatus(k, k.String())
-		}
+		resp.Status = newStatus(common, common.String())
 	}
 	return resp, nil
 }

@@ -172,10 +172,11 @@ func (t *clientTable) dropLocked(id string) {
 	delete(t.types, id)
 }
 
-// mdValue is the first value of a metadata key, "" when absent.
+// mdValue is the first value of a metadata key (lower case), "" when
+// absent. It copies that key's values only: metadata.FromIncomingContext
+// copies the whole metadata, several times per rpc.
 func mdValue(ctx context.Context, key string) string {
-	md, _ := metadata.FromIncomingContext(ctx)
-	if v := md.Get(key); len(v) > 0 {
+	if v := metadata.ValueFromIncomingContext(ctx, key); len(v) > 0 {
 		return v[0]
 	}
 	return ""

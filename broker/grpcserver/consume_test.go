@@ -2,6 +2,8 @@ package grpcserver
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -567,5 +569,13 @@ func TestConsumerHeartbeat(t *testing.T) {
 	defer f.mu.Unlock()
 	if len(f.gone) != 1 || f.gone[0].ID != "cid" || f.gone[0].Group != "G" {
 		t.Fatalf("unregistered %+v, want cid of G (the group from its settings)", f.gone)
+	}
+}
+
+// upperHex writes the digest as the proxy does: upper-case hex.
+func TestUpperHex(t *testing.T) {
+	sum := md5.Sum([]byte("body"))
+	if got, want := upperHex(sum), strings.ToUpper(hex.EncodeToString(sum[:])); got != want {
+		t.Errorf("upperHex %s, want %s", got, want)
 	}
 }

@@ -11,7 +11,6 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
@@ -293,13 +292,7 @@ func (m *messaging) telemetry(stream v2pb.MessagingService_TelemetryServer, sess
 }
 
 // clientID is the x-mq-client-id header every 5.x client sends.
-func clientID(ctx context.Context) string {
-	md, _ := metadata.FromIncomingContext(ctx)
-	if v := md.Get("x-mq-client-id"); len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
+func clientID(ctx context.Context) string { return mdValue(ctx, mdClientID) }
 
 func (m *messaging) settings(client *v2pb.Settings) *v2pb.Settings {
 	out := &v2pb.Settings{

@@ -3,7 +3,6 @@ package grpcserver
 import (
 	"context"
 	"crypto/md5"
-	"encoding/hex"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -407,7 +406,7 @@ func buildMessage(m *message.Message, topic *v2pb.Resource, invisible time.Durat
 	sum := md5.Sum(m.Body)
 	sp := &v2pb.SystemProperties{
 		MessageId:         validUTF8(messageID(m)),
-		BodyDigest:        &v2pb.Digest{Type: v2pb.DigestType_MD5, Checksum: strings.ToUpper(hex.EncodeToString(sum[:]))},
+		BodyDigest:        &v2pb.Digest{Type: v2pb.DigestType_MD5, Checksum: upperHex(sum)},
 		BodyEncoding:      v2pb.Encoding_IDENTITY,
 		MessageType:       storedType(m),
 		BornTimestamp:     timestamppb.New(time.UnixMilli(m.BornTimestamp)),
@@ -460,6 +459,17 @@ func buildMessage(m *message.Message, topic *v2pb.Resource, invisible time.Durat
 		SystemProperties: sp,
 		Body:             m.Body,
 	}
+}
+
+// upperHex is an MD5 sum in upper-case hex, the proxy's digest text, in one
+// allocation (hex, then upper case, built it twice).
+func upperHex(sum [md5.Size]byte) string {
+	const digits = "0123456789ABCDEF"
+	var b [2 * md5.Size]byte
+	for i, c := range sum {
+		b[2*i], b[2*i+1] = digits[c>>4], digits[c&0xF]
+	}
+	return string(b[:])
 }
 
 // validUTF8 is s with each run of bytes that are not UTF-8 replaced by

@@ -138,7 +138,7 @@ func (m *messaging) SendMessage(ctx context.Context, req *v2pb.SendMessageReques
 	}
 	var peerAddr netip.AddrPort
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
-		peerAddr = peerAddrPort(p.Addr.String())
+		peerAddr = addrPortOf(p.Addr)
 	}
 	resp := &v2pb.SendMessageResponse{Status: ok()}
 	for _, msg := range msgs {

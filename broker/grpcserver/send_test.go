@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -175,5 +176,23 @@ func TestPickQueueStatic(t *testing.T) {
 				t.Errorf("%s: pickQueue(next %d) = %d, want %d", tc.name, next, got, want)
 			}
 		}
+	}
+}
+
+// addrPortOf reads a TCP peer's address as its string would parse.
+func TestAddrPortOf(t *testing.T) {
+	for _, a := range []net.Addr{
+		&net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 5000}, // 16-byte form
+		&net.TCPAddr{IP: net.IPv4(10, 0, 0, 1).To4(), Port: 1},
+		&net.TCPAddr{IP: net.ParseIP("fe80::1"), Port: 7, Zone: "eth0"},
+		&net.TCPAddr{IP: net.ParseIP("::1"), Port: 8081},
+		&net.UnixAddr{Name: "/tmp/x", Net: "unix"},
+	} {
+		if got, want := addrPortOf(a), peerAddrPort(a.String()); got != want {
+			t.Errorf("%v: %v, want %v", a, got, want)
+		}
+	}
+	if got := addrPortOf(&net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 5000}); got.String() != "127.0.0.1:5000" {
+		t.Errorf("v4 peer %v", got)
 	}
 }

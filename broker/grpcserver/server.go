@@ -25,7 +25,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/stats"
 
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
 	"github.com/rmqgo/rmq/pkg/tlsconfig"
@@ -158,14 +157,15 @@ func Start(cfg Config) (*Server, error) {
 	opts := []grpc.ServerOption{
 		grpc.ConnectionTimeout(cfg.HandshakeTimeout), grpc.MaxRecvMsgSize(maxInboundMessageSize), grpc.InTapHandle(arr.tap),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.IdleTimeout}), grpc.MaxHeaderListSize(maxHeaderListSize),
-		grpc.ReadBufferSize(readBufferSize), grpc.StatsHandler(s.inFlight),
+		grpc.ReadBufferSize(readBufferSize),
 	}
 	if cfg.StreamWorkers > 0 {
 		opts = append(opts, grpc.NumStreamWorkers(uint32(cfg.StreamWorkers)))
 	}
 	// A handler's panic fails its rpc, not the broker (as the proxy's
 	// GlobalExceptionInterceptor and our remoting handlers).
-	unary, stream := []grpc.UnaryServerInterceptor{recoverUnary(s.log)}, []grpc.StreamServerInterceptor{recoverStream(s.log)}
+	unary := []grpc.UnaryServerInterceptor{s.inFlight.unary, recoverUnary(s.log)}
+	stream := []grpc.StreamServerInterceptor{s.inFlight.stream, recoverStream(s.log)}
 	// The proxy authenticates and authorizes before it checks the client
 	// id (GrpcMessagingApplication.addExecutor).
 	if cfg.Check != nil {
@@ -270,39 +270,35 @@ drain:
 const shutdownFlushGrace = 100 * time.Millisecond
 
 // rpcCounter counts the rpcs being served, Telemetry streams aside, from
-// the moment they are dispatched until their status is handed to the
-// transport (a gRPC stats handler: End comes after the status).
+// the moment their handler (the first interceptor) starts until it
+// returns. Interceptors rather than a gRPC stats handler: with a stats
+// handler grpc-go copies every request's metadata and peer and allocates an
+// event for each header, payload and trailer, about a tenth of a send's
+// allocations. The status is written right after the handler returns;
+// Shutdown gives it shutdownFlushGrace.
 type rpcCounter struct{ n atomic.Int64 }
 
-// telemetryRPC marks a Telemetry stream's context.
-type telemetryRPC struct{}
+// telemetryMethod is the suffix of the one rpc the counter leaves out.
+const telemetryMethod = "/Telemetry"
 
-func (c *rpcCounter) TagRPC(ctx context.Context, info *stats.RPCTagInfo) context.Context {
-	if strings.HasSuffix(info.FullMethodName, "/Telemetry") {
-		return context.WithValue(ctx, telemetryRPC{}, true)
-	}
-	return ctx
+func (c *rpcCounter) unary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	c.n.Add(1)
+	defer c.n.Add(-1)
+	return handler(ctx, req)
 }
 
-func (c *rpcCounter) HandleRPC(ctx context.Context, st stats.RPCStats) {
-	if ctx.Value(telemetryRPC{}) != nil {
-		return
+func (c *rpcCounter) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if strings.HasSuffix(info.FullMethod, telemetryMethod) {
+		return handler(srv, ss)
 	}
-	switch st.(type) {
-	case *stats.Begin:
-		c.n.Add(1)
-	case *stats.End:
-		c.n.Add(-1)
-	}
+	c.n.Add(1)
+	defer c.n.Add(-1)
+	return handler(srv, ss)
 }
 
 // InFlight is the number of rpcs running, Telemetry streams left out
 // (long-polling receives included).
 func (s *Server) InFlight() int64 { return s.inFlight.n.Load() }
-
-func (*rpcCounter) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
-
-func (*rpcCounter) HandleConn(context.Context, stats.ConnStats) {}
 
 func (s *Server) acceptLoop() {
 	for {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -397,6 +398,16 @@ func protoMessage(m *message.Message, typ v2pb.MessageType) (*v2pb.Message, erro
 		SystemProperties: sp,
 		Body:             body,
 	}, nil
+}
+
+// addrPortOf is a peer's address: a TCP peer's without formatting and
+// parsing it (a string and its parse per send), others through their string.
+func addrPortOf(a net.Addr) netip.AddrPort {
+	if t, ok := a.(*net.TCPAddr); ok {
+		ap := t.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	return peerAddrPort(a.String())
 }
 
 // peerAddrPort parses a peer address for the born host.

@@ -222,6 +222,28 @@ func TestPropertiesEncode(t *testing.T) {
 	}
 }
 
+// CheckProperties refuses what AppendProperties refuses, and nothing else.
+func TestCheckProperties(t *testing.T) {
+	for _, tc := range []struct {
+		m  map[string]string
+		ok bool
+	}{
+		{nil, true},
+		{map[string]string{"a": "1", "b": "x\x01y"}, true},
+		{map[string]string{"": "1"}, false},
+		{map[string]string{"a": ""}, false},
+		{map[string]string{"a\x01": "1"}, false},
+		{map[string]string{"a\x02": "1"}, false},
+		{map[string]string{"a": "1\x02"}, false},
+	} {
+		err := CheckProperties(tc.m)
+		_, aerr := AppendProperties(nil, tc.m)
+		if (err == nil) != tc.ok || (aerr == nil) != tc.ok || err != nil && !errors.Is(err, ErrInvalidProperty) {
+			t.Errorf("%q: CheckProperties %v, AppendProperties %v, want ok=%v", tc.m, err, aerr, tc.ok)
+		}
+	}
+}
+
 func TestTagHashCodeInvalidUTF8(t *testing.T) {
 	// Each stray byte counts as U+FFFD (what Java's decoder yields for it).
 	if TagHashCode("\xff") != TagHashCode("\uFFFD") {

@@ -57,6 +57,17 @@ func AppendProperties(dst []byte, m map[string]string) ([]byte, error) {
 	return dst, nil
 }
 
+// CheckProperties reports a property AppendProperties would reject, nil
+// when it takes them all.
+func CheckProperties(m map[string]string) error {
+	for k, v := range m {
+		if err := checkProperty(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // AppendProperty appends one "k 0x01 v 0x02" item to dst, e.g. to add
 // CLUSTER or UNIQ_KEY to a properties string received from a producer
 // without decoding it.

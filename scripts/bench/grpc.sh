@@ -15,7 +15,11 @@
 #     gRPC: TPS, latency and broker CPU per message. With GO_CLIENTS=1 also
 #     with light Go clients (tests/cmd/protobench: raw gRPC SendMessage
 #     rpcs against our SDK's remoting producer), whose own CPU cost bends
-#     the protocol comparison less than the Java clients'.
+#     the protocol comparison less than the Java clients'; after the Go
+#     gRPC sends, a Go receive+ack run drains as many (protobench -proto
+#     grpc-recv: batches of 32, one AckMessage per message, as GrpcBench
+#     recv), so that the broker's CPU per received and acked message is
+#     measured with a light client too.
 #
 # One system up at a time, fresh stores each round, the order alternating
 # each round (and gRPC/remoting alternating on ours). The client JVM runs on
@@ -37,7 +41,7 @@
 # protocol and round, appended to), KEEP (keep the work directory).
 #
 # Run lengths: each send run is WARMUP + DURATION (40 s), a receive run at
-# most RECV_TIMEOUT; a round of ours is three runs (five with GO_CLIENTS),
+# most RECV_TIMEOUT; a round of ours is three runs (six with GO_CLIENTS),
 # of Apache two plus ~20 s of start-up. The warm-up is long because
 # Apache's freshly started JVM is still compiling after 5 s (it then used
 # 4-10x the CPU per message it uses warm; docs/operations.md).
@@ -145,7 +149,14 @@ go_runs() { # <round> <namesrv> <gRPC endpoint> <broker pid>: gRPC then remoting
     p=$(bin/protobench -proto "$proto" -n "$2" -e "$3" -t $RTOPIC -c "$THREADS" -conns "$GO_CONNS" -s "$SIZE" \
       -d "${secs}s" -warmup "${WARMUP}s" -pid "$4" 2>>"$work/client.err" | tail -1)
     ok "$p" || { echo "grpc.sh: Go $proto send failed: $p" >&2; exit 1; }
-    echo "{\"system\":\"ours\",\"protocol\":\"go-$proto\",\"round\":$r,\"clkTck\":$CLK,\"send\":$p}" >>"$OUT"
+    local c=""
+    if [ "$proto" = grpc ]; then
+      c=$(bin/protobench -proto grpc-recv -e "$3" -t $RTOPIC -g $GROUP -c "$RECV_THREADS" -conns "$GO_CONNS" \
+        -count "$(field "$p" sent)" -recv-timeout "${RECV_TIMEOUT}s" -pid "$4" 2>>"$work/client.err" | tail -1)
+      ok "$c" || { echo "grpc.sh: Go receive failed: $c" >&2; exit 1; }
+      c=",\"recv\":$c"
+    fi
+    echo "{\"system\":\"ours\",\"protocol\":\"go-$proto\",\"round\":$r,\"clkTck\":$CLK,\"send\":$p$c}" >>"$OUT"
   done
 }
 

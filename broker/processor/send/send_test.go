@@ -1,8 +1,10 @@
 package send
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -257,6 +259,41 @@ func TestPropertiesRewrite(t *testing.T) {
 	wantCode(t, f.call(t, sendV1("TopicTest", 0, "", "b")), code.Success)
 	if u2 := f.store.last(t).UniqKey(); u2 == "" || u2 == uniq {
 		t.Errorf("second UNIQ_KEY %q", u2)
+	}
+}
+
+// A request without a channel may carry its properties as a map
+// (WithProperties, the gRPC endpoint's way): they are stored as from the
+// header's string, reserved ones dropped, and the string is ignored.
+func TestWithProperties(t *testing.T) {
+	f := newFixture(t)
+	h, ok := f.p.Handlers()[code.SendMessage]
+	if !ok {
+		t.Fatal("no SEND_MESSAGE handler")
+	}
+	m := map[string]string{"TAGS": "T", "color": "red", "POP_CK": "0 1 2", "__RMQ.TRANSIENT.X": "1", "UNIQ_KEY": "ID1"}
+	req := sendV1("TopicTest", 0, props("ignored", "yes"), "b")
+	resp, err := h(WithProperties(context.Background(), m), nil, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, resp, code.Success)
+	got := f.store.last(t)
+	want := map[string]string{"TAGS": "T", "color": "red", "UNIQ_KEY": "ID1", "CLUSTER": "C1"}
+	if !maps.Equal(got.Properties, want) {
+		t.Errorf("stored properties %v, want %v", got.Properties, want)
+	}
+	// Over a channel the header's string counts, whatever the context says.
+	f2 := newFixture(t)
+	h2 := f2.p.Handlers()[code.SendMessage]
+	ch := remoting.NewLocalChannel("127.0.0.1:10911", "127.0.0.1:50000", func(*remoting.Command) {})
+	resp, err = h2(WithProperties(context.Background(), map[string]string{"color": "blue"}), ch, sendV1("TopicTest", 0, props("color", "green"), "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, resp, code.Success)
+	if c := f2.store.last(t).Property("color"); c != "green" {
+		t.Errorf("over a channel color=%q, want the header's green", c)
 	}
 }
 

@@ -6,7 +6,14 @@
 //
 //   - -proto grpc: raw SendMessage rpcs (pkg/grpcapi/v2pb, one NORMAL
 //     message each, a fresh message id, plaintext) on -conns connections;
-//   - -proto remoting: our SDK's producer (pkg/client, SendSync).
+//   - -proto remoting: our SDK's producer (pkg/client, SendSync);
+//   - -proto grpc-recv: raw ReceiveMessage rpcs of -g on -t (batches of 32,
+//     as GrpcBench recv), each received message acked by an AckMessage rpc
+//     of its own (as the Java SimpleConsumer's ackAsync), until -count
+//     messages are acked or -recv-timeout passes. Its JSON line is
+//     GrpcBench recv's: {"ok","mode":"recv","messages","received",
+//     "ackErrors","seconds","tps","complete","firstError",
+//     "brokerCpuTicks","clientCpuTicks"}.
 //
 // -c goroutines send -s byte messages one after the other for -warmup (not
 // counted) and then -d; every send of the measured window is timed. The
@@ -27,6 +34,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -38,6 +46,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/rmqgo/rmq/pkg/client"
@@ -46,9 +55,10 @@ import (
 )
 
 type options struct {
-	proto, endpoint, namesrv, topic string
-	goroutines, conns, size, pid    int
-	duration, warmup                time.Duration
+	proto, endpoint, namesrv, topic, group string
+	goroutines, conns, size, pid           int
+	count                                  int64
+	duration, warmup, recvTimeout          time.Duration
 }
 
 func main() {
@@ -57,6 +67,9 @@ func main() {
 	flag.StringVar(&o.endpoint, "e", "127.0.0.1:8081", "gRPC endpoint (-proto grpc)")
 	flag.StringVar(&o.namesrv, "n", "127.0.0.1:9876", "nameserver (-proto remoting)")
 	flag.StringVar(&o.topic, "t", "BenchTopic", "topic")
+	flag.StringVar(&o.group, "g", "bench_grpc_cg", "consumer group (-proto grpc-recv)")
+	flag.Int64Var(&o.count, "count", 0, "messages to receive and ack (-proto grpc-recv)")
+	flag.DurationVar(&o.recvTimeout, "recv-timeout", 45*time.Second, "longest receive run (-proto grpc-recv)")
 	flag.IntVar(&o.goroutines, "c", 32, "sending goroutines")
 	flag.IntVar(&o.conns, "conns", 1, "gRPC connections shared by the goroutines")
 	flag.IntVar(&o.size, "s", 1024, "message body size in bytes")
@@ -77,6 +90,9 @@ func main() {
 type sender func(ctx context.Context, body []byte) error
 
 func run(o options) (string, error) {
+	if o.proto == "grpc-recv" {
+		return recv(o)
+	}
 	ctx := context.Background()
 	var send sender
 	var closeFn func()
@@ -104,7 +120,7 @@ func run(o options) (string, error) {
 		}
 		closeFn = func() { p.Shutdown(context.Background()) }
 	default:
-		return "", fmt.Errorf("-proto %q: want grpc or remoting", o.proto)
+		return "", fmt.Errorf("-proto %q: want grpc, remoting or grpc-recv", o.proto)
 	}
 	defer closeFn()
 
@@ -139,20 +155,12 @@ func run(o options) (string, error) {
 		}()
 	}
 	time.Sleep(time.Until(from))
-	b0, err := ticks(o.pid)
-	if err != nil {
-		return "", err
-	}
-	c0, err := ticks(-1)
+	b0, c0, err := bothTicks(o.pid)
 	if err != nil {
 		return "", err
 	}
 	wg.Wait()
-	b1, err := ticks(o.pid)
-	if err != nil {
-		return "", err
-	}
-	c1, err := ticks(-1)
+	b1, c1, err := bothTicks(o.pid)
 	if err != nil {
 		return "", err
 	}
@@ -191,9 +199,9 @@ func run(o options) (string, error) {
 	return r + fmt.Sprintf(`,"clientCpuTicks":%d}`, c1-c0), nil
 }
 
-// grpcSender sends raw SendMessage rpcs round robin over o.conns
-// connections, with the metadata the 5.x clients send.
-func grpcSender(o options) (sender, func(), error) {
+// grpcConns dials o.conns plaintext connections; the metadata is what the
+// 5.x clients send.
+func grpcConns(o options) ([]v2pb.MessagingServiceClient, metadata.MD, func(), error) {
 	conns := make([]*grpc.ClientConn, 0, o.conns)
 	clis := make([]v2pb.MessagingServiceClient, 0, o.conns)
 	closeAll := func() {
@@ -205,16 +213,155 @@ func grpcSender(o options) (sender, func(), error) {
 		c, err := grpc.NewClient(o.endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			closeAll()
-			return nil, nil, fmt.Errorf("grpc connect %s: %w", o.endpoint, err)
+			return nil, nil, nil, fmt.Errorf("grpc connect %s: %w", o.endpoint, err)
 		}
 		conns = append(conns, c)
 		clis = append(clis, v2pb.NewMessagingServiceClient(c))
+	}
+	md := metadata.Pairs("x-mq-client-id", "protobench@"+strconv.Itoa(os.Getpid()), "x-mq-language", "GOLANG", "x-mq-client-version", "5.2.0")
+	return clis, md, closeAll, nil
+}
+
+// recvBatch is the receive batch size, GrpcBench recv's.
+const recvBatch = 32
+
+// recv receives and acks until o.count messages are acked (-proto
+// grpc-recv).
+func recv(o options) (string, error) {
+	if o.count <= 0 {
+		return "", errors.New("-proto grpc-recv needs -count")
+	}
+	clis, md, closeAll, err := grpcConns(o)
+	if err != nil {
+		return "", err
+	}
+	defer closeAll()
+	ctx, cancel := context.WithTimeout(metadata.NewOutgoingContext(context.Background(), md), o.recvTimeout)
+	defer cancel()
+	topic, group := &v2pb.Resource{Name: o.topic}, &v2pb.Resource{Name: o.group}
+	var acked, received, ackErrs atomic.Int64
+	var firstErr atomic.Value
+	fail := func(err error) { firstErr.CompareAndSwap(nil, err.Error()) }
+	var doneAt atomic.Int64
+	done := make(chan struct{})
+	var once sync.Once
+	b0, c0, err := bothTicks(o.pid)
+	if err != nil {
+		return "", err
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range o.goroutines {
+		cli := clis[i%len(clis)]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				got, err := receiveOnce(ctx, cli, topic, group)
+				if err != nil {
+					if ctx.Err() == nil {
+						fail(err)
+					}
+					continue
+				}
+				received.Add(int64(len(got)))
+				var awg sync.WaitGroup
+				for _, m := range got {
+					awg.Add(1)
+					go func() {
+						defer awg.Done()
+						resp, err := cli.AckMessage(ctx, &v2pb.AckMessageRequest{Group: group, Topic: topic, Entries: []*v2pb.AckMessageEntry{{
+							MessageId: m.GetSystemProperties().GetMessageId(), ReceiptHandle: m.GetSystemProperties().GetReceiptHandle(),
+						}}})
+						if err == nil && resp.GetStatus().GetCode() != v2pb.Code_OK {
+							err = errors.New("ack: " + resp.GetStatus().String())
+						}
+						if err != nil {
+							ackErrs.Add(1)
+							fail(err)
+							return
+						}
+						if acked.Add(1) == o.count {
+							doneAt.Store(time.Now().UnixNano())
+							once.Do(func() { close(done) })
+						}
+					}()
+				}
+				awg.Wait()
+			}
+		}()
+	}
+	complete := true
+	select {
+	case <-done:
+	case <-ctx.Done():
+		complete = false
+	}
+	stop := time.Now()
+	if complete {
+		stop = time.Unix(0, doneAt.Load())
+	}
+	b1, c1, err := bothTicks(o.pid)
+	if err != nil {
+		return "", err
+	}
+	cancel()
+	wg.Wait()
+	n := min(acked.Load(), o.count)
+	secs := stop.Sub(start).Seconds()
+	first, _ := firstErr.Load().(string)
+	fe, _ := json.Marshal(first)
+	r := fmt.Sprintf(`{"ok":true,"mode":"recv","client":"go-grpc","messages":%d,"received":%d,"ackErrors":%d,"seconds":%.2f,"tps":%.1f,"complete":%t,"firstError":%s`,
+		n, received.Load(), ackErrs.Load(), secs, float64(n)/secs, complete, fe)
+	if o.pid != 0 {
+		r += fmt.Sprintf(`,"brokerCpuTicks":%d`, b1-b0)
+	}
+	return r + fmt.Sprintf(`,"clientCpuTicks":%d}`, c1-c0), nil
+}
+
+// receiveOnce is one ReceiveMessage rpc: the messages it carried (none
+// when it ends MESSAGE_NOT_FOUND).
+func receiveOnce(ctx context.Context, cli v2pb.MessagingServiceClient, topic, group *v2pb.Resource) ([]*v2pb.Message, error) {
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	stream, err := cli.ReceiveMessage(rctx, &v2pb.ReceiveMessageRequest{
+		Group: group, MessageQueue: &v2pb.MessageQueue{Topic: topic, Id: -1},
+		FilterExpression: &v2pb.FilterExpression{Type: v2pb.FilterType_TAG, Expression: "*"},
+		BatchSize:        recvBatch, InvisibleDuration: durationpb.New(30 * time.Second),
+		LongPollingTimeout: durationpb.New(5 * time.Second),
+	})
+	if err != nil {
+		return nil, err
+	}
+	var got []*v2pb.Message
+	for {
+		r, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return got, nil
+		}
+		if err != nil {
+			return got, err
+		}
+		if st := r.GetStatus(); st != nil && st.GetCode() != v2pb.Code_OK && st.GetCode() != v2pb.Code_MESSAGE_NOT_FOUND {
+			return got, errors.New("receive: " + st.String())
+		}
+		if m := r.GetMessage(); m != nil {
+			got = append(got, m)
+		}
+	}
+}
+
+// grpcSender sends raw SendMessage rpcs round robin over o.conns
+// connections, with the metadata the 5.x clients send.
+func grpcSender(o options) (sender, func(), error) {
+	clis, md, closeAll, err := grpcConns(o)
+	if err != nil {
+		return nil, nil, err
 	}
 	var next, seq atomic.Uint64
 	var prefix [8]byte
 	_, _ = rand.Read(prefix[:])
 	idPrefix := strings.ToUpper(hex.EncodeToString(prefix[:]))
-	md := metadata.Pairs("x-mq-client-id", "protobench@"+strconv.Itoa(os.Getpid()), "x-mq-language", "GOLANG", "x-mq-client-version", "5.2.0")
 	topic := &v2pb.Resource{Name: o.topic}
 	send := func(ctx context.Context, body []byte) error {
 		cli := clis[next.Add(1)%uint64(len(clis))]
@@ -235,6 +382,16 @@ func grpcSender(o options) (sender, func(), error) {
 		return nil
 	}
 	return send, closeAll, nil
+}
+
+// bothTicks is ticks of pid and of this process.
+func bothTicks(pid int) (int64, int64, error) {
+	b, err := ticks(pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	c, err := ticks(-1)
+	return b, c, err
 }
 
 // ticks is the user + system clock ticks of process pid so far
