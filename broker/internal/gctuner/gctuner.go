@@ -32,12 +32,13 @@ type Config struct {
 	Interval time.Duration
 }
 
-// DefaultConfig keeps 64 MiB of headroom. Measured with mqbench -w 64
-// (1 KiB) on the broker: GOGC=300 (about what this gives its ~20 MiB live
-// heap) took 8–20% less CPU per message than 100, for 8–13 MiB more
-// anonymous memory.
+// DefaultConfig keeps 32 MiB of headroom. Measured with mqbench -w 64
+// (1 KiB) on the broker (scripts/bench/send-memory.sh): GOGC=100 peaked at
+// 60 MiB of anonymous memory, 64 MiB of headroom at 124 MiB (over issue
+// 18's 96 MiB), 32 MiB at 74–85 MiB; a higher percent took 7–20% less CPU
+// per message than 100.
 func DefaultConfig() Config {
-	return Config{Headroom: 64 << 20, MinPercent: 100, MaxPercent: 400, Interval: time.Second}
+	return Config{Headroom: 32 << 20, MinPercent: 100, MaxPercent: 400, Interval: time.Second}
 }
 
 // ValidateConfig reports a configuration the tuner cannot run with.

@@ -15,10 +15,11 @@ func TestPercent(t *testing.T) {
 		want int
 	}{
 		{0, 400},
-		{8 << 20, 400},   // 800% capped
-		{16 << 20, 400},  // exactly the cap
-		{20 << 20, 320},  // a sending broker
-		{64 << 20, 100},  // headroom = live
+		{4 << 20, 400},   // 800% capped
+		{8 << 20, 400},   // exactly the cap
+		{16 << 20, 200},  // headroom twice the live heap
+		{20 << 20, 160},  // a sending broker
+		{32 << 20, 100},  // headroom = live
 		{500 << 20, 100}, // 1M lite topics: the runtime's default
 		{10 << 30, 100},
 	}
