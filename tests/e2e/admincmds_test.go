@@ -291,3 +291,45 @@ func mustRead(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestJavaClusterRT: clusterRT runs until it is stopped, so the Java tool
+// and ours each run for a while against our broker; their header and first
+// row agree once the measured round-trip time is masked.
+func TestJavaClusterRT(t *testing.T) {
+	skipShort(t, "the Java tool runs for seconds")
+	t.Parallel()
+	c := startCluster(t, framework.Options{Brokers: 1})
+	ns := c.NamesrvAddr()
+	// Skips with a message where Java is missing.
+	if _, err := harness.RunJavaMQAdmin(t, "clusterList", "-n", ns); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"clusterRT", "-a", "3", "-s", "8", "-i", "1", "-n", ns}
+	// The first round's rows, RT masked (the tools print it differently
+	// rounded: Java a double, both in milliseconds).
+	firstRound := func(tool, out string) string {
+		t.Helper()
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) < 2 {
+			t.Fatalf("%s clusterRT printed %q", tool, out)
+		}
+		f := strings.Fields(lines[1])
+		if len(f) != 5 {
+			t.Fatalf("%s clusterRT row %q", tool, lines[1])
+		}
+		f[2] = "<RT>"
+		return lines[0] + "\n" + strings.Join(f, " ")
+	}
+	script := filepath.Join(harness.RepoRoot(t), "scripts", "mqadmin-java.sh")
+	jout, _, _, _ := harness.RunGroup(context.Background(), 20*time.Second,
+		[]string{"RMQ_JAVA_LOG_DIR=" + t.TempDir()}, script, args...)
+	ours := filepath.Join(harness.BuildBinaries(t, harness.MQAdmin), harness.MQAdmin)
+	oout, _, _, _ := harness.RunGroup(context.Background(), 5*time.Second, nil, ours, args...)
+	j, o := firstRound("java", jout), firstRound("ours", oout)
+	if j != o {
+		t.Errorf("clusterRT:\njava:\n%s\nours:\n%s", j, o)
+	}
+	if want := "DefaultCluster broker-a <RT> 3 0"; !strings.HasSuffix(j, want) {
+		t.Errorf("java's first row %q, want %q", j, want)
+	}
+}
