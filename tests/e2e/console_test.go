@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -13,11 +14,6 @@ import (
 	"testing"
 	"time"
 
-	rocketmq "github.com/apache/rocketmq-client-go/v2"
-	"github.com/apache/rocketmq-client-go/v2/consumer"
-	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
-	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/client"
@@ -211,7 +207,8 @@ func TestConsolePages(t *testing.T) {
 
 	// A client-go producer and push consumer with message trace on: their
 	// trace records (send, consume before and after) reach the trace topic.
-	rlog.SetLogLevel("error") // client-go logs through a process-wide logger
+	// In a process of their own: client-go's trace client is process-wide
+	// (tests/cmd/gotrace says why).
 	mq("updateTopic", "-c", "DefaultCluster", "-t", "ConsoleTraced", "-r", "1", "-w", "1")
 	testutil.Eventually(t, 20*time.Second, func() error {
 		r, err := ac.GetTopicRoute(ctx, "ConsoleTraced")
@@ -220,23 +217,7 @@ func TestConsolePages(t *testing.T) {
 		}
 		return err
 	})
-	ns := primitive.NewPassthroughResolver([]string{c.NamesrvAddr()})
-	goTrace := &primitive.TraceConfig{Resolver: ns, Access: primitive.Local}
-	gp, err := rocketmq.NewProducer(producer.WithNsResolver(ns), producer.WithGroupName("console_go_pg"), producer.WithInstanceName("console-go"),
-		producer.WithRetry(1), producer.WithSendMsgTimeout(5*time.Second), producer.WithTrace(goTrace))
-	started(t, gp, err)
-	defer gp.Shutdown()
-	goSent, err := gp.SendSync(ctx, primitive.NewMessage("ConsoleTraced", []byte("traced by client-go")))
-	if err != nil || goSent.Status != primitive.SendOK {
-		t.Fatalf("client-go send: %v %v", goSent, err)
-	}
-	gc, err := rocketmq.NewPushConsumer(consumer.WithNsResolver(ns), consumer.WithGroupName("console_go_cg"), consumer.WithInstance("console-go"),
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset), consumer.WithTrace(goTrace))
-	goSubscribed(t, gc, err, "ConsoleTraced", consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
-		func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-			return consumer.ConsumeSuccess, nil
-		})
-	defer gc.Shutdown()
+	goSentID := startGoTrace(t, c.NamesrvAddr(), "ConsoleTraced", "console_go_pg", "console_go_cg")
 
 	// A client's trace record (Java's TraceDataEncoder format) of message 3.
 	const tracedID = "CONSOLE00000000000000000003"
@@ -491,7 +472,7 @@ func TestConsolePages(t *testing.T) {
 	try := 0
 	testutil.Eventually(t, 30*time.Second, func() error {
 		try++
-		text = consolePage(t, p, base, fmt.Sprintf("/trace?id=%s&try=%d", goSent.MsgID, try))
+		text = consolePage(t, p, base, fmt.Sprintf("/trace?id=%s&try=%d", goSentID, try))
 		p.MustEval(t, `[...document.querySelectorAll('#traces tbody tr')].map(r => [...r.cells].map(c => c.textContent).join('|'))`, &goTraceRows)
 		if len(goTraceRows) < 3 {
 			return fmt.Errorf("trace rows %q", goTraceRows)
@@ -584,4 +565,65 @@ func TestConsoleCredentials(t *testing.T) {
 	p.MustEval(t, "document.getElementById('who').textContent", &who)
 	wantText(t, "cluster after sign-in", text, "broker-a", "MASTER")
 	wantText(t, "header after sign-in", who, "signed in as rocketmq")
+}
+
+// startGoTrace runs tests/cmd/gotrace (a client-go producer and push consumer
+// with message trace on) against ns and returns the id of the message it
+// sent; the process stays up, sending its trace records, until t ends.
+func startGoTrace(t *testing.T, ns, topic, pg, cg string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "gotrace")
+	build := exec.Command("go", "build", "-o", bin, harness.ModulePrefix+"tests/cmd/gotrace")
+	build.Dir = harness.RepoRoot(t)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build tests/cmd/gotrace: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "-n", ns, "-t", topic, "-pg", pg, "-cg", cg)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr testutil.SyncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 4)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		done := make(chan struct{})
+		go func() {
+			for range lines {
+			}
+			_ = cmd.Wait()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	select {
+	case l, ok := <-lines:
+		if id, found := strings.CutPrefix(l, "sent "); ok && found {
+			return id
+		}
+		t.Fatalf("gotrace printed %q; stderr:\n%s", l, stderr.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("gotrace sent nothing in 60 s; stderr:\n%s", stderr.String())
+	}
+	return ""
 }
