@@ -52,6 +52,8 @@ HALF_THREADS=${HALF_THREADS:-128}
 SUPER_AK=rocketmq SUPER_SK=12345678
 BENCH_AK=bench BENCH_SK=bench-secret-1
 
+# Lines OUT already holds: the summary reads only the rows this run adds.
+out_lines_before=$(cat "$OUT" 2>/dev/null | wc -l)
 make build >/dev/null
 if [ "$CLIENT" = apache ]; then
   # shellcheck source=../java-lib.sh
@@ -283,9 +285,10 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 echo "loaded RSS KiB: ours $(rss $ours_pid) (anon $(anon $ours_pid)), apache $(rss $apache_pid) (anon $(anon $apache_pid))" | tee -a "$OUT.txt" >&2
 
-python3 - "$OUT" "AUTH=$AUTH TLS=$TLS" <<'PY'
+python3 - "$OUT" "AUTH=$AUTH TLS=$TLS" "$out_lines_before" <<'PY'
 import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
+# OUT is appended to: only this run's rows (after the lines it had).
+rows = [json.loads(l) for l in open(sys.argv[1])][int(sys.argv[3]):]
 agg = {}
 for r in rows:
     a = agg.setdefault(r["system"], {"send": [], "consume": [], "p99": [], "msgs": 0, "ticks": 0, "clk": r["clk_tck"]})
