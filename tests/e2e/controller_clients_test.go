@@ -463,11 +463,17 @@ func TestFencedBrokerAnswersServiceNotAvailable(t *testing.T) {
 	b.start(t, bin, 0)
 
 	// Its HA port is bound from the start, before any role, as Apache's
-	// broker binds it: nothing can take it before a promotion.
-	if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", haPort)); err == nil {
+	// broker binds it: nothing can take it before a promotion. (Polled:
+	// under load the start may still be under way when the client port
+	// answers.)
+	testutil.Eventually(t, 20*time.Second, func() error {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", haPort))
+		if err != nil {
+			return nil
+		}
 		ln.Close()
-		t.Fatalf("a fenced controller-mode broker left its HA port %d free", haPort)
-	}
+		return fmt.Errorf("a fenced controller-mode broker left its HA port %d free", haPort)
+	})
 	// And a broker whose HA port is taken does not start (a promotion
 	// would fail later).
 	dir2 := t.TempDir()

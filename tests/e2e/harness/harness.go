@@ -118,6 +118,28 @@ func LatePort(t testing.TB) int {
 	return 0
 }
 
+// LatePortWithVIP is a LatePort p whose p−2 is free too: a broker with its
+// VIP listener on (Apache's listenPort − 2) must not listen on a port in
+// the ephemeral range, which FreePort may have handed another test's
+// process (seen in CI: a broker of tests/e2e found its port taken).
+func LatePortWithVIP(t testing.TB) int {
+	t.Helper()
+	for range 2000 {
+		p := LatePort(t)
+		if p-2 < 20000 {
+			continue
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p-2))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return p
+	}
+	t.Fatalf("harness: LatePortWithVIP: no free pair below 32768")
+	return 0
+}
+
 // FreeAddr is FreePort as "127.0.0.1:port".
 func FreeAddr(t testing.TB) string {
 	t.Helper()

@@ -132,6 +132,9 @@ func (c *Cluster) AddBroker(t testing.TB, name string, id int, conf map[string]s
 	t.Helper()
 	dir := t.TempDir()
 	port := harness.FreePort(t)
+	if c.opts.BrokerConf["vipChannelListenEnable"] == "true" || conf["vipChannelListenEnable"] == "true" {
+		port = harness.LatePortWithVIP(t) // listenPort − 2 is listened on too
+	}
 	// The HA port is one of its own (LatePort): listenPort+1, the default,
 	// may be taken by then.
 	ha := map[string]string{"haListenPort": strconv.Itoa(harness.LatePort(t))}
