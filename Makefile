@@ -158,13 +158,15 @@ rust5-client:
 	./scripts/rust5-client.sh build
 
 FUZZTIME ?= 30s
+FUZZ_DONE ?=
 fuzz:
 	./scripts/fuzz-all.sh $(FUZZTIME)
 
 # Every fuzz target for ten million executions each (issue 19's bar for
-# hostile input); hours on 2 cores, never part of `make test`.
+# hostile input); hours on 2 cores, never part of `make test`. FUZZ_DONE=FILE
+# resumes an interrupted run (scripts/fuzz-all.sh).
 fuzz-long:
-	./scripts/fuzz-all.sh 10000000x
+	FUZZ_DONE=$(FUZZ_DONE) ./scripts/fuzz-all.sh 10000000x
 
 # The crash-safety harness: SIGKILL the broker at random moments under a
 # SYNC_FLUSH load, then check every acknowledged message is back, intact
