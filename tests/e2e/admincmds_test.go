@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/message"
+	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
 	"github.com/rmqgo/rmq/tests/framework"
 )
@@ -332,4 +334,111 @@ func TestJavaClusterRT(t *testing.T) {
 	if want := "DefaultCluster broker-a <RT> 3 0"; !strings.HasSuffix(j, want) {
 		t.Errorf("java's first row %q, want %q", j, want)
 	}
+}
+
+// TestJavaStartMonitoring: startMonitoring logs a round 20 s after its
+// start (Java to its log file, ours to stderr). Both tools run at once
+// against our broker, one round each; the lines of a group with a known
+// lag (two queues with 3 messages each, the group's offsets at 1) are the
+// same: undone totals, the largest queue's, the delay of the newest
+// message behind the last consumed one, and the blocked queue of the
+// group's consumer (its handler holds the first message).
+func TestJavaStartMonitoring(t *testing.T) {
+	skipShort(t, "the first round comes 20 s after the start")
+	t.Parallel()
+	c := startCluster(t, framework.Options{Brokers: 1})
+	ns := c.NamesrvAddr()
+	addr := c.Brokers()[0].Addr()
+	// Skips with a message where Java is missing.
+	if _, err := harness.RunJavaMQAdmin(t, "clusterList", "-n", ns); err != nil {
+		t.Fatal(err)
+	}
+	mqadmin(t, c, "updateTopic", "-b", addr, "-t", "MonT", "-r", "2", "-w", "2")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{ns}}, Group: "mon_pg"})
+	started(t, p, err)
+	defer p.Shutdown(context.Background())
+	for q := range 2 {
+		for range 3 {
+			mq := protocol.MessageQueue{Topic: "MonT", BrokerName: "broker-a", QueueID: q}
+			if _, err := p.SendSync(ctx, &message.Message{Topic: "MonT", Body: []byte("x")}, client.WithQueue(mq)); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(5 * time.Millisecond) // distinct store times
+		}
+	}
+	// The group's offsets are at 1, and it is online: a consumer of MonT
+	// whose handler holds the first message it gets, so the committed
+	// offsets stay where they are (an online group's consume stats cover
+	// only the topics it subscribes, as Apache's).
+	adm, err := admin.New(admin.Config{NameServers: []string{ns}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	for q := range 2 {
+		if err := adm.UpdateConsumerOffset(ctx, addr, "mon_g", "MonT", q, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pc, err := client.NewPushConsumer(client.PushConsumerConfig{CommonConfig: sdkCommon(c, nil, "mon"), Group: "mon_g",
+		ConsumeGoroutines: 1,
+		Handler: func(ctx context.Context, _ *client.ConsumeRequest) client.ConsumeResult {
+			<-ctx.Done()
+			return client.ConsumeRetryLater
+		}})
+	subscribed(t, pc, err, "MonT")
+	defer pc.Shutdown(context.Background())
+	// The retry topic comes with the consumer's heartbeat; its offset is
+	// set too, whether or not the consumer commits one before the rounds.
+	testutil.Eventually(t, 10*time.Second, func() error {
+		return adm.UpdateConsumerOffset(ctx, addr, "mon_g", "%RETRY%mon_g", 0, 0)
+	})
+
+	logDir := t.TempDir()
+	script := filepath.Join(harness.RepoRoot(t), "scripts", "mqadmin-java.sh")
+	ours := filepath.Join(harness.BuildBinaries(t, harness.MQAdmin), harness.MQAdmin)
+	var oerr string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, oerr, _, _ = harness.RunGroup(ctx, 40*time.Second, nil, ours, "startMonitoring", "--rounds", "1", "-n", ns)
+	}()
+	// Java runs until stopped: its round starts 20 s after its clients.
+	harness.RunGroup(ctx, 30*time.Second, []string{"RMQ_JAVA_LOG_DIR=" + logDir}, script, "startMonitoring", "-n", ns)
+	<-done
+	jlog := mustRead(t, filepath.Join(logDir, "mqadmin-java.log"))
+
+	// The round's lines about mon_g, from "[MONITOR]" on (Java's log
+	// lines start with a time, level, thread and logger).
+	lines := func(tool, log string) string {
+		t.Helper()
+		var keep []string
+		for _, l := range strings.Split(log, "\n") {
+			i := strings.Index(l, "[MONITOR]")
+			if i < 0 {
+				continue
+			}
+			if l = l[i:]; strings.Contains(l, "Round") || strings.Contains(l, "consumerGroup=mon_g,") || strings.Contains(l, "ConsumerGroup: mon_g,") {
+				keep = append(keep, l)
+			}
+		}
+		if len(keep) == 0 {
+			t.Fatalf("%s logged no round:\n%s", tool, log)
+		}
+		return strings.Join(keep, "\n")
+	}
+	// A blocked queue's figure is now minus its last consume time (0 here:
+	// nothing consumed), read a moment apart by the two tools.
+	blockedFor := regexp.MustCompile(`maybe blocked, \d+ms`)
+	j := blockedFor.ReplaceAllString(lines("java", jlog), "maybe blocked, <T>ms")
+	o := blockedFor.ReplaceAllString(lines("ours", oerr), "maybe blocked, <T>ms")
+	if j != o {
+		t.Errorf("startMonitoring:\njava:\n%s\nours:\n%s", j, o)
+	}
+	mustContain(t, j, "[MONITOR] =========================================beginRound",
+		"UndoneMsgs [consumerGroup=mon_g, topic=MonT, undoneMsgsTotal=4, undoneMsgsSingleMQ=2, undoneMsgsDelayTimeMills=",
+		"[NOTIFY] reportConsumerRunningInfo: ConsumerGroup: mon_g, ClientId: ",
+		"[MONITOR] =========================================endRound")
 }
