@@ -13,6 +13,7 @@ import (
 
 	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
@@ -68,17 +69,9 @@ func newMonitorConsumer(cc client.CommonConfig, w io.Writer) (*client.PushConsum
 		Group:             monitorConsumerGroup,
 		ConsumeGoroutines: 1,
 		Handler: func(_ context.Context, req *client.ConsumeRequest) client.ConsumeResult {
-			m := req.Messages[0]
-			var ev struct {
-				ConsumerGroup string                `json:"consumerGroup"`
-				MessageQueue  protocol.MessageQueue `json:"messageQueue"`
-				OffsetRequest int64                 `json:"offsetRequest"`
-				OffsetNew     int64                 `json:"offsetNew"`
-			}
 			// Java drops an event it cannot decode, and consumes it.
-			if protocol.Unmarshal(m.Body, &ev) == nil {
-				fmt.Fprintf(w, "%sreportDeleteMsgsEvent: DeleteMsgsEvent [offsetMovedEvent=OffsetMovedEvent [consumerGroup=%s, messageQueue=%s, offsetRequest=%d, offsetNew=%d], eventTimestamp=%d]\n",
-					monitorLogPrefix, ev.ConsumerGroup, ev.MessageQueue.String(), ev.OffsetRequest, ev.OffsetNew, m.StoreTimestamp)
+			if line, ok := deleteMsgsEventLine(req.Messages[0]); ok {
+				fmt.Fprintln(w, line)
 			}
 			return client.ConsumeSuccess
 		},
@@ -90,6 +83,22 @@ func newMonitorConsumer(cc client.CommonConfig, w io.Writer) (*client.PushConsum
 		return nil, err
 	}
 	return pc, nil
+}
+
+// deleteMsgsEventLine is DefaultMonitorListener.reportDeleteMsgsEvent's
+// line for an OFFSET_MOVED_EVENT message (an OffsetMovedEvent in JSON).
+func deleteMsgsEventLine(m *message.Message) (string, bool) {
+	var ev struct {
+		ConsumerGroup string                `json:"consumerGroup"`
+		MessageQueue  protocol.MessageQueue `json:"messageQueue"`
+		OffsetRequest int64                 `json:"offsetRequest"`
+		OffsetNew     int64                 `json:"offsetNew"`
+	}
+	if protocol.Unmarshal(m.Body, &ev) != nil {
+		return "", false
+	}
+	return fmt.Sprintf("%sreportDeleteMsgsEvent: DeleteMsgsEvent [offsetMovedEvent=OffsetMovedEvent [consumerGroup=%s, messageQueue=%s, offsetRequest=%d, offsetNew=%d], eventTimestamp=%d]",
+		monitorLogPrefix, ev.ConsumerGroup, ev.MessageQueue.String(), ev.OffsetRequest, ev.OffsetNew, m.StoreTimestamp), true
 }
 
 // lockedWriter serialises the rounds' lines and the push consumer's.

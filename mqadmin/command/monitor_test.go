@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/rmqgo/rmq/pkg/message"
 )
 
 // TestStartMonitoring: one round of startMonitoring (its hidden options
@@ -30,5 +32,21 @@ func TestStartMonitoring(t *testing.T) {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}
+	}
+}
+
+// TestDeleteMsgsEventLine: an OFFSET_MOVED_EVENT message (the body
+// OffsetMovedEvent.encode() writes) as DefaultMonitorListener logs it; a
+// body that is not one is dropped.
+func TestDeleteMsgsEventLine(t *testing.T) {
+	m := &message.Message{StoreTimestamp: 1733400000123,
+		Body: []byte(`{"consumerGroup":"g1","messageQueue":{"brokerName":"broker-a","queueId":3,"topic":"TopicTest"},"offsetNew":40,"offsetRequest":7}`)}
+	got, ok := deleteMsgsEventLine(m)
+	want := "[MONITOR] reportDeleteMsgsEvent: DeleteMsgsEvent [offsetMovedEvent=OffsetMovedEvent [consumerGroup=g1, messageQueue=MessageQueue [topic=TopicTest, brokerName=broker-a, queueId=3], offsetRequest=7, offsetNew=40], eventTimestamp=1733400000123]"
+	if !ok || got != want {
+		t.Errorf("got %q, %v\nwant %q", got, ok, want)
+	}
+	if _, ok := deleteMsgsEventLine(&message.Message{Body: []byte("not json")}); ok {
+		t.Error("a body that is not an event was reported")
 	}
 }
