@@ -37,7 +37,7 @@ fo_listens() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # Ports per system: nameservers NSB+i, controllers NSB+4+i, brokers
 # BRB+10*i (HA port +1; Apache also opens -2).
 fo_ports() {
-  if [ "$1" = ours ]; then NSB=39970 BRB=40950; else NSB=49970 BRB=50950; fi
+  if [ "$1" = ours ]; then NSB=${FO_NS_PORT:-39970} BRB=${FO_BROKER_PORT:-40950}; else NSB=49970 BRB=50950; fi
   fo_ns="" fo_ctl="" fo_peers=""
   for i in 0 1 2; do
     fo_ns+="127.0.0.1:$((NSB + i));"
@@ -70,7 +70,7 @@ fo_start_broker() { # <system> <i>
       ctl_broker_conf DefaultCluster broker-a "$port" "$fo_ns" "$fo_ctl" "$dir"
       echo "flushDiskType=$FLUSH_DISK_TYPE"
     } >"$dir.conf"
-    bin/broker -c "$dir.conf" >>"$dir.log" 2>&1 &
+    "$BROKER_BIN" -c "$dir.conf" >>"$dir.log" 2>&1 &
     fo_pids[$(fo_slot_br "$i")]=$!
   else
     apache_ha_broker "$i" "$port" "$fo_ns" "$fo_ctl" "flushDiskType=$FLUSH_DISK_TYPE"
