@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/store/commitlog"
@@ -65,6 +66,8 @@ type AutoSwitchMaster struct {
 	alter   bool              // an Alter call is running
 	confirm int64             // confirm offset while others must ack
 	fenced  bool              // waiting sends fail at once (lease lapsed)
+	waiters []*waiter         // sends waiting for acks (WaitAcks)
+	pool    sync.Pool         // of *waiter
 	check   chan struct{}     // capacity 1: run the shrink check now
 	stop    chan struct{}
 }
@@ -72,12 +75,14 @@ type AutoSwitchMaster struct {
 // NewAutoSwitchMaster serves cl on ln once started, with the SyncStateSet
 // the controller gave the new master (normally only itself).
 func NewAutoSwitchMaster(cl *commitlog.Log, ln net.Listener, opts Options, cfg AutoSwitchConfig, initial SyncState) *AutoSwitchMaster {
-	return &AutoSwitchMaster{
+	m := &AutoSwitchMaster{
 		hub: newHub(cl, ln, opts), cfg: cfg.withDefaults(),
 		conns: map[*asConn]struct{}{}, byID: map[int64]*asConn{},
 		sync: SyncState{Set: slices.Clone(initial.Set), Epoch: initial.Epoch}, confirm: cl.MaxOffset(),
 		check: make(chan struct{}, 1), stop: make(chan struct{}),
 	}
+	m.pool.New = newWaiter
+	return m
 }
 
 // Start accepts slaves and runs the SyncStateSet check until Close.
@@ -97,7 +102,7 @@ func (m *AutoSwitchMaster) bind(c *asConn) {
 	m.mu.Lock()
 	old := m.byID[c.id]
 	m.byID[c.id] = c
-	m.broadcastLocked()
+	m.releaseLocked()
 	m.mu.Unlock()
 	if old != nil {
 		old.close("replaced by a newer connection of the same slave")
@@ -114,7 +119,7 @@ func (m *AutoSwitchMaster) remove(c *asConn) {
 		delete(m.byID, c.id)
 		member = slices.Contains(m.sync.Set, c.id)
 	}
-	m.broadcastLocked()
+	m.releaseLocked()
 	m.mu.Unlock()
 	if member {
 		m.checkSoon()
@@ -152,7 +157,7 @@ func (m *AutoSwitchMaster) Close() error {
 	}
 	m.closed = true
 	close(m.stop)
-	m.broadcastLocked()
+	m.releaseLocked()
 	m.mu.Unlock()
 	err := m.ln.Close()
 	m.CloseConnections("master shutting down")

@@ -3,6 +3,7 @@ package ha
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 )
@@ -51,7 +52,7 @@ func (m *AutoSwitchMaster) SetSyncState(s SyncState) {
 	}
 	m.sync = SyncState{Set: slices.Clone(s.Set), Epoch: s.Epoch}
 	m.propose = nil
-	m.broadcastLocked()
+	m.releaseLocked()
 }
 
 // SetFenced makes waiting and new sends fail at once (true) until the
@@ -60,7 +61,7 @@ func (m *AutoSwitchMaster) SetFenced(on bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.fenced = on
-	m.broadcastLocked()
+	m.releaseLocked()
 }
 
 // ConfirmOffset is the offset every member of the effective SyncStateSet
@@ -104,26 +105,91 @@ func (m *AutoSwitchMaster) othersLocked() []int64 {
 // WaitAcks blocks until the send ending at end is committed (§4.7): with
 // allAckInSyncStateSet every other member of the effective set acked it;
 // otherwise 1 + the connections that acked it reach InSyncReplicas. ctx
-// ending is ErrReplicaTimeout.
+// ending is ErrReplicaTimeout. A waiting send sleeps until a change
+// completes it (releaseLocked): an ack wakes only the sends it commits,
+// not every send waiting.
 func (m *AutoSwitchMaster) WaitAcks(ctx context.Context, end int64) error {
 	m.Wake()
-	for {
-		m.mu.Lock()
-		done, have, need := m.ackedLocked(end)
-		ch, closed, fenced := m.changed, m.closed, m.fenced
+	m.mu.Lock()
+	done, have, need := m.ackedLocked(end)
+	if done {
 		m.mu.Unlock()
-		if done {
-			return nil
-		}
-		if closed || fenced {
-			return fmt.Errorf("%w: master closed or fenced, %d of %d replicas hold offset %d", ErrReplicaTimeout, have, need, end)
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return fmt.Errorf("%w: %d of %d replicas hold offset %d", ErrReplicaTimeout, have, need, end)
-		}
+		return nil
 	}
+	if m.closed || m.fenced {
+		m.mu.Unlock()
+		return fmt.Errorf("%w: master closed or fenced, %d of %d replicas hold offset %d", ErrReplicaTimeout, have, need, end)
+	}
+	w := m.pool.Get().(*waiter)
+	w.end = end
+	m.waiters = append(m.waiters, w)
+	m.mu.Unlock()
+	acked := false
+	select {
+	case acked = <-w.done:
+	case <-ctx.Done():
+		acked = forgetWaiter(&m.mu, &m.waiters, w)
+	}
+	m.pool.Put(w)
+	if acked {
+		return nil
+	}
+	m.mu.Lock()
+	_, have, need = m.ackedLocked(end)
+	closed, fenced := m.closed, m.fenced
+	m.mu.Unlock()
+	if closed || fenced {
+		return fmt.Errorf("%w: master closed or fenced, %d of %d replicas hold offset %d", ErrReplicaTimeout, have, need, end)
+	}
+	return fmt.Errorf("%w: %d of %d replicas hold offset %d", ErrReplicaTimeout, have, need, end)
+}
+
+// releaseLocked completes the waiting sends the current acks, set and
+// state decide: all fail when the master is closed or fenced; otherwise
+// those ending at or below committedLocked succeed, the others sleep on.
+// Called after every change that can decide a waiting send.
+func (m *AutoSwitchMaster) releaseLocked() {
+	if len(m.waiters) == 0 {
+		return
+	}
+	if m.closed || m.fenced {
+		m.waiters = releaseWaiters(m.waiters, func(*waiter) (bool, bool) { return true, false })
+		return
+	}
+	upTo := m.committedLocked()
+	m.waiters = releaseWaiters(m.waiters, func(w *waiter) (bool, bool) { return w.end <= upTo, true })
+}
+
+// committedLocked is the end offset up to which sends are committed, the
+// threshold form of ackedLocked: with allAckInSyncStateSet the smallest
+// ack of the other effective members (-1 while one has no connection or
+// no ack); otherwise the InSyncReplicas−1-th largest ack of the
+// connections.
+func (m *AutoSwitchMaster) committedLocked() int64 {
+	if m.cfg.AllAckInSyncStateSet {
+		c := int64(math.MaxInt64)
+		for _, id := range m.othersLocked() {
+			conn := m.byID[id]
+			if conn == nil {
+				return -1
+			}
+			c = min(c, conn.ack.Load())
+		}
+		return c
+	}
+	need := m.cfg.InSyncReplicas - 1
+	if need <= 0 {
+		return math.MaxInt64
+	}
+	if len(m.conns) < need {
+		return -1
+	}
+	acks := make([]int64, 0, len(m.conns))
+	for c := range m.conns {
+		acks = append(acks, c.ack.Load())
+	}
+	slices.Sort(acks)
+	return acks[len(acks)-need]
 }
 
 func (m *AutoSwitchMaster) ackedLocked(end int64) (done bool, have, need int) {
@@ -174,7 +240,7 @@ func (m *AutoSwitchMaster) onAck(c *asConn, ack int64) {
 		m.log.Info("ha slave caught up: proposing to add it to the SyncStateSet", "slaveId", c.id, "ack", ack, "proposal", m.propose)
 		m.startAlterLocked()
 	}
-	m.broadcastLocked()
+	m.releaseLocked()
 }
 
 // startAlterLocked sends the current proposal to the controller.
@@ -204,7 +270,7 @@ func (m *AutoSwitchMaster) startAlterLocked() {
 		}
 		m.propose = nil
 		m.log.Info("SyncStateSet changed", "set", m.sync.Set, "epoch", m.sync.Epoch)
-		m.broadcastLocked()
+		m.releaseLocked()
 	}()
 }
 

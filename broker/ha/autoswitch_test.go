@@ -380,3 +380,76 @@ func TestAutoSwitchFencedFailsWaiters(t *testing.T) {
 	a.m.SetFenced(true)
 	wantReplicaTimeout(t, errc, "fencing")
 }
+
+// TestAutoSwitchAckReleasesOnlyCommittedSends: a change of acks completes
+// exactly the waiting sends it commits (the smallest ack of the other
+// members with allAckInSyncStateSet, the InSyncReplicas−1-th largest
+// otherwise); the others stay asleep in the waiter list.
+func TestAutoSwitchAckReleasesOnlyCommittedSends(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cfg   AutoSwitchConfig
+		acks  [][2]int64 // per step: the acks of slaves 2 and 3
+		waits []int      // waiters left after each step (ends 100 and 200)
+	}{
+		{"all ack", AutoSwitchConfig{AllAckInSyncStateSet: true},
+			[][2]int64{{200, -1}, {200, 150}, {200, 200}}, []int{2, 1, 0}},
+		{"two of three", AutoSwitchConfig{InSyncReplicas: 2},
+			[][2]int64{{-1, -1}, {-1, 150}, {200, 150}}, []int{2, 1, 0}},
+		{"three of three", AutoSwitchConfig{InSyncReplicas: 3},
+			[][2]int64{{200, -1}, {120, 200}, {200, 200}}, []int{2, 1, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := openNode(t, tempDir(t, "a"), 1)
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = ln.Close() })
+			tc.cfg.SelfID = 1
+			m := NewAutoSwitchMaster(a.st.CommitLog(), ln, Options{}, tc.cfg, SyncState{Set: []int64{1, 2, 3}, Epoch: 1})
+			slaves := [2]*asConn{}
+			m.mu.Lock()
+			for i := range slaves {
+				c := &asConn{m: m, id: int64(2 + i)}
+				c.ack.Store(-1)
+				slaves[i] = c
+				m.conns[c] = struct{}{}
+				m.byID[c.id] = c
+			}
+			m.mu.Unlock()
+			errs := make(chan error, 2)
+			for _, end := range []int64{100, 200} {
+				go func() { errs <- m.WaitAcks(context.Background(), end) }()
+			}
+			waiting := func() int {
+				m.mu.Lock()
+				defer m.mu.Unlock()
+				return len(m.waiters)
+			}
+			testutil.WaitFor(t, 5*time.Second, "two waiting sends", func() bool { return waiting() == 2 })
+			done := 0
+			for i, acks := range tc.acks {
+				m.mu.Lock()
+				for j, ack := range acks {
+					slaves[j].ack.Store(ack)
+				}
+				m.releaseLocked()
+				m.mu.Unlock()
+				if got := waiting(); got != tc.waits[i] {
+					t.Fatalf("step %d (acks %v): %d sends waiting, want %d", i, acks, got, tc.waits[i])
+				}
+				for ; done < 2-tc.waits[i]; done++ {
+					if err := <-errs; err != nil {
+						t.Fatalf("step %d: %v", i, err)
+					}
+				}
+				select {
+				case err := <-errs:
+					t.Fatalf("step %d: a send not committed returned: %v", i, err)
+				default:
+				}
+			}
+		})
+	}
+}

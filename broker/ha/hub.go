@@ -10,25 +10,24 @@ import (
 )
 
 // hub is what both master kinds share: the HA listener, the lock over
-// their connection tables, and the channels that wake waiting sends
-// (changed) and idle connection writers (wake).
+// their connection tables, and the channel that wakes idle connection
+// writers (wake).
 type hub struct {
 	opts Options
 	cl   *commitlog.Log
 	ln   net.Listener
 	log  *slog.Logger
 
-	mu      sync.Mutex
-	changed chan struct{} // closed and replaced when acks or connections change
-	wake    chan struct{} // closed and replaced by Wake
-	idle    atomic.Int32  // connection writers waiting on wake
-	closed  bool
-	wg      sync.WaitGroup
+	mu     sync.Mutex
+	wake   chan struct{} // closed and replaced by Wake
+	idle   atomic.Int32  // connection writers waiting on wake
+	closed bool
+	wg     sync.WaitGroup
 }
 
 func newHub(cl *commitlog.Log, ln net.Listener, opts Options) hub {
 	opts = opts.withDefaults()
-	return hub{opts: opts, cl: cl, ln: ln, log: opts.Logger, changed: make(chan struct{}), wake: make(chan struct{})}
+	return hub{opts: opts, cl: cl, ln: ln, log: opts.Logger, wake: make(chan struct{})}
 }
 
 // Addr is the listening address.
@@ -62,17 +61,11 @@ func (h *hub) admit(nc net.Conn, register func(), read, write func()) {
 		return
 	}
 	register()
-	h.broadcastLocked()
 	h.wg.Add(2)
 	h.mu.Unlock()
 	h.log.Info("ha slave connected", "addr", nc.RemoteAddr().String())
 	go read()
 	go write()
-}
-
-func (h *hub) broadcastLocked() {
-	close(h.changed)
-	h.changed = make(chan struct{})
 }
 
 // Wake makes idle connections look for new bytes now (called when a send

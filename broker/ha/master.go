@@ -44,7 +44,7 @@ type waiter struct {
 // NewMaster serves the log on ln once started.
 func NewMaster(cl *commitlog.Log, ln net.Listener, opts Options) *Master {
 	m := &Master{hub: newHub(cl, ln, opts), conns: map[*conn]struct{}{}}
-	m.pool.New = func() any { return &waiter{done: make(chan bool, 1)} }
+	m.pool.New = newWaiter
 	m.expiry = time.AfterFunc(time.Hour, m.expire)
 	m.expiry.Stop()
 	return m
@@ -66,23 +66,15 @@ func (m *Master) remove(c *conn) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.conns, c)
-	m.broadcastLocked()
 }
 
 // acked releases the waiting sends a new report completed.
 func (m *Master) acked() {
 	m.mu.Lock()
 	if len(m.waiters) > 0 {
-		kept := m.waiters[:0]
-		for _, w := range m.waiters {
-			if 1+m.ackedLocked(w.end) >= w.needed {
-				w.done <- true
-			} else {
-				kept = append(kept, w)
-			}
-		}
-		clear(m.waiters[len(kept):])
-		m.waiters = kept
+		m.waiters = releaseWaiters(m.waiters, func(w *waiter) (bool, bool) {
+			return 1+m.ackedLocked(w.end) >= w.needed, true
+		})
 	}
 	m.mu.Unlock()
 }
@@ -143,7 +135,7 @@ func (m *Master) WaitAcks(ctx context.Context, end int64, needed int, timeout ti
 		select {
 		case acked = <-w.done:
 		case <-ctx.Done():
-			acked = m.forget(w)
+			acked = forgetWaiter(&m.mu, &m.waiters, w)
 		}
 	}
 	if acked {
@@ -184,14 +176,32 @@ func (m *Master) expire() {
 	}
 }
 
-// forget removes a waiter that gave up; when a report or Close released
-// it meanwhile, it takes that outcome.
-func (m *Master) forget(w *waiter) (acked bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for i, x := range m.waiters {
+// newWaiter is a sync.Pool's New for both masters' waiters.
+func newWaiter() any { return &waiter{done: make(chan bool, 1)} }
+
+// releaseWaiters completes the waiters decide releases (its first result)
+// with its second result and returns the others, in order, in ws's array.
+func releaseWaiters(ws []*waiter, decide func(*waiter) (release, acked bool)) []*waiter {
+	kept := ws[:0]
+	for _, w := range ws {
+		if release, acked := decide(w); release {
+			w.done <- acked
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	clear(ws[len(kept):])
+	return kept
+}
+
+// forgetWaiter removes w, which gave up, from *ws (guarded by mu); when
+// it was released meanwhile, it takes that outcome.
+func forgetWaiter(mu *sync.Mutex, ws *[]*waiter, w *waiter) (acked bool) {
+	mu.Lock()
+	defer mu.Unlock()
+	for i, x := range *ws {
 		if x == w {
-			m.waiters = slices.Delete(m.waiters, i, i+1)
+			*ws = slices.Delete(*ws, i, i+1)
 			return false
 		}
 	}

@@ -37,7 +37,7 @@ fo_listens() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # Ports per system: nameservers NSB+i, controllers NSB+4+i, brokers
 # BRB+10*i (HA port +1; Apache also opens -2).
 fo_ports() {
-  if [ "$1" = ours ]; then NSB=39970 BRB=40950; else NSB=49970 BRB=50950; fi
+  if [ "$1" = ours ]; then NSB=${FO_NS_PORT:-39970} BRB=${FO_BROKER_PORT:-40950}; else NSB=49970 BRB=50950; fi
   fo_ns="" fo_ctl="" fo_peers=""
   for i in 0 1 2; do
     fo_ns+="127.0.0.1:$((NSB + i));"
@@ -70,7 +70,7 @@ fo_start_broker() { # <system> <i>
       ctl_broker_conf DefaultCluster broker-a "$port" "$fo_ns" "$fo_ctl" "$dir"
       echo "flushDiskType=$FLUSH_DISK_TYPE"
     } >"$dir.conf"
-    bin/broker -c "$dir.conf" >>"$dir.log" 2>&1 &
+    "$BROKER_BIN" -c "$dir.conf" >>"$dir.log" 2>&1 &
     fo_pids[$(fo_slot_br "$i")]=$!
   else
     apache_ha_broker "$i" "$port" "$fo_ns" "$fo_ctl" "flushDiskType=$FLUSH_DISK_TYPE"
@@ -163,11 +163,17 @@ fo_run() { # <system> <system round> <kill rounds>
     bin/mqadmin haStatus -n "${fo_ns%%;*}" -b "$fo_master" 2>/dev/null | awk '/^127\./{print $3}' >>"$lagfile" || true
   done) &
   local sampler=$!
+  # CPU (utime+stime) of the master and of the two slaves over the send.
+  local mi=$(((${fo_master##*:} - BRB) / 10)) m0 m1 s0=0 s1=0
+  m0=$(ticks "${fo_pids[$(fo_slot_br "$mi")]}")
+  for i in 0 1 2; do ((i == mi)) || s0=$((s0 + $(ticks "${fo_pids[$(fo_slot_br "$i")]}"))); done
   p=$(bin/mqbench producer -n "$fo_ns" -t BenchHA -s "$SIZE" -w "$THREADS" --duration "$DURATION" --reportInterval 100000 --json 2>/dev/null | tail -1)
+  m1=$(ticks "${fo_pids[$(fo_slot_br "$mi")]}")
+  for i in 0 1 2; do ((i == mi)) || s1=$((s1 + $(ticks "${fo_pids[$(fo_slot_br "$i")]}"))); done
   kill "$sampler" 2>/dev/null || true
   wait "$sampler" 2>/dev/null || true
   lag=$(sort -n "$lagfile" | tail -1)
-  fo_record "$sys" "$sr" "{\"kind\":\"tps\",\"maxLagBytes\":${lag:-0},\"producer\":${p:-null}}"
+  fo_record "$sys" "$sr" "{\"kind\":\"tps\",\"maxLagBytes\":${lag:-0},\"masterCpuTicks\":$((m1 - m0)),\"slavesCpuTicks\":$((s1 - s0)),\"clkTck\":$CLK,\"producer\":${p:-null}}"
 
   fo_kills "$sys" "$sr" "$n" broker 3 fo_start_broker fo_full
   fo_kills "$sys" "$sr" "$n" controller 0 fo_start_ns fo_leaders_known
@@ -197,10 +203,14 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 agg = {}
 for r in rows:
-    a = agg.setdefault(r["system"], {"broker": [], "controller": [], "tps": [], "lag": []})
+    a = agg.setdefault(r["system"], {"broker": [], "controller": [], "tps": [], "lag": [], "cpu": [], "scpu": []})
     if r["kind"] == "tps":
         if r.get("producer"):
             a["tps"].append(r["producer"]["tps"])
+            if "masterCpuTicks" in r:  # µs per message
+                n = max(r["producer"]["messages"], 1) / 1e6
+                a["cpu"].append(r["masterCpuTicks"] / r["clkTck"] / n)
+                a["scpu"].append(r["slavesCpuTicks"] / r["clkTck"] / n)
         a["lag"].append(r["maxLagBytes"])
     else:
         a[r["kind"]].append(r["ms"] / 1000)
@@ -209,7 +219,8 @@ for s, a in agg.items():
     for k, label in (("broker", "master kill -> first SEND_OK on new master"), ("controller", "leader controller kill -> new leader")):
         xs = a[k]
         print(f"{s:6s} {label:44s} p50 {pct(xs, .5):6.2f} s  p90 {pct(xs, .9):6.2f} s  max {max(xs) if xs else float('nan'):6.2f} s  n={len(xs)}")
-    print(f"{s:6s} {'send TPS (3 replicas, allAckInSyncStateSet)':44s} {mean(a['tps']):9.0f}  max replication lag {max(a['lag']) if a['lag'] else 0} B")
+    print(f"{s:6s} {'send TPS (3 replicas, allAckInSyncStateSet)':44s} {mean(a['tps']):9.0f}  max replication lag {max(a['lag']) if a['lag'] else 0} B"
+          f"  master CPU {mean(a['cpu']):5.1f} µs/msg  slaves {mean(a['scpu']):5.1f} µs/msg")
 if "ours" in agg and "apache" in agg:
     o, j = agg["ours"], agg["apache"]
     def ratio(x, y):

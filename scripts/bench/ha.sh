@@ -32,8 +32,10 @@
 # alternating; the kills are split between them), KEEP (keep the work
 # directory), NS_PORT (39976) and BROKER_PORT (40911: the replication
 # phase's brokers listen on it, +10 and +20, HA ports one above),
-# BROKER_BIN (bin/broker: the replication phase's broker binary, to
-# compare two builds run after run).
+# BROKER_BIN (bin/broker: our broker binary in both phases, to compare
+# two builds run after run), FO_NS_PORT (39970) and FO_BROKER_PORT
+# (40950): where our failover phase's nameservers (controllers at +4) and
+# brokers (+10, +20) listen.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=bench-lib.sh
