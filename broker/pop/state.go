@@ -15,6 +15,7 @@ import (
 const (
 	opCheckpoint  = "ck"   // a pop created a checkpoint
 	opAck         = "ack"  // offsets of a checkpoint were acked
+	opAcks        = "acks" // acks of several checkpoints (or several acks of one), in order
 	opChange      = "chg"  // change invisible time: ack the old offset, new checkpoint
 	opRevive      = "rv"   // offsets were re-stored in the retry topic or DLQ
 	opOrderPop    = "opop" // an orderly pop
@@ -34,6 +35,13 @@ type op struct {
 	Next    int64       `json:"n,omitempty"`  // ck: the queue's pop offset after this pop
 	Due     int64       `json:"due,omitempty"`
 	Order   *orderOp    `json:"ord,omitempty"`
+	Acks    []ackEntry  `json:"a,omitempty"` // acks
+}
+
+// ackEntry is one ack of an acks op: offsets of one checkpoint.
+type ackEntry struct {
+	ID      ckID    `json:"id"`
+	Offsets []int64 `json:"o"`
 }
 
 // orderOp carries the orderly operations.
@@ -119,24 +127,135 @@ func setShadow(r reader, b *pebble.Batch, group, topic string, qid int32, seq, o
 	return b.Set(shadowKey(group, topic, qid), append(u64(seq), u64(offset)...), nil)
 }
 
-func putCK(b *pebble.Batch, c *checkpoint) error {
+// ckCache holds checkpoints of one journal queue as Pebble has them: an
+// ack, change or revive under the queue's lock finds its checkpoint here
+// instead of reading Pebble. Only ops applied live fill it (a checkpoint
+// whose ReviveQid is another queue's is never kept), at most limit
+// entries; a miss reads Pebble. The journal queue's lock guards it.
+type ckCache struct {
+	m     map[ckID]*checkpoint
+	limit int
+}
+
+// ckCacheLimit bounds each journal queue's cache: an ack usually comes
+// within seconds of its pop, so the recent checkpoints are the ones asked
+// for (a checkpoint is a few hundred bytes).
+const ckCacheLimit = 2048
+
+func (c *ckCache) set(id ckID, ck *checkpoint) {
+	if c.m == nil {
+		c.m = make(map[ckID]*checkpoint)
+	}
+	if _, ok := c.m[id]; !ok && len(c.m) >= c.limit {
+		for k := range c.m { // an arbitrary victim: map order is random
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[id] = ck
+}
+
+// ckView reads checkpoints for one op (or one batch of ops) and stages
+// what it writes: reads see the staged writes first, then the cache (when
+// there is one: live ops), then Pebble. publish moves the staged
+// checkpoints into the cache once the Pebble batch has committed.
+// Checkpoints handed out are copies; cached ones are never changed in
+// place.
+type ckView struct {
+	r      reader
+	q      int32    // the journal queue the cache belongs to
+	cache  *ckCache // nil while replaying
+	staged map[ckID]*checkpoint
+}
+
+func (v *ckView) load(id ckID) (*checkpoint, error) {
+	if c, ok := v.staged[id]; ok {
+		if c == nil {
+			return nil, nil
+		}
+		cp := *c
+		return &cp, nil
+	}
+	if v.cache != nil {
+		if c, ok := v.cache.m[id]; ok {
+			cp := *c
+			return &cp, nil
+		}
+	}
+	c, err := loadCK(v.r, id)
+	if err != nil || c == nil {
+		return nil, err
+	}
+	if v.cache != nil && c.ReviveQid == v.q {
+		cp := *c
+		v.cache.set(id, &cp)
+	}
+	return c, nil
+}
+
+func (v *ckView) stage(id ckID, c *checkpoint) {
+	if v.staged == nil {
+		v.staged = make(map[ckID]*checkpoint, 2)
+	}
+	if c != nil {
+		cp := *c
+		c = &cp
+	}
+	v.staged[id] = c
+}
+
+// publish puts the staged checkpoints into the cache (deleted ones out).
+func (v *ckView) publish() {
+	if v.cache == nil {
+		return
+	}
+	for id, c := range v.staged {
+		switch {
+		case c == nil || c.ReviveQid != v.q:
+			delete(v.cache.m, id)
+		default:
+			v.cache.set(id, c)
+		}
+	}
+	v.staged = nil
+}
+
+// drop forgets what was staged and clears the cache: after a failed
+// Pebble commit the cache may no longer match Pebble.
+func (v *ckView) drop() {
+	v.staged = nil
+	if v.cache != nil {
+		clear(v.cache.m)
+	}
+}
+
+func (v *ckView) put(b *pebble.Batch, c *checkpoint) error {
 	if err := b.Set(ckKey(c.ckID), encodeCK(c), nil); err != nil {
 		return err
 	}
-	return b.Set(dueKey(c.Due, c.ckID), nil, nil)
+	if err := b.Set(dueKey(c.Due, c.ckID), nil, nil); err != nil {
+		return err
+	}
+	v.stage(c.ckID, c)
+	return nil
 }
 
-func deleteCK(b *pebble.Batch, c *checkpoint) error {
+func (v *ckView) del(b *pebble.Batch, c *checkpoint) error {
 	if err := b.Delete(ckKey(c.ckID), nil); err != nil {
 		return err
 	}
-	return b.Delete(dueKey(c.Due, c.ckID), nil)
+	if err := b.Delete(dueKey(c.Due, c.ckID), nil); err != nil {
+		return err
+	}
+	v.stage(c.ckID, nil)
+	return nil
 }
 
-// apply writes the effect of o into b, reading the current state from r
-// (which must see b's earlier writes when several ops share a batch). It
-// is deterministic: replaying the journal reproduces the live state.
-func apply(r reader, b *pebble.Batch, o *op) error {
+// apply writes the effect of o into b, reading checkpoints through v and
+// the rest of the current state from v.r. It is deterministic: replaying
+// the journal reproduces the live state.
+func apply(v *ckView, b *pebble.Batch, o *op) error {
+	r := v.r
 	switch o.Kind {
 	case opCheckpoint:
 		if o.CK == nil {
@@ -145,7 +264,7 @@ func apply(r reader, b *pebble.Batch, o *op) error {
 		if err := o.CK.validate(); err != nil {
 			return err
 		}
-		if err := putCK(b, o.CK); err != nil {
+		if err := v.put(b, o.CK); err != nil {
 			return err
 		}
 		return setShadow(r, b, o.CK.Group, o.CK.Topic, o.CK.QueueID, o.Seq, o.Next)
@@ -153,7 +272,14 @@ func apply(r reader, b *pebble.Batch, o *op) error {
 		if o.ID == nil {
 			return errors.New("ack op without checkpoint id")
 		}
-		return ackOffsets(r, b, *o.ID, o.Offsets)
+		return ackOffsets(v, b, *o.ID, o.Offsets)
+	case opAcks:
+		for _, a := range o.Acks {
+			if err := ackOffsets(v, b, a.ID, a.Offsets); err != nil {
+				return err
+			}
+		}
+		return nil
 	case opChange:
 		if o.ID == nil || o.CK == nil {
 			return errors.New("chg op without checkpoint")
@@ -161,15 +287,15 @@ func apply(r reader, b *pebble.Batch, o *op) error {
 		if err := o.CK.validate(); err != nil {
 			return err
 		}
-		if err := ackOffsets(r, b, *o.ID, o.Offsets); err != nil {
+		if err := ackOffsets(v, b, *o.ID, o.Offsets); err != nil {
 			return err
 		}
-		return putCK(b, o.CK)
+		return v.put(b, o.CK)
 	case opRevive:
 		if o.ID == nil {
 			return errors.New("rv op without checkpoint id")
 		}
-		return reviveOffsets(r, b, *o.ID, o.Offsets, o.Due)
+		return reviveOffsets(v, b, *o.ID, o.Offsets, o.Due)
 	case opOrderPop, opOrderAck, opOrderChange:
 		if o.Order == nil {
 			return fmt.Errorf("%s op without order data", o.Kind)
@@ -179,8 +305,8 @@ func apply(r reader, b *pebble.Batch, o *op) error {
 	return fmt.Errorf("unknown journal op %q", o.Kind)
 }
 
-func ackOffsets(r reader, b *pebble.Batch, id ckID, offsets []int64) error {
-	c, err := loadCK(r, id)
+func ackOffsets(v *ckView, b *pebble.Batch, id ckID, offsets []int64) error {
+	c, err := v.load(id)
 	if err != nil || c == nil {
 		return err // acked after revive or twice: nothing left to do
 	}
@@ -190,13 +316,17 @@ func ackOffsets(r reader, b *pebble.Batch, id ckID, offsets []int64) error {
 		}
 	}
 	if c.settled() {
-		return deleteCK(b, c)
+		return v.del(b, c)
 	}
-	return b.Set(ckKey(id), encodeCK(c), nil)
+	if err := b.Set(ckKey(id), encodeCK(c), nil); err != nil {
+		return err
+	}
+	v.stage(id, c)
+	return nil
 }
 
-func reviveOffsets(r reader, b *pebble.Batch, id ckID, offsets []int64, due int64) error {
-	c, err := loadCK(r, id)
+func reviveOffsets(v *ckView, b *pebble.Batch, id ckID, offsets []int64, due int64) error {
+	c, err := v.load(id)
 	if err != nil || c == nil {
 		return err
 	}
@@ -206,7 +336,7 @@ func reviveOffsets(r reader, b *pebble.Batch, id ckID, offsets []int64, due int6
 		}
 	}
 	if c.settled() {
-		return deleteCK(b, c)
+		return v.del(b, c)
 	}
 	// Some offsets could not be revived yet: look again at due.
 	if err := b.Delete(dueKey(c.Due, id), nil); err != nil {
@@ -214,7 +344,7 @@ func reviveOffsets(r reader, b *pebble.Batch, id ckID, offsets []int64, due int6
 	}
 	c.Due = due
 	c.Tries++
-	return putCK(b, c)
+	return v.put(b, c)
 }
 
 func applyOrder(r reader, b *pebble.Batch, o *op) error {
