@@ -43,7 +43,7 @@ type journal struct {
 	log   *slog.Logger
 
 	queues sync.Map // int32 → *jqueue
-	seq   atomic.Int64
+	seq    atomic.Int64
 
 	appended, replayed atomic.Int64
 	// events counts checkpoint and ack records (nil: not counted).
