@@ -98,7 +98,7 @@ var errJournal = errors.New("pop journal")
 // append writes o to journal queue q and applies it. The caller holds
 // lock(q) and has validated o against the current state.
 func (j *journal) append(ctx context.Context, q int32, o *op) error {
-	body, err := json.Marshal(o)
+	body, err := encodeOp(o)
 	if err != nil {
 		return fmt.Errorf("%w: encode %s: %v", errJournal, o.Kind, err)
 	}
