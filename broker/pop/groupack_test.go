@@ -10,40 +10,20 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
-// waitQueued waits until n ack calls wait on journal queue rq.
-func waitQueued(t *testing.T, p *Processor, rq int32, n int) {
+// waitAcks waits until ok holds of journal queue rq's waiting acks.
+func waitAcks(t *testing.T, p *Processor, rq int32, what string, ok func(q *jqueue) bool) {
 	t.Helper()
 	q := p.j.queue(rq)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		q.amu.Lock()
-		got := len(q.acks)
+		done := ok(q)
 		q.amu.Unlock()
-		if got >= n {
+		if done {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d ack calls queued, want %d", got, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// waitLeading waits until a caller has taken the waiting acks of rq to
-// record them.
-func waitLeading(t *testing.T, p *Processor, rq int32) {
-	t.Helper()
-	q := p.j.queue(rq)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		q.amu.Lock()
-		ok := q.leading && len(q.acks) == 0
-		q.amu.Unlock()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no ack caller took the lead")
+			t.Fatalf("waited in vain: %s", what)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -65,8 +45,7 @@ func TestConcurrentAcksAreGroupCommitted(t *testing.T) {
 	forged := res.msgs[0]
 	forged.receipt.PopTime++
 
-	// The first ack takes the batch of one and waits for the journal lock
-	// the test holds; the others queue behind it.
+	// The first ack leads; the others queue behind it.
 	unlock := r.p.j.lock(rq)
 	before := r.p.Stats().JournalAppended
 	type answer struct {
@@ -83,7 +62,9 @@ func TestConcurrentAcksAreGroupCommitted(t *testing.T) {
 	}
 	wg.Add(1)
 	go ack("first", acked[0])
-	waitLeading(t, r.p, rq)
+	// It took the batch of one and waits for the journal lock the test
+	// holds.
+	waitAcks(t, r.p, rq, "an ack caller takes the lead", func(q *jqueue) bool { return q.leading && len(q.acks) == 0 })
 	for i, m := range acked[1:] {
 		wg.Add(2)
 		go ack("ack "+strconv.Itoa(i+1), m)
@@ -91,7 +72,8 @@ func TestConcurrentAcksAreGroupCommitted(t *testing.T) {
 	}
 	wg.Add(1)
 	go ack("forged", forged)
-	waitQueued(t, r.p, rq, 2*len(acked[1:])+1)
+	n := 2*len(acked[1:]) + 1
+	waitAcks(t, r.p, rq, "the other acks queue", func(q *jqueue) bool { return len(q.acks) == n })
 	unlock()
 	wg.Wait()
 	close(answers)
