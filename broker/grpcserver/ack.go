@@ -2,6 +2,7 @@ package grpcserver
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -49,24 +50,45 @@ func (m *messaging) AckMessage(ctx context.Context, req *v2pb.AckMessageRequest)
 		// setAckResponseStatus with no result).
 		return &v2pb.AckMessageResponse{Status: newStatus(v2pb.Code_INTERNAL_SERVER_ERROR, "ack message result is empty")}, nil
 	}
-	resp := &v2pb.AckMessageResponse{Entries: make([]*v2pb.AckMessageResultEntry, 0, len(req.GetEntries()))}
+	group, topic := req.GetGroup().GetName(), req.GetTopic().GetName()
+	ackOne := func(e *v2pb.AckMessageEntry) *v2pb.Status {
+		l, st := m.liteOf(e.LiteTopic)
+		if st != nil {
+			return st
+		}
+		r, st := receipt(c, group, e.GetReceiptHandle())
+		if st != nil {
+			return st
+		}
+		if l != nil {
+			return resultStatus(l.AckLite(ctx, group, topic, e.GetLiteTopic(), r))
+		}
+		return resultStatus(c.Ack(ctx, group, topic, r))
+	}
+	entries := req.GetEntries()
+	sts := make([]*v2pb.Status, len(entries))
+	if len(entries) == 1 {
+		sts[0] = ackOne(entries[0])
+	} else {
+		// The entries are acked concurrently, so that the broker records
+		// those of one revive queue together (broker/pop ackAll); the
+		// proxy too issues every entry's ack before awaiting any
+		// (AckMessageActivity.ackMessageOneByOne).
+		var wg sync.WaitGroup
+		for i, e := range entries {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sts[i] = ackOne(e)
+			}()
+		}
+		wg.Wait()
+	}
+	resp := &v2pb.AckMessageResponse{Entries: make([]*v2pb.AckMessageResultEntry, 0, len(entries))}
 	// The entries' common code, or MULTIPLE_RESULTS once two differ.
 	common, mixed := v2pb.Code_CODE_UNSPECIFIED, false
-	for i, e := range req.GetEntries() {
-		st := func() *v2pb.Status {
-			l, st := m.liteOf(e.LiteTopic)
-			if st != nil {
-				return st
-			}
-			r, st := receipt(c, req.GetGroup().GetName(), e.GetReceiptHandle())
-			if st != nil {
-				return st
-			}
-			if l != nil {
-				return resultStatus(l.AckLite(ctx, req.GetGroup().GetName(), req.GetTopic().GetName(), e.GetLiteTopic(), r))
-			}
-			return resultStatus(c.Ack(ctx, req.GetGroup().GetName(), req.GetTopic().GetName(), r))
-		}()
+	for i, e := range entries {
+		st := sts[i]
 		if i == 0 {
 			common = st.GetCode()
 		} else if st.GetCode() != common {

@@ -83,37 +83,170 @@ func (p *Processor) checkReceipt(reqCode int32, h AckHeader, strict bool) error 
 // ack marks offsets of checkpoint id acked. A repeated ack of an acked
 // offset succeeds; offsets of a revived or unknown checkpoint do not.
 func (p *Processor) ack(ctx context.Context, id ckID, rq int32, offsets []int64) error {
+	items := []ackItem{{id: id, offsets: offsets}}
+	p.ackAll(ctx, rq, items)
+	return items[0].err
+}
+
+// ackItem is one ack: offsets of one checkpoint, and its outcome.
+type ackItem struct {
+	id      ckID
+	offsets []int64
+	err     error
+}
+
+// ackCall is one caller's acks of one revive queue, waiting to be recorded.
+type ackCall struct {
+	items []ackItem
+	done  chan struct{} // closed when items are answered, or lead is set
+	lead  bool          // the caller is to record the waiting acks
+}
+
+// maxAcksPerRecord bounds the acks of one journal record (a few dozen
+// bytes each).
+const maxAcksPerRecord = 512
+
+// ackAll acks items, all of revive queue rq, setting each item's err.
+// Acks of one revive queue are recorded as a group commit: while one
+// caller records a batch under the queue's journal lock, the acks that
+// arrive wait, and the first of them then records all that waited in one
+// journal record and one Pebble batch. Each ack is answered only after
+// the record holding it was written and applied, as a single ack was, so
+// an answered ack is as durable as before (the journal's CommitLog write
+// with the store's flush mode) and a crash replays it.
+func (p *Processor) ackAll(ctx context.Context, rq int32, items []ackItem) {
 	if rq < 0 || rq >= OrderReviveQueue {
-		return noMessage(fmt.Errorf("%w: reviveQid %d", errNoCheckpoint, rq))
+		for i := range items {
+			items[i].err = noMessage(fmt.Errorf("%w: reviveQid %d", errNoCheckpoint, rq))
+		}
+		return
 	}
+	q := p.j.queue(rq)
+	call := &ackCall{items: items, done: make(chan struct{})}
+	q.amu.Lock()
+	q.acks = append(q.acks, call)
+	if q.leading {
+		q.amu.Unlock()
+		<-call.done
+		if !call.lead {
+			return
+		}
+	} else {
+		q.leading = true
+		q.amu.Unlock()
+	}
+	// This caller records every waiting call, its own included.
+	q.amu.Lock()
+	batch := q.acks
+	q.acks = nil
+	q.amu.Unlock()
+	// The batch is others' acks too: the caller's cancellation must not
+	// fail them.
+	p.recordAcks(context.WithoutCancel(ctx), rq, batch)
+	for _, c := range batch {
+		if c != call {
+			close(c.done)
+		}
+	}
+	q.amu.Lock()
+	if len(q.acks) > 0 {
+		next := q.acks[0]
+		next.lead = true
+		close(next.done)
+	} else {
+		q.leading = false
+	}
+	q.amu.Unlock()
+}
+
+// recordAcks checks the acks of calls against their checkpoints under the
+// journal lock of rq, as one ack at a time would in call order, and
+// records those with offsets to ack.
+func (p *Processor) recordAcks(ctx context.Context, rq int32, calls []*ackCall) {
 	unlock := p.j.lock(rq)
 	defer unlock()
-	ck, err := loadCK(p.st.DB(), id)
-	if err != nil {
-		return fmt.Errorf("read pop checkpoint: %w", err)
+	v := p.j.view(rq)
+	// The checkpoints as the acks before the current one leave them, and
+	// the bits the unwritten record sets: an ack found done by them is
+	// answered with that record's outcome.
+	cks := make(map[ckID]*checkpoint, 4)
+	pending := make(map[ckID]uint32, 4)
+	var entries []ackEntry
+	var waiting []*ackItem
+	flush := func() {
+		if len(waiting) == 0 {
+			return
+		}
+		o := &op{Kind: opAcks, Acks: entries}
+		if len(entries) == 1 {
+			o = &op{Kind: opAck, ID: &entries[0].ID, Offsets: entries[0].Offsets}
+		}
+		if err := p.j.append(ctx, rq, o); err != nil {
+			for _, it := range waiting {
+				it.err = fmt.Errorf("record ack: %w", err)
+			}
+			clear(cks) // read again what was recorded
+		}
+		entries, waiting = entries[:0], waiting[:0]
+		clear(pending)
 	}
-	if ck == nil || ck.ReviveQid != rq {
-		return noMessage(errNoCheckpoint)
+	for _, c := range calls {
+		for i := range c.items {
+			if len(entries) == maxAcksPerRecord {
+				flush()
+			}
+			it := &c.items[i]
+			ck, ok := cks[it.id]
+			if !ok {
+				var err error
+				if ck, err = v.load(it.id); err != nil {
+					it.err = fmt.Errorf("read pop checkpoint: %w", err)
+					continue
+				}
+				cks[it.id] = ck
+			}
+			if ck == nil || ck.ReviveQid != rq {
+				it.err = noMessage(errNoCheckpoint)
+				continue
+			}
+			todo, err := toAck(ck, it.offsets)
+			if err != nil {
+				it.err = err
+				continue
+			}
+			var bits uint32
+			for _, off := range it.offsets {
+				bits |= 1 << ck.index(off)
+			}
+			if len(todo) > 0 {
+				ck.Acked |= bits
+				pending[it.id] |= bits
+				entries = append(entries, ackEntry{ID: it.id, Offsets: todo})
+				waiting = append(waiting, it)
+			} else if pending[it.id]&bits != 0 {
+				waiting = append(waiting, it)
+			}
+		}
 	}
+	flush()
+}
+
+// toAck lists the offsets of ck that an ack of offsets records: those not
+// acked yet. An offset that is not ck's, or was revived, fails the ack.
+func toAck(ck *checkpoint, offsets []int64) ([]int64, error) {
 	var todo []int64
 	for _, off := range offsets {
 		i := ck.index(off)
 		switch {
 		case i < 0:
-			return noMessage(fmt.Errorf("%w: offset %d", errNotInCK, off))
+			return nil, noMessage(fmt.Errorf("%w: offset %d", errNotInCK, off))
 		case ck.Revived&(1<<i) != 0:
-			return noMessage(errRevived)
+			return nil, noMessage(errRevived)
 		case ck.Acked&(1<<i) == 0:
 			todo = append(todo, off)
 		}
 	}
-	if len(todo) == 0 {
-		return nil
-	}
-	if err := p.j.append(ctx, rq, &op{Kind: opAck, ID: &id, Offsets: todo}); err != nil {
-		return fmt.Errorf("record ack: %w", err)
-	}
-	return nil
+	return todo, nil
 }
 
 // ackOrderly is Java's ackOrderly: commit the offset after the acked one
@@ -190,9 +323,32 @@ func (p *Processor) handleBatchAck(ctx context.Context, ch *remoting.Channel, re
 			return nil, errorf(code.IllegalOperation, "batch ack of lite topic [%s] messages is not supported", a.Topic)
 		}
 	}
-	var failed []string
+	errs := make([]error, len(body.Acks))
+	// The acks of each revive queue are recorded together; orderly ones
+	// one by one.
+	byQueue := map[int32][]ackItem{}
+	var at map[int32][]int
 	for i, a := range body.Acks {
-		if err := p.batchAckOne(ctx, a, ch); err != nil {
+		id, offsets, err := p.batchAckOne(ctx, a, ch)
+		if err != nil || offsets == nil {
+			errs[i] = err
+			continue
+		}
+		if at == nil {
+			at = map[int32][]int{}
+		}
+		byQueue[a.ReviveQueueID] = append(byQueue[a.ReviveQueueID], ackItem{id: id, offsets: offsets})
+		at[a.ReviveQueueID] = append(at[a.ReviveQueueID], i)
+	}
+	for rq, items := range byQueue {
+		p.ackAll(ctx, rq, items)
+		for k, it := range items {
+			errs[at[rq][k]] = it.err
+		}
+	}
+	var failed []string
+	for i, err := range errs {
+		if err != nil {
 			// Java acks what it can and answers SUCCESS; we say what failed.
 			failed = append(failed, fmt.Sprintf("ack %d: %v", i, err))
 		}
@@ -205,13 +361,16 @@ func (p *Processor) handleBatchAck(ctx context.Context, ch *remoting.Channel, re
 	return resp, nil
 }
 
-func (p *Processor) batchAckOne(ctx context.Context, a BatchAck, ch *remoting.Channel) error {
+// batchAckOne checks one entry of a batch ack; an orderly one is acked
+// at once. It returns the checkpoint and offsets of a non-orderly one,
+// for the caller to ack (nil offsets: nothing left to do).
+func (p *Processor) batchAckOne(ctx context.Context, a BatchAck, ch *remoting.Channel) (ckID, []int64, error) {
 	if err := checkNames(a.ConsumerGroup, a.Topic); err != nil {
-		return err
+		return ckID{}, nil, err
 	}
 	topic, err := RealTopic(a.Topic, a.ConsumerGroup, a.Retry)
 	if err != nil {
-		return processor.BadRequestf("%v", err)
+		return ckID{}, nil, processor.BadRequestf("%v", err)
 	}
 	lo, hi := p.st.MinOffset(topic, a.QueueID), p.st.MaxOffset(topic, a.QueueID)
 	var offsets []int64
@@ -221,15 +380,15 @@ func (p *Processor) batchAckOne(ctx context.Context, a BatchAck, ch *remoting.Ch
 		}
 	}
 	if len(offsets) == 0 {
-		return noMessage(errors.New("no acked offset inside the queue"))
+		return ckID{}, nil, noMessage(errors.New("no acked offset inside the queue"))
 	}
 	if a.ReviveQueueID == OrderReviveQueue {
 		var errs []error
 		for _, off := range offsets {
 			errs = append(errs, p.ackOrderly(ctx, topic, a.ConsumerGroup, a.QueueID, off, a.PopTime, ch))
 		}
-		return errors.Join(errs...)
+		return ckID{}, nil, errors.Join(errs...)
 	}
 	id := ckID{Group: a.ConsumerGroup, Topic: topic, QueueID: a.QueueID, Start: a.StartOffset, PopTime: a.PopTime}
-	return p.ack(ctx, id, a.ReviveQueueID, offsets)
+	return id, offsets, nil
 }

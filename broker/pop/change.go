@@ -45,7 +45,8 @@ func (p *Processor) change(ctx context.Context, h ChangeInvisibleHeader) (Change
 	id := ckID{Group: h.ConsumerGroup, Topic: h.Topic, QueueID: h.QueueID, Start: h.Extra.CkQueueOffset, PopTime: h.Extra.PopTime}
 	unlock := p.j.lock(rq)
 	defer unlock()
-	ck, err := loadCK(p.st.DB(), id)
+	v := p.j.view(rq)
+	ck, err := v.load(id)
 	if err != nil {
 		return ChangeInvisibleResult{}, fmt.Errorf("read pop checkpoint: %w", err)
 	}
@@ -67,7 +68,7 @@ func (p *Processor) change(ctx context.Context, h ChangeInvisibleHeader) (Change
 	// within a millisecond get distinct pop times.
 	for {
 		if nid != id {
-			old, err := loadCK(p.st.DB(), nid)
+			old, err := v.load(nid)
 			if err != nil {
 				return ChangeInvisibleResult{}, fmt.Errorf("read pop checkpoint: %w", err)
 			}

@@ -35,6 +35,14 @@
 // it, as far as the CommitLog kept the records (all of them under kill -9;
 // under power loss, what the flush mode made durable).
 //
+// Acks are group-committed: the acks of one journal queue that arrive
+// while a batch of them is being recorded wait, and are then checked and
+// recorded together, in one journal record ("acks") and one Pebble batch;
+// each is answered only after that record was written and applied, as a
+// lone ack is. Under the lock, checkpoints are read through a small
+// per-queue cache of the checkpoints the journal last applied (a miss
+// reads Pebble), so an ack of a recent pop reads no Pebble at all.
+//
 // The ack of a message and its revive take the same journal queue lock
 // (the checkpoint's), so exactly one of them wins: an acked message is
 // never revived, and a revived one is never reported acked (its ack

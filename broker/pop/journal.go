@@ -42,8 +42,8 @@ type journal struct {
 	now   func() time.Time
 	log   *slog.Logger
 
-	locks sync.Map // int32 → *sync.Mutex
-	seq   atomic.Int64
+	queues sync.Map // int32 → *jqueue
+	seq    atomic.Int64
 
 	appended, replayed atomic.Int64
 	// events counts checkpoint and ack records (nil: not counted).
@@ -56,12 +56,36 @@ func newJournal(st JournalStore, topic string, host func() netip.AddrPort, now f
 	return j
 }
 
+// jqueue is the in-memory side of one journal queue.
+type jqueue struct {
+	mu  sync.Mutex // serialises append and apply; guards cks
+	cks ckCache
+	// acks waiting to be recorded together (ack.go), and whether one of
+	// their callers is recording a batch now.
+	amu     sync.Mutex
+	acks    []*ackCall
+	leading bool
+}
+
+func (j *journal) queue(q int32) *jqueue {
+	if v, ok := j.queues.Load(q); ok {
+		return v.(*jqueue)
+	}
+	v, _ := j.queues.LoadOrStore(q, &jqueue{cks: ckCache{limit: ckCacheLimit}})
+	return v.(*jqueue)
+}
+
 // lock takes the mutex of journal queue q and returns its unlock.
 func (j *journal) lock(q int32) func() {
-	m, _ := j.locks.LoadOrStore(q, &sync.Mutex{})
-	mu := m.(*sync.Mutex)
+	mu := &j.queue(q).mu
 	mu.Lock()
 	return mu.Unlock
+}
+
+// view reads checkpoints of journal queue q through its cache; the
+// caller holds lock(q).
+func (j *journal) view(q int32) *ckView {
+	return &ckView{r: j.db, q: q, cache: &j.queue(q).cks}
 }
 
 // nextSeq is strictly increasing for this process and past every seq of a
@@ -74,7 +98,7 @@ var errJournal = errors.New("pop journal")
 // append writes o to journal queue q and applies it. The caller holds
 // lock(q) and has validated o against the current state.
 func (j *journal) append(ctx context.Context, q int32, o *op) error {
-	body, err := json.Marshal(o)
+	body, err := encodeOp(o)
 	if err != nil {
 		return fmt.Errorf("%w: encode %s: %v", errJournal, o.Kind, err)
 	}
@@ -114,6 +138,10 @@ func (j *journal) countPut(o *op, status string) {
 		j.events.RevivePut(o.CK.Group, o.CK.Topic, true, status)
 	case opAck:
 		j.events.RevivePut(o.ID.Group, o.ID.Topic, false, status)
+	case opAcks:
+		for _, a := range o.Acks {
+			j.events.RevivePut(a.ID.Group, a.ID.Topic, false, status)
+		}
 	case opChange:
 		j.events.RevivePut(o.ID.Group, o.ID.Topic, false, status)
 		j.events.RevivePut(o.CK.Group, o.CK.Topic, true, status)
@@ -126,8 +154,13 @@ func (j *journal) countApplied(q int32, o *op) {
 	if j.events == nil {
 		return
 	}
-	if o.Kind == opAck || o.Kind == opChange {
+	switch o.Kind {
+	case opAck, opChange:
 		j.events.ReviveGot(o.ID.Group, o.ID.Topic, q, false)
+	case opAcks:
+		for _, a := range o.Acks {
+			j.events.ReviveGot(a.ID.Group, a.ID.Topic, q, false)
+		}
 	}
 }
 
@@ -152,15 +185,20 @@ func PutStatus(err error) string {
 func (j *journal) applyAt(q int32, off int64, o *op) error {
 	b := j.db.NewBatch()
 	defer b.Close()
-	if err := apply(j.db, b, o); err != nil {
+	v := j.view(q)
+	if err := apply(v, b, o); err != nil {
+		v.drop()
 		return fmt.Errorf("%w: apply %s: %v", errJournal, o.Kind, err)
 	}
 	if err := b.Set(journalPosKey(j.topic, q), u64(off+1), nil); err != nil {
+		v.drop()
 		return err
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
+		v.drop()
 		return fmt.Errorf("%w: commit %s: %v", errJournal, o.Kind, err)
 	}
+	v.publish()
 	return nil
 }
 
@@ -270,7 +308,7 @@ func (j *journal) replayOne(topic string, q int32, off int64, o *op) error {
 	b := j.db.NewBatch()
 	defer b.Close()
 	if o != nil {
-		if err := apply(j.db, b, o); err != nil {
+		if err := apply(&ckView{r: j.db}, b, o); err != nil {
 			j.log.Warn("skip pop journal op that does not apply", "topic", topic, "queue", q, "offset", off, "op", o.Kind, "err", err)
 			b.Reset()
 		}

@@ -352,7 +352,7 @@ func (p *Processor) takeMessages(ctx context.Context, r *popRun, topic string, q
 			return false
 		}
 		unlock := p.j.lock(r.rq)
-		old, err := loadCK(p.st.DB(), ck.ckID)
+		old, err := p.j.view(r.rq).load(ck.ckID)
 		if err == nil && old != nil {
 			err = errors.New("a checkpoint of the same queue, start offset and pop time exists")
 		}

@@ -171,7 +171,7 @@ func (r *reviveService) reviveOne(ctx context.Context, d dueRef, now int64) {
 	}
 	unlock := p.j.lock(ck0.ReviveQid)
 	defer unlock()
-	ck, err := loadCK(db, d.id)
+	ck, err := p.j.view(ck0.ReviveQid).load(d.id)
 	if err != nil || ck == nil || ck.Due != d.due || ck.Due > now {
 		return // acked, revived or moved meanwhile
 	}

@@ -1,9 +1,11 @@
 package pop
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -15,6 +17,7 @@ import (
 const (
 	opCheckpoint  = "ck"   // a pop created a checkpoint
 	opAck         = "ack"  // offsets of a checkpoint were acked
+	opAcks        = "acks" // acks of several checkpoints (or several acks of one), in order
 	opChange      = "chg"  // change invisible time: ack the old offset, new checkpoint
 	opRevive      = "rv"   // offsets were re-stored in the retry topic or DLQ
 	opOrderPop    = "opop" // an orderly pop
@@ -34,6 +37,13 @@ type op struct {
 	Next    int64       `json:"n,omitempty"`  // ck: the queue's pop offset after this pop
 	Due     int64       `json:"due,omitempty"`
 	Order   *orderOp    `json:"ord,omitempty"`
+	Acks    []ackEntry  `json:"a,omitempty"` // acks
+}
+
+// ackEntry is one ack of an acks op: offsets of one checkpoint.
+type ackEntry struct {
+	ID      ckID    `json:"id"`
+	Offsets []int64 `json:"o"`
 }
 
 // orderOp carries the orderly operations.
@@ -119,24 +129,135 @@ func setShadow(r reader, b *pebble.Batch, group, topic string, qid int32, seq, o
 	return b.Set(shadowKey(group, topic, qid), append(u64(seq), u64(offset)...), nil)
 }
 
-func putCK(b *pebble.Batch, c *checkpoint) error {
+// ckCache holds checkpoints of one journal queue as Pebble has them: an
+// ack, change or revive under the queue's lock finds its checkpoint here
+// instead of reading Pebble. Only ops applied live fill it (a checkpoint
+// whose ReviveQid is another queue's is never kept), at most limit
+// entries; a miss reads Pebble. The journal queue's lock guards it.
+type ckCache struct {
+	m     map[ckID]*checkpoint
+	limit int
+}
+
+// ckCacheLimit bounds each journal queue's cache: an ack usually comes
+// within seconds of its pop, so the recent checkpoints are the ones asked
+// for (a checkpoint is a few hundred bytes).
+const ckCacheLimit = 2048
+
+func (c *ckCache) set(id ckID, ck *checkpoint) {
+	if c.m == nil {
+		c.m = make(map[ckID]*checkpoint)
+	}
+	if _, ok := c.m[id]; !ok && len(c.m) >= c.limit {
+		for k := range c.m { // an arbitrary victim: map order is random
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[id] = ck
+}
+
+// ckView reads checkpoints for one op (or one batch of ops) and stages
+// what it writes: reads see the staged writes first, then the cache (when
+// there is one: live ops), then Pebble. publish moves the staged
+// checkpoints into the cache once the Pebble batch has committed.
+// Checkpoints handed out are copies; cached ones are never changed in
+// place.
+type ckView struct {
+	r      reader
+	q      int32    // the journal queue the cache belongs to
+	cache  *ckCache // nil while replaying
+	staged map[ckID]*checkpoint
+}
+
+func (v *ckView) load(id ckID) (*checkpoint, error) {
+	if c, ok := v.staged[id]; ok {
+		if c == nil {
+			return nil, nil
+		}
+		cp := *c
+		return &cp, nil
+	}
+	if v.cache != nil {
+		if c, ok := v.cache.m[id]; ok {
+			cp := *c
+			return &cp, nil
+		}
+	}
+	c, err := loadCK(v.r, id)
+	if err != nil || c == nil {
+		return nil, err
+	}
+	if v.cache != nil && c.ReviveQid == v.q {
+		cp := *c
+		v.cache.set(id, &cp)
+	}
+	return c, nil
+}
+
+func (v *ckView) stage(id ckID, c *checkpoint) {
+	if v.staged == nil {
+		v.staged = make(map[ckID]*checkpoint, 2)
+	}
+	if c != nil {
+		cp := *c
+		c = &cp
+	}
+	v.staged[id] = c
+}
+
+// publish puts the staged checkpoints into the cache (deleted ones out).
+func (v *ckView) publish() {
+	if v.cache == nil {
+		return
+	}
+	for id, c := range v.staged {
+		switch {
+		case c == nil || c.ReviveQid != v.q:
+			delete(v.cache.m, id)
+		default:
+			v.cache.set(id, c)
+		}
+	}
+	v.staged = nil
+}
+
+// drop forgets what was staged and clears the cache: after a failed
+// Pebble commit the cache may no longer match Pebble.
+func (v *ckView) drop() {
+	v.staged = nil
+	if v.cache != nil {
+		clear(v.cache.m)
+	}
+}
+
+func (v *ckView) put(b *pebble.Batch, c *checkpoint) error {
 	if err := b.Set(ckKey(c.ckID), encodeCK(c), nil); err != nil {
 		return err
 	}
-	return b.Set(dueKey(c.Due, c.ckID), nil, nil)
+	if err := b.Set(dueKey(c.Due, c.ckID), nil, nil); err != nil {
+		return err
+	}
+	v.stage(c.ckID, c)
+	return nil
 }
 
-func deleteCK(b *pebble.Batch, c *checkpoint) error {
+func (v *ckView) del(b *pebble.Batch, c *checkpoint) error {
 	if err := b.Delete(ckKey(c.ckID), nil); err != nil {
 		return err
 	}
-	return b.Delete(dueKey(c.Due, c.ckID), nil)
+	if err := b.Delete(dueKey(c.Due, c.ckID), nil); err != nil {
+		return err
+	}
+	v.stage(c.ckID, nil)
+	return nil
 }
 
-// apply writes the effect of o into b, reading the current state from r
-// (which must see b's earlier writes when several ops share a batch). It
-// is deterministic: replaying the journal reproduces the live state.
-func apply(r reader, b *pebble.Batch, o *op) error {
+// apply writes the effect of o into b, reading checkpoints through v and
+// the rest of the current state from v.r. It is deterministic: replaying
+// the journal reproduces the live state.
+func apply(v *ckView, b *pebble.Batch, o *op) error {
+	r := v.r
 	switch o.Kind {
 	case opCheckpoint:
 		if o.CK == nil {
@@ -145,7 +266,7 @@ func apply(r reader, b *pebble.Batch, o *op) error {
 		if err := o.CK.validate(); err != nil {
 			return err
 		}
-		if err := putCK(b, o.CK); err != nil {
+		if err := v.put(b, o.CK); err != nil {
 			return err
 		}
 		return setShadow(r, b, o.CK.Group, o.CK.Topic, o.CK.QueueID, o.Seq, o.Next)
@@ -153,7 +274,14 @@ func apply(r reader, b *pebble.Batch, o *op) error {
 		if o.ID == nil {
 			return errors.New("ack op without checkpoint id")
 		}
-		return ackOffsets(r, b, *o.ID, o.Offsets)
+		return ackOffsets(v, b, *o.ID, o.Offsets)
+	case opAcks:
+		for _, a := range o.Acks {
+			if err := ackOffsets(v, b, a.ID, a.Offsets); err != nil {
+				return err
+			}
+		}
+		return nil
 	case opChange:
 		if o.ID == nil || o.CK == nil {
 			return errors.New("chg op without checkpoint")
@@ -161,15 +289,15 @@ func apply(r reader, b *pebble.Batch, o *op) error {
 		if err := o.CK.validate(); err != nil {
 			return err
 		}
-		if err := ackOffsets(r, b, *o.ID, o.Offsets); err != nil {
+		if err := ackOffsets(v, b, *o.ID, o.Offsets); err != nil {
 			return err
 		}
-		return putCK(b, o.CK)
+		return v.put(b, o.CK)
 	case opRevive:
 		if o.ID == nil {
 			return errors.New("rv op without checkpoint id")
 		}
-		return reviveOffsets(r, b, *o.ID, o.Offsets, o.Due)
+		return reviveOffsets(v, b, *o.ID, o.Offsets, o.Due)
 	case opOrderPop, opOrderAck, opOrderChange:
 		if o.Order == nil {
 			return fmt.Errorf("%s op without order data", o.Kind)
@@ -179,8 +307,8 @@ func apply(r reader, b *pebble.Batch, o *op) error {
 	return fmt.Errorf("unknown journal op %q", o.Kind)
 }
 
-func ackOffsets(r reader, b *pebble.Batch, id ckID, offsets []int64) error {
-	c, err := loadCK(r, id)
+func ackOffsets(v *ckView, b *pebble.Batch, id ckID, offsets []int64) error {
+	c, err := v.load(id)
 	if err != nil || c == nil {
 		return err // acked after revive or twice: nothing left to do
 	}
@@ -190,13 +318,17 @@ func ackOffsets(r reader, b *pebble.Batch, id ckID, offsets []int64) error {
 		}
 	}
 	if c.settled() {
-		return deleteCK(b, c)
+		return v.del(b, c)
 	}
-	return b.Set(ckKey(id), encodeCK(c), nil)
+	if err := b.Set(ckKey(id), encodeCK(c), nil); err != nil {
+		return err
+	}
+	v.stage(id, c)
+	return nil
 }
 
-func reviveOffsets(r reader, b *pebble.Batch, id ckID, offsets []int64, due int64) error {
-	c, err := loadCK(r, id)
+func reviveOffsets(v *ckView, b *pebble.Batch, id ckID, offsets []int64, due int64) error {
+	c, err := v.load(id)
 	if err != nil || c == nil {
 		return err
 	}
@@ -206,7 +338,7 @@ func reviveOffsets(r reader, b *pebble.Batch, id ckID, offsets []int64, due int6
 		}
 	}
 	if c.settled() {
-		return deleteCK(b, c)
+		return v.del(b, c)
 	}
 	// Some offsets could not be revived yet: look again at due.
 	if err := b.Delete(dueKey(c.Due, id), nil); err != nil {
@@ -214,7 +346,7 @@ func reviveOffsets(r reader, b *pebble.Batch, id ckID, offsets []int64, due int6
 	}
 	c.Due = due
 	c.Tries++
-	return putCK(b, c)
+	return v.put(b, c)
 }
 
 func applyOrder(r reader, b *pebble.Batch, o *op) error {
@@ -247,4 +379,82 @@ func applyOrder(r reader, b *pebble.Batch, o *op) error {
 		}
 		return b.Set(key, encodeOrder(n), nil)
 	}
+}
+
+// encodeOp is json.Marshal(o), written by hand for the ack ops (the most
+// frequent record: reflection was a third of an ack record's cost).
+func encodeOp(o *op) ([]byte, error) {
+	switch {
+	case o.Kind == opAck && o.ID != nil && o.Seq == 0 && o.CK == nil && o.Next == 0 && o.Due == 0 && o.Order == nil && o.Acks == nil:
+		b := make([]byte, 0, 128)
+		b = append(b, `{"k":"ack","id":`...)
+		b = appendCkID(b, *o.ID)
+		if len(o.Offsets) > 0 {
+			b = append(b, `,"o":`...)
+			b = appendInts(b, o.Offsets)
+		}
+		return append(b, '}'), nil
+	case o.Kind == opAcks && o.ID == nil && o.Seq == 0 && o.CK == nil && o.Offsets == nil && o.Next == 0 && o.Due == 0 && o.Order == nil:
+		b := make([]byte, 0, 32+96*len(o.Acks))
+		b = append(b, `{"k":"acks"`...)
+		if len(o.Acks) > 0 {
+			b = append(b, `,"a":[`...)
+			for i, a := range o.Acks {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, `{"id":`...)
+				b = appendCkID(b, a.ID)
+				b = append(b, `,"o":`...)
+				b = appendInts(b, a.Offsets)
+				b = append(b, '}')
+			}
+			b = append(b, ']')
+		}
+		return append(b, '}'), nil
+	}
+	return json.Marshal(o)
+}
+
+func appendCkID(b []byte, id ckID) []byte {
+	b = append(b, `{"c":`...)
+	b = appendJSONString(b, id.Group)
+	b = append(b, `,"t":`...)
+	b = appendJSONString(b, id.Topic)
+	b = append(b, `,"q":`...)
+	b = strconv.AppendInt(b, int64(id.QueueID), 10)
+	b = append(b, `,"so":`...)
+	b = strconv.AppendInt(b, id.Start, 10)
+	b = append(b, `,"pt":`...)
+	b = strconv.AppendInt(b, id.PopTime, 10)
+	return append(b, '}')
+}
+
+// appendInts appends a JSON array (null for nil, as encoding/json).
+func appendInts(b []byte, v []int64) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, x := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, x, 10)
+	}
+	return append(b, ']')
+}
+
+// appendJSONString appends s as encoding/json writes it: names of plain
+// characters as they are, anything else through encoding/json.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
