@@ -79,14 +79,31 @@ func Defaults() Settings {
 	}
 }
 
-// fileKeys are what tls.config.file may set (Apache TlsHelper
+// fileField is one key tls.config.file may set, with the field it sets:
+// a string or a boolean.
+type fileField struct {
+	key  string
+	str  *string
+	flag *bool
+}
+
+// fileFields are what tls.config.file may set (Apache TlsHelper
 // extractTlsConfigFromFile: everything but the mode and tls.enable).
-var fileKeys = []string{
-	"tls.test.mode.enable",
-	"tls.server.need.client.auth", "tls.server.keyPath", "tls.server.keyPassword",
-	"tls.server.certPath", "tls.server.authClient", "tls.server.trustCertPath",
-	"tls.client.keyPath", "tls.client.keyPassword", "tls.client.certPath",
-	"tls.client.authServer", "tls.client.trustCertPath",
+func (s *Settings) fileFields() []fileField {
+	return []fileField{
+		{key: "tls.test.mode.enable", flag: &s.TestModeEnable},
+		{key: "tls.server.need.client.auth", str: &s.ServerNeedClientAuth},
+		{key: "tls.server.keyPath", str: &s.ServerKeyPath},
+		{key: "tls.server.keyPassword", str: &s.ServerKeyPassword},
+		{key: "tls.server.certPath", str: &s.ServerCertPath},
+		{key: "tls.server.authClient", flag: &s.ServerAuthClient},
+		{key: "tls.server.trustCertPath", str: &s.ServerTrustCertPath},
+		{key: "tls.client.keyPath", str: &s.ClientKeyPath},
+		{key: "tls.client.keyPassword", str: &s.ClientKeyPassword},
+		{key: "tls.client.certPath", str: &s.ClientCertPath},
+		{key: "tls.client.authServer", flag: &s.ClientAuthServer},
+		{key: "tls.client.trustCertPath", str: &s.ClientTrustCertPath},
+	}
 }
 
 // Validate reports values that cannot work.
@@ -143,53 +160,19 @@ func (s Settings) Load() (Settings, error) {
 	for k, v := range kv {
 		lower[strings.ToLower(k)] = strings.TrimSpace(v)
 	}
-	for _, k := range fileKeys {
-		if v, ok := lower[strings.ToLower(k)]; ok {
-			if err := s.set(k, v); err != nil {
-				return s, fmt.Errorf("tlsconfig: %s: %w", s.ConfigFile, err)
+	for _, f := range s.fileFields() {
+		v, ok := lower[strings.ToLower(f.key)]
+		switch {
+		case !ok:
+		case f.flag != nil:
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return s, fmt.Errorf("tlsconfig: %s: key %s: bad boolean %q", s.ConfigFile, f.key, v)
 			}
+			*f.flag = b
+		default:
+			*f.str = v
 		}
 	}
 	return s, s.Validate()
-}
-
-// set assigns one of fileKeys.
-func (s *Settings) set(key, v string) error {
-	boolean := func(dst *bool) error {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("key %s: bad boolean %q", key, v)
-		}
-		*dst = b
-		return nil
-	}
-	switch key {
-	case "tls.test.mode.enable":
-		return boolean(&s.TestModeEnable)
-	case "tls.server.authClient":
-		return boolean(&s.ServerAuthClient)
-	case "tls.client.authServer":
-		return boolean(&s.ClientAuthServer)
-	case "tls.server.need.client.auth":
-		s.ServerNeedClientAuth = v
-	case "tls.server.keyPath":
-		s.ServerKeyPath = v
-	case "tls.server.keyPassword":
-		s.ServerKeyPassword = v
-	case "tls.server.certPath":
-		s.ServerCertPath = v
-	case "tls.server.trustCertPath":
-		s.ServerTrustCertPath = v
-	case "tls.client.keyPath":
-		s.ClientKeyPath = v
-	case "tls.client.keyPassword":
-		s.ClientKeyPassword = v
-	case "tls.client.certPath":
-		s.ClientCertPath = v
-	case "tls.client.trustCertPath":
-		s.ClientTrustCertPath = v
-	default:
-		return fmt.Errorf("key %s cannot be set from tls.config.file", key)
-	}
-	return nil
 }
