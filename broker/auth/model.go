@@ -75,20 +75,30 @@ const (
 
 var resourceTypeNames = [...]string{"Unknown", "Any", "Cluster", "Namespace", "Topic", "Group"}
 
-func (t ResourceType) String() string {
-	if int(t) < len(resourceTypeNames) {
-		return resourceTypeNames[t]
-	}
-	return "Unknown"
-}
+func (t ResourceType) String() string { return enumName(resourceTypeNames[:], t) }
 
 func parseResourceType(s string) ResourceType {
-	for i, n := range resourceTypeNames {
+	return parseEnum[ResourceType](resourceTypeNames[:], s)
+}
+
+// enumName is the name of v in names, whose first entry is the unknown
+// value's name; a value past the end is unknown.
+func enumName[T ~uint8](names []string, v T) string {
+	if int(v) < len(names) {
+		return names[v]
+	}
+	return names[0]
+}
+
+// parseEnum finds s in names case-insensitively; the zero value (unknown,
+// names[0], never matched) when it is not there.
+func parseEnum[T ~uint8](names []string, s string) T {
+	for i, n := range names {
 		if i > 0 && strings.EqualFold(n, s) {
-			return ResourceType(i)
+			return T(i)
 		}
 	}
-	return ResUnknown
+	return 0
 }
 
 // Pattern is Apache's ResourcePattern.
@@ -210,22 +220,10 @@ const (
 
 var actionNames = [...]string{"Unknown", "All", "Any", "Pub", "Sub", "Create", "Update", "Delete", "Get", "List"}
 
-func (a Action) String() string {
-	if int(a) < len(actionNames) {
-		return actionNames[a]
-	}
-	return "Unknown"
-}
+func (a Action) String() string { return enumName(actionNames[:], a) }
 
 // ParseAction reads an action name case-insensitively; ActUnknown if none.
-func ParseAction(s string) Action {
-	for i, n := range actionNames {
-		if i > 0 && strings.EqualFold(n, s) {
-			return Action(i)
-		}
-	}
-	return ActUnknown
-}
+func ParseAction(s string) Action { return parseEnum[Action](actionNames[:], s) }
 
 // Decision is Apache's Decision.
 type Decision uint8
