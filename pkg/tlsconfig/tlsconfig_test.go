@@ -19,31 +19,31 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
-func mustCA(t testing.TB, name string) *tlstest.CA {
+// must is v; it fails t on err.
+func must[T any](t testing.TB, v T, err error) T {
 	t.Helper()
-	ca, err := tlstest.NewCA(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ca
+	return v
+}
+
+func mustCA(t testing.TB, name string) *tlstest.CA {
+	t.Helper()
+	ca, err := tlstest.NewCA(name)
+	return must(t, ca, err)
 }
 
 func srvPair(t testing.TB, ca *tlstest.CA, cn string) tlstest.Pair {
 	t.Helper()
 	p, err := ca.Server(cn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return must(t, p, err)
 }
 
 func cliPair(t testing.TB, ca *tlstest.CA, cn string) tlstest.Pair {
 	t.Helper()
 	p, err := ca.Client(cn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return must(t, p, err)
 }
 
 func writePair(t testing.TB, p tlstest.Pair, dir, name string) (string, string) {
