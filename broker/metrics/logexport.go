@@ -26,23 +26,24 @@ func (logExporter) Aggregation(k sdkmetric.InstrumentKind) sdkmetric.Aggregation
 func (e logExporter) Export(_ context.Context, rm *metricdata.ResourceMetrics) error {
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			switch d := m.Data.(type) {
-			case metricdata.Sum[int64]:
-				logValues(e, m.Name, d.DataPoints)
-			case metricdata.Sum[float64]:
-				logValues(e, m.Name, d.DataPoints)
-			case metricdata.Gauge[int64]:
-				logValues(e, m.Name, d.DataPoints)
-			case metricdata.Gauge[float64]:
-				logValues(e, m.Name, d.DataPoints)
-			case metricdata.Histogram[int64]:
-				logHistograms(e, m.Name, d.DataPoints)
-			case metricdata.Histogram[float64]:
-				logHistograms(e, m.Name, d.DataPoints)
-			}
+			logPoints[int64](e, m.Name, m.Data)
+			logPoints[float64](e, m.Name, m.Data)
 		}
 	}
 	return nil
+}
+
+// logPoints writes the points of data when its numbers are N's: one line
+// a sum or gauge point, one a histogram point.
+func logPoints[N int64 | float64](e logExporter, name string, data metricdata.Aggregation) {
+	switch d := data.(type) {
+	case metricdata.Sum[N]:
+		logValues(e, name, d.DataPoints)
+	case metricdata.Gauge[N]:
+		logValues(e, name, d.DataPoints)
+	case metricdata.Histogram[N]:
+		logHistograms(e, name, d.DataPoints)
+	}
 }
 
 // logValues writes one line a sum or gauge point (slog.Any keeps the kind:
