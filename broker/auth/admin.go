@@ -188,16 +188,21 @@ func (s *Service) getUser(_ context.Context, _ *remoting.Channel, req *remoting.
 }
 
 func (s *Service) listUser(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	return listAnswer(req, s.store.Users(strings.TrimSpace(req.ExtFields["filter"])), userInfo), nil
+}
+
+// listAnswer answers a list request with the wire form of each item; no
+// body when there are none.
+func listAnswer[T, W any](req *remoting.Command, items []T, wire func(T) W) *remoting.Command {
 	resp := remoting.NewResponse(req, code.Success, "")
-	users := s.store.Users(strings.TrimSpace(req.ExtFields["filter"]))
-	if len(users) > 0 {
-		out := make([]protocol.UserInfo, len(users))
-		for i, u := range users {
-			out[i] = userInfo(u)
+	if len(items) > 0 {
+		out := make([]W, len(items))
+		for i, it := range items {
+			out[i] = wire(it)
 		}
 		resp.Body = protocol.MustMarshal(out)
 	}
-	return resp, nil
+	return resp
 }
 
 // putACL serves AUTH_CREATE_ACL and AUTH_UPDATE_ACL, which Apache's
@@ -286,14 +291,5 @@ func (s *Service) getACL(_ context.Context, _ *remoting.Channel, req *remoting.C
 }
 
 func (s *Service) listACL(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	resp := remoting.NewResponse(req, code.Success, "")
-	acls := s.store.ACLs(req.ExtFields["subjectFilter"], req.ExtFields["resourceFilter"])
-	if len(acls) > 0 {
-		out := make([]protocol.AclInfo, len(acls))
-		for i, a := range acls {
-			out[i] = aclInfo(a)
-		}
-		resp.Body = protocol.MustMarshal(out)
-	}
-	return resp, nil
+	return listAnswer(req, s.store.ACLs(req.ExtFields["subjectFilter"], req.ExtFields["resourceFilter"]), aclInfo), nil
 }

@@ -30,23 +30,18 @@ const (
 )
 
 // ParseUserType reads a type name case-insensitively; "" for unknown.
-func ParseUserType(s string) UserType {
-	switch {
-	case strings.EqualFold(s, string(UserSuper)):
-		return UserSuper
-	case strings.EqualFold(s, string(UserNormal)):
-		return UserNormal
-	}
-	return ""
-}
+func ParseUserType(s string) UserType { return parseNamed(s, UserSuper, UserNormal) }
 
 // ParseUserStatus reads a status name case-insensitively; "" for unknown.
-func ParseUserStatus(s string) UserStatus {
-	switch {
-	case strings.EqualFold(s, string(StatusEnable)):
-		return StatusEnable
-	case strings.EqualFold(s, string(StatusDisable)):
-		return StatusDisable
+func ParseUserStatus(s string) UserStatus { return parseNamed(s, StatusEnable, StatusDisable) }
+
+// parseNamed is the one of names that s names case-insensitively; "" if
+// none.
+func parseNamed[T ~string](s string, names ...T) T {
+	for _, n := range names {
+		if strings.EqualFold(s, string(n)) {
+			return n
+		}
 	}
 	return ""
 }
@@ -267,15 +262,7 @@ const (
 )
 
 // ParsePolicyType reads a policy type case-insensitively; "" for unknown.
-func ParsePolicyType(s string) PolicyType {
-	switch {
-	case strings.EqualFold(s, string(PolicyCustom)):
-		return PolicyCustom
-	case strings.EqualFold(s, string(PolicyDefault)):
-		return PolicyDefault
-	}
-	return ""
-}
+func ParsePolicyType(s string) PolicyType { return parseNamed(s, PolicyCustom, PolicyDefault) }
 
 // Entry is one policy entry.
 type Entry struct {
