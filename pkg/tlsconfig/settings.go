@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -79,31 +80,14 @@ func Defaults() Settings {
 	}
 }
 
-// fileField is one key tls.config.file may set, with the field it sets:
-// a string or a boolean.
-type fileField struct {
-	key  string
-	str  *string
-	flag *bool
-}
-
-// fileFields are what tls.config.file may set (Apache TlsHelper
+// fromFile reports whether tls.config.file may set key (Apache TlsHelper
 // extractTlsConfigFromFile: everything but the mode and tls.enable).
-func (s *Settings) fileFields() []fileField {
-	return []fileField{
-		{key: "tls.test.mode.enable", flag: &s.TestModeEnable},
-		{key: "tls.server.need.client.auth", str: &s.ServerNeedClientAuth},
-		{key: "tls.server.keyPath", str: &s.ServerKeyPath},
-		{key: "tls.server.keyPassword", str: &s.ServerKeyPassword},
-		{key: "tls.server.certPath", str: &s.ServerCertPath},
-		{key: "tls.server.authClient", flag: &s.ServerAuthClient},
-		{key: "tls.server.trustCertPath", str: &s.ServerTrustCertPath},
-		{key: "tls.client.keyPath", str: &s.ClientKeyPath},
-		{key: "tls.client.keyPassword", str: &s.ClientKeyPassword},
-		{key: "tls.client.certPath", str: &s.ClientCertPath},
-		{key: "tls.client.authServer", flag: &s.ClientAuthServer},
-		{key: "tls.client.trustCertPath", str: &s.ClientTrustCertPath},
+func fromFile(key string) bool {
+	switch key {
+	case "", "tls.server.mode", "tls.enable", "tls.config.file":
+		return false
 	}
+	return true
 }
 
 // Validate reports values that cannot work.
@@ -160,18 +144,23 @@ func (s Settings) Load() (Settings, error) {
 	for k, v := range kv {
 		lower[strings.ToLower(k)] = strings.TrimSpace(v)
 	}
-	for _, f := range s.fileFields() {
-		v, ok := lower[strings.ToLower(f.key)]
-		switch {
-		case !ok:
-		case f.flag != nil:
+	// The keys are the fields' key tags (startup only: reflection is fine).
+	rv := reflect.ValueOf(&s).Elem()
+	for i := range rv.NumField() {
+		key := rv.Type().Field(i).Tag.Get("key")
+		v, ok := lower[strings.ToLower(key)]
+		if !ok || !fromFile(key) {
+			continue
+		}
+		switch f := rv.Field(i); f.Kind() {
+		case reflect.Bool:
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				return s, fmt.Errorf("tlsconfig: %s: key %s: bad boolean %q", s.ConfigFile, f.key, v)
+				return s, fmt.Errorf("tlsconfig: %s: key %s: bad boolean %q", s.ConfigFile, key, v)
 			}
-			*f.flag = b
-		default:
-			*f.str = v
+			f.SetBool(b)
+		case reflect.String:
+			f.SetString(v)
 		}
 	}
 	return s, s.Validate()
