@@ -64,17 +64,27 @@ func decodeBody[T any](req *remoting.Command, v *T) error {
 	return nil
 }
 
-func (s *Service) createUser(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+// requestUser reads the user of AUTH_CREATE_USER and AUTH_UPDATE_USER: the
+// name from the header, the rest from the body. A blank name is answered
+// (resp not nil).
+func requestUser(req *remoting.Command) (u User, resp *remoting.Command, err error) {
 	name := req.ExtFields["username"]
 	if name == "" {
-		return remoting.NewResponse(req, code.InvalidParameter, "The username is blank"), nil
+		return User{}, remoting.NewResponse(req, code.InvalidParameter, "The username is blank"), nil
 	}
 	var ui protocol.UserInfo
 	if err := decodeBody(req, &ui); err != nil {
-		return nil, err
+		return User{}, nil, err
 	}
 	ui.Username = name
-	u := userOf(ui)
+	return userOf(ui), nil, nil
+}
+
+func (s *Service) createUser(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	u, resp, err := requestUser(req)
+	if resp != nil || err != nil {
+		return resp, err
+	}
 	if u.Type == UserSuper && s.notSuperLogin(req) {
 		return remoting.NewResponse(req, code.SystemError, "The super user can only be create by super user"), nil
 	}
@@ -105,21 +115,16 @@ func (s *Service) CreateUser(u User) error {
 }
 
 func (s *Service) updateUser(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	name := req.ExtFields["username"]
-	if name == "" {
-		return remoting.NewResponse(req, code.InvalidParameter, "The username is blank"), nil
+	u, resp, err := requestUser(req)
+	if resp != nil || err != nil {
+		return resp, err
 	}
-	var ui protocol.UserInfo
-	if err := decodeBody(req, &ui); err != nil {
-		return nil, err
-	}
-	ui.Username = name
-	u := userOf(ui)
+	name := u.Username
 	notSuper := s.notSuperLogin(req)
 	if u.Type == UserSuper && notSuper {
 		return remoting.NewResponse(req, code.SystemError, "The super user can only be update by super user"), nil
 	}
-	err := s.store.update(func(users map[string]*User, _ map[string]*ACL) error {
+	err = s.store.update(func(users map[string]*User, _ map[string]*ACL) error {
 		old, ok := users[name]
 		if !ok {
 			return authError("The user is not exist")
@@ -183,16 +188,21 @@ func (s *Service) getUser(_ context.Context, _ *remoting.Channel, req *remoting.
 }
 
 func (s *Service) listUser(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	return listAnswer(req, s.store.Users(strings.TrimSpace(req.ExtFields["filter"])), userInfo), nil
+}
+
+// listAnswer answers a list request with the wire form of each item; no
+// body when there are none.
+func listAnswer[T, W any](req *remoting.Command, items []T, wire func(T) W) *remoting.Command {
 	resp := remoting.NewResponse(req, code.Success, "")
-	users := s.store.Users(strings.TrimSpace(req.ExtFields["filter"]))
-	if len(users) > 0 {
-		out := make([]protocol.UserInfo, len(users))
-		for i, u := range users {
-			out[i] = userInfo(u)
+	if len(items) > 0 {
+		out := make([]W, len(items))
+		for i, it := range items {
+			out[i] = wire(it)
 		}
 		resp.Body = protocol.MustMarshal(out)
 	}
-	return resp, nil
+	return resp
 }
 
 // putACL serves AUTH_CREATE_ACL and AUTH_UPDATE_ACL, which Apache's
@@ -281,14 +291,5 @@ func (s *Service) getACL(_ context.Context, _ *remoting.Channel, req *remoting.C
 }
 
 func (s *Service) listACL(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	resp := remoting.NewResponse(req, code.Success, "")
-	acls := s.store.ACLs(req.ExtFields["subjectFilter"], req.ExtFields["resourceFilter"])
-	if len(acls) > 0 {
-		out := make([]protocol.AclInfo, len(acls))
-		for i, a := range acls {
-			out[i] = aclInfo(a)
-		}
-		resp.Body = protocol.MustMarshal(out)
-	}
-	return resp, nil
+	return listAnswer(req, s.store.ACLs(req.ExtFields["subjectFilter"], req.ExtFields["resourceFilter"]), aclInfo), nil
 }

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -331,7 +332,7 @@ func compareEntries(e1, e2 *Entry) int {
 		}
 	case r1.Pattern == r2.Pattern:
 		if r1.Pattern == PatPrefixed {
-			c = -cmpInt(len(r1.Name), len(r2.Name))
+			c = -cmp.Compare(len(r1.Name), len(r2.Name))
 		}
 	default:
 		switch {
@@ -355,16 +356,6 @@ func compareEntries(e1, e2 *Entry) int {
 		return -1
 	}
 	return 1
-}
-
-func cmpInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Audit writes the one line per refused request the audit requires.

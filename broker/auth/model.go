@@ -30,23 +30,18 @@ const (
 )
 
 // ParseUserType reads a type name case-insensitively; "" for unknown.
-func ParseUserType(s string) UserType {
-	switch {
-	case strings.EqualFold(s, string(UserSuper)):
-		return UserSuper
-	case strings.EqualFold(s, string(UserNormal)):
-		return UserNormal
-	}
-	return ""
-}
+func ParseUserType(s string) UserType { return parseNamed(s, UserSuper, UserNormal) }
 
 // ParseUserStatus reads a status name case-insensitively; "" for unknown.
-func ParseUserStatus(s string) UserStatus {
-	switch {
-	case strings.EqualFold(s, string(StatusEnable)):
-		return StatusEnable
-	case strings.EqualFold(s, string(StatusDisable)):
-		return StatusDisable
+func ParseUserStatus(s string) UserStatus { return parseNamed(s, StatusEnable, StatusDisable) }
+
+// parseNamed is the one of names that s names case-insensitively; "" if
+// none.
+func parseNamed[T ~string](s string, names ...T) T {
+	for _, n := range names {
+		if strings.EqualFold(s, string(n)) {
+			return n
+		}
 	}
 	return ""
 }
@@ -75,20 +70,30 @@ const (
 
 var resourceTypeNames = [...]string{"Unknown", "Any", "Cluster", "Namespace", "Topic", "Group"}
 
-func (t ResourceType) String() string {
-	if int(t) < len(resourceTypeNames) {
-		return resourceTypeNames[t]
-	}
-	return "Unknown"
-}
+func (t ResourceType) String() string { return enumName(resourceTypeNames[:], t) }
 
 func parseResourceType(s string) ResourceType {
-	for i, n := range resourceTypeNames {
+	return parseEnum[ResourceType](resourceTypeNames[:], s)
+}
+
+// enumName is the name of v in names, whose first entry is the unknown
+// value's name; a value past the end is unknown.
+func enumName[T ~uint8](names []string, v T) string {
+	if int(v) < len(names) {
+		return names[v]
+	}
+	return names[0]
+}
+
+// parseEnum finds s in names case-insensitively; the zero value (unknown,
+// names[0], never matched) when it is not there.
+func parseEnum[T ~uint8](names []string, s string) T {
+	for i, n := range names {
 		if i > 0 && strings.EqualFold(n, s) {
-			return ResourceType(i)
+			return T(i)
 		}
 	}
-	return ResUnknown
+	return 0
 }
 
 // Pattern is Apache's ResourcePattern.
@@ -210,22 +215,10 @@ const (
 
 var actionNames = [...]string{"Unknown", "All", "Any", "Pub", "Sub", "Create", "Update", "Delete", "Get", "List"}
 
-func (a Action) String() string {
-	if int(a) < len(actionNames) {
-		return actionNames[a]
-	}
-	return "Unknown"
-}
+func (a Action) String() string { return enumName(actionNames[:], a) }
 
 // ParseAction reads an action name case-insensitively; ActUnknown if none.
-func ParseAction(s string) Action {
-	for i, n := range actionNames {
-		if i > 0 && strings.EqualFold(n, s) {
-			return Action(i)
-		}
-	}
-	return ActUnknown
-}
+func ParseAction(s string) Action { return parseEnum[Action](actionNames[:], s) }
 
 // Decision is Apache's Decision.
 type Decision uint8
@@ -269,15 +262,7 @@ const (
 )
 
 // ParsePolicyType reads a policy type case-insensitively; "" for unknown.
-func ParsePolicyType(s string) PolicyType {
-	switch {
-	case strings.EqualFold(s, string(PolicyCustom)):
-		return PolicyCustom
-	case strings.EqualFold(s, string(PolicyDefault)):
-		return PolicyDefault
-	}
-	return ""
-}
+func ParsePolicyType(s string) PolicyType { return parseNamed(s, PolicyCustom, PolicyDefault) }
 
 // Entry is one policy entry.
 type Entry struct {

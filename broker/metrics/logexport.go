@@ -26,35 +26,39 @@ func (logExporter) Aggregation(k sdkmetric.InstrumentKind) sdkmetric.Aggregation
 func (e logExporter) Export(_ context.Context, rm *metricdata.ResourceMetrics) error {
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			switch d := m.Data.(type) {
-			case metricdata.Sum[int64]:
-				for _, p := range d.DataPoints {
-					e.line(m.Name, p.Attributes, slog.Int64("value", p.Value))
-				}
-			case metricdata.Sum[float64]:
-				for _, p := range d.DataPoints {
-					e.line(m.Name, p.Attributes, slog.Float64("value", p.Value))
-				}
-			case metricdata.Gauge[int64]:
-				for _, p := range d.DataPoints {
-					e.line(m.Name, p.Attributes, slog.Int64("value", p.Value))
-				}
-			case metricdata.Gauge[float64]:
-				for _, p := range d.DataPoints {
-					e.line(m.Name, p.Attributes, slog.Float64("value", p.Value))
-				}
-			case metricdata.Histogram[int64]:
-				for _, p := range d.DataPoints {
-					e.line(m.Name, p.Attributes, slog.Uint64("count", p.Count), slog.Int64("sum", p.Sum))
-				}
-			case metricdata.Histogram[float64]:
-				for _, p := range d.DataPoints {
-					e.line(m.Name, p.Attributes, slog.Uint64("count", p.Count), slog.Float64("sum", p.Sum))
-				}
-			}
+			logPoints[int64](e, m.Name, m.Data)
+			logPoints[float64](e, m.Name, m.Data)
 		}
 	}
 	return nil
+}
+
+// logPoints writes the points of data when its numbers are N's: one line
+// a sum or gauge point, one a histogram point.
+func logPoints[N int64 | float64](e logExporter, name string, data metricdata.Aggregation) {
+	switch d := data.(type) {
+	case metricdata.Sum[N]:
+		logValues(e, name, d.DataPoints)
+	case metricdata.Gauge[N]:
+		logValues(e, name, d.DataPoints)
+	case metricdata.Histogram[N]:
+		logHistograms(e, name, d.DataPoints)
+	}
+}
+
+// logValues writes one line a sum or gauge point (slog.Any keeps the kind:
+// an int64 is written as Int64, a float64 as Float64).
+func logValues[N int64 | float64](e logExporter, name string, pts []metricdata.DataPoint[N]) {
+	for _, p := range pts {
+		e.line(name, p.Attributes, slog.Any("value", p.Value))
+	}
+}
+
+// logHistograms writes one line a histogram point: its count and sum.
+func logHistograms[N int64 | float64](e logExporter, name string, pts []metricdata.HistogramDataPoint[N]) {
+	for _, p := range pts {
+		e.line(name, p.Attributes, slog.Uint64("count", p.Count), slog.Any("sum", p.Sum))
+	}
 }
 
 func (e logExporter) line(name string, set attribute.Set, value ...slog.Attr) {

@@ -18,6 +18,17 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
+// newTestMetrics is New(cfg, src, nil), shut down when the test ends.
+func newTestMetrics(t testing.TB, cfg Config, src Sources) *Metrics {
+	t.Helper()
+	m, err := New(cfg, src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Shutdown(context.Background()) })
+	return m
+}
+
 func testConfig() Config {
 	return Config{
 		ExporterType: ExporterProm, PromHost: "127.0.0.1", Cluster: "c1", NodeID: "b1",
@@ -171,11 +182,7 @@ func TestLiteTopicsBounded(t *testing.T) {
 			return []Lag{{Group: "g", Topic: "chat", Lag: sums["g"]}}
 		},
 	}
-	m, err := New(testConfig(), src, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Shutdown(context.Background())
+	m := newTestMetrics(t, testConfig(), src)
 	if err := m.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -239,11 +246,7 @@ func TestLiteTopicsBounded(t *testing.T) {
 func TestCardinalityLimit(t *testing.T) {
 	cfg := testConfig()
 	cfg.CardinalityLimit = 10
-	m, err := New(cfg, Sources{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Shutdown(context.Background())
+	m := newTestMetrics(t, cfg, Sources{})
 	for i := range 100 {
 		m.MessagesIn(fmt.Sprintf("t%d", i), Normal, 1, 10)
 	}
@@ -282,11 +285,7 @@ func TestDisabled(t *testing.T) {
 // BenchmarkHotPath is the per-request recording cost: a send's
 // messages_in + size, a pull's messages_out and one rpc latency.
 func BenchmarkHotPath(b *testing.B) {
-	m, err := New(testConfig(), Sources{}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Shutdown(context.Background())
+	m := newTestMetrics(b, testConfig(), Sources{})
 	topics := make([]string, 64)
 	for i := range topics {
 		topics[i] = fmt.Sprintf("topic-%d", i)
@@ -311,11 +310,7 @@ func TestEventFamilies(t *testing.T) {
 	cfg := testConfig()
 	cfg.EnableTransactionMetrics = true
 	now := time.Now()
-	m, err := New(cfg, Sources{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Shutdown(context.Background())
+	m := newTestMetrics(t, cfg, Sources{})
 	m.now = func() time.Time { return now }
 	got, err := m.Gather()
 	if err != nil {

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"context"
 	"testing"
 	"time"
 )
@@ -28,11 +27,7 @@ func checkSamples(t *testing.T, got map[string]*Family, checks []sampleCheck) {
 func TestHalfMessages(t *testing.T) {
 	cfg := testConfig()
 	cfg.EnableTransactionMetrics = true
-	m, err := New(cfg, Sources{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Shutdown(context.Background())
+	m := newTestMetrics(t, cfg, Sources{})
 	m.Start()
 	m.SeedHalfMessages(map[string]int64{"tx": 2, "old": 1})
 	for range 5 {
@@ -58,11 +53,7 @@ func TestHalfMessages(t *testing.T) {
 
 	// Off with enableTransactionMetrics=false.
 	cfg.EnableTransactionMetrics = false
-	m2, err := New(cfg, Sources{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m2.Shutdown(context.Background())
+	m2 := newTestMetrics(t, cfg, Sources{})
 	m2.MessagesIn("tx", Transaction, 1, 200)
 	if got, _ := m2.Gather(); got["rocketmq_half_messages"] != nil {
 		t.Errorf("half messages exported with enableTransactionMetrics=false")
@@ -71,11 +62,7 @@ func TestHalfMessages(t *testing.T) {
 
 // TestPopReviveCounters: the three revive counters with Java's labels.
 func TestPopReviveCounters(t *testing.T) {
-	m, err := New(testConfig(), Sources{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Shutdown(context.Background())
+	m := newTestMetrics(t, testConfig(), Sources{})
 	for range 3 {
 		m.RevivePut("g", "t", true, "PUT_OK")
 	}
@@ -132,11 +119,7 @@ func TestLiteLag(t *testing.T) {
 		Lite:          func() LiteSettings { return settings },
 		LiteLagCounts: func() []Lag { return []Lag{{Group: "lg", Topic: "chat", Lag: 40}} },
 	}
-	m, err := New(testConfig(), src, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Shutdown(context.Background())
+	m := newTestMetrics(t, testConfig(), src)
 	m.now = func() time.Time { return now }
 	m.Start()
 	ms := func(d time.Duration) int64 { return now.Add(-d).UnixMilli() }
@@ -206,11 +189,7 @@ func TestLiteLagMerge(t *testing.T) {
 // TestPoppedOut: pops are counted with is_retry (Java's
 // PopMessageProcessor), pulls without it.
 func TestPoppedOut(t *testing.T) {
-	m, err := New(testConfig(), Sources{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Shutdown(context.Background())
+	m := newTestMetrics(t, testConfig(), Sources{})
 	m.PoppedOut("t", "g", false, 3, 300)
 	m.PoppedOut("t", "g", true, 2, 200)
 	m.MessagesOut("t", "g", 4, 400)

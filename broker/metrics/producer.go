@@ -38,9 +38,7 @@ func (p producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 		var pts []metricdata.HistogramDataPoint[int64]
 		add := func(s *inStats) {
 			for t := range numMessageTypes {
-				if pt, ok := d.point(s.size[t], s.attrs[t]); ok {
-					pts = append(pts, pt)
-				}
+				pts = d.appendPoint(pts, s.size[t], s.attrs[t])
 			}
 		}
 		m.in.each(func(_ string, s *inStats) { add(s) })
@@ -54,9 +52,7 @@ func (p producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 				status = invocationFailure
 			}
 			set := m.attrs(attribute.String(labelInvocationStatus, status), attribute.Bool(labelIsSystem, i >= 2))
-			if pt, ok := d.point(h, set); ok {
-				pts = append(pts, pt)
-			}
+			pts = d.appendPoint(pts, h, set)
 		}
 		hist(histTopicCreateTime, unitMillis, "The distribution of create topic time", pts)
 
@@ -66,27 +62,21 @@ func (p producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 			if i == 1 {
 				status = invocationFailure
 			}
-			if pt, ok := d.point(h, m.attrs(attribute.String(labelInvocationStatus, status))); ok {
-				pts = append(pts, pt)
-			}
+			pts = d.appendPoint(pts, h, m.attrs(attribute.String(labelInvocationStatus, status)))
 		}
 		hist(histGroupCreateTime, unitMillis, "The distribution of create subscription time", pts)
 	}
 	if m.cfg.EnableTransactionMetrics {
 		var pts []metricdata.HistogramDataPoint[int64]
 		m.tx.each(func(_ string, s *txStats) {
-			if pt, ok := d.point(s.finish, s.commitAttrs); ok {
-				pts = append(pts, pt)
-			}
+			pts = d.appendPoint(pts, s.finish, s.commitAttrs)
 		})
 		hist(histFinishLatency, unitMs, "Transaction finish latency", pts)
 	}
 	if m.cfg.EnableRemotingMetrics {
 		var pts []metricdata.HistogramDataPoint[int64]
 		m.rpc.each(func(_ rpcKey, s *rpcStats) {
-			if pt, ok := d.point(s.hist, s.attrs); ok {
-				pts = append(pts, pt)
-			}
+			pts = d.appendPoint(pts, s.hist, s.attrs)
 		})
 		hist(histRPCLatency, unitMillis, "Rpc latency", pts)
 	}
@@ -150,6 +140,14 @@ func (c collection) temporality() metricdata.Temporality {
 		return metricdata.DeltaTemporality
 	}
 	return metricdata.CumulativeTemporality
+}
+
+// appendPoint appends h's point for set to pts when h has one.
+func (c collection) appendPoint(pts []metricdata.HistogramDataPoint[int64], h *histogram, set attribute.Set) []metricdata.HistogramDataPoint[int64] {
+	if pt, ok := c.point(h, set); ok {
+		return append(pts, pt)
+	}
+	return pts
 }
 
 // point is h's point of this collection: cumulative, or the delta since

@@ -125,9 +125,7 @@ func (m *Metrics) timerCounters(meter metric.Meter, errs *[]error) {
 func (m *Metrics) timerLatencyPoints(d collection) []metricdata.HistogramDataPoint[int64] {
 	var pts []metricdata.HistogramDataPoint[int64]
 	m.timer.each(func(_ string, s *timerStats) {
-		if pt, ok := d.point(s.latency, s.attrs); ok {
-			pts = append(pts, pt)
-		}
+		pts = d.appendPoint(pts, s.latency, s.attrs)
 	})
 	return pts
 }

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"context"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -15,11 +14,7 @@ import (
 // topic and out of SCHEDULE_TOPIC_XXXX to SCHEDULE_CONSUMER.
 func TestTimerFamilies(t *testing.T) {
 	timing := func() map[string]int64 { return map[string]int64{"ta": 1, "tb": 0, "tc": -1} }
-	m, err := New(testConfig(), Sources{Timing: timing}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Shutdown(context.Background())
+	m := newTestMetrics(t, testConfig(), Sources{Timing: timing})
 	m.Start()
 	const born = int64(1_000_000)
 	for _, secs := range []int64{2, 90, 2 * 86400} {
@@ -107,11 +102,7 @@ func TestTimerFamilies(t *testing.T) {
 	// Off with enableMessageStoreMetrics=false.
 	cfg := testConfig()
 	cfg.EnableStoreMetrics = false
-	m2, err := New(cfg, Sources{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m2.Shutdown(context.Background())
+	m2 := newTestMetrics(t, cfg, Sources{})
 	m2.TimerEnqueued("ta", false, born, born+1000)
 	got2, err := m2.Gather()
 	if err != nil {

@@ -235,46 +235,36 @@ func (t *TimerState) ReplaceDelayOffsets(body []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := t.write(DelayOffsetFile, body); err != nil {
-		return err
-	}
-	t.mu.Lock()
-	t.copyDelay = &d
-	t.mu.Unlock()
-	return nil
+	return keepCopy(t, &t.copyDelay, d, nil, DelayOffsetFile, func() []byte { return body })
 }
 
 // ReplaceCheckpoint keeps the master's timer checkpoint.
 func (t *TimerState) ReplaceCheckpoint(c protocol.TimerCheckpoint) error {
-	t.mu.Lock()
-	same := t.copyCkpt != nil && *t.copyCkpt == c
-	t.mu.Unlock()
-	if same {
-		return nil
-	}
-	if err := t.write(TimerCheckpointFile, c.Encode()); err != nil {
-		return err
-	}
-	t.mu.Lock()
-	t.copyCkpt = &c
-	t.mu.Unlock()
-	return nil
+	same := func(old *protocol.TimerCheckpoint) bool { return *old == c }
+	return keepCopy(t, &t.copyCkpt, c, same, TimerCheckpointFile, c.Encode)
 }
 
 // ReplaceMetrics keeps the master's timer metrics when their data version
 // differs from the copy's (Java's syncTimerMetrics).
 func (t *TimerState) ReplaceMetrics(m protocol.TimerMetrics) error {
+	same := func(old *protocol.TimerMetrics) bool { return old.DataVersion.Equal(m.DataVersion) }
+	return keepCopy(t, &t.copyMetrics, m, same, TimerMetricsFile, m.Encode)
+}
+
+// keepCopy writes body() to file, then makes *slot v (under t.mu); it does
+// nothing when same (if not nil) reports that the copy held is v already.
+func keepCopy[T any](t *TimerState, slot **T, v T, same func(*T) bool, file string, body func() []byte) error {
 	t.mu.Lock()
-	same := t.copyMetrics != nil && t.copyMetrics.DataVersion.Equal(m.DataVersion)
+	held := *slot != nil && same != nil && same(*slot)
 	t.mu.Unlock()
-	if same {
+	if held {
 		return nil
 	}
-	if err := t.write(TimerMetricsFile, m.Encode()); err != nil {
+	if err := t.write(file, body()); err != nil {
 		return err
 	}
 	t.mu.Lock()
-	t.copyMetrics = &m
+	*slot = &v
 	t.mu.Unlock()
 	return nil
 }

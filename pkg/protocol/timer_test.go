@@ -11,19 +11,25 @@ import (
 // TimerMetricsSerializeWrapper.toJson from rocketmq-broker/-store 5.5.0).
 var goldenDV = DataVersion{Counter: 7, StateVersion: 3, Timestamp: 1700000000123}
 
-func TestDelayOffsetsGolden(t *testing.T) {
-	const golden = `{"dataVersion":{"counter":7,"stateVersion":3,"timestamp":1700000000123},"offsetTable":{1:5,2:0,18:123456789012}}`
-	d := DelayOffsets{DataVersion: goldenDV, OffsetTable: map[int32]int64{18: 123456789012, 2: 0, 1: 5}}
-	if got := string(d.Encode()); got != golden {
-		t.Fatalf("encode:\n got %s\nwant %s", got, golden)
+// checkGoldenBody checks that v encodes to want and that body decodes to v.
+func checkGoldenBody[T any](t *testing.T, v T, encode func(T) []byte, want string, decode func([]byte) (T, error), body string) {
+	t.Helper()
+	if got := string(encode(v)); got != want {
+		t.Fatalf("encode:\n got %s\nwant %s", got, want)
 	}
-	back, err := DecodeDelayOffsets([]byte(golden))
+	back, err := decode([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(back, d) {
-		t.Fatalf("decode: %+v, want %+v", back, d)
+	if !reflect.DeepEqual(back, v) {
+		t.Fatalf("decode: %+v, want %+v", back, v)
 	}
+}
+
+func TestDelayOffsetsGolden(t *testing.T) {
+	const golden = `{"dataVersion":{"counter":7,"stateVersion":3,"timestamp":1700000000123},"offsetTable":{1:5,2:0,18:123456789012}}`
+	d := DelayOffsets{DataVersion: goldenDV, OffsetTable: map[int32]int64{18: 123456789012, 2: 0, 1: 5}}
+	checkGoldenBody(t, d, DelayOffsets.Encode, golden, DecodeDelayOffsets, golden)
 	empty := DelayOffsets{DataVersion: goldenDV}
 	if got, want := string(empty.Encode()), `{"dataVersion":{"counter":7,"stateVersion":3,"timestamp":1700000000123},"offsetTable":{}}`; got != want {
 		t.Fatalf("empty: %s", got)
@@ -63,16 +69,7 @@ func TestTimerMetricsGolden(t *testing.T) {
 	const ours = `{"dataVersion":{"counter":7,"stateVersion":3,"timestamp":1700000000123},"timingCount":{"TopicA":{"count":0,"timeStamp":1700000000500},"TopicB":{"count":3,"timeStamp":1700000000999}}}`
 	m := TimerMetrics{DataVersion: goldenDV, TimingCount: map[string]TimerMetric{
 		"TopicB": {Count: 3, TimeStamp: 1700000000999}, "TopicA": {Count: 0, TimeStamp: 1700000000500}}}
-	if got := string(m.Encode()); got != ours {
-		t.Fatalf("encode:\n got %s\nwant %s", got, ours)
-	}
-	back, err := DecodeTimerMetrics([]byte(java))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(back, m) {
-		t.Fatalf("decode: %+v, want %+v", back, m)
-	}
+	checkGoldenBody(t, m, TimerMetrics.Encode, ours, DecodeTimerMetrics, java)
 	if got := string(TimerMetrics{}.Encode()); got != `{"dataVersion":{"counter":0,"stateVersion":0,"timestamp":0},"timingCount":{}}` {
 		t.Fatalf("empty: %s", got)
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -79,14 +80,14 @@ func Defaults() Settings {
 	}
 }
 
-// fileKeys are what tls.config.file may set (Apache TlsHelper
+// fromFile reports whether tls.config.file may set key (Apache TlsHelper
 // extractTlsConfigFromFile: everything but the mode and tls.enable).
-var fileKeys = []string{
-	"tls.test.mode.enable",
-	"tls.server.need.client.auth", "tls.server.keyPath", "tls.server.keyPassword",
-	"tls.server.certPath", "tls.server.authClient", "tls.server.trustCertPath",
-	"tls.client.keyPath", "tls.client.keyPassword", "tls.client.certPath",
-	"tls.client.authServer", "tls.client.trustCertPath",
+func fromFile(key string) bool {
+	switch key {
+	case "", "tls.server.mode", "tls.enable", "tls.config.file":
+		return false
+	}
+	return true
 }
 
 // Validate reports values that cannot work.
@@ -143,53 +144,24 @@ func (s Settings) Load() (Settings, error) {
 	for k, v := range kv {
 		lower[strings.ToLower(k)] = strings.TrimSpace(v)
 	}
-	for _, k := range fileKeys {
-		if v, ok := lower[strings.ToLower(k)]; ok {
-			if err := s.set(k, v); err != nil {
-				return s, fmt.Errorf("tlsconfig: %s: %w", s.ConfigFile, err)
+	// The keys are the fields' key tags (startup only: reflection is fine).
+	rv := reflect.ValueOf(&s).Elem()
+	for i := range rv.NumField() {
+		key := rv.Type().Field(i).Tag.Get("key")
+		v, ok := lower[strings.ToLower(key)]
+		if !ok || !fromFile(key) {
+			continue
+		}
+		switch f := rv.Field(i); f.Kind() {
+		case reflect.Bool:
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return s, fmt.Errorf("tlsconfig: %s: key %s: bad boolean %q", s.ConfigFile, key, v)
 			}
+			f.SetBool(b)
+		case reflect.String:
+			f.SetString(v)
 		}
 	}
 	return s, s.Validate()
-}
-
-// set assigns one of fileKeys.
-func (s *Settings) set(key, v string) error {
-	boolean := func(dst *bool) error {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("key %s: bad boolean %q", key, v)
-		}
-		*dst = b
-		return nil
-	}
-	switch key {
-	case "tls.test.mode.enable":
-		return boolean(&s.TestModeEnable)
-	case "tls.server.authClient":
-		return boolean(&s.ServerAuthClient)
-	case "tls.client.authServer":
-		return boolean(&s.ClientAuthServer)
-	case "tls.server.need.client.auth":
-		s.ServerNeedClientAuth = v
-	case "tls.server.keyPath":
-		s.ServerKeyPath = v
-	case "tls.server.keyPassword":
-		s.ServerKeyPassword = v
-	case "tls.server.certPath":
-		s.ServerCertPath = v
-	case "tls.server.trustCertPath":
-		s.ServerTrustCertPath = v
-	case "tls.client.keyPath":
-		s.ClientKeyPath = v
-	case "tls.client.keyPassword":
-		s.ClientKeyPassword = v
-	case "tls.client.certPath":
-		s.ClientCertPath = v
-	case "tls.client.trustCertPath":
-		s.ClientTrustCertPath = v
-	default:
-		return fmt.Errorf("key %s cannot be set from tls.config.file", key)
-	}
-	return nil
 }

@@ -19,31 +19,31 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
-func mustCA(t testing.TB, name string) *tlstest.CA {
+// must is v; it fails t on err.
+func must[T any](t testing.TB, v T, err error) T {
 	t.Helper()
-	ca, err := tlstest.NewCA(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ca
+	return v
+}
+
+func mustCA(t testing.TB, name string) *tlstest.CA {
+	t.Helper()
+	ca, err := tlstest.NewCA(name)
+	return must(t, ca, err)
 }
 
 func srvPair(t testing.TB, ca *tlstest.CA, cn string) tlstest.Pair {
 	t.Helper()
 	p, err := ca.Server(cn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return must(t, p, err)
 }
 
 func cliPair(t testing.TB, ca *tlstest.CA, cn string) tlstest.Pair {
 	t.Helper()
 	p, err := ca.Client(cn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return must(t, p, err)
 }
 
 func writePair(t testing.TB, p tlstest.Pair, dir, name string) (string, string) {
@@ -64,7 +64,9 @@ func TestLoadConfigFile(t *testing.T) {
 		"tls.server.certPath=/c.pem\ntls.server.keyPath=/c.key\n" +
 		"tls.server.authClient=true\ntls.server.trustCertPath=/ca.pem\n" +
 		"tls.client.authServer=true\n" +
-		"tls.server.mode=enforcing\ntls.enable=true\n" // not read from this file, as Apache
+		"tls.server.keyPassword=sp\ntls.client.keyPassword=cp\n" +
+		"tls.client.certPath=/cc.pem\ntls.client.keyPath=/cc.key\ntls.client.trustCertPath=/cca.pem\n" +
+		"tls.server.mode=enforcing\ntls.enable=true\ntls.config.file=/x\n" // not read from this file, as Apache
 	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -81,6 +83,8 @@ func TestLoadConfigFile(t *testing.T) {
 	want.ServerCertPath, want.ServerKeyPath = "/c.pem", "/c.key"
 	want.ServerAuthClient, want.ServerTrustCertPath = true, "/ca.pem"
 	want.ClientAuthServer = true
+	want.ServerKeyPassword, want.ClientKeyPassword = "sp", "cp"
+	want.ClientCertPath, want.ClientKeyPath, want.ClientTrustCertPath = "/cc.pem", "/cc.key", "/cca.pem"
 	if got != want {
 		t.Fatalf("Load = %+v\nwant   %+v", got, want)
 	}

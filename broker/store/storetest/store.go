@@ -9,6 +9,7 @@
 package storetest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -295,24 +296,14 @@ func (s *Store) SearchOffsetByTime(topic string, queueID int32, ts int64, bt con
 		return q.max(), nil
 	}
 	if bt == consumequeue.BoundaryUpper {
-		i, _ := slices.BinarySearchFunc(q.entries, ts+1, func(e entry, t int64) int { return cmpInt(e.storeTime, t) })
+		i, _ := slices.BinarySearchFunc(q.entries, ts+1, func(e entry, t int64) int { return cmp.Compare(e.storeTime, t) })
 		if i == 0 {
 			return q.base, nil
 		}
 		return q.base + int64(i) - 1, nil
 	}
-	i, _ := slices.BinarySearchFunc(q.entries, ts, func(e entry, t int64) int { return cmpInt(e.storeTime, t) })
+	i, _ := slices.BinarySearchFunc(q.entries, ts, func(e entry, t int64) int { return cmp.Compare(e.storeTime, t) })
 	return q.base + int64(i), nil
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // EarliestMessageTime is the store time of the queue's first message (-1 if none).

@@ -52,21 +52,7 @@ func TestSharedPort(t *testing.T) {
 	defer ta.CloseStreams() // pooled outbound connections
 	tb := raft.NewNetworkTransport(NewStreamLayer(b, nil), 2, 5*time.Second, io.Discard)
 	defer tb.Close()
-	stop := make(chan struct{})
-	served := make(chan struct{})
-	defer func() { close(stop); <-served }()
-	go func() {
-		defer close(served)
-		for {
-			select {
-			case rpc := <-tb.Consumer():
-				req := rpc.Command.(*raft.AppendEntriesRequest)
-				rpc.Respond(&raft.AppendEntriesResponse{Term: req.Term + 1, Success: true}, nil)
-			case <-stop:
-				return
-			}
-		}
-	}()
+	defer answerAppendEntries(tb)()
 	var resp raft.AppendEntriesResponse
 	err = ta.AppendEntries("b", raft.ServerAddress(b.Addr().String()), &raft.AppendEntriesRequest{Term: 7}, &resp)
 	if err != nil || resp.Term != 8 || !resp.Success {

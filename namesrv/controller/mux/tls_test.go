@@ -92,32 +92,38 @@ func listen(t *testing.T) net.Listener {
 	return ln
 }
 
+// answerAppendEntries answers every AppendEntries tr receives with the
+// next term, until stop is called (stop waits for it to end).
+func answerAppendEntries(tr *raft.NetworkTransport) (stop func()) {
+	quit := make(chan struct{})
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		for {
+			select {
+			case rpc := <-tr.Consumer():
+				req := rpc.Command.(*raft.AppendEntriesRequest)
+				rpc.Respond(&raft.AppendEntriesResponse{Term: req.Term + 1, Success: true}, nil)
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() { close(quit); <-served }
+}
+
 // appendEntries sends one AppendEntries from cli's transport to srv's,
 // which answers it.
 func appendEntries(t *testing.T, srv, cli *StreamLayer) error {
 	t.Helper()
 	ts := raft.NewNetworkTransport(srv, 2, 3*time.Second, io.Discard)
 	tc := raft.NewNetworkTransport(cli, 2, 3*time.Second, io.Discard)
-	stop := make(chan struct{})
-	served := make(chan struct{})
+	stop := answerAppendEntries(ts)
 	defer func() {
-		close(stop)
-		<-served
+		stop()
 		tc.CloseStreams()
 		_ = tc.Close()
 		_ = ts.Close()
-	}()
-	go func() {
-		defer close(served)
-		for {
-			select {
-			case rpc := <-ts.Consumer():
-				req := rpc.Command.(*raft.AppendEntriesRequest)
-				rpc.Respond(&raft.AppendEntriesResponse{Term: req.Term + 1, Success: true}, nil)
-			case <-stop:
-				return
-			}
-		}
 	}()
 	var resp raft.AppendEntriesResponse
 	err := tc.AppendEntries("srv", raft.ServerAddress(srv.Addr().String()), &raft.AppendEntriesRequest{Term: 7}, &resp)
