@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rmqgo/rmq/broker/processor"
+	"github.com/rmqgo/rmq/remoting"
 )
 
 // sendHeader is SendMessageRequestHeader (docs/protocol.md §5.1), read from either
@@ -47,11 +48,22 @@ const (
 
 // headerReader reads extFields by short or long name and keeps the first
 // problem, so a handler reports one readable error naming the field. It
-// lives on the caller's stack: no allocation unless a field is bad.
+// lives on the caller's stack: no allocation unless a field is bad. It reads
+// the map ext, or a deferred request's fields in place (req, when
+// remoting.Command.Deferred): numbers are then parsed without a string.
 type headerReader struct {
 	ext   map[string]string
+	req   *remoting.Command
 	short bool
 	err   error
+}
+
+// get returns the field's value ("" when absent).
+func (r *headerReader) get(f string) string {
+	if r.req != nil {
+		return r.req.Ext(r.key(f))
+	}
+	return r.ext[r.key(f)]
 }
 
 // key picks the short or long half of a field constant (both halves are
@@ -78,7 +90,7 @@ func (r *headerReader) fail(f, format string, args ...any) {
 }
 
 func (r *headerReader) str(f string, required bool) string {
-	v := r.ext[r.key(f)]
+	v := r.get(f)
 	if v == "" && required {
 		r.fail(f, "is null")
 	}
@@ -86,7 +98,16 @@ func (r *headerReader) str(f string, required bool) string {
 }
 
 func (r *headerReader) int64(f string, required bool) (int64, bool) {
-	v := r.ext[r.key(f)]
+	if r.req != nil {
+		b, _ := r.req.ExtBytes(r.key(f))
+		if len(b) > 0 {
+			// string(b) does not escape ParseInt: no allocation.
+			if n, err := strconv.ParseInt(string(b), 10, 64); err == nil {
+				return n, true
+			}
+		}
+	}
+	v := r.get(f)
 	if v == "" {
 		if required {
 			r.fail(f, "is null")
@@ -114,7 +135,16 @@ func (r *headerReader) int32(f string, required bool) (int32, bool) {
 }
 
 func (r *headerReader) bool(f string) bool {
-	switch v := r.ext[r.key(f)]; v {
+	if r.req != nil {
+		// The common values without a string.
+		switch b, _ := r.req.ExtBytes(r.key(f)); string(b) {
+		case "", "false":
+			return false
+		case "true":
+			return true
+		}
+	}
+	switch v := r.get(f); v {
 	case "", "false", "False", "FALSE":
 		return false
 	case "true", "True", "TRUE":
@@ -127,7 +157,19 @@ func (r *headerReader) bool(f string) bool {
 
 // parseSendHeader decodes the send header; short selects the V2 names.
 func parseSendHeader(ext map[string]string, short bool) (sendHeader, error) {
-	r := headerReader{ext: ext, short: short}
+	return readSendHeader(headerReader{ext: ext, short: short})
+}
+
+// parseSendRequest decodes req's send header, in place when its fields
+// are deferred (remoting.Server.DeferExtFields).
+func parseSendRequest(req *remoting.Command, short bool) (sendHeader, error) {
+	if req.Deferred() {
+		return readSendHeader(headerReader{req: req, short: short})
+	}
+	return parseSendHeader(req.ExtFields, short)
+}
+
+func readSendHeader(r headerReader) (sendHeader, error) {
 	var h sendHeader
 	h.producerGroup = r.str(fProducerGroup, true)
 	h.topic = r.str(fTopic, true)
