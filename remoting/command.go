@@ -4,6 +4,7 @@
 package remoting
 
 import (
+	"iter"
 	"strconv"
 	"time"
 )
@@ -151,6 +152,29 @@ func (c *Command) ExtBytes(key string) ([]byte, bool) {
 		return nil, false
 	}
 	return []byte(v), true
+}
+
+// ExtPairs yields the extFields of c in wire order for a deferred command
+// (values alias the frame: read them, never write them; a repeated key
+// comes again, the last one being the map's), else the map's pairs.
+func (c *Command) ExtPairs() iter.Seq2[[]byte, []byte] {
+	return func(yield func(k, v []byte) bool) {
+		if c.Deferred() {
+			for q := 0; q < len(c.rawExt); {
+				k, v, next := nextRawExt(c.rawExt, q)
+				if !yield(k, v) {
+					return
+				}
+				q = next
+			}
+			return
+		}
+		for k, v := range c.ExtFields {
+			if !yield([]byte(k), []byte(v)) {
+				return
+			}
+		}
+	}
 }
 
 // Fields returns ExtFields, decoding a deferred command's fields into it

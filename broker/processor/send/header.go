@@ -53,15 +53,43 @@ const (
 // remoting.Command.Deferred): numbers are then parsed without a string.
 type headerReader struct {
 	ext   map[string]string
-	req   *remoting.Command
+	raw   bool            // read vals, not ext
+	vals  [nFields][]byte // raw: each field's value, by fieldIndex
 	short bool
 	err   error
 }
 
+// nFields is the number of send header fields (a…m).
+const nFields = 13
+
+// fieldIndex is the index of a field constant in headerReader.vals.
+func fieldIndex(f string) int { return int(f[0] - 'a') }
+
+var fieldNames = [nFields]string{fProducerGroup, fTopic, fDefaultTopic, fDefaultTopicQueueNums, fQueueID,
+	fSysFlag, fBornTimestamp, fFlag, fProperties, fReconsumeTimes, fUnitMode, fMaxReconsumeTimes, fBatch}
+
+// collect reads a deferred request's fields in one pass over its header.
+func (r *headerReader) collect(req *remoting.Command) {
+	r.raw = true
+	for k, v := range req.ExtPairs() {
+		if r.short {
+			if len(k) == 1 && k[0] >= 'a' && int(k[0]-'a') < nFields {
+				r.vals[k[0]-'a'] = v
+			}
+			continue
+		}
+		for i, f := range fieldNames {
+			if string(k) == f[2:] {
+				r.vals[i] = v
+			}
+		}
+	}
+}
+
 // get returns the field's value ("" when absent).
 func (r *headerReader) get(f string) string {
-	if r.req != nil {
-		return r.req.Ext(r.key(f))
+	if r.raw {
+		return string(r.vals[fieldIndex(f)])
 	}
 	return r.ext[r.key(f)]
 }
@@ -98,9 +126,8 @@ func (r *headerReader) str(f string, required bool) string {
 }
 
 func (r *headerReader) int64(f string, required bool) (int64, bool) {
-	if r.req != nil {
-		b, _ := r.req.ExtBytes(r.key(f))
-		if len(b) > 0 {
+	if r.raw {
+		if b := r.vals[fieldIndex(f)]; len(b) > 0 {
 			// string(b) does not escape ParseInt: no allocation.
 			if n, err := strconv.ParseInt(string(b), 10, 64); err == nil {
 				return n, true
@@ -135,9 +162,9 @@ func (r *headerReader) int32(f string, required bool) (int32, bool) {
 }
 
 func (r *headerReader) bool(f string) bool {
-	if r.req != nil {
+	if r.raw {
 		// The common values without a string.
-		switch b, _ := r.req.ExtBytes(r.key(f)); string(b) {
+		switch string(r.vals[fieldIndex(f)]) {
 		case "", "false":
 			return false
 		case "true":
@@ -164,7 +191,9 @@ func parseSendHeader(ext map[string]string, short bool) (sendHeader, error) {
 // are deferred (remoting.Server.DeferExtFields).
 func parseSendRequest(req *remoting.Command, short bool) (sendHeader, error) {
 	if req.Deferred() {
-		return readSendHeader(headerReader{req: req, short: short})
+		r := headerReader{short: short}
+		r.collect(req)
+		return readSendHeader(r)
 	}
 	return parseSendHeader(req.ExtFields, short)
 }
