@@ -242,6 +242,11 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Broker, error) 
 		b.tls.Close()
 		return nil, fmt.Errorf("broker: remoting server: %w", err)
 	}
+	// The producers' hot path reads its header without a map per request.
+	// Every handler on these codes' chain (metrics, busy check, static
+	// topics, the send processor) reads fields through Command.Ext,
+	// ExtBytes or Fields.
+	b.server.DeferExtFields(code.SendMessageV2, code.SendBatchMessage)
 	ccfg := b.clientConfig()
 	b.client = remoting.NewClient(ccfg, log.With("component", "namesrv-client"))
 

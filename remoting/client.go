@@ -333,7 +333,7 @@ func (c *Client) read(addr string, e *connEntry, conn net.Conn, ch *Channel) {
 }
 
 func (c *Client) readFrames(conn net.Conn, ch *Channel) error {
-	return readFrames(conn, c.cfg.MaxFrameSize, ch, func(cmd *Command) {
+	return readFrames(conn, c.cfg.MaxFrameSize, nil, ch, func(cmd *Command) {
 		if cmd.IsResponse() {
 			ch.completeResponse(cmd)
 			return
@@ -352,8 +352,9 @@ func (c *Client) readFrames(conn net.Conn, ch *Channel) error {
 }
 
 // readFrames reads whole frames from conn until it fails and hands each
-// decoded command to handle on the reading goroutine.
-func readFrames(conn net.Conn, maxFrame int, ch *Channel, handle func(*Command)) error {
+// decoded command to handle on the reading goroutine; requests with a code
+// in deferred keep their extFields undecoded (Server.DeferExtFields).
+func readFrames(conn net.Conn, maxFrame int, deferred []int32, ch *Channel, handle func(*Command)) error {
 	br := bufio.NewReaderSize(conn, 32<<10)
 	var head [4]byte
 	for {
@@ -368,7 +369,7 @@ func readFrames(conn net.Conn, maxFrame int, ch *Channel, handle func(*Command))
 		if _, err := io.ReadFull(br, frame); err != nil {
 			return err
 		}
-		cmd, err := Decode(frame)
+		cmd, err := DecodeDeferring(frame, deferred)
 		if err != nil {
 			return err
 		}

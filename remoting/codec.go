@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"unicode/utf8"
@@ -47,7 +48,12 @@ func FrameLength(buf []byte, max int) (int, error) {
 
 // Decode decodes one frame body: the bytes after the 4-byte length field
 // (so len(frame) == length field). The returned command's Body aliases frame.
-func Decode(frame []byte) (*Command, error) {
+func Decode(frame []byte) (*Command, error) { return DecodeDeferring(frame, nil) }
+
+// DecodeDeferring is Decode leaving the extFields of a request whose code
+// is in deferred undecoded (Command.Deferred) when its header is ROCKETMQ.
+// A malformed extFields block is an error all the same.
+func DecodeDeferring(frame []byte, deferred []int32) (*Command, error) {
 	if len(frame) < 4 {
 		return nil, ErrFrameTooShort
 	}
@@ -66,7 +72,7 @@ func Decode(frame []byte) (*Command, error) {
 	case SerializeJSON:
 		cmd, err = decodeJSONHeader(header)
 	case SerializeRocketMQ:
-		cmd, err = decodeRocketMQHeader(header)
+		cmd, err = decodeRocketMQHeader(header, deferred)
 	default:
 		return nil, fmt.Errorf("%w: %d", ErrUnknownSerialize, st)
 	}
@@ -99,11 +105,15 @@ func AppendFrame(dst []byte, cmd *Command) ([]byte, error) {
 		// decodes.
 		st = SerializeJSON
 	}
+	ext := cmd.ExtFields
+	if cmd.Deferred() {
+		ext = rawExtMap(cmd.rawExt)
+	}
 	switch st {
 	case SerializeJSON:
-		dst = appendJSONHeader(dst, cmd)
+		dst = appendJSONHeader(dst, cmd, ext)
 	case SerializeRocketMQ:
-		dst = appendRocketMQHeader(dst, cmd)
+		dst = appendRocketMQHeader(dst, cmd, ext)
 	default:
 		return dst[:start], fmt.Errorf("%w: %d", ErrUnknownSerialize, cmd.SerializeType)
 	}
@@ -240,7 +250,7 @@ func validUTF8(b []byte) string {
 // accept: fixed key order, remark omitted when empty, extFields values always
 // JSON strings (client-go drops frames otherwise), keys sorted so the bytes
 // are deterministic.
-func appendJSONHeader(dst []byte, cmd *Command) []byte {
+func appendJSONHeader(dst []byte, cmd *Command, ext map[string]string) []byte {
 	dst = append(dst, `{"code":`...)
 	dst = strconv.AppendInt(dst, int64(cmd.Code), 10)
 	dst = append(dst, `,"language":"`...)
@@ -256,10 +266,10 @@ func appendJSONHeader(dst []byte, cmd *Command) []byte {
 		dst = appendJSONString(dst, cmd.Remark)
 	}
 	dst = append(dst, `,"extFields":{`...)
-	if len(cmd.ExtFields) > 0 {
+	if len(ext) > 0 {
 		var small [24]string
 		keys := small[:0]
-		for k := range cmd.ExtFields {
+		for k := range ext {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
@@ -269,7 +279,7 @@ func appendJSONHeader(dst []byte, cmd *Command) []byte {
 			}
 			dst = appendJSONString(dst, k)
 			dst = append(dst, ':')
-			dst = appendJSONString(dst, cmd.ExtFields[k])
+			dst = appendJSONString(dst, ext[k])
 		}
 	}
 	dst = append(dst, `}}`...)
@@ -324,7 +334,7 @@ func appendJSONString(dst []byte, s string) []byte {
 
 // ---- ROCKETMQ binary header ----
 
-func appendRocketMQHeader(dst []byte, cmd *Command) []byte {
+func appendRocketMQHeader(dst []byte, cmd *Command, ext map[string]string) []byte {
 	dst = binary.BigEndian.AppendUint16(dst, uint16(int16(cmd.Code)))
 	dst = append(dst, byte(cmd.Language))
 	dst = binary.BigEndian.AppendUint16(dst, uint16(int16(cmd.Version)))
@@ -334,7 +344,7 @@ func appendRocketMQHeader(dst []byte, cmd *Command) []byte {
 	dst = append(dst, cmd.Remark...)
 	lenAt := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
-	for k, v := range cmd.ExtFields {
+	for k, v := range ext {
 		// Java skips null keys and values; an empty string decodes as null there.
 		if k == "" || v == "" {
 			continue
@@ -381,7 +391,7 @@ func countExtFields(ext []byte) int {
 	return n + 1
 }
 
-func decodeRocketMQHeader(b []byte) (*Command, error) {
+func decodeRocketMQHeader(b []byte, deferred []int32) (*Command, error) {
 	if len(b) < rocketMQFixedHeader {
 		return nil, fmt.Errorf("%w: ROCKETMQ header of %d bytes", ErrBadHeader, len(b))
 	}
@@ -409,32 +419,78 @@ func decodeRocketMQHeader(b []byte) (*Command, error) {
 	}
 	if el > 0 {
 		ext := b[p : p+el]
-		// Sized for its fields: a SEND_MESSAGE_V2 header has more than a
-		// small map's 8, and growing it cost more than this count.
-		m := make(map[string]string, countExtFields(ext))
-		for q := 0; q < len(ext); {
-			if len(ext)-q < 2 {
-				return nil, fmt.Errorf("%w: truncated extFields key length", ErrBadHeader)
-			}
-			kl := int(binary.BigEndian.Uint16(ext[q:]))
-			q += 2
-			if kl > len(ext)-q {
-				return nil, fmt.Errorf("%w: extFields key length %d", ErrBadHeader, kl)
-			}
-			k := internKey(ext[q : q+kl])
-			q += kl
-			if len(ext)-q < 4 {
-				return nil, fmt.Errorf("%w: truncated extFields value length", ErrBadHeader)
-			}
-			vl := int(int32(binary.BigEndian.Uint32(ext[q:])))
-			q += 4
-			if vl < 0 || vl > len(ext)-q {
-				return nil, fmt.Errorf("%w: extFields value length %d", ErrBadHeader, vl)
-			}
-			m[k] = string(ext[q : q+vl])
-			q += vl
+		if err := checkRawExt(ext); err != nil {
+			return nil, err
 		}
-		cmd.ExtFields = m
+		if !cmd.IsResponse() && slices.Contains(deferred, cmd.Code) {
+			cmd.rawExt = ext
+		} else {
+			cmd.ExtFields = rawExtMap(ext)
+		}
 	}
 	return cmd, nil
+}
+
+// checkRawExt reports the first flaw of a ROCKETMQ-encoded extFields block;
+// nextRawExt and the functions built on it read only checked blocks.
+func checkRawExt(ext []byte) error {
+	for q := 0; q < len(ext); {
+		if len(ext)-q < 2 {
+			return fmt.Errorf("%w: truncated extFields key length", ErrBadHeader)
+		}
+		kl := int(binary.BigEndian.Uint16(ext[q:]))
+		q += 2
+		if kl > len(ext)-q {
+			return fmt.Errorf("%w: extFields key length %d", ErrBadHeader, kl)
+		}
+		q += kl
+		if len(ext)-q < 4 {
+			return fmt.Errorf("%w: truncated extFields value length", ErrBadHeader)
+		}
+		vl := int(int32(binary.BigEndian.Uint32(ext[q:])))
+		q += 4
+		if vl < 0 || vl > len(ext)-q {
+			return fmt.Errorf("%w: extFields value length %d", ErrBadHeader, vl)
+		}
+		q += vl
+	}
+	return nil
+}
+
+// nextRawExt returns the pair at offset q of a checked block and the offset
+// of the next one.
+func nextRawExt(ext []byte, q int) (k, v []byte, next int) {
+	kl := int(binary.BigEndian.Uint16(ext[q:]))
+	q += 2
+	k = ext[q : q+kl : q+kl]
+	q += kl
+	vl := int(binary.BigEndian.Uint32(ext[q:]))
+	q += 4
+	return k, ext[q : q+vl : q+vl], q + vl
+}
+
+// lookupRawExt finds key in a checked block; the last of repeated keys
+// wins, as when the block is decoded into a map.
+func lookupRawExt(ext []byte, key string) (v []byte, ok bool) {
+	for q := 0; q < len(ext); {
+		k, val, next := nextRawExt(ext, q)
+		if string(k) == key {
+			v, ok = val, true
+		}
+		q = next
+	}
+	return v, ok
+}
+
+// rawExtMap decodes a checked block into a map.
+func rawExtMap(ext []byte) map[string]string {
+	// Sized for its fields: a SEND_MESSAGE_V2 header has more than a
+	// small map's 8, and growing it cost more than this count.
+	m := make(map[string]string, countExtFields(ext))
+	for q := 0; q < len(ext); {
+		k, v, next := nextRawExt(ext, q)
+		m[internKey(k)] = string(v)
+		q = next
+	}
+	return m
 }

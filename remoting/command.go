@@ -4,6 +4,7 @@
 package remoting
 
 import (
+	"iter"
 	"strconv"
 	"time"
 )
@@ -89,6 +90,12 @@ type Command struct {
 	ExtFields map[string]string
 	Body      []byte
 
+	// rawExt is the undecoded extFields block of a ROCKETMQ header (it
+	// aliases the frame) when the server read the request with its fields
+	// deferred (Server.DeferExtFields): Ext and ExtBytes read it in place
+	// and Fields builds ExtFields from it. A non-nil ExtFields wins.
+	rawExt []byte
+
 	// SerializeType is the serialization the frame arrived in, or will be
 	// written in. A response mirrors its request's.
 	SerializeType SerializeType
@@ -117,13 +124,72 @@ func (c *Command) MarkOneway() { c.Flag |= FlagOneway }
 // Ext returns an extFields value ("" when absent).
 func (c *Command) Ext(key string) string {
 	if c.ExtFields == nil {
+		if c.rawExt != nil {
+			v, _ := lookupRawExt(c.rawExt, key)
+			return string(v)
+		}
 		return ""
 	}
 	return c.ExtFields[key]
 }
 
+// Deferred reports whether c's extFields are still undecoded: a request
+// read by a server with its fields deferred (Server.DeferExtFields), whose
+// ExtFields stays nil until Fields is called. Handlers of deferred codes
+// read fields with Ext, ExtBytes or Fields, never ExtFields directly.
+func (c *Command) Deferred() bool { return c.ExtFields == nil && c.rawExt != nil }
+
+// ExtBytes returns a deferred command's extFields value in place (it
+// aliases the frame: read it, never write it) and whether the key is
+// present; the last of repeated keys wins, as in the map. On a command that
+// is not deferred it is []byte(Ext(key)).
+func (c *Command) ExtBytes(key string) ([]byte, bool) {
+	if c.Deferred() {
+		return lookupRawExt(c.rawExt, key)
+	}
+	v, ok := c.ExtFields[key]
+	if !ok {
+		return nil, false
+	}
+	return []byte(v), true
+}
+
+// ExtPairs yields the extFields of c in wire order for a deferred command
+// (values alias the frame: read them, never write them; a repeated key
+// comes again, the last one being the map's), else the map's pairs.
+func (c *Command) ExtPairs() iter.Seq2[[]byte, []byte] {
+	return func(yield func(k, v []byte) bool) {
+		if c.Deferred() {
+			for q := 0; q < len(c.rawExt); {
+				k, v, next := nextRawExt(c.rawExt, q)
+				if !yield(k, v) {
+					return
+				}
+				q = next
+			}
+			return
+		}
+		for k, v := range c.ExtFields {
+			if !yield([]byte(k), []byte(v)) {
+				return
+			}
+		}
+	}
+}
+
+// Fields returns ExtFields, decoding a deferred command's fields into it
+// first.
+func (c *Command) Fields() map[string]string {
+	if c.Deferred() {
+		c.ExtFields = rawExtMap(c.rawExt)
+		c.rawExt = nil
+	}
+	return c.ExtFields
+}
+
 // SetExt sets an extFields value, allocating the map on first use.
 func (c *Command) SetExt(key, value string) {
+	c.Fields()
 	if c.ExtFields == nil {
 		c.ExtFields = make(map[string]string, 8)
 	}

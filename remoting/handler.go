@@ -58,7 +58,11 @@ func (l *hookList) load() []RPCHook {
 
 // before runs the BeforeRequest hooks; the first non-nil response wins.
 func (l *hookList) before(ch *Channel, req *Command) *Command {
-	for _, h := range l.load() {
+	hooks := l.load()
+	if len(hooks) > 0 {
+		req.Fields() // hooks read ExtFields
+	}
+	for _, h := range hooks {
 		if resp := h.BeforeRequest(ch, req); resp != nil {
 			return resp
 		}

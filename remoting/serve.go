@@ -78,7 +78,7 @@ func (s *Server) serveConn(conn net.Conn) {
 	s.conns.add()
 	s.mu.Unlock()
 	s.runCallbacks(&s.onConnect, ch, "connect")
-	err := readFrames(conn, s.cfg.MaxFrameSize, ch, func(cmd *Command) { s.dispatch(ch, cmd) })
+	err := readFrames(conn, s.cfg.MaxFrameSize, s.deferredCodes(), ch, func(cmd *Command) { s.dispatch(ch, cmd) })
 	s.log.Debug("remoting: connection ended", "channel", ch.String(), "err", err)
 	_ = ch.Close()
 	s.closed(ch)

@@ -139,7 +139,8 @@ type Server struct {
 
 	opaque   atomic.Int32 // server-originated requests (Channel.Invoke)
 	nextID   atomic.Uint64
-	arrivals atomic.Uint64 // Command.Arrival
+	arrivals atomic.Uint64           // Command.Arrival
+	deferred atomic.Pointer[[]int32] // codes read with their extFields deferred
 
 	mu       sync.Mutex // guards state transitions and channels
 	state    atomic.Int32
@@ -187,6 +188,29 @@ func (s *Server) Register(code int32, h Handler, ex *Executor) {
 	s.rmu.Lock()
 	s.routes[code] = route{h: h, ex: ex}
 	s.rmu.Unlock()
+}
+
+// DeferExtFields makes the server read requests with these codes without
+// decoding their extFields when the header is ROCKETMQ (Command.Deferred):
+// their handlers read fields with Command.Ext, ExtBytes or Fields, which
+// saves building a map per request on a hot path. RPC hooks still see
+// ExtFields decoded.
+func (s *Server) DeferExtFields(codes ...int32) {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	var next []int32
+	if cur := s.deferred.Load(); cur != nil {
+		next = append(next, *cur...)
+	}
+	next = append(next, codes...)
+	s.deferred.Store(&next)
+}
+
+func (s *Server) deferredCodes() []int32 {
+	if d := s.deferred.Load(); d != nil {
+		return *d
+	}
+	return nil
 }
 
 // RegisterDefault handles codes without a registered handler. Without it such
@@ -442,6 +466,7 @@ func (s *Server) onRequest(ctx context.Context, conn netpoll.Connection) error {
 		return conn.Close()
 	}
 	r := conn.Reader()
+	deferred := s.deferredCodes()
 	for r.Len() > 0 {
 		head, err := r.Peek(4)
 		if err != nil {
@@ -461,7 +486,7 @@ func (s *Server) onRequest(ctx context.Context, conn netpoll.Connection) error {
 			return s.cutFrame(ch, err)
 		}
 		_ = r.Release()
-		cmd, err := Decode(frame)
+		cmd, err := DecodeDeferring(frame, deferred)
 		if err != nil {
 			return s.badFrame(ch, err)
 		}

@@ -22,7 +22,7 @@ func (s *Service) send(inner remoting.Handler, short bool) remoting.Handler {
 		if d == nil {
 			return inner(ctx, ch, req)
 		}
-		logicID, err := strconv.ParseInt(req.ExtFields[queueKey], 10, 32)
+		logicID, err := strconv.ParseInt(req.Ext(queueKey), 10, 32)
 		if err != nil {
 			return inner(ctx, ch, req) // the send processor reports the bad field
 		}

@@ -178,8 +178,7 @@ func (s *Service) Handler(c int32, inner remoting.Handler) remoting.Handler {
 
 // physicalRequest reports a forwarded request (lo=false): no mapping.
 func physicalRequest(req *remoting.Command) bool {
-	v, ok := req.ExtFields[FieldLogic]
-	return ok && strings.EqualFold(strings.TrimSpace(v), "false")
+	return strings.EqualFold(strings.TrimSpace(req.Ext(FieldLogic)), "false")
 }
 
 // mapped returns the topic's detail unless the request is physical or the
@@ -188,7 +187,7 @@ func (s *Service) mapped(req *remoting.Command, topicKey string) *protocol.Topic
 	if physicalRequest(req) {
 		return nil
 	}
-	return s.d.Mappings.lookup(req.ExtFields[topicKey])
+	return s.d.Mappings.lookup(req.Ext(topicKey))
 }
 
 // queueCtx is the mapping context of one logic queue (§7.0).
@@ -227,7 +226,7 @@ func (s *Service) ledQueue(d *protocol.TopicQueueMappingDetail) int32 {
 // intact (a parked pull is re-run from it).
 func rewritten(req *remoting.Command, set map[string]string) *remoting.Command {
 	c := *req
-	c.ExtFields = cloneExt(req.ExtFields)
+	c.ExtFields = cloneExt(req.Fields())
 	for k, v := range set {
 		c.ExtFields[k] = v
 	}
@@ -236,7 +235,7 @@ func rewritten(req *remoting.Command, set map[string]string) *remoting.Command {
 
 // forwardReq builds a physical request for broker bname from req.
 func forwardReq(req *remoting.Command, bname string, set map[string]string) *remoting.Command {
-	ext := cloneExt(req.ExtFields)
+	ext := cloneExt(req.Fields())
 	for k, v := range set {
 		ext[k] = v
 	}

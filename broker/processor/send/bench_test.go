@@ -7,6 +7,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/store"
 	"github.com/rmqgo/rmq/pkg/message"
+	"github.com/rmqgo/rmq/remoting"
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
@@ -39,6 +40,42 @@ func BenchmarkSendV2Handler(b *testing.B) {
 			b.ResetTimer()
 			for b.Loop() {
 				resp, err := h(ctx, nil, req)
+				if err != nil || resp.Code != code.Success {
+					b.Fatalf("%v %+v", err, resp)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSendV2FromFrame is BenchmarkSendV2Handler with the request
+// decoded from its ROCKETMQ frame every time, as the remoting server does:
+// header decoded into a map (map) or read in place (deferred,
+// remoting.Server.DeferExtFields).
+func BenchmarkSendV2FromFrame(b *testing.B) {
+	for _, bc := range []struct {
+		name     string
+		deferred []int32
+	}{{"map", nil}, {"deferred", []int32{code.SendMessageV2}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			f := newFixture(b)
+			f.p.d.Store = &nopStore{res: store.PutResult{QueueOffset: 12345, MsgIDs: []string{"0A00000100002A9F0000000000001234"}}}
+			h := f.p.Handlers()[code.SendMessageV2]
+			req := sendV2("TopicTest", 1, props("KEYS", "key1", "UNIQ_KEY", "FD000000000000000000000000000002", "WAIT", "true", "TAGS", "TagA"), strings.Repeat("x", 1024))
+			req.SerializeType = remoting.SerializeRocketMQ
+			frame, err := remoting.Encode(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				buf := append([]byte(nil), frame[4:]...) // the server's copy of the frame
+				r, err := remoting.DecodeDeferring(buf, bc.deferred)
+				if err != nil {
+					b.Fatal(err)
+				}
+				resp, err := h(ctx, nil, r)
 				if err != nil || resp.Code != code.Success {
 					b.Fatalf("%v %+v", err, resp)
 				}

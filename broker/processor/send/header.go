@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rmqgo/rmq/broker/processor"
+	"github.com/rmqgo/rmq/remoting"
 )
 
 // sendHeader is SendMessageRequestHeader (docs/protocol.md §5.1), read from either
@@ -47,11 +48,50 @@ const (
 
 // headerReader reads extFields by short or long name and keeps the first
 // problem, so a handler reports one readable error naming the field. It
-// lives on the caller's stack: no allocation unless a field is bad.
+// lives on the caller's stack: no allocation unless a field is bad. It reads
+// the map ext, or a deferred request's fields in place (req, when
+// remoting.Command.Deferred): numbers are then parsed without a string.
 type headerReader struct {
 	ext   map[string]string
+	raw   bool            // read vals, not ext
+	vals  [nFields][]byte // raw: each field's value, by fieldIndex
 	short bool
 	err   error
+}
+
+// nFields is the number of send header fields (a…m).
+const nFields = 13
+
+// fieldIndex is the index of a field constant in headerReader.vals.
+func fieldIndex(f string) int { return int(f[0] - 'a') }
+
+var fieldNames = [nFields]string{fProducerGroup, fTopic, fDefaultTopic, fDefaultTopicQueueNums, fQueueID,
+	fSysFlag, fBornTimestamp, fFlag, fProperties, fReconsumeTimes, fUnitMode, fMaxReconsumeTimes, fBatch}
+
+// collect reads a deferred request's fields in one pass over its header.
+func (r *headerReader) collect(req *remoting.Command) {
+	r.raw = true
+	for k, v := range req.ExtPairs() {
+		if r.short {
+			if len(k) == 1 && k[0] >= 'a' && int(k[0]-'a') < nFields {
+				r.vals[k[0]-'a'] = v
+			}
+			continue
+		}
+		for i, f := range fieldNames {
+			if string(k) == f[2:] {
+				r.vals[i] = v
+			}
+		}
+	}
+}
+
+// get returns the field's value ("" when absent).
+func (r *headerReader) get(f string) string {
+	if r.raw {
+		return string(r.vals[fieldIndex(f)])
+	}
+	return r.ext[r.key(f)]
 }
 
 // key picks the short or long half of a field constant (both halves are
@@ -78,7 +118,7 @@ func (r *headerReader) fail(f, format string, args ...any) {
 }
 
 func (r *headerReader) str(f string, required bool) string {
-	v := r.ext[r.key(f)]
+	v := r.get(f)
 	if v == "" && required {
 		r.fail(f, "is null")
 	}
@@ -86,7 +126,15 @@ func (r *headerReader) str(f string, required bool) string {
 }
 
 func (r *headerReader) int64(f string, required bool) (int64, bool) {
-	v := r.ext[r.key(f)]
+	if r.raw {
+		if b := r.vals[fieldIndex(f)]; len(b) > 0 {
+			// string(b) does not escape ParseInt: no allocation.
+			if n, err := strconv.ParseInt(string(b), 10, 64); err == nil {
+				return n, true
+			}
+		}
+	}
+	v := r.get(f)
 	if v == "" {
 		if required {
 			r.fail(f, "is null")
@@ -114,7 +162,16 @@ func (r *headerReader) int32(f string, required bool) (int32, bool) {
 }
 
 func (r *headerReader) bool(f string) bool {
-	switch v := r.ext[r.key(f)]; v {
+	if r.raw {
+		// The common values without a string.
+		switch string(r.vals[fieldIndex(f)]) {
+		case "", "false":
+			return false
+		case "true":
+			return true
+		}
+	}
+	switch v := r.get(f); v {
 	case "", "false", "False", "FALSE":
 		return false
 	case "true", "True", "TRUE":
@@ -127,7 +184,21 @@ func (r *headerReader) bool(f string) bool {
 
 // parseSendHeader decodes the send header; short selects the V2 names.
 func parseSendHeader(ext map[string]string, short bool) (sendHeader, error) {
-	r := headerReader{ext: ext, short: short}
+	return readSendHeader(headerReader{ext: ext, short: short})
+}
+
+// parseSendRequest decodes req's send header, in place when its fields
+// are deferred (remoting.Server.DeferExtFields).
+func parseSendRequest(req *remoting.Command, short bool) (sendHeader, error) {
+	if req.Deferred() {
+		r := headerReader{short: short}
+		r.collect(req)
+		return readSendHeader(r)
+	}
+	return parseSendHeader(req.ExtFields, short)
+}
+
+func readSendHeader(r headerReader) (sendHeader, error) {
 	var h sendHeader
 	h.producerGroup = r.str(fProducerGroup, true)
 	h.topic = r.str(fTopic, true)

@@ -31,7 +31,7 @@ const (
 // Replies carry no broker-added UNIQ_KEY or CLUSTER, as in Java.
 func (p *Processor) replyHandler(short bool) remoting.Handler {
 	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		h, err := parseSendHeader(req.ExtFields, short)
+		h, err := parseSendRequest(req, short)
 		if err != nil {
 			return nil, err
 		}

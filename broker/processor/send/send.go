@@ -295,7 +295,7 @@ func (p *Processor) storeHost() netip.AddrPort {
 
 func (p *Processor) sendHandler(short bool) remoting.Handler {
 	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		h, err := parseSendHeader(req.ExtFields, short)
+		h, err := parseSendRequest(req, short)
 		if err != nil {
 			return nil, err
 		}
