@@ -97,11 +97,11 @@ func storedAll(t *testing.T, b *Broker, topic string) []*message.Message {
 	return out
 }
 
-// storedN waits (the consume queues are built asynchronously) until topic
-// holds n messages, and returns them.
+// storedN waits (the consume queues are built asynchronously, timers fire
+// late on a loaded machine) until topic holds n messages, and returns them.
 func storedN(t *testing.T, b *Broker, topic string, n int) []*message.Message {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(15 * time.Second)
 	for {
 		ms := storedAll(t, b, topic)
 		if len(ms) >= n || time.Now().After(deadline) {
