@@ -243,46 +243,59 @@ func newListUser(a *app) *cobra.Command {
 }
 
 func newCopyUser(a *app) *cobra.Command {
-	var from, to, usernames string
-	c := newCmd("copyUser", "Copy user to cluster.")
-	fs := c.Flags()
-	stringOpt(fs, &from, "f", "fromBroker", "the source broker that the users copy from")
-	stringOpt(fs, &to, "t", "toBroker", "the target broker that the users copy to")
-	stringOpt(fs, &usernames, "u", "usernames", "the username list of user to copy.")
-	markRequired(c, "fromBroker", "toBroker")
-	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
-		return copyAuthEntries(a, cmd.Context(), from, to, usernames, authEntries[protocol.UserInfo]{
-			kind: "user", field: "users",
-			key:    func(u protocol.UserInfo) string { return u.Username },
-			get:    c.GetUser,
-			list:   func(ctx context.Context, addr string) ([]protocol.UserInfo, error) { return c.ListUser(ctx, addr, "") },
-			create: c.CreateUser, update: c.UpdateUser,
-		})
+	return newCopyAuth(a, authEntries[protocol.UserInfo]{
+		cmd: "copyUser", short: "Copy user to cluster.", plural: "users",
+		keyShort: "u", keyLong: "usernames", keyUsage: "the username list of user to copy.",
+		kind: "user", field: "users",
+		key: func(u protocol.UserInfo) string { return u.Username },
+		get: (*admin.Client).GetUser,
+		list: func(c *admin.Client, ctx context.Context, addr string) ([]protocol.UserInfo, error) {
+			return c.ListUser(ctx, addr, "")
+		},
+		create: (*admin.Client).CreateUser, update: (*admin.Client).UpdateUser,
 	})
-	return c
 }
 
-// authEntries is what copyUser and copyAcl differ in: the entry (a user
-// by its username, an ACL by its subject), its word in the messages, the
-// JSON field of the copied keys, and the broker calls that read and write it.
+// authEntries is what copyUser and copyAcl differ in: the command's name,
+// description and options, the entry (a user by its username, an ACL by
+// its subject), its word in the messages, the JSON field of the copied
+// keys, and the broker calls that read and write it.
 type authEntries[T any] struct {
-	kind, field    string
-	key            func(T) string
-	get            func(ctx context.Context, addr, key string) (*T, error)
-	list           func(ctx context.Context, addr string) ([]T, error)
-	create, update func(ctx context.Context, addr string, v T) error
+	cmd, short, plural          string
+	keyShort, keyLong, keyUsage string
+	kind, field                 string
+	key                         func(T) string
+	get                         func(c *admin.Client, ctx context.Context, addr, key string) (*T, error)
+	list                        func(c *admin.Client, ctx context.Context, addr string) ([]T, error)
+	create, update              func(c *admin.Client, ctx context.Context, addr string, v T) error
+}
+
+// newCopyAuth is the command of copyUser or copyAcl: -f and -t name the
+// brokers, the key option the entries to copy.
+func newCopyAuth[T any](a *app, e authEntries[T]) *cobra.Command {
+	var from, to, keys string
+	c := newCmd(e.cmd, e.short)
+	fs := c.Flags()
+	stringOpt(fs, &from, "f", "fromBroker", "the source broker that the "+e.plural+" copy from")
+	stringOpt(fs, &to, "t", "toBroker", "the target broker that the "+e.plural+" copy to")
+	stringOpt(fs, &keys, e.keyShort, e.keyLong, e.keyUsage)
+	markRequired(c, "fromBroker", "toBroker")
+	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
+		return copyAuthEntries(a, cmd.Context(), c, from, to, keys, e)
+	})
+	return c
 }
 
 // copyAuthEntries is CopyUsersSubCommand and CopyAclsSubCommand: the
 // entries of the comma-separated keys (absent ones skipped), or all of
 // them, read from the source broker, each created on the target broker, or
 // updated there when it has it already, with a line per entry copied.
-func copyAuthEntries[T any](a *app, ctx context.Context, from, to, keys string, e authEntries[T]) error {
+func copyAuthEntries[T any](a *app, ctx context.Context, c *admin.Client, from, to, keys string, e authEntries[T]) error {
 	src, dst := strings.TrimSpace(from), strings.TrimSpace(to)
 	var entries []T
 	if list := strings.TrimSpace(keys); list != "" {
 		for _, k := range admin.SplitList(list, ",") {
-			v, err := e.get(ctx, src, k)
+			v, err := e.get(c, ctx, src, k)
 			if err != nil {
 				return err
 			}
@@ -292,21 +305,21 @@ func copyAuthEntries[T any](a *app, ctx context.Context, from, to, keys string, 
 		}
 	} else {
 		var err error
-		if entries, err = e.list(ctx, src); err != nil {
+		if entries, err = e.list(c, ctx, src); err != nil {
 			return err
 		}
 	}
 	copied := []string{}
 	for _, v := range entries {
 		key := e.key(v)
-		old, err := e.get(ctx, dst, key)
+		old, err := e.get(c, ctx, dst, key)
 		if err != nil {
 			return err
 		}
 		if old == nil {
-			err = e.create(ctx, dst, v)
+			err = e.create(c, ctx, dst, v)
 		} else {
-			err = e.update(ctx, dst, v)
+			err = e.update(c, ctx, dst, v)
 		}
 		if err != nil {
 			return err
@@ -474,23 +487,15 @@ func newListACL(a *app) *cobra.Command {
 }
 
 func newCopyACL(a *app) *cobra.Command {
-	var from, to, subjects string
-	c := newCmd("copyAcl", "Copy acl to cluster.")
-	fs := c.Flags()
-	stringOpt(fs, &from, "f", "fromBroker", "the source broker that the acls copy from")
-	stringOpt(fs, &to, "t", "toBroker", "the target broker that the acls copy to")
-	stringOpt(fs, &subjects, "s", "subjects", "the subject list of acl to copy.")
-	markRequired(c, "fromBroker", "toBroker")
-	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
-		return copyAuthEntries(a, cmd.Context(), from, to, subjects, authEntries[protocol.AclInfo]{
-			kind: "acl", field: "subjects",
-			key: func(acl protocol.AclInfo) string { return acl.Subject },
-			get: c.GetACL,
-			list: func(ctx context.Context, addr string) ([]protocol.AclInfo, error) {
-				return c.ListACL(ctx, addr, "", "")
-			},
-			create: c.CreateACL, update: c.UpdateACL,
-		})
+	return newCopyAuth(a, authEntries[protocol.AclInfo]{
+		cmd: "copyAcl", short: "Copy acl to cluster.", plural: "acls",
+		keyShort: "s", keyLong: "subjects", keyUsage: "the subject list of acl to copy.",
+		kind: "acl", field: "subjects",
+		key: func(acl protocol.AclInfo) string { return acl.Subject },
+		get: (*admin.Client).GetACL,
+		list: func(c *admin.Client, ctx context.Context, addr string) ([]protocol.AclInfo, error) {
+			return c.ListACL(ctx, addr, "", "")
+		},
+		create: (*admin.Client).CreateACL, update: (*admin.Client).UpdateACL,
 	})
-	return c
 }
