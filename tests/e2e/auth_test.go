@@ -288,12 +288,11 @@ func TestAuthJavaMQAdmin(t *testing.T) {
 
 }
 
-// TestAuthJavaClient: the Java client (rocketmq-client 5.5.0) signing with
-// AclClientRPCHook produces and consumes on our broker with ACL 2.0 on, as
-// far as alice's ACL allows: a topic she may not publish to fails its sends.
-func TestAuthJavaClient(t *testing.T) {
-	skipShort(t, "starts JVMs")
-	t.Parallel()
+// startAliceCluster starts a broker with ACL 2.0 on (super user rocketmq)
+// and topics topic and topic+"No", and gives the user alice (password
+// alicepw) Pub and Sub on topic and on the groups of groupPattern.
+func startAliceCluster(t *testing.T, topic, groupPattern string) framework.Cluster {
+	t.Helper()
 	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
 		"authenticationEnabled":  "true",
 		"authorizationEnabled":   "true",
@@ -307,15 +306,24 @@ func TestAuthJavaClient(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, topic := range []string{"AuthJava", "AuthJavaNo"} {
-		if err := adm.CreateTopic(ctx, addr, protocol.TopicConfig{TopicName: topic, ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}, ""); err != nil {
+	for _, name := range []string{topic, topic + "No"} {
+		if err := adm.CreateTopic(ctx, addr, protocol.TopicConfig{TopicName: name, ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
 	invokeExpect(t, root, addr, remoting.NewRequest(code.AuthCreateUser, map[string]string{"username": "alice"},
 		protocol.MustMarshal(protocol.UserInfo{Password: "alicepw"})), code.Success, "")
-	invokeExpect(t, root, addr, aclReq(code.AuthCreateACL, "User:alice", "Allow", []string{"Pub", "Sub"}, "Topic:AuthJava", "Group:auth_java_*"), code.Success, "")
+	invokeExpect(t, root, addr, aclReq(code.AuthCreateACL, "User:alice", "Allow", []string{"Pub", "Sub"}, "Topic:"+topic, "Group:"+groupPattern), code.Success, "")
+	return c
+}
 
+// TestAuthJavaClient: the Java client (rocketmq-client 5.5.0) signing with
+// AclClientRPCHook produces and consumes on our broker with ACL 2.0 on, as
+// far as alice's ACL allows: a topic she may not publish to fails its sends.
+func TestAuthJavaClient(t *testing.T) {
+	skipShort(t, "starts JVMs")
+	t.Parallel()
+	c := startAliceCluster(t, "AuthJava", "auth_java_*")
 	ns := c.NamesrvAddr()
 	interop.RunJavaCheck(t, "roundtrip", "-n", ns, "-t", "AuthJava", "-g", "auth_java_cg", "-pg", "auth_java_pg", "-count", "50",
 		"-sizes", "16,5000", "-ak", "alice", "-sk", "alicepw").RequireOK(t)
@@ -446,27 +454,7 @@ func TestAuthAdminOurs(t *testing.T) {
 // consumes within alice's ACL, and is refused outside it.
 func TestAuthNodeClient(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
-		"authenticationEnabled":  "true",
-		"authorizationEnabled":   "true",
-		"initAuthenticationUser": `{"username":"rocketmq","password":"12345678"}`,
-	}})
-	addr := c.Masters()[0].Addr()
-	root := signedClient(t, "rocketmq", "12345678")
-	adm, err := admin.NewWithInvoker(admin.Config{NameServers: c.NamesrvAddrs()}, root, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, topic := range []string{"AuthNode", "AuthNodeNo"} {
-		if err := adm.CreateTopic(ctx, addr, protocol.TopicConfig{TopicName: topic, ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}, ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	invokeExpect(t, root, addr, remoting.NewRequest(code.AuthCreateUser, map[string]string{"username": "alice"},
-		protocol.MustMarshal(protocol.UserInfo{Password: "alicepw"})), code.Success, "")
-	invokeExpect(t, root, addr, aclReq(code.AuthCreateACL, "User:alice", "Allow", []string{"Pub", "Sub"}, "Topic:AuthNode", "Group:auth_node_*"), code.Success, "")
+	c := startAliceCluster(t, "AuthNode", "auth_node_*")
 	ns := c.NamesrvAddr()
 	interop.RunNodeCheck(t, "roundtrip", "-n", ns, "-t", "AuthNode", "-g", "auth_node_cg", "-pg", "auth_node_pg", "-count", "50",
 		"-sizes", "16,5000", "-create-topic=false", "-ak", "alice", "-sk", "alicepw").RequireOK(t)
