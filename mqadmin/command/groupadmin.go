@@ -360,18 +360,7 @@ func (a *app) skipAccumulated(ctx context.Context, cmd *cobra.Command, c *admin.
 	if err != nil {
 		return err
 	}
-	rows := resetOffsetRows(batches)
-	if a.json() {
-		if rows == nil {
-			rows = []resetOffsetRow{}
-		}
-		return writeJSONField(w, "offsets", rows)
-	}
-	fmt.Fprintf(w, "%-40s  %-40s  %-40s\n", "#brokerName", "#queueId", "#offset")
-	for _, r := range rows {
-		fmt.Fprintf(w, "%-40s  %-40d  %-40d\n", frontStringAtLeast(r.BrokerName, 32), r.QueueID, r.Offset)
-	}
-	return nil
+	return a.emitResetOffsets(w, batches, "")
 }
 
 // ---- brokerConsumeStats ----
