@@ -20,21 +20,23 @@ import (
 // CreateUser creates a user (3001). An empty UserType makes a Normal user;
 // only a super user may create a Super one.
 func (c *Client) CreateUser(ctx context.Context, brokerAddr string, u protocol.UserInfo) error {
-	return c.sendUser(ctx, brokerAddr, code.AuthCreateUser, u)
+	return c.sendAuth(ctx, brokerAddr, code.AuthCreateUser, fields(protocol.HdrUsername, u.Username), u)
 }
 
 // UpdateUser changes a user's password, type or status (3002); empty
 // fields are left as they are.
 func (c *Client) UpdateUser(ctx context.Context, brokerAddr string, u protocol.UserInfo) error {
-	return c.sendUser(ctx, brokerAddr, code.AuthUpdateUser, u)
+	return c.sendAuth(ctx, brokerAddr, code.AuthUpdateUser, fields(protocol.HdrUsername, u.Username), u)
 }
 
-func (c *Client) sendUser(ctx context.Context, brokerAddr string, reqCode int32, u protocol.UserInfo) error {
-	body, err := protocol.Marshal(u)
+// sendAuth sends a create or update of a user or an ACL: the header
+// fields ext name it, v (a UserInfo or an AclInfo) is the JSON body.
+func (c *Client) sendAuth(ctx context.Context, brokerAddr string, reqCode int32, ext map[string]string, v any) error {
+	body, err := protocol.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("%s: encode body: %w", code.RequestName(reqCode), err)
 	}
-	_, err = c.invokeOK(ctx, brokerAddr, reqCode, fields(protocol.HdrUsername, u.Username), body)
+	_, err = c.invokeOK(ctx, brokerAddr, reqCode, ext, body)
 	return err
 }
 
@@ -69,21 +71,12 @@ func (c *Client) ListUser(ctx context.Context, brokerAddr, filter string) ([]pro
 // CreateACL creates a subject's ACL (3006): the policies are added to what
 // the subject has (an entry of the same resource is replaced).
 func (c *Client) CreateACL(ctx context.Context, brokerAddr string, acl protocol.AclInfo) error {
-	return c.sendACL(ctx, brokerAddr, code.AuthCreateACL, acl)
+	return c.sendAuth(ctx, brokerAddr, code.AuthCreateACL, fields(protocol.HdrSubject, acl.Subject), acl)
 }
 
 // UpdateACL updates a subject's ACL (3007); the subject must have one.
 func (c *Client) UpdateACL(ctx context.Context, brokerAddr string, acl protocol.AclInfo) error {
-	return c.sendACL(ctx, brokerAddr, code.AuthUpdateACL, acl)
-}
-
-func (c *Client) sendACL(ctx context.Context, brokerAddr string, reqCode int32, acl protocol.AclInfo) error {
-	body, err := protocol.Marshal(acl)
-	if err != nil {
-		return fmt.Errorf("%s: encode body: %w", code.RequestName(reqCode), err)
-	}
-	_, err = c.invokeOK(ctx, brokerAddr, reqCode, fields(protocol.HdrSubject, acl.Subject), body)
-	return err
+	return c.sendAuth(ctx, brokerAddr, code.AuthUpdateACL, fields(protocol.HdrSubject, acl.Subject), acl)
 }
 
 // DeleteACL deletes a subject's ACL (3008): the entries of resource, or
