@@ -50,22 +50,13 @@ func (c *Client) DeleteUser(ctx context.Context, brokerAddr, username string) er
 // GetUser reads a user (3004); nil when the broker has no such user (it
 // answers SUCCESS without a body).
 func (c *Client) GetUser(ctx context.Context, brokerAddr, username string) (*protocol.UserInfo, error) {
-	var u *protocol.UserInfo
-	if err := c.invokeOptionalBody(ctx, brokerAddr, code.AuthGetUser, fields(protocol.HdrUsername, username), &u); err != nil {
-		return nil, err
-	}
-	return u, nil
+	return optionalBody[*protocol.UserInfo](ctx, c, brokerAddr, code.AuthGetUser, fields(protocol.HdrUsername, username))
 }
 
 // ListUser lists the users whose name contains filter ("" for all) (3005);
 // none is an empty list.
 func (c *Client) ListUser(ctx context.Context, brokerAddr, filter string) ([]protocol.UserInfo, error) {
-	ext := fields(protocol.HdrFilter, filter)
-	var us []protocol.UserInfo
-	if err := c.invokeOptionalBody(ctx, brokerAddr, code.AuthListUser, ext, &us); err != nil {
-		return nil, err
-	}
-	return us, nil
+	return optionalBody[[]protocol.UserInfo](ctx, c, brokerAddr, code.AuthListUser, fields(protocol.HdrFilter, filter))
 }
 
 // CreateACL creates a subject's ACL (3006): the policies are added to what
@@ -89,11 +80,7 @@ func (c *Client) DeleteACL(ctx context.Context, brokerAddr, subject, resource st
 
 // GetACL reads a subject's ACL (3009); nil when it has none.
 func (c *Client) GetACL(ctx context.Context, brokerAddr, subject string) (*protocol.AclInfo, error) {
-	var acl *protocol.AclInfo
-	if err := c.invokeOptionalBody(ctx, brokerAddr, code.AuthGetACL, fields(protocol.HdrSubject, subject), &acl); err != nil {
-		return nil, err
-	}
-	return acl, nil
+	return optionalBody[*protocol.AclInfo](ctx, c, brokerAddr, code.AuthGetACL, fields(protocol.HdrSubject, subject))
 }
 
 // ListACL lists the ACLs whose subject contains subjectFilter and that have
@@ -101,11 +88,18 @@ func (c *Client) GetACL(ctx context.Context, brokerAddr, subject string) (*proto
 // (3010); none is an empty list.
 func (c *Client) ListACL(ctx context.Context, brokerAddr, subjectFilter, resourceFilter string) ([]protocol.AclInfo, error) {
 	ext := fields(protocol.HdrSubjectFilter, subjectFilter, protocol.HdrResourceFilter, resourceFilter)
-	var acls []protocol.AclInfo
-	if err := c.invokeOptionalBody(ctx, brokerAddr, code.AuthListACL, ext, &acls); err != nil {
-		return nil, err
+	return optionalBody[[]protocol.AclInfo](ctx, c, brokerAddr, code.AuthListACL, ext)
+}
+
+// optionalBody is invokeOptionalBody decoding into a V of its own: V's
+// zero value (nil) when the answer has no body or on an error.
+func optionalBody[V any](ctx context.Context, c *Client, addr string, reqCode int32, ext map[string]string) (V, error) {
+	var v V
+	if err := c.invokeOptionalBody(ctx, addr, reqCode, ext, &v); err != nil {
+		var zero V
+		return zero, err
 	}
-	return acls, nil
+	return v, nil
 }
 
 // invokeOptionalBody is invokeDecode for answers whose body may be absent
