@@ -298,6 +298,15 @@ func startAliceCluster(t *testing.T, topic, groupPattern string) framework.Clust
 		"authorizationEnabled":   "true",
 		"initAuthenticationUser": `{"username":"rocketmq","password":"12345678"}`,
 	}})
+	addAlice(t, c, groupPattern, topic, topic+"No")
+	return c
+}
+
+// addAlice creates topics on c's master, signed as the super user
+// rocketmq, and the user alice (password alicepw) with Pub and Sub on the
+// first of them and on the groups of groupPattern.
+func addAlice(t *testing.T, c framework.Cluster, groupPattern string, topics ...string) {
+	t.Helper()
 	addr := c.Masters()[0].Addr()
 	root := signedClient(t, "rocketmq", "12345678")
 	adm, err := admin.NewWithInvoker(admin.Config{NameServers: c.NamesrvAddrs()}, root, nil)
@@ -306,15 +315,14 @@ func startAliceCluster(t *testing.T, topic, groupPattern string) framework.Clust
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, name := range []string{topic, topic + "No"} {
+	for _, name := range topics {
 		if err := adm.CreateTopic(ctx, addr, protocol.TopicConfig{TopicName: name, ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
 	invokeExpect(t, root, addr, remoting.NewRequest(code.AuthCreateUser, map[string]string{"username": "alice"},
 		protocol.MustMarshal(protocol.UserInfo{Password: "alicepw"})), code.Success, "")
-	invokeExpect(t, root, addr, aclReq(code.AuthCreateACL, "User:alice", "Allow", []string{"Pub", "Sub"}, "Topic:"+topic, "Group:"+groupPattern), code.Success, "")
-	return c
+	invokeExpect(t, root, addr, aclReq(code.AuthCreateACL, "User:alice", "Allow", []string{"Pub", "Sub"}, "Topic:"+topics[0], "Group:"+groupPattern), code.Success, "")
 }
 
 // TestAuthJavaClient: the Java client (rocketmq-client 5.5.0) signing with
@@ -348,20 +356,7 @@ func TestAuthGrpcJava(t *testing.T) {
 		"authorizationEnabled":   "true",
 		"initAuthenticationUser": `{"username":"rocketmq","password":"12345678"}`,
 	})
-	addr := c.Masters()[0].Addr()
-	root := signedClient(t, "rocketmq", "12345678")
-	adm, err := admin.NewWithInvoker(admin.Config{NameServers: c.NamesrvAddrs()}, root, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := adm.CreateTopic(ctx, addr, protocol.TopicConfig{TopicName: "AuthGrpc", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}, ""); err != nil {
-		t.Fatal(err)
-	}
-	invokeExpect(t, root, addr, remoting.NewRequest(code.AuthCreateUser, map[string]string{"username": "alice"},
-		protocol.MustMarshal(protocol.UserInfo{Password: "alicepw"})), code.Success, "")
-	invokeExpect(t, root, addr, aclReq(code.AuthCreateACL, "User:alice", "Allow", []string{"Pub", "Sub"}, "Topic:AuthGrpc", "Group:auth_grpc_*"), code.Success, "")
+	addAlice(t, c, "auth_grpc_*", "AuthGrpc")
 
 	var res struct {
 		IDs []string `json:"ids"`
