@@ -127,11 +127,7 @@ func TestAuthACL2(t *testing.T) {
 	b := c.Masters()[0]
 	addr := b.Addr()
 
-	root := signedClient(t, "rocketmq", "12345678")
-	adm, err := admin.NewWithInvoker(admin.Config{NameServers: c.NamesrvAddrs()}, root, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, adm := rootAdmin(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for _, topic := range []string{"AuthT1", "AuthT2", "AuthP_ok", "AuthP_deny"} {
@@ -302,17 +298,25 @@ func startAliceCluster(t *testing.T, topic, groupPattern string) framework.Clust
 	return c
 }
 
+// rootAdmin is a client of c signing as the super user rocketmq, and an
+// admin client over it.
+func rootAdmin(t *testing.T, c framework.Cluster) (*remoting.Client, *admin.Client) {
+	t.Helper()
+	root := signedClient(t, "rocketmq", "12345678")
+	adm, err := admin.NewWithInvoker(admin.Config{NameServers: c.NamesrvAddrs()}, root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, adm
+}
+
 // addAlice creates topics on c's master, signed as the super user
 // rocketmq, and the user alice (password alicepw) with Pub and Sub on the
 // first of them and on the groups of groupPattern.
 func addAlice(t *testing.T, c framework.Cluster, groupPattern string, topics ...string) {
 	t.Helper()
 	addr := c.Masters()[0].Addr()
-	root := signedClient(t, "rocketmq", "12345678")
-	adm, err := admin.NewWithInvoker(admin.Config{NameServers: c.NamesrvAddrs()}, root, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, adm := rootAdmin(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, name := range topics {
