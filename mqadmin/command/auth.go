@@ -244,9 +244,7 @@ func newListUser(a *app) *cobra.Command {
 
 func newCopyUser(a *app) *cobra.Command {
 	return newCopyAuth(a, authEntries[protocol.UserInfo]{
-		cmd: "copyUser", short: "Copy user to cluster.", plural: "users",
-		keyShort: "u", keyLong: "usernames", keyUsage: "the username list of user to copy.",
-		kind: "user", field: "users",
+		cmd: "copyUser", kind: "user", keyName: "username", keyShort: "u", field: "users",
 		key: func(u protocol.UserInfo) string { return u.Username },
 		get: (*admin.Client).GetUser,
 		list: func(c *admin.Client, ctx context.Context, addr string) ([]protocol.UserInfo, error) {
@@ -257,28 +255,29 @@ func newCopyUser(a *app) *cobra.Command {
 }
 
 // authEntries is what copyUser and copyAcl differ in: the command's name,
-// description and options, the entry (a user by its username, an ACL by
-// its subject), its word in the messages, the JSON field of the copied
-// keys, and the broker calls that read and write it.
+// the entry (a user by its username, an ACL by its subject; the Java
+// tools build the description, the options' texts and the messages from
+// these words), the short key option, the JSON field of the copied keys,
+// and the broker calls that read and write it.
 type authEntries[T any] struct {
-	cmd, short, plural          string
-	keyShort, keyLong, keyUsage string
-	kind, field                 string
-	key                         func(T) string
-	get                         func(c *admin.Client, ctx context.Context, addr, key string) (*T, error)
-	list                        func(c *admin.Client, ctx context.Context, addr string) ([]T, error)
-	create, update              func(c *admin.Client, ctx context.Context, addr string, v T) error
+	cmd             string
+	kind, keyName   string // "user" and its key "username"; "acl", "subject"
+	keyShort, field string
+	key             func(T) string
+	get             func(c *admin.Client, ctx context.Context, addr, key string) (*T, error)
+	list            func(c *admin.Client, ctx context.Context, addr string) ([]T, error)
+	create, update  func(c *admin.Client, ctx context.Context, addr string, v T) error
 }
 
 // newCopyAuth is the command of copyUser or copyAcl: -f and -t name the
 // brokers, the key option the entries to copy.
 func newCopyAuth[T any](a *app, e authEntries[T]) *cobra.Command {
 	var from, to, keys string
-	c := newCmd(e.cmd, e.short)
+	c := newCmd(e.cmd, "Copy "+e.kind+" to cluster.")
 	fs := c.Flags()
-	stringOpt(fs, &from, "f", "fromBroker", "the source broker that the "+e.plural+" copy from")
-	stringOpt(fs, &to, "t", "toBroker", "the target broker that the "+e.plural+" copy to")
-	stringOpt(fs, &keys, e.keyShort, e.keyLong, e.keyUsage)
+	stringOpt(fs, &from, "f", "fromBroker", "the source broker that the "+e.kind+"s copy from")
+	stringOpt(fs, &to, "t", "toBroker", "the target broker that the "+e.kind+"s copy to")
+	stringOpt(fs, &keys, e.keyShort, e.keyName+"s", "the "+e.keyName+" list of "+e.kind+" to copy.")
 	markRequired(c, "fromBroker", "toBroker")
 	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
 		return copyAuthEntries(a, cmd.Context(), c, from, to, keys, e)
@@ -488,9 +487,7 @@ func newListACL(a *app) *cobra.Command {
 
 func newCopyACL(a *app) *cobra.Command {
 	return newCopyAuth(a, authEntries[protocol.AclInfo]{
-		cmd: "copyAcl", short: "Copy acl to cluster.", plural: "acls",
-		keyShort: "s", keyLong: "subjects", keyUsage: "the subject list of acl to copy.",
-		kind: "acl", field: "subjects",
+		cmd: "copyAcl", kind: "acl", keyName: "subject", keyShort: "s", field: "subjects",
 		key: func(acl protocol.AclInfo) string { return acl.Subject },
 		get: (*admin.Client).GetACL,
 		list: func(c *admin.Client, ctx context.Context, addr string) ([]protocol.AclInfo, error) {
