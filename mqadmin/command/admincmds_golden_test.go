@@ -93,20 +93,16 @@ func adminCmdsGoldenCases() []caGoldenCase {
 	}
 }
 
-func axGoldenPath(name string) string { return filepath.Join("testdata", "ax_"+name+".golden") }
-
-func TestAdminCmdsGolden(t *testing.T) {
-	skipWhileCapturing(t, "TestCaptureJavaAdminCmdsGolden")
-	runGoldenCases(t, adminSample(), adminCmdsGoldenCases(), axGoldenPath)
+func axGolden() goldenSuite {
+	return goldenSuite{"ax", "TestCaptureJavaAdminCmdsGolden", adminSample, adminCmdsGoldenCases}
 }
 
-// TestCaptureJavaAdminCmdsGolden regenerates the ax_ golden files (opt-in;
-// needs java and Maven, and the sample's fixed ports free).
-func TestCaptureJavaAdminCmdsGolden(t *testing.T) {
-	requireCapture(t)
-	serveSample(t, adminSample())
-	captureGoldenCases(t, adminCmdsGoldenCases(), axGoldenPath)
-}
+func axGoldenPath(name string) string { return axGolden().path(name) }
+
+func TestAdminCmdsGolden(t *testing.T) { axGolden().run(t) }
+
+// TestCaptureJavaAdminCmdsGolden regenerates the ax_ golden files.
+func TestCaptureJavaAdminCmdsGolden(t *testing.T) { axGolden().captureJava(t) }
 
 // Export cases write files: "<DIR>" in their arguments is a fresh
 // directory, and their golden file holds the stdout (the directory written

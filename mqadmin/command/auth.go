@@ -243,58 +243,95 @@ func newListUser(a *app) *cobra.Command {
 }
 
 func newCopyUser(a *app) *cobra.Command {
-	var from, to, usernames string
-	c := newCmd("copyUser", "Copy user to cluster.")
+	return newCopyAuth(a, authEntries[protocol.UserInfo]{
+		cmd: "copyUser", kind: "user", keyName: "username", keyShort: "u", field: "users",
+		key: func(u protocol.UserInfo) string { return u.Username },
+		get: (*admin.Client).GetUser,
+		list: func(c *admin.Client, ctx context.Context, addr string) ([]protocol.UserInfo, error) {
+			return c.ListUser(ctx, addr, "")
+		},
+		create: (*admin.Client).CreateUser, update: (*admin.Client).UpdateUser,
+	})
+}
+
+// authEntries is what copyUser and copyAcl differ in: the command's name,
+// the entry (a user by its username, an ACL by its subject; the Java
+// tools build the description, the options' texts and the messages from
+// these words), the short key option, the JSON field of the copied keys,
+// and the broker calls that read and write it.
+type authEntries[T any] struct {
+	cmd             string
+	kind, keyName   string // "user" and its key "username"; "acl", "subject"
+	keyShort, field string
+	key             func(T) string
+	get             func(c *admin.Client, ctx context.Context, addr, key string) (*T, error)
+	list            func(c *admin.Client, ctx context.Context, addr string) ([]T, error)
+	create, update  func(c *admin.Client, ctx context.Context, addr string, v T) error
+}
+
+// newCopyAuth is the command of copyUser or copyAcl: -f and -t name the
+// brokers, the key option the entries to copy.
+func newCopyAuth[T any](a *app, e authEntries[T]) *cobra.Command {
+	var from, to, keys string
+	c := newCmd(e.cmd, "Copy "+e.kind+" to cluster.")
 	fs := c.Flags()
-	stringOpt(fs, &from, "f", "fromBroker", "the source broker that the users copy from")
-	stringOpt(fs, &to, "t", "toBroker", "the target broker that the users copy to")
-	stringOpt(fs, &usernames, "u", "usernames", "the username list of user to copy.")
+	stringOpt(fs, &from, "f", "fromBroker", "the source broker that the "+e.kind+"s copy from")
+	stringOpt(fs, &to, "t", "toBroker", "the target broker that the "+e.kind+"s copy to")
+	stringOpt(fs, &keys, e.keyShort, e.keyName+"s", "the "+e.keyName+" list of "+e.kind+" to copy.")
 	markRequired(c, "fromBroker", "toBroker")
 	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
-		ctx := cmd.Context()
-		src, dst := strings.TrimSpace(from), strings.TrimSpace(to)
-		var users []protocol.UserInfo
-		if names := strings.TrimSpace(usernames); names != "" {
-			for _, n := range admin.SplitList(names, ",") {
-				u, err := c.GetUser(ctx, src, n)
-				if err != nil {
-					return err
-				}
-				if u != nil {
-					users = append(users, *u)
-				}
-			}
-		} else {
-			var err error
-			if users, err = c.ListUser(ctx, src, ""); err != nil {
-				return err
-			}
-		}
-		copied := []string{}
-		for _, u := range users {
-			old, err := c.GetUser(ctx, dst, u.Username)
-			if err != nil {
-				return err
-			}
-			if old == nil {
-				err = c.CreateUser(ctx, dst, u)
-			} else {
-				err = c.UpdateUser(ctx, dst, u)
-			}
-			if err != nil {
-				return err
-			}
-			copied = append(copied, u.Username)
-			if !a.json() {
-				fmt.Fprintf(a.env.Stdout, "copy user of %s from %s to %s success.\n", u.Username, src, dst)
-			}
-		}
-		if a.json() {
-			return writeJSONField(a.env.Stdout, "users", copied)
-		}
-		return nil
+		return copyAuthEntries(a, cmd.Context(), c, from, to, keys, e)
 	})
 	return c
+}
+
+// copyAuthEntries is CopyUsersSubCommand and CopyAclsSubCommand: the
+// entries of the comma-separated keys (absent ones skipped), or all of
+// them, read from the source broker, each created on the target broker, or
+// updated there when it has it already, with a line per entry copied.
+func copyAuthEntries[T any](a *app, ctx context.Context, c *admin.Client, from, to, keys string, e authEntries[T]) error {
+	src, dst := strings.TrimSpace(from), strings.TrimSpace(to)
+	var entries []T
+	if list := strings.TrimSpace(keys); list != "" {
+		for _, k := range admin.SplitList(list, ",") {
+			v, err := e.get(c, ctx, src, k)
+			if err != nil {
+				return err
+			}
+			if v != nil {
+				entries = append(entries, *v)
+			}
+		}
+	} else {
+		var err error
+		if entries, err = e.list(c, ctx, src); err != nil {
+			return err
+		}
+	}
+	copied := []string{}
+	for _, v := range entries {
+		key := e.key(v)
+		old, err := e.get(c, ctx, dst, key)
+		if err != nil {
+			return err
+		}
+		if old == nil {
+			err = e.create(c, ctx, dst, v)
+		} else {
+			err = e.update(c, ctx, dst, v)
+		}
+		if err != nil {
+			return err
+		}
+		copied = append(copied, key)
+		if !a.json() {
+			fmt.Fprintf(a.env.Stdout, "copy %s of %s from %s to %s success.\n", e.kind, key, src, dst)
+		}
+	}
+	if a.json() {
+		return writeJSONField(a.env.Stdout, e.field, copied)
+	}
+	return nil
 }
 
 // ---- ACLs ----
@@ -449,56 +486,13 @@ func newListACL(a *app) *cobra.Command {
 }
 
 func newCopyACL(a *app) *cobra.Command {
-	var from, to, subjects string
-	c := newCmd("copyAcl", "Copy acl to cluster.")
-	fs := c.Flags()
-	stringOpt(fs, &from, "f", "fromBroker", "the source broker that the acls copy from")
-	stringOpt(fs, &to, "t", "toBroker", "the target broker that the acls copy to")
-	stringOpt(fs, &subjects, "s", "subjects", "the subject list of acl to copy.")
-	markRequired(c, "fromBroker", "toBroker")
-	c.RunE = a.runWithClient(func(cmd *cobra.Command, c *admin.Client) error {
-		ctx := cmd.Context()
-		src, dst := strings.TrimSpace(from), strings.TrimSpace(to)
-		var acls []protocol.AclInfo
-		if list := strings.TrimSpace(subjects); list != "" {
-			for _, s := range admin.SplitList(list, ",") {
-				acl, err := c.GetACL(ctx, src, s)
-				if err != nil {
-					return err
-				}
-				if acl != nil {
-					acls = append(acls, *acl)
-				}
-			}
-		} else {
-			var err error
-			if acls, err = c.ListACL(ctx, src, "", ""); err != nil {
-				return err
-			}
-		}
-		copied := []string{}
-		for _, acl := range acls {
-			old, err := c.GetACL(ctx, dst, acl.Subject)
-			if err != nil {
-				return err
-			}
-			if old == nil {
-				err = c.CreateACL(ctx, dst, acl)
-			} else {
-				err = c.UpdateACL(ctx, dst, acl)
-			}
-			if err != nil {
-				return err
-			}
-			copied = append(copied, acl.Subject)
-			if !a.json() {
-				fmt.Fprintf(a.env.Stdout, "copy acl of %s from %s to %s success.\n", acl.Subject, src, dst)
-			}
-		}
-		if a.json() {
-			return writeJSONField(a.env.Stdout, "subjects", copied)
-		}
-		return nil
+	return newCopyAuth(a, authEntries[protocol.AclInfo]{
+		cmd: "copyAcl", kind: "acl", keyName: "subject", keyShort: "s", field: "subjects",
+		key: func(acl protocol.AclInfo) string { return acl.Subject },
+		get: (*admin.Client).GetACL,
+		list: func(c *admin.Client, ctx context.Context, addr string) ([]protocol.AclInfo, error) {
+			return c.ListACL(ctx, addr, "", "")
+		},
+		create: (*admin.Client).CreateACL, update: (*admin.Client).UpdateACL,
 	})
-	return c
 }

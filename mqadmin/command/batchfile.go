@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/protocol"
 )
 
@@ -38,4 +39,39 @@ func readConfigList[T any](path, what string, fresh func() T) (list []T, missing
 		list = append(list, v)
 	}
 	return list, false, nil
+}
+
+// submitConfigList is the run of the batch commands (updateTopicList,
+// updateSubGroupList), with the Java tools' messages: the list in file goes
+// to every address targets names in one request each (send), a line per
+// address saying "submit batch of <what> to <addr> success". A missing file
+// is a message, not a failure; an empty list does nothing.
+func submitConfigList[T any](a *app, file, kind string, fresh func() T,
+	targets func(c *admin.Client) (addrs []string, what string, err error),
+	send func(c *admin.Client, addr string, list []T) error,
+) error {
+	list, missing, err := readConfigList(file, kind, fresh)
+	if missing {
+		fmt.Fprintf(a.env.Stdout, "the file path %s does not exists\n", strings.TrimSpace(file))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	return a.withClient(func(c *admin.Client) error {
+		addrs, what, err := targets(c)
+		if err != nil {
+			return err
+		}
+		for _, addr := range addrs {
+			if err := send(c, addr, list); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.env.Stdout, "submit batch of %s to %s success, please check the result later.\n", what, addr)
+		}
+		return nil
+	})
 }

@@ -2,7 +2,6 @@ package command
 
 import (
 	"net/netip"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -139,17 +138,13 @@ func consumerGoldenCases() []caGoldenCase {
 	}
 }
 
-func caGoldenPath(name string) string { return filepath.Join("testdata", "ca_"+name+".golden") }
-
-func TestConsumerAdminGolden(t *testing.T) {
-	skipWhileCapturing(t, "TestCaptureJavaConsumerGolden")
-	runGoldenCases(t, consumerSample(), consumerGoldenCases(), caGoldenPath)
+func caGolden() goldenSuite {
+	return goldenSuite{"ca", "TestCaptureJavaConsumerGolden", consumerSample, consumerGoldenCases}
 }
 
-// TestCaptureJavaConsumerGolden regenerates the ca_ golden files (opt-in;
-// needs java and Maven, and the sample's fixed ports free).
-func TestCaptureJavaConsumerGolden(t *testing.T) {
-	requireCapture(t)
-	serveSample(t, consumerSample())
-	captureGoldenCases(t, consumerGoldenCases(), caGoldenPath)
-}
+func caGoldenPath(name string) string { return caGolden().path(name) }
+
+func TestConsumerAdminGolden(t *testing.T) { caGolden().run(t) }
+
+// TestCaptureJavaConsumerGolden regenerates the ca_ golden files.
+func TestCaptureJavaConsumerGolden(t *testing.T) { caGolden().captureJava(t) }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -50,17 +49,18 @@ func controllerGoldenCases() []caGoldenCase {
 	}
 }
 
-func ctlGoldenPath(name string) string { return filepath.Join("testdata", "ctl_"+name+".golden") }
+func ctlGolden() goldenSuite {
+	return goldenSuite{"ctl", "TestCaptureJavaControllerGolden", controllerSample, controllerGoldenCases}
+}
+
+func ctlGoldenPath(name string) string { return ctlGolden().path(name) }
 
 func controllerSample() *admintest.Cluster {
 	fc, _ := admintest.NewControllerSample()
 	return fc
 }
 
-func TestControllerGolden(t *testing.T) {
-	skipWhileCapturing(t, "TestCaptureJavaControllerGolden")
-	runGoldenCases(t, controllerSample(), controllerGoldenCases(), ctlGoldenPath)
-}
+func TestControllerGolden(t *testing.T) { ctlGolden().run(t) }
 
 // TestCaptureJavaControllerGolden regenerates the ctl_ golden files
 // (opt-in; needs java and Maven, and the sample's fixed ports free).

@@ -135,6 +135,12 @@ func (a *app) exportConfigs(ctx context.Context, c *admin.Client, cluster, dir s
 // export writes node to dir/name and prints Java's "export <path> success"
 // (no newline), or the path as JSON.
 func (a *app) export(dir, name string, node jnode) error {
+	return a.exportLine(dir, name, node, "")
+}
+
+// exportLine is export with end after Java's line (exportMetadata -c ends
+// it with a newline, the other exports do not).
+func (a *app) exportLine(dir, name string, node jnode, end string) error {
 	path, err := writeExport(dir, name, node)
 	if err != nil {
 		return err
@@ -144,7 +150,7 @@ func (a *app) export(dir, name string, node jnode) error {
 			Path string `json:"path"`
 		}{path})
 	}
-	fmt.Fprintf(a.env.Stdout, "export %s success", path)
+	fmt.Fprintf(a.env.Stdout, "export %s success%s", path, end)
 	return nil
 }
 
@@ -232,8 +238,6 @@ func userGroups(ctx context.Context, c *admin.Client, addr string) (*admin.Subsc
 // dir/metadata.json (or topic.json / subscriptionGroup.json with -t / -g)
 // with the export time.
 func (a *app) exportMetadata(ctx context.Context, cmd *cobra.Command, c *admin.Client, o exportMetadataOpts) error {
-	var path string
-	var err error
 	if cmd.Flags().Changed("brokerAddr") {
 		addr := strings.TrimSpace(o.broker)
 		switch {
@@ -246,10 +250,7 @@ func (a *app) exportMetadata(ctx context.Context, cmd *cobra.Command, c *admin.C
 				{fastjsonQuote("dataVersion"), dataVersionNode(w.DataVersion)},
 				{fastjsonQuote("topicConfigTable"), topicTableNode(w.TopicConfigTable, keys)},
 			}
-			path, err = writeExport(o.dir, "topic.json", root)
-			if err != nil {
-				return err
-			}
+			return a.export(o.dir, "topic.json", root)
 		case o.groups:
 			t, keys, err := userGroups(ctx, c, addr)
 			if err != nil {
@@ -268,20 +269,10 @@ func (a *app) exportMetadata(ctx context.Context, cmd *cobra.Command, c *admin.C
 				{fastjsonQuote("forbiddenTable"), forbidden},
 				{fastjsonQuote("subscriptionGroupTable"), groupTableNode(t.Groups, keys)},
 			}
-			path, err = writeExport(o.dir, "subscriptionGroup.json", root)
-			if err != nil {
-				return err
-			}
+			return a.export(o.dir, "subscriptionGroup.json", root)
 		default:
 			return nil
 		}
-		if a.json() {
-			return writeJSON(a.env.Stdout, struct {
-				Path string `json:"path"`
-			}{path})
-		}
-		fmt.Fprintf(a.env.Stdout, "export %s success", path)
-		return nil
 	}
 
 	masters, err := clusterMastersJava(ctx, c, strings.TrimSpace(o.cluster))
@@ -342,16 +333,7 @@ func (a *app) exportMetadata(ctx context.Context, cmd *cobra.Command, c *admin.C
 	for _, k := range javaHashOrder(resultOrder, hashMapDefault, false) {
 		root = append(root, jfield{fastjsonQuote(k), result[k]})
 	}
-	if path, err = writeExport(o.dir, name, root); err != nil {
-		return err
-	}
-	if a.json() {
-		return writeJSON(a.env.Stdout, struct {
-			Path string `json:"path"`
-		}{path})
-	}
-	fmt.Fprintf(a.env.Stdout, "export %s success\n", path)
-	return nil
+	return a.exportLine(o.dir, name, root, "\n")
 }
 
 // javaConcurrentPutAllOrder is the iteration order of the table the Java

@@ -140,6 +140,36 @@ func checkGolden(t testing.TB, name, got, want string, unordered bool) {
 	}
 }
 
+// goldenSuite is a set of golden cases over one sample: the output of
+// case name is testdata/<prefix>_<name>.golden, which the test named
+// capture regenerates from Java's mqadmin.
+type goldenSuite struct {
+	prefix, capture string
+	sample          func() *admintest.Cluster
+	cases           func() []caGoldenCase
+}
+
+func (s goldenSuite) path(name string) string {
+	return filepath.Join("testdata", s.prefix+"_"+name+".golden")
+}
+
+// run checks our mqadmin against the golden files (skipped while the
+// files are captured).
+func (s goldenSuite) run(t *testing.T) {
+	t.Helper()
+	skipWhileCapturing(t, s.capture)
+	runGoldenCases(t, s.sample(), s.cases(), s.path)
+}
+
+// captureJava regenerates the golden files (opt-in; needs java and Maven,
+// and the sample's fixed ports free).
+func (s goldenSuite) captureJava(t *testing.T) {
+	t.Helper()
+	requireCapture(t)
+	serveSample(t, s.sample())
+	captureGoldenCases(t, s.cases(), s.path)
+}
+
 // runGoldenCases runs cases in sequence against fc (later cases see the
 // changes of earlier ones) and compares each stdout with its golden file,
 // path(name); every case must exit 0.

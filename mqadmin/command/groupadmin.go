@@ -134,38 +134,18 @@ func newUpdateSubGroupList(a *app) *cobra.Command {
 // the Java tool also prints its usage after the results (a slip in
 // UpdateSubGroupListSubCommand); we do not.
 func (a *app) updateSubGroupList(ctx context.Context, cmd *cobra.Command, o updateSubGroupListOpts) error {
-	list, missing, err := readConfigList(o.file, "subscription group config", func() admin.SubscriptionGroupConfig { return admin.NewSubscriptionGroupConfig("") })
-	if missing {
-		fmt.Fprintf(a.env.Stdout, "the file path %s does not exists\n", strings.TrimSpace(o.file))
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if len(list) == 0 {
-		return nil
-	}
-	return a.withClient(func(c *admin.Client) error {
-		if cmd.Flags().Changed("brokerAddr") {
-			addr := strings.TrimSpace(o.broker)
-			if err := c.CreateSubscriptionGroupList(ctx, addr, list); err != nil {
-				return err
+	return submitConfigList(a, o.file, "subscription group config",
+		func() admin.SubscriptionGroupConfig { return admin.NewSubscriptionGroupConfig("") },
+		func(c *admin.Client) ([]string, string, error) {
+			if cmd.Flags().Changed("brokerAddr") {
+				return []string{strings.TrimSpace(o.broker)}, "group config", nil
 			}
-			fmt.Fprintf(a.env.Stdout, "submit batch of group config to %s success, please check the result later.\n", addr)
-			return nil
-		}
-		masters, err := clusterMastersJava(ctx, c, strings.TrimSpace(o.cluster))
-		if err != nil {
-			return err
-		}
-		for _, addr := range masters {
-			if err := c.CreateSubscriptionGroupList(ctx, addr, list); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.env.Stdout, "submit batch of subscription group config to %s success, please check the result later.\n", addr)
-		}
-		return nil
-	})
+			masters, err := clusterMastersJava(ctx, c, strings.TrimSpace(o.cluster))
+			return masters, "subscription group config", err
+		},
+		func(c *admin.Client, addr string, list []admin.SubscriptionGroupConfig) error {
+			return c.CreateSubscriptionGroupList(ctx, addr, list)
+		})
 }
 
 // ---- setConsumeMode ----
@@ -380,18 +360,7 @@ func (a *app) skipAccumulated(ctx context.Context, cmd *cobra.Command, c *admin.
 	if err != nil {
 		return err
 	}
-	rows := resetOffsetRows(batches)
-	if a.json() {
-		if rows == nil {
-			rows = []resetOffsetRow{}
-		}
-		return writeJSONField(w, "offsets", rows)
-	}
-	fmt.Fprintf(w, "%-40s  %-40s  %-40s\n", "#brokerName", "#queueId", "#offset")
-	for _, r := range rows {
-		fmt.Fprintf(w, "%-40s  %-40d  %-40d\n", frontStringAtLeast(r.BrokerName, 32), r.QueueID, r.Offset)
-	}
-	return nil
+	return a.emitResetOffsets(w, batches, "")
 }
 
 // ---- brokerConsumeStats ----

@@ -80,8 +80,7 @@ func maintenanceGoldenCases() []caGoldenCase {
 }
 
 func TestMaintenanceGolden(t *testing.T) {
-	skipWhileCapturing(t, "TestCaptureJavaMaintenanceGolden")
-	runGoldenCases(t, maintenanceSample(), maintenanceGoldenCases(), mxGoldenPath)
+	mxGolden().run(t)
 	// exportMetrics writes metrics.json (the golden holds stdout and file).
 	fc := maintenanceSample()
 	want, err := os.ReadFile(mxGoldenPath("exportMetrics"))
@@ -98,14 +97,16 @@ func TestMaintenanceGolden(t *testing.T) {
 
 var exportMetricsArgs = []string{"exportMetrics", "-c", "DefaultCluster", "-f", "<DIR>"}
 
-func mxGoldenPath(name string) string { return "testdata/mx_" + name + ".golden" }
+func mxGolden() goldenSuite {
+	return goldenSuite{"mx", "TestCaptureJavaMaintenanceGolden", maintenanceSample, maintenanceGoldenCases}
+}
+
+func mxGoldenPath(name string) string { return mxGolden().path(name) }
 
 // TestCaptureJavaMaintenanceGolden regenerates the mx_ golden files
 // (opt-in; needs java and Maven, and the sample's fixed ports free).
 func TestCaptureJavaMaintenanceGolden(t *testing.T) {
-	requireCapture(t)
-	serveSample(t, maintenanceSample())
-	captureGoldenCases(t, maintenanceGoldenCases(), mxGoldenPath)
+	mxGolden().captureJava(t)
 	dir := t.TempDir()
 	out := runJavaMqadmin(t, exportArgs(exportMetricsArgs, dir), "RMQ_JAVA_OPTS=-Duser.timezone=UTC")
 	if err := os.WriteFile(mxGoldenPath("exportMetrics"), []byte(exportOutput(t, out, dir)), 0o644); err != nil {

@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"strconv"
@@ -144,20 +145,8 @@ func (a *app) resetOffsetByTime(ctx context.Context, cmd *cobra.Command, o reset
 		if err != nil {
 			return err
 		}
-		rows := resetOffsetRows(batches)
-		if a.json() {
-			if rows == nil {
-				rows = []resetOffsetRow{}
-			}
-			return writeJSONField(w, "offsets", rows)
-		}
-		fmt.Fprintf(w, "start reset consumer offset by specified, group[%s], topic[%s], force[%t], timestamp(string)[%s], timestamp(long)[%d]\n",
-			group, topic, force, tsText, ts)
-		fmt.Fprintf(w, "%-40s  %-40s  %-40s\n", "#brokerName", "#queueId", "#offset")
-		for _, r := range rows {
-			fmt.Fprintf(w, "%-40s  %-40d  %-40d\n", frontStringAtLeast(r.BrokerName, 32), r.QueueID, r.Offset)
-		}
-		return nil
+		return a.emitResetOffsets(w, batches, fmt.Sprintf("start reset consumer offset by specified, group[%s], topic[%s], force[%t], timestamp(string)[%s], timestamp(long)[%d]\n",
+			group, topic, force, tsText, ts))
 	})
 }
 
@@ -192,6 +181,24 @@ func (a *app) resetOffsetOld(ctx context.Context, c *admin.Client, cluster, grou
 // presizing and growth, and keys sharing a bucket keep insertion order.
 // resetOffsetRows is the table the Java tool prints after a reset through
 // the clients: the brokers' answers put into one HashMap, in its order.
+// emitResetOffsets prints the offsets a reset by timestamp set, as Java's
+// table after the line head (none when empty), or as JSON.
+func (a *app) emitResetOffsets(w io.Writer, batches []protocol.MQMap[int64], head string) error {
+	rows := resetOffsetRows(batches)
+	if a.json() {
+		if rows == nil {
+			rows = []resetOffsetRow{}
+		}
+		return writeJSONField(w, "offsets", rows)
+	}
+	fmt.Fprint(w, head)
+	fmt.Fprintf(w, "%-40s  %-40s  %-40s\n", "#brokerName", "#queueId", "#offset")
+	for _, r := range rows {
+		fmt.Fprintf(w, "%-40s  %-40d  %-40d\n", frontStringAtLeast(r.BrokerName, 32), r.QueueID, r.Offset)
+	}
+	return nil
+}
+
 func resetOffsetRows(batches []protocol.MQMap[int64]) []resetOffsetRow {
 	var rows []resetOffsetRow
 	var keys [][]protocol.MessageQueue

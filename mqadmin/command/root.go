@@ -286,7 +286,7 @@ func newRoot(a *app) *cobra.Command {
 	root.SetHelpFunc(a.help)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
 
-	for _, c := range []*cobra.Command{
+	commands := []*cobra.Command{
 		newUpdateTopic(a),
 		newUpdateTopicList(a),
 		newDeleteTopic(a),
@@ -352,23 +352,11 @@ func newRoot(a *app) *cobra.Command {
 		newStartMonitoring(a),
 		newStaticTopicHistory(a),
 		newDashboard(a),
-	} {
-		root.AddCommand(c)
-		a.commands = append(a.commands, c)
 	}
-	for _, c := range controllerCommands(a) {
-		root.AddCommand(c)
-		a.commands = append(a.commands, c)
+	for _, group := range [][]*cobra.Command{controllerCommands(a), authCommands(a), liteCommands(a), popCommands(a)} {
+		commands = append(commands, group...)
 	}
-	for _, c := range authCommands(a) {
-		root.AddCommand(c)
-		a.commands = append(a.commands, c)
-	}
-	for _, c := range liteCommands(a) {
-		root.AddCommand(c)
-		a.commands = append(a.commands, c)
-	}
-	for _, c := range popCommands(a) {
+	for _, c := range commands {
 		root.AddCommand(c)
 		a.commands = append(a.commands, c)
 	}

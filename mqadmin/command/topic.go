@@ -126,33 +126,18 @@ func newUpdateTopicList(a *app) *cobra.Command {
 // queues, perm 6, SINGLE_TAG). With -c the Java tool also prints its usage
 // after the results (a slip in UpdateTopicListSubCommand); we do not.
 func (a *app) updateTopicList(ctx context.Context, cmd *cobra.Command, o updateTopicListOpts) error {
-	list, missing, err := readConfigList(o.file, "topic config", func() protocol.TopicConfig { return protocol.NewTopicConfig("") })
-	if missing {
-		fmt.Fprintf(a.env.Stdout, "the file path %s does not exists\n", strings.TrimSpace(o.file))
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if len(list) == 0 {
-		return nil
-	}
-	return a.withClient(func(c *admin.Client) error {
-		addrs := []string{strings.TrimSpace(o.broker)}
-		if !cmd.Flags().Changed("brokerAddr") {
-			var err error
-			if _, addrs, err = clusterAddrs(ctx, c, strings.TrimSpace(o.cluster), false); err != nil {
-				return err
+	return submitConfigList(a, o.file, "topic config",
+		func() protocol.TopicConfig { return protocol.NewTopicConfig("") },
+		func(c *admin.Client) ([]string, string, error) {
+			if cmd.Flags().Changed("brokerAddr") {
+				return []string{strings.TrimSpace(o.broker)}, "topic config", nil
 			}
-		}
-		for _, addr := range addrs {
-			if err := c.CreateTopicList(ctx, addr, list); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.env.Stdout, "submit batch of topic config to %s success, please check the result later.\n", addr)
-		}
-		return nil
-	})
+			_, addrs, err := clusterAddrs(ctx, c, strings.TrimSpace(o.cluster), false)
+			return addrs, "topic config", err
+		},
+		func(c *admin.Client, addr string, list []protocol.TopicConfig) error {
+			return c.CreateTopicList(ctx, addr, list)
+		})
 }
 
 type updateTopicResult struct {

@@ -20,21 +20,23 @@ import (
 // CreateUser creates a user (3001). An empty UserType makes a Normal user;
 // only a super user may create a Super one.
 func (c *Client) CreateUser(ctx context.Context, brokerAddr string, u protocol.UserInfo) error {
-	return c.sendUser(ctx, brokerAddr, code.AuthCreateUser, u)
+	return c.sendAuth(ctx, brokerAddr, code.AuthCreateUser, fields(protocol.HdrUsername, u.Username), u)
 }
 
 // UpdateUser changes a user's password, type or status (3002); empty
 // fields are left as they are.
 func (c *Client) UpdateUser(ctx context.Context, brokerAddr string, u protocol.UserInfo) error {
-	return c.sendUser(ctx, brokerAddr, code.AuthUpdateUser, u)
+	return c.sendAuth(ctx, brokerAddr, code.AuthUpdateUser, fields(protocol.HdrUsername, u.Username), u)
 }
 
-func (c *Client) sendUser(ctx context.Context, brokerAddr string, reqCode int32, u protocol.UserInfo) error {
-	body, err := protocol.Marshal(u)
+// sendAuth sends a create or update of a user or an ACL: the header
+// fields ext name it, v (a UserInfo or an AclInfo) is the JSON body.
+func (c *Client) sendAuth(ctx context.Context, brokerAddr string, reqCode int32, ext map[string]string, v any) error {
+	body, err := protocol.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("%s: encode body: %w", code.RequestName(reqCode), err)
 	}
-	_, err = c.invokeOK(ctx, brokerAddr, reqCode, fields(protocol.HdrUsername, u.Username), body)
+	_, err = c.invokeOK(ctx, brokerAddr, reqCode, ext, body)
 	return err
 }
 
@@ -48,42 +50,24 @@ func (c *Client) DeleteUser(ctx context.Context, brokerAddr, username string) er
 // GetUser reads a user (3004); nil when the broker has no such user (it
 // answers SUCCESS without a body).
 func (c *Client) GetUser(ctx context.Context, brokerAddr, username string) (*protocol.UserInfo, error) {
-	var u *protocol.UserInfo
-	if err := c.invokeOptionalBody(ctx, brokerAddr, code.AuthGetUser, fields(protocol.HdrUsername, username), &u); err != nil {
-		return nil, err
-	}
-	return u, nil
+	return optionalBody[*protocol.UserInfo](ctx, c, brokerAddr, code.AuthGetUser, fields(protocol.HdrUsername, username))
 }
 
 // ListUser lists the users whose name contains filter ("" for all) (3005);
 // none is an empty list.
 func (c *Client) ListUser(ctx context.Context, brokerAddr, filter string) ([]protocol.UserInfo, error) {
-	ext := fields(protocol.HdrFilter, filter)
-	var us []protocol.UserInfo
-	if err := c.invokeOptionalBody(ctx, brokerAddr, code.AuthListUser, ext, &us); err != nil {
-		return nil, err
-	}
-	return us, nil
+	return optionalBody[[]protocol.UserInfo](ctx, c, brokerAddr, code.AuthListUser, fields(protocol.HdrFilter, filter))
 }
 
 // CreateACL creates a subject's ACL (3006): the policies are added to what
 // the subject has (an entry of the same resource is replaced).
 func (c *Client) CreateACL(ctx context.Context, brokerAddr string, acl protocol.AclInfo) error {
-	return c.sendACL(ctx, brokerAddr, code.AuthCreateACL, acl)
+	return c.sendAuth(ctx, brokerAddr, code.AuthCreateACL, fields(protocol.HdrSubject, acl.Subject), acl)
 }
 
 // UpdateACL updates a subject's ACL (3007); the subject must have one.
 func (c *Client) UpdateACL(ctx context.Context, brokerAddr string, acl protocol.AclInfo) error {
-	return c.sendACL(ctx, brokerAddr, code.AuthUpdateACL, acl)
-}
-
-func (c *Client) sendACL(ctx context.Context, brokerAddr string, reqCode int32, acl protocol.AclInfo) error {
-	body, err := protocol.Marshal(acl)
-	if err != nil {
-		return fmt.Errorf("%s: encode body: %w", code.RequestName(reqCode), err)
-	}
-	_, err = c.invokeOK(ctx, brokerAddr, reqCode, fields(protocol.HdrSubject, acl.Subject), body)
-	return err
+	return c.sendAuth(ctx, brokerAddr, code.AuthUpdateACL, fields(protocol.HdrSubject, acl.Subject), acl)
 }
 
 // DeleteACL deletes a subject's ACL (3008): the entries of resource, or
@@ -96,11 +80,7 @@ func (c *Client) DeleteACL(ctx context.Context, brokerAddr, subject, resource st
 
 // GetACL reads a subject's ACL (3009); nil when it has none.
 func (c *Client) GetACL(ctx context.Context, brokerAddr, subject string) (*protocol.AclInfo, error) {
-	var acl *protocol.AclInfo
-	if err := c.invokeOptionalBody(ctx, brokerAddr, code.AuthGetACL, fields(protocol.HdrSubject, subject), &acl); err != nil {
-		return nil, err
-	}
-	return acl, nil
+	return optionalBody[*protocol.AclInfo](ctx, c, brokerAddr, code.AuthGetACL, fields(protocol.HdrSubject, subject))
 }
 
 // ListACL lists the ACLs whose subject contains subjectFilter and that have
@@ -108,11 +88,18 @@ func (c *Client) GetACL(ctx context.Context, brokerAddr, subject string) (*proto
 // (3010); none is an empty list.
 func (c *Client) ListACL(ctx context.Context, brokerAddr, subjectFilter, resourceFilter string) ([]protocol.AclInfo, error) {
 	ext := fields(protocol.HdrSubjectFilter, subjectFilter, protocol.HdrResourceFilter, resourceFilter)
-	var acls []protocol.AclInfo
-	if err := c.invokeOptionalBody(ctx, brokerAddr, code.AuthListACL, ext, &acls); err != nil {
-		return nil, err
+	return optionalBody[[]protocol.AclInfo](ctx, c, brokerAddr, code.AuthListACL, ext)
+}
+
+// optionalBody is invokeOptionalBody decoding into a V of its own: V's
+// zero value (nil) when the answer has no body or on an error.
+func optionalBody[V any](ctx context.Context, c *Client, addr string, reqCode int32, ext map[string]string) (V, error) {
+	var v V
+	if err := c.invokeOptionalBody(ctx, addr, reqCode, ext, &v); err != nil {
+		var zero V
+		return zero, err
 	}
-	return acls, nil
+	return v, nil
 }
 
 // invokeOptionalBody is invokeDecode for answers whose body may be absent

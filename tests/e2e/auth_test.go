@@ -127,11 +127,7 @@ func TestAuthACL2(t *testing.T) {
 	b := c.Masters()[0]
 	addr := b.Addr()
 
-	root := signedClient(t, "rocketmq", "12345678")
-	adm, err := admin.NewWithInvoker(admin.Config{NameServers: c.NamesrvAddrs()}, root, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, adm := rootAdmin(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for _, topic := range []string{"AuthT1", "AuthT2", "AuthP_ok", "AuthP_deny"} {
@@ -288,34 +284,58 @@ func TestAuthJavaMQAdmin(t *testing.T) {
 
 }
 
+// startAliceCluster starts a broker with ACL 2.0 on (super user rocketmq)
+// and topics topic and topic+"No", and gives the user alice (password
+// alicepw) Pub and Sub on topic and on the groups of groupPattern.
+func startAliceCluster(t *testing.T, topic, groupPattern string) framework.Cluster {
+	t.Helper()
+	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
+		"authenticationEnabled":  "true",
+		"authorizationEnabled":   "true",
+		"initAuthenticationUser": `{"username":"rocketmq","password":"12345678"}`,
+	}})
+	addAlice(t, c, groupPattern, topic, topic+"No")
+	return c
+}
+
+// rootAdmin is a client of c signing as the super user rocketmq, and an
+// admin client over it.
+func rootAdmin(t *testing.T, c framework.Cluster) (*remoting.Client, *admin.Client) {
+	t.Helper()
+	root := signedClient(t, "rocketmq", "12345678")
+	adm, err := admin.NewWithInvoker(admin.Config{NameServers: c.NamesrvAddrs()}, root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, adm
+}
+
+// addAlice creates topics on c's master, signed as the super user
+// rocketmq, and the user alice (password alicepw) with Pub and Sub on the
+// first of them and on the groups of groupPattern.
+func addAlice(t *testing.T, c framework.Cluster, groupPattern string, topics ...string) {
+	t.Helper()
+	addr := c.Masters()[0].Addr()
+	root, adm := rootAdmin(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, name := range topics {
+		if err := adm.CreateTopic(ctx, addr, protocol.TopicConfig{TopicName: name, ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	invokeExpect(t, root, addr, remoting.NewRequest(code.AuthCreateUser, map[string]string{"username": "alice"},
+		protocol.MustMarshal(protocol.UserInfo{Password: "alicepw"})), code.Success, "")
+	invokeExpect(t, root, addr, aclReq(code.AuthCreateACL, "User:alice", "Allow", []string{"Pub", "Sub"}, "Topic:"+topics[0], "Group:"+groupPattern), code.Success, "")
+}
+
 // TestAuthJavaClient: the Java client (rocketmq-client 5.5.0) signing with
 // AclClientRPCHook produces and consumes on our broker with ACL 2.0 on, as
 // far as alice's ACL allows: a topic she may not publish to fails its sends.
 func TestAuthJavaClient(t *testing.T) {
 	skipShort(t, "starts JVMs")
 	t.Parallel()
-	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
-		"authenticationEnabled":  "true",
-		"authorizationEnabled":   "true",
-		"initAuthenticationUser": `{"username":"rocketmq","password":"12345678"}`,
-	}})
-	addr := c.Masters()[0].Addr()
-	root := signedClient(t, "rocketmq", "12345678")
-	adm, err := admin.NewWithInvoker(admin.Config{NameServers: c.NamesrvAddrs()}, root, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, topic := range []string{"AuthJava", "AuthJavaNo"} {
-		if err := adm.CreateTopic(ctx, addr, protocol.TopicConfig{TopicName: topic, ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}, ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	invokeExpect(t, root, addr, remoting.NewRequest(code.AuthCreateUser, map[string]string{"username": "alice"},
-		protocol.MustMarshal(protocol.UserInfo{Password: "alicepw"})), code.Success, "")
-	invokeExpect(t, root, addr, aclReq(code.AuthCreateACL, "User:alice", "Allow", []string{"Pub", "Sub"}, "Topic:AuthJava", "Group:auth_java_*"), code.Success, "")
-
+	c := startAliceCluster(t, "AuthJava", "auth_java_*")
 	ns := c.NamesrvAddr()
 	interop.RunJavaCheck(t, "roundtrip", "-n", ns, "-t", "AuthJava", "-g", "auth_java_cg", "-pg", "auth_java_pg", "-count", "50",
 		"-sizes", "16,5000", "-ak", "alice", "-sk", "alicepw").RequireOK(t)
@@ -340,20 +360,7 @@ func TestAuthGrpcJava(t *testing.T) {
 		"authorizationEnabled":   "true",
 		"initAuthenticationUser": `{"username":"rocketmq","password":"12345678"}`,
 	})
-	addr := c.Masters()[0].Addr()
-	root := signedClient(t, "rocketmq", "12345678")
-	adm, err := admin.NewWithInvoker(admin.Config{NameServers: c.NamesrvAddrs()}, root, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := adm.CreateTopic(ctx, addr, protocol.TopicConfig{TopicName: "AuthGrpc", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}, ""); err != nil {
-		t.Fatal(err)
-	}
-	invokeExpect(t, root, addr, remoting.NewRequest(code.AuthCreateUser, map[string]string{"username": "alice"},
-		protocol.MustMarshal(protocol.UserInfo{Password: "alicepw"})), code.Success, "")
-	invokeExpect(t, root, addr, aclReq(code.AuthCreateACL, "User:alice", "Allow", []string{"Pub", "Sub"}, "Topic:AuthGrpc", "Group:auth_grpc_*"), code.Success, "")
+	addAlice(t, c, "auth_grpc_*", "AuthGrpc")
 
 	var res struct {
 		IDs []string `json:"ids"`
@@ -446,27 +453,7 @@ func TestAuthAdminOurs(t *testing.T) {
 // consumes within alice's ACL, and is refused outside it.
 func TestAuthNodeClient(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
-		"authenticationEnabled":  "true",
-		"authorizationEnabled":   "true",
-		"initAuthenticationUser": `{"username":"rocketmq","password":"12345678"}`,
-	}})
-	addr := c.Masters()[0].Addr()
-	root := signedClient(t, "rocketmq", "12345678")
-	adm, err := admin.NewWithInvoker(admin.Config{NameServers: c.NamesrvAddrs()}, root, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, topic := range []string{"AuthNode", "AuthNodeNo"} {
-		if err := adm.CreateTopic(ctx, addr, protocol.TopicConfig{TopicName: topic, ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}, ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	invokeExpect(t, root, addr, remoting.NewRequest(code.AuthCreateUser, map[string]string{"username": "alice"},
-		protocol.MustMarshal(protocol.UserInfo{Password: "alicepw"})), code.Success, "")
-	invokeExpect(t, root, addr, aclReq(code.AuthCreateACL, "User:alice", "Allow", []string{"Pub", "Sub"}, "Topic:AuthNode", "Group:auth_node_*"), code.Success, "")
+	c := startAliceCluster(t, "AuthNode", "auth_node_*")
 	ns := c.NamesrvAddr()
 	interop.RunNodeCheck(t, "roundtrip", "-n", ns, "-t", "AuthNode", "-g", "auth_node_cg", "-pg", "auth_node_pg", "-count", "50",
 		"-sizes", "16,5000", "-create-topic=false", "-ak", "alice", "-sk", "alicepw").RequireOK(t)

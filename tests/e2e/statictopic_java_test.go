@@ -82,6 +82,13 @@ func (e *sjEnv) ours(args ...string) string {
 
 var sjPlanFiles = regexp.MustCompile(`mapping data is written to file .*\.before\n.* mapping data is written to file .*\.after`)
 
+// createOnAB creates the static topic with our mqadmin, its logic queues
+// on broker-a and broker-b, and waits until the route says so.
+func (e *sjEnv) createOnAB() {
+	e.ours("updateStaticTopic", "-t", e.topic, "-qn", strconv.Itoa(sjQueues), "-b", "broker-a,broker-b")
+	e.leaders(func(b string) bool { return b == "broker-a" || b == "broker-b" })
+}
+
 // leaders waits until our nameserver's route maps all logic queues to
 // brokers accepted by ok, and returns them.
 func (e *sjEnv) leaders(ok func(broker string) bool) map[int]string {
@@ -357,8 +364,7 @@ func TestStaticTopicJavaClientOurAdmin(t *testing.T) {
 	skipShort(t, "three brokers and Java clients")
 	t.Parallel()
 	e := newSJEnv(t, "StaticJavaClientOurs")
-	e.ours("updateStaticTopic", "-t", e.topic, "-qn", strconv.Itoa(sjQueues), "-b", "broker-a,broker-b")
-	e.leaders(func(b string) bool { return b == "broker-a" || b == "broker-b" })
+	e.createOnAB()
 
 	const first = 80
 	group := "sj_resume_" + e.run
@@ -496,8 +502,7 @@ func TestStaticTopicGoClientJavaAdmin(t *testing.T) {
 	e := newSJEnv(t, "StaticGoClient")
 	// Created with our mqadmin (the Java one is tested creating topics
 	// above; each Java run costs seconds), remapped with the Java one.
-	e.ours("updateStaticTopic", "-t", e.topic, "-qn", strconv.Itoa(sjQueues), "-b", "broker-a,broker-b")
-	e.leaders(func(b string) bool { return b == "broker-a" || b == "broker-b" })
+	e.createOnAB()
 
 	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{e.c.NamesrvAddr()}, RouteRefreshInterval: time.Second},
 		Group: "sj_go_pg"})

@@ -186,14 +186,7 @@ func TestTLS(t *testing.T) {
 			interop.RunJavaCheckEnv(t, []string{"RMQ_JAVA_OPTS=-Dtls.enable=true"},
 				"roundtrip", "-n", c.NamesrvAddr, "-t", "TlsJava", "-count", "50").RequireOK(t)
 		})
-		// Java's mqadmin 5.5.0 with -Dtls.enable=true.
-		t.Run("java mqadmin", func(t *testing.T) {
-			t.Parallel()
-			out, err := harness.RunJavaMQAdminEnv(t, []string{"RMQ_JAVA_OPTS=-Dtls.enable=true"}, "clusterList", "-n", c.NamesrvAddr)
-			if err != nil || !strings.Contains(out, "broker-a") {
-				t.Fatalf("java mqadmin -Dtls.enable=true clusterList: %v\n%s", err, out)
-			}
-		})
+		t.Run("java mqadmin", javaTLSClusterList(c.NamesrvAddr))
 		t.Run("clients", func(t *testing.T) {
 			t.Parallel()
 			// mqadmin --tls verifying the server against the CA
@@ -295,13 +288,7 @@ func TestTLS(t *testing.T) {
 		}
 		// Java's mqadmin with -Dtls.enable=true (plaintext on the same port:
 		// client-go below).
-		t.Run("java mqadmin", func(t *testing.T) {
-			t.Parallel()
-			out, err := harness.RunJavaMQAdminEnv(t, []string{"RMQ_JAVA_OPTS=-Dtls.enable=true"}, "clusterList", "-n", c.NamesrvAddr)
-			if err != nil || !strings.Contains(out, "broker-a") {
-				t.Fatalf("java mqadmin -Dtls.enable=true clusterList: %v\n%s", err, out)
-			}
-		})
+		t.Run("java mqadmin", javaTLSClusterList(c.NamesrvAddr))
 		// The Java client 5.5.0 without TLS (-Dtls.enable unset, ClientConfig's
 		// useTLS false): plaintext on a permissive port is served.
 		t.Run("java client plaintext", func(t *testing.T) {
@@ -377,4 +364,16 @@ func TestTLS(t *testing.T) {
 			t.Fatalf("mqadmin --tls without a client certificate was served:\n%s", out)
 		}
 	})
+}
+
+// javaTLSClusterList is a subtest: Java's mqadmin 5.5.0 with
+// -Dtls.enable=true lists the cluster of the nameserver ns (broker-a in it).
+func javaTLSClusterList(ns string) func(t *testing.T) {
+	return func(t *testing.T) {
+		t.Parallel()
+		out, err := harness.RunJavaMQAdminEnv(t, []string{"RMQ_JAVA_OPTS=-Dtls.enable=true"}, "clusterList", "-n", ns)
+		if err != nil || !strings.Contains(out, "broker-a") {
+			t.Fatalf("java mqadmin -Dtls.enable=true clusterList: %v\n%s", err, out)
+		}
+	}
 }

@@ -28,6 +28,17 @@ type AuthTarget struct {
 	Super credentials.Credentials
 }
 
+// superAdmin is an admin client of target signing as its super user.
+func (target AuthTarget) superAdmin(t *testing.T) *admin.Client {
+	t.Helper()
+	cred := target.Super
+	ac, err := admin.New(admin.Config{NameServers: []string{target.NamesrvAddr}, Credentials: &cred}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ac
+}
+
 // Apache's default super user, as its docs set it up.
 const (
 	authSuperUser     = "rocketmq"
@@ -192,10 +203,7 @@ func checkSDKCredentials(t *testing.T, target AuthTarget) {
 	defer cancel()
 	const topic = "AuthSDK"
 	cred := target.Super
-	ac, err := admin.New(admin.Config{NameServers: []string{target.NamesrvAddr}, Credentials: &cred}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ac := target.superAdmin(t)
 	defer ac.Close()
 	tc := protocol.NewTopicConfig(topic)
 	if err := ac.CreateTopic(ctx, target.BrokerAddr, tc, ""); err != nil {
@@ -236,11 +244,7 @@ func checkAuthBodies(t *testing.T, target AuthTarget) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cred := target.Super
-	ac, err := admin.New(admin.Config{NameServers: []string{target.NamesrvAddr}, Credentials: &cred}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ac := target.superAdmin(t)
 	defer ac.Close()
 	b := target.BrokerAddr
 	if err := ac.CreateUser(ctx, b, protocol.UserInfo{Username: "carol_it", Password: "pw-carol"}); err != nil {

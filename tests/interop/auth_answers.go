@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/credentials"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -46,10 +45,7 @@ func AuthAnswers(t *testing.T, target AuthTarget) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	super := target.Super
-	ac, err := admin.New(admin.Config{NameServers: []string{target.NamesrvAddr}, Credentials: &super}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ac := target.superAdmin(t)
 	defer ac.Close()
 	b := target.BrokerAddr
 	for _, topic := range []string{"AnsT1", "AnsT2", "AnsP_ok", "AnsP_deny"} {

@@ -107,15 +107,22 @@ func LatePort(t testing.TB) int {
 			latePorts.Store(20000)
 			continue
 		}
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
+		if portFree(port) {
+			return port
 		}
-		ln.Close()
-		return port
 	}
 	t.Fatalf("harness: LatePort: no free port below 32768")
 	return 0
+}
+
+// portFree reports whether a listener on the loopback can take port now.
+func portFree(port int) bool {
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	return true
 }
 
 // LatePortWithVIP is a LatePort p whose p−2 is free too: a broker with its
@@ -126,15 +133,9 @@ func LatePortWithVIP(t testing.TB) int {
 	t.Helper()
 	for range 2000 {
 		p := LatePort(t)
-		if p-2 < 20000 {
-			continue
+		if p-2 >= 20000 && portFree(p-2) {
+			return p
 		}
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p-2))
-		if err != nil {
-			continue
-		}
-		ln.Close()
-		return p
 	}
 	t.Fatalf("harness: LatePortWithVIP: no free pair below 32768")
 	return 0
