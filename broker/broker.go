@@ -773,6 +773,18 @@ func (s registrationSource) Body() protocol.RegisterBrokerBody {
 			table[k] = tc
 		}
 	}
+	// In controller mode a registration never carries a stateVersion
+	// below this replica's epoch. The table's version may lag it: a round
+	// that reads brokerId 0 between "became master" and the version bump,
+	// or a copy of the old master's table answered after this broker was
+	// elected (its version holds the old epoch). With the old epoch a new
+	// master ties with the resumed old one, and a nameserver then gives
+	// brokerId 0 to whichever registered last (Apache
+	// RouteInfoManager.registerBroker refuses only a smaller
+	// stateVersion).
+	if sv := s.b.stateVersion(nil)(); sv > dv.StateVersion {
+		dv.StateVersion = sv
+	}
 	details, mdv := s.b.maps.All()
 	return protocol.RegisterBrokerBody{
 		FilterServerList: []string{},

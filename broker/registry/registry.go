@@ -273,6 +273,9 @@ func (r *Registrar) RegisterTopics(ctx context.Context, names []string) []Result
 	if closed || len(addrs) == 0 {
 		return nil
 	}
+	// Identity before Body, as in RegisterAll: a broker elected master
+	// in between sends brokerId 0 only with its new state version.
+	id := r.src.Identity()
 	body := r.src.Body()
 	w := &body.TopicConfigSerializeWrapper
 	topics := make(map[string]protocol.TopicConfig, len(names))
@@ -293,7 +296,7 @@ func (r *Registrar) RegisterTopics(ctx context.Context, names []string) []Result
 	if r.opts.Encoding != nil {
 		enc = r.opts.Encoding()
 	}
-	return r.send(ctx, addrs, r.src.Identity(), body, enc, r.src.Timeout())
+	return r.send(ctx, addrs, id, body, enc, r.src.Timeout())
 }
 
 // send registers body (split and encoded as enc says) with every

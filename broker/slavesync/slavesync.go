@@ -252,6 +252,14 @@ func copyTable[T any](ctx context.Context, s *Syncer, addr string, reqCode int32
 	if err != nil {
 		return err
 	}
+	// An answer from a broker that stopped being the master while the
+	// request was on its way is dropped: this broker may have been
+	// elected meanwhile (controller mode), and the old master's tables
+	// would overwrite its own, the topic version with the old epoch's
+	// stateVersion among them (issue 15).
+	if cur := s.o.MasterAddr(); cur != addr {
+		return fmt.Errorf("%s: %w (now %q, asked %s)", code.RequestName(reqCode), errMasterChanged, cur, addr)
+	}
 	return apply(v)
 }
 
@@ -334,6 +342,8 @@ func (s *Syncer) syncAuth(ctx context.Context, addr string) error {
 
 // errNotSupported: the master does not serve a code.
 var errNotSupported = errors.New("request code not supported by the master")
+
+var errMasterChanged = errors.New("the master changed during the copy; answer dropped")
 
 // decodeList parses a JSON array; an empty body is an empty list (Apache
 // answers none when there is nothing).

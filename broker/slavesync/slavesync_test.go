@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -439,5 +440,32 @@ func TestSyncCopiesUsersAndACLs(t *testing.T) {
 	}
 	if sink.calls != 2 {
 		t.Fatalf("replaced %d times, want 2", sink.calls)
+	}
+}
+
+// TestAnswerAfterMasterChangeDropped: a copy whose answer arrives after
+// this broker stopped following that master (in controller mode: it was
+// elected meanwhile) applies nothing, so the old master's topic version
+// (with the old epoch as stateVersion) cannot replace the new master's
+// (issue 15).
+func TestAnswerAfterMasterChangeDropped(t *testing.T) {
+	m := startMaster(t)
+	setAll(m)
+	s := openSlave(t, t.TempDir())
+	sy := s.syncer(t, m.srv.Addr(), Options{})
+	var current atomic.Value
+	current.Store(m.srv.Addr())
+	sy.o.MasterAddr = func() string { return current.Load().(string) }
+	current.Store("") // elected while the copy was on its way
+	before := s.topics.DataVersion()
+	err := sy.SyncAll(context.Background(), m.srv.Addr())
+	if !errors.Is(err, errMasterChanged) {
+		t.Fatalf("copy after the master change: %v", err)
+	}
+	if got := s.topics.DataVersion(); !got.Equal(before) || s.topics.Contains("OrderT") {
+		t.Fatalf("the old master's topics were applied: version %+v (was %+v), OrderT %v", got, before, s.topics.Contains("OrderT"))
+	}
+	if _, ok := s.offs.Get(offset.Key{Group: "g1", Topic: "OrderT", QueueID: 0}); ok {
+		t.Fatal("the old master's offsets were applied")
 	}
 }

@@ -266,6 +266,42 @@ func (c *ctrlCluster) masterAddr() string {
 	return ci.BrokerAddrTable[c.name].BrokerAddrs[0]
 }
 
+// masterAddrs is brokerId 0 of the set on each nameserver, in c.nsAddrs
+// order ("" where a nameserver has none or does not answer).
+func (c *ctrlCluster) masterAddrs() []string {
+	out := make([]string, len(c.nsAddrs))
+	for i, ns := range c.nsAddrs {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		resp, err := c.rc.Invoke(ctx, ns, remoting.NewRequest(code.GetBrokerClusterInfo, nil, nil))
+		cancel()
+		if err != nil || resp.Code != code.Success {
+			continue
+		}
+		var ci protocol.ClusterInfo
+		if protocol.Unmarshal(resp.Body, &ci) == nil {
+			out[i] = ci.BrokerAddrTable[c.name].BrokerAddrs[0]
+		}
+	}
+	return out
+}
+
+// waitRouted waits until every nameserver names master as the set's
+// brokerId 0. Nameservers are independent and a client takes a route
+// from one of them (client-go: the next in turn) and keeps it for 30 s,
+// so one nameserver answering is not enough before a fresh producer
+// sends.
+func (c *ctrlCluster) waitRouted(t *testing.T, master string, timeout time.Duration) {
+	t.Helper()
+	testutil.WaitFor(t, timeout, "every nameserver routing to "+master, func() bool {
+		for _, a := range c.masterAddrs() {
+			if a != master {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // broker returns the replica listening at addr.
 func (c *ctrlCluster) broker(t *testing.T, addr string) *ctrlBroker {
 	t.Helper()

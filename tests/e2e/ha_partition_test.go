@@ -181,9 +181,7 @@ func TestHAScenarioMasterPartition(t *testing.T) {
 	if next.MasterAddress == old.addr {
 		t.Fatalf("the partitioned master was elected again: %+v", next)
 	}
-	testutil.WaitFor(t, 10*time.Second, "the nameservers routing to the new master", func() bool {
-		return c.masterAddr() == next.MasterAddress
-	})
+	c.waitRouted(t, next.MasterAddress, 10*time.Second)
 	c.sendFresh(t, name+"_after", 10)
 
 	// The lease began at the latest with the last heartbeat before the

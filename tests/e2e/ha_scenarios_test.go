@@ -286,9 +286,7 @@ func TestHAScenarioMasterSIGSTOP(t *testing.T) {
 
 	// Writes in the new epoch, through fresh routes (the chaos producer
 	// keeps its routes for 30 s).
-	testutil.WaitFor(t, 10*time.Second, "the nameservers routing to the new master", func() bool {
-		return c.masterAddr() == next.MasterAddress
-	})
+	c.waitRouted(t, next.MasterAddress, 10*time.Second)
 	c.sendFresh(t, "ScenMasterStop_after", 10)
 	c.waitFollows(t, old.addr, next.MasterAddress, 15*time.Second)
 	t.Logf("old master is a slave %v after SIGCONT", time.Since(resumedAt))
@@ -368,9 +366,7 @@ func TestHAScenarioUnackedTailRejoin(t *testing.T) {
 		next, _ = c.syncState()
 		return next.MasterEpoch > before.MasterEpoch && next.MasterBrokerID > 0 && next.MasterBrokerID != before.MasterBrokerID
 	})
-	testutil.WaitFor(t, 10*time.Second, "the nameservers routing to the new master", func() bool {
-		return c.masterAddr() == next.MasterAddress
-	})
+	c.waitRouted(t, next.MasterAddress, 10*time.Second)
 	// A frozen slave's socket buffer may hold the first frames of the
 	// tail; it appends them when it resumes, and the new master keeps its
 	// whole log (they were never acknowledged, so either way is right).
