@@ -189,7 +189,10 @@ func startCtrlCluster(t *testing.T, o ctrlClusterOptions) *ctrlCluster {
 	}
 
 	testutil.WaitFor(t, 20*time.Second, "a master registered", func() bool { c.master = c.masterAddr(); return c.master != "" })
-	testutil.WaitFor(t, 15*time.Second, "both slaves in the SyncStateSet", func() bool {
+	// Generous: on a loaded machine the controllers may lose their leader
+	// (raft heartbeats late) and the master's set changes are refused
+	// until one is elected again.
+	testutil.WaitFor(t, 30*time.Second, "both slaves in the SyncStateSet", func() bool {
 		ri, ok := c.syncState()
 		return ok && len(ri.InSyncReplicas) == 3 && harness.HAStatus(t, c.rc, c.master).InSyncSlaveNums == 2
 	})
