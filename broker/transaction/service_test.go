@@ -401,7 +401,13 @@ func TestRestartKeepsState(t *testing.T) {
 // TestConcurrentEnds: parallel commits and rollbacks of distinct
 // transactions, with duplicates, race with check rounds.
 func TestConcurrentEnds(t *testing.T) {
-	f := newFixture(t, func(c *config.Config) { c.TransactionTimeOut = time.Millisecond })
+	// No transaction may reach transactionCheckMax: the check loop below
+	// runs rounds as fast as it can, and on a loaded machine it ran 15
+	// (the fixture's max) before the end workers reached the last
+	// transactions, which were then discarded and their commits stored
+	// nothing (TestCheckMaxThenDiscard; with a max of 1 this test fails
+	// every time that way).
+	f := newFixture(t, func(c *config.Config) { c.TransactionTimeOut = time.Millisecond; c.TransactionCheckMax = 1 << 20 })
 	const n = 200
 	hs := make([]half, n)
 	for i := range hs {
