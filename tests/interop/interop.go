@@ -273,11 +273,22 @@ func javaLogTail(exitCode int, dir string) string {
 	if err != nil || len(b) == 0 {
 		return ""
 	}
+	// The first warnings say what went wrong first (a closed channel's
+	// cause comes before the stack traces of every request it failed).
+	var first []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, " WARN ") || strings.Contains(l, " ERROR ") {
+			if first = append(first, l); len(first) == 20 {
+				break
+			}
+		}
+	}
 	const max = 16 << 10
 	if len(b) > max {
 		b = b[len(b)-max:]
 	}
-	return "\n----- client log (client-check-java.log, end) -----\n" + string(b)
+	return "\n----- client log (client-check-java.log, first warnings) -----\n" + strings.Join(first, "\n") +
+		"\n----- client log (client-check-java.log, end) -----\n" + string(b)
 }
 
 // RunNodeCheck runs the Node check (scripts/node-client-check.sh, ali-ons)
