@@ -53,7 +53,8 @@ SUPER_AK=rocketmq SUPER_SK=12345678
 BENCH_AK=bench BENCH_SK=bench-secret-1
 
 # Lines OUT already holds: the summary reads only the rows this run adds.
-out_lines_before=$(cat "$OUT" 2>/dev/null | wc -l)
+out_lines_before=0
+[ -f "$OUT" ] && out_lines_before=$(wc -l < "$OUT")
 make build >/dev/null
 if [ "$CLIENT" = apache ]; then
   # shellcheck source=../java-lib.sh
