@@ -231,10 +231,18 @@ func TestGrpcRecallOnAnotherBroker(t *testing.T) {
 	if err != nil || r.GetStatus().GetCode() != v2pb.Code_OK || r.GetMessageId() != "01RB" {
 		t.Fatalf("recall on broker-a of broker-b's message: %v %v, want OK for 01RB", r, err)
 	}
+	// The marker is in broker-b's CommitLog when the recall is answered;
+	// its consume queue entry is dispatched a moment later.
 	markers := 0
-	for _, m := range stored(t, other, schedule.TimerTopic, 0) {
-		if m.Tags() == schedule.RecallTag {
-			markers++
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		markers = 0
+		for _, m := range stored(t, other, schedule.TimerTopic, 0) {
+			if m.Tags() == schedule.RecallTag {
+				markers++
+			}
+		}
+		if markers >= 1 || time.Now().After(deadline) {
+			break
 		}
 	}
 	if markers != 1 {
