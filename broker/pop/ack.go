@@ -209,7 +209,7 @@ func (p *Processor) recordAcks(ctx context.Context, rq int32, calls []*ackCall) 
 				it.err = noMessage(errNoCheckpoint)
 				continue
 			}
-			todo, err := toAck(ck, it.offsets)
+			unacked, err := toAck(ck, it.offsets)
 			if err != nil {
 				it.err = err
 				continue
@@ -218,10 +218,10 @@ func (p *Processor) recordAcks(ctx context.Context, rq int32, calls []*ackCall) 
 			for _, off := range it.offsets {
 				bits |= 1 << ck.index(off)
 			}
-			if len(todo) > 0 {
+			if len(unacked) > 0 {
 				ck.Acked |= bits
 				pending[it.id] |= bits
-				entries = append(entries, ackEntry{ID: it.id, Offsets: todo})
+				entries = append(entries, ackEntry{ID: it.id, Offsets: unacked})
 				waiting = append(waiting, it)
 			} else if pending[it.id]&bits != 0 {
 				waiting = append(waiting, it)
@@ -234,7 +234,7 @@ func (p *Processor) recordAcks(ctx context.Context, rq int32, calls []*ackCall) 
 // toAck lists the offsets of ck that an ack of offsets records: those not
 // acked yet. An offset that is not ck's, or was revived, fails the ack.
 func toAck(ck *checkpoint, offsets []int64) ([]int64, error) {
-	var todo []int64
+	var unacked []int64
 	for _, off := range offsets {
 		i := ck.index(off)
 		switch {
@@ -243,10 +243,10 @@ func toAck(ck *checkpoint, offsets []int64) ([]int64, error) {
 		case ck.Revived&(1<<i) != 0:
 			return nil, noMessage(errRevived)
 		case ck.Acked&(1<<i) == 0:
-			todo = append(todo, off)
+			unacked = append(unacked, off)
 		}
 	}
-	return todo, nil
+	return unacked, nil
 }
 
 // ackOrderly is Java's ackOrderly: commit the offset after the acked one
