@@ -185,7 +185,7 @@ func (r *round) one(off int64, m *message.Message) (done bool, err error) {
 	// already (a message never checked gets its first check whatever the
 	// setting), or older than the CommitLog keeps files.
 	case r.cfg.reservedMs > 0 && age > r.cfg.reservedMs, checkTimes > 0 && checkTimes >= r.cfg.checkMax:
-		return true, r.discard(off, m, uniq, checkTimes, age)
+		return r.discard(off, m, uniq, checkTimes, age)
 	case age < imm:
 		if imm > r.cfg.timeoutMs {
 			// A long CHECK_IMMUNITY_TIME: move it to the end of the queue
@@ -257,9 +257,23 @@ func (r *round) reappend(off int64, m *message.Message, uniq string, checkTimes 
 
 // discard moves a half message checked transactionCheckMax times (or older
 // than fileReservedTime) to TRANS_CHECK_MAX_TIME_TOPIC (Java's
-// resolveDiscardMsg) and ends its transaction.
-func (r *round) discard(off int64, m *message.Message, uniq string, checkTimes int, age int64) error {
+// resolveDiscardMsg) and ends its transaction. It holds the transaction's
+// end like an END_TRANSACTION does, so that a commit racing with it is
+// either stored before (and nothing is discarded) or comes after the
+// discard (and is stored as a late commit, once); done=false: an end is in
+// flight, look again next round.
+func (r *round) discard(off int64, m *message.Message, uniq string, checkTimes int, age int64) (done bool, err error) {
 	s := r.s
+	claim := s.st.claimEnd(uniq, off)
+	switch {
+	case claim.busy != nil:
+		return false, nil
+	case !claim.ok && claim.prevOutcome != 0:
+		// Ended through another copy meanwhile: make it durable for this one.
+		return true, s.writeOps(r.ctx, []int64{off})
+	case !claim.ok:
+		return true, nil
+	}
 	tc := protocol.NewTopicConfig(protocol.TransCheckMaxTopic)
 	tc.ReadQueueNums, tc.WriteQueueNums = checkMaxQueueNums, checkMaxQueueNums
 	tc.Perm = protocol.PermRead | protocol.PermWrite
@@ -270,16 +284,17 @@ func (r *round) discard(off int64, m *message.Message, uniq string, checkTimes i
 	d.Topic, d.QueueID = protocol.TransCheckMaxTopic, 0
 	d.QueueOffset, d.CommitLogOffset, d.StoreTimestamp, d.StoreSize = 0, 0, 0, 0
 	if _, err := s.d.Store.PutMessage(r.ctx, &d); err != nil && !isStored(err) {
-		return fmt.Errorf("move half message %s to %s: %w", uniq, protocol.TransCheckMaxTopic, err)
+		s.st.unclaim(uniq, claim)
+		return true, fmt.Errorf("move half message %s to %s: %w", uniq, protocol.TransCheckMaxTopic, err)
 	}
-	targets := s.st.discard(uniq, off, s.d.Store.MaxOffset(protocol.TransHalfTopic, 0))
+	s.st.finishEnd(uniq, outcomeDiscarded, s.d.Store.MaxOffset(protocol.TransHalfTopic, 0))
 	s.discards.Add(1)
 	if s.d.Discarded != nil {
 		s.d.Discarded(m.Property(message.PropertyRealTopic))
 	}
 	s.log.Warn("transaction discarded", "uniqKey", uniq, "group", m.Property(message.PropertyProducerGroup),
 		"realTopic", m.Property(message.PropertyRealTopic), "checkTimes", checkTimes, "ageMs", age, "halfOffset", off)
-	return s.writeOps(r.ctx, targets)
+	return true, s.writeOps(r.ctx, claim.targets)
 }
 
 // checkRequest is CHECK_TRANSACTION_STATE for copy c: the header names the

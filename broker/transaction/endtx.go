@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"strconv"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/processor/send"
+	"github.com/rmqgo/rmq/broker/topic"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -97,12 +99,21 @@ func (s *Service) endTransaction(ctx context.Context, ch *remoting.Channel, req 
 			"end transaction of %s refused: the producer answered after the message's CHECK_IMMUNITY_TIME_IN_SECONDS; wait for the check", r.msgID)
 	}
 	uniq := txKey(half)
-	claim, err := s.claim(ctx, uniq, r.tranStateTableOffset)
+	claim, err := s.claim(ctx, uniq, func() claimResult { return s.st.claimEnd(uniq, r.tranStateTableOffset) })
 	if err != nil {
 		return nil, err
 	}
+	if !claim.ok && claim.busy == nil && r.commitOrRollback == message.TransactionCommitType && s.discardedNotCommitted(claim.prevOutcome, uniq, half) {
+		// The check scan gave up on the transaction (transactionCheckMax)
+		// before the producer's commit came. Apache's EndTransactionProcessor
+		// stores a commit whatever the scan did, as long as the half record
+		// is in the CommitLog: so do we, once (docs/protocol.md §6.5).
+		if claim, err = s.claim(ctx, uniq, func() claimResult { return s.st.claimAfterDiscard(uniq) }); err != nil {
+			return nil, err
+		}
+	}
 	switch {
-	case !claim.ok && claim.prevOutcome != 0 && claim.prevOutcome != r.commitOrRollback:
+	case !claim.ok && claim.prevOutcome != 0 && claim.prevOutcome != outcomeDiscarded && claim.prevOutcome != r.commitOrRollback:
 		return nil, remoting.Errorf(code.TransactionFailed, "transaction %s already ended (%s); %s refused",
 			uniq, outcomeName(claim.prevOutcome), outcomeName(r.commitOrRollback))
 	case !claim.ok:
@@ -143,13 +154,13 @@ func (s *Service) endTransaction(ctx context.Context, ch *remoting.Channel, req 
 // same transaction (a duplicate) to finish.
 const endWait = 5 * time.Second
 
-// claim reserves the transaction's end, waiting while another
+// claim reserves the transaction's end with try, waiting while another
 // END_TRANSACTION of it is in flight.
-func (s *Service) claim(ctx context.Context, uniq string, off int64) (claimResult, error) {
+func (s *Service) claim(ctx context.Context, uniq string, try func() claimResult) (claimResult, error) {
 	timer := time.NewTimer(endWait)
 	defer timer.Stop()
 	for {
-		c := s.st.claimEnd(uniq, off)
+		c := try()
 		if c.busy == nil {
 			return c, nil
 		}
@@ -161,6 +172,48 @@ func (s *Service) claim(ctx context.Context, uniq string, off int64) (claimResul
 			return c, remoting.Errorf(code.SystemBusy, "transaction %s is being ended by another request", uniq)
 		}
 	}
+}
+
+// discardedNotCommitted reports whether transaction uniq was given up by
+// the check scan (moved to TRANS_CHECK_MAX_TIME_TOPIC) and not committed
+// since. prev is what the in-memory state knows (0: nothing any more, e.g.
+// after a restart or once the scan moved on): then the key index answers —
+// a copy of the half message in TRANS_CHECK_MAX_TIME_TOPIC and none of the
+// committed message in its topic. With messageIndexEnable=false the index
+// holds nothing and a late commit the state forgot is not stored.
+func (s *Service) discardedNotCommitted(prev int32, uniq string, half *message.Message) bool {
+	switch prev {
+	case outcomeDiscarded:
+		return true
+	case 0:
+	default:
+		return false
+	}
+	key := half.UniqKey()
+	if key == "" {
+		return false
+	}
+	found := func(topic string) bool {
+		res, err := s.d.Store.QueryMessage(topic, key, true, 1, half.StoreTimestamp, math.MaxInt64)
+		if err != nil {
+			s.log.Warn("end transaction: query the key index", "topic", topic, "uniqKey", key, "err", err)
+			return false
+		}
+		return len(res.Records) > 0
+	}
+	if !found(protocol.TransCheckMaxTopic) {
+		return false
+	}
+	topics := []string{half.Properties[message.PropertyRealTopic]}
+	if message.IsScheduled(half.Properties) {
+		topics = append(topics, protocol.ScheduleTopic, topic.TimerTopic)
+	}
+	for _, t := range topics {
+		if found(t) {
+			return false
+		}
+	}
+	return true
 }
 
 // txKey identifies a transaction across the copies of its half message.

@@ -63,3 +63,53 @@ func TestRealStoreRestart(t *testing.T) {
 	}
 	svc.Close()
 }
+
+// TestRealStoreLateCommitAfterDiscard: on the real store (its Pebble key
+// index), a commit that comes after the check scan discarded the
+// transaction and after a restart is stored once; after another restart
+// the same commit is answered "already ended" and stores nothing.
+func TestRealStoreLateCommitAfterDiscard(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	st := openRealStore(t, dir)
+	cfg := func(c *config.Config) {
+		c.TransactionTimeOut = 100 * time.Millisecond
+		c.TransactionCheckMax = 1
+	}
+	f := newFixture(t, cfg, withStore(st), realClock())
+	h := f.sendHalf("late")
+	for range 2 {
+		time.Sleep(150 * time.Millisecond)
+		for _, req := range f.check(f.svc) {
+			c, _ := checkedHalf(t, req)
+			wantCode(t, "unknown", f.end(f.svc, c, message.TransactionNotType, true), code.Success)
+		}
+	}
+	if st := f.svc.Stats(); st.Discards != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	testutil.WaitFor(t, 5*time.Second, "discarded copy dispatched", func() bool { return st.MaxOffset(protocol.TransCheckMaxTopic, 0) == 1 })
+	reopen := func() *Service {
+		t.Helper()
+		f.svc.Close()
+		if err := f.store.(*store.Store).Close(); err != nil {
+			t.Fatal(err)
+		}
+		f.store = openRealStore(t, dir)
+		f.svc = f.newService()
+		return f.svc
+	}
+	svc := reopen()
+	if resp := f.end(svc, h, message.TransactionCommitType, false); resp.Code != code.Success || resp.Remark != "" {
+		t.Fatalf("late commit after a restart: %d %q", resp.Code, resp.Remark)
+	}
+	testutil.WaitFor(t, 5*time.Second, "late commit dispatched", func() bool { return f.delivered()["late"] == 1 })
+	svc = reopen()
+	defer f.store.(*store.Store).Close()
+	defer svc.Close()
+	if resp := f.end(svc, h, message.TransactionCommitType, false); resp.Code != code.Success || resp.Remark != "transaction already ended" {
+		t.Fatalf("commit repeated after another restart: %d %q", resp.Code, resp.Remark)
+	}
+	if got := f.delivered(); got["late"] != 1 {
+		t.Fatalf("delivered %v after the repeated commit, want late once", got)
+	}
+}

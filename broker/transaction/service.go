@@ -76,6 +76,8 @@ type Store interface {
 	MinOffset(topic string, queueID int32) int64
 	CommitOffset(group, topic string, queueID int32, offset int64)
 	QueryOffset(group, topic string, queueID int32) (int64, bool)
+	// QueryMessage finds messages by UNIQ_KEY (uniq=true) in the key index.
+	QueryMessage(topic, key string, uniq bool, maxNum int, begin, end int64) (*store.QueryResult, error)
 }
 
 // Topics is the part of the topic table the service uses (*topic.Manager).

@@ -200,13 +200,70 @@ func TestCheckMaxThenDiscard(t *testing.T) {
 	if st := f.svc.Stats(); st.Discards != 1 || st.Checks != 3 {
 		t.Fatalf("stats %+v", st)
 	}
-	// A commit after the discard stores nothing.
-	if resp := f.end(f.svc, h, message.TransactionCommitType, false); resp.Code != code.Success || resp.Remark != "transaction already ended" {
+	lateEnds(t, f, f.svc, h)
+}
+
+// lateEnds: after the check scan discarded transaction h, a rollback
+// changes nothing, a commit stores the message once (as Apache's
+// EndTransactionProcessor does: the half record is still in the CommitLog)
+// and a second commit is answered "already ended"; nothing is checked again.
+func lateEnds(t *testing.T, f *fixture, svc *Service, h half) {
+	t.Helper()
+	if resp := f.end(svc, h, message.TransactionRollbackType, false); resp.Code != code.Success || resp.Remark != "transaction already ended" {
+		t.Fatalf("rollback after discard: %d %q", resp.Code, resp.Remark)
+	}
+	if got := f.delivered(); got["never"] != 0 {
+		t.Fatalf("delivered after a rollback: %v", got)
+	}
+	if resp := f.end(svc, h, message.TransactionCommitType, false); resp.Code != code.Success || resp.Remark != "" {
 		t.Fatalf("commit after discard: %d %q", resp.Code, resp.Remark)
 	}
+	if resp := f.end(svc, h, message.TransactionCommitType, false); resp.Code != code.Success || resp.Remark != "transaction already ended" {
+		t.Fatalf("second commit after discard: %d %q", resp.Code, resp.Remark)
+	}
+	if got := f.delivered(); got["never"] != 1 {
+		t.Fatalf("delivered after the late commits: %v, want never once", got)
+	}
 	f.clk.Advance(time.Hour)
-	if n := len(f.check(f.svc)); n != 0 || len(f.delivered()) != 0 {
-		t.Fatalf("discarded transaction checked (%d) or delivered", n)
+	if n := len(f.check(svc)); n != 0 {
+		t.Fatalf("discarded transaction checked %d times", n)
+	}
+	if got := f.delivered(); got["never"] != 1 {
+		t.Fatalf("delivered after the check: %v", got)
+	}
+}
+
+// TestLateCommitAfterDiscardAndRestart: a restarted broker no longer holds
+// the discard in memory; the key index (the copy in
+// TRANS_CHECK_MAX_TIME_TOPIC, no committed message) tells it, and a commit
+// is stored once. A commit repeated after a restart of a transaction that
+// was committed (not discarded) stores nothing.
+func TestLateCommitAfterDiscardAndRestart(t *testing.T) {
+	f := newFixture(t, func(c *config.Config) { c.TransactionCheckMax = 1 })
+	h := f.sendHalf("never")
+	ok := f.sendHalf("ok")
+	wantCode(t, "commit", f.end(f.svc, ok, message.TransactionCommitType, false), code.Success)
+	for range 2 {
+		f.clk.Advance(7 * time.Second)
+		for _, req := range f.check(f.svc) {
+			c, _ := checkedHalf(t, req)
+			wantCode(t, "unknown", f.end(f.svc, c, message.TransactionNotType, true), code.Success)
+		}
+	}
+	if st := f.svc.Stats(); st.Discards != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	svc := f.newService()
+	resp := f.end(svc, ok, message.TransactionCommitType, false)
+	if resp.Code != code.Success || resp.Remark != "transaction already ended" {
+		t.Fatalf("commit repeated after a restart: %d %q", resp.Code, resp.Remark)
+	}
+	if got := f.delivered(); len(got) != 1 || got["ok"] != 1 {
+		t.Fatalf("delivered before the late commit: %v", got)
+	}
+	lateEnds(t, f, svc, h)
+	if got := f.delivered(); got["ok"] != 1 {
+		t.Fatalf("delivered at the end: %v", got)
 	}
 }
 
@@ -399,15 +456,24 @@ func TestRestartKeepsState(t *testing.T) {
 }
 
 // TestConcurrentEnds: parallel commits and rollbacks of distinct
-// transactions, with duplicates, race with check rounds.
+// transactions, with duplicates, race with check rounds; with a
+// transactionCheckMax of 1 the rounds also discard transactions the ends
+// have not reached yet, and the commits that come after are stored once.
 func TestConcurrentEnds(t *testing.T) {
-	// No transaction may reach transactionCheckMax: the check loop below
-	// runs rounds as fast as it can, and on a loaded machine it ran 15
-	// (the fixture's max) before the end workers reached the last
-	// transactions, which were then discarded and their commits stored
-	// nothing (TestCheckMaxThenDiscard; with a max of 1 this test fails
-	// every time that way).
-	f := newFixture(t, func(c *config.Config) { c.TransactionTimeOut = time.Millisecond; c.TransactionCheckMax = 1 << 20 })
+	for _, tc := range []struct {
+		name     string
+		checkMax int
+	}{
+		// Far out of reach: the check loop runs rounds as fast as it can.
+		{"no discards", 1 << 20},
+		{"discards race the ends", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) { concurrentEnds(t, tc.checkMax) })
+	}
+}
+
+func concurrentEnds(t *testing.T, checkMax int) {
+	f := newFixture(t, func(c *config.Config) { c.TransactionTimeOut = time.Millisecond; c.TransactionCheckMax = checkMax })
 	const n = 200
 	hs := make([]half, n)
 	for i := range hs {

@@ -148,6 +148,23 @@ func (s *state) claimEnd(uniq string, off int64) claimResult {
 	return claimResult{ok: true, targets: targets, chain: chain}
 }
 
+// claimAfterDiscard reserves the end of transaction uniq, which the check
+// scan discarded, for a late commit. It fails when an end other than the
+// discard is known (another late commit won); op records need not be
+// written again (the discard wrote them).
+func (s *state) claimAfterDiscard(uniq string) claimResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if busy, ok := s.inflight[uniq]; ok {
+		return claimResult{busy: busy}
+	}
+	if m, ok := s.ended[uniq]; ok && m.outcome != outcomeDiscarded {
+		return claimResult{prevOutcome: m.outcome}
+	}
+	s.inflight[uniq] = make(chan struct{})
+	return claimResult{ok: true}
+}
+
 // finishEnd records the end of a claimed transaction. Copies the scan made
 // while the claim was held get their op records when the scan meets them.
 func (s *state) finishEnd(uniq string, outcome int32, halfMax int64) {
@@ -225,19 +242,6 @@ func (s *state) replaced(uniq string, off, copyOff int64) bool {
 	}
 	s.chains[uniq] = chain
 	return true
-}
-
-// discard ends uniq as discarded and returns the half offsets to write op
-// records for.
-func (s *state) discard(uniq string, off, halfMax int64) []int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	targets := append(slices.Clone(s.chains[uniq]), off)
-	slices.Sort(targets)
-	targets = slices.Compact(targets)
-	delete(s.chains, uniq)
-	s.ended[uniq] = endMark{upTo: halfMax, outcome: outcomeDiscarded}
-	return targets
 }
 
 // advance moves progress to next (never backwards). What lies below it is
