@@ -84,8 +84,9 @@ func (c *asConn) readLoop() {
 		c.close("write handshake", "err", err)
 		return
 	}
+	dl := deadline{set: c.nc.SetReadDeadline, d: m.opts.HousekeepingInterval}
 	for {
-		_ = c.nc.SetReadDeadline(time.Now().Add(m.opts.HousekeepingInterval))
+		dl.refresh(time.Now())
 		f, err := ReadSlaveFrame(c.nc)
 		if err != nil {
 			c.close("read", "err", err)

@@ -150,8 +150,9 @@ func (s *AutoSwitchSlave) runSession(addr string) error {
 	stop := s.heartbeat(nc, func() error { return ack(true) })
 	defer stop()
 
+	dl := deadline{set: nc.SetReadDeadline, d: s.opts.HousekeepingInterval}
 	for {
-		_ = nc.SetReadDeadline(time.Now().Add(s.opts.HousekeepingInterval))
+		dl.refresh(time.Now())
 		f, err := fr.Next()
 		if err != nil {
 			return fmt.Errorf("read: %w", err)

@@ -49,8 +49,9 @@ func (c *conn) close(reason string, args ...any) {
 func (c *conn) readLoop() {
 	defer c.m.wg.Done()
 	var buf [ReportSize]byte
+	dl := deadline{set: c.nc.SetReadDeadline, d: c.m.opts.HousekeepingInterval}
 	for {
-		_ = c.nc.SetReadDeadline(time.Now().Add(c.m.opts.HousekeepingInterval))
+		dl.refresh(time.Now())
 		off, err := ReadReport(c.nc, &buf)
 		if err != nil {
 			c.close("read", "err", err)
@@ -77,21 +78,24 @@ func (c *conn) readLoop() {
 		}
 		c.ack.Store(off)
 		if off != prev {
+			// The sends first, then the writer: the goroutine readied
+			// last runs next on this P, so the next frame (the sends
+			// still waiting) leaves before the released sends answer.
+			c.m.acked()
 			select {
 			case c.ackSig <- struct{}{}:
 			default:
 			}
-			c.m.acked()
 		}
 	}
 }
 
 // transferred reports whether this connection sent the bytes ending at end
 // and the slave acknowledged them.
-func (c *conn) transferred(end int64) bool {
-	from := c.from.Load()
-	return from >= 0 && from < end && c.ack.Load() >= end
-}
+func (c *conn) transferred(end int64) bool { return c.position().holds(end) }
+
+// position is where the transfer started and what the slave acked.
+func (c *conn) position() connAck { return connAck{c.from.Load(), c.ack.Load()} }
 
 // begin fixes where the transfer starts from the first report: an empty
 // slave starts at the master's last file, others where they end.

@@ -120,10 +120,11 @@ func (l *link) dial(addr string) (net.Conn, func(), error) {
 // writer serialises writes on nc and records the last write time.
 func (l *link) writer(nc net.Conn) func([]byte) error {
 	var mu sync.Mutex
+	dl := deadline{set: nc.SetWriteDeadline, d: l.opts.HousekeepingInterval} // guarded by mu
 	return func(b []byte) error {
 		mu.Lock()
 		defer mu.Unlock()
-		_ = nc.SetWriteDeadline(time.Now().Add(l.opts.HousekeepingInterval))
+		dl.refresh(time.Now())
 		if _, err := nc.Write(b); err != nil {
 			return err
 		}

@@ -72,12 +72,32 @@ func (m *Master) remove(c *conn) {
 func (m *Master) acked() {
 	m.mu.Lock()
 	if len(m.waiters) > 0 {
+		// The connections' positions once, not once per waiting send.
+		var buf [8]connAck
+		acks := buf[:0]
+		for c := range m.conns {
+			acks = append(acks, c.position())
+		}
 		m.waiters = releaseWaiters(m.waiters, func(w *waiter) (bool, bool) {
-			return 1+m.ackedLocked(w.end) >= w.needed, true
+			n := 0
+			for _, a := range acks {
+				if a.holds(w.end) {
+					n++
+				}
+			}
+			return 1+n >= w.needed, true
 		})
 	}
 	m.mu.Unlock()
 }
+
+// connAck is where a connection's transfer started (-1 before the first
+// report) and what its slave acked.
+type connAck struct{ from, ack int64 }
+
+// holds reports whether the connection sent the bytes ending at end and
+// the slave acknowledged them.
+func (a connAck) holds(end int64) bool { return a.from >= 0 && a.from < end && a.ack >= end }
 
 // AckedSlaves counts the connections that acknowledged end after
 // receiving it: an ack counts for a message only on the connection that

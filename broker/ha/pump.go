@@ -70,6 +70,7 @@ func (p *pump) run() {
 	poll := time.NewTimer(opts.PollInterval)
 	defer poll.Stop()
 	var held time.Time // when the pump began holding a short frame
+	dl := deadline{set: p.nc.SetWriteDeadline, d: opts.HousekeepingInterval}
 	for {
 		next := p.next.Load()
 		batch, ok := flowAllowance(p.rate, p.done, opts)
@@ -117,7 +118,7 @@ func (p *pump) run() {
 				p.beforeWrite(now, next+int64(len(body)), len(body))
 			}
 			hdr = p.header(hdr[:0], next, len(body))
-			_ = p.nc.SetWriteDeadline(now.Add(opts.HousekeepingInterval))
+			dl.refresh(now)
 			bufs := net.Buffers{hdr, body}
 			_, err := bufs.WriteTo(p.nc)
 			buf.Release()

@@ -57,8 +57,9 @@ func (s *Slave) runSession(addr string) error {
 	br := bufio.NewReaderSize(nc, readBufferSize)
 	tr := NewTransferReader(br)
 	unreported := 0
+	dl := deadline{set: nc.SetReadDeadline, d: s.opts.HousekeepingInterval}
 	for {
-		_ = nc.SetReadDeadline(time.Now().Add(s.opts.HousekeepingInterval))
+		dl.refresh(time.Now())
 		t, err := tr.Next()
 		if err != nil {
 			return fmt.Errorf("read: %w", err)

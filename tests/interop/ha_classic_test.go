@@ -226,3 +226,39 @@ func TestHAApacheSlaveOfOurMaster(t *testing.T) {
 		return err
 	})
 }
+
+// TestHAOurSlaveOfApacheMaster: our SLAVE replicates from a real Apache
+// 5.5.0 master; afterwards the CommitLogs are byte-identical and our slave
+// has indexed the messages.
+func TestHAOurSlaveOfApacheMaster(t *testing.T) {
+	requireApacheHA(t)
+	apache := StartApacheWith(t, ApacheOptions{Env: []string{"APACHE_COMMITLOG_SIZE=" + strconv.Itoa(haCommitLogSize)}})
+	_, portText, err := net.SplitHostPort(apache.BrokerAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	brokerPort, _ := strconv.Atoi(portText)
+	c := inproc.Start(t, framework.Options{})
+	slave := c.AddBroker(t, "broker-a", 1, map[string]string{
+		"haMasterAddress":         fmt.Sprintf("127.0.0.1:%d", brokerPort+1),
+		"mappedFileSizeCommitLog": strconv.Itoa(haCommitLogSize),
+		"haSendHeartbeatInterval": "1000",
+	})
+	const topic, n = "InteropHAApacheMaster", 200
+	sendN(t, apache.NamesrvAddr, apache.BrokerAddr, topic, n)
+	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	defer rc.Close()
+	var st protocol.HARuntimeInfo
+	testutil.WaitFor(t, 30*time.Second, "our slave caught up with Apache's master", func() bool {
+		st = harness.HAStatus(t, rc, apache.BrokerAddr)
+		return len(st.HAConnectionInfo) == 1 && st.HAConnectionInfo[0].SlaveAckOffset == st.MasterCommitLogMaxOffset
+	})
+	sameFirstFile(t, filepath.Join(apache.RunDir, "store", "commitlog"), filepath.Join(slave.StoreDir(), "commitlog"), st.MasterCommitLogMaxOffset)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		total, err := harness.QueuedMessages(rc, slave.Addr(), topic, 2)
+		if err == nil && total != n {
+			err = fmt.Errorf("our slave's consume queues hold %d messages, want %d", total, n)
+		}
+		return err
+	})
+}
