@@ -143,24 +143,51 @@ func (s *Store) dispatchRound() (arrivals []arrival, progressed bool, err error)
 	return arrivals, true, nil
 }
 
+// dispatchProps are the properties the dispatcher reads, looked up in
+// one walk of a record's properties (message.PropertyValues).
+var dispatchProps = []string{message.PropertyTags, message.PropertyKeys, message.PropertyUniqClientMessageIDKeyIdx,
+	message.PropertyInnerMultiDispatch, message.PropertyInnerMultiQueueOffset}
+
+const (
+	dpTags = iota
+	dpKeys
+	dpUniqKey
+	dpMultiDispatch
+	dpMultiQueueOffset
+)
+
+// dispatchScratch is the dispatcher's working memory across records and
+// rounds (used under dispatchMu).
+type dispatchScratch struct {
+	topic string // the last record's topic: consecutive records share it
+	props [5][]byte
+	key   []byte // index entry keys
+}
+
 func (s *Store) dispatchRecord(b *consumequeue.Batch, phy int64, v message.View, arrivals *[]arrival) error {
 	switch message.TransactionType(v.SysFlag()) {
 	case message.TransactionPreparedType, message.TransactionRollbackType:
 		return nil
 	}
-	topic := string(v.Topic())
+	sc := &s.dispatchScratch
+	if t := v.Topic(); string(t) != sc.topic {
+		sc.topic = string(t)
+	}
+	topic := sc.topic
 	qid := v.QueueID()
 	storeTime := v.StoreTimestamp()
 	props := v.Properties()
+	pv := sc.props[:]
+	message.PropertyValues(props, dispatchProps, pv)
 	tagsCode := int64(0)
 	if s.cfg.TagsCode != nil {
 		if c, ok := s.cfg.TagsCode(topic, props, storeTime); ok {
 			tagsCode = c
-		} else if tags, ok := message.PropertyValue(props, message.PropertyTags); ok && tags != "" {
-			tagsCode = int64(message.TagHashCode(tags))
+		} else if tags := pv[dpTags]; len(tags) > 0 {
+			tagsCode = int64(message.TagHashCode(string(tags)))
 		}
-	} else if tags, ok := message.PropertyValue(props, message.PropertyTags); ok && tags != "" {
-		tagsCode = int64(message.TagHashCode(tags))
+	} else if tags := pv[dpTags]; len(tags) > 0 {
+		tagsCode = int64(message.TagHashCode(string(tags)))
 	}
 	e := consumequeue.Entry{Offset: v.QueueOffset(), CommitLogOffset: phy, Size: v.TotalSize(), TagsCode: tagsCode, StoreTimestamp: storeTime}
 	if err := b.Put(topic, qid, e); err != nil {
@@ -169,9 +196,9 @@ func (s *Store) dispatchRecord(b *consumequeue.Batch, phy int64, v message.View,
 	*arrivals = append(*arrivals, arrival{topic, qid, e.Offset, tagsCode, storeTime})
 
 	if s.cfg.EnableLmq && s.cfg.EnableMultiDispatch && multiDispatchAllowed(topic) {
-		if names, ok := message.PropertyValue(props, message.PropertyInnerMultiDispatch); ok && names != "" {
-			if offs, ok := message.PropertyValue(props, message.PropertyInnerMultiQueueOffset); ok {
-				ns, os := strings.Split(names, ","), strings.Split(offs, ",")
+		if names := pv[dpMultiDispatch]; len(names) > 0 {
+			if offs := pv[dpMultiQueueOffset]; offs != nil {
+				ns, os := strings.Split(string(names), ","), strings.Split(string(offs), ",")
 				if len(ns) == len(os) {
 					for i, name := range ns {
 						off, err := strconv.ParseInt(strings.TrimSpace(os[i]), 10, 64)
@@ -191,15 +218,16 @@ func (s *Store) dispatchRecord(b *consumequeue.Batch, phy int64, v message.View,
 	}
 
 	if s.cfg.MessageIndexEnable {
-		if keys, ok := message.PropertyValue(props, message.PropertyKeys); ok && keys != "" {
-			for _, k := range strings.Fields(keys) {
-				if err := index.Add(b, topic, index.KindKey, k, storeTime, phy); err != nil {
+		var err error
+		if keys := pv[dpKeys]; len(keys) > 0 {
+			for _, k := range strings.Fields(string(keys)) {
+				if sc.key, err = index.AddTo(b, sc.key, topic, index.KindKey, k, storeTime, phy); err != nil {
 					return err
 				}
 			}
 		}
-		if uk, ok := message.PropertyValue(props, message.PropertyUniqClientMessageIDKeyIdx); ok && uk != "" {
-			if err := index.Add(b, topic, index.KindUniqKey, uk, storeTime, phy); err != nil {
+		if uk := pv[dpUniqKey]; len(uk) > 0 {
+			if sc.key, err = index.AddTo(b, sc.key, topic, index.KindUniqKey, uk, storeTime, phy); err != nil {
 				return err
 			}
 		}

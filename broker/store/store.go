@@ -146,7 +146,8 @@ type Store struct {
 	lmqCreated atomic.Int64
 	// dispatchBuf is the rounds' CommitLog read buffer (under dispatchMu):
 	// see commitlog.IteratorOptions.ReadBuffer.
-	dispatchBuf []byte
+	dispatchBuf     []byte
+	dispatchScratch dispatchScratch
 	// beforeGapCommit, a test hook, runs before each locked step of
 	// deleteGaps.
 	beforeGapCommit func()

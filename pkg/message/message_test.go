@@ -216,6 +216,10 @@ func TestPropertiesEncode(t *testing.T) {
 	if _, ok := PropertyValue(raw, "zz"); ok {
 		t.Fatal("absent")
 	}
+	vals := [][]byte{[]byte("stale"), nil}
+	if PropertyValues(raw, []string{"zz", "a"}, vals); vals[0] != nil || string(vals[1]) != "2" {
+		t.Fatalf("PropertyValues: %q", vals)
+	}
 	b, _ = AppendProperty([]byte("x\x01y\x02"), PropertyCluster, "DefaultCluster")
 	if DecodeProperties(b)[PropertyCluster] != "DefaultCluster" {
 		t.Fatal("append")

@@ -148,3 +148,20 @@ func walkProperties(b []byte, fn func(k, v []byte) bool) {
 		}
 	}
 }
+
+// PropertyValues looks up several keys in one walk of a properties string:
+// vals[i] is the value of keys[i] (nil when absent; the last occurrence
+// wins, as with PropertyValue), aliasing b. The keys must be distinct and
+// len(vals) must be len(keys).
+func PropertyValues(b []byte, keys []string, vals [][]byte) {
+	clear(vals)
+	walkProperties(b, func(k, v []byte) bool {
+		for i, key := range keys {
+			if string(k) == key {
+				vals[i] = v
+				break
+			}
+		}
+		return true
+	})
+}
