@@ -249,7 +249,7 @@ func (s *Store) recoverDispatch() error {
 	start := time.Now()
 	from := s.cq.DispatchedOffset()
 	for {
-		progressed, err := s.dispatchOnce()
+		progressed, _, err := s.dispatchOnce()
 		if err != nil {
 			return fmt.Errorf("store: re-dispatch: %w", err)
 		}
@@ -273,7 +273,7 @@ func (s *Store) Close() error {
 	var errs []error
 	// Drain what is written so that a clean restart re-dispatches nothing.
 	for {
-		progressed, err := s.dispatchOnce()
+		progressed, _, err := s.dispatchOnce()
 		if err != nil {
 			errs = append(errs, err)
 			break
