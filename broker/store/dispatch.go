@@ -134,6 +134,14 @@ func (s *Store) dispatchRound() (arrivals []arrival, progressed, full bool, err 
 	}
 	it := s.cl.NewIterator(from, opts)
 	defer it.Close()
+	// The arrivals are handed to the listeners before the next round and
+	// kept by none: their slice is reused.
+	arrivals = s.dispatchScratch.arrivals[:0]
+	defer func() {
+		if cap(arrivals) <= maxSpareArrivals {
+			s.dispatchScratch.arrivals = arrivals[:0]
+		}
+	}()
 	b := s.cq.NewBatch()
 	n := 0
 	for n < s.cfg.DispatchBatch {
@@ -186,10 +194,15 @@ const (
 // dispatchScratch is the dispatcher's working memory across records and
 // rounds (used under dispatchMu).
 type dispatchScratch struct {
-	topic string // the last record's topic: consecutive records share it
-	props [5][]byte
-	key   []byte // index entry keys
+	topic    string // the last record's topic: consecutive records share it
+	props    [5][]byte
+	key      []byte // index entry keys
+	arrivals []arrival
 }
+
+// maxSpareArrivals bounds the arrivals slice kept between rounds (a full
+// round of plain messages fits).
+const maxSpareArrivals = 8192
 
 func (s *Store) dispatchRecord(b *consumequeue.Batch, phy int64, v message.View, arrivals *[]arrival) error {
 	switch message.TransactionType(v.SysFlag()) {
