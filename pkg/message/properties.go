@@ -107,10 +107,37 @@ func DecodeProperties(b []byte) map[string]string {
 	}
 	m := make(map[string]string, bytes.Count(b, []byte{PropertySeparator})+1)
 	walkProperties(b, func(k, v []byte) bool {
-		m[string(k)] = string(v)
+		m[internKey(k)] = internValue(v)
 		return true
 	})
 	return m
+}
+
+// internKey returns the keys most messages carry as constants: a batch of
+// Java messages (WAIT and UNIQ_KEY on every item) then allocates one string
+// per item for its properties, not three.
+func internKey(k []byte) string {
+	switch string(k) {
+	case PropertyUniqClientMessageIDKeyIdx:
+		return PropertyUniqClientMessageIDKeyIdx
+	case PropertyWaitStoreMsgOK:
+		return PropertyWaitStoreMsgOK
+	case PropertyTags:
+		return PropertyTags
+	case PropertyKeys:
+		return PropertyKeys
+	}
+	return string(k)
+}
+
+func internValue(v []byte) string {
+	switch string(v) {
+	case "true":
+		return "true"
+	case "false":
+		return "false"
+	}
+	return string(v)
 }
 
 // PropertyValue finds key in a properties string without building a map. As
