@@ -40,9 +40,29 @@ const dispatchErrorLogEvery = 30 * time.Second
 // reput sleeps 1 ms before every pass (DefaultMessageStore.ReputMessageService).
 const dispatchRoundGap = time.Millisecond
 
+// dispatchPoll is how often the dispatcher looks at the CommitLog
+// unasked while appends reach it that do not wake it: a replica's (HA
+// replication appends to the log directly) and, with a dispatch limit
+// (controller mode), the limit moving as slaves acknowledge. A store
+// appended to only through PutMessage(s), which wakes the dispatcher, polls
+// every dispatchIdlePoll, a safety net: an idle broker then does not wake
+// up 100 times a second for nothing.
+const (
+	dispatchPoll     = 10 * time.Millisecond
+	dispatchIdlePoll = time.Second
+)
+
+func (s *Store) dispatchPollPeriod() time.Duration {
+	if s.replica.Load() || s.dispatchLimit.Load() != nil {
+		return dispatchPoll
+	}
+	return dispatchIdlePoll
+}
+
 func (s *Store) dispatchLoop() {
 	defer s.wg.Done()
-	tick := time.NewTicker(10 * time.Millisecond)
+	period := s.dispatchPollPeriod()
+	tick := time.NewTicker(period)
 	defer tick.Stop()
 	gap := time.NewTimer(time.Hour)
 	gap.Stop()
@@ -72,6 +92,10 @@ func (s *Store) dispatchLoop() {
 			s.log.Info("dispatch resumed", "failedRounds", failed)
 			failed, lastLog = 0, time.Time{}
 		}
+		if p := s.dispatchPollPeriod(); p != period {
+			period = p
+			tick.Reset(p)
+		}
 		if progressed && full {
 			continue // a backlog: the next round at once
 		}
@@ -90,7 +114,7 @@ func (s *Store) dispatchLoop() {
 				case <-gap.C:
 				}
 			}
-		case <-tick.C: // appends that bypass PutMessage (HA) do not wake us
+		case <-tick.C: // see dispatchPoll
 		}
 	}
 }

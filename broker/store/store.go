@@ -301,7 +301,10 @@ func (s *Store) Close() error {
 // Apache's DefaultMessageStore does for a SLAVE: only replication appends
 // to a replica's CommitLog, and a local record would break the byte-for-byte
 // copy (the next replicated frame would no longer start at its end).
-func (s *Store) SetReplica(on bool) { s.replica.Store(on) }
+func (s *Store) SetReplica(on bool) {
+	s.replica.Store(on)
+	s.wakeDispatcher() // it polls more often on a replica (dispatchPoll)
+}
 
 // CommitLog exposes the log (HA, admin, tests).
 func (s *Store) CommitLog() *commitlog.Log { return s.cl }
