@@ -14,7 +14,12 @@
 # build of its own), ROUNDS (3), DURATION (20s: the BatchProducer's
 # measured seconds, after JAVA_START (15) to start), CONSUME_SECS (20),
 # SIZE (1024), BATCH (16), THREADS (32), QUEUES (8), FLUSH_DISK_TYPE
-# (ASYNC_FLUSH), PHASES ("batch consume"; consume needs batch), PROFILE
+# (ASYNC_FLUSH), PHASES ("batch consume", run in that order: produce is
+# Apache's benchmark.Producer -w THREADS for DURATION, batch its
+# BatchProducer, consume its Consumer catching up from the first message;
+# "produce consume batch" is vs-apache.sh's order), STORE_DIR (where the
+# stores go, a fresh one per run; default a temporary directory: 20 s of
+# BatchProducer store about 3 GB, /dev/shm keeps them off a full disk), PROFILE
 # (0; n: a CPU profile of n seconds of each phase, started JAVA_START + 3 s
 # into it, written to OUTDIR as <build>-r<round>-<phase>.pprof), OUTDIR (a
 # new directory under /tmp: the profiles and results.jsonl).
@@ -51,10 +56,12 @@ resolve_classpath "$jbench/pom.xml" 5.5.0 "$jbench/target/classpath-5.5.0.txt" b
 jcp=$(cat "$jbench/target/classpath-5.5.0.txt")
 
 work=$(mktemp -d -t batch-ab-run-XXXX)
+store_root=$work
+[ -n "${STORE_DIR:-}" ] && store_root=$(mktemp -d "$STORE_DIR/batch-ab-store-XXXX")
 cleanup() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  rm -rf "$work"
+  rm -rf "$work" "$store_root"
 }
 trap cleanup EXIT INT TERM
 ticks=$(getconf CLK_TCK)
@@ -82,8 +89,8 @@ profile_wait() { [ -z "$prof_pid" ] || wait "$prof_pid" || true; }
 run() { # build-dir label round
   local bin=$1 label=$2 r=$3 nsp brp pp load pid c0 c1 line
   nsp=$(free_ports 1) brp=$(($(free_ports 4) + 2)) pp=$(free_ports 1)
-  rm -rf "$work/store" "$work/kv.json"
-  broker_conf "broker-ab" "$brp" "127.0.0.1:$nsp" "$work/store" "$FLUSH_DISK_TYPE" >"$work/broker.conf"
+  rm -rf "$store_root/store" "$work/kv.json"
+  broker_conf "broker-ab" "$brp" "127.0.0.1:$nsp" "$store_root/store" "$FLUSH_DISK_TYPE" >"$work/broker.conf"
   "$bin/namesrv" --listen-port "$nsp" --kv-config-path "$work/kv.json" >"$work/namesrv.log" 2>&1 &
   local nspid=$!
   pids+=("$nspid")
@@ -96,14 +103,40 @@ run() { # build-dir label round
   bin/mqadmin updateTopic -n "127.0.0.1:$nsp" -c DefaultCluster -t BenchAB -r "$QUEUES" -w "$QUEUES" >/dev/null
   load=$(awk '{print $1}' /proc/loadavg)
   line="{\"build\":\"$label\",\"round\":$r,\"load\":$load,\"clk_tck\":$ticks"
-  if [[ " $PHASES " == *" batch "* ]]; then
-    profile "$pp" "$OUTDIR/$label-r$r-batch.pprof"
-    c0=$(cpu "$pid")
+  for phase in $PHASES; do
+    line="$line,$(phase "$phase" "$pp" "$pid" "$nsp" "$label" "$r")"
+  done
+  kill -TERM "$pid" "$nspid" 2>/dev/null || true
+  wait "$pid" "$nspid" 2>/dev/null || true
+  pids=()
+  rm -rf "$store_root/store"
+  echo "$line}" >>"$OUTDIR/results.jsonl"
+  echo "$line}" >&2
+}
+
+# phase <name> <pprof port> <broker pid> <namesrv port> <label> <round>:
+# runs one phase and prints its JSON fields.
+phase() {
+  local ph=$1 pp=$2 pid=$3 nsp=$4 label=$5 r=$6 c0 c1 out
+  profile "$pp" "$OUTDIR/$label-r$r-$ph.pprof"
+  c0=$(cpu "$pid")
+  case $ph in
+  produce)
+    java_run "$work/jproducer.log" Producer "${DURATION%s}" -n "127.0.0.1:$nsp" -t BenchAB -s "$SIZE" -w "$THREADS"
+    c1=$(cpu "$pid")
+    out=$(python3 - "$work/jproducer.log" "${DURATION%s}" <<'PY'
+import json, re, sys
+rows = [tuple(map(float, m.groups())) for m in re.finditer(
+    r"Current Time: .*? \| Send TPS: (\d+) \| Max RT\(ms\): (\d+)", open(sys.argv[1]).read())]
+sent = int(sum(r[0] for r in rows))
+rows = [r for r in rows if r[0] > 0][-int(sys.argv[2]):]
+print(json.dumps({"mps": sum(r[0] for r in rows) / max(len(rows), 1), "messages": sent}))
+PY
+) ;;
+  batch)
     java_run "$work/jbatch.log" BatchProducer "${DURATION%s}" -n "127.0.0.1:$nsp" -t BenchAB -s "$SIZE" -w "$THREADS" -b "$BATCH"
     c1=$(cpu "$pid")
-    profile_wait
-    local bp
-    bp=$(python3 - "$work/jbatch.log" "${DURATION%s}" <<'PY'
+    out=$(python3 - "$work/jbatch.log" "${DURATION%s}" <<'PY'
 import json, re, sys
 rows = [tuple(map(float, m.groups())) for m in re.finditer(
     r"Current Time: .*? \| Send TPS: (\d+) \| Send MPS: (\d+) \| Max RT\(ms\): (\d+)", open(sys.argv[1]).read())]
@@ -111,31 +144,22 @@ sent = int(sum(r[1] for r in rows))
 rows = [r for r in rows if r[1] > 0][-int(sys.argv[2]):]
 print(json.dumps({"mps": sum(r[1] for r in rows) / max(len(rows), 1), "messages": sent}))
 PY
-)
-    line="$line,\"batch\":$bp,\"batch_ticks\":$((c1 - c0))"
-  fi
-  if [[ " $PHASES " == *" consume "* ]]; then
-    profile "$pp" "$OUTDIR/$label-r$r-consume.pprof"
-    c0=$(cpu "$pid")
+) ;;
+  consume)
     java_run "$work/jconsumer.log" Consumer "$CONSUME_SECS" -n "127.0.0.1:$nsp" -t BenchAB -g "ab_$r" -w 20
     c1=$(cpu "$pid")
-    profile_wait
-    local cp
-    cp=$(python3 - "$work/jconsumer.log" <<'PY'
+    out=$(python3 - "$work/jconsumer.log" <<'PY'
 import json, re, sys
 rows = [float(m.group(1)) for m in re.finditer(r"Current Time: .*? \| Consume TPS: (\d+)", open(sys.argv[1]).read())]
 busy = [r for r in rows if r > 0]
 core = busy[1:-1] if len(busy) > 2 else busy
 print(json.dumps({"mps": sum(core) / max(len(core), 1), "messages": int(sum(rows))}))
 PY
-)
-    line="$line,\"consume\":$cp,\"consume_ticks\":$((c1 - c0))"
-  fi
-  kill -TERM "$pid" "$nspid" 2>/dev/null || true
-  wait "$pid" "$nspid" 2>/dev/null || true
-  pids=()
-  echo "$line}" >>"$OUTDIR/results.jsonl"
-  echo "$line}" >&2
+) ;;
+  *) echo "batch-ab: unknown phase $ph" >&2; exit 2 ;;
+  esac
+  profile_wait
+  echo "\"$ph\":$out,\"${ph}_ticks\":$((c1 - c0))"
 }
 
 for r in $(seq 1 "$ROUNDS"); do
@@ -153,7 +177,7 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 for b in dict.fromkeys(r["build"] for r in rows):
     rs = [r for r in rows if r["build"] == b]
-    for ph in ("batch", "consume"):
+    for ph in ("produce", "batch", "consume"):
         got = [r for r in rs if ph in r]
         if not got:
             continue
