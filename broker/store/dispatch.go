@@ -307,7 +307,13 @@ func (s *Store) notify(arrivals []arrival) {
 	ls := s.listeners
 	s.listenersMu.RUnlock()
 	for _, l := range ls {
-		for _, a := range arrivals {
+		for i, a := range arrivals {
+			// Of a run of entries of one queue with one tag code (a batch
+			// send's), the last stands for the run (ArrivalListener).
+			if n := i + 1; n < len(arrivals) && arrivals[n].queueID == a.queueID && arrivals[n].tagsCode == a.tagsCode &&
+				arrivals[n].offset == a.offset+1 && arrivals[n].topic == a.topic {
+				continue
+			}
 			l(a.topic, a.queueID, a.offset, a.tagsCode, a.storeTime)
 		}
 	}

@@ -282,3 +282,47 @@ func TestConfigValidateOnlyChecks(t *testing.T) {
 		t.Fatal("empty RootDir accepted")
 	}
 }
+
+// TestArrivalsOfABatch: the listeners hear of a batch's entries of one tag
+// code once, at the last offset of each run of that code; entries with
+// different codes each.
+func TestArrivalsOfABatch(t *testing.T) {
+	s := openStore(t, testConfig(t.TempDir()))
+	defer s.Close()
+	type heard struct {
+		off  int64
+		tags int64
+	}
+	var mu sync.Mutex
+	var got []heard
+	s.AddArrivalListener(func(topic string, qid int32, off, tags, _ int64) {
+		if topic == "AB" && qid == 1 {
+			mu.Lock()
+			got = append(got, heard{off, tags})
+			mu.Unlock()
+		}
+	})
+	ctx := context.Background()
+	var plain, tagged []*message.Message
+	for i := range 16 {
+		plain = append(plain, msg("AB", 1, fmt.Sprint("p", i), nil))
+	}
+	for _, tg := range []string{"a", "a", "b", "a"} {
+		tagged = append(tagged, msg("AB", 1, tg, map[string]string{message.PropertyTags: tg}))
+	}
+	total := int64(0)
+	for _, b := range [][]*message.Message{plain, tagged} {
+		if _, err := s.PutMessages(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		total += int64(len(b))
+		waitDispatched(t, s, "AB", 1, total)
+	}
+	a, b := int64(message.TagHashCode("a")), int64(message.TagHashCode("b"))
+	want := []heard{{15, 0}, {17, a}, {18, b}, {19, a}}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("heard %v, want %v", got, want)
+	}
+}
