@@ -320,9 +320,13 @@ func TestArrivalsOfABatch(t *testing.T) {
 	}
 	a, b := int64(message.TagHashCode("a")), int64(message.TagHashCode("b"))
 	want := []heard{{15, 0}, {17, a}, {18, b}, {19, a}}
-	mu.Lock()
-	defer mu.Unlock()
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("heard %v, want %v", got, want)
-	}
+	// The listeners run after the round's offsets are published.
+	testutil.Eventually(t, 5*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			return fmt.Errorf("heard %v, want %v", got, want)
+		}
+		return nil
+	})
 }
