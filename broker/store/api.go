@@ -100,6 +100,14 @@ type MessageFilter interface {
 	MatchProperties(props []byte) bool
 }
 
+// TagsOnlyFilter is implemented by MessageFilters that decide by tag code
+// alone (MatchProperties always answers true): GetMessage then does not
+// parse every record it reads to ask them.
+type TagsOnlyFilter interface {
+	MessageFilter
+	TagsOnly()
+}
+
 // ArrivalListener is told about the consume-queue entries the dispatcher
 // commits (long polling wakes parked pulls with it; lite topics dispatch
 // events with it): about every one, except that of consecutive entries of

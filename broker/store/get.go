@@ -63,6 +63,10 @@ func (s *Store) GetMessage(ctx context.Context, topic string, queueID int32, off
 		bufs = nil
 	}
 	minPhy := s.cl.MinOffset()
+	byProps := filter != nil
+	if _, ok := filter.(TagsOnlyFilter); ok {
+		byProps = false
+	}
 	next := offset
 	examined, removed, missing := 0, 0, 0
 scan:
@@ -124,7 +128,7 @@ scan:
 				r.Release()
 				return nil, fmt.Errorf("store: read %s-%d@%d: %w", topic, queueID, e.Offset, err)
 			}
-			if filter != nil {
+			if byProps {
 				v, err := message.ParseView(buf.Bytes(), message.ParseOptions{})
 				if err != nil || !filter.MatchProperties(v.Properties()) {
 					buf.Release()

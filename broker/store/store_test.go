@@ -330,3 +330,38 @@ func TestArrivalsOfABatch(t *testing.T) {
 		return nil
 	})
 }
+
+type tagsOnly struct{ tagFilter }
+
+func (tagsOnly) TagsOnly() {}
+
+// TestTagsOnlyFilterReadsAlike: a filter marked TagsOnlyFilter, whose
+// records the read does not parse, gets what the same filter unmarked
+// gets.
+func TestTagsOnlyFilterReadsAlike(t *testing.T) {
+	s := openStore(t, testConfig(t.TempDir()))
+	defer s.Close()
+	ctx := context.Background()
+	for i := range 40 {
+		if _, err := s.PutMessage(ctx, msg("TO", 0, fmt.Sprint("b", i), map[string]string{message.PropertyTags: fmt.Sprint("t", i%3)})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitDispatched(t, s, "TO", 0, 40)
+	code := int64(message.TagHashCode("t1"))
+	for _, off := range []int64{0, 5, 39} {
+		a, err := s.GetMessage(ctx, "TO", 0, off, 32, 0, tagFilter{code})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := s.GetMessage(ctx, "TO", 0, off, 32, 0, tagsOnly{tagFilter{code}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Status != b.Status || a.NextBeginOffset != b.NextBeginOffset || fmt.Sprint(a.QueueOffsets) != fmt.Sprint(b.QueueOffsets) || len(a.Records) == 0 && off == 0 {
+			t.Fatalf("from %d: unmarked %v next %d %v, tags-only %v next %d %v", off, a.Status, a.NextBeginOffset, a.QueueOffsets, b.Status, b.NextBeginOffset, b.QueueOffsets)
+		}
+		a.Release()
+		b.Release()
+	}
+}
