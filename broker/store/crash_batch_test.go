@@ -1,13 +1,11 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,25 +28,7 @@ type crashStore struct {
 	kvfs *pebblevfs.MemFS
 	mode commitlog.FlushDiskType
 	root string
-	logs *syncBuffer
-}
-
-// syncBuffer is a bytes.Buffer safe for the store's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
+	logs *testutil.SyncBuffer
 }
 
 func (c *crashStore) open(t *testing.T) *Store {
@@ -61,7 +41,7 @@ func (c *crashStore) open(t *testing.T) *Store {
 	cfg.CommitLog.SyncFlushTimeout = 5 * time.Second
 	cfg.KV = kv.DefaultConfig("/store/kv")
 	cfg.KV.FS = c.kvfs
-	c.logs = &syncBuffer{}
+	c.logs = &testutil.SyncBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(c.logs, nil))
 	return openStore(t, cfg)
 }
@@ -287,26 +267,18 @@ func crashAfterBatches(t *testing.T, mode commitlog.FlushDiskType, rng *rand.Ran
 		survived += len(a)
 	}
 	end := s.cl.MaxOffset()
-	for k, phys := range before.uniq {
-		var want []int64
-		for _, p := range phys {
-			if p < end {
-				want = append(want, p)
+	// The index finds the messages that survived, and only those.
+	for kind, hits := range map[string][2]map[string][]int64{"UNIQ_KEY": {before.uniq, after.uniq}, "KEYS": {before.keys, after.keys}} {
+		for k, phys := range hits[0] {
+			var want []int64
+			for _, p := range phys {
+				if p < end {
+					want = append(want, p)
+				}
 			}
-		}
-		if got := after.uniq[k]; fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("UNIQ_KEY %s: found at %v after the crash, want %v (before: %v, log end %d)", k, got, want, phys, end)
-		}
-	}
-	for k, phys := range before.keys {
-		var want []int64
-		for _, p := range phys {
-			if p < end {
-				want = append(want, p)
+			if got := hits[1][k]; fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%s %s: found at %v after the crash, want %v (before: %v, log end %d)", kind, k, got, want, phys, end)
 			}
-		}
-		if got := after.keys[k]; fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("KEYS %s: found at %v after the crash, want %v", k, got, want)
 		}
 	}
 	t.Logf("%d of %d messages survived; Pebble had flushed the dispatch up to %d of %d", survived, ids, flushedAt, end)
