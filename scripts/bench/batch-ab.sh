@@ -33,6 +33,7 @@ cd "$(dirname "$0")/../.."
 . scripts/bench/bench-lib.sh
 # shellcheck source=../local-lib.sh
 . scripts/local-lib.sh
+OUT=${OUT:-/dev/null} # results go to OUTDIR
 bench_defaults 20s batch-ab
 ROUNDS=${ROUNDS:-3}
 BINS=${BINS:-bin}
