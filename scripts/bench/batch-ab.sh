@@ -122,28 +122,22 @@ phase() {
   profile "$pp" "$OUTDIR/$label-r$r-$ph.pprof"
   c0=$(cpu "$pid")
   case $ph in
-  produce)
-    java_run "$work/jproducer.log" Producer "${DURATION%s}" -n "127.0.0.1:$nsp" -t BenchAB -s "$SIZE" -w "$THREADS"
+  produce | batch)
+    # Both report "Send TPS: n" per second; BatchProducer also "Send MPS:
+    # n", its messages (a send is a batch).
+    if [ "$ph" = produce ]; then
+      java_run "$work/jsend.log" Producer "${DURATION%s}" -n "127.0.0.1:$nsp" -t BenchAB -s "$SIZE" -w "$THREADS"
+    else
+      java_run "$work/jsend.log" BatchProducer "${DURATION%s}" -n "127.0.0.1:$nsp" -t BenchAB -s "$SIZE" -w "$THREADS" -b "$BATCH"
+    fi
     c1=$(cpu "$pid")
-    out=$(python3 - "$work/jproducer.log" "${DURATION%s}" <<'PY'
+    out=$(python3 - "$work/jsend.log" "${DURATION%s}" <<'PY'
 import json, re, sys
-rows = [tuple(map(float, m.groups())) for m in re.finditer(
-    r"Current Time: .*? \| Send TPS: (\d+) \| Max RT\(ms\): (\d+)", open(sys.argv[1]).read())]
-sent = int(sum(r[0] for r in rows))
-rows = [r for r in rows if r[0] > 0][-int(sys.argv[2]):]
-print(json.dumps({"mps": sum(r[0] for r in rows) / max(len(rows), 1), "messages": sent}))
-PY
-) ;;
-  batch)
-    java_run "$work/jbatch.log" BatchProducer "${DURATION%s}" -n "127.0.0.1:$nsp" -t BenchAB -s "$SIZE" -w "$THREADS" -b "$BATCH"
-    c1=$(cpu "$pid")
-    out=$(python3 - "$work/jbatch.log" "${DURATION%s}" <<'PY'
-import json, re, sys
-rows = [tuple(map(float, m.groups())) for m in re.finditer(
-    r"Current Time: .*? \| Send TPS: (\d+) \| Send MPS: (\d+) \| Max RT\(ms\): (\d+)", open(sys.argv[1]).read())]
-sent = int(sum(r[1] for r in rows))
-rows = [r for r in rows if r[1] > 0][-int(sys.argv[2]):]
-print(json.dumps({"mps": sum(r[1] for r in rows) / max(len(rows), 1), "messages": sent}))
+text = open(sys.argv[1]).read()
+rows = [float(m.group(2) or m.group(1)) for m in re.finditer(r"Current Time: .*? \| Send TPS: (\d+)(?: \| Send MPS: (\d+))?", text)]
+sent = int(sum(rows))
+rows = [r for r in rows if r > 0][-int(sys.argv[2]):]
+print(json.dumps({"mps": sum(rows) / max(len(rows), 1), "messages": sent}))
 PY
 ) ;;
   consume)
