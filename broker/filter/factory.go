@@ -92,6 +92,7 @@ type matchAll struct{}
 
 func (matchAll) MatchTagsCode(int64) bool    { return true }
 func (matchAll) MatchProperties([]byte) bool { return true }
+func (matchAll) TagsOnly()                   {}
 
 // SQLFilter is a store.MessageFilter for an SQL92 expression.
 type SQLFilter struct {

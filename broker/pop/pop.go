@@ -221,6 +221,9 @@ func (f tagFilter) MatchTagsCode(tagsCode int64) bool {
 
 func (tagFilter) MatchProperties([]byte) bool { return true }
 
+// TagsOnly marks the filter store.TagsOnlyFilter.
+func (tagFilter) TagsOnly() {}
+
 // popTopic pops every readable queue of a topic, starting at a random one.
 func (p *Processor) popTopic(ctx context.Context, r *popRun, topic string, randomQ int) {
 	tc, ok := p.d.Topics.Get(topic)

@@ -100,9 +100,20 @@ type MessageFilter interface {
 	MatchProperties(props []byte) bool
 }
 
-// ArrivalListener is told about every consume-queue entry the dispatcher
+// TagsOnlyFilter is implemented by MessageFilters that decide by tag code
+// alone (MatchProperties always answers true): GetMessage then does not
+// parse every record it reads to ask them.
+type TagsOnlyFilter interface {
+	MessageFilter
+	TagsOnly()
+}
+
+// ArrivalListener is told about the consume-queue entries the dispatcher
 // commits (long polling wakes parked pulls with it; lite topics dispatch
-// events with it). It runs on the dispatcher goroutine: it must not block.
+// events with it): about every one, except that of consecutive entries of
+// one queue with one tag code (a batch send's) only the last is told — an
+// entry at a higher offset with the same tag code wakes whatever an earlier
+// one would. It runs on the dispatcher goroutine: it must not block.
 type ArrivalListener func(topic string, queueID int32, queueOffset int64, tagsCode int64, storeTime int64)
 
 // QueryResult holds messages found by key.

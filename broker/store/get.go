@@ -49,7 +49,13 @@ func (s *Store) GetMessage(ctx context.Context, topic string, queueID int32, off
 	if maxBytes <= 0 {
 		maxBytes = defaultMaxTransferBytes
 	}
-	var bufs []commitlog.Buffer
+	// Sized once for the messages the read can return (a pull of 32 grew
+	// each slice six times).
+	want := int64(min(maxMsgNums, maxExamined))
+	want = min(want, st.Max-offset)
+	bufs := make([]commitlog.Buffer, 0, want)
+	r.Records = make([][]byte, 0, want)
+	r.QueueOffsets = make([]int64, 0, want)
 	r.release = func() {
 		for i := range bufs {
 			bufs[i].Release()
@@ -57,6 +63,10 @@ func (s *Store) GetMessage(ctx context.Context, topic string, queueID int32, off
 		bufs = nil
 	}
 	minPhy := s.cl.MinOffset()
+	byProps := filter != nil
+	if _, ok := filter.(TagsOnlyFilter); ok {
+		byProps = false
+	}
 	next := offset
 	examined, removed, missing := 0, 0, 0
 scan:
@@ -118,7 +128,7 @@ scan:
 				r.Release()
 				return nil, fmt.Errorf("store: read %s-%d@%d: %w", topic, queueID, e.Offset, err)
 			}
-			if filter != nil {
+			if byProps {
 				v, err := message.ParseView(buf.Bytes(), message.ParseOptions{})
 				if err != nil || !filter.MatchProperties(v.Properties()) {
 					buf.Release()

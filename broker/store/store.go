@@ -146,7 +146,8 @@ type Store struct {
 	lmqCreated atomic.Int64
 	// dispatchBuf is the rounds' CommitLog read buffer (under dispatchMu):
 	// see commitlog.IteratorOptions.ReadBuffer.
-	dispatchBuf []byte
+	dispatchBuf     []byte
+	dispatchScratch dispatchScratch
 	// beforeGapCommit, a test hook, runs before each locked step of
 	// deleteGaps.
 	beforeGapCommit func()
@@ -248,7 +249,7 @@ func (s *Store) recoverDispatch() error {
 	start := time.Now()
 	from := s.cq.DispatchedOffset()
 	for {
-		progressed, err := s.dispatchOnce()
+		progressed, _, err := s.dispatchOnce()
 		if err != nil {
 			return fmt.Errorf("store: re-dispatch: %w", err)
 		}
@@ -272,7 +273,7 @@ func (s *Store) Close() error {
 	var errs []error
 	// Drain what is written so that a clean restart re-dispatches nothing.
 	for {
-		progressed, err := s.dispatchOnce()
+		progressed, _, err := s.dispatchOnce()
 		if err != nil {
 			errs = append(errs, err)
 			break
@@ -300,7 +301,10 @@ func (s *Store) Close() error {
 // Apache's DefaultMessageStore does for a SLAVE: only replication appends
 // to a replica's CommitLog, and a local record would break the byte-for-byte
 // copy (the next replicated frame would no longer start at its end).
-func (s *Store) SetReplica(on bool) { s.replica.Store(on) }
+func (s *Store) SetReplica(on bool) {
+	s.replica.Store(on)
+	s.wakeDispatcher() // it polls more often on a replica (dispatchPoll)
+}
 
 // CommitLog exposes the log (HA, admin, tests).
 func (s *Store) CommitLog() *commitlog.Log { return s.cl }

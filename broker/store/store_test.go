@@ -282,3 +282,86 @@ func TestConfigValidateOnlyChecks(t *testing.T) {
 		t.Fatal("empty RootDir accepted")
 	}
 }
+
+// TestArrivalsOfABatch: the listeners hear of a batch's entries of one tag
+// code once, at the last offset of each run of that code; entries with
+// different codes each.
+func TestArrivalsOfABatch(t *testing.T) {
+	s := openStore(t, testConfig(t.TempDir()))
+	defer s.Close()
+	type heard struct {
+		off  int64
+		tags int64
+	}
+	var mu sync.Mutex
+	var got []heard
+	s.AddArrivalListener(func(topic string, qid int32, off, tags, _ int64) {
+		if topic == "AB" && qid == 1 {
+			mu.Lock()
+			got = append(got, heard{off, tags})
+			mu.Unlock()
+		}
+	})
+	ctx := context.Background()
+	var plain, tagged []*message.Message
+	for i := range 16 {
+		plain = append(plain, msg("AB", 1, fmt.Sprint("p", i), nil))
+	}
+	for _, tg := range []string{"a", "a", "b", "a"} {
+		tagged = append(tagged, msg("AB", 1, tg, map[string]string{message.PropertyTags: tg}))
+	}
+	total := int64(0)
+	for _, b := range [][]*message.Message{plain, tagged} {
+		if _, err := s.PutMessages(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		total += int64(len(b))
+		waitDispatched(t, s, "AB", 1, total)
+	}
+	a, b := int64(message.TagHashCode("a")), int64(message.TagHashCode("b"))
+	want := []heard{{15, 0}, {17, a}, {18, b}, {19, a}}
+	// The listeners run after the round's offsets are published.
+	testutil.Eventually(t, 5*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			return fmt.Errorf("heard %v, want %v", got, want)
+		}
+		return nil
+	})
+}
+
+type tagsOnly struct{ tagFilter }
+
+func (tagsOnly) TagsOnly() {}
+
+// TestTagsOnlyFilterReadsAlike: a filter marked TagsOnlyFilter, whose
+// records the read does not parse, gets what the same filter unmarked
+// gets.
+func TestTagsOnlyFilterReadsAlike(t *testing.T) {
+	s := openStore(t, testConfig(t.TempDir()))
+	defer s.Close()
+	ctx := context.Background()
+	for i := range 40 {
+		if _, err := s.PutMessage(ctx, msg("TO", 0, fmt.Sprint("b", i), map[string]string{message.PropertyTags: fmt.Sprint("t", i%3)})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitDispatched(t, s, "TO", 0, 40)
+	code := int64(message.TagHashCode("t1"))
+	for _, off := range []int64{0, 5, 39} {
+		a, err := s.GetMessage(ctx, "TO", 0, off, 32, 0, tagFilter{code})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := s.GetMessage(ctx, "TO", 0, off, 32, 0, tagsOnly{tagFilter{code}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Status != b.Status || a.NextBeginOffset != b.NextBeginOffset || fmt.Sprint(a.QueueOffsets) != fmt.Sprint(b.QueueOffsets) || len(a.Records) == 0 && off == 0 {
+			t.Fatalf("from %d: unmarked %v next %d %v, tags-only %v next %d %v", off, a.Status, a.NextBeginOffset, a.QueueOffsets, b.Status, b.NextBeginOffset, b.QueueOffsets)
+		}
+		a.Release()
+		b.Release()
+	}
+}

@@ -14,7 +14,15 @@ const batchFixed = 4 + 4 + 4 + 4 + 4 + 2
 // fields come from the request header and are left for the caller. Each
 // item's totalSize must equal 22 + bodyLen + propLen, as both clients write
 // it. Bodies alias b.
-func DecodeBatch(b []byte) ([]*Message, error) {
+func DecodeBatch(b []byte) ([]*Message, error) { return decodeBatch(b, false) }
+
+// DecodeBatchRaw is DecodeBatch leaving each item's properties undecoded:
+// RawProperties aliases b and Properties is nil. The caller decodes those
+// it must change or check (DecodeProperties) and may store the others as
+// they are, provided they are well formed (see Message.RawProperties).
+func DecodeBatchRaw(b []byte) ([]*Message, error) { return decodeBatch(b, true) }
+
+func decodeBatch(b []byte, raw bool) ([]*Message, error) {
 	be := binary.BigEndian
 	// One allocation for the items: count them by their totalSize fields
 	// first (checked properly below).
@@ -48,11 +56,14 @@ func DecodeBatch(b []byte) ([]*Message, error) {
 			return nil, fmt.Errorf("%w: batch item at byte %d: totalSize %d, fields need %d",
 				ErrCorrupt, off, total, batchFixed+bodyLen+propLen)
 		}
-		items = append(items, Message{
-			Flag:       int32(be.Uint32(rest[12:])),
-			Body:       rest[20:p:p],
-			Properties: DecodeProperties(rest[p+2 : p+2+int(propLen)]),
-		})
+		props := rest[p+2 : p+2+int(propLen) : p+2+int(propLen)]
+		m := Message{Flag: int32(be.Uint32(rest[12:])), Body: rest[20:p:p]}
+		if raw {
+			m.RawProperties = props
+		} else {
+			m.Properties = DecodeProperties(props)
+		}
+		items = append(items, m)
 		out = append(out, &items[len(items)-1])
 		off += int(total)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"maps"
+	"slices"
 	"testing"
 )
 
@@ -69,6 +70,20 @@ func FuzzDecodeProperties(f *testing.F) {
 	f.Add([]byte("k\x01v\x01w\x02\x02x"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m := DecodeProperties(data)
+		// One walk for several keys agrees with the map, absent ones too.
+		keys := []string{"a", "k", "UNIQ_KEY", "TAGS"}
+		for k := range m {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+		vals := make([][]byte, len(keys))
+		PropertyValues(data, keys, vals)
+		for i, k := range keys {
+			if v, ok := m[k]; ok != (vals[i] != nil) || string(vals[i]) != v {
+				t.Fatalf("PropertyValues %q = %q, map %q (%t)", k, vals[i], v, ok)
+			}
+		}
 		for k, v := range m {
 			if k == "" || v == "" || bytes.ContainsAny([]byte(k), "\x01\x02") || bytes.IndexByte([]byte(v), PropertySeparator) >= 0 {
 				t.Fatalf("bad entry %q=%q", k, v)

@@ -59,6 +59,9 @@ func StoredCap(m *Message) int {
 	for k, v := range m.Properties {
 		props += len(k) + len(v) + 2
 	}
+	if m.Properties == nil {
+		props = len(m.RawProperties)
+	}
 	return StoredSize(FlagBornHostV6|FlagStoreHostV6, len(m.Body), len(m.Topic), props)
 }
 

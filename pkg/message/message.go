@@ -13,6 +13,13 @@ type Message struct {
 	Flag       int32
 	Body       []byte
 	Properties map[string]string
+	// RawProperties, when Properties is nil, holds the properties as the
+	// encoded string ("k 0x01 v 0x02" per entry, each key once, none
+	// empty), stored as it is: a broker keeps a batch item's properties
+	// that need no change this way instead of decoding them into a map
+	// (DecodeBatchRaw). Property reads it; SetProperty decodes it into
+	// Properties first.
+	RawProperties []byte
 
 	SysFlag        int32
 	BornTimestamp  int64 // ms
@@ -31,26 +38,37 @@ type Message struct {
 }
 
 // Property returns the value of a property ("" when absent).
-func (m *Message) Property(key string) string { return m.Properties[key] }
+func (m *Message) Property(key string) string {
+	if m.Properties == nil && m.RawProperties != nil {
+		v, _ := PropertyValue(m.RawProperties, key)
+		return v
+	}
+	return m.Properties[key]
+}
 
-// SetProperty sets a property, allocating the map if needed.
+// SetProperty sets a property, allocating the map if needed (decoding
+// RawProperties into it).
 func (m *Message) SetProperty(key, value string) {
 	if m.Properties == nil {
-		m.Properties = make(map[string]string, 4)
+		m.Properties = DecodeProperties(m.RawProperties)
+		m.RawProperties = nil
+		if m.Properties == nil {
+			m.Properties = make(map[string]string, 4)
+		}
 	}
 	m.Properties[key] = value
 }
 
 // Tags returns the TAGS property.
-func (m *Message) Tags() string { return m.Properties[PropertyTags] }
+func (m *Message) Tags() string { return m.Property(PropertyTags) }
 
 // Keys returns the business keys of the KEYS property (space-separated).
 func (m *Message) Keys() []string {
-	return strings.Fields(m.Properties[PropertyKeys])
+	return strings.Fields(m.Property(PropertyKeys))
 }
 
 // UniqKey returns the UNIQ_KEY property (the client message id).
-func (m *Message) UniqKey() string { return m.Properties[PropertyUniqClientMessageIDKeyIdx] }
+func (m *Message) UniqKey() string { return m.Property(PropertyUniqClientMessageIDKeyIdx) }
 
 // OffsetMsgID returns the offset message id (docs/protocol.md §5.8) of a stored message.
 func (m *Message) OffsetMsgID() string {

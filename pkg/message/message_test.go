@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -216,6 +217,10 @@ func TestPropertiesEncode(t *testing.T) {
 	if _, ok := PropertyValue(raw, "zz"); ok {
 		t.Fatal("absent")
 	}
+	vals := [][]byte{[]byte("stale"), nil}
+	if PropertyValues(raw, []string{"zz", "a"}, vals); vals[0] != nil || string(vals[1]) != "2" {
+		t.Fatalf("PropertyValues: %q", vals)
+	}
 	b, _ = AppendProperty([]byte("x\x01y\x02"), PropertyCluster, "DefaultCluster")
 	if DecodeProperties(b)[PropertyCluster] != "DefaultCluster" {
 		t.Fatal("append")
@@ -312,6 +317,43 @@ func TestBatch(t *testing.T) {
 		if _, err := DecodeBatch(in); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// TestRawProperties: a message carrying its properties undecoded
+// (DecodeBatchRaw) reads, encodes and changes as one with the map.
+func TestRawProperties(t *testing.T) {
+	props := map[string]string{PropertyTags: "a", PropertyKeys: "k1 k2", PropertyUniqClientMessageIDKeyIdx: "U1", "X": "y\x01z"}
+	var body []byte
+	body, _ = AppendBatchItem(body, 1, []byte("one"), props)
+	body, _ = AppendBatchItem(body, 2, nil, nil)
+	msgs, err := DecodeBatchRaw(body)
+	if err != nil || len(msgs) != 2 || msgs[0].Properties != nil || msgs[1].Properties != nil {
+		t.Fatalf("%v %+v", err, msgs)
+	}
+	m := msgs[0]
+	if m.Tags() != "a" || !slices.Equal(m.Keys(), []string{"k1", "k2"}) || m.UniqKey() != "U1" || m.Property("X") != "y\x01z" || m.Property("none") != "" {
+		t.Fatalf("reads: %q %q %q %q", m.Tags(), m.Keys(), m.UniqKey(), m.Property("X"))
+	}
+	mapped := *m
+	mapped.RawProperties, mapped.Properties = nil, props
+	for _, pair := range [][2]*Message{{m, &mapped}, {msgs[1], {Flag: 2}}} {
+		raw, err := EncodeStored(pair[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := EncodeStored(pair[1])
+		if !bytes.Equal(raw, want) {
+			t.Fatalf("record from raw properties\n%q\nfrom the map\n%q", raw, want)
+		}
+	}
+	m.SetProperty("Z", "1")
+	if m.RawProperties != nil || len(m.Properties) != 5 || m.Properties["X"] != "y\x01z" || m.Property("Z") != "1" {
+		t.Fatalf("after SetProperty: %q raw %q", m.Properties, m.RawProperties)
+	}
+	msgs[1].SetProperty("A", "b")
+	if msgs[1].Properties["A"] != "b" {
+		t.Fatalf("SetProperty on empty raw: %q", msgs[1].Properties)
 	}
 }
 
@@ -433,6 +475,10 @@ func TestStoredCap(t *testing.T) {
 		}, 0},
 		{"v2 topic", func(m *Message) { m.Topic = strings.Repeat("t", 200) }, 24},
 		{"empty body", func(m *Message) { m.Body = nil }, 24},
+		{"raw properties", func(m *Message) {
+			m.RawProperties, _ = EncodeProperties(m.Properties)
+			m.Properties = nil
+		}, 24},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

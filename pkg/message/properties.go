@@ -107,10 +107,37 @@ func DecodeProperties(b []byte) map[string]string {
 	}
 	m := make(map[string]string, bytes.Count(b, []byte{PropertySeparator})+1)
 	walkProperties(b, func(k, v []byte) bool {
-		m[string(k)] = string(v)
+		m[internKey(k)] = internValue(v)
 		return true
 	})
 	return m
+}
+
+// internKey returns the keys most messages carry as constants: a batch of
+// Java messages (WAIT and UNIQ_KEY on every item) then allocates one string
+// per item for its properties, not three.
+func internKey(k []byte) string {
+	switch string(k) {
+	case PropertyUniqClientMessageIDKeyIdx:
+		return PropertyUniqClientMessageIDKeyIdx
+	case PropertyWaitStoreMsgOK:
+		return PropertyWaitStoreMsgOK
+	case PropertyTags:
+		return PropertyTags
+	case PropertyKeys:
+		return PropertyKeys
+	}
+	return string(k)
+}
+
+func internValue(v []byte) string {
+	switch string(v) {
+	case "true":
+		return "true"
+	case "false":
+		return "false"
+	}
+	return string(v)
 }
 
 // PropertyValue finds key in a properties string without building a map. As
@@ -147,4 +174,21 @@ func walkProperties(b []byte, fn func(k, v []byte) bool) {
 			return
 		}
 	}
+}
+
+// PropertyValues looks up several keys in one walk of a properties string:
+// vals[i] is the value of keys[i] (nil when absent; the last occurrence
+// wins, as with PropertyValue), aliasing b. The keys must be distinct and
+// len(vals) must be len(keys).
+func PropertyValues(b []byte, keys []string, vals [][]byte) {
+	clear(vals)
+	walkProperties(b, func(k, v []byte) bool {
+		for i, key := range keys {
+			if string(k) == key {
+				vals[i] = v
+				break
+			}
+		}
+		return true
+	})
 }

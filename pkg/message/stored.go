@@ -16,12 +16,16 @@ var ErrTooLarge = errors.New("message: too large")
 func EncodeStored(m *Message) ([]byte, error) { return AppendStored(nil, m) }
 
 // AppendStored appends m as a stored record to dst. Properties come from
-// m.Properties (keys sorted). The magic is v1 unless the topic is longer than
+// m.Properties (keys sorted), or from m.RawProperties as they are when
+// m.Properties is nil. The magic is v1 unless the topic is longer than
 // 127 bytes. The host-v6 sysFlag bits are derived from the addresses (an
 // IPv4-mapped IPv6 address is stored as IPv4). The body CRC is computed
 // here. QueueOffset, CommitLogOffset and StoreTimestamp are written as given:
 // the CommitLog overwrites them at append time (see PatchStored).
 func AppendStored(dst []byte, m *Message) ([]byte, error) {
+	if m.Properties == nil && m.RawProperties != nil {
+		return appendStored(dst, m, m.RawProperties, false)
+	}
 	return appendStored(dst, m, nil, true)
 }
 

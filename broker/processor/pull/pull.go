@@ -542,5 +542,8 @@ func (f tagFilter) MatchTagsCode(tagsCode int64) bool {
 
 func (f tagFilter) MatchProperties([]byte) bool { return true }
 
+// TagsOnly marks the filter store.TagsOnlyFilter.
+func (tagFilter) TagsOnly() {}
+
 // DrainHeld answers every suspended pull now (broker shutdown).
 func (p *Processor) DrainHeld() int { return p.hold.Drain() }

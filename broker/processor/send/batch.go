@@ -56,7 +56,7 @@ func (p *Processor) sendBatch(ctx context.Context, ch *remoting.Channel, req *re
 	if err := checkBody(cfg, len(req.Body)); err != nil {
 		return nil, err
 	}
-	msgs, err := message.DecodeBatch(req.Body)
+	msgs, err := message.DecodeBatchRaw(req.Body)
 	if err != nil {
 		return nil, fmt.Errorf("%w: batch body: %w", ErrMessageIllegal, err)
 	}
@@ -72,6 +72,17 @@ func (p *Processor) sendBatch(ctx context.Context, ch *remoting.Channel, req *re
 		m.BornHost = born
 		m.StoreHost = store
 		m.ReconsumeTimes = h.reconsumeTimes
+		if plainProps(m.RawProperties) {
+			// Nothing to strip, add or refuse: stored as sent. The
+			// checks below see no property (a nil map) and decide as
+			// they would with these: a NORMAL message, not lite.
+			if err := p.checkMessage(&tc, m, sysFlag); err != nil {
+				return nil, fmt.Errorf("batch item %d: %w", i, err)
+			}
+			continue
+		}
+		m.Properties = message.DecodeProperties(m.RawProperties)
+		m.RawProperties = nil
 		if m.Properties == nil {
 			m.Properties = make(map[string]string, 1)
 		}

@@ -3,6 +3,7 @@ package send
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -207,14 +208,126 @@ func TestMalformedBatch(t *testing.T) {
 	}
 }
 
+// rawBatchItem is a batch item whose properties string is given as is.
+func rawBatchItem(dst []byte, body string, props string) []byte {
+	be := binary.BigEndian
+	dst = be.AppendUint32(dst, uint32(22+len(body)+len(props)))
+	dst = be.AppendUint32(dst, 0)
+	dst = be.AppendUint32(dst, 0)
+	dst = be.AppendUint32(dst, 0)
+	dst = be.AppendUint32(dst, uint32(len(body)))
+	dst = append(dst, body...)
+	dst = be.AppendUint16(dst, uint16(len(props)))
+	return append(dst, props...)
+}
+
+// wantItemProps is what the broker stores for a batch item's properties
+// string: Java's decoding, reserved keys dropped, a UNIQ_KEY when none.
+func wantItemProps(raw []byte) map[string]string {
+	m := message.DecodeProperties(raw)
+	if m == nil {
+		m = map[string]string{}
+	}
+	stripReserved(m)
+	return m
+}
+
+// checkStoredItems checks the last len(items) stored messages against the
+// batch items' properties strings (UNIQ_KEY: the item's, or a new one).
+func checkStoredItems(t *testing.T, st *fakeStore, items [][]byte) {
+	t.Helper()
+	all := st.stored(t)
+	got := all[len(all)-len(items):]
+	for i, raw := range items {
+		want := wantItemProps(raw)
+		have := got[i].Properties
+		if want[message.PropertyUniqClientMessageIDKeyIdx] == "" {
+			if have[message.PropertyUniqClientMessageIDKeyIdx] == "" {
+				t.Fatalf("item %d (%q): stored without a UNIQ_KEY", i, raw)
+			}
+			want[message.PropertyUniqClientMessageIDKeyIdx] = have[message.PropertyUniqClientMessageIDKeyIdx]
+		}
+		if !maps.Equal(have, want) {
+			t.Fatalf("item %d (%q): stored properties %q, want %q", i, raw, have, want)
+		}
+	}
+}
+
+// TestBatchPlainItems: items whose properties are only UNIQ_KEY, WAIT, KEYS
+// and TAGS, well formed, are stored with the producer's properties string
+// as it is; every other item is decoded, stripped and completed as before.
+// Both store the same properties a decode-and-encode would.
+func TestBatchPlainItems(t *testing.T) {
+	const u = "UNIQ_KEY\x01C0A800010000000000000000000001\x02"
+	for _, tc := range []struct {
+		name  string
+		props string
+		plain bool
+	}{
+		{"java", u + "WAIT\x01true\x02", true},
+		{"keys and tags", "KEYS\x01a b\x02" + u + "TAGS\x01t1\x02WAIT\x01false\x02", true},
+		{"uniq only", u, true},
+		{"no uniq key", "WAIT\x01true\x02", false},
+		{"empty", "", false},
+		{"other key", u + "X\x01y\x02", false},
+		{"transient", u + "__RMQ.TRANSIENT.A\x01y\x02", false},
+		{"pop receipt", u + "POP_CK\x01y\x02", false},
+		{"duplicate key", u + "TAGS\x01a\x02TAGS\x01b\x02", false},
+		{"empty value", u + "TAGS\x01\x02", false},
+		{"no separator", u + "TAGS\x02", false},
+		{"value with 0x01", u + "TAGS\x01a\x01b\x02", false},
+		{"no trailing separator", "WAIT\x01true\x02UNIQ_KEY\x01C0A8", false},
+		{"delay", u + "DELAY\x013\x02", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := plainProps([]byte(tc.props)); got != tc.plain {
+				t.Fatalf("plainProps(%q) = %t, want %t", tc.props, got, tc.plain)
+			}
+			f := newFixture(t)
+			var body []byte
+			items := [][]byte{[]byte(tc.props), []byte(u + "WAIT\x01true\x02")}
+			for i, p := range items {
+				body = rawBatchItem(body, fmt.Sprint("b", i), string(p))
+			}
+			resp := f.call(t, batchReq("TopicTest", 1, body))
+			if tc.name == "delay" {
+				wantCode(t, resp, code.MessageIllegal)
+				return
+			}
+			wantCode(t, resp, code.Success)
+			checkStoredItems(t, f.store, items)
+			if tc.plain {
+				rec := f.store.records[len(f.store.records)-2]
+				v, err := message.ParseView(rec, message.ParseOptions{})
+				if err != nil || string(v.Properties()) != tc.props {
+					t.Fatalf("stored properties %q, want the item's %q (%v)", v.Properties(), tc.props, err)
+				}
+			}
+		})
+	}
+}
+
 func FuzzSendBatch(f *testing.F) {
 	f.Add(batchBody(f, 2, func(int) map[string]string { return map[string]string{"K": "v"} }))
+	f.Add(batchBody(f, 2, func(int) map[string]string { return map[string]string{"UNIQ_KEY": "u1", "WAIT": "true"} }))
 	f.Add([]byte{})
 	fx := newFixture(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		resp := fx.call(t, batchReq("TopicTest", 0, body))
 		switch resp.Code {
-		case code.Success, code.MessageIllegal, code.InvalidParameter:
+		case code.Success:
+			// Every item stored with the properties Java's decoding
+			// gives, however it took them (as sent or decoded).
+			items, err := message.DecodeBatchRaw(body)
+			if err != nil {
+				t.Fatalf("stored a batch that does not decode: %v", err)
+			}
+			raws := make([][]byte, len(items))
+			for i, m := range items {
+				raws[i] = m.RawProperties
+			}
+			checkStoredItems(t, fx.store, raws)
+		case code.MessageIllegal, code.InvalidParameter:
 		default:
 			t.Fatalf("code %d: %s", resp.Code, resp.Remark)
 		}

@@ -1,6 +1,7 @@
 package send
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 
@@ -47,6 +48,47 @@ func stripReserved(m map[string]string) {
 			delete(m, k)
 		}
 	}
+}
+
+// plainProps reports whether a batch item's properties string holds only
+// what Java and Go producers put on a plain message, each once and well
+// formed: UNIQ_KEY (required), WAIT, KEYS, TAGS, every entry "k 0x01 v
+// 0x02" with a non-empty value free of 0x01. Such an item needs nothing
+// stripped or added, is a NORMAL message and not lite, and is stored
+// with these bytes as its properties: the same entries that decoding it
+// into a map and encoding that would write, in the producer's order.
+func plainProps(b []byte) bool {
+	var seen uint8
+	for len(b) > 0 {
+		end := bytes.IndexByte(b, message.PropertySeparator)
+		if end < 0 {
+			return false
+		}
+		item := b[:end]
+		b = b[end+1:]
+		sep := bytes.IndexByte(item, message.NameValueSeparator)
+		if sep <= 0 || sep == len(item)-1 || bytes.IndexByte(item[sep+1:], message.NameValueSeparator) >= 0 {
+			return false
+		}
+		var bit uint8
+		switch string(item[:sep]) {
+		case message.PropertyUniqClientMessageIDKeyIdx:
+			bit = 1
+		case message.PropertyWaitStoreMsgOK:
+			bit = 2
+		case message.PropertyKeys:
+			bit = 4
+		case message.PropertyTags:
+			bit = 8
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+	}
+	return seen&1 != 0
 }
 
 // propsLen is the length of the properties string the store will write for

@@ -62,18 +62,31 @@ type Writer interface {
 // Add writes one index entry into a batch. Keys containing 0x00 are skipped
 // (they cannot be delimited and no client produces them).
 func Add(b Writer, topic string, kind byte, key string, storeTime, phyOffset int64) error {
+	_, err := AddTo(b, nil, topic, kind, key, storeTime, phyOffset)
+	return err
+}
+
+// AddTo is Add with the entry's key built in scratch (grown as needed and
+// returned for the next call), for a Writer that copies what it is given
+// (the dispatcher's round): a dispatched message then costs no allocation.
+func AddTo[K string | []byte](b Writer, scratch []byte, topic string, kind byte, key K, storeTime, phyOffset int64) ([]byte, error) {
 	for i := 0; i < len(key); i++ {
 		if key[i] == 0 {
-			return nil
+			return scratch, nil
 		}
 	}
-	k := prefix(hourOf(storeTime), topic, kind, key)
+	k := append(scratch[:0], kv.PrefixIndex)
+	k = binary.BigEndian.AppendUint32(k, hourOf(storeTime))
+	k = append(k, topic...)
+	k = append(k, 0, kind)
+	k = append(k, key...)
+	k = append(k, 0)
 	k = binary.BigEndian.AppendUint64(k, uint64(storeTime))
 	k = binary.BigEndian.AppendUint64(k, uint64(phyOffset))
 	if err := b.Set(k, nil, nil); err != nil {
-		return fmt.Errorf("index: add: %w", err)
+		return k, fmt.Errorf("index: add: %w", err)
 	}
-	return nil
+	return k, nil
 }
 
 // Query returns up to max hits for (topic, kind, key) stored within
