@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -112,13 +113,21 @@ func (g grpcBackend) popped(resp *remoting.Command, in grpcserver.PopRequest) ([
 	if _, err := pop.ParseMsgOffsetInfo(msgInfo); err != nil {
 		return nil, fmt.Errorf("pop response: %w", err)
 	}
-	msgs, err := message.DecodeAll(resp.Body, message.DecodeOptions{})
+	// The bodies alias the answer's: a pop answer's body is a buffer of
+	// its own (the records appended to it), nobody else's once answered.
+	msgs, err := message.DecodeAll(resp.Body, message.DecodeOptions{AliasBody: true})
 	if err != nil {
 		return nil, fmt.Errorf("pop response body: %w", err)
 	}
 	cfg := g.b.cfg.Get()
 	for i, m := range msgs {
-		ei, err := pop.ParseExtraInfo(m.Property(message.PropertyPopCK))
+		// A retry message carries its extraInfo in POP_CK; an empty one is
+		// not parsed (it fails, at the cost of an error per message).
+		ck := m.Property(message.PropertyPopCK)
+		ei, err := pop.ExtraInfo{}, errNoPopCK
+		if ck != "" {
+			ei, err = pop.ParseExtraInfo(ck)
+		}
 		if err != nil { // not a retry message: its receipt comes from the headers
 			retry := pop.RetryFlag(m.Topic)
 			key := retry + "@" + strconv.Itoa(int(m.QueueID))
@@ -158,6 +167,9 @@ func (g grpcBackend) popped(resp *remoting.Command, in grpcserver.PopRequest) ([
 	}
 	return msgs, nil
 }
+
+// errNoPopCK: a popped message without POP_CK.
+var errNoPopCK = errors.New("no POP_CK")
 
 // receiptExt is the header ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME
 // share: the message by its receipt, in the topic it was popped from.

@@ -150,7 +150,8 @@ func (g grpcBackend) poppedLite(resp *remoting.Command, in grpcserver.PopRequest
 	if err := f.Err(); err != nil {
 		return nil, fmt.Errorf("pop lite response: %w", err)
 	}
-	msgs, err := message.DecodeAll(resp.Body, message.DecodeOptions{})
+	// The bodies alias the answer's, as popped's.
+	msgs, err := message.DecodeAll(resp.Body, message.DecodeOptions{AliasBody: true})
 	if err != nil {
 		return nil, fmt.Errorf("pop lite response body: %w", err)
 	}

@@ -267,22 +267,21 @@ func (m *messaging) sift(ctx context.Context, c Consumer, group, topic, expType,
 	maxAttempts := int32(g.RetryMaxTimes) + 1
 	kept := msgs[:0]
 	for _, msg := range msgs {
+		unwanted := tags != nil && !tags[msg.Tags()]
+		if !unwanted && msg.ReconsumeTimes < maxAttempts {
+			kept = append(kept, msg) // the common case: no receipt to parse
+			continue
+		}
 		r, err := ParseReceipt(msg.Property(message.PropertyPopCK))
 		if err != nil {
 			kept = append(kept, msg) // nothing to ack it with: the client decides
 			continue
 		}
-		switch {
-		case tags != nil && !tags[msg.Tags()], msg.ReconsumeTimes >= maxAttempts:
-			r = c.Current(group, r) // not for the client: no renewal
-		}
-		switch {
-		case tags != nil && !tags[msg.Tags()]:
+		r = c.Current(group, r) // not for the client: no renewal
+		if unwanted {
 			_, _ = c.Ack(ctx, group, topic, r)
-		case msg.ReconsumeTimes >= maxAttempts:
+		} else {
 			_, _ = c.DeadLetter(ctx, group, topic, messageID(msg), r)
-		default:
-			kept = append(kept, msg)
 		}
 	}
 	return kept
@@ -397,9 +396,14 @@ var systemKeys = func() map[string]bool {
 // body goes out decompressed (IDENTITY); its digest is the MD5 the proxy
 // sends, which the 5.x clients verify.
 func buildMessage(m *message.Message, topic *v2pb.Resource, invisible time.Duration) *v2pb.Message {
-	user := map[string]string{}
+	// Most messages have no user property: no map for them (on the wire
+	// an empty map and none are the same).
+	var user map[string]string
 	for k, v := range m.Properties {
 		if !systemKeys[k] {
+			if user == nil {
+				user = make(map[string]string)
+			}
 			user[validUTF8(k)] = validUTF8(v)
 		}
 	}

@@ -37,8 +37,10 @@
 # (45 s at most to drain), QUEUES (8), FLUSH_DISK_TYPE (ASYNC_FLUSH),
 # SYSTEMS ("apache ours"), GO_CLIENTS (1: the Go-client pair too),
 # GO_CONNS (1: gRPC connections of the Go client), BENCH_JVM_OPTS (the
-# client JVMs' options), OUT (a results file, one JSON line per system,
-# protocol and round, appended to), KEEP (keep the work directory).
+# client JVMs' options), A_NS_PORT A_BR_PORT A_GRPC_PORT and O_NS_PORT
+# O_BR_PORT O_GRPC_PORT (Apache's and our ports; free ones by default), OUT
+# (a results file, one JSON line per system, protocol and round, appended
+# to), KEEP (keep the work directory).
 #
 # Run lengths: each send run is WARMUP + DURATION (40 s), a receive run at
 # most RECV_TIMEOUT; a round of ours is three runs (six with GO_CLIENTS),
@@ -72,10 +74,13 @@ if [ -n "$GO_CLIENTS" ]; then
 fi
 work=$(mktemp -d -t bench-grpc-XXXX)
 CLK=$(getconf CLK_TCK)
-# Ports apart from the other benchmarks' (vs-apache.sh, ha.sh) and below the
-# ephemeral range (32768-60999), where a client connection may hold one.
-A_NS_PORT=19886 A_BR_PORT=20931 A_GRPC_PORT=18091
-O_NS_PORT=29886 O_BR_PORT=30931 O_GRPC_PORT=28091
+# Free loopback ports (bench-lib.sh free_ports), picked once per run unless
+# given: a broker also listens on its port - 2 and + 1 (so four from port -
+# 2), the proxy on its gRPC port and the one below (its remoting port).
+A_NS_PORT=${A_NS_PORT:-$(free_ports 1)} A_BR_PORT=${A_BR_PORT:-$(($(free_ports 4) + 2))}
+A_GRPC_PORT=${A_GRPC_PORT:-$(($(free_ports 2) + 1))}
+O_NS_PORT=${O_NS_PORT:-$(free_ports 1)} O_BR_PORT=${O_BR_PORT:-$(($(free_ports 4) + 2))}
+O_GRPC_PORT=${O_GRPC_PORT:-$(free_ports 1)}
 TOPIC=BenchGrpc GROUP=bench_grpc_cg RTOPIC=BenchRemoting
 
 # shellcheck source=../local-lib.sh
