@@ -78,7 +78,13 @@ func (s *Server) serveConn(conn net.Conn) {
 	s.conns.add()
 	s.mu.Unlock()
 	s.runCallbacks(&s.onConnect, ch, "connect")
-	err := readFrames(conn, s.cfg.MaxFrameSize, s.deferredCodes(), ch, func(cmd *Command) { s.dispatch(ch, cmd) })
+	err := readFrames(conn, s.cfg.MaxFrameSize, s.deferredCodes(), ch, func(cmd *Command) {
+		// Stamped as netpoll's reader stamps them: the offset-commit
+		// order check and the RPC latency metrics read these.
+		cmd.Arrival = s.arrivals.Add(1)
+		cmd.Received = time.Now()
+		s.dispatch(ch, cmd)
+	})
 	s.log.Debug("remoting: connection ended", "channel", ch.String(), "err", err)
 	_ = ch.Close()
 	s.closed(ch)

@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -672,28 +673,54 @@ func TestConnectCloseCallbacks(t *testing.T) {
 // Requests are numbered in the order the server reads them, across
 // connections, whatever order the executor then runs them in.
 func TestRequestArrivalOrder(t *testing.T) {
-	s := startServer(t, nil, nil)
-	var mu sync.Mutex
-	var seen []uint64
-	s.Register(codeUnknown, func(_ context.Context, _ *Channel, req *Command) (*Command, error) {
-		mu.Lock()
-		seen = append(seen, req.Arrival)
-		mu.Unlock()
-		return NewResponse(req, code.Success, ""), nil
-	}, nil)
-	for _, c := range []*Client{newClient(t, nil), newClient(t, nil)} {
-		for range 3 {
-			mustInvoke(t, c, s.Addr(), NewRequest(codeUnknown, nil, nil))
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(seen) != 6 || seen[0] == 0 {
-		t.Fatalf("arrivals %v", seen)
-	}
-	for i := 1; i < len(seen); i++ {
-		if seen[i] <= seen[i-1] {
-			t.Fatalf("arrivals %v: not increasing in the order the requests were sent one after another", seen)
-		}
+	fx := newTLSFixture(t)
+	for _, tc := range []struct {
+		name   string
+		server func(*ServerConfig)
+		client func(*ClientConfig)
+	}{
+		{"plaintext, netpoll", nil, nil},
+		// TLS connections are read on a goroutine each (serve.go): their
+		// requests were not stamped, so offset commits on them were not
+		// kept in arrival order.
+		{"tls, goroutine per connection",
+			func(c *ServerConfig) {
+				c.TLS = ServerTLS{Mode: TLSEnforcing, Config: &tls.Config{Certificates: []tls.Certificate{fx.server}}}
+			},
+			func(c *ClientConfig) { c.TLS = &tls.Config{RootCAs: fx.ca.Pool()} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startServer(t, tc.server, nil)
+			var mu sync.Mutex
+			var seen []uint64
+			var received []time.Time
+			s.Register(codeUnknown, func(_ context.Context, _ *Channel, req *Command) (*Command, error) {
+				mu.Lock()
+				seen = append(seen, req.Arrival)
+				received = append(received, req.Received)
+				mu.Unlock()
+				return NewResponse(req, code.Success, ""), nil
+			}, nil)
+			for _, c := range []*Client{newClient(t, tc.client), newClient(t, tc.client)} {
+				for range 3 {
+					mustInvoke(t, c, s.Addr(), NewRequest(codeUnknown, nil, nil))
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) != 6 || seen[0] == 0 {
+				t.Fatalf("arrivals %v", seen)
+			}
+			for i := 1; i < len(seen); i++ {
+				if seen[i] <= seen[i-1] {
+					t.Fatalf("arrivals %v: not increasing in the order the requests were sent one after another", seen)
+				}
+			}
+			for i, r := range received {
+				if r.IsZero() {
+					t.Fatalf("request %d has no Received time", i)
+				}
+			}
+		})
 	}
 }
