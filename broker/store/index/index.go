@@ -16,6 +16,7 @@ package index
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -106,10 +107,18 @@ func Query(db *pebble.DB, topic string, kind byte, key string, begin, end int64,
 	defer hours.Close()
 	var hits []Hit
 	first := int64(hourOf(begin))
-	h := int64(hourOf(end))
+	// Not hourOf: Long.MAX_VALUE's hour does not fit 32 bits, and a
+	// truncated one could fall before the hours that hold entries.
+	h := min(end/hourMs, math.MaxUint32)
 	for h >= first && len(hits) < max {
 		// The newest hour ≤ h that has any entry.
-		if !hours.SeekLT(binary.BigEndian.AppendUint32([]byte{kv.PrefixIndex}, uint32(h+1))) {
+		var found bool
+		if h >= math.MaxUint32 {
+			found = hours.Last()
+		} else {
+			found = hours.SeekLT(binary.BigEndian.AppendUint32([]byte{kv.PrefixIndex}, uint32(h+1)))
+		}
+		if !found {
 			break
 		}
 		k := hours.Key()

@@ -40,6 +40,11 @@ func TestAddQueryDelete(t *testing.T) {
 	if hits, _ := Query(db.DB, "T", KindKey, "order-1", 0, 1<<63-1, 32); len(hits) != 10 {
 		t.Fatalf("unbounded query %d hits", len(hits))
 	}
+	// An end whose hour does not fit 32 bits (it used to be truncated, here
+	// to hour 5, before every entry).
+	if hits, _ := Query(db.DB, "T", KindKey, "order-1", 0, (1<<32+5)*h, 32); len(hits) != 10 {
+		t.Fatalf("query with a far end: %d hits", len(hits))
+	}
 	b = db.NewBatch()
 	if err := DeleteBefore(b, 12*h+1); err != nil {
 		t.Fatal(err)
