@@ -16,6 +16,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
 	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/client"
 	"github.com/rmqgo/rmq/pkg/client/clienttest"
 	"github.com/rmqgo/rmq/pkg/message"
@@ -418,4 +419,108 @@ func (r *topicReader) stored(ctx context.Context, t *testing.T, topic string) in
 		n += off
 	}
 	return n
+}
+
+// lateListener answers UNKNOW locally and to every check but the
+// transactionCheckMax-th: that one it holds until the broker has discarded
+// every half message of the test (moved to TRANS_CHECK_MAX_TIME_TOPIC), and
+// only then answers by the body's prefix, so that the producer's
+// END_TRANSACTION reaches the broker after the discard.
+type lateListener struct {
+	max       int
+	discarded func() bool
+	mu        sync.Mutex
+	checks    map[string]int
+	last      map[string]*primitive.MessageExt // the copy answered late
+	early     []string                         // answered before the discard (a test failure)
+}
+
+func (l *lateListener) ExecuteLocalTransaction(*primitive.Message) primitive.LocalTransactionState {
+	return primitive.UnkonwnState
+}
+
+func (l *lateListener) CheckLocalTransaction(m *primitive.MessageExt) primitive.LocalTransactionState {
+	body := string(m.Body)
+	l.mu.Lock()
+	l.checks[body]++
+	n := l.checks[body]
+	l.mu.Unlock()
+	if n < l.max {
+		return primitive.UnkonwnState
+	}
+	for deadline := time.Now().Add(30 * time.Second); !l.discarded() && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	l.mu.Lock()
+	l.last[body] = m
+	if !l.discarded() {
+		l.early = append(l.early, body)
+	}
+	l.mu.Unlock()
+	if strings.HasPrefix(body, "commit") {
+		return primitive.CommitMessageState
+	}
+	return primitive.RollbackMessageState
+}
+
+// TestTransactionLateEndAfterDiscard: the broker gives up on two
+// transactions after transactionCheckMax checks and moves them to
+// TRANS_CHECK_MAX_TIME_TOPIC; the client-go producer's answers to the last
+// checks arrive after that. The late commit is stored once (as Apache's
+// EndTransactionProcessor stores it), the late rollback stores nothing, and
+// a repeated commit of the same half message stores nothing again
+// (docs/protocol.md §6.5).
+func TestTransactionLateEndAfterDiscard(t *testing.T) {
+	t.Parallel()
+	rlog.SetLogLevel("fatal") // client-go logs every non-commit local state as an error
+	conf := map[string]string{"transactionCheckMax": "2"}
+	for k, v := range txBrokerConf {
+		conf[k] = v
+	}
+	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: conf})
+	addr := c.Brokers()[0].Addr()
+	const topic, group = "TxLateTopic", "tx_late_pg"
+	mqadmin(t, c, "updateTopic", "-b", addr, "-t", topic, "-r", "2", "-w", "2")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	adm, err := admin.New(admin.Config{NameServers: []string{c.NamesrvAddr()}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	l := &lateListener{max: 2, checks: map[string]int{}, last: map[string]*primitive.MessageExt{}}
+	l.discarded = func() bool {
+		n, err := adm.GetMaxOffsetOf(ctx, addr, protocol.TransCheckMaxTopic, 0)
+		return err == nil && n >= 2
+	}
+	p := startTxProducer(t, c.NamesrvAddr(), group, l)
+	defer p.Shutdown()
+	for _, body := range []string{"commit|late", "rollback|late"} {
+		if res, err := p.SendMessageInTransaction(ctx, primitive.NewMessage(topic, []byte(body))); err != nil || res.Status != primitive.SendOK {
+			t.Fatalf("send %s: %v %v", body, err, res)
+		}
+	}
+	r := newTopicReader(t, c.NamesrvAddr(), "tx_late_reader")
+	waitDelivered(ctx, t, r, topic, []string{"commit|late"}, []string{"rollback|late"}, 40*time.Second)
+	l.mu.Lock()
+	m, early := l.last["commit|late"], l.early
+	l.mu.Unlock()
+	if len(early) > 0 {
+		t.Fatalf("%v answered before the broker discarded both transactions: not a late end", early)
+	}
+	if m == nil {
+		t.Fatal("the late commit's check is not recorded")
+	}
+	// The same commit again, as a producer retrying it would send it.
+	wantResp(t, "commit again", roundTrip(t, addr, endTxRequest(group, m.QueueOffset, m.CommitLogOffset, 8)), code.Success)
+	// Further check rounds: nothing is checked again or stored twice.
+	time.Sleep(2500 * time.Millisecond)
+	waitDelivered(ctx, t, r, topic, []string{"commit|late"}, []string{"rollback|late"}, 5*time.Second)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for body, n := range l.checks {
+		if n != 2 {
+			t.Errorf("%s checked %d times, want transactionCheckMax = 2", body, n)
+		}
+	}
 }
