@@ -36,8 +36,12 @@ func TestClientGo100kExactlyOncePerGroup(t *testing.T) {
 	done := make(chan interop.Result, 1)
 	go func() {
 		// Duplicates are judged below, against the broker's log.
+		// The deadline counts from the consumers' start and so covers the
+		// sends too: on a loaded machine (load ~30) client-go's 100k async
+		// sends alone took 116 s, and a 120 s deadline failed the test
+		// with the consumers keeping pace with the producer.
 		done <- interop.RunGoCheck(t, "consume", "-n", c.NamesrvAddr(), "-t", "Exact100k", "-run", "exact", "-count", n,
-			"-groups", "2", "-consumers", "2", "-allow-dups", "-log-level", "warn")
+			"-groups", "2", "-consumers", "2", "-allow-dups", "-log-level", "warn", "-timeout", "300")
 	}()
 	time.Sleep(8 * time.Second) // four consumers join and rebalance before the first message
 	prod := interop.RunGoCheck(t, "produce", "-n", c.NamesrvAddr(), "-t", "Exact100k", "-run", "exact", "-count", n, "-send-mode", "async")
