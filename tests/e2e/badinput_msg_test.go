@@ -74,6 +74,7 @@ func wantResp(t *testing.T, what string, resp *remoting.Command, want int32) {
 // PULL_OFFSET_MOVED with the right nextBeginOffset for unknown queues and
 // out-of-range offsets — and the broker keeps storing and serving.
 func TestBadInputMessages(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, framework.Options{Brokers: 1,
 		BrokerConf: map[string]string{"maxMessageSize": strconv.Itoa(badInputMaxMessageSize)}})
 	addr := c.Brokers()[0].Addr()
