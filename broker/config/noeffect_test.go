@@ -67,7 +67,7 @@ func TestNoEffectKeysDocumented(t *testing.T) {
 func TestLoadReportsNoEffectKeysSet(t *testing.T) {
 	h := testHost(t)
 	file := filepath.Join(t.TempDir(), "broker.conf")
-	conf := "brokerName=broker-a\nhighSpeedMode=true\nlistenPort=10911\nWARMMAPEDFILEENABLE=true\n"
+	conf := "brokerName=broker-a\nhighSpeedMode=true\nlistenPort=10911\nTRANSIENTSTOREPOOLENABLE=true\n"
 	if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestLoadReportsNoEffectKeysSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"debugLockEnable", "highSpeedMode", "serverWorkerThreads", "warmMapedFileEnable"}
+	want := []string{"debugLockEnable", "highSpeedMode", "serverWorkerThreads", "transientStorePoolEnable"}
 	if !slices.Equal(loaded.NoEffect, want) {
 		t.Fatalf("NoEffect = %v, want %v", loaded.NoEffect, want)
 	}

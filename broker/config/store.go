@@ -128,7 +128,7 @@ type MessageStoreConfig struct {
 	WakeFlushWhenPutMessage                  bool          `key:"wakeFlushWhenPutMessage" important:"true" effect:"none"`
 	DispatchFromSenderThread                 bool          `key:"dispatchFromSenderThread" important:"true" effect:"none"`
 	OsPageCacheBusyTimeOutMills              time.Duration `key:"osPageCacheBusyTimeOutMills"`
-	WarmMapedFileEnable                      bool          `key:"warmMapedFileEnable" important:"true" effect:"none"`
+	WarmMapedFileEnable                      bool          `key:"warmMapedFileEnable" important:"true"`
 	TransientStorePoolEnable                 bool          `key:"transientStorePoolEnable" important:"true" effect:"none"`
 	TransientStorePoolSize                   int           `key:"transientStorePoolSize" important:"true" effect:"none"`
 	FastFailIfNoBufferInStorePool            bool          `key:"fastFailIfNoBufferInStorePool" important:"true" effect:"none"`

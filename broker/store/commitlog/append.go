@@ -380,6 +380,12 @@ func (l *Log) waitWrittenLocked(end int64) error {
 // writeBatchLocked writes everything buffered with one WriteAt. mu is
 // released during the write; writing keeps others from starting another.
 func (l *Log) writeBatchLocked() {
+	for l.zeroing && l.pendStart+int64(len(l.pend)) > l.zeroFrom {
+		// The zero-ahead writer is writing where these records go: let
+		// it finish first. writing keeps other writers out meanwhile.
+		l.writing = true
+		l.cond.Wait()
+	}
 	buf := l.pend
 	start := l.pendStart
 	seg := l.active
@@ -404,6 +410,7 @@ func (l *Log) writeBatchLocked() {
 		l.wakeFlushWaiters()
 	} else {
 		l.written.Store(start + int64(len(buf)))
+		l.maybeZeroAheadLocked()
 	}
 	l.cond.Broadcast()
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +25,10 @@ import (
 const benchRecordBody = 1024 - 100 // record ≈ 1 KiB with headers and properties
 
 func benchLog(b *testing.B, dir string, mode FlushDiskType, fsys vfs.FS) *Log {
+	return benchLogWith(b, dir, mode, fsys, nil)
+}
+
+func benchLogWith(b *testing.B, dir string, mode FlushDiskType, fsys vfs.FS, tweak func(*Config)) *Log {
 	b.Helper()
 	cfg := DefaultConfig(filepath.Join(dir, "commitlog"))
 	cfg.FS = fsys
@@ -32,6 +37,9 @@ func benchLog(b *testing.B, dir string, mode FlushDiskType, fsys vfs.FS) *Log {
 	cfg.CleanResourceInterval = 0
 	cfg.Logger = quietLogger()
 	cfg.Assigner = &counter{}
+	if tweak != nil {
+		tweak(&cfg)
+	}
 	l, err := Open(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -114,34 +122,53 @@ func BenchmarkAppendVsRaw(b *testing.B) {
 }
 
 func BenchmarkAppendSync(b *testing.B) {
-	for _, writers := range []int{1, 16, 64} {
-		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
-			rec := record(b, "BenchTopic", 0, 0, benchRecordBody)
-			ffs := vfs.NewFaultFS(vfs.OS()) // pass-through, counts fsyncs
-			l := benchLog(b, b.TempDir(), SyncFlush, ffs)
-			defer l.Close()
-			b.SetBytes(int64(len(rec)))
-			_, s0, _ := ffs.Stats()
-			var left atomic.Int64
-			left.Store(int64(b.N))
-			b.ResetTimer()
-			var wg sync.WaitGroup
-			for range writers {
-				wg.Go(func() {
-					for left.Add(-1) >= 0 {
-						if _, err := l.Append(context.Background(), rec); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
+	for _, zeroAhead := range []int64{0, 16 << 20} {
+		for _, writers := range []int{1, 16, 64} {
+			b.Run(fmt.Sprintf("zeroAhead=%dMiB/writers=%d", zeroAhead>>20, writers), func(b *testing.B) {
+				benchAppendSync(b, writers, zeroAhead)
+			})
+		}
+	}
+}
+
+// benchAppendSync appends from writers goroutines with SYNC_FLUSH and
+// reports fsyncs and process CPU (user + system) per append.
+func benchAppendSync(b *testing.B, writers int, zeroAhead int64) {
+	rec := record(b, "BenchTopic", 0, 0, benchRecordBody)
+	ffs := vfs.NewFaultFS(vfs.OS()) // pass-through, counts fsyncs
+	l := benchLogWith(b, b.TempDir(), SyncFlush, ffs, func(c *Config) { c.ZeroAhead = zeroAhead })
+	defer l.Close()
+	b.SetBytes(int64(len(rec)))
+	_, s0, _ := ffs.Stats()
+	cpu0 := processCPU()
+	var left atomic.Int64
+	left.Store(int64(b.N))
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for left.Add(-1) >= 0 {
+				if _, err := l.Append(context.Background(), rec); err != nil {
+					b.Error(err)
+					return
+				}
 			}
-			wg.Wait()
-			b.StopTimer()
-			_, s1, _ := ffs.Stats()
-			b.ReportMetric(float64(s1-s0)/float64(b.N), "fsyncs/op")
 		})
 	}
+	wg.Wait()
+	b.StopTimer()
+	_, s1, _ := ffs.Stats()
+	b.ReportMetric(float64(s1-s0)/float64(b.N), "fsyncs/op")
+	b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+}
+
+// processCPU is the process's user + system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkRecoverScan times the recovery scan after a crash (abort marker

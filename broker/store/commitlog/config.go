@@ -112,6 +112,11 @@ type Config struct {
 	// and writes skip block allocation. Segments then use FileSize on disk
 	// at once.
 	Preallocate bool
+	// ZeroAhead keeps this many bytes after the write position written
+	// with zeros by a background writer (zeroahead.go), so that the
+	// fdatasync after an append finds plain blocks rather than preallocated
+	// ones to convert. 0: off. Costs a second write of every byte.
+	ZeroAhead int64
 	// PrepareNext creates each next segment in the background as soon as
 	// the previous one becomes active (Apache's AllocateMappedFileService),
 	// so that a roll does not fsync a new file and the directory under the

@@ -30,17 +30,27 @@ type Log struct {
 
 	// mu guards the append state below; cond (on mu) is signalled whenever a
 	// write completes or the log fails.
-	mu          sync.Mutex
-	cond        sync.Cond
-	appenders   atomic.Int32 // callers inside AppendWith / AppendRaw, waiting for mu included
-	nextSeg     *segment     // the next segment, made ahead (Config.PrepareNext); not in segs
-	preparing   bool         // a goroutine is making spare
-	active      *segment     // last segment; nil before the first append
-	next        int64        // next offset to hand out (end of pend, or segment end while rolling)
-	pend        []byte       // records for [pendStart, pendStart+len(pend)), not yet written
-	pendStart   int64
-	spare       []byte // the other half of the double buffer
-	writing     bool   // a caller is writing a batch with mu released
+	mu        sync.Mutex
+	cond      sync.Cond
+	appenders atomic.Int32 // callers inside AppendWith / AppendRaw, waiting for mu included
+	nextSeg   *segment     // the next segment, made ahead (Config.PrepareNext); not in segs
+	preparing bool         // a goroutine is making spare
+	active    *segment     // last segment; nil before the first append
+	next      int64        // next offset to hand out (end of pend, or segment end while rolling)
+	pend      []byte       // records for [pendStart, pendStart+len(pend)), not yet written
+	pendStart int64
+	spare     []byte // the other half of the double buffer
+	writing   bool   // a caller is writing a batch with mu released
+	// Zero-ahead (zeroahead.go): [.., zeroedTo) of zeroSeg is written; a
+	// writer goroutine runs (zeroRun) and is writing the chunk at zeroFrom
+	// (zeroing).
+	zeroSeg  *segment
+	zeroedTo int64
+	zeroRun  bool
+	zeroing  bool
+	zeroFrom int64
+	// zeroWritten counts the bytes the zero-ahead writer wrote.
+	zeroWritten atomic.Int64
 	lastStoreTS int64
 	err         error // sticky failure; nil while writable
 

@@ -36,6 +36,9 @@ func (l *Log) Truncate(offset int64) error {
 	}
 	l.flushRun.Lock()
 	defer l.flushRun.Unlock()
+	// The tail is zeroed below, possibly as unwritten blocks: zero-ahead
+	// starts over from the new end.
+	l.zeroSeg = nil
 	// Readers stop at the new end before its bytes disappear.
 	l.written.Store(offset)
 

@@ -310,6 +310,12 @@ func (f *faultFile) DataRegion(off, size int64) (int64, int64, error) {
 	return DataRegion(f.File, off, size)
 }
 
+// StartWriteBack is the wrapped file's: it changes no bytes, so no fault
+// applies to it.
+func (f *faultFile) StartWriteBack(off, n int64) error {
+	return StartWriteBack(f.File, off, n)
+}
+
 // ZeroRange is the wrapped file's (false when it cannot), refused like a
 // write when the disk is full or writes fail.
 func (f *faultFile) ZeroRange(off, n int64) (bool, error) {

@@ -104,3 +104,23 @@ func (f osFile) ZeroRange(off, n int64) (bool, error) {
 		return false, &os.PathError{Op: "fallocate ZERO_RANGE", Path: f.Name(), Err: err}
 	}
 }
+
+// StartWriteBack starts write-back of [off, off+n) with sync_file_range
+// SYNC_FILE_RANGE_WRITE (no wait, nothing made durable).
+func (f osFile) StartWriteBack(off, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	for {
+		err := syscall.SyncFileRange(int(f.Fd()), off, n, syncFileRangeWrite)
+		if err != syscall.EINTR {
+			if err != nil {
+				return &os.PathError{Op: "sync_file_range", Path: f.Name(), Err: err}
+			}
+			return nil
+		}
+	}
+}
+
+// syncFileRangeWrite is SYNC_FILE_RANGE_WRITE.
+const syncFileRangeWrite = 0x2

@@ -100,6 +100,23 @@ func ZeroRange(f File, off, n int64) (bool, error) {
 	return false, nil
 }
 
+// WriteBackStarter is implemented by files that can start writing a
+// range's dirty pages to disk without waiting for them (sync_file_range
+// SYNC_FILE_RANGE_WRITE). It makes nothing durable and reports no I/O
+// error of the pages: the next Sync does.
+type WriteBackStarter interface {
+	StartWriteBack(off, n int64) error
+}
+
+// StartWriteBack is f's StartWriteBack when f is a WriteBackStarter;
+// otherwise it does nothing.
+func StartWriteBack(f File, off, n int64) error {
+	if w, ok := f.(WriteBackStarter); ok {
+		return w.StartWriteBack(off, n)
+	}
+	return nil
+}
+
 // DiskUsage describes the file system holding a path.
 type DiskUsage struct {
 	Total uint64 // bytes: used plus Free (blocks reserved for root left out, as df does)
