@@ -17,6 +17,7 @@ import (
 	"github.com/rmqgo/rmq/broker/internal/loop"
 	"github.com/rmqgo/rmq/broker/store/commitlog"
 	"github.com/rmqgo/rmq/broker/store/consumequeue"
+	"github.com/rmqgo/rmq/broker/store/index"
 	"github.com/rmqgo/rmq/broker/store/kv"
 	"github.com/rmqgo/rmq/broker/store/offset"
 )
@@ -344,9 +345,37 @@ func (s *Store) onCommitLogMinChange(minOffset int64) {
 		return
 	}
 	s.log.Info("CommitLog files deleted; consume queues moved", "minOffset", minOffset, "queues", n)
+	if err := s.pruneIndex(minOffset); err != nil {
+		s.log.Error("prune key index", "minOffset", minOffset, "err", err)
+	}
 	if h := s.minOffsetHook.Load(); h != nil {
 		(*h)(minOffset)
 	}
+}
+
+// pruneIndex range-deletes the key index's hours that end before the
+// store time of the CommitLog's oldest message (at minOffset): their
+// entries all name deleted messages, as Apache deletes index files that
+// end below the CommitLog's min offset. Found by helper perf18cq: nothing
+// pruned the index before, so it grew for ever. Pebble's WAL is off, so a
+// crash may bring the pruned keys back until the next deletion of
+// CommitLog files; their hits name deleted records and are skipped.
+func (s *Store) pruneIndex(minOffset int64) error {
+	if minOffset >= s.cl.MaxOffset() {
+		return nil // no message left to date the boundary by
+	}
+	rec, err := s.cl.ReadRecord(minOffset)
+	if err != nil {
+		return fmt.Errorf("store: read the oldest message: %w", err)
+	}
+	ts := rec.View.StoreTimestamp()
+	rec.Release()
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := index.DeleteBefore(b, ts); err != nil {
+		return err
+	}
+	return b.Commit(pebble.NoSync)
 }
 
 // AddArrivalListener registers l for every dispatched entry.
