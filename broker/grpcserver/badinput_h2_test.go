@@ -31,6 +31,11 @@ type h2Client struct {
 	// status is the grpc-status of each ended stream; data its DATA bytes.
 	status map[uint32]string
 	data   map[uint32][]byte
+	// What the server sent besides its streams: PINGs (not acks), its
+	// SETTINGS, the WINDOW_UPDATEs of the connection (stream 0).
+	pings      int
+	settings   map[http2.SettingID]uint32
+	connWindow uint32
 }
 
 func newH2Client(t *testing.T, addr string) *h2Client {
@@ -40,7 +45,8 @@ func newH2Client(t *testing.T, addr string) *h2Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	c := &h2Client{t: t, conn: conn, fr: http2.NewFramer(conn, conn), status: map[uint32]string{}, data: map[uint32][]byte{}}
+	c := &h2Client{t: t, conn: conn, fr: http2.NewFramer(conn, conn), status: map[uint32]string{}, data: map[uint32][]byte{},
+		settings: map[http2.SettingID]uint32{}}
 	c.enc = hpack.NewEncoder(&c.buf)
 	c.dec = hpack.NewDecoder(4096, nil)
 	if _, err := conn.Write([]byte(http2.ClientPreface)); err != nil {
@@ -107,11 +113,17 @@ func (c *h2Client) await(ids ...uint32) {
 		switch f := f.(type) {
 		case *http2.SettingsFrame:
 			if !f.IsAck() {
+				_ = f.ForeachSetting(func(s http2.Setting) error { c.settings[s.ID] = s.Val; return nil })
 				_ = c.fr.WriteSettingsAck()
 			}
 		case *http2.PingFrame:
 			if !f.IsAck() {
+				c.pings++
 				_ = c.fr.WritePing(true, f.Data)
+			}
+		case *http2.WindowUpdateFrame:
+			if f.StreamID == 0 {
+				c.connWindow += f.Increment
 			}
 		case *http2.DataFrame:
 			c.data[f.StreamID] = append(c.data[f.StreamID], f.Data()...)
@@ -203,6 +215,41 @@ func TestRawHTTP2BadFrames(t *testing.T) {
 	defer f.mu.Unlock()
 	if len(f.sent) != 0 {
 		t.Fatalf("a broken send reached the broker")
+	}
+}
+
+// TestFlowControlWindows: the server's receive windows are 1 MiB per
+// stream and per connection (grpc-java's server default, the proxy's), and
+// serving requests sends no PING: grpc-go's bandwidth-delay estimation,
+// which keeps a PING in flight on a connection carrying requests (each
+// answered by the client), is off.
+func TestFlowControlWindows(t *testing.T) {
+	f := badInputConsumer()
+	s := startServer(t, Config{Backend: f, AdvertiseHost: "127.0.0.1"})
+	c := newH2Client(t, s.Addr())
+	good, err := proto.Marshal(&v2pb.QueryRouteRequest{Topic: &v2pb.Resource{Name: "T"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	route := v2pb.MessagingService_QueryRoute_FullMethodName
+	for i := uint32(0); i < 20; i++ {
+		id := 2*i + 1
+		c.open(id, route)
+		c.send(id, true, grpcFrame(0, uint32(len(good)), good))
+		c.await(id)
+		if c.code(id) != codes.OK {
+			t.Fatalf("stream %d: grpc-status %q", id, c.status[id])
+		}
+	}
+	if got := c.settings[http2.SettingInitialWindowSize]; got != flowControlWindow {
+		t.Errorf("SETTINGS_INITIAL_WINDOW_SIZE %d, want %d", got, flowControlWindow)
+	}
+	// The connection starts at HTTP/2's 65535 bytes; the server raises it.
+	if got := 65535 + c.connWindow; got < flowControlWindow {
+		t.Errorf("connection window raised to %d, want at least %d", got, flowControlWindow)
+	}
+	if c.pings != 0 {
+		t.Errorf("the server sent %d PINGs while serving 20 requests (bandwidth-delay estimation on)", c.pings)
 	}
 }
 

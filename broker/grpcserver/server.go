@@ -53,6 +53,18 @@ const maxHeaderListSize = 8 << 10
 // large messages read as fast.
 const readBufferSize = 8 << 10
 
+// flowControlWindow is each stream's and each connection's HTTP/2 receive
+// window: grpc-java's NettyServerBuilder default (DEFAULT_FLOW_CONTROL_WINDOW,
+// 1 MiB, no automatic tuning), which the proxy keeps (Apache proxy/src/main/
+// java/org/apache/rocketmq/proxy/grpc/GrpcServerBuilder.java sets none).
+// A window given turns off grpc-go's bandwidth-delay estimation, which
+// otherwise keeps a PING in flight on every connection carrying requests
+// (one per round trip, each answered by the client) while its estimate is
+// under 16 MiB, as it stays on a loopback with small messages. The
+// connection window also bounds what a client can have buffered unread in
+// the broker per connection (the estimation could raise it to 16 MiB).
+const flowControlWindow = 1 << 20
+
 // Config configures a Server.
 type Config struct {
 	// Addr is the host:port to listen on (port 0: a free port).
@@ -158,6 +170,7 @@ func Start(cfg Config) (*Server, error) {
 		grpc.ConnectionTimeout(cfg.HandshakeTimeout), grpc.MaxRecvMsgSize(maxInboundMessageSize), grpc.InTapHandle(arr.tap),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.IdleTimeout}), grpc.MaxHeaderListSize(maxHeaderListSize),
 		grpc.ReadBufferSize(readBufferSize),
+		grpc.InitialWindowSize(flowControlWindow), grpc.InitialConnWindowSize(flowControlWindow),
 	}
 	if cfg.StreamWorkers > 0 {
 		opts = append(opts, grpc.NumStreamWorkers(uint32(cfg.StreamWorkers)))

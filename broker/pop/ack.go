@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 
 	"github.com/rmqgo/rmq/broker/msgtype"
@@ -135,7 +136,12 @@ func (p *Processor) ackAll(ctx context.Context, rq int32, items []ackItem) {
 		q.leading = true
 		q.amu.Unlock()
 	}
-	// This caller records every waiting call, its own included.
+	// This caller records every waiting call, its own included. It
+	// yields first: acks sent together (a 5.x SimpleConsumer acks each
+	// message of a receive in an rpc of its own, all at once) are being
+	// dispatched to other goroutines now, and a yield lets those that are
+	// ready join this record instead of waiting for the next.
+	runtime.Gosched()
 	q.amu.Lock()
 	batch := q.acks
 	q.acks = nil

@@ -40,7 +40,9 @@
 # client JVMs' options), A_NS_PORT A_BR_PORT A_GRPC_PORT and O_NS_PORT
 # O_BR_PORT O_GRPC_PORT (Apache's and our ports; free ones by default), OUT
 # (a results file, one JSON line per system, protocol and round, appended
-# to), KEEP (keep the work directory).
+# to), KEEP (keep the work directory), BROKER_BIN (our broker binary,
+# bin/broker by default: another build's, for an A/B of two builds),
+# BROKER_ARGS (more flags for it, e.g. --pprof-addr 127.0.0.1:6060).
 #
 # Run lengths: each send run is WARMUP + DURATION (40 s), a receive run at
 # most RECV_TIMEOUT; a round of ours is three runs (six with GO_CLIENTS),
@@ -60,6 +62,8 @@ RECV_TIMEOUT=${RECV_TIMEOUT:-45}
 SYSTEMS=${SYSTEMS:-apache ours}
 GO_CLIENTS=${GO_CLIENTS:-}
 GO_CONNS=${GO_CONNS:-1}
+BROKER_BIN=${BROKER_BIN:-bin/broker}
+BROKER_ARGS=${BROKER_ARGS:-}
 BENCH_JVM_OPTS=${BENCH_JVM_OPTS:--Xms512m -Xmx512m -XX:+UseParallelGC}
 secs=${DURATION%s}
 case "$secs" in '' | *[!0-9]*)
@@ -193,7 +197,8 @@ run_ours() { # <round>
   bin/namesrv --listen-port $O_NS_PORT --kv-config-path "$dir/kv.json" >"$dir/namesrv.log" 2>&1 &
   pids+=($!)
   DATA=$dir wait_port $O_NS_PORT
-  bin/broker -c "$dir/broker.conf" >"$dir/broker.log" 2>&1 &
+  # shellcheck disable=SC2086 # word list on purpose
+  "$BROKER_BIN" -c "$dir/broker.conf" $BROKER_ARGS >"$dir/broker.log" 2>&1 &
   pids+=($!)
   local pid=$!
   DATA=$dir wait_port $O_BR_PORT
