@@ -31,7 +31,7 @@ func writeConf(t *testing.T, store string) string {
 		"mapedFileSizeCommitLog=1073741824",
 		"colour=blue",
 		"highSpeedMode=true",
-		"warmMapedFileEnable=false",
+		"transientStorePoolEnable=false",
 	}, "\n")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -105,8 +105,8 @@ func TestBootAndGracefulShutdown(t *testing.T) {
 	}
 	// One warning names the no-effect keys the file sets, and only those
 	// (not brokerConfigPath, which -c implies).
-	if n := strings.Count(logs, "accepted with no effect"); n != 1 || !strings.Contains(logs, `"accepted with no effect: highSpeedMode, warmMapedFileEnable"`) {
-		t.Errorf("%d no-effect warnings, want one naming highSpeedMode and warmMapedFileEnable:\n%s", n, logs)
+	if n := strings.Count(logs, "accepted with no effect"); n != 1 || !strings.Contains(logs, `"accepted with no effect: highSpeedMode, transientStorePoolEnable"`) {
+		t.Errorf("%d no-effect warnings, want one naming highSpeedMode and transientStorePoolEnable:\n%s", n, logs)
 	}
 	cancel()
 	select {
