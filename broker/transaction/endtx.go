@@ -136,6 +136,9 @@ func (s *Service) endTransaction(ctx context.Context, ch *remoting.Channel, req 
 		// may be checked again after a restart (Java logs and goes on too).
 		s.log.Error("write op record after commit", "uniqKey", uniq, "halfOffsets", claim.targets, "err", err)
 	}
+	if claim.late {
+		s.st.rememberLate(uniq)
+	}
 	s.st.finishEnd(uniq, r.commitOrRollback, s.d.Store.MaxOffset(protocol.TransHalfTopic, 0))
 	if r.commitOrRollback == message.TransactionCommitType {
 		s.commits.Add(1)
@@ -193,8 +196,13 @@ func (s *Service) discardedNotCommitted(prev int32, uniq string, half *message.M
 	if key == "" {
 		return false
 	}
+	// From well before the first copy: half may be a copy the check scan
+	// re-appended after the commit was stored (its store time is later
+	// than the committed message's); every copy keeps the producer's born
+	// time, whose clock may be off by some margin.
+	begin := min(half.BornTimestamp, half.StoreTimestamp) - lateCommitIndexSkew.Milliseconds()
 	found := func(topic string) bool {
-		res, err := s.d.Store.QueryMessage(topic, key, true, 1, half.StoreTimestamp, math.MaxInt64)
+		res, err := s.d.Store.QueryMessage(topic, key, true, 1, begin, math.MaxInt64)
 		if err != nil {
 			s.log.Warn("end transaction: query the key index", "topic", topic, "uniqKey", key, "err", err)
 			return false
@@ -215,6 +223,12 @@ func (s *Service) discardedNotCommitted(prev int32, uniq string, half *message.M
 	}
 	return true
 }
+
+// lateCommitIndexSkew is how far before a half message's born (or store)
+// time the late-commit check searches the key index for the committed
+// message: a producer clock ahead of the broker's by up to this much is
+// tolerated.
+const lateCommitIndexSkew = 24 * time.Hour
 
 // txKey identifies a transaction across the copies of its half message.
 func txKey(m *message.Message) string {

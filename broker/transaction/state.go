@@ -3,6 +3,8 @@ package transaction
 import (
 	"slices"
 	"sync"
+
+	"github.com/rmqgo/rmq/pkg/message"
 )
 
 // maxChain bounds the copies remembered per transaction (each check
@@ -44,6 +46,10 @@ type state struct {
 	// inflight holds transactions an END_TRANSACTION is storing; the
 	// channel closes when it is done.
 	inflight map[string]chan struct{}
+	// lateDone holds the last maxLateDone transactions committed after
+	// their discard (lateOrder: oldest first); prune leaves them.
+	lateDone  map[string]struct{}
+	lateOrder []string
 	// opRead is the next op queue offset to read; ops the op records read
 	// but not yet passed by progress; opProgress the op queue offset below
 	// which every op names only half offsets < progress.
@@ -61,6 +67,7 @@ func newState(progress, opProgress int64) *state {
 		ended:      map[string]endMark{},
 		chains:     map[string][]int64{},
 		inflight:   map[string]chan struct{}{},
+		lateDone:   map[string]struct{}{},
 	}
 }
 
@@ -112,6 +119,8 @@ type claimResult struct {
 	prevOutcome int32
 	// chain is what to restore on unclaim.
 	chain []int64
+	// late: claimed by claimAfterDiscard (a commit after the discard).
+	late bool
 }
 
 // claimEnd reserves the end of transaction uniq for END_TRANSACTION on half
@@ -161,8 +170,40 @@ func (s *state) claimAfterDiscard(uniq string) claimResult {
 	if m, ok := s.ended[uniq]; ok && m.outcome != outcomeDiscarded {
 		return claimResult{prevOutcome: m.outcome}
 	}
+	if _, ok := s.lateDone[uniq]; ok {
+		// Committed late already, and forgotten by ended since (the
+		// scan moved on): the caller's index lookup may have run before
+		// that commit was stored.
+		return claimResult{prevOutcome: lateOutcome}
+	}
 	s.inflight[uniq] = make(chan struct{})
-	return claimResult{ok: true}
+	return claimResult{ok: true, late: true}
+}
+
+// lateOutcome is what a late end stores: a commit (a rollback after the
+// discard changes nothing).
+const lateOutcome = message.TransactionCommitType
+
+// maxLateDone bounds the late commits remembered outside ended (FIFO).
+// The memory only has to outlast the key index's dispatch lag: afterwards
+// the index finds the committed message.
+const maxLateDone = 4096
+
+// rememberLate records a transaction committed after its discard, so that
+// a duplicate commit whose index lookup ran before that commit was stored
+// cannot claim it again once ended has forgotten it.
+func (s *state) rememberLate(uniq string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.lateDone[uniq]; ok {
+		return
+	}
+	s.lateDone[uniq] = struct{}{}
+	s.lateOrder = append(s.lateOrder, uniq)
+	if len(s.lateOrder) > maxLateDone {
+		delete(s.lateDone, s.lateOrder[0])
+		s.lateOrder = s.lateOrder[1:]
+	}
 }
 
 // finishEnd records the end of a claimed transaction. Copies the scan made
