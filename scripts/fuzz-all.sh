@@ -13,8 +13,8 @@
 # FUZZMINIMIZE (default 5s) caps the minimization of each new corpus entry
 # (go test -fuzzminimizetime; Go's default 60s). Inputs that widen coverage
 # keep arriving for a long time in some targets (FuzzBuildMessage: hundreds
-# in its first minutes), and every worker stops executing while one
-# minimizes; once, a minimization held a target at 0 execs/s for an hour.
+# in its first minutes), and the execution count stood still while they
+# were minimized (0 execs/s for seconds at a time; once for an hour).
 # Crashers are still minimized within the cap and saved either way.
 set -uo pipefail
 cd "$(dirname "$0")/.."
