@@ -139,6 +139,9 @@ func (ch *Channel) markClosed() {
 
 func (ch *Channel) touch() { ch.lastActive.Store(time.Now().UnixNano()) }
 
+// touchAt is touch with the time already read.
+func (ch *Channel) touchAt(now time.Time) { ch.lastActive.Store(now.UnixNano()) }
+
 // idleSince reports whether nothing was read or written since t (unix nanos).
 func (ch *Channel) idleSince(t int64) bool { return ch.lastActive.Load() < t }
 
