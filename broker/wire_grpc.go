@@ -21,7 +21,8 @@ type grpcBackend struct{ b *Broker }
 // Topic reads the topic table. The permission is the topic's and the
 // broker's together, as the nameserver's queue data the proxy reads.
 func (g grpcBackend) Topic(name string) (grpcserver.Topic, bool) {
-	tc, ok := g.b.topics.Get(name)
+	// Read only: no copy of the attributes per send.
+	tc, ok := g.b.topics.GetShared(name)
 	if !ok {
 		return grpcserver.Topic{}, false
 	}
@@ -46,14 +47,14 @@ func (g grpcBackend) MaxMessageSize() int { return g.b.cfg.Get().MaxMessageSize 
 // Send stores a message through the SEND_MESSAGE handler as registered
 // (with every wrapper: fencing, static topics, checks), so gRPC and
 // remoting sends share one path. No remoting channel: the gRPC peer's
-// address reaches the handler through send.WithBornHost.
+// address reaches the handler through send.WithOrigin.
 func (g grpcBackend) Send(ctx context.Context, in grpcserver.SendInput) (grpcserver.SendResult, error) {
 	h, _, ok := g.b.server.Handler(code.SendMessage)
 	if !ok {
 		return grpcserver.SendResult{}, errors.New("no SEND_MESSAGE handler registered")
 	}
 	// The properties go to the handler as the map they are
-	// (send.WithProperties), not encoded for it to decode; what the
+	// (send.WithOrigin), not encoded for it to decode; what the
 	// encoding refused is refused here.
 	if err := message.CheckProperties(in.Properties); err != nil {
 		return grpcserver.SendResult{}, fmt.Errorf("encode properties: %w", err)
@@ -71,7 +72,7 @@ func (g grpcBackend) Send(ctx context.Context, in grpcserver.SendInput) (grpcser
 		// (0, false, false): eight fields keep the map in one small group
 		// of Go's maps, eleven took a table of several allocations.
 	}, in.Body)
-	resp, err := h(send.WithProperties(send.WithBornHost(ctx, in.BornHost), in.Properties), nil, req)
+	resp, err := h(send.WithOrigin(ctx, in.BornHost, in.Properties), nil, req)
 	if ce := (*remoting.CodeError)(nil); errors.As(err, &ce) {
 		// A refusal with a response code (NOT_LEADER_FOR_QUEUE from the
 		// static-topic rewriting, docs/static-topics.md §7.1) is an answer.

@@ -193,6 +193,18 @@ func (m *Manager) Get(name string) (protocol.TopicConfig, bool) {
 	return cloneTC(tc), ok
 }
 
+// GetShared returns a topic's config with its Attributes map shared with
+// the table, not copied: for hot read-only callers (each gRPC send reads
+// its topic). The caller must not modify the map; the table never does
+// (Update and the others store new maps), so reading it without the lock
+// is safe.
+func (m *Manager) GetShared(name string) (protocol.TopicConfig, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	tc, ok := m.topics[name]
+	return tc, ok
+}
+
 // Contains reports whether the topic exists.
 func (m *Manager) Contains(name string) bool {
 	m.mu.RLock()

@@ -3,6 +3,7 @@ package topic
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -341,5 +342,64 @@ func TestConcurrentChanges(t *testing.T) {
 	m2 := newManager(t, c, filepath.Join(c.ConfigDir(), "topics.json"))
 	if m2.Len() != m.Len() || !m2.DataVersion().Equal(m.DataVersion()) {
 		t.Errorf("reload after concurrent creates: %d topics %v, want %d %v", m2.Len(), m2.DataVersion(), m.Len(), m.DataVersion())
+	}
+}
+
+// TestGetSharedStaysUnchanged: GetShared hands out the table's attribute
+// map without a copy, which is safe only while no change writes into a
+// stored map: an update, a removal of an attribute, a delete and a
+// replacement of the whole table each leave a map handed out before as it
+// was.
+func TestGetSharedStaysUnchanged(t *testing.T) {
+	mk := func(attrs map[string]string) protocol.TopicConfig {
+		tc := protocol.NewTopicConfig("T")
+		tc.ReadQueueNums, tc.WriteQueueNums = 4, 4
+		tc.Attributes = attrs
+		return tc
+	}
+	tests := []struct {
+		name   string
+		change func(m *Manager) error
+	}{
+		{"update", func(m *Manager) error {
+			_, err := m.Update(mk(map[string]string{"+message.type": "FIFO"}))
+			return err
+		}},
+		{"remove attribute", func(m *Manager) error {
+			_, err := m.Update(mk(map[string]string{"-message.type": ""}))
+			return err
+		}},
+		{"delete", func(m *Manager) error {
+			_, err := m.Delete("T")
+			return err
+		}},
+		{"replace all", func(m *Manager) error {
+			table, dv := m.Snapshot()
+			tc := table["T"]
+			tc.Attributes = map[string]string{"message.type": "DELAY"}
+			table["T"] = tc
+			dv.Counter++
+			_, err := m.ReplaceAll(table, dv)
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newManager(t, testConfig(t), "")
+			if _, err := m.Update(mk(map[string]string{"+message.type": "NORMAL"})); err != nil {
+				t.Fatal(err)
+			}
+			shared, ok := m.GetShared("T")
+			copied, _ := m.Get("T")
+			if !ok || !maps.Equal(shared.Attributes, copied.Attributes) || shared.Attributes["message.type"] != "NORMAL" {
+				t.Fatalf("GetShared %v %v, Get %v", shared, ok, copied)
+			}
+			if err := tt.change(m); err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(shared.Attributes, map[string]string{"message.type": "NORMAL"}) {
+				t.Errorf("the shared map changed to %v", shared.Attributes)
+			}
+		})
 	}
 }

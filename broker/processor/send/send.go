@@ -228,49 +228,54 @@ func topicOf(req *remoting.Command) string {
 	return req.Ext("b")
 }
 
-// bornHostKey is the context key of WithBornHost.
-type bornHostKey struct{}
-
-// WithBornHost gives the send handlers the producer's address when the
-// request comes without a remoting channel: the broker's gRPC endpoint
-// (broker/grpcserver) passes its peer's address, which then becomes the
-// stored message's born host as a remoting producer's would.
-func WithBornHost(ctx context.Context, addr netip.AddrPort) context.Context {
-	return context.WithValue(ctx, bornHostKey{}, addr)
+// origin is what WithOrigin gives a handler.
+type origin struct {
+	bornHost netip.AddrPort
+	props    map[string]string
 }
 
-// propsKey is the context key of WithProperties.
-type propsKey struct{}
+// originKey is the context key of WithOrigin.
+type originKey struct{}
 
-// WithProperties gives a SEND_MESSAGE (not batch, not reply) handler the
-// message's properties as a map, instead of the header's properties string,
-// for a request without a remoting channel: the broker's gRPC endpoint
-// builds them as a map, and encoding them only for the handler to decode
-// them again cost a few percent of a gRPC send. The handler owns the map
-// (it adds the properties the broker sets) and drops the reserved ones, as
-// from the string; the header's properties field is then ignored.
-func WithProperties(ctx context.Context, props map[string]string) context.Context {
-	return context.WithValue(ctx, propsKey{}, props)
+// WithOrigin gives the send handlers, for a request without a remoting
+// channel (the broker's gRPC endpoint, broker/grpcserver):
+//   - the producer's address, which becomes the stored message's born host
+//     as a remoting producer's would;
+//   - for SEND_MESSAGE (not batch, not reply), the message's properties as a
+//     map, instead of the header's properties string: the gRPC endpoint
+//     builds them as a map, and encoding them only for the handler to
+//     decode them again cost a few percent of a gRPC send. The handler
+//     owns the map (it adds the properties the broker sets) and drops the
+//     reserved ones, as from the string; the header's properties field is
+//     then ignored. A nil map leaves the header's string in use.
+//
+// One context value for both: two (and the boxed address) cost a gRPC send
+// three allocations more.
+func WithOrigin(ctx context.Context, addr netip.AddrPort, props map[string]string) context.Context {
+	return context.WithValue(ctx, originKey{}, &origin{bornHost: addr, props: props})
 }
 
-// sendProps is the message's properties: WithProperties' map for a
+// sendProps is the message's properties: WithOrigin's map for a
 // request without a channel, else the header's string decoded, with room
 // for extra more.
 func sendProps(ctx context.Context, ch *remoting.Channel, h *sendHeader, extra int) map[string]string {
 	if ch == nil {
-		if m, ok := ctx.Value(propsKey{}).(map[string]string); ok && m != nil {
-			stripReserved(m)
-			return m
+		if o, ok := ctx.Value(originKey{}).(*origin); ok && o.props != nil {
+			stripReserved(o.props)
+			return o.props
 		}
 	}
 	return decodeProps(h.properties, extra)
 }
 
 // bornHost is the producer's address as the channel sees it, or as
-// WithBornHost gave it for a request without a channel.
+// WithOrigin gave it for a request without a channel.
 func bornHost(ctx context.Context, ch *remoting.Channel) netip.AddrPort {
 	if ch == nil {
-		ap, _ := ctx.Value(bornHostKey{}).(netip.AddrPort)
+		var ap netip.AddrPort
+		if o, ok := ctx.Value(originKey{}).(*origin); ok {
+			ap = o.bornHost
+		}
 		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 	}
 	ap, err := netip.ParseAddrPort(ch.RemoteAddr())

@@ -263,7 +263,7 @@ func TestPropertiesRewrite(t *testing.T) {
 }
 
 // A request without a channel may carry its properties as a map
-// (WithProperties, the gRPC endpoint's way): they are stored as from the
+// (WithOrigin, the gRPC endpoint's way): they are stored as from the
 // header's string, reserved ones dropped, and the string is ignored.
 func TestWithProperties(t *testing.T) {
 	f := newFixture(t)
@@ -273,7 +273,7 @@ func TestWithProperties(t *testing.T) {
 	}
 	m := map[string]string{"TAGS": "T", "color": "red", "POP_CK": "0 1 2", "__RMQ.TRANSIENT.X": "1", "UNIQ_KEY": "ID1"}
 	req := sendV1("TopicTest", 0, props("ignored", "yes"), "b")
-	resp, err := h(WithProperties(context.Background(), m), nil, req)
+	resp, err := h(WithOrigin(context.Background(), netip.AddrPort{}, m), nil, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestWithProperties(t *testing.T) {
 	f2 := newFixture(t)
 	h2 := f2.p.Handlers()[code.SendMessage]
 	ch := remoting.NewLocalChannel("127.0.0.1:10911", "127.0.0.1:50000", func(*remoting.Command) {})
-	resp, err = h2(WithProperties(context.Background(), map[string]string{"color": "blue"}), ch, sendV1("TopicTest", 0, props("color", "green"), "b"))
+	resp, err = h2(WithOrigin(context.Background(), netip.AddrPort{}, map[string]string{"color": "blue"}), ch, sendV1("TopicTest", 0, props("color", "green"), "b"))
 	if err != nil {
 		t.Fatal(err)
 	}
