@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rmqgo/rmq/broker/pop/popcodec"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/grpcserver"
-	"github.com/rmqgo/rmq/broker/pop"
 	"github.com/rmqgo/rmq/broker/subscription"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -102,15 +102,15 @@ func (g grpcBackend) popped(resp *remoting.Command, in grpcserver.PopRequest) ([
 	if err := f.Err(); err != nil {
 		return nil, fmt.Errorf("pop response: %w", err)
 	}
-	starts, err := pop.ParseStartOffsetInfo(startInfo)
+	starts, err := popcodec.ParseStartOffsetInfo(startInfo)
 	if err != nil {
 		return nil, fmt.Errorf("pop response: %w", err)
 	}
-	counts, err := pop.ParseOrderCountInfo(countInfo)
+	counts, err := popcodec.ParseOrderCountInfo(countInfo)
 	if err != nil {
 		return nil, fmt.Errorf("pop response: %w", err)
 	}
-	if _, err := pop.ParseMsgOffsetInfo(msgInfo); err != nil {
+	if _, err := popcodec.ParseMsgOffsetInfo(msgInfo); err != nil {
 		return nil, fmt.Errorf("pop response: %w", err)
 	}
 	// The bodies alias the answer's: a pop answer's body is a buffer of
@@ -124,18 +124,18 @@ func (g grpcBackend) popped(resp *remoting.Command, in grpcserver.PopRequest) ([
 		// A retry message carries its extraInfo in POP_CK; an empty one is
 		// not parsed (it fails, at the cost of an error per message).
 		ck := m.Property(message.PropertyPopCK)
-		ei, err := pop.ExtraInfo{}, errNoPopCK
+		ei, err := popcodec.ExtraInfo{}, errNoPopCK
 		if ck != "" {
-			ei, err = pop.ParseExtraInfo(ck)
+			ei, err = popcodec.ParseExtraInfo(ck)
 		}
 		if err != nil { // not a retry message: its receipt comes from the headers
-			retry := pop.RetryFlag(m.Topic)
+			retry := popcodec.RetryFlag(m.Topic)
 			key := retry + "@" + strconv.Itoa(int(m.QueueID))
 			start, ok := starts[key]
 			if !ok {
 				return nil, fmt.Errorf("pop response: no startOffsetInfo for %s", key)
 			}
-			ei = pop.ExtraInfo{
+			ei = popcodec.ExtraInfo{
 				CkQueueOffset: start, PopTime: popTime, InvisibleTime: invisible, ReviveQid: reviveQid,
 				Retry: retry, BrokerName: cfg.BrokerName, QueueID: m.QueueID,
 				QueueOffset: m.QueueOffset, HasQueueOffset: true,
@@ -174,7 +174,7 @@ var errNoPopCK = errors.New("no POP_CK")
 // receiptExt is the header ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME
 // share: the message by its receipt, in the topic it was popped from.
 func receiptExt(group, topic string, r grpcserver.Receipt) (map[string]string, error) {
-	real, err := pop.RealTopic(topic, group, r.Retry)
+	real, err := popcodec.RealTopic(topic, group, r.Retry)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +231,7 @@ func (g grpcBackend) changeInvisibleOf(ctx context.Context, group, topic, lite s
 		return "", res, nil
 	}
 	f := protocol.FieldsOf(resp.ExtFields)
-	next := pop.ExtraInfo{
+	next := popcodec.ExtraInfo{
 		CkQueueOffset: r.Offset, PopTime: f.Int64("popTime"), InvisibleTime: f.Int64("invisibleTime"),
 		ReviveQid: f.Int32("reviveQid"), Retry: r.Retry, BrokerName: r.BrokerName, QueueID: r.QueueID,
 		QueueOffset: r.Offset, HasQueueOffset: true,

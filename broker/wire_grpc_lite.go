@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/rmqgo/rmq/broker/pop/popcodec"
 	"math"
 	"strconv"
 	"strings"
@@ -14,7 +15,6 @@ import (
 	"github.com/rmqgo/rmq/broker/lite/poplite"
 	"github.com/rmqgo/rmq/broker/lite/registry"
 	"github.com/rmqgo/rmq/broker/lite/subscribe"
-	"github.com/rmqgo/rmq/broker/pop"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -174,8 +174,8 @@ func (g grpcBackend) poppedLite(resp *remoting.Command, in grpcserver.PopRequest
 		if m.LiteTopic() == "" {
 			m.SetProperty(message.PropertyLiteTopic, strings.TrimPrefix(lmq, protocol.LMQPrefix+"$"+in.Topic+"$"))
 		}
-		ei := pop.ExtraInfo{
-			PopTime: popTime, InvisibleTime: invisible, ReviveQid: reviveQid, Retry: pop.RetryNone,
+		ei := popcodec.ExtraInfo{
+			PopTime: popTime, InvisibleTime: invisible, ReviveQid: reviveQid, Retry: popcodec.RetryNone,
 			BrokerName: cfg.BrokerName, QueueID: 0, QueueOffset: off, HasQueueOffset: true,
 		}
 		m.SetProperty(message.PropertyPopCK, grpcserver.ReceiptHandle(ei.String(), m.CommitLogOffset))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rmqgo/rmq/broker/pop/popcodec"
 	"path/filepath"
 
 	"github.com/rmqgo/rmq/broker/pop"
@@ -88,7 +89,7 @@ func (b *Broker) popRetryTopicsOf(topic string) []string {
 	}
 	var out []string
 	for _, g := range b.store.Offsets().TopicGroups(topic) {
-		out = append(out, pop.RetryTopicV2(topic, g), pop.RetryTopicV1(topic, g))
+		out = append(out, popcodec.RetryTopicV2(topic, g), popcodec.RetryTopicV1(topic, g))
 	}
 	return out
 }

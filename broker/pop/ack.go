@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rmqgo/rmq/broker/pop/popcodec"
 	"runtime"
 	"strconv"
 
@@ -116,7 +117,7 @@ const maxAcksPerRecord = 512
 // an answered ack is as durable as before (the journal's CommitLog write
 // with the store's flush mode) and a crash replays it.
 func (p *Processor) ackAll(ctx context.Context, rq int32, items []ackItem) {
-	if rq < 0 || rq >= OrderReviveQueue {
+	if rq < 0 || rq >= popcodec.OrderReviveQueue {
 		for i := range items {
 			items[i].err = noMessage(fmt.Errorf("%w: reviveQid %d", errNoCheckpoint, rq))
 		}
@@ -314,7 +315,7 @@ func (p *Processor) handleBatchAck(ctx context.Context, ch *remoting.Channel, re
 	if len(req.Body) == 0 {
 		return nil, errorf(code.NoMessage, "batch ack without body")
 	}
-	body, err := DecodeBatchAckBody(req.Body)
+	body, err := popcodec.DecodeBatchAckBody(req.Body)
 	if err != nil {
 		return nil, processor.BadRequestf("%v", err)
 	}
@@ -370,11 +371,11 @@ func (p *Processor) handleBatchAck(ctx context.Context, ch *remoting.Channel, re
 // batchAckOne checks one entry of a batch ack; an orderly one is acked
 // at once. It returns the checkpoint and offsets of a non-orderly one,
 // for the caller to ack (nil offsets: nothing left to do).
-func (p *Processor) batchAckOne(ctx context.Context, a BatchAck, ch *remoting.Channel) (ckID, []int64, error) {
+func (p *Processor) batchAckOne(ctx context.Context, a popcodec.BatchAck, ch *remoting.Channel) (ckID, []int64, error) {
 	if err := checkNames(a.ConsumerGroup, a.Topic); err != nil {
 		return ckID{}, nil, err
 	}
-	topic, err := RealTopic(a.Topic, a.ConsumerGroup, a.Retry)
+	topic, err := popcodec.RealTopic(a.Topic, a.ConsumerGroup, a.Retry)
 	if err != nil {
 		return ckID{}, nil, processor.BadRequestf("%v", err)
 	}
@@ -388,7 +389,7 @@ func (p *Processor) batchAckOne(ctx context.Context, a BatchAck, ch *remoting.Ch
 	if len(offsets) == 0 {
 		return ckID{}, nil, noMessage(errors.New("no acked offset inside the queue"))
 	}
-	if a.ReviveQueueID == OrderReviveQueue {
+	if a.ReviveQueueID == popcodec.OrderReviveQueue {
 		var errs []error
 		for _, off := range offsets {
 			errs = append(errs, p.ackOrderly(ctx, topic, a.ConsumerGroup, a.QueueID, off, a.PopTime, ch))

@@ -2,6 +2,7 @@ package pop
 
 import (
 	"context"
+	"github.com/rmqgo/rmq/broker/pop/popcodec"
 	"strconv"
 	"testing"
 	"time"
@@ -108,7 +109,7 @@ func benchPop(b *testing.B, r *rig, n int, batch bool) int {
 				first = false
 				body += `{"c":"` + testGroup + `","t":"` + testTopic + `","r":"0","so":` + strconv.FormatInt(ei.CkQueueOffset, 10) +
 					`,"q":` + strconv.Itoa(int(q)) + `,"rq":` + strconv.Itoa(int(ei.ReviveQid)) + `,"pt":` + strconv.FormatInt(ei.PopTime, 10) +
-					`,"it":60000,"b":"` + b64(EncodeBitSet(ei.CkQueueOffset, offs)) + `"}`
+					`,"it":60000,"b":"` + b64(popcodec.EncodeBitSet(ei.CkQueueOffset, offs)) + `"}`
 			}
 			body += `]}`
 			resp, err := r.p.handleBatchAck(context.Background(), nil, remoting.NewRequest(code.BatchAckMessage, nil, []byte(body)))

@@ -3,6 +3,7 @@ package pop
 import (
 	"context"
 	"fmt"
+	"github.com/rmqgo/rmq/broker/pop/popcodec"
 	"strconv"
 
 	"github.com/rmqgo/rmq/remoting"
@@ -39,7 +40,7 @@ func (p *Processor) handleChangeInvisible(ctx context.Context, ch *remoting.Chan
 
 func (p *Processor) change(ctx context.Context, h ChangeInvisibleHeader) (ChangeInvisibleResult, error) {
 	rq := h.Extra.ReviveQid
-	if rq < 0 || rq >= OrderReviveQueue {
+	if rq < 0 || rq >= popcodec.OrderReviveQueue {
 		return ChangeInvisibleResult{}, noMessage(fmt.Errorf("%w: reviveQid %d", errNoCheckpoint, rq))
 	}
 	id := ckID{Group: h.ConsumerGroup, Topic: h.Topic, QueueID: h.QueueID, Start: h.Extra.CkQueueOffset, PopTime: h.Extra.PopTime}
@@ -92,7 +93,7 @@ func (p *Processor) change(ctx context.Context, h ChangeInvisibleHeader) (Change
 // (Java's processChangeInvisibleTimeForOrder). The pop time stays: the
 // client keeps its receipt.
 func (p *Processor) changeOrderly(ctx context.Context, h ChangeInvisibleHeader) (ChangeInvisibleResult, error) {
-	res := ChangeInvisibleResult{PopTime: h.Extra.PopTime, InvisibleTime: h.InvisibleTime, ReviveQid: OrderReviveQueue}
+	res := ChangeInvisibleResult{PopTime: h.Extra.PopTime, InvisibleTime: h.InvisibleTime, ReviveQid: popcodec.OrderReviveQueue}
 	if cur, ok := p.st.QueryOffset(h.ConsumerGroup, h.Topic, h.QueueID); ok && h.Offset < cur {
 		return res, noMessage(fmt.Errorf("the message at offset %d was already acked (committed offset %d)", h.Offset, cur))
 	}

@@ -3,6 +3,7 @@ package pop
 import (
 	"context"
 	"fmt"
+	"github.com/rmqgo/rmq/broker/pop/popcodec"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -205,7 +206,7 @@ func (r *rig) waitDispatched(topic string, qid int32, max int64) {
 // popped is one message of a pop response with its receipt.
 type popped struct {
 	msg     *message.Message
-	receipt ExtraInfo
+	receipt popcodec.ExtraInfo
 	count   int // orderly consume count
 }
 
@@ -264,11 +265,11 @@ func (r *rig) popFrom(group, topic string, qid int32, max int, invisible int64, 
 	if err != nil {
 		r.t.Fatalf("decode pop body: %v", err)
 	}
-	starts, err := ParseStartOffsetInfo(resp.Ext("startOffsetInfo"))
+	starts, err := popcodec.ParseStartOffsetInfo(resp.Ext("startOffsetInfo"))
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	counts, err := ParseOrderCountInfo(resp.Ext("orderCountInfo"))
+	counts, err := popcodec.ParseOrderCountInfo(resp.Ext("orderCountInfo"))
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -276,18 +277,18 @@ func (r *rig) popFrom(group, topic string, qid int32, max int, invisible int64, 
 	inv, _ := strconv.ParseInt(resp.Ext("invisibleTime"), 10, 64)
 	rq, _ := strconv.Atoi(resp.Ext("reviveQid"))
 	for _, m := range msgs {
-		var ei ExtraInfo
+		var ei popcodec.ExtraInfo
 		if ck := m.Properties[message.PropertyPopCK]; ck != "" {
-			if ei, err = ParseExtraInfo(ck); err != nil {
+			if ei, err = popcodec.ParseExtraInfo(ck); err != nil {
 				r.t.Fatalf("POP_CK %q: %v", ck, err)
 			}
 		} else {
-			flag := RetryFlag(m.Topic)
+			flag := popcodec.RetryFlag(m.Topic)
 			start, ok := starts[flag+"@"+strconv.Itoa(int(m.QueueID))]
 			if !ok {
 				r.t.Fatalf("no startOffsetInfo for %s-%d in %q", m.Topic, m.QueueID, resp.Ext("startOffsetInfo"))
 			}
-			ei = ExtraInfo{CkQueueOffset: start, PopTime: popTime, InvisibleTime: inv, ReviveQid: int32(rq), Retry: flag,
+			ei = popcodec.ExtraInfo{CkQueueOffset: start, PopTime: popTime, InvisibleTime: inv, ReviveQid: int32(rq), Retry: flag,
 				BrokerName: "broker-a", QueueID: m.QueueID, QueueOffset: m.QueueOffset, HasQueueOffset: true}
 		}
 		c := counts[fmt.Sprintf("%s@qo%d%%%d", ei.Retry, m.QueueID, m.QueueOffset)]
@@ -297,7 +298,7 @@ func (r *rig) popFrom(group, topic string, qid int32, max int, invisible int64, 
 }
 
 func ackReq(group string, pm popped) *remoting.Command {
-	topic, _ := RealTopic(testTopic, group, pm.receipt.Retry)
+	topic, _ := popcodec.RealTopic(testTopic, group, pm.receipt.Retry)
 	return remoting.NewRequest(code.AckMessage, map[string]string{
 		"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(int(pm.receipt.QueueID)),
 		"extraInfo": pm.receipt.String(), "offset": strconv.FormatInt(pm.receipt.QueueOffset, 10),
@@ -318,7 +319,7 @@ func (r *rig) mustAck(pm popped) {
 }
 
 func changeReq(group string, pm popped, invisible int64) *remoting.Command {
-	topic, _ := RealTopic(testTopic, group, pm.receipt.Retry)
+	topic, _ := popcodec.RealTopic(testTopic, group, pm.receipt.Retry)
 	return remoting.NewRequest(code.ChangeMessageInvisible, map[string]string{
 		"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(int(pm.receipt.QueueID)),
 		"extraInfo": pm.receipt.String(), "offset": strconv.FormatInt(pm.receipt.QueueOffset, 10),

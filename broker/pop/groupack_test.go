@@ -1,6 +1,7 @@
 package pop
 
 import (
+	"github.com/rmqgo/rmq/broker/pop/popcodec"
 	"strconv"
 	"sync"
 	"testing"
@@ -103,7 +104,7 @@ func TestConcurrentAcksAreGroupCommitted(t *testing.T) {
 // same as with every checkpoint cached.
 func TestCheckpointCacheEviction(t *testing.T) {
 	r := newRig(t)
-	for q := range int32(OrderReviveQueue) {
+	for q := range int32(popcodec.OrderReviveQueue) {
 		if q >= 8 {
 			break
 		}
@@ -159,7 +160,7 @@ func TestBatchAckOneRecordPerReviveQueue(t *testing.T) {
 		ei := p.msgs[0].receipt
 		return `{"c":"pop_cg","t":"PopTopic","r":"0","so":` + strconv.FormatInt(ei.CkQueueOffset, 10) +
 			`,"q":0,"rq":` + strconv.Itoa(int(ei.ReviveQid)) + `,"pt":` + strconv.FormatInt(ei.PopTime, 10) +
-			`,"it":10000,"b":"` + b64(EncodeBitSet(ei.CkQueueOffset, offs)) + `"}`
+			`,"it":10000,"b":"` + b64(popcodec.EncodeBitSet(ei.CkQueueOffset, offs)) + `"}`
 	}
 	body := []byte(`{"acks":[` + entry(a, 0, 2) + `,` + entry(b, 3, 4, 5) + `],"brokerName":"broker-a"}`)
 	before := r.p.Stats().JournalAppended

@@ -1,6 +1,7 @@
 package pop
 
 import (
+	"github.com/rmqgo/rmq/broker/pop/popcodec"
 	"github.com/rmqgo/rmq/broker/processor"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -122,7 +123,7 @@ func parseReceiptHeader(ext map[string]string, invisible *int64) (AckHeader, err
 	if invisible != nil && (*invisible < 0 || *invisible > maxInvisibleTime) {
 		return h, processor.BadRequestf("invisibleTime %d out of range [0, %d]", *invisible, int64(maxInvisibleTime))
 	}
-	e, err := ParseExtraInfo(h.ExtraInfo)
+	e, err := popcodec.ParseExtraInfo(h.ExtraInfo)
 	if err != nil {
 		return h, processor.BadRequestf("%v", err)
 	}
@@ -181,10 +182,10 @@ type AckHeader struct {
 	Topic         string // the topic the message is stored in (pop retry topic included)
 	QueueID       int32
 	ExtraInfo     string
-	Extra         ExtraInfo // ExtraInfo parsed
-	Offset        int64     // the message's queue offset
-	LiteTopic     string    // bare lite topic name: set only by lite consumers, refused here
-	BrokerName    string    // bname (static topics), may be ""
+	Extra         popcodec.ExtraInfo // ExtraInfo parsed
+	Offset        int64              // the message's queue offset
+	LiteTopic     string             // bare lite topic name: set only by lite consumers, refused here
+	BrokerName    string             // bname (static topics), may be ""
 }
 
 // ChangeInvisibleHeader is CHANGE_MESSAGE_INVISIBLETIME's request header

@@ -2,6 +2,7 @@ package pop
 
 import (
 	"context"
+	"github.com/rmqgo/rmq/broker/pop/popcodec"
 	"math/rand/v2"
 	"strconv"
 
@@ -99,7 +100,7 @@ func (p *Processor) handlePeek(ctx context.Context, ch *remoting.Channel, req *r
 			peek(topic, int32((randomQ+i)%rtc.ReadQueueNums))
 		}
 	}
-	retry := RetryTopic(h.topic, h.group, cfg.EnableRetryTopicV2)
+	retry := popcodec.RetryTopic(h.topic, h.group, cfg.EnableRetryTopicV2)
 	needRetry := randomQ%5 == 0
 	if needRetry {
 		peekTopic(retry)
@@ -195,10 +196,10 @@ func (p *Processor) processNotification(ch *remoting.Channel, req *remoting.Comm
 		return false
 	}
 	retry := func() bool {
-		if hasTopic(RetryTopic(h.topic, h.group, cfg.EnableRetryTopicV2)) {
+		if hasTopic(popcodec.RetryTopic(h.topic, h.group, cfg.EnableRetryTopicV2)) {
 			return true
 		}
-		return cfg.EnableRetryTopicV2 && cfg.RetrieveMessageFromPopRetryTopicV1 && hasTopic(RetryTopicV1(h.topic, h.group))
+		return cfg.EnableRetryTopicV2 && cfg.RetrieveMessageFromPopRetryTopicV1 && hasTopic(popcodec.RetryTopicV1(h.topic, h.group))
 	}
 	needRetry := randomQ%5 == 0
 	hasMsg := needRetry && retry()

@@ -3,6 +3,7 @@ package pop
 import (
 	"context"
 	"errors"
+	"github.com/rmqgo/rmq/broker/pop/popcodec"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -100,14 +101,14 @@ func (p *Processor) processPop(ctx context.Context, ch *remoting.Channel, req *r
 	}
 	randomQ := rand.IntN(100)
 	if h.order {
-		r.rq = OrderReviveQueue
+		r.rq = popcodec.OrderReviveQueue
 	} else {
 		r.rq = int32(p.rqNext.Add(1) % uint32(p.reviveQueues()))
 	}
 	needRetry := randomQ < cfg.PopFromRetryProbability
-	retryTopic := RetryTopic(h.topic, h.group, cfg.EnableRetryTopicV2)
+	retryTopic := popcodec.RetryTopic(h.topic, h.group, cfg.EnableRetryTopicV2)
 	if cfg.EnableRetryTopicV2 && cfg.RetrieveMessageFromPopRetryTopicV1 && randomQ%2 == 0 {
-		retryTopic = RetryTopicV1(h.topic, h.group)
+		retryTopic = popcodec.RetryTopicV1(h.topic, h.group)
 	}
 	if needRetry && !h.order {
 		p.popTopic(ctx, r, retryTopic, randomQ)
@@ -182,7 +183,7 @@ func (p *Processor) popResponse(req *remoting.Command, c int32, remark string, r
 // the subscriptions of the topic and its retry topic for the group (Java's
 // compensateSubscribeData).
 func (p *Processor) popFilter(h popHeader, retryV2 bool) (store.MessageFilter, error) {
-	retry, _ := client.BuildSubscription(RetryTopic(h.topic, h.group, retryV2), client.SubAll, client.ExpressionTag)
+	retry, _ := client.BuildSubscription(popcodec.RetryTopic(h.topic, h.group, retryV2), client.SubAll, client.ExpressionTag)
 	p.d.Consumers.CompensateSubscription(h.group, retry)
 	sub, err := client.BuildSubscription(h.topic, h.exp, h.expType)
 	if err != nil {
@@ -374,9 +375,9 @@ func (p *Processor) takeMessages(ctx context.Context, r *popRun, topic string, q
 	bodyBefore := len(r.body)
 	for i, rec := range res.Records {
 		if retry {
-			b, err := retryRecord(rec, h.topic, ExtraInfo{
+			b, err := retryRecord(rec, h.topic, popcodec.ExtraInfo{
 				CkQueueOffset: start, PopTime: r.popTime, InvisibleTime: h.invisibleTime, ReviveQid: r.rq,
-				Retry: RetryFlag(topic), BrokerName: p.d.Config().BrokerName, QueueID: qid,
+				Retry: popcodec.RetryFlag(topic), BrokerName: p.d.Config().BrokerName, QueueID: qid,
 				QueueOffset: offsets[i], HasQueueOffset: true,
 			})
 			if err == nil {
@@ -400,7 +401,7 @@ func (p *Processor) takeMessages(ctx context.Context, r *popRun, topic string, q
 // the consumer's topic instead of the retry topic, and its receipt handle
 // in POP_CK (the client could not derive it from the offset infos, which
 // name the retry topic's queue).
-func retryRecord(rec []byte, topic string, ei ExtraInfo) ([]byte, error) {
+func retryRecord(rec []byte, topic string, ei popcodec.ExtraInfo) ([]byte, error) {
 	m, _, err := message.DecodeStored(rec, message.DecodeOptions{AliasBody: true})
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rmqgo/rmq/broker/pop/popcodec"
 	"hash/fnv"
 	"log/slog"
 	"net/netip"
@@ -296,7 +297,7 @@ func (p *Processor) retryTopicsOf(k pollKey) []string {
 	if strings.HasPrefix(k.topic, protocol.RetryGroupTopicPrefix) {
 		return nil
 	}
-	return []string{RetryTopicV1(k.topic, k.group), RetryTopicV2(k.topic, k.group)}
+	return []string{popcodec.RetryTopicV1(k.topic, k.group), popcodec.RetryTopicV2(k.topic, k.group)}
 }
 
 // onArrival is the store's arrival listener: wake pops and notifications

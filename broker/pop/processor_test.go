@@ -2,6 +2,7 @@ package pop
 
 import (
 	"encoding/base64"
+	"github.com/rmqgo/rmq/broker/pop/popcodec"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -92,7 +93,7 @@ func TestReviveUnacked(t *testing.T) {
 	if st := r.p.Stats(); st.Revived != 2 {
 		t.Fatalf("revived %d, want 2", st.Revived)
 	}
-	retry := RetryTopicV1(testTopic, testGroup)
+	retry := popcodec.RetryTopicV1(testTopic, testGroup)
 	r.waitDispatched(retry, 0, 2)
 	// A late ack of a revived message is refused: it will be delivered again.
 	resp, err := r.ack(res.msgs[1])
@@ -113,7 +114,7 @@ func TestReviveUnacked(t *testing.T) {
 		if m.msg.ReconsumeTimes != 1 {
 			t.Errorf("reconsumeTimes %d, want 1", m.msg.ReconsumeTimes)
 		}
-		if m.receipt.Retry != RetryV1 || m.msg.Properties[message.PropertyPopCK] == "" {
+		if m.receipt.Retry != popcodec.RetryV1 || m.msg.Properties[message.PropertyPopCK] == "" {
 			t.Errorf("retry message receipt %+v", m.receipt)
 		}
 		if m.msg.Properties[message.PropertyFirstPopTime] != strconv.FormatInt(res.msgs[0].receipt.PopTime, 10) {
@@ -147,7 +148,7 @@ func TestReviveToDLQ(t *testing.T) {
 		r.clk.Advance(2 * time.Second)
 		r.p.Revive()
 		if round == 0 {
-			r.waitDispatched(RetryTopicV1(testTopic, testGroup), 0, 1)
+			r.waitDispatched(popcodec.RetryTopicV1(testTopic, testGroup), 0, 1)
 		}
 	}
 	if st := r.p.Stats(); st.DeadLettered != 1 || st.Revived != 1 {
@@ -379,7 +380,7 @@ func TestBatchAck(t *testing.T) {
 	ei := res.msgs[0].receipt
 	body := []byte(`{"acks":[{"c":"pop_cg","t":"PopTopic","r":"0","so":` + strconv.FormatInt(ei.CkQueueOffset, 10) +
 		`,"q":0,"rq":` + strconv.Itoa(int(ei.ReviveQid)) + `,"pt":` + strconv.FormatInt(ei.PopTime, 10) +
-		`,"it":5000,"b":"` + b64(EncodeBitSet(ei.CkQueueOffset, []int64{0, 2, 4, 5})) + `"}],"brokerName":"broker-a"}`)
+		`,"it":5000,"b":"` + b64(popcodec.EncodeBitSet(ei.CkQueueOffset, []int64{0, 2, 4, 5})) + `"}],"brokerName":"broker-a"}`)
 	resp, err := call(t, r.p.handleBatchAck, remoting.NewRequest(code.BatchAckMessage, nil, body))
 	if codeOf(resp, err) != code.Success || resp.Remark != "" {
 		t.Fatalf("batch ack: %d %q %v", codeOf(resp, err), resp.Remark, err)

@@ -1,6 +1,7 @@
 package pop
 
 import (
+	"github.com/rmqgo/rmq/broker/pop/popcodec"
 	"slices"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ func checkAfterRestart(t *testing.T, r *rig, acked, unacked []popped, invisible 
 	}
 	r.clk.Advance(invisible + time.Second)
 	r.p.Revive()
-	r.waitDispatched(RetryTopicV1(testTopic, testGroup), 0, int64(len(unacked)))
+	r.waitDispatched(popcodec.RetryTopicV1(testTopic, testGroup), 0, int64(len(unacked)))
 	back, _, _ := popAll(r, invisible.Milliseconds(), func(popped) bool { return true })
 	if got, want := sortedBodies(back), sortedBodies(unacked); !slices.Equal(got, want) {
 		t.Fatalf("redelivered %v\nwant the un-acked %v", got, want)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rmqgo/rmq/broker/pop/popcodec"
 	"maps"
 	"strconv"
 	"sync"
@@ -248,8 +249,8 @@ func (r *reviveService) reviveMessage(ctx context.Context, ck *checkpoint, off i
 		}
 	} else {
 		msg.Topic = ck.Topic
-		if _, isRetry := ParseRetryTopic(ck.Topic, ck.Group); !isRetry {
-			msg.Topic = RetryTopic(ck.Topic, ck.Group, cfg.EnableRetryTopicV2)
+		if _, isRetry := popcodec.ParseRetryTopic(ck.Topic, ck.Group); !isRetry {
+			msg.Topic = popcodec.RetryTopic(ck.Topic, ck.Group, cfg.EnableRetryTopicV2)
 		}
 		if m.ReconsumeTimes == 0 || props[message.PropertyFirstPopTime] == "" {
 			props[message.PropertyFirstPopTime] = strconv.FormatInt(ck.PopTime, 10)
@@ -277,7 +278,7 @@ func (r *reviveService) reviveMessage(ctx context.Context, ck *checkpoint, off i
 
 // consumerTopic is the topic the group consumes (the retry topic's base).
 func (r *reviveService) consumerTopic(ck *checkpoint) string {
-	if t, ok := ParseRetryTopic(ck.Topic, ck.Group); ok {
+	if t, ok := popcodec.ParseRetryTopic(ck.Topic, ck.Group); ok {
 		return t
 	}
 	return ck.Topic

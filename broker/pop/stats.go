@@ -3,6 +3,7 @@ package pop
 import (
 	"cmp"
 	"context"
+	"github.com/rmqgo/rmq/broker/pop/popcodec"
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -82,7 +83,7 @@ type statusScan struct {
 // consumed maps a stored topic (maybe a pop retry topic of group) to the
 // topic the group consumes.
 func consumed(storedTopic, group string) string {
-	if t, ok := ParseRetryTopic(storedTopic, group); ok {
+	if t, ok := popcodec.ParseRetryTopic(storedTopic, group); ok {
 		return t
 	}
 	return storedTopic
@@ -229,7 +230,7 @@ func (s *statusScan) shadows(db *pebble.DB) error {
 
 func (s *statusScan) offsets(g *groupAcc) {
 	p := s.p
-	for _, t := range []string{g.st.Topic, RetryTopicV1(g.st.Topic, g.st.Group), RetryTopicV2(g.st.Topic, g.st.Group)} {
+	for _, t := range []string{g.st.Topic, popcodec.RetryTopicV1(g.st.Topic, g.st.Group), popcodec.RetryTopicV2(g.st.Topic, g.st.Group)} {
 		if tc, ok := p.d.Topics.Get(t); ok {
 			for i := range tc.ReadQueueNums {
 				g.queue(t, int32(i))

@@ -1,6 +1,7 @@
 package pop
 
 import (
+	"github.com/rmqgo/rmq/broker/pop/popcodec"
 	"slices"
 	"strconv"
 	"strings"
@@ -122,7 +123,7 @@ func TestStatusInFlightAckAndRevive(t *testing.T) {
 
 	r.clk.Advance(time.Second)
 	r.p.Revive()
-	retry := RetryTopicV1(testTopic, testGroup)
+	retry := popcodec.RetryTopicV1(testTopic, testGroup)
 	r.waitDispatched(retry, 0, 3)
 	st = r.status(detail)
 	g = findGroup(t, st, testGroup, testTopic)

@@ -1,4 +1,4 @@
-package pop
+package popcodec
 
 import (
 	"errors"
