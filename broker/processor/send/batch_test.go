@@ -313,6 +313,7 @@ func FuzzSendBatch(f *testing.F) {
 	f.Add([]byte{})
 	fx := newFixture(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
+		fx.store.forget()
 		resp := fx.call(t, batchReq("TopicTest", 0, body))
 		switch resp.Code {
 		case code.Success:

@@ -700,6 +700,7 @@ func FuzzSendProperties(f *testing.F) {
 	f.Add("__LITE_TOPIC\x01a$b\x02TRAN_MSG\x01true\x02DELAY\x015", "1", "1")
 	fx := newFixture(f)
 	f.Fuzz(func(t *testing.T, p, queue, sysFlag string) {
+		fx.store.forget()
 		for _, topicName := range []string{"TopicTest", "Lite", "%RETRY%g1"} {
 			resp := fx.call(t, with(sendV2(topicName, 0, p, "b"), "e", queue, "f", sysFlag))
 			switch resp.Code {
