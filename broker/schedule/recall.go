@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -17,8 +18,10 @@ import (
 type RecallHandle struct {
 	Topic      string
 	BrokerName string
-	// Timestamp is the message's delivery time + 1 ms, as Java writes it
-	// (Java floors delivery times to a slot; +1 lands in that slot).
+	// Timestamp is the start of the message's timer slot + 1 ms, as Java
+	// writes it (TIMER_OUT_MS, which Java floors to the slot start, + 1):
+	// a time inside the message's slot, which is what a cancellation
+	// marker must name (cancel.go).
 	Timestamp string
 	MessageID string // UNIQ_KEY
 }
@@ -56,7 +59,7 @@ func DecodeRecallHandle(s string) (RecallHandle, error) {
 
 // RecallHandle is the send path's recall handle for a message Schedule
 // parked as a timer (Java's SendMessageProcessor.attachRecallHandle): its
-// real topic, the broker, TIMER_OUT_MS + 1 and its UNIQ_KEY; "" for
+// real topic, the broker, its slot's start + 1 and its UNIQ_KEY; "" for
 // anything else (delay levels, retries, messages not parked).
 func (s *Service) RecallHandle(msg *message.Message, brokerName string) string {
 	if msg.Topic != TimerTopic || msg.Properties == nil {
@@ -71,8 +74,19 @@ func (s *Service) RecallHandle(msg *message.Message, brokerName string) string {
 	if err != nil {
 		return ""
 	}
-	return RecallHandle{Topic: real, BrokerName: brokerName, Timestamp: strconv.FormatInt(ms+1, 10),
+	return RecallHandle{Topic: real, BrokerName: brokerName, Timestamp: strconv.FormatInt(handleTime(ms, s.precision()), 10),
 		MessageID: msg.UniqKey()}.Encode()
+}
+
+// handleTime is the recall handle's time for a timer due at dueMs: the
+// start of its slot + 1 ms. TIMER_OUT_MS keeps the exact delivery time
+// here, where Java's is already floored to the slot start (a due time on
+// a slot boundary belongs to the slot before: HookUtils.transformTimerMessage).
+// dueMs + 1 would name the next slot for a due time on a boundary, and
+// the marker would cancel nothing.
+func handleTime(dueMs int64, precision time.Duration) int64 {
+	p := max(precision.Milliseconds(), 1)
+	return slotEnd(dueMs, precision) - p + 1
 }
 
 // RecallTag is the tag of the cancellation markers RECALL_MESSAGE stores.

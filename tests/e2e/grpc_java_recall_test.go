@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +48,10 @@ func TestGrpcJavaRecallAndProducerConnection(t *testing.T) {
 	mqadmin(t, c, "updateTopic", "-b", addr, "-t", topic, "-r", "2", "-w", "2", "-a", "+message.type=DELAY")
 	col := grpcCollect(t, c, "grpc-recall", topic, "grpc_recall_cg", false)
 
-	lines, wait := java5(t).start(t, "GrpcRecall", endpoint, topic, "4000", "3000")
+	// The producer runs until release exists (the listing below is
+	// checked by then; a fixed hold was too short on a loaded machine).
+	release := filepath.Join(t.TempDir(), "release")
+	lines, wait := java5(t).start(t, "GrpcRecall", endpoint, topic, "4000", "60000", release)
 	var sent struct {
 		Event        string `json:"event"`
 		RemoteHandle string `json:"remoteHandle"`
@@ -72,6 +77,9 @@ func TestGrpcJavaRecallAndProducerConnection(t *testing.T) {
 		t.Errorf("producerConnection while the 5.x producer runs:\n%s\nwant it listed (127.0.0.1:port, JAVA, V5_2_0)", out)
 	}
 
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var run recallRun
 	wait(&run)
 	if resp.Code != code.Success || resp.Ext("msgId") != run.Remote {

@@ -22,8 +22,9 @@ import org.apache.rocketmq.client.apis.producer.SendReceipt;
  * <li>recalls "recalled", then tries a handle that does not decode and a
  *     forged one naming another broker (their errors are reported);</li>
  * <li>prints the progress line {"event":"sent","remoteHandle":"..."}, then
- *     keeps the producer running holdMs (the caller can list it among the
- *     broker's producers) before closing it.</li>
+ *     keeps the producer running (the caller can list it among the
+ *     broker's producers) until the file releaseFile exists, holdMs at
+ *     most, before closing it.</li>
  * </ul>
  *
  * The last stdout line is JSON: {"ok":true,"keep":id,"recalled":id,
@@ -31,7 +32,7 @@ import org.apache.rocketmq.client.apis.producer.SendReceipt;
  * "garbageError":"...","forgedError":"..."} (or {"ok":false,"error":"..."},
  * exit 1).
  *
- * Usage: GrpcRecall &lt;endpoint&gt; &lt;delayTopic&gt; &lt;delayMs&gt; &lt;holdMs&gt;
+ * Usage: GrpcRecall &lt;endpoint&gt; &lt;delayTopic&gt; &lt;delayMs&gt; &lt;holdMs&gt; &lt;releaseFile&gt;
  */
 public final class GrpcRecall {
     private static String quote(String s) {
@@ -48,12 +49,13 @@ public final class GrpcRecall {
     }
 
     public static void main(String[] args) {
-        if (args.length != 4) {
-            System.err.println("usage: GrpcRecall <endpoint> <delayTopic> <delayMs> <holdMs>");
+        if (args.length != 5) {
+            System.err.println("usage: GrpcRecall <endpoint> <delayTopic> <delayMs> <holdMs> <releaseFile>");
             System.exit(2);
         }
         String endpoint = args[0], topic = args[1];
         long delayMs = Long.parseLong(args[2]), holdMs = Long.parseLong(args[3]);
+        java.nio.file.Path release = java.nio.file.Paths.get(args[4]);
         String keep, recalled, recallReceipt, remote, remoteHandle, garbageError, forgedError;
         long at;
         try {
@@ -83,7 +85,10 @@ public final class GrpcRecall {
                     Base64.getUrlEncoder().encodeToString(forged.getBytes(StandardCharsets.UTF_8)));
                 System.out.println("{\"event\":\"sent\",\"remoteHandle\":" + quote(remoteHandle) + "}");
                 System.out.flush();
-                Thread.sleep(holdMs);
+                for (long end = System.currentTimeMillis() + holdMs;
+                     !java.nio.file.Files.exists(release) && System.currentTimeMillis() < end; ) {
+                    Thread.sleep(50);
+                }
             }
         } catch (Throwable e) {
             System.out.println("{\"ok\":false,\"error\":" + quote(String.valueOf(e)) + "}");
