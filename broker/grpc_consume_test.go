@@ -14,6 +14,7 @@ import (
 
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/subscription"
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
@@ -338,6 +339,15 @@ func TestGrpcReceiveFIFO(t *testing.T) {
 			t.Fatalf("send %d: %d %s", i, resp.Code, resp.Remark)
 		}
 	}
+	// All three in the consume queue first: a send is answered before its
+	// dispatch, and an orderly pop of the first two alone holds the queue
+	// until they come back (seen under load: 5 messages received).
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if n := b.Store().MaxOffset(topic, 0); n < 3 {
+			return fmt.Errorf("%d of 3 messages dispatched", n)
+		}
+		return nil
+	})
 	var got []*v2pb.Message
 	deadline := time.Now().Add(5 * time.Second)
 	for len(got) < 3 && time.Now().Before(deadline) {
