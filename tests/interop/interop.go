@@ -275,10 +275,13 @@ func javaLogTail(exitCode int, dir string) string {
 	}
 	// The first warnings say what went wrong first (a closed channel's
 	// cause comes before the stack traces of every request it failed).
+	// Netty's channel events are logged at INFO: a channel that went
+	// inactive fails its requests without a warning of its own.
 	var first []string
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.Contains(l, " WARN ") || strings.Contains(l, " ERROR ") {
-			if first = append(first, l); len(first) == 20 {
+		if strings.Contains(l, " WARN ") || strings.Contains(l, " ERROR ") ||
+			strings.Contains(l, "channelInactive") || strings.Contains(l, "closeChannel") {
+			if first = append(first, l); len(first) == 30 {
 				break
 			}
 		}
