@@ -166,7 +166,11 @@ func TestGrpcLiteAutoRenewAndDeadLetter(t *testing.T) {
 	b, c := grpcBroker(t, func(cfg *config.Config) {
 		cfg.EnableLmq, cfg.EnableMultiDispatch = true, true
 		cfg.MinInvisibleTimeMillsForRecv, cfg.GrpcClientConsumerMinLongPollingTimeoutMillis = 1000, 0
-		cfg.RenewSliceTimeMillis, cfg.RenewAheadTimeMillis = 1000, 500
+		// Renewed when 900 ms or less are left: the renewal loop looks
+		// every 500 ms (renewTick), so at least 400 ms remain for the
+		// renewal itself. With 500 ms ahead, a look could fall a moment
+		// before the expiry and a loaded machine lost the race.
+		cfg.RenewSliceTimeMillis, cfg.RenewAheadTimeMillis = 1000, 900
 	}, 4, map[string]string{"LP": "LITE"})
 	g := subscription.NewGroupConfig("LGR")
 	g.Attributes = map[string]string{"+lite.bind.topic": "LP"}
