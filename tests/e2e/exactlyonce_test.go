@@ -22,6 +22,10 @@ import (
 // RMQ_E2E_BIG_COUNT overrides the count.
 func TestClientGo100kExactlyOncePerGroup(t *testing.T) {
 	skipShort(t, "sends 100k messages through real processes")
+	// Beside the other tests, which mostly wait on client intervals: run
+	// alone, its 50 s kept the package's parallel tests waiting (Go starts
+	// them after the last sequential one).
+	t.Parallel()
 	count := 100000
 	if v := os.Getenv("RMQ_E2E_BIG_COUNT"); v != "" {
 		count, _ = strconv.Atoi(v)

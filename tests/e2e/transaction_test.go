@@ -320,6 +320,9 @@ func TestBadInputTransaction(t *testing.T) {
 // same message size and concurrency, and logs both rates.
 func TestTransactionThroughput(t *testing.T) {
 	skipShort(t, "throughput run")
+	// Beside the other tests: its figures are logged, not checked, and
+	// run alone it kept the package's parallel tests waiting for 10 s.
+	t.Parallel()
 	rlog.SetLogLevel("fatal") // client-go logs every non-commit local state as an error
 	c := startCluster(t, framework.Options{Brokers: 1})
 	const topic = "TxBenchTopic"
