@@ -178,13 +178,15 @@ func StartApacheWith(t testing.TB, opts ApacheOptions) *Apache {
 		if code == exitRuntimeMissing {
 			missing(t, EnvRequireJava, stderr, "scripts/apache/start.sh exited 3")
 		}
-		if code == exitPortInUse {
-			// Another process took a port between FreePort and start.sh.
+		if code == exitPortInUse || (err != nil && strings.Contains(stderr, "Address already in use")) {
+			// Another process took a port between FreePort and start.sh
+			// (or between start.sh's check and the server's bind: the
+			// server then exits with a BindException in its log).
 			last = fmt.Errorf("%v: %s", err, stderr)
 			continue
 		}
 		if err != nil {
-			t.Fatalf("interop: scripts/apache/start.sh: %v\nstdout:\n%s", err, out)
+			t.Fatalf("interop: scripts/apache/start.sh: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr)
 		}
 		a := &Apache{
 			NamesrvAddr: fmt.Sprintf("127.0.0.1:%d", nsPort),
