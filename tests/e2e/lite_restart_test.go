@@ -118,6 +118,7 @@ func (d *liteDrain) run(ctx context.Context, want int, timeout time.Duration) {
 // the consumed half again.
 func TestLiteRestartRecoversEvents(t *testing.T) {
 	skipShort(t, "100k lite topics on a real broker")
+	t.Parallel() // alone, it kept the package's parallel tests waiting
 	c := startCluster(t, framework.Options{Needs: []framework.Capability{framework.Crash}, Brokers: 1, BrokerConf: map[string]string{
 		"enableLmq": "true", "enableMultiDispatch": "true",
 		"maxLmqConsumeQueueNum":          strconv.Itoa(2 * liteRestartTopics),
