@@ -38,19 +38,21 @@ cluster-ha: build
 # The whole suite, as CI runs it. Our packages run under the race detector
 # (it needs cgo), four test binaries at a time: most of their time is
 # waiting (timers, invisible times, intervals), and on 2 cores -p 4 took
-# the phase from 151 s to 86 s with a warm build cache. tests/ runs on real processes (tests/framework/process)
-# and drives third-party clients (client-go has data races of its own), so
-# it runs without it; its t.Parallel tests mostly wait on client
-# intervals: four at a time. The end-to-end tests that talk only through
-# our SDK, our mqadmin and raw remoting run a second time with the servers
-# inside the test binary (-cluster=inproc) under the race detector
-# (docs/architecture.md, "Tests").
+# that phase from 151 s to 86 s with a warm build cache. The end-to-end
+# tests that talk only through our SDK, our mqadmin and raw remoting run
+# in the same go test command, with the servers inside the test binary
+# (-cluster=inproc) under the race detector (docs/architecture.md,
+# "Tests"): RMQ_TEST_CLUSTER and RMQ_TEST_RUN select them
+# (tests/e2e/harness/testenv.go), so they share its compilation and idle
+# time. Then all of tests/ runs on real processes (tests/framework/process)
+# without the race detector (client-go, which most of them drive, has data
+# races of its own); its t.Parallel tests mostly wait on client intervals:
+# four at a time.
 UNIT_PKGS = $$($(GO) list $(PKGS) | grep -v '^github.com/rmqgo/rmq/tests')
 INPROC_RACE_TESTS = ^(TestReplicaSets|TestCapabilities|TestMQAdminCommands|TestBrokerConnectionCloseRemovesRoute|TestBadInputKeepsServing|TestBadInputMessages|TestCutFramesNotExecuted|TestStoreRestartSDK|TestPopAckReviveAndKill|TestPopDeadLetter|TestMQAdminPopStatus|TestLiteTopicSeedFlow|TestLiteRestartRecoversEvents|TestLiteSDK|TestStaticTopicBroker|TestStaticTopicRemapUnderLoad|TestSDK|TestSDKFailover|TestHAClassicSyncMaster|TestSlaveCopiesMasterMetadata|TestSlaveServesReadsFromCommittedOffset|TestAuthSlaveCopy)$$
 test: vet
-	CGO_ENABLED=1 $(GO) test -race -count=1 -p 4 -timeout 10m $(UNIT_PKGS)
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 5m -parallel 4 -run '$(INPROC_RACE_TESTS)' \
-		github.com/rmqgo/rmq/tests/framework github.com/rmqgo/rmq/tests/e2e -cluster=inproc
+	RMQ_TEST_CLUSTER=inproc RMQ_TEST_RUN='$(INPROC_RACE_TESTS)' CGO_ENABLED=1 $(GO) test -race -count=1 -p 4 -timeout 10m \
+		$(UNIT_PKGS) github.com/rmqgo/rmq/tests/framework github.com/rmqgo/rmq/tests/e2e
 	$(GO) test -count=1 -timeout 13m -parallel 4 github.com/rmqgo/rmq/tests/...
 
 # The flake hunter: `make test` N times (make test-repeat N=5), each in a

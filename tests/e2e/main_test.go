@@ -22,8 +22,10 @@ import (
 	"github.com/rmqgo/rmq/tests/framework/process"
 )
 
-// clusterFlag is -cluster, read once by TestMain into clusterKind.
-var clusterFlag = flag.String("cluster", string(framework.Process), "cluster implementation: process (real binaries) or inproc (in the test process)")
+// clusterFlag is -cluster, read once by TestMain into clusterKind. Its
+// default is $RMQ_TEST_CLUSTER when set (see harness.EnvTestCluster).
+var clusterFlag = flag.String("cluster", harness.EnvDefault(harness.EnvTestCluster, string(framework.Process)),
+	"cluster implementation: process (real binaries) or inproc (in the test process)")
 
 // processOnly skips the test under -cluster=inproc: what it does (why)
 // needs server processes.
@@ -36,6 +38,7 @@ func processOnly(t *testing.T, why string) {
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	harness.DefaultRun()
 	if _, err := framework.ParseKind(*clusterFlag); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: -cluster:", err)
 		os.Exit(2)

@@ -20,10 +20,12 @@ import (
 // clusterFlag limits the framework's own tests to one implementation
 // (-cluster=inproc: `make test` runs them so under -race); by default they
 // run on both.
-var clusterFlag = flag.String("cluster", "", "run only on this implementation: process or inproc (default both)")
+var clusterFlag = flag.String("cluster", harness.EnvDefault(harness.EnvTestCluster, ""),
+	"run only on this implementation: process or inproc (default both, or $RMQ_TEST_CLUSTER)")
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	harness.DefaultRun()
 	if *clusterFlag != "" {
 		if _, err := framework.ParseKind(*clusterFlag); err != nil {
 			fmt.Fprintln(os.Stderr, "framework: -cluster:", err)
