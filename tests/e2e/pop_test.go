@@ -75,6 +75,26 @@ func (c *popClient) send(qid int32, body string) {
 	if err != nil || resp.Code != code.Success {
 		c.t.Fatalf("send %s: %v %+v", body, err, resp)
 	}
+	// A send is answered before the consume queue has the message: wait
+	// for it, so that a pop right after sees everything sent (under load
+	// one popped two of three).
+	qo, err := strconv.ParseInt(resp.Ext("queueOffset"), 10, 64)
+	if err != nil {
+		c.t.Fatalf("send %s: queueOffset %q", body, resp.Ext("queueOffset"))
+	}
+	testutil.Eventually(c.t, 5*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		r, err := c.rc.Invoke(ctx, c.addr(), remoting.NewRequest(code.GetMaxOffset,
+			map[string]string{"topic": c.topic, "queueId": strconv.Itoa(int(qid))}, nil))
+		if err != nil {
+			return err
+		}
+		if max, _ := strconv.ParseInt(r.Ext("offset"), 10, 64); max <= qo {
+			return fmt.Errorf("%s/%d: max offset %d, the message sent is at %d", c.topic, qid, max, qo)
+		}
+		return nil
+	})
 }
 
 // pop pops up to max messages from every queue, waiting up to poll.
