@@ -3,8 +3,11 @@ package remoting
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -27,6 +30,15 @@ func (r *recorder) handle(_ context.Context, _ *Channel, req *Command) (*Command
 	r.seen = append(r.seen, string(req.Body))
 	r.mu.Unlock()
 	return NewResponse(req, code.Success, ""), nil
+}
+
+// take returns what ran and forgets it.
+func (r *recorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := r.seen
+	r.seen = nil
+	return seen
 }
 
 func (r *recorder) ran() []string {
@@ -149,64 +161,166 @@ func TestFramesBeforeCutRun(t *testing.T) {
 	}
 }
 
-// FuzzSplitFrames sends valid frames split at arbitrary points across reads,
-// optionally hanging up at an arbitrary byte: every frame that arrived whole
-// runs exactly once, nothing of a cut frame runs.
+// splitCase builds, from fuzzed numbers, one to four valid frames (bodies
+// unique to round), the stream cut at an arbitrary byte when cut is odd, and
+// the stream up to the cut split into at most nine chunks at arbitrary
+// points. want lists the bodies of the frames that arrive whole, sorted.
+func splitCase(t testing.TB, round int, n uint8, splits []byte, cut uint16) (chunks [][]byte, bodies, want []string) {
+	var stream []byte
+	var ends []int
+	for i := range 1 + int(n%4) {
+		body := fmt.Sprintf("r%d-f%d", round, i)
+		stream = append(stream, recordReq(t, SerializeType(i%2), body)...)
+		ends = append(ends, len(stream))
+		bodies = append(bodies, body)
+	}
+	end := len(stream)
+	if cut%2 == 1 {
+		end = int(cut/2) % len(stream)
+	}
+	for i, e := range ends {
+		if e <= end {
+			want = append(want, bodies[i])
+		}
+	}
+	slices.Sort(want)
+	points := []int{0}
+	for _, b := range splits[:min(len(splits), 8)] {
+		points = append(points, int(b)*end/256)
+	}
+	points = append(points, end)
+	slices.Sort(points)
+	for i := 1; i < len(points); i++ {
+		if points[i] > points[i-1] {
+			chunks = append(chunks, stream[points[i-1]:points[i]])
+		}
+	}
+	return chunks, bodies, want
+}
+
+// ranOf lists the bodies of bodies among ran, sorted.
+func ranOf(ran, bodies []string) []string {
+	var got []string
+	for _, b := range ran {
+		if slices.Contains(bodies, b) {
+			got = append(got, b)
+		}
+	}
+	slices.Sort(got)
+	return got
+}
+
+// chunkReader is a connection's input as the frame loop sees it: chunks
+// arrive one at a time. Peek(n) takes in further chunks until n bytes are
+// there, as a connection's Peek waits for them, and fails once the input has
+// ended (the peer hung up) short of n.
+type chunkReader struct {
+	buf    []byte
+	chunks [][]byte
+}
+
+var errInputEnded = errors.New("input ended")
+
+func (r *chunkReader) Len() int { return len(r.buf) }
+
+func (r *chunkReader) Peek(n int) ([]byte, error) {
+	for len(r.buf) < n && len(r.chunks) > 0 {
+		r.arrive()
+	}
+	if len(r.buf) < n {
+		return nil, errInputEnded
+	}
+	return r.buf[:n], nil
+}
+
+func (r *chunkReader) Skip(n int) error {
+	if n > len(r.buf) {
+		return errInputEnded
+	}
+	r.buf = r.buf[n:]
+	return nil
+}
+
+func (r *chunkReader) Release() error { return nil }
+
+func (r *chunkReader) arrive() {
+	r.buf = append(r.buf, r.chunks[0]...)
+	r.chunks = r.chunks[1:]
+}
+
+// FuzzSplitFrames feeds valid frames split at arbitrary points, optionally
+// cut at an arbitrary byte, to the server's frame loop (readFrames, what
+// onRequest runs for a connection): every frame that arrived whole runs
+// exactly once, nothing of a cut frame runs. The loop is driven as netpoll
+// drives it (called again whenever new input is there, until it fails),
+// without a socket, so that ten million executions take minutes;
+// TestSplitFramesOverTCP sends cases like these over real connections.
 func FuzzSplitFrames(f *testing.F) {
 	f.Add(uint8(3), []byte{10, 200}, uint16(0))
 	f.Add(uint8(1), []byte{1, 2, 3, 4, 5}, uint16(2*40+1))
 	f.Add(uint8(2), []byte{}, uint16(2*7+1))
 	f.Add(uint8(4), []byte{128, 129, 130, 255}, uint16(2*300+1))
-	s, rec, closed := cutServer(f)
+	s, rec, _ := cutServer(f)
 	var round int
 	f.Fuzz(func(t *testing.T, n uint8, splits []byte, cut uint16) {
 		round++
-		var stream []byte
-		var ends []int
-		var bodies []string
-		for i := range 1 + int(n%4) {
-			body := fmt.Sprintf("r%d-f%d", round, i)
-			stream = append(stream, recordReq(t, SerializeType(i%2), body)...)
-			ends = append(ends, len(stream))
-			bodies = append(bodies, body)
-		}
-		end := len(stream)
-		if cut%2 == 1 {
-			end = int(cut/2) % len(stream)
-		}
-		var want []string
-		for i, e := range ends {
-			if e <= end {
-				want = append(want, bodies[i])
-			}
-		}
-		points := []int{0}
-		for _, b := range splits[:min(len(splits), 8)] {
-			points = append(points, int(b)*end/256)
-		}
-		points = append(points, end)
-		slices.Sort(points)
-		var chunks [][]byte
-		for i := 1; i < len(points); i++ {
-			if points[i] > points[i-1] {
-				chunks = append(chunks, stream[points[i-1]:points[i]])
-			}
-		}
-		sendAndHangUp(t, s.Addr(), closed, chunks...)
-		mine := func() []string {
-			var got []string
-			for _, b := range rec.ran() {
-				if slices.Contains(bodies, b) {
-					got = append(got, b)
+		chunks, _, want := splitCase(t, round, n, splits, cut)
+		ch := NewLocalChannel("local", fmt.Sprintf("fuzz-%d", round), func(*Command) {})
+		r := &chunkReader{chunks: chunks}
+		for {
+			if r.Len() == 0 {
+				if len(r.chunks) == 0 {
+					break // the peer hung up between frames
 				}
+				r.arrive()
 			}
-			slices.Sort(got)
-			return got
+			if err := s.readFrames(ch, r); err != nil {
+				if len(r.chunks) > 0 {
+					t.Fatalf("frame loop failed with %d chunks still to come: %v", len(r.chunks), err)
+				}
+				if !errors.Is(err, errInputEnded) {
+					t.Fatalf("frame loop: %v, want the end of input", err)
+				}
+				break
+			}
 		}
-		testutil.WaitFor(t, waitDeadline, "whole frames to run", func() bool { return len(mine()) >= len(want) })
-		time.Sleep(10 * time.Millisecond)
-		if got := mine(); !slices.Equal(got, want) {
-			t.Fatalf("ran %q, want %q (stream %d bytes, cut at %d, chunks %d)", got, want, len(stream), end, len(chunks))
+		// Every frame was dispatched inside readFrames; wait for the
+		// handlers to finish.
+		deadline := time.Now().Add(waitDeadline)
+		for s.Handling() > 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("handlers still running")
+			}
+			runtime.Gosched()
+		}
+		// Bodies are unique to the round: a frame of an earlier round
+		// that ran late would show up here as one too many.
+		got := rec.take()
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("ran %q, want %q (chunks %d)", got, want, len(chunks))
 		}
 	})
+}
+
+// TestSplitFramesOverTCP sends split and cut streams like FuzzSplitFrames's
+// over real connections: netpoll's Peek must wait for the rest of a frame
+// and fail once the peer hung up.
+func TestSplitFramesOverTCP(t *testing.T) {
+	s, rec, closed := cutServer(t)
+	rnd := rand.New(rand.NewPCG(19, 7))
+	for round := range 40 {
+		splits := make([]byte, rnd.IntN(9))
+		for i := range splits {
+			splits[i] = byte(rnd.IntN(256))
+		}
+		n, cut := uint8(rnd.IntN(256)), uint16(rnd.IntN(1<<16))
+		chunks, bodies, want := splitCase(t, round, n, splits, cut)
+		sendAndHangUp(t, s.Addr(), closed, chunks...)
+		testutil.WaitFor(t, waitDeadline, "whole frames to run", func() bool { return len(ranOf(rec.ran(), bodies)) >= len(want) })
+		time.Sleep(10 * time.Millisecond) // room for a wrongly run frame to show
+		if got := ranOf(rec.ran(), bodies); !slices.Equal(got, want) {
+			t.Fatalf("round %d: ran %q, want %q (chunks %d)", round, got, want, len(chunks))
+		}
+	}
 }

@@ -465,7 +465,23 @@ func (s *Server) onRequest(ctx context.Context, conn netpoll.Connection) error {
 	if ch == nil {
 		return conn.Close()
 	}
-	r := conn.Reader()
+	return s.readFrames(ch, conn.Reader())
+}
+
+// frameReader is the part of netpoll.Reader the frame loop uses. On a
+// connection, Peek(n) waits until n bytes have arrived and fails only when
+// the connection ends (or its read timeout passes) first.
+type frameReader interface {
+	Len() int
+	Peek(n int) ([]byte, error)
+	Skip(n int) error
+	Release() error
+}
+
+// readFrames consumes every whole frame available in r and dispatches it.
+// A Peek error means the input ended inside a frame (cutFrame); a frame that
+// cannot be parsed closes the connection (badFrame).
+func (s *Server) readFrames(ch *Channel, r frameReader) error {
 	deferred := s.deferredCodes()
 	for r.Len() > 0 {
 		head, err := r.Peek(4)
