@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -76,7 +77,9 @@ func (s *clientsCtrlSet) killMaster(t *testing.T) string {
 // TestJavaClientAcrossControllerFailover: the Java client 5.5.0 produces
 // (sync, SEND_OK counted) and consumes (push consumer) while the
 // controller-mode master is killed with SIGKILL; both refresh routes every
-// second. Every SEND_OK message is consumed (duplicates allowed).
+// second. The producer runs until the new master has taken messages from it
+// (it is released by a file, so a slow JVM cannot end before the kill).
+// Every SEND_OK message is consumed (duplicates allowed).
 func TestJavaClientAcrossControllerFailover(t *testing.T) {
 	skipShort(t, "a controller-mode broker set and a Java client")
 	t.Parallel()
@@ -85,26 +88,43 @@ func TestJavaClientAcrossControllerFailover(t *testing.T) {
 	s.createTopic(t, topic)
 	master := s.master()
 
+	release := filepath.Join(t.TempDir(), "stop-sending")
 	bg := interop.StartJavaCheck(t, "failover", "-n", strings.Join(s.nsAddrs, ";"), "-t", topic, "-g", "java_failover_cg",
-		"-run", "jf", "-send-secs", "8", "-interval", "20", "-drain-secs", "20")
-	// Kill once the producer is under way (the JVM's start is not ours to
-	// time).
-	testutil.WaitFor(t, 60*time.Second, "the Java producer's first messages on the master", func() bool {
+		"-run", "jf", "-send-secs", "90", "-until-file", release, "-interval", "20", "-drain-secs", "20")
+	ended := func() bool {
 		select {
 		case <-bg.Done():
 			return true
 		default:
+			return false
 		}
+	}
+	// Kill once the producer is under way (the JVM's start is not ours to
+	// time).
+	testutil.WaitFor(t, 60*time.Second, "the Java producer's first messages on the master", func() bool {
 		n, err := harness.QueuedMessages(s.rc, master, topic, 4)
-		return err == nil && n >= 50
+		return ended() || (err == nil && n >= 50)
 	})
-	select {
-	case <-bg.Done():
+	if ended() {
 		res := bg.Wait(t)
 		t.Fatalf("the Java check ended before the kill: %s%s", res.Line, res.Stderr)
-	default:
 	}
-	s.killMaster(t)
+	next := s.killMaster(t)
+	// The new master holds what was replicated; wait for 30 messages more
+	// than that: sends that went to it after the election.
+	var atElection int64
+	testutil.WaitFor(t, 20*time.Second, "the new master's queues", func() bool {
+		n, err := harness.QueuedMessages(s.rc, next, topic, 4)
+		atElection = n
+		return ended() || err == nil
+	})
+	testutil.WaitFor(t, 60*time.Second, "the Java producer's messages on the new master", func() bool {
+		n, err := harness.QueuedMessages(s.rc, next, topic, 4)
+		return ended() || (err == nil && n >= atElection+30)
+	})
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	res := bg.Wait(t)
 	var f struct {
 		Acked, Failed, Consumed, Duplicates, Lost int

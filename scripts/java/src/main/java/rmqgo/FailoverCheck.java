@@ -1,6 +1,8 @@
 package rmqgo;
 
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -21,8 +23,11 @@ import org.apache.rocketmq.common.message.MessageExt;
 /**
  * Produce and consume across a broker failover with the Java client
  * ({@code ClientCheck failover -n NS -t TOPIC -g GROUP -run RUN -send-secs S
- * -interval MS -drain-secs D}): one producer sends one message every
- * interval for send-secs (sync, 3 s timeout, 2 retries) while a push
+ * -interval MS -drain-secs D [-until-file F]}): one producer sends one
+ * message every interval for send-secs, or until the file F exists when
+ * given (send-secs is then the cap: a test releases the producer once it has
+ * seen sends on both sides of the failover, however slowly the JVM
+ * runs), sync with a 3 s timeout and 2 retries, while a push
  * consumer of the group consumes; both refresh routes every second
  * (pollNameServerInterval=1000), so they find a newly elected master at
  * once, and the consumer heartbeats every second
@@ -38,6 +43,7 @@ final class FailoverCheck {
     static final class Opts {
         String ns = "127.0.0.1:9876", topic = "FailoverJavaTopic", group = "failover_java_cg", run = "f";
         long sendMs = 15_000, intervalMs = 20, drainMs = 30_000;
+        String untilFile;
 
         boolean set(String name, String v) {
             switch (name) {
@@ -48,6 +54,7 @@ final class FailoverCheck {
                 case "send-secs": sendMs = ClientCheck.secondsMs(v); break;
                 case "interval": intervalMs = Long.parseLong(v); break;
                 case "drain-secs": drainMs = ClientCheck.secondsMs(v); break;
+                case "until-file": untilFile = v; break;
                 default: return false;
             }
             return true;
@@ -61,11 +68,11 @@ final class FailoverCheck {
         r.f.put("topic", o.topic);
         r.f.put("group", o.group);
         r.f.put("run", o.run);
-        return r.run(() -> check(o.ns, o.topic, o.group, o.run, o.sendMs, o.intervalMs, o.drainMs, r));
+        return r.run(() -> check(o.ns, o.topic, o.group, o.run, o.sendMs, o.intervalMs, o.drainMs, o.untilFile, r));
     }
 
     static void check(String ns, String topic, String group, String run, long sendMs, long intervalMs, long drainMs,
-                      ClientCheck.Result r) throws Exception {
+                      String untilFile, ClientCheck.Result r) throws Exception {
         Set<Integer> acked = ConcurrentHashMap.newKeySet();
         Set<Integer> consumed = ConcurrentHashMap.newKeySet();
         AtomicLong duplicates = new AtomicLong();
@@ -105,7 +112,8 @@ final class FailoverCheck {
         long lastReport = 0;
         int seq = 0;
         try {
-            while ((System.nanoTime() - t0) / 1_000_000 < sendMs) {
+            while ((System.nanoTime() - t0) / 1_000_000 < sendMs
+                    && (untilFile == null || !Files.exists(Paths.get(untilFile)))) {
                 Message m = new Message(topic, "F", "fo-" + run + "-" + seq, ("failover-" + seq).getBytes(StandardCharsets.UTF_8));
                 m.putUserProperty("check_run", run);
                 m.putUserProperty("check_seq", Integer.toString(seq));
