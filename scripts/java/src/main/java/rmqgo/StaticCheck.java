@@ -24,6 +24,7 @@ import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.remoting.exception.RemotingException;
 
 /**
  * Static-topic (logic queue) checks with the Java client, driven by
@@ -206,6 +207,12 @@ final class StaticCheck {
                         Thread.sleep(50);
                     } catch (MQClientException e) {
                         errorCodes.merge(e.getResponseCode(), 1, Integer::sum);
+                        r.error("seq " + seq + " attempt " + attempts + ": " + ClientCheck.describe(e));
+                        Thread.sleep(50);
+                    } catch (RemotingException | IllegalStateException e) {
+                        // A request that timed out (the client wraps a route
+                        // lookup's RemotingException in IllegalStateException)
+                        // is retried like any failed send.
                         r.error("seq " + seq + " attempt " + attempts + ": " + ClientCheck.describe(e));
                         Thread.sleep(50);
                     }
