@@ -278,12 +278,16 @@ func javaLogTail(exitCode int, dir string) string {
 	// The first warnings say what went wrong first (a closed channel's
 	// cause comes before the stack traces of every request it failed).
 	// Netty's channel events are logged at INFO: a channel that went
-	// inactive fails its requests without a warning of its own.
+	// inactive fails its requests without a warning of its own. So are a
+	// consumer's rebalance results: a queue dropped or not assigned stops
+	// its consumption without a warning.
 	var first []string
 	for _, l := range strings.Split(string(b), "\n") {
 		if strings.Contains(l, " WARN ") || strings.Contains(l, " ERROR ") ||
-			strings.Contains(l, "channelInactive") || strings.Contains(l, "closeChannel") {
-			if first = append(first, l); len(first) == 30 {
+			strings.Contains(l, "channelInactive") || strings.Contains(l, "closeChannel") ||
+			strings.Contains(l, "[BUG]") || strings.Contains(l, "rebalanced result changed") ||
+			strings.Contains(l, "remove unnecessary mq") || strings.Contains(l, "doRebalance") {
+			if first = append(first, l); len(first) == 40 {
 				break
 			}
 		}
