@@ -110,8 +110,10 @@ func TestJavaClientAcrossControllerFailover(t *testing.T) {
 		t.Fatalf("the Java check ended before the kill: %s%s", res.Line, res.Stderr)
 	}
 	next := s.killMaster(t)
-	// The new master holds what was replicated; wait for 30 messages more
-	// than that: sends that went to it after the election.
+	// Wait for 30 messages more than the new master held when it first
+	// answered: sends that reached it after the election (a replicated tail
+	// it was still dispatching would count too, but that tail is at most
+	// the unconfirmed sends of the moment of the kill).
 	var atElection int64
 	testutil.WaitFor(t, 20*time.Second, "the new master's queues", func() bool {
 		n, err := harness.QueuedMessages(s.rc, next, topic, 4)
