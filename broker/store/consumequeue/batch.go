@@ -18,9 +18,9 @@ import (
 //
 // Commit writes the round into the Pebble batch in key order: the other
 // key spaces' writes (Set: the index), the checkpoint, the meta records,
-// then each queue's entries, queue after queue. Pebble inserts a batch
-// into its memtable (a skiplist) key by key in batch order and starts each
-// search from where the previous key went: keys in order cost a step or
+// then each queue's entries as runs (keys.go), queue after queue. Pebble
+// inserts a batch into its memtable (a skiplist) key by key in batch order
+// and starts each search from where the previous key went: keys in order cost a step or
 // two each, where the entries of 8 queues interleaved with index keys
 // cost a search from the top each.
 type Batch struct {
@@ -45,6 +45,7 @@ type batchBufs struct {
 	sorted []Entry
 	kvs    [][2][]byte
 	key    []byte
+	val    []byte
 }
 
 // queueRound is a queue's state after the round, with what the table held
@@ -55,7 +56,8 @@ type queueRound struct {
 	st      QueueState
 	existed bool
 	oldMin  int64
-	n       int // entries this round
+	oldMax  int64 // entries below it are stored already
+	n       int   // entries this round
 }
 
 type pendingEntry struct {
@@ -112,8 +114,9 @@ func (b *Batch) Put(topic string, qid int32, e Entry) error {
 	if !ok {
 		u := queueRound{id: id}
 		u.st, u.existed = b.s.State(topic, qid)
-		u.oldMin = u.st.Min
+		u.oldMin, u.oldMax = u.st.Min, u.st.Max
 		if !u.existed {
+			u.oldMax = 0
 			// A new queue starts where its first entry is (0 normally; later
 			// after a lite topic was re-created or a queue was truncated).
 			u.st.Min = e.Offset
@@ -266,7 +269,7 @@ func (b *Batch) writeOther() error {
 }
 
 // writeEntries writes the entries queue by queue in the given order of
-// queues, each queue's in Put order.
+// queues, each queue's in Put order as runs of consecutive offsets.
 func (b *Batch) writeEntries(order []int32) error {
 	if len(b.ents) == 0 {
 		return nil
@@ -287,16 +290,40 @@ func (b *Batch) writeEntries(order []int32) error {
 	}
 	key := b.key[:0]
 	defer func() { b.key = key }()
-	var val [entryValueLen]byte
+	val := b.val[:0]
+	if cap(val) < maxRun*entryValueLen {
+		val = make([]byte, 0, maxRun*entryValueLen)
+	}
+	defer func() { b.val = val }()
 	pos = 0
 	for _, i := range order {
 		u := &b.qs[i]
 		key = appendQueuePrefix(key[:0], kv.PrefixConsumeQueue, u.id.Topic, u.id.QueueID)
 		p := len(key)
+		// Consecutive offsets make a run, keyed by its last offset. An
+		// entry below what the queue held before the round is stored
+		// already (a re-dispatch writes the same entries again): runs
+		// must not overlap, so it is not written twice.
+		var next int64
+		val = val[:0]
 		for _, e := range sorted[pos : pos+u.n] {
-			key = binary.BigEndian.AppendUint64(key[:p], uint64(e.Offset))
-			putEntry(val[:], e)
-			if err := b.b.Set(key, val[:], nil); err != nil {
+			if e.Offset < u.oldMax {
+				continue
+			}
+			if len(val) > 0 && (e.Offset != next || len(val) == maxRun*entryValueLen) {
+				key = binary.BigEndian.AppendUint64(key[:p], uint64(next-1))
+				if err := b.b.Set(key, val, nil); err != nil {
+					return fmt.Errorf("consumequeue: batch put: %w", err)
+				}
+				val = val[:0]
+			}
+			val = val[:len(val)+entryValueLen]
+			putEntry(val[len(val)-entryValueLen:], e)
+			next = e.Offset + 1
+		}
+		if len(val) > 0 {
+			key = binary.BigEndian.AppendUint64(key[:p], uint64(next-1))
+			if err := b.b.Set(key, val, nil); err != nil {
 				return fmt.Errorf("consumequeue: batch put: %w", err)
 			}
 		}

@@ -9,10 +9,20 @@ import (
 // Key layout (all integers big-endian, so byte order = numeric order for
 // non-negative values):
 //
-//	entry: 'q' | topic | 0x00 | queueId u32 | offset u64      → entryValue
+//	run:   'q' | topic | 0x00 | queueId u32 | last offset u64 → k × entryValue
 //	meta:  'o' | topic | 0x00 | queueId u32 | 'x'             → next offset u64 | last phy offset u64 | last store time u64
 //	meta:  'o' | topic | 0x00 | queueId u32 | 'n'             → min offset u64
 //	checkpoint: 'k' | "cq.dispatched"                         → phy offset u64
+//
+// A run holds the entries of k ≥ 1 consecutive queue offsets, last-k+1 …
+// last, in offset order; a dispatch round writes a queue's entries of the
+// round as runs of up to maxRun (one Pebble key instead of one per
+// message: Pebble's cost is per key, in memtable inserts, flushes and
+// compactions). Keyed by the last offset, a seek to the first key ≥ an
+// offset lands on the run holding it, runs below a queue's min lie wholly
+// below it (retention's range delete takes whole runs) and an LMQ's max is
+// its last key + 1, as with one entry per key, which is what stores
+// written before runs hold (runs of one). A queue's runs never overlap.
 //
 // Topic names never contain 0x00 (the name rules allow [%|a-zA-Z0-9_-]), so
 // the separator keeps every queue's keys contiguous and a topic's queues
@@ -92,6 +102,27 @@ type Entry struct {
 }
 
 const entryValueLen = 8 + 4 + 8 + 8
+
+// maxRun bounds a run: 128 entries are 3.5 KiB, under Pebble's 4 KiB data
+// block, so a read of one entry reads no more than before.
+const maxRun = 128
+
+// runFirst is the first offset of the run keyed last with value v; ok is
+// false for a malformed value.
+func runFirst(last int64, v []byte) (int64, bool) {
+	if len(v) == 0 || len(v)%entryValueLen != 0 {
+		return 0, false
+	}
+	return last - int64(len(v)/entryValueLen) + 1, true
+}
+
+// runEntry decodes the entry at offset off of the run starting at first
+// (first ≤ off ≤ last).
+func runEntry(first, off int64, v []byte) Entry {
+	i := int(off-first) * entryValueLen
+	e, _ := decodeEntry(off, v[i:i+entryValueLen])
+	return e
+}
 
 // putEntry writes e's value into v (entryValueLen bytes).
 func putEntry(v []byte, e Entry) {

@@ -127,8 +127,20 @@ func (s *Store) TruncateAbove(maxPhy int64) error {
 			}
 			newMax--
 		}
+		// Runs are keyed by their last offset: the range takes every run
+		// ending at newMax or later, and the one holding newMax-1 (if it
+		// goes on past it) is written again, cut there.
+		first, run, _, cut, err := s.run(id.Topic, id.QueueID, newMax-1, true)
+		if err != nil {
+			return err
+		}
 		if err := b.DeleteRange(entryKey(id.Topic, id.QueueID, newMax), entryKey(id.Topic, id.QueueID, st.Max), nil); err != nil {
 			return err
+		}
+		if cut && newMax > st.Min {
+			if err := b.Set(entryKey(id.Topic, id.QueueID, newMax-1), run[:(newMax-first)*entryValueLen], nil); err != nil {
+				return err
+			}
 		}
 		st.Max = newMax
 		st.LastPhyOffset = last.CommitLogOffset

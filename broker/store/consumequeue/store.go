@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -200,7 +201,9 @@ func (s *Store) loadFromEntries() (int, error) {
 		if qid != 0 {
 			continue
 		}
-		if e, ok := decodeEntry(off, last); ok {
+		// The newest entry is the last of the queue's last run.
+		if len(last) >= entryValueLen && len(last)%entryValueLen == 0 {
+			e, _ := decodeEntry(off, last[len(last)-entryValueLen:])
 			id := QueueID{topic, qid}
 			sh := s.shard(id)
 			st, _ := sh.queues.Get(id)
@@ -334,31 +337,76 @@ func (s *Store) Entries(topic string, qid int32, offset int64, max int) ([]Entry
 		if len(k) != len(prefix)+8 {
 			continue
 		}
-		off := int64(binary.BigEndian.Uint64(k[len(prefix):]))
-		e, ok := decodeEntry(off, it.Value())
+		last := int64(binary.BigEndian.Uint64(k[len(prefix):]))
+		v := it.Value()
+		first, ok := runFirst(last, v)
 		if !ok {
-			return out, fmt.Errorf("consumequeue: corrupt entry %s-%d@%d", topic, qid, off)
+			return out, fmt.Errorf("consumequeue: corrupt entry %s-%d@%d", topic, qid, last)
 		}
-		out = append(out, e)
+		// The first run found may start below offset.
+		for off := max64(first, offset); off <= last && len(out) < max; off++ {
+			out = append(out, runEntry(first, off, v))
+		}
 	}
 	return out, it.Error()
 }
 
+func max64(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
 // Entry returns one entry; ok is false when it does not exist.
 func (s *Store) Entry(topic string, qid int32, offset int64) (Entry, bool, error) {
-	v, closer, err := s.db.Get(entryKey(topic, qid, offset))
-	if errors.Is(err, pebble.ErrNotFound) {
+	if st, ok := s.State(topic, qid); ok && offset < st.Min {
+		// Retention keeps a run that holds the min whole: the entries
+		// before the min in it are gone all the same.
 		return Entry{}, false, nil
 	}
+	_, _, e, ok, err := s.run(topic, qid, offset, false)
+	return e, ok, err
+}
+
+// run finds the run holding offset: its first offset, the entry at
+// offset and, when whole, a copy of the run's value; ok is false when no
+// run holds offset.
+func (s *Store) run(topic string, qid int32, offset int64, whole bool) (first int64, v []byte, e Entry, ok bool, err error) {
+	if offset < 0 {
+		return 0, nil, Entry{}, false, nil
+	}
+	prefix := queuePrefix(kv.PrefixConsumeQueue, topic, qid)
+	it, err := s.db.NewIter(&pebble.IterOptions{
+		LowerBound: entryKey(topic, qid, offset),
+		UpperBound: kv.PrefixEnd(prefix),
+	})
 	if err != nil {
-		return Entry{}, false, fmt.Errorf("consumequeue: get %s-%d@%d: %w", topic, qid, offset, err)
+		return 0, nil, Entry{}, false, fmt.Errorf("consumequeue: get %s-%d@%d: %w", topic, qid, offset, err)
 	}
-	defer closer.Close()
-	e, ok := decodeEntry(offset, v)
-	if !ok {
-		return Entry{}, false, fmt.Errorf("consumequeue: corrupt entry %s-%d@%d", topic, qid, offset)
+	defer it.Close()
+	for valid := it.First(); valid; valid = it.Next() {
+		k := it.Key()
+		if len(k) != len(prefix)+8 {
+			continue
+		}
+		last := int64(binary.BigEndian.Uint64(k[len(prefix):]))
+		first, ok := runFirst(last, it.Value())
+		if !ok {
+			return 0, nil, Entry{}, false, fmt.Errorf("consumequeue: corrupt entry %s-%d@%d", topic, qid, last)
+		}
+		if first > offset {
+			return 0, nil, Entry{}, false, nil
+		}
+		if whole {
+			v = slices.Clone(it.Value())
+		}
+		return first, v, runEntry(first, offset, it.Value()), true, nil
 	}
-	return e, true, nil
+	if err := it.Error(); err != nil {
+		return 0, nil, Entry{}, false, fmt.Errorf("consumequeue: get %s-%d@%d: %w", topic, qid, offset, err)
+	}
+	return 0, nil, Entry{}, false, nil
 }
 
 // BoundaryType chooses which offset SearchOffsetByTime returns when several
