@@ -113,7 +113,7 @@ func (p *Processor) sendBatch(ctx context.Context, ch *remoting.Channel, req *re
 		}
 		p.putStats(msgs[0].Topic, len(msgs), size)
 	}
-	resp, err := p.putResponse(ctx, req, cfg, res, err, hp, queueID, hp[message.PropertyUniqClientMessageIDKeyIdx], true)
+	resp, err := p.putResponse(ctx, req, cfg, res, err, hp[message.PropertyWaitStoreMsgOK], queueID, hp[message.PropertyUniqClientMessageIDKeyIdx], true)
 	if err == nil && p.d.MessagesIn != nil {
 		p.d.MessagesIn(h.topic, metrics.TypeOf(hp), len(msgs), res.End-res.PhysicalOffset)
 	}

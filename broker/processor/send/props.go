@@ -1,7 +1,6 @@
 package send
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 
@@ -58,37 +57,53 @@ func stripReserved(m map[string]string) {
 // with these bytes as its properties: the same entries that decoding it
 // into a map and encoding that would write, in the producer's order.
 func plainProps(b []byte) bool {
+	_, _, ok := scanPlain(b)
+	return ok
+}
+
+// scanPlain is plainProps, also returning the UNIQ_KEY and WAIT values
+// (WAIT "" when absent).
+func scanPlain[S string | []byte](b S) (uniq, wait S, ok bool) {
 	var seen uint8
 	for len(b) > 0 {
-		end := bytes.IndexByte(b, message.PropertySeparator)
+		end := indexByte(b, message.PropertySeparator)
 		if end < 0 {
-			return false
+			return uniq, wait, false
 		}
 		item := b[:end]
 		b = b[end+1:]
-		sep := bytes.IndexByte(item, message.NameValueSeparator)
-		if sep <= 0 || sep == len(item)-1 || bytes.IndexByte(item[sep+1:], message.NameValueSeparator) >= 0 {
-			return false
+		sep := indexByte(item, message.NameValueSeparator)
+		if sep <= 0 || sep == len(item)-1 || indexByte(item[sep+1:], message.NameValueSeparator) >= 0 {
+			return uniq, wait, false
 		}
 		var bit uint8
 		switch string(item[:sep]) {
 		case message.PropertyUniqClientMessageIDKeyIdx:
-			bit = 1
+			bit, uniq = 1, item[sep+1:]
 		case message.PropertyWaitStoreMsgOK:
-			bit = 2
+			bit, wait = 2, item[sep+1:]
 		case message.PropertyKeys:
 			bit = 4
 		case message.PropertyTags:
 			bit = 8
 		default:
-			return false
+			return uniq, wait, false
 		}
 		if seen&bit != 0 {
-			return false
+			return uniq, wait, false
 		}
 		seen |= bit
 	}
-	return seen&1 != 0
+	return uniq, wait, seen&1 != 0
+}
+
+func indexByte[S string | []byte](s S, c byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
 }
 
 // propsLen is the length of the properties string the store will write for

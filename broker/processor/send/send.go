@@ -268,6 +268,13 @@ func sendProps(ctx context.Context, ch *remoting.Channel, h *sendHeader, extra i
 	return decodeProps(h.properties, extra)
 }
 
+// hasOriginProps reports a request without a channel whose properties
+// WithOrigin gave as a map (sendProps takes those, not the header's).
+func hasOriginProps(ctx context.Context) bool {
+	o, ok := ctx.Value(originKey{}).(*origin)
+	return ok && o.props != nil
+}
+
 // bornHost is the producer's address as the channel sees it, or as
 // WithOrigin gave it for a request without a channel.
 func bornHost(ctx context.Context, ch *remoting.Channel) netip.AddrPort {
@@ -435,6 +442,11 @@ func (p *Processor) sendOne(ctx context.Context, ch *remoting.Channel, req *remo
 	if err != nil {
 		return nil, err
 	}
+	if ch != nil || !hasOriginProps(ctx) {
+		if uniq, wait, ok := scanPlain(h.properties); ok && plainSend(&tc, h) {
+			return p.sendPlain(ctx, req, cfg, &tc, h, queueID, bornHost(ctx, ch), uniq, wait)
+		}
+	}
 	props := sendProps(ctx, ch, h, 2) // room for UNIQ_KEY and CLUSTER
 	msg := &message.Message{
 		Topic:          h.topic,
@@ -498,7 +510,7 @@ func (p *Processor) sendOne(ctx context.Context, ch *remoting.Channel, req *remo
 	if err == nil {
 		p.putStats(msg.Topic, 1, len(msg.Body))
 	}
-	resp, err := p.putResponse(ctx, req, cfg, res, err, props, queueID, uniq, false)
+	resp, err := p.putResponse(ctx, req, cfg, res, err, props[message.PropertyWaitStoreMsgOK], queueID, uniq, false)
 	if err == nil && p.d.MessagesIn != nil {
 		// A timer or delay-level message counts in under the topic it was
 		// parked in (rmq_sys_wheel_timer, SCHEDULE_TOPIC_XXXX), as Java's
@@ -516,6 +528,68 @@ func (p *Processor) sendOne(ctx context.Context, ch *remoting.Channel, req *remo
 		if h := rh.RecallHandle(msg, cfg.BrokerName); h != "" {
 			resp.SetExt("recallHandle", h)
 		}
+	}
+	return resp, err
+}
+
+// plainSend reports whether a send whose properties are plain (scanPlain)
+// takes sendPlain: not a retry topic's (DLQ rules), not a transaction's
+// half (sysFlag), not to a compaction topic (which requires KEYS).
+func plainSend(tc *protocol.TopicConfig, h *sendHeader) bool {
+	if message.TransactionType(h.sysFlag) != message.TransactionNotType || strings.HasPrefix(h.topic, protocol.RetryGroupTopicPrefix) {
+		return false
+	}
+	policy, _ := tc.Attribute(topic.AttrCleanupPolicy)
+	return policy != cleanupCompaction
+}
+
+// sendPlain is sendOne for the common send, whose properties are only
+// UNIQ_KEY, WAIT, KEYS and TAGS (what Java's, Go's and Node's producers put
+// on a plain message): nothing to strip, refuse or hand to the lite,
+// transaction or schedule hooks, a NORMAL message. It is stored with the
+// producer's properties string as it is and CLUSTER after it (sendOne
+// adds CLUSTER too): the same entries as sendOne's map would store, in the
+// producer's order, with no map built.
+func (p *Processor) sendPlain(ctx context.Context, req *remoting.Command, cfg *config.Config, tc *protocol.TopicConfig, h *sendHeader, queueID int32, born netip.AddrPort, uniq, wait string) (*remoting.Command, error) {
+	raw := make([]byte, 0, len(h.properties)+len(message.PropertyCluster)+len(cfg.BrokerClusterName)+2)
+	raw = append(raw, h.properties...)
+	raw = append(raw, message.PropertyCluster...)
+	raw = append(raw, message.NameValueSeparator)
+	raw = append(raw, cfg.BrokerClusterName...)
+	raw = append(raw, message.PropertySeparator)
+	msg := &message.Message{
+		Topic:          h.topic,
+		Flag:           h.flag,
+		Body:           req.Body,
+		RawProperties:  raw,
+		BornTimestamp:  h.bornTimestamp,
+		BornHost:       born,
+		StoreHost:      p.storeHost(),
+		QueueID:        queueID,
+		ReconsumeTimes: h.reconsumeTimes,
+	}
+	// The checker sees no property (a nil map), as for a plain batch
+	// item: a NORMAL message.
+	if err := p.checkMessage(tc, msg, h.sysFlag); err != nil {
+		return nil, err
+	}
+	msg.SysFlag = h.sysFlag
+	if tc.TopicFilterType == protocol.MultiTag {
+		msg.SysFlag |= message.FlagMultiTags
+	}
+	if err := checkBody(cfg, len(msg.Body)); err != nil {
+		return nil, err
+	}
+	if n := len(raw); n > message.MaxPropertiesLength {
+		return nil, fmt.Errorf("%w: properties of %d bytes exceed %d bytes", ErrMessageIllegal, n, message.MaxPropertiesLength)
+	}
+	res, err := p.d.Store.PutMessage(ctx, msg)
+	if err == nil {
+		p.putStats(msg.Topic, 1, len(msg.Body))
+	}
+	resp, err := p.putResponse(ctx, req, cfg, res, err, wait, queueID, uniq, false)
+	if err == nil && p.d.MessagesIn != nil {
+		p.d.MessagesIn(h.topic, metrics.Normal, 1, res.End-res.PhysicalOffset)
 	}
 	return resp, err
 }
@@ -631,11 +705,11 @@ func (p *Processor) schedule(msg *message.Message) error {
 // still stored the message: it is answered with the normal fields and code
 // FLUSH_DISK_TIMEOUT, which clients count as sent.
 //
-// A stored message whose WAIT property is not "false" then waits for its
+// A stored message whose WAIT property (wait) is not "false" then waits for its
 // replicas (Deps.Replicas); a replication failure is answered
 // FLUSH_SLAVE_TIMEOUT, also over a flush timeout, as Apache's
 // CommitLog.handleDiskFlushAndHA lets the replica status win.
-func (p *Processor) putResponse(ctx context.Context, req *remoting.Command, cfg *config.Config, res store.PutResult, err error, props map[string]string, queueID int32, txID string, batch bool) (*remoting.Command, error) {
+func (p *Processor) putResponse(ctx context.Context, req *remoting.Command, cfg *config.Config, res store.PutResult, err error, wait string, queueID int32, txID string, batch bool) (*remoting.Command, error) {
 	rc := code.Success
 	switch {
 	case err == nil && res.FlushTimedOut:
@@ -646,7 +720,7 @@ func (p *Processor) putResponse(ctx context.Context, req *remoting.Command, cfg 
 		return nil, fmt.Errorf("put message: %w", err)
 	}
 	remark := ""
-	if p.d.Replicas != nil && res.End > 0 && props[message.PropertyWaitStoreMsgOK] != "false" {
+	if p.d.Replicas != nil && res.End > 0 && wait != "false" {
 		if rerr := p.d.Replicas.WaitReplicas(ctx, res.End); rerr != nil {
 			rc, remark = code.FlushSlaveTimeout, rerr.Error()
 		}

@@ -1,0 +1,84 @@
+package send
+
+import (
+	"maps"
+	"testing"
+
+	"github.com/rmqgo/rmq/pkg/message"
+	"github.com/rmqgo/rmq/remoting/code"
+)
+
+// TestSendPlainProperties: a single send whose properties are only
+// UNIQ_KEY, WAIT, KEYS and TAGS, well formed, is stored with the
+// producer's properties string as it is and CLUSTER after it; any other
+// is decoded, stripped and completed. Both store the entries a decode of
+// the string plus CLUSTER (and a UNIQ_KEY when none) gives, and answer
+// alike.
+func TestSendPlainProperties(t *testing.T) {
+	const u = "UNIQ_KEY\x01C0A800010000000000000000000001\x02"
+	for _, tc := range []struct {
+		name  string
+		props string
+		plain bool
+	}{
+		{"java", u + "WAIT\x01true\x02", true},
+		{"keys and tags", "KEYS\x01a b\x02" + u + "TAGS\x01t1\x02WAIT\x01false\x02", true},
+		{"uniq only", u, true},
+		{"no uniq key", "WAIT\x01true\x02", false},
+		{"empty", "", false},
+		{"other key", u + "X\x01y\x02", false},
+		{"cluster from the client", u + "CLUSTER\x01other\x02", false},
+		{"transient", u + "__RMQ.TRANSIENT.A\x01y\x02", false},
+		{"duplicate key", u + "TAGS\x01a\x02TAGS\x01b\x02", false},
+		{"empty value", u + "TAGS\x01\x02", false},
+		{"value with 0x01", u + "TAGS\x01a\x01b\x02", false},
+		{"no trailing separator", "WAIT\x01true\x02UNIQ_KEY\x01C0A8", false},
+	} {
+		for _, v2 := range []bool{false, true} {
+			t.Run(tc.name, func(t *testing.T) {
+				if _, _, ok := scanPlain(tc.props); ok != tc.plain {
+					t.Fatalf("scanPlain(%q) = %t, want %t", tc.props, ok, tc.plain)
+				}
+				f := newFixture(t)
+				req := sendV1("TopicTest", 1, tc.props, "body")
+				if v2 {
+					req = sendV2("TopicTest", 1, tc.props, "body")
+				}
+				resp := f.call(t, req)
+				wantCode(t, resp, code.Success)
+				m := f.store.last(t)
+				want := wantItemProps([]byte(tc.props))
+				want[message.PropertyCluster] = "C1"
+				if want[message.PropertyUniqClientMessageIDKeyIdx] == "" {
+					want[message.PropertyUniqClientMessageIDKeyIdx] = m.Properties[message.PropertyUniqClientMessageIDKeyIdx]
+				}
+				if !maps.Equal(m.Properties, want) || m.Properties[message.PropertyUniqClientMessageIDKeyIdx] == "" {
+					t.Fatalf("stored properties %q, want %q", m.Properties, want)
+				}
+				if tc.plain {
+					v, err := message.ParseView(f.store.records[len(f.store.records)-1], message.ParseOptions{})
+					if want := tc.props + "CLUSTER\x01C1\x02"; err != nil || string(v.Properties()) != want {
+						t.Fatalf("stored properties string %q, want %q (%v)", v.Properties(), want, err)
+					}
+				}
+				if resp.Ext("msgId") == "" || resp.Ext("queueId") != "1" || resp.Ext("queueOffset") != "0" ||
+					resp.Ext(message.PropertyMsgRegion) == "" || resp.Ext(message.PropertyTraceSwitch) == "" {
+					t.Fatalf("response fields %v", resp.ExtFields)
+				}
+				if m.Topic != "TopicTest" || m.QueueID != 1 || string(m.Body) != "body" || m.BornTimestamp != 1700000000000 {
+					t.Fatalf("stored %+v", m)
+				}
+			})
+		}
+	}
+}
+
+// The sends that take other rules never take the plain path: a
+// compaction topic still requires KEYS, a retry topic's send its group.
+func TestSendPlainExceptions(t *testing.T) {
+	const u = "UNIQ_KEY\x01C0A800010000000000000000000001\x02"
+	f := newFixture(t)
+	wantCode(t, f.call(t, sendV2("Compact", 0, u, "b")), code.MessageIllegal)
+	wantCode(t, f.call(t, sendV2("Compact", 0, u+"KEYS\x01k\x02", "b")), code.Success)
+	wantCode(t, f.call(t, sendV2("%RETRY%unknown", 0, u, "b")), code.SubscriptionGroupNotExist)
+}
