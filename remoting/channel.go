@@ -204,7 +204,12 @@ func (ch *Channel) writeLocked(cmd *Command) (broken bool, err error) {
 	if err != nil {
 		return true, err
 	}
-	ch.touch()
+	if !cmd.IsResponse() {
+		// A response follows a request whose read touched the channel
+		// a moment ago: idleness is judged in seconds, so it need not
+		// read the clock again.
+		ch.touch()
+	}
 	return false, nil
 }
 

@@ -182,6 +182,23 @@ func TestExecutorDropExpired(t *testing.T) {
 	}
 }
 
+// TestExecutorSubmitSince: a task's wait counts from the time it was
+// submitted with (a request's receipt), not from the submit.
+func TestExecutorSubmitSince(t *testing.T) {
+	ex := NewExecutor("since", 1, 8)
+	release, started := make(chan struct{}), make(chan struct{})
+	ex.Submit(func() { close(started); <-release })
+	<-started
+	var waited time.Duration
+	ex.SubmitSince(func() {}, func(_ DropReason, w time.Duration, _ int) { waited = w }, time.Now().Add(-time.Second))
+	ex.SubmitSince(func() {}, func(DropReason, time.Duration, int) { t.Error("a fresh task dropped") }, time.Now())
+	if n := ex.DropExpired(500 * time.Millisecond); n != 1 || waited < time.Second {
+		t.Fatalf("DropExpired dropped %d (waited %v), want the task received a second ago", n, waited)
+	}
+	close(release)
+	ex.Close()
+}
+
 // TestExecutorZeroQueue: with no queue a task is accepted only while a
 // worker is idle.
 func TestExecutorZeroQueue(t *testing.T) {

@@ -555,7 +555,11 @@ func (s *Server) dispatch(ch *Channel, req *Command) {
 	s.inflight.add()
 	ch.handling.Add(1)
 	s.handling.Add(1)
-	accepted := ex.SubmitDroppable(func() {
+	since := req.Received
+	if since.IsZero() {
+		since = time.Now()
+	}
+	accepted := ex.SubmitSince(func() {
 		defer s.inflight.done()
 		defer ch.handling.Add(-1)
 		defer s.handling.Add(-1)
@@ -569,7 +573,7 @@ func (s *Server) dispatch(ch *Channel, req *Command) {
 			remark = busyRemark
 		}
 		s.reply(ch, req, NewResponse(req, code.SystemBusy, fmt.Sprintf(remark, waited.Milliseconds(), queueLen)))
-	})
+	}, since)
 	if !accepted {
 		s.inflight.done()
 		ch.handling.Add(-1)

@@ -87,7 +87,11 @@ func (s *Store) put(ctx context.Context, msgs []*message.Message) (PutResult, er
 		flushTimedOut = true
 	}
 	s.putCount.Add(int64(len(msgs)))
-	s.tps.put(len(msgs))
+	if res.StoreTimestamp > 0 {
+		s.tps.putAt(len(msgs), res.StoreTimestamp/1000)
+	} else {
+		s.tps.put(len(msgs))
+	}
 	s.wakeDispatcher()
 	out := PutResult{
 		PhysicalOffset: res.PhysicalOffset,

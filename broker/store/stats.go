@@ -34,9 +34,12 @@ func (m *tpsMeter) advance(now int64) {
 	}
 }
 
-func (m *tpsMeter) put(n int) {
+func (m *tpsMeter) put(n int) { m.putAt(n, time.Now().Unix()) }
+
+// putAt is put at a second already known (an append's store time).
+func (m *tpsMeter) putAt(n int, sec int64) {
 	m.mu.Lock()
-	m.advance(time.Now().Unix())
+	m.advance(sec)
 	m.puts[m.sec%60] += int64(n)
 	m.mu.Unlock()
 }
