@@ -16,8 +16,8 @@ type Message struct {
 	// RawProperties, when Properties is nil, holds the properties as the
 	// encoded string ("k 0x01 v 0x02" per entry, each key once, none
 	// empty), stored as it is: a broker keeps a batch item's properties
-	// that need no change this way instead of decoding them into a map
-	// (DecodeBatchRaw). Property reads it; SetProperty decodes it into
+	// that need no change this way (in key order, as the map's encoding
+	// has them) instead of decoding them into a map (DecodeBatchRaw). Property reads it; SetProperty decodes it into
 	// Properties first.
 	RawProperties []byte
 

@@ -85,6 +85,22 @@ func TestStoreRestartSDK(t *testing.T) {
 	}
 	checkMessages := func(t *testing.T, when string) {
 		t.Helper()
+		// An acknowledged send is readable once dispatched, which follows
+		// the append: a read right after the last answer can miss it.
+		testutil.Eventually(t, 10*time.Second, func() error {
+			var total int64
+			for _, mq := range qs {
+				m, err := reader.c.GetMaxOffset(ctx, mq)
+				if err != nil {
+					return err
+				}
+				total += m
+			}
+			if total < int64(len(acked)) {
+				return fmt.Errorf("%s: queues' max offsets add up to %d of %d acknowledged", when, total, len(acked))
+			}
+			return nil
+		})
 		var got map[string]int
 		retry(t, "read the topic", func() error {
 			var err error

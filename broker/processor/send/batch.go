@@ -73,7 +73,9 @@ func (p *Processor) sendBatch(ctx context.Context, ch *remoting.Channel, req *re
 		m.StoreHost = store
 		m.ReconsumeTimes = h.reconsumeTimes
 		if plainProps(m.RawProperties) {
-			// Nothing to strip, add or refuse: stored as sent. The
+			// Stored as the map would be: keys sorted.
+			sortPlainInPlace(m.RawProperties)
+			// Nothing to strip, add or refuse. The
 			// checks below see no property (a nil map) and decide as
 			// they would with these: a NORMAL message, not lite.
 			if err := p.checkMessage(&tc, m, sysFlag); err != nil {

@@ -31,6 +31,7 @@ type fakeStore struct {
 	phy     int64
 	records [][]byte
 	calls   int // PutMessage/PutMessages calls
+	rawPuts int // messages put with properties as a string, no map
 
 	// err, when set, is returned by the next puts (with res).
 	err error
@@ -60,6 +61,9 @@ func (s *fakeStore) PutMessages(_ context.Context, msgs []*message.Message) (sto
 	for i, m := range msgs {
 		if m.Topic != msgs[0].Topic || m.QueueID != msgs[0].QueueID {
 			return store.PutResult{}, fmt.Errorf("%w: batch spans queues", store.ErrMessageIllegal)
+		}
+		if m.Properties == nil && m.RawProperties != nil {
+			s.rawPuts++
 		}
 		c := *m
 		c.QueueOffset = s.next[key] + int64(i)

@@ -9,10 +9,10 @@ import (
 )
 
 // TestSendPlainProperties: a single send whose properties are only
-// UNIQ_KEY, WAIT, KEYS and TAGS, well formed, is stored with the
-// producer's properties string as it is and CLUSTER after it; any other
-// is decoded, stripped and completed. Both store the entries a decode of
-// the string plus CLUSTER (and a UNIQ_KEY when none) gives, and answer
+// UNIQ_KEY, WAIT, KEYS and TAGS, well formed, is stored without a map (its
+// entries and CLUSTER sorted); any other is decoded, stripped and
+// completed. Both store the same bytes: the entries a decode of the string
+// plus CLUSTER (and a UNIQ_KEY when none) gives, keys sorted, and answer
 // alike.
 func TestSendPlainProperties(t *testing.T) {
 	const u = "UNIQ_KEY\x01C0A800010000000000000000000001\x02"
@@ -46,6 +46,9 @@ func TestSendPlainProperties(t *testing.T) {
 				}
 				resp := f.call(t, req)
 				wantCode(t, resp, code.Success)
+				if raw := f.store.rawPuts == 1; raw != tc.plain {
+					t.Fatalf("stored without a map: %t, want %t", raw, tc.plain)
+				}
 				m := f.store.last(t)
 				want := wantItemProps([]byte(tc.props))
 				want[message.PropertyCluster] = "C1"
@@ -55,11 +58,13 @@ func TestSendPlainProperties(t *testing.T) {
 				if !maps.Equal(m.Properties, want) || m.Properties[message.PropertyUniqClientMessageIDKeyIdx] == "" {
 					t.Fatalf("stored properties %q, want %q", m.Properties, want)
 				}
-				if tc.plain {
-					v, err := message.ParseView(f.store.records[len(f.store.records)-1], message.ParseOptions{})
-					if want := tc.props + "CLUSTER\x01C1\x02"; err != nil || string(v.Properties()) != want {
-						t.Fatalf("stored properties string %q, want %q (%v)", v.Properties(), want, err)
-					}
+				// The same bytes as the map would store: keys sorted.
+				v, err := message.ParseView(f.store.records[len(f.store.records)-1], message.ParseOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if sorted, err := message.AppendProperties(nil, want); err != nil || string(v.Properties()) != string(sorted) {
+					t.Fatalf("stored properties string %q, want %q (%v)", v.Properties(), sorted, err)
 				}
 				if resp.Ext("msgId") == "" || resp.Ext("queueId") != "1" || resp.Ext("queueOffset") != "0" ||
 					resp.Ext(message.PropertyMsgRegion) == "" || resp.Ext(message.PropertyTraceSwitch) == "" {
@@ -81,4 +86,8 @@ func TestSendPlainExceptions(t *testing.T) {
 	wantCode(t, f.call(t, sendV2("Compact", 0, u, "b")), code.MessageIllegal)
 	wantCode(t, f.call(t, sendV2("Compact", 0, u+"KEYS\x01k\x02", "b")), code.Success)
 	wantCode(t, f.call(t, sendV2("%RETRY%unknown", 0, u, "b")), code.SubscriptionGroupNotExist)
+	wantCode(t, f.call(t, sendV2("%RETRY%g1", 0, u, "b")), code.Success)
+	if f.store.rawPuts != 0 {
+		t.Fatalf("%d sends of these took the plain path", f.store.rawPuts)
+	}
 }

@@ -54,8 +54,8 @@ func stripReserved(m map[string]string) {
 // formed: UNIQ_KEY (required), WAIT, KEYS, TAGS, every entry "k 0x01 v
 // 0x02" with a non-empty value free of 0x01. Such an item needs nothing
 // stripped or added, is a NORMAL message and not lite, and is stored
-// with these bytes as its properties: the same entries that decoding it
-// into a map and encoding that would write, in the producer's order.
+// with these entries put in key order (sortPlainInPlace): the bytes that
+// decoding it into a map and encoding that would write.
 func plainProps(b []byte) bool {
 	_, _, ok := scanPlain(b)
 	return ok

@@ -547,16 +547,11 @@ func plainSend(tc *protocol.TopicConfig, h *sendHeader) bool {
 // UNIQ_KEY, WAIT, KEYS and TAGS (what Java's, Go's and Node's producers put
 // on a plain message): nothing to strip, refuse or hand to the lite,
 // transaction or schedule hooks, a NORMAL message. It is stored with the
-// producer's properties string as it is and CLUSTER after it (sendOne
-// adds CLUSTER too): the same entries as sendOne's map would store, in the
-// producer's order, with no map built.
+// producer's entries and CLUSTER (sendOne adds CLUSTER too) in key order:
+// the same bytes as sendOne's map would store, with no map built.
 func (p *Processor) sendPlain(ctx context.Context, req *remoting.Command, cfg *config.Config, tc *protocol.TopicConfig, h *sendHeader, queueID int32, born netip.AddrPort, uniq, wait string) (*remoting.Command, error) {
-	raw := make([]byte, 0, len(h.properties)+len(message.PropertyCluster)+len(cfg.BrokerClusterName)+2)
-	raw = append(raw, h.properties...)
-	raw = append(raw, message.PropertyCluster...)
-	raw = append(raw, message.NameValueSeparator)
-	raw = append(raw, cfg.BrokerClusterName...)
-	raw = append(raw, message.PropertySeparator)
+	raw := appendSortedPlain(make([]byte, 0, len(h.properties)+len(message.PropertyCluster)+len(cfg.BrokerClusterName)+2),
+		h.properties, cfg.BrokerClusterName)
 	msg := &message.Message{
 		Topic:          h.topic,
 		Flag:           h.flag,
@@ -592,6 +587,51 @@ func (p *Processor) sendPlain(ctx context.Context, req *remoting.Command, cfg *c
 		p.d.MessagesIn(h.topic, metrics.Normal, 1, res.End-res.PhysicalOffset)
 	}
 	return resp, err
+}
+
+// appendSortedPlain appends the entries of props, plain (scanPlain: at
+// most the four keys, each once, well formed), and CLUSTER=cluster when
+// not empty, in key order: what message.AppendProperties writes for the
+// same map, which is what the broker stores (mqadmin shows pulled
+// messages' properties in that order, docs/protocol.md §5.4).
+func appendSortedPlain[S string | []byte](dst []byte, props S, cluster string) []byte {
+	var kv [5][2]S
+	n := 0
+	for len(props) > 0 {
+		end := indexByte(props, message.PropertySeparator)
+		item := props[:end]
+		props = props[end+1:]
+		sep := indexByte(item, message.NameValueSeparator)
+		kv[n] = [2]S{item[:sep], item[sep+1:]}
+		n++
+	}
+	if cluster != "" {
+		kv[n] = [2]S{S(message.PropertyCluster), S(cluster)}
+		n++
+	}
+	for i := 1; i < n; i++ { // insertion sort: five entries at most
+		for j := i; j > 0 && string(kv[j][0]) < string(kv[j-1][0]); j-- {
+			kv[j], kv[j-1] = kv[j-1], kv[j]
+		}
+	}
+	for _, e := range kv[:n] {
+		dst = append(dst, e[0]...)
+		dst = append(dst, message.NameValueSeparator)
+		dst = append(dst, e[1]...)
+		dst = append(dst, message.PropertySeparator)
+	}
+	return dst
+}
+
+// sortPlainInPlace puts the entries of b, plain (plainProps), in key order
+// in place: the same length, the same entries.
+func sortPlainInPlace(b []byte) {
+	var scratch [256]byte
+	buf := scratch[:0]
+	if len(b) > len(scratch) {
+		buf = make([]byte, 0, len(b))
+	}
+	copy(b, appendSortedPlain(buf, b, ""))
 }
 
 // PutStats counts stored messages (brokerstats.Manager).
