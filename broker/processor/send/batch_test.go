@@ -258,27 +258,10 @@ func checkStoredItems(t *testing.T, st *fakeStore, items [][]byte) {
 // place; every other item is decoded, stripped and completed as before.
 // Both store the bytes a decode-and-encode would.
 func TestBatchPlainItems(t *testing.T) {
-	const u = "UNIQ_KEY\x01C0A800010000000000000000000001\x02"
-	for _, tc := range []struct {
-		name  string
-		props string
-		plain bool
-	}{
-		{"java", u + "WAIT\x01true\x02", true},
-		{"keys and tags", "KEYS\x01a b\x02" + u + "TAGS\x01t1\x02WAIT\x01false\x02", true},
-		{"uniq only", u, true},
-		{"no uniq key", "WAIT\x01true\x02", false},
-		{"empty", "", false},
-		{"other key", u + "X\x01y\x02", false},
-		{"transient", u + "__RMQ.TRANSIENT.A\x01y\x02", false},
-		{"pop receipt", u + "POP_CK\x01y\x02", false},
-		{"duplicate key", u + "TAGS\x01a\x02TAGS\x01b\x02", false},
-		{"empty value", u + "TAGS\x01\x02", false},
-		{"no separator", u + "TAGS\x02", false},
-		{"value with 0x01", u + "TAGS\x01a\x01b\x02", false},
-		{"no trailing separator", "WAIT\x01true\x02UNIQ_KEY\x01C0A8", false},
-		{"delay", u + "DELAY\x013\x02", false},
-	} {
+	const u = plainUniq
+	for _, tc := range append(plainCases(),
+		plainCase{"delay", u + "DELAY\x013\x02", false},
+	) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := plainProps([]byte(tc.props)); got != tc.plain {
 				t.Fatalf("plainProps(%q) = %t, want %t", tc.props, got, tc.plain)

@@ -8,6 +8,36 @@ import (
 	"github.com/rmqgo/rmq/remoting/code"
 )
 
+// plainUniq is a plain UNIQ_KEY entry.
+const plainUniq = "UNIQ_KEY\x01C0A800010000000000000000000001\x02"
+
+// plainCase is a properties string and whether it is plain (plainProps).
+type plainCase struct {
+	name  string
+	props string
+	plain bool
+}
+
+// plainCases are the properties strings both send paths are tested with.
+func plainCases() []plainCase {
+	const u = plainUniq
+	return []plainCase{
+		{"java", u + "WAIT\x01true\x02", true},
+		{"keys and tags", "KEYS\x01a b\x02" + u + "TAGS\x01t1\x02WAIT\x01false\x02", true},
+		{"uniq only", u, true},
+		{"no uniq key", "WAIT\x01true\x02", false},
+		{"empty", "", false},
+		{"other key", u + "X\x01y\x02", false},
+		{"transient", u + "__RMQ.TRANSIENT.A\x01y\x02", false},
+		{"pop receipt", u + "POP_CK\x01y\x02", false},
+		{"duplicate key", u + "TAGS\x01a\x02TAGS\x01b\x02", false},
+		{"empty value", u + "TAGS\x01\x02", false},
+		{"no separator", u + "TAGS\x02", false},
+		{"value with 0x01", u + "TAGS\x01a\x01b\x02", false},
+		{"no trailing separator", "WAIT\x01true\x02UNIQ_KEY\x01C0A8", false},
+	}
+}
+
 // TestSendPlainProperties: a single send whose properties are only
 // UNIQ_KEY, WAIT, KEYS and TAGS, well formed, is stored without a map (its
 // entries and CLUSTER sorted); any other is decoded, stripped and
@@ -15,25 +45,9 @@ import (
 // plus CLUSTER (and a UNIQ_KEY when none) gives, keys sorted, and answer
 // alike.
 func TestSendPlainProperties(t *testing.T) {
-	const u = "UNIQ_KEY\x01C0A800010000000000000000000001\x02"
-	for _, tc := range []struct {
-		name  string
-		props string
-		plain bool
-	}{
-		{"java", u + "WAIT\x01true\x02", true},
-		{"keys and tags", "KEYS\x01a b\x02" + u + "TAGS\x01t1\x02WAIT\x01false\x02", true},
-		{"uniq only", u, true},
-		{"no uniq key", "WAIT\x01true\x02", false},
-		{"empty", "", false},
-		{"other key", u + "X\x01y\x02", false},
-		{"cluster from the client", u + "CLUSTER\x01other\x02", false},
-		{"transient", u + "__RMQ.TRANSIENT.A\x01y\x02", false},
-		{"duplicate key", u + "TAGS\x01a\x02TAGS\x01b\x02", false},
-		{"empty value", u + "TAGS\x01\x02", false},
-		{"value with 0x01", u + "TAGS\x01a\x01b\x02", false},
-		{"no trailing separator", "WAIT\x01true\x02UNIQ_KEY\x01C0A8", false},
-	} {
+	for _, tc := range append(plainCases(),
+		plainCase{"cluster from the client", plainUniq + "CLUSTER\x01other\x02", false},
+	) {
 		for _, v2 := range []bool{false, true} {
 			t.Run(tc.name, func(t *testing.T) {
 				if _, _, ok := scanPlain(tc.props); ok != tc.plain {
@@ -81,7 +95,7 @@ func TestSendPlainProperties(t *testing.T) {
 // The sends that take other rules never take the plain path: a
 // compaction topic still requires KEYS, a retry topic's send its group.
 func TestSendPlainExceptions(t *testing.T) {
-	const u = "UNIQ_KEY\x01C0A800010000000000000000000001\x02"
+	const u = plainUniq
 	f := newFixture(t)
 	wantCode(t, f.call(t, sendV2("Compact", 0, u, "b")), code.MessageIllegal)
 	wantCode(t, f.call(t, sendV2("Compact", 0, u+"KEYS\x01k\x02", "b")), code.Success)
