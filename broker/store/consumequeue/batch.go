@@ -20,9 +20,9 @@ import (
 // key spaces' writes (Set: the index), the checkpoint, the meta records,
 // then each queue's entries as runs (keys.go), queue after queue. Pebble
 // inserts a batch into its memtable (a skiplist) key by key in batch order
-// and starts each search from where the previous key went: keys in order cost a step or
-// two each, where the entries of 8 queues interleaved with index keys
-// cost a search from the top each.
+// and starts each search from where the previous key went: keys in order
+// cost a step or two each, where the entries of 8 queues interleaved with
+// index keys cost a search from the top each.
 type Batch struct {
 	s *Store
 	b *pebble.Batch

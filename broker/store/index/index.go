@@ -172,6 +172,9 @@ func Query(db *pebble.DB, topic string, kind byte, key string, begin, end int64,
 	// Not hourOf: Long.MAX_VALUE's hour does not fit 32 bits, and a
 	// truncated one could fall before the hours that hold entries.
 	h := min(end/hourMs, math.MaxUint32)
+	// A UNIQ_KEY as clients make it is also looked up in binary.
+	var bin [uniqBinLen]byte
+	isBin := kind == KindUniqKey && binUniq(&bin, key)
 	for h >= first && len(hits) < max {
 		// The newest hour ≤ h that has any entry.
 		var found bool
@@ -195,8 +198,7 @@ func Query(db *pebble.DB, topic string, kind byte, key string, begin, end int64,
 		if hits, err = queryHour(db, uint32(h), topic, kind, key, begin, end, max, hits); err != nil {
 			return nil, err
 		}
-		var bin [uniqBinLen]byte
-		if kind == KindUniqKey && binUniq(&bin, key) {
+		if isBin {
 			if hits, err = queryHourBin(db, uint32(h), topic, &bin, begin, end, len(hits)+max-n, hits); err != nil {
 				return nil, err
 			}
