@@ -118,8 +118,11 @@ func propsLen(m map[string]string) int {
 
 // checkPropsLen rejects properties that do not fit the record's int16
 // length (Java: PROPERTIES_SIZE_EXCEEDED → MESSAGE_ILLEGAL).
-func checkPropsLen(m map[string]string) error {
-	if n := propsLen(m); n > message.MaxPropertiesLength {
+func checkPropsLen(m map[string]string) error { return checkPropsBytes(propsLen(m)) }
+
+// checkPropsBytes is checkPropsLen for an encoded length n.
+func checkPropsBytes(n int) error {
+	if n > message.MaxPropertiesLength {
 		return fmt.Errorf("%w: properties of %d bytes exceed %d bytes", ErrMessageIllegal, n, message.MaxPropertiesLength)
 	}
 	return nil

@@ -575,8 +575,8 @@ func (p *Processor) sendPlain(ctx context.Context, req *remoting.Command, cfg *c
 	if err := checkBody(cfg, len(msg.Body)); err != nil {
 		return nil, err
 	}
-	if n := len(raw); n > message.MaxPropertiesLength {
-		return nil, fmt.Errorf("%w: properties of %d bytes exceed %d bytes", ErrMessageIllegal, n, message.MaxPropertiesLength)
+	if err := checkPropsBytes(len(raw)); err != nil {
+		return nil, err
 	}
 	res, err := p.d.Store.PutMessage(ctx, msg)
 	if err == nil {
