@@ -172,7 +172,7 @@ type Stats struct {
 	CommitLogMaxOffset  int64
 	DispatchBehind      int64
 	PutMessageCount     int64
-	GetMessageCount     int64
+	GetMessageCount     int64 // messages served by reads (not reads)
 	PutTps              float64
 	GetTransferredTps   float64
 	DiskRatio           float64

@@ -23,7 +23,6 @@ const (
 
 // GetMessage reads messages from a queue (RocketMQ's getMessage).
 func (s *Store) GetMessage(ctx context.Context, topic string, queueID int32, offset int64, maxMsgNums int, maxBytes int, filter MessageFilter) (*GetResult, error) {
-	s.getCount.Add(1)
 	st, ok := s.cq.State(topic, queueID)
 	r := &GetResult{MinOffset: st.Min, MaxOffset: st.Max}
 	switch {
@@ -152,6 +151,7 @@ scan:
 	switch {
 	case len(r.Records) > 0:
 		r.Status = Found
+		s.getCount.Add(int64(len(r.Records)))
 		s.tps.get(len(r.Records))
 	case removed > 0:
 		r.Status = MessageWasRemoving

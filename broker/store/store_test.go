@@ -85,6 +85,10 @@ func TestPutGetRestart(t *testing.T) {
 		t.Fatalf("record 3: %v %q %d", err, m.Body, m.QueueOffset)
 	}
 	r.Release()
+	// Apache's msgGetTotalTodayNow counts messages served, not reads.
+	if st := s.Stats(); st.PutMessageCount != 100 || st.GetMessageCount != 25 {
+		t.Fatalf("stats: %d put, %d got; want 100 and 25", st.PutMessageCount, st.GetMessageCount)
+	}
 
 	// queue 1 holds i = 1, 5, 9, ... all tag B
 	r, _ = s.GetMessage(ctx, "T", 1, 0, 32, 0, tagFilter{int64(message.TagHashCode("A"))})
