@@ -378,9 +378,9 @@ run() { # system round
     # Half of the peak this system just reached, same client for both.
     local rate h t0
     rate=$(echo "$p" | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["tps"] / 2))')
-    # The phases before leave gigabytes of page cache to write back (the
-    # faster system more); under SYNC_FLUSH every group commit would queue
-    # behind it. Written back first, so the p99 is of the half-rate load.
+    # Under ASYNC_FLUSH the phases before can leave page cache to write
+    # back (the faster system more): written back first, so that the p99
+    # is of the half-rate load alone. (Under SYNC_FLUSH it takes ~0 s.)
     t0=$SECONDS
     sync
     echo "$sys: sync before the half-rate phase took $((SECONDS - t0)) s" >&2
