@@ -19,10 +19,18 @@ func (l *Log) zeroChunkSize() int64 {
 // to the journal. Blocks already written (with zeros) need no metadata at
 // sync time: measured here, fdatasync after a 22 KB append took a third of
 // the time and half the CPU. A background writer keeps the next ZeroAhead
-// bytes after the write position written with zeros and starts their
-// write-back, so that SYNC_FLUSH syncs find plain blocks. Apache's
+// bytes after the write position written with zeros and written back, so
+// that SYNC_FLUSH syncs find plain blocks. Apache's
 // warmMapedFileEnable fills a whole new file with zeros at creation for the
 // same reason.
+//
+// Pacing: the writer tops the window up one chunk at a time and waits for
+// each chunk's write-back before it writes the next, so that at most a
+// chunk of zeros is ever queued at the device ahead of the flusher's
+// fdatasync. It used to refill half the window at once and start its
+// write-back in one call: measured here under SYNC_FLUSH at 20k sends/s,
+// the 32 MiB of zeros queued that way put send p99 at 8 ms on a fresh
+// store and 53-62 ms after a 6 GB ingest; paced, 4-7 ms in both cases.
 //
 // Safety: the writer only ever writes at or after the reserved end (next),
 // claimed chunk by chunk under mu; an append whose bytes reach the chunk
@@ -31,8 +39,8 @@ func (l *Log) zeroChunkSize() int64 {
 // I/O error on its pages shows up in the flusher's next fdatasync like any
 // other.
 
-// maybeZeroAheadLocked starts the zero-ahead writer when less than half of
-// ZeroAhead is left zeroed after the write position.
+// maybeZeroAheadLocked starts the zero-ahead writer when a whole chunk of
+// the ZeroAhead window after the write position is not zeroed yet.
 func (l *Log) maybeZeroAheadLocked() {
 	if l.cfg.ZeroAhead <= 0 || l.zeroRun || l.err != nil || l.active == nil {
 		return
@@ -44,7 +52,7 @@ func (l *Log) maybeZeroAheadLocked() {
 	start := (l.next + pageSize - 1) &^ (pageSize - 1)
 	from := max(l.zeroedTo, start)
 	to := min(seg.end(), start+l.cfg.ZeroAhead)
-	if from >= to || from-start >= l.cfg.ZeroAhead/2 || !seg.acquire() {
+	if from >= to || from-start > l.cfg.ZeroAhead-l.zeroChunkSize() || !seg.acquire() {
 		return
 	}
 	l.zeroRun = true
@@ -52,15 +60,15 @@ func (l *Log) maybeZeroAheadLocked() {
 	go l.zeroAhead(seg, from, to)
 }
 
-// zeroAhead writes zeros over [from, to) of seg, chunk by chunk, stopping
-// as soon as the log fails or closes, seg stops being the active segment,
-// or appends have reached the next chunk.
+// zeroAhead writes zeros over [from, to) of seg, chunk by chunk, each one
+// written back before the next, stopping as soon as the log fails or
+// closes, seg stops being the active segment, or appends have reached the
+// next chunk.
 func (l *Log) zeroAhead(seg *segment, from, to int64) {
 	defer l.wg.Done()
 	defer seg.release()
 	chunk := l.zeroChunkSize()
 	zeros := make([]byte, chunk)
-	done := from
 	for cs := from; cs < to; cs += chunk {
 		n := min(chunk, to-cs)
 		l.mu.Lock()
@@ -87,10 +95,7 @@ func (l *Log) zeroAhead(seg *segment, from, to int64) {
 			l.log.Warn("zero-ahead write failed; appends go on without it", "file", seg.path, "offset", cs-seg.base, "err", err)
 			break
 		}
-		done = cs + n
-	}
-	if done > from {
-		if err := vfs.StartWriteBack(seg.f, from-seg.base, done-from); err != nil {
+		if err := vfs.WriteBack(seg.f, cs-seg.base, n); err != nil {
 			l.log.Debug("zero-ahead write-back", "file", seg.path, "err", err)
 		}
 	}

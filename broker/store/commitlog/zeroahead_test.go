@@ -90,3 +90,68 @@ func TestZeroAheadKeepsRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestZeroAheadPaced checks the pacing of the zero-ahead writer: it never
+// writes a chunk of zeros while the previous one is not written back yet,
+// and every chunk it writes is written back.
+func TestZeroAheadPaced(t *testing.T) {
+	ffs := vfs.NewFaultFS(vfs.NewMem())
+	cfg := testConfig(ffs, t.TempDir())
+	cfg.FileSize = 1 << 20
+	cfg.MaxRecordSize = 2048
+	cfg.MaxBatchBytes = 4096
+	cfg.FlushDiskType = SyncFlush
+	cfg.ZeroAhead = 64 << 10
+	cfg.Assigner = newAssigner()
+	l := mustOpen(t, cfg)
+	defer l.Close()
+	chunk := l.zeroChunkSize()
+	if chunk <= int64(cfg.MaxBatchBytes) {
+		t.Fatalf("chunk %d must exceed the largest append %d to tell them apart", chunk, cfg.MaxBatchBytes)
+	}
+	var mu sync.Mutex
+	pending := map[int64]bool{} // chunks of zeros written, not yet written back
+	var chunks, overlaps int
+	ffs.SetHook(func(op vfs.Op) error {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case op.Kind == vfs.OpWrite && int64(op.Len) == chunk:
+			if len(pending) > 0 {
+				overlaps++
+			}
+			pending[op.Off] = true
+			chunks++
+		case op.Kind == vfs.OpWriteBack:
+			delete(pending, op.Off)
+		}
+		return nil
+	})
+	for i := range 3000 {
+		if _, err := l.Append(context.Background(), record(t, "P", int32(i%4), i, 100+(i*53)%1500)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The writer may still be on its last chunk: wait for it.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		l.mu.Lock()
+		run := l.zeroRun
+		l.mu.Unlock()
+		if !run || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if chunks < 8 {
+		t.Fatalf("the zero-ahead writer wrote %d chunks, want many", chunks)
+	}
+	if overlaps > 0 {
+		t.Fatalf("%d of %d chunks were written while an earlier one was not written back", overlaps, chunks)
+	}
+	if len(pending) > 0 {
+		t.Fatalf("%d chunks never written back", len(pending))
+	}
+}

@@ -22,10 +22,11 @@ const (
 	OpRename
 	OpRead
 	OpAllocate
+	OpWriteBack
 )
 
 func (k OpKind) String() string {
-	return [...]string{"create", "open", "write", "sync", "syncdir", "truncate", "remove", "rename", "read", "allocate"}[k]
+	return [...]string{"create", "open", "write", "sync", "syncdir", "truncate", "remove", "rename", "read", "allocate", "writeback"}[k]
 }
 
 // Op describes one operation offered to a FaultFS hook.
@@ -310,10 +311,13 @@ func (f *faultFile) DataRegion(off, size int64) (int64, int64, error) {
 	return DataRegion(f.File, off, size)
 }
 
-// StartWriteBack is the wrapped file's: it changes no bytes, so no fault
-// applies to it.
-func (f *faultFile) StartWriteBack(off, n int64) error {
-	return StartWriteBack(f.File, off, n)
+// WriteBack is the wrapped file's; it changes no bytes, so only the hook
+// sees it (and may fail it).
+func (f *faultFile) WriteBack(off, n int64) error {
+	if err := f.fs.check(Op{Kind: OpWriteBack, Path: f.Name(), Off: off, Len: int(n)}); err != nil {
+		return err
+	}
+	return WriteBack(f.File, off, n)
 }
 
 // ZeroRange is the wrapped file's (false when it cannot), refused like a

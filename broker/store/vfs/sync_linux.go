@@ -105,14 +105,14 @@ func (f osFile) ZeroRange(off, n int64) (bool, error) {
 	}
 }
 
-// StartWriteBack starts write-back of [off, off+n) with sync_file_range
-// SYNC_FILE_RANGE_WRITE (no wait, nothing made durable).
-func (f osFile) StartWriteBack(off, n int64) error {
+// WriteBack writes [off, off+n)'s dirty pages and waits for them with
+// sync_file_range (nothing made durable: no metadata, no cache flush).
+func (f osFile) WriteBack(off, n int64) error {
 	if n <= 0 {
 		return nil
 	}
 	for {
-		err := syscall.SyncFileRange(int(f.Fd()), off, n, syncFileRangeWrite)
+		err := syscall.SyncFileRange(int(f.Fd()), off, n, syncFileRangeWaitWrite)
 		if err != syscall.EINTR {
 			if err != nil {
 				return &os.PathError{Op: "sync_file_range", Path: f.Name(), Err: err}
@@ -122,5 +122,5 @@ func (f osFile) StartWriteBack(off, n int64) error {
 	}
 }
 
-// syncFileRangeWrite is SYNC_FILE_RANGE_WRITE.
-const syncFileRangeWrite = 0x2
+// syncFileRangeWaitWrite is SYNC_FILE_RANGE_WAIT_BEFORE | WRITE | WAIT_AFTER.
+const syncFileRangeWaitWrite = 0x1 | 0x2 | 0x4

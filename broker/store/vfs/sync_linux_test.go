@@ -70,3 +70,45 @@ func TestDataRegion(t *testing.T) {
 		t.Errorf("MemFS DataRegion = %d, %d, %v; want the whole rest", s, e, err)
 	}
 }
+
+// TestWriteBack: an OS file writes a range back (sync_file_range with
+// waits accepts the flags), through FaultFS too, and the data stays.
+func TestWriteBack(t *testing.T) {
+	for _, name := range []string{"os", "fault"} {
+		t.Run(name, func(t *testing.T) {
+			var fsys FS = OS()
+			if name == "fault" {
+				fsys = NewFaultFS(OS())
+			}
+			f, err := fsys.Create(filepath.Join(t.TempDir(), "wb"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, ok := f.(WriteBacker); !ok {
+				t.Fatalf("%T is not a WriteBacker", f)
+			}
+			data := make([]byte, 1<<20)
+			for i := range data {
+				data[i] = byte(i)
+			}
+			if _, err := f.WriteAt(data, 4096); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range [][2]int64{{4096, 1 << 20}, {0, 0}, {0, 8 << 20}} {
+				if err := WriteBack(f, r[0], r[1]); err != nil {
+					t.Fatalf("WriteBack(%d, %d): %v", r[0], r[1], err)
+				}
+			}
+			got := make([]byte, len(data))
+			if _, err := f.ReadAt(got, 4096); err != nil {
+				t.Fatal(err)
+			}
+			for i := range got {
+				if got[i] != data[i] {
+					t.Fatalf("byte %d changed", i)
+				}
+			}
+		})
+	}
+}

@@ -100,19 +100,20 @@ func ZeroRange(f File, off, n int64) (bool, error) {
 	return false, nil
 }
 
-// WriteBackStarter is implemented by files that can start writing a
-// range's dirty pages to disk without waiting for them (sync_file_range
-// SYNC_FILE_RANGE_WRITE). It makes nothing durable and reports no I/O
-// error of the pages: the next Sync does.
-type WriteBackStarter interface {
-	StartWriteBack(off, n int64) error
+// WriteBacker is implemented by files that can write a range's dirty
+// pages to disk and wait for that I/O, without a device cache flush and
+// without the file's metadata (sync_file_range WAIT_BEFORE | WRITE |
+// WAIT_AFTER). It makes nothing durable; an I/O error it misses shows in
+// the next Sync.
+type WriteBacker interface {
+	WriteBack(off, n int64) error
 }
 
-// StartWriteBack is f's StartWriteBack when f is a WriteBackStarter;
-// otherwise it does nothing.
-func StartWriteBack(f File, off, n int64) error {
-	if w, ok := f.(WriteBackStarter); ok {
-		return w.StartWriteBack(off, n)
+// WriteBack is f's WriteBack when f is a WriteBacker; otherwise it does
+// nothing.
+func WriteBack(f File, off, n int64) error {
+	if w, ok := f.(WriteBacker); ok {
+		return w.WriteBack(off, n)
 	}
 	return nil
 }
