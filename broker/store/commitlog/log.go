@@ -49,6 +49,9 @@ type Log struct {
 	zeroRun  bool
 	zeroing  bool
 	zeroFrom int64
+	// zeros is the zero-ahead writer's source, made on its first run and
+	// only ever read (it runs about once per chunk appended).
+	zeros []byte
 	// zeroWritten counts the bytes the zero-ahead writer wrote.
 	zeroWritten atomic.Int64
 	lastStoreTS int64

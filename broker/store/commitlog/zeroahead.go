@@ -55,6 +55,9 @@ func (l *Log) maybeZeroAheadLocked() {
 	if from >= to || from-start > l.cfg.ZeroAhead-l.zeroChunkSize() || !seg.acquire() {
 		return
 	}
+	if l.zeros == nil {
+		l.zeros = make([]byte, l.zeroChunkSize())
+	}
 	l.zeroRun = true
 	l.wg.Add(1)
 	go l.zeroAhead(seg, from, to)
@@ -67,8 +70,7 @@ func (l *Log) maybeZeroAheadLocked() {
 func (l *Log) zeroAhead(seg *segment, from, to int64) {
 	defer l.wg.Done()
 	defer seg.release()
-	chunk := l.zeroChunkSize()
-	zeros := make([]byte, chunk)
+	chunk, zeros := l.zeroChunkSize(), l.zeros
 	for cs := from; cs < to; cs += chunk {
 		n := min(chunk, to-cs)
 		l.mu.Lock()
