@@ -30,7 +30,8 @@ func (l *Log) zeroChunkSize() int64 {
 // fdatasync. It used to refill half the window at once and start its
 // write-back in one call: measured here under SYNC_FLUSH at 20k sends/s,
 // the 32 MiB of zeros queued that way put send p99 at 8 ms on a fresh
-// store and 53-62 ms after a 6 GB ingest; paced, 4-7 ms in both cases.
+// store and 53-62 ms after a 6 GB ingest; paced, 4-7 ms in most runs
+// (docs/operations.md, "The SYNC p99 at half peak", has the spread).
 //
 // Safety: the writer only ever writes at or after the reserved end (next),
 // claimed chunk by chunk under mu; an append whose bytes reach the chunk
