@@ -27,9 +27,13 @@ import org.apache.rocketmq.client.apis.producer.Producer;
  * every message whose send was acknowledged.
  *
  * While sending, "acked N" (sends acknowledged so far) goes to stdout every
- * 200 ms. The last stdout line is JSON with "ok" true when no acknowledged
- * send is missing ("lost") and no message whose ack succeeded came again
- * ("redelivered"); exit 1 otherwise.
+ * 200 ms. The last stdout line is JSON with "ok" true when every
+ * acknowledged send was received at least once (else "lost") and no message
+ * whose ack succeeded came again ("redelivered"); exit 1 otherwise. A message
+ * whose ack failed counts as received: an ack cut off by a kill may have been
+ * recorded by the broker before it died (then it is rightly not delivered
+ * again) or not (then it comes again); "ack_unknown" counts those that never
+ * came again.
  *
  * Usage: GrpcRestartCheck &lt;endpoint&gt; &lt;topic&gt; &lt;group&gt; &lt;tls&gt; &lt;send s&gt;
  * &lt;drain s&gt; &lt;invisible s&gt;
@@ -46,7 +50,9 @@ public final class GrpcRestartCheck {
         Duration invisible = Duration.ofSeconds(Long.parseLong(args[6]));
 
         Set<Integer> sent = ConcurrentHashMap.newKeySet();
+        Set<Integer> received = ConcurrentHashMap.newKeySet();
         Set<Integer> acked = ConcurrentHashMap.newKeySet();
+        Set<Integer> ackUnknown = ConcurrentHashMap.newKeySet();
         Set<Integer> redelivered = ConcurrentHashMap.newKeySet();
         AtomicLong sendFailed = new AtomicLong(), receiveFailed = new AtomicLong(), ackFailed = new AtomicLong();
         List<String> errors = Collections.synchronizedList(new ArrayList<>());
@@ -71,7 +77,7 @@ public final class GrpcRestartCheck {
         Thread receiver = new Thread(() -> {
             while (true) {
                 long end = sendEnd.get();
-                if (end != 0 && (System.currentTimeMillis() > end + drainMs || acked.containsAll(sent))) {
+                if (end != 0 && (System.currentTimeMillis() > end + drainMs || received.containsAll(sent))) {
                     return;
                 }
                 List<MessageView> got;
@@ -88,11 +94,14 @@ public final class GrpcRestartCheck {
                     if (acked.contains(seq)) {
                         redelivered.add(seq);
                     }
+                    received.add(seq);
+                    ackUnknown.remove(seq);
                     try {
                         consumer.ack(m);
                         acked.add(seq);
                     } catch (Throwable e) {
                         ackFailed.incrementAndGet();
+                        ackUnknown.add(seq);
                         note(errors, "ack " + seq + ": " + e);
                     }
                 }
@@ -132,7 +141,7 @@ public final class GrpcRestartCheck {
             note(errors, "close: " + e);
         }
         TreeSet<Integer> lost = new TreeSet<>(sent);
-        lost.removeAll(acked);
+        lost.removeAll(received);
         boolean ok = lost.isEmpty() && redelivered.isEmpty() && !sent.isEmpty();
         StringBuilder sb = new StringBuilder("{\"ok\":").append(ok)
             .append(",\"sent\":").append(seq)
@@ -141,6 +150,8 @@ public final class GrpcRestartCheck {
             .append(",\"consumed\":").append(acked.size())
             .append(",\"receive_failed\":").append(receiveFailed.get())
             .append(",\"ack_failed\":").append(ackFailed.get())
+            .append(",\"received\":").append(received.size())
+            .append(",\"ack_unknown\":").append(sample(new TreeSet<>(ackUnknown)))
             .append(",\"drain_ms\":").append(drain)
             .append(",\"lost\":").append(sample(lost))
             .append(",\"redelivered\":").append(sample(new TreeSet<>(redelivered)))
@@ -152,7 +163,7 @@ public final class GrpcRestartCheck {
         }
         sb.append("]");
         if (!ok) {
-            sb.append(",\"error\":").append(GrpcSimpleConsumer.quote(lost.size() + " acknowledged sends never consumed, "
+            sb.append(",\"error\":").append(GrpcSimpleConsumer.quote(lost.size() + " acknowledged sends never received, "
                 + redelivered.size() + " acked messages delivered again"));
         }
         System.out.println(sb.append("}"));
