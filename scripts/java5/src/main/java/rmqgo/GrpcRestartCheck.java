@@ -23,7 +23,7 @@ import org.apache.rocketmq.client.apis.producer.Producer;
  * test restarts or kills the broker: a Producer sends message "r-SEQ"
  * (property seq) every 20 ms for &lt;send s&gt;, a SimpleConsumer receives
  * (invisible &lt;invisible&gt; s) and acks each message. Both go on through
- * errors. After the sends the consumer gets up to &lt;drain s&gt; to ack
+ * errors. After the sends the consumer gets up to &lt;drain s&gt; to receive
  * every message whose send was acknowledged.
  *
  * While sending, "acked N" (sends acknowledged so far) goes to stdout every
@@ -32,7 +32,7 @@ import org.apache.rocketmq.client.apis.producer.Producer;
  * whose ack succeeded came again ("redelivered"); exit 1 otherwise. A message
  * whose ack failed counts as received: an ack cut off by a kill may have been
  * recorded by the broker before it died (then it is rightly not delivered
- * again) or not (then it comes again); "ack_unknown" counts those that never
+ * again) or not (then it comes again); "ack_unknown" lists those that never
  * came again.
  *
  * Usage: GrpcRestartCheck &lt;endpoint&gt; &lt;topic&gt; &lt;group&gt; &lt;tls&gt; &lt;send s&gt;
