@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -522,5 +523,151 @@ func TestGrpcAutoRenew(t *testing.T) {
 	if len(again) != 1 || again[0].GetSystemProperties().GetMessageId() != got[1].GetSystemProperties().GetMessageId() ||
 		again[0].GetSystemProperties().GetDeliveryAttempt() != 2 {
 		t.Fatalf("after the client left: %v, want %s back with attempt 2", again, got[1].GetSystemProperties().GetMessageId())
+	}
+}
+
+// TestGrpcConsumerRegistrationTypes: each 5.x consumer type registers with
+// the consume type and message model the proxy gives it (Apache 5.5.0
+// ClientActivity.buildConsumeType / buildMessageModel), which
+// consumerConnection, consumerProgress and the consume_mode metric show; a
+// lite group takes only lite consumers subscribed to its bind topic and a
+// lite consumer only a lite group (ClientProcessor.validateLiteMode and
+// validateLiteSubTopic: the proxy's codes and messages), refused
+// registrations leave nothing behind; rejectPullConsumerEnable, which
+// refuses remoting pull consumers' heartbeats, does not refuse a gRPC
+// SimpleConsumer (the proxy registers past it), while a remoting
+// CONSUME_ACTIVELY heartbeat is still skipped.
+func TestGrpcConsumerRegistrationTypes(t *testing.T) {
+	const topic, liteParent = "GrpcRegTypes", "GrpcRegLite"
+	b, cli := grpcBroker(t, func(cfg *config.Config) {
+		cfg.EnableLmq, cfg.EnableMultiDispatch = true, true
+		cfg.RejectPullConsumerEnable = true
+	}, 1, map[string]string{topic: "", liteParent: "LITE"})
+	const liteGroup = "GID_REG_LITE"
+	lg := subscription.NewGroupConfig(liteGroup)
+	lg.Attributes = map[string]string{"+lite.bind.topic": liteParent}
+	if err := b.msg.subs.Update(lg); err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		name               string
+		typ                v2pb.ClientType
+		group, subTopic    string
+		want               v2pb.Code
+		remark             string
+		consumeType, model string
+	}{
+		{"simple", v2pb.ClientType_SIMPLE_CONSUMER, "GID_REG_0", topic, v2pb.Code_OK, "", "CONSUME_ACTIVELY", "CLUSTERING"},
+		{"push", v2pb.ClientType_PUSH_CONSUMER, "GID_REG_1", topic, v2pb.Code_OK, "", "CONSUME_PASSIVELY", "CLUSTERING"},
+		{"pull", v2pb.ClientType_PULL_CONSUMER, "GID_REG_2", topic, v2pb.Code_OK, "", "CONSUME_ACTIVELY", "CLUSTERING"},
+		{"lite push", v2pb.ClientType_LITE_PUSH_CONSUMER, liteGroup, liteParent, v2pb.Code_OK, "", "CONSUME_PASSIVELY", "LITE_SELECTIVE"},
+		{"lite simple", v2pb.ClientType_LITE_SIMPLE_CONSUMER, liteGroup, liteParent, v2pb.Code_OK, "", "CONSUME_ACTIVELY", "LITE_SELECTIVE"},
+		{"lite push, regular group", v2pb.ClientType_LITE_PUSH_CONSUMER, "GID_REG_5", liteParent, v2pb.Code_ILLEGAL_CONSUMER_GROUP,
+			"regular group cannot use LITE mode: GID_REG_5", "", ""},
+		{"simple, lite group", v2pb.ClientType_SIMPLE_CONSUMER, liteGroup, liteParent, v2pb.Code_ILLEGAL_CONSUMER_GROUP,
+			"lite group must use LITE mode: " + liteGroup, "", ""},
+		{"lite push, another topic", v2pb.ClientType_LITE_PUSH_CONSUMER, liteGroup, topic, v2pb.Code_ILLEGAL_TOPIC,
+			"lite group " + liteGroup + " is expected to bind topic " + liteParent + ", but actual is " + topic, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := fmt.Sprintf("client-reg-%d", i)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			ctx = metadata.AppendToOutgoingContext(ctx, "x-mq-client-id", id, "x-mq-language", "JAVA", "x-mq-client-version", "5.2.0")
+			stream, err := cli.Telemetry(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			typ := tc.typ
+			if err := stream.Send(&v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_Settings{Settings: &v2pb.Settings{
+				ClientType: &typ,
+				PubSub: &v2pb.Settings_Subscription{Subscription: &v2pb.Subscription{
+					Group:         &v2pb.Resource{Name: tc.group},
+					Subscriptions: []*v2pb.SubscriptionEntry{{Topic: &v2pb.Resource{Name: tc.subTopic}, Expression: &v2pb.FilterExpression{Type: v2pb.FilterType_TAG, Expression: "*"}}},
+				}},
+			}}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := stream.Recv(); err != nil {
+				t.Fatal(err)
+			}
+			hb, err := cli.Heartbeat(ctx, &v2pb.HeartbeatRequest{Group: &v2pb.Resource{Name: tc.group}, ClientType: tc.typ})
+			if err != nil || hb.GetStatus().GetCode() != tc.want || tc.remark != "" && hb.GetStatus().GetMessage() != tc.remark {
+				t.Fatalf("Heartbeat: %v %v, want %v %q", hb, err, tc.want, tc.remark)
+			}
+			info, _ := b.msg.clients.Consumers().FindChannel(tc.group, id)
+			if tc.want != v2pb.Code_OK {
+				if info.ClientID != "" {
+					t.Fatalf("a refused heartbeat registered %+v", info)
+				}
+				return
+			}
+			g, ok := b.msg.clients.Consumers().GroupInfo(tc.group)
+			if !ok || info.ClientID != id {
+				t.Fatalf("group %s: %+v (found %v), want %s in it", tc.group, g, ok, id)
+			}
+			if g.ConsumeType != tc.consumeType || g.MessageModel != tc.model {
+				t.Fatalf("registered as %s / %s, want %s / %s", g.ConsumeType, g.MessageModel, tc.consumeType, tc.model)
+			}
+			// Leave the group to the next case (a group's type is its
+			// latest registration's).
+			if n, err := cli.NotifyClientTermination(ctx, &v2pb.NotifyClientTerminationRequest{Group: &v2pb.Resource{Name: tc.group}}); err != nil || n.GetStatus().GetCode() != v2pb.Code_OK {
+				t.Fatalf("NotifyClientTermination: %v %v", n, err)
+			}
+		})
+	}
+
+	// A remoting pull consumer's heartbeat is still skipped (the broker
+	// answers it, registering nothing: Apache's ClientManageProcessor).
+	const pullGroup = "GID_REG_REMOTING_PULL"
+	hb, _ := json.Marshal(map[string]any{
+		"clientID": "remoting-pull",
+		"consumerDataSet": []map[string]any{{
+			"groupName": pullGroup, "consumeType": "CONSUME_ACTIVELY", "messageModel": "CLUSTERING",
+			"consumeFromWhere": "CONSUME_FROM_LAST_OFFSET", "subscriptionDataSet": []any{},
+		}},
+		"producerDataSet": []any{},
+	})
+	if resp := invoker(t, b)(code.HeartBeat, nil, hb); resp.Code != code.Success {
+		t.Fatalf("remoting heartbeat: %d %s", resp.Code, resp.Remark)
+	}
+	if info, ok := b.msg.clients.Consumers().GroupInfo(pullGroup); ok && len(info.Channels) > 0 {
+		t.Fatalf("a remoting CONSUME_ACTIVELY heartbeat registered %+v under rejectPullConsumerEnable", info)
+	}
+}
+
+// TestGrpcConsumerUnknownGroup: without autoCreateSubscriptionGroup, a 5.x
+// consumer's heartbeat for a group that does not exist is refused as the
+// proxy refuses it (ClientProcessor.getGroupOrException), and registers
+// nothing.
+func TestGrpcConsumerUnknownGroup(t *testing.T) {
+	const topic, group = "GrpcRegUnknown", "GID_REG_UNKNOWN"
+	b, cli := grpcConsumeBroker(t, topic, func(cfg *config.Config) { cfg.AutoCreateSubscriptionGroup = false })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ctx = metadata.AppendToOutgoingContext(ctx, "x-mq-client-id", "client-unknown", "x-mq-language", "JAVA", "x-mq-client-version", "5.2.0")
+	stream, err := cli.Telemetry(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	simple := v2pb.ClientType_SIMPLE_CONSUMER
+	if err := stream.Send(&v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_Settings{Settings: &v2pb.Settings{
+		ClientType: &simple,
+		PubSub: &v2pb.Settings_Subscription{Subscription: &v2pb.Subscription{
+			Group:         &v2pb.Resource{Name: group},
+			Subscriptions: []*v2pb.SubscriptionEntry{{Topic: &v2pb.Resource{Name: topic}, Expression: &v2pb.FilterExpression{Type: v2pb.FilterType_TAG, Expression: "*"}}},
+		}},
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	hb, err := cli.Heartbeat(ctx, &v2pb.HeartbeatRequest{Group: &v2pb.Resource{Name: group}, ClientType: simple})
+	if err != nil || hb.GetStatus().GetCode() != v2pb.Code_ILLEGAL_CONSUMER_GROUP || hb.GetStatus().GetMessage() != "group not found: "+group {
+		t.Fatalf("Heartbeat: %v %v, want ILLEGAL_CONSUMER_GROUP \"group not found: %s\"", hb, err, group)
+	}
+	if ids := b.msg.clients.Consumers().ClientIDs(group); len(ids) != 0 {
+		t.Fatalf("group %s lists %v after a refused heartbeat", group, ids)
 	}
 }

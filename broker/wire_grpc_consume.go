@@ -13,7 +13,9 @@ import (
 
 	"github.com/rmqgo/rmq/broker/client"
 	"github.com/rmqgo/rmq/broker/grpcserver"
+	"github.com/rmqgo/rmq/broker/lite/meta"
 	"github.com/rmqgo/rmq/broker/subscription"
+	"github.com/rmqgo/rmq/pkg/grpcapi/v2pb"
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
@@ -454,11 +456,22 @@ func clientVersion(v string) int32 {
 }
 
 // ConsumerHeartbeat registers the client as the proxy does for 5.x
-// consumers: a HEART_BEAT of a CONSUME_POP, CLUSTERING consumer with the
-// subscriptions of its settings, on the client's local channel.
+// consumers: a HEART_BEAT of a consumer of c's ConsumeType and MessageModel
+// (CONSUME_PASSIVELY and CLUSTERING when unset) with the subscriptions of
+// its settings, on the client's local channel.
 func (g grpcBackend) ConsumerHeartbeat(ctx context.Context, c grpcserver.ClientInfo) error {
+	consumeType, model := c.ConsumeType, c.MessageModel
+	if consumeType == "" {
+		consumeType = client.ConsumePassively
+	}
+	if model == "" {
+		model = client.Clustering
+	}
+	if err := g.checkLiteMode(c, model); err != nil {
+		return err
+	}
 	cd := client.ConsumerData{
-		GroupName: c.Group, ConsumeType: client.ConsumePop, MessageModel: client.Clustering,
+		GroupName: c.Group, ConsumeType: consumeType, MessageModel: model,
 		ConsumeFromWhere: "CONSUME_FROM_LAST_OFFSET", SubscriptionDataSet: []client.SubscriptionData{},
 	}
 	for _, s := range c.Subscriptions {
@@ -506,4 +519,32 @@ func (g grpcBackend) ConsumerGone(c grpcserver.ClientInfo) {
 		g.b.log.Debug("grpc: unregister consumer", "group", c.Group, "clientId", c.ID, "err", err)
 	}
 	_ = ch.Close()
+}
+
+// checkLiteMode refuses a registration as the proxy's ClientProcessor does
+// (validateLiteMode, validateLiteSubTopic): a lite group (lite.bind.topic)
+// only takes lite consumers (model LITE_SELECTIVE) and a lite consumer only
+// a lite group, subscribed to the group's bind topic. A group that does not
+// exist and may not be created is "group not found", as the proxy's
+// getGroupOrException.
+func (g grpcBackend) checkLiteMode(c grpcserver.ClientInfo, model string) error {
+	if g.b.msg == nil || g.b.msg.subs == nil {
+		return nil
+	}
+	sg, ok := g.b.msg.subs.FindOrCreate(c.Group)
+	if !ok {
+		return &grpcserver.RefusedError{Code: v2pb.Code_ILLEGAL_CONSUMER_GROUP, Message: "group not found: " + c.Group}
+	}
+	bind := meta.GroupOf(sg).BindTopic
+	lite := model == client.LiteSelective
+	switch {
+	case lite && bind == "":
+		return &grpcserver.RefusedError{Code: v2pb.Code_ILLEGAL_CONSUMER_GROUP, Message: "regular group cannot use LITE mode: " + c.Group}
+	case !lite && bind != "":
+		return &grpcserver.RefusedError{Code: v2pb.Code_ILLEGAL_CONSUMER_GROUP, Message: "lite group must use LITE mode: " + c.Group}
+	case lite && len(c.Subscriptions) > 0 && c.Subscriptions[0].Topic != bind:
+		return &grpcserver.RefusedError{Code: v2pb.Code_ILLEGAL_TOPIC,
+			Message: fmt.Sprintf("lite group %s is expected to bind topic %s, but actual is %s", c.Group, bind, c.Subscriptions[0].Topic)}
+	}
+	return nil
 }

@@ -57,6 +57,13 @@ func (t *localTransport) write(b []byte) error {
 
 func (t *localTransport) close() error { t.closed.Store(true); return nil }
 
+// Local reports whether ch is an in-process channel (NewLocalChannel,
+// NewLocalPeerChannel) rather than a connection.
+func (ch *Channel) Local() bool {
+	_, ok := ch.t.(*localTransport)
+	return ok
+}
+
 func (t *localTransport) active() bool { return !t.closed.Load() }
 
 // Deliver completes the request waiting on ch under resp.Opaque with resp,

@@ -271,7 +271,10 @@ func (p *Processor) heartbeat(_ context.Context, ch *remoting.Channel, req *remo
 		if cd.GroupName == "" {
 			continue
 		}
-		if cfg.RejectPullConsumerEnable && cd.ConsumeType == ConsumeActively {
+		// The proxy registers its 5.x clients with the consumer manager
+		// directly, past this check: a gRPC SimpleConsumer (CONSUME_ACTIVELY,
+		// on a local channel) is never refused by it.
+		if cfg.RejectPullConsumerEnable && cd.ConsumeType == ConsumeActively && !ch.Local() {
 			continue
 		}
 		sg, ok := p.d.Subscriptions.FindOrCreate(cd.GroupName)

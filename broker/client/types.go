@@ -26,6 +26,10 @@ const (
 
 	Broadcasting = "BROADCASTING"
 	Clustering   = "CLUSTERING"
+	// LiteSelective is 5.5's model of lite push consumers (ordinal 2):
+	// they consume the lite topics they subscribed, not a share of the
+	// queues.
+	LiteSelective = "LITE_SELECTIVE"
 
 	ExpressionTag   = "TAG"
 	ExpressionSQL92 = "SQL92"
@@ -37,7 +41,7 @@ const (
 // Enum ordinals, for peers that send them as numbers (fastjson accepts both).
 var (
 	consumeTypeNames  = []string{ConsumeActively, ConsumePassively, ConsumePop}
-	messageModelNames = []string{Broadcasting, Clustering}
+	messageModelNames = []string{Broadcasting, Clustering, LiteSelective}
 	consumeFromNames  = []string{"CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST",
 		"CONSUME_FROM_MIN_OFFSET", "CONSUME_FROM_MAX_OFFSET", "CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_TIMESTAMP"}
 )

@@ -63,6 +63,20 @@ func TestDecodeHeartbeatLenient(t *testing.T) {
 	}
 }
 
+// TestDecodeLiteSelective: 5.5's third message model, by name or by its
+// ordinal; a fourth is refused.
+func TestDecodeLiteSelective(t *testing.T) {
+	for _, model := range []string{`"LITE_SELECTIVE"`, `2`} {
+		hb, err := DecodeHeartbeat([]byte(`{"clientID":"c","consumerDataSet":[{"groupName":"g","consumeType":"CONSUME_PASSIVELY","messageModel":` + model + `}]}`))
+		if err != nil || hb.ConsumerDataSet[0].MessageModel != LiteSelective {
+			t.Errorf("messageModel %s: %+v, %v", model, hb, err)
+		}
+	}
+	if _, err := DecodeHeartbeat([]byte(`{"clientID":"c","consumerDataSet":[{"groupName":"g","messageModel":3}]}`)); err == nil {
+		t.Error("messageModel 3 decoded without error")
+	}
+}
+
 func TestDecodeHeartbeatMalformed(t *testing.T) {
 	for _, body := range []string{"", "   ", "{", "[]", `{"clientID":1}`, `{"consumerDataSet":[{"consumeType":9}]}`,
 		`{"consumerDataSet":[{"subscriptionDataSet":[{"codeSet":["x"]}]}]}`, `{"withoutSub":"maybe"}`} {

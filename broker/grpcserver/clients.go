@@ -2,6 +2,7 @@ package grpcserver
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,38 @@ type ClientInfo struct {
 	Group    string
 	// Subscriptions are the ones of the client's settings (Telemetry).
 	Subscriptions []SubscriptionEntry
+	// ConsumeType and MessageModel are what a consumer registers as
+	// (remoting's enum names; set by Heartbeat, see registration).
+	ConsumeType, MessageModel string
+}
+
+// RefusedError is a backend's refusal of a consumer's registration, with
+// the status the proxy answers it (Apache 5.5.0 ClientProcessor: a lite
+// group used by a consumer that is not a lite one, and the reverse, are
+// ILLEGAL_CONSUMER_GROUP; a lite consumer subscribing another topic than
+// its group's bind topic is ILLEGAL_TOPIC).
+type RefusedError struct {
+	Code    v2pb.Code
+	Message string
+}
+
+func (e *RefusedError) Error() string { return e.Message }
+
+// registration is how the proxy registers a consumer of type t with the
+// broker's consumer manager (Apache 5.5.0 ClientActivity.buildConsumeType
+// and buildMessageModel): a push consumer consumes passively, a simple one
+// actively, a lite push consumer in the LITE_SELECTIVE model. The proxy
+// refuses the pull and lite simple consumers we also serve; they register
+// as the simple consumer they resemble.
+func registration(t v2pb.ClientType) (consumeType, messageModel string) {
+	consumeType, messageModel = "CONSUME_ACTIVELY", "CLUSTERING"
+	if t == v2pb.ClientType_PUSH_CONSUMER || t == v2pb.ClientType_LITE_PUSH_CONSUMER {
+		consumeType = "CONSUME_PASSIVELY"
+	}
+	if isLiteType(t) {
+		messageModel = "LITE_SELECTIVE"
+	}
+	return consumeType, messageModel
 }
 
 // SubscriptionEntry is one subscribed topic with its filter (TAG or SQL92).
@@ -211,7 +244,7 @@ func isConsumer(t v2pb.ClientType) bool {
 }
 
 // consumerHeartbeat registers a consumer with its group as the proxy's
-// ClientActivity.heartbeat (a CONSUME_POP, CLUSTERING consumer with the
+// ClientActivity.heartbeat (its type's registration, with the
 // subscriptions of its settings), so the admin tools list it. It answers
 // nil for other clients (the caller goes on).
 func (m *messaging) consumerHeartbeat(ctx context.Context, req *v2pb.HeartbeatRequest) *v2pb.Status {
@@ -228,7 +261,12 @@ func (m *messaging) consumerHeartbeat(ctx context.Context, req *v2pb.HeartbeatRe
 		return newStatus(v2pb.Code_CLIENT_ID_REQUIRED, "the request has no "+mdClientID)
 	}
 	m.clients.setType(info.ID, req.GetClientType())
+	info.ConsumeType, info.MessageModel = registration(req.GetClientType())
 	if err := c.ConsumerHeartbeat(ctx, info); err != nil {
+		var refused *RefusedError
+		if errors.As(err, &refused) {
+			return newStatus(refused.Code, refused.Message)
+		}
 		return newStatus(v2pb.Code_INTERNAL_SERVER_ERROR, err.Error())
 	}
 	return ok()

@@ -56,6 +56,12 @@ func TestGrpcJavaConsumerAdmin(t *testing.T) {
 		clientID = strings.Fields(rows[1])[0]
 		return nil
 	})
+	// A 5.x PushConsumer registers as the proxy registers it (Apache 5.5.0
+	// ClientActivity.buildConsumeType / buildMessageModel).
+	if out := mqadmin(t, c, "consumerConnection", "-g", group); !strings.Contains(out, "ConsumeType: CONSUME_PASSIVELY") ||
+		!strings.Contains(out, "MessageModel: CLUSTERING") {
+		t.Fatalf("consumerConnection -g %s of a 5.x PushConsumer:\n%s", group, out)
+	}
 
 	status := mqadmin(t, c, "consumerStatus", "-g", group, "-i", clientID, "-s")
 	if !strings.Contains(status, "#Consumer jstack#") || !strings.Contains(status, "rmqgo.GrpcAdminConsumer.main") {
