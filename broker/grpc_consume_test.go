@@ -229,26 +229,8 @@ func TestGrpcConsumerRegistered(t *testing.T) {
 	b, cli := grpcConsumeBroker(t, topic)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ctx = metadata.AppendToOutgoingContext(ctx, "x-mq-client-id", "client-1", "x-mq-language", "JAVA", "x-mq-client-version", "5.2.0")
-	stream, err := cli.Telemetry(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	simple := v2pb.ClientType_SIMPLE_CONSUMER
-	if err := stream.Send(&v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_Settings{Settings: &v2pb.Settings{
-		ClientType: &simple,
-		PubSub: &v2pb.Settings_Subscription{Subscription: &v2pb.Subscription{
-			Group: &v2pb.Resource{Name: group},
-			Subscriptions: []*v2pb.SubscriptionEntry{{
-				Topic: &v2pb.Resource{Name: topic}, Expression: &v2pb.FilterExpression{Type: v2pb.FilterType_TAG, Expression: "TagA||TagB"},
-			}},
-		}},
-	}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := stream.Recv(); err != nil {
-		t.Fatal(err)
-	}
+	ctx = consumerSettings(t, ctx, cli, "client-1", simple, group, topic, "TagA||TagB")
 	hb, err := cli.Heartbeat(ctx, &v2pb.HeartbeatRequest{Group: &v2pb.Resource{Name: group}, ClientType: simple})
 	if err != nil || hb.GetStatus().GetCode() != v2pb.Code_OK {
 		t.Fatalf("Heartbeat: %v %v", hb, err)
@@ -526,6 +508,34 @@ func TestGrpcAutoRenew(t *testing.T) {
 	}
 }
 
+// consumerSettings opens a Telemetry stream for client id of a Java 5.2.0
+// client and sends its settings: a consumer of type typ in group,
+// subscribed to topic with a TAG expression; it returns the context that
+// carries the client's metadata.
+func consumerSettings(t *testing.T, ctx context.Context, cli v2pb.MessagingServiceClient, id string, typ v2pb.ClientType, group, topic, expr string) context.Context {
+	t.Helper()
+	ctx = metadata.AppendToOutgoingContext(ctx, "x-mq-client-id", id, "x-mq-language", "JAVA", "x-mq-client-version", "5.2.0")
+	stream, err := cli.Telemetry(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_Settings{Settings: &v2pb.Settings{
+		ClientType: &typ,
+		PubSub: &v2pb.Settings_Subscription{Subscription: &v2pb.Subscription{
+			Group: &v2pb.Resource{Name: group},
+			Subscriptions: []*v2pb.SubscriptionEntry{{
+				Topic: &v2pb.Resource{Name: topic}, Expression: &v2pb.FilterExpression{Type: v2pb.FilterType_TAG, Expression: expr},
+			}},
+		}},
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	return ctx
+}
+
 // TestGrpcConsumerRegistrationTypes: each 5.x consumer type registers with
 // the consume type and message model the proxy gives it (Apache 5.5.0
 // ClientActivity.buildConsumeType / buildMessageModel), which
@@ -573,24 +583,7 @@ func TestGrpcConsumerRegistrationTypes(t *testing.T) {
 			id := fmt.Sprintf("client-reg-%d", i)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			ctx = metadata.AppendToOutgoingContext(ctx, "x-mq-client-id", id, "x-mq-language", "JAVA", "x-mq-client-version", "5.2.0")
-			stream, err := cli.Telemetry(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			typ := tc.typ
-			if err := stream.Send(&v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_Settings{Settings: &v2pb.Settings{
-				ClientType: &typ,
-				PubSub: &v2pb.Settings_Subscription{Subscription: &v2pb.Subscription{
-					Group:         &v2pb.Resource{Name: tc.group},
-					Subscriptions: []*v2pb.SubscriptionEntry{{Topic: &v2pb.Resource{Name: tc.subTopic}, Expression: &v2pb.FilterExpression{Type: v2pb.FilterType_TAG, Expression: "*"}}},
-				}},
-			}}}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := stream.Recv(); err != nil {
-				t.Fatal(err)
-			}
+			ctx = consumerSettings(t, ctx, cli, id, tc.typ, tc.group, tc.subTopic, "*")
 			hb, err := cli.Heartbeat(ctx, &v2pb.HeartbeatRequest{Group: &v2pb.Resource{Name: tc.group}, ClientType: tc.typ})
 			if err != nil || hb.GetStatus().GetCode() != tc.want || tc.remark != "" && hb.GetStatus().GetMessage() != tc.remark {
 				t.Fatalf("Heartbeat: %v %v, want %v %q", hb, err, tc.want, tc.remark)
@@ -645,24 +638,8 @@ func TestGrpcConsumerUnknownGroup(t *testing.T) {
 	b, cli := grpcConsumeBroker(t, topic, func(cfg *config.Config) { cfg.AutoCreateSubscriptionGroup = false })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ctx = metadata.AppendToOutgoingContext(ctx, "x-mq-client-id", "client-unknown", "x-mq-language", "JAVA", "x-mq-client-version", "5.2.0")
-	stream, err := cli.Telemetry(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	simple := v2pb.ClientType_SIMPLE_CONSUMER
-	if err := stream.Send(&v2pb.TelemetryCommand{Command: &v2pb.TelemetryCommand_Settings{Settings: &v2pb.Settings{
-		ClientType: &simple,
-		PubSub: &v2pb.Settings_Subscription{Subscription: &v2pb.Subscription{
-			Group:         &v2pb.Resource{Name: group},
-			Subscriptions: []*v2pb.SubscriptionEntry{{Topic: &v2pb.Resource{Name: topic}, Expression: &v2pb.FilterExpression{Type: v2pb.FilterType_TAG, Expression: "*"}}},
-		}},
-	}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := stream.Recv(); err != nil {
-		t.Fatal(err)
-	}
+	ctx = consumerSettings(t, ctx, cli, "client-unknown", simple, group, topic, "*")
 	hb, err := cli.Heartbeat(ctx, &v2pb.HeartbeatRequest{Group: &v2pb.Resource{Name: group}, ClientType: simple})
 	if err != nil || hb.GetStatus().GetCode() != v2pb.Code_ILLEGAL_CONSUMER_GROUP || hb.GetStatus().GetMessage() != "group not found: "+group {
 		t.Fatalf("Heartbeat: %v %v, want ILLEGAL_CONSUMER_GROUP \"group not found: %s\"", hb, err, group)
