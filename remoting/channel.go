@@ -13,9 +13,10 @@ import (
 // transport is the byte pipe under a Channel: netpoll on the server, net.Conn
 // on the client.
 type transport interface {
-	// write sends one whole frame; calls are serialized by the Channel. The
-	// transport must not retain b after returning.
-	write(b []byte) error
+	// write sends one whole frame, head (length field and header) then
+	// body; calls are serialized by the Channel. The transport must not
+	// retain either after returning.
+	write(head, body []byte) error
 	close() error
 	active() bool
 }
@@ -158,6 +159,12 @@ func (ch *Channel) write(cmd *Command) error {
 	ch.writers.Add(1)
 	defer ch.writers.Add(-1)
 	broken, err := ch.writeLocked(cmd)
+	if cmd.Written != nil {
+		// The transport copied the frame (or nothing will be sent).
+		done := cmd.Written
+		cmd.Written = nil
+		done()
+	}
 	if ch.fl != nil && err == nil {
 		// A queueing transport sends outside the write lock, so that
 		// frames written meanwhile go out with this one.
@@ -191,11 +198,11 @@ func (ch *Channel) writeLocked(cmd *Command) (broken bool, err error) {
 	if ch.closed.Load() {
 		return false, fmt.Errorf("%w: %s", ErrConnClosed, ch.remote)
 	}
-	buf, err := AppendFrame(ch.wbuf[:0], cmd)
+	buf, err := appendFrameHead(ch.wbuf[:0], cmd)
 	if err != nil {
 		return false, fmt.Errorf("remoting: encode code %d for %s: %w", cmd.Code, ch.remote, err)
 	}
-	err = ch.t.write(buf)
+	err = ch.t.write(buf, cmd.Body)
 	if cap(buf) <= maxKeptWriteBuf {
 		ch.wbuf = buf
 	} else {

@@ -63,8 +63,9 @@ func (c ClientConfig) withDefaults() ClientConfig {
 // connection). It also serves requests the server sends back on those
 // connections (broker → client codes).
 type Client struct {
-	cfg ClientConfig
-	log *slog.Logger
+	cfg   ClientConfig
+	log   *slog.Logger
+	wbufs *writeBufs // large write buffers shared by the connections
 
 	hooks hookList
 
@@ -107,6 +108,7 @@ func NewClient(cfg ClientConfig, log *slog.Logger) *Client {
 		ctx:      ctx,
 		cancel:   cancel,
 		conns:    make(map[string]*connEntry),
+		wbufs:    newWriteBufs(),
 	}
 }
 
@@ -294,7 +296,7 @@ func (c *Client) dial(ctx context.Context, addr string, e *connEntry) {
 		c.forget(addr, e) // the next call redials
 		return
 	}
-	t := newConnTransport(conn, c.cfg.WriteTimeout)
+	t := newConnTransport(conn, c.cfg.WriteTimeout, c.wbufs)
 	ch := newChannel(c.nextID.Add(1), addrString(conn.LocalAddr()), addrString(conn.RemoteAddr()),
 		t, &c.opaque, c.cfg.RequestTimeout, c.log)
 

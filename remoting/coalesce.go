@@ -34,7 +34,8 @@ type sink interface {
 // broker a fifth of its CPU. Without concurrent writers it is one send
 // per frame, as before.
 type coalescingTransport struct {
-	s sink
+	s    sink
+	bufs *writeBufs // where queues larger than maxKeptWriteBuf come from
 
 	mu       sync.Mutex
 	drained  sync.Cond // signalled when a send ends
@@ -44,27 +45,48 @@ type coalescingTransport struct {
 	err      error     // the failed send's error: the stream is broken
 }
 
-func newCoalescingTransport(s sink) *coalescingTransport {
-	t := &coalescingTransport{s: s}
+func newCoalescingTransport(s sink, bufs *writeBufs) *coalescingTransport {
+	t := &coalescingTransport{s: s, bufs: bufs}
 	t.drained.L = &t.mu
 	return t
 }
 
 // newConnTransport coalesces writes on a net.Conn (client connections,
 // the plain accept loop, TLS).
-func newConnTransport(c net.Conn, writeTimeout time.Duration) *coalescingTransport {
-	return newCoalescingTransport(&connSink{c: c, writeTimeout: writeTimeout})
+func newConnTransport(c net.Conn, writeTimeout time.Duration, bufs *writeBufs) *coalescingTransport {
+	return newCoalescingTransport(&connSink{c: c, writeTimeout: writeTimeout}, bufs)
 }
 
-// write queues b (copied); the Channel's write lock orders the frames.
-func (t *coalescingTransport) write(b []byte) error {
+// write queues the frame (copied); the Channel's write lock orders the
+// frames.
+func (t *coalescingTransport) write(head, body []byte) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.err != nil {
 		return t.err
 	}
-	t.pending = append(t.pending, b...)
+	if n := len(t.pending) + len(head) + len(body); n > cap(t.pending) && n > maxKeptWriteBuf {
+		// One pooled buffer of the size needed, rather than append's
+		// doublings from a connection's small one.
+		nb := append(t.bufs.get(n), t.pending...)
+		t.recycle(t.pending)
+		t.pending = nb
+	}
+	t.pending = append(t.pending, head...)
+	t.pending = append(t.pending, body...)
 	return nil
+}
+
+// recycle keeps a buffer nothing refers to any more: a small one as the
+// connection's spare, a large one in the endpoint's pool.
+func (t *coalescingTransport) recycle(b []byte) {
+	if cap(b) <= maxKeptWriteBuf {
+		if cap(b) > cap(t.spare) {
+			t.spare = b[:0]
+		}
+		return
+	}
+	t.bufs.put(b)
 }
 
 // flush sends what is queued unless another goroutine is sending, which
@@ -99,14 +121,13 @@ func (t *coalescingTransport) flush(more bool) error {
 		t.mu.Unlock()
 		err := t.s.send(buf)
 		t.mu.Lock()
-		if cap(buf) <= maxKeptWriteBuf {
-			t.spare = buf[:0]
-		}
 		t.drained.Broadcast()
 		if err != nil {
+			// buf is not reused: a failed send may still refer to it.
 			t.err, t.pending, t.flushing = err, nil, false
 			return err
 		}
+		t.recycle(buf)
 	}
 	t.flushing = false
 	return nil
@@ -160,12 +181,14 @@ func (s *npSink) send(b []byte) error {
 	if s.closed {
 		return fmt.Errorf("%w: netpoll connection", ErrConnClosed)
 	}
+	// b is the transport's queue buffer, which it reuses once send
+	// returns: netpoll links a large one into its output without copying
+	// it (WriteBinary), and a successful Flush has written all of it. After
+	// a failed one the stream is broken and b is never written again.
 	w := s.c.Writer()
-	buf, err := w.Malloc(len(b))
-	if err != nil {
+	if _, err := w.WriteBinary(b); err != nil {
 		return err
 	}
-	copy(buf, b)
 	return w.Flush()
 }
 

@@ -16,7 +16,7 @@ func TestCoalescingTransportDeliversEveryFrame(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	tr := newConnTransport(a, waitDeadline)
+	tr := newConnTransport(a, waitDeadline, newWriteBufs())
 	ch := newChannel(1, "local", "remote", tr, nil, time.Second, nil)
 	const writers, each = 16, 50
 	got := make(chan int, 1)
@@ -60,7 +60,7 @@ func TestCoalescingTransportBackpressureAndFailure(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	tr := newConnTransport(a, 300*time.Millisecond)
+	tr := newConnTransport(a, 300*time.Millisecond, newWriteBufs())
 	const frame = 64 << 10
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -73,7 +73,7 @@ func TestCoalescingTransportBackpressureAndFailure(t *testing.T) {
 					return
 				default:
 				}
-				if err := tr.write(buf); err != nil {
+				if err := tr.write(buf[:8], buf[8:]); err != nil {
 					return
 				}
 				if err := tr.flush(false); err != nil {
@@ -96,7 +96,7 @@ func TestCoalescingTransportBackpressureAndFailure(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait() // the blocked send times out; everyone returns
-	err := tr.write([]byte{1})
+	err := tr.write([]byte{1}, nil)
 	if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("write after the timed-out send: %v", err)
 	}

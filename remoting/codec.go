@@ -94,6 +94,17 @@ func Encode(cmd *Command) ([]byte, error) {
 
 // AppendFrame appends the frame for cmd to dst.
 func AppendFrame(dst []byte, cmd *Command) ([]byte, error) {
+	dst, err := appendFrameHead(dst, cmd)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, cmd.Body...), nil
+}
+
+// appendFrameHead appends the frame for cmd up to its body: the length
+// field counts the body, which the writer sends after it without copying
+// it here first (a pull's answer is tens of KiB).
+func appendFrameHead(dst []byte, cmd *Command) ([]byte, error) {
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0)
 	hstart := len(dst)
@@ -121,8 +132,7 @@ func AppendFrame(dst []byte, cmd *Command) ([]byte, error) {
 	if hl > 0xFFFFFF {
 		return dst[:start], fmt.Errorf("remoting: header of %d bytes exceeds 24 bits", hl)
 	}
-	dst = append(dst, cmd.Body...)
-	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4+len(cmd.Body)))
 	binary.BigEndian.PutUint32(dst[start+4:], uint32(st)<<24|uint32(hl))
 	return dst, nil
 }

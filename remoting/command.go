@@ -110,6 +110,12 @@ type Command struct {
 	// start of its processing time, as Java's RemotingCommand processTimer
 	// (the broker's rpc latency metric). Not on the wire.
 	Received time.Time
+
+	// Written, when set, runs once a Channel has handed the command's
+	// frame to its transport (which copied it) or failed to: Body may be
+	// reused from then on (a pooled buffer). A command that is never
+	// written to a Channel never calls it. Not on the wire.
+	Written func()
 }
 
 // IsResponse reports whether flag bit 0 is set.

@@ -34,15 +34,17 @@ type localTransport struct {
 }
 
 // write decodes the frame (length field first) and delivers a copy: the
-// Channel reuses b.
-func (t *localTransport) write(b []byte) error {
+// Channel reuses head, and the writer may reuse body.
+func (t *localTransport) write(head, body []byte) error {
 	if t.closed.Load() {
 		return ErrConnClosed
 	}
-	if len(b) < 4 {
+	if len(head) < 4 {
 		return ErrFrameTooShort
 	}
-	cmd, err := Decode(append([]byte(nil), b[4:]...))
+	frame := make([]byte, 0, len(head)-4+len(body))
+	frame = append(append(frame, head[4:]...), body...)
+	cmd, err := Decode(frame)
 	if err != nil {
 		return err
 	}

@@ -71,7 +71,7 @@ func (s *Server) serveConn(conn net.Conn) {
 		_ = conn.Close()
 		return
 	}
-	t := newConnTransport(conn, s.cfg.WriteTimeout)
+	t := newConnTransport(conn, s.cfg.WriteTimeout, s.wbufs)
 	ch := newChannel(s.nextID.Add(1), addrString(conn.LocalAddr()), addrString(conn.RemoteAddr()),
 		t, &s.opaque, s.cfg.InvokeTimeout, s.log)
 	s.channels[ch.id] = ch

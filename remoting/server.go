@@ -121,8 +121,9 @@ const (
 // on netpoll's per-connection tasks (never on the poller itself) and every
 // request is handed to an executor, so a slow handler never stalls reading.
 type Server struct {
-	cfg ServerConfig
-	log *slog.Logger
+	cfg   ServerConfig
+	log   *slog.Logger
+	wbufs *writeBufs // large write buffers shared by the connections
 
 	rmu      sync.RWMutex
 	routes   map[int32]route
@@ -179,6 +180,7 @@ func NewServer(cfg ServerConfig, log *slog.Logger) (*Server, error) {
 		ctx:      ctx,
 		cancel:   cancel,
 		channels: make(map[uint64]*Channel),
+		wbufs:    newWriteBufs(),
 	}, nil
 }
 
@@ -421,7 +423,7 @@ func (s *Server) onPrepare(conn netpoll.Connection) context.Context {
 	}
 	_ = conn.SetWriteTimeout(s.cfg.WriteTimeout)
 	ch := newChannel(s.nextID.Add(1), addrString(conn.LocalAddr()), addrString(conn.RemoteAddr()),
-		newCoalescingTransport(&npSink{c: conn}), &s.opaque, s.cfg.InvokeTimeout, s.log)
+		newCoalescingTransport(&npSink{c: conn}, s.wbufs), &s.opaque, s.cfg.InvokeTimeout, s.log)
 	s.channels[ch.id] = ch
 	s.conns.add()
 	_ = conn.AddCloseCallback(func(netpoll.Connection) error {

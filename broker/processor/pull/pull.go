@@ -108,6 +108,12 @@ type Processor struct {
 
 	pmu    sync.RWMutex
 	pulled map[pullKey]int64 // last nextBeginOffset per (group, topic, queue), for consume stats
+
+	// bodies recycles the buffers answers' bodies are built in, once the
+	// connection has copied them (remoting.Command.Written): a catch-up
+	// pull answers 32 messages, and a new buffer each time was an
+	// allocation of tens of KiB to zero and collect.
+	bodies sync.Pool
 }
 
 // New validates d, builds the processor and its long-polling service, and
@@ -359,7 +365,7 @@ func (p *Processor) process(ctx context.Context, ch *remoting.Channel, req *remo
 	resp.SetExt("topicSysFlag", strconv.Itoa(tc.TopicSysFlag))
 	resp.SetExt("groupSysFlag", strconv.Itoa(sg.GroupSysFlag))
 	if respCode == code.Success {
-		resp.Body = concatRecords(res)
+		resp.Body, resp.Written = p.concatRecords(res)
 		if p.d.Stats != nil {
 			p.d.Stats.GroupGet(h.group, h.topic, len(res.Records), res.TotalSize)
 		}
@@ -502,18 +508,38 @@ func mapResult(r *store.GetResult, reqOffset int64) (int32, int64) {
 	return code.SystemError, reqOffset
 }
 
-// concatRecords builds the body once, sized exactly, from the records
-// (which may alias store memory released right after).
-func concatRecords(r *store.GetResult) []byte {
+// maxPooledBody bounds the buffers kept for reuse: a pull answers at most
+// maxTransferBytesOnMessageInMemory (256 KiB by default) plus one message.
+const maxPooledBody = 1 << 20
+
+// concatRecords builds the body once from the records (which may alias
+// store memory released right after), in a recycled buffer, and returns
+// the function that gives the buffer back once it was written.
+func (p *Processor) concatRecords(r *store.GetResult) ([]byte, func()) {
 	n := 0
 	for _, rec := range r.Records {
 		n += len(rec)
 	}
-	body := make([]byte, 0, n)
+	var bp *[]byte
+	if v, ok := p.bodies.Get().(*[]byte); ok && cap(*v) >= n {
+		bp = v
+	} else {
+		// Rounded up so that the buffers of varying answers fit the
+		// next ones.
+		b := make([]byte, 0, (n+32<<10-1)&^(32<<10-1))
+		bp = &b
+	}
+	body := (*bp)[:0]
 	for _, rec := range r.Records {
 		body = append(body, rec...)
 	}
-	return body
+	if cap(body) > maxPooledBody {
+		return body, nil
+	}
+	return body, func() {
+		*bp = body[:0]
+		p.bodies.Put(bp)
+	}
 }
 
 // tagFilter matches consume-queue tag codes against a TAG subscription
