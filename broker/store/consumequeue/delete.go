@@ -21,6 +21,10 @@ const smallQueue = 64
 // takes one point delete per entry; a larger one a range delete over its key
 // prefix.
 func (s *Store) DeleteQueues(ids []QueueID) error {
+	// Read-ahead windows of what this removes are stale, also for
+	// the reads that run meanwhile.
+	s.ahead.invalidate()
+	defer s.ahead.invalidate()
 	if len(ids) == 0 {
 		return nil
 	}
@@ -191,6 +195,10 @@ type KeyRun struct {
 // expired lite topics are then a few hundred range tombstones instead of
 // millions of point deletes.
 func (s *Store) DeleteRunKeys(runs []KeyRun) error {
+	// Read-ahead windows of what this removes are stale, also for
+	// the reads that run meanwhile.
+	s.ahead.invalidate()
+	defer s.ahead.invalidate()
 	b := s.db.NewBatch()
 	defer b.Close()
 	n := 0
@@ -222,6 +230,10 @@ func (s *Store) ShardOf(id QueueID) int { return s.shardIndex(id) }
 // the survivors move to a new table instead: fewer entries to move one by
 // one, and the memory of the dropped ones is returned at once.
 func (s *Store) DeleteMarked(i int, mark uint32, out []string) []string {
+	// Read-ahead windows of what this removes are stale, also for
+	// the reads that run meanwhile.
+	s.ahead.invalidate()
+	defer s.ahead.invalidate()
 	sh := &s.shards[i]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -267,6 +279,10 @@ func (s *Store) DeleteMarked(i int, mark uint32, out []string) []string {
 // table is DeleteMarked's; the caller guarantees that every queue with
 // keys in the gaps is one it means to delete.
 func (s *Store) DeleteGaps(prefix string, keep []string, from, to int) error {
+	// Read-ahead windows of what this removes are stale, also for
+	// the reads that run meanwhile.
+	s.ahead.invalidate()
+	defer s.ahead.invalidate()
 	b := s.db.NewBatch()
 	defer b.Close()
 	for _, p := range []byte{kv.PrefixConsumeQueue, kv.PrefixQueueMeta} {

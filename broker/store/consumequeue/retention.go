@@ -12,6 +12,10 @@ import (
 // offset is below minPhy (the CommitLog deleted the files that held them)
 // and deletes those entries. It returns the number of queues changed.
 func (s *Store) CorrectMin(minPhy int64) (int, error) {
+	// Read-ahead windows of what this removes are stale, also for
+	// the reads that run meanwhile.
+	s.ahead.invalidate()
+	defer s.ahead.invalidate()
 	type change struct {
 		id     QueueID
 		newMin int64
@@ -98,6 +102,10 @@ func (s *Store) CorrectMin(minPhy int64) (int, error) {
 // CommitLog lost its tail in a crash (or an HA slave truncated to its
 // master's epoch) and the consume queue must not point past it.
 func (s *Store) TruncateAbove(maxPhy int64) error {
+	// Read-ahead windows of what this removes are stale, also for
+	// the reads that run meanwhile.
+	s.ahead.invalidate()
+	defer s.ahead.invalidate()
 	var pending []QueueID
 	s.Range(func(id QueueID, st QueueState) bool {
 		if st.Max > st.Min && st.LastPhyOffset >= maxPhy {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -72,6 +73,7 @@ type Store struct {
 	// the next.
 	spareBufs atomic.Pointer[batchBufs]
 	heat      heat
+	ahead     readAhead
 }
 
 // SetBeforePublish installs a test hook that Batch.Commit calls after it
@@ -318,21 +320,53 @@ func (s *Store) Entries(topic string, qid int32, offset int64, max int) ([]Entry
 	if offset < st.Min {
 		offset = st.Min
 	}
+	n := max
+	if rest := st.Max - offset; rest < int64(n) {
+		n = int(rest)
+	}
+	id := QueueID{Topic: topic, QueueID: qid}
+	if es, ok := s.ahead.get(id, offset, n); ok {
+		return es, nil
+	}
+	limit, ahead := max, false
+	if max >= readAheadMin && max < readAheadEntries && st.Max-offset > int64(max) {
+		limit, ahead = int(min(readAheadEntries, st.Max-offset)), true
+		n = limit
+	}
+	gen := s.ahead.gen.Load()
+	out, err := s.entries(topic, qid, offset, n, limit)
+	if err != nil {
+		return out, err
+	}
+	if ahead {
+		s.ahead.put(id, gen, out)
+	}
+	k := min(len(out), max)
+	return out[:k:k], nil
+}
+
+// entries reads up to limit entries from offset, n of which are known to
+// exist.
+func (s *Store) entries(topic string, qid int32, offset int64, n, limit int) ([]Entry, error) {
 	prefix := queuePrefix(kv.PrefixConsumeQueue, topic, qid)
+	// The run holding the last entry wanted is keyed at most maxRun-1
+	// above it: bounded there, the iterator leaves alone the queue's newer
+	// tables (a catch-up read opened every one of them in L0, each
+	// pull, for their index blocks).
+	upper := kv.PrefixEnd(prefix)
+	if hi := offset + int64(n) - 1; hi <= math.MaxInt64-maxRun {
+		upper = entryKey(topic, qid, hi+maxRun)
+	}
 	it, err := s.db.NewIter(&pebble.IterOptions{
 		LowerBound: entryKey(topic, qid, offset),
-		UpperBound: kv.PrefixEnd(prefix),
+		UpperBound: upper,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("consumequeue: iterate %s-%d: %w", topic, qid, err)
 	}
 	defer it.Close()
-	n := max
-	if rest := st.Max - offset; rest < int64(n) {
-		n = int(rest)
-	}
 	out := make([]Entry, 0, n)
-	for it.First(); it.Valid() && len(out) < max; it.Next() {
+	for it.First(); it.Valid() && len(out) < limit; it.Next() {
 		k := it.Key()
 		if len(k) != len(prefix)+8 {
 			continue
@@ -344,7 +378,7 @@ func (s *Store) Entries(topic string, qid int32, offset int64, max int) ([]Entry
 			return out, fmt.Errorf("consumequeue: corrupt entry %s-%d@%d", topic, qid, last)
 		}
 		// The first run found may start below offset.
-		for off := max64(first, offset); off <= last && len(out) < max; off++ {
+		for off := max64(first, offset); off <= last && len(out) < limit; off++ {
 			out = append(out, runEntry(first, off, v))
 		}
 	}
@@ -454,6 +488,10 @@ func (s *Store) SearchOffsetByTime(topic string, qid int32, ts int64, bt Boundar
 
 // DeleteQueue removes every entry and the meta of one queue.
 func (s *Store) DeleteQueue(topic string, qid int32) error {
+	// Read-ahead windows of what this removes are stale, also for
+	// the reads that run meanwhile.
+	s.ahead.invalidate()
+	defer s.ahead.invalidate()
 	b := s.db.NewBatch()
 	defer b.Close()
 	qp := queuePrefix(kv.PrefixConsumeQueue, topic, qid)
@@ -481,6 +519,10 @@ func (s *Store) forget(id QueueID) {
 
 // DeleteTopic removes every queue of a topic.
 func (s *Store) DeleteTopic(topic string) error {
+	// Read-ahead windows of what this removes are stale, also for
+	// the reads that run meanwhile.
+	s.ahead.invalidate()
+	defer s.ahead.invalidate()
 	b := s.db.NewBatch()
 	defer b.Close()
 	for _, p := range []byte{kv.PrefixConsumeQueue, kv.PrefixQueueMeta} {
