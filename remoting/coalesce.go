@@ -181,14 +181,12 @@ func (s *npSink) send(b []byte) error {
 	if s.closed {
 		return fmt.Errorf("%w: netpoll connection", ErrConnClosed)
 	}
-	// b is the transport's queue buffer, which it reuses once send
-	// returns: netpoll links a large one into its output without copying
-	// it (WriteBinary), and a successful Flush has written all of it. After
-	// a failed one the stream is broken and b is never written again.
 	w := s.c.Writer()
-	if _, err := w.WriteBinary(b); err != nil {
+	buf, err := w.Malloc(len(b))
+	if err != nil {
 		return err
 	}
+	copy(buf, b)
 	return w.Flush()
 }
 

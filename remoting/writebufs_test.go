@@ -49,9 +49,8 @@ func TestWriteBufClass(t *testing.T) {
 
 // Answers of many sizes, built in buffers the handler reuses (and scribbles
 // over) as soon as the connection calls Written, reach clients on several
-// connections intact: neither the queue buffers shared by the server's
-// connections nor netpoll's writing of them without a copy hand out bytes
-// still being sent.
+// connections intact: the queue buffers shared by the server's
+// connections never hand out bytes still being sent.
 func TestLargeAnswersIntactWhileBuffersAreReused(t *testing.T) {
 	t.Parallel()
 	const codeBig = code.PullMessage
