@@ -13,10 +13,9 @@ import (
 // kept.
 const (
 	minPooledWriteBuf = 128 << 10
-	maxPooledWriteBuf = 4 << 20
+	maxPooledWriteBuf = minPooledWriteBuf << (writeBufClasses - 1) // 4 MiB
+	writeBufClasses   = 6
 )
-
-var writeBufClasses = bits.Len(maxPooledWriteBuf) - bits.Len(minPooledWriteBuf) + 1
 
 // writeBufs recycles large write buffers; the zero value is not usable,
 // newWriteBufs builds it. A nil *writeBufs allocates and keeps nothing.

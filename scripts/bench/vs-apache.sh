@@ -27,7 +27,10 @@
 # the mean of its per-second reports, its p99 column their Max RT; then the
 # catch-up is Apache's benchmark Consumer for CONSUME_SECS (30) and a third
 # phase Apache's BatchProducer, batches of BATCH (16), each with the
-# broker's CPU per message over its own window).
+# broker's CPU per message over its own window). GO_CATCHUP (0; 1 with
+# CLIENT=apache: after Apache's Consumer, the same backlog is read again by
+# rocketmq-client-go v2's push consumer, tests/cmd/gocatchup, timed from its
+# first message to its last, with the broker's CPU over that window).
 # Broker CPU per message is utime+stime of /proc/PID/stat over the sends:
 # with mqbench over its whole run; with Apache's Producer and BatchProducer
 # also over the measured window (the last DURATION reports, whose mean is
@@ -55,6 +58,7 @@ AUTH=${AUTH:-0}
 PLAIN=${PLAIN:-0}
 CLIENT=${CLIENT:-mqbench}
 HALF_RATE=${HALF_RATE:-1}
+GO_CATCHUP=${GO_CATCHUP:-0}
 HALF_SECS=${HALF_SECS:-${DURATION%s}}
 HALF_THREADS=${HALF_THREADS:-128}
 SUPER_AK=rocketmq SUPER_SK=12345678
@@ -73,6 +77,10 @@ if [ "$CLIENT" = apache ]; then
   jcp=$(cat "$jbench/target/classpath-5.5.0.txt")
 fi
 work=$(mktemp -d -t vs-apache-XXXX)
+if [ "$GO_CATCHUP" = 1 ]; then
+  [ "$CLIENT" = apache ] && [ "$AUTH" != 1 ] && [ "$TLS" != 1 ] || { echo "vs-apache.sh: GO_CATCHUP=1 needs CLIENT=apache, without AUTH and TLS" >&2; exit 2; }
+  go build -o "$work/gocatchup" ./tests/cmd/gocatchup
+fi
 # Ports: free ones unless given (other runs may hold the old fixed ones);
 # a broker also listens on its port - 2 and + 1.
 A_NS_PORT=${A_NS_PORT:-$(free_ports 1)} A_BR_PORT=${A_BR_PORT:-$(($(free_ports 4) + 2))}
@@ -364,13 +372,22 @@ run() { # system round
     c=$(apache_consumer "$ns" "$sys" "vs_${sys}_$r" "${br_of[$sys]}" "$samples")
     stop_sampler
     after2=$(cpu "${pid_of[$sys]}")
+    if [ "$GO_CATCHUP" = 1 ]; then
+      # The same backlog again, read by client-go's push consumer (a new
+      # group), before BatchProducer adds to it.
+      local g
+      start_sampler
+      g=$("$work/gocatchup" -n "$ns" -t BenchVs -g "vs_go_${sys}_$r" -count "$n" -timeout 180s 2>/dev/null | tail -1 | window_cpu "$samples")
+      stop_sampler
+      extra="$extra,\"gocatchup\":$g"
+    fi
     local bp before3 after3
     before3=$(cpu "${pid_of[$sys]}")
     start_sampler
     bp=$(apache_batch "$ns" "$sys" | window_cpu "$samples")
     stop_sampler
     after3=$(cpu "${pid_of[$sys]}")
-    extra=",\"consume_ticks\":$((after2 - before2)),\"batch_ticks\":$((after3 - before3)),\"batch\":$bp"
+    extra="$extra,\"consume_ticks\":$((after2 - before2)),\"batch_ticks\":$((after3 - before3)),\"batch\":$bp"
   else
     c=$(bin/mqbench consumer -n "$ns" -t BenchVs -g "vs_${sys}_$r" --from-first --count "$n" --duration 180s --reportInterval 100000 --json "${flags[@]}" 2>/dev/null | tail -1)
   fi
@@ -427,6 +444,10 @@ for r in rows:
         a["cmsgs"] = a.get("cmsgs", 0) + r["consumer"]["messages"]; a["cticks"] = a.get("cticks", 0) + r["consume_ticks"]
         if "windowTicks" in r["consumer"]:
             a["cwticks"] = a.get("cwticks", 0) + r["consumer"]["windowTicks"]
+    if "gocatchup" in r:
+        g = r["gocatchup"]
+        a.setdefault("gtps", []).append(g["tps"]); a["gmsgs"] = a.get("gmsgs", 0) + g["messages"]
+        a["gwticks"] = a.get("gwticks", 0) + g.get("windowTicks", 0)
 mean = lambda xs: sum(xs) / len(xs)
 print(f"ours and apache: {sys.argv[2]}; plain: ours without either")
 for s in ("ours", "apache", "plain"):
@@ -441,6 +462,8 @@ for s in ("ours", "apache", "plain"):
         bwus = f"{a['bwticks'] / a['clk'] * 1e6 / max(a['bwmsgs'], 1):.1f} µs/msg over the window, " if a.get("bwmsgs") else ""
         cus = a.get("cwticks", a["cticks"]) / a["clk"] * 1e6 / max(a["cmsgs"], 1)
         print(f"{'':7s} BatchProducer {mean(a['bmps']):10.0f} msgs/s  broker CPU {bwus}{bus:.1f} over the run;  Consumer catch-up broker CPU {cus:.1f} µs/msg")
+    if "gtps" in a:
+        print(f"{'':7s} client-go catch-up {mean(a['gtps']):10.0f} msgs/s  broker CPU {a['gwticks'] / a['clk'] * 1e6 / max(a['gmsgs'], 1):.1f} µs/msg over its window")
     if "anon" in a:
         print(f"{'':7s} anonymous memory KiB: idle {max(a['idle'])}, after the phases {max(a['anon'])} (max over rounds)")
 for s in ("ours", "apache", "plain"):
@@ -450,6 +473,8 @@ for s in ("ours", "apache", "plain"):
         print(f"{s:7s} at half its peak (mqbench --rate, open loop): {cells}")
 o, p = agg["ours"], agg["apache"]
 print(f"ratio   send {mean(o['send'])/mean(p['send']):.2f}x  consume {mean(o['consume'])/mean(p['consume']):.2f}x  (ours / apache)")
+if "gtps" in o and "gtps" in p:
+    print(f"ratio   client-go catch-up {mean(o['gtps'])/mean(p['gtps']):.2f}x  (ours / apache)")
 if "bmps" in o and "bmps" in p:
     print(f"ratio   BatchProducer {mean(o['bmps'])/mean(p['bmps']):.2f}x  (ours / apache)")
 if "half" in o and "half" in p:
