@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -241,20 +242,57 @@ func (c *ctrlCluster) leader() int {
 // (what `mqadmin getSyncStateSet` prints); ok is false while no live
 // controller answers.
 func (c *ctrlCluster) syncState() (protocol.ReplicasInfo, bool) {
+	ri, err := c.syncStateWhy()
+	return ri, err == nil
+}
+
+// syncStateWhy is syncState with the reason when no answer is had: each
+// controller's error, or the set missing from the first answer (a wait's
+// failure message then says what the test saw).
+func (c *ctrlCluster) syncStateWhy() (protocol.ReplicasInfo, error) {
+	var errs []error
 	for i, a := range c.ctrlAddrs {
 		if c.namesrvs[i].Exited() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		start := time.Now()
 		info, err := c.ac.GetSyncStateData(ctx, a, []string{c.name})
 		cancel()
 		if err != nil {
+			errs = append(errs, fmt.Errorf("controller %s after %v: %w", a, time.Since(start).Round(time.Millisecond), err))
 			continue
 		}
 		ri, ok := info.ReplicasInfoTable[c.name]
-		return ri, ok
+		if !ok {
+			return ri, fmt.Errorf("controller %s knows no set %s", a, c.name)
+		}
+		return ri, nil
 	}
-	return protocol.ReplicasInfo{}, false
+	if len(errs) == 0 {
+		return protocol.ReplicasInfo{}, errors.New("no controller is running")
+	}
+	return protocol.ReplicasInfo{}, errors.Join(errs...)
+}
+
+// waitElected waits until a controller answers with a master other than
+// before's at a later epoch, and returns that set; a failure says what the
+// controllers answered last.
+func (c *ctrlCluster) waitElected(t *testing.T, timeout time.Duration, before protocol.ReplicasInfo) protocol.ReplicasInfo {
+	t.Helper()
+	var next protocol.ReplicasInfo
+	testutil.Eventually(t, timeout, func() error {
+		var err error
+		next, err = c.syncStateWhy()
+		switch {
+		case err != nil:
+			return fmt.Errorf("waiting for a slave elected: %w", err)
+		case next.MasterEpoch > before.MasterEpoch && next.MasterBrokerID > 0 && next.MasterBrokerID != before.MasterBrokerID:
+			return nil
+		}
+		return fmt.Errorf("waiting for a slave elected: master %d at epoch %d (before: %d at %d)", next.MasterBrokerID, next.MasterEpoch, before.MasterBrokerID, before.MasterEpoch)
+	})
+	return next
 }
 
 // masterAddr is the address the nameservers route id 0 of the set to

@@ -171,11 +171,7 @@ func TestHAScenarioMasterPartition(t *testing.T) {
 	}
 	defer heal()
 
-	var next protocol.ReplicasInfo
-	testutil.WaitFor(t, 15*time.Second, "a slave elected", func() bool {
-		next, _ = c.syncState()
-		return next.MasterEpoch > before.MasterEpoch && next.MasterBrokerID > 0 && next.MasterBrokerID != before.MasterBrokerID
-	})
+	next := c.waitElected(t, 15*time.Second, before)
 	elected := time.Now()
 	t.Logf("new master %d (%s) at epoch %d, %v after the partition", next.MasterBrokerID, next.MasterAddress, next.MasterEpoch, elected.Sub(cut))
 	if next.MasterAddress == old.addr {

@@ -361,11 +361,7 @@ func TestHAScenarioUnackedTailRejoin(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var next protocol.ReplicasInfo
-	testutil.WaitFor(t, 15*time.Second, "a slave elected", func() bool {
-		next, _ = c.syncState()
-		return next.MasterEpoch > before.MasterEpoch && next.MasterBrokerID > 0 && next.MasterBrokerID != before.MasterBrokerID
-	})
+	next := c.waitElected(t, 15*time.Second, before)
 	c.waitRouted(t, next.MasterAddress, 10*time.Second)
 	// A frozen slave's socket buffer may hold the first frames of the
 	// tail; it appends them when it resumes, and the new master keeps its
