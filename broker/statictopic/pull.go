@@ -219,7 +219,9 @@ func rewritePull(req, resp *remoting.Command, qc queueCtx, c *item, reqOffset in
 	out.SetExt("maxOffset", strconv.FormatInt(max(strictLogic(cur, hi), maxLogic(ld)), 10))
 	out.SetExt("offsetDelta", strconv.FormatInt(offsetDelta(cur), 10))
 	if rc == code.Success {
-		out.Body = resp.Body
+		// The inner answer's body is a recycled buffer: out hands it
+		// back once written.
+		out.Body, out.Written = resp.Body, resp.Written
 	}
 	return out, cur
 }
