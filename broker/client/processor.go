@@ -327,6 +327,13 @@ func (p *Processor) heartbeat(_ context.Context, ch *remoting.Channel, req *remo
 			p.d.Producers.Register(pd.GroupName, info)
 		}
 	}
+	// A heartbeat handled after its connection's close (queued behind
+	// other work while the client sent it and exited) would otherwise
+	// leave an entry for a dead channel until the expiry scan: the close
+	// handler has already run and found nothing to remove.
+	if !ch.IsActive() {
+		p.OnChannelClose(ch)
+	}
 	resp := remoting.NewResponse(req, code.Success, "")
 	resp.SetExt(ExtSupportHeartbeatV2, "true")
 	if v2 {

@@ -551,3 +551,29 @@ func TestConsumerManagerLookups(t *testing.T) {
 		t.Fatal("topic index kept a dropped subscription")
 	}
 }
+
+// TestHeartbeatAfterClose: a heartbeat whose connection closed before it
+// was handled leaves no producer or consumer behind.
+func TestHeartbeatAfterClose(t *testing.T) {
+	e := newEnv(t)
+	for _, closeFirst := range []bool{false, true} {
+		ch := remoting.NewLocalChannel("127.0.0.1:10911", "127.0.0.1:5000", func(*remoting.Command) {})
+		if closeFirst {
+			_ = ch.Close()
+		}
+		req := remoting.NewRequest(code.HeartBeat, nil, heartbeatBody("late", "LG", "T"))
+		resp, err := e.p.heartbeat(context.Background(), ch, req)
+		if err != nil || resp.Code != code.Success {
+			t.Fatalf("heartbeat: %v %+v", err, resp)
+		}
+		producers := len(e.p.Producers().Channels("PG"))
+		_, consumer := e.p.d.Consumers.ChannelGroup("LG", ch)
+		if closeFirst && (producers != 0 || consumer) {
+			t.Fatalf("closed channel registered: %d producers, consumer %v", producers, consumer)
+		}
+		if !closeFirst && (producers != 1 || !consumer) {
+			t.Fatalf("open channel not registered: %d producers, consumer %v", producers, consumer)
+		}
+		e.p.OnChannelClose(ch)
+	}
+}
