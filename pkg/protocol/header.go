@@ -95,18 +95,15 @@ func (f *Fields) OptInt32(key string, def int32) int32 {
 	return int32(n)
 }
 
-// OptBool returns an optional boolean ("true"/"false", case-insensitive).
+// OptBool returns an optional boolean as Java's header decoding reads one
+// (Boolean.parseBoolean): "true" in any case is true, anything else false,
+// never an error. The C++ client writes its booleans as "1" and "0"
+// (END_TRANSACTION's fromTransactionCheck): Apache's broker takes both, as
+// false.
 func (f *Fields) OptBool(key string, def bool) bool {
 	v, ok := f.m[key]
 	if !ok || v == "" {
 		return def
 	}
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "true":
-		return true
-	case "false":
-		return false
-	}
-	f.fail("the custom field <%s> is not a boolean: %q", key, v)
-	return def
+	return strings.EqualFold(v, "true")
 }
