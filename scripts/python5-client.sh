@@ -17,42 +17,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-dir="$here/python5"
-venv="$dir/.venv"
-stamp="$venv/.rmqgo-pip-install"
-
-python=${PYTHON:-python3}
-if ! command -v "$python" >/dev/null 2>&1; then
-	echo "python not available: $python not found in PATH (install python3 and python3-venv)" >&2
-	exit 3
-fi
-
-installed_ok() {
-	[ -f "$stamp" ] && [ "$stamp" -nt "$dir/requirements.txt" ] && [ -x "$venv/bin/python" ]
-}
-
-if ! installed_ok; then
-	exec 9>"${TMPDIR:-/tmp}/rmqgo-pip-python5.lock"
-	if command -v flock >/dev/null 2>&1; then
-		flock 9
-	fi
-	if ! installed_ok; then
-		rm -rf "$venv"
-		if ! "$python" -m venv "$venv" >/dev/null 2>&1; then
-			rm -rf "$venv"
-			echo "python not available: $python -m venv failed (install python3-venv)" >&2
-			exit 3
-		fi
-		log="$(mktemp "${TMPDIR:-/tmp}/rmqgo-pip.XXXXXX")"
-		if ! "$venv/bin/pip" install --disable-pip-version-check -q -r "$dir/requirements.txt" >"$log" 2>&1; then
-			cat "$log" >&2
-			echo "pip install -r $dir/requirements.txt failed (log: $log)" >&2
-			exit 4
-		fi
-		rm -f "$log"
-		touch "$stamp"
-	fi
-	exec 9>&-
-fi
-
-exec "$venv/bin/python" "$dir/client.py" "$@"
+# shellcheck source=python-venv-lib.sh
+. "$here/python-venv-lib.sh"
+venv_ready "$here/python5" python5
+exec "$venv/bin/python" "$here/python5/client.py" "$@"
