@@ -44,6 +44,22 @@ type SubscriptionData struct {
 	Topic           string          `json:"topic"`
 }
 
+// UnmarshalJSON takes subVersion as a string too (flexInt64): the C++
+// client's running info sends it so.
+func (d *SubscriptionData) UnmarshalJSON(b []byte) error {
+	type plain SubscriptionData
+	var raw struct {
+		plain
+		SubVersion flexInt64 `json:"subVersion"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*d = SubscriptionData(raw.plain)
+	d.SubVersion = int64(raw.SubVersion)
+	return nil
+}
+
 // ConsumerConnection is the GET_CONSUMER_CONNECTION_LIST body (§4.6).
 type ConsumerConnection struct {
 	ConnectionSet     []Connection                `json:"connectionSet"`
@@ -331,6 +347,37 @@ type ProcessQueueInfo struct {
 	LastConsumeTimestamp int64 `json:"lastConsumeTimestamp"`
 }
 
+// UnmarshalJSON takes the numbers as strings too (flexInt64): the C++
+// client sends them so.
+func (p *ProcessQueueInfo) UnmarshalJSON(b []byte) error {
+	type plain ProcessQueueInfo
+	var raw struct {
+		plain
+		CommitOffset            flexInt64 `json:"commitOffset"`
+		CachedMsgMinOffset      flexInt64 `json:"cachedMsgMinOffset"`
+		CachedMsgMaxOffset      flexInt64 `json:"cachedMsgMaxOffset"`
+		CachedMsgCount          flexInt64 `json:"cachedMsgCount"`
+		CachedMsgSizeInMiB      flexInt64 `json:"cachedMsgSizeInMiB"`
+		TransactionMsgMinOffset flexInt64 `json:"transactionMsgMinOffset"`
+		TransactionMsgMaxOffset flexInt64 `json:"transactionMsgMaxOffset"`
+		TransactionMsgCount     flexInt64 `json:"transactionMsgCount"`
+		TryUnlockTimes          flexInt64 `json:"tryUnlockTimes"`
+		LastLockTimestamp       flexInt64 `json:"lastLockTimestamp"`
+		LastPullTimestamp       flexInt64 `json:"lastPullTimestamp"`
+		LastConsumeTimestamp    flexInt64 `json:"lastConsumeTimestamp"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*p = ProcessQueueInfo(raw.plain)
+	p.CommitOffset, p.CachedMsgMinOffset, p.CachedMsgMaxOffset = int64(raw.CommitOffset), int64(raw.CachedMsgMinOffset), int64(raw.CachedMsgMaxOffset)
+	p.CachedMsgCount, p.CachedMsgSizeInMiB = int(raw.CachedMsgCount), int(raw.CachedMsgSizeInMiB)
+	p.TransactionMsgMinOffset, p.TransactionMsgMaxOffset = int64(raw.TransactionMsgMinOffset), int64(raw.TransactionMsgMaxOffset)
+	p.TransactionMsgCount, p.TryUnlockTimes = int(raw.TransactionMsgCount), int64(raw.TryUnlockTimes)
+	p.LastLockTimestamp, p.LastPullTimestamp, p.LastConsumeTimestamp = int64(raw.LastLockTimestamp), int64(raw.LastPullTimestamp), int64(raw.LastConsumeTimestamp)
+	return nil
+}
+
 // PopProcessQueueInfo is one queue of a pop consumer's running info.
 type PopProcessQueueInfo struct {
 	WaitAckCount     int   `json:"waitAckCount"`
@@ -346,6 +393,27 @@ type ConsumeStatus struct {
 	ConsumeOKTPS      float64 `json:"consumeOKTPS"`
 	ConsumeFailedTPS  float64 `json:"consumeFailedTPS"`
 	ConsumeFailedMsgs int64   `json:"consumeFailedMsgs"`
+}
+
+// UnmarshalJSON takes the numbers as strings too (flexInt64, flexFloat).
+func (s *ConsumeStatus) UnmarshalJSON(b []byte) error {
+	type plain ConsumeStatus
+	var raw struct {
+		plain
+		PullRT            flexFloat `json:"pullRT"`
+		PullTPS           flexFloat `json:"pullTPS"`
+		ConsumeRT         flexFloat `json:"consumeRT"`
+		ConsumeOKTPS      flexFloat `json:"consumeOKTPS"`
+		ConsumeFailedTPS  flexFloat `json:"consumeFailedTPS"`
+		ConsumeFailedMsgs flexInt64 `json:"consumeFailedMsgs"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*s = ConsumeStatus(raw.plain)
+	s.PullRT, s.PullTPS, s.ConsumeRT = float64(raw.PullRT), float64(raw.PullTPS), float64(raw.ConsumeRT)
+	s.ConsumeOKTPS, s.ConsumeFailedTPS, s.ConsumeFailedMsgs = float64(raw.ConsumeOKTPS), float64(raw.ConsumeFailedTPS), int64(raw.ConsumeFailedMsgs)
+	return nil
 }
 
 // ConsumerRunningInfo is a client's answer to GET_CONSUMER_RUNNING_INFO

@@ -352,3 +352,54 @@ func TestRetryTopicNames(t *testing.T) {
 		}
 	}
 }
+
+// TestRunningInfoOfCppClient: the C++ client's running info (as
+// rocketmq-client-cpp writes it: 64-bit numbers as strings, -1 unsigned,
+// a queue object as each mqTable key) decodes; a number that is neither
+// is still an error.
+func TestRunningInfoOfCppClient(t *testing.T) {
+	body := `{"mqTable":{{
+   "brokerName" : "b",
+   "queueId" : 1,
+   "topic" : "T"
+}:{
+   "cachedMsgCount" : 2,
+   "cachedMsgMaxOffset" : "7",
+   "cachedMsgMinOffset" : "6",
+   "commitOffset" : "18446744073709551615",
+   "droped" : false,
+   "lastConsumeTimestamp" : "1796604052299",
+   "lastLockTimestamp" : "0",
+   "lastPullTimestamp" : "1796604052293",
+   "locked" : true,
+   "transactionMsgCount" : 0,
+   "transactionMsgMaxOffset" : "0",
+   "transactionMsgMinOffset" : "0",
+   "tryUnlockTimes" : 0
+}
+},"statusTable":{"T":{"consumeFailedMsgs":"3","consumeFailedTPS":0.0,"consumeOKTPS":"1.5","consumeRT":0.0,"pullRT":"2","pullTPS":0.5}},
+"jstack":"","properties":{"PROP_CLIENT_VERSION":"V3_1_8","PROP_CONSUMEORDERLY":"flase","PROP_CONSUME_TYPE":"CONSUME_PASSIVELY"},
+"subscriptionSet":[{"subString":"*","subVersion":"1796604049397","topic":"T"}]}`
+	var r admin.ConsumerRunningInfo
+	if err := protocol.UnmarshalMQKeyed([]byte(body), &r); err != nil {
+		t.Fatal(err)
+	}
+	pq, ok := r.MqTable[protocol.MessageQueue{Topic: "T", BrokerName: "b", QueueID: 1}]
+	want := admin.ProcessQueueInfo{CommitOffset: -1, CachedMsgMinOffset: 6, CachedMsgMaxOffset: 7, CachedMsgCount: 2, Locked: true,
+		LastPullTimestamp: 1796604052293, LastConsumeTimestamp: 1796604052299}
+	if !ok || pq != want {
+		t.Errorf("queue %+v (found %v), want %+v", pq, ok, want)
+	}
+	if st := r.StatusTable["T"]; st.ConsumeFailedMsgs != 3 || st.ConsumeOKTPS != 1.5 || st.PullRT != 2 || st.PullTPS != 0.5 {
+		t.Errorf("status %+v", st)
+	}
+	if len(r.SubscriptionSet) != 1 || r.SubscriptionSet[0].SubVersion != 1796604049397 || r.Properties["PROP_CONSUME_TYPE"] != "CONSUME_PASSIVELY" {
+		t.Errorf("subscriptions %+v, properties %v", r.SubscriptionSet, r.Properties)
+	}
+	for _, bad := range []string{`{"commitOffset":"x1"}`, `{"commitOffset":true}`, `{"commitOffset":"1e"}`} {
+		var p admin.ProcessQueueInfo
+		if err := json.Unmarshal([]byte(bad), &p); err == nil {
+			t.Errorf("%s decoded as %+v", bad, p)
+		}
+	}
+}

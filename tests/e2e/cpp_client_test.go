@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -56,7 +57,8 @@ type cppSent struct {
 // id; transactions committed, rolled back and committed at the check-back
 // (its END_TRANSACTION writes fromTransactionCheck as "0"/"1", which
 // Java's header decoding reads as false: refusing it lost every C++
-// transaction). Both ways with client-go: each reads the other's messages
+// transaction). consumerConnection and consumerStatus -i show it (its
+// running info writes numbers as strings). Both ways with client-go: each reads the other's messages
 // with the same id, body, keys, tag and user property. Skips with a
 // message where the client cannot run (python3 or its venv missing, not
 // x86_64 Linux).
@@ -70,7 +72,7 @@ func TestCppClient(t *testing.T) {
 		"transactionTimeOut":       "2000",
 		"messageDelayLevel":        "1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s",
 	}})
-	topics := map[string]string{"CppSend": "4", "CppOrder": "4", "CppTx": "2", "CppRetry": "2"}
+	topics := map[string]string{"CppSend": "4", "CppOrder": "4", "CppTx": "2", "CppRetry": "2", "CppAdmin": "2"}
 	for tp, n := range topics {
 		mqadmin(t, c, "updateTopic", "-b", c.Brokers()[0].Addr(), "-t", tp, "-r", n, "-w", n)
 	}
@@ -233,6 +235,46 @@ func TestCppClient(t *testing.T) {
 		sort.Strings(bodies)
 		if !slices.Equal(bodies, []string{"cpp-0", "cpp-2", "cpp-3", "cpp-5"}) {
 			t.Errorf("consumed %v, want the committed cpp-0, cpp-2, cpp-3, cpp-5", bodies)
+		}
+	})
+
+	t.Run("admin", func(t *testing.T) {
+		t.Parallel()
+		const topic, group = "CppAdmin", "cpp_admin_cg"
+		cpp.run(t, nil, "produce", "--namesrv", ns, "--topic", topic, "--group", "cpp_apg", "--count", "3")
+		_, wait := cpp.start(t, "consume", "--namesrv", ns, "--topic", topic, "--group", group, "--count", "3", "--timeout", "60", "--linger", "15")
+		// consumerConnection lists it as a CPP client; consumerStatus -i
+		// reads its running info (numbers as strings, see pkg/admin
+		// flexInt64) once it has committed its offsets.
+		var id string
+		testutil.Eventually(t, 30*time.Second, func() error {
+			out, err := c.MQAdmin(t, "consumerConnection", "-g", group)
+			if err != nil {
+				return err
+			}
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if len(lines) < 2 || !strings.Contains(lines[1], " CPP ") {
+				return fmt.Errorf("consumerConnection:\n%s", out)
+			}
+			id = strings.Fields(lines[1])[0]
+			return nil
+		})
+		testutil.Eventually(t, 30*time.Second, func() error {
+			out, err := c.MQAdmin(t, "consumerStatus", "-g", group, "-i", id)
+			if err != nil {
+				return err
+			}
+			for _, want := range []string{"PROP_CONSUME_TYPE                       : CONSUME_PASSIVELY", "Topic: " + topic, "commitOffset="} {
+				if !strings.Contains(out, want) {
+					return fmt.Errorf("consumerStatus has no %q:\n%s", want, out)
+				}
+			}
+			return nil
+		})
+		var got cppConsumed
+		wait(&got)
+		if len(got.Messages) != 3 {
+			t.Errorf("consumed %+v", got)
 		}
 	})
 

@@ -1,0 +1,66 @@
+package admin
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// flexInt64 decodes a JSON integer the way fastjson reads one into a
+// long: a number, or a string holding one. The C++ client
+// (rocketmq-client-cpp) writes its running info's 64-bit fields as
+// strings, and a -1 as the unsigned 18446744073709551615: read back as -1.
+type flexInt64 int64
+
+func (f *flexInt64) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if s == "null" {
+		return nil
+	}
+	if len(s) >= 2 && s[0] == '"' {
+		u, err := strconv.Unquote(s)
+		if err != nil {
+			return fmt.Errorf("integer %s: %w", b, err)
+		}
+		if s = u; s == "" {
+			return nil
+		}
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		*f = flexInt64(n)
+		return nil
+	}
+	if n, err := strconv.ParseUint(s, 10, 64); err == nil {
+		*f = flexInt64(int64(n))
+		return nil
+	}
+	if x, err := strconv.ParseFloat(s, 64); err == nil {
+		*f = flexInt64(int64(x))
+		return nil
+	}
+	return fmt.Errorf("not an integer: %s", b)
+}
+
+// flexFloat is flexInt64 for a double.
+type flexFloat float64
+
+func (f *flexFloat) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if s == "null" {
+		return nil
+	}
+	if len(s) >= 2 && s[0] == '"' {
+		u, err := strconv.Unquote(s)
+		if err != nil {
+			return fmt.Errorf("number %s: %w", b, err)
+		}
+		if s = u; s == "" {
+			return nil
+		}
+	}
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return fmt.Errorf("not a number: %s", b)
+	}
+	*f = flexFloat(x)
+	return nil
+}
