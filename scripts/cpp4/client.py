@@ -7,6 +7,9 @@ through Apache's Python wrapper, for the end-to-end tests in tests/e2e.
     client.py consume --namesrv NS --topic T --group G --count N
               [--expression E] [--orderly] [--broadcast] [--fail-first] [--timeout S]
 
+produce and consume sign their requests with --access-key and --secret-key
+when given.
+
 Message i of a run has the body "<prefix>-<i>", the keys "key-<i>", the
 tag TagA and the user property color=red. The last line on stdout is the
 JSON result, with "ok": true; a failure is {"ok": false, "error": ...} and
@@ -43,6 +46,8 @@ def message(args, i):
 def produce(args):
     p = Producer(args.group, orderly=args.mode == 'orderly')
     p.set_namesrv_addr(args.namesrv)
+    if args.access_key:
+        p.set_session_credentials(args.access_key, args.secret_key, '')
     p.start()
     ids, offsets = [], []
     try:
@@ -135,6 +140,8 @@ def consume(args):
     model = MessageModel.BROADCASTING if args.broadcast else MessageModel.CLUSTERING
     c = PushConsumer(args.group, orderly=args.orderly, message_model=model)
     c.set_namesrv_addr(args.namesrv)
+    if args.access_key:
+        c.set_session_credentials(args.access_key, args.secret_key, '')
     c.subscribe(args.topic, on_message, args.expression)
     c.start()
     try:
@@ -169,6 +176,8 @@ def main():
     ap.add_argument('--fail-first', action='store_true')
     ap.add_argument('--timeout', type=float, default=30)
     ap.add_argument('--linger', type=float, default=1)
+    ap.add_argument('--access-key', default='')
+    ap.add_argument('--secret-key', default='')
     args = ap.parse_args()
     try:
         res = {'produce': produce, 'transaction': transaction, 'consume': consume}[args.command](args)
