@@ -2,6 +2,7 @@ package admin
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -33,7 +34,7 @@ func (f *flexInt64) UnmarshalJSON(b []byte) error {
 		*f = flexInt64(int64(n))
 		return nil
 	}
-	if x, err := strconv.ParseFloat(s, 64); err == nil {
+	if x, err := strconv.ParseFloat(s, 64); err == nil && math.Abs(x) < math.MaxInt64 {
 		*f = flexInt64(int64(x))
 		return nil
 	}
@@ -58,7 +59,9 @@ func (f *flexFloat) UnmarshalJSON(b []byte) error {
 		}
 	}
 	x, err := strconv.ParseFloat(s, 64)
-	if err != nil {
+	if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+		// JSON has no NaN or infinity: a body holding one could not be
+		// written again.
 		return fmt.Errorf("not a number: %s", b)
 	}
 	*f = flexFloat(x)
