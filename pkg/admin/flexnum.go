@@ -6,6 +6,23 @@ import (
 	"strconv"
 )
 
+// numberText is the text of a JSON number, or of a string holding one
+// ("" for null and the empty string).
+func numberText(b []byte) (string, error) {
+	s := string(b)
+	if s == "null" {
+		return "", nil
+	}
+	if len(s) >= 2 && s[0] == '"' {
+		u, err := strconv.Unquote(s)
+		if err != nil {
+			return "", fmt.Errorf("number %s: %w", b, err)
+		}
+		return u, nil
+	}
+	return s, nil
+}
+
 // flexInt64 decodes a JSON integer the way fastjson reads one into a
 // long: a number, or a string holding one. The C++ client
 // (rocketmq-client-cpp) writes its running info's 64-bit fields as
@@ -13,18 +30,9 @@ import (
 type flexInt64 int64
 
 func (f *flexInt64) UnmarshalJSON(b []byte) error {
-	s := string(b)
-	if s == "null" {
-		return nil
-	}
-	if len(s) >= 2 && s[0] == '"' {
-		u, err := strconv.Unquote(s)
-		if err != nil {
-			return fmt.Errorf("integer %s: %w", b, err)
-		}
-		if s = u; s == "" {
-			return nil
-		}
+	s, err := numberText(b)
+	if err != nil || s == "" {
+		return err
 	}
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		*f = flexInt64(n)
@@ -45,18 +53,9 @@ func (f *flexInt64) UnmarshalJSON(b []byte) error {
 type flexFloat float64
 
 func (f *flexFloat) UnmarshalJSON(b []byte) error {
-	s := string(b)
-	if s == "null" {
-		return nil
-	}
-	if len(s) >= 2 && s[0] == '"' {
-		u, err := strconv.Unquote(s)
-		if err != nil {
-			return fmt.Errorf("number %s: %w", b, err)
-		}
-		if s = u; s == "" {
-			return nil
-		}
+	s, err := numberText(b)
+	if err != nil || s == "" {
+		return err
 	}
 	x, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
