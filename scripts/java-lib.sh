@@ -89,4 +89,12 @@ tool_jvm_opts() {
 		-Drocketmq.client.logRoot="$2"
 		-Drocketmq.client.logUseSlf4j=true
 	)
+	# 4.x tools read their logback file from $ROCKETMQ_HOME/conf only.
+	case "${RMQ_JAVA_VERSION:-}" in
+	4.*)
+		mkdir -p "$2/home/conf"
+		cp "$1" "$2/home/conf/logback_tools.xml"
+		tool_jvm+=(-Drocketmq.home.dir="$2/home")
+		;;
+	esac
 }

@@ -115,6 +115,10 @@ func (p *Processor) RuntimeInfo() map[string]string {
 			m[k] = v
 		}
 	}
+	// 4.x's spelling too [our choice]: Apache 5.0 renamed the key, and 4.x
+	// mqadmin's clusterList reads only the old one (against Apache 5
+	// brokers 4.9.8's clusterList fails with a NullPointerException).
+	m["getTransferedTps"] = m["getTransferredTps"]
 	return m
 }
 

@@ -393,7 +393,10 @@ func TestGetBrokerRuntimeInfo(t *testing.T) {
 			t.Errorf("%s = %q: not a double", k, m[k])
 		}
 	}
-	for _, k := range []string{"putTps", "getTransferredTps"} {
+	if m["getTransferedTps"] != m["getTransferredTps"] {
+		t.Errorf("4.x's getTransferedTps %q, 5.x's getTransferredTps %q", m["getTransferedTps"], m["getTransferredTps"])
+	}
+	for _, k := range []string{"putTps", "getTransferredTps", "getTransferedTps"} {
 		if _, err := strconv.ParseFloat(strings.Fields(m[k])[0], 64); err != nil {
 			t.Errorf("%s = %q", k, m[k])
 		}

@@ -72,6 +72,15 @@ func RunJavaMQAdmin(t testing.TB, args ...string) (string, error) {
 // sets RMQ_JAVA_LOG_DIR.
 func RunJavaMQAdminEnv(t testing.TB, env []string, args ...string) (string, error) {
 	t.Helper()
+	stdout, _, err := RunJavaMQAdminStderr(t, env, args...)
+	return stdout, err
+}
+
+// RunJavaMQAdminStderr is RunJavaMQAdminEnv that also returns what the
+// tool wrote to stderr (where it prints the stack trace of an exception it
+// caught, exiting 0).
+func RunJavaMQAdminStderr(t testing.TB, env []string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
 	script := filepath.Join(RepoRoot(t), "scripts", "mqadmin-java.sh")
 	if _, err := os.Stat(script); err != nil {
 		t.Fatalf("harness: %v", err)
@@ -89,7 +98,8 @@ func RunJavaMQAdminEnv(t testing.TB, env []string, args ...string) (string, erro
 	// The same tool, without idling through Netty's 2 s shutdown quiet
 	// period once the command has run (scripts/mqadmin-java.sh).
 	env = append(append([]string(nil), env...), "RMQ_JAVA_FAST_EXIT=1")
-	stdout, stderr, code, err := run(JavaMQAdminTimeout, env, script, args...)
+	var code int
+	stdout, stderr, code, err = run(JavaMQAdminTimeout, env, script, args...)
 	if code == exitJavaMissing {
 		msg := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(stderr), javaMissingPrefix))
 		if msg == "" {
@@ -103,7 +113,7 @@ func RunJavaMQAdminEnv(t testing.TB, env []string, args ...string) (string, erro
 	if err != nil && t.Failed() {
 		t.Logf("harness: java mqadmin log dir: %s", logDir)
 	}
-	return stdout, err
+	return stdout, stderr, err
 }
 
 // javaBatchEnd is the line scripts/java's MQAdminFastExit --batch prints

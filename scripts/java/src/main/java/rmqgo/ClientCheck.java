@@ -20,6 +20,7 @@ import java.util.zip.CRC32;
 import org.apache.rocketmq.acl.common.AclClientRPCHook;
 import org.apache.rocketmq.acl.common.SessionCredentials;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
@@ -613,7 +614,7 @@ public final class ClientCheck {
         AtomicReference<CountDownLatch> all = new AtomicReference<>(new CountDownLatch(1));
         Set<String> seenMsgIds = new HashSet<>();
 
-        DefaultMQPushConsumer c = new DefaultMQPushConsumer(o.group, o.aclHook());
+        DefaultMQPushConsumer c = new DefaultMQPushConsumer(o.group, o.aclHook(), new AllocateMessageQueueAveragely());
         c.setNamesrvAddr(o.namesrv);
         c.setInstanceName("rmqgo-check-c-" + (o.run.isEmpty() ? "any" : o.run));
         c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);

@@ -54,7 +54,6 @@ import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
 import org.apache.rocketmq.common.producer.RecallMessageHandle;
 import org.apache.rocketmq.common.sysflag.PullSysFlag;
-import org.apache.rocketmq.remoting.protocol.heartbeat.MessageModel;
 import org.apache.rocketmq.remoting.protocol.header.PullMessageRequestHeader;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
@@ -949,7 +948,7 @@ final class SemanticsCheck {
                 Map<String, AtomicInteger> got = new ConcurrentHashMap<>();
                 seen.add(got);
                 DefaultMQPushConsumer c = consumer(o, "_bcast_cg", "bcast-c" + i, "Broadcast");
-                c.setMessageModel(MessageModel.BROADCASTING);
+                broadcasting(c);
                 c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
                     for (MessageExt m : msgs) {
                         got.computeIfAbsent(body(m), k -> new AtomicInteger()).incrementAndGet();
@@ -1095,6 +1094,22 @@ final class SemanticsCheck {
         }
         out.figures.put("ab_consumed", got.get(0).size());
         out.figures.put("aa_consumed", got.get(1).size());
+    }
+
+    /**
+     * Sets BROADCASTING by the setter's own parameter type: MessageModel
+     * moved packages in 5.0 (org.apache.rocketmq.common.protocol.heartbeat
+     * in 4.x), and these classes also run on the 4.9.8 client.
+     */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static void broadcasting(DefaultMQPushConsumer c) throws Exception {
+        for (java.lang.reflect.Method m : DefaultMQPushConsumer.class.getMethods()) {
+            if (m.getName().equals("setMessageModel") && m.getParameterCount() == 1) {
+                m.invoke(c, Enum.valueOf((Class) m.getParameterTypes()[0], "BROADCASTING"));
+                return;
+            }
+        }
+        throw new IllegalStateException("DefaultMQPushConsumer has no setMessageModel");
     }
 
     /** Bodies of queue 0 the broker returns for a tag expression (no client filter). */
