@@ -161,7 +161,7 @@ func TestClientDialErrors(t *testing.T) {
 func TestClientRejectsOversizeResponse(t *testing.T) {
 	s := startServer(t, nil, nil)
 	c := newClient(t, func(cfg *ClientConfig) { cfg.MaxFrameSize = 1024 })
-	_, err := c.Invoke(context.Background(), s.Addr(), echoReq(SerializeJSON, strings.Repeat("x", 900)))
+	_, err := c.Invoke(context.Background(), s.Addr(), echoReq(SerializeJSON, strings.Repeat("x", 850)))
 	if err != nil {
 		t.Fatalf("request under the limit: %v", err)
 	}

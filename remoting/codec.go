@@ -259,7 +259,9 @@ func validUTF8(b []byte) string {
 // appendJSONHeader writes the header the way client-go and fastjson both
 // accept: fixed key order, remark omitted when empty, extFields values always
 // JSON strings (client-go drops frames otherwise), keys sorted so the bytes
-// are deterministic.
+// are deterministic. It ends with the serializeTypeCurrentRPC key Java's
+// headers carry: the Rust client (rocketmq-client-rust) drops a response
+// without it, its header type requiring the key.
 func appendJSONHeader(dst []byte, cmd *Command, ext map[string]string) []byte {
 	dst = append(dst, `{"code":`...)
 	dst = strconv.AppendInt(dst, int64(cmd.Code), 10)
@@ -292,7 +294,7 @@ func appendJSONHeader(dst []byte, cmd *Command, ext map[string]string) []byte {
 			dst = appendJSONString(dst, ext[k])
 		}
 	}
-	dst = append(dst, `}}`...)
+	dst = append(dst, `},"serializeTypeCurrentRPC":"JSON"}`...)
 	return dst
 }
 

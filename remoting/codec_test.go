@@ -140,3 +140,21 @@ func TestDecodeBad(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONHeaderBytes: our JSON header, byte for byte; it carries Java's
+// serializeTypeCurrentRPC key, which the Rust client requires.
+func TestJSONHeaderBytes(t *testing.T) {
+	cmd := &Command{Code: 0, Language: LangGo, Version: 513, Opaque: 7, Flag: 1, Remark: "ok", ExtFields: map[string]string{"b": "2", "a": "1"}}
+	frame, err := Encode(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"code":0,"language":"GO","version":513,"opaque":7,"flag":1,"remark":"ok","extFields":{"a":"1","b":"2"},"serializeTypeCurrentRPC":"JSON"}`
+	if got := string(frame[8:]); got != want {
+		t.Fatalf("header\n%s\nwant\n%s", got, want)
+	}
+	back, err := Decode(frame[4:])
+	if err != nil || back.Opaque != 7 || back.Remark != "ok" || back.Ext("b") != "2" {
+		t.Fatalf("decoded %+v, %v", back, err)
+	}
+}
