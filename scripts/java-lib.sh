@@ -89,12 +89,15 @@ tool_jvm_opts() {
 		-Drocketmq.client.logRoot="$2"
 		-Drocketmq.client.logUseSlf4j=true
 	)
-	# 4.x tools read their logback file from $ROCKETMQ_HOME/conf only.
+	# 4.x: the tools read their logback file from $ROCKETMQ_HOME/conf only,
+	# and the client logs through plain logback (slf4j), whose default
+	# configuration writes DEBUG lines to stdout, after a check's result
+	# line too.
 	case "${RMQ_JAVA_VERSION:-}" in
 	4.*)
 		mkdir -p "$2/home/conf"
 		cp "$1" "$2/home/conf/logback_tools.xml"
-		tool_jvm+=(-Drocketmq.home.dir="$2/home")
+		tool_jvm+=(-Drocketmq.home.dir="$2/home" -Dlogback.configurationFile="$1")
 		;;
 	esac
 }
