@@ -48,3 +48,21 @@ func TestJava4ClientAndTools(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthJava4Client: the Java client 4.9.8 signing with
+// AclClientRPCHook (ACL 1.0's hook, the same signature) produces and
+// consumes on our broker with ACL 2.0 on as far as alice's ACL allows; a
+// topic she may not publish to fails its sends.
+func TestAuthJava4Client(t *testing.T) {
+	skipShort(t, "starts JVMs")
+	t.Parallel()
+	c := startAliceCluster(t, "AuthJava4", "auth_java4_*")
+	ns := c.NamesrvAddr()
+	interop.RunJavaCheckEnv(t, java4, "roundtrip", "-n", ns, "-t", "AuthJava4", "-g", "auth_java4_cg", "-pg", "auth_java4_pg",
+		"-count", "50", "-ak", "alice", "-sk", "alicepw").RequireOK(t)
+	res := interop.RunJavaCheckEnv(t, java4, "produce", "-n", ns, "-t", "AuthJava4No", "-pg", "auth_java4_pg", "-count", "1",
+		"-retries", "0", "-ak", "alice", "-sk", "alicepw")
+	if res.OK || !strings.Contains(res.Line+res.Stderr, "has no permission") {
+		t.Fatalf("Java 4.9.8 send to a topic alice may not publish to: ok=%v %s", res.OK, res.Line)
+	}
+}
