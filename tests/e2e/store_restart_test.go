@@ -144,7 +144,10 @@ func TestStoreRestartSDK(t *testing.T) {
 	t.Run("kill -9", func(t *testing.T) {
 		framework.Require(t, c, framework.Crash)
 		commit(t, 200)
-		time.Sleep(flushMs*time.Millisecond + 500*time.Millisecond)
+		// Two flush rounds and a second: a round is a Pebble memtable
+		// flush, which on a loaded machine can take most of a second (a CI
+		// run saw 100 after the kill with one round and half a second).
+		time.Sleep(2*flushMs*time.Millisecond + time.Second)
 		commit(t, 300) // not flushed yet at the kill: 200 or 300 afterwards
 		b.Kill(t)
 		b.Start(t)
