@@ -323,9 +323,11 @@ func TestAuthCppClient(t *testing.T) {
 		{"--topic", "AuthCpp", "--access-key", "alice", "--secret-key", "wrong"},
 	} {
 		args := append([]string{"produce", "--namesrv", ns, "--group", "auth_cpp_pg", "--count", "1"}, refused...)
-		cmd := exec.Command(filepath.Join(harness.RepoRoot(t), "scripts", cpp.name), args...)
+		ctx, cancel := context.WithTimeout(context.Background(), cpp.timeout)
+		cmd := exec.CommandContext(ctx, filepath.Join(harness.RepoRoot(t), "scripts", cpp.name), args...)
 		cmd.Env = append(cmd.Environ(), cpp.env...)
 		stdout, err := cmd.Output()
+		cancel()
 		if err == nil || !strings.Contains(string(stdout), `"ok": false`) {
 			t.Errorf("%v: %v: %s", refused, err, stdout)
 		}
