@@ -31,6 +31,7 @@ const (
 	MaxPeriod           = 60 * time.Second
 	DefaultInitialDelay = 10 * time.Second
 	DefaultDebounce     = 100 * time.Millisecond
+	DefaultRetryMin     = time.Second
 	// UnregisterTimeout is Java's fixed 3 s for UNREGISTER_BROKER.
 	UnregisterTimeout = 3 * time.Second
 )
@@ -85,7 +86,13 @@ type Options struct {
 	InitialDelay time.Duration        // first periodic round after Start
 	Period       func() time.Duration // period of the rounds; default 30 s clamped
 	Debounce     time.Duration        // coalescing window for Trigger
-	OnResults    func([]Result)       // called after each round with the successes and failures
+	// RetryMin is the first wait before a full registration is sent again
+	// to the nameservers that failed one; it doubles while they keep
+	// failing, up to the period. Apache waits for the next period (30 s):
+	// after a failover, a nameserver that missed the new master's
+	// registration would route clients to the old one for that long.
+	RetryMin  time.Duration
+	OnResults func([]Result) // called after each round with the successes and failures
 	// Encoding, read every round, says how bodies are sent (nil: one
 	// plain JSON body).
 	Encoding func() Encoding
@@ -119,17 +126,21 @@ type Registrar struct {
 	// topics (TriggerTopics).
 	pendingFull   bool
 	pendingTopics map[string]struct{}
-	kick          chan struct{}
-	stop          chan struct{}
-	done          chan struct{}
-	ctx           context.Context
-	cancel        context.CancelFunc
+	// failed holds the nameservers whose last registration failed; they
+	// get a full registration again after a backoff (Options.RetryMin).
+	failed map[string]struct{}
+	kick   chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // New returns a stopped Registrar.
 func New(inv Invoker, src Source, opts Options) *Registrar {
 	defaults.Positive(&opts.InitialDelay, DefaultInitialDelay)
 	defaults.Positive(&opts.Debounce, DefaultDebounce)
+	defaults.Positive(&opts.RetryMin, DefaultRetryMin)
 	if opts.Period == nil {
 		opts.Period = func() time.Duration { return ClampPeriod(30 * time.Second) }
 	}
@@ -201,6 +212,24 @@ func (r *Registrar) loop() {
 	defer close(r.done)
 	timer := time.NewTimer(r.opts.InitialDelay)
 	defer timer.Stop()
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	armed, backoff := false, r.opts.RetryMin
+	// rearm schedules a retry of the failed nameservers unless one is
+	// pending; without failures the backoff starts over.
+	rearm := func() {
+		if !r.hasFailed() {
+			backoff = r.opts.RetryMin
+			return
+		}
+		if !armed {
+			retry.Reset(backoff)
+			armed = true
+			backoff = min(backoff*2, r.opts.Period())
+		}
+	}
+	rearm() // Start's round may have failed somewhere
 	for {
 		select {
 		case <-r.stop:
@@ -208,6 +237,9 @@ func (r *Registrar) loop() {
 		case <-timer.C:
 			r.RegisterAll(r.ctx, r.src.ForceRegister())
 			timer.Reset(r.opts.Period())
+		case <-retry.C:
+			armed = false
+			r.retryFailed(r.ctx)
 		case <-r.kick:
 			select {
 			case <-time.After(r.opts.Debounce):
@@ -224,7 +256,59 @@ func (r *Registrar) loop() {
 				r.RegisterTopics(r.ctx, topics)
 			}
 		}
+		rearm()
 	}
+}
+
+// hasFailed reports whether some nameserver's last registration failed.
+func (r *Registrar) hasFailed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.failed) > 0
+}
+
+// noteResults records which nameservers failed a registration and which
+// took one.
+func (r *Registrar) noteResults(results []Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, res := range results {
+		if res.Err == nil {
+			delete(r.failed, res.NamesrvAddr)
+			continue
+		}
+		if r.failed == nil {
+			r.failed = map[string]struct{}{}
+		}
+		r.failed[res.NamesrvAddr] = struct{}{}
+	}
+}
+
+// retryFailed sends a full registration to the nameservers whose last one
+// failed and that are still configured.
+func (r *Registrar) retryFailed(ctx context.Context) []Result {
+	r.roundMu.Lock()
+	defer r.roundMu.Unlock()
+	configured := r.src.NamesrvAddrs()
+	r.mu.Lock()
+	closed := r.closed
+	var addrs []string
+	for _, a := range configured {
+		if _, ok := r.failed[a]; ok {
+			addrs = append(addrs, a)
+		}
+	}
+	clear(r.failed) // a nameserver no longer configured is not retried
+	r.mu.Unlock()
+	if closed || len(addrs) == 0 {
+		return nil
+	}
+	var enc Encoding
+	if r.opts.Encoding != nil {
+		enc = r.opts.Encoding()
+	}
+	r.log.Info("registering again with the nameservers that failed", "nameservers", addrs)
+	return r.send(ctx, addrs, r.src.Identity(), r.src.Body(), enc, r.src.Timeout())
 }
 
 // RegisterAll runs one round. With force false it first asks every
@@ -325,6 +409,7 @@ func (r *Registrar) send(ctx context.Context, addrs []string, id Identity, body 
 		partExt["bodyCrc32"] = strconv.FormatInt(int64(BodyCRC32(payload)), 10)
 		results = mergeResults(results, r.registerAllOnce(ctx, addrs, partExt, payload, timeout))
 	}
+	r.noteResults(results)
 	ok := 0
 	for _, res := range results {
 		if res.Err != nil {

@@ -309,3 +309,44 @@ func TestRegisterTopics(t *testing.T) {
 		t.Fatalf("a full round pending with topics registered %d topics, want all 4", len(reg.TopicConfigTable))
 	}
 }
+
+// A nameserver that failed a registration gets a full one again after a
+// short backoff, doubling while it keeps failing; the others are not sent
+// it again.
+func TestRetriesFailedNameservers(t *testing.T) {
+	n1, n2 := fakens.Start(t), fakens.Start(t)
+	src := &testSource{addrs: []string{n1.Addr(), n2.Addr()}, topics: map[string]protocol.TopicConfig{"T": protocol.NewTopicConfig("T")}, dv: protocol.DataVersion{Counter: 1}, force: true}
+	r := New(newClient(t), src, Options{InitialDelay: time.Hour, Period: func() time.Duration { return time.Hour }, RetryMin: 50 * time.Millisecond})
+	res := r.Start()
+	if len(res) != 2 || res[0].Err != nil || res[1].Err != nil {
+		t.Fatalf("first round %+v", res)
+	}
+	n1.WaitRegister(t, time.Second) // Start's
+	n1.FailRegistrations(3)
+	start := time.Now()
+	src.addTopic("T2")
+	r.Trigger()
+	reg := n1.WaitRegister(t, 5*time.Second)
+	took := time.Since(start)
+	if _, ok := reg.Body.TopicConfigSerializeWrapper.TopicConfigTable["T2"]; !ok {
+		t.Fatalf("the retried registration lacks T2: %+v", reg.Body.TopicConfigSerializeWrapper)
+	}
+	// The trigger's round and two retries failed (50 + 100 ms), the third
+	// (200 ms later) went through.
+	if got := n1.Calls(code.RegisterBroker); got != 1+4 {
+		t.Errorf("registrations sent to the failing nameserver: %d, want 5", got)
+	}
+	if took < 300*time.Millisecond {
+		t.Errorf("registered again after %v: the retries did not back off", took)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if got := n2.Calls(code.RegisterBroker); got != 2 {
+		t.Errorf("registrations sent to the healthy nameserver: %d, want 2 (start and trigger)", got)
+	}
+	if got := n1.Calls(code.RegisterBroker); got != 5 {
+		t.Errorf("registrations after the nameserver took one: %d, want no more retries", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = r.Shutdown(ctx)
+}

@@ -43,6 +43,7 @@ type Server struct {
 	brokers     map[string]string                        // broker name → master address
 	topics      map[string]map[string]protocol.QueueData // topic → broker name → queues
 	routes      map[string]protocol.TopicRouteData       // whole routes, before topics
+	failRegs    int                                      // registrations still to refuse (FailRegistrations)
 }
 
 // registeredBuffer bounds the registrations WaitRegister can still see;
@@ -158,6 +159,14 @@ func (n *Server) SkipRegistrations() {
 	}
 }
 
+// FailRegistrations makes the next k REGISTER_BROKER answer SYSTEM_ERROR
+// without recording them (a nameserver that cannot take them now).
+func (n *Server) FailRegistrations(k int) {
+	n.mu.Lock()
+	n.failRegs = k
+	n.mu.Unlock()
+}
+
 // SetRegisterKV sets the KV table answered to REGISTER_BROKER (the
 // ORDER_TOPIC_CONFIG namespace); nil answers no body.
 func (n *Server) SetRegisterKV(kv map[string]string) {
@@ -210,6 +219,15 @@ func (n *Server) count(c int32) {
 
 func (n *Server) register(_ context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	n.count(req.Code)
+	n.mu.Lock()
+	fail := n.failRegs > 0
+	if fail {
+		n.failRegs--
+	}
+	n.mu.Unlock()
+	if fail {
+		return nil, remoting.Errorf(code.SystemError, "fake nameserver: registration refused")
+	}
 	if want := strconv.Itoa(int(int32(crc32.ChecksumIEEE(req.Body) & 0x7FFFFFFF))); req.Ext("bodyCrc32") != want {
 		return nil, remoting.Errorf(code.SystemError, "crc32 not match")
 	}
