@@ -107,8 +107,11 @@ func startCtrlCluster(t *testing.T, o ctrlClusterOptions) *ctrlCluster {
 
 	// Nameservers, each with a controller on its own peer address.
 	var peers, ctrlListen []string
+	// LatePorts: these ports are bound only as the nameservers start,
+	// while the ones started first already dial (and proxies listen);
+	// an ephemeral port could be taken meanwhile.
 	for i := range 3 {
-		addr := harness.FreeAddr(t)
+		addr := fmt.Sprintf("127.0.0.1:%d", harness.LatePort(t))
 		ctrlListen = append(ctrlListen, addr)
 		if o.Links {
 			// Advertised on a loopback address of its own, listening on
@@ -133,7 +136,7 @@ func startCtrlCluster(t *testing.T, o ctrlClusterOptions) *ctrlCluster {
 		if err := os.WriteFile(conf, []byte(props), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		port := harness.FreePort(t)
+		port := harness.LatePort(t)
 		c.nsAddrs = append(c.nsAddrs, fmt.Sprintf("127.0.0.1:%d", port))
 		p := harness.StartProcessWith(t, harness.ProcOptions{Name: fmt.Sprintf("namesrv-n%d", i)}, filepath.Join(c.bin, harness.Namesrv),
 			"-c", conf, "--listen-port", strconv.Itoa(port), "--data-dir", dir)
@@ -155,7 +158,8 @@ func startCtrlCluster(t *testing.T, o ctrlClusterOptions) *ctrlCluster {
 	c.brokers = make([]*ctrlBroker, 3)
 	for i := range c.brokers {
 		dir := t.TempDir()
-		port, haPort := harness.FreePort(t), harness.LatePort(t)
+		// The broker binds port after its proxies listen on port 0.
+		port, haPort := harness.LatePort(t), harness.LatePort(t)
 		b := &ctrlBroker{addr: fmt.Sprintf("127.0.0.1:%d", port), direct: fmt.Sprintf("127.0.0.1:%d", port), conf: filepath.Join(dir, "broker.conf")}
 		nss, ip := c.nsAddrs, "127.0.0.1"
 		if o.Links {
@@ -310,36 +314,68 @@ func (c *ctrlCluster) masterAddr() string {
 // masterAddrs is brokerId 0 of the set on each nameserver, in c.nsAddrs
 // order ("" where a nameserver has none or does not answer).
 func (c *ctrlCluster) masterAddrs() []string {
-	out := make([]string, len(c.nsAddrs))
+	out, _ := c.masterAddrsWhy()
+	return out
+}
+
+// masterAddrsWhy is masterAddrs with what each nameserver answered, for a
+// failed wait's message: its route, its error, or that its process exited.
+func (c *ctrlCluster) masterAddrsWhy() ([]string, []string) {
+	out, why := make([]string, len(c.nsAddrs)), make([]string, len(c.nsAddrs))
 	for i, ns := range c.nsAddrs {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		start := time.Now()
 		resp, err := c.rc.Invoke(ctx, ns, remoting.NewRequest(code.GetBrokerClusterInfo, nil, nil))
 		cancel()
-		if err != nil || resp.Code != code.Success {
+		switch {
+		case err != nil:
+			why[i] = fmt.Sprintf("%s: %v after %v", ns, err, time.Since(start).Round(time.Millisecond))
+			if c.namesrvs[i].Exited() {
+				why[i] += " (its process exited)"
+			}
+			continue
+		case resp.Code != code.Success:
+			why[i] = fmt.Sprintf("%s: code %d %s", ns, resp.Code, resp.Remark)
 			continue
 		}
 		var ci protocol.ClusterInfo
-		if protocol.Unmarshal(resp.Body, &ci) == nil {
-			out[i] = ci.BrokerAddrTable[c.name].BrokerAddrs[0]
+		if err := protocol.Unmarshal(resp.Body, &ci); err != nil {
+			why[i] = fmt.Sprintf("%s: %v", ns, err)
+			continue
+		}
+		out[i] = ci.BrokerAddrTable[c.name].BrokerAddrs[0]
+		why[i] = fmt.Sprintf("%s: %v", ns, ci.BrokerAddrTable[c.name].BrokerAddrs)
+	}
+	// With Links, each broker reaches nameserver i through its own proxy:
+	// one that could not reach the nameserver dropped registrations.
+	for _, b := range c.brokers {
+		if b == nil || b.links == nil {
+			continue
+		}
+		for i, p := range b.links.out {
+			if n, err := p.DialFailures(); n > 0 {
+				why[i] += fmt.Sprintf(" [%s's link failed %d dials, last: %v]", b.addr, n, err)
+			}
 		}
 	}
-	return out
+	return out, why
 }
 
 // waitRouted waits until every nameserver names master as the set's
 // brokerId 0. Nameservers are independent and a client takes a route
 // from one of them (client-go: the next in turn) and keeps it for 30 s,
 // so one nameserver answering is not enough before a fresh producer
-// sends.
+// sends. A failure says what each nameserver routes.
 func (c *ctrlCluster) waitRouted(t *testing.T, master string, timeout time.Duration) {
 	t.Helper()
-	testutil.WaitFor(t, timeout, "every nameserver routing to "+master, func() bool {
-		for _, a := range c.masterAddrs() {
+	testutil.Eventually(t, timeout, func() error {
+		addrs, why := c.masterAddrsWhy()
+		for _, a := range addrs {
 			if a != master {
-				return false
+				return fmt.Errorf("waiting for every nameserver routing to %s; they route %s", master, strings.Join(why, "; "))
 			}
 		}
-		return true
+		return nil
 	})
 }
 

@@ -2,12 +2,14 @@ package harness
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -107,6 +109,51 @@ func TestStartProcessKill(t *testing.T) {
 	p.Kill()
 	if !signalled(p.Wait(), syscall.SIGKILL) {
 		t.Fatalf("exit = %v, want killed by SIGKILL", p.Wait())
+	}
+}
+
+// logRecorder is a testing.TB whose Logf is kept for the test to read.
+type logRecorder struct {
+	testing.TB
+	mu   sync.Mutex
+	logs []string
+}
+
+func (r *logRecorder) Logf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logs = append(r.logs, fmt.Sprintf(format, args...))
+}
+
+func (r *logRecorder) find(sub string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, l := range r.logs {
+		if strings.Contains(l, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// A process that dies while the test runs is reported at once, with the end
+// of its log; one the test killed is not.
+func TestStartProcessReportsUnexpectedExit(t *testing.T) {
+	rec := &logRecorder{TB: t}
+	p := StartProcessWith(rec, ProcOptions{Name: "crasher"}, "/bin/sh", "-c", `echo "dying words"; exit 7`)
+	killed := StartProcessWith(rec, ProcOptions{Name: "victim"}, "sleep", "60")
+	killed.Kill()
+	p.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for !rec.find("crasher") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !rec.find("crasher (pid") || !rec.find("exited on its own: exit status 7") || !rec.find("dying words") {
+		t.Fatalf("no report of the crash: %q", rec.logs)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if rec.find(fmt.Sprintf("victim (pid %d) exited on its own", killed.Pid())) {
+		t.Fatalf("the killed process was reported as an unexpected exit: %q", rec.logs)
 	}
 }
 

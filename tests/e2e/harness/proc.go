@@ -47,6 +47,13 @@ type Proc struct {
 
 	stopOnce sync.Once
 	stopErr  error
+
+	// mu guards signalled and cleaning: an exit the test did not cause
+	// (no signal sent) is reported in the test log as it happens, which
+	// must not happen once the test's cleanup began.
+	mu        sync.Mutex
+	signalled bool
+	cleaning  bool
 }
 
 // StartProcess starts bin with args; see StartProcessWith.
@@ -89,9 +96,13 @@ func StartProcessWith(t testing.TB, opts ProcOptions, bin string, args ...string
 	go func() {
 		p.waitErr = cmd.Wait()
 		close(p.done)
+		p.reportUnexpectedExit(t)
 	}()
 	t.Logf("harness: started %s (pid %d): %s %s; log %s", name, cmd.Process.Pid, bin, strings.Join(args, " "), p.LogPath)
 	t.Cleanup(func() {
+		p.mu.Lock()
+		p.cleaning = true
+		p.mu.Unlock()
 		exitedEarly := p.Exited()
 		err := p.Stop()
 		if t.Failed() {
@@ -106,6 +117,23 @@ func StartProcessWith(t testing.TB, opts ProcOptions, bin string, args ...string
 		}
 	})
 	return p
+}
+
+// exitReportBytes is how much of the log an unexpected exit reports at once
+// (the full tail follows at cleanup if the test fails; a CI summary may
+// show only the first lines of a failed test's output).
+const exitReportBytes = 2 << 10
+
+// reportUnexpectedExit logs, while the test runs, an exit no signal of the
+// test caused: a crash or a fatal error shows where it happened in the
+// test's log, before whatever failure it leads to.
+func (p *Proc) reportUnexpectedExit(t testing.TB) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.signalled || p.cleaning {
+		return
+	}
+	t.Logf("harness: %s (pid %d) exited on its own: %v; end of its log:\n%s", p.Name, p.Cmd.Process.Pid, describeExit(p.waitErr), p.logTail(exitReportBytes))
 }
 
 // Pid is the process id.
@@ -146,6 +174,11 @@ func (p *Proc) WaitTimeout(d time.Duration) error {
 func (p *Proc) Signal(sig os.Signal) error {
 	if p.Exited() {
 		return nil
+	}
+	if sig != syscall.SIGSTOP && sig != syscall.SIGCONT {
+		p.mu.Lock()
+		p.signalled = true // an exit from now on may be the test's doing
+		p.mu.Unlock()
 	}
 	err := p.Cmd.Process.Signal(sig)
 	if errors.Is(err, os.ErrProcessDone) {

@@ -41,6 +41,10 @@ type Proxy struct {
 	// (SetModeFor).
 	match     func(Conn) bool
 	matchMode Mode
+	// dialFails and lastDialErr: connections the proxy dropped because
+	// the target did not answer (a test's failure message says so).
+	dialFails   int
+	lastDialErr error
 }
 
 // Conn is what SetModeFor's match sees of a proxied connection.
@@ -81,6 +85,14 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Target is where the proxy forwards.
 func (p *Proxy) Target() string { return p.target }
+
+// DialFailures is how many connections the proxy dropped because it could
+// not reach its target, and the last such error.
+func (p *Proxy) DialFailures() (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dialFails, p.lastDialErr
+}
 
 // SetMode changes the link; Refuse also closes the open connections.
 func (p *Proxy) SetMode(m Mode) {
@@ -203,6 +215,10 @@ func (p *Proxy) serve(in net.Conn, l *link) {
 	defer p.untrack(in)
 	out, err := net.DialTimeout("tcp", p.target, 3*time.Second)
 	if err != nil {
+		p.mu.Lock()
+		p.dialFails++
+		p.lastDialErr = err
+		p.mu.Unlock()
 		return
 	}
 	if !p.track(out, l) {

@@ -212,3 +212,18 @@ func TestBlackholeHoldsClose(t *testing.T) {
 		t.Fatalf("after heal: %v, want EOF", err)
 	}
 }
+
+// A target that does not answer drops the connection and is counted.
+func TestDialFailures(t *testing.T) {
+	ln := testutil.Listen(t)
+	target := ln.Addr().String()
+	ln.Close() // nobody listens there now
+	p := proxyTo(t, "127.0.0.1:0", target)
+	if n, err := p.DialFailures(); n != 0 || err != nil {
+		t.Fatalf("before any connection: %d %v", n, err)
+	}
+	c, r := dial(t, p.Addr())
+	c.Write([]byte("hello\n"))
+	wantClosed(t, c, r, "a proxy whose target refuses kept the connection")
+	testutil.WaitFor(t, time.Second, "the dial failure counted", func() bool { n, err := p.DialFailures(); return n == 1 && err != nil })
+}
