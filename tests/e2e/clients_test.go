@@ -32,6 +32,10 @@ func TestRealClientsAgainstOurBroker(t *testing.T) {
 	t.Run("java/roundtrip", func(t *testing.T) {
 		interop.RunJavaCheck(t, "roundtrip", "-n", addr, "-t", "OursJava", "-count", count).RequireOK(t)
 	})
+	// A Collection of messages in one send (SEND_BATCH_MESSAGE).
+	t.Run("java/batch", func(t *testing.T) {
+		interop.RunJavaCheck(t, "roundtrip", "-n", addr, "-t", "OursJavaBatch", "-count", count, "-send-mode", "batch").RequireOK(t)
+	})
 	t.Run("node/roundtrip", func(t *testing.T) {
 		interop.RunNodeCheck(t, "roundtrip", "-n", addr, "-t", "OursNode", "-count", count).RequireOK(t)
 	})
