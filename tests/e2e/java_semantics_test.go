@@ -32,12 +32,17 @@ var javaSemanticsLevels = "1s 1s 10s" + strings.Repeat(" 1s", 15)
 // the send result's recall handle), BROADCASTING consumption (two consumers
 // of one group each get every message), and tag filtering ("TagA || TagB",
 // and "Aa" whose hash code equals BB's: the broker filters by hash code, the
-// client re-checks the string). Skips with a message when java or mvn is
-// missing.
+// client re-checks the string), the lite pull consumer (subscribe mode
+// with commitSync and committed(), a new consumer resuming after the
+// committed offsets; assign mode with seekToBegin, offsetForTimestamp,
+// seek and seekToEnd) and the 4.x pull consumer (min/max offsets, pulls to
+// NO_NEW_MSG, viewMessage, searchOffset, a held pullBlockIfNotFound woken
+// by a send, offsets persisted and read back). Skips with a message when
+// java or mvn is missing.
 func TestJavaClientSemantics(t *testing.T) {
 	skipShort(t, "real processes and a Java client")
 	t.Parallel()
-	javaSemantics(t, "JSem", nil, []string{"tx", "orderly", "reply", "retry", "delay", "msgtype", "reset", "recall", "broadcast", "tag"})
+	javaSemantics(t, "JSem", nil, []string{"tx", "orderly", "reply", "retry", "delay", "msgtype", "reset", "recall", "broadcast", "tag", "litepull", "pull"})
 }
 
 // TestJava4ClientSemantics runs the same checks with Apache's Java client
@@ -47,7 +52,7 @@ func TestJavaClientSemantics(t *testing.T) {
 func TestJava4ClientSemantics(t *testing.T) {
 	skipShort(t, "real processes and a Java client")
 	t.Parallel()
-	javaSemantics(t, "J4Sem", java4, []string{"tx", "orderly", "reply", "retry", "delay", "reset", "broadcast"})
+	javaSemantics(t, "J4Sem", java4, []string{"tx", "orderly", "reply", "retry", "delay", "reset", "broadcast", "litepull", "pull"})
 }
 
 // javaSemantics starts a cluster for SemanticsCheck's topics (named
@@ -68,7 +73,7 @@ func javaSemantics(t *testing.T, prefix string, env, checks []string) {
 	for _, tp := range []struct{ name, typ string }{
 		{prefix + "Tx", "TRANSACTION"}, {prefix + "Order", "FIFO"}, {prefix + "Reply", ""}, {prefix + "Retry", "NORMAL"},
 		{prefix + "Delay", "DELAY"}, {prefix + "Normal", "NORMAL"}, {prefix + "Reset", ""}, {prefix + "Recall", "DELAY"},
-		{prefix + "Broadcast", ""}, {prefix + "Tag", ""},
+		{prefix + "Broadcast", ""}, {prefix + "Tag", ""}, {prefix + "LitePull", ""}, {prefix + "Pull", ""},
 		{"%RETRY%" + prefix + "_retry_cg", ""},
 	} {
 		args := []string{"updateTopic", "-b", addr, "-t", tp.name, "-r", "4", "-w", "4"}

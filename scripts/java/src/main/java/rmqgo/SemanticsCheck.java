@@ -10,6 +10,7 @@ import java.util.Collection;
 import java.util.Collections;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -26,6 +27,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
+import org.apache.rocketmq.client.consumer.DefaultMQPullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.PullResult;
 import org.apache.rocketmq.client.consumer.PullStatus;
@@ -104,7 +106,7 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 final class SemanticsCheck {
 
     static final List<String> ALL = List.of("tx", "orderly", "reply", "retry", "delay", "msgtype", "reset", "recall",
-        "broadcast", "tag");
+        "broadcast", "tag", "litepull", "pull");
 
     private SemanticsCheck() {
     }
@@ -176,6 +178,8 @@ final class SemanticsCheck {
         impl.put("recall", SemanticsCheck::recall);
         impl.put("broadcast", SemanticsCheck::broadcast);
         impl.put("tag", SemanticsCheck::tag);
+        impl.put("litepull", SemanticsCheck::litepull);
+        impl.put("pull", SemanticsCheck::pull);
         // Broadcasting consumers keep their offsets in local files
         // (LocalFileOffsetStore, read once when the class loads): a fresh
         // directory per run, so no offsets of an earlier cluster apply.
@@ -987,6 +991,281 @@ final class SemanticsCheck {
             }
         }
         out.figures.put("each_consumed", n);
+    }
+
+    // ------------------------------------------------------------ litepull
+
+    static DefaultLitePullConsumer litePull(Opts o, String group, String instance) {
+        DefaultLitePullConsumer c = new DefaultLitePullConsumer(o.prefix + group);
+        c.setNamesrvAddr(o.namesrv);
+        c.setInstanceName(o.prefix + "-" + instance);
+        c.setVipChannelEnabled(false);
+        c.setAutoCommit(false);
+        c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        c.setPollNameServerInterval(1000);
+        c.setHeartbeatBrokerInterval(1000);
+        return c;
+    }
+
+    /** Polls c until want messages (by body) arrived or timeoutMs passed; counts each body. */
+    static Map<String, Integer> pollBodies(DefaultLitePullConsumer c, int want, long timeoutMs, Map<String, String> ids, Outcome out) {
+        Map<String, Integer> got = new HashMap<>();
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        int n = 0;
+        while (n < want && System.currentTimeMillis() < deadline) {
+            for (MessageExt m : c.poll(200)) {
+                n++;
+                got.merge(body(m), 1, Integer::sum);
+                String id = ids.get(body(m));
+                if (id != null && !id.equals(m.getMsgId())) {
+                    out.fail(body(m) + " polled with msgId " + m.getMsgId() + ", sent as " + id);
+                }
+            }
+        }
+        return got;
+    }
+
+    /**
+     * The lite pull consumer: in subscribe mode (queues rebalanced to it)
+     * it polls every message once and commits; committed() reads the
+     * broker's offsets back, and a new consumer of the group resumes after
+     * them. In assign mode: seekToBegin, offsetForTimestamp and seek to the
+     * second half, seekToEnd.
+     */
+    static void litepull(Opts o, Outcome out) throws Exception {
+        String topic = o.prefix + "LitePull";
+        int n = 40;
+        Map<String, String> ids = new HashMap<>();
+        long mid = 0;
+        DefaultMQProducer p = producer(o, "_lpull_pg", "lpull-p");
+        try {
+            for (int i = 0; i < n + 4; i++) {
+                if (i == n / 2) {
+                    // Store times of the two halves are apart from mid.
+                    Thread.sleep(300);
+                    mid = System.currentTimeMillis();
+                    Thread.sleep(300);
+                }
+                if (i == n) {
+                    break; // the last four are sent later
+                }
+                SendResult r = p.send(msg(topic, "lp-" + i));
+                if (r.getSendStatus() != SendStatus.SEND_OK) {
+                    out.fail("send lp-" + i + ": " + r.getSendStatus());
+                }
+                ids.put("lp-" + i, r.getMsgId());
+            }
+
+            // Subscribe mode.
+            DefaultLitePullConsumer c = litePull(o, "_lpull_cg", "lpull-c1");
+            c.subscribe(topic, "*");
+            c.start();
+            Map<String, Integer> got;
+            Map<MessageQueue, Long> committed = new HashMap<>();
+            try {
+                got = pollBodies(c, n, o.timeoutMs, ids, out);
+                c.commitSync();
+                for (MessageQueue mq : c.fetchMessageQueues(topic)) {
+                    Long off = c.committed(mq);
+                    committed.put(mq, off == null ? -1L : off);
+                }
+            } finally {
+                c.shutdown();
+            }
+            if (got.size() != n || got.values().stream().anyMatch(v -> v != 1)) {
+                out.fail("subscribe mode polled " + got.size() + " distinct of " + n + ": " + got);
+            }
+            long sum = committed.values().stream().mapToLong(Long::longValue).sum();
+            if (sum != n) {
+                out.fail("committed offsets " + committed + " add up to " + sum + ", want " + n);
+            }
+            out.figures.put("committed", sum);
+
+            // A new consumer of the group resumes after the committed
+            // offsets: only the messages sent now.
+            DefaultLitePullConsumer c2 = litePull(o, "_lpull_cg", "lpull-c2");
+            c2.subscribe(topic, "*");
+            c2.start();
+            try {
+                Thread.sleep(1000); // its first rebalance
+                for (int i = n; i < n + 4; i++) {
+                    SendResult r = p.send(msg(topic, "lp-" + i));
+                    ids.put("lp-" + i, r.getMsgId());
+                }
+                got = pollBodies(c2, 4, o.timeoutMs, ids, out);
+                Thread.sleep(500);
+                for (MessageExt m : c2.poll(500)) {
+                    got.merge(body(m), 1, Integer::sum);
+                }
+            } finally {
+                c2.shutdown();
+            }
+            Set<String> want = new HashSet<>();
+            for (int i = n; i < n + 4; i++) {
+                want.add("lp-" + i);
+            }
+            if (!got.keySet().equals(want) || got.values().stream().anyMatch(v -> v != 1)) {
+                out.fail("a new consumer of the group polled " + got + ", want each of " + want + " once");
+            }
+        } finally {
+            p.shutdown();
+        }
+
+        // Assign mode.
+        DefaultLitePullConsumer a = litePull(o, "_lpull_assign", "lpull-a");
+        a.start();
+        try {
+            Collection<MessageQueue> mqs = a.fetchMessageQueues(topic);
+            a.assign(mqs);
+            for (MessageQueue mq : mqs) {
+                a.seekToBegin(mq);
+            }
+            Map<String, Integer> got = pollBodies(a, n + 4, o.timeoutMs, ids, out);
+            if (got.size() != n + 4) {
+                out.fail("after seekToBegin polled " + got.size() + " distinct of " + (n + 4));
+            }
+            for (MessageQueue mq : mqs) {
+                long off = a.offsetForTimestamp(mq, mid);
+                a.seek(mq, off);
+            }
+            got = pollBodies(a, n / 2 + 4, o.timeoutMs, ids, out);
+            for (int i = 0; i < n + 4; i++) {
+                boolean second = i >= n / 2;
+                if (second != got.containsKey("lp-" + i)) {
+                    out.fail("after seeking to offsetForTimestamp: lp-" + i + (second ? " missing" : " polled") + " (" + got.keySet() + ")");
+                    break;
+                }
+            }
+            out.figures.put("after_timestamp", got.size());
+            for (MessageQueue mq : mqs) {
+                a.seekToEnd(mq);
+            }
+            List<MessageExt> rest = a.poll(1000);
+            if (!rest.isEmpty()) {
+                out.fail("after seekToEnd polled " + rest.size() + " messages");
+            }
+        } finally {
+            a.shutdown();
+        }
+    }
+
+    // ------------------------------------------------------------ pull
+
+    static DefaultMQPullConsumer pullConsumer(Opts o, String instance, String topic) throws Exception {
+        DefaultMQPullConsumer c = new DefaultMQPullConsumer(o.prefix + "_pull_cg");
+        c.setNamesrvAddr(o.namesrv);
+        c.setInstanceName(o.prefix + "-" + instance);
+        c.setVipChannelEnabled(false);
+        c.setRegisterTopics(new HashSet<>(List.of(topic)));
+        c.start();
+        return c;
+    }
+
+    /**
+     * The 4.x pull consumer (DefaultMQPullConsumer, deprecated in 5.x but
+     * still common): min and max offsets, pulls from each queue's start to
+     * its end, viewMessage by id, searchOffset, a pull at the end of a queue
+     * held until a message arrives (pullBlockIfNotFound), and offsets
+     * persisted to the broker and read back by another instance.
+     */
+    static void pull(Opts o, Outcome out) throws Exception {
+        String topic = o.prefix + "Pull";
+        int n = 20;
+        Map<String, String> ids = new HashMap<>();
+        DefaultMQProducer p = producer(o, "_pull_pg", "pull-p");
+        DefaultMQPullConsumer c = pullConsumer(o, "pull-c1", topic);
+        Map<MessageQueue, Long> ends = new HashMap<>();
+        try {
+            long before = System.currentTimeMillis();
+            for (int i = 0; i < n; i++) {
+                SendResult r = p.send(msg(topic, "pl-" + i));
+                ids.put("pl-" + i, r.getMsgId());
+            }
+            Set<MessageQueue> mqs = c.fetchSubscribeMessageQueues(topic);
+            Map<String, Integer> got = new HashMap<>();
+            long total = 0;
+            for (MessageQueue mq : mqs) {
+                long min = c.minOffset(mq);
+                long max = c.maxOffset(mq);
+                total += max - min;
+                if (c.searchOffset(mq, before - 60_000) != min) {
+                    out.fail(mq + ": searchOffset before the first message = " + c.searchOffset(mq, before - 60_000) + ", want " + min);
+                }
+                long off = min;
+                while (off < max) {
+                    PullResult r = c.pull(mq, "*", off, 32);
+                    if (r.getPullStatus() != PullStatus.FOUND) {
+                        out.fail(mq + " at " + off + " (max " + max + "): " + r.getPullStatus());
+                        break;
+                    }
+                    for (MessageExt m : r.getMsgFoundList()) {
+                        got.merge(body(m), 1, Integer::sum);
+                        if (!m.getMsgId().equals(ids.get(body(m)))) {
+                            out.fail(body(m) + " pulled with msgId " + m.getMsgId() + ", sent as " + ids.get(body(m)));
+                        }
+                    }
+                    off = r.getNextBeginOffset();
+                }
+                PullResult end = c.pull(mq, "*", off, 32);
+                if (end.getPullStatus() != PullStatus.NO_NEW_MSG) {
+                    out.fail(mq + " at its end " + off + ": " + end.getPullStatus() + ", want NO_NEW_MSG");
+                }
+                c.updateConsumeOffset(mq, off);
+                ends.put(mq, off);
+            }
+            if (total != n || got.size() != n || got.values().stream().anyMatch(v -> v != 1)) {
+                out.fail("queues hold " + total + " messages, pulled " + got.size() + " distinct of " + n + ": " + got);
+            }
+            MessageExt v = c.viewMessage(topic, ids.get("pl-3"));
+            if (!"pl-3".equals(body(v))) {
+                out.fail("viewMessage of pl-3's id gave " + body(v));
+            }
+            c.getOffsetStore().persistAll(mqs);
+
+            // A pull at the end of a queue is held until a message arrives.
+            MessageQueue q0 = mqs.iterator().next();
+            Thread late = new Thread(() -> {
+                try {
+                    Thread.sleep(1000);
+                    p.send(msg(topic, "pl-late"), (list, m, arg) -> {
+                        for (MessageQueue q : list) {
+                            if (q.getBrokerName().equals(q0.getBrokerName()) && q.getQueueId() == q0.getQueueId()) {
+                                return q;
+                            }
+                        }
+                        return list.get(0);
+                    }, null);
+                } catch (Exception e) {
+                    out.fail("late send: " + ClientCheck.describe(e));
+                }
+            });
+            late.start();
+            long t0 = System.currentTimeMillis();
+            PullResult held = c.pullBlockIfNotFound(q0, "*", ends.get(q0), 32);
+            long waited = System.currentTimeMillis() - t0;
+            late.join();
+            if (held.getPullStatus() != PullStatus.FOUND || !"pl-late".equals(body(held.getMsgFoundList().get(0)))) {
+                out.fail("held pull: " + held.getPullStatus() + " " + held.getMsgFoundList());
+            } else if (waited < 700) {
+                out.fail("held pull answered after " + waited + " ms, before the message was sent");
+            }
+            out.figures.put("held_ms", waited);
+        } finally {
+            p.shutdown();
+            c.shutdown();
+        }
+        // Another instance of the group reads the persisted offsets.
+        DefaultMQPullConsumer c2 = pullConsumer(o, "pull-c2", topic);
+        try {
+            for (Map.Entry<MessageQueue, Long> e : ends.entrySet()) {
+                long off = c2.fetchConsumeOffset(e.getKey(), true);
+                if (off != e.getValue()) {
+                    out.fail(e.getKey() + ": offset read back " + off + ", persisted " + e.getValue());
+                }
+            }
+        } finally {
+            c2.shutdown();
+        }
     }
 
     // ------------------------------------------------------------ tag
