@@ -23,9 +23,9 @@ func TestGoldenFrames(t *testing.T) {
 		queueKey string
 		bornKey  string
 	}{
-		{"go_10_json.bin", code.SendMessage, []string{"TAGS", "KEYS", "UNIQ_KEY", "CLUSTER"}, "queueId", "bornTimestamp"},
-		{"java_310_json.bin", code.SendMessageV2, []string{"TAGS", "KEYS", "UNIQ_KEY", "WAIT", "CLUSTER"}, "e", "g"},
-		{"java_310_rocketmq.bin", code.SendMessageV2, []string{"TAGS", "KEYS", "UNIQ_KEY", "WAIT", "CLUSTER"}, "e", "g"},
+		{"go_10_json.bin", code.SendMessage, []string{"TAGS", "KEYS", "UNIQ_KEY", "CLUSTER", "MSG_REGION", "TRACE_ON"}, "queueId", "bornTimestamp"},
+		{"java_310_json.bin", code.SendMessageV2, []string{"TAGS", "KEYS", "UNIQ_KEY", "WAIT", "CLUSTER", "MSG_REGION", "TRACE_ON"}, "e", "g"},
+		{"java_310_rocketmq.bin", code.SendMessageV2, []string{"TAGS", "KEYS", "UNIQ_KEY", "WAIT", "CLUSTER", "MSG_REGION", "TRACE_ON"}, "e", "g"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			raw, err := os.ReadFile(filepath.Join("..", "..", "..", "remoting", "testdata", "golden", tc.file))

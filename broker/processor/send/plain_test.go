@@ -40,13 +40,14 @@ func plainCases() []plainCase {
 
 // TestSendPlainProperties: a single send whose properties are only
 // UNIQ_KEY, WAIT, KEYS and TAGS, well formed, is stored without a map (its
-// entries and CLUSTER sorted); any other is decoded, stripped and
-// completed. Both store the same bytes: the entries a decode of the string
-// plus CLUSTER (and a UNIQ_KEY when none) gives, keys sorted, and answer
-// alike.
+// entries, CLUSTER, MSG_REGION and TRACE_ON sorted); any other is decoded,
+// stripped and completed. Both store the same bytes: the entries a decode of
+// the string plus those three (and a UNIQ_KEY when none) gives, keys
+// sorted, and answer alike.
 func TestSendPlainProperties(t *testing.T) {
 	for _, tc := range append(plainCases(),
 		plainCase{"cluster from the client", plainUniq + "CLUSTER\x01other\x02", false},
+		plainCase{"region and trace switch from the client", plainUniq + "MSG_REGION\x01r\x02TRACE_ON\x01false\x02", false},
 	) {
 		for _, v2 := range []bool{false, true} {
 			t.Run(tc.name, func(t *testing.T) {
@@ -66,6 +67,10 @@ func TestSendPlainProperties(t *testing.T) {
 				m := f.store.last(t)
 				want := wantItemProps([]byte(tc.props))
 				want[message.PropertyCluster] = "C1"
+				// The broker's own, whatever the client sent (Java's
+				// buildMsgContext).
+				want[message.PropertyMsgRegion] = "DefaultRegion"
+				want[message.PropertyTraceSwitch] = "true"
 				if want[message.PropertyUniqClientMessageIDKeyIdx] == "" {
 					want[message.PropertyUniqClientMessageIDKeyIdx] = m.Properties[message.PropertyUniqClientMessageIDKeyIdx]
 				}

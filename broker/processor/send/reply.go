@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 
 	"github.com/rmqgo/rmq/broker/config"
@@ -28,7 +29,9 @@ const (
 // queueOffset 0 on success, SYSTEM_ERROR otherwise), then, with
 // storeReplyMessageEnable, stored like a normal message; a stored reply's
 // msgId/queueOffset replace the placeholders but do not change the code.
-// Replies carry no broker-added UNIQ_KEY or CLUSTER, as in Java.
+// Replies carry no broker-added UNIQ_KEY or CLUSTER, as in Java; they do
+// carry MSG_REGION and TRACE_ON (Java's buildMsgContext adds them to the
+// request's properties before the reply is pushed or stored).
 func (p *Processor) replyHandler(short bool) remoting.Handler {
 	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 		h, err := parseSendRequest(req, short)
@@ -41,7 +44,8 @@ func (p *Processor) replyHandler(short bool) remoting.Handler {
 		if err != nil {
 			return nil, err
 		}
-		props := decodeProps(h.properties, 0)
+		props := decodeProps(h.properties, 2)
+		props[message.PropertyMsgRegion], props[message.PropertyTraceSwitch] = regionOf(cfg)
 		msg := &message.Message{
 			Topic:          h.topic,
 			Flag:           h.flag,
@@ -108,7 +112,7 @@ func (p *Processor) pushReply(ctx context.Context, ch *remoting.Channel, h *send
 	if p.d.Replies == nil {
 		return fmt.Errorf("push reply message fail, channel of <%s> not found", clientID)
 	}
-	props, err := appendPushTime(h.properties, p.d.Now().UnixMilli())
+	props, err := pushProperties(msg.Properties, p.d.Now().UnixMilli())
 	if err != nil {
 		return fmt.Errorf("push reply message to %s fail: %w", clientID, err)
 	}
@@ -145,15 +149,13 @@ func (p *Processor) pushReply(ctx context.Context, ch *remoting.Channel, h *send
 	return nil
 }
 
-// appendPushTime adds PUSH_REPLY_TIME to the reply's properties string for
-// the push (the stored reply does not carry it, as in Java).
-func appendPushTime(props string, now int64) (string, error) {
-	b := make([]byte, 0, len(props)+40)
-	b = append(b, props...)
-	if len(b) > 0 && b[len(b)-1] != message.PropertySeparator {
-		b = append(b, message.PropertySeparator)
-	}
-	b, err := message.AppendProperty(b, message.PropertyPushReplyTime, strconv.FormatInt(now, 10))
+// pushProperties is the pushed reply's properties: the stored ones (the
+// broker's MSG_REGION and TRACE_ON included) and PUSH_REPLY_TIME, as Java's
+// ReplyMessageProcessor re-encodes its message's map.
+func pushProperties(props map[string]string, now int64) (string, error) {
+	m := maps.Clone(props)
+	m[message.PropertyPushReplyTime] = strconv.FormatInt(now, 10)
+	b, err := message.AppendProperties(nil, m)
 	if err != nil {
 		return "", err
 	}

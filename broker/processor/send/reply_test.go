@@ -44,11 +44,11 @@ func TestReplyPushedAndStored(t *testing.T) {
 			t.Errorf("push ext %v", push.ExtFields)
 		}
 		pp := message.DecodeProperties([]byte(push.Ext("properties")))
-		if pp["CORRELATION_ID"] != "corr-1" || pp["PUSH_REPLY_TIME"] == "" {
+		if pp["CORRELATION_ID"] != "corr-1" || pp["PUSH_REPLY_TIME"] == "" || pp["MSG_REGION"] != "DefaultRegion" || pp["TRACE_ON"] != "true" {
 			t.Errorf("push properties %v", pp)
 		}
 		m := f.store.last(t)
-		if m.Topic != "C1_REPLY_TOPIC" || m.Property("CORRELATION_ID") != "corr-1" || m.Property("PUSH_REPLY_TIME") != "" {
+		if m.Topic != "C1_REPLY_TOPIC" || m.Property("CORRELATION_ID") != "corr-1" || m.Property("PUSH_REPLY_TIME") != "" || m.Property("MSG_REGION") != "DefaultRegion" {
 			t.Errorf("stored %s %v", m.Topic, m.Properties)
 		}
 		if resp.Ext("msgId") != message.OffsetMsgID(testStoreHost, m.CommitLogOffset) || resp.Ext("queueOffset") != "0" ||

@@ -212,12 +212,22 @@ func (p *Processor) wrap(h remoting.Handler) remoting.Handler {
 }
 
 func (p *Processor) addRegion(ext map[string]string, cfg *config.Config) {
-	region := cfg.RegionID
+	region, traceOn := regionOf(cfg)
+	ext[message.PropertyMsgRegion] = region
+	ext[message.PropertyTraceSwitch] = traceOn
+}
+
+// regionOf is the MSG_REGION and TRACE_ON Java's broker puts on every send
+// response and on the properties of every message it stores from a single
+// send or a reply (AbstractSendMessageProcessor.buildMsgContext; a client's
+// own values are overwritten). The Java client's consume trace hook drops
+// the trace of a message without MSG_REGION.
+func regionOf(cfg *config.Config) (region, traceOn string) {
+	region = cfg.RegionID
 	if region == "" {
 		region = defaultRegion
 	}
-	ext[message.PropertyMsgRegion] = region
-	ext[message.PropertyTraceSwitch] = strconv.FormatBool(cfg.TraceOn)
+	return region, strconv.FormatBool(cfg.TraceOn)
 }
 
 // topicOf reads the topic of a send request under either name (for logs).
@@ -447,7 +457,7 @@ func (p *Processor) sendOne(ctx context.Context, ch *remoting.Channel, req *remo
 			return p.sendPlain(ctx, req, cfg, &tc, h, queueID, bornHost(ctx, ch), uniq, wait)
 		}
 	}
-	props := sendProps(ctx, ch, h, 2) // room for UNIQ_KEY and CLUSTER
+	props := sendProps(ctx, ch, h, 4) // room for UNIQ_KEY, CLUSTER, MSG_REGION and TRACE_ON
 	msg := &message.Message{
 		Topic:          h.topic,
 		Flag:           h.flag,
@@ -480,6 +490,7 @@ func (p *Processor) sendOne(ctx context.Context, ch *remoting.Channel, req *remo
 		return nil, fmt.Errorf("%w: Required message key is missing (topic[%s] is a compaction topic)", ErrMessageIllegal, tc.TopicName)
 	}
 	props[message.PropertyCluster] = cfg.BrokerClusterName
+	props[message.PropertyMsgRegion], props[message.PropertyTraceSwitch] = regionOf(cfg)
 	if IsPrepared(props, h.sysFlag, h.reconsumeTimes) {
 		if cfg.RejectTransactionMessage {
 			return nil, fmt.Errorf("%w: the broker[%s] sending transaction message is forbidden", processor.ErrNoPermission, cfg.BrokerIP1)
@@ -547,11 +558,21 @@ func plainSend(tc *protocol.TopicConfig, h *sendHeader) bool {
 // UNIQ_KEY, WAIT, KEYS and TAGS (what Java's, Go's and Node's producers put
 // on a plain message): nothing to strip, refuse or hand to the lite,
 // transaction or schedule hooks, a NORMAL message. It is stored with the
-// producer's entries and CLUSTER (sendOne adds CLUSTER too) in key order:
-// the same bytes as sendOne's map would store, with no map built.
+// producer's entries and CLUSTER, MSG_REGION and TRACE_ON (as sendOne adds
+// them) in key order: the same bytes as sendOne's map would store, with no
+// map built.
 func (p *Processor) sendPlain(ctx context.Context, req *remoting.Command, cfg *config.Config, tc *protocol.TopicConfig, h *sendHeader, queueID int32, born netip.AddrPort, uniq, wait string) (*remoting.Command, error) {
-	raw := appendSortedPlain(make([]byte, 0, len(h.properties)+len(message.PropertyCluster)+len(cfg.BrokerClusterName)+2),
-		h.properties, cfg.BrokerClusterName)
+	region, traceOn := regionOf(cfg)
+	added := [...][2]string{
+		{message.PropertyCluster, cfg.BrokerClusterName},
+		{message.PropertyMsgRegion, region},
+		{message.PropertyTraceSwitch, traceOn},
+	}
+	size := len(h.properties)
+	for _, kv := range added {
+		size += len(kv[0]) + len(kv[1]) + 2
+	}
+	raw := appendSortedPlain(make([]byte, 0, size), h.properties, added[:]...)
 	msg := &message.Message{
 		Topic:          h.topic,
 		Flag:           h.flag,
@@ -590,12 +611,13 @@ func (p *Processor) sendPlain(ctx context.Context, req *remoting.Command, cfg *c
 }
 
 // appendSortedPlain appends the entries of props, plain (scanPlain: at
-// most the four keys, each once, well formed), and CLUSTER=cluster when
-// not empty, in key order: what message.AppendProperties writes for the
-// same map, which is what the broker stores (mqadmin shows pulled
-// messages' properties in that order, docs/protocol.md §5.4).
-func appendSortedPlain[S string | []byte](dst []byte, props S, cluster string) []byte {
-	var kv [5][2]S
+// most the four keys, each once, well formed), and the added entries (keys
+// props does not have; an empty value leaves the entry out), in key order:
+// what message.AppendProperties writes for the same map, which is what the
+// broker stores (mqadmin shows pulled messages' properties in that order,
+// docs/protocol.md §5.4).
+func appendSortedPlain[S string | []byte](dst []byte, props S, added ...[2]string) []byte {
+	var kv [8][2]S
 	n := 0
 	for len(props) > 0 {
 		end := indexByte(props, message.PropertySeparator)
@@ -605,11 +627,13 @@ func appendSortedPlain[S string | []byte](dst []byte, props S, cluster string) [
 		kv[n] = [2]S{item[:sep], item[sep+1:]}
 		n++
 	}
-	if cluster != "" {
-		kv[n] = [2]S{S(message.PropertyCluster), S(cluster)}
-		n++
+	for _, a := range added { // S is string where entries are added: no copies
+		if a[1] != "" {
+			kv[n] = [2]S{S(a[0]), S(a[1])}
+			n++
+		}
 	}
-	for i := 1; i < n; i++ { // insertion sort: five entries at most
+	for i := 1; i < n; i++ { // insertion sort: seven entries at most
 		for j := i; j > 0 && string(kv[j][0]) < string(kv[j-1][0]); j-- {
 			kv[j], kv[j-1] = kv[j-1], kv[j]
 		}
@@ -631,7 +655,7 @@ func sortPlainInPlace(b []byte) {
 	if len(b) > len(scratch) {
 		buf = make([]byte, 0, len(b))
 	}
-	copy(b, appendSortedPlain(buf, b, ""))
+	copy(b, appendSortedPlain(buf, b))
 }
 
 // PutStats counts stored messages (brokerstats.Manager).

@@ -252,7 +252,10 @@ func TestPropertiesRewrite(t *testing.T) {
 	if resp.Ext("transactionId") != uniq {
 		t.Errorf("transactionId %q, want the UNIQ_KEY %q", resp.Ext("transactionId"), uniq)
 	}
-	if len(m.Properties) != 3 {
+	if m.Property("MSG_REGION") != "DefaultRegion" || m.Property("TRACE_ON") != "true" {
+		t.Errorf("MSG_REGION %q, TRACE_ON %q", m.Property("MSG_REGION"), m.Property("TRACE_ON"))
+	}
+	if len(m.Properties) != 5 {
 		t.Errorf("properties %v", m.Properties)
 	}
 	// Two sends without UNIQ_KEY get different ones.
@@ -279,7 +282,7 @@ func TestWithProperties(t *testing.T) {
 	}
 	wantCode(t, resp, code.Success)
 	got := f.store.last(t)
-	want := map[string]string{"TAGS": "T", "color": "red", "UNIQ_KEY": "ID1", "CLUSTER": "C1"}
+	want := map[string]string{"TAGS": "T", "color": "red", "UNIQ_KEY": "ID1", "CLUSTER": "C1", "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}
 	if !maps.Equal(got.Properties, want) {
 		t.Errorf("stored properties %v, want %v", got.Properties, want)
 	}

@@ -81,6 +81,7 @@ public final class ClientCheck {
         int retries = 2;
         int consumeThreads = 4;
         boolean allowDups;
+        boolean trace;
         String accessKey = "";
         String secretKey = "";
 
@@ -173,6 +174,7 @@ public final class ClientCheck {
             "  -retries N       producer retries when a send fails (default 2)",
             "  -threads N       consumer threads (default 4)",
             "  -allow-dups      duplicates do not fail the check",
+            "  -trace           enable the client's message trace (to RMQ_SYS_TRACE_TOPIC)",
             "  -ak KEY -sk KEY  sign every request (AclClientRPCHook, ACL 2.0 users)"));
         System.exit(err == null ? 0 : 2);
     }
@@ -204,6 +206,10 @@ public final class ClientCheck {
             }
             if (name.equals("allow-dups")) {
                 o.allowDups = val == null || Boolean.parseBoolean(val);
+                continue;
+            }
+            if (name.equals("trace")) {
+                o.trace = val == null || Boolean.parseBoolean(val);
                 continue;
             }
             if (name.equals("h") || name.equals("help")) {
@@ -488,7 +494,9 @@ public final class ClientCheck {
     // ------------------------------------------------------------ produce
 
     static void produce(Options o, Result r) throws Exception {
-        DefaultMQProducer p = new DefaultMQProducer(o.producerGroup, o.aclHook());
+        // -trace: the client's message trace (AsyncTraceDispatcher) to the
+        // default trace topic RMQ_SYS_TRACE_TOPIC.
+        DefaultMQProducer p = new DefaultMQProducer(o.producerGroup, o.aclHook(), o.trace, null);
         p.setNamesrvAddr(o.namesrv);
         p.setInstanceName("rmqgo-check-p-" + o.run);
         p.setSendMsgTimeout(o.sendTimeoutMs);
@@ -624,7 +632,7 @@ public final class ClientCheck {
         AtomicReference<CountDownLatch> all = new AtomicReference<>(new CountDownLatch(1));
         Set<String> seenMsgIds = new HashSet<>();
 
-        DefaultMQPushConsumer c = new DefaultMQPushConsumer(o.group, o.aclHook(), new AllocateMessageQueueAveragely());
+        DefaultMQPushConsumer c = new DefaultMQPushConsumer(o.group, o.aclHook(), new AllocateMessageQueueAveragely(), o.trace, null);
         c.setNamesrvAddr(o.namesrv);
         c.setInstanceName("rmqgo-check-c-" + (o.run.isEmpty() ? "any" : o.run));
         c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
