@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/rmqgo/rmq/tests/framework"
@@ -35,6 +36,17 @@ func TestRealClientsAgainstOurBroker(t *testing.T) {
 	// A Collection of messages in one send (SEND_BATCH_MESSAGE).
 	t.Run("java/batch", func(t *testing.T) {
 		interop.RunJavaCheck(t, "roundtrip", "-n", addr, "-t", "OursJavaBatch", "-count", count, "-send-mode", "batch").RequireOK(t)
+	})
+	// setNamespace: the clients prefix topics and groups with "tenant1%"
+	// (and retry topics: %RETRY%tenant1%group); the broker sees only
+	// those names.
+	t.Run("java/namespace", func(t *testing.T) {
+		res := interop.RunJavaCheck(t, "roundtrip", "-n", addr, "-t", "OursJavaNs", "-count", "100", "-namespace", "tenant1")
+		res.RequireOK(t)
+		out, err := c.MQAdmin(t, "topicList")
+		if err != nil || !strings.Contains(out, "tenant1%OursJavaNs\n") || !strings.Contains(out, "%RETRY%tenant1%rmqgo_check_java_"+res.Run) {
+			t.Fatalf("topicList after namespaced clients: %v\n%s", err, out)
+		}
 	})
 	t.Run("node/roundtrip", func(t *testing.T) {
 		interop.RunNodeCheck(t, "roundtrip", "-n", addr, "-t", "OursNode", "-count", count).RequireOK(t)

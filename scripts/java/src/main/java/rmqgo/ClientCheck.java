@@ -82,6 +82,7 @@ public final class ClientCheck {
         int consumeThreads = 4;
         boolean allowDups;
         boolean trace;
+        String namespace = "";
         String accessKey = "";
         String secretKey = "";
 
@@ -175,6 +176,7 @@ public final class ClientCheck {
             "  -threads N       consumer threads (default 4)",
             "  -allow-dups      duplicates do not fail the check",
             "  -trace           enable the client's message trace (to RMQ_SYS_TRACE_TOPIC)",
+            "  -namespace NS    the clients' namespace (setNamespace: topic NS%T, group NS%G)",
             "  -ak KEY -sk KEY  sign every request (AclClientRPCHook, ACL 2.0 users)"));
         System.exit(err == null ? 0 : 2);
     }
@@ -241,6 +243,7 @@ public final class ClientCheck {
                     case "send-timeout": o.sendTimeoutMs = Integer.parseInt(val); break;
                     case "retries": o.retries = Integer.parseInt(val); break;
                     case "threads": o.consumeThreads = Integer.parseInt(val); break;
+                    case "namespace": o.namespace = val; break;
                     case "ak": o.accessKey = val; break;
                     case "sk": o.secretKey = val; break;
                     default: usage("unknown option " + a);
@@ -498,6 +501,9 @@ public final class ClientCheck {
         // default trace topic RMQ_SYS_TRACE_TOPIC.
         DefaultMQProducer p = new DefaultMQProducer(o.producerGroup, o.aclHook(), o.trace, null);
         p.setNamesrvAddr(o.namesrv);
+        if (!o.namespace.isEmpty()) {
+            p.setNamespace(o.namespace);
+        }
         p.setInstanceName("rmqgo-check-p-" + o.run);
         p.setSendMsgTimeout(o.sendTimeoutMs);
         p.setRetryTimesWhenSendFailed(o.retries);
@@ -634,6 +640,9 @@ public final class ClientCheck {
 
         DefaultMQPushConsumer c = new DefaultMQPushConsumer(o.group, o.aclHook(), new AllocateMessageQueueAveragely(), o.trace, null);
         c.setNamesrvAddr(o.namesrv);
+        if (!o.namespace.isEmpty()) {
+            c.setNamespace(o.namespace);
+        }
         c.setInstanceName("rmqgo-check-c-" + (o.run.isEmpty() ? "any" : o.run));
         c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         c.setConsumeThreadMin(o.consumeThreads);
