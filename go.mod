@@ -5,7 +5,9 @@ go 1.26.0
 require (
 	github.com/bufbuild/protocompile v0.14.1
 	github.com/cloudwego/netpoll v0.7.2
+	github.com/klauspost/compress v1.19.1
 	github.com/magiconair/properties v1.18.13
+	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/spf13/viper v1.21.0
 	go.uber.org/goleak v1.3.0
 	google.golang.org/grpc v1.85.0

@@ -3,8 +3,11 @@ package message
 import (
 	"bytes"
 	"errors"
+	"hash/crc32"
 	"maps"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -357,6 +360,39 @@ func TestRawProperties(t *testing.T) {
 	}
 }
 
+// TestDecompressJavaBodies: bodies the Java client 5.5.0 stored with
+// -Drocketmq.message.compressType=LZ4 and ZSTD (8 KiB of its check
+// program's random hex; sysFlag 0x101 and 0x201), read back as the check's
+// CRC32 and length properties say, and refused past a size bound.
+func TestDecompressJavaBodies(t *testing.T) {
+	for _, tc := range []struct {
+		file    string
+		typ     int32
+		crc     uint32
+		wantLen int
+	}{
+		{"java550-lz4-body.bin", CompressionLZ4, 950064176, 8192},
+		{"java550-zstd-body.bin", CompressionZSTD, 1337427977, 8192},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			z, err := os.ReadFile(filepath.Join("testdata", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := Decompress(z, FlagCompressed|tc.typ, 1<<20)
+			if err != nil || len(out) != tc.wantLen || crc32.ChecksumIEEE(out) != tc.crc {
+				t.Fatalf("decompressed %d bytes (crc %d): %v", len(out), crc32.ChecksumIEEE(out), err)
+			}
+			if _, err := Decompress(z, FlagCompressed|tc.typ, tc.wantLen-1); !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("bound: %v", err)
+			}
+			if _, err := Decompress(z[:len(z)/2], FlagCompressed|tc.typ, 0); err == nil {
+				t.Fatal("a cut body decompressed")
+			}
+		})
+	}
+}
+
 func TestCompression(t *testing.T) {
 	body := bytes.Repeat([]byte("compress me "), 1000)
 	z, flags, err := Compress(body)
@@ -370,7 +406,10 @@ func TestCompression(t *testing.T) {
 	if _, err := Decompress(z, FlagCompressed, len(body)-1); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("bound: %v", err)
 	}
-	if _, err := Decompress(z, FlagCompressed|CompressionLZ4, 0); !errors.Is(err, ErrUnsupportedCompression) {
+	if _, err := Decompress(z, FlagCompressed|CompressionLZ4, 0); err == nil {
+		t.Fatal("a zlib body read as LZ4")
+	}
+	if _, err := Decompress(z, FlagCompressed|0x400, 0); !errors.Is(err, ErrUnsupportedCompression) {
 		t.Fatal(err)
 	}
 	if out, _ := Decompress(body, 0, 0); &out[0] != &body[0] {
