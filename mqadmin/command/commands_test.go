@@ -144,6 +144,8 @@ func TestFailures(t *testing.T) {
 		{"bad attrs", []string{"updateTopic", "-b", admintest.SampleBrokerA0, "-t", "T", "-a", "x=y", "-n", ns}, ExitUsage, "add/alter attribute format is wrong: x"},
 		{"bad broker perm", []string{"updateBrokerConfig", "-b", admintest.SampleBrokerA0, "-k", "brokerPermission", "-v", "8", "-n", ns}, ExitUsage, "brokerPermission value: 8 is invalid."},
 		{"unknown command", []string{"nope"}, ExitUsage, "mqadmin: The sub command nope not exist."},
+		{"a Java command for Apache's BrokerContainer", []string{"addBroker", "-c", "x", "-b", "y"}, ExitUsage, "mqadmin: The sub command addBroker is not provided here: it starts or stops a broker inside Apache's BrokerContainer"},
+		{"a Java command for Apache's RocksDB store", []string{"rocksDBConfigToJson"}, ExitUsage, "keeps its metadata in JSON files"},
 		{"unknown flag", []string{"topicList", "--bogus", "-n", ns}, ExitUsage, "unknown flag: --bogus"},
 		{"extra arg", []string{"topicList", "extra", "-n", ns}, ExitUsage, "unexpected argument(s): extra"},
 		{"bad output", []string{"topicList", "--output", "xml", "-n", ns}, ExitUsage, `invalid --output "xml"`},

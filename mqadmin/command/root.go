@@ -255,6 +255,38 @@ func NewRoot(env *Env) *cobra.Command {
 	return newRoot(a)
 }
 
+// notProvided gives the reason for each of the Java tool's commands (5.5.0)
+// that act on parts of Apache's broker this one does not have, answered
+// instead of "not exist".
+func notProvided(name string) (string, bool) {
+	switch name {
+	case "addBroker", "removeBroker":
+		return "it starts or stops a broker inside Apache's BrokerContainer, which this broker does not have", true
+	case "checkRocksdbCqWriteProgress":
+		return "it checks Apache's RocksDB consume queue; this broker's consume queues are always in Pebble, written by the CommitLog dispatch", true
+	case "exportMetadataInRocksDB", "rocksDBConfigToJson":
+		return "it reads Apache's RocksDB metadata store; this broker keeps its metadata in JSON files", true
+	case "dumpCompactionLog":
+		return "it reads Apache's compaction log files, which this broker does not write", true
+	case "switchTimerEngine":
+		return "it switches Apache's timer between its engines; this broker has one timer engine", true
+	}
+	return "", false
+}
+
+// notProvidedCommand is the usage error for a command line naming one of
+// notProvided's commands first (nil for any other).
+func notProvidedCommand(args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	why, ok := notProvided(args[0])
+	if !ok {
+		return nil
+	}
+	return usagef("The sub command %s is not provided here: %s (docs/operations.md, \"mqadmin commands\").", args[0], why)
+}
+
 func newRoot(a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "mqadmin",
@@ -264,6 +296,9 @@ func newRoot(a *app) *cobra.Command {
 		// The Java tool lists its commands when run without one.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
+				if err := notProvidedCommand(args); err != nil {
+					return err
+				}
 				return usagef("The sub command %s not exist.", args[0])
 			}
 			a.printCommandList(cmd.OutOrStdout())
@@ -379,7 +414,13 @@ func Main(ctx context.Context, args []string, env Env) int {
 	a := &app{env: &env}
 	root := newRoot(a)
 	root.SetArgs(NormalizeArgs(root, args))
-	cmd, err := root.ExecuteContextC(ctx)
+	var (
+		cmd *cobra.Command
+		err error
+	)
+	if err = notProvidedCommand(args); err == nil { // its options are not ours to parse
+		cmd, err = root.ExecuteContextC(ctx)
+	}
 	if err == nil {
 		return ExitOK
 	}
