@@ -32,7 +32,7 @@ import (
 func startConsole(t *testing.T, c framework.Cluster) string {
 	t.Helper()
 	bin := filepath.Join(harness.BuildBinaries(t), harness.MQAdmin)
-	addr := harness.FreeAddr(t)
+	addr := harness.LateAddr(t)
 	cmd := exec.Command(bin, "dashboard", "-n", c.NamesrvAddr(), "--listen", addr, "--sampleInterval", "300ms")
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -134,7 +134,7 @@ func TestControllerMQAdmin(t *testing.T) {
 func startControllerNamesrv(t *testing.T, bin string) string {
 	t.Helper()
 	dir := t.TempDir()
-	ctl := harness.FreeAddr(t)
+	ctl := harness.LateAddr(t)
 	props := map[string]string{
 		"bindAddress":               "127.0.0.1",
 		"enableControllerInNamesrv": "true",
@@ -149,7 +149,7 @@ func startControllerNamesrv(t *testing.T, bin string) string {
 		t.Fatal(err)
 	}
 	p := harness.StartProcessWith(t, harness.ProcOptions{Name: "namesrv-controller"}, filepath.Join(bin, harness.Namesrv),
-		"-c", conf, "--listen-port", strconv.Itoa(harness.FreePort(t)), "--data-dir", dir)
+		"-c", conf, "--listen-port", strconv.Itoa(harness.LatePort(t)), "--data-dir", dir)
 	p.WaitTCP(t, ctl, 15*time.Second)
 	ac, err := admin.New(admin.Config{}, nil)
 	if err != nil {

@@ -473,10 +473,10 @@ func TestFencedBrokerAnswersServiceNotAvailable(t *testing.T) {
 	t.Parallel()
 	bin := harness.BuildBinaries(t, harness.Broker)
 	dir := t.TempDir()
-	port, haPort := harness.FreePort(t), harness.LatePort(t)
-	props := framework.BrokerProps("FencedCluster", "broker-f", 0, port, harness.FreeAddr(t), dir, map[string]string{
+	port, haPort := harness.LatePort(t), harness.LatePort(t)
+	props := framework.BrokerProps("FencedCluster", "broker-f", 0, port, harness.LateAddr(t), dir, map[string]string{
 		"brokerId": "-1", "brokerRole": "SLAVE", "enableControllerMode": "true",
-		"controllerAddr": harness.FreeAddr(t), "haListenPort": strconv.Itoa(haPort),
+		"controllerAddr": harness.LateAddr(t), "haListenPort": strconv.Itoa(haPort),
 	})
 	b := &ctrlBroker{addr: fmt.Sprintf("127.0.0.1:%d", port), direct: fmt.Sprintf("127.0.0.1:%d", port), conf: filepath.Join(dir, "broker.conf")}
 	if err := framework.WriteProps(b.conf, props); err != nil {
@@ -499,9 +499,9 @@ func TestFencedBrokerAnswersServiceNotAvailable(t *testing.T) {
 	// And a broker whose HA port is taken does not start (a promotion
 	// would fail later).
 	dir2 := t.TempDir()
-	props2 := framework.BrokerProps("FencedCluster", "broker-g", 0, harness.FreePort(t), harness.FreeAddr(t), dir2, map[string]string{
+	props2 := framework.BrokerProps("FencedCluster", "broker-g", 0, harness.LatePort(t), harness.LateAddr(t), dir2, map[string]string{
 		"brokerId": "-1", "brokerRole": "SLAVE", "enableControllerMode": "true",
-		"controllerAddr": harness.FreeAddr(t), "haListenPort": strconv.Itoa(haPort),
+		"controllerAddr": harness.LateAddr(t), "haListenPort": strconv.Itoa(haPort),
 	})
 	conf2 := filepath.Join(dir2, "broker.conf")
 	if err := framework.WriteProps(conf2, props2); err != nil {

@@ -37,7 +37,7 @@ func TestEmbeddedControllers(t *testing.T) {
 	var peers []string
 	nodes := make([]*ctrlNode, 3)
 	for i := range nodes {
-		nodes[i] = &ctrlNode{id: fmt.Sprintf("n%d", i), addr: harness.FreeAddr(t)}
+		nodes[i] = &ctrlNode{id: fmt.Sprintf("n%d", i), addr: harness.LateAddr(t)}
 		peers = append(peers, nodes[i].id+"-"+nodes[i].addr)
 	}
 	for _, n := range nodes {
@@ -58,7 +58,7 @@ func TestEmbeddedControllers(t *testing.T) {
 			t.Fatal(err)
 		}
 		n.proc = harness.StartProcessWith(t, harness.ProcOptions{Name: "namesrv-" + n.id}, filepath.Join(bin, harness.Namesrv),
-			"-c", conf, "--listen-port", strconv.Itoa(harness.FreePort(t)), "--data-dir", dir)
+			"-c", conf, "--listen-port", strconv.Itoa(harness.LatePort(t)), "--data-dir", dir)
 	}
 	for _, n := range nodes {
 		n.proc.WaitTCP(t, n.addr, 15*time.Second)

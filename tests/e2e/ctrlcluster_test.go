@@ -111,7 +111,7 @@ func startCtrlCluster(t *testing.T, o ctrlClusterOptions) *ctrlCluster {
 	// while the ones started first already dial (and proxies listen);
 	// an ephemeral port could be taken meanwhile.
 	for i := range 3 {
-		addr := fmt.Sprintf("127.0.0.1:%d", harness.LatePort(t))
+		addr := harness.LateAddr(t)
 		ctrlListen = append(ctrlListen, addr)
 		if o.Links {
 			// Advertised on a loopback address of its own, listening on

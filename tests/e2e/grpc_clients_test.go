@@ -21,7 +21,7 @@ import (
 // the endpoint.
 func startGrpcCluster(t *testing.T, conf map[string]string) (framework.Cluster, string) {
 	t.Helper()
-	grpcPort := harness.FreePort(t)
+	grpcPort := harness.LatePort(t)
 	bc := map[string]string{"enableGrpcServer": "true", "grpcServerPort": strconv.Itoa(grpcPort)}
 	for k, v := range conf {
 		bc[k] = v

@@ -247,7 +247,7 @@ func runTypedProducer(t *testing.T, endpoint string, args ...string) typedRun {
 func TestGrpcJavaRouteAcrossBrokers(t *testing.T) {
 	skipShort(t, "real processes and a Java 5.x client")
 	t.Parallel()
-	ports := map[string]int{"broker-a": harness.FreePort(t), "broker-b": harness.FreePort(t)}
+	ports := map[string]int{"broker-a": harness.LatePort(t), "broker-b": harness.LatePort(t)}
 	c := startCluster(t, framework.Options{Brokers: 2, BrokerConf: map[string]string{"enableGrpcServer": "true",
 		// Short long polling for the Java PushConsumer below.
 		"grpcClientConsumerMinLongPollingTimeoutMillis": "500", "grpcClientConsumerMaxLongPollingTimeoutMillis": "2000",

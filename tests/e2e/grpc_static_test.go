@@ -47,7 +47,7 @@ func TestGrpcStaticTopicPython(t *testing.T) {
 	t.Parallel()
 	t0 := time.Now()
 	const topic, queues = "GrpcStaticTopic", 4
-	ports := map[string]int{"broker-a": harness.FreePort(t), "broker-b": harness.FreePort(t)}
+	ports := map[string]int{"broker-a": harness.LatePort(t), "broker-b": harness.LatePort(t)}
 	c := startCluster(t, framework.Options{Brokers: 2, BrokerConf: map[string]string{"enableGrpcServer": "true",
 		// The test consumer's 2 s await plus its 3 s request timeout
 		// leave just under the default 5 s minimum long polling; its

@@ -17,7 +17,7 @@ import (
 func TestJavaAutoBatch(t *testing.T) {
 	skipShort(t, "a Java client")
 	t.Parallel()
-	promPort := harness.FreePort(t)
+	promPort := harness.LatePort(t)
 	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
 		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": strconv.Itoa(promPort),
 	}})

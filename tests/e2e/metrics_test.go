@@ -76,7 +76,7 @@ func apacheFamilies(t testing.TB) map[string]*metrics.Family {
 func TestMetricsPrometheus(t *testing.T) {
 	t.Parallel()
 	rlog.SetLogLevel("error")
-	promPort := harness.FreePort(t)
+	promPort := harness.LatePort(t)
 	c := startCluster(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
 		"metricsExporterType":     "PROM",
 		"metricsPromExporterHost": "127.0.0.1",
@@ -284,7 +284,7 @@ func TestMetricsPrometheus(t *testing.T) {
 // topic.
 func TestMetricsLiteLag(t *testing.T) {
 	t.Parallel()
-	promPort := harness.FreePort(t)
+	promPort := harness.LatePort(t)
 	c := startCluster(t, framework.Options{Brokers: 1, LiteExpirationUnit: liteExpirationUnit, BrokerConf: map[string]string{
 		"enableLmq": "true", "enableMultiDispatch": "true",
 		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": strconv.Itoa(promPort),

@@ -28,7 +28,7 @@ import (
 // the same.
 func TestTimerProgressCodes(t *testing.T) {
 	t.Parallel()
-	promPort := harness.FreePort(t)
+	promPort := harness.LatePort(t)
 	c := startCluster(t, framework.Options{Needs: []framework.Capability{framework.Crash}, Brokers: 1, BrokerConf: map[string]string{
 		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": strconv.Itoa(promPort),
 	}})

@@ -141,6 +141,12 @@ func LatePortWithVIP(t testing.TB) int {
 	return 0
 }
 
+// LateAddr is LatePort as "127.0.0.1:port".
+func LateAddr(t testing.TB) string {
+	t.Helper()
+	return fmt.Sprintf("127.0.0.1:%d", LatePort(t))
+}
+
 // FreeAddr is FreePort as "127.0.0.1:port".
 func FreeAddr(t testing.TB) string {
 	t.Helper()
