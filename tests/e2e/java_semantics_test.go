@@ -37,12 +37,14 @@ var javaSemanticsLevels = "1s 1s 10s" + strings.Repeat(" 1s", 15)
 // committed offsets; assign mode with seekToBegin, offsetForTimestamp,
 // seek and seekToEnd) and the 4.x pull consumer (min/max offsets, pulls to
 // NO_NEW_MSG, viewMessage, searchOffset, a held pullBlockIfNotFound woken
-// by a send, offsets persisted and read back). Skips with a message when
-// java or mvn is missing.
+// by a send, offsets persisted and read back), and the admin calls every
+// client has (createTopic through TBW102, offsets, earliestMsgStoreTime,
+// viewMessage, queryMessage). Skips with a message when java or mvn is
+// missing.
 func TestJavaClientSemantics(t *testing.T) {
 	skipShort(t, "real processes and a Java client")
 	t.Parallel()
-	javaSemantics(t, "JSem", nil, []string{"tx", "orderly", "reply", "retry", "delay", "msgtype", "reset", "recall", "broadcast", "tag", "litepull", "pull"})
+	javaSemantics(t, "JSem", nil, []string{"tx", "orderly", "reply", "retry", "delay", "msgtype", "reset", "recall", "broadcast", "tag", "litepull", "pull", "adminapi"})
 }
 
 // TestJava4ClientSemantics runs the same checks with Apache's Java client
@@ -52,7 +54,7 @@ func TestJavaClientSemantics(t *testing.T) {
 func TestJava4ClientSemantics(t *testing.T) {
 	skipShort(t, "real processes and a Java client")
 	t.Parallel()
-	javaSemantics(t, "J4Sem", java4, []string{"tx", "orderly", "reply", "retry", "delay", "reset", "broadcast", "litepull", "pull"})
+	javaSemantics(t, "J4Sem", java4, []string{"tx", "orderly", "reply", "retry", "delay", "reset", "broadcast", "litepull", "pull", "adminapi"})
 }
 
 // javaSemantics starts a cluster for SemanticsCheck's topics (named

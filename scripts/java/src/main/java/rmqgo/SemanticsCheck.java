@@ -106,7 +106,7 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 final class SemanticsCheck {
 
     static final List<String> ALL = List.of("tx", "orderly", "reply", "retry", "delay", "msgtype", "reset", "recall",
-        "broadcast", "tag", "litepull", "pull");
+        "broadcast", "tag", "litepull", "pull", "adminapi");
 
     private SemanticsCheck() {
     }
@@ -180,6 +180,7 @@ final class SemanticsCheck {
         impl.put("tag", SemanticsCheck::tag);
         impl.put("litepull", SemanticsCheck::litepull);
         impl.put("pull", SemanticsCheck::pull);
+        impl.put("adminapi", SemanticsCheck::adminapi);
         // Broadcasting consumers keep their offsets in local files
         // (LocalFileOffsetStore, read once when the class loads): a fresh
         // directory per run, so no offsets of an earlier cluster apply.
@@ -1265,6 +1266,89 @@ final class SemanticsCheck {
             }
         } finally {
             c2.shutdown();
+        }
+    }
+
+    // ------------------------------------------------------------ adminapi
+
+    /**
+     * The admin calls every Java producer and consumer has (MQAdmin,
+     * deprecated in 5.x, still used by applications): createTopic through
+     * the key topic TBW102, fetchPublishMessageQueues, min/max offsets,
+     * earliestMsgStoreTime, searchOffset, viewMessage by id, queryMessage
+     * by key.
+     */
+    static void adminapi(Opts o, Outcome out) throws Exception {
+        String topic = o.prefix + "AdminApi";
+        int n = 8;
+        DefaultMQProducer p = producer(o, "_adminapi_pg", "adminapi-p");
+        try {
+            // createTopic's signature changed in 5.0 (attributes added).
+            try {
+                p.getClass().getMethod("createTopic", String.class, String.class, int.class, Map.class)
+                    .invoke(p, "TBW102", topic, 4, new HashMap<String, String>());
+            } catch (NoSuchMethodException e) {
+                p.getClass().getMethod("createTopic", String.class, String.class, int.class).invoke(p, "TBW102", topic, 4);
+            }
+            List<MessageQueue> mqs = new ArrayList<>();
+            long deadline = System.currentTimeMillis() + 20_000;
+            while (mqs.size() != 4 && System.currentTimeMillis() < deadline) {
+                try {
+                    mqs = p.fetchPublishMessageQueues(topic);
+                } catch (Exception e) {
+                    Thread.sleep(200);
+                }
+            }
+            if (mqs.size() != 4) {
+                out.fail("createTopic: " + mqs.size() + " publish queues after 20 s, want 4");
+                return;
+            }
+            long before = System.currentTimeMillis();
+            Map<String, String> ids = new HashMap<>();
+            for (int i = 0; i < n; i++) {
+                SendResult r = p.send(msg(topic, "ak-" + i));
+                ids.put("ak-" + i, r.getMsgId());
+            }
+            long after = System.currentTimeMillis();
+            long total = 0;
+            for (MessageQueue mq : mqs) {
+                long min = p.minOffset(mq);
+                long max = p.maxOffset(mq);
+                total += max - min;
+                if (max > min) {
+                    long t = p.earliestMsgStoreTime(mq);
+                    if (t < before - 1000 || t > after + 1000) {
+                        out.fail(mq + ": earliestMsgStoreTime " + t + " outside the sends' [" + before + ", " + after + "]");
+                    }
+                }
+                if (p.searchOffset(mq, before - 60_000) != min) {
+                    out.fail(mq + ": searchOffset before the sends = " + p.searchOffset(mq, before - 60_000) + ", want " + min);
+                }
+            }
+            if (total != n) {
+                out.fail("queues hold " + total + " messages, want " + n);
+            }
+            MessageExt v = p.viewMessage(topic, ids.get("ak-3"));
+            if (!"ak-3".equals(body(v)) || !topic.equals(v.getTopic())) {
+                out.fail("viewMessage of ak-3's id: " + v);
+            }
+            // The key index is written after the send returns.
+            List<String> found = new ArrayList<>();
+            deadline = System.currentTimeMillis() + 10_000;
+            while (found.isEmpty() && System.currentTimeMillis() < deadline) {
+                try {
+                    for (MessageExt m : p.queryMessage(topic, "ak-5", 32, before - 60_000, after + 60_000).getMessageList()) {
+                        found.add(body(m));
+                    }
+                } catch (Exception e) {
+                    Thread.sleep(200);
+                }
+            }
+            if (!found.equals(List.of("ak-5"))) {
+                out.fail("queryMessage by key ak-5 found " + found);
+            }
+        } finally {
+            p.shutdown();
         }
     }
 
