@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"hash/crc32"
 	"regexp"
 	"strconv"
@@ -13,7 +14,6 @@ import (
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
-	"github.com/rmqgo/rmq/tests/framework"
 	"github.com/rmqgo/rmq/tests/interop"
 )
 
@@ -22,11 +22,16 @@ import (
 // compression type bits 8–10). The broker stores them as sent; our Go
 // SDK's pulls return them decompressed (each body's CRC32 and length are
 // what the producer put in its check properties), the Java consumer reads
-// them, and our mqadmin printMsg shows the same bodies as Java's.
+// them, the 5.x Java SimpleConsumer receives the same bodies over gRPC
+// (which the broker decompresses, as Apache's proxy), and our mqadmin
+// printMsg shows the same bodies as Java's.
 func TestJavaCompressionTypes(t *testing.T) {
 	skipShort(t, "a Java client")
 	t.Parallel()
-	c := startCluster(t, framework.Options{Brokers: 1})
+	c, endpoint := startGrpcCluster(t, map[string]string{
+		"minInvisibleTimeMillsForRecv": "1000", "grpcClientConsumerMinLongPollingTimeoutMillis": "500",
+		"grpcClientConsumerMaxLongPollingTimeoutMillis": "2000",
+	})
 	pc, err := client.NewPullConsumer(client.PullConsumerConfig{CommonConfig: client.CommonConfig{NameServers: []string{c.NamesrvAddr()}}, Group: "compress_reader"})
 	pc = started(t, pc, err)
 	defer pc.Shutdown(context.Background())
@@ -41,6 +46,7 @@ func TestJavaCompressionTypes(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			got := 0
+			bodyOf := map[string]string{} // UNIQ_KEY → body
 			for q := range 4 {
 				mq := protocol.MessageQueue{Topic: topic, BrokerName: c.Brokers()[0].Name(), QueueID: q}
 				end, err := pc.GetMaxOffset(ctx, mq)
@@ -62,12 +68,31 @@ func TestJavaCompressionTypes(t *testing.T) {
 						if crc := strconv.FormatUint(uint64(crc32.ChecksumIEEE(m.Body)), 10); crc != m.Properties["check_crc"] || strconv.Itoa(len(m.Body)) != m.Properties["check_len"] {
 							t.Fatalf("%s body: %d bytes, crc %s; the producer sent %s bytes, crc %s", m.UniqKey(), len(m.Body), crc, m.Properties["check_len"], m.Properties["check_crc"])
 						}
+						bodyOf[m.UniqKey()] = string(m.Body)
 					}
 					off = r.NextBeginOffset
 				}
 			}
 			if got != n {
 				t.Fatalf("pulled %d of %d", got, n)
+			}
+
+			// Everything acked; a second of waiting for redeliveries.
+			var grpcRes struct {
+				First []javaReceived `json:"first"`
+			}
+			raw := runGrpcJavaConsumerRaw(t, "simple", endpoint, topic, "GID_compress_"+typ, "true", strconv.Itoa(n), "-none", "2", "1", "1")
+			if err := json.Unmarshal(raw, &grpcRes); err != nil {
+				t.Fatalf("GrpcSimpleConsumer: %v in %s", err, raw)
+			}
+			received := grpcRes.First
+			for _, m := range received {
+				if want, ok := bodyOf[m.ID]; !ok || m.Body != want {
+					t.Fatalf("gRPC SimpleConsumer got %s with a %d-byte body, want the %d bytes pulled over remoting", m.ID, len(m.Body), len(want))
+				}
+			}
+			if len(received) != n {
+				t.Fatalf("gRPC SimpleConsumer got %d of %d", len(received), n)
 			}
 
 			bodies := regexp.MustCompile(`BODY: (\S{64})`)
