@@ -43,6 +43,9 @@ const USAGE = `usage: client-check.js produce|consume|roundtrip [options]
   -retries N       producer retries when a send fails (default 2)
   -threads N       messages consumed in parallel per queue (default 4)
   -allow-dups      duplicates do not fail the check
+  -fail-first      the consumer fails each message's first delivery (the
+                   broker redelivers it from %RETRY%<group>); only the
+                   redeliveries, reconsumeTimes 1, are counted
   -create-topic=false  do not create a missing topic: ali-ons cannot send to a
                    topic the nameserver does not know (no TBW102 auto-creation),
                    so by default produce creates it on the TBW102 route's
@@ -110,10 +113,11 @@ function parse(argv) {
       val = name.slice(eq + 1);
       name = name.slice(0, eq);
     }
-    if (name === 'allow-dups' || name === 'verbose' || name === 'create-topic') {
+    if (name === 'allow-dups' || name === 'verbose' || name === 'create-topic' || name === 'fail-first') {
       const b = val === undefined || val === 'true';
       if (name === 'allow-dups') o.allowDups = b;
       else if (name === 'verbose') o.verbose = b;
+      else if (name === 'fail-first') o.failFirst = b;
       else o.createTopic = b;
       continue;
     }
@@ -521,10 +525,20 @@ async function consume(ons, o, r, logger, expected) {
     // QUERY_CONSUMER_OFFSET with QUERY_NOT_FOUND and ali-ons reports that
     // as an error event before falling back to consumeFromWhere. Expected.
     if (/maybe this group consumer boot first/.test(err && err.message)) return;
+    // ali-ons reports each failed delivery too: -fail-first's own.
+    if (o.failFirst && /failing the first delivery/.test(err && err.message)) return;
     r.error(`consumer: ${describe(err)}`);
   });
   const t0 = Date.now();
+  let failedFirst = 0;
   consumer.subscribe(o.topic, o.expr, async msg => {
+    if (o.failFirst && msg.reconsumeTimes === 0) {
+      failedFirst++;
+      throw new Error('failing the first delivery (-fail-first)');
+    }
+    if (o.failFirst && msg.reconsumeTimes !== 1) {
+      r.error(`${msg.msgId}: redelivered with reconsumeTimes ${msg.reconsumeTimes}, want 1`);
+    }
     if (tally.add(msg)) done();
   });
   await consumer.ready();
@@ -535,6 +549,7 @@ async function consume(ons, o, r, logger, expected) {
   const ms = Date.now() - t0;
   if (o.lingerMs > 0) await sleep(o.lingerMs);
   await consumer.close().catch(err => r.error(`consumer close: ${describe(err)}`));
+  if (o.failFirst) r.f.failed_first = failedFirst;
   tally.finish(ms);
 }
 

@@ -3,7 +3,9 @@ package e2e
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/tests/framework"
 	"github.com/rmqgo/rmq/tests/interop"
 )
@@ -50,6 +52,21 @@ func TestRealClientsAgainstOurBroker(t *testing.T) {
 	})
 	t.Run("node/roundtrip", func(t *testing.T) {
 		interop.RunNodeCheck(t, "roundtrip", "-n", addr, "-t", "OursNode", "-count", count).RequireOK(t)
+	})
+
+	// ali-ons fails each first delivery: its CONSUMER_SEND_MSG_BACK
+	// puts the message in %RETRY%<group> (delay level 3, 10 s) and it comes
+	// back once, reconsumeTimes 1, with its body and properties. The retry
+	// topic exists first: ali-ons would find its route only at its next
+	// route refresh (30 s).
+	t.Run("node/retry", func(t *testing.T) {
+		mqadmin(t, c, "updateTopic", "-c", "DefaultCluster", "-t", "%RETRY%node_retry_cg", "-r", "1", "-w", "1")
+		testutil.Eventually(t, 10*time.Second, func() error {
+			_, err := c.MQAdmin(t, "topicRoute", "-t", "%RETRY%node_retry_cg")
+			return err
+		})
+		res := interop.RunNodeCheck(t, "roundtrip", "-n", addr, "-t", "OursNodeRetry", "-g", "node_retry_cg", "-count", "20", "-fail-first", "-timeout", "60")
+		res.RequireOK(t)
 	})
 
 	interop.RunCrossChecks(t, addr, "OursFrom", count)
