@@ -525,11 +525,17 @@ final class SemanticsCheck {
         int n = 10;
         DefaultMQProducer replier = producer(o, "_reply_pg", "reply-p");
         DefaultMQPushConsumer responder = consumer(o, "_reply_cg", "reply-c", "Reply");
+        // Replies whose send returned. The broker pushes a reply to the
+        // requester before it answers the replier's send, so the requester
+        // can be done while the last send still waits for its answer; the
+        // responder is shut down (which interrupts its threads) only after.
+        AtomicInteger replied = new AtomicInteger();
         responder.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
             for (MessageExt m : msgs) {
                 try {
                     Message r = MessageUtil.createReplyMessage(m, ("re:" + body(m)).getBytes(StandardCharsets.UTF_8));
                     replier.send(r);
+                    replied.incrementAndGet();
                 } catch (Exception e) {
                     out.fail("reply to " + body(m) + ": " + ClientCheck.describe(e));
                 }
@@ -558,6 +564,8 @@ final class SemanticsCheck {
             }
         } finally {
             requester.shutdown();
+            final int want = ok;
+            await(10_000, () -> replied.get() >= want);
             responder.shutdown();
             replier.shutdown();
         }
