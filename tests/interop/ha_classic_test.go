@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
 	"github.com/rmqgo/rmq/tests/framework"
 	"github.com/rmqgo/rmq/tests/framework/inproc"
@@ -229,7 +232,12 @@ func TestHAApacheSlaveOfOurMaster(t *testing.T) {
 
 // TestHAOurSlaveOfApacheMaster: our SLAVE replicates from a real Apache
 // 5.5.0 master; afterwards the CommitLogs are byte-identical and our slave
-// has indexed the messages.
+// has indexed the messages. Registered with Apache's nameserver, it learns
+// the master's address there and copies its metadata as the migration in
+// docs/operations.md relies on: topics, a subscription group, consumer
+// offsets, a message request mode, the delay offsets (after Apache has
+// delivered delay-level messages) and the timer metrics, each as Apache's
+// own answers encode them.
 func TestHAOurSlaveOfApacheMaster(t *testing.T) {
 	requireApacheHA(t)
 	apache := StartApacheWith(t, ApacheOptions{Env: []string{"APACHE_COMMITLOG_SIZE=" + strconv.Itoa(haCommitLogSize)}})
@@ -238,14 +246,18 @@ func TestHAOurSlaveOfApacheMaster(t *testing.T) {
 		t.Fatal(err)
 	}
 	brokerPort, _ := strconv.Atoi(portText)
+	const topic, n = "InteropHAApacheMaster", 200
+	sendN(t, apache.NamesrvAddr, apache.BrokerAddr, topic, n)
+	want := apacheMetadata(t, apache, topic)
+
 	c := inproc.Start(t, framework.Options{})
 	slave := c.AddBroker(t, "broker-a", 1, map[string]string{
+		"brokerClusterName":       "DefaultCluster", // Apache's (scripts/apache/start.sh)
+		"namesrvAddr":             apache.NamesrvAddr,
 		"haMasterAddress":         fmt.Sprintf("127.0.0.1:%d", brokerPort+1),
 		"mappedFileSizeCommitLog": strconv.Itoa(haCommitLogSize),
 		"haSendHeartbeatInterval": "1000",
 	})
-	const topic, n = "InteropHAApacheMaster", 200
-	sendN(t, apache.NamesrvAddr, apache.BrokerAddr, topic, n)
 	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
 	defer rc.Close()
 	var st protocol.HARuntimeInfo
@@ -255,10 +267,112 @@ func TestHAOurSlaveOfApacheMaster(t *testing.T) {
 	})
 	sameFirstFile(t, filepath.Join(apache.RunDir, "store", "commitlog"), filepath.Join(slave.StoreDir(), "commitlog"), st.MasterCommitLogMaxOffset)
 	testutil.Eventually(t, 10*time.Second, func() error {
+		// The delay-level messages count once: delivered to the topic
+		// (their first copy is in SCHEDULE_TOPIC_XXXX).
 		total, err := harness.QueuedMessages(rc, slave.Addr(), topic, 2)
-		if err == nil && total != n {
-			err = fmt.Errorf("our slave's consume queues hold %d messages, want %d", total, n)
+		if err == nil && total != n+apacheDelayed {
+			err = fmt.Errorf("our slave's consume queues hold %d messages, want %d", total, n+apacheDelayed)
 		}
 		return err
+	})
+	want.check(t, slave.Addr())
+}
+
+// apacheDelayed is how many delay-level messages apacheMetadata sends.
+const apacheDelayed = 3
+
+// apacheMeta is what apacheMetadata set up on Apache's master, as Apache
+// answers it.
+type apacheMeta struct {
+	topic, group string
+	delay        protocol.DelayOffsets
+	timer        protocol.TimerMetrics
+}
+
+// apacheMetadata gives Apache's master a subscription group, committed
+// offsets, a message request mode and delivered delay-level messages (to
+// topic), and returns its delay offsets and timer metrics once the
+// deliveries show in them.
+func apacheMetadata(t *testing.T, apache *Apache, topic string) apacheMeta {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ac, err := admin.New(admin.Config{NameServers: []string{apache.NamesrvAddr}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ac.Close()
+	m := apacheMeta{topic: topic, group: "interop_ha_slave_cg"}
+	g := admin.NewSubscriptionGroupConfig(m.group)
+	g.RetryMaxTimes, g.WhichBrokerWhenConsumeSlowly = 3, 1
+	if err := ac.CreateSubscriptionGroup(ctx, apache.BrokerAddr, g); err != nil {
+		t.Fatalf("create group on Apache: %v", err)
+	}
+	for q := range 2 {
+		if err := ac.UpdateConsumerOffset(ctx, apache.BrokerAddr, m.group, topic, q, int64(10+q)); err != nil {
+			t.Fatalf("commit offset on Apache: %v", err)
+		}
+	}
+	if err := ac.SetMessageRequestMode(ctx, apache.BrokerAddr, topic, m.group, "POP", 1); err != nil {
+		t.Fatalf("set message request mode on Apache: %v", err)
+	}
+	sendNWith(t, apache.NamesrvAddr, apache.BrokerAddr, topic, apacheDelayed, func(msg *message.Message) { msg.SetDelayTimeLevel(1) })
+	// Level 1 (1 s): Apache's ScheduleMessageService moves its offset past
+	// the three messages once it has delivered them.
+	testutil.WaitFor(t, 30*time.Second, "Apache delivered the delay-level messages", func() bool {
+		m.delay, err = ac.GetAllDelayOffset(ctx, apache.BrokerAddr)
+		return err == nil && m.delay.OffsetTable[1] >= apacheDelayed
+	})
+	if m.timer, err = ac.GetTimerMetrics(ctx, apache.BrokerAddr); err != nil {
+		t.Fatalf("timer metrics of Apache: %v", err)
+	}
+	return m
+}
+
+// check waits until the slave at addr answers with Apache's metadata.
+func (m apacheMeta) check(t *testing.T, addr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ac, err := admin.New(admin.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ac.Close()
+	testutil.Eventually(t, 20*time.Second, func() error {
+		tc, err := ac.GetTopicConfig(ctx, addr, m.topic)
+		if err != nil || tc.ReadQueueNums != 2 || tc.WriteQueueNums != 2 {
+			return fmt.Errorf("topic on our slave: %+v %v", tc, err)
+		}
+		sg, err := ac.GetSubscriptionGroup(ctx, addr, m.group)
+		if err != nil || sg.RetryMaxTimes != 3 || sg.WhichBrokerWhenConsumeSlowly != 1 {
+			return fmt.Errorf("group on our slave: %+v %v", sg, err)
+		}
+		for q := range 2 {
+			resp, err := ac.Invoke(ctx, addr, code.QueryConsumerOffset, map[string]string{
+				"consumerGroup": m.group, "topic": m.topic, "queueId": strconv.Itoa(q)}, nil)
+			if err != nil {
+				return err
+			}
+			if resp.Code != code.Success || resp.ExtFields["offset"] != strconv.Itoa(10+q) {
+				return fmt.Errorf("offset of queue %d on our slave: code %d %q offset %q", q, resp.Code, resp.Remark, resp.ExtFields["offset"])
+			}
+		}
+		resp, err := ac.Invoke(ctx, addr, code.GetAllMessageRequestMode, nil, nil)
+		if err != nil {
+			return err
+		}
+		if body := string(resp.Body); resp.Code != code.Success || !strings.Contains(body, m.group) || !strings.Contains(body, `"POP"`) {
+			return fmt.Errorf("request modes on our slave: code %d %q %s", resp.Code, resp.Remark, body)
+		}
+		d, err := ac.GetAllDelayOffset(ctx, addr)
+		if err != nil || d.DataVersion != m.delay.DataVersion || !maps.Equal(d.OffsetTable, m.delay.OffsetTable) {
+			return fmt.Errorf("delay offsets on our slave: %+v %v, want Apache's %+v", d, err, m.delay)
+		}
+		tm, err := ac.GetTimerMetrics(ctx, addr)
+		if err != nil || tm.DataVersion != m.timer.DataVersion {
+			return fmt.Errorf("timer metrics on our slave: %+v %v, want Apache's %+v", tm, err, m.timer)
+		}
+		return nil
 	})
 }
