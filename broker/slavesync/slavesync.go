@@ -130,6 +130,7 @@ type Syncer struct {
 	lastAddr string     // master address of the last copy attempt
 	lastTry  time.Time  // start of the last copy attempt
 	last     time.Time  // end of the last successful full copy
+	noUsers  string     // master last said to keep no users (logged once)
 }
 
 // New checks o and builds a Syncer.
@@ -246,7 +247,7 @@ func copyTable[T any](ctx context.Context, s *Syncer, addr string, reqCode int32
 		return fmt.Errorf("%s: %w", code.RequestName(reqCode), errNotSupported)
 	}
 	if resp.Code != code.Success {
-		return fmt.Errorf("%s: code %d: %s", code.RequestName(reqCode), resp.Code, resp.Remark)
+		return &answerError{req: reqCode, code: resp.Code, remark: resp.Remark}
 	}
 	v, err := decode(resp.Body)
 	if err != nil {
@@ -331,6 +332,19 @@ func (s *Syncer) syncAuth(ctx context.Context, addr string) error {
 	if errors.Is(err, errNotSupported) {
 		return nil // a master without the auth module (Apache before 5.3)
 	}
+	if ae := (*answerError)(nil); errors.As(err, &ae) && ae.code == code.SystemError {
+		// Apache 5.3+ without an authentication metadata provider (its
+		// default: authentication off) answers SYSTEM_ERROR ("The
+		// authenticationMetadataProvider is not configured",
+		// AuthenticationMetadataManagerImpl): it keeps no users, so
+		// nothing is copied and the slave's table stays. Said once per
+		// master rather than as a failed copy every period.
+		if s.noUsers != addr {
+			s.noUsers = addr
+			s.log.Info("the master keeps no users (an Apache broker without authentication metadata): users and ACLs not copied", "master", addr, "remark", ae.remark)
+		}
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -338,6 +352,16 @@ func (s *Syncer) syncAuth(ctx context.Context, addr string) error {
 		_, err := s.o.Auth.ReplaceAll(users, acls)
 		return err
 	})
+}
+
+// answerError is a master's answer other than SUCCESS.
+type answerError struct {
+	req, code int32
+	remark    string
+}
+
+func (e *answerError) Error() string {
+	return fmt.Sprintf("%s: code %d: %s", code.RequestName(e.req), e.code, e.remark)
 }
 
 // errNotSupported: the master does not serve a code.

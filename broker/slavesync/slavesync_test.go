@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -440,6 +441,36 @@ func TestSyncCopiesUsersAndACLs(t *testing.T) {
 	}
 	if sink.calls != 2 {
 		t.Fatalf("replaced %d times, want 2", sink.calls)
+	}
+
+	// Apache 5.5.0 with authentication off answers AUTH_LIST_USER with
+	// SYSTEM_ERROR: a copy that succeeds, the slave's users left as
+	// they are.
+	noAuth := startMaster(t)
+	noAuth.srv.Register(code.AuthListUser, noAuth.answer, noAuth.ex) // no body: SYSTEM_ERROR
+	noAuth.srv.Register(code.AuthListACL, noAuth.answer, noAuth.ex)
+	sy.o.MasterAddr = func() string { return noAuth.srv.Addr() }
+	for range 2 {
+		if err := sy.SyncAll(context.Background(), noAuth.srv.Addr()); err != nil {
+			t.Fatalf("a master without authentication metadata failed the copy: %v", err)
+		}
+	}
+	if sink.calls != 2 || len(sink.users) != 1 || sy.LastSync().IsZero() {
+		t.Fatalf("replaced %d times (users %+v), last sync %v", sink.calls, sink.users, sy.LastSync())
+	}
+	noAuth.mu.Lock()
+	acl := noAuth.calls[code.AuthListACL]
+	noAuth.mu.Unlock()
+	if acl != 0 {
+		t.Fatalf("AUTH_LIST_ACL asked %d times after AUTH_LIST_USER failed", acl)
+	}
+	// An ACL table the master fails to give is still a failed copy.
+	noAuth.set(code.AuthListUser, ``)
+	if err := sy.SyncAll(context.Background(), noAuth.srv.Addr()); err == nil || !strings.Contains(err.Error(), "AUTH_LIST_ACL") {
+		t.Fatalf("copy with AUTH_LIST_ACL failing: %v", err)
+	}
+	if sink.calls != 2 {
+		t.Fatalf("replaced %d times after a failed ACL copy, want 2", sink.calls)
 	}
 }
 
