@@ -222,7 +222,12 @@ func (m *MasterFrameReader) Next() (MasterFrame, error) {
 		h.Epoch = int32(binary.BigEndian.Uint32(m.hdr[16:]))
 		h.EpochStart = int64(binary.BigEndian.Uint64(m.hdr[20:]))
 		h.Confirm = int64(binary.BigEndian.Uint64(m.hdr[28:]))
-		if h.Start < 0 || h.EpochStart < 0 || h.Confirm < 0 {
+		// Start -1 is an empty master's heartbeat: Apache's
+		// AutoSwitchHAConnection sends its nextTransferFromWhere, -1
+		// while its CommitLog has no file, in a header without a body
+		// (buildTransferHeaderBuffer). Its own slave checks the offset
+		// only of frames with a body; only those may not carry -1 here.
+		if h.Start < -1 || h.Start == -1 && n > 0 || h.EpochStart < 0 || h.Confirm < 0 {
 			return MasterFrame{}, fmt.Errorf("%w: transfer header %+v", ErrBadFrame, *h)
 		}
 		body, err := m.body(n)

@@ -45,6 +45,13 @@ func TestAutoSwitchFrameLayout(t *testing.T) {
 	if m, err = mr.Next(); err != nil || m.Transfer != (TransferHeader{1, 2, 3, 4}) || string(m.Body) != "hello" {
 		t.Fatalf("transfer %+v, %v", m, err)
 	}
+
+	// An Apache master with an empty CommitLog heartbeats with offset -1
+	// and no body (bytes as Apache 5.5.0 sent them to our slave).
+	hb := []byte{0, 0, 0, 2, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	if m, err := NewMasterFrameReader(bytes.NewReader(hb)).Next(); err != nil || m.Transfer != (TransferHeader{Start: -1, Epoch: 1}) || len(m.Body) != 0 {
+		t.Fatalf("empty master's heartbeat %+v, %v", m, err)
+	}
 }
 
 func TestAutoSwitchFrameRejects(t *testing.T) {
@@ -54,6 +61,10 @@ func TestAutoSwitchFrameRejects(t *testing.T) {
 		{0, 0, 0, 2, 0, 0x40, 0, 1},          // body > 4 MiB
 		{0, 0, 0, 1, 0, 0, 0, 5},             // handshake body not whole entries
 		{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}, // negative state
+		// offset -1 with a body (only an empty heartbeat may carry it)
+		{0, 0, 0, 2, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+		// offset -2
+		{0, 0, 0, 2, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 	}
 	for i, b := range bad {
 		b = append(b, make([]byte, 64)...)
@@ -82,6 +93,7 @@ func FuzzAutoSwitchMasterFrames(f *testing.F) {
 	f.Add(AppendMasterHandshake(nil, MasterHello{MaxOffset: 10, LastEpoch: 1, Epochs: []epoch.Entry{{Epoch: 1}}}))
 	f.Add(append(AppendTransferHeader(nil, TransferHeader{Start: 5, Epoch: 1, Confirm: 5}, 2), 'h', 'i'))
 	f.Add(AppendTransferHeader(nil, TransferHeader{}, MaxTransferBody+1))
+	f.Add(AppendTransferHeader(nil, TransferHeader{Start: -1, Epoch: 1}, 0)) // an empty Apache master's heartbeat
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := bytes.NewReader(data)
 		mr := NewMasterFrameReader(r)

@@ -179,6 +179,14 @@ func (s *AutoSwitchSlave) runSession(addr string) error {
 func (s *AutoSwitchSlave) apply(h TransferHeader, body []byte) error {
 	now := time.Now()
 	s.lastRead.Store(now.UnixMilli())
+	if h.Start < 0 {
+		// An empty master's heartbeat (no body, MasterFrameReader):
+		// nothing to check against the local log, nothing appended.
+		if c := min(h.Confirm, s.cl.MaxOffset()); c != s.cl.ConfirmOffset() {
+			s.cl.SetConfirmOffset(c)
+		}
+		return nil
+	}
 	if err := s.checkStart(h.Start); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package ha
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"path/filepath"
@@ -451,5 +452,57 @@ func TestAutoSwitchAckReleasesOnlyCommittedSends(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAutoSwitchSlaveKeepsEmptyMastersHeartbeat: an Apache master whose
+// CommitLog has no file yet heartbeats with offset -1 and no body
+// (AutoSwitchHAConnection, nextTransferFromWhere -1). The slave keeps the
+// connection and goes on acking: it used to drop it as a bad frame and
+// reconnect, and the Apache master shrank its SyncStateSet each time.
+func TestAutoSwitchSlaveKeepsEmptyMastersHeartbeat(t *testing.T) {
+	ln := testutil.Listen(t)
+	n := openNode(t, t.TempDir(), 2)
+	n.st.SetReplica(true)
+	addr := ln.Addr().String()
+	n.s = NewAutoSwitchSlave(n.st, func() string { return addr }, fastOptions(nil), AutoSwitchSlaveConfig{SelfID: n.id, Epochs: n.ep})
+	n.s.Start()
+
+	conn, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if f, err := ReadSlaveFrame(conn); err != nil || f.State != StateHandshake || f.Hello.SlaveID != 2 {
+		t.Fatalf("slave handshake %+v, %v", f, err)
+	}
+	if _, err := conn.Write(AppendMasterHandshake(nil, MasterHello{LastEpoch: 1, Epochs: []epoch.Entry{{Epoch: 1}}})); err != nil {
+		t.Fatal(err)
+	}
+	acks := make(chan error, 1)
+	go func() {
+		for {
+			f, err := ReadSlaveFrame(conn)
+			if err != nil {
+				acks <- err
+				return
+			}
+			if f.State != StateTransfer || f.Ack != 0 {
+				acks <- fmt.Errorf("slave frame %+v", f)
+				return
+			}
+		}
+	}()
+	hb := AppendTransferHeader(nil, TransferHeader{Start: -1, Epoch: 1}, 0)
+	for range 10 {
+		if _, err := conn.Write(hb); err != nil {
+			t.Fatalf("heartbeat: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	select {
+	case err := <-acks:
+		t.Fatalf("the slave ended the connection after heartbeats: %v", err)
+	case <-time.After(300 * time.Millisecond):
 	}
 }
