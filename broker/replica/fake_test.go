@@ -199,6 +199,8 @@ type fakeNode struct {
 	max  int64
 	last int32
 	fail error
+	// onBecome, when set, runs as a role is taken (before it is recorded).
+	onBecome func(what string)
 }
 
 func (n *fakeNode) Addr() string         { return n.addr }
@@ -207,6 +209,9 @@ func (n *fakeNode) ConfirmOffset() int64 { return n.MaxPhyOffset() }
 func (n *fakeNode) LastEpoch() int32     { n.mu.Lock(); defer n.mu.Unlock(); return n.last }
 
 func (n *fakeNode) become(what string, r Role) error {
+	if n.onBecome != nil {
+		n.onBecome(what)
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.fail != nil {

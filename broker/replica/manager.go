@@ -225,8 +225,12 @@ func (m *Manager) startup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A heartbeat before the first role: an election ranks by it, and a
+	// master that adds this replica to its SyncStateSet as soon as it
+	// has caught up is refused while the controller has not heard from
+	// it ("not alive"; Apache's brokers heartbeat from their start).
+	m.heartbeat(ctx)
 	if !r.HasMaster() {
-		m.heartbeat(ctx)
 		if r, err = m.elect(ctx); err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,6 +90,27 @@ func TestFirstStart(t *testing.T) {
 	}
 	if r, _, _ := b.snapshot(); r.MasterAddr != a.addr || r.MasterID != 1 || r.IsMaster() {
 		t.Fatalf("slave's role %+v", r)
+	}
+}
+
+// TestJoiningReplicaHeartbeatsBeforeItsRole: a replica joining a set that
+// has a master heartbeats the controller before it follows the master.
+// The master adds it to the SyncStateSet as soon as it has caught up, and
+// the controller (ours, and Apache's: "replica 2 of broker-a is not
+// alive") refuses a member it has not heard from yet.
+func TestJoiningReplicaHeartbeatsBeforeItsRole(t *testing.T) {
+	f, _, _ := startMaster(t, testConfig(t.TempDir(), nil))
+	var before atomic.Int64
+	b := &fakeNode{addr: "10.0.0.2:10911"}
+	b.onBecome = func(string) {
+		f.mu.Lock()
+		before.Store(int64(f.heartbeats[2]))
+		f.mu.Unlock()
+	}
+	startManager(t, f, b, testConfig(t.TempDir(), nil))
+	waitOps(t, b, "fenced=true", "slave@1", "fenced=false")
+	if before.Load() == 0 {
+		t.Fatal("replica 2 followed the master before any heartbeat of its own reached the controller")
 	}
 }
 
