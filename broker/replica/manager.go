@@ -66,9 +66,10 @@ type Manager struct {
 	// lease is checked on its own goroutine, renewed on the run loop.
 	fenceMu sync.Mutex
 
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	started bool // Start ran (mu)
 }
 
 // New builds a manager; Start runs it.
@@ -95,14 +96,23 @@ func New(cfg Config, node Node, inv Invoker, log *slog.Logger) (*Manager, error)
 // Start fences the broker and runs registration, then the periodic tasks,
 // until Stop.
 func (m *Manager) Start() {
+	m.mu.Lock()
+	m.started = true
+	m.mu.Unlock()
 	m.node.SetFenced(true)
 	go m.run()
 }
 
-// Stop ends the manager and waits for it.
+// Stop ends the manager and waits for it. A manager never started has
+// nothing to wait for (a broker whose start failed before it shuts down).
 func (m *Manager) Stop() {
 	m.once.Do(func() { close(m.stop) })
-	<-m.done
+	m.mu.Lock()
+	started := m.started
+	m.mu.Unlock()
+	if started {
+		<-m.done
+	}
 }
 
 // ControllerID is this replica's controller id (0 before registration).

@@ -93,6 +93,23 @@ func TestFirstStart(t *testing.T) {
 	}
 }
 
+// TestStopWithoutStart: a broker whose start fails before the manager
+// runs shuts it down; Stop must not wait for a loop that never ran (the
+// broker hung in its shutdown and never printed why it failed).
+func TestStopWithoutStart(t *testing.T) {
+	m, err := New(testConfig(t.TempDir(), nil), &fakeNode{addr: "10.0.0.1:10911"}, newFakeController("c0:9878"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { m.Stop(); m.Stop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Stop of a manager never started hangs")
+	}
+}
+
 // TestJoiningReplicaHeartbeatsBeforeItsRole: a replica joining a set that
 // has a master heartbeats the controller before it follows the master.
 // The master adds it to the SyncStateSet as soon as it has caught up, and
