@@ -86,7 +86,8 @@ func sendNWith(t *testing.T, ns, broker, topic string, n int, set func(*message.
 		}
 		res, err := p.SendSync(ctx, m)
 		if err != nil || res.Status != client.SendOK {
-			t.Fatalf("send %d to %s: %v %v", i, broker, res, err)
+			r, rerr := ac.GetTopicRoute(ctx, topic)
+			t.Fatalf("send %d to %s: %v %v (route %+v %v)", i, broker, res, err, r, rerr)
 		}
 	}
 }

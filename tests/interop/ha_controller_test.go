@@ -1,0 +1,320 @@
+package interop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/pkg/admin"
+	"github.com/rmqgo/rmq/pkg/protocol"
+	"github.com/rmqgo/rmq/remoting"
+	"github.com/rmqgo/rmq/remoting/code"
+	"github.com/rmqgo/rmq/tests/e2e/harness"
+	"github.com/rmqgo/rmq/tests/framework"
+)
+
+// TestControllerModeMixedSet: one controller-mode broker set of an Apache
+// 5.5.0 broker and one of ours, once under Apache's controller (embedded
+// in its nameserver) and once under ours. In each:
+//   - the replica started first is elected master; the other joins the
+//     SyncStateSet with one change (no expand/shrink cycles: our slave
+//     used to drop an empty Apache master's keep-alive, and joined before
+//     its first heartbeat reached the controller);
+//   - sends are replicated byte for byte;
+//   - kill -9 of the master: the controller elects the other replica,
+//     which takes sends;
+//   - the old master restarts on its store and follows the new one, and
+//     the CommitLogs are byte-identical again;
+//   - electMaster makes it the master again, and it takes sends.
+//
+// This is the controller-mode half of docs/operations.md "Migrating an
+// Apache cluster".
+func TestControllerModeMixedSet(t *testing.T) {
+	requireApacheHA(t)
+	bin := harness.BuildBinaries(t, harness.Namesrv, harness.Broker)
+	t.Run("apache_controller_our_master", func(t *testing.T) { mixedSet(t, bin, true) })
+	t.Run("our_controller_apache_master", func(t *testing.T) { mixedSet(t, bin, false) })
+}
+
+// mixedSetLog is both sides' mappedFileSizeCommitLog (files are compared
+// whole up to the end, so their sizes must agree).
+const mixedSetLog = 64 << 20
+
+// replicaNode is one replica of the mixed set, ours or Apache's.
+type replicaNode struct {
+	addr   string
+	logDir string // its CommitLog directory
+	start  func(t *testing.T)
+	kill   func(t *testing.T)
+}
+
+func mixedSet(t *testing.T, bin string, apacheController bool) {
+	run := filepath.Join(t.TempDir(), "run")
+	nsPort, ctlPort := harness.LatePort(t), harness.LatePort(t)
+	ns, ctl := fmt.Sprintf("127.0.0.1:%d", nsPort), fmt.Sprintf("127.0.0.1:%d", ctlPort)
+	peers := "n0-" + ctl
+	if apacheController {
+		startApacheHA(t, run, "namesrv-0", "apache_ha_namesrv", "0", strconv.Itoa(nsPort), peers, "n0")
+	} else {
+		dir := t.TempDir()
+		conf := filepath.Join(dir, "namesrv.conf")
+		props := fmt.Sprintf("listenPort=%d\nkvConfigPath=%s\nenableControllerInNamesrv=true\ncontrollerDLegerGroup=rmq-ha\ncontrollerDLegerPeers=%s\ncontrollerDLegerSelfId=n0\ncontrollerStorePath=%s\n",
+			nsPort, filepath.Join(dir, "kvConfig.json"), peers, filepath.Join(dir, "controller"))
+		if err := os.WriteFile(conf, []byte(props), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p := harness.StartProcessWith(t, harness.ProcOptions{Name: "namesrv"}, filepath.Join(bin, harness.Namesrv), "-c", conf)
+		p.WaitTCP(t, ns, 60*time.Second)
+	}
+	harness.WaitTCP(t, ctl, 2*time.Minute)
+
+	ours := ourReplica(t, bin, ns, ctl)
+	apache := apacheReplica(t, run, ns, ctl)
+	first, second := ours, apache
+	if !apacheController {
+		first, second = apache, ours // each controller first elects the other side's broker
+	}
+
+	ac, err := admin.New(admin.Config{NameServers: []string{ns}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ac.Close()
+	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	defer rc.Close()
+	state := func() (protocol.ReplicasInfo, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		info, err := ac.GetSyncStateData(ctx, ctl, []string{"broker-a"})
+		if err != nil {
+			return protocol.ReplicasInfo{}, err
+		}
+		ri, ok := info.ReplicasInfoTable["broker-a"]
+		if !ok {
+			return ri, errors.New("the controller knows no broker-a")
+		}
+		return ri, nil
+	}
+	// joined waits until master leads a SyncStateSet of both replicas and
+	// holds the other's ack at its own end.
+	joined := func(master, slave *replicaNode) protocol.ReplicasInfo {
+		t.Helper()
+		var ri protocol.ReplicasInfo
+		testutil.Eventually(t, 90*time.Second, func() error {
+			if ri, err = state(); err != nil {
+				return err
+			}
+			if ri.MasterAddress != master.addr || len(ri.InSyncReplicas) != 2 {
+				return fmt.Errorf("SyncStateSet %+v, want master %s and both replicas", ri, master.addr)
+			}
+			st, err := haStatus(rc, master.addr)
+			if err != nil {
+				return err
+			}
+			if len(st.HAConnectionInfo) != 1 || st.HAConnectionInfo[0].SlaveAckOffset != st.MasterCommitLogMaxOffset {
+				return fmt.Errorf("HA status of %s: %+v", master.addr, st)
+			}
+			return nil
+		})
+		return ri
+	}
+
+	first.start(t)
+	testutil.Eventually(t, 60*time.Second, func() error {
+		ri, err := state()
+		if err == nil && ri.MasterAddress != first.addr {
+			err = fmt.Errorf("SyncStateSet %+v, want master %s", ri, first.addr)
+		}
+		return err
+	})
+	second.start(t)
+	ri := joined(first, second)
+	// The set stays as it is: Apache's master checks it every 5 s
+	// (checkSyncStateSetPeriod) and ours every second.
+	time.Sleep(6 * time.Second)
+	if again := joined(first, second); again.SyncStateSetEpoch != ri.SyncStateSetEpoch || ri.SyncStateSetEpoch != 2 {
+		t.Fatalf("SyncStateSet epoch %d, then %d 6 s later; want 2 (elected, then joined) both times", ri.SyncStateSetEpoch, again.SyncStateSetEpoch)
+	}
+
+	const topic = "InteropMixedSet"
+	// routedTo waits until the nameserver routes topic to master: an
+	// elected broker registers as broker id 0 after its election, and
+	// producers need that route.
+	routedTo := func(master *replicaNode) {
+		t.Helper()
+		testutil.Eventually(t, 60*time.Second, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			r, err := ac.GetTopicRoute(ctx, topic)
+			if err == nil && (len(r.BrokerDatas) != 1 || r.BrokerDatas[0].BrokerAddrs[0] != master.addr) {
+				err = fmt.Errorf("route of %s: %+v, want master %s", topic, r.BrokerDatas, master.addr)
+			}
+			return err
+		})
+	}
+	sendN(t, ns, first.addr, topic, 300)
+	joined(first, second)
+	sameLogs(t, rc, first, second)
+
+	// Failover: the second replica is elected and takes sends.
+	first.kill(t)
+	testutil.Eventually(t, 60*time.Second, func() error {
+		ri, err := state()
+		if err == nil && ri.MasterAddress != second.addr {
+			err = fmt.Errorf("SyncStateSet %+v, want master %s", ri, second.addr)
+		}
+		return err
+	})
+	routedTo(second)
+	sendN(t, ns, second.addr, topic, 200)
+
+	// The old master follows the new one from its own store.
+	first.start(t)
+	ri = joined(second, first)
+	sameLogs(t, rc, second, first)
+
+	// electMaster hands the set back to it (docs/operations.md: how a
+	// set moves to our brokers replica by replica).
+	var firstID int64
+	for _, r := range ri.InSyncReplicas {
+		if r.BrokerAddress == first.addr {
+			firstID = r.BrokerID
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := ac.ElectMaster(ctx, ctl, "DefaultCluster", "broker-a", firstID); err != nil {
+		t.Fatalf("electMaster %d (%s): %v", firstID, first.addr, err)
+	}
+	routedTo(first)
+	sendN(t, ns, first.addr, topic, 100)
+	joined(first, second)
+	sameLogs(t, rc, first, second)
+}
+
+// sameLogs compares the first CommitLog file of master and slave up to
+// the master's end.
+func sameLogs(t *testing.T, rc *remoting.Client, master, slave *replicaNode) {
+	t.Helper()
+	st, err := haStatus(rc, master.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFirstFile(t, master.logDir, slave.logDir, st.MasterCommitLogMaxOffset)
+}
+
+// haStatus asks a broker for GET_BROKER_HA_STATUS without failing the
+// test (the broker may be starting or gone).
+func haStatus(rc *remoting.Client, addr string) (protocol.HARuntimeInfo, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var st protocol.HARuntimeInfo
+	resp, err := rc.Invoke(ctx, addr, remoting.NewRequest(code.GetBrokerHAStatus, nil, nil))
+	if err != nil {
+		return st, err
+	}
+	if resp.Code != code.Success {
+		return st, fmt.Errorf("HA status of %s: code %d %s", addr, resp.Code, resp.Remark)
+	}
+	return st, protocol.Unmarshal(resp.Body, &st)
+}
+
+// ourReplica is a controller-mode broker of ours in set broker-a.
+func ourReplica(t *testing.T, bin, ns, ctl string) *replicaNode {
+	dir := t.TempDir()
+	port := harness.LatePort(t)
+	conf := filepath.Join(dir, "broker.conf")
+	props := framework.BrokerProps("DefaultCluster", "broker-a", 0, port, ns, dir, map[string]string{
+		"brokerId": "-1", "brokerRole": "SLAVE", "enableControllerMode": "true", "controllerAddr": ctl,
+		"allAckInSyncStateSet": "true", "haListenPort": strconv.Itoa(harness.LatePort(t)),
+		"mappedFileSizeCommitLog": strconv.Itoa(mixedSetLog), "autoCreateTopicEnable": "true",
+	})
+	if err := framework.WriteProps(conf, props); err != nil {
+		t.Fatal(err)
+	}
+	n := &replicaNode{addr: fmt.Sprintf("127.0.0.1:%d", port), logDir: filepath.Join(dir, "commitlog")}
+	var proc *harness.Proc
+	restarts := 0
+	n.start = func(t *testing.T) {
+		proc = harness.StartProcessWith(t, harness.ProcOptions{Name: "broker-ours-" + strconv.Itoa(restarts)}, filepath.Join(bin, harness.Broker), "-c", conf)
+		restarts++
+		proc.WaitTCP(t, n.addr, 60*time.Second)
+	}
+	n.kill = func(*testing.T) { proc.Kill() }
+	return n
+}
+
+// apacheReplica is a controller-mode Apache 5.5.0 broker in set broker-a
+// (scripts/apache/ha-lib.sh).
+func apacheReplica(t *testing.T, run, ns, ctl string) *replicaNode {
+	_, ha, port := apachePorts(t) // it listens on port−2 too (its fast remoting server)
+	extra := fmt.Sprintf("haListenPort=%d\nmappedFileSizeCommitLog=%d", ha, mixedSetLog)
+	n := &replicaNode{addr: fmt.Sprintf("127.0.0.1:%d", port), logDir: filepath.Join(run, "b1", "commitlog")}
+	var pid int
+	n.start = func(t *testing.T) {
+		pid = startApacheHA(t, run, "b1", "apache_ha_broker", "1", strconv.Itoa(port), ns, ctl, extra)
+		harness.WaitTCP(t, n.addr, 2*time.Minute)
+	}
+	n.kill = func(*testing.T) { _ = syscall.Kill(pid, syscall.SIGKILL) }
+	return n
+}
+
+// apachePorts returns three consecutive LatePorts p−2, p−1, p: an Apache
+// broker listening on p also listens on p−2, which must not be a port
+// handed to another server meanwhile (LatePortWithVIP only checks that
+// p−2 is free now, and our broker's port may be free until it starts).
+func apachePorts(t *testing.T) (vip, ha, port int) {
+	t.Helper()
+	for range 100 {
+		a, b, c := harness.LatePort(t), harness.LatePort(t), harness.LatePort(t)
+		if b == a+1 && c == a+2 {
+			return a, b, c
+		}
+	}
+	t.Fatal("interop: no three consecutive free ports")
+	return 0, 0, 0
+}
+
+// startApacheHA runs one of scripts/apache/ha-lib.sh's start functions
+// (apache_ha_namesrv, apache_ha_broker) with args in run and returns the
+// JVM's pid. The JVM is killed at cleanup, and by a watchdog if this test
+// process dies first. Without java or mvn the test is skipped (or fails
+// with RMQ_REQUIRE_JAVA=1).
+func startApacheHA(t *testing.T, run, name, fn string, args ...string) int {
+	t.Helper()
+	script := `. "$1/scripts/apache/ha-lib.sh" || exit 3
+run=$2 watch=$3
+shift 3
+apache_ha_init "$run"
+"$@"
+setsid bash -c 'while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 1; done; kill -9 "$2" 2>/dev/null' wd "$watch" "$apache_pid" </dev/null >/dev/null 2>&1 &
+echo "$apache_pid"`
+	cmd := exec.Command("bash", append([]string{"-c", script, "ha-lib", harness.RepoRoot(t), run, strconv.Itoa(os.Getpid()), fn}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == exitRuntimeMissing {
+		missing(t, EnvRequireJava, stderr.String(), "scripts/apache/ha-lib.sh exited 3")
+	}
+	pid, perr := strconv.Atoi(lastLine(string(out)))
+	if err != nil || perr != nil || pid <= 0 {
+		t.Fatalf("interop: %s %s: %v (pid %q)\nstderr:\n%s", fn, strings.Join(args, " "), err, out, stderr.String())
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		if t.Failed() {
+			t.Logf("interop: ----- Apache %s.log (tail) -----\n%s", name, tail(filepath.Join(run, "logs", name+".log"), 16<<10))
+		}
+	})
+	return pid
+}
