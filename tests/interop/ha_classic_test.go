@@ -135,10 +135,10 @@ func TestHAApacheSlaveOfOurMaster(t *testing.T) {
 	master := c.Masters()[0]
 	apache := StartApacheWith(t, ApacheOptions{
 		// The slave registers with our nameserver and learns our master's
-		// haServerAddr from its answers. (With haMasterAddress set in
-		// broker.conf instead, the Apache 5.5.0 slave logged "HAClient
-		// connect to master null failed" and never connected; why was not
-		// investigated.)
+		// haServerAddr from its answers. (Apache 5.5.0 ignores
+		// haMasterAddress: BrokerController.initialize passes it to the
+		// store before DefaultMessageStore.start creates the HA client, and
+		// the slave logs "HAClient connect to master null failed".)
 		BrokerConfExtra: "brokerRole=SLAVE\nbrokerId=1\nhaSendHeartbeatInterval=1000\nnamesrvAddr=" + c.NamesrvAddr(),
 		Env:             []string{"APACHE_COMMITLOG_SIZE=" + strconv.Itoa(haCommitLogSize)},
 	})
