@@ -16,6 +16,7 @@ import (
 //	t n · realTopic                            → count u64 · ms u64 timing count (timing.go)
 //	t N                                        → 1                  timing counts kept
 //	t o · queueId u32                          → queue offset       delay offset (progress.go)
+//	t u                                        → CommitLog offset   unmarked-delivery scan mark (service.go)
 //
 // Big-endian integers make the pending keys sort by delivery time, then by
 // CommitLog offset: the due timers are one key range.
@@ -27,6 +28,7 @@ const (
 	subTiming     byte = 'n'
 	subTimingInit byte = 'N'
 	subDelayOff   byte = 'o'
+	subUnmarked   byte = 'u'
 
 	keyLen = 2 + 8 + 8
 )
@@ -68,6 +70,10 @@ func checkpointKey(topic string, qid int32) []byte {
 }
 
 func markScanKey() []byte { return []byte{kv.PrefixTimer, subMarkScan} }
+
+// unmarkedScanKey holds the CommitLog offset below which
+// removeUnmarkedDeliveries has looked for unmarked delivered copies.
+func unmarkedScanKey() []byte { return []byte{kv.PrefixTimer, subUnmarked} }
 
 // cancelPrefix is the first key of the pending cancellations.
 func cancelPrefix() []byte { return []byte{kv.PrefixTimer, subCancel} }

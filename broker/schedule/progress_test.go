@@ -246,3 +246,58 @@ func TestPromotedSlaveSkipsDelivered(t *testing.T) {
 		t.Fatalf("after the promotion: %v", b)
 	}
 }
+
+// TestPromotedSlaveSkipsUnmarkedDeliveries: a master that marks no
+// delivered copy (Apache's ScheduleMessageService and TimerMessageStore)
+// still leaves each copy with its message's UNIQ_KEY, stored after it. A
+// slave of such a master, promoted, removes the keys of the timer and
+// delay-level messages whose copies it replicated, and delivers the rest:
+// one whose UNIQ_KEY appears only before it was parked (the original of
+// a retry) is delivered.
+func TestPromotedSlaveSkipsUnmarkedDeliveries(t *testing.T) {
+	t.Parallel()
+	var cfg atomic.Pointer[config.Config]
+	base := testBrokerConfig(t, "1s 2s")
+	slaveCfg := *base
+	slaveCfg.BrokerRole, slaveCfg.BrokerID = config.RoleSlave, 1
+	cfg.Store(&slaveCfg)
+	r := newRig(t, "1s 2s", func(o *Options) { o.Config = cfg.Load })
+	put := func(m *message.Message) {
+		t.Helper()
+		if _, err := r.st.PutMessage(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	due := ms(time.Now().Add(200 * time.Millisecond))
+	park := func(m *message.Message) {
+		t.Helper()
+		if err := r.svc.Schedule(m); err != nil {
+			t.Fatal(err)
+		}
+		put(m)
+	}
+	put(newMsg("T", 0, "retried")) // the original, before its timer
+	park(newMsg("T", 0, "retried", message.PropertyTimerDeliverMS, due))
+	park(newMsg("T", 0, "timer-delivered-by-the-master", message.PropertyTimerDeliverMS, due))
+	park(newMsg("T", 0, "delay-delivered-by-the-master", message.PropertyDelayTimeLevel, "1"))
+	park(newMsg("T", 0, "left-to-the-new-master", message.PropertyTimerDeliverMS, due))
+	r.svc.Start()
+	r.waitTiming(map[string]int64{"T": 3})
+	// The old master's copies as replication brings them: same UNIQ_KEY,
+	// no marker.
+	put(newMsg("T", 0, "timer-delivered-by-the-master"))
+	put(newMsg("T", 0, "delay-delivered-by-the-master"))
+	time.Sleep(1200 * time.Millisecond) // all due: a slave still delivers nothing
+	if got := len(r.read("T", 0)); got != 3 {
+		t.Fatalf("a slave delivered: %d messages in T, want 3", got)
+	}
+	cfg.Store(base)
+	r.waitCount("T", 0, 5, 10*time.Second)
+	r.waitTiming(map[string]int64{"T": 0})
+	time.Sleep(1500 * time.Millisecond)
+	got := bodies(r.read("T", 0))
+	want := map[string]int{"retried": 2, "timer-delivered-by-the-master": 1, "delay-delivered-by-the-master": 1, "left-to-the-new-master": 1}
+	if !maps.Equal(got, want) {
+		t.Fatalf("after the promotion T holds %v, want %v", got, want)
+	}
+}

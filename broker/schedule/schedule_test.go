@@ -388,16 +388,19 @@ func TestCrashBetweenDeliverAndDelete(t *testing.T) {
 	checkOnce(t, r.read("C", 0), n, "m")
 }
 
-// The same crash when the marker scan cannot help (its start moved past
-// the deliveries): the messages come again, none is lost.
+// The same crash when neither the marker scan nor the unmarked-delivery
+// scan can help (their starts moved past the deliveries): the messages
+// come again, none is lost.
 func TestCrashWithoutMarkersDuplicatesAtMost(t *testing.T) {
 	r := newCrashRig(t)
 	const n = 20
 	r.sendDelayed("D", 0, n, after("30"))
 	r.waitCount("D", 0, n, 5*time.Second)
 	r.svc.Close()
-	if err := r.st.DB().Set(markScanKey(), u64(r.st.CommitLog().MaxOffset()), pebble.NoSync); err != nil {
-		t.Fatal(err)
+	for _, k := range [][]byte{markScanKey(), unmarkedScanKey()} {
+		if err := r.st.DB().Set(k, u64(r.st.CommitLog().MaxOffset()), pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
 	}
 	r.svc = nil
 	r.restart()

@@ -41,7 +41,10 @@
 // Slaves. A slave indexes what it replicates and delivers nothing; the
 // master's deliveries reach its CommitLog, their keys stay in its index.
 // Promoted, it runs the same marker scan over what it replicated since it
-// opened before it delivers (catchUpMarkers).
+// opened before it delivers (catchUpMarkers). A master that marks nothing
+// (Apache's) is covered by a second scan, at promotion and at a start as
+// master: a copy in another topic with the parked message's UNIQ_KEY,
+// stored after it, is its delivery (removeUnmarkedDeliveries).
 package schedule
 
 import (
@@ -296,6 +299,16 @@ func Open(o Options) (*Service, error) {
 	removed, scanned, err := s.recoverMarkers(mark)
 	if err != nil {
 		return nil, err
+	}
+	if o.Config().IsMaster() {
+		// A master that was a slave before this start may hold unmarked
+		// deliveries it replicated (an Apache master's).
+		unmarked, n, err := s.removeUnmarkedDeliveries()
+		if err != nil {
+			return nil, err
+		}
+		removed += unmarked
+		scanned += n
 	}
 	if err := s.refreshMayCancel(); err != nil {
 		return nil, err
@@ -686,6 +699,17 @@ func (s *Service) entryKeyTime(q queueRef, e consumequeue.Entry) (ms int64, c *c
 // CommitLog's end: on a promoted slave, it removes the keys of what the
 // old master delivered while this broker replicated.
 func (s *Service) catchUpMarkers() error {
+	// Every parked message replicated so far is indexed first: the
+	// delivery scan below passes their copies once.
+	for {
+		n, err := s.indexOnce(indexBudget)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+	}
 	mark, ok, err := s.getInt(markScanKey())
 	if err != nil {
 		return err
@@ -698,14 +722,154 @@ func (s *Service) catchUpMarkers() error {
 	if err != nil {
 		return fmt.Errorf("schedule: marker scan after promotion: %w", err)
 	}
-	s.recovered.Add(int64(removed))
+	unmarked, scannedU, err := s.removeUnmarkedDeliveries()
+	if err != nil {
+		return fmt.Errorf("schedule: delivery scan after promotion: %w", err)
+	}
+	s.recovered.Add(int64(removed + unmarked))
 	if err := s.refreshMayCancel(); err != nil {
 		return err
 	}
 	s.cursor = pendingPrefix()
 	s.log.Info("timer index: promoted, keys of the old master's deliveries removed", "removed", removed,
-		"scannedBytes", scanned, "took", time.Since(start))
+		"unmarked", unmarked, "scannedBytes", scanned+scannedU, "took", time.Since(start))
 	return nil
+}
+
+// maxUnmarkedKeys bounds the pending keys removeUnmarkedDeliveries holds
+// in memory; above it the scan is skipped (the old master's deliveries
+// are then delivered again: at least once).
+const maxUnmarkedKeys = 1 << 20
+
+// unmarkedKey is a pending key whose parked message removeUnmarkedDeliveries
+// looks for a delivered copy of.
+type unmarkedKey struct {
+	key   []byte
+	phy   int64  // the parked message
+	timer string // its real topic when it is a timer-topic message
+}
+
+// removeUnmarkedDeliveries removes the keys whose delivered copy reached
+// this CommitLog without a PropertyTimerKey marker: a master that writes
+// none (Apache's ScheduleMessageService and TimerMessageStore) delivered
+// them while this broker replicated. A delivered copy keeps its message's
+// UNIQ_KEY and is stored after it, outside the schedule and timer topics.
+// Only copies in this CommitLog count, so nothing is removed whose
+// delivery this broker does not hold.
+//
+// It scans from its mark (unmarkedScanKey), or from the oldest pending
+// parked message when that is later, to the CommitLog's end, and moves
+// the mark there. While this broker is master its own deliveries are
+// marked, so commitRounds moves the mark along with its rounds: a
+// restart as master scans only what was replicated since.
+func (s *Service) removeUnmarkedDeliveries() (removed int, scanned int64, err error) {
+	end := s.cl.MaxOffset()
+	mark, ok, err := s.getInt(unmarkedScanKey())
+	if err != nil {
+		return 0, 0, err
+	}
+	if !ok {
+		mark = s.cl.MinOffset()
+	}
+	byUniq := map[string][]unmarkedKey{}
+	n, from := 0, int64(-1)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: pendingPrefix(), UpperBound: kv.PrefixEnd(pendingPrefix())})
+	if err != nil {
+		return 0, 0, err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		_, phy, valid := parseTimerKey(it.Key())
+		if !valid {
+			continue
+		}
+		rec, rerr := s.cl.ReadRecord(phy)
+		if rerr != nil {
+			continue
+		}
+		props := rec.View.Properties()
+		uniq, has := message.PropertyValue(props, message.PropertyUniqClientMessageIDKeyIdx)
+		_, marker := message.PropertyValue(props, message.PropertyTimerDelUniqKey)
+		var timer string
+		if string(rec.View.Topic()) == TimerTopic {
+			timer, _ = message.PropertyValue(props, message.PropertyRealTopic)
+		}
+		rec.Release()
+		if !has || uniq == "" || marker {
+			continue
+		}
+		if n++; n > maxUnmarkedKeys {
+			_ = it.Close()
+			s.log.Warn("timer index: too many pending timers to look for unmarked deliveries; they may be delivered again", "pending", n)
+			return 0, 0, nil
+		}
+		byUniq[uniq] = append(byUniq[uniq], unmarkedKey{key: slices.Clone(it.Key()), phy: phy, timer: timer})
+		if from < 0 || phy < from {
+			from = phy
+		}
+	}
+	if err := it.Close(); err != nil {
+		return 0, 0, err
+	}
+	b := s.db.NewBatch()
+	defer func() { b.Close() }()
+	deltas := map[string]int64{}
+	from = max(from, mark, s.cl.MinOffset())
+	if len(byUniq) == 0 {
+		from = end
+	}
+	ci := s.cl.NewIterator(from, commitlog.IteratorOptions{Limit: func() int64 { return end }})
+	for {
+		rec, ierr := ci.Next()
+		if errors.Is(ierr, io.EOF) {
+			break
+		}
+		if ierr != nil {
+			s.log.Warn("timer index: delivery scan stopped", "offset", ci.Offset(), "err", ierr)
+			break
+		}
+		if t := string(rec.View.Topic()); t == ScheduleTopic || t == TimerTopic {
+			continue
+		}
+		uniq, ok := rec.View.Property(message.PropertyUniqClientMessageIDKeyIdx)
+		if !ok {
+			continue
+		}
+		keys := byUniq[string(uniq)]
+		kept := keys[:0]
+		for _, k := range keys {
+			if k.phy >= rec.Offset {
+				kept = append(kept, k)
+				continue
+			}
+			if err := b.Delete(k.key, nil); err != nil {
+				ci.Close()
+				return 0, 0, err
+			}
+			if k.timer != "" {
+				deltas[k.timer]--
+			}
+			removed++
+		}
+		if len(kept) == 0 {
+			delete(byUniq, string(uniq))
+		} else if len(kept) != len(keys) {
+			byUniq[string(uniq)] = kept
+		}
+	}
+	scanned = ci.Offset() - from
+	ci.Close()
+	if err := b.Set(unmarkedScanKey(), u64(end), nil); err != nil {
+		return 0, 0, err
+	}
+	vals, err := s.applyTiming(b, deltas)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return 0, 0, fmt.Errorf("schedule: commit delivery scan: %w", err)
+	}
+	s.commitTiming(vals)
+	return removed, scanned, nil
 }
 
 // recoverMarkers scans the CommitLog from mark and deletes the keys named by
@@ -856,6 +1020,11 @@ func (s *Service) commitRounds(force bool) error {
 		}
 	}
 	if err := b.Set(markScanKey(), u64(s.pending[i-1].mark), nil); err != nil {
+		return err
+	}
+	// Rounds run on a master only, after its promotion scan: what it
+	// appended since is its own, marked (removeUnmarkedDeliveries).
+	if err := b.Set(unmarkedScanKey(), u64(s.pending[i-1].mark), nil); err != nil {
 		return err
 	}
 	vals, err := s.applyTiming(b, deltas)

@@ -225,6 +225,21 @@ type Broker interface {
 	Running() bool
 	// Logs is everything it logged since the cluster started.
 	Logs() string
+	// Reconfigure sets properties in its broker.conf (an empty value
+	// removes the key); they take effect at its next Start, as an
+	// operator's edit does.
+	Reconfigure(t testing.TB, set map[string]string)
+}
+
+// MergeProps applies set to props: an empty value removes the key.
+func MergeProps(props, set map[string]string) {
+	for k, v := range set {
+		if v == "" {
+			delete(props, k)
+		} else {
+			props[k] = v
+		}
+	}
 }
 
 // BrokerProps are the properties of broker name/id listening on port:

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -276,7 +277,87 @@ func TestHAOurSlaveOfApacheMaster(t *testing.T) {
 		}
 		return err
 	})
-	want.check(t, slave.Addr())
+	want.check(t, slave.Addr(), true)
+
+	// The swap of docs/operations.md "Migrating an Apache cluster" (step
+	// 5): the Apache master stops, ours restarts as the set's master on
+	// the copied log and metadata, registers with the nameserver in its
+	// place and serves the consumers from their committed offsets.
+	stopApacheBroker(t, apache)
+	if err := slave.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Reconfigure(t, map[string]string{"brokerId": "0", "brokerRole": "SYNC_MASTER", "haMasterAddress": ""})
+	slave.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ac, err := admin.New(admin.Config{NameServers: []string{apache.NamesrvAddr}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ac.Close()
+	testutil.Eventually(t, 30*time.Second, func() error {
+		r, err := ac.GetTopicRoute(ctx, topic)
+		if err == nil && (len(r.BrokerDatas) != 1 || r.BrokerDatas[0].BrokerAddrs[0] != slave.Addr()) {
+			err = fmt.Errorf("route of %s: %+v, want our broker %s as master", topic, r.BrokerDatas, slave.Addr())
+		}
+		return err
+	})
+	want.check(t, slave.Addr(), false)
+	pc, err := client.NewPullConsumer(client.PullConsumerConfig{CommonConfig: client.CommonConfig{NameServers: []string{apache.NamesrvAddr}, InstanceName: "ha-swap"}, Group: want.group})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Shutdown(context.Background())
+	read := 0
+	for q := range 2 {
+		off := int64(10 + q) // the group's committed offsets, copied from Apache
+		for {
+			res, err := pc.Pull(ctx, client.PullRequest{Queue: protocol.MessageQueue{Topic: topic, BrokerName: "broker-a", QueueID: q}, Offset: off})
+			if err != nil {
+				t.Fatalf("pull %s/%d at %d from our promoted broker: %v", topic, q, off, err)
+			}
+			if res.Status != client.PullFound {
+				break
+			}
+			for _, m := range res.Messages {
+				if !bytes.HasPrefix(m.Body, []byte("ha-")) {
+					t.Fatalf("message at %d/%d: body %.20q", q, m.QueueOffset, m.Body)
+				}
+			}
+			read += len(res.Messages)
+			off = res.NextBeginOffset
+		}
+	}
+	if expect := n + apacheDelayed - 10 - 11; read != expect {
+		t.Fatalf("read %d messages from the committed offsets on, want %d", read, expect)
+	}
+	sendN(t, apache.NamesrvAddr, slave.Addr(), topic, 10)
+}
+
+// stopApacheBroker stops the broker of a StartApacheWith cluster (its
+// nameserver keeps running).
+func stopApacheBroker(t *testing.T, a *Apache) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(a.RunDir, "pids"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && f[0] == "broker" {
+			pid, err := strconv.Atoi(f[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			testutil.WaitFor(t, 30*time.Second, "Apache's broker gone", func() bool { return syscall.Kill(pid, 0) != nil })
+			return
+		}
+	}
+	t.Fatalf("no broker pid in %s/pids: %s", a.RunDir, b)
 }
 
 // apacheDelayed is how many delay-level messages apacheMetadata sends.
@@ -330,8 +411,11 @@ func apacheMetadata(t *testing.T, apache *Apache, topic string) apacheMeta {
 	return m
 }
 
-// check waits until the slave at addr answers with Apache's metadata.
-func (m apacheMeta) check(t *testing.T, addr string) {
+// check waits until the broker at addr answers with Apache's metadata. A
+// slave answers Apache's delay offsets and timer metrics as copied (data
+// versions included); a promoted master computes its own from the
+// replicated log: the same delay offsets under its own data version.
+func (m apacheMeta) check(t *testing.T, addr string, slave bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -343,11 +427,11 @@ func (m apacheMeta) check(t *testing.T, addr string) {
 	testutil.Eventually(t, 20*time.Second, func() error {
 		tc, err := ac.GetTopicConfig(ctx, addr, m.topic)
 		if err != nil || tc.ReadQueueNums != 2 || tc.WriteQueueNums != 2 {
-			return fmt.Errorf("topic on our slave: %+v %v", tc, err)
+			return fmt.Errorf("topic on our broker: %+v %v", tc, err)
 		}
 		sg, err := ac.GetSubscriptionGroup(ctx, addr, m.group)
 		if err != nil || sg.RetryMaxTimes != 3 || sg.WhichBrokerWhenConsumeSlowly != 1 {
-			return fmt.Errorf("group on our slave: %+v %v", sg, err)
+			return fmt.Errorf("group on our broker: %+v %v", sg, err)
 		}
 		for q := range 2 {
 			resp, err := ac.Invoke(ctx, addr, code.QueryConsumerOffset, map[string]string{
@@ -356,7 +440,7 @@ func (m apacheMeta) check(t *testing.T, addr string) {
 				return err
 			}
 			if resp.Code != code.Success || resp.ExtFields["offset"] != strconv.Itoa(10+q) {
-				return fmt.Errorf("offset of queue %d on our slave: code %d %q offset %q", q, resp.Code, resp.Remark, resp.ExtFields["offset"])
+				return fmt.Errorf("offset of queue %d on our broker: code %d %q offset %q", q, resp.Code, resp.Remark, resp.ExtFields["offset"])
 			}
 		}
 		resp, err := ac.Invoke(ctx, addr, code.GetAllMessageRequestMode, nil, nil)
@@ -364,11 +448,14 @@ func (m apacheMeta) check(t *testing.T, addr string) {
 			return err
 		}
 		if body := string(resp.Body); resp.Code != code.Success || !strings.Contains(body, m.group) || !strings.Contains(body, `"POP"`) {
-			return fmt.Errorf("request modes on our slave: code %d %q %s", resp.Code, resp.Remark, body)
+			return fmt.Errorf("request modes on our broker: code %d %q %s", resp.Code, resp.Remark, body)
 		}
 		d, err := ac.GetAllDelayOffset(ctx, addr)
-		if err != nil || d.DataVersion != m.delay.DataVersion || !maps.Equal(d.OffsetTable, m.delay.OffsetTable) {
-			return fmt.Errorf("delay offsets on our slave: %+v %v, want Apache's %+v", d, err, m.delay)
+		if err != nil || slave && d.DataVersion != m.delay.DataVersion || !maps.Equal(d.OffsetTable, m.delay.OffsetTable) {
+			return fmt.Errorf("delay offsets on our broker: %+v %v, want Apache's %+v", d, err, m.delay)
+		}
+		if !slave {
+			return nil
 		}
 		tm, err := ac.GetTimerMetrics(ctx, addr)
 		if err != nil || tm.DataVersion != m.timer.DataVersion {

@@ -309,6 +309,17 @@ func (b *Broker) Running() bool {
 // Logs is everything the broker logged, across restarts.
 func (b *Broker) Logs() string { return b.log.String() }
 
+// Reconfigure rewrites broker.conf with set applied (next Start).
+func (b *Broker) Reconfigure(t testing.TB, set map[string]string) {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	framework.MergeProps(b.props, set)
+	if err := framework.WriteProps(b.confPath, b.props); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Server is the running broker (nil while stopped), for tests that look
 // inside.
 func (b *Broker) Server() *broker.Broker {

@@ -126,3 +126,12 @@ func (b *Broker) Running() bool { return !b.Proc.Exited() }
 
 // Logs is the process's output.
 func (b *Broker) Logs() string { return b.Proc.Logs() }
+
+// Reconfigure rewrites broker.conf with set applied (next Start).
+func (b *Broker) Reconfigure(t testing.TB, set map[string]string) {
+	t.Helper()
+	framework.MergeProps(b.Props, set)
+	if err := framework.WriteProps(b.ConfPath, b.Props); err != nil {
+		t.Fatal(err)
+	}
+}
