@@ -300,6 +300,15 @@ func Open(o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, ok, err := s.getInt(unmarkedScanKey()); err != nil {
+		return nil, err
+	} else if !ok {
+		// A new store (or one from before the scan existed): nothing
+		// below its end is looked at again.
+		if err := s.db.Set(unmarkedScanKey(), u64(s.cl.MaxOffset()), pebble.NoSync); err != nil {
+			return nil, err
+		}
+	}
 	if o.Config().IsMaster() {
 		// A master that was a slave before this start may hold unmarked
 		// deliveries it replicated (an Apache master's).
@@ -379,6 +388,7 @@ func (s *Service) run() {
 	// wasSlave: the keys of deliveries made by a master since the last
 	// marker scan may still be here (Open scanned up to its start).
 	wasSlave := false
+	var unmarkedSaved time.Time
 	for {
 		n, ierr := s.indexOnce(indexBudget)
 		if ierr != nil {
@@ -401,6 +411,14 @@ func (s *Service) run() {
 			}
 			if derr == nil {
 				full, derr = s.deliverOnce()
+			}
+			if derr == nil && time.Since(unmarkedSaved) >= unmarkedMarkPeriod {
+				// What a master appends is its own: the next start as
+				// master looks for unmarked deliveries only after this.
+				if err := s.db.Set(unmarkedScanKey(), u64(s.cl.MaxOffset()), pebble.NoSync); err != nil {
+					s.log.Warn("timer index: unmarked-delivery mark", "err", err)
+				}
+				unmarkedSaved = time.Now()
 			}
 		} else {
 			wasSlave = true
@@ -735,6 +753,10 @@ func (s *Service) catchUpMarkers() error {
 		"unmarked", unmarked, "scannedBytes", scanned+scannedU, "took", time.Since(start))
 	return nil
 }
+
+// unmarkedMarkPeriod is how often a master moves unmarkedScanKey to its
+// CommitLog's end.
+const unmarkedMarkPeriod = 10 * time.Second
 
 // maxUnmarkedKeys bounds the pending keys removeUnmarkedDeliveries holds
 // in memory; above it the scan is skipped (the old master's deliveries
