@@ -250,7 +250,7 @@ func TestHAOurSlaveOfApacheMaster(t *testing.T) {
 	brokerPort, _ := strconv.Atoi(portText)
 	const topic, n = "InteropHAApacheMaster", 200
 	sendN(t, apache.NamesrvAddr, apache.BrokerAddr, topic, n)
-	want := apacheMetadata(t, apache, topic)
+	want := apacheMetadata(t, apache, topic, n)
 
 	c := inproc.Start(t, framework.Options{})
 	slave := c.AddBroker(t, "broker-a", 1, map[string]string{
@@ -269,11 +269,12 @@ func TestHAOurSlaveOfApacheMaster(t *testing.T) {
 	})
 	sameFirstFile(t, filepath.Join(apache.RunDir, "store", "commitlog"), filepath.Join(slave.StoreDir(), "commitlog"), st.MasterCommitLogMaxOffset)
 	testutil.Eventually(t, 10*time.Second, func() error {
-		// The delay-level messages count once: delivered to the topic
-		// (their first copy is in SCHEDULE_TOPIC_XXXX).
+		// The delay-level and timer messages count once: delivered to
+		// the topic (their first copies are in SCHEDULE_TOPIC_XXXX and
+		// rmq_sys_wheel_timer).
 		total, err := harness.QueuedMessages(rc, slave.Addr(), topic, 2)
-		if err == nil && total != n+apacheDelayed {
-			err = fmt.Errorf("our slave's consume queues hold %d messages, want %d", total, n+apacheDelayed)
+		if err == nil && total != n+apacheDelayed+apacheTimers {
+			err = fmt.Errorf("our slave's consume queues hold %d messages, want %d", total, n+apacheDelayed+apacheTimers)
 		}
 		return err
 	})
@@ -304,6 +305,13 @@ func TestHAOurSlaveOfApacheMaster(t *testing.T) {
 		return err
 	})
 	want.check(t, slave.Addr(), false)
+	// Overdue timers are delivered within a scan interval of the start:
+	// none may be, they were all Apache's.
+	time.Sleep(3 * time.Second)
+	total, err := harness.QueuedMessages(rc, slave.Addr(), topic, 2)
+	if err != nil || total != n+apacheDelayed+apacheTimers {
+		t.Fatalf("our promoted broker's %s holds %d messages (%v), want %d: Apache's deliveries delivered again", topic, total, err, n+apacheDelayed+apacheTimers)
+	}
 	pc, err := client.NewPullConsumer(client.PullConsumerConfig{CommonConfig: client.CommonConfig{NameServers: []string{apache.NamesrvAddr}, InstanceName: "ha-swap"}, Group: want.group})
 	if err != nil {
 		t.Fatal(err)
@@ -332,7 +340,8 @@ func TestHAOurSlaveOfApacheMaster(t *testing.T) {
 			off = res.NextBeginOffset
 		}
 	}
-	if expect := n + apacheDelayed - 10 - 11; read != expect {
+	// Apache's delay-level and timer deliveries are not delivered again.
+	if expect := n + apacheDelayed + apacheTimers - 10 - 11; read != expect {
 		t.Fatalf("read %d messages from the committed offsets on, want %d", read, expect)
 	}
 	sendN(t, apache.NamesrvAddr, slave.Addr(), topic, 10)
@@ -360,8 +369,10 @@ func stopApacheBroker(t *testing.T, a *Apache) {
 	t.Fatalf("no broker pid in %s/pids: %s", a.RunDir, b)
 }
 
-// apacheDelayed is how many delay-level messages apacheMetadata sends.
-const apacheDelayed = 3
+// apacheDelayed and apacheTimers are how many delay-level and timer
+// messages apacheMetadata sends (Apache delivers both before our slave
+// starts).
+const apacheDelayed, apacheTimers = 3, 2
 
 // apacheMeta is what apacheMetadata set up on Apache's master, as Apache
 // answers it.
@@ -375,7 +386,7 @@ type apacheMeta struct {
 // offsets, a message request mode and delivered delay-level messages (to
 // topic), and returns its delay offsets and timer metrics once the
 // deliveries show in them.
-func apacheMetadata(t *testing.T, apache *Apache, topic string) apacheMeta {
+func apacheMetadata(t *testing.T, apache *Apache, topic string, n int) apacheMeta {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -404,6 +415,17 @@ func apacheMetadata(t *testing.T, apache *Apache, topic string) apacheMeta {
 	testutil.WaitFor(t, 30*time.Second, "Apache delivered the delay-level messages", func() bool {
 		m.delay, err = ac.GetAllDelayOffset(ctx, apache.BrokerAddr)
 		return err == nil && m.delay.OffsetTable[1] >= apacheDelayed
+	})
+	// Timer messages (rmq_sys_wheel_timer, 1 s) that Apache delivers too.
+	sendNWith(t, apache.NamesrvAddr, apache.BrokerAddr, topic, apacheTimers, func(msg *message.Message) { msg.SetDelayTime(time.Second) })
+	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	defer rc.Close()
+	testutil.Eventually(t, 60*time.Second, func() error {
+		total, err := harness.QueuedMessages(rc, apache.BrokerAddr, topic, 2)
+		if err == nil && total < int64(n)+apacheDelayed+apacheTimers {
+			err = fmt.Errorf("Apache's %s holds %d messages, want %d once its timers are delivered", topic, total, n+apacheDelayed+apacheTimers)
+		}
+		return err
 	})
 	if m.timer, err = ac.GetTimerMetrics(ctx, apache.BrokerAddr); err != nil {
 		t.Fatalf("timer metrics of Apache: %v", err)
