@@ -306,11 +306,23 @@ func TestHAOurSlaveOfApacheMaster(t *testing.T) {
 	})
 	want.check(t, slave.Addr(), false)
 	// Overdue timers are delivered within a scan interval of the start:
-	// none may be, they were all Apache's.
+	// none may be, they were all Apache's. The pending ones come when due.
 	time.Sleep(3 * time.Second)
 	total, err := harness.QueuedMessages(rc, slave.Addr(), topic, 2)
 	if err != nil || total != n+apacheDelayed+apacheTimers {
 		t.Fatalf("our promoted broker's %s holds %d messages (%v), want %d: Apache's deliveries delivered again", topic, total, err, n+apacheDelayed+apacheTimers)
+	}
+	all := int64(n + apacheDelayed + apacheTimers + apachePending)
+	testutil.Eventually(t, 60*time.Second, func() error {
+		total, err := harness.QueuedMessages(rc, slave.Addr(), topic, 2)
+		if err == nil && total != all {
+			err = fmt.Errorf("our promoted broker's %s holds %d messages, want %d with the pending timer and delay-level messages delivered", topic, total, all)
+		}
+		return err
+	})
+	time.Sleep(2 * time.Second)
+	if total, err := harness.QueuedMessages(rc, slave.Addr(), topic, 2); err != nil || total != all {
+		t.Fatalf("our promoted broker's %s holds %d messages (%v), want %d: delivered twice", topic, total, err, all)
 	}
 	pc, err := client.NewPullConsumer(client.PullConsumerConfig{CommonConfig: client.CommonConfig{NameServers: []string{apache.NamesrvAddr}, InstanceName: "ha-swap"}, Group: want.group})
 	if err != nil {
@@ -341,7 +353,7 @@ func TestHAOurSlaveOfApacheMaster(t *testing.T) {
 		}
 	}
 	// Apache's delay-level and timer deliveries are not delivered again.
-	if expect := n + apacheDelayed + apacheTimers - 10 - 11; read != expect {
+	if expect := n + apacheDelayed + apacheTimers + apachePending - 10 - 11; read != expect {
 		t.Fatalf("read %d messages from the committed offsets on, want %d", read, expect)
 	}
 	sendN(t, apache.NamesrvAddr, slave.Addr(), topic, 10)
@@ -373,6 +385,10 @@ func stopApacheBroker(t *testing.T, a *Apache) {
 // messages apacheMetadata sends (Apache delivers both before our slave
 // starts).
 const apacheDelayed, apacheTimers = 3, 2
+
+// apachePending is how many timer and delay-level messages (half each)
+// apacheMetadata sends for delivery after the swap.
+const apachePending = 4
 
 // apacheMeta is what apacheMetadata set up on Apache's master, as Apache
 // answers it.
@@ -426,6 +442,14 @@ func apacheMetadata(t *testing.T, apache *Apache, topic string, n int) apacheMet
 			err = fmt.Errorf("Apache's %s holds %d messages, want %d once its timers are delivered", topic, total, n+apacheDelayed+apacheTimers)
 		}
 		return err
+	})
+	// And some Apache will not deliver before the swap: our broker does.
+	sendNWith(t, apache.NamesrvAddr, apache.BrokerAddr, topic, apachePending/2, func(msg *message.Message) { msg.SetDelayTime(25 * time.Second) })
+	sendNWith(t, apache.NamesrvAddr, apache.BrokerAddr, topic, apachePending/2, func(msg *message.Message) { msg.SetDelayTimeLevel(4) }) // 30 s
+	testutil.WaitFor(t, 30*time.Second, "Apache's delay offsets list level 4", func() bool {
+		m.delay, err = ac.GetAllDelayOffset(ctx, apache.BrokerAddr)
+		_, ok := m.delay.OffsetTable[4]
+		return err == nil && ok
 	})
 	if m.timer, err = ac.GetTimerMetrics(ctx, apache.BrokerAddr); err != nil {
 		t.Fatalf("timer metrics of Apache: %v", err)
