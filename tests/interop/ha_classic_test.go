@@ -297,11 +297,7 @@ func TestHAOurSlaveOfApacheMaster(t *testing.T) {
 	slave.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ac, err := admin.New(admin.Config{NameServers: []string{apache.NamesrvAddr}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ac.Close()
+	ac := adminOf(t, apache.NamesrvAddr)
 	testutil.Eventually(t, 30*time.Second, func() error {
 		r, err := ac.GetTopicRoute(ctx, topic)
 		if err == nil && (len(r.BrokerDatas) != 1 || r.BrokerDatas[0].BrokerAddrs[0] != slave.Addr()) {
@@ -470,19 +466,28 @@ type apacheMeta struct {
 	timer        protocol.TimerMetrics
 }
 
-// apacheMetadata gives Apache's master a subscription group, committed
-// offsets, a message request mode and delivered delay-level messages (to
-// topic), and returns its delay offsets and timer metrics once the
-// deliveries show in them.
+// adminOf is an admin client of the nameserver at ns, closed at cleanup.
+func adminOf(t *testing.T, ns string) *admin.Client {
+	t.Helper()
+	ac, err := admin.New(admin.Config{NameServers: []string{ns}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ac.Close() })
+	return ac
+}
+
+// apacheMetadata gives Apache's master (topic holding n messages) a
+// subscription group, committed offsets, a message request mode,
+// delay-level and timer messages it delivers and others it will deliver
+// only after the swap, and returns its delay offsets and timer metrics
+// once all of these show in them.
 func apacheMetadata(t *testing.T, apache *Apache, topic string, n int) apacheMeta {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ac, err := admin.New(admin.Config{NameServers: []string{apache.NamesrvAddr}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ac.Close()
+	ac := adminOf(t, apache.NamesrvAddr)
+	var err error
 	m := apacheMeta{topic: topic, group: "interop_ha_slave_cg"}
 	g := admin.NewSubscriptionGroupConfig(m.group)
 	g.RetryMaxTimes, g.WhichBrokerWhenConsumeSlowly = 3, 1
