@@ -17,6 +17,7 @@ import (
 //	t N                                        → 1                  timing counts kept
 //	t o · queueId u32                          → queue offset       delay offset (progress.go)
 //	t u                                        → CommitLog offset   unmarked-delivery scan mark (service.go)
+//	t s                                        → 1                  was a slave since that scan (service.go)
 //
 // Big-endian integers make the pending keys sort by delivery time, then by
 // CommitLog offset: the due timers are one key range.
@@ -29,6 +30,7 @@ const (
 	subTimingInit byte = 'N'
 	subDelayOff   byte = 'o'
 	subUnmarked   byte = 'u'
+	subWasSlave   byte = 's'
 
 	keyLen = 2 + 8 + 8
 )
@@ -74,6 +76,10 @@ func markScanKey() []byte { return []byte{kv.PrefixTimer, subMarkScan} }
 // unmarkedScanKey holds the CommitLog offset below which
 // removeUnmarkedDeliveries has looked for unmarked delivered copies.
 func unmarkedScanKey() []byte { return []byte{kv.PrefixTimer, subUnmarked} }
+
+// wasSlaveKey is set while this broker is a slave and cleared by the
+// unmarked-delivery scan: a start as master scans only when it is set.
+func wasSlaveKey() []byte { return []byte{kv.PrefixTimer, subWasSlave} }
 
 // cancelPrefix is the first key of the pending cancellations.
 func cancelPrefix() []byte { return []byte{kv.PrefixTimer, subCancel} }

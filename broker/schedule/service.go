@@ -309,7 +309,9 @@ func Open(o Options) (*Service, error) {
 			return nil, err
 		}
 	}
-	if o.Config().IsMaster() {
+	if wasSlave, err := has(s.db.Get, wasSlaveKey()); err != nil {
+		return nil, err
+	} else if wasSlave && o.Config().IsMaster() {
 		// A master that was a slave before this start may hold unmarked
 		// deliveries it replicated (an Apache master's).
 		unmarked, n, err := s.removeUnmarkedDeliveries()
@@ -421,6 +423,13 @@ func (s *Service) run() {
 				unmarkedSaved = time.Now()
 			}
 		} else {
+			if !wasSlave {
+				// Remembered across a restart: a start as master then
+				// looks for the deliveries replicated meanwhile.
+				if err := s.db.Set(wasSlaveKey(), u64(1), pebble.NoSync); err != nil {
+					s.log.Warn("timer index: slave flag", "err", err)
+				}
+			}
 			wasSlave = true
 			s.nextDue = -1
 		}
@@ -758,6 +767,10 @@ func (s *Service) catchUpMarkers() error {
 // CommitLog's end.
 const unmarkedMarkPeriod = 10 * time.Second
 
+// unmarkedClockSlack is how far past this broker's clock a key may be due
+// and still have been delivered by the old master (its clock ahead).
+const unmarkedClockSlack = time.Minute
+
 // maxUnmarkedKeys bounds the pending keys removeUnmarkedDeliveries holds
 // in memory; above it the scan is skipped (the old master's deliveries
 // are then delivered again: at least once).
@@ -779,11 +792,12 @@ type unmarkedKey struct {
 // Only copies in this CommitLog count, so nothing is removed whose
 // delivery this broker does not hold.
 //
-// It scans from its mark (unmarkedScanKey), or from the oldest pending
-// parked message when that is later, to the CommitLog's end, and moves
-// the mark there. While this broker is master its own deliveries are
-// marked, so commitRounds moves the mark along with its rounds: a
-// restart as master scans only what was replicated since.
+// It looks only at keys already due, and scans from its mark
+// (unmarkedScanKey), or from the oldest of their parked messages when
+// that is later, to the CommitLog's end, then moves the mark there. While
+// this broker is master its own deliveries are marked, so the mark moves
+// along (run, commitRounds), and a start as master runs the scan only if
+// the broker was a slave since the last one (wasSlaveKey).
 func (s *Service) removeUnmarkedDeliveries() (removed int, scanned int64, err error) {
 	end := s.cl.MaxOffset()
 	mark, ok, err := s.getInt(unmarkedScanKey())
@@ -795,7 +809,12 @@ func (s *Service) removeUnmarkedDeliveries() (removed int, scanned int64, err er
 	}
 	byUniq := map[string][]unmarkedKey{}
 	n, from := 0, int64(-1)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: pendingPrefix(), UpperBound: kv.PrefixEnd(pendingPrefix())})
+	// Only a key already due can have been delivered: the pending keys
+	// sort by delivery time, so the ones due by now (plus a minute of
+	// clock difference between the brokers) are a prefix, and a start
+	// with timers due far ahead reads none of them.
+	upTo := timerKey(s.now().Add(unmarkedClockSlack).UnixMilli(), 0)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: pendingPrefix(), UpperBound: upTo})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -881,6 +900,9 @@ func (s *Service) removeUnmarkedDeliveries() (removed int, scanned int64, err er
 	scanned = ci.Offset() - from
 	ci.Close()
 	if err := b.Set(unmarkedScanKey(), u64(end), nil); err != nil {
+		return 0, 0, err
+	}
+	if err := b.Delete(wasSlaveKey(), nil); err != nil {
 		return 0, 0, err
 	}
 	vals, err := s.applyTiming(b, deltas)
