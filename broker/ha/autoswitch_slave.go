@@ -81,9 +81,14 @@ func (s *AutoSwitchSlave) ready() error {
 func (s *AutoSwitchSlave) truncate(h MasterHello) (int64, error) {
 	local := s.cfg.Epochs.Entries()
 	localMax := s.cl.MaxOffset()
-	if len(local) == 0 {
+	if epoch.HoldsNothing(local, localMax) {
 		if localMax > s.cl.MinOffset() && !s.cfg.TrustUnverifiedPrefix {
 			return 0, fmt.Errorf("%w: %d bytes of CommitLog without an epoch list", ErrDiverged, localMax-s.cl.MinOffset())
+		}
+		// Epochs that hold nothing (this replica was master and wrote
+		// nothing) give way to the master's, re-recorded from its frames.
+		if err := s.cfg.Epochs.TruncateSuffixByOffset(localMax); err != nil {
+			return 0, err
 		}
 		return localMax, nil
 	}

@@ -55,6 +55,17 @@ func (m *AutoSwitchMaster) SetSyncState(s SyncState) {
 	m.releaseLocked()
 }
 
+// ResetSyncState installs s whatever its epoch: the master was elected
+// again, and a SyncStateSet epoch belongs to one master term (controllers
+// that lost their state number it from 1 again).
+func (m *AutoSwitchMaster) ResetSyncState(s SyncState) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sync = SyncState{Set: slices.Clone(s.Set), Epoch: s.Epoch}
+	m.propose = nil
+	m.releaseLocked()
+}
+
 // SetFenced makes waiting and new sends fail at once (true) until the
 // master is confirmed again (false).
 func (m *AutoSwitchMaster) SetFenced(on bool) {

@@ -268,6 +268,35 @@ func TestAutoSwitchOldMasterTruncates(t *testing.T) {
 	}
 }
 
+// TestAutoSwitchOldMasterOfEmptyLogRejoins: a master that wrote nothing
+// before it lost the role holds an epoch its successor never saw (no
+// frame carried it). It follows the new master all the same, drops that
+// epoch, and records the master's; a lost first master of a new set no
+// longer needs a wipe.
+func TestAutoSwitchOldMasterOfEmptyLogRejoins(t *testing.T) {
+	a := openNode(t, tempDir(t, "a"), 1)
+	b := openNode(t, tempDir(t, "b"), 2)
+	a.becomeMaster(t, 1, AutoSwitchConfig{}, SyncState{Set: []int64{1}, Epoch: 1})
+	b.becomeSlave(a, nil)
+	a.close() // dies before its first message
+
+	b.becomeMaster(t, 2, AutoSwitchConfig{}, SyncState{Set: []int64{2}, Epoch: 2})
+	put(t, b.st, "TopicZ", 0, 7)
+
+	a = openNode(t, a.dir, 1)
+	if got := a.ep.Entries(); !slices.Equal(got, []epoch.Entry{{Epoch: 1, Start: 0}}) {
+		t.Fatalf("test setup: old master's epochs %v", got)
+	}
+	var log logBuffer
+	a.becomeSlave(b, &log)
+	testutil.WaitFor(t, 10*time.Second, "old master caught up", nodesCaughtUp(b, a))
+	sameLog(t, b.st, a.st)
+	sameEpochs(t, a, b)
+	if log.contains("diverged") {
+		t.Fatal("the empty old master was refused")
+	}
+}
+
 // fakeAlter plays the controller for ALTER_SYNC_STATE_SET.
 type fakeAlter struct {
 	mu    sync.Mutex
@@ -505,4 +534,37 @@ func TestAutoSwitchSlaveKeepsEmptyMastersHeartbeat(t *testing.T) {
 		t.Fatalf("the slave ended the connection after heartbeats: %v", err)
 	case <-time.After(300 * time.Millisecond):
 	}
+}
+
+// TestAutoSwitchReelectedMasterTakesTheNewTermsSet: a master elected again
+// takes the SyncStateSet of its new term even when that set's epoch is
+// lower (controllers that lost their state number it from 1), and then
+// adds a caught-up slave to it. Before, it kept the old term's set and
+// proposed the same shrink to the controller forever.
+func TestAutoSwitchReelectedMasterTakesTheNewTermsSet(t *testing.T) {
+	a := openNode(t, tempDir(t, "a"), 1)
+	b := openNode(t, tempDir(t, "b"), 2)
+	fa := &fakeAlter{state: SyncState{Set: []int64{1, 2}, Epoch: 6}}
+	cfg := AutoSwitchConfig{AllAckInSyncStateSet: true, MaxTimeSlaveNotCatchup: 500 * time.Millisecond, CheckInterval: 50 * time.Millisecond, Alter: fa.alter}
+	a.becomeMaster(t, 2, cfg, fa.state)
+	b.becomeSlave(a, nil)
+	put(t, a.st, "TopicN", 0, 4)
+	testutil.WaitFor(t, 5*time.Second, "slave caught up", nodesCaughtUp(a, b))
+
+	// The new term: master 1 again at epoch 3, set {1} at epoch 1.
+	fa.mu.Lock()
+	fa.state = SyncState{Set: []int64{1}, Epoch: 1}
+	fa.mu.Unlock()
+	if err := a.ep.Append(3, a.st.CommitLog().MaxOffset()); err != nil {
+		t.Fatal(err)
+	}
+	a.m.ResetSyncState(SyncState{Set: []int64{1}, Epoch: 1})
+	a.m.CloseConnections("new master epoch")
+	if got, _ := a.m.SyncStateSet(); !slices.Equal(got.Set, []int64{1}) || got.Epoch != 1 {
+		t.Fatalf("set after the new term %+v", got)
+	}
+	testutil.WaitFor(t, 5*time.Second, "slave added back", func() bool {
+		got, _ := a.m.SyncStateSet()
+		return slices.Equal(got.Set, []int64{1, 2}) && got.Epoch == 2
+	})
 }

@@ -304,7 +304,12 @@ func TestCommonPoint(t *testing.T) {
 		{"identical", entries(1, 0, 5, 100), 400, entries(1, 0, 5, 100), 400, 400, false},
 		{"new replica", nil, 0, entries(1, 0), 100, 0, false},
 		{"zero-length epochs on both", entries(1, 0, 2, 300, 3, 300), 300, entries(1, 0, 2, 300, 3, 300, 4, 300), 500, 300, false},
+		{"old master of an empty log rejoins", entries(1, 0), 0, entries(2, 0), 0, 0, false},
+		{"old master of an empty log rejoins a written one", entries(1, 0), 0, entries(2, 0), 500, 0, false},
+		{"empty epoch after data, unknown to the master", entries(1, 0, 5, 100), 100, entries(1, 0, 2, 50, 3, 100), 300, 50, false},
+		{"empty last epoch of a master that wrote nothing", entries(1, 0, 2, 300), 300, entries(1, 0, 3, 300), 900, 300, false},
 		{"nothing in common", entries(7, 0), 100, entries(1, 0, 2, 50), 200, 0, true},
+		{"nothing in common behind an empty epoch", entries(7, 0, 8, 100), 100, entries(1, 0, 2, 50), 200, 0, true},
 		{"same epoch different start everywhere", entries(1, 10), 100, entries(1, 0), 200, 0, true},
 		{"beyond 2 GiB", entries(1, 0, 2, 3<<31), 4 << 31, entries(1, 0, 2, 3<<31, 3, 7<<30), 5 << 31, 7 << 30, false},
 	} {
