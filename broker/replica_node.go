@@ -90,7 +90,7 @@ func (n *replicaNode) BecomeMaster(ctx context.Context, r replica.Role) error {
 				return fmt.Errorf("append epoch %d: %w", r.MasterEpoch, err)
 			}
 		}
-		n.master.SetSyncState(ha.SyncState{Set: r.SyncStateSet, Epoch: r.SyncStateSetEpoch})
+		n.master.ResetSyncState(ha.SyncState{Set: r.SyncStateSet, Epoch: r.SyncStateSetEpoch})
 		n.master.CloseConnections("new master epoch")
 		n.role = r
 		n.roleChanged()
@@ -322,6 +322,20 @@ func (n *replicaNode) checkInSync() error {
 		return fmt.Errorf("%w: SyncStateSet of %d, minInSyncReplicas %d", ErrInSyncReplicasNotEnough, size, need)
 	}
 	return nil
+}
+
+// MasterHeard: the slave's link names a master and read from it within two
+// HA heartbeat intervals (an idle master sends one every interval), or 2 s
+// with short intervals, which a loaded machine may stretch.
+func (n *replicaNode) MasterHeard() bool {
+	n.mu.Lock()
+	s := n.slave
+	n.mu.Unlock()
+	if s == nil {
+		return false
+	}
+	c := s.Status().HAClientRuntimeInfo
+	return c != nil && c.MasterAddr != "" && time.Since(time.UnixMilli(c.LastReadTimestamp)) < max(2*n.ha.HeartbeatInterval, 2*time.Second)
 }
 
 func (n *replicaNode) status() protocol.HARuntimeInfo {

@@ -30,11 +30,21 @@ type fakeController struct {
 	sssEpoch      int32
 	noLeaseFields bool
 	heartbeats    map[int64]int
+	hbEpochs      map[int64]int32 // last epoch each replica heartbeated
 	calls         []int32
 }
 
+// loseState forgets every replica, the master and the epochs, as
+// controllers restarted on empty stores do.
+func (f *fakeController) loseState() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.next, f.replicas, f.addrs = 1, map[int64]string{}, map[int64]string{}
+	f.master, f.masterEpoch, f.sss, f.sssEpoch = 0, 0, nil, 0
+}
+
 func newFakeController(leader string) *fakeController {
-	return &fakeController{leader: leader, down: map[string]bool{}, hang: map[string]bool{}, next: 1, replicas: map[int64]string{}, addrs: map[int64]string{}, heartbeats: map[int64]int{}}
+	return &fakeController{leader: leader, down: map[string]bool{}, hang: map[string]bool{}, next: 1, replicas: map[int64]string{}, addrs: map[int64]string{}, heartbeats: map[int64]int{}, hbEpochs: map[int64]int32{}}
 }
 
 // setDown makes every controller stop answering (true) or answer again.
@@ -70,6 +80,12 @@ func (f *fakeController) Invoke(ctx context.Context, addr string, req *remoting.
 	id, _ := strconv.ParseInt(req.Ext(protocol.HdrBrokerID), 10, 64)
 	if req.Code == code.BrokerHeartbeat {
 		f.heartbeats[id]++
+		e, _ := strconv.ParseInt(req.Ext(protocol.HdrEpoch), 10, 32)
+		f.hbEpochs[id] = int32(e)
+		if _, ok := f.replicas[id]; !ok && addr == f.leader {
+			resp.Code = code.ControllerBrokerNeedToBeRegistered
+			return resp, nil
+		}
 		if !f.noLeaseFields && f.masterEpoch > 0 {
 			f.masterFields(set)
 		}
@@ -85,13 +101,15 @@ func (f *fakeController) Invoke(ctx context.Context, addr string, req *remoting.
 	case code.ControllerApplyBrokerID:
 		want, _ := strconv.ParseInt(req.Ext(protocol.HdrAppliedBrokerID), 10, 64)
 		cc := req.Ext(protocol.HdrRegisterCheckCode)
-		if old, ok := f.replicas[want]; (ok && old != cc) || (!ok && want != f.next) {
+		// A free id is taken (one held under controllers that lost their
+		// state is applied for again), as the real controller does.
+		if old, ok := f.replicas[want]; (ok && old != cc) || want < 1 {
 			resp.Code = code.ControllerBrokerIDInvalid
 			return resp, nil
 		}
 		if _, ok := f.replicas[want]; !ok {
 			f.replicas[want] = cc
-			f.next++
+			f.next = max(f.next, want+1)
 		}
 	case code.ControllerRegisterBroker:
 		if _, ok := f.replicas[id]; !ok {
@@ -177,6 +195,9 @@ func (f *fakeController) masterFields(set func(k, v string)) {
 func (f *fakeController) elect(id int64) {
 	f.master = id
 	f.masterEpoch++
+	for _, e := range f.hbEpochs {
+		f.masterEpoch = max(f.masterEpoch, e+1)
+	}
 	if id > 0 {
 		f.sss = []int64{id}
 		f.sssEpoch++
@@ -198,7 +219,9 @@ type fakeNode struct {
 	fenc bool
 	max  int64
 	last int32
-	fail error
+	// heard is MasterHeard's answer.
+	heard bool
+	fail  error
 	// onBecome, when set, runs as a role is taken (before it is recorded).
 	onBecome func(what string)
 }
@@ -207,6 +230,7 @@ func (n *fakeNode) Addr() string         { return n.addr }
 func (n *fakeNode) MaxPhyOffset() int64  { n.mu.Lock(); defer n.mu.Unlock(); return n.max }
 func (n *fakeNode) ConfirmOffset() int64 { return n.MaxPhyOffset() }
 func (n *fakeNode) LastEpoch() int32     { n.mu.Lock(); defer n.mu.Unlock(); return n.last }
+func (n *fakeNode) MasterHeard() bool    { n.mu.Lock(); defer n.mu.Unlock(); return n.heard }
 
 func (n *fakeNode) become(what string, r Role) error {
 	if n.onBecome != nil {

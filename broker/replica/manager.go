@@ -39,6 +39,10 @@ type Node interface {
 	BecomeSlave(ctx context.Context, r Role) error
 	// SyncStateSetChanged tells a master of a newer set at its epoch.
 	SyncStateSetChanged(r Role)
+	// MasterHeard reports whether this slave's HA link to its master is
+	// up and heard from recently: the master is alive, whatever the
+	// controllers know.
+	MasterHeard() bool
 	// SetFenced makes the broker refuse writes and stay away from the
 	// nameserver (true), or serve its role again (false).
 	SetFenced(fenced bool)
@@ -60,6 +64,9 @@ type Manager struct {
 	self       int64
 	acted      Role // the role last acted upon
 	registered bool
+	// unknown: a controller leader answered a heartbeat with "not
+	// registered"; the next poll registers again (rejoin).
+	unknown    bool
 	leaseUntil time.Time
 	leaseLost  bool
 	// fenceMu orders each lease decision with its SetFenced call: the
@@ -120,6 +127,14 @@ func (m *Manager) ControllerID() int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.self
+}
+
+// isRegistered reports whether startup completed: after it, a controller
+// that does not know this replica lost it.
+func (m *Manager) isRegistered() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.registered
 }
 
 // Role is the role last acted upon.
@@ -231,7 +246,7 @@ func (m *Manager) startup(ctx context.Context) error {
 	m.mu.Lock()
 	m.self = id
 	m.mu.Unlock()
-	r, err := m.register(ctx)
+	r, err := m.registerOrReclaim(ctx)
 	if err != nil {
 		return err
 	}
@@ -341,6 +356,66 @@ func (m *Manager) register(ctx context.Context) (Role, error) {
 	return roleFromHeader(self, resp).withSet(resp.Body), nil
 }
 
+// registerOrReclaim registers; controllers that do not know this replica
+// (they lost their state, or replaced the ones it registered with) get
+// its persisted id applied for again, with the check code it first
+// registered with, and the registration is retried once.
+func (m *Manager) registerOrReclaim(ctx context.Context) (Role, error) {
+	r, err := m.register(ctx)
+	if !IsCode(err, code.ControllerBrokerNeedToBeRegistered) {
+		return r, err
+	}
+	id, ok, lerr := m.ids.Load()
+	if lerr != nil || !ok || id.ControllerID != m.ControllerID() {
+		return r, err
+	}
+	m.log.Warn("the controllers do not know this replica (they lost their state or were replaced): applying for its controller id again",
+		"controllerId", id.ControllerID)
+	if _, aerr := m.ctl.call(ctx, func() *remoting.Command {
+		return remoting.NewRequest(code.ControllerApplyBrokerID, map[string]string{
+			protocol.HdrClusterName:       m.cfg.ClusterName,
+			protocol.HdrBrokerName:        m.cfg.BrokerName,
+			protocol.HdrAppliedBrokerID:   strconv.FormatInt(id.ControllerID, 10),
+			protocol.HdrRegisterCheckCode: id.CheckCode,
+		}, nil)
+	}); aerr != nil {
+		return Role{}, fmt.Errorf("apply for controller id %d again: %w", id.ControllerID, aerr)
+	}
+	return m.register(ctx)
+}
+
+// rejoin registers again with controllers that lost this replica (an
+// unknown set, an epoch behind the acted one, or a heartbeat answered
+// "not registered"), asks for an election if they hold no master (the
+// controller takes the most up-to-date replica, at an epoch above every
+// replica's), and acts on the answer.
+func (m *Manager) rejoin(ctx context.Context) {
+	r, err := m.registerOrReclaim(ctx)
+	if err != nil {
+		m.mu.Lock()
+		m.unknown = true
+		m.mu.Unlock()
+		m.log.Warn("re-register at the controller", "err", err)
+		return
+	}
+	m.heartbeat(ctx)
+	if !r.HasMaster() {
+		// The old master asks; a slave that still hears it leaves the
+		// election to it, so the set keeps its master.
+		if acted := m.Role(); !acted.IsMaster() && acted.MasterEpoch > 0 && m.node.MasterHeard() {
+			m.log.Info("the controllers hold no master for this set yet; the master this replica follows is alive and will ask")
+			return
+		}
+		er, err := m.elect(ctx)
+		if err != nil {
+			m.log.Info("the controllers hold no master for this set yet; asking again at the next poll", "err", err)
+			return
+		}
+		r = er
+	}
+	m.apply(ctx, r)
+}
+
 // elect asks the controller for an election ("there is no master, try
 // me"). CONTROLLER_MASTER_STILL_EXIST names the master that stays.
 func (m *Manager) elect(ctx context.Context) (Role, error) {
@@ -423,20 +498,28 @@ func (m *Manager) syncReplicaInfo(ctx context.Context) {
 	resp, err := m.ctl.call(ctx, func() *remoting.Command {
 		return remoting.NewRequest(code.ControllerGetReplicaInfo, map[string]string{protocol.HdrBrokerName: m.cfg.BrokerName}, nil)
 	})
+	m.mu.Lock()
+	lost, acted := m.unknown, m.acted
+	m.unknown = false
+	m.mu.Unlock()
 	if IsCode(err, code.ControllerBrokerMetadataNotExist) {
-		r, rerr := m.register(ctx)
-		if rerr != nil {
-			m.log.Warn("re-register at the controller", "err", rerr)
-			return
-		}
-		m.apply(ctx, r)
-		return
-	}
-	if err != nil {
+		lost = true
+	} else if err != nil {
 		m.log.Debug("get replica info", "err", err)
 		return
 	}
-	m.apply(ctx, roleFromHeader(self, resp).withSet(resp.Body))
+	var r Role
+	if !lost {
+		r = roleFromHeader(self, resp).withSet(resp.Body)
+		// Epochs never go back: controllers behind this replica lost
+		// their state (or replaced the ones it knew).
+		lost = r.MasterEpoch < acted.MasterEpoch
+	}
+	if lost {
+		m.rejoin(ctx)
+		return
+	}
+	m.apply(ctx, r)
 }
 
 // heartbeat tells every controller this replica is alive, with what the
@@ -472,6 +555,13 @@ func (m *Manager) heartbeat(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, m.cfg.RequestTimeout)
 	resp, err := m.ctl.inv.Invoke(cctx, leader, build())
 	cancel()
+	if err == nil && resp.Code == code.ControllerBrokerNeedToBeRegistered && m.isRegistered() {
+		m.mu.Lock()
+		m.unknown = true
+		m.mu.Unlock()
+		m.SyncNow()
+		return
+	}
 	if err != nil || resp.Code != code.Success {
 		return
 	}

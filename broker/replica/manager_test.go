@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -222,6 +223,55 @@ func TestPollFindsNewMaster(t *testing.T) {
 		rb, _, _ := b.snapshot()
 		return ra.MasterEpoch == 3 && rb.MasterEpoch == 3 && ra.MasterID == rb.MasterID && ra.IsMaster() != rb.IsMaster()
 	})
+}
+
+// TestControllersLostTheirState: the controllers restart on empty stores
+// (or new ones replace them). The replicas apply for their persisted ids
+// again; the slave, which still hears its master over HA, leaves the
+// election to it; the master is elected again at an epoch above the one
+// it holds, and the slave follows it there.
+func TestControllersLostTheirState(t *testing.T) {
+	f := newFakeController("c0:9878")
+	a, b := &fakeNode{addr: "10.0.0.1:10911"}, &fakeNode{addr: "10.0.0.2:10911", heard: true}
+	startManager(t, f, a, testConfig(t.TempDir(), nil))
+	waitOps(t, a, "fenced=true", "master@1", "fenced=false")
+	mb := startManager(t, f, b, testConfig(t.TempDir(), nil))
+	waitOps(t, b, "fenced=true", "slave@1", "fenced=false")
+	f.mu.Lock()
+	f.elect(0)
+	f.elect(1) // the master elected again: epoch 3
+	f.mu.Unlock()
+	waitOps(t, b, "fenced=true", "slave@1", "fenced=false", "slave@3")
+
+	f.loseState()
+	waitOps(t, a, "fenced=true", "master@1", "fenced=false", "master@3", "master@4")
+	waitOps(t, b, "fenced=true", "slave@1", "fenced=false", "slave@3", "slave@4")
+	if master, epoch := f.state(); master != 1 || epoch != 4 {
+		t.Fatalf("controller: master %d at epoch %d", master, epoch)
+	}
+	f.mu.Lock()
+	ids := slices.Sorted(maps.Keys(f.replicas))
+	f.mu.Unlock()
+	if !slices.Equal(ids, []int64{1, 2}) || mb.ControllerID() != 2 {
+		t.Fatalf("ids applied for again %v, slave's id %d", ids, mb.ControllerID())
+	}
+}
+
+// TestControllersLostTheirStateAndTheMaster: as above, with the master
+// gone as well: the slave, which no longer hears it, asks and is elected.
+func TestControllersLostTheirStateAndTheMaster(t *testing.T) {
+	f := newFakeController("c0:9878")
+	a, b := &fakeNode{addr: "10.0.0.1:10911"}, &fakeNode{addr: "10.0.0.2:10911"}
+	ma := startManager(t, f, a, testConfig(t.TempDir(), nil))
+	waitOps(t, a, "fenced=true", "master@1", "fenced=false")
+	startManager(t, f, b, testConfig(t.TempDir(), nil))
+	waitOps(t, b, "fenced=true", "slave@1", "fenced=false")
+	ma.Stop()
+	f.mu.Lock()
+	delete(f.hbEpochs, 1)
+	f.mu.Unlock()
+	f.loseState()
+	waitOps(t, b, "fenced=true", "slave@1", "fenced=false", "master@2")
 }
 
 // TestLeaderChange: CONTROLLER_NOT_LEADER and a dead leader make the

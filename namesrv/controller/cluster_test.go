@@ -201,7 +201,7 @@ func beat(t *testing.T, cl *cluster, stop <-chan struct{}, name string, ids ...i
 					h := c.handlers()[code.BrokerHeartbeat]
 					_, _ = h(context.Background(), nil, remoting.NewRequest(code.BrokerHeartbeat, map[string]string{
 						"clusterName": "c", "brokerName": name, "brokerId": itoa(id), "brokerAddr": fmt.Sprintf("10.0.0.%d:10911", id),
-						"heartbeatTimeoutMills": "400", "epoch": "1", "maxOffset": fmt.Sprint(100 * id),
+						"heartbeatTimeoutMills": "400", "epoch": "0", "maxOffset": "0",
 					}, nil))
 				}
 			}
@@ -244,8 +244,10 @@ func TestClusterElectionsAndLeaderChange(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	wg := beat(t, cl, stop, "a", 1, 2)
-	hb(t, leader, "a", 1, 400, 1, 100) // alive now, not only after beat's first round
-	hb(t, leader, "a", 2, 400, 1, 200)
+	// Alive now, not only after beat's first round; a new set's replicas
+	// hold no epoch yet.
+	hb(t, leader, "a", 1, 400, 0, 0)
+	hb(t, leader, "a", 2, 400, 0, 0)
 	el := call(t, leader, code.ControllerElectMaster, map[string]string{"clusterName": "c", "brokerName": "a", "brokerId": "1"}, nil)
 	wantCode(t, el, code.Success)
 	if el.Ext("masterBrokerId") != "1" || el.Ext("masterEpoch") != "1" || el.Ext("masterAddress") != "10.0.0.1:10911" {

@@ -87,6 +87,8 @@ func (c *Controller) elect(name string, brokerID int64, designate bool) electRes
 			}
 		}
 		d := state.DecideElection(b, c.live.electInput(name, brokerID, designate, cfg.EnableElectUncleanMaster))
+		// Epochs continue above whatever the replicas hold (state.ElectMaster).
+		minEpoch := c.live.maxEpoch(name) + 1
 		var cmd state.ElectMaster
 		switch d.Outcome {
 		case state.StillMaster:
@@ -100,10 +102,10 @@ func (c *Controller) elect(name string, brokerID int64, designate bool) electRes
 				// every scan would only churn the log.
 				return electResult{code: code.ControllerMasterNotAvailable, remark: "no eligible replica for " + name, set: b}
 			}
-			cmd = state.ElectMaster{BrokerName: name, ExpectMasterEpoch: b.MasterEpoch, ExpectSSSEpoch: b.SyncStateSetEpoch}
+			cmd = state.ElectMaster{BrokerName: name, ExpectMasterEpoch: b.MasterEpoch, ExpectSSSEpoch: b.SyncStateSetEpoch, MinEpoch: minEpoch}
 		case state.Elected:
 			cmd = state.ElectMaster{BrokerName: name, ExpectMasterEpoch: b.MasterEpoch, ExpectSSSEpoch: b.SyncStateSetEpoch,
-				NewMaster: d.Master, Unclean: d.Unclean}
+				NewMaster: d.Master, Unclean: d.Unclean, MinEpoch: minEpoch}
 		}
 		res, err := c.apply(cmd)
 		if err != nil {

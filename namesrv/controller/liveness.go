@@ -2,6 +2,7 @@ package controller
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -119,7 +120,44 @@ func (l *liveness) electInput(brokerName string, brokerID int64, designate, uncl
 		BrokerID: brokerID, Designate: designate, Unclean: unclean,
 		Alive: func(id int64) bool { return l.alive(brokerName, id) },
 		Info:  func(id int64) (state.Candidate, bool) { return l.candidate(brokerName, id) },
+		Heard: l.heard(brokerName), Warming: l.warming(),
 	}
+}
+
+// warming reports whether the table is younger than its warm-up.
+func (l *liveness) warming() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.now().Sub(l.started) < l.warmup
+}
+
+// heard lists the ids of brokerName with a live heartbeat, ascending.
+func (l *liveness) heard(brokerName string) []int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	var ids []int64
+	for k, b := range l.brokers {
+		if k.brokerName == brokerName && l.aliveAt(b, now) {
+			ids = append(ids, k.id)
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// maxEpoch is the highest epoch any replica of brokerName reported in a
+// heartbeat still in the table (0 if none).
+func (l *liveness) maxEpoch(brokerName string) int32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var e int32
+	for k, b := range l.brokers {
+		if k.brokerName == brokerName {
+			e = max(e, b.epoch)
+		}
+	}
+	return e
 }
 
 // removeConn drops every entry that heartbeated over connection connID and

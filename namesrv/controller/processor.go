@@ -144,7 +144,19 @@ func (c *Controller) heartbeat(_ context.Context, ch *remoting.Channel, req *rem
 	}
 	c.live.update(h)
 	ext := map[string]string{}
-	if b, ok := c.fsm.Get(h.key.brokerName); ok && c.serving.Load() {
+	b, ok := c.fsm.Get(h.key.brokerName)
+	registered := false
+	if ok {
+		_, registered = b.Replicas[id]
+	}
+	if c.serving.Load() && !registered {
+		// Our brokers ask for an answer and apply for their id again on
+		// this code (the controllers lost their state, or replaced
+		// others); Apache's send the heartbeat one-way.
+		return remoting.NewResponse(req, code.ControllerBrokerNeedToBeRegistered,
+			fmt.Sprintf("broker %s id %d is not registered", h.key.brokerName, id)), nil
+	}
+	if ok && c.serving.Load() {
 		if b.HasMaster() {
 			ext[protocol.HdrMasterBrokerID] = itoa(b.MasterBrokerID)
 		}

@@ -25,7 +25,10 @@ func TestRequestCodes(t *testing.T) {
 	wantCode(t, call(t, c, code.ControllerRegisterBroker, map[string]string{"brokerName": "zz", "brokerId": "1", "brokerAddress": "x"}, nil), code.ControllerBrokerNeedToBeRegistered)
 	wantCode(t, call(t, c, code.ControllerGetReplicaInfo, map[string]string{"brokerName": "zz"}, nil), code.ControllerBrokerMetadataNotExist)
 	wantCode(t, call(t, c, code.ControllerElectMaster, map[string]string{"brokerName": "zz", "brokerId": "1"}, nil), code.ControllerBrokerNeedToBeRegistered)
-	wantCode(t, call(t, c, code.ControllerApplyBrokerID, map[string]string{"clusterName": "c", "brokerName": "zz", "appliedBrokerId": "2", "registerCheckCode": "x;1"}, nil), code.ControllerBrokerIDInvalid)
+	wantCode(t, call(t, c, code.ControllerApplyBrokerID, map[string]string{"clusterName": "c", "brokerName": "zz", "appliedBrokerId": "0", "registerCheckCode": "x;1"}, nil), code.ControllerBrokerIDInvalid)
+	// A heartbeat from a replica the leader does not know asks it to apply
+	// for its id again.
+	wantCode(t, call(t, c, code.BrokerHeartbeat, map[string]string{"clusterName": "c", "brokerName": "zz", "brokerId": "2", "brokerAddr": "x"}, nil), code.ControllerBrokerNeedToBeRegistered)
 	wantCode(t, call(t, c, code.ControllerGetSyncStateData, nil, []byte("[]")), code.SystemError)
 	registerReplica(t, c, "a")
 	registerReplica(t, c, "a")

@@ -84,9 +84,13 @@ type ctrlCluster struct {
 	// addresses, in front of where they listen.
 	ctrlProxies []*netfault.Proxy
 	namesrvs    []*harness.Proc
-	brokers     []*ctrlBroker
-	rc          *remoting.Client
-	ac          *admin.Client
+	// nsStart starts nameserver i (again) on its config, port and data
+	// directory; nsDirs[i] holds its controller's store.
+	nsStart []func(t *testing.T) *harness.Proc
+	nsDirs  []string
+	brokers []*ctrlBroker
+	rc      *remoting.Client
+	ac      *admin.Client
 }
 
 // ctrlClusterOptions vary the topology per test.
@@ -138,10 +142,15 @@ func startCtrlCluster(t *testing.T, o ctrlClusterOptions) *ctrlCluster {
 		}
 		port := harness.LatePort(t)
 		c.nsAddrs = append(c.nsAddrs, fmt.Sprintf("127.0.0.1:%d", port))
-		p := harness.StartProcessWith(t, harness.ProcOptions{Name: fmt.Sprintf("namesrv-n%d", i)}, filepath.Join(c.bin, harness.Namesrv),
-			"-c", conf, "--listen-port", strconv.Itoa(port), "--data-dir", dir)
-		p.WaitTCP(t, ctrlListen[i], 15*time.Second)
-		c.namesrvs = append(c.namesrvs, p)
+		start := func(t *testing.T) *harness.Proc {
+			p := harness.StartProcessWith(t, harness.ProcOptions{Name: fmt.Sprintf("namesrv-n%d", i)}, filepath.Join(c.bin, harness.Namesrv),
+				"-c", conf, "--listen-port", strconv.Itoa(port), "--data-dir", dir)
+			p.WaitTCP(t, ctrlListen[i], 15*time.Second)
+			return p
+		}
+		c.nsStart = append(c.nsStart, start)
+		c.nsDirs = append(c.nsDirs, dir)
+		c.namesrvs = append(c.namesrvs, start(t))
 	}
 
 	c.rc = remoting.NewClient(remoting.DefaultClientConfig(), nil)

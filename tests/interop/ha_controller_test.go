@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,15 +68,7 @@ func mixedSet(t *testing.T, bin string, apacheController bool) {
 	if apacheController {
 		startApacheHA(t, run, "namesrv-0", "apache_ha_namesrv", "0", strconv.Itoa(nsPort), peers, "n0")
 	} else {
-		dir := t.TempDir()
-		conf := filepath.Join(dir, "namesrv.conf")
-		props := fmt.Sprintf("listenPort=%d\nkvConfigPath=%s\nenableControllerInNamesrv=true\ncontrollerDLegerGroup=rmq-ha\ncontrollerDLegerPeers=%s\ncontrollerDLegerSelfId=n0\ncontrollerStorePath=%s\n",
-			nsPort, filepath.Join(dir, "kvConfig.json"), peers, filepath.Join(dir, "controller"))
-		if err := os.WriteFile(conf, []byte(props), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		p := harness.StartProcessWith(t, harness.ProcOptions{Name: "namesrv"}, filepath.Join(bin, harness.Namesrv), "-c", conf)
-		p.WaitTCP(t, ns, 60*time.Second)
+		startOurControllerNamesrv(t, bin, nsPort, peers)
 	}
 	harness.WaitTCP(t, ctl, 2*time.Minute)
 
@@ -85,59 +78,11 @@ func mixedSet(t *testing.T, bin string, apacheController bool) {
 	if !apacheController {
 		first, second = apache, ours // each controller first elects the other side's broker
 	}
-
-	ac, err := admin.New(admin.Config{NameServers: []string{ns}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ac.Close()
-	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
-	defer rc.Close()
-	state := func() (protocol.ReplicasInfo, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		info, err := ac.GetSyncStateData(ctx, ctl, []string{"broker-a"})
-		if err != nil {
-			return protocol.ReplicasInfo{}, err
-		}
-		ri, ok := info.ReplicasInfoTable["broker-a"]
-		if !ok {
-			return ri, errors.New("the controller knows no broker-a")
-		}
-		return ri, nil
-	}
-	// joined waits until master leads a SyncStateSet of both replicas and
-	// holds the other's ack at its own end.
-	joined := func(master, slave *replicaNode) protocol.ReplicasInfo {
-		t.Helper()
-		var ri protocol.ReplicasInfo
-		testutil.Eventually(t, 90*time.Second, func() error {
-			if ri, err = state(); err != nil {
-				return err
-			}
-			if ri.MasterAddress != master.addr || len(ri.InSyncReplicas) != 2 {
-				return fmt.Errorf("SyncStateSet %+v, want master %s and both replicas", ri, master.addr)
-			}
-			st, err := haStatus(rc, master.addr)
-			if err != nil {
-				return err
-			}
-			if len(st.HAConnectionInfo) != 1 || st.HAConnectionInfo[0].SlaveAckOffset != st.MasterCommitLogMaxOffset {
-				return fmt.Errorf("HA status of %s: %+v", master.addr, st)
-			}
-			return nil
-		})
-		return ri
-	}
+	v := newCtlSetView(t, ns, ctl)
+	ac, rc, joined := v.ac, v.rc, v.joined
 
 	first.start(t)
-	testutil.Eventually(t, 60*time.Second, func() error {
-		ri, err := state()
-		if err == nil && ri.MasterAddress != first.addr {
-			err = fmt.Errorf("SyncStateSet %+v, want master %s", ri, first.addr)
-		}
-		return err
-	})
+	v.waitMaster(first)
 	second.start(t)
 	ri := joined(first, second)
 	// The set stays as it is: Apache's master checks it every 5 s
@@ -183,13 +128,7 @@ func mixedSet(t *testing.T, bin string, apacheController bool) {
 
 	// Failover: the second replica is elected and takes sends.
 	first.kill(t)
-	testutil.Eventually(t, 60*time.Second, func() error {
-		ri, err := state()
-		if err == nil && ri.MasterAddress != second.addr {
-			err = fmt.Errorf("SyncStateSet %+v, want master %s", ri, second.addr)
-		}
-		return err
-	})
+	v.waitMaster(second)
 	routedTo(second)
 	time.Sleep(3 * time.Second) // past a delivery scan of the new master
 	if second == ours {
@@ -228,6 +167,158 @@ func mixedSet(t *testing.T, bin string, apacheController bool) {
 	sendN(t, ns, first.addr, topic, 100)
 	joined(first, second)
 	sameLogs(t, rc, first, second)
+}
+
+// startOurControllerNamesrv starts our nameserver on port with a
+// controller embedded at peers' address (one node, n0, a new store).
+func startOurControllerNamesrv(t *testing.T, bin string, port int, peers string) {
+	t.Helper()
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "namesrv.conf")
+	props := fmt.Sprintf("listenPort=%d\nkvConfigPath=%s\nenableControllerInNamesrv=true\ncontrollerDLegerGroup=rmq-ha\ncontrollerDLegerPeers=%s\ncontrollerDLegerSelfId=n0\ncontrollerStorePath=%s\n",
+		port, filepath.Join(dir, "kvConfig.json"), peers, filepath.Join(dir, "controller"))
+	if err := os.WriteFile(conf, []byte(props), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := harness.StartProcessWith(t, harness.ProcOptions{Name: "namesrv"}, filepath.Join(bin, harness.Namesrv), "-c", conf)
+	p.WaitTCP(t, fmt.Sprintf("127.0.0.1:%d", port), 60*time.Second)
+}
+
+// ctlSetView watches set broker-a through a controller and a nameserver.
+type ctlSetView struct {
+	t   *testing.T
+	ac  *admin.Client
+	rc  *remoting.Client
+	ctl string
+}
+
+func newCtlSetView(t *testing.T, ns, ctl string) *ctlSetView {
+	ac, err := admin.New(admin.Config{NameServers: []string{ns}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ac.Close() })
+	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	t.Cleanup(func() { rc.Close() })
+	return &ctlSetView{t: t, ac: ac, rc: rc, ctl: ctl}
+}
+
+// state is the controller's view of the set.
+func (v *ctlSetView) state() (protocol.ReplicasInfo, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	info, err := v.ac.GetSyncStateData(ctx, v.ctl, []string{"broker-a"})
+	if err != nil {
+		return protocol.ReplicasInfo{}, err
+	}
+	ri, ok := info.ReplicasInfoTable["broker-a"]
+	if !ok {
+		return ri, errors.New("the controller knows no broker-a")
+	}
+	return ri, nil
+}
+
+// waitMaster waits until the controller names master.
+func (v *ctlSetView) waitMaster(master *replicaNode) {
+	v.t.Helper()
+	testutil.Eventually(v.t, 60*time.Second, func() error {
+		ri, err := v.state()
+		if err == nil && ri.MasterAddress != master.addr {
+			err = fmt.Errorf("SyncStateSet %+v, want master %s", ri, master.addr)
+		}
+		return err
+	})
+}
+
+// joined waits until master leads a SyncStateSet of both replicas and
+// holds the other's ack at its own end.
+func (v *ctlSetView) joined(master, slave *replicaNode) protocol.ReplicasInfo {
+	v.t.Helper()
+	var ri protocol.ReplicasInfo
+	testutil.Eventually(v.t, 90*time.Second, func() error {
+		var err error
+		if ri, err = v.state(); err != nil {
+			return err
+		}
+		if ri.MasterAddress != master.addr || len(ri.InSyncReplicas) != 2 {
+			return fmt.Errorf("SyncStateSet %+v, want master %s and both replicas", ri, master.addr)
+		}
+		st, err := haStatus(v.rc, master.addr)
+		if err != nil {
+			return err
+		}
+		if len(st.HAConnectionInfo) != 1 || st.HAConnectionInfo[0].SlaveAckOffset != st.MasterCommitLogMaxOffset {
+			return fmt.Errorf("HA status of %s: %+v", master.addr, st)
+		}
+		return nil
+	})
+	return ri
+}
+
+// TestControllerTakeoverFromApache: the last step of moving a
+// controller-mode cluster to ours (docs/operations.md, "Migrating an
+// Apache cluster"). A set of two of our brokers runs under Apache 5.5.0's
+// controller, embedded in its nameserver. That nameserver is killed and
+// ours, with an embedded controller and an empty store, takes its place
+// at the same addresses. Our brokers apply for the ids Apache's controller
+// gave them; the master, which its slave still hears, is elected again at
+// an epoch above Apache's (a new controller would start at 1, which the
+// replicas refuse); the slave rejoins the SyncStateSet; the set takes
+// sends and the CommitLogs stay byte-identical.
+func TestControllerTakeoverFromApache(t *testing.T) {
+	requireApacheHA(t)
+	bin := harness.BuildBinaries(t, harness.Namesrv, harness.Broker)
+	run := filepath.Join(t.TempDir(), "run")
+	nsPort, ctlPort := harness.LatePort(t), harness.LatePort(t)
+	ns, ctl := fmt.Sprintf("127.0.0.1:%d", nsPort), fmt.Sprintf("127.0.0.1:%d", ctlPort)
+	peers := "n0-" + ctl
+	apacheNs := startApacheHA(t, run, "namesrv-0", "apache_ha_namesrv", "0", strconv.Itoa(nsPort), peers, "n0")
+	harness.WaitTCP(t, ctl, 2*time.Minute)
+
+	a, b := ourReplica(t, bin, ns, ctl), ourReplica(t, bin, ns, ctl)
+	v := newCtlSetView(t, ns, ctl)
+	a.start(t)
+	v.waitMaster(a)
+	b.start(t)
+	v.joined(a, b)
+	const topic = "InteropControllerTakeover"
+	sendN(t, ns, a.addr, topic, 200)
+	before := v.joined(a, b)
+	sameLogs(t, v.rc, a, b)
+
+	if err := syscall.Kill(apacheNs, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// The port is free once the JVM is gone.
+	testutil.Eventually(t, 30*time.Second, func() error {
+		ln, err := net.Listen("tcp", ctl)
+		if err != nil {
+			return err
+		}
+		return ln.Close()
+	})
+	startOurControllerNamesrv(t, bin, nsPort, peers)
+	after := v.joined(a, b)
+	if after.MasterEpoch <= before.MasterEpoch {
+		t.Fatalf("master epoch %d under our controller, %d under Apache's: epochs went back", after.MasterEpoch, before.MasterEpoch)
+	}
+	idOf := func(ri protocol.ReplicasInfo, addr string) int64 {
+		for _, r := range ri.InSyncReplicas {
+			if r.BrokerAddress == addr {
+				return r.BrokerID
+			}
+		}
+		return 0
+	}
+	for _, n := range []*replicaNode{a, b} {
+		if x, y := idOf(before, n.addr), idOf(after, n.addr); x == 0 || x != y {
+			t.Fatalf("%s: id %d under Apache's controller, %d under ours", n.addr, x, y)
+		}
+	}
+	t.Logf("master %s at epoch %d under Apache's controller, at %d under ours", a.addr, before.MasterEpoch, after.MasterEpoch)
+	sendN(t, ns, a.addr, topic, 100)
+	v.joined(a, b)
+	sameLogs(t, v.rc, a, b)
 }
 
 // sameLogs compares the first CommitLog file of master and slave up to

@@ -46,7 +46,8 @@ type Command interface {
 	apply(s *State) Result
 }
 
-// ApplyBrokerID registers replica ID in a set (creating the set for ID 1).
+// ApplyBrokerID registers replica ID in a set, creating the set if it is
+// unknown.
 type ApplyBrokerID struct {
 	ClusterName string `json:"clusterName"`
 	BrokerName  string `json:"brokerName"`
@@ -74,13 +75,17 @@ type AlterSyncStateSet struct {
 
 // ElectMaster installs NewMaster (NoMaster: "no master") as of the expected
 // epochs. Unclean travels in the command because enableElectUncleanMaster
-// is per node.
+// is per node. MinEpoch is the lowest master epoch the election may give:
+// one above every epoch the set's replicas reported, so that a set whose
+// controllers lost their state (or were replaced) continues its epochs
+// instead of starting again at 1, which its replicas would refuse.
 type ElectMaster struct {
 	BrokerName        string `json:"brokerName"`
 	ExpectMasterEpoch int32  `json:"expectMasterEpoch"`
 	ExpectSSSEpoch    int32  `json:"expectSyncStateSetEpoch"`
 	NewMaster         int64  `json:"newMaster"`
 	Unclean           bool   `json:"unclean"`
+	MinEpoch          int32  `json:"minEpoch,omitempty"`
 }
 
 // CleanBrokerData removes replicas IDs (empty: the whole set).
@@ -164,13 +169,16 @@ func Decode(data []byte) (Command, error) {
 func (s *State) Apply(c Command) Result { return c.apply(s) }
 
 func (c ApplyBrokerID) apply(s *State) Result {
+	if c.ID < 1 {
+		return conflict(code.ControllerBrokerIDInvalid, "broker id %d of %s: ids start at 1", c.ID, c.BrokerName)
+	}
 	b := s.sets[c.BrokerName]
 	if b == nil {
-		if c.ID != 1 {
-			return conflict(code.ControllerBrokerIDInvalid, "broker set %s is new: the first id must be 1, got %d", c.BrokerName, c.ID)
-		}
-		b = &BrokerSet{ClusterName: c.ClusterName, BrokerName: c.BrokerName, NextAssignBrokerID: 2,
-			Replicas: map[int64]Replica{1: {ID: 1, Address: c.Address, CheckCode: c.CheckCode}}}
+		// A new set starts with the id GET_NEXT_BROKER_ID gave (1), or
+		// with the id a replica held under controllers that lost their
+		// state: it applies for it again (upstream accepts only 1 here).
+		b = &BrokerSet{ClusterName: c.ClusterName, BrokerName: c.BrokerName, NextAssignBrokerID: c.ID + 1,
+			Replicas: map[int64]Replica{c.ID: {ID: c.ID, Address: c.Address, CheckCode: c.CheckCode}}}
 		s.sets[c.BrokerName] = b
 		return resultOf(b)
 	}
@@ -183,13 +191,15 @@ func (c ApplyBrokerID) apply(s *State) Result {
 		}
 		return conflict(code.ControllerBrokerIDInvalid, "id %d of %s is taken by another registration", c.ID, c.BrokerName)
 	}
-	// Ids below nextAssignBrokerId were handed out before (and possibly
-	// cleaned): never reuse them while the set exists.
-	if c.ID < b.NextAssignBrokerID {
-		return conflict(code.ControllerBrokerIDInvalid, "id %d of %s was assigned before (next is %d)", c.ID, c.BrokerName, b.NextAssignBrokerID)
+	if _, cleaned := slices.BinarySearch(b.CleanedIDs, c.ID); cleaned {
+		return conflict(code.ControllerBrokerIDInvalid, "id %d of %s was cleaned: it is not taken again (next is %d)", c.ID, c.BrokerName, b.NextAssignBrokerID)
 	}
+	// Any other free id is taken. GET_NEXT_BROKER_ID hands out only ids
+	// from nextAssignBrokerId on, so a free one below it is one this set
+	// never registered: a replica that held it under controllers that lost
+	// their state applies for it again.
 	b.Replicas[c.ID] = Replica{ID: c.ID, Address: c.Address, CheckCode: c.CheckCode}
-	b.NextAssignBrokerID = c.ID + 1
+	b.NextAssignBrokerID = max(b.NextAssignBrokerID, c.ID+1)
 	return resultOf(b)
 }
 
@@ -266,7 +276,7 @@ func (c ElectMaster) apply(s *State) Result {
 		// The SyncStateSet is kept: its members still hold every acked
 		// message and remain the only clean candidates.
 		b.MasterBrokerID = NoMaster
-		b.MasterEpoch++
+		b.MasterEpoch = max(b.MasterEpoch+1, c.MinEpoch)
 		return resultOf(b)
 	}
 	if _, ok := b.Replicas[c.NewMaster]; !ok {
@@ -278,7 +288,7 @@ func (c ElectMaster) apply(s *State) Result {
 		return withSet(conflict(code.ControllerElectMasterFailed, "new master %d of %s is outside the SyncStateSet %v", c.NewMaster, c.BrokerName, b.SyncStateSet), b)
 	}
 	b.MasterBrokerID = c.NewMaster
-	b.MasterEpoch++
+	b.MasterEpoch = max(b.MasterEpoch+1, c.MinEpoch)
 	b.SyncStateSet = []int64{c.NewMaster}
 	b.SyncStateSetEpoch++
 	return resultOf(b)
@@ -295,6 +305,9 @@ func (c CleanBrokerData) apply(s *State) Result {
 	}
 	hadSet := len(b.SyncStateSet) > 0
 	for _, id := range c.IDs {
+		if _, ok := b.Replicas[id]; ok {
+			b.CleanedIDs = normalizeSet(append(b.CleanedIDs, id))
+		}
 		delete(b.Replicas, id)
 		b.SyncStateSet = slices.DeleteFunc(b.SyncStateSet, func(m int64) bool { return m == id })
 		if id == b.MasterBrokerID {

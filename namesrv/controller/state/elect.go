@@ -25,6 +25,13 @@ type ElectInput struct {
 	Unclean   bool  // enableElectUncleanMaster on this node
 	Alive     func(id int64) bool
 	Info      func(id int64) (Candidate, bool)
+	// Heard lists the set's ids with a live heartbeat, registered or not:
+	// replicas of a set whose controllers lost their state heartbeat
+	// before they have applied for their ids again.
+	Heard []int64
+	// Warming: this node's heartbeat table is younger than its warm-up,
+	// so a live replica may not be in Heard yet.
+	Warming bool
 }
 
 // Outcome of an election decision.
@@ -50,8 +57,7 @@ type Decision struct {
 // DecideElection is the election policy of docs/replication.md §2.3.
 func DecideElection(b *BrokerSet, in ElectInput) Decision {
 	if b.MasterEpoch == 0 && in.BrokerID != ControllerTriggered {
-		// Never had a master: the first replica to ask becomes it.
-		return decided(b, in.BrokerID, false)
+		return firstMaster(b, in)
 	}
 	prefer := NoMaster
 	if in.Designate {
@@ -79,6 +85,67 @@ func DecideElection(b *BrokerSet, in ElectInput) Decision {
 		}
 	}
 	return Decision{Outcome: NoneEligible}
+}
+
+// firstMaster decides for a set that never had a master here. A new set
+// takes the first replica that asks. A set with a history (its controllers
+// lost their state, or replaced others) must take its most up-to-date
+// replica instead: one that heartbeats a newer log than the requester's is
+// elected if it is registered, and otherwise nobody is yet (it applies for
+// its id again within a poll, and the requester asks again). Nobody is
+// elected either while the heartbeat table warms up: the newest replica
+// may not have been heard yet.
+func firstMaster(b *BrokerSet, in ElectInput) Decision {
+	if in.Warming && hasHistory(in) {
+		return Decision{Outcome: NoneEligible}
+	}
+	// best over every live replica, chosen over registered ones (the
+	// requester first: it wins ties).
+	chosen, best := in.BrokerID, in.BrokerID
+	for _, id := range in.Heard {
+		if newerLog(id, best, in.Info) {
+			best = id
+		}
+		if _, ok := b.Replicas[id]; ok && in.Alive != nil && in.Alive(id) && newerLog(id, chosen, in.Info) {
+			chosen = id
+		}
+	}
+	if newerLog(best, chosen, in.Info) {
+		return Decision{Outcome: NoneEligible}
+	}
+	return decided(b, chosen, false)
+}
+
+// hasHistory reports whether the requester or a live replica heartbeated
+// an epoch or a non-empty log.
+func hasHistory(in ElectInput) bool {
+	if in.Info == nil {
+		return false
+	}
+	for _, id := range append([]int64{in.BrokerID}, in.Heard...) {
+		if c, ok := in.Info(id); ok && (c.Epoch > 0 || c.MaxOffset > 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// newerLog reports whether replica x heartbeated a strictly newer log than
+// y: a higher epoch, or the same epoch and more of it. A replica without
+// heartbeat data counts as an empty log.
+func newerLog(x, y int64, info func(int64) (Candidate, bool)) bool {
+	if info == nil {
+		return false
+	}
+	cx, okx := info(x)
+	if !okx {
+		return false
+	}
+	cy, oky := info(y)
+	if !oky {
+		return cx.Epoch > 0 || cx.MaxOffset > 0
+	}
+	return cx.Epoch > cy.Epoch || (cx.Epoch == cy.Epoch && cx.MaxOffset > cy.MaxOffset)
 }
 
 func decided(b *BrokerSet, id int64, unclean bool) Decision {

@@ -112,6 +112,7 @@ func (s *State) UnmarshalJSON(data []byte) error {
 			b.Replicas[r.ID] = r
 		}
 		b.SyncStateSet = normalizeSet(b.SyncStateSet)
+		b.CleanedIDs = normalizeSet(b.CleanedIDs)
 		sets[b.BrokerName] = &b
 	}
 	s.sets = sets
@@ -124,7 +125,8 @@ func (s *State) Equal(o *State) bool {
 		return a.ClusterName == b.ClusterName && a.BrokerName == b.BrokerName &&
 			a.NextAssignBrokerID == b.NextAssignBrokerID && maps.Equal(a.Replicas, b.Replicas) &&
 			a.MasterBrokerID == b.MasterBrokerID && a.MasterEpoch == b.MasterEpoch &&
-			slices.Equal(a.SyncStateSet, b.SyncStateSet) && a.SyncStateSetEpoch == b.SyncStateSetEpoch
+			slices.Equal(a.SyncStateSet, b.SyncStateSet) && a.SyncStateSetEpoch == b.SyncStateSetEpoch &&
+			slices.Equal(a.CleanedIDs, b.CleanedIDs)
 	})
 }
 

@@ -35,6 +35,11 @@ type BrokerSet struct {
 	MasterEpoch        int32             `json:"masterEpoch"`
 	SyncStateSet       []int64           `json:"syncStateSet"` // sorted, no duplicates
 	SyncStateSetEpoch  int32             `json:"syncStateSetEpoch"`
+	// CleanedIDs were removed by CleanBrokerData and are not taken again
+	// while the set exists (sorted). Other free ids below
+	// NextAssignBrokerID were never registered here: a replica that held
+	// one under controllers that lost their state may apply for it.
+	CleanedIDs []int64 `json:"cleanedIds,omitempty"`
 }
 
 // HasMaster reports whether the set currently has a master.
@@ -62,6 +67,7 @@ func (b *BrokerSet) Clone() *BrokerSet {
 		c.Replicas = map[int64]Replica{}
 	}
 	c.SyncStateSet = slices.Clone(b.SyncStateSet)
+	c.CleanedIDs = slices.Clone(b.CleanedIDs)
 	return &c
 }
 

@@ -65,7 +65,8 @@ func TestApplyPreconditions(t *testing.T) {
 		cmd  Command
 		want int32
 	}{
-		{"apply: new set must start at 1", ApplyBrokerID{ClusterName: "c", BrokerName: "new", ID: 2}, code.ControllerBrokerIDInvalid},
+		{"apply: ids start at 1", ApplyBrokerID{ClusterName: "c", BrokerName: "new", ID: 0}, code.ControllerBrokerIDInvalid},
+		{"apply: new set from a replica's id", ApplyBrokerID{ClusterName: "c", BrokerName: "new", ID: 2}, code.Success},
 		{"apply: new set id 1", ApplyBrokerID{ClusterName: "c", BrokerName: "new", ID: 1}, code.Success},
 		{"apply: taken by another code", ApplyBrokerID{ClusterName: "c", BrokerName: "a", ID: 2, CheckCode: "other"}, code.ControllerBrokerIDInvalid},
 		{"apply: retry with the same code", ApplyBrokerID{ClusterName: "c", BrokerName: "a", ID: 2, CheckCode: "h:2;1"}, code.Success},
@@ -128,10 +129,17 @@ func TestApplyEffects(t *testing.T) {
 	if r.MasterBrokerID != NoMaster || r.MasterEpoch != 3 || r.SyncStateSetEpoch != 3 || !slices.Equal(s.Set("a").SyncStateSet, []int64{3}) {
 		t.Fatalf("no master: %+v %+v", r, s.Set("a"))
 	}
-	// Cleaned ids are not handed out again.
+	// Cleaned ids are not handed out or taken again, not even by the
+	// replica that held them.
 	mustOK(t, s, CleanBrokerData{BrokerName: "a", IDs: []int64{2}})
 	if r := s.Apply(ApplyBrokerID{ClusterName: "c", BrokerName: "a", ID: 2, CheckCode: "new"}); r.Code != code.ControllerBrokerIDInvalid {
 		t.Fatalf("reused id 2: %+v", r)
+	}
+	if r := s.Apply(ApplyBrokerID{ClusterName: "c", BrokerName: "a", ID: 2, CheckCode: "h:2;1"}); r.Code != code.ControllerBrokerIDInvalid {
+		t.Fatalf("cleaned id 2 taken back: %+v", r)
+	}
+	if got := s.Set("a").CleanedIDs; !slices.Equal(got, []int64{2}) {
+		t.Fatalf("cleaned ids %v", got)
 	}
 	if s.NextBrokerID("a") != 4 || s.NextBrokerID("unknown") != 1 {
 		t.Fatalf("next ids %d %d", s.NextBrokerID("a"), s.NextBrokerID("unknown"))
@@ -170,6 +178,64 @@ func TestFirstElection(t *testing.T) {
 	r := mustOK(t, s, ElectMaster{BrokerName: "a", NewMaster: 2})
 	if r.MasterEpoch != 1 || r.SyncStateSetEpoch != 1 || !slices.Equal(s.Set("a").SyncStateSet, []int64{2}) {
 		t.Fatalf("first election: %+v", r)
+	}
+}
+
+// TestSetWithAHistory: controllers that lost their state (or replaced
+// others) meet a set whose replicas hold ids and epochs. The replicas
+// apply for their ids again in any order; the most up-to-date live one is
+// elected, and only once it has applied; epochs continue above theirs.
+func TestSetWithAHistory(t *testing.T) {
+	s := New()
+	mustOK(t, s, ApplyBrokerID{ClusterName: "c", BrokerName: "a", ID: 3, CheckCode: "h:3;1"})
+	if s.NextBrokerID("a") != 4 {
+		t.Fatalf("next id %d", s.NextBrokerID("a"))
+	}
+	// Heartbeats: 1 was master at epoch 7 and holds the longest log; 2
+	// and 3 follow it, 3 a little behind.
+	info := map[int64]Candidate{1: {Epoch: 7, MaxOffset: 900}, 2: {Epoch: 7, MaxOffset: 900}, 3: {Epoch: 7, MaxOffset: 800}}
+	in := func(requester int64) ElectInput {
+		return ElectInput{BrokerID: requester, Heard: []int64{1, 2, 3},
+			Alive: func(id int64) bool { _, ok := info[id]; return ok },
+			Info:  func(id int64) (Candidate, bool) { c, ok := info[id]; return c, ok }}
+	}
+	if d := DecideElection(s.Set("a"), in(3)); d.Outcome != NoneEligible {
+		t.Fatalf("elected while newer logs are unregistered: %+v", d)
+	}
+	mustOK(t, s, ApplyBrokerID{ClusterName: "c", BrokerName: "a", ID: 2, CheckCode: "h:2;1"})
+	warming := in(3)
+	warming.Warming = true
+	if d := DecideElection(s.Set("a"), warming); d.Outcome != NoneEligible {
+		t.Fatalf("elected while the heartbeat table warms up: %+v", d)
+	}
+	if d := DecideElection(s.Set("a"), in(3)); d.Outcome != Elected || d.Master != 2 {
+		t.Fatalf("3 asks, 2 (as new as 1) registered: %+v", d)
+	}
+	mustOK(t, s, ApplyBrokerID{ClusterName: "c", BrokerName: "a", ID: 1, CheckCode: "h:1;1"})
+	if d := DecideElection(s.Set("a"), in(1)); d.Outcome != Elected || d.Master != 1 {
+		t.Fatalf("1 asks, nobody newer: %+v", d)
+	}
+	if s.NextBrokerID("a") != 4 {
+		t.Fatalf("next id after the lower ids %d", s.NextBrokerID("a"))
+	}
+	r := mustOK(t, s, ElectMaster{BrokerName: "a", NewMaster: 1, MinEpoch: 8})
+	if r.MasterEpoch != 8 || r.MasterBrokerID != 1 {
+		t.Fatalf("election with a floor: %+v", r)
+	}
+	// A floor below the next epoch changes nothing.
+	r = mustOK(t, s, ElectMaster{BrokerName: "a", ExpectMasterEpoch: 8, ExpectSSSEpoch: 1, MinEpoch: 3})
+	if r.MasterEpoch != 9 {
+		t.Fatalf("no master with a low floor: %+v", r)
+	}
+	// A brand-new set still takes the first replica that asks.
+	fresh := New()
+	mustOK(t, fresh, ApplyBrokerID{ClusterName: "c", BrokerName: "b", ID: 1, CheckCode: "1"})
+	mustOK(t, fresh, ApplyBrokerID{ClusterName: "c", BrokerName: "b", ID: 2, CheckCode: "2"})
+	zero := ElectInput{BrokerID: 2, Heard: []int64{1, 2}, Alive: func(int64) bool { return true },
+		Info: func(int64) (Candidate, bool) { return Candidate{}, true }}
+	zero.Warming = true
+	if d := DecideElection(fresh.Set("b"), zero); d.Outcome != Elected || d.Master != 2 {
+		t.Fatalf("new set: %+v", d)
 	}
 }
 
