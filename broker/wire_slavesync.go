@@ -65,6 +65,14 @@ func (b *Broker) wireSlaveSync(w *wiring, pops *pop.Processor) error {
 		return fmt.Errorf("broker: slave sync: %w", err)
 	}
 	b.slaveSync = s
+	// A replica storing messages of a topic it does not know copies the
+	// master's topic table now, not at the next full copy (60 s): elected
+	// or promoted meanwhile, it would not route the topic.
+	w.st.AddQueueCreatedListener(func(topic string, _ int32) {
+		if !b.cfg.Get().IsMaster() && !b.topics.Contains(topic) {
+			s.WantTopics()
+		}
+	})
 	w.m.starters = append(w.m.starters, s.Start)
 	w.m.closers = append(w.m.closers, func() {
 		s.Close()

@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rmqgo/rmq/broker/internal/defaults"
@@ -126,8 +127,12 @@ type Syncer struct {
 	run     loop.Runner
 	trigger chan struct{}
 
-	mu       sync.Mutex // one copy at a time
-	lastAddr string     // master address of the last copy attempt
+	// topicsDue asks the task to copy the topic table now (WantTopics).
+	topicsDue atomic.Bool
+
+	mu         sync.Mutex // one copy at a time
+	lastTopics time.Time  // start of the last topic copy (WantTopics' limit)
+	lastAddr   string     // master address of the last copy attempt
 	lastTry  time.Time  // start of the last copy attempt
 	last     time.Time  // end of the last successful full copy
 	noUsers  string     // master last said to keep no users (logged once)
@@ -157,6 +162,21 @@ func (s *Syncer) Close() { s.run.Stop() }
 func (s *Syncer) Trigger() {
 	loop.Wake(s.trigger)
 }
+
+// WantTopics asks for the master's topic table now: this replica stored
+// messages of a topic it does not know. Without it, a topic created on the
+// master in the minute before a failover was missing on the new master:
+// unrouted, its messages stranded, and producers holding the old route
+// stuck on the old master's address (a slave now). Copies are at most one
+// a TopicsInterval apart.
+func (s *Syncer) WantTopics() {
+	if !s.topicsDue.Swap(true) {
+		loop.Wake(s.trigger)
+	}
+}
+
+// TopicsInterval is the least time between two copies WantTopics asks for.
+const TopicsInterval = time.Second
 
 // LastSync is when the last full copy succeeded (zero: never).
 func (s *Syncer) LastSync() time.Time {
@@ -194,6 +214,9 @@ func (s *Syncer) tick(ctx context.Context) {
 		if err := s.SyncAll(ctx, addr); err != nil {
 			s.log.Warn("copy metadata from the master", "master", addr, "err", err)
 		}
+		s.topicsDue.Store(false)
+	} else if s.topicsDue.Load() {
+		s.copyTopicsNow(ctx, addr)
 	}
 	// The timer checkpoint at every check (Apache: every 3 s).
 	if err := s.syncTimerCheckpoint(ctx, addr); err != nil {
@@ -209,7 +232,7 @@ func (s *Syncer) tick(ctx context.Context) {
 func (s *Syncer) SyncAll(ctx context.Context, addr string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.lastAddr, s.lastTry = addr, s.o.Now()
+	s.lastAddr, s.lastTry, s.lastTopics = addr, s.o.Now(), s.o.Now()
 	errs := []error{
 		s.wrap("topic configs", s.syncTopics(ctx, addr)),
 		s.wrap("consumer offsets", s.syncOffsets(ctx, addr)),
@@ -225,6 +248,24 @@ func (s *Syncer) SyncAll(ctx context.Context, addr string) error {
 	s.last = s.o.Now()
 	s.log.Debug("copied metadata from the master", "master", addr)
 	return nil
+}
+
+// copyTopicsNow is WantTopics' copy, unless one ran within
+// TopicsInterval: then a timer asks again when it has passed.
+func (s *Syncer) copyTopicsNow(ctx context.Context, addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if wait := TopicsInterval - s.o.Now().Sub(s.lastTopics); wait > 0 {
+		time.AfterFunc(wait, func() { loop.Wake(s.trigger) })
+		return
+	}
+	s.topicsDue.Store(false)
+	s.lastTopics = s.o.Now()
+	if err := s.wrap("topic configs", s.syncTopics(ctx, addr)); err != nil {
+		s.log.Warn("copy the topic table from the master", "master", addr, "err", err)
+		return
+	}
+	s.log.Info("copied the topic table from the master: messages of a topic unknown here arrived", "master", addr)
 }
 
 func (s *Syncer) wrap(what string, err error) error {

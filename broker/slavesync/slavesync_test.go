@@ -3,6 +3,7 @@ package slavesync
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -499,4 +500,51 @@ func TestAnswerAfterMasterChangeDropped(t *testing.T) {
 	if _, ok := s.offs.Get(offset.Key{Group: "g1", Topic: "OrderT", QueueID: 0}); ok {
 		t.Fatal("the old master's offsets were applied")
 	}
+}
+
+// TestWantTopicsCopiesTheTopicTableNow: messages of a topic unknown here
+// arrived (WantTopics): the topic table is copied at once, not at the next
+// full period, and only the topic table; asks in a burst copy at most once
+// a TopicsInterval.
+func TestWantTopicsCopiesTheTopicTableNow(t *testing.T) {
+	m := startMaster(t)
+	setAll(m)
+	s := openSlave(t, t.TempDir())
+	sy := s.syncer(t, m.srv.Addr(), Options{CheckInterval: time.Hour, FullInterval: time.Hour})
+	sy.Start()
+	defer sy.Close()
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if !s.topics.Contains("OrderT") {
+			return errors.New("first copy not done")
+		}
+		return nil
+	})
+	m.set(code.GetAllTopicConfig, topicsV2)
+	time.Sleep(TopicsInterval) // past the first copy's limit
+	groups := m.count(code.GetAllSubscriptionGroupConfig)
+	for range 5 {
+		sy.WantTopics()
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if !s.topics.Contains("NewT") {
+			return errors.New("topic NewT not copied yet")
+		}
+		return nil
+	})
+	for range 5 {
+		sy.WantTopics()
+	}
+	time.Sleep(TopicsInterval / 2)
+	if n := m.count(code.GetAllTopicConfig); n != 2 {
+		t.Fatalf("%d topic copies, want 2 (the full one, then one for the burst)", n)
+	}
+	if n := m.count(code.GetAllSubscriptionGroupConfig); n != groups {
+		t.Fatalf("WantTopics copied the subscription groups too (%d, then %d)", groups, n)
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if n := m.count(code.GetAllTopicConfig); n != 3 {
+			return fmt.Errorf("%d topic copies, want 3 (the second burst after the interval)", n)
+		}
+		return nil
+	})
 }

@@ -116,6 +116,11 @@ type TagsOnlyFilter interface {
 // one would. It runs on the dispatcher goroutine: it must not block.
 type ArrivalListener func(topic string, queueID int32, queueOffset int64, tagsCode int64, storeTime int64)
 
+// QueueCreatedListener is told of each queue the dispatcher created (the
+// round that created it committed), LMQs excepted. It runs on the
+// dispatcher goroutine: it must not block.
+type QueueCreatedListener func(topic string, queueID int32)
+
 // QueryResult holds messages found by key.
 type QueryResult struct {
 	Records                  [][]byte

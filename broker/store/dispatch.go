@@ -201,9 +201,16 @@ func (s *Store) dispatchRound() (arrivals []arrival, progressed, full bool, err 
 	if err := b.Commit(); err != nil {
 		return nil, false, false, err
 	}
+	s.listenersMu.RLock()
+	created := s.created
+	s.listenersMu.RUnlock()
 	for _, id := range b.Created() {
 		if isLmq(id.Topic) {
 			s.lmqCreated.Add(1)
+			continue
+		}
+		for _, l := range created {
+			l(id.Topic, id.QueueID)
 		}
 	}
 	s.notifyLmq(b.Created(), arrivals)

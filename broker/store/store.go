@@ -156,6 +156,7 @@ type Store struct {
 	listenersMu  sync.RWMutex
 	listeners    []ArrivalListener
 	lmqListeners []LmqListener
+	created      []QueueCreatedListener
 
 	dispatchWake chan struct{}
 	stop         chan struct{}
@@ -382,6 +383,13 @@ func (s *Store) pruneIndex(minOffset int64) error {
 func (s *Store) AddArrivalListener(l ArrivalListener) {
 	s.listenersMu.Lock()
 	s.listeners = append(s.listeners, l)
+	s.listenersMu.Unlock()
+}
+
+// AddQueueCreatedListener registers l for every queue dispatch creates.
+func (s *Store) AddQueueCreatedListener(l QueueCreatedListener) {
+	s.listenersMu.Lock()
+	s.created = append(s.created, l)
 	s.listenersMu.Unlock()
 }
 

@@ -35,6 +35,20 @@ func TestControllerModeFailover(t *testing.T) {
 	defer run.Close()
 	testutil.WaitFor(t, 15*time.Second, "acked sends", func() bool { return run.Acked() >= 100 })
 
+	// A topic created on the master alone (as `mqadmin updateTopic -c`
+	// does), with messages, just before the kill: the slaves copy the
+	// master's topic table as soon as they store a message of a topic they
+	// do not know, not at the next full copy (60 s), so the elected one
+	// routes it and serves its messages.
+	const late = "ControllerFailoverLateTopic"
+	createTopic(t, rc, master, late)
+	c.sendFreshTo(t, late, "controller_failover_late", 3)
+	for _, b := range brokers {
+		if b.addr != master {
+			testutil.WaitFor(t, 5*time.Second, b.addr+" knows "+late, func() bool { return topicKnown(t, rc, b.addr, late) })
+		}
+	}
+
 	old := c.broker(t, master)
 	oldEpochs := epochCache(t, rc, old.addr)
 	old.proc.Kill()
@@ -53,6 +67,10 @@ func TestControllerModeFailover(t *testing.T) {
 	// A producer that asks for routes now writes to the new master: with
 	// allAckInSyncStateSet its SEND_OK needs every SyncStateSet member.
 	c.sendFresh(t, "controller_failover_after", 20)
+	if n, err := harness.QueuedMessages(rc, next, late, 4); err != nil || n != 3 {
+		t.Fatalf("new master %s holds %d messages of %s (%v), want 3", next, n, late, err)
+	}
+	c.sendFreshTo(t, late, "controller_failover_late_after", 2)
 	t.Logf("the new master acknowledged sends %v after the kill", time.Since(killed))
 
 	// The old master comes back as a slave of the new epoch, truncates to

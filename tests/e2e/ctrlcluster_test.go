@@ -404,6 +404,12 @@ func (c *ctrlCluster) broker(t *testing.T, addr string) *ctrlBroker {
 // waits for SEND_OK on each, retrying a send for up to 10 s.
 func (c *ctrlCluster) sendFresh(t *testing.T, group string, n int) {
 	t.Helper()
+	c.sendFreshTo(t, c.topic, group, n)
+}
+
+// sendFreshTo is sendFresh to topic.
+func (c *ctrlCluster) sendFreshTo(t *testing.T, topic, group string, n int) {
+	t.Helper()
 	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver(c.nsAddrs)),
 		producer.WithGroupName(group), producer.WithInstanceName(group), producer.WithRetry(2), producer.WithSendMsgTimeout(3*time.Second))
 	started(t, p, err)
@@ -412,7 +418,7 @@ func (c *ctrlCluster) sendFresh(t *testing.T, group string, n int) {
 		testutil.Eventually(t, 10*time.Second, func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 			defer cancel()
-			res, err := p.SendSync(ctx, primitive.NewMessage(c.topic, fmt.Appendf(nil, "%s-%d", group, i)))
+			res, err := p.SendSync(ctx, primitive.NewMessage(topic, fmt.Appendf(nil, "%s-%d", group, i)))
 			if err != nil {
 				return err
 			}
@@ -488,4 +494,12 @@ func createTopic(t *testing.T, rc *remoting.Client, addr, topic string) {
 	if err != nil || resp.Code != code.Success {
 		t.Fatalf("create topic on %s: %v %v", addr, err, resp)
 	}
+}
+
+// topicKnown reports whether the broker at addr has topic in its table.
+func topicKnown(t *testing.T, rc *remoting.Client, addr, topic string) bool {
+	t.Helper()
+	w := harness.Query[protocol.TopicConfigAndMappingSerializeWrapper](t, rc, addr, code.GetAllTopicConfig)
+	_, ok := w.TopicConfigTable[topic]
+	return ok
 }
