@@ -133,9 +133,9 @@ type Syncer struct {
 	mu         sync.Mutex // one copy at a time
 	lastTopics time.Time  // start of the last topic copy (WantTopics' limit)
 	lastAddr   string     // master address of the last copy attempt
-	lastTry  time.Time  // start of the last copy attempt
-	last     time.Time  // end of the last successful full copy
-	noUsers  string     // master last said to keep no users (logged once)
+	lastTry    time.Time  // start of the last copy attempt
+	last       time.Time  // end of the last successful full copy
+	noUsers    string     // master last said to keep no users (logged once)
 }
 
 // New checks o and builds a Syncer.
