@@ -76,6 +76,12 @@ func staticLeaders(topic string, rd *protocol.TopicRouteData) map[string][]int32
 	return out
 }
 
+// Self is this broker's remoting address (brokerIP1:listenPort, what it
+// registers) and whether it is its set's master now.
+func (g grpcBackend) Self() (string, bool) {
+	return g.b.Addr(), g.b.cfg.Get().IsMaster()
+}
+
 // PeerEndpoint reads another broker's gRPC endpoint from its configuration
 // (GET_BROKER_CONFIG): brokerIP1 and grpcServerPort when enableGrpcServer
 // is on. A port of 0 (a free port picked at start, tests) cannot be told.

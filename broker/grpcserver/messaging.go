@@ -100,6 +100,10 @@ func (m *messaging) QueryRoute(ctx context.Context, req *v2pb.QueryRouteRequest)
 		if !found {
 			return &v2pb.QueryRouteResponse{Status: &v2pb.Status{Code: v2pb.Code_TOPIC_NOT_FOUND, Message: "topic not found: " + name}}, nil
 		}
+		if m.slave() {
+			return &v2pb.QueryRouteResponse{Status: &v2pb.Status{Code: v2pb.Code_TOPIC_NOT_FOUND,
+				Message: "the nameservers name no master for topic " + name + " and this broker is a slave"}}, nil
+		}
 		brokers, topicType = []brokerQueues{{name: m.backend.BrokerName(), ep: m.endpoint, t: t}}, t.MessageType
 	}
 	if len(brokers) == 0 {

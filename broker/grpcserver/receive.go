@@ -106,6 +106,10 @@ func (m *messaging) QueryAssignment(ctx context.Context, req *v2pb.QueryAssignme
 		if !hasLocal {
 			return &v2pb.QueryAssignmentResponse{Status: newStatus(v2pb.Code_TOPIC_NOT_FOUND, "topic not found: "+name)}, nil
 		}
+		if m.slave() {
+			return &v2pb.QueryAssignmentResponse{Status: newStatus(v2pb.Code_TOPIC_NOT_FOUND,
+				"the nameservers name no master for topic "+name+" and this broker is a slave")}, nil
+		}
 		brokers = []brokerQueues{{name: m.backend.BrokerName(), ep: m.endpoint, t: local}}
 	}
 	if len(brokers) == 0 {

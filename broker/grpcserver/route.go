@@ -41,6 +41,9 @@ type Router interface {
 	// PeerTopicType asks the broker at a remoting address for the topic's
 	// message.type ("" when it declares none).
 	PeerTopicType(ctx context.Context, brokerAddr, topic string) (string, error)
+	// Self is this broker's remoting address as the nameservers route it,
+	// and whether it is its set's master now.
+	Self() (addr string, master bool)
 }
 
 // peerTTL is how long a broker's gRPC endpoint is remembered; a failed
@@ -142,10 +145,22 @@ func (m *messaging) clusterRoute(ctx context.Context, name string, local Topic, 
 		return nil, "", false
 	}
 	self := m.backend.BrokerName()
+	selfAddr, selfMaster := r.Self()
 	topicType = local.MessageType
 	typeKnown := hasLocal
+	// This broker answers for its set only as its master: a slave (a
+	// replica of a set, an old master after a failover) gives its clients
+	// the master's endpoint, as the route names it; it would refuse their
+	// sends. The route may not list this broker's set yet (a topic just
+	// created here): then a master answers for it from its own table.
+	selfRouted, answerSelf := false, false
 	for _, b := range brokers {
-		if b.Name == self && b.Static && local.Static {
+		if b.Name != self {
+			continue
+		}
+		selfRouted = true
+		answerSelf = b.Addr == selfAddr
+		if answerSelf && b.Static && local.Static {
 			// Which logic queue each broker leads is the nameserver's
 			// answer (the highest epoch wins, docs/static-topics.md §6.2):
 			// in the middle of a remapping this broker's own table may
@@ -153,11 +168,14 @@ func (m *messaging) clusterRoute(ctx context.Context, name string, local Topic, 
 			local.Logic = b.Logic
 		}
 	}
-	if hasLocal {
+	if !selfRouted {
+		answerSelf = selfMaster
+	}
+	if hasLocal && answerSelf {
 		queues = append(queues, brokerQueues{name: self, ep: m.endpoint, t: local})
 	}
 	for _, b := range brokers {
-		if b.Name == self {
+		if b.Name == self && answerSelf {
 			continue
 		}
 		ep, err := m.peers.endpoint(ctx, r, b.Addr)
@@ -172,6 +190,17 @@ func (m *messaging) clusterRoute(ctx context.Context, name string, local Topic, 
 		queues = append(queues, brokerQueues{name: b.Name, ep: ep, t: b.Topic})
 	}
 	return queues, topicType, true
+}
+
+// slave reports whether this broker is a slave of its set: it then never
+// answers a route with itself (its clients' sends would be refused).
+func (m *messaging) slave() bool {
+	r, ok := m.backend.(Router)
+	if !ok {
+		return false
+	}
+	_, master := r.Self()
+	return !master
 }
 
 // brokerQueues is one broker's queues in a QueryRoute answer.

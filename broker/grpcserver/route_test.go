@@ -23,6 +23,17 @@ type routerBackend struct {
 
 	mu      *sync.Mutex
 	lookups map[string]int
+	// selfAddr is this broker's remoting address ("": 10.0.0.1:10911);
+	// slave makes it a slave of its set.
+	selfAddr string
+	slave    bool
+}
+
+func (r routerBackend) Self() (string, bool) {
+	if r.selfAddr == "" {
+		return "10.0.0.1:10911", !r.slave
+	}
+	return r.selfAddr, !r.slave
 }
 
 func (r routerBackend) Route(_ context.Context, topic string) ([]RouteBroker, bool, error) {
@@ -126,6 +137,23 @@ func TestQueryRouteAcrossBrokers(t *testing.T) {
 	}
 	b.mu.Unlock()
 
+	// A slave of broker-a (a replica, or the old master after a
+	// failover): its set's part is the master's endpoint, as the route
+	// names it; a topic the route lacks is not answered from its table.
+	sb := b
+	sb.selfAddr, sb.slave = "10.0.0.9:10911", true
+	sb.peers = map[string]string{"10.0.0.1:10911": "10.0.0.1:8081", "10.0.0.2:10911": "10.0.0.2:8081", "10.0.0.3:10911": ""}
+	c3, _ := messagingClient(t, sb)
+	for topic, want := range map[string]string{
+		"Both":  "broker-a@10.0.0.1:8081 0:READ_WRITE [FIFO], broker-a@10.0.0.1:8081 1:READ_WRITE [FIFO], broker-a@10.0.0.1:8081 2:READ_WRITE [FIFO], broker-a@10.0.0.1:8081 3:READ_WRITE [FIFO], broker-a@10.0.0.1:8081 4:READ_WRITE [FIFO], broker-a@10.0.0.1:8081 5:READ_WRITE [FIFO], broker-a@10.0.0.1:8081 6:READ_WRITE [FIFO], broker-a@10.0.0.1:8081 7:READ_WRITE [FIFO], broker-b@10.0.0.2:8081 0:READ_WRITE [FIFO], broker-b@10.0.0.2:8081 1:READ [FIFO]",
+		"Local": "",
+	} {
+		r, err := c3.QueryRoute(ctx, &v2pb.QueryRouteRequest{Topic: &v2pb.Resource{Name: topic}})
+		if err != nil || routeView(r) != want {
+			t.Errorf("QueryRoute(%s) on a slave:\n got %s (%v)\nwant %s", topic, routeView(r), err, want)
+		}
+	}
+
 	// Without the nameserver: this broker's queues alone.
 	b.routeErr = errors.New("no nameserver")
 	c2, s2 := messagingClient(t, b)
@@ -157,6 +185,8 @@ func (b routedConsumer) PeerEndpoint(ctx context.Context, addr string) (string, 
 func (b routedConsumer) PeerTopicType(ctx context.Context, addr, topic string) (string, error) {
 	return b.r.PeerTopicType(ctx, addr, topic)
 }
+
+func (b routedConsumer) Self() (string, bool) { return b.r.Self() }
 
 // TestQueryAssignmentAcrossBrokers: a group is assigned the topic's
 // readable part on every broker of its route that serves gRPC, each with

@@ -96,8 +96,10 @@ type ctrlCluster struct {
 // ctrlClusterOptions vary the topology per test.
 type ctrlClusterOptions struct {
 	Cluster, Topic string
-	// Broker overrides the brokers' default properties.
-	Broker map[string]string
+	// Broker overrides the brokers' default properties; PerBroker (if
+	// set) then those of replica i.
+	Broker    map[string]string
+	PerBroker func(i int) map[string]string
 	// Links puts each broker behind netfault proxies (brokerLinks).
 	Links bool
 }
@@ -195,6 +197,9 @@ func startCtrlCluster(t *testing.T, o ctrlClusterOptions) *ctrlCluster {
 			// SYSTEM_BUSY for the rest of the test.
 			"slaveReadEnable": "true",
 		}, o.Broker)
+		if o.PerBroker != nil {
+			framework.MergeProps(props, o.PerBroker(i))
+		}
 		if err := framework.WriteProps(b.conf, props); err != nil {
 			t.Fatal(err)
 		}
