@@ -46,6 +46,10 @@ type Command interface {
 	apply(s *State) Result
 }
 
+// MaxBrokerID bounds the ids a replica may apply for: nextAssignBrokerId
+// (the id + 1) must not overflow.
+const MaxBrokerID = 1<<31 - 1
+
 // ApplyBrokerID registers replica ID in a set, creating the set if it is
 // unknown.
 type ApplyBrokerID struct {
@@ -169,8 +173,8 @@ func Decode(data []byte) (Command, error) {
 func (s *State) Apply(c Command) Result { return c.apply(s) }
 
 func (c ApplyBrokerID) apply(s *State) Result {
-	if c.ID < 1 {
-		return conflict(code.ControllerBrokerIDInvalid, "broker id %d of %s: ids start at 1", c.ID, c.BrokerName)
+	if c.ID < 1 || c.ID > MaxBrokerID {
+		return conflict(code.ControllerBrokerIDInvalid, "broker id %d of %s: ids are 1 to %d", c.ID, c.BrokerName, MaxBrokerID)
 	}
 	b := s.sets[c.BrokerName]
 	if b == nil {

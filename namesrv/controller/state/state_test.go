@@ -66,6 +66,8 @@ func TestApplyPreconditions(t *testing.T) {
 		want int32
 	}{
 		{"apply: ids start at 1", ApplyBrokerID{ClusterName: "c", BrokerName: "new", ID: 0}, code.ControllerBrokerIDInvalid},
+		{"apply: id too large for a next id", ApplyBrokerID{ClusterName: "c", BrokerName: "new", ID: 1<<63 - 1}, code.ControllerBrokerIDInvalid},
+		{"apply: largest id", ApplyBrokerID{ClusterName: "c", BrokerName: "new", ID: MaxBrokerID}, code.Success},
 		{"apply: new set from a replica's id", ApplyBrokerID{ClusterName: "c", BrokerName: "new", ID: 2}, code.Success},
 		{"apply: new set id 1", ApplyBrokerID{ClusterName: "c", BrokerName: "new", ID: 1}, code.Success},
 		{"apply: taken by another code", ApplyBrokerID{ClusterName: "c", BrokerName: "a", ID: 2, CheckCode: "other"}, code.ControllerBrokerIDInvalid},
