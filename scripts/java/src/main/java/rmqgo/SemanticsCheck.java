@@ -1206,6 +1206,18 @@ final class SemanticsCheck {
                 ids.put("pl-" + i, r.getMsgId());
             }
             Set<MessageQueue> mqs = c.fetchSubscribeMessageQueues(topic);
+            // The client's first rebalance (its RebalanceService thread)
+            // drops the local offset of every queue it takes
+            // (RebalanceImpl.removeDirtyOffset): offsets updated before it
+            // ran would never be persisted. Wait until it holds them all.
+            long deadline = System.currentTimeMillis() + 20_000;
+            while (!c.fetchMessageQueuesInBalance(topic).containsAll(mqs)) {
+                if (System.currentTimeMillis() > deadline) {
+                    out.fail("the pull consumer's rebalance took " + c.fetchMessageQueuesInBalance(topic) + " of " + mqs + " in 20 s");
+                    break;
+                }
+                Thread.sleep(50);
+            }
             Map<String, Integer> got = new HashMap<>();
             long total = 0;
             for (MessageQueue mq : mqs) {
