@@ -48,7 +48,7 @@ func TestGrpcJavaAcrossControllerFailover(t *testing.T) {
 		endpoints = append(endpoints, fmt.Sprintf("127.0.0.1:%d", ports[i]))
 	}
 
-	lines, wait := client.start(t, "GrpcRestartCheck", strings.Join(endpoints, ";"), c.topic, group, "false", "45", "60", "3", "redelivery-ok")
+	lines, wait := client.start(t, "GrpcRestartCheck", strings.Join(endpoints, ";"), c.topic, group, "false", "38", "60", "3", "redelivery-ok")
 	var res struct {
 		Sent         int      `json:"sent"`
 		AckedSends   int      `json:"acked_sends"`
