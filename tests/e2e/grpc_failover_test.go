@@ -49,42 +49,14 @@ func TestGrpcJavaAcrossControllerFailover(t *testing.T) {
 	}
 
 	lines, wait := client.start(t, "GrpcRestartCheck", strings.Join(endpoints, ";"), c.topic, group, "false", "38", "60", "3", "redelivery-ok")
-	var res struct {
-		Sent         int      `json:"sent"`
-		AckedSends   int      `json:"acked_sends"`
-		SendFailed   int      `json:"send_failed"`
-		Received     int      `json:"received"`
-		Consumed     int      `json:"consumed"`
-		AckFailed    int      `json:"ack_failed"`
-		DrainMS      int64    `json:"drain_ms"`
-		Lost         []int    `json:"lost"`
-		RedeliveredN int      `json:"redelivered_count"`
-		Errors       []string `json:"errors"`
-	}
-	acked := 0
-	waitAcked := func(n int, what string) {
-		t.Helper()
-		deadline := time.After(2 * time.Minute) // a first run compiles the client
-		for acked < n {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					wait(&res)
-					t.Fatalf("the client ended before %s (%d sends acknowledged)", what, acked)
-				}
-				if v, found := strings.CutPrefix(l, "acked "); found {
-					acked, _ = strconv.Atoi(v)
-				}
-			case <-deadline:
-				t.Fatalf("%d sends acknowledged before %s, want %d", acked, what, n)
-			}
-		}
-	}
+	var res restartResult
+	progress := &ackProgress{lines: lines, wait: func() { wait(&res) }}
+	waitAcked := func(n int, what string) { t.Helper(); progress.waitAcked(t, n, what, 2*time.Minute) }
 	waitAcked(40, "the kill")
 	s := &clientsCtrlSet{c}
 	killed := time.Now()
 	next := s.killMaster(t)
-	before := acked
+	before := progress.acked
 	waitAcked(before+40, "sends on the new master")
 	t.Logf("master killed after %d acknowledged sends; %s elected; 40 more acknowledged %v after the kill", before, next, time.Since(killed).Round(100*time.Millisecond))
 	go func() {

@@ -62,47 +62,16 @@ func grpcClientAcrossRestartAndKill(t *testing.T, client clientScript, args func
 	mqadmin(t, c, "updateSubGroup", "-b", b.Addr(), "-g", group)
 
 	lines, wait := client.start(t, args(endpoint, topic, group)...)
-	var res struct {
-		Sent        int      `json:"sent"`
-		AckedSends  int      `json:"acked_sends"`
-		SendFailed  int      `json:"send_failed"`
-		Received    int      `json:"received"`
-		Consumed    int      `json:"consumed"`
-		AckFailed   int      `json:"ack_failed"`
-		AckUnknown  []int    `json:"ack_unknown"`
-		Errors      []string `json:"errors"`
-		DrainMS     int64    `json:"drain_ms"`
-		Lost        []int    `json:"lost"`
-		Redelivered []int    `json:"redelivered"`
-	}
-	// waitAcked reads progress lines until the client reports at least n
-	// acknowledged sends.
-	acked := 0
-	waitAcked := func(n int, what string) {
-		t.Helper()
-		deadline := time.After(90 * time.Second) // a first run compiles or installs the client
-		for acked < n {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					wait(&res) // fails the test with the client's output if it failed
-					t.Fatalf("the client ended before %s (%d sends acknowledged)", what, acked)
-				}
-				if v, found := strings.CutPrefix(l, "acked "); found {
-					acked, _ = strconv.Atoi(v)
-				}
-			case <-deadline:
-				t.Fatalf("%d sends acknowledged before %s, want %d", acked, what, n)
-			}
-		}
-	}
+	var res restartResult
+	progress := &ackProgress{lines: lines, wait: func() { wait(&res) }}
+	waitAcked := func(n int, what string) { t.Helper(); progress.waitAcked(t, n, what, 90*time.Second) }
 	waitAcked(40, "the restart")
 	b.Restart(t)
-	t.Logf("broker restarted after %d acknowledged sends", acked)
-	waitAcked(acked+40, "the kill")
+	t.Logf("broker restarted after %d acknowledged sends", progress.acked)
+	waitAcked(progress.acked+40, "the kill")
 	b.Kill(t)
 	b.Start(t)
-	t.Logf("broker killed and started again after %d acknowledged sends", acked)
+	t.Logf("broker killed and started again after %d acknowledged sends", progress.acked)
 	go func() {
 		for range lines {
 		}
@@ -113,7 +82,53 @@ func grpcClientAcrossRestartAndKill(t *testing.T, client clientScript, args func
 	for _, e := range res.Errors {
 		t.Logf("%s: %s", client.who, e)
 	}
-	if res.AckedSends <= acked {
-		t.Fatalf("no send acknowledged after the kill (%d before it, %d in all)", acked, res.AckedSends)
+	if res.AckedSends <= progress.acked {
+		t.Fatalf("no send acknowledged after the kill (%d before it, %d in all)", progress.acked, res.AckedSends)
+	}
+}
+
+// restartResult is the last line of a 5.x client's restart check
+// (scripts/java5's GrpcRestartCheck and the other drivers' restart mode).
+type restartResult struct {
+	Sent         int      `json:"sent"`
+	AckedSends   int      `json:"acked_sends"`
+	SendFailed   int      `json:"send_failed"`
+	Received     int      `json:"received"`
+	Consumed     int      `json:"consumed"`
+	AckFailed    int      `json:"ack_failed"`
+	AckUnknown   []int    `json:"ack_unknown"`
+	Errors       []string `json:"errors"`
+	DrainMS      int64    `json:"drain_ms"`
+	Lost         []int    `json:"lost"`
+	Redelivered  []int    `json:"redelivered"`
+	RedeliveredN int      `json:"redelivered_count"`
+}
+
+// ackProgress follows a restart check's "acked N" progress lines.
+type ackProgress struct {
+	lines <-chan string
+	wait  func() // decodes the result, failing the test if the client failed
+	acked int
+}
+
+// waitAcked reads progress lines until the client reports at least n
+// acknowledged sends, within timeout (a first run compiles or installs the
+// client).
+func (p *ackProgress) waitAcked(t *testing.T, n int, what string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for p.acked < n {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				p.wait()
+				t.Fatalf("the client ended before %s (%d sends acknowledged)", what, p.acked)
+			}
+			if v, found := strings.CutPrefix(l, "acked "); found {
+				p.acked, _ = strconv.Atoi(v)
+			}
+		case <-deadline:
+			t.Fatalf("%d sends acknowledged before %s, want %d", p.acked, what, n)
+		}
 	}
 }
