@@ -498,16 +498,14 @@ func (m *Manager) syncReplicaInfo(ctx context.Context) {
 	resp, err := m.ctl.call(ctx, func() *remoting.Command {
 		return remoting.NewRequest(code.ControllerGetReplicaInfo, map[string]string{protocol.HdrBrokerName: m.cfg.BrokerName}, nil)
 	})
-	m.mu.Lock()
-	lost, acted := m.unknown, m.acted
-	m.unknown = false
-	m.mu.Unlock()
-	if IsCode(err, code.ControllerBrokerMetadataNotExist) {
-		lost = true
-	} else if err != nil {
+	if err != nil && !IsCode(err, code.ControllerBrokerMetadataNotExist) {
 		m.log.Debug("get replica info", "err", err)
 		return
 	}
+	m.mu.Lock()
+	lost, acted := m.unknown || err != nil, m.acted
+	m.unknown = false
+	m.mu.Unlock()
 	var r Role
 	if !lost {
 		r = roleFromHeader(self, resp).withSet(resp.Body)
