@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rmqgo/rmq/remoting/code"
 )
@@ -93,7 +94,13 @@ func TestLargeAnswersIntactWhileBuffersAreReused(t *testing.T) {
 					seed := r.Uint64()
 					body := binary.BigEndian.AppendUint64(nil, seed)
 					body = binary.BigEndian.AppendUint32(body, uint32(size))
-					resp, err := cl.Invoke(context.Background(), s.Addr(), NewRequest(codeBig, nil, body))
+					// Integrity, not latency, is checked: under -race
+					// beside other packages' tests an answer queued
+					// behind 23 others of up to 2 MiB has taken longer
+					// than the default 3 s.
+					ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+					resp, err := cl.Invoke(ctx, s.Addr(), NewRequest(codeBig, nil, body))
+					cancel()
 					if err != nil {
 						t.Errorf("invoke: %v", err)
 						return
