@@ -54,7 +54,7 @@ func (b *Broker) wireReplica(w *wiring, opts ha.Options) (send.Replicas, error) 
 	}
 	rc := replica.DefaultConfig()
 	rc.ClusterName, rc.BrokerName = cfg.BrokerClusterName, cfg.BrokerName
-	rc.Controllers = func() []string { return splitAddrs(b.cfg.Get().ControllerAddr) }
+	rc.Controllers = newControllerAddrs(b.cfg.Get, w.log.With("component", "replica")).get
 	rc.IdentityPath = cfg.BrokerIdentityPath()
 	rc.HeartbeatInterval = cfg.BrokerHeartbeatInterval
 	rc.HeartbeatTimeout = cfg.ControllerHeartBeatTimeoutMills

@@ -294,7 +294,7 @@ type BrokerConfig struct {
 	SkipPreOnline                   bool          `key:"skipPreOnline" effect:"none"`
 	EnableControllerMode            bool          `key:"enableControllerMode" readonly:"true"`
 	ControllerAddr                  string        `key:"controllerAddr"`
-	FetchControllerAddrByDNSLookup  bool          `key:"fetchControllerAddrByDnsLookup" effect:"none"`
+	FetchControllerAddrByDNSLookup  bool          `key:"fetchControllerAddrByDnsLookup"`
 	SyncBrokerMetadataPeriod        time.Duration `key:"syncBrokerMetadataPeriod"`
 	CheckSyncStateSetPeriod         time.Duration `key:"checkSyncStateSetPeriod"`
 	SyncControllerMetadataPeriod    time.Duration `key:"syncControllerMetadataPeriod"`

@@ -284,8 +284,13 @@ func (c *Config) Validate() error {
 	if c.EnableControllerMode && c.EnableDLegerCommitLog {
 		bad("enableControllerMode and enableDLegerCommitLog cannot both be true")
 	}
-	if c.EnableControllerMode && strings.TrimSpace(c.ControllerAddr) == "" && !c.FetchControllerAddrByDNSLookup {
+	if c.EnableControllerMode && strings.TrimSpace(c.ControllerAddr) == "" {
 		bad("enableControllerMode needs controllerAddr")
+	}
+	if c.EnableControllerMode && c.FetchControllerAddrByDNSLookup {
+		if _, _, err := net.SplitHostPort(strings.TrimSpace(c.ControllerAddr)); err != nil {
+			bad("fetchControllerAddrByDnsLookup needs controllerAddr as one domain:port, got %q", c.ControllerAddr)
+		}
 	}
 	if c.BrokerPermission < 0 || c.BrokerPermission > 7 {
 		bad("brokerPermission %d out of range [0, 7]", c.BrokerPermission)

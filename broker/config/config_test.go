@@ -176,6 +176,12 @@ func TestFinalizeAndValidate(t *testing.T) {
 			c.EnableControllerMode, c.EnableDLegerCommitLog, c.ControllerAddr = true, true, "127.0.0.1:9878"
 		}, "cannot both be true"},
 		{"controller without addr", func(c *Config) { c.EnableControllerMode = true }, "controllerAddr"},
+		{"controller dns lookup without addr", func(c *Config) {
+			c.EnableControllerMode, c.FetchControllerAddrByDNSLookup = true, true
+		}, "controllerAddr"},
+		{"controller dns lookup of a list", func(c *Config) {
+			c.EnableControllerMode, c.FetchControllerAddrByDNSLookup, c.ControllerAddr = true, true, "a:9878;b:9878"
+		}, "one domain:port"},
 		{"port", func(c *Config) { c.ListenPort = 70000 }, "listenPort"},
 		{"grpc port", func(c *Config) { c.GrpcServerPort = 70000 }, "grpcServerPort"},
 		{"tls key without cert", func(c *Config) { c.TLSKeyPath = "/k.pem" }, "tlsKeyPath and tlsCertPath"},

@@ -133,8 +133,16 @@ func TestControllerMQAdmin(t *testing.T) {
 // address once it leads.
 func startControllerNamesrv(t *testing.T, bin string) string {
 	t.Helper()
+	ctl, _ := startControllerNamesrvAt(t, bin)
+	return ctl
+}
+
+// startControllerNamesrvAt is startControllerNamesrv, also returning the
+// nameserver's address.
+func startControllerNamesrvAt(t *testing.T, bin string) (ctl, ns string) {
+	t.Helper()
 	dir := t.TempDir()
-	ctl := harness.LateAddr(t)
+	ctl = harness.LateAddr(t)
 	props := map[string]string{
 		"bindAddress":               "127.0.0.1",
 		"enableControllerInNamesrv": "true",
@@ -148,8 +156,10 @@ func startControllerNamesrv(t *testing.T, bin string) string {
 	if err := framework.WriteProps(conf, props); err != nil {
 		t.Fatal(err)
 	}
+	nsPort := harness.LatePort(t)
+	ns = fmt.Sprintf("127.0.0.1:%d", nsPort)
 	p := harness.StartProcessWith(t, harness.ProcOptions{Name: "namesrv-controller"}, filepath.Join(bin, harness.Namesrv),
-		"-c", conf, "--listen-port", strconv.Itoa(harness.LatePort(t)), "--data-dir", dir)
+		"-c", conf, "--listen-port", strconv.Itoa(nsPort), "--data-dir", dir)
 	p.WaitTCP(t, ctl, 15*time.Second)
 	ac, err := admin.New(admin.Config{}, nil)
 	if err != nil {
@@ -166,7 +176,7 @@ func startControllerNamesrv(t *testing.T, bin string) string {
 		}
 		return nil
 	})
-	return ctl
+	return ctl, ns
 }
 
 // setUpReplicas makes the controller know one broker set as brokers would:
