@@ -138,6 +138,28 @@ public final class ClientCheck {
         c.setHeartbeatBrokerInterval(1_000);
     }
 
+    /**
+     * With -trace, lets the client's last trace records reach the broker
+     * before the client shuts down. Java's AsyncTraceDispatcher.shutdown
+     * flushes its queue into asynchronous sends of its trace producer and
+     * shuts that producer down at once, so a send still waiting for the
+     * producer's async executor is lost: a run lost the producer's Pub
+     * record that way. A consumer's Sub records are queued by a hook that
+     * runs after the listener returns, so after the last message was seen
+     * too. The settle flushes the queue while everything still runs and
+     * leaves the sends time to be written.
+     */
+    static void settleTrace(Options o, org.apache.rocketmq.client.trace.TraceDispatcher d) throws InterruptedException {
+        if (!o.trace || d == null) {
+            return;
+        }
+        Thread.sleep(500);
+        if (d instanceof org.apache.rocketmq.client.trace.AsyncTraceDispatcher) {
+            ((org.apache.rocketmq.client.trace.AsyncTraceDispatcher) d).flush();
+        }
+        Thread.sleep(1500);
+    }
+
     static long secondsMs(String v) {
         return (long) (Double.parseDouble(v) * 1000);
     }
@@ -614,6 +636,7 @@ public final class ClientCheck {
             }
         } finally {
             long ms = (System.nanoTime() - t0) / 1_000_000;
+            settleTrace(o, p.getTraceDispatcher());
             p.shutdown();
             r.f.put("send_mode", o.sendMode);
             r.f.put("sent", sent.get());
@@ -695,6 +718,7 @@ public final class ClientCheck {
             if (o.lingerMs > 0) {
                 Thread.sleep(o.lingerMs);
             }
+            settleTrace(o, c.getTraceDispatcher());
         } finally {
             c.shutdown();
         }
