@@ -95,11 +95,18 @@ func stderrTail(s string) string {
 	if s == "" {
 		return ""
 	}
-	const max = 24 << 10
+	// The Java client's log digest (javaLogTail), when there is one, is
+	// kept whole: a producer failing over can fill stderr with retries,
+	// and the digest's first lines are what says why a consumer stopped.
+	log := ""
+	if i := strings.Index(s, javaLogDigestHeader); i >= 0 {
+		s, log = strings.TrimSpace(s[:i]), s[i:]
+	}
+	const max = 12 << 10
 	if len(s) > max {
 		s = "…" + s[len(s)-max:]
 	}
-	return "\n----- client stderr -----\n" + s
+	return "\n----- client stderr -----\n" + s + log
 }
 
 // Summary is a one-line description for test logs.
@@ -270,6 +277,8 @@ func RunJavaCheckEnv(t testing.TB, env []string, args ...string) Result {
 	return res
 }
 
+const javaLogDigestHeader = "\n----- client log (client-check-java.log, first warnings) -----\n"
+
 // javaLogTail is the end of the Java client's log file (the check's
 // logback writes it under RMQ_JAVA_LOG_DIR, not to stderr) when the check
 // failed, so that a failure report shows what the client saw.
@@ -287,14 +296,27 @@ func javaLogTail(exitCode int, dir string) string {
 	// inactive fails its requests without a warning of its own. So are a
 	// consumer's rebalance results: a queue dropped or not assigned stops
 	// its consumption without a warning.
-	var first []string
+	var first, consumer []string
 	for _, l := range strings.Split(string(b), "\n") {
+		// The push consumer's own lines (pulls, rebalances, offsets), the
+		// last of them apart: after a failover they drown among the
+		// producer's.
+		if strings.Contains(l, ".client.impl.consumer.") {
+			if consumer = append(consumer, l); len(consumer) > 60 {
+				consumer = consumer[1:]
+			}
+		}
+		// A producer's retries after a failover are many and say nothing
+		// the result line does not.
+		if strings.Contains(l, "resend at once") {
+			continue
+		}
 		if strings.Contains(l, " WARN ") || strings.Contains(l, " ERROR ") ||
 			strings.Contains(l, "channelInactive") || strings.Contains(l, "closeChannel") ||
 			strings.Contains(l, "[BUG]") || strings.Contains(l, "rebalanced result changed") ||
 			strings.Contains(l, "remove unnecessary mq") || strings.Contains(l, "doRebalance") {
-			if first = append(first, l); len(first) == 40 {
-				break
+			if len(first) < 60 {
+				first = append(first, l)
 			}
 		}
 	}
@@ -302,7 +324,8 @@ func javaLogTail(exitCode int, dir string) string {
 	if len(b) > max {
 		b = b[len(b)-max:]
 	}
-	return "\n----- client log (client-check-java.log, first warnings) -----\n" + strings.Join(first, "\n") +
+	return javaLogDigestHeader + strings.Join(first, "\n") +
+		"\n----- client log (client-check-java.log, the consumer's last lines) -----\n" + strings.Join(consumer, "\n") +
 		"\n----- client log (client-check-java.log, end) -----\n" + string(b)
 }
 
