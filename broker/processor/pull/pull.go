@@ -315,6 +315,17 @@ func (p *Processor) process(ctx context.Context, ch *remoting.Channel, req *remo
 	defer res.Release()
 
 	respCode, next := mapResult(res, h.queueOffset)
+	if respCode == code.PullOffsetMoved {
+		// Rare and consequential (a Java consumer drops the queue and
+		// resumes from next): Apache logs it too.
+		remote := ""
+		if ch != nil {
+			remote = ch.RemoteAddr()
+		}
+		p.log.Info("pull offset moved", "group", h.group, "topic", h.topic, "queueId", h.queueID,
+			"offset", h.queueOffset, "next", next, "min", res.MinOffset, "max", res.MaxOffset, "status", res.Status.String(),
+			"remote", remote)
+	}
 	suggest, respCode := p.suggestBroker(cfg, sg, res, respCode)
 	if respCode == code.Success && p.d.MessagesOut != nil {
 		p.d.MessagesOut(h.topic, h.group, len(res.Records), int64(res.TotalSize))
