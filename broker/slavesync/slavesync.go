@@ -21,7 +21,12 @@
 // When: a task wakes every CheckInterval (Apache: 3 s) and copies all when
 // FullInterval (Apache: 60 s) passed since the last copy, and at once when
 // the master's address is first learnt or changes (Apache waits for the
-// next 60 s round).
+// next 60 s round). Consumer offsets are copied at every check as long as
+// the master's last offset table was small (SmallOffsetsBytes; Apache: at
+// the full copy only): a slave elected master then serves offsets at most a
+// check old, where a minute of consumption was redelivered before (a pop
+// consumer, or a queue's new owner after a rebalance, reads the broker's
+// offset).
 package slavesync
 
 import (
@@ -135,7 +140,10 @@ type Syncer struct {
 	lastAddr   string     // master address of the last copy attempt
 	lastTry    time.Time  // start of the last copy attempt
 	last       time.Time  // end of the last successful full copy
-	noUsers    string     // master last said to keep no users (logged once)
+	// offsetsBytes is the size of the master's last offset answer (-1:
+	// none yet, or it failed): a small table is copied at every check.
+	offsetsBytes int
+	noUsers      string // master last said to keep no users (logged once)
 }
 
 // New checks o and builds a Syncer.
@@ -148,7 +156,7 @@ func New(o Options) (*Syncer, error) {
 	defaults.Positive(&o.Timeout, DefaultTimeout)
 	defaults.Clock(&o.Now)
 	defaults.Logger(&o.Logger)
-	return &Syncer{o: o, log: o.Logger, trigger: make(chan struct{}, 1)}, nil
+	return &Syncer{o: o, log: o.Logger, trigger: make(chan struct{}, 1), offsetsBytes: -1}, nil
 }
 
 // Start runs the periodic task.
@@ -177,6 +185,11 @@ func (s *Syncer) WantTopics() {
 
 // TopicsInterval is the least time between two copies WantTopics asks for.
 const TopicsInterval = time.Second
+
+// SmallOffsetsBytes bounds the master's consumer offset table (its answer's
+// body) that is copied at every check; a larger one (lite topics' offsets
+// run to millions) waits for the full copy.
+const SmallOffsetsBytes = 1 << 20
 
 // LastSync is when the last full copy succeeded (zero: never).
 func (s *Syncer) LastSync() time.Time {
@@ -215,8 +228,11 @@ func (s *Syncer) tick(ctx context.Context) {
 			s.log.Warn("copy metadata from the master", "master", addr, "err", err)
 		}
 		s.topicsDue.Store(false)
-	} else if s.topicsDue.Load() {
-		s.copyTopicsNow(ctx, addr)
+	} else {
+		if s.topicsDue.Load() {
+			s.copyTopicsNow(ctx, addr)
+		}
+		s.copySmallOffsets(ctx, addr)
 	}
 	// The timer checkpoint at every check (Apache: every 3 s).
 	if err := s.syncTimerCheckpoint(ctx, addr); err != nil {
@@ -268,6 +284,20 @@ func (s *Syncer) copyTopicsNow(ctx context.Context, addr string) {
 	s.log.Info("copied the topic table from the master: messages of a topic unknown here arrived", "master", addr)
 }
 
+// copySmallOffsets copies the consumer offsets between full copies while
+// the master's table is small. A failure waits for the full copy, as any
+// failed copy does.
+func (s *Syncer) copySmallOffsets(ctx context.Context, addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.o.Offsets == nil || s.offsetsBytes < 0 || s.offsetsBytes > SmallOffsetsBytes || addr != s.lastAddr {
+		return
+	}
+	if err := s.wrap("consumer offsets", s.syncOffsets(ctx, addr)); err != nil {
+		s.log.Warn("copy the consumer offsets from the master", "master", addr, "err", err)
+	}
+}
+
 func (s *Syncer) wrap(what string, err error) error {
 	if err == nil {
 		return nil
@@ -278,21 +308,27 @@ func (s *Syncer) wrap(what string, err error) error {
 // copyTable fetches one table with a request without header fields,
 // decodes the body of a SUCCESS answer and applies it.
 func copyTable[T any](ctx context.Context, s *Syncer, addr string, reqCode int32, decode func([]byte) (T, error), apply func(T) error) error {
+	_, err := copyTableSized(ctx, s, addr, reqCode, decode, apply)
+	return err
+}
+
+// copyTableSized is copyTable that also returns the answer's body size.
+func copyTableSized[T any](ctx context.Context, s *Syncer, addr string, reqCode int32, decode func([]byte) (T, error), apply func(T) error) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
 	resp, err := s.o.Invoker.Invoke(ctx, addr, remoting.NewRequest(reqCode, nil, nil))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if resp.Code == code.RequestCodeNotSupported {
-		return fmt.Errorf("%s: %w", code.RequestName(reqCode), errNotSupported)
+		return 0, fmt.Errorf("%s: %w", code.RequestName(reqCode), errNotSupported)
 	}
 	if resp.Code != code.Success {
-		return &answerError{req: reqCode, code: resp.Code, remark: resp.Remark}
+		return 0, &answerError{req: reqCode, code: resp.Code, remark: resp.Remark}
 	}
 	v, err := decode(resp.Body)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	// An answer from a broker that stopped being the master while the
 	// request was on its way is dropped: this broker may have been
@@ -300,9 +336,9 @@ func copyTable[T any](ctx context.Context, s *Syncer, addr string, reqCode int32
 	// would overwrite its own, the topic version with the old epoch's
 	// stateVersion among them (issue 15).
 	if cur := s.o.MasterAddr(); cur != addr {
-		return fmt.Errorf("%s: %w (now %q, asked %s)", code.RequestName(reqCode), errMasterChanged, cur, addr)
+		return 0, fmt.Errorf("%s: %w (now %q, asked %s)", code.RequestName(reqCode), errMasterChanged, cur, addr)
 	}
-	return apply(v)
+	return len(resp.Body), apply(v)
 }
 
 func (s *Syncer) syncTopics(ctx context.Context, addr string) error {
@@ -329,17 +365,23 @@ func (s *Syncer) syncTopics(ctx context.Context, addr string) error {
 // syncOffsets stores the master's offsets over the slave's (Apache's
 // putAll): an offset committed to the slave alone stays until the master
 // has one for that queue, whatever is larger (upstream issue #1094). The
-// copy is flushed at once so that it survives a crash.
+// copy is flushed at once so that it survives a crash. Called with s.mu
+// held; it records the answer's size (copySmallOffsets).
 func (s *Syncer) syncOffsets(ctx context.Context, addr string) error {
 	if s.o.Offsets == nil {
 		return nil
 	}
-	return copyTable(ctx, s, addr, code.GetAllConsumerOffset, DecodeOffsets, func(w Offsets) error {
+	n, err := copyTableSized(ctx, s, addr, code.GetAllConsumerOffset, DecodeOffsets, func(w Offsets) error {
 		for k, v := range w.Table {
 			s.o.Offsets.Commit(k, v)
 		}
 		return s.o.Offsets.Flush()
 	})
+	if err != nil {
+		n = -1
+	}
+	s.offsetsBytes = n
+	return err
 }
 
 func (s *Syncer) syncGroups(ctx context.Context, addr string) error {

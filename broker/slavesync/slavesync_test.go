@@ -548,3 +548,56 @@ func TestWantTopicsCopiesTheTopicTableNow(t *testing.T) {
 		return nil
 	})
 }
+
+// TestSmallOffsetsCopiedAtEveryCheck: between full copies a small offset
+// table is copied at every check (nothing else is), so that a slave
+// elected master serves offsets at most a check old; once the master's
+// table grew past SmallOffsetsBytes it waits for the full copy.
+func TestSmallOffsetsCopiedAtEveryCheck(t *testing.T) {
+	m := startMaster(t)
+	setAll(m)
+	s := openSlave(t, t.TempDir())
+	sy := s.syncer(t, m.srv.Addr(), Options{CheckInterval: 20 * time.Millisecond, FullInterval: time.Hour})
+	sy.Start()
+	defer sy.Close()
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if _, ok := s.offs.Get(offset.Key{Group: "g1", Topic: "OrderT", QueueID: 3}); !ok {
+			return errors.New("first copy not done")
+		}
+		return nil
+	})
+	m.set(code.GetAllConsumerOffset, `{"offsetTable":{"OrderT@g1":{0:20,1:21,2:22,3:23}}}`)
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if got, _ := s.offs.Get(offset.Key{Group: "g1", Topic: "OrderT", QueueID: 3}); got != 23 {
+			return fmt.Errorf("offset %d, want the master's new 23", got)
+		}
+		return nil
+	})
+	if n := m.count(code.GetAllTopicConfig); n != 1 {
+		t.Fatalf("%d topic copies within the full period, want 1", n)
+	}
+
+	// A large table: copied once more (its size is learnt from that
+	// answer), then left to the full copy.
+	var b strings.Builder
+	b.WriteString(`{"offsetTable":{`)
+	for i := 0; b.Len() <= SmallOffsetsBytes; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"LargeTopic%06d@g1":{0:%d}`, i, 30+i)
+	}
+	b.WriteString(`}}`)
+	m.set(code.GetAllConsumerOffset, b.String())
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if got, _ := s.offs.Get(offset.Key{Group: "g1", Topic: "LargeTopic000000", QueueID: 0}); got != 30 {
+			return fmt.Errorf("offset %d, want 30 from the large table", got)
+		}
+		return nil
+	})
+	before := m.count(code.GetAllConsumerOffset)
+	time.Sleep(200 * time.Millisecond) // ten checks
+	if n := m.count(code.GetAllConsumerOffset); n != before {
+		t.Fatalf("a table over %d bytes was copied %d more times between full copies", SmallOffsetsBytes, n-before)
+	}
+}

@@ -15,7 +15,8 @@ import (
 // with allAckInSyncStateSet=true. Under a producer/checker run the master
 // is killed with SIGKILL; a new master is elected from the SyncStateSet;
 // the old master restarts as a slave of the new epoch and truncates to it;
-// every SEND_OK message is consumed. Before the run, our mqadmin and the
+// every SEND_OK message is consumed, and a consumer offset committed
+// seconds before the kill is the new master's. Before the run, our mqadmin and the
 // Java tool print the same getBrokerEpoch and haStatus (ctrlAdminMatchesJava).
 func TestControllerModeFailover(t *testing.T) {
 	processOnly(t, "kills broker processes")
@@ -49,6 +50,20 @@ func TestControllerModeFailover(t *testing.T) {
 		}
 	}
 
+	// A consumer offset committed to the master: the slaves copy a small
+	// offset table at every check (3 s), not at the next full copy (60 s),
+	// so the elected one serves it and a pop consumer or a queue's next
+	// owner does not consume that minute again.
+	const offGroup = "controller_failover_offsets"
+	c.commitOffset(t, master, offGroup, topic, 1, 7)
+	for _, b := range brokers {
+		if b.addr != master {
+			testutil.WaitFor(t, 10*time.Second, b.addr+" holds the committed offset", func() bool {
+				return c.consumerOffset(t, b.addr, offGroup, topic, 1) == 7
+			})
+		}
+	}
+
 	old := c.broker(t, master)
 	oldEpochs := epochCache(t, rc, old.addr)
 	old.proc.Kill()
@@ -72,6 +87,9 @@ func TestControllerModeFailover(t *testing.T) {
 	}
 	c.sendFreshTo(t, late, "controller_failover_late_after", 2)
 	t.Logf("the new master acknowledged sends %v after the kill", time.Since(killed))
+	if got := c.consumerOffset(t, next, offGroup, topic, 1); got != 7 {
+		t.Fatalf("new master %s serves offset %d for %s, want the 7 committed before the kill", next, got, offGroup)
+	}
 
 	// The old master comes back as a slave of the new epoch, truncates to
 	// the common point and copies the new epoch.

@@ -446,6 +446,40 @@ func (c *ctrlCluster) waitFollows(t *testing.T, addr, master string, timeout tim
 	})
 }
 
+// commitOffset commits a consumer offset to the broker at addr
+// (UPDATE_CONSUMER_OFFSET), as a consumer's offset store does.
+func (c *ctrlCluster) commitOffset(t *testing.T, addr, group, topic string, queue int, offset int64) {
+	t.Helper()
+	ext := map[string]string{"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(queue), "commitOffset": strconv.FormatInt(offset, 10)}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := c.rc.Invoke(ctx, addr, remoting.NewRequest(code.UpdateConsumerOffset, ext, nil))
+	if err != nil || resp.Code != code.Success {
+		t.Fatalf("commit offset %s %s %d at %s: %v %v", group, topic, queue, addr, err, resp)
+	}
+}
+
+// consumerOffset is the broker's offset of a group's queue
+// (QUERY_CONSUMER_OFFSET); -1 when it has none.
+func (c *ctrlCluster) consumerOffset(t *testing.T, addr, group, topic string, queue int) int64 {
+	t.Helper()
+	ext := map[string]string{"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(queue)}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := c.rc.Invoke(ctx, addr, remoting.NewRequest(code.QueryConsumerOffset, ext, nil))
+	if err != nil {
+		t.Fatalf("query offset %s %s %d at %s: %v", group, topic, queue, addr, err)
+	}
+	if resp.Code != code.Success {
+		return -1
+	}
+	n, err := strconv.ParseInt(resp.Ext("offset"), 10, 64)
+	if err != nil {
+		t.Fatalf("query offset at %s: %v (%v)", addr, err, resp.ExtFields)
+	}
+	return n
+}
+
 // logOffsets logs where the checker group stands on each replica, for a
 // failure report.
 func (c *ctrlCluster) logOffsets(t *testing.T, group string) {
