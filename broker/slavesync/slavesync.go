@@ -21,12 +21,14 @@
 // When: a task wakes every CheckInterval (Apache: 3 s) and copies all when
 // FullInterval (Apache: 60 s) passed since the last copy, and at once when
 // the master's address is first learnt or changes (Apache waits for the
-// next 60 s round). Consumer offsets are copied at every check as long as
-// the master's last offset table was small (SmallOffsetsBytes; Apache: at
-// the full copy only): a slave elected master then serves offsets at most a
-// check old, where a minute of consumption was redelivered before (a pop
-// consumer, or a queue's new owner after a rebalance, reads the broker's
-// offset).
+// next 60 s round). Topic configs, subscription groups and consumer
+// offsets are also copied at every check as long as the master's last
+// answer for them was small (SmallTableBytes; Apache: at the full copy
+// only), so that a slave elected master has them as of a check ago: a topic
+// created on the master without messages yet is routed, a group keeps its
+// settings, and offsets are seconds old where a minute of consumption was
+// redelivered before (a pop consumer, or a queue's new owner after a
+// rebalance, reads the broker's offset).
 package slavesync
 
 import (
@@ -140,10 +142,11 @@ type Syncer struct {
 	lastAddr   string     // master address of the last copy attempt
 	lastTry    time.Time  // start of the last copy attempt
 	last       time.Time  // end of the last successful full copy
-	// offsetsBytes is the size of the master's last offset answer (-1:
-	// none yet, or it failed): a small table is copied at every check.
-	offsetsBytes int
-	noUsers      string // master last said to keep no users (logged once)
+	// sizes holds the size of the master's last answer per request code
+	// of the tables copied at every check while small (absent: none yet,
+	// or it failed).
+	sizes   map[int32]int
+	noUsers string // master last said to keep no users (logged once)
 }
 
 // New checks o and builds a Syncer.
@@ -156,7 +159,7 @@ func New(o Options) (*Syncer, error) {
 	defaults.Positive(&o.Timeout, DefaultTimeout)
 	defaults.Clock(&o.Now)
 	defaults.Logger(&o.Logger)
-	return &Syncer{o: o, log: o.Logger, trigger: make(chan struct{}, 1), offsetsBytes: -1}, nil
+	return &Syncer{o: o, log: o.Logger, trigger: make(chan struct{}, 1), sizes: map[int32]int{}}, nil
 }
 
 // Start runs the periodic task.
@@ -186,10 +189,10 @@ func (s *Syncer) WantTopics() {
 // TopicsInterval is the least time between two copies WantTopics asks for.
 const TopicsInterval = time.Second
 
-// SmallOffsetsBytes bounds the master's consumer offset table (its answer's
-// body) that is copied at every check; a larger one (lite topics' offsets
-// run to millions) waits for the full copy.
-const SmallOffsetsBytes = 1 << 20
+// SmallTableBytes bounds a master's table (its answer's body) that is
+// copied at every check; a larger one (lite topics' offsets run to
+// millions) waits for the full copy.
+const SmallTableBytes = 1 << 20
 
 // LastSync is when the last full copy succeeded (zero: never).
 func (s *Syncer) LastSync() time.Time {
@@ -203,19 +206,23 @@ func (s *Syncer) loop(stop <-chan struct{}) {
 	defer t.Stop()
 	ctx, cancel := loop.StopContext(stop)
 	defer cancel()
+	periodic := true
 	for {
-		s.tick(ctx)
+		s.tick(ctx, periodic)
 		select {
 		case <-stop:
 			return
 		case <-t.C:
+			periodic = true
 		case <-s.trigger:
+			periodic = false
 		}
 	}
 }
 
-// tick copies when the master changed or the full period is over.
-func (s *Syncer) tick(ctx context.Context) {
+// tick copies when the master changed or the full period is over; a
+// periodic one (not a Trigger or WantTopics) also copies the small tables.
+func (s *Syncer) tick(ctx context.Context, periodic bool) {
 	addr := s.o.MasterAddr()
 	if addr == "" || (s.o.SelfAddr != nil && addr == s.o.SelfAddr()) {
 		return
@@ -232,7 +239,9 @@ func (s *Syncer) tick(ctx context.Context) {
 		if s.topicsDue.Load() {
 			s.copyTopicsNow(ctx, addr)
 		}
-		s.copySmallOffsets(ctx, addr)
+		if periodic {
+			s.copySmallTables(ctx, addr)
+		}
 	}
 	// The timer checkpoint at every check (Apache: every 3 s).
 	if err := s.syncTimerCheckpoint(ctx, addr); err != nil {
@@ -284,18 +293,44 @@ func (s *Syncer) copyTopicsNow(ctx context.Context, addr string) {
 	s.log.Info("copied the topic table from the master: messages of a topic unknown here arrived", "master", addr)
 }
 
-// copySmallOffsets copies the consumer offsets between full copies while
-// the master's table is small. A failure waits for the full copy, as any
-// failed copy does.
-func (s *Syncer) copySmallOffsets(ctx context.Context, addr string) {
+// copySmallTables copies the topic configs, subscription groups and
+// consumer offsets between full copies, each while the master's last answer
+// for it was small. A failure waits for the full copy, as any failed copy
+// does.
+func (s *Syncer) copySmallTables(ctx context.Context, addr string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.o.Offsets == nil || s.offsetsBytes < 0 || s.offsetsBytes > SmallOffsetsBytes || addr != s.lastAddr {
+	if addr != s.lastAddr {
 		return
 	}
-	if err := s.wrap("consumer offsets", s.syncOffsets(ctx, addr)); err != nil {
-		s.log.Warn("copy the consumer offsets from the master", "master", addr, "err", err)
+	small := func(c int32) bool {
+		n, ok := s.sizes[c]
+		return ok && n <= SmallTableBytes
 	}
+	var errs []error
+	if small(code.GetAllTopicConfig) {
+		errs = append(errs, s.wrap("topic configs", s.syncTopics(ctx, addr)))
+	}
+	if small(code.GetAllSubscriptionGroupConfig) {
+		errs = append(errs, s.wrap("subscription groups", s.syncGroups(ctx, addr)))
+	}
+	if small(code.GetAllConsumerOffset) {
+		errs = append(errs, s.wrap("consumer offsets", s.syncOffsets(ctx, addr)))
+	}
+	if err := errors.Join(errs...); err != nil {
+		s.log.Warn("copy small tables from the master", "master", addr, "err", err)
+	}
+}
+
+// sized records the size of an answer (copySmallTables); a failure forgets
+// it. Called with s.mu held.
+func (s *Syncer) sized(c int32, n int, err error) error {
+	if err != nil {
+		delete(s.sizes, c)
+	} else {
+		s.sizes[c] = n
+	}
+	return err
 }
 
 func (s *Syncer) wrap(what string, err error) error {
@@ -345,7 +380,7 @@ func (s *Syncer) syncTopics(ctx context.Context, addr string) error {
 	if s.o.Topics == nil && s.o.Mappings == nil {
 		return nil
 	}
-	return copyTable(ctx, s, addr, code.GetAllTopicConfig, DecodeTopics, func(w protocol.TopicConfigAndMappingSerializeWrapper) error {
+	n, err := copyTableSized(ctx, s, addr, code.GetAllTopicConfig, DecodeTopics, func(w protocol.TopicConfigAndMappingSerializeWrapper) error {
 		if s.o.Topics != nil {
 			if _, err := s.o.Topics.ReplaceAll(w.TopicConfigTable, w.DataVersion); err != nil {
 				return err
@@ -360,13 +395,13 @@ func (s *Syncer) syncTopics(ctx context.Context, addr string) error {
 		}
 		return nil
 	})
+	return s.sized(code.GetAllTopicConfig, n, err)
 }
 
 // syncOffsets stores the master's offsets over the slave's (Apache's
 // putAll): an offset committed to the slave alone stays until the master
 // has one for that queue, whatever is larger (upstream issue #1094). The
-// copy is flushed at once so that it survives a crash. Called with s.mu
-// held; it records the answer's size (copySmallOffsets).
+// copy is flushed at once so that it survives a crash.
 func (s *Syncer) syncOffsets(ctx context.Context, addr string) error {
 	if s.o.Offsets == nil {
 		return nil
@@ -377,21 +412,18 @@ func (s *Syncer) syncOffsets(ctx context.Context, addr string) error {
 		}
 		return s.o.Offsets.Flush()
 	})
-	if err != nil {
-		n = -1
-	}
-	s.offsetsBytes = n
-	return err
+	return s.sized(code.GetAllConsumerOffset, n, err)
 }
 
 func (s *Syncer) syncGroups(ctx context.Context, addr string) error {
 	if s.o.Groups == nil {
 		return nil
 	}
-	return copyTable(ctx, s, addr, code.GetAllSubscriptionGroupConfig, subscription.DecodeWrapper, func(w subscription.Wrapper) error {
+	n, err := copyTableSized(ctx, s, addr, code.GetAllSubscriptionGroupConfig, subscription.DecodeWrapper, func(w subscription.Wrapper) error {
 		_, err := s.o.Groups.ReplaceAll(w)
 		return err
 	})
+	return s.sized(code.GetAllSubscriptionGroupConfig, n, err)
 }
 
 func (s *Syncer) syncModes(ctx context.Context, addr string) error {

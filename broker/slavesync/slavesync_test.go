@@ -549,11 +549,12 @@ func TestWantTopicsCopiesTheTopicTableNow(t *testing.T) {
 	})
 }
 
-// TestSmallOffsetsCopiedAtEveryCheck: between full copies a small offset
-// table is copied at every check (nothing else is), so that a slave
-// elected master serves offsets at most a check old; once the master's
-// table grew past SmallOffsetsBytes it waits for the full copy.
-func TestSmallOffsetsCopiedAtEveryCheck(t *testing.T) {
+// TestSmallTablesCopiedAtEveryCheck: between full copies the topic
+// configs, subscription groups and consumer offsets are copied at every
+// check while the master's answers for them are small (the request modes,
+// say, are not), so that a slave elected master has them as of a check
+// ago; a table grown past SmallTableBytes waits for the full copy.
+func TestSmallTablesCopiedAtEveryCheck(t *testing.T) {
 	m := startMaster(t)
 	setAll(m)
 	s := openSlave(t, t.TempDir())
@@ -566,22 +567,31 @@ func TestSmallOffsetsCopiedAtEveryCheck(t *testing.T) {
 		}
 		return nil
 	})
+	m.set(code.GetAllTopicConfig, topicsV2)
+	m.set(code.GetAllSubscriptionGroupConfig, `{"dataVersion":{"counter":4,"stateVersion":0,"timestamp":1700000000200},`+
+		`"subscriptionGroupTable":{"g2":{"groupName":"g2","retryMaxTimes":3}}}`)
 	m.set(code.GetAllConsumerOffset, `{"offsetTable":{"OrderT@g1":{0:20,1:21,2:22,3:23}}}`)
 	testutil.Eventually(t, 5*time.Second, func() error {
 		if got, _ := s.offs.Get(offset.Key{Group: "g1", Topic: "OrderT", QueueID: 3}); got != 23 {
 			return fmt.Errorf("offset %d, want the master's new 23", got)
 		}
+		if !s.topics.Contains("NewT") {
+			return errors.New("topic NewT not copied yet")
+		}
+		if g, ok := s.groups.Find("g2"); !ok || g.RetryMaxTimes != 3 {
+			return fmt.Errorf("group g2 = %+v, %v", g, ok)
+		}
 		return nil
 	})
-	if n := m.count(code.GetAllTopicConfig); n != 1 {
-		t.Fatalf("%d topic copies within the full period, want 1", n)
+	if n := m.count(code.GetAllMessageRequestMode); n != 1 {
+		t.Fatalf("request modes copied %d times within the full period, want 1", n)
 	}
 
-	// A large table: copied once more (its size is learnt from that
-	// answer), then left to the full copy.
+	// A large offset table: copied once more (its size is learnt from
+	// that answer), then left to the full copy; the others go on.
 	var b strings.Builder
 	b.WriteString(`{"offsetTable":{`)
-	for i := 0; b.Len() <= SmallOffsetsBytes; i++ {
+	for i := 0; b.Len() <= SmallTableBytes; i++ {
 		if i > 0 {
 			b.WriteByte(',')
 		}
@@ -595,9 +605,16 @@ func TestSmallOffsetsCopiedAtEveryCheck(t *testing.T) {
 		}
 		return nil
 	})
-	before := m.count(code.GetAllConsumerOffset)
-	time.Sleep(200 * time.Millisecond) // ten checks
+	// Its answer was counted before its offsets were seen; two more topic
+	// copies mean two checks after it.
+	before, topics := m.count(code.GetAllConsumerOffset), m.count(code.GetAllTopicConfig)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if n := m.count(code.GetAllTopicConfig); n < topics+2 {
+			return fmt.Errorf("%d topic copies since the large offset table, want 2: the small topic table stopped being copied", n-topics)
+		}
+		return nil
+	})
 	if n := m.count(code.GetAllConsumerOffset); n != before {
-		t.Fatalf("a table over %d bytes was copied %d more times between full copies", SmallOffsetsBytes, n-before)
+		t.Fatalf("a table over %d bytes was copied %d more times between full copies", SmallTableBytes, n-before)
 	}
 }

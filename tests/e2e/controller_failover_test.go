@@ -15,8 +15,8 @@ import (
 // with allAckInSyncStateSet=true. Under a producer/checker run the master
 // is killed with SIGKILL; a new master is elected from the SyncStateSet;
 // the old master restarts as a slave of the new epoch and truncates to it;
-// every SEND_OK message is consumed, and a consumer offset committed
-// seconds before the kill is the new master's. Before the run, our mqadmin and the
+// every SEND_OK message is consumed, and a topic created and a consumer
+// offset committed seconds before the kill are the new master's. Before the run, our mqadmin and the
 // Java tool print the same getBrokerEpoch and haStatus (ctrlAdminMatchesJava).
 func TestControllerModeFailover(t *testing.T) {
 	processOnly(t, "kills broker processes")
@@ -50,16 +50,18 @@ func TestControllerModeFailover(t *testing.T) {
 		}
 	}
 
-	// A consumer offset committed to the master: the slaves copy a small
-	// offset table at every check (3 s), not at the next full copy (60 s),
-	// so the elected one serves it and a pop consumer or a queue's next
-	// owner does not consume that minute again.
-	const offGroup = "controller_failover_offsets"
+	// A topic without messages and a consumer offset, both new on the
+	// master: the slaves copy small topic and offset tables at every check
+	// (3 s), not at the next full copy (60 s), so the elected one routes
+	// the topic and serves the offset (a pop consumer or a queue's next
+	// owner does not consume that minute again).
+	const empty, offGroup = "ControllerFailoverEmptyTopic", "controller_failover_offsets"
+	createTopic(t, rc, master, empty)
 	c.commitOffset(t, master, offGroup, topic, 1, 7)
 	for _, b := range brokers {
 		if b.addr != master {
-			testutil.WaitFor(t, 10*time.Second, b.addr+" holds the committed offset", func() bool {
-				return c.consumerOffset(t, b.addr, offGroup, topic, 1) == 7
+			testutil.WaitFor(t, 10*time.Second, b.addr+" knows "+empty+" and holds the committed offset", func() bool {
+				return topicKnown(t, rc, b.addr, empty) && c.consumerOffset(t, b.addr, offGroup, topic, 1) == 7
 			})
 		}
 	}
@@ -89,6 +91,9 @@ func TestControllerModeFailover(t *testing.T) {
 	t.Logf("the new master acknowledged sends %v after the kill", time.Since(killed))
 	if got := c.consumerOffset(t, next, offGroup, topic, 1); got != 7 {
 		t.Fatalf("new master %s serves offset %d for %s, want the 7 committed before the kill", next, got, offGroup)
+	}
+	if !topicKnown(t, rc, next, empty) {
+		t.Fatalf("new master %s lacks %s, created on the old master before the kill", next, empty)
 	}
 
 	// The old master comes back as a slave of the new epoch, truncates to
