@@ -89,8 +89,18 @@ func TestJavaClientAcrossControllerFailover(t *testing.T) {
 	master := s.master()
 
 	release := filepath.Join(t.TempDir(), "stop-sending")
+	// The drain allows for the Java client's 30 s pull timeout: a pull
+	// parked on the killed master is failed at once only when the client
+	// itself closes that channel (NettyConnectManageHandler.close →
+	// failFast). A request of the consumer's own that finds the dead
+	// channel first (a heartbeat, the next pull of another queue) drops
+	// it from the channel table, and the close of the event loop then
+	// finds nothing to close, so the other queues' parked pulls wait for
+	// the response table's scan: 30 s (consumerTimeoutMillisWhenSuspend)
+	// plus the 3 s back-off, "3-33 s" in upstream ROCKETMQ-184. A CI run
+	// with 20 s failed that way (one queue resumed at once, three never).
 	bg := interop.StartJavaCheck(t, "failover", "-n", strings.Join(s.nsAddrs, ";"), "-t", topic, "-g", "java_failover_cg",
-		"-run", "jf", "-send-secs", "90", "-until-file", release, "-interval", "20", "-drain-secs", "20")
+		"-run", "jf", "-send-secs", "90", "-until-file", release, "-interval", "20", "-drain-secs", "45")
 	ended := func() bool {
 		select {
 		case <-bg.Done():
