@@ -232,8 +232,10 @@ func (n *replicaNode) BecomeSlave(_ context.Context, r replica.Role) error {
 	n.b.masterHAAddr.Store("")
 	cfg := n.cfg()
 	masterAddr := r.MasterAddr
+	prefix := &prefixVerifier{cl: n.st.CommitLog(), read: n.st.ReadRecord, invoker: n.b.client.Invoke, masterAddr: masterAddr}
 	n.slave = ha.NewAutoSwitchSlave(n.st, func() string { return n.masterHAAddr(masterAddr) }, n.ha, ha.AutoSwitchSlaveConfig{
 		SelfID: r.Self, Epochs: n.ep, SyncFromLastFile: cfg.SyncFromLastFile, AsyncLearner: cfg.AsyncLearner,
+		VerifyPrefix: prefix.verify,
 	})
 	n.slave.Start()
 	if n.b.slaveSync != nil {

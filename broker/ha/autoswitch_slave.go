@@ -32,9 +32,13 @@ type AutoSwitchSlaveConfig struct {
 	Epochs           *epoch.Cache
 	SyncFromLastFile bool
 	AsyncLearner     bool
-	// TrustUnverifiedPrefix accepts a non-empty log without epochs (an
-	// upgraded classic slave) as a prefix of the master's.
-	TrustUnverifiedPrefix bool
+	// VerifyPrefix decides whether a log that holds bytes but no epochs
+	// (a classic replica upgraded in place to controller mode, as Apache's
+	// controller deploy guide allows) is a prefix of the master's, whose
+	// log ends at masterMax: nil accepts it and replication continues from
+	// localMax. Without VerifyPrefix such a log is refused (ErrDiverged).
+	// Apache's AutoSwitchHAClient takes it on trust.
+	VerifyPrefix func(localMax, masterMax int64) error
 }
 
 // ErrDiverged means the local log shares no epoch with the master's: the
@@ -82,8 +86,15 @@ func (s *AutoSwitchSlave) truncate(h MasterHello) (int64, error) {
 	local := s.cfg.Epochs.Entries()
 	localMax := s.cl.MaxOffset()
 	if epoch.HoldsNothing(local, localMax) {
-		if localMax > s.cl.MinOffset() && !s.cfg.TrustUnverifiedPrefix {
-			return 0, fmt.Errorf("%w: %d bytes of CommitLog without an epoch list", ErrDiverged, localMax-s.cl.MinOffset())
+		if localMax > s.cl.MinOffset() {
+			if s.cfg.VerifyPrefix == nil {
+				return 0, fmt.Errorf("%w: %d bytes of CommitLog without an epoch list", ErrDiverged, localMax-s.cl.MinOffset())
+			}
+			if err := s.cfg.VerifyPrefix(localMax, h.MaxOffset); err != nil {
+				return 0, fmt.Errorf("%w: %d bytes of CommitLog without an epoch list: %v", ErrDiverged, localMax-s.cl.MinOffset(), err)
+			}
+			s.opts.Logger.Info("ha: a log without an epoch list (a replica upgraded in place) matches the master's: replicating from its end",
+				"from", localMax, "masterMax", h.MaxOffset)
 		}
 		// Epochs that hold nothing (this replica was master and wrote
 		// nothing) give way to the master's, re-recorded from its frames.
