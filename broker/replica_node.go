@@ -116,8 +116,21 @@ func (n *replicaNode) BecomeMaster(ctx context.Context, r replica.Role) error {
 	// The epoch boundary; a restarted master the controller still names at
 	// its own last epoch continues that epoch.
 	if r.MasterEpoch > n.ep.LastEpoch() {
-		if err := n.ep.Append(r.MasterEpoch, end); err != nil {
-			return fmt.Errorf("append epoch %d at %d: %w", r.MasterEpoch, end, err)
+		start := end
+		if len(n.ep.Entries()) == 0 && end > cl.MinOffset() {
+			// A log without any epoch: a classic store upgraded in place
+			// (or one whose epoch file was deleted, as Apache's upgrade
+			// guide for persistent broker ids asks). Its bytes go under
+			// this first epoch, so that a replica joining with an empty
+			// store can copy them: no epoch would hold them otherwise, and
+			// a master sends nothing outside an epoch (Apache's neither:
+			// "Failed to find an epochEntry to match nextTransferFromWhere").
+			start = cl.MinOffset()
+			n.log.Info("the log has no epoch list (a classic store upgraded in place?): its bytes go under the first epoch",
+				"epoch", r.MasterEpoch, "from", start, "to", end)
+		}
+		if err := n.ep.Append(r.MasterEpoch, start); err != nil {
+			return fmt.Errorf("append epoch %d at %d: %w", r.MasterEpoch, start, err)
 		}
 	}
 	cl.SetConfirmOffset(end)
