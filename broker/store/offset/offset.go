@@ -97,7 +97,14 @@ func Open(db *kv.DB, log *slog.Logger) (*Store, error) {
 // Commit records an offset.
 func (s *Store) Commit(k Key, offset int64) {
 	s.mu.Lock()
-	if _, ok := s.offsets[k]; !ok {
+	cur, ok := s.offsets[k]
+	if ok && cur == offset {
+		// Nothing to write (a slave's copy of its master's table every
+		// few seconds mostly repeats what it holds).
+		s.mu.Unlock()
+		return
+	}
+	if !ok {
 		s.groups[k.Group]++
 	}
 	s.offsets[k] = offset
