@@ -120,15 +120,24 @@ func (l *liveness) electInput(brokerName string, brokerID int64, designate, uncl
 		BrokerID: brokerID, Designate: designate, Unclean: unclean,
 		Alive: func(id int64) bool { return l.alive(brokerName, id) },
 		Info:  func(id int64) (state.Candidate, bool) { return l.candidate(brokerName, id) },
-		Heard: l.heard(brokerName), Warming: l.warming(),
+		Heard: l.heard(brokerName), Warming: l.warming(brokerID == state.ControllerTriggered),
 	}
 }
 
-// warming reports whether the table is younger than its warm-up.
-func (l *liveness) warming() bool {
+// warming reports whether the table is younger than its warm-up; for an
+// election the controller starts itself, twice that: a replica of ours
+// asks for the election of a set back under controllers that lost their
+// state as soon as the warm-up ends, keeping the master its slaves still
+// follow, and the controller's own pick (for Apache's brokers, which never
+// ask) comes after.
+func (l *liveness) warming(byController bool) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.now().Sub(l.started) < l.warmup
+	w := l.warmup
+	if byController {
+		w *= 2
+	}
+	return l.now().Sub(l.started) < w
 }
 
 // heard lists the ids of brokerName with a live heartbeat, ascending.

@@ -3,8 +3,10 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -150,9 +152,26 @@ func (c *Controller) heartbeat(_ context.Context, ch *remoting.Channel, req *rem
 		_, registered = b.Replicas[id]
 	}
 	if c.serving.Load() && !registered {
+		if req.IsOneway() {
+			// Apache's brokers send the heartbeat one-way and, under
+			// controllers that lost their state, only the first of a set
+			// to ask for its replica info registers again (the others
+			// find the set known): the heartbeat's id is taken as
+			// registered, so every replica is back and an election can
+			// pick the most up-to-date one.
+			ctx, cancel := context.WithTimeout(context.Background(), heartbeatTakeTimeout)
+			defer cancel()
+			if _, err := decide(ctx, c, func() error {
+				_, err := c.takeUnknownID(h.key.cluster, h.key.brokerName, id, h.addr, "heartbeated")
+				return err
+			}); err != nil {
+				c.log.Warn("controller: take the id of a heartbeating broker", "brokerName", h.key.brokerName, "brokerId", id, "err", err)
+			}
+			return nil, nil
+		}
 		// Our brokers ask for an answer and apply for their id again on
 		// this code (the controllers lost their state, or replaced
-		// others); Apache's send the heartbeat one-way.
+		// others), with the check code of their first application.
 		return remoting.NewResponse(req, code.ControllerBrokerNeedToBeRegistered,
 			fmt.Sprintf("broker %s id %d is not registered", h.key.brokerName, id)), nil
 	}
@@ -237,19 +256,40 @@ func (c *Controller) applyAndAnswer(ctx context.Context, req *remoting.Command, 
 	return resp, nil
 }
 
+// heartbeatTakeTimeout bounds the raft write that takes a heartbeating
+// broker's unknown id.
+const heartbeatTakeTimeout = 3 * time.Second
+
 // registerBroker (1003): the replica must hold a controller id; its
 // address is updated if it moved; the answer names the master only while
 // that master is alive.
+//
+// An id this controller does not know, from a broker that names its
+// cluster, is taken as applied for again (the rules of APPLY_BROKER_ID:
+// a free id, not one cleanBrokerMetadata removed, not a second id for an
+// address the set knows): the controllers lost their state, and the
+// broker registers the id its identity file holds. Apache's broker does
+// exactly that when GET_REPLICA_INFO answers that its set is unknown, but
+// never applies again, so without this it stayed out (Apache's controller
+// answers CONTROLLER_BROKER_NEED_TO_BE_REGISTERED, as this one did).
 func (c *Controller) registerBroker(ctx context.Context, _ *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	ids, bad := needInts(req, protocol.HdrBrokerID)
 	if bad != nil {
 		return bad, nil
 	}
 	name, id, addr := req.Ext(protocol.HdrBrokerName), ids[0], req.Ext(protocol.HdrBrokerAddress)
+	cluster := req.Ext(protocol.HdrClusterName)
 	resp, err := decide(ctx, c, func() *remoting.Command {
 		b, ok := c.fsm.Get(name)
 		if ok {
 			_, ok = b.Replicas[id]
+		}
+		if !ok {
+			var err error
+			if ok, err = c.takeUnknownID(cluster, name, id, addr, "registered"); err != nil {
+				return c.failApply(req, err)
+			}
+			b, _ = c.fsm.Get(name)
 		}
 		if !ok {
 			return remoting.NewResponse(req, code.ControllerBrokerNeedToBeRegistered, fmt.Sprintf("broker %s id %d is not registered", name, id))
@@ -274,6 +314,31 @@ func (c *Controller) registerBroker(ctx context.Context, _ *remoting.Channel, re
 		return remoting.NewResponse(req, code.SystemError, err.Error()), nil
 	}
 	return resp, nil
+}
+
+// takeUnknownID applies for id on behalf of a broker that names it but that
+// this controller does not know (registerBroker): APPLY_BROKER_ID's rules
+// decide, the broker must name its cluster and address, and an address
+// the set knows under another id does not get a second one. Runs on the
+// decide loop.
+func (c *Controller) takeUnknownID(cluster, name string, id int64, addr, how string) (bool, error) {
+	if cluster == "" || addr == "" || id < 1 || id > state.MaxBrokerID {
+		return false, nil
+	}
+	// What the command would refuse is refused here, without a raft
+	// entry: a heartbeat that cannot be taken comes back every second.
+	if b, ok := c.fsm.Get(name); ok {
+		if _, cleaned := slices.BinarySearch(b.CleanedIDs, id); cleaned || b.IDOf(addr) > 0 || (b.ClusterName != "" && b.ClusterName != cluster) {
+			return false, nil
+		}
+	}
+	res, err := c.apply(state.ApplyBrokerID{ClusterName: cluster, BrokerName: name, ID: id, Address: addr, CheckCode: addr + state.TakenCheckCodeSuffix})
+	if err != nil || !res.OK() {
+		return false, err
+	}
+	c.log.Info("controller: a broker "+how+" an id this controller did not know: taken (controllers that lost their state?)",
+		"brokerName", name, "brokerId", id, "addr", addr)
+	return true, nil
 }
 
 func masterFields(ext map[string]string, b *state.BrokerSet) {

@@ -83,6 +83,51 @@ func TestRequestCodes(t *testing.T) {
 	if b, _ := c.State().Get("a"); !slices.Equal(b.ReplicaIDs(), []int64{2, 3}) {
 		t.Fatalf("after clean: %+v", b)
 	}
+
+	// A broker registering an id this controller does not know (its
+	// controllers lost their state; Apache's brokers register the id of
+	// their identity file and never apply again) gets it as if applied
+	// for, under APPLY_BROKER_ID's rules: not a cleaned id, not a second id
+	// for a known address, and only with its cluster named.
+	reg9 := func(set, id, addr string, withCluster bool) *remoting.Command {
+		ext := map[string]string{"brokerName": set, "brokerId": id, "brokerAddress": addr}
+		if withCluster {
+			ext["clusterName"] = "c"
+		}
+		return call(t, c, code.ControllerRegisterBroker, ext, nil)
+	}
+	wantCode(t, reg9("a", "1", "10.0.0.1:10911", true), code.ControllerBrokerNeedToBeRegistered)  // cleaned
+	wantCode(t, reg9("a", "9", "10.9.9.9:10911", true), code.ControllerBrokerNeedToBeRegistered)  // id 2's address
+	wantCode(t, reg9("a", "9", "10.0.0.9:10911", false), code.ControllerBrokerNeedToBeRegistered) // no cluster
+	wantCode(t, reg9("a", "9", "10.0.0.9:10911", true), code.Success)
+	wantCode(t, reg9("lost", "4", "10.0.4.4:10911", true), code.Success)
+	if b, _ := c.State().Get("a"); !slices.Equal(b.ReplicaIDs(), []int64{2, 3, 9}) || b.Address(9) != "10.0.0.9:10911" {
+		t.Fatalf("after re-registration: %+v", b)
+	}
+	if b, ok := c.State().Get("lost"); !ok || !slices.Equal(b.ReplicaIDs(), []int64{4}) || b.ClusterName != "c" {
+		t.Fatalf("a set re-registered by one replica: %+v %v", b, ok)
+	}
+	// The other replicas of such a set find it known and do not register:
+	// their one-way heartbeats (Apache's) bring their ids back; a request
+	// heartbeat (ours) is answered 2010, and a cleaned id stays out.
+	oneway := func(id, addr string) {
+		t.Helper()
+		req := remoting.NewRequest(code.BrokerHeartbeat, map[string]string{"clusterName": "c", "brokerName": "lost", "brokerId": id, "brokerAddr": addr, "heartbeatTimeoutMills": "60000"}, nil)
+		req.MarkOneway()
+		if _, err := c.handlers()[code.BrokerHeartbeat](context.Background(), nil, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	oneway("5", "10.0.4.5:10911")
+	wantCode(t, call(t, c, code.BrokerHeartbeat, map[string]string{"clusterName": "c", "brokerName": "lost", "brokerId": "6", "brokerAddr": "10.0.4.6:10911"}, nil), code.ControllerBrokerNeedToBeRegistered)
+	if b, _ := c.State().Get("lost"); !slices.Equal(b.ReplicaIDs(), []int64{4, 5}) {
+		t.Fatalf("after heartbeats: %+v", b)
+	}
+	// A broker whose id was taken that way may apply for it with its own
+	// check code, from the same address only.
+	wantCode(t, call(t, c, code.ControllerApplyBrokerID, map[string]string{"clusterName": "c", "brokerName": "lost", "appliedBrokerId": "5", "registerCheckCode": "10.9.9.9:10911;7"}, nil), code.ControllerBrokerIDInvalid)
+	wantCode(t, call(t, c, code.ControllerApplyBrokerID, map[string]string{"clusterName": "c", "brokerName": "lost", "appliedBrokerId": "5", "registerCheckCode": "10.0.4.5:10911;7"}, nil), code.Success)
+	wantCode(t, call(t, c, code.ControllerApplyBrokerID, map[string]string{"clusterName": "c", "brokerName": "lost", "appliedBrokerId": "5", "registerCheckCode": "10.0.4.5:10911;8"}, nil), code.ControllerBrokerIDInvalid)
 }
 
 // TestUncleanElection: all SyncStateSet members dead, a non-member alive

@@ -171,7 +171,7 @@ func mixedSet(t *testing.T, bin string, apacheController bool) {
 
 // startOurControllerNamesrv starts our nameserver on port with a
 // controller embedded at peers' address (one node, n0, a new store).
-func startOurControllerNamesrv(t *testing.T, bin string, port int, peers string) {
+func startOurControllerNamesrv(t *testing.T, bin string, port int, peers string) *harness.Proc {
 	t.Helper()
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "namesrv.conf")
@@ -182,6 +182,7 @@ func startOurControllerNamesrv(t *testing.T, bin string, port int, peers string)
 	}
 	p := harness.StartProcessWith(t, harness.ProcOptions{Name: "namesrv"}, filepath.Join(bin, harness.Namesrv), "-c", conf)
 	p.WaitTCP(t, fmt.Sprintf("127.0.0.1:%d", port), 60*time.Second)
+	return p
 }
 
 // ctlSetView watches set broker-a through a controller and a nameserver.
@@ -319,6 +320,94 @@ func TestControllerTakeoverFromApache(t *testing.T) {
 	sendN(t, ns, a.addr, topic, 100)
 	v.joined(a, b)
 	sameLogs(t, v.rc, a, b)
+}
+
+// TestApacheBrokersRejoinControllersThatLostTheirState: a set of two
+// Apache 5.5.0 brokers under our controller (embedded in our nameserver),
+// which is killed and started again at the same addresses on an empty
+// store. Apache's brokers never apply for their ids again: the first to
+// ask for its replica info finds its set unknown and registers the id of
+// its identity file, the other finds the set known and only heartbeats.
+// Our controller takes both ids (Apache's own answers
+// CONTROLLER_BROKER_NEED_TO_BE_REGISTERED, and the brokers stay out) and,
+// since Apache's brokers do not ask for an election of a set whose epoch
+// is below theirs, elects the master itself after its warm-up, at an epoch
+// above the old one. The set takes sends, replicated to the slave, with
+// byte-identical CommitLogs.
+//
+// What stays wrong is Apache's: its master, named again with the new
+// term's SyncStateSet (epoch 1), keeps the old term's (a higher epoch:
+// ReplicasManager.changeSyncStateSet ignores a lower one) and never asks
+// to add its slave, so the controller lists only the master in sync (an
+// election after losing it needs enableElectUncleanMaster). Ours takes the
+// new term's set (docs/replication.md §2.7).
+func TestApacheBrokersRejoinControllersThatLostTheirState(t *testing.T) {
+	requireApacheHA(t)
+	bin := harness.BuildBinaries(t, harness.Namesrv, harness.Broker)
+	run := filepath.Join(t.TempDir(), "run")
+	nsPort, ctlPort := harness.LatePort(t), harness.LatePort(t)
+	ns, ctl := fmt.Sprintf("127.0.0.1:%d", nsPort), fmt.Sprintf("127.0.0.1:%d", ctlPort)
+	peers := "n0-" + ctl
+	proc := startOurControllerNamesrv(t, bin, nsPort, peers)
+
+	a, b := apacheReplicaN(t, run, 1, ns, ctl), apacheReplicaN(t, run, 2, ns, ctl)
+	v := newCtlSetView(t, ns, ctl)
+	a.start(t)
+	v.waitMaster(a)
+	b.start(t)
+	v.joined(a, b)
+	const topic = "InteropApacheRejoin"
+	sendN(t, ns, a.addr, topic, 200)
+	before := v.joined(a, b)
+	sameLogs(t, v.rc, a, b)
+
+	proc.Kill()
+	startOurControllerNamesrv(t, bin, nsPort, peers)
+	var after protocol.ReplicasInfo
+	testutil.Eventually(t, 2*time.Minute, func() error {
+		ri, err := v.state()
+		if err != nil {
+			return err
+		}
+		if ri.MasterAddress == "" || len(ri.InSyncReplicas)+len(ri.NotInSyncReplicas) != 2 {
+			return fmt.Errorf("SyncStateSet %+v, want a master and both replicas registered", ri)
+		}
+		after = ri
+		return nil
+	})
+	if after.MasterEpoch <= before.MasterEpoch {
+		t.Fatalf("master epoch %d after the loss, %d before: epochs went back", after.MasterEpoch, before.MasterEpoch)
+	}
+	master, slave := a, b
+	if after.MasterAddress == b.addr {
+		master, slave = b, a
+	}
+	t.Logf("master %s at epoch %d before the loss, %s at %d after; in sync %v", before.MasterAddress, before.MasterEpoch,
+		after.MasterAddress, after.MasterEpoch, after.InSyncReplicas)
+	sendN(t, ns, master.addr, topic, 100)
+	testutil.Eventually(t, 30*time.Second, func() error {
+		st, err := haStatus(v.rc, master.addr)
+		if err == nil && (len(st.HAConnectionInfo) != 1 || st.HAConnectionInfo[0].SlaveAckOffset != st.MasterCommitLogMaxOffset) {
+			err = fmt.Errorf("HA status of %s: %+v", master.addr, st)
+		}
+		return err
+	})
+	sameLogs(t, v.rc, master, slave)
+}
+
+// apacheReplicaN is apacheReplica as replica i (its own run directory).
+func apacheReplicaN(t *testing.T, run string, i int, ns, ctl string) *replicaNode {
+	_, ha, port := apachePorts(t)
+	extra := fmt.Sprintf("haListenPort=%d\nmappedFileSizeCommitLog=%d", ha, mixedSetLog)
+	name := "b" + strconv.Itoa(i)
+	n := &replicaNode{addr: fmt.Sprintf("127.0.0.1:%d", port), logDir: filepath.Join(run, name, "commitlog")}
+	var pid int
+	n.start = func(t *testing.T) {
+		pid = startApacheHA(t, run, name, "apache_ha_broker", strconv.Itoa(i), strconv.Itoa(port), ns, ctl, extra)
+		harness.WaitTCP(t, n.addr, 2*time.Minute)
+	}
+	n.kill = func(*testing.T) { _ = syscall.Kill(pid, syscall.SIGKILL) }
+	return n
 }
 
 // sameLogs compares the first CommitLog file of master and slave up to

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/rmqgo/rmq/remoting/code"
 )
@@ -192,6 +193,14 @@ func (c ApplyBrokerID) apply(s *State) Result {
 	if r, ok := b.Replicas[c.ID]; ok {
 		if r.CheckCode == c.CheckCode {
 			return resultOf(b) // the same registration, retried
+		}
+		if strings.HasSuffix(r.CheckCode, TakenCheckCodeSuffix) && r.Address == c.Address && !strings.HasSuffix(c.CheckCode, TakenCheckCodeSuffix) {
+			// The controller took this id for the broker at this address
+			// when it registered or heartbeated it unknown; the broker now
+			// applies with the check code of its identity file.
+			r.CheckCode = c.CheckCode
+			b.Replicas[c.ID] = r
+			return resultOf(b)
 		}
 		return conflict(code.ControllerBrokerIDInvalid, "id %d of %s is taken by another registration", c.ID, c.BrokerName)
 	}

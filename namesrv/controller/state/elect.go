@@ -56,8 +56,13 @@ type Decision struct {
 
 // DecideElection is the election policy of docs/replication.md §2.3.
 func DecideElection(b *BrokerSet, in ElectInput) Decision {
-	if b.MasterEpoch == 0 && in.BrokerID != ControllerTriggered {
-		return firstMaster(b, in)
+	if b.MasterEpoch == 0 {
+		if in.BrokerID != ControllerTriggered {
+			return firstMaster(b, in)
+		}
+		if hasHistory(in) {
+			return firstMasterByController(b, in)
+		}
 	}
 	prefer := NoMaster
 	if in.Designate {
@@ -112,6 +117,35 @@ func firstMaster(b *BrokerSet, in ElectInput) Decision {
 	}
 	if newerLog(best, chosen, in.Info) {
 		return Decision{Outcome: NoneEligible}
+	}
+	return decided(b, chosen, false)
+}
+
+// firstMasterByController is firstMaster when nobody asks: the controller's
+// scan of a set with a history and no master here. Apache's brokers, back
+// under controllers that lost their state, hold an epoch above the new
+// controller's 0 and never ask for an election; ours do ask. The most
+// up-to-date live replica is elected once it is registered, and not during
+// the warm-up.
+func firstMasterByController(b *BrokerSet, in ElectInput) Decision {
+	if in.Warming {
+		return Decision{Outcome: NoneEligible}
+	}
+	alive := func(id int64) bool { return in.Alive != nil && in.Alive(id) }
+	var pool []int64
+	for _, id := range in.Heard {
+		if _, ok := b.Replicas[id]; ok && alive(id) {
+			pool = append(pool, id)
+		}
+	}
+	chosen, ok := pick(b, pool, NoMaster, in.Info)
+	if !ok {
+		return Decision{Outcome: NoneEligible}
+	}
+	for _, id := range in.Heard {
+		if newerLog(id, chosen, in.Info) {
+			return Decision{Outcome: NoneEligible} // not registered again yet
+		}
 	}
 	return decided(b, chosen, false)
 }

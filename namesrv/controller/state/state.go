@@ -54,6 +54,22 @@ func (b *BrokerSet) InSyncStateSet(id int64) bool {
 // Address is the remoting address of replica id ("" if unknown).
 func (b *BrokerSet) Address(id int64) string { return b.Replicas[id].Address }
 
+// TakenCheckCodeSuffix ends the check code of an id the controller took
+// for a broker that registered or heartbeated it unknown (the controllers
+// lost their state): "<address>;taken". The broker may apply for it later
+// with its own check code, from the same address.
+const TakenCheckCodeSuffix = ";taken"
+
+// IDOf is the id of the replica registered at addr (0: none).
+func (b *BrokerSet) IDOf(addr string) int64 {
+	for id, r := range b.Replicas {
+		if r.Address == addr {
+			return id
+		}
+	}
+	return 0
+}
+
 // ReplicaIDs returns the registered ids in ascending order.
 func (b *BrokerSet) ReplicaIDs() []int64 {
 	return slices.Sorted(maps.Keys(b.Replicas))
