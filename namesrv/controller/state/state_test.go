@@ -241,6 +241,40 @@ func TestSetWithAHistory(t *testing.T) {
 	}
 }
 
+// TestSetWithAHistoryElectedByController: nobody asks (Apache's brokers,
+// whose epoch is above the new controller's, never do): the controller's
+// own election of a set with a history and no master here takes the most
+// up-to-date registered live replica once the table is warm, and nobody
+// while a newer log is unregistered; a new set without a history waits
+// for a broker to ask, as before.
+func TestSetWithAHistoryElectedByController(t *testing.T) {
+	s := New()
+	mustOK(t, s, ApplyBrokerID{ClusterName: "c", BrokerName: "a", ID: 2, CheckCode: "h:2;taken"})
+	info := map[int64]Candidate{1: {Epoch: 3, MaxOffset: 900}, 2: {Epoch: 3, MaxOffset: 800}}
+	in := ElectInput{BrokerID: ControllerTriggered, Heard: []int64{1, 2},
+		Alive: func(id int64) bool { _, ok := info[id]; return ok },
+		Info:  func(id int64) (Candidate, bool) { c, ok := info[id]; return c, ok }}
+	if d := DecideElection(s.Set("a"), in); d.Outcome != NoneEligible {
+		t.Fatalf("elected 2 while 1's newer log is unregistered: %+v", d)
+	}
+	mustOK(t, s, ApplyBrokerID{ClusterName: "c", BrokerName: "a", ID: 1, CheckCode: "h:1;taken"})
+	warming := in
+	warming.Warming = true
+	if d := DecideElection(s.Set("a"), warming); d.Outcome != NoneEligible {
+		t.Fatalf("elected while the heartbeat table warms up: %+v", d)
+	}
+	if d := DecideElection(s.Set("a"), in); d.Outcome != Elected || d.Master != 1 {
+		t.Fatalf("the most up-to-date registered replica: %+v", d)
+	}
+	fresh := New()
+	mustOK(t, fresh, ApplyBrokerID{ClusterName: "c", BrokerName: "b", ID: 1, CheckCode: "1"})
+	none := ElectInput{BrokerID: ControllerTriggered, Heard: []int64{1}, Alive: func(int64) bool { return true },
+		Info: func(int64) (Candidate, bool) { return Candidate{}, true }}
+	if d := DecideElection(fresh.Set("b"), none); d.Outcome != NoneEligible {
+		t.Fatalf("a new set elected by the controller: %+v", d)
+	}
+}
+
 // set3 is a set with replicas 1..3 in the SyncStateSet, master m (0: none),
 // past its first election.
 func set3(m int64, sss ...int64) *BrokerSet {
