@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -318,12 +319,15 @@ func (c *Controller) registerBroker(ctx context.Context, _ *remoting.Channel, re
 
 // takeUnknownID applies for id on behalf of a broker that names it but that
 // this controller does not know (registerBroker): APPLY_BROKER_ID's rules
-// decide, the broker must name its cluster and address, and an address
+// decide, the broker must name its cluster and a host:port address, and an address
 // the set knows under another id does not get a second one. Runs on the
 // decide loop.
 func (c *Controller) takeUnknownID(cluster, name string, id int64, addr, how string) (bool, error) {
-	if cluster == "" || addr == "" || id < 1 || id > state.MaxBrokerID {
+	if cluster == "" || id < 1 || id > state.MaxBrokerID {
 		return false, nil
+	}
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" || port == "0" {
+		return false, nil // not a broker's address
 	}
 	// What the command would refuse is refused here, without a raft
 	// entry: a heartbeat that cannot be taken comes back every second.

@@ -99,6 +99,7 @@ func TestRequestCodes(t *testing.T) {
 	wantCode(t, reg9("a", "1", "10.0.0.1:10911", true), code.ControllerBrokerNeedToBeRegistered)  // cleaned
 	wantCode(t, reg9("a", "9", "10.9.9.9:10911", true), code.ControllerBrokerNeedToBeRegistered)  // id 2's address
 	wantCode(t, reg9("a", "9", "10.0.0.9:10911", false), code.ControllerBrokerNeedToBeRegistered) // no cluster
+	wantCode(t, reg9("a", "9", "x", true), code.ControllerBrokerNeedToBeRegistered)               // no host:port
 	wantCode(t, reg9("a", "9", "10.0.0.9:10911", true), code.Success)
 	wantCode(t, reg9("lost", "4", "10.0.4.4:10911", true), code.Success)
 	if b, _ := c.State().Get("a"); !slices.Equal(b.ReplicaIDs(), []int64{2, 3, 9}) || b.Address(9) != "10.0.0.9:10911" {

@@ -63,6 +63,13 @@ func TestClassicSetWithApacheUpgradedToControllerMode(t *testing.T) {
 	startOurs("broker-ours-classic")
 
 	v := newCtlSetView(t, ns, ctl)
+	// Apache's JVM answers admin requests some time after its port opens
+	// (a topic creation right away timed out in a loaded CI run): wait
+	// until it reports our slave connected.
+	testutil.WaitFor(t, 2*time.Minute, "our slave connected to Apache's master", func() bool {
+		st, err := haStatus(v.rc, apache.addr)
+		return err == nil && len(st.HAConnectionInfo) == 1
+	})
 	const topic = "InteropUpgradedSet"
 	sendN(t, ns, apache.addr, topic, 200)
 	testutil.WaitFor(t, 60*time.Second, "our slave holds Apache's log", func() bool {
