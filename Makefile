@@ -12,7 +12,7 @@ PKGS      := github.com/rmqgo/rmq/...
 GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED ?= 0
 
-.PHONY: proto all build run cluster test test-short test-repeat race vet fmt lint bench bench-vs-apache bench-recovery bench-static bench-lite bench-ha bench-grpc bench-tls bench-auth cluster-ha fuzz fuzz-long crash grpc-streams test-auth-java rust5-client clean
+.PHONY: proto all build run cluster test test-short test-repeat race vet fmt lint bench bench-vs-apache bench-recovery bench-static bench-lite bench-ha bench-grpc bench-tls bench-auth cluster-ha fuzz fuzz-long crash grpc-streams test-auth-java test-apache-long rust5-client clean
 
 all: build
 
@@ -152,6 +152,12 @@ bench-grpc: build
 # its access key. Needs java + mvn and node + npm.
 test-auth-java:
 	RMQ_AUTH_JAVA=1 $(GO) test -count=1 -timeout 10m -parallel 3 -run '^(TestAuthJavaMQAdmin|TestAuthJavaClient|TestAuthGrpcJava|TestAuthAdminOurs|TestAuthNodeClient)$$' github.com/rmqgo/rmq/tests/e2e
+
+# The longest tests against Apache 5.5.0's servers (tests/interop), kept
+# out of make test's budget: two Apache broker JVMs under our controller
+# through the controller's loss (docs/replication.md §2.7). Needs java + mvn.
+test-apache-long:
+	RMQ_APACHE_LONG=1 RMQ_REQUIRE_JAVA=1 $(GO) test -count=1 -timeout 10m -run '^TestApacheBrokersRejoinControllersThatLostTheirState$$' github.com/rmqgo/rmq/tests/interop
 
 # The Rust 5.x client driver (scripts/rust5: crate rocketmq 5.0.0, every
 # crate pinned by its Cargo.lock), built with cargo into

@@ -304,6 +304,12 @@ func TestMetricsLiteLag(t *testing.T) {
 		sentAt = append(sentAt, time.Now())
 		lc.want("send", lc.send(liteParent, 0, fmt.Sprintf("lag-%d", i), liteName), code.Success, "")
 	}
+	// The lite topic's queue is filled by dispatch, after the sends are
+	// answered: a pop right away may find fewer (a loaded CI run popped 1).
+	testutil.WaitFor(t, 10*time.Second, "the five messages dispatched to the lite topic", func() bool {
+		n, err := harness.QueuedMessages(rc, bp.Addr(), liteLMQ, 1)
+		return err == nil && n == 5
+	})
 	ext := litePopExt("client-m", liteGroup, time.Second)
 	ext["maxMsgNum"] = "2"
 	var p litePopped

@@ -44,6 +44,9 @@ const (
 	EnvRequireNode = "RMQ_REQUIRE_NODE"
 	// EnvApacheTests set to 1 enables TestApacheReferenceInterop.
 	EnvApacheTests = "RMQ_APACHE_TESTS"
+	// EnvApacheLong set to 1 (make test-apache-long) runs the longest
+	// tests against Apache's servers, kept out of make test's budget.
+	EnvApacheLong = "RMQ_APACHE_LONG"
 	// EnvGoCheckBin names a prebuilt gocheck binary (default: built per call
 	// from tests/cmd/gocheck, which the Go build cache makes cheap).
 	EnvGoCheckBin = "RMQ_GOCHECK_BIN"
