@@ -155,9 +155,11 @@ test-auth-java:
 
 # The longest tests against Apache 5.5.0's servers (tests/interop), kept
 # out of make test's budget: two Apache broker JVMs under our controller
-# through the controller's loss (docs/replication.md §2.7). Needs java + mvn.
+# through the controller's loss (docs/replication.md §2.7), and an Apache
+# master upgraded in place to controller mode with our slave
+# (docs/operations.md). Needs java + mvn.
 test-apache-long:
-	RMQ_APACHE_LONG=1 RMQ_REQUIRE_JAVA=1 $(GO) test -count=1 -timeout 10m -run '^TestApacheBrokersRejoinControllersThatLostTheirState$$' github.com/rmqgo/rmq/tests/interop
+	RMQ_APACHE_LONG=1 RMQ_REQUIRE_JAVA=1 $(GO) test -count=1 -timeout 10m -run '^(TestApacheBrokersRejoinControllersThatLostTheirState|TestClassicSetWithApacheUpgradedToControllerMode)$$' github.com/rmqgo/rmq/tests/interop
 
 # The Rust 5.x client driver (scripts/rust5: crate rocketmq 5.0.0, every
 # crate pinned by its Cargo.lock), built with cargo into
