@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,18 +27,12 @@ func TestControllerAddrByDNSLookup(t *testing.T) {
 	_, ctlPort, _ := strings.Cut(ctl, ":")
 	dir := t.TempDir()
 	port := harness.LatePort(t)
-	conf := filepath.Join(dir, "broker.conf")
-	props := framework.BrokerProps("DNSCluster", "broker-dns", 0, port, ns, dir, map[string]string{
+	p := harness.StartBrokerConf(t, bin, "broker-dns", dir, port, framework.BrokerProps("DNSCluster", "broker-dns", 0, port, ns, dir, map[string]string{
 		"brokerId": "-1", "brokerRole": "SLAVE", "enableControllerMode": "true",
 		"controllerAddr": "localhost:" + ctlPort, "fetchControllerAddrByDnsLookup": "true",
 		"haListenPort": strconv.Itoa(harness.LatePort(t)),
-	})
-	if err := framework.WriteProps(conf, props); err != nil {
-		t.Fatal(err)
-	}
-	p := harness.StartProcessWith(t, harness.ProcOptions{Name: "broker-dns"}, filepath.Join(bin, harness.Broker), "-c", conf)
+	}))
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	p.WaitTCP(t, addr, 30*time.Second)
 	ac, err := admin.New(admin.Config{NameServers: []string{ns}}, nil)
 	if err != nil {
 		t.Fatal(err)

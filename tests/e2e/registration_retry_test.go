@@ -27,15 +27,9 @@ func TestBrokerRegistersOnceNameserverStarts(t *testing.T) {
 	nsPort, port := harness.LatePort(t), harness.LatePort(t)
 	ns := fmt.Sprintf("127.0.0.1:%d", nsPort)
 	dir := t.TempDir()
-	conf := filepath.Join(dir, "broker.conf")
-	props := framework.BrokerProps("LateNs", "broker-late", 0, port, ns, dir, map[string]string{
+	b := harness.StartBrokerConf(t, bin, "broker-late", dir, port, framework.BrokerProps("LateNs", "broker-late", 0, port, ns, dir, map[string]string{
 		"registerNameServerPeriod": "60000",
-	})
-	if err := framework.WriteProps(conf, props); err != nil {
-		t.Fatal(err)
-	}
-	b := harness.StartProcessWith(t, harness.ProcOptions{Name: "broker-late"}, filepath.Join(bin, harness.Broker), "-c", conf)
-	b.WaitTCP(t, fmt.Sprintf("127.0.0.1:%d", port), 30*time.Second)
+	}))
 
 	nsDir := t.TempDir()
 	n := harness.StartProcessWith(t, harness.ProcOptions{Name: "namesrv-late"}, filepath.Join(bin, harness.Namesrv),

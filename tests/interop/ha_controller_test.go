@@ -61,10 +61,8 @@ type replicaNode struct {
 }
 
 func mixedSet(t *testing.T, bin string, apacheController bool) {
-	run := filepath.Join(t.TempDir(), "run")
-	nsPort, ctlPort := harness.LatePort(t), harness.LatePort(t)
-	ns, ctl := fmt.Sprintf("127.0.0.1:%d", nsPort), fmt.Sprintf("127.0.0.1:%d", ctlPort)
-	peers := "n0-" + ctl
+	e := newCtlEnv(t)
+	run, nsPort, ns, ctl, peers := e.run, e.nsPort, e.ns, e.ctl, e.peers
 	if apacheController {
 		startApacheHA(t, run, "namesrv-0", "apache_ha_namesrv", "0", strconv.Itoa(nsPort), peers, "n0")
 	} else {
@@ -171,6 +169,21 @@ func mixedSet(t *testing.T, bin string, apacheController bool) {
 
 // startOurControllerNamesrv starts our nameserver on port with a
 // controller embedded at peers' address (one node, n0, a new store).
+// ctlEnv is a test's run directory and the addresses of its nameserver
+// and of the controller beside it (one peer, n0).
+type ctlEnv struct {
+	run            string
+	nsPort         int
+	ns, ctl, peers string
+}
+
+func newCtlEnv(t *testing.T) ctlEnv {
+	nsPort, ctlPort := harness.LatePort(t), harness.LatePort(t)
+	ctl := fmt.Sprintf("127.0.0.1:%d", ctlPort)
+	return ctlEnv{run: filepath.Join(t.TempDir(), "run"), nsPort: nsPort,
+		ns: fmt.Sprintf("127.0.0.1:%d", nsPort), ctl: ctl, peers: "n0-" + ctl}
+}
+
 func startOurControllerNamesrv(t *testing.T, bin string, port int, peers string) *harness.Proc {
 	t.Helper()
 	dir := t.TempDir()
@@ -285,10 +298,8 @@ func (v *ctlSetView) startWithMessages(master, slave *replicaNode, ns, topic str
 func TestControllerTakeoverFromApache(t *testing.T) {
 	requireApacheHA(t)
 	bin := harness.BuildBinaries(t, harness.Namesrv, harness.Broker)
-	run := filepath.Join(t.TempDir(), "run")
-	nsPort, ctlPort := harness.LatePort(t), harness.LatePort(t)
-	ns, ctl := fmt.Sprintf("127.0.0.1:%d", nsPort), fmt.Sprintf("127.0.0.1:%d", ctlPort)
-	peers := "n0-" + ctl
+	e := newCtlEnv(t)
+	run, nsPort, ns, ctl, peers := e.run, e.nsPort, e.ns, e.ctl, e.peers
 	apacheNs := startApacheHA(t, run, "namesrv-0", "apache_ha_namesrv", "0", strconv.Itoa(nsPort), peers, "n0")
 	harness.WaitTCP(t, ctl, 2*time.Minute)
 
@@ -357,10 +368,8 @@ func TestApacheBrokersRejoinControllersThatLostTheirState(t *testing.T) {
 	}
 	requireApacheHA(t)
 	bin := harness.BuildBinaries(t, harness.Namesrv, harness.Broker)
-	run := filepath.Join(t.TempDir(), "run")
-	nsPort, ctlPort := harness.LatePort(t), harness.LatePort(t)
-	ns, ctl := fmt.Sprintf("127.0.0.1:%d", nsPort), fmt.Sprintf("127.0.0.1:%d", ctlPort)
-	peers := "n0-" + ctl
+	e := newCtlEnv(t)
+	run, nsPort, ns, ctl, peers := e.run, e.nsPort, e.ns, e.ctl, e.peers
 	proc := startOurControllerNamesrv(t, bin, nsPort, peers)
 
 	a, b := apacheReplicaN(t, run, 1, ns, ctl), apacheReplicaN(t, run, 2, ns, ctl)

@@ -30,10 +30,9 @@ func TestClassicSetWithApacheUpgradedToControllerMode(t *testing.T) {
 	}
 	requireApacheHA(t)
 	bin := harness.BuildBinaries(t, harness.Namesrv, harness.Broker)
-	run := filepath.Join(t.TempDir(), "run")
-	nsPort, ctlPort := harness.LatePort(t), harness.LatePort(t)
-	ns, ctl := fmt.Sprintf("127.0.0.1:%d", nsPort), fmt.Sprintf("127.0.0.1:%d", ctlPort)
-	startOurControllerNamesrv(t, bin, nsPort, "n0-"+ctl)
+	e := newCtlEnv(t)
+	run, ns, ctl := e.run, e.ns, e.ctl
+	startOurControllerNamesrv(t, bin, e.nsPort, e.peers)
 	harness.WaitTCP(t, ctl, time.Minute)
 
 	// Apache's classic master (scripts/apache/ha-lib.sh writes a

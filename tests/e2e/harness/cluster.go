@@ -178,3 +178,17 @@ func (c *Cluster) MQAdminExit(t testing.TB, args ...string) (stdout, stderr stri
 	t.Helper()
 	return ExecMQAdmin(t, filepath.Join(c.BinDir, MQAdmin), append(args, "-n", c.NamesrvAddr)...)
 }
+
+// StartBrokerConf writes props to dir/broker.conf, starts the broker of bin
+// with it under name and waits until it listens on 127.0.0.1:port: a broker
+// outside any Cluster, for tests that shape its configuration themselves.
+func StartBrokerConf(t testing.TB, bin, name, dir string, port int, props map[string]string) *Proc {
+	t.Helper()
+	conf := filepath.Join(dir, "broker.conf")
+	if err := framework.WriteProps(conf, props); err != nil {
+		t.Fatal(err)
+	}
+	p := StartProcessWith(t, ProcOptions{Name: name}, filepath.Join(bin, Broker), "-c", conf)
+	p.WaitTCP(t, fmt.Sprintf("127.0.0.1:%d", port), 30*time.Second)
+	return p
+}
