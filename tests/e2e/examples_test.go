@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
 	"github.com/rmqgo/rmq/tests/framework"
@@ -42,12 +43,24 @@ func buildExamples(t *testing.T) string {
 type exampleRun struct {
 	code           int
 	stdout, stderr string
+	took           time.Duration
 }
 
 // runExample runs bin with args (and env added) until it exits, at most
 // within limit.
 func runExample(t *testing.T, limit time.Duration, env []string, bin string, args ...string) exampleRun {
 	t.Helper()
+	r, err := execExample(limit, env, bin, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s %s: exit %d in %v", filepath.Base(bin), strings.Join(args, " "), r.code, r.took.Round(10*time.Millisecond))
+	return r
+}
+
+// execExample is runExample for any goroutine: it reports what went wrong
+// instead of failing the test.
+func execExample(limit time.Duration, env []string, bin string, args ...string) (exampleRun, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -56,18 +69,17 @@ func runExample(t *testing.T, limit time.Duration, env []string, bin string, arg
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	start := time.Now()
 	err := cmd.Run()
-	r := exampleRun{stdout: out.String(), stderr: errOut.String()}
+	r := exampleRun{stdout: out.String(), stderr: errOut.String(), took: time.Since(start)}
 	var exit *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
-		t.Fatalf("%s %v did not exit within %v\nstdout:\n%s\nstderr:\n%s", filepath.Base(bin), args, limit, r.stdout, r.stderr)
+		return r, fmt.Errorf("%s %v did not exit within %v\nstdout:\n%s\nstderr:\n%s", filepath.Base(bin), args, limit, r.stdout, r.stderr)
 	case errors.As(err, &exit):
 		r.code = exit.ExitCode()
 	case err != nil:
-		t.Fatalf("%s: %v", filepath.Base(bin), err)
+		return r, fmt.Errorf("%s: %w", filepath.Base(bin), err)
 	}
-	t.Logf("%s %s: exit %d in %v", filepath.Base(bin), strings.Join(args, " "), r.code, time.Since(start).Round(10*time.Millisecond))
-	return r
+	return r, nil
 }
 
 // expect fails unless the run exited with code and its stdout holds every
@@ -122,18 +134,29 @@ func TestExamples(t *testing.T) {
 			expect(t, 0, "batch   SEND_OK 5 messages", "oneway  5 sent", "delayed SEND_OK", "timer   SEND_OK", "sent "+sent+" messages")
 	})
 	t.Run("consumers", func(t *testing.T) {
-		t.Run("pushconsumer", func(t *testing.T) {
-			t.Parallel()
-			r := runExample(t, time.Minute, nil, bin("pushconsumer"), "-n", ns, "-t", "ExTopic", "-g", "ex_push_cg",
+		// The two run at once, without t.Parallel: a parallel subtest
+		// waits for a free slot of -parallel, which the package's other
+		// tests held for minutes while this cluster idled.
+		type result struct {
+			r   exampleRun
+			err error
+		}
+		push := make(chan result, 1)
+		go func() {
+			r, err := execExample(time.Minute, nil, bin("pushconsumer"), "-n", ns, "-t", "ExTopic", "-g", "ex_push_cg",
 				"-count", sent, "-timeout", "30s")
-			r.expect(t, 0, "consumed "+sent+" messages", `body="timer message"`, `body="delay level 1 (1 s)"`)
-		})
-		t.Run("simpleconsumer", func(t *testing.T) {
-			t.Parallel()
-			r := runExample(t, time.Minute, nil, bin("simpleconsumer"), "-n", ns, "-t", "ExTopic", "-g", "ex_simple_cg",
-				"-count", sent, "-timeout", "30s")
-			r.expect(t, 0, "acked "+sent+" messages", `body="timer message"`)
-		})
+			push <- result{r, err}
+		}()
+		simple := runExample(t, time.Minute, nil, bin("simpleconsumer"), "-n", ns, "-t", "ExTopic", "-g", "ex_simple_cg",
+			"-count", sent, "-timeout", "30s")
+		res := <-push
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		pushed := res.r
+		t.Logf("pushconsumer: exit %d in %v", pushed.code, pushed.took.Round(10*time.Millisecond))
+		pushed.expect(t, 0, "consumed "+sent+" messages", `body="timer message"`, `body="delay level 1 (1 s)"`)
+		simple.expect(t, 0, "acked "+sent+" messages", `body="timer message"`)
 	})
 	t.Run("orderly", func(t *testing.T) {
 		runExample(t, time.Minute, nil, bin("orderly"), "-n", ns, "-t", "ExOrder", "-count", "4", "-timeout", "30s").
