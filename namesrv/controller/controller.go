@@ -81,6 +81,11 @@ type Controller struct {
 	client   *remoting.Client
 	closers  []io.Closer
 
+	// held: sets whose election waits until the time given
+	// (holdElection).
+	heldMu sync.Mutex
+	held   map[string]time.Time
+
 	stop     chan struct{}
 	stopOnce sync.Once
 	wg       sync.WaitGroup
@@ -106,7 +111,7 @@ func New(cfg Config, deps Deps, log *slog.Logger) (*Controller, error) {
 	c := &Controller{
 		log: log.With("controller", self.ID), self: self, peers: peers, addr: deps.Addr,
 		fsm: state.NewFSM(), live: newLiveness(now, cfg.ControllerLivenessWarmup), now: now,
-		tasks: make(chan func(), 1024), stop: make(chan struct{}),
+		tasks: make(chan func(), 1024), stop: make(chan struct{}), held: map[string]time.Time{},
 		client:   remoting.NewClient(remoting.DefaultClientConfig(), log),
 		fastExec: remoting.NewExecutor("ControllerHeartbeat", 4, 50000),
 	}

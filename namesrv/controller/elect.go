@@ -151,8 +151,16 @@ func (c *Controller) electByController(ctx context.Context, name string) {
 	}
 }
 
+// masterGoneGrace is how long the election of a set whose master left
+// waits. Replicas that die with their master (one kill of two processes,
+// a script stopping both) close their connections milliseconds after it:
+// elected before its own close was seen, such a replica would be a dead
+// master alone in its new SyncStateSet, and the set would stay without one
+// until that very replica came back (found by tests/e2e TestHASoak).
+const masterGoneGrace = 100 * time.Millisecond
+
 // brokersGone reacts to replicas that left the liveness table: on the
-// leader, a set whose master left gets an election.
+// leader, a set whose master left gets an election, after masterGoneGrace.
 func (c *Controller) brokersGone(keys []liveKey) {
 	for _, k := range keys {
 		c.log.Info("controller: broker inactive", "clusterName", k.cluster, "brokerName", k.brokerName, "brokerId", k.id)
@@ -160,9 +168,38 @@ func (c *Controller) brokersGone(keys []liveKey) {
 			continue
 		}
 		if b, ok := c.fsm.Get(k.brokerName); ok && b.HasMaster() && b.MasterBrokerID == k.id {
-			go c.electByController(context.Background(), k.brokerName)
+			c.holdElection(k.brokerName, masterGoneGrace)
+			go func() {
+				select {
+				case <-c.stop:
+				case <-time.After(masterGoneGrace):
+					c.electByController(context.Background(), k.brokerName)
+				}
+			}()
 		}
 	}
+}
+
+// holdElection keeps the inactive-master scan from electing a master for
+// set name during d.
+func (c *Controller) holdElection(name string, d time.Duration) {
+	c.heldMu.Lock()
+	defer c.heldMu.Unlock()
+	now := c.now()
+	for n, until := range c.held {
+		if !until.After(now) {
+			delete(c.held, n)
+		}
+	}
+	c.held[name] = now.Add(d)
+}
+
+// electionHeld reports whether set name's election waits (holdElection).
+func (c *Controller) electionHeld(name string) bool {
+	c.heldMu.Lock()
+	defer c.heldMu.Unlock()
+	until, ok := c.held[name]
+	return ok && until.After(c.now())
 }
 
 // scanBrokersLoop expires silent brokers on every node (each keeps its own
@@ -200,7 +237,7 @@ func (c *Controller) setsNeedingElection() []string {
 	var out []string
 	for _, name := range c.fsm.Names() {
 		b, ok := c.fsm.Get(name)
-		if !ok || (b.HasMaster() && c.live.alive(name, b.MasterBrokerID)) {
+		if !ok || (b.HasMaster() && c.live.alive(name, b.MasterBrokerID)) || c.electionHeld(name) {
 			continue
 		}
 		for _, id := range b.ReplicaIDs() {

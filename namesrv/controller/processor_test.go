@@ -402,3 +402,52 @@ func oneNodeWithMaster(t *testing.T, masterTimeoutMs int) *Controller {
 	wantCode(t, call(t, c, code.ControllerElectMaster, map[string]string{"brokerName": "a", "brokerId": "1"}, nil), code.Success)
 	return c
 }
+
+// TestMasterGoneWithASlave: the master's connection closes and, a few
+// milliseconds later, a slave's (one kill of both processes). The
+// controller must not elect the slave that is about to be found dead: it
+// waits masterGoneGrace, sees both gone and elects the live replica. (It
+// used to elect at once, and half the time picked the dead slave, which
+// then sat alone in its SyncStateSet while the live replica could not be
+// elected.)
+func TestMasterGoneWithASlave(t *testing.T) {
+	for _, dead := range []int64{2, 3} {
+		t.Run(fmt.Sprintf("slave %d dies", dead), func(t *testing.T) {
+			cl := newCluster(t, 1)
+			_, c := cl.leader()
+			for range 3 {
+				registerReplica(t, c, "a")
+			}
+			beatConn := func(id int64) {
+				c.live.update(heartbeat{key: liveKey{"c", "a", id}, addr: fmt.Sprintf("10.0.0.%d:10911", id), timeout: time.Minute,
+					epoch: 1, maxOffset: 100, connID: uint64(id)})
+			}
+			for id := int64(1); id <= 3; id++ {
+				beatConn(id)
+			}
+			wantCode(t, call(t, c, code.ControllerElectMaster, map[string]string{"brokerName": "a", "brokerId": "1"}, nil), code.Success)
+			b, _ := c.State().Get("a")
+			if b.MasterBrokerID != 1 {
+				t.Fatalf("first master %+v", b)
+			}
+			wantCode(t, call(t, c, code.ControllerAlterSyncStateSet, map[string]string{"brokerName": "a", "masterBrokerId": "1", "masterEpoch": fmt.Sprint(b.MasterEpoch)},
+				protocol.MustMarshal(protocol.SyncStateSet{SyncStateSet: []int64{1, 2, 3}, SyncStateSetEpoch: b.SyncStateSetEpoch})), code.Success)
+			before := b.MasterEpoch
+
+			c.brokersGone(c.live.removeConn(1))
+			time.Sleep(masterGoneGrace / 5)
+			if c.setsNeedingElection() != nil {
+				t.Fatal("the inactive-master scan elects during the grace")
+			}
+			c.brokersGone(c.live.removeConn(uint64(dead)))
+			alive := 5 - dead
+			testutil.WaitFor(t, waitFor, "a new master", func() bool {
+				b, _ := c.State().Get("a")
+				return b.MasterBrokerID != 1 && b.HasMaster()
+			})
+			if b, _ := c.State().Get("a"); b.MasterBrokerID != alive || b.MasterEpoch != before+1 {
+				t.Fatalf("elected %d at epoch %d, want the live replica %d at %d: %+v", b.MasterBrokerID, b.MasterEpoch, alive, before+1, b)
+			}
+		})
+	}
+}
