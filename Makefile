@@ -192,10 +192,11 @@ crash:
 # (master killed, stopped, frozen or partitioned; a slave killed or
 # partitioned; the controller leader killed), each healed before the next;
 # nothing acknowledged may be lost and the CommitLogs must end identical.
-# Up to a minute a round. SOAK_SEED=n replays a fault schedule.
+# Up to a minute a round. SOAK_SEED=n replays a fault schedule;
+# SOAK_FAULTS=freeze,kill keeps the faults whose names hold those words.
 SOAK_ROUNDS ?= 20
 soak-ha:
-	RMQ_HA_SOAK_ROUNDS=$(SOAK_ROUNDS) RMQ_HA_SOAK_SEED=$(SOAK_SEED) $(GO) test -count=1 -timeout 120m -v -run '^TestHASoak$$' github.com/rmqgo/rmq/tests/e2e
+	RMQ_HA_SOAK_ROUNDS=$(SOAK_ROUNDS) RMQ_HA_SOAK_SEED=$(SOAK_SEED) RMQ_HA_SOAK_FAULTS='$(SOAK_FAULTS)' $(GO) test -count=1 -timeout 120m -v -run '^TestHASoak$$' github.com/rmqgo/rmq/tests/e2e
 
 clean:
 	rm -rf $(BIN) data .run

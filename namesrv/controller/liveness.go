@@ -108,10 +108,12 @@ func (l *liveness) candidate(brokerName string, id int64) (state.Candidate, bool
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := l.find(brokerName, id)
-	if !l.aliveAt(b, l.now()) {
+	now := l.now()
+	if !l.aliveAt(b, now) {
 		return state.Candidate{}, false
 	}
-	return state.Candidate{Epoch: b.epoch, MaxOffset: b.maxOffset, Priority: b.priority}, true
+	return state.Candidate{Epoch: b.epoch, MaxOffset: b.maxOffset, Priority: b.priority,
+		Stale: now.Sub(b.lastUpdate) > b.timeout/2}, true
 }
 
 // electInput binds the table into an election's inputs.

@@ -220,9 +220,16 @@ func TestLiveness(t *testing.T) {
 	// A later report overwrites a higher offset (the replica truncated).
 	l.update(heartbeat{key: liveKey{"c", "a", 2}, addr: "y", epoch: 3, maxOffset: 10, connID: 8})
 	l.update(heartbeat{key: liveKey{"c", "a", 2}, addr: "y", epoch: 3, maxOffset: 5, connID: 8})
-	if cand, ok := l.candidate("a", 2); !ok || cand.MaxOffset != 5 || cand.Priority != 0 {
+	if cand, ok := l.candidate("a", 2); !ok || cand.MaxOffset != 5 || cand.Priority != 0 || cand.Stale {
 		t.Fatalf("candidate %+v %v", cand, ok)
 	}
+	// Heard more than half its timeout (default 10 s) ago: still alive,
+	// but stale (a replica that died silently with its master).
+	now = now.Add(6 * time.Second)
+	if cand, ok := l.candidate("a", 2); !ok || !cand.Stale {
+		t.Fatalf("candidate 6 s after its last heartbeat: %+v %v", cand, ok)
+	}
+	l.update(heartbeat{key: liveKey{"c", "a", 2}, addr: "y", epoch: 3, maxOffset: 5, connID: 8})
 	if got := l.removeConn(8); len(got) != 1 || l.alive("a", 2) {
 		t.Fatalf("connection close: %v", got)
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -32,13 +33,14 @@ type soakFault struct {
 // under a chaos producer/checker run, through RMQ_HA_SOAK_ROUNDS faults
 // drawn at random one after another (RMQ_HA_SOAK_SEED replays a run): the
 // master killed, stopped, frozen or partitioned; the master and a slave
-// killed together; a slave killed or partitioned; the controller leader
-// killed. After each fault heals, all
+// killed or frozen together; a slave killed or partitioned; the controller
+// leader killed. After each fault heals, all
 // three replicas must be back in the SyncStateSet, every nameserver must
 // route the controller's master, the slaves must hold its log and epochs,
 // and the producer must be acknowledged again. At the end every
 // acknowledged id must have been consumed, and the three CommitLogs must
-// be byte-identical.
+// be byte-identical. RMQ_HA_SOAK_FAULTS (words, comma-separated) keeps only
+// the faults whose names hold one of them.
 func TestHASoak(t *testing.T) {
 	rounds, _ := strconv.Atoi(os.Getenv("RMQ_HA_SOAK_ROUNDS"))
 	if rounds <= 0 {
@@ -68,9 +70,18 @@ func TestHASoak(t *testing.T) {
 		{"freeze the master (SIGSTOP)", soakFreezeMaster},
 		{"partition the master", soakPartitionMaster},
 		{"kill -9 the master and a slave", soakKillMasterAndSlave},
+		{"freeze the master and a slave (SIGSTOP)", soakFreezeMasterAndSlave},
 		{"kill -9 a slave", soakKillSlave},
 		{"partition a slave", soakPartitionSlave},
 		{"kill -9 the controller leader", soakKillControllerLeader},
+	}
+	if only := os.Getenv("RMQ_HA_SOAK_FAULTS"); only != "" {
+		faults = slices.DeleteFunc(faults, func(f soakFault) bool {
+			return !slices.ContainsFunc(strings.Split(only, ","), func(w string) bool { return strings.Contains(f.name, w) })
+		})
+		if len(faults) == 0 {
+			t.Fatalf("RMQ_HA_SOAK_FAULTS=%q matches no fault", only)
+		}
 	}
 	start := time.Now()
 	for r := 1; r <= rounds; r++ {
@@ -182,6 +193,34 @@ func soakKillMasterAndSlave(t *testing.T, c *ctrlCluster, rng *rand.Rand, out ti
 	time.Sleep(out)
 	old.start(t, c.bin, -1)
 	s.start(t, c.bin, -1)
+	return fmt.Sprintf("slave %s; %s elected in %v", s.addr, next.MasterAddress, elected.Round(10*time.Millisecond))
+}
+
+// soakFreezeMasterAndSlave stops the master and a slave with SIGSTOP for
+// longer than the heartbeat timeout, as a host lost without a connection
+// closed: both leave the controller's table by their timeouts, up to a
+// heartbeat interval apart, and the election in between must pick the
+// live replica, not the frozen slave (state.Candidate.Stale).
+func soakFreezeMasterAndSlave(t *testing.T, c *ctrlCluster, rng *rand.Rand, _ time.Duration) string {
+	before := c.fullSyncState(t)
+	old := c.broker(t, before.MasterAddress)
+	s := soakSlave(t, c, rng)
+	for _, b := range []*ctrlBroker{old, s} {
+		if err := b.proc.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := time.Now()
+	next := c.waitElected(t, 30*time.Second, before)
+	elected := time.Since(at)
+	for _, b := range []*ctrlBroker{old, s} {
+		if err := b.proc.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if next.MasterAddress == s.addr {
+		t.Fatalf("the frozen slave %s was elected: %+v", s.addr, next)
+	}
 	return fmt.Sprintf("slave %s; %s elected in %v", s.addr, next.MasterAddress, elected.Round(10*time.Millisecond))
 }
 

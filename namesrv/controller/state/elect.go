@@ -14,6 +14,11 @@ type Candidate struct {
 	Epoch     int32
 	MaxOffset int64
 	Priority  int32 // smaller is preferred
+	// Stale: last heard more than half its heartbeat timeout ago. Live
+	// replicas heartbeat every second; one that died silently with the
+	// master (a host lost) is still alive in the table until its own
+	// timeout, up to a heartbeat interval after the master's.
+	Stale bool
 }
 
 // ElectInput is everything an election decision reads besides the set.
@@ -207,9 +212,13 @@ func pick(b *BrokerSet, pool []int64, prefer int64, info func(int64) (Candidate,
 	return best[0], true
 }
 
-// compareCandidates orders better candidates first: higher epoch, then
-// higher maxOffset, then smaller priority, then smaller id; replicas
-// without heartbeat data last. Offsets are compared as int64 values, never
+// compareCandidates orders better candidates first: recently heard ones
+// (not Stale), then higher epoch, then higher maxOffset, then smaller
+// priority, then smaller id; replicas without heartbeat data last. Every
+// candidate of a clean election is in the SyncStateSet and holds every
+// acknowledged message, so preferring the replicas heard lately costs no
+// data and keeps a replica that died silently with the master from being
+// elected in its place. Offsets are compared as int64 values, never
 // by subtracting (a difference over 2 GiB does not fit an int32, which made
 // upstream elect a lagging replica in
 // org/apache/rocketmq/controller/elect/impl/DefaultElectPolicy.java).
@@ -227,6 +236,12 @@ func compareCandidates(x, y int64, info func(int64) (Candidate, bool)) int {
 		return 1
 	}
 	if okx {
+		if cx.Stale != cy.Stale {
+			if cy.Stale {
+				return -1
+			}
+			return 1
+		}
 		if c := cmp.Compare(cy.Epoch, cx.Epoch); c != 0 {
 			return c
 		}
