@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rmqgo/rmq/internal/testutil"
+	"github.com/rmqgo/rmq/pkg/admin"
 	"github.com/rmqgo/rmq/pkg/protocol"
 	"github.com/rmqgo/rmq/tests/framework"
 	"github.com/rmqgo/rmq/tests/framework/netfault"
@@ -33,8 +35,8 @@ type soakFault struct {
 // under a chaos producer/checker run, through RMQ_HA_SOAK_ROUNDS faults
 // drawn at random one after another (RMQ_HA_SOAK_SEED replays a run): the
 // master killed, stopped, frozen or partitioned; the master and a slave
-// killed or frozen together; a slave killed or partitioned; the controller
-// leader killed. After each fault heals, all
+// killed or frozen together; the master moved by an operator (electMaster);
+// a slave restarted, killed or partitioned; the controller leader killed. After each fault heals, all
 // three replicas must be back in the SyncStateSet, every nameserver must
 // route the controller's master, the slaves must hold its log and epochs,
 // and the producer must be acknowledged again. At the end every
@@ -71,6 +73,8 @@ func TestHASoak(t *testing.T) {
 		{"partition the master", soakPartitionMaster},
 		{"kill -9 the master and a slave", soakKillMasterAndSlave},
 		{"freeze the master and a slave (SIGSTOP)", soakFreezeMasterAndSlave},
+		{"switch the master (mqadmin electMaster)", soakSwitchMaster},
+		{"restart a slave (SIGTERM)", soakRestartSlave},
 		{"kill -9 a slave", soakKillSlave},
 		{"partition a slave", soakPartitionSlave},
 		{"kill -9 the controller leader", soakKillControllerLeader},
@@ -222,6 +226,38 @@ func soakFreezeMasterAndSlave(t *testing.T, c *ctrlCluster, rng *rand.Rand, _ ti
 		t.Fatalf("the frozen slave %s was elected: %+v", s.addr, next)
 	}
 	return fmt.Sprintf("slave %s; %s elected in %v", s.addr, next.MasterAddress, elected.Round(10*time.Millisecond))
+}
+
+// soakSwitchMaster moves the master to a slave as an operator does before
+// restarting the master's host (mqadmin electMaster -b <slave id>).
+func soakSwitchMaster(t *testing.T, c *ctrlCluster, rng *rand.Rand, _ time.Duration) string {
+	before := c.fullSyncState(t)
+	s := soakSlave(t, c, rng)
+	id := replicaID(t, before, s.addr)
+	var res *admin.ElectMasterResult
+	testutil.Eventually(t, 30*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var err error
+		res, err = c.ac.ElectMaster(ctx, c.ctrlAddrs[rng.IntN(len(c.ctrlAddrs))], c.cluster, c.name, id)
+		return err
+	})
+	if res.MasterBrokerID != id || res.MasterAddress != s.addr {
+		t.Fatalf("electMaster of %d (%s) answered %+v", id, s.addr, res)
+	}
+	return fmt.Sprintf("to %s at epoch %d", s.addr, res.MasterEpoch)
+}
+
+// soakRestartSlave stops a slave gracefully and starts it again after the
+// time out (one step of a rolling restart).
+func soakRestartSlave(t *testing.T, c *ctrlCluster, rng *rand.Rand, out time.Duration) string {
+	s := soakSlave(t, c, rng)
+	if err := s.proc.Stop(); err != nil {
+		t.Logf("stopping %s: %v", s.addr, err)
+	}
+	time.Sleep(out)
+	s.start(t, c.bin, -1)
+	return s.addr
 }
 
 func soakKillSlave(t *testing.T, c *ctrlCluster, rng *rand.Rand, out time.Duration) string {
