@@ -67,8 +67,8 @@ func TestHASoak(t *testing.T) {
 	run := startChaos(t, c, name)
 
 	faults := []soakFault{
-		{"kill -9 the master", soakMaster(func(b *ctrlBroker) { b.proc.Kill() }, true)},
-		{"stop the master (SIGTERM)", soakMaster(func(b *ctrlBroker) { _ = b.proc.Stop() }, true)},
+		{"kill -9 the master", soakMaster(func(b *ctrlBroker) { b.proc.Kill() })},
+		{"stop the master (SIGTERM)", soakMaster(func(b *ctrlBroker) { _ = b.proc.Stop() })},
 		{"freeze the master (SIGSTOP)", soakFreezeMaster},
 		{"partition the master", soakPartitionMaster},
 		{"kill -9 the master and a slave", soakKillMasterAndSlave},
@@ -124,10 +124,10 @@ func (c *ctrlCluster) settled(t *testing.T) string {
 	return ri.MasterAddress
 }
 
-// soakMaster takes the master down with down and starts it again after
-// the fault's time out; with elect, it first waits for another replica to
-// be elected.
-func soakMaster(down func(*ctrlBroker), elect bool) func(*testing.T, *ctrlCluster, *rand.Rand, time.Duration) string {
+// soakMaster takes the master down with down, waits for another replica
+// to be elected and starts the old master again after the fault's time
+// out.
+func soakMaster(down func(*ctrlBroker)) func(*testing.T, *ctrlCluster, *rand.Rand, time.Duration) string {
 	return func(t *testing.T, c *ctrlCluster, _ *rand.Rand, out time.Duration) string {
 		before := c.fullSyncState(t)
 		old := c.broker(t, before.MasterAddress)
