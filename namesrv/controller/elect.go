@@ -159,6 +159,14 @@ func (c *Controller) electByController(ctx context.Context, name string) {
 // until that very replica came back (found by tests/e2e TestHASoak).
 const masterGoneGrace = 100 * time.Millisecond
 
+// goneGrace is the grace in force: masterGoneGrace, or a test's.
+func (c *Controller) goneGrace() time.Duration {
+	if d := c.graceOverride.Load(); d > 0 {
+		return time.Duration(d)
+	}
+	return masterGoneGrace
+}
+
 // brokersGone reacts to replicas that left the liveness table: on the
 // leader, a set whose master left gets an election, after masterGoneGrace.
 func (c *Controller) brokersGone(keys []liveKey) {
@@ -168,11 +176,12 @@ func (c *Controller) brokersGone(keys []liveKey) {
 			continue
 		}
 		if b, ok := c.fsm.Get(k.brokerName); ok && b.HasMaster() && b.MasterBrokerID == k.id {
-			c.holdElection(k.brokerName, masterGoneGrace)
+			grace := c.goneGrace()
+			c.holdElection(k.brokerName, grace)
 			go func() {
 				select {
 				case <-c.stop:
-				case <-time.After(masterGoneGrace):
+				case <-time.After(grace):
 					c.electByController(context.Background(), k.brokerName)
 				}
 			}()
