@@ -189,8 +189,9 @@ crash:
 
 # The HA soak (tests/e2e TestHASoak): one controller-mode set of three
 # replicas under a chaos producer/checker through SOAK_ROUNDS random faults
-# (master killed, stopped, frozen or partitioned; a slave killed or
-# partitioned; the controller leader killed), each healed before the next;
+# (master killed, stopped, frozen or partitioned; master and a slave killed
+# or frozen together; a switchover by electMaster; a slave restarted, killed
+# or partitioned; the controller leader killed), each healed before the next;
 # nothing acknowledged may be lost and the CommitLogs must end identical.
 # Up to a minute a round. SOAK_SEED=n replays a fault schedule;
 # SOAK_FAULTS=freeze,kill keeps the faults whose names hold those words.
