@@ -99,20 +99,26 @@ func TestClientGoPullConsumer(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The acknowledged offsets are the broker's: they add up to n.
-	var committed int64
-	for q := range 4 {
-		resp := roundTrip(t, addr, remoting.NewRequest(code.QueryConsumerOffset, map[string]string{
-			"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(q), "setZeroIfNotFound": "false",
-		}, nil))
-		if resp.Code != code.Success {
-			t.Fatalf("offset of queue %d: %d %s", q, resp.Code, resp.Remark)
+	// client-go sends UPDATE_CONSUMER_OFFSET one-way, so PersistOffset
+	// returns before the broker has them (a query right after it found
+	// queue 0 without an offset in a CI run): wait for them.
+	testutil.Eventually(t, 10*time.Second, func() error {
+		var committed int64
+		for q := range 4 {
+			resp := roundTrip(t, addr, remoting.NewRequest(code.QueryConsumerOffset, map[string]string{
+				"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(q), "setZeroIfNotFound": "false",
+			}, nil))
+			if resp.Code != code.Success {
+				return fmt.Errorf("offset of queue %d: %d %s", q, resp.Code, resp.Remark)
+			}
+			off, _ := strconv.ParseInt(resp.Ext("offset"), 10, 64)
+			committed += off
 		}
-		off, _ := strconv.ParseInt(resp.Ext("offset"), 10, 64)
-		committed += off
-	}
-	if committed != n {
-		t.Fatalf("committed offsets add up to %d, want %d", committed, n)
-	}
+		if committed != n {
+			return fmt.Errorf("committed offsets add up to %d, want %d", committed, n)
+		}
+		return nil
+	})
 
 	// PullFrom and OffsetForTimestamp on each queue: from the offset of
 	// the moment to the queue's end come exactly the second half.
