@@ -40,8 +40,9 @@ type soakFault struct {
 // three replicas must be back in the SyncStateSet, every nameserver must
 // route the controller's master, the slaves must hold its log and epochs,
 // and the producer must be acknowledged again. At the end every
-// acknowledged id must have been consumed, and the three CommitLogs must
-// be byte-identical. RMQ_HA_SOAK_FAULTS (words, comma-separated) keeps only
+// acknowledged id must have been consumed by the push checker and received
+// and acked by a pop consumer (soakPop) of another group, and the three
+// CommitLogs must be byte-identical. RMQ_HA_SOAK_FAULTS (words, comma-separated) keeps only
 // the faults whose names hold one of them.
 func TestHASoak(t *testing.T) {
 	rounds, _ := strconv.Atoi(os.Getenv("RMQ_HA_SOAK_ROUNDS"))
@@ -65,6 +66,7 @@ func TestHASoak(t *testing.T) {
 	c := startCtrlCluster(t, ctrlClusterOptions{Cluster: name, Topic: name + "Topic", Links: true,
 		Broker: map[string]string{"masterLeaseMillis": "2000", "controllerHeartBeatTimeoutMills": "4000"}})
 	run := startChaos(t, c, name)
+	pop := startSoakPop(t, c, name, name+"_pop_cg")
 
 	faults := []soakFault{
 		{"kill -9 the master", soakMaster(func(b *ctrlBroker) { b.proc.Kill() })},
@@ -95,17 +97,22 @@ func TestHASoak(t *testing.T) {
 		what := f.run(t, c, rng, out)
 		master := c.settled(t)
 		testutil.WaitFor(t, 75*time.Second, "sends acknowledged again", func() bool { return run.Acked() >= acked+20 })
-		t.Logf("round %d/%d: %s, %v out (%s): settled in %v, master %s, %d acked so far, %d send failures in the round",
+		t.Logf("round %d/%d: %s, %v out (%s): settled in %v, master %s, %d acked so far, %d send failures in the round (all so far: %v)",
 			r, rounds, f.name, out.Round(100*time.Millisecond), what, time.Since(began).Round(100*time.Millisecond), master,
-			run.Acked(), run.Failures(began))
+			run.Acked(), run.Failures(began), run.Report().Failed)
 	}
 	rep := drainNoLoss(t, c, run, name+"_cg", 75*time.Second)
 	if rep.Unknown != 0 {
 		t.Fatalf("consumed ids that were never sent: %v", rep)
 	}
+	var ids []string
+	for _, a := range run.Acks(time.Time{}) {
+		ids = append(ids, a.ID)
+	}
+	pop.drain(t, ids, 90*time.Second)
 	master := c.settled(t)
 	c.sameCommitLogs(t, master)
-	t.Logf("%d rounds in %v: %v", rounds, time.Since(start).Round(time.Second), rep)
+	t.Logf("%d rounds in %v: %v; %v", rounds, time.Since(start).Round(time.Second), rep, pop)
 }
 
 // settled waits until the set has healed from a fault: all three replicas

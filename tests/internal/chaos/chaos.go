@@ -218,6 +218,13 @@ func (r *Run) Failures(since time.Time) int {
 // errKind names a send error briefly for the report.
 func errKind(err error) string {
 	s := err.Error()
+	if i := strings.Index(s, "CODE: "); i >= 0 { // a broker's or the client's code: keep it and the start of its text
+		s = s[i:]
+		if len(s) > 60 {
+			s = s[:60]
+		}
+		return s
+	}
 	for _, k := range []string{"timeout", "deadline", "refused", "reset", "route", "CODE", "code"} {
 		if strings.Contains(s, k) {
 			return k
