@@ -35,6 +35,9 @@ type messaging struct {
 	// timer answers the delay and timer progress codes (45, 60, 61) and
 	// keeps a slave's copies of its master's.
 	timer *slavesync.TimerState
+	// replicas waits for the slaves (nil: no replication to wait for);
+	// set by wireHA, after the pop processor that uses it is built.
+	replicas send.Replicas
 
 	// Background services added by the feature wirings (wire_*.go), in
 	// start order; closed in reverse.
@@ -176,6 +179,7 @@ func (b *Broker) installMessaging(st *store.Store, log *slog.Logger, o *options)
 	if replicas != nil {
 		replicas = countedReplicas{r: replicas, waits: &b.replicaWaits}
 	}
+	m.replicas = replicas
 	var sendStore send.Store = st
 	if w.guard != nil {
 		sendStore = w.guard(st)

@@ -162,6 +162,14 @@ func (n *replicaNode) BecomeMaster(ctx context.Context, r replica.Role) error {
 		}
 	}
 	n.st.ResetQueueOffsets()
+	// The old master's pop checkpoints, replicated in its journal, are
+	// this broker's to revive now; pops wait for the role below.
+	if n.b.msg != nil && n.b.msg.pop != nil {
+		if err := n.b.msg.pop.CatchUp(); err != nil {
+			_ = m.Close()
+			return fmt.Errorf("pop journal: %w", err)
+		}
+	}
 	m.Start()
 	n.master = m
 	n.role = r

@@ -33,12 +33,19 @@ func (b *Broker) wirePop(w *wiring, filters pop.FilterFactory, resets pop.ResetT
 		TopicCreated:    b.topicCreated,
 		Routes:          b.topicRoute,
 		RequestModePath: filepath.Join(cfg.ConfigDir(), pop.RequestModeFileName),
-		Resets:          resets,
-		ReviveRound:     b.metricsPopScan(),
-		Revive:          b.metricsRevive(),
-		MessagesOut:     b.metricsPopped(),
-		Resumed:         b.metricsResumed(),
-		Logger:          w.log.With("component", "pop"),
+		// Wired before HA: the waiter is read when a record is written.
+		Replicas: func(ctx context.Context, end int64) error {
+			if w.m.replicas == nil {
+				return nil
+			}
+			return w.m.replicas.WaitReplicas(ctx, end)
+		},
+		Resets:      resets,
+		ReviveRound: b.metricsPopScan(),
+		Revive:      b.metricsRevive(),
+		MessagesOut: b.metricsPopped(),
+		Resumed:     b.metricsResumed(),
+		Logger:      w.log.With("component", "pop"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: pop processor: %w", err)

@@ -35,6 +35,16 @@
 // it, as far as the CommitLog kept the records (all of them under kill -9;
 // under power loss, what the flush mode made durable).
 //
+// The journal is replicated with the CommitLog. A record is answered once
+// the slaves hold it when the broker waits for them (Deps.Replicas: a
+// SYNC_MASTER, or a controller-mode master), as Apache's checkpoint and
+// ack messages are. A slave applies the records it replicates as they are
+// dispatched (its revive loop, which revives nothing there), and CatchUp
+// applies the rest when it becomes master, before it takes pops: the old
+// master's checkpoints are revived by the new one. A truncation of the
+// CommitLog to a new master's lowers the journal positions to the cut
+// (Store.AddTruncateListener).
+//
 // Acks are group-committed: the acks of one journal queue that arrive
 // while a batch of them is being recorded wait, and are then checked and
 // recorded together, in one journal record ("acks") and one Pebble batch;

@@ -40,6 +40,8 @@ type rig struct {
 	p      *Processor
 	resets fakeResets
 	closed bool
+	// replicas is Deps.Replicas (set before open).
+	replicas func(ctx context.Context, end int64) error
 }
 
 // fakeResets is a table of pending server-side resets, group/topic/queueId.
@@ -96,6 +98,7 @@ func (r *rig) open() {
 		Now:       r.clk.Now, Logger: log, HotBytes: 1 << 30,
 		ReviveInterval: time.Hour, // tests call Revive themselves
 		Resets:         r.resets,
+		Replicas:       r.replicas,
 	})
 	if err != nil {
 		r.t.Fatal(err)
@@ -253,7 +256,7 @@ func (r *rig) pop(qid int32, max int, invisible int64, extra map[string]string) 
 
 func (r *rig) popFrom(group, topic string, qid int32, max int, invisible int64, extra map[string]string) popResult {
 	r.t.Helper()
-	resp, err := call(r.t, r.p.handlePop, popReq(group, topic, qid, max, invisible, extra))
+	resp, err := call(r.t, r.p.Handlers()[code.PopMessage].H, popReq(group, topic, qid, max, invisible, extra))
 	if err != nil {
 		r.t.Fatalf("pop: %v", err)
 	}
@@ -307,7 +310,7 @@ func ackReq(group string, pm popped) *remoting.Command {
 
 func (r *rig) ack(pm popped) (*remoting.Command, error) {
 	r.t.Helper()
-	return call(r.t, r.p.handleAck, ackReq(testGroup, pm))
+	return call(r.t, r.p.Handlers()[code.AckMessage].H, ackReq(testGroup, pm))
 }
 
 func (r *rig) mustAck(pm popped) {

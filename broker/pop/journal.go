@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +47,9 @@ type journal struct {
 	seq    atomic.Int64
 
 	appended, replayed atomic.Int64
+	// replicas waits for the slaves (Deps.Replicas, replicated.go); nil:
+	// no wait.
+	replicas func(ctx context.Context, end int64) error
 	// events counts checkpoint and ack records (nil: not counted).
 	events ReviveCounter
 }
@@ -58,8 +62,12 @@ func newJournal(st JournalStore, topic string, host func() netip.AddrPort, now f
 
 // jqueue is the in-memory side of one journal queue.
 type jqueue struct {
-	mu  sync.Mutex // serialises append and apply; guards cks
+	mu  sync.Mutex // serialises append and apply; guards cks, pos and posKnown
 	cks ckCache
+	// pos is the queue's applied position (the queue offset of the next
+	// record to apply), once read from Pebble (posKnown).
+	pos      int64
+	posKnown bool
 	// acks waiting to be recorded together (ack.go), and whether one of
 	// their callers is recording a batch now.
 	amu     sync.Mutex
@@ -120,6 +128,7 @@ func (j *journal) append(ctx context.Context, q int32, o *op) error {
 		return fmt.Errorf("%w: append %s: %w", errJournal, o.Kind, err)
 	}
 	j.appended.Add(1)
+	j.noteReplicated(ctx, res.End)
 	if err := j.applyAt(q, res.QueueOffset, o); err != nil {
 		return err
 	}
@@ -199,7 +208,81 @@ func (j *journal) applyAt(q int32, off int64, o *op) error {
 		return fmt.Errorf("%w: commit %s: %v", errJournal, o.Kind, err)
 	}
 	v.publish()
+	jq := j.queue(q)
+	jq.pos, jq.posKnown = off+1, true
 	return nil
+}
+
+// position is journal queue q's applied position; the caller holds
+// lock(q).
+func (j *journal) position(q int32) (int64, error) {
+	jq := j.queue(q)
+	if jq.posKnown {
+		return jq.pos, nil
+	}
+	var pos int64
+	v, closer, err := j.db.Get(journalPosKey(j.topic, q))
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+	case err != nil:
+		return 0, err
+	default:
+		pos, _ = readU64(v)
+		closer.Close()
+	}
+	jq.pos, jq.posKnown = pos, true
+	return pos, nil
+}
+
+// follow applies, queue by queue, the journal records after each queue's
+// applied position. A slave's journal is its master's, replicated and
+// dispatched into the revive topic's queues; applying it as it comes keeps
+// the slave's pop state (checkpoints, acks, the revive index, offset
+// shadows) the master's, so that once promoted it revives what the old
+// master's consumers left unacked. A position past its queue's end (the
+// CommitLog was truncated to a new master's, see Truncated) is lowered to
+// the end: the records replicated there next are the new master's.
+func (j *journal) follow() (int, error) {
+	qs := j.st.Queues(j.topic)
+	j.queues.Range(func(k, _ any) bool {
+		if q := k.(int32); !slices.Contains(qs, q) {
+			qs = append(qs, q)
+		}
+		return true
+	})
+	total := 0
+	for _, q := range qs {
+		unlock := j.lock(q)
+		n, err := j.catchUp(q)
+		unlock()
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("pop: follow journal %s-%d: %w", j.topic, q, err)
+		}
+	}
+	return total, nil
+}
+
+// catchUp applies queue q's records from its applied position to its end;
+// the caller holds lock(q).
+func (j *journal) catchUp(q int32) (int, error) {
+	pos, err := j.position(q)
+	if err != nil {
+		return 0, err
+	}
+	st, ok := j.st.ConsumeQueue().State(j.topic, q)
+	if !ok || pos == st.Max {
+		return 0, nil
+	}
+	jq := j.queue(q)
+	jq.posKnown = false // replayQueue writes the position
+	n, maxSeq, err := j.replayQueue(j.topic, q, pos)
+	if n > 0 {
+		jq.cks = ckCache{limit: ckCacheLimit} // its checkpoints may have changed under it
+		for cur := j.seq.Load(); maxSeq >= cur && !j.seq.CompareAndSwap(cur, maxSeq+1); cur = j.seq.Load() {
+		}
+	}
+	return n, err
 }
 
 // recover replays every journal queue from its applied position to its
@@ -267,9 +350,11 @@ func (j *journal) replayQueue(topic string, q int32, pos int64) (n int, maxSeq i
 		return 0, 0, nil
 	}
 	if pos > st.Max {
-		// Only a power loss can leave Pebble ahead of the CommitLog.
-		j.log.Warn("pop journal position beyond the journal's end", "topic", topic, "queue", q, "position", pos, "max", st.Max)
-		return 0, 0, nil
+		// A power loss can leave Pebble ahead of the CommitLog, and a
+		// former master's log is truncated to its new master's: the next
+		// records go there, so the position must too.
+		j.log.Warn("pop journal position beyond the journal's end: lowered to it", "topic", topic, "queue", q, "position", pos, "max", st.Max)
+		return 0, 0, j.db.Set(journalPosKey(topic, q), u64(st.Max), pebble.NoSync)
 	}
 	if pos < st.Min {
 		j.log.Warn("pop journal records before the position were deleted", "topic", topic, "queue", q, "position", pos, "min", st.Min)

@@ -58,7 +58,7 @@ func (p *Processor) handlePop(ctx context.Context, ch *remoting.Channel, req *re
 // resumePop re-runs a suspended pop; it may suspend it again until its
 // deadline (Java re-executes woken pops the same way).
 func (p *Processor) resumePop(ctx context.Context, ch *remoting.Channel, req *remoting.Command) {
-	resp, err := p.processPop(ctx, ch, req)
+	resp, err := p.replicated(ctx, func(ctx context.Context) (*remoting.Command, error) { return p.processPop(ctx, ch, req) })
 	if resp == nil && err == nil {
 		return
 	}

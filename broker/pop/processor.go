@@ -65,6 +65,13 @@ type Deps struct {
 	// ReviveInterval is the longest pause of the revive service (0:
 	// reviveInterval of the config).
 	ReviveInterval time.Duration
+	// Replicas, when set, waits until the slaves hold the CommitLog up to
+	// end (what a SYNC_MASTER send waits for): a journal record is
+	// answered only once replicated, as Apache's checkpoint and ack
+	// messages are, so that a promoted slave knows every answered pop and
+	// ack. A failed wait is logged and the record stands, as for Apache
+	// (FLUSH_SLAVE_TIMEOUT counts as written). Nil: no wait.
+	Replicas func(ctx context.Context, end int64) error
 	// Resets holds the server-side offset resets no pull or pop has taken
 	// yet (pull.ResetTable); nil: none.
 	Resets ResetTaker
@@ -146,6 +153,7 @@ func New(d Deps) (*Processor, error) {
 	cfg := d.Config()
 	p.j = newJournal(d.Store, topic.ReviveTopicPrefix+cfg.BrokerClusterName, d.StoreHost, d.Now, d.Logger.With("part", "journal"))
 	p.j.events = d.Revive
+	p.j.replicas = d.Replicas
 	if err := p.j.recover(); err != nil {
 		return nil, err
 	}
@@ -162,7 +170,33 @@ func New(d Deps) (*Processor, error) {
 	p.notices = newPoller("pop-notify-hold", 2, p.resumeNotification, p.retryTopicsOf, maxPerKey, maxTotal, d.Now, d.Logger)
 	p.revive = newReviveService(p)
 	d.Store.AddArrivalListener(p.onArrival)
+	d.Store.AddTruncateListener(func(int64) {
+		if _, err := p.j.follow(); err != nil {
+			p.log.Error("pop journal after a truncation", "err", err)
+		}
+	})
 	return p, nil
+}
+
+// CatchUp applies the journal records a slave replicated and has not
+// applied yet, then raises the consumer offsets to the pop offsets they
+// record (the slave's copy of the offsets lags the master's by a sync
+// interval: without this, messages popped meanwhile would be handed out
+// again). A controller-mode broker calls it when it becomes master, before
+// it takes pops: the old master's checkpoints are then revived here.
+func (p *Processor) CatchUp() error {
+	n, err := p.j.follow()
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		p.log.Info("pop journal caught up", "ops", n)
+	}
+	if err := p.recoverOffsets(); err != nil {
+		return fmt.Errorf("pop: raise offsets to the journal: %w", err)
+	}
+	p.revive.kick()
+	return nil
 }
 
 // Handlers maps the request codes to their handlers and executors: pops
@@ -171,17 +205,25 @@ func New(d Deps) (*Processor, error) {
 // requests.
 func (p *Processor) Handlers() map[int32]processor.PooledHandler {
 	return map[int32]processor.PooledHandler{
-		code.PopMessage:               {H: p.handlePop, Pool: processor.PoolPull},
+		code.PopMessage:               {H: p.withReplicas(p.handlePop), Pool: processor.PoolPull},
 		code.PeekMessage:              {H: p.handlePeek, Pool: processor.PoolPull},
 		code.Notification:             {H: p.handleNotification, Pool: processor.PoolPull},
 		code.PollingInfo:              {H: p.handlePollingInfo, Pool: processor.PoolPull},
-		code.AckMessage:               {H: p.handleAck, Pool: processor.PoolSend},
-		code.BatchAckMessage:          {H: p.handleBatchAck, Pool: processor.PoolSend},
-		code.ChangeMessageInvisible:   {H: p.handleChangeInvisible, Pool: processor.PoolSend},
+		code.AckMessage:               {H: p.withReplicas(p.handleAck), Pool: processor.PoolSend},
+		code.BatchAckMessage:          {H: p.withReplicas(p.handleBatchAck), Pool: processor.PoolSend},
+		code.ChangeMessageInvisible:   {H: p.withReplicas(p.handleChangeInvisible), Pool: processor.PoolSend},
 		code.QueryAssignment:          {H: p.handleQueryAssignment, Pool: processor.PoolAdmin},
 		code.SetMessageRequestMode:    {H: p.handleSetRequestMode, Pool: processor.PoolAdmin},
 		code.GetAllMessageRequestMode: {H: p.handleGetAllRequestModes, Pool: processor.PoolAdmin},
 		code.GetPopStatus:             {H: p.handleStatus, Pool: processor.PoolAdmin},
+	}
+}
+
+// withReplicas answers h's request once the slaves hold the journal
+// records it wrote (replicated.go).
+func (p *Processor) withReplicas(h remoting.Handler) remoting.Handler {
+	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+		return p.replicated(ctx, func(ctx context.Context) (*remoting.Command, error) { return h(ctx, ch, req) })
 	}
 }
 

@@ -83,6 +83,14 @@ func (r *reviveService) interval() time.Duration {
 func (r *reviveService) loop() {
 	defer close(r.done)
 	loop.Rounds(r.stop, r.wakeCh, func() time.Duration {
+		if !r.p.d.Config().IsMaster() {
+			// A slave applies its master's journal as it arrives, and
+			// revives nothing (journal.follow).
+			if _, err := r.p.j.follow(); err != nil {
+				r.p.log.Error("pop journal: follow the master's", "err", err)
+			}
+			return r.interval()
+		}
 		t0 := time.Now()
 		n := r.round()
 		if f := r.p.d.ReviveRound; f != nil {
@@ -120,7 +128,7 @@ type dueRef struct {
 // round revives the checkpoints due now and returns how many it looked at.
 func (r *reviveService) round() int {
 	if !r.p.d.Config().IsMaster() {
-		return 0 // a slave's journal is the master's, replicated
+		return 0 // a slave's journal is the master's, replicated (loop follows it)
 	}
 	now := r.p.d.Now().UnixMilli()
 	db := r.p.st.DB()
@@ -142,7 +150,9 @@ func (r *reviveService) round() int {
 	if err := it.Close(); err != nil {
 		r.p.log.Error("revive: scan", "err", err)
 	}
-	ctx := context.Background()
+	// Nobody waits for a revive's answer: its records are not waited
+	// for on the slaves (a revive lost with the master is done again).
+	ctx, _ := withReplWait(context.Background())
 	for _, d := range due {
 		select {
 		case <-r.stop:

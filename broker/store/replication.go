@@ -28,8 +28,22 @@ func (s *Store) DispatchedOffset() int64 { return s.cq.DispatchedOffset() }
 // in that order: the log's bytes at off are zeroed and fsynced before
 // anything else changes (commitlog.Log.Truncate), so a crash in between
 // leaves queues pointing past the end, which recovery trims. Queue offsets
-// handed out next are re-read from the truncated queues.
+// handed out next are re-read from the truncated queues. The truncate
+// listeners run last, outside the dispatch lock.
 func (s *Store) TruncateTo(off int64) error {
+	if err := s.truncateTo(off); err != nil {
+		return err
+	}
+	s.listenersMu.RLock()
+	ls := s.truncated
+	s.listenersMu.RUnlock()
+	for _, l := range ls {
+		l(off)
+	}
+	return nil
+}
+
+func (s *Store) truncateTo(off int64) error {
 	s.dispatchMu.Lock()
 	defer s.dispatchMu.Unlock()
 	if err := s.cl.Truncate(off); err != nil {

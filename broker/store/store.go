@@ -157,6 +157,7 @@ type Store struct {
 	listeners    []ArrivalListener
 	lmqListeners []LmqListener
 	created      []QueueCreatedListener
+	truncated    []func(off int64)
 
 	dispatchWake chan struct{}
 	stop         chan struct{}
@@ -383,6 +384,14 @@ func (s *Store) pruneIndex(minOffset int64) error {
 func (s *Store) AddArrivalListener(l ArrivalListener) {
 	s.listenersMu.Lock()
 	s.listeners = append(s.listeners, l)
+	s.listenersMu.Unlock()
+}
+
+// AddTruncateListener registers l, called after TruncateTo cut the
+// CommitLog and the consume queues to off.
+func (s *Store) AddTruncateListener(l func(off int64)) {
+	s.listenersMu.Lock()
+	s.truncated = append(s.truncated, l)
 	s.listenersMu.Unlock()
 }
 

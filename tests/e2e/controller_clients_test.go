@@ -253,7 +253,8 @@ func sumSent(op *orderProducer) (n int) {
 // TestPopAndLiteOnPromotedSlave: our SDK's simple consumer (pop) and lite
 // push consumer keep working when the controller-mode master is killed
 // with SIGKILL and a slave is promoted: messages sent before and after the
-// kill are all received and acked (redeliveries counted, allowed), and each
+// kill are all received and acked (redeliveries counted, allowed), messages
+// popped and left unacked on the old master are revived by the new one, and each
 // lite topic's messages first arrive in send order. So does a static topic
 // (mqadmin updateStaticTopic on the set): after the promotion sends
 // through its logic queues succeed and a pull consumer reads every
@@ -412,15 +413,61 @@ func TestPopAndLiteOnPromotedSlave(t *testing.T) {
 	popUntil(perPhase)
 	liteUntil(perPhase)
 
+	// Messages popped and not acked before the kill: their checkpoints
+	// reach the slaves in the CommitLog (the pop journal), and their pop
+	// offsets with the slaves' copy of the consumer offsets. The promoted
+	// slave must revive them when their invisible time ends; a promoted
+	// slave that never applied the replicated journal knows the offsets
+	// but not the checkpoints, and they are never delivered again.
+	const held, heldInvisible = 4, 8 * time.Second
+	for i := range held {
+		send(&message.Message{Topic: popTopic, Body: fmt.Appendf(nil, "held-%d", i)})
+	}
+	heldSeen := map[string]bool{}
+	testutil.Eventually(t, 20*time.Second, func() error {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		msgs, _ := sc.Receive(rctx, 16, heldInvisible)
+		cancel()
+		for _, m := range msgs {
+			heldSeen[string(m.Body)] = true // not acked
+		}
+		if len(heldSeen) < held {
+			return fmt.Errorf("%d of %d held messages popped", len(heldSeen), held)
+		}
+		return nil
+	})
+	heldAt := time.Now()
+	for _, b := range s.brokers {
+		if b.addr == s.master() {
+			continue
+		}
+		testutil.WaitFor(t, 10*time.Second, b.addr+" holding the pop group's offsets past the held messages", func() bool {
+			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			st, err := s.ac.GetConsumeStats(sctx, b.addr, "pop_failover_cg", popTopic)
+			if err != nil {
+				return false
+			}
+			var end int64
+			for _, w := range st.OffsetTable {
+				end += w.BrokerOffset
+			}
+			return end == perPhase+held && st.TotalDiff() == 0
+		})
+	}
+
 	for _, b := range s.brokers {
 		testutil.WaitFor(t, 10*time.Second, b.addr+" holding the static topic's mapping", func() bool {
 			return holdsMapping(s.ctrlCluster, b.addr, staticTopic)
 		})
 	}
+	if d := time.Since(heldAt); d > heldInvisible/2 {
+		t.Fatalf("the held messages were popped %v before the kill: the old master may revive them first", d)
+	}
 	s.killMaster(t)
 	killed := time.Now()
 	sendPhase(perPhase)
-	popUntil(2 * perPhase)
+	popUntil(2*perPhase + held)
 	liteUntil(2 * perPhase)
 	redelivered := 0
 	for _, n := range popped {
