@@ -102,7 +102,6 @@ type ackCall struct {
 	items []ackItem
 	done  chan struct{} // closed when items are answered, or lead is set
 	lead  bool          // the caller is to record the waiting acks
-	end   int64         // the CommitLog end of the records holding items
 }
 
 // maxAcksPerRecord bounds the acks of one journal record (a few dozen
@@ -132,7 +131,6 @@ func (p *Processor) ackAll(ctx context.Context, rq int32, items []ackItem) {
 		q.amu.Unlock()
 		<-call.done
 		if !call.lead {
-			p.j.noteReplicated(ctx, call.end)
 			return
 		}
 	} else {
@@ -150,16 +148,13 @@ func (p *Processor) ackAll(ctx context.Context, rq int32, items []ackItem) {
 	q.acks = nil
 	q.amu.Unlock()
 	// The batch is others' acks too: the caller's cancellation must not
-	// fail them. Each caller waits for the slaves itself, after the lock.
-	rctx, w := withReplWait(context.WithoutCancel(ctx))
-	p.recordAcks(rctx, rq, batch)
+	// fail them.
+	p.recordAcks(context.WithoutCancel(ctx), rq, batch)
 	for _, c := range batch {
-		c.end = w.end.Load()
 		if c != call {
 			close(c.done)
 		}
 	}
-	defer p.j.noteReplicated(ctx, call.end)
 	q.amu.Lock()
 	if len(q.acks) > 0 {
 		next := q.acks[0]

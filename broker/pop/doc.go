@@ -35,10 +35,10 @@
 // it, as far as the CommitLog kept the records (all of them under kill -9;
 // under power loss, what the flush mode made durable).
 //
-// The journal is replicated with the CommitLog. A record is answered once
-// the slaves hold it when the broker waits for them (Deps.Replicas: a
-// SYNC_MASTER, or a controller-mode master), as Apache's checkpoint and
-// ack messages are. A slave applies the records it replicates as they are
+// The journal is replicated with the CommitLog. A pop is answered once
+// the slaves hold its checkpoint when the broker waits for them
+// (Deps.Replicas: a SYNC_MASTER, or a controller-mode master), as Apache's
+// checkpoint messages are; acks do not wait (replicated.go). A slave applies the records it replicates as they are
 // dispatched (its revive loop, which revives nothing there), and CatchUp
 // applies the rest when it becomes master, before it takes pops: the old
 // master's checkpoints are revived by the new one. A truncation of the

@@ -128,7 +128,9 @@ func (j *journal) append(ctx context.Context, q int32, o *op) error {
 		return fmt.Errorf("%w: append %s: %w", errJournal, o.Kind, err)
 	}
 	j.appended.Add(1)
-	j.noteReplicated(ctx, res.End)
+	if o.Kind == opCheckpoint || o.Kind == opOrderPop {
+		j.noteReplicated(ctx, res.End)
+	}
 	if err := j.applyAt(q, res.QueueOffset, o); err != nil {
 		return err
 	}
@@ -276,11 +278,11 @@ func (j *journal) catchUp(q int32) (int, error) {
 	}
 	jq := j.queue(q)
 	jq.posKnown = false // replayQueue writes the position
+	if pos > st.Max {
+		clear(jq.cks.m) // the cut records' checkpoints may be cached
+	}
 	n, maxSeq, err := j.replayQueue(j.topic, q, pos)
-	if n > 0 {
-		jq.cks = ckCache{limit: ckCacheLimit} // its checkpoints may have changed under it
-		for cur := j.seq.Load(); maxSeq >= cur && !j.seq.CompareAndSwap(cur, maxSeq+1); cur = j.seq.Load() {
-		}
+	for cur := j.seq.Load(); n > 0 && maxSeq >= cur && !j.seq.CompareAndSwap(cur, maxSeq+1); cur = j.seq.Load() {
 	}
 	return n, err
 }
@@ -368,7 +370,8 @@ func (j *journal) replayQueue(topic string, q int32, pos int64) (n int, maxSeq i
 		if len(entries) == 0 {
 			break
 		}
-		for _, e := range entries {
+		ops := make([]*op, len(entries))
+		for i, e := range entries {
 			o, derr := j.readOp(e.CommitLogOffset)
 			if derr != nil {
 				j.log.Warn("skip unreadable pop journal record", "topic", topic, "queue", q, "offset", e.Offset, "err", derr)
@@ -377,19 +380,64 @@ func (j *journal) replayQueue(topic string, q int32, pos int64) (n int, maxSeq i
 			if o != nil {
 				maxSeq = max(maxSeq, o.Seq)
 			}
-			if err := j.replayOne(topic, q, e.Offset, o); err != nil {
-				return n, maxSeq, err
-			}
-			n++
-			j.replayed.Add(1)
-			pos = e.Offset + 1
+			ops[i] = o
 		}
+		last := entries[len(entries)-1].Offset
+		if cerr := j.applyChunk(topic, q, ops, last); cerr != nil {
+			// An op that does not apply is skipped, as one at a time.
+			for i, e := range entries {
+				if err := j.replayOne(topic, q, e.Offset, ops[i]); err != nil {
+					return n, maxSeq, err
+				}
+			}
+		}
+		n += len(entries)
+		j.replayed.Add(int64(len(entries)))
+		pos = last + 1
 	}
 	return n, maxSeq, nil
 }
 
+// applyChunk applies the ops of consecutive records (nil: an unreadable
+// record, skipped) in one Pebble batch with the position after last, so
+// that a slave following a busy master commits once per chunk rather than
+// once per record; the journal's own queues read checkpoints through their
+// cache. Any op that does not apply fails the chunk, and nothing of it is
+// written.
+func (j *journal) applyChunk(topic string, q int32, ops []*op, last int64) error {
+	b := j.db.NewIndexedBatch()
+	defer b.Close()
+	v := &ckView{r: b}
+	if topic == j.topic {
+		v.q, v.cache = q, &j.queue(q).cks
+	}
+	for _, o := range ops {
+		if o == nil {
+			continue
+		}
+		if err := apply(v, b, o); err != nil {
+			v.drop()
+			return err
+		}
+	}
+	if err := b.Set(journalPosKey(topic, q), u64(last+1), nil); err != nil {
+		v.drop()
+		return err
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		v.drop()
+		return err
+	}
+	v.publish()
+	return nil
+}
+
 // replayOne applies one recovered op (nil: skip it, moving the position).
+// It reads and writes Pebble past the queue's cache, which it clears.
 func (j *journal) replayOne(topic string, q int32, off int64, o *op) error {
+	if topic == j.topic {
+		clear(j.queue(q).cks.m)
+	}
 	b := j.db.NewBatch()
 	defer b.Close()
 	if o != nil {

@@ -66,11 +66,12 @@ type Deps struct {
 	// reviveInterval of the config).
 	ReviveInterval time.Duration
 	// Replicas, when set, waits until the slaves hold the CommitLog up to
-	// end (what a SYNC_MASTER send waits for): a journal record is
-	// answered only once replicated, as Apache's checkpoint and ack
-	// messages are, so that a promoted slave knows every answered pop and
-	// ack. A failed wait is logged and the record stands, as for Apache
-	// (FLUSH_SLAVE_TIMEOUT counts as written). Nil: no wait.
+	// end (what a SYNC_MASTER send waits for): a pop is answered only once
+	// its checkpoint is replicated, as Apache's checkpoint messages are,
+	// so that a promoted slave revives every message handed out and not
+	// acked (replicated.go; acks do not wait). A failed wait is logged and
+	// the record stands, as for Apache (FLUSH_SLAVE_TIMEOUT counts as
+	// written). Nil: no wait.
 	Replicas func(ctx context.Context, end int64) error
 	// Resets holds the server-side offset resets no pull or pop has taken
 	// yet (pull.ResetTable); nil: none.
@@ -209,9 +210,9 @@ func (p *Processor) Handlers() map[int32]processor.PooledHandler {
 		code.PeekMessage:              {H: p.handlePeek, Pool: processor.PoolPull},
 		code.Notification:             {H: p.handleNotification, Pool: processor.PoolPull},
 		code.PollingInfo:              {H: p.handlePollingInfo, Pool: processor.PoolPull},
-		code.AckMessage:               {H: p.withReplicas(p.handleAck), Pool: processor.PoolSend},
-		code.BatchAckMessage:          {H: p.withReplicas(p.handleBatchAck), Pool: processor.PoolSend},
-		code.ChangeMessageInvisible:   {H: p.withReplicas(p.handleChangeInvisible), Pool: processor.PoolSend},
+		code.AckMessage:               {H: p.handleAck, Pool: processor.PoolSend},
+		code.BatchAckMessage:          {H: p.handleBatchAck, Pool: processor.PoolSend},
+		code.ChangeMessageInvisible:   {H: p.handleChangeInvisible, Pool: processor.PoolSend},
 		code.QueryAssignment:          {H: p.handleQueryAssignment, Pool: processor.PoolAdmin},
 		code.SetMessageRequestMode:    {H: p.handleSetRequestMode, Pool: processor.PoolAdmin},
 		code.GetAllMessageRequestMode: {H: p.handleGetAllRequestModes, Pool: processor.PoolAdmin},

@@ -7,12 +7,20 @@ import (
 	"github.com/rmqgo/rmq/remoting"
 )
 
-// A request's journal records are answered once the slaves hold them
-// (Deps.Replicas), but the wait must not hold a journal queue's lock: a
-// slave that stopped acking would stall every pop and ack sharing the
-// queue for its timeout, one after another. So the records' ends are
-// gathered in the request's context while it holds locks, and the request
-// waits once, at its end, when it holds none (replicated).
+// A pop is answered once the slaves hold its checkpoint record
+// (Deps.Replicas): a checkpoint lost with its master would leave a message
+// handed out and never revived, while the pop offset it moved may reach
+// the slaves with their copy of the consumer offsets. Acks, changes of
+// invisible time and revives do not wait: lost with the master, their
+// records only make the new master deliver a message again, as a consumer
+// that died before acking does. (Apache's acks wait too; here they would
+// add a replication round trip to every ack for no loss avoided.)
+//
+// The wait must not hold a journal queue's lock: a slave that stopped
+// acking would stall every pop and ack sharing the queue for its timeout,
+// one after another. So the records' ends are gathered in the request's
+// context while it holds locks, and the request waits once, at its end,
+// when it holds none (replicated).
 
 type replWaitKey struct{}
 

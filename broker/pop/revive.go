@@ -150,9 +150,7 @@ func (r *reviveService) round() int {
 	if err := it.Close(); err != nil {
 		r.p.log.Error("revive: scan", "err", err)
 	}
-	// Nobody waits for a revive's answer: its records are not waited
-	// for on the slaves (a revive lost with the master is done again).
-	ctx, _ := withReplWait(context.Background())
+	ctx := context.Background()
 	for _, d := range due {
 		select {
 		case <-r.stop:

@@ -25,6 +25,10 @@
 #
 #   PHASES=failover FO_ROUNDS=50 scripts/bench/ha.sh
 #
+# PHASES=pop (not in the default) measures pop+ack (tests/cmd/popbench)
+# in the first phase's two topologies; POP_FILL (8s) of mqbench sends make
+# the backlog, POP_THREADS (8) goroutines drain it.
+#
 # Environment: DURATION (20s), ROUNDS (2), SIZE (1024), THREADS (32),
 # QUEUES (8), FLUSH_DISK_TYPE (ASYNC_FLUSH), OUT (a results file),
 # PHASES ("repl failover"), SYSTEMS ("ours apache"), FO_ROUNDS (10),
@@ -153,6 +157,53 @@ print(f"ratio sync2/none: send TPS {mean(agg['sync2']['tps'])/mean(agg['none']['
 PY
 }
 
+# Pop phase (PHASES=pop, not in the default): the same two topologies;
+# mqbench fills the topic for POP_FILL, then tests/cmd/popbench receives
+# and acks it (POP_THREADS goroutines, batches of 32, one ack per message)
+# for at most DURATION. Under sync2 every pop's checkpoint and every ack's
+# record wait for both slaves, as Apache's CK and ack messages do.
+pop_run() { # name replicas round
+  local name=$1 n=$2 r=$3 t0 t1 s0=0 s1=0 sp p f
+  start_topology "$name" "$n"
+  f=$(bin/mqbench producer -n $NS -t BenchHA -s "$SIZE" -w "$THREADS" --duration "${POP_FILL:-8s}" --reportInterval 100000 --json 2>/dev/null | tail -1)
+  t0=$(ticks "$master_pid")
+  for sp in "${slave_pids[@]}"; do s0=$((s0 + $(ticks "$sp"))); done
+  p=$(bin/popbench -n $NS -t BenchHA -g pop_bench_cg -c "${POP_THREADS:-8}" -d "$DURATION")
+  t1=$(ticks "$master_pid")
+  for sp in "${slave_pids[@]}"; do s1=$((s1 + $(ticks "$sp"))); done
+  echo "{\"popTopology\":\"$name\",\"round\":$r,\"masterCpuTicks\":$((t1 - t0)),\"slavesCpuTicks\":$((s1 - s0)),\"clkTck\":$CLK,\"fill\":$f,\"pop\":$p}" >>"$OUT"
+  stop_all
+}
+
+pop_phase() {
+(cd tests && go build -o ../bin/popbench ./cmd/popbench)
+for r in $(seq 1 "$ROUNDS"); do
+  if ((r % 2)); then order="none sync2"; else order="sync2 none"; fi
+  for t in $order; do
+    if [ "$t" = none ]; then pop_run none 1 "$r"; else pop_run sync2 3 "$r"; fi
+    echo "pop round $r $t done" >&2
+  done
+done
+python3 - "$OUT" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+rows = [r for r in rows if "popTopology" in r]
+agg = {}
+for r in rows:
+    a = agg.setdefault(r["popTopology"], {"tps": [], "cpu": [], "scpu": []})
+    p = r["pop"]
+    a["tps"].append(p["tps"])
+    a["cpu"].append(r["masterCpuTicks"] * 1e6 / r["clkTck"] / max(p["acked"], 1))
+    a["scpu"].append(r["slavesCpuTicks"] * 1e6 / r["clkTck"] / max(p["acked"], 1))
+mean = lambda xs: sum(xs) / len(xs)
+for t, label in (("none", "no replication"), ("sync2", "sync to 2 slaves")):
+    a = agg[t]
+    print(f"{label:18s} pop+ack msgs/s {mean(a['tps']):9.0f}  master CPU {mean(a['cpu']):6.1f} µs/msg  slaves {mean(a['scpu']):5.1f} µs/msg  rounds {len(a['tps'])}  ({', '.join(f'{x:.0f}' for x in a['tps'])})")
+print(f"ratio sync2/none: pop+ack msgs/s {mean(agg['sync2']['tps'])/mean(agg['none']['tps']):.2f}x")
+PY
+}
+
 case " $PHASES " in *" repl "*) repl_phase ;; esac
+case " $PHASES " in *" pop "*) pop_phase ;; esac
 case " $PHASES " in *" failover "*) . scripts/bench/ha-failover.sh ;; esac
 echo "raw results: $OUT" >&2
