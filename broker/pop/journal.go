@@ -2,7 +2,6 @@ package pop
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -242,8 +241,9 @@ func (j *journal) position(q int32) (int64, error) {
 // the slave's pop state (checkpoints, acks, the revive index, offset
 // shadows) the master's, so that once promoted it revives what the old
 // master's consumers left unacked. A position past its queue's end (the
-// CommitLog was truncated to a new master's, see Truncated) is lowered to
-// the end: the records replicated there next are the new master's.
+// CommitLog was truncated to a new master's: New registers follow as a
+// truncate listener of the store) is lowered to the end, as the records
+// replicated there next are the new master's.
 func (j *journal) follow() (int, error) {
 	qs := j.st.Queues(j.topic)
 	j.queues.Range(func(k, _ any) bool {
@@ -461,9 +461,5 @@ func (j *journal) readOp(phy int64) (*op, error) {
 	if err != nil {
 		return nil, err
 	}
-	var o op
-	if err := json.Unmarshal(v.Body(), &o); err != nil {
-		return nil, err
-	}
-	return &o, nil
+	return decodeOp(v.Body())
 }
