@@ -128,14 +128,21 @@ run() { # name replicas round
   stop_all
 }
 
-repl_phase() {
-for r in $(seq 1 "$ROUNDS"); do
-  if ((r % 2)); then order="none sync2"; else order="sync2 none"; fi
-  for t in $order; do
-    if [ "$t" = none ]; then run none 1 "$r"; else run sync2 3 "$r"; fi
-    echo "round $r $t done" >&2
+# alternate <runner> <label>: ROUNDS rounds of <runner> (name replicas
+# round) in both topologies, the order alternating each round.
+alternate() {
+  local r t order
+  for r in $(seq 1 "$ROUNDS"); do
+    if ((r % 2)); then order="none sync2"; else order="sync2 none"; fi
+    for t in $order; do
+      if [ "$t" = none ]; then "$1" none 1 "$r"; else "$1" sync2 3 "$r"; fi
+      echo "$2round $r $t done" >&2
+    done
   done
-done
+}
+
+repl_phase() {
+alternate run ""
 
 python3 - "$OUT" <<'PY'
 import json, sys
@@ -177,13 +184,7 @@ pop_run() { # name replicas round
 
 pop_phase() {
 (cd tests && go build -o ../bin/popbench ./cmd/popbench)
-for r in $(seq 1 "$ROUNDS"); do
-  if ((r % 2)); then order="none sync2"; else order="sync2 none"; fi
-  for t in $order; do
-    if [ "$t" = none ]; then pop_run none 1 "$r"; else pop_run sync2 3 "$r"; fi
-    echo "pop round $r $t done" >&2
-  done
-done
+alternate pop_run "pop "
 python3 - "$OUT" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
