@@ -25,6 +25,7 @@ import (
 type JournalStore interface {
 	PutMessage(ctx context.Context, msg *message.Message) (store.PutResult, error)
 	ReadRecord(phyOffset int64) ([]byte, error)
+	ReadRecords(entries []consumequeue.Entry, fn func(i int, rec []byte, err error) error) error
 	ConsumeQueue() *consumequeue.Store
 	Queues(topic string) []int32
 	DB() *pebble.DB
@@ -371,16 +372,20 @@ func (j *journal) replayQueue(topic string, q int32, pos int64) (n int, maxSeq i
 			break
 		}
 		ops := make([]*op, len(entries))
-		for i, e := range entries {
-			o, derr := j.readOp(e.CommitLogOffset)
-			if derr != nil {
-				j.log.Warn("skip unreadable pop journal record", "topic", topic, "queue", q, "offset", e.Offset, "err", derr)
-				o = nil
+		if err := j.st.ReadRecords(entries, func(i int, rec []byte, rerr error) error {
+			var o *op
+			if rerr == nil {
+				o, rerr = decodeRecord(rec)
 			}
-			if o != nil {
-				maxSeq = max(maxSeq, o.Seq)
+			if rerr != nil {
+				j.log.Warn("skip unreadable pop journal record", "topic", topic, "queue", q, "offset", entries[i].Offset, "err", rerr)
+				return nil
 			}
+			maxSeq = max(maxSeq, o.Seq)
 			ops[i] = o
+			return nil
+		}); err != nil {
+			return n, maxSeq, err
 		}
 		last := entries[len(entries)-1].Offset
 		if cerr := j.applyChunk(topic, q, ops, last); cerr != nil {
@@ -452,11 +457,8 @@ func (j *journal) replayOne(topic string, q int32, off int64, o *op) error {
 	return b.Commit(pebble.NoSync)
 }
 
-func (j *journal) readOp(phy int64) (*op, error) {
-	rec, err := j.st.ReadRecord(phy)
-	if err != nil {
-		return nil, err
-	}
+// decodeRecord decodes the op in a journal record.
+func decodeRecord(rec []byte) (*op, error) {
 	v, err := message.ParseView(rec, message.ParseOptions{})
 	if err != nil {
 		return nil, err
