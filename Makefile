@@ -47,13 +47,15 @@ cluster-ha: build
 # time. Then all of tests/ runs on real processes (tests/framework/process)
 # without the race detector (client-go, which most of them drive, has data
 # races of its own); its t.Parallel tests mostly wait on client intervals:
-# four at a time.
+# four at a time. The longest package of each command is named first, so
+# that go test builds and runs it first rather than as the tail of the
+# phase (go test favours the packages in the order they are named).
 UNIT_PKGS = $$($(GO) list $(PKGS) | grep -v '^github.com/rmqgo/rmq/tests')
 INPROC_RACE_TESTS = ^(TestReplicaSets|TestCapabilities|TestMQAdminCommands|TestBrokerConnectionCloseRemovesRoute|TestBadInputKeepsServing|TestBadInputMessages|TestCutFramesNotExecuted|TestStoreRestartSDK|TestPopAckReviveAndKill|TestPopDeadLetter|TestMQAdminPopStatus|TestLiteTopicSeedFlow|TestLiteRestartRecoversEvents|TestLiteSDK|TestStaticTopicBroker|TestStaticTopicRemapUnderLoad|TestSDK|TestSDKFailover|TestHAClassicSyncMaster|TestSlaveCopiesMasterMetadata|TestSlaveServesReadsFromCommittedOffset|TestAuthSlaveCopy)$$
 test: vet
 	RMQ_TEST_CLUSTER=inproc RMQ_TEST_RUN='$(INPROC_RACE_TESTS)' CGO_ENABLED=1 $(GO) test -race -count=1 -p 4 -timeout 10m \
-		$(UNIT_PKGS) github.com/rmqgo/rmq/tests/framework github.com/rmqgo/rmq/tests/e2e
-	$(GO) test -count=1 -timeout 13m -parallel 4 github.com/rmqgo/rmq/tests/...
+		github.com/rmqgo/rmq/tests/e2e $(UNIT_PKGS) github.com/rmqgo/rmq/tests/framework
+	$(GO) test -count=1 -timeout 13m -parallel 4 github.com/rmqgo/rmq/tests/e2e github.com/rmqgo/rmq/tests/interop github.com/rmqgo/rmq/tests/...
 
 # The flake hunter: `make test` N times (make test-repeat N=5), each in a
 # fresh clone of HEAD, then a table of runs and of the tests that failed
