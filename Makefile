@@ -47,15 +47,18 @@ cluster-ha: build
 # time. Then all of tests/ runs on real processes (tests/framework/process)
 # without the race detector (client-go, which most of them drive, has data
 # races of its own); its t.Parallel tests mostly wait on client intervals:
-# four at a time. The longest package of each command is named first, so
-# that go test builds and runs it first rather than as the tail of the
-# phase (go test favours the packages in the order they are named).
+# four at a time. The race phase names tests/e2e first, so that go test
+# builds and runs it first rather than as the phase's tail (go test favours
+# packages in the order they are named): 263 → 238 s in a CI run. (Naming
+# e2e and interop first in the second phase too started both packages'
+# JVMs at once, and Apache's controller in TestControllerTakeoverFromApache
+# did not come up within its minute: left in the default order.)
 UNIT_PKGS = $$($(GO) list $(PKGS) | grep -v '^github.com/rmqgo/rmq/tests')
 INPROC_RACE_TESTS = ^(TestReplicaSets|TestCapabilities|TestMQAdminCommands|TestBrokerConnectionCloseRemovesRoute|TestBadInputKeepsServing|TestBadInputMessages|TestCutFramesNotExecuted|TestStoreRestartSDK|TestPopAckReviveAndKill|TestPopDeadLetter|TestMQAdminPopStatus|TestLiteTopicSeedFlow|TestLiteRestartRecoversEvents|TestLiteSDK|TestStaticTopicBroker|TestStaticTopicRemapUnderLoad|TestSDK|TestSDKFailover|TestHAClassicSyncMaster|TestSlaveCopiesMasterMetadata|TestSlaveServesReadsFromCommittedOffset|TestAuthSlaveCopy)$$
 test: vet
 	RMQ_TEST_CLUSTER=inproc RMQ_TEST_RUN='$(INPROC_RACE_TESTS)' CGO_ENABLED=1 $(GO) test -race -count=1 -p 4 -timeout 10m \
 		github.com/rmqgo/rmq/tests/e2e $(UNIT_PKGS) github.com/rmqgo/rmq/tests/framework
-	$(GO) test -count=1 -timeout 13m -parallel 4 github.com/rmqgo/rmq/tests/e2e github.com/rmqgo/rmq/tests/interop github.com/rmqgo/rmq/tests/...
+	$(GO) test -count=1 -timeout 13m -parallel 4 github.com/rmqgo/rmq/tests/...
 
 # The flake hunter: `make test` N times (make test-repeat N=5), each in a
 # fresh clone of HEAD, then a table of runs and of the tests that failed
