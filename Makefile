@@ -11,6 +11,11 @@ BIN       ?= bin
 PKGS      := github.com/rmqgo/rmq/...
 GOFLAGS_BUILD := -trimpath
 export CGO_ENABLED ?= 0
+# Every go command builds with -trimpath (the test binaries, and the
+# servers and client drivers the tests build for themselves): without it
+# the build cache keys a package by its directory, so a fresh clone (as CI
+# runs) compiled the whole workspace again, race variants included.
+export GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
 
 .PHONY: proto all build run cluster test test-short test-repeat race vet fmt lint bench bench-vs-apache bench-recovery bench-static bench-lite bench-ha bench-grpc bench-tls bench-auth cluster-ha fuzz fuzz-long crash soak-ha grpc-streams test-auth-java test-apache-long rust5-client clean
 
