@@ -101,3 +101,16 @@ tool_jvm_opts() {
 		;;
 	esac
 }
+
+# apache_jvm_gc_jit: the GC and JIT options of an Apache server JVM. G1 and
+# tiered compilation up to C2 as Apache's runbroker.sh runs them, unless
+# APACHE_JVM_LIGHT=1 (the tests): the serial GC and C1 only, which on the
+# 2-core test machine cut a JVM's start-up CPU (C2's compiler threads and
+# G1's workers compete with the servers under test).
+apache_jvm_gc_jit() {
+	if [ "${APACHE_JVM_LIGHT:-}" = 1 ]; then
+		echo "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+	else
+		echo "-XX:+UseG1GC"
+	fi
+}

@@ -14,7 +14,8 @@
 # Each server gets <run dir>/<name>.conf and <run dir>/logs/<name>.{out,log};
 # calling a start function again with the same index restarts that server
 # on its old store. Heaps: APACHE_NAMESRV_HEAP (256m), APACHE_BROKER_HEAP
-# (512m), APACHE_BROKER_DIRECT (512m). The caller stops the pids.
+# (512m), APACHE_BROKER_DIRECT (512m); APACHE_JVM_LIGHT=1 as in start.sh.
+# The caller stops the pids.
 
 apache_ha_here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../java-lib.sh
@@ -49,7 +50,7 @@ apache_ha_jvm() {
     <root level="INFO"><appender-ref ref="File"/></root>
 </configuration>
 EOF
-	ROCKETMQ_HOME="$run" setsid "$java_bin" -server -XX:+UseG1GC -XX:-OmitStackTraceInFastThrow \
+	ROCKETMQ_HOME="$run" setsid "$java_bin" -server $(apache_jvm_gc_jit) -XX:-OmitStackTraceInFastThrow \
 		--add-opens=java.base/java.nio=ALL-UNNAMED --add-opens=java.base/sun.nio.ch=ALL-UNNAMED \
 		--add-opens=java.base/java.lang=ALL-UNNAMED --add-exports=java.base/jdk.internal.ref=ALL-UNNAMED \
 		--add-exports=java.base/sun.nio.ch=ALL-UNNAMED \

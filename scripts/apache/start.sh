@@ -40,6 +40,11 @@
 #   APACHE_NAMESRV_HEAP nameserver heap (default 256m)
 #   APACHE_COMMITLOG_SIZE  mappedFileSizeCommitLog in bytes (default 268435456 = 256 MiB)
 #   APACHE_BROKER_CONF_EXTRA  extra broker.conf lines (key=value, newline separated)
+#   APACHE_JVM_LIGHT    if 1, the JVMs run the serial GC and the C1 compiler
+#                       only instead of G1 and tiered C2 (apache_jvm_gc_jit
+#                       in scripts/java-lib.sh): the tests set it, as a JVM
+#                       then starts on a fraction of the CPU; benchmarks
+#                       leave it unset
 #   APACHE_START_TIMEOUT  seconds to wait for both servers (default 120)
 #   APACHE_WATCH_PID    if set, a watchdog stops the cluster when that process
 #                       exits (tests pass their own pid so a crashed test run
@@ -201,7 +206,7 @@ fi
 # distribution's runserver.sh/runbroker.sh pass similar ones), user.home in
 # the run dir so nothing lands in ~/logs or ~/store.
 common_opts=(
-	-server -XX:+UseG1GC -XX:-OmitStackTraceInFastThrow
+	-server $(apache_jvm_gc_jit) -XX:-OmitStackTraceInFastThrow
 	-XX:SoftRefLRUPolicyMSPerMB=0
 	--add-opens=java.base/java.nio=ALL-UNNAMED
 	--add-opens=java.base/sun.nio.ch=ALL-UNNAMED

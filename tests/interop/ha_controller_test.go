@@ -536,6 +536,7 @@ apache_ha_init "$run"
 setsid bash -c 'while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 1; done; kill -9 "$2" 2>/dev/null' wd "$watch" "$apache_pid" </dev/null >/dev/null 2>&1 &
 echo "$apache_pid"`
 	cmd := exec.Command("bash", append([]string{"-c", script, "ha-lib", harness.RepoRoot(t), run, strconv.Itoa(os.Getpid()), fn}, args...)...)
+	cmd.Env = append(os.Environ(), "APACHE_JVM_LIGHT=1") // as StartApacheWith
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -551,6 +552,9 @@ echo "$apache_pid"`
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		if t.Failed() {
 			t.Logf("interop: ----- Apache %s.log (tail) -----\n%s", name, tail(filepath.Join(run, "logs", name+".log"), 16<<10))
+			// Its stdout: a start-up failure's stack trace, printed
+			// before BrokerStartup's System.exit, is only there.
+			t.Logf("interop: ----- Apache %s.out (tail) -----\n%s", name, tail(filepath.Join(run, "logs", name+".out"), 8<<10))
 		}
 	})
 	return pid

@@ -175,6 +175,10 @@ func StartApacheWith(t testing.TB, opts ApacheOptions) *Apache {
 			"APACHE_RUN_DIR=" + runDir,
 			// A watchdog stops the cluster if this test process dies.
 			"APACHE_WATCH_PID=" + strconv.Itoa(os.Getpid()),
+			// Serial GC and C1 only: the JVMs start on a fraction of the
+			// CPU the suite's two cores have (the behaviours under test do
+			// not depend on the GC or the JIT).
+			"APACHE_JVM_LIGHT=1",
 		}
 		if opts.FlushDiskType != "" {
 			env = append(env, "FLUSH_DISK_TYPE="+opts.FlushDiskType)
