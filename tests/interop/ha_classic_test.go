@@ -72,8 +72,12 @@ func sendNWith(t *testing.T, ns, broker, topic string, n int, set func(*message.
 		}
 		return err
 	})
+	// A send to a SYNC_MASTER waits for its Apache slave's ack: a JVM
+	// slowed by a loaded machine took over the default 3 s (a CI run of
+	// TestHAApacheSlaveOfOurMaster). These tests check what is copied, not
+	// how fast.
 	p, err := client.NewProducer(client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: []string{ns}, InstanceName: "ha-p"},
-		Group: "interop_ha_pg"})
+		Group: "interop_ha_pg", SendTimeout: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +134,7 @@ func TestHAApacheSlaveOfOurMaster(t *testing.T) {
 	requireApacheHA(t)
 	haPort := harness.LatePort(t)
 	c := inproc.Start(t, framework.Options{Brokers: 1, BrokerConf: map[string]string{
-		"brokerRole": "SYNC_MASTER", "inSyncReplicas": "2", "totalReplicas": "2", "slaveTimeout": "5000",
+		"brokerRole": "SYNC_MASTER", "inSyncReplicas": "2", "totalReplicas": "2", "slaveTimeout": "15000",
 		"haListenPort": strconv.Itoa(haPort), "mappedFileSizeCommitLog": strconv.Itoa(haCommitLogSize),
 		"vipChannelListenEnable": "true",
 	}})
