@@ -2,13 +2,17 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rmqgo/rmq/internal/testutil"
 	"github.com/rmqgo/rmq/pkg/admin"
+	"github.com/rmqgo/rmq/pkg/client"
+	"github.com/rmqgo/rmq/pkg/message"
 	"github.com/rmqgo/rmq/tests/e2e/harness"
 )
 
@@ -71,5 +75,143 @@ func TestGrpcJavaAcrossControllerFailover(t *testing.T) {
 	}
 	if len(res.Lost) != 0 {
 		t.Fatalf("acknowledged sends never received: %v", res.Lost)
+	}
+}
+
+// TestGrpcJavaPopAcrossControllerFailover: the RocketMQ 5.x Java client's
+// SimpleConsumer (gRPC, scripts/java5's GrpcSimpleConsumer) receives 20
+// messages from the controller-mode master and acks 16; the master is
+// killed with SIGKILL once its slaves hold its whole CommitLog (the pop
+// journal with it) and the group's offsets. A new SimpleConsumer of the
+// group on the promoted slave then receives the 4 it left unacked, once
+// their invisible time is over, with delivery attempt 2, and none of the
+// 16 acked ones: the promoted slave applied the replicated checkpoints
+// and acks (docs/replication.md §2.7), it did not only learn the offsets.
+func TestGrpcJavaPopAcrossControllerFailover(t *testing.T) {
+	skipShort(t, "a controller-mode broker set and the Java 5.x client")
+	processOnly(t, "kills broker processes")
+	t.Parallel()
+	ports := []int{harness.LatePort(t), harness.LatePort(t), harness.LatePort(t)}
+	c := startCtrlCluster(t, ctrlClusterOptions{Cluster: "GrpcPopFailover", Topic: "GrpcPopFailoverTopic",
+		Broker: map[string]string{
+			"enableGrpcServer":                              "true",
+			"minInvisibleTimeMillsForRecv":                  "1000",
+			"grpcClientConsumerMinLongPollingTimeoutMillis": "500",
+			"grpcClientConsumerMaxLongPollingTimeoutMillis": "2000",
+			"slaveSyncCheckInterval":                        "500",
+			"slaveSyncFullInterval":                         "1000",
+		},
+		PerBroker: func(i int) map[string]string { return map[string]string{"grpcServerPort": strconv.Itoa(ports[i])} },
+	})
+	const group, acked, held, invisible = "grpc_pop_failover_cg", 16, 4, 12 * time.Second
+	endpoint := map[string]string{}
+	for i, b := range c.brokers {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := c.ac.CreateSubscriptionGroup(ctx, b.addr, admin.NewSubscriptionGroupConfig(group)); err != nil {
+			cancel()
+			t.Fatalf("create group on %s: %v", b.addr, err)
+		}
+		cancel()
+		endpoint[b.addr] = fmt.Sprintf("127.0.0.1:%d", ports[i])
+	}
+	p := startProducer(t, client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: c.nsAddrs, InstanceName: "grpc-pop-failover-p"},
+		Group: "grpc_pop_failover_pg"})
+	heldBodies := map[string]bool{}
+	for i := range acked + held {
+		body := fmt.Sprintf("ack-%d", i)
+		if i >= acked {
+			body = fmt.Sprintf("%d-held", i)
+			heldBodies[body] = true
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := p.SendSync(ctx, &message.Message{Topic: c.topic, Body: []byte(body)})
+		cancel()
+		if err != nil {
+			t.Fatalf("send %s: %v", body, err)
+		}
+	}
+	receive := func(endpoints []string, count int, keep string) []javaReceived {
+		t.Helper()
+		out := runGrpcJavaConsumerRaw(t, "simple", strings.Join(endpoints, ";"), c.topic, group, "false",
+			strconv.Itoa(count), keep, strconv.Itoa(int(invisible/time.Second)), "0", "0")
+		var res struct {
+			First []javaReceived `json:"first"`
+		}
+		if err := json.Unmarshal(out, &res); err != nil {
+			t.Fatalf("java5-consumer simple: %v in %s", err, out)
+		}
+		return res.First
+	}
+	master := c.masterAddr()
+	var all []string
+	for _, b := range c.brokers {
+		all = append(all, endpoint[b.addr])
+	}
+	first := receive(all, acked+held, "-held")
+	popped := time.Now()
+	if len(first) != acked+held {
+		t.Fatalf("received %d of %d messages before the kill: %+v", len(first), acked+held, first)
+	}
+	// Both slaves hold the master's CommitLog to its end (the pop
+	// checkpoints and the acks are journal records in it) and the group's
+	// offsets past every message.
+	testutil.WaitFor(t, 10*time.Second, "the slaves holding the master's CommitLog and the group's offsets", func() bool {
+		st := harness.HAStatus(t, c.rc, master)
+		if len(st.HAConnectionInfo) != 2 {
+			return false
+		}
+		for _, s := range st.HAConnectionInfo {
+			if s.SlaveAckOffset != st.MasterCommitLogMaxOffset {
+				return false
+			}
+		}
+		for _, b := range c.brokers {
+			if b.addr == master {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			cs, err := c.ac.GetConsumeStats(ctx, b.addr, group, c.topic)
+			cancel()
+			if err != nil || cs.TotalDiff() != 0 {
+				return false
+			}
+			var end int64
+			for _, w := range cs.OffsetTable {
+				end += w.ConsumerOffset
+			}
+			if end != acked+held {
+				return false
+			}
+		}
+		return true
+	})
+	if d := time.Since(popped); d > invisible/2 {
+		t.Fatalf("the held messages were received %v before the kill: the old master may revive them first", d)
+	}
+	s := &clientsCtrlSet{c}
+	next := s.killMaster(t)
+	var live []string
+	for _, b := range c.brokers {
+		if b.addr != master {
+			live = append(live, endpoint[b.addr])
+		}
+	}
+	again := receive(live, held, "-none")
+	got := map[string]int{}
+	for _, m := range again {
+		got[m.Body] = m.Attempt
+	}
+	for body := range heldBodies {
+		if a, ok := got[body]; !ok || a != 2 {
+			t.Errorf("%s (unacked on the old master): delivered by %s with attempt %d (present %v), want attempt 2", body, next, a, ok)
+		}
+	}
+	for body := range got {
+		if !heldBodies[body] {
+			t.Errorf("%s was acked on the old master but delivered again by %s", body, next)
+		}
+	}
+	if t.Failed() {
+		t.Logf("after the failover: %+v", again)
 	}
 }
