@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,26 +31,11 @@ func TestGrpcJavaAcrossControllerFailover(t *testing.T) {
 	processOnly(t, "kills broker processes")
 	t.Parallel()
 	client := java5(t)
-	ports := []int{harness.LatePort(t), harness.LatePort(t), harness.LatePort(t)}
-	c := startCtrlCluster(t, ctrlClusterOptions{Cluster: "GrpcFailover", Topic: "GrpcFailoverTopic",
-		Broker: map[string]string{
-			"enableGrpcServer":                              "true",
-			"minInvisibleTimeMillsForRecv":                  "1000",
-			"grpcClientConsumerMinLongPollingTimeoutMillis": "500",
-			"grpcClientConsumerMaxLongPollingTimeoutMillis": "2000",
-		},
-		PerBroker: func(i int) map[string]string { return map[string]string{"grpcServerPort": strconv.Itoa(ports[i])} },
-	})
 	const group = "grpc_failover_cg"
+	c, endpoint := startGrpcCtrlSet(t, "GrpcFailover", group, nil)
 	var endpoints []string
-	for i, b := range c.brokers {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := c.ac.CreateSubscriptionGroup(ctx, b.addr, admin.NewSubscriptionGroupConfig(group)); err != nil {
-			cancel()
-			t.Fatalf("create group on %s: %v", b.addr, err)
-		}
-		cancel()
-		endpoints = append(endpoints, fmt.Sprintf("127.0.0.1:%d", ports[i]))
+	for _, b := range c.brokers {
+		endpoints = append(endpoints, endpoint[b.addr])
 	}
 
 	lines, wait := client.start(t, "GrpcRestartCheck", strings.Join(endpoints, ";"), c.topic, group, "false", "38", "60", "3", "redelivery-ok")
@@ -78,6 +64,36 @@ func TestGrpcJavaAcrossControllerFailover(t *testing.T) {
 	}
 }
 
+// startGrpcCtrlSet starts a controller-mode set of three replicas serving
+// gRPC (short long-polling bounds, extra broker keys on top) with the
+// topic <cluster>Topic and the subscription group on every replica; it
+// returns the set and each replica's gRPC endpoint by its remoting address.
+func startGrpcCtrlSet(t *testing.T, cluster, group string, extra map[string]string) (*ctrlCluster, map[string]string) {
+	t.Helper()
+	ports := []int{harness.LatePort(t), harness.LatePort(t), harness.LatePort(t)}
+	conf := map[string]string{
+		"enableGrpcServer":                              "true",
+		"minInvisibleTimeMillsForRecv":                  "1000",
+		"grpcClientConsumerMinLongPollingTimeoutMillis": "500",
+		"grpcClientConsumerMaxLongPollingTimeoutMillis": "2000",
+	}
+	maps.Copy(conf, extra)
+	c := startCtrlCluster(t, ctrlClusterOptions{Cluster: cluster, Topic: cluster + "Topic", Broker: conf,
+		PerBroker: func(i int) map[string]string { return map[string]string{"grpcServerPort": strconv.Itoa(ports[i])} },
+	})
+	endpoint := map[string]string{}
+	for i, b := range c.brokers {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := c.ac.CreateSubscriptionGroup(ctx, b.addr, admin.NewSubscriptionGroupConfig(group)); err != nil {
+			cancel()
+			t.Fatalf("create group on %s: %v", b.addr, err)
+		}
+		cancel()
+		endpoint[b.addr] = fmt.Sprintf("127.0.0.1:%d", ports[i])
+	}
+	return c, endpoint
+}
+
 // TestGrpcJavaPopAcrossControllerFailover: the RocketMQ 5.x Java client's
 // SimpleConsumer (gRPC, scripts/java5's GrpcSimpleConsumer) receives 20
 // messages from the controller-mode master and acks 16; the master is
@@ -91,29 +107,9 @@ func TestGrpcJavaPopAcrossControllerFailover(t *testing.T) {
 	skipShort(t, "a controller-mode broker set and the Java 5.x client")
 	processOnly(t, "kills broker processes")
 	t.Parallel()
-	ports := []int{harness.LatePort(t), harness.LatePort(t), harness.LatePort(t)}
-	c := startCtrlCluster(t, ctrlClusterOptions{Cluster: "GrpcPopFailover", Topic: "GrpcPopFailoverTopic",
-		Broker: map[string]string{
-			"enableGrpcServer":                              "true",
-			"minInvisibleTimeMillsForRecv":                  "1000",
-			"grpcClientConsumerMinLongPollingTimeoutMillis": "500",
-			"grpcClientConsumerMaxLongPollingTimeoutMillis": "2000",
-			"slaveSyncCheckInterval":                        "500",
-			"slaveSyncFullInterval":                         "1000",
-		},
-		PerBroker: func(i int) map[string]string { return map[string]string{"grpcServerPort": strconv.Itoa(ports[i])} },
-	})
 	const group, acked, held, invisible = "grpc_pop_failover_cg", 16, 4, 12 * time.Second
-	endpoint := map[string]string{}
-	for i, b := range c.brokers {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := c.ac.CreateSubscriptionGroup(ctx, b.addr, admin.NewSubscriptionGroupConfig(group)); err != nil {
-			cancel()
-			t.Fatalf("create group on %s: %v", b.addr, err)
-		}
-		cancel()
-		endpoint[b.addr] = fmt.Sprintf("127.0.0.1:%d", ports[i])
-	}
+	c, endpoint := startGrpcCtrlSet(t, "GrpcPopFailover", group,
+		map[string]string{"slaveSyncCheckInterval": "500", "slaveSyncFullInterval": "1000"})
 	p := startProducer(t, client.ProducerConfig{CommonConfig: client.CommonConfig{NameServers: c.nsAddrs, InstanceName: "grpc-pop-failover-p"},
 		Group: "grpc_pop_failover_pg"})
 	heldBodies := map[string]bool{}
