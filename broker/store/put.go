@@ -227,8 +227,9 @@ func (s *Store) putMultiDispatch(ctx context.Context, msgs []*message.Message, t
 		offsets[i] = offs
 	}
 	if s.cfg.EnableLmqQuota && newCount > 0 && t.count+newCount > s.cfg.MaxLmqConsumeQueueNum {
+		count := t.count // read under the lock (another send may change it)
 		t.mu.Unlock()
-		return commitlog.AppendResult{}, fmt.Errorf("%w: %d LMQs, max %d", ErrLMQQuota, t.count, s.cfg.MaxLmqConsumeQueueNum)
+		return commitlog.AppendResult{}, fmt.Errorf("%w: %d LMQs, max %d", ErrLMQQuota, count, s.cfg.MaxLmqConsumeQueueNum)
 	}
 	var rec []byte
 	var err error

@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -185,6 +187,54 @@ func TestLMQQuota(t *testing.T) {
 	// An existing LMQ still accepts messages at the quota.
 	if _, err := s.PutMessage(ctx, msg("P", 0, "x", map[string]string{"INNER_MULTI_DISPATCH": "%LMQ%$P$l0"})); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLMQQuotaConcurrent: sends refused at the quota while others create
+// and write LMQs (under -race: the refusal's count is read under the LMQ
+// lock; a CI run caught it read after the unlock).
+func TestLMQQuotaConcurrent(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.MaxLmqConsumeQueueNum = 8
+	s := openStore(t, cfg)
+	defer s.Close()
+	ctx := context.Background()
+	put := func(lmq string) error {
+		_, err := s.PutMessage(ctx, msg("P", 0, "x", map[string]string{"INNER_MULTI_DISPATCH": lmq}))
+		return err
+	}
+	if err := put("%LMQ%$P$shared"); err != nil {
+		t.Fatal(err)
+	}
+	// Half the goroutines create LMQs (refused once the quota is reached),
+	// half write to an existing one (always accepted): refusals and
+	// accepted appends interleave on the LMQ lock.
+	var wg sync.WaitGroup
+	var stored, refused atomic.Int32
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 40 {
+				if g%2 == 1 {
+					if err := put("%LMQ%$P$shared"); err != nil {
+						t.Errorf("put to an existing LMQ at the quota: %v", err)
+					}
+					continue
+				}
+				lmq := fmt.Sprintf("%%LMQ%%$P$g%d-%d", g, i)
+				switch err := put(lmq); {
+				case err == nil:
+					stored.Add(1)
+				case errors.Is(err, ErrLMQQuota):
+					refused.Add(1)
+				default:
+					t.Errorf("put %s: %v", lmq, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if stored.Load() != 7 || refused.Load() != 4*40-7 {
+		t.Fatalf("%d stored, %d refused; want 7 and %d", stored.Load(), refused.Load(), 4*40-7)
 	}
 }
 
