@@ -20,11 +20,9 @@ package harness
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -86,32 +84,22 @@ func FreePort(t testing.TB) int {
 	return testutil.FreePort(t)
 }
 
-// latePorts hands out LatePort's candidates: a counter from a random base
-// below the kernel's ephemeral range (Linux's default starts at 32768), so
-// a test process never hands out the same one twice. Test support only.
-var latePorts atomic.Int32
-
 // LatePort returns a free TCP port on 127.0.0.1 for a server that binds it
 // a while after the test picked it (a broker started after its peers,
 // restarted, or behind a proxy started first). FreePort's ports come from
 // the ephemeral range, where any later listener on port 0 (a proxy) or
 // outgoing connection may take them meanwhile ("bind: address already in
-// use"); LatePort's never do, and it never returns a port
-// twice in one process.
+// use"); LatePort's never do. Its ports come from blocks this process
+// holds (lateports.go), so no other test process hands them out, and it
+// returns a port twice only after cycling through all its blocks.
 func LatePort(t testing.TB) int {
 	t.Helper()
-	latePorts.CompareAndSwap(0, int32(20000+rand.IntN(10000)))
 	for range 2000 {
-		port := int(latePorts.Add(1))
-		if port >= 32768 {
-			latePorts.Store(20000)
-			continue
-		}
-		if portFree(port) {
+		if port := lateBlocks.take(); portFree(port) {
 			return port
 		}
 	}
-	t.Fatalf("harness: LatePort: no free port below 32768")
+	t.Fatalf("harness: LatePort: no free port in [%d, %d)", lateLow, lateHigh)
 	return 0
 }
 
@@ -133,7 +121,8 @@ func LatePortWithVIP(t testing.TB) int {
 	t.Helper()
 	for range 2000 {
 		p := LatePort(t)
-		if p-2 >= 20000 && portFree(p-2) {
+		// p−2 in the same block: one this process holds.
+		if (p-lateLow)%lateBlock >= 2 && portFree(p-2) {
 			return p
 		}
 	}
