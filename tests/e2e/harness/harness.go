@@ -12,9 +12,10 @@
 //	out, err := harness.RunMQAdmin(t, filepath.Join(bin, "mqadmin"), "clusterList", "-n", addr)
 //	jout, err := harness.RunJavaMQAdmin(t, "clusterList", "-n", addr) // skips without java/mvn
 //
-// Everything listens on and dials 127.0.0.1 only. The package keeps no
-// package-level mutable state: the "build once" cache lives in a directory
-// named after the test process (see BuildBinaries).
+// Everything listens on and dials 127.0.0.1 only. The "build once" cache
+// lives in a directory named after the test process (see BuildBinaries);
+// the one package-level state is LatePort's blocks of ports, which belong
+// to the process (lateports.go).
 package harness
 
 import (
@@ -126,7 +127,7 @@ func LatePortWithVIP(t testing.TB) int {
 			return p
 		}
 	}
-	t.Fatalf("harness: LatePortWithVIP: no free pair below 32768")
+	t.Fatalf("harness: LatePortWithVIP: no free pair in [%d, %d)", lateLow, lateHigh)
 	return 0
 }
 
