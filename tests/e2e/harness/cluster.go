@@ -71,7 +71,7 @@ func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	}
 	c := &Cluster{BinDir: BuildBinaries(t), opts: opts}
 	for i := 0; i < max(opts.Namesrvs, 1); i++ {
-		port := FreePort(t)
+		port := LatePort(t) // a test may restart it on this port
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		kv := filepath.Join(t.TempDir(), "kvConfig.json")
 		args := append([]string{"--listen-port", fmt.Sprint(port), "--kv-config-path", kv}, opts.NamesrvArgs...)
@@ -103,7 +103,10 @@ func (c *Cluster) StartBroker(t testing.TB, name string, extra map[string]string
 func (c *Cluster) StartBrokerID(t testing.TB, name string, id int, extra map[string]string) *BrokerProc {
 	t.Helper()
 	dir := t.TempDir()
-	port := FreePort(t)
+	// LatePort: a test may stop the broker and start it again on this
+	// port; an ephemeral port may be some connection's source port by then
+	// (seen in CI: "bind: address already in use" on a restart).
+	port := LatePort(t)
 	// The HA port is one of its own (LatePort): listenPort+1, the default,
 	// may be taken by then (a flake: "bind: address already in use").
 	ha := map[string]string{"haListenPort": strconv.Itoa(LatePort(t))}

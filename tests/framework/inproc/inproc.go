@@ -131,7 +131,7 @@ func (c *Cluster) Can(framework.Capability) bool { return false }
 func (c *Cluster) AddBroker(t testing.TB, name string, id int, conf map[string]string) framework.Broker {
 	t.Helper()
 	dir := t.TempDir()
-	port := harness.FreePort(t)
+	port := harness.LatePort(t) // restarts rebind it (see harness.LatePort)
 	if c.opts.BrokerConf["vipChannelListenEnable"] == "true" || conf["vipChannelListenEnable"] == "true" {
 		port = harness.LatePortWithVIP(t) // listenPort − 2 is listened on too
 	}
