@@ -145,7 +145,9 @@ func TestStartProcessReportsUnexpectedExit(t *testing.T) {
 	killed.Kill()
 	p.Wait()
 	deadline := time.Now().Add(5 * time.Second)
-	for !rec.find("crasher") && time.Now().Before(deadline) {
+	// The report is logged after Wait returns; "crasher" alone would match
+	// the start line at once.
+	for !rec.find("exited on its own: exit status 7") && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if !rec.find("crasher (pid") || !rec.find("exited on its own: exit status 7") || !rec.find("dying words") {
