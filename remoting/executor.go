@@ -39,6 +39,7 @@ type queued struct {
 	run   func()
 	drop  DropFunc
 	since time.Time
+	req   request // a server's request, when req.req != nil (run and drop are nil)
 }
 
 // DropReason says why a queued task is answered instead of run.
@@ -88,7 +89,11 @@ func (e *Executor) work() {
 		}
 		t := e.popLocked()
 		e.mu.Unlock()
-		e.run(t.run)
+		if t.req.req != nil {
+			e.run(t.req.serve)
+		} else {
+			e.run(t.run)
+		}
 	}
 }
 
@@ -135,6 +140,16 @@ func (e *Executor) SubmitDroppable(task func(), drop DropFunc) bool {
 // (a request's receipt, whose time the server read already: a clock read
 // per request less).
 func (e *Executor) SubmitSince(task func(), drop DropFunc, now time.Time) bool {
+	return e.submit(queued{run: task, drop: drop, since: now})
+}
+
+// submitRequest queues a server's request: its fields travel in the queue
+// entry, where two closures per request would be allocated otherwise.
+func (e *Executor) submitRequest(r request, since time.Time) bool {
+	return e.submit(queued{since: since, req: r})
+}
+
+func (e *Executor) submit(t queued) bool {
 	e.mu.Lock()
 	// Room is the queue's capacity plus the idle workers about to take a
 	// task, so a queue of 0 still hands a task to an idle worker.
@@ -145,7 +160,7 @@ func (e *Executor) SubmitSince(task func(), drop DropFunc, now time.Time) bool {
 	if e.n == len(e.queue) {
 		e.growLocked()
 	}
-	e.queue[(e.head+e.n)%len(e.queue)] = queued{run: task, drop: drop, since: now}
+	e.queue[(e.head+e.n)%len(e.queue)] = t
 	e.n++
 	e.queued.Store(int64(e.n))
 	if e.idle > 0 {
@@ -183,6 +198,7 @@ func (e *Executor) drop(why DropReason, maxWait time.Duration) int {
 	now := time.Now()
 	type dropped struct {
 		drop   DropFunc
+		req    request
 		waited time.Duration
 		left   int
 	}
@@ -191,15 +207,19 @@ func (e *Executor) drop(why DropReason, maxWait time.Duration) int {
 	for e.n > 0 {
 		t := e.queue[e.head]
 		waited := now.Sub(t.since)
-		if t.drop == nil || waited < maxWait {
+		if (t.drop == nil && t.req.req == nil) || waited < maxWait {
 			break
 		}
 		e.popLocked()
-		out = append(out, dropped{t.drop, waited, e.n})
+		out = append(out, dropped{t.drop, t.req, waited, e.n})
 	}
 	e.mu.Unlock()
 	for _, d := range out {
-		d.drop(why, d.waited, d.left)
+		if d.req.req != nil {
+			d.req.drop(why, d.waited, d.left)
+		} else {
+			d.drop(why, d.waited, d.left)
+		}
 	}
 	return len(out)
 }

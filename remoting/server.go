@@ -561,21 +561,7 @@ func (s *Server) dispatch(ch *Channel, req *Command) {
 	if since.IsZero() {
 		since = time.Now()
 	}
-	accepted := ex.SubmitSince(func() {
-		defer s.inflight.done()
-		defer ch.handling.Add(-1)
-		defer s.handling.Add(-1)
-		serveRequest(s.ctx, s.log, &s.hooks, ch, req, r.h)
-	}, func(why DropReason, waited time.Duration, queueLen int) {
-		defer s.inflight.done()
-		defer ch.handling.Add(-1)
-		defer s.handling.Add(-1)
-		remark := expiredRemark
-		if why == DropBusy {
-			remark = busyRemark
-		}
-		s.reply(ch, req, NewResponse(req, code.SystemBusy, fmt.Sprintf(remark, waited.Milliseconds(), queueLen)))
-	}, since)
+	accepted := ex.submitRequest(request{s: s, ch: ch, req: req, h: r.h}, since)
 	if !accepted {
 		s.inflight.done()
 		ch.handling.Add(-1)
@@ -587,6 +573,35 @@ func (s *Server) dispatch(ch *Channel, req *Command) {
 		}
 		s.reply(ch, req, NewResponse(req, code.SystemBusy, overloadRemark))
 	}
+}
+
+// request is a request dispatched to an executor.
+type request struct {
+	s   *Server
+	ch  *Channel
+	req *Command
+	h   Handler
+}
+
+// serve runs the request's handler and writes its answer.
+func (q request) serve() {
+	defer q.s.inflight.done()
+	defer q.ch.handling.Add(-1)
+	defer q.s.handling.Add(-1)
+	serveRequest(q.s.ctx, q.s.log, &q.s.hooks, q.ch, q.req, q.h)
+}
+
+// drop answers SYSTEM_BUSY instead: the request waited too long in the
+// queue, or the server sheds its queue.
+func (q request) drop(why DropReason, waited time.Duration, queueLen int) {
+	defer q.s.inflight.done()
+	defer q.ch.handling.Add(-1)
+	defer q.s.handling.Add(-1)
+	remark := expiredRemark
+	if why == DropBusy {
+		remark = busyRemark
+	}
+	q.s.reply(q.ch, q.req, NewResponse(q.req, code.SystemBusy, fmt.Sprintf(remark, waited.Milliseconds(), queueLen)))
 }
 
 // Handling is the number of requests dispatched to executors and not yet

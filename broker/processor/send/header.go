@@ -57,6 +57,7 @@ type headerReader struct {
 	vals  [nFields][]byte // raw: each field's value, by fieldIndex
 	short bool
 	err   error
+	names *nameCache // raw: the strings of repeating names (nil: allocate each)
 }
 
 // nFields is the number of send header fields (a…m).
@@ -89,6 +90,10 @@ func (r *headerReader) collect(req *remoting.Command) {
 // get returns the field's value ("" when absent).
 func (r *headerReader) get(f string) string {
 	if r.raw {
+		switch f {
+		case fProducerGroup, fTopic, fDefaultTopic:
+			return r.names.get(r.vals[fieldIndex(f)])
+		}
 		return string(r.vals[fieldIndex(f)])
 	}
 	return r.ext[r.key(f)]
@@ -188,10 +193,11 @@ func parseSendHeader(ext map[string]string, short bool) (sendHeader, error) {
 }
 
 // parseSendRequest decodes req's send header, in place when its fields
-// are deferred (remoting.Server.DeferExtFields).
-func parseSendRequest(req *remoting.Command, short bool) (sendHeader, error) {
+// are deferred (remoting.Server.DeferExtFields); names, when not nil,
+// holds the strings of recent topic and group names.
+func parseSendRequest(req *remoting.Command, short bool, names *nameCache) (sendHeader, error) {
 	if req.Deferred() {
-		r := headerReader{short: short}
+		r := headerReader{short: short, names: names}
 		r.collect(req)
 		return readSendHeader(r)
 	}

@@ -15,7 +15,9 @@ import (
 // Topics is the part of the topic table the send path uses;
 // *topic.Manager implements it.
 type Topics interface {
-	Get(name string) (protocol.TopicConfig, bool)
+	// GetShared is Get without copying the Attributes map, which the send
+	// path only reads (one map copy per send otherwise).
+	GetShared(name string) (protocol.TopicConfig, bool)
 	IsOrder(name string) bool
 	// CreateFromDefault is the auto-create from TBW102 (docs/protocol.md §5.2).
 	CreateFromDefault(topic, defaultTopic string, clientQueueNums, topicSysFlag int) (protocol.TopicConfig, bool, error)

@@ -34,7 +34,7 @@ const (
 // request's properties before the reply is pushed or stored).
 func (p *Processor) replyHandler(short bool) remoting.Handler {
 	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		h, err := parseSendRequest(req, short)
+		h, err := parseSendRequest(req, short, &p.names)
 		if err != nil {
 			return nil, err
 		}

@@ -130,6 +130,7 @@ type Processor struct {
 
 	host           atomic.Pointer[netip.AddrPort]
 	scheduleNotice sync.Once
+	names          nameCache // topic and group names of the send headers
 }
 
 // New returns a Processor.
@@ -317,7 +318,7 @@ func (p *Processor) storeHost() netip.AddrPort {
 
 func (p *Processor) sendHandler(short bool) remoting.Handler {
 	return func(ctx context.Context, ch *remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		h, err := parseSendRequest(req, short)
+		h, err := parseSendRequest(req, short, &p.names)
 		if err != nil {
 			return nil, err
 		}
@@ -362,7 +363,7 @@ func (p *Processor) msgCheck(cfg *config.Config, ch *remoting.Channel, h *sendHe
 	if protocol.IsSendForbidden(h.topic) {
 		return protocol.TopicConfig{}, fmt.Errorf("%w: sending message to topic[%s] is forbidden", processor.ErrNoPermission, h.topic)
 	}
-	tc, ok := p.d.Topics.Get(h.topic)
+	tc, ok := p.d.Topics.GetShared(h.topic)
 	if !ok {
 		var err error
 		if tc, err = p.autoCreate(ch, h); err != nil {
