@@ -498,8 +498,11 @@ func (s *Server) readFrames(ch *Channel, r frameReader) error {
 		if err != nil {
 			return s.cutFrame(ch, err)
 		}
-		frame := make([]byte, n-4) // a copy: Body aliases it beyond Release
-		copy(frame, whole[4:])
+		// A copy: Body aliases it beyond Release. make+copy of one length
+		// is compiled to a copy into memory that is not zeroed first.
+		src := whole[4:]
+		frame := make([]byte, len(src))
+		copy(frame, src)
 		if err := r.Skip(n); err != nil {
 			return s.cutFrame(ch, err)
 		}
