@@ -93,6 +93,14 @@ type BrokerConfig struct {
 	RenewAheadTimeMillis int64 `key:"renewAheadTimeMillis"`
 	RenewMaxTimeMillis   int64 `key:"renewMaxTimeMillis"`
 
+	// TimerSlackMicros [ours]: the Linux timer slack the broker process
+	// runs with, in µs (0: the inherited one, the kernel's 50 µs unless a
+	// launcher such as systemd's TimerSlackNSec= set another). It spares
+	// the Go runtime's monitor thread thousands of wake-ups a second under
+	// load (broker/internal/timerslack; docs/operations.md "Timer slack").
+	// Set once at start: the broker re-executes itself to apply it.
+	TimerSlackMicros int `key:"timerSlackMicros" readonly:"true"`
+
 	// Thread pools (worker counts and queue capacities of the executors).
 	SendMessageThreadPoolNums          int `key:"sendMessageThreadPoolNums"`
 	PutMessageFutureThreadPoolNums     int `key:"putMessageFutureThreadPoolNums" effect:"none"`
@@ -453,6 +461,7 @@ func defaultBrokerConfig(hostname, ip string, env map[string]string) BrokerConfi
 		RenewAheadTimeMillis:                          10000,
 		RenewMaxTimeMillis:                            3 * 3600 * 1000,
 
+		TimerSlackMicros:                   250,
 		SendMessageThreadPoolNums:          send,
 		PutMessageFutureThreadPoolNums:     send,
 		PullMessageThreadPoolNums:          16 + cpus*2,

@@ -239,6 +239,9 @@ func (c *Config) Validate() error {
 	if c.EnableSplitRegistration && c.SplitRegistrationSize < 1 {
 		bad("splitRegistrationSize %d must be positive with enableSplitRegistration", c.SplitRegistrationSize)
 	}
+	if c.TimerSlackMicros < 0 || c.TimerSlackMicros > 100_000 {
+		bad("timerSlackMicros %d out of range [0, 100000]", c.TimerSlackMicros)
+	}
 	if c.GrpcStreamWorkers < 0 || c.GrpcStreamWorkers > 65536 {
 		bad("grpcStreamWorkers %d out of range [0, 65536]", c.GrpcStreamWorkers)
 	}

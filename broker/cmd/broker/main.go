@@ -25,6 +25,7 @@ import (
 	"github.com/rmqgo/rmq/broker"
 	"github.com/rmqgo/rmq/broker/config"
 	"github.com/rmqgo/rmq/broker/internal/gctuner"
+	"github.com/rmqgo/rmq/broker/internal/timerslack"
 )
 
 func main() {
@@ -36,16 +37,19 @@ func main() {
 		go func() { _ = gctuner.Run(tctx, gctuner.DefaultConfig()) }()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Environ(), func() {
-		// A second signal during shutdown aborts it.
-		stop()
-		second := make(chan os.Signal, 1)
-		signal.Notify(second, syscall.SIGINT, syscall.SIGTERM)
-		go func() {
-			<-second
-			fmt.Fprintln(os.Stderr, "second signal: exiting without finishing shutdown")
-			os.Exit(130)
-		}()
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Environ(), hooks{
+		onStopping: func() {
+			// A second signal during shutdown aborts it.
+			stop()
+			second := make(chan os.Signal, 1)
+			signal.Notify(second, syscall.SIGINT, syscall.SIGTERM)
+			go func() {
+				<-second
+				fmt.Fprintln(os.Stderr, "second signal: exiting without finishing shutdown")
+				os.Exit(130)
+			}()
+		},
+		timerSlack: applyTimerSlack,
 	})
 	stop()
 	os.Exit(code)
@@ -69,9 +73,18 @@ type flags struct {
 	startupProfile  string
 }
 
+// hooks are what main does to the process that run must not do in tests.
+type hooks struct {
+	// onStopping runs when shutdown begins.
+	onStopping func()
+	// timerSlack, once the config is read, gives the process the
+	// configured timer slack (applyTimerSlack: by re-executing it).
+	timerSlack func(want time.Duration, environ []string) error
+}
+
 // run is main without process globals: ctx ends the broker (signals in
-// main), onStopping runs when shutdown begins. It returns the exit code.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer, environ []string, onStopping func()) int {
+// main). It returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, environ []string, h hooks) int {
 	var f flags
 	cmd := &cobra.Command{
 		Use:           "broker",
@@ -80,7 +93,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, environ [
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return serve(ctx, cmd, f, stdout, stderr, environ, onStopping)
+			return serve(ctx, cmd, f, stdout, stderr, environ, h)
 		},
 	}
 	cmd.SetArgs(args)
@@ -109,7 +122,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, environ [
 	return 0
 }
 
-func serve(ctx context.Context, cmd *cobra.Command, f flags, stdout, stderr io.Writer, environ []string, onStopping func()) error {
+func serve(ctx context.Context, cmd *cobra.Command, f flags, stdout, stderr io.Writer, environ []string, h hooks) error {
 	log, err := newLogger(stderr, f.logLevel, f.logFormat)
 	if err != nil {
 		return err
@@ -175,6 +188,12 @@ func serve(ctx context.Context, cmd *cobra.Command, f flags, stdout, stderr io.W
 		fmt.Fprint(stdout, cfg.ImportantProperties())
 		return nil
 	}
+	if h.timerSlack != nil {
+		// Before anything is logged or opened: a re-exec starts over.
+		if err := h.timerSlack(time.Duration(cfg.TimerSlackMicros)*time.Microsecond, environ); err != nil {
+			log.Warn("timer slack not applied", "timerSlackMicros", cfg.TimerSlackMicros, "err", err)
+		}
+	}
 	for _, k := range loaded.Unknown {
 		log.Warn("unknown config key ignored", "key", k)
 	}
@@ -218,8 +237,8 @@ func serve(ctx context.Context, cmd *cobra.Command, f flags, stdout, stderr io.W
 	stopProfile()
 
 	<-ctx.Done()
-	if onStopping != nil {
-		onStopping()
+	if h.onStopping != nil {
+		h.onStopping()
 	}
 	began := time.Now()
 	log.Info("shutdown hook was invoked")
@@ -311,4 +330,23 @@ func envMap(environ []string) map[string]string {
 		}
 	}
 	return m
+}
+
+// applyTimerSlack gives the process the timer slack want
+// (broker/internal/timerslack): when the current thread has another, it
+// re-executes the broker, so it returns only when nothing was to be done or
+// the re-exec failed.
+func applyTimerSlack(want time.Duration, environ []string) error {
+	if !timerslack.Supported {
+		return nil
+	}
+	cur, err := timerslack.Current()
+	if err != nil {
+		return err
+	}
+	again, err := timerslack.Decide(want, cur, environ)
+	if !again {
+		return err
+	}
+	return timerslack.Reexec(want, os.Args, environ)
 }

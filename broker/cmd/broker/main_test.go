@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,7 +43,7 @@ func writeConf(t *testing.T, store string) string {
 func TestPrintConfig(t *testing.T) {
 	conf := writeConf(t, t.TempDir())
 	var out, errOut bytes.Buffer
-	if code := run(context.Background(), []string{"-c", conf, "-p", "-n", "10.0.0.1:9876;10.0.0.2:9876"}, &out, &errOut, nil, nil); code != 0 {
+	if code := run(context.Background(), []string{"-c", conf, "-p", "-n", "10.0.0.1:9876;10.0.0.2:9876"}, &out, &errOut, nil, hooks{}); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 	for _, want := range []string{"brokerName=broker-a\n", "fileReservedTime=48\n", "namesrvAddr=10.0.0.1:9876;10.0.0.2:9876\n", "listenPort=10911\n",
@@ -57,7 +58,7 @@ func TestPrintConfig(t *testing.T) {
 		t.Error("-p marks listenPort")
 	}
 	out.Reset()
-	if code := run(context.Background(), []string{"-c", conf, "-m"}, &out, &errOut, []string{"BROKER_LISTEN_PORT=12345"}, nil); code != 0 {
+	if code := run(context.Background(), []string{"-c", conf, "-m"}, &out, &errOut, []string{"BROKER_LISTEN_PORT=12345"}, hooks{}); code != 0 {
 		t.Fatal(errOut.String())
 	}
 	if !strings.Contains(out.String(), "listenPort=12345\n") || strings.Contains(out.String(), "popPollingSize") {
@@ -67,11 +68,11 @@ func TestPrintConfig(t *testing.T) {
 
 func TestBadConfigExits1(t *testing.T) {
 	var out, errOut bytes.Buffer
-	code := run(context.Background(), []string{"--set", "brokerRole=LEADER", "--store-path", t.TempDir()}, &out, &errOut, nil, nil)
+	code := run(context.Background(), []string{"--set", "brokerRole=LEADER", "--store-path", t.TempDir()}, &out, &errOut, nil, hooks{})
 	if code != 1 || !strings.Contains(errOut.String(), "brokerRole") {
 		t.Errorf("exit %d, stderr %q", code, errOut.String())
 	}
-	code = run(context.Background(), []string{"-n", "nonsense", "--store-path", t.TempDir()}, &out, &errOut, nil, nil)
+	code = run(context.Background(), []string{"-n", "nonsense", "--store-path", t.TempDir()}, &out, &errOut, nil, hooks{})
 	if code != 1 || !strings.Contains(errOut.String(), "Name Server Address") {
 		t.Errorf("bad -n: exit %d, stderr %q", code, errOut.String())
 	}
@@ -85,9 +86,16 @@ func TestBootAndGracefulShutdown(t *testing.T) {
 	var out, errOut testutil.SyncBuffer
 	done := make(chan int, 1)
 	stopping := make(chan struct{}, 1)
+	slack := make(chan time.Duration, 2)
 	go func() {
-		done <- run(ctx, []string{"-c", conf, "--listen-port", "0", "-n", "127.0.0.1:1"}, &out, &errOut,
-			[]string{"NAMESRV_ADDR=192.0.2.1:9876"}, func() { stopping <- struct{}{} })
+		done <- run(ctx, []string{"-c", conf, "--listen-port", "0", "-n", "127.0.0.1:1", "--set", "timerSlackMicros=300"}, &out, &errOut,
+			[]string{"NAMESRV_ADDR=192.0.2.1:9876"}, hooks{
+				onStopping: func() { stopping <- struct{}{} },
+				timerSlack: func(want time.Duration, _ []string) error {
+					slack <- want
+					return errors.New("no re-exec in tests")
+				},
+			})
 	}()
 	boot := regexp.MustCompile(`The broker\[broker-a, 127\.0\.0\.1:\d+\] boot success\. serializeType=JSON and name server is 127\.0\.0\.1:1`)
 	testutil.Eventually(t, 10*time.Second, func() error {
@@ -97,6 +105,10 @@ func TestBootAndGracefulShutdown(t *testing.T) {
 		return nil
 	})
 	logs := errOut.String()
+	// The configured slack reaches the hook once; its failure is a warning.
+	if len(slack) != 1 || <-slack != 300*time.Microsecond || !strings.Contains(logs, "timer slack not applied") {
+		t.Errorf("timer slack hook not called once with 300µs, or its error not logged:\n%s", logs)
+	}
 	if !strings.Contains(logs, "unknown config key ignored") || !strings.Contains(logs, "key=colour") {
 		t.Errorf("unknown key not reported:\n%s", logs)
 	}
@@ -153,7 +165,7 @@ func TestEnvOptions(t *testing.T) {
 	conf := writeConf(t, t.TempDir())
 	var out, errOut bytes.Buffer
 	environ := []string{envLockMaxLiveTime + "=-5"}
-	if code := run(context.Background(), []string{"-c", conf}, &out, &errOut, environ, nil); code != 1 || !strings.Contains(errOut.String(), envLockMaxLiveTime) {
+	if code := run(context.Background(), []string{"-c", conf}, &out, &errOut, environ, hooks{}); code != 1 || !strings.Contains(errOut.String(), envLockMaxLiveTime) {
 		t.Fatalf("exit %d, stderr %q: want 1 naming %s", code, errOut.String(), envLockMaxLiveTime)
 	}
 }
