@@ -480,12 +480,57 @@ type frameReader interface {
 	Release() error
 }
 
+// batchWindow bounds what readFrames takes in with one Peek. The whole
+// frames in it are consumed with one Skip and one Release: netpoll keeps a
+// connection's input length in an atomic counter its poller adds to on
+// every read, and touching it four times per frame (Len, two Peeks, Skip)
+// cost about 2% of a 1 KiB send's broker CPU under 64 pipelining
+// producers. Peek copies bytes spread over several of netpoll's buffers,
+// hence a bound.
+const batchWindow = 64 << 10
+
 // readFrames consumes every whole frame available in r and dispatches it.
 // A Peek error means the input ended inside a frame (cutFrame); a frame that
 // cannot be parsed closes the connection (badFrame).
 func (s *Server) readFrames(ch *Channel, r frameReader) error {
 	deferred := s.deferredCodes()
-	for r.Len() > 0 {
+	for {
+		avail := r.Len()
+		if avail == 0 {
+			return nil
+		}
+		// Every whole frame that has arrived, up to the window.
+		used := 0
+		if avail >= 4 {
+			buf, err := r.Peek(min(avail, batchWindow))
+			if err != nil {
+				return s.cutFrame(ch, err)
+			}
+			for len(buf)-used >= 4 {
+				n, err := FrameLength(buf[used:used+4], s.cfg.MaxFrameSize)
+				if err != nil {
+					return s.badFrame(ch, err)
+				}
+				if n > len(buf)-used {
+					break
+				}
+				cmd, err := DecodeDeferring(copyFrame(buf[used+4:used+n]), deferred)
+				if err != nil {
+					return s.badFrame(ch, err)
+				}
+				used += n
+				s.deliver(ch, cmd)
+			}
+		}
+		if used > 0 {
+			if err := r.Skip(used); err != nil {
+				return s.cutFrame(ch, err)
+			}
+			_ = r.Release()
+			continue
+		}
+		// The first frame is not all here, or is larger than the window:
+		// wait for all of it.
 		head, err := r.Peek(4)
 		if err != nil {
 			return s.cutFrame(ch, err)
@@ -498,11 +543,7 @@ func (s *Server) readFrames(ch *Channel, r frameReader) error {
 		if err != nil {
 			return s.cutFrame(ch, err)
 		}
-		// A copy: Body aliases it beyond Release. make+copy of one length
-		// is compiled to a copy into memory that is not zeroed first.
-		src := whole[4:]
-		frame := make([]byte, len(src))
-		copy(frame, src)
+		frame := copyFrame(whole[4:])
 		if err := r.Skip(n); err != nil {
 			return s.cutFrame(ch, err)
 		}
@@ -511,15 +552,28 @@ func (s *Server) readFrames(ch *Channel, r frameReader) error {
 		if err != nil {
 			return s.badFrame(ch, err)
 		}
-		// One clock read per frame serves both (a clock read per 1 KiB
-		// send is measurable: issue 18's profiles).
-		now := time.Now()
-		ch.touchAt(now)
-		cmd.Arrival = s.arrivals.Add(1)
-		cmd.Received = now
-		s.dispatch(ch, cmd)
+		s.deliver(ch, cmd)
 	}
-	return nil
+}
+
+// copyFrame copies a frame out of netpoll's buffer: Body aliases it beyond
+// Release. make+copy of one length is compiled to a copy into memory that
+// is not zeroed first.
+func copyFrame(src []byte) []byte {
+	frame := make([]byte, len(src))
+	copy(frame, src)
+	return frame
+}
+
+// deliver stamps a decoded frame's arrival and dispatches it. One clock
+// read per frame serves both (a clock read per 1 KiB send is measurable:
+// issue 18's profiles).
+func (s *Server) deliver(ch *Channel, cmd *Command) {
+	now := time.Now()
+	ch.touchAt(now)
+	cmd.Arrival = s.arrivals.Add(1)
+	cmd.Received = now
+	s.dispatch(ch, cmd)
 }
 
 // cutFrame: the connection ended (or timed out) before a whole frame arrived.

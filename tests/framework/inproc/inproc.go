@@ -131,9 +131,11 @@ func (c *Cluster) Can(framework.Capability) bool { return false }
 func (c *Cluster) AddBroker(t testing.TB, name string, id int, conf map[string]string) framework.Broker {
 	t.Helper()
 	dir := t.TempDir()
-	port := harness.LatePort(t) // restarts rebind it (see harness.LatePort)
+	var port int // restarts rebind it (see harness.LatePort)
 	if c.opts.BrokerConf["vipChannelListenEnable"] == "true" || conf["vipChannelListenEnable"] == "true" {
 		port = harness.LatePortWithVIP(t) // listenPort − 2 is listened on too
+	} else {
+		port = harness.LatePort(t)
 	}
 	// The HA port is one of its own (LatePort): listenPort+1, the default,
 	// may be taken by then.
