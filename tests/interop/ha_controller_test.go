@@ -507,8 +507,8 @@ func apacheReplica(t *testing.T, run, ns, ctl string) *replicaNode {
 
 // apachePorts returns three consecutive LatePorts p−2, p−1, p: an Apache
 // broker listening on p also listens on p−2, which must not be a port
-// handed to another server meanwhile (LatePortWithVIP only checks that
-// p−2 is free now, and our broker's port may be free until it starts).
+// handed to another server meanwhile (our broker's port may be free until
+// it starts), and on haListenPort, here p−1.
 func apachePorts(t *testing.T) (vip, ha, port int) {
 	t.Helper()
 	for range 100 {

@@ -114,16 +114,22 @@ func portFree(port int) bool {
 	return true
 }
 
-// LatePortWithVIP is a LatePort p whose p−2 is free too: a broker with its
-// VIP listener on (Apache's listenPort − 2) must not listen on a port in
-// the ephemeral range, which FreePort may have handed another test's
-// process (seen in CI: a broker of tests/e2e found its port taken).
+// LatePortWithVIP is a LatePort p whose p−2 is this caller's too: a broker
+// with its VIP listener on (Apache's listenPort − 2) must not listen on a
+// port in the ephemeral range, which FreePort may have handed another
+// test's process (seen in CI: a broker of tests/e2e found its port taken).
+// p−2, p−1 and p all come from this process's counter in one go, so p−2
+// was handed to no other server of this process: checking only that p−2
+// was free let an in-process broker take the port of an Apache JVM of a
+// parallel test that had not bound it yet (seen in CI: that JVM then failed
+// with "Address already in use").
 func LatePortWithVIP(t testing.TB) int {
 	t.Helper()
 	for range 2000 {
-		p := LatePort(t)
-		// p−2 in the same block: one this process holds.
-		if (p-lateLow)%lateBlock >= 2 && portFree(p-2) {
+		vip := lateBlocks.take()
+		_ = lateBlocks.take()
+		p := lateBlocks.take()
+		if p == vip+2 && portFree(vip) && portFree(p) {
 			return p
 		}
 	}

@@ -1,6 +1,10 @@
 package harness
 
-import "testing"
+import (
+	"fmt"
+	"sync"
+	"testing"
+)
 
 // TestPortBlocksDisjoint: two holders (two test processes; flock locks
 // belong to the open file, so two holders in one process exclude each
@@ -30,4 +34,37 @@ func TestPortBlocksDisjoint(t *testing.T) {
 	if len(a.owned) != 3 || len(b.owned) != 3 {
 		t.Fatalf("blocks held: a %v, b %v; want 3 each", a.owned, b.owned)
 	}
+}
+
+// TestLatePortWithVIPOwnsItsVIPPort: the port below a LatePortWithVIP port
+// (the broker's VIP listener) is handed to no other caller, even while
+// LatePort callers run at the same time. Checking only that it was free
+// let an in-process broker take the port of an Apache JVM that had not
+// bound it yet.
+func TestLatePortWithVIPOwnsItsVIPPort(t *testing.T) {
+	var mu sync.Mutex
+	owner := map[int]string{}
+	claim := func(p int, who string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if o, ok := owner[p]; ok {
+			t.Errorf("port %d handed to %s and to %s", p, o, who)
+		}
+		owner[p] = who
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 50 {
+				if g%2 == 0 {
+					claim(LatePort(t), fmt.Sprintf("LatePort %d.%d", g, i))
+					continue
+				}
+				p := LatePortWithVIP(t)
+				claim(p, fmt.Sprintf("LatePortWithVIP %d.%d", g, i))
+				claim(p-2, fmt.Sprintf("the VIP port of LatePortWithVIP %d.%d", g, i))
+			}
+		})
+	}
+	wg.Wait()
 }
