@@ -499,13 +499,22 @@ func (s *Server) readFrames(ch *Channel, r frameReader) error {
 		if avail == 0 {
 			return nil
 		}
-		// Every whole frame that has arrived, up to the window.
-		used := 0
-		if avail >= 4 {
-			buf, err := r.Peek(min(avail, batchWindow))
+		head, err := r.Peek(4)
+		if err != nil {
+			return s.cutFrame(ch, err)
+		}
+		n, err := FrameLength(head, s.cfg.MaxFrameSize)
+		if err != nil {
+			return s.badFrame(ch, err)
+		}
+		if window := min(avail, batchWindow); n <= window {
+			// Every whole frame that has arrived, up to the window, the
+			// first one included.
+			buf, err := r.Peek(window)
 			if err != nil {
 				return s.cutFrame(ch, err)
 			}
+			used := 0
 			for len(buf)-used >= 4 {
 				n, err := FrameLength(buf[used:used+4], s.cfg.MaxFrameSize)
 				if err != nil {
@@ -521,8 +530,6 @@ func (s *Server) readFrames(ch *Channel, r frameReader) error {
 				used += n
 				s.deliver(ch, cmd)
 			}
-		}
-		if used > 0 {
 			if err := r.Skip(used); err != nil {
 				return s.cutFrame(ch, err)
 			}
@@ -530,15 +537,7 @@ func (s *Server) readFrames(ch *Channel, r frameReader) error {
 			continue
 		}
 		// The first frame is not all here, or is larger than the window:
-		// wait for all of it.
-		head, err := r.Peek(4)
-		if err != nil {
-			return s.cutFrame(ch, err)
-		}
-		n, err := FrameLength(head, s.cfg.MaxFrameSize)
-		if err != nil {
-			return s.badFrame(ch, err)
-		}
+		// wait for all of it (Peek blocks until it has arrived).
 		whole, err := r.Peek(n)
 		if err != nil {
 			return s.cutFrame(ch, err)
